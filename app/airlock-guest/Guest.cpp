@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "Guest.h"
+
+#include "Log.h"
+#include "Spawn.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace airlock::guest {
+namespace {
+
+// u32 execId, u8 stream, u64 unixTimeNs in front of the output bytes.
+constexpr size_t kOutputFixed = 4 + 1 + 8;
+constexpr size_t kOutputPrefix = wire::kHeaderSize + kOutputFixed;
+// Above this many queued bytes the output fds are no longer read: a slow daemon then slows the
+// producers (via full pipes) instead of growing our memory.
+constexpr size_t kHighWater = 2 * 1024 * 1024;
+// Stdin has no flow control in the protocol; past this much unwritten stdin we stop reading the
+// socket rather than buffer without bound.
+constexpr size_t kMaxPendingStdin = 64 * 1024 * 1024;
+// A background process that keeps writing must not keep the exit drain spinning forever.
+constexpr size_t kMaxDrainPerFd = 4 * 1024 * 1024;
+constexpr size_t kSocketReadSize = 256 * 1024;
+
+uint64_t toUs(const timeval &tv)
+{
+    return static_cast<uint64_t>(tv.tv_sec) * 1000000u + static_cast<uint64_t>(tv.tv_usec);
+}
+
+bool hasNul(std::string_view s)
+{
+    return s.find('\0') != std::string_view::npos;
+}
+
+const char *typeName(wire::Type t)
+{
+    switch (t) {
+    case wire::Type::Spawn: return "Spawn";
+    case wire::Type::Stdin: return "Stdin";
+    case wire::Type::Signal: return "Signal";
+    case wire::Type::Resize: return "Resize";
+    default: return "?";
+    }
+}
+
+} // namespace
+
+void fatalExit(int sock, const std::string &message, int code)
+{
+    logv("fatal: %s", message.c_str());
+    OutQueue q(message.size() + 64);
+    q.pushCopy(wire::Writer(wire::Type::Fatal).str(message).take());
+    q.flushBlocking(sock, 2000);
+    std::exit(code);
+}
+
+Guest::Guest(int sock, int sigchldFd, int landlockAbi)
+    : m_sock(sock), m_sigchldFd(sigchldFd), m_out(kOutputPrefix + wire::kMaxOutputChunk)
+{
+    m_in.resize(kSocketReadSize);
+    send(wire::Writer(wire::Type::Hello)
+             .u32(wire::kProtocolVersion)
+             .i32(landlockAbi)
+             .u32(static_cast<uint32_t>(getpid()))
+             .take());
+}
+
+void Guest::run()
+{
+    enum Kind { Out, Err, In };
+    struct Slot {
+        uint32_t execId;
+        Kind kind;
+    };
+    std::vector<pollfd> fds;
+    std::vector<Slot> slots;
+
+    for (;;) {
+        fds.clear();
+        slots.clear();
+        short sockEvents = m_out.empty() ? 0 : POLLOUT;
+        if (pendingStdinBytes() < kMaxPendingStdin)
+            sockEvents |= POLLIN;
+        fds.push_back({m_sock, sockEvents, 0});
+        fds.push_back({m_sigchldFd, POLLIN, 0});
+        const bool readOutputs = m_out.bytes() < kHighWater;
+        for (const auto &[id, e] : m_execs) {
+            if (readOutputs && e.outFd >= 0) {
+                fds.push_back({e.outFd, POLLIN, 0});
+                slots.push_back({id, Out});
+            }
+            if (readOutputs && e.errFd >= 0) {
+                fds.push_back({e.errFd, POLLIN, 0});
+                slots.push_back({id, Err});
+            }
+            if (e.inFd >= 0 && e.stdinOff < e.stdinBuf.size()) {
+                fds.push_back({e.inFd, POLLOUT, 0});
+                slots.push_back({id, In});
+            }
+        }
+
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fatalExit(m_sock, std::string("poll failed: ") + std::strerror(errno), 1);
+        }
+
+        if (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))
+            flushSocket();
+
+        // Executions are looked up by id each time: handling one event may finish another.
+        for (size_t i = 0; i < slots.size(); ++i) {
+            if (!fds[i + 2].revents)
+                continue;
+            auto it = m_execs.find(slots[i].execId);
+            if (it == m_execs.end())
+                continue;
+            Execution &e = it->second;
+            switch (slots[i].kind) {
+            case Out:
+                readOutput(e, e.outFd, wire::StreamStdout);
+                break;
+            case Err:
+                readOutput(e, e.errFd, wire::StreamStderr);
+                break;
+            case In:
+                flushStdin(e);
+                break;
+            }
+        }
+        flushSocket();
+
+        if (fds[1].revents & POLLIN)
+            reapChildren();
+
+        // Read last: a Spawn or Stdin frame changes m_execs, which the slots above refer to.
+        // POLLHUP/POLLERR are handled even when POLLIN was not requested, so EOF is never missed.
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR))
+            readSocket();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Daemon socket
+
+void Guest::send(std::string frame)
+{
+    m_out.pushCopy(frame);
+    flushSocket();
+}
+
+void Guest::flushSocket()
+{
+    if (!m_out.flush(m_sock))
+        daemonGone();
+}
+
+void Guest::daemonGone()
+{
+    logv("daemon connection closed; killing all processes");
+    killAll();
+    std::exit(0);
+}
+
+void Guest::protocolViolation(const std::string &what)
+{
+    const std::string message = "protocol violation: " + what;
+    logv("%s", message.c_str());
+    m_out.pushCopy(wire::Writer(wire::Type::Fatal).str(message).take());
+    m_out.flushBlocking(m_sock, 2000);
+    killAll();
+    std::exit(2);
+}
+
+void Guest::readSocket()
+{
+    // Keep room for one whole maximal frame plus a large read.
+    if (m_inOff > 0) {
+        std::memmove(m_in.data(), m_in.data() + m_inOff, m_inLen - m_inOff);
+        m_inLen -= m_inOff;
+        m_inOff = 0;
+    }
+    if (m_in.size() - m_inLen < kSocketReadSize)
+        m_in.resize(m_inLen + kSocketReadSize);
+
+    const ssize_t n = read(m_sock, m_in.data() + m_inLen, m_in.size() - m_inLen);
+    if (n == 0)
+        daemonGone();
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return;
+        daemonGone();
+    }
+    m_inLen += static_cast<size_t>(n);
+
+    while (m_inLen - m_inOff >= wire::kHeaderSize) {
+        const auto h = wire::peekHeader(m_in.data() + m_inOff, m_inLen - m_inOff);
+        if (h->payloadLen > wire::kMaxPayload)
+            protocolViolation("frame payload of " + std::to_string(h->payloadLen) + " bytes exceeds the limit");
+        switch (h->type) {
+        case wire::Type::Spawn:
+        case wire::Type::Stdin:
+        case wire::Type::Signal:
+        case wire::Type::Resize:
+            break;
+        default:
+            protocolViolation("unknown frame type " + std::to_string(static_cast<unsigned>(h->type)));
+        }
+        const size_t frameSize = wire::kHeaderSize + h->payloadLen;
+        if (m_inLen - m_inOff < frameSize)
+            break;
+        handleFrame(h->type, m_in.data() + m_inOff + wire::kHeaderSize, h->payloadLen);
+        m_inOff += frameSize;
+    }
+    if (m_inOff == m_inLen)
+        m_inOff = m_inLen = 0;
+    // Don't hold on to a buffer grown for one huge frame.
+    if (m_inLen == 0 && m_in.size() > 2 * kSocketReadSize) {
+        m_in.resize(kSocketReadSize);
+        m_in.shrink_to_fit();
+    }
+}
+
+void Guest::handleFrame(wire::Type type, const char *payload, uint32_t len)
+{
+    wire::Reader r(payload, len);
+    const auto finished = [&] {
+        if (r.failed())
+            protocolViolation(std::string("truncated ") + typeName(type) + " frame");
+        if (!r.atEnd())
+            protocolViolation(std::string("trailing bytes in ") + typeName(type) + " frame");
+    };
+
+    switch (type) {
+    case wire::Type::Spawn: {
+        SpawnRequest req;
+        req.execId = r.u32();
+        req.flags = r.u8();
+        req.rows = r.u16();
+        req.cols = r.u16();
+        req.cpuSeconds = r.u64();
+        req.fileSizeBytes = r.u64();
+        req.openFiles = r.u64();
+        const std::string_view cwd = r.str();
+        if (hasNul(cwd))
+            protocolViolation("NUL byte in Spawn cwd");
+        req.cwd = cwd;
+        const uint32_t argc = r.u32();
+        if (argc > wire::kMaxArgs)
+            protocolViolation("Spawn argc " + std::to_string(argc) + " exceeds the limit");
+        for (uint32_t i = 0; i < argc && !r.failed(); ++i) {
+            const std::string_view a = r.str();
+            if (hasNul(a))
+                protocolViolation("NUL byte in Spawn argv");
+            req.argv.emplace_back(a);
+        }
+        const uint32_t envc = r.u32();
+        if (!r.failed() && envc > wire::kMaxEnv)
+            protocolViolation("Spawn envc " + std::to_string(envc) + " exceeds the limit");
+        for (uint32_t i = 0; i < envc && !r.failed(); ++i) {
+            const std::string_view e = r.str();
+            if (r.failed())
+                break;
+            if (hasNul(e))
+                protocolViolation("NUL byte in Spawn env");
+            if (e.find('=') == std::string_view::npos)
+                protocolViolation("Spawn env entry without '='");
+            req.env.emplace_back(e);
+        }
+        finished();
+        handleSpawn(req);
+        break;
+    }
+    case wire::Type::Stdin: {
+        const uint32_t id = r.u32();
+        const std::string_view data = r.rest();
+        finished();
+        handleStdin(id, data);
+        break;
+    }
+    case wire::Type::Signal: {
+        const uint32_t id = r.u32();
+        const int32_t signo = r.i32();
+        finished();
+        handleSignal(id, signo);
+        break;
+    }
+    case wire::Type::Resize: {
+        const uint32_t id = r.u32();
+        const uint16_t rows = r.u16();
+        const uint16_t cols = r.u16();
+        finished();
+        handleResize(id, rows, cols);
+        break;
+    }
+    default:
+        protocolViolation("unknown frame type");
+    }
+}
+
+void Guest::handleSpawn(const SpawnRequest &req)
+{
+    const auto refuse = [&](int err, const std::string &message) {
+        logv("spawn %u failed: %s", req.execId, message.c_str());
+        send(wire::Writer(wire::Type::SpawnFailed).u32(req.execId).i32(err).str(message).take());
+    };
+    if (m_execs.count(req.execId)) {
+        refuse(EINVAL, "execution id " + std::to_string(req.execId) + " is already in use");
+        return;
+    }
+    if (req.argv.empty()) {
+        refuse(EINVAL, "empty argument list");
+        return;
+    }
+
+    SpawnResult res = spawnProcess(req);
+    if (res.err != 0) {
+        refuse(res.err, res.message);
+        return;
+    }
+    Execution e;
+    e.id = req.execId;
+    e.pid = res.process.pid;
+    e.start = res.process.start;
+    if (res.process.ptyFd >= 0) {
+        e.tty = true;
+        e.ptyFd = res.process.ptyFd;
+        e.outFd = e.ptyFd;
+        e.inFd = (req.flags & wire::SpawnStdin) ? e.ptyFd : -1;
+    } else {
+        e.outFd = res.process.stdoutFd;
+        e.errFd = res.process.stderrFd;
+        e.inFd = res.process.stdinFd;
+    }
+    m_execs.emplace(e.id, std::move(e));
+    logv("spawn %u: pid %d %s%s", req.execId, res.process.pid, req.argv.front().c_str(), res.process.ptyFd >= 0 ? " (tty)" : "");
+    send(wire::Writer(wire::Type::Started).u32(req.execId).i32(res.process.pid).take());
+}
+
+void Guest::handleStdin(uint32_t execId, std::string_view data)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end() || it->second.inFd < 0)
+        return; // already exited, stdin closed, or spawned without stdin: nobody to deliver to
+    Execution &e = it->second;
+    if (e.stdinEof && !e.tty)
+        return;
+    if (e.stdinOff > 0 && e.stdinOff == e.stdinBuf.size()) {
+        e.stdinBuf.clear();
+        e.stdinOff = 0;
+    }
+    if (data.empty()) {
+        // A terminal has no half-close; ^D is what a user would type for end of input.
+        if (e.tty)
+            e.stdinBuf.push_back('\x04');
+        else
+            e.stdinEof = true;
+    } else {
+        e.stdinBuf.append(data);
+    }
+    flushStdin(e);
+}
+
+void Guest::handleSignal(uint32_t execId, int32_t signo)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end())
+        return;
+    if (signo < 1 || signo > 64) {
+        logv("ignoring invalid signal %d for execution %u", signo, execId);
+        return;
+    }
+    if (kill(-it->second.pid, signo) != 0)
+        logv("kill(-%d, %d) failed: %s", it->second.pid, signo, std::strerror(errno));
+}
+
+void Guest::handleResize(uint32_t execId, uint16_t rows, uint16_t cols)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end() || it->second.ptyFd < 0)
+        return;
+    winsize ws{};
+    ws.ws_row = rows;
+    ws.ws_col = cols;
+    ioctl(it->second.ptyFd, TIOCSWINSZ, &ws);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Executions
+
+void Guest::closeExecFd(Execution &e, int &fd)
+{
+    if (fd >= 0 && fd != e.ptyFd)
+        close(fd);
+    fd = -1;
+}
+
+bool Guest::readOutput(Execution &e, int &fd, uint8_t stream)
+{
+    OutQueue::Buffer buf = m_out.acquire();
+    ssize_t n;
+    do {
+        n = read(fd, buf.data.get() + kOutputPrefix, wire::kMaxOutputChunk);
+    } while (n < 0 && errno == EINTR);
+
+    if (n > 0) {
+        timespec now{};
+        clock_gettime(CLOCK_REALTIME, &now);
+        const uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
+        char *p = buf.data.get();
+        wire::writeHeader(p, wire::Type::Output, static_cast<uint32_t>(kOutputFixed + static_cast<size_t>(n)));
+        p += wire::kHeaderSize;
+        std::memcpy(p, &e.id, 4);
+        p[4] = static_cast<char>(stream);
+        std::memcpy(p + 5, &ns, 8);
+        buf.len = kOutputPrefix + static_cast<size_t>(n);
+        m_out.push(std::move(buf));
+        return true;
+    }
+    m_out.release(std::move(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return true;
+    // EOF, or EIO from a pty master once every slave fd is closed.
+    closeExecFd(e, fd);
+    return false;
+}
+
+void Guest::drainOutput(Execution &e, int &fd, uint8_t stream)
+{
+    const size_t before = m_out.bytes();
+    while (fd >= 0 && m_out.bytes() - before < kMaxDrainPerFd) {
+        const size_t queued = m_out.bytes();
+        if (!readOutput(e, fd, stream) || m_out.bytes() == queued)
+            break; // finished, or nothing more readable right now
+    }
+}
+
+void Guest::flushStdin(Execution &e)
+{
+    while (e.inFd >= 0 && e.stdinOff < e.stdinBuf.size()) {
+        const ssize_t n = write(e.inFd, e.stdinBuf.data() + e.stdinOff, e.stdinBuf.size() - e.stdinOff);
+        if (n > 0) {
+            e.stdinOff += static_cast<size_t>(n);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        } else {
+            // EPIPE: the reader is gone; nothing written later could be delivered either.
+            e.stdinBuf.clear();
+            e.stdinOff = 0;
+            closeExecFd(e, e.inFd);
+            return;
+        }
+    }
+    if (e.stdinOff == e.stdinBuf.size()) {
+        e.stdinBuf.clear();
+        e.stdinOff = 0;
+        if (e.stdinEof)
+            closeExecFd(e, e.inFd);
+    } else if (e.stdinOff > 1024 * 1024 && e.stdinOff > e.stdinBuf.size() / 2) {
+        e.stdinBuf.erase(0, e.stdinOff);
+        e.stdinOff = 0;
+    }
+}
+
+size_t Guest::pendingStdinBytes() const
+{
+    size_t total = 0;
+    for (const auto &[id, e] : m_execs)
+        total += e.stdinBuf.size() - e.stdinOff;
+    return total;
+}
+
+void Guest::reapChildren()
+{
+    signalfd_siginfo si;
+    while (read(m_sigchldFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    }
+    // As PID 1 we are every orphan's parent, so reap everything, not just executions.
+    for (;;) {
+        int status = 0;
+        rusage ru{};
+        const pid_t pid = wait4(-1, &status, WNOHANG, &ru);
+        if (pid <= 0)
+            break;
+        for (auto it = m_execs.begin(); it != m_execs.end(); ++it) {
+            if (it->second.pid == pid) {
+                finish(it->second, status, ru);
+                m_execs.erase(it);
+                break;
+            }
+        }
+    }
+    flushSocket();
+}
+
+void Guest::finish(Execution &e, int status, const rusage &ru)
+{
+    // Everything the process wrote is in the pipe by now. Take what is there, but do not wait
+    // for EOF: background children may hold the pipe open indefinitely.
+    drainOutput(e, e.outFd, wire::StreamStdout);
+    drainOutput(e, e.errFd, wire::StreamStderr);
+
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t durationUs = (static_cast<int64_t>(now.tv_sec) - e.start.tv_sec) * 1000000
+        + (now.tv_nsec - e.start.tv_nsec) / 1000;
+    const bool signaled = WIFSIGNALED(status);
+    const int32_t code = signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+    logv("execution %u (pid %d) %s %d", e.id, e.pid, signaled ? "killed by signal" : "exited with", code);
+    m_out.pushCopy(wire::Writer(wire::Type::Exited)
+                       .u32(e.id)
+                       .u8(signaled ? wire::ExitedBySignal : wire::ExitedNormally)
+                       .i32(code)
+                       .u64(static_cast<uint64_t>(durationUs > 0 ? durationUs : 0))
+                       .u64(toUs(ru.ru_utime))
+                       .u64(toUs(ru.ru_stime))
+                       .u64(static_cast<uint64_t>(ru.ru_maxrss))
+                       .take());
+
+    closeExecFd(e, e.outFd);
+    closeExecFd(e, e.errFd);
+    closeExecFd(e, e.inFd);
+    if (e.ptyFd >= 0)
+        close(e.ptyFd);
+    e.ptyFd = -1;
+}
+
+void Guest::killAll()
+{
+    for (const auto &[id, e] : m_execs)
+        kill(-e.pid, SIGKILL);
+    // Inside the sandbox's PID namespace this reaches orphans too. Never on a host (tests).
+    if (getpid() == 1)
+        kill(-1, SIGKILL);
+}
+
+} // namespace airlock::guest

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "Spawn.h"
+
+#include "sandbox/GuestWire.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string_view>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace airlock::guest {
+namespace {
+
+constexpr const char *kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+// Output pipes as large as one output frame, so a single read() can fill a whole frame.
+constexpr int kPipeSize = static_cast<int>(wire::kMaxOutputChunk);
+
+enum Stage : int { StageSetup = 1, StageChdir = 2, StageExec = 3 };
+struct ChildError {
+    int stage;
+    int err;
+};
+
+// Closes on scope exit unless released; keeps the many error paths of spawnProcess() leak-free.
+class Fd {
+public:
+    Fd() = default;
+    explicit Fd(int fd) : m_fd(fd) {}
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    ~Fd() { reset(); }
+    int get() const { return m_fd; }
+    int release()
+    {
+        const int fd = m_fd;
+        m_fd = -1;
+        return fd;
+    }
+    void reset(int fd = -1)
+    {
+        if (m_fd >= 0)
+            close(m_fd);
+        m_fd = fd;
+    }
+
+private:
+    int m_fd = -1;
+};
+
+bool makePipe(Fd &readEnd, Fd &writeEnd)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return false;
+    readEnd.reset(p[0]);
+    writeEnd.reset(p[1]);
+    return true;
+}
+
+bool setNonBlocking(int fd)
+{
+    const int fl = fcntl(fd, F_GETFL);
+    return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+// Same lookup as execvp(), but over the request's PATH, never the guest's own environment.
+std::vector<std::string> execCandidates(const SpawnRequest &req)
+{
+    const std::string &name = req.argv.front();
+    if (name.empty())
+        return {};
+    if (name.find('/') != std::string::npos)
+        return {name};
+    std::string_view path = kDefaultPath;
+    for (const std::string &e : req.env) {
+        if (e.starts_with("PATH=")) {
+            path = std::string_view(e).substr(5);
+            break;
+        }
+    }
+    std::vector<std::string> out;
+    size_t pos = 0;
+    for (;;) {
+        const size_t colon = path.find(':', pos);
+        std::string_view dir = path.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos);
+        if (dir.empty())
+            dir = ".";
+        out.push_back(std::string(dir) + "/" + name);
+        if (colon == std::string_view::npos)
+            break;
+        pos = colon + 1;
+    }
+    return out;
+}
+
+void applyLimit(int resource, uint64_t value)
+{
+    if (value == 0)
+        return;
+    rlimit cur{};
+    if (getrlimit(resource, &cur) != 0)
+        return;
+    // Only ever tighten: an unprivileged process cannot raise its hard limit anyway.
+    rlim_t want = static_cast<rlim_t>(value);
+    if (cur.rlim_max != RLIM_INFINITY && want > cur.rlim_max)
+        want = cur.rlim_max;
+    const rlimit lim{want, want};
+    setrlimit(resource, &lim);
+}
+
+struct ChildPlan {
+    const SpawnRequest *req;
+    int stdinFd; // -1: open /dev/null
+    int stdoutFd;
+    int stderrFd;
+    int ttyFd; // slave to become the controlling terminal, or -1
+    int errorFd;
+    std::vector<char *> argv;
+    std::vector<char *> envp;
+    std::vector<std::string> candidates;
+};
+
+[[noreturn]] void childFail(int errorFd, int stage, int err)
+{
+    const ChildError e{stage, err};
+    [[maybe_unused]] ssize_t n = write(errorFd, &e, sizeof e);
+    _exit(127);
+}
+
+// Runs in the forked child. The parent is single-threaded, so heap use here is safe.
+[[noreturn]] void childMain(const ChildPlan &plan)
+{
+    // A new session makes pid == pgid, which is what Signal frames target.
+    if (setsid() < 0)
+        childFail(plan.errorFd, StageSetup, errno);
+
+    // The guest ignores SIGPIPE and blocks SIGCHLD; ignored dispositions and the mask would
+    // otherwise survive execve().
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+        sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+
+    if (plan.ttyFd >= 0 && ioctl(plan.ttyFd, TIOCSCTTY, 0) != 0)
+        childFail(plan.errorFd, StageSetup, errno);
+
+    int in = plan.stdinFd;
+    if (in < 0) {
+        in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in < 0)
+            childFail(plan.errorFd, StageSetup, errno);
+    }
+    // fds 0-2 are always occupied in the guest, so none of these is a no-op dup2 that would
+    // leave O_CLOEXEC set on the target.
+    if (dup2(in, 0) < 0 || dup2(plan.stdoutFd, 1) < 0 || dup2(plan.stderrFd, 2) < 0)
+        childFail(plan.errorFd, StageSetup, errno);
+
+    applyLimit(RLIMIT_CPU, plan.req->cpuSeconds);
+    applyLimit(RLIMIT_FSIZE, plan.req->fileSizeBytes);
+    applyLimit(RLIMIT_NOFILE, plan.req->openFiles);
+
+    if (!plan.req->cwd.empty() && chdir(plan.req->cwd.c_str()) != 0)
+        childFail(plan.errorFd, StageChdir, errno);
+
+    // execvp() semantics: remember EACCES, keep searching on "not here" errors, stop otherwise.
+    int err = ENOENT;
+    bool sawEacces = false;
+    for (const std::string &candidate : plan.candidates) {
+        execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
+        err = errno;
+        if (err == EACCES)
+            sawEacces = true;
+        else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ENODEV && err != ETIMEDOUT)
+            break;
+    }
+    if (sawEacces && (err == ENOENT || err == ENOTDIR || err == ESTALE || err == ENODEV || err == ETIMEDOUT))
+        err = EACCES;
+    childFail(plan.errorFd, StageExec, err);
+}
+
+SpawnResult failure(int err, std::string message)
+{
+    SpawnResult r;
+    r.err = err;
+    r.message = std::move(message);
+    return r;
+}
+
+// For system-call failures in the parent: captures errno before building the message.
+SpawnResult errnoFailure(const std::string &prefix, const char *what = "")
+{
+    const int err = errno;
+    return failure(err, prefix + what + std::strerror(err));
+}
+
+} // namespace
+
+SpawnResult spawnProcess(const SpawnRequest &req)
+{
+    const bool tty = req.flags & wire::SpawnTty;
+    const bool wantStdin = req.flags & wire::SpawnStdin;
+    const std::string setupError = "cannot set up process for '" + req.argv.front() + "': ";
+
+    Fd inRead, inWrite, outRead, outWrite, errRead, errWrite, master, slave;
+    if (tty) {
+        master.reset(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+        char name[128];
+        if (master.get() < 0 || grantpt(master.get()) != 0 || unlockpt(master.get()) != 0
+            || ptsname_r(master.get(), name, sizeof name) != 0)
+            return errnoFailure(setupError, "cannot allocate a pseudo-terminal: ");
+        // Opened here rather than in the child so the slave is open from before fork() until
+        // the child exits: the master then never sees a spurious hangup (EIO) in between.
+        slave.reset(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+        if (slave.get() < 0 || !setNonBlocking(master.get()))
+            return errnoFailure(setupError, "cannot open pseudo-terminal: ");
+        if (req.rows != 0 && req.cols != 0) {
+            winsize ws{};
+            ws.ws_row = req.rows;
+            ws.ws_col = req.cols;
+            ioctl(master.get(), TIOCSWINSZ, &ws);
+        }
+    } else {
+        if (!makePipe(outRead, outWrite) || !makePipe(errRead, errWrite))
+            return errnoFailure(setupError);
+        // Best effort: a bigger pipe means fewer, fuller Output frames for bulk output.
+        fcntl(outRead.get(), F_SETPIPE_SZ, kPipeSize);
+        fcntl(errRead.get(), F_SETPIPE_SZ, kPipeSize);
+        if (!setNonBlocking(outRead.get()) || !setNonBlocking(errRead.get()))
+            return errnoFailure(setupError);
+    }
+    if (wantStdin && !tty) {
+        if (!makePipe(inRead, inWrite) || !setNonBlocking(inWrite.get()))
+            return errnoFailure(setupError);
+    }
+    Fd errorRead, errorWrite;
+    if (!makePipe(errorRead, errorWrite))
+        return errnoFailure(setupError);
+
+    ChildPlan plan;
+    plan.req = &req;
+    plan.ttyFd = tty ? slave.get() : -1;
+    plan.stdinFd = tty ? (wantStdin ? slave.get() : -1) : inRead.get();
+    plan.stdoutFd = tty ? slave.get() : outWrite.get();
+    plan.stderrFd = tty ? slave.get() : errWrite.get();
+    plan.errorFd = errorWrite.get();
+    for (const std::string &a : req.argv)
+        plan.argv.push_back(const_cast<char *>(a.c_str()));
+    plan.argv.push_back(nullptr);
+    for (const std::string &e : req.env)
+        plan.envp.push_back(const_cast<char *>(e.c_str()));
+    plan.envp.push_back(nullptr);
+    plan.candidates = execCandidates(req);
+
+    SpawnResult result;
+    clock_gettime(CLOCK_MONOTONIC, &result.process.start);
+    const pid_t pid = fork();
+    if (pid < 0)
+        return errnoFailure(setupError, "fork failed: ");
+    if (pid == 0)
+        childMain(plan);
+
+    // Close the child's ends first so the error pipe reports EOF as soon as exec succeeds.
+    errorWrite.reset();
+    slave.reset();
+    inRead.reset();
+    outWrite.reset();
+    errWrite.reset();
+
+    ChildError ce{};
+    ssize_t n;
+    do {
+        n = read(errorRead.get(), &ce, sizeof ce);
+    } while (n < 0 && errno == EINTR);
+    if (n != 0) {
+        if (n != static_cast<ssize_t>(sizeof ce))
+            ce = ChildError{StageSetup, n < 0 ? errno : EIO};
+        switch (ce.stage) {
+        case StageChdir:
+            return failure(ce.err, "cannot change directory to '" + req.cwd + "': " + std::strerror(ce.err));
+        case StageExec:
+            return failure(ce.err, "cannot execute '" + req.argv.front() + "': " + std::strerror(ce.err));
+        default:
+            return failure(ce.err, setupError + std::strerror(ce.err));
+        }
+    }
+
+    result.process.pid = pid;
+    result.process.stdinFd = inWrite.release();
+    result.process.stdoutFd = outRead.release();
+    result.process.stderrFd = errRead.release();
+    result.process.ptyFd = master.release();
+    return result;
+}
+
+} // namespace airlock::guest

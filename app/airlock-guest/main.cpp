@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlock-guest: PID 1 inside an Airlock sandbox. It confines itself with Landlock (so every
+// command inherits the confinement), then runs commands for the daemon over the socket it
+// inherited, speaking the protocol in core/sandbox/GuestWire.h.
+//
+//   airlock-guest --fd N [--rw PATH]... [--nproc N] [--verbose]
+
+#include "Guest.h"
+#include "Landlock.h"
+#include "Log.h"
+
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace airlock::guest;
+
+namespace {
+
+struct Options {
+    int fd = -1;
+    std::vector<std::string> rwPaths;
+    long long nproc = -1;
+    bool verbose = false;
+};
+
+bool parseNumber(const char *s, long long &out)
+{
+    const char *end = s + std::strlen(s);
+    const auto [p, ec] = std::from_chars(s, end, out);
+    return ec == std::errc() && p == end && out >= 0;
+}
+
+// Returns an error message, or an empty string when the command line is valid.
+std::string parseArgs(int argc, char **argv, Options &o)
+{
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool hasValue = i + 1 < argc;
+        long long n = 0;
+        if (arg == "--verbose") {
+            o.verbose = true;
+        } else if (arg == "--fd" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n > 1000000)
+                return std::string("invalid --fd value: ") + argv[i];
+            o.fd = static_cast<int>(n);
+        } else if (arg == "--rw" && hasValue) {
+            o.rwPaths.emplace_back(argv[++i]);
+        } else if (arg == "--nproc" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n == 0)
+                return std::string("invalid --nproc value: ") + argv[i];
+            o.nproc = n;
+        } else {
+            return "unknown or incomplete argument: " + arg;
+        }
+    }
+    if (o.fd < 0)
+        return "--fd is required";
+    return {};
+}
+
+// Children get fds 0-2 via dup2(); if any of them were closed here, a pipe could land on 0-2
+// and be clobbered. Also keeps stray writes to stdout/stderr harmless.
+void ensureStdFds()
+{
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            const int n = open("/dev/null", O_RDWR);
+            if (n >= 0 && n != fd) {
+                dup2(n, fd);
+                close(n);
+            }
+        }
+    }
+}
+
+// Whatever else we inherited (e.g. bwrap's internal fds) must not leak into commands.
+void cloexecInheritedFds(int keep)
+{
+    if (keep > 3)
+        syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), CLOSE_RANGE_CLOEXEC);
+    syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, CLOSE_RANGE_CLOEXEC);
+}
+
+std::string errnoText(const char *what)
+{
+    return std::string(what) + ": " + std::strerror(errno);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    ensureStdFds();
+
+    Options opt;
+    const std::string argError = parseArgs(argc, argv, opt);
+    g_verbose = opt.verbose;
+    if (opt.fd >= 0 && opt.fd <= 2) {
+        std::fprintf(stderr, "airlock-guest: --fd must not be 0, 1 or 2\n");
+        return 2;
+    }
+    if (opt.fd >= 0 && fcntl(opt.fd, F_GETFD) < 0) {
+        std::fprintf(stderr, "airlock-guest: --fd %d is not an open file descriptor\n", opt.fd);
+        return 2;
+    }
+    if (!argError.empty()) {
+        std::fprintf(stderr, "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--verbose]\n", argError.c_str());
+        if (opt.fd >= 0)
+            fatalExit(opt.fd, "invalid command line: " + argError, 2);
+        return 2;
+    }
+    const int sock = opt.fd;
+
+    const int fl = fcntl(sock, F_GETFL);
+    if (fl < 0 || fcntl(sock, F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(sock, F_SETFD, FD_CLOEXEC) != 0)
+        fatalExit(sock, errnoText("cannot configure the daemon socket"), 1);
+    cloexecInheritedFds(sock);
+    // A bigger send buffer means fewer wakeups when streaming output; the kernel caps it.
+    const int sndbuf = 4 * 1024 * 1024;
+    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        fatalExit(sock, errnoText("prctl(PR_SET_NO_NEW_PRIVS) failed"), 1);
+    const rlimit noCore{0, 0};
+    if (setrlimit(RLIMIT_CORE, &noCore) != 0)
+        fatalExit(sock, errnoText("setrlimit(RLIMIT_CORE) failed"), 1);
+    if (opt.nproc > 0) {
+        const rlimit nproc{static_cast<rlim_t>(opt.nproc), static_cast<rlim_t>(opt.nproc)};
+        if (setrlimit(RLIMIT_NPROC, &nproc) != 0)
+            fatalExit(sock, errnoText("setrlimit(RLIMIT_NPROC) failed"), 1);
+    }
+    // PID 1 already adopts orphans; this makes a guest run outside a PID namespace (tests)
+    // behave the same.
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+    // Writes to a vanished reader must be EPIPE errors, not our death.
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &chld, nullptr) != 0)
+        fatalExit(sock, errnoText("sigprocmask failed"), 1);
+    const int sigchldFd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigchldFd < 0)
+        fatalExit(sock, errnoText("signalfd failed"), 1);
+
+    const LandlockResult ll = applyLandlock(opt.rwPaths);
+    if (!ll.error.empty())
+        fatalExit(sock, ll.error, 1);
+
+    Guest guest(sock, sigchldFd, ll.abi);
+    guest.run();
+}

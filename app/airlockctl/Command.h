@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "client/DaemonClient.h"
+#include "util/Result.h"
+
+#include <QCommandLineParser>
+#include <QJsonObject>
+#include <QStringList>
+#include <QTextStream>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace airlock::cli {
+
+// Exit codes shared by every sub-command (documented in `airlockctl --help`). `exec` and `run`
+// return the command's own code instead (128+N when it died of signal N).
+enum ExitCode {
+    ExitOk = 0,
+    ExitFailure = 1,
+    ExitUsage = 2,       // bad option, invalid name, bad limit
+    ExitNotFound = 3,    // unknown sandbox or file
+    ExitNoDaemon = 4,    // no daemon answers and none could be started
+    ExitNoBoundary = 5,  // the host cannot enforce the sandbox (bwrap, userns, seccomp, limits)
+    ExitRefused = 6,     // path escape, protocol error
+};
+int exitCodeFor(ErrorCode code);
+
+// Everything a command may touch, injected so tests can run commands in-process.
+struct Context {
+    QTextStream &out;
+    QTextStream &err;
+    bool json = false;
+    bool verbose = false;
+    ConnectOptions connect;
+    std::function<Result<DaemonClient *>()> client; // connects lazily (starting the daemon)
+};
+
+class Command {
+public:
+    virtual ~Command() = default;
+    virtual QString name() const = 0;
+    virtual QString summary() const = 0;
+    // "SANDBOX [--keep]..." shown after the command name.
+    virtual QString usage() const = 0;
+    virtual void addOptions(QCommandLineParser &parser) const { Q_UNUSED(parser) }
+    virtual int run(Context &ctx, const QCommandLineParser &parser) = 0;
+
+    // Parses args (which start with the command name) and runs; usage errors exit 2.
+    int execute(Context &ctx, const QStringList &args);
+
+protected:
+    // Prints an error (or {"error": ...} with --json) and returns its exit code.
+    static int fail(Context &ctx, const Error &error);
+    static void printJson(Context &ctx, const QJsonValue &value);
+};
+
+std::vector<std::unique_ptr<Command>> allCommands();
+
+} // namespace airlock::cli

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// exec and run: a command in a sandbox, attached to this terminal.
+#include "ExecSession.h"
+#include "SandboxCommands.h"
+#include "SpecOptions.h"
+#include "model/Units.h"
+
+#include <QJsonArray>
+
+namespace airlock::cli {
+
+namespace {
+// The options that shape one execution, shared by exec and run.
+class ExecOptions {
+public:
+    void add(QCommandLineParser &parser) const { parser.addOptions({m_tty, m_cwd, m_env, m_timeout, m_noStdin}); }
+    Result<ExecRequest> read(const QCommandLineParser &parser, QStringList command) const
+    {
+        // Options end at the first positional argument, so a "--" may still be there.
+        if (!command.isEmpty() && command.first() == QLatin1String("--"))
+            command.removeFirst();
+        if (command.isEmpty())
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("no command given: put it after --, e.g. -- ls -la"));
+        QJsonObject json{{QStringLiteral("argv"), QJsonArray::fromStringList(command)},
+                         {QStringLiteral("tty"), parser.isSet(m_tty)}};
+        if (parser.isSet(m_cwd))
+            json.insert(QStringLiteral("cwd"), parser.value(m_cwd));
+        QJsonObject env;
+        for (const QString &assignment : parser.values(m_env)) {
+            auto kv = parseEnvAssignment(assignment);
+            if (!kv)
+                return kv.error();
+            env.insert(kv->first, kv->second);
+        }
+        json.insert(QStringLiteral("env"), env);
+        if (parser.isSet(m_timeout)) {
+            auto ms = units::parseDurationMs(parser.value(m_timeout));
+            if (!ms)
+                return makeError(ErrorCode::InvalidArgument, QStringLiteral("--timeout: ") + ms.error().message);
+            json.insert(QStringLiteral("timeoutMs"), double(*ms));
+        }
+        return ExecRequest::fromJson(json);
+    }
+    bool forwardStdin(const QCommandLineParser &parser) const { return !parser.isSet(m_noStdin); }
+
+private:
+    QCommandLineOption m_tty{{QStringLiteral("t"), QStringLiteral("tty")}, QStringLiteral("Run in a pseudo-terminal.")};
+    QCommandLineOption m_cwd{QStringLiteral("cwd"), QStringLiteral("Working directory inside the sandbox (default /workspace)."),
+                             QStringLiteral("dir")};
+    QCommandLineOption m_env{{QStringLiteral("e"), QStringLiteral("env")},
+                             QStringLiteral("Set a variable (repeatable). Nothing else from this shell is passed."),
+                             QStringLiteral("K=V")};
+    QCommandLineOption m_timeout{QStringLiteral("timeout"), QStringLiteral("Kill the command after this long, e.g. 30s (exit 124)."),
+                                 QStringLiteral("duration")};
+    QCommandLineOption m_noStdin{{QStringLiteral("n"), QStringLiteral("no-stdin")}, QStringLiteral("Do not forward stdin (the command reads EOF).")};
+};
+} // namespace
+
+class ExecCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("exec"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Run a command in a sandbox with live output; exits with its exit code (128+N when killed by "
+                              "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it.");
+    }
+    QString usage() const override { return QStringLiteral("SANDBOX [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
+    void addOptions(QCommandLineParser &parser) const override { m_exec.add(parser); }
+    int run(Context &ctx, const QCommandLineParser &parser) override
+    {
+        QStringList args = parser.positionalArguments();
+        if (args.isEmpty())
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("exec needs a sandbox and a command")));
+        const QString sandbox = args.takeFirst();
+        auto request = m_exec.read(parser, args);
+        if (!request)
+            return fail(ctx, request.error());
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        ExecSession session(**client, ctx.out, ctx.err, ctx.json);
+        return session.run(sandbox, *request, m_exec.forwardStdin(parser));
+    }
+
+private:
+    ExecOptions m_exec;
+};
+
+class RunCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("run"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Create a sandbox, run one command in it and delete it again.");
+    }
+    QString usage() const override { return QStringLiteral("[create options] [exec options] -- CMD ARGS..."); }
+    void addOptions(QCommandLineParser &parser) const override
+    {
+        m_spec.add(parser);
+        m_exec.add(parser);
+    }
+    int run(Context &ctx, const QCommandLineParser &parser) override
+    {
+        auto spec = m_spec.read(parser);
+        if (!spec)
+            return fail(ctx, spec.error());
+        auto request = m_exec.read(parser, parser.positionalArguments());
+        if (!request)
+            return fail(ctx, request.error());
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        auto created = (*client)->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), spec->toJson()}});
+        if (!created)
+            return fail(ctx, created.error());
+        const QString id = created->value(QStringLiteral("id")).toString();
+        int code;
+        {
+            ExecSession session(**client, ctx.out, ctx.err, ctx.json);
+            code = session.run(id, *request, m_exec.forwardStdin(parser));
+        }
+        if (auto removed = (*client)->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), id}}); !removed)
+            ctx.err << "airlockctl: could not delete sandbox " << id << ": " << removed.error().message << Qt::endl;
+        return code;
+    }
+
+private:
+    SpecOptions m_spec;
+    ExecOptions m_exec;
+};
+
+void addExecCommands(std::vector<std::unique_ptr<Command>> &commands)
+{
+    commands.push_back(std::make_unique<ExecCommand>());
+    commands.push_back(std::make_unique<RunCommand>());
+}
+
+} // namespace airlock::cli

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ExecSession.h"
+
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QJsonDocument>
+#include <QSocketNotifier>
+
+#include <cerrno>
+#include <csignal>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+namespace airlock::cli {
+
+namespace {
+constexpr qsizetype kStdinChunk = 256 * 1024;
+constexpr qsizetype kJsonCollectLimit = 16 * 1024 * 1024;
+
+sigset_t forwardedSignals()
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT})
+        sigaddset(&set, s);
+    return set;
+}
+} // namespace
+
+ExecSession::ExecSession(DaemonClient &client, QTextStream &out, QTextStream &err, bool json)
+    : m_client(client), m_out(out), m_err(err), m_json(json)
+{
+}
+
+ExecSession::~ExecSession()
+{
+    if (m_rawTerminal)
+        ::tcsetattr(STDIN_FILENO, TCSADRAIN, &m_savedTermios);
+    if (m_signalFd >= 0) {
+        const sigset_t set = forwardedSignals();
+        ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+        ::close(m_signalFd);
+    }
+}
+
+int ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin)
+{
+    const bool interactive = ::isatty(STDIN_FILENO);
+    if (request.tty && interactive) {
+        winsize ws{};
+        if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+            request.rows = ws.ws_row;
+            request.cols = ws.ws_col;
+        }
+    }
+    request.stdinOpen = forwardStdin;
+
+    const sigset_t set = forwardedSignals();
+    ::sigprocmask(SIG_BLOCK, &set, nullptr);
+    m_signalFd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    m_signals = new QSocketNotifier(m_signalFd, QSocketNotifier::Read, this);
+    connect(m_signals, &QSocketNotifier::activated, this, &ExecSession::onSignal);
+    connect(&m_client, &DaemonClient::eventReceived, this, &ExecSession::onEvent);
+    connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
+        if (!m_exitCode) {
+            m_err << "airlockctl: lost the daemon: " << why.message << Qt::endl;
+            finish(1);
+        }
+    });
+
+    QJsonObject params = request.toJson();
+    params.insert(QStringLiteral("sandbox"), sandbox);
+    auto started = m_client.call(QStringLiteral("exec.start"), params);
+    if (!started) {
+        m_err << "airlockctl: " << started.error().message << Qt::endl;
+        return started.error().code == ErrorCode::NotFound ? 3 : started.error().code == ErrorCode::InvalidArgument ? 2 : 1;
+    }
+    m_sandboxId = started->value(QStringLiteral("sandbox")).toString();
+    m_exec = uint32_t(started->value(QStringLiteral("exec")).toDouble());
+    const QList<Event> early = std::exchange(m_early, {});
+    for (const Event &e : early)
+        onEvent(e);
+
+    if (request.tty && interactive && ::tcgetattr(STDIN_FILENO, &m_savedTermios) == 0) {
+        termios raw = m_savedTermios;
+        ::cfmakeraw(&raw);
+        m_rawTerminal = ::tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
+    }
+    if (forwardStdin) {
+        m_stdin = new QSocketNotifier(STDIN_FILENO, QSocketNotifier::Read, this);
+        connect(m_stdin, &QSocketNotifier::activated, this, &ExecSession::onStdinReadable);
+    }
+    if (!m_exitCode) {
+        QEventLoop loop;
+        connect(this, &QObject::destroyed, &loop, &QEventLoop::quit);
+        while (!m_exitCode)
+            loop.processEvents(QEventLoop::WaitForMoreEvents);
+    }
+    if (m_rawTerminal) {
+        ::tcsetattr(STDIN_FILENO, TCSADRAIN, &m_savedTermios);
+        m_rawTerminal = false;
+    }
+    if (m_json) {
+        QJsonObject r = m_result;
+        r.insert(QStringLiteral("sandbox"), m_sandboxId);
+        r.insert(QStringLiteral("stdout"), QString::fromUtf8(m_collected[1]));
+        r.insert(QStringLiteral("stderr"), QString::fromUtf8(m_collected[2]));
+        m_out << QString::fromUtf8(QJsonDocument(r).toJson(QJsonDocument::Indented));
+        m_out.flush();
+    }
+    return *m_exitCode;
+}
+
+void ExecSession::writeOut(int fd, const QByteArray &data)
+{
+    if (m_outputBroken)
+        return;
+    qsizetype done = 0;
+    while (done < data.size()) {
+        const ssize_t n = ::write(fd, data.constData() + done, size_t(data.size() - done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            // Nobody reads our output any more (EPIPE): stop the remote command as a pipe would.
+            m_outputBroken = true;
+            sendSignal(SIGKILL);
+            return;
+        }
+        done += n;
+    }
+}
+
+void ExecSession::onEvent(const Event &event)
+{
+    if (m_exec == 0) {
+        m_early.append(event);
+        return;
+    }
+    if (event.sandbox != m_sandboxId || event.exec != m_exec)
+        return;
+    if (event.isOutput()) {
+        if (m_json) {
+            QByteArray &buf = m_collected[event.stream];
+            if (buf.size() < kJsonCollectLimit)
+                buf.append(event.data.left(kJsonCollectLimit - buf.size()));
+        } else {
+            writeOut(event.stream == 2 ? STDERR_FILENO : STDOUT_FILENO, event.data);
+        }
+        return;
+    }
+    if (event.kind == QLatin1String("exec.truncated") && !m_json) {
+        m_err << "\nairlockctl: output exceeded the sandbox's limit of "
+              << qint64(event.payload.value(QStringLiteral("limitBytes")).toDouble()) << " bytes; the command was killed"
+              << Qt::endl;
+        return;
+    }
+    if (event.kind != QLatin1String("exec.exited"))
+        return;
+    m_result = event.payload;
+    const QString status = event.payload.value(QStringLiteral("status")).toString();
+    const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
+    const QJsonValue sig = event.payload.value(QStringLiteral("signal"));
+    if (!m_json) {
+        if (event.payload.contains(QStringLiteral("error")))
+            m_err << "airlockctl: " << event.payload.value(QStringLiteral("error")).toString() << Qt::endl;
+        if (status == QLatin1String("timed_out"))
+            m_err << "airlockctl: the command timed out and was killed" << Qt::endl;
+    }
+    if (status == QLatin1String("timed_out"))
+        finish(124);
+    else if (!sig.isNull() && !sig.isUndefined())
+        finish(128 + sig.toInt());
+    else
+        finish(code.toInt(1));
+}
+
+void ExecSession::onStdinReadable()
+{
+    if (m_stdinInFlight || m_exitCode)
+        return;
+    QByteArray buf(kStdinChunk, Qt::Uninitialized);
+    const ssize_t n = ::read(STDIN_FILENO, buf.data(), size_t(buf.size()));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    buf.resize(std::max<ssize_t>(n, 0));
+    const bool eof = n <= 0;
+    if (eof)
+        m_stdin->setEnabled(false);
+    else
+        m_stdin->setEnabled(false); // one chunk in flight: re-enabled by the reply
+    m_stdinInFlight = true;
+    m_client.callAsync(QStringLiteral("exec.stdin"),
+                       {{QStringLiteral("sandbox"), m_sandboxId},
+                        {QStringLiteral("exec"), double(m_exec)},
+                        {QStringLiteral("data"), QString::fromLatin1(buf.toBase64())},
+                        {QStringLiteral("eof"), eof}},
+                       [this, eof](Result<QJsonValue>) {
+                           m_stdinInFlight = false;
+                           if (!eof && m_stdin && !m_exitCode)
+                               m_stdin->setEnabled(true);
+                       });
+}
+
+void ExecSession::sendSignal(int signo)
+{
+    if (m_exec)
+        m_client.notify(QStringLiteral("exec.signal"),
+                        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)}, {QStringLiteral("signal"), signo}});
+}
+
+void ExecSession::onSignal()
+{
+    signalfd_siginfo info{};
+    while (::read(m_signalFd, &info, sizeof info) == sizeof info) {
+        const int signo = int(info.ssi_signo);
+        if (signo == SIGWINCH) {
+            winsize ws{};
+            if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col && m_exec)
+                m_client.notify(QStringLiteral("exec.resize"), {{QStringLiteral("sandbox"), m_sandboxId},
+                                                                {QStringLiteral("exec"), double(m_exec)},
+                                                                {QStringLiteral("rows"), ws.ws_row},
+                                                                {QStringLiteral("cols"), ws.ws_col}});
+        } else if (signo == SIGINT && ++m_interrupts == 1) {
+            sendSignal(SIGINT);
+        } else {
+            sendSignal(SIGKILL);
+        }
+    }
+}
+
+void ExecSession::finish(int code)
+{
+    if (!m_exitCode)
+        m_exitCode = code;
+    if (m_stdin)
+        m_stdin->setEnabled(false);
+}
+
+} // namespace airlock::cli

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "client/DaemonClient.h"
+#include "model/ExecRequest.h"
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QObject>
+#include <QTextStream>
+
+#include <termios.h>
+
+class QSocketNotifier;
+
+namespace airlock::cli {
+
+// Runs one execution attached to this terminal: streams its output to our stdout/stderr, forwards
+// stdin (one chunk in flight at a time), forwards Ctrl-C (a second one, or SIGTERM, kills it),
+// keeps a remote PTY the size of ours, and returns the exit code (128+N for signal N, 124 for a
+// timeout). With json, output is collected and printed as one JSON document at the end.
+class ExecSession final : public QObject {
+    Q_OBJECT
+public:
+    ExecSession(DaemonClient &client, QTextStream &out, QTextStream &err, bool json);
+    ~ExecSession() override;
+
+    int run(const QString &sandbox, ExecRequest request, bool forwardStdin);
+
+private:
+    void onEvent(const Event &event);
+    void onStdinReadable();
+    void onSignal();
+    void sendSignal(int signo);
+    void finish(int code);
+    void writeOut(int fd, const QByteArray &data);
+
+    DaemonClient &m_client;
+    QTextStream &m_out;
+    QTextStream &m_err;
+    bool m_json;
+    QString m_sandboxId;
+    uint32_t m_exec = 0;
+    QList<Event> m_early; // events that arrived before the exec id was known
+    QSocketNotifier *m_stdin = nullptr;
+    QSocketNotifier *m_signals = nullptr;
+    int m_signalFd = -1;
+    bool m_stdinInFlight = false;
+    bool m_outputBroken = false;
+    int m_interrupts = 0;
+    std::optional<int> m_exitCode;
+    QJsonObject m_result;
+    QByteArray m_collected[3];
+    bool m_rawTerminal = false;
+    termios m_savedTermios{};
+};
+
+} // namespace airlock::cli

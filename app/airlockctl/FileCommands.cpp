@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// cp between this host and a sandbox's workspace. The daemon resolves every sandbox path beneath
+// the workspace; this side only reads and writes local files.
+#include "SandboxCommands.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QRegularExpression>
+
+namespace airlock::cli {
+
+namespace {
+constexpr qint64 kChunk = 1024 * 1024;
+
+struct Endpoint {
+    QString sandbox; // empty for a host path
+    QString path;
+};
+
+Endpoint parseEndpoint(const QString &arg)
+{
+    static const QRegularExpression remote(QStringLiteral("^([a-z0-9][a-z0-9_.-]{0,62}):(.*)$"));
+    const auto m = remote.match(arg);
+    if (m.hasMatch())
+        return {m.captured(1), m.captured(2).isEmpty() ? QStringLiteral("/workspace") : m.captured(2)};
+    return {{}, arg};
+}
+} // namespace
+
+class CpCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("cp"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Copy a file between this host and a sandbox's /workspace. Paths outside the workspace, "
+                              "'..' and symlinks that lead out are refused.");
+    }
+    QString usage() const override { return QStringLiteral("HOSTFILE SANDBOX:PATH | SANDBOX:PATH HOSTPATH"); }
+    int run(Context &ctx, const QCommandLineParser &parser) override
+    {
+        const QStringList args = parser.positionalArguments();
+        if (args.size() != 2)
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("cp needs a source and a destination")));
+        const Endpoint from = parseEndpoint(args[0]), to = parseEndpoint(args[1]);
+        if (from.sandbox.isEmpty() == to.sandbox.isEmpty())
+            return fail(ctx, makeError(ErrorCode::InvalidArgument,
+                                       QStringLiteral("exactly one side must be SANDBOX:PATH (e.g. cp ./data.csv sb1:/workspace/)")));
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        auto copied = to.sandbox.isEmpty() ? download(**client, from, to.path) : upload(**client, from.path, to);
+        if (!copied)
+            return fail(ctx, copied.error());
+        if (ctx.json)
+            printJson(ctx, *copied);
+        return ExitOk;
+    }
+
+private:
+    static Result<QJsonObject> upload(DaemonClient &client, const QString &hostPath, const Endpoint &to)
+    {
+        QFile file(hostPath);
+        if (QFileInfo(hostPath).isDir())
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a directory; cp copies single files").arg(hostPath));
+        if (!file.open(QIODevice::ReadOnly))
+            return makeError(ErrorCode::NotFound, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
+        const int mode = (file.permissions() & QFileDevice::ExeOwner) ? 0755 : 0644;
+        QString target = to.path;
+        qint64 offset = 0;
+        do {
+            const QByteArray chunk = file.read(kChunk);
+            auto r = client.call(QStringLiteral("fs.write"), {{QStringLiteral("sandbox"), to.sandbox},
+                                                               {QStringLiteral("path"), target},
+                                                               {QStringLiteral("name"), QFileInfo(hostPath).fileName()},
+                                                               {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())},
+                                                               {QStringLiteral("offset"), double(offset)},
+                                                               {QStringLiteral("truncate"), offset == 0},
+                                                               {QStringLiteral("mode"), mode}});
+            if (!r)
+                return r.error();
+            target = r->value(QStringLiteral("path")).toString(); // the directory case resolved once
+            offset += chunk.size();
+        } while (!file.atEnd());
+        return QJsonObject{{QStringLiteral("sandbox"), to.sandbox}, {QStringLiteral("path"), target}, {QStringLiteral("bytes"), double(offset)}};
+    }
+
+    static Result<QJsonObject> download(DaemonClient &client, const Endpoint &from, QString hostPath)
+    {
+        if (QFileInfo(hostPath).isDir())
+            hostPath += QLatin1Char('/') + QFileInfo(from.path).fileName();
+        QFile file(hostPath);
+        qint64 offset = 0;
+        for (bool eof = false; !eof;) {
+            auto r = client.call(QStringLiteral("fs.read"), {{QStringLiteral("sandbox"), from.sandbox},
+                                                              {QStringLiteral("path"), from.path},
+                                                              {QStringLiteral("offset"), double(offset)},
+                                                              {QStringLiteral("length"), double(kChunk)}});
+            if (!r)
+                return r.error();
+            if (!file.isOpen() && !file.open(QIODevice::WriteOnly | QIODevice::Truncate))
+                return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
+            const QByteArray data = QByteArray::fromBase64(r->value(QStringLiteral("data")).toString().toLatin1());
+            if (file.write(data) != data.size())
+                return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
+            offset += data.size();
+            eof = r->value(QStringLiteral("eof")).toBool() || data.isEmpty();
+        }
+        return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(offset)}};
+    }
+};
+
+void addFileCommands(std::vector<std::unique_ptr<Command>> &commands)
+{
+    commands.push_back(std::make_unique<CpCommand>());
+}
+
+} // namespace airlock::cli

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// create, ls, info, rm: the sandbox lifecycle.
+#include "SandboxCommands.h"
+
+#include "SpecOptions.h"
+#include "Table.h"
+#include "model/Units.h"
+
+#include <QDateTime>
+#include <QJsonArray>
+
+namespace airlock::cli {
+
+namespace {
+QString age(const QString &isoTime)
+{
+    const qint64 s = QDateTime::fromString(isoTime, Qt::ISODateWithMs).secsTo(QDateTime::currentDateTimeUtc());
+    return units::formatDurationMs(uint64_t(std::max<qint64>(0, s)) * 1000);
+}
+
+// Host network is the one setting that removes the network boundary: every listing says so loudly.
+QString networkLabel(const QJsonObject &sb)
+{
+    return sb.value(QStringLiteral("hostNetwork")).toBool() ? QStringLiteral("FULL (host network)")
+                                                            : sb.value(QStringLiteral("network")).toString();
+}
+
+QString limitValue(const QString &key, const QJsonValue &v)
+{
+    if (v.isNull() || v.isUndefined())
+        return QStringLiteral("unlimited");
+    const auto n = uint64_t(v.toDouble());
+    if (key.endsWith(QLatin1String("Bytes")))
+        return units::formatBytes(n);
+    if (key == QLatin1String("wallMs"))
+        return units::formatDurationMs(n);
+    if (key == QLatin1String("cpuSeconds"))
+        return units::formatDurationMs(n * 1000);
+    return QString::number(n);
+}
+} // namespace
+
+class CreateCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("create"); }
+    QString summary() const override { return QStringLiteral("Create a sandbox and print its name."); }
+    QString usage() const override { return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw]]... [limits]"); }
+    void addOptions(QCommandLineParser &parser) const override { m_spec.add(parser); }
+    int run(Context &ctx, const QCommandLineParser &parser) override
+    {
+        if (!parser.positionalArguments().isEmpty())
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("create takes no arguments; use --name")));
+        auto spec = m_spec.read(parser);
+        if (!spec)
+            return fail(ctx, spec.error());
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        auto created = (*client)->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), spec->toJson()}});
+        if (!created)
+            return fail(ctx, created.error());
+        if (ctx.json)
+            printJson(ctx, *created);
+        else
+            ctx.out << created->value(QStringLiteral("name")).toString() << Qt::endl;
+        if (!ctx.json && created->value(QStringLiteral("hostNetwork")).toBool())
+            ctx.err << "airlockctl: warning: this sandbox shares the host network (--network full)" << Qt::endl;
+        return ExitOk;
+    }
+
+private:
+    SpecOptions m_spec;
+};
+
+class LsCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("ls"); }
+    QString summary() const override { return QStringLiteral("List sandboxes."); }
+    QString usage() const override { return {}; }
+    int run(Context &ctx, const QCommandLineParser &) override
+    {
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        auto listed = (*client)->call(QStringLiteral("sandbox.list"));
+        if (!listed)
+            return fail(ctx, listed.error());
+        const QJsonArray sandboxes = listed->value(QStringLiteral("sandboxes")).toArray();
+        if (ctx.json) {
+            printJson(ctx, sandboxes);
+            return ExitOk;
+        }
+        Table table({QStringLiteral("NAME"), QStringLiteral("ID"), QStringLiteral("STATE"), QStringLiteral("NETWORK"),
+                     QStringLiteral("AGE"), QStringLiteral("EXECS")});
+        for (const QJsonValue &v : sandboxes) {
+            const QJsonObject sb = v.toObject();
+            table.add({sb.value(QStringLiteral("name")).toString(), sb.value(QStringLiteral("id")).toString(),
+                       sb.value(QStringLiteral("state")).toString(), networkLabel(sb),
+                       age(sb.value(QStringLiteral("createdAt")).toString()),
+                       QString::number(sb.value(QStringLiteral("executions")).toInt())});
+        }
+        table.print(ctx.out);
+        return ExitOk;
+    }
+};
+
+class InfoCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("info"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Show a sandbox: isolation, mounts, and every limit with what enforces it. "
+                              "Without a sandbox, show the daemon and what this host can enforce.");
+    }
+    QString usage() const override { return QStringLiteral("[SANDBOX]"); }
+    int run(Context &ctx, const QCommandLineParser &parser) override
+    {
+        const QStringList args = parser.positionalArguments();
+        if (args.size() > 1)
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("info takes at most one sandbox")));
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        auto info = args.isEmpty() ? (*client)->call(QStringLiteral("daemon.info"))
+                                   : (*client)->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), args.first()}});
+        if (!info)
+            return fail(ctx, info.error());
+        if (ctx.json) {
+            printJson(ctx, *info);
+            return ExitOk;
+        }
+        args.isEmpty() ? printDaemon(ctx, *info) : printSandbox(ctx, *info);
+        return ExitOk;
+    }
+
+private:
+    static void printDaemon(Context &ctx, const QJsonObject &d)
+    {
+        const QJsonObject caps = d.value(QStringLiteral("capabilities")).toObject();
+        ctx.out << "daemon:      airlockd " << d.value(QStringLiteral("version")).toString() << " (pid "
+                << qint64(d.value(QStringLiteral("pid")).toDouble()) << ") on " << d.value(QStringLiteral("host")).toString()
+                << "\nsocket:      " << d.value(QStringLiteral("socket")).toString()
+                << "\nsandboxes:   " << d.value(QStringLiteral("sandboxes")).toInt()
+                << "\nbubblewrap:  " << caps.value(QStringLiteral("bwrap")).toString()
+                << "\nuser ns:     " << (caps.value(QStringLiteral("userNamespaces")).toBool() ? "yes" : "NO")
+                << "\nseccomp:     " << (caps.value(QStringLiteral("seccomp")).toBool() ? "yes" : "NO")
+                << "\nlandlock:    ABI " << caps.value(QStringLiteral("landlockAbi")).toInt()
+                << "\ncgroup:      " << caps.value(QStringLiteral("cgroup")).toString()
+                << " (memory: " << (caps.value(QStringLiteral("cgroupMemory")).toBool() ? "yes" : "no")
+                << ", pids: " << (caps.value(QStringLiteral("cgroupPids")).toBool() ? "yes" : "no") << ")\n";
+        ctx.out.flush();
+    }
+
+    static void printSandbox(Context &ctx, const QJsonObject &sb)
+    {
+        const QJsonObject iso = sb.value(QStringLiteral("isolation")).toObject();
+        QStringList ns;
+        for (const QJsonValue &n : iso.value(QStringLiteral("namespaces")).toArray())
+            ns.append(n.toString());
+        ctx.out << "name:        " << sb.value(QStringLiteral("name")).toString() << "\nid:          "
+                << sb.value(QStringLiteral("id")).toString() << "\nstate:       " << sb.value(QStringLiteral("state")).toString();
+        if (sb.value(QStringLiteral("failure")).isString())
+            ctx.out << " (" << sb.value(QStringLiteral("failure")).toString() << ')';
+        ctx.out << "\ncreated:     " << sb.value(QStringLiteral("createdAt")).toString() << " ("
+                << age(sb.value(QStringLiteral("createdAt")).toString()) << " ago)"
+                << "\nnetwork:     " << networkLabel(sb) << "\nworkspace:   /workspace (host: "
+                << sb.value(QStringLiteral("workspace")).toString() << ")\nnamespaces:  " << ns.join(QStringLiteral(", "))
+                << "\nidentity:    uid 1000 inside, host uid " << qint64(iso.value(QStringLiteral("hostUid")).toDouble())
+                << ", no capabilities, no_new_privs\nfilters:     seccomp, landlock ABI "
+                << iso.value(QStringLiteral("landlockAbi")).toInt() << "\nexecutions:  "
+                << sb.value(QStringLiteral("executions")).toInt() << " running\n";
+        for (const QJsonValue &m : sb.value(QStringLiteral("mounts")).toArray()) {
+            const QJsonObject mo = m.toObject();
+            ctx.out << "mount:       " << mo.value(QStringLiteral("path")).toString() << " <- "
+                    << mo.value(QStringLiteral("host")).toString()
+                    << (mo.value(QStringLiteral("writable")).toBool() ? " (read-write)" : " (read-only)") << '\n';
+        }
+        ctx.out << "\n";
+        Table limits({QStringLiteral("LIMIT"), QStringLiteral("VALUE"), QStringLiteral("ENFORCED BY")});
+        const QJsonObject l = sb.value(QStringLiteral("limits")).toObject();
+        for (auto it = l.begin(); it != l.end(); ++it) {
+            const QJsonObject entry = it.value().toObject();
+            limits.add({it.key(), limitValue(it.key(), entry.value(QStringLiteral("value"))),
+                        entry.value(QStringLiteral("enforcedBy")).toString()});
+        }
+        limits.print(ctx.out);
+    }
+};
+
+class RmCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("rm"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Delete sandboxes: kill every process in them and remove their workspaces.");
+    }
+    QString usage() const override { return QStringLiteral("SANDBOX... [--keep]"); }
+    void addOptions(QCommandLineParser &parser) const override { parser.addOption(m_keep); }
+    int run(Context &ctx, const QCommandLineParser &parser) override
+    {
+        const QStringList refs = parser.positionalArguments();
+        if (refs.isEmpty())
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("rm needs at least one sandbox")));
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        int code = ExitOk;
+        QJsonArray removed;
+        for (const QString &ref : refs) {
+            auto r = (*client)->call(QStringLiteral("sandbox.delete"),
+                                     {{QStringLiteral("sandbox"), ref}, {QStringLiteral("keep"), parser.isSet(m_keep)}});
+            if (!r) {
+                code = fail(ctx, r.error());
+                continue;
+            }
+            removed.append(*r);
+            if (!ctx.json) {
+                ctx.out << r->value(QStringLiteral("name")).toString();
+                if (r->value(QStringLiteral("workspace")).isString())
+                    ctx.out << " (workspace kept at " << r->value(QStringLiteral("workspace")).toString() << ')';
+                ctx.out << Qt::endl;
+            }
+        }
+        if (ctx.json && code == ExitOk)
+            printJson(ctx, removed);
+        return code;
+    }
+
+private:
+    QCommandLineOption m_keep{QStringLiteral("keep"), QStringLiteral("Keep the workspace (moved under the data directory).")};
+};
+
+void addSandboxCommands(std::vector<std::unique_ptr<Command>> &commands)
+{
+    commands.push_back(std::make_unique<CreateCommand>());
+    commands.push_back(std::make_unique<LsCommand>());
+    commands.push_back(std::make_unique<InfoCommand>());
+    commands.push_back(std::make_unique<RmCommand>());
+}
+
+} // namespace airlock::cli

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "Command.h"
+
+namespace airlock::cli {
+void addSandboxCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addExecCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addFileCommands(std::vector<std::unique_ptr<Command>> &commands);
+} // namespace airlock::cli

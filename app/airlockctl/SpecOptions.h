@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/SandboxSpec.h"
+
+#include <QCommandLineParser>
+
+namespace airlock::cli {
+
+// The sandbox options `create` and `run` share: name, network, mounts and limits.
+class SpecOptions {
+public:
+    void add(QCommandLineParser &parser) const;
+    Result<SandboxSpec> read(const QCommandLineParser &parser) const;
+
+private:
+    QCommandLineOption m_name{QStringLiteral("name"), QStringLiteral("Sandbox name (a-z 0-9 _ . -)."), QStringLiteral("name")};
+    QCommandLineOption m_network{QStringLiteral("network"),
+                                 QStringLiteral("none (default: only loopback) or full (the host network, flagged everywhere)."),
+                                 QStringLiteral("mode")};
+    QCommandLineOption m_mount{QStringLiteral("mount"), QStringLiteral("Bind HOST into the sandbox at PATH (read-only unless :rw)."),
+                               QStringLiteral("HOST:PATH[:ro|rw]")};
+    QCommandLineOption m_memory{QStringLiteral("memory"), QStringLiteral("Memory limit, e.g. 512M (needs a cgroup)."), QStringLiteral("size")};
+    QCommandLineOption m_pids{QStringLiteral("pids"), QStringLiteral("Maximum number of processes (default 1024)."), QStringLiteral("n")};
+    QCommandLineOption m_cpu{QStringLiteral("cpu-time"), QStringLiteral("CPU time per process, e.g. 60s."), QStringLiteral("duration")};
+    QCommandLineOption m_wall{QStringLiteral("exec-timeout"), QStringLiteral("Default wall-clock limit per execution, e.g. 5m."), QStringLiteral("duration")};
+    QCommandLineOption m_files{QStringLiteral("open-files"), QStringLiteral("Open files per process (default 1024)."), QStringLiteral("n")};
+    QCommandLineOption m_fsize{QStringLiteral("file-size"), QStringLiteral("Largest file a process may write, e.g. 1G."), QStringLiteral("size")};
+    QCommandLineOption m_output{QStringLiteral("output-limit"),
+                                QStringLiteral("Output bytes per execution before it is cut and killed (default 1G)."),
+                                QStringLiteral("size")};
+};
+
+} // namespace airlock::cli

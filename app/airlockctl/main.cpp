@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlockctl: the composition root of the CLI. Sets up logging, builds the command registry and a
+// lazily connecting daemon client, and dispatches to one sub-command.
+#include "AppLogging.h"
+#include "Command.h"
+#include "SandboxCommands.h"
+#include "util/Paths.h"
+
+#include <QCoreApplication>
+
+#include <csignal>
+#include <cstdio>
+
+using namespace airlock;
+
+namespace airlock::cli {
+std::vector<std::unique_ptr<Command>> allCommands()
+{
+    std::vector<std::unique_ptr<Command>> commands;
+    addSandboxCommands(commands);
+    addExecCommands(commands);
+    addFileCommands(commands);
+    return commands;
+}
+} // namespace airlock::cli
+
+namespace {
+void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>> &commands)
+{
+    out << "Usage: airlockctl [--socket PATH] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
+           "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
+    for (const auto &c : commands)
+        out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
+    out << "\nExit codes: 0 ok, 1 failure, 2 bad usage or input, 3 not found, 4 no daemon, 5 the host cannot\n"
+           "enforce the sandbox, 6 refused (path escape, protocol). exec/run return the command's own code.\n"
+           "Run 'airlockctl COMMAND --help' for a command's options.\n";
+    out.flush();
+}
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    ::signal(SIGPIPE, SIG_IGN);
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("airlockctl"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(AIRLOCK_VERSION));
+    QTextStream out(stdout), err(stderr);
+
+    QStringList args = QCoreApplication::arguments().mid(1);
+    cli::Context ctx{out, err, false, false, {}, {}};
+    ctx.connect.clientName = QStringLiteral("airlockctl/") + QStringLiteral(AIRLOCK_VERSION);
+    // Global options come before the command.
+    while (!args.isEmpty() && args.first().startsWith(QLatin1String("--"))) {
+        const QString opt = args.takeFirst();
+        if (opt == QLatin1String("--socket") && !args.isEmpty())
+            ctx.connect.socketPath = args.takeFirst();
+        else if (opt == QLatin1String("--no-autostart"))
+            ctx.connect.autostart = false;
+        else if (opt == QLatin1String("--json"))
+            ctx.json = true;
+        else if (opt == QLatin1String("--verbose"))
+            ctx.verbose = true;
+        else if (opt == QLatin1String("--version")) {
+            out << "airlockctl " << AIRLOCK_VERSION << Qt::endl;
+            return 0;
+        } else if (opt == QLatin1String("--help")) {
+            args.prepend(QStringLiteral("help"));
+            break;
+        } else {
+            err << "airlockctl: unknown option " << opt << " (see 'airlockctl --help')" << Qt::endl;
+            return cli::ExitUsage;
+        }
+    }
+    const auto commands = cli::allCommands();
+    if (args.isEmpty() || args.first() == QLatin1String("help") || args.first() == QLatin1String("-h")) {
+        printHelp(out, commands);
+        return args.isEmpty() ? cli::ExitUsage : cli::ExitOk;
+    }
+    const auto command = std::find_if(commands.begin(), commands.end(), [&](const auto &c) { return c->name() == args.first(); });
+    if (command == commands.end()) {
+        err << "airlockctl: unknown command '" << args.first() << "' (see 'airlockctl --help')" << Qt::endl;
+        return cli::ExitUsage;
+    }
+    const bool verbose = ctx.verbose || args.contains(QStringLiteral("--verbose"));
+    app::setupLogging({QStringLiteral("airlockctl"), verbose, true, true});
+
+    DaemonClient client;
+    ctx.client = [&]() -> Result<DaemonClient *> {
+        if (client.isConnected())
+            return &client;
+        if (Status s = client.connectToDaemon(ctx.connect); !s)
+            return s.error();
+        return &client;
+    };
+    return (*command)->execute(ctx, args);
+}

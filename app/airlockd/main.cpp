@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlockd: the composition root of the daemon. Probes the host, builds the engine, then the RPC
+// server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
+#include "AppLogging.h"
+#include "engine/Engine.h"
+#include "log/Log.h"
+#include "rpc/RpcServer.h"
+#include "sandbox/HostCapabilities.h"
+#include "util/Paths.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QSocketNotifier>
+
+#include <csignal>
+#include <cstdio>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+using namespace airlock;
+
+namespace {
+QString defaultGuestPath()
+{
+    const QString sibling = QCoreApplication::applicationDirPath() + QStringLiteral("/airlock-guest");
+    if (QFileInfo(sibling).isExecutable())
+        return sibling;
+    return QStringLiteral("/usr/libexec/airlock/airlock-guest");
+}
+
+void raiseFileLimit()
+{
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    // Block the termination signals before any thread exists; they are read from a signalfd.
+    sigset_t termination;
+    sigemptyset(&termination);
+    sigaddset(&termination, SIGTERM);
+    sigaddset(&termination, SIGINT);
+    sigaddset(&termination, SIGHUP);
+    ::pthread_sigmask(SIG_BLOCK, &termination, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("airlockd"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(AIRLOCK_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Airlock daemon: owns this user's sandboxes on this host."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption socketOpt(QStringLiteral("socket"), QStringLiteral("Listen on this unix socket."),
+                                       QStringLiteral("path"), paths::defaultSocketPath());
+    const QCommandLineOption guestOpt(QStringLiteral("guest"), QStringLiteral("The airlock-guest binary to run in sandboxes."),
+                                      QStringLiteral("path"), defaultGuestPath());
+    const QCommandLineOption bwrapOpt(QStringLiteral("bwrap"), QStringLiteral("Use this bubblewrap instead of the one in PATH."),
+                                      QStringLiteral("path"));
+    const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages (also from the guest)."));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt});
+    parser.process(app);
+
+    app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
+    auto logger = log::get("daemon");
+    raiseFileLimit();
+
+    const HostCapabilities caps = HostCapabilities::probe(parser.value(bwrapOpt));
+    if (Status boundary = caps.checkBoundary(); !boundary)
+        logger->warn("sandboxes cannot be created on this host: {}", boundary.error().message.toStdString());
+
+    if (!paths::ensurePrivateDir(paths::dataDir())) {
+        std::fprintf(stderr, "airlockd: cannot create the data directory %s\n", qPrintable(paths::dataDir()));
+        return 1;
+    }
+    Engine engine({parser.value(guestOpt), paths::dataDir(), parser.isSet(verboseOpt)}, caps);
+    rpc::RpcServer server(engine);
+    if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
+        return listening.error().code == ErrorCode::DaemonRunning ? 3 : 1;
+    }
+
+    const int sigfd = ::signalfd(-1, &termination, SFD_CLOEXEC | SFD_NONBLOCK);
+    QSocketNotifier signals(sigfd, QSocketNotifier::Read);
+    QObject::connect(&signals, &QSocketNotifier::activated, &app, [&] {
+        signalfd_siginfo info{};
+        if (::read(sigfd, &info, sizeof info) != sizeof info)
+            return;
+        logger->info("signal {}: stopping every sandbox", info.ssi_signo);
+        engine.shutdown();
+        QCoreApplication::exit(0);
+    });
+    logger->info("airlockd {} ready (pid {})", AIRLOCK_VERSION, ::getpid());
+    return QCoreApplication::exec();
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "client/DaemonClient.h"
+
+#include "log/Log.h"
+#include "rpc/Connection.h"
+#include "rpc/Protocol.h"
+#include "util/Paths.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFile>
+#include <QFileInfo>
+#include <QLocalSocket>
+#include <QPointer>
+#include <QStandardPaths>
+#include <QThread>
+#include <QTimer>
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+auto logger()
+{
+    static auto l = log::get("core.client");
+    return l;
+}
+} // namespace
+
+DaemonClient::DaemonClient(QObject *parent) : QObject(parent) {}
+
+DaemonClient::~DaemonClient() = default;
+
+bool DaemonClient::isConnected() const
+{
+    return m_conn && m_conn->isOpen();
+}
+
+Status DaemonClient::tryConnect(const QString &path, int timeoutMs)
+{
+    auto *socket = new QLocalSocket;
+    socket->connectToServer(path);
+    if (!socket->waitForConnected(timeoutMs)) {
+        const QString why = socket->errorString();
+        delete socket;
+        return makeError(ErrorCode::DaemonUnavailable, why);
+    }
+    delete m_conn;
+    m_conn = new rpc::Connection(socket, this);
+    connect(m_conn, &rpc::Connection::messageReceived, this, &DaemonClient::onMessage);
+    connect(m_conn, &rpc::Connection::outputReceived, this, &DaemonClient::eventReceived);
+    connect(m_conn, &rpc::Connection::framingFailed, this, [this](const Error &e) {
+        m_conn->close();
+        Q_EMIT disconnected(e);
+    });
+    connect(m_conn, &rpc::Connection::disconnected, this, [this] {
+        const Error why = m_lastServerError.message.isEmpty()
+            ? makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the daemon closed the connection"))
+            : m_lastServerError;
+        auto pending = std::exchange(m_pending, {});
+        for (const Callback &cb : std::as_const(pending))
+            cb(why);
+        Q_EMIT disconnected(why);
+    });
+    return Ok{};
+}
+
+Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &socketPath)
+{
+    QString program = options.daemonProgram;
+    if (program.isEmpty()) {
+        const QString sibling = QCoreApplication::applicationDirPath() + QStringLiteral("/airlockd");
+        program = QFileInfo(sibling).isExecutable() ? sibling : QStandardPaths::findExecutable(QStringLiteral("airlockd"));
+    }
+    if (program.isEmpty())
+        return makeError(ErrorCode::DaemonUnavailable,
+                         QStringLiteral("no daemon answers at %1 and airlockd was not found next to this program or in PATH")
+                             .arg(socketPath));
+    const QByteArray prog = QFile::encodeName(program);
+    const QByteArray sock = QFile::encodeName(socketPath);
+    // Detached: double fork so the daemon is not our child and outlives us; stdio to /dev/null
+    // (it logs to the state directory).
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("fork failed"));
+    if (pid == 0) {
+        ::setsid();
+        if (::fork() != 0)
+            ::_exit(0);
+        const int devnull = ::open("/dev/null", O_RDWR);
+        ::dup2(devnull, 0);
+        ::dup2(devnull, 1);
+        ::dup2(devnull, 2);
+        ::syscall(SYS_close_range, 3U, ~0U, 0);
+        const char *argv[] = {prog.constData(), "--socket", sock.constData(), nullptr};
+        ::execv(argv[0], const_cast<char *const *>(argv));
+        ::_exit(127);
+    }
+    ::waitpid(pid, nullptr, 0);
+    logger()->info("started {} for {}", program.toStdString(), socketPath.toStdString());
+    return Ok{};
+}
+
+Status DaemonClient::connectToDaemon(const ConnectOptions &options)
+{
+    const QString path = options.socketPath.isEmpty() ? paths::defaultSocketPath() : options.socketPath;
+    Status connected = tryConnect(path, 1000);
+    if (!connected && options.autostart) {
+        if (Status started = startDaemon(options, path); !started)
+            return started;
+        QElapsedTimer t;
+        t.start();
+        while (!(connected = tryConnect(path, 1000)) && t.elapsed() < options.timeoutMs)
+            QThread::msleep(10);
+    }
+    if (!connected)
+        return makeError(ErrorCode::DaemonUnavailable,
+                         QStringLiteral("cannot reach airlockd at %1 (%2)%3")
+                             .arg(path, connected.error().message,
+                                  options.autostart ? QStringLiteral("; see the daemon log in ") + paths::stateDir()
+                                                    : QStringLiteral("; start it with 'airlockd'")));
+    auto hello = call(QStringLiteral("hello"),
+                      {{QStringLiteral("protocol"), rpc::kProtocolVersion},
+                       {QStringLiteral("client"), options.clientName},
+                       {QStringLiteral("run"), options.run}},
+                      options.timeoutMs);
+    if (!hello)
+        return hello.error();
+    return Ok{};
+}
+
+void DaemonClient::callAsync(const QString &method, const QJsonObject &params, Callback done)
+{
+    if (!isConnected()) {
+        done(makeError(ErrorCode::DaemonUnavailable, QStringLiteral("not connected to the daemon")));
+        return;
+    }
+    const qint64 id = m_nextId++;
+    m_pending.insert(id, std::move(done));
+    m_conn->send(rpc::makeRequest(id, method, params));
+}
+
+void DaemonClient::notify(const QString &method, const QJsonObject &params)
+{
+    callAsync(method, params, [](Result<QJsonValue>) {});
+}
+
+Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject &params, int timeoutMs)
+{
+    QEventLoop loop;
+    std::optional<Result<QJsonValue>> result;
+    QPointer<QEventLoop> guard(&loop);
+    callAsync(method, params, [&result, guard](Result<QJsonValue> r) {
+        result = std::move(r);
+        if (guard)
+            guard->quit();
+    });
+    if (!result) {
+        QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    if (!result)
+        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("%1: no answer within %2 ms").arg(method).arg(timeoutMs));
+    if (!*result)
+        return result->error();
+    return result->value().toObject();
+}
+
+void DaemonClient::onMessage(const QJsonObject &message)
+{
+    if (message.contains(QStringLiteral("method"))) {
+        if (message.value(QStringLiteral("method")).toString() == QLatin1String("event"))
+            if (auto ev = rpc::eventFromJson(message.value(QStringLiteral("params")).toObject()))
+                Q_EMIT eventReceived(*ev);
+        return;
+    }
+    const QJsonValue id = message.value(QStringLiteral("id"));
+    const bool isError = message.contains(QStringLiteral("error"));
+    if (id.isNull() && isError) {
+        // A connection-level error: the daemon closes after it.
+        m_lastServerError = rpc::errorFromReply(message.value(QStringLiteral("error")).toObject());
+        return;
+    }
+    auto it = m_pending.find(qint64(id.toDouble()));
+    if (it == m_pending.end())
+        return;
+    Callback cb = std::move(*it);
+    m_pending.erase(it);
+    if (isError)
+        cb(rpc::errorFromReply(message.value(QStringLiteral("error")).toObject()));
+    else
+        cb(message.value(QStringLiteral("result")));
+}
+
+} // namespace airlock

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/Event.h"
+#include "util/Result.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QJsonValue>
+#include <QObject>
+
+#include <functional>
+
+class QLocalSocket;
+
+namespace airlock::rpc {
+class Connection;
+}
+
+namespace airlock {
+
+struct ConnectOptions {
+    QString socketPath;        // empty: the default per-user socket
+    bool autostart = true;     // start airlockd when nothing answers
+    QString daemonProgram;     // empty: airlockd next to this executable, then $PATH
+    QString clientName = QStringLiteral("airlock");
+    QString run;
+    int timeoutMs = 10000;
+};
+
+// The one client API every front end (CLI, GUI, MCP bridge) uses. Asynchronous with signals, plus a
+// blocking call() for simple front ends that spins a local event loop.
+class DaemonClient final : public QObject {
+    Q_OBJECT
+public:
+    explicit DaemonClient(QObject *parent = nullptr);
+    ~DaemonClient() override;
+
+    // Connects (starting the daemon if allowed) and performs the version handshake.
+    Status connectToDaemon(const ConnectOptions &options);
+    bool isConnected() const;
+
+    using Callback = std::function<void(Result<QJsonValue>)>;
+    void callAsync(const QString &method, const QJsonObject &params, Callback done);
+    Result<QJsonObject> call(const QString &method, const QJsonObject &params = {}, int timeoutMs = 60000);
+
+    // Fire-and-forget for requests whose failure is not actionable (stdin, resize).
+    void notify(const QString &method, const QJsonObject &params);
+
+Q_SIGNALS:
+    void eventReceived(const airlock::Event &event);
+    void disconnected(const airlock::Error &why);
+
+private:
+    Status tryConnect(const QString &path, int timeoutMs);
+    Status startDaemon(const ConnectOptions &options, const QString &socketPath);
+    void onMessage(const QJsonObject &message);
+
+    rpc::Connection *m_conn = nullptr;
+    qint64 m_nextId = 1;
+    QHash<qint64, Callback> m_pending;
+    Error m_lastServerError;
+};
+
+} // namespace airlock

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/Engine.h"
+
+#include "log/Log.h"
+#include "sandbox/Sandbox.h"
+#include "sandbox/SeccompFilter.h"
+#include "util/FileSystem.h"
+#include "util/Paths.h"
+
+#include <QDir>
+#include <QCryptographicHash>
+#include <QFile>
+#include <QFileInfo>
+#include <QRandomGenerator>
+#include <QSysInfo>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+// Host uids for sandboxes when the daemon runs as root: far above regular users and the usual
+// subordinate-id ranges, one per live sandbox, so sandboxes never share an identity with root or
+// with each other.
+constexpr uid_t kHostUidBase = 900000;
+constexpr int kMaxSandboxes = 4096;
+
+auto logger()
+{
+    static auto l = log::get("core.engine");
+    return l;
+}
+
+QString newId()
+{
+    return QString::number(QRandomGenerator::system()->generate64() & 0xffffffffffffULL, 16).rightJustified(12, QLatin1Char('0'));
+}
+} // namespace
+
+Engine::Engine(EngineConfig config, HostCapabilities caps, QObject *parent)
+    : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps))
+{
+    m_workspacesDir = chooseWorkspacesDir();
+    if (auto program = buildSeccompProgram())
+        m_seccompProgram = *program;
+    // Workspaces of sandboxes that died with a previous daemon (SIGKILL): nothing runs in them.
+    QDir dir(workspacesDir());
+    for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
+        logger()->info("removing orphaned workspace {}", orphan.toStdString());
+        fs::removeTree(dir.filePath(orphan));
+    }
+}
+
+Engine::~Engine()
+{
+    shutdown();
+}
+
+QString Engine::workspacesDir() const
+{
+    return m_workspacesDir;
+}
+
+// bubblewrap resolves bind sources by path, as the sandbox's unprivileged host uid when the daemon
+// is root; so as root the workspaces live where every ancestor is traversable (mode o+x).
+QString Engine::chooseWorkspacesDir() const
+{
+    const QString preferred = m_config.dataDir + QStringLiteral("/workspaces");
+    if (!m_caps.runningAsRoot)
+        return preferred;
+    auto traversable = [](const QString &path) {
+        QString p = path;
+        while (!p.isEmpty() && p != QLatin1String("/")) {
+            struct stat st {};
+            if (::stat(QFile::encodeName(p).constData(), &st) != 0 || !(st.st_mode & S_IXOTH))
+                return false;
+            p = QFileInfo(p).path();
+        }
+        return true;
+    };
+    QDir().mkpath(preferred);
+    ::chmod(QFile::encodeName(m_config.dataDir).constData(), 0711);
+    ::chmod(QFile::encodeName(preferred).constData(), 0711);
+    if (traversable(preferred))
+        return preferred;
+    const QString hash = QString::fromLatin1(
+        QCryptographicHash::hash(QFile::encodeName(m_config.dataDir), QCryptographicHash::Sha256).toHex().left(12));
+    const QString fallback = QStringLiteral("/var/lib/airlock/workspaces-") + hash;
+    QDir().mkpath(fallback);
+    ::chmod("/var/lib/airlock", 0711);
+    ::chmod(QFile::encodeName(fallback).constData(), 0711);
+    return fallback;
+}
+
+QJsonObject Engine::daemonInfo() const
+{
+    return {{QStringLiteral("version"), QStringLiteral(AIRLOCK_VERSION)},
+            {QStringLiteral("pid"), double(::getpid())},
+            {QStringLiteral("host"), QSysInfo::machineHostName()},
+            {QStringLiteral("kernel"), QSysInfo::kernelVersion()},
+            {QStringLiteral("sandboxes"), int(m_sandboxes.size())},
+            {QStringLiteral("capabilities"), m_caps.toJson()},
+            {QStringLiteral("guest"), m_config.guestPath},
+            {QStringLiteral("dataDir"), m_config.dataDir}};
+}
+
+std::optional<uid_t> Engine::allocateHostUid()
+{
+    if (!m_caps.runningAsRoot)
+        return std::nullopt;
+    const QList<uid_t> used = m_hostUids.values();
+    for (uid_t u = kHostUidBase;; ++u)
+        if (!used.contains(u))
+            return u;
+}
+
+void Engine::createSandbox(SandboxSpec spec, CreateDone done)
+{
+    if (Status boundary = m_caps.checkBoundary(); !boundary)
+        return done(boundary.error());
+    if (m_seccompProgram.isEmpty())
+        return done(makeError(ErrorCode::BoundaryUnavailable, m_caps.seccompError));
+    if (m_sandboxes.size() >= kMaxSandboxes)
+        return done(makeError(ErrorCode::LimitUnsupported, QStringLiteral("this daemon already runs %1 sandboxes").arg(kMaxSandboxes)));
+    const QString id = newId();
+    if (spec.name.isEmpty())
+        spec.name = QStringLiteral("sb-") + id.left(6);
+    if (Status s = validateSandboxName(spec.name); !s)
+        return done(s.error());
+    for (const Sandbox *s : std::as_const(m_sandboxes))
+        if (s->name() == spec.name)
+            return done(makeError(ErrorCode::AlreadyExists,
+                                  QStringLiteral("a sandbox named '%1' already exists; pick another --name or remove it "
+                                                 "with 'airlockctl rm %1'")
+                                      .arg(spec.name)));
+    for (const Mount &m : std::as_const(spec.mounts))
+        if (Status s = validateMount(m); !s)
+            return done(s.error());
+    auto plan = LimitPlan::make(spec.limits, m_caps);
+    if (!plan)
+        return done(plan.error());
+
+    SandboxSetup setup;
+    setup.id = id;
+    setup.spec = spec;
+    setup.plan = *plan;
+    setup.workspaceDir = workspacesDir() + QLatin1Char('/') + id;
+    const std::optional<uid_t> hostUid = allocateHostUid();
+    if (!QDir().mkpath(workspacesDir()) || ::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)
+        return done(makeError(ErrorCode::IoError, QStringLiteral("cannot create the workspace %1").arg(setup.workspaceDir)));
+    if (hostUid && ::chown(QFile::encodeName(setup.workspaceDir).constData(), *hostUid, *hostUid) != 0) {
+        fs::removeTree(setup.workspaceDir);
+        return done(makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid)));
+    }
+    auto cgroup = SandboxCgroup::create(m_caps, id, *plan);
+    if (!cgroup) {
+        fs::removeTree(setup.workspaceDir);
+        return done(cgroup.error());
+    }
+    setup.cgroup = *cgroup;
+    LaunchRequest &launch = setup.launch;
+    launch.bwrapPath = m_caps.bwrapPath;
+    launch.guestPath = m_config.guestPath;
+    launch.hostname = spec.name;
+    launch.network = spec.network;
+    launch.workspaceDir = setup.workspaceDir;
+    launch.mounts = spec.mounts;
+    launch.seccompProgram = m_seccompProgram;
+    launch.cgroupProcsFiles = setup.cgroup.procsFiles();
+    launch.dropToUid = hostUid;
+    if (!plan->pidsByCgroup)
+        launch.nproc = plan->effective.pids;
+    launch.verboseGuest = m_config.verboseGuest;
+
+    auto *sandbox = new Sandbox(std::move(setup), this);
+    m_sandboxes.append(sandbox);
+    if (hostUid)
+        m_hostUids.insert(sandbox, *hostUid);
+    connect(sandbox, &Sandbox::eventOccurred, this, &Engine::eventPublished);
+    auto finished = std::make_shared<bool>(false);
+    connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
+        *finished = true;
+        done(describe(*sandbox));
+    });
+    connect(sandbox, &Sandbox::startFailed, this, [this, sandbox, done, finished](const Error &error) {
+        if (*finished)
+            return;
+        *finished = true;
+        discard(sandbox, false, nullptr);
+        done(error);
+    });
+    if (Status s = sandbox->start(); !s) {
+        discard(sandbox, false, nullptr);
+        return done(s.error());
+    }
+    logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
+                   networkModeName(spec.network).toStdString());
+}
+
+void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
+{
+    sandbox->terminate(QStringLiteral("removed"));
+    m_sandboxes.removeAll(sandbox);
+    m_hostUids.remove(sandbox);
+    const QString ws = sandbox->workspaceDir();
+    if (keepWorkspace) {
+        const QString keptDir = m_config.dataDir + QStringLiteral("/kept");
+        paths::ensurePrivateDir(keptDir);
+        const QString target = keptDir + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
+        if (QDir().rename(ws, target) && keptAt)
+            *keptAt = target;
+    } else if (!fs::removeTree(ws)) {
+        logger()->warn("could not remove workspace {}", ws.toStdString());
+    }
+    sandbox->deleteLater();
+}
+
+Result<QJsonObject> Engine::removeSandbox(const QString &ref, bool keepWorkspace)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    Sandbox *sandbox = *found;
+    QString keptAt;
+    QJsonObject result{{QStringLiteral("id"), sandbox->id()}, {QStringLiteral("name"), sandbox->name()}};
+    discard(sandbox, keepWorkspace, &keptAt);
+    result.insert(QStringLiteral("workspace"), keptAt.isEmpty() ? QJsonValue() : QJsonValue(keptAt));
+    sandbox->publishDeleted(result);
+    logger()->info("removed sandbox {} ({})", sandbox->id().toStdString(), sandbox->name().toStdString());
+    return result;
+}
+
+Result<Sandbox *> Engine::find(const QString &ref) const
+{
+    for (Sandbox *s : m_sandboxes)
+        if (s->name() == ref || s->id() == ref)
+            return s;
+    if (ref.size() >= 4)
+        for (Sandbox *s : m_sandboxes)
+            if (s->id().startsWith(ref))
+                return s;
+    return makeError(ErrorCode::NotFound,
+                     QStringLiteral("no sandbox named '%1' (see 'airlockctl ls')").arg(ref.left(100)));
+}
+
+QJsonObject Engine::describe(const Sandbox &s) const
+{
+    QJsonArray mounts;
+    for (const Mount &m : s.spec().mounts)
+        mounts.append(QJsonObject{{QStringLiteral("host"), m.hostPath}, {QStringLiteral("path"), m.sandboxPath},
+                                  {QStringLiteral("writable"), m.writable}});
+    QJsonArray namespaces = {QStringLiteral("user"), QStringLiteral("mount"), QStringLiteral("pid"), QStringLiteral("ipc"),
+                             QStringLiteral("uts"), QStringLiteral("cgroup")};
+    if (s.spec().network == NetworkMode::None)
+        namespaces.append(QStringLiteral("net"));
+    return {{QStringLiteral("id"), s.id()},
+            {QStringLiteral("name"), s.name()},
+            {QStringLiteral("state"), sandboxStateName(s.state())},
+            {QStringLiteral("failure"), s.failure().isEmpty() ? QJsonValue() : QJsonValue(s.failure())},
+            {QStringLiteral("network"), networkModeName(s.spec().network)},
+            {QStringLiteral("hostNetwork"), s.spec().network == NetworkMode::Full},
+            {QStringLiteral("createdAt"), s.createdAt().toString(Qt::ISODateWithMs)},
+            {QStringLiteral("executions"), s.runningExecutions()},
+            {QStringLiteral("workspace"), s.workspaceDir()},
+            {QStringLiteral("mounts"), mounts},
+            {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
+            {QStringLiteral("lastSeq"), double(s.lastSeq())},
+            {QStringLiteral("isolation"),
+             QJsonObject{{QStringLiteral("namespaces"), namespaces},
+                         {QStringLiteral("hostUid"), s.hostUid() ? QJsonValue(double(*s.hostUid())) : QJsonValue(double(::getuid()))},
+                         {QStringLiteral("sandboxUid"), 1000},
+                         {QStringLiteral("capabilities"), QStringLiteral("none")},
+                         {QStringLiteral("noNewPrivs"), true},
+                         {QStringLiteral("seccomp"), true},
+                         {QStringLiteral("landlockAbi"), s.landlockAbi()}}}};
+}
+
+QJsonArray Engine::listSandboxes() const
+{
+    QJsonArray out;
+    for (const Sandbox *s : m_sandboxes)
+        out.append(describe(*s));
+    return out;
+}
+
+Result<QJsonObject> Engine::sandboxInfo(const QString &ref) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    return describe(**found);
+}
+
+Result<uint32_t> Engine::exec(const QString &ref, const ExecRequest &request)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    return (*found)->exec(request);
+}
+
+Status Engine::writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof)
+{
+    auto found = find(ref);
+    return found ? (*found)->writeStdin(exec, data, eof) : Status(found.error());
+}
+
+Status Engine::signal(const QString &ref, uint32_t exec, int signo)
+{
+    auto found = find(ref);
+    return found ? (*found)->signal(exec, signo) : Status(found.error());
+}
+
+Status Engine::resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols)
+{
+    auto found = find(ref);
+    return found ? (*found)->resize(exec, rows, cols) : Status(found.error());
+}
+
+Result<QString> Engine::writeFile(const QString &ref, const QString &path, const QString &fallbackName,
+                                  QByteArrayView data, qint64 offset, bool truncate, int mode)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    WorkspaceFiles files((*found)->workspaceDir(), (*found)->hostUid());
+    return files.write(path, fallbackName, data, offset, truncate, mode);
+}
+
+Result<WorkspaceFiles::Chunk> Engine::readFile(const QString &ref, const QString &path, qint64 offset, qint64 maxBytes)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    WorkspaceFiles files((*found)->workspaceDir(), (*found)->hostUid());
+    return files.read(path, offset, maxBytes);
+}
+
+void Engine::shutdown()
+{
+    const QList<Sandbox *> all = m_sandboxes;
+    for (Sandbox *s : all)
+        discard(s, false, nullptr);
+}
+
+} // namespace airlock

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/Event.h"
+#include "model/ExecRequest.h"
+#include "model/SandboxSpec.h"
+#include "sandbox/HostCapabilities.h"
+#include "sandbox/WorkspaceFiles.h"
+
+#include <QByteArray>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QList>
+#include <QObject>
+
+#include <functional>
+#include <sys/types.h>
+
+namespace airlock {
+
+class Sandbox;
+
+struct EngineConfig {
+    QString guestPath;
+    QString dataDir;
+    bool verboseGuest = false;
+};
+
+// The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
+// Front ends reach it only through RPC.
+class Engine final : public QObject {
+    Q_OBJECT
+public:
+    Engine(EngineConfig config, HostCapabilities caps, QObject *parent = nullptr);
+    ~Engine() override;
+
+    const HostCapabilities &capabilities() const { return m_caps; }
+    QJsonObject daemonInfo() const;
+
+    using CreateDone = std::function<void(Result<QJsonObject>)>;
+    // Validates, plans limits (fail closed), starts bwrap; `done` runs once the guest answered.
+    void createSandbox(SandboxSpec spec, CreateDone done);
+    Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
+    QJsonArray listSandboxes() const;
+    Result<QJsonObject> sandboxInfo(const QString &ref) const;
+
+    Result<Sandbox *> find(const QString &ref) const;
+    Result<uint32_t> exec(const QString &ref, const ExecRequest &request);
+    Status writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof);
+    Status signal(const QString &ref, uint32_t exec, int signo);
+    Status resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols);
+    Result<QString> writeFile(const QString &ref, const QString &path, const QString &fallbackName,
+                              QByteArrayView data, qint64 offset, bool truncate, int mode);
+    Result<WorkspaceFiles::Chunk> readFile(const QString &ref, const QString &path, qint64 offset, qint64 maxBytes);
+
+    // Kills every sandbox and removes their workspaces (SIGTERM).
+    void shutdown();
+
+Q_SIGNALS:
+    void eventPublished(const airlock::Event &event);
+
+private:
+    QJsonObject describe(const Sandbox &sandbox) const;
+    std::optional<uid_t> allocateHostUid();
+    QString workspacesDir() const;
+    QString chooseWorkspacesDir() const;
+    void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+
+    EngineConfig m_config;
+    HostCapabilities m_caps;
+    QByteArray m_seccompProgram;
+    QString m_workspacesDir;
+    QList<Sandbox *> m_sandboxes;
+    QHash<Sandbox *, uid_t> m_hostUids;
+};
+
+} // namespace airlock

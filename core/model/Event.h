@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QString>
+
+#include <cstdint>
+
+namespace airlock {
+
+// One fact about a sandbox. Sequence numbers are per sandbox, start at 1 and have no gaps, so a
+// subscriber can tell whether it missed something. Output events carry their bytes in `data`
+// (raw, exactly as produced) and travel as binary frames; everything else is JSON.
+struct Event {
+    QString sandbox;
+    uint64_t seq = 0;
+    qint64 timeMs = 0;
+    QString kind; // sandbox.created | sandbox.failed | sandbox.deleted | exec.started | exec.output | exec.exited | exec.truncated
+    QJsonObject payload;
+    // exec.output only
+    uint32_t exec = 0;
+    int stream = 0; // 1 stdout, 2 stderr
+    QByteArray data;
+
+    bool isOutput() const { return kind == QLatin1String("exec.output"); }
+};
+
+} // namespace airlock

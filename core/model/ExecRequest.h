@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QPair>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <optional>
+
+namespace airlock {
+
+struct ExecRequest {
+    QStringList argv;
+    QString cwd = QStringLiteral("/workspace");
+    QList<QPair<QString, QString>> env; // only these (plus PATH/HOME/LANG defaults) reach the process
+    bool tty = false;
+    bool stdinOpen = false;
+    uint16_t rows = 0, cols = 0;
+    std::optional<uint64_t> timeoutMs; // overrides the sandbox's wall limit
+
+    QJsonObject toJson() const;
+    // Bounded and validated: the request may come from any client.
+    static Result<ExecRequest> fromJson(const QJsonObject &json);
+    // The environment the process gets: defaults first, then the request's own entries.
+    QStringList effectiveEnvironment() const;
+};
+
+Result<QPair<QString, QString>> parseEnvAssignment(const QString &text);
+
+} // namespace airlock

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model/SandboxSpec.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QRegularExpression>
+
+namespace airlock {
+
+namespace {
+Error invalid(const QString &pointer, const QString &what)
+{
+    return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: %2").arg(pointer, what));
+}
+
+// Paths inside the sandbox that Airlock itself provides; a mount may not replace them.
+bool isReservedSandboxPath(const QString &path)
+{
+    static const QStringList reserved = {QStringLiteral("/"), QStringLiteral("/proc"), QStringLiteral("/dev"),
+                                         QStringLiteral("/.airlock"), QStringLiteral("/workspace"),
+                                         QStringLiteral("/tmp")};
+    for (const QString &r : reserved)
+        if (path == r || (r != QLatin1String("/") && path.startsWith(r + QLatin1Char('/'))))
+            return true;
+    return false;
+}
+
+struct LimitField {
+    const char *key;
+    std::optional<uint64_t> Limits::*member;
+};
+constexpr LimitField kLimitFields[] = {
+    {"memoryBytes", &Limits::memoryBytes}, {"pids", &Limits::pids},
+    {"cpuSeconds", &Limits::cpuSeconds},   {"openFiles", &Limits::openFiles},
+    {"fileSizeBytes", &Limits::fileSizeBytes}, {"wallMs", &Limits::wallMs},
+    {"outputBytes", &Limits::outputBytes},
+};
+} // namespace
+
+QString networkModeName(NetworkMode mode)
+{
+    return mode == NetworkMode::Full ? QStringLiteral("full") : QStringLiteral("none");
+}
+
+Status validateSandboxName(const QString &name)
+{
+    static const QRegularExpression re(QStringLiteral("^[a-z0-9][a-z0-9_.-]{0,62}$"));
+    if (!re.match(name).hasMatch())
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("invalid sandbox name '%1': use 1-63 characters a-z 0-9 _ . -, "
+                                        "starting with a letter or digit")
+                             .arg(name));
+    return Ok{};
+}
+
+Status validateMount(const Mount &m)
+{
+    if (!QDir::isAbsolutePath(m.hostPath))
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("mount source '%1' must be an absolute host path").arg(m.hostPath));
+    if (!QFileInfo::exists(m.hostPath))
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("mount source '%1' does not exist").arg(m.hostPath));
+    if (!m.sandboxPath.startsWith(QLatin1Char('/')) || QDir::cleanPath(m.sandboxPath) != m.sandboxPath
+        || m.sandboxPath.contains(QLatin1String("/../")) || m.sandboxPath.endsWith(QLatin1String("/..")))
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("mount target '%1' must be a clean absolute path such as /data")
+                             .arg(m.sandboxPath));
+    if (isReservedSandboxPath(m.sandboxPath))
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("mount target '%1' is reserved by Airlock (/, /proc, /dev, /tmp, "
+                                        "/workspace, /.airlock); choose another path")
+                             .arg(m.sandboxPath));
+    return Ok{};
+}
+
+Result<Mount> parseMountArg(const QString &arg)
+{
+    const QStringList parts = arg.split(QLatin1Char(':'));
+    if (parts.size() < 2 || parts.size() > 3)
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("invalid mount '%1': expected HOST:PATH[:ro|rw]").arg(arg));
+    Mount m{QDir::cleanPath(parts[0]), parts[1], false};
+    if (parts.size() == 3) {
+        if (parts[2] == QLatin1String("rw"))
+            m.writable = true;
+        else if (parts[2] != QLatin1String("ro"))
+            return makeError(ErrorCode::InvalidArgument,
+                             QStringLiteral("invalid mount mode '%1' in '%2': expected ro or rw").arg(parts[2], arg));
+    }
+    if (Status s = validateMount(m); !s)
+        return s.error();
+    return m;
+}
+
+QJsonObject SandboxSpec::toJson() const
+{
+    QJsonArray mountArray;
+    for (const Mount &m : mounts)
+        mountArray.append(QJsonObject{{QStringLiteral("host"), m.hostPath},
+                                      {QStringLiteral("path"), m.sandboxPath},
+                                      {QStringLiteral("writable"), m.writable}});
+    QJsonObject limitObject;
+    for (const auto &field : kLimitFields)
+        if (const auto &v = limits.*field.member)
+            limitObject.insert(QLatin1String(field.key), static_cast<double>(*v));
+    QJsonObject o{{QStringLiteral("network"), networkModeName(network)},
+                  {QStringLiteral("mounts"), mountArray},
+                  {QStringLiteral("limits"), limitObject}};
+    if (!name.isEmpty())
+        o.insert(QStringLiteral("name"), name);
+    return o;
+}
+
+Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
+{
+    static const QStringList known = {QStringLiteral("name"), QStringLiteral("network"), QStringLiteral("mounts"),
+                                      QStringLiteral("limits")};
+    for (auto it = json.begin(); it != json.end(); ++it)
+        if (!known.contains(it.key()))
+            return invalid(QStringLiteral("/%1").arg(it.key()),
+                           QStringLiteral("unknown field (expected one of: %1)").arg(known.join(QStringLiteral(", "))));
+
+    SandboxSpec spec;
+    if (json.contains(QStringLiteral("name"))) {
+        if (!json.value(QStringLiteral("name")).isString())
+            return invalid(QStringLiteral("/name"), QStringLiteral("expected a string"));
+        spec.name = json.value(QStringLiteral("name")).toString();
+        if (Status s = validateSandboxName(spec.name); !s)
+            return s.error();
+    }
+    if (json.contains(QStringLiteral("network"))) {
+        const QString mode = json.value(QStringLiteral("network")).toString();
+        if (mode == QLatin1String("none"))
+            spec.network = NetworkMode::None;
+        else if (mode == QLatin1String("full"))
+            spec.network = NetworkMode::Full;
+        else
+            return invalid(QStringLiteral("/network"), QStringLiteral("expected \"none\" or \"full\""));
+    }
+    const QJsonValue mounts = json.value(QStringLiteral("mounts"));
+    if (!mounts.isUndefined() && !mounts.isArray())
+        return invalid(QStringLiteral("/mounts"), QStringLiteral("expected an array"));
+    const QJsonArray mountArray = mounts.toArray();
+    if (mountArray.size() > 64)
+        return invalid(QStringLiteral("/mounts"), QStringLiteral("at most 64 mounts"));
+    for (qsizetype i = 0; i < mountArray.size(); ++i) {
+        const QJsonObject m = mountArray.at(i).toObject();
+        const QString ptr = QStringLiteral("/mounts/%1").arg(i);
+        if (!m.value(QStringLiteral("host")).isString() || !m.value(QStringLiteral("path")).isString())
+            return invalid(ptr, QStringLiteral("expected {\"host\": string, \"path\": string, \"writable\": bool}"));
+        Mount mount{m.value(QStringLiteral("host")).toString(), m.value(QStringLiteral("path")).toString(),
+                    m.value(QStringLiteral("writable")).toBool(false)};
+        if (Status s = validateMount(mount); !s)
+            return invalid(ptr, s.error().message);
+        for (const Mount &other : std::as_const(spec.mounts))
+            if (other.sandboxPath == mount.sandboxPath)
+                return invalid(ptr, QStringLiteral("duplicate mount target '%1'").arg(mount.sandboxPath));
+        spec.mounts.append(mount);
+    }
+    const QJsonValue limits = json.value(QStringLiteral("limits"));
+    if (!limits.isUndefined() && !limits.isObject())
+        return invalid(QStringLiteral("/limits"), QStringLiteral("expected an object"));
+    const QJsonObject limitObject = limits.toObject();
+    for (auto it = limitObject.begin(); it != limitObject.end(); ++it) {
+        const auto field = std::find_if(std::begin(kLimitFields), std::end(kLimitFields),
+                                        [&](const LimitField &f) { return it.key() == QLatin1String(f.key); });
+        const QString ptr = QStringLiteral("/limits/%1").arg(it.key());
+        if (field == std::end(kLimitFields))
+            return invalid(ptr, QStringLiteral("unknown limit"));
+        const double v = it.value().toDouble(-1);
+        if (!it.value().isDouble() || v < 1 || v > 9.0e15 || v != static_cast<double>(static_cast<uint64_t>(v)))
+            return invalid(ptr, QStringLiteral("expected a positive integer"));
+        spec.limits.*(field->member) = static_cast<uint64_t>(v);
+    }
+    if (spec.limits.pids && *spec.limits.pids < 2)
+        return invalid(QStringLiteral("/limits/pids"), QStringLiteral("must be at least 2 (the guest is one)"));
+    if (spec.limits.memoryBytes && *spec.limits.memoryBytes < 8 * 1024 * 1024)
+        return invalid(QStringLiteral("/limits/memoryBytes"), QStringLiteral("must be at least 8M"));
+    return spec;
+}
+
+} // namespace airlock

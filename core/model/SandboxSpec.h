@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+
+namespace airlock {
+
+enum class NetworkMode { None, Full };
+QString networkModeName(NetworkMode mode);
+
+struct Mount {
+    QString hostPath;    // absolute, must exist
+    QString sandboxPath; // absolute inside the sandbox
+    bool writable = false;
+    friend bool operator==(const Mount &, const Mount &) = default;
+};
+
+// Unset optionals mean "no limit requested". Provider defaults fill the gaps; an explicitly
+// requested limit that the host cannot enforce makes creation fail (fail closed).
+struct Limits {
+    std::optional<uint64_t> memoryBytes;
+    std::optional<uint64_t> pids;
+    std::optional<uint64_t> cpuSeconds;    // per process, RLIMIT_CPU
+    std::optional<uint64_t> openFiles;     // RLIMIT_NOFILE
+    std::optional<uint64_t> fileSizeBytes; // RLIMIT_FSIZE
+    std::optional<uint64_t> wallMs;        // default per-exec timeout
+    std::optional<uint64_t> outputBytes;   // per exec, stdout+stderr; beyond it the exec is killed
+    friend bool operator==(const Limits &, const Limits &) = default;
+};
+
+struct SandboxSpec {
+    QString name;
+    NetworkMode network = NetworkMode::None;
+    QList<Mount> mounts;
+    Limits limits;
+
+    QJsonObject toJson() const;
+    // Validates everything; errors name the field (as a JSON pointer) and what was expected.
+    static Result<SandboxSpec> fromJson(const QJsonObject &json);
+    friend bool operator==(const SandboxSpec &, const SandboxSpec &) = default;
+};
+
+Status validateSandboxName(const QString &name);
+// "HOST:PATH[:ro|rw]" as given on the command line.
+Result<Mount> parseMountArg(const QString &arg);
+Status validateMount(const Mount &mount);
+
+} // namespace airlock

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QString>
+
+#include <cstdint>
+
+namespace airlock::units {
+
+// "512M", "1G", "64K", "1048576" (binary multiples). Rejects zero, negatives, overflow, junk.
+Result<uint64_t> parseBytes(const QString &text);
+// "30s", "5m", "1h", "250ms", "2" (seconds). Returns milliseconds.
+Result<uint64_t> parseDurationMs(const QString &text);
+Result<uint64_t> parseCount(const QString &text);
+
+QString formatBytes(uint64_t bytes);
+QString formatDurationMs(uint64_t ms);
+
+} // namespace airlock::units

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "rpc/Protocol.h"
+
+#include <QJsonDocument>
+#include <QtEndian>
+
+namespace airlock::rpc {
+
+namespace {
+QByteArray frame(char kind, QByteArrayView payload)
+{
+    QByteArray out;
+    out.resize(5 + payload.size());
+    qToBigEndian(quint32(payload.size() + 1), out.data());
+    out[4] = kind;
+    memcpy(out.data() + 5, payload.data(), size_t(payload.size()));
+    return out;
+}
+
+Error protocolError(const QString &what)
+{
+    return makeError(ErrorCode::ProtocolError, what);
+}
+} // namespace
+
+QByteArray encodeJson(const QJsonObject &message)
+{
+    return frame(kJsonFrame, QJsonDocument(message).toJson(QJsonDocument::Compact));
+}
+
+QByteArray encodeOutput(const Event &e)
+{
+    const QByteArray header = QJsonDocument(QJsonObject{{QStringLiteral("sandbox"), e.sandbox},
+                                                        {QStringLiteral("seq"), double(e.seq)},
+                                                        {QStringLiteral("time"), double(e.timeMs)},
+                                                        {QStringLiteral("exec"), double(e.exec)},
+                                                        {QStringLiteral("stream"), e.stream}})
+                                  .toJson(QJsonDocument::Compact);
+    QByteArray out;
+    const qsizetype payload = 4 + header.size() + e.data.size();
+    out.resize(5 + payload);
+    char *p = out.data();
+    qToBigEndian(quint32(payload + 1), p);
+    p[4] = kOutputFrame;
+    qToBigEndian(quint32(header.size()), p + 5);
+    memcpy(p + 9, header.constData(), size_t(header.size()));
+    memcpy(p + 9 + header.size(), e.data.constData(), size_t(e.data.size()));
+    return out;
+}
+
+Result<std::optional<Frame>> FrameReader::next()
+{
+    const qsizetype avail = m_buf.size() - m_pos;
+    if (avail < 4)
+        return std::optional<Frame>();
+    const quint32 len = qFromBigEndian<quint32>(m_buf.constData() + m_pos);
+    if (len == 0)
+        return protocolError(QStringLiteral("empty frame"));
+    if (len > kMaxFrameBytes)
+        return makeError(ErrorCode::FrameTooLarge,
+                         QStringLiteral("frame of %1 bytes exceeds the %2-byte limit").arg(len).arg(kMaxFrameBytes));
+    if (avail < 4 + qsizetype(len))
+        return std::optional<Frame>();
+    Frame f;
+    f.kind = m_buf.at(m_pos + 4);
+    f.payload = m_buf.mid(m_pos + 5, len - 1);
+    m_pos += 4 + len;
+    if (m_pos > 1024 * 1024 || m_pos == m_buf.size()) {
+        m_buf.remove(0, m_pos);
+        m_pos = 0;
+    }
+    if (f.kind != kJsonFrame && f.kind != kOutputFrame)
+        return protocolError(QStringLiteral("unknown frame kind 0x%1").arg(quint8(f.kind), 2, 16, QLatin1Char('0')));
+    return std::optional<Frame>(std::move(f));
+}
+
+Result<QJsonObject> decodeJson(const QByteArray &payload)
+{
+    QJsonParseError err{};
+    const QJsonDocument doc = QJsonDocument::fromJson(payload, &err);
+    if (err.error != QJsonParseError::NoError)
+        return protocolError(QStringLiteral("invalid JSON at offset %1: %2").arg(err.offset).arg(err.errorString()));
+    if (!doc.isObject())
+        return protocolError(QStringLiteral("a JSON-RPC message must be an object"));
+    const QJsonObject o = doc.object();
+    if (o.value(QStringLiteral("jsonrpc")).toString() != QLatin1String("2.0"))
+        return protocolError(QStringLiteral("missing \"jsonrpc\": \"2.0\""));
+    return o;
+}
+
+Result<Event> decodeOutput(const QByteArray &payload)
+{
+    if (payload.size() < 4)
+        return protocolError(QStringLiteral("output frame too short"));
+    const quint32 hlen = qFromBigEndian<quint32>(payload.constData());
+    if (hlen > quint32(payload.size() - 4) || hlen > 4096)
+        return protocolError(QStringLiteral("output frame header length %1 is invalid").arg(hlen));
+    QJsonParseError err{};
+    const QJsonObject h = QJsonDocument::fromJson(payload.mid(4, hlen), &err).object();
+    if (err.error != QJsonParseError::NoError || !h.value(QStringLiteral("sandbox")).isString())
+        return protocolError(QStringLiteral("output frame header is not valid JSON"));
+    Event e;
+    e.kind = QStringLiteral("exec.output");
+    e.sandbox = h.value(QStringLiteral("sandbox")).toString();
+    e.seq = uint64_t(h.value(QStringLiteral("seq")).toDouble());
+    e.timeMs = qint64(h.value(QStringLiteral("time")).toDouble());
+    e.exec = uint32_t(h.value(QStringLiteral("exec")).toDouble());
+    e.stream = h.value(QStringLiteral("stream")).toInt();
+    if (e.stream != 1 && e.stream != 2)
+        return protocolError(QStringLiteral("output frame with invalid stream %1").arg(e.stream));
+    e.data = payload.mid(4 + hlen);
+    return e;
+}
+
+QJsonObject makeRequest(qint64 id, const QString &method, const QJsonObject &params)
+{
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+            {QStringLiteral("id"), double(id)},
+            {QStringLiteral("method"), method},
+            {QStringLiteral("params"), params}};
+}
+
+QJsonObject makeResult(const QJsonValue &id, const QJsonValue &result)
+{
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id}, {QStringLiteral("result"), result}};
+}
+
+int jsonRpcCode(ErrorCode code)
+{
+    switch (code) {
+    case ErrorCode::ProtocolError:
+        return -32600;
+    case ErrorCode::InvalidArgument:
+        return -32602;
+    default:
+        return -32000 - int(code);
+    }
+}
+
+QJsonObject makeErrorReply(const QJsonValue &id, const Error &error)
+{
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+            {QStringLiteral("id"), id},
+            {QStringLiteral("error"),
+             QJsonObject{{QStringLiteral("code"), jsonRpcCode(error.code)},
+                         {QStringLiteral("message"), error.message},
+                         {QStringLiteral("data"), QJsonObject{{QStringLiteral("type"), errorCodeName(error.code)}}}}}};
+}
+
+QJsonObject makeNotification(const QString &method, const QJsonObject &params)
+{
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("method"), method}, {QStringLiteral("params"), params}};
+}
+
+Error errorFromReply(const QJsonObject &e)
+{
+    const QString type = e.value(QStringLiteral("data")).toObject().value(QStringLiteral("type")).toString();
+    const ErrorCode code = errorCodeFromName(type).value_or(
+        e.value(QStringLiteral("code")).toInt() == -32601 ? ErrorCode::InvalidArgument : ErrorCode::Internal);
+    return makeError(code, e.value(QStringLiteral("message")).toString());
+}
+
+QJsonObject eventToJson(const Event &e)
+{
+    return {{QStringLiteral("sandbox"), e.sandbox},
+            {QStringLiteral("seq"), double(e.seq)},
+            {QStringLiteral("time"), double(e.timeMs)},
+            {QStringLiteral("kind"), e.kind},
+            {QStringLiteral("payload"), e.payload}};
+}
+
+Result<Event> eventFromJson(const QJsonObject &json)
+{
+    Event e;
+    e.sandbox = json.value(QStringLiteral("sandbox")).toString();
+    e.seq = uint64_t(json.value(QStringLiteral("seq")).toDouble());
+    e.timeMs = qint64(json.value(QStringLiteral("time")).toDouble());
+    e.kind = json.value(QStringLiteral("kind")).toString();
+    e.payload = json.value(QStringLiteral("payload")).toObject();
+    if (e.sandbox.isEmpty() || e.kind.isEmpty())
+        return protocolError(QStringLiteral("event without sandbox or kind"));
+    e.exec = uint32_t(e.payload.value(QStringLiteral("exec")).toDouble());
+    return e;
+}
+
+} // namespace airlock::rpc

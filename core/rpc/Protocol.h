@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/Event.h"
+#include "util/Result.h"
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QJsonValue>
+
+#include <optional>
+
+// Airlock's RPC: JSON-RPC 2.0 messages in length-prefixed frames.
+//
+//   frame  = u32 big-endian length | u8 kind | payload        (length counts kind + payload)
+//   kind   = 'J' JSON-RPC message (UTF-8 JSON object)
+//          | 'O' output event: u32 big-endian header length | header JSON | raw output bytes
+//
+// Output is the only high-volume traffic, so it travels as bytes rather than base64 inside JSON;
+// its header carries the same fields as every other event (sandbox, seq, time, exec, stream).
+// The first request on a connection must be "hello" (version handshake). Frames above
+// kMaxFrameBytes, unknown kinds and invalid JSON close the connection after a typed error.
+namespace airlock::rpc {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr quint32 kMaxFrameBytes = 4 * 1024 * 1024;
+inline constexpr char kJsonFrame = 'J';
+inline constexpr char kOutputFrame = 'O';
+
+QByteArray encodeJson(const QJsonObject &message);
+QByteArray encodeOutput(const Event &event);
+
+struct Frame {
+    char kind = 0;
+    QByteArray payload;
+};
+
+// Accumulates bytes from a stream and cuts frames; the first malformed frame is a sticky error.
+class FrameReader {
+public:
+    void append(QByteArrayView bytes) { m_buf.append(bytes); }
+    // A frame, nothing yet (nullopt), or an error (FrameTooLarge / ProtocolError).
+    Result<std::optional<Frame>> next();
+
+private:
+    QByteArray m_buf;
+    qsizetype m_pos = 0;
+};
+
+// Decoding of frame payloads; bounded and validated.
+Result<QJsonObject> decodeJson(const QByteArray &payload);
+Result<Event> decodeOutput(const QByteArray &payload);
+
+// JSON-RPC envelopes.
+QJsonObject makeRequest(qint64 id, const QString &method, const QJsonObject &params);
+QJsonObject makeResult(const QJsonValue &id, const QJsonValue &result);
+QJsonObject makeErrorReply(const QJsonValue &id, const Error &error);
+QJsonObject makeNotification(const QString &method, const QJsonObject &params);
+// The error inside a reply, mapped back to our codes.
+Error errorFromReply(const QJsonObject &errorObject);
+int jsonRpcCode(ErrorCode code);
+
+QJsonObject eventToJson(const Event &event);
+Result<Event> eventFromJson(const QJsonObject &json);
+
+} // namespace airlock::rpc

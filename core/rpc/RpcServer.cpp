@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "rpc/RpcServer.h"
+
+#include "engine/Engine.h"
+#include "log/Log.h"
+#include "rpc/Connection.h"
+#include "sandbox/Sandbox.h"
+#include "util/Paths.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QLocalServer>
+#include <QLocalSocket>
+#include <QPointer>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace airlock::rpc {
+
+namespace {
+constexpr qint64 kHighWater = 8 * 1024 * 1024;
+constexpr qint64 kLowWater = 1 * 1024 * 1024;
+constexpr qint64 kMaxFileChunk = 1024 * 1024;
+
+auto logger()
+{
+    static auto l = log::get("daemon.rpc");
+    return l;
+}
+
+Error invalid(const QString &what)
+{
+    return makeError(ErrorCode::InvalidArgument, what);
+}
+
+Result<QString> stringParam(const QJsonObject &params, const char *key)
+{
+    const QJsonValue v = params.value(QLatin1String(key));
+    if (!v.isString() || v.toString().isEmpty() || v.toString().size() > 4096)
+        return invalid(QStringLiteral("params.%1: expected a non-empty string").arg(QLatin1String(key)));
+    return v.toString();
+}
+
+Result<uint32_t> execParam(const QJsonObject &params)
+{
+    const double v = params.value(QStringLiteral("exec")).toDouble(-1);
+    if (v < 1 || v > 4294967295.0 || v != double(uint32_t(v)))
+        return invalid(QStringLiteral("params.exec: expected an execution id"));
+    return uint32_t(v);
+}
+
+Result<QByteArray> base64Param(const QJsonObject &params, const char *key)
+{
+    const QJsonValue v = params.value(QLatin1String(key));
+    if (v.isUndefined())
+        return QByteArray();
+    auto decoded = QByteArray::fromBase64Encoding(v.toString().toLatin1(), QByteArray::AbortOnBase64DecodingErrors);
+    if (!v.isString() || !decoded)
+        return invalid(QStringLiteral("params.%1: expected base64").arg(QLatin1String(key)));
+    return *decoded;
+}
+} // namespace
+
+struct RpcServer::Session {
+    Connection *conn = nullptr;
+    bool greeted = false;
+    QString client;
+    QString run;
+    bool allEvents = false;
+    QSet<QString> sandboxes;              // sandbox ids
+    QSet<QPair<QString, uint32_t>> execs; // (sandbox id, exec)
+    QSet<Sandbox *> holding;
+};
+
+RpcServer::RpcServer(Engine &engine, QObject *parent) : QObject(parent), m_engine(engine)
+{
+    registerHandlers();
+    connect(&m_engine, &Engine::eventPublished, this, &RpcServer::onEvent);
+}
+
+RpcServer::~RpcServer()
+{
+    for (Session *s : std::as_const(m_sessions))
+        releaseHolds(*s);
+    qDeleteAll(m_sessions);
+    if (m_server) {
+        m_server->close();
+        QFile::remove(m_socketPath);
+    }
+    if (m_lockFd >= 0)
+        ::close(m_lockFd);
+}
+
+Status RpcServer::listen(const QString &socketPath)
+{
+    const QString dir = QFileInfo(socketPath).absolutePath();
+    if (!paths::ensurePrivateDir(dir))
+        return makeError(ErrorCode::IoError,
+                         QStringLiteral("cannot create the private directory %1 (must be owned by you, mode 0700)").arg(dir));
+    const QByteArray lockPath = QFile::encodeName(socketPath + QStringLiteral(".lock"));
+    m_lockFd = ::open(lockPath.constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (m_lockFd < 0)
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot open %1").arg(QString::fromLocal8Bit(lockPath)));
+    if (::flock(m_lockFd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = {};
+        (void)!::pread(m_lockFd, pid, sizeof pid - 1, 0);
+        ::close(m_lockFd);
+        m_lockFd = -1;
+        return makeError(ErrorCode::DaemonRunning, QStringLiteral("another airlockd (pid %1) already serves %2")
+                                                       .arg(QString::fromLatin1(pid).trimmed(), socketPath));
+    }
+    const QByteArray pid = QByteArray::number(::getpid()) + '\n';
+    (void)!::ftruncate(m_lockFd, 0);
+    (void)!::pwrite(m_lockFd, pid.constData(), size_t(pid.size()), 0);
+    // We hold the lock, so a socket file left here belongs to a dead daemon.
+    if (QFileInfo::exists(socketPath) || QFileInfo(socketPath).isSymLink()) {
+        logger()->info("removing stale socket {}", socketPath.toStdString());
+        QFile::remove(socketPath);
+    }
+    m_server = new QLocalServer(this);
+    m_server->setSocketOptions(QLocalServer::UserAccessOption);
+    m_server->setMaxPendingConnections(256);
+    if (!m_server->listen(socketPath))
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot listen on %1: %2").arg(socketPath, m_server->errorString()));
+    ::chmod(QFile::encodeName(socketPath).constData(), 0600);
+    m_socketPath = socketPath;
+    connect(m_server, &QLocalServer::newConnection, this, &RpcServer::onNewConnection);
+    logger()->info("listening on {}", socketPath.toStdString());
+    return Ok{};
+}
+
+void RpcServer::onNewConnection()
+{
+    while (QLocalSocket *socket = m_server->nextPendingConnection()) {
+        auto *session = new Session;
+        session->conn = new Connection(socket, this);
+        m_sessions.append(session);
+        connect(session->conn, &Connection::messageReceived, this,
+                [this, session](const QJsonObject &m) { onMessage(*session, m); });
+        connect(session->conn, &Connection::framingFailed, this, [session](const Error &e) {
+            logger()->warn("closing a connection after a malformed frame: {}", e.message.toStdString());
+            session->conn->closeWithError(e);
+        });
+        connect(session->conn, &Connection::bytesFlushed, this, [this, session](qint64 pending) {
+            if (pending < kLowWater && !session->holding.isEmpty())
+                releaseHolds(*session);
+        });
+        connect(session->conn, &Connection::disconnected, this, [this, session] {
+            releaseHolds(*session);
+            m_sessions.removeAll(session);
+            session->conn->deleteLater();
+            delete session;
+        });
+    }
+}
+
+void RpcServer::releaseHolds(Session &session)
+{
+    for (Sandbox *s : std::as_const(session.holding))
+        s->holdOutput(&session, false);
+    session.holding.clear();
+}
+
+void RpcServer::onMessage(Session &session, const QJsonObject &message)
+{
+    const QJsonValue id = message.value(QStringLiteral("id"));
+    const QString method = message.value(QStringLiteral("method")).toString();
+    if (method.isEmpty() || (!id.isDouble() && !id.isString())) {
+        // Replies and notifications from a client are not part of this protocol.
+        session.conn->send(makeErrorReply(id.isUndefined() ? QJsonValue() : id,
+                                          makeError(ErrorCode::ProtocolError, QStringLiteral("expected a request with \"id\" and \"method\""))));
+        return;
+    }
+    const QJsonValue paramsValue = message.value(QStringLiteral("params"));
+    if (!paramsValue.isUndefined() && !paramsValue.isObject()) {
+        session.conn->send(makeErrorReply(id, invalid(QStringLiteral("params: expected an object"))));
+        return;
+    }
+    QPointer<Connection> conn = session.conn;
+    const Reply reply = [conn, id](Result<QJsonObject> r) {
+        if (!conn)
+            return;
+        conn->send(r ? makeResult(id, *r) : makeErrorReply(id, r.error()));
+    };
+    if (!session.greeted && method != QLatin1String("hello")) {
+        session.conn->closeWithError(makeError(ErrorCode::HandshakeRequired,
+                                               QStringLiteral("the first request must be \"hello\" with the protocol version")));
+        return;
+    }
+    const auto handler = m_handlers.constFind(method);
+    if (handler == m_handlers.cend()) {
+        QJsonObject err = makeErrorReply(id, invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));
+        QJsonObject e = err.value(QStringLiteral("error")).toObject();
+        e.insert(QStringLiteral("code"), -32601);
+        err.insert(QStringLiteral("error"), e);
+        session.conn->send(err);
+        return;
+    }
+    (*handler)(session, paramsValue.toObject(), reply);
+}
+
+bool RpcServer::wants(const Session &s, const Event &e) const
+{
+    if (s.allEvents || s.sandboxes.contains(e.sandbox))
+        return true;
+    if (e.kind == QLatin1String("sandbox.deleted") || e.kind == QLatin1String("sandbox.failed")) {
+        for (const auto &[sb, ex] : s.execs)
+            if (sb == e.sandbox)
+                return true;
+        return false;
+    }
+    const uint32_t exec = e.isOutput() ? e.exec : uint32_t(e.payload.value(QStringLiteral("exec")).toDouble());
+    return exec && s.execs.contains({e.sandbox, exec});
+}
+
+void RpcServer::onEvent(const Event &event)
+{
+    QByteArray frame;
+    for (Session *s : std::as_const(m_sessions)) {
+        if (!s->greeted || !s->conn->isOpen() || !wants(*s, event))
+            continue;
+        if (frame.isEmpty())
+            frame = event.isOutput() ? encodeOutput(event)
+                                     : encodeJson(makeNotification(QStringLiteral("event"), eventToJson(event)));
+        s->conn->sendFrame(frame);
+        if (event.isOutput() && s->conn->pendingBytes() > kHighWater) {
+            if (auto sb = m_engine.find(event.sandbox); sb && !s->holding.contains(*sb)) {
+                s->holding.insert(*sb);
+                (*sb)->holdOutput(s, true);
+            }
+        }
+        if (event.kind == QLatin1String("exec.exited"))
+            s->execs.remove({event.sandbox, event.exec});
+    }
+    if (event.kind == QLatin1String("sandbox.deleted") || event.kind == QLatin1String("sandbox.failed")) {
+        for (Session *s : std::as_const(m_sessions)) {
+            if (event.kind == QLatin1String("sandbox.deleted"))
+                s->sandboxes.remove(event.sandbox);
+            for (auto it = s->holding.begin(); it != s->holding.end();) {
+                if ((*it)->id() == event.sandbox)
+                    it = s->holding.erase(it);
+                else
+                    ++it;
+            }
+        }
+    }
+}
+
+void RpcServer::registerHandlers()
+{
+    m_handlers.insert(QStringLiteral("hello"), [](Session &s, const QJsonObject &p, const Reply &reply) {
+        const int version = p.value(QStringLiteral("protocol")).toInt(-1);
+        if (version != kProtocolVersion) {
+            s.conn->closeWithError(makeError(ErrorCode::VersionMismatch,
+                                             QStringLiteral("client speaks protocol %1, this daemon speaks %2; use "
+                                                            "matching Airlock versions")
+                                                 .arg(version)
+                                                 .arg(kProtocolVersion)));
+            return;
+        }
+        s.greeted = true;
+        s.client = p.value(QStringLiteral("client")).toString().left(200);
+        s.run = p.value(QStringLiteral("run")).toString().left(200);
+        reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
+                          {QStringLiteral("daemon"), QStringLiteral(AIRLOCK_VERSION)},
+                          {QStringLiteral("pid"), double(::getpid())}});
+    });
+    m_handlers.insert(QStringLiteral("daemon.info"), [this](Session &, const QJsonObject &, const Reply &reply) {
+        QJsonObject info = m_engine.daemonInfo();
+        info.insert(QStringLiteral("socket"), m_socketPath);
+        info.insert(QStringLiteral("clients"), sessionCount());
+        reply(info);
+    });
+    m_handlers.insert(QStringLiteral("sandbox.create"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto spec = SandboxSpec::fromJson(p.value(QStringLiteral("spec")).toObject());
+        if (!spec)
+            return reply(spec.error());
+        m_engine.createSandbox(*spec, [reply](Result<QJsonObject> r) {
+            reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error()));
+        });
+    });
+    m_handlers.insert(QStringLiteral("sandbox.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
+        reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes()}});
+    });
+    m_handlers.insert(QStringLiteral("sandbox.info"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        auto info = m_engine.sandboxInfo(*ref);
+        reply(info ? Result<QJsonObject>(*info) : Result<QJsonObject>(info.error()));
+    });
+    m_handlers.insert(QStringLiteral("sandbox.delete"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        auto r = m_engine.removeSandbox(*ref, p.value(QStringLiteral("keep")).toBool());
+        reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error()));
+    });
+    m_handlers.insert(QStringLiteral("exec.start"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        auto request = ExecRequest::fromJson(p);
+        if (!request)
+            return reply(request.error());
+        auto sandbox = m_engine.find(*ref);
+        if (!sandbox)
+            return reply(sandbox.error());
+        auto exec = (*sandbox)->exec(*request);
+        if (!exec)
+            return reply(exec.error());
+        if (p.value(QStringLiteral("attach")).toBool(true))
+            s.execs.insert({(*sandbox)->id(), *exec});
+        reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("exec"), double(*exec)}});
+    });
+    m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        auto exec = execParam(p);
+        auto data = base64Param(p, "data");
+        if (!ref || !exec || !data)
+            return reply(!ref ? ref.error() : !exec ? exec.error() : data.error());
+        const Status s = m_engine.writeStdin(*ref, *exec, *data, p.value(QStringLiteral("eof")).toBool());
+        reply(s ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(s.error()));
+    });
+    m_handlers.insert(QStringLiteral("exec.signal"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        auto exec = execParam(p);
+        if (!ref || !exec)
+            return reply(!ref ? ref.error() : exec.error());
+        const Status s = m_engine.signal(*ref, *exec, p.value(QStringLiteral("signal")).toInt(9));
+        reply(s ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(s.error()));
+    });
+    m_handlers.insert(QStringLiteral("exec.resize"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        auto exec = execParam(p);
+        const int rows = p.value(QStringLiteral("rows")).toInt(-1), cols = p.value(QStringLiteral("cols")).toInt(-1);
+        if (!ref || !exec)
+            return reply(!ref ? ref.error() : exec.error());
+        if (rows < 1 || rows > 10000 || cols < 1 || cols > 10000)
+            return reply(invalid(QStringLiteral("params.rows/cols: expected 1..10000")));
+        const Status s = m_engine.resize(*ref, *exec, uint16_t(rows), uint16_t(cols));
+        reply(s ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(s.error()));
+    });
+    m_handlers.insert(QStringLiteral("fs.write"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        auto path = stringParam(p, "path");
+        auto data = base64Param(p, "data");
+        if (!ref || !path || !data)
+            return reply(!ref ? ref.error() : !path ? path.error() : data.error());
+        const double offset = p.value(QStringLiteral("offset")).toDouble(0);
+        if (offset < 0 || offset > 1e15 || data->size() > kMaxFileChunk)
+            return reply(invalid(QStringLiteral("params.offset/data: chunks of at most 1 MiB at a valid offset")));
+        const int mode = p.value(QStringLiteral("mode")).toInt(0644);
+        auto written = m_engine.writeFile(*ref, *path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
+                                          p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
+        reply(written ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *written}}) : Result<QJsonObject>(written.error()));
+    });
+    m_handlers.insert(QStringLiteral("fs.read"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        auto path = stringParam(p, "path");
+        if (!ref || !path)
+            return reply(!ref ? ref.error() : path.error());
+        const double offset = p.value(QStringLiteral("offset")).toDouble(0);
+        const double length = p.value(QStringLiteral("length")).toDouble(double(kMaxFileChunk));
+        if (offset < 0 || offset > 1e15 || length < 0 || length > double(kMaxFileChunk))
+            return reply(invalid(QStringLiteral("params.offset/length: at most 1 MiB per read")));
+        auto chunk = m_engine.readFile(*ref, *path, qint64(offset), qint64(length));
+        if (!chunk)
+            return reply(chunk.error());
+        reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},
+                          {QStringLiteral("size"), double(chunk->size)},
+                          {QStringLiteral("eof"), chunk->eof}});
+    });
+    m_handlers.insert(QStringLiteral("events.subscribe"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        if (!p.contains(QStringLiteral("sandbox"))) {
+            s.allEvents = true;
+            return reply(QJsonObject{});
+        }
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        auto sandbox = m_engine.find(*ref);
+        if (!sandbox)
+            return reply(sandbox.error());
+        s.sandboxes.insert((*sandbox)->id());
+        reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("lastSeq"), double((*sandbox)->lastSeq())}});
+    });
+}
+
+} // namespace airlock::rpc

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/Event.h"
+#include "util/Result.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QObject>
+#include <QSet>
+
+#include <functional>
+
+class QLocalServer;
+
+namespace airlock {
+class Engine;
+class Sandbox;
+}
+
+namespace airlock::rpc {
+
+class Connection;
+
+// The daemon's RPC endpoint: a unix socket (0600 in a 0700 directory, one daemon per socket),
+// the version handshake, method dispatch into the Engine and event fan-out to subscribers.
+class RpcServer final : public QObject {
+    Q_OBJECT
+public:
+    explicit RpcServer(Engine &engine, QObject *parent = nullptr);
+    ~RpcServer() override;
+
+    // Takes the lock next to the socket (refuses if another daemon holds it), removes a stale
+    // socket and listens.
+    Status listen(const QString &socketPath);
+    QString socketPath() const { return m_socketPath; }
+    int sessionCount() const { return int(m_sessions.size()); }
+
+private:
+    struct Session;
+    using Reply = std::function<void(Result<QJsonObject>)>;
+    using Handler = std::function<void(Session &, const QJsonObject &, const Reply &)>;
+
+    void onNewConnection();
+    void onMessage(Session &session, const QJsonObject &message);
+    void onEvent(const Event &event);
+    void releaseHolds(Session &session);
+    void registerHandlers();
+    bool wants(const Session &session, const Event &event) const;
+
+    Engine &m_engine;
+    QLocalServer *m_server = nullptr;
+    QString m_socketPath;
+    int m_lockFd = -1;
+    QHash<QString, Handler> m_handlers;
+    QList<Session *> m_sessions;
+};
+
+} // namespace airlock::rpc

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandbox/BwrapLauncher.h"
+
+#include <QFile>
+#include <QFileInfo>
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+// Descriptor numbers inside the bwrap process.
+constexpr int kChannelFd = 3;
+constexpr int kSeccompFd = 4;
+constexpr int kWorkspaceFd = 5;
+constexpr int kGuestFd = 6;
+constexpr int kInfoFd = 7;
+constexpr int kFirstMountFd = 8;
+constexpr int kSandboxUid = 1000;
+
+// Host files that stay hidden even though /etc is visible.
+constexpr const char *kMaskedEtcFiles[] = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+                                           "/etc/sudoers", "/etc/security/opasswd", "/etc/machine-id"};
+constexpr const char *kMaskedEtcDirs[] = {"/etc/ssl/private", "/etc/sudoers.d", "/etc/ssh"};
+
+std::string s(const QString &q)
+{
+    return QFile::encodeName(q).toStdString();
+}
+
+struct Fd {
+    int fd = -1;
+    Fd() = default;
+    explicit Fd(int f) : fd(f) {}
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    Fd(Fd &&o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    ~Fd()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
+};
+
+Error sysError(const QString &what)
+{
+    return makeError(ErrorCode::IoError, QStringLiteral("%1: %2").arg(what, QString::fromLocal8Bit(strerror(errno))));
+}
+
+// Async-signal-safe helpers for the forked child.
+void writeDecimal(int fd, long value)
+{
+    char buf[24];
+    int i = sizeof buf;
+    do {
+        buf[--i] = static_cast<char>('0' + value % 10);
+        value /= 10;
+    } while (value > 0 && i > 0);
+    (void)!::write(fd, buf + i, sizeof buf - static_cast<size_t>(i));
+}
+
+[[noreturn]] void childFail(int errFd, const char *what)
+{
+    const int err = errno;
+    (void)!::write(errFd, "airlockd: ", 10);
+    (void)!::write(errFd, what, strlen(what));
+    (void)!::write(errFd, ": ", 2);
+    const char *msg = strerror(err); // not strictly async-signal-safe, but only reads a table here
+    (void)!::write(errFd, msg, strlen(msg));
+    (void)!::write(errFd, "\n", 1);
+    ::_exit(127);
+}
+} // namespace
+
+std::vector<std::string> bwrapArguments(const LaunchRequest &r)
+{
+    std::vector<std::string> a = {s(r.bwrapPath), "--unshare-user", "--unshare-ipc", "--unshare-pid",
+                                  "--unshare-uts", "--unshare-cgroup"};
+    if (r.network == NetworkMode::None)
+        a.emplace_back("--unshare-net");
+    const std::string uid = std::to_string(kSandboxUid);
+    a.insert(a.end(), {"--uid", uid, "--gid", uid, "--hostname", s(r.hostname), "--die-with-parent",
+                       "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--info-fd", std::to_string(kInfoFd), "--seccomp", std::to_string(kSeccompFd),
+                       "--ro-bind", "/usr", "/usr"});
+    // Merged-/usr systems have symlinks here; older layouts have directories.
+    for (const char *top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+        const QFileInfo fi(QString::fromLatin1(top));
+        if (fi.isSymLink())
+            a.insert(a.end(), {"--symlink", s(fi.symLinkTarget().replace(QStringLiteral("/usr/"), QStringLiteral("usr/"))), top});
+        else if (fi.isDir())
+            a.insert(a.end(), {"--ro-bind", top, top});
+    }
+    a.insert(a.end(), {"--ro-bind", "/etc", "/etc"});
+    for (const char *file : kMaskedEtcFiles)
+        if (QFileInfo::exists(QString::fromLatin1(file)))
+            a.insert(a.end(), {"--ro-bind", "/dev/null", file});
+    for (const char *dir : kMaskedEtcDirs)
+        if (QFileInfo(QString::fromLatin1(dir)).isDir())
+            a.insert(a.end(), {"--tmpfs", dir, "--remount-ro", dir});
+    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var", "--tmpfs", "/var/tmp",
+                       "--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
+                       std::to_string(kGuestFd), "/.airlock/guest"});
+    int fd = kFirstMountFd;
+    for (const Mount &m : r.mounts)
+        a.insert(a.end(), {m.writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd++), s(m.sandboxPath)});
+    a.insert(a.end(), {"--chdir", "/workspace", "--", "/.airlock/guest", "--fd", std::to_string(kChannelFd), "--rw",
+                       "/workspace", "--rw", "/tmp", "--rw", "/var/tmp"});
+    for (const Mount &m : r.mounts)
+        if (m.writable)
+            a.insert(a.end(), {"--rw", s(m.sandboxPath)});
+    if (r.nproc)
+        a.insert(a.end(), {"--nproc", std::to_string(*r.nproc)});
+    if (r.verboseGuest)
+        a.emplace_back("--verbose");
+    return a;
+}
+
+Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
+{
+    // Everything the child needs is opened here, by the daemon, so bwrap never has to resolve host
+    // paths itself (it may run as an unprivileged uid that cannot traverse them).
+    Fd workspace(::open(QFile::encodeName(r.workspaceDir).constData(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (workspace.fd < 0)
+        return sysError(QStringLiteral("cannot open workspace %1").arg(r.workspaceDir));
+    Fd guest(::open(QFile::encodeName(r.guestPath).constData(), O_PATH | O_CLOEXEC));
+    if (guest.fd < 0)
+        return makeError(ErrorCode::BoundaryUnavailable,
+                         QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "
+                                        "airlockd --guest PATH)")
+                             .arg(r.guestPath, QString::fromLocal8Bit(strerror(errno))));
+    std::vector<Fd> mounts;
+    for (const Mount &m : r.mounts) {
+        mounts.emplace_back(::open(QFile::encodeName(m.hostPath).constData(), O_PATH | O_CLOEXEC));
+        if (mounts.back().fd < 0)
+            return sysError(QStringLiteral("cannot open mount source %1").arg(m.hostPath));
+    }
+    Fd seccomp(::memfd_create("airlock-seccomp", MFD_CLOEXEC));
+    if (seccomp.fd < 0 || ::write(seccomp.fd, r.seccompProgram.constData(), size_t(r.seccompProgram.size())) != r.seccompProgram.size()
+        || ::lseek(seccomp.fd, 0, SEEK_SET) != 0)
+        return sysError(QStringLiteral("cannot prepare the seccomp program"));
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return sysError(QStringLiteral("socketpair"));
+    Fd daemonEnd(sv[0]), guestEnd(sv[1]);
+    for (int end : sv) {
+        const int size = 4 * 1024 * 1024;
+        ::setsockopt(end, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        ::setsockopt(end, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    }
+    int ep[2];
+    if (::pipe2(ep, O_CLOEXEC) != 0)
+        return sysError(QStringLiteral("pipe2"));
+    Fd errRead(ep[0]), errWrite(ep[1]);
+    int ip[2];
+    if (::pipe2(ip, O_CLOEXEC) != 0)
+        return sysError(QStringLiteral("pipe2"));
+    Fd infoRead(ip[0]), infoWrite(ip[1]);
+    Fd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+
+    // Prepare everything the child uses: no allocation after fork.
+    const std::vector<std::string> args = bwrapArguments(r);
+    std::vector<char *> argv;
+    for (const std::string &arg : args)
+        argv.push_back(const_cast<char *>(arg.c_str()));
+    argv.push_back(nullptr);
+    char *envp[] = {nullptr};
+    std::vector<std::string> procsFiles;
+    for (const QString &f : r.cgroupProcsFiles)
+        procsFiles.push_back(s(f));
+    std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd};
+    for (const Fd &m : mounts)
+        sources.push_back(m.fd);
+    const pid_t daemonPid = ::getpid();
+    const int topFd = static_cast<int>(sources.size()) - 1;
+
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        return sysError(QStringLiteral("fork"));
+    if (pid == 0) {
+        // Child: async-signal-safe calls only.
+        int err = errWrite.fd;
+        // Move every source above the target range first so dup2 cannot clobber a later source.
+        std::vector<int> &src = sources;
+        for (int &fd : src) {
+            const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 100);
+            if (high < 0)
+                childFail(err, "dup");
+            if (fd == err)
+                err = high;
+            fd = high;
+        }
+        for (int target = 0; target <= topFd; ++target)
+            if (::dup2(src[static_cast<size_t>(target)], target) < 0)
+                childFail(err, "dup2");
+        err = 2;
+        // Nothing else of the daemon's (other sandboxes' sockets, client connections) may leak in.
+        if (::syscall(SYS_close_range, static_cast<unsigned>(topFd + 1), ~0U, 0) != 0)
+            childFail(err, "close_range");
+        sigset_t all;
+        sigemptyset(&all);
+        ::sigprocmask(SIG_SETMASK, &all, nullptr);
+        for (const std::string &procs : procsFiles) {
+            const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0)
+                childFail(err, "joining the sandbox cgroup");
+            writeDecimal(fd, ::getpid());
+            ::close(fd);
+        }
+        if (r.dropToUid) {
+            const uid_t u = *r.dropToUid;
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(u, u, u) != 0 || ::setresuid(u, u, u) != 0)
+                childFail(err, "dropping root privileges");
+        }
+        // After the uid change (which clears it): bwrap dies with the daemon, and so its sandbox.
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != daemonPid)
+            ::_exit(127);
+        ::execve(argv[0], argv.data(), envp);
+        childFail(err, "exec bwrap");
+    }
+
+    LaunchedSandbox launched;
+    launched.pid = pid;
+    launched.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (launched.pidfd < 0) {
+        ::kill(pid, SIGKILL);
+        return sysError(QStringLiteral("pidfd_open"));
+    }
+    ::fcntl(launched.pidfd, F_SETFD, FD_CLOEXEC);
+    launched.channelFd = daemonEnd.release();
+    launched.stderrFd = errRead.release();
+    launched.infoFd = infoRead.release();
+    return launched;
+}
+
+} // namespace airlock

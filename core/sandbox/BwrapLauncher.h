@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/SandboxSpec.h"
+#include "util/Result.h"
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace airlock {
+
+struct LaunchRequest {
+    QString bwrapPath;
+    QString guestPath;
+    QString hostname;
+    NetworkMode network = NetworkMode::None;
+    QString workspaceDir;
+    QList<Mount> mounts;
+    QByteArray seccompProgram;
+    QStringList cgroupProcsFiles;
+    std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid
+    std::optional<uint64_t> nproc;  // RLIMIT_NPROC for the guest and everything below it
+    bool verboseGuest = false;
+};
+
+struct LaunchedSandbox {
+    pid_t pid = -1;     // the bwrap process
+    int pidfd = -1;     // readable when it exits
+    int channelFd = -1; // daemon end of the guest socket
+    int stderrFd = -1;  // bwrap's and the guest's stderr
+    int infoFd = -1;    // bwrap's --info-fd: JSON with the host pid of the sandbox's init
+};
+
+// The bwrap command line for a request, with the fd numbers the child will see. Pure, so tests can
+// read exactly which namespaces and mounts a sandbox gets.
+std::vector<std::string> bwrapArguments(const LaunchRequest &request);
+
+// Forks and execs bubblewrap. The child closes every other descriptor, joins the cgroups, drops to
+// dropToUid, arranges to die with the daemon and execs bwrap with an empty environment.
+Result<LaunchedSandbox> launchSandbox(const LaunchRequest &request);
+
+} // namespace airlock

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandbox/GuestChannel.h"
+
+#include <QPointer>
+#include <QSocketNotifier>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+constexpr qsizetype kReadSize = 1024 * 1024;
+}
+
+GuestChannel::GuestChannel(int fd, QObject *parent) : QObject(parent), m_fd(fd)
+{
+    ::fcntl(m_fd, F_SETFL, ::fcntl(m_fd, F_GETFL) | O_NONBLOCK);
+    m_readNotifier = new QSocketNotifier(m_fd, QSocketNotifier::Read, this);
+    m_writeNotifier = new QSocketNotifier(m_fd, QSocketNotifier::Write, this);
+    m_writeNotifier->setEnabled(false);
+    connect(m_readNotifier, &QSocketNotifier::activated, this, &GuestChannel::onReadable);
+    connect(m_writeNotifier, &QSocketNotifier::activated, this, &GuestChannel::onWritable);
+}
+
+GuestChannel::~GuestChannel()
+{
+    close();
+}
+
+void GuestChannel::close()
+{
+    if (m_fd < 0)
+        return;
+    m_readNotifier->setEnabled(false);
+    m_writeNotifier->setEnabled(false);
+    ::close(m_fd);
+    m_fd = -1;
+    m_dead = true;
+}
+
+void GuestChannel::setKnownExec(uint32_t execId, bool known)
+{
+    if (known && !m_known.contains(execId))
+        m_known.append(execId);
+    else if (!known)
+        m_known.removeAll(execId);
+}
+
+void GuestChannel::setReadingPaused(bool paused)
+{
+    m_paused = paused;
+    if (m_fd >= 0 && !m_dead)
+        m_readNotifier->setEnabled(!paused);
+}
+
+void GuestChannel::sendSpawn(const SpawnRequest &r)
+{
+    wire::Writer w(wire::Type::Spawn);
+    w.u32(r.execId)
+        .u8(static_cast<uint8_t>((r.tty ? wire::SpawnTty : 0) | (r.stdinOpen ? wire::SpawnStdin : 0)))
+        .u16(r.rows)
+        .u16(r.cols)
+        .u64(r.cpuSeconds)
+        .u64(r.fileSizeBytes)
+        .u64(r.openFiles)
+        .str(r.cwd.toStdString())
+        .u32(static_cast<uint32_t>(r.argv.size()));
+    for (const QString &a : r.argv)
+        w.str(a.toStdString());
+    w.u32(static_cast<uint32_t>(r.env.size()));
+    for (const QString &e : r.env)
+        w.str(e.toStdString());
+    send(w.take());
+}
+
+void GuestChannel::sendStdin(uint32_t execId, QByteArrayView data)
+{
+    send(wire::Writer(wire::Type::Stdin).u32(execId).bytes({data.data(), size_t(data.size())}).take());
+}
+
+void GuestChannel::sendSignal(uint32_t execId, int signo)
+{
+    send(wire::Writer(wire::Type::Signal).u32(execId).i32(signo).take());
+}
+
+void GuestChannel::sendResize(uint32_t execId, uint16_t rows, uint16_t cols)
+{
+    send(wire::Writer(wire::Type::Resize).u32(execId).u16(rows).u16(cols).take());
+}
+
+void GuestChannel::send(std::string frame)
+{
+    if (m_fd < 0)
+        return;
+    m_out.append(frame.data(), static_cast<qsizetype>(frame.size()));
+    flush();
+}
+
+void GuestChannel::flush()
+{
+    while (!m_out.isEmpty() && m_fd >= 0) {
+        const ssize_t n = ::write(m_fd, m_out.constData(), static_cast<size_t>(m_out.size()));
+        if (n > 0) {
+            m_out.remove(0, n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        break; // EAGAIN: wait for POLLOUT; EPIPE: the read side reports the close
+    }
+    if (m_fd >= 0)
+        m_writeNotifier->setEnabled(!m_out.isEmpty());
+}
+
+void GuestChannel::onWritable()
+{
+    flush();
+}
+
+void GuestChannel::onReadable()
+{
+    if (m_fd < 0)
+        return;
+    // Compact so that the buffer does not grow without bound.
+    if (m_inStart > 0) {
+        m_in.remove(0, m_inStart);
+        m_inStart = 0;
+    }
+    const qsizetype old = m_in.size();
+    m_in.resize(old + kReadSize);
+    const ssize_t n = ::read(m_fd, m_in.data() + old, kReadSize);
+    if (n <= 0) {
+        m_in.resize(old);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        close();
+        Q_EMIT closed();
+        return;
+    }
+    m_in.resize(old + n);
+
+    QPointer<GuestChannel> self(this);
+    while (self && !m_dead) {
+        const char *p = m_in.constData() + m_inStart;
+        const size_t avail = static_cast<size_t>(m_in.size() - m_inStart);
+        const auto header = wire::peekHeader(p, avail);
+        if (!header)
+            break;
+        if (header->payloadLen > wire::kMaxPayload) {
+            violate(QStringLiteral("frame of %1 bytes exceeds the %2-byte limit")
+                        .arg(header->payloadLen)
+                        .arg(wire::kMaxPayload));
+            return;
+        }
+        if (avail < wire::kHeaderSize + header->payloadLen)
+            break;
+        m_inStart += wire::kHeaderSize + header->payloadLen;
+        if (!dispatch(header->type, p + wire::kHeaderSize, header->payloadLen))
+            return;
+    }
+}
+
+void GuestChannel::violate(const QString &reason)
+{
+    m_dead = true;
+    m_readNotifier->setEnabled(false);
+    Q_EMIT protocolViolated(reason);
+}
+
+bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
+{
+    wire::Reader r(payload, size);
+    auto complete = [&](const char *what) {
+        if (r.failed() || !r.atEnd()) {
+            violate(QStringLiteral("malformed %1 frame (%2 bytes)").arg(QLatin1String(what)).arg(size));
+            return false;
+        }
+        return true;
+    };
+    auto known = [&](uint32_t execId, const char *what) {
+        if (!m_known.contains(execId)) {
+            violate(QStringLiteral("%1 frame for unknown execution %2").arg(QLatin1String(what)).arg(execId));
+            return false;
+        }
+        return true;
+    };
+    if (!m_helloSeen && type != wire::Type::Hello && type != wire::Type::Fatal) {
+        violate(QStringLiteral("frame type 0x%1 before hello").arg(int(type), 2, 16, QLatin1Char('0')));
+        return false;
+    }
+    switch (type) {
+    case wire::Type::Hello: {
+        const uint32_t version = r.u32();
+        const int32_t abi = r.i32();
+        const uint32_t pid = r.u32();
+        if (!complete("hello"))
+            return false;
+        if (m_helloSeen) {
+            violate(QStringLiteral("second hello"));
+            return false;
+        }
+        if (version != wire::kProtocolVersion) {
+            violate(QStringLiteral("guest speaks protocol %1, daemon %2 (reinstall Airlock so both match)")
+                        .arg(version)
+                        .arg(wire::kProtocolVersion));
+            return false;
+        }
+        m_helloSeen = true;
+        Q_EMIT helloReceived(abi, pid);
+        return true;
+    }
+    case wire::Type::Started: {
+        const uint32_t id = r.u32();
+        const int32_t pid = r.i32();
+        if (!complete("started") || !known(id, "started"))
+            return false;
+        Q_EMIT execStarted(id, pid);
+        return true;
+    }
+    case wire::Type::Output: {
+        const uint32_t id = r.u32();
+        const uint8_t stream = r.u8();
+        const uint64_t time = r.u64();
+        if (r.failed() || !known(id, "output"))
+            return complete("output") && false;
+        if (stream != wire::StreamStdout && stream != wire::StreamStderr) {
+            violate(QStringLiteral("output frame with invalid stream %1").arg(stream));
+            return false;
+        }
+        const std::string_view data = r.rest();
+        if (data.size() > wire::kMaxOutputChunk) {
+            violate(QStringLiteral("output chunk of %1 bytes exceeds %2").arg(data.size()).arg(wire::kMaxOutputChunk));
+            return false;
+        }
+        Q_EMIT outputReceived(id, stream, static_cast<qint64>(time),
+                              QByteArrayView(data.data(), static_cast<qsizetype>(data.size())));
+        return true;
+    }
+    case wire::Type::Exited: {
+        GuestExit e;
+        e.execId = r.u32();
+        const uint8_t how = r.u8();
+        e.code = r.i32();
+        e.durationUs = r.u64();
+        e.userUs = r.u64();
+        e.systemUs = r.u64();
+        e.maxRssKb = r.u64();
+        if (!complete("exited") || !known(e.execId, "exited"))
+            return false;
+        if (how > wire::ExitedBySignal || (how == wire::ExitedBySignal && (e.code < 1 || e.code > 64))
+            || (how == wire::ExitedNormally && (e.code < 0 || e.code > 255))) {
+            violate(QStringLiteral("exited frame with impossible status (%1, %2)").arg(how).arg(e.code));
+            return false;
+        }
+        e.signaled = how == wire::ExitedBySignal;
+        setKnownExec(e.execId, false);
+        Q_EMIT execExited(e);
+        return true;
+    }
+    case wire::Type::SpawnFailed: {
+        const uint32_t id = r.u32();
+        const int32_t err = r.i32();
+        const std::string_view msg = r.str();
+        if (!complete("spawn-failed") || !known(id, "spawn-failed"))
+            return false;
+        setKnownExec(id, false);
+        Q_EMIT spawnFailed(id, err, QString::fromUtf8(msg.data(), qsizetype(std::min<size_t>(msg.size(), 4096))));
+        return true;
+    }
+    case wire::Type::Fatal: {
+        const std::string_view msg = r.str();
+        if (!complete("fatal"))
+            return false;
+        m_dead = true;
+        Q_EMIT fatalReported(QString::fromUtf8(msg.data(), qsizetype(std::min<size_t>(msg.size(), 4096))));
+        return false;
+    }
+    default:
+        violate(QStringLiteral("unknown frame type 0x%1").arg(int(type), 2, 16, QLatin1Char('0')));
+        return false;
+    }
+}
+
+} // namespace airlock

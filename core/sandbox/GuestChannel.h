@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "sandbox/GuestWire.h"
+
+#include <QByteArray>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+
+class QSocketNotifier;
+
+namespace airlock {
+
+struct GuestExit {
+    uint32_t execId = 0;
+    bool signaled = false;
+    int code = 0; // exit status, or the signal number when signaled
+    uint64_t durationUs = 0;
+    uint64_t userUs = 0;
+    uint64_t systemUs = 0;
+    uint64_t maxRssKb = 0;
+};
+
+struct SpawnRequest {
+    uint32_t execId = 0;
+    QStringList argv;
+    QString cwd;
+    QStringList env; // "K=V"
+    bool tty = false;
+    bool stdinOpen = false;
+    uint16_t rows = 0, cols = 0;
+    uint64_t cpuSeconds = 0, fileSizeBytes = 0, openFiles = 0;
+};
+
+// The daemon's end of the socket to one airlock-guest. The guest is untrusted: every frame is
+// bounded and validated here, and the first violation emits protocolViolated() and stops reading.
+class GuestChannel final : public QObject {
+    Q_OBJECT
+public:
+    explicit GuestChannel(int fd, QObject *parent = nullptr);
+    ~GuestChannel() override;
+
+    // The guest may only talk about executions the daemon started.
+    void setKnownExec(uint32_t execId, bool known);
+
+    void sendSpawn(const SpawnRequest &request);
+    void sendStdin(uint32_t execId, QByteArrayView data); // empty = EOF
+    void sendSignal(uint32_t execId, int signo);
+    void sendResize(uint32_t execId, uint16_t rows, uint16_t cols);
+
+    // Backpressure: while paused, the guest's socket buffer fills and the guest stops reading output.
+    void setReadingPaused(bool paused);
+    qint64 pendingWriteBytes() const { return m_out.size(); }
+    void close();
+
+Q_SIGNALS:
+    void helloReceived(int landlockAbi, uint32_t guestPid);
+    void execStarted(uint32_t execId, int pid);
+    void outputReceived(uint32_t execId, int stream, qint64 unixTimeNs, QByteArrayView data);
+    void execExited(const GuestExit &exit);
+    void spawnFailed(uint32_t execId, int errnum, const QString &message);
+    void fatalReported(const QString &message);
+    void protocolViolated(const QString &reason);
+    void closed();
+
+private:
+    void onReadable();
+    void onWritable();
+    void flush();
+    void send(std::string frame);
+    // Returns false (after emitting protocolViolated) when the frame is invalid.
+    bool dispatch(wire::Type type, const char *payload, uint32_t size);
+    void violate(const QString &reason);
+
+    int m_fd = -1;
+    QSocketNotifier *m_readNotifier = nullptr;
+    QSocketNotifier *m_writeNotifier = nullptr;
+    QByteArray m_in; // unparsed bytes from the guest
+    qsizetype m_inStart = 0;
+    QByteArray m_out;
+    bool m_helloSeen = false;
+    bool m_dead = false;
+    bool m_paused = false;
+    QList<uint32_t> m_known;
+};
+
+} // namespace airlock

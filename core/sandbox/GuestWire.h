@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon <-> airlock-guest wire format. Plain C++ (no Qt): the guest includes it too.
+//
+// Every frame is: u32 payload length (little endian) | u8 type | payload.
+// Integers are little endian; a "str" is u32 length + bytes; "bytes" is the rest of the payload.
+// The guest is untrusted: the daemon decodes every guest frame with GuestReader, which bounds-checks
+// every field and reports a typed failure instead of reading past the end.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::wire {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kHeaderSize = 5;
+inline constexpr uint32_t kMaxPayload = 1024 * 1024; // hard limit in both directions
+inline constexpr uint32_t kMaxOutputChunk = 256 * 1024; // guest never sends more output per frame
+inline constexpr uint32_t kMaxArgs = 4096;
+inline constexpr uint32_t kMaxEnv = 4096;
+
+enum class Type : uint8_t {
+    // daemon -> guest
+    Spawn = 0x01, // u32 execId, u8 flags, u16 rows, u16 cols, u64 cpuSeconds, u64 fileSizeBytes,
+                  // u64 openFiles (0 = unset), str cwd, u32 argc, str argv[argc], u32 envc, str env[envc]
+    Stdin = 0x02, // u32 execId, bytes data (empty = close stdin)
+    Signal = 0x03, // u32 execId, i32 signo (sent to the execution's process group)
+    Resize = 0x04, // u32 execId, u16 rows, u16 cols
+
+    // guest -> daemon
+    Hello = 0x81, // u32 protocolVersion, i32 landlockAbi, u32 guestPid
+    Started = 0x82, // u32 execId, i32 pid (inside the sandbox)
+    Output = 0x83, // u32 execId, u8 stream (1 stdout, 2 stderr), u64 unixTimeNs, bytes data
+    Exited = 0x84, // u32 execId, u8 how (0 exited, 1 signaled), i32 code, u64 durationUs,
+                   // u64 userUs, u64 systemUs, u64 maxRssKb
+    SpawnFailed = 0x85, // u32 execId, i32 errnum, str message
+    Fatal = 0x86, // str message: the guest could not set up the boundary and is exiting
+};
+
+enum SpawnFlags : uint8_t { SpawnTty = 0x01, SpawnStdin = 0x02 };
+enum Stream : uint8_t { StreamStdout = 1, StreamStderr = 2 };
+enum ExitHow : uint8_t { ExitedNormally = 0, ExitedBySignal = 1 };
+
+// ---- encoding ----
+class Writer {
+public:
+    explicit Writer(Type type)
+    {
+        m_buf.resize(kHeaderSize);
+        m_buf[4] = static_cast<char>(type);
+    }
+    Writer &u8(uint8_t v) { m_buf.push_back(static_cast<char>(v)); return *this; }
+    Writer &u16(uint16_t v) { return raw(&v, 2); }
+    Writer &u32(uint32_t v) { return raw(&v, 4); }
+    Writer &i32(int32_t v) { return raw(&v, 4); }
+    Writer &u64(uint64_t v) { return raw(&v, 8); }
+    Writer &str(std::string_view s)
+    {
+        u32(static_cast<uint32_t>(s.size()));
+        m_buf.append(s.data(), s.size());
+        return *this;
+    }
+    Writer &bytes(std::string_view s)
+    {
+        m_buf.append(s.data(), s.size());
+        return *this;
+    }
+    // Finishes the header; returns the complete frame.
+    std::string take()
+    {
+        const auto len = static_cast<uint32_t>(m_buf.size() - kHeaderSize);
+        std::memcpy(m_buf.data(), &len, 4); // x86_64/aarch64: little endian
+        return std::move(m_buf);
+    }
+
+private:
+    Writer &raw(const void *p, size_t n)
+    {
+        m_buf.append(static_cast<const char *>(p), n);
+        return *this;
+    }
+    std::string m_buf;
+};
+
+// Writes a frame header in place (used for zero-copy output frames).
+inline void writeHeader(char *dst, Type type, uint32_t payloadLen)
+{
+    std::memcpy(dst, &payloadLen, 4);
+    dst[4] = static_cast<char>(type);
+}
+
+// ---- decoding (bounds-checked; any overrun sets failed()) ----
+class Reader {
+public:
+    Reader(const char *data, size_t size) : m_p(data), m_end(data + size) {}
+    bool failed() const { return m_failed; }
+    bool atEnd() const { return m_p == m_end; }
+    size_t remaining() const { return static_cast<size_t>(m_end - m_p); }
+
+    uint8_t u8() { uint8_t v = 0; raw(&v, 1); return v; }
+    uint16_t u16() { uint16_t v = 0; raw(&v, 2); return v; }
+    uint32_t u32() { uint32_t v = 0; raw(&v, 4); return v; }
+    int32_t i32() { int32_t v = 0; raw(&v, 4); return v; }
+    uint64_t u64() { uint64_t v = 0; raw(&v, 8); return v; }
+    std::string_view str()
+    {
+        const uint32_t n = u32();
+        if (m_failed || n > remaining()) {
+            m_failed = true;
+            return {};
+        }
+        std::string_view s(m_p, n);
+        m_p += n;
+        return s;
+    }
+    std::string_view rest()
+    {
+        std::string_view s(m_p, remaining());
+        m_p = m_end;
+        return s;
+    }
+
+private:
+    void raw(void *dst, size_t n)
+    {
+        if (m_failed || n > remaining()) {
+            m_failed = true;
+            return;
+        }
+        std::memcpy(dst, m_p, n);
+        m_p += n;
+    }
+    const char *m_p;
+    const char *m_end;
+    bool m_failed = false;
+};
+
+// Parsed header of a frame at the start of a buffer, if complete enough to know its length.
+struct Header {
+    uint32_t payloadLen;
+    Type type;
+};
+inline std::optional<Header> peekHeader(const char *data, size_t size)
+{
+    if (size < kHeaderSize)
+        return std::nullopt;
+    Header h{};
+    std::memcpy(&h.payloadLen, data, 4);
+    h.type = static_cast<Type>(static_cast<uint8_t>(data[4]));
+    return h;
+}
+
+} // namespace airlock::wire

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandbox/HostCapabilities.h"
+
+#include "sandbox/SeccompFilter.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+QString readTrimmed(const QString &path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QString::fromLatin1(f.readAll()).trimmed();
+}
+
+bool writableDir(const QString &path)
+{
+    return ::access(QFile::encodeName(path).constData(), W_OK | X_OK) == 0;
+}
+
+void probeCgroups(HostCapabilities &caps)
+{
+    // cgroup v1 controllers mounted separately (memory, pids): usable when we may create children.
+    const QString v1Memory = QStringLiteral("/sys/fs/cgroup/memory");
+    const QString v1Pids = QStringLiteral("/sys/fs/cgroup/pids");
+    if (QFileInfo::exists(v1Memory + QStringLiteral("/memory.limit_in_bytes")) && writableDir(v1Memory))
+        caps.cgroupMemory = true;
+    if (QFileInfo::exists(v1Pids + QStringLiteral("/pids.max")) || QFileInfo::exists(v1Pids + QStringLiteral("/cgroup.procs")))
+        caps.cgroupPids = writableDir(v1Pids);
+    if (caps.cgroupMemory || caps.cgroupPids) {
+        caps.cgroupVersion = QStringLiteral("v1");
+        caps.cgroupRoot = QStringLiteral("/sys/fs/cgroup");
+        return;
+    }
+    // cgroup v2: only where our own cgroup is delegated to us (writable, controllers enabled).
+    if (QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/cgroup.controllers"))) {
+        const QString self = readTrimmed(QStringLiteral("/proc/self/cgroup"));
+        const QString rel = self.section(QStringLiteral("0::"), 1).section(QLatin1Char('\n'), 0, 0);
+        const QString dir = QStringLiteral("/sys/fs/cgroup") + rel;
+        const QString controllers = readTrimmed(dir + QStringLiteral("/cgroup.controllers"));
+        if (writableDir(dir) && !rel.isEmpty()) {
+            caps.cgroupVersion = QStringLiteral("v2");
+            caps.cgroupRoot = dir;
+            caps.cgroupMemory = controllers.split(QLatin1Char(' ')).contains(QStringLiteral("memory"));
+            caps.cgroupPids = controllers.split(QLatin1Char(' ')).contains(QStringLiteral("pids"));
+            return;
+        }
+    }
+    caps.cgroupError = QStringLiteral("no writable cgroup: run airlockd as root (cgroup v1) or under a systemd "
+                                      "user service with Delegate=yes (cgroup v2)");
+}
+} // namespace
+
+HostCapabilities HostCapabilities::probe(const QString &bwrapOverride)
+{
+    HostCapabilities caps;
+    caps.runningAsRoot = ::geteuid() == 0;
+
+    const QString bwrap = bwrapOverride.isEmpty() ? QStandardPaths::findExecutable(QStringLiteral("bwrap"))
+                                                  : bwrapOverride;
+    if (bwrap.isEmpty() || !QFileInfo(bwrap).isExecutable())
+        caps.bwrapError = QStringLiteral("bubblewrap (bwrap) is not installed%1: install it with "
+                                         "'sudo apt install bubblewrap'")
+                              .arg(bwrapOverride.isEmpty() ? QString() : QStringLiteral(" at ") + bwrapOverride);
+    else
+        caps.bwrapPath = bwrap;
+
+    const QString maxUserNs = readTrimmed(QStringLiteral("/proc/sys/user/max_user_namespaces"));
+    const QString unprivClone = readTrimmed(QStringLiteral("/proc/sys/kernel/unprivileged_userns_clone"));
+    if (maxUserNs == QLatin1String("0"))
+        caps.userNamespaceError = QStringLiteral("user namespaces are disabled: run "
+                                                 "'sudo sysctl -w user.max_user_namespaces=15000'");
+    else if (unprivClone == QLatin1String("0"))
+        caps.userNamespaceError = QStringLiteral("unprivileged user namespaces are disabled: run "
+                                                 "'sudo sysctl -w kernel.unprivileged_userns_clone=1'");
+    else
+        caps.userNamespaces = true;
+
+    const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    caps.landlockAbi = abi > 0 ? static_cast<int>(abi) : 0;
+
+    if (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+        caps.seccompError = QStringLiteral("the kernel has no seccomp support (CONFIG_SECCOMP_FILTER)");
+    } else if (auto program = buildSeccompProgram(); !program) {
+        caps.seccompError = program.error().message;
+    } else {
+        caps.seccomp = true;
+    }
+    probeCgroups(caps);
+    return caps;
+}
+
+Status HostCapabilities::checkBoundary() const
+{
+    auto missing = [](const QString &why) { return makeError(ErrorCode::BoundaryUnavailable, why); };
+    if (bwrapPath.isEmpty())
+        return missing(bwrapError);
+    if (!userNamespaces)
+        return missing(userNamespaceError);
+    if (!seccomp)
+        return missing(seccompError);
+    if (landlockAbi < 1)
+        return missing(QStringLiteral("Landlock is not available in this kernel: boot with 'lsm=landlock,...' "
+                                      "(Linux 5.13 or newer) so the sandbox filesystem rules can be enforced"));
+    return Ok{};
+}
+
+QJsonObject HostCapabilities::toJson() const
+{
+    return QJsonObject{
+        {QStringLiteral("bwrap"), bwrapPath.isEmpty() ? bwrapError : bwrapPath},
+        {QStringLiteral("userNamespaces"), userNamespaces},
+        {QStringLiteral("seccomp"), seccomp},
+        {QStringLiteral("landlockAbi"), landlockAbi},
+        {QStringLiteral("cgroup"), cgroupVersion.isEmpty() ? QStringLiteral("none") : cgroupVersion},
+        {QStringLiteral("cgroupMemory"), cgroupMemory},
+        {QStringLiteral("cgroupPids"), cgroupPids},
+        {QStringLiteral("root"), runningAsRoot},
+    };
+}
+
+} // namespace airlock

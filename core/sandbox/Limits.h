@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/SandboxSpec.h"
+#include "sandbox/HostCapabilities.h"
+
+#include <QJsonObject>
+#include <QStringList>
+
+namespace airlock {
+
+// The limits a sandbox actually runs with and what enforces each one. Built before anything is
+// started: a limit the spec asks for that no mechanism here can enforce is an error (fail closed).
+struct LimitPlan {
+    Limits effective;
+    bool memoryByCgroup = false;
+    bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
+
+    static Result<LimitPlan> make(const Limits &requested, const HostCapabilities &caps);
+    QJsonObject toJson(const HostCapabilities &caps) const; // {limit: {value, enforcedBy}}
+};
+
+// A per-sandbox cgroup (v1: one directory per controller; v2: one directory).
+class SandboxCgroup {
+public:
+    static Result<SandboxCgroup> create(const HostCapabilities &caps, const QString &sandboxId, const LimitPlan &plan);
+    SandboxCgroup() = default;
+
+    bool isEmpty() const { return m_dirs.isEmpty(); }
+    // cgroup.procs files the sandbox's first process writes itself into before exec.
+    QStringList procsFiles() const;
+    // Kills whatever is left and removes the directories. Safe to call twice.
+    void destroy();
+
+private:
+    QStringList m_dirs;
+};
+
+} // namespace airlock

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandbox/Sandbox.h"
+
+#include "log/Log.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSocketNotifier>
+#include <QTimer>
+
+#include <cerrno>
+#include <csignal>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+constexpr int kHelloTimeoutMs = 15000;
+constexpr int kTeardownTimeoutMs = 5000;
+
+auto logger()
+{
+    static auto l = log::get("core.sandbox");
+    return l;
+}
+
+qint64 nowMs()
+{
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+bool waitReadable(int fd, int timeoutMs)
+{
+    pollfd p{fd, POLLIN, 0};
+    for (;;) {
+        const int rc = ::poll(&p, 1, timeoutMs);
+        if (rc >= 0 || errno != EINTR)
+            return rc > 0;
+    }
+}
+} // namespace
+
+QString sandboxStateName(SandboxState state)
+{
+    switch (state) {
+    case SandboxState::Starting:
+        return QStringLiteral("starting");
+    case SandboxState::Running:
+        return QStringLiteral("running");
+    case SandboxState::Failed:
+        return QStringLiteral("failed");
+    case SandboxState::Stopped:
+        return QStringLiteral("stopped");
+    }
+    return {};
+}
+
+Sandbox::Sandbox(SandboxSetup setup, QObject *parent)
+    : QObject(parent), m_setup(std::move(setup)), m_createdAt(QDateTime::currentDateTimeUtc())
+{
+}
+
+Sandbox::~Sandbox()
+{
+    terminate(QStringLiteral("daemon shutdown"));
+}
+
+Status Sandbox::start()
+{
+    auto launched = launchSandbox(m_setup.launch);
+    if (!launched) {
+        m_state = SandboxState::Failed;
+        m_failure = launched.error().message;
+        return launched.error();
+    }
+    m_launched = *launched;
+    m_channel = new GuestChannel(m_launched.channelFd, this);
+    connect(m_channel, &GuestChannel::helloReceived, this, &Sandbox::onHello);
+    connect(m_channel, &GuestChannel::outputReceived, this, &Sandbox::onOutput);
+    connect(m_channel, &GuestChannel::execExited, this, &Sandbox::onExited);
+    connect(m_channel, &GuestChannel::spawnFailed, this, &Sandbox::onSpawnFailed);
+    connect(m_channel, &GuestChannel::fatalReported, this,
+            [this](const QString &why) { onGuestFailed(QStringLiteral("the sandbox agent failed: ") + why, false); });
+    connect(m_channel, &GuestChannel::protocolViolated, this, [this](const QString &why) {
+        onGuestFailed(QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(why), true);
+    });
+    connect(m_channel, &GuestChannel::closed, this, [this] {
+        if (m_state == SandboxState::Starting || m_state == SandboxState::Running)
+            QTimer::singleShot(0, this, &Sandbox::onProcessExited);
+    });
+    m_exitNotifier = new QSocketNotifier(m_launched.pidfd, QSocketNotifier::Read, this);
+    connect(m_exitNotifier, &QSocketNotifier::activated, this, &Sandbox::onProcessExited);
+    m_stderrNotifier = new QSocketNotifier(m_launched.stderrFd, QSocketNotifier::Read, this);
+    connect(m_stderrNotifier, &QSocketNotifier::activated, this, &Sandbox::onStderr);
+    m_helloTimer = new QTimer(this);
+    m_helloTimer->setSingleShot(true);
+    connect(m_helloTimer, &QTimer::timeout, this, [this] {
+        onGuestFailed(QStringLiteral("the sandbox agent did not start within %1 s").arg(kHelloTimeoutMs / 1000), false);
+    });
+    m_helloTimer->start(kHelloTimeoutMs);
+    return Ok{};
+}
+
+void Sandbox::onStderr()
+{
+    char buf[4096];
+    const ssize_t n = ::read(m_launched.stderrFd, buf, sizeof buf);
+    if (n <= 0) {
+        m_stderrNotifier->setEnabled(false);
+        return;
+    }
+    m_stderrTail.append(buf, n);
+    if (m_stderrTail.size() > 8192)
+        m_stderrTail = m_stderrTail.right(8192);
+    for (const QByteArray &line : QByteArray(buf, n).split('\n'))
+        if (!line.trimmed().isEmpty())
+            logger()->info("[{}] {}", m_setup.id.toStdString(), line.left(1024).toStdString());
+}
+
+void Sandbox::onHello(int landlockAbi, uint32_t)
+{
+    m_helloTimer->stop();
+    m_landlockAbi = landlockAbi;
+    // bwrap wrote the host pid of the sandbox's init before exec'ing the guest.
+    char buf[4096];
+    const ssize_t n = ::read(m_launched.infoFd, buf, sizeof buf - 1);
+    if (n > 0) {
+        const int pid = QJsonDocument::fromJson(QByteArray(buf, n)).object().value(QStringLiteral("child-pid")).toInt();
+        if (pid > 1)
+            m_initPidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    }
+    m_state = SandboxState::Running;
+    logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),
+                   m_setup.spec.name.toStdString(), landlockAbi);
+    publish(makeEvent(QStringLiteral("sandbox.created"),
+                      {{QStringLiteral("name"), m_setup.spec.name},
+                       {QStringLiteral("spec"), m_setup.spec.toJson()},
+                       {QStringLiteral("landlockAbi"), landlockAbi}}));
+    Q_EMIT started();
+}
+
+Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)
+{
+    Event e;
+    e.sandbox = m_setup.id;
+    e.timeMs = nowMs();
+    e.kind = kind;
+    e.payload = std::move(payload);
+    return e;
+}
+
+void Sandbox::publish(Event event)
+{
+    event.seq = ++m_seq;
+    if (!event.exec && event.payload.contains(QStringLiteral("exec")))
+        event.exec = uint32_t(event.payload.value(QStringLiteral("exec")).toDouble());
+    Q_EMIT eventOccurred(event);
+}
+
+Result<uint32_t> Sandbox::exec(const ExecRequest &request)
+{
+    if (m_state != SandboxState::Running)
+        return makeError(ErrorCode::SandboxNotRunning,
+                         QStringLiteral("sandbox %1 is %2%3")
+                             .arg(m_setup.spec.name, sandboxStateName(m_state),
+                                  m_failure.isEmpty() ? QString() : QStringLiteral(": ") + m_failure));
+    const uint32_t id = m_nextExec++;
+    const Limits &limits = m_setup.plan.effective;
+    SpawnRequest spawn;
+    spawn.execId = id;
+    spawn.argv = request.argv;
+    spawn.cwd = request.cwd;
+    spawn.env = request.effectiveEnvironment();
+    spawn.tty = request.tty;
+    spawn.stdinOpen = request.stdinOpen;
+    spawn.rows = request.rows;
+    spawn.cols = request.cols;
+    spawn.cpuSeconds = limits.cpuSeconds.value_or(0);
+    spawn.fileSizeBytes = limits.fileSizeBytes.value_or(0);
+    spawn.openFiles = limits.openFiles.value_or(0);
+
+    Execution &e = m_execs[id];
+    e.argv = request.argv;
+    e.startedMs = nowMs();
+    const std::optional<uint64_t> timeout = request.timeoutMs ? request.timeoutMs : limits.wallMs;
+    if (timeout) {
+        e.timer = new QTimer(this);
+        e.timer->setSingleShot(true);
+        connect(e.timer, &QTimer::timeout, this, [this, id] {
+            auto it = m_execs.find(id);
+            if (it == m_execs.end())
+                return;
+            it->killReason = QStringLiteral("timeout");
+            m_channel->sendSignal(id, SIGKILL);
+        });
+        e.timer->start(std::chrono::milliseconds(*timeout));
+    }
+    m_channel->setKnownExec(id, true);
+    m_channel->sendSpawn(spawn);
+
+    QJsonArray envNames;
+    for (const auto &kv : request.env)
+        envNames.append(kv.first);
+    publish(makeEvent(QStringLiteral("exec.started"), {{QStringLiteral("exec"), double(id)},
+                                                       {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
+                                                       {QStringLiteral("cwd"), request.cwd},
+                                                       {QStringLiteral("envNames"), envNames},
+                                                       {QStringLiteral("tty"), request.tty},
+                                                       {QStringLiteral("timeoutMs"), timeout ? QJsonValue(double(*timeout)) : QJsonValue()}}));
+    return id;
+}
+
+Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
+{
+    if (!m_execs.contains(execId))
+        return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
+    // Split so that no frame exceeds the guest's limit.
+    constexpr qsizetype kChunk = 256 * 1024;
+    for (qsizetype off = 0; off < data.size(); off += kChunk)
+        m_channel->sendStdin(execId, data.sliced(off, std::min(kChunk, data.size() - off)));
+    if (eof)
+        m_channel->sendStdin(execId, {});
+    return Ok{};
+}
+
+Status Sandbox::signal(uint32_t execId, int signo)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end())
+        return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
+    if (signo < 1 || signo > 64)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("invalid signal %1 (expected 1..64)").arg(signo));
+    if (signo == SIGKILL || signo == SIGTERM || signo == SIGINT)
+        it->killReason = QStringLiteral("user");
+    m_channel->sendSignal(execId, signo);
+    return Ok{};
+}
+
+Status Sandbox::resize(uint32_t execId, uint16_t rows, uint16_t cols)
+{
+    if (!m_execs.contains(execId))
+        return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1").arg(execId));
+    m_channel->sendResize(execId, rows, cols);
+    return Ok{};
+}
+
+void Sandbox::holdOutput(const void *holder, bool hold)
+{
+    if (hold)
+        m_outputHolds.insert(holder);
+    else
+        m_outputHolds.remove(holder);
+    if (m_channel)
+        m_channel->setReadingPaused(!m_outputHolds.isEmpty());
+}
+
+void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayView data)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end())
+        return;
+    Execution &e = *it;
+    e.bytes[stream] += uint64_t(data.size());
+    const uint64_t cap = *m_setup.plan.effective.outputBytes;
+    if (e.truncated)
+        return;
+    QByteArrayView forward = data;
+    if (e.forwarded + uint64_t(data.size()) > cap) {
+        forward = data.first(qsizetype(cap - e.forwarded));
+        e.truncated = true;
+    }
+    e.forwarded += uint64_t(forward.size());
+    if (!forward.isEmpty()) {
+        Event ev = makeEvent(QStringLiteral("exec.output"));
+        ev.timeMs = timeNs / 1'000'000;
+        ev.exec = execId;
+        ev.stream = stream;
+        ev.data = forward.toByteArray();
+        publish(std::move(ev));
+    }
+    if (e.truncated) {
+        e.killReason = QStringLiteral("output_limit");
+        publish(makeEvent(QStringLiteral("exec.truncated"),
+                          {{QStringLiteral("exec"), double(execId)}, {QStringLiteral("limitBytes"), double(cap)}}));
+        m_channel->sendSignal(execId, SIGKILL);
+    }
+}
+
+void Sandbox::onExited(const GuestExit &x)
+{
+    auto it = m_execs.find(x.execId);
+    if (it == m_execs.end())
+        return;
+    QString status;
+    if (it->killReason == QLatin1String("timeout"))
+        status = QStringLiteral("timed_out");
+    else if (x.signaled)
+        status = QStringLiteral("killed");
+    else
+        status = x.code == 0 ? QStringLiteral("succeeded") : QStringLiteral("failed");
+    QJsonObject p{{QStringLiteral("status"), status},
+                  {QStringLiteral("exitCode"), x.signaled ? QJsonValue() : QJsonValue(x.code)},
+                  {QStringLiteral("signal"), x.signaled ? QJsonValue(x.code) : QJsonValue()},
+                  {QStringLiteral("durationMs"), double(x.durationUs) / 1000.0},
+                  {QStringLiteral("userMs"), double(x.userUs) / 1000.0},
+                  {QStringLiteral("systemMs"), double(x.systemUs) / 1000.0},
+                  {QStringLiteral("maxRssKb"), double(x.maxRssKb)}};
+    finishExecution(x.execId, p);
+}
+
+void Sandbox::onSpawnFailed(uint32_t execId, int errnum, const QString &message)
+{
+    finishExecution(execId, {{QStringLiteral("status"), QStringLiteral("failed")},
+                             {QStringLiteral("exitCode"), errnum == ENOENT ? 127 : 126},
+                             {QStringLiteral("signal"), QJsonValue()},
+                             {QStringLiteral("error"), message}});
+}
+
+void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end())
+        return;
+    const Execution e = *it;
+    m_execs.erase(it);
+    if (m_channel)
+        m_channel->setKnownExec(execId, false);
+    delete e.timer;
+    p.insert(QStringLiteral("exec"), double(execId));
+    p.insert(QStringLiteral("reason"), e.killReason.isEmpty() ? QJsonValue() : QJsonValue(e.killReason));
+    p.insert(QStringLiteral("bytesOut"), double(e.bytes[1]));
+    p.insert(QStringLiteral("bytesErr"), double(e.bytes[2]));
+    p.insert(QStringLiteral("truncated"), e.truncated);
+    if (!p.contains(QStringLiteral("durationMs")))
+        p.insert(QStringLiteral("durationMs"), double(nowMs() - e.startedMs));
+    publish(makeEvent(QStringLiteral("exec.exited"), p));
+}
+
+void Sandbox::failAllExecutions(const QString &reason)
+{
+    const QList<uint32_t> ids = m_execs.keys();
+    for (uint32_t id : ids) {
+        m_execs[id].killReason = reason;
+        finishExecution(id, {{QStringLiteral("status"), QStringLiteral("killed")},
+                             {QStringLiteral("exitCode"), QJsonValue()},
+                             {QStringLiteral("signal"), SIGKILL}});
+    }
+}
+
+void Sandbox::onGuestFailed(const QString &why, bool violation)
+{
+    if (m_state == SandboxState::Failed || m_state == SandboxState::Stopped)
+        return;
+    const bool starting = m_state == SandboxState::Starting;
+    (violation ? logger()->error("sandbox {}: {}", m_setup.id.toStdString(), why.toStdString())
+               : logger()->warn("sandbox {}: {}", m_setup.id.toStdString(), why.toStdString()));
+    terminate(why);
+    m_state = SandboxState::Failed;
+    m_failure = why;
+    if (starting) {
+        Q_EMIT startFailed(makeError(ErrorCode::BoundaryUnavailable, why));
+    } else {
+        publish(makeEvent(QStringLiteral("sandbox.failed"), {{QStringLiteral("reason"), why},
+                                                              {QStringLiteral("violation"), violation}}));
+    }
+}
+
+void Sandbox::onProcessExited()
+{
+    if (m_state == SandboxState::Failed || m_state == SandboxState::Stopped)
+        return;
+    // Collect whatever bwrap printed before it went away: that is the error message.
+    while (waitReadable(m_launched.stderrFd, 0)) {
+        const qsizetype before = m_stderrTail.size();
+        onStderr();
+        if (m_stderrTail.size() == before)
+            break;
+    }
+    const QString detail = QString::fromUtf8(m_stderrTail).trimmed().section(QLatin1Char('\n'), -3);
+    onGuestFailed(m_state == SandboxState::Starting
+                      ? QStringLiteral("bubblewrap could not create the sandbox: %1")
+                            .arg(detail.isEmpty() ? QStringLiteral("it exited without a message") : detail)
+                      : QStringLiteral("the sandbox exited unexpectedly%1")
+                            .arg(detail.isEmpty() ? QString() : QStringLiteral(": ") + detail),
+                  false);
+}
+
+void Sandbox::terminate(const QString &reason)
+{
+    if (m_reaped || m_launched.pid <= 0) {
+        m_reaped = true;
+        return;
+    }
+    m_reaped = true;
+    if (m_helloTimer)
+        m_helloTimer->stop();
+    // Killing the sandbox's init takes its whole PID namespace down; the kernel finishes that
+    // before the init's pidfd turns readable, so nothing inside survives this call.
+    if (m_initPidfd >= 0) {
+        ::syscall(SYS_pidfd_send_signal, m_initPidfd, SIGKILL, nullptr, 0);
+        waitReadable(m_initPidfd, kTeardownTimeoutMs);
+        ::close(m_initPidfd);
+        m_initPidfd = -1;
+    }
+    ::kill(m_launched.pid, SIGKILL);
+    waitReadable(m_launched.pidfd, kTeardownTimeoutMs);
+    ::waitpid(m_launched.pid, nullptr, WNOHANG);
+    if (m_exitNotifier)
+        m_exitNotifier->setEnabled(false);
+    if (m_stderrNotifier)
+        m_stderrNotifier->setEnabled(false);
+    if (m_channel)
+        m_channel->close();
+    for (int fd : {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd})
+        if (fd >= 0)
+            ::close(fd);
+    m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = -1;
+    m_setup.cgroup.destroy();
+    failAllExecutions(QStringLiteral("sandbox_deleted"));
+    if (m_state == SandboxState::Running || m_state == SandboxState::Starting)
+        m_state = SandboxState::Stopped;
+    logger()->info("sandbox {} terminated: {}", m_setup.id.toStdString(), reason.toStdString());
+}
+
+} // namespace airlock

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/Event.h"
+#include "model/ExecRequest.h"
+#include "model/SandboxSpec.h"
+#include "sandbox/BwrapLauncher.h"
+#include "sandbox/GuestChannel.h"
+#include "sandbox/Limits.h"
+
+#include <QDateTime>
+#include <QHash>
+#include <QObject>
+#include <QSet>
+
+class QSocketNotifier;
+class QTimer;
+
+namespace airlock {
+
+enum class SandboxState { Starting, Running, Failed, Stopped };
+QString sandboxStateName(SandboxState state);
+
+// Everything a sandbox needs from the daemon to start, decided before it starts.
+struct SandboxSetup {
+    QString id;
+    SandboxSpec spec;
+    LimitPlan plan;
+    QString workspaceDir;
+    LaunchRequest launch;
+    SandboxCgroup cgroup;
+};
+
+// One live sandbox: its bwrap process, its guest channel and its executions. Publishes everything
+// that happens as Events with its own gap-free sequence numbers.
+class Sandbox final : public QObject {
+    Q_OBJECT
+public:
+    explicit Sandbox(SandboxSetup setup, QObject *parent = nullptr);
+    ~Sandbox() override;
+
+    const QString &id() const { return m_setup.id; }
+    const QString &name() const { return m_setup.spec.name; }
+    const SandboxSpec &spec() const { return m_setup.spec; }
+    const LimitPlan &limitPlan() const { return m_setup.plan; }
+    const QString &workspaceDir() const { return m_setup.workspaceDir; }
+    SandboxState state() const { return m_state; }
+    QString failure() const { return m_failure; }
+    QDateTime createdAt() const { return m_createdAt; }
+    int runningExecutions() const { return int(m_execs.size()); }
+    qint64 hostPid() const { return m_launched.pid; }
+    int landlockAbi() const { return m_landlockAbi; }
+    uint64_t lastSeq() const { return m_seq; }
+
+    // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
+    Status start();
+    Result<uint32_t> exec(const ExecRequest &request);
+    Status writeStdin(uint32_t execId, QByteArrayView data, bool eof);
+    Status signal(uint32_t execId, int signo);
+    Status resize(uint32_t execId, uint16_t rows, uint16_t cols);
+    // Kills the whole process tree (the PID namespace) and waits for bwrap. Idempotent.
+    void terminate(const QString &reason);
+
+    // The last event of a sandbox, after terminate().
+    void publishDeleted(const QJsonObject &payload) { publish(makeEvent(QStringLiteral("sandbox.deleted"), payload)); }
+    std::optional<uid_t> hostUid() const { return m_setup.launch.dropToUid; }
+
+    // Backpressure from slow subscribers: output reading pauses while anyone holds a pause.
+    void holdOutput(const void *holder, bool hold);
+
+Q_SIGNALS:
+    void started();
+    void startFailed(const airlock::Error &error);
+    void eventOccurred(const airlock::Event &event);
+
+private:
+    struct Execution {
+        QStringList argv;
+        qint64 startedMs = 0;
+        uint64_t bytes[3] = {0, 0, 0}; // by stream
+        uint64_t forwarded = 0;
+        bool truncated = false;
+        QString killReason; // timeout | output_limit | user
+        QTimer *timer = nullptr;
+    };
+
+    Event makeEvent(const QString &kind, QJsonObject payload = {});
+    void publish(Event event);
+    void onHello(int landlockAbi, uint32_t guestPid);
+    void onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
+    void onExited(const GuestExit &exit);
+    void onSpawnFailed(uint32_t execId, int errnum, const QString &message);
+    void onGuestFailed(const QString &why, bool violation);
+    void onProcessExited();
+    void onStderr();
+    void finishExecution(uint32_t execId, QJsonObject payload);
+    void failAllExecutions(const QString &reason);
+
+    SandboxSetup m_setup;
+    SandboxState m_state = SandboxState::Starting;
+    QString m_failure;
+    QDateTime m_createdAt;
+    LaunchedSandbox m_launched;
+    GuestChannel *m_channel = nullptr;
+    QSocketNotifier *m_exitNotifier = nullptr;
+    QSocketNotifier *m_stderrNotifier = nullptr;
+    QByteArray m_stderrTail; // last bytes bwrap/guest printed, for start-up errors
+    QTimer *m_helloTimer = nullptr;
+    QHash<uint32_t, Execution> m_execs;
+    QSet<const void *> m_outputHolds;
+    uint32_t m_nextExec = 1;
+    uint64_t m_seq = 0;
+    int m_landlockAbi = 0;
+    bool m_reaped = false;
+    int m_initPidfd = -1;
+};
+
+} // namespace airlock
