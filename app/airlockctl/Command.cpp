@@ -51,15 +51,20 @@ void Command::printJson(Context &ctx, const QJsonValue &value)
 
 int Command::execute(Context &ctx, const QStringList &args)
 {
+    // Options may appear anywhere before a "--"; everything after it is the sandboxed command's.
+    // Without "--", options end at the first argument that is not one (exec SB ls -la).
+    const qsizetype dashes = args.indexOf(QStringLiteral("--"));
+    const QStringList own = dashes < 0 ? args : args.first(dashes);
     QCommandLineParser parser;
     parser.setApplicationDescription(summary());
-    parser.setOptionsAfterPositionalArgumentsMode(QCommandLineParser::ParseAsPositionalArguments);
+    if (dashes < 0)
+        parser.setOptionsAfterPositionalArgumentsMode(QCommandLineParser::ParseAsPositionalArguments);
     const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Machine-readable JSON output."));
     const QCommandLineOption verbose(QStringLiteral("verbose"), QStringLiteral("Log debug messages to stderr."));
     parser.addOptions({help, json, verbose});
     addOptions(parser);
-    if (!parser.parse(args))
+    if (!parser.parse(own))
         return fail(ctx, makeError(ErrorCode::InvalidArgument,
                                    parser.errorText() + QStringLiteral(" (see 'airlockctl %1 --help')").arg(name())));
     if (parser.isSet(help)) {
@@ -70,7 +75,10 @@ int Command::execute(Context &ctx, const QStringList &args)
     }
     ctx.json = ctx.json || parser.isSet(json);
     ctx.verbose = ctx.verbose || parser.isSet(verbose);
-    return run(ctx, parser);
+    QStringList positional = parser.positionalArguments();
+    if (dashes >= 0)
+        positional += args.sliced(dashes);
+    return run(ctx, parser, positional);
 }
 
 } // namespace airlock::cli

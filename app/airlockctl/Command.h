@@ -46,7 +46,8 @@ public:
     // "SANDBOX [--keep]..." shown after the command name.
     virtual QString usage() const = 0;
     virtual void addOptions(QCommandLineParser &parser) const { Q_UNUSED(parser) }
-    virtual int run(Context &ctx, const QCommandLineParser &parser) = 0;
+    // `positional` holds the arguments, with everything after a literal "--" appended after a "--".
+    virtual int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) = 0;
 
     // Parses args (which start with the command name) and runs; usage errors exit 2.
     int execute(Context &ctx, const QStringList &args);

@@ -66,9 +66,9 @@ public:
     }
     QString usage() const override { return QStringLiteral("SANDBOX [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
     void addOptions(QCommandLineParser &parser) const override { m_exec.add(parser); }
-    int run(Context &ctx, const QCommandLineParser &parser) override
+    int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
-        QStringList args = parser.positionalArguments();
+        QStringList args = positional;
         if (args.isEmpty())
             return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("exec needs a sandbox and a command")));
         const QString sandbox = args.takeFirst();
@@ -99,12 +99,12 @@ public:
         m_spec.add(parser);
         m_exec.add(parser);
     }
-    int run(Context &ctx, const QCommandLineParser &parser) override
+    int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         auto spec = m_spec.read(parser);
         if (!spec)
             return fail(ctx, spec.error());
-        auto request = m_exec.read(parser, parser.positionalArguments());
+        auto request = m_exec.read(parser, positional);
         if (!request)
             return fail(ctx, request.error());
         auto client = ctx.client();

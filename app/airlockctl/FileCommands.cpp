@@ -36,9 +36,9 @@ public:
                               "'..' and symlinks that lead out are refused.");
     }
     QString usage() const override { return QStringLiteral("HOSTFILE SANDBOX:PATH | SANDBOX:PATH HOSTPATH"); }
-    int run(Context &ctx, const QCommandLineParser &parser) override
+    int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
     {
-        const QStringList args = parser.positionalArguments();
+        const QStringList args = positional;
         if (args.size() != 2)
             return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("cp needs a source and a destination")));
         const Endpoint from = parseEndpoint(args[0]), to = parseEndpoint(args[1]);

@@ -46,9 +46,9 @@ public:
     QString summary() const override { return QStringLiteral("Create a sandbox and print its name."); }
     QString usage() const override { return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw]]... [limits]"); }
     void addOptions(QCommandLineParser &parser) const override { m_spec.add(parser); }
-    int run(Context &ctx, const QCommandLineParser &parser) override
+    int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
-        if (!parser.positionalArguments().isEmpty())
+        if (!positional.isEmpty())
             return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("create takes no arguments; use --name")));
         auto spec = m_spec.read(parser);
         if (!spec)
@@ -77,7 +77,7 @@ public:
     QString name() const override { return QStringLiteral("ls"); }
     QString summary() const override { return QStringLiteral("List sandboxes."); }
     QString usage() const override { return {}; }
-    int run(Context &ctx, const QCommandLineParser &) override
+    int run(Context &ctx, const QCommandLineParser &, const QStringList &) override
     {
         auto client = ctx.client();
         if (!client)
@@ -113,9 +113,9 @@ public:
                               "Without a sandbox, show the daemon and what this host can enforce.");
     }
     QString usage() const override { return QStringLiteral("[SANDBOX]"); }
-    int run(Context &ctx, const QCommandLineParser &parser) override
+    int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
     {
-        const QStringList args = parser.positionalArguments();
+        const QStringList args = positional;
         if (args.size() > 1)
             return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("info takes at most one sandbox")));
         auto client = ctx.client();
@@ -196,9 +196,9 @@ public:
     }
     QString usage() const override { return QStringLiteral("SANDBOX... [--keep]"); }
     void addOptions(QCommandLineParser &parser) const override { parser.addOption(m_keep); }
-    int run(Context &ctx, const QCommandLineParser &parser) override
+    int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
-        const QStringList refs = parser.positionalArguments();
+        const QStringList refs = positional;
         if (refs.isEmpty())
             return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("rm needs at least one sandbox")));
         auto client = ctx.client();

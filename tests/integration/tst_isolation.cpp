@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a sandboxed process can see and touch, checked by asking the kernel from inside real
+// sandboxes (airlock-probe) and, where it proves the test can fail, from the host as a baseline.
+#include "TestDaemon.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTest>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestIsolation final : public QObject {
+    Q_OBJECT
+private:
+    std::unique_ptr<TestDaemon> m_daemon;
+    QString m_sb;
+
+    // Runs the probe inside a sandbox; returns its first output line.
+    QString probe(const QString &sandbox, const QStringList &args, int *exitCode = nullptr)
+    {
+        const CliResult r = m_daemon->ctl(QStringList{QStringLiteral("exec"), sandbox, QStringLiteral("--no-stdin"),
+                                                      QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe")}
+                                          + args);
+        if (exitCode)
+            *exitCode = r.exitCode;
+        return QString::fromUtf8(r.out).section(QLatin1Char('\n'), 0, 0).trimmed();
+    }
+    static QString hostProbe(const QStringList &args)
+    {
+        QProcess p;
+        p.start(probePath(), args);
+        p.waitForFinished(10000);
+        return QString::fromUtf8(p.readAllStandardOutput()).section(QLatin1Char('\n'), 0, 0).trimmed();
+    }
+    QString sh(const QString &sandbox, const QString &script)
+    {
+        return QString::fromUtf8(m_daemon->ctl({QStringLiteral("exec"), sandbox, QStringLiteral("--no-stdin"), QStringLiteral("--"),
+                                                QStringLiteral("sh"), QStringLiteral("-c"), script})
+                                     .out);
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QProcessEnvironment env;
+        env.insert(QStringLiteral("AIRLOCK_CANARY_TOKEN"), QStringLiteral("canary-7f3a9c"));
+        m_daemon = std::make_unique<TestDaemon>(QStringList{}, env);
+        QVERIFY(m_daemon->start());
+        QString error;
+        m_sb = m_daemon->create({QStringLiteral("--name"), QStringLiteral("iso"), QStringLiteral("--mount"), probeMount()}, &error);
+        QVERIFY2(!m_sb.isEmpty(), qPrintable(error));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    void loopbackServerOnTheHostIsUnreachableWithoutNetwork()
+    {
+        QTcpServer server;
+        QVERIFY(server.listen(QHostAddress::LocalHost));
+        connect(&server, &QTcpServer::newConnection, &server, [&server] {
+            QTcpSocket *s = server.nextPendingConnection();
+            s->write("hello-from-host");
+            s->flush();
+        });
+        const QString port = QString::number(server.serverPort());
+        // The sandbox has its own empty loopback: nothing listens there, so the kernel refuses.
+        QCOMPARE(probe(m_sb, {QStringLiteral("connect"), QStringLiteral("127.0.0.1"), port}), QStringLiteral("ECONNREFUSED"));
+        // Other host addresses have no route at all.
+        QCOMPARE(probe(m_sb, {QStringLiteral("connect"), QStringLiteral("10.255.255.1"), port}), QStringLiteral("ENETUNREACH"));
+        // A `full` sandbox shares the host network and reads the server's exact bytes.
+        const QString full = m_daemon->create({QStringLiteral("--network"), QStringLiteral("full"), QStringLiteral("--mount"), probeMount()});
+        QVERIFY(!full.isEmpty());
+        QProcess ctl;
+        ctl.setProcessEnvironment(m_daemon->environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+                  {QStringLiteral("exec"), full, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe"),
+                   QStringLiteral("connect"), QStringLiteral("127.0.0.1"), port});
+        QVERIFY(waitFor([&] { return ctl.state() == QProcess::NotRunning; }, 20000)); // serve while waiting
+        QCOMPARE(QString::fromUtf8(ctl.readAllStandardOutput()).trimmed(), QStringLiteral("ok hello-from-host"));
+        // And `ls` says so loudly.
+        QVERIFY(m_daemon->ctl({QStringLiteral("ls")}).out.contains("FULL (host network)"));
+        m_daemon->ctl({QStringLiteral("rm"), full});
+    }
+
+    void localServersInsideStillWork()
+    {
+        QCOMPARE(probe(m_sb, {QStringLiteral("loopback")}), QStringLiteral("ok"));
+    }
+
+    void hostHomeIsHidden()
+    {
+        const QString canary = QDir::homePath() + QStringLiteral("/airlock-canary-%1").arg(::getpid());
+        QFile f(canary);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("secret");
+        f.close();
+        QCOMPARE(hostProbe({QStringLiteral("read"), canary}), QStringLiteral("ok")); // the baseline can read it
+        QCOMPARE(probe(m_sb, {QStringLiteral("read"), canary}), QStringLiteral("ENOENT"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("read"), QStringLiteral("/root/.bashrc")}), QStringLiteral("ENOENT"));
+        QCOMPARE(sh(m_sb, QStringLiteral("ls -A /home 2>&1; ls -d /root 2>&1")).count(QStringLiteral("No such file")), 2);
+        QFile::remove(canary);
+    }
+
+    void writesOutsideTheWorkspaceFail_data()
+    {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QStringList>("errnos");
+        QTest::newRow("system binaries are a read-only bind") << "/usr/bin/evil" << QStringList{QStringLiteral("EROFS")};
+        QTest::newRow("/etc is a read-only bind") << "/etc/passwd" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
+        QTest::newRow("the root of the sandbox") << "/evil" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
+        QTest::newRow("the agent binary") << "/.airlock/guest" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
+        // /dev is a writable tmpfs as far as mounts go: only Landlock stops this one.
+        QTest::newRow("Landlock blocks /dev/shm") << "/dev/shm/x" << QStringList{QStringLiteral("EACCES")};
+        QTest::newRow("Landlock blocks new files in /dev") << "/dev/evil" << QStringList{QStringLiteral("EACCES")};
+    }
+    void writesOutsideTheWorkspaceFail()
+    {
+        QFETCH(QString, path);
+        QFETCH(QStringList, errnos);
+        const QString got = probe(m_sb, {QStringLiteral("write"), path});
+        QVERIFY2(errnos.contains(got), qPrintable(path + QStringLiteral(": ") + got));
+    }
+
+    void workspaceAndTmpAreWritable()
+    {
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/workspace/out.txt")}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/tmp/t")}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/dev/null")}), QStringLiteral("ok"));
+    }
+
+    void hostProcessesAreInvisible()
+    {
+        QCOMPARE(hostProbe({QStringLiteral("kill"), QString::number(m_daemon->pid())}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("kill"), QString::number(m_daemon->pid())}), QStringLiteral("ESRCH"));
+        // Only the guest (pid 1) and the shell pipeline exist in the sandbox's PID namespace.
+        const QStringList pids = sh(m_sb, QStringLiteral("ls /proc | grep -E '^[0-9]+$'")).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QVERIFY2(pids.contains(QStringLiteral("1")) && pids.size() <= 4, qPrintable(pids.join(QLatin1Char(' '))));
+    }
+
+    void noCapabilitiesAndNoNewPrivsEvenAsRoot()
+    {
+        const QString status = sh(m_sb, QStringLiteral("/opt/probe/airlock-probe status"));
+        QVERIFY2(status.contains(QStringLiteral("CapEff:\t0000000000000000")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("CapPrm:\t0000000000000000")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("NoNewPrivs:\t1")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("Seccomp:\t2")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("Uid:\t1000\t1000\t1000\t1000")), qPrintable(status));
+    }
+
+    void sandboxUserIsNotHostRootForFiles()
+    {
+        if (::geteuid() != 0)
+            QSKIP("needs root to plant a root-owned file; the daemon then runs sandboxes as an unprivileged host uid");
+        // A root-owned 0600 file under a read-only bind: readable by host root, not from the sandbox.
+        QTemporaryDir dir;
+        QVERIFY(::chmod(QFile::encodeName(dir.path()).constData(), 0755) == 0);
+        const QString secret = dir.filePath(QStringLiteral("secret"));
+        QFile f(secret);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("root only");
+        f.close();
+        QVERIFY(::chmod(QFile::encodeName(secret).constData(), 0600) == 0);
+        const QString sb = m_daemon->create({QStringLiteral("--mount"), probeMount(), QStringLiteral("--mount"), dir.path() + QStringLiteral(":/data:ro")});
+        QVERIFY(!sb.isEmpty());
+        QCOMPARE(probe(sb, {QStringLiteral("read"), QStringLiteral("/data/secret")}), QStringLiteral("EACCES"));
+        QCOMPARE(probe(sb, {QStringLiteral("write"), QStringLiteral("/data/new")}), QStringLiteral("EROFS"));
+        QVERIFY(m_daemon->ctl({QStringLiteral("info"), sb}).out.contains("host uid 9"));
+        m_daemon->ctl({QStringLiteral("rm"), sb});
+    }
+
+    void shadowIsMasked()
+    {
+        QVERIFY(QFile::exists(QStringLiteral("/etc/shadow")));
+        const QString got = probe(m_sb, {QStringLiteral("read"), QStringLiteral("/etc/shadow")});
+        QVERIFY2(got == QLatin1String("EACCES") || got == QLatin1String("ok"), qPrintable(got));
+        // Whatever the answer, no hash leaks: the file is a masked device node or empty.
+        QCOMPARE(sh(m_sb, QStringLiteral("cat /etc/shadow 2>/dev/null | wc -c")).trimmed(), QStringLiteral("0"));
+    }
+
+    void daemonEnvironmentNeverReachesTheSandbox()
+    {
+        const QString inside = sh(m_sb, QStringLiteral("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ"));
+        QVERIFY(!inside.isEmpty());
+        QVERIFY2(!inside.contains(QStringLiteral("canary-7f3a9c")), qPrintable(inside));
+        QVERIFY(inside.contains(QStringLiteral("HOME=/workspace")));
+        // The daemon itself does have it: the test would notice a leak.
+        QFile environ(QStringLiteral("/proc/%1/environ").arg(m_daemon->pid()));
+        QVERIFY(environ.open(QIODevice::ReadOnly));
+        QVERIFY(environ.readAll().contains("canary-7f3a9c"));
+    }
+
+    void hostnameAndIdentityAreTheSandboxes()
+    {
+        QCOMPARE(sh(m_sb, QStringLiteral("hostname")).trimmed(), m_sb);
+        QCOMPARE(sh(m_sb, QStringLiteral("id -u; pwd")).trimmed(), QStringLiteral("1000\n/workspace"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestIsolation)
+#include "tst_isolation.moc"

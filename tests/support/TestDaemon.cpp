@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "TestDaemon.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QLocalSocket>
+#include <QThread>
+
+#include <csignal>
+
+namespace airlock::test {
+
+QString binDir()
+{
+    return QStringLiteral(AIRLOCK_TEST_BIN_DIR);
+}
+
+QString probePath()
+{
+    return binDir() + QStringLiteral("/airlock-probe");
+}
+
+QString probeMount()
+{
+    return binDir() + QStringLiteral(":/opt/probe:ro");
+}
+
+QString CliResult::describe() const
+{
+    return QStringLiteral("exit %1%2\nstdout: %3\nstderr: %4")
+        .arg(exitCode)
+        .arg(crashed ? QStringLiteral(" (crashed)") : QString())
+        .arg(QString::fromUtf8(out.left(2000)), QString::fromUtf8(err.left(2000)));
+}
+
+TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
+    : m_args(std::move(extraArgs)), m_env(QProcessEnvironment::systemEnvironment())
+{
+    m_env.remove(QStringLiteral("AIRLOCK_SOCKET"));
+    for (const char *sub : {"run", "data", "state"}) {
+        QDir().mkpath(m_dir.filePath(QLatin1String(sub)));
+        QFile::setPermissions(m_dir.filePath(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    }
+    m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_dir.filePath(QStringLiteral("run")));
+    m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
+    m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_dir.filePath(QStringLiteral("state")));
+    for (const QString &key : extraEnv.keys())
+        m_env.insert(key, extraEnv.value(key));
+}
+
+TestDaemon::~TestDaemon()
+{
+    stop();
+}
+
+QString TestDaemon::runtimeDir() const
+{
+    return m_dir.filePath(QStringLiteral("run/airlock"));
+}
+
+QString TestDaemon::dataDir() const
+{
+    return m_dir.filePath(QStringLiteral("data/airlock"));
+}
+
+QString TestDaemon::socketPath() const
+{
+    return runtimeDir() + QStringLiteral("/airlockd.sock");
+}
+
+QProcessEnvironment TestDaemon::environment() const
+{
+    QProcessEnvironment env = m_env;
+    env.insert(QStringLiteral("AIRLOCK_SOCKET"), socketPath());
+    return env;
+}
+
+bool TestDaemon::start()
+{
+    m_process.setProcessEnvironment(m_env);
+    m_process.setProgram(binDir() + QStringLiteral("/airlockd"));
+    m_process.setArguments(QStringList{QStringLiteral("--socket"), socketPath()} + m_args);
+    m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    m_process.start();
+    if (!m_process.waitForStarted(5000))
+        return false;
+    return waitFor([this] {
+        if (m_process.state() != QProcess::Running)
+            return true;
+        QLocalSocket s;
+        s.connectToServer(socketPath());
+        return s.waitForConnected(100);
+    }, 10000) && m_process.state() == QProcess::Running;
+}
+
+void TestDaemon::stop()
+{
+    if (m_process.state() == QProcess::NotRunning)
+        return;
+    m_process.terminate();
+    if (!m_process.waitForFinished(15000)) {
+        m_process.kill();
+        m_process.waitForFinished(5000);
+    }
+}
+
+qint64 TestDaemon::pid() const
+{
+    return m_process.processId();
+}
+
+CliResult TestDaemon::ctl(const QStringList &args, const QByteArray &stdinData, int timeoutMs) const
+{
+    QProcess p;
+    p.setProcessEnvironment(environment());
+    p.start(binDir() + QStringLiteral("/airlockctl"), QStringList{QStringLiteral("--no-autostart")} + args);
+    CliResult r;
+    if (!p.waitForStarted(5000))
+        return r;
+    if (!stdinData.isEmpty())
+        p.write(stdinData);
+    p.closeWriteChannel();
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished(2000);
+        r.crashed = true;
+    }
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.crashed = r.crashed || p.exitStatus() != QProcess::NormalExit;
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+QString TestDaemon::create(const QStringList &options, QString *error) const
+{
+    const CliResult r = ctl(QStringList{QStringLiteral("create")} + options);
+    if (r.exitCode != 0) {
+        if (error)
+            *error = r.describe();
+        return {};
+    }
+    return QString::fromUtf8(r.out).trimmed();
+}
+
+std::unique_ptr<DaemonClient> TestDaemon::connect() const
+{
+    auto client = std::make_unique<DaemonClient>();
+    ConnectOptions options;
+    options.socketPath = socketPath();
+    options.autostart = false;
+    options.clientName = QStringLiteral("test");
+    if (!client->connectToDaemon(options))
+        return nullptr;
+    return client;
+}
+
+QList<qint64> pidsWithCommandLine(const QByteArray &needle)
+{
+    QList<qint64> pids;
+    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString &e : entries) {
+        bool ok = false;
+        const qint64 pid = e.toLongLong(&ok);
+        if (!ok || pid == QCoreApplication::applicationPid())
+            continue;
+        QFile f(QStringLiteral("/proc/%1/cmdline").arg(e));
+        if (f.open(QIODevice::ReadOnly) && f.readAll().replace('\0', ' ').contains(needle))
+            pids.append(pid);
+    }
+    return pids;
+}
+
+bool waitFor(const std::function<bool()> &condition, int timeoutMs)
+{
+    QElapsedTimer t;
+    t.start();
+    while (!condition()) {
+        if (t.elapsed() > timeoutMs)
+            return false;
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+        QThread::msleep(10);
+    }
+    return true;
+}
+
+} // namespace airlock::test

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "client/DaemonClient.h"
+
+#include <QByteArray>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QStringList>
+#include <QTemporaryDir>
+
+#include <memory>
+
+namespace airlock::test {
+
+QString binDir();      // where airlockd, airlockctl, airlock-guest and the test helpers are built
+QString probePath();   // airlock-probe, visible inside sandboxes at /opt/probe/airlock-probe when mounted
+QString probeMount();  // "--mount" value that makes the probe visible at /opt/probe
+
+struct CliResult {
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+    bool crashed = false;
+    QString describe() const; // for failure messages
+};
+
+// A real airlockd in private XDG directories, its own socket, stopped (SIGTERM) on destruction.
+class TestDaemon {
+public:
+    explicit TestDaemon(QStringList extraArgs = {}, QProcessEnvironment extraEnv = {});
+    ~TestDaemon();
+    TestDaemon(const TestDaemon &) = delete;
+    TestDaemon &operator=(const TestDaemon &) = delete;
+
+    bool start(); // waits until the socket accepts connections
+    void stop();  // SIGTERM and wait; returns once the process is gone
+    qint64 pid() const;
+    QProcess &process() { return m_process; }
+    QString socketPath() const;
+    QString runtimeDir() const;
+    QString dataDir() const;
+    QProcessEnvironment environment() const; // for clients of this daemon
+
+    // Runs airlockctl against this daemon (never autostarting another one).
+    CliResult ctl(const QStringList &args, const QByteArray &stdinData = {}, int timeoutMs = 60000) const;
+    // Creates a sandbox with these create options; returns its name, or fails the test via QVERIFY2 in caller.
+    QString create(const QStringList &options, QString *error = nullptr) const;
+    std::unique_ptr<DaemonClient> connect() const;
+
+private:
+    QTemporaryDir m_dir;
+    QStringList m_args;
+    QProcessEnvironment m_env;
+    QProcess m_process;
+};
+
+// Host pids of processes whose command line contains `needle` (scanning /proc).
+QList<qint64> pidsWithCommandLine(const QByteArray &needle);
+bool waitFor(const std::function<bool()> &condition, int timeoutMs);
+
+} // namespace airlock::test

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlock-probe: runs inside a sandbox during tests and reports exactly what the kernel answered
+// (an errno name, "ok", or death by a signal that the test reads from the exit status).
+// Output: one line, "<result> [detail]". Plain C++, no Qt, so it runs wherever /usr is mounted.
+#include <arpa/inet.h>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <linux/sched.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <string>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+int report(long rc)
+{
+    if (rc < 0) {
+        std::printf("%s\n", strerrorname_np(errno));
+        return 1;
+    }
+    std::printf("ok\n");
+    return 0;
+}
+
+int doConnect(const char *ip, int port)
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(uint16_t(port));
+    ::inet_pton(AF_INET, ip, &sa.sin_addr);
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0)
+        return report(-1);
+    char buf[128] = {};
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    std::printf("ok %s\n", n > 0 ? buf : "");
+    return 0;
+}
+
+// A server and a client on the sandbox's own loopback: works even without a network.
+int loopback()
+{
+    const int srv = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (::bind(srv, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(srv, 1) != 0
+        || ::getsockname(srv, reinterpret_cast<sockaddr *>(&sa), &len) != 0)
+        return report(-1);
+    const int cli = ::socket(AF_INET, SOCK_STREAM, 0);
+    return report(::connect(cli, reinterpret_cast<sockaddr *>(&sa), sizeof sa));
+}
+
+int forkbomb()
+{
+    long made = 0;
+    for (;;) {
+        const pid_t p = ::fork();
+        if (p == 0) {
+            ::pause();
+            ::_exit(0);
+        }
+        if (p < 0) {
+            std::printf("%s after %ld\n", strerrorname_np(errno), made);
+            std::fflush(stdout);
+            ::kill(0, SIGKILL);
+            return 1;
+        }
+        ++made;
+    }
+}
+
+int alloc(long mb)
+{
+    for (long i = 0; i < mb; ++i) {
+        char *p = static_cast<char *>(std::malloc(1 << 20));
+        if (!p)
+            return report(-1);
+        std::memset(p, 1, 1 << 20);
+    }
+    std::printf("ok\n");
+    return 0;
+}
+
+int status()
+{
+    FILE *f = std::fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && std::fgets(line, sizeof line, f))
+        if (!std::strncmp(line, "CapEff", 6) || !std::strncmp(line, "CapPrm", 6) || !std::strncmp(line, "NoNewPrivs", 10)
+            || !std::strncmp(line, "Seccomp:", 8) || !std::strncmp(line, "Uid", 3))
+            std::fputs(line, stdout);
+    return 0;
+}
+
+int x32()
+{
+    // getpid through the x32 ABI: the filter only accepts native x86_64 calls (kills the process).
+    std::printf("alive %ld\n", syscall(0x40000000L | 39));
+    return 0;
+}
+
+int i386()
+{
+    long ret = 20; // getpid on i386
+    asm volatile("int $0x80" : "+a"(ret) : : "memory");
+    std::printf("alive %ld\n", ret);
+    return 0;
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: airlock-probe TEST [ARGS]\n");
+        return 2;
+    }
+    const std::string t = argv[1];
+    const char *a2 = argc > 2 ? argv[2] : "";
+    const char *a3 = argc > 3 ? argv[3] : "0";
+    if (t == "write")
+        return report(::open(a2, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    if (t == "mkdir")
+        return report(::mkdir(a2, 0755));
+    if (t == "read") {
+        const int fd = ::open(a2, O_RDONLY);
+        if (fd < 0)
+            return report(-1);
+        char buf[64];
+        return report(::read(fd, buf, sizeof buf));
+    }
+    if (t == "connect")
+        return doConnect(a2, std::atoi(a3));
+    if (t == "loopback")
+        return loopback();
+    if (t == "kill")
+        return report(::kill(std::atoi(a2), 0));
+    if (t == "status")
+        return status();
+    if (t == "forkbomb")
+        return forkbomb();
+    if (t == "alloc")
+        return alloc(std::atol(a2));
+    if (t == "x32")
+        return x32();
+    if (t == "i386")
+        return i386();
+    if (t == "ptrace")
+        return report(::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr));
+    if (t == "io_uring_setup") {
+        io_uring_params p{};
+        return report(::syscall(__NR_io_uring_setup, 4, &p));
+    }
+    if (t == "unshare")
+        return report(::unshare(CLONE_NEWUSER));
+    if (t == "setns")
+        return report(::setns(::open("/proc/self/ns/net", O_RDONLY), 0));
+    if (t == "clone3") {
+        clone_args ca{};
+        ca.exit_signal = SIGCHLD;
+        const long rc = ::syscall(__NR_clone3, &ca, sizeof ca);
+        if (rc == 0)
+            ::_exit(0);
+        return report(rc);
+    }
+    if (t == "clone-newns") {
+        const long rc = ::syscall(__NR_clone, CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
+        if (rc == 0)
+            ::_exit(0);
+        return report(rc);
+    }
+    if (t == "fork") {
+        const long rc = ::syscall(__NR_clone, SIGCHLD, 0, 0, 0, 0);
+        if (rc == 0)
+            ::_exit(0);
+        return report(rc);
+    }
+    if (t == "bpf")
+        return report(::syscall(__NR_bpf, 0, nullptr, 0));
+    if (t == "perf_event_open")
+        return report(::syscall(__NR_perf_event_open, nullptr, 0, -1, -1, 0));
+    if (t == "keyctl")
+        return report(::syscall(__NR_keyctl, 0, 0, 0, 0, 0));
+    if (t == "add_key")
+        return report(::syscall(__NR_add_key, "user", "x", "y", 1, 0));
+    if (t == "mount")
+        return report(::mount("none", "/tmp", "tmpfs", 0, nullptr));
+    if (t == "process_vm_readv") {
+        char buf[4];
+        iovec l{buf, 4}, r{buf, 4};
+        return report(::process_vm_readv(::getpid(), &l, 1, &r, 1, 0));
+    }
+    if (t == "kexec_load")
+        return report(::syscall(__NR_kexec_load, 0, 0, nullptr, 0));
+    if (t == "init_module")
+        return report(::syscall(__NR_init_module, nullptr, 0, ""));
+    if (t == "personality")
+        return report(::personality(static_cast<unsigned long>(ADDR_NO_RANDOMIZE)));
+    if (t == "personality-query")
+        return report(::personality(0xffffffff));
+    if (t == "tiocsti") {
+        char c = 'x';
+        return report(::ioctl(0, TIOCSTI, &c));
+    }
+    if (t == "socket") // family and type as numbers: the errno exactly
+        return report(::socket(std::atoi(a2), std::atoi(a3), 0));
+    std::fprintf(stderr, "unknown probe %s\n", t.c_str());
+    return 2;
+}
