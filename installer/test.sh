@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what is missing, builds with warnings as errors and runs the whole suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash installer/deps.sh
+bash installer/build.sh -DAIRLOCK_WERROR=ON
+cd build
+ctest --output-on-failure --timeout 600 -j1
