@@ -49,22 +49,45 @@ void Command::printJson(Context &ctx, const QJsonValue &value)
     ctx.out.flush();
 }
 
+namespace {
+// Index in args where the sandboxed command starts when no "--" marks it, or -1.
+qsizetype commandStart(const QStringList &args, const QList<QCommandLineOption> &options, int positionalsBefore)
+{
+    int seen = 0;
+    for (qsizetype i = 1; i < args.size(); ++i) {
+        const QString &a = args[i];
+        if (a.startsWith(QLatin1Char('-')) && a.size() > 1) {
+            const QString name = a.mid(a.startsWith(QLatin1String("--")) ? 2 : 1);
+            if (name.contains(QLatin1Char('=')))
+                continue;
+            for (const QCommandLineOption &o : options)
+                if (o.names().contains(name) && !o.valueName().isEmpty())
+                    ++i; // its value
+            continue;
+        }
+        if (seen++ == positionalsBefore)
+            return i;
+    }
+    return -1;
+}
+} // namespace
+
 int Command::execute(Context &ctx, const QStringList &args)
 {
-    // Options may appear anywhere before a "--"; everything after it is the sandboxed command's.
-    // Without "--", options end at the first argument that is not one (exec SB ls -la).
-    const qsizetype dashes = args.indexOf(QStringLiteral("--"));
-    const QStringList own = dashes < 0 ? args : args.first(dashes);
-    QCommandLineParser parser;
-    parser.setApplicationDescription(summary());
-    if (dashes < 0)
-        parser.setOptionsAfterPositionalArgumentsMode(QCommandLineParser::ParseAsPositionalArguments);
     const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Machine-readable JSON output."));
     const QCommandLineOption verbose(QStringLiteral("verbose"), QStringLiteral("Log debug messages to stderr."));
-    parser.addOptions({help, json, verbose});
-    addOptions(parser);
-    if (!parser.parse(own))
+    const QList<QCommandLineOption> all = QList<QCommandLineOption>{help, json, verbose} + options();
+    // Options may appear anywhere before the sandboxed command; the command is everything after
+    // "--", or else everything from its first word on (exec SB ls -la).
+    qsizetype split = args.indexOf(QStringLiteral("--"));
+    qsizetype resume = split + 1;
+    if (split < 0 && positionalsBeforeCommand() >= 0)
+        resume = split = commandStart(args, all, positionalsBeforeCommand());
+    QCommandLineParser parser;
+    parser.setApplicationDescription(summary());
+    parser.addOptions(all);
+    if (!parser.parse(split < 0 ? args : args.first(split)))
         return fail(ctx, makeError(ErrorCode::InvalidArgument,
                                    parser.errorText() + QStringLiteral(" (see 'airlockctl %1 --help')").arg(name())));
     if (parser.isSet(help)) {
@@ -76,8 +99,8 @@ int Command::execute(Context &ctx, const QStringList &args)
     ctx.json = ctx.json || parser.isSet(json);
     ctx.verbose = ctx.verbose || parser.isSet(verbose);
     QStringList positional = parser.positionalArguments();
-    if (dashes >= 0)
-        positional += args.sliced(dashes);
+    if (split >= 0)
+        positional += QStringList{QStringLiteral("--")} + args.sliced(resume);
     return run(ctx, parser, positional);
 }
 

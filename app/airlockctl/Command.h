@@ -45,7 +45,10 @@ public:
     virtual QString summary() const = 0;
     // "SANDBOX [--keep]..." shown after the command name.
     virtual QString usage() const = 0;
-    virtual void addOptions(QCommandLineParser &parser) const { Q_UNUSED(parser) }
+    virtual QList<QCommandLineOption> options() const { return {}; }
+    // For commands that end with a command to run in the sandbox (exec, run): how many positional
+    // arguments come before it. Everything from there on belongs to that command, "--" or not.
+    virtual int positionalsBeforeCommand() const { return -1; }
     // `positional` holds the arguments, with everything after a literal "--" appended after a "--".
     virtual int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) = 0;
 

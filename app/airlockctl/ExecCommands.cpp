@@ -13,11 +13,15 @@ namespace {
 // The options that shape one execution, shared by exec and run.
 class ExecOptions {
 public:
-    void add(QCommandLineParser &parser) const { parser.addOptions({m_tty, m_cwd, m_env, m_timeout, m_noStdin}); }
+    QList<QCommandLineOption> list() const { return {m_tty, m_cwd, m_env, m_timeout, m_noStdin}; }
     Result<ExecRequest> read(const QCommandLineParser &parser, QStringList command) const
     {
-        // Options end at the first positional argument, so a "--" may still be there.
-        if (!command.isEmpty() && command.first() == QLatin1String("--"))
+        // Command::execute puts a "--" in front of the sandboxed command; anything before it is
+        // an argument this command does not take.
+        if (!command.isEmpty() && command.first() != QLatin1String("--"))
+            return makeError(ErrorCode::InvalidArgument,
+                             QStringLiteral("unexpected argument '%1' before the command").arg(command.first()));
+        if (!command.isEmpty())
             command.removeFirst();
         if (command.isEmpty())
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("no command given: put it after --, e.g. -- ls -la"));
@@ -65,7 +69,8 @@ public:
                               "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it.");
     }
     QString usage() const override { return QStringLiteral("SANDBOX [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
-    void addOptions(QCommandLineParser &parser) const override { m_exec.add(parser); }
+    QList<QCommandLineOption> options() const override { return m_exec.list(); }
+    int positionalsBeforeCommand() const override { return 1; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         QStringList args = positional;
@@ -94,11 +99,8 @@ public:
         return QStringLiteral("Create a sandbox, run one command in it and delete it again.");
     }
     QString usage() const override { return QStringLiteral("[create options] [exec options] -- CMD ARGS..."); }
-    void addOptions(QCommandLineParser &parser) const override
-    {
-        m_spec.add(parser);
-        m_exec.add(parser);
-    }
+    QList<QCommandLineOption> options() const override { return m_spec.list() + m_exec.list(); }
+    int positionalsBeforeCommand() const override { return 0; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         auto spec = m_spec.read(parser);

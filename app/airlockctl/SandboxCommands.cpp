@@ -45,7 +45,7 @@ public:
     QString name() const override { return QStringLiteral("create"); }
     QString summary() const override { return QStringLiteral("Create a sandbox and print its name."); }
     QString usage() const override { return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw]]... [limits]"); }
-    void addOptions(QCommandLineParser &parser) const override { m_spec.add(parser); }
+    QList<QCommandLineOption> options() const override { return m_spec.list(); }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         if (!positional.isEmpty())
@@ -195,7 +195,7 @@ public:
         return QStringLiteral("Delete sandboxes: kill every process in them and remove their workspaces.");
     }
     QString usage() const override { return QStringLiteral("SANDBOX... [--keep]"); }
-    void addOptions(QCommandLineParser &parser) const override { parser.addOption(m_keep); }
+    QList<QCommandLineOption> options() const override { return {m_keep}; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         const QStringList refs = positional;

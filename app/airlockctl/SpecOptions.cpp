@@ -5,9 +5,9 @@
 
 namespace airlock::cli {
 
-void SpecOptions::add(QCommandLineParser &parser) const
+QList<QCommandLineOption> SpecOptions::list() const
 {
-    parser.addOptions({m_name, m_network, m_mount, m_memory, m_pids, m_cpu, m_wall, m_files, m_fsize, m_output});
+    return {m_name, m_network, m_mount, m_memory, m_pids, m_cpu, m_wall, m_files, m_fsize, m_output};
 }
 
 Result<SandboxSpec> SpecOptions::read(const QCommandLineParser &parser) const

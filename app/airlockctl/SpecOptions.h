@@ -10,7 +10,7 @@ namespace airlock::cli {
 // The sandbox options `create` and `run` share: name, network, mounts and limits.
 class SpecOptions {
 public:
-    void add(QCommandLineParser &parser) const;
+    QList<QCommandLineOption> list() const;
     Result<SandboxSpec> read(const QCommandLineParser &parser) const;
 
 private:

@@ -6,6 +6,7 @@
 #include "log/Log.h"
 #include "rpc/RpcServer.h"
 #include "sandbox/HostCapabilities.h"
+#include "util/InstanceLock.h"
 #include "util/Paths.h"
 
 #include <QCommandLineParser>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -50,6 +52,7 @@ int main(int argc, char *argv[])
     sigaddset(&termination, SIGHUP);
     ::pthread_sigmask(SIG_BLOCK, &termination, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
+    ::umask(077); // the socket, logs and workspaces are this user's alone
 
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("airlockd"));
@@ -77,15 +80,22 @@ int main(int argc, char *argv[])
     if (Status boundary = caps.checkBoundary(); !boundary)
         logger->warn("sandboxes cannot be created on this host: {}", boundary.error().message.toStdString());
 
+    // The lock comes first: a daemon that is refused must not have touched anything.
+    auto lock = InstanceLock::acquire(parser.value(socketOpt));
+    if (!lock) {
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(lock.error().message));
+        return lock.error().code == ErrorCode::DaemonRunning ? 3 : 1;
+    }
     if (!paths::ensurePrivateDir(paths::dataDir())) {
         std::fprintf(stderr, "airlockd: cannot create the data directory %s\n", qPrintable(paths::dataDir()));
         return 1;
     }
-    Engine engine({parser.value(guestOpt), paths::dataDir(), parser.isSet(verboseOpt)}, caps);
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt)}, caps);
+    engine.reapOrphans();
     rpc::RpcServer server(engine);
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
-        return listening.error().code == ErrorCode::DaemonRunning ? 3 : 1;
+        return 1;
     }
 
     const int sigfd = ::signalfd(-1, &termination, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -44,17 +44,30 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, QObject *parent)
     m_workspacesDir = chooseWorkspacesDir();
     if (auto program = buildSeccompProgram())
         m_seccompProgram = *program;
+}
+
+Engine::~Engine()
+{
+    shutdown();
+}
+
+void Engine::reapOrphans()
+{
     // Workspaces of sandboxes that died with a previous daemon (SIGKILL): nothing runs in them.
     QDir dir(workspacesDir());
     for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
         logger()->info("removing orphaned workspace {}", orphan.toStdString());
         fs::removeTree(dir.filePath(orphan));
     }
+    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false);
 }
 
-Engine::~Engine()
+// Kept workspaces go next to the workspaces directory: same filesystem, so keeping is a rename.
+QString Engine::keptDir() const
 {
-    shutdown();
+    const QString ws = workspacesDir();
+    return ws.endsWith(QLatin1String("/workspaces")) ? ws.chopped(10) + QStringLiteral("kept")
+                                                     : QString(ws).replace(QStringLiteral("/workspaces-"), QStringLiteral("/kept-"));
 }
 
 QString Engine::workspacesDir() const
@@ -153,7 +166,7 @@ void Engine::createSandbox(SandboxSpec spec, CreateDone done)
         fs::removeTree(setup.workspaceDir);
         return done(makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid)));
     }
-    auto cgroup = SandboxCgroup::create(m_caps, id, *plan);
+    auto cgroup = SandboxCgroup::create(m_caps, m_config.instanceKey, id, *plan);
     if (!cgroup) {
         fs::removeTree(setup.workspaceDir);
         return done(cgroup.error());
@@ -205,11 +218,16 @@ void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
     m_hostUids.remove(sandbox);
     const QString ws = sandbox->workspaceDir();
     if (keepWorkspace) {
-        const QString keptDir = m_config.dataDir + QStringLiteral("/kept");
-        paths::ensurePrivateDir(keptDir);
-        const QString target = keptDir + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
-        if (QDir().rename(ws, target) && keptAt)
-            *keptAt = target;
+        const QString target = keptDir() + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
+        if (QDir().mkpath(keptDir()) && QDir().rename(ws, target)) {
+            if (keptAt)
+                *keptAt = target;
+        } else {
+            // Never delete what the user asked to keep: leave it where it is and say so.
+            logger()->warn("could not move workspace {} to {}; left in place", ws.toStdString(), target.toStdString());
+            if (keptAt)
+                *keptAt = ws;
+        }
     } else if (!fs::removeTree(ws)) {
         logger()->warn("could not remove workspace {}", ws.toStdString());
     }
@@ -236,10 +254,17 @@ Result<Sandbox *> Engine::find(const QString &ref) const
     for (Sandbox *s : m_sandboxes)
         if (s->name() == ref || s->id() == ref)
             return s;
+    // Like git: a unique id prefix of at least 4 characters names a sandbox too.
+    QList<Sandbox *> matches;
     if (ref.size() >= 4)
         for (Sandbox *s : m_sandboxes)
             if (s->id().startsWith(ref))
-                return s;
+                matches.append(s);
+    if (matches.size() == 1)
+        return matches.first();
+    if (matches.size() > 1)
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("'%1' matches %2 sandbox ids; give more characters").arg(ref).arg(matches.size()));
     return makeError(ErrorCode::NotFound,
                      QStringLiteral("no sandbox named '%1' (see 'airlockctl ls')").arg(ref.left(100)));
 }
@@ -342,6 +367,9 @@ void Engine::shutdown()
     const QList<Sandbox *> all = m_sandboxes;
     for (Sandbox *s : all)
         discard(s, false, nullptr);
+    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, true);
+    if (workspacesDir().startsWith(QLatin1String("/var/lib/airlock/")))
+        ::rmdir(QFile::encodeName(workspacesDir()).constData()); // only when empty
 }
 
 } // namespace airlock

@@ -23,6 +23,7 @@ class Sandbox;
 struct EngineConfig {
     QString guestPath;
     QString dataDir;
+    QString instanceKey; // from the InstanceLock: names this daemon's cgroup subtree
     bool verboseGuest = false;
 };
 
@@ -53,6 +54,9 @@ public:
                               QByteArrayView data, qint64 offset, bool truncate, int mode);
     Result<WorkspaceFiles::Chunk> readFile(const QString &ref, const QString &path, qint64 offset, qint64 maxBytes);
 
+    // Removes what a SIGKILLed predecessor left: workspaces and cgroups. Call only while holding
+    // the InstanceLock, so that no live daemon's sandboxes are touched.
+    void reapOrphans();
     // Kills every sandbox and removes their workspaces (SIGTERM).
     void shutdown();
 
@@ -64,6 +68,7 @@ private:
     std::optional<uid_t> allocateHostUid();
     QString workspacesDir() const;
     QString chooseWorkspacesDir() const;
+    QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
 
     EngineConfig m_config;

@@ -92,38 +92,17 @@ RpcServer::~RpcServer()
         m_server->close();
         QFile::remove(m_socketPath);
     }
-    if (m_lockFd >= 0)
-        ::close(m_lockFd);
 }
 
 Status RpcServer::listen(const QString &socketPath)
 {
-    const QString dir = QFileInfo(socketPath).absolutePath();
-    if (!paths::ensurePrivateDir(dir))
-        return makeError(ErrorCode::IoError,
-                         QStringLiteral("cannot create the private directory %1 (must be owned by you, mode 0700)").arg(dir));
-    const QByteArray lockPath = QFile::encodeName(socketPath + QStringLiteral(".lock"));
-    m_lockFd = ::open(lockPath.constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (m_lockFd < 0)
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot open %1").arg(QString::fromLocal8Bit(lockPath)));
-    if (::flock(m_lockFd, LOCK_EX | LOCK_NB) != 0) {
-        char pid[32] = {};
-        (void)!::pread(m_lockFd, pid, sizeof pid - 1, 0);
-        ::close(m_lockFd);
-        m_lockFd = -1;
-        return makeError(ErrorCode::DaemonRunning, QStringLiteral("another airlockd (pid %1) already serves %2")
-                                                       .arg(QString::fromLatin1(pid).trimmed(), socketPath));
-    }
-    const QByteArray pid = QByteArray::number(::getpid()) + '\n';
-    (void)!::ftruncate(m_lockFd, 0);
-    (void)!::pwrite(m_lockFd, pid.constData(), size_t(pid.size()), 0);
-    // We hold the lock, so a socket file left here belongs to a dead daemon.
+    // The caller holds the InstanceLock, so a socket file left here belongs to a dead daemon.
     if (QFileInfo::exists(socketPath) || QFileInfo(socketPath).isSymLink()) {
         logger()->info("removing stale socket {}", socketPath.toStdString());
         QFile::remove(socketPath);
     }
     m_server = new QLocalServer(this);
-    m_server->setSocketOptions(QLocalServer::UserAccessOption);
+    // The directory is 0700 and the daemon's umask 077; chmod makes the socket itself 0600.
     m_server->setMaxPendingConnections(256);
     if (!m_server->listen(socketPath))
         return makeError(ErrorCode::IoError, QStringLiteral("cannot listen on %1: %2").arg(socketPath, m_server->errorString()));

@@ -30,8 +30,7 @@ public:
     explicit RpcServer(Engine &engine, QObject *parent = nullptr);
     ~RpcServer() override;
 
-    // Takes the lock next to the socket (refuses if another daemon holds it), removes a stale
-    // socket and listens.
+    // Removes a stale socket and listens. The caller must hold the InstanceLock for socketPath.
     Status listen(const QString &socketPath);
     QString socketPath() const { return m_socketPath; }
     int sessionCount() const { return int(m_sessions.size()); }
@@ -51,7 +50,6 @@ private:
     Engine &m_engine;
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
-    int m_lockFd = -1;
     QHash<QString, Handler> m_handlers;
     QList<Session *> m_sessions;
 };

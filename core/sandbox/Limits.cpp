@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 
 #include <csignal>
 #include <unistd.h>
@@ -67,8 +68,34 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
     return o;
 }
 
-Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const QString &sandboxId,
-                                            const LimitPlan &plan)
+namespace {
+QStringList instanceDirs(const HostCapabilities &caps, const QString &instanceKey)
+{
+    const QString suffix = QStringLiteral("/airlock/") + instanceKey;
+    if (caps.cgroupVersion == QLatin1String("v1"))
+        return {caps.cgroupRoot + QStringLiteral("/memory") + suffix, caps.cgroupRoot + QStringLiteral("/pids") + suffix};
+    if (caps.cgroupVersion == QLatin1String("v2"))
+        return {caps.cgroupRoot + suffix};
+    return {};
+}
+} // namespace
+
+void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot)
+{
+    for (const QString &root : instanceDirs(caps, instanceKey)) {
+        SandboxCgroup leftovers;
+        for (const QString &child : QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+            leftovers.m_dirs.append(root + QLatin1Char('/') + child);
+        leftovers.destroy();
+        if (removeRoot) {
+            ::rmdir(QFile::encodeName(root).constData());
+            ::rmdir(QFile::encodeName(QFileInfo(root).path()).constData()); // "airlock", if no other daemon uses it
+        }
+    }
+}
+
+Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const QString &instanceKey,
+                                            const QString &sandboxId, const LimitPlan &plan)
 {
     SandboxCgroup cg;
     if (!plan.memoryByCgroup && !plan.pidsByCgroup)
@@ -78,7 +105,7 @@ Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const 
         return makeError(ErrorCode::LimitUnsupported, QStringLiteral("cgroup: %1").arg(what));
     };
     auto makeDir = [&](const QString &parent) -> Result<QString> {
-        const QString dir = parent + QStringLiteral("/airlock/") + sandboxId;
+        const QString dir = parent + QStringLiteral("/airlock/") + instanceKey + QLatin1Char('/') + sandboxId;
         if (!QDir().mkpath(dir))
             return makeError(ErrorCode::LimitUnsupported, QStringLiteral("cannot create %1").arg(dir));
         cg.m_dirs.append(dir);

@@ -23,7 +23,12 @@ struct LimitPlan {
 // A per-sandbox cgroup (v1: one directory per controller; v2: one directory).
 class SandboxCgroup {
 public:
-    static Result<SandboxCgroup> create(const HostCapabilities &caps, const QString &sandboxId, const LimitPlan &plan);
+    // Directories are <controller>/airlock/<instanceKey>/<sandboxId>: each daemon owns a subtree.
+    static Result<SandboxCgroup> create(const HostCapabilities &caps, const QString &instanceKey,
+                                        const QString &sandboxId, const LimitPlan &plan);
+    // Removes what a previous (SIGKILLed) daemon with this key left behind; with removeRoot, also
+    // the now empty instance directories (at shutdown).
+    static void reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot);
     SandboxCgroup() = default;
 
     bool isEmpty() const { return m_dirs.isEmpty(); }

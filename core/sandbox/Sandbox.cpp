@@ -175,7 +175,8 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request)
     spawn.cwd = request.cwd;
     spawn.env = request.effectiveEnvironment();
     spawn.tty = request.tty;
-    spawn.stdinOpen = request.stdinOpen;
+    // A terminal is always the stdin of a tty execution (like docker -t): it may just get no input.
+    spawn.stdinOpen = request.stdinOpen || request.tty;
     spawn.rows = request.rows;
     spawn.cols = request.cols;
     spawn.cpuSeconds = limits.cpuSeconds.value_or(0);

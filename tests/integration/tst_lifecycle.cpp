@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: Apache-2.0
+// The life of sandboxes and of the daemon that owns them: who may reach the socket, what a second
+// daemon, SIGTERM and SIGKILL do to running sandboxes, what `rm` leaves behind, autostart, and
+// every per-execution limit, each checked by the exact way it ends (exit code, byte count,
+// message) and, where processes are involved, by scanning the host's /proc.
+#include "TestDaemon.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTest>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+QString q(const char *s)
+{
+    return QString::fromUtf8(s);
+}
+QString q(const QString &s)
+{
+    return s;
+}
+template <typename... T>
+QStringList args(const T &...a)
+{
+    return QStringList{q(a)...};
+}
+
+QByteArray native(const QString &path)
+{
+    return QFile::encodeName(path);
+}
+
+QString octalMode(const QString &path)
+{
+    struct stat st {};
+    if (::lstat(native(path).constData(), &st) != 0)
+        return QStringLiteral("missing");
+    return QString::number(st.st_mode & 07777, 8);
+}
+
+// The processes a test leaves running in a sandbox, named by a number no other suite uses. On the
+// host their command lines end in "sleep N\0": the trailing space keeps "sleep 7301" from matching
+// "sleep 73010".
+struct Leftovers {
+    int n = 0;
+    QByteArray plain() const { return QByteArray("sleep ") + QByteArray::number(n) + ' '; }
+    QByteArray detached() const { return QByteArray("sleep ") + QByteArray::number(n + 1) + ' '; }
+    // One background child, and one that double-forked into its own session: its parent exits,
+    // so it is reparented to the sandbox's init and no process group or session reaches it.
+    QString script() const
+    {
+        return QStringLiteral("sleep %1 & setsid sh -c \"sleep %2 &\" ; exit 0").arg(n).arg(n + 1);
+    }
+    QList<qint64> alive() const { return pidsWithCommandLine(plain()) + pidsWithCommandLine(detached()); }
+    bool bothRunning() const
+    {
+        return !pidsWithCommandLine(plain()).isEmpty() && !pidsWithCommandLine(detached()).isEmpty();
+    }
+    QString describe() const
+    {
+        QStringList pids;
+        for (qint64 p : alive())
+            pids.append(QString::number(p));
+        return QStringLiteral("still alive for sleep %1/%2: [%3]").arg(n).arg(n + 1).arg(pids.join(QLatin1Char(' ')));
+    }
+};
+
+qint64 hostUidOf(qint64 pid)
+{
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (line.startsWith("Uid:"))
+            return line.mid(4).trimmed().split('\t').value(0).toLongLong();
+    return -1;
+}
+
+// Alive and not a zombie waiting for a parent that is not us.
+bool processRunning(qint64 pid)
+{
+    QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray stat = f.readAll();
+    const qsizetype close = stat.lastIndexOf(')');
+    return close > 0 && stat.mid(close + 2, 1) != "Z";
+}
+
+QJsonObject jsonObject(const QByteArray &out)
+{
+    return QJsonDocument::fromJson(out).object();
+}
+
+QJsonArray jsonArray(const QByteArray &out)
+{
+    return QJsonDocument::fromJson(out).array();
+}
+
+// Kills a daemon we did not start ourselves (autostart) if the test ends early.
+struct KillOnExit {
+    qint64 pid = 0;
+    ~KillOnExit()
+    {
+        if (pid > 0)
+            ::kill(pid_t(pid), SIGKILL);
+    }
+};
+} // namespace
+
+class TestLifecycle final : public QObject {
+    Q_OBJECT
+private:
+    std::unique_ptr<TestDaemon> m_daemon; // shared by the tests that need no daemon of their own
+
+    static CliResult exec(const TestDaemon &d, const QString &sandbox, const QStringList &command,
+                          const QStringList &options = {}, int timeoutMs = 60000)
+    {
+        return d.ctl(args("exec", sandbox, "-n") + options + args("--") + command, {}, timeoutMs);
+    }
+    static QJsonObject info(const TestDaemon &d, const QString &sandbox)
+    {
+        return jsonObject(d.ctl(args("info", "--json", sandbox)).out);
+    }
+    // Starts the leftovers in a sandbox and waits until the host sees both, running as the
+    // sandbox's own host uid. Returns an error text, empty on success.
+    static QString startLeftovers(const TestDaemon &d, const QString &sandbox, const Leftovers &l)
+    {
+        const CliResult r = exec(d, sandbox, args("sh", "-c", l.script()));
+        if (r.exitCode != 0)
+            return QStringLiteral("starting the leftovers: ") + r.describe();
+        if (!waitFor([&] { return l.bothRunning(); }, 5000))
+            return QStringLiteral("the leftovers never showed up on the host: ") + l.describe();
+        const qint64 hostUid = qint64(info(d, sandbox).value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
+        for (qint64 pid : l.alive())
+            if (hostUidOf(pid) != hostUid)
+                return QStringLiteral("pid %1 runs as uid %2, not the sandbox's %3").arg(pid).arg(hostUidOf(pid)).arg(hostUid);
+        return {};
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    // ---- 1. The socket -------------------------------------------------------------------------
+
+    void socketAndItsDirectoryArePrivate()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        struct stat st {};
+        QCOMPARE(::lstat(native(d.socketPath()).constData(), &st), 0);
+        QVERIFY(S_ISSOCK(st.st_mode));
+        QCOMPARE(uid_t(st.st_uid), ::geteuid());
+        QCOMPARE(st.st_mode & 077, 0u); // nothing for group or others, from the first moment
+        // srw-------. The daemon chmods after Qt has renamed the socket into place as srwx------,
+        // so a client as quick as the fixture can see 0700 for a fraction of a millisecond.
+        QVERIFY2(waitFor([&] { return octalMode(d.socketPath()) == QLatin1String("600"); }, 1000),
+                 qPrintable(octalMode(d.socketPath())));
+        QCOMPARE(octalMode(d.runtimeDir()), QStringLiteral("700"));
+        QCOMPARE(octalMode(d.socketPath() + QStringLiteral(".lock")), QStringLiteral("600"));
+        if (::geteuid() != 0)
+            return;
+        // Another user is stopped by the directory before the socket's own mode is even consulted.
+        const QByteArray path = native(d.socketPath());
+        const pid_t child = ::fork();
+        if (child == 0) {
+            const gid_t nogroup = 65534;
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(nogroup, nogroup, nogroup) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+                ::_exit(200);
+            const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un sa{};
+            sa.sun_family = AF_UNIX;
+            std::strncpy(sa.sun_path, path.constData(), sizeof sa.sun_path - 1);
+            ::_exit(::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) == 0 ? 0 : errno);
+        }
+        int status = 0;
+        QCOMPARE(::waitpid(child, &status, 0), child);
+        QVERIFY(WIFEXITED(status));
+        QCOMPARE(WEXITSTATUS(status), EACCES);
+    }
+
+    void aSecondDaemonOnTheSameSocketIsRefused()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QProcess second;
+        second.setProcessEnvironment(d.environment());
+        second.start(binDir() + QStringLiteral("/airlockd"), args("--socket", d.socketPath()));
+        QVERIFY(second.waitForFinished(15000));
+        QCOMPARE(second.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(second.exitCode(), 3);
+        const QString err = QString::fromUtf8(second.readAllStandardError());
+        QVERIFY2(err.contains(QStringLiteral("another airlockd (pid %1) already serves %2").arg(d.pid()).arg(d.socketPath())),
+                 qPrintable(err));
+        // The first one keeps its socket and its lock and still answers.
+        QCOMPARE(d.ctl(args("ls")).exitCode, 0);
+        QFile lock(d.socketPath() + QStringLiteral(".lock"));
+        QVERIFY(lock.open(QIODevice::ReadOnly));
+        QCOMPARE(lock.readAll().trimmed().toLongLong(), d.pid());
+    }
+
+    void aRefusedSecondDaemonLeavesLiveWorkspacesAlone()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QCOMPARE(exec(d, sb, args("sh", "-c", "echo precious > /workspace/work.txt")).exitCode, 0);
+        const QString ws = info(d, sb).value(QStringLiteral("workspace")).toString();
+        QVERIFY(QFileInfo::exists(ws + QStringLiteral("/work.txt")));
+
+        QProcess second;
+        second.setProcessEnvironment(d.environment()); // same user, same data directory
+        second.start(binDir() + QStringLiteral("/airlockd"), args("--socket", d.socketPath()));
+        QVERIFY(second.waitForFinished(15000));
+        QCOMPARE(second.exitCode(), 3);
+        QVERIFY2(QFileInfo::exists(ws + QStringLiteral("/work.txt")), qPrintable(ws));
+        QCOMPARE(exec(d, sb, args("cat", "/workspace/work.txt")).out, QByteArray("precious\n"));
+    }
+
+    void aStaleSocketFromAKilledDaemonIsReplaced()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        QCOMPARE(d.process().exitStatus(), QProcess::CrashExit);
+        // Nobody removed it: the file is still a socket, but nothing accepts on it.
+        struct stat stale {};
+        QCOMPARE(::lstat(native(d.socketPath()).constData(), &stale), 0);
+        QVERIFY(S_ISSOCK(stale.st_mode));
+        const CliResult refused = d.ctl(args("ls"));
+        QCOMPARE(refused.exitCode, 4);
+        QVERIFY2(refused.err.contains("cannot reach airlockd at"), qPrintable(refused.describe()));
+        // Pin the stale inode with a second name so its number cannot be reused for the new socket.
+        const QString pin = d.runtimeDir() + QStringLiteral("/stale-pin");
+        QCOMPARE(::link(native(d.socketPath()).constData(), native(pin).constData()), 0);
+
+        QVERIFY(d.start());
+        struct stat fresh {};
+        QCOMPARE(::lstat(native(d.socketPath()).constData(), &fresh), 0);
+        QVERIFY(S_ISSOCK(fresh.st_mode));
+        QVERIFY(fresh.st_ino != stale.st_ino);
+        struct stat pinned {};
+        QCOMPARE(::lstat(native(pin).constData(), &pinned), 0);
+        QCOMPARE(pinned.st_nlink, nlink_t(1)); // the daemon unlinked the stale name
+        QCOMPARE(fresh.st_mode & 077, 0u);
+        QCOMPARE(d.ctl(args("ls")).exitCode, 0);
+    }
+
+    // ---- 2./3. Daemon death ------------------------------------------------------------------
+
+    void sigtermStopsEverySandboxAndExitsZero()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QString error;
+        const QString a = d.create({}, &error);
+        QVERIFY2(!a.isEmpty(), qPrintable(error));
+        const QString b = d.create({}, &error);
+        QVERIFY2(!b.isEmpty(), qPrintable(error));
+        const Leftovers la{732001}, lb{732011};
+        QString failed = startLeftovers(d, a, la);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed));
+        failed = startLeftovers(d, b, lb);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed));
+        const QString wsA = info(d, a).value(QStringLiteral("workspace")).toString();
+        const QString wsB = info(d, b).value(QStringLiteral("workspace")).toString();
+        QVERIFY2(QFileInfo(wsA).isDir() && QFileInfo(wsB).isDir(), qPrintable(QString(wsA + QLatin1Char(' ') + wsB)));
+
+        QVERIFY(::kill(pid_t(d.pid()), SIGTERM) == 0);
+        QVERIFY(d.process().waitForFinished(15000));
+        QCOMPARE(d.process().exitStatus(), QProcess::NormalExit);
+        QCOMPARE(d.process().exitCode(), 0);
+        // The daemon took everything down before it exited: no waiting here.
+        QVERIFY2(la.alive().isEmpty(), qPrintable(la.describe()));
+        QVERIFY2(lb.alive().isEmpty(), qPrintable(lb.describe()));
+        QVERIFY2(!QFileInfo::exists(wsA), qPrintable(wsA));
+        QVERIFY2(!QFileInfo::exists(wsB), qPrintable(wsB));
+        QVERIFY(!QFileInfo::exists(d.socketPath()));
+    }
+
+    void sigkillOfTheDaemonTakesItsSandboxesDown()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QString error;
+        const QString a = d.create({}, &error);
+        QVERIFY2(!a.isEmpty(), qPrintable(error));
+        const QString b = d.create({}, &error);
+        QVERIFY2(!b.isEmpty(), qPrintable(error));
+        const Leftovers la{733001}, lb{733011};
+        QString failed = startLeftovers(d, a, la);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed));
+        failed = startLeftovers(d, b, lb);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed));
+        const QJsonObject infoA = info(d, a);
+        const QString wsA = infoA.value(QStringLiteral("workspace")).toString();
+        // With cgroup v1 (root) each sandbox has its own pids group, named by its id.
+        const bool v1Pids = infoA.value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toObject()
+                                .value(QStringLiteral("enforcedBy")).toString() == QLatin1String("cgroup v1 pids");
+        // Each daemon owns the subtree airlock/<instance>/ in every controller; find it by the id.
+        auto cgroupOf = [](const QString &id) {
+            const QStringList hits = QDir(QStringLiteral("/sys/fs/cgroup/pids/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+            for (const QString &instance : hits) {
+                const QString dir = QStringLiteral("/sys/fs/cgroup/pids/airlock/%1/%2").arg(instance, id);
+                if (QFileInfo(dir).isDir())
+                    return dir;
+            }
+            return QString(QStringLiteral("/sys/fs/cgroup/pids/airlock/?/") + id);
+        };
+        const QString cgroupA = cgroupOf(infoA.value(QStringLiteral("id")).toString());
+        const QString cgroupB = cgroupOf(info(d, b).value(QStringLiteral("id")).toString());
+        QVERIFY(!v1Pids || (QFileInfo(cgroupA).isDir() && QFileInfo(cgroupB).isDir()));
+
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        // bwrap got PDEATHSIG from the daemon's death, the guest (pid 1 of the sandbox) got it
+        // from bwrap's (--die-with-parent), and the kernel kills a PID namespace with its init.
+        QVERIFY2(waitFor([&] { return la.alive().isEmpty() && lb.alive().isEmpty(); }, 3000),
+                 qPrintable(QString(la.describe() + QLatin1Char('\n') + lb.describe())));
+        // Nothing was left to clean the workspace up; the next daemon does, as an orphan.
+        QVERIFY2(QFileInfo(wsA).isDir(), qPrintable(wsA));
+        QVERIFY(d.start());
+        QVERIFY2(!QFileInfo::exists(wsA), qPrintable(wsA));
+        QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
+        if (v1Pids) {
+            QVERIFY2(!QFileInfo::exists(cgroupA), qPrintable(cgroupA));
+            // Empty by now (the PID namespaces are gone), so this test at least cleans up after itself.
+            ::rmdir(native(cgroupA).constData());
+            ::rmdir(native(cgroupB).constData());
+        }
+    }
+
+    // ---- 4. rm -------------------------------------------------------------------------------
+
+    void rmKillsEverythingBeforeItReturns()
+    {
+        QString error;
+        const QString sb = m_daemon->create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const Leftovers l{734001};
+        const QString failed = startLeftovers(*m_daemon, sb, l);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed));
+        QCOMPARE(exec(*m_daemon, sb, args("sh", "-c", "echo doomed > /workspace/f")).exitCode, 0);
+        const QString ws = info(*m_daemon, sb).value(QStringLiteral("workspace")).toString();
+        QVERIFY2(QFileInfo::exists(ws + QStringLiteral("/f")), qPrintable(ws));
+
+        const CliResult r = m_daemon->ctl(args("rm", sb));
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out, QByteArray(sb.toUtf8() + '\n'));
+        // Checked at once: the reply comes only after the sandbox's init (and with it the whole
+        // PID namespace) is gone and the workspace removed.
+        QVERIFY2(l.alive().isEmpty(), qPrintable(l.describe()));
+        QVERIFY2(!QFileInfo::exists(ws), qPrintable(ws));
+        const CliResult gone = m_daemon->ctl(args("info", sb));
+        QCOMPARE(gone.exitCode, 3);
+        QVERIFY2(gone.err.contains(QByteArray("no sandbox named '" + sb.toUtf8() + "'")), qPrintable(gone.describe()));
+    }
+
+    void rmKeepKeepsTheWorkspace_data()
+    {
+        QTest::addColumn<bool>("json");
+        QTest::newRow("the JSON output names the kept directory") << true;
+        QTest::newRow("the text output names the kept directory") << false;
+    }
+    void rmKeepKeepsTheWorkspace()
+    {
+        QFETCH(bool, json);
+        const QString name = json ? QStringLiteral("keep-json") : QStringLiteral("keep-text");
+        QString error;
+        QCOMPARE(m_daemon->create(args("--name", name), &error), name);
+        const QJsonObject before = info(*m_daemon, name);
+        const QString id = before.value(QStringLiteral("id")).toString();
+        const QString ws = before.value(QStringLiteral("workspace")).toString();
+        QCOMPARE(exec(*m_daemon, name, args("sh", "-c", "printf 'kept-%s' \"$(hostname)\" > /workspace/result.txt")).exitCode, 0);
+
+        const CliResult r = m_daemon->ctl(json ? args("rm", "--keep", "--json", name) : args("rm", "--keep", name));
+        QCOMPARE(r.exitCode, 0);
+        QString keptAt;
+        if (json) {
+            const QJsonArray removed = jsonArray(r.out);
+            QCOMPARE(removed.size(), 1);
+            QCOMPARE(removed.at(0).toObject().value(QStringLiteral("name")).toString(), name);
+            QCOMPARE(removed.at(0).toObject().value(QStringLiteral("id")).toString(), id);
+            keptAt = removed.at(0).toObject().value(QStringLiteral("workspace")).toString();
+        } else {
+            const auto m = QRegularExpression(QStringLiteral("^%1 \\(workspace kept at (.+)\\)\n$").arg(name))
+                               .match(QString::fromUtf8(r.out));
+            QVERIFY2(m.hasMatch(), qPrintable(r.describe()));
+            keptAt = m.captured(1);
+        }
+        // Kept workspaces sit beside the workspaces directory ("kept" for "workspaces", "kept-H"
+        // for "workspaces-H"), on the same filesystem, so keeping is a rename.
+        const QString wsParent = QFileInfo(QFileInfo(ws).path()).path();
+        QVERIFY2(keptAt.startsWith(wsParent + QStringLiteral("/kept")), qPrintable(keptAt + QStringLiteral(" vs ") + ws));
+        QVERIFY2(keptAt.endsWith(QLatin1Char('/') + name + QLatin1Char('-') + id), qPrintable(keptAt));
+        QVERIFY2(!QFileInfo::exists(ws), qPrintable(ws)); // moved, not copied
+        QFile kept(keptAt + QStringLiteral("/result.txt"));
+        QVERIFY2(kept.open(QIODevice::ReadOnly), qPrintable(kept.fileName()));
+        QCOMPARE(kept.readAll(), QByteArray(QByteArray("kept-") + name.toUtf8()));
+        QCOMPARE(m_daemon->ctl(args("info", name)).exitCode, 3);
+    }
+
+    void rmKeepAfterTheNameAsItsUsageShowsKeepsTheWorkspace()
+    {
+        const CliResult help = m_daemon->ctl(args("rm", "--help"));
+        QVERIFY2(help.out.contains("Usage: airlockctl rm SANDBOX... [--keep]"), qPrintable(help.describe()));
+        QString error;
+        QCOMPARE(m_daemon->create(args("--name", "keep-after"), &error), QStringLiteral("keep-after"));
+        const QString id = info(*m_daemon, QStringLiteral("keep-after")).value(QStringLiteral("id")).toString();
+        QCOMPARE(exec(*m_daemon, QStringLiteral("keep-after"), args("sh", "-c", "echo work > /workspace/result.txt")).exitCode, 0);
+        const CliResult r = m_daemon->ctl(args("rm", "keep-after", "--keep"));
+        QCOMPARE(r.exitCode, 0);
+        const auto m = QRegularExpression(QStringLiteral("^keep-after \\(workspace kept at (.+)\\)\n$")).match(QString::fromUtf8(r.out));
+        QVERIFY2(m.hasMatch(), qPrintable(r.describe()));
+        QVERIFY2(m.captured(1).endsWith(QStringLiteral("/keep-after-") + id), qPrintable(r.describe()));
+        QVERIFY2(QFileInfo::exists(m.captured(1) + QStringLiteral("/result.txt")), qPrintable(r.describe()));
+    }
+
+    // ---- 5. Sandboxes outlive their client -----------------------------------------------------
+
+    void sandboxesOutliveTheClientThatCreatedThem()
+    {
+        QProcess creator;
+        creator.setProcessEnvironment(m_daemon->environment());
+        creator.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "create", "--name", "outlives"));
+        QVERIFY(creator.waitForFinished(30000));
+        QCOMPARE(creator.exitCode(), 0);
+        QCOMPARE(creator.readAllStandardOutput(), QByteArray("outlives\n"));
+        QVERIFY(!processRunning(creator.processId()));
+
+        const QJsonArray listed = jsonArray(m_daemon->ctl(args("ls", "--json")).out);
+        QJsonObject found;
+        for (const QJsonValue &v : listed)
+            if (v.toObject().value(QStringLiteral("name")).toString() == QLatin1String("outlives"))
+                found = v.toObject();
+        QCOMPARE(found.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        // Two later clients share the same sandbox: what one wrote, the next one reads.
+        QCOMPARE(exec(*m_daemon, QStringLiteral("outlives"), args("sh", "-c", "echo still-here > /workspace/mark; hostname")).out,
+                 QByteArray("outlives\n"));
+        const CliResult r = exec(*m_daemon, QStringLiteral("outlives"), args("cat", "/workspace/mark"));
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out, QByteArray("still-here\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", "outlives")).exitCode, 0);
+    }
+
+    // ---- 6. Autostart --------------------------------------------------------------------------
+
+    void aClientStartsTheDaemonOnDemand()
+    {
+        TestDaemon d; // private XDG directories; never started by the fixture
+        QVERIFY(!QFileInfo::exists(d.socketPath()));
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("ls"));
+        QVERIFY(ctl.waitForFinished(30000));
+        KillOnExit guard;
+        QFile lock(d.socketPath() + QStringLiteral(".lock"));
+        if (lock.open(QIODevice::ReadOnly))
+            guard.pid = lock.readAll().trimmed().toLongLong();
+        QCOMPARE(ctl.exitCode(), 0);
+        QVERIFY(ctl.readAllStandardOutput().startsWith("NAME"));
+        struct stat st {};
+        QCOMPARE(::lstat(native(d.socketPath()).constData(), &st), 0);
+        QVERIFY(S_ISSOCK(st.st_mode));
+        QVERIFY2(guard.pid > 0, "the lock file names no daemon");
+        QVERIFY(processRunning(guard.pid));
+        QCOMPARE(QFileInfo(QStringLiteral("/proc/%1/exe").arg(guard.pid)).symLinkTarget(),
+                 QFileInfo(binDir() + QStringLiteral("/airlockd")).canonicalFilePath());
+        // Detached (double fork): neither the client's nor ours.
+        QVERIFY(guard.pid != ctl.processId());
+        QFile status(QStringLiteral("/proc/%1/status").arg(guard.pid));
+        QVERIFY(status.open(QIODevice::ReadOnly));
+        QVERIFY(!status.readAll().contains(QByteArray("\nPPid:\t" + QByteArray::number(QCoreApplication::applicationPid()) + '\n')));
+        // The next client finds that same daemon.
+        const QJsonObject daemon = jsonObject(d.ctl(args("info", "--json")).out);
+        QCOMPARE(qint64(daemon.value(QStringLiteral("pid")).toDouble()), guard.pid);
+
+        QVERIFY(::kill(pid_t(guard.pid), SIGTERM) == 0);
+        QVERIFY(waitFor([&] { return !processRunning(guard.pid); }, 10000));
+        guard.pid = 0;
+        QVERIFY(!QFileInfo::exists(d.socketPath()));
+    }
+
+    void withoutAutostartNoDaemonMeansExit4()
+    {
+        TestDaemon d;
+        const CliResult r = d.ctl(args("ls")); // the fixture always passes --no-autostart
+        QCOMPARE(r.exitCode, 4);
+        QVERIFY2(r.err.contains(QByteArray("cannot reach airlockd at " + native(d.socketPath()))), qPrintable(r.describe()));
+        QVERIFY2(r.err.contains("start it with 'airlockd'"), qPrintable(r.describe()));
+        QVERIFY(r.out.isEmpty());
+        // And nothing was started behind our back.
+        QVERIFY(!QFileInfo::exists(d.socketPath()));
+        QVERIFY(!QFileInfo::exists(d.socketPath() + QStringLiteral(".lock")));
+    }
+
+    // ---- 7. Output ---------------------------------------------------------------------------
+
+    void outputBeyondTheLimitIsCutAndTheCommandKilled()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--output-limit", "1M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const CliResult r = exec(*m_daemon, sb, args("yes"));
+        QCOMPARE(r.exitCode, 128 + SIGKILL);
+        QCOMPARE(r.out.size(), qsizetype(1048576));
+        QCOMPARE(r.out.count("y\n"), qsizetype(1048576 / 2)); // the bytes themselves, not padding
+        QVERIFY2(r.err.contains("output exceeded the sandbox's limit of 1048576 bytes; the command was killed"),
+                 qPrintable(r.describe()));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    void aFloodingSandboxDoesNotStallTheDaemon()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--output-limit", "100G"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QProcess flood;
+        flood.setProcessEnvironment(m_daemon->environment());
+        flood.setStandardOutputFile(QProcess::nullDevice());
+        flood.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "-n", "--", "yes"));
+        QVERIFY(flood.waitForStarted(5000));
+        auto executions = [&] {
+            for (const QJsonValue &v : jsonArray(m_daemon->ctl(args("ls", "--json")).out))
+                if (v.toObject().value(QStringLiteral("name")).toString() == sb)
+                    return v.toObject().value(QStringLiteral("executions")).toInt();
+            return -1;
+        };
+        QVERIFY(waitFor([&] { return executions() == 1; }, 10000));
+        QTest::qWait(500); // let the pipes fill up
+        for (int i = 0; i < 3; ++i) {
+            QElapsedTimer t;
+            t.start();
+            const CliResult r = m_daemon->ctl(args("ls"), {}, 10000);
+            const qint64 ms = t.elapsed();
+            QCOMPARE(r.exitCode, 0);
+            QVERIFY(r.out.contains(sb.toUtf8()));
+            QVERIFY2(ms < 2000, qPrintable(QStringLiteral("ls took %1 ms during the flood").arg(ms)));
+        }
+        QCOMPARE(flood.state(), QProcess::Running); // still flooding all along
+        // airlockctl turns SIGTERM into a SIGKILL of the remote command.
+        flood.terminate();
+        QVERIFY(flood.waitForFinished(10000));
+        QCOMPARE(flood.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(flood.exitCode(), 128 + SIGKILL);
+        QCOMPARE(executions(), 0);
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 8. Processes ------------------------------------------------------------------------
+
+    void aForkBombHitsItsPidLimitAndOthersCarryOn()
+    {
+        QString error;
+        const QString bomb = m_daemon->create(args("--pids", "64", "--mount", probeMount()), &error);
+        QVERIFY2(!bomb.isEmpty(), qPrintable(error));
+        const QString other = m_daemon->create({}, &error);
+        QVERIFY2(!other.isEmpty(), qPrintable(error));
+        const QJsonObject pids = info(*m_daemon, bomb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toObject();
+        QCOMPARE(pids.value(QStringLiteral("value")).toInt(), 64);
+
+        QProcess bomber;
+        bomber.setProcessEnvironment(m_daemon->environment());
+        bomber.start(binDir() + QStringLiteral("/airlockctl"),
+                     args("--no-autostart", "exec", bomb, "-n", "--", "/opt/probe/airlock-probe", "forkbomb"));
+        QVERIFY(bomber.waitForStarted(5000));
+        const CliResult ok = exec(*m_daemon, other, args("echo", "ok"));
+        QVERIFY(bomber.waitForFinished(30000));
+        QCOMPARE(ok.exitCode, 0);
+        QCOMPARE(ok.out, QByteArray("ok\n"));
+
+        const QString out = QString::fromUtf8(bomber.readAllStandardOutput()).trimmed();
+        const auto m = QRegularExpression(QStringLiteral("^EAGAIN after (\\d+)$")).match(out);
+        QVERIFY2(m.hasMatch(), qPrintable(out));
+        const int made = m.captured(1).toInt();
+        // The guest, the probe and the bwrap monitor count too, so fewer than 64 children fit.
+        QVERIFY2(made > 32 && made < 64, qPrintable(out));
+        // The probe ends by SIGKILLing its own process group, children and itself.
+        QCOMPARE(bomber.exitCode(), 128 + SIGKILL);
+        // Once the bomb is gone the limit is free again.
+        QCOMPARE(exec(*m_daemon, bomb, args("echo", "recovered")).out, QByteArray("recovered\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", bomb, other)).exitCode, 0);
+    }
+
+    // ---- 9. Memory ---------------------------------------------------------------------------
+
+    void memoryLimit_data()
+    {
+        QTest::addColumn<QString>("megabytes");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QByteArray>("out");
+        QTest::newRow("256 MB in a 64M sandbox is OOM-killed") << "256" << 128 + SIGKILL << QByteArray();
+        QTest::newRow("16 MB in a 64M sandbox fits") << "16" << 0 << QByteArray("ok\n");
+    }
+    void memoryLimit()
+    {
+        QFETCH(QString, megabytes);
+        QFETCH(int, exitCode);
+        QFETCH(QByteArray, out);
+        QString error;
+        const QString sb = m_daemon->create(args("--memory", "64M", "--mount", probeMount()), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject memory = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("memoryBytes")).toObject();
+        QCOMPARE(memory.value(QStringLiteral("value")).toDouble(), 64.0 * 1024 * 1024);
+        QVERIFY2(memory.value(QStringLiteral("enforcedBy")).toString().endsWith(QLatin1String(" memory")),
+                 qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
+        const CliResult r = exec(*m_daemon, sb, args("/opt/probe/airlock-probe", "alloc", megabytes));
+        QCOMPARE(r.exitCode, exitCode);
+        QCOMPARE(r.out, out);
+        // An OOM kill takes the allocating process, not the sandbox.
+        QCOMPARE(exec(*m_daemon, sb, args("echo", "alive")).out, QByteArray("alive\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 10. Wall-clock timeouts -------------------------------------------------------------
+
+    void timeouts_data()
+    {
+        QTest::addColumn<QStringList>("createOptions");
+        QTest::addColumn<QStringList>("execOptions");
+        QTest::addColumn<QStringList>("command");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<int>("minMs");
+        QTest::newRow("exec --timeout kills a command that runs longer")
+            << QStringList{} << args("--timeout", "1s") << args("sleep", "10") << 124 << 900;
+        QTest::newRow("create --exec-timeout applies to every exec by default")
+            << args("--exec-timeout", "1s") << QStringList{} << args("sleep", "10") << 124 << 900;
+        QTest::newRow("exec --timeout overrides the sandbox default")
+            << args("--exec-timeout", "1s") << args("--timeout", "10s") << args("sh", "-c", "sleep 1.5; echo done") << 0 << 1400;
+    }
+    void timeouts()
+    {
+        QFETCH(QStringList, createOptions);
+        QFETCH(QStringList, execOptions);
+        QFETCH(QStringList, command);
+        QFETCH(int, exitCode);
+        QFETCH(int, minMs);
+        QString error;
+        const QString sb = m_daemon->create(createOptions, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = exec(*m_daemon, sb, command, execOptions, 20000);
+        const qint64 ms = t.elapsed();
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(ms >= minMs && ms < 5000, qPrintable(QStringLiteral("took %1 ms").arg(ms)));
+        if (exitCode == 124)
+            QVERIFY2(r.err.contains("airlockctl: the command timed out and was killed"), qPrintable(r.describe()));
+        else
+            QCOMPARE(r.out, QByteArray("done\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 11. rlimits -------------------------------------------------------------------------
+
+    void fileSizeLimitStopsTheWriteAtTheLimit()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--file-size", "1M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject limit = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("fileSizeBytes")).toObject();
+        QCOMPARE(limit.value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("RLIMIT_FSIZE"));
+        const QString ws = info(*m_daemon, sb).value(QStringLiteral("workspace")).toString();
+        const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "head -c 2000000 /dev/zero > /workspace/f"));
+        if (r.exitCode == 128 + SIGXFSZ) {
+            // Default SIGXFSZ disposition (the guest resets every signal before exec): head dies of
+            // the signal at its first write past the limit, silently.
+            QVERIFY2(!r.err.contains("File too large"), qPrintable(r.describe()));
+        } else {
+            // SIGXFSZ ignored: write() fails with EFBIG and the command says so.
+            QVERIFY2(r.exitCode == 1 && r.err.contains("File too large"), qPrintable(r.describe()));
+            qInfo("RLIMIT_FSIZE surfaced as EFBIG (SIGXFSZ ignored), not as the signal");
+        }
+        // The kernel let it write exactly up to the limit.
+        QCOMPARE(QFileInfo(ws + QStringLiteral("/f")).size(), qint64(1048576));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    void cpuTimeLimitEndsABusyLoop()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--cpu-time", "1s"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "while :; do :; done"), {}, 20000);
+        const qint64 ms = t.elapsed();
+        // The guest sets soft = hard = 1 s. Linux checks the hard limit first and sends SIGKILL
+        // (137); a kernel that reached the soft limit first would send SIGXCPU (152).
+        QVERIFY2(r.exitCode == 128 + SIGKILL || r.exitCode == 128 + SIGXCPU, qPrintable(r.describe()));
+        if (r.exitCode == 128 + SIGXCPU)
+            qInfo("RLIMIT_CPU ended the loop with SIGXCPU, not SIGKILL");
+        // Not before a whole second of CPU, and well before any wall clock limit would matter.
+        QVERIFY2(ms >= 900 && ms < 5000, qPrintable(QStringLiteral("took %1 ms").arg(ms)));
+        QVERIFY2(!r.err.contains("timed out") && !r.err.contains("output exceeded"), qPrintable(r.describe()));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 12. Fail closed ---------------------------------------------------------------------
+
+    void withoutBubblewrapNothingIsCreated()
+    {
+        TestDaemon d({QStringLiteral("--bwrap"), QStringLiteral("/nonexistent/bwrap")});
+        QVERIFY(d.start());
+        const CliResult r = d.ctl(args("create", "--name", "no-bwrap"));
+        QCOMPARE(r.exitCode, 5);
+        QVERIFY2(r.err.contains("bubblewrap (bwrap) is not installed at /nonexistent/bwrap"), qPrintable(r.describe()));
+        QVERIFY2(r.err.contains("apt install bubblewrap"), qPrintable(r.describe()));
+        QVERIFY(r.out.isEmpty());
+        QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
+        QCOMPARE(d.ctl(args("exec", "no-bwrap", "--", "true")).exitCode, 3);
+        // The daemon says why when asked.
+        const QJsonObject caps = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("capabilities")).toObject();
+        QVERIFY(caps.value(QStringLiteral("bwrap")).toString().contains(QStringLiteral("apt install bubblewrap")));
+    }
+
+    void aGuestThatCannotSealTheSandboxFailsCreate()
+    {
+        TestDaemon d({QStringLiteral("--guest"), binDir() + QStringLiteral("/airlock-bad-guest")});
+        QVERIFY(d.start());
+        // A sandbox whose (bad) guest says hello and idles: it shows where workspaces live.
+        QString error;
+        QCOMPARE(d.create(args("--name", "bg-idle"), &error), QStringLiteral("bg-idle"));
+        const QString idleWs = info(d, QStringLiteral("bg-idle")).value(QStringLiteral("workspace")).toString();
+        const QDir workspaces = QFileInfo(idleWs).dir();
+
+        const CliResult r = d.ctl(args("create", "--name", "bg-fatal"));
+        QCOMPARE(r.exitCode, 5);
+        QVERIFY2(r.err.contains("the sandbox agent failed: landlock_restrict_self failed: test"), qPrintable(r.describe()));
+        QVERIFY(r.out.isEmpty());
+        const QJsonArray listed = jsonArray(d.ctl(args("ls", "--json")).out);
+        QCOMPARE(listed.size(), 1);
+        QCOMPARE(listed.at(0).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("bg-idle"));
+        QCOMPARE(d.ctl(args("info", "bg-fatal")).exitCode, 3);
+        // Its workspace went with it: only the idle sandbox's remains.
+        QCOMPARE(workspaces.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden),
+                 QStringList{QFileInfo(idleWs).fileName()});
+        // The name is free again, so nothing half-made holds it.
+        const CliResult again = d.ctl(args("create", "--name", "bg-fatal"));
+        QCOMPARE(again.exitCode, 5);
+        QVERIFY2(!again.err.contains("already exists"), qPrintable(again.describe()));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLifecycle)
+#include "tst_lifecycle.moc"

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlock-bench: Airlock's performance budget, each figure beside a baseline measured in the same
+// run on the same machine. Medians over several rounds; these machines are noisy.
+#include "TestDaemon.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFile>
+#include <QJsonArray>
+#include <QStandardPaths>
+#include <QTextStream>
+#include <QSysInfo>
+#include <QThread>
+#include <QTimer>
+
+#include <algorithm>
+#include <cstdio>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+struct Row {
+    QString what;
+    double value;
+    QString unit;
+    QString baselineWhat;
+    double baseline;
+    QString target;
+};
+
+double median(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Runs argv to completion with stdout/stderr to /dev/null; returns wall milliseconds.
+double spawnMs(const QStringList &args, char **envp = environ)
+{
+    std::vector<QByteArray> storage;
+    std::vector<char *> argv;
+    for (const QString &a : args)
+        storage.push_back(a.toLocal8Bit());
+    for (QByteArray &s : storage)
+        argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    QElapsedTimer t;
+    t.start();
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp) != 0)
+        return -1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return double(t.nsecsElapsed()) / 1e6;
+}
+
+QList<double> repeat(int n, const std::function<double()> &f)
+{
+    QList<double> v;
+    for (int i = 0; i < n; ++i)
+        v.append(f());
+    return v;
+}
+
+qint64 rssKb(qint64 pid, const char *field)
+{
+    QFile f(QStringLiteral("/proc/%1/%2").arg(pid).arg(QLatin1String(field[0] == 'P' ? "smaps_rollup" : "status")));
+    if (!f.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (line.startsWith(field))
+            return line.mid(qsizetype(strlen(field))).trimmed().split(' ').first().toLongLong();
+    return 0;
+}
+
+// Waits for the exec.exited event of one execution.
+class ExecWaiter : public QObject {
+public:
+    explicit ExecWaiter(DaemonClient &c)
+    {
+        connect(&c, &DaemonClient::eventReceived, this, [this](const Event &e) {
+            if (e.kind == QLatin1String("exec.exited"))
+                m_done.insert(e.exec);
+        });
+    }
+    void wait(uint32_t exec)
+    {
+        while (!m_done.contains(exec))
+            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
+        m_done.remove(exec);
+    }
+
+private:
+    QSet<uint32_t> m_done;
+};
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    const bool quick = app.arguments().contains(QStringLiteral("--quick"));
+    const int rounds = quick ? 3 : 5;
+    QTextStream out(stdout);
+    const QString bwrap = QStandardPaths::findExecutable(QStringLiteral("bwrap"));
+    const QStringList bwrapBaseline = {bwrap, QStringLiteral("--unshare-all"), QStringLiteral("--ro-bind"), QStringLiteral("/"),
+                                       QStringLiteral("/"), QStringLiteral("--dev"), QStringLiteral("/dev"),
+                                       QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("true")};
+    TestDaemon daemon;
+    if (!daemon.start()) {
+        std::fprintf(stderr, "airlock-bench: cannot start airlockd\n");
+        return 1;
+    }
+    auto client = daemon.connect();
+    QList<Row> rows;
+    auto progress = [&](const char *what) {
+        std::fprintf(stderr, "  measuring %s...\n", what);
+    };
+
+    // 1. exec round trip at API level vs fork+exec of /bin/true.
+    progress("exec round trip");
+    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("bench"), QStringLiteral("--output-limit"), QStringLiteral("4G")});
+    ExecWaiter waiter(*client);
+    auto apiExec = [&] {
+        QElapsedTimer t;
+        t.start();
+        auto r = client->call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
+        waiter.wait(uint32_t(r->value(QStringLiteral("exec")).toDouble()));
+        return double(t.nsecsElapsed()) / 1e6;
+    };
+    repeat(20, apiExec); // warm-up
+    QList<double> api, forkExec;
+    for (int r = 0; r < rounds; ++r) {
+        api.append(median(repeat(100, apiExec)));
+        forkExec.append(median(repeat(100, [] { return spawnMs({QStringLiteral("/bin/true")}); })));
+    }
+    rows.append({QStringLiteral("exec round trip, API (true)"), median(api), QStringLiteral("ms"), QStringLiteral("fork+exec /bin/true"),
+                 median(forkExec), QStringLiteral("<= 3x")});
+
+    // 2. airlockctl exec as a whole process vs a bare bwrap run.
+    progress("airlockctl exec");
+    std::vector<QByteArray> envStore;
+    std::vector<char *> envp;
+    const QProcessEnvironment env = daemon.environment();
+    for (const QString &k : env.keys())
+        envStore.push_back((k + QLatin1Char('=') + env.value(k)).toLocal8Bit());
+    for (QByteArray &e : envStore)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const QStringList ctlExec = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"),
+                                 sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
+    QList<double> ctl, bw;
+    for (int r = 0; r < rounds; ++r) {
+        ctl.append(median(repeat(15, [&] { return spawnMs(ctlExec, envp.data()); })));
+        bw.append(median(repeat(15, [&] { return spawnMs(bwrapBaseline); })));
+    }
+    const double bwrapMs = median(bw);
+    rows.append({QStringLiteral("airlockctl exec SB -- true"), median(ctl), QStringLiteral("ms"), QStringLiteral("bare bwrap true"),
+                 bwrapMs, QStringLiteral("<= 3x")});
+
+    // 3. create until the first exec is possible, and delete.
+    progress("create and delete");
+    QList<double> creates, deletes;
+    for (int i = 0; i < rounds * 4; ++i) {
+        QElapsedTimer t;
+        t.start();
+        auto c = client->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}});
+        creates.append(double(t.nsecsElapsed()) / 1e6);
+        t.restart();
+        (void)client->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), c->value(QStringLiteral("id")).toString()}});
+        deletes.append(double(t.nsecsElapsed()) / 1e6);
+    }
+    rows.append({QStringLiteral("create until first exec"), median(creates), QStringLiteral("ms"), QStringLiteral("bare bwrap true"), bwrapMs,
+                 QStringLiteral("<= 5x")});
+    rows.append({QStringLiteral("delete (whole tree gone)"), median(deletes), QStringLiteral("ms"), QStringLiteral("bare bwrap true"), bwrapMs,
+                 QStringLiteral("-")});
+
+    // 4. streaming 2 GiB out of a sandbox to a discarding client.
+    progress("output streaming (2 GiB per round)");
+    const qint64 bytes = 2ll << 30;
+    QList<double> stream, pipe;
+    for (int r = 0; r < (quick ? 1 : 3); ++r) {
+        const double ms = spawnMs({binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
+                                   QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
+                                   QString::number(bytes), QStringLiteral("/dev/zero")},
+                                  envp.data());
+        stream.append(double(bytes) / (ms / 1000.0) / 1e6);
+        const double base = spawnMs({QStringLiteral("/bin/sh"), QStringLiteral("-c"),
+                                     QStringLiteral("head -c %1 /dev/zero | cat >/dev/null").arg(bytes)});
+        pipe.append(double(bytes) / (base / 1000.0) / 1e6);
+    }
+    rows.append({QStringLiteral("stream head -c 2G /dev/zero"), median(stream), QStringLiteral("MB/s"), QStringLiteral("head | cat"),
+                 median(pipe), QStringLiteral(">= 0.4x")});
+
+    // 5. 200 live sandboxes: creation rate (8 requests in flight), daemon RSS, memory per sandbox.
+    progress("200 live sandboxes");
+    const int count = 200;
+    const qint64 rssBefore = rssKb(daemon.pid(), "VmRSS:");
+    QElapsedTimer t;
+    t.start();
+    int started = 0, done = 0, failed = 0;
+    QEventLoop loop;
+    std::function<void()> launch = [&] {
+        while (started < count && started - done < 8) {
+            ++started;
+            client->callAsync(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}}, [&](Result<QJsonValue> r) {
+                ++done;
+                failed += r ? 0 : 1;
+                if (done == count)
+                    loop.quit();
+                else
+                    launch();
+            });
+        }
+    };
+    launch();
+    loop.exec();
+    const double rate = count / (double(t.nsecsElapsed()) / 1e9);
+    const qint64 daemonRss = rssKb(daemon.pid(), "VmRSS:");
+    qint64 pss = 0;
+    int procs = 0;
+    for (qint64 pid : pidsWithCommandLine("/.airlock/guest --fd") + pidsWithCommandLine("--unshare-cgroup")) {
+        pss += rssKb(pid, "Pss:");
+        ++procs;
+    }
+    rows.append({QStringLiteral("create rate, 200 sandboxes"), rate, QStringLiteral("/s"), {}, 0, QStringLiteral(">= 50/s")});
+    rows.append({QStringLiteral("daemon RSS with 200 sandboxes"), daemonRss / 1024.0, QStringLiteral("MiB"), QStringLiteral("idle daemon"),
+                 rssBefore / 1024.0, QStringLiteral("<= 200 MiB")});
+    rows.append({QStringLiteral("memory per sandbox (PSS bwrap+guest)"), pss / 1024.0 / count, QStringLiteral("MiB"), {}, 0,
+                 QStringLiteral("-")});
+    if (failed)
+        std::fprintf(stderr, "  %d creations failed\n", failed);
+    Q_UNUSED(procs)
+
+    out << "\nAirlock benchmarks (" << rounds << " rounds, medians; " << QSysInfo::prettyProductName() << ", "
+        << QThread::idealThreadCount() << " cores)\n\n";
+    out << QStringLiteral("%1 %2 %3 %4 %5\n")
+               .arg(QStringLiteral("measurement"), -38)
+               .arg(QStringLiteral("airlock"), 14)
+               .arg(QStringLiteral("baseline"), 28)
+               .arg(QStringLiteral("ratio"), 8)
+               .arg(QStringLiteral("target"), 10);
+    for (const Row &r : rows) {
+        const QString value = QStringLiteral("%1 %2").arg(r.value, 0, 'f', r.value < 10 ? 2 : 0).arg(r.unit);
+        const QString base = r.baselineWhat.isEmpty() ? QStringLiteral("-")
+                                                      : QStringLiteral("%1 %2 (%3)").arg(r.baseline, 0, 'f', r.baseline < 10 ? 2 : 0).arg(r.unit, r.baselineWhat);
+        const QString ratio = r.baselineWhat.isEmpty() || r.baseline == 0 ? QStringLiteral("-")
+                                                                          : QStringLiteral("%1x").arg(r.value / r.baseline, 0, 'f', 2);
+        out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(r.what, -38).arg(value, 14).arg(base, 28).arg(ratio, 8).arg(r.target, 10);
+    }
+    out.flush();
+    daemon.stop();
+    return 0;
+}
