@@ -84,7 +84,8 @@ public:
         if (!client)
             return fail(ctx, client.error());
         ExecSession session(**client, ctx.out, ctx.err, ctx.json);
-        return session.run(sandbox, *request, m_exec.forwardStdin(parser));
+        const Result<int> code = session.run(sandbox, *request, m_exec.forwardStdin(parser));
+        return code ? *code : fail(ctx, code.error());
     }
 
 private:
@@ -119,7 +120,8 @@ public:
         int code;
         {
             ExecSession session(**client, ctx.out, ctx.err, ctx.json);
-            code = session.run(id, *request, m_exec.forwardStdin(parser));
+            const Result<int> ran = session.run(id, *request, m_exec.forwardStdin(parser));
+            code = ran ? *ran : fail(ctx, ran.error());
         }
         if (auto removed = (*client)->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), id}}); !removed)
             ctx.err << "airlockctl: could not delete sandbox " << id << ": " << removed.error().message << Qt::endl;

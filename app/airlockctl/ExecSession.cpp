@@ -44,7 +44,7 @@ ExecSession::~ExecSession()
     }
 }
 
-int ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin)
+Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin)
 {
     const bool interactive = ::isatty(STDIN_FILENO);
     if (request.tty && interactive) {
@@ -72,12 +72,13 @@ int ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardSt
     QJsonObject params = request.toJson();
     params.insert(QStringLiteral("sandbox"), sandbox);
     auto started = m_client.call(QStringLiteral("exec.start"), params);
-    if (!started) {
-        m_err << "airlockctl: " << started.error().message << Qt::endl;
-        return started.error().code == ErrorCode::NotFound ? 3 : started.error().code == ErrorCode::InvalidArgument ? 2 : 1;
-    }
+    if (!started)
+        return started.error();
     m_sandboxId = started->value(QStringLiteral("sandbox")).toString();
     m_exec = uint32_t(started->value(QStringLiteral("exec")).toDouble());
+    // Ctrl-C pressed while the start request was in flight was read then; it applies now.
+    if (m_pendingSignal)
+        sendSignal(std::exchange(m_pendingSignal, 0));
     const QList<Event> early = std::exchange(m_early, {});
     for (const Event &e : early)
         onEvent(e);
@@ -204,7 +205,11 @@ void ExecSession::onStdinReadable()
 
 void ExecSession::sendSignal(int signo)
 {
-    if (m_exec)
+    if (!m_exec) {
+        // Not started yet: keep the strongest request (SIGKILL over SIGINT) for when it is.
+        m_pendingSignal = m_pendingSignal == SIGKILL ? SIGKILL : signo;
+        return;
+    }
         m_client.notify(QStringLiteral("exec.signal"),
                         {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)}, {QStringLiteral("signal"), signo}});
 }

@@ -25,7 +25,8 @@ public:
     ExecSession(DaemonClient &client, QTextStream &out, QTextStream &err, bool json);
     ~ExecSession() override;
 
-    int run(const QString &sandbox, ExecRequest request, bool forwardStdin);
+    // The command's exit code, or the error that kept it from starting.
+    Result<int> run(const QString &sandbox, ExecRequest request, bool forwardStdin);
 
 private:
     void onEvent(const Event &event);
@@ -48,6 +49,7 @@ private:
     bool m_stdinInFlight = false;
     bool m_outputBroken = false;
     int m_interrupts = 0;
+    int m_pendingSignal = 0; // signal requested before the exec id was known
     std::optional<int> m_exitCode;
     QJsonObject m_result;
     QByteArray m_collected[3];

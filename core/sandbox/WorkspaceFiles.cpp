@@ -29,6 +29,8 @@ Error osError(int err, const QString &path)
     if (err == EXDEV || err == ELOOP)
         return makeError(ErrorCode::PathEscape,
                          QStringLiteral("'%1' resolves outside the workspace (a symlink leads out); refused").arg(path));
+    if (err == ENXIO) // a FIFO without a reader or a socket: opened non-blocking, so it fails here
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a regular file").arg(path));
     if (err == ENOENT)
         return makeError(ErrorCode::NotFound, QStringLiteral("'%1' does not exist in the workspace").arg(path));
     return makeError(ErrorCode::IoError, QStringLiteral("'%1': %2").arg(path, QString::fromLocal8Bit(strerror(err))));

@@ -1,0 +1,923 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlockctl as a user and a script see it: exit codes, exact bytes on stdout/stderr, stdin
+// forwarding, environment, terminals, --json, refusals, cp and Ctrl-C, all through the real binary
+// against a real daemon.
+#include "TestDaemon.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLocalServer>
+#include <QLocalSocket>
+#include <QRandomGenerator>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+// Forwards one airlockctl connection to the daemon, but holds back everything the daemon says from
+// the moment the client sends exec.start until release().
+class HoldingProxy final : public QObject {
+public:
+    bool listen(const QString &path, const QString &upstream)
+    {
+        m_upstreamPath = upstream;
+        connect(&m_server, &QLocalServer::newConnection, this, [this] {
+            m_client = m_server.nextPendingConnection();
+            m_upstream.connectToServer(m_upstreamPath);
+            if (!m_upstream.waitForConnected(5000))
+                m_client->abort();
+            connect(m_client, &QLocalSocket::readyRead, this, [this] {
+                const QByteArray data = m_client->readAll();
+                if (data.contains("\"exec.start\""))
+                    m_holding = true;
+                m_upstream.write(data);
+            });
+            connect(&m_upstream, &QLocalSocket::readyRead, this, [this] {
+                const QByteArray data = m_upstream.readAll();
+                if (m_holding)
+                    m_held += data;
+                else
+                    m_client->write(data);
+            });
+            connect(m_client, &QLocalSocket::disconnected, &m_upstream, &QLocalSocket::disconnectFromServer);
+        });
+        return m_server.listen(path);
+    }
+    bool holding() const { return m_holding; }
+    void release()
+    {
+        m_holding = false;
+        if (m_client)
+            m_client->write(std::exchange(m_held, {}));
+    }
+
+private:
+    QLocalServer m_server;
+    QLocalSocket *m_client = nullptr;
+    QLocalSocket m_upstream;
+    QString m_upstreamPath;
+    QByteArray m_held;
+    bool m_holding = false;
+};
+
+class TestCli final : public QObject {
+    Q_OBJECT
+private:
+    std::unique_ptr<TestDaemon> m_daemon;
+    QString m_sb; // a long-lived sandbox named "cli"
+    QTemporaryDir m_tmp;
+
+    CliResult ctl(const QStringList &args, const QByteArray &stdinData = {}, int timeoutMs = 30000) const
+    {
+        return m_daemon->ctl(args, stdinData, timeoutMs);
+    }
+    // exec in the shared sandbox without stdin: sh -c SCRIPT.
+    CliResult sh(const QString &script, const QStringList &options = {}) const
+    {
+        return ctl(QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin")} + options
+                   + QStringList{QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), script});
+    }
+    // An airlockctl process of our own (when the test needs to hold stdin open, signal it or change its environment).
+    std::unique_ptr<QProcess> startCtl(const QStringList &args, const QProcessEnvironment &extraEnv = {}) const
+    {
+        auto p = std::make_unique<QProcess>();
+        QProcessEnvironment env = m_daemon->environment();
+        for (const QString &key : extraEnv.keys())
+            env.insert(key, extraEnv.value(key));
+        p->setProcessEnvironment(env);
+        p->start(binDir() + QStringLiteral("/airlockctl"), QStringList{QStringLiteral("--no-autostart")} + args);
+        return p;
+    }
+    static QJsonDocument parseJson(const QByteArray &bytes, QString *error)
+    {
+        QJsonParseError e{};
+        const QJsonDocument doc = QJsonDocument::fromJson(bytes, &e);
+        if (e.error != QJsonParseError::NoError)
+            *error = QStringLiteral("invalid JSON (%1 at %2): %3").arg(e.errorString()).arg(e.offset).arg(QString::fromUtf8(bytes.left(500)));
+        return doc;
+    }
+    int sandboxCount() const
+    {
+        return QJsonDocument::fromJson(ctl({QStringLiteral("ls"), QStringLiteral("--json")}).out).array().size();
+    }
+    QString hostFile(const QString &name) const { return m_tmp.filePath(name); }
+    static bool writeFile(const QString &path, const QByteArray &data)
+    {
+        QFile f(path);
+        return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
+    }
+    static QByteArray readFile(const QString &path)
+    {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    }
+    // Host processes of the sandboxed command (airlockctl's own command line also contains it).
+    static QList<qint64> sandboxedPids(const QByteArray &needle, qint64 ctlPid)
+    {
+        QList<qint64> pids = pidsWithCommandLine(needle);
+        pids.removeAll(ctlPid);
+        return pids;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_tmp.isValid());
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+        QString error;
+        m_sb = m_daemon->create({QStringLiteral("--name"), QStringLiteral("cli")}, &error);
+        QVERIFY2(m_sb == QLatin1String("cli"), qPrintable(error));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    // ---- exec: exit codes and output streams ----
+
+    void execReturnsTheCommandsExitCode_data()
+    {
+        QTest::addColumn<QString>("script");
+        QTest::addColumn<int>("exitCode");
+        QTest::newRow("a command that succeeds exits 0") << "true" << 0;
+        QTest::newRow("exit 3 comes back as 3") << "exit 3" << 3;
+        QTest::newRow("exit 255 comes back as 255") << "exit 255" << 255;
+        QTest::newRow("death by SIGKILL is 128+9") << "kill -9 $$" << 137;
+        QTest::newRow("death by SIGTERM is 128+15") << "kill -15 $$" << 143;
+    }
+    void execReturnsTheCommandsExitCode()
+    {
+        QFETCH(QString, script);
+        QFETCH(int, exitCode);
+        const CliResult r = sh(script);
+        QVERIFY2(!r.crashed, qPrintable(r.describe()));
+        QVERIFY2(r.exitCode == exitCode, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray());
+        QCOMPARE(r.err, QByteArray());
+    }
+
+    void missingProgramExits127WithTheReason()
+    {
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"),
+                                 QStringLiteral("no-such-program-airlock")});
+        QVERIFY2(r.exitCode == 127, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray());
+        QCOMPARE(QString::fromUtf8(r.err),
+                 QStringLiteral("airlockctl: cannot execute 'no-such-program-airlock': No such file or directory\n"));
+        // A file that exists but may not be executed is 126.
+        QCOMPARE(sh(QStringLiteral("printf 'echo no' > /workspace/noexec; chmod 644 /workspace/noexec")).exitCode, 0);
+        const CliResult noexec = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"),
+                                      QStringLiteral("/workspace/noexec")});
+        QVERIFY2(noexec.exitCode == 126, qPrintable(noexec.describe()));
+        QCOMPARE(QString::fromUtf8(noexec.err), QStringLiteral("airlockctl: cannot execute '/workspace/noexec': Permission denied\n"));
+    }
+
+    void stdoutAndStderrStaySeparate()
+    {
+        const CliResult r = sh(QStringLiteral("printf 'to-out\\n'; printf 'to-err\\n' >&2; printf 'more-out'"));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray("to-out\nmore-out"));
+        QCOMPARE(r.err, QByteArray("to-err\n"));
+    }
+
+    void timeoutKillsTheCommandWith124()
+    {
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = sh(QStringLiteral("sleep 30"), {QStringLiteral("--timeout"), QStringLiteral("300ms")});
+        QVERIFY2(r.exitCode == 124, qPrintable(r.describe()));
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: the command timed out and was killed\n"));
+        QVERIFY2(t.elapsed() < 5000, qPrintable(QString::number(t.elapsed())));
+    }
+
+    // ---- stdin ----
+
+    void stdinArrivesByteForByte_data()
+    {
+        QTest::addColumn<QByteArray>("input");
+        QByteArray all;
+        for (int i = 0; i < 256; ++i)
+            all.append(char(i));
+        QTest::newRow("every byte value 0..255 (NUL, ^D, ^C, 0xff) passes unchanged") << all;
+        QByteArray big(1024 * 1024 + 17, Qt::Uninitialized);
+        QRandomGenerator rng(4711);
+        for (char &c : big)
+            c = char(rng.bounded(256));
+        QTest::newRow("1 MiB + 17 random bytes pass unchanged (several 256 KiB chunks)") << big;
+        QTest::newRow("no input gives no output") << QByteArray();
+    }
+    void stdinArrivesByteForByte()
+    {
+        QFETCH(QByteArray, input);
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--"), QStringLiteral("cat")}, input);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out.size(), input.size());
+        QVERIFY(r.out == input);
+        QCOMPARE(r.err, QByteArray());
+    }
+
+    void noStdinMeansImmediateEof()
+    {
+        // Our stdin stays open with data waiting: with --no-stdin none of it may reach cat, which
+        // must see EOF at once instead of waiting for us.
+        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("cat")});
+        QVERIFY(p->waitForStarted(5000));
+        p->write("must-not-arrive\n");
+        QVERIFY2(p->waitForFinished(10000), "cat waited for stdin although --no-stdin was given");
+        QCOMPARE(p->exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p->exitCode(), 0);
+        QCOMPARE(p->readAllStandardOutput(), QByteArray());
+        QCOMPARE(p->readAllStandardError(), QByteArray());
+    }
+
+    // ---- environment and working directory ----
+
+    void onlyExplicitEnvironmentReachesTheCommand()
+    {
+        QProcessEnvironment canary;
+        canary.insert(QStringLiteral("AIRLOCK_CLI_CANARY"), QStringLiteral("zz"));
+        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--env"), QStringLiteral("A=1"),
+                           QStringLiteral("--env"), QStringLiteral("B=x y"), QStringLiteral("-e"), QStringLiteral("EMPTY="),
+                           QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                           QStringLiteral("printf '[%s][%s][%s][%s][%s]' \"$A\" \"$B\" \"${EMPTY-unset}\" "
+                                          "\"${AIRLOCK_CLI_CANARY-unset}\" \"$HOME\"")},
+                          canary);
+        QVERIFY(p->waitForFinished(20000));
+        QCOMPARE(p->exitCode(), 0);
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("[1][x y][][unset][/workspace]"));
+        // The canary was really in airlockctl's environment.
+        QVERIFY(p->processEnvironment().value(QStringLiteral("AIRLOCK_CLI_CANARY")) == QLatin1String("zz"));
+        // And nothing of it shows up anywhere in the command's environment.
+        const CliResult env = sh(QStringLiteral("env"));
+        QVERIFY2(env.exitCode == 0 && env.out.contains("PATH="), qPrintable(env.describe()));
+        QVERIFY(!env.out.contains("AIRLOCK"));
+    }
+
+    void cwdSelectsTheWorkingDirectory_data()
+    {
+        QTest::addColumn<QStringList>("options");
+        QTest::addColumn<QByteArray>("pwd");
+        QTest::newRow("the default is /workspace") << QStringList() << QByteArray("/workspace\n");
+        QTest::newRow("--cwd /tmp runs in /tmp") << QStringList{QStringLiteral("--cwd"), QStringLiteral("/tmp")} << QByteArray("/tmp\n");
+    }
+    void cwdSelectsTheWorkingDirectory()
+    {
+        QFETCH(QStringList, options);
+        QFETCH(QByteArray, pwd);
+        const CliResult r = sh(QStringLiteral("pwd"), options);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, pwd);
+    }
+
+    void missingCwdIsReported()
+    {
+        const CliResult r = sh(QStringLiteral("pwd"), {QStringLiteral("--cwd"), QStringLiteral("/no/such/dir")});
+        QVERIFY2(r.exitCode == 127 || r.exitCode == 126, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains("cannot change directory to '/no/such/dir': No such file or directory"), qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray());
+    }
+
+    // ---- terminals ----
+
+    void ttyGivesAPseudoTerminal()
+    {
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--tty"), QStringLiteral("--no-stdin"), QStringLiteral("--"),
+                                 QStringLiteral("tty")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        static const QRegularExpression pts(QStringLiteral("^/dev/pts/[0-9]+\r\n$"));
+        QVERIFY2(pts.match(QString::fromUtf8(r.out)).hasMatch(), qPrintable(r.describe()));
+        // Without --tty stdin is not a terminal.
+        const CliResult plain = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("tty")});
+        QVERIFY2(plain.exitCode == 1, qPrintable(plain.describe()));
+        QCOMPARE(plain.out, QByteArray("not a tty\n"));
+    }
+
+    void ttyMergesStderrIntoStdout()
+    {
+        // One terminal carries both streams: the guest reports everything as stdout, with the
+        // terminal's newline translation, and TERM is set.
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-t"), QStringLiteral("-n"), QStringLiteral("--"),
+                                 QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("echo out; echo err >&2; echo $TERM")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray("out\r\nerr\r\nxterm-256color\r\n"));
+        QCOMPARE(r.err, QByteArray());
+        // The same in --json: everything under "stdout", counted as stdout bytes.
+        const CliResult j = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--json"), QStringLiteral("-t"), QStringLiteral("-n"),
+                                 QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("echo err >&2")});
+        QString error;
+        const QJsonObject o = parseJson(j.out, &error).object();
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(o.value(QStringLiteral("stdout")).toString(), QStringLiteral("err\r\n"));
+        QCOMPARE(o.value(QStringLiteral("stderr")).toString(), QString());
+        QCOMPARE(o.value(QStringLiteral("bytesErr")).toInt(-1), 0);
+        QCOMPARE(o.value(QStringLiteral("bytesOut")).toInt(-1), 5);
+    }
+
+    // ---- --json ----
+
+    void jsonOutputOfEveryCommand()
+    {
+        QString error;
+        // create
+        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("js")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const QJsonObject c = parseJson(created.out, &error).object();
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(c.value(QStringLiteral("name")).toString(), QStringLiteral("js"));
+        QCOMPARE(c.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        QCOMPARE(c.value(QStringLiteral("network")).toString(), QStringLiteral("none"));
+        QCOMPARE(c.value(QStringLiteral("hostNetwork")), QJsonValue(false));
+        QVERIFY(c.value(QStringLiteral("failure")).isNull());
+        QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{12}$")).match(c.value(QStringLiteral("id")).toString()).hasMatch(),
+                 qPrintable(c.value(QStringLiteral("id")).toString()));
+        const QString id = c.value(QStringLiteral("id")).toString();
+        QVERIFY(c.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("namespaces")).toArray().contains(QStringLiteral("net")));
+        QVERIFY(c.value(QStringLiteral("limits")).isObject());
+        QVERIFY(QFileInfo(c.value(QStringLiteral("workspace")).toString()).isDir());
+        QCOMPARE(created.err, QByteArray());
+
+        // ls
+        const CliResult listed = ctl({QStringLiteral("ls"), QStringLiteral("--json")});
+        QVERIFY2(listed.exitCode == 0, qPrintable(listed.describe()));
+        const QJsonDocument l = parseJson(listed.out, &error);
+        QVERIFY2(error.isEmpty() && l.isArray(), qPrintable(error + QString::fromUtf8(listed.out)));
+        QJsonObject entry;
+        for (const QJsonValue &v : l.array())
+            if (v.toObject().value(QStringLiteral("name")) == QLatin1String("js"))
+                entry = v.toObject();
+        QCOMPARE(entry.value(QStringLiteral("id")).toString(), id);
+        QCOMPARE(entry.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        QCOMPARE(entry.value(QStringLiteral("executions")).toInt(-1), 0);
+
+        // info (by id prefix, which resolves like the name)
+        const CliResult info = ctl({QStringLiteral("info"), QStringLiteral("--json"), id.left(8)});
+        QVERIFY2(info.exitCode == 0, qPrintable(info.describe()));
+        const QJsonObject i = parseJson(info.out, &error).object();
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(i.value(QStringLiteral("name")).toString(), QStringLiteral("js"));
+        QCOMPARE(i.value(QStringLiteral("id")).toString(), id);
+        QCOMPARE(i.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("sandboxUid")).toInt(), 1000);
+        QCOMPARE(i.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("noNewPrivs")), QJsonValue(true));
+
+        // exec
+        const CliResult exec = ctl({QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("js"),
+                                    QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                                    QStringLiteral("printf 'out'; printf 'err' >&2; exit 3")});
+        QVERIFY2(exec.exitCode == 3, qPrintable(exec.describe()));
+        const QJsonObject e = parseJson(exec.out, &error).object();
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(e.value(QStringLiteral("status")).toString(), QStringLiteral("failed"));
+        QCOMPARE(e.value(QStringLiteral("exitCode")), QJsonValue(3));
+        QVERIFY(e.value(QStringLiteral("signal")).isNull());
+        QCOMPARE(e.value(QStringLiteral("stdout")).toString(), QStringLiteral("out"));
+        QCOMPARE(e.value(QStringLiteral("stderr")).toString(), QStringLiteral("err"));
+        QCOMPARE(e.value(QStringLiteral("sandbox")).toString(), id);
+        QCOMPARE(exec.err, QByteArray()); // nothing streamed besides the document
+
+        // exec --json of a killed command
+        const CliResult killed = ctl({QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("js"),
+                                      QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("kill -9 $$")});
+        QVERIFY2(killed.exitCode == 137, qPrintable(killed.describe()));
+        const QJsonObject k = parseJson(killed.out, &error).object();
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(k.value(QStringLiteral("status")).toString(), QStringLiteral("killed"));
+        QVERIFY(k.value(QStringLiteral("exitCode")).isNull());
+        QCOMPARE(k.value(QStringLiteral("signal")), QJsonValue(9));
+
+        // rm
+        const CliResult removed = ctl({QStringLiteral("rm"), QStringLiteral("--json"), QStringLiteral("js")});
+        QVERIFY2(removed.exitCode == 0, qPrintable(removed.describe()));
+        const QJsonDocument r = parseJson(removed.out, &error);
+        QVERIFY2(error.isEmpty() && r.isArray(), qPrintable(error));
+        QCOMPARE(r.array().size(), 1);
+        QCOMPARE(r.array().at(0).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("js"));
+        QCOMPARE(r.array().at(0).toObject().value(QStringLiteral("id")).toString(), id);
+        QVERIFY(r.array().at(0).toObject().value(QStringLiteral("workspace")).isNull());
+        QVERIFY(!QFileInfo::exists(c.value(QStringLiteral("workspace")).toString()));
+    }
+
+    void jsonErrorsAreTyped_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("code");
+        QTest::addColumn<QString>("message");
+        const QString notFound = QStringLiteral("no sandbox named 'nosuch' (see 'airlockctl ls')");
+        QTest::newRow("info of an unknown sandbox is not_found")
+            << QStringList{QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("nosuch")} << 3 << "not_found" << notFound;
+        QTest::newRow("rm of an unknown sandbox is not_found")
+            << QStringList{QStringLiteral("rm"), QStringLiteral("--json"), QStringLiteral("nosuch")} << 3 << "not_found" << notFound;
+        QTest::newRow("--json as a global option works the same")
+            << QStringList{QStringLiteral("--json"), QStringLiteral("info"), QStringLiteral("nosuch")} << 3 << "not_found" << notFound;
+        QTest::newRow("a duplicate name is already_exists")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("cli")} << 2
+            << "already_exists"
+            << "a sandbox named 'cli' already exists; pick another --name or remove it with 'airlockctl rm cli'";
+        QTest::newRow("an invalid limit is invalid_argument")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--memory"), QStringLiteral("lots")} << 2
+            << "invalid_argument" << "--memory: invalid size 'lots': expected a positive number (example: 512M)";
+        QTest::newRow("a path escape in cp is path_escape")
+            << QStringList{QStringLiteral("cp"), QStringLiteral("--json"), QStringLiteral("cli:../x"), QStringLiteral("/tmp/airlock-never")}
+            << 6 << "path_escape" << "'../x' contains '..'; refused";
+        QTest::newRow("exec in an unknown sandbox is not_found")
+            << QStringList{QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("nosuch"),
+                           QStringLiteral("--"), QStringLiteral("true")}
+            << 3 << "not_found" << notFound;
+    }
+    void jsonErrorsAreTyped()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, code);
+        QFETCH(QString, message);
+        const CliResult r = ctl(args);
+        QVERIFY2(r.exitCode == exitCode, qPrintable(r.describe()));
+        QString error;
+        const QJsonObject o = parseJson(r.out, &error).object();
+        QVERIFY2(error.isEmpty(), qPrintable(error + QStringLiteral("\n") + r.describe()));
+        QCOMPARE(o.keys(), QStringList{QStringLiteral("error")});
+        QCOMPARE(o.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toString(), code);
+        QCOMPARE(o.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), message);
+        QCOMPARE(r.err, QByteArray());
+    }
+
+    // ---- bad input ----
+
+    void badInputIsRefusedWithTheReason_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("an invalid sandbox name is a usage error")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("Bad/Name")} << 2
+            << "airlockctl: invalid sandbox name 'Bad/Name': use 1-63 characters a-z 0-9 _ . -, starting with a letter or digit\n";
+        QTest::newRow("exec in an unknown sandbox is not found")
+            << QStringList{QStringLiteral("exec"), QStringLiteral("nosuch"), QStringLiteral("--"), QStringLiteral("true")} << 3
+            << "airlockctl: no sandbox named 'nosuch' (see 'airlockctl ls')\n";
+        QTest::newRow("info of an unknown sandbox is not found")
+            << QStringList{QStringLiteral("info"), QStringLiteral("nosuch")} << 3
+            << "airlockctl: no sandbox named 'nosuch' (see 'airlockctl ls')\n";
+        QTest::newRow("rm of an unknown sandbox is not found")
+            << QStringList{QStringLiteral("rm"), QStringLiteral("nosuch")} << 3
+            << "airlockctl: no sandbox named 'nosuch' (see 'airlockctl ls')\n";
+        QTest::newRow("a limit that is not a size names --memory")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--memory"), QStringLiteral("lots")} << 2
+            << "airlockctl: --memory: invalid size 'lots': expected a positive number (example: 512M)\n";
+        QTest::newRow("a limit with an unknown unit names --memory")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--memory"), QStringLiteral("5X")} << 2
+            << "airlockctl: --memory: invalid size '5X': unknown unit 'X' (example: 512M)\n";
+        QTest::newRow("an unknown command is a usage error")
+            << QStringList{QStringLiteral("frobnicate")} << 2
+            << "airlockctl: unknown command 'frobnicate' (see 'airlockctl --help')\n";
+        QTest::newRow("a duplicate name already exists")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("cli")} << 2
+            << "airlockctl: a sandbox named 'cli' already exists; pick another --name or remove it with 'airlockctl rm cli'\n";
+        QTest::newRow("a mount of a missing host path is refused")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--mount"), QStringLiteral("/no/such/airlock/path:/data")} << 2
+            << "airlockctl: mount source '/no/such/airlock/path' does not exist\n";
+        QTest::newRow("a mount onto a reserved path is refused")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--mount"), QStringLiteral("/usr:/workspace/usr")} << 2
+            << "airlockctl: mount target '/workspace/usr' is reserved by Airlock (/, /proc, /dev, /tmp, /workspace, /.airlock); "
+               "choose another path\n";
+        QTest::newRow("an unknown network mode is refused")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--network"), QStringLiteral("sideways")} << 2
+            << "airlockctl: invalid --network 'sideways': expected none or full\n";
+        QTest::newRow("an invalid variable name is refused")
+            << QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--env"), QStringLiteral("1X=2"), QStringLiteral("--"),
+                           QStringLiteral("true")}
+            << 2
+            << "airlockctl: invalid environment assignment '1X=2': expected NAME=VALUE with NAME made of letters, digits and _\n";
+        QTest::newRow("an assignment without = is refused")
+            << QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--env"), QStringLiteral("NOVALUE"), QStringLiteral("--"),
+                           QStringLiteral("true")}
+            << 2
+            << "airlockctl: invalid environment assignment 'NOVALUE': expected NAME=VALUE with NAME made of letters, digits and _\n";
+        QTest::newRow("an invalid --timeout is refused")
+            << QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--timeout"), QStringLiteral("soon"), QStringLiteral("--"),
+                           QStringLiteral("true")}
+            << 2 << "airlockctl: --timeout: invalid duration 'soon': expected a positive number (example: 30s)\n";
+        QTest::newRow("a relative --cwd is refused")
+            << QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--cwd"), QStringLiteral("tmp"), QStringLiteral("--"),
+                           QStringLiteral("true")}
+            << 2 << "airlockctl: /cwd: expected an absolute path inside the sandbox\n";
+        QTest::newRow("exec without a command is refused")
+            << QStringList{QStringLiteral("exec"), m_sb} << 2
+            << "airlockctl: no command given: put it after --, e.g. -- ls -la\n";
+        QTest::newRow("cp between two host paths is refused")
+            << QStringList{QStringLiteral("cp"), QStringLiteral("/etc/hostname"), QStringLiteral("/tmp/x")} << 2
+            << "airlockctl: exactly one side must be SANDBOX:PATH (e.g. cp ./data.csv sb1:/workspace/)\n";
+    }
+    void badInputIsRefusedWithTheReason()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, message);
+        const int before = sandboxCount();
+        const CliResult r = ctl(args);
+        QVERIFY2(r.exitCode == exitCode, qPrintable(r.describe()));
+        QCOMPARE(QString::fromUtf8(r.err), message);
+        QCOMPARE(r.out, QByteArray());
+        QCOMPARE(sandboxCount(), before); // nothing was created
+    }
+
+    void unknownOptionIsAUsageError()
+    {
+        const CliResult r = ctl({QStringLiteral("ls"), QStringLiteral("--bogus")});
+        QVERIFY2(r.exitCode == 2, qPrintable(r.describe()));
+        QVERIFY2(r.err.contains("Unknown option 'bogus'") && r.err.contains("(see 'airlockctl ls --help')"), qPrintable(r.describe()));
+        const CliResult global = ctl({QStringLiteral("--bogus"), QStringLiteral("ls")});
+        QVERIFY2(global.exitCode == 2, qPrintable(global.describe()));
+        QCOMPARE(QString::fromUtf8(global.err), QStringLiteral("airlockctl: unknown option --bogus (see 'airlockctl --help')\n"));
+    }
+
+    void optionsMayFollowTheSandboxName_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QByteArray>("stdoutStart");
+        QTest::newRow("info NAME --json: the option after the name")
+            << QStringList{QStringLiteral("info"), QStringLiteral("cli"), QStringLiteral("--json")} << 0 << QByteArray("{\n");
+        QTest::newRow("exec NAME --no-stdin -- ...: an exec option after the name")
+            << QStringList{QStringLiteral("exec"), QStringLiteral("cli"), QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("echo"),
+                           QStringLiteral("ok")}
+            << 0 << QByteArray("ok\n");
+        QTest::newRow("exec NAME CMD --json without --: options after the command's first word are the command's")
+            << QStringList{QStringLiteral("exec"), QStringLiteral("cli"), QStringLiteral("-n"), QStringLiteral("printf"), QStringLiteral("%s|"),
+                           QStringLiteral("--json"), QStringLiteral("-la")}
+            << 0 << QByteArray("--json|-la|");
+        QTest::newRow("exec NAME -- CMD --help: after -- nothing is airlockctl's")
+            << QStringList{QStringLiteral("exec"), QStringLiteral("cli"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("printf"),
+                           QStringLiteral("%s"), QStringLiteral("--help")}
+            << 0 << QByteArray("--help");
+    }
+    void optionsMayFollowTheSandboxName()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QByteArray, stdoutStart);
+        const CliResult r = ctl(args);
+        QVERIFY2(r.exitCode == exitCode, qPrintable(r.describe()));
+        QVERIFY2(r.out.startsWith(stdoutStart), qPrintable(r.describe()));
+        if (stdoutStart.startsWith('{')) {
+            QString error;
+            QCOMPARE(parseJson(r.out, &error).object().value(QStringLiteral("name")).toString(), QStringLiteral("cli"));
+            QVERIFY2(error.isEmpty(), qPrintable(error));
+        } else {
+            QCOMPARE(r.out, stdoutStart);
+        }
+        QCOMPARE(r.err, QByteArray());
+    }
+
+    void rmKeepKeepsTheWorkspace_data()
+    {
+        QTest::addColumn<QStringList>("rmArgs"); // %1 = the sandbox
+        QTest::newRow("rm --keep NAME") << QStringList{QStringLiteral("rm"), QStringLiteral("--keep"), QStringLiteral("%1")};
+        QTest::newRow("rm NAME --keep (as in the usage line)") << QStringList{QStringLiteral("rm"), QStringLiteral("%1"), QStringLiteral("--keep")};
+    }
+    void rmKeepKeepsTheWorkspace()
+    {
+        QFETCH(QStringList, rmArgs);
+        const QString name = QStringLiteral("keep");
+        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), name});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const QJsonObject c = QJsonDocument::fromJson(created.out).object();
+        const QString workspace = c.value(QStringLiteral("workspace")).toString(), id = c.value(QStringLiteral("id")).toString();
+        QCOMPARE(ctl({QStringLiteral("exec"), name, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                      QStringLiteral("echo precious > /workspace/precious.txt")})
+                     .exitCode,
+                 0);
+        const CliResult r = ctl(rmArgs.replaceInStrings(QStringLiteral("%1"), name));
+        QCOMPARE(ctl({QStringLiteral("info"), name}).exitCode, 3); // the sandbox is gone either way
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        static const QRegularExpression kept(QStringLiteral("^keep \\(workspace kept at (/.+)\\)\n$"));
+        const auto m = kept.match(QString::fromUtf8(r.out));
+        QVERIFY2(m.hasMatch(), qPrintable(r.describe()));
+        const QString keptAt = m.captured(1);
+        QVERIFY2(keptAt.endsWith(QStringLiteral("/keep-") + id), qPrintable(keptAt));
+        QCOMPARE(readFile(keptAt + QStringLiteral("/precious.txt")), QByteArray("precious\n"));
+        QVERIFY(!QFileInfo::exists(workspace)); // moved, not copied
+        QVERIFY(QDir(keptAt).removeRecursively());
+    }
+
+    // ---- run ----
+
+    void runCreatesRunsAndDeletes()
+    {
+        // A daemon of its own, so that "no sandbox is left" is exact.
+        TestDaemon daemon;
+        QVERIFY(daemon.start());
+        // Where this daemon keeps workspaces (learnt from a sandbox that is removed again).
+        const QJsonObject probe = QJsonDocument::fromJson(daemon.ctl({QStringLiteral("create"), QStringLiteral("--json")}).out).object();
+        const QString workspaces = QFileInfo(probe.value(QStringLiteral("workspace")).toString()).path();
+        QVERIFY2(QFileInfo(workspaces).isDir(), qPrintable(workspaces));
+        QCOMPARE(daemon.ctl({QStringLiteral("rm"), probe.value(QStringLiteral("id")).toString()}).exitCode, 0);
+        QCOMPARE(daemon.ctl({QStringLiteral("ls"), QStringLiteral("--json")}).out.trimmed(), QByteArray("[\n]"));
+        QCOMPARE(QDir(workspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        const CliResult r = daemon.ctl({QStringLiteral("run"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                                        QStringLiteral("echo hi; hostname >&2; exit 4")});
+        QVERIFY2(r.exitCode == 4, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray("hi\n"));
+        QVERIFY2(QRegularExpression(QStringLiteral("^sb-[0-9a-f]{6}\n$")).match(QString::fromUtf8(r.err)).hasMatch(), qPrintable(r.describe()));
+        const CliResult ls = daemon.ctl({QStringLiteral("ls"), QStringLiteral("--json")});
+        QVERIFY2(ls.exitCode == 0, qPrintable(ls.describe()));
+        QString error;
+        const QJsonDocument doc = parseJson(ls.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(doc.isArray());
+        QCOMPARE(doc.array().size(), 0);
+        // Its workspace is gone too.
+        QCOMPARE(QDir(workspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        // run takes create options: the name is used, and it is gone afterwards as well.
+        const CliResult named = daemon.ctl({QStringLiteral("run"), QStringLiteral("--name"), QStringLiteral("once"),
+                                            QStringLiteral("--"), QStringLiteral("hostname")});
+        QVERIFY2(named.exitCode == 0, qPrintable(named.describe()));
+        QCOMPARE(named.out, QByteArray("once\n"));
+        QCOMPARE(daemon.ctl({QStringLiteral("info"), QStringLiteral("once")}).exitCode, 3);
+    }
+
+    // ---- cp ----
+
+    void cpRoundTripIsByteIdentical()
+    {
+        QByteArray data(3 * 1024 * 1024 + 123, Qt::Uninitialized);
+        QRandomGenerator rng(1234);
+        for (char &c : data)
+            c = char(rng.bounded(256));
+        const QString src = hostFile(QStringLiteral("big.bin")), back = hostFile(QStringLiteral("big.back"));
+        QVERIFY(writeFile(src, data));
+        const CliResult up = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":/workspace/big.bin")});
+        QVERIFY2(up.exitCode == 0, qPrintable(up.describe()));
+        // The sandbox sees the same bytes (not just a symmetric round trip).
+        const QByteArray sha = QCryptographicHash::hash(data, QCryptographicHash::Sha256).toHex();
+        const CliResult sum = sh(QStringLiteral("sha256sum < /workspace/big.bin; stat -c '%s %u' /workspace/big.bin"));
+        QVERIFY2(sum.exitCode == 0, qPrintable(sum.describe()));
+        QCOMPARE(sum.out, sha + "  -\n" + QByteArray::number(data.size()) + " 1000\n");
+        const CliResult down = ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":big.bin"), back});
+        QVERIFY2(down.exitCode == 0, qPrintable(down.describe()));
+        const QByteArray got = readFile(back);
+        QCOMPARE(got.size(), data.size());
+        QVERIFY(got == data);
+        // A second, shorter upload truncates instead of leaving the old tail behind.
+        QVERIFY(writeFile(src, "short"));
+        QCOMPARE(ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":big.bin")}).exitCode, 0);
+        QCOMPARE(sh(QStringLiteral("cat big.bin")).out, QByteArray("short"));
+    }
+
+    void cpIntoADirectoryUsesTheFileName()
+    {
+        const QString src = hostFile(QStringLiteral("named.txt"));
+        QVERIFY(writeFile(src, "named content\n"));
+        const CliResult r = ctl({QStringLiteral("cp"), QStringLiteral("--json"), src, m_sb + QStringLiteral(":/workspace/")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/named.txt"));
+        QCOMPARE(o.value(QStringLiteral("bytes")).toInt(), 14);
+        QCOMPARE(sh(QStringLiteral("cat /workspace/named.txt")).out, QByteArray("named content\n"));
+        // And downloading into a host directory uses the sandbox file's name.
+        QTemporaryDir into;
+        const CliResult down = ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":named.txt"), into.path()});
+        QVERIFY2(down.exitCode == 0, qPrintable(down.describe()));
+        QCOMPARE(readFile(into.filePath(QStringLiteral("named.txt"))), QByteArray("named content\n"));
+    }
+
+    void cpRefusesEscapes_data()
+    {
+        QTest::addColumn<QString>("setup"); // run in the sandbox first
+        QTest::addColumn<bool>("upload");
+        QTest::addColumn<QString>("sandboxPath");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("reading '..' is refused") << "" << false << "../x" << 6 << "'../x' contains '..'; refused";
+        QTest::newRow("writing '..' is refused") << "" << true << "/workspace/a/../../x" << 6
+                                                 << "'/workspace/a/../../x' contains '..'; refused";
+        QTest::newRow("reading an absolute path outside the workspace is refused")
+            << "" << false << "/etc/passwd" << 6 << "'/etc/passwd' is outside the workspace: cp reaches only /workspace";
+        QTest::newRow("writing an absolute path outside the workspace is refused")
+            << "" << true << "/tmp/x" << 6 << "'/tmp/x' is outside the workspace: cp reaches only /workspace";
+        QTest::newRow("reading through a symlink that leads out is refused")
+            << "ln -sfn /etc /workspace/esc" << false << "esc/passwd" << 6
+            << "'esc/passwd' resolves outside the workspace (a symlink leads out); refused";
+        QTest::newRow("a symlink to a host file is refused")
+            << "ln -sfn /etc/passwd /workspace/pw" << false << "pw" << 6
+            << "'pw' resolves outside the workspace (a symlink leads out); refused";
+        QTest::newRow("a relative symlink that climbs out is refused")
+            << "ln -sfn ../../../../../../etc /workspace/up" << false << "up/passwd" << 6
+            << "'up/passwd' resolves outside the workspace (a symlink leads out); refused";
+        QTest::newRow("a FIFO is refused at once, not read forever")
+            << "rm -f /workspace/p; mkfifo /workspace/p" << false << "p" << 2 << "'p' is not a regular file";
+        QTest::newRow("a missing file is not found") << "" << false << "nope.txt" << 3 << "'nope.txt' does not exist in the workspace";
+    }
+    void cpRefusesEscapes()
+    {
+        QFETCH(QString, setup);
+        QFETCH(bool, upload);
+        QFETCH(QString, sandboxPath);
+        QFETCH(int, exitCode);
+        QFETCH(QString, message);
+        if (!setup.isEmpty()) {
+            const CliResult s = sh(setup);
+            QVERIFY2(s.exitCode == 0, qPrintable(s.describe()));
+        }
+        const QString local = hostFile(QStringLiteral("refused-%1").arg(QString::fromUtf8(QTest::currentDataTag())).replace(QLatin1Char(' '), QLatin1Char('_')).left(200));
+        if (upload)
+            QVERIFY(writeFile(local, "payload"));
+        QElapsedTimer t;
+        t.start();
+        const QString remote = m_sb + QLatin1Char(':') + sandboxPath;
+        const CliResult r = upload ? ctl({QStringLiteral("cp"), local, remote}, {}, 10000) : ctl({QStringLiteral("cp"), remote, local}, {}, 10000);
+        QVERIFY2(!r.crashed, qPrintable(QStringLiteral("cp hung or crashed: ") + r.describe()));
+        QVERIFY2(t.elapsed() < 5000, qPrintable(QString::number(t.elapsed())));
+        QVERIFY2(r.exitCode == exitCode, qPrintable(r.describe()));
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: ") + message + QLatin1Char('\n'));
+        QCOMPARE(r.out, QByteArray());
+        if (!upload)
+            QVERIFY2(!QFileInfo::exists(local), "a refused download still created the host file");
+    }
+
+    void cpCannotWriteThroughASymlinkOntoTheHost()
+    {
+        QVERIFY(sh(QStringLiteral("ln -sfn /etc /workspace/esc")).exitCode == 0);
+        const QString name = QStringLiteral("airlock-evil-%1").arg(::getpid());
+        const QString hostTarget = QStringLiteral("/etc/") + name;
+        QFile::remove(hostTarget);
+        const QString src = hostFile(QStringLiteral("evil"));
+        QVERIFY(writeFile(src, "owned"));
+        for (const QString &path : QStringList{QStringLiteral("esc/") + name, QStringLiteral("/workspace/esc/") + name, QStringLiteral("esc")}) {
+            const CliResult r = ctl({QStringLiteral("cp"), src, m_sb + QLatin1Char(':') + path});
+            QVERIFY2(r.exitCode == 6, qPrintable(path + QStringLiteral(": ") + r.describe()));
+            QVERIFY2(r.err.contains("(a symlink leads out); refused"), qPrintable(r.describe()));
+            QVERIFY2(!QFileInfo::exists(hostTarget), "cp wrote through the symlink onto the host");
+            QVERIFY(!QFileInfo::exists(QStringLiteral("/etc/evil")));
+        }
+        // A symlink to a host *file*: overwriting it must not touch the file.
+        const QString victim = hostFile(QStringLiteral("victim"));
+        QVERIFY(writeFile(victim, "original"));
+        QVERIFY(sh(QStringLiteral("ln -sfn %1 /workspace/victim").arg(victim)).exitCode == 0);
+        const CliResult r = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":victim")});
+        QVERIFY2(r.exitCode == 6, qPrintable(r.describe()));
+        QCOMPARE(readFile(victim), QByteArray("original"));
+    }
+
+    void cpIntoAFifoDoesNotHang()
+    {
+        QVERIFY(sh(QStringLiteral("rm -f /workspace/p; mkfifo /workspace/p")).exitCode == 0);
+        const QString src = hostFile(QStringLiteral("into-fifo"));
+        QVERIFY(writeFile(src, "data"));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":p")}, {}, 10000);
+        QVERIFY2(!r.crashed && t.elapsed() < 5000, qPrintable(r.describe()));
+        // Opened non-blocking, a FIFO without a reader fails at once (ENXIO): refused like any non-file.
+        QVERIFY2(r.exitCode == 2, qPrintable(r.describe()));
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: 'p' is not a regular file\n"));
+    }
+
+    void cpOfAMissingHostFileIsNotFound()
+    {
+        const CliResult r = ctl({QStringLiteral("cp"), hostFile(QStringLiteral("does-not-exist")), m_sb + QStringLiteral(":x")});
+        QVERIFY2(r.exitCode == 3, qPrintable(r.describe()));
+        QVERIFY2(r.err.startsWith(QByteArray(QByteArray("airlockctl: cannot read ") + hostFile(QStringLiteral("does-not-exist")).toUtf8() + ": ")),
+                 qPrintable(r.describe()));
+        const CliResult sb = ctl({QStringLiteral("cp"), QStringLiteral("nosuch:x"), hostFile(QStringLiteral("y"))});
+        QVERIFY2(sb.exitCode == 3, qPrintable(sb.describe()));
+        QCOMPARE(QString::fromUtf8(sb.err), QStringLiteral("airlockctl: no sandbox named 'nosuch' (see 'airlockctl ls')\n"));
+    }
+
+    void uploadedExecutablesStayExecutable()
+    {
+        const QString script = hostFile(QStringLiteral("tool.sh"));
+        QVERIFY(writeFile(script, "#!/bin/sh\necho tool ran \"$@\"\n"));
+        QVERIFY(QFile::setPermissions(script, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
+        QCOMPARE(ctl({QStringLiteral("cp"), script, m_sb + QStringLiteral(":/workspace/tool.sh")}).exitCode, 0);
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("./tool.sh"),
+                                 QStringLiteral("x")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray("tool ran x\n"));
+    }
+
+    void aClosedStdoutStopsTheCommand()
+    {
+        // `airlockctl exec ... | head` must behave like a local pipeline: once the reader is gone the
+        // remote command is killed instead of running (and producing) forever.
+        QProcess p;
+        p.setProcessEnvironment(m_daemon->environment());
+        const QString ctlPath = binDir() + QStringLiteral("/airlockctl");
+        p.start(QStringLiteral("bash"),
+                {QStringLiteral("-c"), QStringLiteral("'%1' --no-autostart exec %2 -n -- yes airlock-pipe | head -c 13; echo \"rc=${PIPESTATUS[0]}\"")
+                                           .arg(ctlPath, m_sb)});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.readAllStandardOutput(), QByteArray("airlock-pipe\nrc=137\n"));
+        QVERIFY(waitFor([] { return pidsWithCommandLine("yes airlock-pipe").isEmpty(); }, 2000));
+    }
+
+    void outputBeyondTheLimitIsCutAndTheCommandKilled()
+    {
+        const CliResult r = ctl({QStringLiteral("run"), QStringLiteral("--output-limit"), QStringLiteral("4K"), QStringLiteral("-n"),
+                                 QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("yes 0123456789abcdef")});
+        QVERIFY2(r.exitCode == 137, qPrintable(r.describe()));
+        QCOMPARE(r.out.size(), 4096);
+        QCOMPARE(r.out, QByteArray("0123456789abcdef\n").repeated(241).left(4096));
+        QCOMPARE(QString::fromUtf8(r.err),
+                 QStringLiteral("\nairlockctl: output exceeded the sandbox's limit of 4096 bytes; the command was killed\n"));
+    }
+
+    // ---- Ctrl-C ----
+
+    void signalsToAirlockctlReachTheCommand_data()
+    {
+        QTest::addColumn<int>("signo");
+        QTest::addColumn<int>("exitCode");
+        QTest::newRow("Ctrl-C (SIGINT) interrupts the command: 128+2") << int(SIGINT) << 130;
+        QTest::newRow("SIGTERM kills the command: 128+9") << int(SIGTERM) << 137;
+        QTest::newRow("SIGHUP (terminal gone) kills the command: 128+9") << int(SIGHUP) << 137;
+    }
+    void signalsToAirlockctlReachTheCommand()
+    {
+        QFETCH(int, signo);
+        QFETCH(int, exitCode);
+        // A distinctive duration so that concurrently running suites cannot be mistaken for ours; the
+        // script names it through a variable so that only the sleep itself matches.
+        const QByteArray needle = "sleep 77.4711";
+        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sh"),
+                           QStringLiteral("-c"), QStringLiteral("s=77.4711; echo ready; exec sleep $s")});
+        QVERIFY(p->waitForStarted(5000));
+        const qint64 ctlPid = p->processId();
+        // "ready" on airlockctl's stdout: it knows the execution (see lostSignalRightAfterStart for
+        // why the test waits for this), and the sleep runs on the host.
+        QVERIFY2(waitFor([&] { return p->peek(64) == "ready\n" && !sandboxedPids(needle, ctlPid).isEmpty(); }, 10000),
+                 "sleep 77 never started");
+        QCOMPARE(::kill(pid_t(ctlPid), signo), 0);
+        QVERIFY2(p->waitForFinished(3000), "airlockctl did not exit within 3 s of the signal");
+        QCOMPARE(p->exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p->exitCode(), exitCode);
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("ready\n"));
+        QVERIFY2(waitFor([&] { return sandboxedPids(needle, ctlPid).isEmpty(); }, 2000), "the sandboxed sleep survived");
+        QCOMPARE(QJsonDocument::fromJson(ctl({QStringLiteral("info"), QStringLiteral("--json"), m_sb}).out)
+                     .object()
+                     .value(QStringLiteral("executions"))
+                     .toInt(-1),
+                 0);
+    }
+
+    void secondCtrlCKillsACommandThatIgnoresTheFirst()
+    {
+        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sh"),
+                           QStringLiteral("-c"), QStringLiteral("trap '' INT; s=78.4711; echo ready; sleep $s; echo survived")});
+        QVERIFY(p->waitForStarted(5000));
+        const qint64 ctlPid = p->processId();
+        QVERIFY(waitFor([&] { return p->peek(64) == "ready\n" && !sandboxedPids("sleep 78.4711", ctlPid).isEmpty(); }, 10000));
+        QCOMPARE(::kill(pid_t(ctlPid), SIGINT), 0);
+        QVERIFY2(!p->waitForFinished(500), qPrintable(QStringLiteral("the first Ctrl-C should only interrupt, and this command ignores it; exit %1: %2")
+                                                          .arg(p->exitCode()).arg(QString::fromUtf8(p->readAllStandardError()))));
+        QCOMPARE(::kill(pid_t(ctlPid), SIGINT), 0);
+        QVERIFY2(p->waitForFinished(3000), "the second Ctrl-C did not kill the command");
+        QCOMPARE(p->exitCode(), 137);
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("ready\n"));
+        QVERIFY(waitFor([&] { return sandboxedPids("sleep 78.4711", ctlPid).isEmpty(); }, 2000));
+    }
+
+    void lostSignalRightAfterStart()
+    {
+        // airlockctl blocks SIGINT and reads it from a signalfd before it sends exec.start, but until the
+        // reply names the execution it cannot forward a signal. A proxy between airlockctl and the
+        // daemon holds that reply back, so Ctrl-C lands exactly in this window, deterministically.
+        HoldingProxy proxy;
+        QVERIFY(proxy.listen(m_tmp.filePath(QStringLiteral("proxy.sock")), m_daemon->socketPath()));
+        const QByteArray needle = "sleep 77.4712";
+        QProcess p;
+        p.setProcessEnvironment(m_daemon->environment());
+        p.start(binDir() + QStringLiteral("/airlockctl"),
+                {QStringLiteral("--socket"), m_tmp.filePath(QStringLiteral("proxy.sock")), QStringLiteral("--no-autostart"), QStringLiteral("exec"),
+                 m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sleep"), QStringLiteral("77.4712")});
+        QVERIFY(p.waitForStarted(5000));
+        const qint64 ctlPid = p.processId();
+        // The command runs (the daemon got exec.start) while its reply waits in the proxy.
+        QVERIFY2(waitFor([&] { return !sandboxedPids(needle, ctlPid).isEmpty(); }, 10000), "sleep never started");
+        QVERIFY(proxy.holding());
+        QCOMPARE(::kill(pid_t(ctlPid), SIGINT), 0);
+        QTest::qWait(300); // airlockctl drains its signalfd while it waits for the reply
+        proxy.release();
+        const bool interrupted = waitFor([&] { return p.state() == QProcess::NotRunning; }, 3000);
+        if (!interrupted) {
+            // Clean up: a second Ctrl-C is forwarded as SIGKILL now that the execution is known.
+            ::kill(pid_t(ctlPid), SIGINT);
+            QVERIFY(waitFor([&] { return p.state() == QProcess::NotRunning; }, 5000));
+            QCOMPARE(p.exitCode(), 137);
+        }
+        QVERIFY(waitFor([&] { return sandboxedPids(needle, ctlPid).isEmpty(); }, 2000));
+        QVERIFY2(interrupted, "the Ctrl-C was lost: airlockctl still ran 3 s after the reply arrived");
+        QCOMPARE(p.exitCode(), 130);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

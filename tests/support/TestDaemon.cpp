@@ -45,6 +45,12 @@ TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
         QDir().mkpath(m_dir.filePath(QLatin1String(sub)));
         QFile::setPermissions(m_dir.filePath(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
     }
+    // Traversable (not listable) by others, so that a root daemon keeps workspaces in here rather
+    // than under /var/lib/airlock, and everything goes away with the temporary directory.
+    QFile::setPermissions(m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
+                                            | QFileDevice::ExeGroup | QFileDevice::ExeOther);
+    QFile::setPermissions(m_dir.filePath(QStringLiteral("data")), QFileDevice::ReadOwner | QFileDevice::WriteOwner
+                                                                      | QFileDevice::ExeOwner | QFileDevice::ExeGroup | QFileDevice::ExeOther);
     m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_dir.filePath(QStringLiteral("run")));
     m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
     m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_dir.filePath(QStringLiteral("state")));
