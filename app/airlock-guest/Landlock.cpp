@@ -26,12 +26,17 @@
 namespace airlock::guest {
 namespace {
 
-// Only the first field of struct landlock_ruleset_attr: the kernel accepts a shorter struct and
-// treats the missing fields (handled_access_net, scoped) as 0, which is exactly what we want:
-// the network is governed by the network namespace, not by Landlock.
-struct RulesetAttrFs {
+// struct landlock_ruleset_attr as of ABI 6. Older kernels get only the first field (they accept a
+// shorter struct). Network access stays unhandled: the network namespace governs it. From ABI 6 on,
+// the domain is also scoped: no connecting to abstract unix sockets created outside it (they are
+// shared with the host in `full` network mode) and no signals to processes outside it.
+struct RulesetAttr {
     uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
 };
+constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;
+constexpr uint64_t kScopeSignal = 1ULL << 1;
 
 struct PathBeneathAttr {
     uint64_t allowed_access;
@@ -107,8 +112,9 @@ LandlockResult applyLandlock(const std::vector<std::string> &rwPaths)
     result.abi = static_cast<int>(abi);
     const uint64_t handled = handledForAbi(result.abi);
 
-    RulesetAttrFs rulesetAttr{handled};
-    const long rs = syscall(SYS_landlock_create_ruleset, &rulesetAttr, sizeof rulesetAttr, 0);
+    const RulesetAttr rulesetAttr{handled, 0, abi >= 6 ? kScopeAbstractUnixSocket | kScopeSignal : 0};
+    const size_t attrSize = abi >= 6 ? sizeof rulesetAttr : sizeof rulesetAttr.handled_access_fs;
+    const long rs = syscall(SYS_landlock_create_ruleset, &rulesetAttr, attrSize, 0);
     if (rs < 0) {
         result.error = errnoText("landlock_create_ruleset failed", errno);
         return result;

@@ -134,6 +134,11 @@ int main(int argc, char **argv)
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         fatalExit(sock, errnoText("prctl(PR_SET_NO_NEW_PRIVS) failed"), 1);
+    // The guest shares its uid with every command it runs; not dumpable, its descriptors (the
+    // daemon socket above all) cannot be taken through /proc/1/fd or pidfd_getfd, nor its memory
+    // read. Children are dumpable again after exec, as usual.
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        fatalExit(sock, errnoText("prctl(PR_SET_DUMPABLE) failed"), 1);
     const rlimit noCore{0, 0};
     if (setrlimit(RLIMIT_CORE, &noCore) != 0)
         fatalExit(sock, errnoText("setrlimit(RLIMIT_CORE) failed"), 1);

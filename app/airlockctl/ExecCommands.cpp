@@ -13,7 +13,7 @@ namespace {
 // The options that shape one execution, shared by exec and run.
 class ExecOptions {
 public:
-    QList<QCommandLineOption> list() const { return {m_tty, m_cwd, m_env, m_timeout, m_noStdin}; }
+    QList<QCommandLineOption> list() const { return {m_tty, m_cwd, m_env, m_timeout, m_noStdin, m_raw}; }
     Result<ExecRequest> read(const QCommandLineParser &parser, QStringList command) const
     {
         // Command::execute puts a "--" in front of the sandboxed command; anything before it is
@@ -46,6 +46,7 @@ public:
         return ExecRequest::fromJson(json);
     }
     bool forwardStdin(const QCommandLineParser &parser) const { return !parser.isSet(m_noStdin); }
+    bool raw(const QCommandLineParser &parser) const { return parser.isSet(m_raw); }
 
 private:
     QCommandLineOption m_tty{{QStringLiteral("t"), QStringLiteral("tty")}, QStringLiteral("Run in a pseudo-terminal.")};
@@ -57,6 +58,9 @@ private:
     QCommandLineOption m_timeout{QStringLiteral("timeout"), QStringLiteral("Kill the command after this long, e.g. 30s (exit 124)."),
                                  QStringLiteral("duration")};
     QCommandLineOption m_noStdin{{QStringLiteral("n"), QStringLiteral("no-stdin")}, QStringLiteral("Do not forward stdin (the command reads EOF).")};
+    QCommandLineOption m_raw{QStringLiteral("raw"),
+                             QStringLiteral("Pass control sequences to this terminal unchanged (by default only colours do; "
+                                            "the rest is shown as text).")};
 };
 } // namespace
 
@@ -84,7 +88,7 @@ public:
         if (!client)
             return fail(ctx, client.error());
         ExecSession session(**client, ctx.out, ctx.err, ctx.json);
-        const Result<int> code = session.run(sandbox, *request, m_exec.forwardStdin(parser));
+        const Result<int> code = session.run(sandbox, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
         return code ? *code : fail(ctx, code.error());
     }
 
@@ -120,7 +124,7 @@ public:
         int code;
         {
             ExecSession session(**client, ctx.out, ctx.err, ctx.json);
-            const Result<int> ran = session.run(id, *request, m_exec.forwardStdin(parser));
+            const Result<int> ran = session.run(id, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
             code = ran ? *ran : fail(ctx, ran.error());
         }
         if (auto removed = (*client)->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), id}}); !removed)

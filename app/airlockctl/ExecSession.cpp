@@ -44,8 +44,14 @@ ExecSession::~ExecSession()
     }
 }
 
-Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin)
+Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin, bool raw)
 {
+    if (!raw && !request.tty && !m_json) {
+        if (::isatty(STDOUT_FILENO))
+            m_filters[1].emplace();
+        if (::isatty(STDERR_FILENO))
+            m_filters[2].emplace();
+    }
     const bool interactive = ::isatty(STDIN_FILENO);
     if (request.tty && interactive) {
         winsize ws{};
@@ -146,7 +152,8 @@ void ExecSession::onEvent(const Event &event)
             if (buf.size() < kJsonCollectLimit)
                 buf.append(event.data.left(kJsonCollectLimit - buf.size()));
         } else {
-            writeOut(event.stream == 2 ? STDERR_FILENO : STDOUT_FILENO, event.data);
+            auto &filter = m_filters[event.stream];
+            writeOut(event.stream == 2 ? STDERR_FILENO : STDOUT_FILENO, filter ? filter->filter(event.data) : event.data);
         }
         return;
     }
@@ -159,6 +166,9 @@ void ExecSession::onEvent(const Event &event)
     if (event.kind != QLatin1String("exec.exited"))
         return;
     m_result = event.payload;
+    for (int stream : {1, 2})
+        if (m_filters[stream])
+            writeOut(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, m_filters[stream]->finish());
     const QString status = event.payload.value(QStringLiteral("status")).toString();
     const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
     const QJsonValue sig = event.payload.value(QStringLiteral("signal"));

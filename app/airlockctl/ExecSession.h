@@ -3,6 +3,7 @@
 
 #include "client/DaemonClient.h"
 #include "model/ExecRequest.h"
+#include "model/TerminalFilter.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -25,8 +26,10 @@ public:
     ExecSession(DaemonClient &client, QTextStream &out, QTextStream &err, bool json);
     ~ExecSession() override;
 
-    // The command's exit code, or the error that kept it from starting.
-    Result<int> run(const QString &sandbox, ExecRequest request, bool forwardStdin);
+    // The command's exit code, or the error that kept it from starting. Unless raw (or a --tty
+    // session, which needs the terminal's full language), output bound for a terminal goes
+    // through a TerminalFilter: only colours reach it; other control sequences show as text.
+    Result<int> run(const QString &sandbox, ExecRequest request, bool forwardStdin, bool raw = false);
 
 private:
     void onEvent(const Event &event);
@@ -53,6 +56,7 @@ private:
     std::optional<int> m_exitCode;
     QJsonObject m_result;
     QByteArray m_collected[3];
+    std::optional<TerminalFilter> m_filters[3]; // by stream, set when that stream is a terminal
     bool m_rawTerminal = false;
     termios m_savedTermios{};
 };

@@ -90,6 +90,9 @@ private:
             hostPath += QLatin1Char('/') + QFileInfo(from.path).fileName();
         QFile file(hostPath);
         qint64 offset = 0;
+        // The size is fixed by the first answer: a sandbox that keeps appending to the file must
+        // not be able to make this copy run (and fill the host disk) forever.
+        qint64 total = -1;
         for (bool eof = false; !eof;) {
             auto r = client.call(QStringLiteral("fs.read"), {{QStringLiteral("sandbox"), from.sandbox},
                                                               {QStringLiteral("path"), from.path},
@@ -100,10 +103,13 @@ private:
             if (!file.isOpen() && !file.open(QIODevice::WriteOnly | QIODevice::Truncate))
                 return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
             const QByteArray data = QByteArray::fromBase64(r->value(QStringLiteral("data")).toString().toLatin1());
-            if (file.write(data) != data.size())
+            if (total < 0)
+                total = qint64(r->value(QStringLiteral("size")).toDouble());
+            const qint64 wanted = std::min<qint64>(data.size(), total - offset);
+            if (wanted > 0 && file.write(data.constData(), wanted) != wanted)
                 return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
-            offset += data.size();
-            eof = r->value(QStringLiteral("eof")).toBool() || data.isEmpty();
+            offset += std::max<qint64>(wanted, 0);
+            eof = r->value(QStringLiteral("eof")).toBool() || data.isEmpty() || offset >= total;
         }
         return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(offset)}};
     }

@@ -81,14 +81,10 @@ int main(int argc, char *argv[])
         logger->warn("sandboxes cannot be created on this host: {}", boundary.error().message.toStdString());
 
     // The lock comes first: a daemon that is refused must not have touched anything.
-    auto lock = InstanceLock::acquire(parser.value(socketOpt));
+    auto lock = InstanceLock::acquire(parser.value(socketOpt), paths::dataDir());
     if (!lock) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(lock.error().message));
         return lock.error().code == ErrorCode::DaemonRunning ? 3 : 1;
-    }
-    if (!paths::ensurePrivateDir(paths::dataDir())) {
-        std::fprintf(stderr, "airlockd: cannot create the data directory %s\n", qPrintable(paths::dataDir()));
-        return 1;
     }
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt)}, caps);
     engine.reapOrphans();

@@ -18,6 +18,8 @@
 #include <QTimer>
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,14 +43,49 @@ bool DaemonClient::isConnected() const
     return m_conn && m_conn->isOpen();
 }
 
+namespace {
+// The socket lives in a directory anyone could have created first (the /tmp fallback when
+// XDG_RUNTIME_DIR is unset). Requests carry commands, environment values and files, so only a
+// private directory of ours and a daemon running as us are acceptable.
+Status checkSocketDirectory(const QString &socketPath)
+{
+    const QString dir = QFileInfo(socketPath).absolutePath();
+    struct stat st {};
+    if (::lstat(QFile::encodeName(dir).constData(), &st) != 0)
+        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("%1 does not exist").arg(dir));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077))
+        return makeError(ErrorCode::DaemonUnavailable,
+                         QStringLiteral("refusing %1: it must be a directory owned by you with mode 0700 (someone else "
+                                        "may have created it to impersonate the daemon)")
+                             .arg(dir));
+    return Ok{};
+}
+
+Status checkPeer(int fd, const QString &socketPath)
+{
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != ::geteuid())
+        return makeError(ErrorCode::DaemonUnavailable,
+                         QStringLiteral("refusing the daemon at %1: it runs as uid %2, not as you").arg(socketPath).arg(peer.uid));
+    return Ok{};
+}
+} // namespace
+
 Status DaemonClient::tryConnect(const QString &path, int timeoutMs)
 {
+    if (Status dir = checkSocketDirectory(path); !dir)
+        return dir;
     auto *socket = new QLocalSocket;
     socket->connectToServer(path);
     if (!socket->waitForConnected(timeoutMs)) {
         const QString why = socket->errorString();
         delete socket;
         return makeError(ErrorCode::DaemonUnavailable, why);
+    }
+    if (Status peer = checkPeer(int(socket->socketDescriptor()), path); !peer) {
+        delete socket;
+        return peer;
     }
     delete m_conn;
     m_conn = new rpc::Connection(socket, this);
@@ -109,6 +146,9 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
 Status DaemonClient::connectToDaemon(const ConnectOptions &options)
 {
     const QString path = options.socketPath.isEmpty() ? paths::defaultSocketPath() : options.socketPath;
+    if (QFileInfo::exists(QFileInfo(path).absolutePath()))
+        if (Status dir = checkSocketDirectory(path); !dir)
+            return dir; // someone else's directory: starting a daemon there would not help
     Status connected = tryConnect(path, 1000);
     if (!connected && options.autostart) {
         if (Status started = startDaemon(options, path); !started)

@@ -26,6 +26,7 @@ namespace {
 constexpr qint64 kHighWater = 8 * 1024 * 1024;
 constexpr qint64 kLowWater = 1 * 1024 * 1024;
 constexpr qint64 kMaxFileChunk = 1024 * 1024;
+constexpr qint64 kStdinHighWater = 4 * 1024 * 1024;
 
 auto logger()
 {
@@ -304,7 +305,20 @@ void RpcServer::registerHandlers()
         if (!ref || !exec || !data)
             return reply(!ref ? ref.error() : !exec ? exec.error() : data.error());
         const Status s = m_engine.writeStdin(*ref, *exec, *data, p.value(QStringLiteral("eof")).toBool());
-        reply(s ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(s.error()));
+        if (!s)
+            return reply(s.error());
+        // Flow control: a client sends its next chunk after this reply, so hold the reply while
+        // the guest is behind. The sandbox is known to exist here.
+        Sandbox *sandbox = *m_engine.find(*ref);
+        if (sandbox->stdinBacklog() < kStdinHighWater)
+            return reply(QJsonObject{});
+        auto connection = std::make_shared<QMetaObject::Connection>();
+        *connection = connect(sandbox, &Sandbox::stdinBacklogShrunk, this, [reply, connection](qint64 backlog) {
+            if (backlog >= kStdinHighWater)
+                return;
+            QObject::disconnect(*connection);
+            reply(QJsonObject{});
+        });
     });
     m_handlers.insert(QStringLiteral("exec.signal"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

@@ -98,20 +98,33 @@ void GuestChannel::send(std::string frame)
     flush();
 }
 
+qint64 GuestChannel::pendingWriteBytes() const
+{
+    return m_out.size() - m_outStart;
+}
+
 void GuestChannel::flush()
 {
-    while (!m_out.isEmpty() && m_fd >= 0) {
-        const ssize_t n = ::write(m_fd, m_out.constData(), static_cast<size_t>(m_out.size()));
+    const qint64 before = pendingWriteBytes();
+    while (pendingWriteBytes() > 0 && m_fd >= 0) {
+        const ssize_t n = ::write(m_fd, m_out.constData() + m_outStart, static_cast<size_t>(pendingWriteBytes()));
         if (n > 0) {
-            m_out.remove(0, n);
+            m_outStart += n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         break; // EAGAIN: wait for POLLOUT; EPIPE: the read side reports the close
     }
+    // Drop what was written in one go rather than shifting the buffer per write.
+    if (m_outStart == m_out.size() || m_outStart > 1024 * 1024) {
+        m_out.remove(0, m_outStart);
+        m_outStart = 0;
+    }
     if (m_fd >= 0)
-        m_writeNotifier->setEnabled(!m_out.isEmpty());
+        m_writeNotifier->setEnabled(pendingWriteBytes() > 0);
+    if (pendingWriteBytes() < before)
+        Q_EMIT writeProgressed(pendingWriteBytes());
 }
 
 void GuestChannel::onWritable()

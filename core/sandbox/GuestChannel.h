@@ -53,7 +53,7 @@ public:
 
     // Backpressure: while paused, the guest's socket buffer fills and the guest stops reading output.
     void setReadingPaused(bool paused);
-    qint64 pendingWriteBytes() const { return m_out.size(); }
+    qint64 pendingWriteBytes() const;
     void close();
 
 Q_SIGNALS:
@@ -65,7 +65,7 @@ Q_SIGNALS:
     void fatalReported(const QString &message);
     void protocolViolated(const QString &reason);
     void closed();
-
+    void writeProgressed(qint64 pending); // bytes still queued for the guest after a write
 private:
     void onReadable();
     void onWritable();
@@ -80,7 +80,8 @@ private:
     QSocketNotifier *m_writeNotifier = nullptr;
     QByteArray m_in; // unparsed bytes from the guest
     qsizetype m_inStart = 0;
-    QByteArray m_out;
+    QByteArray m_out; // [m_outStart, size) is still to be written
+    qsizetype m_outStart = 0;
     bool m_helloSeen = false;
     bool m_dead = false;
     bool m_paused = false;

@@ -87,6 +87,7 @@ Status Sandbox::start()
     connect(m_channel, &GuestChannel::protocolViolated, this, [this](const QString &why) {
         onGuestFailed(QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(why), true);
     });
+    connect(m_channel, &GuestChannel::writeProgressed, this, &Sandbox::stdinBacklogShrunk);
     connect(m_channel, &GuestChannel::closed, this, [this] {
         if (m_state == SandboxState::Starting || m_state == SandboxState::Running)
             QTimer::singleShot(0, this, &Sandbox::onProcessExited);
@@ -218,6 +219,10 @@ Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
 {
     if (!m_execs.contains(execId))
         return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
+    if (stdinBacklog() + data.size() > kStdinBacklogLimit)
+        return makeError(ErrorCode::IoError, QStringLiteral("execution %1 is not reading its input; %2 bytes are already waiting")
+                                                 .arg(execId)
+                                                 .arg(stdinBacklog()));
     // Split so that no frame exceeds the guest's limit.
     constexpr qsizetype kChunk = 256 * 1024;
     for (qsizetype off = 0; off < data.size(); off += kChunk)
@@ -225,6 +230,11 @@ Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
     if (eof)
         m_channel->sendStdin(execId, {});
     return Ok{};
+}
+
+qint64 Sandbox::stdinBacklog() const
+{
+    return m_channel ? m_channel->pendingWriteBytes() : 0;
 }
 
 Status Sandbox::signal(uint32_t execId, int signo)

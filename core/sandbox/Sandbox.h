@@ -55,7 +55,10 @@ public:
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
     Status start();
     Result<uint32_t> exec(const ExecRequest &request);
+    // Refused once kStdinBacklogLimit bytes wait for the guest (the command does not read).
     Status writeStdin(uint32_t execId, QByteArrayView data, bool eof);
+    qint64 stdinBacklog() const;
+    static constexpr qint64 kStdinBacklogLimit = 64 * 1024 * 1024;
     Status signal(uint32_t execId, int signo);
     Status resize(uint32_t execId, uint16_t rows, uint16_t cols);
     // Kills the whole process tree (the PID namespace) and waits for bwrap. Idempotent.
@@ -71,6 +74,7 @@ public:
 Q_SIGNALS:
     void started();
     void startFailed(const airlock::Error &error);
+    void stdinBacklogShrunk(qint64 backlog);
     void eventOccurred(const airlock::Event &event);
 
 private:

@@ -3,7 +3,9 @@
 
 #include <seccomp.h>
 
+#include <fcntl.h>
 #include <linux/sched.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -29,6 +31,21 @@ constexpr const char *kDeniedSyscalls[] = {
     "syslog", "quotactl", "quotactl_fd", "lookup_dcookie", "name_to_handle_at", "open_by_handle_at",
     "vhangup", "uselib", "nfsservctl", "iopl", "ioperm", "settimeofday", "clock_settime",
     "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "fanotify_init",
+    // Reaching into another process of the same uid (the guest shares the commands' uid).
+    "pidfd_getfd", "process_madvise", "kcmp",
+};
+
+// Calls that set a file mode, with the index of their mode argument (and, for open, of flags).
+// A setuid or setgid file in the workspace would be a host binary that runs as the sandbox's
+// host uid for whoever executes it there, so such modes are refused outright.
+struct ModeCall {
+    const char *name;
+    unsigned modeArg;
+    int flagsArg; // -1: always creates or changes a mode
+};
+constexpr ModeCall kModeCalls[] = {
+    {"chmod", 1, -1},   {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1}, {"creat", 1, -1},
+    {"mknod", 1, -1},   {"mknodat", 2, -1}, {"open", 2, 1},      {"openat", 3, 2},
 };
 
 constexpr uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID
@@ -72,6 +89,33 @@ Result<QByteArray> buildSeccompProgram()
         if (rc < 0 && rc != -EEXIST)
             return fail(name, rc);
     }
+
+    for (const ModeCall &call : kModeCalls) {
+        const int nr = seccomp_syscall_resolve_name(call.name);
+        if (nr == __NR_SCMP_ERROR)
+            continue;
+        for (scmp_datum_t bit : {scmp_datum_t(S_ISUID), scmp_datum_t(S_ISGID)}) {
+            const scmp_arg_cmp mode{call.modeArg, SCMP_CMP_MASKED_EQ, bit, bit};
+            if (call.flagsArg < 0) {
+                rc = seccomp_rule_add(c, deny, nr, 1, mode);
+            } else {
+                // open/openat only use the mode when they create (O_CREAT, or O_TMPFILE).
+                for (scmp_datum_t create : {scmp_datum_t(O_CREAT), scmp_datum_t(O_TMPFILE)}) {
+                    const scmp_arg_cmp flags{unsigned(call.flagsArg), SCMP_CMP_MASKED_EQ, create, create};
+                    rc = seccomp_rule_add(c, deny, nr, 2, flags, mode);
+                    if (rc < 0)
+                        break;
+                }
+            }
+            if (rc < 0)
+                return fail(call.name, rc);
+        }
+    }
+    // openat2 passes its flags and mode in a struct a filter cannot read: ENOSYS makes libc and
+    // programs fall back to openat, which is checked above.
+    rc = seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+    if (rc < 0)
+        return fail("openat2", rc);
 
     rc = seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
     if (rc < 0)

@@ -1,54 +1,84 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "util/FileSystem.h"
 
-#include <QFile>
-#include <QFileInfo>
+#include "log/Log.h"
 
-#include <ftw.h>
+#include <QFile>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace airlock::fs {
 
 namespace {
-thread_local int s_unreadable = 0;
+constexpr int kMaxDepth = 512;
 
-int makeTraversable(const char *path, const struct stat *st, int type, FTW *)
+// Everything is relative to directory descriptors opened with O_NOFOLLOW: the tree belongs to a
+// sandbox, so no path string is ever resolved again after it was checked (no symlink swaps), and
+// modes are never copied from it.
+bool removeEntry(int parentFd, const char *name, int depth)
 {
-    if (type == FTW_DNR)
-        ++s_unreadable;
-    if (type == FTW_D || type == FTW_DNR)
-        ::chmod(path, (st->st_mode & 07777) | S_IRWXU);
-    return 0;
-}
-
-int removeEntry(const char *path, const struct stat *, int type, FTW *)
-{
-    if (type == FTW_DP)
-        ::rmdir(path);
-    else
-        ::unlink(path);
-    return 0;
+    if (::unlinkat(parentFd, name, 0) == 0 || errno == ENOENT)
+        return true;
+    if (errno != EISDIR && errno != EPERM)
+        return false;
+    if (depth > kMaxDepth)
+        return false;
+    int fd = ::openat(parentFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+        // A directory the sandbox made unreadable (mode 000): fix the mode through an O_PATH
+        // descriptor of exactly that directory, then open it.
+        const int pathFd = ::openat(parentFd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pathFd < 0)
+            return false;
+        char proc[64];
+        std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", pathFd);
+        const bool fixed = ::chmod(proc, S_IRWXU) == 0;
+        ::close(pathFd);
+        if (!fixed)
+            return false;
+        fd = ::openat(parentFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0)
+        return false;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && !(st.st_mode & S_IWUSR))
+        ::fchmod(fd, S_IRWXU);
+    DIR *dir = ::fdopendir(fd);
+    if (!dir) {
+        ::close(fd);
+        return false;
+    }
+    bool ok = true;
+    while (const dirent *entry = ::readdir(dir)) {
+        if (!std::strcmp(entry->d_name, ".") || !std::strcmp(entry->d_name, ".."))
+            continue;
+        ok = removeEntry(::dirfd(dir), entry->d_name, depth + 1) && ok;
+    }
+    ::closedir(dir);
+    return ::unlinkat(parentFd, name, AT_REMOVEDIR) == 0 && ok;
 }
 } // namespace
 
 bool removeTree(const QString &path)
 {
     const QByteArray native = QFile::encodeName(path);
-    struct stat st {};
-    if (::lstat(native.constData(), &st) != 0)
-        return true;
-    if (!S_ISDIR(st.st_mode))
-        return ::unlink(native.constData()) == 0;
-    // Each pass opens directories the previous one made readable (nested 000 directories).
-    for (int pass = 0; pass < 8; ++pass) {
-        s_unreadable = 0;
-        ::nftw(native.constData(), makeTraversable, 64, FTW_PHYS | FTW_MOUNT);
-        if (s_unreadable == 0)
-            break;
-    }
-    ::nftw(native.constData(), removeEntry, 64, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
-    return !QFileInfo::exists(path);
+    const qsizetype slash = native.lastIndexOf('/');
+    const QByteArray parent = slash > 0 ? native.left(slash) : QByteArray(slash == 0 ? "/" : ".");
+    const QByteArray name = native.mid(slash + 1);
+    const int parentFd = ::open(parent.constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (parentFd < 0)
+        return errno == ENOENT;
+    const bool ok = removeEntry(parentFd, name.constData(), 0);
+    ::close(parentFd);
+    if (!ok)
+        log::get("core.fs")->warn("could not remove all of {}", path.toStdString());
+    return ok;
 }
 
 } // namespace airlock::fs

@@ -13,39 +13,65 @@
 
 namespace airlock {
 
-Result<InstanceLock> InstanceLock::acquire(const QString &socketPath)
+namespace {
+// An flock on path, with our pid written into it; the message names the holder if refused.
+Result<int> lockFile(const QString &path, const QString &what)
 {
-    const QString dir = QFileInfo(socketPath).absolutePath();
-    if (!paths::ensurePrivateDir(dir))
-        return makeError(ErrorCode::IoError,
-                         QStringLiteral("cannot create the private directory %1 (must be owned by you, mode 0700)").arg(dir));
-    const QByteArray lockPath = QFile::encodeName(socketPath + QStringLiteral(".lock"));
-    const int fd = ::open(lockPath.constData(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const QByteArray native = QFile::encodeName(path);
+    const int fd = ::open(native.constData(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot open %1").arg(QString::fromLocal8Bit(lockPath)));
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot open %1").arg(path));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         char pid[32] = {};
         (void)!::pread(fd, pid, sizeof pid - 1, 0);
         ::close(fd);
         return makeError(ErrorCode::DaemonRunning,
-                         QStringLiteral("another airlockd (pid %1) already serves %2").arg(QString::fromLatin1(pid).trimmed(), socketPath));
+                         QStringLiteral("another airlockd (pid %1) already %2").arg(QString::fromLatin1(pid).trimmed(), what));
     }
     const QByteArray pid = QByteArray::number(::getpid()) + '\n';
     (void)!::ftruncate(fd, 0);
     (void)!::pwrite(fd, pid.constData(), size_t(pid.size()), 0);
+    return fd;
+}
+} // namespace
+
+Result<InstanceLock> InstanceLock::acquire(const QString &socketPath, const QString &dataDir)
+{
+    const QString dir = QFileInfo(socketPath).absolutePath();
+    if (!paths::ensurePrivateDir(dir))
+        return makeError(ErrorCode::IoError,
+                         QStringLiteral("cannot create the private directory %1 (must be owned by you, mode 0700)").arg(dir));
+    if (!paths::ensurePrivateDir(dataDir))
+        return makeError(ErrorCode::IoError,
+                         QStringLiteral("cannot create the data directory %1 (must be owned by you)").arg(dataDir));
+    auto socketLock = lockFile(socketPath + QStringLiteral(".lock"), QStringLiteral("serves ") + socketPath);
+    if (!socketLock)
+        return socketLock.error();
+    // Two daemons must never share a data directory: each would take the other's live workspaces
+    // for orphans of a crashed predecessor.
+    auto dataLock = lockFile(dataDir + QStringLiteral("/daemon.lock"),
+                             QStringLiteral("uses the data directory %1 (give this daemon its own XDG_DATA_HOME)").arg(dataDir));
+    if (!dataLock) {
+        ::close(*socketLock);
+        return dataLock.error();
+    }
     const QString key = QString::fromLatin1(
-        QCryptographicHash::hash(QFile::encodeName(QFileInfo(socketPath).absoluteFilePath()), QCryptographicHash::Sha256)
+        QCryptographicHash::hash(QFile::encodeName(QFileInfo(dataDir).absoluteFilePath()), QCryptographicHash::Sha256)
             .toHex()
             .left(12));
-    return InstanceLock(fd, key);
+    return InstanceLock(*socketLock, *dataLock, key);
 }
 
-InstanceLock::InstanceLock(InstanceLock &&other) noexcept : m_fd(std::exchange(other.m_fd, -1)), m_key(std::move(other.m_key)) {}
+InstanceLock::InstanceLock(InstanceLock &&other) noexcept
+    : m_socketFd(std::exchange(other.m_socketFd, -1)), m_dataFd(std::exchange(other.m_dataFd, -1)), m_key(std::move(other.m_key))
+{
+}
 
 InstanceLock::~InstanceLock()
 {
-    if (m_fd >= 0)
-        ::close(m_fd);
+    for (int fd : {m_socketFd, m_dataFd})
+        if (fd >= 0)
+            ::close(fd);
 }
 
 } // namespace airlock

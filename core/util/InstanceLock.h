@@ -7,22 +7,24 @@
 
 namespace airlock {
 
-// One daemon per socket: an flock on "<socket>.lock" (holding the owner's pid), taken before the
-// daemon touches anything else, so a second daemon that is refused has changed nothing.
+// One daemon per socket and per data directory: flocks on "<socket>.lock" and "<data>/daemon.lock"
+// (each holding the owner's pid), taken before the daemon touches anything else, so a second
+// daemon that is refused has changed nothing.
 class InstanceLock {
 public:
-    static Result<InstanceLock> acquire(const QString &socketPath);
+    static Result<InstanceLock> acquire(const QString &socketPath, const QString &dataDir);
     InstanceLock(InstanceLock &&other) noexcept;
     InstanceLock &operator=(InstanceLock &&) = delete;
     ~InstanceLock();
 
-    // A short stable name for this daemon instance (hash of the socket path), used to keep its
+    // A short stable name for this daemon instance (hash of the data directory), used to keep its
     // cgroups apart from other daemons' on the same host.
     QString key() const { return m_key; }
 
 private:
-    InstanceLock(int fd, QString key) : m_fd(fd), m_key(std::move(key)) {}
-    int m_fd = -1;
+    InstanceLock(int socketFd, int dataFd, QString key) : m_socketFd(socketFd), m_dataFd(dataFd), m_key(std::move(key)) {}
+    int m_socketFd = -1;
+    int m_dataFd = -1;
     QString m_key;
 };
 

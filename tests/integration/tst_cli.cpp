@@ -781,6 +781,34 @@ private Q_SLOTS:
         QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: 'p' is not a regular file\n"));
     }
 
+    void cpOfAGrowingFileStopsAtItsSizeWhenTheCopyBegan()
+    {
+        // A sandbox that keeps appending must not make the copy run (and fill the host disk) forever.
+        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("grow")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        QProcess grower;
+        grower.setProcessEnvironment(m_daemon->environment());
+        grower.start(binDir() + QStringLiteral("/airlockctl"),
+                     {QStringLiteral("exec"), QStringLiteral("grow"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+                      QStringLiteral("-c"),
+                      QStringLiteral("head -c 3000000 /dev/zero > /workspace/g; while :; do head -c 65536 /dev/zero >> /workspace/g; done")});
+        QVERIFY(waitFor([&] {
+            return ctl({QStringLiteral("exec"), QStringLiteral("grow"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+                        QStringLiteral("-c"), QStringLiteral("test $(stat -c %s /workspace/g) -ge 3000000 && echo y")})
+                .out.startsWith("y");
+        }, 10000));
+        const QString dst = hostFile(QStringLiteral("grown"));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = ctl({QStringLiteral("cp"), QStringLiteral("grow:g"), dst}, {}, 20000);
+        const qint64 elapsed = t.elapsed();
+        ctl({QStringLiteral("rm"), QStringLiteral("grow")});
+        grower.waitForFinished(5000);
+        QVERIFY2(r.exitCode == 0 && elapsed < 10000, qPrintable(r.describe()));
+        QVERIFY(QFileInfo(dst).size() >= 3000000);
+        QVERIFY2(QFileInfo(dst).size() < 200 * 1024 * 1024, qPrintable(QString::number(QFileInfo(dst).size())));
+    }
+
     void cpOfAMissingHostFileIsNotFound()
     {
         const CliResult r = ctl({QStringLiteral("cp"), hostFile(QStringLiteral("does-not-exist")), m_sb + QStringLiteral(":x")});

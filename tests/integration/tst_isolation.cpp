@@ -10,7 +10,11 @@
 #include <QTcpSocket>
 #include <QTest>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+
+#include <cstddef>
 #include <unistd.h>
 
 using namespace airlock;
@@ -86,6 +90,28 @@ private Q_SLOTS:
         // And `ls` says so loudly.
         QVERIFY(m_daemon->ctl({QStringLiteral("ls")}).out.contains("FULL (host network)"));
         m_daemon->ctl({QStringLiteral("rm"), full});
+    }
+
+    void hostAbstractUnixSocketsAreOutOfReach()
+    {
+        // Abstract unix sockets are per network namespace: a `full` sandbox shares the host's, so
+        // Landlock's scoping (ABI 6+) is what keeps X11, D-Bus and friends out of reach there.
+        const QByteArray name = "airlock-test-" + QByteArray::number(::getpid());
+        const int server = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        memcpy(sa.sun_path + 1, name.constData(), size_t(name.size()));
+        const auto len = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + size_t(name.size()));
+        QCOMPARE(::bind(server, reinterpret_cast<sockaddr *>(&sa), len), 0);
+        QCOMPARE(::listen(server, 8), 0);
+        QCOMPARE(hostProbe({QStringLiteral("abstract"), QString::fromLatin1(name)}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("abstract"), QString::fromLatin1(name)}), QStringLiteral("ECONNREFUSED"));
+        const QString full = m_daemon->create({QStringLiteral("--network"), QStringLiteral("full"), QStringLiteral("--mount"), probeMount()});
+        QVERIFY(!full.isEmpty());
+        const QString got = probe(full, {QStringLiteral("abstract"), QString::fromLatin1(name)});
+        m_daemon->ctl({QStringLiteral("rm"), full});
+        ::close(server);
+        QCOMPARE(got, QStringLiteral("EPERM"));
     }
 
     void localServersInsideStillWork()

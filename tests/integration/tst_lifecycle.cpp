@@ -7,6 +7,7 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QTemporaryDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -105,6 +106,17 @@ bool processRunning(qint64 pid)
     const QByteArray stat = f.readAll();
     const qsizetype close = stat.lastIndexOf(')');
     return close > 0 && stat.mid(close + 2, 1) != "Z";
+}
+
+qint64 rssKb(qint64 pid)
+{
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (line.startsWith("VmRSS:"))
+            return line.mid(6).trimmed().split(' ').first().toLongLong();
+    return 0;
 }
 
 QJsonObject jsonObject(const QByteArray &out)
@@ -224,8 +236,16 @@ private Q_SLOTS:
         QCOMPARE(lock.readAll().trimmed().toLongLong(), d.pid());
     }
 
+    void aRefusedSecondDaemonLeavesLiveWorkspacesAlone_data()
+    {
+        QTest::addColumn<bool>("sameSocket");
+        QTest::newRow("same socket, same data directory") << true;
+        // Another runtime dir, same data dir: it would take the live workspaces for orphans.
+        QTest::newRow("another socket, same data directory") << false;
+    }
     void aRefusedSecondDaemonLeavesLiveWorkspacesAlone()
     {
+        QFETCH(bool, sameSocket);
         TestDaemon d;
         QVERIFY(d.start());
         QString error;
@@ -237,9 +257,13 @@ private Q_SLOTS:
 
         QProcess second;
         second.setProcessEnvironment(d.environment()); // same user, same data directory
-        second.start(binDir() + QStringLiteral("/airlockd"), args("--socket", d.socketPath()));
+        QTemporaryDir otherRuntime;
+        const QString socket = sameSocket ? d.socketPath() : otherRuntime.filePath(QStringLiteral("airlock/airlockd.sock"));
+        second.start(binDir() + QStringLiteral("/airlockd"), args("--socket", socket));
         QVERIFY(second.waitForFinished(15000));
         QCOMPARE(second.exitCode(), 3);
+        const QByteArray why = second.readAllStandardError();
+        QVERIFY2(why.contains(sameSocket ? "already serves" : "already uses the data directory"), why.constData());
         QVERIFY2(QFileInfo::exists(ws + QStringLiteral("/work.txt")), qPrintable(ws));
         QCOMPARE(exec(d, sb, args("cat", "/workspace/work.txt")).out, QByteArray("precious\n"));
     }
@@ -507,6 +531,45 @@ private Q_SLOTS:
         QVERIFY(waitFor([&] { return !processRunning(guard.pid); }, 10000));
         guard.pid = 0;
         QVERIFY(!QFileInfo::exists(d.socketPath()));
+    }
+
+    void aClientRefusesASocketDirectoryThatIsNotItsOwn()
+    {
+        // Someone else created the directory first (the /tmp fallback without XDG_RUNTIME_DIR):
+        // connecting there would hand them commands, environment values and files.
+        TestDaemon d;
+        const QString dir = QFileInfo(d.socketPath()).path();
+        QVERIFY(QDir().mkpath(dir));
+        QVERIFY(::chown(native(dir).constData(), 65534, 65534) == 0);
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("ls"));
+        QVERIFY(ctl.waitForFinished(15000));
+        QCOMPARE(ctl.exitCode(), 4);
+        QVERIFY2(ctl.readAllStandardError().contains(QByteArray(QByteArray("refusing ") + native(dir))), "no refusal");
+        QVERIFY(!QFileInfo::exists(d.socketPath())); // and no daemon was started there
+        QVERIFY(::chown(native(dir).constData(), ::getuid(), ::getgid()) == 0);
+    }
+
+    void unreadStdinDoesNotGrowTheDaemon()
+    {
+        // 256 MiB into a command that never reads: flow control keeps the daemon small.
+        QString error;
+        const QString sb = m_daemon->create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const qint64 before = rssKb(m_daemon->pid());
+        QProcess feeder;
+        feeder.setProcessEnvironment(m_daemon->environment());
+        feeder.setStandardInputFile(QStringLiteral("/dev/zero"));
+        feeder.start(binDir() + QStringLiteral("/airlockctl"), args("exec", "--timeout", "4s", sb, "--", "sleep", "30"));
+        qint64 peak = 0;
+        QVERIFY(waitFor([&] {
+            peak = std::max(peak, rssKb(m_daemon->pid()));
+            return feeder.state() == QProcess::NotRunning;
+        }, 20000));
+        QCOMPARE(feeder.exitCode(), 124);
+        QVERIFY2(peak - before < 48 * 1024, qPrintable(QStringLiteral("daemon grew by %1 KiB").arg(peak - before)));
+        m_daemon->ctl(args("rm", sb));
     }
 
     void withoutAutostartNoDaemonMeansExit4()

@@ -3,7 +3,9 @@
 // exact errno; the host run of the same probe shows the call is not refused by nature.
 #include "TestDaemon.h"
 
+#include <QFileInfo>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
@@ -60,6 +62,11 @@ private Q_SLOTS:
         QTest::newRow("AF_VSOCK sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("40"), QStringLiteral("1")} << "EPERM" << "ok";
         QTest::newRow("AF_PACKET sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("17"), QStringLiteral("2")} << "EPERM" << "";
         QTest::newRow("AF_BLUETOOTH sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("31"), QStringLiteral("1")} << "EPERM" << "";
+        QTest::newRow("chmod to setuid") << QStringList{QStringLiteral("chmod-suid"), QStringLiteral("/workspace/su")} << "EPERM" << "";
+        QTest::newRow("chmod to setgid") << QStringList{QStringLiteral("chmod-sgid"), QStringLiteral("/workspace/sg")} << "EPERM" << "";
+        QTest::newRow("creating a file setuid") << QStringList{QStringLiteral("create-suid"), QStringLiteral("/workspace/cs")} << "EPERM" << "";
+        QTest::newRow("pidfd_getfd of the guest's daemon socket")
+            << QStringList{QStringLiteral("pidfd_getfd"), QStringLiteral("1"), QStringLiteral("3")} << "EPERM" << "";
         QTest::newRow("a family number beyond every known one") << QStringList{QStringLiteral("socket"), QStringLiteral("200"), QStringLiteral("1")} << "EPERM" << "EAFNOSUPPORT";
     }
     void deniedCalls()
@@ -85,12 +92,39 @@ private Q_SLOTS:
         QTest::newRow("unix sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("1"), QStringLiteral("1")};
         QTest::newRow("inet sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("2"), QStringLiteral("1")};
         QTest::newRow("inet6 sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("10"), QStringLiteral("1")};
+        QTest::newRow("an ordinary chmod") << QStringList{QStringLiteral("chmod-plain"), QStringLiteral("/workspace/plain")};
         QTest::newRow("netlink sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("16"), QStringLiteral("2")};
     }
     void allowedCalls()
     {
         QFETCH(QStringList, args);
         QCOMPARE(firstLine(probe(args).out), QStringLiteral("ok"));
+    }
+
+    void setuidBaselineOnTheHost_data()
+    {
+        QTest::addColumn<QString>("probe");
+        QTest::newRow("chmod to setuid") << "chmod-suid";
+        QTest::newRow("creating a file setuid") << "create-suid";
+    }
+    void setuidBaselineOnTheHost()
+    {
+        // The same calls succeed on the host: the filter, not the filesystem, refuses them above.
+        QFETCH(QString, probe);
+        QTemporaryDir dir;
+        QProcess host;
+        host.start(probePath(), {probe, dir.filePath(QStringLiteral("f"))});
+        QVERIFY(host.waitForFinished(10000));
+        QCOMPARE(firstLine(host.readAllStandardOutput()), QStringLiteral("ok"));
+        QVERIFY(QFileInfo(dir.filePath(QStringLiteral("f"))).permissions() & QFileDevice::ExeOwner);
+    }
+
+    void guestIsNotDumpable()
+    {
+        // The guest shares the commands' uid; its descriptors (the daemon socket) stay out of reach.
+        const CliResult r = m_daemon->ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+                                           QStringLiteral("-c"), QStringLiteral("ls /proc/1/fd 2>&1; ls /proc/self/fd >/dev/null && echo own-ok")});
+        QVERIFY2(r.out.contains("Permission denied") && r.out.contains("own-ok"), r.out.constData());
     }
 
     void foreignAbisKillTheProcess_data()

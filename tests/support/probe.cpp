@@ -24,6 +24,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+#include <algorithm>
+#include <cstddef>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -221,6 +224,28 @@ int main(int argc, char **argv)
     }
     if (t == "socket") // family and type as numbers: the errno exactly
         return report(::socket(std::atoi(a2), std::atoi(a3), 0));
+    if (t == "chmod-suid") // make a file setuid: a host binary running as the sandbox's uid
+        return report(::close(::open(a2, O_WRONLY | O_CREAT, 0755)) == 0 ? ::chmod(a2, 04755) : -1);
+    if (t == "chmod-sgid")
+        return report(::close(::open(a2, O_WRONLY | O_CREAT, 0755)) == 0 ? ::chmod(a2, 02755) : -1);
+    if (t == "create-suid")
+        return report(::open(a2, O_WRONLY | O_CREAT | O_EXCL, 04755));
+    if (t == "chmod-plain")
+        return report(::close(::open(a2, O_WRONLY | O_CREAT, 0644)) == 0 ? ::chmod(a2, 0755) : -1);
+    if (t == "pidfd_getfd") { // take fd 0 of pid 1 (the guest) through a pidfd
+        const long pidfd = ::syscall(__NR_pidfd_open, std::atoi(a2), 0);
+        if (pidfd < 0)
+            return report(-1);
+        return report(::syscall(__NR_pidfd_getfd, pidfd, std::atoi(a3), 0));
+    }
+    if (t == "abstract") { // connect to an abstract unix socket by name
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        const size_t n = std::min(std::strlen(a2), sizeof sa.sun_path - 1);
+        std::memcpy(sa.sun_path + 1, a2, n);
+        return report(::connect(fd, reinterpret_cast<sockaddr *>(&sa), socklen_t(offsetof(sockaddr_un, sun_path) + 1 + n)));
+    }
     std::fprintf(stderr, "unknown probe %s\n", t.c_str());
     return 2;
 }

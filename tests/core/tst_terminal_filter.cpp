@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// Output is data: what sandbox output may do to the terminal that shows it.
+#include "model/TerminalFilter.h"
+
+#include <QTest>
+
+using namespace airlock;
+
+class TestTerminalFilter final : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void sequences_data()
+    {
+        QTest::addColumn<QByteArray>("input");
+        QTest::addColumn<QByteArray>("shown");
+        QTest::newRow("plain text and line endings pass") << QByteArray("a b\tc\r\n") << QByteArray("a b\tc\r\n");
+        QTest::newRow("SGR colours pass") << QByteArray("\x1b[1;31mred\x1b[0m") << QByteArray("\x1b[1;31mred\x1b[0m");
+        QTest::newRow("OSC 52 clipboard write is inert")
+            << QByteArray("\x1b]52;c;ZXZpbA==\x07") << QByteArray("\\x1b]52;c;ZXZpbA==\\x07");
+        QTest::newRow("OSC 8 hyperlink is inert") << QByteArray("\x1b]8;;http://x\x1b\\") << QByteArray("\\x1b]8;;http://x\\x1b\\");
+        QTest::newRow("window title is inert") << QByteArray("\x1b]0;owned\x07") << QByteArray("\\x1b]0;owned\\x07");
+        QTest::newRow("cursor movement is inert") << QByteArray("\x1b[2J\x1b[H") << QByteArray("\\x1b[2J\\x1b[H");
+        QTest::newRow("device status query is inert") << QByteArray("\x1b[6n") << QByteArray("\\x1b[6n");
+        QTest::newRow("private mode SGR look-alike is inert") << QByteArray("\x1b[?1049h") << QByteArray("\\x1b[?1049h");
+        QTest::newRow("NUL, BEL and backspace are visible") << QByteArray("a\0b\x07\x08", 5) << QByteArray("a\\x00b\\x07\\x08");
+        QTest::newRow("valid UTF-8 passes") << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x99\x82")
+                                            << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x99\x82");
+        QTest::newRow("C1 CSI in UTF-8 is inert") << QByteArray("\xc2\x9b" "2J") << QByteArray("\\xc2\\x9b2J");
+        QTest::newRow("a raw 8-bit CSI byte is inert") << QByteArray("\x9b" "2J") << QByteArray("\\x9b2J");
+        QTest::newRow("invalid UTF-8 is visible") << QByteArray("\xff\xc3(") << QByteArray("\\xff\\xc3(");
+        QTest::newRow("an overlong slash is visible") << QByteArray("\xc0\xaf") << QByteArray("\\xc0\\xaf");
+        QTest::newRow("a lone ESC before text") << QByteArray("\x1bX") << QByteArray("\\x1bX");
+    }
+    void sequences()
+    {
+        QFETCH(QByteArray, input);
+        QFETCH(QByteArray, shown);
+        TerminalFilter f;
+        QCOMPARE(f.filter(input) + f.finish(), shown);
+        // Byte by byte gives the same result: sequences split across chunks are recognised.
+        TerminalFilter g;
+        QByteArray split;
+        for (char c : input)
+            split += g.filter(QByteArrayView(&c, 1));
+        QCOMPARE(split + g.finish(), shown);
+    }
+
+    void anIncompleteSequenceAtTheEndIsShown()
+    {
+        TerminalFilter f;
+        QCOMPARE(f.filter("ok\x1b[31"), QByteArray("ok"));
+        QCOMPARE(f.finish(), QByteArray("\\x1b[31"));
+    }
+
+    void nothingUnsafeSurvivesAnyInput()
+    {
+        // Every byte pair and triple: the output never holds ESC except in "ESC [ params m".
+        for (int a = 0; a < 256; ++a)
+            for (int b = 0; b < 256; b += 3) {
+                const char in[] = {char(0x1b), char(a), char(b), 'm'};
+                TerminalFilter f;
+                const QByteArray out = f.filter(QByteArrayView(in, 4)) + f.finish();
+                for (qsizetype i = out.indexOf('\x1b'); i >= 0; i = out.indexOf('\x1b', i + 1)) {
+                    const qsizetype end = out.indexOf('m', i);
+                    QVERIFY2(end > i && out.at(i + 1) == '[', out.toHex().constData());
+                    for (qsizetype k = i + 2; k < end; ++k)
+                        QVERIFY2(QByteArray("0123456789;:").contains(out.at(k)), out.toHex().constData());
+                }
+                QVERIFY(!out.contains('\x07') && !out.contains('\0'));
+            }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTerminalFilter)
+#include "tst_terminal_filter.moc"
