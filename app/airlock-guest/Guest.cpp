@@ -4,6 +4,7 @@
 #include "Log.h"
 #include "Spawn.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -349,21 +350,26 @@ void Guest::handleSpawn(const SpawnRequest &req)
 void Guest::handleStdin(uint32_t execId, std::string_view data)
 {
     auto it = m_execs.find(execId);
-    if (it == m_execs.end() || it->second.inFd < 0)
-        return; // already exited, stdin closed, or spawned without stdin: nobody to deliver to
-    Execution &e = it->second;
-    if (e.stdinEof && !e.tty)
+    if (it == m_execs.end() || it->second.inFd < 0 || (it->second.stdinEof && !it->second.tty)) {
+        // Already exited, stdin closed, or spawned without stdin: nobody to deliver to. Still
+        // consumed, so that the daemon's window moves on.
+        // An EOF counts as one byte of the window (on a tty it is the ^D written below).
+        send(wire::Writer(wire::Type::StdinConsumed).u32(execId).u32(static_cast<uint32_t>(std::max<size_t>(data.size(), 1))).take());
         return;
+    }
+    Execution &e = it->second;
     if (e.stdinOff > 0 && e.stdinOff == e.stdinBuf.size()) {
         e.stdinBuf.clear();
         e.stdinOff = 0;
     }
     if (data.empty()) {
         // A terminal has no half-close; ^D is what a user would type for end of input.
-        if (e.tty)
+        if (e.tty) {
             e.stdinBuf.push_back('\x04');
-        else
+        } else {
             e.stdinEof = true;
+            send(wire::Writer(wire::Type::StdinConsumed).u32(execId).u32(1).take());
+        }
     } else {
         e.stdinBuf.append(data);
     }
@@ -446,22 +452,33 @@ void Guest::drainOutput(Execution &e, int &fd, uint8_t stream)
 
 void Guest::flushStdin(Execution &e)
 {
+    size_t consumed = 0;
+    // Tell the daemon how far it may send (wire::kStdinWindow); a tty's ^D is the one byte the
+    // daemon counts for an EOF.
+    auto report = [&] {
+        if (consumed > 0)
+            send(wire::Writer(wire::Type::StdinConsumed).u32(e.id).u32(static_cast<uint32_t>(consumed)).take());
+    };
     while (e.inFd >= 0 && e.stdinOff < e.stdinBuf.size()) {
         const ssize_t n = write(e.inFd, e.stdinBuf.data() + e.stdinOff, e.stdinBuf.size() - e.stdinOff);
         if (n > 0) {
             e.stdinOff += static_cast<size_t>(n);
+            consumed += static_cast<size_t>(n);
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             break;
         } else {
             // EPIPE: the reader is gone; nothing written later could be delivered either.
+            consumed += e.stdinBuf.size() - e.stdinOff;
             e.stdinBuf.clear();
             e.stdinOff = 0;
             closeExecFd(e, e.inFd);
+            report();
             return;
         }
     }
+    report();
     if (e.stdinOff == e.stdinBuf.size()) {
         e.stdinBuf.clear();
         e.stdinOff = 0;

@@ -42,10 +42,13 @@ void GuestChannel::close()
 
 void GuestChannel::setKnownExec(uint32_t execId, bool known)
 {
-    if (known && !m_known.contains(execId))
+    if (known && !m_known.contains(execId)) {
         m_known.append(execId);
-    else if (!known)
+    } else if (!known) {
         m_known.removeAll(execId);
+        if (m_stdin.remove(execId))
+            Q_EMIT stdinProgressed(stdinBacklog());
+    }
 }
 
 void GuestChannel::setReadingPaused(bool paused)
@@ -77,7 +80,49 @@ void GuestChannel::sendSpawn(const SpawnRequest &r)
 
 void GuestChannel::sendStdin(uint32_t execId, QByteArrayView data)
 {
-    send(wire::Writer(wire::Type::Stdin).u32(execId).bytes({data.data(), size_t(data.size())}).take());
+    StdinQueue &q = m_stdin[execId];
+    if (q.eof)
+        return;
+    if (data.isEmpty())
+        q.eof = true;
+    else
+        q.data.append(data);
+    pumpStdin(execId);
+}
+
+void GuestChannel::pumpStdin(uint32_t execId)
+{
+    auto it = m_stdin.find(execId);
+    if (it == m_stdin.end())
+        return;
+    StdinQueue &q = *it;
+    constexpr qint64 kChunk = 256 * 1024;
+    while (q.start < q.data.size() && q.unconsumed < wire::kStdinWindow) {
+        const qint64 n = std::min({kChunk, q.data.size() - q.start, qint64(wire::kStdinWindow) - q.unconsumed});
+        send(wire::Writer(wire::Type::Stdin).u32(execId).bytes({q.data.constData() + q.start, size_t(n)}).take());
+        q.start += n;
+        q.unconsumed += n;
+    }
+    if (q.start == q.data.size()) {
+        q.data.clear();
+        q.start = 0;
+        if (q.eof && !q.eofSent && q.unconsumed < wire::kStdinWindow) {
+            send(wire::Writer(wire::Type::Stdin).u32(execId).take());
+            q.eofSent = true;
+            q.unconsumed += 1;
+        }
+    } else if (q.start > 1024 * 1024) {
+        q.data.remove(0, q.start);
+        q.start = 0;
+    }
+}
+
+qint64 GuestChannel::stdinBacklog() const
+{
+    qint64 total = 0;
+    for (const StdinQueue &q : m_stdin)
+        total += q.data.size() - q.start + q.unconsumed;
+    return total;
 }
 
 void GuestChannel::sendSignal(uint32_t execId, int signo)
@@ -105,7 +150,6 @@ qint64 GuestChannel::pendingWriteBytes() const
 
 void GuestChannel::flush()
 {
-    const qint64 before = pendingWriteBytes();
     while (pendingWriteBytes() > 0 && m_fd >= 0) {
         const ssize_t n = ::write(m_fd, m_out.constData() + m_outStart, static_cast<size_t>(pendingWriteBytes()));
         if (n > 0) {
@@ -123,8 +167,6 @@ void GuestChannel::flush()
     }
     if (m_fd >= 0)
         m_writeNotifier->setEnabled(pendingWriteBytes() > 0);
-    if (pendingWriteBytes() < before)
-        Q_EMIT writeProgressed(pendingWriteBytes());
 }
 
 void GuestChannel::onWritable()
@@ -280,6 +322,23 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
             return false;
         setKnownExec(id, false);
         Q_EMIT spawnFailed(id, err, QString::fromUtf8(msg.data(), qsizetype(std::min<size_t>(msg.size(), 4096))));
+        return true;
+    }
+    case wire::Type::StdinConsumed: {
+        const uint32_t id = r.u32();
+        const uint32_t bytes = r.u32();
+        if (!complete("stdin-consumed"))
+            return false;
+        auto q = m_stdin.find(id);
+        if (q == m_stdin.end())
+            return true; // the execution ended and its queue with it
+        if (bytes == 0 || bytes > q->unconsumed) {
+            violate(QStringLiteral("stdin-consumed frame reports %1 bytes, %2 were sent").arg(bytes).arg(q->unconsumed));
+            return false;
+        }
+        q->unconsumed -= bytes;
+        pumpStdin(id);
+        Q_EMIT stdinProgressed(stdinBacklog());
         return true;
     }
     case wire::Type::Fatal: {

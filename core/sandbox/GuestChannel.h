@@ -4,6 +4,7 @@
 #include "sandbox/GuestWire.h"
 
 #include <QByteArray>
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -47,7 +48,11 @@ public:
     void setKnownExec(uint32_t execId, bool known);
 
     void sendSpawn(const SpawnRequest &request);
-    void sendStdin(uint32_t execId, QByteArrayView data); // empty = EOF
+    // Queued per execution and sent within wire::kStdinWindow unconsumed bytes, so that stdin a
+    // process does not read never blocks the Signal and Spawn frames behind it. Empty = EOF.
+    void sendStdin(uint32_t execId, QByteArrayView data);
+    // Stdin accepted from clients and not yet consumed by the guest.
+    qint64 stdinBacklog() const;
     void sendSignal(uint32_t execId, int signo);
     void sendResize(uint32_t execId, uint16_t rows, uint16_t cols);
 
@@ -65,7 +70,7 @@ Q_SIGNALS:
     void fatalReported(const QString &message);
     void protocolViolated(const QString &reason);
     void closed();
-    void writeProgressed(qint64 pending); // bytes still queued for the guest after a write
+    void stdinProgressed(qint64 backlog); // the guest consumed stdin; stdinBacklog() now
 private:
     void onReadable();
     void onWritable();
@@ -73,6 +78,7 @@ private:
     void send(std::string frame);
     // Returns false (after emitting protocolViolated) when the frame is invalid.
     bool dispatch(wire::Type type, const char *payload, uint32_t size);
+    void pumpStdin(uint32_t execId);
     void violate(const QString &reason);
 
     int m_fd = -1;
@@ -86,6 +92,14 @@ private:
     bool m_dead = false;
     bool m_paused = false;
     QList<uint32_t> m_known;
+    struct StdinQueue {
+        QByteArray data; // [start, size) not yet sent
+        qsizetype start = 0;
+        bool eof = false;
+        bool eofSent = false;
+        qint64 unconsumed = 0; // sent, not yet reported consumed (an EOF counts as 1)
+    };
+    QHash<uint32_t, StdinQueue> m_stdin;
 };
 
 } // namespace airlock

@@ -22,6 +22,7 @@ inline constexpr uint32_t kMaxPayload = 1024 * 1024; // hard limit in both direc
 inline constexpr uint32_t kMaxOutputChunk = 256 * 1024; // guest never sends more output per frame
 inline constexpr uint32_t kMaxArgs = 4096;
 inline constexpr uint32_t kMaxEnv = 4096;
+inline constexpr uint32_t kStdinWindow = 1024 * 1024;
 
 enum class Type : uint8_t {
     // daemon -> guest
@@ -39,6 +40,9 @@ enum class Type : uint8_t {
                    // u64 userUs, u64 systemUs, u64 maxRssKb
     SpawnFailed = 0x85, // u32 execId, i32 errnum, str message
     Fatal = 0x86, // str message: the guest could not set up the boundary and is exiting
+    StdinConsumed = 0x87, // u32 execId, u32 bytes: stdin written to the process (or discarded);
+                          // the daemon keeps at most kStdinWindow bytes unconsumed per execution,
+                          // so stdin never clogs the socket that also carries Signal frames
 };
 
 enum SpawnFlags : uint8_t { SpawnTty = 0x01, SpawnStdin = 0x02 };

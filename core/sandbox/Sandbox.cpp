@@ -87,7 +87,7 @@ Status Sandbox::start()
     connect(m_channel, &GuestChannel::protocolViolated, this, [this](const QString &why) {
         onGuestFailed(QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(why), true);
     });
-    connect(m_channel, &GuestChannel::writeProgressed, this, &Sandbox::stdinBacklogShrunk);
+    connect(m_channel, &GuestChannel::stdinProgressed, this, &Sandbox::stdinBacklogShrunk);
     connect(m_channel, &GuestChannel::closed, this, [this] {
         if (m_state == SandboxState::Starting || m_state == SandboxState::Running)
             QTimer::singleShot(0, this, &Sandbox::onProcessExited);
@@ -223,10 +223,8 @@ Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
         return makeError(ErrorCode::IoError, QStringLiteral("execution %1 is not reading its input; %2 bytes are already waiting")
                                                  .arg(execId)
                                                  .arg(stdinBacklog()));
-    // Split so that no frame exceeds the guest's limit.
-    constexpr qsizetype kChunk = 256 * 1024;
-    for (qsizetype off = 0; off < data.size(); off += kChunk)
-        m_channel->sendStdin(execId, data.sliced(off, std::min(kChunk, data.size() - off)));
+    if (!data.isEmpty())
+        m_channel->sendStdin(execId, data);
     if (eof)
         m_channel->sendStdin(execId, {});
     return Ok{};
@@ -234,7 +232,7 @@ Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
 
 qint64 Sandbox::stdinBacklog() const
 {
-    return m_channel ? m_channel->pendingWriteBytes() : 0;
+    return m_channel ? m_channel->stdinBacklog() : 0;
 }
 
 Status Sandbox::signal(uint32_t execId, int signo)

@@ -107,6 +107,7 @@ private Q_SLOTS:
         QTest::newRow("impossible exit status") << 6 << "impossible status";
         QTest::newRow("invalid output stream") << 7 << "invalid stream 9";
         QTest::newRow("output chunk above the chunk limit") << 8 << "exceeds 262144";
+        QTest::newRow("more stdin consumed than was sent") << 9 << "reports 5 bytes, 3 were sent";
     }
     void violations()
     {
@@ -142,12 +143,46 @@ private Q_SLOTS:
         case 7:
             put(wire::Writer(wire::Type::Output).u32(1).u8(9).u64(0).bytes("x").take());
             break;
+        case 9:
+            m_channel->sendStdin(1, QByteArray("abc"));
+            put(wire::Writer(wire::Type::StdinConsumed).u32(1).u32(5).take());
+            break;
         case 8:
             put(wire::Writer(wire::Type::Output).u32(1).u8(1).u64(0).bytes(std::string(wire::kMaxOutputChunk + 1, 'x')).take());
             break;
         }
         const QString why = violation();
         QVERIFY2(why.contains(reason), qPrintable(why));
+    }
+
+    void stdinStaysWithinTheWindowSoSignalsGetThrough()
+    {
+        hello();
+        m_channel->setKnownExec(1, true);
+        m_channel->sendStdin(1, QByteArray(3 * 1024 * 1024, 'x'));
+        m_channel->sendSignal(1, 9);
+        // Read what reached the guest: 1 MiB of stdin (the window), then the signal, nothing more.
+        qint64 stdinBytes = 0;
+        bool signalSeen = false;
+        std::string buf;
+        QVERIFY(QTest::qWaitFor([&] {
+            char chunk[65536];
+            const ssize_t n = ::recv(m_guest, chunk, sizeof chunk, MSG_DONTWAIT);
+            if (n > 0)
+                buf.append(chunk, size_t(n));
+            while (auto h = wire::peekHeader(buf.data(), buf.size())) {
+                if (buf.size() < wire::kHeaderSize + h->payloadLen)
+                    break;
+                if (h->type == wire::Type::Stdin)
+                    stdinBytes += h->payloadLen - 4;
+                signalSeen = signalSeen || h->type == wire::Type::Signal;
+                buf.erase(0, wire::kHeaderSize + h->payloadLen);
+            }
+            return signalSeen && stdinBytes == wire::kStdinWindow;
+        }, 5000));
+        QCOMPARE(m_channel->stdinBacklog(), qint64(3 * 1024 * 1024));
+        put(wire::Writer(wire::Type::StdinConsumed).u32(1).u32(wire::kStdinWindow).take());
+        QVERIFY(QTest::qWaitFor([&] { return m_channel->stdinBacklog() == 2 * 1024 * 1024; }, 2000));
     }
 
     void nothingBeforeHello()
