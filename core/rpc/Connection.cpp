@@ -4,6 +4,8 @@
 #include <QLocalSocket>
 #include <QPointer>
 
+#include <sys/uio.h>
+
 namespace airlock::rpc {
 
 Connection::Connection(QLocalSocket *socket, QObject *parent) : QObject(parent), m_socket(socket)
@@ -24,6 +26,25 @@ void Connection::sendFrame(const QByteArray &frame)
 {
     if (m_socket->state() == QLocalSocket::ConnectedState)
         m_socket->write(frame);
+}
+
+void Connection::sendOutput(const QByteArray &header, const QByteArray &data)
+{
+    if (m_socket->state() != QLocalSocket::ConnectedState)
+        return;
+    qint64 written = 0;
+    if (m_socket->bytesToWrite() == 0) {
+        iovec iov[2] = {{const_cast<char *>(header.constData()), size_t(header.size())},
+                        {const_cast<char *>(data.constData()), size_t(data.size())}};
+        const ssize_t n = ::writev(int(m_socket->socketDescriptor()), iov, 2);
+        written = n > 0 ? n : 0; // EAGAIN and errors: the buffered path below (and Qt) handle them
+    }
+    if (written < header.size()) {
+        m_socket->write(header.constData() + written, header.size() - written);
+        m_socket->write(data);
+    } else if (written < header.size() + data.size()) {
+        m_socket->write(data.constData() + (written - header.size()), data.size() - (written - header.size()));
+    }
 }
 
 qint64 Connection::pendingBytes() const

@@ -20,6 +20,9 @@ public:
 
     void send(const QJsonObject &message);
     void sendFrame(const QByteArray &frame);
+    // An output frame as header + data: written straight to the socket (one writev, no copy)
+    // when nothing is queued before it, the rest through the socket's buffer.
+    void sendOutput(const QByteArray &header, const QByteArray &data);
     qint64 pendingBytes() const;
     bool isOpen() const;
     // Sends a typed error (id null) and closes once it is written.

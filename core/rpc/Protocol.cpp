@@ -28,7 +28,7 @@ QByteArray encodeJson(const QJsonObject &message)
     return frame(kJsonFrame, QJsonDocument(message).toJson(QJsonDocument::Compact));
 }
 
-QByteArray encodeOutput(const Event &e)
+QByteArray encodeOutputHeader(const Event &e)
 {
     const QByteArray header = QJsonDocument(QJsonObject{{QStringLiteral("sandbox"), e.sandbox},
                                                         {QStringLiteral("seq"), double(e.seq)},
@@ -36,16 +36,18 @@ QByteArray encodeOutput(const Event &e)
                                                         {QStringLiteral("exec"), double(e.exec)},
                                                         {QStringLiteral("stream"), e.stream}})
                                   .toJson(QJsonDocument::Compact);
-    QByteArray out;
-    const qsizetype payload = 4 + header.size() + e.data.size();
-    out.resize(5 + payload);
+    QByteArray out(9 + header.size(), Qt::Uninitialized);
     char *p = out.data();
-    qToBigEndian(quint32(payload + 1), p);
+    qToBigEndian(quint32(4 + header.size() + e.data.size() + 1), p);
     p[4] = kOutputFrame;
     qToBigEndian(quint32(header.size()), p + 5);
     memcpy(p + 9, header.constData(), size_t(header.size()));
-    memcpy(p + 9 + header.size(), e.data.constData(), size_t(e.data.size()));
     return out;
+}
+
+QByteArray encodeOutput(const Event &e)
+{
+    return encodeOutputHeader(e) + e.data;
 }
 
 Result<std::optional<Frame>> FrameReader::next()

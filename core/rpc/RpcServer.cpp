@@ -200,14 +200,17 @@ bool RpcServer::wants(const Session &s, const Event &e) const
 
 void RpcServer::onEvent(const Event &event)
 {
-    QByteArray frame;
+    QByteArray frame; // JSON events, or the header of an output event
     for (Session *s : std::as_const(m_sessions)) {
         if (!s->greeted || !s->conn->isOpen() || !wants(*s, event))
             continue;
         if (frame.isEmpty())
-            frame = event.isOutput() ? encodeOutput(event)
+            frame = event.isOutput() ? encodeOutputHeader(event)
                                      : encodeJson(makeNotification(QStringLiteral("event"), eventToJson(event)));
-        s->conn->sendFrame(frame);
+        if (event.isOutput())
+            s->conn->sendOutput(frame, event.data);
+        else
+            s->conn->sendFrame(frame);
         if (event.isOutput() && s->conn->pendingBytes() > kHighWater) {
             if (auto sb = m_engine.find(event.sandbox); sb && !s->holding.contains(*sb)) {
                 s->holding.insert(*sb);

@@ -237,7 +237,33 @@ int main(int argc, char *argv[])
         pss += rssKb(pid, "Pss:");
         ++procs;
     }
-    rows.append({QStringLiteral("create rate, 200 sandboxes"), rate, QStringLiteral("/s"), {}, 0, QStringLiteral(">= 50/s")});
+    // The same number of bare bwrap runs, 8 at a time: what this kernel allows at most.
+    QElapsedTimer bt;
+    bt.start();
+    {
+        QList<pid_t> running;
+        int launched = 0;
+        while (launched < count || !running.isEmpty()) {
+            while (launched < count && running.size() < 8) {
+                std::vector<QByteArray> storage;
+                std::vector<char *> argv;
+                for (const QString &a : bwrapBaseline)
+                    storage.push_back(a.toLocal8Bit());
+                for (QByteArray &a : storage)
+                    argv.push_back(a.data());
+                argv.push_back(nullptr);
+                pid_t pid = -1;
+                if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0)
+                    running.append(pid);
+                ++launched;
+            }
+            const pid_t done = ::waitpid(-1, nullptr, 0);
+            running.removeAll(done);
+        }
+    }
+    const double bwrapRate = count / (double(bt.nsecsElapsed()) / 1e9);
+    rows.append({QStringLiteral("create rate, 200 sandboxes"), rate, QStringLiteral("/s"), QStringLiteral("bare bwrap, 8 parallel"),
+                 bwrapRate, QStringLiteral(">= 50/s")});
     rows.append({QStringLiteral("daemon RSS with 200 sandboxes"), daemonRss / 1024.0, QStringLiteral("MiB"), QStringLiteral("idle daemon"),
                  rssBefore / 1024.0, QStringLiteral("<= 200 MiB")});
     rows.append({QStringLiteral("memory per sandbox (PSS bwrap+guest)"), pss / 1024.0 / count, QStringLiteral("MiB"), {}, 0,
