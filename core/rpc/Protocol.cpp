@@ -50,6 +50,21 @@ QByteArray encodeOutput(const Event &e)
     return encodeOutputHeader(e) + e.data;
 }
 
+void FrameReader::append(QByteArray bytes)
+{
+    // Frames handed out before refer to the buffer: it changes only here.
+    if (m_pos == m_buf.size()) {
+        m_buf = std::move(bytes); // the common case on a busy stream: no copy
+        m_pos = 0;
+        return;
+    }
+    if (m_pos > 0) {
+        m_buf.remove(0, m_pos);
+        m_pos = 0;
+    }
+    m_buf.append(bytes);
+}
+
 Result<std::optional<Frame>> FrameReader::next()
 {
     const qsizetype avail = m_buf.size() - m_pos;
@@ -65,21 +80,17 @@ Result<std::optional<Frame>> FrameReader::next()
         return std::optional<Frame>();
     Frame f;
     f.kind = m_buf.at(m_pos + 4);
-    f.payload = m_buf.mid(m_pos + 5, len - 1);
+    f.payload = QByteArrayView(m_buf.constData() + m_pos + 5, len - 1);
     m_pos += 4 + len;
-    if (m_pos > 1024 * 1024 || m_pos == m_buf.size()) {
-        m_buf.remove(0, m_pos);
-        m_pos = 0;
-    }
     if (f.kind != kJsonFrame && f.kind != kOutputFrame)
         return protocolError(QStringLiteral("unknown frame kind 0x%1").arg(quint8(f.kind), 2, 16, QLatin1Char('0')));
-    return std::optional<Frame>(std::move(f));
+    return std::optional<Frame>(f);
 }
 
-Result<QJsonObject> decodeJson(const QByteArray &payload)
+Result<QJsonObject> decodeJson(QByteArrayView payload)
 {
     QJsonParseError err{};
-    const QJsonDocument doc = QJsonDocument::fromJson(payload, &err);
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromRawData(payload.data(), payload.size()), &err);
     if (err.error != QJsonParseError::NoError)
         return protocolError(QStringLiteral("invalid JSON at offset %1: %2").arg(err.offset).arg(err.errorString()));
     if (!doc.isObject())
@@ -90,15 +101,15 @@ Result<QJsonObject> decodeJson(const QByteArray &payload)
     return o;
 }
 
-Result<Event> decodeOutput(const QByteArray &payload)
+Result<Event> decodeOutput(QByteArrayView payload)
 {
     if (payload.size() < 4)
         return protocolError(QStringLiteral("output frame too short"));
-    const quint32 hlen = qFromBigEndian<quint32>(payload.constData());
+    const quint32 hlen = qFromBigEndian<quint32>(payload.data());
     if (hlen > quint32(payload.size() - 4) || hlen > 4096)
         return protocolError(QStringLiteral("output frame header length %1 is invalid").arg(hlen));
     QJsonParseError err{};
-    const QJsonObject h = QJsonDocument::fromJson(payload.mid(4, hlen), &err).object();
+    const QJsonObject h = QJsonDocument::fromJson(QByteArray(payload.data() + 4, hlen), &err).object();
     if (err.error != QJsonParseError::NoError || !h.value(QStringLiteral("sandbox")).isString())
         return protocolError(QStringLiteral("output frame header is not valid JSON"));
     Event e;
@@ -110,7 +121,7 @@ Result<Event> decodeOutput(const QByteArray &payload)
     e.stream = h.value(QStringLiteral("stream")).toInt();
     if (e.stream != 1 && e.stream != 2)
         return protocolError(QStringLiteral("output frame with invalid stream %1").arg(e.stream));
-    e.data = payload.mid(4 + hlen);
+    e.data = payload.sliced(4 + hlen).toByteArray();
     return e;
 }
 

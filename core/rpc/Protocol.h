@@ -35,13 +35,13 @@ QByteArray encodeOutputHeader(const Event &event);
 
 struct Frame {
     char kind = 0;
-    QByteArray payload;
+    QByteArrayView payload; // into the reader's buffer: valid until its next append()
 };
 
-// Accumulates bytes from a stream and cuts frames; the first malformed frame is a sticky error.
+// Accumulates bytes from a stream and cuts frames without copying them.
 class FrameReader {
 public:
-    void append(QByteArrayView bytes) { m_buf.append(bytes); }
+    void append(QByteArray bytes);
     // A frame, nothing yet (nullopt), or an error (FrameTooLarge / ProtocolError).
     Result<std::optional<Frame>> next();
 
@@ -51,8 +51,8 @@ private:
 };
 
 // Decoding of frame payloads; bounded and validated.
-Result<QJsonObject> decodeJson(const QByteArray &payload);
-Result<Event> decodeOutput(const QByteArray &payload);
+Result<QJsonObject> decodeJson(QByteArrayView payload);
+Result<Event> decodeOutput(QByteArrayView payload); // copies the output bytes once, into Event::data
 
 // JSON-RPC envelopes.
 QJsonObject makeRequest(qint64 id, const QString &method, const QJsonObject &params);

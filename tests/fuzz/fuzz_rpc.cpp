@@ -12,7 +12,7 @@ using namespace airlock;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     rpc::FrameReader reader;
-    reader.append(QByteArrayView(reinterpret_cast<const char *>(data), qsizetype(size)));
+    reader.append(QByteArray(reinterpret_cast<const char *>(data), qsizetype(size)));
     for (int i = 0; i < 64; ++i) {
         auto frame = reader.next();
         if (!frame || !frame->has_value())
