@@ -15,7 +15,7 @@ namespace {
 QString age(const QString &isoTime)
 {
     const qint64 s = QDateTime::fromString(isoTime, Qt::ISODateWithMs).secsTo(QDateTime::currentDateTimeUtc());
-    return units::formatDurationMs(uint64_t(std::max<qint64>(0, s)) * 1000);
+    return s < 1 ? QStringLiteral("<1s") : units::formatDurationMs(uint64_t(s) * 1000);
 }
 
 // Host network is the one setting that removes the network boundary: every listing says so loudly.
