@@ -193,7 +193,7 @@ int main(int argc, char *argv[])
     progress("output streaming (2 GiB per round)");
     const qint64 bytes = 2ll << 30;
     QList<double> stream, pipe;
-    for (int r = 0; r < (quick ? 1 : 3); ++r) {
+    for (int r = 0; r < (quick ? 1 : 5); ++r) {
         const double ms = spawnMs({binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
                                    QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
                                    QString::number(bytes), QStringLiteral("/dev/zero")},
