@@ -3,6 +3,7 @@
 // server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
 #include "AppLogging.h"
 #include "engine/Engine.h"
+#include "history/HistoryStore.h"
 #include "log/Log.h"
 #include "rpc/RpcServer.h"
 #include "sandbox/HostCapabilities.h"
@@ -86,8 +87,22 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(lock.error().message));
         return lock.error().code == ErrorCode::DaemonRunning ? 3 : 1;
     }
+    // Opened before the engine so that it outlives it: an engine shutting down still publishes.
+    auto history = HistoryStore::open({paths::dataDir() + QStringLiteral("/history.db")});
+    if (!history) {
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
+        return 1;
+    }
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt)}, caps);
     engine.reapOrphans();
+    // The history sees every event before any client does (connected first): an exit is committed
+    // before it is acknowledged.
+    QObject::connect(&engine, &Engine::eventPublished, &app, [store = history->get(), logger](const Event &event) {
+        store->append(event);
+        if (event.kind == QLatin1String("exec.exited") || event.kind == QLatin1String("sandbox.created"))
+            if (Status committed = store->flush(); !committed)
+                logger->error("history: {}", committed.error().message.toStdString());
+    });
     rpc::RpcServer server(engine);
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));

@@ -8,6 +8,8 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QTemporaryDir>
+
+#include <sqlite3.h>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -569,6 +571,40 @@ private Q_SLOTS:
         }, 20000));
         QCOMPARE(feeder.exitCode(), 124);
         QVERIFY2(peak - before < 48 * 1024, qPrintable(QStringLiteral("daemon grew by %1 KiB").arg(peak - before)));
+        m_daemon->ctl(args("rm", sb));
+    }
+
+    void everyExecutionIsInTheHistoryBeforeItsExitIsAcknowledged()
+    {
+        QString error;
+        const QString sb = m_daemon->create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "printf 'hello\\033[2J\\n'; echo oops >&2; exit 3"));
+        QCOMPARE(r.exitCode, 3);
+        // No waiting: the exit was committed before airlockctl heard of it.
+        const QString db = m_daemon->dataDir() + QStringLiteral("/history.db");
+        QProcess sqlite;
+        auto query = [&](const QString &sql) {
+            sqlite3 *h = nullptr;
+            sqlite3_open_v2(native(db).constData(), &h, SQLITE_OPEN_READONLY, nullptr);
+            sqlite3_stmt *st = nullptr;
+            QByteArray out;
+            if (sqlite3_prepare_v2(h, sql.toUtf8().constData(), -1, &st, nullptr) == SQLITE_OK)
+                while (sqlite3_step(st) == SQLITE_ROW)
+                    out += QByteArray(static_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0)) + '|';
+            sqlite3_finalize(st);
+            sqlite3_close(h);
+            return out;
+        };
+        const QString id = info(*m_daemon, sb).value(QStringLiteral("id")).toString();
+        QCOMPARE(query(QStringLiteral("SELECT status || ' ' || exit_code || ' ' || argv_json FROM executions WHERE sandbox_id='%1'").arg(id)),
+                 QByteArray(R"(failed 3 ["sh","-c","printf 'hello\\033[2J\\n'; echo oops >&2; exit 3"]|)"));
+        // Raw bytes as they came, escape sequence and all, each stream on its own.
+        QCOMPARE(query(QStringLiteral("SELECT data FROM output_chunks WHERE sandbox_id='%1' AND stream=1").arg(id)),
+                 QByteArray("hello\x1b[2J\n|"));
+        QCOMPARE(query(QStringLiteral("SELECT data FROM output_chunks WHERE sandbox_id='%1' AND stream=2").arg(id)), QByteArray("oops\n|"));
+        QCOMPARE(query(QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq").arg(id)),
+                 QByteArray("sandbox.created|exec.started|exec.exited|"));
         m_daemon->ctl(args("rm", sb));
     }
 
