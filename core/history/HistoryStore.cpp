@@ -215,7 +215,22 @@ void HistoryStore::append(const Event &event)
 {
     {
         std::lock_guard lock(m_mutex);
-        m_queue.push_back(event);
+        if (event.isOutput()) {
+            // The cap is applied here, not in the writer: output that will not be stored must not
+            // sit in the queue either (a flood would otherwise hold throughput x latency bytes).
+            qint64 &stored = m_storedPerExec[{event.sandbox, event.exec}];
+            const qint64 keep = std::min<qint64>(event.data.size(), m_options.maxStoredOutputPerExec - stored);
+            if (keep <= 0)
+                return;
+            stored += keep;
+            m_queue.push_back(event);
+            if (keep < event.data.size())
+                m_queue.back().data.truncate(keep);
+        } else {
+            if (event.kind == QLatin1String("exec.exited"))
+                m_storedPerExec.erase({event.sandbox, event.exec});
+            m_queue.push_back(event);
+        }
         ++m_appended;
     }
     m_wake.notify_one();
@@ -280,13 +295,7 @@ Status HistoryStore::writeBatch(std::deque<Event> &batch)
     for (const Event &e : batch) {
         if (e.isOutput()) {
             auto &offset = m_offsets[std::make_tuple(e.sandbox, e.exec, e.stream)];
-            qint64 &stored = m_storedPerExec[{e.sandbox, e.exec}];
-            const qint64 keep = std::min<qint64>(e.data.size(), m_options.maxStoredOutputPerExec - stored);
-            if (keep > 0) {
-                ok = chunk.text(1, e.sandbox).integer(2, e.exec).integer(3, e.stream).integer(4, offset).integer(5, e.timeMs)
-                         .blob(6, keep == e.data.size() ? e.data : e.data.first(keep)).run() && ok;
-                stored += keep;
-            }
+            ok = chunk.text(1, e.sandbox).integer(2, e.exec).integer(3, e.stream).integer(4, offset).integer(5, e.timeMs).blob(6, e.data).run() && ok;
             offset += e.data.size();
             continue;
         }
@@ -300,7 +309,6 @@ Status HistoryStore::writeBatch(std::deque<Event> &batch)
             ok = started.text(1, e.sandbox).integer(2, e.exec).json(3, p.value(QStringLiteral("argv"))).text(4, p.value(QStringLiteral("cwd")).toString())
                      .json(5, p.value(QStringLiteral("envNames"))).integer(6, e.timeMs).run() && ok;
         } else if (e.kind == QLatin1String("exec.exited")) {
-            m_storedPerExec.erase({e.sandbox, e.exec});
             for (int stream : {1, 2})
                 m_offsets.erase(std::make_tuple(e.sandbox, e.exec, stream));
             ok = exited.integer(1, e.timeMs).nullable(2, p.value(QStringLiteral("exitCode"))).nullable(3, p.value(QStringLiteral("signal")))

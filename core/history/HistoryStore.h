@@ -70,6 +70,7 @@ private:
     bool m_failed = false;
     // Writer thread only: next byte offset of each (sandbox, exec, stream).
     std::map<std::tuple<QString, uint32_t, int>, qint64> m_offsets;
+    // Under m_mutex: output bytes queued for storage per execution (the cap).
     std::map<std::pair<QString, uint32_t>, qint64> m_storedPerExec;
 };
 

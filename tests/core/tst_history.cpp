@@ -106,6 +106,27 @@ private Q_SLOTS:
         QCOMPARE(scalar(path, "SELECT offset FROM output_chunks WHERE data=CAST('more' AS BLOB)").toLongLong(), 9);
     }
 
+    void storedOutputIsCappedPerExecution()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.maxStoredOutputPerExec = 1000;
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        for (uint64_t i = 1; i <= 10; ++i) {
+            Event out = makeEvent(QStringLiteral("sb"), i, QStringLiteral("exec.output"));
+            out.exec = 1;
+            out.stream = i % 2 ? 1 : 2;
+            out.data = QByteArray(300, char('a' + i));
+            (*store)->append(out);
+        }
+        QVERIFY((*store)->flush());
+        QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM output_chunks").toLongLong(), 1000);
+        // The last stored chunk is cut at the cap, not dropped.
+        QCOMPARE(scalar(path, "SELECT length(data) FROM output_chunks ORDER BY rowid DESC LIMIT 1").toLongLong(), 100);
+    }
+
     void batchesCommitWithinTheLatencyBound()
     {
         QTemporaryDir dir;
