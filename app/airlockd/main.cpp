@@ -99,7 +99,10 @@ int main(int argc, char *argv[])
     // before it is acknowledged.
     QObject::connect(&engine, &Engine::eventPublished, &app, [store = history->get(), logger](const Event &event) {
         store->append(event);
-        if (event.kind == QLatin1String("exec.exited") || event.kind == QLatin1String("sandbox.created"))
+        // Lifecycle facts are committed before anyone hears of them (a start too: an execution the
+        // daemon dies during must be found and marked interrupted); output rides the 100 ms batch.
+        if (event.kind == QLatin1String("exec.exited") || event.kind == QLatin1String("exec.started")
+            || event.kind == QLatin1String("sandbox.created"))
             if (Status committed = store->flush(); !committed)
                 logger->error("history: {}", committed.error().message.toStdString());
     });

@@ -195,6 +195,19 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
         }
         logger()->info("history schema migrated to {}", v + 1);
     }
+    // Only one daemon uses a data directory (InstanceLock), so anything still running here was
+    // running when a previous daemon died: it is interrupted, never succeeded, as of the last
+    // thing its sandbox recorded; and its sandbox is gone.
+    const char *recover = R"sql(
+        BEGIN IMMEDIATE;
+        UPDATE executions SET status = 'interrupted',
+            ended_ms = coalesce((SELECT max(time_ms) FROM events WHERE events.sandbox_id = executions.sandbox_id), started_ms)
+            WHERE status = 'running';
+        UPDATE sandboxes SET deleted_ms = coalesce((SELECT max(time_ms) FROM events WHERE events.sandbox_id = sandboxes.id), created_ms)
+            WHERE deleted_ms IS NULL;
+        COMMIT;)sql";
+    if (Status s = exec(*db, recover, QStringLiteral("marking executions of a dead daemon interrupted")); !s)
+        return s.error();
     store->m_thread = std::thread([s = store.get()] { s->writerLoop(); });
     return store;
 }

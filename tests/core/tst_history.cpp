@@ -127,6 +127,28 @@ private Q_SLOTS:
         QCOMPARE(scalar(path, "SELECT length(data) FROM output_chunks ORDER BY rowid DESC LIMIT 1").toLongLong(), 100);
     }
 
+    void executionsOfADeadDaemonAreInterrupted()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        {
+            auto store = HistoryStore::open({path});
+            QVERIFY(store);
+            (*store)->append(makeEvent(QStringLiteral("sb"), 1, QStringLiteral("sandbox.created"),
+                                       {{QStringLiteral("name"), QStringLiteral("sb")}, {QStringLiteral("spec"), QJsonObject{}}}));
+            (*store)->append(makeEvent(QStringLiteral("sb"), 2, QStringLiteral("exec.started"),
+                                       {{QStringLiteral("exec"), 1}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("sleep")}}}));
+            (*store)->append(makeEvent(QStringLiteral("sb"), 3, QStringLiteral("exec.truncated"), {{QStringLiteral("exec"), 1}}));
+            QVERIFY((*store)->flush());
+        } // the daemon "dies" with the execution still running
+        QCOMPARE(scalar(path, "SELECT status FROM executions").toByteArray(), QByteArray("running"));
+        auto store = HistoryStore::open({path});
+        QVERIFY(store);
+        QCOMPARE(scalar(path, "SELECT status FROM executions").toByteArray(), QByteArray("interrupted"));
+        QCOMPARE(scalar(path, "SELECT ended_ms FROM executions").toLongLong(), 1700000000003); // its sandbox's last event
+        QCOMPARE(scalar(path, "SELECT deleted_ms FROM sandboxes").toLongLong(), 1700000000003);
+    }
+
     void batchesCommitWithinTheLatencyBound()
     {
         QTemporaryDir dir;

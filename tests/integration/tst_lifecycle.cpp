@@ -608,6 +608,42 @@ private Q_SLOTS:
         m_daemon->ctl(args("rm", sb));
     }
 
+    void anExecutionInFlightWhenTheDaemonIsKilledIsInterrupted()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString id = info(d, sb).value(QStringLiteral("id")).toString();
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "-n", sb, "--", "sleep", "734.5"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QVERIFY(waitFor([&] {
+            QList<qint64> pids = pidsWithCommandLine("sleep 734.5");
+            pids.removeAll(ctl.processId()); // the client's own command line names it too
+            return !pids.isEmpty();
+        }, 10000));
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        QVERIFY(ctl.waitForFinished(5000));
+        QVERIFY2(ctl.exitCode() == 1, ctl.readAllStandardError().constData()); // "lost the daemon": no result it did not get
+        QVERIFY(d.start());
+        sqlite3 *h = nullptr;
+        QCOMPARE(sqlite3_open_v2(native(d.dataDir() + QStringLiteral("/history.db")).constData(), &h, SQLITE_OPEN_READONLY, nullptr),
+                 SQLITE_OK);
+        sqlite3_stmt *st = nullptr;
+        QCOMPARE(sqlite3_prepare_v2(h, "SELECT status FROM executions WHERE sandbox_id=?", -1, &st, nullptr), SQLITE_OK);
+        const QByteArray sid = id.toUtf8();
+        sqlite3_bind_text(st, 1, sid.constData(), int(sid.size()), SQLITE_TRANSIENT);
+        QCOMPARE(sqlite3_step(st), SQLITE_ROW);
+        QCOMPARE(QByteArray(reinterpret_cast<const char *>(sqlite3_column_text(st, 0))), QByteArray("interrupted"));
+        sqlite3_finalize(st);
+        QCOMPARE(sqlite3_exec(h, "PRAGMA quick_check", nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(h);
+    }
+
     void withoutAutostartNoDaemonMeansExit4()
     {
         TestDaemon d;
