@@ -7,4 +7,5 @@ namespace airlock::cli {
 void addSandboxCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addExecCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addFileCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addHistoryCommands(std::vector<std::unique_ptr<Command>> &commands);
 } // namespace airlock::cli

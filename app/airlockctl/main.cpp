@@ -20,6 +20,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addSandboxCommands(commands);
     addExecCommands(commands);
     addFileCommands(commands);
+    addHistoryCommands(commands);
     return commands;
 }
 } // namespace airlock::cli

@@ -106,7 +106,7 @@ int main(int argc, char *argv[])
             if (Status committed = store->flush(); !committed)
                 logger->error("history: {}", committed.error().message.toStdString());
     });
-    rpc::RpcServer server(engine);
+    rpc::RpcServer server(engine, history->get());
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
         return 1;

@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -352,6 +353,42 @@ Result<qint64> HistoryStore::eventCount(const QString &sandbox) const
     sqlite3_finalize(std::exchange(st.s, nullptr));
     sqlite3_close(*db);
     return count;
+}
+
+Result<QJsonArray> HistoryStore::executions(const ExecutionFilter &filter) const
+{
+    auto db = openConnection(m_options.path, true);
+    if (!db)
+        return db.error();
+    Stmt st(*db, "SELECT e.sandbox_id, coalesce(s.name, ''), e.exec_id, e.argv_json, e.cwd, e.status, e.exit_code, e.signal, "
+                 "e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.truncated "
+                 "FROM executions e LEFT JOIN sandboxes s ON s.id = e.sandbox_id "
+                 "WHERE (?1 = '' OR e.sandbox_id = ?1 OR s.name = ?1) AND (?2 = '' OR e.status = ?2) "
+                 "ORDER BY e.started_ms DESC, e.exec_id DESC LIMIT ?3");
+    st.text(1, filter.sandbox).text(2, filter.status).integer(3, std::clamp(filter.limit, 1, 10000));
+    QJsonArray out;
+    auto text = [&](int col) { return QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(st.s, col))); };
+    auto number = [&](int col) {
+        return sqlite3_column_type(st.s, col) == SQLITE_NULL ? QJsonValue() : QJsonValue(double(sqlite3_column_int64(st.s, col)));
+    };
+    while (sqlite3_step(st.s) == SQLITE_ROW) {
+        out.append(QJsonObject{{QStringLiteral("sandbox"), text(0)},
+                               {QStringLiteral("sandboxName"), text(1)},
+                               {QStringLiteral("exec"), number(2)},
+                               {QStringLiteral("argv"), QJsonDocument::fromJson(text(3).toUtf8()).array()},
+                               {QStringLiteral("cwd"), text(4)},
+                               {QStringLiteral("status"), text(5)},
+                               {QStringLiteral("exitCode"), number(6)},
+                               {QStringLiteral("signal"), number(7)},
+                               {QStringLiteral("startedMs"), number(8)},
+                               {QStringLiteral("endedMs"), number(9)},
+                               {QStringLiteral("bytesOut"), number(10)},
+                               {QStringLiteral("bytesErr"), number(11)},
+                               {QStringLiteral("truncated"), sqlite3_column_int(st.s, 12) != 0}});
+    }
+    sqlite3_finalize(std::exchange(st.s, nullptr));
+    sqlite3_close(*db);
+    return out;
 }
 
 Result<int> HistoryStore::schemaVersion() const

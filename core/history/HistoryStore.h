@@ -4,6 +4,7 @@
 #include "model/Event.h"
 #include "util/Result.h"
 
+#include <QJsonArray>
 #include <QString>
 
 #include <condition_variable>
@@ -48,6 +49,14 @@ public:
 
     // Readers (own connection each call; safe from any thread).
     Result<qint64> eventCount(const QString &sandbox = {}) const;
+    struct ExecutionFilter {
+        QString sandbox; // id or name
+        QString status;
+        int limit = 50;
+    };
+    // Newest first: [{sandbox, sandboxName, exec, argv, cwd, status, exitCode, signal, startedMs,
+    // endedMs, bytesOut, bytesErr, truncated}].
+    Result<QJsonArray> executions(const ExecutionFilter &filter) const;
     Result<int> schemaVersion() const;
 
 private:

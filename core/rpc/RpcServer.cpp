@@ -2,6 +2,7 @@
 #include "rpc/RpcServer.h"
 
 #include "engine/Engine.h"
+#include "history/HistoryStore.h"
 #include "log/Log.h"
 #include "rpc/Connection.h"
 #include "sandbox/Sandbox.h"
@@ -78,7 +79,8 @@ struct RpcServer::Session {
     QSet<Sandbox *> holding;
 };
 
-RpcServer::RpcServer(Engine &engine, QObject *parent) : QObject(parent), m_engine(engine)
+RpcServer::RpcServer(Engine &engine, HistoryStore *history, QObject *parent)
+    : QObject(parent), m_engine(engine), m_history(history)
 {
     registerHandlers();
     connect(&m_engine, &Engine::eventPublished, this, &RpcServer::onEvent);
@@ -371,6 +373,18 @@ void RpcServer::registerHandlers()
         reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},
                           {QStringLiteral("size"), double(chunk->size)},
                           {QStringLiteral("eof"), chunk->eof}});
+    });
+    m_handlers.insert(QStringLiteral("history.list"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        if (!m_history)
+            return reply(makeError(ErrorCode::IoError, QStringLiteral("this daemon keeps no history")));
+        HistoryStore::ExecutionFilter filter;
+        filter.sandbox = p.value(QStringLiteral("sandbox")).toString().left(200);
+        filter.status = p.value(QStringLiteral("status")).toString().left(20);
+        filter.limit = p.value(QStringLiteral("limit")).toInt(50);
+        auto rows = m_history->executions(filter);
+        if (!rows)
+            return reply(rows.error());
+        reply(QJsonObject{{QStringLiteral("executions"), *rows}});
     });
     m_handlers.insert(QStringLiteral("events.subscribe"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         if (!p.contains(QStringLiteral("sandbox"))) {

@@ -15,6 +15,7 @@ class QLocalServer;
 
 namespace airlock {
 class Engine;
+class HistoryStore;
 class Sandbox;
 }
 
@@ -27,7 +28,8 @@ class Connection;
 class RpcServer final : public QObject {
     Q_OBJECT
 public:
-    explicit RpcServer(Engine &engine, QObject *parent = nullptr);
+    // history may be null (then the history.* methods answer that it is unavailable).
+    RpcServer(Engine &engine, HistoryStore *history, QObject *parent = nullptr);
     ~RpcServer() override;
 
     // Removes a stale socket and listens. The caller must hold the InstanceLock for socketPath.
@@ -48,6 +50,7 @@ private:
     bool wants(const Session &session, const Event &event) const;
 
     Engine &m_engine;
+    HistoryStore *m_history;
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
     QHash<QString, Handler> m_handlers;
