@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlockctl and files: cp in both directions, byte for byte, and every way a path could leave the
+// workspace refused; and `history`, what ran, read back from the daemon's SQLite history.
+#include "CliFixture.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLocalServer>
+#include <QLocalSocket>
+#include <QRandomGenerator>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestCliFiles final : public QObject, public CliFixture {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QString error;
+        QVERIFY2(startFixture(&error), qPrintable(error));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+
+    // ---- cp ----
+
+    void cpRoundTripIsByteIdentical()
+    {
+        QByteArray data(3 * 1024 * 1024 + 123, Qt::Uninitialized);
+        QRandomGenerator rng(1234);
+        for (char &c : data)
+            c = char(rng.bounded(256));
+        const QString src = hostFile(QStringLiteral("big.bin")), back = hostFile(QStringLiteral("big.back"));
+        QVERIFY(writeFile(src, data));
+        const CliResult up = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":/workspace/big.bin")});
+        QVERIFY2(up.exitCode == 0, qPrintable(up.describe()));
+        // The sandbox sees the same bytes (not just a symmetric round trip).
+        const QByteArray sha = QCryptographicHash::hash(data, QCryptographicHash::Sha256).toHex();
+        const CliResult sum = sh(QStringLiteral("sha256sum < /workspace/big.bin; stat -c '%s %u' /workspace/big.bin"));
+        QVERIFY2(sum.exitCode == 0, qPrintable(sum.describe()));
+        QCOMPARE(sum.out, sha + "  -\n" + QByteArray::number(data.size()) + " 1000\n");
+        const CliResult down = ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":big.bin"), back});
+        QVERIFY2(down.exitCode == 0, qPrintable(down.describe()));
+        const QByteArray got = readFile(back);
+        QCOMPARE(got.size(), data.size());
+        QVERIFY(got == data);
+        // A second, shorter upload truncates instead of leaving the old tail behind.
+        QVERIFY(writeFile(src, "short"));
+        QCOMPARE(ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":big.bin")}).exitCode, 0);
+        QCOMPARE(sh(QStringLiteral("cat big.bin")).out, QByteArray("short"));
+    }
+
+    void cpIntoADirectoryUsesTheFileName()
+    {
+        const QString src = hostFile(QStringLiteral("named.txt"));
+        QVERIFY(writeFile(src, "named content\n"));
+        const CliResult r = ctl({QStringLiteral("cp"), QStringLiteral("--json"), src, m_sb + QStringLiteral(":/workspace/")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/named.txt"));
+        QCOMPARE(o.value(QStringLiteral("bytes")).toInt(), 14);
+        QCOMPARE(sh(QStringLiteral("cat /workspace/named.txt")).out, QByteArray("named content\n"));
+        // And downloading into a host directory uses the sandbox file's name.
+        QTemporaryDir into;
+        const CliResult down = ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":named.txt"), into.path()});
+        QVERIFY2(down.exitCode == 0, qPrintable(down.describe()));
+        QCOMPARE(readFile(into.filePath(QStringLiteral("named.txt"))), QByteArray("named content\n"));
+    }
+
+    void cpRefusesEscapes_data()
+    {
+        QTest::addColumn<QString>("setup"); // run in the sandbox first
+        QTest::addColumn<bool>("upload");
+        QTest::addColumn<QString>("sandboxPath");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("reading '..' is refused") << "" << false << "../x" << 6 << "'../x' contains '..'; refused";
+        QTest::newRow("writing '..' is refused") << "" << true << "/workspace/a/../../x" << 6
+                                                 << "'/workspace/a/../../x' contains '..'; refused";
+        QTest::newRow("reading an absolute path outside the workspace is refused")
+            << "" << false << "/etc/passwd" << 6 << "'/etc/passwd' is outside the workspace: cp reaches only /workspace";
+        QTest::newRow("writing an absolute path outside the workspace is refused")
+            << "" << true << "/tmp/x" << 6 << "'/tmp/x' is outside the workspace: cp reaches only /workspace";
+        QTest::newRow("reading through a symlink that leads out is refused")
+            << "ln -sfn /etc /workspace/esc" << false << "esc/passwd" << 6
+            << "'esc/passwd' resolves outside the workspace (a symlink leads out); refused";
+        QTest::newRow("a symlink to a host file is refused")
+            << "ln -sfn /etc/passwd /workspace/pw" << false << "pw" << 6
+            << "'pw' resolves outside the workspace (a symlink leads out); refused";
+        QTest::newRow("a relative symlink that climbs out is refused")
+            << "ln -sfn ../../../../../../etc /workspace/up" << false << "up/passwd" << 6
+            << "'up/passwd' resolves outside the workspace (a symlink leads out); refused";
+        QTest::newRow("a FIFO is refused at once, not read forever")
+            << "rm -f /workspace/p; mkfifo /workspace/p" << false << "p" << 2 << "'p' is not a regular file";
+        QTest::newRow("a missing file is not found") << "" << false << "nope.txt" << 3 << "'nope.txt' does not exist in the workspace";
+    }
+    void cpRefusesEscapes()
+    {
+        QFETCH(QString, setup);
+        QFETCH(bool, upload);
+        QFETCH(QString, sandboxPath);
+        QFETCH(int, exitCode);
+        QFETCH(QString, message);
+        if (!setup.isEmpty()) {
+            const CliResult s = sh(setup);
+            QVERIFY2(s.exitCode == 0, qPrintable(s.describe()));
+        }
+        const QString local = hostFile(QStringLiteral("refused-%1").arg(QString::fromUtf8(QTest::currentDataTag())).replace(QLatin1Char(' '), QLatin1Char('_')).left(200));
+        if (upload)
+            QVERIFY(writeFile(local, "payload"));
+        QElapsedTimer t;
+        t.start();
+        const QString remote = m_sb + QLatin1Char(':') + sandboxPath;
+        const CliResult r = upload ? ctl({QStringLiteral("cp"), local, remote}, {}, 10000) : ctl({QStringLiteral("cp"), remote, local}, {}, 10000);
+        QVERIFY2(!r.crashed, qPrintable(QStringLiteral("cp hung or crashed: ") + r.describe()));
+        QVERIFY2(t.elapsed() < 5000, qPrintable(QString::number(t.elapsed())));
+        QVERIFY2(r.exitCode == exitCode, qPrintable(r.describe()));
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: ") + message + QLatin1Char('\n'));
+        QCOMPARE(r.out, QByteArray());
+        if (!upload)
+            QVERIFY2(!QFileInfo::exists(local), "a refused download still created the host file");
+    }
+
+    void cpCannotWriteThroughASymlinkOntoTheHost()
+    {
+        QVERIFY(sh(QStringLiteral("ln -sfn /etc /workspace/esc")).exitCode == 0);
+        const QString name = QStringLiteral("airlock-evil-%1").arg(::getpid());
+        const QString hostTarget = QStringLiteral("/etc/") + name;
+        QFile::remove(hostTarget);
+        const QString src = hostFile(QStringLiteral("evil"));
+        QVERIFY(writeFile(src, "owned"));
+        for (const QString &path : QStringList{QStringLiteral("esc/") + name, QStringLiteral("/workspace/esc/") + name, QStringLiteral("esc")}) {
+            const CliResult r = ctl({QStringLiteral("cp"), src, m_sb + QLatin1Char(':') + path});
+            QVERIFY2(r.exitCode == 6, qPrintable(path + QStringLiteral(": ") + r.describe()));
+            QVERIFY2(r.err.contains("(a symlink leads out); refused"), qPrintable(r.describe()));
+            QVERIFY2(!QFileInfo::exists(hostTarget), "cp wrote through the symlink onto the host");
+            QVERIFY(!QFileInfo::exists(QStringLiteral("/etc/evil")));
+        }
+        // A symlink to a host *file*: overwriting it must not touch the file.
+        const QString victim = hostFile(QStringLiteral("victim"));
+        QVERIFY(writeFile(victim, "original"));
+        QVERIFY(sh(QStringLiteral("ln -sfn %1 /workspace/victim").arg(victim)).exitCode == 0);
+        const CliResult r = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":victim")});
+        QVERIFY2(r.exitCode == 6, qPrintable(r.describe()));
+        QCOMPARE(readFile(victim), QByteArray("original"));
+    }
+
+    void cpIntoAFifoDoesNotHang()
+    {
+        QVERIFY(sh(QStringLiteral("rm -f /workspace/p; mkfifo /workspace/p")).exitCode == 0);
+        const QString src = hostFile(QStringLiteral("into-fifo"));
+        QVERIFY(writeFile(src, "data"));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":p")}, {}, 10000);
+        QVERIFY2(!r.crashed && t.elapsed() < 5000, qPrintable(r.describe()));
+        // Opened non-blocking, a FIFO without a reader fails at once (ENXIO): refused like any non-file.
+        QVERIFY2(r.exitCode == 2, qPrintable(r.describe()));
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: 'p' is not a regular file\n"));
+    }
+
+    void cpOfAGrowingFileStopsAtItsSizeWhenTheCopyBegan()
+    {
+        // A sandbox that keeps appending must not make the copy run (and fill the host disk) forever.
+        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("grow")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        QProcess grower;
+        grower.setProcessEnvironment(m_daemon->environment());
+        grower.start(binDir() + QStringLiteral("/airlockctl"),
+                     {QStringLiteral("exec"), QStringLiteral("grow"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+                      QStringLiteral("-c"),
+                      QStringLiteral("head -c 3000000 /dev/zero > /workspace/g; while :; do head -c 65536 /dev/zero >> /workspace/g; done")});
+        QVERIFY(waitFor([&] {
+            return ctl({QStringLiteral("exec"), QStringLiteral("grow"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+                        QStringLiteral("-c"), QStringLiteral("test $(stat -c %s /workspace/g) -ge 3000000 && echo y")})
+                .out.startsWith("y");
+        }, 10000));
+        const QString dst = hostFile(QStringLiteral("grown"));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = ctl({QStringLiteral("cp"), QStringLiteral("grow:g"), dst}, {}, 20000);
+        const qint64 elapsed = t.elapsed();
+        ctl({QStringLiteral("rm"), QStringLiteral("grow")});
+        grower.waitForFinished(5000);
+        QVERIFY2(r.exitCode == 0 && elapsed < 10000, qPrintable(r.describe()));
+        QVERIFY(QFileInfo(dst).size() >= 3000000);
+        QVERIFY2(QFileInfo(dst).size() < 200 * 1024 * 1024, qPrintable(QString::number(QFileInfo(dst).size())));
+    }
+
+    void historyListsExecutionsNewestFirst()
+    {
+        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("hist")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("hist"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+                      QStringLiteral("-c"), QStringLiteral("exit 7")})
+                     .exitCode,
+                 7);
+        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("hist"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("echo"),
+                      QStringLiteral("second")})
+                     .exitCode,
+                 0);
+        const CliResult r = ctl({QStringLiteral("history"), QStringLiteral("--json"), QStringLiteral("--sandbox"), QStringLiteral("hist")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        const QJsonArray rows = QJsonDocument::fromJson(r.out).array();
+        QCOMPARE(rows.size(), 2);
+        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("argv")).toArray().at(1).toString(), QStringLiteral("second"));
+        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
+        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("bytesOut")).toInt(), 7);
+        QCOMPARE(rows.at(1).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("failed"));
+        QCOMPARE(rows.at(1).toObject().value(QStringLiteral("exitCode")).toInt(), 7);
+        const CliResult failed = ctl({QStringLiteral("history"), QStringLiteral("--sandbox"), QStringLiteral("hist"), QStringLiteral("--status"),
+                                     QStringLiteral("failed")});
+        QVERIFY2(failed.out.contains("failed  7 ") && !failed.out.contains("echo second"), qPrintable(failed.describe()));
+        const CliResult bad = ctl({QStringLiteral("history"), QStringLiteral("--status"), QStringLiteral("sideways")});
+        QCOMPARE(bad.exitCode, 2);
+        ctl({QStringLiteral("rm"), QStringLiteral("hist")});
+    }
+
+    void cpOfAMissingHostFileIsNotFound()
+    {
+        const CliResult r = ctl({QStringLiteral("cp"), hostFile(QStringLiteral("does-not-exist")), m_sb + QStringLiteral(":x")});
+        QVERIFY2(r.exitCode == 3, qPrintable(r.describe()));
+        QVERIFY2(r.err.startsWith(QByteArray(QByteArray("airlockctl: cannot read ") + hostFile(QStringLiteral("does-not-exist")).toUtf8() + ": ")),
+                 qPrintable(r.describe()));
+        const CliResult sb = ctl({QStringLiteral("cp"), QStringLiteral("nosuch:x"), hostFile(QStringLiteral("y"))});
+        QVERIFY2(sb.exitCode == 3, qPrintable(sb.describe()));
+        QCOMPARE(QString::fromUtf8(sb.err), QStringLiteral("airlockctl: no sandbox named 'nosuch' (see 'airlockctl ls')\n"));
+    }
+
+    void uploadedExecutablesStayExecutable()
+    {
+        const QString script = hostFile(QStringLiteral("tool.sh"));
+        QVERIFY(writeFile(script, "#!/bin/sh\necho tool ran \"$@\"\n"));
+        QVERIFY(QFile::setPermissions(script, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
+        QCOMPARE(ctl({QStringLiteral("cp"), script, m_sb + QStringLiteral(":/workspace/tool.sh")}).exitCode, 0);
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("./tool.sh"),
+                                 QStringLiteral("x")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray("tool ran x\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliFiles)
+#include "tst_cli_files.moc"

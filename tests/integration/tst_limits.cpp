@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every per-execution and per-sandbox limit, each checked by the exact way it ends (exit code,
+// byte count, message), and the daemon staying small and responsive while a sandbox floods it.
+#include "TestHelpers.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestLimits final : public QObject {
+    Q_OBJECT
+private:
+    std::unique_ptr<TestDaemon> m_daemon;
+
+    static CliResult exec(const TestDaemon &d, const QString &sandbox, const QStringList &command,
+                          const QStringList &options = {}, int timeoutMs = 60000)
+    {
+        return execIn(d, sandbox, command, options, timeoutMs);
+    }
+    static QJsonObject info(const TestDaemon &d, const QString &sandbox) { return sandboxInfo(d, sandbox); }
+    static qint64 rssKb(qint64 pid) { return procStatusField(pid, "VmRSS:"); }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    void unreadStdinDoesNotGrowTheDaemon()
+    {
+        // 256 MiB into a command that never reads: flow control keeps the daemon small.
+        QString error;
+        const QString sb = m_daemon->create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const qint64 before = rssKb(m_daemon->pid());
+        QProcess feeder;
+        feeder.setProcessEnvironment(m_daemon->environment());
+        feeder.setStandardInputFile(QStringLiteral("/dev/zero"));
+        feeder.start(binDir() + QStringLiteral("/airlockctl"), args("exec", "--timeout", "4s", sb, "--", "sleep", "30"));
+        qint64 peak = 0;
+        QVERIFY(waitFor([&] {
+            peak = std::max(peak, rssKb(m_daemon->pid()));
+            return feeder.state() == QProcess::NotRunning;
+        }, 20000));
+        QCOMPARE(feeder.exitCode(), 124);
+        QVERIFY2(peak - before < 48 * 1024, qPrintable(QStringLiteral("daemon grew by %1 KiB").arg(peak - before)));
+        m_daemon->ctl(args("rm", sb));
+    }
+
+
+    // ---- 7. Output ---------------------------------------------------------------------------
+
+    void outputBeyondTheLimitIsCutAndTheCommandKilled()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--output-limit", "1M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const CliResult r = exec(*m_daemon, sb, args("yes"));
+        QCOMPARE(r.exitCode, 128 + SIGKILL);
+        QCOMPARE(r.out.size(), qsizetype(1048576));
+        QCOMPARE(r.out.count("y\n"), qsizetype(1048576 / 2)); // the bytes themselves, not padding
+        QVERIFY2(r.err.contains("output exceeded the sandbox's limit of 1048576 bytes; the command was killed"),
+                 qPrintable(r.describe()));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    void aFloodingSandboxDoesNotStallTheDaemon()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--output-limit", "100G"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QProcess flood;
+        flood.setProcessEnvironment(m_daemon->environment());
+        flood.setStandardOutputFile(QProcess::nullDevice());
+        flood.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "-n", "--", "yes"));
+        QVERIFY(flood.waitForStarted(5000));
+        auto executions = [&] {
+            for (const QJsonValue &v : jsonArray(m_daemon->ctl(args("ls", "--json")).out))
+                if (v.toObject().value(QStringLiteral("name")).toString() == sb)
+                    return v.toObject().value(QStringLiteral("executions")).toInt();
+            return -1;
+        };
+        QVERIFY(waitFor([&] { return executions() == 1; }, 10000));
+        QTest::qWait(500); // let the pipes fill up
+        for (int i = 0; i < 3; ++i) {
+            QElapsedTimer t;
+            t.start();
+            const CliResult r = m_daemon->ctl(args("ls"), {}, 10000);
+            const qint64 ms = t.elapsed();
+            QCOMPARE(r.exitCode, 0);
+            QVERIFY(r.out.contains(sb.toUtf8()));
+            QVERIFY2(ms < 2000, qPrintable(QStringLiteral("ls took %1 ms during the flood").arg(ms)));
+        }
+        QCOMPARE(flood.state(), QProcess::Running); // still flooding all along
+        // airlockctl turns SIGTERM into a SIGKILL of the remote command.
+        flood.terminate();
+        QVERIFY(flood.waitForFinished(10000));
+        QCOMPARE(flood.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(flood.exitCode(), 128 + SIGKILL);
+        QCOMPARE(executions(), 0);
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 8. Processes ------------------------------------------------------------------------
+
+    void aForkBombHitsItsPidLimitAndOthersCarryOn()
+    {
+        QString error;
+        const QString bomb = m_daemon->create(args("--pids", "64", "--mount", probeMount()), &error);
+        QVERIFY2(!bomb.isEmpty(), qPrintable(error));
+        const QString other = m_daemon->create({}, &error);
+        QVERIFY2(!other.isEmpty(), qPrintable(error));
+        const QJsonObject pids = info(*m_daemon, bomb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toObject();
+        QCOMPARE(pids.value(QStringLiteral("value")).toInt(), 64);
+
+        QProcess bomber;
+        bomber.setProcessEnvironment(m_daemon->environment());
+        bomber.start(binDir() + QStringLiteral("/airlockctl"),
+                     args("--no-autostart", "exec", bomb, "-n", "--", "/opt/probe/airlock-probe", "forkbomb"));
+        QVERIFY(bomber.waitForStarted(5000));
+        const CliResult ok = exec(*m_daemon, other, args("echo", "ok"));
+        QVERIFY(bomber.waitForFinished(30000));
+        QCOMPARE(ok.exitCode, 0);
+        QCOMPARE(ok.out, QByteArray("ok\n"));
+
+        const QString out = QString::fromUtf8(bomber.readAllStandardOutput()).trimmed();
+        const auto m = QRegularExpression(QStringLiteral("^EAGAIN after (\\d+)$")).match(out);
+        QVERIFY2(m.hasMatch(), qPrintable(out));
+        const int made = m.captured(1).toInt();
+        // The guest, the probe and the bwrap monitor count too, so fewer than 64 children fit.
+        QVERIFY2(made > 32 && made < 64, qPrintable(out));
+        // The probe ends by SIGKILLing its own process group, children and itself.
+        QCOMPARE(bomber.exitCode(), 128 + SIGKILL);
+        // Once the bomb is gone the limit is free again.
+        QCOMPARE(exec(*m_daemon, bomb, args("echo", "recovered")).out, QByteArray("recovered\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", bomb, other)).exitCode, 0);
+    }
+
+    // ---- 9. Memory ---------------------------------------------------------------------------
+
+    void memoryLimit_data()
+    {
+        QTest::addColumn<QString>("megabytes");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QByteArray>("out");
+        QTest::newRow("256 MB in a 64M sandbox is OOM-killed") << "256" << 128 + SIGKILL << QByteArray();
+        QTest::newRow("16 MB in a 64M sandbox fits") << "16" << 0 << QByteArray("ok\n");
+    }
+    void memoryLimit()
+    {
+        QFETCH(QString, megabytes);
+        QFETCH(int, exitCode);
+        QFETCH(QByteArray, out);
+        QString error;
+        const QString sb = m_daemon->create(args("--memory", "64M", "--mount", probeMount()), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject memory = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("memoryBytes")).toObject();
+        QCOMPARE(memory.value(QStringLiteral("value")).toDouble(), 64.0 * 1024 * 1024);
+        QVERIFY2(memory.value(QStringLiteral("enforcedBy")).toString().endsWith(QLatin1String(" memory")),
+                 qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
+        const CliResult r = exec(*m_daemon, sb, args("/opt/probe/airlock-probe", "alloc", megabytes));
+        QCOMPARE(r.exitCode, exitCode);
+        QCOMPARE(r.out, out);
+        // An OOM kill takes the allocating process, not the sandbox.
+        QCOMPARE(exec(*m_daemon, sb, args("echo", "alive")).out, QByteArray("alive\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 10. Wall-clock timeouts -------------------------------------------------------------
+
+    void timeouts_data()
+    {
+        QTest::addColumn<QStringList>("createOptions");
+        QTest::addColumn<QStringList>("execOptions");
+        QTest::addColumn<QStringList>("command");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<int>("minMs");
+        QTest::newRow("exec --timeout kills a command that runs longer")
+            << QStringList{} << args("--timeout", "1s") << args("sleep", "10") << 124 << 900;
+        QTest::newRow("create --exec-timeout applies to every exec by default")
+            << args("--exec-timeout", "1s") << QStringList{} << args("sleep", "10") << 124 << 900;
+        QTest::newRow("exec --timeout overrides the sandbox default")
+            << args("--exec-timeout", "1s") << args("--timeout", "10s") << args("sh", "-c", "sleep 1.5; echo done") << 0 << 1400;
+    }
+    void timeouts()
+    {
+        QFETCH(QStringList, createOptions);
+        QFETCH(QStringList, execOptions);
+        QFETCH(QStringList, command);
+        QFETCH(int, exitCode);
+        QFETCH(int, minMs);
+        QString error;
+        const QString sb = m_daemon->create(createOptions, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = exec(*m_daemon, sb, command, execOptions, 20000);
+        const qint64 ms = t.elapsed();
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(ms >= minMs && ms < 5000, qPrintable(QStringLiteral("took %1 ms").arg(ms)));
+        if (exitCode == 124)
+            QVERIFY2(r.err.contains("airlockctl: the command timed out and was killed"), qPrintable(r.describe()));
+        else
+            QCOMPARE(r.out, QByteArray("done\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    // ---- 11. rlimits -------------------------------------------------------------------------
+
+    void fileSizeLimitStopsTheWriteAtTheLimit()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--file-size", "1M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject limit = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("fileSizeBytes")).toObject();
+        QCOMPARE(limit.value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("RLIMIT_FSIZE"));
+        const QString ws = info(*m_daemon, sb).value(QStringLiteral("workspace")).toString();
+        const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "head -c 2000000 /dev/zero > /workspace/f"));
+        if (r.exitCode == 128 + SIGXFSZ) {
+            // Default SIGXFSZ disposition (the guest resets every signal before exec): head dies of
+            // the signal at its first write past the limit, silently.
+            QVERIFY2(!r.err.contains("File too large"), qPrintable(r.describe()));
+        } else {
+            // SIGXFSZ ignored: write() fails with EFBIG and the command says so.
+            QVERIFY2(r.exitCode == 1 && r.err.contains("File too large"), qPrintable(r.describe()));
+            qInfo("RLIMIT_FSIZE surfaced as EFBIG (SIGXFSZ ignored), not as the signal");
+        }
+        // The kernel let it write exactly up to the limit.
+        QCOMPARE(QFileInfo(ws + QStringLiteral("/f")).size(), qint64(1048576));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    void cpuTimeLimitEndsABusyLoop()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--cpu-time", "1s"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QElapsedTimer t;
+        t.start();
+        const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "while :; do :; done"), {}, 20000);
+        const qint64 ms = t.elapsed();
+        // The guest sets soft = hard = 1 s. Linux checks the hard limit first and sends SIGKILL
+        // (137); a kernel that reached the soft limit first would send SIGXCPU (152).
+        QVERIFY2(r.exitCode == 128 + SIGKILL || r.exitCode == 128 + SIGXCPU, qPrintable(r.describe()));
+        if (r.exitCode == 128 + SIGXCPU)
+            qInfo("RLIMIT_CPU ended the loop with SIGXCPU, not SIGKILL");
+        // Not before a whole second of CPU, and well before any wall clock limit would matter.
+        QVERIFY2(ms >= 900 && ms < 5000, qPrintable(QStringLiteral("took %1 ms").arg(ms)));
+        QVERIFY2(!r.err.contains("timed out") && !r.err.contains("output exceeded"), qPrintable(r.describe()));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+};
+
+QTEST_GUILESS_MAIN(TestLimits)
+#include "tst_limits.moc"

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Small helpers the integration suites share: argument lists, JSON output, the daemon's /proc.
+#pragma once
+
+#include "TestDaemon.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStringList>
+
+namespace airlock::test {
+
+inline QString q(const char *s)
+{
+    return QString::fromUtf8(s);
+}
+inline QString q(const QString &s)
+{
+    return s;
+}
+template <typename... T>
+QStringList args(const T &...a)
+{
+    return QStringList{q(a)...};
+}
+
+inline QByteArray native(const QString &path)
+{
+    return QFile::encodeName(path);
+}
+
+inline QJsonObject jsonObject(const QByteArray &out)
+{
+    return QJsonDocument::fromJson(out).object();
+}
+
+inline QJsonArray jsonArray(const QByteArray &out)
+{
+    return QJsonDocument::fromJson(out).array();
+}
+
+// A field of /proc/PID/status ("VmRSS:", "Uid:"), as its first number; -1 when unreadable.
+inline qint64 procStatusField(qint64 pid, const QByteArray &field)
+{
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (line.startsWith(field))
+            return line.mid(field.size()).simplified().split(' ').value(0).toLongLong();
+    return -1;
+}
+
+// `airlockctl exec SANDBOX -n [options] -- command` against a test daemon.
+inline CliResult execIn(const TestDaemon &d, const QString &sandbox, const QStringList &command, const QStringList &options = {},
+                        int timeoutMs = 60000)
+{
+    return d.ctl(args("exec", sandbox, "-n") + options + args("--") + command, {}, timeoutMs);
+}
+
+inline QJsonObject sandboxInfo(const TestDaemon &d, const QString &sandbox)
+{
+    return jsonObject(d.ctl(args("info", "--json", sandbox)).out);
+}
+
+} // namespace airlock::test
