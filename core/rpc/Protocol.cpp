@@ -45,11 +45,6 @@ QByteArray encodeOutputHeader(const Event &e)
     return out;
 }
 
-QByteArray encodeOutput(const Event &e)
-{
-    return encodeOutputHeader(e) + e.data;
-}
-
 void FrameReader::append(QByteArray bytes)
 {
     // Frames handed out before refer to the buffer: it changes only here.

@@ -28,9 +28,8 @@ inline constexpr char kJsonFrame = 'J';
 inline constexpr char kOutputFrame = 'O';
 
 QByteArray encodeJson(const QJsonObject &message);
-QByteArray encodeOutput(const Event &event);
-// Everything of an output frame but the bytes themselves (which follow it on the wire), so that a
-// sender can write the two without first copying the data into one buffer.
+// Everything of an output frame but the bytes themselves, which follow it on the wire: a sender
+// writes the two without first copying the data into one buffer.
 QByteArray encodeOutputHeader(const Event &event);
 
 struct Frame {

@@ -58,7 +58,6 @@ public:
 
     // Backpressure: while paused, the guest's socket buffer fills and the guest stops reading output.
     void setReadingPaused(bool paused);
-    qint64 pendingWriteBytes() const;
     void close();
 
 Q_SIGNALS:
@@ -72,6 +71,7 @@ Q_SIGNALS:
     void closed();
     void stdinProgressed(qint64 backlog); // the guest consumed stdin; stdinBacklog() now
 private:
+    qint64 pendingWriteBytes() const; // frames queued for the guest's socket
     void onReadable();
     void onWritable();
     void flush();

@@ -48,7 +48,6 @@ public:
     QString failure() const { return m_failure; }
     QDateTime createdAt() const { return m_createdAt; }
     int runningExecutions() const { return int(m_execs.size()); }
-    qint64 hostPid() const { return m_launched.pid; }
     int landlockAbi() const { return m_landlockAbi; }
     uint64_t lastSeq() const { return m_seq; }
 

@@ -37,7 +37,7 @@ private Q_SLOTS:
         e.exec = 7;
         e.stream = 2;
         e.data = QByteArray("\x00\x1b]52;c;evil\x07 raw bytes\xff", 24);
-        const QByteArray wire = encodeJson(makeNotification(QStringLiteral("event"), {})) + encodeOutput(e);
+        const QByteArray wire = encodeJson(makeNotification(QStringLiteral("event"), {})) + encodeOutputHeader(e) + e.data;
         for (int split = 0; split <= wire.size(); ++split) {
             FrameReader r;
             // Frames refer to the reader's buffer until the next append: decode them at once.

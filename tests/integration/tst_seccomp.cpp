@@ -67,6 +67,8 @@ private Q_SLOTS:
         QTest::newRow("creating a file setuid") << QStringList{QStringLiteral("create-suid"), QStringLiteral("/workspace/cs")} << "EPERM" << "";
         QTest::newRow("pidfd_getfd of the guest's daemon socket")
             << QStringList{QStringLiteral("pidfd_getfd"), QStringLiteral("1"), QStringLiteral("3")} << "EPERM" << "";
+        QTest::newRow("openat2 (flags unreadable to a filter) answers ENOSYS") << QStringList{QStringLiteral("openat2")} << "ENOSYS" << "ok";
+        QTest::newRow("kcmp") << QStringList{QStringLiteral("kcmp")} << "EPERM" << "ok";
         QTest::newRow("a family number beyond every known one") << QStringList{QStringLiteral("socket"), QStringLiteral("200"), QStringLiteral("1")} << "EPERM" << "EAFNOSUPPORT";
     }
     void deniedCalls()
