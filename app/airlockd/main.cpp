@@ -4,6 +4,7 @@
 #include "AppLogging.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
+#include "model/Units.h"
 #include "log/Log.h"
 #include "rpc/RpcServer.h"
 #include "sandbox/HostCapabilities.h"
@@ -70,7 +71,13 @@ int main(int argc, char *argv[])
     const QCommandLineOption bwrapOpt(QStringLiteral("bwrap"), QStringLiteral("Use this bubblewrap instead of the one in PATH."),
                                       QStringLiteral("path"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages (also from the guest)."));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt});
+    const QCommandLineOption outputCapOpt(QStringLiteral("history-output-cap"),
+                                          QStringLiteral("Output stored per execution, head and tail halves (default 16M)."),
+                                          QStringLiteral("size"), QStringLiteral("16M"));
+    const QCommandLineOption budgetOpt(QStringLiteral("history-budget"),
+                                       QStringLiteral("Output stored in all; the oldest executions' output goes first (default 2G)."),
+                                       QStringLiteral("size"), QStringLiteral("2G"));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt});
     parser.process(app);
 
     app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
@@ -88,7 +95,18 @@ int main(int argc, char *argv[])
         return lock.error().code == ErrorCode::DaemonRunning ? 3 : 1;
     }
     // Opened before the engine so that it outlives it: an engine shutting down still publishes.
-    auto history = HistoryStore::open({paths::dataDir() + QStringLiteral("/history.db")});
+    HistoryStore::Options historyOptions;
+    historyOptions.path = paths::dataDir() + QStringLiteral("/history.db");
+    for (const auto &[option, target] : {std::pair{&outputCapOpt, &historyOptions.maxStoredOutputPerExec},
+                                         std::pair{&budgetOpt, &historyOptions.maxStoredOutputTotal}}) {
+        auto bytes = units::parseBytes(parser.value(*option));
+        if (!bytes) {
+            std::fprintf(stderr, "airlockd: --%s: %s\n", qPrintable(option->names().constFirst()), qPrintable(bytes.error().message));
+            return 2;
+        }
+        *target = qint64(*bytes);
+    }
+    auto history = HistoryStore::open(historyOptions);
     if (!history) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
         return 1;

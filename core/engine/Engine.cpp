@@ -128,7 +128,7 @@ std::optional<uid_t> Engine::allocateHostUid()
             return u;
 }
 
-void Engine::createSandbox(SandboxSpec spec, CreateDone done)
+void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done)
 {
     if (Status boundary = m_caps.checkBoundary(); !boundary)
         return done(boundary.error());
@@ -158,6 +158,7 @@ void Engine::createSandbox(SandboxSpec spec, CreateDone done)
     setup.id = id;
     setup.spec = spec;
     setup.plan = *plan;
+    setup.run = run;
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + id;
     const std::optional<uid_t> hostUid = allocateHostUid();
     if (!QDir().mkpath(workspacesDir()) || ::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)

@@ -40,7 +40,8 @@ public:
 
     using CreateDone = std::function<void(Result<QJsonObject>)>;
     // Validates, plans limits (fail closed), starts bwrap; `done` runs once the guest answered.
-    void createSandbox(SandboxSpec spec, CreateDone done);
+    // `run` names the run (agent session) the sandbox and its events belong to.
+    void createSandbox(SandboxSpec spec, const QString &run, CreateDone done);
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;

@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "history/HistoryStore.h"
 
+#include "history/HistorySchema.h"
 #include "log/Log.h"
 
-#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
-#include <QJsonDocument>
-
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <tuple>
+#include <future>
+#include <limits>
 
 namespace airlock {
 
@@ -23,192 +21,79 @@ auto logger()
     return l;
 }
 
-// Stepwise migrations: entry N turns schema N into N+1. Never edit a step once released; add one.
-constexpr const char *kMigrations[] = {
-    // 0 -> 1: the first schema.
-    R"sql(
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL UNIQUE,
-        created_ms INTEGER NOT NULL
-    );
-    CREATE TABLE sandboxes (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        run_id INTEGER REFERENCES runs(id),
-        spec_json TEXT NOT NULL,
-        created_ms INTEGER NOT NULL,
-        deleted_ms INTEGER
-    );
-    CREATE TABLE executions (
-        sandbox_id TEXT NOT NULL,
-        exec_id INTEGER NOT NULL,
-        argv_json TEXT NOT NULL,
-        cwd TEXT,
-        env_names_json TEXT,
-        started_ms INTEGER NOT NULL,
-        ended_ms INTEGER,
-        exit_code INTEGER,
-        signal INTEGER,
-        status TEXT NOT NULL CHECK (status IN ('running','succeeded','failed','killed','timed_out','interrupted')),
-        bytes_out INTEGER NOT NULL DEFAULT 0,
-        bytes_err INTEGER NOT NULL DEFAULT 0,
-        truncated INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (sandbox_id, exec_id)
-    );
-    CREATE INDEX executions_by_start ON executions(started_ms DESC);
-    CREATE TABLE output_chunks (
-        sandbox_id TEXT NOT NULL,
-        exec_id INTEGER NOT NULL,
-        stream INTEGER NOT NULL CHECK (stream IN (1, 2)),
-        offset INTEGER NOT NULL,
-        time_ms INTEGER NOT NULL,
-        data BLOB NOT NULL,
-        PRIMARY KEY (sandbox_id, exec_id, stream, offset)
-    );
-    CREATE TABLE events (
-        sandbox_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        time_ms INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        exec_id INTEGER,
-        payload TEXT NOT NULL,
-        PRIMARY KEY (sandbox_id, seq)
-    );
-    )sql",
-};
-static_assert(std::size(kMigrations) == HistoryStore::kSchemaVersion);
+constexpr qint64 kMaxChunkBytes = 256 * 1024;   // consecutive output is merged up to this
+constexpr qint64 kRetainedOnFailure = 1024 * 1024; // output kept for the retry of a failed batch
 
-Error sqlError(sqlite3 *db, const QString &what)
+bool is(const Event &e, const char *kind)
 {
-    return makeError(ErrorCode::IoError,
-                     QStringLiteral("history database: %1: %2").arg(what, QString::fromUtf8(db ? sqlite3_errmsg(db) : "out of memory")));
+    return e.kind == QLatin1String(kind);
 }
 
-Status exec(sqlite3 *db, const char *sql, const QString &what)
+qint64 number(const QJsonObject &o, const char *key)
 {
-    char *err = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) == SQLITE_OK)
-        return Ok{};
-    const QString message = QString::fromUtf8(err ? err : "unknown error");
-    sqlite3_free(err);
-    return makeError(ErrorCode::IoError, QStringLiteral("history database: %1: %2").arg(what, message));
+    return qint64(o.value(QLatin1String(key)).toDouble());
 }
-
-Result<sqlite3 *> openConnection(const QString &path, bool readOnly)
-{
-    sqlite3 *db = nullptr;
-    const int flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(QFile::encodeName(path).constData(), &db, flags, nullptr) != SQLITE_OK) {
-        const Error e = sqlError(db, QStringLiteral("cannot open %1").arg(path));
-        sqlite3_close(db);
-        return e;
-    }
-    sqlite3_busy_timeout(db, 5000);
-    return db;
-}
-
-Result<int> userVersion(sqlite3 *db)
-{
-    sqlite3_stmt *st = nullptr;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr) != SQLITE_OK)
-        return sqlError(db, QStringLiteral("reading the schema version"));
-    const int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    return version;
-}
-
-// RAII for prepared statements in one batch.
-struct Stmt {
-    sqlite3_stmt *s = nullptr;
-    Stmt(sqlite3 *db, const char *sql) { sqlite3_prepare_v2(db, sql, -1, &s, nullptr); }
-    ~Stmt() { sqlite3_finalize(s); }
-    Stmt &text(int i, const QString &v)
-    {
-        const QByteArray u = v.toUtf8();
-        sqlite3_bind_text(s, i, u.constData(), int(u.size()), SQLITE_TRANSIENT);
-        return *this;
-    }
-    Stmt &json(int i, const QJsonValue &v)
-    {
-        const QByteArray u = v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)
-                                         : QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact);
-        sqlite3_bind_text(s, i, u.constData(), int(u.size()), SQLITE_TRANSIENT);
-        return *this;
-    }
-    Stmt &integer(int i, qint64 v)
-    {
-        sqlite3_bind_int64(s, i, v);
-        return *this;
-    }
-    Stmt &nullable(int i, const QJsonValue &v)
-    {
-        if (v.isDouble())
-            sqlite3_bind_int64(s, i, qint64(v.toDouble()));
-        else
-            sqlite3_bind_null(s, i);
-        return *this;
-    }
-    Stmt &blob(int i, const QByteArray &v)
-    {
-        sqlite3_bind_blob(s, i, v.constData(), int(v.size()), SQLITE_STATIC);
-        return *this;
-    }
-    bool run()
-    {
-        const int rc = sqlite3_step(s);
-        sqlite3_reset(s);
-        sqlite3_clear_bindings(s);
-        return rc == SQLITE_DONE;
-    }
-};
 } // namespace
+
+struct HistoryStore::Statements {
+    explicit Statements(sqlite3 *db)
+        : event(db, "INSERT OR IGNORE INTO events(sandbox_id, seq, time_ms, kind, exec_id, payload, run_id) VALUES(?,?,?,?,?,?,?)"),
+          sandbox(db, "INSERT OR REPLACE INTO sandboxes(id, name, run_id, spec_json, created_ms) VALUES(?,?,?,?,?)"),
+          deleted(db, "UPDATE sandboxes SET deleted_ms=? WHERE id=?"),
+          started(db, "INSERT OR IGNORE INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, status) "
+                      "VALUES(?,?,?,?,?,?,?,'running')"),
+          commandIndex(db, "INSERT INTO command_fts(rowid, command) VALUES(?,?)"),
+          findExec(db, "SELECT id, stored_bytes FROM executions WHERE sandbox_id=? AND exec_id=?"),
+          exited(db, "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, stored_bytes=?, "
+                     "truncated=? WHERE id=?"),
+          chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data) VALUES(?,?,?,?,?)"),
+          outputIndex(db, "INSERT INTO output_fts(rowid, text) VALUES(?,?)"),
+          unindexChunk(db, "INSERT INTO output_fts(output_fts, rowid, text) SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE id=?"),
+          dropChunk(db, "DELETE FROM chunks WHERE id=?"),
+          addRun(db, "INSERT INTO runs(name, created_ms) VALUES(?,?) ON CONFLICT(name) DO NOTHING"),
+          findRun(db, "SELECT id FROM runs WHERE name=?"),
+          pruneCandidates(db, "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
+                              "AND (?1 = 0 OR ended_ms < ?1) ORDER BY id LIMIT 256"),
+          unindexOutput(db, "INSERT INTO output_fts(output_fts, rowid, text) "
+                            "SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE execution=?"),
+          dropOutput(db, "DELETE FROM chunks WHERE execution=?"),
+          markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?")
+    {
+    }
+    bool ok() const
+    {
+        for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &commandIndex, &findExec, &exited, &chunk, &outputIndex,
+                                   &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &unindexOutput, &dropOutput, &markPruned})
+            if (!s->prepared())
+                return false;
+        return true;
+    }
+    sql::Stmt event, sandbox, deleted, started, commandIndex, findExec, exited, chunk, outputIndex, unindexChunk, dropChunk, addRun,
+        findRun, pruneCandidates, unindexOutput, dropOutput, markPruned;
+};
 
 HistoryStore::HistoryStore(Options options) : m_options(std::move(options)) {}
 
 Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
 {
     std::unique_ptr<HistoryStore> store(new HistoryStore(options));
-    auto db = openConnection(options.path, false);
+    auto db = sql::open(options.path, false);
     if (!db)
         return db.error();
-    store->m_writer = *db;
+    sqlite3 *raw = db->get();
+    store->m_writer = std::move(*db);
     for (const char *pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"})
-        if (Status s = exec(*db, pragma, QString::fromLatin1(pragma)); !s)
+        if (Status s = sql::exec(raw, pragma, QString::fromLatin1(pragma)); !s)
             return s.error();
-    auto version = userVersion(*db);
-    if (!version)
-        return version.error();
-    if (*version > kSchemaVersion)
-        return makeError(ErrorCode::IoError,
-                         QStringLiteral("history database %1 has schema %2, written by a newer Airlock (this one knows %3); "
-                                        "upgrade Airlock or move the file away")
-                             .arg(options.path)
-                             .arg(*version)
-                             .arg(kSchemaVersion));
-    for (int v = *version; v < kSchemaVersion; ++v) {
-        // Each step and its version bump commit together, so a crash leaves a whole schema.
-        const QByteArray step = QByteArray("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version=" + QByteArray::number(v + 1)
-            + ";COMMIT;";
-        if (Status s = exec(*db, step.constData(), QStringLiteral("migrating schema %1 to %2").arg(v).arg(v + 1)); !s) {
-            (void)exec(*db, "ROLLBACK", QStringLiteral("rollback"));
-            return s.error();
-        }
-        logger()->info("history schema migrated to {}", v + 1);
-    }
-    // Only one daemon uses a data directory (InstanceLock), so anything still running here was
-    // running when a previous daemon died: it is interrupted, never succeeded, as of the last
-    // thing its sandbox recorded; and its sandbox is gone.
-    const char *recover = R"sql(
-        BEGIN IMMEDIATE;
-        UPDATE executions SET status = 'interrupted',
-            ended_ms = coalesce((SELECT max(time_ms) FROM events WHERE events.sandbox_id = executions.sandbox_id), started_ms)
-            WHERE status = 'running';
-        UPDATE sandboxes SET deleted_ms = coalesce((SELECT max(time_ms) FROM events WHERE events.sandbox_id = sandboxes.id), created_ms)
-            WHERE deleted_ms IS NULL;
-        COMMIT;)sql";
-    if (Status s = exec(*db, recover, QStringLiteral("marking executions of a dead daemon interrupted")); !s)
+    if (Status s = history::migrate(raw, options.path); !s)
         return s.error();
+    if (Status s = history::recoverInterrupted(raw); !s)
+        return s.error();
+    store->m_sql = std::make_unique<Statements>(raw);
+    if (!store->m_sql->ok())
+        return sql::error(raw, QStringLiteral("preparing statements"));
+    sql::Stmt total(raw, "SELECT total(stored_bytes) FROM executions");
+    store->m_state.totalStored = total.step() ? total.columnInt(0) : 0;
     store->m_thread = std::thread([s = store.get()] { s->writerLoop(); });
     return store;
 }
@@ -222,7 +107,7 @@ HistoryStore::~HistoryStore()
     m_wake.notify_all();
     if (m_thread.joinable())
         m_thread.join();
-    sqlite3_close(m_writer);
+    m_sql.reset();
 }
 
 void HistoryStore::append(const Event &event)
@@ -230,22 +115,48 @@ void HistoryStore::append(const Event &event)
     {
         std::lock_guard lock(m_mutex);
         if (event.isOutput()) {
-            // The cap is applied here, not in the writer: output that will not be stored must not
-            // sit in the queue either (a flood would otherwise hold throughput x latency bytes).
-            qint64 &stored = m_storedPerExec[{event.sandbox, event.exec}];
-            const qint64 keep = std::min<qint64>(event.data.size(), m_options.maxStoredOutputPerExec - stored);
-            if (keep <= 0)
-                return;
-            stored += keep;
-            m_queue.push_back(event);
-            if (keep < event.data.size())
-                m_queue.back().data.truncate(keep);
+            // The per-execution cap is applied here, not in the writer: output that will not be
+            // stored must not sit in the queue either.
+            OutputBudget &budget = m_output[{event.sandbox, event.exec}];
+            QByteArrayView rest = event.data;
+            qint64 offset = event.offset;
+            if (budget.head < headBudget()) {
+                const qint64 take = std::min<qint64>(rest.size(), headBudget() - budget.head);
+                m_queue.push_back({event, false});
+                if (take < rest.size())
+                    m_queue.back().event.data.truncate(take);
+                budget.head += take;
+                rest = rest.sliced(take);
+                offset += take;
+            }
+            if (!rest.isEmpty() && tailBudget() > 0) {
+                if (rest.size() > tailBudget()) {
+                    offset += rest.size() - tailBudget();
+                    rest = rest.last(tailBudget());
+                }
+                Item item{event, true};
+                item.event.offset = offset;
+                if (rest.size() != event.data.size())
+                    item.event.data = rest.toByteArray();
+                budget.tail.push_back(std::move(item));
+                budget.tailBytes += rest.size();
+                // Keep at least the budget: drop whole events from the front while that holds.
+                while (budget.tailBytes - budget.tail.front().event.data.size() >= tailBudget()) {
+                    budget.tailBytes -= budget.tail.front().event.data.size();
+                    budget.tail.pop_front();
+                }
+            }
         } else {
-            if (event.kind == QLatin1String("exec.exited"))
-                m_storedPerExec.erase({event.sandbox, event.exec});
-            m_queue.push_back(event);
+            if (is(event, "exec.exited")) {
+                // Its tail goes before its exit, so that the exit sees every stored byte.
+                if (auto it = m_output.find({event.sandbox, event.exec}); it != m_output.end()) {
+                    for (Item &t : it->second.tail)
+                        m_queue.push_back(std::move(t));
+                    m_output.erase(it);
+                }
+            }
+            m_queue.push_back({event, false});
         }
-        ++m_appended;
     }
     m_wake.notify_one();
 }
@@ -253,152 +164,313 @@ void HistoryStore::append(const Event &event)
 Status HistoryStore::flush()
 {
     std::unique_lock lock(m_mutex);
-    const uint64_t target = m_appended;
+    if (m_failed)
+        return m_writeError;
+    if (m_stopping)
+        return Ok{}; // the writer commits everything queued before it stops
+    const uint64_t target = m_batchesStarted + 1; // the next batch takes everything appended so far
     m_flushRequested = true;
     m_wake.notify_one();
-    m_committed.wait(lock, [&] { return m_done >= target || m_stopping; });
+    m_committed.wait(lock, [&] { return m_batchesDone >= target; });
     if (m_failed)
         return m_writeError;
     return Ok{};
+}
+
+Status HistoryStore::writable() const
+{
+    std::lock_guard lock(m_mutex);
+    if (m_failed)
+        return makeError(ErrorCode::HistoryUnavailable,
+                         QStringLiteral("refusing new work: the history cannot be written (%1); free space on the disk "
+                                        "holding %2 (or run 'airlockctl prune') and it resumes by itself")
+                             .arg(m_writeError.message, m_options.path));
+    return Ok{};
+}
+
+void HistoryStore::prune(const Prune &request, std::function<void(Result<PruneReport>)> done)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_tasks.push_back([this, request, done = std::move(done)] { done(runPrune(request)); });
+    }
+    m_wake.notify_one();
+}
+
+Result<HistoryStore::PruneReport> HistoryStore::pruneAndWait(const Prune &request)
+{
+    std::promise<Result<PruneReport>> promise;
+    auto result = promise.get_future();
+    prune(request, [&promise](Result<PruneReport> r) { promise.set_value(std::move(r)); });
+    return result.get();
 }
 
 void HistoryStore::writerLoop()
 {
     std::unique_lock lock(m_mutex);
     for (;;) {
-        m_wake.wait(lock, [&] { return !m_queue.empty() || m_stopping; });
-        if (m_queue.empty() && m_stopping)
-            return;
-        // Gather for a while (bounded latency), unless someone waits for the commit.
-        if (!m_flushRequested && !m_stopping)
+        m_wake.wait(lock, [&] { return !m_queue.empty() || m_flushRequested || !m_tasks.empty() || m_stopping || m_failed; });
+        if (m_stopping && m_queue.empty() && m_tasks.empty()) {
+            bool pendingTail = false;
+            for (const auto &[key, budget] : m_output)
+                pendingTail = pendingTail || !budget.tail.empty();
+            if (!pendingTail)
+                break;
+        }
+        // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
+        if (m_failed && !m_stopping)
+            m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
+        else if (!m_flushRequested && !m_stopping && m_tasks.empty())
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.maxBatchLatencyMs),
                             [&] { return m_flushRequested || m_stopping; });
         m_flushRequested = false;
-        std::deque<Event> batch;
+        std::deque<Item> batch;
         batch.swap(m_queue);
+        for (auto &[key, budget] : m_output) {
+            for (Item &t : budget.tail)
+                batch.push_back(std::move(t));
+            budget.tail.clear();
+            budget.tailBytes = 0;
+        }
+        std::deque<std::function<void()>> tasks;
+        tasks.swap(m_tasks);
+        const uint64_t id = ++m_batchesStarted;
         lock.unlock();
-        const size_t n = batch.size();
-        const Status written = writeBatch(batch);
+
+        const WriterState before = m_state;
+        Status written = batch.empty() ? Status(Ok{}) : writeBatch(batch);
+        if (!written) {
+            m_state = before;
+            // Keep the facts for the retry (and a little output); the rest of the output is lost,
+            // which the execution's true byte counts will show.
+            std::deque<Item> retry;
+            qint64 retained = 0;
+            for (Item &item : batch) {
+                if (item.event.isOutput() && (retained += item.event.data.size()) > kRetainedOnFailure && !retry.empty())
+                    continue;
+                retry.push_back(std::move(item));
+            }
+            batch.swap(retry);
+        }
+        for (auto &task : tasks)
+            task();
+
         lock.lock();
         if (!written) {
+            if (!m_failed)
+                logger()->error("{}; new work is refused until it can write again", written.error().message.toStdString());
             m_failed = true;
             m_writeError = written.error();
-            logger()->error("{}", written.error().message.toStdString());
-        } else {
+            while (!batch.empty()) {
+                m_queue.push_front(std::move(batch.back()));
+                batch.pop_back();
+            }
+        } else if (m_failed && !batch.empty()) {
+            logger()->info("history writable again");
             m_failed = false;
         }
-        m_done += n;
+        m_batchesDone = id;
         m_committed.notify_all();
     }
+    m_batchesDone = std::numeric_limits<uint64_t>::max();
+    m_committed.notify_all();
 }
 
-Status HistoryStore::writeBatch(std::deque<Event> &batch)
+Result<qint64> HistoryStore::runId(const QString &name, qint64 timeMs)
 {
-    sqlite3 *db = m_writer;
-    if (Status s = exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s)
+    if (name.isEmpty())
+        return qint64(0);
+    if (auto it = m_state.runIds.constFind(name); it != m_state.runIds.constEnd())
+        return *it;
+    if (!m_sql->addRun.text(1, name).integer(2, timeMs).run())
+        return sql::error(m_writer.get(), QStringLiteral("recording run %1").arg(name));
+    sql::Stmt &find = m_sql->findRun;
+    find.text(1, name);
+    const qint64 id = find.step() ? find.columnInt(0) : 0;
+    find.reset();
+    m_state.runIds.insert(name, id);
+    return id;
+}
+
+Status HistoryStore::deleteChunk(qint64 chunkId)
+{
+    if (!m_sql->unindexChunk.integer(1, chunkId).run() || !m_sql->dropChunk.integer(1, chunkId).run())
+        return sql::error(m_writer.get(), QStringLiteral("dropping old output"));
+    return Ok{};
+}
+
+Status HistoryStore::writeOutput(const Item &first, const QByteArray &data)
+{
+    const Event &e = first.event;
+    auto row = m_state.execs.find({e.sandbox, e.exec});
+    if (row == m_state.execs.end()) {
+        // Started before this writer knew it (it is in the database): look it up once.
+        sql::Stmt &find = m_sql->findExec;
+        find.text(1, e.sandbox).integer(2, e.exec);
+        const bool found = find.step();
+        const ExecRow fresh{found ? find.columnInt(0) : 0, found ? find.columnInt(1) : 0, {}, 0};
+        find.reset();
+        if (!found)
+            return Ok{}; // output of an execution with no record: nothing to attach it to
+        row = m_state.execs.emplace(ExecKey{e.sandbox, e.exec}, fresh).first;
+    }
+    ExecRow &r = row->second;
+    if (!m_sql->chunk.integer(1, r.id).integer(2, e.stream).integer(3, e.offset).integer(4, e.timeMs).blob(5, data).run())
+        return sql::error(m_writer.get(), QStringLiteral("storing output"));
+    const qint64 chunkId = sqlite3_last_insert_rowid(m_writer.get());
+    if (!m_sql->outputIndex.integer(1, chunkId).text(2, sql::indexText(data)).run())
+        return sql::error(m_writer.get(), QStringLiteral("indexing output"));
+    r.stored += data.size();
+    m_state.totalStored += data.size();
+    if (!first.tail)
+        return Ok{};
+    r.tail.emplace_back(chunkId, data.size());
+    r.tailBytes += data.size();
+    while (r.tailBytes - r.tail.front().second >= tailBudget()) {
+        const auto [oldId, bytes] = r.tail.front();
+        if (Status s = deleteChunk(oldId); !s)
+            return s;
+        r.tail.pop_front();
+        r.tailBytes -= bytes;
+        r.stored -= bytes;
+        m_state.totalStored -= bytes;
+    }
+    return Ok{};
+}
+
+Status HistoryStore::writeBatch(std::deque<Item> &batch)
+{
+    sqlite3 *db = m_writer.get();
+    Statements &q = *m_sql;
+    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s)
         return s;
-    Stmt event(db, "INSERT OR IGNORE INTO events(sandbox_id, seq, time_ms, kind, exec_id, payload) VALUES(?,?,?,?,?,?)");
-    Stmt sandbox(db, "INSERT OR REPLACE INTO sandboxes(id, name, spec_json, created_ms) VALUES(?,?,?,?)");
-    Stmt deleted(db, "UPDATE sandboxes SET deleted_ms=? WHERE id=?");
-    Stmt started(db, "INSERT OR REPLACE INTO executions(sandbox_id, exec_id, argv_json, cwd, env_names_json, started_ms, status) "
-                     "VALUES(?,?,?,?,?,?,'running')");
-    Stmt exited(db, "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, truncated=? "
-                    "WHERE sandbox_id=? AND exec_id=?");
-    Stmt chunk(db, "INSERT OR IGNORE INTO output_chunks(sandbox_id, exec_id, stream, offset, time_ms, data) VALUES(?,?,?,?,?,?)");
-    bool ok = true;
-    for (const Event &e : batch) {
+    auto failWith = [&](const Error &error) {
+        (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
+        return error;
+    };
+    auto fail = [&](const QString &what) { return failWith(sql::error(db, what)); };
+
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const Item &item = batch[i];
+        const Event &e = item.event;
         if (e.isOutput()) {
-            auto &offset = m_offsets[std::make_tuple(e.sandbox, e.exec, e.stream)];
-            ok = chunk.text(1, e.sandbox).integer(2, e.exec).integer(3, e.stream).integer(4, offset).integer(5, e.timeMs).blob(6, e.data).run() && ok;
-            offset += e.data.size();
+            // Consecutive output of one stream is one chunk (fewer rows, words not split).
+            QByteArray data = e.data;
+            while (i + 1 < batch.size() && data.size() < kMaxChunkBytes) {
+                const Item &next = batch[i + 1];
+                if (!next.event.isOutput() || next.tail != item.tail || next.event.exec != e.exec || next.event.stream != e.stream
+                    || next.event.sandbox != e.sandbox || next.event.offset != e.offset + data.size())
+                    break;
+                data += next.event.data;
+                ++i;
+            }
+            if (Status s = writeOutput(item, data); !s)
+                return failWith(s.error());
             continue;
         }
-        ok = event.text(1, e.sandbox).integer(2, qint64(e.seq)).integer(3, e.timeMs).text(4, e.kind).integer(5, e.exec).json(6, e.payload).run() && ok;
+        auto run = runId(e.run, e.timeMs);
+        if (!run)
+            return failWith(run.error());
         const QJsonObject &p = e.payload;
-        if (e.kind == QLatin1String("sandbox.created")) {
-            ok = sandbox.text(1, e.sandbox).text(2, p.value(QStringLiteral("name")).toString()).json(3, p.value(QStringLiteral("spec"))).integer(4, e.timeMs).run() && ok;
-        } else if (e.kind == QLatin1String("sandbox.deleted")) {
-            ok = deleted.integer(1, e.timeMs).text(2, e.sandbox).run() && ok;
-        } else if (e.kind == QLatin1String("exec.started")) {
-            ok = started.text(1, e.sandbox).integer(2, e.exec).json(3, p.value(QStringLiteral("argv"))).text(4, p.value(QStringLiteral("cwd")).toString())
-                     .json(5, p.value(QStringLiteral("envNames"))).integer(6, e.timeMs).run() && ok;
-        } else if (e.kind == QLatin1String("exec.exited")) {
-            for (int stream : {1, 2})
-                m_offsets.erase(std::make_tuple(e.sandbox, e.exec, stream));
-            ok = exited.integer(1, e.timeMs).nullable(2, p.value(QStringLiteral("exitCode"))).nullable(3, p.value(QStringLiteral("signal")))
-                     .text(4, p.value(QStringLiteral("status")).toString()).integer(5, qint64(p.value(QStringLiteral("bytesOut")).toDouble()))
-                     .integer(6, qint64(p.value(QStringLiteral("bytesErr")).toDouble())).integer(7, p.value(QStringLiteral("truncated")).toBool())
-                     .text(8, e.sandbox).integer(9, e.exec).run() && ok;
+        if (!q.event.text(1, e.sandbox).integer(2, qint64(e.seq)).integer(3, e.timeMs).text(4, e.kind).integer(5, e.exec)
+                 .json(6, p).nullable(7, *run ? QJsonValue(double(*run)) : QJsonValue()).run())
+            return fail(QStringLiteral("recording %1").arg(e.kind));
+        const QJsonValue runValue = *run ? QJsonValue(double(*run)) : QJsonValue();
+        if (is(e, "sandbox.created")) {
+            if (!q.sandbox.text(1, e.sandbox).text(2, p.value(QStringLiteral("name")).toString()).nullable(3, runValue)
+                     .json(4, p.value(QStringLiteral("spec"))).integer(5, e.timeMs).run())
+                return fail(QStringLiteral("recording sandbox %1").arg(e.sandbox));
+        } else if (is(e, "sandbox.deleted")) {
+            if (!q.deleted.integer(1, e.timeMs).text(2, e.sandbox).run())
+                return fail(QStringLiteral("recording the deletion of %1").arg(e.sandbox));
+        } else if (is(e, "exec.started")) {
+            const QJsonArray argv = p.value(QStringLiteral("argv")).toArray();
+            if (!q.started.text(1, e.sandbox).integer(2, e.exec).nullable(3, runValue).json(4, argv)
+                     .text(5, p.value(QStringLiteral("cwd")).toString()).json(6, p.value(QStringLiteral("envNames")))
+                     .integer(7, e.timeMs).run())
+                return fail(QStringLiteral("recording an execution"));
+            if (sqlite3_changes(db) == 1) {
+                const qint64 id = sqlite3_last_insert_rowid(db);
+                m_state.execs[{e.sandbox, e.exec}] = ExecRow{id, 0, {}, 0};
+                QStringList words;
+                for (const QJsonValue &a : argv)
+                    words.append(a.toString());
+                if (!q.commandIndex.integer(1, id).text(2, words.join(QLatin1Char(' '))).run())
+                    return fail(QStringLiteral("indexing a command"));
+            }
+        } else if (is(e, "exec.exited")) {
+            auto row = m_state.execs.find({e.sandbox, e.exec});
+            if (row == m_state.execs.end())
+                continue;
+            const qint64 stored = row->second.stored;
+            const qint64 bytes = number(p, "bytesOut") + number(p, "bytesErr");
+            if (!q.exited.integer(1, e.timeMs).nullable(2, p.value(QStringLiteral("exitCode"))).nullable(3, p.value(QStringLiteral("signal")))
+                     .text(4, p.value(QStringLiteral("status")).toString()).integer(5, number(p, "bytesOut")).integer(6, number(p, "bytesErr"))
+                     .integer(7, stored).integer(8, p.value(QStringLiteral("truncated")).toBool() || bytes > stored).integer(9, row->second.id)
+                     .run())
+                return fail(QStringLiteral("recording an exit"));
+            m_state.execs.erase(row);
         }
     }
-    if (!ok) {
-        const Error e = sqlError(db, QStringLiteral("writing %1 events").arg(batch.size()));
-        (void)exec(db, "ROLLBACK", QStringLiteral("rollback"));
-        return e;
+    if (m_state.totalStored > m_options.maxStoredOutputTotal) {
+        PruneReport report;
+        if (Status s = pruneOldest(m_options.maxStoredOutputTotal - m_options.maxStoredOutputTotal / 10, 0, report); !s)
+            return failWith(s.error());
+        if (report.executions)
+            logger()->info("history over its {}-byte budget: dropped the output of the {} oldest executions ({} bytes)",
+                           m_options.maxStoredOutputTotal, report.executions, report.freedBytes);
     }
-    return exec(db, "COMMIT", QStringLiteral("commit"));
+    if (Status s = sql::exec(db, "COMMIT", QStringLiteral("commit")); !s)
+        return failWith(s.error());
+    return Ok{};
 }
 
-Result<qint64> HistoryStore::eventCount(const QString &sandbox) const
+Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report)
 {
-    auto db = openConnection(m_options.path, true);
-    if (!db)
-        return db.error();
-    Stmt st(*db, sandbox.isEmpty() ? "SELECT count(*) FROM events" : "SELECT count(*) FROM events WHERE sandbox_id=?");
-    if (!sandbox.isEmpty())
-        st.text(1, sandbox);
-    qint64 count = -1;
-    if (sqlite3_step(st.s) == SQLITE_ROW)
-        count = sqlite3_column_int64(st.s, 0);
-    sqlite3_finalize(std::exchange(st.s, nullptr));
-    sqlite3_close(*db);
-    return count;
-}
-
-Result<QJsonArray> HistoryStore::executions(const ExecutionFilter &filter) const
-{
-    auto db = openConnection(m_options.path, true);
-    if (!db)
-        return db.error();
-    Stmt st(*db, "SELECT e.sandbox_id, coalesce(s.name, ''), e.exec_id, e.argv_json, e.cwd, e.status, e.exit_code, e.signal, "
-                 "e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.truncated "
-                 "FROM executions e LEFT JOIN sandboxes s ON s.id = e.sandbox_id "
-                 "WHERE (?1 = '' OR e.sandbox_id = ?1 OR s.name = ?1) AND (?2 = '' OR e.status = ?2) "
-                 "ORDER BY e.started_ms DESC, e.exec_id DESC LIMIT ?3");
-    st.text(1, filter.sandbox).text(2, filter.status).integer(3, std::clamp(filter.limit, 1, 10000));
-    QJsonArray out;
-    auto text = [&](int col) { return QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(st.s, col))); };
-    auto number = [&](int col) {
-        return sqlite3_column_type(st.s, col) == SQLITE_NULL ? QJsonValue() : QJsonValue(double(sqlite3_column_int64(st.s, col)));
-    };
-    while (sqlite3_step(st.s) == SQLITE_ROW) {
-        out.append(QJsonObject{{QStringLiteral("sandbox"), text(0)},
-                               {QStringLiteral("sandboxName"), text(1)},
-                               {QStringLiteral("exec"), number(2)},
-                               {QStringLiteral("argv"), QJsonDocument::fromJson(text(3).toUtf8()).array()},
-                               {QStringLiteral("cwd"), text(4)},
-                               {QStringLiteral("status"), text(5)},
-                               {QStringLiteral("exitCode"), number(6)},
-                               {QStringLiteral("signal"), number(7)},
-                               {QStringLiteral("startedMs"), number(8)},
-                               {QStringLiteral("endedMs"), number(9)},
-                               {QStringLiteral("bytesOut"), number(10)},
-                               {QStringLiteral("bytesErr"), number(11)},
-                               {QStringLiteral("truncated"), sqlite3_column_int(st.s, 12) != 0}});
+    Statements &q = *m_sql;
+    while (m_state.totalStored > target || endedBeforeMs) {
+        std::vector<std::pair<qint64, qint64>> victims;
+        q.pruneCandidates.integer(1, endedBeforeMs);
+        while (q.pruneCandidates.step())
+            victims.emplace_back(q.pruneCandidates.columnInt(0), q.pruneCandidates.columnInt(1));
+        q.pruneCandidates.reset();
+        if (victims.empty())
+            return Ok{};
+        for (const auto &[id, bytes] : victims) {
+            if (m_state.totalStored <= target && !endedBeforeMs)
+                return Ok{};
+            if (!q.unindexOutput.integer(1, id).run() || !q.dropOutput.integer(1, id).run() || !q.markPruned.integer(1, id).run())
+                return sql::error(m_writer.get(), QStringLiteral("pruning output"));
+            m_state.totalStored -= bytes;
+            report.executions += 1;
+            report.freedBytes += bytes;
+        }
     }
-    sqlite3_finalize(std::exchange(st.s, nullptr));
-    sqlite3_close(*db);
-    return out;
+    return Ok{};
 }
 
-Result<int> HistoryStore::schemaVersion() const
+Result<HistoryStore::PruneReport> HistoryStore::runPrune(const Prune &request)
 {
-    auto db = openConnection(m_options.path, true);
-    if (!db)
-        return db.error();
-    auto v = userVersion(*db);
-    sqlite3_close(*db);
-    return v;
+    sqlite3 *db = m_writer.get();
+    PruneReport report;
+    const WriterState before = m_state;
+    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s)
+        return s.error();
+    Status pruned = pruneOldest(request.keepBytes.value_or(m_options.maxStoredOutputTotal), request.endedBeforeMs.value_or(0), report);
+    if (pruned)
+        pruned = sql::exec(db, "COMMIT", QStringLiteral("commit"));
+    if (!pruned) {
+        (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
+        m_state = before;
+        return pruned.error();
+    }
+    if (request.vacuum) {
+        if (Status s = sql::exec(db, "VACUUM; PRAGMA wal_checkpoint(TRUNCATE);", QStringLiteral("vacuum")); !s)
+            return s.error();
+    }
+    report.storedBytes = m_state.totalStored;
+    report.fileBytes = QFileInfo(m_options.path).size() + QFileInfo(m_options.path + QStringLiteral("-wal")).size();
+    return report;
 }
 
 } // namespace airlock

@@ -1,86 +1,125 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "history/Sql.h"
 #include "model/Event.h"
 #include "util/Result.h"
 
-#include <QJsonArray>
+#include <QHash>
 #include <QString>
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
-
-struct sqlite3;
 
 namespace airlock {
 
-// The SQLite history of every sandbox (issue 3): one append-only event stream, stored. One writer
-// thread drains a queue and commits in batches (an event is durable within maxBatchLatencyMs, or
-// as soon as flush() returns); readers open their own connections. WAL, `user_version` schema
-// with stepwise migrations.
+// The writing half of the SQLite history (issue 3): the daemon's one event stream, stored. One
+// writer thread drains a queue and commits in batches: an event is durable within
+// maxBatchLatencyMs, or once flush() returns. Output is kept per execution as a head and a tail
+// (half of maxStoredOutputPerExec each; the bytes between are a gap whose size the offsets show),
+// and all output together within maxStoredOutputTotal, pruning the oldest executions' output
+// first (never their records). Readers use HistoryReader, on their own connections.
 class HistoryStore {
 public:
     struct Options {
         QString path;
         int maxBatchLatencyMs = 100;
-        // Output bytes stored per execution (both streams); beyond it only the true byte counts
-        // (from exec.exited) are kept. Keeping the tail as well is still to come.
         qint64 maxStoredOutputPerExec = 16 * 1024 * 1024;
+        qint64 maxStoredOutputTotal = qint64(2) * 1024 * 1024 * 1024;
+        int retryIntervalMs = 250; // while the database cannot be written
     };
 
-    static constexpr int kSchemaVersion = 1;
-
-    // Opens (creating or migrating) the database and starts the writer. Refuses a database written
-    // by a newer Airlock rather than guessing at it.
+    // Opens (creating or migrating) the database, marks what a dead daemon left running as
+    // interrupted, and starts the writer.
     static Result<std::unique_ptr<HistoryStore>> open(const Options &options);
     ~HistoryStore(); // commits what is queued, then stops the writer
 
+    const QString &path() const { return m_options.path; }
+
     // Never blocks on the disk: the writer thread stores it.
     void append(const Event &event);
-    // Blocks until every event appended before the call is committed (exit events and approvals are
-    // acknowledged only after this). Returns the write error if the store cannot write.
+    // Blocks until everything appended before the call is committed (exit events and starts are
+    // acknowledged only after this). While the store cannot write, returns that error at once.
     Status flush();
+    // Ok while the store writes; the write error while it cannot. The daemon refuses new sandboxes
+    // and executions then (fail closed) and the writer keeps retrying until the disk heals.
+    Status writable() const;
 
-    // Readers (own connection each call; safe from any thread).
-    Result<qint64> eventCount(const QString &sandbox = {}) const;
-    struct ExecutionFilter {
-        QString sandbox; // id or name
-        QString status;
-        int limit = 50;
+    struct Prune {
+        std::optional<qint64> keepBytes;       // output to keep at most (default: the budget)
+        std::optional<qint64> endedBeforeMs;   // drop the output of executions that ended before this
+        bool vacuum = false;                   // then give the space back to the filesystem
     };
-    // Newest first: [{sandbox, sandboxName, exec, argv, cwd, status, exitCode, signal, startedMs,
-    // endedMs, bytesOut, bytesErr, truncated}].
-    Result<QJsonArray> executions(const ExecutionFilter &filter) const;
-    Result<int> schemaVersion() const;
+    struct PruneReport {
+        qint64 executions = 0;  // whose output was dropped
+        qint64 freedBytes = 0;
+        qint64 storedBytes = 0; // output stored afterwards
+        qint64 fileBytes = 0;   // database + WAL afterwards
+    };
+    // Runs on the writer thread between batches; `done` is called on that thread.
+    void prune(const Prune &request, std::function<void(Result<PruneReport>)> done);
+    Result<PruneReport> pruneAndWait(const Prune &request);
 
 private:
+    using ExecKey = std::pair<QString, uint32_t>;
+    struct Item {
+        Event event;
+        bool tail = false; // output beyond the head budget: may be dropped again for newer tail
+    };
+    struct OutputBudget { // append side, per running execution
+        qint64 head = 0;
+        std::deque<Item> tail;
+        qint64 tailBytes = 0;
+    };
+    struct ExecRow { // writer side, per running execution
+        qint64 id = 0;
+        qint64 stored = 0;
+        std::deque<std::pair<qint64, qint64>> tail; // (chunk id, bytes), oldest first
+        qint64 tailBytes = 0;
+    };
+    struct WriterState { // rolled back with the transaction when a batch fails
+        QHash<QString, qint64> runIds;
+        std::map<ExecKey, ExecRow> execs;
+        qint64 totalStored = 0;
+    };
+    struct Statements; // prepared once for the writer's connection
+
     explicit HistoryStore(Options options);
     void writerLoop();
-    Status writeBatch(std::deque<Event> &batch);
+    Status writeBatch(std::deque<Item> &batch);
+    Status writeOutput(const Item &first, const QByteArray &data);
+    Status deleteChunk(qint64 chunkId);
+    Result<qint64> runId(const QString &name, qint64 timeMs);
+    Result<PruneReport> runPrune(const Prune &request);
+    Status pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report);
+    qint64 headBudget() const { return m_options.maxStoredOutputPerExec / 2; }
+    qint64 tailBudget() const { return m_options.maxStoredOutputPerExec - headBudget(); }
 
     Options m_options;
-    sqlite3 *m_writer = nullptr;
+    sql::Db m_writer;
+    std::unique_ptr<Statements> m_sql;
+    WriterState m_state; // writer thread only
     std::thread m_thread;
-    mutable std::mutex m_mutex;
+
+    mutable std::mutex m_mutex; // guards everything below
     std::condition_variable m_wake;
     std::condition_variable m_committed;
-    std::deque<Event> m_queue;
-    uint64_t m_appended = 0;  // events handed to append()
-    uint64_t m_done = 0;      // events the writer finished with (committed or failed)
+    std::deque<Item> m_queue;
+    std::map<ExecKey, OutputBudget> m_output;
+    std::deque<std::function<void()>> m_tasks;
+    uint64_t m_batchesStarted = 0;
+    uint64_t m_batchesDone = 0;
     bool m_flushRequested = false;
     bool m_stopping = false;
-    Error m_writeError;       // the last failure, while m_failed
     bool m_failed = false;
-    // Writer thread only: next byte offset of each (sandbox, exec, stream).
-    std::map<std::tuple<QString, uint32_t, int>, qint64> m_offsets;
-    // Under m_mutex: output bytes queued for storage per execution (the cap).
-    std::map<std::pair<QString, uint32_t>, qint64> m_storedPerExec;
+    Error m_writeError;
 };
 
 } // namespace airlock

@@ -17,10 +17,12 @@ struct Event {
     uint64_t seq = 0;
     qint64 timeMs = 0;
     QString kind; // sandbox.created | sandbox.failed | sandbox.deleted | exec.started | exec.output | exec.exited | exec.truncated
+    QString run;  // the run (agent session) the fact belongs to: its creator's or its execution's
     QJsonObject payload;
+    uint32_t exec = 0; // execution events
     // exec.output only
-    uint32_t exec = 0;
     int stream = 0; // 1 stdout, 2 stderr
+    qint64 offset = 0; // of data[0] in its stream: a reader resuming from the store skips what it has
     QByteArray data;
 
     bool isOutput() const { return kind == QLatin1String("exec.output"); }

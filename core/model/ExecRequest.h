@@ -22,6 +22,7 @@ struct ExecRequest {
     bool stdinOpen = false;
     uint16_t rows = 0, cols = 0;
     std::optional<uint64_t> timeoutMs; // overrides the sandbox's wall limit
+    QString run; // set by the daemon from the requesting connection, never from the request body
 
     QJsonObject toJson() const;
     // Bounded and validated: the request may come from any client.

@@ -34,7 +34,8 @@ QByteArray encodeOutputHeader(const Event &e)
                                                         {QStringLiteral("seq"), double(e.seq)},
                                                         {QStringLiteral("time"), double(e.timeMs)},
                                                         {QStringLiteral("exec"), double(e.exec)},
-                                                        {QStringLiteral("stream"), e.stream}})
+                                                        {QStringLiteral("stream"), e.stream},
+                                                        {QStringLiteral("offset"), double(e.offset)}})
                                   .toJson(QJsonDocument::Compact);
     QByteArray out(9 + header.size(), Qt::Uninitialized);
     char *p = out.data();
@@ -114,6 +115,7 @@ Result<Event> decodeOutput(QByteArrayView payload)
     e.timeMs = qint64(h.value(QStringLiteral("time")).toDouble());
     e.exec = uint32_t(h.value(QStringLiteral("exec")).toDouble());
     e.stream = h.value(QStringLiteral("stream")).toInt();
+    e.offset = qint64(h.value(QStringLiteral("offset")).toDouble());
     if (e.stream != 1 && e.stream != 2)
         return protocolError(QStringLiteral("output frame with invalid stream %1").arg(e.stream));
     e.data = payload.sliced(4 + hlen).toByteArray();
@@ -174,6 +176,7 @@ QJsonObject eventToJson(const Event &e)
             {QStringLiteral("seq"), double(e.seq)},
             {QStringLiteral("time"), double(e.timeMs)},
             {QStringLiteral("kind"), e.kind},
+            {QStringLiteral("run"), e.run},
             {QStringLiteral("payload"), e.payload}};
 }
 
@@ -184,6 +187,7 @@ Result<Event> eventFromJson(const QJsonObject &json)
     e.seq = uint64_t(json.value(QStringLiteral("seq")).toDouble());
     e.timeMs = qint64(json.value(QStringLiteral("time")).toDouble());
     e.kind = json.value(QStringLiteral("kind")).toString();
+    e.run = json.value(QStringLiteral("run")).toString();
     e.payload = json.value(QStringLiteral("payload")).toObject();
     if (e.sandbox.isEmpty() || e.kind.isEmpty())
         return protocolError(QStringLiteral("event without sandbox or kind"));

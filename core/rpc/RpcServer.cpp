@@ -5,17 +5,21 @@
 #include "history/HistoryStore.h"
 #include "log/Log.h"
 #include "rpc/Connection.h"
+#include "rpc/HistoryMethods.h"
 #include "sandbox/Sandbox.h"
 #include "util/Paths.h"
 
+#include <QDateTime>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QLocalServer>
 #include <QLocalSocket>
 #include <QPointer>
+#include <QRandomGenerator>
 
 #include <cerrno>
+#include <csignal>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -46,6 +50,17 @@ Result<QString> stringParam(const QJsonObject &params, const char *key)
     if (!v.isString() || v.toString().isEmpty() || v.toString().size() > 4096)
         return invalid(QStringLiteral("params.%1: expected a non-empty string").arg(QLatin1String(key)));
     return v.toString();
+}
+
+// "airlockctl-20261130-101500-3f9a": unique enough across connections and daemon restarts, and
+// readable in `airlockctl runs`.
+QString connectionRunName(const QString &client)
+{
+    const QString base = client.section(QLatin1Char('/'), 0, 0).trimmed();
+    return QStringLiteral("%1-%2-%3")
+        .arg(base.isEmpty() ? QStringLiteral("client") : base.left(40),
+             QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+        .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
 }
 
 Result<uint32_t> execParam(const QJsonObject &params)
@@ -80,7 +95,7 @@ struct RpcServer::Session {
 };
 
 RpcServer::RpcServer(Engine &engine, HistoryStore *history, QObject *parent)
-    : QObject(parent), m_engine(engine), m_history(history)
+    : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this))
 {
     registerHandlers();
     connect(&m_engine, &Engine::eventPublished, this, &RpcServer::onEvent);
@@ -141,6 +156,11 @@ void RpcServer::onNewConnection()
     }
 }
 
+Status RpcServer::historyWritable() const
+{
+    return m_history ? m_history->writable() : Status(Ok{});
+}
+
 void RpcServer::releaseHolds(Session &session)
 {
     for (Sandbox *s : std::as_const(session.holding))
@@ -174,6 +194,8 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
                                                QStringLiteral("the first request must be \"hello\" with the protocol version")));
         return;
     }
+    if (HistoryMethods::handles(method))
+        return m_historyMethods->handle(method, paramsValue.toObject(), reply);
     const auto handler = m_handlers.constFind(method);
     if (handler == m_handlers.cend()) {
         QJsonObject err = makeErrorReply(id, invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));
@@ -250,7 +272,10 @@ void RpcServer::registerHandlers()
         }
         s.greeted = true;
         s.client = p.value(QStringLiteral("client")).toString().left(200);
-        s.run = p.value(QStringLiteral("run")).toString().left(200);
+        // A run groups one agent session's work; without a name, this connection is its own run.
+        s.run = p.value(QStringLiteral("run")).toString().trimmed().left(200);
+        if (s.run.isEmpty())
+            s.run = connectionRunName(s.client);
         reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
                           {QStringLiteral("daemon"), QStringLiteral(AIRLOCK_VERSION)},
                           {QStringLiteral("pid"), double(::getpid())}});
@@ -261,11 +286,13 @@ void RpcServer::registerHandlers()
         info.insert(QStringLiteral("clients"), sessionCount());
         reply(info);
     });
-    m_handlers.insert(QStringLiteral("sandbox.create"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("sandbox.create"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto spec = SandboxSpec::fromJson(p.value(QStringLiteral("spec")).toObject());
         if (!spec)
             return reply(spec.error());
-        m_engine.createSandbox(*spec, [reply](Result<QJsonObject> r) {
+        if (Status recording = historyWritable(); !recording)
+            return reply(recording.error());
+        m_engine.createSandbox(*spec, s.run, [reply](Result<QJsonObject> r) {
             reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error()));
         });
     });
@@ -293,12 +320,21 @@ void RpcServer::registerHandlers()
         auto request = ExecRequest::fromJson(p);
         if (!request)
             return reply(request.error());
+        request->run = s.run;
+        if (Status recording = historyWritable(); !recording)
+            return reply(recording.error());
         auto sandbox = m_engine.find(*ref);
         if (!sandbox)
             return reply(sandbox.error());
         auto exec = (*sandbox)->exec(*request);
         if (!exec)
             return reply(exec.error());
+        // Its start is committed before this reply (airlockd flushes it); if that failed, the
+        // execution must not run unrecorded.
+        if (Status recorded = historyWritable(); !recorded) {
+            (void)(*sandbox)->signal(*exec, SIGKILL);
+            return reply(recorded.error());
+        }
         if (p.value(QStringLiteral("attach")).toBool(true))
             s.execs.insert({(*sandbox)->id(), *exec});
         reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("exec"), double(*exec)}});
@@ -373,18 +409,6 @@ void RpcServer::registerHandlers()
         reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},
                           {QStringLiteral("size"), double(chunk->size)},
                           {QStringLiteral("eof"), chunk->eof}});
-    });
-    m_handlers.insert(QStringLiteral("history.list"), [this](Session &, const QJsonObject &p, const Reply &reply) {
-        if (!m_history)
-            return reply(makeError(ErrorCode::IoError, QStringLiteral("this daemon keeps no history")));
-        HistoryStore::ExecutionFilter filter;
-        filter.sandbox = p.value(QStringLiteral("sandbox")).toString().left(200);
-        filter.status = p.value(QStringLiteral("status")).toString().left(20);
-        filter.limit = p.value(QStringLiteral("limit")).toInt(50);
-        auto rows = m_history->executions(filter);
-        if (!rows)
-            return reply(rows.error());
-        reply(QJsonObject{{QStringLiteral("executions"), *rows}});
     });
     m_handlers.insert(QStringLiteral("events.subscribe"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         if (!p.contains(QStringLiteral("sandbox"))) {

@@ -22,6 +22,7 @@ class Sandbox;
 namespace airlock::rpc {
 
 class Connection;
+class HistoryMethods;
 
 // The daemon's RPC endpoint: a unix socket (0600 in a 0700 directory, one daemon per socket),
 // the version handshake, method dispatch into the Engine and event fan-out to subscribers.
@@ -48,9 +49,12 @@ private:
     void releaseHolds(Session &session);
     void registerHandlers();
     bool wants(const Session &session, const Event &event) const;
+    // New sandboxes and executions are refused while their history cannot be written.
+    Status historyWritable() const;
 
     Engine &m_engine;
     HistoryStore *m_history;
+    HistoryMethods *m_historyMethods;
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
     QHash<QString, Handler> m_handlers;

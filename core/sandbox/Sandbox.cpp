@@ -158,6 +158,10 @@ void Sandbox::publish(Event event)
     event.seq = ++m_seq;
     if (!event.exec && event.payload.contains(QStringLiteral("exec")))
         event.exec = uint32_t(event.payload.value(QStringLiteral("exec")).toDouble());
+    if (event.run.isEmpty()) {
+        const auto it = event.exec ? m_execs.constFind(event.exec) : m_execs.constEnd();
+        event.run = it != m_execs.constEnd() ? it->run : m_setup.run;
+    }
     Q_EMIT eventOccurred(event);
 }
 
@@ -186,6 +190,7 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request)
 
     Execution &e = m_execs[id];
     e.argv = request.argv;
+    e.run = request.run.isEmpty() ? m_setup.run : request.run;
     e.startedMs = nowMs();
     const std::optional<uint64_t> timeout = request.timeoutMs ? request.timeoutMs : limits.wallMs;
     if (timeout) {
@@ -272,6 +277,7 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
     if (it == m_execs.end())
         return;
     Execution &e = *it;
+    const uint64_t offset = e.bytes[stream];
     e.bytes[stream] += uint64_t(data.size());
     const uint64_t cap = *m_setup.plan.effective.outputBytes;
     if (e.truncated)
@@ -287,6 +293,7 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
         ev.timeMs = timeNs / 1'000'000;
         ev.exec = execId;
         ev.stream = stream;
+        ev.offset = qint64(offset);
         ev.data = forward.toByteArray();
         publish(std::move(ev));
     }
@@ -345,7 +352,9 @@ void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
     p.insert(QStringLiteral("truncated"), e.truncated);
     if (!p.contains(QStringLiteral("durationMs")))
         p.insert(QStringLiteral("durationMs"), double(nowMs() - e.startedMs));
-    publish(makeEvent(QStringLiteral("exec.exited"), p));
+    Event exited = makeEvent(QStringLiteral("exec.exited"), p);
+    exited.run = e.run; // the execution is gone from m_execs already
+    publish(std::move(exited));
 }
 
 void Sandbox::failAllExecutions(const QString &reason)

@@ -29,6 +29,7 @@ struct SandboxSetup {
     QString workspaceDir;
     LaunchRequest launch;
     SandboxCgroup cgroup;
+    QString run; // the run that created it
 };
 
 // One live sandbox: its bwrap process, its guest channel and its executions. Publishes everything
@@ -79,6 +80,7 @@ Q_SIGNALS:
 private:
     struct Execution {
         QStringList argv;
+        QString run;
         qint64 startedMs = 0;
         uint64_t bytes[3] = {0, 0, 0}; // by stream
         uint64_t forwarded = 0;

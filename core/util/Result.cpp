@@ -23,6 +23,7 @@ constexpr std::array kNames = {
     std::pair{ErrorCode::GuestViolation, "guest_violation"},
     std::pair{ErrorCode::SandboxNotRunning, "sandbox_not_running"},
     std::pair{ErrorCode::IoError, "io_error"},
+    std::pair{ErrorCode::HistoryUnavailable, "history_unavailable"},
     std::pair{ErrorCode::Internal, "internal"},
 };
 } // namespace

@@ -27,6 +27,7 @@ enum class ErrorCode {
     GuestViolation,    // the guest broke the wire protocol; its sandbox was killed
     SandboxNotRunning, // the sandbox has stopped
     IoError,           // an operating system call failed
+    HistoryUnavailable, // the history cannot be written: new work is refused until it can (fail closed)
     Internal,
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The history store on real SQLite files: schema, batching, durability after flush, and what an
-// event turns into in the tables.
+// The history on real SQLite files: schema and migration, batching and durability, output head and
+// tail retention, the global budget, full-text search, paging, export pages and write failures.
+#include "history/HistoryReader.h"
+#include "history/HistorySchema.h"
 #include "history/HistoryStore.h"
 
 #include <QJsonArray>
@@ -12,16 +14,54 @@
 using namespace airlock;
 
 namespace {
-Event makeEvent(const QString &sandbox, uint64_t seq, const QString &kind, QJsonObject payload = {})
+constexpr qint64 kT0 = 1700000000000;
+
+Event makeEvent(const QString &sandbox, uint64_t seq, const QString &kind, QJsonObject payload = {}, const QString &run = {})
 {
     Event e;
     e.sandbox = sandbox;
     e.seq = seq;
-    e.timeMs = 1700000000000 + qint64(seq);
+    e.timeMs = kT0 + qint64(seq);
     e.kind = kind;
+    e.run = run;
     e.payload = std::move(payload);
     e.exec = uint32_t(e.payload.value(QStringLiteral("exec")).toDouble());
     return e;
+}
+
+Event output(const QString &sandbox, uint32_t exec, int stream, qint64 offset, const QByteArray &data)
+{
+    Event e = makeEvent(sandbox, 0, QStringLiteral("exec.output"));
+    e.exec = exec;
+    e.stream = stream;
+    e.offset = offset;
+    e.data = data;
+    return e;
+}
+
+// A sandbox with one execution of argv, in run `run`: created, started (seq 1, 2).
+void startExecution(HistoryStore &h, const QString &sandbox, uint32_t exec, const QStringList &argv, const QString &run = {})
+{
+    if (exec == 1)
+        h.append(makeEvent(sandbox, 1, QStringLiteral("sandbox.created"),
+                           {{QStringLiteral("name"), QString(sandbox + QStringLiteral("-name"))},
+                            {QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("none")}}}},
+                           run));
+    h.append(makeEvent(sandbox, 1 + exec * 2 - 1, QStringLiteral("exec.started"),
+                       {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
+                        {QStringLiteral("cwd"), QStringLiteral("/workspace")}, {QStringLiteral("envNames"), QJsonArray{QStringLiteral("A")}}},
+                       run));
+}
+
+void exitExecution(HistoryStore &h, const QString &sandbox, uint32_t exec, qint64 bytesOut, qint64 bytesErr = 0, int code = 0,
+                   const QString &run = {})
+{
+    h.append(makeEvent(sandbox, 1 + exec * 2, QStringLiteral("exec.exited"),
+                       {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("status"), code ? QStringLiteral("failed") : QStringLiteral("succeeded")},
+                        {QStringLiteral("exitCode"), code}, {QStringLiteral("signal"), QJsonValue()},
+                        {QStringLiteral("bytesOut"), double(bytesOut)}, {QStringLiteral("bytesErr"), double(bytesErr)},
+                        {QStringLiteral("truncated"), false}},
+                       run));
 }
 
 QVariant scalar(const QString &path, const char *sql)
@@ -40,6 +80,49 @@ QVariant scalar(const QString &path, const char *sql)
     sqlite3_close(db);
     return v;
 }
+
+int exec(const QString &path, const char *sql)
+{
+    sqlite3 *db = nullptr;
+    sqlite3_open(QFile::encodeName(path).constData(), &db);
+    const int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    return rc;
+}
+
+QJsonArray search(const QString &path, const QString &text)
+{
+    HistoryReader::Query q;
+    q.text = text;
+    auto rows = HistoryReader(path).executions(q);
+    return rows ? rows->value(QStringLiteral("executions")).toArray() : QJsonArray{QJsonValue(QStringLiteral("error: ") + rows.error().message)};
+}
+
+// All stored output of an execution, with "[gap N]" where bytes were not kept (per stream).
+QByteArray replay(const QString &path, qint64 execution, int stream)
+{
+    QByteArray out;
+    qint64 expected = 0, after = 0;
+    for (;;) {
+        auto page = HistoryReader(path).output(execution, after, 1000);
+        if (!page)
+            return "error: " + page.error().message.toUtf8();
+        for (const QJsonValue &c : page->value(QStringLiteral("chunks")).toArray()) {
+            const QJsonObject o = c.toObject();
+            if (o.value(QStringLiteral("stream")).toInt() != stream)
+                continue;
+            const qint64 offset = qint64(o.value(QStringLiteral("offset")).toDouble());
+            if (offset != expected)
+                out += "[gap " + QByteArray::number(offset - expected) + "]";
+            const QByteArray data = QByteArray::fromBase64(o.value(QStringLiteral("data")).toString().toLatin1());
+            out += data;
+            expected = offset + data.size();
+        }
+        if (page->value(QStringLiteral("next")).isNull())
+            return out;
+        after = qint64(page->value(QStringLiteral("next")).toDouble());
+    }
+}
 } // namespace
 
 class TestHistory final : public QObject {
@@ -51,23 +134,58 @@ private Q_SLOTS:
         const QString path = dir.filePath(QStringLiteral("history.db"));
         auto store = HistoryStore::open({path});
         QVERIFY2(store, store ? "" : qPrintable(store.error().message));
-        QCOMPARE(*(*store)->schemaVersion(), HistoryStore::kSchemaVersion);
+        QCOMPARE(*HistoryReader(path).schemaVersion(), history::kSchemaVersion);
         QCOMPARE(scalar(path, "PRAGMA journal_mode").toByteArray(), QByteArray("wal"));
-        QCOMPARE(scalar(path, "PRAGMA quick_check").toByteArray(), QByteArray("ok"));
+        QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
     }
 
     void aDatabaseFromANewerAirlockIsRefused()
     {
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("history.db"));
-        sqlite3 *db = nullptr;
-        QCOMPARE(sqlite3_open(QFile::encodeName(path).constData(), &db), SQLITE_OK);
-        QCOMPARE(sqlite3_exec(db, "CREATE TABLE future(x); PRAGMA user_version=99;", nullptr, nullptr, nullptr), SQLITE_OK);
-        sqlite3_close(db);
+        QCOMPARE(exec(path, "CREATE TABLE future(x); PRAGMA user_version=99;"), SQLITE_OK);
         auto store = HistoryStore::open({path});
         QVERIFY(!store);
         QVERIFY2(store.error().message.contains(QStringLiteral("newer Airlock")), qPrintable(store.error().message));
         QCOMPARE(scalar(path, "SELECT count(*) FROM future").toLongLong(), 0); // untouched
+        QCOMPARE(scalar(path, "PRAGMA user_version").toLongLong(), 99);
+    }
+
+    void aFirstSchemaDatabaseIsMigratedWithItsData()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        {
+            auto db = sql::open(path, false);
+            QVERIFY(db);
+            QVERIFY(history::migrateTo(db->get(), 1));
+        }
+        // What a schema-1 daemon wrote: a run, a sandbox, two executions, output and events.
+        QCOMPARE(exec(path, R"sql(
+            INSERT INTO runs VALUES (7, 'agent-a', 1000);
+            INSERT INTO sandboxes VALUES ('sbx', 'build', 7, '{"network":"none"}', 1000, 2000);
+            INSERT INTO executions VALUES ('sbx', 1, '["make","all"]', '/workspace', '[]', 1100, 1200, 0, NULL, 'succeeded', 6, 0, 0);
+            INSERT INTO executions VALUES ('sbx', 2, '["ls"]', '/workspace', '[]', 1300, 1400, 2, NULL, 'failed', 0, 5, 0);
+            INSERT INTO output_chunks VALUES ('sbx', 1, 1, 0, 1150, CAST('quokka' AS BLOB));
+            INSERT INTO output_chunks VALUES ('sbx', 2, 2, 0, 1350, X'6E6F7065FF');
+            INSERT INTO events VALUES ('sbx', 1, 1000, 'sandbox.created', NULL, '{}');
+            INSERT INTO events VALUES ('sbx', 2, 1100, 'exec.started', 1, '{}');
+        )sql"),
+                 SQLITE_OK);
+        auto store = HistoryStore::open({path});
+        QVERIFY2(store, store ? "" : qPrintable(store.error().message));
+        QCOMPARE(scalar(path, "PRAGMA user_version").toLongLong(), 2);
+        QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
+        // Executions got ids in start order, kept their run (from their sandbox) and their counts.
+        QCOMPARE(scalar(path, "SELECT group_concat(id || ':' || exec_id || ':' || run_id || ':' || stored_bytes, ' ') FROM executions")
+                     .toByteArray(),
+                 QByteArray("1:1:7:6 2:2:7:5"));
+        QCOMPARE(replay(path, 2, 2), QByteArray("nope\xff"));
+        QCOMPARE(scalar(path, "SELECT count(*) FROM events WHERE run_id = 7").toLongLong(), 2);
+        // The search index covers what was there before the upgrade.
+        QCOMPARE(search(path, QStringLiteral("quokka")).size(), 1);
+        QCOMPARE(search(path, QStringLiteral("make")).first().toObject().value(QStringLiteral("id")).toInt(), 1);
+        QCOMPARE(search(path, QStringLiteral("nope")).first().toObject().value(QStringLiteral("exec")).toInt(), 2);
     }
 
     void eventsLandInTheirTablesAfterFlush()
@@ -77,54 +195,126 @@ private Q_SLOTS:
         auto store = HistoryStore::open({path, 10000}); // long latency: only flush() makes it durable
         QVERIFY(store);
         HistoryStore &h = **store;
-        h.append(makeEvent(QStringLiteral("sb1"), 1, QStringLiteral("sandbox.created"),
-                       {{QStringLiteral("name"), QStringLiteral("one")}, {QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("none")}}}}));
-        h.append(makeEvent(QStringLiteral("sb1"), 2, QStringLiteral("exec.started"),
-                       {{QStringLiteral("exec"), 1}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("echo"), QStringLiteral("hi")}},
-                        {QStringLiteral("cwd"), QStringLiteral("/workspace")}, {QStringLiteral("envNames"), QJsonArray{}}}));
-        Event out = makeEvent(QStringLiteral("sb1"), 3, QStringLiteral("exec.output"));
-        out.exec = 1;
-        out.stream = 1;
-        out.data = QByteArray("hi\n\0\xff\x1b[2J", 9);
-        h.append(out);
-        out.seq = 4;
-        out.data = QByteArray("more");
-        h.append(out);
-        h.append(makeEvent(QStringLiteral("sb1"), 5, QStringLiteral("exec.exited"),
-                       {{QStringLiteral("exec"), 1}, {QStringLiteral("status"), QStringLiteral("succeeded")}, {QStringLiteral("exitCode"), 0},
-                        {QStringLiteral("signal"), QJsonValue()}, {QStringLiteral("bytesOut"), 13}, {QStringLiteral("bytesErr"), 0},
-                        {QStringLiteral("truncated"), false}}));
+        startExecution(h, QStringLiteral("sb1"), 1, {QStringLiteral("echo"), QStringLiteral("hi")}, QStringLiteral("agent-7"));
+        h.append(output(QStringLiteral("sb1"), 1, 1, 0, QByteArray("hi\n\0\xff\x1b[2J", 9)));
+        h.append(output(QStringLiteral("sb1"), 1, 2, 0, QByteArray("warn")));
+        h.append(output(QStringLiteral("sb1"), 1, 1, 9, QByteArray("more")));
+        exitExecution(h, QStringLiteral("sb1"), 1, 13, 4, 0, QStringLiteral("agent-7"));
         QVERIFY(h.flush());
         // Another connection sees everything: committed, not just queued.
-        QCOMPARE(scalar(path, "SELECT count(*) FROM events").toLongLong(), 3); // output lives in output_chunks
+        QCOMPARE(scalar(path, "SELECT count(*) FROM events").toLongLong(), 3); // output lives in chunks
+        QCOMPARE(scalar(path, "SELECT count(*) FROM events WHERE run_id = (SELECT id FROM runs WHERE name = 'agent-7')").toLongLong(), 3);
         QCOMPARE(scalar(path, "SELECT spec_json FROM sandboxes WHERE id='sb1'").toByteArray(), QByteArray(R"({"network":"none"})"));
-        QCOMPARE(scalar(path, "SELECT status FROM executions").toByteArray(), QByteArray("succeeded"));
-        QCOMPARE(scalar(path, "SELECT exit_code FROM executions").toLongLong(), 0);
+        QCOMPARE(scalar(path, "SELECT status || ' ' || exit_code || ' ' || stored_bytes || ' ' || truncated FROM executions").toByteArray(),
+                 QByteArray("succeeded 0 17 0"));
         QCOMPARE(scalar(path, "SELECT argv_json FROM executions").toByteArray(), QByteArray(R"(["echo","hi"])"));
-        // Raw bytes exactly, at their stream offsets.
-        QCOMPARE(scalar(path, "SELECT data FROM output_chunks WHERE offset=0").toByteArray(), QByteArray("hi\n\0\xff\x1b[2J", 9));
-        QCOMPARE(scalar(path, "SELECT offset FROM output_chunks WHERE data=CAST('more' AS BLOB)").toLongLong(), 9);
+        QCOMPARE(scalar(path, "SELECT env_names_json FROM executions").toByteArray(), QByteArray(R"(["A"])"));
+        // Raw bytes exactly, at their stream offsets, in the order they were produced.
+        QCOMPARE(replay(path, 1, 1), QByteArray("hi\n\0\xff\x1b[2Jmore", 13));
+        QCOMPARE(replay(path, 1, 2), QByteArray("warn"));
+        auto shown = HistoryReader(path).execution(QStringLiteral("sb1-name:1"));
+        QVERIFY(shown);
+        QCOMPARE(shown->value(QStringLiteral("run")).toString(), QStringLiteral("agent-7"));
+        QCOMPARE(shown->value(QStringLiteral("id")).toInt(), 1);
+        QCOMPARE(HistoryReader(path).execution(QStringLiteral("nope:1")).error().code, ErrorCode::NotFound);
+        QCOMPARE(HistoryReader(path).execution(QStringLiteral("a b")).error().code, ErrorCode::InvalidArgument);
     }
 
-    void storedOutputIsCappedPerExecution()
+    void retentionKeepsHeadAndTailWithTrueCounts()
     {
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("history.db"));
         HistoryStore::Options options{path};
-        options.maxStoredOutputPerExec = 1000;
+        options.maxStoredOutputPerExec = 1000; // 500 head, 500 tail
         auto store = HistoryStore::open(options);
         QVERIFY(store);
-        for (uint64_t i = 1; i <= 10; ++i) {
-            Event out = makeEvent(QStringLiteral("sb"), i, QStringLiteral("exec.output"));
-            out.exec = 1;
-            out.stream = i % 2 ? 1 : 2;
-            out.data = QByteArray(300, char('a' + i));
-            (*store)->append(out);
+        HistoryStore &h = **store;
+        startExecution(h, QStringLiteral("sb"), 1, {QStringLiteral("yes")});
+        QByteArray all;
+        for (int i = 0; i < 100; ++i) { // 10 000 bytes, flushed now and then so the tail is trimmed in the database too
+            const QByteArray piece = QByteArray::number(i).rightJustified(4, '0') + QByteArray(95, char('a' + i % 26)) + '\n';
+            h.append(output(QStringLiteral("sb"), 1, 1, all.size(), piece));
+            all += piece;
+            if (i % 10 == 0)
+                QVERIFY(h.flush());
+        }
+        exitExecution(h, QStringLiteral("sb"), 1, all.size());
+        QVERIFY(h.flush());
+        const QByteArray expected = all.left(500) + "[gap 9000]" + all.right(500);
+        QCOMPARE(replay(path, 1, 1), expected);
+        QCOMPARE(scalar(path, "SELECT bytes_out || ' ' || stored_bytes || ' ' || truncated FROM executions").toByteArray(),
+                 QByteArray("10000 1000 1"));
+        QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM chunks").toLongLong(), 1000);
+        // What the tail dropped is gone from the index too: only the head's and tail's words match.
+        QCOMPARE(search(path, QStringLiteral("0000aaaa")).size(), 0); // "0000" + 95 'a' is one token
+        QCOMPARE(search(path, QStringLiteral("0000") + QString(95, QLatin1Char('a'))).size(), 1);
+        QCOMPARE(search(path, QStringLiteral("0050") + QString(95, QLatin1Char('y'))).size(), 0);
+        QCOMPARE(search(path, QStringLiteral("0099") + QString(95, QLatin1Char('v'))).size(), 1);
+    }
+
+    void searchFindsWordsInColouredOrBrokenOutputAndCommands()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        auto store = HistoryStore::open({path});
+        QVERIFY(store);
+        HistoryStore &h = **store;
+        startExecution(h, QStringLiteral("sb"), 1, {QStringLiteral("pytest"), QStringLiteral("-k"), QStringLiteral("frobnicate")});
+        const char text[] = "\x1b[31mERROR\x1b[0m: \xff\xfe wombat\0exploded\n";
+        h.append(output(QStringLiteral("sb"), 1, 1, 0, QByteArray(text, sizeof text - 1)));
+        exitExecution(h, QStringLiteral("sb"), 1, sizeof text - 1, 0, 1);
+        startExecution(h, QStringLiteral("sb"), 2, {QStringLiteral("echo"), QStringLiteral("calm")});
+        exitExecution(h, QStringLiteral("sb"), 2, 0);
+        QVERIFY(h.flush());
+        QCOMPARE(search(path, QStringLiteral("wombat")).size(), 1);
+        QCOMPARE(search(path, QStringLiteral("ERROR")).size(), 1);    // not "31mERROR"
+        QCOMPARE(search(path, QStringLiteral("exploded")).size(), 1); // NUL is a separator
+        QCOMPARE(search(path, QStringLiteral("frobnicate")).size(), 1);
+        QCOMPARE(search(path, QStringLiteral("calm")).first().toObject().value(QStringLiteral("exec")).toInt(), 2);
+        // Query syntax is not interpreted: quotes, stars and operators are just text.
+        QCOMPARE(search(path, QStringLiteral("\"wombat OR calm*")).size(), 0);
+        QCOMPARE(search(path, QStringLiteral("NEAR(")).size(), 0);
+        // Filters combine with the text.
+        HistoryReader::Query q;
+        q.text = QStringLiteral("wombat");
+        q.exitCode = 0;
+        QCOMPARE(HistoryReader(path).executions(q)->value(QStringLiteral("executions")).toArray().size(), 0);
+        q.exitCode = 1;
+        q.status = QStringLiteral("failed");
+        QCOMPARE(HistoryReader(path).executions(q)->value(QStringLiteral("executions")).toArray().size(), 1);
+    }
+
+    void pagesWalkEveryExecutionOnce()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        auto store = HistoryStore::open({path});
+        QVERIFY(store);
+        for (uint32_t i = 1; i <= 25; ++i) {
+            startExecution(**store, QStringLiteral("sb"), i, {QStringLiteral("true")});
+            exitExecution(**store, QStringLiteral("sb"), i, 0);
         }
         QVERIFY((*store)->flush());
-        QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM output_chunks").toLongLong(), 1000);
-        // The last stored chunk is cut at the cap, not dropped.
-        QCOMPARE(scalar(path, "SELECT length(data) FROM output_chunks ORDER BY rowid DESC LIMIT 1").toLongLong(), 100);
+        HistoryReader::Query q;
+        q.limit = 10;
+        QList<int> seen;
+        for (int page = 0; page < 5; ++page) {
+            auto rows = HistoryReader(path).executions(q);
+            QVERIFY(rows);
+            for (const QJsonValue &r : rows->value(QStringLiteral("executions")).toArray())
+                seen.append(r.toObject().value(QStringLiteral("exec")).toInt());
+            if (rows->value(QStringLiteral("next")).isNull())
+                break;
+            q.beforeId = qint64(rows->value(QStringLiteral("next")).toDouble());
+        }
+        QList<int> expected;
+        for (int i = 25; i >= 1; --i)
+            expected.append(i);
+        QCOMPARE(seen, expected);
+        q = {};
+        q.sinceMs = kT0 + 10; // started events have seq 2i, time kT0 + 2i
+        q.untilMs = kT0 + 20;
+        QCOMPARE(HistoryReader(path).executions(q)->value(QStringLiteral("executions")).toArray().size(), 5);
     }
 
     void executionsOfADeadDaemonAreInterrupted()
@@ -134,19 +324,18 @@ private Q_SLOTS:
         {
             auto store = HistoryStore::open({path});
             QVERIFY(store);
-            (*store)->append(makeEvent(QStringLiteral("sb"), 1, QStringLiteral("sandbox.created"),
-                                       {{QStringLiteral("name"), QStringLiteral("sb")}, {QStringLiteral("spec"), QJsonObject{}}}));
-            (*store)->append(makeEvent(QStringLiteral("sb"), 2, QStringLiteral("exec.started"),
-                                       {{QStringLiteral("exec"), 1}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("sleep")}}}));
+            startExecution(**store, QStringLiteral("sb"), 1, {QStringLiteral("sleep")});
+            (*store)->append(output(QStringLiteral("sb"), 1, 2, 0, QByteArray("partial")));
             (*store)->append(makeEvent(QStringLiteral("sb"), 3, QStringLiteral("exec.truncated"), {{QStringLiteral("exec"), 1}}));
             QVERIFY((*store)->flush());
         } // the daemon "dies" with the execution still running
         QCOMPARE(scalar(path, "SELECT status FROM executions").toByteArray(), QByteArray("running"));
         auto store = HistoryStore::open({path});
         QVERIFY(store);
-        QCOMPARE(scalar(path, "SELECT status FROM executions").toByteArray(), QByteArray("interrupted"));
-        QCOMPARE(scalar(path, "SELECT ended_ms FROM executions").toLongLong(), 1700000000003); // its sandbox's last event
-        QCOMPARE(scalar(path, "SELECT deleted_ms FROM sandboxes").toLongLong(), 1700000000003);
+        QCOMPARE(scalar(path, "SELECT status || ' ' || bytes_err || ' ' || stored_bytes FROM executions").toByteArray(),
+                 QByteArray("interrupted 7 7"));
+        QCOMPARE(scalar(path, "SELECT ended_ms FROM executions").toLongLong(), kT0 + 3); // the last thing recorded
+        QCOMPARE(scalar(path, "SELECT deleted_ms FROM sandboxes").toLongLong(), kT0 + 3);
     }
 
     void batchesCommitWithinTheLatencyBound()
@@ -171,35 +360,101 @@ private Q_SLOTS:
             for (uint64_t i = 1; i <= 500; ++i)
                 (*store)->append(makeEvent(QStringLiteral("sb"), i, QStringLiteral("policy.changed")));
         }
-        QCOMPARE(scalar(path, "SELECT count(*) FROM events").toLongLong(), 500);
-        auto reopened = HistoryStore::open({path});
-        QVERIFY(reopened);
-        QCOMPARE(*(*reopened)->eventCount(QStringLiteral("sb")), 500);
+        QCOMPARE(*HistoryReader(path).eventCount(QStringLiteral("sb")), 500);
     }
 
-    void aWriteFailureIsReportedByFlush()
+    void theBudgetDropsTheOldestOutputButNoRecords()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.maxStoredOutputTotal = 10000;
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        for (uint32_t i = 1; i <= 5; ++i) {
+            startExecution(**store, QStringLiteral("sb"), i, {QStringLiteral("cat")});
+            (*store)->append(output(QStringLiteral("sb"), i, 1, 0, QByteArray(3000, char('a' + i))));
+            exitExecution(**store, QStringLiteral("sb"), i, 3000);
+            QVERIFY((*store)->flush());
+        }
+        // 15 000 bytes against a 10 000 budget: pruned down to 90 %, oldest first.
+        QCOMPARE(scalar(path, "SELECT group_concat(stored_bytes || '/' || output_pruned, ' ') FROM executions").toByteArray(),
+                 QByteArray("0/1 0/1 3000/0 3000/0 3000/0"));
+        QCOMPARE(scalar(path, "SELECT count(*) FROM executions").toLongLong(), 5);
+        QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM chunks").toLongLong(), 9000);
+        // And on request: everything that ended before execution 4 did, then vacuum.
+        auto report = (*store)->pruneAndWait({std::nullopt, kT0 + 8, true});
+        QVERIFY2(report, report ? "" : qPrintable(report.error().message));
+        QCOMPARE(report->executions, 1);
+        QCOMPARE(report->freedBytes, 3000);
+        QCOMPARE(report->storedBytes, 6000);
+        QCOMPARE(scalar(path, "SELECT group_concat(stored_bytes, ' ') FROM executions").toByteArray(), QByteArray("0 0 0 3000 3000"));
+        QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
+        QCOMPARE(search(path, QString(3000, QLatin1Char('d'))).size(), 0); // unindexed with it
+        QCOMPARE(search(path, QString(3000, QLatin1Char('e'))).size(), 1);
+    }
+
+    void anExportWalksTheWholeRunInPages()
     {
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("history.db"));
         auto store = HistoryStore::open({path});
         QVERIFY(store);
-        // A trigger that refuses every insert stands in for a full disk.
-        sqlite3 *db = nullptr;
-        sqlite3_open(QFile::encodeName(path).constData(), &db);
-        QCOMPARE(sqlite3_exec(db, "CREATE TRIGGER no_space BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
-                              nullptr, nullptr, nullptr),
-                 SQLITE_OK);
+        startExecution(**store, QStringLiteral("sb"), 1, {QStringLiteral("cat")}, QStringLiteral("r1"));
+        for (int i = 0; i < 8; ++i)
+            (*store)->append(output(QStringLiteral("sb"), 1, 1, i * 300000, QByteArray(300000, char('a' + i))));
+        exitExecution(**store, QStringLiteral("sb"), 1, 8 * 300000, 0, 0, QStringLiteral("r1"));
+        startExecution(**store, QStringLiteral("other"), 1, {QStringLiteral("true")}, QStringLiteral("r2"));
+        QVERIFY((*store)->flush());
+        QMap<QString, int> types;
+        qint64 outputBytes = 0;
+        QJsonObject cursor;
+        int pages = 0;
+        for (; pages < 100; ++pages) {
+            auto page = HistoryReader(path).exportPage(QStringLiteral("r1"), cursor, 1024 * 1024);
+            QVERIFY2(page, page ? "" : qPrintable(page.error().message));
+            for (const QJsonValue &r : page->value(QStringLiteral("records")).toArray()) {
+                types[r.toObject().value(QStringLiteral("type")).toString()] += 1;
+                if (r.toObject().value(QStringLiteral("type")).toString() == QLatin1String("output"))
+                    outputBytes += QByteArray::fromBase64(r.toObject().value(QStringLiteral("data")).toString().toLatin1()).size();
+            }
+            if (page->value(QStringLiteral("cursor")).isNull())
+                break;
+            cursor = page->value(QStringLiteral("cursor")).toObject();
+        }
+        QVERIFY(pages >= 2); // 2.4 MB of output does not fit one page
+        QCOMPARE(types.value(QStringLiteral("run")), 1);
+        QCOMPARE(types.value(QStringLiteral("sandbox")), 1);   // not the other run's
+        QCOMPARE(types.value(QStringLiteral("execution")), 1);
+        QCOMPARE(types.value(QStringLiteral("event")), 3);
+        QCOMPARE(outputBytes, 8 * 300000);
+        QCOMPARE(HistoryReader(path).exportPage(QStringLiteral("nope"), {}, 1000).error().code, ErrorCode::NotFound);
+    }
+
+    void aWriteFailureRefusesNewWorkAndHeals()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.retryIntervalMs = 50;
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        // A trigger that refuses every insert stands in for a database that cannot be written.
+        QCOMPARE(exec(path, "CREATE TRIGGER no_space BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk full'); END;"), SQLITE_OK);
         (*store)->append(makeEvent(QStringLiteral("sb"), 1, QStringLiteral("policy.changed")));
         const Status failed = (*store)->flush();
         QVERIFY(!failed);
-        QCOMPARE(failed.error().code, ErrorCode::IoError);
         QVERIFY2(failed.error().message.contains(QStringLiteral("disk full")), qPrintable(failed.error().message));
-        // And it recovers once writing works again.
-        QCOMPARE(sqlite3_exec(db, "DROP TRIGGER no_space", nullptr, nullptr, nullptr), SQLITE_OK);
-        sqlite3_close(db);
+        const Status refused = (*store)->writable();
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().code, ErrorCode::HistoryUnavailable);
+        QVERIFY2(refused.error().message.contains(QStringLiteral("refusing new work")), qPrintable(refused.error().message));
         (*store)->append(makeEvent(QStringLiteral("sb"), 2, QStringLiteral("policy.changed")));
+        // It heals by itself once writing works again, and the facts it held are written then.
+        QCOMPARE(exec(path, "DROP TRIGGER no_space"), SQLITE_OK);
+        QVERIFY(QTest::qWaitFor([&] { return bool((*store)->writable()); }, 5000));
         QVERIFY((*store)->flush());
-        QCOMPARE(*(*store)->eventCount(), 1);
+        QCOMPARE(*HistoryReader(path).eventCount(), 2);
     }
 };
 

@@ -519,9 +519,9 @@ private Q_SLOTS:
         QCOMPARE(query(QStringLiteral("SELECT status || ' ' || exit_code || ' ' || argv_json FROM executions WHERE sandbox_id='%1'").arg(id)),
                  QByteArray(R"(failed 3 ["sh","-c","printf 'hello\\033[2J\\n'; echo oops >&2; exit 3"]|)"));
         // Raw bytes as they came, escape sequence and all, each stream on its own.
-        QCOMPARE(query(QStringLiteral("SELECT data FROM output_chunks WHERE sandbox_id='%1' AND stream=1").arg(id)),
+        QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE e.sandbox_id='%1' AND stream=1").arg(id)),
                  QByteArray("hello\x1b[2J\n|"));
-        QCOMPARE(query(QStringLiteral("SELECT data FROM output_chunks WHERE sandbox_id='%1' AND stream=2").arg(id)), QByteArray("oops\n|"));
+        QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE e.sandbox_id='%1' AND stream=2").arg(id)), QByteArray("oops\n|"));
         QCOMPARE(query(QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq").arg(id)),
                  QByteArray("sandbox.created|exec.started|exec.exited|"));
         m_daemon->ctl(args("rm", sb));

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QJsonObject>
+#include <QString>
+
+#include <optional>
+
+namespace airlock {
+
+// The reading half of the history: every call opens its own read-only connection, so readers never
+// wait for the writer (WAL) and are safe from any thread.
+class HistoryReader {
+public:
+    explicit HistoryReader(QString path) : m_path(std::move(path)) {}
+
+    struct Query {
+        QString sandbox; // id or name
+        QString run;     // name
+        QString status;
+        QString text;    // full-text search over commands and output
+        std::optional<int> exitCode;
+        std::optional<qint64> sinceMs, untilMs; // started within
+        qint64 beforeId = 0;                    // paging: only executions older than this id
+        int limit = 50;
+    };
+    // Newest first: {executions: [row…], next: id to pass as beforeId, or null}. A row:
+    // {id, sandbox, sandboxName, exec, run, argv, cwd, envNames, status, exitCode, signal, startedMs,
+    // endedMs, bytesOut, bytesErr, storedBytes, truncated, outputPruned}.
+    Result<QJsonObject> executions(const Query &query) const;
+    // One execution by id ("42") or by sandbox and number ("name:3", the newest sandbox of that name).
+    Result<QJsonObject> execution(const QString &ref) const;
+    // Stored output in the order it was produced: {chunks: [{id, stream, offset, timeMs, data}],
+    // next: chunk id to pass as afterChunk, or null when done}; data is base64.
+    Result<QJsonObject> output(qint64 execution, qint64 afterChunk, qint64 maxBytes) const;
+    // Newest first: {runs: [{id, name, createdMs, lastMs, sandboxes, executions}], next}.
+    Result<QJsonObject> runs(int limit, qint64 beforeId) const;
+    // One page of a run's export records: {records: [...], cursor: {...} or null when done}.
+    Result<QJsonObject> exportPage(const QString &run, const QJsonObject &cursor, qint64 maxBytes) const;
+
+    Result<qint64> eventCount(const QString &sandbox = {}) const;
+    Result<int> schemaVersion() const;
+    Result<QString> quickCheck() const; // "ok" or SQLite's findings
+
+private:
+    QString m_path;
+};
+
+} // namespace airlock

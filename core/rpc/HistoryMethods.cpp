@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "rpc/HistoryMethods.h"
+
+#include "history/HistoryStore.h"
+
+#include <QPointer>
+
+#include <cmath>
+
+namespace airlock::rpc {
+
+namespace {
+constexpr qint64 kMaxOutputPage = 1024 * 1024; // base64 of it stays far below the frame limit
+
+Error invalid(const QString &what)
+{
+    return makeError(ErrorCode::InvalidArgument, what);
+}
+
+// An optional non-negative integer parameter.
+Result<std::optional<qint64>> integerParam(const QJsonObject &params, const char *key)
+{
+    const QJsonValue v = params.value(QLatin1String(key));
+    if (v.isUndefined() || v.isNull())
+        return std::optional<qint64>();
+    const double d = v.toDouble(-1);
+    if (!v.isDouble() || d < 0 || d > 9e15 || d != std::floor(d))
+        return invalid(QStringLiteral("params.%1: expected a non-negative integer").arg(QLatin1String(key)));
+    return std::optional<qint64>(qint64(d));
+}
+
+QString textParam(const QJsonObject &params, const char *key)
+{
+    return params.value(QLatin1String(key)).toString().left(1000);
+}
+} // namespace
+
+bool HistoryMethods::handles(const QString &method)
+{
+    static const QStringList methods{QStringLiteral("history.list"),   QStringLiteral("history.show"),
+                                     QStringLiteral("history.output"), QStringLiteral("history.runs"),
+                                     QStringLiteral("history.export"), QStringLiteral("history.prune")};
+    return methods.contains(method);
+}
+
+HistoryMethods::HistoryMethods(HistoryStore *store, QObject *parent) : QObject(parent), m_store(store)
+{
+    if (store)
+        m_reader.emplace(store->path());
+    m_pool.setMaxThreadCount(2);
+}
+
+HistoryMethods::~HistoryMethods()
+{
+    m_pool.waitForDone();
+}
+
+void HistoryMethods::inBackground(const Reply &reply, std::function<Result<QJsonObject>()> work)
+{
+    QPointer<HistoryMethods> self = this;
+    m_pool.start([self, reply, work = std::move(work)] {
+        Result<QJsonObject> result = work();
+        if (self)
+            QMetaObject::invokeMethod(self, [reply, result] { reply(result); }, Qt::QueuedConnection);
+    });
+}
+
+void HistoryMethods::handle(const QString &method, const QJsonObject &p, const Reply &reply)
+{
+    if (!m_store)
+        return reply(makeError(ErrorCode::HistoryUnavailable, QStringLiteral("this daemon keeps no history")));
+    const HistoryReader &reader = *m_reader;
+
+    if (method == QLatin1String("history.list")) {
+        HistoryReader::Query q;
+        q.sandbox = textParam(p, "sandbox");
+        q.run = textParam(p, "run");
+        q.status = textParam(p, "status");
+        q.text = textParam(p, "text");
+        auto exitCode = integerParam(p, "exitCode");
+        auto since = integerParam(p, "sinceMs");
+        auto until = integerParam(p, "untilMs");
+        auto before = integerParam(p, "before");
+        auto limit = integerParam(p, "limit");
+        for (const auto *r : {&exitCode, &since, &until, &before, &limit})
+            if (!*r)
+                return reply(r->error());
+        if (*exitCode)
+            q.exitCode = int(**exitCode);
+        q.sinceMs = *since;
+        q.untilMs = *until;
+        q.beforeId = before->value_or(0);
+        q.limit = int(std::min<qint64>(limit->value_or(50), 10000));
+        return inBackground(reply, [reader, q] { return reader.executions(q); });
+    }
+    if (method == QLatin1String("history.show")) {
+        const QString ref = textParam(p, "execution");
+        if (ref.isEmpty())
+            return reply(invalid(QStringLiteral("params.execution: expected an execution id or SANDBOX:N")));
+        (void)m_store->flush(); // what the daemon has seen is what the reader sees
+        return inBackground(reply, [reader, ref] { return reader.execution(ref); });
+    }
+    if (method == QLatin1String("history.output")) {
+        auto id = integerParam(p, "execution");
+        auto after = integerParam(p, "after");
+        auto maxBytes = integerParam(p, "maxBytes");
+        if (!id || !after || !maxBytes || !*id)
+            return reply(!id ? id.error() : !after ? after.error() : !maxBytes ? maxBytes.error()
+                                                                                : invalid(QStringLiteral("params.execution: expected an id")));
+        // Everything published before this request is committed first: a client that subscribed
+        // before asking misses nothing between the stored offset and the live stream.
+        (void)m_store->flush();
+        return inBackground(reply, [reader, id = **id, after = after->value_or(0), max = std::min(maxBytes->value_or(kMaxOutputPage), kMaxOutputPage)] {
+            return reader.output(id, after, max);
+        });
+    }
+    if (method == QLatin1String("history.runs")) {
+        auto before = integerParam(p, "before");
+        auto limit = integerParam(p, "limit");
+        if (!before || !limit)
+            return reply(!before ? before.error() : limit.error());
+        return inBackground(reply, [reader, b = before->value_or(0), l = int(std::min<qint64>(limit->value_or(50), 10000))] {
+            return reader.runs(l, b);
+        });
+    }
+    if (method == QLatin1String("history.export")) {
+        const QString run = textParam(p, "run");
+        if (run.isEmpty())
+            return reply(invalid(QStringLiteral("params.run: expected a run name")));
+        (void)m_store->flush();
+        return inBackground(reply, [reader, run, cursor = p.value(QStringLiteral("cursor")).toObject()] {
+            return reader.exportPage(run, cursor, kMaxOutputPage);
+        });
+    }
+    if (method == QLatin1String("history.prune")) {
+        auto keep = integerParam(p, "keepBytes");
+        auto endedBefore = integerParam(p, "endedBeforeMs");
+        if (!keep || !endedBefore)
+            return reply(!keep ? keep.error() : endedBefore.error());
+        HistoryStore::Prune request{*keep, *endedBefore, p.value(QStringLiteral("vacuum")).toBool()};
+        QPointer<HistoryMethods> self = this;
+        m_store->prune(request, [self, reply](Result<HistoryStore::PruneReport> r) {
+            Result<QJsonObject> json = r ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), double(r->executions)},
+                                                                           {QStringLiteral("freedBytes"), double(r->freedBytes)},
+                                                                           {QStringLiteral("storedBytes"), double(r->storedBytes)},
+                                                                           {QStringLiteral("fileBytes"), double(r->fileBytes)}})
+                                         : Result<QJsonObject>(r.error());
+            if (self)
+                QMetaObject::invokeMethod(self, [reply, json] { reply(json); }, Qt::QueuedConnection);
+        });
+        return;
+    }
+    reply(invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));
+}
+
+} // namespace airlock::rpc
