@@ -55,7 +55,6 @@ public:
     // Parses args (which start with the command name) and runs; usage errors exit 2.
     int execute(Context &ctx, const QStringList &args);
 
-protected:
     // Prints an error (or {"error": ...} with --json) and returns its exit code.
     static int fail(Context &ctx, const Error &error);
     static void printJson(Context &ctx, const QJsonValue &value);

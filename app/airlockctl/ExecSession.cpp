@@ -46,12 +46,8 @@ ExecSession::~ExecSession()
 
 Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin, bool raw)
 {
-    if (!raw && !request.tty && !m_json) {
-        if (::isatty(STDOUT_FILENO))
-            m_filters[1].emplace();
-        if (::isatty(STDERR_FILENO))
-            m_filters[2].emplace();
-    }
+    if (!raw && !request.tty && !m_json)
+        m_sink = OutputSink::forTerminals();
     const bool interactive = ::isatty(STDIN_FILENO);
     if (request.tty && interactive) {
         winsize ws{};
@@ -119,23 +115,13 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     return *m_exitCode;
 }
 
-void ExecSession::writeOut(int fd, const QByteArray &data)
+void ExecSession::writeOut(int stream, QByteArrayView data)
 {
-    if (m_outputBroken)
+    if (m_sink.broken())
         return;
-    qsizetype done = 0;
-    while (done < data.size()) {
-        const ssize_t n = ::write(fd, data.constData() + done, size_t(data.size() - done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            // Nobody reads our output any more (EPIPE): stop the remote command as a pipe would.
-            m_outputBroken = true;
-            sendSignal(SIGKILL);
-            return;
-        }
-        done += n;
-    }
+    // Nobody reads our output any more (EPIPE): stop the remote command as a pipe would.
+    if (!m_sink.write(stream, data))
+        sendSignal(SIGKILL);
 }
 
 void ExecSession::onEvent(const Event &event)
@@ -152,8 +138,7 @@ void ExecSession::onEvent(const Event &event)
             if (buf.size() < kJsonCollectLimit)
                 buf.append(event.data.left(kJsonCollectLimit - buf.size()));
         } else {
-            auto &filter = m_filters[event.stream];
-            writeOut(event.stream == 2 ? STDERR_FILENO : STDOUT_FILENO, filter ? filter->filter(event.data) : event.data);
+            writeOut(event.stream, event.data);
         }
         return;
     }
@@ -166,9 +151,7 @@ void ExecSession::onEvent(const Event &event)
     if (event.kind != QLatin1String("exec.exited"))
         return;
     m_result = event.payload;
-    for (int stream : {1, 2})
-        if (m_filters[stream])
-            writeOut(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, m_filters[stream]->finish());
+    m_sink.finish();
     const QString status = event.payload.value(QStringLiteral("status")).toString();
     const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
     const QJsonValue sig = event.payload.value(QStringLiteral("signal"));

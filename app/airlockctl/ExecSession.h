@@ -3,7 +3,7 @@
 
 #include "client/DaemonClient.h"
 #include "model/ExecRequest.h"
-#include "model/TerminalFilter.h"
+#include "OutputSink.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -37,7 +37,7 @@ private:
     void onSignal();
     void sendSignal(int signo);
     void finish(int code);
-    void writeOut(int fd, const QByteArray &data);
+    void writeOut(int stream, QByteArrayView data);
 
     DaemonClient &m_client;
     QTextStream &m_out;
@@ -50,13 +50,12 @@ private:
     QSocketNotifier *m_signals = nullptr;
     int m_signalFd = -1;
     bool m_stdinInFlight = false;
-    bool m_outputBroken = false;
     int m_interrupts = 0;
     int m_pendingSignal = 0; // signal requested before the exec id was known
     std::optional<int> m_exitCode;
     QJsonObject m_result;
     QByteArray m_collected[3];
-    std::optional<TerminalFilter> m_filters[3]; // by stream, set when that stream is a terminal
+    OutputSink m_sink = OutputSink::filtered(false);
     bool m_rawTerminal = false;
     termios m_savedTermios{};
 };

@@ -28,12 +28,14 @@ std::vector<std::unique_ptr<Command>> allCommands()
 namespace {
 void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>> &commands)
 {
-    out << "Usage: airlockctl [--socket PATH] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
+    out << "Usage: airlockctl [--socket PATH] [--run NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
            "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
     for (const auto &c : commands)
         out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
     out << "\nExit codes: 0 ok, 1 failure, 2 bad usage or input, 3 not found, 4 no daemon, 5 the host cannot\n"
            "enforce the sandbox, 6 refused (path escape, protocol). exec/run return the command's own code.\n"
+           "--run NAME (or AIRLOCK_RUN) groups this work with an agent session's in the history; without it, each\n"
+           "invocation is its own run.\n"
            "Run 'airlockctl COMMAND --help' for a command's options.\n";
     out.flush();
 }
@@ -50,11 +52,15 @@ int main(int argc, char *argv[])
     QStringList args = QCoreApplication::arguments().mid(1);
     cli::Context ctx{out, err, false, false, {}, {}};
     ctx.connect.clientName = QStringLiteral("airlockctl/") + QStringLiteral(AIRLOCK_VERSION);
+    // The run this invocation's work belongs to (an agent session); without one, it is its own run.
+    ctx.connect.run = qEnvironmentVariable("AIRLOCK_RUN");
     // Global options come before the command.
     while (!args.isEmpty() && args.first().startsWith(QLatin1String("--"))) {
         const QString opt = args.takeFirst();
         if (opt == QLatin1String("--socket") && !args.isEmpty())
             ctx.connect.socketPath = args.takeFirst();
+        else if (opt == QLatin1String("--run") && !args.isEmpty())
+            ctx.connect.run = args.takeFirst();
         else if (opt == QLatin1String("--no-autostart"))
             ctx.connect.autostart = false;
         else if (opt == QLatin1String("--json"))

@@ -200,35 +200,6 @@ private Q_SLOTS:
         QVERIFY2(QFileInfo(dst).size() < 200 * 1024 * 1024, qPrintable(QString::number(QFileInfo(dst).size())));
     }
 
-    void historyListsExecutionsNewestFirst()
-    {
-        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("hist")});
-        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
-        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("hist"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
-                      QStringLiteral("-c"), QStringLiteral("exit 7")})
-                     .exitCode,
-                 7);
-        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("hist"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("echo"),
-                      QStringLiteral("second")})
-                     .exitCode,
-                 0);
-        const CliResult r = ctl({QStringLiteral("history"), QStringLiteral("--json"), QStringLiteral("--sandbox"), QStringLiteral("hist")});
-        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
-        const QJsonArray rows = QJsonDocument::fromJson(r.out).array();
-        QCOMPARE(rows.size(), 2);
-        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("argv")).toArray().at(1).toString(), QStringLiteral("second"));
-        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
-        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("bytesOut")).toInt(), 7);
-        QCOMPARE(rows.at(1).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("failed"));
-        QCOMPARE(rows.at(1).toObject().value(QStringLiteral("exitCode")).toInt(), 7);
-        const CliResult failed = ctl({QStringLiteral("history"), QStringLiteral("--sandbox"), QStringLiteral("hist"), QStringLiteral("--status"),
-                                     QStringLiteral("failed")});
-        QVERIFY2(failed.out.contains("failed  7 ") && !failed.out.contains("echo second"), qPrintable(failed.describe()));
-        const CliResult bad = ctl({QStringLiteral("history"), QStringLiteral("--status"), QStringLiteral("sideways")});
-        QCOMPARE(bad.exitCode, 2);
-        ctl({QStringLiteral("rm"), QStringLiteral("hist")});
-    }
-
     void cpOfAMissingHostFileIsNotFound()
     {
         const CliResult r = ctl({QStringLiteral("cp"), hostFile(QStringLiteral("does-not-exist")), m_sb + QStringLiteral(":x")});
