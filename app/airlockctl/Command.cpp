@@ -25,6 +25,7 @@ int exitCodeFor(ErrorCode code)
     case ErrorCode::FrameTooLarge:
     case ErrorCode::VersionMismatch:
     case ErrorCode::HandshakeRequired:
+    case ErrorCode::HistoryUnavailable:
         return ExitRefused;
     default:
         return ExitFailure;

@@ -24,7 +24,7 @@ enum ExitCode {
     ExitNotFound = 3,    // unknown sandbox or file
     ExitNoDaemon = 4,    // no daemon answers and none could be started
     ExitNoBoundary = 5,  // the host cannot enforce the sandbox (bwrap, userns, seccomp, limits)
-    ExitRefused = 6,     // path escape, protocol error
+    ExitRefused = 6,     // path escape, protocol error, history not writable (fail closed)
 };
 int exitCodeFor(ErrorCode code);
 

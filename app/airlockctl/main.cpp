@@ -33,7 +33,8 @@ void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>
     for (const auto &c : commands)
         out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
     out << "\nExit codes: 0 ok, 1 failure, 2 bad usage or input, 3 not found, 4 no daemon, 5 the host cannot\n"
-           "enforce the sandbox, 6 refused (path escape, protocol). exec/run return the command's own code.\n"
+           "enforce the sandbox, 6 refused (path escape, protocol, the history cannot be written). exec/run return\n"
+           "the command's own code.\n"
            "--run NAME (or AIRLOCK_RUN) groups this work with an agent session's in the history; without it, each\n"
            "invocation is its own run.\n"
            "Run 'airlockctl COMMAND --help' for a command's options.\n";

@@ -115,14 +115,14 @@ int main(int argc, char *argv[])
     engine.reapOrphans();
     // The history sees every event before any client does (connected first): an exit is committed
     // before it is acknowledged.
-    QObject::connect(&engine, &Engine::eventPublished, &app, [store = history->get(), logger](const Event &event) {
+    QObject::connect(&engine, &Engine::eventPublished, &app, [store = history->get()](const Event &event) {
         store->append(event);
-        // Lifecycle facts are committed before anyone hears of them (a start too: an execution the
-        // daemon dies during must be found and marked interrupted); output rides the 100 ms batch.
-        if (event.kind == QLatin1String("exec.exited") || event.kind == QLatin1String("exec.started")
-            || event.kind == QLatin1String("sandbox.created"))
-            if (Status committed = store->flush(); !committed)
-                logger->error("history: {}", committed.error().message.toStdString());
+        // Every fact but output is committed before anyone hears of it (a start too: an execution
+        // the daemon dies during must be found and marked interrupted); output rides the 100 ms
+        // batch. While the store cannot write, flush() says so at once and the RPC server
+        // refuses new work.
+        if (!event.isOutput())
+            (void)store->flush();
     });
     rpc::RpcServer server(engine, history->get());
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
