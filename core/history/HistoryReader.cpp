@@ -227,6 +227,7 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
     // Phases in order; each pages by an increasing id so that a page boundary loses nothing.
     QString phase = cursor.value(QStringLiteral("phase")).toString(QStringLiteral("run"));
     qint64 after = qint64(cursor.value(QStringLiteral("after")).toDouble(0));
+    QString afterSandbox = cursor.value(QStringLiteral("sandbox")).toString(); // events only
     QJsonArray records;
     qint64 bytes = 0;
     auto full = [&] { return bytes >= maxBytes; };
@@ -265,15 +266,18 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
         if (!more) {
             phase = QStringLiteral("events");
             after = 0;
+            afterSandbox.clear();
         }
     }
     if (phase == QLatin1String("events") && !full()) {
-        sql::Stmt st(db, "SELECT rowid, sandbox_id, seq, time_ms, kind, exec_id, payload FROM events WHERE run_id = ? AND rowid > ? "
-                         "ORDER BY rowid");
-        st.integer(1, runId).integer(2, after);
+        // Paged by (sandbox, seq), the events table's own order.
+        sql::Stmt st(db, "SELECT seq, sandbox_id, seq, time_ms, kind, exec_id, payload FROM events WHERE run_id = ?1 "
+                         "AND (sandbox_id, seq) > (?2, ?3) ORDER BY sandbox_id, seq");
+        st.integer(1, runId).text(2, afterSandbox).integer(3, after);
         bool more = false;
         while (!(more = full()) && st.step()) {
             after = st.columnInt(0);
+            afterSandbox = st.columnText(1);
             add({{QStringLiteral("type"), QStringLiteral("event")},
                  {QStringLiteral("sandbox"), st.columnText(1)},
                  {QStringLiteral("seq"), st.columnNumber(2)},
@@ -306,7 +310,9 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
     }
     const QJsonValue next = phase == QLatin1String("done")
         ? QJsonValue()
-        : QJsonValue(QJsonObject{{QStringLiteral("phase"), phase}, {QStringLiteral("after"), double(after)}});
+        : QJsonValue(QJsonObject{{QStringLiteral("phase"), phase},
+                                 {QStringLiteral("after"), double(after)},
+                                 {QStringLiteral("sandbox"), afterSandbox}});
     return QJsonObject{{QStringLiteral("records"), records}, {QStringLiteral("cursor"), next}};
 }
 

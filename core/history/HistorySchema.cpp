@@ -64,7 +64,8 @@ constexpr const char *kMigrations[] = {
     )sql",
     // 1 -> 2: every event and execution names its run; executions get a stable integer id (what
     // `airlockctl show` takes and what the search index points at); output is kept as head and
-    // tail with its stored byte count; FTS5 over commands and output text.
+    // tail with its stored byte count; FTS5 over commands and output text; events are clustered
+    // by sandbox and sequence number (one B-tree, not a table and an index).
     R"sql(
     CREATE TABLE executions_v2 (
         id INTEGER PRIMARY KEY,
@@ -107,7 +108,8 @@ constexpr const char *kMigrations[] = {
         stream INTEGER NOT NULL CHECK (stream IN (1, 2)),
         offset INTEGER NOT NULL,
         time_ms INTEGER NOT NULL,
-        data BLOB NOT NULL
+        data BLOB NOT NULL,
+        indexed INTEGER NOT NULL DEFAULT 1 -- in output_fts; a running execution's tail is not, yet
     );
     INSERT INTO chunks (execution, stream, offset, time_ms, data)
         SELECT x.id, c.stream, c.offset, c.time_ms, c.data
@@ -115,9 +117,23 @@ constexpr const char *kMigrations[] = {
         ORDER BY x.id, c.time_ms, c.stream, c.offset;
     DROP TABLE output_chunks;
     CREATE INDEX chunks_by_execution ON chunks(execution, id);
+    CREATE INDEX chunks_unindexed ON chunks(execution) WHERE indexed = 0;
 
-    ALTER TABLE events ADD COLUMN run_id INTEGER REFERENCES runs(id);
-    UPDATE events SET run_id = (SELECT run_id FROM sandboxes WHERE sandboxes.id = events.sandbox_id);
+    CREATE TABLE events_v2 (
+        sandbox_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        time_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        exec_id INTEGER,
+        payload TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs(id),
+        PRIMARY KEY (sandbox_id, seq)
+    ) WITHOUT ROWID;
+    INSERT INTO events_v2 SELECT e.sandbox_id, e.seq, e.time_ms, e.kind, e.exec_id, e.payload,
+                                 (SELECT run_id FROM sandboxes s WHERE s.id = e.sandbox_id)
+        FROM events e;
+    DROP TABLE events;
+    ALTER TABLE events_v2 RENAME TO events;
     CREATE INDEX events_by_run ON events(run_id);
     CREATE INDEX sandboxes_by_run ON sandboxes(run_id);
 

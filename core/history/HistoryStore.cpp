@@ -23,6 +23,7 @@ auto logger()
 
 constexpr qint64 kMaxChunkBytes = 256 * 1024;   // consecutive output is merged up to this
 constexpr qint64 kRetainedOnFailure = 1024 * 1024; // output kept for the retry of a failed batch
+constexpr qint64 kIndexSliceBytes = 1024 * 1024;   // tail output indexed per batch (bounds a flush's wait)
 
 bool is(const Event &e, const char *kind)
 {
@@ -46,30 +47,34 @@ struct HistoryStore::Statements {
           findExec(db, "SELECT id, stored_bytes FROM executions WHERE sandbox_id=? AND exec_id=?"),
           exited(db, "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, stored_bytes=?, "
                      "truncated=? WHERE id=?"),
-          chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data) VALUES(?,?,?,?,?)"),
+          chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data, indexed) VALUES(?,?,?,?,?,?)"),
           outputIndex(db, "INSERT INTO output_fts(rowid, text) VALUES(?,?)"),
-          unindexChunk(db, "INSERT INTO output_fts(output_fts, rowid, text) SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE id=?"),
+          unindexChunk(db, "INSERT INTO output_fts(output_fts, rowid, text) SELECT 'delete', id, airlock_index_text(data) FROM chunks "
+                           "WHERE id=? AND indexed=1"),
           dropChunk(db, "DELETE FROM chunks WHERE id=?"),
           addRun(db, "INSERT INTO runs(name, created_ms) VALUES(?,?) ON CONFLICT(name) DO NOTHING"),
           findRun(db, "SELECT id FROM runs WHERE name=?"),
           pruneCandidates(db, "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
                               "AND (?1 = 0 OR ended_ms < ?1) ORDER BY id LIMIT 256"),
           unindexOutput(db, "INSERT INTO output_fts(output_fts, rowid, text) "
-                            "SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE execution=?"),
+                            "SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE execution=? AND indexed=1"),
           dropOutput(db, "DELETE FROM chunks WHERE execution=?"),
-          markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?")
+          markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?"),
+          unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 64"),
+          markIndexed(db, "UPDATE chunks SET indexed=1 WHERE id=?")
     {
     }
     bool ok() const
     {
         for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &commandIndex, &findExec, &exited, &chunk, &outputIndex,
-                                   &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &unindexOutput, &dropOutput, &markPruned})
+                                   &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &unindexOutput, &dropOutput, &markPruned,
+                                   &unindexedChunks, &markIndexed})
             if (!s->prepared())
                 return false;
         return true;
     }
     sql::Stmt event, sandbox, deleted, started, commandIndex, findExec, exited, chunk, outputIndex, unindexChunk, dropChunk, addRun,
-        findRun, pruneCandidates, unindexOutput, dropOutput, markPruned;
+        findRun, pruneCandidates, unindexOutput, dropOutput, markPruned, unindexedChunks, markIndexed;
 };
 
 HistoryStore::HistoryStore(Options options) : m_options(std::move(options)) {}
@@ -94,6 +99,10 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
         return sql::error(raw, QStringLiteral("preparing statements"));
     sql::Stmt total(raw, "SELECT total(stored_bytes) FROM executions");
     store->m_state.totalStored = total.step() ? total.columnInt(0) : 0;
+    // Tails of executions that ended (or were interrupted) before they were indexed.
+    sql::Stmt unindexed(raw, "SELECT DISTINCT execution FROM chunks WHERE indexed = 0");
+    while (unindexed.step())
+        store->m_state.toIndex.push_back(unindexed.columnInt(0));
     store->m_thread = std::thread([s = store.get()] { s->writerLoop(); });
     return store;
 }
@@ -112,8 +121,12 @@ HistoryStore::~HistoryStore()
 
 void HistoryStore::append(const Event &event)
 {
+    bool wake = false;
     {
         std::lock_guard lock(m_mutex);
+        // Only the first event of a batch wakes the writer (which then gathers for a while):
+        // waking it for every event would cost a context switch each.
+        wake = m_queue.empty() && !m_tailPending;
         if (event.isOutput()) {
             // The per-execution cap is applied here, not in the writer: output that will not be
             // stored must not sit in the queue either.
@@ -139,6 +152,7 @@ void HistoryStore::append(const Event &event)
                 if (rest.size() != event.data.size())
                     item.event.data = rest.toByteArray();
                 budget.tail.push_back(std::move(item));
+                m_tailPending = true;
                 budget.tailBytes += rest.size();
                 // Keep at least the budget: drop whole events from the front while that holds.
                 while (budget.tailBytes - budget.tail.front().event.data.size() >= tailBudget()) {
@@ -158,7 +172,8 @@ void HistoryStore::append(const Event &event)
             m_queue.push_back({event, false});
         }
     }
-    m_wake.notify_one();
+    if (wake)
+        m_wake.notify_one();
 }
 
 Status HistoryStore::flush()
@@ -209,14 +224,13 @@ void HistoryStore::writerLoop()
 {
     std::unique_lock lock(m_mutex);
     for (;;) {
-        m_wake.wait(lock, [&] { return !m_queue.empty() || m_flushRequested || !m_tasks.empty() || m_stopping || m_failed; });
-        if (m_stopping && m_queue.empty() && m_tasks.empty()) {
-            bool pendingTail = false;
-            for (const auto &[key, budget] : m_output)
-                pendingTail = pendingTail || !budget.tail.empty();
-            if (!pendingTail)
-                break;
-        }
+        // m_state.toIndex is the writer's own: tails still to index keep it going when idle.
+        m_wake.wait(lock, [&] {
+            return !m_queue.empty() || m_tailPending || m_flushRequested || !m_tasks.empty() || m_stopping || m_failed
+                || !m_state.toIndex.empty();
+        });
+        if (m_stopping && m_queue.empty() && m_tasks.empty() && !m_tailPending)
+            break;
         // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
         if (m_failed && !m_stopping)
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
@@ -232,13 +246,14 @@ void HistoryStore::writerLoop()
             budget.tail.clear();
             budget.tailBytes = 0;
         }
+        m_tailPending = false;
         std::deque<std::function<void()>> tasks;
         tasks.swap(m_tasks);
         const uint64_t id = ++m_batchesStarted;
         lock.unlock();
 
         const WriterState before = m_state;
-        Status written = batch.empty() ? Status(Ok{}) : writeBatch(batch);
+        Status written = batch.empty() && m_state.toIndex.empty() ? Status(Ok{}) : writeBatch(batch);
         if (!written) {
             m_state = before;
             // Keep the facts for the retry (and a little output); the rest of the output is lost,
@@ -315,10 +330,13 @@ Status HistoryStore::writeOutput(const Item &first, const QByteArray &data)
         row = m_state.execs.emplace(ExecKey{e.sandbox, e.exec}, fresh).first;
     }
     ExecRow &r = row->second;
-    if (!m_sql->chunk.integer(1, r.id).integer(2, e.stream).integer(3, e.offset).integer(4, e.timeMs).blob(5, data).run())
+    // The head is searchable at once; a tail is indexed once its execution ends (most of a flood's
+    // tail is dropped again before then, and indexing is the writer's dearest work).
+    const bool indexNow = !first.tail;
+    if (!m_sql->chunk.integer(1, r.id).integer(2, e.stream).integer(3, e.offset).integer(4, e.timeMs).blob(5, data).integer(6, indexNow).run())
         return sql::error(m_writer.get(), QStringLiteral("storing output"));
     const qint64 chunkId = sqlite3_last_insert_rowid(m_writer.get());
-    if (!m_sql->outputIndex.integer(1, chunkId).text(2, sql::indexText(data)).run())
+    if (indexNow && !m_sql->outputIndex.integer(1, chunkId).text(2, sql::indexText(data)).run())
         return sql::error(m_writer.get(), QStringLiteral("indexing output"));
     r.stored += data.size();
     m_state.totalStored += data.size();
@@ -349,6 +367,7 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
         return error;
     };
     auto fail = [&](const QString &what) { return failWith(sql::error(db, what)); };
+    std::pair<QString, QByteArray> sandboxText, kindText;
 
     for (size_t i = 0; i < batch.size(); ++i) {
         const Item &item = batch[i];
@@ -372,7 +391,12 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
         if (!run)
             return failWith(run.error());
         const QJsonObject &p = e.payload;
-        if (!q.event.text(1, e.sandbox).integer(2, qint64(e.seq)).integer(3, e.timeMs).text(4, e.kind).integer(5, e.exec)
+        // Events come in runs of one sandbox and few kinds: convert each string once per run.
+        if (e.sandbox != sandboxText.first)
+            sandboxText = {e.sandbox, e.sandbox.toUtf8()};
+        if (e.kind != kindText.first)
+            kindText = {e.kind, e.kind.toUtf8()};
+        if (!q.event.utf8(1, sandboxText.second).integer(2, qint64(e.seq)).integer(3, e.timeMs).utf8(4, kindText.second).integer(5, e.exec)
                  .json(6, p).nullable(7, *run ? QJsonValue(double(*run)) : QJsonValue()).run())
             return fail(QStringLiteral("recording %1").arg(e.kind));
         const QJsonValue runValue = *run ? QJsonValue(double(*run)) : QJsonValue();
@@ -409,9 +433,13 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
                      .integer(7, stored).integer(8, p.value(QStringLiteral("truncated")).toBool() || bytes > stored).integer(9, row->second.id)
                      .run())
                 return fail(QStringLiteral("recording an exit"));
+            if (!row->second.tail.empty())
+                m_state.toIndex.push_back(row->second.id);
             m_state.execs.erase(row);
         }
     }
+    if (Status s = indexSomeTails(kIndexSliceBytes); !s)
+        return failWith(s.error());
     if (m_state.totalStored > m_options.maxStoredOutputTotal) {
         PruneReport report;
         if (Status s = pruneOldest(m_options.maxStoredOutputTotal - m_options.maxStoredOutputTotal / 10, 0, report); !s)
@@ -422,6 +450,28 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     }
     if (Status s = sql::exec(db, "COMMIT", QStringLiteral("commit")); !s)
         return failWith(s.error());
+    return Ok{};
+}
+
+Status HistoryStore::indexSomeTails(qint64 budget)
+{
+    Statements &q = *m_sql;
+    while (budget > 0 && !m_state.toIndex.empty()) {
+        q.unindexedChunks.integer(1, m_state.toIndex.front());
+        std::vector<std::pair<qint64, QByteArray>> chunks;
+        while (q.unindexedChunks.step())
+            chunks.emplace_back(q.unindexedChunks.columnInt(0), q.unindexedChunks.columnBlob(1));
+        q.unindexedChunks.reset();
+        if (chunks.empty()) {
+            m_state.toIndex.pop_front();
+            continue;
+        }
+        for (const auto &[id, data] : chunks) {
+            if (!q.outputIndex.integer(1, id).text(2, sql::indexText(data)).run() || !q.markIndexed.integer(1, id).run())
+                return sql::error(m_writer.get(), QStringLiteral("indexing output"));
+            budget -= data.size();
+        }
+    }
     return Ok{};
 }
 

@@ -88,6 +88,7 @@ private:
         QHash<QString, qint64> runIds;
         std::map<ExecKey, ExecRow> execs;
         qint64 totalStored = 0;
+        std::deque<qint64> toIndex; // finished executions whose tail is not in the search index yet
     };
     struct Statements; // prepared once for the writer's connection
 
@@ -96,6 +97,7 @@ private:
     Status writeBatch(std::deque<Item> &batch);
     Status writeOutput(const Item &first, const QByteArray &data);
     Status deleteChunk(qint64 chunkId);
+    Status indexSomeTails(qint64 budget);
     Result<qint64> runId(const QString &name, qint64 timeMs);
     Result<PruneReport> runPrune(const Prune &request);
     Status pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report);
@@ -116,6 +118,7 @@ private:
     std::deque<std::function<void()>> m_tasks;
     uint64_t m_batchesStarted = 0;
     uint64_t m_batchesDone = 0;
+    bool m_tailPending = false; // some OutputBudget holds tail output
     bool m_flushRequested = false;
     bool m_stopping = false;
     bool m_failed = false;

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlock-history-bench: the history's budget (issue 3), each figure beside a baseline measured in
+// the same run. Event ingest through the real writer vs raw batched SQLite inserts; then a
+// database of a million executions and 1 GiB of stored output, browsed and searched through the
+// reader and end to end through a real daemon and airlockctl. Medians over several rounds.
+#include "TestDaemon.h"
+#include "history/HistoryReader.h"
+#include "history/HistoryStore.h"
+#include "history/Sql.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QRandomGenerator>
+#include <QSysInfo>
+#include <QTemporaryDir>
+#include <QTextStream>
+#include <QThread>
+
+#include <algorithm>
+#include <cstdio>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+double median(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+double msSince(const QElapsedTimer &t)
+{
+    return double(t.nsecsElapsed()) / 1e6;
+}
+
+Event smallEvent(uint64_t seq)
+{
+    Event e;
+    e.sandbox = QStringLiteral("bench-sandbox");
+    e.seq = seq;
+    e.timeMs = 1700000000000 + qint64(seq);
+    e.kind = QStringLiteral("network.attempt");
+    e.run = QStringLiteral("bench-run");
+    e.payload = {{QStringLiteral("host"), QStringLiteral("pypi.org")}, {QStringLiteral("port"), 443}, {QStringLiteral("decision"), QStringLiteral("allow")}};
+    return e;
+}
+
+Event smallOutput(uint64_t seq)
+{
+    Event e;
+    e.sandbox = QStringLiteral("bench-sandbox");
+    e.seq = seq + 2;
+    e.timeMs = 1700000000000 + qint64(seq);
+    e.kind = QStringLiteral("exec.output");
+    e.exec = 1;
+    e.stream = 1;
+    e.offset = qint64(seq - 1) * 64;
+    e.data = QByteArray::number(qulonglong(seq)).rightJustified(10, '0') + " a line of build output, 64 bytes in all....\n";
+    e.data = e.data.left(63) + '\n';
+    return e;
+}
+
+// Events per second through HistoryStore: append n small events, then flush. Output events are
+// lines of one running execution (which the writer stores as chunks of consecutive output).
+double ingestRate(const QString &dir, int n, bool output)
+{
+    const QString path = dir + QStringLiteral("/ingest.db");
+    QFile::remove(path);
+    HistoryStore::Options options{path};
+    options.maxStoredOutputPerExec = qint64(1) << 40;
+    auto store = HistoryStore::open(options);
+    if (!store)
+        return -1;
+    if (output) {
+        Event started = smallEvent(1);
+        started.kind = QStringLiteral("exec.started");
+        started.exec = 1;
+        started.payload = {{QStringLiteral("exec"), 1}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("make")}}};
+        (*store)->append(started);
+        (void)(*store)->flush();
+    }
+    QList<Event> events;
+    events.reserve(n);
+    for (int i = 1; i <= n; ++i)
+        events.append(output ? smallOutput(uint64_t(i)) : smallEvent(uint64_t(i)));
+    QElapsedTimer t;
+    t.start();
+    for (const Event &e : std::as_const(events))
+        (*store)->append(e);
+    const double appended = msSince(t);
+    (void)(*store)->flush();
+    if (qEnvironmentVariableIsSet("BENCH_DEBUG"))
+        std::fprintf(stderr, "append %.1f ms, total %.1f ms\n", appended, msSince(t));
+    return n / (msSince(t) / 1000.0);
+}
+
+// The baseline: the same rows into the same table with one prepared statement, 10 000 per
+// transaction, payload JSON prepared beforehand. What SQLite itself does on this disk.
+double rawInsertRate(const QString &dir, int n)
+{
+    const QString path = dir + QStringLiteral("/raw.db");
+    QFile::remove(path);
+    auto db = sql::open(path, false);
+    if (!db)
+        return -1;
+    (void)sql::exec(db->get(), "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE events (sandbox_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+                         "time_ms INTEGER NOT NULL, kind TEXT NOT NULL, exec_id INTEGER, payload TEXT NOT NULL, run_id INTEGER, "
+                         "PRIMARY KEY (sandbox_id, seq)) WITHOUT ROWID",
+              {});
+    const QByteArray payload = R"({"decision":"allow","host":"pypi.org","port":443})";
+    QElapsedTimer t;
+    t.start();
+    sql::Stmt insert(db->get(), "INSERT INTO events VALUES (?,?,?,?,?,?,?)");
+    for (int i = 1; i <= n; ++i) {
+        if (i % 10000 == 1)
+            (void)sql::exec(db->get(), "BEGIN", {});
+        insert.utf8(1, "bench-sandbox").integer(2, i).integer(3, 1700000000000 + i).utf8(4, "network.attempt").integer(5, 0).utf8(6, payload).integer(7, 1).run();
+        if (i % 10000 == 0 || i == n)
+            (void)sql::exec(db->get(), "COMMIT", {});
+    }
+    return n / (msSince(t) / 1000.0);
+}
+
+// Writes `executions` executions of `outputBytes` each through the real writer: commands and
+// output from a vocabulary, every 100 000th execution mentioning "xylophone" and every 10th failing.
+bool generate(const QString &path, int executions, int outputBytes, QTextStream &log)
+{
+    HistoryStore::Options options{path};
+    options.maxStoredOutputTotal = qint64(4) << 30;
+    auto store = HistoryStore::open(options);
+    if (!store)
+        return false;
+    QStringList vocabulary;
+    QRandomGenerator rng(42);
+    for (int i = 0; i < 5000; ++i) {
+        QString w;
+        for (int c = 0, len = 3 + int(rng.bounded(8)); c < len; ++c)
+            w += QChar(u'a' + rng.bounded(26));
+        vocabulary.append(w);
+    }
+    const QStringList commands = {QStringLiteral("pytest"), QStringLiteral("make"), QStringLiteral("npm"), QStringLiteral("cargo"),
+                                  QStringLiteral("python3"), QStringLiteral("ls"), QStringLiteral("git")};
+    QElapsedTimer t;
+    t.start();
+    uint64_t seq = 0;
+    for (int i = 1; i <= executions; ++i) {
+        const QString sandbox = QStringLiteral("sb%1").arg(i / 1000);
+        const uint32_t exec = uint32_t(i % 1000 + 1);
+        if (exec == 1) {
+            seq = 0;
+            Event created;
+            created.sandbox = sandbox;
+            created.seq = ++seq;
+            created.timeMs = 1700000000000 + qint64(i) * 10;
+            created.kind = QStringLiteral("sandbox.created");
+            created.run = QStringLiteral("run-%1").arg(i / 10000);
+            created.payload = {{QStringLiteral("name"), sandbox}, {QStringLiteral("spec"), QJsonObject{}}};
+            (*store)->append(created);
+        }
+        Event started;
+        started.sandbox = sandbox;
+        started.seq = ++seq;
+        started.timeMs = 1700000000000 + qint64(i) * 10;
+        started.kind = QStringLiteral("exec.started");
+        started.exec = exec;
+        started.run = QStringLiteral("run-%1").arg(i / 10000);
+        started.payload = {{QStringLiteral("exec"), double(exec)},
+                           {QStringLiteral("argv"), QJsonArray{commands.at(i % commands.size()), vocabulary.at(rng.bounded(5000))}},
+                           {QStringLiteral("cwd"), QStringLiteral("/workspace")},
+                           {QStringLiteral("envNames"), QJsonArray{}}};
+        (*store)->append(started);
+        QByteArray text;
+        text.reserve(outputBytes + 16);
+        if (i % 100000 == 0)
+            text += "xylophone ";
+        while (text.size() < outputBytes)
+            text += vocabulary.at(rng.bounded(5000)).toLatin1() + (rng.bounded(12) ? ' ' : '\n');
+        text.truncate(outputBytes);
+        Event out;
+        out.sandbox = sandbox;
+        out.seq = ++seq;
+        out.timeMs = started.timeMs + 1;
+        out.kind = QStringLiteral("exec.output");
+        out.exec = exec;
+        out.stream = 1;
+        out.data = text;
+        (*store)->append(out);
+        Event exited;
+        exited.sandbox = sandbox;
+        exited.seq = ++seq;
+        exited.timeMs = started.timeMs + 5;
+        exited.kind = QStringLiteral("exec.exited");
+        exited.exec = exec;
+        exited.run = started.run;
+        const bool failed = i % 10 == 0;
+        exited.payload = {{QStringLiteral("exec"), double(exec)},     {QStringLiteral("status"), failed ? QStringLiteral("failed") : QStringLiteral("succeeded")},
+                          {QStringLiteral("exitCode"), failed ? 1 : 0}, {QStringLiteral("bytesOut"), outputBytes},
+                          {QStringLiteral("bytesErr"), 0},             {QStringLiteral("truncated"), false}};
+        (*store)->append(exited);
+        if (i % 20000 == 0) {
+            (void)(*store)->flush(); // keeps the queue (and memory) bounded
+            log << "\r  generating: " << i << " / " << executions << " executions" << Qt::flush;
+        }
+    }
+    (void)(*store)->flush();
+    log << "\r  generated " << executions << " executions in " << qRound(msSince(t) / 1000) << " s" << Qt::endl;
+    return true;
+}
+
+// Runs argv with output to /dev/null; wall milliseconds.
+double spawnMs(const QStringList &args, const QProcessEnvironment &env)
+{
+    std::vector<QByteArray> storage;
+    std::vector<char *> argv, envp;
+    for (const QString &a : args)
+        storage.push_back(a.toLocal8Bit());
+    const qsizetype argc = qsizetype(storage.size());
+    for (const QString &kv : env.toStringList())
+        storage.push_back(kv.toLocal8Bit());
+    for (qsizetype i = 0; i < qsizetype(storage.size()); ++i)
+        (i < argc ? argv : envp).push_back(storage[size_t(i)].data());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    QElapsedTimer t;
+    t.start();
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0)
+        return -1;
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return msSince(t);
+}
+
+double timeQuery(int rounds, const std::function<bool()> &query)
+{
+    QList<double> v;
+    for (int r = 0; r < rounds; ++r) {
+        QElapsedTimer t;
+        t.start();
+        if (!query())
+            return -1;
+        v.append(msSince(t));
+    }
+    return median(v);
+}
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    const bool quick = app.arguments().contains(QStringLiteral("--quick"));
+    const int rounds = quick ? 3 : 5;
+    QTextStream out(stdout), log(stderr);
+    QTemporaryDir scratch;
+    struct Row {
+        QString what, value, baseline, ratio, target;
+    };
+    QList<Row> rows;
+    auto fmt = [](double v, const char *unit) { return QStringLiteral("%1 %2").arg(v, 0, 'f', v < 10 ? 2 : 0).arg(QLatin1String(unit)); };
+
+    // 1. Ingest.
+    const int n = quick ? 200000 : 1000000;
+    log << "ingest: " << n << " small events per round" << Qt::endl;
+    QList<double> ingest, outputs, raw;
+    for (int r = 0; r < rounds; ++r) {
+        ingest.append(ingestRate(scratch.path(), n, false));
+        outputs.append(ingestRate(scratch.path(), n, true));
+        raw.append(rawInsertRate(scratch.path(), n));
+    }
+    rows.append({QStringLiteral("ingest, small events (one row each)"), fmt(median(ingest) / 1000, "k/s"),
+                 fmt(median(raw) / 1000, "k/s (raw batched inserts)"), QStringLiteral("%1x").arg(median(ingest) / median(raw), 0, 'f', 2),
+                 QStringLiteral(">= 500 k/s")});
+    rows.append({QStringLiteral("ingest, 64-byte output events"), fmt(median(outputs) / 1000, "k/s"),
+                 fmt(median(raw) / 1000, "k/s (raw batched inserts)"), QStringLiteral("%1x").arg(median(outputs) / median(raw), 0, 'f', 2),
+                 QStringLiteral(">= 500 k/s")});
+
+    // 2. A million executions, 1 GiB of output, in a real daemon's data directory.
+    const int executions = quick ? 100000 : 1000000;
+    TestDaemon daemon;
+    QDir().mkpath(daemon.dataDir());
+    const QString path = daemon.dataDir() + QStringLiteral("/history.db");
+    if (!generate(path, executions, 1024, log))
+        return 1;
+    const qint64 fileBytes = QFileInfo(path).size();
+    log << "  database: " << fileBytes / (1 << 20) << " MiB" << Qt::endl;
+    HistoryReader reader(path);
+    HistoryReader::Query firstPage;
+    auto rowsOf = [](const Result<QJsonObject> &r) { return r ? r->value(QStringLiteral("executions")).toArray().size() : -1; };
+    const double pageMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(firstPage)) == 50; });
+    HistoryReader::Query failed;
+    failed.status = QStringLiteral("failed");
+    const double failedMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(failed)) == 50; });
+    HistoryReader::Query deep;
+    deep.beforeId = executions / 2;
+    const double deepMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(deep)) == 50; });
+    HistoryReader::Query rare;
+    rare.text = QStringLiteral("xylophone");
+    const double rareMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(rare)) == executions / 100000; });
+    HistoryReader::Query common;
+    common.text = QStringLiteral("pytest");
+    const double commonMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(common)) == 50; });
+    rows.append({QStringLiteral("history first page (reader)"), fmt(pageMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("history --status failed (reader)"), fmt(failedMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("history page at the middle (reader)"), fmt(deepMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("search, rare word (reader)"), fmt(rareMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 200 ms")});
+    rows.append({QStringLiteral("search, word in 1/7 commands (reader)"), fmt(commonMs, "ms"), QStringLiteral("-"), QStringLiteral("-"),
+                 QStringLiteral("<= 200 ms")});
+
+    // End to end: airlockctl against the daemon that owns this database, beside `airlockctl ls`
+    // (the same process start and connection, no history).
+    if (!daemon.start()) {
+        std::fprintf(stderr, "airlock-history-bench: cannot start airlockd\n");
+        return 1;
+    }
+    const QString ctl = binDir() + QStringLiteral("/airlockctl");
+    const QProcessEnvironment env = daemon.environment();
+    auto cli = [&](const QStringList &a) {
+        QList<double> v;
+        for (int r = 0; r < rounds; ++r)
+            v.append(spawnMs(QStringList{ctl, QStringLiteral("--no-autostart")} + a, env));
+        return median(v);
+    };
+    const double lsMs = cli({QStringLiteral("ls")});
+    const double historyMs = cli({QStringLiteral("history")});
+    const double searchMs = cli({QStringLiteral("search"), QStringLiteral("xylophone")});
+    rows.append({QStringLiteral("airlockctl history"), fmt(historyMs, "ms"), fmt(lsMs, "ms (airlockctl ls)"),
+                 QStringLiteral("%1x").arg(historyMs / lsMs, 0, 'f', 2), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("airlockctl search (rare word)"), fmt(searchMs, "ms"), fmt(lsMs, "ms (airlockctl ls)"),
+                 QStringLiteral("%1x").arg(searchMs / lsMs, 0, 'f', 2), QStringLiteral("<= 200 ms")});
+    daemon.stop();
+
+    out << "\nAirlock history benchmarks (" << rounds << " rounds, medians; " << executions << " executions, "
+        << fileBytes / (1 << 20) << " MiB database; " << QSysInfo::prettyProductName() << ", " << QThread::idealThreadCount() << " cores)\n\n";
+    out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(QStringLiteral("measurement"), -40).arg(QStringLiteral("airlock"), 12)
+               .arg(QStringLiteral("baseline"), 36).arg(QStringLiteral("ratio"), 7).arg(QStringLiteral("target"), 11);
+    for (const Row &r : rows)
+        out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(r.what, -40).arg(r.value, 12).arg(r.baseline, 36).arg(r.ratio, 7).arg(r.target, 11);
+    out.flush();
+    return 0;
+}
