@@ -38,7 +38,13 @@ int Command::fail(Context &ctx, const Error &error)
         printJson(ctx, QJsonObject{{QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCodeName(error.code)},
                                                                          {QStringLiteral("message"), error.message}}}});
     } else {
-        ctx.err << "airlockctl: " << error.message << Qt::endl;
+        // Messages can quote what a sandbox or agent chose (names, paths): never as controls.
+        QString message;
+        for (const QChar c : error.message)
+            message += c.unicode() < 0x20 || c.unicode() == 0x7f || (c.unicode() >= 0x80 && c.unicode() < 0xa0)
+                ? QStringLiteral("\\x%1").arg(c.unicode(), 2, 16, QLatin1Char('0'))
+                : QString(c);
+        ctx.err << "airlockctl: " << message << Qt::endl;
     }
     return exitCodeFor(error.code);
 }

@@ -17,6 +17,9 @@ QString commandLine(const QJsonArray &argv, int maxWidth)
         for (const QChar c : v.toString()) {
             if (c.unicode() < 0x20 || c.unicode() == 0x7f || (c.unicode() >= 0x80 && c.unicode() < 0xa0))
                 word += QStringLiteral("\\x%1").arg(c.unicode(), 2, 16, QLatin1Char('0'));
+            else if (c.category() == QChar::Other_Format || c.category() == QChar::Separator_Line
+                     || c.category() == QChar::Separator_Paragraph)
+                word += QStringLiteral("\\u{%1}").arg(c.unicode(), 4, 16, QLatin1Char('0')); // bidi overrides and the like
             else
                 word += c;
         }

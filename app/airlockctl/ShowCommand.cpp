@@ -9,6 +9,8 @@
 #include <QEventLoop>
 #include <QJsonArray>
 
+#include <unistd.h>
+
 namespace airlock::cli {
 
 namespace {
@@ -47,6 +49,10 @@ public:
             if (total > m_expected[stream])
                 gap(stream, total - m_expected[stream], true);
         m_sink.finish();
+        if (m_markers) // colours the output left on must not restyle what the terminal shows next
+            for (int stream : {1, 2})
+                if (::isatty(stream))
+                    m_sink.note(stream, "\x1b[0m");
     }
     QJsonArray gaps() const { return m_gaps; }
 
@@ -56,8 +62,8 @@ private:
         m_gaps.append(QJsonObject{{QStringLiteral("stream"), stream},
                                   {QStringLiteral("offset"), double(m_expected[stream])},
                                   {QStringLiteral("bytes"), double(bytes)}});
-        if (m_markers)
-            m_sink.note(stream, QStringLiteral("\n[airlock: %1 of %2 not stored%3]\n")
+        if (m_markers) // after resetting whatever colour the output left on
+            m_sink.note(stream, QStringLiteral("\x1b[0m\n[airlock: %1 of %2 not stored%3]\n")
                                     .arg(units::formatBytes(uint64_t(bytes)), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr"),
                                          atEnd ? QStringLiteral(" at the end") : QString())
                                     .toUtf8());

@@ -108,6 +108,7 @@ int main(int argc, char *argv[])
     }
     auto history = HistoryStore::open(historyOptions);
     if (!history) {
+        logger->error("{}", history.error().message.toStdString()); // an autostarted daemon has no terminal
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
         return 1;
     }

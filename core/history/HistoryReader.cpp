@@ -16,6 +16,7 @@
 namespace airlock {
 
 namespace {
+constexpr qint64 kMaxPageBytes = 1024 * 1024; // of a reply, escaped: far below the 4 MiB frame limit
 constexpr const char *kExecutionColumns =
     "e.id, e.sandbox_id, coalesce(s.name, ''), e.exec_id, coalesce(r.name, ''), e.argv_json, e.cwd, e.env_names_json, e.status, "
     "e.exit_code, e.signal, e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.stored_bytes, e.truncated, e.output_pruned "
@@ -123,11 +124,14 @@ Result<QJsonObject> HistoryReader::executions(const Query &query) const
     where.bind(st);
     QJsonArray rows;
     QJsonValue next;
+    qint64 bytes = 0; // a page stays well within a frame however long the commands are
     while (st.step()) {
-        if (rows.size() == limit) {
+        if (rows.size() == limit || bytes > kMaxPageBytes) {
             next = rows.last().toObject().value(QStringLiteral("id"));
             break;
         }
+        // Escaped JSON may take six bytes per character of argv and cwd.
+        bytes += 512 + 6 * qint64(st.columnText(5).size() + st.columnText(6).size());
         rows.append(executionRow(st));
     }
     return QJsonObject{{QStringLiteral("executions"), rows}, {QStringLiteral("next"), next}};
@@ -239,16 +243,26 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
         add({{QStringLiteral("type"), QStringLiteral("run")},
              {QStringLiteral("name"), findRun.columnText(1)},
              {QStringLiteral("createdMs"), findRun.columnNumber(2)}});
-        sql::Stmt sandboxes(db, "SELECT id, name, spec_json, created_ms, deleted_ms FROM sandboxes WHERE run_id = ?1 "
-                                "OR id IN (SELECT sandbox_id FROM executions WHERE run_id = ?1) ORDER BY created_ms");
-        sandboxes.integer(1, runId);
-        while (sandboxes.step())
+        phase = QStringLiteral("sandboxes");
+        after = 0;
+    }
+    if (phase == QLatin1String("sandboxes")) {
+        sql::Stmt sandboxes(db, "SELECT id, name, spec_json, created_ms, deleted_ms, rowid FROM sandboxes WHERE rowid > ?2 AND (run_id = ?1 "
+                                "OR id IN (SELECT sandbox_id FROM executions WHERE run_id = ?1)) ORDER BY rowid");
+        sandboxes.integer(1, runId).integer(2, after);
+        bool more = false;
+        while (!(more = full()) && sandboxes.step()) {
+            after = sandboxes.columnInt(5);
             add({{QStringLiteral("type"), QStringLiteral("sandbox")},
                  {QStringLiteral("id"), sandboxes.columnText(0)},
                  {QStringLiteral("name"), sandboxes.columnText(1)},
                  {QStringLiteral("spec"), jsonColumn(sandboxes, 2)},
                  {QStringLiteral("createdMs"), sandboxes.columnNumber(3)},
                  {QStringLiteral("deletedMs"), sandboxes.columnNumber(4)}});
+        }
+        if (more)
+            return QJsonObject{{QStringLiteral("records"), records},
+                               {QStringLiteral("cursor"), QJsonObject{{QStringLiteral("phase"), phase}, {QStringLiteral("after"), double(after)}}}};
         phase = QStringLiteral("executions");
         after = 0;
     }

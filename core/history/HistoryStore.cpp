@@ -24,6 +24,7 @@ auto logger()
 constexpr qint64 kMaxChunkBytes = 256 * 1024;   // consecutive output is merged up to this
 constexpr qint64 kRetainedOnFailure = 1024 * 1024; // output kept for the retry of a failed batch
 constexpr qint64 kIndexSliceBytes = 1024 * 1024;   // tail output indexed per batch (bounds a flush's wait)
+constexpr int kTailIntervalMs = 1000;              // a flood's tail is written this often
 
 bool is(const Event &e, const char *kind)
 {
@@ -126,7 +127,7 @@ void HistoryStore::append(const Event &event)
         std::lock_guard lock(m_mutex);
         // Only the first event of a batch wakes the writer (which then gathers for a while):
         // waking it for every event would cost a context switch each.
-        wake = m_queue.empty() && !m_tailPending;
+        const bool idle = m_queue.empty() && !m_tailPending;
         if (event.isOutput()) {
             // The per-execution cap is applied here, not in the writer: output that will not be
             // stored must not sit in the queue either.
@@ -171,6 +172,7 @@ void HistoryStore::append(const Event &event)
             }
             m_queue.push_back({event, false});
         }
+        wake = idle && (!m_queue.empty() || m_tailPending); // dropped output wakes nobody
     }
     if (wake)
         m_wake.notify_one();
@@ -222,6 +224,9 @@ Result<HistoryStore::PruneReport> HistoryStore::pruneAndWait(const Prune &reques
 
 void HistoryStore::writerLoop()
 {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point lastTail{};
+    int failuresWhileStopping = 0;
     std::unique_lock lock(m_mutex);
     for (;;) {
         // m_state.toIndex is the writer's own: tails still to index keep it going when idle.
@@ -231,6 +236,10 @@ void HistoryStore::writerLoop()
         });
         if (m_stopping && m_queue.empty() && m_tasks.empty() && !m_tailPending)
             break;
+        if (m_stopping && m_failed && ++failuresWhileStopping > 3) {
+            logger()->error("history: giving up on {} events that could not be written before stopping", m_queue.size());
+            break;
+        }
         // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
         if (m_failed && !m_stopping)
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
@@ -240,20 +249,28 @@ void HistoryStore::writerLoop()
         m_flushRequested = false;
         std::deque<Item> batch;
         batch.swap(m_queue);
-        for (auto &[key, budget] : m_output) {
-            for (Item &t : budget.tail)
-                batch.push_back(std::move(t));
-            budget.tail.clear();
-            budget.tailBytes = 0;
+        // A flood's tail (output past the head budget) is written at most once a second: most of
+        // it is replaced before then, and rewriting megabytes ten times a second would cost the
+        // flood half its speed. An exit takes its tail along (append() queues it).
+        const Clock::time_point now = Clock::now();
+        if (m_tailPending && (now - lastTail >= std::chrono::milliseconds(kTailIntervalMs) || m_stopping)) {
+            lastTail = now;
+            for (auto &[key, budget] : m_output) {
+                for (Item &t : budget.tail)
+                    batch.push_back(std::move(t));
+                budget.tail.clear();
+                budget.tailBytes = 0;
+            }
+            m_tailPending = false;
         }
-        m_tailPending = false;
         std::deque<std::function<void()>> tasks;
         tasks.swap(m_tasks);
         const uint64_t id = ++m_batchesStarted;
         lock.unlock();
 
+        const bool attempted = !batch.empty() || !m_state.toIndex.empty();
         const WriterState before = m_state;
-        Status written = batch.empty() && m_state.toIndex.empty() ? Status(Ok{}) : writeBatch(batch);
+        Status written = attempted ? writeBatch(batch) : Status(Ok{});
         if (!written) {
             m_state = before;
             // Keep the facts for the retry (and a little output); the rest of the output is lost,
@@ -267,8 +284,6 @@ void HistoryStore::writerLoop()
             }
             batch.swap(retry);
         }
-        for (auto &task : tasks)
-            task();
 
         lock.lock();
         if (!written) {
@@ -280,12 +295,20 @@ void HistoryStore::writerLoop()
                 m_queue.push_front(std::move(batch.back()));
                 batch.pop_back();
             }
-        } else if (m_failed && !batch.empty()) {
+        } else if (m_failed && attempted) {
             logger()->info("history writable again");
             m_failed = false;
         }
         m_batchesDone = id;
         m_committed.notify_all();
+        // Prune and vacuum after the batch's waiters are released (a vacuum takes a while; flushes
+        // meanwhile wait for it, which `airlockctl prune --vacuum` says).
+        if (!tasks.empty()) {
+            lock.unlock();
+            for (auto &task : tasks)
+                task();
+            lock.lock();
+        }
     }
     m_batchesDone = std::numeric_limits<uint64_t>::max();
     m_committed.notify_all();
@@ -467,6 +490,8 @@ Status HistoryStore::indexSomeTails(qint64 budget)
             continue;
         }
         for (const auto &[id, data] : chunks) {
+            if (budget <= 0)
+                return Ok{}; // the rest in a later batch
             if (!q.outputIndex.integer(1, id).text(2, sql::indexText(data)).run() || !q.markIndexed.integer(1, id).run())
                 return sql::error(m_writer.get(), QStringLiteral("indexing output"));
             budget -= data.size();

@@ -17,6 +17,7 @@
 #include <QLocalSocket>
 #include <QPointer>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 
 #include <cerrno>
 #include <csignal>
@@ -56,9 +57,12 @@ Result<QString> stringParam(const QJsonObject &params, const char *key)
 // readable in `airlockctl runs`.
 QString connectionRunName(const QString &client)
 {
-    const QString base = client.section(QLatin1Char('/'), 0, 0).trimmed();
+    QString base;
+    for (const QChar c : client.section(QLatin1Char('/'), 0, 0).left(40))
+        if (c.isLetterOrNumber() && c.unicode() < 0x80)
+            base += c;
     return QStringLiteral("%1-%2-%3")
-        .arg(base.isEmpty() ? QStringLiteral("client") : base.left(40),
+        .arg(base.isEmpty() ? QStringLiteral("client") : base,
              QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
         .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
 }
@@ -270,12 +274,18 @@ void RpcServer::registerHandlers()
                                                  .arg(kProtocolVersion)));
             return;
         }
+        // A run groups one agent session's work; without a name, this connection is its own run.
+        // Names are shown in every listing: plain characters only, never terminal controls.
+        static const QRegularExpression runName(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$"));
+        const QString run = p.value(QStringLiteral("run")).toString();
+        if (!run.isEmpty() && !runName.match(run).hasMatch()) {
+            s.conn->closeWithError(invalid(QStringLiteral("run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a "
+                                                          "letter or digit)")));
+            return;
+        }
         s.greeted = true;
         s.client = p.value(QStringLiteral("client")).toString().left(200);
-        // A run groups one agent session's work; without a name, this connection is its own run.
-        s.run = p.value(QStringLiteral("run")).toString().trimmed().left(200);
-        if (s.run.isEmpty())
-            s.run = connectionRunName(s.client);
+        s.run = run.isEmpty() ? connectionRunName(s.client) : run;
         reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
                           {QStringLiteral("daemon"), QStringLiteral(AIRLOCK_VERSION)},
                           {QStringLiteral("pid"), double(::getpid())}});

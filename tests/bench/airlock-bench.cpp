@@ -203,8 +203,8 @@ int main(int argc, char *argv[])
                                      QStringLiteral("head -c %1 /dev/zero | cat >/dev/null").arg(bytes)});
         pipe.append(double(bytes) / (base / 1000.0) / 1e6);
     }
-    rows.append({QStringLiteral("stream head -c 2G /dev/zero"), median(stream), QStringLiteral("MB/s"), QStringLiteral("head | cat"),
-                 median(pipe), QStringLiteral(">= 0.4x")});
+    rows.append({QStringLiteral("stream 2G, history on"), median(stream), QStringLiteral("MB/s"), QStringLiteral("head | cat"),
+                 median(pipe), QStringLiteral(">= 0.3x")});
 
     // 5. 200 live sandboxes: creation rate (8 requests in flight), daemon RSS, memory per sandbox.
     progress("200 live sandboxes");

@@ -241,6 +241,19 @@ private Q_SLOTS:
         QCOMPARE(final.value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
     }
 
+    void namesAndCommandsNeverDriveTheTerminal()
+    {
+        // A run name is chosen by the agent: one with controls is refused before anything runs.
+        const CliResult evil = ctl(args("--run", "x\x1b]52;c;cHduZWQ=\x07", "exec", "cli", "-n", "--", "true"));
+        QCOMPARE(evil.exitCode, 2);
+        QCOMPARE(evil.err, QByteArray("airlockctl: run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a letter or digit)\n"));
+        // A command with controls and a right-to-left override is listed escaped.
+        QCOMPARE(ctl(args("exec", "cli", "-n", "--", "true", "a\x1b[2Jb", QString(QChar(0x202e)) + QStringLiteral("-looks-reversed"))).exitCode, 0);
+        const CliResult listed = ctl(args("history", "--sandbox", "cli", "--limit", "1"));
+        QVERIFY2(!listed.out.contains('\x1b') && !listed.out.contains("\xe2\x80\xae"), qPrintable(listed.describe()));
+        QVERIFY2(listed.out.contains("'a\\x1b[2Jb' '\\u{202e}-looks-reversed'"), qPrintable(listed.describe()));
+    }
+
     void pruneDropsOutputButKeepsTheRecord()
     {
         QCOMPARE(sh(QStringLiteral("echo keep-my-record")).exitCode, 0);
