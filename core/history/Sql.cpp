@@ -100,6 +100,11 @@ Stmt &Stmt::json(int i, const QJsonValue &v)
                                : QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
 }
 
+Stmt &Stmt::json(int i, const QJsonObject &v)
+{
+    return utf8(i, QJsonDocument(v).toJson(QJsonDocument::Compact));
+}
+
 Stmt &Stmt::blob(int i, QByteArrayView v)
 {
     sqlite3_bind_blob64(m_stmt, i, v.data(), sqlite3_uint64(v.size()), SQLITE_STATIC);
