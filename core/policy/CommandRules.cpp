@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "policy/CommandRules.h"
+
+#include "policy/ShellParser.h"
+
+#include <QFileInfo>
+#include <QRegularExpression>
+
+namespace airlock::policy {
+
+namespace {
+constexpr int kMaxDepth = 6; // wrappers within wrappers
+
+QString basename(const QString &program)
+{
+    return program.mid(program.lastIndexOf(QLatin1Char('/')) + 1);
+}
+
+bool isShell(const QString &name)
+{
+    static const QStringList shells = {QStringLiteral("sh"), QStringLiteral("bash"), QStringLiteral("dash"), QStringLiteral("zsh"),
+                                       QStringLiteral("ksh"), QStringLiteral("ash"), QStringLiteral("mksh"), QStringLiteral("busybox")};
+    return shells.contains(name);
+}
+
+// Programs that only run the command after them (after their own options).
+struct Transparent {
+    const char *name;
+    QStringList optionsWithValue; // options that take the next word
+    bool firstArgumentIsValue;    // timeout DURATION, chrt PRIO, taskset MASK
+};
+const QList<Transparent> &transparentWrappers()
+{
+    static const QList<Transparent> wrappers = {
+        {"env", {QStringLiteral("-u"), QStringLiteral("--unset"), QStringLiteral("-C"), QStringLiteral("--chdir")}, false},
+        {"nice", {QStringLiteral("-n"), QStringLiteral("--adjustment")}, false},
+        {"nohup", {}, false},
+        {"setsid", {}, false},
+        {"stdbuf", {QStringLiteral("-i"), QStringLiteral("-o"), QStringLiteral("-e")}, false},
+        {"timeout", {QStringLiteral("-s"), QStringLiteral("--signal"), QStringLiteral("-k"), QStringLiteral("--kill-after")}, true},
+        {"ionice", {QStringLiteral("-c"), QStringLiteral("-n"), QStringLiteral("-p")}, false},
+        {"chrt", {}, true},
+        {"taskset", {}, true},
+        {"command", {}, false},
+        {"exec", {QStringLiteral("-a")}, false},
+        {"builtin", {}, false},
+        {"time", {QStringLiteral("-f"), QStringLiteral("--format"), QStringLiteral("-o"), QStringLiteral("--output")}, false},
+        {"xargs",
+         {QStringLiteral("-a"), QStringLiteral("--arg-file"), QStringLiteral("-d"), QStringLiteral("--delimiter"), QStringLiteral("-E"),
+          QStringLiteral("-e"), QStringLiteral("-I"), QStringLiteral("-i"), QStringLiteral("-L"), QStringLiteral("-l"), QStringLiteral("-n"),
+          QStringLiteral("--max-args"), QStringLiteral("-P"), QStringLiteral("--max-procs"), QStringLiteral("-s"), QStringLiteral("--max-chars")},
+         false},
+    };
+    return wrappers;
+}
+
+// How many leading words of argv a "code runner" uses to run code given inline (python -c CODE:
+// 2), or 0 if it does not. A rule must be longer than that to cover it.
+int inlineCodeWords(const QStringList &argv)
+{
+    const QString name = basename(argv.first());
+    static const QRegularExpression python(QStringLiteral("^(python|pypy)[0-9.]*$"));
+    static const QRegularExpression awk(QStringLiteral("^[gmn]?awk$"));
+    QStringList codeFlags;
+    if (python.match(name).hasMatch())
+        codeFlags = {QStringLiteral("-c")};
+    else if (name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("deno") || name == QLatin1String("bun"))
+        codeFlags = {QStringLiteral("-e"), QStringLiteral("--eval"), QStringLiteral("-p"), QStringLiteral("--print")};
+    else if (name == QLatin1String("perl") || name == QLatin1String("ruby"))
+        codeFlags = {QStringLiteral("-e"), QStringLiteral("-E")};
+    else if (name == QLatin1String("php"))
+        codeFlags = {QStringLiteral("-r")};
+    else if (name == QLatin1String("git"))
+        codeFlags = {QStringLiteral("-c"), QStringLiteral("--config-env"), QStringLiteral("--exec-path")};
+    else if (awk.match(name).hasMatch())
+        return 1; // its program is code: system(), pipes, getline
+    // Only the program's own options count: they end at its first operand (a script, a
+    // subcommand) or at python's -m, after which the words belong to someone else.
+    for (qsizetype i = 1; i < argv.size(); ++i) {
+        const QString &a = argv.at(i);
+        if (!a.startsWith(QLatin1Char('-')) || a == QLatin1String("-m") || a == QLatin1String("--"))
+            return 0;
+        if (a == QLatin1String("-W") || a == QLatin1String("-X")) {
+            ++i; // python options with a value
+            continue;
+        }
+        for (const QString &flag : std::as_const(codeFlags))
+            if (a == flag || (a.startsWith(flag) && flag.size() == 2 && a.size() > 2 && !a.startsWith(QLatin1String("--")))
+                || a.startsWith(flag + QLatin1Char('=')))
+                return int(i) + 1;
+    }
+    return 0;
+}
+
+CommandVerdict verdict(Decision d, const QString &rule, const QString &layer, const QString &reason)
+{
+    return {d, rule, layer, reason};
+}
+} // namespace
+
+QString decisionName(Decision d)
+{
+    switch (d) {
+    case Decision::Allow:
+        return QStringLiteral("allow");
+    case Decision::Deny:
+        return QStringLiteral("deny");
+    case Decision::Ask:
+        break;
+    }
+    return QStringLiteral("ask");
+}
+
+std::optional<Decision> decisionFromName(const QString &name)
+{
+    for (Decision d : {Decision::Allow, Decision::Ask, Decision::Deny})
+        if (decisionName(d) == name)
+            return d;
+    return std::nullopt;
+}
+
+Decision strictest(Decision a, Decision b)
+{
+    return int(a) >= int(b) ? a : b;
+}
+
+QJsonObject CommandVerdict::toJson() const
+{
+    return {{QStringLiteral("decision"), decisionName(decision)},
+            {QStringLiteral("rule"), rule},
+            {QStringLiteral("layer"), layer},
+            {QStringLiteral("reason"), reason}};
+}
+
+bool globMatch(QStringView p, QStringView t)
+{
+    // Iterative matcher with one backtrack point for '*'.
+    qsizetype pi = 0, ti = 0, starP = -1, starT = 0;
+    while (ti < t.size()) {
+        if (pi < p.size()) {
+            const QChar c = p.at(pi);
+            if (c == QLatin1Char('*')) {
+                starP = pi++;
+                starT = ti;
+                continue;
+            }
+            if (c == QLatin1Char('[')) {
+                const qsizetype close = p.indexOf(QLatin1Char(']'), pi + 2);
+                if (close > 0) {
+                    QStringView set = p.sliced(pi + 1, close - pi - 1);
+                    const bool negate = set.startsWith(QLatin1Char('!')) || set.startsWith(QLatin1Char('^'));
+                    if (negate)
+                        set = set.sliced(1);
+                    bool in = false;
+                    for (qsizetype k = 0; k < set.size(); ++k) {
+                        if (k + 2 < set.size() && set.at(k + 1) == QLatin1Char('-')) {
+                            in = in || (t.at(ti) >= set.at(k) && t.at(ti) <= set.at(k + 2));
+                            k += 2;
+                        } else {
+                            in = in || t.at(ti) == set.at(k);
+                        }
+                    }
+                    if (in != negate) {
+                        pi = close + 1;
+                        ++ti;
+                        continue;
+                    }
+                }
+            } else if (c == QLatin1Char('?') || (c == QLatin1Char('\\') && pi + 1 < p.size() && p.at(pi + 1) == t.at(ti) && ++pi)
+                       || c == t.at(ti)) {
+                ++pi;
+                ++ti;
+                continue;
+            }
+        }
+        if (starP < 0)
+            return false;
+        pi = starP + 1;
+        ti = ++starT;
+    }
+    while (pi < p.size() && p.at(pi) == QLatin1Char('*'))
+        ++pi;
+    return pi == p.size();
+}
+
+CommandVerdict CommandRules::evaluate(const QStringList &argv) const
+{
+    if (argv.isEmpty())
+        return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
+    return evaluateCommand(argv, 0);
+}
+
+CommandVerdict CommandRules::match(const QStringList &argv, int coveredWords) const
+{
+    // All matching rules; the strictest decides, the first of those is reported.
+    const CommandRule *best = nullptr;
+    bool skippedAllow = false;
+    for (const CommandRule &rule : m_rules) {
+        if (rule.words.isEmpty() || rule.words.size() > argv.size())
+            continue;
+        bool matches = true;
+        for (qsizetype i = 0; i < rule.words.size() && matches; ++i) {
+            const QString &w = rule.words.at(i);
+            matches = globMatch(w, argv.at(i)) || (i == 0 && !w.contains(QLatin1Char('/')) && globMatch(w, basename(argv.at(0))));
+        }
+        if (!matches)
+            continue;
+        if (rule.decision == Decision::Allow && rule.words.size() <= coveredWords) {
+            skippedAllow = true; // `allow python` does not cover `python -c CODE`
+            continue;
+        }
+        if (!best || int(rule.decision) > int(best->decision))
+            best = &rule;
+    }
+    if (best)
+        return verdict(best->decision, best->text(), best->layer,
+                       QStringLiteral("'%1' matches rule '%2' (%3)").arg(argv.join(QLatin1Char(' ')).left(200), best->text(), best->layer));
+    if (skippedAllow)
+        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                       QStringLiteral("%1 runs code given on its command line; no rule names that form").arg(basename(argv.first())));
+    return verdict(m_default, QStringLiteral("default"), QStringLiteral("builtin"),
+                   QStringLiteral("no rule matches '%1'").arg(argv.join(QLatin1Char(' ')).left(200)));
+}
+
+CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth) const
+{
+    if (depth > kMaxDepth)
+        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("wrappers nested too deep to check"));
+    const QString name = basename(argv.first());
+    // A deny rule about the wrapper itself always counts.
+    CommandVerdict own = match(argv, 0);
+    if (own.decision != Decision::Deny)
+        own = {};
+    auto combine = [&](CommandVerdict inner) {
+        if (own.decision == Decision::Deny && !own.rule.isEmpty())
+            return own;
+        return inner;
+    };
+
+    // sh -c SCRIPT: every segment of the script on its own.
+    if (isShell(name)) {
+        qsizetype i = 1;
+        if (name == QLatin1String("busybox") && argv.size() > 1 && isShell(argv.at(1)))
+            i = 2;
+        bool command = false;
+        for (; i < argv.size() && argv.at(i).startsWith(QLatin1Char('-')); ++i) {
+            if (argv.at(i) == QLatin1String("--"))
+                break;
+            if (!argv.at(i).startsWith(QLatin1String("--")) && argv.at(i).contains(QLatin1Char('c'))) {
+                command = true;
+                ++i;
+                break;
+            }
+            if (argv.at(i) == QLatin1String("-o") || argv.at(i) == QLatin1String("+o"))
+                ++i;
+        }
+        if (command) {
+            if (i >= argv.size())
+                return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("-c without a command"));
+            auto segments = parseShell(argv.at(i));
+            if (!segments)
+                return combine(verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                                       QStringLiteral("the shell command %1").arg(segments.error().message)));
+            CommandVerdict result = verdict(Decision::Allow, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty script"));
+            bool first = true;
+            for (const ShellSegment &s : std::as_const(*segments)) {
+                CommandVerdict v = s.dynamicProgram
+                    ? verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                              QStringLiteral("'%1' runs a program chosen at run time").arg(s.argv.join(QLatin1Char(' ')).left(200)))
+                    : evaluateCommand(s.argv, depth + 1);
+                if (first || int(v.decision) > int(result.decision))
+                    result = v;
+                first = false;
+            }
+            return combine(result);
+        }
+    }
+
+    // env, nice, timeout, xargs, ...: the command they run.
+    for (const Transparent &w : transparentWrappers()) {
+        if (name != QLatin1String(w.name))
+            continue;
+        qsizetype i = 1;
+        bool valueTaken = !w.firstArgumentIsValue;
+        for (; i < argv.size(); ++i) {
+            const QString &a = argv.at(i);
+            if (a == QLatin1String("--")) {
+                ++i;
+                break;
+            }
+            if (name == QLatin1String("env") && (a == QLatin1String("-S") || a.startsWith(QLatin1String("--split-string"))))
+                return combine(verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                                       QStringLiteral("env -S splits a string into a command; it is not followed")));
+            if (name == QLatin1String("env") && a.contains(QLatin1Char('=')) && !a.startsWith(QLatin1Char('-')))
+                continue;
+            if (a.startsWith(QLatin1Char('-')) && a.size() > 1) {
+                if (w.optionsWithValue.contains(a))
+                    ++i;
+                continue;
+            }
+            if (!valueTaken) {
+                valueTaken = true;
+                continue;
+            }
+            break;
+        }
+        if (i >= argv.size()) // nothing to run (env alone prints the environment)
+            break;
+        return combine(evaluateCommand(argv.mid(i), depth + 1));
+    }
+
+    // find … -exec CMD … ; — find itself, and what it executes.
+    if (name == QLatin1String("find")) {
+        const QStringList execFlags = {QStringLiteral("-exec"), QStringLiteral("-execdir"), QStringLiteral("-ok"), QStringLiteral("-okdir")};
+        CommandVerdict result = match(argv, 0);
+        for (qsizetype i = 1; i < argv.size(); ++i) {
+            if (!execFlags.contains(argv.at(i)))
+                continue;
+            qsizetype end = i + 1;
+            while (end < argv.size() && argv.at(end) != QLatin1String(";") && argv.at(end) != QLatin1String("+"))
+                ++end;
+            if (end == i + 1)
+                return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("find -exec without a command"));
+            // find's own rule may not cover what it executes: judged separately.
+            CommandVerdict inner = evaluateCommand(argv.mid(i + 1, end - i - 1), depth + 1);
+            if (int(inner.decision) > int(result.decision))
+                result = inner;
+            else if (result.decision == Decision::Allow && inner.decision == Decision::Allow)
+                result = inner;
+            i = end;
+        }
+        return result;
+    }
+
+    return match(argv, inlineCodeWords(argv));
+}
+
+} // namespace airlock::policy

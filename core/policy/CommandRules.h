@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QList>
+#include <QStringList>
+
+namespace airlock::policy {
+
+enum class Decision { Allow, Ask, Deny };
+QString decisionName(Decision d);
+std::optional<Decision> decisionFromName(const QString &name);
+// deny > ask > allow
+Decision strictest(Decision a, Decision b);
+
+// One rule: a decision for every argv that starts with these words. Each word is a glob (`*` any
+// run of characters, `/` included; `?` one; `[…]` a class); a first word without `/` also matches
+// the program's basename, so a rule about `rm` covers `/bin/rm`.
+struct CommandRule {
+    Decision decision = Decision::Ask;
+    QStringList words;
+    QString layer; // where it came from (builtin, user, preset:NAME, sandbox)
+    QString text() const { return words.join(QLatin1Char(' ')); }
+};
+
+// What the rules say about one command, and why.
+struct CommandVerdict {
+    Decision decision = Decision::Ask;
+    QString rule;   // the deciding rule's words, or "default"
+    QString layer;  // the deciding rule's layer
+    QString reason; // for a person: which part decided and why
+    QJsonObject toJson() const;
+};
+
+// Ordered command rules with a default (ask). Every simple command that an argv would run is judged
+// on its own: the segments of a `sh -c` string (; && || | $(…) backticks, redirects as `>` FILE),
+// the command behind env, xargs, find -exec, nice, nohup, timeout and the like. Programs that run
+// code given on their command line (python -c, node -e, perl -e, git -c, awk) are not covered by a
+// rule for the program alone: an allow rule must name the code option. The strictest decision of
+// all matching rules and segments wins (deny > ask > allow), so rule order never turns a deny into
+// an allow; order only picks which rule is reported. What cannot be parsed asks.
+class CommandRules {
+public:
+    CommandRules() = default;
+    CommandRules(QList<CommandRule> rules, Decision fallback = Decision::Ask) : m_rules(std::move(rules)), m_default(fallback) {}
+
+    CommandVerdict evaluate(const QStringList &argv) const;
+    const QList<CommandRule> &rules() const { return m_rules; }
+
+private:
+    CommandVerdict evaluateCommand(const QStringList &argv, int depth) const;
+    CommandVerdict match(const QStringList &argv, int coveredWords) const;
+
+    QList<CommandRule> m_rules;
+    Decision m_default = Decision::Ask;
+};
+
+// Glob matching of one word (exposed for tests).
+bool globMatch(QStringView pattern, QStringView text);
+
+} // namespace airlock::policy

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "policy/ShellParser.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace airlock::policy {
+
+namespace {
+constexpr int kMaxDepth = 8;       // nested $(…) levels
+constexpr int kMaxSegments = 1000; // what a person could review anyway
+
+Error cannot(const QString &why)
+{
+    return makeError(ErrorCode::InvalidArgument, QStringLiteral("cannot be checked: %1").arg(why));
+}
+
+bool isKeyword(const QString &w)
+{
+    static const QStringList keywords = {QStringLiteral("if"),    QStringLiteral("then"),  QStringLiteral("else"),     QStringLiteral("elif"),
+                                         QStringLiteral("fi"),    QStringLiteral("for"),   QStringLiteral("while"),    QStringLiteral("until"),
+                                         QStringLiteral("do"),    QStringLiteral("done"),  QStringLiteral("case"),     QStringLiteral("esac"),
+                                         QStringLiteral("in"),    QStringLiteral("select"), QStringLiteral("function"), QStringLiteral("{"),
+                                         QStringLiteral("}"),     QStringLiteral("[["),    QStringLiteral("]]"),       QStringLiteral("coproc")};
+    return keywords.contains(w);
+}
+
+bool isAssignment(const QString &w)
+{
+    const qsizetype eq = w.indexOf(QLatin1Char('='));
+    if (eq <= 0)
+        return false;
+    for (qsizetype i = 0; i < eq; ++i) {
+        const QChar c = w.at(i);
+        if (!(c.isLetterOrNumber() || c == QLatin1Char('_')) || (i == 0 && c.isDigit()))
+            return false;
+    }
+    return true;
+}
+
+class Parser {
+public:
+    Parser(const QString &s, int depth) : m_s(s), m_depth(depth) {}
+
+    Result<QList<ShellSegment>> run()
+    {
+        if (m_depth > kMaxDepth)
+            return cannot(QStringLiteral("command substitutions nested more than %1 deep").arg(kMaxDepth));
+        while (m_i < m_s.size()) {
+            const QChar c = m_s.at(m_i);
+            if (c == QLatin1Char(' ') || c == QLatin1Char('\t')) {
+                endWord();
+                ++m_i;
+            } else if (c == QLatin1Char('\n') || c == QLatin1Char(';') || c == QLatin1Char('&') || c == QLatin1Char('|')) {
+                if (c == QLatin1Char('&') && peek(1) == QLatin1Char('>')) { // &> and &>> redirect both streams
+                    if (Status s = redirect(); !s)
+                        return s.error();
+                    continue;
+                }
+                endWord();
+                endCommand();
+                m_i += (peek(1) == c || (c == QLatin1Char('|') && peek(1) == QLatin1Char('&'))) ? 2 : 1;
+            } else if (c == QLatin1Char('<') || c == QLatin1Char('>')) {
+                if (Status s = redirect(); !s)
+                    return s.error();
+            } else if (c == QLatin1Char('(') || c == QLatin1Char(')')) {
+                return cannot(QStringLiteral("subshells and groups ( … ) are not followed"));
+            } else if (c == QLatin1Char('#') && m_word.isEmpty() && !m_inWord) {
+                while (m_i < m_s.size() && m_s.at(m_i) != QLatin1Char('\n'))
+                    ++m_i;
+            } else if (Status s = wordChar(); !s) {
+                return s.error();
+            }
+            if (m_segments.size() > kMaxSegments)
+                return cannot(QStringLiteral("more than %1 commands").arg(kMaxSegments));
+        }
+        endWord();
+        endCommand();
+        return m_segments;
+    }
+
+private:
+    QChar peek(int ahead) const { return m_i + ahead < m_s.size() ? m_s.at(m_i + ahead) : QChar(); }
+
+    // One character (or quoted run, or expansion) of the current word.
+    Status wordChar()
+    {
+        const QChar c = m_s.at(m_i);
+        m_inWord = true;
+        if (c == QLatin1Char('\\')) {
+            if (m_i + 1 < m_s.size() && m_s.at(m_i + 1) != QLatin1Char('\n'))
+                m_word += m_s.at(m_i + 1);
+            m_i += 2;
+        } else if (c == QLatin1Char('\'')) {
+            const qsizetype end = m_s.indexOf(QLatin1Char('\''), m_i + 1);
+            if (end < 0)
+                return cannot(QStringLiteral("unbalanced single quote"));
+            m_word += m_s.mid(m_i + 1, end - m_i - 1);
+            m_i = end + 1;
+        } else if (c == QLatin1Char('"')) {
+            ++m_i;
+            while (m_i < m_s.size() && m_s.at(m_i) != QLatin1Char('"')) {
+                const QChar d = m_s.at(m_i);
+                if (d == QLatin1Char('\\') && m_i + 1 < m_s.size()) {
+                    m_word += m_s.at(m_i + 1);
+                    m_i += 2;
+                } else if (d == QLatin1Char('$') || d == QLatin1Char('`')) {
+                    if (Status s = expansion(); !s)
+                        return s;
+                } else {
+                    m_word += d;
+                    ++m_i;
+                }
+            }
+            if (m_i >= m_s.size())
+                return cannot(QStringLiteral("unbalanced double quote"));
+            ++m_i;
+        } else if (c == QLatin1Char('$') || c == QLatin1Char('`')) {
+            return expansion();
+        } else {
+            if (c == QLatin1Char('*') || c == QLatin1Char('?') || c == QLatin1Char('['))
+                m_wordDynamic = true; // a glob: the words are only known at run time
+            m_word += c;
+            ++m_i;
+        }
+        return Ok{};
+    }
+
+    // $NAME, ${…}, $((…)), $(…) and `…`: the value is unknown here; command substitutions are
+    // commands of their own and are parsed as such.
+    Status expansion()
+    {
+        m_wordDynamic = true;
+        m_word += QLatin1Char('$');
+        if (m_s.at(m_i) == QLatin1Char('`')) {
+            QString inner;
+            qsizetype j = m_i + 1;
+            for (; j < m_s.size() && m_s.at(j) != QLatin1Char('`'); ++j) {
+                if (m_s.at(j) == QLatin1Char('\\') && j + 1 < m_s.size())
+                    ++j;
+                inner += m_s.at(j);
+            }
+            if (j >= m_s.size())
+                return cannot(QStringLiteral("unbalanced backtick"));
+            m_i = j + 1;
+            return nested(inner);
+        }
+        const QChar next = peek(1);
+        if (next == QLatin1Char('(') && peek(2) == QLatin1Char('(')) {
+            const qsizetype end = m_s.indexOf(QStringLiteral("))"), m_i + 3);
+            if (end < 0)
+                return cannot(QStringLiteral("unbalanced $(( … ))"));
+            const QString arithmetic = m_s.mid(m_i + 3, end - m_i - 3);
+            if (arithmetic.contains(QLatin1Char('$')) && (arithmetic.contains(QLatin1Char('(')) || arithmetic.contains(QLatin1Char('`'))))
+                return cannot(QStringLiteral("a command inside $(( … ))"));
+            m_i = end + 2;
+            return Ok{};
+        }
+        if (next == QLatin1Char('(')) {
+            // Find the matching parenthesis, respecting quotes and nesting.
+            int level = 0;
+            qsizetype j = m_i + 1;
+            for (; j < m_s.size(); ++j) {
+                const QChar d = m_s.at(j);
+                if (d == QLatin1Char('\\')) {
+                    ++j;
+                } else if (d == QLatin1Char('\'')) {
+                    j = m_s.indexOf(QLatin1Char('\''), j + 1);
+                    if (j < 0)
+                        return cannot(QStringLiteral("unbalanced single quote"));
+                } else if (d == QLatin1Char('(')) {
+                    ++level;
+                } else if (d == QLatin1Char(')') && --level == 0) {
+                    break;
+                }
+            }
+            if (j >= m_s.size())
+                return cannot(QStringLiteral("unbalanced $( … )"));
+            const QString inner = m_s.mid(m_i + 2, j - m_i - 2);
+            m_i = j + 1;
+            return nested(inner);
+        }
+        if (next == QLatin1Char('{')) {
+            const qsizetype end = m_s.indexOf(QLatin1Char('}'), m_i + 2);
+            if (end < 0)
+                return cannot(QStringLiteral("unbalanced ${ … }"));
+            const QString inner = m_s.mid(m_i + 2, end - m_i - 2);
+            if (inner.contains(QLatin1Char('$')) || inner.contains(QLatin1Char('`')))
+                return cannot(QStringLiteral("an expansion inside ${ … }"));
+            m_i = end + 1;
+            return Ok{};
+        }
+        ++m_i;
+        while (m_i < m_s.size() && (m_s.at(m_i).isLetterOrNumber() || m_s.at(m_i) == QLatin1Char('_')))
+            ++m_i;
+        if (m_i < m_s.size() && QStringLiteral("@*#?$!-").contains(m_s.at(m_i)) && m_word.endsWith(QLatin1Char('$')))
+            ++m_i;
+        return Ok{};
+    }
+
+    Status nested(const QString &inner)
+    {
+        Parser parser(inner, m_depth + 1);
+        auto parsed = parser.run();
+        if (!parsed)
+            return parsed.error();
+        if (parser.m_failure)
+            return *parser.m_failure;
+        m_nested += *parsed;
+        return Ok{};
+    }
+
+    // <, >, >>, >|, <>, &>, &>>, N>, >&N, <&N; << and <<< are here documents and strings.
+    Status redirect()
+    {
+        // A number right before it is the descriptor, not a word.
+        if (m_inWord && !m_word.isEmpty() && std::all_of(m_word.cbegin(), m_word.cend(), [](QChar c) { return c.isDigit(); })
+            && !m_wordDynamic) {
+            m_word.clear();
+            m_inWord = false;
+        } else {
+            endWord();
+        }
+        QString op;
+        while (m_i < m_s.size() && QStringLiteral("<>&|").contains(m_s.at(m_i)) && op.size() < 3)
+            op += m_s.at(m_i++);
+        if (op.startsWith(QLatin1String("<<")))
+            return cannot(QStringLiteral("here documents (<<) are not followed"));
+        if (op.endsWith(QLatin1Char('&')) && m_i < m_s.size() && (m_s.at(m_i).isDigit() || m_s.at(m_i) == QLatin1Char('-'))) {
+            ++m_i; // >&2, <&0, >&-: descriptors, not files
+            return Ok{};
+        }
+        if (op.contains(QLatin1Char('|')) && op != QLatin1String(">|"))
+            return cannot(QStringLiteral("unexpected '%1'").arg(op));
+        while (m_i < m_s.size() && (m_s.at(m_i) == QLatin1Char(' ') || m_s.at(m_i) == QLatin1Char('\t')))
+            ++m_i;
+        // The target is one word.
+        const QString savedWord = m_word;
+        m_word.clear();
+        m_inWord = false;
+        const bool savedDynamic = m_wordDynamic;
+        m_wordDynamic = false;
+        while (m_i < m_s.size() && !QStringLiteral(" \t\n;&|<>()").contains(m_s.at(m_i)))
+            if (Status s = wordChar(); !s)
+                return s;
+        if (!m_inWord)
+            return cannot(QStringLiteral("'%1' without a target").arg(op));
+        const QString direction = op.contains(QLatin1Char('<')) ? QStringLiteral("<")
+                                  : op.endsWith(QLatin1String(">>"))       ? QStringLiteral(">>")
+                                                                           : QStringLiteral(">");
+        m_redirects.append({{direction, m_word}, m_wordDynamic});
+        m_word = savedWord;
+        m_wordDynamic = savedDynamic;
+        m_inWord = false;
+        return Ok{};
+    }
+
+    void endWord()
+    {
+        if (!m_inWord)
+            return;
+        if (m_words.isEmpty() && m_wordDynamic)
+            m_programDynamic = true;
+        m_words.append(m_word);
+        m_word.clear();
+        m_inWord = false;
+        m_wordDynamic = false;
+    }
+
+    void endCommand()
+    {
+        // Leading assignments (FOO=bar cmd) set the environment; `!` and `time` only change how
+        // the command's status is reported.
+        qsizetype first = 0;
+        bool dynamic = m_programDynamic;
+        while (first < m_words.size() && (isAssignment(m_words.at(first)) || m_words.at(first) == QLatin1String("!")
+                                          || m_words.at(first) == QLatin1String("time")))
+            ++first;
+        if (first > 0)
+            dynamic = false; // the dynamic word (if any) was an assignment's value
+        QStringList argv = m_words.mid(first);
+        if (!argv.isEmpty() && isKeyword(argv.first()))
+            m_failure = cannot(QStringLiteral("shell control structures ('%1') are not followed").arg(argv.first()));
+        if (!argv.isEmpty()) {
+            // A program named by an expansion (re-checked after dropping assignments).
+            const QString &program = argv.first();
+            if (first > 0)
+                dynamic = program.contains(QLatin1Char('$')) || program.contains(QLatin1Char('*')) || program.contains(QLatin1Char('?'))
+                    || program.contains(QLatin1Char('['));
+            m_segments.append({argv, dynamic});
+        }
+        m_segments += m_nested;
+        m_segments += m_redirects;
+        m_nested.clear();
+        m_redirects.clear();
+        m_words.clear();
+        m_programDynamic = false;
+    }
+
+public:
+    std::optional<Error> m_failure;
+
+private:
+    const QString &m_s;
+    int m_depth;
+    qsizetype m_i = 0;
+    QString m_word;
+    bool m_inWord = false;
+    bool m_wordDynamic = false;
+    bool m_programDynamic = false;
+    QStringList m_words;
+    QList<ShellSegment> m_segments, m_nested, m_redirects;
+};
+} // namespace
+
+Result<QList<ShellSegment>> parseShell(const QString &script)
+{
+    Parser parser(script, 0);
+    auto segments = parser.run();
+    if (segments && parser.m_failure)
+        return *parser.m_failure;
+    return segments;
+}
+
+} // namespace airlock::policy
