@@ -112,7 +112,7 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
         return 1;
     }
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt)}, caps);
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}}, caps);
     engine.reapOrphans();
     // The history sees every event before any client does (connected first): an exit is committed
     // before it is acknowledged.

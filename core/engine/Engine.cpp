@@ -128,7 +128,8 @@ std::optional<uid_t> Engine::allocateHostUid()
             return u;
 }
 
-void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done)
+void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides,
+                           const QString &preset)
 {
     if (Status boundary = m_caps.checkBoundary(); !boundary)
         return done(boundary.error());
@@ -147,6 +148,17 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
                                   QStringLiteral("a sandbox named '%1' already exists; pick another --name or remove it "
                                                  "with 'airlockctl rm %1'")
                                       .arg(spec.name)));
+    auto effective = policy::resolveForSandbox(policyOverrides, preset, userPolicyFile());
+    if (!effective)
+        return done(effective.error());
+    if (effective->networkMode == QLatin1String("allowlist"))
+        return done(makeError(ErrorCode::BoundaryUnavailable,
+                              QStringLiteral("network mode \"allowlist\" needs Airlock's egress proxy, which this daemon does not have "
+                                             "yet; use \"none\" or \"full\" (or a preset other than package-install)")));
+    // The policy decides network, mounts and limits; the spec carries them to the launcher.
+    spec.network = effective->networkMode == QLatin1String("full") ? NetworkMode::Full : NetworkMode::None;
+    spec.mounts = effective->mounts;
+    spec.limits = effective->limits;
     for (const Mount &m : std::as_const(spec.mounts))
         if (Status s = validateMount(m); !s)
             return done(s.error());
@@ -159,6 +171,8 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.spec = spec;
     setup.plan = *plan;
     setup.run = run;
+    setup.policy = *effective;
+    setup.policyOverrides = policyOverrides;
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + id;
     const std::optional<uid_t> hostUid = allocateHostUid();
     if (!QDir().mkpath(workspacesDir()) || ::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)
@@ -291,6 +305,8 @@ QJsonObject Engine::describe(const Sandbox &s) const
             {QStringLiteral("workspace"), s.workspaceDir()},
             {QStringLiteral("mounts"), mounts},
             {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
+            {QStringLiteral("preset"), s.policy().preset},
+            {QStringLiteral("policyVersion"), s.policyVersion()},
             {QStringLiteral("lastSeq"), double(s.lastSeq())},
             {QStringLiteral("isolation"),
              QJsonObject{{QStringLiteral("namespaces"), namespaces},
@@ -308,6 +324,60 @@ QJsonArray Engine::listSandboxes() const
     for (const Sandbox *s : m_sandboxes)
         out.append(describe(*s));
     return out;
+}
+
+QString Engine::userPolicyFile() const
+{
+    return m_config.userPolicyFile.isEmpty() ? paths::configDir() + QStringLiteral("/policy.json") : m_config.userPolicyFile;
+}
+
+Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    const Sandbox &s = **found;
+    if (!effective)
+        return QJsonObject{{QStringLiteral("sandbox"), s.id()}, {QStringLiteral("version"), s.policyVersion()},
+                           {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policyOverrides()}};
+    return QJsonObject{{QStringLiteral("sandbox"), s.id()},
+                       {QStringLiteral("version"), s.policyVersion()},
+                       {QStringLiteral("preset"), s.policy().preset},
+                       {QStringLiteral("policy"), s.policy().document},
+                       {QStringLiteral("sources"), s.policy().sources}};
+}
+
+Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    Sandbox &s = **found;
+    auto effective = policy::resolveForSandbox(overrides, s.policy().preset, userPolicyFile());
+    if (!effective)
+        return effective.error();
+    // Only what the running sandbox can honour at once may change; the rest needs a new sandbox.
+    const policy::EffectivePolicy &now = s.policy();
+    if (effective->networkMode != now.networkMode)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/network/mode: the network mode of a running sandbox cannot change "
+                                                                    "(it is %1); create a new sandbox")
+                                                         .arg(now.networkMode));
+    if (effective->mounts != now.mounts || effective->limits != now.limits)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
+                                                                    "is created; create a new sandbox to change them"));
+    s.setPolicy(*effective, overrides, by, run);
+    return policy(ref, true);
+}
+
+Result<QJsonObject> Engine::checkCommand(const QString &ref, const QStringList &argv) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject verdict = (*found)->policy().commands.evaluate(argv).toJson();
+    verdict.insert(QStringLiteral("argv"), QJsonArray::fromStringList(argv));
+    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
+    return verdict;
 }
 
 Result<QJsonObject> Engine::sandboxInfo(const QString &ref) const

@@ -25,6 +25,7 @@ struct EngineConfig {
     QString dataDir;
     QString instanceKey; // from the InstanceLock: names this daemon's cgroup subtree
     bool verboseGuest = false;
+    QString userPolicyFile; // empty: $XDG_CONFIG_HOME/airlock/policy.json
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -40,8 +41,18 @@ public:
 
     using CreateDone = std::function<void(Result<QJsonObject>)>;
     // Validates, plans limits (fail closed), starts bwrap; `done` runs once the guest answered.
-    // `run` names the run (agent session) the sandbox and its events belong to.
-    void createSandbox(SandboxSpec spec, const QString &run, CreateDone done);
+    // `run` names the run (agent session) the sandbox and its events belong to. The sandbox's
+    // policy is resolved from its layers (built-in < user < preset < `policyOverrides`); the
+    // effective network mode, mounts and limits are what it gets, whatever `spec` said.
+    void createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides = {},
+                       const QString &preset = {});
+    // The sandbox's own policy layer, or the effective policy with the layer of every value.
+    Result<QJsonObject> policy(const QString &ref, bool effective) const;
+    // Replaces a running sandbox's own layer. What can change live (commands, tools, network
+    // lists) applies at once; a change of network mode, mounts or limits is refused.
+    Result<QJsonObject> setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run);
+    // What the policy says about running argv in that sandbox, and why.
+    Result<QJsonObject> checkCommand(const QString &ref, const QStringList &argv) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;
@@ -66,6 +77,7 @@ Q_SIGNALS:
 
 private:
     QJsonObject describe(const Sandbox &sandbox) const;
+    QString userPolicyFile() const;
     std::optional<uid_t> allocateHostUid();
     QString workspacesDir() const;
     QString chooseWorkspacesDir() const;

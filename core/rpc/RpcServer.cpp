@@ -4,6 +4,7 @@
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
+#include "policy/Policy.h"
 #include "rpc/Connection.h"
 #include "rpc/HistoryMethods.h"
 #include "sandbox/Sandbox.h"
@@ -297,14 +298,57 @@ void RpcServer::registerHandlers()
         reply(info);
     });
     m_handlers.insert(QStringLiteral("sandbox.create"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
-        auto spec = SandboxSpec::fromJson(p.value(QStringLiteral("spec")).toObject());
+        const QJsonObject specJson = p.value(QStringLiteral("spec")).toObject();
+        auto spec = SandboxSpec::fromJson(specJson);
         if (!spec)
             return reply(spec.error());
+        const QJsonValue policyValue = p.value(QStringLiteral("policy"));
+        if (!policyValue.isUndefined() && !policyValue.isObject())
+            return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
+        if (Status valid = policy::validate(policyValue.toObject()); !valid)
+            return reply(makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message)));
         if (Status recording = historyWritable(); !recording)
             return reply(recording.error());
-        m_engine.createSandbox(*spec, s.run, [reply](Result<QJsonObject> r) {
-            reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error()));
-        });
+        m_engine.createSandbox(
+            *spec, s.run, [reply](Result<QJsonObject> r) { reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error())); },
+            policy::withSpecFields(policyValue.toObject(), specJson), p.value(QStringLiteral("preset")).toString().left(100));
+    });
+    m_handlers.insert(QStringLiteral("policy.presets"), [](Session &, const QJsonObject &, const Reply &reply) {
+        QJsonArray presets;
+        for (const QString &name : policy::presetNames())
+            presets.append(QJsonObject{{QStringLiteral("name"), name}, {QStringLiteral("policy"), *policy::preset(name)}});
+        reply(QJsonObject{{QStringLiteral("presets"), presets}});
+    });
+    m_handlers.insert(QStringLiteral("policy.get"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        reply(m_engine.policy(*ref, p.value(QStringLiteral("effective")).toBool()));
+    });
+    m_handlers.insert(QStringLiteral("policy.set"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        if (!p.value(QStringLiteral("policy")).isObject())
+            return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
+        if (Status recording = historyWritable(); !recording)
+            return reply(recording.error());
+        reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client.isEmpty() ? QStringLiteral("client") : s.client, s.run));
+    });
+    m_handlers.insert(QStringLiteral("policy.check"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        QStringList argv;
+        const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
+        for (const QJsonValue &v : a) {
+            if (!v.isString() || argv.size() >= 4096)
+                return reply(invalid(QStringLiteral("params.argv: expected an array of at most 4096 strings")));
+            argv.append(v.toString());
+        }
+        if (argv.isEmpty())
+            return reply(invalid(QStringLiteral("params.argv: expected the command to check")));
+        reply(m_engine.checkCommand(*ref, argv));
     });
     m_handlers.insert(QStringLiteral("sandbox.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
         reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes()}});

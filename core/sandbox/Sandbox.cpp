@@ -139,6 +139,8 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
     publish(makeEvent(QStringLiteral("sandbox.created"),
                       {{QStringLiteral("name"), m_setup.spec.name},
                        {QStringLiteral("spec"), m_setup.spec.toJson()},
+                       {QStringLiteral("preset"), m_setup.policy.preset},
+                       {QStringLiteral("policy"), m_setup.policy.document},
                        {QStringLiteral("landlockAbi"), landlockAbi}}));
     Q_EMIT started();
 }
@@ -163,6 +165,20 @@ void Sandbox::publish(Event event)
         event.run = it != m_execs.constEnd() ? it->run : m_setup.run;
     }
     Q_EMIT eventOccurred(event);
+}
+
+void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run)
+{
+    const QJsonObject old = m_setup.policyOverrides;
+    m_setup.policy = std::move(effective);
+    m_setup.policyOverrides = std::move(overrides);
+    ++m_policyVersion;
+    Event changed = makeEvent(QStringLiteral("policy.changed"), {{QStringLiteral("by"), by},
+                                                                 {QStringLiteral("version"), m_policyVersion},
+                                                                 {QStringLiteral("old"), old},
+                                                                 {QStringLiteral("new"), m_setup.policyOverrides}});
+    changed.run = run;
+    publish(std::move(changed));
 }
 
 Result<uint32_t> Sandbox::exec(const ExecRequest &request)

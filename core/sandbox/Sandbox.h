@@ -6,6 +6,7 @@
 #include "model/SandboxSpec.h"
 #include "sandbox/BwrapLauncher.h"
 #include "sandbox/GuestChannel.h"
+#include "policy/Policy.h"
 #include "sandbox/Limits.h"
 
 #include <QDateTime>
@@ -30,6 +31,8 @@ struct SandboxSetup {
     LaunchRequest launch;
     SandboxCgroup cgroup;
     QString run; // the run that created it
+    policy::EffectivePolicy policy;
+    QJsonObject policyOverrides; // the sandbox's own layer
 };
 
 // One live sandbox: its bwrap process, its guest channel and its executions. Publishes everything
@@ -51,6 +54,11 @@ public:
     int runningExecutions() const { return int(m_execs.size()); }
     int landlockAbi() const { return m_landlockAbi; }
     uint64_t lastSeq() const { return m_seq; }
+    const policy::EffectivePolicy &policy() const { return m_setup.policy; }
+    const QJsonObject &policyOverrides() const { return m_setup.policyOverrides; }
+    int policyVersion() const { return m_policyVersion; }
+    // Replaces the policy of a running sandbox and records who changed what (policy.changed).
+    void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run);
 
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
     Status start();
@@ -115,6 +123,7 @@ private:
     QSet<const void *> m_outputHolds;
     uint32_t m_nextExec = 1;
     uint64_t m_seq = 0;
+    int m_policyVersion = 1;
     int m_landlockAbi = 0;
     bool m_reaped = false;
     int m_initPidfd = -1;

@@ -41,6 +41,12 @@ QString dataDir()
     return xdg("XDG_DATA_HOME", ".local/share");
 }
 
+QString configDir()
+{
+    const QString base = env("XDG_CONFIG_HOME");
+    return (base.isEmpty() ? QDir::homePath() + QStringLiteral("/.config") : base) + QStringLiteral("/airlock");
+}
+
 QString defaultSocketPath()
 {
     const QString explicitPath = env("AIRLOCK_SOCKET");

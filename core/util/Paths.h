@@ -9,6 +9,7 @@ namespace airlock::paths {
 QString runtimeDir(); // $XDG_RUNTIME_DIR/airlock, else /tmp/airlock-<uid>
 QString stateDir();   // $XDG_STATE_HOME/airlock, else ~/.local/state/airlock (logs)
 QString dataDir();    // $XDG_DATA_HOME/airlock, else ~/.local/share/airlock (workspaces)
+QString configDir();  // $XDG_CONFIG_HOME/airlock, else ~/.config/airlock (user policy defaults); not created
 QString defaultSocketPath(); // $AIRLOCK_SOCKET, else runtimeDir()/airlockd.sock
 
 // Creates a directory (and parents) and forces mode 0700 on the last component.

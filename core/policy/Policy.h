@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/SandboxSpec.h"
+#include "policy/CommandRules.h"
+#include "util/Result.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QStringList>
+
+namespace airlock::policy {
+
+inline constexpr int kPolicyVersion = 1;
+
+// One layer of policy: a (partial) policy document and where it came from.
+struct Layer {
+    QString name; // builtin, user, preset:NAME, sandbox
+    QJsonObject document;
+};
+
+struct CredentialGrant {
+    QString secret;   // the secret's name in the store; never its value
+    QString env;      // as this environment variable, or
+    QString file;     // as a read-only file at this absolute path
+};
+
+struct ToolPermission {
+    Decision decision = Decision::Ask;
+    QMap<QString, QString> constraints; // argument name -> glob its value must match
+};
+
+// The effective policy of a sandbox, typed, plus the merged document and, for every value in it
+// (by JSON pointer), the layer it came from: what is enforced, and why.
+struct EffectivePolicy {
+    QJsonObject document;
+    QJsonObject sources; // "/network/mode" -> "preset:locked"
+    QString preset;
+
+    QString networkMode = QStringLiteral("none"); // none | allowlist | full
+    QStringList networkAllow, networkDeny;        // normalised host[:port] patterns
+    Decision unknownDestination = Decision::Deny;
+    QList<CredentialGrant> grants;
+    QMap<QString, ToolPermission> tools;
+    CommandRules commands;
+    QList<Mount> mounts;
+    Limits limits;
+};
+
+// Checks one policy document (a layer, or a file a user wrote). Errors name the field as a JSON
+// pointer and say what was expected; nothing of an invalid document is ever used.
+Status validate(const QJsonObject &document);
+
+// Merges the layers in order (later ones win): scalars are replaced; lists (network allow/deny,
+// command rules, grants, mounts) accumulate; tools and limits merge by name. Each layer is
+// validated first, and the error names the layer.
+Result<EffectivePolicy> resolve(const QList<Layer> &layers);
+
+// A sandbox's layers: built-in defaults < the user's defaults (USERFILE, if it exists) < the preset
+// (locked unless named) < the sandbox's own overrides.
+Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile);
+
+// The sandbox layer for a create request: `overrides`, with what the spec states explicitly
+// (network, mounts, limits: the CLI's --network, --mount, --memory ...) taking precedence.
+QJsonObject withSpecFields(QJsonObject overrides, const QJsonObject &spec);
+
+// The built-in defaults (the bottom layer): no network, no credentials, no tools, commands ask.
+QJsonObject builtinDefaults();
+// Presets shipped with Airlock (resources/presets): name -> document.
+QStringList presetNames();
+Result<QJsonObject> preset(const QString &name);
+// A domain pattern as the policy stores it: lower case, no trailing dot, IDNA (ACE) form; with an
+// optional :port. Errors say what is wrong with it.
+Result<QString> normaliseHostPattern(const QString &pattern);
+
+} // namespace airlock::policy
