@@ -58,6 +58,8 @@ public:
     // Prints an error (or {"error": ...} with --json) and returns its exit code.
     static int fail(Context &ctx, const Error &error);
     static void printJson(Context &ctx, const QJsonValue &value);
+    // A usage error (exit 2) that says what was expected.
+    static Error badUsage(const QString &what) { return makeError(ErrorCode::InvalidArgument, what); }
 };
 
 std::vector<std::unique_ptr<Command>> allCommands();

@@ -108,16 +108,16 @@ public:
     int positionalsBeforeCommand() const override { return 0; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
-        auto spec = m_spec.read(parser);
-        if (!spec)
-            return fail(ctx, spec.error());
+        auto params = m_spec.read(parser);
+        if (!params)
+            return fail(ctx, params.error());
         auto request = m_exec.read(parser, positional);
         if (!request)
             return fail(ctx, request.error());
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto created = (*client)->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), spec->toJson()}});
+        auto created = (*client)->call(QStringLiteral("sandbox.create"), *params);
         if (!created)
             return fail(ctx, created.error());
         const QString id = created->value(QStringLiteral("id")).toString();

@@ -10,11 +10,6 @@
 namespace airlock::cli {
 
 namespace {
-Error badUsage(const QString &what)
-{
-    return makeError(ErrorCode::InvalidArgument, what);
-}
-
 // The filters `history` and `search` share, read into history.list parameters.
 class ExecutionFilters {
 public:
@@ -28,7 +23,7 @@ public:
         params.insert(QStringLiteral("run"), parser.value(m_run));
         const QString status = parser.value(m_status);
         if (!status.isEmpty() && !statuses.contains(status))
-            return badUsage(QStringLiteral("--status: expected one of %1").arg(statuses.join(QStringLiteral(", "))));
+            return Command::badUsage(QStringLiteral("--status: expected one of %1").arg(statuses.join(QStringLiteral(", "))));
         params.insert(QStringLiteral("status"), status);
         for (const auto &[option, key, max] : {std::tuple{&m_exitCode, "exitCode", 255LL}, std::tuple{&m_limit, "limit", 10000LL},
                                                std::tuple{&m_before, "before", 9'000'000'000'000'000LL}}) {
@@ -37,7 +32,7 @@ public:
             bool ok = false;
             const qint64 v = parser.value(*option).toLongLong(&ok);
             if (!ok || v < 0 || v > max || (option == &m_limit && v == 0))
-                return badUsage(QStringLiteral("--%1: expected a number up to %2").arg(option->names().constFirst()).arg(max));
+                return Command::badUsage(QStringLiteral("--%1: expected a number up to %2").arg(option->names().constFirst()).arg(max));
             params.insert(QLatin1String(key), double(v));
         }
         for (const auto &[option, key] : {std::pair{&m_since, "sinceMs"}, std::pair{&m_until, "untilMs"}}) {

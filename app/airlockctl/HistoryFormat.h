@@ -13,6 +13,8 @@ namespace airlock::cli::format {
 // A command line as a person would type it: arguments quoted where needed, control characters
 // shown as \xNN (an argv is data; it must not drive the terminal). Elided past maxWidth.
 QString commandLine(const QJsonArray &argv, int maxWidth = 0);
+// Free text (a reason, a value) with control, bidi and format characters shown as \xNN / \u{NNNN}.
+QString escaped(const QString &text, int maxWidth = 0);
 QString timestamp(qint64 ms);
 // "0", "3", "SIG9" or "-" for an execution row.
 QString exitText(const QJsonObject &execution);

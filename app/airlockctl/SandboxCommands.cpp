@@ -50,13 +50,13 @@ public:
     {
         if (!positional.isEmpty())
             return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("create takes no arguments; use --name")));
-        auto spec = m_spec.read(parser);
-        if (!spec)
-            return fail(ctx, spec.error());
+        auto params = m_spec.read(parser);
+        if (!params)
+            return fail(ctx, params.error());
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto created = (*client)->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), spec->toJson()}});
+        auto created = (*client)->call(QStringLiteral("sandbox.create"), *params);
         if (!created)
             return fail(ctx, created.error());
         if (ctx.json)

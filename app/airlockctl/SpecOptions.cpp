@@ -2,15 +2,61 @@
 #include "SpecOptions.h"
 
 #include "model/Units.h"
+#include "policy/Policy.h"
+
+#include <QFile>
+#include <QJsonDocument>
 
 namespace airlock::cli {
 
 QList<QCommandLineOption> SpecOptions::list() const
 {
-    return {m_name, m_network, m_mount, m_memory, m_pids, m_cpu, m_wall, m_files, m_fsize, m_output};
+    return {m_name, m_preset, m_policy, m_network, m_mount, m_memory, m_pids, m_cpu, m_wall, m_files, m_fsize, m_output};
 }
 
-Result<SandboxSpec> SpecOptions::read(const QCommandLineParser &parser) const
+Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
+{
+    QJsonObject params;
+    if (parser.isSet(m_policy)) {
+        auto document = readPolicyFile(parser.value(m_policy));
+        if (!document)
+            return document.error();
+        params.insert(QStringLiteral("policy"), *document);
+    }
+    if (parser.isSet(m_preset)) {
+        if (!policy::presetNames().contains(parser.value(m_preset)))
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--preset: '%1' is not a preset (%2)")
+                                                             .arg(parser.value(m_preset), policy::presetNames().join(QStringLiteral(", "))));
+        params.insert(QStringLiteral("preset"), parser.value(m_preset));
+    }
+    auto spec = readSpec(parser);
+    if (!spec)
+        return spec.error();
+    QJsonObject specJson = spec->toJson();
+    if (!parser.isSet(m_network))
+        specJson.remove(QStringLiteral("network")); // the policy decides
+    params.insert(QStringLiteral("spec"), specJson);
+    return params;
+}
+
+Result<QJsonObject> readPolicyFile(const QString &path)
+{
+    QFile file;
+    const bool opened = path == QLatin1String("-") ? file.open(stdin, QIODevice::ReadOnly) : (file.setFileName(path), file.open(QIODevice::ReadOnly));
+    if (!opened)
+        return makeError(ErrorCode::NotFound, QStringLiteral("cannot read the policy %1: %2").arg(path, file.errorString()));
+    QJsonParseError err{};
+    const QJsonDocument doc = QJsonDocument::fromJson(file.read(1024 * 1024 + 1), &err);
+    if (err.error != QJsonParseError::NoError || !doc.isObject())
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("the policy %1 is not a JSON object (%2 at offset %3)")
+                                                         .arg(path, err.error != QJsonParseError::NoError ? err.errorString() : QStringLiteral("not an object"))
+                                                         .arg(err.offset));
+    if (Status valid = policy::validate(doc.object()); !valid)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("the policy %1: %2").arg(path, valid.error().message));
+    return doc.object();
+}
+
+Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) const
 {
     SandboxSpec spec;
     if (parser.isSet(m_name)) {

@@ -4,16 +4,25 @@
 #include "model/SandboxSpec.h"
 
 #include <QCommandLineParser>
+#include <QJsonObject>
 
 namespace airlock::cli {
 
-// The sandbox options `create` and `run` share: name, network, mounts and limits.
+// The sandbox options `create` and `run` share: name, preset, policy file, network, mounts and
+// limits. Read into the parameters of sandbox.create: the flags are the sandbox's own policy
+// layer, on top of --policy FILE, on top of the preset.
 class SpecOptions {
 public:
     QList<QCommandLineOption> list() const;
-    Result<SandboxSpec> read(const QCommandLineParser &parser) const;
+    Result<QJsonObject> read(const QCommandLineParser &parser) const;
 
 private:
+    Result<SandboxSpec> readSpec(const QCommandLineParser &parser) const;
+
+    QCommandLineOption m_preset{QStringLiteral("preset"), QStringLiteral("Start from this policy preset: locked (default), package-install, open."),
+                                QStringLiteral("name")};
+    QCommandLineOption m_policy{QStringLiteral("policy"), QStringLiteral("The sandbox's own policy layer, from a JSON file ('-': stdin)."),
+                                QStringLiteral("file")};
     QCommandLineOption m_name{QStringLiteral("name"), QStringLiteral("Sandbox name (a-z 0-9 _ . -)."), QStringLiteral("name")};
     QCommandLineOption m_network{QStringLiteral("network"),
                                  QStringLiteral("none (default: only loopback) or full (the host network, flagged everywhere)."),
@@ -30,5 +39,8 @@ private:
                                 QStringLiteral("Output bytes per execution before it is cut and killed (default 1G)."),
                                 QStringLiteral("size")};
 };
+
+// A policy document from a file ('-': stdin), validated: errors name the field.
+Result<QJsonObject> readPolicyFile(const QString &path);
 
 } // namespace airlock::cli

@@ -21,6 +21,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addExecCommands(commands);
     addFileCommands(commands);
     addHistoryCommands(commands);
+    addPolicyCommands(commands);
     return commands;
 }
 } // namespace airlock::cli

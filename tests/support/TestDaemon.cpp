@@ -54,6 +54,7 @@ TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
     m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_dir.filePath(QStringLiteral("run")));
     m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
     m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_dir.filePath(QStringLiteral("state")));
+    m_env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config"))); // never the real user's policy
 #if defined(__SANITIZE_ADDRESS__)
     // A small quarantine keeps the daemon's resident size meaningful for the tests that measure it.
     m_env.insert(QStringLiteral("ASAN_OPTIONS"), QStringLiteral("detect_leaks=0:quarantine_size_mb=8"));
@@ -70,6 +71,11 @@ TestDaemon::~TestDaemon()
 QString TestDaemon::runtimeDir() const
 {
     return m_dir.filePath(QStringLiteral("run/airlock"));
+}
+
+QString TestDaemon::configDir() const
+{
+    return m_dir.filePath(QStringLiteral("config/airlock"));
 }
 
 QString TestDaemon::dataDir() const

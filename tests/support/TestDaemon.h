@@ -40,6 +40,7 @@ public:
     QString socketPath() const;
     QString runtimeDir() const;
     QString dataDir() const;
+    QString configDir() const; // $XDG_CONFIG_HOME/airlock (the user's policy.json goes here)
     QProcessEnvironment environment() const; // for clients of this daemon
 
     // Runs airlockctl against this daemon (never autostarting another one).
