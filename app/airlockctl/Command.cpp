@@ -26,6 +26,7 @@ int exitCodeFor(ErrorCode code)
     case ErrorCode::VersionMismatch:
     case ErrorCode::HandshakeRequired:
     case ErrorCode::HistoryUnavailable:
+    case ErrorCode::Denied:
         return ExitRefused;
     default:
         return ExitFailure;

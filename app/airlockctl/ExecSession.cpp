@@ -73,7 +73,8 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
 
     QJsonObject params = request.toJson();
     params.insert(QStringLiteral("sandbox"), sandbox);
-    auto started = m_client.call(QStringLiteral("exec.start"), params);
+    // An agent's command may wait for a person (the daemon denies it when that times out).
+    auto started = m_client.call(QStringLiteral("exec.start"), params, 86'400'000);
     if (!started)
         return started.error();
     m_sandboxId = started->value(QStringLiteral("sandbox")).toString();

@@ -8,6 +8,7 @@ void addSandboxCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addExecCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addFileCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addHistoryCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addApprovalCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addPolicyCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addExportCommand(std::vector<std::unique_ptr<Command>> &commands);

@@ -22,6 +22,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addFileCommands(commands);
     addHistoryCommands(commands);
     addPolicyCommands(commands);
+    addApprovalCommands(commands);
     return commands;
 }
 } // namespace airlock::cli
@@ -29,7 +30,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
 namespace {
 void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>> &commands)
 {
-    out << "Usage: airlockctl [--socket PATH] [--run NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
+    out << "Usage: airlockctl [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
            "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
     for (const auto &c : commands)
         out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
@@ -37,7 +38,8 @@ void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>
            "enforce the sandbox, 6 refused (path escape, protocol, the history cannot be written). exec/run return\n"
            "the command's own code.\n"
            "--run NAME (or AIRLOCK_RUN) groups this work with an agent session's in the history; without it, each\n"
-           "invocation is its own run.\n"
+           "invocation is its own run. --agent NAME (or AIRLOCK_AGENT) acts for an agent: its commands go through\n"
+           "the sandbox's command rules, and those that ask wait for 'airlockctl approve'.\n"
            "Run 'airlockctl COMMAND --help' for a command's options.\n";
     out.flush();
 }
@@ -56,6 +58,8 @@ int main(int argc, char *argv[])
     ctx.connect.clientName = QStringLiteral("airlockctl/") + QStringLiteral(AIRLOCK_VERSION);
     // The run this invocation's work belongs to (an agent session); without one, it is its own run.
     ctx.connect.run = qEnvironmentVariable("AIRLOCK_RUN");
+    // Acting for an agent: its commands go through the command rules and, when they ask, a person.
+    ctx.connect.agent = qEnvironmentVariable("AIRLOCK_AGENT");
     // Global options come before the command.
     while (!args.isEmpty() && args.first().startsWith(QLatin1String("--"))) {
         const QString opt = args.takeFirst();
@@ -63,6 +67,8 @@ int main(int argc, char *argv[])
             ctx.connect.socketPath = args.takeFirst();
         else if (opt == QLatin1String("--run") && !args.isEmpty())
             ctx.connect.run = args.takeFirst();
+        else if (opt == QLatin1String("--agent") && !args.isEmpty())
+            ctx.connect.agent = args.takeFirst();
         else if (opt == QLatin1String("--no-autostart"))
             ctx.connect.autostart = false;
         else if (opt == QLatin1String("--json"))

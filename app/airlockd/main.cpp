@@ -77,7 +77,10 @@ int main(int argc, char *argv[])
     const QCommandLineOption budgetOpt(QStringLiteral("history-budget"),
                                        QStringLiteral("Output stored in all; the oldest executions' output goes first (default 2G)."),
                                        QStringLiteral("size"), QStringLiteral("2G"));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt});
+    const QCommandLineOption approvalTimeoutOpt(QStringLiteral("approval-timeout"),
+                                                QStringLiteral("How long an agent's request waits for a person before it is denied (default 120s)."),
+                                                QStringLiteral("duration"), QStringLiteral("120s"));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt});
     parser.process(app);
 
     app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
@@ -125,7 +128,12 @@ int main(int argc, char *argv[])
         if (!event.isOutput())
             (void)store->flush();
     });
-    rpc::RpcServer server(engine, history->get());
+    auto approvalTimeout = units::parseDurationMs(parser.value(approvalTimeoutOpt));
+    if (!approvalTimeout || *approvalTimeout > 86'400'000) {
+        std::fprintf(stderr, "airlockd: --approval-timeout: expected a duration up to 24h, like 30s or 5m\n");
+        return 2;
+    }
+    rpc::RpcServer server(engine, history->get(), int(*approvalTimeout));
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
         return 1;

@@ -167,7 +167,8 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
     auto hello = call(QStringLiteral("hello"),
                       {{QStringLiteral("protocol"), rpc::kProtocolVersion},
                        {QStringLiteral("client"), options.clientName},
-                       {QStringLiteral("run"), options.run}},
+                       {QStringLiteral("run"), options.run},
+                       {QStringLiteral("agent"), options.agent}},
                       options.timeoutMs);
     if (!hello)
         return hello.error();

@@ -25,6 +25,7 @@ struct ConnectOptions {
     QString daemonProgram;     // empty: airlockd next to this executable, then $PATH
     QString clientName = QStringLiteral("airlock");
     QString run;
+    QString agent; // set: this client acts for an agent (command rules and approvals apply)
     int timeoutMs = 10000;
 };
 

@@ -369,6 +369,53 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
     return policy(ref, true);
 }
 
+Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList &argv, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject overrides = (*found)->policyOverrides();
+    QJsonObject commands = overrides.value(QStringLiteral("commands")).toObject();
+    QJsonArray rules = commands.value(QStringLiteral("rules")).toArray();
+    rules.append(QJsonObject{{QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("command"), QJsonArray::fromStringList(argv)}});
+    commands.insert(QStringLiteral("rules"), rules);
+    overrides.insert(QStringLiteral("commands"), commands);
+    auto effective = policy::resolveForSandbox(overrides, (*found)->policy().preset, userPolicyFile());
+    if (!effective)
+        return effective.error();
+    const policy::CommandVerdict v = effective->commands.evaluate(argv);
+    if (v.decision != policy::Decision::Allow)
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("an \"always\" rule for this command would not cover it (%1); approve it once, or add rules for "
+                                        "its parts with 'airlockctl policy set'")
+                             .arg(v.reason));
+    return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonObject> Engine::capabilities(const QString &ref) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    const policy::EffectivePolicy &p = (*found)->policy();
+    QJsonArray writable{QStringLiteral("/workspace"), QStringLiteral("/tmp"), QStringLiteral("/var/tmp")};
+    for (const Mount &m : p.mounts)
+        if (m.writable)
+            writable.append(QString(m.sandboxPath + QStringLiteral(" (host ") + m.hostPath + QLatin1Char(')')));
+    QJsonArray grants, tools;
+    for (const policy::CredentialGrant &g : p.grants)
+        grants.append(QString(g.secret + (g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env)));
+    for (auto it = p.tools.cbegin(); it != p.tools.cend(); ++it)
+        tools.append(QString(it.key() + QLatin1Char(' ') + policy::decisionName(it->decision)));
+    QJsonValue network = p.networkMode == QLatin1String("full") ? QJsonValue(QStringLiteral("FULL (host network)"))
+                         : p.networkMode == QLatin1String("none") ? QJsonValue(QStringLiteral("none"))
+                                                                  : QJsonValue(QJsonArray::fromStringList(p.networkAllow));
+    return QJsonObject{{QStringLiteral("network"), network},
+                       {QStringLiteral("credentials"), grants},
+                       {QStringLiteral("writable"), writable},
+                       {QStringLiteral("tools"), tools}};
+}
+
 Result<QJsonObject> Engine::checkCommand(const QString &ref, const QStringList &argv) const
 {
     auto found = find(ref);

@@ -51,6 +51,12 @@ public:
     // Replaces a running sandbox's own layer. What can change live (commands, tools, network
     // lists) applies at once; a change of network mode, mounts or limits is refused.
     Result<QJsonObject> setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run);
+    // Appends a command rule to the sandbox's own layer (an "always" approval), recorded like any
+    // policy change. Refused when the rule would not cover argv (a shell string, a wrapper).
+    Result<QJsonObject> addCommandRule(const QString &ref, const QStringList &argv, const QString &by, const QString &run);
+    // What a process in the sandbox can reach: network destinations, credentials, writable paths,
+    // tools (shown with every approval request).
+    Result<QJsonObject> capabilities(const QString &ref) const;
     // What the policy says about running argv in that sandbox, and why.
     Result<QJsonObject> checkCommand(const QString &ref, const QStringList &argv) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);

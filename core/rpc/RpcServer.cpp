@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/RpcServer.h"
 
+#include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
@@ -93,14 +94,16 @@ struct RpcServer::Session {
     bool greeted = false;
     QString client;
     QString run;
+    QString agent; // set: requests come from an agent, and command rules and approvals gate them
     bool allEvents = false;
     QSet<QString> sandboxes;              // sandbox ids
     QSet<QPair<QString, uint32_t>> execs; // (sandbox id, exec)
     QSet<Sandbox *> holding;
 };
 
-RpcServer::RpcServer(Engine &engine, HistoryStore *history, QObject *parent)
-    : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this))
+RpcServer::RpcServer(Engine &engine, HistoryStore *history, int approvalTimeoutMs, QObject *parent)
+    : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this)),
+      m_approvals(new ApprovalBroker(approvalTimeoutMs, this))
 {
     registerHandlers();
     connect(&m_engine, &Engine::eventPublished, this, &RpcServer::onEvent);
@@ -159,6 +162,35 @@ void RpcServer::onNewConnection()
             delete session;
         });
     }
+}
+
+RpcServer::Session *RpcServer::sessionOf(const Connection *conn) const
+{
+    for (Session *s : m_sessions)
+        if (s->conn == conn)
+            return s;
+    return nullptr;
+}
+
+void RpcServer::startExecution(QPointer<Connection> conn, const QString &sandboxId, const ExecRequest &request, bool attach, const Reply &reply)
+{
+    auto sandbox = m_engine.find(sandboxId);
+    if (!sandbox)
+        return reply(sandbox.error());
+    if (Status recording = historyWritable(); !recording)
+        return reply(recording.error());
+    auto exec = (*sandbox)->exec(request);
+    if (!exec)
+        return reply(exec.error());
+    // Its start is committed before this reply (airlockd flushes it); if that failed, the
+    // execution must not run unrecorded.
+    if (Status recorded = historyWritable(); !recorded) {
+        (void)(*sandbox)->signal(*exec, SIGKILL);
+        return reply(recorded.error());
+    }
+    if (Session *s = sessionOf(conn); s && attach)
+        s->execs.insert({(*sandbox)->id(), *exec});
+    reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("exec"), double(*exec)}});
 }
 
 Status RpcServer::historyWritable() const
@@ -250,6 +282,7 @@ void RpcServer::onEvent(const Event &event)
             s->execs.remove({event.sandbox, event.exec});
     }
     if (event.kind == QLatin1String("sandbox.deleted") || event.kind == QLatin1String("sandbox.failed")) {
+        m_approvals->cancelFor(event.sandbox, QStringLiteral("the sandbox was deleted"));
         for (Session *s : std::as_const(m_sessions)) {
             if (event.kind == QLatin1String("sandbox.deleted"))
                 s->sandboxes.remove(event.sandbox);
@@ -284,6 +317,13 @@ void RpcServer::registerHandlers()
                                                           "letter or digit)")));
             return;
         }
+        const QString agent = p.value(QStringLiteral("agent")).toString();
+        if (!agent.isEmpty() && !runName.match(agent).hasMatch()) {
+            s.conn->closeWithError(invalid(QStringLiteral("agent names are 1 to 200 letters, digits and . _ : @ / + - (starting with "
+                                                          "a letter or digit)")));
+            return;
+        }
+        s.agent = agent;
         s.greeted = true;
         s.client = p.value(QStringLiteral("client")).toString().left(200);
         s.run = run.isEmpty() ? connectionRunName(s.client) : run;
@@ -312,6 +352,42 @@ void RpcServer::registerHandlers()
         m_engine.createSandbox(
             *spec, s.run, [reply](Result<QJsonObject> r) { reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error())); },
             policy::withSpecFields(policyValue.toObject(), specJson), p.value(QStringLiteral("preset")).toString().left(100));
+    });
+    m_handlers.insert(QStringLiteral("approvals.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
+        QJsonArray pending;
+        for (const ApprovalRequest &r : m_approvals->pending())
+            pending.append(r.toJson());
+        reply(QJsonObject{{QStringLiteral("approvals"), pending}});
+    });
+    m_handlers.insert(QStringLiteral("approvals.decide"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        // An agent must not approve its own requests (nor anyone's).
+        if (!s.agent.isEmpty())
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot decide approvals")));
+        auto id = stringParam(p, "id");
+        auto nonce = stringParam(p, "nonce");
+        const QString decision = p.value(QStringLiteral("decision")).toString();
+        if (!id || !nonce)
+            return reply(!id ? id.error() : nonce.error());
+        if (decision != QLatin1String("allow") && decision != QLatin1String("deny"))
+            return reply(invalid(QStringLiteral("params.decision: expected \"allow\" or \"deny\"")));
+        const bool always = decision == QLatin1String("allow") && p.value(QStringLiteral("always")).toBool();
+        const QString by = s.client.isEmpty() ? QStringLiteral("client") : s.client;
+        if (always) {
+            // The rule goes in first: if it could not cover the command, nothing is decided.
+            const auto pending = m_approvals->pending();
+            const auto it = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
+            if (it == pending.cend())
+                return reply(makeError(ErrorCode::NotFound, QStringLiteral("no pending approval %1").arg(id->left(40))));
+            if (it->nonce != *nonce)
+                return reply(invalid(QStringLiteral("approval %1: the nonce does not match this request").arg(*id)));
+            auto added = m_engine.addCommandRule(it->sandbox, it->argv, by, it->run);
+            if (!added)
+                return reply(added.error());
+        }
+        const Status decided = m_approvals->decide(*id, *nonce, {decision == QLatin1String("allow"), always, by,
+                                                                 p.value(QStringLiteral("reason")).toString().left(1000)});
+        reply(decided ? Result<QJsonObject>(QJsonObject{{QStringLiteral("id"), *id}, {QStringLiteral("decision"), decision}})
+                      : Result<QJsonObject>(decided.error()));
     });
     m_handlers.insert(QStringLiteral("policy.presets"), [](Session &, const QJsonObject &, const Reply &reply) {
         QJsonArray presets;
@@ -380,18 +456,64 @@ void RpcServer::registerHandlers()
         auto sandbox = m_engine.find(*ref);
         if (!sandbox)
             return reply(sandbox.error());
-        auto exec = (*sandbox)->exec(*request);
-        if (!exec)
-            return reply(exec.error());
-        // Its start is committed before this reply (airlockd flushes it); if that failed, the
-        // execution must not run unrecorded.
-        if (Status recorded = historyWritable(); !recorded) {
-            (void)(*sandbox)->signal(*exec, SIGKILL);
-            return reply(recorded.error());
+        const bool attach = p.value(QStringLiteral("attach")).toBool(true);
+        if (s.agent.isEmpty()) // a person's own command: the boundary applies, the command rules do not
+            return startExecution(s.conn, (*sandbox)->id(), *request, attach, reply);
+
+        // An agent's command: the command rules decide, or a person does.
+        Sandbox *sb = *sandbox;
+        const policy::CommandVerdict verdict = sb->policy().commands.evaluate(request->argv);
+        const QJsonObject asked{{QStringLiteral("requester"), s.agent},
+                                {QStringLiteral("argv"), QJsonArray::fromStringList(request->argv)},
+                                {QStringLiteral("cwd"), request->cwd},
+                                {QStringLiteral("rule"), verdict.rule},
+                                {QStringLiteral("layer"), verdict.layer},
+                                {QStringLiteral("reason"), verdict.reason}};
+        if (verdict.decision == policy::Decision::Deny) {
+            sb->record(QStringLiteral("command.denied"), asked, s.run);
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by policy: %1").arg(verdict.reason)));
         }
-        if (p.value(QStringLiteral("attach")).toBool(true))
-            s.execs.insert({(*sandbox)->id(), *exec});
-        reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("exec"), double(*exec)}});
+        if (verdict.decision == policy::Decision::Allow)
+            return startExecution(s.conn, sb->id(), *request, attach, reply);
+        ApprovalRequest r;
+        r.sandbox = sb->id();
+        r.sandboxName = sb->name();
+        r.run = s.run;
+        r.requester = s.agent;
+        r.argv = request->argv;
+        r.cwd = request->cwd;
+        r.rule = verdict.rule;
+        r.layer = verdict.layer;
+        r.reason = verdict.reason;
+        r.policyVersion = sb->policyVersion();
+        if (auto caps = m_engine.capabilities(sb->id()); caps)
+            r.capabilities = *caps;
+        QPointer<Connection> conn = s.conn;
+        const ExecRequest exec = *request;
+        const ApprovalRequest pending = m_approvals->request(r, [this, conn, exec, attach, reply](const ApprovalRequest &req,
+                                                                                                   const ApprovalDecision &d) {
+            auto sandbox = m_engine.find(req.sandbox);
+            if (sandbox)
+                (*sandbox)->record(QStringLiteral("approval.decided"),
+                                   {{QStringLiteral("id"), req.id},
+                                    {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
+                                    {QStringLiteral("always"), d.always},
+                                    {QStringLiteral("by"), d.by},
+                                    {QStringLiteral("reason"), d.reason}},
+                                   req.run);
+            if (!d.allowed)
+                return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by %1: %2").arg(d.by, d.reason.isEmpty() ? QStringLiteral("no reason given") : d.reason)));
+            // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.
+            // ("always" moved the policy one version on, by its own rule.)
+            if (!sandbox || (*sandbox)->policyVersion() != req.policyVersion + (d.always ? 1 : 0))
+                return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox or its policy changed while the request waited; ask again")));
+            if (!conn)
+                return; // the requester is gone: nothing runs for nobody
+            startExecution(conn, req.sandbox, exec, attach, reply);
+        });
+        QJsonObject requested = pending.toJson();
+        requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
+        sb->record(QStringLiteral("approval.requested"), requested, s.run);
     });
     m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

@@ -7,6 +7,7 @@
 #include <QHash>
 #include <QJsonObject>
 #include <QObject>
+#include <QPointer>
 #include <QSet>
 
 #include <functional>
@@ -14,6 +15,8 @@
 class QLocalServer;
 
 namespace airlock {
+class ApprovalBroker;
+struct ExecRequest;
 class Engine;
 class HistoryStore;
 class Sandbox;
@@ -30,7 +33,7 @@ class RpcServer final : public QObject {
     Q_OBJECT
 public:
     // history may be null (then the history.* methods answer that it is unavailable).
-    RpcServer(Engine &engine, HistoryStore *history, QObject *parent = nullptr);
+    RpcServer(Engine &engine, HistoryStore *history, int approvalTimeoutMs = 120000, QObject *parent = nullptr);
     ~RpcServer() override;
 
     // Removes a stale socket and listens. The caller must hold the InstanceLock for socketPath.
@@ -51,10 +54,14 @@ private:
     bool wants(const Session &session, const Event &event) const;
     // New sandboxes and executions are refused while their history cannot be written.
     Status historyWritable() const;
+    // Starts an execution for a connection (after any approval), replying with its id.
+    void startExecution(QPointer<Connection> conn, const QString &sandbox, const ExecRequest &request, bool attach, const Reply &reply);
+    Session *sessionOf(const Connection *conn) const;
 
     Engine &m_engine;
     HistoryStore *m_history;
     HistoryMethods *m_historyMethods;
+    ApprovalBroker *m_approvals;
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
     QHash<QString, Handler> m_handlers;

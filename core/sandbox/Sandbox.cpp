@@ -167,18 +167,24 @@ void Sandbox::publish(Event event)
     Q_EMIT eventOccurred(event);
 }
 
+void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run)
+{
+    Event e = makeEvent(kind, std::move(payload));
+    e.run = run;
+    publish(std::move(e));
+}
+
 void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run)
 {
     const QJsonObject old = m_setup.policyOverrides;
     m_setup.policy = std::move(effective);
     m_setup.policyOverrides = std::move(overrides);
     ++m_policyVersion;
-    Event changed = makeEvent(QStringLiteral("policy.changed"), {{QStringLiteral("by"), by},
-                                                                 {QStringLiteral("version"), m_policyVersion},
-                                                                 {QStringLiteral("old"), old},
-                                                                 {QStringLiteral("new"), m_setup.policyOverrides}});
-    changed.run = run;
-    publish(std::move(changed));
+    record(QStringLiteral("policy.changed"), {{QStringLiteral("by"), by},
+                                              {QStringLiteral("version"), m_policyVersion},
+                                              {QStringLiteral("old"), old},
+                                              {QStringLiteral("new"), m_setup.policyOverrides}},
+           run);
 }
 
 Result<uint32_t> Sandbox::exec(const ExecRequest &request)

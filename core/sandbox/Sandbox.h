@@ -57,6 +57,8 @@ public:
     const policy::EffectivePolicy &policy() const { return m_setup.policy; }
     const QJsonObject &policyOverrides() const { return m_setup.policyOverrides; }
     int policyVersion() const { return m_policyVersion; }
+    // Records a fact about this sandbox that the daemon decided (approvals, refusals) in its stream.
+    void record(const QString &kind, QJsonObject payload, const QString &run);
     // Replaces the policy of a running sandbox and records who changed what (policy.changed).
     void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run);
 

@@ -24,6 +24,7 @@ constexpr std::array kNames = {
     std::pair{ErrorCode::SandboxNotRunning, "sandbox_not_running"},
     std::pair{ErrorCode::IoError, "io_error"},
     std::pair{ErrorCode::HistoryUnavailable, "history_unavailable"},
+    std::pair{ErrorCode::Denied, "denied"},
     std::pair{ErrorCode::Internal, "internal"},
 };
 } // namespace

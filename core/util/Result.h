@@ -28,6 +28,7 @@ enum class ErrorCode {
     SandboxNotRunning, // the sandbox has stopped
     IoError,           // an operating system call failed
     HistoryUnavailable, // the history cannot be written: new work is refused until it can (fail closed)
+    Denied,            // the policy or a person said no
     Internal,
 };
 

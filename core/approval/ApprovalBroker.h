@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QObject>
+#include <QStringList>
+
+#include <functional>
+
+class QTimer;
+
+namespace airlock {
+
+// What a person is asked to decide: one agent request, bound to exactly what will run.
+struct ApprovalRequest {
+    QString id;    // short, for people and commands: "a3f9c2d1"
+    QString nonce; // must come back with the decision: a decision is for this request only
+    QString kind = QStringLiteral("command");
+    QString sandbox, sandboxName, run, requester;
+    QStringList argv; // full, never elided
+    QString cwd;
+    QString rule, layer, reason; // what asked
+    int policyVersion = 0;
+    QJsonObject capabilities; // what the approved process will be able to do
+    qint64 createdMs = 0, expiresMs = 0;
+
+    QJsonObject toJson() const;
+};
+
+struct ApprovalDecision {
+    bool allowed = false;
+    bool always = false;  // allowed, and add a rule so that it is not asked again
+    QString by, reason;   // who decided; why (a denial's reason, "timed out", "sandbox deleted")
+};
+
+// Holds pending requests until a person decides, the request expires (a timeout denies) or its
+// sandbox goes. Decisions are single-use: bound to the id and nonce, refused once decided or
+// expired.
+class ApprovalBroker final : public QObject {
+    Q_OBJECT
+public:
+    explicit ApprovalBroker(int timeoutMs, QObject *parent = nullptr);
+
+    using Done = std::function<void(const ApprovalRequest &, const ApprovalDecision &)>;
+    // Fills id, nonce and times; `done` is called exactly once.
+    ApprovalRequest request(ApprovalRequest request, Done done);
+    Status decide(const QString &id, const QString &nonce, const ApprovalDecision &decision);
+    // Denies everything pending for a sandbox (it was deleted).
+    void cancelFor(const QString &sandbox, const QString &why);
+    QList<ApprovalRequest> pending() const;
+
+Q_SIGNALS:
+    void requested(const airlock::ApprovalRequest &request);
+
+private:
+    struct Pending {
+        ApprovalRequest request;
+        Done done;
+        QTimer *timer = nullptr;
+    };
+    void finish(const QString &id, const ApprovalDecision &decision);
+
+    int m_timeoutMs;
+    QHash<QString, Pending> m_pending;
+    QHash<QString, qint64> m_finished; // id -> when: "already decided" rather than "unknown"
+};
+
+} // namespace airlock

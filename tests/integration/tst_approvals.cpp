@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+// Agents' commands go through the command rules and, when a rule asks, a person: denied by rule,
+// approved once (and asked again next time), approved always (a rule is added), denied with a
+// reason, timed out. Decisions are bound to the request's nonce and used once; an agent cannot
+// decide; the sandbox cannot even see the daemon's socket; a person's own commands are not gated.
+#include "TestHelpers.h"
+#include "history/Sql.h"
+
+#include <QJsonArray>
+#include <QTest>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestApprovals final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+    QString m_sb;
+
+    CliResult agent(const QStringList &command) const
+    {
+        return m_daemon->ctl(args("--agent", "bot", "exec", m_sb, "-n", "--") + command);
+    }
+    std::unique_ptr<QProcess> agentInBackground(const QStringList &command) const
+    {
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--") + command);
+        return p;
+    }
+    // The one pending request, once it is there.
+    QJsonObject waitForRequest() const
+    {
+        QJsonObject found;
+        waitFor([&] {
+            const QJsonArray pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+            if (pending.isEmpty())
+                return false;
+            found = pending.first().toObject();
+            return true;
+        }, 10000);
+        return found;
+    }
+    std::unique_ptr<DaemonClient> client(const QString &agentName) const
+    {
+        auto c = std::make_unique<DaemonClient>();
+        ConnectOptions options;
+        options.socketPath = m_daemon->socketPath();
+        options.autostart = false;
+        options.clientName = QStringLiteral("test");
+        options.agent = agentName;
+        return c->connectToDaemon(options) ? std::move(c) : nullptr;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>(args("--approval-timeout", "3s"));
+        QVERIFY(m_daemon->start());
+        QString error;
+        m_sb = m_daemon->create(args("--name", "ap"), &error);
+        QVERIFY2(m_sb == QLatin1String("ap"), qPrintable(error));
+        const CliResult set = m_daemon->ctl(args("policy", "set", "ap", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
+        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    void aDenyRuleRefusesAtOnceAndSaysWhich()
+    {
+        const CliResult r = agent(args("rm", "-rf", "/workspace"));
+        QCOMPARE(r.exitCode, 6);
+        QCOMPARE(r.err, QByteArray("airlockctl: denied by policy: 'rm -rf /workspace' matches rule 'rm' (sandbox)\n"));
+        // Hidden in a shell string, or behind a wrapper: the same.
+        QCOMPARE(agent(args("sh", "-c", "ls; env X=1 rm -rf /workspace")).exitCode, 6);
+        QCOMPARE(agent(args("echo", "allowed by the preset")).out, QByteArray("allowed by the preset\n"));
+        // A person's own command is not gated (the sandbox is the boundary).
+        const CliResult mine = m_daemon->ctl(args("exec", "ap", "-n", "--", "sh", "-c", "printf mine"));
+        QCOMPARE(mine.out, QByteArray("mine"));
+        QVERIFY(jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
+    }
+
+    void anApprovalIsForThatRequestOnly()
+    {
+        auto waiting = agentInBackground(args("printf", "approved %s\\n", "once\x1b[2J"));
+        QVERIFY(waiting->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QVERIFY2(!request.isEmpty(), "no request appeared");
+        // What the person is shown: the exact argv, cwd, why, and what the process could do.
+        QCOMPARE(request.value(QStringLiteral("argv")).toArray(), QJsonArray({QStringLiteral("printf"), QStringLiteral("approved %s\\n"),
+                                                                               QStringLiteral("once\x1b[2J")}));
+        QCOMPARE(request.value(QStringLiteral("cwd")).toString(), QStringLiteral("/workspace"));
+        QCOMPARE(request.value(QStringLiteral("requester")).toString(), QStringLiteral("bot"));
+        QCOMPARE(request.value(QStringLiteral("reason")).toString(), QStringLiteral("no rule matches 'printf approved %s\\n once\x1b[2J'"));
+        QCOMPARE(request.value(QStringLiteral("capabilities")).toObject().value(QStringLiteral("network")).toString(), QStringLiteral("none"));
+        QVERIFY(request.value(QStringLiteral("capabilities")).toObject().value(QStringLiteral("writable")).toArray().contains(QStringLiteral("/workspace")));
+        const CliResult listed = m_daemon->ctl(args("approvals"));
+        QVERIFY2(listed.out.contains("command  printf 'approved %s\\n' 'once\\x1b[2J'") && !listed.out.contains('\x1b'),
+                 qPrintable(listed.describe()));
+        const QString id = request.value(QStringLiteral("id")).toString();
+        const QString nonce = request.value(QStringLiteral("nonce")).toString();
+
+        // Forged decisions are refused: another nonce, and an agent's own connection.
+        auto person = client({});
+        auto bot = client(QStringLiteral("bot"));
+        QVERIFY(person && bot);
+        auto forged = person->call(QStringLiteral("approvals.decide"),
+                                   {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), QString(32, QLatin1Char('0'))}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+        QVERIFY(!forged);
+        QVERIFY2(forged.error().message.contains(QStringLiteral("the nonce does not match")), qPrintable(forged.error().message));
+        auto self = bot->call(QStringLiteral("approvals.decide"),
+                              {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+        QVERIFY(!self);
+        QCOMPARE(self.error().message, QStringLiteral("an agent connection cannot decide approvals"));
+
+        const CliResult approved = m_daemon->ctl(args("approve", id));
+        QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
+        QVERIFY(waiting->waitForFinished(10000));
+        QCOMPARE(waiting->exitCode(), 0);
+        QCOMPARE(waiting->readAllStandardOutput(), QByteArray("approved once\x1b[2J\n")); // a pipe gets the exact bytes
+        // Used once: replaying the same decision is refused, and the same command asks again.
+        auto replay = person->call(QStringLiteral("approvals.decide"),
+                                   {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+        QVERIFY(!replay);
+        QVERIFY2(replay.error().message.contains(QStringLiteral("already decided")), qPrintable(replay.error().message));
+        auto again = agentInBackground(args("printf", "approved %s\\n", "once\x1b[2J"));
+        QVERIFY(again->waitForStarted());
+        const QJsonObject second = waitForRequest();
+        QVERIFY(!second.isEmpty() && second.value(QStringLiteral("id")).toString() != id);
+        QCOMPARE(m_daemon->ctl(args("deny", second.value(QStringLiteral("id")).toString(), "--reason", "not twice")).exitCode, 0);
+        QVERIFY(again->waitForFinished(10000));
+        QCOMPARE(again->exitCode(), 6);
+        const QByteArray againErr = again->readAllStandardError();
+        QVERIFY2(againErr.endsWith(": not twice\n"), againErr.constData());
+    }
+
+    void aDenialCarriesItsReasonAndSilenceDenies()
+    {
+        auto denied = agentInBackground(args("touch", "/workspace/x"));
+        QVERIFY(denied->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QVERIFY(!request.isEmpty());
+        QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString(), "--reason", "use the build tool")).exitCode, 0);
+        QVERIFY(denied->waitForFinished(10000));
+        QCOMPARE(denied->exitCode(), 6);
+        const QByteArray err = denied->readAllStandardError();
+        QVERIFY2(err.startsWith("airlockctl: denied by airlockctl/") && err.contains(": use the build tool"), err.constData());
+        // Nobody answers: denied when the timeout (3 s here) runs out.
+        QElapsedTimer t;
+        t.start();
+        const CliResult timedOut = agent(args("touch", "/workspace/y"));
+        QCOMPARE(timedOut.exitCode, 6);
+        QCOMPARE(timedOut.err, QByteArray("airlockctl: denied by airlockd: nobody decided within 3 s\n"));
+        QVERIFY2(t.elapsed() >= 2950 && t.elapsed() < 15000, qPrintable(QString::number(t.elapsed())));
+        QCOMPARE(execIn(*m_daemon, m_sb, args("ls", "/workspace")).out, QByteArray()); // neither ran
+    }
+
+    void alwaysAddsARuleAndStopsAsking()
+    {
+        auto first = agentInBackground(args("date", "+%Y"));
+        QVERIFY(first->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QVERIFY(!request.isEmpty());
+        const CliResult approved = m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString(), "--always"));
+        QVERIFY2(approved.exitCode == 0 && approved.out.startsWith("allowed (always)"), qPrintable(approved.describe()));
+        QVERIFY(first->waitForFinished(10000));
+        QCOMPARE(first->exitCode(), 0);
+        const CliResult check = m_daemon->ctl(args("policy", "check", "ap", "--", "date", "+%Y"));
+        QCOMPARE(check.out, QByteArray("allow: 'date +%Y' matches rule 'date +%Y' (sandbox)\n"));
+        QCOMPARE(agent(args("date", "+%Y")).exitCode, 0); // no request this time
+        // A compound command cannot be allowed "always" by one rule: refused, nothing decided.
+        auto compound = agentInBackground(args("sh", "-c", "date; uname"));
+        QVERIFY(compound->waitForStarted());
+        const QJsonObject c = waitForRequest();
+        const CliResult refused = m_daemon->ctl(args("approve", c.value(QStringLiteral("id")).toString(), "--always"));
+        QCOMPARE(refused.exitCode, 2);
+        QVERIFY2(refused.err.contains("would not cover it"), qPrintable(refused.describe()));
+        QCOMPARE(m_daemon->ctl(args("approve", c.value(QStringLiteral("id")).toString())).exitCode, 0); // once is fine
+        QVERIFY(compound->waitForFinished(10000));
+        QCOMPARE(compound->exitCode(), 0);
+    }
+
+    void everyDecisionIsInTheHistory()
+    {
+        const QString id = sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("id")).toString();
+        auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
+        QVERIFY(db);
+        sql::Stmt st(db->get(), "SELECT kind, payload FROM events WHERE sandbox_id = ? AND kind IN "
+                                "('command.denied', 'approval.requested', 'approval.decided', 'policy.changed') ORDER BY seq");
+        st.text(1, id);
+        QMap<QString, int> kinds;
+        QStringList decisions;
+        while (st.step()) {
+            kinds[st.columnText(0)] += 1;
+            const QJsonObject p = QJsonDocument::fromJson(st.columnText(1).toUtf8()).object();
+            QVERIFY2(!p.contains(QStringLiteral("nonce")), "a nonce reached the event stream");
+            if (st.columnText(0) == QLatin1String("approval.decided"))
+                decisions.append(p.value(QStringLiteral("decision")).toString() + (p.value(QStringLiteral("always")).toBool() ? QStringLiteral("+always") : QString()));
+        }
+        QCOMPARE(kinds.value(QStringLiteral("command.denied")), 2);
+        QCOMPARE(kinds.value(QStringLiteral("approval.requested")), 6);
+        QCOMPARE(kinds.value(QStringLiteral("policy.changed")), 2); // the deny rule, and "always"
+        QCOMPARE(decisions, QStringList({QStringLiteral("allow"), QStringLiteral("deny"), QStringLiteral("deny"), QStringLiteral("deny"),
+                                         QStringLiteral("allow+always"), QStringLiteral("allow")}));
+    }
+
+    void theSandboxCannotReachTheDaemon()
+    {
+        // No socket, no runtime directory: nothing inside can ask, answer or forge an approval.
+        const CliResult r = execIn(*m_daemon, m_sb, args("sh", "-c", QStringLiteral("test -e '%1' || test -e '%2'; echo $?")
+                                                                       .arg(m_daemon->socketPath(), m_daemon->runtimeDir())));
+        QCOMPARE(r.out, QByteArray("1\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestApprovals)
+#include "tst_approvals.moc"
