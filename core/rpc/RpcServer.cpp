@@ -353,10 +353,14 @@ void RpcServer::registerHandlers()
             *spec, s.run, [reply](Result<QJsonObject> r) { reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error())); },
             policy::withSpecFields(policyValue.toObject(), specJson), p.value(QStringLiteral("preset")).toString().left(100));
     });
-    m_handlers.insert(QStringLiteral("approvals.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("approvals.list"), [this](Session &s, const QJsonObject &, const Reply &reply) {
         QJsonArray pending;
-        for (const ApprovalRequest &r : m_approvals->pending())
-            pending.append(r.toJson());
+        for (const ApprovalRequest &r : m_approvals->pending()) {
+            QJsonObject request = r.toJson();
+            if (!s.agent.isEmpty())
+                request.remove(QStringLiteral("nonce")); // an agent sees what waits, never how to decide it
+            pending.append(request);
+        }
         reply(QJsonObject{{QStringLiteral("approvals"), pending}});
     });
     m_handlers.insert(QStringLiteral("approvals.decide"), [this](Session &s, const QJsonObject &p, const Reply &reply) {

@@ -111,6 +111,10 @@ private Q_SLOTS:
                               {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce}, {QStringLiteral("decision"), QStringLiteral("allow")}});
         QVERIFY(!self);
         QCOMPARE(self.error().message, QStringLiteral("an agent connection cannot decide approvals"));
+        auto agentView = bot->call(QStringLiteral("approvals.list"));
+        QVERIFY(agentView);
+        QCOMPARE(agentView->value(QStringLiteral("approvals")).toArray().size(), 1);
+        QVERIFY(!agentView->value(QStringLiteral("approvals")).toArray().first().toObject().contains(QStringLiteral("nonce")));
 
         const CliResult approved = m_daemon->ctl(args("approve", id));
         QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
