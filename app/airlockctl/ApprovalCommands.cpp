@@ -44,7 +44,10 @@ void printCard(QTextStream &out, const QJsonObject &a)
         << " (run " << format::escaped(a.value(QStringLiteral("run")).toString()) << "), requested by "
         << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in " << std::max<qint64>(0, left) << " s\n"
         << "  command  " << format::commandLine(a.value(QStringLiteral("argv")).toArray()) << '\n'
-        << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n'
+        << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n';
+    if (!a.value(QStringLiteral("env")).toArray().isEmpty())
+        out << "  env      " << format::commandLine(a.value(QStringLiteral("env")).toArray()) << '\n';
+    out
         << "  asks     " << format::escaped(a.value(QStringLiteral("reason")).toString()) << '\n'
         << "  it can   network " << format::escaped(joined(caps.value(QStringLiteral("network")))) << "; credentials "
         << format::escaped(joined(caps.value(QStringLiteral("credentials")))) << "; write " << format::escaped(joined(caps.value(QStringLiteral("writable"))))

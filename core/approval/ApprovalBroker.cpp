@@ -38,6 +38,7 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("requester"), requester},
             {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
             {QStringLiteral("cwd"), cwd},
+            {QStringLiteral("env"), QJsonArray::fromStringList(env)},
             {QStringLiteral("rule"), rule},
             {QStringLiteral("layer"), layer},
             {QStringLiteral("reason"), reason},
@@ -73,6 +74,14 @@ ApprovalRequest ApprovalBroker::request(ApprovalRequest r, Done done)
 
 Status ApprovalBroker::decide(const QString &id, const QString &nonce, const ApprovalDecision &decision)
 {
+    if (Status s = check(id, nonce); !s)
+        return s;
+    finish(id, decision);
+    return Ok{};
+}
+
+Status ApprovalBroker::check(const QString &id, const QString &nonce) const
+{
     const auto it = m_pending.constFind(id);
     if (it == m_pending.cend()) {
         if (m_finished.contains(id))
@@ -85,15 +94,19 @@ Status ApprovalBroker::decide(const QString &id, const QString &nonce, const App
                          QStringLiteral("approval %1: the nonce does not match this request; decide from a fresh 'airlockctl approvals'").arg(id));
     if (QDateTime::currentMSecsSinceEpoch() > it->request.expiresMs)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("approval %1 has expired").arg(id));
-    finish(id, decision);
     return Ok{};
 }
 
-void ApprovalBroker::cancelFor(const QString &sandbox, const QString &why)
+int ApprovalBroker::pendingFor(const void *owner) const
+{
+    return int(std::count_if(m_pending.cbegin(), m_pending.cend(), [owner](const Pending &p) { return p.request.owner == owner; }));
+}
+
+void ApprovalBroker::cancelIf(const std::function<bool(const ApprovalRequest &)> &which, const QString &why)
 {
     QStringList ids;
     for (auto it = m_pending.cbegin(); it != m_pending.cend(); ++it)
-        if (it->request.sandbox == sandbox)
+        if (which(it->request))
             ids.append(it.key());
     for (const QString &id : std::as_const(ids))
         finish(id, {false, false, QStringLiteral("airlockd"), why});

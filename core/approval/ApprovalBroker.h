@@ -22,9 +22,11 @@ struct ApprovalRequest {
     QString sandbox, sandboxName, run, requester;
     QStringList argv; // full, never elided
     QString cwd;
+    QStringList env; // NAME=VALUE the request sets: shown, since it can change what runs
     QString rule, layer, reason; // what asked
     int policyVersion = 0;
     QJsonObject capabilities; // what the approved process will be able to do
+    const void *owner = nullptr; // the requesting connection: its requests go when it does
     qint64 createdMs = 0, expiresMs = 0;
 
     QJsonObject toJson() const;
@@ -47,9 +49,14 @@ public:
     using Done = std::function<void(const ApprovalRequest &, const ApprovalDecision &)>;
     // Fills id, nonce and times; `done` is called exactly once.
     ApprovalRequest request(ApprovalRequest request, Done done);
+    // Whether a decision with this nonce would be accepted now (so that side effects of a
+    // decision, like an "always" rule, happen only for one that will be).
+    Status check(const QString &id, const QString &nonce) const;
+    int pendingCount() const { return int(m_pending.size()); }
     Status decide(const QString &id, const QString &nonce, const ApprovalDecision &decision);
-    // Denies everything pending for a sandbox (it was deleted).
-    void cancelFor(const QString &sandbox, const QString &why);
+    // Denies everything pending that matches (a sandbox was deleted, a requester went away).
+    void cancelIf(const std::function<bool(const ApprovalRequest &)> &which, const QString &why);
+    int pendingFor(const void *owner) const;
     QList<ApprovalRequest> pending() const;
 
 Q_SIGNALS:

@@ -369,7 +369,8 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
     return policy(ref, true);
 }
 
-Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList &argv, const QString &by, const QString &run)
+Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList &argv, const QStringList &env, const QString &by,
+                                           const QString &run)
 {
     auto found = find(ref);
     if (!found)
@@ -377,13 +378,16 @@ Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList
     QJsonObject overrides = (*found)->policyOverrides();
     QJsonObject commands = overrides.value(QStringLiteral("commands")).toObject();
     QJsonArray rules = commands.value(QStringLiteral("rules")).toArray();
-    rules.append(QJsonObject{{QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("command"), QJsonArray::fromStringList(argv)}});
+    // Exactly this argv, word for word: approving `rm -rf build` always must not allow `rm -rf build ~`.
+    rules.append(QJsonObject{{QStringLiteral("decision"), QStringLiteral("allow")},
+                             {QStringLiteral("command"), QJsonArray::fromStringList(argv)},
+                             {QStringLiteral("exact"), true}});
     commands.insert(QStringLiteral("rules"), rules);
     overrides.insert(QStringLiteral("commands"), commands);
     auto effective = policy::resolveForSandbox(overrides, (*found)->policy().preset, userPolicyFile());
     if (!effective)
         return effective.error();
-    const policy::CommandVerdict v = effective->commands.evaluate(argv);
+    const policy::CommandVerdict v = effective->commands.evaluate(argv, env);
     if (v.decision != policy::Decision::Allow)
         return makeError(ErrorCode::InvalidArgument,
                          QStringLiteral("an \"always\" rule for this command would not cover it (%1); approve it once, or add rules for "

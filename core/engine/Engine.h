@@ -53,7 +53,8 @@ public:
     Result<QJsonObject> setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run);
     // Appends a command rule to the sandbox's own layer (an "always" approval), recorded like any
     // policy change. Refused when the rule would not cover argv (a shell string, a wrapper).
-    Result<QJsonObject> addCommandRule(const QString &ref, const QStringList &argv, const QString &by, const QString &run);
+    Result<QJsonObject> addCommandRule(const QString &ref, const QStringList &argv, const QStringList &env, const QString &by,
+                                       const QString &run);
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,
     // tools (shown with every approval request).
     Result<QJsonObject> capabilities(const QString &ref) const;

@@ -47,7 +47,7 @@ const QList<Transparent> &transparentWrappers()
         {"time", {QStringLiteral("-f"), QStringLiteral("--format"), QStringLiteral("-o"), QStringLiteral("--output")}, false},
         {"xargs",
          {QStringLiteral("-a"), QStringLiteral("--arg-file"), QStringLiteral("-d"), QStringLiteral("--delimiter"), QStringLiteral("-E"),
-          QStringLiteral("-e"), QStringLiteral("-I"), QStringLiteral("-i"), QStringLiteral("-L"), QStringLiteral("-l"), QStringLiteral("-n"),
+          QStringLiteral("-I"), QStringLiteral("-L"), QStringLiteral("-n"),
           QStringLiteral("--max-args"), QStringLiteral("-P"), QStringLiteral("--max-procs"), QStringLiteral("-s"), QStringLiteral("--max-chars")},
          false},
     };
@@ -95,6 +95,41 @@ int inlineCodeWords(const QStringList &argv)
 CommandVerdict verdict(Decision d, const QString &rule, const QString &layer, const QString &reason)
 {
     return {d, rule, layer, reason};
+}
+
+// Variables that only change presentation. Any other one can change what a program runs
+// (LD_PRELOAD, PATH, GIT_*, BASH_ENV, PAGER, *_OPTIONS ...), so no allow rule covers it.
+bool harmlessVariable(const QString &name)
+{
+    static const QStringList safe = {QStringLiteral("LANG"), QStringLiteral("TZ"), QStringLiteral("TERM"), QStringLiteral("COLUMNS"),
+                                     QStringLiteral("LINES"), QStringLiteral("NO_COLOR"), QStringLiteral("CLICOLOR"), QStringLiteral("CI")};
+    return safe.contains(name) || name.startsWith(QLatin1String("LC_"));
+}
+
+CommandVerdict withEnvironment(CommandVerdict v, const QStringList &env)
+{
+    if (v.decision != Decision::Allow)
+        return v;
+    QStringList risky;
+    for (const QString &name : env)
+        if (!harmlessVariable(name))
+            risky.append(name);
+    if (risky.isEmpty())
+        return v;
+    return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                   QStringLiteral("%1 (allowed by '%2') but with %3 set, which can change what runs").arg(v.reason, v.rule, risky.join(QStringLiteral(", "))));
+}
+
+// Only programs from the system's own directories are known by their name alone: a rule about
+// `ls` must not allow a `./ls` or `/workspace/ls` someone wrote.
+bool trustedLocation(const QString &program)
+{
+    if (!program.contains(QLatin1Char('/')))
+        return true;
+    for (const char *dir : {"/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/bin/"})
+        if (program.startsWith(QLatin1String(dir)) && !program.mid(qsizetype(strlen(dir))).contains(QLatin1Char('/')))
+            return true;
+    return false;
 }
 } // namespace
 
@@ -183,11 +218,11 @@ bool globMatch(QStringView p, QStringView t)
     return pi == p.size();
 }
 
-CommandVerdict CommandRules::evaluate(const QStringList &argv) const
+CommandVerdict CommandRules::evaluate(const QStringList &argv, const QStringList &env) const
 {
     if (argv.isEmpty())
         return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
-    return evaluateCommand(argv, 0);
+    return evaluateCommand(argv, 0, env);
 }
 
 CommandVerdict CommandRules::match(const QStringList &argv, int coveredWords) const
@@ -196,12 +231,16 @@ CommandVerdict CommandRules::match(const QStringList &argv, int coveredWords) co
     const CommandRule *best = nullptr;
     bool skippedAllow = false;
     for (const CommandRule &rule : m_rules) {
-        if (rule.words.isEmpty() || rule.words.size() > argv.size())
+        if (rule.words.isEmpty() || rule.words.size() > argv.size() || (rule.exact && rule.words.size() != argv.size()))
             continue;
+        const bool byName = rule.decision != Decision::Allow || trustedLocation(argv.at(0));
         bool matches = true;
         for (qsizetype i = 0; i < rule.words.size() && matches; ++i) {
             const QString &w = rule.words.at(i);
-            matches = globMatch(w, argv.at(i)) || (i == 0 && !w.contains(QLatin1Char('/')) && globMatch(w, basename(argv.at(0))));
+            if (rule.exact)
+                matches = w == argv.at(i) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == basename(argv.at(0)));
+            else
+                matches = globMatch(w, argv.at(i)) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, basename(argv.at(0))));
         }
         if (!matches)
             continue;
@@ -222,7 +261,7 @@ CommandVerdict CommandRules::match(const QStringList &argv, int coveredWords) co
                    QStringLiteral("no rule matches '%1'").arg(argv.join(QLatin1Char(' ')).left(200)));
 }
 
-CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth) const
+CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth, const QStringList &env) const
 {
     if (depth > kMaxDepth)
         return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("wrappers nested too deep to check"));
@@ -267,7 +306,7 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth)
                 CommandVerdict v = s.dynamicProgram
                     ? verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
                               QStringLiteral("'%1' runs a program chosen at run time").arg(s.argv.join(QLatin1Char(' ')).left(200)))
-                    : evaluateCommand(s.argv, depth + 1);
+                    : evaluateCommand(s.argv, depth + 1, env + s.assignments);
                 if (first || int(v.decision) > int(result.decision))
                     result = v;
                 first = false;
@@ -282,17 +321,22 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth)
             continue;
         qsizetype i = 1;
         bool valueTaken = !w.firstArgumentIsValue;
+        QStringList assigned;
         for (; i < argv.size(); ++i) {
             const QString &a = argv.at(i);
             if (a == QLatin1String("--")) {
                 ++i;
                 break;
             }
-            if (name == QLatin1String("env") && (a == QLatin1String("-S") || a.startsWith(QLatin1String("--split-string"))))
+            if (name == QLatin1String("env")
+                && ((a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('S')))
+                    || a.startsWith(QLatin1String("--split-string"))))
                 return combine(verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
                                        QStringLiteral("env -S splits a string into a command; it is not followed")));
-            if (name == QLatin1String("env") && a.contains(QLatin1Char('=')) && !a.startsWith(QLatin1Char('-')))
+            if (name == QLatin1String("env") && a.contains(QLatin1Char('=')) && !a.startsWith(QLatin1Char('-'))) {
+                assigned.append(a.section(QLatin1Char('='), 0, 0));
                 continue;
+            }
             if (a.startsWith(QLatin1Char('-')) && a.size() > 1) {
                 if (w.optionsWithValue.contains(a))
                     ++i;
@@ -306,7 +350,7 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth)
         }
         if (i >= argv.size()) // nothing to run (env alone prints the environment)
             break;
-        return combine(evaluateCommand(argv.mid(i), depth + 1));
+        return combine(evaluateCommand(argv.mid(i), depth + 1, env + assigned));
     }
 
     // find … -exec CMD … ; — find itself, and what it executes.
@@ -322,17 +366,17 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth)
             if (end == i + 1)
                 return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("find -exec without a command"));
             // find's own rule may not cover what it executes: judged separately.
-            CommandVerdict inner = evaluateCommand(argv.mid(i + 1, end - i - 1), depth + 1);
+            CommandVerdict inner = evaluateCommand(argv.mid(i + 1, end - i - 1), depth + 1, env);
             if (int(inner.decision) > int(result.decision))
                 result = inner;
             else if (result.decision == Decision::Allow && inner.decision == Decision::Allow)
                 result = inner;
             i = end;
         }
-        return result;
+        return withEnvironment(result, env);
     }
 
-    return match(argv, inlineCodeWords(argv));
+    return withEnvironment(match(argv, inlineCodeWords(argv)), env);
 }
 
 } // namespace airlock::policy

@@ -23,6 +23,7 @@ struct CommandRule {
     Decision decision = Decision::Ask;
     QStringList words;
     QString layer; // where it came from (builtin, user, preset:NAME, sandbox)
+    bool exact = false; // the whole argv, word for word, no globs (what "always" approvals add)
     QString text() const { return words.join(QLatin1Char(' ')); }
 };
 
@@ -47,11 +48,12 @@ public:
     CommandRules() = default;
     CommandRules(QList<CommandRule> rules, Decision fallback = Decision::Ask) : m_rules(std::move(rules)), m_default(fallback) {}
 
-    CommandVerdict evaluate(const QStringList &argv) const;
+    // `env`: names of the environment variables the request sets (beyond the sandbox defaults).
+    CommandVerdict evaluate(const QStringList &argv, const QStringList &env = {}) const;
     const QList<CommandRule> &rules() const { return m_rules; }
 
 private:
-    CommandVerdict evaluateCommand(const QStringList &argv, int depth) const;
+    CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env) const;
     CommandVerdict match(const QStringList &argv, int coveredWords) const;
 
     QList<CommandRule> m_rules;

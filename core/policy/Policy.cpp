@@ -178,8 +178,10 @@ Status validateCommands(const QJsonObject &c)
         const QJsonObject r = rules->at(i).toObject();
         if (!rules->at(i).isObject())
             return invalid(pointer, QStringLiteral("expected {\"decision\": \"allow|ask|deny\", \"command\": \"words\"}"));
-        if (Status s = onlyKeys(r, pointer, {QStringLiteral("decision"), QStringLiteral("command")}); !s)
+        if (Status s = onlyKeys(r, pointer, {QStringLiteral("decision"), QStringLiteral("command"), QStringLiteral("exact")}); !s)
             return s;
+        if (r.contains(QStringLiteral("exact")) && !r.value(QStringLiteral("exact")).isBool())
+            return invalid(pointer + QStringLiteral("/exact"), QStringLiteral("expected true or false"));
         if (Status s = decisionAt(r, QStringLiteral("decision"), pointer + QStringLiteral("/decision"), true); !s)
             return s;
         if (auto words = commandWords(r.value(QStringLiteral("command")), pointer + QStringLiteral("/command")); !words)
@@ -467,7 +469,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         const QJsonObject r = rules.at(i).toObject();
         commandRules.append({*decisionFromName(r.value(QStringLiteral("decision")).toString()),
                              *commandWords(r.value(QStringLiteral("command")), {}),
-                             src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString()});
+                             src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
     }
     e.commands = CommandRules(commandRules, decisionFromName(commands.value(QStringLiteral("default")).toString()).value_or(Decision::Ask));
     auto spec = SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}, {QStringLiteral("limits"), limits}});

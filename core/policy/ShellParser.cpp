@@ -146,13 +146,17 @@ private:
             return nested(inner);
         }
         const QChar next = peek(1);
+        if (next == QLatin1Char('\'') || next == QLatin1Char('"'))
+            return cannot(QStringLiteral("$'…' and $\"…\" quoting are not followed"));
         if (next == QLatin1Char('(') && peek(2) == QLatin1Char('(')) {
+            // Plain arithmetic only: anything that could hide a command (or make it `$( (…) )`) asks.
             const qsizetype end = m_s.indexOf(QStringLiteral("))"), m_i + 3);
             if (end < 0)
                 return cannot(QStringLiteral("unbalanced $(( … ))"));
             const QString arithmetic = m_s.mid(m_i + 3, end - m_i - 3);
-            if (arithmetic.contains(QLatin1Char('$')) && (arithmetic.contains(QLatin1Char('(')) || arithmetic.contains(QLatin1Char('`'))))
-                return cannot(QStringLiteral("a command inside $(( … ))"));
+            for (const QChar c : arithmetic)
+                if (QStringLiteral("$`()'\"\\").contains(c))
+                    return cannot(QStringLiteral("expansions or parentheses inside $(( … )) are not followed"));
             m_i = end + 2;
             return Ok{};
         }
@@ -185,8 +189,9 @@ private:
             if (end < 0)
                 return cannot(QStringLiteral("unbalanced ${ … }"));
             const QString inner = m_s.mid(m_i + 2, end - m_i - 2);
-            if (inner.contains(QLatin1Char('$')) || inner.contains(QLatin1Char('`')))
-                return cannot(QStringLiteral("an expansion inside ${ … }"));
+            for (const QChar c : inner)
+                if (QStringLiteral("$`'\"\\{").contains(c))
+                    return cannot(QStringLiteral("quotes or expansions inside ${ … } are not followed"));
             m_i = end + 1;
             return Ok{};
         }
@@ -248,7 +253,7 @@ private:
         const QString direction = op.contains(QLatin1Char('<')) ? QStringLiteral("<")
                                   : op.endsWith(QLatin1String(">>"))       ? QStringLiteral(">>")
                                                                            : QStringLiteral(">");
-        m_redirects.append({{direction, m_word}, m_wordDynamic});
+        m_redirects.append({{direction, m_word}, m_wordDynamic, {}});
         m_word = savedWord;
         m_wordDynamic = savedDynamic;
         m_inWord = false;
@@ -287,7 +292,11 @@ private:
             if (first > 0)
                 dynamic = program.contains(QLatin1Char('$')) || program.contains(QLatin1Char('*')) || program.contains(QLatin1Char('?'))
                     || program.contains(QLatin1Char('['));
-            m_segments.append({argv, dynamic});
+            QStringList names;
+            for (qsizetype i = 0; i < first; ++i)
+                if (isAssignment(m_words.at(i)))
+                    names.append(m_words.at(i).section(QLatin1Char('='), 0, 0));
+            m_segments.append({argv, dynamic, names});
         }
         m_segments += m_nested;
         m_segments += m_redirects;

@@ -16,6 +16,7 @@ struct ShellSegment {
     // The program is chosen at run time ($VAR, $(…), a glob in command position): no rule about a
     // program can cover it.
     bool dynamicProgram = false;
+    QStringList assignments; // NAME=… words before it: environment it runs with
 };
 
 // A conservative parser of POSIX shell command strings for policy checks. It does not execute or

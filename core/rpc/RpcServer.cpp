@@ -35,6 +35,7 @@ constexpr qint64 kHighWater = 8 * 1024 * 1024;
 constexpr qint64 kLowWater = 1 * 1024 * 1024;
 constexpr qint64 kMaxFileChunk = 1024 * 1024;
 constexpr qint64 kStdinHighWater = 4 * 1024 * 1024;
+constexpr int kMaxPendingPerConnection = 16; // requests one connection may have waiting for a person
 
 auto logger()
 {
@@ -157,11 +158,23 @@ void RpcServer::onNewConnection()
         });
         connect(session->conn, &Connection::disconnected, this, [this, session] {
             releaseHolds(*session);
+            m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
+                                  QStringLiteral("the requester disconnected"));
             m_sessions.removeAll(session);
             session->conn->deleteLater();
             delete session;
         });
     }
+}
+
+Status RpcServer::ownExecution(const Session &s, const QString &sandboxRef, uint32_t exec) const
+{
+    if (s.agent.isEmpty())
+        return Ok{};
+    auto sandbox = m_engine.find(sandboxRef);
+    if (sandbox && s.execs.contains({(*sandbox)->id(), exec}))
+        return Ok{};
+    return makeError(ErrorCode::Denied, QStringLiteral("an agent connection can only feed or signal the executions it started"));
 }
 
 RpcServer::Session *RpcServer::sessionOf(const Connection *conn) const
@@ -282,7 +295,7 @@ void RpcServer::onEvent(const Event &event)
             s->execs.remove({event.sandbox, event.exec});
     }
     if (event.kind == QLatin1String("sandbox.deleted") || event.kind == QLatin1String("sandbox.failed")) {
-        m_approvals->cancelFor(event.sandbox, QStringLiteral("the sandbox was deleted"));
+        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.sandbox == event.sandbox; }, QStringLiteral("the sandbox was deleted"));
         for (Session *s : std::as_const(m_sessions)) {
             if (event.kind == QLatin1String("sandbox.deleted"))
                 s->sandboxes.remove(event.sandbox);
@@ -343,6 +356,12 @@ void RpcServer::registerHandlers()
         if (!spec)
             return reply(spec.error());
         const QJsonValue policyValue = p.value(QStringLiteral("policy"));
+        // An agent gets the person's defaults (user layer, locked preset) and only limits of its own.
+        if (!s.agent.isEmpty()
+            && (!policyValue.isUndefined() || !p.value(QStringLiteral("preset")).toString().isEmpty() || specJson.contains(QStringLiteral("network"))
+                || !specJson.value(QStringLiteral("mounts")).toArray().isEmpty()))
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection creates sandboxes with the default policy only "
+                                                                     "(no policy, preset, network or mounts of its own)")));
         if (!policyValue.isUndefined() && !policyValue.isObject())
             return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
         if (Status valid = policy::validate(policyValue.toObject()); !valid)
@@ -378,13 +397,18 @@ void RpcServer::registerHandlers()
         const QString by = s.client.isEmpty() ? QStringLiteral("client") : s.client;
         if (always) {
             // The rule goes in first: if it could not cover the command, nothing is decided.
+            // Only for a decision that will be taken: check it first (one thread: it still holds after).
+            if (Status valid = m_approvals->check(*id, *nonce); !valid)
+                return reply(valid.error());
             const auto pending = m_approvals->pending();
             const auto it = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
-            if (it == pending.cend())
-                return reply(makeError(ErrorCode::NotFound, QStringLiteral("no pending approval %1").arg(id->left(40))));
-            if (it->nonce != *nonce)
-                return reply(invalid(QStringLiteral("approval %1: the nonce does not match this request").arg(*id)));
-            auto added = m_engine.addCommandRule(it->sandbox, it->argv, by, it->run);
+            auto target = m_engine.find(it->sandbox);
+            if (!target || it->policyVersion != (*target)->policyVersion())
+                return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again")));
+            QStringList envNames;
+            for (const QString &kv : it->env)
+                envNames.append(kv.section(QLatin1Char('='), 0, 0));
+            auto added = m_engine.addCommandRule(it->sandbox, it->argv, envNames, by, it->run);
             if (!added)
                 return reply(added.error());
         }
@@ -406,6 +430,8 @@ void RpcServer::registerHandlers()
         reply(m_engine.policy(*ref, p.value(QStringLiteral("effective")).toBool()));
     });
     m_handlers.insert(QStringLiteral("policy.set"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        if (!s.agent.isEmpty()) // the rules that gate an agent are not the agent's to change
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot change policies")));
         auto ref = stringParam(p, "sandbox");
         if (!ref)
             return reply(ref.error());
@@ -466,9 +492,15 @@ void RpcServer::registerHandlers()
 
         // An agent's command: the command rules decide, or a person does.
         Sandbox *sb = *sandbox;
-        const policy::CommandVerdict verdict = sb->policy().commands.evaluate(request->argv);
+        QStringList envNames, envShown;
+        for (const auto &[name, value] : std::as_const(request->env)) {
+            envNames.append(name);
+            envShown.append(name + QLatin1Char('=') + value);
+        }
+        const policy::CommandVerdict verdict = sb->policy().commands.evaluate(request->argv, envNames);
         const QJsonObject asked{{QStringLiteral("requester"), s.agent},
                                 {QStringLiteral("argv"), QJsonArray::fromStringList(request->argv)},
+                                {QStringLiteral("envNames"), QJsonArray::fromStringList(envNames)},
                                 {QStringLiteral("cwd"), request->cwd},
                                 {QStringLiteral("rule"), verdict.rule},
                                 {QStringLiteral("layer"), verdict.layer},
@@ -479,7 +511,11 @@ void RpcServer::registerHandlers()
         }
         if (verdict.decision == policy::Decision::Allow)
             return startExecution(s.conn, sb->id(), *request, attach, reply);
+        if (m_approvals->pendingFor(&s) >= kMaxPendingPerConnection)
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("%1 requests of this connection already wait for a person").arg(kMaxPendingPerConnection)));
         ApprovalRequest r;
+        r.owner = &s;
+        r.env = envShown;
         r.sandbox = sb->id();
         r.sandboxName = sb->name();
         r.run = s.run;
@@ -519,15 +555,17 @@ void RpcServer::registerHandlers()
         requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
         sb->record(QStringLiteral("approval.requested"), requested, s.run);
     });
-    m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         auto exec = execParam(p);
         auto data = base64Param(p, "data");
         if (!ref || !exec || !data)
             return reply(!ref ? ref.error() : !exec ? exec.error() : data.error());
-        const Status s = m_engine.writeStdin(*ref, *exec, *data, p.value(QStringLiteral("eof")).toBool());
-        if (!s)
-            return reply(s.error());
+        if (Status mine = ownExecution(s, *ref, *exec); !mine)
+            return reply(mine.error());
+        const Status done = m_engine.writeStdin(*ref, *exec, *data, p.value(QStringLiteral("eof")).toBool());
+        if (!done)
+            return reply(done.error());
         // Flow control: a client sends its next chunk after this reply, so hold the reply while
         // the guest is behind. The sandbox is known to exist here.
         Sandbox *sandbox = *m_engine.find(*ref);
@@ -541,24 +579,28 @@ void RpcServer::registerHandlers()
             reply(QJsonObject{});
         });
     });
-    m_handlers.insert(QStringLiteral("exec.signal"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("exec.signal"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         auto exec = execParam(p);
         if (!ref || !exec)
             return reply(!ref ? ref.error() : exec.error());
-        const Status s = m_engine.signal(*ref, *exec, p.value(QStringLiteral("signal")).toInt(9));
-        reply(s ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(s.error()));
+        if (Status mine = ownExecution(s, *ref, *exec); !mine)
+            return reply(mine.error());
+        const Status done = m_engine.signal(*ref, *exec, p.value(QStringLiteral("signal")).toInt(9));
+        reply(done ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(done.error()));
     });
-    m_handlers.insert(QStringLiteral("exec.resize"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("exec.resize"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         auto exec = execParam(p);
         const int rows = p.value(QStringLiteral("rows")).toInt(-1), cols = p.value(QStringLiteral("cols")).toInt(-1);
         if (!ref || !exec)
             return reply(!ref ? ref.error() : exec.error());
+        if (Status mine = ownExecution(s, *ref, *exec); !mine)
+            return reply(mine.error());
         if (rows < 1 || rows > 10000 || cols < 1 || cols > 10000)
             return reply(invalid(QStringLiteral("params.rows/cols: expected 1..10000")));
-        const Status s = m_engine.resize(*ref, *exec, uint16_t(rows), uint16_t(cols));
-        reply(s ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(s.error()));
+        const Status done = m_engine.resize(*ref, *exec, uint16_t(rows), uint16_t(cols));
+        reply(done ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(done.error()));
     });
     m_handlers.insert(QStringLiteral("fs.write"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

@@ -57,6 +57,8 @@ private:
     // Starts an execution for a connection (after any approval), replying with its id.
     void startExecution(QPointer<Connection> conn, const QString &sandbox, const ExecRequest &request, bool attach, const Reply &reply);
     Session *sessionOf(const Connection *conn) const;
+    // Agents may only touch the executions they started (stdin, signals, resize).
+    Status ownExecution(const Session &session, const QString &sandboxRef, uint32_t exec) const;
 
     Engine &m_engine;
     HistoryStore *m_history;

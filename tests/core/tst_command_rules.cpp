@@ -64,7 +64,6 @@ private Q_SLOTS:
         QCOMPARE(decide({QStringLiteral("rm"), QStringLiteral("x")}), QStringLiteral("deny"));
         // A path to the program does not escape a rule about it.
         QCOMPARE(decide({QStringLiteral("/bin/rm"), QStringLiteral("x")}), QStringLiteral("deny"));
-        QCOMPARE(decide({QStringLiteral("./ls")}), QStringLiteral("allow"));
         // Deny beats allow whatever the order: `allow rm -i` does not win over `deny rm`.
         const CommandVerdict v = rules().evaluate({QStringLiteral("rm"), QStringLiteral("-i"), QStringLiteral("x")});
         QCOMPARE(v.decision, Decision::Deny);
@@ -161,6 +160,63 @@ private Q_SLOTS:
         QVERIFY2(v.reason.contains(QStringLiteral("control structures")), qPrintable(v.reason));
         QCOMPARE(decide({QStringLiteral("sh"), QStringLiteral("-c")}), QStringLiteral("ask"));
         QCOMPARE(rules().evaluate({}).decision, Decision::Deny);
+    }
+
+    void theEnvironmentCanChangeWhatRuns()
+    {
+        // A variable that changes what a program loads or runs takes it out of its allow rule.
+        QCOMPARE(decide({QStringLiteral("ls")}), QStringLiteral("allow"));
+        QCOMPARE(decisionName(rules().evaluate({QStringLiteral("ls")}, {QStringLiteral("LD_PRELOAD")}).decision), QStringLiteral("ask"));
+        QCOMPARE(decisionName(rules().evaluate({QStringLiteral("ls")}, {QStringLiteral("LANG"), QStringLiteral("LC_ALL")}).decision), QStringLiteral("allow"));
+        QCOMPARE(sh(QStringLiteral("BASH_ENV='$(rm x)' bash -c ls")), QStringLiteral("ask")); // bash expands BASH_ENV itself
+        QCOMPARE(sh(QStringLiteral("X=$(rm x) ls")), QStringLiteral("deny"));                 // the outer shell runs this one
+        QCOMPARE(sh(QStringLiteral("BASH_ENV=/workspace/x bash -c ls")), QStringLiteral("ask"));
+        QCOMPARE(sh(QStringLiteral("PATH=/workspace ls")), QStringLiteral("ask"));
+        QCOMPARE(decide({QStringLiteral("env"), QStringLiteral("GIT_CONFIG_COUNT=1"), QStringLiteral("GIT_CONFIG_KEY_0=core.fsmonitor"),
+                         QStringLiteral("git"), QStringLiteral("status")}),
+                 QStringLiteral("ask"));
+        const CommandVerdict v = rules().evaluate({QStringLiteral("ls")}, {QStringLiteral("PAGER")});
+        QVERIFY2(v.reason.contains(QStringLiteral("with PAGER set")), qPrintable(v.reason));
+        QCOMPARE(decisionName(rules().evaluate({QStringLiteral("rm")}, {QStringLiteral("LANG")}).decision), QStringLiteral("deny"));
+    }
+
+    void shellSyntaxThatHidesCommandsAsks()
+    {
+        for (const char *script : {"echo $((`rm x`0))", "echo ${x:-'}'}; rm x #'", "echo \"${x#\"}\"}\"; rm x", "echo $'\\''; rm x #'",
+                                   "echo $((rm x) ) #))", "cat <(rm x)", "echo x >(rm x)", "echo $((1+$(rm x)))"}) {
+            const CommandVerdict v = rules().evaluate({QStringLiteral("bash"), QStringLiteral("-c"), QString::fromUtf8(script)});
+            QVERIFY2(v.decision != Decision::Allow, qPrintable(QStringLiteral("%1 -> %2 (%3)").arg(QString::fromUtf8(script), decisionName(v.decision), v.reason)));
+        }
+        QCOMPARE(sh(QStringLiteral("echo $((1 + 2))")), QStringLiteral("allow"));
+        QCOMPARE(sh(QStringLiteral("echo ${HOME}")), QStringLiteral("allow"));
+    }
+
+    void wrapperOptionsAreReadAsTheWrapperReadsThem()
+    {
+        QCOMPARE(decide({QStringLiteral("env"), QStringLiteral("-Srm -rf x"), QStringLiteral("ls")}), QStringLiteral("ask"));
+        QCOMPARE(decide({QStringLiteral("env"), QStringLiteral("-iSrm x"), QStringLiteral("ls")}), QStringLiteral("ask"));
+        QCOMPARE(decide({QStringLiteral("env"), QStringLiteral("--split-string=rm x"), QStringLiteral("ls")}), QStringLiteral("ask"));
+        // GNU xargs -i, -l and -e take no separate value: the command is the next word.
+        QCOMPARE(sh(QStringLiteral("echo x | xargs -i rm ls -rf x")), QStringLiteral("deny"));
+        QCOMPARE(sh(QStringLiteral("echo x | xargs -l rm")), QStringLiteral("deny"));
+    }
+
+    void aNameAloneOnlyVouchesForTheSystemsPrograms()
+    {
+        QCOMPARE(decide({QStringLiteral("/bin/ls")}), QStringLiteral("allow"));
+        QCOMPARE(decide({QStringLiteral("/usr/bin/ls")}), QStringLiteral("allow"));
+        QCOMPARE(decide({QStringLiteral("./ls")}), QStringLiteral("ask"));            // someone's own ls
+        QCOMPARE(decide({QStringLiteral("/workspace/ls")}), QStringLiteral("ask"));
+        QCOMPARE(decide({QStringLiteral("/usr/bin/x/../ls")}), QStringLiteral("ask"));
+        QCOMPARE(decide({QStringLiteral("/workspace/rm")}), QStringLiteral("deny"));  // deny still recognises the name
+    }
+
+    void anExactRuleCoversThatArgvOnly()
+    {
+        const CommandRules exact({{Decision::Allow, {QStringLiteral("rm"), QStringLiteral("-rf"), QStringLiteral("build/*")}, QStringLiteral("t"), true}});
+        QCOMPARE(exact.evaluate({QStringLiteral("rm"), QStringLiteral("-rf"), QStringLiteral("build/*")}).decision, Decision::Allow);
+        QCOMPARE(exact.evaluate({QStringLiteral("rm"), QStringLiteral("-rf"), QStringLiteral("build/x")}).decision, Decision::Ask);
+        QCOMPARE(exact.evaluate({QStringLiteral("rm"), QStringLiteral("-rf"), QStringLiteral("build/*"), QStringLiteral("/")}).decision, Decision::Ask);
     }
 
     void theParserFindsEveryCommand()

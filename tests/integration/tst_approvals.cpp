@@ -183,6 +183,52 @@ private Q_SLOTS:
         QCOMPARE(compound->exitCode(), 0);
     }
 
+    void anAgentCannotLoosenItsOwnLeash()
+    {
+        auto bot = client(QStringLiteral("bot"));
+        QVERIFY(bot);
+        auto loosen = bot->call(QStringLiteral("policy.set"),
+                                {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("policy"), QJsonObject{{QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("allow")}}}}}});
+        QVERIFY(!loosen);
+        QCOMPARE(loosen.error().message, QStringLiteral("an agent connection cannot change policies"));
+        auto open = bot->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}, {QStringLiteral("preset"), QStringLiteral("open")}});
+        QVERIFY(!open);
+        QCOMPARE(open.error().code, ErrorCode::Denied);
+        auto mounted = bot->call(QStringLiteral("sandbox.create"),
+                                 {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("mounts"), QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/etc")},
+                                                                                                                          {QStringLiteral("path"), QStringLiteral("/h")}}}}}}});
+        QVERIFY(!mounted);
+        // A person's execution is not the agent's to feed or signal.
+        auto person = client({});
+        QVERIFY(person);
+        auto started = person->call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), m_sb},
+                                                                   {QStringLiteral("argv"), QJsonArray{QStringLiteral("sleep"), QStringLiteral("30")}}});
+        QVERIFY(started);
+        auto signal = bot->call(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}});
+        QVERIFY(!signal);
+        QCOMPARE(signal.error().message, QStringLiteral("an agent connection can only feed or signal the executions it started"));
+        QVERIFY(person->call(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}}));
+    }
+
+    void theEnvironmentIsShownAndCanMakeAnAllowedCommandAsk()
+    {
+        // `ls` is allowed, but not with LD_PRELOAD set: a person sees the variable and decides.
+        auto waiting = std::make_unique<QProcess>();
+        waiting->setProcessEnvironment(m_daemon->environment());
+        waiting->start(binDir() + QStringLiteral("/airlockctl"),
+                       args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "-e", "LD_PRELOAD=/workspace/evil.so", "--", "ls"));
+        QVERIFY(waiting->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QCOMPARE(request.value(QStringLiteral("env")).toArray(), QJsonArray{QStringLiteral("LD_PRELOAD=/workspace/evil.so")});
+        QVERIFY2(request.value(QStringLiteral("reason")).toString().contains(QStringLiteral("with LD_PRELOAD set")),
+                 qPrintable(request.value(QStringLiteral("reason")).toString()));
+        QVERIFY2(m_daemon->ctl(args("approvals")).out.contains("env      LD_PRELOAD=/workspace/evil.so"), "env not shown");
+        // The requester goes away: its request goes with it (nothing is left to approve).
+        waiting->kill();
+        waiting->waitForFinished();
+        QVERIFY(waitFor([&] { return jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty(); }, 5000));
+    }
+
     void everyDecisionIsInTheHistory()
     {
         const QString id = sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("id")).toString();
@@ -201,10 +247,10 @@ private Q_SLOTS:
                 decisions.append(p.value(QStringLiteral("decision")).toString() + (p.value(QStringLiteral("always")).toBool() ? QStringLiteral("+always") : QString()));
         }
         QCOMPARE(kinds.value(QStringLiteral("command.denied")), 2);
-        QCOMPARE(kinds.value(QStringLiteral("approval.requested")), 6);
+        QCOMPARE(kinds.value(QStringLiteral("approval.requested")), 7);
         QCOMPARE(kinds.value(QStringLiteral("policy.changed")), 2); // the deny rule, and "always"
         QCOMPARE(decisions, QStringList({QStringLiteral("allow"), QStringLiteral("deny"), QStringLiteral("deny"), QStringLiteral("deny"),
-                                         QStringLiteral("allow+always"), QStringLiteral("allow")}));
+                                         QStringLiteral("allow+always"), QStringLiteral("allow"), QStringLiteral("deny")})); // the last: requester gone
     }
 
     void theSandboxCannotReachTheDaemon()
