@@ -99,13 +99,13 @@ private Q_SLOTS:
     void aLiveChangeAppliesAtOnceAndIsRecorded()
     {
         QCOMPARE(ctl(args("create", "--name", "live")).exitCode, 0);
-        QCOMPARE(QString::fromUtf8(ctl(args("policy", "check", "live", "--", "git", "status")).out),
-                 QStringLiteral("allow: 'git status' matches rule 'git status' (preset:locked)\n"));
-        const CliResult set = ctl(args("policy", "set", "live", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "git"}]}})");
+        QCOMPARE(QString::fromUtf8(ctl(args("policy", "check", "live", "--", "cat", "notes")).out),
+                 QStringLiteral("allow: 'cat notes' matches rule 'cat' (preset:locked)\n"));
+        const CliResult set = ctl(args("policy", "set", "live", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "cat"}]}})");
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
         QCOMPARE(set.out, QByteArray("policy of live is now version 2\n"));
-        QCOMPARE(QString::fromUtf8(ctl(args("policy", "check", "live", "--", "git", "status")).out),
-                 QStringLiteral("deny: 'git status' matches rule 'git' (sandbox)\n"));
+        QCOMPARE(QString::fromUtf8(ctl(args("policy", "check", "live", "--", "cat", "notes")).out),
+                 QStringLiteral("deny: 'cat notes' matches rule 'cat' (sandbox)\n"));
         // What a running sandbox cannot honour is refused, and nothing changes.
         const CliResult mode = ctl(args("policy", "set", "live", "-"), R"({"network": {"mode": "full"}})");
         QCOMPARE(mode.exitCode, 2);
