@@ -59,9 +59,9 @@ public:
     QString summary() const override { return QStringLiteral("Show, change or try a sandbox's policy; list presets."); }
     QString usage() const override
     {
-        return QStringLiteral("presets | show SANDBOX [--effective] | set SANDBOX FILE|- | edit SANDBOX | check SANDBOX -- CMD...");
+        return QStringLiteral("presets | show SANDBOX [--effective] | set SANDBOX FILE|- | edit SANDBOX | check SANDBOX (-- CMD... | --url URL)");
     }
-    QList<QCommandLineOption> options() const override { return {m_effective}; }
+    QList<QCommandLineOption> options() const override { return {m_effective, m_url}; }
     int positionalsBeforeCommand() const override { return 2; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
@@ -80,6 +80,8 @@ public:
             return set(ctx, sandbox, positionalArgs.at(2));
         if (sub == QLatin1String("edit") && positionalArgs.size() == 2)
             return edit(ctx, sandbox);
+        if (sub == QLatin1String("check") && parser.isSet(m_url))
+            return checkUrl(ctx, sandbox, parser.value(m_url));
         if (sub == QLatin1String("check")) {
             QStringList argv = positional.mid(2);
             if (!argv.isEmpty() && argv.first() == QLatin1String("--"))
@@ -200,6 +202,21 @@ private:
         return ExitOk;
     }
 
+    int checkUrl(Context &ctx, const QString &sandbox, const QString &url)
+    {
+        auto r = call(ctx, QStringLiteral("policy.check"), {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("url"), url}});
+        if (!r)
+            return fail(ctx, r.error());
+        if (ctx.json) {
+            printJson(ctx, *r);
+            return ExitOk;
+        }
+        ctx.out << r->value(QStringLiteral("decision")).toString() << ": " << format::escaped(r->value(QStringLiteral("reason")).toString())
+                << Qt::endl;
+        return ExitOk;
+    }
+
+    QCommandLineOption m_url{QStringLiteral("url"), QStringLiteral("check: what the network rules say about this URL."), QStringLiteral("url")};
     QCommandLineOption m_effective{QStringLiteral("effective"),
                                    QStringLiteral("show: the policy in force, every value with the layer it came from.")};
 };

@@ -8,6 +8,7 @@
 #include "util/Paths.h"
 
 #include <QDir>
+#include <QUrl>
 #include <QCryptographicHash>
 #include <QFile>
 #include <QFileInfo>
@@ -427,6 +428,27 @@ Result<QJsonObject> Engine::checkCommand(const QString &ref, const QStringList &
         return found.error();
     QJsonObject verdict = (*found)->policy().commands.evaluate(argv).toJson();
     verdict.insert(QStringLiteral("argv"), QJsonArray::fromStringList(argv));
+    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
+    return verdict;
+}
+
+Result<QJsonObject> Engine::checkUrl(const QString &ref, const QString &text) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    const QUrl url(text, QUrl::StrictMode);
+    static const QHash<QString, int> defaultPorts{{QStringLiteral("http"), 80}, {QStringLiteral("https"), 443}, {QStringLiteral("ws"), 80},
+                                                  {QStringLiteral("wss"), 443}, {QStringLiteral("ftp"), 21}, {QStringLiteral("ssh"), 22}};
+    const int port = url.port(defaultPorts.value(url.scheme().toLower(), -1));
+    if (!url.isValid() || url.host().isEmpty() || port < 1)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a URL with a host (and a port, or a scheme that has one)").arg(text.left(200)));
+    QString host = url.host(QUrl::FullyEncoded);
+    if (host.contains(QLatin1Char(':')))
+        host = QLatin1Char('[') + host + QLatin1Char(']');
+    QJsonObject verdict = (*found)->policy().network.evaluate(host, quint16(port)).toJson();
+    verdict.insert(QStringLiteral("url"), text);
+    verdict.insert(QStringLiteral("port"), port);
     verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
     return verdict;
 }

@@ -60,6 +60,8 @@ public:
     Result<QJsonObject> capabilities(const QString &ref) const;
     // What the policy says about running argv in that sandbox, and why.
     Result<QJsonObject> checkCommand(const QString &ref, const QStringList &argv) const;
+    // What the network rules say about a URL (before any name is resolved), and why.
+    Result<QJsonObject> checkUrl(const QString &ref, const QString &url) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;

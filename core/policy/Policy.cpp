@@ -471,6 +471,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
                              *commandWords(r.value(QStringLiteral("command")), {}),
                              src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
     }
+    e.network = NetworkRules(e.networkMode, e.networkAllow, e.networkDeny, e.unknownDestination);
     e.commands = CommandRules(commandRules, decisionFromName(commands.value(QStringLiteral("default")).toString()).value_or(Decision::Ask));
     auto spec = SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}, {QStringLiteral("limits"), limits}});
     if (!spec)

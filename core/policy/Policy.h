@@ -3,6 +3,7 @@
 
 #include "model/SandboxSpec.h"
 #include "policy/CommandRules.h"
+#include "policy/NetworkRules.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -44,6 +45,7 @@ struct EffectivePolicy {
     QList<CredentialGrant> grants;
     QMap<QString, ToolPermission> tools;
     CommandRules commands;
+    NetworkRules network;
     QList<Mount> mounts;
     Limits limits;
 };

@@ -445,6 +445,8 @@ void RpcServer::registerHandlers()
         auto ref = stringParam(p, "sandbox");
         if (!ref)
             return reply(ref.error());
+        if (p.contains(QStringLiteral("url")))
+            return reply(m_engine.checkUrl(*ref, p.value(QStringLiteral("url")).toString().left(8192)));
         QStringList argv;
         const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
         for (const QJsonValue &v : a) {

@@ -141,6 +141,14 @@ private Q_SLOTS:
         const CliResult escaped = ctl(args("policy", "check", "cli", "--", "echo", "\x1b]52;c;x\x07"));
         QVERIFY2(escaped.out.startsWith("allow: 'echo \\x1b]52;c;x\\x07' matches rule 'echo'"), qPrintable(escaped.describe()));
         QCOMPARE(ctl(args("policy", "check", "cli")).exitCode, 2);
+        // URLs: the network rules, before anything is resolved.
+        QCOMPARE(ctl(args("policy", "check", "cli", "--url", "https://pypi.org/simple")).out, QByteArray("deny: this sandbox has no network\n"));
+        const QJsonObject url = jsonObject(ctl(args("policy", "check", "cli", "--json", "--url", "http://[::ffff:7f00:1]:8080/")).out);
+        QCOMPARE(url.value(QStringLiteral("port")).toInt(), 8080);
+        QCOMPARE(url.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+        const CliResult badUrl = ctl(args("policy", "check", "cli", "--url", "not a url"));
+        QCOMPARE(badUrl.exitCode, 2);
+        QVERIFY2(badUrl.err.contains("is not a URL with a host"), qPrintable(badUrl.describe()));
         QCOMPARE(ctl(args("policy", "check", "nosuch", "--", "ls")).exitCode, 3);
         QCOMPARE(ctl(args("policy", "frobnicate", "cli")).exitCode, 2);
     }
