@@ -59,9 +59,9 @@ public:
     QString summary() const override { return QStringLiteral("Show, change or try a sandbox's policy; list presets."); }
     QString usage() const override
     {
-        return QStringLiteral("presets | show SANDBOX [--effective] | set SANDBOX FILE|- | edit SANDBOX | check SANDBOX (-- CMD... | --url URL)");
+        return QStringLiteral("presets | show SANDBOX [--effective] | set SANDBOX FILE|- | edit SANDBOX | check SANDBOX (-- CMD... | --url URL | --tool NAME [JSON])");
     }
-    QList<QCommandLineOption> options() const override { return {m_effective, m_url}; }
+    QList<QCommandLineOption> options() const override { return {m_effective, m_url, m_tool}; }
     int positionalsBeforeCommand() const override { return 2; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
@@ -81,7 +81,16 @@ public:
         if (sub == QLatin1String("edit") && positionalArgs.size() == 2)
             return edit(ctx, sandbox);
         if (sub == QLatin1String("check") && parser.isSet(m_url))
-            return checkUrl(ctx, sandbox, parser.value(m_url));
+            return checkOne(ctx, sandbox, {{QStringLiteral("url"), parser.value(m_url)}});
+        if (sub == QLatin1String("check") && parser.isSet(m_tool)) {
+            QStringList rest = positionalArgs.mid(2);
+            rest.removeAll(QStringLiteral("--"));
+            QJsonParseError err{};
+            const QJsonDocument arguments = QJsonDocument::fromJson(rest.value(0, QStringLiteral("{}")).toUtf8(), &err);
+            if (err.error != QJsonParseError::NoError || !arguments.isObject() || rest.size() > 1)
+                return fail(ctx, badUsage(QStringLiteral("--tool NAME takes the call's arguments as one JSON object, e.g. '{\"to\": \"a@example.com\"}'")));
+            return checkOne(ctx, sandbox, {{QStringLiteral("tool"), parser.value(m_tool)}, {QStringLiteral("arguments"), arguments.object()}});
+        }
         if (sub == QLatin1String("check")) {
             QStringList argv = positional.mid(2);
             if (!argv.isEmpty() && argv.first() == QLatin1String("--"))
@@ -202,9 +211,11 @@ private:
         return ExitOk;
     }
 
-    int checkUrl(Context &ctx, const QString &sandbox, const QString &url)
+    // --url and --tool: one line with the decision and why.
+    int checkOne(Context &ctx, const QString &sandbox, QJsonObject params)
     {
-        auto r = call(ctx, QStringLiteral("policy.check"), {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("url"), url}});
+        params.insert(QStringLiteral("sandbox"), sandbox);
+        auto r = call(ctx, QStringLiteral("policy.check"), params);
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json) {
@@ -216,6 +227,8 @@ private:
         return ExitOk;
     }
 
+    QCommandLineOption m_tool{QStringLiteral("tool"), QStringLiteral("check: what the tool permissions say about a call (arguments as JSON)."),
+                              QStringLiteral("name")};
     QCommandLineOption m_url{QStringLiteral("url"), QStringLiteral("check: what the network rules say about this URL."), QStringLiteral("url")};
     QCommandLineOption m_effective{QStringLiteral("effective"),
                                    QStringLiteral("show: the policy in force, every value with the layer it came from.")};

@@ -453,6 +453,17 @@ Result<QJsonObject> Engine::checkUrl(const QString &ref, const QString &text) co
     return verdict;
 }
 
+Result<QJsonObject> Engine::checkTool(const QString &ref, const QString &tool, const QJsonObject &arguments) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject verdict = policy::evaluateTool((*found)->policy(), tool, arguments).toJson();
+    verdict.insert(QStringLiteral("tool"), tool);
+    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
+    return verdict;
+}
+
 Result<QJsonObject> Engine::sandboxInfo(const QString &ref) const
 {
     auto found = find(ref);

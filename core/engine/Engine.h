@@ -62,6 +62,8 @@ public:
     Result<QJsonObject> checkCommand(const QString &ref, const QStringList &argv) const;
     // What the network rules say about a URL (before any name is resolved), and why.
     Result<QJsonObject> checkUrl(const QString &ref, const QString &url) const;
+    // What the tool permissions say about a call with these arguments.
+    Result<QJsonObject> checkTool(const QString &ref, const QString &tool, const QJsonObject &arguments) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;

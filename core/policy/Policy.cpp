@@ -321,6 +321,27 @@ Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QS
     return resolve(layers);
 }
 
+QJsonObject ToolVerdict::toJson() const
+{
+    return {{QStringLiteral("decision"), decisionName(decision)}, {QStringLiteral("reason"), reason}};
+}
+
+ToolVerdict evaluateTool(const EffectivePolicy &policy, const QString &tool, const QJsonObject &arguments)
+{
+    const auto it = policy.tools.constFind(tool);
+    if (it == policy.tools.cend())
+        return {Decision::Deny, QStringLiteral("the policy does not give this sandbox the tool '%1'").arg(tool.left(100))};
+    const QString layer = policy.sources.value(QStringLiteral("/tools/") + tool).toString();
+    for (auto c = it->constraints.cbegin(); c != it->constraints.cend(); ++c) {
+        const QJsonValue v = arguments.value(c.key());
+        // Only a string can be held to a pattern; anything else (absent, a number, an array of
+        // addresses) does not match it.
+        if (!v.isString() || !globMatch(c.value(), v.toString()))
+            return {Decision::Deny, QStringLiteral("%1: argument '%2' must match '%3' (%4)").arg(tool, c.key(), c.value(), layer)};
+    }
+    return {it->decision, QStringLiteral("%1 is '%2' for this sandbox (%3)").arg(tool, decisionName(it->decision), layer)};
+}
+
 QJsonObject withSpecFields(QJsonObject overrides, const QJsonObject &spec)
 {
     if (spec.contains(QStringLiteral("network"))) {

@@ -50,6 +50,15 @@ struct EffectivePolicy {
     Limits limits;
 };
 
+// What the tool permissions say about one call: a tool the policy does not name is denied; a
+// constraint (argument -> glob) that the call's argument does not match denies it.
+struct ToolVerdict {
+    Decision decision = Decision::Deny;
+    QString reason;
+    QJsonObject toJson() const;
+};
+ToolVerdict evaluateTool(const EffectivePolicy &policy, const QString &tool, const QJsonObject &arguments);
+
 // Checks one policy document (a layer, or a file a user wrote). Errors name the field as a JSON
 // pointer and say what was expected; nothing of an invalid document is ever used.
 Status validate(const QJsonObject &document);

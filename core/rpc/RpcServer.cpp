@@ -447,6 +447,11 @@ void RpcServer::registerHandlers()
             return reply(ref.error());
         if (p.contains(QStringLiteral("url")))
             return reply(m_engine.checkUrl(*ref, p.value(QStringLiteral("url")).toString().left(8192)));
+        if (p.contains(QStringLiteral("tool"))) {
+            if (!p.value(QStringLiteral("arguments")).isObject() && !p.value(QStringLiteral("arguments")).isUndefined())
+                return reply(invalid(QStringLiteral("params.arguments: expected a JSON object")));
+            return reply(m_engine.checkTool(*ref, p.value(QStringLiteral("tool")).toString().left(100), p.value(QStringLiteral("arguments")).toObject()));
+        }
         QStringList argv;
         const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
         for (const QJsonValue &v : a) {

@@ -154,6 +154,27 @@ private Q_SLOTS:
         QVERIFY2(broken.error().message.contains(QStringLiteral("is not a JSON object")), qPrintable(broken.error().message));
     }
 
+    void toolCallsAreHeldToTheirConstraints()
+    {
+        auto e = resolve({{QStringLiteral("builtin"), builtinDefaults()},
+                          {QStringLiteral("sandbox"), json(R"({"tools": {"email.send": {"decision": "ask", "constraints": {"to": "*@example.com"}},
+                                                                          "calendar.read": {"decision": "allow"}}})")}});
+        QVERIFY(e);
+        const ToolVerdict ok = evaluateTool(*e, QStringLiteral("email.send"), json(R"({"to": "bob@example.com", "body": "hi"})"));
+        QCOMPARE(ok.decision, Decision::Ask);
+        QCOMPARE(ok.reason, QStringLiteral("email.send is 'ask' for this sandbox (sandbox)"));
+        const ToolVerdict outside = evaluateTool(*e, QStringLiteral("email.send"), json(R"({"to": "bob@evil.example"})"));
+        QCOMPARE(outside.decision, Decision::Deny);
+        QCOMPARE(outside.reason, QStringLiteral("email.send: argument 'to' must match '*@example.com' (sandbox)"));
+        // Not a string (a list of addresses, a number) or absent: no match, denied.
+        QCOMPARE(evaluateTool(*e, QStringLiteral("email.send"), json(R"({"to": ["bob@example.com", "x@evil.example"]})")).decision, Decision::Deny);
+        QCOMPARE(evaluateTool(*e, QStringLiteral("email.send"), json(R"({})")).decision, Decision::Deny);
+        QCOMPARE(evaluateTool(*e, QStringLiteral("calendar.read"), json(R"({})")).decision, Decision::Allow);
+        const ToolVerdict unknown = evaluateTool(*e, QStringLiteral("shell.run"), json(R"({})"));
+        QCOMPARE(unknown.decision, Decision::Deny);
+        QCOMPARE(unknown.reason, QStringLiteral("the policy does not give this sandbox the tool 'shell.run'"));
+    }
+
     void specFlagsAreTheSandboxLayer()
     {
         const QJsonObject layer = withSpecFields(json(R"({"network": {"mode": "full", "allow": ["a.example"]}, "limits": {"pids": 5}})"),

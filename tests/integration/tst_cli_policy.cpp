@@ -146,6 +146,18 @@ private Q_SLOTS:
         const QJsonObject url = jsonObject(ctl(args("policy", "check", "cli", "--json", "--url", "http://[::ffff:7f00:1]:8080/")).out);
         QCOMPARE(url.value(QStringLiteral("port")).toInt(), 8080);
         QCOMPARE(url.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+        // Tools: the permission and its argument constraints.
+        QVERIFY(writeFile(hostFile(QStringLiteral("tools.json")),
+                          R"({"tools": {"email.send": {"decision": "ask", "constraints": {"to": "*@example.com"}}}})"));
+        QCOMPARE(ctl(args("create", "--name", "tools", "--policy", hostFile(QStringLiteral("tools.json")))).exitCode, 0);
+        QCOMPARE(ctl(args("policy", "check", "tools", "--tool", "email.send", "{\"to\": \"a@example.com\"}")).out,
+                 QByteArray("ask: email.send is 'ask' for this sandbox (sandbox)\n"));
+        QCOMPARE(ctl(args("policy", "check", "tools", "--tool", "email.send", "{\"to\": \"a@evil.example\"}")).out,
+                 QByteArray("deny: email.send: argument 'to' must match '*@example.com' (sandbox)\n"));
+        QCOMPARE(ctl(args("policy", "check", "tools", "--tool", "shell.run")).out,
+                 QByteArray("deny: the policy does not give this sandbox the tool 'shell.run'\n"));
+        QCOMPARE(ctl(args("policy", "check", "tools", "--tool", "email.send", "not json")).exitCode, 2);
+        ctl(args("rm", "tools"));
         const CliResult badUrl = ctl(args("policy", "check", "cli", "--url", "not a url"));
         QCOMPARE(badUrl.exitCode, 2);
         QVERIFY2(badUrl.err.contains("is not a URL with a host"), qPrintable(badUrl.describe()));
