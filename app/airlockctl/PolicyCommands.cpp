@@ -81,7 +81,7 @@ public:
         if (sub == QLatin1String("edit") && positionalArgs.size() == 2)
             return edit(ctx, sandbox);
         if (sub == QLatin1String("check") && parser.isSet(m_url))
-            return checkOne(ctx, sandbox, {{QStringLiteral("url"), parser.value(m_url)}});
+            return check(ctx, sandbox, {{QStringLiteral("url"), parser.value(m_url)}});
         if (sub == QLatin1String("check") && parser.isSet(m_tool)) {
             QStringList rest = positionalArgs.mid(2);
             rest.removeAll(QStringLiteral("--"));
@@ -89,7 +89,7 @@ public:
             const QJsonDocument arguments = QJsonDocument::fromJson(rest.value(0, QStringLiteral("{}")).toUtf8(), &err);
             if (err.error != QJsonParseError::NoError || !arguments.isObject() || rest.size() > 1)
                 return fail(ctx, badUsage(QStringLiteral("--tool NAME takes the call's arguments as one JSON object, e.g. '{\"to\": \"a@example.com\"}'")));
-            return checkOne(ctx, sandbox, {{QStringLiteral("tool"), parser.value(m_tool)}, {QStringLiteral("arguments"), arguments.object()}});
+            return check(ctx, sandbox, {{QStringLiteral("tool"), parser.value(m_tool)}, {QStringLiteral("arguments"), arguments.object()}});
         }
         if (sub == QLatin1String("check")) {
             QStringList argv = positional.mid(2);
@@ -97,7 +97,7 @@ public:
                 argv.removeFirst();
             if (argv.isEmpty())
                 return fail(ctx, badUsage(QStringLiteral("policy check needs the command: airlockctl policy check SANDBOX -- CMD...")));
-            return check(ctx, sandbox, argv);
+            return check(ctx, sandbox, {{QStringLiteral("argv"), QJsonArray::fromStringList(argv)}});
         }
         return fail(ctx, badUsage(QStringLiteral("usage: airlockctl policy %1").arg(usage())));
     }
@@ -197,22 +197,8 @@ private:
         return set(ctx, sandbox, file.fileName());
     }
 
-    int check(Context &ctx, const QString &sandbox, const QStringList &argv)
-    {
-        auto r = call(ctx, QStringLiteral("policy.check"), {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("argv"), QJsonArray::fromStringList(argv)}});
-        if (!r)
-            return fail(ctx, r.error());
-        if (ctx.json) {
-            printJson(ctx, *r);
-            return ExitOk;
-        }
-        ctx.out << r->value(QStringLiteral("decision")).toString() << ": " << format::escaped(r->value(QStringLiteral("reason")).toString())
-                << Qt::endl;
-        return ExitOk;
-    }
-
-    // --url and --tool: one line with the decision and why.
-    int checkOne(Context &ctx, const QString &sandbox, QJsonObject params)
+    // A command, a URL or a tool call: one line with the decision and why.
+    int check(Context &ctx, const QString &sandbox, QJsonObject params)
     {
         params.insert(QStringLiteral("sandbox"), sandbox);
         auto r = call(ctx, QStringLiteral("policy.check"), params);

@@ -421,22 +421,10 @@ Result<QJsonObject> Engine::capabilities(const QString &ref) const
                        {QStringLiteral("tools"), tools}};
 }
 
-Result<QJsonObject> Engine::checkCommand(const QString &ref, const QStringList &argv) const
+namespace {
+// The destination of a URL as the network rules see it: host (IPv6 in brackets) and port.
+Result<QPair<QString, int>> destinationOf(const QString &text)
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    QJsonObject verdict = (*found)->policy().commands.evaluate(argv).toJson();
-    verdict.insert(QStringLiteral("argv"), QJsonArray::fromStringList(argv));
-    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
-    return verdict;
-}
-
-Result<QJsonObject> Engine::checkUrl(const QString &ref, const QString &text) const
-{
-    auto found = find(ref);
-    if (!found)
-        return found.error();
     const QUrl url(text, QUrl::StrictMode);
     static const QHash<QString, int> defaultPorts{{QStringLiteral("http"), 80}, {QStringLiteral("https"), 443}, {QStringLiteral("ws"), 80},
                                                   {QStringLiteral("wss"), 443}, {QStringLiteral("ftp"), 21}, {QStringLiteral("ssh"), 22}};
@@ -446,20 +434,33 @@ Result<QJsonObject> Engine::checkUrl(const QString &ref, const QString &text) co
     QString host = url.host(QUrl::FullyEncoded);
     if (host.contains(QLatin1Char(':')))
         host = QLatin1Char('[') + host + QLatin1Char(']');
-    QJsonObject verdict = (*found)->policy().network.evaluate(host, quint16(port)).toJson();
-    verdict.insert(QStringLiteral("url"), text);
-    verdict.insert(QStringLiteral("port"), port);
-    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
-    return verdict;
+    return qMakePair(host, port);
 }
+} // namespace
 
-Result<QJsonObject> Engine::checkTool(const QString &ref, const QString &tool, const QJsonObject &arguments) const
+Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request) const
 {
     auto found = find(ref);
     if (!found)
         return found.error();
-    QJsonObject verdict = policy::evaluateTool((*found)->policy(), tool, arguments).toJson();
-    verdict.insert(QStringLiteral("tool"), tool);
+    const policy::EffectivePolicy &p = (*found)->policy();
+    QJsonObject verdict;
+    if (request.contains(QStringLiteral("url"))) {
+        auto destination = destinationOf(request.value(QStringLiteral("url")).toString());
+        if (!destination)
+            return destination.error();
+        verdict = p.network.evaluate(destination->first, quint16(destination->second)).toJson();
+        verdict.insert(QStringLiteral("port"), destination->second);
+    } else if (request.contains(QStringLiteral("tool"))) {
+        verdict = policy::evaluateTool(p, request.value(QStringLiteral("tool")).toString(), request.value(QStringLiteral("arguments")).toObject()).toJson();
+    } else {
+        QStringList argv;
+        for (const QJsonValue &v : request.value(QStringLiteral("argv")).toArray())
+            argv.append(v.toString());
+        verdict = p.commands.evaluate(argv).toJson();
+    }
+    for (auto it = request.begin(); it != request.end(); ++it)
+        verdict.insert(it.key(), it.value());
     verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
     return verdict;
 }

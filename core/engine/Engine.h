@@ -58,12 +58,9 @@ public:
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,
     // tools (shown with every approval request).
     Result<QJsonObject> capabilities(const QString &ref) const;
-    // What the policy says about running argv in that sandbox, and why.
-    Result<QJsonObject> checkCommand(const QString &ref, const QStringList &argv) const;
-    // What the network rules say about a URL (before any name is resolved), and why.
-    Result<QJsonObject> checkUrl(const QString &ref, const QString &url) const;
-    // What the tool permissions say about a call with these arguments.
-    Result<QJsonObject> checkTool(const QString &ref, const QString &tool, const QJsonObject &arguments) const;
+    // What the policy would say, and why, about one of: {"argv": [...]} (a command), {"url": URL}
+    // (the network rules, before any name is resolved), {"tool": NAME, "arguments": {...}}.
+    Result<QJsonObject> check(const QString &ref, const QJsonObject &request) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;

@@ -445,23 +445,21 @@ void RpcServer::registerHandlers()
         auto ref = stringParam(p, "sandbox");
         if (!ref)
             return reply(ref.error());
-        if (p.contains(QStringLiteral("url")))
-            return reply(m_engine.checkUrl(*ref, p.value(QStringLiteral("url")).toString().left(8192)));
-        if (p.contains(QStringLiteral("tool"))) {
+        QJsonObject request;
+        if (p.contains(QStringLiteral("url"))) {
+            request.insert(QStringLiteral("url"), p.value(QStringLiteral("url")).toString().left(8192));
+        } else if (p.contains(QStringLiteral("tool"))) {
             if (!p.value(QStringLiteral("arguments")).isObject() && !p.value(QStringLiteral("arguments")).isUndefined())
                 return reply(invalid(QStringLiteral("params.arguments: expected a JSON object")));
-            return reply(m_engine.checkTool(*ref, p.value(QStringLiteral("tool")).toString().left(100), p.value(QStringLiteral("arguments")).toObject()));
+            request.insert(QStringLiteral("tool"), p.value(QStringLiteral("tool")).toString().left(100));
+            request.insert(QStringLiteral("arguments"), p.value(QStringLiteral("arguments")).toObject());
+        } else {
+            const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
+            if (a.isEmpty() || a.size() > 4096 || std::any_of(a.begin(), a.end(), [](const QJsonValue &v) { return !v.isString(); }))
+                return reply(invalid(QStringLiteral("params.argv: expected the command to check, an array of at most 4096 strings")));
+            request.insert(QStringLiteral("argv"), a);
         }
-        QStringList argv;
-        const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
-        for (const QJsonValue &v : a) {
-            if (!v.isString() || argv.size() >= 4096)
-                return reply(invalid(QStringLiteral("params.argv: expected an array of at most 4096 strings")));
-            argv.append(v.toString());
-        }
-        if (argv.isEmpty())
-            return reply(invalid(QStringLiteral("params.argv: expected the command to check")));
-        reply(m_engine.checkCommand(*ref, argv));
+        reply(m_engine.check(*ref, request));
     });
     m_handlers.insert(QStringLiteral("sandbox.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
         reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes()}});

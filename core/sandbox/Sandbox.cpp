@@ -316,6 +316,7 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
         ev.exec = execId;
         ev.stream = stream;
         ev.offset = qint64(offset);
+        ev.run = e.run; // at hand here: publish() need not look the execution up for every chunk
         ev.data = forward.toByteArray();
         publish(std::move(ev));
     }
