@@ -139,7 +139,6 @@ public:
         OutputSink sink = ctx.json ? OutputSink::filtered(false) : OutputSink::filtered(!raw);
         QJsonArray collected; // --json: the output as base64 chunks
         Replay replay(sink, !raw && !ctx.json, ctx.json ? &collected : nullptr);
-        auto take = [&](int stream, qint64 offset, const QByteArray &data) { replay.add(stream, offset, data); };
         if (!raw && !ctx.json)
             printHeader(ctx, *shown);
         for (QJsonValue after = 0; after.isDouble() && !sink.broken();) {
@@ -148,7 +147,7 @@ public:
                 return fail(ctx, page.error());
             for (const QJsonValue &v : page->value(QStringLiteral("chunks")).toArray()) {
                 const QJsonObject c = v.toObject();
-                take(c.value(QStringLiteral("stream")).toInt(), qint64(c.value(QStringLiteral("offset")).toDouble()),
+                replay.add(c.value(QStringLiteral("stream")).toInt(), qint64(c.value(QStringLiteral("offset")).toDouble()),
                      QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1()));
             }
             after = page->value(QStringLiteral("next"));
@@ -164,7 +163,7 @@ public:
             }
             const Event e = live.takeFirst();
             if (e.isOutput())
-                take(e.stream, e.offset, e.data);
+                replay.add(e.stream, e.offset, e.data);
             else if (e.kind == QLatin1String("exec.exited") || e.kind == QLatin1String("sandbox.deleted")
                      || e.kind == QLatin1String("sandbox.failed"))
                 done = true;

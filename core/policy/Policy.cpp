@@ -211,11 +211,6 @@ Status validateSpecSections(const QJsonObject &doc)
     }
     return Ok{};
 }
-
-void setSource(QJsonObject &sources, const QString &pointer, const QString &layer)
-{
-    sources.insert(pointer, layer);
-}
 } // namespace
 
 Result<QString> normaliseHostPattern(const QString &pattern)
@@ -409,32 +404,32 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         for (const char *key : {"mode", "unknown"})
             if (n.contains(QLatin1String(key))) {
                 network.insert(QLatin1String(key), n.value(QLatin1String(key)));
-                setSource(src, QStringLiteral("/network/%1").arg(QLatin1String(key)), layer.name);
+                src.insert(QStringLiteral("/network/%1").arg(QLatin1String(key)), layer.name);
             }
         for (const auto &[key, list] : {std::pair{"allow", &allow}, std::pair{"deny", &deny}})
             for (const QJsonValue &v : n.value(QLatin1String(key)).toArray()) {
                 const QString host = *normaliseHostPattern(v.toString());
                 if (list->contains(host))
                     continue;
-                setSource(src, QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(list->size()), layer.name);
+                src.insert(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(list->size()), layer.name);
                 list->append(host);
             }
         for (const QJsonValue &g : layer.document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray()) {
-            setSource(src, QStringLiteral("/credentials/grants/%1").arg(grants.size()), layer.name);
+            src.insert(QStringLiteral("/credentials/grants/%1").arg(grants.size()), layer.name);
             grants.append(g);
         }
         const QJsonObject t = layer.document.value(QStringLiteral("tools")).toObject();
         for (auto it = t.begin(); it != t.end(); ++it) {
             tools.insert(it.key(), it.value());
-            setSource(src, QStringLiteral("/tools/%1").arg(it.key()), layer.name);
+            src.insert(QStringLiteral("/tools/%1").arg(it.key()), layer.name);
         }
         const QJsonObject c = layer.document.value(QStringLiteral("commands")).toObject();
         if (c.contains(QStringLiteral("default"))) {
             commands.insert(QStringLiteral("default"), c.value(QStringLiteral("default")));
-            setSource(src, QStringLiteral("/commands/default"), layer.name);
+            src.insert(QStringLiteral("/commands/default"), layer.name);
         }
         for (const QJsonValue &r : c.value(QStringLiteral("rules")).toArray()) {
-            setSource(src, QStringLiteral("/commands/rules/%1").arg(rules.size()), layer.name);
+            src.insert(QStringLiteral("/commands/rules/%1").arg(rules.size()), layer.name);
             rules.append(r);
         }
         for (const QJsonValue &m : layer.document.value(QStringLiteral("filesystem")).toObject().value(QStringLiteral("mounts")).toArray()) {
@@ -450,11 +445,11 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         const QJsonObject l = layer.document.value(QStringLiteral("limits")).toObject();
         for (auto it = l.begin(); it != l.end(); ++it) {
             limits.insert(it.key(), it.value());
-            setSource(src, QStringLiteral("/limits/%1").arg(it.key()), layer.name);
+            src.insert(QStringLiteral("/limits/%1").arg(it.key()), layer.name);
         }
     }
     for (qsizetype i = 0; i < mounts.size(); ++i)
-        setSource(src, QStringLiteral("/filesystem/mounts/%1").arg(i), mountLayers.at(i));
+        src.insert(QStringLiteral("/filesystem/mounts/%1").arg(i), mountLayers.at(i));
     network.insert(QStringLiteral("allow"), allow);
     network.insert(QStringLiteral("deny"), deny);
     commands.insert(QStringLiteral("rules"), rules);

@@ -339,6 +339,8 @@ void RpcServer::registerHandlers()
         s.agent = agent;
         s.greeted = true;
         s.client = p.value(QStringLiteral("client")).toString().left(200);
+        if (s.client.isEmpty())
+            s.client = QStringLiteral("client"); // who made a change or a decision, in the history
         s.run = run.isEmpty() ? connectionRunName(s.client) : run;
         reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
                           {QStringLiteral("daemon"), QStringLiteral(AIRLOCK_VERSION)},
@@ -394,7 +396,7 @@ void RpcServer::registerHandlers()
         if (decision != QLatin1String("allow") && decision != QLatin1String("deny"))
             return reply(invalid(QStringLiteral("params.decision: expected \"allow\" or \"deny\"")));
         const bool always = decision == QLatin1String("allow") && p.value(QStringLiteral("always")).toBool();
-        const QString by = s.client.isEmpty() ? QStringLiteral("client") : s.client;
+        const QString &by = s.client;
         if (always) {
             // The rule goes in first: if it could not cover the command, nothing is decided.
             // Only for a decision that will be taken: check it first (one thread: it still holds after).
@@ -439,7 +441,7 @@ void RpcServer::registerHandlers()
             return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
         if (Status recording = historyWritable(); !recording)
             return reply(recording.error());
-        reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client.isEmpty() ? QStringLiteral("client") : s.client, s.run));
+        reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client, s.run));
     });
     m_handlers.insert(QStringLiteral("policy.check"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

@@ -260,6 +260,22 @@ private Q_SLOTS:
                                                                        .arg(m_daemon->socketPath(), m_daemon->runtimeDir())));
         QCOMPARE(r.out, QByteArray("1\n"));
     }
+
+    void anApprovalGivenUnderAnotherPolicyRunsNothing()
+    {
+        // Approved for policy version N; the policy changed while it waited: nothing runs.
+        auto waiting = agentInBackground(args("touch", "/workspace/after-change"));
+        QVERIFY(waiting->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QVERIFY(!request.isEmpty());
+        const CliResult changed = m_daemon->ctl(args("policy", "set", "ap", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
+        QVERIFY2(changed.exitCode == 0, qPrintable(changed.describe()));
+        QCOMPARE(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode, 0);
+        QVERIFY(waiting->waitForFinished(10000));
+        QCOMPARE(waiting->exitCode(), 6);
+        QCOMPARE(waiting->readAllStandardError(), QByteArray("airlockctl: the sandbox or its policy changed while the request waited; ask again\n"));
+        QCOMPARE(execIn(*m_daemon, m_sb, args("ls", "/workspace")).out, QByteArray());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestApprovals)
