@@ -6,6 +6,7 @@
 #include "history/HistoryStore.h"
 
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -315,6 +316,36 @@ private Q_SLOTS:
         q.sinceMs = kT0 + 10; // started events have seq 2i, time kT0 + 2i
         q.untilMs = kT0 + 20;
         QCOMPARE(HistoryReader(path).executions(q)->value(QStringLiteral("executions")).toArray().size(), 5);
+    }
+
+    void aPageStaysWithinAFrameHoweverLongTheCommands()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        auto store = HistoryStore::open({path});
+        QVERIFY(store);
+        // Commands an agent made as long as it could, full of characters JSON must escape.
+        const QString huge = QString(100000, QChar(0x01));
+        for (uint32_t i = 1; i <= 30; ++i) {
+            startExecution(**store, QStringLiteral("sb"), i, {QStringLiteral("echo"), huge});
+            exitExecution(**store, QStringLiteral("sb"), i, 0);
+        }
+        QVERIFY((*store)->flush());
+        HistoryReader::Query q;
+        q.limit = 1000;
+        int seen = 0, pages = 0;
+        for (; pages < 100; ++pages) {
+            auto page = HistoryReader(path).executions(q);
+            QVERIFY(page);
+            const qsizetype bytes = QJsonDocument(*page).toJson(QJsonDocument::Compact).size();
+            QVERIFY2(bytes < 2 * 1024 * 1024, qPrintable(QString::number(bytes))); // far below the 4 MiB frame limit
+            seen += int(page->value(QStringLiteral("executions")).toArray().size());
+            if (page->value(QStringLiteral("next")).isNull())
+                break;
+            q.beforeId = qint64(page->value(QStringLiteral("next")).toDouble());
+        }
+        QCOMPARE(seen, 30);
+        QVERIFY(pages >= 10); // so the pages were cut by size, not by the limit
     }
 
     void executionsOfADeadDaemonAreInterrupted()
