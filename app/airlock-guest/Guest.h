@@ -23,7 +23,9 @@ struct SpawnRequest;
 // The single-threaded event loop: daemon socket, SIGCHLD and every execution's stdio.
 class Guest {
 public:
-    Guest(int sock, int sigchldFd, int landlockAbi);
+    // proxyListenFd/proxyFd (allowlist sandboxes): connections accepted on the first, a TCP
+    // listener on 127.0.0.1 inside, are handed to the daemon's egress proxy through the second.
+    Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd = -1, int proxyFd = -1);
     [[noreturn]] void run();
 
 private:
@@ -62,10 +64,13 @@ private:
     void reapChildren();
     void finish(Execution &e, int status, const rusage &ru);
     void killAll();
+    void acceptEgress();
     size_t pendingStdinBytes() const;
 
     int m_sock;
     int m_sigchldFd;
+    int m_proxyListenFd;
+    int m_proxyFd;
     OutQueue m_out;
     std::vector<char> m_in; // partial incoming frames; [m_inOff, m_inLen) is unparsed
     size_t m_inLen = 0;

@@ -3,7 +3,7 @@
 // command inherits the confinement), then runs commands for the daemon over the socket it
 // inherited, speaking the protocol in core/sandbox/GuestWire.h.
 //
-//   airlock-guest --fd N [--rw PATH]... [--nproc N] [--verbose]
+//   airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] [--verbose]
 
 #include "Guest.h"
 #include "Landlock.h"
@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@ struct Options {
     int fd = -1;
     std::vector<std::string> rwPaths;
     long long nproc = -1;
+    int proxyFd = -1;
+    long long proxyPort = 0;
     bool verbose = false;
 };
 
@@ -56,6 +59,14 @@ std::string parseArgs(int argc, char **argv, Options &o)
             if (!parseNumber(argv[++i], n) || n > 1000000)
                 return std::string("invalid --fd value: ") + argv[i];
             o.fd = static_cast<int>(n);
+        } else if (arg == "--proxy-fd" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n < 3 || n > 1000000)
+                return std::string("invalid --proxy-fd value: ") + argv[i];
+            o.proxyFd = static_cast<int>(n);
+        } else if (arg == "--proxy-port" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n == 0 || n > 65535)
+                return std::string("invalid --proxy-port value: ") + argv[i];
+            o.proxyPort = n;
         } else if (arg == "--rw" && hasValue) {
             o.rwPaths.emplace_back(argv[++i]);
         } else if (arg == "--nproc" && hasValue) {
@@ -68,6 +79,8 @@ std::string parseArgs(int argc, char **argv, Options &o)
     }
     if (o.fd < 0)
         return "--fd is required";
+    if ((o.proxyFd >= 0) != (o.proxyPort > 0) || (o.proxyFd >= 0 && o.proxyFd == o.fd))
+        return "--proxy-fd and --proxy-port go together (and not on --fd)";
     return {};
 }
 
@@ -99,6 +112,27 @@ std::string errnoText(const char *what)
     return std::string(what) + ": " + std::strerror(errno);
 }
 
+// The proxy port inside the sandbox's own network namespace: on loopback only.
+int listenLoopback(uint16_t port)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || listen(fd, 128) != 0) {
+        const int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -117,7 +151,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!argError.empty()) {
-        std::fprintf(stderr, "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--verbose]\n", argError.c_str());
+        std::fprintf(stderr, "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] [--verbose]\n", argError.c_str());
         if (opt.fd >= 0)
             fatalExit(opt.fd, "invalid command line: " + argError, 2);
         return 2;
@@ -128,6 +162,14 @@ int main(int argc, char **argv)
     if (fl < 0 || fcntl(sock, F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(sock, F_SETFD, FD_CLOEXEC) != 0)
         fatalExit(sock, errnoText("cannot configure the daemon socket"), 1);
     cloexecInheritedFds(sock);
+    int proxyListen = -1;
+    if (opt.proxyFd >= 0) {
+        if (fcntl(opt.proxyFd, F_SETFD, FD_CLOEXEC) != 0)
+            fatalExit(sock, errnoText("--proxy-fd is not an open file descriptor"), 1);
+        proxyListen = listenLoopback(static_cast<uint16_t>(opt.proxyPort));
+        if (proxyListen < 0)
+            fatalExit(sock, errnoText(("cannot listen on 127.0.0.1:" + std::to_string(opt.proxyPort) + " for the egress proxy").c_str()), 1);
+    }
     // A bigger send buffer means fewer wakeups when streaming output; the kernel caps it.
     const int sndbuf = 4 * 1024 * 1024;
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
@@ -166,6 +208,6 @@ int main(int argc, char **argv)
     if (!ll.error.empty())
         fatalExit(sock, ll.error, 1);
 
-    Guest guest(sock, sigchldFd, ll.abi);
+    Guest guest(sock, sigchldFd, ll.abi, proxyListen, opt.proxyFd);
     guest.run();
 }

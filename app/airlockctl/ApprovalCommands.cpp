@@ -42,9 +42,12 @@ void printCard(QTextStream &out, const QJsonObject &a)
     const qint64 left = (qint64(a.value(QStringLiteral("expiresMs")).toDouble()) - QDateTime::currentMSecsSinceEpoch()) / 1000;
     out << a.value(QStringLiteral("id")).toString() << "  sandbox " << format::escaped(a.value(QStringLiteral("sandboxName")).toString())
         << " (run " << format::escaped(a.value(QStringLiteral("run")).toString()) << "), requested by "
-        << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in " << std::max<qint64>(0, left) << " s\n"
-        << "  command  " << format::commandLine(a.value(QStringLiteral("argv")).toArray()) << '\n'
-        << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n';
+        << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in " << std::max<qint64>(0, left) << " s\n";
+    if (a.value(QStringLiteral("kind")).toString() == QLatin1String("network"))
+        out << "  connect  " << format::escaped(a.value(QStringLiteral("destination")).toString()) << '\n';
+    else
+        out << "  command  " << format::commandLine(a.value(QStringLiteral("argv")).toArray()) << '\n'
+            << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n';
     if (!a.value(QStringLiteral("env")).toArray().isEmpty())
         out << "  env      " << format::commandLine(a.value(QStringLiteral("env")).toArray()) << '\n';
     out

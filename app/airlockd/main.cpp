@@ -2,9 +2,11 @@
 // airlockd: the composition root of the daemon. Probes the host, builds the engine, then the RPC
 // server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
 #include "AppLogging.h"
+#include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "model/Units.h"
+#include "policy/Policy.h"
 #include "log/Log.h"
 #include "rpc/RpcServer.h"
 #include "sandbox/HostCapabilities.h"
@@ -80,7 +82,11 @@ int main(int argc, char *argv[])
     const QCommandLineOption approvalTimeoutOpt(QStringLiteral("approval-timeout"),
                                                 QStringLiteral("How long an agent's request waits for a person before it is denied (default 120s)."),
                                                 QStringLiteral("duration"), QStringLiteral("120s"));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt});
+    const QCommandLineOption resolveOpt(QStringLiteral("resolve"),
+                                        QStringLiteral("Answer NAME with ADDR[,ADDR] in the egress proxy instead of DNS. Trusted: the addresses "
+                                                       "are not checked against the refused ranges (loopback, private). Repeatable."),
+                                        QStringLiteral("name=addr"));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt});
     parser.process(app);
 
     app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
@@ -115,7 +121,22 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
         return 1;
     }
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}}, caps);
+    auto approvalTimeout = units::parseDurationMs(parser.value(approvalTimeoutOpt));
+    if (!approvalTimeout || *approvalTimeout > 86'400'000) {
+        std::fprintf(stderr, "airlockd: --approval-timeout: expected a duration up to 24h, like 30s or 5m\n");
+        return 2;
+    }
+    QHash<QString, QList<QHostAddress>> resolve;
+    for (const QString &entry : parser.values(resolveOpt)) {
+        auto parsed = policy::parseResolveEntry(entry);
+        if (!parsed) {
+            std::fprintf(stderr, "airlockd: --resolve %s: %s\n", qPrintable(entry), qPrintable(parsed.error().message));
+            return 2;
+        }
+        resolve[parsed->first] += parsed->second;
+    }
+    ApprovalBroker approvals{int(*approvalTimeout)};
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve}, caps, approvals);
     engine.reapOrphans();
     // The history sees every event before any client does (connected first): an exit is committed
     // before it is acknowledged.
@@ -128,12 +149,7 @@ int main(int argc, char *argv[])
         if (!event.isOutput())
             (void)store->flush();
     });
-    auto approvalTimeout = units::parseDurationMs(parser.value(approvalTimeoutOpt));
-    if (!approvalTimeout || *approvalTimeout > 86'400'000) {
-        std::fprintf(stderr, "airlockd: --approval-timeout: expected a duration up to 24h, like 30s or 5m\n");
-        return 2;
-    }
-    rpc::RpcServer server(engine, history->get(), int(*approvalTimeout));
+    rpc::RpcServer server(engine, history->get(), approvals);
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
         return 1;

@@ -37,6 +37,7 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("run"), run},
             {QStringLiteral("requester"), requester},
             {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
+            {QStringLiteral("destination"), destination},
             {QStringLiteral("cwd"), cwd},
             {QStringLiteral("env"), QJsonArray::fromStringList(env)},
             {QStringLiteral("rule"), rule},

@@ -20,7 +20,8 @@ struct ApprovalRequest {
     QString nonce; // must come back with the decision: a decision is for this request only
     QString kind = QStringLiteral("command");
     QString sandbox, sandboxName, run, requester;
-    QStringList argv; // full, never elided
+    QStringList argv; // full, never elided (command)
+    QString destination; // host:port and protocol (network)
     QString cwd;
     QStringList env; // NAME=VALUE the request sets: shown, since it can change what runs
     QString rule, layer, reason; // what asked

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/Engine.h"
 
+#include "approval/ApprovalBroker.h"
 #include "log/Log.h"
+#include "net/EgressProxy.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/SeccompFilter.h"
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
 #include <QDir>
+#include <QJsonArray>
 #include <QUrl>
 #include <QCryptographicHash>
 #include <QFile>
@@ -39,9 +42,14 @@ QString newId()
 }
 } // namespace
 
-Engine::Engine(EngineConfig config, HostCapabilities caps, QObject *parent)
-    : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps))
+Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &approvals, QObject *parent)
+    : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps)), m_approvals(approvals)
 {
+    net::EgressProxy::Options proxy;
+    proxy.hosts = m_config.resolve;
+    m_proxy = new net::EgressProxy(
+        proxy, [this](Sandbox *sandbox, const net::EgressQuestion &q, net::EgressProxy::Answer answer) { askNetwork(sandbox, q, std::move(answer)); },
+        this);
     m_workspacesDir = chooseWorkspacesDir();
     if (auto program = buildSeccompProgram())
         m_seccompProgram = *program;
@@ -152,12 +160,10 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     auto effective = policy::resolveForSandbox(policyOverrides, preset, userPolicyFile());
     if (!effective)
         return done(effective.error());
-    if (effective->networkMode == QLatin1String("allowlist"))
-        return done(makeError(ErrorCode::BoundaryUnavailable,
-                              QStringLiteral("network mode \"allowlist\" needs Airlock's egress proxy, which this daemon does not have "
-                                             "yet; use \"none\" or \"full\" (or a preset other than package-install)")));
     // The policy decides network, mounts and limits; the spec carries them to the launcher.
-    spec.network = effective->networkMode == QLatin1String("full") ? NetworkMode::Full : NetworkMode::None;
+    spec.network = effective->networkMode == QLatin1String("full")        ? NetworkMode::Full
+        : effective->networkMode == QLatin1String("allowlist") ? NetworkMode::Allowlist
+                                                                : NetworkMode::None;
     spec.mounts = effective->mounts;
     spec.limits = effective->limits;
     for (const Mount &m : std::as_const(spec.mounts))
@@ -207,6 +213,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     if (hostUid)
         m_hostUids.insert(sandbox, *hostUid);
     connect(sandbox, &Sandbox::eventOccurred, this, &Engine::eventPublished);
+    connect(sandbox, &Sandbox::egressConnection, m_proxy, [this, sandbox](int fd) { m_proxy->handle(sandbox, fd); });
     auto finished = std::make_shared<bool>(false);
     connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
         *finished = true;
@@ -230,6 +237,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
 void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
 {
     sandbox->terminate(QStringLiteral("removed"));
+    m_proxy->dropSandbox(sandbox);
     m_sandboxes.removeAll(sandbox);
     m_hostUids.remove(sandbox);
     const QString ws = sandbox->workspaceDir();
@@ -293,7 +301,7 @@ QJsonObject Engine::describe(const Sandbox &s) const
                                   {QStringLiteral("writable"), m.writable}});
     QJsonArray namespaces = {QStringLiteral("user"), QStringLiteral("mount"), QStringLiteral("pid"), QStringLiteral("ipc"),
                              QStringLiteral("uts"), QStringLiteral("cgroup")};
-    if (s.spec().network == NetworkMode::None)
+    if (s.spec().network != NetworkMode::Full)
         namespaces.append(QStringLiteral("net"));
     return {{QStringLiteral("id"), s.id()},
             {QStringLiteral("name"), s.name()},
@@ -395,6 +403,81 @@ Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList
                                         "its parts with 'airlockctl policy set'")
                              .arg(v.reason));
     return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonObject> Engine::addNetworkRule(const QString &ref, const QString &host, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject overrides = (*found)->policyOverrides();
+    QJsonObject network = overrides.value(QStringLiteral("network")).toObject();
+    QJsonArray allow = network.contains(QStringLiteral("allow")) ? network.value(QStringLiteral("allow")).toArray()
+                                                                  : QJsonArray::fromStringList((*found)->policy().networkAllow);
+    if (!allow.contains(host))
+        allow.append(host);
+    network.insert(QStringLiteral("allow"), allow);
+    overrides.insert(QStringLiteral("network"), network);
+    return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QString &by)
+{
+    auto target = find(request.sandbox);
+    if (!target || request.policyVersion != (*target)->policyVersion())
+        return makeError(ErrorCode::Denied, QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again"));
+    if (request.kind == QLatin1String("network"))
+        return addNetworkRule(request.sandbox, request.destination.section(QLatin1Char(' '), 0, 0).section(QLatin1Char(':'), 0, -2), by,
+                              request.run);
+    QStringList envNames;
+    for (const QString &kv : request.env)
+        envNames.append(kv.section(QLatin1Char('='), 0, 0));
+    return addCommandRule(request.sandbox, request.argv, envNames, by, request.run);
+}
+
+void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecision &d)
+{
+    if (auto sandbox = find(request.sandbox))
+        (*sandbox)->record(QStringLiteral("approval.decided"),
+                           {{QStringLiteral("id"), request.id},
+                            {QStringLiteral("kind"), request.kind},
+                            {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
+                            {QStringLiteral("always"), d.always},
+                            {QStringLiteral("by"), d.by},
+                            {QStringLiteral("reason"), d.reason}},
+                           request.run);
+}
+
+void Engine::askNetwork(Sandbox *sandbox, const net::EgressQuestion &q, std::function<void(bool, const QString &)> answer)
+{
+    // A sandbox cannot bury a person in questions: a few at a time, the rest are denied.
+    constexpr int kMaxPendingPerSandbox = 16;
+    int waiting = 0;
+    for (const ApprovalRequest &r : m_approvals.pending())
+        waiting += r.sandbox == sandbox->id() ? 1 : 0;
+    if (waiting >= kMaxPendingPerSandbox)
+        return answer(false, QStringLiteral("%1 destinations of this sandbox already wait for a person").arg(waiting));
+    ApprovalRequest r;
+    r.kind = QStringLiteral("network");
+    r.sandbox = sandbox->id();
+    r.sandboxName = sandbox->name();
+    r.run = sandbox->currentRun();
+    r.requester = QStringLiteral("a process in the sandbox");
+    r.destination = QStringLiteral("%1:%2 (%3)").arg(q.host).arg(q.port).arg(net::proxyProtocolName(q.protocol));
+    r.rule = q.verdict.rule;
+    r.layer = sandbox->policy().sources.value(QStringLiteral("/network/unknown")).toString();
+    r.reason = q.verdict.reason;
+    r.policyVersion = sandbox->policyVersion();
+    if (auto caps = capabilities(sandbox->id()))
+        r.capabilities = *caps;
+    const ApprovalRequest pending = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
+        recordDecision(req, d);
+        answer(d.allowed, d.allowed ? QStringLiteral("approved by %1").arg(d.by)
+                                    : QStringLiteral("denied by %1: %2").arg(d.by, d.reason.isEmpty() ? QStringLiteral("no reason given") : d.reason));
+    });
+    QJsonObject requested = pending.toJson();
+    requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
+    sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
 }
 
 Result<QJsonObject> Engine::capabilities(const QString &ref) const

@@ -8,6 +8,8 @@
 #include "sandbox/WorkspaceFiles.h"
 
 #include <QByteArray>
+#include <QHash>
+#include <QHostAddress>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QList>
@@ -19,6 +21,13 @@
 namespace airlock {
 
 class Sandbox;
+class ApprovalBroker;
+struct ApprovalRequest;
+struct ApprovalDecision;
+namespace net {
+class EgressProxy;
+struct EgressQuestion;
+}
 
 struct EngineConfig {
     QString guestPath;
@@ -26,6 +35,8 @@ struct EngineConfig {
     QString instanceKey; // from the InstanceLock: names this daemon's cgroup subtree
     bool verboseGuest = false;
     QString userPolicyFile; // empty: $XDG_CONFIG_HOME/airlock/policy.json
+    // The egress proxy's own answers for these names (airlockd --resolve NAME=ADDR), trusted.
+    QHash<QString, QList<QHostAddress>> resolve;
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -33,7 +44,9 @@ struct EngineConfig {
 class Engine final : public QObject {
     Q_OBJECT
 public:
-    Engine(EngineConfig config, HostCapabilities caps, QObject *parent = nullptr);
+    // `approvals` is where requests that need a person go (network destinations the rules ask
+    // about here; commands through the RPC server).
+    Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &approvals, QObject *parent = nullptr);
     ~Engine() override;
 
     const HostCapabilities &capabilities() const { return m_caps; }
@@ -55,6 +68,13 @@ public:
     // policy change. Refused when the rule would not cover argv (a shell string, a wrapper).
     Result<QJsonObject> addCommandRule(const QString &ref, const QStringList &argv, const QStringList &env, const QString &by,
                                        const QString &run);
+    // Appends a network allow rule for exactly this host (an "always" approval of a destination).
+    Result<QJsonObject> addNetworkRule(const QString &ref, const QString &host, const QString &by, const QString &run);
+    // The rule an "always" decision adds for a pending request, by its kind. Refused (nothing
+    // decided) when the policy moved since the request was made.
+    Result<QJsonObject> allowAlways(const ApprovalRequest &request, const QString &by);
+    // approval.decided in the request's sandbox stream.
+    void recordDecision(const ApprovalRequest &request, const ApprovalDecision &decision);
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,
     // tools (shown with every approval request).
     Result<QJsonObject> capabilities(const QString &ref) const;
@@ -91,6 +111,7 @@ private:
     QString chooseWorkspacesDir() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+    void askNetwork(Sandbox *sandbox, const net::EgressQuestion &question, std::function<void(bool, const QString &)> answer);
 
     EngineConfig m_config;
     HostCapabilities m_caps;
@@ -98,6 +119,8 @@ private:
     QString m_workspacesDir;
     QList<Sandbox *> m_sandboxes;
     QHash<Sandbox *, uid_t> m_hostUids;
+    ApprovalBroker &m_approvals;
+    net::EgressProxy *m_proxy = nullptr;
 };
 
 } // namespace airlock

@@ -40,7 +40,12 @@ constexpr LimitField kLimitFields[] = {
 
 QString networkModeName(NetworkMode mode)
 {
-    return mode == NetworkMode::Full ? QStringLiteral("full") : QStringLiteral("none");
+    switch (mode) {
+    case NetworkMode::None: return QStringLiteral("none");
+    case NetworkMode::Allowlist: return QStringLiteral("allowlist");
+    case NetworkMode::Full: return QStringLiteral("full");
+    }
+    return {};
 }
 
 Status validateSandboxName(const QString &name)
@@ -134,10 +139,12 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
         const QString mode = json.value(QStringLiteral("network")).toString();
         if (mode == QLatin1String("none"))
             spec.network = NetworkMode::None;
+        else if (mode == QLatin1String("allowlist"))
+            spec.network = NetworkMode::Allowlist;
         else if (mode == QLatin1String("full"))
             spec.network = NetworkMode::Full;
         else
-            return invalid(QStringLiteral("/network"), QStringLiteral("expected \"none\" or \"full\""));
+            return invalid(QStringLiteral("/network"), QStringLiteral("expected \"none\", \"allowlist\" or \"full\""));
     }
     const QJsonValue mounts = json.value(QStringLiteral("mounts"));
     if (!mounts.isUndefined() && !mounts.isArray())

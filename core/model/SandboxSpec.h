@@ -12,7 +12,10 @@
 
 namespace airlock {
 
-enum class NetworkMode { None, Full };
+// None: an empty network namespace. Allowlist: the same, plus the daemon's egress proxy at
+// 127.0.0.1:kEgressProxyPort inside. Full: the host's network.
+enum class NetworkMode { None, Allowlist, Full };
+inline constexpr quint16 kEgressProxyPort = 3128;
 QString networkModeName(NetworkMode mode);
 
 struct Mount {

@@ -213,6 +213,22 @@ Status validateSpecSections(const QJsonObject &doc)
 }
 } // namespace
 
+Result<std::pair<QString, QList<QHostAddress>>> parseResolveEntry(const QString &entry)
+{
+    const qsizetype eq = entry.indexOf(QLatin1Char('='));
+    auto name = normaliseHostPattern(entry.left(eq));
+    if (eq <= 0 || !name || name->startsWith(QLatin1String("*.")) || name->contains(QLatin1Char(':')) || NetworkRules::parseAddress(*name))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("expected NAME=ADDR[,ADDR], with a host name (no wildcard or port)"));
+    QList<QHostAddress> addresses;
+    for (const QString &a : entry.mid(eq + 1).split(QLatin1Char(','))) {
+        const QHostAddress address(a.trimmed());
+        if (address.isNull())
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not an IPv4 or IPv6 address").arg(a.left(100)));
+        addresses.append(address);
+    }
+    return std::pair{*name, addresses};
+}
+
 Result<QString> normaliseHostPattern(const QString &pattern)
 {
     QString host = pattern.trimmed();

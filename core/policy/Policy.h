@@ -84,5 +84,7 @@ Result<QJsonObject> preset(const QString &name);
 // A domain pattern as the policy stores it: lower case, no trailing dot, IDNA (ACE) form; with an
 // optional :port. Errors say what is wrong with it.
 Result<QString> normaliseHostPattern(const QString &pattern);
+// "NAME=ADDR[,ADDR]" (airlockd --resolve): the normalised name and its addresses.
+Result<std::pair<QString, QList<QHostAddress>>> parseResolveEntry(const QString &entry);
 
 } // namespace airlock::policy

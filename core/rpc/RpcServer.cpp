@@ -102,9 +102,9 @@ struct RpcServer::Session {
     QSet<Sandbox *> holding;
 };
 
-RpcServer::RpcServer(Engine &engine, HistoryStore *history, int approvalTimeoutMs, QObject *parent)
+RpcServer::RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &approvals, QObject *parent)
     : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this)),
-      m_approvals(new ApprovalBroker(approvalTimeoutMs, this))
+      m_approvals(&approvals)
 {
     registerHandlers();
     connect(&m_engine, &Engine::eventPublished, this, &RpcServer::onEvent);
@@ -404,13 +404,7 @@ void RpcServer::registerHandlers()
                 return reply(valid.error());
             const auto pending = m_approvals->pending();
             const auto it = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
-            auto target = m_engine.find(it->sandbox);
-            if (!target || it->policyVersion != (*target)->policyVersion())
-                return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again")));
-            QStringList envNames;
-            for (const QString &kv : it->env)
-                envNames.append(kv.section(QLatin1Char('='), 0, 0));
-            auto added = m_engine.addCommandRule(it->sandbox, it->argv, envNames, by, it->run);
+            auto added = m_engine.allowAlways(*it, by);
             if (!added)
                 return reply(added.error());
         }
@@ -539,15 +533,8 @@ void RpcServer::registerHandlers()
         const ExecRequest exec = *request;
         const ApprovalRequest pending = m_approvals->request(r, [this, conn, exec, attach, reply](const ApprovalRequest &req,
                                                                                                    const ApprovalDecision &d) {
+            m_engine.recordDecision(req, d);
             auto sandbox = m_engine.find(req.sandbox);
-            if (sandbox)
-                (*sandbox)->record(QStringLiteral("approval.decided"),
-                                   {{QStringLiteral("id"), req.id},
-                                    {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
-                                    {QStringLiteral("always"), d.always},
-                                    {QStringLiteral("by"), d.by},
-                                    {QStringLiteral("reason"), d.reason}},
-                                   req.run);
             if (!d.allowed)
                 return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by %1: %2").arg(d.by, d.reason.isEmpty() ? QStringLiteral("no reason given") : d.reason)));
             // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.

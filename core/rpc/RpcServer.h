@@ -33,7 +33,7 @@ class RpcServer final : public QObject {
     Q_OBJECT
 public:
     // history may be null (then the history.* methods answer that it is unavailable).
-    RpcServer(Engine &engine, HistoryStore *history, int approvalTimeoutMs = 120000, QObject *parent = nullptr);
+    RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &approvals, QObject *parent = nullptr);
     ~RpcServer() override;
 
     // Removes a stale socket and listens. The caller must hold the InstanceLock for socketPath.
@@ -63,7 +63,7 @@ private:
     Engine &m_engine;
     HistoryStore *m_history;
     HistoryMethods *m_historyMethods;
-    ApprovalBroker *m_approvals;
+    ApprovalBroker *m_approvals; // shared with the engine
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
     QHash<QString, Handler> m_handlers;

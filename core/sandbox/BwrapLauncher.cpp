@@ -25,7 +25,8 @@ constexpr int kSeccompFd = 4;
 constexpr int kWorkspaceFd = 5;
 constexpr int kGuestFd = 6;
 constexpr int kInfoFd = 7;
-constexpr int kFirstMountFd = 8;
+constexpr int kProxyFd = 8; // allowlist: where the guest hands over connections to the egress proxy
+constexpr int kFirstMountFd = 9;
 constexpr int kSandboxUid = 1000;
 
 // Host files that stay hidden even though /etc is visible.
@@ -45,6 +46,15 @@ struct Fd {
     Fd(const Fd &) = delete;
     Fd &operator=(const Fd &) = delete;
     Fd(Fd &&o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    Fd &operator=(Fd &&o) noexcept
+    {
+        if (this != &o) {
+            if (fd >= 0)
+                ::close(fd);
+            fd = std::exchange(o.fd, -1);
+        }
+        return *this;
+    }
     ~Fd()
     {
         if (fd >= 0)
@@ -87,7 +97,8 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
 {
     std::vector<std::string> a = {s(r.bwrapPath), "--unshare-user", "--unshare-ipc", "--unshare-pid",
                                   "--unshare-uts", "--unshare-cgroup"};
-    if (r.network == NetworkMode::None)
+    // Only `full` shares the host's network; `allowlist` reaches out through the proxy alone.
+    if (r.network != NetworkMode::Full)
         a.emplace_back("--unshare-net");
     const std::string uid = std::to_string(kSandboxUid);
     a.insert(a.end(), {"--uid", uid, "--gid", uid, "--hostname", s(r.hostname), "--die-with-parent",
@@ -121,6 +132,8 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
             a.insert(a.end(), {"--rw", s(m.sandboxPath)});
     if (r.nproc)
         a.insert(a.end(), {"--nproc", std::to_string(*r.nproc)});
+    if (r.network == NetworkMode::Allowlist)
+        a.insert(a.end(), {"--proxy-fd", std::to_string(kProxyFd), "--proxy-port", std::to_string(kEgressProxyPort)});
     if (r.verboseGuest)
         a.emplace_back("--verbose");
     return a;
@@ -167,6 +180,15 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         return sysError(QStringLiteral("pipe2"));
     Fd infoRead(ip[0]), infoWrite(ip[1]);
     Fd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    // One message per connection, each carrying its socket (SCM_RIGHTS).
+    Fd proxyDaemonEnd, proxyGuestEnd;
+    if (r.network == NetworkMode::Allowlist) {
+        int pv[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pv) != 0)
+            return sysError(QStringLiteral("socketpair"));
+        proxyDaemonEnd = Fd(pv[0]);
+        proxyGuestEnd = Fd(pv[1]);
+    }
 
     // Prepare everything the child uses: no allocation after fork.
     const std::vector<std::string> args = bwrapArguments(r);
@@ -178,7 +200,8 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     std::vector<std::string> procsFiles;
     for (const QString &f : r.cgroupProcsFiles)
         procsFiles.push_back(s(f));
-    std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd};
+    std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd,
+                                proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd};
     for (const Fd &m : mounts)
         sources.push_back(m.fd);
     const pid_t daemonPid = ::getpid();
@@ -240,6 +263,7 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     launched.channelFd = daemonEnd.release();
     launched.stderrFd = errRead.release();
     launched.infoFd = infoRead.release();
+    launched.proxyFd = proxyDaemonEnd.release();
     return launched;
 }
 

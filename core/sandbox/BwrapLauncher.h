@@ -35,6 +35,7 @@ struct LaunchedSandbox {
     int channelFd = -1; // daemon end of the guest socket
     int stderrFd = -1;  // bwrap's and the guest's stderr
     int infoFd = -1;    // bwrap's --info-fd: JSON with the host pid of the sandbox's init
+    int proxyFd = -1;   // allowlist: the guest sends each egress connection's socket here
 };
 
 // The bwrap command line for a request, with the fd numbers the child will see. Pure, so tests can

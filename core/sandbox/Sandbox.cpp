@@ -8,9 +8,13 @@
 #include <QSocketNotifier>
 #include <QTimer>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +100,10 @@ Status Sandbox::start()
     connect(m_exitNotifier, &QSocketNotifier::activated, this, &Sandbox::onProcessExited);
     m_stderrNotifier = new QSocketNotifier(m_launched.stderrFd, QSocketNotifier::Read, this);
     connect(m_stderrNotifier, &QSocketNotifier::activated, this, &Sandbox::onStderr);
+    if (m_launched.proxyFd >= 0) {
+        m_proxyNotifier = new QSocketNotifier(m_launched.proxyFd, QSocketNotifier::Read, this);
+        connect(m_proxyNotifier, &QSocketNotifier::activated, this, &Sandbox::onProxyReadable);
+    }
     m_helloTimer = new QTimer(this);
     m_helloTimer->setSingleShot(true);
     connect(m_helloTimer, &QTimer::timeout, this, [this] {
@@ -103,6 +111,55 @@ Status Sandbox::start()
     });
     m_helloTimer->start(kHelloTimeoutMs);
     return Ok{};
+}
+
+void Sandbox::onProxyReadable()
+{
+    // The guest is untrusted: whatever it passes must be a connected stream socket, one per
+    // message; anything else is closed unread.
+    for (int i = 0; i < 64; ++i) {
+        char byte = 0;
+        iovec iov{&byte, 1};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = ::recvmsg(m_launched.proxyFd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n <= 0) {
+            if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                m_proxyNotifier->setEnabled(false); // the guest closed its end
+            return;
+        }
+        QList<int> fds;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t k = 0; k < count; ++k) {
+                int fd = -1;
+                std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
+                fds.append(fd);
+            }
+        }
+        const bool truncated = msg.msg_flags & MSG_CTRUNC;
+        for (qsizetype k = 0; k < fds.size(); ++k) {
+            int type = 0, domain = 0;
+            socklen_t len = sizeof type;
+            struct stat st{};
+            const bool stream = k == 0 && !truncated && ::fstat(fds[k], &st) == 0 && S_ISSOCK(st.st_mode)
+                && ::getsockopt(fds[k], SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM
+                && (len = sizeof domain, ::getsockopt(fds[k], SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
+                && (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX);
+            if (!stream) {
+                logger()->warn("sandbox {}: the guest passed something other than one stream socket; closed", m_setup.id.toStdString());
+                ::close(fds[k]);
+                continue;
+            }
+            Q_EMIT egressConnection(fds[k]);
+        }
+    }
 }
 
 void Sandbox::onStderr()
@@ -201,6 +258,20 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request)
     spawn.argv = request.argv;
     spawn.cwd = request.cwd;
     spawn.env = request.effectiveEnvironment();
+    if (m_setup.spec.network == NetworkMode::Allowlist) {
+        // The only way out; the request cannot point these elsewhere (there is nowhere else).
+        const QString http = QStringLiteral("http://127.0.0.1:%1").arg(kEgressProxyPort);
+        const QString socks = QStringLiteral("socks5h://127.0.0.1:%1").arg(kEgressProxyPort);
+        const QString local = QStringLiteral("localhost,127.0.0.1,::1");
+        for (const auto &[name, value] : {std::pair{"HTTP_PROXY", http}, std::pair{"HTTPS_PROXY", http}, std::pair{"ALL_PROXY", socks},
+                                          std::pair{"NO_PROXY", local}}) {
+            for (const QString &n : {QString::fromLatin1(name), QString::fromLatin1(name).toLower()}) {
+                spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(), [&](const QString &kv) { return kv.startsWith(n + QLatin1Char('=')); }),
+                                spawn.env.end());
+                spawn.env.append(n + QLatin1Char('=') + value);
+            }
+        }
+    }
     spawn.tty = request.tty;
     // A terminal is always the stdin of a tty execution (like docker -t): it may just get no input.
     spawn.stdinOpen = request.stdinOpen || request.tty;
@@ -213,6 +284,7 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request)
     Execution &e = m_execs[id];
     e.argv = request.argv;
     e.run = request.run.isEmpty() ? m_setup.run : request.run;
+    m_currentRun = e.run;
     e.startedMs = nowMs();
     const std::optional<uint64_t> timeout = request.timeoutMs ? request.timeoutMs : limits.wallMs;
     if (timeout) {
@@ -453,12 +525,14 @@ void Sandbox::terminate(const QString &reason)
         m_exitNotifier->setEnabled(false);
     if (m_stderrNotifier)
         m_stderrNotifier->setEnabled(false);
+    if (m_proxyNotifier)
+        m_proxyNotifier->setEnabled(false);
     if (m_channel)
         m_channel->close();
-    for (int fd : {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd})
+    for (int fd : {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd, m_launched.proxyFd})
         if (fd >= 0)
             ::close(fd);
-    m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = -1;
+    m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = m_launched.proxyFd = -1;
     m_setup.cgroup.destroy();
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)

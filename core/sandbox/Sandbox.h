@@ -57,6 +57,9 @@ public:
     const policy::EffectivePolicy &policy() const { return m_setup.policy; }
     const QJsonObject &policyOverrides() const { return m_setup.policyOverrides; }
     int policyVersion() const { return m_policyVersion; }
+    // The run of the newest execution (or the one that created the sandbox): what the sandbox's
+    // own activity, like its network connections, is filed under.
+    const QString &currentRun() const { return m_currentRun.isEmpty() ? m_setup.run : m_currentRun; }
     // Records a fact about this sandbox that the daemon decided (approvals, refusals) in its stream.
     void record(const QString &kind, QJsonObject payload, const QString &run);
     // Replaces the policy of a running sandbox and records who changed what (policy.changed).
@@ -86,6 +89,9 @@ Q_SIGNALS:
     void startFailed(const airlock::Error &error);
     void stdinBacklogShrunk(qint64 backlog);
     void eventOccurred(const airlock::Event &event);
+    // An allowlist sandbox's process connected to the proxy port inside; the receiver owns `fd`
+    // (a connected stream socket, checked to be one).
+    void egressConnection(int fd);
 
 private:
     struct Execution {
@@ -108,6 +114,7 @@ private:
     void onGuestFailed(const QString &why, bool violation);
     void onProcessExited();
     void onStderr();
+    void onProxyReadable();
     void finishExecution(uint32_t execId, QJsonObject payload);
     void failAllExecutions(const QString &reason);
 
@@ -119,6 +126,8 @@ private:
     GuestChannel *m_channel = nullptr;
     QSocketNotifier *m_exitNotifier = nullptr;
     QSocketNotifier *m_stderrNotifier = nullptr;
+    QSocketNotifier *m_proxyNotifier = nullptr;
+    QString m_currentRun;
     QByteArray m_stderrTail; // last bytes bwrap/guest printed, for start-up errors
     QTimer *m_helloTimer = nullptr;
     QHash<uint32_t, Execution> m_execs;

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "net/EgressProxy.h"
+
+#include "log/Log.h"
+#include "net/Relay.h"
+#include "sandbox/Sandbox.h"
+
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QHostInfo>
+#include <QJsonObject>
+#include <QSocketNotifier>
+#include <QTimer>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace airlock::net {
+
+using policy::Decision;
+using policy::NetworkVerdict;
+
+namespace {
+constexpr qsizetype kReadSize = 16 * 1024;
+
+QString errnoText(int err)
+{
+    return QString::fromLocal8Bit(std::strerror(err));
+}
+
+} // namespace
+
+// One connection from its first byte until the relay has it (or it is refused).
+class EgressProxy::Session final : public QObject {
+public:
+    Session(EgressProxy *proxy, Sandbox *sandbox, int fd, quint64 id)
+        : QObject(proxy), m_proxy(proxy), m_sandbox(sandbox), m_sandboxId(sandbox->id()), m_client(fd), m_id(id)
+    {
+        m_clock.start();
+        m_reader = new QSocketNotifier(fd, QSocketNotifier::Read, this);
+        connect(m_reader, &QSocketNotifier::activated, this, [this] { onReadable(); });
+        m_deadline = new QTimer(this);
+        m_deadline->setSingleShot(true);
+        connect(m_deadline, &QTimer::timeout, this, [this] {
+            refuse(ProxyFailure::TimedOut, QStringLiteral("timeout"), m_target ? QStringLiteral("connecting timed out")
+                                                                                : QStringLiteral("no complete request in time"));
+        });
+        m_deadline->start(proxy->m_options.handshakeTimeoutMs);
+    }
+    ~Session() override
+    {
+        if (m_client >= 0)
+            ::close(m_client);
+        if (m_upstream >= 0)
+            ::close(m_upstream);
+        m_proxy->sessionEnded(m_sandboxId);
+    }
+    const QString &sandboxId() const { return m_sandboxId; }
+
+private:
+    void onReadable()
+    {
+        char buf[kReadSize];
+        const ssize_t n = ::read(m_client, buf, sizeof buf);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0)
+            return end(); // gone before asking for anything: nothing to record
+        const ProxyHandshake::Step step = m_handshake.feed(QByteArrayView(buf, n));
+        if (!step.reply.isEmpty())
+            sendToClient(step.reply);
+        if (!step.error.isEmpty()) {
+            record(QStringLiteral("network.denied"), {{QStringLiteral("decision"), QStringLiteral("deny")},
+                                                      {QStringLiteral("rule"), QStringLiteral("protocol")},
+                                                      {QStringLiteral("reason"), step.error}});
+            return end();
+        }
+        if (!step.target)
+            return;
+        m_target = step.target;
+        m_reader->setEnabled(false); // anything more the client sends waits in the socket for the relay
+        m_deadline->stop();
+        decide();
+    }
+
+    void decide()
+    {
+        if (!m_sandbox)
+            return end();
+        m_verdict = m_sandbox->policy().network.evaluate(m_target->host, m_target->port);
+        if (m_verdict.decision == Decision::Deny)
+            return refuse(ProxyFailure::Denied, m_verdict.rule, m_verdict.reason);
+        if (m_verdict.decision == Decision::Allow)
+            return resolve();
+        EgressQuestion q{m_verdict.host, m_target->port, m_target->protocol, m_verdict};
+        QPointer<Session> self(this);
+        m_proxy->m_ask(m_sandbox, q, [self](bool allowed, const QString &why) {
+            if (!self)
+                return;
+            if (!allowed)
+                return self->refuse(ProxyFailure::Denied, QStringLiteral("person"), why);
+            if (!self->m_sandbox)
+                return self->end();
+            // The policy may have moved while the person decided; a deny rule added meanwhile wins.
+            const NetworkVerdict now = self->m_sandbox->policy().network.evaluate(self->m_target->host, self->m_target->port);
+            if (now.decision == Decision::Deny)
+                return self->refuse(ProxyFailure::Denied, now.rule, now.reason);
+            self->m_verdict.decision = Decision::Allow;
+            self->m_verdict.rule = now.decision == Decision::Allow ? now.rule : QStringLiteral("approved");
+            self->m_verdict.reason = why;
+            self->m_approved = true;
+            self->resolve();
+        });
+    }
+
+    void resolve()
+    {
+        if (m_verdict.ipLiteral) {
+            if (auto address = policy::NetworkRules::parseAddress(m_verdict.host))
+                m_addresses = {*address};
+            return connectNext();
+        }
+        const auto pinned = m_proxy->m_options.hosts.constFind(m_verdict.host);
+        if (pinned != m_proxy->m_options.hosts.cend()) {
+            m_addresses = *pinned;
+            m_resolvedBy = QStringLiteral("daemon table");
+            return connectNext();
+        }
+        m_resolvedBy = QStringLiteral("dns");
+        QHostInfo::lookupHost(m_verdict.host, this, [this](const QHostInfo &info) {
+            if (info.error() != QHostInfo::NoError)
+                return refuse(ProxyFailure::Unreachable, m_verdict.rule,
+                              QStringLiteral("cannot resolve %1: %2").arg(m_verdict.host, info.errorString()));
+            // Only addresses the rules still allow once resolved: no rebinding into loopback or the LAN.
+            if (!m_sandbox)
+                return end();
+            NetworkVerdict refused;
+            for (const QHostAddress &a : info.addresses()) {
+                const NetworkVerdict v = m_sandbox->policy().network.checkResolved(m_verdict, a, m_target->port);
+                if (v.decision == Decision::Allow)
+                    m_addresses.append(a);
+                else if (refused.rule.isEmpty())
+                    refused = v;
+            }
+            if (m_addresses.isEmpty())
+                return refuse(ProxyFailure::Denied, refused.rule.isEmpty() ? QStringLiteral("dns") : refused.rule,
+                              refused.reason.isEmpty() ? QStringLiteral("%1 has no address").arg(m_verdict.host) : refused.reason);
+            connectNext();
+        });
+    }
+
+    void connectNext()
+    {
+        if (m_upstream >= 0) {
+            ::close(m_upstream);
+            m_upstream = -1;
+        }
+        delete m_writer;
+        m_writer = nullptr;
+        if (m_addresses.isEmpty())
+            return refuse(m_lastErrno == ETIMEDOUT ? ProxyFailure::TimedOut : m_lastErrno == ECONNREFUSED ? ProxyFailure::Refused : ProxyFailure::Unreachable,
+                          m_verdict.rule,
+                          QStringLiteral("cannot connect to %1:%2: %3").arg(m_verdict.host).arg(m_target->port).arg(m_lastError));
+        m_address = m_addresses.takeFirst();
+        sockaddr_storage sa{};
+        socklen_t len = 0;
+        bool mapped = false;
+        const quint32 v4 = m_address.toIPv4Address(&mapped);
+        if (m_address.protocol() == QAbstractSocket::IPv4Protocol || mapped) {
+            auto *in = reinterpret_cast<sockaddr_in *>(&sa);
+            in->sin_family = AF_INET;
+            in->sin_port = htons(m_target->port);
+            in->sin_addr.s_addr = htonl(v4);
+            len = sizeof *in;
+        } else {
+            auto *in6 = reinterpret_cast<sockaddr_in6 *>(&sa);
+            in6->sin6_family = AF_INET6;
+            in6->sin6_port = htons(m_target->port);
+            const Q_IPV6ADDR b = m_address.toIPv6Address();
+            std::memcpy(&in6->sin6_addr, b.c, 16);
+            len = sizeof *in6;
+        }
+        m_upstream = ::socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (m_upstream < 0) {
+            m_lastErrno = errno;
+            m_lastError = errnoText(errno);
+            return connectNext();
+        }
+        const int one = 1;
+        ::setsockopt(m_upstream, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (::connect(m_upstream, reinterpret_cast<sockaddr *>(&sa), len) == 0)
+            return established();
+        if (errno != EINPROGRESS) {
+            m_lastErrno = errno;
+            m_lastError = errnoText(errno);
+            return connectNext();
+        }
+        m_writer = new QSocketNotifier(m_upstream, QSocketNotifier::Write, this);
+        connect(m_writer, &QSocketNotifier::activated, this, [this] {
+            int err = 0;
+            socklen_t len = sizeof err;
+            ::getsockopt(m_upstream, SOL_SOCKET, SO_ERROR, &err, &len);
+            if (err == 0)
+                return established();
+            m_lastErrno = err;
+            m_lastError = errnoText(err);
+            connectNext();
+        });
+        m_deadline->start(m_proxy->m_options.connectTimeoutMs);
+    }
+
+    void established()
+    {
+        m_deadline->stop();
+        delete m_writer;
+        m_writer = nullptr;
+        if (!m_sandbox)
+            return end();
+        const QString address = m_address.protocol() == QAbstractSocket::IPv6Protocol ? QLatin1Char('[') + m_address.toString() + QLatin1Char(']')
+                                                                                        : m_address.toString();
+        QJsonObject opened = destination();
+        opened.insert(QStringLiteral("address"), address);
+        opened.insert(QStringLiteral("resolvedBy"), m_verdict.ipLiteral ? QStringLiteral("literal") : m_resolvedBy);
+        record(QStringLiteral("network.opened"), opened);
+
+        // From here the relay thread owns both sockets; the closing event comes back to this thread.
+        QPointer<EgressProxy> proxy = m_proxy;
+        QPointer<Sandbox> sandbox = m_sandbox;
+        const QString key = m_sandboxId;
+        const QJsonObject base = opened;
+        const QString run = m_sandbox->currentRun();
+        const qint64 startedMs = QDateTime::currentMSecsSinceEpoch() - m_clock.elapsed();
+        ++m_proxy->m_open[key]; // the relayed connection counts until it closes
+        m_proxy->m_relay->add(std::exchange(m_client, -1), std::exchange(m_upstream, -1), m_target->upstreamFirst.toStdString(),
+                              m_handshake.success().toStdString(), m_proxy->tagOf(key), [proxy, sandbox, key, base, run, startedMs](const Relay::Stats &stats) {
+                                  QMetaObject::invokeMethod(proxy, [proxy, sandbox, key, base, run, startedMs, stats] {
+                                      if (sandbox) {
+                                          QJsonObject closed = base;
+                                          closed.insert(QStringLiteral("bytesUp"), qint64(stats.bytesUp));
+                                          closed.insert(QStringLiteral("bytesDown"), qint64(stats.bytesDown));
+                                          closed.insert(QStringLiteral("durationMs"), QDateTime::currentMSecsSinceEpoch() - startedMs);
+                                          closed.insert(QStringLiteral("error"), QString::fromStdString(stats.error));
+                                          sandbox->record(QStringLiteral("network.closed"), closed, run);
+                                      }
+                                      proxy->sessionEnded(key);
+                                  });
+                              });
+        end();
+    }
+
+    // The destination as decided: host, port, protocol, decision, rule and why.
+    QJsonObject destination() const
+    {
+        QJsonObject o{{QStringLiteral("connection"), qint64(m_id)},
+                      {QStringLiteral("host"), m_verdict.host.isEmpty() ? (m_target ? m_target->host.left(300) : QString()) : m_verdict.host},
+                      {QStringLiteral("port"), m_target ? int(m_target->port) : 0},
+                      {QStringLiteral("protocol"), m_handshake.protocol() ? proxyProtocolName(*m_handshake.protocol()) : QString()},
+                      {QStringLiteral("decision"), m_approved ? QStringLiteral("approved") : policy::decisionName(m_verdict.decision)},
+                      {QStringLiteral("rule"), m_verdict.rule},
+                      {QStringLiteral("reason"), m_verdict.reason}};
+        return o;
+    }
+
+    void refuse(ProxyFailure failure, const QString &rule, const QString &reason)
+    {
+        sendToClient(m_handshake.failure(failure, reason));
+        QJsonObject o = destination();
+        o.insert(QStringLiteral("decision"), failure == ProxyFailure::Denied ? QStringLiteral("deny") : o.value(QStringLiteral("decision")).toString());
+        o.insert(QStringLiteral("rule"), rule);
+        o.insert(QStringLiteral("reason"), reason);
+        if (failure == ProxyFailure::Denied) {
+            record(QStringLiteral("network.denied"), o);
+        } else {
+            o.insert(QStringLiteral("error"), reason);
+            o.insert(QStringLiteral("durationMs"), m_clock.elapsed());
+            o.insert(QStringLiteral("bytesUp"), 0);
+            o.insert(QStringLiteral("bytesDown"), 0);
+            record(QStringLiteral("network.closed"), o);
+        }
+        end();
+    }
+
+    void record(const QString &kind, QJsonObject payload)
+    {
+        if (m_sandbox)
+            m_sandbox->record(kind, std::move(payload), m_sandbox->currentRun());
+    }
+
+    // Best effort: a short reply to a fresh socket fits its buffer.
+    void sendToClient(const QByteArray &bytes)
+    {
+        if (m_client >= 0 && !bytes.isEmpty())
+            (void)!::send(m_client, bytes.constData(), size_t(bytes.size()), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+
+    void end()
+    {
+        m_reader->setEnabled(false);
+        m_deadline->stop();
+        deleteLater();
+    }
+
+    EgressProxy *m_proxy;
+    QPointer<Sandbox> m_sandbox;
+    const QString m_sandboxId;
+    int m_client;
+    int m_upstream = -1;
+    quint64 m_id;
+    QElapsedTimer m_clock;
+    QSocketNotifier *m_reader = nullptr;
+    QSocketNotifier *m_writer = nullptr;
+    QTimer *m_deadline = nullptr;
+    ProxyHandshake m_handshake;
+    std::optional<ProxyTarget> m_target;
+    NetworkVerdict m_verdict;
+    bool m_approved = false;
+    QList<QHostAddress> m_addresses;
+    QHostAddress m_address;
+    QString m_resolvedBy;
+    int m_lastErrno = 0;
+    QString m_lastError = QStringLiteral("no address");
+};
+
+EgressProxy::EgressProxy(Options options, Ask ask, QObject *parent)
+    : QObject(parent), m_options(std::move(options)), m_ask(std::move(ask)), m_relay(std::make_unique<Relay>())
+{
+}
+
+EgressProxy::~EgressProxy()
+{
+    // Sessions first: they report to this object's members as they go. Then the relay, whose
+    // pending reports find no proxy.
+    qDeleteAll(findChildren<Session *>(Qt::FindDirectChildrenOnly));
+    m_relay.reset();
+}
+
+quint64 EgressProxy::tagOf(const QString &sandboxId)
+{
+    auto it = m_tags.find(sandboxId);
+    if (it == m_tags.end())
+        it = m_tags.insert(sandboxId, m_nextTag++);
+    return *it;
+}
+
+void EgressProxy::handle(Sandbox *sandbox, int fd)
+{
+    int &open = m_open[sandbox->id()];
+    if (open >= m_options.maxConnectionsPerSandbox) {
+        ::close(fd);
+        sandbox->record(QStringLiteral("network.denied"),
+                        {{QStringLiteral("decision"), QStringLiteral("deny")},
+                         {QStringLiteral("rule"), QStringLiteral("limit")},
+                         {QStringLiteral("reason"), QStringLiteral("the sandbox already has %1 open connections").arg(open)}},
+                        sandbox->currentRun());
+        return;
+    }
+    ++open;
+    const int flags = ::fcntl(fd, F_GETFL);
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    new Session(this, sandbox, fd, m_nextConnection++);
+}
+
+void EgressProxy::dropSandbox(Sandbox *sandbox)
+{
+    for (Session *s : findChildren<Session *>(Qt::FindDirectChildrenOnly))
+        if (s->sandboxId() == sandbox->id())
+            delete s;
+    if (const auto tag = m_tags.constFind(sandbox->id()); tag != m_tags.cend())
+        m_relay->cancel(*tag);
+    m_tags.remove(sandbox->id());
+    m_open.remove(sandbox->id()); // late reports of its relayed connections count for nothing
+}
+
+void EgressProxy::sessionEnded(const QString &sandboxId)
+{
+    const auto it = m_open.find(sandboxId);
+    if (it != m_open.end() && --*it <= 0)
+        m_open.erase(it);
+}
+
+int EgressProxy::openConnections() const
+{
+    int n = 0;
+    for (int v : m_open)
+        n += v;
+    return n;
+}
+
+} // namespace airlock::net

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "net/ProxyHandshake.h"
+#include "policy/NetworkRules.h"
+
+#include <QHash>
+#include <QHostAddress>
+#include <QObject>
+#include <QPointer>
+
+#include <functional>
+#include <memory>
+
+namespace airlock {
+class Sandbox;
+}
+
+namespace airlock::net {
+
+class Relay;
+
+// A destination a sandbox's process asked for that no rule decides: a person is asked.
+struct EgressQuestion {
+    QString host; // normalised
+    quint16 port = 0;
+    ProxyProtocol protocol = ProxyProtocol::HttpConnect;
+    policy::NetworkVerdict verdict; // decision Ask, with the rule and reason
+};
+
+// The daemon's egress proxy: the only way out of an `allowlist` sandbox. The guest hands over each
+// connection made to 127.0.0.1:<port> inside the sandbox (see Sandbox::egressConnection); the proxy
+// reads HTTP CONNECT, absolute-form HTTP or SOCKS5, decides on the destination by the sandbox's
+// *current* network rules (a policy change applies to the next connection), asks a person when the
+// rules say ask, resolves the name only once allowed, re-checks every address it would connect to
+// (no rebinding into loopback or the LAN), connects, and hands both sockets to a relay thread.
+// Every connection is an event of its sandbox: network.denied, or network.opened then
+// network.closed (bytes each way, duration, error).
+class EgressProxy final : public QObject {
+    Q_OBJECT
+public:
+    struct Options {
+        // Names answered by the daemon's own table instead of DNS (airlockd --resolve). The operator
+        // vouches for these answers, so they are not re-checked against the refused ranges: this is
+        // how tests reach servers on loopback, and how a site pins an internal host.
+        QHash<QString, QList<QHostAddress>> hosts;
+        int handshakeTimeoutMs = 30000;
+        int connectTimeoutMs = 15000;
+        int maxConnectionsPerSandbox = 256;
+    };
+    using Answer = std::function<void(bool allowed, const QString &why)>;
+    using Ask = std::function<void(Sandbox *, const EgressQuestion &, Answer)>;
+
+    explicit EgressProxy(Options options, Ask ask, QObject *parent = nullptr);
+    ~EgressProxy() override;
+
+    // Takes ownership of a connected stream socket from a sandbox.
+    void handle(Sandbox *sandbox, int fd);
+    // Ends every connection of a sandbox that is going away, pending and relayed.
+    void dropSandbox(Sandbox *sandbox);
+    int openConnections() const;
+
+private:
+    class Session;
+    friend class Session;
+    void sessionEnded(const QString &sandboxId);
+    quint64 tagOf(const QString &sandboxId); // groups a sandbox's relayed connections
+
+    Options m_options;
+    Ask m_ask;
+    std::unique_ptr<Relay> m_relay;
+    QHash<QString, int> m_open;      // sandbox id -> connections, in hand-shake or relayed
+    QHash<QString, quint64> m_tags;  // sandbox id -> relay tag
+    quint64 m_nextConnection = 1, m_nextTag = 1;
+};
+
+} // namespace airlock::net

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "net/Relay.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace airlock::net {
+
+namespace {
+constexpr int kPipeSize = 1024 * 1024;
+constexpr uint64_t kWakeKey = 0;
+
+std::string errnoText(const char *what)
+{
+    return std::string(what) + ": " + std::strerror(errno);
+}
+} // namespace
+
+struct Relay::Direction {
+    int from = -1, to = -1;
+    int pipeRead = -1, pipeWrite = -1;
+    size_t pipeCapacity = 65536;
+    size_t inPipe = 0;
+    std::string pending;
+    size_t pendingOff = 0;
+    bool eof = false;  // `from` has nothing more to send
+    bool done = false; // and everything reached `to`, which was told so (SHUT_WR)
+    uint64_t bytes = 0;
+
+    bool wantsRead() const { return !eof && pendingOff == pending.size() && inPipe < pipeCapacity; }
+    bool wantsWrite() const { return inPipe > 0 || pendingOff < pending.size(); }
+};
+
+struct Relay::Pair {
+    uint64_t id = 0, tag = 0;
+    int fds[2] = {-1, -1}; // client, destination
+    Direction dir[2];      // 0: client -> destination, 1: destination -> client
+    uint32_t interest[2] = {0, 0};
+    Done done;
+};
+
+Relay::Relay()
+{
+    m_epoll = ::epoll_create1(EPOLL_CLOEXEC);
+    m_wakeFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeKey;
+    ::epoll_ctl(m_epoll, EPOLL_CTL_ADD, m_wakeFd, &ev);
+    m_thread = std::thread([this] { run(); });
+}
+
+Relay::~Relay()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_stopping = true;
+    }
+    wake();
+    m_thread.join();
+    for (auto &[id, pair] : m_pairs) {
+        for (int fd : pair->fds)
+            ::close(fd);
+        for (const Direction &d : pair->dir) {
+            ::close(d.pipeRead);
+            ::close(d.pipeWrite);
+        }
+    }
+    ::close(m_wakeFd);
+    ::close(m_epoll);
+}
+
+void Relay::wake()
+{
+    const uint64_t one = 1;
+    (void)!::write(m_wakeFd, &one, sizeof one);
+}
+
+void Relay::add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done)
+{
+    auto pair = std::make_shared<Pair>();
+    pair->tag = tag;
+    pair->fds[0] = client;
+    pair->fds[1] = destination;
+    pair->done = std::move(done);
+    pair->dir[0].pending = std::move(upstreamFirst);
+    pair->dir[1].pending = std::move(clientFirst);
+    {
+        std::lock_guard lock(m_mutex);
+        m_commands.push_back({false, tag, std::move(pair)});
+    }
+    wake();
+}
+
+void Relay::cancel(uint64_t tag)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_commands.push_back({true, tag, nullptr});
+    }
+    wake();
+}
+
+int Relay::activePairs() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_active;
+}
+
+void Relay::run()
+{
+    epoll_event events[64];
+    for (;;) {
+        const int n = ::epoll_wait(m_epoll, events, 64, -1);
+        if (n < 0 && errno != EINTR)
+            return;
+        for (int i = 0; i < n; ++i) {
+            const uint64_t key = events[i].data.u64;
+            if (key == kWakeKey) {
+                uint64_t count = 0;
+                (void)!::read(m_wakeFd, &count, sizeof count);
+                {
+                    std::lock_guard lock(m_mutex);
+                    if (m_stopping)
+                        return;
+                }
+                drainCommands();
+                continue;
+            }
+            const auto it = m_pairs.find(key >> 1);
+            if (it == m_pairs.end())
+                continue; // finished earlier in this batch
+            const std::shared_ptr<Pair> pair = it->second;
+            const int side = int(key & 1);
+            if (events[i].events & EPOLLERR) {
+                int err = 0;
+                socklen_t len = sizeof err;
+                ::getsockopt(pair->fds[side], SOL_SOCKET, SO_ERROR, &err, &len);
+                errno = err;
+                finish(pair->id, errnoText(side == 0 ? "client" : "destination"));
+                continue;
+            }
+            pump(*pair);
+            if (!m_pairs.count(pair->id))
+                continue;
+            // Both ways shut on this socket: nothing more can come from it or reach it.
+            if ((events[i].events & EPOLLHUP) && pair->dir[side].eof) {
+                finish(pair->id, {});
+                continue;
+            }
+            updateInterest(*pair);
+        }
+    }
+}
+
+void Relay::drainCommands()
+{
+    std::vector<Command> commands;
+    {
+        std::lock_guard lock(m_mutex);
+        commands.swap(m_commands);
+    }
+    for (Command &c : commands) {
+        if (c.cancel) {
+            std::vector<uint64_t> ids;
+            for (const auto &[id, pair] : m_pairs)
+                if (pair->tag == c.tag)
+                    ids.push_back(id);
+            for (uint64_t id : ids)
+                finish(id, "cancelled");
+            continue;
+        }
+        Pair &p = *c.pair;
+        p.id = m_nextId++;
+        bool ok = true;
+        for (int fd : p.fds)
+            ok = ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 && ok;
+        for (int d = 0; d < 2; ++d) {
+            Direction &dir = p.dir[d];
+            dir.from = p.fds[d];
+            dir.to = p.fds[1 - d];
+            int fds[2];
+            if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+                ok = false;
+                continue;
+            }
+            dir.pipeRead = fds[0];
+            dir.pipeWrite = fds[1];
+            ::fcntl(dir.pipeWrite, F_SETPIPE_SZ, kPipeSize); // best effort: the kernel may cap it
+            const int size = ::fcntl(dir.pipeWrite, F_GETPIPE_SZ);
+            dir.pipeCapacity = size > 0 ? size_t(size) : 65536;
+        }
+        m_pairs.emplace(p.id, c.pair);
+        {
+            std::lock_guard lock(m_mutex);
+            ++m_active;
+        }
+        if (!ok) {
+            finish(p.id, errnoText("relay set-up"));
+            continue;
+        }
+        for (int side = 0; side < 2; ++side) {
+            epoll_event ev{};
+            ev.events = 0;
+            ev.data.u64 = p.id << 1 | uint64_t(side);
+            ::epoll_ctl(m_epoll, EPOLL_CTL_ADD, p.fds[side], &ev);
+        }
+        pump(p);
+        if (m_pairs.count(p.id))
+            updateInterest(p);
+    }
+}
+
+void Relay::pump(Pair &pair)
+{
+    for (int d = 0; d < 2; ++d) {
+        Direction &dir = pair.dir[d];
+        for (bool progress = true; progress && !dir.done;) {
+            progress = false;
+            if (dir.pendingOff < dir.pending.size()) {
+                const ssize_t n = ::send(dir.to, dir.pending.data() + dir.pendingOff, dir.pending.size() - dir.pendingOff,
+                                         MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n > 0) {
+                    dir.pendingOff += size_t(n);
+                    if (d == 0) // the client's request (head and early data); not our own reply
+                        dir.bytes += uint64_t(n);
+                    progress = true;
+                } else if (errno != EAGAIN && errno != EINTR) {
+                    return finish(pair.id, errnoText(d == 0 ? "write to destination" : "write to client"));
+                }
+                if (dir.pendingOff < dir.pending.size())
+                    break;
+                dir.pending.clear();
+                dir.pendingOff = 0;
+            }
+            if (dir.inPipe > 0) {
+                const ssize_t n = ::splice(dir.pipeRead, nullptr, dir.to, nullptr, dir.inPipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                if (n > 0) {
+                    dir.inPipe -= size_t(n);
+                    dir.bytes += uint64_t(n);
+                    progress = true;
+                } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    return finish(pair.id, errnoText(d == 0 ? "write to destination" : "write to client"));
+                }
+            }
+            if (!dir.eof && dir.inPipe < dir.pipeCapacity) {
+                const ssize_t n = ::splice(dir.from, nullptr, dir.pipeWrite, nullptr, dir.pipeCapacity - dir.inPipe,
+                                           SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                if (n > 0) {
+                    dir.inPipe += size_t(n);
+                    progress = true;
+                } else if (n == 0) {
+                    dir.eof = true;
+                    progress = true;
+                } else if (errno != EAGAIN && errno != EINTR) {
+                    return finish(pair.id, errnoText(d == 0 ? "read from client" : "read from destination"));
+                }
+            }
+            if (dir.eof && !dir.wantsWrite()) {
+                ::shutdown(dir.to, SHUT_WR);
+                dir.done = true;
+            }
+        }
+    }
+    if (pair.dir[0].done && pair.dir[1].done)
+        finish(pair.id, {});
+}
+
+void Relay::updateInterest(Pair &pair)
+{
+    for (int side = 0; side < 2; ++side) {
+        // This socket is read by the direction that starts here and written by the other one.
+        const Direction &out = pair.dir[side];
+        const Direction &in = pair.dir[1 - side];
+        const uint32_t want = (out.wantsRead() ? uint32_t(EPOLLIN) : 0u) | (in.wantsWrite() ? uint32_t(EPOLLOUT) : 0u);
+        if (want == pair.interest[side])
+            continue;
+        epoll_event ev{};
+        ev.events = want;
+        ev.data.u64 = pair.id << 1 | uint64_t(side);
+        ::epoll_ctl(m_epoll, EPOLL_CTL_MOD, pair.fds[side], &ev);
+        pair.interest[side] = want;
+    }
+}
+
+void Relay::finish(uint64_t id, const std::string &error)
+{
+    const auto it = m_pairs.find(id);
+    if (it == m_pairs.end())
+        return;
+    const std::shared_ptr<Pair> pair = it->second;
+    m_pairs.erase(it);
+    for (int fd : pair->fds) {
+        ::epoll_ctl(m_epoll, EPOLL_CTL_DEL, fd, nullptr);
+        ::close(fd);
+    }
+    for (const Direction &d : pair->dir) {
+        if (d.pipeRead >= 0)
+            ::close(d.pipeRead);
+        if (d.pipeWrite >= 0)
+            ::close(d.pipeWrite);
+    }
+    {
+        std::lock_guard lock(m_mutex);
+        --m_active;
+    }
+    if (pair->done)
+        pair->done({pair->dir[0].bytes, pair->dir[1].bytes, error});
+}
+
+} // namespace airlock::net

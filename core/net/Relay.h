@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace airlock::net {
+
+// Copies bytes both ways between pairs of connected sockets on one thread of its own, through
+// pipes with splice(2), so the payload never passes through user space and the daemon's event
+// loop never sees it. Half-closes are passed on; a pair ends when both directions have ended or
+// either side fails.
+class Relay {
+public:
+    struct Stats {
+        uint64_t bytesUp = 0;   // client -> destination
+        uint64_t bytesDown = 0; // destination -> client
+        std::string error;      // empty: both sides closed cleanly
+    };
+    using Done = std::function<void(const Stats &)>; // called on the relay thread
+
+    Relay();
+    ~Relay(); // ends every pair (their Done is not called) and joins the thread
+    Relay(const Relay &) = delete;
+    Relay &operator=(const Relay &) = delete;
+
+    // Takes ownership of both sockets (made non-blocking here). `upstreamFirst` is written to the
+    // destination before anything the client sends, `clientFirst` to the client before anything
+    // the destination sends. `tag` groups pairs for cancel().
+    void add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done);
+    // Ends every pair with this tag (their Done reports "cancelled").
+    void cancel(uint64_t tag);
+    int activePairs() const;
+
+private:
+    struct Direction;
+    struct Pair;
+    void run();
+    void wake();
+    void drainCommands();
+    void pump(Pair &pair);
+    void finish(uint64_t id, const std::string &error);
+    void updateInterest(Pair &pair);
+
+    int m_epoll = -1;
+    int m_wakeFd = -1;
+    mutable std::mutex m_mutex;
+    struct Command {
+        bool cancel = false;
+        uint64_t tag = 0;
+        std::shared_ptr<Pair> pair;
+    };
+    std::vector<Command> m_commands;
+    bool m_stopping = false;
+    int m_active = 0;
+    std::unordered_map<uint64_t, std::shared_ptr<Pair>> m_pairs;
+    uint64_t m_nextId = 1;
+    std::thread m_thread;
+};
+
+} // namespace airlock::net
