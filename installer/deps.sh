@@ -7,6 +7,7 @@ packages=(
   qt6-base-dev qt6-base-dev-tools qt6-websockets-dev libqt6sql6-sqlite
   libspdlog-dev libsqlite3-dev libseccomp-dev bubblewrap
   xvfb xauth libgl1-mesa-dev
+  curl openssl
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -65,6 +65,9 @@ public:
             ctx.out << created->value(QStringLiteral("name")).toString() << Qt::endl;
         if (!ctx.json && created->value(QStringLiteral("hostNetwork")).toBool())
             ctx.err << "airlockctl: warning: this sandbox shares the host network (--network full)" << Qt::endl;
+        else if (!ctx.json && created->value(QStringLiteral("network")).toString() == QLatin1String("allowlist"))
+            ctx.err << "airlockctl: network only through the egress proxy, to what its policy allows (airlockctl policy show "
+                    << created->value(QStringLiteral("name")).toString() << " --effective)" << Qt::endl;
         return ExitOk;
     }
 

@@ -5,13 +5,14 @@
 #include "policy/Policy.h"
 
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 
 namespace airlock::cli {
 
 QList<QCommandLineOption> SpecOptions::list() const
 {
-    return {m_name, m_preset, m_policy, m_network, m_mount, m_memory, m_pids, m_cpu, m_wall, m_files, m_fsize, m_output};
+    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_pids, m_cpu, m_wall, m_files, m_fsize, m_output};
 }
 
 Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
@@ -33,8 +34,25 @@ Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
     if (!spec)
         return spec.error();
     QJsonObject specJson = spec->toJson();
-    if (!parser.isSet(m_network))
+    if (parser.isSet(m_allow)) {
+        if (parser.isSet(m_network) && spec->network != NetworkMode::Allowlist)
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--allow goes with --network allowlist (or no --network)"));
+        QJsonObject policy = params.value(QStringLiteral("policy")).toObject();
+        QJsonObject network = policy.value(QStringLiteral("network")).toObject();
+        QJsonArray allow = network.value(QStringLiteral("allow")).toArray();
+        for (const QString &host : parser.values(m_allow)) {
+            auto normal = policy::normaliseHostPattern(host);
+            if (!normal)
+                return makeError(ErrorCode::InvalidArgument, QStringLiteral("--allow: %1").arg(normal.error().message));
+            allow.append(*normal);
+        }
+        network.insert(QStringLiteral("allow"), allow);
+        policy.insert(QStringLiteral("network"), network);
+        params.insert(QStringLiteral("policy"), policy);
+        specJson.insert(QStringLiteral("network"), QStringLiteral("allowlist"));
+    } else if (!parser.isSet(m_network)) {
         specJson.remove(QStringLiteral("network")); // the policy decides
+    }
     params.insert(QStringLiteral("spec"), specJson);
     return params;
 }
@@ -68,9 +86,11 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
         const QString mode = parser.value(m_network);
         if (mode == QLatin1String("full"))
             spec.network = NetworkMode::Full;
+        else if (mode == QLatin1String("allowlist"))
+            spec.network = NetworkMode::Allowlist;
         else if (mode != QLatin1String("none"))
             return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("invalid --network '%1': expected none or full").arg(mode));
+                             QStringLiteral("invalid --network '%1': expected none, allowlist or full").arg(mode));
     }
     for (const QString &m : parser.values(m_mount)) {
         auto mount = parseMountArg(m);

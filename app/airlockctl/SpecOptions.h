@@ -25,8 +25,13 @@ private:
                                 QStringLiteral("file")};
     QCommandLineOption m_name{QStringLiteral("name"), QStringLiteral("Sandbox name (a-z 0-9 _ . -)."), QStringLiteral("name")};
     QCommandLineOption m_network{QStringLiteral("network"),
-                                 QStringLiteral("none (default: only loopback) or full (the host network, flagged everywhere)."),
+                                 QStringLiteral("none (default: only loopback), allowlist (only through the egress proxy, to what "
+                                                "--allow and the policy name) or full (the host network, flagged everywhere)."),
                                  QStringLiteral("mode")};
+    QCommandLineOption m_allow{QStringLiteral("allow"),
+                               QStringLiteral("Let the sandbox reach HOST (example.com, *.example.com, with an optional :PORT) through "
+                                              "the egress proxy; implies --network allowlist. Repeatable."),
+                               QStringLiteral("host")};
     QCommandLineOption m_mount{QStringLiteral("mount"), QStringLiteral("Bind HOST into the sandbox at PATH (read-only unless :rw)."),
                                QStringLiteral("HOST:PATH[:ro|rw]")};
     QCommandLineOption m_memory{QStringLiteral("memory"), QStringLiteral("Memory limit, e.g. 512M (needs a cgroup)."), QStringLiteral("size")};

@@ -243,6 +243,15 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
 
 ProxyHandshake::Step ProxyHandshake::parseSocks()
 {
+    // The method choice goes out first, whatever follows it in the same read.
+    QByteArray chosen;
+    Step step = parseSocksRequest(chosen);
+    step.reply.prepend(chosen);
+    return step;
+}
+
+ProxyHandshake::Step ProxyHandshake::parseSocksRequest(QByteArray &chosen)
+{
     Step step;
     if (!m_socksMethodChosen) {
         if (m_buf.size() < 2)
@@ -256,7 +265,7 @@ ProxyHandshake::Step ProxyHandshake::parseSocks()
             return s;
         }
         m_socksMethodChosen = true;
-        step.reply = QByteArray("\x05\x00", 2);
+        chosen = QByteArray("\x05\x00", 2);
         m_buf.remove(0, 2 + methods);
     }
     if (m_buf.size() < 4)

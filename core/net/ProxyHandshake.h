@@ -48,6 +48,7 @@ private:
     Step fail(const QString &error);
     Step parseHttp();
     Step parseSocks();
+    Step parseSocksRequest(QByteArray &chosen);
 
     QByteArray m_buf;
     std::optional<ProxyProtocol> m_protocol;

@@ -429,7 +429,7 @@ private Q_SLOTS:
                "choose another path\n";
         QTest::newRow("an unknown network mode is refused")
             << QStringList{QStringLiteral("create"), QStringLiteral("--network"), QStringLiteral("sideways")} << 2
-            << "airlockctl: invalid --network 'sideways': expected none or full\n";
+            << "airlockctl: invalid --network 'sideways': expected none, allowlist or full\n";
         QTest::newRow("an invalid variable name is refused")
             << QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--env"), QStringLiteral("1X=2"), QStringLiteral("--"),
                            QStringLiteral("true")}

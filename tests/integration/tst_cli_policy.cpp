@@ -37,13 +37,17 @@ private Q_SLOTS:
         QCOMPARE(sandboxInfo(*m_daemon, q("po")).value(QStringLiteral("preset")).toString(), QStringLiteral("open"));
         QCOMPARE(ctl(args("create", "--name", "pn", "--preset", "open", "--network", "none")).exitCode, 0);
         QCOMPARE(sandboxInfo(*m_daemon, q("pn")).value(QStringLiteral("network")).toString(), QStringLiteral("none"));
-        // allowlist needs the egress proxy: refused, nothing created.
-        const int before = sandboxCount();
+        // package-install: an empty network namespace and the egress proxy (tst_egress has the rest).
         const CliResult allowlist = ctl(args("create", "--name", "pi", "--preset", "package-install"));
-        QCOMPARE(allowlist.exitCode, 5);
-        QVERIFY2(allowlist.err.contains("\"allowlist\" needs Airlock's egress proxy"), qPrintable(allowlist.describe()));
-        QCOMPARE(sandboxCount(), before);
+        QVERIFY2(allowlist.exitCode == 0 && allowlist.err.contains("network only through the egress proxy"), qPrintable(allowlist.describe()));
+        QCOMPARE(sandboxInfo(*m_daemon, q("pi")).value(QStringLiteral("network")).toString(), QStringLiteral("allowlist"));
+        const CliResult pypi = ctl(args("policy", "check", "pi", "--url", "https://files.pythonhosted.org/packages/x.whl"));
+        QVERIFY2(pypi.exitCode == 0 && pypi.out.contains("allow"), qPrintable(pypi.describe()));
+        QCOMPARE(ctl(args("policy", "check", "pi", "--url", "https://example.com/")).out, QByteArray("deny: no rule names example.com:443\n"));
+        ctl(args("rm", "pi"));
+        const int before = sandboxCount();
         QCOMPARE(ctl(args("create", "--preset", "nope")).exitCode, 2);
+        QCOMPARE(sandboxCount(), before);
         ctl(args("rm", "po"));
         ctl(args("rm", "pn"));
     }

@@ -395,7 +395,7 @@ private Q_SLOTS:
             << "unknown method 'no.such.method'";
         QTest::newRow("sandbox.create with network sideways is -32602 at /network")
             << request(5, QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("sideways")}}}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "/network: expected \"none\" or \"full\"";
+            << QJsonValue(5) << -32602 << "invalid_argument" << "/network: expected \"none\", \"allowlist\" or \"full\"";
         QTest::newRow("sandbox.create with an unknown spec key is -32602")
             << request(5, QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("privileged"), true}}}})
             << QJsonValue(5) << -32602 << "invalid_argument" << "/privileged:";
