@@ -32,7 +32,6 @@ struct Relay::Direction {
     bool done = false; // and everything reached `to`, which was told so (SHUT_WR)
     uint64_t bytes = 0;
 
-    bool wantsRead() const { return !eof && pendingOff == pending.size() && inPipe < pipeCapacity; }
     bool wantsWrite() const { return inPipe > 0 || pendingOff < pending.size(); }
 };
 
@@ -40,7 +39,6 @@ struct Relay::Pair {
     uint64_t id = 0, tag = 0;
     int fds[2] = {-1, -1}; // client, destination
     Direction dir[2];      // 0: client -> destination, 1: destination -> client
-    uint32_t interest[2] = {0, 0};
     Done done;
 };
 
@@ -146,14 +144,9 @@ void Relay::run()
                 continue;
             }
             pump(*pair);
-            if (!m_pairs.count(pair->id))
-                continue;
             // Both ways shut on this socket: nothing more can come from it or reach it.
-            if ((events[i].events & EPOLLHUP) && pair->dir[side].eof) {
+            if ((events[i].events & EPOLLHUP) && pair->dir[side].eof)
                 finish(pair->id, {});
-                continue;
-            }
-            updateInterest(*pair);
         }
     }
 }
@@ -204,15 +197,15 @@ void Relay::drainCommands()
             finish(p.id, errnoText("relay set-up"));
             continue;
         }
+        // Edge-triggered, both ways, once: any readiness on either socket pumps both directions
+        // until they block, so no edge is ever lost and interest never has to change.
         for (int side = 0; side < 2; ++side) {
             epoll_event ev{};
-            ev.events = 0;
+            ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
             ev.data.u64 = p.id << 1 | uint64_t(side);
             ::epoll_ctl(m_epoll, EPOLL_CTL_ADD, p.fds[side], &ev);
         }
         pump(p);
-        if (m_pairs.count(p.id))
-            updateInterest(p);
     }
 }
 
@@ -269,23 +262,6 @@ void Relay::pump(Pair &pair)
     }
     if (pair.dir[0].done && pair.dir[1].done)
         finish(pair.id, {});
-}
-
-void Relay::updateInterest(Pair &pair)
-{
-    for (int side = 0; side < 2; ++side) {
-        // This socket is read by the direction that starts here and written by the other one.
-        const Direction &out = pair.dir[side];
-        const Direction &in = pair.dir[1 - side];
-        const uint32_t want = (out.wantsRead() ? uint32_t(EPOLLIN) : 0u) | (in.wantsWrite() ? uint32_t(EPOLLOUT) : 0u);
-        if (want == pair.interest[side])
-            continue;
-        epoll_event ev{};
-        ev.events = want;
-        ev.data.u64 = pair.id << 1 | uint64_t(side);
-        ::epoll_ctl(m_epoll, EPOLL_CTL_MOD, pair.fds[side], &ev);
-        pair.interest[side] = want;
-    }
 }
 
 void Relay::finish(uint64_t id, const std::string &error)

@@ -46,7 +46,6 @@ private:
     void drainCommands();
     void pump(Pair &pair);
     void finish(uint64_t id, const std::string &error);
-    void updateInterest(Pair &pair);
 
     int m_epoll = -1;
     int m_wakeFd = -1;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // airlock-bench: Airlock's performance budget, each figure beside a baseline measured in the same
 // run on the same machine. Medians over several rounds; these machines are noisy.
+#include "LoopbackServer.h"
 #include "TestDaemon.h"
 
 #include <QCoreApplication>
@@ -108,6 +109,80 @@ public:
 private:
     QSet<uint32_t> m_done;
 };
+
+// Runs the probe's http-fetch; returns {median microseconds per fetch, MB/s}.
+std::pair<double, double> fetch(const QStringList &command)
+{
+    QProcess p;
+    p.start(command.first(), command.mid(1));
+    p.waitForFinished(600000);
+    const QList<QByteArray> words = p.readAllStandardOutput().trimmed().split(' ');
+    if (words.value(0) != "ok") {
+        std::fprintf(stderr, "airlock-bench: %s failed: %s\n", qPrintable(command.join(QLatin1Char(' '))), words.join(' ').constData());
+        return {0, 0};
+    }
+    return {words.value(1).toDouble(), words.value(2).toDouble()};
+}
+
+// The egress proxy: a client in an allowlist sandbox fetching through CONNECT from a server on the
+// host's loopback, against the same client on the host fetching directly, in the same rounds.
+void benchProxy(QList<Row> &rows, int rounds, bool quick)
+{
+    LoopbackServer server("bench");
+    TestDaemon daemon({QStringLiteral("--resolve"), QStringLiteral("bench.test=127.0.0.1")});
+    if (!daemon.start()) {
+        std::fprintf(stderr, "airlock-bench: cannot start airlockd\n");
+        return;
+    }
+    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("proxy"), QStringLiteral("--allow"), QStringLiteral("bench.test"),
+                                      QStringLiteral("--mount"), probeMount(), QStringLiteral("--output-limit"), QStringLiteral("4G")});
+    const QString port = QString::number(server.port());
+    const QString big = QStringLiteral("/bytes/%1").arg(quick ? 256ll << 20 : 1ll << 30);
+    const auto inside = [&](const QString &path, int count) {
+        return fetch(QStringList{binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("--socket"),
+                                 daemon.socketPath(), QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"),
+                                 QStringLiteral("/opt/probe/airlock-probe"), QStringLiteral("http-fetch"), QStringLiteral("connect"),
+                                 QStringLiteral("bench.test"), port, path, QString::number(count)});
+    };
+    const auto direct = [&](const QString &path, int count) {
+        return fetch(QStringList{probePath(), QStringLiteral("http-fetch"), QStringLiteral("direct"), QStringLiteral("bench.test"), port, path,
+                                 QString::number(count)});
+    };
+    QList<double> proxiedUs, directUs, proxiedMBps, directMBps;
+    inside(QStringLiteral("/small"), 20); // warm-up
+    for (int r = 0; r < rounds; ++r) {
+        proxiedUs.append(inside(QStringLiteral("/small"), 200).first);
+        directUs.append(direct(QStringLiteral("/small"), 200).first);
+        proxiedMBps.append(inside(big, 1).second);
+        directMBps.append(direct(big, 1).second);
+    }
+    rows.append({QStringLiteral("proxy: connect + small GET, p50"), median(proxiedUs) / 1000, QStringLiteral("ms"),
+                 QStringLiteral("direct"), median(directUs) / 1000, QStringLiteral("<= +1 ms")});
+    rows.append({QStringLiteral("proxy: CONNECT throughput"), median(proxiedMBps), QStringLiteral("MB/s"), QStringLiteral("direct"),
+                 median(directMBps), QStringLiteral(">= 0.5x")});
+    daemon.stop();
+}
+
+void printRows(QTextStream &out, const QList<Row> &rows, int rounds)
+{
+    out << "\nAirlock benchmarks (" << rounds << " rounds, medians; " << QSysInfo::prettyProductName() << ", "
+        << QThread::idealThreadCount() << " cores)\n\n";
+    out << QStringLiteral("%1 %2 %3 %4 %5\n")
+               .arg(QStringLiteral("measurement"), -38)
+               .arg(QStringLiteral("airlock"), 14)
+               .arg(QStringLiteral("baseline"), 28)
+               .arg(QStringLiteral("ratio"), 8)
+               .arg(QStringLiteral("target"), 10);
+    for (const Row &r : rows) {
+        const QString value = QStringLiteral("%1 %2").arg(r.value, 0, 'f', r.value < 10 ? 2 : 0).arg(r.unit);
+        const QString base = r.baselineWhat.isEmpty() ? QStringLiteral("-")
+                                                      : QStringLiteral("%1 %2 (%3)").arg(r.baseline, 0, 'f', r.baseline < 10 ? 2 : 0).arg(r.unit, r.baselineWhat);
+        const QString ratio = r.baselineWhat.isEmpty() || r.baseline == 0 ? QStringLiteral("-")
+                                                                          : QStringLiteral("%1x").arg(r.value / r.baseline, 0, 'f', 2);
+        out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(r.what, -38).arg(value, 14).arg(base, 28).arg(ratio, 8).arg(r.target, 10);
+    }
+    out.flush();
+}
 } // namespace
 
 int main(int argc, char *argv[])
@@ -116,6 +191,12 @@ int main(int argc, char *argv[])
     const bool quick = app.arguments().contains(QStringLiteral("--quick"));
     const int rounds = quick ? 3 : 5;
     QTextStream out(stdout);
+    if (app.arguments().contains(QStringLiteral("--proxy"))) {
+        QList<Row> rows;
+        benchProxy(rows, rounds, quick);
+        printRows(out, rows, rounds);
+        return 0;
+    }
     const QString bwrap = QStandardPaths::findExecutable(QStringLiteral("bwrap"));
     const QStringList bwrapBaseline = {bwrap, QStringLiteral("--unshare-all"), QStringLiteral("--ro-bind"), QStringLiteral("/"),
                                        QStringLiteral("/"), QStringLiteral("--dev"), QStringLiteral("/dev"),
@@ -272,23 +353,10 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "  %d creations failed\n", failed);
     Q_UNUSED(procs)
 
-    out << "\nAirlock benchmarks (" << rounds << " rounds, medians; " << QSysInfo::prettyProductName() << ", "
-        << QThread::idealThreadCount() << " cores)\n\n";
-    out << QStringLiteral("%1 %2 %3 %4 %5\n")
-               .arg(QStringLiteral("measurement"), -38)
-               .arg(QStringLiteral("airlock"), 14)
-               .arg(QStringLiteral("baseline"), 28)
-               .arg(QStringLiteral("ratio"), 8)
-               .arg(QStringLiteral("target"), 10);
-    for (const Row &r : rows) {
-        const QString value = QStringLiteral("%1 %2").arg(r.value, 0, 'f', r.value < 10 ? 2 : 0).arg(r.unit);
-        const QString base = r.baselineWhat.isEmpty() ? QStringLiteral("-")
-                                                      : QStringLiteral("%1 %2 (%3)").arg(r.baseline, 0, 'f', r.baseline < 10 ? 2 : 0).arg(r.unit, r.baselineWhat);
-        const QString ratio = r.baselineWhat.isEmpty() || r.baseline == 0 ? QStringLiteral("-")
-                                                                          : QStringLiteral("%1x").arg(r.value / r.baseline, 0, 'f', 2);
-        out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(r.what, -38).arg(value, 14).arg(base, 28).arg(ratio, 8).arg(r.target, 10);
-    }
-    out.flush();
     daemon.stop();
+    // 6. the egress proxy (its own daemon, with a resolve table).
+    progress("egress proxy");
+    benchProxy(rows, rounds, quick);
+    printRows(out, rows, rounds);
     return 0;
 }

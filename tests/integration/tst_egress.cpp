@@ -143,6 +143,20 @@ private Q_SLOTS:
                  QByteArray("web GET /all\n"));
     }
 
+    void bulkDataCrossesTheRelayIntact()
+    {
+        // 50 MB through a CONNECT tunnel, counted on arrival and in the connection's event.
+        const CliResult r = sh(QStringLiteral("curl -sS -m 60 -p %1 | wc -c").arg(url("allowed.test", "/bytes/50000000")), 90000);
+        QCOMPARE(r.out, QByteArray("50000000\n"));
+        // The relay reports the close a moment after the client saw it.
+        QVERIFY(waitFor([&] {
+            const QList<QJsonObject> closed = events(QStringLiteral("network.closed"));
+            return std::any_of(closed.cbegin(), closed.cend(), [](const QJsonObject &o) {
+                return o.value(QStringLiteral("protocol")).toString() == QLatin1String("http-connect") && o.value(QStringLiteral("bytesDown")).toDouble() > 50000000;
+            });
+        }, 5000));
+    }
+
     void httpsGoesThroughConnect()
     {
         const CliResult r = sh(QStringLiteral("curl -sS -m 10 -k -o /dev/null -w '%{http_code} %{ssl_verify_result}' https://tls.test:%1/").arg(m_tlsPort));

@@ -30,6 +30,8 @@
 #include <cstddef>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
+#include <ctime>
 
 namespace {
 int report(long rc)
@@ -128,6 +130,55 @@ int i386()
     std::printf("alive %ld\n", ret);
     return 0;
 }
+double nowUs()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) / 1e3;
+}
+
+// HTTP GETs of PATH from HOST:PORT, COUNT times, each on a new connection: "direct" to
+// 127.0.0.1:PORT, or "connect" through the egress proxy's CONNECT at 127.0.0.1:3128. Prints
+// "ok <median microseconds per fetch> <MB/s over all fetches>" (for the proxy benchmark).
+int httpFetch(const std::string &mode, const std::string &host, int port, const std::string &path, int count)
+{
+    std::vector<double> times;
+    double totalBytes = 0, totalUs = 0;
+    std::vector<char> buf(256 * 1024);
+    for (int i = 0; i < count; ++i) {
+        const double start = nowUs();
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(uint16_t(mode == "connect" ? 3128 : port));
+        ::inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0)
+            return report(-1);
+        if (mode == "connect") {
+            const std::string req = "CONNECT " + host + ":" + std::to_string(port) + " HTTP/1.1\r\n\r\n";
+            (void)!::write(fd, req.data(), req.size());
+            std::string head;
+            char c;
+            while (head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1)
+                head += c;
+            if (head.rfind("HTTP/1.1 200", 0) != 0) {
+                std::printf("refused %s\n", head.substr(0, head.find('\r')).c_str());
+                return 1;
+            }
+        }
+        const std::string get = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+        (void)!::write(fd, get.data(), get.size());
+        for (ssize_t n; (n = ::read(fd, buf.data(), buf.size())) > 0;)
+            totalBytes += double(n);
+        ::close(fd);
+        const double us = nowUs() - start;
+        times.push_back(us);
+        totalUs += us;
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("ok %.1f %.1f\n", times[times.size() / 2], totalBytes / totalUs);
+    return 0;
+}
 } // namespace
 
 int main(int argc, char **argv)
@@ -139,6 +190,8 @@ int main(int argc, char **argv)
     const std::string t = argv[1];
     const char *a2 = argc > 2 ? argv[2] : "";
     const char *a3 = argc > 3 ? argv[3] : "0";
+    if (t == "http-fetch" && argc == 7)
+        return httpFetch(argv[2], argv[3], std::atoi(argv[4]), argv[5], std::atoi(argv[6]));
     if (t == "write")
         return report(::open(a2, O_WRONLY | O_CREAT | O_TRUNC, 0644));
     if (t == "mkdir")
