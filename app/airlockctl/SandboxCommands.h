@@ -10,6 +10,7 @@ void addFileCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addHistoryCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addApprovalCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addPolicyCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addSecretCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addExportCommand(std::vector<std::unique_ptr<Command>> &commands);
 } // namespace airlock::cli

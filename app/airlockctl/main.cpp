@@ -22,6 +22,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addFileCommands(commands);
     addHistoryCommands(commands);
     addPolicyCommands(commands);
+    addSecretCommands(commands);
     addApprovalCommands(commands);
     return commands;
 }

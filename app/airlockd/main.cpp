@@ -9,6 +9,7 @@
 #include "policy/Policy.h"
 #include "log/Log.h"
 #include "rpc/RpcServer.h"
+#include "secrets/SecretStore.h"
 #include "sandbox/HostCapabilities.h"
 #include "util/InstanceLock.h"
 #include "util/Paths.h"
@@ -136,7 +137,8 @@ int main(int argc, char *argv[])
         resolve[parsed->first] += parsed->second;
     }
     ApprovalBroker approvals{int(*approvalTimeout)};
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve}, caps, approvals);
+    FileSecretStore secrets(paths::configDir() + QStringLiteral("/secrets.json"));
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, &secrets}, caps, approvals);
     engine.reapOrphans();
     // The history sees every event before any client does (connected first): an exit is committed
     // before it is acknowledged.

@@ -4,6 +4,7 @@
 #include "approval/ApprovalBroker.h"
 #include "log/Log.h"
 #include "net/EgressProxy.h"
+#include "secrets/SecretStore.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/SeccompFilter.h"
 #include "util/FileSystem.h"
@@ -160,6 +161,9 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     auto effective = policy::resolveForSandbox(policyOverrides, preset, userPolicyFile());
     if (!effective)
         return done(effective.error());
+    auto granted = grantedSecrets(*effective, false);
+    if (!granted)
+        return done(granted.error());
     // The policy decides network, mounts and limits; the spec carries them to the launcher.
     spec.network = effective->networkMode == QLatin1String("full")        ? NetworkMode::Full
         : effective->networkMode == QLatin1String("allowlist") ? NetworkMode::Allowlist
@@ -207,8 +211,13 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     if (!plan->pidsByCgroup)
         launch.nproc = plan->effective.pids;
     launch.verboseGuest = m_config.verboseGuest;
+    for (const auto &[grant, value] : std::as_const(*granted))
+        if (!grant.file.isEmpty())
+            launch.dataFiles.append({grant.file, value});
 
     auto *sandbox = new Sandbox(std::move(setup), this);
+    for (const auto &[grant, value] : std::as_const(*granted))
+        sandbox->addSecret(grant.secret, value);
     m_sandboxes.append(sandbox);
     if (hostUid)
         m_hostUids.insert(sandbox, *hostUid);
@@ -371,6 +380,18 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("/network/mode: the network mode of a running sandbox cannot change "
                                                                     "(it is %1); create a new sandbox")
                                                          .arg(now.networkMode));
+    const auto secretFiles = [](const policy::EffectivePolicy &p) {
+        QStringList files;
+        for (const policy::CredentialGrant &g : p.grants)
+            if (!g.file.isEmpty())
+                files.append(g.secret + QLatin1Char(' ') + g.file);
+        return files;
+    };
+    if (secretFiles(*effective) != secretFiles(now))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/credentials/grants: secrets granted as files are placed when a sandbox is "
+                                                                    "created; create a new sandbox to change them (grants as env apply at once)"));
+    if (auto env = grantedSecrets(*effective, true); !env)
+        return env.error();
     if (effective->mounts != now.mounts || effective->limits != now.limits)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
                                                                     "is created; create a new sandbox to change them"));
@@ -561,7 +582,28 @@ Result<uint32_t> Engine::exec(const QString &ref, const ExecRequest &request)
     auto found = find(ref);
     if (!found)
         return found.error();
-    return (*found)->exec(request);
+    auto secretEnv = grantedSecrets((*found)->policy(), true);
+    if (!secretEnv)
+        return secretEnv.error();
+    return (*found)->exec(request, *secretEnv);
+}
+
+Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSecrets(const policy::EffectivePolicy &policy, bool envOnly) const
+{
+    QList<std::pair<policy::CredentialGrant, QByteArray>> out;
+    for (const policy::CredentialGrant &g : policy.grants) {
+        if (envOnly && g.env.isEmpty())
+            continue;
+        if (!m_config.secrets)
+            return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("the policy grants secret '%1' but this daemon has no secret store").arg(g.secret));
+        auto value = m_config.secrets->get(g.secret);
+        if (!value)
+            return makeError(value.error().code, QStringLiteral("the policy grants secret '%1'%2: %3")
+                                                     .arg(g.secret, g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env,
+                                                          value.error().message));
+        out.append({g, *value});
+    }
+    return out;
 }
 
 Status Engine::writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof)

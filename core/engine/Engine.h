@@ -4,6 +4,7 @@
 #include "model/Event.h"
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
+#include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/WorkspaceFiles.h"
 
@@ -22,6 +23,7 @@ namespace airlock {
 
 class Sandbox;
 class ApprovalBroker;
+class SecretStore;
 struct ApprovalRequest;
 struct ApprovalDecision;
 namespace net {
@@ -37,6 +39,7 @@ struct EngineConfig {
     QString userPolicyFile; // empty: $XDG_CONFIG_HOME/airlock/policy.json
     // The egress proxy's own answers for these names (airlockd --resolve NAME=ADDR), trusted.
     QHash<QString, QList<QHostAddress>> resolve;
+    SecretStore *secrets = nullptr; // null: no secret can be granted
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -82,6 +85,7 @@ public:
     // (the network rules, before any name is resolved), {"tool": NAME, "arguments": {...}}.
     Result<QJsonObject> check(const QString &ref, const QJsonObject &request) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
+    SecretStore *secrets() const { return m_config.secrets; }
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;
 
@@ -111,6 +115,9 @@ private:
     QString chooseWorkspacesDir() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+    // The values of a policy's grants (all of them, or those given as environment variables);
+    // fails closed, naming the grant, when one cannot be read.
+    Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(const policy::EffectivePolicy &policy, bool envOnly) const;
     void askNetwork(Sandbox *sandbox, const net::EgressQuestion &question, std::function<void(bool, const QString &)> answer);
 
     EngineConfig m_config;

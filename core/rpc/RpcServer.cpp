@@ -2,6 +2,7 @@
 #include "rpc/RpcServer.h"
 
 #include "approval/ApprovalBroker.h"
+#include "secrets/SecretStore.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
@@ -192,7 +193,7 @@ void RpcServer::startExecution(QPointer<Connection> conn, const QString &sandbox
         return reply(sandbox.error());
     if (Status recording = historyWritable(); !recording)
         return reply(recording.error());
-    auto exec = (*sandbox)->exec(request);
+    auto exec = m_engine.exec(sandboxId, request);
     if (!exec)
         return reply(exec.error());
     // Its start is committed before this reply (airlockd flushes it); if that failed, the
@@ -436,6 +437,47 @@ void RpcServer::registerHandlers()
         if (Status recording = historyWritable(); !recording)
             return reply(recording.error());
         reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client, s.run));
+    });
+    // Secrets: a person's business. Values come in and are never sent back out.
+    const auto secretStore = [this](const Session &s) -> Result<SecretStore *> {
+        if (!s.agent.isEmpty())
+            return makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot manage secrets"));
+        if (!m_engine.secrets())
+            return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("this daemon has no secret store"));
+        return m_engine.secrets();
+    };
+    m_handlers.insert(QStringLiteral("secrets.set"), [secretStore](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto store = secretStore(s);
+        auto name = stringParam(p, "name");
+        auto value = base64Param(p, "value");
+        if (!store || !name || !value)
+            return reply(!store ? store.error() : !name ? name.error() : value.error());
+        const Status set = (*store)->set(*name, *value);
+        reply(set ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name}, {QStringLiteral("backend"), (*store)->backend()},
+                                                    {QStringLiteral("weaker"), (*store)->weaker()}})
+                  : Result<QJsonObject>(set.error()));
+    });
+    m_handlers.insert(QStringLiteral("secrets.list"), [secretStore](Session &s, const QJsonObject &, const Reply &reply) {
+        auto store = secretStore(s);
+        if (!store)
+            return reply(store.error());
+        auto listed = (*store)->list();
+        if (!listed)
+            return reply(listed.error());
+        QJsonArray secrets;
+        for (const SecretInfo &i : *listed)
+            secrets.append(QJsonObject{{QStringLiteral("name"), i.name},
+                                       {QStringLiteral("updated"), i.updated.toString(Qt::ISODateWithMs)},
+                                       {QStringLiteral("bytes"), double(i.size)}});
+        reply(QJsonObject{{QStringLiteral("secrets"), secrets}, {QStringLiteral("backend"), (*store)->backend()}, {QStringLiteral("weaker"), (*store)->weaker()}});
+    });
+    m_handlers.insert(QStringLiteral("secrets.remove"), [secretStore](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto store = secretStore(s);
+        auto name = stringParam(p, "name");
+        if (!store || !name)
+            return reply(!store ? store.error() : name.error());
+        const Status removed = (*store)->remove(*name);
+        reply(removed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name}}) : Result<QJsonObject>(removed.error()));
     });
     m_handlers.insert(QStringLiteral("policy.check"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

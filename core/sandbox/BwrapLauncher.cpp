@@ -125,6 +125,10 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     int fd = kFirstMountFd;
     for (const Mount &m : r.mounts)
         a.insert(a.end(), {m.writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd++), s(m.sandboxPath)});
+    // Secrets granted as files: copied by bwrap from a memfd into the sandbox's own tmpfs, read-only;
+    // they never touch the host's disk.
+    for (const auto &file : r.dataFiles)
+        a.insert(a.end(), {"--perms", "0400", "--ro-bind-data", std::to_string(fd++), s(file.first)});
     a.insert(a.end(), {"--chdir", "/workspace", "--", "/.airlock/guest", "--fd", std::to_string(kChannelFd), "--rw",
                        "/workspace", "--rw", "/tmp", "--rw", "/var/tmp"});
     for (const Mount &m : r.mounts)
@@ -157,6 +161,14 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         mounts.emplace_back(::open(QFile::encodeName(m.hostPath).constData(), O_PATH | O_CLOEXEC));
         if (mounts.back().fd < 0)
             return sysError(QStringLiteral("cannot open mount source %1").arg(m.hostPath));
+    }
+    std::vector<Fd> dataFiles;
+    for (const auto &file : r.dataFiles) {
+        dataFiles.emplace_back(::memfd_create("airlock-secret", MFD_CLOEXEC));
+        const QByteArray &data = file.second;
+        if (dataFiles.back().fd < 0 || ::write(dataFiles.back().fd, data.constData(), size_t(data.size())) != data.size()
+            || ::lseek(dataFiles.back().fd, 0, SEEK_SET) != 0)
+            return sysError(QStringLiteral("cannot prepare a secret file"));
     }
     Fd seccomp(::memfd_create("airlock-seccomp", MFD_CLOEXEC));
     if (seccomp.fd < 0 || ::write(seccomp.fd, r.seccompProgram.constData(), size_t(r.seccompProgram.size())) != r.seccompProgram.size()
@@ -204,6 +216,8 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
                                 proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd};
     for (const Fd &m : mounts)
         sources.push_back(m.fd);
+    for (const Fd &d : dataFiles)
+        sources.push_back(d.fd);
     const pid_t daemonPid = ::getpid();
     const int topFd = static_cast<int>(sources.size()) - 1;
 

@@ -22,6 +22,7 @@ struct LaunchRequest {
     NetworkMode network = NetworkMode::None;
     QString workspaceDir;
     QList<Mount> mounts;
+    QList<std::pair<QString, QByteArray>> dataFiles; // read-only files made from memory (granted secrets)
     QByteArray seccompProgram;
     QStringList cgroupProcsFiles;
     std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid

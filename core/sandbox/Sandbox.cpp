@@ -215,6 +215,14 @@ Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)
 void Sandbox::publish(Event event)
 {
     event.seq = ++m_seq;
+    if (!m_redactor.isEmpty() && !event.isOutput()) {
+        // Whatever a payload carries (an argv, an approval's environment, a policy), no secret
+        // value leaves the sandbox object.
+        Redactor::Hits hits;
+        event.payload = m_redactor.redactJson(event.payload, &hits);
+        if (hits)
+            event.payload.insert(QStringLiteral("redacted"), QJsonArray::fromStringList(hits.secrets));
+    }
     if (!event.exec && event.payload.contains(QStringLiteral("exec")))
         event.exec = uint32_t(event.payload.value(QStringLiteral("exec")).toDouble());
     if (event.run.isEmpty()) {
@@ -244,7 +252,7 @@ void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides
            run);
 }
 
-Result<uint32_t> Sandbox::exec(const ExecRequest &request)
+Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secretEnv)
 {
     if (m_state != SandboxState::Running)
         return makeError(ErrorCode::SandboxNotRunning,
@@ -271,6 +279,14 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request)
                 spawn.env.append(n + QLatin1Char('=') + value);
             }
         }
+    }
+    QJsonArray injected;
+    for (const auto &[grant, value] : secretEnv) {
+        spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(), [&](const QString &kv) { return kv.startsWith(grant.env + QLatin1Char('=')); }),
+                        spawn.env.end());
+        spawn.env.append(grant.env + QLatin1Char('=') + QString::fromUtf8(value));
+        m_redactor.add(grant.secret, value);
+        injected.append(QJsonObject{{QStringLiteral("secret"), grant.secret}, {QStringLiteral("env"), grant.env}});
     }
     spawn.tty = request.tty;
     // A terminal is always the stdin of a tty execution (like docker -t): it may just get no input.
@@ -311,6 +327,8 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request)
                                                        {QStringLiteral("envNames"), envNames},
                                                        {QStringLiteral("tty"), request.tty},
                                                        {QStringLiteral("timeoutMs"), timeout ? QJsonValue(double(*timeout)) : QJsonValue()}}));
+    if (!injected.isEmpty())
+        publish(makeEvent(QStringLiteral("credential.injected"), {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
     return id;
 }
 
@@ -371,8 +389,30 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
     if (it == m_execs.end())
         return;
     Execution &e = *it;
-    const uint64_t offset = e.bytes[stream];
     e.bytes[stream] += uint64_t(data.size());
+    if (m_redactor.isEmpty() && e.carry[stream].isEmpty())
+        return emitOutput(e, execId, stream, timeNs, data);
+    // Masked before anyone sees it, store and clients alike; same length, so offsets stay true.
+    QByteArray clean = e.carry[stream] + data;
+    const Redactor::Hits hits = m_redactor.redactInPlace(clean);
+    const qsizetype hold = m_redactor.partialSuffix(clean);
+    e.carry[stream] = clean.right(hold);
+    clean.chop(hold);
+    if (hits) {
+        Redactor::Hits before = e.redacted;
+        e.redacted.merge(hits);
+        if (e.redacted.secrets != before.secrets) // the first time, per secret and execution
+            publish(makeEvent(QStringLiteral("credential.redacted"), {{QStringLiteral("exec"), double(execId)},
+                                                                      {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
+                                                                      {QStringLiteral("secrets"), QJsonArray::fromStringList(e.redacted.secrets)}}));
+    }
+    emitOutput(e, execId, stream, timeNs, clean);
+}
+
+void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeNs, QByteArrayView data)
+{
+    const uint64_t offset = e.emitted[stream];
+    e.emitted[stream] += uint64_t(data.size());
     const uint64_t cap = *m_setup.plan.effective.outputBytes;
     if (e.truncated)
         return;
@@ -435,6 +475,9 @@ void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
     auto it = m_execs.find(execId);
     if (it == m_execs.end())
         return;
+    for (int stream : {1, 2}) // what was held back is no secret after all
+        if (!it->carry[stream].isEmpty())
+            emitOutput(*it, execId, stream, nowMs() * 1'000'000, std::exchange(it->carry[stream], QByteArray()));
     const Execution e = *it;
     m_execs.erase(it);
     if (m_channel)
@@ -445,6 +488,8 @@ void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
     p.insert(QStringLiteral("bytesOut"), double(e.bytes[1]));
     p.insert(QStringLiteral("bytesErr"), double(e.bytes[2]));
     p.insert(QStringLiteral("truncated"), e.truncated);
+    if (e.redacted)
+        p.insert(QStringLiteral("redactions"), e.redacted.count);
     if (!p.contains(QStringLiteral("durationMs")))
         p.insert(QStringLiteral("durationMs"), double(nowMs() - e.startedMs));
     Event exited = makeEvent(QStringLiteral("exec.exited"), p);

@@ -7,6 +7,7 @@
 #include "sandbox/BwrapLauncher.h"
 #include "sandbox/GuestChannel.h"
 #include "policy/Policy.h"
+#include "secrets/Redactor.h"
 #include "sandbox/Limits.h"
 
 #include <QDateTime>
@@ -67,7 +68,12 @@ public:
 
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
     Status start();
-    Result<uint32_t> exec(const ExecRequest &request);
+    // `secretEnv` are the credentials granted as environment variables, set after everything
+    // else; their names (never values) are recorded in a credential.injected event.
+    using SecretEnv = QList<std::pair<policy::CredentialGrant, QByteArray>>;
+    Result<uint32_t> exec(const ExecRequest &request, const SecretEnv &secretEnv = {});
+    // From now on this value (and its encodings) is masked in everything the sandbox publishes.
+    void addSecret(const QString &name, const QByteArray &value) { m_redactor.add(name, value); }
     // Refused once kStdinBacklogLimit bytes wait for the guest (the command does not read).
     Status writeStdin(uint32_t execId, QByteArrayView data, bool eof);
     qint64 stdinBacklog() const;
@@ -99,6 +105,9 @@ private:
         QString run;
         qint64 startedMs = 0;
         uint64_t bytes[3] = {0, 0, 0}; // by stream
+        uint64_t emitted[3] = {0, 0, 0};
+        QByteArray carry[3]; // output held back: it may be the start of a secret
+        Redactor::Hits redacted;
         uint64_t forwarded = 0;
         bool truncated = false;
         QString killReason; // timeout | output_limit | user
@@ -109,6 +118,7 @@ private:
     void publish(Event event);
     void onHello(int landlockAbi, uint32_t guestPid);
     void onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
+    void emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
     void onExited(const GuestExit &exit);
     void onSpawnFailed(uint32_t execId, int errnum, const QString &message);
     void onGuestFailed(const QString &why, bool violation);
@@ -138,6 +148,7 @@ private:
     int m_landlockAbi = 0;
     bool m_reaped = false;
     int m_initPidfd = -1;
+    Redactor m_redactor;
 };
 
 } // namespace airlock
