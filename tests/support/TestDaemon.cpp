@@ -68,6 +68,11 @@ TestDaemon::~TestDaemon()
     stop();
 }
 
+QString TestDaemon::rootDir() const
+{
+    return m_dir.path();
+}
+
 QString TestDaemon::runtimeDir() const
 {
     return m_dir.filePath(QStringLiteral("run/airlock"));

@@ -38,6 +38,7 @@ public:
     qint64 pid() const;
     QProcess &process() { return m_process; }
     QString socketPath() const;
+    QString rootDir() const; // everything of this daemon's: XDG config, data, state and runtime
     QString runtimeDir() const;
     QString dataDir() const;
     QString configDir() const; // $XDG_CONFIG_HOME/airlock (the user's policy.json goes here)

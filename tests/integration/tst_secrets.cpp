@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// Secrets: kept by the daemon, granted to a sandbox as an environment variable or a read-only file,
+// and never landing anywhere else. The raw files of the daemon (history database and its WAL,
+// logs) are searched byte for byte for the value and its encodings after a run that prints it
+// every way it can.
+#include "TestHelpers.h"
+#include "history/Sql.h"
+
+#include <QDirIterator>
+#include <QTest>
+
+#include <sys/stat.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+const QByteArray kValue = "sk-live-4f9c2a7be1d0493a8c55";
+}
+
+class TestSecrets final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+
+    CliResult sh(const QString &sandbox, const QString &script, const QStringList &options = {}) const
+    {
+        return execIn(*m_daemon, sandbox, args("bash", "-c", script), options);
+    }
+    CliResult createWith(const QString &name, const QByteArray &policy) const
+    {
+        return m_daemon->ctl(args("create", "--name", name, "--policy", "-"), policy);
+    }
+    // Every file the daemon wrote (but the store itself) that holds any of these byte strings.
+    QStringList filesContaining(const QList<QByteArray> &needles) const
+    {
+        QStringList hits;
+        QDirIterator it(m_daemon->rootDir(), QDir::Files | QDir::Hidden | QDir::System, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString path = it.next();
+            if (path.endsWith(QLatin1String("/secrets.json")) || path.contains(QLatin1String("/workspaces/")))
+                continue;
+            QFile f(path);
+            if (!f.open(QIODevice::ReadOnly))
+                continue;
+            const QByteArray data = f.readAll();
+            for (const QByteArray &n : needles)
+                if (data.contains(n))
+                    hits.append(path + QStringLiteral(" (") + QString::fromLatin1(n) + QLatin1Char(')'));
+        }
+        return hits;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+        const CliResult set = m_daemon->ctl(args("secret", "set", "API_TOKEN"), kValue + '\n');
+        QVERIFY2(set.exitCode == 0 && set.out == "set API_TOKEN\n", qPrintable(set.describe()));
+        QVERIFY2(set.err.contains("weaker"), qPrintable(set.describe())); // the file store says what it is
+        QString error;
+        const CliResult created = createWith(QStringLiteral("sec"), R"({"credentials": {"grants": [
+            {"secret": "API_TOKEN", "env": "API_TOKEN"}, {"secret": "API_TOKEN", "file": "/run/secrets/api-token"}]}})");
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    void theStoreKeepsValuesToItself()
+    {
+        const CliResult ls = m_daemon->ctl(args("secret", "ls", "--json"));
+        const QJsonObject listed = jsonObject(ls.out);
+        QCOMPARE(listed.value(QStringLiteral("secrets")).toArray().size(), 1);
+        const QJsonObject entry = listed.value(QStringLiteral("secrets")).toArray().first().toObject();
+        QCOMPARE(entry.value(QStringLiteral("name")).toString(), QStringLiteral("API_TOKEN"));
+        QCOMPARE(entry.value(QStringLiteral("bytes")).toInt(), kValue.size()); // the newline from stdin is not part of it
+        QVERIFY(!ls.out.contains(kValue) && !ls.out.contains(kValue.toBase64()));
+        QVERIFY(listed.value(QStringLiteral("weaker")).toBool());
+        struct stat st{};
+        QCOMPARE(::stat(native(m_daemon->configDir() + QStringLiteral("/secrets.json")).constData(), &st), 0);
+        QCOMPARE(st.st_mode & 0777, mode_t(0600));
+    }
+
+    void badValuesAndArgvAreRefused()
+    {
+        const CliResult argv = m_daemon->ctl(args("secret", "set", "X", "hunter2hunter2"));
+        QCOMPARE(argv.exitCode, 2);
+        QVERIFY2(argv.err.contains("never an argument"), qPrintable(argv.describe()));
+        const CliResult shortValue = m_daemon->ctl(args("secret", "set", "X"), "short\n");
+        QCOMPARE(shortValue.exitCode, 2);
+        QVERIFY2(shortValue.err.contains("at least 8 bytes"), qPrintable(shortValue.describe()));
+        QCOMPARE(m_daemon->ctl(args("secret", "set", "bad name"), "longenough\n").exitCode, 2);
+        QCOMPARE(m_daemon->ctl(args("secret", "rm", "nope")).exitCode, 3);
+    }
+
+    void grantedAsEnvAndAsAReadOnlyFile()
+    {
+        // Compared by hash: the output itself is redacted (see below).
+        const QByteArray expected = QCryptographicHash::hash(kValue, QCryptographicHash::Sha256).toHex();
+        const CliResult r = sh(QStringLiteral("sec"), QStringLiteral("printf %s \"$API_TOKEN\" | sha256sum | cut -c1-64; sha256sum < /run/secrets/api-token | cut -c1-64; "
+                                                                      "stat -c %a /run/secrets/api-token; echo x > /run/secrets/api-token"));
+        QCOMPARE(r.out, expected + '\n' + expected + "\n400\n");
+        QVERIFY2(r.err.contains("Read-only file system"), qPrintable(r.describe()));
+    }
+
+    void printedValuesAreRedactedBeforeTheyAreStored()
+    {
+        const CliResult r = sh(QStringLiteral("sec"),
+                               QStringLiteral("echo \"plain $API_TOKEN\"; printf %s \"$API_TOKEN\" | base64; printf 'ab%s' \"$API_TOKEN\" | base64 -w0; echo; "
+                                              "printf %s \"$API_TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo; cat /run/secrets/api-token >&2; "
+                                              // the value split across two writes (two output chunks)
+                                              "printf %s \"${API_TOKEN:0:10}\"; sleep 0.3; printf '%s\\n' \"${API_TOKEN:10}\""));
+        QCOMPARE(r.exitCode, 0);
+        const QByteArray mask = "[REDACTED" + QByteArray(kValue.size() - 10, '*') + ']';
+        QCOMPARE(r.out.split('\n').value(0), "plain " + mask);
+        QVERIFY2(r.out.split('\n').value(1).startsWith("[REDACTED"), r.out.constData());
+        QVERIFY2(r.out.split('\n').value(2).startsWith("YWJ") && r.out.split('\n').value(2).contains("[REDACTED"), r.out.constData());
+        QCOMPARE(r.out.split('\n').value(3), "[REDACTED" + QByteArray(kValue.size() * 2 - 10, '*') + ']'); // hex
+        QCOMPARE(r.out.split('\n').value(4), mask);
+        QCOMPARE(r.err, mask);
+        // What the history replays is the masked bytes.
+        const CliResult stored = m_daemon->ctl(args("show", "sec:2", "--raw"));
+        QVERIFY2(stored.out.startsWith(QByteArray("plain " + mask + "\n")) && !stored.out.contains(kValue), qPrintable(stored.describe()));
+    }
+
+    void theValueLandsNowhere()
+    {
+        // Also in an argv and an approval's environment: events are masked as a whole.
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("sec"), args("echo", QString::fromLatin1(kValue))).exitCode, 0);
+        m_daemon->stop(); // WAL checkpointed, logs flushed
+        QList<QByteArray> needles = {kValue, kValue.toHex(), kValue.toBase64(QByteArray::OmitTrailingEquals).left(32)};
+        QCOMPARE(filesContaining(needles), QStringList());
+        // And the search found something to look at: the database and a log.
+        QVERIFY(QFile::exists(m_daemon->dataDir() + QStringLiteral("/history.db")));
+        QVERIFY(m_daemon->start());
+    }
+
+    void theRecordSaysWhatWasInjectedAndRedacted()
+    {
+        auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
+        QVERIFY(db);
+        sql::Stmt st(db->get(), "SELECT kind, payload FROM events WHERE kind IN ('credential.injected', 'credential.redacted', 'exec.started', 'exec.exited') "
+                                "ORDER BY sandbox_id, seq");
+        QMap<QString, QList<QJsonObject>> byKind;
+        while (st.step())
+            byKind[st.columnText(0)].append(QJsonDocument::fromJson(st.columnText(1).toUtf8()).object());
+        QVERIFY(!byKind.value(QStringLiteral("credential.injected")).isEmpty());
+        QCOMPARE(byKind.value(QStringLiteral("credential.injected")).first().value(QStringLiteral("grants")).toArray(),
+                 QJsonArray({QJsonObject{{QStringLiteral("secret"), QStringLiteral("API_TOKEN")}, {QStringLiteral("env"), QStringLiteral("API_TOKEN")}}}));
+        QVERIFY(!byKind.value(QStringLiteral("credential.redacted")).isEmpty());
+        QCOMPARE(byKind.value(QStringLiteral("credential.redacted")).first().value(QStringLiteral("secrets")).toArray(), QJsonArray({QStringLiteral("API_TOKEN")}));
+        // The printing execution's exit counts its masks: plain, 2 base64, hex, file, split.
+        QCOMPARE(byKind.value(QStringLiteral("exec.exited")).value(1).value(QStringLiteral("redactions")).toInt(), 6);
+        // The argv that carried the value was masked, and says so.
+        const QJsonObject echoed = byKind.value(QStringLiteral("exec.started")).last();
+        QCOMPARE(echoed.value(QStringLiteral("redacted")).toArray(), QJsonArray({QStringLiteral("API_TOKEN")}));
+        QVERIFY(echoed.value(QStringLiteral("argv")).toArray().at(1).toString().startsWith(QStringLiteral("[REDACTED")));
+    }
+
+    void aMissingSecretFailsClosed()
+    {
+        const int before = jsonArray(m_daemon->ctl(args("ls", "--json")).out).size();
+        const CliResult r = createWith(QStringLiteral("nosecret"), R"({"credentials": {"grants": [{"secret": "NOPE", "env": "NOPE"}]}})");
+        QCOMPARE(r.exitCode, 3);
+        QCOMPARE(r.err, QByteArray("airlockctl: the policy grants secret 'NOPE' as $NOPE: no secret named 'NOPE' (set it with 'airlockctl secret set NOPE')\n"));
+        QCOMPARE(jsonArray(m_daemon->ctl(args("ls", "--json")).out).size(), before);
+
+        // Granted as env on a running sandbox, then removed from the store: nothing runs without it.
+        QCOMPARE(m_daemon->ctl(args("secret", "set", "TEMP"), "temporary-value\n").exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "later")).exitCode, 0);
+        CliResult set = m_daemon->ctl(args("policy", "set", "later", "-"), R"({"credentials": {"grants": [{"secret": "TEMP", "env": "TEMP"}]}})");
+        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+        QCOMPARE(sh(QStringLiteral("later"), QStringLiteral("test -n \"$TEMP\" && echo present")).out, QByteArray("present\n"));
+        QCOMPARE(m_daemon->ctl(args("secret", "rm", "TEMP")).exitCode, 0);
+        const CliResult refused = sh(QStringLiteral("later"), QStringLiteral("echo ran"));
+        QCOMPARE(refused.exitCode, 3);
+        QVERIFY2(!refused.out.contains("ran"), qPrintable(refused.describe()));
+        // Files are placed at creation: a live change of them is refused.
+        QCOMPARE(createWith(QStringLiteral("files"), R"({"credentials": {"grants": [{"secret": "API_TOKEN", "file": "/run/a"}]}})").exitCode, 0);
+        set = m_daemon->ctl(args("policy", "set", "files", "-"), R"({"credentials": {"grants": [{"secret": "API_TOKEN", "file": "/run/other"}]}})");
+        QCOMPARE(set.exitCode, 2);
+        QVERIFY2(set.err.contains("secrets granted as files are placed when a sandbox is created"), qPrintable(set.describe()));
+        m_daemon->ctl(args("rm", "later"));
+        m_daemon->ctl(args("rm", "files"));
+    }
+
+    void anAgentCannotTouchSecrets()
+    {
+        for (const QStringList &command : {args("secret", "ls"), args("secret", "rm", "API_TOKEN")}) {
+            const CliResult r = m_daemon->ctl(args("--agent", "bot") + command);
+            QCOMPARE(r.exitCode, 6);
+            QCOMPARE(r.err, QByteArray("airlockctl: an agent connection cannot manage secrets\n"));
+        }
+        const CliResult set = m_daemon->ctl(args("--agent", "bot", "secret", "set", "API_TOKEN"), "overwritten-by-agent\n");
+        QCOMPARE(set.exitCode, 6);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSecrets)
+#include "tst_secrets.moc"
