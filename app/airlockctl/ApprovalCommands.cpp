@@ -6,6 +6,7 @@
 
 #include <QDateTime>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QThread>
 
 #include <cstdio>
@@ -45,6 +46,9 @@ void printCard(QTextStream &out, const QJsonObject &a)
         << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in " << std::max<qint64>(0, left) << " s\n";
     if (a.value(QStringLiteral("kind")).toString() == QLatin1String("network"))
         out << "  connect  " << format::escaped(a.value(QStringLiteral("destination")).toString()) << '\n';
+    else if (a.value(QStringLiteral("kind")).toString() == QLatin1String("tool"))
+        out << "  tool     " << format::escaped(a.value(QStringLiteral("tool")).toString()) << ' '
+            << format::escaped(QString::fromUtf8(QJsonDocument(a.value(QStringLiteral("arguments")).toObject()).toJson(QJsonDocument::Compact))) << '\n';
     else
         out << "  command  " << format::commandLine(a.value(QStringLiteral("argv")).toArray()) << '\n'
             << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n';

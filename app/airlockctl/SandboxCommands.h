@@ -11,6 +11,7 @@ void addHistoryCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addApprovalCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addPolicyCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addSecretCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addToolCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addExportCommand(std::vector<std::unique_ptr<Command>> &commands);
 } // namespace airlock::cli

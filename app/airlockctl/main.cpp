@@ -23,6 +23,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addHistoryCommands(commands);
     addPolicyCommands(commands);
     addSecretCommands(commands);
+    addToolCommands(commands);
     addApprovalCommands(commands);
     return commands;
 }

@@ -87,7 +87,10 @@ int main(int argc, char *argv[])
                                         QStringLiteral("Answer NAME with ADDR[,ADDR] in the egress proxy instead of DNS. Trusted: the addresses "
                                                        "are not checked against the refused ranges (loopback, private). Repeatable."),
                                         QStringLiteral("name=addr"));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt});
+    const QCommandLineOption toolsOpt(QStringLiteral("tools"),
+                                      QStringLiteral("Load host tool declarations (*.json) from this directory (default: $XDG_CONFIG_HOME/airlock/tools). Repeatable."),
+                                      QStringLiteral("dir"));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt});
     parser.process(app);
 
     app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
@@ -138,7 +141,8 @@ int main(int argc, char *argv[])
     }
     ApprovalBroker approvals{int(*approvalTimeout)};
     FileSecretStore secrets(paths::configDir() + QStringLiteral("/secrets.json"));
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, &secrets}, caps, approvals);
+    const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, &secrets, toolDirs}, caps, approvals);
     engine.reapOrphans();
     // The history sees every event before any client does (connected first): an exit is committed
     // before it is acknowledged.

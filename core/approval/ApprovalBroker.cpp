@@ -38,6 +38,8 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("requester"), requester},
             {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
             {QStringLiteral("destination"), destination},
+            {QStringLiteral("tool"), tool},
+            {QStringLiteral("arguments"), arguments},
             {QStringLiteral("cwd"), cwd},
             {QStringLiteral("env"), QJsonArray::fromStringList(env)},
             {QStringLiteral("rule"), rule},

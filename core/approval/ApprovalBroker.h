@@ -22,6 +22,8 @@ struct ApprovalRequest {
     QString sandbox, sandboxName, run, requester;
     QStringList argv; // full, never elided (command)
     QString destination; // host:port and protocol (network)
+    QString tool;           // (tool) its name, and the exact arguments the call will run with
+    QJsonObject arguments;
     QString cwd;
     QStringList env; // NAME=VALUE the request sets: shown, since it can change what runs
     QString rule, layer, reason; // what asked

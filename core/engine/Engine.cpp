@@ -5,6 +5,7 @@
 #include "log/Log.h"
 #include "net/EgressProxy.h"
 #include "secrets/SecretStore.h"
+#include "tools/ToolGateway.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/SeccompFilter.h"
 #include "util/FileSystem.h"
@@ -49,7 +50,36 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
     net::EgressProxy::Options proxy;
     proxy.hosts = m_config.resolve;
     m_proxy = new net::EgressProxy(
-        proxy, [this](Sandbox *sandbox, const net::EgressQuestion &q, net::EgressProxy::Answer answer) { askNetwork(sandbox, q, std::move(answer)); },
+        proxy,
+        [this](Sandbox *sandbox, const net::EgressQuestion &q, net::EgressProxy::Answer answer) {
+            ApprovalRequest r;
+            r.kind = QStringLiteral("network");
+            r.requester = QStringLiteral("a process in the sandbox");
+            r.destination = QStringLiteral("%1:%2 (%3)").arg(q.host).arg(q.port).arg(net::proxyProtocolName(q.protocol));
+            r.rule = q.verdict.rule;
+            r.layer = sandbox->policy().sources.value(QStringLiteral("/network/unknown")).toString();
+            r.reason = q.verdict.reason;
+            askPerson(sandbox, r, std::move(answer));
+        },
+        this);
+    tools::ToolRegistry registry;
+    for (const QString &problem : registry.load(m_config.toolDirs))
+        logger()->warn("tool left out: {}", problem.toStdString());
+    m_tools = new tools::ToolGateway(
+        registry, m_config.secrets,
+        [this](Sandbox *sandbox, const tools::ToolCall &call, const policy::ToolVerdict &verdict, tools::ToolGateway::Answer answer) {
+            ApprovalRequest r;
+            r.kind = QStringLiteral("tool");
+            r.requester = call.requester;
+            r.owner = call.owner;
+            r.run = call.run;
+            r.tool = call.tool;
+            r.arguments = call.arguments.toObject();
+            r.rule = QStringLiteral("/tools/") + call.tool;
+            r.layer = sandbox->policy().sources.value(r.rule).toString();
+            r.reason = verdict.reason;
+            askPerson(sandbox, r, std::move(answer));
+        },
         this);
     m_workspacesDir = chooseWorkspacesDir();
     if (auto program = buildSeccompProgram())
@@ -447,6 +477,8 @@ Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QS
     auto target = find(request.sandbox);
     if (!target || request.policyVersion != (*target)->policyVersion())
         return makeError(ErrorCode::Denied, QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again"));
+    if (request.kind == QLatin1String("tool"))
+        return addToolRule(request.sandbox, request.tool, by, request.run);
     if (request.kind == QLatin1String("network"))
         return addNetworkRule(request.sandbox, request.destination.section(QLatin1Char(' '), 0, 0).section(QLatin1Char(':'), 0, -2), by,
                               request.run);
@@ -469,25 +501,19 @@ void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecisi
                            request.run);
 }
 
-void Engine::askNetwork(Sandbox *sandbox, const net::EgressQuestion &q, std::function<void(bool, const QString &)> answer)
+void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, std::function<void(bool, const QString &)> answer)
 {
     // A sandbox cannot bury a person in questions: a few at a time, the rest are denied.
     constexpr int kMaxPendingPerSandbox = 16;
     int waiting = 0;
-    for (const ApprovalRequest &r : m_approvals.pending())
-        waiting += r.sandbox == sandbox->id() ? 1 : 0;
+    for (const ApprovalRequest &p : m_approvals.pending())
+        waiting += p.sandbox == sandbox->id() ? 1 : 0;
     if (waiting >= kMaxPendingPerSandbox)
-        return answer(false, QStringLiteral("%1 destinations of this sandbox already wait for a person").arg(waiting));
-    ApprovalRequest r;
-    r.kind = QStringLiteral("network");
+        return answer(false, QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting));
     r.sandbox = sandbox->id();
     r.sandboxName = sandbox->name();
-    r.run = sandbox->currentRun();
-    r.requester = QStringLiteral("a process in the sandbox");
-    r.destination = QStringLiteral("%1:%2 (%3)").arg(q.host).arg(q.port).arg(net::proxyProtocolName(q.protocol));
-    r.rule = q.verdict.rule;
-    r.layer = sandbox->policy().sources.value(QStringLiteral("/network/unknown")).toString();
-    r.reason = q.verdict.reason;
+    if (r.run.isEmpty())
+        r.run = sandbox->currentRun();
     r.policyVersion = sandbox->policyVersion();
     if (auto caps = capabilities(sandbox->id()))
         r.capabilities = *caps;
@@ -499,6 +525,39 @@ void Engine::askNetwork(Sandbox *sandbox, const net::EgressQuestion &q, std::fun
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
     sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
+}
+
+Result<QJsonObject> Engine::addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject overrides = (*found)->policyOverrides();
+    QJsonObject tools = overrides.value(QStringLiteral("tools")).toObject();
+    // The effective entry (with its argument constraints), now allowed.
+    QJsonObject entry = (*found)->policy().document.value(QStringLiteral("tools")).toObject().value(tool).toObject();
+    entry.insert(QStringLiteral("decision"), QStringLiteral("allow"));
+    tools.insert(tool, entry);
+    overrides.insert(QStringLiteral("tools"), tools);
+    return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonArray> Engine::listTools(const QString &ref) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    return m_tools->list(**found);
+}
+
+void Engine::callTool(const QString &ref, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done)
+{
+    auto found = find(ref);
+    if (!found)
+        return done(found.error());
+    if (call.run.isEmpty())
+        call.run = (*found)->currentRun();
+    m_tools->call(*found, std::move(call), std::move(done));
 }
 
 Result<QJsonObject> Engine::capabilities(const QString &ref) const

@@ -30,6 +30,10 @@ namespace net {
 class EgressProxy;
 struct EgressQuestion;
 }
+namespace tools {
+class ToolGateway;
+struct ToolCall;
+}
 
 struct EngineConfig {
     QString guestPath;
@@ -40,6 +44,7 @@ struct EngineConfig {
     // The egress proxy's own answers for these names (airlockd --resolve NAME=ADDR), trusted.
     QHash<QString, QList<QHostAddress>> resolve;
     SecretStore *secrets = nullptr; // null: no secret can be granted
+    QStringList toolDirs;           // host tool declarations (*.json)
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -86,6 +91,9 @@ public:
     Result<QJsonObject> check(const QString &ref, const QJsonObject &request) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     SecretStore *secrets() const { return m_config.secrets; }
+    // Host tools: what a sandbox's policy says about each declared one; a call, gated and recorded.
+    Result<QJsonArray> listTools(const QString &ref) const;
+    void callTool(const QString &ref, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done);
     QJsonArray listSandboxes() const;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;
 
@@ -118,7 +126,9 @@ private:
     // The values of a policy's grants (all of them, or those given as environment variables);
     // fails closed, naming the grant, when one cannot be read.
     Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(const policy::EffectivePolicy &policy, bool envOnly) const;
-    void askNetwork(Sandbox *sandbox, const net::EgressQuestion &question, std::function<void(bool, const QString &)> answer);
+    // Puts a request of a sandbox's process (a destination, a tool call) in front of a person.
+    void askPerson(Sandbox *sandbox, ApprovalRequest request, std::function<void(bool, const QString &)> answer);
+    Result<QJsonObject> addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run);
 
     EngineConfig m_config;
     HostCapabilities m_caps;
@@ -128,6 +138,7 @@ private:
     QHash<Sandbox *, uid_t> m_hostUids;
     ApprovalBroker &m_approvals;
     net::EgressProxy *m_proxy = nullptr;
+    tools::ToolGateway *m_tools = nullptr;
 };
 
 } // namespace airlock

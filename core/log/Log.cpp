@@ -14,6 +14,7 @@ std::shared_ptr<spdlog::logger> get(const char *subsystem)
     const auto base = spdlog::default_logger();
     auto logger = std::make_shared<spdlog::logger>(subsystem, base->sinks().begin(), base->sinks().end());
     logger->set_level(base->level());
+    logger->flush_on(base->flush_level()); // what the default logger writes at once, so does this one
     spdlog::register_logger(logger);
     return logger;
 }

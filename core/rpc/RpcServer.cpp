@@ -3,6 +3,7 @@
 
 #include "approval/ApprovalBroker.h"
 #include "secrets/SecretStore.h"
+#include "tools/ToolGateway.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
@@ -437,6 +438,32 @@ void RpcServer::registerHandlers()
         if (Status recording = historyWritable(); !recording)
             return reply(recording.error());
         reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client, s.run));
+    });
+    m_handlers.insert(QStringLiteral("tools.list"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        auto listed = m_engine.listTools(*ref);
+        reply(listed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("tools"), *listed}}) : Result<QJsonObject>(listed.error()));
+    });
+    m_handlers.insert(QStringLiteral("tools.call"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        auto tool = stringParam(p, "tool");
+        if (!ref || !tool)
+            return reply(!ref ? ref.error() : tool.error());
+        if (Status recording = historyWritable(); !recording)
+            return reply(recording.error());
+        tools::ToolCall call;
+        call.tool = tool->left(100);
+        call.arguments = p.value(QStringLiteral("arguments"));
+        call.requester = s.agent.isEmpty() ? s.client : s.agent;
+        call.run = s.run;
+        call.owner = &s;
+        QPointer<Connection> conn = s.conn;
+        m_engine.callTool(*ref, call, [conn, reply](Result<QJsonObject> result) {
+            if (conn)
+                reply(result);
+        });
     });
     // Secrets: a person's business. Values come in and are never sent back out.
     const auto secretStore = [this](const Session &s) -> Result<SecretStore *> {

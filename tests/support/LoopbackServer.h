@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A real HTTP server on 127.0.0.1 on a thread of its own (the test's thread blocks in airlockctl
-// calls): answers every request with "<name> <method> <target>" and keeps each request head, so a
-// test can check exactly what reached the destination through the egress proxy. A request for
+// calls): answers every request with "<name> <method> <target>" and keeps each request's head and
+// body, so a test can check exactly what reached it (through the egress proxy, from a tool). A request for
 // /bytes/N is answered with N bytes (for throughput).
 #pragma once
 
@@ -49,6 +49,11 @@ public:
         std::lock_guard lock(m_mutex);
         return m_heads;
     }
+    QList<QByteArray> bodies() const
+    {
+        std::lock_guard lock(m_mutex);
+        return m_bodies;
+    }
     int accepted() const { return m_accepted; }
 
 private:
@@ -73,9 +78,22 @@ private:
             in.append(buf, n);
         }
         const QByteArray head = in.left(in.indexOf("\r\n\r\n"));
+        // A body, as long as Content-Length says.
+        qint64 length = 0;
+        for (const QByteArray &line : head.split('\n'))
+            if (line.toLower().startsWith("content-length:"))
+                length = line.mid(15).trimmed().toLongLong();
+        QByteArray body = in.mid(head.size() + 4);
+        while (body.size() < length && body.size() < (1 << 20)) {
+            const ssize_t n = ::read(c, buf, sizeof buf);
+            if (n <= 0)
+                break;
+            body.append(buf, n);
+        }
         {
             std::lock_guard lock(m_mutex);
             m_heads.append(head);
+            m_bodies.append(body);
         }
         const QList<QByteArray> requestLine = head.left(head.indexOf("\r\n")).split(' ');
         const QByteArray target = requestLine.value(1);
@@ -109,7 +127,7 @@ private:
     std::thread m_thread;
     std::vector<std::thread> m_workers; // joined at the end; tests make few connections
     mutable std::mutex m_mutex;
-    QList<QByteArray> m_heads;
+    QList<QByteArray> m_heads, m_bodies;
 };
 
 } // namespace airlock::test
