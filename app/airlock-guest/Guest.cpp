@@ -65,9 +65,11 @@ void fatalExit(int sock, const std::string &message, int code)
     std::exit(code);
 }
 
-Guest::Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd, int proxyFd)
+Guest::Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd, int proxyFd, int toolListenFd)
     : m_sock(sock), m_sigchldFd(sigchldFd), m_proxyListenFd(proxyListenFd), m_proxyFd(proxyFd), m_out(kOutputPrefix + wire::kMaxOutputChunk)
 {
+    if (toolListenFd >= 0)
+        m_tools = std::make_unique<ToolBridge>(toolListenFd, [this](std::string frame) { send(std::move(frame)); });
     m_in.resize(kSocketReadSize);
     send(wire::Writer(wire::Type::Hello)
              .u32(wire::kProtocolVersion)
@@ -113,6 +115,9 @@ void Guest::run()
         const size_t listenSlot = fds.size();
         if (m_proxyListenFd >= 0)
             fds.push_back({m_proxyListenFd, POLLIN, 0});
+        const size_t toolSlot = fds.size();
+        if (m_tools)
+            m_tools->addPollFds(fds);
 
         if (poll(fds.data(), fds.size(), -1) < 0) {
             if (errno == EINTR)
@@ -147,6 +152,8 @@ void Guest::run()
 
         if (m_proxyListenFd >= 0 && (fds[listenSlot].revents & POLLIN))
             acceptEgress();
+        if (m_tools)
+            m_tools->handle(fds.data() + toolSlot, fds.size() - toolSlot);
 
         if (fds[1].revents & POLLIN)
             reapChildren();
@@ -220,6 +227,7 @@ void Guest::readSocket()
         case wire::Type::Stdin:
         case wire::Type::Signal:
         case wire::Type::Resize:
+        case wire::Type::ToolResult:
             break;
         default:
             protocolViolation("unknown frame type " + std::to_string(static_cast<unsigned>(h->type)));
@@ -309,6 +317,15 @@ void Guest::handleFrame(wire::Type type, const char *payload, uint32_t len)
         const uint16_t cols = r.u16();
         finished();
         handleResize(id, rows, cols);
+        break;
+    }
+    case wire::Type::ToolResult: {
+        const uint32_t id = r.u32();
+        const uint8_t ok = r.u8();
+        const std::string_view body = r.rest();
+        finished();
+        if (m_tools)
+            m_tools->onResult(id, ok != 0, body);
         break;
     }
     default:

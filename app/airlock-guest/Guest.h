@@ -2,10 +2,12 @@
 #pragma once
 
 #include "OutQueue.h"
+#include "ToolBridge.h"
 #include "sandbox/GuestWire.h"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <sys/resource.h>
@@ -25,7 +27,8 @@ class Guest {
 public:
     // proxyListenFd/proxyFd (allowlist sandboxes): connections accepted on the first, a TCP
     // listener on 127.0.0.1 inside, are handed to the daemon's egress proxy through the second.
-    Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd = -1, int proxyFd = -1);
+    // toolListenFd: where airlock-tool connects (see ToolBridge); -1 for none.
+    Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd = -1, int proxyFd = -1, int toolListenFd = -1);
     [[noreturn]] void run();
 
 private:
@@ -71,6 +74,7 @@ private:
     int m_sigchldFd;
     int m_proxyListenFd;
     int m_proxyFd;
+    std::unique_ptr<ToolBridge> m_tools;
     OutQueue m_out;
     std::vector<char> m_in; // partial incoming frames; [m_inOff, m_inLen) is unparsed
     size_t m_inLen = 0;

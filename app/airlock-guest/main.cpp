@@ -8,6 +8,7 @@
 #include "Guest.h"
 #include "Landlock.h"
 #include "Log.h"
+#include "ToolBridge.h"
 
 #include <cerrno>
 #include <charconv>
@@ -22,6 +23,8 @@
 #include <sys/signalfd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
@@ -36,6 +39,7 @@ struct Options {
     long long nproc = -1;
     int proxyFd = -1;
     long long proxyPort = 0;
+    std::string toolSocket;
     bool verbose = false;
 };
 
@@ -67,6 +71,10 @@ std::string parseArgs(int argc, char **argv, Options &o)
             if (!parseNumber(argv[++i], n) || n == 0 || n > 65535)
                 return std::string("invalid --proxy-port value: ") + argv[i];
             o.proxyPort = n;
+        } else if (arg == "--tool-socket" && hasValue) {
+            o.toolSocket = argv[++i];
+            if (o.toolSocket.empty() || o.toolSocket[0] != '/' || o.toolSocket.size() >= sizeof(sockaddr_un::sun_path))
+                return "invalid --tool-socket path: " + o.toolSocket;
         } else if (arg == "--rw" && hasValue) {
             o.rwPaths.emplace_back(argv[++i]);
         } else if (arg == "--nproc" && hasValue) {
@@ -112,6 +120,29 @@ std::string errnoText(const char *what)
     return std::string(what) + ": " + std::strerror(errno);
 }
 
+// Where airlock-tool reaches the guest: a socket every process of the sandbox may connect to.
+// Created before Landlock (which would forbid making it).
+int listenToolSocket(const std::string &path)
+{
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (!dir.empty() && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+        return -1;
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, path.c_str(), path.size());
+    unlink(path.c_str());
+    if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || chmod(path.c_str(), 0666) != 0 || listen(fd, 64) != 0) {
+        const int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
 // The proxy port inside the sandbox's own network namespace: on loopback only.
 int listenLoopback(uint16_t port)
 {
@@ -137,6 +168,10 @@ int listenLoopback(uint16_t port)
 
 int main(int argc, char **argv)
 {
+    // One binary, two programs: inside a sandbox it is also airlock-tool (a symlink).
+    const char *base = std::strrchr(argv[0], '/');
+    if (std::strcmp(base ? base + 1 : argv[0], "airlock-tool") == 0)
+        return toolClientMain(argc, argv);
     ensureStdFds();
 
     Options opt;
@@ -204,10 +239,16 @@ int main(int argc, char **argv)
     if (sigchldFd < 0)
         fatalExit(sock, errnoText("signalfd failed"), 1);
 
+    int toolListen = -1;
+    if (!opt.toolSocket.empty()) {
+        toolListen = listenToolSocket(opt.toolSocket);
+        if (toolListen < 0)
+            fatalExit(sock, errnoText(("cannot listen on " + opt.toolSocket + " for airlock-tool").c_str()), 1);
+    }
     const LandlockResult ll = applyLandlock(opt.rwPaths);
     if (!ll.error.empty())
         fatalExit(sock, ll.error, 1);
 
-    Guest guest(sock, sigchldFd, ll.abi, proxyListen, opt.proxyFd);
+    Guest guest(sock, sigchldFd, ll.abi, proxyListen, opt.proxyFd, toolListen);
     guest.run();
 }

@@ -13,6 +13,8 @@
 
 #include <QDir>
 #include <QJsonArray>
+#include <QJsonDocument>
+#include <QPointer>
 #include <QUrl>
 #include <QCryptographicHash>
 #include <QFile>
@@ -253,6 +255,24 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         m_hostUids.insert(sandbox, *hostUid);
     connect(sandbox, &Sandbox::eventOccurred, this, &Engine::eventPublished);
     connect(sandbox, &Sandbox::egressConnection, m_proxy, [this, sandbox](int fd) { m_proxy->handle(sandbox, fd); });
+    connect(sandbox, &Sandbox::toolCallRequested, m_tools, [this, sandbox](uint32_t callId, const QByteArray &request) {
+        // From inside: untrusted bytes, parsed here.
+        QJsonParseError err{};
+        const QJsonObject r = QJsonDocument::fromJson(request, &err).object();
+        if (err.error != QJsonParseError::NoError || !r.value(QStringLiteral("tool")).isString())
+            return sandbox->answerToolCall(callId, makeError(ErrorCode::InvalidArgument, QStringLiteral("expected {\"tool\": NAME, \"arguments\": {...}}")));
+        tools::ToolCall call;
+        call.tool = r.value(QStringLiteral("tool")).toString().left(100);
+        call.arguments = r.contains(QStringLiteral("arguments")) ? r.value(QStringLiteral("arguments")) : QJsonValue(QJsonObject{});
+        call.requester = QStringLiteral("a process in the sandbox");
+        call.run = sandbox->currentRun();
+        call.owner = sandbox;
+        QPointer<Sandbox> alive(sandbox);
+        m_tools->call(sandbox, call, [alive, callId](Result<QJsonObject> result) {
+            if (alive)
+                alive->answerToolCall(callId, result);
+        });
+    });
     auto finished = std::make_shared<bool>(false);
     connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
         *finished = true;

@@ -124,7 +124,7 @@ Result<ExecRequest> ExecRequest::fromJson(const QJsonObject &json)
 QStringList ExecRequest::effectiveEnvironment() const
 {
     QList<QPair<QString, QString>> merged = {
-        {QStringLiteral("PATH"), QStringLiteral("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")},
+        {QStringLiteral("PATH"), QStringLiteral("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.airlock/bin")},
         {QStringLiteral("HOME"), QStringLiteral("/workspace")},
         {QStringLiteral("LANG"), QStringLiteral("C.UTF-8")},
     };

@@ -121,7 +121,8 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
             a.insert(a.end(), {"--tmpfs", dir, "--remount-ro", dir});
     a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var", "--tmpfs", "/var/tmp",
                        "--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
-                       std::to_string(kGuestFd), "/.airlock/guest"});
+                       std::to_string(kGuestFd), "/.airlock/guest", "--dir", "/.airlock/bin", "--symlink", "../guest",
+                       "/.airlock/bin/airlock-tool"});
     int fd = kFirstMountFd;
     for (const Mount &m : r.mounts)
         a.insert(a.end(), {m.writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd++), s(m.sandboxPath)});
@@ -136,6 +137,7 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
             a.insert(a.end(), {"--rw", s(m.sandboxPath)});
     if (r.nproc)
         a.insert(a.end(), {"--nproc", std::to_string(*r.nproc)});
+    a.insert(a.end(), {"--tool-socket", "/run/airlock/tools.sock"});
     if (r.network == NetworkMode::Allowlist)
         a.insert(a.end(), {"--proxy-fd", std::to_string(kProxyFd), "--proxy-port", std::to_string(kEgressProxyPort)});
     if (r.verboseGuest)

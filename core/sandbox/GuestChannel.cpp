@@ -135,6 +135,13 @@ void GuestChannel::sendResize(uint32_t execId, uint16_t rows, uint16_t cols)
     send(wire::Writer(wire::Type::Resize).u32(execId).u16(rows).u16(cols).take());
 }
 
+void GuestChannel::sendToolResult(uint32_t callId, bool ok, const QByteArray &body)
+{
+    if (!m_toolCalls.remove(callId))
+        return;
+    send(wire::Writer(wire::Type::ToolResult).u32(callId).u8(ok ? 1 : 0).bytes(std::string_view(body.constData(), size_t(body.size()))).take());
+}
+
 void GuestChannel::send(std::string frame)
 {
     if (m_fd < 0)
@@ -339,6 +346,23 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
         q->unconsumed -= bytes;
         pumpStdin(id);
         Q_EMIT stdinProgressed(stdinBacklog());
+        return true;
+    }
+    case wire::Type::ToolCall: {
+        const uint32_t id = r.u32();
+        const std::string_view request = r.rest();
+        if (r.failed())
+            return complete("tool-call") && false;
+        if (request.size() > wire::kMaxToolRequest) {
+            violate(QStringLiteral("tool call of %1 bytes exceeds %2").arg(request.size()).arg(wire::kMaxToolRequest));
+            return false;
+        }
+        if (m_toolCalls.contains(id) || m_toolCalls.size() >= int(wire::kMaxToolCalls)) {
+            violate(QStringLiteral("tool call %1 reused an id or exceeded %2 in flight").arg(id).arg(wire::kMaxToolCalls));
+            return false;
+        }
+        m_toolCalls.insert(id);
+        Q_EMIT toolCallReceived(id, QByteArray(request.data(), qsizetype(request.size())));
         return true;
     }
     case wire::Type::Fatal: {

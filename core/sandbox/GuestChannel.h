@@ -6,6 +6,7 @@
 #include <QByteArray>
 #include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 
@@ -55,6 +56,8 @@ public:
     qint64 stdinBacklog() const;
     void sendSignal(uint32_t execId, int signo);
     void sendResize(uint32_t execId, uint16_t rows, uint16_t cols);
+    // The answer to a ToolCall: the result as JSON, or an error code name and message.
+    void sendToolResult(uint32_t callId, bool ok, const QByteArray &body);
 
     // Backpressure: while paused, the guest's socket buffer fills and the guest stops reading output.
     void setReadingPaused(bool paused);
@@ -70,6 +73,7 @@ Q_SIGNALS:
     void protocolViolated(const QString &reason);
     void closed();
     void stdinProgressed(qint64 backlog); // the guest consumed stdin; stdinBacklog() now
+    void toolCallReceived(uint32_t callId, const QByteArray &request);
 private:
     qint64 pendingWriteBytes() const; // frames queued for the guest's socket
     void onReadable();
@@ -89,6 +93,7 @@ private:
     QByteArray m_out; // [m_outStart, size) is still to be written
     qsizetype m_outStart = 0;
     bool m_helloSeen = false;
+    QSet<uint32_t> m_toolCalls; // tool calls the guest made that have no answer yet
     bool m_dead = false;
     bool m_paused = false;
     QList<uint32_t> m_known;

@@ -16,13 +16,15 @@
 
 namespace airlock::wire {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr uint32_t kHeaderSize = 5;
 inline constexpr uint32_t kMaxPayload = 1024 * 1024; // hard limit in both directions
 inline constexpr uint32_t kMaxOutputChunk = 256 * 1024; // guest never sends more output per frame
 inline constexpr uint32_t kMaxArgs = 4096;
 inline constexpr uint32_t kMaxEnv = 4096;
 inline constexpr uint32_t kStdinWindow = 1024 * 1024;
+inline constexpr uint32_t kMaxToolRequest = 256 * 1024; // one airlock-tool call, as JSON
+inline constexpr uint32_t kMaxToolCalls = 16;           // in flight per sandbox
 
 enum class Type : uint8_t {
     // daemon -> guest
@@ -31,6 +33,7 @@ enum class Type : uint8_t {
     Stdin = 0x02, // u32 execId, bytes data (empty = close stdin)
     Signal = 0x03, // u32 execId, i32 signo (sent to the execution's process group)
     Resize = 0x04, // u32 execId, u16 rows, u16 cols
+    ToolResult = 0x05, // u32 callId, u8 ok, bytes (the result as JSON, or "CODE message" when not ok)
 
     // guest -> daemon
     Hello = 0x81, // u32 protocolVersion, i32 landlockAbi, u32 guestPid
@@ -43,6 +46,8 @@ enum class Type : uint8_t {
     StdinConsumed = 0x87, // u32 execId, u32 bytes: stdin written to the process (or discarded);
                           // the daemon keeps at most kStdinWindow bytes unconsumed per execution,
                           // so stdin never clogs the socket that also carries Signal frames
+    ToolCall = 0x88, // u32 callId, bytes request: {"tool": NAME, "arguments": {...}} from airlock-tool,
+                     // passed on unread (the daemon parses and validates it)
 };
 
 enum SpawnFlags : uint8_t { SpawnTty = 0x01, SpawnStdin = 0x02 };

@@ -92,6 +92,7 @@ Status Sandbox::start()
         onGuestFailed(QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(why), true);
     });
     connect(m_channel, &GuestChannel::stdinProgressed, this, &Sandbox::stdinBacklogShrunk);
+    connect(m_channel, &GuestChannel::toolCallReceived, this, &Sandbox::toolCallRequested);
     connect(m_channel, &GuestChannel::closed, this, [this] {
         if (m_state == SandboxState::Starting || m_state == SandboxState::Running)
             QTimer::singleShot(0, this, &Sandbox::onProcessExited);
@@ -111,6 +112,23 @@ Status Sandbox::start()
     });
     m_helloTimer->start(kHelloTimeoutMs);
     return Ok{};
+}
+
+void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
+{
+    if (!m_channel)
+        return;
+    if (result) {
+        // The answer goes into the sandbox: nothing of the host's secrets in it.
+        QJsonObject clean = *result;
+        if (!m_redactor.isEmpty()) {
+            Redactor::Hits hits;
+            clean = m_redactor.redactJson(clean, &hits);
+        }
+        m_channel->sendToolResult(callId, true, QJsonDocument(clean).toJson(QJsonDocument::Compact));
+    } else {
+        m_channel->sendToolResult(callId, false, (errorCodeName(result.error().code) + QLatin1Char(' ') + result.error().message).toUtf8());
+    }
 }
 
 void Sandbox::onProxyReadable()

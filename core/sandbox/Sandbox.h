@@ -74,6 +74,8 @@ public:
     Result<uint32_t> exec(const ExecRequest &request, const SecretEnv &secretEnv = {});
     // From now on this value (and its encodings) is masked in everything the sandbox publishes.
     void addSecret(const QString &name, const QByteArray &value) { m_redactor.add(name, value); }
+    // The result of a tool call made from inside, or why there is none.
+    void answerToolCall(uint32_t callId, const Result<QJsonObject> &result);
     // Refused once kStdinBacklogLimit bytes wait for the guest (the command does not read).
     Status writeStdin(uint32_t execId, QByteArrayView data, bool eof);
     qint64 stdinBacklog() const;
@@ -98,6 +100,8 @@ Q_SIGNALS:
     // An allowlist sandbox's process connected to the proxy port inside; the receiver owns `fd`
     // (a connected stream socket, checked to be one).
     void egressConnection(int fd);
+    // airlock-tool inside asked for a host tool; answer with answerToolCall().
+    void toolCallRequested(uint32_t callId, const QByteArray &request);
 
 private:
     struct Execution {

@@ -52,6 +52,10 @@ void ToolGateway::call(Sandbox *sandbox, ToolCall call, Done done)
                                                        {QStringLiteral("arguments"), call.arguments},
                                                        {QStringLiteral("requester"), call.requester}},
                     call.run);
+    // A tool the policy does not give is refused before anything about it is told.
+    if (!sandbox->policy().tools.contains(call.tool))
+        return refuse(ErrorCode::Denied, QStringLiteral("policy"),
+                      QStringLiteral("denied by policy: %1").arg(policy::evaluateTool(sandbox->policy(), call.tool, {}).reason));
     if (!call.arguments.isObject())
         return refuse(ErrorCode::InvalidArgument, QStringLiteral("schema"), QStringLiteral("arguments: expected a JSON object"));
     if (Status valid = JsonSchema::validate(tool->schema, call.arguments); !valid)

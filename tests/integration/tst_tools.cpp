@@ -69,12 +69,18 @@ private Q_SLOTS:
         QVERIFY(broken.open(QIODevice::WriteOnly));
         broken.write(R"({"name": "broken", "description": "x", "arguments": {"type": "object"}, "command": {"argv": ["sh", "-c", "{x}"]}})");
         broken.close();
+        // A careless tool that prints its own credential.
+        QFile leaky(tools + QStringLiteral("/env.dump.json"));
+        QVERIFY(leaky.open(QIODevice::WriteOnly));
+        leaky.write(R"({"name": "env.dump", "description": "Prints its environment", "arguments": {"type": "object", "additionalProperties": false},
+                        "command": {"argv": ["/usr/bin/env"], "env": {"TOOL_KEY": "{secret:MAIL_API_KEY}"}}})");
+        leaky.close();
 
         m_daemon = std::make_unique<TestDaemon>(args("--tools", tools, "--approval-timeout", "20s"));
         QVERIFY(m_daemon->start());
         QCOMPARE(m_daemon->ctl(args("secret", "set", "MAIL_API_KEY"), kMailKey + '\n').exitCode, 0);
         const CliResult created = m_daemon->ctl(args("create", "--name", "tl", "--policy", "-"), R"({"tools": {
-            "git.status": {"decision": "allow"},
+            "git.status": {"decision": "allow"}, "env.dump": {"decision": "allow"},
             "email.send": {"decision": "ask", "constraints": {"to": "*@example.com"}}}})");
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
 
@@ -92,7 +98,8 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         const QList<QByteArray> lines = r.out.split('\n');
         QVERIFY2(lines.value(1).startsWith("email.send  ask       to=*@example.com"), r.out.constData());
-        QVERIFY2(lines.value(2).startsWith("git.status  allow     -"), r.out.constData());
+        QVERIFY2(lines.value(2).startsWith("env.dump    allow     -"), r.out.constData());
+        QVERIFY2(lines.value(3).startsWith("git.status  allow     -"), r.out.constData());
         QVERIFY2(!r.out.contains("broken"), r.out.constData());
         const QJsonArray tools = jsonObject(m_daemon->ctl(args("tool", "ls", "tl", "--json")).out).value(QStringLiteral("tools")).toArray();
         QCOMPARE(tools.first().toObject().value(QStringLiteral("inputSchema")).toObject().value(QStringLiteral("required")).toArray().size(), 3);
@@ -198,6 +205,49 @@ private Q_SLOTS:
         QCOMPARE(call("email.send", R"({"to": "dave@evil.test", "subject": "s", "body": "b"})").exitCode, 6);
     }
 
+    void codeInsideCallsThroughAirlockTool()
+    {
+        const auto inside = [&](const QString &script) { return execIn(*m_daemon, QStringLiteral("tl"), args("sh", "-c", script)); };
+        CliResult r = inside(QStringLiteral("airlock-tool git.status '{\"repository\": \"%1\"}'").arg(m_repo));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(jsonObject(r.out).value(QStringLiteral("stdout")).toString(), QStringLiteral("## No commits yet on main\n?? notes.txt\n"));
+        // The same refusals, with airlockctl's exit codes.
+        r = inside(QStringLiteral("airlock-tool git.status '{\"repository\": 1}'"));
+        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(r.err, QByteArray("airlock-tool: git.status: /repository: expected string, got number\n"));
+        r = inside(QStringLiteral("airlock-tool email.send '{\"to\": \"x@evil.test\", \"subject\": \"s\", \"body\": \"b\"}'"));
+        QCOMPARE(r.exitCode, 6);
+        r = inside(QStringLiteral("echo '{\"repository\": \"/\"' | airlock-tool git.status -"));
+        QCOMPARE(r.exitCode, 2); // not even JSON
+        QCOMPARE(r.err, QByteArray("airlock-tool: expected {\"tool\": NAME, \"arguments\": {...}}\n"));
+        // The tool's own key never comes back into the sandbox.
+        r = inside(QStringLiteral("airlock-tool env.dump"));
+        QVERIFY2(r.exitCode == 0 && !r.out.contains(kMailKey), qPrintable(r.describe()));
+        QVERIFY2(r.out.contains("TOOL_KEY=[REDACTED"), qPrintable(r.describe()));
+    }
+
+    void aCallFromInsideCanWaitForAPerson()
+    {
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+                 args("--no-autostart", "exec", "tl", "-n", "--", "airlock-tool", "email.send", R"({"to": "erin@example.org", "subject": "s", "body": "b"})"));
+        // (Not example.com: the "always" rule kept the constraint; this one is refused outright.)
+        QVERIFY(p->waitForFinished(15000));
+        QCOMPARE(p->exitCode(), 6);
+        QCOMPARE(p->readAllStandardError(), QByteArray("airlock-tool: denied by policy: email.send: argument 'to' must match '*@example.com' (sandbox)\n"));
+        const CliResult set = m_daemon->ctl(args("policy", "set", "tl", "-"), R"({"tools": {"email.send": {"decision": "ask"}}})");
+        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+                 args("--no-autostart", "exec", "tl", "-n", "--", "airlock-tool", "email.send", R"({"to": "erin@example.org", "subject": "s", "body": "b"})"));
+        const QJsonObject request = waitForRequest();
+        QCOMPARE(request.value(QStringLiteral("requester")).toString(), QStringLiteral("a process in the sandbox"));
+        QCOMPARE(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode, 0);
+        QVERIFY(p->waitForFinished(15000));
+        QCOMPARE(p->exitCode(), 0);
+        QCOMPARE(jsonObject(p->readAllStandardOutput()).value(QStringLiteral("status")).toInt(), 200);
+    }
+
     void everyCallIsRecordedAndTheKeyIsNot()
     {
         m_daemon->stop();
@@ -211,13 +261,14 @@ private Q_SLOTS:
             if (st.columnText(0) == QLatin1String("tool.denied"))
                 deniedBy.append(QJsonDocument::fromJson(st.columnText(1).toUtf8()).object().value(QStringLiteral("by")).toString());
         }
-        // Refused: 4 by the schema; by the policy the ungranted one (another sandbox) and two
-        // constraints; 1 by a person. Ran: git.status and 3 mails. (An undeclared tool is no call.)
-        deniedBy.sort();
-        QCOMPARE(deniedBy, QStringList({QStringLiteral("person"), QStringLiteral("policy"), QStringLiteral("policy"), QStringLiteral("policy"),
-                                        QStringLiteral("schema"), QStringLiteral("schema"), QStringLiteral("schema"), QStringLiteral("schema")}));
-        QCOMPARE(kinds.value(QStringLiteral("tool.finished")), 4);
-        QCOMPARE(kinds.value(QStringLiteral("tool.requested")), 8 + 4);
+        // Refused: 5 by the schema; by the policy the ungranted one (another sandbox) and four
+        // constraints; 1 by a person. Ran: git.status twice, env.dump and 4 mails. (An undeclared
+        // tool or a request that is not JSON is no call.)
+        QCOMPARE(deniedBy.count(QStringLiteral("schema")), 5);
+        QCOMPARE(deniedBy.count(QStringLiteral("policy")), 5);
+        QCOMPARE(deniedBy.count(QStringLiteral("person")), 1);
+        QCOMPARE(kinds.value(QStringLiteral("tool.finished")), 7);
+        QCOMPARE(kinds.value(QStringLiteral("tool.requested")), 11 + 7);
         db->reset();
         QFile file(m_daemon->dataDir() + QStringLiteral("/history.db"));
         QVERIFY(file.open(QIODevice::ReadOnly));
