@@ -108,6 +108,9 @@ private Q_SLOTS:
         QTest::newRow("invalid output stream") << 7 << "invalid stream 9";
         QTest::newRow("output chunk above the chunk limit") << 8 << "exceeds 262144";
         QTest::newRow("more stdin consumed than was sent") << 9 << "reports 5 bytes, 3 were sent";
+        QTest::newRow("a tool call above its limit") << 10 << "tool call of 262145 bytes exceeds 262144";
+        QTest::newRow("a tool call id reused while in flight") << 11 << "tool call 4 reused an id";
+        QTest::newRow("more tool calls in flight than allowed") << 12 << "exceeded 16 in flight";
     }
     void violations()
     {
@@ -150,9 +153,48 @@ private Q_SLOTS:
         case 8:
             put(wire::Writer(wire::Type::Output).u32(1).u8(1).u64(0).bytes(std::string(wire::kMaxOutputChunk + 1, 'x')).take());
             break;
+        case 10:
+            put(wire::Writer(wire::Type::ToolCall).u32(1).bytes(std::string(wire::kMaxToolRequest + 1, 'x')).take());
+            break;
+        case 11:
+            put(wire::Writer(wire::Type::ToolCall).u32(4).bytes("{}").take());
+            put(wire::Writer(wire::Type::ToolCall).u32(4).bytes("{}").take());
+            break;
+        case 12:
+            for (uint32_t id = 1; id <= wire::kMaxToolCalls + 1; ++id)
+                put(wire::Writer(wire::Type::ToolCall).u32(id).bytes("{}").take());
+            break;
         }
         const QString why = violation();
         QVERIFY2(why.contains(reason), qPrintable(why));
+    }
+
+    void toolCallsAreAnsweredOnceEach()
+    {
+        hello();
+        QSignalSpy calls(m_channel, &GuestChannel::toolCallReceived);
+        put(wire::Writer(wire::Type::ToolCall).u32(7).bytes(R"({"tool":"x"})").take());
+        QVERIFY(calls.wait(2000));
+        QCOMPARE(calls.at(0).at(0).toUInt(), 7u);
+        QCOMPARE(calls.at(0).at(1).toByteArray(), QByteArray(R"({"tool":"x"})"));
+        m_channel->sendToolResult(7, true, "{\"ok\":1}");
+        m_channel->sendToolResult(7, true, "{\"again\":1}"); // answered already: nothing more is sent
+        m_channel->sendToolResult(8, false, "denied never asked");
+        QByteArray got;
+        QVERIFY(QTest::qWaitFor([&] {
+            char buf[256];
+            const ssize_t n = ::recv(m_guest, buf, sizeof buf, MSG_DONTWAIT);
+            if (n > 0)
+                got.append(buf, n);
+            return got.size() >= qsizetype(wire::kHeaderSize + 5 + 8);
+        }, 2000));
+        QTest::qWait(50);
+        char extra[64];
+        QCOMPARE(::recv(m_guest, extra, sizeof extra, MSG_DONTWAIT), ssize_t(-1));
+        QCOMPARE(got, QByteArray::fromStdString(wire::Writer(wire::Type::ToolResult).u32(7).u8(1).bytes("{\"ok\":1}").take()));
+        // The id is free again.
+        put(wire::Writer(wire::Type::ToolCall).u32(7).bytes("{}").take());
+        QVERIFY(calls.wait(2000));
     }
 
     void stdinStaysWithinTheWindowSoSignalsGetThrough()

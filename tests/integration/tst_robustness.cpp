@@ -4,6 +4,7 @@
 // typed answer, costs only the offending connection or sandbox, and leaves the daemon serving.
 #include "TestDaemon.h"
 #include "rpc/Protocol.h"
+#include "sandbox/GuestWire.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -613,7 +614,7 @@ private Q_SLOTS:
             << "bg-no-hello" << "the sandbox agent broke the protocol (frame type 0x82 before hello); sandbox killed";
         QTest::newRow("hello with protocol 99")
             << "bg-bad-version"
-            << "the sandbox agent broke the protocol (guest speaks protocol 99, daemon 1 (reinstall Airlock so both match)); sandbox killed";
+            << QStringLiteral("the sandbox agent broke the protocol (guest speaks protocol 99, daemon %1 (reinstall Airlock so both match)); sandbox killed").arg(wire::kProtocolVersion);
         QTest::newRow("an agent that exits at once") << "bg-exit" << "bubblewrap could not create the sandbox: it exited without a message";
         QTest::newRow("an agent that reports a fatal setup error")
             << "bg-fatal" << "the sandbox agent failed: landlock_restrict_self failed: test";
