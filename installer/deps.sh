@@ -8,6 +8,7 @@ packages=(
   libspdlog-dev libsqlite3-dev libseccomp-dev bubblewrap
   xvfb xauth libgl1-mesa-dev
   curl openssl
+  qtkeychain-qt6-dev gnome-keyring dbus-daemon dbus-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,6 +9,7 @@
 #include "policy/Policy.h"
 #include "log/Log.h"
 #include "rpc/RpcServer.h"
+#include "secrets/KeychainSecretStore.h"
 #include "secrets/SecretStore.h"
 #include "sandbox/HostCapabilities.h"
 #include "util/InstanceLock.h"
@@ -35,6 +36,23 @@ QString defaultGuestPath()
     if (QFileInfo(sibling).isExecutable())
         return sibling;
     return QStringLiteral("/usr/libexec/airlock/airlock-guest");
+}
+
+// The keyring when one answers (or when asked for), else the 0600 file.
+Result<std::unique_ptr<SecretStore>> openSecretStore(const QString &choice)
+{
+    if (choice != QLatin1String("auto") && choice != QLatin1String("secret-service") && choice != QLatin1String("file"))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("--secret-store: expected auto, secret-service or file"));
+    const QString file = paths::configDir() + QStringLiteral("/secrets.json");
+    if (choice == QLatin1String("file"))
+        return std::unique_ptr<SecretStore>(std::make_unique<FileSecretStore>(file));
+    QString why;
+    if (auto keyring = KeychainSecretStore::open(paths::configDir() + QStringLiteral("/secrets-index.json"), &why))
+        return std::unique_ptr<SecretStore>(std::move(keyring));
+    if (choice == QLatin1String("secret-service"))
+        return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("--secret-store secret-service: %1").arg(why));
+    log::get("daemon")->info("no Secret Service ({}); secrets go to the file store", why.toStdString());
+    return std::unique_ptr<SecretStore>(std::make_unique<FileSecretStore>(file));
 }
 
 void raiseFileLimit()
@@ -90,7 +108,11 @@ int main(int argc, char *argv[])
     const QCommandLineOption toolsOpt(QStringLiteral("tools"),
                                       QStringLiteral("Load host tool declarations (*.json) from this directory (default: $XDG_CONFIG_HOME/airlock/tools). Repeatable."),
                                       QStringLiteral("dir"));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt});
+    const QCommandLineOption secretStoreOpt(QStringLiteral("secret-store"),
+                                            QStringLiteral("Where secrets are kept: secret-service (the session keyring), file (0600, weaker) "
+                                                           "or auto (the keyring when one answers, default)."),
+                                            QStringLiteral("backend"), QStringLiteral("auto"));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt});
     parser.process(app);
 
     app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
@@ -101,7 +123,28 @@ int main(int argc, char *argv[])
     if (Status boundary = caps.checkBoundary(); !boundary)
         logger->warn("sandboxes cannot be created on this host: {}", boundary.error().message.toStdString());
 
-    // The lock comes first: a daemon that is refused must not have touched anything.
+    // Options are checked before anything is touched.
+    auto approvalTimeout = units::parseDurationMs(parser.value(approvalTimeoutOpt));
+    if (!approvalTimeout || *approvalTimeout > 86'400'000) {
+        std::fprintf(stderr, "airlockd: --approval-timeout: expected a duration up to 24h, like 30s or 5m\n");
+        return 2;
+    }
+    QHash<QString, QList<QHostAddress>> resolve;
+    for (const QString &entry : parser.values(resolveOpt)) {
+        auto parsed = policy::parseResolveEntry(entry);
+        if (!parsed) {
+            std::fprintf(stderr, "airlockd: --resolve %s: %s\n", qPrintable(entry), qPrintable(parsed.error().message));
+            return 2;
+        }
+        resolve[parsed->first] += parsed->second;
+    }
+    auto secrets = openSecretStore(parser.value(secretStoreOpt));
+    if (!secrets) {
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(secrets.error().message));
+        return 2;
+    }
+    logger->info("secrets: {}", (*secrets)->backend().toStdString());
+    // The lock comes before any file is touched: a daemon that is refused must leave no trace.
     auto lock = InstanceLock::acquire(parser.value(socketOpt), paths::dataDir());
     if (!lock) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(lock.error().message));
@@ -125,24 +168,9 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
         return 1;
     }
-    auto approvalTimeout = units::parseDurationMs(parser.value(approvalTimeoutOpt));
-    if (!approvalTimeout || *approvalTimeout > 86'400'000) {
-        std::fprintf(stderr, "airlockd: --approval-timeout: expected a duration up to 24h, like 30s or 5m\n");
-        return 2;
-    }
-    QHash<QString, QList<QHostAddress>> resolve;
-    for (const QString &entry : parser.values(resolveOpt)) {
-        auto parsed = policy::parseResolveEntry(entry);
-        if (!parsed) {
-            std::fprintf(stderr, "airlockd: --resolve %s: %s\n", qPrintable(entry), qPrintable(parsed.error().message));
-            return 2;
-        }
-        resolve[parsed->first] += parsed->second;
-    }
     ApprovalBroker approvals{int(*approvalTimeout)};
-    FileSecretStore secrets(paths::configDir() + QStringLiteral("/secrets.json"));
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, &secrets, toolDirs}, caps, approvals);
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs}, caps, approvals);
     engine.reapOrphans();
     // The history sees every event before any client does (connected first): an exit is committed
     // before it is acknowledged.

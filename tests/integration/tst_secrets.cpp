@@ -53,7 +53,7 @@ class TestSecrets final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        m_daemon = std::make_unique<TestDaemon>();
+        m_daemon = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--secret-store"), QStringLiteral("file")});
         QVERIFY(m_daemon->start());
         const CliResult set = m_daemon->ctl(args("secret", "set", "API_TOKEN"), kValue + '\n');
         QVERIFY2(set.exitCode == 0 && set.out == "set API_TOKEN\n", qPrintable(set.describe()));

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "secrets/SecretStore.h"
+
+#include <QHash>
+#include <QThread>
+
+#include <functional>
+#include <memory>
+
+namespace airlock {
+
+// Secrets in the freedesktop Secret Service (GNOME Keyring, KWallet, KeePassXC) through QtKeychain,
+// service "airlock", never falling back to a plain file. The keyring has no listing, so names,
+// sizes and times (never values) are kept in an index file next to the user's policy. Keyring calls
+// run on a thread of their own, each bounded by a timeout: a keyring that does not answer fails the
+// call, closed.
+class KeychainSecretStore final : public SecretStore {
+public:
+    // Null, with why, when no Secret Service answers on the session bus.
+    static std::unique_ptr<KeychainSecretStore> open(const QString &indexPath, QString *why);
+    ~KeychainSecretStore() override;
+
+    QString backend() const override;
+    bool weaker() const override { return false; }
+    Status set(const QString &name, const QByteArray &value) override;
+    Result<QByteArray> get(const QString &name) const override;
+    Status remove(const QString &name) override;
+    Result<QList<SecretInfo>> list() const override;
+
+private:
+    explicit KeychainSecretStore(QString indexPath);
+    enum class Op { Read, Write, Delete };
+    struct Outcome {
+        int error = -1; // QKeychain::Error; -1: no answer in time
+        QString message;
+        QByteArray data;
+    };
+    Outcome run(Op op, const QString &key, const QByteArray &data = {}) const;
+    Status loadIndex() const;
+    Status saveIndex() const;
+
+    QString m_indexPath;
+    mutable QHash<QString, SecretInfo> m_index;
+    mutable QHash<QString, QByteArray> m_cache; // values read or written by this daemon
+    mutable bool m_indexLoaded = false;
+    QThread m_thread;
+    QObject *m_worker = nullptr; // lives on m_thread; the keyring jobs' parent
+};
+
+} // namespace airlock

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Secrets in a real Secret Service: a private session bus (dbus-daemon) with GNOME Keyring on it,
+// unlocked with a throwaway password, and airlockd told to use it. The value lives in the keyring
+// only (the daemon keeps an index of names), survives a daemon restart, is granted like any other
+// secret, and the daemon refuses to start when asked for a keyring that is not there.
+#include "TestHelpers.h"
+
+#include <QCryptographicHash>
+#include <QDirIterator>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+const QByteArray kValue = "kr-7c0f3e1a9b2d44e8";
+}
+
+class TestSecretService final : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_session;
+    QProcess m_bus, m_keyring;
+    QProcessEnvironment m_env;
+    std::unique_ptr<TestDaemon> m_daemon;
+
+    bool keyringOnBus() const
+    {
+        QProcess check;
+        check.setProcessEnvironment(m_env);
+        check.start(QStringLiteral("dbus-send"), args("--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                    "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"));
+        return check.waitForFinished(5000) && check.readAllStandardOutput().contains("boolean true");
+    }
+    QStringList filesContaining(const QByteArray &needle) const
+    {
+        QStringList hits;
+        for (const QString &root : {m_daemon->rootDir(), m_session.path()}) {
+            QDirIterator it(root, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+            while (it.hasNext()) {
+                QFile f(it.next());
+                if (f.open(QIODevice::ReadOnly) && f.readAll().contains(needle))
+                    hits.append(f.fileName());
+            }
+        }
+        return hits;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_env = QProcessEnvironment::systemEnvironment();
+        for (const char *dir : {"home", "data", "run"})
+            QVERIFY(QDir().mkpath(m_session.filePath(QString::fromLatin1(dir))));
+        QFile::setPermissions(m_session.filePath(QStringLiteral("run")), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        m_env.insert(QStringLiteral("HOME"), m_session.filePath(QStringLiteral("home")));
+        m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_session.filePath(QStringLiteral("data"))); // the keyring's files
+        m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_session.filePath(QStringLiteral("run")));
+        m_bus.setProcessEnvironment(m_env);
+        m_bus.start(QStringLiteral("dbus-daemon"), args("--session", "--nofork", "--print-address=1"));
+        QVERIFY2(m_bus.waitForReadyRead(5000), "dbus-daemon did not start");
+        const QString address = QString::fromUtf8(m_bus.readLine().trimmed());
+        QVERIFY(address.startsWith(QLatin1String("unix:")));
+        m_env.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), address);
+        m_keyring.setProcessEnvironment(m_env);
+        m_keyring.start(QStringLiteral("gnome-keyring-daemon"), args("--foreground", "--unlock", "--components=secrets"));
+        QVERIFY(m_keyring.waitForStarted());
+        m_keyring.write("throwaway-password");
+        m_keyring.closeWriteChannel();
+        QVERIFY2(waitFor([&] { return keyringOnBus(); }, 10000), "GNOME Keyring did not come up on the session bus");
+
+        QProcessEnvironment daemonEnv;
+        daemonEnv.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), address);
+        m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "secret-service"), daemonEnv);
+        QVERIFY(m_daemon->start());
+    }
+    void cleanupTestCase()
+    {
+        m_daemon.reset();
+        for (QProcess *p : {&m_keyring, &m_bus}) {
+            p->terminate();
+            if (!p->waitForFinished(3000))
+                p->kill();
+        }
+    }
+
+    void theKeyringHoldsTheValue()
+    {
+        const CliResult set = m_daemon->ctl(args("secret", "set", "DEPLOY_KEY"), kValue + '\n');
+        QVERIFY2(set.exitCode == 0 && set.out == "set DEPLOY_KEY\n" && set.err.isEmpty(), qPrintable(set.describe())); // no "weaker" note
+        const QJsonObject listed = jsonObject(m_daemon->ctl(args("secret", "ls", "--json")).out);
+        QVERIFY(!listed.value(QStringLiteral("weaker")).toBool());
+        QVERIFY2(listed.value(QStringLiteral("backend")).toString().startsWith(QStringLiteral("Secret Service")), qPrintable(listed.value(QStringLiteral("backend")).toString()));
+        QCOMPARE(listed.value(QStringLiteral("secrets")).toArray().first().toObject().value(QStringLiteral("bytes")).toInt(), kValue.size());
+        QVERIFY(!QFile::exists(m_daemon->configDir() + QStringLiteral("/secrets.json")));
+        // Not in any file of the daemon's, nor in the keyring's own (which are encrypted).
+        QCOMPARE(filesContaining(kValue), QStringList());
+    }
+
+    void itSurvivesARestartAndIsGranted()
+    {
+        m_daemon->stop();
+        QVERIFY(m_daemon->start()); // nothing cached now: the value comes from the keyring
+        const QByteArray expected = QCryptographicHash::hash(kValue, QCryptographicHash::Sha256).toHex();
+        const CliResult r = m_daemon->ctl(args("run", "--policy", "-", "--", "sh", "-c", "printf %s \"$KEY\" | sha256sum | cut -c1-64"),
+                                          R"({"credentials": {"grants": [{"secret": "DEPLOY_KEY", "env": "KEY"}]}})");
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, expected + '\n');
+    }
+
+    void removedMeansGoneFromTheKeyring()
+    {
+        QCOMPARE(m_daemon->ctl(args("secret", "rm", "DEPLOY_KEY")).exitCode, 0);
+        m_daemon->stop();
+        QVERIFY(m_daemon->start());
+        const CliResult r = m_daemon->ctl(args("run", "--policy", "-", "--", "true"), R"({"credentials": {"grants": [{"secret": "DEPLOY_KEY", "env": "KEY"}]}})");
+        QCOMPARE(r.exitCode, 3);
+        QVERIFY2(r.err.contains("no secret named 'DEPLOY_KEY'"), qPrintable(r.describe()));
+        QCOMPARE(m_daemon->ctl(args("secret", "ls", "--json")).out.contains("DEPLOY_KEY"), false);
+    }
+
+    void askingForAKeyringThatIsNotThereFailsClosed()
+    {
+        QProcessEnvironment env = m_daemon->environment();
+        env.remove(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"));
+        QTemporaryDir runtime;
+        env.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtime.path());
+        QProcess d;
+        d.setProcessEnvironment(env);
+        d.start(binDir() + QStringLiteral("/airlockd"), args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store", "secret-service"));
+        QVERIFY(d.waitForFinished(10000));
+        QCOMPARE(d.exitCode(), 2);
+        QCOMPARE(d.readAllStandardError(), QByteArray("airlockd: --secret-store secret-service: no session bus (DBUS_SESSION_BUS_ADDRESS is not set)\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSecretService)
+#include "tst_secret_service.moc"
