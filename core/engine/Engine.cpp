@@ -521,6 +521,36 @@ void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecisi
                            request.run);
 }
 
+void Engine::maskSecrets(ApprovalRequest &r) const
+{
+    auto found = find(r.sandbox);
+    if (!found || (*found)->redactor().isEmpty())
+        return;
+    const Redactor &redactor = (*found)->redactor();
+    Redactor::Hits hits;
+    const QJsonObject masked = redactor.redactJson({{QStringLiteral("argv"), QJsonArray::fromStringList(r.argv)},
+                                                    {QStringLiteral("env"), QJsonArray::fromStringList(r.env)},
+                                                    {QStringLiteral("cwd"), r.cwd},
+                                                    {QStringLiteral("destination"), r.destination},
+                                                    {QStringLiteral("reason"), r.reason},
+                                                    {QStringLiteral("arguments"), r.arguments}},
+                                                   &hits);
+    if (!hits)
+        return;
+    const auto list = [&](const char *key) {
+        QStringList out;
+        for (const QJsonValue &v : masked.value(QLatin1String(key)).toArray())
+            out.append(v.toString());
+        return out;
+    };
+    r.argv = list("argv");
+    r.env = list("env");
+    r.cwd = masked.value(QStringLiteral("cwd")).toString();
+    r.destination = masked.value(QStringLiteral("destination")).toString();
+    r.reason = masked.value(QStringLiteral("reason")).toString();
+    r.arguments = masked.value(QStringLiteral("arguments")).toObject();
+}
+
 void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, std::function<void(bool, const QString &)> answer)
 {
     // A sandbox cannot bury a person in questions: a few at a time, the rest are denied.
@@ -537,6 +567,7 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, std::function<void(b
     r.policyVersion = sandbox->policyVersion();
     if (auto caps = capabilities(sandbox->id()))
         r.capabilities = *caps;
+    maskSecrets(r);
     const ApprovalRequest pending = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
         recordDecision(req, d);
         answer(d.allowed, d.allowed ? QStringLiteral("approved by %1").arg(d.by)

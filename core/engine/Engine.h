@@ -81,6 +81,9 @@ public:
     // The rule an "always" decision adds for a pending request, by its kind. Refused (nothing
     // decided) when the policy moved since the request was made.
     Result<QJsonObject> allowAlways(const ApprovalRequest &request, const QString &by);
+    // The sandbox's granted secrets masked in everything a request shows a person (or lists to an
+    // agent); what runs keeps the real values.
+    void maskSecrets(ApprovalRequest &request) const;
     // approval.decided in the request's sandbox stream.
     void recordDecision(const ApprovalRequest &request, const ApprovalDecision &decision);
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,

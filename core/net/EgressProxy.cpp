@@ -249,7 +249,8 @@ private:
                                       }
                                       proxy->sessionEnded(key);
                                   });
-                              });
+                              },
+                              m_target->upstreamLimit);
         end();
     }
 

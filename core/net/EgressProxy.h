@@ -46,7 +46,7 @@ public:
         QHash<QString, QList<QHostAddress>> hosts;
         int handshakeTimeoutMs = 30000;
         int connectTimeoutMs = 15000;
-        int maxConnectionsPerSandbox = 256;
+        int maxConnectionsPerSandbox = 64; // each relayed one may hold 2 MiB of pipes
     };
     using Answer = std::function<void(bool allowed, const QString &why)>;
     using Ask = std::function<void(Sandbox *, const EgressQuestion &, Answer)>;

@@ -213,8 +213,20 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
         if (path.isEmpty() || path.startsWith('?'))
             path.prepend('/');
         int hostHeaders = 0;
+        qint64 contentLength = -1;
         QByteArray out = method.toByteArray() + ' ' + path + ' ' + version.toByteArray() + "\r\n";
         for (const auto &[name, value] : std::as_const(headers)) {
+            // The body is relayed by its declared length and not a byte more, so nothing after it
+            // (a second request, for another host) can ride along.
+            if (name.compare("transfer-encoding", Qt::CaseInsensitive) == 0)
+                return fail(QStringLiteral("request bodies in chunks are not relayed; send a Content-Length"));
+            if (name.compare("content-length", Qt::CaseInsensitive) == 0) {
+                bool ok = false;
+                const qint64 n = value.toByteArray().toLongLong(&ok);
+                if (!ok || n < 0 || (contentLength >= 0 && contentLength != n))
+                    return fail(QStringLiteral("the Content-Length header is malformed"));
+                contentLength = n;
+            }
             if (name.compare("host", Qt::CaseInsensitive) == 0) {
                 // The Host header must name the destination we decide on: the server routes by it.
                 if (++hostHeaders > 1 || originKey(value) != originKey(authorityText))
@@ -232,7 +244,9 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
         target.protocol = ProxyProtocol::HttpForward;
         target.host = QString::fromUtf8(authority->first);
         target.port = authority->second;
-        target.upstreamFirst = out + early.toByteArray();
+        const qint64 body = std::max<qint64>(contentLength, 0);
+        target.upstreamFirst = out + early.first(std::min<qint64>(early.size(), body)).toByteArray();
+        target.upstreamLimit = body - std::min<qint64>(early.size(), body);
     }
     m_done = true;
     m_buf.clear();

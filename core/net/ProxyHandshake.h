@@ -18,6 +18,8 @@ struct ProxyTarget {
     quint16 port = 0;
     QByteArray upstreamFirst; // bytes for the destination before the relay starts (a rewritten
                               // request head, data the client sent early)
+    qint64 upstreamLimit = -1; // how much more the client may send after that (-1: no limit). A
+                               // forwarded request gets its declared body and nothing after it.
 };
 
 // Why a connection is refused, as the client's protocol says it.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/Relay.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -31,6 +32,9 @@ struct Relay::Direction {
     bool eof = false;  // `from` has nothing more to send
     bool done = false; // and everything reached `to`, which was told so (SHUT_WR)
     uint64_t bytes = 0;
+    int64_t limit = -1; // bytes `from` may still send (-1: any); at 0 it is no longer read
+
+    bool exhausted() const { return limit == 0 && inPipe == 0 && pendingOff == pending.size(); }
 
     bool wantsWrite() const { return inPipe > 0 || pendingOff < pending.size(); }
 };
@@ -79,7 +83,8 @@ void Relay::wake()
     (void)!::write(m_wakeFd, &one, sizeof one);
 }
 
-void Relay::add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done)
+void Relay::add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done,
+                int64_t upstreamLimit)
 {
     auto pair = std::make_shared<Pair>();
     pair->tag = tag;
@@ -88,6 +93,7 @@ void Relay::add(int client, int destination, std::string upstreamFirst, std::str
     pair->done = std::move(done);
     pair->dir[0].pending = std::move(upstreamFirst);
     pair->dir[1].pending = std::move(clientFirst);
+    pair->dir[0].limit = upstreamLimit;
     {
         std::lock_guard lock(m_mutex);
         m_commands.push_back({false, tag, std::move(pair)});
@@ -241,11 +247,15 @@ void Relay::pump(Pair &pair)
                     return finish(pair.id, errnoText(d == 0 ? "write to destination" : "write to client"));
                 }
             }
-            if (!dir.eof && dir.inPipe < dir.pipeCapacity) {
-                const ssize_t n = ::splice(dir.from, nullptr, dir.pipeWrite, nullptr, dir.pipeCapacity - dir.inPipe,
-                                           SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (!dir.eof && dir.limit != 0 && dir.inPipe < dir.pipeCapacity) {
+                size_t want = dir.pipeCapacity - dir.inPipe;
+                if (dir.limit > 0)
+                    want = std::min(want, size_t(dir.limit));
+                const ssize_t n = ::splice(dir.from, nullptr, dir.pipeWrite, nullptr, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
                 if (n > 0) {
                     dir.inPipe += size_t(n);
+                    if (dir.limit > 0)
+                        dir.limit -= n;
                     progress = true;
                 } else if (n == 0) {
                     dir.eof = true;
@@ -260,7 +270,8 @@ void Relay::pump(Pair &pair)
             }
         }
     }
-    if (pair.dir[0].done && pair.dir[1].done)
+    // Done both ways; or the destination has answered in full and the client may send no more.
+    if (pair.dir[1].done && (pair.dir[0].done || pair.dir[0].exhausted()))
         finish(pair.id, {});
 }
 

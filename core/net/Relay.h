@@ -33,7 +33,10 @@ public:
     // Takes ownership of both sockets (made non-blocking here). `upstreamFirst` is written to the
     // destination before anything the client sends, `clientFirst` to the client before anything
     // the destination sends. `tag` groups pairs for cancel().
-    void add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done);
+    // `upstreamLimit` (>= 0) is how many more bytes the client may send the destination after
+    // upstreamFirst; past it the client is no longer read.
+    void add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done,
+             int64_t upstreamLimit = -1);
     // Ends every pair with this tag (their Done reports "cancelled").
     void cancel(uint64_t tag);
     int activePairs() const;

@@ -74,8 +74,13 @@ bool NetworkRules::isSpecialAddress(const QHostAddress &address)
     if (address.protocol() != QAbstractSocket::IPv6Protocol)
         return true; // nothing else is a destination
     const Q_IPV6ADDR b = address.toIPv6Address();
-    const bool unspecifiedOrLoopback = std::all_of(b.c, b.c + 15, [](quint8 x) { return x == 0; }) && (b.c[15] == 0 || b.c[15] == 1);
-    return unspecifiedOrLoopback || (b.c[0] & 0xfe) == 0xfc /* ULA fc00::/7 */ || (b.c[0] == 0xfe && (b.c[1] & 0xc0) == 0x80) /* fe80::/10 */
+    const auto zero = [&](int from, int to) { return std::all_of(b.c + from, b.c + to, [](quint8 x) { return x == 0; }); };
+    // ::/96 holds ::, ::1 and the IPv4-compatible ::a.b.c.d; ::ffff:0:a.b.c.d is SIIT's IPv4.
+    const bool embedsOrIsLocal = zero(0, 12) || (zero(0, 8) && b.c[8] == 0xff && b.c[9] == 0xff && zero(10, 12));
+    return embedsOrIsLocal || (b.c[0] & 0xfe) == 0xfc /* ULA fc00::/7 */
+        || (b.c[0] == 0xfe && (b.c[1] & 0xc0) == 0xc0) /* site-local fec0::/10 */
+        || (b.c[0] == 0x20 && b.c[1] == 0x01 && b.c[2] == 0x00 && b.c[3] == 0x00) /* Teredo 2001::/32 embeds IPv4 */
+        || (b.c[0] == 0x01 && zero(1, 8)) /* discard 100::/64 */ || (b.c[0] == 0xfe && (b.c[1] & 0xc0) == 0x80) /* fe80::/10 */
         || b.c[0] == 0xff /* multicast */ || (b.c[0] == 0x20 && b.c[1] == 0x01 && b.c[2] == 0x0d && b.c[3] == 0xb8) /* documentation */
         || (b.c[0] == 0x00 && b.c[1] == 0x64 && b.c[2] == 0xff && b.c[3] == 0x9b) /* NAT64 64:ff9b::/96 */
         || (b.c[0] == 0x20 && b.c[1] == 0x02) /* 6to4 embeds IPv4 */;
@@ -138,9 +143,12 @@ NetworkVerdict NetworkRules::checkResolved(const NetworkVerdict &allowed, const 
 {
     if (allowed.decision != Decision::Allow || allowed.ipLiteral || m_mode == QLatin1String("full"))
         return allowed;
+    const QString ip = canonical(address);
+    // A deny rule that names an address holds for names that resolve to it too.
+    if (const QString *deny = firstMatch(m_deny, ip, port))
+        return verdict(Decision::Deny, *deny, QStringLiteral("%1 resolves to %2, which deny rule '%3' names").arg(allowed.host, ip, *deny), allowed.host, false);
     if (!isSpecialAddress(address))
         return allowed;
-    const QString ip = canonical(address);
     if (const QString *allow = firstMatch(m_allow, ip, port))
         return verdict(Decision::Allow, *allow, QStringLiteral("%1 resolves to %2, which rule '%3' names").arg(allowed.host, ip, *allow), allowed.host, false);
     return verdict(Decision::Deny, QStringLiteral("refused range"),

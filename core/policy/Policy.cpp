@@ -346,8 +346,9 @@ ToolVerdict evaluateTool(const EffectivePolicy &policy, const QString &tool, con
     for (auto c = it->constraints.cbegin(); c != it->constraints.cend(); ++c) {
         const QJsonValue v = arguments.value(c.key());
         // Only a string can be held to a pattern; anything else (absent, a number, an array of
-        // addresses) does not match it.
-        if (!v.isString() || !globMatch(c.value(), v.toString()))
+        // addresses) does not match it. Nor does a path that climbs out with "..": a glob like
+        // /srv/data/* must not let /srv/data/../../etc/passwd through.
+        if (!v.isString() || v.toString().split(QLatin1Char('/')).contains(QStringLiteral("..")) || !globMatch(c.value(), v.toString()))
             return {Decision::Deny, QStringLiteral("%1: argument '%2' must match '%3' (%4)").arg(tool, c.key(), c.value(), layer)};
     }
     return {it->decision, QStringLiteral("%1 is '%2' for this sandbox (%3)").arg(tool, decisionName(it->decision), layer)};

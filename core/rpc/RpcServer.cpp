@@ -598,6 +598,7 @@ void RpcServer::registerHandlers()
         r.policyVersion = sb->policyVersion();
         if (auto caps = m_engine.capabilities(sb->id()); caps)
             r.capabilities = *caps;
+        m_engine.maskSecrets(r);
         QPointer<Connection> conn = s.conn;
         const ExecRequest exec = *request;
         const ApprovalRequest pending = m_approvals->request(r, [this, conn, exec, attach, reply](const ApprovalRequest &req,

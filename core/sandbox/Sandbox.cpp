@@ -125,7 +125,25 @@ void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
             Redactor::Hits hits;
             clean = m_redactor.redactJson(clean, &hits);
         }
-        m_channel->sendToolResult(callId, true, QJsonDocument(clean).toJson(QJsonDocument::Compact));
+        // One frame at most: the longest text fields are cut (and the result says so) until it fits.
+        QByteArray json = QJsonDocument(clean).toJson(QJsonDocument::Compact);
+        while (json.size() > qsizetype(wire::kMaxPayload) - 64) {
+            QString longest;
+            qsizetype size = -1;
+            for (auto it = clean.begin(); it != clean.end(); ++it)
+                if (it.value().isString() && it.value().toString().size() > size) {
+                    longest = it.key();
+                    size = it.value().toString().size();
+                }
+            if (size <= 0) {
+                m_channel->sendToolResult(callId, false, QByteArrayLiteral("invalid_argument the tool's result is too large to pass into the sandbox"));
+                return;
+            }
+            clean.insert(longest, clean.value(longest).toString().left(size / 2));
+            clean.insert(QStringLiteral("truncated"), true);
+            json = QJsonDocument(clean).toJson(QJsonDocument::Compact);
+        }
+        m_channel->sendToolResult(callId, true, json);
     } else {
         m_channel->sendToolResult(callId, false, (errorCodeName(result.error().code) + QLatin1Char(' ') + result.error().message).toUtf8());
     }
@@ -252,6 +270,34 @@ void Sandbox::publish(Event event)
 
 void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run)
 {
+    constexpr double kBurst = 200, kPerSecond = 50;
+    if (kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool."))) {
+        Bucket &b = m_buckets[kind];
+        const qint64 now = nowMs();
+        b.tokens = b.lastMs == 0 ? kBurst : std::min(kBurst, b.tokens + double(now - b.lastMs) * kPerSecond / 1000.0);
+        b.lastMs = now;
+        if (b.tokens < 1) {
+            ++b.suppressed;
+            if (!m_suppressedReport) {
+                m_suppressedReport = new QTimer(this);
+                m_suppressedReport->setInterval(1000);
+                connect(m_suppressedReport, &QTimer::timeout, this, [this] {
+                    QJsonObject counts;
+                    for (auto it = m_buckets.begin(); it != m_buckets.end(); ++it)
+                        if (it->suppressed > 0)
+                            counts.insert(it.key(), double(std::exchange(it->suppressed, 0)));
+                    if (counts.isEmpty())
+                        return m_suppressedReport->stop();
+                    publish(makeEvent(QStringLiteral("events.suppressed"), {{QStringLiteral("counts"), counts},
+                                                                             {QStringLiteral("reason"), QStringLiteral("rate limit")}}));
+                });
+            }
+            if (!m_suppressedReport->isActive())
+                m_suppressedReport->start();
+            return;
+        }
+        b.tokens -= 1;
+    }
     Event e = makeEvent(kind, std::move(payload));
     e.run = run;
     publish(std::move(e));

@@ -62,6 +62,9 @@ public:
     // own activity, like its network connections, is filed under.
     const QString &currentRun() const { return m_currentRun.isEmpty() ? m_setup.run : m_currentRun; }
     // Records a fact about this sandbox that the daemon decided (approvals, refusals) in its stream.
+    // What the sandbox's own processes can cause at will (network.*, tool.*) is rate-limited per
+    // kind: past a burst, events are counted instead of stored, and an events.suppressed event
+    // says how many of which kind were not recorded.
     void record(const QString &kind, QJsonObject payload, const QString &run);
     // Replaces the policy of a running sandbox and records who changed what (policy.changed).
     void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run);
@@ -74,6 +77,7 @@ public:
     Result<uint32_t> exec(const ExecRequest &request, const SecretEnv &secretEnv = {});
     // From now on this value (and its encodings) is masked in everything the sandbox publishes.
     void addSecret(const QString &name, const QByteArray &value) { m_redactor.add(name, value); }
+    const Redactor &redactor() const { return m_redactor; }
     // The result of a tool call made from inside, or why there is none.
     void answerToolCall(uint32_t callId, const Result<QJsonObject> &result);
     // Refused once kStdinBacklogLimit bytes wait for the guest (the command does not read).
@@ -153,6 +157,13 @@ private:
     bool m_reaped = false;
     int m_initPidfd = -1;
     Redactor m_redactor;
+    struct Bucket {
+        double tokens = 0;
+        qint64 lastMs = 0;
+        qint64 suppressed = 0;
+    };
+    QHash<QString, Bucket> m_buckets;
+    QTimer *m_suppressedReport = nullptr;
 };
 
 } // namespace airlock

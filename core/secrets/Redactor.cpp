@@ -2,6 +2,7 @@
 #include "secrets/Redactor.h"
 
 #include <QJsonArray>
+#include <QVarLengthArray>
 
 #include <algorithm>
 
@@ -54,7 +55,16 @@ void Redactor::add(const QString &name, const QByteArray &value)
             continue;
         if (std::any_of(m_patterns.cbegin(), m_patterns.cend(), [&](const Pattern &p) { return p.bytes == f; }))
             continue;
-        m_patterns.append({f, name});
+        // KMP failure function: the longest proper prefix of f[0..i] that is also its suffix.
+        QList<qsizetype> failure(f.size(), 0);
+        for (qsizetype i = 1, k = 0; i < f.size(); ++i) {
+            while (k > 0 && f.at(i) != f.at(k))
+                k = failure[k - 1];
+            if (f.at(i) == f.at(k))
+                ++k;
+            failure[i] = k;
+        }
+        m_patterns.append({f, name, failure});
     }
     std::stable_sort(m_patterns.begin(), m_patterns.end(), [](const Pattern &a, const Pattern &b) { return a.bytes.size() > b.bytes.size(); });
 }
@@ -65,36 +75,48 @@ Redactor::Hits Redactor::redactInPlace(QByteArray &data) const
     if (m_patterns.isEmpty())
         return hits;
     // Left to right: at each step the earliest match (the longest where two start together).
+    // Each pattern's next match is remembered and searched again only once the scan has passed
+    // it, so a chunk full of secrets costs one pass per pattern, not one per match.
+    QVarLengthArray<qsizetype, 16> next(m_patterns.size());
+    for (qsizetype i = 0; i < m_patterns.size(); ++i)
+        next[i] = data.indexOf(m_patterns[i].bytes);
     for (qsizetype from = 0;;) {
-        qsizetype best = -1;
-        const Pattern *which = nullptr;
-        for (const Pattern &p : m_patterns) {
-            const qsizetype at = data.indexOf(p.bytes, from);
-            if (at >= 0 && (best < 0 || at < best)) {
-                best = at;
-                which = &p;
-            }
+        qsizetype which = -1;
+        for (qsizetype i = 0; i < m_patterns.size(); ++i) {
+            if (next[i] >= 0 && next[i] < from)
+                next[i] = data.indexOf(m_patterns[i].bytes, from);
+            if (next[i] >= 0 && (which < 0 || next[i] < next[which]))
+                which = i; // longest first in m_patterns: ties keep the longer one
         }
-        if (!which)
+        if (which < 0)
             return hits;
-        data.replace(best, which->bytes.size(), mask(which->bytes.size()));
+        const Pattern &p = m_patterns[which];
+        const qsizetype at = next[which];
+        data.replace(at, p.bytes.size(), mask(p.bytes.size())); // same length: other positions hold
         ++hits.count;
-        if (!hits.secrets.contains(which->name))
-            hits.secrets.append(which->name);
-        from = best + which->bytes.size();
+        if (!hits.secrets.contains(p.name))
+            hits.secrets.append(p.name);
+        from = at + p.bytes.size();
     }
 }
 
 qsizetype Redactor::partialSuffix(QByteArrayView data) const
 {
+    // The longest end of data that begins a pattern: its KMP automaton run over the last bytes,
+    // linear in the pattern's length whatever the data.
     qsizetype hold = 0;
     for (const Pattern &p : m_patterns) {
-        for (qsizetype k = std::min(p.bytes.size() - 1, data.size()); k > hold; --k) {
-            if (data.last(k) == QByteArrayView(p.bytes).first(k)) {
-                hold = k;
-                break;
-            }
+        const QByteArrayView tail = data.last(std::min(p.bytes.size() - 1, data.size()));
+        qsizetype state = 0;
+        for (char c : tail) {
+            while (state > 0 && p.bytes.at(state) != c)
+                state = p.failure[state - 1];
+            if (p.bytes.at(state) == c)
+                ++state;
+            if (state == p.bytes.size())
+                state = p.failure[state - 1];
         }
+        hold = std::max(hold, state);
     }
     return hold;
 }

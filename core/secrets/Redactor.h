@@ -37,6 +37,7 @@ private:
     struct Pattern {
         QByteArray bytes;
         QString name;
+        QList<qsizetype> failure; // for partialSuffix
     };
     QJsonValue redactValue(const QJsonValue &value, Hits *hits) const;
     QString redactString(const QString &s, Hits *hits) const;

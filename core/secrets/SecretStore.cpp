@@ -30,6 +30,9 @@ Status SecretStore::validateValue(const QByteArray &value)
                              .arg(kMinValue));
     if (value.size() > kMaxValue)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("a secret can be at most %1 bytes").arg(kMaxValue));
+    // It may become an environment variable: text, exactly as given.
+    if (value.contains('\0') || QString::fromUtf8(value).toUtf8() != value)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("a secret must be UTF-8 text without NUL bytes (encode binary keys, e.g. in base64)"));
     return Ok{};
 }
 

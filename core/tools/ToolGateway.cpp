@@ -6,7 +6,9 @@
 #include "tools/JsonSchema.h"
 #include "tools/ToolRunner.h"
 
+#include <QCryptographicHash>
 #include <QElapsedTimer>
+#include <QJsonDocument>
 #include <QJsonArray>
 #include <QPointer>
 
@@ -47,9 +49,18 @@ void ToolGateway::call(Sandbox *sandbox, ToolCall call, Done done)
                                                         {QStringLiteral("by"), by}, {QStringLiteral("reason"), why}}, call.run);
         done(makeError(code, why));
     };
+    // Arguments up to 4 KiB are recorded as they are; larger ones by size, hash and a preview, so
+    // that a sandbox cannot fill the history with refused calls.
+    const QByteArray argumentsJson = QJsonDocument(QJsonArray{call.arguments}).toJson(QJsonDocument::Compact).mid(1).chopped(1);
+    const QJsonValue recordedArguments = argumentsJson.size() <= 4096
+        ? call.arguments
+        : QJsonValue(QJsonObject{{QStringLiteral("bytes"), double(argumentsJson.size())},
+                                 {QStringLiteral("sha256"), QString::fromLatin1(QCryptographicHash::hash(argumentsJson, QCryptographicHash::Sha256).toHex())},
+                                 {QStringLiteral("preview"), QString::fromUtf8(argumentsJson.left(1024))}});
     sandbox->record(QStringLiteral("tool.requested"), {{QStringLiteral("call"), double(id)},
                                                        {QStringLiteral("tool"), call.tool},
-                                                       {QStringLiteral("arguments"), call.arguments},
+                                                       {QStringLiteral("arguments"), recordedArguments},
+                                                       {QStringLiteral("argumentsTruncated"), argumentsJson.size() > 4096},
                                                        {QStringLiteral("requester"), call.requester}},
                     call.run);
     // A tool the policy does not give is refused before anything about it is told.

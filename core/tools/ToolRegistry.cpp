@@ -20,10 +20,11 @@ Error bad(const QString &source, const QString &pointer, const QString &what)
     return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: %2: %3").arg(source, pointer, what));
 }
 
-// "{name}" placeholders in a template string.
+// "{name}" placeholders in a template string; "${...}" is literal (a program's own format, like
+// dpkg-query's ${Version}).
 QStringList placeholders(const QString &text)
 {
-    static const QRegularExpression re(QStringLiteral("\\{([A-Za-z_][A-Za-z0-9_]*|\\*)\\}"));
+    static const QRegularExpression re(QStringLiteral("(?<!\\$)\\{([A-Za-z_][A-Za-z0-9_]*|\\*)\\}"));
     QStringList out;
     for (auto it = re.globalMatch(text); it.hasNext();)
         out.append(it.next().captured(1));

@@ -23,7 +23,7 @@ struct ToolDeclaration {
     Kind kind = Kind::Command;
     int timeoutMs = 30000;
     // command
-    QStringList argv;                // "{arg}" elements are replaced by that argument
+    QStringList argv;                // "{arg}" elements are replaced by that argument ("${x}" is literal)
     bool stdinArguments = false;     // the arguments as JSON on stdin
     QMap<QString, QString> env;
     QString cwd = QStringLiteral("/");

@@ -95,13 +95,13 @@ void ToolRunner::run(const ToolDeclaration &tool, const QJsonObject &arguments, 
 void ToolRunner::runCommand(const ToolDeclaration &tool, const QJsonObject &arguments, Done done)
 {
     Outcome outcome;
+    // Whole-element placeholders, as the declaration check accepted them (a required argument's
+    // name in braces): one argument, one argv element. Anything else is literal.
+    static const QRegularExpression placeholder(QStringLiteral("^\\{([A-Za-z_][A-Za-z0-9_]*)\\}$"));
     QStringList argv;
-    for (const QString &a : tool.argv) {
-        // Whole-element placeholders (checked at declaration): one argument, one argv element.
-        if (a.startsWith(QLatin1Char('{')) && a.endsWith(QLatin1Char('}')) && arguments.contains(a.mid(1, a.size() - 2)))
-            argv.append(scalarText(arguments.value(a.mid(1, a.size() - 2))));
-        else
-            argv.append(a);
+    for (qsizetype i = 0; i < tool.argv.size(); ++i) {
+        const auto m = placeholder.match(tool.argv[i]);
+        argv.append(i > 0 && m.hasMatch() ? scalarText(arguments.value(m.captured(1))) : tool.argv[i]);
     }
     QProcessEnvironment env;
     env.insert(QStringLiteral("PATH"), QStringLiteral("/usr/local/bin:/usr/bin:/bin"));
@@ -175,10 +175,24 @@ void ToolRunner::runHttp(const ToolDeclaration &tool, const QJsonObject &argumen
     static const QRegularExpression placeholder(QStringLiteral("\\{([A-Za-z_][A-Za-z0-9_]*)\\}"));
     QString url = tool.url;
     for (auto m = placeholder.match(url); m.hasMatch(); m = placeholder.match(url, m.capturedStart() + 1)) {
-        const QString encoded = QString::fromLatin1(QUrl::toPercentEncoding(scalarText(arguments.value(m.captured(1)))));
-        url.replace(m.capturedStart(), m.capturedLength(), encoded);
+        const QString value = scalarText(arguments.value(m.captured(1)));
+        // "." and ".." are path steps, not data: they would move the request to another endpoint.
+        if (value == QLatin1String(".") || value == QLatin1String("..")) {
+            outcome.result = makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: argument '%2' cannot be \"%3\" (it would change the URL's path)")
+                                                                       .arg(tool.name, m.captured(1), value));
+            return done(std::move(outcome));
+        }
+        url.replace(m.capturedStart(), m.capturedLength(), QString::fromLatin1(QUrl::toPercentEncoding(value)));
     }
-    QNetworkRequest request{QUrl(url)};
+    // And whatever the arguments, the request goes where the declaration points.
+    const QString fixedPrefix = tool.url.left(tool.url.indexOf(QLatin1Char('{')) < 0 ? tool.url.size() : tool.url.indexOf(QLatin1Char('{')));
+    const QUrl target(url);
+    if (!target.isValid() || !target.toString(QUrl::FullyEncoded).startsWith(QUrl(fixedPrefix).toString(QUrl::FullyEncoded))
+        || target.host() != QUrl(tool.url.section(QLatin1Char('{'), 0, 0)).host()) {
+        outcome.result = makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: the arguments would send the request elsewhere than declared").arg(tool.name));
+        return done(std::move(outcome));
+    }
+    QNetworkRequest request{target};
     request.setTransferTimeout(tool.timeoutMs);
     request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy); // where it goes is declared
     for (auto it = tool.headers.cbegin(); it != tool.headers.cend(); ++it) {

@@ -73,7 +73,9 @@ private Q_SLOTS:
     void specialRangesAreRefusedAfterResolutionToo()
     {
         for (const char *special : {"127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-                                    "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12::1", "::ffff:10.0.0.1", "ff02::1"})
+                                    "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12::1", "::ffff:10.0.0.1", "ff02::1",
+                                    // IPv4 inside IPv6 in the other spellings: compatible, SIIT, Teredo; site-local; discard
+                                    "::7f00:1", "::ffff:0:a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fec0::1", "100::1"})
             QVERIFY2(NetworkRules::isSpecialAddress(QHostAddress(QString::fromLatin1(special))), special);
         for (const char *ordinary : {"151.101.0.223", "8.8.8.8", "2a04:4e42::223", "172.32.0.1", "100.128.0.1"})
             QVERIFY2(!NetworkRules::isSpecialAddress(QHostAddress(QString::fromLatin1(ordinary))), ordinary);
@@ -85,6 +87,11 @@ private Q_SLOTS:
         QCOMPARE(rebound.rule, QStringLiteral("refused range"));
         QCOMPARE(rules().checkResolved(allowed, QHostAddress(QStringLiteral("::ffff:127.0.0.1")), 443).decision, Decision::Deny);
         QCOMPARE(rules().checkResolved(allowed, QHostAddress(QStringLiteral("93.184.216.34")), 443).decision, Decision::Allow);
+        // A deny rule that names an address holds for the names that resolve to it.
+        const NetworkRules denyAddress(QStringLiteral("allowlist"), {QStringLiteral("cdn.example")}, {QStringLiteral("203.0.113.0")}, Decision::Deny);
+        const NetworkVerdict cdn = denyAddress.checkResolved(denyAddress.evaluate(QStringLiteral("cdn.example"), 443), QHostAddress(QStringLiteral("203.0.113.0")), 443);
+        QCOMPARE(cdn.decision, Decision::Deny);
+        QCOMPARE(cdn.rule, QStringLiteral("203.0.113.0"));
         // ... unless a rule names that address.
         QCOMPARE(rules().checkResolved(rules().evaluate(QStringLiteral("example.com"), 8080), QHostAddress(QStringLiteral("10.1.2.3")), 8080).decision,
                  Decision::Allow);

@@ -158,7 +158,8 @@ private Q_SLOTS:
     {
         auto e = resolve({{QStringLiteral("builtin"), builtinDefaults()},
                           {QStringLiteral("sandbox"), json(R"({"tools": {"email.send": {"decision": "ask", "constraints": {"to": "*@example.com"}},
-                                                                          "calendar.read": {"decision": "allow"}}})")}});
+                                                                          "calendar.read": {"decision": "allow"},
+                                                                          "file.read": {"decision": "allow", "constraints": {"path": "/srv/data/\u002a"}}}})")}});
         QVERIFY(e);
         const ToolVerdict ok = evaluateTool(*e, QStringLiteral("email.send"), json(R"({"to": "bob@example.com", "body": "hi"})"));
         QCOMPARE(ok.decision, Decision::Ask);
@@ -170,6 +171,11 @@ private Q_SLOTS:
         QCOMPARE(evaluateTool(*e, QStringLiteral("email.send"), json(R"({"to": ["bob@example.com", "x@evil.example"]})")).decision, Decision::Deny);
         QCOMPARE(evaluateTool(*e, QStringLiteral("email.send"), json(R"({})")).decision, Decision::Deny);
         QCOMPARE(evaluateTool(*e, QStringLiteral("calendar.read"), json(R"({})")).decision, Decision::Allow);
+        // A path constraint cannot be climbed out of.
+        // ("\u002a" is "*": moc would read slash-star in a raw string as a comment.)
+        QCOMPARE(evaluateTool(*e, QStringLiteral("file.read"), json(R"({"path": "/srv/data/a/b.csv"})")).decision, Decision::Allow);
+        QCOMPARE(evaluateTool(*e, QStringLiteral("file.read"), json(R"({"path": "/srv/data/../../etc/shadow"})")).decision, Decision::Deny);
+        QCOMPARE(evaluateTool(*e, QStringLiteral("file.read"), json(R"({"path": "/srv/data/x/.."})")).decision, Decision::Deny);
         const ToolVerdict unknown = evaluateTool(*e, QStringLiteral("shell.run"), json(R"({})"));
         QCOMPARE(unknown.decision, Decision::Deny);
         QCOMPARE(unknown.reason, QStringLiteral("the policy does not give this sandbox the tool 'shell.run'"));

@@ -52,12 +52,23 @@ private Q_SLOTS:
         QCOMPARE(step.target->protocol, ProxyProtocol::HttpForward);
         QCOMPARE(step.target->port, quint16(80));
         QCOMPARE(step.target->upstreamFirst, QByteArray("POST /v1?q=1 HTTP/1.1\r\nHost: API.example.com:80\r\nContent-Length: 4\r\nConnection: close\r\n\r\n"));
+        QCOMPARE(step.target->upstreamLimit, 4); // the body, and not a byte after it
         QCOMPARE(h.success(), QByteArray()); // the destination answers
 
         ProxyHandshake noHost;
         const auto s2 = noHost.feed("GET http://example.com:8080 HTTP/1.0\r\n\r\nbody");
         QVERIFY(s2.target);
-        QCOMPARE(s2.target->upstreamFirst, QByteArray("GET / HTTP/1.0\r\nHost: example.com:8080\r\nConnection: close\r\n\r\nbody"));
+        QCOMPARE(s2.target->upstreamFirst, QByteArray("GET / HTTP/1.0\r\nHost: example.com:8080\r\nConnection: close\r\n\r\n"));
+        QCOMPARE(s2.target->upstreamLimit, 0);
+
+        // A second request behind the first (for another host) never reaches the destination.
+        ProxyHandshake pipelined;
+        const auto s3 = pipelined.feed("POST http://a.example/ HTTP/1.1\r\nHost: a.example\r\nContent-Length: 2\r\n\r\nhi"
+                                       "GET http://a.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+        QVERIFY(s3.target);
+        QVERIFY(s3.target->upstreamFirst.endsWith("\r\n\r\nhi"));
+        QVERIFY(!s3.target->upstreamFirst.contains("evil"));
+        QCOMPARE(s3.target->upstreamLimit, 0);
     }
 
     void malformedHttpIsRefusedWithA400_data()
@@ -84,6 +95,10 @@ private Q_SLOTS:
         QTest::newRow("userinfo") << QByteArray("GET http://u:p@a.example/ HTTP/1.1\r\n\r\n")
                                   << QStringLiteral("user names and passwords in proxy URLs are not accepted");
         QTest::newRow("fragment") << QByteArray("GET http://a.example/#x HTTP/1.1\r\n\r\n") << QStringLiteral("a request target cannot carry a fragment");
+        QTest::newRow("chunked body") << QByteArray("POST http://a.example/ HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\n")
+                                      << QStringLiteral("request bodies in chunks are not relayed; send a Content-Length");
+        QTest::newRow("two lengths") << QByteArray("POST http://a.example/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n")
+                                     << QStringLiteral("the Content-Length header is malformed");
         QTest::newRow("HTTP/2 preface") << QByteArray("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
                                         << QStringLiteral("expected a request line like 'CONNECT host:443 HTTP/1.1' or 'GET http://host/path HTTP/1.1'");
     }

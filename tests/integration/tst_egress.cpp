@@ -303,6 +303,24 @@ private Q_SLOTS:
         setPolicy(kPolicy);
     }
 
+    void aFloodOfRefusalsIsCountedNotStored()
+    {
+        const auto denied = [&] { return events(QStringLiteral("network.denied")).size(); };
+        const qsizetype before = denied();
+        const CliResult r = sh(QStringLiteral("for i in $(seq 400); do exec 3<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT 10.9.9.9:80 HTTP/1.1\\r\\n\\r\\n' >&3; "
+                                              "head -c 12 <&3 > /dev/null; exec 3<&-; done; echo done"), 120000);
+        QCOMPARE(r.out, QByteArray("done\n"));
+        QVERIFY(waitFor([&] {
+            const QList<QJsonObject> s = events(QStringLiteral("events.suppressed"));
+            return !s.isEmpty();
+        }, 5000));
+        qint64 suppressed = 0;
+        for (const QJsonObject &s : events(QStringLiteral("events.suppressed")))
+            suppressed += qint64(s.value(QStringLiteral("counts")).toObject().value(QStringLiteral("network.denied")).toDouble());
+        const qsizetype stored = denied() - before;
+        QVERIFY2(stored < 400 && stored + suppressed == 400, qPrintable(QStringLiteral("%1 stored, %2 suppressed").arg(stored).arg(suppressed)));
+    }
+
     void everyConnectionIsAnEvent()
     {
         // Opened and closed for what went through, with bytes and duration; denied for the rest.
