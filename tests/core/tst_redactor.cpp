@@ -56,6 +56,7 @@ private Q_SLOTS:
         const qint64 plainMs = t.restart();
         const Redactor::Hits hits = r.redactInPlace(flood);
         const qint64 floodMs = t.elapsed();
+        qInfo("4 MiB: %lld ms with a secret on every line, %lld ms of plain text", floodMs, plainMs);
         QCOMPARE(hits.count, int(flood.size() / (secret.size() + 1)));
         QVERIFY(!flood.contains(secret));
         // One pass per pattern: the flood is within a small factor of plain text (it was 45x).
