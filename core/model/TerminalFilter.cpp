@@ -10,76 +10,105 @@ bool isSgrParameter(unsigned char c)
 {
     return (c >= '0' && c <= '9') || c == ';' || c == ':';
 }
-} // namespace
 
-void TerminalFilter::escaped(unsigned char c, QByteArray &out)
+bool isPrintableAscii(unsigned char c)
 {
-    static const char hex[] = "0123456789abcdef";
-    out.append("\\x");
-    out.append(hex[c >> 4]);
-    out.append(hex[c & 15]);
+    return c >= 0x20 && c < 0x7f;
 }
 
-void TerminalFilter::flushPending(QByteArray &out)
-{
-    for (char ch : std::as_const(m_pending)) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c < 0x20 || c >= 0x7f)
-            escaped(c, out);
-        else
-            out.append(ch);
+// Writes to a terminal: text, controls and colours as they are, inert bytes escaped.
+class TerminalBytes final : public TerminalParser::Sink {
+public:
+    QByteArray out;
+    void text(QByteArrayView utf8) override { out.append(utf8); }
+    void control(char c) override { out.append(c); }
+    void sgr(QByteArrayView parameters) override
+    {
+        out.append("\x1b[");
+        out.append(parameters);
+        out.append('m');
     }
+    void inert(QByteArrayView bytes) override
+    {
+        static const char hex[] = "0123456789abcdef";
+        for (char ch : bytes) {
+            const auto c = static_cast<unsigned char>(ch);
+            if (isPrintableAscii(c)) {
+                out.append(ch);
+            } else {
+                out.append("\\x");
+                out.append(hex[c >> 4]);
+                out.append(hex[c & 15]);
+            }
+        }
+    }
+};
+} // namespace
+
+void TerminalParser::flushPending(Sink &sink)
+{
+    if (!m_pending.isEmpty())
+        sink.inert(m_pending);
     m_pending.clear();
     m_state = State::Ground;
     m_utf8Left = 0;
 }
 
-void TerminalFilter::ground(unsigned char c, QByteArray &out)
+void TerminalParser::ground(const char *p, qsizetype i, Sink &sink)
 {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (isPrintableAscii(c)) {
+        if (m_textStart < 0)
+            m_textStart = i; // runs of text go to the sink whole
+        return;
+    }
+    if (m_textStart >= 0) {
+        sink.text(QByteArrayView(p + m_textStart, i - m_textStart));
+        m_textStart = -1;
+    }
     if (c == 0x1b) {
         m_state = State::Escape;
         m_pending.append(char(c));
-    } else if (c == '\n' || c == '\r' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
-        out.append(char(c));
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+        sink.control(char(c));
     } else if (c >= 0xc2 && c <= 0xf4) {
         m_state = State::Utf8;
         m_utf8Left = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
         m_pending.append(char(c));
     } else {
-        escaped(c, out); // C0 controls, DEL, stray continuation bytes, invalid lead bytes
+        sink.inert(QByteArrayView(p + i, 1)); // C0 controls, DEL, stray continuation bytes, invalid lead bytes
     }
 }
 
-QByteArray TerminalFilter::filter(QByteArrayView chunk)
+void TerminalParser::feed(QByteArrayView chunk, Sink &sink)
 {
-    QByteArray out;
-    out.reserve(chunk.size() + chunk.size() / 8);
+    const char *p = chunk.data();
+    m_textStart = -1;
     for (qsizetype i = 0; i < chunk.size(); ++i) {
-        const auto c = static_cast<unsigned char>(chunk[i]);
+        const auto c = static_cast<unsigned char>(p[i]);
         switch (m_state) {
         case State::Ground:
-            ground(c, out);
+            ground(p, i, sink);
             break;
         case State::Escape:
             if (c == '[') {
                 m_state = State::Csi;
                 m_pending.append(char(c));
             } else {
-                flushPending(out); // ESC followed by anything else: shown, then c on its own
-                ground(c, out);
+                flushPending(sink); // ESC followed by anything else: shown, then c on its own
+                ground(p, i, sink);
             }
             break;
         case State::Csi:
             if (c == 'm') {
-                m_pending.append(char(c));
-                out.append(m_pending); // a colour: the one sequence that may reach the terminal
+                sink.sgr(QByteArrayView(m_pending).sliced(2)); // a colour: the one sequence that acts
                 m_pending.clear();
                 m_state = State::Ground;
             } else if (isSgrParameter(c) && m_pending.size() < kMaxCsi) {
                 m_pending.append(char(c));
             } else {
-                flushPending(out);
-                ground(c, out);
+                flushPending(sink);
+                ground(p, i, sink);
             }
             break;
         case State::Utf8: {
@@ -99,13 +128,13 @@ QByteArray TerminalFilter::filter(QByteArrayView chunk)
             if (second && lead == 0xf4 && c > 0x8f)
                 valid = false;
             if (!valid) {
-                flushPending(out);
-                ground(c, out);
+                flushPending(sink);
+                ground(p, i, sink);
                 break;
             }
             m_pending.append(char(c));
             if (--m_utf8Left == 0) {
-                out.append(m_pending);
+                sink.text(m_pending);
                 m_pending.clear();
                 m_state = State::Ground;
             }
@@ -113,14 +142,29 @@ QByteArray TerminalFilter::filter(QByteArrayView chunk)
         }
         }
     }
-    return out;
+    if (m_textStart >= 0)
+        sink.text(QByteArrayView(p + m_textStart, chunk.size() - m_textStart));
+    m_textStart = -1;
+}
+
+void TerminalParser::finish(Sink &sink)
+{
+    flushPending(sink);
+}
+
+QByteArray TerminalFilter::filter(QByteArrayView chunk)
+{
+    TerminalBytes bytes;
+    bytes.out.reserve(chunk.size() + chunk.size() / 8);
+    m_parser.feed(chunk, bytes);
+    return bytes.out;
 }
 
 QByteArray TerminalFilter::finish()
 {
-    QByteArray out;
-    flushPending(out);
-    return out;
+    TerminalBytes bytes;
+    m_parser.finish(bytes);
+    return bytes.out;
 }
 
 } // namespace airlock
