@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/TerminalFilter.h"
 
+#include <algorithm>
+
 namespace airlock {
 
 namespace {
 constexpr qsizetype kMaxCsi = 64;
+constexpr qsizetype kMaxString = 4096; // an OSC/DCS/APC/PM string shown as one inert piece up to this
 
 bool isSgrParameter(unsigned char c)
 {
@@ -94,20 +97,39 @@ void TerminalParser::feed(QByteArrayView chunk, Sink &sink)
             if (c == '[') {
                 m_state = State::Csi;
                 m_pending.append(char(c));
+            } else if (c == ']' || c == 'P' || c == '_' || c == '^') {
+                // OSC (clipboard, titles, links), DCS, APC, PM: a string up to BEL or ESC \,
+                // shown whole as what it is.
+                m_state = State::String;
+                m_pending.append(char(c));
             } else {
                 flushPending(sink); // ESC followed by anything else: shown, then c on its own
                 ground(p, i, sink);
             }
             break;
         case State::Csi:
-            if (c == 'm') {
+            if (c == 'm' && m_pending.size() >= 2 && std::all_of(m_pending.cbegin() + 2, m_pending.cend(), [](char ch) { return isSgrParameter(static_cast<unsigned char>(ch)); })) {
                 sink.sgr(QByteArrayView(m_pending).sliced(2)); // a colour: the one sequence that acts
                 m_pending.clear();
                 m_state = State::Ground;
-            } else if (isSgrParameter(c) && m_pending.size() < kMaxCsi) {
-                m_pending.append(char(c));
+            } else if (c >= 0x20 && c <= 0x3f && m_pending.size() < kMaxCsi) {
+                m_pending.append(char(c)); // parameters and intermediates
+            } else if (c >= 0x40 && c <= 0x7e) {
+                m_pending.append(char(c)); // the final byte: cursor moves, erases, queries... shown whole
+                flushPending(sink);
             } else {
                 flushPending(sink);
+                ground(p, i, sink);
+            }
+            break;
+        case State::String:
+            if (c == 0x07 || (c == '\\' && m_pending.endsWith('\x1b'))) {
+                m_pending.append(char(c));
+                flushPending(sink);
+            } else if (c == 0x1b || (c >= 0x20 && m_pending.size() < kMaxString)) {
+                m_pending.append(char(c));
+            } else {
+                flushPending(sink); // a control in the middle (or too long): what came so far, then this
                 ground(p, i, sink);
             }
             break;

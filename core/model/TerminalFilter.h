@@ -24,7 +24,7 @@ public:
     void finish(Sink &sink); // a sequence left incomplete at the end of the stream is inert
 
 private:
-    enum class State { Ground, Escape, Csi, Utf8 };
+    enum class State { Ground, Escape, Csi, String, Utf8 };
     void ground(const char *p, qsizetype i, Sink &sink);
     void flushPending(Sink &sink);
 

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// The desktop console against a real daemon, on Qt's offscreen platform: output rendered from raw
+// bytes (colours applied, every other control sequence shown inert, the clipboard untouched,
+// memory bounded), the sandbox tree following the daemon (QAbstractItemModelTester watching), and
+// a command typed in the window running in the sandbox with its output in the view.
+#include "MainWindow.h"
+#include "OutputView.h"
+#include "SandboxModel.h"
+#include "TestHelpers.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QClipboard>
+#include <QLineEdit>
+#include <QTest>
+#include <QTreeView>
+
+using namespace airlock;
+using namespace airlock::test;
+using namespace airlock::ui;
+
+class TestConsole final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+    std::unique_ptr<DaemonClient> m_client;
+
+    static QString spanText(const StyledLine &line, int span) { return line.text.mid(line.spans[span].start, line.spans[span].length); }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+        m_client = m_daemon->connect();
+        QVERIFY(m_client);
+    }
+    void cleanupTestCase()
+    {
+        m_client.reset();
+        m_daemon.reset();
+    }
+
+    void coloursApplyAndEverythingElseIsShownInert()
+    {
+        QApplication::clipboard()->setText(QStringLiteral("mine"));
+        OutputDocument doc;
+        doc.append(1, "plain \x1b[1;31mred\x1b[0m ok\n");
+        doc.append(1, "copy\x1b]52;c;ZXZpbA==\x07 done\n");
+        doc.append(2, QByteArray("nul\0 bad\xff utf8 \xc3\xa9\n", 21));
+        doc.finish();
+        QCOMPARE(doc.line(0).text, QStringLiteral("plain red ok"));
+        QCOMPARE(spanText(doc.line(0), 1), QStringLiteral("red"));
+        QVERIFY(doc.line(0).spans[1].style.bold);
+        QCOMPARE(doc.line(0).spans[1].style.fg, 1);
+        QVERIFY(!doc.line(0).spans[2].style.bold);
+        // OSC 52 (a clipboard write) is text on screen, boxed as inert, and the clipboard is unchanged.
+        QCOMPARE(doc.line(1).text, QStringLiteral("copy\\x1b]52;c;ZXZpbA==\\x07 done"));
+        QCOMPARE(doc.line(1).spans.size(), 3);
+        QVERIFY(doc.line(1).spans[1].style.inert); // the whole sequence, as one piece
+        QCOMPARE(spanText(doc.line(1), 1), QStringLiteral("\\x1b]52;c;ZXZpbA==\\x07"));
+        OutputDocument moves;
+        moves.append(1, "a\x1b[2J\x1b[?25lb");
+        QCOMPARE(moves.line(0).spans.size(), 3);
+        QCOMPARE(spanText(moves.line(0), 1), QStringLiteral("\\x1b[2J\\x1b[?25l"));
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("mine"));
+        // NUL and invalid UTF-8 are visible; stderr is marked.
+        QCOMPARE(doc.line(2).text, QStringLiteral("nul\\x00 bad\\xff utf8 \u00e9"));
+        QVERIFY(doc.line(2).spans.first().style.stderrStream);
+        // A carriage return hides nothing: what it would overwrite stays visible.
+        OutputDocument cr;
+        cr.append(1, "rm -rf /\rls\n");
+        QCOMPARE(cr.plainText(), QStringLiteral("rm -rf /\nls\n"));
+    }
+
+    void memoryStaysBounded()
+    {
+        OutputDocument doc(10000);
+        for (int i = 0; i < 5000; ++i)
+            doc.append(1, QByteArray(QByteArray::number(i) + " some output line\n"));
+        QVERIFY(doc.chars() <= 10000);
+        QVERIFY(doc.droppedLines() > 4000);
+        QVERIFY(doc.line(doc.lineCount() - 2).text.startsWith(QLatin1String("4999 ")));
+    }
+
+    void theTreeFollowsTheDaemon()
+    {
+        SandboxModel model(*m_client);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        connect(m_client.get(), &DaemonClient::eventReceived, &model, &SandboxModel::onEvent);
+        QVERIFY(m_client->call(QStringLiteral("events.subscribe")));
+        model.refresh();
+        QCOMPARE(m_daemon->create(args("--name", "gui-a")), QStringLiteral("gui-a"));
+        QCOMPARE(m_daemon->create(args("--name", "gui-b", "--preset", "open")), QStringLiteral("gui-b"));
+        QVERIFY(QTest::qWaitFor([&] { return model.sandboxIndex(QStringLiteral("gui-b")).isValid(); }, 5000));
+        const QModelIndex b = model.sandboxIndex(QStringLiteral("gui-b"));
+        QCOMPARE(model.data(b.siblingAtColumn(SandboxModel::Network)).toString(), QStringLiteral("FULL (host network)"));
+        QCOMPARE(model.data(b.siblingAtColumn(SandboxModel::Network), Qt::ForegroundRole).value<QColor>(), SandboxModel::networkColor(QStringLiteral("full")));
+        QCOMPARE(m_daemon->ctl(args("rm", "gui-b")).exitCode, 0);
+        QVERIFY(QTest::qWaitFor([&] { return !model.sandboxIndex(QStringLiteral("gui-b")).isValid(); }, 5000));
+        QVERIFY(model.sandboxIndex(QStringLiteral("gui-a")).isValid());
+    }
+
+    void aCommandTypedInTheWindowRunsInTheSandbox()
+    {
+        MainWindow window(*m_client);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("gui-a")); }, 5000));
+        QVERIFY(window.commandLine()->isEnabled());
+        QTest::keyClicks(window.commandLine(), QStringLiteral("printf 'hello from %s\\n' $(hostname); printf '\\033]52;c;ZXZpbA==\\007' >&2"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        const OutputDocument &doc = window.outputView()->document();
+        QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("[#1 exit 0]")); }, 10000));
+        QVERIFY2(doc.plainText().contains(QLatin1String("hello from gui-a\n")), qPrintable(doc.plainText()));
+        QVERIFY2(doc.plainText().contains(QLatin1String("\\x1b]52;c;ZXZpbA==\\x07")), qPrintable(doc.plainText()));
+        // A picture of it, for people to look at (AIRLOCK_SCREENSHOT_DIR, when set).
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            QTest::qWait(50);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/console.png")));
+        }
+    }
+};
+
+QTEST_MAIN(TestConsole)
+#include "tst_console.moc"

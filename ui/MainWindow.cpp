@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "MainWindow.h"
+
+#include "OutputView.h"
+#include "SandboxModel.h"
+#include "client/DaemonClient.h"
+
+#include <QHeaderView>
+#include <QJsonArray>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPointer>
+#include <QRegularExpression>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace airlock::ui {
+
+MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
+    : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
+      m_output(new OutputView), m_command(new QLineEdit)
+{
+    setWindowTitle(tr("Airlock"));
+    resize(1100, 680);
+
+    m_tree->setModel(m_model);
+    m_tree->setRootIsDecorated(true);
+    m_tree->setUniformRowHeights(true);
+    m_tree->header()->setStretchLastSection(false);
+    m_tree->header()->setSectionResizeMode(SandboxModel::Name, QHeaderView::Stretch);
+    for (int column : {SandboxModel::State, SandboxModel::Network, SandboxModel::Created})
+        m_tree->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
+    m_tree->expandAll();
+    connect(m_model, &QAbstractItemModel::rowsInserted, m_tree, [this] { m_tree->expandAll(); });
+    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onSelectionChanged);
+
+    m_header->setTextFormat(Qt::PlainText);
+    m_header->setContentsMargins(6, 4, 6, 4);
+    QFont bold = m_header->font();
+    bold.setBold(true);
+    m_header->setFont(bold);
+    m_command->setPlaceholderText(tr("Command to run in the sandbox (sh -c), Enter to run"));
+    m_command->setClearButtonEnabled(true);
+    m_command->setEnabled(false);
+    connect(m_command, &QLineEdit::returnPressed, this, &MainWindow::runCommand);
+
+    auto *console = new QWidget;
+    auto *layout = new QVBoxLayout(console);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(2);
+    layout->addWidget(m_header);
+    layout->addWidget(m_output, 1);
+    layout->addWidget(m_command);
+
+    auto *split = new QSplitter;
+    split->addWidget(m_tree);
+    split->addWidget(console);
+    split->setStretchFactor(1, 3);
+    split->setSizes({420, 680});
+    setCentralWidget(split);
+
+    auto *tools = addToolBar(tr("Sandboxes"));
+    tools->setObjectName(QStringLiteral("sandboxToolbar"));
+    tools->addAction(tr("Refresh"), m_model, &SandboxModel::refresh);
+
+    connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
+    connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
+        showStatus(tr("The daemon went away: %1").arg(why.message), true);
+    });
+    m_client.callAsync(QStringLiteral("events.subscribe"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+        if (self && !r)
+            self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
+    });
+    m_model->refresh();
+    onSelectionChanged();
+}
+
+bool MainWindow::selectSandbox(const QString &nameOrId)
+{
+    const QModelIndex i = m_model->sandboxIndex(nameOrId);
+    if (!i.isValid())
+        return false;
+    m_tree->setCurrentIndex(i);
+    return true;
+}
+
+void MainWindow::onSelectionChanged()
+{
+    const QJsonObject s = m_model->sandbox(m_tree->currentIndex());
+    const QString id = s.value(QStringLiteral("id")).toString();
+    if (id == m_current && !id.isEmpty())
+        return;
+    m_current = id;
+    m_running.clear();
+    m_output->clear();
+    m_command->setEnabled(!id.isEmpty());
+    if (id.isEmpty()) {
+        m_header->setText(tr("Select a sandbox"));
+        return;
+    }
+    m_header->setText(tr("%1 — network %2, %3").arg(s.value(QStringLiteral("name")).toString(), s.value(QStringLiteral("network")).toString(),
+                                                   s.value(QStringLiteral("state")).toString()));
+    m_command->setFocus();
+}
+
+void MainWindow::onEvent(const Event &event)
+{
+    m_model->onEvent(event);
+    if (event.sandbox != m_current)
+        return;
+    if (event.isOutput()) {
+        m_output->append(event.stream, event.data);
+    } else if (event.kind == QLatin1String("exec.started")) {
+        // The command as one could type it again: words with spaces or quotes single-quoted. (Its
+        // bytes go through the same parser as output: nothing in an argv can drive the view.)
+        QStringList words;
+        for (const QJsonValue &v : event.payload.value(QStringLiteral("argv")).toArray()) {
+            QString w = v.toString();
+            static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_./:=@%+,-]+$"));
+            words.append(plain.match(w).hasMatch() ? w : QLatin1Char('\'') + w.replace(QLatin1Char('\''), QStringLiteral("'\\''")) + QLatin1Char('\''));
+        }
+        m_output->append(1, QStringLiteral("\x1b[2m$ %1 (#%2)\x1b[0m\n").arg(words.join(QLatin1Char(' '))).arg(event.exec).toUtf8());
+    } else if (event.kind == QLatin1String("exec.exited")) {
+        m_output->finish();
+        const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
+        m_output->document().endLine();
+        m_output->append(1, QStringLiteral("\x1b[2m[#%1 %2]\x1b[0m\n")
+                                .arg(event.exec)
+                                .arg(code.isDouble() ? tr("exit %1").arg(code.toInt()) : event.payload.value(QStringLiteral("status")).toString())
+                                .toUtf8());
+    }
+}
+
+void MainWindow::runCommand()
+{
+    const QString text = m_command->text().trimmed();
+    if (text.isEmpty() || m_current.isEmpty())
+        return;
+    m_client.callAsync(QStringLiteral("exec.start"),
+                       {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text}}},
+                       [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+                           if (self && !r)
+                               self->showStatus(tr("Not run: %1").arg(r.error().message), true);
+                       });
+    m_command->clear();
+}
+
+void MainWindow::showStatus(const QString &text, bool error)
+{
+    statusBar()->setStyleSheet(error ? QStringLiteral("color: #d03030") : QString());
+    statusBar()->showMessage(text);
+}
+
+} // namespace airlock::ui

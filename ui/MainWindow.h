@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QMainWindow>
+
+class QLabel;
+class QLineEdit;
+class QTreeView;
+
+namespace airlock {
+class DaemonClient;
+struct Event;
+}
+
+namespace airlock::ui {
+
+class OutputView;
+class SandboxModel;
+
+// The console's main window: hosts and sandboxes on the left; on the right the selected sandbox's
+// live output and a command line that runs a command in it (as the person at the keyboard: the
+// sandbox is the boundary, no prompt). Everything goes through the daemon.
+class MainWindow final : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(DaemonClient &client, QWidget *parent = nullptr);
+
+    SandboxModel *sandboxModel() const { return m_model; }
+    OutputView *outputView() const { return m_output; }
+    QLineEdit *commandLine() const { return m_command; }
+    QTreeView *sandboxTree() const { return m_tree; }
+    // Selects a sandbox by name or id (as a click would); false when there is none.
+    bool selectSandbox(const QString &nameOrId);
+    QString currentSandboxId() const { return m_current; }
+
+private:
+    void onEvent(const Event &event);
+    void onSelectionChanged();
+    void runCommand();
+    void showStatus(const QString &text, bool error = false);
+
+    DaemonClient &m_client;
+    SandboxModel *m_model;
+    QTreeView *m_tree;
+    QLabel *m_header;
+    OutputView *m_output;
+    QLineEdit *m_command;
+    QString m_current; // sandbox id
+    QList<uint32_t> m_running;
+};
+
+} // namespace airlock::ui

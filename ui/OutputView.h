@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "OutputDocument.h"
+
+#include <QAbstractScrollArea>
+
+class QTimer;
+
+namespace airlock::ui {
+
+// Shows an OutputDocument: paints only the lines in view, so 100 MB of output costs what one
+// screen does; appends are batched to at most one repaint per frame; follows the tail while
+// scrolled to the bottom. Inert bytes (control sequences the sandbox sent) are drawn boxed, stderr
+// in its own colour.
+class OutputView final : public QAbstractScrollArea {
+    Q_OBJECT
+public:
+    explicit OutputView(QWidget *parent = nullptr);
+
+    OutputDocument &document() { return m_doc; }
+    void append(int stream, QByteArrayView bytes);
+    void finish();
+    void clear();
+    bool followsTail() const { return m_follow; }
+
+protected:
+    void paintEvent(QPaintEvent *event) override;
+    void resizeEvent(QResizeEvent *event) override;
+    void scrollContentsBy(int dx, int dy) override;
+
+private:
+    void scheduleUpdate();
+    void updateScrollBars();
+    int lineHeight() const;
+
+    OutputDocument m_doc;
+    QTimer *m_frame;
+    bool m_follow = true;
+};
+
+} // namespace airlock::ui
