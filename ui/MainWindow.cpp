@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "MainWindow.h"
 
+#include "ApprovalsDock.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
 #include "client/DaemonClient.h"
@@ -21,10 +22,10 @@ namespace airlock::ui {
 
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
-      m_output(new OutputView), m_command(new QLineEdit)
+      m_output(new OutputView), m_command(new QLineEdit), m_approvals(new ApprovalsDock(client, this))
 {
     setWindowTitle(tr("Airlock"));
-    resize(1100, 680);
+    resize(1400, 760);
 
     m_tree->setModel(m_model);
     m_tree->setRootIsDecorated(true);
@@ -61,6 +62,12 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     split->setStretchFactor(1, 3);
     split->setSizes({420, 680});
     setCentralWidget(split);
+
+    addDockWidget(Qt::RightDockWidgetArea, m_approvals);
+    // The count of what waits for a person, where it is seen from anywhere: the window title.
+    connect(m_approvals, &ApprovalsDock::pendingCountChanged, this, [this](int count) {
+        setWindowTitle(count > 0 ? tr("Airlock (%n waiting)", nullptr, count) : tr("Airlock"));
+    });
 
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
@@ -109,6 +116,7 @@ void MainWindow::onSelectionChanged()
 void MainWindow::onEvent(const Event &event)
 {
     m_model->onEvent(event);
+    m_approvals->onEvent(event);
     if (event.sandbox != m_current)
         return;
     if (event.isOutput()) {

@@ -14,6 +14,7 @@ struct Event;
 
 namespace airlock::ui {
 
+class ApprovalsDock;
 class OutputView;
 class SandboxModel;
 
@@ -29,6 +30,7 @@ public:
     OutputView *outputView() const { return m_output; }
     QLineEdit *commandLine() const { return m_command; }
     QTreeView *sandboxTree() const { return m_tree; }
+    ApprovalsDock *approvals() const { return m_approvals; }
     // Selects a sandbox by name or id (as a click would); false when there is none.
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
@@ -45,6 +47,7 @@ private:
     QLabel *m_header;
     OutputView *m_output;
     QLineEdit *m_command;
+    ApprovalsDock *m_approvals;
     QString m_current; // sandbox id
     QList<uint32_t> m_running;
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "model/DisplayText.h"
 #include "util/Result.h"
 
 #include <QJsonArray>
@@ -10,11 +11,9 @@
 // How the history commands read times and show executions.
 namespace airlock::cli::format {
 
-// A command line as a person would type it: arguments quoted where needed, control characters
-// shown as \xNN (an argv is data; it must not drive the terminal). Elided past maxWidth.
-QString commandLine(const QJsonArray &argv, int maxWidth = 0);
-// Free text (a reason, a value) with control, bidi and format characters shown as \xNN / \u{NNNN}.
-QString escaped(const QString &text, int maxWidth = 0);
+// Commands and free text as a person may see them (core/model/DisplayText).
+using display::commandLine;
+using display::escaped;
 QString timestamp(qint64 ms);
 // "0", "3", "SIG9" or "-" for an execution row.
 QString exitText(const QJsonObject &execution);

@@ -3,6 +3,7 @@
 // bytes (colours applied, every other control sequence shown inert, the clipboard untouched,
 // memory bounded), the sandbox tree following the daemon (QAbstractItemModelTester watching), and
 // a command typed in the window running in the sandbox with its output in the view.
+#include "ApprovalsDock.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
@@ -11,7 +12,9 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QClipboard>
+#include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QTest>
 #include <QTreeView>
 
@@ -112,6 +115,39 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("[#1 exit 0]")); }, 10000));
         QVERIFY2(doc.plainText().contains(QLatin1String("hello from gui-a\n")), qPrintable(doc.plainText()));
         QVERIFY2(doc.plainText().contains(QLatin1String("\\x1b]52;c;ZXZpbA==\\x07")), qPrintable(doc.plainText()));
+        // An agent's command that asks appears as a card; Allow here runs it in the daemon.
+        auto agent = std::make_unique<QProcess>();
+        agent->setProcessEnvironment(m_daemon->environment());
+        agent->start(binDir() + QStringLiteral("/airlockctl"),
+                     args("--no-autostart", "--agent", "bot", "exec", "gui-a", "-n", "--", "sh", "-c", "echo approved-run > /workspace/flag; cat /workspace/flag"));
+        QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().size() == 1; }, 10000));
+        ApprovalCard *card = window.approvals()->cards().first();
+        QVERIFY(window.windowTitle().contains(QLatin1String("1 waiting")));
+        QVERIFY2(card->findChildren<QLabel *>().size() > 2, "no details");
+        QTest::mouseClick(card->allowButton(), Qt::LeftButton);
+        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000)); // the event loop runs: the decision goes out
+        QCOMPARE(agent->exitCode(), 0);
+        QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved-run\n"));
+        QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().isEmpty(); }, 5000));
+        // A long argument is folded, and Allow waits until it has been shown.
+        agent->start(binDir() + QStringLiteral("/airlockctl"),
+                     args("--no-autostart", "--agent", "bot", "exec", "gui-a", "-n", "--", "deploy-tool", QString(300, QLatin1Char('x')) + QStringLiteral("; rm -rf ~")));
+        QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().size() == 1; }, 10000));
+        card = window.approvals()->cards().first();
+        QVERIFY(!card->allowButton()->isEnabled());
+        QVERIFY(card->expandButton());
+        card->reasonEdit()->setText(QStringLiteral("looks odd"));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            QTest::qWait(100); // laid out and shown
+            QVERIFY(window.grab().save(dir + QStringLiteral("/approval.png")));
+        }
+        QTest::mouseClick(card->expandButton(), Qt::LeftButton);
+        QVERIFY(card->allowButton()->isEnabled());
+        QTest::mouseClick(card->denyButton(), Qt::LeftButton);
+        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000)); // the event loop runs: the decision goes out
+        QCOMPARE(agent->exitCode(), 6);
+        QVERIFY(agent->readAllStandardError().endsWith(": looks odd\n"));
+
         // A picture of it, for people to look at (AIRLOCK_SCREENSHOT_DIR, when set).
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             QTest::qWait(50);

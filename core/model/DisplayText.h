@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QJsonArray>
+#include <QString>
+
+// How untrusted text (an argv, a reason, a host name) is shown to a person, in the CLI and the GUI
+// alike: nothing in it can drive a terminal or reorder what is read.
+namespace airlock::display {
+
+// Control, bidi and other format characters shown as \xNN / \u{NNNN}; elided past maxWidth.
+QString escaped(const QString &text, int maxWidth = 0);
+// A command line as a person would type it: arguments quoted where needed, each one escaped.
+QString commandLine(const QJsonArray &argv, int maxWidth = 0);
+
+} // namespace airlock::display

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ApprovalsDock.h"
+
+#include "client/DaemonClient.h"
+#include "model/DisplayText.h"
+
+#include <QDateTime>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPointer>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace airlock::ui {
+
+namespace {
+constexpr int kFoldAt = 120; // characters of an argument shown before it is folded
+
+// Long unbroken words (a 300-character argument) may wrap: a zero-width space every 40 characters,
+// for display only.
+QString wrappable(const QString &text)
+{
+    QString out;
+    int run = 0;
+    for (const QChar c : text) {
+        out += c;
+        run = c.isSpace() ? 0 : run + 1;
+        if (run == 40) {
+            out += QChar(0x200b);
+            run = 0;
+        }
+    }
+    return out;
+}
+
+QString joined(const QJsonValue &v)
+{
+    QStringList parts;
+    for (const QJsonValue &p : v.toArray())
+        parts.append(p.toString());
+    return v.isString() ? v.toString() : parts.isEmpty() ? QObject::tr("none") : parts.join(QStringLiteral(", "));
+}
+} // namespace
+
+ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
+    : QFrame(parent), m_request(request), m_what(new QLabel), m_countdown(new QLabel), m_allow(new QPushButton(tr("Allow once"))),
+      m_always(new QPushButton(tr("Always allow"))), m_deny(new QPushButton(tr("Deny"))), m_reason(new QLineEdit)
+{
+    setFrameShape(QFrame::StyledPanel);
+    const QString kind = request.value(QStringLiteral("kind")).toString();
+    auto *layout = new QVBoxLayout(this);
+    auto *head = new QLabel(tr("%1 in <b>%2</b> (run %3)")
+                                .arg(display::escaped(request.value(QStringLiteral("requester")).toString()).toHtmlEscaped(),
+                                     display::escaped(request.value(QStringLiteral("sandboxName")).toString()).toHtmlEscaped(),
+                                     display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
+    layout->addWidget(head);
+
+    // What would run, escaped in full; folded only behind a button that must be pressed.
+    if (kind == QLatin1String("network")) {
+        m_full = tr("connect to %1").arg(display::escaped(request.value(QStringLiteral("destination")).toString()));
+    } else if (kind == QLatin1String("tool")) {
+        m_full = tr("tool %1 %2").arg(display::escaped(request.value(QStringLiteral("tool")).toString()),
+                                      display::escaped(QString::fromUtf8(QJsonDocument(request.value(QStringLiteral("arguments")).toObject()).toJson(QJsonDocument::Compact))));
+    } else {
+        m_full = QStringLiteral("$ ") + display::commandLine(request.value(QStringLiteral("argv")).toArray());
+        if (!request.value(QStringLiteral("cwd")).toString().isEmpty())
+            m_full += tr("\nin %1").arg(display::escaped(request.value(QStringLiteral("cwd")).toString()));
+        if (!request.value(QStringLiteral("env")).toArray().isEmpty())
+            m_full += tr("\nwith %1").arg(display::commandLine(request.value(QStringLiteral("env")).toArray()));
+    }
+    bool unusual = false;
+    for (const QJsonValue &a : request.value(QStringLiteral("argv")).toArray())
+        unusual = unusual || a.toString().size() > kFoldAt || display::escaped(a.toString()) != a.toString();
+    m_what->setTextFormat(Qt::PlainText);
+    m_what->setWordWrap(true);
+    m_what->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont mono(QStringLiteral("monospace"));
+    mono.setStyleHint(QFont::Monospace);
+    m_what->setFont(mono);
+    layout->addWidget(m_what);
+    if (unusual) {
+        m_folded = m_full.left(kFoldAt) + QChar(0x2026);
+        m_what->setText(wrappable(m_folded));
+        m_expand = new QPushButton(tr("Show all of it (%1 characters) before deciding").arg(m_full.size()));
+        layout->addWidget(m_expand);
+        connect(m_expand, &QPushButton::clicked, this, [this] {
+            m_what->setText(wrappable(m_full));
+            m_expand->hide();
+            m_allow->setEnabled(true);
+            m_always->setEnabled(true);
+        });
+    } else {
+        m_what->setText(wrappable(m_full));
+    }
+
+    const QJsonObject caps = request.value(QStringLiteral("capabilities")).toObject();
+    auto *why = new QLabel(tr("Asks because: %1\nIt will be able to reach: %2; credentials: %3; write: %4; tools: %5")
+                               .arg(display::escaped(request.value(QStringLiteral("reason")).toString()), display::escaped(joined(caps.value(QStringLiteral("network")))),
+                                    display::escaped(joined(caps.value(QStringLiteral("credentials")))), display::escaped(joined(caps.value(QStringLiteral("writable")))),
+                                    display::escaped(joined(caps.value(QStringLiteral("tools"))))));
+    why->setText(wrappable(why->text()));
+    why->setTextFormat(Qt::PlainText);
+    why->setWordWrap(true);
+    layout->addWidget(why);
+
+    m_reason->setPlaceholderText(tr("Reason for a denial (optional)"));
+    auto *buttons = new QHBoxLayout;
+    buttons->addWidget(m_allow);
+    buttons->addWidget(m_always);
+    buttons->addWidget(m_deny);
+    buttons->addWidget(m_countdown, 1, Qt::AlignRight);
+    layout->addLayout(buttons);
+    layout->addWidget(m_reason);
+    m_allow->setEnabled(!unusual);
+    m_always->setEnabled(!unusual);
+    m_always->setToolTip(kind == QLatin1String("network") ? tr("Adds this host to the sandbox's allow list")
+                         : kind == QLatin1String("tool") ? tr("Makes this tool 'allow' for the sandbox, its constraints kept")
+                                                          : tr("Adds a rule allowing exactly this command"));
+    connect(m_allow, &QPushButton::clicked, this, [this] { Q_EMIT decided(QStringLiteral("allow"), false, {}); });
+    connect(m_always, &QPushButton::clicked, this, [this] { Q_EMIT decided(QStringLiteral("allow"), true, {}); });
+    connect(m_deny, &QPushButton::clicked, this, [this] { Q_EMIT decided(QStringLiteral("deny"), false, m_reason->text()); });
+    tick();
+}
+
+QString ApprovalCard::id() const
+{
+    return m_request.value(QStringLiteral("id")).toString();
+}
+
+void ApprovalCard::tick()
+{
+    const qint64 left = (qint64(m_request.value(QStringLiteral("expiresMs")).toDouble()) - QDateTime::currentMSecsSinceEpoch()) / 1000;
+    m_countdown->setText(tr("denied in %1 s").arg(std::max<qint64>(0, left)));
+}
+
+ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
+    : QDockWidget(tr("Approvals"), parent), m_client(client), m_list(new QVBoxLayout), m_empty(new QLabel(tr("Nothing is waiting for you.")))
+{
+    setObjectName(QStringLiteral("approvalsDock"));
+    setMinimumWidth(380);
+    auto *inner = new QWidget;
+    auto *outer = new QVBoxLayout(inner);
+    outer->addWidget(m_empty);
+    outer->addLayout(m_list);
+    outer->addStretch(1);
+    auto *scroll = new QScrollArea;
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff); // cards wrap to the dock's width
+    scroll->setWidget(inner);
+    setWidget(scroll);
+    auto *timer = new QTimer(this);
+    connect(timer, &QTimer::timeout, this, [this] {
+        for (ApprovalCard *card : cards())
+            card->tick();
+    });
+    timer->start(1000);
+    refresh();
+}
+
+QList<ApprovalCard *> ApprovalsDock::cards() const
+{
+    return widget()->findChildren<ApprovalCard *>();
+}
+
+void ApprovalsDock::onEvent(const Event &event)
+{
+    if (event.kind.startsWith(QLatin1String("approval.")))
+        refresh();
+}
+
+void ApprovalsDock::refresh()
+{
+    m_client.callAsync(QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this)](Result<QJsonValue> r) {
+        if (self && r)
+            self->show(r->toObject().value(QStringLiteral("approvals")).toArray());
+    });
+}
+
+void ApprovalsDock::show(const QJsonArray &requests)
+{
+    QSet<QString> waiting;
+    for (const QJsonValue &v : requests)
+        waiting.insert(v.toObject().value(QStringLiteral("id")).toString());
+    for (ApprovalCard *card : cards())
+        if (!waiting.contains(card->id()))
+            delete card;
+    QSet<QString> shown;
+    for (ApprovalCard *card : cards())
+        shown.insert(card->id());
+    for (const QJsonValue &v : requests) { // oldest first from the daemon: each new one goes on top
+        const QJsonObject request = v.toObject();
+        if (shown.contains(request.value(QStringLiteral("id")).toString()))
+            continue;
+        auto *card = new ApprovalCard(request);
+        connect(card, &ApprovalCard::decided, this,
+                [this, request](const QString &decision, bool always, const QString &reason) { decide(request, decision, always, reason); });
+        m_list->insertWidget(0, card);
+    }
+    m_empty->setVisible(requests.isEmpty());
+    Q_EMIT pendingCountChanged(int(requests.size()));
+}
+
+void ApprovalsDock::decide(const QJsonObject &request, const QString &decision, bool always, const QString &reason)
+{
+    m_client.callAsync(QStringLiteral("approvals.decide"),
+                       {{QStringLiteral("id"), request.value(QStringLiteral("id"))},
+                        {QStringLiteral("nonce"), request.value(QStringLiteral("nonce"))},
+                        {QStringLiteral("decision"), decision},
+                        {QStringLiteral("always"), always},
+                        {QStringLiteral("reason"), reason}},
+                       [self = QPointer<ApprovalsDock>(this)](Result<QJsonValue>) {
+                           if (self)
+                               self->refresh(); // decided, or already gone: the list says which
+                       });
+}
+
+} // namespace airlock::ui
