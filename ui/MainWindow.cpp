@@ -2,10 +2,12 @@
 #include "MainWindow.h"
 
 #include "ApprovalsDock.h"
+#include "CreateSandboxDialog.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
 #include "client/DaemonClient.h"
 
+#include <QAction>
 #include <QHeaderView>
 #include <QJsonArray>
 #include <QLabel>
@@ -71,7 +73,11 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
 
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
-    tools->addAction(tr("Refresh"), m_model, &SandboxModel::refresh);
+    QAction *create = tools->addAction(tr("New sandbox…"), this, &MainWindow::newSandbox);
+    create->setShortcut(QKeySequence::New);
+    QAction *remove = tools->addAction(tr("Delete"), this, &MainWindow::deleteSelected);
+    remove->setShortcut(QKeySequence::Delete);
+    tools->addAction(tr("Refresh"), m_model, &SandboxModel::refresh)->setShortcut(QKeySequence::Refresh);
 
     connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
     connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
@@ -154,6 +160,49 @@ void MainWindow::runCommand()
                                self->showStatus(tr("Not run: %1").arg(r.error().message), true);
                        });
     m_command->clear();
+}
+
+void MainWindow::newSandbox()
+{
+    auto presets = m_client.call(QStringLiteral("policy.presets"));
+    QStringList names;
+    for (const QJsonValue &p : presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray())
+        names.append(p.toObject().value(QStringLiteral("name")).toString());
+    CreateSandboxDialog dialog(names, this);
+    if (dialog.exec() == QDialog::Accepted)
+        createSandbox(dialog.parameters());
+}
+
+void MainWindow::createSandbox(const QJsonObject &parameters)
+{
+    showStatus(tr("Creating a sandbox…"));
+    m_client.callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+        if (!self)
+            return;
+        if (!r)
+            return self->showStatus(tr("Not created: %1").arg(r.error().message), true);
+        const QString name = r->toObject().value(QStringLiteral("name")).toString();
+        self->showStatus(tr("Created %1").arg(name));
+        self->m_model->refresh();
+        QPointer<MainWindow> window = self;
+        QObject::connect(self->m_model, &SandboxModel::refreshed, self, [window, name] {
+            if (window)
+                window->selectSandbox(name);
+        }, Qt::SingleShotConnection);
+    });
+}
+
+void MainWindow::deleteSelected()
+{
+    const QJsonObject s = m_model->sandbox(m_tree->currentIndex());
+    if (s.isEmpty())
+        return;
+    const QString name = s.value(QStringLiteral("name")).toString();
+    m_client.callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
+                       [self = QPointer<MainWindow>(this), name](Result<QJsonValue> r) {
+                           if (self)
+                               self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
+                       });
 }
 
 void MainWindow::showStatus(const QString &text, bool error)

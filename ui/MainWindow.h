@@ -34,11 +34,15 @@ public:
     // Selects a sandbox by name or id (as a click would); false when there is none.
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
+    // Creates a sandbox from a dialog's parameters (what "New sandbox…" does after the dialog).
+    void createSandbox(const QJsonObject &parameters);
+    void deleteSelected();
 
 private:
     void onEvent(const Event &event);
     void onSelectionChanged();
     void runCommand();
+    void newSandbox();
     void showStatus(const QString &text, bool error = false);
 
     DaemonClient &m_client;

@@ -4,6 +4,7 @@
 // memory bounded), the sandbox tree following the daemon (QAbstractItemModelTester watching), and
 // a command typed in the window running in the sandbox with its output in the view.
 #include "ApprovalsDock.h"
+#include "CreateSandboxDialog.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
@@ -101,6 +102,28 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->ctl(args("rm", "gui-b")).exitCode, 0);
         QVERIFY(QTest::qWaitFor([&] { return !model.sandboxIndex(QStringLiteral("gui-b")).isValid(); }, 5000));
         QVERIFY(model.sandboxIndex(QStringLiteral("gui-a")).isValid());
+    }
+
+    void aSandboxMadeInTheDialogAppearsInTheTree()
+    {
+        CreateSandboxDialog dialog({QStringLiteral("locked"), QStringLiteral("open")});
+        QTest::keyClicks(dialog.nameEdit(), QStringLiteral("Bad Name"));
+        QVERIFY(dialog.problem().startsWith(QLatin1String("invalid sandbox name 'Bad Name'")));
+        dialog.nameEdit()->setText(QStringLiteral("from-dialog"));
+        dialog.allowEdit()->setText(QStringLiteral("not a host"));
+        QVERIFY(dialog.problem().startsWith(QLatin1String("Allowed hosts:")));
+        dialog.allowEdit()->setText(QStringLiteral("Example.COM:443"));
+        QCOMPARE(dialog.problem(), QString());
+        MainWindow window(*m_client);
+        window.createSandbox(dialog.parameters());
+        QVERIFY(QTest::qWaitFor([&] { return window.currentSandboxId() == window.sandboxModel()->sandbox(window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog"))).value(QStringLiteral("id")).toString()
+                                             && !window.currentSandboxId().isEmpty(); }, 10000));
+        const QJsonObject info = jsonObject(m_daemon->ctl(args("policy", "show", "from-dialog", "--effective", "--json")).out);
+        QCOMPARE(info.value(QStringLiteral("policy")).toObject().value(QStringLiteral("network")).toObject().value(QStringLiteral("mode")).toString(), QStringLiteral("allowlist"));
+        QCOMPARE(info.value(QStringLiteral("policy")).toObject().value(QStringLiteral("network")).toObject().value(QStringLiteral("allow")).toArray(),
+                 QJsonArray{QStringLiteral("example.com:443")});
+        window.deleteSelected();
+        QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
     }
 
     void aCommandTypedInTheWindowRunsInTheSandbox()
