@@ -8,6 +8,11 @@
 #include "client/DaemonClient.h"
 
 #include <QAction>
+#include <QCloseEvent>
+#include <QSettings>
+#include <QKeyEvent>
+#include <QStyle>
+#include <QSystemTrayIcon>
 #include <QHeaderView>
 #include <QJsonArray>
 #include <QLabel>
@@ -49,6 +54,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     m_command->setClearButtonEnabled(true);
     m_command->setEnabled(false);
     connect(m_command, &QLineEdit::returnPressed, this, &MainWindow::runCommand);
+    m_command->installEventFilter(this); // Ctrl-C: copy a selection, else interrupt
 
     auto *console = new QWidget;
     auto *layout = new QVBoxLayout(console);
@@ -67,8 +73,25 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
 
     addDockWidget(Qt::RightDockWidgetArea, m_approvals);
     // The count of what waits for a person, where it is seen from anywhere: the window title.
+    // A tray icon says the same and, when the window is not in front, a new request is announced.
+    if (QSystemTrayIcon::isSystemTrayAvailable()) {
+        m_tray = new QSystemTrayIcon(windowIcon().isNull() ? style()->standardIcon(QStyle::SP_MessageBoxQuestion) : windowIcon(), this);
+        m_tray->setToolTip(tr("Airlock"));
+        m_tray->show();
+        connect(m_tray, &QSystemTrayIcon::activated, this, [this] {
+            showNormal();
+            raise();
+            activateWindow();
+        });
+    }
     connect(m_approvals, &ApprovalsDock::pendingCountChanged, this, [this](int count) {
         setWindowTitle(count > 0 ? tr("Airlock (%n waiting)", nullptr, count) : tr("Airlock"));
+        if (m_tray) {
+            m_tray->setToolTip(windowTitle());
+            if (count > m_waiting && !isActiveWindow())
+                m_tray->showMessage(tr("Airlock"), tr("A sandbox is waiting for your decision"), QSystemTrayIcon::Information, 10000);
+        }
+        m_waiting = count;
     });
 
     auto *tools = addToolBar(tr("Sandboxes"));
@@ -89,6 +112,41 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     });
     m_model->refresh();
     onSelectionChanged();
+    // Where the person left things.
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+}
+
+bool MainWindow::eventFilter(QObject *watched, QEvent *event)
+{
+    // The line edit claims Ctrl-C for copying; without a selection it interrupts, as in a terminal.
+    if (watched == m_command && (event->type() == QEvent::ShortcutOverride || event->type() == QEvent::KeyPress)) {
+        auto *key = static_cast<QKeyEvent *>(event);
+        if (key->key() == Qt::Key_C && key->modifiers() == Qt::ControlModifier && !m_command->hasSelectedText()) {
+            if (event->type() == QEvent::KeyPress)
+                interruptRunning();
+            event->accept();
+            return event->type() == QEvent::KeyPress;
+        }
+    }
+    return QMainWindow::eventFilter(watched, event);
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::interruptRunning()
+{
+    for (uint32_t exec : std::as_const(m_running))
+        m_client.notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)}, {QStringLiteral("signal"), 2}});
+    if (!m_running.isEmpty())
+        showStatus(tr("Interrupted (SIGINT)"));
 }
 
 bool MainWindow::selectSandbox(const QString &nameOrId)
@@ -138,6 +196,7 @@ void MainWindow::onEvent(const Event &event)
         }
         m_output->append(1, QStringLiteral("\x1b[2m$ %1 (#%2)\x1b[0m\n").arg(words.join(QLatin1Char(' '))).arg(event.exec).toUtf8());
     } else if (event.kind == QLatin1String("exec.exited")) {
+        m_running.removeAll(event.exec);
         m_output->finish();
         const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
         m_output->document().endLine();
@@ -155,9 +214,13 @@ void MainWindow::runCommand()
         return;
     m_client.callAsync(QStringLiteral("exec.start"),
                        {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text}}},
-                       [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
-                           if (self && !r)
-                               self->showStatus(tr("Not run: %1").arg(r.error().message), true);
+                       [self = QPointer<MainWindow>(this), sandbox = m_current](Result<QJsonValue> r) {
+                           if (!self)
+                               return;
+                           if (!r)
+                               return self->showStatus(tr("Not run: %1").arg(r.error().message), true);
+                           if (sandbox == self->m_current)
+                               self->m_running.append(uint32_t(r->toObject().value(QStringLiteral("exec")).toDouble()));
                        });
     m_command->clear();
 }

@@ -4,6 +4,7 @@
 #include <QMainWindow>
 
 class QLabel;
+class QSystemTrayIcon;
 class QLineEdit;
 class QTreeView;
 
@@ -37,6 +38,13 @@ public:
     // Creates a sandbox from a dialog's parameters (what "New sandbox…" does after the dialog).
     void createSandbox(const QJsonObject &parameters);
     void deleteSelected();
+    // Ctrl-C on the command line: SIGINT to what this window started in the sandbox.
+    void interruptRunning();
+    QList<uint32_t> runningExecutions() const { return m_running; }
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+    bool eventFilter(QObject *watched, QEvent *event) override;
 
 private:
     void onEvent(const Event &event);
@@ -53,7 +61,9 @@ private:
     QLineEdit *m_command;
     ApprovalsDock *m_approvals;
     QString m_current; // sandbox id
-    QList<uint32_t> m_running;
+    QList<uint32_t> m_running; // started from this window, in the current sandbox
+    QSystemTrayIcon *m_tray = nullptr;
+    int m_waiting = 0;
 };
 
 } // namespace airlock::ui

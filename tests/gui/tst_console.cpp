@@ -138,6 +138,14 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("[#1 exit 0]")); }, 10000));
         QVERIFY2(doc.plainText().contains(QLatin1String("hello from gui-a\n")), qPrintable(doc.plainText()));
         QVERIFY2(doc.plainText().contains(QLatin1String("\\x1b]52;c;ZXZpbA==\\x07")), qPrintable(doc.plainText()));
+        // Ctrl-C on the command line interrupts what it started.
+        QTest::keyClicks(window.commandLine(), QStringLiteral("trap 'echo got INT; exit 130' INT; echo ready; while :; do sleep 0.1; done"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("ready\n")) && !window.runningExecutions().isEmpty(); }, 10000));
+        QTest::keyClick(window.commandLine(), Qt::Key_C, Qt::ControlModifier);
+        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("got INT\n")); }, 10000), qPrintable(doc.plainText()));
+        QVERIFY(QTest::qWaitFor([&] { return window.runningExecutions().isEmpty(); }, 10000));
+
         // An agent's command that asks appears as a card; Allow here runs it in the daemon.
         auto agent = std::make_unique<QProcess>();
         agent->setProcessEnvironment(m_daemon->environment());
