@@ -3,6 +3,7 @@
 
 #include "ApprovalsDock.h"
 #include "CreateSandboxDialog.h"
+#include "PolicyEditor.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
 #include "client/DaemonClient.h"
@@ -100,6 +101,13 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     create->setShortcut(QKeySequence::New);
     QAction *remove = tools->addAction(tr("Delete"), this, &MainWindow::deleteSelected);
     remove->setShortcut(QKeySequence::Delete);
+    tools->addAction(tr("Policy…"), this, [this] {
+        if (m_current.isEmpty())
+            return;
+        auto *editor = new PolicyEditor(m_client, m_current, this);
+        editor->setAttribute(Qt::WA_DeleteOnClose);
+        editor->show();
+    })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
     tools->addAction(tr("Refresh"), m_model, &SandboxModel::refresh)->setShortcut(QKeySequence::Refresh);
 
     connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);

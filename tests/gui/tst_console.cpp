@@ -5,6 +5,8 @@
 // a command typed in the window running in the sandbox with its output in the view.
 #include "ApprovalsDock.h"
 #include "CreateSandboxDialog.h"
+#include "LoopbackServer.h"
+#include "PolicyEditor.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
@@ -16,6 +18,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QTest>
 #include <QTreeView>
 
@@ -124,6 +127,42 @@ private Q_SLOTS:
                  QJsonArray{QStringLiteral("example.com:443")});
         window.deleteSelected();
         QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
+    }
+
+    void editingTheNetworkListChangesWhatTheSandboxCanReach()
+    {
+        LoopbackServer web("web");
+        TestDaemon daemon(args("--resolve", "site.test=127.0.0.1"));
+        QVERIFY(daemon.start());
+        auto client = daemon.connect();
+        QCOMPARE(daemon.create(args("--name", "net", "--network", "allowlist")), QStringLiteral("net"));
+        const QString fetch = QStringLiteral("curl -sS -m 10 -o /dev/null -w '%{http_code}' http://site.test:%1/").arg(web.port());
+        QCOMPARE(execIn(daemon, QStringLiteral("net"), args("sh", "-c", fetch)).out, QByteArray("403"));
+
+        PolicyEditor editor(*client, QStringLiteral("net"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        QVERIFY(!editor.applyButton()->isEnabled()); // nothing changed yet
+        QTest::keyClicks(editor.allowList()->input(), QStringLiteral("not a host"));
+        QVERIFY(!editor.allowList()->addButton()->isEnabled()); // checked as typed
+        editor.allowList()->input()->clear();
+        QTest::keyClicks(editor.allowList()->input(), QStringLiteral("Site.Test."));
+        QTest::mouseClick(editor.allowList()->addButton(), Qt::LeftButton);
+        QCOMPARE(editor.allowList()->hosts(), QStringList{QStringLiteral("site.test")});
+        QCOMPARE(editor.diffText(), QStringLiteral("+ allow site.test"));
+        // What would happen, asked as it is typed (before applying: still denied).
+        QTest::keyClicks(editor.tryInput(), QStringLiteral("http://site.test/x"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.tryAnswer().startsWith(QLatin1String("deny: no rule names site.test:80")); }, 5000));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            editor.show();
+            QTest::qWait(100);
+            QVERIFY(editor.grab().save(dir + QStringLiteral("/policy.png")));
+        }
+        QSignalSpy applied(&editor, &PolicyEditor::applied);
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QVERIFY(applied.at(0).at(0).toBool());
+        QCOMPARE(editor.diffText(), QStringLiteral("(no changes)"));
+        QCOMPARE(execIn(daemon, QStringLiteral("net"), args("sh", "-c", fetch)).out, QByteArray("200"));
     }
 
     void aCommandTypedInTheWindowRunsInTheSandbox()
