@@ -9,7 +9,10 @@
 #include "client/DaemonClient.h"
 
 #include <QAction>
+#include <QClipboard>
 #include <QCloseEvent>
+#include <QGuiApplication>
+#include <QHBoxLayout>
 #include <QSettings>
 #include <QKeyEvent>
 #include <QStyle>
@@ -30,7 +33,7 @@ namespace airlock::ui {
 
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
-      m_output(new OutputView), m_command(new QLineEdit), m_approvals(new ApprovalsDock(client, this))
+      m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this))
 {
     setWindowTitle(tr("Airlock"));
     resize(1400, 760);
@@ -57,11 +60,35 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     connect(m_command, &QLineEdit::returnPressed, this, &MainWindow::runCommand);
     m_command->installEventFilter(this); // Ctrl-C: copy a selection, else interrupt
 
+    // Find in the output (Ctrl+F; Enter for the next match); Copy all (Ctrl+Shift+C).
+    m_find->setPlaceholderText(tr("Find in output (Ctrl+F)"));
+    m_find->setClearButtonEnabled(true);
+    m_find->setMaximumWidth(260);
+    connect(m_find, &QLineEdit::textChanged, m_output, &OutputView::setSearch);
+    connect(m_find, &QLineEdit::returnPressed, m_output, [this] {
+        if (!m_output->findNext())
+            showStatus(tr("Not found: %1").arg(m_find->text()));
+    });
+    auto *findShortcut = new QAction(this);
+    findShortcut->setShortcut(QKeySequence::Find);
+    connect(findShortcut, &QAction::triggered, m_find, [this] {
+        m_find->setFocus();
+        m_find->selectAll();
+    });
+    addAction(findShortcut);
+    auto *copyAll = new QAction(tr("Copy all output"), this);
+    copyAll->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    connect(copyAll, &QAction::triggered, this, [this] { QGuiApplication::clipboard()->setText(m_output->document().plainText()); });
+    addAction(copyAll);
+
     auto *console = new QWidget;
     auto *layout = new QVBoxLayout(console);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);
-    layout->addWidget(m_header);
+    auto *headRow = new QHBoxLayout;
+    headRow->addWidget(m_header, 1);
+    headRow->addWidget(m_find);
+    layout->addLayout(headRow);
     layout->addWidget(m_output, 1);
     layout->addWidget(m_command);
 

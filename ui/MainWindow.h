@@ -30,6 +30,7 @@ public:
     SandboxModel *sandboxModel() const { return m_model; }
     OutputView *outputView() const { return m_output; }
     QLineEdit *commandLine() const { return m_command; }
+    QLineEdit *findLine() const { return m_find; }
     QTreeView *sandboxTree() const { return m_tree; }
     ApprovalsDock *approvals() const { return m_approvals; }
     // Selects a sandbox by name or id (as a click would); false when there is none.
@@ -59,6 +60,7 @@ private:
     QLabel *m_header;
     OutputView *m_output;
     QLineEdit *m_command;
+    QLineEdit *m_find;
     ApprovalsDock *m_approvals;
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox

@@ -48,6 +48,40 @@ void OutputView::clear()
     scheduleUpdate();
 }
 
+void OutputView::setSearch(const QString &text)
+{
+    m_search = text;
+    m_matchLine = -1;
+    viewport()->update();
+}
+
+bool OutputView::findNext()
+{
+    if (m_search.isEmpty() || m_doc.lineCount() == 0)
+        return false;
+    updateScrollBars();
+    const qsizetype count = m_doc.lineCount();
+    const qsizetype start = m_matchLine >= 0 ? m_matchLine + 1 : firstVisibleLine();
+    for (qsizetype k = 0; k < count; ++k) {
+        const qsizetype i = (start + k) % count;
+        if (m_doc.line(i).text.contains(m_search, Qt::CaseInsensitive)) {
+            m_matchLine = i;
+            m_follow = false;
+            const int visible = std::max(1, viewport()->height() / lineHeight());
+            verticalScrollBar()->setValue(int(std::max<qsizetype>(0, i - visible / 2)));
+            m_follow = false;
+            viewport()->update();
+            return true;
+        }
+    }
+    return false;
+}
+
+int OutputView::firstVisibleLine() const
+{
+    return verticalScrollBar()->value();
+}
+
 void OutputView::scheduleUpdate()
 {
     if (!m_frame->isActive())
@@ -100,6 +134,13 @@ void OutputView::paintEvent(QPaintEvent *)
     }
     for (qsizetype i = first; i < m_doc.lineCount() && y < viewport()->height(); ++i, y += height) {
         const StyledLine &line = m_doc.line(i);
+        // Search matches under the text; the current one stronger.
+        if (!m_search.isEmpty()) {
+            for (qsizetype at = line.text.indexOf(m_search, 0, Qt::CaseInsensitive); at >= 0;
+                 at = line.text.indexOf(m_search, at + m_search.size(), Qt::CaseInsensitive))
+                painter.fillRect(x0 + fm.horizontalAdvance(line.text.left(at)), y, fm.horizontalAdvance(line.text.mid(at, m_search.size())), height,
+                                 i == m_matchLine ? QColor(0xd0, 0x90, 0x10) : QColor(0x6a, 0x5a, 0x10));
+        }
         for (const StyledLine::Span &span : line.spans) {
             const QString text = line.text.mid(span.start, span.length);
             const int x = x0 + fm.horizontalAdvance(line.text.left(span.start));

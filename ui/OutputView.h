@@ -24,6 +24,13 @@ public:
     void clear();
     bool followsTail() const { return m_follow; }
 
+    // Search: every occurrence highlighted (case-insensitive); findNext() moves to the next line
+    // that has one, wrapping around, and stops following the tail.
+    void setSearch(const QString &text);
+    bool findNext();
+    qsizetype currentMatchLine() const { return m_matchLine; }
+    int firstVisibleLine() const;
+
 protected:
     void paintEvent(QPaintEvent *event) override;
     void resizeEvent(QResizeEvent *event) override;
@@ -35,6 +42,8 @@ private:
     int lineHeight() const;
 
     OutputDocument m_doc;
+    QString m_search;
+    qsizetype m_matchLine = -1;
     QTimer *m_frame;
     bool m_follow = true;
 };

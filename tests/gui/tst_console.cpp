@@ -79,6 +79,28 @@ private Q_SLOTS:
         QCOMPARE(cr.plainText(), QStringLiteral("rm -rf /\nls\n"));
     }
 
+    void findMovesToEachMatch()
+    {
+        OutputView view;
+        view.resize(600, 200);
+        view.show();
+        for (int i = 0; i < 500; ++i)
+            view.append(1, i == 100 || i == 400 ? QByteArray("the NEEDLE is here\n") : QByteArray(QByteArray::number(i) + "\n"));
+        QTest::qWait(50);
+        QVERIFY(view.followsTail());
+        view.setSearch(QStringLiteral("needle"));
+        QVERIFY(view.findNext());
+        QCOMPARE(view.currentMatchLine(), 100); // from the top of the view, wrapping around
+        QVERIFY(!view.followsTail());
+        QVERIFY(view.firstVisibleLine() <= 100 && view.firstVisibleLine() + 5 > 90);
+        QVERIFY(view.findNext());
+        QCOMPARE(view.currentMatchLine(), 400);
+        QVERIFY(view.findNext());
+        QCOMPARE(view.currentMatchLine(), 100);
+        view.setSearch(QStringLiteral("absent"));
+        QVERIFY(!view.findNext());
+    }
+
     void memoryStaysBounded()
     {
         OutputDocument doc(10000);
