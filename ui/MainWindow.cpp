@@ -15,6 +15,7 @@
 #include <QHBoxLayout>
 #include <QSettings>
 #include <QKeyEvent>
+#include <QMessageBox>
 #include <QStyle>
 #include <QSystemTrayIcon>
 #include <QHeaderView>
@@ -126,8 +127,19 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
     QAction *create = tools->addAction(tr("New sandbox…"), this, &MainWindow::newSandbox);
     create->setShortcut(QKeySequence::New);
-    QAction *remove = tools->addAction(tr("Delete"), this, &MainWindow::deleteSelected);
+    // Deleting kills everything inside and removes the workspace: asked first, and the Delete key
+    // means it only where the sandboxes are listed (never while typing a command).
+    QAction *remove = tools->addAction(tr("Delete…"), this, [this] {
+        const QString name = m_model->sandbox(m_tree->currentIndex()).value(QStringLiteral("name")).toString();
+        if (!name.isEmpty()
+            && QMessageBox::question(this, tr("Delete sandbox"),
+                                     tr("Delete %1? Everything running in it is killed and its workspace removed.").arg(name))
+                   == QMessageBox::Yes)
+            deleteSelected();
+    });
     remove->setShortcut(QKeySequence::Delete);
+    remove->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    m_tree->addAction(remove);
     tools->addAction(tr("Policy…"), this, [this] {
         if (m_current.isEmpty())
             return;
