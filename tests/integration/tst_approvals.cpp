@@ -28,19 +28,7 @@ class TestApprovals final : public QObject {
         p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--") + command);
         return p;
     }
-    // The one pending request, once it is there.
-    QJsonObject waitForRequest() const
-    {
-        QJsonObject found;
-        waitFor([&] {
-            const QJsonArray pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
-            if (pending.isEmpty())
-                return false;
-            found = pending.first().toObject();
-            return true;
-        }, 10000);
-        return found;
-    }
+    QJsonObject waitForRequest() const { return waitForApproval(*m_daemon); }
     std::unique_ptr<DaemonClient> client(const QString &agentName) const
     {
         auto c = std::make_unique<DaemonClient>();

@@ -262,14 +262,7 @@ private Q_SLOTS:
                           QStringLiteral("curl -sS -m 30 -o /tmp/b -w '%{http_code} ' %1; cat /tmp/b").arg(url("ask.test", path))));
             return p;
         };
-        const auto request = [&] {
-            QJsonObject found;
-            waitFor([&] {
-                found = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
-                return !found.isEmpty();
-            }, 10000);
-            return found;
-        };
+        const auto request = [&] { return waitForApproval(*m_daemon); };
 
         // Allowed once: this connection goes through...
         auto first = asking("/once");

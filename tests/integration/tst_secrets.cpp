@@ -128,11 +128,8 @@ private Q_SLOTS:
         auto p = std::make_unique<QProcess>();
         p->setProcessEnvironment(m_daemon->environment());
         p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "sec", "-n", "--", "deploy-tool", "--token", QString::fromLatin1(kValue)));
-        QJsonObject request;
-        QVERIFY(waitFor([&] {
-            request = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
-            return !request.isEmpty();
-        }, 10000));
+        const QJsonObject request = waitForApproval(*m_daemon);
+        QVERIFY(!request.isEmpty());
         QVERIFY2(request.value(QStringLiteral("argv")).toArray().at(2).toString().startsWith(QStringLiteral("[REDACTED")), QJsonDocument(request).toJson().constData());
         QVERIFY(!m_daemon->ctl(args("--agent", "bot", "approvals", "--json")).out.contains(kValue));
         QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString())).exitCode, 0);

@@ -37,15 +37,7 @@ class TestTools final : public QObject {
         p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "tool", "call", "tl", tool, QString::fromUtf8(json)));
         return p;
     }
-    QJsonObject waitForRequest() const
-    {
-        QJsonObject found;
-        waitFor([&] {
-            found = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
-            return !found.isEmpty();
-        }, 10000);
-        return found;
-    }
+    QJsonObject waitForRequest() const { return waitForApproval(*m_daemon); }
 
 private Q_SLOTS:
     void initTestCase()

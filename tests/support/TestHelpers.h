@@ -65,4 +65,16 @@ inline QJsonObject sandboxInfo(const TestDaemon &d, const QString &sandbox)
     return jsonObject(d.ctl(args("info", "--json", sandbox)).out);
 }
 
+// The oldest request waiting for a person (as `airlockctl approvals --json` lists it, nonce
+// included), once there is one; empty after timeoutMs.
+inline QJsonObject waitForApproval(const TestDaemon &d, int timeoutMs = 10000)
+{
+    QJsonObject found;
+    waitFor([&] {
+        found = jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
+        return !found.isEmpty();
+    }, timeoutMs);
+    return found;
+}
+
 } // namespace airlock::test
