@@ -51,6 +51,12 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("expiresMs"), double(expiresMs)}};
 }
 
+QString ApprovalDecision::describe() const
+{
+    return allowed ? QStringLiteral("approved by %1").arg(by)
+                   : QStringLiteral("denied by %1: %2").arg(by, reason.isEmpty() ? QStringLiteral("no reason given") : reason);
+}
+
 ApprovalBroker::ApprovalBroker(int timeoutMs, QObject *parent) : QObject(parent), m_timeoutMs(timeoutMs) {}
 
 ApprovalRequest ApprovalBroker::request(ApprovalRequest r, Done done)

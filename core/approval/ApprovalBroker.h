@@ -39,6 +39,8 @@ struct ApprovalDecision {
     bool allowed = false;
     bool always = false;  // allowed, and add a rule so that it is not asked again
     QString by, reason;   // who decided; why (a denial's reason, "timed out", "sandbox deleted")
+    // For the requester: "approved by X" or "denied by X: reason".
+    QString describe() const;
 };
 
 // Holds pending requests until a person decides, the request expires (a timeout denies) or its

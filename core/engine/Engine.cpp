@@ -61,7 +61,7 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
             r.rule = q.verdict.rule;
             r.layer = sandbox->policy().sources.value(QStringLiteral("/network/unknown")).toString();
             r.reason = q.verdict.reason;
-            askPerson(sandbox, r, std::move(answer));
+            askPerson(sandbox, r, [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
         },
         this);
     tools::ToolRegistry registry;
@@ -80,7 +80,7 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
             r.rule = QStringLiteral("/tools/") + call.tool;
             r.layer = sandbox->policy().sources.value(r.rule).toString();
             r.reason = verdict.reason;
-            askPerson(sandbox, r, std::move(answer));
+            askPerson(sandbox, r, [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
         },
         this);
     m_workspacesDir = chooseWorkspacesDir();
@@ -551,15 +551,13 @@ void Engine::maskSecrets(ApprovalRequest &r) const
     r.arguments = masked.value(QStringLiteral("arguments")).toObject();
 }
 
-void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, std::function<void(bool, const QString &)> answer)
+void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
 {
     // A sandbox cannot bury a person in questions: a few at a time, the rest are denied.
     constexpr int kMaxPendingPerSandbox = 16;
     int waiting = 0;
     for (const ApprovalRequest &p : m_approvals.pending())
         waiting += p.sandbox == sandbox->id() ? 1 : 0;
-    if (waiting >= kMaxPendingPerSandbox)
-        return answer(false, QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting));
     r.sandbox = sandbox->id();
     r.sandboxName = sandbox->name();
     if (r.run.isEmpty())
@@ -567,11 +565,12 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, std::function<void(b
     r.policyVersion = sandbox->policyVersion();
     if (auto caps = capabilities(sandbox->id()))
         r.capabilities = *caps;
+    if (waiting >= kMaxPendingPerSandbox)
+        return answer(r, {false, false, QStringLiteral("airlockd"), QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting)});
     maskSecrets(r);
     const ApprovalRequest pending = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
         recordDecision(req, d);
-        answer(d.allowed, d.allowed ? QStringLiteral("approved by %1").arg(d.by)
-                                    : QStringLiteral("denied by %1: %2").arg(d.by, d.reason.isEmpty() ? QStringLiteral("no reason given") : d.reason));
+        answer(req, d);
     });
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from

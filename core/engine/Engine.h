@@ -81,11 +81,11 @@ public:
     // The rule an "always" decision adds for a pending request, by its kind. Refused (nothing
     // decided) when the policy moved since the request was made.
     Result<QJsonObject> allowAlways(const ApprovalRequest &request, const QString &by);
-    // The sandbox's granted secrets masked in everything a request shows a person (or lists to an
-    // agent); what runs keeps the real values.
-    void maskSecrets(ApprovalRequest &request) const;
-    // approval.decided in the request's sandbox stream.
-    void recordDecision(const ApprovalRequest &request, const ApprovalDecision &decision);
+    // Puts a request (a command, a destination, a tool call) in front of a person: fills in the
+    // sandbox, its policy version and what the process could reach, masks secrets, records the
+    // request and the decision. A sandbox with too many waiting is answered "denied" at once.
+    using Answer = std::function<void(const ApprovalRequest &, const ApprovalDecision &)>;
+    void askPerson(Sandbox *sandbox, ApprovalRequest request, Answer answer);
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,
     // tools (shown with every approval request).
     Result<QJsonObject> capabilities(const QString &ref) const;
@@ -126,11 +126,16 @@ private:
     QString chooseWorkspacesDir() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+    // The sandbox's granted secrets masked in everything a request shows a person (or lists to an
+    // agent); what runs keeps the real values.
+    void maskSecrets(ApprovalRequest &request) const;
+    // approval.decided in the request's sandbox stream.
+    void recordDecision(const ApprovalRequest &request, const ApprovalDecision &decision);
+
     // The values of a policy's grants (all of them, or those given as environment variables);
     // fails closed, naming the grant, when one cannot be read.
     Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(const policy::EffectivePolicy &policy, bool envOnly) const;
-    // Puts a request of a sandbox's process (a destination, a tool call) in front of a person.
-    void askPerson(Sandbox *sandbox, ApprovalRequest request, std::function<void(bool, const QString &)> answer);
+
     Result<QJsonObject> addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run);
 
     EngineConfig m_config;

@@ -586,8 +586,6 @@ void RpcServer::registerHandlers()
         ApprovalRequest r;
         r.owner = &s;
         r.env = envShown;
-        r.sandbox = sb->id();
-        r.sandboxName = sb->name();
         r.run = s.run;
         r.requester = s.agent;
         r.argv = request->argv;
@@ -595,18 +593,12 @@ void RpcServer::registerHandlers()
         r.rule = verdict.rule;
         r.layer = verdict.layer;
         r.reason = verdict.reason;
-        r.policyVersion = sb->policyVersion();
-        if (auto caps = m_engine.capabilities(sb->id()); caps)
-            r.capabilities = *caps;
-        m_engine.maskSecrets(r);
         QPointer<Connection> conn = s.conn;
         const ExecRequest exec = *request;
-        const ApprovalRequest pending = m_approvals->request(r, [this, conn, exec, attach, reply](const ApprovalRequest &req,
-                                                                                                   const ApprovalDecision &d) {
-            m_engine.recordDecision(req, d);
+        m_engine.askPerson(sb, r, [this, conn, exec, attach, reply](const ApprovalRequest &req, const ApprovalDecision &d) {
             auto sandbox = m_engine.find(req.sandbox);
             if (!d.allowed)
-                return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by %1: %2").arg(d.by, d.reason.isEmpty() ? QStringLiteral("no reason given") : d.reason)));
+                return reply(makeError(ErrorCode::Denied, d.describe()));
             // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.
             // ("always" moved the policy one version on, by its own rule.)
             if (!sandbox || (*sandbox)->policyVersion() != req.policyVersion + (d.always ? 1 : 0))
@@ -615,9 +607,6 @@ void RpcServer::registerHandlers()
                 return; // the requester is gone: nothing runs for nobody
             startExecution(conn, req.sandbox, exec, attach, reply);
         });
-        QJsonObject requested = pending.toJson();
-        requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
-        sb->record(QStringLiteral("approval.requested"), requested, s.run);
     });
     m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
