@@ -3,6 +3,7 @@
 
 #include "ApprovalsDock.h"
 #include "CreateSandboxDialog.h"
+#include "HistoryWindow.h"
 #include "PolicyEditor.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
@@ -23,7 +24,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPointer>
-#include <QRegularExpression>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QToolBar>
@@ -147,6 +147,11 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
         editor->setAttribute(Qt::WA_DeleteOnClose);
         editor->show();
     })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+    tools->addAction(tr("History…"), this, [this] { openHistory(); })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
+    tools->addAction(tr("Timeline…"), this, [this] {
+        if (!m_current.isEmpty())
+            openHistory(m_current);
+    })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
     tools->addAction(tr("Refresh"), m_model, &SandboxModel::refresh)->setShortcut(QKeySequence::Refresh);
 
     connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
@@ -196,6 +201,20 @@ void MainWindow::interruptRunning()
         showStatus(tr("Interrupted (SIGINT)"));
 }
 
+HistoryWindow *MainWindow::openHistory(const QString &sandbox)
+{
+    if (!m_history) {
+        m_history = new HistoryWindow(m_client, this);
+        m_history->setAttribute(Qt::WA_DeleteOnClose);
+    }
+    if (!sandbox.isEmpty())
+        m_history->setFilter(sandbox);
+    m_history->show();
+    m_history->raise();
+    m_history->activateWindow();
+    return m_history;
+}
+
 bool MainWindow::selectSandbox(const QString &nameOrId)
 {
     const QModelIndex i = m_model->sandboxIndex(nameOrId);
@@ -233,24 +252,10 @@ void MainWindow::onEvent(const Event &event)
     if (event.isOutput()) {
         m_output->append(event.stream, event.data);
     } else if (event.kind == QLatin1String("exec.started")) {
-        // The command as one could type it again: words with spaces or quotes single-quoted. (Its
-        // bytes go through the same parser as output: nothing in an argv can drive the view.)
-        QStringList words;
-        for (const QJsonValue &v : event.payload.value(QStringLiteral("argv")).toArray()) {
-            QString w = v.toString();
-            static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_./:=@%+,-]+$"));
-            words.append(plain.match(w).hasMatch() ? w : QLatin1Char('\'') + w.replace(QLatin1Char('\''), QStringLiteral("'\\''")) + QLatin1Char('\''));
-        }
-        m_output->append(1, QStringLiteral("\x1b[2m$ %1 (#%2)\x1b[0m\n").arg(words.join(QLatin1Char(' '))).arg(event.exec).toUtf8());
+        m_output->beginExecution(event.payload.value(QStringLiteral("argv")).toArray(), event.exec);
     } else if (event.kind == QLatin1String("exec.exited")) {
         m_running.removeAll(event.exec);
-        m_output->finish();
-        const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
-        m_output->document().endLine();
-        m_output->append(1, QStringLiteral("\x1b[2m[#%1 %2]\x1b[0m\n")
-                                .arg(event.exec)
-                                .arg(code.isDouble() ? tr("exit %1").arg(code.toInt()) : event.payload.value(QStringLiteral("status")).toString())
-                                .toUtf8());
+        m_output->endExecution(event.exec, event.payload.value(QStringLiteral("status")).toString(), event.payload.value(QStringLiteral("exitCode")));
     }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QPointer>
 
 class QLabel;
 class QSystemTrayIcon;
@@ -16,6 +17,7 @@ struct Event;
 namespace airlock::ui {
 
 class ApprovalsDock;
+class HistoryWindow;
 class OutputView;
 class SandboxModel;
 
@@ -42,6 +44,8 @@ public:
     // Ctrl-C on the command line: SIGINT to what this window started in the sandbox.
     void interruptRunning();
     QList<uint32_t> runningExecutions() const { return m_running; }
+    // The history window (one per main window), filtered to a sandbox when one is named.
+    HistoryWindow *openHistory(const QString &sandbox = {});
 
 protected:
     void closeEvent(QCloseEvent *event) override;
@@ -65,6 +69,7 @@ private:
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox
     QSystemTrayIcon *m_tray = nullptr;
+    QPointer<HistoryWindow> m_history;
     int m_waiting = 0;
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "OutputView.h"
 
+#include "model/DisplayText.h"
+
 #include <QFontDatabase>
 #include <QPainter>
 #include <QScrollBar>
@@ -33,6 +35,21 @@ void OutputView::append(int stream, QByteArrayView bytes)
 {
     m_doc.append(stream, bytes);
     scheduleUpdate();
+}
+
+void OutputView::beginExecution(const QJsonArray &argv, qint64 exec)
+{
+    m_doc.endLine();
+    append(1, QStringLiteral("\x1b[2m$ %1 (#%2)\x1b[0m\n").arg(display::commandLine(argv), QString::number(exec)).toUtf8());
+}
+
+void OutputView::endExecution(qint64 exec, const QString &status, const QJsonValue &exitCode)
+{
+    finish();
+    m_doc.endLine();
+    append(1, QStringLiteral("\x1b[2m[#%1 %2]\x1b[0m\n")
+                  .arg(QString::number(exec), exitCode.isDouble() ? tr("exit %1").arg(exitCode.toInt()) : display::escaped(status, 40))
+                  .toUtf8());
 }
 
 void OutputView::finish()

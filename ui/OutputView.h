@@ -4,6 +4,8 @@
 #include "OutputDocument.h"
 
 #include <QAbstractScrollArea>
+#include <QJsonArray>
+#include <QJsonValue>
 
 class QTimer;
 
@@ -22,6 +24,10 @@ public:
     void append(int stream, QByteArrayView bytes);
     void finish();
     void clear();
+    // The lines that frame an execution, the same live and replayed: its command as one could
+    // type it again (escaped: nothing in an argv drives the view), then how it ended.
+    void beginExecution(const QJsonArray &argv, qint64 exec);
+    void endExecution(qint64 exec, const QString &status, const QJsonValue &exitCode);
     bool followsTail() const { return m_follow; }
 
     // Search: every occurrence highlighted (case-insensitive); findNext() moves to the next line

@@ -2,67 +2,18 @@
 // export: a run as a self-contained bundle (run, sandboxes with their spec snapshots, executions,
 // events, output), with a SHA-256 over its content; and --verify to check one.
 #include "SandboxCommands.h"
+#include "history/ExportBundle.h"
 
-#include <QCryptographicHash>
-#include <QDateTime>
 #include <QFile>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QSaveFile>
 
 namespace airlock::cli {
 
 namespace {
-constexpr const char *kFormat = "airlock-history-export";
-constexpr int kVersion = 1;
-
-QByteArray line(const QJsonObject &record)
-{
-    return QJsonDocument(record).toJson(QJsonDocument::Compact) + '\n';
-}
-
 Error failure(const QString &what)
 {
     return makeError(ErrorCode::IoError, what);
-}
-
-// Checks a bundle in either format; returns the number of records and the digest.
-Result<QPair<qsizetype, QByteArray>> verify(const QByteArray &bundle)
-{
-    QJsonParseError err{};
-    const QJsonDocument whole = QJsonDocument::fromJson(bundle, &err);
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    QByteArray claimed;
-    qsizetype records = 0;
-    if (err.error == QJsonParseError::NoError && whole.isObject() && whole.object().contains(QStringLiteral("records"))) {
-        // json: the digest covers the records as JSON lines, so both formats share one digest.
-        const QJsonObject doc = whole.object();
-        if (doc.value(QStringLiteral("format")).toString() != QLatin1String(kFormat))
-            return failure(QStringLiteral("not an Airlock history export (format is not %1)").arg(QLatin1String(kFormat)));
-        for (const QJsonValue &r : doc.value(QStringLiteral("records")).toArray()) {
-            hash.addData(line(r.toObject()));
-            ++records;
-        }
-        claimed = doc.value(QStringLiteral("sha256")).toString().toLatin1();
-    } else {
-        // jsonl: the last line holds the SHA-256 of every byte before it.
-        const qsizetype lastLine = bundle.lastIndexOf('\n', bundle.size() - 2) + 1;
-        const QJsonObject last = QJsonDocument::fromJson(bundle.mid(lastLine)).object();
-        if (last.value(QStringLiteral("type")).toString() != QLatin1String("sha256"))
-            return failure(QStringLiteral("not a complete bundle: the last line is not its sha256 record (cut short?)"));
-        const QByteArray body = bundle.left(lastLine);
-        const QJsonObject first = QJsonDocument::fromJson(body.left(body.indexOf('\n'))).object();
-        if (first.value(QStringLiteral("format")).toString() != QLatin1String(kFormat))
-            return failure(QStringLiteral("not an Airlock history export (format is not %1)").arg(QLatin1String(kFormat)));
-        hash.addData(body);
-        records = body.count('\n');
-        claimed = last.value(QStringLiteral("sha256")).toString().toLatin1();
-    }
-    const QByteArray computed = hash.result().toHex();
-    if (claimed != computed)
-        return failure(QStringLiteral("the bundle was changed: its content hashes to %1, it claims %2")
-                           .arg(QString::fromLatin1(computed), QString::fromLatin1(claimed)));
-    return qMakePair(records, computed);
 }
 } // namespace
 
@@ -85,39 +36,20 @@ public:
         if (!client)
             return fail(ctx, client.error());
 
-        const QJsonObject header{{QStringLiteral("type"), QStringLiteral("bundle")},
-                                 {QStringLiteral("format"), QLatin1String(kFormat)},
-                                 {QStringLiteral("version"), kVersion},
-                                 {QStringLiteral("run"), positional.first()},
-                                 {QStringLiteral("exportedMs"), double(QDateTime::currentMSecsSinceEpoch())}};
-        QCryptographicHash hash(QCryptographicHash::Sha256);
-        QByteArray jsonl = line(header);
-        QJsonArray records{header};
-        hash.addData(jsonl);
+        ExportBundle writer(positional.first(), format == QLatin1String("jsonl") ? ExportBundle::Format::Jsonl : ExportBundle::Format::Json);
+        QByteArray bundle;
         for (QJsonValue cursor = QJsonObject{}; cursor.isObject();) {
             auto page = (*client)->call(QStringLiteral("history.export"),
                                         {{QStringLiteral("run"), positional.first()}, {QStringLiteral("cursor"), cursor}});
             if (!page)
                 return fail(ctx, page.error());
-            for (const QJsonValue &r : page->value(QStringLiteral("records")).toArray()) {
-                const QByteArray l = line(r.toObject());
-                hash.addData(l);
-                if (format == QLatin1String("jsonl"))
-                    jsonl += l;
-                else
-                    records.append(r);
-            }
+            for (const QJsonValue &r : page->value(QStringLiteral("records")).toArray())
+                writer.add(r.toObject());
+            bundle += writer.take();
             cursor = page->value(QStringLiteral("cursor"));
         }
-        const QString digest = QString::fromLatin1(hash.result().toHex());
-        const QByteArray bundle = format == QLatin1String("jsonl")
-            ? jsonl + line({{QStringLiteral("type"), QStringLiteral("sha256")}, {QStringLiteral("sha256"), digest}})
-            : QJsonDocument(QJsonObject{{QStringLiteral("format"), QLatin1String(kFormat)},
-                                        {QStringLiteral("version"), kVersion},
-                                        {QStringLiteral("run"), positional.first()},
-                                        {QStringLiteral("records"), records},
-                                        {QStringLiteral("sha256"), digest}})
-                  .toJson(QJsonDocument::Compact);
+        bundle += writer.finish();
+        const QString digest = writer.digest();
         if (!parser.isSet(m_output)) {
             ctx.out.flush();
             QFile out;
@@ -139,14 +71,14 @@ private:
         QFile file(path);
         if (!file.open(QIODevice::ReadOnly))
             return fail(ctx, makeError(ErrorCode::NotFound, QStringLiteral("cannot read %1: %2").arg(path, file.errorString())));
-        auto checked = verify(file.readAll());
+        auto checked = ExportBundle::verify(file.readAll());
         if (!checked)
             return fail(ctx, checked.error());
         if (ctx.json)
-            printJson(ctx, QJsonObject{{QStringLiteral("records"), double(checked->first)},
-                                       {QStringLiteral("sha256"), QString::fromLatin1(checked->second)}});
+            printJson(ctx, QJsonObject{{QStringLiteral("records"), double(checked->records)},
+                                       {QStringLiteral("sha256"), checked->sha256}});
         else
-            ctx.out << "ok: " << checked->first << " records, sha256 " << checked->second << Qt::endl;
+            ctx.out << "ok: " << checked->records << " records, sha256 " << checked->sha256 << Qt::endl;
         return ExitOk;
     }
 

@@ -50,6 +50,17 @@ QJsonObject executionRow(const sql::Stmt &st)
             {QStringLiteral("outputPruned"), st.columnInt(17) != 0}};
 }
 
+// The columns a listing may be sorted by, as SQL; anything else sorts by id.
+QString sortColumn(const QString &key)
+{
+    static const QHash<QString, QString> columns{{QStringLiteral("status"), QStringLiteral("e.status")},
+                                                 {QStringLiteral("exitCode"), QStringLiteral("e.exit_code")},
+                                                 {QStringLiteral("storedBytes"), QStringLiteral("e.stored_bytes")},
+                                                 {QStringLiteral("duration"), QStringLiteral("(e.ended_ms - e.started_ms)")},
+                                                 {QStringLiteral("sandbox"), QStringLiteral("s.name")}};
+    return columns.value(key, QStringLiteral("e.id"));
+}
+
 Error notFound(const QString &what)
 {
     return makeError(ErrorCode::NotFound, what);
@@ -107,17 +118,27 @@ Result<QJsonObject> HistoryReader::executions(const Query &query) const
         where.add(QStringLiteral("e.started_ms >= ?"), {*query.sinceMs});
     if (query.untilMs)
         where.add(QStringLiteral("e.started_ms < ?"), {*query.untilMs});
-    if (query.beforeId > 0)
+    const QString orderColumn = sortColumn(query.sort);
+    const bool byId = orderColumn == QLatin1String("e.id");
+    if (byId && !query.ascending && query.beforeId > 0)
         where.add(QStringLiteral("e.id < ?"), {query.beforeId});
+    if (byId && query.ascending && query.afterId > 0)
+        where.add(QStringLiteral("e.id > ?"), {query.afterId});
     if (const QString text = query.text.trimmed(); !text.isEmpty())
         where.add(QStringLiteral("e.id IN (SELECT rowid FROM command_fts WHERE command_fts MATCH ? "
                                  "UNION SELECT c.execution FROM output_fts JOIN chunks c ON c.id = output_fts.rowid "
                                  "WHERE output_fts MATCH ?)"),
                   {ftsPhrase(text), ftsPhrase(text)});
     const int limit = std::clamp(query.limit, 1, 10000);
-    const QByteArray statement = (QStringLiteral("SELECT ") + QLatin1String(kExecutionColumns) + where.sql()
-                                  + QStringLiteral(" ORDER BY e.id DESC LIMIT %1").arg(limit + 1))
-                                     .toUtf8();
+    // By id, pages follow the primary key; by any other column they are offsets into one order
+    // (ties broken by id, so a page boundary neither repeats nor skips a row).
+    const QString direction = query.ascending ? QStringLiteral("ASC") : QStringLiteral("DESC");
+    QString order = QStringLiteral(" ORDER BY %1 %2").arg(orderColumn, direction);
+    if (!byId)
+        order += QStringLiteral(", e.id %1 LIMIT %2 OFFSET %3").arg(direction).arg(limit + 1).arg(std::max<qint64>(query.offset, 0));
+    else
+        order += QStringLiteral(" LIMIT %1").arg(limit + 1);
+    const QByteArray statement = (QStringLiteral("SELECT ") + QLatin1String(kExecutionColumns) + where.sql() + order).toUtf8();
     sql::Stmt st(db, statement.constData());
     if (!st.prepared())
         return sql::error(db, QStringLiteral("querying executions"));
@@ -127,14 +148,73 @@ Result<QJsonObject> HistoryReader::executions(const Query &query) const
     qint64 bytes = 0; // a page stays well within a frame however long the commands are
     while (st.step()) {
         if (rows.size() == limit || bytes > kMaxPageBytes) {
-            next = rows.last().toObject().value(QStringLiteral("id"));
+            next = byId ? rows.last().toObject().value(QStringLiteral("id")) : QJsonValue(double(query.offset + rows.size()));
             break;
         }
         // Escaped JSON may take six bytes per character of argv and cwd.
         bytes += 512 + 6 * qint64(st.columnText(5).size() + st.columnText(6).size());
         rows.append(executionRow(st));
     }
-    return QJsonObject{{QStringLiteral("executions"), rows}, {QStringLiteral("next"), next}};
+    return QJsonObject{{QStringLiteral("executions"), rows}, {byId ? QStringLiteral("next") : QStringLiteral("nextOffset"), next}};
+}
+
+bool HistoryReader::isSortKey(const QString &key)
+{
+    return key.isEmpty() || key == QLatin1String("id") || sortColumn(key) != QLatin1String("e.id");
+}
+
+Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
+{
+    OPEN_READER(db);
+    Where where;
+    if (!query.sandbox.isEmpty())
+        where.add(QStringLiteral("v.sandbox_id = coalesce((SELECT id FROM sandboxes WHERE id = ?), "
+                                 "(SELECT id FROM sandboxes WHERE name = ? ORDER BY created_ms DESC LIMIT 1))"),
+                  {query.sandbox, query.sandbox});
+    if (!query.run.isEmpty())
+        where.add(QStringLiteral("v.run_id = (SELECT id FROM runs WHERE name = ?)"), {query.run});
+    if (query.sandbox.isEmpty() && query.run.isEmpty())
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("name a sandbox or a run whose events to list"));
+    if (!query.kinds.isEmpty()) {
+        QStringList any;
+        for (const QString &kind : query.kinds) {
+            any.append(QStringLiteral("substr(v.kind, 1, ?) = ?"));
+            where.values.insert(where.values.end(), {qint64(kind.size()), kind.left(100)});
+        }
+        where.conditions.append(QLatin1Char('(') + any.join(QStringLiteral(" OR ")) + QLatin1Char(')'));
+    }
+    if (!query.after.isEmpty())
+        where.add(QStringLiteral("(v.time_ms, v.sandbox_id, v.seq) > (?, ?, ?)"),
+                  {qint64(query.after.value(QStringLiteral("timeMs")).toDouble()), query.after.value(QStringLiteral("sandbox")).toString(),
+                   qint64(query.after.value(QStringLiteral("seq")).toDouble())});
+    const int limit = std::clamp(query.limit, 1, 5000);
+    const QByteArray statement = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload FROM events v ")
+                                  + where.sql() + QStringLiteral(" ORDER BY v.time_ms, v.sandbox_id, v.seq LIMIT %1").arg(limit + 1))
+                                     .toUtf8();
+    sql::Stmt st(db, statement.constData());
+    if (!st.prepared())
+        return sql::error(db, QStringLiteral("querying events"));
+    where.bind(st);
+    QJsonArray rows;
+    QJsonValue next;
+    qint64 bytes = 0;
+    while (st.step()) {
+        if (rows.size() == limit || bytes > kMaxPageBytes) {
+            const QJsonObject last = rows.last().toObject();
+            next = QJsonObject{{QStringLiteral("timeMs"), last.value(QStringLiteral("timeMs"))},
+                               {QStringLiteral("sandbox"), last.value(QStringLiteral("sandbox"))},
+                               {QStringLiteral("seq"), last.value(QStringLiteral("seq"))}};
+            break;
+        }
+        bytes += 128 + 6 * qint64(st.columnText(5).size());
+        rows.append(QJsonObject{{QStringLiteral("sandbox"), st.columnText(0)},
+                                {QStringLiteral("seq"), st.columnNumber(1)},
+                                {QStringLiteral("timeMs"), st.columnNumber(2)},
+                                {QStringLiteral("kind"), st.columnText(3)},
+                                {QStringLiteral("exec"), st.columnNumber(4)},
+                                {QStringLiteral("payload"), jsonColumn(st, 5)}});
+    }
+    return QJsonObject{{QStringLiteral("events"), rows}, {QStringLiteral("next"), next}};
 }
 
 Result<QJsonObject> HistoryReader::execution(const QString &ref) const

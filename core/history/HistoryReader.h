@@ -5,6 +5,7 @@
 
 #include <QJsonObject>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 
@@ -23,10 +24,16 @@ public:
         QString text;    // full-text search over commands and output
         std::optional<int> exitCode;
         std::optional<qint64> sinceMs, untilMs; // started within
-        qint64 beforeId = 0;                    // paging: only executions older than this id
+        qint64 beforeId = 0;                    // paging, newest first: only executions older than this id
+        qint64 afterId = 0;                     // paging, oldest first: only executions newer than this id
+        QString sort;                           // "" (by id, i.e. start), status, exitCode, storedBytes, duration
+        bool ascending = false;
+        qint64 offset = 0;                      // paging when sorted by anything but id
         int limit = 50;
     };
-    // Newest first: {executions: [row…], next: id to pass as beforeId, or null}. A row:
+    static bool isSortKey(const QString &key);
+    // Newest first (or as sorted): {executions: [row…], next: id to pass as beforeId (afterId when
+    // ascending), or null; nextOffset instead when sorted by another column}. A row:
     // {id, sandbox, sandboxName, exec, run, argv, cwd, envNames, status, exitCode, signal, startedMs,
     // endedMs, bytesOut, bytesErr, storedBytes, truncated, outputPruned}.
     Result<QJsonObject> executions(const Query &query) const;
@@ -39,6 +46,18 @@ public:
     Result<QJsonObject> runs(int limit, qint64 beforeId) const;
     // One page of a run's export records: {records: [...], cursor: {...} or null when done}.
     Result<QJsonObject> exportPage(const QString &run, const QJsonObject &cursor, qint64 maxBytes) const;
+
+    // A sandbox's or a run's events in time order, optionally only kinds starting with one of
+    // `kinds` ("network." or "exec.started"): {events: [{sandbox, seq, timeMs, kind, exec, payload}],
+    // next: {timeMs, sandbox, seq} to pass as `after`, or null}.
+    struct EventQuery {
+        QString sandbox; // id or name (the newest sandbox of that name)
+        QString run;
+        QStringList kinds;
+        QJsonObject after;
+        int limit = 500;
+    };
+    Result<QJsonObject> events(const EventQuery &query) const;
 
     Result<qint64> eventCount(const QString &sandbox = {}) const;
     Result<int> schemaVersion() const;

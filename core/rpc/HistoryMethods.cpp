@@ -3,6 +3,7 @@
 
 #include "history/HistoryStore.h"
 
+#include <QJsonArray>
 #include <QPointer>
 
 #include <cmath>
@@ -39,7 +40,8 @@ bool HistoryMethods::handles(const QString &method)
 {
     static const QStringList methods{QStringLiteral("history.list"),   QStringLiteral("history.show"),
                                      QStringLiteral("history.output"), QStringLiteral("history.runs"),
-                                     QStringLiteral("history.export"), QStringLiteral("history.prune")};
+                                     QStringLiteral("history.export"), QStringLiteral("history.prune"),
+                                     QStringLiteral("history.events")};
     return methods.contains(method);
 }
 
@@ -81,10 +83,22 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         auto since = integerParam(p, "sinceMs");
         auto until = integerParam(p, "untilMs");
         auto before = integerParam(p, "before");
+        auto after = integerParam(p, "after");
+        auto offset = integerParam(p, "offset");
         auto limit = integerParam(p, "limit");
-        for (const auto *r : {&exitCode, &since, &until, &before, &limit})
+        for (const auto *r : {&exitCode, &since, &until, &before, &after, &offset, &limit})
             if (!*r)
                 return reply(r->error());
+        q.sort = textParam(p, "sort");
+        if (!HistoryReader::isSortKey(q.sort))
+            return reply(invalid(QStringLiteral("params.sort: '%1' is not a column to sort by (id, sandbox, status, exitCode, "
+                                                "storedBytes, duration)").arg(q.sort.left(40))));
+        const QString order = textParam(p, "order");
+        if (!order.isEmpty() && order != QLatin1String("asc") && order != QLatin1String("desc"))
+            return reply(invalid(QStringLiteral("params.order: expected \"asc\" or \"desc\"")));
+        q.ascending = order == QLatin1String("asc");
+        q.afterId = after->value_or(0);
+        q.offset = offset->value_or(0);
         if (*exitCode)
             q.exitCode = int(**exitCode);
         q.sinceMs = *since;
@@ -122,6 +136,33 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         return inBackground(reply, [reader, b = before->value_or(0), l = int(std::min<qint64>(limit->value_or(50), 10000))] {
             return reader.runs(l, b);
         });
+    }
+    if (method == QLatin1String("history.events")) {
+        HistoryReader::EventQuery q;
+        q.sandbox = textParam(p, "sandbox");
+        q.run = textParam(p, "run");
+        const QJsonValue kinds = p.value(QStringLiteral("kinds"));
+        if (!kinds.isUndefined() && !kinds.isNull() && !kinds.isArray())
+            return reply(invalid(QStringLiteral("params.kinds: expected an array of kind prefixes like \"network.\"")));
+        for (const QJsonValue &kind : kinds.toArray()) {
+            if (!kind.isString() || kind.toString().isEmpty())
+                return reply(invalid(QStringLiteral("params.kinds: expected non-empty strings")));
+            q.kinds.append(kind.toString());
+        }
+        if (q.kinds.size() > 32)
+            return reply(invalid(QStringLiteral("params.kinds: at most 32 prefixes")));
+        const QJsonValue after = p.value(QStringLiteral("after"));
+        if (!after.isUndefined() && !after.isNull() && !after.isObject())
+            return reply(invalid(QStringLiteral("params.after: expected the 'next' object of the previous page")));
+        q.after = after.toObject();
+        auto limit = integerParam(p, "limit");
+        if (!limit)
+            return reply(limit.error());
+        q.limit = int(std::min<qint64>(limit->value_or(500), 5000));
+        if (q.sandbox.isEmpty() && q.run.isEmpty())
+            return reply(invalid(QStringLiteral("params: name a sandbox or a run whose events to list")));
+        (void)m_store->flush();
+        return inBackground(reply, [reader, q] { return reader.events(q); });
     }
     if (method == QLatin1String("history.export")) {
         const QString run = textParam(p, "run");

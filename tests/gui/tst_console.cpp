@@ -5,11 +5,15 @@
 // a command typed in the window running in the sandbox with its output in the view.
 #include "ApprovalsDock.h"
 #include "CreateSandboxDialog.h"
+#include "ExecutionReplay.h"
+#include "HistoryModel.h"
+#include "HistoryWindow.h"
 #include "LoopbackServer.h"
 #include "PolicyEditor.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
+#include "TimelineModel.h"
 #include "TestHelpers.h"
 
 #include <QAbstractItemModelTester>
@@ -18,8 +22,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QTableView>
 #include <QSignalSpy>
 #include <QTest>
+#include <QTemporaryDir>
 #include <QTreeView>
 
 using namespace airlock;
@@ -245,6 +251,136 @@ private Q_SLOTS:
             QTest::qWait(50);
             QVERIFY(window.grab().save(dir + QStringLiteral("/console.png")));
         }
+    }
+
+    void historySearchFindsAnOldExecutionAndReplaysItByteExact()
+    {
+        // An execution whose output holds what a view must not obey and more than one page of the
+        // store's answers (1 MiB), in a named run; then a newer one, so the search has to find it.
+        const QString script = QStringLiteral(
+            "printf 'xylo%s\\n' graph; printf 'esc \\033]52;c;ZXZpbA==\\007 bad \\377 nul \\000 cr\\rend\\n'; "
+            "seq 1 60000 | sed 's/$/ padding padding padding/'; echo to-stderr >&2; printf 'no newline at the end'");
+        const CliResult old = m_daemon->ctl(args("--run", "hist-run", "exec", "gui-a", "-n", "--", "sh", "-c", script));
+        QVERIFY2(old.exitCode == 0 && old.out.size() > 1500000, qPrintable(old.describe()));
+        QCOMPARE(old.err, QByteArray("to-stderr\n"));
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("gui-a"), args("echo", "newer")).exitCode, 0);
+
+        HistoryWindow history(*m_client);
+        QAbstractItemModelTester executions(history.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester timeline(history.timeline(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        history.show();
+        QVERIFY(QTest::qWaitFor([&] { return history.model()->rowCount() >= 2 && !history.model()->isLoading(); }, 10000));
+        // The word is only in the output (the command spells it in two halves): full-text search.
+        history.setFilter({}, {}, {}, QStringLiteral("xylograph"));
+        QVERIFY(QTest::qWaitFor([&] { return !history.model()->isLoading() && history.model()->rowCount() == 1; }, 10000));
+        const QJsonObject found = history.model()->execution(0);
+        QCOMPARE(found.value(QStringLiteral("run")).toString(), QStringLiteral("hist-run"));
+        QCOMPARE(found.value(QStringLiteral("argv")).toArray().last().toString(), script);
+
+        QByteArray streams[3], order;
+        connect(history.replay(), &ExecutionReplay::chunk, this, [&](int stream, const QByteArray &data) {
+            streams[stream == 2 ? 2 : 1] += data;
+            order += char('0' + stream);
+        });
+        QSignalSpy done(history.replay(), &ExecutionReplay::finished);
+        history.table()->setCurrentIndex(history.model()->index(0, HistoryModel::Command)); // as a click opens it
+        QVERIFY(done.wait(20000));
+        QCOMPARE(streams[1].size(), old.out.size());
+        QVERIFY(streams[1] == old.out); // byte for byte, NUL, \377 and escape sequences included
+        QCOMPARE(streams[2], old.err);
+        QVERIFY2(order.count('1') > 1, "expected the output in more than one page");
+        // In the view: the same document live output makes (inert sequences, visible bytes), framed
+        // by the command and how it ended.
+        OutputDocument expected;
+        expected.append(1, old.out.left(200));
+        const QString text = history.outputView()->document().plainText();
+        QVERIFY2(text.contains(expected.plainText().section(QLatin1Char('\n'), 0, 2)), qPrintable(text.left(400)));
+        QVERIFY(text.contains(QLatin1String("\\x1b]52;c;ZXZpbA==\\x07 bad \\xff nul \\x00 cr\nend")));
+        QVERIFY(text.contains(QLatin1String("no newline at the end\n"))); // stdout and stderr interleave as they arrived
+        QVERIFY2(text.endsWith(QLatin1String("\n[#") + QString::number(found.value(QStringLiteral("exec")).toInt()) + QLatin1String(" exit 0]\n")),
+                 qPrintable(text.right(100)));
+
+        // Its run's timeline joins the execution's start and end; the categories filter in the daemon.
+        QVERIFY(QTest::qWaitFor([&] { return !history.timeline()->isLoading() && history.timeline()->rowCount() >= 2; }, 10000));
+        QStringList kinds;
+        for (int row = 0; row < history.timeline()->rowCount(); ++row)
+            kinds.append(history.timeline()->event(row).value(QStringLiteral("kind")).toString());
+        QVERIFY2(kinds.contains(QStringLiteral("exec.started")) && kinds.contains(QStringLiteral("exec.exited")), qPrintable(kinds.join(QLatin1Char(' '))));
+        QVERIFY(history.timeline()->data(history.timeline()->index(int(kinds.indexOf(QStringLiteral("exec.started"))), TimelineModel::Details))
+                    .toString()
+                    .contains(QLatin1String("$ sh -c ")));
+        history.timeline()->setCategories(TimelineModel::Network);
+        QVERIFY(QTest::qWaitFor([&] { return !history.timeline()->isLoading(); }, 10000));
+        QCOMPARE(history.timeline()->rowCount(), 0); // this run opened no connection
+
+        // Export run: the same bundle `airlockctl export` writes, and it verifies.
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            history.timeline()->setCategories(TimelineModel::All);
+            QTest::qWait(150);
+            QVERIFY(history.grab().save(dir + QStringLiteral("/history.png")));
+        }
+        QTemporaryDir dir;
+        const QString bundle = dir.filePath(QStringLiteral("hist-run.jsonl"));
+        bool exported = false, ok = false;
+        history.exportRun(QStringLiteral("hist-run"), bundle, [&](bool success, const QString &) {
+            exported = true;
+            ok = success;
+        });
+        QVERIFY(QTest::qWaitFor([&] { return exported; }, 20000));
+        QVERIFY(ok);
+        const CliResult verified = m_daemon->ctl(args("export", "--verify", bundle));
+        QVERIFY2(verified.exitCode == 0 && verified.out.startsWith("ok: "), qPrintable(verified.describe()));
+        // A run that does not exist: the daemon's reason, and no file left behind.
+        exported = false;
+        QString message;
+        history.exportRun(QStringLiteral("no-such-run"), dir.filePath(QStringLiteral("none.jsonl")), [&](bool success, const QString &m) {
+            exported = true;
+            ok = success;
+            message = m;
+        });
+        QVERIFY(QTest::qWaitFor([&] { return exported; }, 10000));
+        QVERIFY(!ok);
+        QVERIFY2(message.contains(QLatin1String("no run named 'no-such-run'")), qPrintable(message));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("none.jsonl"))));
+    }
+
+    void historySortsAndPagesInTheDaemon()
+    {
+        HistoryModel model(*m_client);
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy pages(&model, &HistoryModel::loaded);
+        model.setPageSize(2);
+        model.setFilter({QStringLiteral("gui-a"), {}, {}, {}});
+        QVERIFY(QTest::qWaitFor([&] { return !model.isLoading(); }, 10000));
+        while (model.canFetchMore()) {
+            model.fetchMore();
+            QVERIFY(QTest::qWaitFor([&] { return !model.isLoading(); }, 10000));
+        }
+        const int all = model.rowCount();
+        QVERIFY(all >= 4);
+        QCOMPARE(pages.size(), (all + 1) / 2); // two rows a page (the tester fetches too)
+        QList<qint64> ids;
+        for (int row = 0; row < all; ++row)
+            ids.append(qint64(model.execution(row).value(QStringLiteral("id")).toDouble()));
+        QVERIFY(std::is_sorted(ids.rbegin(), ids.rend())); // newest first
+        QCOMPARE(QSet<qint64>(ids.begin(), ids.end()).size(), all); // no page repeated a row
+        // By output size, biggest first, paged by offset: every row once, in order.
+        model.sort(HistoryModel::Output, Qt::DescendingOrder);
+        QVERIFY(QTest::qWaitFor([&] { return !model.isLoading(); }, 10000));
+        while (model.canFetchMore()) {
+            model.fetchMore();
+            QVERIFY(QTest::qWaitFor([&] { return !model.isLoading(); }, 10000));
+        }
+        QCOMPARE(model.rowCount(), all);
+        QList<qint64> sizes;
+        for (int row = 0; row < all; ++row)
+            sizes.append(qint64(model.execution(row).value(QStringLiteral("storedBytes")).toDouble()));
+        QVERIFY(std::is_sorted(sizes.rbegin(), sizes.rend()));
+        QVERIFY(sizes.first() > 1500000);
+        // A sort key the daemon does not know is refused with the list it does.
+        auto refused = m_client->call(QStringLiteral("history.list"), {{QStringLiteral("sort"), QStringLiteral("argv; DROP TABLE x")}});
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().message.contains(QLatin1String("not a column to sort by")), qPrintable(refused.error().message));
     }
 };
 

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ExecutionReplay.h"
+
+#include "client/DaemonClient.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QPointer>
+
+namespace airlock::ui {
+
+ExecutionReplay::ExecutionReplay(DaemonClient &client, QObject *parent) : QObject(parent), m_client(client) {}
+
+void ExecutionReplay::start(qint64 execution)
+{
+    cancel();
+    m_execution = execution;
+    requestPage(0);
+}
+
+void ExecutionReplay::cancel()
+{
+    ++m_generation;
+    m_execution = 0;
+    m_bytes = 0;
+}
+
+void ExecutionReplay::requestPage(qint64 afterChunk)
+{
+    const QJsonObject params{{QStringLiteral("execution"), double(m_execution)}, {QStringLiteral("after"), double(afterChunk)}};
+    m_client.callAsync(QStringLiteral("history.output"), params, [self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonValue> r) {
+        if (!self || generation != self->m_generation)
+            return;
+        const qint64 execution = self->m_execution;
+        if (!r) {
+            self->m_execution = 0;
+            Q_EMIT self->failed(r.error().message);
+            return;
+        }
+        const QJsonObject page = r->toObject();
+        for (const QJsonValue &v : page.value(QStringLiteral("chunks")).toArray()) {
+            const QJsonObject c = v.toObject();
+            const QByteArray data = QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1());
+            self->m_bytes += data.size();
+            Q_EMIT self->chunk(c.value(QStringLiteral("stream")).toInt(), data);
+            if (!self || generation != self->m_generation)
+                return; // a receiver started another replay
+        }
+        const QJsonValue next = page.value(QStringLiteral("next"));
+        if (next.isDouble())
+            return self->requestPage(qint64(next.toDouble()));
+        self->m_execution = 0;
+        Q_EMIT self->finished(execution);
+    });
+}
+
+} // namespace airlock::ui

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "PagedModel.h"
+
+namespace airlock::ui {
+
+// The history's executions (history.list), a page at a time as the view scrolls. Filters
+// (sandbox, run, status, full-text) and sorting run in the daemon's query; changing either starts
+// over.
+class HistoryModel final : public PagedModel {
+    Q_OBJECT
+public:
+    enum Column { Id, Sandbox, Run, Command, Status, Exit, Started, Duration, Output, ColumnCount };
+    enum Role { ExecutionRole = Qt::UserRole + 1 }; // the whole row, as the daemon sent it
+
+    struct Filter {
+        QString sandbox, run, status, text;
+        bool operator==(const Filter &) const = default;
+    };
+
+    explicit HistoryModel(DaemonClient &client, QObject *parent = nullptr);
+
+    void setFilter(const Filter &filter);
+    const Filter &filter() const { return m_filter; }
+    using PagedModel::reload;
+    QJsonObject execution(int row) const { return PagedModel::row(row); }
+    int pageSize() const { return m_pageSize; }
+    void setPageSize(int rows) { m_pageSize = rows; }
+
+    QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+
+private:
+    QString method() const override { return QStringLiteral("history.list"); }
+    QJsonObject parameters(const QJsonValue &cursor) const override;
+    QString rowsKey() const override { return QStringLiteral("executions"); }
+    QJsonValue cursorOf(const QJsonObject &page) const override;
+
+    Filter m_filter;
+    bool m_started = false; // a first page has been asked for
+    int m_pageSize = 200;
+    int m_sortColumn = Id;
+    Qt::SortOrder m_sortOrder = Qt::DescendingOrder;
+};
+
+} // namespace airlock::ui

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "HistoryWindow.h"
+
+#include "ExecutionReplay.h"
+#include "HistoryModel.h"
+#include "OutputView.h"
+#include "TimelineModel.h"
+#include "client/DaemonClient.h"
+#include "history/ExportBundle.h"
+#include "model/DisplayText.h"
+
+#include <QAction>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDateTime>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPointer>
+#include <QProgressDialog>
+#include <QSaveFile>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include <memory>
+
+namespace airlock::ui {
+
+HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
+    : QMainWindow(parent), m_client(client), m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
+      m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_output(new OutputView),
+      m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_status(new QComboBox),
+      m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
+{
+    setWindowTitle(tr("Airlock — History"));
+    setWindowFlag(Qt::Window);
+    resize(1300, 820);
+
+    // The filter bar: typing waits a moment before asking, so a word is one query, not five.
+    m_search->setPlaceholderText(tr("Search commands and output"));
+    m_search->setClearButtonEnabled(true);
+    m_sandbox->setPlaceholderText(tr("Sandbox"));
+    m_sandbox->setClearButtonEnabled(true);
+    m_run->setPlaceholderText(tr("Run"));
+    m_run->setClearButtonEnabled(true);
+    m_status->addItem(tr("Any status"), QString());
+    for (const char *status : {"running", "succeeded", "failed", "killed", "timed_out"})
+        m_status->addItem(QLatin1String(status), QLatin1String(status));
+    m_typing->setSingleShot(true);
+    m_typing->setInterval(250);
+    connect(m_typing, &QTimer::timeout, this, &HistoryWindow::applyFilter);
+    for (QLineEdit *line : {m_search, m_sandbox, m_run})
+        connect(line, &QLineEdit::textChanged, m_typing, qOverload<>(&QTimer::start));
+    connect(m_status, &QComboBox::currentIndexChanged, this, &HistoryWindow::applyFilter);
+    auto *filters = new QWidget;
+    auto *filterRow = new QHBoxLayout(filters);
+    filterRow->setContentsMargins(4, 4, 4, 4);
+    filterRow->addWidget(m_search, 3);
+    filterRow->addWidget(m_sandbox, 1);
+    filterRow->addWidget(m_run, 1);
+    filterRow->addWidget(m_status);
+
+    // Executions: fetched as they scroll into view, sorted by the daemon.
+    m_table->setModel(m_model);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(HistoryModel::Id, Qt::DescendingOrder);
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+    m_table->setWordWrap(false);
+    m_table->horizontalHeader()->setSectionResizeMode(HistoryModel::Command, QHeaderView::Stretch);
+    m_table->setColumnWidth(HistoryModel::Id, 70);
+    m_table->setColumnWidth(HistoryModel::Sandbox, 160);
+    m_table->setColumnWidth(HistoryModel::Started, 150);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
+        if (current.isValid())
+            openExecution(current.row());
+    });
+    connect(m_model, &HistoryModel::loaded, this, [this](int rows) {
+        showStatus(m_model->canFetchMore() ? tr("%n execution(s) shown, more as you scroll", nullptr, rows) : tr("%n execution(s)", nullptr, rows));
+    });
+    connect(m_model, &HistoryModel::failed, this, [this](const QString &message) { showStatus(tr("History unavailable: %1").arg(message), true); });
+
+    // The opened execution: its stored output, replayed into the console's own view.
+    m_details->setTextFormat(Qt::PlainText);
+    m_details->setWordWrap(true);
+    m_details->setContentsMargins(6, 4, 6, 4);
+    connect(m_replay, &ExecutionReplay::chunk, m_output, &OutputView::append);
+    connect(m_replay, &ExecutionReplay::failed, this, [this](const QString &message) { showStatus(tr("Cannot replay: %1").arg(message), true); });
+    connect(m_replay, &ExecutionReplay::finished, this, [this] {
+        for (int row = 0; row < m_model->rowCount(); ++row) {
+            const QJsonObject e = m_model->execution(row);
+            if (qint64(e.value(QStringLiteral("id")).toDouble()) == m_opened) {
+                if (e.value(QStringLiteral("status")).toString() != QLatin1String("running"))
+                    m_output->endExecution(qint64(e.value(QStringLiteral("exec")).toDouble()), e.value(QStringLiteral("status")).toString(),
+                                           e.value(QStringLiteral("exitCode")));
+                break;
+            }
+        }
+    });
+    auto *outputPage = new QWidget;
+    auto *outputLayout = new QVBoxLayout(outputPage);
+    outputLayout->setContentsMargins(0, 0, 0, 0);
+    outputLayout->addWidget(m_details);
+    outputLayout->addWidget(m_output, 1);
+
+    // The timeline of the opened execution's run (or sandbox), with a switch per kind of event.
+    m_timelineView->setModel(m_timeline);
+    m_timelineView->verticalHeader()->hide();
+    m_timelineView->verticalHeader()->setDefaultSectionSize(m_timelineView->fontMetrics().height() + 6);
+    m_timelineView->setWordWrap(false);
+    m_timelineView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_timelineView->horizontalHeader()->setSectionResizeMode(TimelineModel::Details, QHeaderView::Stretch);
+    m_timelineView->setColumnWidth(TimelineModel::Time, 110);
+    m_timelineView->setColumnWidth(TimelineModel::Kind, 150);
+    m_scope->addItem(tr("This run"));
+    m_scope->addItem(tr("This sandbox"));
+    connect(m_scope, &QComboBox::currentIndexChanged, this, &HistoryWindow::showTimeline);
+    auto *timelinePage = new QWidget;
+    auto *timelineLayout = new QVBoxLayout(timelinePage);
+    timelineLayout->setContentsMargins(0, 0, 0, 0);
+    auto *categoryRow = new QHBoxLayout;
+    categoryRow->addWidget(m_scope);
+    const std::pair<TimelineModel::Category, QString> categories[] = {
+        {TimelineModel::Executions, tr("Executions")}, {TimelineModel::Approvals, tr("Approvals")},     {TimelineModel::Network, tr("Network")},
+        {TimelineModel::Credentials, tr("Credentials")}, {TimelineModel::Tools, tr("Tools")},          {TimelineModel::Policy, tr("Policy")},
+        {TimelineModel::Sandboxes, tr("Sandboxes")}};
+    for (const auto &[category, label] : categories) {
+        auto *box = new QCheckBox(label);
+        box->setChecked(true);
+        box->setProperty("category", int(category));
+        connect(box, &QCheckBox::toggled, this, [this] {
+            int mask = 0;
+            for (QCheckBox *b : std::as_const(m_categories))
+                mask |= b->isChecked() ? b->property("category").toInt() : 0;
+            m_timeline->setCategories(mask);
+        });
+        m_categories.append(box);
+        categoryRow->addWidget(box);
+    }
+    categoryRow->addStretch(1);
+    timelineLayout->addLayout(categoryRow);
+    timelineLayout->addWidget(m_timelineView, 1);
+    connect(m_timeline, &TimelineModel::failed, this, [this](const QString &message) { showStatus(tr("Timeline unavailable: %1").arg(message), true); });
+
+    m_tabs->addTab(outputPage, tr("Output"));
+    m_tabs->addTab(timelinePage, tr("Timeline"));
+
+    auto *split = new QSplitter(Qt::Vertical);
+    split->addWidget(m_table);
+    split->addWidget(m_tabs);
+    split->setSizes({380, 420});
+    auto *central = new QWidget;
+    auto *layout = new QVBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addWidget(filters);
+    layout->addWidget(split, 1);
+    setCentralWidget(central);
+
+    auto *tools = addToolBar(tr("History"));
+    tools->setObjectName(QStringLiteral("historyToolbar"));
+    QAction *search = tools->addAction(tr("Search"), this, [this] {
+        m_search->setFocus();
+        m_search->selectAll();
+    });
+    search->setShortcut(QKeySequence::Find);
+    tools->addAction(tr("Refresh"), m_model, &HistoryModel::reload)->setShortcut(QKeySequence::Refresh);
+    tools->addAction(tr("Export run…"), this, [this] {
+        const QString run = m_model->execution(m_table->currentIndex().row()).value(QStringLiteral("run")).toString();
+        const QString name = !run.isEmpty() ? run : m_run->text().trimmed();
+        if (name.isEmpty())
+            return showStatus(tr("Select an execution of the run to export (or filter by run)"), true);
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1").arg(name), name + QStringLiteral(".airlock.jsonl"),
+                                                          tr("Airlock bundles (*.jsonl)"));
+        if (!path.isEmpty())
+            exportRun(name, path);
+    })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    QAction *close = new QAction(tr("Close"), this);
+    close->setShortcut(QKeySequence::Close);
+    connect(close, &QAction::triggered, this, &QWidget::close);
+    addAction(close);
+
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("history/geometry")).toByteArray());
+    applyFilter();
+}
+
+void HistoryWindow::closeEvent(QCloseEvent *event)
+{
+    QSettings().setValue(QStringLiteral("history/geometry"), saveGeometry());
+    QMainWindow::closeEvent(event);
+}
+
+void HistoryWindow::setFilter(const QString &sandbox, const QString &run, const QString &status, const QString &text)
+{
+    const QSignalBlocker a(m_sandbox), b(m_run), c(m_search), d(m_status);
+    m_sandbox->setText(sandbox);
+    m_run->setText(run);
+    m_search->setText(text);
+    m_status->setCurrentIndex(std::max(0, m_status->findData(status)));
+    applyFilter();
+}
+
+void HistoryWindow::applyFilter()
+{
+    m_typing->stop();
+    showStatus(tr("Searching…"));
+    m_model->setFilter({m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text()});
+}
+
+void HistoryWindow::openExecution(int row)
+{
+    const QJsonObject e = m_model->execution(row);
+    if (e.isEmpty())
+        return;
+    m_opened = qint64(e.value(QStringLiteral("id")).toDouble());
+    const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
+    QStringList facts{tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())};
+    if (const QString run = e.value(QStringLiteral("run")).toString(); !run.isEmpty())
+        facts.append(tr("run %1").arg(display::escaped(run, 80)));
+    facts.append(tr("in %1").arg(display::escaped(e.value(QStringLiteral("cwd")).toString(), 120)));
+    facts.append(QDateTime::fromMSecsSinceEpoch(qint64(e.value(QStringLiteral("startedMs")).toDouble())).toString(Qt::ISODate));
+    if (e.value(QStringLiteral("outputPruned")).toBool())
+        facts.append(tr("output pruned from the history"));
+    else if (e.value(QStringLiteral("truncated")).toBool())
+        facts.append(tr("output truncated at the store's cap (%1 bytes kept)").arg(qint64(e.value(QStringLiteral("storedBytes")).toDouble())));
+    m_details->setText(facts.join(QStringLiteral(" · ")));
+    m_output->clear();
+    m_output->beginExecution(e.value(QStringLiteral("argv")).toArray(), qint64(e.value(QStringLiteral("exec")).toDouble()));
+    m_replay->start(m_opened);
+    showTimeline();
+}
+
+void HistoryWindow::showTimeline()
+{
+    const QJsonObject e = m_model->execution(m_table->currentIndex().row());
+    if (e.isEmpty())
+        return;
+    const QString run = e.value(QStringLiteral("run")).toString();
+    const bool byRun = m_scope->currentIndex() == 0 && !run.isEmpty();
+    int mask = 0;
+    for (QCheckBox *b : std::as_const(m_categories))
+        mask |= b->isChecked() ? b->property("category").toInt() : 0;
+    m_timeline->show(byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
+}
+
+void HistoryWindow::exportRun(const QString &run, const QString &path, std::function<void(bool, QString)> done)
+{
+    // Written as pages arrive, committed only when whole: a failed or cancelled export leaves no
+    // partial bundle behind.
+    auto file = std::make_shared<QSaveFile>(path);
+    if (!file->open(QIODevice::WriteOnly)) {
+        const QString message = tr("Cannot write %1: %2").arg(path, file->errorString());
+        showStatus(message, true);
+        if (done)
+            done(false, message);
+        return;
+    }
+    auto bundle = std::make_shared<ExportBundle>(run, ExportBundle::Format::Jsonl);
+    auto *progress = new QProgressDialog(tr("Exporting run %1…").arg(run), tr("Cancel"), 0, 0, this);
+    progress->setAttribute(Qt::WA_DeleteOnClose);
+    progress->setMinimumDuration(400);
+    QPointer<QProgressDialog> bar = progress;
+    auto finish = [this, bar, done, path](bool ok, const QString &message) {
+        if (bar)
+            bar->close();
+        showStatus(message, !ok);
+        if (done)
+            done(ok, message);
+    };
+    auto page = std::make_shared<std::function<void(QJsonValue)>>();
+    *page = [self = QPointer<HistoryWindow>(this), run, file, bundle, bar, finish, page, path](const QJsonValue &cursor) {
+        if (!self)
+            return;
+        self->m_client.callAsync(QStringLiteral("history.export"), {{QStringLiteral("run"), run}, {QStringLiteral("cursor"), cursor}},
+                                 [self, file, bundle, bar, finish, page, path, run](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r) {
+                file->cancelWriting();
+                *page = nullptr; // breaks the cycle
+                return finish(false, tr("Not exported: %1").arg(r.error().message));
+            }
+            if (bar && bar->wasCanceled()) {
+                file->cancelWriting();
+                *page = nullptr;
+                return finish(false, tr("Export of %1 cancelled").arg(run));
+            }
+            const QJsonObject reply = r->toObject();
+            for (const QJsonValue &record : reply.value(QStringLiteral("records")).toArray())
+                bundle->add(record.toObject());
+            file->write(bundle->take());
+            if (bar)
+                bar->setLabelText(tr("Exporting run %1… %n record(s)", nullptr, int(bundle->records())).arg(run));
+            const QJsonValue next = reply.value(QStringLiteral("cursor"));
+            if (next.isObject())
+                return (*page)(next);
+            file->write(bundle->finish());
+            const bool ok = file->commit();
+            *page = nullptr;
+            finish(ok, ok ? tr("Exported %1 to %2 (%n record(s), sha256 %3)", nullptr, int(bundle->records())).arg(run, path, bundle->digest())
+                          : tr("Cannot write %1: %2").arg(path, file->errorString()));
+        });
+    };
+    (*page)(QJsonObject{});
+}
+
+void HistoryWindow::showStatus(const QString &text, bool error)
+{
+    statusBar()->setStyleSheet(error ? QStringLiteral("color: #d03030") : QString());
+    statusBar()->showMessage(text);
+}
+
+} // namespace airlock::ui
