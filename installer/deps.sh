@@ -9,6 +9,7 @@ packages=(
   xvfb xauth libgl1-mesa-dev
   curl openssl
   qtkeychain-qt6-dev gnome-keyring dbus-daemon dbus-bin
+  libqt6svg6 desktop-file-utils
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,12 +4,15 @@
 #include "ApprovalsDock.h"
 #include "CreateSandboxDialog.h"
 #include "HistoryWindow.h"
+#include "LogView.h"
 #include "PolicyEditor.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
 #include "client/DaemonClient.h"
+#include "model/DisplayText.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QGuiApplication>
@@ -23,9 +26,13 @@
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QPushButton>
 #include <QPointer>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTimer>
 #include <QToolBar>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -34,13 +41,15 @@ namespace airlock::ui {
 
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
-      m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this))
+      m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
+      m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
 {
     setWindowTitle(tr("Airlock"));
     resize(1400, 760);
 
     m_tree->setModel(m_model);
     m_tree->setRootIsDecorated(true);
+    m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection); // several at once, for bulk delete
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
     m_tree->header()->setSectionResizeMode(SandboxModel::Name, QHeaderView::Stretch);
@@ -98,7 +107,25 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     split->addWidget(console);
     split->setStretchFactor(1, 3);
     split->setSizes({420, 680});
-    setCentralWidget(split);
+    // When the daemon cannot be reached: a banner that says why, with Retry (which starts it).
+    m_banner->setObjectName(QStringLiteral("daemonBanner"));
+    m_banner->setStyleSheet(QStringLiteral("#daemonBanner { background: #fbe3e3; border: 1px solid #d03030; } #daemonBanner QLabel { color: #801818; }"));
+    auto *bannerRow = new QHBoxLayout(m_banner);
+    bannerRow->setContentsMargins(8, 4, 8, 4);
+    m_bannerText->setTextFormat(Qt::PlainText);
+    m_bannerText->setWordWrap(true);
+    bannerRow->addWidget(m_bannerText, 1);
+    auto *retry = new QPushButton(tr("&Retry"));
+    connect(retry, &QPushButton::clicked, this, [this] { retryConnection(true); });
+    bannerRow->addWidget(retry);
+    m_banner->hide();
+    auto *central = new QWidget;
+    auto *centralLayout = new QVBoxLayout(central);
+    centralLayout->setContentsMargins(0, 0, 0, 0);
+    centralLayout->setSpacing(0);
+    centralLayout->addWidget(m_banner);
+    centralLayout->addWidget(split, 1);
+    setCentralWidget(central);
 
     addDockWidget(Qt::RightDockWidgetArea, m_approvals);
     // The count of what waits for a person, where it is seen from anywhere: the window title.
@@ -123,51 +150,204 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
         m_waiting = count;
     });
 
-    auto *tools = addToolBar(tr("Sandboxes"));
-    tools->setObjectName(QStringLiteral("sandboxToolbar"));
-    QAction *create = tools->addAction(tr("New sandbox…"), this, &MainWindow::newSandbox);
-    create->setShortcut(QKeySequence::New);
+    createActions();
+
+    connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
+    connect(&m_client, &DaemonClient::disconnected, this, &MainWindow::showDisconnected);
+    m_retryTimer->setSingleShot(true);
+    connect(m_retryTimer, &QTimer::timeout, this, [this] { retryConnection(false); });
+    onSelectionChanged();
+    if (m_client.isConnected())
+        onConnected();
+    // Where the person left things.
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+}
+
+void MainWindow::createActions()
+{
+    // Every frequent action has a key; the menus list them all, the toolbar the everyday ones.
+    auto action = [this](const QString &text, const QKeySequence &key, auto slot) {
+        auto *a = new QAction(text, this);
+        a->setShortcut(key);
+        connect(a, &QAction::triggered, this, slot);
+        addAction(a);
+        return a;
+    };
+    QAction *create = action(tr("&New sandbox…"), QKeySequence::New, [this] { newSandbox(); });
+    QAction *duplicate = action(tr("D&uplicate as new"), QKeySequence(Qt::CTRL | Qt::Key_D), [this] { duplicateCurrent(); });
     // Deleting kills everything inside and removes the workspace: asked first, and the Delete key
     // means it only where the sandboxes are listed (never while typing a command).
-    QAction *remove = tools->addAction(tr("Delete…"), this, [this] {
-        const QString name = m_model->sandbox(m_tree->currentIndex()).value(QStringLiteral("name")).toString();
-        if (!name.isEmpty()
-            && QMessageBox::question(this, tr("Delete sandbox"),
-                                     tr("Delete %1? Everything running in it is killed and its workspace removed.").arg(name))
+    QAction *remove = new QAction(tr("&Delete…"), this);
+    remove->setShortcut(QKeySequence::Delete);
+    remove->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(remove, &QAction::triggered, this, [this] {
+        QStringList names;
+        for (const QJsonObject &s : selectedSandboxes())
+            names.append(display::escaped(s.value(QStringLiteral("name")).toString(), 60));
+        if (!names.isEmpty()
+            && QMessageBox::question(this, tr("Delete sandboxes", nullptr, int(names.size())),
+                                     tr("Delete %1? Everything running in them is killed and their workspaces removed.", nullptr, int(names.size()))
+                                         .arg(names.join(QStringLiteral(", "))))
                    == QMessageBox::Yes)
             deleteSelected();
     });
-    remove->setShortcut(QKeySequence::Delete);
-    remove->setShortcutContext(Qt::WidgetWithChildrenShortcut);
     m_tree->addAction(remove);
-    tools->addAction(tr("Policy…"), this, [this] {
+    QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K), [this] { killCurrent(); });
+    QAction *policy = action(tr("&Policy…"), QKeySequence(Qt::CTRL | Qt::Key_P), [this] {
         if (m_current.isEmpty())
             return;
         auto *editor = new PolicyEditor(m_client, m_current, this);
         editor->setAttribute(Qt::WA_DeleteOnClose);
         editor->show();
-    })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
-    tools->addAction(tr("History…"), this, [this] { openHistory(); })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_H));
-    tools->addAction(tr("Timeline…"), this, [this] {
+    });
+    QAction *history = action(tr("&History…"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] { openHistory(); });
+    QAction *timeline = action(tr("&Timeline…"), QKeySequence(Qt::CTRL | Qt::Key_T), [this] {
         if (!m_current.isEmpty())
             openHistory(m_current);
-    })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
-    tools->addAction(tr("Refresh"), m_model, &SandboxModel::refresh)->setShortcut(QKeySequence::Refresh);
-
-    connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
-    connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
-        showStatus(tr("The daemon went away: %1").arg(why.message), true);
     });
+    QAction *refresh = action(tr("&Refresh"), QKeySequence::Refresh, [this] { m_model->refresh(); });
+    QAction *command = action(tr("Run a &command"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
+        m_command->setFocus();
+        m_command->selectAll();
+    });
+    QAction *quit = action(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+    QAction *log = action(tr("Application &log"), QKeySequence(), [this] {
+        auto *view = new LogView(this);
+        view->setAttribute(Qt::WA_DeleteOnClose);
+        view->show();
+    });
+    QAction *about = action(tr("&About Airlock"), QKeySequence(), [this] { showAbout(); });
+
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    file->addActions({create, history});
+    file->addSeparator();
+    file->addAction(quit);
+    QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
+    sandbox->addActions({command, kill, duplicate, remove});
+    sandbox->addSeparator();
+    sandbox->addActions({policy, timeline, refresh});
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    view->addAction(m_approvals->toggleViewAction());
+    view->addAction(log);
+    menuBar()->addMenu(tr("&Help"))->addAction(about);
+
+    auto *tools = addToolBar(tr("Sandboxes"));
+    tools->setObjectName(QStringLiteral("sandboxToolbar"));
+    tools->addActions({create, remove, policy, history, timeline, refresh});
+    for (QAction *perSandbox : {duplicate, remove, kill, policy, timeline, command})
+        m_perSandbox.append(perSandbox);
+}
+
+void MainWindow::setReconnect(std::function<Status(bool autostart)> reconnect)
+{
+    m_reconnect = std::move(reconnect);
+}
+
+void MainWindow::onConnected()
+{
+    m_banner->hide();
+    m_retryDelayMs = 1000;
     m_client.callAsync(QStringLiteral("events.subscribe"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
         if (self && !r)
             self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
     });
     m_model->refresh();
-    onSelectionChanged();
-    // Where the person left things.
-    QSettings settings;
-    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    m_approvals->refresh();
+}
+
+void MainWindow::showDisconnected(const Error &why)
+{
+    // Said where it is seen, with the way out; meanwhile the window retries on its own, less
+    // often the longer the daemon stays away.
+    m_bannerText->setText(tr("The Airlock daemon is unreachable: %1").arg(display::escaped(why.message, 300)));
+    m_banner->show();
+    statusBar()->clearMessage();
+    m_running.clear();
+    if (m_reconnect)
+        m_retryTimer->start(m_retryDelayMs);
+}
+
+bool MainWindow::retryConnection(bool autostart)
+{
+    if (m_client.isConnected() || !m_reconnect)
+        return m_client.isConnected();
+    if (Status connected = m_reconnect(autostart); !connected) {
+        m_retryDelayMs = std::min(m_retryDelayMs * 2, 30000);
+        showDisconnected(connected.error());
+        return false;
+    }
+    showStatus(tr("Connected to the daemon again"));
+    onConnected();
+    return true;
+}
+
+void MainWindow::showAbout()
+{
+    QString daemon = tr("not connected");
+    if (auto info = m_client.call(QStringLiteral("daemon.info"), {}, 3000))
+        daemon = tr("%1 (pid %2) on %3, kernel %4")
+                     .arg(info->value(QStringLiteral("version")).toString(), QString::number(info->value(QStringLiteral("pid")).toInt()),
+                          display::escaped(info->value(QStringLiteral("host")).toString(), 80),
+                          display::escaped(info->value(QStringLiteral("kernel")).toString(), 80));
+    QMessageBox::about(this, tr("About Airlock"),
+                       tr("<h3>Airlock %1</h3><p>The execution boundary for code that AI agents run on your behalf: sandboxes "
+                          "with scoped network, credentials and tools, approvals, and a history of every run.</p>"
+                          "<p>Console %1, Qt %2 (built with %3)<br>Daemon %4</p><p>Licensed under the Apache License 2.0.</p>")
+                           .arg(QApplication::applicationVersion().toHtmlEscaped(), QString::fromLatin1(qVersion()),
+                                QStringLiteral(QT_VERSION_STR), daemon.toHtmlEscaped()));
+}
+
+QList<QJsonObject> MainWindow::selectedSandboxes() const
+{
+    QList<QJsonObject> selected;
+    for (const QModelIndex &index : m_tree->selectionModel()->selectedRows())
+        if (const QJsonObject s = m_model->sandbox(index); !s.isEmpty())
+            selected.append(s);
+    if (selected.isEmpty())
+        if (const QJsonObject s = m_model->sandbox(m_tree->currentIndex()); !s.isEmpty())
+            selected.append(s);
+    return selected;
+}
+
+void MainWindow::killCurrent()
+{
+    if (m_current.isEmpty())
+        return;
+    m_client.callAsync(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), m_current}},
+                       [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+                           if (self)
+                               self->showStatus(r ? tr("Killed %n execution(s)", nullptr, r->toObject().value(QStringLiteral("executions")).toInt())
+                                                  : tr("Not killed: %1").arg(r.error().message),
+                                                !r);
+                       });
+}
+
+void MainWindow::duplicateCurrent()
+{
+    // A new sandbox with this one's preset and own policy layer (network, mounts, limits, grants,
+    // rules): the same boundary, a fresh workspace.
+    const QJsonObject s = m_model->sandbox(m_tree->currentIndex());
+    const QString name = s.value(QStringLiteral("name")).toString();
+    if (name.isEmpty())
+        return;
+    QString copy;
+    for (int n = 2; copy.isEmpty() || m_model->sandboxIndex(copy).isValid(); ++n)
+        copy = QStringLiteral("%1-%2").arg(name.left(60)).arg(n);
+    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
+                       [self = QPointer<MainWindow>(this), copy](Result<QJsonValue> r) {
+                           if (!self)
+                               return;
+                           if (!r)
+                               return self->showStatus(tr("Not duplicated: %1").arg(r.error().message), true);
+                           const QJsonObject layer = r->toObject();
+                           QJsonObject parameters{{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), copy}}},
+                                                  {QStringLiteral("policy"), layer.value(QStringLiteral("policy"))}};
+                           if (const QString preset = layer.value(QStringLiteral("preset")).toString(); !preset.isEmpty())
+                               parameters.insert(QStringLiteral("preset"), preset);
+                           self->createSandbox(parameters);
+                       });
 }
 
 bool MainWindow::eventFilter(QObject *watched, QEvent *event)
@@ -234,6 +414,8 @@ void MainWindow::onSelectionChanged()
     m_running.clear();
     m_output->clear();
     m_command->setEnabled(!id.isEmpty());
+    for (QAction *action : std::as_const(m_perSandbox))
+        action->setEnabled(!id.isEmpty());
     if (id.isEmpty()) {
         m_header->setText(tr("Select a sandbox"));
         return;
@@ -309,15 +491,14 @@ void MainWindow::createSandbox(const QJsonObject &parameters)
 
 void MainWindow::deleteSelected()
 {
-    const QJsonObject s = m_model->sandbox(m_tree->currentIndex());
-    if (s.isEmpty())
-        return;
-    const QString name = s.value(QStringLiteral("name")).toString();
-    m_client.callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
-                       [self = QPointer<MainWindow>(this), name](Result<QJsonValue> r) {
-                           if (self)
-                               self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
-                       });
+    for (const QJsonObject &s : selectedSandboxes()) {
+        const QString name = s.value(QStringLiteral("name")).toString();
+        m_client.callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
+                           [self = QPointer<MainWindow>(this), name](Result<QJsonValue> r) {
+                               if (self)
+                                   self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
+                           });
+    }
 }
 
 void MainWindow::showStatus(const QString &text, bool error)

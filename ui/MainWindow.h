@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "util/Result.h"
+
+#include <QJsonObject>
 #include <QMainWindow>
 #include <QPointer>
 
+#include <functional>
+
+class QFrame;
 class QLabel;
+class QTimer;
 class QSystemTrayIcon;
 class QLineEdit;
 class QTreeView;
@@ -44,6 +51,17 @@ public:
     // Ctrl-C on the command line: SIGINT to what this window started in the sandbox.
     void interruptRunning();
     QList<uint32_t> runningExecutions() const { return m_running; }
+    // How to reach the daemon again after it went away (the composition root knows where it is);
+    // autostart: start it when nothing answers (the Retry button does; the timer only looks).
+    void setReconnect(std::function<Status(bool autostart)> reconnect);
+    void showDisconnected(const Error &why);
+    bool retryConnection(bool autostart);
+    QFrame *daemonBanner() const { return m_banner; }
+    // Every running execution in the current sandbox gets SIGKILL; the sandbox stays.
+    void killCurrent();
+    // A new sandbox with the current one's preset and policy layer, named NAME-2, NAME-3, …
+    void duplicateCurrent();
+    QList<QJsonObject> selectedSandboxes() const;
     // The history window (one per main window), filtered to a sandbox when one is named.
     HistoryWindow *openHistory(const QString &sandbox = {});
 
@@ -52,6 +70,9 @@ protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
 
 private:
+    void createActions();
+    void onConnected();
+    void showAbout();
     void onEvent(const Event &event);
     void onSelectionChanged();
     void runCommand();
@@ -70,6 +91,12 @@ private:
     QList<uint32_t> m_running; // started from this window, in the current sandbox
     QSystemTrayIcon *m_tray = nullptr;
     QPointer<HistoryWindow> m_history;
+    QFrame *m_banner;
+    QLabel *m_bannerText;
+    QTimer *m_retryTimer;
+    int m_retryDelayMs = 1000;
+    std::function<Status(bool)> m_reconnect;
+    QList<QAction *> m_perSandbox; // enabled while a sandbox is selected
     int m_waiting = 0;
 };
 

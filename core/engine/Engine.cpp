@@ -727,6 +727,16 @@ Status Engine::signal(const QString &ref, uint32_t exec, int signo)
     return found ? (*found)->signal(exec, signo) : Status(found.error());
 }
 
+Result<int> Engine::signalAll(const QString &ref, int signo)
+{
+    if (signo < 1 || signo > 64)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("invalid signal %1 (expected 1..64)").arg(signo));
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    return (*found)->signalAll(signo);
+}
+
 Status Engine::resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols)
 {
     auto found = find(ref);

@@ -104,6 +104,7 @@ public:
     Result<uint32_t> exec(const QString &ref, const ExecRequest &request);
     Status writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof);
     Status signal(const QString &ref, uint32_t exec, int signo);
+    Result<int> signalAll(const QString &ref, int signo); // every running execution; how many
     Status resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols);
     Result<QString> writeFile(const QString &ref, const QString &path, const QString &fallbackName,
                               QByteArrayView data, qint64 offset, bool truncate, int mode);

@@ -642,6 +642,16 @@ void RpcServer::registerHandlers()
         const Status done = m_engine.signal(*ref, *exec, p.value(QStringLiteral("signal")).toInt(9));
         reply(done ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(done.error()));
     });
+    // Everything running in a sandbox, which stays: for a person (an agent signals only its own).
+    m_handlers.insert(QStringLiteral("sandbox.kill"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto ref = stringParam(p, "sandbox");
+        if (!ref)
+            return reply(ref.error());
+        if (!s.agent.isEmpty())
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection can only signal the executions it started")));
+        auto killed = m_engine.signalAll(*ref, p.value(QStringLiteral("signal")).toInt(9));
+        reply(killed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), *killed}}) : Result<QJsonObject>(killed.error()));
+    });
     m_handlers.insert(QStringLiteral("exec.resize"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         auto exec = execParam(p);

@@ -429,6 +429,14 @@ Status Sandbox::signal(uint32_t execId, int signo)
     return Ok{};
 }
 
+int Sandbox::signalAll(int signo)
+{
+    const QList<uint32_t> running = m_execs.keys();
+    for (uint32_t execId : running)
+        (void)signal(execId, signo);
+    return int(running.size());
+}
+
 Status Sandbox::resize(uint32_t execId, uint16_t rows, uint16_t cols)
 {
     if (!m_execs.contains(execId))

@@ -85,6 +85,8 @@ public:
     qint64 stdinBacklog() const;
     static constexpr qint64 kStdinBacklogLimit = 64 * 1024 * 1024;
     Status signal(uint32_t execId, int signo);
+    // The signal to every running execution; how many there were.
+    int signalAll(int signo);
     Status resize(uint32_t execId, uint16_t rows, uint16_t cols);
     // Kills the whole process tree (the PID namespace) and waits for bwrap. Idempotent.
     void terminate(const QString &reason);

@@ -8,6 +8,7 @@
 #include "ExecutionReplay.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
+#include "LogView.h"
 #include "LoopbackServer.h"
 #include "PolicyEditor.h"
 #include "MainWindow.h"
@@ -381,6 +382,116 @@ private Q_SLOTS:
         auto refused = m_client->call(QStringLiteral("history.list"), {{QStringLiteral("sort"), QStringLiteral("argv; DROP TABLE x")}});
         QVERIFY(!refused);
         QVERIFY2(refused.error().message.contains(QLatin1String("not a column to sort by")), qPrintable(refused.error().message));
+    }
+
+    void killDuplicateAndDeleteSeveral()
+    {
+        MainWindow window(*m_client);
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("gui-a")); }, 5000));
+        // Kill: everything running in the sandbox gets SIGKILL, and the sandbox stays.
+        auto sleeper = std::make_unique<QProcess>();
+        sleeper->setProcessEnvironment(m_daemon->environment());
+        sleeper->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "gui-a", "--", "sleep", "600"));
+        QVERIFY(QTest::qWaitFor([&] { return sandboxInfo(*m_daemon, QStringLiteral("gui-a")).value(QStringLiteral("executions")).toInt() == 1; }, 10000));
+        window.killCurrent();
+        QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
+        QCOMPARE(sleeper->exitCode(), 128 + 9);
+        const QJsonArray killed = jsonObject(m_daemon->ctl(args("history", "--sandbox", "gui-a", "--status", "killed", "--json")).out)
+                                      .value(QStringLiteral("executions")).toArray();
+        QVERIFY(!killed.isEmpty());
+        QCOMPARE(killed.first().toObject().value(QStringLiteral("argv")).toArray(), QJsonArray({QStringLiteral("sleep"), QStringLiteral("600")}));
+        QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("gui-a")).isValid());
+        // An agent cannot kill what it did not start.
+        DaemonClient agent;
+        ConnectOptions asAgent;
+        asAgent.socketPath = m_daemon->socketPath();
+        asAgent.autostart = false;
+        asAgent.agent = QStringLiteral("bot");
+        QVERIFY(agent.connectToDaemon(asAgent));
+        auto refused = agent.call(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), QStringLiteral("gui-a")}});
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().code, ErrorCode::Denied);
+
+        // Duplicate as new: the same preset and policy layer, a new name.
+        QVERIFY(m_daemon->create(args("--name", "dup-src", "--network", "allowlist", "--allow", "pypi.org:443", "--pids", "77")) == QStringLiteral("dup-src"));
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("dup-src")); }, 5000));
+        window.duplicateCurrent();
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2")).isValid(); }, 10000));
+        auto effective = [&](const char *name) {
+            return jsonObject(m_daemon->ctl(args("policy", "show", name, "--effective", "--json")).out).value(QStringLiteral("policy")).toObject();
+        };
+        QCOMPARE(effective("dup-src-2").value(QStringLiteral("network")), effective("dup-src").value(QStringLiteral("network")));
+        QCOMPARE(effective("dup-src-2").value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toInt(), 77);
+
+        // Several selected, one confirmation, all deleted.
+        QItemSelectionModel *selection = window.sandboxTree()->selectionModel();
+        selection->clearSelection();
+        for (const char *name : {"dup-src", "dup-src-2"})
+            selection->select(window.sandboxModel()->sandboxIndex(QLatin1String(name)), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        QCOMPARE(window.selectedSandboxes().size(), 2);
+        window.deleteSelected();
+        QVERIFY(QTest::qWaitFor([&] {
+            return !window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src")).isValid() && !window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2")).isValid();
+        }, 10000));
+        QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("gui-a")).isValid());
+    }
+
+    void theLogViewShowsTheTailOfTheAppsLog()
+    {
+        QTemporaryDir dir;
+        QFile log(dir.filePath(QStringLiteral("airlock.log")));
+        QVERIFY(log.open(QIODevice::WriteOnly));
+        log.write(QByteArray(600 * 1024, 'x') + "\nfirst whole line\nlast line\n");
+        log.close();
+        LogView view(nullptr, log.fileName());
+        QVERIFY(view.text().startsWith(QLatin1String("first whole line\n"))); // the last 512 KiB, from a line start
+        QVERIFY(view.text().endsWith(QLatin1String("last line\n")));
+        LogView missing(nullptr, dir.filePath(QStringLiteral("none.log")));
+        QVERIFY(missing.text().isEmpty());
+    }
+
+    void losingTheDaemonShowsABannerAndRetryReconnects()
+    {
+        // Its own daemon, stopped and started again under the window.
+        TestDaemon daemon;
+        QVERIFY(daemon.start());
+        auto client = daemon.connect();
+        QVERIFY(client);
+        MainWindow window(*client);
+        ConnectOptions options;
+        options.socketPath = daemon.socketPath();
+        options.autostart = false;
+        int attempts = 0;
+        window.setReconnect([&](bool) {
+            ++attempts;
+            return client->connectToDaemon(options);
+        });
+        window.show();
+        QVERIFY(!window.daemonBanner()->isVisible());
+        daemon.stop();
+        QVERIFY(QTest::qWaitFor([&] { return window.daemonBanner()->isVisible(); }, 10000));
+        const QString said = window.daemonBanner()->findChild<QLabel *>()->text();
+        QVERIFY2(said.startsWith(QLatin1String("The Airlock daemon is unreachable: ")), qPrintable(said));
+        // Retry while it is still down: still down, and the reason is the connection's.
+        QVERIFY(!window.retryConnection(true));
+        QVERIFY(window.daemonBanner()->isVisible());
+        QVERIFY2(window.daemonBanner()->findChild<QLabel *>()->text().contains(daemon.socketPath()),
+                 qPrintable(window.daemonBanner()->findChild<QLabel *>()->text()));
+        // Back: the window retries on its own, subscribes again and lists what is there.
+        QVERIFY(daemon.start());
+        QVERIFY(daemon.create(args("--name", "after-restart")) == QStringLiteral("after-restart"));
+        QVERIFY(QTest::qWaitFor([&] { return !window.daemonBanner()->isVisible(); }, 15000));
+        QVERIFY(attempts >= 2);
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("after-restart")); }, 10000));
+        QTest::keyClicks(window.commandLine(), QStringLiteral("echo live-again"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return window.outputView()->document().plainText().contains(QLatin1String("live-again\n")); }, 10000));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            daemon.stop();
+            QVERIFY(QTest::qWaitFor([&] { return window.daemonBanner()->isVisible(); }, 10000));
+            QTest::qWait(100);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/banner.png")));
+        }
     }
 };
 

@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Airlock's main job until the desktop console lands: create a sandbox, run a command in it with
-# live output, show what it could not do, and delete it. The daemon starts on demand.
+# Airlock's main job on this machine: installs what is missing, builds, and opens the desktop
+# console, which starts this user's daemon on demand. Without a display (a server, a container)
+# it starts the daemon instead and shows the boundary at work from the CLI: create a sandbox, run
+# a command with live output, show what it could not do, delete it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/deps.sh
 bash installer/build.sh
-ctl=build/bin/airlockctl
+bin=build/bin
+
+if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" && "${1:-}" != "--cli" ]]; then
+  echo "starting the Airlock console (build/bin/airlock; the daemon starts with it)"
+  exec "$bin/airlock"
+fi
+
+ctl=$bin/airlockctl
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+[[ "${1:-}" == "--cli" ]] || say "no display here: the console needs an X11 or Wayland session (run build/bin/airlock there); the CLI meanwhile"
 
 say "airlockctl create (starts airlockd on demand)"
 sb=$("$ctl" create --name "demo-$$" --pids 128 --exec-timeout 60s)
@@ -29,3 +39,4 @@ say "airlockctl rm $sb"
 "$ctl" rm "$sb"
 trap - EXIT
 "$ctl" ls
+say "the daemon keeps running for this user: airlockctl and build/bin/airlock talk to it"
