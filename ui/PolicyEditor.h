@@ -3,13 +3,17 @@
 
 #include <QDialog>
 #include <QJsonObject>
+#include <QWidget>
 
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
 class QPlainTextEdit;
 class QPushButton;
+class QTabWidget;
 class QTimer;
+class QTreeWidget;
 
 namespace airlock {
 class DaemonClient;
@@ -41,15 +45,51 @@ private:
     QLabel *m_error;
 };
 
-// A running sandbox's network rules, edited where they apply at once: the allow and deny lists.
-// Before anything is sent, the difference from the saved policy is shown; a "what would happen"
-// box asks the daemon's policy checker about a URL or a command as it is typed.
+// Rows of text cells (command rules, credential grants, tool permissions): add, remove, move up
+// and down or drag to reorder, edit in place. What the cells mean is the policy's business: the
+// whole document is validated, and the error names the field.
+class RowListEditor final : public QWidget {
+    Q_OBJECT
+public:
+    RowListEditor(const QStringList &headers, QStringList newRow, QWidget *parent = nullptr);
+    void setRows(const QList<QStringList> &rows);
+    QList<QStringList> rows() const;
+    void addRow(const QStringList &cells);
+    QTreeWidget *tree() const { return m_tree; }
+
+Q_SIGNALS:
+    void changed();
+
+private:
+    QTreeWidget *m_tree;
+    QStringList m_newRow;
+};
+
+// A running sandbox's policy, its own layer edited where the daemon lets a running sandbox
+// change: network lists, command rules (ordered), credential grants and tool permissions;
+// filesystem and limits shown with the layer each value comes from; the layer as JSON, imported
+// from and exported to a file. Before anything is sent, the difference from the saved layer is
+// shown; a "what would happen" box asks the daemon's policy checker about a URL, a command or a
+// tool call as it is typed.
 class PolicyEditor final : public QDialog {
     Q_OBJECT
 public:
     PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget *parent = nullptr);
     HostListEditor *allowList() const { return m_allow; }
     HostListEditor *denyList() const { return m_deny; }
+    RowListEditor *commandRules() const { return m_rules; }
+    RowListEditor *grants() const { return m_grants; }
+    RowListEditor *toolPermissions() const { return m_tools; }
+    QComboBox *commandDefault() const { return m_commandDefault; }
+    QTabWidget *tabs() const { return m_tabs; }
+    QTreeWidget *effectiveView() const { return m_effective; }
+    // The layer the editor would apply, and whether it is a valid policy (else why not).
+    QJsonObject edited() const;
+    QString problem() const;
+    // Replaces what is being edited by a layer (Import… reads one from a file).
+    void editLayer(const QJsonObject &layer);
+    bool importFile(const QString &path, QString *error = nullptr);
+    bool exportFile(const QString &path, QString *error = nullptr) const;
     QString diffText() const;
     QLineEdit *tryInput() const { return m_try; }
     QString tryAnswer() const;
@@ -62,17 +102,24 @@ Q_SIGNALS:
 
 private:
     void load();
-    QJsonObject edited() const;
+    void showEffective(const QJsonObject &effective);
     void updateDiff();
     void apply();
     void tryNow();
 
     DaemonClient &m_client;
     QString m_sandbox;
-    QJsonObject m_saved; // the sandbox's own layer as the daemon has it
+    QJsonObject m_saved;      // the sandbox's own layer as the daemon has it
+    QJsonObject m_editedBase; // the layer being edited (saved, or imported), before the widgets' sections
     bool m_loaded = false;
     QLabel *m_mode;
+    QComboBox *m_unknown;
     HostListEditor *m_allow, *m_deny;
+    QComboBox *m_commandDefault;
+    RowListEditor *m_rules, *m_grants, *m_tools;
+    QTreeWidget *m_effective;
+    QPlainTextEdit *m_json;
+    QTabWidget *m_tabs;
     QPlainTextEdit *m_diff;
     QLineEdit *m_try;
     QLabel *m_tryAnswer;

@@ -28,6 +28,7 @@
 #include <QTest>
 #include <QTemporaryDir>
 #include <QTreeView>
+#include <QTreeWidget>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -177,7 +178,7 @@ private Q_SLOTS:
         QTest::keyClicks(editor.allowList()->input(), QStringLiteral("Site.Test."));
         QTest::mouseClick(editor.allowList()->addButton(), Qt::LeftButton);
         QCOMPARE(editor.allowList()->hosts(), QStringList{QStringLiteral("site.test")});
-        QCOMPARE(editor.diffText(), QStringLiteral("+ allow site.test"));
+        QCOMPARE(editor.diffText(), QStringLiteral("+ /network/allow site.test"));
         // What would happen, asked as it is typed (before applying: still denied).
         QTest::keyClicks(editor.tryInput(), QStringLiteral("http://site.test/x"));
         QVERIFY(QTest::qWaitFor([&] { return editor.tryAnswer().startsWith(QLatin1String("deny: no rule names site.test:80")); }, 5000));
@@ -192,6 +193,75 @@ private Q_SLOTS:
         QVERIFY(applied.at(0).at(0).toBool());
         QCOMPARE(editor.diffText(), QStringLiteral("(no changes)"));
         QCOMPARE(execIn(daemon, QStringLiteral("net"), args("sh", "-c", fetch)).out, QByteArray("200"));
+    }
+
+    void thePolicyEditorEditsRulesGrantsAndToolsAndShowsTheirLayers()
+    {
+        QVERIFY(m_daemon->create(args("--name", "pol", "--preset", "package-install")) == QStringLiteral("pol"));
+        PolicyEditor editor(*m_client, QStringLiteral("pol"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        // In force: every value with its layer; the preset's hosts come from the preset.
+        bool presetHost = false;
+        for (int i = 0; i < editor.effectiveView()->topLevelItemCount(); ++i) {
+            const QTreeWidgetItem *item = editor.effectiveView()->topLevelItem(i);
+            presetHost |= item->text(0).startsWith(QLatin1String("/network/allow/")) && item->text(2) == QLatin1String("preset:package-install");
+        }
+        QVERIFY(presetHost);
+        QCOMPARE(editor.commandRules()->rows().size(), 0);
+
+        // A command rule with a decision the policy does not know: Apply stays off, and why is said.
+        editor.commandRules()->addRow({QStringLiteral("maybe"), QStringLiteral("curl"), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(!editor.applyButton()->isEnabled());
+        QVERIFY2(editor.problem().startsWith(QLatin1String("/commands/rules/0/decision")), qPrintable(editor.problem()));
+        editor.commandRules()->tree()->topLevelItem(0)->setText(0, QStringLiteral("deny")); // as an edit in place does
+        QCOMPARE(editor.problem(), QString());
+        editor.commandRules()->addRow({QStringLiteral("allow"), QStringLiteral("make"), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(editor.diffText().contains(QLatin1String("+ /commands/rules {\"command\":\"curl\",\"decision\":\"deny\"}")));
+        // A tool permission with an argument constraint.
+        editor.toolPermissions()->addRow({QStringLiteral("email.send"), QStringLiteral("ask"), QStringLiteral("to=*@example.com")});
+        Q_EMIT editor.toolPermissions()->changed();
+        QVERIFY(editor.diffText().contains(QLatin1String("+ /tools/email.send/constraints/to = *@example.com")));
+        QVERIFY(editor.applyButton()->isEnabled());
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            editor.tabs()->setCurrentIndex(1);
+            editor.show();
+            QTest::qWait(100);
+            QVERIFY(editor.grab().save(dir + QStringLiteral("/policy-commands.png")));
+        }
+        QSignalSpy applied(&editor, &PolicyEditor::applied);
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QVERIFY2(applied.at(0).at(0).toBool(), qPrintable(applied.at(0).at(1).toString()));
+        // In the daemon: an agent's curl is refused by the rule the editor added.
+        const CliResult refused = m_daemon->ctl(args("--agent", "bot", "exec", "pol", "-n", "--", "curl", "-V"));
+        QVERIFY2(refused.exitCode != 0 && refused.err.contains("curl"), qPrintable(refused.describe()));
+        const QJsonObject check = jsonObject(m_daemon->ctl(args("policy", "check", "pol", "--json", "--", "curl", "x")).out);
+        QCOMPARE(check.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+
+        // Reordering is shown as such and can be applied; export and import give back the layer.
+        QTreeWidget *rules = editor.commandRules()->tree();
+        rules->insertTopLevelItem(0, rules->takeTopLevelItem(1));
+        Q_EMIT editor.commandRules()->changed();
+        QCOMPARE(editor.diffText(), QStringLiteral("(the same rules in another order)"));
+        QVERIFY(editor.applyButton()->isEnabled());
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("layer.json"));
+        QVERIFY(editor.exportFile(file));
+        QFile bad(dir.filePath(QStringLiteral("bad.json")));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write(R"({"commands": {"rules": [{"decision": "allow"}]}})");
+        bad.close();
+        QString error;
+        QVERIFY(!editor.importFile(bad.fileName(), &error));
+        QVERIFY2(error.contains(QLatin1String("/commands/rules/0/command")), qPrintable(error));
+        editor.commandRules()->setRows({});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(editor.importFile(file, &error));
+        QCOMPARE(editor.commandRules()->rows().size(), 2);
+        QCOMPARE(editor.commandRules()->rows().first().value(1), QStringLiteral("make"));
+        QCOMPARE(m_daemon->ctl(args("rm", "pol")).exitCode, 0);
     }
 
     void aCommandTypedInTheWindowRunsInTheSandbox()
