@@ -8,6 +8,7 @@
 #include "PolicyEditor.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
+#include "SecretsDialog.h"
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 
@@ -212,6 +213,11 @@ void MainWindow::createActions()
         m_command->setFocus();
         m_command->selectAll();
     });
+    QAction *secrets = action(tr("&Secrets…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), [this] {
+        auto *dialog = new SecretsDialog(m_client, this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
+    });
     QAction *quit = action(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
     QAction *log = action(tr("Application &log"), QKeySequence(), [this] {
         auto *view = new LogView(this);
@@ -221,7 +227,7 @@ void MainWindow::createActions()
     QAction *about = action(tr("&About Airlock"), QKeySequence(), [this] { showAbout(); });
 
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    file->addActions({create, history});
+    file->addActions({create, history, secrets});
     file->addSeparator();
     file->addAction(quit);
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));

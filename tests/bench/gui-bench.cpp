@@ -52,7 +52,10 @@ int main(int argc, char *argv[])
     }
     auto client = daemon.connect();
     daemon.create({QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("64G")});
+    QElapsedTimer evClock; qint64 evWorst = 0, evMaxBytes = 0, evCount = 0, evBytes = 0, slow = 0;
+    QObject::connect(client.get(), &DaemonClient::eventReceived, &app, [&](const Event &e) { evClock.start(); evMaxBytes = std::max<qint64>(evMaxBytes, e.data.size()); ++evCount; evBytes += e.data.size(); });
     ui::MainWindow window(*client);
+    QObject::connect(client.get(), &DaemonClient::eventReceived, &app, [&](const Event &) { const qint64 t = evClock.nsecsElapsed(); evWorst = std::max(evWorst, t); if (t > 20000000) ++slow; });
     window.show();
     QElapsedTimer wait;
     wait.start();
@@ -70,6 +73,7 @@ int main(int argc, char *argv[])
     std::printf("%-40s %10lld ms   (idle window, same timer: %lld ms)   target <= 50 ms\n", "longest event-loop stall", flood, idle);
     std::printf("%-40s %10.0f MiB  target <= 300 MiB\n", "GUI RSS at the end", double(rssKb) / 1024.0);
     std::printf("%-40s %10lld      (%.0f lines/s)\n", "lines received", lines, double(lines) / seconds);
+    std::printf("TEMP events %lld, avg bytes %lld, max bytes %lld, worst handling %.1f ms, >20ms: %lld\n", evCount, evBytes / std::max<qint64>(evCount,1), evMaxBytes, evWorst / 1e6, slow);
     daemon.stop();
     return 0;
 }

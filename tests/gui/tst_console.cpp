@@ -14,6 +14,7 @@
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
+#include "SecretsDialog.h"
 #include "TimelineModel.h"
 #include "TestHelpers.h"
 
@@ -262,6 +263,45 @@ private Q_SLOTS:
         QCOMPARE(editor.commandRules()->rows().size(), 2);
         QCOMPARE(editor.commandRules()->rows().first().value(1), QStringLiteral("make"));
         QCOMPARE(m_daemon->ctl(args("rm", "pol")).exitCode, 0);
+    }
+
+    void secretsAreSetUnseenListedAndRemoved()
+    {
+        SecretsDialog dialog(*m_client);
+        QSignalSpy refreshed(&dialog, &SecretsDialog::refreshed);
+        QVERIFY(refreshed.wait(5000));
+        QVERIFY(!dialog.setButton()->isEnabled());
+        QTest::keyClicks(dialog.nameEdit(), QStringLiteral("GUI_TOKEN"));
+        QTest::keyClicks(dialog.valueEdit(), QStringLiteral("s3cr3t-from-the-gui"));
+        QCOMPARE(dialog.valueEdit()->echoMode(), QLineEdit::Password); // typed unseen
+        QSignalSpy done(&dialog, &SecretsDialog::done);
+        QTest::mouseClick(dialog.setButton(), Qt::LeftButton);
+        QVERIFY(dialog.valueEdit()->text().isEmpty()); // not kept in the window once sent
+        QVERIFY(done.wait(5000));
+        QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+        QVERIFY(QTest::qWaitFor([&] { return dialog.list()->topLevelItemCount() == 1; }, 5000));
+        QCOMPARE(dialog.list()->topLevelItem(0)->text(0), QStringLiteral("GUI_TOKEN"));
+        for (int c = 0; c < dialog.list()->columnCount(); ++c)
+            QVERIFY(!dialog.list()->topLevelItem(0)->text(c).contains(QLatin1String("s3cr3t")));
+        QVERIFY(!dialog.backendLabel()->text().isEmpty());
+        // The daemon has exactly those bytes: a sandbox granted it sees the same value.
+        QTemporaryDir dir;
+        QFile policy(dir.filePath(QStringLiteral("grant.json")));
+        QVERIFY(policy.open(QIODevice::WriteOnly));
+        policy.write(R"({"credentials": {"grants": [{"secret": "GUI_TOKEN", "env": "TOKEN"}]}})");
+        policy.close();
+        QVERIFY(m_daemon->create(args("--name", "granted", "--policy", policy.fileName())) == QStringLiteral("granted"));
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("granted"), args("sh", "-c", "test \"$TOKEN\" = s3cr3t-from-the-gui && echo same")).out, QByteArray("same\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", "granted")).exitCode, 0);
+        // Removed: gone from the list; removing again says it is not there.
+        dialog.remove(QStringLiteral("GUI_TOKEN"));
+        QVERIFY(done.wait(5000));
+        QVERIFY(done.last().at(0).toBool());
+        QVERIFY(QTest::qWaitFor([&] { return dialog.list()->topLevelItemCount() == 0; }, 5000));
+        dialog.remove(QStringLiteral("GUI_TOKEN"));
+        QVERIFY(done.wait(5000));
+        QVERIFY(!done.last().at(0).toBool());
+        QVERIFY2(done.last().at(1).toString().startsWith(QLatin1String("Not removed: ")), qPrintable(done.last().at(1).toString()));
     }
 
     void aCommandTypedInTheWindowRunsInTheSandbox()
