@@ -252,6 +252,12 @@ void HistoryWindow::showTimeline()
     int mask = 0;
     for (QCheckBox *b : std::as_const(m_categories))
         mask |= b->isChecked() ? b->property("category").toInt() : 0;
+    QHash<QString, QString> names;
+    for (int row = 0; row < m_model->rowCount(); ++row) {
+        const QJsonObject other = m_model->execution(row);
+        names.insert(other.value(QStringLiteral("sandbox")).toString(), other.value(QStringLiteral("sandboxName")).toString());
+    }
+    m_timeline->setSandboxNames(names);
     m_timeline->show(byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
 }
 

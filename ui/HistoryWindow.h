@@ -37,6 +37,7 @@ public:
     OutputView *outputView() const { return m_output; }
     QTableView *table() const { return m_table; }
     QLineEdit *searchLine() const { return m_search; }
+    QTabWidget *tabs() const { return m_tabs; } // Output, Timeline
 
     // Filters as typed in the bar (applied at once, without the typing delay).
     void setFilter(const QString &sandbox, const QString &run = {}, const QString &status = {}, const QString &text = {});

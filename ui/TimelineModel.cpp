@@ -74,6 +74,8 @@ QString TimelineModel::describe(const QJsonObject &event)
     // Everything else: its fields as key=value, untrusted strings escaped, long ones elided.
     QStringList fields;
     for (auto it = payload.begin(); it != payload.end(); ++it) {
+        if (it.key() == QLatin1String("exec") && !exec.isEmpty())
+            continue; // already in front
         const QJsonValue v = it.value();
         QString text;
         if (v.isString())
@@ -118,7 +120,10 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
         const QDateTime t = QDateTime::fromMSecsSinceEpoch(qint64(e.value(QStringLiteral("timeMs")).toDouble()));
         return t.toString(role == Qt::ToolTipRole ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("HH:mm:ss.zzz"));
     }
-    case Sandbox: return display::escaped(e.value(QStringLiteral("sandbox")).toString(), 40);
+    case Sandbox: {
+        const QString id = e.value(QStringLiteral("sandbox")).toString();
+        return display::escaped(m_names.value(id, id), 40);
+    }
     case Kind: return kind;
     case Details: return describe(e);
     default: return {};

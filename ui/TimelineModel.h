@@ -3,6 +3,7 @@
 
 #include "PagedModel.h"
 
+#include <QHash>
 #include <QStringList>
 
 namespace airlock::ui {
@@ -22,6 +23,8 @@ public:
     // What to show: a sandbox (id or name) or a run (name); categories is a mask of Category.
     void show(const QString &sandbox, const QString &run, int categories = All);
     void setCategories(int categories);
+    // Names to show for sandbox ids (events carry ids; a person knows names).
+    void setSandboxNames(const QHash<QString, QString> &names) { m_names = names; }
     int categories() const { return m_categories; }
     QString sandbox() const { return m_sandbox; }
     QString run() const { return m_run; }
@@ -42,6 +45,7 @@ private:
 
     QString m_sandbox, m_run;
     int m_categories = All;
+    QHash<QString, QString> m_names;
 };
 
 } // namespace airlock::ui

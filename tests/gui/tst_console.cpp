@@ -24,6 +24,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QTabWidget>
 #include <QTableView>
 #include <QSignalSpy>
 #include <QTest>
@@ -429,6 +430,10 @@ private Q_SLOTS:
             history.timeline()->setCategories(TimelineModel::All);
             QTest::qWait(150);
             QVERIFY(history.grab().save(dir + QStringLiteral("/history.png")));
+            history.tabs()->setCurrentIndex(1);
+            QTest::qWait(100);
+            QVERIFY(history.grab().save(dir + QStringLiteral("/timeline.png")));
+            history.tabs()->setCurrentIndex(0);
         }
         QTemporaryDir dir;
         const QString bundle = dir.filePath(QStringLiteral("hist-run.jsonl"));
