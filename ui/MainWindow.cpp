@@ -9,10 +9,12 @@
 #include "OutputView.h"
 #include "SandboxModel.h"
 #include "SecretsDialog.h"
+#include "Theme.h"
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
@@ -29,6 +31,7 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QPointer>
 #include <QSplitter>
@@ -237,6 +240,20 @@ void MainWindow::createActions()
     QMenu *view = menuBar()->addMenu(tr("&View"));
     view->addAction(m_approvals->toggleViewAction());
     view->addAction(log);
+    // Light or dark: the system's unless chosen here, and remembered.
+    QMenu *theme = view->addMenu(tr("&Theme"));
+    auto *themes = new QActionGroup(this);
+    const Theme current = themeFromName(QSettings().value(QStringLiteral("view/theme")).toString());
+    for (const auto &[choice, label] : {std::pair{Theme::System, tr("Follow the system")}, {Theme::Light, tr("Light")}, {Theme::Dark, tr("Dark")}}) {
+        QAction *a = theme->addAction(label);
+        a->setCheckable(true);
+        a->setChecked(choice == current);
+        themes->addAction(a);
+        connect(a, &QAction::triggered, this, [choice] {
+            QSettings().setValue(QStringLiteral("view/theme"), themeName(choice));
+            applyTheme(choice);
+        });
+    }
     menuBar()->addMenu(tr("&Help"))->addAction(about);
 
     auto *tools = addToolBar(tr("Sandboxes"));
@@ -478,10 +495,19 @@ void MainWindow::newSandbox()
 
 void MainWindow::createSandbox(const QJsonObject &parameters)
 {
+    // Creating can take a while (a large mount, a slow disk): a busy bar until the daemon answers.
     showStatus(tr("Creating a sandbox…"));
+    if (!m_busy) {
+        m_busy = new QProgressBar;
+        m_busy->setRange(0, 0);
+        m_busy->setMaximumWidth(140);
+        statusBar()->addPermanentWidget(m_busy);
+    }
+    m_busy->setVisible(++m_pendingCreates > 0);
     m_client.callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
         if (!self)
             return;
+        self->m_busy->setVisible(--self->m_pendingCreates > 0);
         if (!r)
             return self->showStatus(tr("Not created: %1").arg(r.error().message), true);
         const QString name = r->toObject().value(QStringLiteral("name")).toString();

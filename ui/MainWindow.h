@@ -10,6 +10,7 @@
 #include <functional>
 
 class QFrame;
+class QProgressBar;
 class QLabel;
 class QTimer;
 class QSystemTrayIcon;
@@ -97,6 +98,8 @@ private:
     int m_retryDelayMs = 1000;
     std::function<Status(bool)> m_reconnect;
     QList<QAction *> m_perSandbox; // enabled while a sandbox is selected
+    QProgressBar *m_busy = nullptr;
+    int m_pendingCreates = 0;
     int m_waiting = 0;
 };
 

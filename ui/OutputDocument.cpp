@@ -1,40 +1,76 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "OutputDocument.h"
 
+#include <QVarLengthArray>
+
+#include <algorithm>
+
 namespace airlock::ui {
+
+namespace {
+bool isAscii(QByteArrayView bytes)
+{
+    return std::all_of(bytes.begin(), bytes.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// One whole UTF-8 sequence, already validated by the parser.
+char32_t decodeOne(QByteArrayView utf8)
+{
+    const auto b = [&](qsizetype i) { return char32_t(static_cast<unsigned char>(utf8[i])); };
+    switch (utf8.size()) {
+    case 2:
+        return ((b(0) & 0x1f) << 6) | (b(1) & 0x3f);
+    case 3:
+        return ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
+    default:
+        return ((b(0) & 0x07) << 18) | ((b(1) & 0x3f) << 12) | ((b(2) & 0x3f) << 6) | (b(3) & 0x3f);
+    }
+}
+} // namespace
 
 // Turns what the parser reads into lines and spans for one stream.
 class OutputDocument::Builder final : public TerminalParser::Sink {
 public:
     Builder(OutputDocument &doc, TextStyle &style) : m_doc(doc), m_style(style) {}
-    void text(QByteArrayView utf8) override { m_doc.appendText(QString::fromUtf8(utf8), m_style); }
+    void text(QByteArrayView utf8) override
+    {
+        // The parser hands over runs of printable ASCII, or one multi-byte character at a time:
+        // neither needs a temporary string.
+        if (isAscii(utf8))
+            m_doc.appendText(QLatin1StringView(utf8.data(), utf8.size()), m_style);
+        else if (utf8.size() >= 2 && utf8.size() <= 4)
+            m_doc.appendText(QStringView(QChar::fromUcs4(decodeOne(utf8))), m_style);
+        else
+            m_doc.appendText(QStringView(QString::fromUtf8(utf8)), m_style);
+    }
     void control(char c) override
     {
         if (c == '\t') {
-            const int column = m_doc.m_lines.isEmpty() ? 0 : int(m_doc.m_lines.last().text.size());
-            m_doc.appendText(QString(8 - column % 8, QLatin1Char(' ')), m_style);
+            const qsizetype column = m_doc.lastLineLength();
+            m_doc.appendText(QLatin1StringView("        ", 8 - column % 8), m_style);
         } else {
             m_doc.newLine(); // \n and \r alike: a carriage return overwrites nothing here
         }
     }
-    void sgr(QByteArrayView parameters) override { m_doc.applySgr(parameters, m_style); }
+    void sgr(QByteArrayView parameters) override { applySgr(parameters, m_style); }
     void inert(QByteArrayView bytes) override
     {
         static const char hex[] = "0123456789abcdef";
         QString shown;
+        shown.reserve(bytes.size() * 4);
         for (char ch : bytes) {
             const auto c = static_cast<unsigned char>(ch);
             if (c >= 0x20 && c < 0x7f) {
                 shown += QLatin1Char(ch);
             } else {
-                shown += QStringLiteral("\\x");
+                shown += QLatin1StringView("\\x");
                 shown += QLatin1Char(hex[c >> 4]);
                 shown += QLatin1Char(hex[c & 15]);
             }
         }
         TextStyle inert = m_style;
         inert.inert = true;
-        m_doc.appendText(shown, inert);
+        m_doc.appendText(QStringView(shown), inert);
     }
 
 private:
@@ -46,7 +82,7 @@ void OutputDocument::append(int stream, QByteArrayView bytes)
 {
     stream = stream == 2 ? 2 : 1;
     // Lines do not mix streams: a switch in mid-line starts a new one.
-    if (m_lastStream != stream && !m_lines.isEmpty() && !m_lines.last().text.isEmpty())
+    if (m_lastStream != stream && lastLineLength() > 0)
         newLine();
     m_lastStream = stream;
     StreamState &s = m_streams[stream];
@@ -62,17 +98,19 @@ void OutputDocument::finish()
         Builder builder(*this, m_streams[stream].style);
         m_streams[stream].parser.finish(builder);
     }
+    trim();
 }
 
 void OutputDocument::endLine()
 {
-    if (!m_lines.isEmpty() && !m_lines.last().text.isEmpty())
+    if (lastLineLength() > 0)
         newLine();
 }
 
 void OutputDocument::clear()
 {
-    m_lines.clear();
+    m_blocks.clear();
+    m_head = m_lineCount = 0;
     for (StreamState &s : m_streams)
         s = StreamState{};
     m_lastStream = 0;
@@ -80,47 +118,158 @@ void OutputDocument::clear()
     m_longest = 0;
 }
 
-void OutputDocument::appendText(const QString &text, const TextStyle &style)
+qsizetype OutputDocument::lastLineLength() const
 {
-    if (text.isEmpty())
-        return;
-    if (m_lines.isEmpty())
-        m_lines.append(StyledLine{});
-    StyledLine &line = m_lines.last();
-    if (!line.spans.isEmpty() && line.spans.last().style == style)
-        line.spans.last().length += int(text.size());
-    else
-        line.spans.append({int(line.text.size()), int(text.size()), style});
-    line.text += text;
-    m_chars += text.size();
-    m_longest = std::max(m_longest, int(line.text.size()));
+    return m_lineCount == 0 ? 0 : m_blocks.back().text.size() - m_blocks.back().starts.last();
+}
+
+void OutputDocument::startFirstLine()
+{
+    m_blocks.emplace_back();
+    m_blocks.back().starts.reserve(kBlockLines);
+    m_blocks.back().starts.append(0);
+    m_lineCount = 1;
+}
+
+template <typename Text>
+void OutputDocument::appendText(Text text, const TextStyle &style)
+{
+    if (m_lineCount == 0)
+        startFirstLine();
+    while (!text.isEmpty()) {
+        qsizetype length = lastLineLength();
+        if (length >= kLongestLine) {
+            newLine();
+            length = 0;
+        }
+        const qsizetype n = std::min(text.size(), kLongestLine - length);
+        Block &b = m_blocks.back();
+        if (b.runs.isEmpty() || !(b.runs.last().style == style))
+            b.runs.append({qint32(b.text.size()), style});
+        b.text.append(text.first(n));
+        m_chars += n;
+        m_longest = std::max(m_longest, int(length + n));
+        text = text.sliced(n);
+    }
 }
 
 void OutputDocument::newLine()
 {
-    if (m_lines.isEmpty())
-        m_lines.append(StyledLine{});
-    m_lines.append(StyledLine{});
+    if (m_lineCount == 0) {
+        startFirstLine(); // the first line, empty
+    } else if (m_blocks.back().starts.size() == kBlockLines) {
+        // The block is complete. Its successor likely holds as much text: room for that up front
+        // saves growing it step by step, and the block keeps little spare capacity for the rest
+        // of its life.
+        Block &full = m_blocks.back();
+        if (full.text.capacity() > full.text.size() + full.text.size() / 4)
+            full.text.squeeze();
+        full.runs.squeeze();
+        const qsizetype expected = full.text.size() + full.text.size() / 16;
+        m_blocks.emplace_back();
+        m_blocks.back().starts.reserve(kBlockLines);
+        m_blocks.back().text.reserve(expected);
+    }
+    Block &b = m_blocks.back();
+    b.starts.append(qint32(b.text.size()));
+    ++m_lineCount;
+    ++m_chars; // the line break
 }
 
 void OutputDocument::trim()
 {
-    qsizetype drop = 0;
-    while (m_chars > m_maxChars && drop + 1 < m_lines.size())
-        m_chars -= m_lines.at(drop++).text.size();
-    if (drop > 0) {
-        m_lines.remove(0, drop);
-        m_dropped += drop;
+    // The last line stays, however long: it is where output goes on.
+    while (m_chars > m_maxChars && m_lineCount > 1) {
+        const Block &front = m_blocks.front();
+        if (m_blocks.size() > 1) {
+            // The rest of the first block at once, when every line of it would go.
+            const qsizetype lines = front.starts.size() - m_head;
+            const qsizetype chars = front.text.size() - front.starts.at(m_head) + lines;
+            if (m_chars - chars >= m_maxChars) {
+                m_chars -= chars;
+                m_lineCount -= lines;
+                m_dropped += lines;
+                m_blocks.pop_front();
+                m_head = 0;
+                continue;
+            }
+        }
+        const auto [start, end] = extent(front, m_head);
+        m_chars -= end - start + 1;
+        --m_lineCount;
+        ++m_dropped;
+        if (++m_head == front.starts.size()) {
+            m_blocks.pop_front();
+            m_head = 0;
+        }
     }
+}
+
+std::pair<const OutputDocument::Block *, qsizetype> OutputDocument::locate(qsizetype i) const
+{
+    Q_ASSERT(i >= 0 && i < m_lineCount);
+    const qsizetype at = m_head + i;
+    return {&m_blocks[size_t(at / kBlockLines)], at % kBlockLines};
+}
+
+std::pair<qint32, qint32> OutputDocument::extent(const Block &block, qsizetype local)
+{
+    const qint32 end = local + 1 < block.starts.size() ? block.starts.at(local + 1) : qint32(block.text.size());
+    return {block.starts.at(local), end};
+}
+
+QStringView OutputDocument::lineText(qsizetype i) const
+{
+    const auto [block, local] = locate(i);
+    const auto [start, end] = extent(*block, local);
+    return QStringView(block->text).sliced(start, end - start);
+}
+
+StyledLine OutputDocument::line(qsizetype i) const
+{
+    const auto [block, local] = locate(i);
+    const auto [start, end] = extent(*block, local);
+    StyledLine line;
+    line.text = QStringView(block->text).sliced(start, end - start).toString();
+    // The run in force where the line starts, then those that begin inside it.
+    auto run = std::upper_bound(block->runs.cbegin(), block->runs.cend(), start, [](qint32 at, const Run &r) { return at < r.at; });
+    if (run != block->runs.cbegin())
+        --run;
+    for (; run != block->runs.cend() && run->at < end; ++run) {
+        const qint32 from = std::max(run->at, start);
+        const qint32 to = std::next(run) == block->runs.cend() ? end : std::min(std::next(run)->at, end);
+        if (to > from)
+            line.spans.append({int(from - start), int(to - from), run->style});
+    }
+    return line;
+}
+
+QString OutputDocument::plainText() const
+{
+    QString text;
+    text.reserve(m_chars);
+    for (qsizetype i = 0; i < m_lineCount; ++i) {
+        if (i > 0)
+            text += QLatin1Char('\n');
+        text += lineText(i);
+    }
+    return text;
 }
 
 void OutputDocument::applySgr(QByteArrayView parameters, TextStyle &style)
 {
-    QList<int> p;
-    for (QByteArrayView part : parameters.toByteArray().replace(':', ';').split(';'))
-        p.append(part.isEmpty() ? 0 : part.toInt());
-    if (p.isEmpty())
-        p.append(0);
+    // "1;31" or "38:5:208": numbers, an empty one meaning 0; out of range ones count as 0.
+    QVarLengthArray<int, 16> p;
+    qint64 value = 0;
+    for (char ch : parameters) {
+        if (ch == ';' || ch == ':') {
+            p.append(value > INT_MAX ? 0 : int(value));
+            value = 0;
+        } else if (value <= INT_MAX) {
+            value = value * 10 + (ch - '0');
+        }
+    }
+    p.append(value > INT_MAX ? 0 : int(value));
     const bool stderrStream = style.stderrStream;
     for (qsizetype i = 0; i < p.size(); ++i) {
         const int n = p[i];
@@ -167,14 +316,6 @@ void OutputDocument::applySgr(QByteArrayView parameters, TextStyle &style)
             (n == 38 ? style.fg : style.bg) = color;
         }
     }
-}
-
-QString OutputDocument::plainText() const
-{
-    QStringList lines;
-    for (const StyledLine &l : m_lines)
-        lines.append(l.text);
-    return lines.join(QLatin1Char('\n'));
 }
 
 QColor OutputDocument::paletteColor(int index)

@@ -81,7 +81,7 @@ bool OutputView::findNext()
     const qsizetype start = m_matchLine >= 0 ? m_matchLine + 1 : firstVisibleLine();
     for (qsizetype k = 0; k < count; ++k) {
         const qsizetype i = (start + k) % count;
-        if (m_doc.line(i).text.contains(m_search, Qt::CaseInsensitive)) {
+        if (m_doc.lineText(i).contains(m_search, Qt::CaseInsensitive)) {
             m_matchLine = i;
             m_follow = false;
             const int visible = std::max(1, viewport()->height() / lineHeight());
@@ -150,7 +150,7 @@ void OutputView::paintEvent(QPaintEvent *)
         y += height;
     }
     for (qsizetype i = first; i < m_doc.lineCount() && y < viewport()->height(); ++i, y += height) {
-        const StyledLine &line = m_doc.line(i);
+        const StyledLine line = m_doc.line(i);
         // Search matches under the text; the current one stronger.
         if (!m_search.isEmpty()) {
             for (qsizetype at = line.text.indexOf(m_search, 0, Qt::CaseInsensitive); at >= 0;

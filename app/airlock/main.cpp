@@ -4,11 +4,13 @@
 // says why and offers Retry rather than leaving the person with nothing.
 #include "AppLogging.h"
 #include "MainWindow.h"
+#include "Theme.h"
 #include "client/DaemonClient.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QSettings>
 
 using namespace airlock;
 
@@ -31,6 +33,7 @@ int main(int argc, char *argv[])
     parser.addOptions({socket, noAutostart});
     parser.process(app);
     app::setupLogging({QStringLiteral("airlock"), false, true, true});
+    ui::applyTheme(ui::themeFromName(QSettings().value(QStringLiteral("view/theme")).toString()));
 
     DaemonClient client;
     ConnectOptions options;

@@ -91,6 +91,14 @@ void TerminalParser::feed(QByteArrayView chunk, Sink &sink)
         const auto c = static_cast<unsigned char>(p[i]);
         switch (m_state) {
         case State::Ground:
+            if (isPrintableAscii(c)) {
+                // The common case, a run of plain text: found in a tight loop, handed over whole.
+                if (m_textStart < 0)
+                    m_textStart = i;
+                while (i + 1 < chunk.size() && isPrintableAscii(static_cast<unsigned char>(p[i + 1])))
+                    ++i;
+                break;
+            }
             ground(p, i, sink);
             break;
         case State::Escape:

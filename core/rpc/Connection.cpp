@@ -1,19 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/Connection.h"
 
+#include <QElapsedTimer>
 #include <QLocalSocket>
 #include <QPointer>
+#include <QTimer>
 
 #include <sys/uio.h>
 
 namespace airlock::rpc {
 
+namespace {
+// Frames are handed out for about this long per event-loop turn (a person notices 50 ms).
+constexpr qint64 kSliceMs = 4;
+// What the socket reads ahead of the frames handed out; past it, the peer is made to wait.
+constexpr qint64 kReadAhead = 1024 * 1024;
+} // namespace
+
 Connection::Connection(QLocalSocket *socket, QObject *parent) : QObject(parent), m_socket(socket)
 {
     m_socket->setParent(this);
-    m_socket->setReadBufferSize(0);
+    m_socket->setReadBufferSize(kReadAhead);
     connect(m_socket, &QLocalSocket::readyRead, this, &Connection::onReadyRead);
-    connect(m_socket, &QLocalSocket::disconnected, this, &Connection::disconnected);
+    connect(m_socket, &QLocalSocket::disconnected, this, [this] {
+        // What arrived before the end comes before it (a closing error reply explains the close).
+        QPointer<Connection> self(this);
+        deliver(Budget::All);
+        if (self)
+            Q_EMIT disconnected();
+    });
     connect(m_socket, &QLocalSocket::bytesWritten, this, [this] { Q_EMIT bytesFlushed(m_socket->bytesToWrite()); });
 }
 
@@ -75,8 +90,16 @@ void Connection::onReadyRead()
         m_socket->readAll();
         return;
     }
-    m_reader.append(m_socket->readAll());
+    if (!m_resumeScheduled) // else frames are waiting, and these bytes come after them
+        deliver(Budget::Slice);
+}
+
+void Connection::deliver(Budget budget)
+{
+    m_resumeScheduled = false;
     QPointer<Connection> self(this);
+    QElapsedTimer spent;
+    spent.start();
     while (self && !m_broken) {
         auto next = m_reader.next();
         if (!next) {
@@ -84,8 +107,12 @@ void Connection::onReadyRead()
             Q_EMIT framingFailed(next.error());
             return;
         }
-        if (!next->has_value())
-            return;
+        if (!next->has_value()) {
+            if (m_socket->bytesAvailable() == 0)
+                return;
+            m_reader.append(m_socket->readAll()); // only once what was read before is handed out
+            continue;
+        }
         const Frame &f = **next;
         if (f.kind == kJsonFrame) {
             auto msg = decodeJson(f.payload);
@@ -103,6 +130,16 @@ void Connection::onReadyRead()
                 return;
             }
             Q_EMIT outputReceived(*ev);
+        }
+        if (!self)
+            return;
+        if (budget == Budget::Slice && spent.elapsed() >= kSliceMs) {
+            m_resumeScheduled = true;
+            QTimer::singleShot(0, this, [this] {
+                if (m_resumeScheduled)
+                    deliver(Budget::Slice);
+            });
+            return;
         }
     }
 }

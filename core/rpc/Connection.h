@@ -13,6 +13,11 @@ namespace airlock::rpc {
 
 // Frames over one local socket, for both the daemon and clients. Emits decoded messages; the first
 // malformed frame emits framingFailed() and nothing is read after it.
+//
+// A burst (the daemon streams a flooding sandbox's output in megabytes) is handed out a few
+// milliseconds at a time, the rest from a zero timer, so the receiver's timers, input and painting
+// run in between. Nothing more is read while frames wait: the socket's bounded buffer fills, then
+// the kernel's, and the sender's flow control holds the source (RpcServer's high-water mark).
 class Connection final : public QObject {
     Q_OBJECT
 public:
@@ -39,10 +44,13 @@ Q_SIGNALS:
 
 private:
     void onReadyRead();
+    enum class Budget { Slice, All };
+    void deliver(Budget budget);
 
     QLocalSocket *m_socket;
     FrameReader m_reader;
     bool m_broken = false;
+    bool m_resumeScheduled = false;
 };
 
 } // namespace airlock::rpc

@@ -15,6 +15,7 @@
 #include "OutputView.h"
 #include "SandboxModel.h"
 #include "SecretsDialog.h"
+#include "Theme.h"
 #include "TimelineModel.h"
 #include "TestHelpers.h"
 
@@ -264,6 +265,28 @@ private Q_SLOTS:
         QCOMPARE(editor.commandRules()->rows().size(), 2);
         QCOMPARE(editor.commandRules()->rows().first().value(1), QStringLiteral("make"));
         QCOMPARE(m_daemon->ctl(args("rm", "pol")).exitCode, 0);
+    }
+
+    void lightAndDarkThemes()
+    {
+        for (const char *name : {"system", "light", "dark"})
+            QCOMPARE(themeName(themeFromName(QLatin1String(name))), QLatin1String(name));
+        QCOMPARE(themeFromName(QStringLiteral("neon")), Theme::System);
+        applyTheme(Theme::Dark);
+        QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
+        QVERIFY(QApplication::palette().color(QPalette::WindowText).lightness() > 180);
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            MainWindow window(*m_client);
+            window.show();
+            QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("gui-a")); }, 5000));
+            QTest::qWait(100);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/console-dark.png")));
+        }
+        applyTheme(Theme::Light);
+        QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 180);
+        qputenv("GTK_THEME", "Adwaita:dark");
+        QVERIFY(systemPrefersDark());
+        qunsetenv("GTK_THEME");
     }
 
     void secretsAreSetUnseenListedAndRemoved()
