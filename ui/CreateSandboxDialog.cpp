@@ -16,7 +16,7 @@
 namespace airlock::ui {
 
 CreateSandboxDialog::CreateSandboxDialog(const QStringList &presets, QWidget *parent)
-    : QDialog(parent), m_name(new QLineEdit), m_preset(new QComboBox), m_network(new QComboBox), m_allow(new QLineEdit),
+    : QDialog(parent), m_name(new QLineEdit), m_preset(new QComboBox), m_network(new QComboBox), m_allow(new QLineEdit), m_mounts(new QLineEdit),
       m_memoryMiB(new QSpinBox), m_pids(new QSpinBox), m_problem(new QLabel),
       m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
@@ -29,6 +29,7 @@ CreateSandboxDialog::CreateSandboxDialog(const QStringList &presets, QWidget *pa
     m_network->addItem(tr("allowlist: only these hosts, through the proxy"), QStringLiteral("allowlist"));
     m_network->addItem(tr("FULL: the host network"), QStringLiteral("full"));
     m_allow->setPlaceholderText(tr("pypi.org:443, *.example.com"));
+    m_mounts->setPlaceholderText(tr("HOST_DIR:SANDBOX_PATH[:rw], … (read-only unless :rw)"));
     m_memoryMiB->setRange(0, 1 << 20);
     m_memoryMiB->setSpecialValueText(tr("no limit"));
     m_memoryMiB->setSuffix(tr(" MiB"));
@@ -42,13 +43,14 @@ CreateSandboxDialog::CreateSandboxDialog(const QStringList &presets, QWidget *pa
     form->addRow(tr("&Preset"), m_preset);
     form->addRow(tr("N&etwork"), m_network);
     form->addRow(tr("&Allowed hosts"), m_allow);
+    form->addRow(tr("Mo&unts"), m_mounts);
     form->addRow(tr("&Memory"), m_memoryMiB);
     form->addRow(tr("P&rocesses"), m_pids);
     form->addRow(m_problem);
     form->addRow(m_buttons);
     connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    for (QLineEdit *edit : {m_name, m_allow})
+    for (QLineEdit *edit : {m_name, m_allow, m_mounts})
         connect(edit, &QLineEdit::textChanged, this, &CreateSandboxDialog::validate);
     connect(m_network, &QComboBox::currentIndexChanged, this, &CreateSandboxDialog::validate);
     validate();
@@ -62,6 +64,15 @@ QString CreateSandboxDialog::problem() const
     for (const QString &host : m_allow->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
         if (auto normal = policy::normaliseHostPattern(host.trimmed()); !normal)
             return tr("Allowed hosts: %1").arg(normal.error().message);
+    QJsonArray mounts;
+    for (const QString &arg : m_mounts->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        auto mount = parseMountArg(arg.trimmed());
+        if (!mount)
+            return tr("Mounts: %1").arg(mount.error().message);
+        mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath}, {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
+    }
+    if (auto spec = SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}}); !spec) // the daemon's own checks
+        return tr("Mounts: %1").arg(spec.error().message);
     const QString network = m_network->currentData().toString();
     if (!m_allow->text().trimmed().isEmpty() && !network.isEmpty() && network != QLatin1String("allowlist"))
         return tr("Allowed hosts go with the allowlist network");
@@ -98,6 +109,12 @@ QJsonObject CreateSandboxDialog::parameters() const
         limits.insert(QStringLiteral("pids"), m_pids->value());
     if (!limits.isEmpty())
         spec.insert(QStringLiteral("limits"), limits);
+    QJsonArray mounts;
+    for (const QString &arg : m_mounts->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        if (auto mount = parseMountArg(arg.trimmed()))
+            mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath}, {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
+    if (!mounts.isEmpty())
+        spec.insert(QStringLiteral("mounts"), mounts);
     params.insert(QStringLiteral("spec"), spec);
     params.insert(QStringLiteral("preset"), m_preset->currentText());
     return params;

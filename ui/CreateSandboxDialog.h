@@ -12,8 +12,8 @@ class QSpinBox;
 
 namespace airlock::ui {
 
-// A new sandbox: name, preset, network (with the hosts an allowlist lets through) and the common
-// limits. What it builds is exactly the parameters of sandbox.create, so the daemon validates it
+// A new sandbox: name, preset, network (with the hosts an allowlist lets through), host folders
+// to mount and the common limits. What it builds is exactly the parameters of sandbox.create, so the daemon validates it
 // like any request; the dialog checks what it can as you type and says what is wrong.
 class CreateSandboxDialog final : public QDialog {
     Q_OBJECT
@@ -24,6 +24,7 @@ public:
     QComboBox *presetBox() const { return m_preset; }
     QComboBox *networkBox() const { return m_network; }
     QLineEdit *allowEdit() const { return m_allow; }
+    QLineEdit *mountsEdit() const { return m_mounts; }
     QString problem() const; // empty when the form can be sent
 
 private:
@@ -33,6 +34,7 @@ private:
     QComboBox *m_preset;
     QComboBox *m_network;
     QLineEdit *m_allow;
+    QLineEdit *m_mounts;
     QSpinBox *m_memoryMiB;
     QSpinBox *m_pids;
     QLabel *m_problem;

@@ -57,7 +57,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
     m_tree->header()->setSectionResizeMode(SandboxModel::Name, QHeaderView::Stretch);
-    for (int column : {SandboxModel::State, SandboxModel::Network, SandboxModel::Created})
+    for (int column : {SandboxModel::State, SandboxModel::Network, SandboxModel::Credentials, SandboxModel::Created})
         m_tree->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     m_tree->expandAll();
     connect(m_model, &QAbstractItemModel::rowsInserted, m_tree, [this] { m_tree->expandAll(); });
@@ -206,6 +206,11 @@ void MainWindow::createActions()
         editor->setAttribute(Qt::WA_DeleteOnClose);
         editor->show();
     });
+    QAction *defaults = action(tr("Your &defaults for new sandboxes…"), QKeySequence(), [this] {
+        auto *editor = new PolicyEditor(m_client, QString(), this);
+        editor->setAttribute(Qt::WA_DeleteOnClose);
+        editor->show();
+    });
     QAction *history = action(tr("&History…"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] { openHistory(); });
     QAction *timeline = action(tr("&Timeline…"), QKeySequence(Qt::CTRL | Qt::Key_T), [this] {
         if (!m_current.isEmpty())
@@ -230,7 +235,7 @@ void MainWindow::createActions()
     QAction *about = action(tr("&About Airlock"), QKeySequence(), [this] { showAbout(); });
 
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    file->addActions({create, history, secrets});
+    file->addActions({create, history, secrets, defaults});
     file->addSeparator();
     file->addAction(quit);
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
@@ -238,6 +243,14 @@ void MainWindow::createActions()
     sandbox->addSeparator();
     sandbox->addActions({policy, timeline, refresh});
     QMenu *view = menuBar()->addMenu(tr("&View"));
+    QAction *wrap = view->addAction(tr("&Wrap long lines"));
+    wrap->setCheckable(true);
+    wrap->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Z));
+    addAction(wrap);
+    connect(wrap, &QAction::toggled, m_output, &OutputView::setWrap);
+    connect(m_output, &OutputView::wrapChanged, wrap, &QAction::setChecked);
+    connect(m_output, &OutputView::wrapChanged, this, [](bool on) { QSettings().setValue(QStringLiteral("view/wrap"), on); });
+    wrap->setChecked(QSettings().value(QStringLiteral("view/wrap"), false).toBool());
     view->addAction(m_approvals->toggleViewAction());
     view->addAction(log);
     // Light or dark: the system's unless chosen here, and remembered.

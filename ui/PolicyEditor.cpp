@@ -12,6 +12,7 @@
 #include <QFileDialog>
 #include <QJsonDocument>
 #include <QRegularExpression>
+#include <QScopedValueRollback>
 #include <QSaveFile>
 #include <QTabWidget>
 #include <QTreeWidget>
@@ -144,14 +145,19 @@ RowListEditor::RowListEditor(const QStringList &headers, QStringList newRow, QWi
     };
     connect(up, &QPushButton::clicked, this, [move] { move(-1); });
     connect(down, &QPushButton::clicked, this, [move] { move(1); });
-    connect(m_tree, &QTreeWidget::itemChanged, this, &RowListEditor::changed);
-    connect(m_tree->model(), &QAbstractItemModel::rowsMoved, this, &RowListEditor::changed);
-    connect(m_tree->model(), &QAbstractItemModel::rowsInserted, this, &RowListEditor::changed); // a drop
+    // Edits in place and drops change the rows; setRows() does not (it is not the person's change).
+    auto edited = [this] {
+        if (!m_quiet)
+            Q_EMIT changed();
+    };
+    connect(m_tree, &QTreeWidget::itemChanged, this, edited);
+    connect(m_tree->model(), &QAbstractItemModel::rowsMoved, this, edited);
+    connect(m_tree->model(), &QAbstractItemModel::rowsInserted, this, edited); // a drop
 }
 
 void RowListEditor::addRow(const QStringList &cells)
 {
-    const QSignalBlocker quiet(m_tree);
+    const QScopedValueRollback quiet(m_quiet, true);
     auto *item = new QTreeWidgetItem(cells);
     item->setFlags((item->flags() | Qt::ItemIsEditable | Qt::ItemIsDragEnabled) & ~Qt::ItemIsDropEnabled);
     m_tree->addTopLevelItem(item);
@@ -159,7 +165,7 @@ void RowListEditor::addRow(const QStringList &cells)
 
 void RowListEditor::setRows(const QList<QStringList> &rows)
 {
-    const QSignalBlocker quiet(m_tree->model());
+    const QScopedValueRollback quiet(m_quiet, true);
     m_tree->clear();
     for (const QStringList &row : rows)
         addRow(row);
@@ -214,7 +220,7 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
       m_effective(new QTreeWidget), m_json(new QPlainTextEdit), m_tabs(new QTabWidget), m_diff(new QPlainTextEdit), m_try(new QLineEdit),
       m_tryAnswer(new QLabel), m_tryTimer(new QTimer(this)), m_apply(new QPushButton(tr("Apply"))), m_status(new QLabel)
 {
-    setWindowTitle(tr("Policy of %1").arg(display::escaped(sandbox, 80)));
+    setWindowTitle(sandbox.isEmpty() ? tr("Your defaults for new sandboxes") : tr("Policy of %1").arg(display::escaped(sandbox, 80)));
     resize(860, 720);
     QFont mono(QStringLiteral("monospace"));
     mono.setStyleHint(QFont::Monospace);
@@ -287,7 +293,7 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
             m_status->setText(error);
     });
     connect(exportButton, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export this layer"), m_sandbox + QStringLiteral(".policy.json"), tr("Policies (*.json)"));
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export this layer"), (m_sandbox.isEmpty() ? QStringLiteral("defaults") : m_sandbox) + QStringLiteral(".policy.json"), tr("Policies (*.json)"));
         QString error;
         if (!path.isEmpty())
             m_status->setText(exportFile(path, &error) ? tr("Exported to %1").arg(path) : error);
@@ -315,6 +321,7 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     tryLayout->addWidget(m_try);
     tryLayout->addWidget(m_tryAnswer);
     layout->addWidget(tryBox);
+    tryBox->setVisible(!sandbox.isEmpty()); // the checker needs a sandbox to ask about
     m_status->setWordWrap(true);
     m_status->setTextFormat(Qt::PlainText);
     layout->addWidget(m_status);
@@ -339,6 +346,25 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
 
 void PolicyEditor::load()
 {
+    if (m_sandbox.isEmpty()) { // the person's defaults: their layer over the built-in one
+        m_client.callAsync(QStringLiteral("policy.defaults.get"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return self->m_status->setText(r.error().message);
+            const QJsonObject o = r->toObject();
+            self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))}, {QStringLiteral("sources"), o.value(QStringLiteral("sources"))}});
+            self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset and its own layer apply on top. "
+                                     "Running sandboxes keep what they started with.")
+                                      .arg(o.value(QStringLiteral("file")).toString()));
+            self->m_saved = o.value(QStringLiteral("policy")).toObject();
+            self->editLayer(self->m_saved);
+            self->m_loaded = true;
+            self->updateDiff();
+            Q_EMIT self->loaded();
+        });
+        return;
+    }
     m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("effective"), true}},
                        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> effective) {
                            if (!self)
@@ -547,7 +573,9 @@ void PolicyEditor::apply()
 {
     const QJsonObject layer = edited();
     m_apply->setEnabled(false);
-    m_client.callAsync(QStringLiteral("policy.set"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("policy"), layer}},
+    const bool defaults = m_sandbox.isEmpty();
+    m_client.callAsync(defaults ? QStringLiteral("policy.defaults.set") : QStringLiteral("policy.set"),
+                       defaults ? QJsonObject{{QStringLiteral("policy"), layer}} : QJsonObject{{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("policy"), layer}},
                        [self = QPointer<PolicyEditor>(this), layer](Result<QJsonValue> r) {
                            if (!self)
                                return;
@@ -559,7 +587,8 @@ void PolicyEditor::apply()
                            }
                            self->m_saved = layer;
                            self->m_editedBase = layer;
-                           self->m_status->setText(tr("Applied: the next connection follows the new rules."));
+                           self->m_status->setText(self->m_sandbox.isEmpty() ? tr("Saved: sandboxes created from now on start from these defaults.")
+                                                                             : tr("Applied: the next connection and the next request follow the new rules."));
                            self->updateDiff();
                            Q_EMIT self->applied(true, {});
                        });

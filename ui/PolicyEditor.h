@@ -63,6 +63,7 @@ Q_SIGNALS:
 private:
     QTreeWidget *m_tree;
     QStringList m_newRow;
+    bool m_quiet = false;
 };
 
 // A running sandbox's policy, its own layer edited where the daemon lets a running sandbox
@@ -71,6 +72,7 @@ private:
 // from and exported to a file. Before anything is sent, the difference from the saved layer is
 // shown; a "what would happen" box asks the daemon's policy checker about a URL, a command or a
 // tool call as it is typed.
+// With no sandbox, it edits the person's defaults for new sandboxes (policy.defaults.*).
 class PolicyEditor final : public QDialog {
     Q_OBJECT
 public:

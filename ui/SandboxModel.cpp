@@ -2,6 +2,7 @@
 #include "SandboxModel.h"
 
 #include "client/DaemonClient.h"
+#include "model/DisplayText.h"
 
 #include <QColor>
 #include <QDateTime>
@@ -149,12 +150,29 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
         case Name: return s.value(QStringLiteral("name")).toString();
         case State: return s.value(QStringLiteral("state")).toString();
         case Network: return network == QLatin1String("full") ? tr("FULL (host network)") : network;
+        case Credentials: {
+            QStringList names;
+            for (const QJsonValue &g : s.value(QStringLiteral("credentials")).toArray())
+                names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
+            return names.join(QStringLiteral(", "));
+        }
         case Created: return QDateTime::fromString(s.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs).toLocalTime().toString(QStringLiteral("HH:mm:ss"));
         }
         return {};
     case Qt::ForegroundRole:
-        return index.column() == Network ? QVariant(networkColor(network)) : QVariant();
+        return index.column() == Network ? QVariant(networkColor(network)) : index.column() == Credentials ? QVariant(QColor(0x2a, 0x7a, 0xc0)) : QVariant();
     case Qt::ToolTipRole:
+        if (index.column() == Credentials) {
+            QStringList lines;
+            for (const QJsonValue &v : s.value(QStringLiteral("credentials")).toArray()) {
+                const QJsonObject g = v.toObject();
+                const bool file = g.contains(QStringLiteral("file"));
+                lines.append(tr("%1 as %2 %3").arg(display::escaped(g.value(QStringLiteral("secret")).toString(), 60),
+                                                   file ? tr("the file") : tr("the variable"),
+                                                   display::escaped(g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString(), 120)));
+            }
+            return lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n'));
+        }
         return index.column() == Network ? QVariant(network == QLatin1String("none")      ? tr("No network: an empty network namespace")
                                                     : network == QLatin1String("allowlist") ? tr("Only the destinations its policy allows, through the egress proxy")
                                                                                              : tr("The host's network, unrestricted"))
@@ -173,6 +191,7 @@ QVariant SandboxModel::headerData(int section, Qt::Orientation orientation, int 
     case Name: return tr("Sandbox");
     case State: return tr("State");
     case Network: return tr("Network");
+    case Credentials: return tr("Credentials");
     case Created: return tr("Created");
     }
     return {};

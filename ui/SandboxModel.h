@@ -14,12 +14,12 @@ namespace airlock::ui {
 
 // Hosts and their sandboxes, as the daemon reports them: a tree whose top level is the hosts
 // (this computer now; remote ones later) and whose children are sandboxes with name, state,
-// network mode (coloured: none, allowlist, full) and age. Refreshed from sandbox.list whenever a
+// network mode (coloured: none, allowlist, full), the credentials granted to it, and age. Refreshed from sandbox.list whenever a
 // sandbox event says something changed.
 class SandboxModel final : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum Column { Name, State, Network, Created, ColumnCount };
+    enum Column { Name, State, Network, Credentials, Created, ColumnCount };
     enum Role { SandboxIdRole = Qt::UserRole + 1, NetworkModeRole };
 
     explicit SandboxModel(DaemonClient &client, QObject *parent = nullptr);

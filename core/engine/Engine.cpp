@@ -358,6 +358,10 @@ QJsonObject Engine::describe(const Sandbox &s) const
     for (const Mount &m : s.spec().mounts)
         mounts.append(QJsonObject{{QStringLiteral("host"), m.hostPath}, {QStringLiteral("path"), m.sandboxPath},
                                   {QStringLiteral("writable"), m.writable}});
+    QJsonArray credentials; // what it is given: names and how, never values
+    for (const policy::CredentialGrant &g : s.policy().grants)
+        credentials.append(QJsonObject{{QStringLiteral("secret"), g.secret},
+                                       {g.file.isEmpty() ? QStringLiteral("env") : QStringLiteral("file"), g.file.isEmpty() ? g.env : g.file}});
     QJsonArray namespaces = {QStringLiteral("user"), QStringLiteral("mount"), QStringLiteral("pid"), QStringLiteral("ipc"),
                              QStringLiteral("uts"), QStringLiteral("cgroup")};
     if (s.spec().network != NetworkMode::Full)
@@ -374,6 +378,7 @@ QJsonObject Engine::describe(const Sandbox &s) const
             {QStringLiteral("mounts"), mounts},
             {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
             {QStringLiteral("preset"), s.policy().preset},
+            {QStringLiteral("credentials"), credentials},
             {QStringLiteral("policyVersion"), s.policyVersion()},
             {QStringLiteral("lastSeq"), double(s.lastSeq())},
             {QStringLiteral("isolation"),
@@ -392,6 +397,28 @@ QJsonArray Engine::listSandboxes() const
     for (const Sandbox *s : m_sandboxes)
         out.append(describe(*s));
     return out;
+}
+
+Result<QJsonObject> Engine::userDefaults() const
+{
+    auto layer = policy::readUserLayer(userPolicyFile());
+    if (!layer)
+        return layer.error();
+    auto effective = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}, {QStringLiteral("user"), *layer}});
+    if (!effective)
+        return effective.error();
+    return QJsonObject{{QStringLiteral("file"), userPolicyFile()},
+                       {QStringLiteral("policy"), *layer},
+                       {QStringLiteral("effective"), effective->document},
+                       {QStringLiteral("sources"), effective->sources}};
+}
+
+Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
+{
+    if (Status written = policy::writeUserLayer(userPolicyFile(), layer); !written)
+        return written;
+    logger()->info("user policy defaults changed by {}", by.toStdString());
+    return Ok{};
 }
 
 QString Engine::userPolicyFile() const

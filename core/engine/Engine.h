@@ -105,6 +105,10 @@ public:
     Status writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof);
     Status signal(const QString &ref, uint32_t exec, int signo);
     Result<int> signalAll(const QString &ref, int signo); // every running execution; how many
+    // The person's defaults for new sandboxes: {file, policy (their layer), effective, sources}.
+    Result<QJsonObject> userDefaults() const;
+    // Replaces them (validated, written atomically); sandboxes created from now on start from them.
+    Status setUserDefaults(const QJsonObject &layer, const QString &by);
     Status resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols);
     Result<QString> writeFile(const QString &ref, const QString &path, const QString &fallbackName,
                               QByteArrayView data, qint64 offset, bool truncate, int mode);

@@ -2,6 +2,9 @@
 #include "policy/Policy.h"
 
 #include <QFile>
+#include <QSaveFile>
+#include <QFileInfo>
+#include <QDir>
 #include <QHostAddress>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -309,19 +312,43 @@ Status validate(const QJsonObject &doc)
     return validateSpecSections(doc);
 }
 
+Result<QJsonObject> readUserLayer(const QString &userFile)
+{
+    QFile file(userFile);
+    if (!file.exists())
+        return QJsonObject{};
+    if (!file.open(QIODevice::ReadOnly))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("cannot read the user policy %1: %2").arg(userFile, file.errorString()));
+    QJsonParseError err{};
+    const QJsonDocument doc = QJsonDocument::fromJson(file.read(1024 * 1024), &err);
+    if (err.error != QJsonParseError::NoError || !doc.isObject())
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("the user policy %1 is not a JSON object (%2 at offset %3); fix or move it")
+                                                         .arg(userFile, err.errorString())
+                                                         .arg(err.offset));
+    return doc.object();
+}
+
+Status writeUserLayer(const QString &userFile, const QJsonObject &layer)
+{
+    if (Status valid = validate(layer); !valid)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message));
+    QDir().mkpath(QFileInfo(userFile).absolutePath());
+    QSaveFile file(userFile);
+    const QByteArray json = QJsonDocument(layer).toJson(QJsonDocument::Indented);
+    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner) || file.write(json) != json.size()
+        || !file.commit())
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot write the user policy %1: %2").arg(userFile, file.errorString()));
+    return Ok{};
+}
+
 Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile)
 {
     QList<Layer> layers{{QStringLiteral("builtin"), builtinDefaults()}};
-    if (QFile file(userFile); file.exists()) {
-        if (!file.open(QIODevice::ReadOnly))
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("cannot read the user policy %1: %2").arg(userFile, file.errorString()));
-        QJsonParseError err{};
-        const QJsonDocument doc = QJsonDocument::fromJson(file.read(1024 * 1024), &err);
-        if (err.error != QJsonParseError::NoError || !doc.isObject())
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("the user policy %1 is not a JSON object (%2 at offset %3); fix or move it")
-                                                             .arg(userFile, err.errorString())
-                                                             .arg(err.offset));
-        layers.append({QStringLiteral("user"), doc.object()});
+    if (QFile::exists(userFile)) {
+        auto user = readUserLayer(userFile);
+        if (!user)
+            return user.error();
+        layers.append({QStringLiteral("user"), *user});
     }
     const QString name = presetName.isEmpty() ? QStringLiteral("locked") : presetName;
     auto presetDoc = preset(name);

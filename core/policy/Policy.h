@@ -70,6 +70,11 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers);
 
 // A sandbox's layers: built-in defaults < the user's defaults (USERFILE, if it exists) < the preset
 // (locked unless named) < the sandbox's own overrides.
+// The user's own layer (their defaults for every new sandbox): {} when the file does not exist;
+// an error saying how to fix it when it cannot be read or is not a JSON object.
+Result<QJsonObject> readUserLayer(const QString &file);
+// Validated whole, then written atomically (0600, its directory created); a bad layer changes nothing.
+Status writeUserLayer(const QString &file, const QJsonObject &layer);
 Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile);
 
 // The sandbox layer for a create request: `overrides`, with what the spec states explicitly

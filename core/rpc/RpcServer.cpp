@@ -439,6 +439,18 @@ void RpcServer::registerHandlers()
             return reply(recording.error());
         reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client, s.run));
     });
+    // The person's defaults for every new sandbox (their layer, $XDG_CONFIG_HOME/airlock/policy.json).
+    m_handlers.insert(QStringLiteral("policy.defaults.get"), [this](Session &, const QJsonObject &, const Reply &reply) {
+        reply(m_engine.userDefaults());
+    });
+    m_handlers.insert(QStringLiteral("policy.defaults.set"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        if (!s.agent.isEmpty())
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot change policies")));
+        if (!p.value(QStringLiteral("policy")).isObject())
+            return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
+        const Status set = m_engine.setUserDefaults(p.value(QStringLiteral("policy")).toObject(), s.client);
+        reply(set ? m_engine.userDefaults() : Result<QJsonObject>(set.error()));
+    });
     m_handlers.insert(QStringLiteral("tools.list"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         if (!ref)

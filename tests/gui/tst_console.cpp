@@ -112,6 +112,59 @@ private Q_SLOTS:
         QVERIFY(!view.findNext());
     }
 
+    void selectingWithTheMouseCopiesExactlyThatText()
+    {
+        OutputView view;
+        view.resize(500, 200);
+        view.show();
+        view.append(1, "first line here\nsecond \x1b]52;c;eA==\x07 line\nthird\n");
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QTest::qWait(40); // a frame: laid out and painted
+        const int h = view.fontMetrics().lineSpacing();
+        const int w = view.fontMetrics().horizontalAdvance(QLatin1Char('M'));
+        auto at = [&](int column, int line) { return QPoint(4 + column * w + w / 4, line * h + h / 2); };
+        QTest::mousePress(view.viewport(), Qt::LeftButton, {}, at(6, 0));
+        QTest::mouseMove(view.viewport(), at(6, 1));
+        QTest::mouseRelease(view.viewport(), Qt::LeftButton, {}, at(6, 1));
+        QVERIFY(view.hasSelection());
+        QCOMPARE(view.selectedText(), QStringLiteral("line here\nsecond"));
+        QApplication::clipboard()->setText(QStringLiteral("before"));
+        QTest::keyClick(&view, Qt::Key_C, Qt::ControlModifier);
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("line here\nsecond"));
+        // The inert sequence is copied as it is shown, escaped: nothing live reaches the clipboard.
+        QTest::mouseDClick(view.viewport(), Qt::LeftButton, {}, at(0, 2));
+        QCOMPARE(view.selectedText(), QStringLiteral("third"));
+        view.selectAll();
+        QVERIFY(view.selectedText().contains(QLatin1String("second \\x1b]52;c;eA==\\x07 line")));
+        QVERIFY(!view.selectedText().contains(QLatin1Char('\x1b')));
+    }
+
+    void wrappingShowsLongLinesOnSeveralRows()
+    {
+        OutputView view;
+        view.resize(400, 300);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.append(1, QByteArray(QByteArray(1000, 'a') + "\nshort\n"));
+        QTest::qWait(40);
+        view.viewport()->repaint();
+        QCOMPARE(view.rowsPainted(), 3); // the long line, "short", the empty last line
+        view.setWrap(true);
+        view.viewport()->repaint();
+        const int columns = (view.viewport()->width() - 8) / view.fontMetrics().horizontalAdvance(QLatin1Char('M'));
+        QCOMPARE(view.rowsPainted(), (1000 + columns - 1) / columns + 2);
+        // A selection across the wrapped rows is still one line of text.
+        view.select({0, 10}, {0, 900});
+        QCOMPARE(view.selectedText(), QString(890, QLatin1Char('a')));
+        // Following the end with wrapping: the last lines are in view.
+        for (int i = 0; i < 200; ++i)
+            view.append(1, QByteArray(QByteArray("line ") + QByteArray::number(i) + "\n"));
+        QTest::qWait(40);
+        view.viewport()->repaint();
+        const OutputView::Position last = view.positionAt(QPoint(5, view.viewport()->height() - 2));
+        QVERIFY2(last.line >= 200, qPrintable(QString::number(last.line)));
+    }
+
     void memoryStaysBounded()
     {
         OutputDocument doc(10000);
@@ -150,6 +203,12 @@ private Q_SLOTS:
         QVERIFY(dialog.problem().startsWith(QLatin1String("Allowed hosts:")));
         dialog.allowEdit()->setText(QStringLiteral("Example.COM:443"));
         QCOMPARE(dialog.problem(), QString());
+        // Host folders: checked as typed by the daemon's own rules, mounted read-only unless :rw.
+        QTemporaryDir shared;
+        dialog.mountsEdit()->setText(QStringLiteral("relative/dir:/data"));
+        QVERIFY2(dialog.problem().startsWith(QLatin1String("Mounts: ")), qPrintable(dialog.problem()));
+        dialog.mountsEdit()->setText(shared.path() + QStringLiteral(":/data"));
+        QCOMPARE(dialog.problem(), QString());
         MainWindow window(*m_client);
         window.createSandbox(dialog.parameters());
         QVERIFY(QTest::qWaitFor([&] { return window.currentSandboxId() == window.sandboxModel()->sandbox(window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog"))).value(QStringLiteral("id")).toString()
@@ -158,6 +217,10 @@ private Q_SLOTS:
         QCOMPARE(info.value(QStringLiteral("policy")).toObject().value(QStringLiteral("network")).toObject().value(QStringLiteral("mode")).toString(), QStringLiteral("allowlist"));
         QCOMPARE(info.value(QStringLiteral("policy")).toObject().value(QStringLiteral("network")).toObject().value(QStringLiteral("allow")).toArray(),
                  QJsonArray{QStringLiteral("example.com:443")});
+        const QJsonArray mounts = sandboxInfo(*m_daemon, QStringLiteral("from-dialog")).value(QStringLiteral("mounts")).toArray();
+        QCOMPARE(mounts.size(), 1);
+        QCOMPARE(mounts.first().toObject().value(QStringLiteral("path")).toString(), QStringLiteral("/data"));
+        QCOMPARE(mounts.first().toObject().value(QStringLiteral("writable")).toBool(), false);
         window.deleteSelected();
         QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
     }
@@ -315,6 +378,12 @@ private Q_SLOTS:
         policy.write(R"({"credentials": {"grants": [{"secret": "GUI_TOKEN", "env": "TOKEN"}]}})");
         policy.close();
         QVERIFY(m_daemon->create(args("--name", "granted", "--policy", policy.fileName())) == QStringLiteral("granted"));
+        SandboxModel tree(*m_client); // its badge: the name of what it was given, never the value
+        tree.refresh();
+        QVERIFY(QTest::qWaitFor([&] { return tree.sandboxIndex(QStringLiteral("granted")).isValid(); }, 5000));
+        const QModelIndex badge = tree.sandboxIndex(QStringLiteral("granted")).siblingAtColumn(SandboxModel::Credentials);
+        QCOMPARE(tree.data(badge).toString(), QStringLiteral("GUI_TOKEN"));
+        QCOMPARE(tree.data(badge, Qt::ToolTipRole).toString(), QStringLiteral("GUI_TOKEN as the variable TOKEN"));
         QCOMPARE(execIn(*m_daemon, QStringLiteral("granted"), args("sh", "-c", "test \"$TOKEN\" = s3cr3t-from-the-gui && echo same")).out, QByteArray("same\n"));
         QCOMPARE(m_daemon->ctl(args("rm", "granted")).exitCode, 0);
         // Removed: gone from the list; removing again says it is not there.
@@ -326,6 +395,38 @@ private Q_SLOTS:
         QVERIFY(done.wait(5000));
         QVERIFY(!done.last().at(0).toBool());
         QVERIFY2(done.last().at(1).toString().startsWith(QLatin1String("Not removed: ")), qPrintable(done.last().at(1).toString()));
+    }
+
+    void yourDefaultsApplyToNewSandboxes()
+    {
+        PolicyEditor editor(*m_client, QString());
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        editor.commandRules()->addRow({QStringLiteral("deny"), QStringLiteral("wget"), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QCOMPARE(editor.diffText(), QStringLiteral("+ /commands/rules {\"command\":\"wget\",\"decision\":\"deny\"}"));
+        QSignalSpy applied(&editor, &PolicyEditor::applied);
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QVERIFY2(applied.at(0).at(0).toBool(), qPrintable(applied.at(0).at(1).toString()));
+        // Written where the daemon reads it, and a new sandbox starts from it, the value's layer "user".
+        QFile file(m_daemon->configDir() + QStringLiteral("/policy.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QVERIFY(file.readAll().contains("wget"));
+        QCOMPARE(int(file.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther)), 0);
+        QVERIFY(m_daemon->create(args("--name", "after-defaults")) == QStringLiteral("after-defaults"));
+        const QJsonObject shown = jsonObject(m_daemon->ctl(args("policy", "show", "after-defaults", "--effective", "--json")).out);
+        QCOMPARE(shown.value(QStringLiteral("sources")).toObject().value(QStringLiteral("/commands/rules/0")).toString(), QStringLiteral("user"));
+        // A layer the policy refuses changes nothing on disk.
+        auto refused = m_client->call(QStringLiteral("policy.defaults.set"), {{QStringLiteral("policy"), QJsonObject{{QStringLiteral("network"), QStringLiteral("open")}}}});
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().message.contains(QLatin1String("/network")), qPrintable(refused.error().message));
+        QVERIFY(file.seek(0) && file.readAll().contains("wget"));
+        // Back to none, for the tests after this one.
+        editor.commandRules()->setRows({});
+        Q_EMIT editor.commandRules()->changed();
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QCOMPARE(m_daemon->ctl(args("rm", "after-defaults")).exitCode, 0);
     }
 
     void aCommandTypedInTheWindowRunsInTheSandbox()
