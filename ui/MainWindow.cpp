@@ -463,7 +463,6 @@ void MainWindow::onSelectionChanged()
 
 void MainWindow::onEvent(const Event &event)
 {
-    m_model->onEvent(event);
     m_approvals->onEvent(event);
     if (event.sandbox != m_current)
         return;

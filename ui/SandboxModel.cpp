@@ -11,10 +11,38 @@
 namespace airlock::ui {
 
 namespace {
-constexpr quintptr kHostNode = 0; // internalId of a host row; sandbox rows carry host + 1
+constexpr quintptr kHostNode = 0; // internalId of a host row; sandbox rows carry their host's row + 1
 }
 
-SandboxModel::SandboxModel(DaemonClient &client, QObject *parent) : QAbstractItemModel(parent), m_client(client) {}
+SandboxModel::SandboxModel(QObject *parent) : QAbstractItemModel(parent) {}
+
+SandboxModel::SandboxModel(DaemonClient &client, QObject *parent) : QAbstractItemModel(parent)
+{
+    addHost(tr("This computer"), client);
+}
+
+int SandboxModel::addHost(const QString &name, DaemonClient &client)
+{
+    const int row = int(m_hosts.size());
+    beginInsertRows({}, row, row);
+    m_hosts.append({name, &client, {}, false, false});
+    endInsertRows();
+    connect(&client, &DaemonClient::eventReceived, this, [this, row](const Event &event) {
+        if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
+            refreshHost(row);
+    });
+    auto stateChanged = [this, row] { Q_EMIT dataChanged(index(row, State), index(row, State)); };
+    connect(&client, &DaemonClient::disconnected, this, stateChanged);
+    return row;
+}
+
+DaemonClient *SandboxModel::hostClient(const QModelIndex &i) const
+{
+    if (!i.isValid())
+        return nullptr;
+    const qsizetype host = i.internalId() == kHostNode ? i.row() : qsizetype(i.internalId()) - 1;
+    return host < m_hosts.size() ? m_hosts[host].client : nullptr;
+}
 
 QColor SandboxModel::networkColor(const QString &mode)
 {
@@ -27,76 +55,84 @@ QColor SandboxModel::networkColor(const QString &mode)
 
 void SandboxModel::refresh()
 {
-    if (m_refreshing) {
-        m_again = true; // one more once this answer is in: nothing is missed, nothing piles up
+    for (int host = 0; host < m_hosts.size(); ++host)
+        refreshHost(host);
+}
+
+void SandboxModel::refreshHost(int host)
+{
+    Host &h = m_hosts[host];
+    if (h.refreshing) {
+        h.again = true; // one more once this answer is in: nothing is missed, nothing piles up
         return;
     }
-    m_refreshing = true;
+    h.refreshing = true;
     // The answer may come after this model is gone.
-    m_client.callAsync(QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxModel>(this)](Result<QJsonValue> r) {
+    h.client->callAsync(QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxModel>(this), host](Result<QJsonValue> r) {
         if (!self)
             return;
-        self->m_refreshing = false;
+        Host &h = self->m_hosts[host];
+        h.refreshing = false;
         if (r)
-            self->setSandboxes(r->toObject().value(QStringLiteral("sandboxes")).toArray());
-        if (std::exchange(self->m_again, false))
-            self->refresh();
+            self->setSandboxes(host, r->toObject().value(QStringLiteral("sandboxes")).toArray());
+        Q_EMIT self->dataChanged(self->index(host, State), self->index(host, State)); // connected or not
+        if (std::exchange(h.again, false))
+            self->refreshHost(host);
     });
 }
 
-void SandboxModel::onEvent(const Event &event)
+void SandboxModel::setSandboxes(int hostRow, const QJsonArray &list)
 {
-    if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
-        refresh();
-}
-
-void SandboxModel::setSandboxes(const QJsonArray &list)
-{
+    QList<QJsonObject> &sandboxes = m_hosts[hostRow].sandboxes;
     QList<QJsonObject> next;
     for (const QJsonValue &v : list)
         next.append(v.toObject());
     std::sort(next.begin(), next.end(), [](const QJsonObject &a, const QJsonObject &b) {
         return a.value(QStringLiteral("name")).toString() < b.value(QStringLiteral("name")).toString();
     });
-    const QModelIndex host = index(0, 0);
+    const QModelIndex host = index(hostRow, 0);
     // Rows that stay keep their place (and the selection); only what changed moves.
-    for (qsizetype i = m_sandboxes.size() - 1; i >= 0; --i) {
-        const QString id = m_sandboxes[i].value(QStringLiteral("id")).toString();
+    for (qsizetype i = sandboxes.size() - 1; i >= 0; --i) {
+        const QString id = sandboxes[i].value(QStringLiteral("id")).toString();
         if (std::none_of(next.cbegin(), next.cend(), [&](const QJsonObject &o) { return o.value(QStringLiteral("id")).toString() == id; })) {
             beginRemoveRows(host, int(i), int(i));
-            m_sandboxes.removeAt(i);
+            sandboxes.removeAt(i);
             endRemoveRows();
         }
     }
     for (qsizetype i = 0; i < next.size(); ++i) {
         const QString id = next[i].value(QStringLiteral("id")).toString();
-        const auto at = std::find_if(m_sandboxes.begin(), m_sandboxes.end(), [&](const QJsonObject &o) { return o.value(QStringLiteral("id")).toString() == id; });
-        if (at == m_sandboxes.end()) {
+        const auto at = std::find_if(sandboxes.begin(), sandboxes.end(), [&](const QJsonObject &o) { return o.value(QStringLiteral("id")).toString() == id; });
+        if (at == sandboxes.end()) {
             beginInsertRows(host, int(i), int(i));
-            m_sandboxes.insert(i, next[i]);
+            sandboxes.insert(i, next[i]);
             endInsertRows();
         } else {
             *at = next[i];
         }
     }
-    if (!m_sandboxes.isEmpty())
-        Q_EMIT dataChanged(index(0, 0, host), index(int(m_sandboxes.size()) - 1, ColumnCount - 1, host));
+    if (!sandboxes.isEmpty())
+        Q_EMIT dataChanged(index(0, 0, host), index(int(sandboxes.size()) - 1, ColumnCount - 1, host));
     Q_EMIT refreshed();
 }
 
-QModelIndex SandboxModel::sandboxIndex(const QString &nameOrId) const
+QModelIndex SandboxModel::sandboxIndex(const QString &nameOrId, int host) const
 {
-    for (qsizetype i = 0; i < m_sandboxes.size(); ++i)
-        if (m_sandboxes[i].value(QStringLiteral("name")).toString() == nameOrId || m_sandboxes[i].value(QStringLiteral("id")).toString() == nameOrId)
-            return index(int(i), 0, index(0, 0));
+    for (int h = host < 0 ? 0 : host; h < (host < 0 ? m_hosts.size() : std::min<qsizetype>(host + 1, m_hosts.size())); ++h) {
+        const QList<QJsonObject> &sandboxes = m_hosts[h].sandboxes;
+        for (qsizetype i = 0; i < sandboxes.size(); ++i)
+            if (sandboxes[i].value(QStringLiteral("name")).toString() == nameOrId || sandboxes[i].value(QStringLiteral("id")).toString() == nameOrId)
+                return index(int(i), 0, index(h, 0));
+    }
     return {};
 }
 
 QJsonObject SandboxModel::sandbox(const QModelIndex &i) const
 {
-    if (!i.isValid() || i.internalId() == kHostNode || i.row() >= m_sandboxes.size())
+    if (!i.isValid() || i.internalId() == kHostNode)
         return {};
-    return m_sandboxes.at(i.row());
+    const qsizetype host = qsizetype(i.internalId()) - 1;
+    return host < m_hosts.size() ? m_hosts[host].sandboxes.value(i.row()) : QJsonObject();
 }
 
 QModelIndex SandboxModel::index(int row, int column, const QModelIndex &parent) const
@@ -104,9 +140,9 @@ QModelIndex SandboxModel::index(int row, int column, const QModelIndex &parent) 
     if (row < 0 || column < 0 || column >= ColumnCount)
         return {};
     if (!parent.isValid())
-        return row == 0 ? createIndex(row, column, kHostNode) : QModelIndex();
-    if (parent.internalId() == kHostNode && parent.column() == 0 && row < m_sandboxes.size())
-        return createIndex(row, column, quintptr(1));
+        return row < m_hosts.size() ? createIndex(row, column, kHostNode) : QModelIndex();
+    if (parent.internalId() == kHostNode && parent.column() == 0 && parent.row() < m_hosts.size() && row < m_hosts[parent.row()].sandboxes.size())
+        return createIndex(row, column, quintptr(parent.row()) + 1);
     return {};
 }
 
@@ -114,15 +150,15 @@ QModelIndex SandboxModel::parent(const QModelIndex &child) const
 {
     if (!child.isValid() || child.internalId() == kHostNode)
         return {};
-    return createIndex(0, 0, kHostNode);
+    return createIndex(int(child.internalId() - 1), 0, kHostNode);
 }
 
 int SandboxModel::rowCount(const QModelIndex &parent) const
 {
     if (!parent.isValid())
-        return 1;
-    if (parent.internalId() == kHostNode && parent.column() == 0)
-        return int(m_sandboxes.size());
+        return int(m_hosts.size());
+    if (parent.internalId() == kHostNode && parent.column() == 0 && parent.row() < m_hosts.size())
+        return int(m_hosts[parent.row()].sandboxes.size());
     return 0;
 }
 
@@ -136,13 +172,16 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
     if (!index.isValid())
         return {};
     if (index.internalId() == kHostNode) {
+        const Host &host = m_hosts.at(index.row());
         if (role == Qt::DisplayRole && index.column() == Name)
-            return tr("This computer");
+            return host.name;
         if (role == Qt::DisplayRole && index.column() == State)
-            return m_client.isConnected() ? tr("connected") : tr("not connected");
+            return host.client->isConnected() ? tr("connected") : tr("not connected");
+        if (role == HostRole)
+            return index.row();
         return {};
     }
-    const QJsonObject s = m_sandboxes.value(index.row());
+    const QJsonObject s = sandbox(index);
     const QString network = s.value(QStringLiteral("network")).toString();
     switch (role) {
     case Qt::DisplayRole:
@@ -178,6 +217,7 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
                                                                                              : tr("The host's network, unrestricted"))
                                          : QVariant();
     case SandboxIdRole: return s.value(QStringLiteral("id")).toString();
+    case HostRole: return int(index.internalId() - 1);
     case NetworkModeRole: return network;
     }
     return {};

@@ -12,20 +12,27 @@ struct Event;
 
 namespace airlock::ui {
 
-// Hosts and their sandboxes, as the daemon reports them: a tree whose top level is the hosts
-// (this computer now; remote ones later) and whose children are sandboxes with name, state,
-// network mode (coloured: none, allowlist, full), the credentials granted to it, and age. Refreshed from sandbox.list whenever a
-// sandbox event says something changed.
+// Hosts and their sandboxes, as each host's daemon reports them: a tree whose top level is the
+// hosts (this computer first; remote ones are added the same way) and whose children are
+// sandboxes with name, state, network mode (coloured: none, allowlist, full), the credentials
+// granted to it, and age. Each host's list is refreshed from its own sandbox.list whenever one of
+// its events says something changed.
 class SandboxModel final : public QAbstractItemModel {
     Q_OBJECT
 public:
     enum Column { Name, State, Network, Credentials, Created, ColumnCount };
-    enum Role { SandboxIdRole = Qt::UserRole + 1, NetworkModeRole };
+    enum Role { SandboxIdRole = Qt::UserRole + 1, NetworkModeRole, HostRole };
 
+    explicit SandboxModel(QObject *parent = nullptr);
+    // The usual console: this computer's daemon as the one host.
     explicit SandboxModel(DaemonClient &client, QObject *parent = nullptr);
-    void refresh();
-    void onEvent(const Event &event);
-    QModelIndex sandboxIndex(const QString &nameOrId) const;
+
+    int addHost(const QString &name, DaemonClient &client); // its row; follows its events
+    int hostCount() const { return int(m_hosts.size()); }
+    DaemonClient *hostClient(const QModelIndex &index) const; // of a host row or of a sandbox under it
+    void refresh(); // every host
+
+    QModelIndex sandboxIndex(const QString &nameOrId, int host = -1) const; // -1: the first host that has it
     QJsonObject sandbox(const QModelIndex &index) const;
 
     QModelIndex index(int row, int column, const QModelIndex &parent = {}) const override;
@@ -41,11 +48,16 @@ Q_SIGNALS:
     void refreshed();
 
 private:
-    void setSandboxes(const QJsonArray &list);
+    struct Host {
+        QString name;
+        DaemonClient *client = nullptr;
+        QList<QJsonObject> sandboxes;
+        bool refreshing = false, again = false;
+    };
+    void refreshHost(int host);
+    void setSandboxes(int host, const QJsonArray &list);
 
-    DaemonClient &m_client;
-    QList<QJsonObject> m_sandboxes; // of the one host for now
-    bool m_refreshing = false, m_again = false;
+    QList<Host> m_hosts;
 };
 
 } // namespace airlock::ui

@@ -179,7 +179,6 @@ private Q_SLOTS:
     {
         SandboxModel model(*m_client);
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        connect(m_client.get(), &DaemonClient::eventReceived, &model, &SandboxModel::onEvent);
         QVERIFY(m_client->call(QStringLiteral("events.subscribe")));
         model.refresh();
         QCOMPARE(m_daemon->create(args("--name", "gui-a")), QStringLiteral("gui-a"));
@@ -191,6 +190,39 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->ctl(args("rm", "gui-b")).exitCode, 0);
         QVERIFY(QTest::qWaitFor([&] { return !model.sandboxIndex(QStringLiteral("gui-b")).isValid(); }, 5000));
         QVERIFY(model.sandboxIndex(QStringLiteral("gui-a")).isValid());
+    }
+
+    void theTreeHoldsSeveralHosts()
+    {
+        // A second daemon as a second host: each host's sandboxes under it, each list from its own daemon.
+        TestDaemon other;
+        QVERIFY(other.start());
+        auto otherClient = other.connect();
+        QVERIFY(otherClient && otherClient->call(QStringLiteral("events.subscribe")));
+        QVERIFY(m_client->call(QStringLiteral("events.subscribe")));
+        SandboxModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(model.addHost(QStringLiteral("This computer"), *m_client), 0);
+        QCOMPARE(model.addHost(QStringLiteral("build box"), *otherClient), 1);
+        QCOMPARE(other.create(args("--name", "on-other")), QStringLiteral("on-other"));
+        model.refresh();
+        QVERIFY(QTest::qWaitFor([&] { return model.sandboxIndex(QStringLiteral("on-other")).isValid(); }, 5000));
+        const QModelIndex remote = model.sandboxIndex(QStringLiteral("on-other"));
+        QCOMPARE(remote.parent().row(), 1);
+        QCOMPARE(model.data(remote.parent()).toString(), QStringLiteral("build box"));
+        QCOMPARE(model.hostClient(remote), otherClient.get());
+        QVERIFY(!model.sandboxIndex(QStringLiteral("on-other"), 0).isValid()); // not on this computer
+        QVERIFY(model.sandboxIndex(QStringLiteral("gui-a"), 0).isValid());
+        QCOMPARE(model.hostClient(model.sandboxIndex(QStringLiteral("gui-a"))), m_client.get());
+        // An event on one host refreshes that host's list only.
+        QCOMPARE(other.ctl(args("rm", "on-other")).exitCode, 0);
+        QVERIFY(QTest::qWaitFor([&] { return !model.sandboxIndex(QStringLiteral("on-other")).isValid(); }, 5000));
+        QCOMPARE(model.rowCount(model.index(1, 0)), 0);
+        QVERIFY(model.sandboxIndex(QStringLiteral("gui-a")).isValid());
+        // A host that goes away says so on its row.
+        other.stop();
+        QVERIFY(QTest::qWaitFor([&] { return model.data(model.index(1, SandboxModel::State)).toString() == QLatin1String("not connected"); }, 5000));
+        QCOMPARE(model.data(model.index(0, SandboxModel::State)).toString(), QStringLiteral("connected"));
     }
 
     void aSandboxMadeInTheDialogAppearsInTheTree()
