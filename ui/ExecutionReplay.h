@@ -23,7 +23,7 @@ public:
     qint64 bytesRead() const { return m_bytes; }
 
 Q_SIGNALS:
-    void chunk(int stream, const QByteArray &data);
+    void chunk(int stream, const QByteArray &data, qint64 offset); // offset: of data[0] in its stream
     void finished(qint64 execution);
     void failed(const QString &message);
 

@@ -5,6 +5,7 @@
 #include "model/DisplayText.h"
 
 #include <QBrush>
+#include <QTextDocument>
 #include <QColor>
 #include <QDateTime>
 #include <QJsonArray>
@@ -96,7 +97,11 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
     }
     if (role == Qt::TextAlignmentRole && (index.column() == Id || index.column() == Exit || index.column() == Duration || index.column() == Output))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
-    if (role != Qt::DisplayRole && role != Qt::ToolTipRole)
+    if (role == Qt::ToolTipRole) { // as plain text whatever it holds: Qt would guess rich text from a '<'
+        const QVariant text = data(index, FullTextRole);
+        return text.isValid() ? QVariant(Qt::convertFromPlainText(text.toString())) : text;
+    }
+    if (role != Qt::DisplayRole && role != FullTextRole)
         return {};
     const qint64 started = qint64(e.value(QStringLiteral("startedMs")).toDouble());
     switch (index.column()) {
@@ -109,7 +114,7 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
     }
     case Run: return display::escaped(e.value(QStringLiteral("run")).toString(), 80);
     case Command:
-        return display::commandLine(e.value(QStringLiteral("argv")).toArray(), role == Qt::ToolTipRole ? 2000 : 200);
+        return display::commandLine(e.value(QStringLiteral("argv")).toArray(), role == FullTextRole ? 2000 : 200);
     case Status: return status;
     case Exit: {
         if (e.value(QStringLiteral("exitCode")).isDouble())

@@ -12,7 +12,7 @@ class HistoryModel final : public PagedModel {
     Q_OBJECT
 public:
     enum Column { Id, Sandbox, Run, Command, Status, Exit, Started, Duration, Output, ColumnCount };
-    enum Role { ExecutionRole = Qt::UserRole + 1 }; // the whole row, as the daemon sent it
+    enum Role { ExecutionRole = Qt::UserRole + 1, FullTextRole }; // the whole row; a cell unabridged
 
     struct Filter {
         QString sandbox, run, status, text;

@@ -95,7 +95,7 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_details->setTextFormat(Qt::PlainText);
     m_details->setWordWrap(true);
     m_details->setContentsMargins(6, 4, 6, 4);
-    connect(m_replay, &ExecutionReplay::chunk, m_output, &OutputView::append);
+    connect(m_replay, &ExecutionReplay::chunk, m_output, [this](int stream, const QByteArray &data) { m_output->append(stream, data); });
     connect(m_replay, &ExecutionReplay::failed, this, [this](const QString &message) { showStatus(tr("Cannot replay: %1").arg(message), true); });
     connect(m_replay, &ExecutionReplay::finished, this, [this] {
         for (int row = 0; row < m_model->rowCount(); ++row) {
@@ -181,7 +181,9 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         const QString name = !run.isEmpty() ? run : m_run->text().trimmed();
         if (name.isEmpty())
             return showStatus(tr("Select an execution of the run to export (or filter by run)"), true);
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1").arg(name), name + QStringLiteral(".airlock.jsonl"),
+        QString suggested = name; // a run's name is an agent's choice: never a path
+        suggested.replace(QLatin1Char('/'), QLatin1Char('_')).replace(QLatin1Char(':'), QLatin1Char('_'));
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1").arg(display::escaped(name, 100)), suggested + QStringLiteral(".airlock.jsonl"),
                                                           tr("Airlock bundles (*.jsonl)"));
         if (!path.isEmpty())
             exportRun(name, path);

@@ -8,6 +8,7 @@
 #include "PolicyEditor.h"
 #include "OutputView.h"
 #include "SandboxModel.h"
+#include "SandboxConsole.h"
 #include "SecretsDialog.h"
 #include "Theme.h"
 #include "client/DaemonClient.h"
@@ -46,7 +47,7 @@ namespace airlock::ui {
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
       m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
-      m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
+      m_console(new SandboxConsole(client, *m_output, this)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
 {
     setWindowTitle(tr("Airlock"));
     resize(1400, 760);
@@ -448,7 +449,7 @@ void MainWindow::onSelectionChanged()
         return;
     m_current = id;
     m_running.clear();
-    m_output->clear();
+    m_console->show(id); // what ran before, from the history, then live
     m_command->setEnabled(!id.isEmpty());
     for (QAction *action : std::as_const(m_perSandbox))
         action->setEnabled(!id.isEmpty());
@@ -464,16 +465,9 @@ void MainWindow::onSelectionChanged()
 void MainWindow::onEvent(const Event &event)
 {
     m_approvals->onEvent(event);
-    if (event.sandbox != m_current)
-        return;
-    if (event.isOutput()) {
-        m_output->append(event.stream, event.data);
-    } else if (event.kind == QLatin1String("exec.started")) {
-        m_output->beginExecution(event.payload.value(QStringLiteral("argv")).toArray(), event.exec);
-    } else if (event.kind == QLatin1String("exec.exited")) {
+    m_console->onEvent(event);
+    if (event.sandbox == m_current && event.kind == QLatin1String("exec.exited"))
         m_running.removeAll(event.exec);
-        m_output->endExecution(event.exec, event.payload.value(QStringLiteral("status")).toString(), event.payload.value(QStringLiteral("exitCode")));
-    }
 }
 
 void MainWindow::runCommand()

@@ -27,6 +27,7 @@ namespace airlock::ui {
 class ApprovalsDock;
 class HistoryWindow;
 class OutputView;
+class SandboxConsole;
 class SandboxModel;
 
 // The console's main window: hosts and sandboxes on the left; on the right the selected sandbox's
@@ -43,6 +44,7 @@ public:
     QLineEdit *findLine() const { return m_find; }
     QTreeView *sandboxTree() const { return m_tree; }
     ApprovalsDock *approvals() const { return m_approvals; }
+    SandboxConsole *console() const { return m_console; }
     // Selects a sandbox by name or id (as a click would); false when there is none.
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
@@ -88,6 +90,7 @@ private:
     QLineEdit *m_command;
     QLineEdit *m_find;
     ApprovalsDock *m_approvals;
+    SandboxConsole *m_console;
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox
     QSystemTrayIcon *m_tray = nullptr;

@@ -39,9 +39,23 @@ public:
         if (isAscii(utf8))
             m_doc.appendText(QLatin1StringView(utf8.data(), utf8.size()), m_style);
         else if (utf8.size() >= 2 && utf8.size() <= 4)
-            m_doc.appendText(QStringView(QChar::fromUcs4(decodeOne(utf8))), m_style);
+            character(decodeOne(utf8));
         else
-            m_doc.appendText(QStringView(QString::fromUtf8(utf8)), m_style);
+            for (const char32_t c : QStringView(QString::fromUtf8(utf8)).toUcs4())
+                character(c);
+    }
+    // Bidi controls, zero-width and other format characters, and line/paragraph separators would
+    // reorder or hide what is drawn (and travel along when copied): shown as what they are, inert.
+    void character(char32_t c)
+    {
+        const QChar::Category category = QChar::category(c);
+        if (category != QChar::Other_Format && category != QChar::Separator_Line && category != QChar::Separator_Paragraph) {
+            m_doc.appendText(QStringView(QChar::fromUcs4(c)), m_style);
+            return;
+        }
+        TextStyle inert = m_style;
+        inert.inert = true;
+        m_doc.appendText(QStringView(QStringLiteral("\\u{%1}").arg(uint(c), 0, 16)), inert);
     }
     void control(char c) override
     {

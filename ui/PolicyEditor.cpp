@@ -309,8 +309,7 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_tabs, 3);
     layout->addWidget(new QLabel(tr("Changes, against the saved policy:")));
-    m_diff->setReadOnly(true);
-    m_diff->setMaximumBlockCount(500);
+    m_diff->setReadOnly(true); // every line, however many: a change must not scroll out of the record
     m_diff->setFont(mono);
     layout->addWidget(m_diff, 1);
     auto *tryBox = new QGroupBox(tr("What would happen"));
@@ -559,6 +558,8 @@ void PolicyEditor::updateDiff()
     QStringList lines = changes.lines;
     if (changes.reordered)
         lines.append(tr("(the same rules in another order)"));
+    if (lines.size() > 20) // many: the count first, so none is mistaken for all of them
+        lines.prepend(tr("%n changes:", nullptr, int(changes.lines.size())));
     m_diff->setPlainText(lines.isEmpty() ? tr("(no changes)") : lines.join(QLatin1Char('\n')));
     m_json->setPlainText(QString::fromUtf8(QJsonDocument(layer).toJson(QJsonDocument::Indented)));
     const QString invalid = problem();

@@ -7,6 +7,7 @@
 #include <QColor>
 #include <QDateTime>
 #include <QPointer>
+#include <QTextDocument>
 
 namespace airlock::ui {
 
@@ -210,7 +211,7 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
                                                    file ? tr("the file") : tr("the variable"),
                                                    display::escaped(g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString(), 120)));
             }
-            return lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n'));
+            return Qt::convertFromPlainText(lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n')));
         }
         return index.column() == Network ? QVariant(network == QLatin1String("none")      ? tr("No network: an empty network namespace")
                                                     : network == QLatin1String("allowlist") ? tr("Only the destinations its policy allows, through the egress proxy")

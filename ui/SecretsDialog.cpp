@@ -75,7 +75,9 @@ SecretsDialog::SecretsDialog(DaemonClient &client, QWidget *parent)
         QFile file(path);
         if (!file.open(QIODevice::ReadOnly))
             return showStatus(tr("Cannot read %1: %2").arg(path, file.errorString()), true);
-        setValue(file.read(1024 * 1024));
+        if (file.size() > 1024 * 1024) // never a silently shortened secret
+            return showStatus(tr("%1 is larger than 1 MiB: not a secret this store keeps").arg(path), true);
+        setValue(file.readAll());
     });
     updateSet();
     connect(m_list, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem *item) {

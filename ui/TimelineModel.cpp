@@ -6,6 +6,7 @@
 #include "model/DisplayText.h"
 
 #include <QBrush>
+#include <QTextDocument>
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -19,7 +20,7 @@ QStringList TimelineModel::kindPrefixes(int categories)
     if ((categories & All) == All)
         return {}; // everything: no condition at all
     static const std::pair<int, QStringList> table[] = {
-        {Executions, {QStringLiteral("exec.started"), QStringLiteral("exec.exited"), QStringLiteral("exec.truncated")}},
+        {Executions, {QStringLiteral("exec.started"), QStringLiteral("exec.exited"), QStringLiteral("exec.truncated"), QStringLiteral("command.")}},
         {Approvals, {QStringLiteral("approval.")}},
         {Network, {QStringLiteral("network.")}},
         {Credentials, {QStringLiteral("credential.")}},
@@ -27,7 +28,8 @@ QStringList TimelineModel::kindPrefixes(int categories)
         {Policy, {QStringLiteral("policy.")}},
         {Sandboxes, {QStringLiteral("sandbox.")}},
     };
-    QStringList prefixes;
+    // Whatever is shown, a note that events were not recorded (rate-limited) is shown with it.
+    QStringList prefixes{QStringLiteral("events.suppressed")};
     for (const auto &[category, kinds] : table)
         if (categories & category)
             prefixes += kinds;
@@ -113,12 +115,16 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
             return QBrush(SandboxModel::networkColor(QStringLiteral("allowlist")));
         return {};
     }
-    if (role != Qt::DisplayRole && role != Qt::ToolTipRole)
+    if (role == Qt::ToolTipRole) { // as plain text whatever it holds: Qt would guess rich text from a '<'
+        const QVariant text = data(index, FullTextRole);
+        return text.isValid() ? QVariant(Qt::convertFromPlainText(text.toString())) : text;
+    }
+    if (role != Qt::DisplayRole && role != FullTextRole)
         return {};
     switch (index.column()) {
     case Time: {
         const QDateTime t = QDateTime::fromMSecsSinceEpoch(qint64(e.value(QStringLiteral("timeMs")).toDouble()));
-        return t.toString(role == Qt::ToolTipRole ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("HH:mm:ss.zzz"));
+        return t.toString(role == FullTextRole ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("HH:mm:ss.zzz"));
     }
     case Sandbox: {
         const QString id = e.value(QStringLiteral("sandbox")).toString();

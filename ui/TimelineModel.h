@@ -16,7 +16,7 @@ class TimelineModel final : public PagedModel {
 public:
     enum Column { Time, Sandbox, Kind, Details, ColumnCount };
     enum Category { Executions = 1, Approvals = 2, Network = 4, Credentials = 8, Tools = 16, Policy = 32, Sandboxes = 64, All = 127 };
-    enum Role { EventRole = Qt::UserRole + 1 };
+    enum Role { EventRole = Qt::UserRole + 1, FullTextRole };
 
     explicit TimelineModel(DaemonClient &client, QObject *parent = nullptr);
 

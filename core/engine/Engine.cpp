@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/Engine.h"
 
+#include "model/DisplayText.h"
+
 #include "approval/ApprovalBroker.h"
 #include "log/Log.h"
 #include "net/EgressProxy.h"
@@ -417,7 +419,7 @@ Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
 {
     if (Status written = policy::writeUserLayer(userPolicyFile(), layer); !written)
         return written;
-    logger()->info("user policy defaults changed by {}", by.toStdString());
+    logger()->info("user policy defaults changed by {}", display::escaped(by, 200).toStdString());
     return Ok{};
 }
 

@@ -71,10 +71,16 @@ Result<ExportBundle::Checked> ExportBundle::verify(const QByteArray &bundle)
         const QJsonObject doc = whole.object();
         if (doc.value(QStringLiteral("format")).toString() != QLatin1String(kFormat))
             return failure(QStringLiteral("not an Airlock history export (format is not %1)").arg(QLatin1String(kFormat)));
-        for (const QJsonValue &r : doc.value(QStringLiteral("records")).toArray()) {
+        const QJsonArray all = doc.value(QStringLiteral("records")).toArray();
+        for (const QJsonValue &r : all) {
+            if (!r.isObject())
+                return failure(QStringLiteral("not an Airlock history export: record %1 is not an object").arg(records));
             hash.addData(line(r.toObject()));
             ++records;
         }
+        // The document's own run must be the one its (hashed) header names.
+        if (all.isEmpty() || all.first().toObject().value(QStringLiteral("run")) != doc.value(QStringLiteral("run")))
+            return failure(QStringLiteral("the bundle was changed: its run does not match its header record"));
         claimed = doc.value(QStringLiteral("sha256")).toString().toLatin1();
     } else {
         // jsonl: the last line holds the SHA-256 of every byte before it.
@@ -92,7 +98,8 @@ Result<ExportBundle::Checked> ExportBundle::verify(const QByteArray &bundle)
     }
     const QByteArray computed = hash.result().toHex();
     if (claimed != computed)
-        return failure(QStringLiteral("the bundle was changed: its content hashes to %1, it claims %2")
+        return failure(QStringLiteral("the bundle was changed or damaged: its content hashes to %1, it claims %2 (the digest catches "
+                                      "damage and careless edits, not someone who recomputes it)")
                            .arg(QString::fromLatin1(computed), QString::fromLatin1(claimed)));
     return Checked{records, QString::fromLatin1(computed)};
 }

@@ -183,13 +183,19 @@ Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
         }
         where.conditions.append(QLatin1Char('(') + any.join(QStringLiteral(" OR ")) + QLatin1Char(')'));
     }
-    if (!query.after.isEmpty())
+    // One sandbox's events are in time order by their sequence numbers, its primary key: pages
+    // follow the key. A run's come from several sandboxes and are ordered by time.
+    const bool bySeq = query.run.isEmpty();
+    if (!query.after.isEmpty() && bySeq)
+        where.add(QStringLiteral("v.seq > ?"), {qint64(query.after.value(QStringLiteral("seq")).toDouble())});
+    else if (!query.after.isEmpty())
         where.add(QStringLiteral("(v.time_ms, v.sandbox_id, v.seq) > (?, ?, ?)"),
                   {qint64(query.after.value(QStringLiteral("timeMs")).toDouble()), query.after.value(QStringLiteral("sandbox")).toString(),
                    qint64(query.after.value(QStringLiteral("seq")).toDouble())});
     const int limit = std::clamp(query.limit, 1, 5000);
-    const QByteArray statement = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload FROM events v ")
-                                  + where.sql() + QStringLiteral(" ORDER BY v.time_ms, v.sandbox_id, v.seq LIMIT %1").arg(limit + 1))
+    const QByteArray statement = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload FROM events v ") + where.sql()
+                                  + (bySeq ? QStringLiteral(" ORDER BY v.sandbox_id, v.seq") : QStringLiteral(" ORDER BY v.time_ms, v.sandbox_id, v.seq"))
+                                  + QStringLiteral(" LIMIT %1").arg(limit + 1))
                                      .toUtf8();
     sql::Stmt st(db, statement.constData());
     if (!st.prepared())

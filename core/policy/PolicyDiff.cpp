@@ -3,16 +3,18 @@
 
 #include "model/DisplayText.h"
 
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 
 namespace airlock::policy {
 
 namespace {
+// Whole, never elided: what is cut off could be the part that matters ("decision": "allow").
 QString scalar(const QJsonValue &v)
 {
     if (v.isString())
-        return display::escaped(v.toString(), 200);
+        return display::escaped(v.toString());
     if (v.isBool())
         return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
     if (v.isDouble())
@@ -20,13 +22,13 @@ QString scalar(const QJsonValue &v)
     if (v.isNull())
         return QStringLiteral("null");
     const QJsonDocument doc = v.isArray() ? QJsonDocument(v.toArray()) : QJsonDocument(v.toObject());
-    return display::escaped(QString::fromUtf8(doc.toJson(QJsonDocument::Compact)), 300);
+    return display::escaped(QString::fromUtf8(doc.toJson(QJsonDocument::Compact)));
 }
 
 void walk(const QJsonObject &object, const QString &prefix, QList<std::pair<QString, QString>> &out)
 {
     for (auto it = object.begin(); it != object.end(); ++it) {
-        const QString pointer = prefix + QLatin1Char('/') + it.key();
+        const QString pointer = prefix + QLatin1Char('/') + display::escaped(it.key()); // keys are free-form (tool constraints)
         const QJsonValue v = it.value();
         if (v.isObject() && !v.toObject().isEmpty())
             walk(v.toObject(), pointer, out);
@@ -54,19 +56,22 @@ Changes diff(const QJsonObject &before, const QJsonObject &after)
             out.append(pointer + QLatin1Char(' ') + value);
         return out;
     };
-    QStringList was = lines(before), is = lines(after);
+    const QStringList was = lines(before), is = lines(after);
     Changes changes;
-    // Multisets: each line of one side cancels one equal line of the other.
-    QStringList removed;
-    for (const QString &line : std::as_const(was)) {
-        if (const qsizetype i = is.indexOf(line); i >= 0)
-            is.removeAt(i);
-        else
-            removed.append(QStringLiteral("- ") + line);
-    }
-    changes.lines = removed;
-    for (const QString &line : std::as_const(is))
-        changes.lines.append(QStringLiteral("+ ") + line);
+    // Multisets, counted rather than searched: a large import stays quick to compare.
+    // The lines of `side` that the other side has no equal of, each equal line cancelling one.
+    auto unmatched = [&changes](const QStringList &side, const QStringList &other, const QString &sign) {
+        QHash<QString, int> count;
+        for (const QString &line : other)
+            ++count[line];
+        for (const QString &line : side)
+            if (int &n = count[line]; n > 0)
+                --n;
+            else
+                changes.lines.append(sign + line);
+    };
+    unmatched(was, is, QStringLiteral("- "));
+    unmatched(is, was, QStringLiteral("+ "));
     changes.reordered = changes.lines.isEmpty() && before != after;
     return changes;
 }

@@ -29,7 +29,13 @@ Connection::Connection(QLocalSocket *socket, QObject *parent) : QObject(parent),
         if (self)
             Q_EMIT disconnected();
     });
-    connect(m_socket, &QLocalSocket::bytesWritten, this, [this] { Q_EMIT bytesFlushed(m_socket->bytesToWrite()); });
+    connect(m_socket, &QLocalSocket::bytesWritten, this, [this] {
+        if (m_waitingForFlush && m_socket->bytesToWrite() <= m_pauseBacklog / 2) {
+            m_waitingForFlush = false;
+            scheduleDelivery();
+        }
+        Q_EMIT bytesFlushed(m_socket->bytesToWrite());
+    });
 }
 
 void Connection::send(const QJsonObject &message)
@@ -90,8 +96,17 @@ void Connection::onReadyRead()
         m_socket->readAll();
         return;
     }
-    if (!m_resumeScheduled) // else frames are waiting, and these bytes come after them
+    if (!m_resumeScheduled && !m_waitingForFlush) // else frames are waiting, and these bytes come after them
         deliver(Budget::Slice);
+}
+
+void Connection::scheduleDelivery()
+{
+    m_resumeScheduled = true;
+    QTimer::singleShot(0, this, [this] {
+        if (m_resumeScheduled)
+            deliver(Budget::Slice);
+    });
 }
 
 void Connection::deliver(Budget budget)
@@ -101,6 +116,10 @@ void Connection::deliver(Budget budget)
     QElapsedTimer spent;
     spent.start();
     while (self && !m_broken) {
+        if (budget == Budget::Slice && m_pauseBacklog > 0 && m_socket->bytesToWrite() > m_pauseBacklog) {
+            m_waitingForFlush = true; // resumed from bytesWritten
+            return;
+        }
         auto next = m_reader.next();
         if (!next) {
             m_broken = true;
@@ -133,14 +152,8 @@ void Connection::deliver(Budget budget)
         }
         if (!self)
             return;
-        if (budget == Budget::Slice && spent.elapsed() >= kSliceMs) {
-            m_resumeScheduled = true;
-            QTimer::singleShot(0, this, [this] {
-                if (m_resumeScheduled)
-                    deliver(Budget::Slice);
-            });
-            return;
-        }
+        if (budget == Budget::Slice && spent.elapsed() >= kSliceMs)
+            return scheduleDelivery();
     }
 }
 

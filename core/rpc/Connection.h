@@ -29,6 +29,10 @@ public:
     // when nothing is queued before it, the rest through the socket's buffer.
     void sendOutput(const QByteArray &header, const QByteArray &data);
     qint64 pendingBytes() const;
+    // The daemon's side: stop handing out (and so reading) requests while more than `bytes` of
+    // replies wait to be written; a peer that asks and never reads cannot grow them without end.
+    // (Never on a client's side: both ends waiting for the other to read would be a deadlock.)
+    void pauseWhileBacklogged(qint64 bytes) { m_pauseBacklog = bytes; }
     bool isOpen() const;
     // Sends a typed error (id null) and closes once it is written.
     void closeWithError(const Error &error);
@@ -46,11 +50,14 @@ private:
     void onReadyRead();
     enum class Budget { Slice, All };
     void deliver(Budget budget);
+    void scheduleDelivery(); // the rest from a zero timer
 
     QLocalSocket *m_socket;
     FrameReader m_reader;
     bool m_broken = false;
     bool m_resumeScheduled = false;
+    qint64 m_pauseBacklog = 0; // 0: never pause
+    bool m_waitingForFlush = false;
 };
 
 } // namespace airlock::rpc

@@ -59,11 +59,21 @@ HistoryMethods::~HistoryMethods()
 
 void HistoryMethods::inBackground(const Reply &reply, std::function<Result<QJsonObject>()> work)
 {
+    // Queries queue for two threads; past a bound, new ones are refused at once rather than
+    // holding memory (and their answers) for whoever asked faster than they read.
+    if (m_inFlight >= kMaxInFlight)
+        return reply(makeError(ErrorCode::Busy, QStringLiteral("%1 history queries are already waiting; try again when they are answered")
+                                                    .arg(m_inFlight)));
+    ++m_inFlight;
     QPointer<HistoryMethods> self = this;
     m_pool.start([self, reply, work = std::move(work)] {
         Result<QJsonObject> result = work();
         if (self)
-            QMetaObject::invokeMethod(self, [reply, result] { reply(result); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(self, [self, reply, result] {
+                if (self)
+                    --self->m_inFlight;
+                reply(result);
+            }, Qt::QueuedConnection);
     });
 }
 

@@ -37,6 +37,8 @@ private:
     HistoryStore *m_store;
     std::optional<HistoryReader> m_reader;
     QThreadPool m_pool;
+    int m_inFlight = 0;
+    static constexpr int kMaxInFlight = 16;
 };
 
 } // namespace airlock::rpc

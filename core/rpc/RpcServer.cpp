@@ -34,6 +34,8 @@ namespace airlock::rpc {
 
 namespace {
 constexpr qint64 kHighWater = 8 * 1024 * 1024;
+// Past this many bytes of replies and events waiting for a client to read, its requests wait too.
+constexpr qint64 kRequestPauseBacklog = 32 * 1024 * 1024;
 constexpr qint64 kLowWater = 1 * 1024 * 1024;
 constexpr qint64 kMaxFileChunk = 1024 * 1024;
 constexpr qint64 kStdinHighWater = 4 * 1024 * 1024;
@@ -147,6 +149,7 @@ void RpcServer::onNewConnection()
     while (QLocalSocket *socket = m_server->nextPendingConnection()) {
         auto *session = new Session;
         session->conn = new Connection(socket, this);
+        session->conn->pauseWhileBacklogged(kRequestPauseBacklog);
         m_sessions.append(session);
         connect(session->conn, &Connection::messageReceived, this,
                 [this, session](const QJsonObject &m) { onMessage(*session, m); });

@@ -25,6 +25,7 @@ constexpr std::array kNames = {
     std::pair{ErrorCode::IoError, "io_error"},
     std::pair{ErrorCode::HistoryUnavailable, "history_unavailable"},
     std::pair{ErrorCode::Denied, "denied"},
+    std::pair{ErrorCode::Busy, "busy"},
     std::pair{ErrorCode::Internal, "internal"},
 };
 } // namespace

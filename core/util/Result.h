@@ -30,6 +30,7 @@ enum class ErrorCode {
     HistoryUnavailable, // the history cannot be written: new work is refused until it can (fail closed)
     Denied,            // the policy or a person said no
     Internal,
+    Busy, // too much is already waiting; try again later
 };
 
 QString errorCodeName(ErrorCode code);

@@ -13,6 +13,7 @@
 #include "PolicyEditor.h"
 #include "MainWindow.h"
 #include "OutputView.h"
+#include "SandboxConsole.h"
 #include "SandboxModel.h"
 #include "SecretsDialog.h"
 #include "Theme.h"
@@ -88,6 +89,12 @@ private Q_SLOTS:
         OutputDocument cr;
         cr.append(1, "rm -rf /\rls\n");
         QCOMPARE(cr.plainText(), QStringLiteral("rm -rf /\nls\n"));
+        // Bidi controls and zero-width characters would reorder or hide text (and be copied along):
+        // shown as what they are, inert.
+        OutputDocument bidi;
+        bidi.append(1, "safe \xe2\x80\xae txt.exe zero\xe2\x80\x8bwidth \xc3\xa9\n");
+        QCOMPARE(bidi.plainText(), QStringLiteral("safe \\u{202e} txt.exe zero\\u{200b}width \u00e9\n"));
+        QVERIFY(bidi.line(0).spans[1].style.inert);
     }
 
     void findMovesToEachMatch()
@@ -316,6 +323,12 @@ private Q_SLOTS:
         QCOMPARE(editor.problem(), QString());
         editor.commandRules()->addRow({QStringLiteral("allow"), QStringLiteral("make"), QString()});
         Q_EMIT editor.commandRules()->changed();
+        // However long a rule, its decision is in the change list (nothing elided).
+        editor.commandRules()->addRow({QStringLiteral("allow"), QStringLiteral("x") + QString(400, QLatin1Char('y')), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(editor.diffText().contains(QString(400, QLatin1Char('y')) + QLatin1String("\",\"decision\":\"allow\"}")));
+        delete editor.commandRules()->tree()->topLevelItem(2);
+        Q_EMIT editor.commandRules()->changed();
         QVERIFY(editor.diffText().contains(QLatin1String("+ /commands/rules {\"command\":\"curl\",\"decision\":\"deny\"}")));
         // A tool permission with an argument constraint.
         editor.toolPermissions()->addRow({QStringLiteral("email.send"), QStringLiteral("ask"), QStringLiteral("to=*@example.com")});
@@ -415,7 +428,7 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return tree.sandboxIndex(QStringLiteral("granted")).isValid(); }, 5000));
         const QModelIndex badge = tree.sandboxIndex(QStringLiteral("granted")).siblingAtColumn(SandboxModel::Credentials);
         QCOMPARE(tree.data(badge).toString(), QStringLiteral("GUI_TOKEN"));
-        QCOMPARE(tree.data(badge, Qt::ToolTipRole).toString(), QStringLiteral("GUI_TOKEN as the variable TOKEN"));
+        QVERIFY(tree.data(badge, Qt::ToolTipRole).toString().replace(QChar::Nbsp, QLatin1Char(' ')).contains(QLatin1String("GUI_TOKEN as the variable TOKEN")));
         QCOMPARE(execIn(*m_daemon, QStringLiteral("granted"), args("sh", "-c", "test \"$TOKEN\" = s3cr3t-from-the-gui && echo same")).out, QByteArray("same\n"));
         QCOMPARE(m_daemon->ctl(args("rm", "granted")).exitCode, 0);
         // Removed: gone from the list; removing again says it is not there.
@@ -521,6 +534,32 @@ private Q_SLOTS:
         }
     }
 
+    void selectingASandboxShowsWhatRanBeforeThenLiveWithoutGapsOrRepeats()
+    {
+        QVERIFY(m_daemon->create(args("--name", "before")) == QStringLiteral("before"));
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("before"), args("sh", "-c", "echo earlier-output; exit 3")).exitCode, 3);
+        // One that is still printing when the window looks: stored part, then live, each line once.
+        auto running = std::make_unique<QProcess>();
+        running->setProcessEnvironment(m_daemon->environment());
+        running->start(binDir() + QStringLiteral("/airlockctl"),
+                       args("--no-autostart", "exec", "before", "--", "sh", "-c", "for i in $(seq 1 60); do echo tick-$i; sleep 0.05; done"));
+        QVERIFY(QTest::qWaitFor([&] { return running->readAllStandardOutput().contains("tick-10"); }, 10000));
+        MainWindow window(*m_client);
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("before")); }, 5000));
+        QVERIFY(QTest::qWaitFor([&] { return !window.console()->isLoading(); }, 10000));
+        QVERIFY(QTest::qWaitFor([&] { return running->state() == QProcess::NotRunning; }, 20000));
+        const OutputDocument &doc = window.outputView()->document();
+        QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("[#2 exit 0]")); }, 10000));
+        const QString text = doc.plainText();
+        QVERIFY2(text.startsWith(QLatin1String("$ sh -c 'echo earlier-output; exit 3' (#1)\nearlier-output\n[#1 exit 3]\n$ sh -c ")), qPrintable(text.left(300)));
+        for (int i = 1; i <= 60; ++i)
+            QVERIFY2(text.count(QStringLiteral("tick-%1\n").arg(i)) == 1, qPrintable(QStringLiteral("tick-%1 in:\n%2").arg(i).arg(text)));
+        QVERIFY(text.indexOf(QLatin1String("tick-59\n")) < text.indexOf(QLatin1String("tick-60\n")));
+        QCOMPARE(text.count(QLatin1String("(#2)")), 1);
+        QCOMPARE(text.count(QLatin1String("[#2 exit 0]")), 1);
+        QCOMPARE(m_daemon->ctl(args("rm", "before")).exitCode, 0);
+    }
+
     void historySearchFindsAnOldExecutionAndReplaysItByteExact()
     {
         // An execution whose output holds what a view must not obey and more than one page of the
@@ -618,6 +657,8 @@ private Q_SLOTS:
 
     void historySortsAndPagesInTheDaemon()
     {
+        // A command that looks like markup: its tooltip is plain text (Qt would render it as rich text).
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("gui-a"), args("echo", "<h3>big</h3>")).exitCode, 0);
         HistoryModel model(*m_client);
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         QSignalSpy pages(&model, &HistoryModel::loaded);
@@ -630,6 +671,8 @@ private Q_SLOTS:
         }
         const int all = model.rowCount();
         QVERIFY(all >= 4);
+        const QString tip = model.data(model.index(0, HistoryModel::Command), Qt::ToolTipRole).toString().replace(QChar::Nbsp, QLatin1Char(' '));
+        QVERIFY2(tip.contains(QLatin1String("&lt;h3&gt;big&lt;/h3&gt;")) && !tip.contains(QLatin1String("<h3>")), qPrintable(tip));
         QCOMPARE(pages.size(), (all + 1) / 2); // two rows a page (the tester fetches too)
         QList<qint64> ids;
         for (int row = 0; row < all; ++row)
@@ -649,6 +692,17 @@ private Q_SLOTS:
             sizes.append(qint64(model.execution(row).value(QStringLiteral("storedBytes")).toDouble()));
         QVERIFY(std::is_sorted(sizes.rbegin(), sizes.rend()));
         QVERIFY(sizes.first() > 1500000);
+        // More queries at once than the daemon keeps waiting: the rest are refused at once as busy,
+        // none is lost, and the daemon answers normally afterwards.
+        int answered = 0, busy = 0;
+        for (int i = 0; i < 200; ++i)
+            m_client->callAsync(QStringLiteral("history.list"), {{QStringLiteral("limit"), 200}}, [&](Result<QJsonValue> r) {
+                ++answered;
+                busy += !r && r.error().code == ErrorCode::Busy;
+            });
+        QVERIFY(QTest::qWaitFor([&] { return answered == 200; }, 20000));
+        QVERIFY2(busy > 0 && busy <= 200 - 16, qPrintable(QString::number(busy)));
+        QVERIFY(m_client->call(QStringLiteral("history.list"), {{QStringLiteral("limit"), 1}}));
         // A sort key the daemon does not know is refused with the list it does.
         auto refused = m_client->call(QStringLiteral("history.list"), {{QStringLiteral("sort"), QStringLiteral("argv; DROP TABLE x")}});
         QVERIFY(!refused);

@@ -206,7 +206,7 @@ private Q_SLOTS:
         QVERIFY(writeFile(hostFile(QStringLiteral("tampered.jsonl")), tampered));
         const CliResult bad = ctl(args("export", "--verify", hostFile(QStringLiteral("tampered.jsonl"))));
         QCOMPARE(bad.exitCode, 1);
-        QVERIFY2(bad.err.contains("the bundle was changed: its content hashes to"), qPrintable(bad.describe()));
+        QVERIFY2(bad.err.contains("the bundle was changed or damaged: its content hashes to"), qPrintable(bad.describe()));
         QVERIFY(writeFile(hostFile(QStringLiteral("cut.jsonl")), bundle.left(bundle.size() / 2)));
         const CliResult cut = ctl(args("export", "--verify", hostFile(QStringLiteral("cut.jsonl"))));
         QCOMPARE(cut.exitCode, 1);
