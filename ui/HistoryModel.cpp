@@ -64,6 +64,8 @@ QJsonObject HistoryModel::parameters(const QJsonValue &cursor) const
     for (const auto &[key, value] : {std::pair{"sandbox", &m_filter.sandbox}, {"run", &m_filter.run}, {"status", &m_filter.status}, {"text", &m_filter.text}})
         if (!value->trimmed().isEmpty())
             params.insert(QLatin1String(key), value->trimmed());
+    if (m_filter.sinceMs > 0)
+        params.insert(QStringLiteral("sinceMs"), double(m_filter.sinceMs));
     const QString key = sortKey(m_sortColumn);
     const bool ascending = m_sortOrder == Qt::AscendingOrder;
     if (!key.isEmpty())

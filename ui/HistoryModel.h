@@ -16,6 +16,7 @@ public:
 
     struct Filter {
         QString sandbox, run, status, text;
+        qint64 sinceMs = 0; // started at or after; 0: any time
         bool operator==(const Filter &) const = default;
     };
 

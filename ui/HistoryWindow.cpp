@@ -39,7 +39,7 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_client(client), m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
       m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_output(new OutputView),
       m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_status(new QComboBox),
-      m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
+      m_when(new QComboBox), m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
 {
     setWindowTitle(tr("Airlock — History"));
     setWindowFlag(Qt::Window);
@@ -61,6 +61,13 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     for (QLineEdit *line : {m_search, m_sandbox, m_run})
         connect(line, &QLineEdit::textChanged, m_typing, qOverload<>(&QTimer::start));
     connect(m_status, &QComboBox::currentIndexChanged, this, &HistoryWindow::applyFilter);
+    // When: a window back from now (seconds), or today since midnight (-1).
+    m_when->addItem(tr("Any time"), 0);
+    m_when->addItem(tr("Last hour"), 3600);
+    m_when->addItem(tr("Today"), -1);
+    m_when->addItem(tr("Last 7 days"), 7 * 86400);
+    m_when->addItem(tr("Last 30 days"), 30 * 86400);
+    connect(m_when, &QComboBox::currentIndexChanged, this, &HistoryWindow::applyFilter);
     auto *filters = new QWidget;
     auto *filterRow = new QHBoxLayout(filters);
     filterRow->setContentsMargins(4, 4, 4, 4);
@@ -68,6 +75,7 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     filterRow->addWidget(m_sandbox, 1);
     filterRow->addWidget(m_run, 1);
     filterRow->addWidget(m_status);
+    filterRow->addWidget(m_when);
 
     // Executions: fetched as they scroll into view, sorted by the daemon.
     m_table->setModel(m_model);
@@ -218,7 +226,11 @@ void HistoryWindow::applyFilter()
 {
     m_typing->stop();
     showStatus(tr("Searching…"));
-    m_model->setFilter({m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text()});
+    const int when = m_when->currentData().toInt();
+    const qint64 since = when > 0   ? QDateTime::currentMSecsSinceEpoch() - qint64(when) * 1000
+                         : when < 0 ? QDateTime(QDate::currentDate(), QTime(0, 0)).toMSecsSinceEpoch()
+                                    : 0;
+    m_model->setFilter({m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), since});
 }
 
 void HistoryWindow::openExecution(int row)

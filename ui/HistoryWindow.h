@@ -41,6 +41,7 @@ public:
 
     // Filters as typed in the bar (applied at once, without the typing delay).
     void setFilter(const QString &sandbox, const QString &run = {}, const QString &status = {}, const QString &text = {});
+    QComboBox *timeFilter() const { return m_when; } // any time, the last hour, today, …
     void openExecution(int row);
     qint64 openedExecution() const { return m_opened; }
     // Writes the run to a bundle file, with progress; done(ok, message) when finished.
@@ -63,7 +64,7 @@ private:
     OutputView *m_output;
     QLabel *m_details;
     QLineEdit *m_search, *m_sandbox, *m_run;
-    QComboBox *m_status, *m_scope;
+    QComboBox *m_status, *m_when, *m_scope;
     QList<QCheckBox *> m_categories;
     QTabWidget *m_tabs;
     QTimer *m_typing;

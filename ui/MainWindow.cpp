@@ -58,7 +58,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
     m_tree->header()->setSectionResizeMode(SandboxModel::Name, QHeaderView::Stretch);
-    for (int column : {SandboxModel::State, SandboxModel::Network, SandboxModel::Credentials, SandboxModel::Created})
+    for (int column : {SandboxModel::State, SandboxModel::Network, SandboxModel::Credentials, SandboxModel::Run, SandboxModel::Created})
         m_tree->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     m_tree->expandAll();
     connect(m_model, &QAbstractItemModel::rowsInserted, m_tree, [this] { m_tree->expandAll(); });
@@ -398,6 +398,11 @@ bool MainWindow::eventFilter(QObject *watched, QEvent *event)
             event->accept();
             return event->type() == QEvent::KeyPress;
         }
+        // Up and Down recall earlier commands, as in a shell.
+        if (event->type() == QEvent::KeyPress && key->modifiers() == Qt::NoModifier && (key->key() == Qt::Key_Up || key->key() == Qt::Key_Down)) {
+            m_command->setText(key->key() == Qt::Key_Up ? m_commands.previous(m_command->text()) : m_commands.next());
+            return true;
+        }
     }
     return QMainWindow::eventFilter(watched, event);
 }
@@ -485,6 +490,7 @@ void MainWindow::runCommand()
                            if (sandbox == self->m_current)
                                self->m_running.append(uint32_t(r->toObject().value(QStringLiteral("exec")).toDouble()));
                        });
+    m_commands.add(text);
     m_command->clear();
 }
 

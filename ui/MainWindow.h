@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "CommandHistory.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -93,6 +94,7 @@ private:
     SandboxConsole *m_console;
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox
+    CommandHistory m_commands{QStringLiteral("console/commands")};
     QSystemTrayIcon *m_tray = nullptr;
     QPointer<HistoryWindow> m_history;
     QFrame *m_banner;

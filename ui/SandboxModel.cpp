@@ -196,6 +196,7 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
                 names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
             return names.join(QStringLiteral(", "));
         }
+        case Run: return display::escaped(s.value(QStringLiteral("run")).toString(), 60); // an agent's choice of name
         case Created: return QDateTime::fromString(s.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs).toLocalTime().toString(QStringLiteral("HH:mm:ss"));
         }
         return {};
@@ -233,6 +234,7 @@ QVariant SandboxModel::headerData(int section, Qt::Orientation orientation, int 
     case State: return tr("State");
     case Network: return tr("Network");
     case Credentials: return tr("Credentials");
+    case Run: return tr("Run");
     case Created: return tr("Created");
     }
     return {};

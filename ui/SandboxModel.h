@@ -20,7 +20,7 @@ namespace airlock::ui {
 class SandboxModel final : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum Column { Name, State, Network, Credentials, Created, ColumnCount };
+    enum Column { Name, State, Network, Credentials, Run, Created, ColumnCount };
     enum Role { SandboxIdRole = Qt::UserRole + 1, NetworkModeRole, HostRole };
 
     explicit SandboxModel(QObject *parent = nullptr);

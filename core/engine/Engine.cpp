@@ -381,6 +381,7 @@ QJsonObject Engine::describe(const Sandbox &s) const
             {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
             {QStringLiteral("preset"), s.policy().preset},
             {QStringLiteral("credentials"), credentials},
+            {QStringLiteral("run"), s.currentRun()},
             {QStringLiteral("policyVersion"), s.policyVersion()},
             {QStringLiteral("lastSeq"), double(s.lastSeq())},
             {QStringLiteral("isolation"),

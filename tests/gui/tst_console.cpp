@@ -4,6 +4,7 @@
 // memory bounded), the sandbox tree following the daemon (QAbstractItemModelTester watching), and
 // a command typed in the window running in the sandbox with its output in the view.
 #include "ApprovalsDock.h"
+#include "CommandHistory.h"
 #include "CreateSandboxDialog.h"
 #include "ExecutionReplay.h"
 #include "HistoryModel.h"
@@ -19,11 +20,14 @@
 #include "Theme.h"
 #include "TimelineModel.h"
 #include "TestHelpers.h"
+#include "rpc/Protocol.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QLabel>
+#include <QLocalSocket>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QTabWidget>
@@ -577,6 +581,13 @@ private Q_SLOTS:
         QAbstractItemModelTester timeline(history.timeline(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         history.show();
         QVERIFY(QTest::qWaitFor([&] { return history.model()->rowCount() >= 2 && !history.model()->isLoading(); }, 10000));
+        // By time: all of these ran within the last hour.
+        const int everything = history.model()->rowCount();
+        history.timeFilter()->setCurrentIndex(1);
+        QVERIFY(QTest::qWaitFor([&] { return !history.model()->isLoading(); }, 10000));
+        QCOMPARE(history.model()->rowCount(), everything);
+        QVERIFY(history.model()->filter().sinceMs > QDateTime::currentMSecsSinceEpoch() - 3601000);
+        history.timeFilter()->setCurrentIndex(0);
         // The word is only in the output (the command spells it in two halves): full-text search.
         history.setFilter({}, {}, {}, QStringLiteral("xylograph"));
         QVERIFY(QTest::qWaitFor([&] { return !history.model()->isLoading() && history.model()->rowCount() == 1; }, 10000));
@@ -655,6 +666,35 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("none.jsonl"))));
     }
 
+    void aClientThatAsksAndNeverReadsCannotGrowTheDaemon()
+    {
+        // 400 requests for a megabyte each (the 1.7 MB execution above), never read: the daemon
+        // stops reading this client's requests once 32 MiB of answers wait, and stays small.
+        const QJsonArray found = jsonObject(m_daemon->ctl(args("search", "xylograph", "--json")).out).value(QStringLiteral("executions")).toArray();
+        QVERIFY(!found.isEmpty());
+        const double execution = found.first().toObject().value(QStringLiteral("id")).toDouble();
+        QLocalSocket raw;
+        raw.connectToServer(m_daemon->socketPath());
+        QVERIFY(raw.waitForConnected(5000));
+        raw.setReadBufferSize(4096); // and this client hardly reads at all
+        raw.write(rpc::encodeJson(rpc::makeRequest(1, QStringLiteral("hello"), {{QStringLiteral("protocol"), rpc::kProtocolVersion}, {QStringLiteral("client"), QStringLiteral("hog")}})));
+        const qint64 before = procStatusField(m_daemon->pid(), "VmRSS:");
+        // In waves small enough that the queries are never refused as busy: only the pause holds them.
+        for (int wave = 0; wave < 40; ++wave) {
+            QByteArray requests;
+            for (int i = 0; i < 10; ++i)
+                requests += rpc::encodeJson(rpc::makeRequest(2 + wave * 10 + i, QStringLiteral("history.output"), {{QStringLiteral("execution"), execution}}));
+            raw.write(requests);
+            QTest::qWait(100);
+        }
+        QTest::qWait(1000);
+        const qint64 during = procStatusField(m_daemon->pid(), "VmRSS:");
+        QVERIFY2(during - before < 150 * 1024, qPrintable(QStringLiteral("daemon RSS grew from %1 to %2 kB").arg(before).arg(during)));
+        // Everyone else is still answered.
+        QVERIFY(m_client->call(QStringLiteral("sandbox.list")));
+        raw.abort();
+    }
+
     void historySortsAndPagesInTheDaemon()
     {
         // A command that looks like markup: its tooltip is plain text (Qt would render it as rich text).
@@ -707,6 +747,32 @@ private Q_SLOTS:
         auto refused = m_client->call(QStringLiteral("history.list"), {{QStringLiteral("sort"), QStringLiteral("argv; DROP TABLE x")}});
         QVERIFY(!refused);
         QVERIFY2(refused.error().message.contains(QLatin1String("not a column to sort by")), qPrintable(refused.error().message));
+    }
+
+    void theCommandLineRecallsEarlierCommands()
+    {
+        CommandHistory history; // not saved
+        QCOMPARE(history.previous(QStringLiteral("typed")), QStringLiteral("typed")); // nothing earlier
+        for (const char *c : {"ls", "make", "make", "make test"})
+            history.add(QLatin1String(c));
+        QCOMPARE(history.entries(), QStringList({QStringLiteral("ls"), QStringLiteral("make"), QStringLiteral("make test")}));
+        QCOMPARE(history.previous(QStringLiteral("half")), QStringLiteral("make test"));
+        QCOMPARE(history.previous(QStringLiteral("make test")), QStringLiteral("make"));
+        QCOMPARE(history.previous(QStringLiteral("make")), QStringLiteral("ls"));
+        QCOMPARE(history.previous(QStringLiteral("ls")), QStringLiteral("ls")); // the oldest stays
+        QCOMPARE(history.next(), QStringLiteral("make"));
+        QCOMPARE(history.next(), QStringLiteral("make test"));
+        QCOMPARE(history.next(), QStringLiteral("half")); // back to what was being typed
+        // In the window: Up on the command line.
+        MainWindow window(*m_client);
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("gui-a")); }, 5000));
+        QTest::keyClicks(window.commandLine(), QStringLiteral("echo recalled"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        QVERIFY(window.commandLine()->text().isEmpty());
+        QTest::keyClick(window.commandLine(), Qt::Key_Up);
+        QCOMPARE(window.commandLine()->text(), QStringLiteral("echo recalled"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Down);
+        QCOMPARE(window.commandLine()->text(), QString());
     }
 
     void killDuplicateAndDeleteSeveral()
