@@ -14,4 +14,5 @@ void addSecretCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addToolCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addExportCommand(std::vector<std::unique_ptr<Command>> &commands);
+void addHostCommands(std::vector<std::unique_ptr<Command>> &commands);
 } // namespace airlock::cli

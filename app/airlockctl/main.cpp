@@ -4,6 +4,7 @@
 #include "AppLogging.h"
 #include "Command.h"
 #include "SandboxCommands.h"
+#include "client/Hosts.h"
 #include "util/Paths.h"
 
 #include <QCoreApplication>
@@ -25,6 +26,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addSecretCommands(commands);
     addToolCommands(commands);
     addApprovalCommands(commands);
+    addHostCommands(commands);
     return commands;
 }
 } // namespace airlock::cli
@@ -32,7 +34,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
 namespace {
 void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>> &commands)
 {
-    out << "Usage: airlockctl [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
+    out << "Usage: airlockctl [--host NAME|URL] [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
            "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
     for (const auto &c : commands)
         out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
@@ -42,6 +44,9 @@ void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>
            "--run NAME (or AIRLOCK_RUN) groups this work with an agent session's in the history; without it, each\n"
            "invocation is its own run. --agent NAME (or AIRLOCK_AGENT) acts for an agent: its commands go through\n"
            "the sandbox's command rules, and those that ask wait for 'airlockctl approve'.\n"
+           "--host NAME|URL (or AIRLOCK_HOST) talks to another daemon: a name from 'airlockctl hosts', or\n"
+           "unix:///path/to/airlockd.sock; without it, the host chosen with 'airlockctl hosts use', else this\n"
+           "machine's own daemon.\n"
            "Run 'airlockctl COMMAND --help' for a command's options.\n";
     out.flush();
 }
@@ -62,6 +67,7 @@ int main(int argc, char *argv[])
     ctx.connect.run = qEnvironmentVariable("AIRLOCK_RUN");
     // Acting for an agent: its commands go through the command rules and, when they ask, a person.
     ctx.connect.agent = qEnvironmentVariable("AIRLOCK_AGENT");
+    QString host = qEnvironmentVariable("AIRLOCK_HOST");
     // Global options come before the command.
     while (!args.isEmpty() && args.first().startsWith(QLatin1String("--"))) {
         const QString opt = args.takeFirst();
@@ -71,6 +77,8 @@ int main(int argc, char *argv[])
             ctx.connect.run = args.takeFirst();
         else if (opt == QLatin1String("--agent") && !args.isEmpty())
             ctx.connect.agent = args.takeFirst();
+        else if (opt == QLatin1String("--host") && !args.isEmpty())
+            host = args.takeFirst();
         else if (opt == QLatin1String("--no-autostart"))
             ctx.connect.autostart = false;
         else if (opt == QLatin1String("--json"))
@@ -105,6 +113,16 @@ int main(int argc, char *argv[])
     ctx.client = [&]() -> Result<DaemonClient *> {
         if (client.isConnected())
             return &client;
+        // Which daemon: --host or AIRLOCK_HOST, else the saved choice, else this machine's.
+        if (ctx.connect.socketPath.isEmpty()) {
+            auto hosts = HostRegistry::load();
+            if (!hosts)
+                return hosts.error();
+            auto url = hosts->resolve(host.isEmpty() ? hosts->current() : host);
+            if (!url)
+                return url.error();
+            ctx.connect.host = *url;
+        }
         if (Status s = client.connectToDaemon(ctx.connect); !s)
             return s.error();
         return &client;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/DaemonClient.h"
 
+#include "client/Hosts.h"
+
 #include "log/Log.h"
 #include "rpc/Connection.h"
 #include "rpc/Protocol.h"
@@ -143,8 +145,20 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
     return Ok{};
 }
 
-Status DaemonClient::connectToDaemon(const ConnectOptions &options)
+Status DaemonClient::connectToDaemon(const ConnectOptions &given)
 {
+    ConnectOptions options = given;
+    if (!options.host.isEmpty()) {
+        auto address = parseHostAddress(options.host);
+        if (!address)
+            return address.error();
+        if (address->scheme != HostAddress::Scheme::Unix)
+            return makeError(ErrorCode::DaemonUnavailable,
+                             QStringLiteral("%1: this build reaches daemons over unix:// only; ssh:// and wss:// come with remote hosts")
+                                 .arg(address->text));
+        options.socketPath = address->path;
+        options.autostart = false; // someone else's socket path: connect, never start a daemon there
+    }
     const QString path = options.socketPath.isEmpty() ? paths::defaultSocketPath() : options.socketPath;
     if (QFileInfo::exists(QFileInfo(path).absolutePath()))
         if (Status dir = checkSocketDirectory(path); !dir)

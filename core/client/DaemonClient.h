@@ -21,6 +21,7 @@ namespace airlock {
 
 struct ConnectOptions {
     QString socketPath;        // empty: the default per-user socket
+    QString host;              // a daemon's address (unix://PATH, …; see Hosts.h); empty: this machine's
     bool autostart = true;     // start airlockd when nothing answers
     QString daemonProgram;     // empty: airlockd next to this executable, then $PATH
     QString clientName = QStringLiteral("airlock");

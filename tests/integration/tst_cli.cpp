@@ -3,6 +3,7 @@
 // forwarding, environment, terminals, --json, refusals, cp and Ctrl-C, all through the real binary
 // against a real daemon.
 #include "CliFixture.h"
+#include "TestHelpers.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -695,6 +696,61 @@ private Q_SLOTS:
         QVERIFY(waitFor([&] { return sandboxedPids(needle, ctlPid).isEmpty(); }, 2000));
         QVERIFY2(interrupted, "the Ctrl-C was lost: airlockctl still ran 3 s after the reply arrived");
         QCOMPARE(p.exitCode(), 130);
+    }
+
+    // ---- hosts: other daemons by name ----
+
+    void hostsNameTheDaemonsToTalkTo()
+    {
+        TestDaemon other; // a second daemon, with a sandbox only it has
+        QVERIFY(other.start());
+        QCOMPARE(other.create(args("--name", "elsewhere")), QStringLiteral("elsewhere"));
+        const QString url = QStringLiteral("unix://") + other.socketPath();
+        // Malformed addresses are refused with what was wrong, and nothing is saved.
+        const std::pair<QString, const char *> refused[] = {
+            {QStringLiteral("http://example.com"), "unsupported scheme 'http'"},
+            {QStringLiteral("unix://relative/airlockd.sock"), "must be absolute"},
+            {QStringLiteral("ssh://me:secret@build-box"), "no password, path, query or fragment"},
+            {QStringLiteral("wss://build-box:8443/?token=abc"), "credentials never go in a URL"},
+        };
+        for (const auto &[bad, why] : refused) {
+            const CliResult r = ctl(args("hosts", "add", "x", bad));
+            QVERIFY2(r.exitCode == 2 && r.err.contains(why), qPrintable(r.describe()));
+        }
+        QVERIFY(ctl(args("hosts", "add", "local", url)).err.contains("not 'local'"));
+        QVERIFY(!QFile::exists(m_daemon->configDir() + QStringLiteral("/hosts.json")));
+
+        QCOMPARE(ctl(args("hosts", "add", "other", url)).exitCode, 0);
+        QVERIFY(ctl(args("hosts", "add", "other", url)).err.contains("exists"));
+        QCOMPARE(QFile(m_daemon->configDir() + QStringLiteral("/hosts.json")).permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther), 0);
+        const QJsonArray listed = jsonObject(ctl(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray();
+        QCOMPARE(listed.size(), 2);
+        QCOMPARE(listed.at(1).toObject().value(QStringLiteral("url")).toString(), url);
+        QVERIFY(listed.at(0).toObject().value(QStringLiteral("current")).toBool()); // local, until chosen
+
+        // --host by name or URL reaches that daemon; without it, this machine's.
+        QVERIFY(ctl(args("--host", "other", "ls")).out.contains("elsewhere"));
+        QVERIFY(ctl(args("--host", url, "ls")).out.contains("elsewhere"));
+        QVERIFY(!ctl(args("ls")).out.contains("elsewhere"));
+        auto viaEnv = startCtl(args("ls"), [&] {
+            QProcessEnvironment e;
+            e.insert(QStringLiteral("AIRLOCK_HOST"), QStringLiteral("other"));
+            return e;
+        }());
+        QVERIFY(viaEnv->waitForFinished(30000));
+        QVERIFY(viaEnv->readAllStandardOutput().contains("elsewhere"));
+        // use: the saved choice applies to every command until changed back.
+        QCOMPARE(ctl(args("hosts", "use", "other")).exitCode, 0);
+        QVERIFY(ctl(args("ls")).out.contains("elsewhere"));
+        QCOMPARE(ctl(args("hosts", "use", "local")).exitCode, 0);
+        QVERIFY(!ctl(args("ls")).out.contains("elsewhere"));
+        QCOMPARE(ctl(args("hosts", "use", "nowhere")).exitCode, 3);
+        // A remote scheme is understood but not reachable yet: said so, nothing else is tried.
+        const CliResult ssh = ctl(args("--host", "ssh://me@build-box:2222", "ls"));
+        QVERIFY2(ssh.exitCode == 4 && ssh.err.contains("unix:// only"), qPrintable(ssh.describe()));
+        QCOMPARE(ctl(args("--host", "no-such-host", "ls")).exitCode, 3);
+        QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 0);
+        QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 3);
     }
 };
 

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QList>
+#include <QString>
+
+namespace airlock {
+
+// Where a daemon is: unix://PATH on this machine; ssh://[user@]host[:port] and wss://host:port
+// (another machine's airlockd) are understood and refused until their transports land, never
+// silently taken for something else.
+struct HostAddress {
+    enum class Scheme { Unix, Ssh, Wss };
+    Scheme scheme = Scheme::Unix;
+    QString path;        // unix: the socket
+    QString user, host;  // ssh, wss
+    int port = 0;        // 0: the scheme's default
+    QString text;        // as given, normalised
+};
+Result<HostAddress> parseHostAddress(const QString &url);
+
+// The hosts a person named (`airlockctl hosts add NAME URL`) and which one is in use, kept in
+// $XDG_CONFIG_HOME/airlock/hosts.json (0600). "local" always means this machine's own daemon.
+class HostRegistry {
+public:
+    struct Entry {
+        QString name, url;
+    };
+    static QString defaultPath();
+    static Result<HostRegistry> load(const QString &path = defaultPath());
+
+    QList<Entry> entries() const { return m_entries; }
+    QString current() const { return m_current; } // empty: local
+    Status add(const QString &name, const QString &url);
+    Status remove(const QString &name);
+    Status use(const QString &name); // "local": back to this machine's daemon
+    Status save() const;
+    // A saved name or a URL, as the URL to connect to; empty for local.
+    Result<QString> resolve(const QString &nameOrUrl) const;
+
+private:
+    QString m_path;
+    QList<Entry> m_entries;
+    QString m_current;
+};
+
+} // namespace airlock
