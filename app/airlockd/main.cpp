@@ -2,6 +2,7 @@
 // airlockd: the composition root of the daemon. Probes the host, builds the engine, then the RPC
 // server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
 #include "AppLogging.h"
+#include "StdioBridge.h"
 #include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
@@ -112,8 +113,13 @@ int main(int argc, char *argv[])
                                             QStringLiteral("Where secrets are kept: secret-service (the session keyring), file (0600, weaker) "
                                                            "or auto (the keyring when one answers, default)."),
                                             QStringLiteral("backend"), QStringLiteral("auto"));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt});
+    const QCommandLineOption stdioOpt(QStringLiteral("stdio"),
+                                      QStringLiteral("Relay stdin/stdout to this user's daemon (starting it if needed) and exit when either "
+                                                     "ends: the far end of an ssh:// connection."));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt});
     parser.process(app);
+    if (parser.isSet(stdioOpt)) // stdout is the protocol's: nothing else may be written to it
+        return app::runStdioBridge(parser.value(socketOpt));
 
     app::setupLogging({QStringLiteral("airlockd"), parser.isSet(verboseOpt), true, true});
     auto logger = log::get("daemon");

@@ -74,21 +74,24 @@ Status checkPeer(int fd, const QString &socketPath)
 }
 } // namespace
 
-Status DaemonClient::tryConnect(const QString &path, int timeoutMs)
+namespace {
+// One attempt: the socket's directory and the peer are checked before anything is sent.
+Result<std::unique_ptr<QLocalSocket>> openOnce(const QString &path, int timeoutMs)
 {
     if (Status dir = checkSocketDirectory(path); !dir)
-        return dir;
-    auto *socket = new QLocalSocket;
+        return dir.error();
+    auto socket = std::make_unique<QLocalSocket>();
     socket->connectToServer(path);
-    if (!socket->waitForConnected(timeoutMs)) {
-        const QString why = socket->errorString();
-        delete socket;
-        return makeError(ErrorCode::DaemonUnavailable, why);
-    }
-    if (Status peer = checkPeer(int(socket->socketDescriptor()), path); !peer) {
-        delete socket;
-        return peer;
-    }
+    if (!socket->waitForConnected(timeoutMs))
+        return makeError(ErrorCode::DaemonUnavailable, socket->errorString());
+    if (Status peer = checkPeer(int(socket->socketDescriptor()), path); !peer)
+        return peer.error();
+    return socket;
+}
+} // namespace
+
+void DaemonClient::attach(QLocalSocket *socket)
+{
     delete m_conn;
     m_conn = new rpc::Connection(socket, this);
     connect(m_conn, &rpc::Connection::messageReceived, this, &DaemonClient::onMessage);
@@ -106,7 +109,6 @@ Status DaemonClient::tryConnect(const QString &path, int timeoutMs)
             cb(why);
         Q_EMIT disconnected(why);
     });
-    return Ok{};
 }
 
 Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &socketPath)
@@ -145,7 +147,7 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
     return Ok{};
 }
 
-Status DaemonClient::connectToDaemon(const ConnectOptions &given)
+Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const ConnectOptions &given)
 {
     ConnectOptions options = given;
     if (!options.host.isEmpty()) {
@@ -162,22 +164,31 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &given)
     const QString path = options.socketPath.isEmpty() ? paths::defaultSocketPath() : options.socketPath;
     if (QFileInfo::exists(QFileInfo(path).absolutePath()))
         if (Status dir = checkSocketDirectory(path); !dir)
-            return dir; // someone else's directory: starting a daemon there would not help
-    Status connected = tryConnect(path, 1000);
-    if (!connected && options.autostart) {
+            return dir.error(); // someone else's directory: starting a daemon there would not help
+    auto socket = openOnce(path, 1000);
+    if (!socket && options.autostart) {
         if (Status started = startDaemon(options, path); !started)
-            return started;
+            return started.error();
         QElapsedTimer t;
         t.start();
-        while (!(connected = tryConnect(path, 1000)) && t.elapsed() < options.timeoutMs)
+        while (!(socket = openOnce(path, 1000)) && t.elapsed() < options.timeoutMs)
             QThread::msleep(10);
     }
-    if (!connected)
+    if (!socket)
         return makeError(ErrorCode::DaemonUnavailable,
                          QStringLiteral("cannot reach airlockd at %1 (%2)%3")
-                             .arg(path, connected.error().message,
+                             .arg(path, socket.error().message,
                                   options.autostart ? QStringLiteral("; see the daemon log in ") + paths::stateDir()
                                                     : QStringLiteral("; start it with 'airlockd'")));
+    return socket;
+}
+
+Status DaemonClient::connectToDaemon(const ConnectOptions &options)
+{
+    auto socket = openDaemonSocket(options);
+    if (!socket)
+        return socket.error();
+    attach(socket->release());
     auto hello = call(QStringLiteral("hello"),
                       {{QStringLiteral("protocol"), rpc::kProtocolVersion},
                        {QStringLiteral("client"), options.clientName},

@@ -10,8 +10,9 @@
 #include <QObject>
 
 #include <functional>
+#include <memory>
 
-class QLocalSocket;
+#include <QLocalSocket>
 
 namespace airlock::rpc {
 class Connection;
@@ -38,6 +39,10 @@ public:
     explicit DaemonClient(QObject *parent = nullptr);
     ~DaemonClient() override;
 
+    // The connected, checked socket of the daemon these options name (starting it if allowed),
+    // before any handshake: for a bridge that relays the protocol as bytes (airlockd --stdio).
+    static Result<std::unique_ptr<QLocalSocket>> openDaemonSocket(const ConnectOptions &options);
+
     // Connects (starting the daemon if allowed) and performs the version handshake.
     Status connectToDaemon(const ConnectOptions &options);
     bool isConnected() const;
@@ -54,8 +59,8 @@ Q_SIGNALS:
     void disconnected(const airlock::Error &why);
 
 private:
-    Status tryConnect(const QString &path, int timeoutMs);
-    Status startDaemon(const ConnectOptions &options, const QString &socketPath);
+    void attach(QLocalSocket *socket);
+    static Status startDaemon(const ConnectOptions &options, const QString &socketPath);
     void onMessage(const QJsonObject &message);
 
     rpc::Connection *m_conn = nullptr;

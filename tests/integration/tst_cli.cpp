@@ -4,6 +4,7 @@
 // against a real daemon.
 #include "CliFixture.h"
 #include "TestHelpers.h"
+#include "rpc/Protocol.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -699,6 +700,51 @@ private Q_SLOTS:
     }
 
     // ---- hosts: other daemons by name ----
+
+    void stdioRelaysTheProtocolToThisUsersDaemon()
+    {
+        // What ssh:// runs on the far side: frames in on stdin, the daemon's answers out on stdout.
+        QProcess bridge;
+        bridge.setProcessEnvironment(m_daemon->environment());
+        bridge.start(binDir() + QStringLiteral("/airlockd"), args("--stdio", "--socket", m_daemon->socketPath()));
+        QVERIFY(bridge.waitForStarted(5000));
+        bridge.write(rpc::encodeJson(rpc::makeRequest(1, QStringLiteral("hello"), {{QStringLiteral("protocol"), rpc::kProtocolVersion},
+                                                                                  {QStringLiteral("client"), QStringLiteral("over-ssh")}})));
+        bridge.write(rpc::encodeJson(rpc::makeRequest(2, QStringLiteral("sandbox.list"), {})));
+        rpc::FrameReader reader;
+        QList<QJsonObject> replies;
+        QElapsedTimer t;
+        t.start();
+        while (replies.size() < 2 && t.elapsed() < 10000 && bridge.waitForReadyRead(1000)) {
+            reader.append(bridge.readAllStandardOutput());
+            while (true) {
+                auto frame = reader.next();
+                QVERIFY(frame);
+                if (!frame->has_value())
+                    break;
+                auto message = rpc::decodeJson((*frame)->payload);
+                QVERIFY(message);
+                replies.append(*message);
+            }
+        }
+        QCOMPARE(replies.size(), 2);
+        QCOMPARE(replies.at(0).value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt(), rpc::kProtocolVersion);
+        const QJsonArray sandboxes = replies.at(1).value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).toArray();
+        QVERIFY(std::any_of(sandboxes.begin(), sandboxes.end(), [&](const QJsonValue &s) { return s.toObject().value(QStringLiteral("name")).toString() == m_sb; }));
+        // The client's end ends the relay, cleanly.
+        bridge.closeWriteChannel();
+        QVERIFY(bridge.waitForFinished(10000));
+        QCOMPARE(bridge.exitCode(), 0);
+        // Garbage from the far side is the daemon's to refuse: the bridge passes it on, and ends when it closes.
+        QProcess noise;
+        noise.setProcessEnvironment(m_daemon->environment());
+        noise.start(binDir() + QStringLiteral("/airlockd"), args("--stdio", "--socket", m_daemon->socketPath()));
+        QVERIFY(noise.waitForStarted(5000));
+        noise.write(QByteArray("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+        QVERIFY(noise.waitForFinished(10000));
+        QCOMPARE(noise.exitCode(), 0);
+        QVERIFY(ctl(args("ls")).exitCode == 0); // the daemon is fine
+    }
 
     void hostsNameTheDaemonsToTalkTo()
     {
