@@ -15,6 +15,7 @@
 #include <QFileInfo>
 #include <QLocalSocket>
 #include <QPointer>
+#include <QProcess>
 #include <QStandardPaths>
 #include <QThread>
 #include <QTimer>
@@ -90,6 +91,47 @@ Result<std::unique_ptr<QLocalSocket>> openOnce(const QString &path, int timeoutM
 }
 } // namespace
 
+// ssh://: the system ssh (the user's keys, agent, known_hosts and config; BatchMode, so it never
+// prompts, and host keys are checked as ssh always does) runs `airlockd --stdio` over there. Its
+// stdin and stdout are one end of a socketpair; the other end is this client's socket, so the
+// protocol runs over it exactly as over the local socket. AIRLOCK_SSH names another ssh program.
+Result<std::unique_ptr<QLocalSocket>> DaemonClient::openSsh(const HostAddress &address)
+{
+    if (address.host.startsWith(QLatin1Char('-')) || address.user.startsWith(QLatin1Char('-')))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: a host or user cannot start with '-'").arg(address.text));
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return makeError(ErrorCode::IoError, QStringLiteral("socketpair failed"));
+    QStringList arguments{QStringLiteral("-T"), QStringLiteral("-e"), QStringLiteral("none"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                          QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=15"), QStringLiteral("-o"), QStringLiteral("ServerAliveCountMax=3")};
+    if (address.port)
+        arguments += {QStringLiteral("-p"), QString::number(address.port)};
+    if (!address.user.isEmpty())
+        arguments += {QStringLiteral("-l"), address.user};
+    arguments += {QStringLiteral("--"), address.host, QStringLiteral("airlockd"), QStringLiteral("--stdio")};
+    auto socket = std::make_unique<QLocalSocket>();
+    auto *ssh = new QProcess(socket.get()); // ends with the connection
+    ssh->setProcessChannelMode(QProcess::ForwardedErrorChannel); // ssh's own messages, as it says them
+    const int theirs = pair[1];
+    ssh->setChildProcessModifier([theirs] {
+        ::dup2(theirs, STDIN_FILENO);
+        ::dup2(theirs, STDOUT_FILENO);
+    });
+    const QString program = qEnvironmentVariable("AIRLOCK_SSH", QStringLiteral("ssh"));
+    ssh->start(program, arguments);
+    const bool started = ssh->waitForStarted(5000);
+    ::close(pair[1]);
+    if (!started) {
+        ::close(pair[0]);
+        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("cannot run %1 for %2: %3").arg(program, address.text, ssh->errorString()));
+    }
+    if (!socket->setSocketDescriptor(pair[0])) {
+        ::close(pair[0]);
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot use the socketpair for %1").arg(address.text));
+    }
+    return socket;
+}
+
 void DaemonClient::attach(QLocalSocket *socket)
 {
     delete m_conn;
@@ -154,9 +196,11 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
         auto address = parseHostAddress(options.host);
         if (!address)
             return address.error();
+        if (address->scheme == HostAddress::Scheme::Ssh)
+            return openSsh(*address);
         if (address->scheme != HostAddress::Scheme::Unix)
             return makeError(ErrorCode::DaemonUnavailable,
-                             QStringLiteral("%1: this build reaches daemons over unix:// only; ssh:// and wss:// come with remote hosts")
+                             QStringLiteral("%1: this build reaches daemons over unix:// and ssh:// only; wss:// comes with remote hosts")
                                  .arg(address->text));
         options.socketPath = address->path;
         options.autostart = false; // someone else's socket path: connect, never start a daemon there

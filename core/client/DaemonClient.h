@@ -20,6 +20,8 @@ class Connection;
 
 namespace airlock {
 
+struct HostAddress;
+
 struct ConnectOptions {
     QString socketPath;        // empty: the default per-user socket
     QString host;              // a daemon's address (unix://PATH, …; see Hosts.h); empty: this machine's
@@ -59,6 +61,7 @@ Q_SIGNALS:
     void disconnected(const airlock::Error &why);
 
 private:
+    static Result<std::unique_ptr<QLocalSocket>> openSsh(const HostAddress &address);
     void attach(QLocalSocket *socket);
     static Status startDaemon(const ConnectOptions &options, const QString &socketPath);
     void onMessage(const QJsonObject &message);

@@ -701,6 +701,44 @@ private Q_SLOTS:
 
     // ---- hosts: other daemons by name ----
 
+    void sshRunsTheStdioBridgeOverThere()
+    {
+        // The system ssh is replaced (AIRLOCK_SSH) by a stand-in that records how it was called and
+        // runs the far side here: what the client does with ssh's stdio is the real thing.
+        const QString argsFile = m_tmp.filePath(QStringLiteral("ssh-args"));
+        const QString fake = m_tmp.filePath(QStringLiteral("fake-ssh"));
+        QFile script(fake);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write(QStringLiteral("#!/bin/sh\nprintf '%s\\n' \"$@\" > '%1'\nexec '%2' --stdio --socket '%3'\n")
+                         .arg(argsFile, binDir() + QStringLiteral("/airlockd"), m_daemon->socketPath())
+                         .toUtf8());
+        script.close();
+        QVERIFY(script.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
+        QProcessEnvironment env;
+        env.insert(QStringLiteral("AIRLOCK_SSH"), fake);
+        auto p = startCtl(args("--host", "ssh://alice@build-box:2222", "ls"), env);
+        QVERIFY(p->waitForFinished(30000));
+        QVERIFY2(p->exitCode() == 0 && p->readAllStandardOutput().contains(m_sb.toUtf8()), qPrintable(QString::fromUtf8(p->readAllStandardError())));
+        QFile recorded(argsFile);
+        QVERIFY(recorded.open(QIODevice::ReadOnly));
+        // BatchMode (never a prompt), no tty, no escape character, the port and user as options,
+        // "--" before the host, and the far side's command; nothing that weakens host key checks.
+        QCOMPARE(QString::fromUtf8(recorded.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts),
+                 args("-T", "-e", "none", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3", "-p", "2222", "-l",
+                      "alice", "--", "build-box", "airlockd", "--stdio"));
+        // A host that would be read as an option never reaches ssh.
+        QVERIFY(QFile::remove(argsFile));
+        auto evil = startCtl(args("--host", "ssh://-oProxyCommand=touch%20pwned", "ls"), env);
+        QVERIFY(evil->waitForFinished(30000));
+        QCOMPARE(evil->exitCode(), 2);
+        QVERIFY(!QFile::exists(argsFile));
+        // ssh that cannot connect: its failure is the client's error, not a hang.
+        env.insert(QStringLiteral("AIRLOCK_SSH"), QStringLiteral("/bin/false"));
+        auto down = startCtl(args("--host", "ssh://build-box", "ls"), env);
+        QVERIFY(down->waitForFinished(30000));
+        QCOMPARE(down->exitCode(), 4);
+    }
+
     void stdioRelaysTheProtocolToThisUsersDaemon()
     {
         // What ssh:// runs on the far side: frames in on stdin, the daemon's answers out on stdout.
@@ -791,9 +829,9 @@ private Q_SLOTS:
         QCOMPARE(ctl(args("hosts", "use", "local")).exitCode, 0);
         QVERIFY(!ctl(args("ls")).out.contains("elsewhere"));
         QCOMPARE(ctl(args("hosts", "use", "nowhere")).exitCode, 3);
-        // A remote scheme is understood but not reachable yet: said so, nothing else is tried.
-        const CliResult ssh = ctl(args("--host", "ssh://me@build-box:2222", "ls"));
-        QVERIFY2(ssh.exitCode == 4 && ssh.err.contains("unix:// only"), qPrintable(ssh.describe()));
+        // wss:// is understood but not reachable yet: said so, nothing else is tried.
+        const CliResult wss = ctl(args("--host", "wss://build-box:8443", "ls"));
+        QVERIFY2(wss.exitCode == 4 && wss.err.contains("unix:// and ssh:// only"), qPrintable(wss.describe()));
         QCOMPARE(ctl(args("--host", "no-such-host", "ls")).exitCode, 3);
         QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 0);
         QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 3);
