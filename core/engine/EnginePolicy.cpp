@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine's policy side: each sandbox's layers, the person's defaults, rules added by "always",
+// asking a person, host tools and the policy checker. (Sandboxes' lifecycle and I/O: Engine.cpp.)
+#include "engine/Engine.h"
+
+#include "approval/ApprovalBroker.h"
+#include "log/Log.h"
+#include "model/DisplayText.h"
+#include "sandbox/Sandbox.h"
+#include "tools/ToolGateway.h"
+#include "util/Paths.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QUrl>
+
+namespace airlock {
+
+namespace {
+auto logger()
+{
+    static auto l = log::get("core.engine");
+    return l;
+}
+} // namespace
+
+Result<QJsonObject> Engine::userDefaults() const
+{
+    auto layer = policy::readUserLayer(userPolicyFile());
+    if (!layer)
+        return layer.error();
+    auto effective = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}, {QStringLiteral("user"), *layer}});
+    if (!effective)
+        return effective.error();
+    return QJsonObject{{QStringLiteral("file"), userPolicyFile()},
+                       {QStringLiteral("policy"), *layer},
+                       {QStringLiteral("effective"), effective->document},
+                       {QStringLiteral("sources"), effective->sources}};
+}
+
+Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
+{
+    if (Status written = policy::writeUserLayer(userPolicyFile(), layer); !written)
+        return written;
+    logger()->info("user policy defaults changed by {}", display::escaped(by, 200).toStdString());
+    return Ok{};
+}
+
+QString Engine::userPolicyFile() const
+{
+    return m_config.userPolicyFile.isEmpty() ? paths::configDir() + QStringLiteral("/policy.json") : m_config.userPolicyFile;
+}
+
+Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    const Sandbox &s = **found;
+    if (!effective)
+        return QJsonObject{{QStringLiteral("sandbox"), s.id()}, {QStringLiteral("version"), s.policyVersion()},
+                           {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policyOverrides()}};
+    return QJsonObject{{QStringLiteral("sandbox"), s.id()},
+                       {QStringLiteral("version"), s.policyVersion()},
+                       {QStringLiteral("preset"), s.policy().preset},
+                       {QStringLiteral("policy"), s.policy().document},
+                       {QStringLiteral("sources"), s.policy().sources}};
+}
+
+Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    Sandbox &s = **found;
+    auto effective = policy::resolveForSandbox(overrides, s.policy().preset, userPolicyFile());
+    if (!effective)
+        return effective.error();
+    // Only what the running sandbox can honour at once may change; the rest needs a new sandbox.
+    const policy::EffectivePolicy &now = s.policy();
+    if (effective->networkMode != now.networkMode)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/network/mode: the network mode of a running sandbox cannot change "
+                                                                    "(it is %1); create a new sandbox")
+                                                         .arg(now.networkMode));
+    const auto secretFiles = [](const policy::EffectivePolicy &p) {
+        QStringList files;
+        for (const policy::CredentialGrant &g : p.grants)
+            if (!g.file.isEmpty())
+                files.append(g.secret + QLatin1Char(' ') + g.file);
+        return files;
+    };
+    if (secretFiles(*effective) != secretFiles(now))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/credentials/grants: secrets granted as files are placed when a sandbox is "
+                                                                    "created; create a new sandbox to change them (grants as env apply at once)"));
+    if (auto env = grantedSecrets(*effective, true); !env)
+        return env.error();
+    if (effective->mounts != now.mounts || effective->limits != now.limits)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
+                                                                    "is created; create a new sandbox to change them"));
+    s.setPolicy(*effective, overrides, by, run);
+    return policy(ref, true);
+}
+
+Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList &argv, const QStringList &env, const QString &by,
+                                           const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject overrides = (*found)->policyOverrides();
+    QJsonObject commands = overrides.value(QStringLiteral("commands")).toObject();
+    QJsonArray rules = commands.value(QStringLiteral("rules")).toArray();
+    // Exactly this argv, word for word: approving `rm -rf build` always must not allow `rm -rf build ~`.
+    rules.append(QJsonObject{{QStringLiteral("decision"), QStringLiteral("allow")},
+                             {QStringLiteral("command"), QJsonArray::fromStringList(argv)},
+                             {QStringLiteral("exact"), true}});
+    commands.insert(QStringLiteral("rules"), rules);
+    overrides.insert(QStringLiteral("commands"), commands);
+    auto effective = policy::resolveForSandbox(overrides, (*found)->policy().preset, userPolicyFile());
+    if (!effective)
+        return effective.error();
+    const policy::CommandVerdict v = effective->commands.evaluate(argv, env);
+    if (v.decision != policy::Decision::Allow)
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("an \"always\" rule for this command would not cover it (%1); approve it once, or add rules for "
+                                        "its parts with 'airlockctl policy set'")
+                             .arg(v.reason));
+    return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonObject> Engine::addNetworkRule(const QString &ref, const QString &host, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject overrides = (*found)->policyOverrides();
+    QJsonObject network = overrides.value(QStringLiteral("network")).toObject();
+    QJsonArray allow = network.contains(QStringLiteral("allow")) ? network.value(QStringLiteral("allow")).toArray()
+                                                                  : QJsonArray::fromStringList((*found)->policy().networkAllow);
+    if (!allow.contains(host))
+        allow.append(host);
+    network.insert(QStringLiteral("allow"), allow);
+    overrides.insert(QStringLiteral("network"), network);
+    return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QString &by)
+{
+    auto target = find(request.sandbox);
+    if (!target || request.policyVersion != (*target)->policyVersion())
+        return makeError(ErrorCode::Denied, QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again"));
+    if (request.kind == QLatin1String("tool"))
+        return addToolRule(request.sandbox, request.tool, by, request.run);
+    if (request.kind == QLatin1String("network"))
+        return addNetworkRule(request.sandbox, request.destination.section(QLatin1Char(' '), 0, 0).section(QLatin1Char(':'), 0, -2), by,
+                              request.run);
+    QStringList envNames;
+    for (const QString &kv : request.env)
+        envNames.append(kv.section(QLatin1Char('='), 0, 0));
+    return addCommandRule(request.sandbox, request.argv, envNames, by, request.run);
+}
+
+void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecision &d)
+{
+    if (auto sandbox = find(request.sandbox))
+        (*sandbox)->record(QStringLiteral("approval.decided"),
+                           {{QStringLiteral("id"), request.id},
+                            {QStringLiteral("kind"), request.kind},
+                            {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
+                            {QStringLiteral("always"), d.always},
+                            {QStringLiteral("by"), d.by},
+                            {QStringLiteral("reason"), d.reason}},
+                           request.run);
+}
+
+void Engine::maskSecrets(ApprovalRequest &r) const
+{
+    auto found = find(r.sandbox);
+    if (!found || (*found)->redactor().isEmpty())
+        return;
+    const Redactor &redactor = (*found)->redactor();
+    Redactor::Hits hits;
+    const QJsonObject masked = redactor.redactJson({{QStringLiteral("argv"), QJsonArray::fromStringList(r.argv)},
+                                                    {QStringLiteral("env"), QJsonArray::fromStringList(r.env)},
+                                                    {QStringLiteral("cwd"), r.cwd},
+                                                    {QStringLiteral("destination"), r.destination},
+                                                    {QStringLiteral("reason"), r.reason},
+                                                    {QStringLiteral("arguments"), r.arguments}},
+                                                   &hits);
+    if (!hits)
+        return;
+    const auto list = [&](const char *key) {
+        QStringList out;
+        for (const QJsonValue &v : masked.value(QLatin1String(key)).toArray())
+            out.append(v.toString());
+        return out;
+    };
+    r.argv = list("argv");
+    r.env = list("env");
+    r.cwd = masked.value(QStringLiteral("cwd")).toString();
+    r.destination = masked.value(QStringLiteral("destination")).toString();
+    r.reason = masked.value(QStringLiteral("reason")).toString();
+    r.arguments = masked.value(QStringLiteral("arguments")).toObject();
+}
+
+void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
+{
+    // A sandbox cannot bury a person in questions: a few at a time, the rest are denied.
+    constexpr int kMaxPendingPerSandbox = 16;
+    int waiting = 0;
+    for (const ApprovalRequest &p : m_approvals.pending())
+        waiting += p.sandbox == sandbox->id() ? 1 : 0;
+    r.sandbox = sandbox->id();
+    r.sandboxName = sandbox->name();
+    if (r.run.isEmpty())
+        r.run = sandbox->currentRun();
+    r.policyVersion = sandbox->policyVersion();
+    if (auto caps = capabilities(sandbox->id()))
+        r.capabilities = *caps;
+    if (waiting >= kMaxPendingPerSandbox)
+        return answer(r, {false, false, QStringLiteral("airlockd"), QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting)});
+    maskSecrets(r);
+    const ApprovalRequest pending = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
+        recordDecision(req, d);
+        answer(req, d);
+    });
+    QJsonObject requested = pending.toJson();
+    requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
+    sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
+}
+
+Result<QJsonObject> Engine::addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run)
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    QJsonObject overrides = (*found)->policyOverrides();
+    QJsonObject tools = overrides.value(QStringLiteral("tools")).toObject();
+    // The effective entry (with its argument constraints), now allowed.
+    QJsonObject entry = (*found)->policy().document.value(QStringLiteral("tools")).toObject().value(tool).toObject();
+    entry.insert(QStringLiteral("decision"), QStringLiteral("allow"));
+    tools.insert(tool, entry);
+    overrides.insert(QStringLiteral("tools"), tools);
+    return setPolicy(ref, overrides, by, run);
+}
+
+Result<QJsonArray> Engine::listTools(const QString &ref) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    return m_tools->list(**found);
+}
+
+void Engine::callTool(const QString &ref, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done)
+{
+    auto found = find(ref);
+    if (!found)
+        return done(found.error());
+    if (call.run.isEmpty())
+        call.run = (*found)->currentRun();
+    m_tools->call(*found, std::move(call), std::move(done));
+}
+
+Result<QJsonObject> Engine::capabilities(const QString &ref) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    const policy::EffectivePolicy &p = (*found)->policy();
+    QJsonArray writable{QStringLiteral("/workspace"), QStringLiteral("/tmp"), QStringLiteral("/var/tmp")};
+    for (const Mount &m : p.mounts)
+        if (m.writable)
+            writable.append(QString(m.sandboxPath + QStringLiteral(" (host ") + m.hostPath + QLatin1Char(')')));
+    QJsonArray grants, tools;
+    for (const policy::CredentialGrant &g : p.grants)
+        grants.append(QString(g.secret + (g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env)));
+    for (auto it = p.tools.cbegin(); it != p.tools.cend(); ++it)
+        tools.append(QString(it.key() + QLatin1Char(' ') + policy::decisionName(it->decision)));
+    QJsonValue network = p.networkMode == QLatin1String("full") ? QJsonValue(QStringLiteral("FULL (host network)"))
+                         : p.networkMode == QLatin1String("none") ? QJsonValue(QStringLiteral("none"))
+                                                                  : QJsonValue(QJsonArray::fromStringList(p.networkAllow));
+    return QJsonObject{{QStringLiteral("network"), network},
+                       {QStringLiteral("credentials"), grants},
+                       {QStringLiteral("writable"), writable},
+                       {QStringLiteral("tools"), tools}};
+}
+
+namespace {
+// The destination of a URL as the network rules see it: host (IPv6 in brackets) and port.
+Result<QPair<QString, int>> destinationOf(const QString &text)
+{
+    const QUrl url(text, QUrl::StrictMode);
+    static const QHash<QString, int> defaultPorts{{QStringLiteral("http"), 80}, {QStringLiteral("https"), 443}, {QStringLiteral("ws"), 80},
+                                                  {QStringLiteral("wss"), 443}, {QStringLiteral("ftp"), 21}, {QStringLiteral("ssh"), 22}};
+    const int port = url.port(defaultPorts.value(url.scheme().toLower(), -1));
+    if (!url.isValid() || url.host().isEmpty() || port < 1)
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a URL with a host (and a port, or a scheme that has one)").arg(text.left(200)));
+    QString host = url.host(QUrl::FullyEncoded);
+    if (host.contains(QLatin1Char(':')))
+        host = QLatin1Char('[') + host + QLatin1Char(']');
+    return qMakePair(host, port);
+}
+} // namespace
+
+Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    const policy::EffectivePolicy &p = (*found)->policy();
+    QJsonObject verdict;
+    if (request.contains(QStringLiteral("url"))) {
+        auto destination = destinationOf(request.value(QStringLiteral("url")).toString());
+        if (!destination)
+            return destination.error();
+        verdict = p.network.evaluate(destination->first, quint16(destination->second)).toJson();
+        verdict.insert(QStringLiteral("port"), destination->second);
+    } else if (request.contains(QStringLiteral("tool"))) {
+        verdict = policy::evaluateTool(p, request.value(QStringLiteral("tool")).toString(), request.value(QStringLiteral("arguments")).toObject()).toJson();
+    } else {
+        QStringList argv;
+        for (const QJsonValue &v : request.value(QStringLiteral("argv")).toArray())
+            argv.append(v.toString());
+        verdict = p.commands.evaluate(argv).toJson();
+    }
+    for (auto it = request.begin(); it != request.end(); ++it)
+        verdict.insert(it.key(), it.value());
+    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
+    return verdict;
+}
+
+} // namespace airlock
