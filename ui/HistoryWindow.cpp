@@ -5,6 +5,7 @@
 #include "HistoryModel.h"
 #include "OutputView.h"
 #include "TimelineModel.h"
+#include "StatusText.h"
 #include "client/DaemonClient.h"
 #include "history/ExportBundle.h"
 #include "model/DisplayText.h"
@@ -106,15 +107,10 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     connect(m_replay, &ExecutionReplay::chunk, m_output, [this](int stream, const QByteArray &data) { m_output->append(stream, data); });
     connect(m_replay, &ExecutionReplay::failed, this, [this](const QString &message) { showStatus(tr("Cannot replay: %1").arg(message), true); });
     connect(m_replay, &ExecutionReplay::finished, this, [this] {
-        for (int row = 0; row < m_model->rowCount(); ++row) {
-            const QJsonObject e = m_model->execution(row);
-            if (qint64(e.value(QStringLiteral("id")).toDouble()) == m_opened) {
-                if (e.value(QStringLiteral("status")).toString() != QLatin1String("running"))
-                    m_output->endExecution(qint64(e.value(QStringLiteral("exec")).toDouble()), e.value(QStringLiteral("status")).toString(),
-                                           e.value(QStringLiteral("exitCode")));
-                break;
-            }
-        }
+        const QJsonObject &e = m_openedRow;
+        if (e.value(QStringLiteral("status")).toString() != QLatin1String("running"))
+            m_output->endExecution(qint64(e.value(QStringLiteral("exec")).toDouble()), e.value(QStringLiteral("status")).toString(),
+                                   e.value(QStringLiteral("exitCode")));
     });
     auto *outputPage = new QWidget;
     auto *outputLayout = new QVBoxLayout(outputPage);
@@ -238,6 +234,7 @@ void HistoryWindow::openExecution(int row)
     const QJsonObject e = m_model->execution(row);
     if (e.isEmpty())
         return;
+    m_openedRow = e;
     m_opened = qint64(e.value(QStringLiteral("id")).toDouble());
     const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
     QStringList facts{tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())};
@@ -338,8 +335,7 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
 
 void HistoryWindow::showStatus(const QString &text, bool error)
 {
-    statusBar()->setStyleSheet(error ? QStringLiteral("color: #d03030") : QString());
-    statusBar()->showMessage(text);
+    ui::showStatus(statusBar(), text, error);
 }
 
 } // namespace airlock::ui

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QJsonObject>
 #include <QMainWindow>
 
 class QCheckBox;
@@ -69,6 +70,7 @@ private:
     QTabWidget *m_tabs;
     QTimer *m_typing;
     qint64 m_opened = 0;
+    QJsonObject m_openedRow; // as listed: how it ended, for the replay's last line
 };
 
 } // namespace airlock::ui

@@ -11,6 +11,7 @@
 #include "SandboxConsole.h"
 #include "SecretsDialog.h"
 #include "Theme.h"
+#include "StatusText.h"
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 
@@ -547,8 +548,7 @@ void MainWindow::deleteSelected()
 
 void MainWindow::showStatus(const QString &text, bool error)
 {
-    statusBar()->setStyleSheet(error ? QStringLiteral("color: #d03030") : QString());
-    statusBar()->showMessage(text);
+    ui::showStatus(statusBar(), text, error);
 }
 
 } // namespace airlock::ui

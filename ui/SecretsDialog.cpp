@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "SecretsDialog.h"
 
+#include "StatusText.h"
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 
@@ -109,8 +110,7 @@ QString SecretsDialog::statusText() const
 
 void SecretsDialog::showStatus(const QString &text, bool error)
 {
-    m_status->setStyleSheet(error ? QStringLiteral("color: #d03030") : QString());
-    m_status->setText(text);
+    ui::showStatus(m_status, text, error);
 }
 
 void SecretsDialog::refresh()
