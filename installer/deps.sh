@@ -7,7 +7,7 @@ packages=(
   qt6-base-dev qt6-base-dev-tools qt6-websockets-dev libqt6sql6-sqlite
   libspdlog-dev libsqlite3-dev libseccomp-dev bubblewrap
   xvfb xauth libgl1-mesa-dev
-  curl openssl
+  curl openssl libssl-dev iproute2 openssh-server openssh-client
   qtkeychain-qt6-dev gnome-keyring dbus-daemon dbus-bin
   libqt6svg6 desktop-file-utils
 )

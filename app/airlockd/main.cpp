@@ -3,12 +3,14 @@
 // server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
 #include "AppLogging.h"
 #include "StdioBridge.h"
+#include "TokenCommand.h"
 #include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "model/Units.h"
 #include "policy/Policy.h"
 #include "log/Log.h"
+#include "remote/RemoteListener.h"
 #include "rpc/RpcServer.h"
 #include "secrets/KeychainSecretStore.h"
 #include "secrets/SecretStore.h"
@@ -81,6 +83,8 @@ int main(int argc, char *argv[])
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("airlockd"));
     QCoreApplication::setApplicationVersion(QStringLiteral(AIRLOCK_VERSION));
+    if (app.arguments().value(1) == QLatin1String("token"))
+        return app::runTokenCommand(app.arguments());
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Airlock daemon: owns this user's sandboxes on this host."));
@@ -116,7 +120,20 @@ int main(int argc, char *argv[])
     const QCommandLineOption stdioOpt(QStringLiteral("stdio"),
                                       QStringLiteral("Relay stdin/stdout to this user's daemon (starting it if needed) and exit when either "
                                                      "ends: the far end of an ssh:// connection."));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt});
+    const QCommandLineOption listenOpt(QStringLiteral("listen"),
+                                       QStringLiteral("Also serve remote clients on ADDR:PORT over wss:// (TLS 1.3, the daemon's own certificate; "
+                                                      "clients need a token from 'airlockd token create')."),
+                                       QStringLiteral("addr:port"));
+    const QCommandLineOption plainOpt(QStringLiteral("plain-ws"),
+                                      QStringLiteral("Serve --listen as plain ws:// instead (a loopback address only: tests, or behind a tunnel)."));
+    const QCommandLineOption allowHostOpt(QStringLiteral("allow-host"),
+                                          QStringLiteral("Accept this name in a client's Host header besides the listening address. Repeatable."),
+                                          QStringLiteral("name[:port]"));
+    const QCommandLineOption allowOriginOpt(QStringLiteral("allow-origin"),
+                                            QStringLiteral("Accept a WebSocket upgrade carrying this Origin (none by default). Repeatable."),
+                                            QStringLiteral("origin"));
+    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt,
+                       listenOpt, plainOpt, allowHostOpt, allowOriginOpt});
     parser.process(app);
     if (parser.isSet(stdioOpt)) // stdout is the protocol's: nothing else may be written to it
         return app::runStdioBridge(parser.value(socketOpt));
@@ -143,6 +160,24 @@ int main(int argc, char *argv[])
             return 2;
         }
         resolve[parsed->first] += parsed->second;
+    }
+    std::optional<remote::RemoteListener::Options> remoteOptions;
+    if (parser.isSet(listenOpt)) {
+        auto parsed = remote::parseListenAddress(parser.value(listenOpt));
+        if (!parsed) {
+            std::fprintf(stderr, "airlockd: --listen: %s\n", qPrintable(parsed.error().message));
+            return 2;
+        }
+        remoteOptions = remote::RemoteListener::Options{parsed->first, parsed->second, parser.isSet(plainOpt),
+                                                        parser.values(allowHostOpt), parser.values(allowOriginOpt)};
+        if (remoteOptions->plain && !remoteOptions->address.isLoopback()) {
+            std::fprintf(stderr, "airlockd: --plain-ws: plain ws:// only on a loopback address (%s is not one); drop --plain-ws to serve wss://\n",
+                         qPrintable(parsed->first.toString()));
+            return 2;
+        }
+    } else if (parser.isSet(plainOpt)) {
+        std::fprintf(stderr, "airlockd: --plain-ws needs --listen ADDR:PORT\n");
+        return 2;
     }
     auto secrets = openSecretStore(parser.value(secretStoreOpt));
     if (!secrets) {
@@ -193,6 +228,30 @@ int main(int argc, char *argv[])
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
         return 1;
+    }
+
+    // Remote clients, when asked for: after the local socket, so a daemon that cannot serve both
+    // serves neither.
+    remote::TokenStore tokens(paths::dataDir() + QStringLiteral("/tokens.json"));
+    std::unique_ptr<remote::RemoteListener> remoteListener;
+    if (remoteOptions) {
+        std::optional<remote::TlsIdentity> identity;
+        if (!remoteOptions->plain) {
+            auto loaded = remote::TlsIdentity::loadOrCreate(paths::dataDir() + QStringLiteral("/tls"));
+            if (!loaded) {
+                std::fprintf(stderr, "airlockd: %s\n", qPrintable(loaded.error().message));
+                return 1;
+            }
+            identity = *loaded;
+        }
+        remoteListener = std::make_unique<remote::RemoteListener>(
+            *remoteOptions, tokens, [&server](QLocalSocket *socket, const remote::Grant &grant, const QString &peer) { server.adopt(socket, grant, peer); });
+        if (Status listening = remoteListener->listen(identity ? &*identity : nullptr); !listening) {
+            std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
+            return 1;
+        }
+        std::fprintf(stderr, "airlockd: remote clients connect with %s and a token from 'airlockd token create --name NAME'\n",
+                     qPrintable(remoteListener->connectionString()));
     }
 
     const int sigfd = ::signalfd(-1, &termination, SFD_CLOEXEC | SFD_NONBLOCK);

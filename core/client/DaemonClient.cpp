@@ -198,10 +198,8 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
             return address.error();
         if (address->scheme == HostAddress::Scheme::Ssh)
             return openSsh(*address);
-        if (address->scheme != HostAddress::Scheme::Unix)
-            return makeError(ErrorCode::DaemonUnavailable,
-                             QStringLiteral("%1: this build reaches daemons over unix:// and ssh:// only; wss:// comes with remote hosts")
-                                 .arg(address->text));
+        if (address->scheme == HostAddress::Scheme::Wss || address->scheme == HostAddress::Scheme::Ws)
+            return openWebSocket(*address, options.token.isEmpty() ? qEnvironmentVariable("AIRLOCK_TOKEN") : options.token, options.timeoutMs);
         options.socketPath = address->path;
         options.autostart = false; // someone else's socket path: connect, never start a daemon there
     }

@@ -30,6 +30,7 @@ struct ConnectOptions {
     QString clientName = QStringLiteral("airlock");
     QString run;
     QString agent; // set: this client acts for an agent (command rules and approvals apply)
+    QString token; // wss:// and ws://: the bearer token (empty: $AIRLOCK_TOKEN)
     int timeoutMs = 10000;
 };
 
@@ -62,6 +63,7 @@ Q_SIGNALS:
 
 private:
     static Result<std::unique_ptr<QLocalSocket>> openSsh(const HostAddress &address);
+    static Result<std::unique_ptr<QLocalSocket>> openWebSocket(const HostAddress &address, const QString &token, int timeoutMs);
     void attach(QLocalSocket *socket);
     static Status startDaemon(const ConnectOptions &options, const QString &socketPath);
     void onMessage(const QJsonObject &message);

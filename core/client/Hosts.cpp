@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/Hosts.h"
 
+#include "remote/TlsIdentity.h"
 #include "util/Paths.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QHostAddress>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -30,7 +32,8 @@ bool validName(const QString &name)
 
 Result<HostAddress> parseHostAddress(const QString &url)
 {
-    const QString hint = QStringLiteral(" (expected unix:///path/to/airlockd.sock, ssh://[user@]host[:port] or wss://host:port)");
+    const QString hint = QStringLiteral(" (expected unix:///path/to/airlockd.sock, ssh://[user@]host[:port] or "
+                                        "wss://host:port#sha256=FINGERPRINT)");
     if (url.size() > 1000 || url.contains(QLatin1Char('\n')) || url.contains(QChar(0)))
         return invalid(QStringLiteral("not a host address") + hint);
     HostAddress a;
@@ -44,20 +47,33 @@ Result<HostAddress> parseHostAddress(const QString &url)
     }
     const QUrl parsed(url, QUrl::StrictMode);
     const QString scheme = parsed.scheme();
-    if (scheme != QLatin1String("ssh") && scheme != QLatin1String("wss"))
+    if (scheme != QLatin1String("ssh") && scheme != QLatin1String("wss") && scheme != QLatin1String("ws"))
         return invalid(QStringLiteral("'%1': unsupported scheme '%2'").arg(url, scheme) + hint);
-    if (!parsed.isValid() || parsed.host().isEmpty() || !parsed.password().isEmpty() || parsed.hasQuery() || parsed.hasFragment()
+    const bool pinned = scheme == QLatin1String("wss");
+    if (!parsed.isValid() || parsed.host().isEmpty() || !parsed.password().isEmpty() || parsed.hasQuery() || (parsed.hasFragment() && !pinned)
         || (!parsed.path().isEmpty() && parsed.path() != QLatin1String("/")))
-        return invalid(QStringLiteral("'%1': expected only [user@]host[:port] after %2:// (no password, path, query or fragment: "
+        return invalid(QStringLiteral("'%1': expected only [user@]host[:port] after %2:// (no password, path or query: "
                                       "credentials never go in a URL)").arg(url, scheme) + hint);
-    if (scheme == QLatin1String("wss") && !parsed.userName().isEmpty())
-        return invalid(QStringLiteral("'%1': wss:// takes no user; a token authenticates").arg(url));
-    a.scheme = scheme == QLatin1String("ssh") ? HostAddress::Scheme::Ssh : HostAddress::Scheme::Wss;
+    if (scheme != QLatin1String("ssh") && !parsed.userName().isEmpty())
+        return invalid(QStringLiteral("'%1': %2:// takes no user; a token authenticates").arg(url, scheme));
+    a.scheme = scheme == QLatin1String("ssh") ? HostAddress::Scheme::Ssh : pinned ? HostAddress::Scheme::Wss : HostAddress::Scheme::Ws;
     a.user = parsed.userName();
     a.host = parsed.host();
     a.port = std::max(0, parsed.port(0));
-    a.text = scheme + QStringLiteral("://") + (a.user.isEmpty() ? QString() : a.user + QLatin1Char('@')) + a.host
-        + (a.port ? QStringLiteral(":%1").arg(a.port) : QString());
+    if (pinned) {
+        const QString fragment = parsed.fragment();
+        a.fingerprint = fragment.startsWith(QLatin1String("sha256=")) ? remote::normalizeFingerprint(fragment.mid(7)) : QString();
+        if (a.fingerprint.isEmpty())
+            return invalid(QStringLiteral("'%1': a wss:// address ends in #sha256=FINGERPRINT, the daemon's certificate as airlockd "
+                                          "prints it (there is no unpinned wss://)").arg(url));
+        if (!a.port)
+            return invalid(QStringLiteral("'%1': wss:// needs the port airlockd --listen was given").arg(url));
+    }
+    if (a.scheme == HostAddress::Scheme::Ws && !QHostAddress(a.host).isLoopback())
+        return invalid(QStringLiteral("'%1': plain ws:// only to a loopback address; use wss:// with the daemon's fingerprint").arg(url));
+    const QString hostPart = a.host.contains(QLatin1Char(':')) ? QLatin1Char('[') + a.host + QLatin1Char(']') : a.host;
+    a.text = scheme + QStringLiteral("://") + (a.user.isEmpty() ? QString() : a.user + QLatin1Char('@')) + hostPart
+        + (a.port ? QStringLiteral(":%1").arg(a.port) : QString()) + (pinned ? QStringLiteral("#sha256=") + a.fingerprint : QString());
     return a;
 }
 

@@ -8,15 +8,16 @@
 
 namespace airlock {
 
-// Where a daemon is: unix://PATH on this machine; ssh://[user@]host[:port] and wss://host:port
-// (another machine's airlockd) are understood and refused until their transports land, never
-// silently taken for something else.
+// Where a daemon is: unix://PATH on this machine, ssh://[user@]host[:port] (airlockd --stdio over
+// the system ssh), wss://host:port#sha256=FINGERPRINT (airlockd --listen; the fingerprint is the
+// pinned certificate and is required), or ws://host:port on a loopback address only (tests).
 struct HostAddress {
-    enum class Scheme { Unix, Ssh, Wss };
+    enum class Scheme { Unix, Ssh, Wss, Ws };
     Scheme scheme = Scheme::Unix;
     QString path;        // unix: the socket
     QString user, host;  // ssh, wss
     int port = 0;        // 0: the scheme's default
+    QString fingerprint; // wss: SHA-256 of the daemon's certificate, 64 lowercase hex digits
     QString text;        // as given, normalised
 };
 Result<HostAddress> parseHostAddress(const QString &url);

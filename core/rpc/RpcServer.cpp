@@ -10,6 +10,7 @@
 #include "policy/Policy.h"
 #include "rpc/Connection.h"
 #include "rpc/HistoryMethods.h"
+#include "rpc/RpcSession.h"
 #include "sandbox/Sandbox.h"
 #include "util/Paths.h"
 
@@ -94,17 +95,6 @@ Result<QByteArray> base64Param(const QJsonObject &params, const char *key)
 }
 } // namespace
 
-struct RpcServer::Session {
-    Connection *conn = nullptr;
-    bool greeted = false;
-    QString client;
-    QString run;
-    QString agent; // set: requests come from an agent, and command rules and approvals gate them
-    bool allEvents = false;
-    QSet<QString> sandboxes;              // sandbox ids
-    QSet<QPair<QString, uint32_t>> execs; // (sandbox id, exec)
-    QSet<Sandbox *> holding;
-};
 
 RpcServer::RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &approvals, QObject *parent)
     : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this)),
@@ -146,30 +136,42 @@ Status RpcServer::listen(const QString &socketPath)
 
 void RpcServer::onNewConnection()
 {
-    while (QLocalSocket *socket = m_server->nextPendingConnection()) {
-        auto *session = new Session;
-        session->conn = new Connection(socket, this);
-        session->conn->pauseWhileBacklogged(kRequestPauseBacklog);
-        m_sessions.append(session);
-        connect(session->conn, &Connection::messageReceived, this,
-                [this, session](const QJsonObject &m) { onMessage(*session, m); });
-        connect(session->conn, &Connection::framingFailed, this, [session](const Error &e) {
-            logger()->warn("closing a connection after a malformed frame: {}", e.message.toStdString());
-            session->conn->closeWithError(e);
-        });
-        connect(session->conn, &Connection::bytesFlushed, this, [this, session](qint64 pending) {
-            if (pending < kLowWater && !session->holding.isEmpty())
-                releaseHolds(*session);
-        });
-        connect(session->conn, &Connection::disconnected, this, [this, session] {
+    while (QLocalSocket *socket = m_server->nextPendingConnection())
+        addSession(socket);
+}
+
+void RpcServer::adopt(QLocalSocket *socket, const remote::Grant &grant, const QString &peer)
+{
+    socket->setParent(nullptr);
+    Session *session = addSession(socket);
+    session->grant = grant;
+    session->peer = peer;
+}
+
+RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
+{
+    auto *session = new Session;
+    session->conn = new Connection(socket, this);
+    session->conn->pauseWhileBacklogged(kRequestPauseBacklog);
+    m_sessions.append(session);
+    connect(session->conn, &Connection::messageReceived, this, [this, session](const QJsonObject &m) { onMessage(*session, m); });
+    connect(session->conn, &Connection::framingFailed, this, [session](const Error &e) {
+        logger()->warn("closing a connection after a malformed frame: {}", e.message.toStdString());
+        session->conn->closeWithError(e);
+    });
+    connect(session->conn, &Connection::bytesFlushed, this, [this, session](qint64 pending) {
+        if (pending < kLowWater && !session->holding.isEmpty())
             releaseHolds(*session);
-            m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
-                                  QStringLiteral("the requester disconnected"));
-            m_sessions.removeAll(session);
-            session->conn->deleteLater();
-            delete session;
-        });
-    }
+    });
+    connect(session->conn, &Connection::disconnected, this, [this, session] {
+        releaseHolds(*session);
+        m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
+                              QStringLiteral("the requester disconnected"));
+        m_sessions.removeAll(session);
+        session->conn->deleteLater();
+        delete session;
+    });
+    return session;
 }
 
 Status RpcServer::ownExecution(const Session &s, const QString &sandboxRef, uint32_t exec) const
@@ -249,6 +251,8 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
                                                QStringLiteral("the first request must be \"hello\" with the protocol version")));
         return;
     }
+    if (Status allowed = permitted(session, method, paramsValue.toObject()); !allowed)
+        return reply(allowed.error());
     if (HistoryMethods::handles(method))
         return m_historyMethods->handle(method, paramsValue.toObject(), reply);
     const auto handler = m_handlers.constFind(method);
@@ -260,11 +264,13 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
         session.conn->send(err);
         return;
     }
-    (*handler)(session, paramsValue.toObject(), reply);
+    (*handler)(session, paramsValue.toObject(), filtered(session, method, reply));
 }
 
 bool RpcServer::wants(const Session &s, const Event &e) const
 {
+    if (!covers(s, e.sandbox))
+        return false;
     if (s.allEvents || s.sandboxes.contains(e.sandbox))
         return true;
     if (e.kind == QLatin1String("sandbox.deleted") || e.kind == QLatin1String("sandbox.failed")) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/Event.h"
+#include "remote/TokenStore.h"
 #include "util/Result.h"
 
 #include <QHash>
@@ -13,6 +14,7 @@
 #include <functional>
 
 class QLocalServer;
+class QLocalSocket;
 
 namespace airlock {
 class ApprovalBroker;
@@ -39,6 +41,9 @@ public:
     // Removes a stale socket and listens. The caller must hold the InstanceLock for socketPath.
     Status listen(const QString &socketPath);
     QString socketPath() const { return m_socketPath; }
+    // A connection from another machine (remote::RemoteListener): limited to what its token
+    // grants. Takes the socket.
+    void adopt(QLocalSocket *socket, const remote::Grant &grant, const QString &peer);
     int sessionCount() const { return int(m_sessions.size()); }
 
 private:
@@ -47,6 +52,11 @@ private:
     using Handler = std::function<void(Session &, const QJsonObject &, const Reply &)>;
 
     void onNewConnection();
+    Session *addSession(QLocalSocket *socket);
+    // What a remote session's token allows (RpcServerGrants.cpp); always Ok for local sessions.
+    Status permitted(const Session &session, const QString &method, const QJsonObject &params) const;
+    bool covers(const Session &session, const QString &sandboxId) const;
+    Reply filtered(const Session &session, const QString &method, Reply reply) const;
     void onMessage(Session &session, const QJsonObject &message);
     void onEvent(const Event &event);
     void releaseHolds(Session &session);

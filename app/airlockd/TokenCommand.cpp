@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "TokenCommand.h"
+
+#include "remote/TokenStore.h"
+#include "util/Paths.h"
+
+#include <QCommandLineParser>
+
+#include <cstdio>
+
+namespace airlock::app {
+
+namespace {
+int fail(const Error &e)
+{
+    std::fprintf(stderr, "airlockd token: %s\n", qPrintable(e.message));
+    return e.code == ErrorCode::IoError ? 1 : 2;
+}
+} // namespace
+
+int runTokenCommand(const QStringList &arguments)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Bearer tokens for remote clients of airlockd --listen."));
+    parser.addPositionalArgument(QStringLiteral("action"), QStringLiteral("create, ls or revoke NAME"));
+    const QCommandLineOption nameOpt(QStringLiteral("name"), QStringLiteral("The token's name (create)."), QStringLiteral("name"));
+    const QCommandLineOption scopeOpt(QStringLiteral("scope"),
+                                      QStringLiteral("full (default), read-only or sandbox:NAME; repeatable, combinable (create)."),
+                                      QStringLiteral("scope"));
+    parser.addOptions({nameOpt, scopeOpt});
+    parser.addHelpOption();
+    if (!parser.parse(arguments))
+        return fail(makeError(ErrorCode::InvalidArgument, parser.errorText()));
+    if (parser.isSet(QStringLiteral("help"))) {
+        std::printf("%s", qPrintable(parser.helpText()));
+        return 0;
+    }
+    const QStringList args = parser.positionalArguments().mid(1); // after "token"
+    remote::TokenStore store(paths::dataDir() + QStringLiteral("/tokens.json"));
+    const QString action = args.value(0);
+    if (action == QLatin1String("create") && args.size() == 1) {
+        if (!parser.isSet(nameOpt))
+            return fail(makeError(ErrorCode::InvalidArgument, QStringLiteral("create needs --name NAME (say which client will hold it)")));
+        auto created = store.create(parser.value(nameOpt), parser.values(scopeOpt));
+        if (!created)
+            return fail(created.error());
+        // The token on stdout alone (for a pipe or a file); the rest on stderr.
+        std::fprintf(stderr, "token '%s' (%s); it is shown once and stored only as a hash:\n", qPrintable(created->grant.tokenName),
+                     qPrintable(created->grant.describe()));
+        std::printf("%s\n", qPrintable(created->token));
+        return 0;
+    }
+    if (action == QLatin1String("ls") && args.size() == 1) {
+        auto entries = store.entries();
+        if (!entries)
+            return fail(entries.error());
+        std::printf("%-24s %-14s %-21s %s\n", "NAME", "ID", "CREATED", "SCOPE");
+        for (const auto &e : std::as_const(*entries))
+            std::printf("%-24s %-14s %-21s %s%s\n", qPrintable(e.grant.tokenName), qPrintable(e.grant.tokenId),
+                        qPrintable(e.created.toString(Qt::ISODate)), qPrintable(e.grant.describe()),
+                        e.revoked.isValid() ? qPrintable(QStringLiteral(" (revoked %1)").arg(e.revoked.toString(Qt::ISODate))) : "");
+        return 0;
+    }
+    if (action == QLatin1String("revoke") && args.size() == 2) {
+        if (Status revoked = store.revoke(args.at(1)); !revoked)
+            return fail(revoked.error());
+        std::fprintf(stderr, "token '%s' revoked; its connections close within a second\n", qPrintable(args.at(1)));
+        return 0;
+    }
+    return fail(makeError(ErrorCode::InvalidArgument, QStringLiteral("expected: token create --name NAME [--scope S]…, token ls, token revoke NAME")));
+}
+
+} // namespace airlock::app

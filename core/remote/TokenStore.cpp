@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "remote/TokenStore.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRandomGenerator>
+#include <QRegularExpression>
+#include <QSaveFile>
+
+namespace airlock::remote {
+
+namespace {
+Error invalid(const QString &what)
+{
+    return makeError(ErrorCode::InvalidArgument, what);
+}
+
+bool validName(const QString &name)
+{
+    static const QRegularExpression re(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"));
+    return re.match(name).hasMatch();
+}
+
+QByteArray randomBytes(int n)
+{
+    QByteArray bytes(n, Qt::Uninitialized);
+    QRandomGenerator::system()->generate(bytes.begin(), bytes.end());
+    return bytes;
+}
+
+QByteArray hashSecret(const QByteArray &secret)
+{
+    return QCryptographicHash::hash(secret, QCryptographicHash::Sha256).toHex();
+}
+
+QJsonObject scopeToJson(const Grant &g)
+{
+    return {{QStringLiteral("readOnly"), g.readOnly}, {QStringLiteral("sandboxes"), QJsonArray::fromStringList(g.sandboxes)}};
+}
+} // namespace
+
+bool constantTimeEquals(const QByteArray &a, const QByteArray &b)
+{
+    if (a.size() != b.size())
+        return false;
+    unsigned char diff = 0;
+    for (qsizetype i = 0; i < a.size(); ++i)
+        diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+QString Grant::describe() const
+{
+    QStringList parts;
+    if (readOnly)
+        parts << QStringLiteral("read-only");
+    if (!sandboxes.isEmpty())
+        parts << QStringLiteral("sandboxes ") + sandboxes.join(QStringLiteral(", "));
+    return parts.isEmpty() ? QStringLiteral("full") : parts.join(QStringLiteral("; "));
+}
+
+Result<Grant> Grant::fromScopes(const QStringList &scopes)
+{
+    Grant g;
+    for (const QString &scope : scopes) {
+        if (scope == QLatin1String("full"))
+            continue;
+        if (scope == QLatin1String("read-only")) {
+            g.readOnly = true;
+        } else if (scope.startsWith(QLatin1String("sandbox:")) && validName(scope.mid(8))) {
+            if (!g.sandboxes.contains(scope.mid(8)))
+                g.sandboxes << scope.mid(8);
+        } else {
+            return invalid(QStringLiteral("--scope '%1': expected full, read-only or sandbox:NAME (repeatable)").arg(scope.left(80)));
+        }
+    }
+    return g;
+}
+
+Status TokenStore::reload()
+{
+    const QFileInfo info(m_path);
+    if (m_loaded && info.exists() == (m_loadedSize >= 0) && (!info.exists() || (info.lastModified() == m_loadedModified && info.size() == m_loadedSize)))
+        return Ok{};
+    m_entries.clear();
+    m_loaded = true;
+    m_loadedSize = -1;
+    if (!info.exists())
+        return Ok{};
+    QFile file(m_path);
+    QJsonParseError err{};
+    const QJsonDocument doc = file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.read(4 * 1024 * 1024), &err) : QJsonDocument();
+    if (!file.isOpen() || err.error != QJsonParseError::NoError || !doc.isObject()) {
+        m_loaded = false; // read again next time; meanwhile nothing is accepted (fail closed)
+        return invalid(QStringLiteral("%1 is not a token file Airlock can read; fix or move it").arg(m_path));
+    }
+    for (const QJsonValue &v : doc.object().value(QStringLiteral("tokens")).toArray()) {
+        const QJsonObject o = v.toObject();
+        Entry e;
+        e.grant.tokenId = o.value(QStringLiteral("id")).toString();
+        e.grant.tokenName = o.value(QStringLiteral("name")).toString();
+        const QJsonObject scope = o.value(QStringLiteral("scope")).toObject();
+        e.grant.readOnly = scope.value(QStringLiteral("readOnly")).toBool(true); // a damaged entry grants less, not more
+        for (const QJsonValue &s : scope.value(QStringLiteral("sandboxes")).toArray())
+            e.grant.sandboxes << s.toString();
+        e.hash = o.value(QStringLiteral("sha256")).toString().toLatin1();
+        e.created = QDateTime::fromString(o.value(QStringLiteral("created")).toString(), Qt::ISODate);
+        e.revoked = QDateTime::fromString(o.value(QStringLiteral("revoked")).toString(), Qt::ISODate);
+        if (e.grant.tokenId.isEmpty() || e.hash.size() != 64)
+            continue;
+        m_entries << e;
+    }
+    m_loadedModified = info.lastModified();
+    m_loadedSize = info.size();
+    return Ok{};
+}
+
+Status TokenStore::save() const
+{
+    QJsonArray tokens;
+    for (const Entry &e : m_entries) {
+        QJsonObject o{{QStringLiteral("id"), e.grant.tokenId},
+                      {QStringLiteral("name"), e.grant.tokenName},
+                      {QStringLiteral("scope"), scopeToJson(e.grant)},
+                      {QStringLiteral("sha256"), QString::fromLatin1(e.hash)},
+                      {QStringLiteral("created"), e.created.toString(Qt::ISODate)}};
+        if (e.revoked.isValid())
+            o.insert(QStringLiteral("revoked"), e.revoked.toString(Qt::ISODate));
+        tokens.append(o);
+    }
+    QDir().mkpath(QFileInfo(m_path).absolutePath());
+    QSaveFile file(m_path);
+    const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("tokens"), tokens}}).toJson();
+    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner)
+        || file.write(json) != json.size() || !file.commit())
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString()));
+    return Ok{};
+}
+
+Result<TokenStore::Created> TokenStore::create(const QString &name, const QStringList &scopes)
+{
+    if (!validName(name))
+        return invalid(QStringLiteral("--name '%1': 1 to 63 letters, digits and . _ - (starting with a letter or digit)").arg(name.left(64)));
+    auto grant = Grant::fromScopes(scopes);
+    if (!grant)
+        return grant.error();
+    if (Status loaded = reload(); !loaded)
+        return loaded.error();
+    for (const Entry &e : std::as_const(m_entries))
+        if (e.grant.tokenName == name && !e.revoked.isValid())
+            return makeError(ErrorCode::AlreadyExists, QStringLiteral("a token named '%1' exists; revoke it first").arg(name));
+    Entry e;
+    e.grant = *grant;
+    e.grant.tokenName = name;
+    e.grant.tokenId = QString::fromLatin1(randomBytes(6).toHex());
+    const QByteArray secret = randomBytes(32).toBase64(QByteArray::Base64UrlEncoding | QByteArray::OmitTrailingEquals);
+    e.hash = hashSecret(secret);
+    e.created = QDateTime::currentDateTimeUtc();
+    m_entries << e;
+    if (Status saved = save(); !saved) {
+        m_entries.removeLast();
+        return saved.error();
+    }
+    m_loaded = false; // our own write: read back on next use
+    return Created{QStringLiteral("alk_%1_%2").arg(e.grant.tokenId, QString::fromLatin1(secret)), e.grant};
+}
+
+Status TokenStore::revoke(const QString &name)
+{
+    if (Status loaded = reload(); !loaded)
+        return loaded.error();
+    const auto it = std::find_if(m_entries.begin(), m_entries.end(),
+                                 [&](const Entry &e) { return e.grant.tokenName == name && !e.revoked.isValid(); });
+    if (it == m_entries.end())
+        return makeError(ErrorCode::NotFound, QStringLiteral("no live token named '%1' (see 'airlockd token ls')").arg(name.left(64)));
+    it->revoked = QDateTime::currentDateTimeUtc();
+    if (Status saved = save(); !saved) {
+        it->revoked = {};
+        return saved.error();
+    }
+    m_loaded = false;
+    return Ok{};
+}
+
+Result<QList<TokenStore::Entry>> TokenStore::entries()
+{
+    if (Status loaded = reload(); !loaded)
+        return loaded.error();
+    return m_entries;
+}
+
+Result<Grant> TokenStore::verify(const QByteArray &token)
+{
+    // alk_ + 12 hex + _ + 43 base64url
+    static const QRegularExpression shape(QStringLiteral("^alk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$"));
+    const auto m = shape.match(QString::fromLatin1(token.left(200)));
+    if (token.size() > 200 || !m.hasMatch())
+        return makeError(ErrorCode::Denied, QStringLiteral("malformed token (expected alk_…, as printed by 'airlockd token create')"));
+    if (Status loaded = reload(); !loaded)
+        return makeError(ErrorCode::Denied, QStringLiteral("the daemon cannot read its token file"));
+    const QByteArray presented = hashSecret(m.captured(2).toLatin1());
+    for (const Entry &e : std::as_const(m_entries)) {
+        if (e.grant.tokenId != m.captured(1))
+            continue;
+        if (!constantTimeEquals(presented, e.hash))
+            return makeError(ErrorCode::Denied, QStringLiteral("wrong token: the secret does not match token %1").arg(e.grant.tokenId));
+        if (e.revoked.isValid())
+            return makeError(ErrorCode::Denied, QStringLiteral("token '%1' was revoked at %2").arg(e.grant.tokenName, e.revoked.toString(Qt::ISODate)));
+        return e.grant;
+    }
+    return makeError(ErrorCode::Denied, QStringLiteral("unknown token (not issued by this daemon)"));
+}
+
+bool TokenStore::isLive(const QString &tokenId)
+{
+    if (!reload())
+        return false;
+    return std::any_of(m_entries.cbegin(), m_entries.cend(), [&](const Entry &e) { return e.grant.tokenId == tokenId && !e.revoked.isValid(); });
+}
+
+} // namespace airlock::remote

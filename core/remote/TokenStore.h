@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QDateTime>
+#include <QList>
+#include <QStringList>
+
+namespace airlock::remote {
+
+// What a token lets its holder do. Read-only: look (lists, policies, history, live output), never
+// change or run anything. Sandboxes: only those named (created under such a name, or existing);
+// nothing daemon-wide (secrets, defaults, other sandboxes' history).
+struct Grant {
+    QString tokenId, tokenName;
+    bool readOnly = false;
+    QStringList sandboxes; // empty: every sandbox
+
+    bool coversSandbox(const QString &name) const { return sandboxes.isEmpty() || sandboxes.contains(name); }
+    QString describe() const; // "full", "read-only", "sandboxes a, b", "read-only; sandboxes a"
+    // Parses --scope values: "full", "read-only", "sandbox:NAME" (repeatable, combinable).
+    static Result<Grant> fromScopes(const QStringList &scopes);
+};
+
+// The bearer tokens of one daemon, in a 0600 JSON file: each token's name, scope and the SHA-256 of
+// its secret (the secret itself is shown once, at creation, and never stored). A token is
+// "alk_<id>_<secret>": the id finds the entry, the secret's hash is compared in constant time.
+// The file is read again whenever it changes, so `airlockd token revoke` takes effect in a
+// running daemon.
+class TokenStore {
+public:
+    struct Entry {
+        Grant grant;
+        QByteArray hash; // hex
+        QDateTime created;
+        QDateTime revoked; // valid: kept so that its holder is told it was revoked
+    };
+    explicit TokenStore(QString path) : m_path(std::move(path)) {}
+
+    struct Created {
+        QString token;
+        Grant grant;
+    };
+    Result<Created> create(const QString &name, const QStringList &scopes);
+    Status revoke(const QString &name);
+    Result<QList<Entry>> entries(); // revoked ones too
+    // Whether a token id still grants (for closing the connections of a revoked token).
+    bool isLive(const QString &tokenId);
+    // The grant of a presented token, or Denied with the reason (malformed, unknown, wrong secret
+    // or revoked).
+    Result<Grant> verify(const QByteArray &token);
+    QString path() const { return m_path; }
+
+private:
+    Status reload();
+    Status save() const;
+
+    QString m_path;
+    QList<Entry> m_entries;
+    QDateTime m_loadedModified;
+    qint64 m_loadedSize = -1;
+    bool m_loaded = false;
+};
+
+// Equal contents in time that depends only on the length.
+bool constantTimeEquals(const QByteArray &a, const QByteArray &b);
+
+} // namespace airlock::remote
