@@ -225,13 +225,10 @@ int main(int argc, char *argv[])
             (void)store->flush();
     });
     rpc::RpcServer server(engine, history->get(), approvals);
-    if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
-        std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
-        return 1;
-    }
 
-    // Remote clients, when asked for: after the local socket, so a daemon that cannot serve both
-    // serves neither.
+    // Remote clients, when asked for: before the local socket, so that whoever waits for that
+    // socket finds the remote side (and its certificate) ready, and a daemon that cannot serve
+    // both serves neither.
     remote::TokenStore tokens(paths::dataDir() + QStringLiteral("/tokens.json"));
     std::unique_ptr<remote::RemoteListener> remoteListener;
     if (remoteOptions) {
@@ -252,6 +249,10 @@ int main(int argc, char *argv[])
         }
         std::fprintf(stderr, "airlockd: remote clients connect with %s and a token from 'airlockd token create --name NAME'\n",
                      qPrintable(remoteListener->connectionString()));
+    }
+    if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
+        return 1;
     }
 
     const int sigfd = ::signalfd(-1, &termination, SFD_CLOEXEC | SFD_NONBLOCK);

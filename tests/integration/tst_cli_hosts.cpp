@@ -119,8 +119,12 @@ private Q_SLOTS:
         const std::pair<QString, const char *> refused[] = {
             {QStringLiteral("http://example.com"), "unsupported scheme 'http'"},
             {QStringLiteral("unix://relative/airlockd.sock"), "must be absolute"},
-            {QStringLiteral("ssh://me:secret@build-box"), "no password, path, query or fragment"},
+            {QStringLiteral("ssh://me:secret@build-box"), "no password, path or query"},
             {QStringLiteral("wss://build-box:8443/?token=abc"), "credentials never go in a URL"},
+            {QStringLiteral("wss://build-box:8443"), "ends in #sha256=FINGERPRINT"},
+            {QStringLiteral("wss://build-box:8443#sha256=abc"), "ends in #sha256=FINGERPRINT"},
+            {QStringLiteral("wss://build-box#sha256=") + QString(64, QLatin1Char('a')), "needs the port"},
+            {QStringLiteral("ws://build-box:8443"), "plain ws:// only to a loopback address"},
         };
         for (const auto &[bad, why] : refused) {
             const CliResult r = ctl(args("hosts", "add", "x", bad));
@@ -154,9 +158,9 @@ private Q_SLOTS:
         QCOMPARE(ctl(args("hosts", "use", "local")).exitCode, 0);
         QVERIFY(!ctl(args("ls")).out.contains("elsewhere"));
         QCOMPARE(ctl(args("hosts", "use", "nowhere")).exitCode, 3);
-        // wss:// is understood but not reachable yet: said so, nothing else is tried.
-        const CliResult wss = ctl(args("--host", "wss://build-box:8443", "ls"));
-        QVERIFY2(wss.exitCode == 4 && wss.err.contains("unix:// and ssh:// only"), qPrintable(wss.describe()));
+        // wss:// without a token: said so before anything is sent (tst_remote_wss covers the rest).
+        const CliResult wss = ctl(args("--host", QStringLiteral("wss://build-box:8443#sha256=") + QString(64, QLatin1Char('a')), "ls"));
+        QVERIFY2(wss.exitCode == 2 && wss.err.contains("needs a token"), qPrintable(wss.describe()));
         QCOMPARE(ctl(args("--host", "no-such-host", "ls")).exitCode, 3);
         QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 0);
         QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 3);

@@ -103,8 +103,9 @@ QProcessEnvironment TestDaemon::environment() const
 bool TestDaemon::start()
 {
     m_process.setProcessEnvironment(m_env);
-    m_process.setProgram(binDir() + QStringLiteral("/airlockd"));
-    m_process.setArguments(QStringList{QStringLiteral("--socket"), socketPath()} + m_args);
+    const QStringList command = m_launcher + QStringList{binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socketPath()} + m_args;
+    m_process.setProgram(command.constFirst());
+    m_process.setArguments(command.mid(1));
     m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
     m_process.start();
     if (!m_process.waitForStarted(5000))

@@ -33,6 +33,8 @@ public:
     TestDaemon(const TestDaemon &) = delete;
     TestDaemon &operator=(const TestDaemon &) = delete;
 
+    // Runs the daemon through this command (for example {"ip", "netns", "exec", NS}); before start().
+    void setLauncher(QStringList prefix) { m_launcher = std::move(prefix); }
     bool start(); // waits until the socket accepts connections
     void stop();  // SIGTERM and wait; returns once the process is gone
     qint64 pid() const;
@@ -53,6 +55,7 @@ public:
 private:
     QTemporaryDir m_dir;
     QStringList m_args;
+    QStringList m_launcher;
     QProcessEnvironment m_env;
     QProcess m_process;
 };

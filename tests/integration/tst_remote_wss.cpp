@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: Apache-2.0
+// wss:// end to end against a "remote" host: a network namespace joined to this one by a veth
+// pair, running its own airlockd (separate data directory) with --listen on its side of the link.
+// The lifecycle over a pinned fingerprint and a token; every refusal with its reason (tokens,
+// fingerprint, TLS 1.2, Host, Origin, query, plain ws, scopes, frames, rate limit); a revoked
+// token's live connection; and a 5 s cut of the link during a stream.
+#include "TestHelpers.h"
+#include "rpc/Protocol.h"
+
+#include <QCryptographicHash>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QNetworkRequest>
+#include <QSslSocket>
+#include <QTest>
+#include <QWebSocket>
+
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+constexpr quint16 kPort = 7443;
+
+bool sh(const QString &command, QByteArray *output = nullptr)
+{
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), command});
+    const bool ok = p.waitForFinished(20000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
+    if (output)
+        *output = p.readAll();
+    return ok;
+}
+
+struct HttpReply {
+    QByteArray status; // "HTTP/1.1 401 …" or empty
+    QString tlsError;
+};
+} // namespace
+
+class TestRemoteWss final : public QObject {
+    Q_OBJECT
+    const QString m_id = QString::number(::getpid() % 100000);
+    const QString m_ns = QStringLiteral("alkns") + m_id, m_hostIf = QStringLiteral("alkh") + m_id, m_remoteIf = QStringLiteral("alkr") + m_id;
+    QString m_net, m_local, m_remote, m_other; // 10.x.y.0/24: .1 here, .2 there, .5 here (a second source)
+    std::unique_ptr<TestDaemon> m_daemon;
+    QString m_fingerprint, m_url, m_token;
+
+    // airlockctl on this side: never a local daemon, always the remote one.
+    CliResult remote(const QStringList &arguments, const QString &token = {}, const QString &url = {}, const QByteArray &input = {}) const
+    {
+        QProcess p;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
+        env.insert(QStringLiteral("AIRLOCK_TOKEN"), token.isNull() ? m_token : token);
+        p.setProcessEnvironment(env);
+        p.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host") + QStringList{url.isEmpty() ? m_url : url} + arguments);
+        p.write(input);
+        p.closeWriteChannel();
+        CliResult r;
+        if (!p.waitForFinished(60000))
+            p.kill();
+        r.exitCode = p.exitCode();
+        r.out = p.readAllStandardOutput();
+        r.err = p.readAllStandardError();
+        return r;
+    }
+    QString newToken(const QString &name, const QStringList &scopes = {}) const
+    {
+        QStringList arguments = args("token", "create", "--name") + QStringList{name};
+        for (const QString &s : scopes)
+            arguments += {QStringLiteral("--scope"), s};
+        QProcess p;
+        p.setProcessEnvironment(m_daemon->environment());
+        p.start(binDir() + QStringLiteral("/airlockd"), arguments);
+        p.waitForFinished(10000);
+        return p.exitCode() == 0 ? QString::fromLatin1(p.readAllStandardOutput().trimmed()) : QString();
+    }
+    QByteArray upgradeRequest(const QByteArray &authorization, const QByteArray &extra = {}, const QByteArray &target = "/",
+                              const QByteArray &host = {}) const
+    {
+        QByteArray r = "GET " + target + " HTTP/1.1\r\nHost: " + (host.isEmpty() ? (m_remote + QStringLiteral(":%1").arg(kPort)).toLatin1() : host)
+            + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+        if (!authorization.isEmpty())
+            r += "Authorization: " + authorization + "\r\n";
+        return r + extra + "\r\n";
+    }
+    // One upgrade attempt over TLS, as raw bytes: the daemon's status line, or how TLS failed.
+    HttpReply raw(const QByteArray &request, QSsl::SslProtocol protocol = QSsl::TlsV1_3, const QString &from = {}) const
+    {
+        QSslSocket s;
+        QSslConfiguration c = s.sslConfiguration();
+        c.setProtocol(protocol);
+        c.setPeerVerifyMode(QSslSocket::VerifyNone); // the pin is checked below, by hand
+        s.setSslConfiguration(c);
+        if (!from.isEmpty())
+            s.bind(QHostAddress(from));
+        s.connectToHostEncrypted(m_remote, kPort);
+        if (!s.waitForEncrypted(5000))
+            return {{}, s.errorString()};
+        if (QString::fromLatin1(s.peerCertificate().digest(QCryptographicHash::Sha256).toHex()) != m_fingerprint)
+            return {{}, QStringLiteral("not the pinned certificate")};
+        s.write(request);
+        QByteArray all;
+        QElapsedTimer t;
+        t.start();
+        while (!all.contains("\r\n") && t.elapsed() < 5000 && (s.waitForReadyRead(200) || s.state() == QAbstractSocket::ConnectedState))
+            all += s.readAll();
+        return {all.left(all.indexOf("\r\n")), {}};
+    }
+    // An authenticated WebSocket of our own, for what no well-behaved client sends.
+    std::unique_ptr<QWebSocket> openSocket(const QString &token) const
+    {
+        auto ws = std::make_unique<QWebSocket>();
+        QSslConfiguration c = QSslConfiguration::defaultConfiguration();
+        c.setPeerVerifyMode(QSslSocket::VerifyNone);
+        ws->setSslConfiguration(c);
+        QNetworkRequest request(QUrl(QStringLiteral("wss://%1:%2/").arg(m_remote).arg(kPort)));
+        request.setRawHeader("Authorization", "Bearer " + token.toLatin1());
+        ws->open(request);
+        return waitFor([&] { return ws->state() == QAbstractSocket::ConnectedState; }, 5000) ? std::move(ws) : nullptr;
+    }
+    bool daemonAnswers() const { return m_daemon->ctl(args("ls")).exitCode == 0; }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (::geteuid() != 0)
+            QSKIP("network namespaces and veth pairs need root");
+        m_net = QStringLiteral("10.%1.%2").arg(100 + (::getpid() / 250) % 100).arg(::getpid() % 250);
+        m_local = m_net + QStringLiteral(".1");
+        m_remote = m_net + QStringLiteral(".2");
+        m_other = m_net + QStringLiteral(".5");
+        QByteArray out;
+        QVERIFY2(sh(QStringLiteral("ip netns add %1 && ip link add %2 type veth peer name %3 && ip link set %3 netns %1 && "
+                                   "ip addr add %4.1/24 dev %2 && ip addr add %4.5/24 dev %2 && ip link set %2 up && "
+                                   "ip -n %1 addr add %4.2/24 dev %3 && ip -n %1 link set %3 up && ip -n %1 link set lo up")
+                        .arg(m_ns, m_hostIf, m_remoteIf, m_net), &out),
+                 out.constData());
+        m_daemon = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(m_remote).arg(kPort),
+                                                            QStringLiteral("--secret-store"), QStringLiteral("file")});
+        m_daemon->setLauncher({QStringLiteral("ip"), QStringLiteral("netns"), QStringLiteral("exec"), m_ns});
+        QVERIFY(m_daemon->start());
+        QFile cert(m_daemon->dataDir() + QStringLiteral("/tls/cert.pem"));
+        QVERIFY(cert.open(QIODevice::ReadOnly));
+        m_fingerprint = QString::fromLatin1(QSslCertificate(cert.readAll()).digest(QCryptographicHash::Sha256).toHex());
+        m_url = QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kPort).arg(m_fingerprint);
+        m_token = newToken(QStringLiteral("laptop"));
+        QVERIFY(m_token.startsWith(QLatin1String("alk_")));
+    }
+    void cleanupTestCase()
+    {
+        m_daemon.reset();
+        sh(QStringLiteral("ip link del %1; ip netns del %2").arg(m_hostIf, m_ns));
+    }
+
+    void theIdentityIsPrivateAndItsFingerprintIsOpenSsls()
+    {
+        const QString dir = m_daemon->dataDir() + QStringLiteral("/tls");
+        QCOMPARE(QFile::permissions(dir + QStringLiteral("/key.pem")), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadUser | QFileDevice::WriteUser);
+        QByteArray out;
+        QVERIFY(sh(QStringLiteral("openssl x509 -noout -fingerprint -sha256 -in %1/cert.pem").arg(dir), &out));
+        // "sha256 Fingerprint=AB:CD:…", as OpenSSL itself computes it over the DER certificate.
+        QCOMPARE(QString::fromLatin1(out.trimmed()).section(QLatin1Char('='), 1).remove(QLatin1Char(':')).toLower(), m_fingerprint);
+        QVERIFY(sh(QStringLiteral("openssl x509 -noout -text -in %1/cert.pem | grep -q 'CA:FALSE'").arg(dir)));
+        // The token file holds a hash, never the token.
+        QFile tokens(m_daemon->dataDir() + QStringLiteral("/tokens.json"));
+        QVERIFY(tokens.open(QIODevice::ReadOnly));
+        const QByteArray stored = tokens.readAll();
+        QVERIFY(!stored.contains(m_token.section(QLatin1Char('_'), 2).toLatin1()));
+        QVERIFY(stored.contains(QCryptographicHash::hash(m_token.section(QLatin1Char('_'), 2).toLatin1(), QCryptographicHash::Sha256).toHex()));
+    }
+
+    void aSandboxLivesItsWholeLifeOverWss()
+    {
+        QCOMPARE(remote(args("create", "--name", "far")).exitCode, 0);
+        const CliResult run = remote(args("exec", "far", "-n", "--", "sh", "-c", "printf 'one\\ntwo\\n'; echo err >&2; exit 3"));
+        QCOMPARE(run.exitCode, 3);
+        QCOMPARE(run.out, QByteArray("one\ntwo\n"));
+        QCOMPARE(run.err, QByteArray("err\n"));
+        // Live: the first line arrives while the command still runs.
+        ConnectOptions options;
+        options.host = m_url;
+        options.token = m_token;
+        options.autostart = false;
+        DaemonClient client;
+        QVERIFY2(client.connectToDaemon(options), "cannot connect over wss");
+        QElapsedTimer t;
+        qint64 firstAt = -1, exitAt = -1;
+        QObject::connect(&client, &DaemonClient::eventReceived, &client, [&](const Event &e) {
+            if (e.isOutput() && e.data.contains("first") && firstAt < 0)
+                firstAt = t.elapsed();
+            if (e.kind == QLatin1String("exec.exited"))
+                exitAt = t.elapsed();
+        });
+        t.start();
+        auto started = client.call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), QStringLiteral("far")},
+                                                                  {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"),
+                                                                                                      QStringLiteral("echo first; sleep 1.5; echo second")}},
+                                                                  {QStringLiteral("attach"), true}});
+        QVERIFY2(started, qPrintable(started ? QString() : started.error().message));
+        QVERIFY(waitFor([&] { return exitAt >= 0; }, 10000));
+        QVERIFY2(firstAt >= 0 && exitAt - firstAt > 1000, qPrintable(QStringLiteral("first at %1 ms, exit at %2 ms").arg(firstAt).arg(exitAt)));
+
+        // A policy change from here, and its effect on an agent over there.
+        const CliResult set = remote(args("policy", "set", "far", "-"), {}, {}, R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
+        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+        const CliResult denied = m_daemon->ctl(args("--agent", "bot", "exec", "far", "-n", "--", "rm", "-rf", "/workspace"));
+        QCOMPARE(denied.exitCode, 6);
+        QVERIFY2(denied.err.contains("matches rule 'rm' (sandbox)"), qPrintable(denied.describe()));
+
+        // An agent over there asks; a person here approves over wss.
+        auto agent = std::make_unique<QProcess>();
+        agent->setProcessEnvironment(m_daemon->environment());
+        agent->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "far", "-n", "--", "printf", "approved\\n"));
+        QJsonObject request;
+        QVERIFY2(waitFor([&] {
+            request = jsonObject(remote(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
+            return !request.isEmpty() || agent->state() == QProcess::NotRunning;
+        }, 10000) && !request.isEmpty(), agent->readAllStandardError().constData());
+        const CliResult approved = remote(args("approve") + QStringList{request.value(QStringLiteral("id")).toString()});
+        QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
+        QVERIFY(agent->waitForFinished(10000));
+        QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved\n"));
+
+        QCOMPARE(remote(args("rm", "far")).exitCode, 0);
+        QVERIFY(!m_daemon->ctl(args("ls")).out.contains("far"));
+    }
+
+    void refusalsSayWhy()
+    {
+        const QByteArray good = "Bearer " + m_token.toLatin1();
+        QVERIFY(raw(upgradeRequest(good)).status.startsWith("HTTP/1.1 101"));
+        const auto status = [&](const QByteArray &request) { return QString::fromUtf8(raw(request).status); };
+        QCOMPARE(status(upgradeRequest({})), QStringLiteral("HTTP/1.1 401 no token: send 'Authorization: Bearer alk_…' (airlockd token create)"));
+        QString wrong = m_token;
+        wrong[wrong.size() - 1] = wrong.endsWith(QLatin1Char('A')) ? QLatin1Char('B') : QLatin1Char('A');
+        QVERIFY(status(upgradeRequest("Bearer " + wrong.toLatin1())).startsWith(QLatin1String("HTTP/1.1 401 wrong token: the secret does not match")));
+        QCOMPARE(status(upgradeRequest("Bearer alk_000000000000_" + QByteArray(43, 'A'))),
+                 QStringLiteral("HTTP/1.1 401 unknown token (not issued by this daemon)"));
+        QCOMPARE(status(upgradeRequest({}, {}, "/?token=" + m_token.toLatin1())),
+                 QStringLiteral("HTTP/1.1 400 the URL takes no query: a token goes in the Authorization header, never in a URL"));
+        QCOMPARE(status(upgradeRequest(good, "Origin: https://evil.example\r\n")),
+                 QStringLiteral("HTTP/1.1 403 foreign Origin 'https://evil.example': web pages may not drive the daemon"));
+        // DNS rebinding: a name that resolves here but is not this daemon's.
+        QVERIFY(status(upgradeRequest(good, {}, "/", "evil.example:7443")).startsWith(QLatin1String("HTTP/1.1 421 Host 'evil.example:7443' does not name")));
+
+        // TLS 1.2 never completes a handshake.
+        const HttpReply old = raw(upgradeRequest(good), QSsl::TlsV1_2);
+        QVERIFY2(old.status.isEmpty() && old.tlsError.contains(QLatin1String("protocol version")), qPrintable(old.tlsError));
+
+        // The client side: a wrong pin, plain ws:// off loopback, and the daemon refusing plain ws there.
+        QString otherPin = m_fingerprint;
+        otherPin[0] = otherPin.at(0) == QLatin1Char('0') ? QLatin1Char('1') : QLatin1Char('0');
+        const CliResult pinned = remote(args("ls"), {}, QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kPort).arg(otherPin));
+        QCOMPARE(pinned.exitCode, 4);
+        QVERIFY2(pinned.err.contains(QByteArray("the daemon's certificate is not the pinned one (expected sha256=" + otherPin.toLatin1() + ", got "
+                                                + m_fingerprint.toLatin1() + ")")),
+                 qPrintable(pinned.describe()));
+        const CliResult plain = remote(args("ls"), {}, QStringLiteral("ws://%1:%2").arg(m_remote).arg(kPort));
+        QCOMPARE(plain.exitCode, 2);
+        QVERIFY2(plain.err.contains("plain ws:// only to a loopback address"), qPrintable(plain.describe()));
+        QProcess plainDaemon;
+        plainDaemon.setProcessEnvironment(m_daemon->environment());
+        plainDaemon.start(binDir() + QStringLiteral("/airlockd"), args("--socket", "/nonexistent/x.sock", "--listen") + QStringList{m_local + QStringLiteral(":7444"), QStringLiteral("--plain-ws")});
+        QVERIFY(plainDaemon.waitForFinished(10000));
+        QCOMPARE(plainDaemon.exitCode(), 2);
+        QVERIFY(plainDaemon.readAllStandardError().contains("plain ws:// only on a loopback address"));
+        QVERIFY(daemonAnswers());
+    }
+
+    void revokedTokensAreRefusedAndCutOff()
+    {
+        const QString token = newToken(QStringLiteral("old"));
+        auto live = openSocket(token);
+        QVERIFY(live);
+        QProcess revoke;
+        revoke.setProcessEnvironment(m_daemon->environment());
+        revoke.start(binDir() + QStringLiteral("/airlockd"), args("token", "revoke", "old"));
+        QVERIFY(revoke.waitForFinished(10000) && revoke.exitCode() == 0);
+        QVERIFY2(waitFor([&] { return live->state() == QAbstractSocket::UnconnectedState; }, 5000), "a revoked token's connection stayed open");
+        QCOMPARE(live->closeReason(), QStringLiteral("token revoked"));
+        QVERIFY(raw(upgradeRequest("Bearer " + token.toLatin1())).status.startsWith("HTTP/1.1 401 token 'old' was revoked at "));
+    }
+
+    void scopedTokensStayInTheirLane()
+    {
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "theirs")).exitCode, 0);
+        const QString mine = newToken(QStringLiteral("ci"), {QStringLiteral("sandbox:mine")});
+        QCOMPARE(remote(args("create", "--name", "mine"), mine).exitCode, 0);
+        QCOMPARE(remote(args("exec", "mine", "-n", "--", "true"), mine).exitCode, 0);
+        const CliResult other = remote(args("exec", "theirs", "-n", "--", "true"), mine);
+        QCOMPARE(other.exitCode, 6);
+        QVERIFY2(other.err.contains("token 'ci' (sandboxes mine): sandbox 'theirs' is outside it"), qPrintable(other.describe()));
+        const CliResult listed = remote(args("ls"), mine);
+        QVERIFY2(listed.out.contains("mine") && !listed.out.contains("theirs"), qPrintable(listed.describe()));
+        const CliResult secrets = remote(args("secret", "ls"), mine);
+        QVERIFY2(secrets.exitCode != 0 && secrets.err.contains("secrets.list reaches beyond its sandboxes"), qPrintable(secrets.describe()));
+
+        const QString reader = newToken(QStringLiteral("viewer"), {QStringLiteral("read-only")});
+        QVERIFY(remote(args("ls"), reader).out.contains("theirs"));
+        const CliResult write = remote(args("exec", "theirs", "-n", "--", "true"), reader);
+        QVERIFY2(write.exitCode == 6 && write.err.contains("token 'viewer' (read-only): exec.start is not allowed: the token is read-only"),
+                 qPrintable(write.describe()));
+        QCOMPARE(m_daemon->ctl(args("rm", "theirs", "mine")).exitCode, 0);
+    }
+
+    void oversizedAndMalformedFramesCloseOnlyThatConnection()
+    {
+        auto big = openSocket(m_token);
+        QVERIFY(big);
+        big->sendBinaryMessage(QByteArray(2 * 1024 * 1024, 'x'));
+        QVERIFY(waitFor([&] { return big->state() == QAbstractSocket::UnconnectedState; }, 5000));
+        QCOMPARE(big->closeCode(), QWebSocketProtocol::CloseCodeTooMuchData);
+
+        auto bad = openSocket(m_token);
+        QVERIFY(bad);
+        QByteArray received;
+        QObject::connect(bad.get(), &QWebSocket::binaryMessageReceived, bad.get(), [&](const QByteArray &m) { received += m; });
+        bad->sendBinaryMessage(QByteArray("\x00\x00\x00\x06Zhello", 10)); // a frame kind the protocol does not have
+        QVERIFY(waitFor([&] { return bad->state() == QAbstractSocket::UnconnectedState; }, 5000));
+        rpc::FrameReader reader;
+        reader.append(received);
+        auto frame = reader.next();
+        QVERIFY(frame && *frame);
+        const auto message = rpc::decodeJson((*frame)->payload);
+        QVERIFY(message);
+        QCOMPARE(message->value(QStringLiteral("error")).toObject().value(QStringLiteral("data")).toObject().value(QStringLiteral("type")).toString(),
+                 QStringLiteral("protocol_error"));
+        QCOMPARE(message->value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("unknown frame kind 0x5a"));
+        QVERIFY(daemonAnswers());
+        QCOMPARE(remote(args("ls")).exitCode, 0);
+    }
+
+    void failedAttemptsAreRateLimitedPerAddress()
+    {
+        // From a second address of ours, so the others keep working.
+        const QByteArray wrong = "Bearer alk_000000000000_" + QByteArray(43, 'A');
+        for (int i = 0; i < 5; ++i)
+            QVERIFY(raw(upgradeRequest(wrong), QSsl::TlsV1_3, m_other).status.startsWith("HTTP/1.1 401"));
+        const QByteArray limited = raw(upgradeRequest("Bearer " + m_token.toLatin1()), QSsl::TlsV1_3, m_other).status;
+        QCOMPARE(limited, QByteArray("HTTP/1.1 429 too many failed attempts from this address; wait"));
+        QVERIFY(raw(upgradeRequest("Bearer " + m_token.toLatin1())).status.startsWith("HTTP/1.1 101"));
+        // And recorded, with the address.
+        QFile log(m_daemon->rootDir() + QStringLiteral("/state/airlock/airlockd.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        QVERIFY(log.readAll().contains(QByteArray("refused a connection from " + m_other.toLatin1() + ": 401 unknown token")));
+    }
+
+    void aStreamSurvivesTheLinkGoingDownForFiveSeconds()
+    {
+        QCOMPARE(remote(args("create", "--name", "ticker")).exitCode, 0);
+        QProcess p;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
+        env.insert(QStringLiteral("AIRLOCK_TOKEN"), m_token);
+        p.setProcessEnvironment(env);
+        p.start(binDir() + QStringLiteral("/airlockctl"),
+                QStringList{QStringLiteral("--no-autostart"), QStringLiteral("--host"), m_url}
+                    + args("exec", "ticker", "-n", "--", "sh", "-c", "i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo tick $i; sleep 0.2; done"));
+        QVERIFY(p.waitForStarted());
+        QByteArray seen;
+        QVERIFY(waitFor([&] {
+            p.waitForReadyRead(50);
+            seen += p.readAllStandardOutput();
+            return seen.contains("tick 5\n");
+        }, 10000));
+        QVERIFY(sh(QStringLiteral("ip link set %1 down").arg(m_hostIf)));
+        QTest::qWait(5000);
+        QVERIFY(sh(QStringLiteral("ip link set %1 up").arg(m_hostIf)));
+        QVERIFY(p.waitForFinished(60000));
+        seen += p.readAllStandardOutput();
+        QByteArray expected;
+        for (int i = 1; i <= 60; ++i)
+            expected += "tick " + QByteArray::number(i) + '\n';
+        QCOMPARE(seen, expected);
+        QCOMPARE(p.exitCode(), 0);
+        QCOMPARE(remote(args("rm", "ticker")).exitCode, 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteWss)
+#include "tst_remote_wss.moc"
