@@ -4,6 +4,7 @@
 #include "AppLogging.h"
 #include "Command.h"
 #include "SandboxCommands.h"
+#include "client/HostTokens.h"
 #include "client/Hosts.h"
 #include "util/Paths.h"
 
@@ -118,10 +119,16 @@ int main(int argc, char *argv[])
             auto hosts = HostRegistry::load();
             if (!hosts)
                 return hosts.error();
-            auto url = hosts->resolve(host.isEmpty() ? hosts->current() : host);
-            if (!url)
-                return url.error();
-            ctx.connect.host = *url;
+            auto entry = hosts->resolve(host.isEmpty() ? hosts->current() : host);
+            if (!entry)
+                return entry.error();
+            ctx.connect.host = entry->url;
+            if (!entry->token.isEmpty() && qEnvironmentVariableIsEmpty("AIRLOCK_TOKEN")) {
+                auto token = hosttokens::load(entry->name, entry->token);
+                if (!token)
+                    return token.error();
+                ctx.connect.token = QString::fromLatin1(*token);
+            }
         }
         if (Status s = client.connectToDaemon(ctx.connect); !s)
             return s.error();

@@ -95,9 +95,11 @@ Result<HostRegistry> HostRegistry::load(const QString &path)
         return invalid(QStringLiteral("%1 is not a hosts file Airlock can read (%2); fix or move it").arg(path, file.isOpen() ? err.errorString() : file.errorString()));
     const QJsonObject hosts = doc.object().value(QStringLiteral("hosts")).toObject();
     for (auto it = hosts.begin(); it != hosts.end(); ++it) {
-        if (!validName(it.key()) || !parseHostAddress(it.value().toString()))
+        // "name": "url", or "name": {"url": …, "token": where its token is kept}
+        const QString url = it.value().isObject() ? it.value().toObject().value(QStringLiteral("url")).toString() : it.value().toString();
+        if (!validName(it.key()) || !parseHostAddress(url))
             return invalid(QStringLiteral("%1: host '%2' is not valid; remove it with 'airlockctl hosts rm'").arg(path, it.key().left(64)));
-        r.m_entries.append({it.key(), it.value().toString()});
+        r.m_entries.append({it.key(), url, it.value().toObject().value(QStringLiteral("token")).toString()});
     }
     r.m_current = doc.object().value(QStringLiteral("current")).toString();
     if (!r.m_current.isEmpty() && std::none_of(r.m_entries.cbegin(), r.m_entries.cend(), [&](const Entry &e) { return e.name == r.m_current; }))
@@ -105,7 +107,7 @@ Result<HostRegistry> HostRegistry::load(const QString &path)
     return r;
 }
 
-Status HostRegistry::add(const QString &name, const QString &url)
+Status HostRegistry::add(const QString &name, const QString &url, const QString &tokenBackend)
 {
     if (!validName(name) || name == QLatin1String("local"))
         return invalid(QStringLiteral("'%1' is not a host name: 1 to 63 of a-z 0-9 . _ - (and not 'local', which is this machine)").arg(name.left(64)));
@@ -115,7 +117,7 @@ Status HostRegistry::add(const QString &name, const QString &url)
     for (const Entry &e : std::as_const(m_entries))
         if (e.name == name)
             return makeError(ErrorCode::AlreadyExists, QStringLiteral("a host named '%1' exists (remove it first)").arg(name));
-    m_entries.append({name, address->text});
+    m_entries.append({name, address->text, tokenBackend});
     return Ok{};
 }
 
@@ -146,7 +148,7 @@ Status HostRegistry::save() const
 {
     QJsonObject hosts;
     for (const Entry &e : m_entries)
-        hosts.insert(e.name, e.url);
+        hosts.insert(e.name, e.token.isEmpty() ? QJsonValue(e.url) : QJsonObject{{QStringLiteral("url"), e.url}, {QStringLiteral("token"), e.token}});
     QDir().mkpath(QFileInfo(m_path).absolutePath());
     QSaveFile file(m_path);
     const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("hosts"), hosts}, {QStringLiteral("current"), m_current}}).toJson();
@@ -156,19 +158,26 @@ Status HostRegistry::save() const
     return Ok{};
 }
 
-Result<QString> HostRegistry::resolve(const QString &nameOrUrl) const
+std::optional<HostRegistry::Entry> HostRegistry::find(const QString &name) const
+{
+    for (const Entry &e : m_entries)
+        if (e.name == name)
+            return e;
+    return std::nullopt;
+}
+
+Result<HostRegistry::Entry> HostRegistry::resolve(const QString &nameOrUrl) const
 {
     if (nameOrUrl.isEmpty() || nameOrUrl == QLatin1String("local"))
-        return QString();
+        return Entry{};
     if (nameOrUrl.contains(QLatin1String("://"))) {
         auto address = parseHostAddress(nameOrUrl);
         if (!address)
             return address.error();
-        return address->text;
+        return Entry{{}, address->text, {}};
     }
-    for (const Entry &e : m_entries)
-        if (e.name == nameOrUrl)
-            return e.url;
+    if (auto e = find(nameOrUrl))
+        return *e;
     return makeError(ErrorCode::NotFound, QStringLiteral("no host named '%1' (see 'airlockctl hosts ls', or give a URL)").arg(nameOrUrl.left(64)));
 }
 

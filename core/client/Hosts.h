@@ -4,6 +4,8 @@
 #include "util/Result.h"
 
 #include <QList>
+
+#include <optional>
 #include <QString>
 
 namespace airlock {
@@ -28,18 +30,21 @@ class HostRegistry {
 public:
     struct Entry {
         QString name, url;
+        QString token; // where its token is kept (hosttokens backend); empty: none saved
     };
     static QString defaultPath();
     static Result<HostRegistry> load(const QString &path = defaultPath());
 
     QList<Entry> entries() const { return m_entries; }
     QString current() const { return m_current; } // empty: local
-    Status add(const QString &name, const QString &url);
+    Status add(const QString &name, const QString &url, const QString &tokenBackend = {});
     Status remove(const QString &name);
     Status use(const QString &name); // "local": back to this machine's daemon
     Status save() const;
-    // A saved name or a URL, as the URL to connect to; empty for local.
-    Result<QString> resolve(const QString &nameOrUrl) const;
+    // A saved name or a URL, as the entry to connect to (a URL alone has no name or token); an
+    // empty URL for local.
+    Result<Entry> resolve(const QString &nameOrUrl) const;
+    std::optional<Entry> find(const QString &name) const;
 
 private:
     QString m_path;

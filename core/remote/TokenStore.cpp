@@ -194,11 +194,22 @@ Result<QList<TokenStore::Entry>> TokenStore::entries()
     return m_entries;
 }
 
+namespace {
+QRegularExpressionMatch matchToken(const QByteArray &token)
+{
+    static const QRegularExpression shape(QStringLiteral("^alk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$"));
+    return shape.match(QString::fromLatin1(token.left(200)));
+}
+} // namespace
+
+bool isTokenShaped(const QByteArray &token)
+{
+    return token.size() <= 200 && matchToken(token).hasMatch();
+}
+
 Result<Grant> TokenStore::verify(const QByteArray &token)
 {
-    // alk_ + 12 hex + _ + 43 base64url
-    static const QRegularExpression shape(QStringLiteral("^alk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$"));
-    const auto m = shape.match(QString::fromLatin1(token.left(200)));
+    const auto m = matchToken(token);
     if (token.size() > 200 || !m.hasMatch())
         return makeError(ErrorCode::Denied, QStringLiteral("malformed token (expected alk_…, as printed by 'airlockd token create')"));
     if (Status loaded = reload(); !loaded)

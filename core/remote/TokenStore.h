@@ -63,6 +63,9 @@ private:
     bool m_loaded = false;
 };
 
+// "alk_<12 hex>_<43 base64url>": what 'airlockd token create' prints.
+bool isTokenShaped(const QByteArray &token);
+
 // Equal contents in time that depends only on the length.
 bool constantTimeEquals(const QByteArray &a, const QByteArray &b);
 

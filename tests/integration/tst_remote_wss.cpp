@@ -230,6 +230,40 @@ private Q_SLOTS:
         QVERIFY(!m_daemon->ctl(args("ls")).out.contains("far"));
     }
 
+    void aSavedHostKeepsItsTokenOutOfHostsJson()
+    {
+        const QString tokenFile = m_daemon->rootDir() + QStringLiteral("/laptop.token");
+        QFile f(tokenFile);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(m_token.toLatin1() + '\n');
+        f.close();
+        QFile junk(m_daemon->rootDir() + QStringLiteral("/junk.token"));
+        QVERIFY(junk.open(QIODevice::WriteOnly));
+        junk.write("password123\n");
+        junk.close();
+        const CliResult bad = remote(args("hosts", "add", "far-box") + QStringList{m_url, QStringLiteral("--token-file"), junk.fileName()});
+        QVERIFY2(bad.exitCode == 2 && bad.err.contains("not a token"), qPrintable(bad.describe()));
+        const CliResult added = remote(args("hosts", "add", "far-box") + QStringList{m_url, QStringLiteral("--token-file"), tokenFile});
+        QVERIFY2(added.exitCode == 0, qPrintable(added.describe()));
+        QFile hosts(m_daemon->rootDir() + QStringLiteral("/config/airlock/hosts.json"));
+        QVERIFY(hosts.open(QIODevice::ReadOnly));
+        const QByteArray saved = hosts.readAll();
+        QVERIFY2(saved.contains(m_fingerprint.toLatin1()) && !saved.contains(m_token.section(QLatin1Char('_'), 2).toLatin1()), saved.constData());
+        const QJsonObject entry = jsonObject(remote(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray().at(1).toObject();
+        const QString backend = entry.value(QStringLiteral("token")).toString();
+        QVERIFY2(backend == QLatin1String("file") || backend == QLatin1String("secret-service"), qPrintable(backend));
+        if (backend == QLatin1String("file"))
+            QCOMPARE(QFile::permissions(m_daemon->rootDir() + QStringLiteral("/config/airlock/host-tokens.json"))
+                         & (QFileDevice::ReadGroup | QFileDevice::WriteGroup | QFileDevice::ReadOther | QFileDevice::WriteOther),
+                     QFileDevice::Permissions());
+        // By name, with no token in the environment: the saved one is used.
+        const CliResult listed = remote(args("ls"), QStringLiteral(""), QStringLiteral("far-box"));
+        QVERIFY2(listed.exitCode == 0 && listed.out.startsWith("NAME"), qPrintable(listed.describe()));
+        QCOMPARE(remote(args("hosts", "rm", "far-box")).exitCode, 0);
+        const CliResult gone = remote(args("ls"), QStringLiteral(""), QStringLiteral("far-box"));
+        QCOMPARE(gone.exitCode, 3);
+    }
+
     void refusalsSayWhy()
     {
         const QByteArray good = "Bearer " + m_token.toLatin1();

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QByteArray>
+#include <QString>
+
+namespace airlock::hosttokens {
+
+// The token a saved wss:// host is reached with (airlockctl hosts add … --token-file): in the
+// session keyring when one answers (the same Secret Service the daemon's secrets use), else in
+// $XDG_CONFIG_HOME/airlock/host-tokens.json (0600). hosts.json records which, never the token.
+Result<QString> save(const QString &host, const QByteArray &token); // the backend used
+Result<QByteArray> load(const QString &host, const QString &backend);
+void remove(const QString &host, const QString &backend);
+
+} // namespace airlock::hosttokens
