@@ -76,8 +76,11 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddr
     }
     QEventLoop loop;
     bool connected = false;
-    QObject::connect(ws.get(), &QWebSocket::connected, &loop, [&] {
+    QObject::connect(ws.get(), &QWebSocket::connected, &loop, [&, socket = ws.get()] {
         connected = true;
+        // No Nagle delay on requests (QWebSocket keeps its TCP socket as a child).
+        for (auto *tcp : socket->findChildren<QAbstractSocket *>())
+            tcp->setSocketOption(QAbstractSocket::LowDelayOption, 1);
         loop.quit();
     });
     QObject::connect(ws.get(), qOverload<QAbstractSocket::SocketError>(&QWebSocket::error), &loop, [&, socket = ws.get()] {

@@ -60,6 +60,9 @@ protected:
             delete socket;
             return;
         }
+        // Requests and replies are small and answer each other: Nagle's delay would cost each
+        // round trip the peer's delayed ACK (40 ms on Linux).
+        socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
         if (auto *ssl = qobject_cast<QSslSocket *>(socket)) {
             ssl->setSslConfiguration(*m_tls);
             connect(ssl, &QSslSocket::sslErrors, ssl, [ssl](const QList<QSslError> &errors) {

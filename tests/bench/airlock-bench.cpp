@@ -2,6 +2,7 @@
 // airlock-bench: Airlock's performance budget, each figure beside a baseline measured in the same
 // run on the same machine. Medians over several rounds; these machines are noisy.
 #include "LoopbackServer.h"
+#include "NetnsPair.h"
 #include "TestDaemon.h"
 
 #include <QCoreApplication>
@@ -9,8 +10,11 @@
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
+#include <QCryptographicHash>
+#include <QSslCertificate>
 #include <QJsonArray>
 #include <QStandardPaths>
+#include <QTcpSocket>
 #include <QTextStream>
 #include <QSysInfo>
 #include <QThread>
@@ -163,6 +167,103 @@ void benchProxy(QList<Row> &rows, int rounds, bool quick)
     daemon.stop();
 }
 
+// The same daemon over its unix socket and over wss:// from across a veth pair (a namespace of its
+// own, as a remote host): exec round trip of `true` beside local plus the link's round trip
+// (a TCP connect), and streaming throughput beside the same stream over the unix socket.
+int benchRemote(QList<Row> &rows, int rounds, bool quick)
+{
+    NetnsPair link;
+    QByteArray why;
+    if (!link.up(&why)) {
+        std::fprintf(stderr, "airlock-bench --remote: cannot make the network namespace (root needed): %s\n", why.constData());
+        return 1;
+    }
+    const quint16 port = 7443;
+    TestDaemon daemon({QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(link.remote()).arg(port), QStringLiteral("--secret-store"),
+                       QStringLiteral("file")});
+    daemon.setLauncher(link.launcher());
+    if (!daemon.start())
+        return 1;
+    QProcess tokenCreate;
+    tokenCreate.setProcessEnvironment(daemon.environment());
+    tokenCreate.start(binDir() + QStringLiteral("/airlockd"), {QStringLiteral("token"), QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bench")});
+    tokenCreate.waitForFinished();
+    const QString token = QString::fromLatin1(tokenCreate.readAllStandardOutput().trimmed());
+    QFile certFile(daemon.dataDir() + QStringLiteral("/tls/cert.pem"));
+    certFile.open(QIODevice::ReadOnly);
+    const QString url = QStringLiteral("wss://%1:%2#sha256=%3")
+                            .arg(link.remote())
+                            .arg(port)
+                            .arg(QString::fromLatin1(QSslCertificate(certFile.readAll()).digest(QCryptographicHash::Sha256).toHex()));
+    auto local = daemon.connect(); // attached to its own executions only: a client that subscribes and
+                                   // never reads would hold the streams measured below
+    DaemonClient remote;
+    ConnectOptions options;
+    options.host = url;
+    options.token = token;
+    options.autostart = false;
+    if (!local || !remote.connectToDaemon(options)) {
+        std::fprintf(stderr, "airlock-bench --remote: cannot connect\n");
+        return 1;
+    }
+    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("bench"), QStringLiteral("--output-limit"), QStringLiteral("4G")});
+    auto roundTrip = [&sb](DaemonClient &client, ExecWaiter &waiter) {
+        QElapsedTimer t;
+        t.start();
+        auto r = client.call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}},
+                                                            {QStringLiteral("attach"), true}});
+        waiter.wait(uint32_t(r->value(QStringLiteral("exec")).toDouble()));
+        return double(t.nsecsElapsed()) / 1e6;
+    };
+    ExecWaiter localWaiter(*local), remoteWaiter(remote);
+    repeat(10, [&] { return roundTrip(*local, localWaiter); });
+    repeat(10, [&] { return roundTrip(remote, remoteWaiter); });
+    QList<double> overUnix, overWss, rtt;
+    for (int r = 0; r < rounds; ++r) {
+        overUnix.append(median(repeat(50, [&] { return roundTrip(*local, localWaiter); })));
+        overWss.append(median(repeat(50, [&] { return roundTrip(remote, remoteWaiter); })));
+        rtt.append(median(repeat(50, [&] {
+            QTcpSocket s;
+            QElapsedTimer t;
+            t.start();
+            s.connectToHost(link.remote(), port);
+            s.waitForConnected(2000);
+            return double(t.nsecsElapsed()) / 1e6;
+        })));
+    }
+    rows.append({QStringLiteral("exec round trip over wss (true)"), median(overWss), QStringLiteral("ms"), QStringLiteral("unix socket"),
+                 median(overUnix), QStringLiteral("<= 2x+rtt")});
+    rows.append({QStringLiteral("link round trip (TCP connect)"), median(rtt), QStringLiteral("ms"), QString(), 0, QStringLiteral("-")});
+
+    // Throughput: a stream of zeros to airlockctl, discarded, over each transport.
+    const qint64 bytes = quick ? (256ll << 20) : (1ll << 30);
+    auto streamMBps = [&](const QString &host) {
+        QProcess p;
+        QProcessEnvironment env = daemon.environment();
+        env.insert(QStringLiteral("AIRLOCK_TOKEN"), token);
+        p.setProcessEnvironment(env);
+        p.setStandardOutputFile(QStringLiteral("/dev/null"));
+        QStringList arguments{QStringLiteral("--no-autostart")};
+        if (!host.isEmpty())
+            arguments += {QStringLiteral("--host"), host};
+        arguments += {QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
+                      QString::number(bytes), QStringLiteral("/dev/zero")};
+        QElapsedTimer t;
+        t.start();
+        p.start(binDir() + QStringLiteral("/airlockctl"), arguments);
+        p.waitForFinished(-1);
+        return double(bytes) / (double(t.nsecsElapsed()) / 1e9) / 1e6;
+    };
+    QList<double> unixMBps, wssMBps;
+    for (int r = 0; r < rounds; ++r) {
+        unixMBps.append(streamMBps({}));
+        wssMBps.append(streamMBps(url));
+    }
+    rows.append({QStringLiteral("stream over wss"), median(wssMBps), QStringLiteral("MB/s"), QStringLiteral("unix socket"), median(unixMBps),
+                 QStringLiteral(">= 0.5x")});
+    return 0;
+}
+
 void printRows(QTextStream &out, const QList<Row> &rows, int rounds)
 {
     out << "\nAirlock benchmarks (" << rounds << " rounds, medians; " << QSysInfo::prettyProductName() << ", "
@@ -191,6 +292,13 @@ int main(int argc, char *argv[])
     const bool quick = app.arguments().contains(QStringLiteral("--quick"));
     const int rounds = quick ? 3 : 5;
     QTextStream out(stdout);
+    if (app.arguments().contains(QStringLiteral("--remote"))) {
+        QList<Row> rows;
+        if (int failed = benchRemote(rows, rounds, quick))
+            return failed;
+        printRows(out, rows, rounds);
+        return 0;
+    }
     if (app.arguments().contains(QStringLiteral("--proxy"))) {
         QList<Row> rows;
         benchProxy(rows, rounds, quick);

@@ -4,6 +4,7 @@
 // The lifecycle over a pinned fingerprint and a token; every refusal with its reason (tokens,
 // fingerprint, TLS 1.2, Host, Origin, query, plain ws, scopes, frames, rate limit); a revoked
 // token's live connection; and a 5 s cut of the link during a stream.
+#include "NetnsPair.h"
 #include "TestHelpers.h"
 #include "rpc/Protocol.h"
 
@@ -24,17 +25,6 @@ using namespace airlock::test;
 namespace {
 constexpr quint16 kPort = 7443;
 
-bool sh(const QString &command, QByteArray *output = nullptr)
-{
-    QProcess p;
-    p.setProcessChannelMode(QProcess::MergedChannels);
-    p.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), command});
-    const bool ok = p.waitForFinished(20000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
-    if (output)
-        *output = p.readAll();
-    return ok;
-}
-
 struct HttpReply {
     QByteArray status; // "HTTP/1.1 401 …" or empty
     QString tlsError;
@@ -43,9 +33,8 @@ struct HttpReply {
 
 class TestRemoteWss final : public QObject {
     Q_OBJECT
-    const QString m_id = QString::number(::getpid() % 100000);
-    const QString m_ns = QStringLiteral("alkns") + m_id, m_hostIf = QStringLiteral("alkh") + m_id, m_remoteIf = QStringLiteral("alkr") + m_id;
-    QString m_net, m_local, m_remote, m_other; // 10.x.y.0/24: .1 here, .2 there, .5 here (a second source)
+    std::unique_ptr<NetnsPair> m_link;
+    QString m_local, m_remote, m_other; // here, there, and a second address here
     std::unique_ptr<TestDaemon> m_daemon;
     QString m_fingerprint, m_url, m_token;
 
@@ -130,19 +119,15 @@ private Q_SLOTS:
     {
         if (::geteuid() != 0)
             QSKIP("network namespaces and veth pairs need root");
-        m_net = QStringLiteral("10.%1.%2").arg(100 + (::getpid() / 250) % 100).arg(::getpid() % 250);
-        m_local = m_net + QStringLiteral(".1");
-        m_remote = m_net + QStringLiteral(".2");
-        m_other = m_net + QStringLiteral(".5");
+        m_link = std::make_unique<NetnsPair>();
         QByteArray out;
-        QVERIFY2(sh(QStringLiteral("ip netns add %1 && ip link add %2 type veth peer name %3 && ip link set %3 netns %1 && "
-                                   "ip addr add %4.1/24 dev %2 && ip addr add %4.5/24 dev %2 && ip link set %2 up && "
-                                   "ip -n %1 addr add %4.2/24 dev %3 && ip -n %1 link set %3 up && ip -n %1 link set lo up")
-                        .arg(m_ns, m_hostIf, m_remoteIf, m_net), &out),
-                 out.constData());
+        QVERIFY2(m_link->up(&out), out.constData());
+        m_local = m_link->local();
+        m_remote = m_link->remote();
+        m_other = m_link->other();
         m_daemon = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(m_remote).arg(kPort),
                                                             QStringLiteral("--secret-store"), QStringLiteral("file")});
-        m_daemon->setLauncher({QStringLiteral("ip"), QStringLiteral("netns"), QStringLiteral("exec"), m_ns});
+        m_daemon->setLauncher(m_link->launcher());
         QVERIFY(m_daemon->start());
         QFile cert(m_daemon->dataDir() + QStringLiteral("/tls/cert.pem"));
         QVERIFY(cert.open(QIODevice::ReadOnly));
@@ -154,7 +139,7 @@ private Q_SLOTS:
     void cleanupTestCase()
     {
         m_daemon.reset();
-        sh(QStringLiteral("ip link del %1; ip netns del %2").arg(m_hostIf, m_ns));
+        m_link.reset();
     }
 
     void theIdentityIsPrivateAndItsFingerprintIsOpenSsls()
@@ -162,10 +147,10 @@ private Q_SLOTS:
         const QString dir = m_daemon->dataDir() + QStringLiteral("/tls");
         QCOMPARE(QFile::permissions(dir + QStringLiteral("/key.pem")), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadUser | QFileDevice::WriteUser);
         QByteArray out;
-        QVERIFY(sh(QStringLiteral("openssl x509 -noout -fingerprint -sha256 -in %1/cert.pem").arg(dir), &out));
+        QVERIFY(NetnsPair::run(QStringLiteral("openssl x509 -noout -fingerprint -sha256 -in %1/cert.pem").arg(dir), &out));
         // "sha256 Fingerprint=AB:CD:…", as OpenSSL itself computes it over the DER certificate.
         QCOMPARE(QString::fromLatin1(out.trimmed()).section(QLatin1Char('='), 1).remove(QLatin1Char(':')).toLower(), m_fingerprint);
-        QVERIFY(sh(QStringLiteral("openssl x509 -noout -text -in %1/cert.pem | grep -q 'CA:FALSE'").arg(dir)));
+        QVERIFY(NetnsPair::run(QStringLiteral("openssl x509 -noout -text -in %1/cert.pem | grep -q 'CA:FALSE'").arg(dir)));
         // The token file holds a hash, never the token.
         QFile tokens(m_daemon->dataDir() + QStringLiteral("/tokens.json"));
         QVERIFY(tokens.open(QIODevice::ReadOnly));
@@ -402,9 +387,9 @@ private Q_SLOTS:
             seen += p.readAllStandardOutput();
             return seen.contains("tick 5\n");
         }, 10000));
-        QVERIFY(sh(QStringLiteral("ip link set %1 down").arg(m_hostIf)));
+        QVERIFY(m_link->setLink(false));
         QTest::qWait(5000);
-        QVERIFY(sh(QStringLiteral("ip link set %1 up").arg(m_hostIf)));
+        QVERIFY(m_link->setLink(true));
         QVERIFY(p.waitForFinished(60000));
         seen += p.readAllStandardOutput();
         QByteArray expected;
