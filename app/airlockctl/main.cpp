@@ -123,7 +123,9 @@ int main(int argc, char *argv[])
             if (!entry)
                 return entry.error();
             ctx.connect.host = entry->url;
-            if (!entry->token.isEmpty() && qEnvironmentVariableIsEmpty("AIRLOCK_TOKEN")) {
+            // A saved host's own token; AIRLOCK_TOKEN only for a URL given as such (never sent to
+            // a host that has a token of its own).
+            if (!entry->token.isEmpty()) {
                 auto token = hosttokens::load(entry->name, entry->token);
                 if (!token)
                     return token.error();

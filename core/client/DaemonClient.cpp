@@ -110,7 +110,7 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openSsh(const HostAddress &a
         arguments += {QStringLiteral("-l"), address.user};
     arguments += {QStringLiteral("--"), address.host, QStringLiteral("airlockd"), QStringLiteral("--stdio")};
     auto socket = std::make_unique<QLocalSocket>();
-    auto *ssh = new QProcess(socket.get()); // ends with the connection
+    auto *ssh = new QProcess;
     ssh->setProcessChannelMode(QProcess::ForwardedErrorChannel); // ssh's own messages, as it says them
     const int theirs = pair[1];
     ssh->setChildProcessModifier([theirs] {
@@ -123,12 +123,26 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openSsh(const HostAddress &a
     ::close(pair[1]);
     if (!started) {
         ::close(pair[0]);
-        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("cannot run %1 for %2: %3").arg(program, address.text, ssh->errorString()));
+        const QString why = ssh->errorString();
+        delete ssh;
+        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("cannot run %1 for %2: %3").arg(program, address.text, why));
     }
     if (!socket->setSocketDescriptor(pair[0])) {
         ::close(pair[0]);
+        delete ssh;
         return makeError(ErrorCode::IoError, QStringLiteral("cannot use the socketpair for %1").arg(address.text));
     }
+    // When the connection ends, ssh reads the end of its stdin and leaves on its own (closing the
+    // far side's bridge); it is given a moment before it is stopped.
+    QObject::connect(socket.get(), &QObject::destroyed, ssh, [ssh] {
+        if (ssh->state() != QProcess::NotRunning && !ssh->waitForFinished(3000)) {
+            ssh->terminate();
+            if (!ssh->waitForFinished(2000))
+                ssh->kill();
+            ssh->waitForFinished(1000);
+        }
+        ssh->deleteLater();
+    });
     return socket;
 }
 

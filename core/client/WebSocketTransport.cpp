@@ -59,6 +59,11 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddr
     if (tls) {
         QSslConfiguration config = QSslConfiguration::defaultConfiguration();
         config.setProtocol(QSsl::TlsV1_3);
+        // No CA at all (an empty list also stops loading the system's on demand): every
+        // certificate raises an error below, so the pin decides before the upgrade request, and
+        // the token in it, is sent. A CA-signed certificate for the same name is not the daemon.
+        config.setCaCertificates({});
+        config.setPeerVerifyMode(QSslSocket::VerifyPeer);
         ws->setSslConfiguration(config);
         // The pin replaces the CA: a certificate with exactly this fingerprint is the daemon,
         // whoever signed it and whatever name it carries; any other is refused.
@@ -115,7 +120,8 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddr
     }
     ws->disconnect(&loop);
     QObject::disconnect(pinCheck); // it refers to this function's locals
-    new remote::WebSocketPipe(ws.release(), far, mine.get()); // ends with this client's socket
+    auto *transport = ws->findChild<QAbstractSocket *>();
+    new remote::WebSocketPipe(ws.release(), far, transport, mine.get()); // ends with this client's socket
     return mine;
 }
 

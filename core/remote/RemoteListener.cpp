@@ -2,6 +2,7 @@
 #include "remote/RemoteListener.h"
 
 #include "log/Log.h"
+#include "model/DisplayText.h"
 #include "remote/WebSocketPipe.h"
 
 #include <QDateTime>
@@ -21,8 +22,9 @@
 namespace airlock::remote {
 
 namespace {
-constexpr int kHandshakeMs = 10'000;
-constexpr int kMaxUnauthenticated = 64; // connections between accept and upgrade
+constexpr int kHandshakeMs = 5'000;       // from accept to the upgrade request, TLS included
+constexpr int kMaxUnauthenticated = 64;    // connections between accept and upgrade
+constexpr int kMaxPendingPerAddress = 8;
 
 auto logger()
 {
@@ -169,33 +171,32 @@ QString RemoteListener::connectionString() const
 
 void RemoteListener::onConnection(QTcpSocket *socket)
 {
-    if (m_unauthenticated >= kMaxUnauthenticated) {
+    // Before authentication a connection costs the daemon memory and a slot: few per address,
+    // a short deadline, and when every slot is taken the oldest waiting one goes (a legitimate
+    // client needs milliseconds; a squatter has to keep reconnecting).
+    const QString peer = peerOf(socket);
+    const auto fromPeer = std::count_if(m_pending.cbegin(), m_pending.cend(), [&](const QPointer<QTcpSocket> &s) { return s && peerOf(s) == peer; });
+    if (fromPeer >= kMaxPendingPerAddress) {
         socket->abort();
         socket->deleteLater();
         return;
     }
-    ++m_unauthenticated;
-    socket->setProperty("pending", true);
-    auto done = [this, socket] {
-        if (socket->property("pending").toBool()) {
-            socket->setProperty("pending", false);
-            --m_unauthenticated;
-        }
-    };
-    connect(socket, &QTcpSocket::disconnected, this, done);
-    connect(socket, &QObject::destroyed, this, done);
+    if (m_pending.size() >= kMaxUnauthenticated)
+        if (QPointer<QTcpSocket> oldest = m_pending.takeFirst())
+            oldest->abort();
+    m_pending.append(socket);
     connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
+    connect(socket, &QObject::destroyed, this, [this] { m_pending.removeAll(QPointer<QTcpSocket>()); });
     connect(socket, &QTcpSocket::readyRead, this, [this, socket] { onReadable(socket); });
-    // Until the upgrade: slow or silent peers are dropped.
-    QTimer::singleShot(kHandshakeMs, socket, [socket] {
-        if (socket->property("pending").toBool())
+    QTimer::singleShot(kHandshakeMs, socket, [this, socket] {
+        if (m_pending.contains(socket))
             socket->abort();
     });
 }
 
 void RemoteListener::onReadable(QTcpSocket *socket)
 {
-    if (!socket->property("pending").toBool())
+    if (!m_pending.contains(socket))
         return;
     const QByteArray head = socket->peek(kMaxRequestHead);
     const qsizetype end = head.indexOf("\r\n\r\n");
@@ -217,9 +218,11 @@ void RemoteListener::onReadable(QTcpSocket *socket)
     }
     // Admitted: the WebSocket server reads the same request (peeked, still unread) and upgrades.
     disconnect(socket, &QTcpSocket::readyRead, this, nullptr);
-    m_admitted.insert(key(socket->peerAddress(), socket->peerPort()), *decision.grant);
-    socket->setProperty("pending", false);
-    --m_unauthenticated;
+    m_pending.removeAll(socket);
+    const QString admittedKey = key(socket->peerAddress(), socket->peerPort());
+    m_admitted.insert(admittedKey, {*decision.grant, socket});
+    // Until the WebSocket takes it: a handshake Qt refuses must not leave the grant behind.
+    connect(socket, &QObject::destroyed, this, [this, admittedKey] { m_admitted.remove(admittedKey); });
     disconnect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater); // the WebSocket server owns it now
     m_ws->handleConnection(socket);
 }
@@ -227,7 +230,8 @@ void RemoteListener::onReadable(QTcpSocket *socket)
 void RemoteListener::respond(QTcpSocket *socket, int status, const QByteArray &reason, qint64 retryAfterMs)
 {
     const QString peer = peerOf(socket);
-    logger()->warn("refused a connection from {}: {} {}", peer.toStdString(), status, reason.toStdString());
+    // The reason quotes what the peer sent (Host, Origin): inert in the log and on a terminal.
+    logger()->warn("refused a connection from {}: {} {}", peer.toStdString(), status, display::escaped(QString::fromUtf8(reason)).toStdString());
     Q_EMIT refused(peer, status, QString::fromUtf8(reason));
     QByteArray phrase = reason;
     phrase.replace('\r', ' ').replace('\n', ' ');
@@ -236,8 +240,7 @@ void RemoteListener::respond(QTcpSocket *socket, int status, const QByteArray &r
         response += "Retry-After: " + QByteArray::number((retryAfterMs + 999) / 1000) + "\r\n";
     response += "Content-Length: " + QByteArray::number(phrase.size() + 1) + "\r\n\r\n" + phrase + '\n';
     disconnect(socket, &QTcpSocket::readyRead, this, nullptr);
-    socket->setProperty("pending", false);
-    --m_unauthenticated;
+    m_pending.removeAll(socket);
     socket->write(response);
     socket->disconnectFromHost(); // after what is written; the upgrade never happens
 }
@@ -245,9 +248,10 @@ void RemoteListener::respond(QTcpSocket *socket, int status, const QByteArray &r
 void RemoteListener::onUpgraded()
 {
     while (QWebSocket *ws = m_ws->nextPendingConnection()) {
-        const Grant grant = m_admitted.take(key(ws->peerAddress(), ws->peerPort()));
+        const Admitted admitted = m_admitted.take(key(ws->peerAddress(), ws->peerPort()));
+        const Grant &grant = admitted.grant;
         int pair[2];
-        if (grant.tokenId.isEmpty() || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        if (grant.tokenId.isEmpty() || !admitted.socket || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
             ws->close(QWebSocketProtocol::CloseCodeAbnormalDisconnection, QStringLiteral("internal error"));
             ws->deleteLater();
             continue;
@@ -256,7 +260,7 @@ void RemoteListener::onUpgraded()
         ours->setSocketDescriptor(pair[0]);
         daemons->setSocketDescriptor(pair[1]);
         const QString peer = ws->peerAddress().toString() + QLatin1Char(':') + QString::number(ws->peerPort());
-        auto *pipe = new WebSocketPipe(ws, ours, this);
+        auto *pipe = new WebSocketPipe(ws, ours, admitted.socket, this);
         pipe->setProperty("tokenId", grant.tokenId);
         connect(pipe, &WebSocketPipe::closed, pipe, [pipe, peer](const QString &why) {
             logger()->info("remote client {} left: {}", peer.toStdString(), why.toStdString());

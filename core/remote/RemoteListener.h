@@ -8,6 +8,7 @@
 #include <QHash>
 #include <QHostAddress>
 #include <QObject>
+#include <QPointer>
 
 #include <functional>
 
@@ -61,8 +62,12 @@ private:
     GateConfig m_gate;
     AuthLimiter m_limiter;
     QString m_fingerprint;
-    QHash<QString, Grant> m_admitted; // "addr|port" → grant, between the check and the upgrade
-    int m_unauthenticated = 0;
+    struct Admitted {
+        Grant grant;
+        QPointer<QTcpSocket> socket;
+    };
+    QHash<QString, Admitted> m_admitted; // "addr|port": between the check and the upgrade
+    QList<QPointer<QTcpSocket>> m_pending; // accepted, not yet upgraded or refused; oldest first
 };
 
 // "127.0.0.1:7443", "[::1]:7443", "0.0.0.0:7443": an address (not a name) and a port.

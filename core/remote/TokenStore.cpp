@@ -8,6 +8,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLockFile>
 #include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QSaveFile>
@@ -82,6 +83,20 @@ Result<Grant> Grant::fromScopes(const QStringList &scopes)
     return g;
 }
 
+Result<std::unique_ptr<QLockFile>> TokenStore::lockFile() const
+{
+    QDir().mkpath(QFileInfo(m_path).absolutePath());
+    auto lock = std::make_unique<QLockFile>(m_path + QStringLiteral(".lock"));
+    if (!lock->tryLock(10000))
+        return makeError(ErrorCode::Busy, QStringLiteral("%1 is locked by another 'airlockd token' (pid %2); try again").arg(m_path).arg([&] {
+            qint64 pid = 0;
+            QString host, app;
+            lock->getLockInfo(&pid, &host, &app);
+            return pid;
+        }()));
+    return lock;
+}
+
 Status TokenStore::reload()
 {
     const QFileInfo info(m_path);
@@ -104,10 +119,18 @@ Status TokenStore::reload()
         Entry e;
         e.grant.tokenId = o.value(QStringLiteral("id")).toString();
         e.grant.tokenName = o.value(QStringLiteral("name")).toString();
+        // A damaged entry grants nothing (is skipped), never more than it said.
         const QJsonObject scope = o.value(QStringLiteral("scope")).toObject();
-        e.grant.readOnly = scope.value(QStringLiteral("readOnly")).toBool(true); // a damaged entry grants less, not more
-        for (const QJsonValue &s : scope.value(QStringLiteral("sandboxes")).toArray())
+        if (!scope.value(QStringLiteral("readOnly")).isBool() || !scope.value(QStringLiteral("sandboxes")).isArray())
+            continue;
+        e.grant.readOnly = scope.value(QStringLiteral("readOnly")).toBool();
+        bool names = true;
+        for (const QJsonValue &s : scope.value(QStringLiteral("sandboxes")).toArray()) {
+            names = names && s.isString() && validName(s.toString());
             e.grant.sandboxes << s.toString();
+        }
+        if (!names)
+            continue;
         e.hash = o.value(QStringLiteral("sha256")).toString().toLatin1();
         e.created = QDateTime::fromString(o.value(QStringLiteral("created")).toString(), Qt::ISODate);
         e.revoked = QDateTime::fromString(o.value(QStringLiteral("revoked")).toString(), Qt::ISODate);
@@ -149,6 +172,10 @@ Result<TokenStore::Created> TokenStore::create(const QString &name, const QStrin
     auto grant = Grant::fromScopes(scopes);
     if (!grant)
         return grant.error();
+    auto lock = lockFile();
+    if (!lock)
+        return lock.error();
+    m_loaded = false; // read under the lock: another process may have just written
     if (Status loaded = reload(); !loaded)
         return loaded.error();
     for (const Entry &e : std::as_const(m_entries))
@@ -172,6 +199,10 @@ Result<TokenStore::Created> TokenStore::create(const QString &name, const QStrin
 
 Status TokenStore::revoke(const QString &name)
 {
+    auto lock = lockFile();
+    if (!lock)
+        return lock.error();
+    m_loaded = false;
     if (Status loaded = reload(); !loaded)
         return loaded.error();
     const auto it = std::find_if(m_entries.begin(), m_entries.end(),

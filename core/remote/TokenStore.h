@@ -7,6 +7,10 @@
 #include <QList>
 #include <QStringList>
 
+#include <memory>
+
+class QLockFile;
+
 namespace airlock::remote {
 
 // What a token lets its holder do. Read-only: look (lists, policies, history, live output), never
@@ -53,6 +57,9 @@ public:
     QString path() const { return m_path; }
 
 private:
+    // Changes are read, made and written under an exclusive lock on PATH.lock: concurrent token
+    // commands never lose each other's changes (a revocation above all).
+    Result<std::unique_ptr<QLockFile>> lockFile() const;
     Status reload();
     Status save() const;
 

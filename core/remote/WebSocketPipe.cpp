@@ -2,12 +2,14 @@
 #include "remote/WebSocketPipe.h"
 
 #include <QLocalSocket>
+#include <QSslSocket>
+#include <QTimer>
 #include <QWebSocket>
 
 namespace airlock::remote {
 
-WebSocketPipe::WebSocketPipe(QWebSocket *socket, QLocalSocket *local, QObject *parent)
-    : QObject(parent), m_ws(socket), m_local(local)
+WebSocketPipe::WebSocketPipe(QWebSocket *socket, QLocalSocket *local, QAbstractSocket *transport, QObject *parent)
+    : QObject(parent), m_ws(socket), m_local(local), m_transport(transport)
 {
     m_ws->setParent(this);
     m_local->setParent(this);
@@ -24,14 +26,32 @@ WebSocketPipe::WebSocketPipe(QWebSocket *socket, QLocalSocket *local, QObject *p
     connect(m_ws, &QWebSocket::disconnected, this, [this] {
         shut(m_ws->closeReason().isEmpty() ? QStringLiteral("the connection closed") : m_ws->closeReason());
     });
+    if (auto *ssl = qobject_cast<QSslSocket *>(transport))
+        connect(ssl, &QSslSocket::encryptedBytesWritten, this, &WebSocketPipe::pumpUp);
+    else if (transport)
+        connect(transport, &QAbstractSocket::bytesWritten, this, &WebSocketPipe::pumpUp);
+    auto *watch = new QTimer(this);
+    connect(watch, &QTimer::timeout, this, [this] {
+        if (backlog() > kMaxBacklog)
+            shut(QStringLiteral("the peer stopped reading"));
+    });
+    watch->start(500);
     pumpUp();
 }
 
 WebSocketPipe::~WebSocketPipe() = default;
 
+qint64 WebSocketPipe::backlog() const
+{
+    if (!m_transport)
+        return 0;
+    const auto *ssl = qobject_cast<const QSslSocket *>(m_transport.data());
+    return m_transport->bytesToWrite() + (ssl ? ssl->encryptedBytesToWrite() : 0);
+}
+
 void WebSocketPipe::pumpUp()
 {
-    while (!m_shut && m_unacked < kWindow && m_local->bytesAvailable() > 0) {
+    while (!m_shut && m_unacked < kWindow && backlog() < kMaxMessage && m_local->bytesAvailable() > 0) {
         const QByteArray chunk = m_local->read(std::min(kMaxMessage, kWindow - m_unacked));
         if (chunk.isEmpty())
             break;

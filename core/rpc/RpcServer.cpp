@@ -11,6 +11,7 @@
 #include "rpc/Connection.h"
 #include "rpc/HistoryMethods.h"
 #include "rpc/RpcSession.h"
+#include "rpc/SocketActivation.h"
 #include "sandbox/Sandbox.h"
 #include "util/Paths.h"
 
@@ -109,7 +110,7 @@ RpcServer::~RpcServer()
     for (Session *s : std::as_const(m_sessions))
         releaseHolds(*s);
     qDeleteAll(m_sessions);
-    if (m_server) {
+    if (m_server) { // not when systemd passed the socket: it stays for the next start
         m_server->close();
         QFile::remove(m_socketPath);
     }
@@ -117,6 +118,17 @@ RpcServer::~RpcServer()
 
 Status RpcServer::listen(const QString &socketPath)
 {
+    m_socketPath = socketPath;
+    auto activated = ActivatedSocket::take(socketPath, this);
+    if (!activated)
+        return activated.error();
+    if (*activated) {
+        // systemd made the socket (SocketMode=0600 in a 0700 directory) and may hold connections on it.
+        m_activated = true;
+        connect(*activated, &ActivatedSocket::accepted, this, [this](QLocalSocket *socket) { addSession(socket); });
+        logger()->info("listening on {} (socket activation)", socketPath.toStdString());
+        return Ok{};
+    }
     // The caller holds the InstanceLock, so a socket file left here belongs to a dead daemon.
     if (QFileInfo::exists(socketPath) || QFileInfo(socketPath).isSymLink()) {
         logger()->info("removing stale socket {}", socketPath.toStdString());
@@ -128,7 +140,6 @@ Status RpcServer::listen(const QString &socketPath)
     if (!m_server->listen(socketPath))
         return makeError(ErrorCode::IoError, QStringLiteral("cannot listen on %1: %2").arg(socketPath, m_server->errorString()));
     ::chmod(QFile::encodeName(socketPath).constData(), 0600);
-    m_socketPath = socketPath;
     connect(m_server, &QLocalServer::newConnection, this, &RpcServer::onNewConnection);
     logger()->info("listening on {}", socketPath.toStdString());
     return Ok{};
@@ -352,6 +363,8 @@ void RpcServer::registerHandlers()
         s.client = p.value(QStringLiteral("client")).toString().left(200);
         if (s.client.isEmpty())
             s.client = QStringLiteral("client"); // who made a change or a decision, in the history
+        if (s.grant) // a remote client names itself; the token says who it is
+            s.client = QStringLiteral("%1 (token %2 from %3)").arg(s.client, s.grant->tokenName, s.peer);
         s.run = run.isEmpty() ? connectionRunName(s.client) : run;
         reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
                           {QStringLiteral("daemon"), QStringLiteral(AIRLOCK_VERSION)},
@@ -360,6 +373,7 @@ void RpcServer::registerHandlers()
     m_handlers.insert(QStringLiteral("daemon.info"), [this](Session &, const QJsonObject &, const Reply &reply) {
         QJsonObject info = m_engine.daemonInfo();
         info.insert(QStringLiteral("socket"), m_socketPath);
+        info.insert(QStringLiteral("socketActivated"), m_activated);
         info.insert(QStringLiteral("clients"), sessionCount());
         reply(info);
     });

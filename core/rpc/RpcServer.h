@@ -76,6 +76,7 @@ private:
     ApprovalBroker *m_approvals; // shared with the engine
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
+    bool m_activated = false; // systemd passed the socket (rpc/SocketActivation.h)
     QHash<QString, Handler> m_handlers;
     QList<Session *> m_sessions;
 };

@@ -49,23 +49,50 @@ Status RpcServer::permitted(const Session &s, const QString &method, const QJson
     };
     if (g.readOnly && !isOpen(method) && !isRead(method))
         return deny(QStringLiteral("%1 is not allowed: the token is read-only").arg(method.left(100)));
+    const bool namesSandbox = p.value(QStringLiteral("sandbox")).isString() && !p.value(QStringLiteral("sandbox")).toString().isEmpty();
     if (g.sandboxes.isEmpty() || (isOpen(method) && !(method == QLatin1String("events.subscribe") && p.contains(QStringLiteral("sandbox")))))
         return Ok{};
-    // Scoped to sandboxes: the request must name one of them.
+
+    // Scoped to sandboxes: only the methods below, each with the sandbox it acts on. Anything
+    // daemon-wide (secrets, defaults, other runs' history, pruning) or that widens a sandbox's
+    // reach (policies, mounts, networks) is refused.
+    enum class From { Param, SpecName, Approval };
+    static const QHash<QString, From> scoped{
+        {QStringLiteral("sandbox.info"), From::Param},    {QStringLiteral("sandbox.delete"), From::Param},
+        {QStringLiteral("sandbox.kill"), From::Param},    {QStringLiteral("exec.start"), From::Param},
+        {QStringLiteral("exec.stdin"), From::Param},      {QStringLiteral("exec.signal"), From::Param},
+        {QStringLiteral("exec.resize"), From::Param},     {QStringLiteral("fs.write"), From::Param},
+        {QStringLiteral("fs.read"), From::Param},         {QStringLiteral("policy.get"), From::Param},
+        {QStringLiteral("policy.check"), From::Param},    {QStringLiteral("tools.list"), From::Param},
+        {QStringLiteral("tools.call"), From::Param},      {QStringLiteral("history.list"), From::Param},
+        {QStringLiteral("history.events"), From::Param},  {QStringLiteral("events.subscribe"), From::Param},
+        {QStringLiteral("sandbox.create"), From::SpecName}, {QStringLiteral("approvals.decide"), From::Approval}};
+    const auto how = scoped.constFind(method);
+    if (how == scoped.cend())
+        return deny(QStringLiteral("%1 reaches beyond its sandboxes").arg(method.left(100)));
     QString name;
-    if (method == QLatin1String("sandbox.create")) {
-        name = p.value(QStringLiteral("spec")).toObject().value(QStringLiteral("name")).toString();
-    } else if (method == QLatin1String("approvals.decide")) {
-        const QString id = p.value(QStringLiteral("id")).toString();
+    switch (*how) {
+    case From::SpecName: {
+        const QJsonObject spec = p.value(QStringLiteral("spec")).toObject();
+        if (p.contains(QStringLiteral("policy")) || !p.value(QStringLiteral("preset")).toString().isEmpty() || spec.contains(QStringLiteral("network"))
+            || !spec.value(QStringLiteral("mounts")).toArray().isEmpty())
+            return deny(QStringLiteral("sandboxes are created with the default policy only (no policy, preset, network or mounts)"));
+        name = spec.value(QStringLiteral("name")).toString();
+        break;
+    }
+    case From::Approval:
         for (const ApprovalRequest &r : m_approvals->pending())
-            if (r.id == id)
+            if (r.id == p.value(QStringLiteral("id")).toString())
                 name = r.sandboxName;
-    } else if (p.value(QStringLiteral("sandbox")).isString()) {
+        break;
+    case From::Param: {
+        if (!namesSandbox || (method == QLatin1String("history.events") && p.contains(QStringLiteral("run"))))
+            return deny(QStringLiteral("%1 must name one of its sandboxes (params.sandbox)").arg(method.left(100)));
         const QString ref = p.value(QStringLiteral("sandbox")).toString();
         auto sandbox = m_engine.find(ref);
         name = sandbox ? (*sandbox)->name() : ref; // a gone sandbox's history: by the name given
-    } else {
-        return deny(QStringLiteral("%1 reaches beyond its sandboxes").arg(method.left(100)));
+        break;
+    }
     }
     if (!g.coversSandbox(name))
         return deny(QStringLiteral("sandbox '%1' is outside it").arg(name.left(100)));
