@@ -224,6 +224,9 @@ void RemoteListener::onReadable(QTcpSocket *socket)
     // Until the WebSocket takes it: a handshake Qt refuses must not leave the grant behind.
     connect(socket, &QObject::destroyed, this, [this, admittedKey] { m_admitted.remove(admittedKey); });
     disconnect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater); // the WebSocket server owns it now
+    // What the peer sends waits in the kernel, not in our memory, while the daemon is busy: the
+    // sender slows down instead (a little over one message).
+    socket->setReadBufferSize(2 * WebSocketPipe::kMaxMessage);
     m_ws->handleConnection(socket);
 }
 

@@ -12,8 +12,13 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QNetworkRequest>
+#include <QSslKey>
 #include <QSslSocket>
+#include <QTcpServer>
+#include <QTemporaryDir>
+#include <QThread>
 #include <QTest>
 #include <QWebSocket>
 
@@ -113,6 +118,16 @@ class TestRemoteWss final : public QObject {
         return waitFor([&] { return ws->state() == QAbstractSocket::ConnectedState; }, 5000) ? std::move(ws) : nullptr;
     }
     bool daemonAnswers() const { return m_daemon->ctl(args("ls")).exitCode == 0; }
+    static qint64 rssMb(qint64 pid)
+    {
+        QFile status(QStringLiteral("/proc/%1/status").arg(pid));
+        if (!status.open(QIODevice::ReadOnly))
+            return -1;
+        for (const QByteArray &line : status.readAll().split('\n'))
+            if (line.startsWith("VmRSS:"))
+                return line.mid(6).trimmed().split(' ').first().toLongLong() / 1024;
+        return -1;
+    }
 
 private Q_SLOTS:
     void initTestCase()
@@ -210,6 +225,13 @@ private Q_SLOTS:
         QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
         QVERIFY(agent->waitForFinished(10000));
         QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved\n"));
+        // The history says who decided: the token, from where, not only what the client called itself.
+        auto local = m_daemon->connect();
+        auto events = local->call(QStringLiteral("history.events"), {{QStringLiteral("sandbox"), QStringLiteral("far")},
+                                                                     {QStringLiteral("kinds"), QJsonArray{QStringLiteral("approval.")}}});
+        QVERIFY(events);
+        const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
+        QVERIFY2(recorded.contains(QByteArray("(token laptop from " + m_local.toLatin1() + ':')), recorded.left(3000).constData());
 
         QCOMPARE(remote(args("rm", "far")).exitCode, 0);
         QVERIFY(!m_daemon->ctl(args("ls")).out.contains("far"));
@@ -324,7 +346,183 @@ private Q_SLOTS:
         const CliResult write = remote(args("exec", "theirs", "-n", "--", "true"), reader);
         QVERIFY2(write.exitCode == 6 && write.err.contains("token 'viewer' (read-only): exec.start is not allowed: the token is read-only"),
                  qPrintable(write.describe()));
+
+        // Naming one of its sandboxes does not open what lies beyond it.
+        QCOMPARE(m_daemon->ctl(args("exec", "theirs", "-n", "--", "echo", "their-output")).exitCode, 0);
+        DaemonClient scoped;
+        ConnectOptions options;
+        options.host = m_url;
+        options.token = mine;
+        options.autostart = false;
+        QVERIFY(scoped.connectToDaemon(options));
+        const QJsonObject inScope{{QStringLiteral("sandbox"), QStringLiteral("mine")}};
+        const std::pair<const char *, QJsonObject> beyond[] = {
+            {"history.output", QJsonObject{{QStringLiteral("execution"), 1}}},
+            {"history.show", QJsonObject{{QStringLiteral("execution"), QStringLiteral("theirs:1")}}},
+            {"history.runs", {}},
+            {"history.prune", QJsonObject{{QStringLiteral("keepBytes"), 0}}},
+            {"history.events", QJsonObject{{QStringLiteral("run"), QStringLiteral("x")}}},
+            {"secrets.set", QJsonObject{{QStringLiteral("name"), QStringLiteral("GITHUB_TOKEN")}, {QStringLiteral("value"), QStringLiteral("c3RvbGVuLXN0b2xlbg==")}}},
+            {"secrets.list", {}},
+            {"policy.defaults.get", {}},
+            {"policy.defaults.set", QJsonObject{{QStringLiteral("policy"), QJsonObject{}}}},
+            {"policy.set", QJsonObject{{QStringLiteral("policy"), QJsonObject{}}}},
+        };
+        for (const auto &[method, params] : beyond) {
+            QJsonObject withSandbox = params;
+            for (auto it = inScope.begin(); it != inScope.end(); ++it)
+                withSandbox.insert(it.key(), it.value());
+            auto r = scoped.call(QString::fromLatin1(method), withSandbox);
+            const bool refused = !r && r.error().code == ErrorCode::Denied
+                && (r.error().message.contains(QStringLiteral("reaches beyond its sandboxes"))
+                    || r.error().message.contains(QStringLiteral("must name one of its sandboxes")));
+            QVERIFY2(refused,
+                     qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(method), r ? QStringLiteral("allowed") : r.error().message)));
+        }
+        auto mounted = scoped.call(QStringLiteral("sandbox.create"),
+                                   {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("mine")},
+                                                                        {QStringLiteral("mounts"), QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/etc")},
+                                                                                                                          {QStringLiteral("path"), QStringLiteral("/mnt/etc")}}}}}}});
+        QVERIFY2(!mounted && mounted.error().message.contains(QStringLiteral("default policy only")), qPrintable(mounted ? QString() : mounted.error().message));
         QCOMPARE(m_daemon->ctl(args("rm", "theirs", "mine")).exitCode, 0);
+    }
+
+    void aTrustedImpostorNeverSeesTheToken()
+    {
+        // A server whose certificate the system would trust (here: this process's CA list) and
+        // whose name matches, but which is not the pinned daemon: the client must refuse it
+        // before the upgrade request, which carries the token, is written.
+        QTemporaryDir dir;
+        QVERIFY(NetnsPair::run(QStringLiteral("cd %1 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+                                              "-subj /CN=impostor -addext subjectAltName=IP:127.0.0.1 -keyout key.pem -out cert.pem 2>/dev/null")
+                                   .arg(dir.path())));
+        QFile certFile(dir.filePath(QStringLiteral("cert.pem")));
+        QVERIFY(certFile.open(QIODevice::ReadOnly));
+        const QSslConfiguration original = QSslConfiguration::defaultConfiguration();
+        QSslConfiguration trusting = original;
+        trusting.setCaCertificates({QSslCertificate(certFile.readAll())});
+        QSslConfiguration::setDefaultConfiguration(trusting);
+        // The impostor: OpenSSL's own TLS 1.3 server, printing whatever a client sends it.
+        QTcpServer probe;
+        QVERIFY(probe.listen(QHostAddress::LocalHost));
+        const quint16 port = probe.serverPort();
+        probe.close();
+        QProcess impostor;
+        impostor.setWorkingDirectory(dir.path());
+        impostor.start(QStringLiteral("openssl"), {QStringLiteral("s_server"), QStringLiteral("-quiet"), QStringLiteral("-tls1_3"), QStringLiteral("-accept"),
+                                                   QStringLiteral("127.0.0.1:%1").arg(port), QStringLiteral("-cert"), QStringLiteral("cert.pem"),
+                                                   QStringLiteral("-key"), QStringLiteral("key.pem")});
+        QVERIFY(waitFor([&] {
+            QTcpSocket s;
+            s.connectToHost(QHostAddress::LocalHost, port);
+            return s.waitForConnected(100);
+        }, 5000));
+        DaemonClient client;
+        ConnectOptions options;
+        options.host = QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(port).arg(m_fingerprint);
+        options.token = m_token;
+        options.autostart = false;
+        options.timeoutMs = 5000;
+        const Status connected = client.connectToDaemon(options);
+        QSslConfiguration::setDefaultConfiguration(original);
+        impostor.terminate();
+        impostor.waitForFinished(5000);
+        const QByteArray heard = impostor.readAllStandardOutput();
+        QVERIFY(!connected);
+        QVERIFY2(connected.error().message.contains(QStringLiteral("not the pinned one")), qPrintable(connected.error().message));
+        QVERIFY2(!heard.contains("Authorization") && !heard.contains(m_token.section(QLatin1Char('_'), 2).toLatin1()), heard.constData());
+    }
+
+    void aPeerThatStopsReadingIsClosed()
+    {
+        // Pings make the daemon queue pongs; a peer that never reads them must not grow the
+        // daemon's memory without end.
+        QSslSocket s;
+        QSslConfiguration c = s.sslConfiguration();
+        c.setPeerVerifyMode(QSslSocket::VerifyNone);
+        s.setSslConfiguration(c);
+        s.setReadBufferSize(4096); // we read almost nothing
+        s.connectToHostEncrypted(m_remote, kPort);
+        QVERIFY(s.waitForEncrypted(5000));
+        s.write(upgradeRequest("Bearer " + m_token.toLatin1()));
+        QVERIFY(s.waitForReadyRead(5000));
+        QVERIFY(s.read(4096).startsWith("HTTP/1.1 101"));
+        const qint64 rssBefore = rssMb(m_daemon->pid());
+        QByteArray ping("\x89\xfd\x00\x00\x00\x00", 6); // FIN|ping, masked, 125 bytes, mask 0
+        ping += QByteArray(125, 'p');
+        QByteArray burst;
+        for (int i = 0; i < 512; ++i)
+            burst += ping;
+        // Written without ever reading: no event loop runs here, only writes and flushes.
+        QFile log(m_daemon->rootDir() + QStringLiteral("/state/airlock/airlockd.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        log.seek(log.size());
+        QByteArray logged;
+        qint64 peakMb = rssBefore;
+        QElapsedTimer t;
+        t.start();
+        for (int i = 0; !logged.contains("left: the peer stopped reading") && t.elapsed() < 30000; ++i) {
+            if (s.encryptedBytesToWrite() < (1 << 20))
+                s.write(burst);
+            s.flush();
+            QThread::msleep(2);
+            if (i % 100 == 0) {
+                logged += log.readAll();
+                peakMb = std::max(peakMb, rssMb(m_daemon->pid()));
+            }
+        }
+        QVERIFY2(logged.contains("left: the peer stopped reading"), "the daemon kept a peer that never reads");
+        QVERIFY2(peakMb - rssBefore < 100, qPrintable(QStringLiteral("RSS %1 -> %2 MB").arg(rssBefore).arg(peakMb)));
+        QVERIFY(daemonAnswers());
+    }
+
+    void unauthenticatedConnectionsAreCappedPerAddress()
+    {
+        std::vector<std::unique_ptr<QTcpSocket>> idle;
+        for (int i = 0; i < 8; ++i) {
+            auto s = std::make_unique<QTcpSocket>();
+            s->bind(QHostAddress(m_other));
+            s->connectToHost(m_remote, kPort);
+            QVERIFY(s->waitForConnected(2000));
+            idle.push_back(std::move(s));
+        }
+        QTcpSocket ninth;
+        ninth.bind(QHostAddress(m_other));
+        ninth.connectToHost(m_remote, kPort);
+        QVERIFY(ninth.waitForConnected(2000));
+        QVERIFY2(waitFor([&] { return ninth.state() == QAbstractSocket::UnconnectedState; }, 2000), "a ninth idle connection from one address stayed");
+        QCOMPARE(remote(args("ls")).exitCode, 0); // others are not locked out
+        // And silence is dropped: the idle eight are gone within the deadline.
+        QVERIFY(waitFor([&] {
+            return std::all_of(idle.begin(), idle.end(), [](const auto &s) {
+                s->waitForReadyRead(10);
+                return s->state() == QAbstractSocket::UnconnectedState;
+            });
+        }, 8000));
+    }
+
+    void concurrentTokenCommandsLoseNothing()
+    {
+        std::vector<std::unique_ptr<QProcess>> running;
+        for (int i = 0; i < 6; ++i) {
+            auto p = std::make_unique<QProcess>();
+            p->setProcessEnvironment(m_daemon->environment());
+            p->start(binDir() + QStringLiteral("/airlockd"), args("token", "create", "--name") + QStringList{QStringLiteral("burst-%1").arg(i)});
+            running.push_back(std::move(p));
+        }
+        auto revoke = std::make_unique<QProcess>();
+        revoke->setProcessEnvironment(m_daemon->environment());
+        revoke->start(binDir() + QStringLiteral("/airlockd"), args("token", "revoke", "laptop-2"));
+        for (auto &p : running)
+            QVERIFY(p->waitForFinished(20000) && p->exitCode() == 0);
+        QVERIFY(revoke->waitForFinished(20000));
+        QProcess ls;
+        ls.setProcessEnvironment(m_daemon->environment());
+        ls.start(binDir() + QStringLiteral("/airlockd"), args("token", "ls"));
+        QVERIFY(ls.waitForFinished(10000));
+        const QByteArray listed = ls.readAllStandardOutput();
+        for (int i = 0; i < 6; ++i)
+            QVERIFY2(listed.contains(QStringLiteral("burst-%1 ").arg(i).toLatin1()), listed.constData());
     }
 
     void oversizedAndMalformedFramesCloseOnlyThatConnection()
