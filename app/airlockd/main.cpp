@@ -35,9 +35,11 @@ using namespace airlock;
 namespace {
 QString defaultGuestPath()
 {
-    const QString sibling = QCoreApplication::applicationDirPath() + QStringLiteral("/airlock-guest");
-    if (QFileInfo(sibling).isExecutable())
-        return sibling;
+    // Next to the daemon (a build tree), then where an install put it, then the system's place.
+    const QString dir = QCoreApplication::applicationDirPath();
+    for (const QString &candidate : {dir + QStringLiteral("/airlock-guest"), dir + QStringLiteral("/../libexec/airlock/airlock-guest")})
+        if (QFileInfo(candidate).isExecutable())
+            return QFileInfo(candidate).canonicalFilePath();
     return QStringLiteral("/usr/libexec/airlock/airlock-guest");
 }
 
