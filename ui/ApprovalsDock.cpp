@@ -54,10 +54,13 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
     setFrameShape(QFrame::StyledPanel);
     const QString kind = request.value(QStringLiteral("kind")).toString();
     auto *layout = new QVBoxLayout(this);
-    auto *head = new QLabel(tr("%1 in <b>%2</b> (run %3)")
-                                .arg(display::escaped(request.value(QStringLiteral("requester")).toString()).toHtmlEscaped(),
-                                     display::escaped(request.value(QStringLiteral("sandboxName")).toString()).toHtmlEscaped(),
-                                     display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
+    // On another machine: its host first, so that a request is never taken for a local one.
+    const QString host = request.value(QStringLiteral("host")).toString();
+    auto *head = new QLabel((host.isEmpty() ? QString() : tr("<b>%1</b>: ").arg(display::escaped(host).toHtmlEscaped()))
+                            + tr("%1 in <b>%2</b> (run %3)")
+                                  .arg(display::escaped(request.value(QStringLiteral("requester")).toString()).toHtmlEscaped(),
+                                       display::escaped(request.value(QStringLiteral("sandboxName")).toString()).toHtmlEscaped(),
+                                       display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
     layout->addWidget(head);
 
     // What would run, escaped in full; folded only behind a button that must be pressed.
@@ -129,7 +132,7 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
 
 QString ApprovalCard::id() const
 {
-    return m_request.value(QStringLiteral("id")).toString();
+    return m_request.value(QStringLiteral("host")).toString() + QLatin1Char('/') + m_request.value(QStringLiteral("id")).toString();
 }
 
 void ApprovalCard::tick()
@@ -139,8 +142,9 @@ void ApprovalCard::tick()
 }
 
 ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
-    : QDockWidget(tr("Approvals"), parent), m_client(client), m_list(new QVBoxLayout), m_empty(new QLabel(tr("Nothing is waiting for you.")))
+    : QDockWidget(tr("Approvals"), parent), m_list(new QVBoxLayout), m_empty(new QLabel(tr("Nothing is waiting for you.")))
 {
+    m_hosts.append({QString(), &client, {}});
     setObjectName(QStringLiteral("approvalsDock"));
     setMinimumWidth(380);
     auto *inner = new QWidget;
@@ -170,22 +174,63 @@ QList<ApprovalCard *> ApprovalsDock::cards() const
 void ApprovalsDock::onEvent(const Event &event)
 {
     if (event.kind.startsWith(QLatin1String("approval.")))
-        refresh();
+        refreshHost(0); // this computer's (other hosts' events come through addHost)
+}
+
+void ApprovalsDock::addHost(const QString &name, DaemonClient &client)
+{
+    m_hosts.append({name, &client, {}});
+    connect(&client, &DaemonClient::eventReceived, this, [this, host = int(m_hosts.size() - 1)](const Event &event) {
+        if (event.kind.startsWith(QLatin1String("approval.")))
+            refreshHost(host);
+    });
+    refreshHost(int(m_hosts.size() - 1));
 }
 
 void ApprovalsDock::refresh()
 {
-    m_client.callAsync(QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this)](Result<QJsonValue> r) {
+    for (int host = 0; host < m_hosts.size(); ++host)
+        refreshHost(host);
+}
+
+void ApprovalsDock::refreshHost(int host)
+{
+    DaemonClient *client = m_hosts.at(host).client;
+    if (!client->isConnected()) {
+        show(host, {}); // what waits there cannot be decided from here now
+        return;
+    }
+    client->callAsync(QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this), host](Result<QJsonValue> r) {
         if (self && r)
-            self->show(r->toObject().value(QStringLiteral("approvals")).toArray());
+            self->show(host, r->toObject().value(QStringLiteral("approvals")).toArray());
     });
+}
+
+void ApprovalsDock::show(int host, const QJsonArray &requests)
+{
+    QJsonArray labelled;
+    for (const QJsonValue &v : requests) {
+        QJsonObject request = v.toObject();
+        if (!m_hosts.at(host).name.isEmpty())
+            request.insert(QStringLiteral("host"), m_hosts.at(host).name);
+        labelled.append(request);
+    }
+    m_hosts[host].pending = labelled;
+    QJsonArray all;
+    for (const Host &h : std::as_const(m_hosts))
+        for (const QJsonValue &v : h.pending)
+            all.append(v);
+    show(all);
 }
 
 void ApprovalsDock::show(const QJsonArray &requests)
 {
+    const auto key = [](const QJsonObject &r) -> QString {
+        return r.value(QStringLiteral("host")).toString() + QLatin1Char('/') + r.value(QStringLiteral("id")).toString();
+    };
     QSet<QString> waiting;
     for (const QJsonValue &v : requests)
-        waiting.insert(v.toObject().value(QStringLiteral("id")).toString());
+        waiting.insert(key(v.toObject()));
     for (ApprovalCard *card : cards())
         if (!waiting.contains(card->id()))
             delete card;
@@ -194,7 +239,7 @@ void ApprovalsDock::show(const QJsonArray &requests)
         shown.insert(card->id());
     for (const QJsonValue &v : requests) { // oldest first from the daemon: each new one goes on top
         const QJsonObject request = v.toObject();
-        if (shown.contains(request.value(QStringLiteral("id")).toString()))
+        if (shown.contains(key(request)))
             continue;
         auto *card = new ApprovalCard(request);
         connect(card, &ApprovalCard::decided, this,
@@ -207,15 +252,19 @@ void ApprovalsDock::show(const QJsonArray &requests)
 
 void ApprovalsDock::decide(const QJsonObject &request, const QString &decision, bool always, const QString &reason)
 {
-    m_client.callAsync(QStringLiteral("approvals.decide"),
+    const QString hostName = request.value(QStringLiteral("host")).toString();
+    const auto host = std::find_if(m_hosts.cbegin(), m_hosts.cend(), [&](const Host &h) { return h.name == hostName; });
+    if (host == m_hosts.cend())
+        return;
+    host->client->callAsync(QStringLiteral("approvals.decide"),
                        {{QStringLiteral("id"), request.value(QStringLiteral("id"))},
                         {QStringLiteral("nonce"), request.value(QStringLiteral("nonce"))},
                         {QStringLiteral("decision"), decision},
                         {QStringLiteral("always"), always},
                         {QStringLiteral("reason"), reason}},
-                       [self = QPointer<ApprovalsDock>(this)](Result<QJsonValue>) {
+                       [self = QPointer<ApprovalsDock>(this), index = int(host - m_hosts.cbegin())](Result<QJsonValue>) {
                            if (self)
-                               self->refresh(); // decided, or already gone: the list says which
+                               self->refreshHost(index); // decided, or already gone: the list says which
                        });
 }
 

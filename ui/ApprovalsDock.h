@@ -3,6 +3,7 @@
 
 #include <QDockWidget>
 #include <QFrame>
+#include <QJsonArray>
 #include <QJsonObject>
 
 class QLabel;
@@ -52,8 +53,10 @@ private:
 class ApprovalsDock final : public QDockWidget {
     Q_OBJECT
 public:
+    // This computer's daemon first; other hosts are added and their requests labelled with the host.
     explicit ApprovalsDock(DaemonClient &client, QWidget *parent = nullptr);
-    void refresh();
+    void addHost(const QString &name, DaemonClient &client);
+    void refresh(); // every host
     void onEvent(const Event &event);
     QList<ApprovalCard *> cards() const;
 
@@ -61,10 +64,17 @@ Q_SIGNALS:
     void pendingCountChanged(int count);
 
 private:
-    void show(const QJsonArray &requests);
+    void refreshHost(int host);
+    void show(int host, const QJsonArray &requests);
+    void show(const QJsonArray &requests); // every host's, as cards
     void decide(const QJsonObject &request, const QString &decision, bool always, const QString &reason);
 
-    DaemonClient &m_client;
+    struct Host {
+        QString name; // empty: this computer
+        DaemonClient *client;
+        QJsonArray pending;
+    };
+    QList<Host> m_hosts;
     QVBoxLayout *m_list;
     QLabel *m_empty;
 };

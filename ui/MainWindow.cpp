@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "MainWindow.h"
 
+#include "AddHostDialog.h"
 #include "ApprovalsDock.h"
+#include "RemoteHosts.h"
 #include "CreateSandboxDialog.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
@@ -48,7 +50,7 @@ namespace airlock::ui {
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
       m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
-      m_console(new SandboxConsole(client, *m_output, this)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
+      m_console(consoleFor(client)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
 {
     setWindowTitle(tr("Airlock"));
     resize(1400, 760);
@@ -156,6 +158,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
         m_waiting = count;
     });
 
+    m_remoteHosts = new RemoteHosts(*this, this);
     createActions();
 
     connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
@@ -204,7 +207,7 @@ void MainWindow::createActions()
     QAction *policy = action(tr("&Policy…"), QKeySequence(Qt::CTRL | Qt::Key_P), [this] {
         if (m_current.isEmpty())
             return;
-        auto *editor = new PolicyEditor(m_client, m_current, this);
+        auto *editor = new PolicyEditor(currentClient(), m_current, this);
         editor->setAttribute(Qt::WA_DeleteOnClose);
         editor->show();
     });
@@ -235,9 +238,16 @@ void MainWindow::createActions()
         view->show();
     });
     QAction *about = action(tr("&About Airlock"), QKeySequence(), [this] { showAbout(); });
+    QAction *addHostAction = action(tr("Add &host…"), QKeySequence(), [this] {
+        AddHostDialog dialog(this);
+        if (dialog.exec() == QDialog::Accepted) {
+            m_remoteHosts->add(dialog.entry());
+            showStatus(tr("Added %1").arg(dialog.entry().name));
+        }
+    });
 
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    file->addActions({create, history, secrets, defaults});
+    file->addActions({create, addHostAction, history, secrets, defaults});
     file->addSeparator();
     file->addAction(quit);
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
@@ -353,7 +363,7 @@ void MainWindow::killCurrent()
 {
     if (m_current.isEmpty())
         return;
-    m_client.callAsync(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), m_current}},
+    currentClient().callAsync(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), m_current}},
                        [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
                            if (self)
                                self->showStatus(r ? tr("Killed %n execution(s)", nullptr, r->toObject().value(QStringLiteral("executions")).toInt())
@@ -373,7 +383,7 @@ void MainWindow::duplicateCurrent()
     QString copy;
     for (int n = 2; copy.isEmpty() || m_model->sandboxIndex(copy).isValid(); ++n)
         copy = QStringLiteral("%1-%2").arg(name.left(60)).arg(n);
-    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
+    currentClient().callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
                        [self = QPointer<MainWindow>(this), copy](Result<QJsonValue> r) {
                            if (!self)
                                return;
@@ -419,7 +429,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
 void MainWindow::interruptRunning()
 {
     for (uint32_t exec : std::as_const(m_running))
-        m_client.notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)}, {QStringLiteral("signal"), 2}});
+        currentClient().notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)}, {QStringLiteral("signal"), 2}});
     if (!m_running.isEmpty())
         showStatus(tr("Interrupted (SIGINT)"));
 }
@@ -455,6 +465,13 @@ void MainWindow::onSelectionChanged()
         return;
     m_current = id;
     m_running.clear();
+    // Each host has its own console (its client, its events); the one of the selected host draws.
+    DaemonClient *client = m_model->hostClient(m_tree->currentIndex());
+    m_selected = client ? client : &m_client;
+    for (auto it = m_consoles.begin(); it != m_consoles.end(); ++it)
+        if (it.key() != m_selected)
+            (*it)->show({});
+    m_console = consoleFor(*m_selected);
     m_console->show(id); // what ran before, from the history, then live
     m_command->setEnabled(!id.isEmpty());
     for (QAction *action : std::as_const(m_perSandbox))
@@ -471,9 +488,37 @@ void MainWindow::onSelectionChanged()
 void MainWindow::onEvent(const Event &event)
 {
     m_approvals->onEvent(event);
-    m_console->onEvent(event);
-    if (event.sandbox == m_current && event.kind == QLatin1String("exec.exited"))
+    onHostEvent(m_client, event);
+}
+
+void MainWindow::onHostEvent(DaemonClient &client, const Event &event)
+{
+    if (SandboxConsole *console = m_consoles.value(&client))
+        console->onEvent(event);
+    if (&client == m_selected && event.sandbox == m_current && event.kind == QLatin1String("exec.exited"))
         m_running.removeAll(event.exec);
+}
+
+SandboxConsole *MainWindow::consoleFor(DaemonClient &client)
+{
+    SandboxConsole *&console = m_consoles[&client];
+    if (!console)
+        console = new SandboxConsole(client, *m_output, this);
+    return console;
+}
+
+DaemonClient &MainWindow::currentClient() const
+{
+    DaemonClient *client = m_model->hostClient(m_tree->currentIndex());
+    return client ? *client : m_client;
+}
+
+int MainWindow::addHost(const QString &name, DaemonClient &client)
+{
+    const int row = m_model->addHost(name, client);
+    m_approvals->addHost(name, client);
+    connect(&client, &DaemonClient::eventReceived, this, [this, &client](const Event &event) { onHostEvent(client, event); });
+    return row;
 }
 
 void MainWindow::runCommand()
@@ -481,7 +526,7 @@ void MainWindow::runCommand()
     const QString text = m_command->text().trimmed();
     if (text.isEmpty() || m_current.isEmpty())
         return;
-    m_client.callAsync(QStringLiteral("exec.start"),
+    currentClient().callAsync(QStringLiteral("exec.start"),
                        {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text}}},
                        [self = QPointer<MainWindow>(this), sandbox = m_current](Result<QJsonValue> r) {
                            if (!self)
@@ -497,7 +542,7 @@ void MainWindow::runCommand()
 
 void MainWindow::newSandbox()
 {
-    auto presets = m_client.call(QStringLiteral("policy.presets"));
+    auto presets = currentClient().call(QStringLiteral("policy.presets"));
     QStringList names;
     for (const QJsonValue &p : presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray())
         names.append(p.toObject().value(QStringLiteral("name")).toString());
@@ -517,7 +562,8 @@ void MainWindow::createSandbox(const QJsonObject &parameters)
         statusBar()->addPermanentWidget(m_busy);
     }
     m_busy->setVisible(++m_pendingCreates > 0);
-    m_client.callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+    // On the host of what is selected (a host row, or a sandbox under it); this computer otherwise.
+    currentClient().callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
         if (!self)
             return;
         self->m_busy->setVisible(--self->m_pendingCreates > 0);
@@ -536,9 +582,16 @@ void MainWindow::createSandbox(const QJsonObject &parameters)
 
 void MainWindow::deleteSelected()
 {
-    for (const QJsonObject &s : selectedSandboxes()) {
+    QModelIndexList rows = m_tree->selectionModel()->selectedRows();
+    if (rows.isEmpty())
+        rows.append(m_tree->currentIndex());
+    for (const QModelIndex &index : std::as_const(rows)) {
+        const QJsonObject s = m_model->sandbox(index);
+        DaemonClient *client = m_model->hostClient(index);
+        if (s.isEmpty() || !client)
+            continue;
         const QString name = s.value(QStringLiteral("name")).toString();
-        m_client.callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
+        client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
                            [self = QPointer<MainWindow>(this), name](Result<QJsonValue> r) {
                                if (self)
                                    self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);

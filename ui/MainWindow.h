@@ -4,6 +4,7 @@
 #include "CommandHistory.h"
 #include "util/Result.h"
 
+#include <QHash>
 #include <QJsonObject>
 #include <QMainWindow>
 #include <QPointer>
@@ -26,6 +27,7 @@ struct Event;
 namespace airlock::ui {
 
 class ApprovalsDock;
+class RemoteHosts;
 class HistoryWindow;
 class OutputView;
 class SandboxConsole;
@@ -40,6 +42,13 @@ public:
     explicit MainWindow(DaemonClient &client, QWidget *parent = nullptr);
 
     SandboxModel *sandboxModel() const { return m_model; }
+    // Another daemon's sandboxes in the tree and its requests in the approvals dock; every
+    // per-sandbox action then goes to the host of the selection. Returns its row in the tree.
+    int addHost(const QString &name, DaemonClient &client);
+    // The daemon of the selected row (a host or a sandbox under it); this computer's otherwise.
+    DaemonClient &currentClient() const;
+    // The saved hosts (hosts.json): the composition root adds them; Add host… adds more.
+    RemoteHosts *remoteHosts() const { return m_remoteHosts; }
     OutputView *outputView() const { return m_output; }
     QLineEdit *commandLine() const { return m_command; }
     QLineEdit *findLine() const { return m_find; }
@@ -78,6 +87,8 @@ private:
     void onConnected();
     void showAbout();
     void onEvent(const Event &event);
+    void onHostEvent(DaemonClient &client, const Event &event);
+    SandboxConsole *consoleFor(DaemonClient &client);
     void onSelectionChanged();
     void runCommand();
     void newSandbox();
@@ -91,12 +102,15 @@ private:
     QLineEdit *m_command;
     QLineEdit *m_find;
     ApprovalsDock *m_approvals;
-    SandboxConsole *m_console;
+    QHash<DaemonClient *, SandboxConsole *> m_consoles; // before m_console: it is made from it
+    SandboxConsole *m_console; // the selected host's
+    DaemonClient *m_selected = nullptr; // the host of the selection
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox
     CommandHistory m_commands{QStringLiteral("console/commands")};
     QSystemTrayIcon *m_tray = nullptr;
     QPointer<HistoryWindow> m_history;
+    RemoteHosts *m_remoteHosts = nullptr;
     QFrame *m_banner;
     QLabel *m_bannerText;
     QTimer *m_retryTimer;

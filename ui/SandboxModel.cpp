@@ -26,7 +26,7 @@ int SandboxModel::addHost(const QString &name, DaemonClient &client)
 {
     const int row = int(m_hosts.size());
     beginInsertRows({}, row, row);
-    m_hosts.append({name, &client, {}, false, false});
+    m_hosts.append({name, &client, {}, false, false, {}, {}, {}});
     endInsertRows();
     connect(&client, &DaemonClient::eventReceived, this, [this, row](const Event &event) {
         if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
@@ -35,6 +35,16 @@ int SandboxModel::addHost(const QString &name, DaemonClient &client)
     auto stateChanged = [this, row] { Q_EMIT dataChanged(index(row, State), index(row, State)); };
     connect(&client, &DaemonClient::disconnected, this, stateChanged);
     return row;
+}
+
+void SandboxModel::setHostStatus(int host, const QString &address, const QString &status, const QString &detail)
+{
+    if (host < 0 || host >= m_hosts.size())
+        return;
+    m_hosts[host].address = address;
+    m_hosts[host].status = status;
+    m_hosts[host].detail = detail;
+    Q_EMIT dataChanged(index(host, 0), index(host, ColumnCount - 1));
 }
 
 DaemonClient *SandboxModel::hostClient(const QModelIndex &i) const
@@ -177,7 +187,11 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
         if (role == Qt::DisplayRole && index.column() == Name)
             return host.name;
         if (role == Qt::DisplayRole && index.column() == State)
-            return host.client->isConnected() ? tr("connected") : tr("not connected");
+            return !host.status.isEmpty() ? host.status : host.client->isConnected() ? tr("connected") : tr("not connected");
+        if (role == Qt::DisplayRole && index.column() == Network)
+            return host.address;
+        if (role == Qt::ToolTipRole)
+            return host.detail.isEmpty() ? QVariant() : QVariant(host.detail);
         if (role == HostRole)
             return index.row();
         return {};

@@ -28,6 +28,10 @@ public:
     explicit SandboxModel(DaemonClient &client, QObject *parent = nullptr);
 
     int addHost(const QString &name, DaemonClient &client); // its row; follows its events
+    // What a host row says besides its name: where it is, and its state ("connected · 4 ms ·
+    // airlockd 0.1.0", or why not), with details in the tooltip.
+    void setHostStatus(int host, const QString &address, const QString &status, const QString &detail = {});
+    QString hostName(int host) const { return m_hosts.value(host).name; }
     int hostCount() const { return int(m_hosts.size()); }
     DaemonClient *hostClient(const QModelIndex &index) const; // of a host row or of a sandbox under it
     void refresh(); // every host
@@ -53,6 +57,7 @@ private:
         DaemonClient *client = nullptr;
         QList<QJsonObject> sandboxes;
         bool refreshing = false, again = false;
+        QString address, status, detail;
     };
     void refreshHost(int host);
     void setSandboxes(int host, const QJsonArray &list);

@@ -6,11 +6,14 @@
 #include "MainWindow.h"
 #include "Theme.h"
 #include "client/DaemonClient.h"
+#include "client/Hosts.h"
+#include "RemoteHosts.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
 #include <QSettings>
+#include <QStatusBar>
 
 using namespace airlock;
 
@@ -50,6 +53,12 @@ int main(int argc, char *argv[])
     });
     if (!connected)
         window.showDisconnected(connected.error());
+    // Other daemons the person saved (airlockctl hosts add, or File → Add host…), below this one.
+    if (auto hosts = HostRegistry::load())
+        for (const HostRegistry::Entry &entry : hosts->entries())
+            window.remoteHosts()->add(entry);
+    else
+        window.statusBar()->showMessage(hosts.error().message);
     window.show();
     return QApplication::exec();
 }

@@ -37,7 +37,8 @@ QString defaultGuestPath()
 {
     // Next to the daemon (a build tree), then where an install put it, then the system's place.
     const QString dir = QCoreApplication::applicationDirPath();
-    for (const QString &candidate : {dir + QStringLiteral("/airlock-guest"), dir + QStringLiteral("/../libexec/airlock/airlock-guest")})
+    const QStringList candidates{dir + QStringLiteral("/airlock-guest"), dir + QStringLiteral("/../libexec/airlock/airlock-guest")};
+    for (const QString &candidate : candidates)
         if (QFileInfo(candidate).isExecutable())
             return QFileInfo(candidate).canonicalFilePath();
     return QStringLiteral("/usr/libexec/airlock/airlock-guest");

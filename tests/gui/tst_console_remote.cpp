@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// The console with a second, "remote" daemon reached over wss:// on loopback (its own data
+// directory, --listen, a pinned fingerprint and a token), offscreen: the Add host dialog checks
+// what is pasted and shows the fingerprint, the host's row says it is connected with its round
+// trip and version, a command typed for a remote sandbox runs there with its output here, an
+// agent's request over there arrives in the one approvals dock labelled with the host and is
+// decided from here, and a host that goes away says so and comes back on its own.
+#include "AddHostDialog.h"
+#include "ApprovalsDock.h"
+#include "MainWindow.h"
+#include "OutputView.h"
+#include "RemoteHosts.h"
+#include "SandboxModel.h"
+#include "TestHelpers.h"
+
+#include <QApplication>
+#include <QCryptographicHash>
+#include <QDialogButtonBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSslCertificate>
+#include <QTcpServer>
+#include <QTest>
+#include <QTreeView>
+
+using namespace airlock;
+using namespace airlock::test;
+using namespace airlock::ui;
+
+class TestConsoleRemote final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_local, m_remote;
+    std::unique_ptr<DaemonClient> m_client;
+    quint16 m_port = 0;
+    QString m_url, m_token;
+
+    static quint16 freePort()
+    {
+        QTcpServer probe;
+        probe.listen(QHostAddress::LocalHost);
+        return probe.serverPort();
+    }
+    int hostRow(MainWindow &window) const
+    {
+        for (int row = 0; row < window.sandboxModel()->hostCount(); ++row)
+            if (window.sandboxModel()->hostName(row) == QLatin1String("far"))
+                return row;
+        return -1;
+    }
+    QString hostState(MainWindow &window) const
+    {
+        const int row = hostRow(window);
+        return row < 0 ? QString() : window.sandboxModel()->index(row, SandboxModel::State).data().toString();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_local = std::make_unique<TestDaemon>();
+        QVERIFY(m_local->start());
+        m_client = m_local->connect();
+        QVERIFY(m_client);
+        // The console's own settings and saved hosts live in the local daemon's private XDG dirs.
+        qputenv("XDG_CONFIG_HOME", (m_local->rootDir() + QStringLiteral("/config")).toUtf8());
+        m_port = freePort();
+        m_remote = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(m_port)});
+        QVERIFY(m_remote->start());
+        QString error;
+        QVERIFY2(m_remote->create(args("--name", "over-there"), &error) == QLatin1String("over-there"), qPrintable(error));
+        QFile cert(m_remote->dataDir() + QStringLiteral("/tls/cert.pem"));
+        QVERIFY(cert.open(QIODevice::ReadOnly));
+        const QString fingerprint = QString::fromLatin1(QSslCertificate(cert.readAll()).digest(QCryptographicHash::Sha256).toHex());
+        m_url = QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_port).arg(fingerprint);
+        QProcess token;
+        token.setProcessEnvironment(m_remote->environment());
+        token.start(binDir() + QStringLiteral("/airlockd"), args("token", "create", "--name", "console"));
+        QVERIFY(token.waitForFinished(10000) && token.exitCode() == 0);
+        m_token = QString::fromLatin1(token.readAllStandardOutput().trimmed());
+    }
+    void cleanupTestCase()
+    {
+        m_client.reset();
+        m_remote.reset();
+        m_local.reset();
+    }
+
+    void addingAHostShowsItsFingerprintAndItsSandboxes()
+    {
+        AddHostDialog dialog;
+        QPushButton *add = dialog.buttons()->button(QDialogButtonBox::Ok);
+        dialog.nameEdit()->setText(QStringLiteral("far"));
+        dialog.addressEdit()->setText(QStringLiteral("wss://127.0.0.1:%1").arg(m_port)); // no pin: refused, said why
+        QVERIFY(!add->isEnabled());
+        QVERIFY2(dialog.problemLabel()->text().contains(QLatin1String("#sha256=FINGERPRINT")), qPrintable(dialog.problemLabel()->text()));
+        dialog.addressEdit()->setText(m_url);
+        QVERIFY(dialog.fingerprintLabel()->text().startsWith(QStringLiteral("SHA-256 ") + m_url.section(QLatin1Char('='), 1).left(4) + QLatin1Char(' ')));
+        QVERIFY(!add->isEnabled()); // still no token
+        dialog.tokenEdit()->setText(QStringLiteral("hunter2"));
+        QVERIFY(!add->isEnabled());
+        QVERIFY(dialog.tokenEdit()->echoMode() == QLineEdit::Password);
+        dialog.tokenEdit()->setText(m_token);
+        QVERIFY2(add->isEnabled(), qPrintable(dialog.problemLabel()->text()));
+        auto saved = dialog.save();
+        QVERIFY2(saved, qPrintable(saved ? QString() : saved.error().message));
+        QCOMPARE(saved->url, m_url);
+        QVERIFY(dialog.tokenEdit()->text().isEmpty()); // not kept in the widget once saved
+        QFile hosts(m_local->rootDir() + QStringLiteral("/config/airlock/hosts.json"));
+        QVERIFY(hosts.open(QIODevice::ReadOnly));
+        QVERIFY(!hosts.readAll().contains(m_token.section(QLatin1Char('_'), 2).toLatin1()));
+
+        // The console, as the composition root builds it: this computer, then the saved host.
+        MainWindow window(*m_client);
+        window.remoteHosts()->add(*saved);
+        window.show();
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 10000), qPrintable(hostState(window)));
+        QVERIFY2(hostState(window).endsWith(QStringLiteral("· airlockd ") + QStringLiteral(AIRLOCK_VERSION)), qPrintable(hostState(window)));
+        const int row = hostRow(window);
+        QCOMPARE(window.sandboxModel()->index(row, SandboxModel::Network).data().toString(), m_url);
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->rowCount(window.sandboxModel()->index(row, 0)) == 1; }, 10000));
+
+        // A command for the remote sandbox runs there; its output comes here.
+        const QModelIndex remoteSandbox = window.sandboxModel()->index(0, 0, window.sandboxModel()->index(row, 0));
+        QCOMPARE(remoteSandbox.data().toString(), QStringLiteral("over-there"));
+        window.sandboxTree()->setCurrentIndex(remoteSandbox);
+        QCOMPARE(&window.currentClient(), window.remoteHosts()->client(QStringLiteral("far")));
+        QTest::keyClicks(window.commandLine(), QStringLiteral("printf 'ran on %s\\n' $(hostname)"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        const OutputDocument &doc = window.outputView()->document();
+        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("ran on over-there\n")); }, 10000), qPrintable(doc.plainText()));
+        QVERIFY(m_remote->ctl(args("history", "--json")).out.contains("ran on %s"));
+        QVERIFY(!m_local->ctl(args("history", "--json")).out.contains("ran on %s"));
+
+        // An agent over there asks; the card says which host; Allow here lets it run there.
+        auto agent = std::make_unique<QProcess>();
+        agent->setProcessEnvironment(m_remote->environment());
+        agent->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "over-there", "-n", "--", "printf", "approved remotely\\n"));
+        QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().size() == 1; }, 10000));
+        ApprovalCard *card = window.approvals()->cards().first();
+        QCOMPARE(card->request().value(QStringLiteral("host")).toString(), QStringLiteral("far"));
+        const auto labels = card->findChildren<QLabel *>();
+        QVERIFY(std::any_of(labels.begin(), labels.end(), [](const QLabel *l) { return l->text().startsWith(QLatin1String("<b>far</b>: bot in")); }));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            QTest::qWait(100);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/remote-host.png")));
+        }
+        QTest::mouseClick(card->allowButton(), Qt::LeftButton);
+        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000));
+        QCOMPARE(agent->exitCode(), 0);
+        QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved remotely\n"));
+
+        // The host goes away: its row says so (and why, in the tooltip); it comes back by itself.
+        m_remote->stop();
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QLatin1String("unreachable, retrying")); }, 10000), qPrintable(hostState(window)));
+        QVERIFY(!window.sandboxModel()->index(row, SandboxModel::State).data(Qt::ToolTipRole).toString().isEmpty());
+        QVERIFY(m_remote->start());
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 20000), qPrintable(hostState(window)));
+    }
+};
+
+QTEST_MAIN(TestConsoleRemote)
+#include "tst_console_remote.moc"

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "RemoteHosts.h"
+
+#include "ApprovalsDock.h"
+#include "MainWindow.h"
+#include "SandboxModel.h"
+#include "client/DaemonClient.h"
+#include "client/HostTokens.h"
+
+#include <QElapsedTimer>
+#include <QPointer>
+#include <QTimer>
+
+namespace airlock::ui {
+
+namespace {
+constexpr int kProbeMs = 10'000;
+constexpr int kMaxRetryMs = 30'000;
+}
+
+struct RemoteHosts::Host {
+    HostRegistry::Entry entry;
+    DaemonClient client;
+    int row = -1;
+    int retryMs = 1000;
+    QTimer retry, probe;
+    bool connecting = false;
+};
+
+RemoteHosts::RemoteHosts(MainWindow &window, QObject *parent) : QObject(parent), m_window(window) {}
+
+RemoteHosts::~RemoteHosts() = default;
+
+DaemonClient *RemoteHosts::client(const QString &name) const
+{
+    for (const auto &h : m_hosts)
+        if (h->entry.name == name)
+            return &h->client;
+    return nullptr;
+}
+
+void RemoteHosts::add(const HostRegistry::Entry &entry)
+{
+    auto host = std::make_unique<Host>();
+    Host &h = *host;
+    h.entry = entry;
+    m_hosts.push_back(std::move(host));
+    h.row = m_window.addHost(entry.name, h.client);
+    m_window.sandboxModel()->setHostStatus(h.row, entry.url, tr("connecting…"));
+    h.retry.setSingleShot(true);
+    connect(&h.retry, &QTimer::timeout, this, [this, &h] { connectHost(h); });
+    connect(&h.probe, &QTimer::timeout, this, [this, &h] { probe(h); });
+    connect(&h.client, &DaemonClient::disconnected, this, [this, &h](const Error &why) { lost(h, why.message); });
+    // After the window is up: a slow or unreachable host never holds the console back.
+    QTimer::singleShot(0, this, [this, &h] { connectHost(h); });
+}
+
+void RemoteHosts::connectHost(Host &h)
+{
+    if (h.connecting || h.client.isConnected())
+        return;
+    h.connecting = true;
+    ConnectOptions options;
+    options.host = h.entry.url;
+    options.autostart = false;
+    options.timeoutMs = 5000;
+    options.clientName = QStringLiteral("airlock/") + QStringLiteral(AIRLOCK_VERSION);
+    Status connected = Ok{};
+    if (!h.entry.token.isEmpty()) {
+        auto token = hosttokens::load(h.entry.name, h.entry.token);
+        if (token)
+            options.token = QString::fromLatin1(*token);
+        else
+            connected = token.error();
+    }
+    if (connected)
+        connected = h.client.connectToDaemon(options);
+    h.connecting = false;
+    if (!connected)
+        return lost(h, connected.error().message);
+    h.retryMs = 1000;
+    h.client.callAsync(QStringLiteral("events.subscribe"), {}, [](Result<QJsonValue>) {});
+    m_window.sandboxModel()->refresh();
+    probe(h);
+    h.probe.start(kProbeMs);
+}
+
+void RemoteHosts::probe(Host &h)
+{
+    if (!h.client.isConnected())
+        return;
+    auto timer = std::make_shared<QElapsedTimer>();
+    timer->start();
+    h.client.callAsync(QStringLiteral("daemon.info"), {}, [self = QPointer<RemoteHosts>(this), &h, timer](Result<QJsonValue> r) {
+        if (!self || !r)
+            return;
+        const QJsonObject info = r->toObject();
+        const double ms = double(timer->nsecsElapsed()) / 1e6;
+        self->m_window.sandboxModel()->setHostStatus(
+            h.row, h.entry.url,
+            tr("connected · %1 ms · airlockd %2").arg(ms, 0, 'f', ms < 10 ? 1 : 0).arg(info.value(QStringLiteral("version")).toString()),
+            tr("%1 (kernel %2), %n sandbox(es)", nullptr, info.value(QStringLiteral("sandboxes")).toInt())
+                .arg(info.value(QStringLiteral("host")).toString(), info.value(QStringLiteral("kernel")).toString()));
+        Q_EMIT self->hostChanged(h.entry.name);
+    });
+}
+
+void RemoteHosts::lost(Host &h, const QString &why)
+{
+    h.probe.stop();
+    m_window.sandboxModel()->setHostStatus(h.row, h.entry.url, tr("unreachable, retrying in %1 s").arg(h.retryMs / 1000), why);
+    m_window.sandboxModel()->refresh();
+    m_window.approvals()->refresh();
+    h.retry.start(h.retryMs);
+    h.retryMs = std::min(h.retryMs * 2, kMaxRetryMs);
+    Q_EMIT hostChanged(h.entry.name);
+}
+
+} // namespace airlock::ui

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "client/Hosts.h"
+
+#include <QObject>
+
+#include <memory>
+#include <vector>
+
+class QTimer;
+
+namespace airlock {
+class DaemonClient;
+}
+
+namespace airlock::ui {
+
+class MainWindow;
+
+// The saved hosts (hosts.json, as `airlockctl hosts add` or the Add host dialog left them) in the
+// console: each a row of the sandbox tree and a source of the approvals dock, connected in the
+// background and again with backoff (1 s doubling to 30 s) when it drops. Its row says where it
+// is, its state, the round trip of a daemon.info (measured every 10 s) and the daemon's version.
+class RemoteHosts final : public QObject {
+    Q_OBJECT
+public:
+    explicit RemoteHosts(MainWindow &window, QObject *parent = nullptr);
+    ~RemoteHosts() override;
+
+    void add(const HostRegistry::Entry &entry);
+    int count() const { return int(m_hosts.size()); }
+    DaemonClient *client(const QString &name) const;
+
+Q_SIGNALS:
+    void hostChanged(const QString &name); // connected, lost, measured
+
+private:
+    struct Host;
+    void connectHost(Host &host);
+    void probe(Host &host);
+    void lost(Host &host, const QString &why);
+
+    MainWindow &m_window;
+    std::vector<std::unique_ptr<Host>> m_hosts;
+};
+
+} // namespace airlock::ui
