@@ -159,6 +159,24 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     });
 
     m_remoteHosts = new RemoteHosts(*this, this);
+    // A remote host that drops: the gap is shown while it is away (what runs there keeps running);
+    // when it is back the selected sandbox is shown again from its history, then live, so nothing
+    // is missing and nothing repeats.
+    connect(m_remoteHosts, &RemoteHosts::hostLost, this, [this](DaemonClient *client, const QString &why) {
+        if (client != m_selected || m_current.isEmpty() || m_waitingForHost)
+            return;
+        m_waitingForHost = true;
+        m_output->document().endLine();
+        m_output->append(1, tr("\x1b[2m[the connection to this host was lost (%1); waiting for it — what runs there keeps running]\x1b[0m\n")
+                                .arg(display::escaped(why, 200))
+                                .toUtf8());
+    });
+    connect(m_remoteHosts, &RemoteHosts::hostConnected, this, [this](DaemonClient *client) {
+        if (client != m_selected || !std::exchange(m_waitingForHost, false) || m_current.isEmpty())
+            return;
+        m_running.clear();
+        m_console->show(m_current);
+    });
     createActions();
 
     connect(&m_client, &DaemonClient::eventReceived, this, &MainWindow::onEvent);
@@ -472,6 +490,7 @@ void MainWindow::onSelectionChanged()
         if (it.key() != m_selected)
             (*it)->show({});
     m_console = consoleFor(*m_selected);
+    m_waitingForHost = false;
     m_console->show(id); // what ran before, from the history, then live
     m_command->setEnabled(!id.isEmpty());
     for (QAction *action : std::as_const(m_perSandbox))

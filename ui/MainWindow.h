@@ -105,6 +105,7 @@ private:
     QHash<DaemonClient *, SandboxConsole *> m_consoles; // before m_console: it is made from it
     SandboxConsole *m_console; // the selected host's
     DaemonClient *m_selected = nullptr; // the host of the selection
+    bool m_waitingForHost = false;      // its connection dropped; the gap is shown
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox
     CommandHistory m_commands{QStringLiteral("console/commands")};

@@ -81,8 +81,10 @@ void RemoteHosts::connectHost(Host &h)
     h.retryMs = 1000;
     h.client.callAsync(QStringLiteral("events.subscribe"), {}, [](Result<QJsonValue>) {});
     m_window.sandboxModel()->refresh();
+    m_window.approvals()->refresh();
     probe(h);
     h.probe.start(kProbeMs);
+    Q_EMIT hostConnected(&h.client);
 }
 
 void RemoteHosts::probe(Host &h)
@@ -114,6 +116,7 @@ void RemoteHosts::lost(Host &h, const QString &why)
     h.retry.start(h.retryMs);
     h.retryMs = std::min(h.retryMs * 2, kMaxRetryMs);
     Q_EMIT hostChanged(h.entry.name);
+    Q_EMIT hostLost(&h.client, why);
 }
 
 } // namespace airlock::ui

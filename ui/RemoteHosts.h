@@ -34,6 +34,8 @@ public:
 
 Q_SIGNALS:
     void hostChanged(const QString &name); // connected, lost, measured
+    void hostConnected(airlock::DaemonClient *client); // first time, or back after a drop
+    void hostLost(airlock::DaemonClient *client, const QString &why);
 
 private:
     struct Host;

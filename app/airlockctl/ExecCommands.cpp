@@ -13,7 +13,7 @@ namespace {
 // The options that shape one execution, shared by exec and run.
 class ExecOptions {
 public:
-    QList<QCommandLineOption> list() const { return {m_tty, m_cwd, m_env, m_timeout, m_noStdin, m_raw}; }
+    QList<QCommandLineOption> list() const { return {m_tty, m_cwd, m_env, m_timeout, m_lease, m_noStdin, m_raw}; }
     Result<ExecRequest> read(const QCommandLineParser &parser, QStringList command) const
     {
         // Command::execute puts a "--" in front of the sandboxed command; anything before it is
@@ -43,6 +43,12 @@ public:
                 return makeError(ErrorCode::InvalidArgument, QStringLiteral("--timeout: ") + ms.error().message);
             json.insert(QStringLiteral("timeoutMs"), double(*ms));
         }
+        if (parser.isSet(m_lease)) {
+            auto ms = units::parseDurationMs(parser.value(m_lease));
+            if (!ms)
+                return makeError(ErrorCode::InvalidArgument, QStringLiteral("--lease: ") + ms.error().message);
+            json.insert(QStringLiteral("leaseMs"), double(*ms));
+        }
         return ExecRequest::fromJson(json);
     }
     bool forwardStdin(const QCommandLineParser &parser) const { return !parser.isSet(m_noStdin); }
@@ -57,6 +63,10 @@ private:
                              QStringLiteral("K=V")};
     QCommandLineOption m_timeout{QStringLiteral("timeout"), QStringLiteral("Kill the command after this long, e.g. 30s (exit 124)."),
                                  QStringLiteral("duration")};
+    QCommandLineOption m_lease{QStringLiteral("lease"),
+                               QStringLiteral("Kill the command this long after this client's connection is lost, e.g. 60s (recorded "
+                                              "as lease expired). Without it, the command keeps running while nobody is connected."),
+                               QStringLiteral("duration")};
     QCommandLineOption m_noStdin{{QStringLiteral("n"), QStringLiteral("no-stdin")}, QStringLiteral("Do not forward stdin (the command reads EOF).")};
     QCommandLineOption m_raw{QStringLiteral("raw"),
                              QStringLiteral("Pass control sequences to this terminal unchanged (by default only colours do; "

@@ -54,6 +54,8 @@ QJsonObject ExecRequest::toJson() const
     }
     if (timeoutMs)
         o.insert(QStringLiteral("timeoutMs"), double(*timeoutMs));
+    if (leaseMs)
+        o.insert(QStringLiteral("leaseMs"), double(*leaseMs));
     return o;
 }
 
@@ -111,6 +113,12 @@ Result<ExecRequest> ExecRequest::fromJson(const QJsonObject &json)
         if (n < 0 || n > 10000)
             return invalid(QStringLiteral("/%1").arg(QLatin1String(key)), QStringLiteral("expected 0..10000"));
         (key[0] == 'r' ? r.rows : r.cols) = static_cast<uint16_t>(n);
+    }
+    if (json.contains(QStringLiteral("leaseMs"))) {
+        const double t = json.value(QStringLiteral("leaseMs")).toDouble(-1);
+        if (t < 1 || t > 86'400'000.0 || t != double(uint64_t(t)))
+            return invalid(QStringLiteral("/leaseMs"), QStringLiteral("expected 1 ms .. 24 h"));
+        r.leaseMs = static_cast<uint64_t>(t);
     }
     if (json.contains(QStringLiteral("timeoutMs"))) {
         const double t = json.value(QStringLiteral("timeoutMs")).toDouble(-1);

@@ -22,6 +22,9 @@ struct ExecRequest {
     bool stdinOpen = false;
     uint16_t rows = 0, cols = 0;
     std::optional<uint64_t> timeoutMs; // overrides the sandbox's wall limit
+    // Killed this long after the requesting connection goes away (and recorded so); without it an
+    // execution keeps running while no client is connected.
+    std::optional<uint64_t> leaseMs;
     QString run; // set by the daemon from the requesting connection, never from the request body
 
     QJsonObject toJson() const;

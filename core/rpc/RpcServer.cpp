@@ -24,6 +24,7 @@
 #include <QPointer>
 #include <QRandomGenerator>
 #include <QRegularExpression>
+#include <QTimer>
 
 #include <cerrno>
 #include <csignal>
@@ -175,6 +176,7 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
             releaseHolds(*session);
     });
     connect(session->conn, &Connection::disconnected, this, [this, session] {
+        expireLeasesLater(*session);
         releaseHolds(*session);
         m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
                               QStringLiteral("the requester disconnected"));
@@ -183,6 +185,26 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
         delete session;
     });
     return session;
+}
+
+void RpcServer::expireLeasesLater(const Session &session)
+{
+    for (auto it = session.leases.cbegin(); it != session.leases.cend(); ++it) {
+        const auto [sandboxId, exec] = it.key();
+        if (!session.execs.contains(it.key()))
+            continue; // it has ended
+        const QString run = session.run, client = session.client;
+        QTimer::singleShot(it.value(), this, [this, sandboxId, exec, run, client, lease = it.value()] {
+            auto sandbox = m_engine.find(sandboxId);
+            if (!sandbox || !m_engine.signal(sandboxId, exec, SIGKILL))
+                return; // gone, or already ended
+            (*sandbox)->record(QStringLiteral("exec.lease_expired"),
+                               {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("leaseMs"), double(lease)},
+                                {QStringLiteral("client"), client}},
+                               run);
+            logger()->info("execution {}:{} killed: its client left {} ms ago (lease)", sandboxId.toStdString(), exec, lease);
+        });
+    }
 }
 
 Status RpcServer::ownExecution(const Session &s, const QString &sandboxRef, uint32_t exec) const
@@ -219,8 +241,10 @@ void RpcServer::startExecution(QPointer<Connection> conn, const QString &sandbox
         (void)(*sandbox)->signal(*exec, SIGKILL);
         return reply(recorded.error());
     }
-    if (Session *s = sessionOf(conn); s && attach)
+    if (Session *s = sessionOf(conn); s && (attach || request.leaseMs))
         s->execs.insert({(*sandbox)->id(), *exec});
+    if (Session *s = sessionOf(conn); s && request.leaseMs)
+        s->leases.insert({(*sandbox)->id(), *exec}, qint64(*request.leaseMs));
     reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("exec"), double(*exec)}});
 }
 

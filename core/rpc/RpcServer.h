@@ -60,6 +60,9 @@ private:
     void onMessage(Session &session, const QJsonObject &message);
     void onEvent(const Event &event);
     void releaseHolds(Session &session);
+    // Executions started with a lease are killed (and that recorded) once their lease runs out
+    // after the session that started them has gone.
+    void expireLeasesLater(const Session &session);
     void registerHandlers();
     bool wants(const Session &session, const Event &event) const;
     // New sandboxes and executions are refused while their history cannot be written.

@@ -4,6 +4,7 @@
 
 #include "rpc/RpcServer.h"
 
+#include <QHash>
 #include <QPair>
 #include <QSet>
 
@@ -23,6 +24,7 @@ struct RpcServer::Session {
     QSet<Sandbox *> holding;
     std::optional<remote::Grant> grant; // set: a remote connection, limited to its token's grant
     QString peer;                       // remote: address:port
+    QHash<QPair<QString, uint32_t>, qint64> leases; // (sandbox id, exec) → ms it may outlive this connection
 };
 
 } // namespace airlock::rpc

@@ -18,6 +18,7 @@
 #include <QDialogButtonBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocalSocket>
 #include <QPushButton>
 #include <QSslCertificate>
 #include <QTcpServer>
@@ -148,6 +149,28 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000));
         QCOMPARE(agent->exitCode(), 0);
         QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved remotely\n"));
+
+        // The connection drops mid-stream (its end is cut here; the host and the command go on):
+        // the gap is shown while it waits, then the whole output once it is back, each line once
+        // and in order.
+        QTest::keyClicks(window.commandLine(), QStringLiteral("i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo tick $i; sleep 0.05; done"));
+        QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("tick 5\n")); }, 10000));
+        window.remoteHosts()->client(QStringLiteral("far"))->findChild<QLocalSocket *>()->abort();
+        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("the connection to this host was lost")); }, 5000),
+                 qPrintable(doc.plainText().right(500)));
+        QVERIFY2(QTest::qWaitFor([&] {
+                     return doc.plainText().contains(QLatin1String("tick 60\n")) && !doc.plainText().contains(QLatin1String("was lost"));
+                 }, 20000),
+                 qPrintable(doc.plainText().right(800)));
+        const QString shown = doc.plainText();
+        qsizetype at = 0;
+        for (int i = 1; i <= 60; ++i) {
+            const QString line = QStringLiteral("tick %1\n").arg(i);
+            const qsizetype found = shown.indexOf(line); // the first anywhere: after the one before it, and only once
+            QVERIFY2(found >= at && shown.indexOf(line, found + 1) < 0, qPrintable(line));
+            at = found + line.size();
+        }
 
         // The host goes away: its row says so (and why, in the tooltip); it comes back by itself.
         m_remote->stop();

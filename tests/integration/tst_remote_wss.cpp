@@ -567,6 +567,50 @@ private Q_SLOTS:
         QVERIFY(log.readAll().contains(QByteArray("refused a connection from " + m_other.toLatin1() + ": 401 unknown token")));
     }
 
+    void executionsOutliveTheirClientUnlessLeased()
+    {
+        // A client that vanishes (SIGKILL, no goodbye): by default what it started keeps running
+        // on the remote host; with --lease it is killed once the lease runs out, and that is
+        // recorded in the history.
+        QCOMPARE(remote(args("create", "--name", "leased")).exitCode, 0);
+        const auto startAndVanish = [&](const QStringList &options, const QString &marker) {
+            QProcess p;
+            QProcessEnvironment env = m_daemon->environment();
+            env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
+            env.insert(QStringLiteral("AIRLOCK_TOKEN"), m_token);
+            p.setProcessEnvironment(env);
+            p.start(binDir() + QStringLiteral("/airlockctl"), QStringList{QStringLiteral("--no-autostart"), QStringLiteral("--host"), m_url, QStringLiteral("exec"),
+                                                                           QStringLiteral("leased"), QStringLiteral("-n")}
+                                                                  + options + args("--", "sh", "-c") + QStringList{QStringLiteral("echo %1; sleep 30").arg(marker)});
+            QByteArray seen;
+            const bool started = waitFor([&] {
+                p.waitForReadyRead(50);
+                seen += p.readAllStandardOutput();
+                return seen.contains(marker.toLatin1());
+            }, 10000);
+            p.kill();
+            p.waitForFinished();
+            return started;
+        };
+        QVERIFY(startAndVanish({}, QStringLiteral("kept")));
+        QVERIFY(startAndVanish(args("--lease", "1s"), QStringLiteral("leased")));
+        const auto status = [&](const char *marker) {
+            const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--sandbox", "leased", "--json")).out).value(QStringLiteral("executions")).toArray();
+            for (const QJsonValue &e : executions)
+                if (e.toObject().value(QStringLiteral("argv")).toArray().last().toString().contains(QLatin1String(marker)))
+                    return e.toObject().value(QStringLiteral("status")).toString();
+            return QString();
+        };
+        QVERIFY2(waitFor([&] { return status("echo leased") == QLatin1String("killed"); }, 10000), qPrintable(status("echo leased")));
+        QCOMPARE(status("echo kept"), QStringLiteral("running"));
+        auto local = m_daemon->connect();
+        auto events = local->call(QStringLiteral("history.events"), {{QStringLiteral("sandbox"), QStringLiteral("leased")}});
+        QVERIFY(events);
+        const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
+        QVERIFY2(recorded.contains("\"exec.lease_expired\"") && recorded.contains("\"leaseMs\":1000"), recorded.left(3000).constData());
+        QCOMPARE(m_daemon->ctl(args("rm", "leased")).exitCode, 0);
+    }
+
     void aStreamSurvivesTheLinkGoingDownForFiveSeconds()
     {
         QCOMPARE(remote(args("create", "--name", "ticker")).exitCode, 0);
