@@ -3,8 +3,10 @@
 
 #include <QCoreApplication>
 #include <QEventLoop>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QSocketNotifier>
+#include <QTimer>
 
 #include <cerrno>
 #include <csignal>
@@ -17,6 +19,7 @@ namespace airlock::cli {
 namespace {
 constexpr qsizetype kStdinChunk = 256 * 1024;
 constexpr qsizetype kJsonCollectLimit = 16 * 1024 * 1024;
+constexpr qint64 kResumeForMs = 5 * 60 * 1000; // how long a lost remote connection is tried again
 
 sigset_t forwardedSignals()
 {
@@ -65,10 +68,19 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     connect(m_signals, &QSocketNotifier::activated, this, &ExecSession::onSignal);
     connect(&m_client, &DaemonClient::eventReceived, this, &ExecSession::onEvent);
     connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
-        if (!m_exitCode) {
-            m_err << "airlockctl: lost the daemon: " << why.message << Qt::endl;
-            finish(1);
+        if (m_exitCode)
+            return;
+        // Another machine's daemon: the command goes on there; reconnect and continue where the
+        // output left off. This machine's: a daemon that went away took its sandboxes with it.
+        if (m_exec && !m_client.options().host.isEmpty() && !m_client.options().host.startsWith(QLatin1String("unix:"))) {
+            m_err << "airlockctl: the connection was lost (" << why.message << "); reconnecting, the command goes on there" << Qt::endl;
+            m_lostFor.start();
+            m_retryMs = 250;
+            QTimer::singleShot(m_retryMs, this, &ExecSession::resume);
+            return;
         }
+        m_err << "airlockctl: lost the daemon: " << why.message << Qt::endl;
+        finish(1);
     });
 
     QJsonObject params = request.toJson();
@@ -125,40 +137,108 @@ void ExecSession::writeOut(int stream, QByteArrayView data)
         sendSignal(SIGKILL);
 }
 
+// Writes what is new of a piece of a stream: a piece seen before (replayed from the history after
+// a reconnect, or live again) is skipped, so that resuming neither repeats nor loses anything.
+void ExecSession::deliver(int stream, qint64 offset, const QByteArray &bytes)
+{
+    if (stream != 1 && stream != 2)
+        return;
+    qint64 &have = m_offset[stream];
+    if (offset + bytes.size() <= have)
+        return;
+    if (offset > have && !m_json) // the history kept the head and tail of a long output only
+        m_err << "\nairlockctl: [" << (offset - have) << " bytes of this output were not kept]" << Qt::endl;
+    const QByteArray data = offset < have ? bytes.mid(have - offset) : bytes;
+    have = offset + bytes.size();
+    if (m_json) {
+        QByteArray &buf = m_collected[stream];
+        if (buf.size() < kJsonCollectLimit)
+            buf.append(data.left(kJsonCollectLimit - buf.size()));
+    } else {
+        writeOut(stream, data);
+    }
+}
+
+void ExecSession::resume()
+{
+    if (m_exitCode)
+        return;
+    if (Status again = m_client.connectToDaemon(m_client.options()); !again) {
+        if (m_lostFor.elapsed() > kResumeForMs) {
+            m_err << "airlockctl: gave up reconnecting after " << kResumeForMs / 1000 << " s: " << again.error().message << Qt::endl;
+            return finish(1);
+        }
+        m_retryMs = std::min(m_retryMs * 2, 5000);
+        QTimer::singleShot(m_retryMs, this, &ExecSession::resume);
+        return;
+    }
+    // Live events first (held until the stored part is written), then what was stored meanwhile.
+    m_resuming = true;
+    auto subscribed = m_client.call(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), m_sandboxId}});
+    auto shown = subscribed ? m_client.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_sandboxId).arg(m_exec)}})
+                            : Result<QJsonObject>(subscribed.error());
+    QJsonValue after = 0;
+    while (shown && !after.isNull()) {
+        auto page = m_client.call(QStringLiteral("history.output"), {{QStringLiteral("execution"), shown->value(QStringLiteral("id"))}, {QStringLiteral("after"), after}});
+        if (!page) {
+            shown = page.error();
+            break;
+        }
+        for (const QJsonValue &v : page->value(QStringLiteral("chunks")).toArray()) {
+            const QJsonObject chunk = v.toObject();
+            deliver(chunk.value(QStringLiteral("stream")).toInt(), qint64(chunk.value(QStringLiteral("offset")).toDouble()),
+                    QByteArray::fromBase64(chunk.value(QStringLiteral("data")).toString().toLatin1()));
+        }
+        after = page->value(QStringLiteral("next"));
+    }
+    m_resuming = false;
+    if (!shown) {
+        m_err << "airlockctl: reconnected, but cannot continue the output: " << shown.error().message << Qt::endl;
+        return finish(1);
+    }
+    m_err << "airlockctl: reconnected after " << m_lostFor.elapsed() / 1000.0 << " s" << Qt::endl;
+    const QList<Event> held = std::exchange(m_held, {});
+    for (const Event &e : held)
+        onEvent(e);
+    // It ended while nobody was connected: the history says how.
+    if (!m_exitCode && shown->value(QStringLiteral("status")).toString() != QLatin1String("running"))
+        finishAs(*shown);
+}
+
 void ExecSession::onEvent(const Event &event)
 {
+    if (m_resuming) {
+        m_held.append(event);
+        return;
+    }
     if (m_exec == 0) {
         m_early.append(event);
         return;
     }
     if (event.sandbox != m_sandboxId || event.exec != m_exec)
         return;
-    if (event.isOutput()) {
-        if (m_json) {
-            QByteArray &buf = m_collected[event.stream];
-            if (buf.size() < kJsonCollectLimit)
-                buf.append(event.data.left(kJsonCollectLimit - buf.size()));
-        } else {
-            writeOut(event.stream, event.data);
-        }
-        return;
-    }
+    if (event.isOutput())
+        return deliver(event.stream, event.offset, event.data);
     if (event.kind == QLatin1String("exec.truncated") && !m_json) {
         m_err << "\nairlockctl: output exceeded the sandbox's limit of "
               << qint64(event.payload.value(QStringLiteral("limitBytes")).toDouble()) << " bytes; the command was killed"
               << Qt::endl;
         return;
     }
-    if (event.kind != QLatin1String("exec.exited"))
-        return;
-    m_result = event.payload;
+    if (event.kind == QLatin1String("exec.exited"))
+        finishAs(event.payload);
+}
+
+void ExecSession::finishAs(const QJsonObject &payload)
+{
+    m_result = payload;
     m_sink.finish();
-    const QString status = event.payload.value(QStringLiteral("status")).toString();
-    const QJsonValue code = event.payload.value(QStringLiteral("exitCode"));
-    const QJsonValue sig = event.payload.value(QStringLiteral("signal"));
+    const QString status = payload.value(QStringLiteral("status")).toString();
+    const QJsonValue code = payload.value(QStringLiteral("exitCode"));
+    const QJsonValue sig = payload.value(QStringLiteral("signal"));
     if (!m_json) {
-        if (event.payload.contains(QStringLiteral("error")))
-            m_err << "airlockctl: " << event.payload.value(QStringLiteral("error")).toString() << Qt::endl;
+        if (payload.contains(QStringLiteral("error")))
+            m_err << "airlockctl: " << payload.value(QStringLiteral("error")).toString() << Qt::endl;
         if (status == QLatin1String("timed_out"))
             m_err << "airlockctl: the command timed out and was killed" << Qt::endl;
     }

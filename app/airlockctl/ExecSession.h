@@ -6,6 +6,7 @@
 #include "OutputSink.h"
 
 #include <QByteArray>
+#include <QElapsedTimer>
 #include <QJsonObject>
 #include <QObject>
 #include <QTextStream>
@@ -38,6 +39,9 @@ private:
     void sendSignal(int signo);
     void finish(int code);
     void writeOut(int stream, QByteArrayView data);
+    void deliver(int stream, qint64 offset, const QByteArray &bytes);
+    void finishAs(const QJsonObject &exitPayload);
+    void resume(); // after a remote connection dropped
 
     DaemonClient &m_client;
     QTextStream &m_out;
@@ -57,6 +61,11 @@ private:
     QByteArray m_collected[3];
     OutputSink m_sink = OutputSink::filtered(false);
     bool m_rawTerminal = false;
+    qint64 m_offset[3] = {0, 0, 0}; // per stream: how much has been written
+    bool m_resuming = false;
+    QList<Event> m_held; // live events while the stored output is fetched
+    QElapsedTimer m_lostFor;
+    int m_retryMs = 250;
     termios m_savedTermios{};
 };
 

@@ -241,6 +241,8 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
 
 Status DaemonClient::connectToDaemon(const ConnectOptions &options)
 {
+    m_options = options;
+    m_lastServerError = {};
     auto socket = openDaemonSocket(options);
     if (!socket)
         return socket.error();

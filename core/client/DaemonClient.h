@@ -49,6 +49,8 @@ public:
     // Connects (starting the daemon if allowed) and performs the version handshake.
     Status connectToDaemon(const ConnectOptions &options);
     bool isConnected() const;
+    // The options of the last connectToDaemon, to connect again the same way after a drop.
+    const ConnectOptions &options() const { return m_options; }
 
     using Callback = std::function<void(Result<QJsonValue>)>;
     void callAsync(const QString &method, const QJsonObject &params, Callback done);
@@ -69,6 +71,7 @@ private:
     void onMessage(const QJsonObject &message);
 
     rpc::Connection *m_conn = nullptr;
+    ConnectOptions m_options;
     qint64 m_nextId = 1;
     QHash<qint64, Callback> m_pending;
     Error m_lastServerError;

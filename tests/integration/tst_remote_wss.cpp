@@ -4,6 +4,7 @@
 // The lifecycle over a pinned fingerprint and a token; every refusal with its reason (tokens,
 // fingerprint, TLS 1.2, Host, Origin, query, plain ws, scopes, frames, rate limit); a revoked
 // token's live connection; and a 5 s cut of the link during a stream.
+#include "CuttableProxy.h"
 #include "NetnsPair.h"
 #include "TestHelpers.h"
 #include "rpc/Protocol.h"
@@ -39,6 +40,7 @@ struct HttpReply {
 class TestRemoteWss final : public QObject {
     Q_OBJECT
     std::unique_ptr<NetnsPair> m_link;
+    std::unique_ptr<CuttableProxy> m_proxy; // a path to the daemon that a test can cut
     QString m_local, m_remote, m_other; // here, there, and a second address here
     std::unique_ptr<TestDaemon> m_daemon;
     QString m_fingerprint, m_url, m_token;
@@ -140,8 +142,10 @@ private Q_SLOTS:
         m_local = m_link->local();
         m_remote = m_link->remote();
         m_other = m_link->other();
+        m_proxy = std::make_unique<CuttableProxy>(QHostAddress(m_remote), kPort);
         m_daemon = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(m_remote).arg(kPort),
-                                                            QStringLiteral("--secret-store"), QStringLiteral("file")});
+                                                            QStringLiteral("--secret-store"), QStringLiteral("file"), QStringLiteral("--allow-host"),
+                                                            QStringLiteral("127.0.0.1:%1").arg(m_proxy->port())});
         m_daemon->setLauncher(m_link->launcher());
         QVERIFY(m_daemon->start());
         QFile cert(m_daemon->dataDir() + QStringLiteral("/tls/cert.pem"));
@@ -609,6 +613,52 @@ private Q_SLOTS:
         const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
         QVERIFY2(recorded.contains("\"exec.lease_expired\"") && recorded.contains("\"leaseMs\":1000"), recorded.left(3000).constData());
         QCOMPARE(m_daemon->ctl(args("rm", "leased")).exitCode, 0);
+    }
+
+    void aDroppedConnectionResumesTheStreamWithoutGapsOrRepeats()
+    {
+        // The path to the daemon is cut mid-stream (both ends see their connection end): the
+        // client says so, reconnects, writes what it missed from the daemon's history and goes on
+        // live: every line once, in order, and the command's own exit code.
+        QCOMPARE(remote(args("create", "--name", "resumed")).exitCode, 0);
+        QProcess p;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
+        env.insert(QStringLiteral("AIRLOCK_TOKEN"), m_token);
+        p.setProcessEnvironment(env);
+        p.start(binDir() + QStringLiteral("/airlockctl"),
+                QStringList{QStringLiteral("--no-autostart"), QStringLiteral("--host"),
+                            QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_proxy->port()).arg(m_fingerprint)}
+                    + args("exec", "resumed", "-n", "--", "sh", "-c", "i=0; while [ $i -lt 80 ]; do i=$((i+1)); echo tick $i; echo err $i >&2; sleep 0.05; done; exit 3"));
+        QVERIFY(p.waitForStarted());
+        QByteArray seen;
+        QVERIFY(waitFor([&] {
+            p.waitForReadyRead(20);
+            seen += p.readAllStandardOutput();
+            return seen.contains("tick 10\n");
+        }, 10000));
+        m_proxy->cut();
+        // (the relay lives in this process: the event loop must run while we wait)
+        QVERIFY(waitFor([&] {
+            seen += p.readAllStandardOutput();
+            return p.state() == QProcess::NotRunning;
+        }, 60000));
+        seen += p.readAllStandardOutput();
+        const QByteArray said = p.readAllStandardError();
+        QByteArray expected, expectedErr;
+        for (int i = 1; i <= 80; ++i) {
+            expected += "tick " + QByteArray::number(i) + '\n';
+            expectedErr += "err " + QByteArray::number(i) + '\n';
+        }
+        QCOMPARE(seen, expected);
+        QVERIFY2(said.contains("airlockctl: the connection was lost (") && said.contains("airlockctl: reconnected after "), said.constData());
+        QByteArray errLines; // stderr without airlockctl's own two lines
+        for (const QByteArray &line : said.split('\n'))
+            if (!line.isEmpty() && !line.startsWith("airlockctl: "))
+                errLines += line + '\n';
+        QCOMPARE(errLines, expectedErr);
+        QCOMPARE(p.exitCode(), 3);
+        QCOMPARE(remote(args("rm", "resumed")).exitCode, 0);
     }
 
     void aStreamSurvivesTheLinkGoingDownForFiveSeconds()
