@@ -454,9 +454,17 @@ void MainWindow::interruptRunning()
 
 HistoryWindow *MainWindow::openHistory(const QString &sandbox)
 {
+    // The history of the selected host (each daemon keeps its own).
+    DaemonClient &client = currentClient();
+    if (m_history && m_history->property("client").value<void *>() != &client)
+        delete m_history;
     if (!m_history) {
-        m_history = new HistoryWindow(m_client, this);
+        m_history = new HistoryWindow(client, this);
         m_history->setAttribute(Qt::WA_DeleteOnClose);
+        m_history->setProperty("client", QVariant::fromValue<void *>(&client));
+        const QModelIndex current = m_tree->currentIndex();
+        if (&client != &m_client)
+            m_history->setWindowTitle(tr("%1 — %2").arg(m_history->windowTitle(), m_model->hostName(current.parent().isValid() ? current.parent().row() : current.row())));
     }
     if (!sandbox.isEmpty())
         m_history->setFilter(sandbox);

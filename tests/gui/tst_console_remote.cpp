@@ -7,6 +7,8 @@
 // decided from here, and a host that goes away says so and comes back on its own.
 #include "AddHostDialog.h"
 #include "ApprovalsDock.h"
+#include "HistoryModel.h"
+#include "HistoryWindow.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "RemoteHosts.h"
@@ -16,6 +18,7 @@
 #include <QApplication>
 #include <QCryptographicHash>
 #include <QDialogButtonBox>
+#include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocalSocket>
@@ -131,6 +134,13 @@ private Q_SLOTS:
         QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("ran on over-there\n")); }, 10000), qPrintable(doc.plainText()));
         QVERIFY(m_remote->ctl(args("history", "--json")).out.contains("ran on %s"));
         QVERIFY(!m_local->ctl(args("history", "--json")).out.contains("ran on %s"));
+
+        // The history is that host's own.
+        HistoryWindow *history = window.openHistory();
+        QVERIFY(history->windowTitle().endsWith(QStringLiteral(" — far")));
+        QVERIFY(QTest::qWaitFor([&] { return history->model()->rowCount() == 1 && !history->model()->isLoading(); }, 10000));
+        QVERIFY(history->model()->execution(0).value(QStringLiteral("argv")).toArray().last().toString().startsWith(QLatin1String("printf 'ran on")));
+        history->close();
 
         // An agent over there asks; the card says which host; Allow here lets it run there.
         auto agent = std::make_unique<QProcess>();
