@@ -59,9 +59,10 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     m_tree->setRootIsDecorated(true);
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection); // several at once, for bulk delete
     m_tree->setUniformRowHeights(true);
-    m_tree->header()->setStretchLastSection(false);
-    m_tree->header()->setSectionResizeMode(SandboxModel::Name, QHeaderView::Stretch);
-    for (int column : {SandboxModel::State, SandboxModel::Network, SandboxModel::Credentials, SandboxModel::Run, SandboxModel::Created})
+    // Every column as wide as what it holds (a name is never cut short, a host's state is long);
+    // the pane scrolls sideways when they do not fit.
+    m_tree->header()->setStretchLastSection(true);
+    for (int column : {SandboxModel::Name, SandboxModel::State, SandboxModel::Network, SandboxModel::Credentials, SandboxModel::Run})
         m_tree->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     m_tree->expandAll();
     connect(m_model, &QAbstractItemModel::rowsInserted, m_tree, [this] { m_tree->expandAll(); });

@@ -18,6 +18,14 @@ constexpr int kProbeMs = 10'000;
 constexpr int kMaxRetryMs = 30'000;
 }
 
+namespace {
+// The row shows where the host is; the pinned fingerprint is in the tooltip (it is long).
+QString shownAddress(const QString &url)
+{
+    return url.section(QLatin1Char('#'), 0, 0);
+}
+} // namespace
+
 struct RemoteHosts::Host {
     HostRegistry::Entry entry;
     DaemonClient client;
@@ -46,7 +54,7 @@ void RemoteHosts::add(const HostRegistry::Entry &entry)
     h.entry = entry;
     m_hosts.push_back(std::move(host));
     h.row = m_window.addHost(entry.name, h.client);
-    m_window.sandboxModel()->setHostStatus(h.row, entry.url, tr("connecting…"));
+    m_window.sandboxModel()->setHostStatus(h.row, shownAddress(entry.url), tr("connecting…"), entry.url);
     h.retry.setSingleShot(true);
     connect(&h.retry, &QTimer::timeout, this, [this, &h] { connectHost(h); });
     connect(&h.probe, &QTimer::timeout, this, [this, &h] { probe(h); });
@@ -99,10 +107,10 @@ void RemoteHosts::probe(Host &h)
         const QJsonObject info = r->toObject();
         const double ms = double(timer->nsecsElapsed()) / 1e6;
         self->m_window.sandboxModel()->setHostStatus(
-            h.row, h.entry.url,
+            h.row, shownAddress(h.entry.url),
             tr("connected · %1 ms · airlockd %2").arg(ms, 0, 'f', ms < 10 ? 1 : 0).arg(info.value(QStringLiteral("version")).toString()),
-            tr("%1 (kernel %2), %n sandbox(es)", nullptr, info.value(QStringLiteral("sandboxes")).toInt())
-                .arg(info.value(QStringLiteral("host")).toString(), info.value(QStringLiteral("kernel")).toString()));
+            tr("%1 (kernel %2), %n sandbox(es)\n%3", nullptr, info.value(QStringLiteral("sandboxes")).toInt())
+                .arg(info.value(QStringLiteral("host")).toString(), info.value(QStringLiteral("kernel")).toString(), h.entry.url));
         Q_EMIT self->hostChanged(h.entry.name);
     });
 }
@@ -110,7 +118,8 @@ void RemoteHosts::probe(Host &h)
 void RemoteHosts::lost(Host &h, const QString &why)
 {
     h.probe.stop();
-    m_window.sandboxModel()->setHostStatus(h.row, h.entry.url, tr("unreachable, retrying in %1 s").arg(h.retryMs / 1000), why);
+    m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url), tr("unreachable, retrying in %1 s").arg(h.retryMs / 1000),
+                                           QStringLiteral("%1\n%2").arg(why, h.entry.url));
     m_window.sandboxModel()->refresh();
     m_window.approvals()->refresh();
     h.retry.start(h.retryMs);

@@ -120,7 +120,8 @@ private Q_SLOTS:
         QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 10000), qPrintable(hostState(window)));
         QVERIFY2(hostState(window).endsWith(QStringLiteral("· airlockd ") + QStringLiteral(AIRLOCK_VERSION)), qPrintable(hostState(window)));
         const int row = hostRow(window);
-        QCOMPARE(window.sandboxModel()->index(row, SandboxModel::Network).data().toString(), m_url);
+        QCOMPARE(window.sandboxModel()->index(row, SandboxModel::Network).data().toString(), QStringLiteral("wss://127.0.0.1:%1").arg(m_port));
+        QVERIFY(window.sandboxModel()->index(row, SandboxModel::Name).data(Qt::ToolTipRole).toString().endsWith(m_url)); // the pin, in full
         QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->rowCount(window.sandboxModel()->index(row, 0)) == 1; }, 10000));
 
         // A command for the remote sandbox runs there; its output comes here.
