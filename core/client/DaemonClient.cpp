@@ -132,6 +132,7 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openSsh(const HostAddress &a
         delete ssh;
         return makeError(ErrorCode::IoError, QStringLiteral("cannot use the socketpair for %1").arg(address.text));
     }
+    socket->setProperty("transport", QVariant::fromValue<QObject *>(ssh));
     // When the connection ends, ssh reads the end of its stdin and leaves on its own (closing the
     // far side's bridge); it is given a moment before it is stopped.
     QObject::connect(socket.get(), &QObject::destroyed, ssh, [ssh] {
@@ -156,10 +157,17 @@ void DaemonClient::attach(QLocalSocket *socket)
         m_conn->close();
         Q_EMIT disconnected(e);
     });
-    connect(m_conn, &rpc::Connection::disconnected, this, [this] {
-        const Error why = m_lastServerError.message.isEmpty()
-            ? makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the daemon closed the connection"))
-            : m_lastServerError;
+    connect(m_conn, &rpc::Connection::disconnected, this, [this, socket] {
+        // Over ssh://, the end of the connection is usually ssh's own: say how it ended (its own
+        // message is already on stderr) rather than blame a daemon that may never have answered.
+        QString ended = QStringLiteral("the daemon closed the connection");
+        if (auto *ssh = qobject_cast<QProcess *>(socket->property("transport").value<QObject *>())) {
+            if (ssh->state() != QProcess::NotRunning)
+                ssh->waitForFinished(2000);
+            if (ssh->state() == QProcess::NotRunning)
+                ended = QStringLiteral("ssh exited with status %1").arg(ssh->exitCode());
+        }
+        const Error why = m_lastServerError.message.isEmpty() ? makeError(ErrorCode::DaemonUnavailable, ended) : m_lastServerError;
         auto pending = std::exchange(m_pending, {});
         for (const Callback &cb : std::as_const(pending))
             cb(why);

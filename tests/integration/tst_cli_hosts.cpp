@@ -62,6 +62,8 @@ private Q_SLOTS:
         auto down = startCtl(args("--host", "ssh://build-box", "ls"), env);
         QVERIFY(down->waitForFinished(30000));
         QCOMPARE(down->exitCode(), 4);
+        const QByteArray said = down->readAllStandardError();
+        QVERIFY2(said.contains("ssh exited with status 1") && !said.contains("the daemon closed"), said.constData());
     }
 
     void stdioRelaysTheProtocolToThisUsersDaemon()
