@@ -61,6 +61,7 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
                                   .arg(display::escaped(request.value(QStringLiteral("requester")).toString()).toHtmlEscaped(),
                                        display::escaped(request.value(QStringLiteral("sandboxName")).toString()).toHtmlEscaped(),
                                        display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
+    head->setWordWrap(true); // a long run or host name wraps rather than widening the dock
     layout->addWidget(head);
 
     // What would run, escaped in full; folded only behind a button that must be pressed.
