@@ -2,6 +2,7 @@
 #include "client/Hosts.h"
 
 #include "remote/TlsIdentity.h"
+#include "util/FileSystem.h"
 #include "util/Paths.h"
 
 #include <QDir>
@@ -12,7 +13,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QUrl>
 
 namespace airlock {
@@ -149,13 +149,7 @@ Status HostRegistry::save() const
     QJsonObject hosts;
     for (const Entry &e : m_entries)
         hosts.insert(e.name, e.token.isEmpty() ? QJsonValue(e.url) : QJsonObject{{QStringLiteral("url"), e.url}, {QStringLiteral("token"), e.token}});
-    QDir().mkpath(QFileInfo(m_path).absolutePath());
-    QSaveFile file(m_path);
-    const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("hosts"), hosts}, {QStringLiteral("current"), m_current}}).toJson();
-    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner) || file.write(json) != json.size()
-        || !file.commit())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString()));
-    return Ok{};
+    return fs::writePrivateFile(m_path, QJsonDocument(QJsonObject{{QStringLiteral("hosts"), hosts}, {QStringLiteral("current"), m_current}}).toJson());
 }
 
 std::optional<HostRegistry::Entry> HostRegistry::find(const QString &name) const

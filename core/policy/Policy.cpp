@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "policy/Policy.h"
+#include "util/FileSystem.h"
 
 #include <QFile>
-#include <QSaveFile>
 #include <QFileInfo>
 #include <QDir>
 #include <QHostAddress>
@@ -332,13 +332,7 @@ Status writeUserLayer(const QString &userFile, const QJsonObject &layer)
 {
     if (Status valid = validate(layer); !valid)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message));
-    QDir().mkpath(QFileInfo(userFile).absolutePath());
-    QSaveFile file(userFile);
-    const QByteArray json = QJsonDocument(layer).toJson(QJsonDocument::Indented);
-    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner) || file.write(json) != json.size()
-        || !file.commit())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write the user policy %1: %2").arg(userFile, file.errorString()));
-    return Ok{};
+    return fs::writePrivateFile(userFile, QJsonDocument(layer).toJson(QJsonDocument::Indented));
 }
 
 Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile)

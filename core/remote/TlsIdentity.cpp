@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "remote/TlsIdentity.h"
 
+#include "util/FileSystem.h"
 #include "util/Paths.h"
 
 #include <QCryptographicHash>
 #include <QFile>
 #include <QHostInfo>
 #include <QRegularExpression>
-#include <QSaveFile>
 
 #include <openssl/bn.h>
 #include <openssl/evp.h>
@@ -79,14 +79,6 @@ Result<std::pair<QByteArray, QByteArray>> generate()
     return std::pair{drain(keyPem.get()), drain(certPem.get())};
 }
 
-Status writePrivate(const QString &path, const QByteArray &data)
-{
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner)
-        || file.write(data) != data.size() || !file.commit())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-    return Ok{};
-}
 } // namespace
 
 Result<TlsIdentity> TlsIdentity::loadOrCreate(const QString &dir)
@@ -99,9 +91,9 @@ Result<TlsIdentity> TlsIdentity::loadOrCreate(const QString &dir)
         if (!made)
             return made.error();
         // The certificate last: a key without one is made again, never paired with another's.
-        if (Status s = writePrivate(keyPath, made->first); !s)
+        if (Status s = fs::writePrivateFile(keyPath, made->first); !s)
             return s.error();
-        if (Status s = writePrivate(certPath, made->second); !s)
+        if (Status s = fs::writePrivateFile(certPath, made->second); !s)
             return s.error();
     }
     QFile keyFile(keyPath), certFile(certPath);

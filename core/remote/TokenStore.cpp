@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "remote/TokenStore.h"
 
+#include "util/FileSystem.h"
+
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
@@ -11,7 +13,6 @@
 #include <QLockFile>
 #include <QRandomGenerator>
 #include <QRegularExpression>
-#include <QSaveFile>
 
 namespace airlock::remote {
 
@@ -156,13 +157,7 @@ Status TokenStore::save() const
             o.insert(QStringLiteral("revoked"), e.revoked.toString(Qt::ISODate));
         tokens.append(o);
     }
-    QDir().mkpath(QFileInfo(m_path).absolutePath());
-    QSaveFile file(m_path);
-    const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("tokens"), tokens}}).toJson();
-    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner)
-        || file.write(json) != json.size() || !file.commit())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, file.errorString()));
-    return Ok{};
+    return fs::writePrivateFile(m_path, QJsonDocument(QJsonObject{{QStringLiteral("tokens"), tokens}}).toJson());
 }
 
 Result<TokenStore::Created> TokenStore::create(const QString &name, const QStringList &scopes)

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "secrets/KeychainSecretStore.h"
+#include "util/FileSystem.h"
 
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QSaveFile>
 #include <QSemaphore>
 
 #include <qt6keychain/keychain.h>
@@ -120,15 +120,10 @@ Status KeychainSecretStore::saveIndex() const
     QJsonObject secrets;
     for (const SecretInfo &i : std::as_const(m_index))
         secrets.insert(i.name, QJsonObject{{QStringLiteral("updated"), i.updated.toString(Qt::ISODateWithMs)}, {QStringLiteral("bytes"), double(i.size)}});
-    QSaveFile f(m_indexPath);
-    if (!f.open(QIODevice::WriteOnly) || !f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner))
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_indexPath, f.errorString()));
-    f.write(QJsonDocument(QJsonObject{{QStringLiteral("version"), 1}, {QStringLiteral("backend"), QStringLiteral("secret-service")},
-                                      {QStringLiteral("secrets"), secrets}})
-                .toJson());
-    if (!f.commit())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_indexPath, f.errorString()));
-    return Ok{};
+    return fs::writePrivateFile(m_indexPath, QJsonDocument(QJsonObject{{QStringLiteral("version"), 1},
+                                                                       {QStringLiteral("backend"), QStringLiteral("secret-service")},
+                                                                       {QStringLiteral("secrets"), secrets}})
+                                                 .toJson());
 }
 
 Status KeychainSecretStore::set(const QString &name, const QByteArray &value)

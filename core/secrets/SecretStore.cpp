@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "secrets/SecretStore.h"
+#include "util/FileSystem.h"
 
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
-#include <QSaveFile>
 
 #include <sys/stat.h>
 
@@ -88,12 +88,10 @@ Status FileSecretStore::save(const QHash<QString, Entry> &entries)
     for (auto it = entries.cbegin(); it != entries.cend(); ++it)
         secrets.insert(it.key(), QJsonObject{{QStringLiteral("value"), QString::fromLatin1(it->value.toBase64())},
                                              {QStringLiteral("updated"), it->updated.toString(Qt::ISODateWithMs)}});
-    QSaveFile f(m_path);
-    if (!f.open(QIODevice::WriteOnly) || !f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner))
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, f.errorString()));
-    f.write(QJsonDocument(QJsonObject{{QStringLiteral("version"), 1}, {QStringLiteral("secrets"), secrets}}).toJson(QJsonDocument::Indented));
-    if (!f.commit())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, f.errorString()));
+    if (Status written = fs::writePrivateFile(
+            m_path, QJsonDocument(QJsonObject{{QStringLiteral("version"), 1}, {QStringLiteral("secrets"), secrets}}).toJson(QJsonDocument::Indented));
+        !written)
+        return written;
     m_loadedMtime = {};
     return load();
 }

@@ -3,7 +3,10 @@
 
 #include "log/Log.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
+#include <QSaveFile>
 
 #include <cerrno>
 #include <cstdio>
@@ -79,6 +82,16 @@ bool removeTree(const QString &path)
     if (!ok)
         log::get("core.fs")->warn("could not remove all of {}", path.toStdString());
     return ok;
+}
+
+Status writePrivateFile(const QString &path, const QByteArray &data)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || !file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner)
+        || file.write(data) != data.size() || !file.commit())
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+    return Ok{};
 }
 
 } // namespace airlock::fs
