@@ -45,24 +45,39 @@ class TestRemoteWss final : public QObject {
     std::unique_ptr<TestDaemon> m_daemon;
     QString m_fingerprint, m_url, m_token;
 
-    // airlockctl on this side: never a local daemon, always the remote one.
-    CliResult remote(const QStringList &arguments, const QString &token = {}, const QString &url = {}, const QByteArray &input = {}) const
+    // airlockctl on this side: never a local daemon, always the remote one (by m_url unless
+    // another URL is given; with m_token unless another token, even an empty one, is given).
+    std::unique_ptr<QProcess> startRemote(const QStringList &arguments, const QString &token = {}, const QString &url = {}) const
     {
-        QProcess p;
+        auto p = std::make_unique<QProcess>();
         QProcessEnvironment env = m_daemon->environment();
         env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
         env.insert(QStringLiteral("AIRLOCK_TOKEN"), token.isNull() ? m_token : token);
-        p.setProcessEnvironment(env);
-        p.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host") + QStringList{url.isEmpty() ? m_url : url} + arguments);
-        p.write(input);
-        p.closeWriteChannel();
+        p->setProcessEnvironment(env);
+        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host") + QStringList{url.isEmpty() ? m_url : url} + arguments);
+        return p;
+    }
+    CliResult remote(const QStringList &arguments, const QString &token = {}, const QString &url = {}, const QByteArray &input = {}) const
+    {
+        auto p = startRemote(arguments, token, url);
+        p->write(input);
+        p->closeWriteChannel();
         CliResult r;
-        if (!p.waitForFinished(60000))
-            p.kill();
-        r.exitCode = p.exitCode();
-        r.out = p.readAllStandardOutput();
-        r.err = p.readAllStandardError();
+        if (!p->waitForFinished(60000))
+            p->kill();
+        r.exitCode = p->exitCode();
+        r.out = p->readAllStandardOutput();
+        r.err = p->readAllStandardError();
         return r;
+    }
+    // Collects a running client's stdout until it holds marker (the event loop runs meanwhile).
+    static bool readUntil(QProcess &p, QByteArray &seen, const QByteArray &marker)
+    {
+        return waitFor([&] {
+            p.waitForReadyRead(20);
+            seen += p.readAllStandardOutput();
+            return seen.contains(marker);
+        }, 10000);
     }
     QString newToken(const QString &name, const QStringList &scopes = {}) const
     {
@@ -578,22 +593,11 @@ private Q_SLOTS:
         // recorded in the history.
         QCOMPARE(remote(args("create", "--name", "leased")).exitCode, 0);
         const auto startAndVanish = [&](const QStringList &options, const QString &marker) {
-            QProcess p;
-            QProcessEnvironment env = m_daemon->environment();
-            env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
-            env.insert(QStringLiteral("AIRLOCK_TOKEN"), m_token);
-            p.setProcessEnvironment(env);
-            p.start(binDir() + QStringLiteral("/airlockctl"), QStringList{QStringLiteral("--no-autostart"), QStringLiteral("--host"), m_url, QStringLiteral("exec"),
-                                                                           QStringLiteral("leased"), QStringLiteral("-n")}
-                                                                  + options + args("--", "sh", "-c") + QStringList{QStringLiteral("echo %1; sleep 30").arg(marker)});
+            auto p = startRemote(args("exec", "leased", "-n") + options + args("--", "sh", "-c") + QStringList{QStringLiteral("echo %1; sleep 30").arg(marker)});
             QByteArray seen;
-            const bool started = waitFor([&] {
-                p.waitForReadyRead(50);
-                seen += p.readAllStandardOutput();
-                return seen.contains(marker.toLatin1());
-            }, 10000);
-            p.kill();
-            p.waitForFinished();
+            const bool started = readUntil(*p, seen, marker.toLatin1());
+            p->kill();
+            p->waitForFinished();
             return started;
         };
         QVERIFY(startAndVanish({}, QStringLiteral("kept")));
@@ -621,22 +625,12 @@ private Q_SLOTS:
         // client says so, reconnects, writes what it missed from the daemon's history and goes on
         // live: every line once, in order, and the command's own exit code.
         QCOMPARE(remote(args("create", "--name", "resumed")).exitCode, 0);
-        QProcess p;
-        QProcessEnvironment env = m_daemon->environment();
-        env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
-        env.insert(QStringLiteral("AIRLOCK_TOKEN"), m_token);
-        p.setProcessEnvironment(env);
-        p.start(binDir() + QStringLiteral("/airlockctl"),
-                QStringList{QStringLiteral("--no-autostart"), QStringLiteral("--host"),
-                            QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_proxy->port()).arg(m_fingerprint)}
-                    + args("exec", "resumed", "-n", "--", "sh", "-c", "i=0; while [ $i -lt 80 ]; do i=$((i+1)); echo tick $i; echo err $i >&2; sleep 0.05; done; exit 3"));
-        QVERIFY(p.waitForStarted());
+        auto started = startRemote(args("exec", "resumed", "-n", "--", "sh", "-c",
+                                        "i=0; while [ $i -lt 80 ]; do i=$((i+1)); echo tick $i; echo err $i >&2; sleep 0.05; done; exit 3"),
+                                   {}, QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_proxy->port()).arg(m_fingerprint));
+        QProcess &p = *started;
         QByteArray seen;
-        QVERIFY(waitFor([&] {
-            p.waitForReadyRead(20);
-            seen += p.readAllStandardOutput();
-            return seen.contains("tick 10\n");
-        }, 10000));
+        QVERIFY(readUntil(p, seen, "tick 10\n"));
         m_proxy->cut();
         // (the relay lives in this process: the event loop must run while we wait)
         QVERIFY(waitFor([&] {
@@ -664,21 +658,10 @@ private Q_SLOTS:
     void aStreamSurvivesTheLinkGoingDownForFiveSeconds()
     {
         QCOMPARE(remote(args("create", "--name", "ticker")).exitCode, 0);
-        QProcess p;
-        QProcessEnvironment env = m_daemon->environment();
-        env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
-        env.insert(QStringLiteral("AIRLOCK_TOKEN"), m_token);
-        p.setProcessEnvironment(env);
-        p.start(binDir() + QStringLiteral("/airlockctl"),
-                QStringList{QStringLiteral("--no-autostart"), QStringLiteral("--host"), m_url}
-                    + args("exec", "ticker", "-n", "--", "sh", "-c", "i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo tick $i; sleep 0.2; done"));
-        QVERIFY(p.waitForStarted());
+        auto started = startRemote(args("exec", "ticker", "-n", "--", "sh", "-c", "i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo tick $i; sleep 0.2; done"));
+        QProcess &p = *started;
         QByteArray seen;
-        QVERIFY(waitFor([&] {
-            p.waitForReadyRead(50);
-            seen += p.readAllStandardOutput();
-            return seen.contains("tick 5\n");
-        }, 10000));
+        QVERIFY(readUntil(p, seen, "tick 5\n"));
         QVERIFY(m_link->setLink(false));
         QTest::qWait(5000);
         QVERIFY(m_link->setLink(true));
