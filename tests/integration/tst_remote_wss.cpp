@@ -286,6 +286,11 @@ private Q_SLOTS:
         const CliResult listed = remote(args("ls"), QStringLiteral(""), QStringLiteral("far-box"));
         QVERIFY2(listed.exitCode == 0 && listed.out.startsWith("NAME"), qPrintable(listed.describe()));
         QCOMPARE(remote(args("hosts", "rm", "far-box")).exitCode, 0);
+        if (backend == QLatin1String("file")) { // the token goes with its host
+            QFile tokens(m_daemon->rootDir() + QStringLiteral("/config/airlock/host-tokens.json"));
+            QVERIFY(tokens.open(QIODevice::ReadOnly));
+            QVERIFY(!tokens.readAll().contains("host-token.far-box"));
+        }
         const CliResult gone = remote(args("ls"), QStringLiteral(""), QStringLiteral("far-box"));
         QCOMPARE(gone.exitCode, 3);
     }
