@@ -9,7 +9,13 @@
 
 namespace airlock::ui {
 
-ExecutionReplay::ExecutionReplay(DaemonClient &client, QObject *parent) : QObject(parent), m_client(client) {}
+ExecutionReplay::ExecutionReplay(DaemonClient &client, QObject *parent) : QObject(parent), m_client(&client) {}
+
+void ExecutionReplay::start(DaemonClient &client, qint64 execution)
+{
+    m_client = &client;
+    start(execution);
+}
 
 void ExecutionReplay::start(qint64 execution)
 {
@@ -28,7 +34,12 @@ void ExecutionReplay::cancel()
 void ExecutionReplay::requestPage(qint64 afterChunk)
 {
     const QJsonObject params{{QStringLiteral("execution"), double(m_execution)}, {QStringLiteral("after"), double(afterChunk)}};
-    m_client.callAsync(QStringLiteral("history.output"), params, [self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonValue> r) {
+    if (!m_client) {
+        m_execution = 0;
+        Q_EMIT failed(tr("the host's connection is gone"));
+        return;
+    }
+    m_client->callAsync(QStringLiteral("history.output"), params, [self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonValue> r) {
         if (!self || generation != self->m_generation)
             return;
         const qint64 execution = self->m_execution;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QObject>
+#include <QPointer>
 
 namespace airlock {
 class DaemonClient;
@@ -18,6 +19,7 @@ public:
     explicit ExecutionReplay(DaemonClient &client, QObject *parent = nullptr);
 
     void start(qint64 execution);
+    void start(DaemonClient &client, qint64 execution); // from that daemon, and from it on
     void cancel();
     bool isRunning() const { return m_execution != 0; }
     qint64 bytesRead() const { return m_bytes; }
@@ -30,7 +32,7 @@ Q_SIGNALS:
 private:
     void requestPage(qint64 afterChunk);
 
-    DaemonClient &m_client;
+    QPointer<DaemonClient> m_client;
     qint64 m_execution = 0;
     quint64 m_generation = 0;
     qint64 m_bytes = 0;

@@ -27,6 +27,33 @@ QString sortKey(int column)
     }
 }
 
+// A row's value in the daemon's sort for a column, ordered as SQLite orders them: null first,
+// then numbers, then text. Columns the daemon sorts by id are in start order.
+QJsonValue sortValue(const QJsonObject &e, int column)
+{
+    switch (column) {
+    case HistoryModel::Sandbox: return e.value(QStringLiteral("sandboxName"));
+    case HistoryModel::Status: return e.value(QStringLiteral("status"));
+    case HistoryModel::Exit: return e.value(QStringLiteral("exitCode"));
+    case HistoryModel::Output: return e.value(QStringLiteral("storedBytes"));
+    case HistoryModel::Duration: {
+        const QJsonValue ended = e.value(QStringLiteral("endedMs"));
+        return ended.isDouble() ? QJsonValue(ended.toDouble() - e.value(QStringLiteral("startedMs")).toDouble()) : QJsonValue();
+    }
+    default: return e.value(QStringLiteral("startedMs"));
+    }
+}
+
+int compareValues(const QJsonValue &a, const QJsonValue &b)
+{
+    auto rank = [](const QJsonValue &v) { return v.isDouble() ? 1 : v.isString() ? 2 : 0; };
+    if (rank(a) != rank(b))
+        return rank(a) < rank(b) ? -1 : 1;
+    if (a.isDouble())
+        return a.toDouble() < b.toDouble() ? -1 : a.toDouble() > b.toDouble() ? 1 : 0;
+    return a.isString() ? a.toString().compare(b.toString()) : 0;
+}
+
 QString duration(qint64 ms)
 {
     if (ms < 1000)
@@ -41,8 +68,14 @@ HistoryModel::HistoryModel(DaemonClient &client, QObject *parent) : PagedModel(c
 
 void HistoryModel::setFilter(const Filter &filter)
 {
-    if (filter == m_filter && m_started)
+    setQuery(sources(), filter);
+}
+
+void HistoryModel::setQuery(const QList<Source> &hosts, const Filter &filter)
+{
+    if (filter == m_filter && hosts == sources() && m_started)
         return;
+    assignSources(hosts);
     m_filter = filter;
     m_started = true;
     reload();
@@ -50,7 +83,7 @@ void HistoryModel::setFilter(const Filter &filter)
 
 void HistoryModel::sort(int column, Qt::SortOrder order)
 {
-    if (sortKey(column) == sortKey(m_sortColumn) && order == m_sortOrder)
+    if (sortKey(column) == sortKey(m_sortColumn) && (column == Host) == (m_sortColumn == Host) && order == m_sortOrder)
         return;
     m_sortColumn = column;
     m_sortOrder = order;
@@ -82,6 +115,20 @@ QJsonValue HistoryModel::cursorOf(const QJsonObject &page) const
     return page.contains(QStringLiteral("nextOffset")) ? page.value(QStringLiteral("nextOffset")) : page.value(QStringLiteral("next"));
 }
 
+bool HistoryModel::before(const QJsonObject &a, const QString &aHost, const QJsonObject &b, const QString &bHost) const
+{
+    // By host: each host's rows together, in start order within; otherwise by the column, ties in
+    // start order, then by host, then by id.
+    int order = m_sortColumn == Host ? aHost.compare(bHost) : compareValues(sortValue(a, m_sortColumn), sortValue(b, m_sortColumn));
+    if (order == 0)
+        order = compareValues(sortValue(a, Started), sortValue(b, Started));
+    if (order == 0)
+        order = aHost.compare(bHost);
+    if (order == 0)
+        order = compareValues(a.value(QStringLiteral("id")), b.value(QStringLiteral("id")));
+    return m_sortOrder == Qt::AscendingOrder ? order < 0 : order > 0;
+}
+
 QVariant HistoryModel::data(const QModelIndex &index, int role) const
 {
     if (!validIndex(index))
@@ -107,6 +154,7 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
         return {};
     const qint64 started = qint64(e.value(QStringLiteral("startedMs")).toDouble());
     switch (index.column()) {
+    case Host: return sourceOf(index.row()).name;
     case Id: return qint64(e.value(QStringLiteral("id")).toDouble());
     case Sandbox: {
         const QString name = e.value(QStringLiteral("sandboxName")).toString();
@@ -147,6 +195,7 @@ QVariant HistoryModel::headerData(int section, Qt::Orientation orientation, int 
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
+    case Host: return tr("Host");
     case Id: return tr("Id");
     case Sandbox: return tr("Sandbox:exec");
     case Run: return tr("Run");

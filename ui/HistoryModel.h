@@ -7,11 +7,12 @@ namespace airlock::ui {
 
 // The history's executions (history.list), a page at a time as the view scrolls. Filters
 // (sandbox, run, status, full-text) and sorting run in the daemon's query; changing either starts
-// over.
+// over. From several hosts (setSources) the rows are merged by the sorted column, then by start
+// time: by default, every host's executions by time, newest first.
 class HistoryModel final : public PagedModel {
     Q_OBJECT
 public:
-    enum Column { Id, Sandbox, Run, Command, Status, Exit, Started, Duration, Output, ColumnCount };
+    enum Column { Host, Id, Sandbox, Run, Command, Status, Exit, Started, Duration, Output, ColumnCount };
     enum Role { ExecutionRole = Qt::UserRole + 1, FullTextRole }; // the whole row; a cell unabridged
 
     struct Filter {
@@ -23,6 +24,7 @@ public:
     explicit HistoryModel(DaemonClient &client, QObject *parent = nullptr);
 
     void setFilter(const Filter &filter);
+    void setQuery(const QList<Source> &hosts, const Filter &filter); // starts over if either changed
     const Filter &filter() const { return m_filter; }
     using PagedModel::reload;
     QJsonObject execution(int row) const { return PagedModel::row(row); }
@@ -38,6 +40,7 @@ private:
     QJsonObject parameters(const QJsonValue &cursor) const override;
     QString rowsKey() const override { return QStringLiteral("executions"); }
     QJsonValue cursorOf(const QJsonObject &page) const override;
+    bool before(const QJsonObject &a, const QString &aHost, const QJsonObject &b, const QString &bHost) const override;
 
     Filter m_filter;
     bool m_started = false; // a first page has been asked for

@@ -37,9 +37,9 @@
 namespace airlock::ui {
 
 HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
-    : QMainWindow(parent), m_client(client), m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
+    : QMainWindow(parent), m_hosts{Host{tr("This computer"), &client}}, m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
       m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_output(new OutputView),
-      m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_status(new QComboBox),
+      m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_host(new QComboBox), m_status(new QComboBox),
       m_when(new QComboBox), m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
 {
     setWindowTitle(tr("Airlock — History"));
@@ -58,20 +58,26 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         m_status->addItem(QLatin1String(status), QLatin1String(status));
     m_typing->setSingleShot(true);
     m_typing->setInterval(250);
-    connect(m_typing, &QTimer::timeout, this, &HistoryWindow::applyFilter);
+    connect(m_typing, &QTimer::timeout, this, [this] { applyFilter(); });
     for (QLineEdit *line : {m_search, m_sandbox, m_run})
         connect(line, &QLineEdit::textChanged, m_typing, qOverload<>(&QTimer::start));
-    connect(m_status, &QComboBox::currentIndexChanged, this, &HistoryWindow::applyFilter);
+    connect(m_status, &QComboBox::currentIndexChanged, this, [this] { applyFilter(); });
+    // Which host's history: one, or all connected ones merged by time (shown with several hosts).
+    m_host->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_host->setToolTip(tr("Each host keeps its own history"));
+    m_host->hide();
+    connect(m_host, &QComboBox::currentIndexChanged, this, [this] { applyFilter(); });
     // When: a window back from now (seconds), or today since midnight (-1).
     m_when->addItem(tr("Any time"), 0);
     m_when->addItem(tr("Last hour"), 3600);
     m_when->addItem(tr("Today"), -1);
     m_when->addItem(tr("Last 7 days"), 7 * 86400);
     m_when->addItem(tr("Last 30 days"), 30 * 86400);
-    connect(m_when, &QComboBox::currentIndexChanged, this, &HistoryWindow::applyFilter);
+    connect(m_when, &QComboBox::currentIndexChanged, this, [this] { applyFilter(); });
     auto *filters = new QWidget;
     auto *filterRow = new QHBoxLayout(filters);
     filterRow->setContentsMargins(4, 4, 4, 4);
+    filterRow->addWidget(m_host);
     filterRow->addWidget(m_search, 3);
     filterRow->addWidget(m_sandbox, 1);
     filterRow->addWidget(m_run, 1);
@@ -88,6 +94,8 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->setWordWrap(false);
     m_table->horizontalHeader()->setSectionResizeMode(HistoryModel::Command, QHeaderView::Stretch);
+    m_table->setColumnWidth(HistoryModel::Host, 110);
+    m_table->setColumnHidden(HistoryModel::Host, true);
     m_table->setColumnWidth(HistoryModel::Id, 70);
     m_table->setColumnWidth(HistoryModel::Sandbox, 160);
     m_table->setColumnWidth(HistoryModel::Started, 150);
@@ -95,10 +103,18 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         if (current.isValid())
             openExecution(current.row());
     });
+    connect(m_model, &HistoryModel::modelReset, this, [this] { m_table->setColumnHidden(HistoryModel::Host, !m_model->isMerged()); });
     connect(m_model, &HistoryModel::loaded, this, [this](int rows) {
-        showStatus(m_model->canFetchMore() ? tr("%n execution(s) shown, more as you scroll", nullptr, rows) : tr("%n execution(s)", nullptr, rows));
+        const QStringList unavailable = m_model->unavailable();
+        if (!unavailable.isEmpty() && !m_model->isMerged())
+            return showStatus(tr("History unavailable: %1").arg(unavailable.first()), true);
+        QString text = m_model->canFetchMore() ? tr("%n execution(s) shown, more as you scroll", nullptr, rows) : tr("%n execution(s)", nullptr, rows);
+        if (m_model->isMerged())
+            text = tr("%1 from %n host(s)", nullptr, int(m_model->sources().size() - unavailable.size())).arg(text);
+        if (!unavailable.isEmpty())
+            text += tr(" · unavailable: %1").arg(unavailable.join(QStringLiteral("; ")));
+        showStatus(text, !unavailable.isEmpty());
     });
-    connect(m_model, &HistoryModel::failed, this, [this](const QString &message) { showStatus(tr("History unavailable: %1").arg(message), true); });
 
     // The opened execution: its stored output, replayed into the console's own view.
     m_details->setTextFormat(Qt::PlainText);
@@ -179,12 +195,14 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         m_search->selectAll();
     });
     search->setShortcut(QKeySequence::Find);
-    tools->addAction(tr("Refresh"), m_model, &HistoryModel::reload)->setShortcut(QKeySequence::Refresh);
+    tools->addAction(tr("Refresh"), this, [this] { applyFilter(true); })->setShortcut(QKeySequence::Refresh);
     tools->addAction(tr("Export run…"), this, [this] {
         const QString run = m_model->execution(m_table->currentIndex().row()).value(QStringLiteral("run")).toString();
-        const QString name = !run.isEmpty() ? run : m_run->text().trimmed();
+        const QString name = !run.isEmpty() ? run : m_model->isMerged() ? QString() : m_run->text().trimmed();
         if (name.isEmpty())
-            return showStatus(tr("Select an execution of the run to export (or filter by run)"), true);
+            return showStatus(m_model->isMerged() ? tr("Select an execution of the run to export: each host has its own runs")
+                                                  : tr("Select an execution of the run to export (or filter by run)"),
+                              true);
         QString suggested = name; // a run's name is an agent's choice: never a path
         suggested.replace(QLatin1Char('/'), QLatin1Char('_')).replace(QLatin1Char(':'), QLatin1Char('_'));
         const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1").arg(display::escaped(name, 100)), suggested + QStringLiteral(".airlock.jsonl"),
@@ -218,7 +236,53 @@ void HistoryWindow::setFilter(const QString &sandbox, const QString &run, const 
     applyFilter();
 }
 
-void HistoryWindow::applyFilter()
+void HistoryWindow::setHosts(const QList<Host> &hosts)
+{
+    const QString shown = shownHost();
+    m_hosts = hosts;
+    {
+        const QSignalBlocker quiet(m_host);
+        m_host->clear();
+        m_host->addItem(tr("All connected hosts"), QString());
+        for (const Host &host : hosts)
+            m_host->addItem(host.client && host.client->isConnected() ? host.name : tr("%1 (not connected)").arg(host.name), host.name);
+        m_host->setCurrentIndex(std::max(0, m_host->findData(shown)));
+        if (!shown.isEmpty() && m_host->findData(shown) < 0)
+            m_host->setCurrentIndex(1); // the one shown is gone: this computer
+    }
+    m_host->setVisible(hosts.size() > 1);
+    // All connected hosts: one that came or went changes what "all" is.
+    if (shownHost().isEmpty() && shownHosts() != m_model->sources())
+        applyFilter();
+}
+
+void HistoryWindow::showHost(const QString &name)
+{
+    m_host->setCurrentIndex(std::max(0, m_host->findData(name)));
+}
+
+QString HistoryWindow::shownHost() const
+{
+    return m_host->count() ? m_host->currentData().toString() : m_hosts.value(0).name;
+}
+
+QList<HistoryWindow::Host> HistoryWindow::shownHosts() const
+{
+    const QString name = shownHost();
+    QList<Host> shown;
+    for (const Host &host : m_hosts)
+        if (name.isEmpty() ? host.client && host.client->isConnected() : host.name == name)
+            shown.append(host);
+    return shown;
+}
+
+HistoryWindow::Host HistoryWindow::hostOf(int row) const
+{
+    const Host host = m_model->sourceOf(row);
+    return host.client ? host : m_model->sources().value(0);
+}
+
+void HistoryWindow::applyFilter(bool force)
 {
     m_typing->stop();
     showStatus(tr("Searching…"));
@@ -226,7 +290,15 @@ void HistoryWindow::applyFilter()
     const qint64 since = when > 0   ? QDateTime::currentMSecsSinceEpoch() - qint64(when) * 1000
                          : when < 0 ? QDateTime(QDate::currentDate(), QTime(0, 0)).toMSecsSinceEpoch()
                                     : 0;
-    m_model->setFilter({m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), since});
+    const QList<Host> hosts = shownHosts();
+    const QString host = shownHost();
+    setWindowTitle(m_hosts.size() < 2 ? tr("Airlock — History")
+                   : host.isEmpty()   ? tr("Airlock — History — all connected hosts")
+                                      : tr("Airlock — History — %1").arg(host));
+    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), since};
+    if (force && hosts == m_model->sources() && filter == m_model->filter())
+        return m_model->reload();
+    m_model->setQuery(hosts, filter);
 }
 
 void HistoryWindow::openExecution(int row)
@@ -236,8 +308,11 @@ void HistoryWindow::openExecution(int row)
         return;
     m_openedRow = e;
     m_opened = qint64(e.value(QStringLiteral("id")).toDouble());
+    const Host host = hostOf(row);
     const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
     QStringList facts{tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())};
+    if (m_model->isMerged())
+        facts.prepend(host.name);
     if (const QString run = e.value(QStringLiteral("run")).toString(); !run.isEmpty())
         facts.append(tr("run %1").arg(display::escaped(run, 80)));
     facts.append(tr("in %1").arg(display::escaped(e.value(QStringLiteral("cwd")).toString(), 120)));
@@ -249,27 +324,32 @@ void HistoryWindow::openExecution(int row)
     m_details->setText(facts.join(QStringLiteral(" · ")));
     m_output->clear();
     m_output->beginExecution(e.value(QStringLiteral("argv")).toArray(), qint64(e.value(QStringLiteral("exec")).toDouble()));
-    m_replay->start(m_opened);
+    if (host.client)
+        m_replay->start(*host.client, m_opened);
     showTimeline();
 }
 
 void HistoryWindow::showTimeline()
 {
-    const QJsonObject e = m_model->execution(m_table->currentIndex().row());
+    const int row = m_table->currentIndex().row();
+    const QJsonObject e = m_model->execution(row);
     if (e.isEmpty())
         return;
+    const Host host = hostOf(row);
     const QString run = e.value(QStringLiteral("run")).toString();
     const bool byRun = m_scope->currentIndex() == 0 && !run.isEmpty();
     int mask = 0;
     for (QCheckBox *b : std::as_const(m_categories))
         mask |= b->isChecked() ? b->property("category").toInt() : 0;
-    QHash<QString, QString> names;
-    for (int row = 0; row < m_model->rowCount(); ++row) {
-        const QJsonObject other = m_model->execution(row);
-        names.insert(other.value(QStringLiteral("sandbox")).toString(), other.value(QStringLiteral("sandboxName")).toString());
+    QHash<QString, QString> names; // of that host's sandboxes
+    for (int other = 0; other < m_model->rowCount(); ++other) {
+        if (m_model->sourceOf(other) != m_model->sourceOf(row))
+            continue;
+        const QJsonObject o = m_model->execution(other);
+        names.insert(o.value(QStringLiteral("sandbox")).toString(), o.value(QStringLiteral("sandboxName")).toString());
     }
     m_timeline->setSandboxNames(names);
-    m_timeline->show(byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
+    m_timeline->show(host, byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
 }
 
 void HistoryWindow::exportRun(const QString &run, const QString &path, std::function<void(bool, QString)> done)
@@ -297,10 +377,16 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
             done(ok, message);
     };
     auto page = std::make_shared<std::function<void(QJsonValue)>>();
-    *page = [self = QPointer<HistoryWindow>(this), run, file, bundle, bar, finish, page, path](const QJsonValue &cursor) {
+    const QPointer<DaemonClient> client = hostOf(m_table->currentIndex().row()).client;
+    *page = [self = QPointer<HistoryWindow>(this), client, run, file, bundle, bar, finish, page, path](const QJsonValue &cursor) {
         if (!self)
             return;
-        self->m_client.callAsync(QStringLiteral("history.export"), {{QStringLiteral("run"), run}, {QStringLiteral("cursor"), cursor}},
+        if (!client) {
+            file->cancelWriting();
+            *page = nullptr;
+            return finish(false, tr("Not exported: the host's connection is gone"));
+        }
+        client->callAsync(QStringLiteral("history.export"), {{QStringLiteral("run"), run}, {QStringLiteral("cursor"), cursor}},
                                  [self, file, bundle, bar, finish, page, path, run](Result<QJsonValue> r) {
             if (!self)
                 return;

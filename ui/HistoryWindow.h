@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "PagedModel.h"
+
 #include <QJsonObject>
 #include <QMainWindow>
 
@@ -26,11 +28,22 @@ class TimelineModel;
 // The history: every execution the daemon recorded, filtered by sandbox, run, status and a
 // full-text search over commands and output; opening one replays its stored output in the same
 // view as live output; beside it, the timeline of its run or sandbox; a run exports as the same
-// bundle `airlockctl export` writes.
+// bundle `airlockctl export` writes. Each host's daemon keeps its own history: the window shows
+// one host's, or every connected host's merged by time, each row asking its own host for its
+// output, timeline and export.
 class HistoryWindow final : public QMainWindow {
     Q_OBJECT
 public:
-    explicit HistoryWindow(DaemonClient &client, QWidget *parent = nullptr);
+    using Host = PagedModel::Source;
+
+    explicit HistoryWindow(DaemonClient &client, QWidget *parent = nullptr); // this computer's
+
+    // The hosts there are (the first is this computer); a host without a connected client is
+    // listed but not asked. Keeps the host shown if it is still there.
+    void setHosts(const QList<Host> &hosts);
+    void showHost(const QString &name); // empty: all connected hosts, merged by time
+    QString shownHost() const;          // empty: all
+    QComboBox *hostChooser() const { return m_host; }
 
     HistoryModel *model() const { return m_model; }
     TimelineModel *timeline() const { return m_timeline; }
@@ -45,18 +58,21 @@ public:
     QComboBox *timeFilter() const { return m_when; } // any time, the last hour, today, …
     void openExecution(int row);
     qint64 openedExecution() const { return m_opened; }
-    // Writes the run to a bundle file, with progress; done(ok, message) when finished.
+    // Writes the run to a bundle file, with progress; done(ok, message) when finished. The run is
+    // the selected execution's host's (the one shown when nothing is selected).
     void exportRun(const QString &run, const QString &path, std::function<void(bool, QString)> done = {});
 
 protected:
     void closeEvent(QCloseEvent *event) override;
 
 private:
-    void applyFilter();
+    void applyFilter(bool force = false);
+    QList<Host> shownHosts() const;
+    Host hostOf(int row) const; // the row's host; the one shown when not merged
     void showTimeline();
     void showStatus(const QString &text, bool error = false);
 
-    DaemonClient &m_client;
+    QList<Host> m_hosts;
     HistoryModel *m_model;
     TimelineModel *m_timeline;
     ExecutionReplay *m_replay;
@@ -65,7 +81,7 @@ private:
     OutputView *m_output;
     QLabel *m_details;
     QLineEdit *m_search, *m_sandbox, *m_run;
-    QComboBox *m_status, *m_when, *m_scope;
+    QComboBox *m_host, *m_status, *m_when, *m_scope;
     QList<QCheckBox *> m_categories;
     QTabWidget *m_tabs;
     QTimer *m_typing;

@@ -172,6 +172,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
                                 .arg(display::escaped(why, 200))
                                 .toUtf8());
     });
+    connect(m_remoteHosts, &RemoteHosts::hostLost, this, &MainWindow::updateHistoryHosts);
+    connect(m_remoteHosts, &RemoteHosts::hostConnected, this, &MainWindow::updateHistoryHosts);
     connect(m_remoteHosts, &RemoteHosts::hostConnected, this, [this](DaemonClient *client) {
         if (client != m_selected || !std::exchange(m_waitingForHost, false) || m_current.isEmpty())
             return;
@@ -316,6 +318,7 @@ void MainWindow::onConnected()
 {
     m_banner->hide();
     m_retryDelayMs = 1000;
+    updateHistoryHosts();
     m_client.callAsync(QStringLiteral("events.subscribe"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
         if (self && !r)
             self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
@@ -455,24 +458,34 @@ void MainWindow::interruptRunning()
 
 HistoryWindow *MainWindow::openHistory(const QString &sandbox)
 {
-    // The history of the selected host (each daemon keeps its own).
-    DaemonClient &client = currentClient();
-    if (m_history && m_history->property("client").value<void *>() != &client)
-        delete m_history;
-    if (!m_history) {
-        m_history = new HistoryWindow(client, this);
+    // One window for every host's history (each daemon keeps its own): it opens on the selected
+    // host, and stays on all hosts if the person chose that.
+    const QModelIndex current = m_tree->currentIndex();
+    const QString host = m_model->hostName(current.parent().isValid() ? current.parent().row() : std::max(0, current.row()));
+    const bool created = !m_history;
+    if (created) {
+        m_history = new HistoryWindow(m_client, this);
         m_history->setAttribute(Qt::WA_DeleteOnClose);
-        m_history->setProperty("client", QVariant::fromValue<void *>(&client));
-        const QModelIndex current = m_tree->currentIndex();
-        if (&client != &m_client)
-            m_history->setWindowTitle(tr("%1 — %2").arg(m_history->windowTitle(), m_model->hostName(current.parent().isValid() ? current.parent().row() : current.row())));
     }
+    updateHistoryHosts();
+    if (created || !sandbox.isEmpty() || !m_history->shownHost().isEmpty())
+        m_history->showHost(host);
     if (!sandbox.isEmpty())
         m_history->setFilter(sandbox);
     m_history->show();
     m_history->raise();
     m_history->activateWindow();
     return m_history;
+}
+
+void MainWindow::updateHistoryHosts()
+{
+    if (!m_history)
+        return;
+    QList<HistoryWindow::Host> hosts;
+    for (int row = 0; row < m_model->hostCount(); ++row)
+        hosts.append({m_model->hostName(row), m_model->hostClient(m_model->index(row, 0))});
+    m_history->setHosts(hosts);
 }
 
 bool MainWindow::selectSandbox(const QString &nameOrId)

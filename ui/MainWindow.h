@@ -88,6 +88,7 @@ private:
     void showAbout();
     void onEvent(const Event &event);
     void onHostEvent(DaemonClient &client, const Event &event);
+    void updateHistoryHosts(); // the history window's hosts, as connected now
     SandboxConsole *consoleFor(DaemonClient &client);
     void onSelectionChanged();
     void runCommand();

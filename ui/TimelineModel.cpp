@@ -44,6 +44,12 @@ void TimelineModel::show(const QString &sandbox, const QString &run, int categor
     reload();
 }
 
+void TimelineModel::show(const Source &host, const QString &sandbox, const QString &run, int categories)
+{
+    assignSources({host});
+    show(sandbox, run, categories);
+}
+
 void TimelineModel::setCategories(int categories)
 {
     if (categories == m_categories)

@@ -22,6 +22,7 @@ public:
 
     // What to show: a sandbox (id or name) or a run (name); categories is a mask of Category.
     void show(const QString &sandbox, const QString &run, int categories = All);
+    void show(const Source &host, const QString &sandbox, const QString &run, int categories = All); // from that host's daemon
     void setCategories(int categories);
     // Names to show for sandbox ids (events carry ids; a person knows names).
     void setSandboxNames(const QHash<QString, QString> &names) { m_names = names; }
