@@ -103,7 +103,7 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         if (current.isValid())
             openExecution(current.row());
     });
-    connect(m_model, &HistoryModel::modelReset, this, [this] { m_table->setColumnHidden(HistoryModel::Host, !m_model->isMerged()); });
+    connect(m_model, &HistoryModel::modelReset, this, [this] { m_table->setColumnHidden(HistoryModel::Host, m_hosts.size() < 2 || !shownHost().isEmpty()); });
     connect(m_model, &HistoryModel::loaded, this, [this](int rows) {
         const QStringList unavailable = m_model->unavailable();
         if (!unavailable.isEmpty() && !m_model->isMerged())
@@ -111,6 +111,12 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         QString text = m_model->canFetchMore() ? tr("%n execution(s) shown, more as you scroll", nullptr, rows) : tr("%n execution(s)", nullptr, rows);
         if (m_model->isMerged())
             text = tr("%1 from %n host(s)", nullptr, int(m_model->sources().size() - unavailable.size())).arg(text);
+        QStringList away; // all hosts shown: say which are not
+        for (const Host &host : std::as_const(m_hosts))
+            if (shownHost().isEmpty() && !m_model->sources().contains(host))
+                away.append(host.name);
+        if (!away.isEmpty())
+            text += tr(" · not connected: %1").arg(away.join(QStringLiteral(", ")));
         if (!unavailable.isEmpty())
             text += tr(" · unavailable: %1").arg(unavailable.join(QStringLiteral("; ")));
         showStatus(text, !unavailable.isEmpty());

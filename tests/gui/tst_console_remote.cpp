@@ -6,6 +6,9 @@
 // agent's request over there arrives in the one approvals dock labelled with the host and is
 // decided from here, and a host that goes away says so and comes back on its own.
 #include "AddHostDialog.h"
+#include "ExecutionReplay.h"
+#include "OutputDocument.h"
+#include "TimelineModel.h"
 #include "ApprovalsDock.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
@@ -22,7 +25,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocalSocket>
+#include <QComboBox>
 #include <QPushButton>
+#include <QTableView>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QTemporaryDir>
 #include <QSslCertificate>
 #include <QTcpServer>
 #include <QTest>
@@ -38,6 +46,7 @@ class TestConsoleRemote final : public QObject {
     std::unique_ptr<DaemonClient> m_client;
     quint16 m_port = 0;
     QString m_url, m_token;
+    HostRegistry::Entry m_entry; // far, as saved by the dialog
 
     static quint16 freePort()
     {
@@ -108,6 +117,7 @@ private Q_SLOTS:
         auto saved = dialog.save();
         QVERIFY2(saved, qPrintable(saved ? QString() : saved.error().message));
         QCOMPARE(saved->url, m_url);
+        m_entry = *saved;
         QVERIFY(dialog.tokenEdit()->text().isEmpty()); // not kept in the widget once saved
         QFile hosts(m_local->rootDir() + QStringLiteral("/config/airlock/hosts.json"));
         QVERIFY(hosts.open(QIODevice::ReadOnly));
@@ -189,6 +199,117 @@ private Q_SLOTS:
         QVERIFY(!window.sandboxModel()->index(row, SandboxModel::State).data(Qt::ToolTipRole).toString().isEmpty());
         QVERIFY(m_remote->start());
         QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 20000), qPrintable(hostState(window)));
+    }
+
+    // Each daemon keeps its own history; the window shows all connected hosts' merged by time,
+    // exactly, though their pages end at different times, and each row asks its own host for its
+    // output, timeline and export.
+    void historyMergesEveryConnectedHostByTime()
+    {
+        QVERIFY(!m_entry.url.isEmpty());
+        QString error;
+        QVERIFY2(m_local->create(args("--name", "near"), &error) == QLatin1String("near"), qPrintable(error));
+        QVERIFY2(m_remote->create(args("--name", "yonder"), &error) == QLatin1String("yonder"), qPrintable(error));
+        // Oldest first: L0 L1 R0 R1 R2 R3 L2 L3 (L1 exits 5, R2 exits 3), each started after the last.
+        const std::pair<char, int> order[] = {{'L', 0}, {'L', 1}, {'R', 0}, {'R', 1}, {'R', 2}, {'R', 3}, {'L', 2}, {'L', 3}};
+        for (const auto &[host, n] : order) {
+            const int code = host == 'L' && n == 1 ? 5 : host == 'R' && n == 2 ? 3 : 0;
+            const TestDaemon &d = host == 'L' ? *m_local : *m_remote;
+            const CliResult r = d.ctl(args("--run", "merged", "exec", host == 'L' ? "near" : "yonder", "-n", "--", "sh", "-c")
+                                      + QStringList{QStringLiteral("echo %1%2; exit %3").arg(QLatin1Char(host)).arg(n).arg(code)});
+            QVERIFY2(r.exitCode == code, qPrintable(r.describe()));
+            QTest::qWait(5); // distinct start times
+        }
+
+        MainWindow window(*m_client);
+        window.remoteHosts()->add(m_entry);
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 10000), qPrintable(hostState(window)));
+        HistoryWindow *history = window.openHistory();
+        QVERIFY(history->hostChooser()->isVisibleTo(history));
+        QCOMPARE(history->hostChooser()->count(), 3); // all, this computer, far
+        QCOMPARE(history->shownHost(), window.sandboxModel()->hostName(0));
+        QVERIFY(history->table()->isColumnHidden(HistoryModel::Host));
+        HistoryModel *model = history->model();
+        model->setPageSize(2);
+        history->setFilter({}, QStringLiteral("merged"));
+        history->showHost({});
+        QCOMPARE(history->windowTitle(), QStringLiteral("Airlock — History — all connected hosts"));
+        QVERIFY(model->isMerged());
+        QVERIFY(!history->table()->isColumnHidden(HistoryModel::Host));
+        auto shown = [&] {
+            QStringList rows;
+            for (int row = 0; row < model->rowCount(); ++row)
+                rows.append(model->index(row, HistoryModel::Host).data().toString() + QLatin1Char(' ')
+                            + model->execution(row).value(QStringLiteral("argv")).toArray().last().toString().section(QLatin1Char(';'), 0, 0));
+            return rows.join(QStringLiteral(", "));
+        };
+        auto fetchAll = [&] {
+            return QTest::qWaitFor([&] {
+                if (!model->isLoading() && model->canFetchMore())
+                    model->fetchMore();
+                return !model->isLoading() && !model->canFetchMore();
+            }, 15000);
+        };
+        // The first pages: this computer's holds L3 L2 and far's R3 R2; L2 is the last row that
+        // may be shown before this computer's next page (which holds L1, newer than R1).
+        QVERIFY(QTest::qWaitFor([&] { return !model->isLoading() && model->rowCount() > 0; }, 10000));
+        const QString here = window.sandboxModel()->hostName(0);
+        QCOMPARE(shown(), QStringLiteral("%1 echo L3, %1 echo L2").arg(here));
+        QVERIFY(fetchAll());
+        QCOMPARE(shown(), QStringLiteral("%1 echo L3, %1 echo L2, far echo R3, far echo R2, far echo R1, far echo R0, %1 echo L1, %1 echo L0").arg(here));
+        QVERIFY2(history->statusBar()->currentMessage().contains(QLatin1String("8 execution(s) from 2 host(s)")), qPrintable(history->statusBar()->currentMessage()));
+
+        // Opening far's row replays far's output and shows far's timeline; its run exports from far.
+        const int r1 = 4;
+        QCOMPARE(model->sourceOf(r1).name, QStringLiteral("far"));
+        QSignalSpy replayed(history->replay(), &ExecutionReplay::finished);
+        history->table()->setCurrentIndex(model->index(r1, HistoryModel::Command));
+        QVERIFY(replayed.wait(10000));
+        QVERIFY2(history->outputView()->document().plainText().contains(QLatin1String("R1\n")), qPrintable(history->outputView()->document().plainText()));
+        QCOMPARE(history->timeline()->sources().value(0).name, QStringLiteral("far"));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(history->grab().save(dir + QStringLiteral("/history-all-hosts.png")));
+        QVERIFY(QTest::qWaitFor([&] { return !history->timeline()->isLoading() && history->timeline()->rowCount() > 0; }, 10000));
+        for (int row = 0; row < history->timeline()->rowCount(); ++row)
+            QVERIFY(!history->timeline()->index(row, TimelineModel::Details).data().toString().contains(QLatin1String("echo L")));
+        QTemporaryDir dir;
+        bool exported = false;
+        history->exportRun(QStringLiteral("merged"), dir.filePath(QStringLiteral("far.jsonl")), [&](bool ok, const QString &) { exported = ok; });
+        QVERIFY(QTest::qWaitFor([&] { return exported; }, 10000));
+        QFile bundle(dir.filePath(QStringLiteral("far.jsonl")));
+        QVERIFY(bundle.open(QIODevice::ReadOnly));
+        const QByteArray records = bundle.readAll();
+        QVERIFY(records.contains("echo R3") && !records.contains("echo L3"));
+
+        // Sorted by exit code, high first: across hosts, then in start order.
+        history->table()->sortByColumn(HistoryModel::Exit, Qt::DescendingOrder);
+        QVERIFY(fetchAll());
+        QCOMPARE(shown(), QStringLiteral("%1 echo L1, far echo R2, %1 echo L3, %1 echo L2, far echo R3, far echo R1, far echo R0, %1 echo L0").arg(here));
+        // By host: each host's together.
+        history->table()->sortByColumn(HistoryModel::Host, Qt::AscendingOrder);
+        QVERIFY(fetchAll());
+        QCOMPARE(shown().count(QStringLiteral("far ")), 4);
+        QVERIFY(shown().startsWith(QStringLiteral("far echo R3, far echo R2, far echo R1, far echo R0, ")) == (QStringLiteral("far") < here));
+        history->table()->sortByColumn(HistoryModel::Id, Qt::DescendingOrder);
+
+        // far drops: all connected hosts is this computer's alone, and the window says far is not
+        // connected; far back, its rows are back.
+        window.remoteHosts()->client(QStringLiteral("far"))->findChild<QLocalSocket *>()->abort();
+        QVERIFY(QTest::qWaitFor([&] { return !model->isMerged() && !model->isLoading() && model->rowCount() > 0; }, 10000));
+        QVERIFY(fetchAll());
+        QCOMPARE(model->rowCount(), 4);
+        QVERIFY2(history->statusBar()->currentMessage().endsWith(QStringLiteral("· not connected: far")), qPrintable(history->statusBar()->currentMessage()));
+        QCOMPARE(history->hostChooser()->itemText(history->hostChooser()->findData(QStringLiteral("far"))), QStringLiteral("far (not connected)"));
+        QVERIFY(QTest::qWaitFor([&] { return model->isMerged(); }, 15000));
+        QVERIFY(fetchAll());
+        QCOMPARE(model->rowCount(), 8);
+
+        // A host that cannot answer drops out of the merge, said so; the rest is shown.
+        HistoryModel partial(*m_client);
+        partial.setQuery({{here, m_client.get()}, {QStringLiteral("gone"), nullptr}}, {QString(), QStringLiteral("merged")});
+        QVERIFY(QTest::qWaitFor([&] { return !partial.isLoading() && partial.rowCount() == 4; }, 10000));
+        QCOMPARE(partial.unavailable(), QStringList{QStringLiteral("gone: not connected")});
+        QVERIFY(!partial.canFetchMore());
     }
 };
 
