@@ -252,6 +252,18 @@ private Q_SLOTS:
         const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
         QVERIFY2(recorded.contains(QByteArray("(token laptop from " + m_local.toLatin1() + ':')), recorded.left(3000).constData());
 
+        // The history over there, read from here: listed, searched, and replayed stream by stream.
+        const QJsonArray listed = jsonObject(remote(args("history", "--sandbox", "far", "--json")).out).value(QStringLiteral("executions")).toArray();
+        QVERIFY2(listed.size() >= 3, qPrintable(QString::number(listed.size())));
+        const QJsonObject failedRun = listed.last().toObject(); // newest first: the first command is last
+        QCOMPARE(failedRun.value(QStringLiteral("exitCode")).toInt(), 3);
+        const CliResult shown = remote(args("show", "--raw") + QStringList{QString::number(qint64(failedRun.value(QStringLiteral("id")).toDouble()))});
+        QVERIFY2(shown.exitCode == 0, qPrintable(shown.describe()));
+        QCOMPARE(shown.out, QByteArray("one\ntwo\n"));
+        QCOMPARE(shown.err, QByteArray("err\n"));
+        const CliResult found = remote(args("search", "approved", "--json"));
+        QVERIFY2(found.exitCode == 0 && found.out.contains("printf"), qPrintable(found.describe()));
+
         QCOMPARE(remote(args("rm", "far")).exitCode, 0);
         QVERIFY(!m_daemon->ctl(args("ls")).out.contains("far"));
     }
