@@ -37,6 +37,12 @@ QString peerOf(const QTcpSocket *s)
     return s->peerAddress().toString();
 }
 
+// Where a connection counts as coming from, for the caps and the limiter.
+QString blockOf(const QTcpSocket *s)
+{
+    return addressBlock(s->peerAddress());
+}
+
 QString key(const QHostAddress &address, quint16 port)
 {
     return address.toString() + QLatin1Char('|') + QString::number(port);
@@ -67,8 +73,10 @@ protected:
         socket->setSocketOption(QAbstractSocket::LowDelayOption, 1);
         if (auto *ssl = qobject_cast<QSslSocket *>(socket)) {
             ssl->setSslConfiguration(*m_tls);
-            connect(ssl, &QSslSocket::sslErrors, ssl, [ssl](const QList<QSslError> &errors) {
-                logger()->info("TLS handshake with {} failed: {}", peerOf(ssl).toStdString(), errors.value(0).errorString().toStdString());
+            // A client that cannot speak TLS 1.3 (or is not TLS at all) is refused in the handshake.
+            connect(ssl, &QSslSocket::errorOccurred, m_owner, [owner = m_owner, ssl](QAbstractSocket::SocketError error) {
+                if (error == QAbstractSocket::SslHandshakeFailedError)
+                    owner->record(ssl, 0, QStringLiteral("TLS handshake failed: %1").arg(ssl->errorString()));
             });
             ssl->startServerEncryption();
         }
@@ -129,6 +137,12 @@ Status RemoteListener::listen(const TlsIdentity *identity)
     m_ws = new QWebSocketServer(QStringLiteral("airlockd"), QWebSocketServer::NonSecureMode, this);
     m_ws->setHandshakeTimeout(kHandshakeMs);
     connect(m_ws, &QWebSocketServer::newConnection, this, &RemoteListener::onUpgraded);
+    m_summaries = new QTimer(this);
+    m_summaries->start(int(RefusalLog::kWindowMs));
+    connect(m_summaries, &QTimer::timeout, this, [this] {
+        for (const QString &line : m_refusals.flush(QDateTime::currentMSecsSinceEpoch()))
+            logger()->warn("{}", line.toStdString());
+    });
 
     // The names a client may put in Host: the address listened on (every local address for a
     // wildcard), localhost on loopback, and whatever --allow-host added.
@@ -174,8 +188,8 @@ void RemoteListener::onConnection(QTcpSocket *socket)
     // Before authentication a connection costs the daemon memory and a slot: few per address,
     // a short deadline, and when every slot is taken the oldest waiting one goes (a legitimate
     // client needs milliseconds; a squatter has to keep reconnecting).
-    const QString peer = peerOf(socket);
-    const auto fromPeer = std::count_if(m_pending.cbegin(), m_pending.cend(), [&](const QPointer<QTcpSocket> &s) { return s && peerOf(s) == peer; });
+    const QString block = blockOf(socket);
+    const auto fromPeer = std::count_if(m_pending.cbegin(), m_pending.cend(), [&](const QPointer<QTcpSocket> &s) { return s && blockOf(s) == block; });
     if (fromPeer >= kMaxPendingPerAddress) {
         socket->abort();
         socket->deleteLater();
@@ -205,7 +219,7 @@ void RemoteListener::onReadable(QTcpSocket *socket)
             respond(socket, 431, "the request head is larger than 8 KiB");
         return;
     }
-    const QString peer = peerOf(socket);
+    const QString peer = blockOf(socket);
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     if (m_limiter.blocked(peer, now))
         return respond(socket, 429, "too many failed attempts from this address; wait", m_limiter.retryAfterMs(peer, now));
@@ -230,12 +244,17 @@ void RemoteListener::onReadable(QTcpSocket *socket)
     m_ws->handleConnection(socket);
 }
 
-void RemoteListener::respond(QTcpSocket *socket, int status, const QByteArray &reason, qint64 retryAfterMs)
+void RemoteListener::record(const QTcpSocket *socket, int status, const QString &reason)
 {
     const QString peer = peerOf(socket);
-    // The reason quotes what the peer sent (Host, Origin): inert in the log and on a terminal.
-    logger()->warn("refused a connection from {}: {} {}", peer.toStdString(), status, display::escaped(QString::fromUtf8(reason)).toStdString());
-    Q_EMIT refused(peer, status, QString::fromUtf8(reason));
+    for (const QString &line : m_refusals.refused(peer, blockOf(socket), status, reason, QDateTime::currentMSecsSinceEpoch()))
+        logger()->warn("{}", line.toStdString());
+    Q_EMIT refused(peer, status, reason);
+}
+
+void RemoteListener::respond(QTcpSocket *socket, int status, const QByteArray &reason, qint64 retryAfterMs)
+{
+    record(socket, status, QString::fromUtf8(reason));
     QByteArray phrase = reason;
     phrase.replace('\r', ' ').replace('\n', ' ');
     QByteArray response = "HTTP/1.1 " + QByteArray::number(status) + ' ' + phrase + "\r\nConnection: close\r\nContent-Type: text/plain\r\n";

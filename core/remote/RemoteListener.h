@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "remote/RefusalLog.h"
 #include "remote/TlsIdentity.h"
 #include "remote/TokenStore.h"
 #include "remote/UpgradeGate.h"
@@ -15,6 +16,7 @@
 class QLocalSocket;
 class QTcpServer;
 class QTcpSocket;
+class QTimer;
 class QWebSocketServer;
 
 namespace airlock::remote {
@@ -51,6 +53,7 @@ private:
     class Server;
     void onConnection(QTcpSocket *socket);
     void onReadable(QTcpSocket *socket);
+    void record(const QTcpSocket *socket, int status, const QString &reason); // status 0: before HTTP
     void respond(QTcpSocket *socket, int status, const QByteArray &reason, qint64 retryAfterMs = 0);
     void onUpgraded();
 
@@ -61,6 +64,8 @@ private:
     QWebSocketServer *m_ws = nullptr;
     GateConfig m_gate;
     AuthLimiter m_limiter;
+    RefusalLog m_refusals;
+    QTimer *m_summaries = nullptr; // says the counts of a flood that stopped
     QString m_fingerprint;
     struct Admitted {
         Grant grant;

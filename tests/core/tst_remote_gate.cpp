@@ -2,6 +2,7 @@
 // The remote endpoint's decisions without a network: the upgrade request's head as parsed, the
 // order of the gate's checks and the status each refusal gets, the per-address limiter's window,
 // the token file (scopes, revocation, damaged entries granting nothing) and listen addresses.
+#include "remote/RefusalLog.h"
 #include "remote/RemoteListener.h"
 #include "remote/TokenStore.h"
 #include "remote/UpgradeGate.h"
@@ -86,6 +87,48 @@ private Q_SLOTS:
         QVERIFY(!limiter.blocked(QStringLiteral("10.0.0.8"), 2001));
         QCOMPARE(limiter.retryAfterMs(QStringLiteral("10.0.0.9"), 2001), AuthLimiter::kWindowMs - 1001);
         QVERIFY(!limiter.blocked(QStringLiteral("10.0.0.9"), 1000 + AuthLimiter::kWindowMs + 1)); // the oldest aged out
+    }
+
+    void anIPv6ClientIsItsSlash64()
+    {
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("10.1.2.3"))), QStringLiteral("10.1.2.3"));
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("::ffff:10.1.2.3"))), QStringLiteral("10.1.2.3")); // v4-mapped: the IPv4 address
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2:aaaa:bbbb:cccc:dddd"))), QStringLiteral("2001:db8:1:2::/64"));
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2::1"))), addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2:ffff::9"))));
+        QVERIFY(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:3::1"))) != addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2::1"))));
+    }
+
+    // A flood of refusals writes a bounded number of lines, then counts; the counts are said when
+    // the minute is over, and what the peer sent stays inert.
+    void refusalsAreLoggedThenCountedUnderAFlood()
+    {
+        RefusalLog log;
+        QStringList lines;
+        for (int i = 0; i < 1000; ++i)
+            lines += log.refused(QStringLiteral("2001:db8::%1").arg(i + 1, 0, 16), QStringLiteral("2001:db8::/64"), 401, QStringLiteral("unknown token"), 1000 + i);
+        QCOMPARE(lines.size(), RefusalLog::kPerBlock);
+        QCOMPARE(lines.first(), QStringLiteral("refused a connection from 2001:db8::1: 401 unknown token"));
+        QCOMPARE(log.counted(), 1000 - RefusalLog::kPerBlock);
+        QVERIFY(log.flush(1000 + RefusalLog::kWindowMs - 1).isEmpty()); // the minute is not over
+        QCOMPARE(log.flush(1000 + RefusalLog::kWindowMs),
+                 QStringList{QStringLiteral("refused another 990 connections from 2001:db8::/64 in the last 60 s, not each logged (the last: 401 unknown token)")});
+        QVERIFY(log.flush(1000 + 3 * RefusalLog::kWindowMs).isEmpty()); // said once
+
+        // Many addresses: at most kTotal lines in all, the largest counts first, the rest as one.
+        const qint64 start = 10 * RefusalLog::kWindowMs;
+        lines.clear();
+        for (int i = 0; i < 500; ++i)
+            for (int n = 0; n < (i < 3 ? 3 - i : 1); ++n) // 10.0.0.0 sends 3, 10.0.0.1 sends 2, the others 1
+                lines += log.refused(QStringLiteral("10.0.%1.%2").arg(i / 256).arg(i % 256), QStringLiteral("10.0.%1.%2").arg(i / 256).arg(i % 256), 403,
+                                     QStringLiteral("Origin 'https://evil.example\x1b[2J' is not allowed"), start + i);
+        QCOMPARE(lines.size(), RefusalLog::kTotal);
+        QVERIFY2(lines.first().endsWith(QStringLiteral("Origin 'https://evil.example\\x1b[2J' is not allowed")), qPrintable(lines.first()));
+        const QStringList summary = log.refused(QStringLiteral("10.9.9.9"), QStringLiteral("10.9.9.9"), 401, QStringLiteral("no token"), start + RefusalLog::kWindowMs);
+        QCOMPARE(summary.size(), RefusalLog::kSummaryLines + 2); // 20 counts, the rest together, then this refusal in a new minute
+        QVERIFY2(summary.first().startsWith(QStringLiteral("refused another 1 connection from 10.0.0.")), qPrintable(summary.first()));
+        QCOMPARE(summary.at(RefusalLog::kSummaryLines), QStringLiteral("refused another %1 connections from %2 other addresses in the last 60 s, not each logged")
+                                                            .arg(503 - RefusalLog::kTotal - RefusalLog::kSummaryLines).arg(500 - 97 - RefusalLog::kSummaryLines));
+        QCOMPARE(summary.last(), QStringLiteral("refused a connection from 10.9.9.9: 401 no token"));
     }
 
     void tokensAreScopedRevokedAndDamagedEntriesGrantNothing()

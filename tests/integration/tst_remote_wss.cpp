@@ -7,6 +7,7 @@
 #include "CuttableProxy.h"
 #include "NetnsPair.h"
 #include "TestHelpers.h"
+#include "remote/RefusalLog.h"
 #include "rpc/Protocol.h"
 
 #include <QCryptographicHash>
@@ -100,7 +101,9 @@ class TestRemoteWss final : public QObject {
         return r + extra + "\r\n";
     }
     // One upgrade attempt over TLS, as raw bytes: the daemon's status line, or how TLS failed.
-    HttpReply raw(const QByteArray &request, QSsl::SslProtocol protocol = QSsl::TlsV1_3, const QString &from = {}) const
+    // To another daemon (to, port): without the pin check.
+    HttpReply raw(const QByteArray &request, QSsl::SslProtocol protocol = QSsl::TlsV1_3, const QString &from = {}, const QString &to = {},
+                  quint16 port = kPort) const
     {
         QSslSocket s;
         QSslConfiguration c = s.sslConfiguration();
@@ -109,10 +112,10 @@ class TestRemoteWss final : public QObject {
         s.setSslConfiguration(c);
         if (!from.isEmpty())
             s.bind(QHostAddress(from));
-        s.connectToHostEncrypted(m_remote, kPort);
+        s.connectToHostEncrypted(to.isEmpty() ? m_remote : to, port);
         if (!s.waitForEncrypted(5000))
             return {{}, s.errorString()};
-        if (QString::fromLatin1(s.peerCertificate().digest(QCryptographicHash::Sha256).toHex()) != m_fingerprint)
+        if (to.isEmpty() && QString::fromLatin1(s.peerCertificate().digest(QCryptographicHash::Sha256).toHex()) != m_fingerprint)
             return {{}, QStringLiteral("not the pinned certificate")};
         s.write(request);
         QByteArray all;
@@ -328,6 +331,8 @@ private Q_SLOTS:
         // TLS 1.2 never completes a handshake.
         const HttpReply old = raw(upgradeRequest(good), QSsl::TlsV1_2);
         QVERIFY2(old.status.isEmpty() && old.tlsError.contains(QLatin1String("protocol version")), qPrintable(old.tlsError));
+        QFile log(m_daemon->rootDir() + QStringLiteral("/state/airlock/airlockd.log"));
+        QVERIFY(waitFor([&] { return log.open(QIODevice::ReadOnly) && log.readAll().contains(QByteArray("refused a connection from " + m_local.toLatin1() + ": TLS handshake failed")); }, 5000));
 
         // The client side: a wrong pin, plain ws:// off loopback, and the daemon refusing plain ws there.
         QString otherPin = m_fingerprint;
@@ -601,6 +606,30 @@ private Q_SLOTS:
         QFile log(m_daemon->rootDir() + QStringLiteral("/state/airlock/airlockd.log"));
         QVERIFY(log.open(QIODevice::ReadOnly));
         QVERIFY(log.readAll().contains(QByteArray("refused a connection from " + m_other.toLatin1() + ": 401 unknown token")));
+        // A flood from there is counted, not written line by line: the log keeps what came before.
+        for (int i = 0; i < 30; ++i)
+            QVERIFY(raw(upgradeRequest(wrong), QSsl::TlsV1_3, m_other).status.startsWith("HTTP/1.1 429"));
+        QVERIFY(log.seek(0));
+        QCOMPARE(log.readAll().count(QByteArray("refused a connection from " + m_other.toLatin1() + ':')), qsizetype(remote::RefusalLog::kPerBlock));
+    }
+
+    // One machine commonly holds a whole IPv6 /64: another address of it is the same client.
+    void anIPv6ClientIsLimitedByItsSlash64()
+    {
+        const QString prefix = QStringLiteral("fd00:a1:%1:1").arg(::getpid() % 0xffff, 0, 16);
+        QVERIFY(m_link->addIPv6(prefix, {QStringLiteral("1"), QStringLiteral("7")}));
+        TestDaemon daemon(QStringList{QStringLiteral("--listen"), QStringLiteral("[%1::2]:%2").arg(prefix).arg(kPort + 1)});
+        daemon.setLauncher(m_link->launcher());
+        QVERIFY(daemon.start());
+        const QByteArray request = "GET / HTTP/1.1\r\nHost: [" + prefix.toLatin1() + "::2]:" + QByteArray::number(kPort + 1)
+            + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nAuthorization: Bearer alk_000000000000_" + QByteArray(43, 'A') + "\r\n\r\n";
+        const QString there = prefix + QStringLiteral("::2");
+        for (int i = 0; i < 5; ++i) {
+            const HttpReply r = raw(request, QSsl::TlsV1_3, prefix + QStringLiteral("::1"), there, kPort + 1);
+            QVERIFY2(r.status.startsWith("HTTP/1.1 401 unknown token"), qPrintable(QString::fromLatin1(r.status) + r.tlsError));
+        }
+        QCOMPARE(raw(request, QSsl::TlsV1_3, prefix + QStringLiteral("::7"), there, kPort + 1).status,
+                 QByteArray("HTTP/1.1 429 too many failed attempts from this address; wait"));
     }
 
     void executionsOutliveTheirClientUnlessLeased()

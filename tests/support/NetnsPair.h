@@ -32,7 +32,7 @@ public:
         m_up = run(QStringLiteral("ip netns add %1 && ip link add %2 type veth peer name %3 && ip link set %3 netns %1 && "
                                   "ip addr add %4.1/24 dev %2 && ip addr add %4.5/24 dev %2 && ip link set %2 up && "
                                   "ip -n %1 addr add %4.2/24 dev %3 && ip -n %1 link set %3 up && ip -n %1 link set lo up")
-                       .arg(name(), hostInterface(), QStringLiteral("alkr") + m_id, m_net),
+                       .arg(name(), hostInterface(), remoteInterface(), m_net),
                    output);
         return m_up;
     }
@@ -41,6 +41,15 @@ public:
 
     QString name() const { return QStringLiteral("alkns") + m_id; }
     QString hostInterface() const { return QStringLiteral("alkh") + m_id; }
+    QString remoteInterface() const { return QStringLiteral("alkr") + m_id; } // in the namespace
+    // IPv6 on the link as well: PREFIX::2 over there, PREFIX::1 and PREFIX::N here (a /64).
+    bool addIPv6(const QString &prefix, const QStringList &localHosts)
+    {
+        QString command = QStringLiteral("ip -n %1 -6 addr add %2::2/64 dev %3 nodad").arg(name(), prefix, remoteInterface());
+        for (const QString &host : localHosts)
+            command += QStringLiteral(" && ip -6 addr add %1::%2/64 dev %3 nodad").arg(prefix, host, hostInterface());
+        return run(command);
+    }
     QString local() const { return m_net + QStringLiteral(".1"); }
     QString remote() const { return m_net + QStringLiteral(".2"); }
     QString other() const { return m_net + QStringLiteral(".5"); } // a second address on this side
