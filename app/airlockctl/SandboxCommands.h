@@ -12,6 +12,7 @@ void addApprovalCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addPolicyCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addSecretCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addToolCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addMcpCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addExportCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addHostCommands(std::vector<std::unique_ptr<Command>> &commands);

@@ -28,6 +28,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     addToolCommands(commands);
     addApprovalCommands(commands);
     addHostCommands(commands);
+    addMcpCommands(commands);
     return commands;
 }
 } // namespace airlock::cli

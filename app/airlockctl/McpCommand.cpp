@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// mcp: an MCP server on stdin/stdout for agents (Claude Code, Codex, the Agents SDK, …). Each
+// session is one run in the history, acts as the agent the client says it is, and reaches only
+// the sandboxes it creates (or that the person shares with --sandbox).
+#include "SandboxCommands.h"
+#include "mcp/McpServer.h"
+#include "mcp/SandboxBackend.h"
+#include "model/Units.h"
+#include "policy/Policy.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QEventLoop>
+#include <QJsonDocument>
+#include <QSocketNotifier>
+
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+namespace airlock::cli {
+
+namespace {
+constexpr qint64 kMaxLine = 128 * 1024 * 1024; // a 64 MiB file, base64, in one message
+
+// Newline-delimited messages on stdin; end of file when the client goes.
+class StdinLines final : public QObject {
+    Q_OBJECT
+public:
+    explicit StdinLines(QObject *parent = nullptr) : QObject(parent), m_notifier(STDIN_FILENO, QSocketNotifier::Read, this)
+    {
+        ::fcntl(STDIN_FILENO, F_SETFL, ::fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+        connect(&m_notifier, &QSocketNotifier::activated, this, &StdinLines::readable);
+    }
+
+Q_SIGNALS:
+    void line(QByteArrayView line);
+    void tooLong(qint64 limit);
+    void ended();
+
+private:
+    void readable()
+    {
+        char buf[65536];
+        for (;;) {
+            const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            if (n <= 0) {
+                m_notifier.setEnabled(false);
+                if (!m_skipping && !m_pending.trimmed().isEmpty())
+                    Q_EMIT line(m_pending);
+                Q_EMIT ended();
+                return;
+            }
+            m_pending.append(buf, n);
+            qsizetype start = 0, end;
+            while ((end = m_pending.indexOf('\n', start)) >= 0) {
+                if (!m_skipping)
+                    Q_EMIT line(QByteArrayView(m_pending).sliced(start, end - start));
+                m_skipping = false;
+                start = end + 1;
+            }
+            m_pending.remove(0, start);
+            if (m_pending.size() > kMaxLine) { // dropped up to its end, and said so
+                if (!m_skipping)
+                    Q_EMIT tooLong(kMaxLine);
+                m_skipping = true;
+                m_pending.clear();
+            }
+        }
+    }
+
+    QSocketNotifier m_notifier;
+    QByteArray m_pending;
+    bool m_skipping = false;
+};
+
+// One message per line on stdout; nothing else is written there.
+bool writeLine(const QJsonObject &message)
+{
+    QByteArray bytes = QJsonDocument(message).toJson(QJsonDocument::Compact);
+    bytes.append('\n');
+    qsizetype done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(STDOUT_FILENO, bytes.constData() + done, size_t(bytes.size() - done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += n;
+    }
+    return true;
+}
+} // namespace
+
+class McpCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("mcp"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Serve MCP on stdin/stdout: agents create sandboxes, run commands and move files through Airlock, every call "
+                              "under its policies, approvals and history.");
+    }
+    QString usage() const override { return QStringLiteral("[--preset NAME] [--allow HOST]... [--sandbox NAME]... [--lease 10s]"); }
+    QList<QCommandLineOption> options() const override
+    {
+        return {m_preset, m_allow, m_sandbox, m_lease};
+    }
+    int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
+    {
+        if (!positional.isEmpty())
+            return fail(ctx, badUsage(QStringLiteral("mcp takes no arguments (it reads MCP messages on stdin)")));
+        mcp::SandboxBackend::Options options;
+        options.preset = parser.value(m_preset);
+        if (!options.preset.isEmpty() && !policy::presetNames().contains(options.preset))
+            return fail(ctx, badUsage(QStringLiteral("--preset: '%1' is not a preset (%2)").arg(options.preset, policy::presetNames().join(QStringLiteral(", ")))));
+        for (const QString &host : parser.values(m_allow)) {
+            auto normal = policy::normaliseHostPattern(host);
+            if (!normal)
+                return fail(ctx, badUsage(QStringLiteral("--allow: %1").arg(normal.error().message)));
+            options.allow.append(*normal);
+        }
+        options.shared = parser.values(m_sandbox);
+        if (parser.isSet(m_lease)) {
+            auto lease = units::parseDurationMs(parser.value(m_lease));
+            if (!lease || *lease < 1000)
+                return fail(ctx, badUsage(QStringLiteral("--lease: expected a duration of at least 1s, e.g. 30s")));
+            options.leaseMs = qint64(*lease);
+        }
+
+        // The daemon is reached when the client says who it is: the session acts as that agent,
+        // in a run of its own unless --run names one.
+        DaemonClient person;
+        std::unique_ptr<mcp::SandboxBackend> backend;
+        auto connect = [&ctx, &person](bool asAgent) -> Result<DaemonClient *> {
+            auto agent = ctx.client();
+            if (!agent || asAgent)
+                return agent;
+            if (!person.isConnected()) {
+                ConnectOptions as = (*agent)->options();
+                as.agent.clear();
+                as.clientName = QStringLiteral("airlockctl mcp (the person's preset and hosts)");
+                if (Status s = person.connectToDaemon(as); !s)
+                    return s.error();
+            }
+            return &person;
+        };
+        auto open = [&](const QString &clientName) -> Result<mcp::SandboxBackend *> {
+            if (ctx.connect.agent.isEmpty())
+                ctx.connect.agent = clientName;
+            if (ctx.connect.run.isEmpty())
+                ctx.connect.run = QStringLiteral("%1-%2-%3").arg(clientName.section(QLatin1Char(' '), 0, 0).left(60),
+                                                                QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+                                      .arg(QCoreApplication::applicationPid());
+            ctx.connect.clientName = QStringLiteral("airlockctl mcp (%1)").arg(clientName);
+            backend = std::make_unique<mcp::SandboxBackend>(options, connect);
+            if (Status opened = backend->open(); !opened)
+                return opened.error();
+            return backend.get();
+        };
+        QEventLoop loop;
+        bool outputGone = false;
+        mcp::McpServer server(open, [&](const QJsonObject &message) {
+            if (!outputGone && !writeLine(message)) {
+                outputGone = true; // the client stopped reading: as if it had left
+                QMetaObject::invokeMethod(&loop, [&] { server.endOfInput(); }, Qt::QueuedConnection);
+            }
+        });
+        StdinLines input;
+        QObject::connect(&input, &StdinLines::line, &server, &mcp::McpServer::receive);
+        QObject::connect(&input, &StdinLines::tooLong, &server, &mcp::McpServer::refuseLongLine);
+        QObject::connect(&input, &StdinLines::ended, &server, &mcp::McpServer::endOfInput);
+        QObject::connect(&server, &mcp::McpServer::finished, &loop, &QEventLoop::quit);
+        // Told to stop (the client's SIGTERM, Ctrl-C): as if the client had left, what runs is
+        // killed first.
+        sigset_t stopping;
+        sigemptyset(&stopping);
+        for (int signo : {SIGTERM, SIGINT, SIGHUP})
+            sigaddset(&stopping, signo);
+        ::sigprocmask(SIG_BLOCK, &stopping, nullptr);
+        const int signals = ::signalfd(-1, &stopping, SFD_CLOEXEC | SFD_NONBLOCK);
+        QSocketNotifier stop(signals, QSocketNotifier::Read);
+        QObject::connect(&stop, &QSocketNotifier::activated, &server, [&] {
+            signalfd_siginfo info{};
+            while (::read(signals, &info, sizeof info) == sizeof info) {
+            }
+            server.endOfInput();
+        });
+        loop.exec();
+        ::close(signals);
+        return ExitOk;
+    }
+
+private:
+    QCommandLineOption m_preset{QStringLiteral("preset"), QStringLiteral("Create the session's sandboxes with this preset (see 'airlockctl policy presets')."), QStringLiteral("name")};
+    QCommandLineOption m_allow{QStringLiteral("allow"), QStringLiteral("A host the agent may ask for in a sandbox's network allowlist (repeatable)."), QStringLiteral("host")};
+    QCommandLineOption m_sandbox{QStringLiteral("sandbox"), QStringLiteral("One of your sandboxes the session may use too, not delete (repeatable)."), QStringLiteral("name")};
+    QCommandLineOption m_lease{QStringLiteral("lease"), QStringLiteral("Kill the session's commands this long after it is gone (default 10s)."), QStringLiteral("duration")};
+};
+
+void addMcpCommands(std::vector<std::unique_ptr<Command>> &commands)
+{
+    commands.push_back(std::make_unique<McpCommand>());
+}
+
+} // namespace airlock::cli
+
+#include "McpCommand.moc"

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "mcp/ExecCall.h"
+
+#include "client/DaemonClient.h"
+#include "model/DisplayText.h"
+
+#include <QJsonArray>
+
+#include <csignal>
+
+namespace airlock::mcp {
+
+namespace {
+constexpr qint64 kInputChunk = 256 * 1024;
+constexpr qint64 kProgressEveryMs = 250;
+} // namespace
+
+void OutputClip::add(QByteArrayView data)
+{
+    m_total += data.size();
+    const qint64 half = m_limit / 2;
+    if (m_head.size() < half) {
+        const qint64 take = std::min<qint64>(half - m_head.size(), data.size());
+        m_head += data.first(take);
+        data = data.sliced(take);
+    }
+    if (data.isEmpty())
+        return;
+    m_tail += data;
+    if (m_tail.size() > 2 * (m_limit - half) + 4096) // trimmed now and then, not on every chunk
+        m_tail.remove(0, m_tail.size() - (m_limit - half));
+}
+
+QString OutputClip::text(const QString &whereWhole) const
+{
+    if (!clipped())
+        return QString::fromUtf8(m_head + m_tail);
+    const QByteArray tail = m_tail.right(m_limit - m_limit / 2);
+    return QString::fromUtf8(m_head)
+           + QStringLiteral("\n[… %1 bytes left out here (max_output_bytes is %2); the whole output is in the Airlock history: %3 …]\n")
+                 .arg(m_total - m_head.size() - tail.size())
+                 .arg(m_limit)
+                 .arg(whereWhole)
+           + QString::fromUtf8(tail);
+}
+
+QByteArray OutputClip::lastLine() const
+{
+    const QByteArray &last = m_tail.isEmpty() ? m_head : m_tail;
+    const QByteArray trimmed = last.right(4096).trimmed();
+    return trimmed.mid(trimmed.lastIndexOf('\n') + 1);
+}
+
+ExecCall::ExecCall(DaemonClient &client, Request request, CallHooks hooks, QObject *parent)
+    : QObject(parent), m_client(&client), m_request(std::move(request)), m_hooks(std::move(hooks)), m_out(m_request.maxOutput),
+      m_err(m_request.maxOutput)
+{
+}
+
+QStringList ExecCall::argv() const
+{
+    QStringList argv;
+    for (const QJsonValue &v : m_request.start.value(QStringLiteral("argv")).toArray())
+        argv.append(v.toString());
+    return argv;
+}
+
+void ExecCall::start()
+{
+    m_started.start();
+    m_client->callAsync(QStringLiteral("exec.start"), m_request.start, [self = QPointer<ExecCall>(this)](Result<QJsonValue> r) {
+        if (!self)
+            return;
+        if (!r)
+            return self->finish(ToolResult::failure(r.error().code == ErrorCode::Denied
+                                                        ? QStringLiteral("Airlock refused to run the command: %1").arg(r.error().message)
+                                                        : QStringLiteral("the command did not start: %1").arg(r.error().message)));
+        const QJsonObject started = r->toObject();
+        self->m_sandboxId = started.value(QStringLiteral("sandbox")).toString();
+        self->m_exec = uint32_t(started.value(QStringLiteral("exec")).toDouble());
+        self->m_started.restart();
+        if (self->m_cancelled) // approved after the client gave up on it
+            return self->m_client->notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), self->m_sandboxId},
+                                                                          {QStringLiteral("exec"), double(self->m_exec)},
+                                                                          {QStringLiteral("signal"), SIGKILL}});
+        self->progress(QStringLiteral("running as %1:%2").arg(self->m_request.sandboxName).arg(self->m_exec), true);
+        if (self->m_request.start.value(QStringLiteral("stdin")).toBool())
+            self->sendInput(0);
+        const QList<Event> early = std::exchange(self->m_early, {});
+        for (const Event &e : early)
+            self->onEvent(e);
+    });
+}
+
+void ExecCall::sendInput(qint64 from)
+{
+    // One chunk in flight: the daemon answers when the guest has room for more.
+    const QByteArray chunk = m_request.input.mid(from, kInputChunk);
+    const bool last = from + chunk.size() >= m_request.input.size();
+    m_client->callAsync(QStringLiteral("exec.stdin"),
+                        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
+                         {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())}, {QStringLiteral("eof"), last}},
+                        [self = QPointer<ExecCall>(this), next = from + chunk.size(), last](Result<QJsonValue> r) {
+        if (self && r && !last && !self->m_done)
+            self->sendInput(next); // a command that exits without reading it all ends this
+    });
+}
+
+void ExecCall::cancel()
+{
+    if (m_cancelled || m_done)
+        return;
+    m_cancelled = true;
+    if (m_exec)
+        m_client->notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)}, {QStringLiteral("signal"), SIGKILL}});
+}
+
+void ExecCall::onEvent(const Event &event)
+{
+    if (m_done)
+        return;
+    if (m_exec == 0) {
+        if (m_early.size() < 10000)
+            m_early.append(event);
+        return;
+    }
+    if (event.sandbox != m_sandboxId || event.exec != m_exec)
+        return;
+    if (event.isOutput()) {
+        (event.stream == 2 ? m_err : m_out).add(event.data);
+        if (m_hooks.progress)
+            progress(QStringLiteral("%1: %2").arg(event.stream == 2 ? QStringLiteral("stderr") : QStringLiteral("stdout"),
+                                                   display::escaped(QString::fromUtf8((event.stream == 2 ? m_err : m_out).lastLine()), 200)));
+        return;
+    }
+    if (event.kind == QLatin1String("exec.truncated"))
+        m_truncatedByLimit = true;
+    if (event.kind == QLatin1String("exec.exited"))
+        finishAs(event.payload);
+}
+
+void ExecCall::onApproval(const QJsonObject &request, bool decided)
+{
+    const QString id = request.value(QStringLiteral("id")).toString();
+    if (m_done || (decided && !m_approvals.contains(id)))
+        return;
+    if (decided) {
+        const bool allowed = request.value(QStringLiteral("decision")).toString() == QLatin1String("allow");
+        const QString by = request.value(QStringLiteral("by")).toString();
+        return progress(allowed ? QStringLiteral("approved by %1").arg(by) : QStringLiteral("denied by %1").arg(by), true);
+    }
+    m_approvals.insert(id);
+    const QString what = request.value(QStringLiteral("kind")).toString() == QLatin1String("network")
+                             ? QStringLiteral("network access to %1").arg(request.value(QStringLiteral("destination")).toString())
+                             : QStringLiteral("this command");
+    progress(QStringLiteral("waiting for a person to approve %1 (request %2)").arg(what, id), true);
+}
+
+void ExecCall::progress(const QString &message, bool force)
+{
+    if (!m_hooks.progress || (!force && m_lastProgress.isValid() && m_lastProgress.elapsed() < kProgressEveryMs))
+        return;
+    m_lastProgress.start();
+    m_hooks.progress(message);
+}
+
+void ExecCall::finishAs(const QJsonObject &exited)
+{
+    const QString status = exited.value(QStringLiteral("status")).toString();
+    const QString where = QStringLiteral("'airlockctl show %1:%2'").arg(m_request.sandboxName).arg(m_exec);
+    QJsonObject structured{{QStringLiteral("status"), status},
+                           {QStringLiteral("stdout"), m_out.text(where)},
+                           {QStringLiteral("stderr"), m_err.text(where)},
+                           {QStringLiteral("stdout_bytes"), double(m_out.total())},
+                           {QStringLiteral("stderr_bytes"), double(m_err.total())},
+                           {QStringLiteral("truncated"), m_out.clipped() || m_err.clipped() || m_truncatedByLimit},
+                           {QStringLiteral("duration_ms"), double(m_started.elapsed())},
+                           {QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_request.sandboxName).arg(m_exec)}};
+    QString ending;
+    if (exited.value(QStringLiteral("exitCode")).isDouble()) {
+        structured.insert(QStringLiteral("exit_code"), exited.value(QStringLiteral("exitCode")).toInt());
+        ending = QStringLiteral("exit code %1").arg(exited.value(QStringLiteral("exitCode")).toInt());
+    }
+    if (exited.value(QStringLiteral("signal")).isDouble()) {
+        structured.insert(QStringLiteral("signal"), exited.value(QStringLiteral("signal")).toInt());
+        ending = QStringLiteral("killed by signal %1").arg(exited.value(QStringLiteral("signal")).toInt());
+    }
+    if (status == QLatin1String("timed_out"))
+        ending = QStringLiteral("timed out and killed");
+    if (m_truncatedByLimit)
+        ending += QStringLiteral("; killed for exceeding the sandbox's output limit");
+    if (exited.contains(QStringLiteral("error")))
+        ending += QStringLiteral("; ") + exited.value(QStringLiteral("error")).toString();
+    QString text = QStringLiteral("%1 (%2, %3 ms, %4)\n").arg(ending, status).arg(m_started.elapsed()).arg(structured.value(QStringLiteral("execution")).toString());
+    if (m_out.total())
+        text += QStringLiteral("--- stdout ---\n") + structured.value(QStringLiteral("stdout")).toString();
+    if (m_err.total()) {
+        if (!text.endsWith(QLatin1Char('\n')))
+            text += QLatin1Char('\n');
+        text += QStringLiteral("--- stderr ---\n") + structured.value(QStringLiteral("stderr")).toString();
+    }
+    // A command that ran and failed is a result, not a tool error: its exit code is the answer.
+    finish({text, structured, false});
+}
+
+void ExecCall::finish(const ToolResult &result)
+{
+    if (m_done)
+        return;
+    m_done = true;
+    m_hooks.done(result);
+    Q_EMIT finished();
+}
+
+} // namespace airlock::mcp

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// `airlockctl mcp` driven by the official MCP TypeScript SDK client (tests/mcp/client.mjs, run by
+// Node) beside a real daemon, whose approvals this test answers with `airlockctl approve` and
+// `airlockctl deny` as a person would; then the history is read back. The protocol's edges
+// (malformed JSON-RPC, batches, version negotiation, requests before initialize) are written as
+// raw lines to the real server.
+#include "TestHelpers.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTest>
+#include <QTimer>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestMcp final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+    QStringList m_approved, m_denied;
+
+    QString clientDir() const { return QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/mcp"); }
+
+    // A person at the console: every request is approved, but one that mentions "forbidden".
+    void answerApprovals()
+    {
+        const QJsonArray waiting = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+        for (const QJsonValue &v : waiting) {
+            const QJsonObject r = v.toObject();
+            const QString id = r.value(QStringLiteral("id")).toString();
+            if (m_approved.contains(id) || m_denied.contains(id))
+                continue;
+            const bool forbidden = QJsonDocument(r.value(QStringLiteral("argv")).toArray()).toJson().contains("forbidden");
+            const CliResult answered = forbidden ? m_daemon->ctl(args("deny", id, "--reason", "not on my machine")) : m_daemon->ctl(args("approve", id));
+            if (answered.exitCode == 0)
+                (forbidden ? m_denied : m_approved).append(id);
+        }
+    }
+
+    // Runs a scenario of client.mjs to its end, answering approvals meanwhile; its last line.
+    QJsonObject runClient(const QString &scenario, const QStringList &mcpArgs = {})
+    {
+        QProcess node;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("AIRLOCKCTL"), binDir() + QStringLiteral("/airlockctl"));
+        env.insert(QStringLiteral("AIRLOCK_MCP_ARGS"),
+                   QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(args("--no-autostart", "mcp", "--lease", "2s") + mcpArgs)).toJson(QJsonDocument::Compact)));
+        node.setProcessEnvironment(env);
+        node.setWorkingDirectory(clientDir());
+        node.start(QStringLiteral("node"), {clientDir() + QStringLiteral("/client.mjs"), scenario});
+        QTimer approver;
+        connect(&approver, &QTimer::timeout, this, [this] { answerApprovals(); });
+        approver.start(100);
+        const bool ended = waitFor([&] { return node.state() == QProcess::NotRunning; }, 150000);
+        approver.stop();
+        if (!ended)
+            node.kill();
+        const QByteArray out = node.readAllStandardOutput(), err = node.readAllStandardError();
+        const QList<QByteArray> lines = out.trimmed().split('\n');
+        const QJsonObject last = jsonObject(lines.last());
+        if (!ended || node.exitCode() != 0 || !last.value(QStringLiteral("ok")).toBool())
+            qWarning().noquote() << "client.mjs" << scenario << "exit" << node.exitCode() << "\nstdout:" << out << "\nstderr:" << err.right(6000);
+        return last;
+    }
+
+    // A server written to directly: one line in, the replies out.
+    struct Raw {
+        QProcess process;
+        QJsonObject send(const QByteArray &line, int replies = 1)
+        {
+            process.write(line + '\n');
+            QJsonObject reply;
+            QByteArray got;
+            waitFor([&] {
+                got += process.readAllStandardOutput();
+                return got.count('\n') >= replies;
+            }, 10000);
+            return jsonObject(got.split('\n').value(replies - 1));
+        }
+    };
+    std::unique_ptr<Raw> rawServer()
+    {
+        auto raw = std::make_unique<Raw>();
+        raw->process.setProcessEnvironment(m_daemon->environment());
+        raw->process.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "mcp"));
+        raw->process.waitForStarted();
+        return raw;
+    }
+    static QByteArray initialize(const char *version)
+    {
+        return QByteArray("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"") + version
+               + "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"raw-client\",\"version\":\"0\"}}}";
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(clientDir() + QStringLiteral("/node_modules/@modelcontextprotocol/sdk/package.json")),
+                 "the MCP SDK is not installed: run 'npm ci --prefix tests/mcp' (installer/test.sh does)");
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+        QString error;
+        QVERIFY2(m_daemon->create(args("--name", "persons-own"), &error) == QLatin1String("persons-own"), qPrintable(error));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    // Everything an agent does in a session, through the SDK; then the run in the history.
+    void anAgentSessionThroughTheSdk()
+    {
+        QVERIFY(runClient(QStringLiteral("session")).value(QStringLiteral("ok")).toBool());
+        QCOMPARE(m_denied.size(), 1);
+        QVERIFY(m_approved.size() >= 3); // the shell loop, mkdir, seq
+
+        // One run for the session, named after the client; what it ran, and what it was refused.
+        QString run;
+        for (const QJsonValue &v : jsonObject(m_daemon->ctl(args("runs", "--json")).out).value(QStringLiteral("runs")).toArray())
+            if (v.toObject().value(QStringLiteral("name")).toString().startsWith(QLatin1String("airlock-test-agent-")))
+                run = v.toObject().value(QStringLiteral("name")).toString();
+        QVERIFY2(!run.isEmpty(), m_daemon->ctl(args("runs", "--json")).out.constData());
+        const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--run", run, "--json")).out).value(QStringLiteral("executions")).toArray();
+        QStringList commands;
+        for (const QJsonValue &v : executions)
+            commands.prepend(v.toObject().value(QStringLiteral("argv")).toArray().last().toString());
+        QCOMPARE(commands.first(), QStringLiteral("hello"));
+        QVERIFY2(commands.contains(QStringLiteral("for i in 1 2 3; do echo tick $i; sleep 0.3; done")), qPrintable(commands.join(QLatin1Char('|'))));
+        QVERIFY2(!commands.join(QLatin1Char('|')).contains(QLatin1String("forbidden")), qPrintable(commands.join(QLatin1Char('|')))); // never ran
+        auto client = m_daemon->connect();
+        auto events = client->call(QStringLiteral("history.events"), {{QStringLiteral("run"), run}, {QStringLiteral("kinds"), QJsonArray{QStringLiteral("approval.")}}});
+        QVERIFY(events);
+        const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
+        QVERIFY2(recorded.contains("\"requester\":\"airlock-test-agent\"") && recorded.contains("not on my machine"), recorded.left(4000).constData());
+        // The sandbox it deleted is gone; the person's own was never touched.
+        QVERIFY(!m_daemon->ctl(args("ls")).out.contains("agent-box"));
+        QVERIFY(m_daemon->ctl(args("ls")).out.contains("persons-own"));
+    }
+
+    // Cancelling a call kills its execution, and the session goes on.
+    void aCancelledCallKillsItsExecution()
+    {
+        const QJsonObject last = runClient(QStringLiteral("cancel"));
+        QVERIFY(last.value(QStringLiteral("ok")).toBool());
+        const QString execution = last.value(QStringLiteral("execution")).toString();
+        const CliResult shown = m_daemon->ctl(args("show", "--json") + QStringList{execution});
+        const QJsonObject e = jsonObject(shown.out);
+        QVERIFY2(e.value(QStringLiteral("status")).toString() == QLatin1String("killed") && e.value(QStringLiteral("signal")).toInt() == 9, shown.out.constData());
+        QVERIFY2(qint64(e.value(QStringLiteral("endedMs")).toDouble()) - qint64(e.value(QStringLiteral("startedMs")).toDouble()) < 10000, shown.out.constData());
+    }
+
+    // A client that leaves mid-command: the server kills it, says so in the history and exits.
+    void aClientThatLeavesTakesItsCommandsWithIt()
+    {
+        const QJsonObject last = runClient(QStringLiteral("disconnect"));
+        QVERIFY(last.value(QStringLiteral("ok")).toBool());
+        QVERIFY2(last.value(QStringLiteral("closeMs")).toInt() < 2000, "the server took the SDK's SIGTERM path, not end of input");
+        const QString execution = last.value(QStringLiteral("execution")).toString();
+        const CliResult shown = m_daemon->ctl(args("show", "--json") + QStringList{execution});
+        const QJsonObject e = jsonObject(shown.out);
+        QVERIFY2(e.value(QStringLiteral("status")).toString() == QLatin1String("killed"), shown.out.constData());
+    }
+
+    void malformedMessagesGetPreciseErrors()
+    {
+        auto raw = rawServer();
+        QJsonObject r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}");
+        QCOMPARE(r.value(QStringLiteral("id")).toInt(), 7);
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32600);
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("send initialize first"));
+        r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":8,");
+        QVERIFY(r.value(QStringLiteral("id")).isNull());
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32700);
+        QVERIFY(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString().startsWith(QLatin1String("not JSON: ")));
+        r = raw->send("[{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}]");
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("batches are not part of MCP: send one message per line"));
+        r = raw->send("{\"jsonrpc\":\"1.0\",\"id\":\"x\",\"method\":\"ping\"}");
+        QCOMPARE(r.value(QStringLiteral("id")).toString(), QStringLiteral("x"));
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("\"jsonrpc\" must be \"2.0\""));
+        r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":{\"no\":1},\"method\":\"ping\"}");
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("\"id\" must be a string or an integer"));
+        r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}");
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32602);
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("params.clientInfo.name: expected the client's name"));
+        QCOMPARE(raw->send("{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}").value(QStringLiteral("result")).toObject(), QJsonObject{}); // ping at any time
+
+        // An older revision is spoken as such: no titles or output schemas.
+        r = raw->send(initialize("2024-11-05"));
+        QCOMPARE(r.value(QStringLiteral("result")).toObject().value(QStringLiteral("protocolVersion")).toString(), QStringLiteral("2024-11-05"));
+        r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/list\"}");
+        const QJsonObject exec = r.value(QStringLiteral("result")).toObject().value(QStringLiteral("tools")).toArray().at(2).toObject();
+        QCOMPARE(exec.value(QStringLiteral("name")).toString(), QStringLiteral("sandbox_exec"));
+        QVERIFY(!exec.contains(QStringLiteral("outputSchema")) && !exec.contains(QStringLiteral("title")));
+        r = raw->send(initialize("2024-11-05"));
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("already initialized"));
+        r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"resources/list\"}");
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32601);
+        r = raw->send("{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_list\",\"arguments\":[1]}}");
+        QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("params.arguments: expected an object"));
+
+        // End of input: a clean exit.
+        raw->process.closeWriteChannel();
+        QVERIFY(raw->process.waitForFinished(5000));
+        QCOMPARE(raw->process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(raw->process.exitCode(), 0);
+    }
+
+    void anUnknownRevisionGetsTheLatest()
+    {
+        auto raw = rawServer();
+        const QJsonObject r = raw->send(initialize("1999-01-01"));
+        QCOMPARE(r.value(QStringLiteral("result")).toObject().value(QStringLiteral("protocolVersion")).toString(), QStringLiteral("2025-11-25"));
+        QCOMPARE(r.value(QStringLiteral("result")).toObject().value(QStringLiteral("serverInfo")).toObject().value(QStringLiteral("version")).toString(),
+                 QStringLiteral(AIRLOCK_VERSION));
+        raw->process.closeWriteChannel();
+        QVERIFY(raw->process.waitForFinished(5000));
+    }
+};
+
+QTEST_MAIN(TestMcp)
+#include "tst_mcp.moc"

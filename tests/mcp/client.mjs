@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives `airlockctl mcp` with the official MCP TypeScript SDK client, as an agent would.
+// Usage: node client.mjs session|cancel|disconnect; AIRLOCKCTL and AIRLOCK_MCP_ARGS (a JSON
+// array) say what to run. tst_mcp runs it beside a real daemon and answers the approvals this
+// asks for with `airlockctl approve` and `airlockctl deny`. Each step asserts what it got; the
+// last line of output is {"ok": true, ...} with what the C++ side checks in the history.
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+
+const scenario = process.argv[2];
+const transport = new StdioClientTransport({
+  command: process.env.AIRLOCKCTL,
+  args: JSON.parse(process.env.AIRLOCK_MCP_ARGS),
+  env: process.env,
+  stderr: 'inherit',
+});
+const client = new Client({ name: 'airlock-test-agent', version: '1.0.0' });
+const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+const text = (r) => r.content.map((c) => c.text).join('');
+
+async function call(name, args, options = {}) {
+  return client.callTool({ name, arguments: args }, undefined, { resetTimeoutOnProgress: true, timeout: 120000, ...options });
+}
+
+// Starts a command, returns its promise and the execution once it runs ("SANDBOX:N").
+function running(sandbox, argv, signal) {
+  let started;
+  const execution = new Promise((resolve) => { started = resolve; });
+  const result = call('sandbox_exec', { sandbox, argv }, {
+    signal,
+    onprogress: (p) => { const m = /^running as (\S+)/.exec(p.message ?? ''); if (m) started(m[1]); },
+  });
+  return { result, execution };
+}
+
+await client.connect(transport);
+assert.equal(client.getServerVersion().name, 'airlock');
+assert.match(client.getInstructions(), /sandbox_create/);
+
+if (scenario === 'session') {
+  const tools = (await client.listTools()).tools;
+  assert.deepEqual(tools.map((t) => t.name).sort(),
+    ['sandbox_create', 'sandbox_delete', 'sandbox_exec', 'sandbox_list', 'sandbox_read_file', 'sandbox_write_file']);
+  const exec = tools.find((t) => t.name === 'sandbox_exec');
+  assert.deepEqual(exec.inputSchema.required, ['sandbox']);
+  assert.equal(exec.inputSchema.additionalProperties, false);
+  assert.equal(exec.outputSchema.properties.exit_code.type, 'integer'); // 2025-06-18 on: results are structured
+  say({ step: 'tools', protocol: LATEST_PROTOCOL_VERSION });
+
+  const created = await call('sandbox_create', { name: 'agent-box', limits: { memory_mb: 256 } });
+  assert.equal(created.isError, false, text(created));
+  assert.equal(created.structuredContent.name, 'agent-box');
+  assert.equal(created.structuredContent.capabilities.network.mode, 'none');
+  assert.equal(created.structuredContent.capabilities.commands.default, 'ask');
+  assert.equal(created.structuredContent.capabilities.limits.memoryBytes, 256 * 1024 * 1024);
+
+  // Allowed by the default rules: runs at once.
+  const hello = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['echo', 'hello'] });
+  assert.equal(hello.structuredContent.exit_code, 0, text(hello));
+  assert.equal(hello.structuredContent.stdout, 'hello\n');
+  assert.match(text(hello), /^exit code 0 \(succeeded, \d+ ms, agent-box:1\)\n--- stdout ---\nhello\n$/);
+
+  // A shell asks a person (tst_mcp approves it with `airlockctl approve`); progress says so, then
+  // streams the output.
+  const progress = [];
+  const ticks = await call('sandbox_exec', { sandbox: 'agent-box', command: 'for i in 1 2 3; do echo tick $i; sleep 0.3; done' },
+    { onprogress: (p) => progress.push(p) });
+  assert.equal(ticks.structuredContent.exit_code, 0, text(ticks));
+  assert.equal(ticks.structuredContent.stdout, 'tick 1\ntick 2\ntick 3\n');
+  const messages = progress.map((p) => p.message);
+  assert.match(messages[0], /^waiting for a person to approve this command \(request [0-9a-f]{8}\)$/, messages.join(' | '));
+  assert.ok(messages.some((m) => /^approved by airlockctl\//.test(m)), messages.join(' | '));
+  assert.ok(messages.some((m) => /^running as agent-box:\d+$/.test(m)), messages.join(' | '));
+  assert.ok(messages.some((m) => m.startsWith('stdout: tick')), messages.join(' | '));
+  assert.deepEqual(progress.map((p) => p.progress), progress.map((_, i) => i + 1)); // increasing
+  say({ step: 'progress', messages });
+
+  // Denied by the person: an error the agent can read, with their reason.
+  const denied = await call('sandbox_exec', { sandbox: 'agent-box', command: 'touch forbidden' });
+  assert.equal(denied.isError, true);
+  assert.match(text(denied), /^Airlock refused to run the command: denied by .+: not on my machine$/);
+
+  // Files, both ways, text and bytes; paths stay in the workspace.
+  const wrote = await call('sandbox_write_file', { sandbox: 'agent-box', path: 'data/in.txt', content: 'héllo wörld\n' });
+  assert.equal(wrote.isError, true, 'data/ does not exist yet');
+  await call('sandbox_exec', { sandbox: 'agent-box', argv: ['mkdir', 'data'] });
+  const written = await call('sandbox_write_file', { sandbox: 'agent-box', path: 'data/in.txt', content: 'héllo wörld\n' });
+  assert.deepEqual(written.structuredContent, { path: '/workspace/data/in.txt', bytes: 14 });
+  const read = await call('sandbox_read_file', { sandbox: 'agent-box', path: '/workspace/data/in.txt' });
+  assert.deepEqual(read.structuredContent, { content: 'héllo wörld\n', size: 14, truncated: false });
+  const cat = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['cat', 'data/in.txt'] });
+  assert.equal(cat.structuredContent.stdout, 'héllo wörld\n');
+  const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+  await call('sandbox_write_file', { sandbox: 'agent-box', path: 'bin.dat', content_base64: bytes.toString('base64'), mode: 0o600 });
+  const back = await call('sandbox_read_file', { sandbox: 'agent-box', path: 'bin.dat', encoding: 'base64', max_bytes: 100 });
+  assert.deepEqual(back.structuredContent, { content: bytes.subarray(0, 100).toString('base64'), size: 256, truncated: true });
+  const escape = await call('sandbox_write_file', { sandbox: 'agent-box', path: '../../etc/evil', content: 'x' });
+  assert.equal(escape.isError, true);
+  assert.match(text(escape), /not written: .*(workspace|escape)/i);
+
+  // Standard input, then end of file.
+  const wc = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['wc', '-c'], stdin: 'abcdef' });
+  assert.equal(wc.structuredContent.stdout.trim(), '6');
+
+  // More output than asked for: its beginning and end, and where the rest is.
+  const seq = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['seq', '1', '20000'], max_output_bytes: 256 });
+  const whole = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join('');
+  assert.equal(seq.structuredContent.stdout_bytes, whole.length);
+  assert.equal(seq.structuredContent.truncated, true);
+  const out = seq.structuredContent.stdout;
+  assert.ok(out.startsWith(whole.slice(0, 128)), out.slice(0, 200));
+  assert.ok(out.endsWith(whole.slice(-128)), out.slice(-200));
+  assert.match(out, new RegExp(`\\[… ${whole.length - 256} bytes left out here \\(max_output_bytes is 256\\); the whole output is in the Airlock history: 'airlockctl show agent-box:\\d+' …\\]`));
+
+  // Arguments against the schema, precisely; unknown tools are protocol errors.
+  const badType = await call('sandbox_exec', { sandbox: 5, argv: ['true'] });
+  assert.equal(badType.isError, true);
+  assert.match(text(badType), /^invalid arguments for sandbox_exec: \/sandbox: expected string, got number/);
+  const extra = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['true'], bogus: 1 });
+  assert.match(text(extra), /bogus/);
+  const both = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['true'], command: 'true' });
+  assert.equal(text(both), "give either 'command' (a shell line) or 'argv' (a program and its arguments), not both");
+  await assert.rejects(call('no_such_tool', {}), (e) => e.code === -32602 && /unknown tool 'no_such_tool'/.test(e.message));
+
+  // Only this session's sandboxes; a preset is the person's to give.
+  const foreign = await call('sandbox_exec', { sandbox: 'persons-own', argv: ['true'] });
+  assert.match(text(foreign), /^'persons-own' is not a sandbox of this session/);
+  const preset = await call('sandbox_create', { preset: 'package-install' });
+  assert.match(text(preset), /^presets are the person's to choose/);
+  const host = await call('sandbox_create', { network: 'allowlist', allow: ['evil.example'] });
+  assert.match(text(host), /^'evil.example' is not a host the person allowed/);
+
+  const list = await call('sandbox_list', {});
+  assert.deepEqual(list.structuredContent.sandboxes.map((s) => s.name), ['agent-box']);
+  const deleted = await call('sandbox_delete', { sandbox: 'agent-box' });
+  assert.equal(deleted.isError, false, text(deleted));
+  assert.deepEqual((await call('sandbox_list', {})).structuredContent.sandboxes, []);
+  const gone = await call('sandbox_exec', { sandbox: 'agent-box', argv: ['true'] });
+  assert.equal(gone.isError, true);
+  await client.close();
+  say({ ok: true });
+} else if (scenario === 'cancel') {
+  await call('sandbox_create', { name: 'cancel-box' });
+  const abort = new AbortController();
+  const { result, execution } = running('cancel-box', ['sleep', '30'], abort.signal);
+  const label = await execution;
+  abort.abort('the agent changed its mind');
+  await assert.rejects(result);
+  // The session goes on.
+  const after = await call('sandbox_exec', { sandbox: 'cancel-box', argv: ['echo', 'still here'] });
+  assert.equal(after.structuredContent.stdout, 'still here\n');
+  await client.close();
+  say({ ok: true, execution: label });
+} else if (scenario === 'disconnect') {
+  await call('sandbox_create', { name: 'gone-box' });
+  const { result, execution } = running('gone-box', ['sleep', '30']);
+  result.catch(() => {});
+  const label = await execution;
+  const closing = Date.now();
+  await client.close(); // stdin closes: the server kills what runs and exits
+  say({ ok: true, execution: label, closeMs: Date.now() - closing });
+} else {
+  throw new Error(`unknown scenario ${scenario}`);
+}
