@@ -8,6 +8,7 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
 
@@ -16,6 +17,7 @@ using namespace airlock::test;
 
 class TestMcp final : public QObject {
     Q_OBJECT
+    QTemporaryDir m_tools;
     std::unique_ptr<TestDaemon> m_daemon;
     QStringList m_approved, m_denied;
 
@@ -97,10 +99,16 @@ private Q_SLOTS:
     {
         QVERIFY2(QFile::exists(clientDir() + QStringLiteral("/node_modules/@modelcontextprotocol/sdk/package.json")),
                  "the MCP SDK is not installed: run 'npm ci --prefix tests/mcp' (installer/test.sh does)");
-        m_daemon = std::make_unique<TestDaemon>();
+        // The host tool shipped in resources/tools, and a sandbox of the person's that may call it
+        // when they say so.
+        QVERIFY(m_tools.isValid());
+        QVERIFY(QFile::copy(QStringLiteral(AIRLOCK_SOURCE_DIR "/resources/tools/package.version.json"), m_tools.filePath(QStringLiteral("package.version.json"))));
+        m_daemon = std::make_unique<TestDaemon>(args("--tools", m_tools.path()));
         QVERIFY(m_daemon->start());
         QString error;
         QVERIFY2(m_daemon->create(args("--name", "persons-own"), &error) == QLatin1String("persons-own"), qPrintable(error));
+        const CliResult tooled = m_daemon->ctl(args("create", "--name", "tooled", "--policy", "-"), "{\"tools\": {\"package.version\": {\"decision\": \"ask\"}}}");
+        QVERIFY2(tooled.exitCode == 0, qPrintable(tooled.describe()));
     }
     void cleanupTestCase() { m_daemon.reset(); }
 
@@ -132,6 +140,16 @@ private Q_SLOTS:
         // The sandbox it deleted is gone; the person's own was never touched.
         QVERIFY(!m_daemon->ctl(args("ls")).out.contains("agent-box"));
         QVERIFY(m_daemon->ctl(args("ls")).out.contains("persons-own"));
+    }
+
+    // A host tool the person's shared sandbox may call is an MCP tool; its calls wait for them.
+    void hostToolsAreToolsToo()
+    {
+        const int approved = int(m_approved.size());
+        const QJsonObject last = runClient(QStringLiteral("tools"), args("--sandbox", "tooled"));
+        QVERIFY(last.value(QStringLiteral("ok")).toBool());
+        QCOMPARE(m_approved.size(), approved + 1);
+        QVERIFY(m_daemon->ctl(args("ls")).out.contains("tooled"));
     }
 
     // Cancelling a call kills its execution, and the session goes on.

@@ -161,6 +161,31 @@ if (scenario === 'session') {
   const closing = Date.now();
   await client.close(); // stdin closes: the server kills what runs and exits
   say({ ok: true, execution: label, closeMs: Date.now() - closing });
+} else if (scenario === 'tools') {
+  // A host tool the person's sandbox may call (asking them each time), as an MCP tool.
+  let tools = (await client.listTools()).tools;
+  for (let i = 0; i < 50 && !tools.some((t) => t.name === 'package.version'); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    tools = (await client.listTools()).tools;
+  }
+  const tool = tools.find((t) => t.name === 'package.version');
+  assert.ok(tool, tools.map((t) => t.name).join(', '));
+  assert.deepEqual(tool.inputSchema.required, ['sandbox', 'arguments']);
+  assert.equal(tool.inputSchema.properties.arguments.properties.package.pattern, '^[a-z0-9][a-z0-9+.-]{0,99}$');
+  assert.match(tool.description, /each call waits for a person's approval/);
+  const progress = [];
+  const bash = await call('package.version', { sandbox: 'tooled', arguments: { package: 'bash' } }, { onprogress: (p) => progress.push(p.message) });
+  assert.equal(bash.isError, false, text(bash));
+  assert.match(text(bash), /bash \d/);
+  assert.match(progress[0], /^waiting for a person to approve package.version \(request [0-9a-f]{8}\)$/, progress.join(' | '));
+  const bad = await call('package.version', { sandbox: 'tooled', arguments: { package: 'Not A Package!' } });
+  assert.equal(bad.isError, true);
+  assert.match(text(bad), /^invalid arguments for package.version: \/arguments\/package: /);
+  // Shared, not the session's to delete.
+  const keep = await call('sandbox_delete', { sandbox: 'tooled' });
+  assert.match(text(keep), /^tooled is the person's, shared with this session/);
+  await client.close();
+  say({ ok: true, progress });
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }
