@@ -15,6 +15,11 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm, for the MCP client the tests drive airlockctl mcp with: any Node >= 18, Debian's
+# or one already installed from elsewhere (which Debian's npm would conflict with).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   sudo_cmd=()
