@@ -152,6 +152,14 @@ private Q_SLOTS:
         QVERIFY(m_daemon->ctl(args("ls")).out.contains("tooled"));
     }
 
+    // The person's preset and hosts, given when the session starts; the agent gets no more.
+    void presetsAndHostsAreThePersons()
+    {
+        QVERIFY(runClient(QStringLiteral("person"), args("--preset", "package-install", "--allow", "pypi.org")).value(QStringLiteral("ok")).toBool());
+        const CliResult info = m_daemon->ctl(args("policy", "show", "with-host", "--effective", "--json"));
+        QVERIFY2(info.out.contains("\"pypi.org\""), info.out.constData());
+    }
+
     // Cancelling a call kills its execution, and the session goes on.
     void aCancelledCallKillsItsExecution()
     {

@@ -161,6 +161,22 @@ if (scenario === 'session') {
   const closing = Date.now();
   await client.close(); // stdin closes: the server kills what runs and exits
   say({ ok: true, execution: label, closeMs: Date.now() - closing });
+} else if (scenario === 'person') {
+  // Started with --preset package-install --allow pypi.org: the agent gets those, or less.
+  const plain = await call('sandbox_create', { name: 'with-preset' });
+  assert.equal(plain.isError, false, text(plain));
+  const listed = (await call('sandbox_list', {})).structuredContent.sandboxes;
+  assert.equal(listed[0].preset, 'package-install');
+  const narrow = await call('sandbox_create', { name: 'with-host', network: 'allowlist', allow: ['PyPI.org'] });
+  assert.equal(narrow.isError, false, text(narrow));
+  assert.equal(narrow.structuredContent.capabilities.network.mode, 'allowlist');
+  assert.ok(narrow.structuredContent.capabilities.network.allow.includes('pypi.org'), JSON.stringify(narrow.structuredContent.capabilities.network));
+  const wide = await call('sandbox_create', { allow: ['pypi.org', 'evil.example'] });
+  assert.match(text(wide), /^'evil.example' is not a host the person allowed for this session \(pypi.org\)$/);
+  const other = await call('sandbox_create', { preset: 'locked' });
+  assert.equal(text(other), "this session creates sandboxes with preset 'package-install' (the person's choice), not 'locked'");
+  await client.close();
+  say({ ok: true });
 } else if (scenario === 'tools') {
   // A host tool the person's sandbox may call (asking them each time), as an MCP tool.
   let tools = (await client.listTools()).tools;
