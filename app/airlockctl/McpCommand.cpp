@@ -23,9 +23,11 @@
 namespace airlock::cli {
 
 namespace {
-constexpr qint64 kMaxLine = 128 * 1024 * 1024; // a 64 MiB file, base64, in one message
+constexpr qint64 kMaxLine = 48 * 1024 * 1024; // a 32 MiB file, base64, in one message
 
-// Newline-delimited messages on stdin; end of file when the client goes.
+// Newline-delimited messages on stdin; end of file when the client goes. Each line is taken out
+// of the buffer before it is handed on, and stdin is not read while one is being handled: a
+// handler that waits for the daemon (in a nested event loop) never sees the next line early.
 class StdinLines final : public QObject {
     Q_OBJECT
 public:
@@ -43,42 +45,59 @@ Q_SIGNALS:
 private:
     void readable()
     {
+        m_notifier.setEnabled(false);
+        bool atEnd = false;
         char buf[65536];
-        for (;;) {
+        while (m_pending.size() <= kMaxLine) { // what is read is handled before more is
             const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                return;
+                break;
             if (n <= 0) {
-                m_notifier.setEnabled(false);
-                if (!m_skipping && !m_pending.trimmed().isEmpty())
-                    Q_EMIT line(m_pending);
-                Q_EMIT ended();
-                return;
+                atEnd = true;
+                break;
             }
             m_pending.append(buf, n);
-            qsizetype start = 0, end;
-            while ((end = m_pending.indexOf('\n', start)) >= 0) {
-                if (!m_skipping)
-                    Q_EMIT line(QByteArrayView(m_pending).sliced(start, end - start));
-                m_skipping = false;
-                start = end + 1;
-            }
-            m_pending.remove(0, start);
-            if (m_pending.size() > kMaxLine) { // dropped up to its end, and said so
-                if (!m_skipping)
-                    Q_EMIT tooLong(kMaxLine);
-                m_skipping = true;
-                m_pending.clear();
-            }
         }
+        qsizetype end;
+        while ((end = m_pending.indexOf('\n', m_scanned)) >= 0) {
+            const QByteArray one = m_pending.left(end);
+            m_pending.remove(0, end + 1);
+            m_scanned = 0;
+            if (!std::exchange(m_skipping, false))
+                Q_EMIT line(one);
+        }
+        m_scanned = m_pending.size(); // a long line is searched once, not again from its start
+        if (m_pending.size() > kMaxLine) { // dropped up to its end, and said so once
+            if (!std::exchange(m_skipping, true))
+                Q_EMIT tooLong(kMaxLine);
+            m_pending.clear();
+            m_scanned = 0;
+        }
+        if (!atEnd)
+            return m_notifier.setEnabled(true);
+        if (!m_skipping && !m_pending.trimmed().isEmpty())
+            Q_EMIT line(m_pending);
+        Q_EMIT ended();
     }
 
     QSocketNotifier m_notifier;
     QByteArray m_pending;
+    qsizetype m_scanned = 0;
     bool m_skipping = false;
 };
+
+// The client's name as the daemon takes agent and run names: letters, digits and . _ : @ / + -.
+QString agentName(const QString &clientName)
+{
+    QString name;
+    for (const QChar c : clientName.left(100))
+        name += c.isLetterOrNumber() && c.unicode() < 128 ? c : QStringLiteral("._:@/+-").contains(c) ? c : QLatin1Char('-');
+    while (!name.isEmpty() && !name.at(0).isLetterOrNumber())
+        name.remove(0, 1);
+    return name.isEmpty() ? QStringLiteral("mcp-client") : name;
+}
 
 // One message per line on stdout; nothing else is written there.
 bool writeLine(const QJsonObject &message)
@@ -152,9 +171,9 @@ public:
         };
         auto open = [&](const QString &clientName) -> Result<mcp::SandboxBackend *> {
             if (ctx.connect.agent.isEmpty())
-                ctx.connect.agent = clientName;
+                ctx.connect.agent = agentName(clientName);
             if (ctx.connect.run.isEmpty())
-                ctx.connect.run = QStringLiteral("%1-%2-%3").arg(clientName.section(QLatin1Char(' '), 0, 0).left(60),
+                ctx.connect.run = QStringLiteral("%1-%2-%3").arg(agentName(clientName).left(60),
                                                                 QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
                                       .arg(QCoreApplication::applicationPid());
             ctx.connect.clientName = QStringLiteral("airlockctl mcp (%1)").arg(clientName);

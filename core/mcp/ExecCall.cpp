@@ -13,6 +13,7 @@ namespace airlock::mcp {
 namespace {
 constexpr qint64 kInputChunk = 256 * 1024;
 constexpr qint64 kProgressEveryMs = 250;
+constexpr qint64 kMaxEarlyBytes = 4 * 1024 * 1024;
 } // namespace
 
 void OutputClip::add(QByteArrayView data)
@@ -86,6 +87,7 @@ void ExecCall::start()
         self->progress(QStringLiteral("running as %1:%2").arg(self->m_request.sandboxName).arg(self->m_exec), true);
         if (self->m_request.start.value(QStringLiteral("stdin")).toBool())
             self->sendInput(0);
+        self->m_earlyBytes = 0;
         const QList<Event> early = std::exchange(self->m_early, {});
         for (const Event &e : early)
             self->onEvent(e);
@@ -120,8 +122,13 @@ void ExecCall::onEvent(const Event &event)
     if (m_done)
         return;
     if (m_exec == 0) {
-        if (m_early.size() < 10000)
+        // Before the start is answered: kept in case one is this call's (the daemon answers the
+        // start before the command can print, so this stays small; a sandbox busy with others'
+        // output while this waits for a person must not grow it without end).
+        if (m_earlyBytes + event.data.size() <= kMaxEarlyBytes) {
+            m_earlyBytes += event.data.size() + 256;
             m_early.append(event);
+        }
         return;
     }
     if (event.sandbox != m_sandboxId || event.exec != m_exec)

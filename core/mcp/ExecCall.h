@@ -73,7 +73,8 @@ private:
     CallHooks m_hooks;
     QString m_sandboxId;
     uint32_t m_exec = 0;
-    QList<Event> m_early;
+    QList<Event> m_early; // events before the start was answered
+    qint64 m_earlyBytes = 0;
     QSet<QString> m_approvals; // requests it waits or waited for
     OutputClip m_out, m_err;
     bool m_cancelled = false, m_done = false, m_truncatedByLimit = false;

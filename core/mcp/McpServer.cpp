@@ -22,6 +22,9 @@ auto logger()
     return l;
 }
 
+// Calls in progress at once: each may hold a file or a command's output in memory.
+constexpr int kMaxCalls = 8;
+
 constexpr char kInstructions[] =
     "Airlock runs your commands in isolated Linux sandboxes on the user's machine. Create a sandbox with sandbox_create, run "
     "commands with sandbox_exec, move files with sandbox_write_file and sandbox_read_file, and delete it when done. The user's "
@@ -80,7 +83,7 @@ void McpServer::onRequest(const Message &m)
 
 void McpServer::initialize(const Message &m)
 {
-    if (m_backend)
+    if (m_backend || m_initializing)
         return m_send(error(m.id, InvalidRequest, QStringLiteral("already initialized")));
     const QJsonValue requested = m.params.value(QStringLiteral("protocolVersion"));
     if (!requested.isString())
@@ -89,7 +92,9 @@ void McpServer::initialize(const Message &m)
     if (!name.isString() || name.toString().trimmed().isEmpty())
         return m_send(error(m.id, InvalidParams, QStringLiteral("params.clientInfo.name: expected the client's name")));
     m_clientName = name.toString().trimmed().left(100);
+    m_initializing = true;
     auto backend = m_open(m_clientName);
+    m_initializing = false;
     if (!backend)
         return m_send(error(m.id, InternalError, QStringLiteral("cannot reach Airlock: %1").arg(backend.error().message)));
     m_backend = *backend;
@@ -128,8 +133,12 @@ void McpServer::callTool(const Message &m)
     if (tool == tools.cend())
         return m_send(error(m.id, InvalidParams, QStringLiteral("unknown tool '%1' (see tools/list)").arg(name.toString().left(100))));
     const QString id = key(m.id);
-    if (m_calls.contains(id))
-        return m_send(error(m.id, InvalidRequest, QStringLiteral("request id %1 is already in use by a call in progress").arg(id.mid(2))));
+    if (m_calls.contains(id)) // answered on no id: the call in progress keeps its own
+        return m_send(error(QJsonValue::Null, InvalidRequest, QStringLiteral("request id %1 is already in use by a call in progress").arg(id.mid(2))));
+    if (m_calls.size() >= kMaxCalls)
+        return m_send(result(m.id, {{QStringLiteral("content"), QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("text")},
+                                                                                       {QStringLiteral("text"), QStringLiteral("%1 calls are already in progress: wait for one to finish").arg(kMaxCalls)}}}},
+                                    {QStringLiteral("isError"), true}}));
     const bool structured = hasStructuredResults(m_version) && !tool->outputSchema.isEmpty();
     auto reply = [self = QPointer<McpServer>(this), requestId = m.id, id, structured](const ToolResult &r) {
         if (!self)

@@ -51,6 +51,7 @@ private:
     SandboxBackend *m_backend = nullptr;
     QString m_clientName, m_version;
     bool m_closing = false;
+    bool m_initializing = false; // connecting to the daemon
     struct InFlight {
         std::function<void()> cancel;
         bool cancelled = false;

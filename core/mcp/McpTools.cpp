@@ -23,6 +23,12 @@ QJsonObject text(const QString &description, int maxLength = 4096)
     return o;
 }
 
+// A string in a result: no length limit (a result is what it is).
+QJsonObject textOut()
+{
+    return {{QStringLiteral("type"), QStringLiteral("string")}};
+}
+
 QJsonObject integer(const QString &description, double minimum, double maximum)
 {
     return {{QStringLiteral("type"), QStringLiteral("integer")}, {QStringLiteral("description"), description},
@@ -54,7 +60,7 @@ QList<ToolSpec> build()
         {QStringLiteral("output_mb"), integer(QStringLiteral("Output limit per execution, in MiB (the command is killed beyond it)."), 1, 4096)},
     });
     const QJsonObject execution = object({
-        {QStringLiteral("status"), text(QStringLiteral("succeeded, failed, killed or timed_out"))},
+        {QStringLiteral("status"), QJsonObject{{QStringLiteral("type"), QStringLiteral("string")}, {QStringLiteral("description"), QStringLiteral("succeeded, failed, killed or timed_out")}}},
         {QStringLiteral("exit_code"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}},
         {QStringLiteral("signal"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}},
         {QStringLiteral("stdout"), QJsonObject{{QStringLiteral("type"), QStringLiteral("string")}}},
@@ -63,7 +69,7 @@ QList<ToolSpec> build()
         {QStringLiteral("stderr_bytes"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}},
         {QStringLiteral("truncated"), QJsonObject{{QStringLiteral("type"), QStringLiteral("boolean")}}},
         {QStringLiteral("duration_ms"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}},
-        {QStringLiteral("execution"), text(QStringLiteral("SANDBOX:N, for 'airlockctl show'"))},
+        {QStringLiteral("execution"), QJsonObject{{QStringLiteral("type"), QStringLiteral("string")}, {QStringLiteral("description"), QStringLiteral("SANDBOX:N, for 'airlockctl show'")}}},
     });
     return {
         {QStringLiteral("sandbox_create"), QStringLiteral("Create a sandbox"),
@@ -78,7 +84,7 @@ QList<ToolSpec> build()
                                                        {QStringLiteral("items"), text(QStringLiteral("A host (pypi.org, *.github.com)"), 253)},
                                                        {QStringLiteral("description"), QStringLiteral("Hosts to reach with network allowlist; each must be one the person allowed.")}}},
                  {QStringLiteral("limits"), limits}}),
-         object({{QStringLiteral("id"), text({})}, {QStringLiteral("name"), text({})}, {QStringLiteral("capabilities"), QJsonObject{{QStringLiteral("type"), QStringLiteral("object")}}}})},
+         object({{QStringLiteral("id"), textOut()}, {QStringLiteral("name"), textOut()}, {QStringLiteral("capabilities"), QJsonObject{{QStringLiteral("type"), QStringLiteral("object")}}}})},
         {QStringLiteral("sandbox_list"), QStringLiteral("List sandboxes"),
          QStringLiteral("List the sandboxes of this session (and those the person shared with it): name, id, state, network, running commands."),
          object({}),
@@ -98,31 +104,31 @@ QList<ToolSpec> build()
                                                      {QStringLiteral("description"), QStringLiteral("Environment variables (NAME: value); nothing else from the host is passed.")}}},
                  {QStringLiteral("timeout_ms"), integer(QStringLiteral("Kill the command after this long."), 1, 86400000)},
                  {QStringLiteral("stdin"), text(QStringLiteral("Text for the command's standard input (it reads end of file after it)."), 16 * 1024 * 1024)},
-                 {QStringLiteral("max_output_bytes"), integer(QStringLiteral("Most bytes of stdout and of stderr to return (default 65536)."), 256, 16 * 1024 * 1024)}},
+                 {QStringLiteral("max_output_bytes"), integer(QStringLiteral("Most bytes of stdout and of stderr to return (default 65536)."), 256, 4 * 1024 * 1024)}},
                 {QStringLiteral("sandbox")}),
          execution},
         {QStringLiteral("sandbox_write_file"), QStringLiteral("Write a file into a sandbox"),
          QStringLiteral("Create or replace a file in a sandbox's workspace, from text (content) or bytes (content_base64)."),
          object({{QStringLiteral("sandbox"), sandboxArgument()},
                  {QStringLiteral("path"), pathArgument()},
-                 {QStringLiteral("content"), text(QStringLiteral("The file's text (UTF-8)."), 64 * 1024 * 1024)},
-                 {QStringLiteral("content_base64"), text(QStringLiteral("The file's bytes, base64."), 96 * 1024 * 1024)},
+                 {QStringLiteral("content"), text(QStringLiteral("The file's text (UTF-8), at most 32 MiB."), 32 * 1024 * 1024)},
+                 {QStringLiteral("content_base64"), text(QStringLiteral("The file's bytes, base64 (at most 32 MiB of bytes)."), 44739244)},
                  {QStringLiteral("mode"), integer(QStringLiteral("Permission bits, e.g. 493 for 0755 (default 420, 0644)."), 0, 511)}},
                 {QStringLiteral("sandbox"), QStringLiteral("path")}),
-         object({{QStringLiteral("path"), text({})}, {QStringLiteral("bytes"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}}})},
+         object({{QStringLiteral("path"), textOut()}, {QStringLiteral("bytes"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}}})},
         {QStringLiteral("sandbox_read_file"), QStringLiteral("Read a file from a sandbox"),
          QStringLiteral("Read a file from a sandbox's workspace, as text (invalid UTF-8 is replaced) or as base64."),
          object({{QStringLiteral("sandbox"), sandboxArgument()},
                  {QStringLiteral("path"), pathArgument()},
-                 {QStringLiteral("max_bytes"), integer(QStringLiteral("Read at most this many bytes (default 1048576)."), 1, 16 * 1024 * 1024)},
+                 {QStringLiteral("max_bytes"), integer(QStringLiteral("Read at most this many bytes (default 1048576)."), 1, 32 * 1024 * 1024)},
                  {QStringLiteral("encoding"), QJsonObject{{QStringLiteral("type"), QStringLiteral("string")}, {QStringLiteral("enum"), QJsonArray{QStringLiteral("text"), QStringLiteral("base64")}}}}},
                 {QStringLiteral("sandbox"), QStringLiteral("path")}),
-         object({{QStringLiteral("content"), text({})}, {QStringLiteral("size"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}},
+         object({{QStringLiteral("content"), textOut()}, {QStringLiteral("size"), QJsonObject{{QStringLiteral("type"), QStringLiteral("integer")}}},
                  {QStringLiteral("truncated"), QJsonObject{{QStringLiteral("type"), QStringLiteral("boolean")}}}})},
         {QStringLiteral("sandbox_delete"), QStringLiteral("Delete a sandbox"),
          QStringLiteral("Delete a sandbox of this session: every process in it is killed and its workspace removed. Its history stays."),
          object({{QStringLiteral("sandbox"), sandboxArgument()}}, {QStringLiteral("sandbox")}),
-         object({{QStringLiteral("deleted"), text({})}})},
+         object({{QStringLiteral("deleted"), textOut()}})},
     };
 }
 } // namespace

@@ -15,7 +15,8 @@ namespace airlock::mcp {
 
 namespace {
 constexpr qint64 kFileChunk = 1024 * 1024;
-constexpr qint64 kMaxFileBytes = 64 * 1024 * 1024;
+constexpr qint64 kMaxFileBytes = 32 * 1024 * 1024;
+constexpr int kMaxSandboxes = 32; // a session's own, at once
 constexpr qint64 kMiB = 1024 * 1024;
 
 QString sandboxPath(const QString &path)
@@ -78,7 +79,9 @@ Status SandboxBackend::open()
         auto info = m_client->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), name}});
         if (!info)
             return makeError(info.error().code, QStringLiteral("--sandbox %1: %2").arg(name, info.error().message));
-        adopt(info->value(QStringLiteral("id")).toString(), info->value(QStringLiteral("name")).toString());
+        const QString id = info->value(QStringLiteral("id")).toString();
+        m_shared.insert(id); // by id: the person may have named it by id or prefix
+        adopt(id, info->value(QStringLiteral("name")).toString());
     }
     return Ok{};
 }
@@ -153,6 +156,10 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
 {
     // The preset and the hosts are the person's (given when the session started); the agent may
     // ask for those, or less, and choose a name and limits.
+    if (m_scope.size() - m_shared.size() >= kMaxSandboxes) {
+        hooks.done(ToolResult::failure(QStringLiteral("this session already has %1 sandboxes: delete one first").arg(kMaxSandboxes)));
+        return {};
+    }
     const QString preset = arguments.value(QStringLiteral("preset")).toString();
     if (!preset.isEmpty() && preset != m_options.preset) {
         hooks.done(ToolResult::failure(m_options.preset.isEmpty()
@@ -399,7 +406,7 @@ void SandboxBackend::remove(const QJsonObject &arguments, CallHooks hooks)
     auto sandbox = resolve(arguments.value(QStringLiteral("sandbox")).toString());
     if (!sandbox)
         return hooks.done(ToolResult::failure(sandbox.error().message));
-    if (m_options.shared.contains(sandbox->name))
+    if (m_shared.contains(sandbox->id))
         return hooks.done(ToolResult::failure(QStringLiteral("%1 is the person's, shared with this session: it is theirs to delete").arg(sandbox->name)));
     m_client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), sandbox->id}},
                         [self = QPointer<SandboxBackend>(this), hooks, id = sandbox->id, name = sandbox->name](Result<QJsonValue> r) {
@@ -438,16 +445,17 @@ void SandboxBackend::onEvent(const Event &event)
 {
     const bool requested = event.kind == QLatin1String("approval.requested"), decided = event.kind == QLatin1String("approval.decided");
     if (requested || decided) {
-        // This session's own requests (another agent's in the same sandbox are not news here);
-        // a network destination is asked for the sandbox, whoever started the process. Each
-        // call knows the decisions on its own requests by their ids.
+        // This session's own requests: another agent's, or the person's own commands' network
+        // destinations in a shared sandbox, are not news here. Each call knows the decisions on
+        // its own requests by their ids.
         const QString kind = event.payload.value(QStringLiteral("kind")).toString();
-        if (requested && kind != QLatin1String("network") && event.payload.value(QStringLiteral("requester")).toString() != m_client->options().agent)
+        if (requested && (event.run != m_client->options().run || (kind != QLatin1String("network") && event.payload.value(QStringLiteral("requester")).toString() != m_client->options().agent)))
             return;
         QStringList argv;
         for (const QJsonValue &v : event.payload.value(QStringLiteral("argv")).toArray())
             argv.append(v.toString());
-        for (const QPointer<ExecCall> &call : std::as_const(m_execs)) {
+        const auto calls = m_execs; // a call that finishes leaves the list
+        for (const QPointer<ExecCall> &call : calls) {
             if (!call)
                 continue;
             const bool network = kind == QLatin1String("network") && call->sandboxId() == event.sandbox;
@@ -470,7 +478,8 @@ void SandboxBackend::onEvent(const Event &event)
         }
         return;
     }
-    for (const QPointer<ExecCall> &call : std::as_const(m_execs))
+    const auto calls = m_execs; // a call that finishes leaves the list
+    for (const QPointer<ExecCall> &call : calls)
         if (call)
             call->onEvent(event);
 }

@@ -74,6 +74,7 @@ private:
     Connect m_connect;
     QPointer<DaemonClient> m_client;
     QHash<QString, Scoped> m_scope; // by id
+    QSet<QString> m_shared;         // ids of the person's sandboxes in the scope
     QList<QPointer<ExecCall>> m_execs;
     // Host tool calls in flight, for news of their approvals: sandbox id, tool, progress.
     struct Waiting {

@@ -50,11 +50,20 @@ QString networkModeName(NetworkMode mode)
 
 Status validateSandboxName(const QString &name)
 {
-    static const QRegularExpression re(QStringLiteral("^[a-z0-9][a-z0-9_.-]{0,62}$"));
+    // Anchored at both ends ("$" alone would let a trailing newline through).
+    static const QRegularExpression re(QRegularExpression::anchoredPattern(QStringLiteral("[a-z0-9][a-z0-9_.-]{0,62}")));
     if (!re.match(name).hasMatch())
         return makeError(ErrorCode::InvalidArgument,
                          QStringLiteral("invalid sandbox name '%1': use 1-63 characters a-z 0-9 _ . -, "
                                         "starting with a letter or digit")
+                             .arg(name));
+    // Sandboxes are also found by id or id prefix: a name of hex digits could stand in for
+    // another sandbox's id ('airlockctl rm 3fa9' reaching a sandbox named so).
+    static const QRegularExpression idLike(QRegularExpression::anchoredPattern(QStringLiteral("[0-9a-f]{4,}")));
+    if (idLike.match(name).hasMatch())
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("invalid sandbox name '%1': hex digits alone look like a sandbox id; add a letter from g to z "
+                                        "or a - . _")
                              .arg(name));
     return Ok{};
 }

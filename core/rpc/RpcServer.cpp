@@ -369,7 +369,7 @@ void RpcServer::registerHandlers()
         }
         // A run groups one agent session's work; without a name, this connection is its own run.
         // Names are shown in every listing: plain characters only, never terminal controls.
-        static const QRegularExpression runName(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$"));
+        static const QRegularExpression runName(QRegularExpression::anchoredPattern(QStringLiteral("[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")));
         const QString run = p.value(QStringLiteral("run")).toString();
         if (!run.isEmpty() && !runName.match(run).hasMatch()) {
             s.conn->closeWithError(invalid(QStringLiteral("run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a "

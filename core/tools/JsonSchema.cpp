@@ -10,6 +10,29 @@
 namespace airlock::tools {
 
 namespace {
+// A schema's pattern as JSON Schema means it (ECMA-262): "$" only at the very end. PCRE also lets
+// "$" match before a final newline, which would let "name\n" through "^[a-z]+$"; outside
+// character classes and escapes it becomes "(?!\n)$".
+QRegularExpression schemaPattern(const QString &pattern)
+{
+    QString out;
+    bool inClass = false;
+    for (qsizetype i = 0; i < pattern.size(); ++i) {
+        const QChar c = pattern.at(i);
+        if (c == QLatin1Char('\\') && i + 1 < pattern.size()) {
+            out += c;
+            out += pattern.at(++i);
+            continue;
+        }
+        if (c == QLatin1Char('['))
+            inClass = true;
+        else if (c == QLatin1Char(']'))
+            inClass = false;
+        out += !inClass && c == QLatin1Char('$') ? QStringLiteral("(?!\\n)$") : QString(c);
+    }
+    return QRegularExpression(out);
+}
+
 constexpr int kMaxDepth = 32;
 
 Error schemaError(const QString &pointer, const QString &what)
@@ -105,7 +128,7 @@ Status JsonSchema::checkAt(const QJsonObject &schema, const QString &pointer, in
         if (schema.contains(QLatin1String(key)) && !schema.value(QLatin1String(key)).isDouble())
             return schemaError(pointer + QLatin1Char('/') + QLatin1String(key), QStringLiteral("expected a number"));
     if (schema.contains(QStringLiteral("pattern"))) {
-        const QRegularExpression re(schema.value(QStringLiteral("pattern")).toString());
+        const QRegularExpression re = schemaPattern(schema.value(QStringLiteral("pattern")).toString());
         if (!schema.value(QStringLiteral("pattern")).isString() || !re.isValid())
             return schemaError(pointer + QStringLiteral("/pattern"), QStringLiteral("expected a valid regular expression"));
     }
@@ -165,9 +188,9 @@ Status JsonSchema::validateAt(const QJsonObject &schema, const QJsonValue &value
         if (schema.contains(QStringLiteral("maxLength")) && length > qsizetype(schema.value(QStringLiteral("maxLength")).toDouble()))
             return valueError(pointer, QStringLiteral("expected at most %1 characters").arg(schema.value(QStringLiteral("maxLength")).toInt()));
         if (schema.contains(QStringLiteral("pattern"))) {
-            const QRegularExpression re(schema.value(QStringLiteral("pattern")).toString());
-            if (!re.match(s).hasMatch())
-                return valueError(pointer, QStringLiteral("expected a string matching %1").arg(re.pattern().left(200)));
+            const QString pattern = schema.value(QStringLiteral("pattern")).toString();
+            if (!schemaPattern(pattern).match(s).hasMatch())
+                return valueError(pointer, QStringLiteral("expected a string matching %1").arg(pattern.left(200)));
         }
     }
     if (value.isDouble()) {

@@ -286,22 +286,88 @@ void printRows(QTextStream &out, const QList<Row> &rows, int rounds)
 }
 } // namespace
 
+// MCP: sandbox_exec of `true` through `airlockctl mcp` (a client writing JSON-RPC lines, one
+// call at a time) vs the same command through `airlockctl exec`, in the same rounds.
+int benchMcp(QList<Row> &rows, int rounds, bool quick)
+{
+    TestDaemon daemon;
+    if (!daemon.start()) {
+        std::fprintf(stderr, "airlock-bench --mcp: cannot start airlockd\n");
+        return 1;
+    }
+    // The person's sandbox, shared with the session, where the agent may run anything.
+    const CliResult created = daemon.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("mcp-bench"), QStringLiteral("--policy"), QStringLiteral("-")},
+                                         "{\"commands\": {\"default\": \"allow\"}}");
+    if (created.exitCode != 0) {
+        std::fprintf(stderr, "airlock-bench --mcp: %s\n", qPrintable(created.describe()));
+        return 1;
+    }
+    const QString ctl = binDir() + QStringLiteral("/airlockctl");
+    QProcess server;
+    server.setProcessEnvironment(daemon.environment());
+    server.start(ctl, {QStringLiteral("--no-autostart"), QStringLiteral("mcp"), QStringLiteral("--sandbox"), QStringLiteral("mcp-bench")});
+    qint64 id = 0;
+    auto exchange = [&](const QByteArray &method, const QByteArray &params) {
+        server.write("{\"jsonrpc\":\"2.0\",\"id\":" + QByteArray::number(++id) + ",\"method\":\"" + method + "\",\"params\":" + params + "}\n");
+        QByteArray line;
+        while (!line.endsWith('\n') && (server.waitForReadyRead(10000) || server.bytesAvailable()))
+            line += server.readLine();
+        return line;
+    };
+    if (!exchange("initialize", "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"airlock-bench\",\"version\":\"1\"}}").contains("\"result\"")) {
+        std::fprintf(stderr, "airlock-bench --mcp: the server did not initialize\n");
+        return 1;
+    }
+    auto overMcp = [&] {
+        QElapsedTimer t;
+        t.start();
+        const QByteArray reply = exchange("tools/call", "{\"name\":\"sandbox_exec\",\"arguments\":{\"sandbox\":\"mcp-bench\",\"argv\":[\"true\"]}}");
+        if (!reply.contains("\"exit_code\":0"))
+            std::fprintf(stderr, "airlock-bench --mcp: %s\n", reply.left(300).constData());
+        return double(t.nsecsElapsed()) / 1e6;
+    };
+    QList<QByteArray> envStorage;
+    for (const QString &kv : daemon.environment().toStringList())
+        envStorage.append(kv.toLocal8Bit());
+    std::vector<char *> envp;
+    for (QByteArray &kv : envStorage)
+        envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    const QStringList cliExec{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QStringLiteral("mcp-bench"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
+    auto overCli = [&] { return spawnMs(cliExec, envp.data()); };
+    repeat(10, overMcp);
+    repeat(5, overCli);
+    QList<double> mcp, cli;
+    const int n = quick ? 20 : 50;
+    for (int r = 0; r < rounds; ++r) {
+        mcp.append(median(repeat(n, overMcp)));
+        cli.append(median(repeat(n, overCli)));
+    }
+    rows.append({QStringLiteral("sandbox_exec round trip over MCP (true)"), median(mcp), QStringLiteral("ms"), QStringLiteral("airlockctl exec"), median(cli),
+                 QStringLiteral("<= 1x")});
+    server.closeWriteChannel();
+    server.waitForFinished(5000);
+    return 0;
+}
+
 int main(int argc, char *argv[])
 {
     QCoreApplication app(argc, argv);
     const bool quick = app.arguments().contains(QStringLiteral("--quick"));
     const int rounds = quick ? 3 : 5;
     QTextStream out(stdout);
-    if (app.arguments().contains(QStringLiteral("--remote"))) {
+    // The suites of their own: each measures one part beside its baseline.
+    const std::pair<const char *, int (*)(QList<Row> &, int, bool)> suites[] = {
+        {"--remote", benchRemote},
+        {"--mcp", benchMcp},
+        {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
+    };
+    for (const auto &[flag, suite] : suites) {
+        if (!app.arguments().contains(QLatin1String(flag)))
+            continue;
         QList<Row> rows;
-        if (int failed = benchRemote(rows, rounds, quick))
+        if (int failed = suite(rows, rounds, quick))
             return failed;
-        printRows(out, rows, rounds);
-        return 0;
-    }
-    if (app.arguments().contains(QStringLiteral("--proxy"))) {
-        QList<Row> rows;
-        benchProxy(rows, rounds, quick);
         printRows(out, rows, rounds);
         return 0;
     }

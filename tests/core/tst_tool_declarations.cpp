@@ -52,6 +52,29 @@ private Q_SLOTS:
         QCOMPARE(s ? QString() : s.error().message, error);
     }
 
+    // A pattern means what JSON Schema (ECMA-262) says: "$" is the very end, not before a final
+    // newline as in PCRE; escaped and bracketed dollars are literal.
+    void patternsAnchorAsJsonSchemaSays_data()
+    {
+        QTest::addColumn<QString>("pattern");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<bool>("matches");
+        QTest::newRow("plain") << "^[a-z]+$" << "abc" << true;
+        QTest::newRow("a trailing newline") << "^[a-z]+$" << "abc\n" << false;
+        QTest::newRow("an escaped dollar") << "^a\\$$" << "a$" << true;
+        QTest::newRow("a dollar in a class") << "^[$]+$" << "$$" << true;
+        QTest::newRow("unanchored") << "b" << "abc" << true;
+    }
+    void patternsAnchorAsJsonSchemaSays()
+    {
+        QFETCH(QString, pattern);
+        QFETCH(QString, value);
+        QFETCH(bool, matches);
+        const QJsonObject schema{{QStringLiteral("type"), QStringLiteral("string")}, {QStringLiteral("pattern"), pattern}};
+        QVERIFY(JsonSchema::check(schema));
+        QCOMPARE(JsonSchema::validate(schema, value).ok(), matches);
+    }
+
     void unenforcedKeywordsAreRefused()
     {
         const Status s = JsonSchema::check(obj(R"({"type": "object", "properties": {"x": {"type": "string", "format": "email"}}})"));

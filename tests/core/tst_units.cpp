@@ -70,6 +70,11 @@ private Q_SLOTS:
         QTest::newRow("leading dash is refused (looks like an option)") << "-rf" << false;
         QTest::newRow("64 characters are too many") << QString(64, QLatin1Char('a')) << false;
         QTest::newRow("empty") << "" << false;
+        QTest::newRow("a trailing newline is refused") << "build\n" << false;
+        QTest::newRow("hex digits alone look like an id") << "cafe" << false;
+        QTest::newRow("twelve hex digits look like an id") << "3fa9c2d1e0b7" << false;
+        QTest::newRow("three hex digits are too short for an id prefix") << "abc" << true;
+        QTest::newRow("hex with a dash is a name") << "cafe-1" << true;
     }
     void names()
     {

@@ -306,7 +306,9 @@ private Q_SLOTS:
 
         // A host that cannot answer drops out of the merge, said so; the rest is shown.
         HistoryModel partial(*m_client);
-        partial.setQuery({{here, m_client.get()}, {QStringLiteral("gone"), nullptr}}, {QString(), QStringLiteral("merged")});
+        HistoryModel::Filter merged;
+        merged.run = QStringLiteral("merged");
+        partial.setQuery({{here, m_client.get()}, {QStringLiteral("gone"), nullptr}}, merged);
         QVERIFY(QTest::qWaitFor([&] { return !partial.isLoading() && partial.rowCount() == 4; }, 10000));
         QCOMPARE(partial.unavailable(), QStringList{QStringLiteral("gone: not connected")});
         QVERIFY(!partial.canFetchMore());

@@ -23,7 +23,8 @@ class TestMcp final : public QObject {
 
     QString clientDir() const { return QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/mcp"); }
 
-    // A person at the console: every request is approved, but one that mentions "forbidden".
+    // A person at the console: every request is approved, but one that mentions "forbidden" (denied)
+    // or "ignored" (left to time out).
     void answerApprovals()
     {
         const QJsonArray waiting = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
@@ -32,7 +33,10 @@ class TestMcp final : public QObject {
             const QString id = r.value(QStringLiteral("id")).toString();
             if (m_approved.contains(id) || m_denied.contains(id))
                 continue;
-            const bool forbidden = QJsonDocument(r.value(QStringLiteral("argv")).toArray()).toJson().contains("forbidden");
+            const QByteArray argv = QJsonDocument(r.value(QStringLiteral("argv")).toArray()).toJson();
+            if (argv.contains("ignored"))
+                continue;
+            const bool forbidden = argv.contains("forbidden");
             const CliResult answered = forbidden ? m_daemon->ctl(args("deny", id, "--reason", "not on my machine")) : m_daemon->ctl(args("approve", id));
             if (answered.exitCode == 0)
                 (forbidden ? m_denied : m_approved).append(id);
@@ -68,16 +72,26 @@ class TestMcp final : public QObject {
     // A server written to directly: one line in, the replies out.
     struct Raw {
         QProcess process;
+        QByteArray buffer; // read, not yet taken
+        QJsonObject next()
+        {
+            waitFor([&] {
+                buffer += process.readAllStandardOutput();
+                return buffer.contains('\n');
+            }, 10000);
+            const qsizetype end = buffer.indexOf('\n');
+            const QByteArray line = buffer.left(end);
+            buffer.remove(0, end + 1);
+            return jsonObject(line);
+        }
+        // Writes one line (or several); returns the last of that many replies.
         QJsonObject send(const QByteArray &line, int replies = 1)
         {
             process.write(line + '\n');
             QJsonObject reply;
-            QByteArray got;
-            waitFor([&] {
-                got += process.readAllStandardOutput();
-                return got.count('\n') >= replies;
-            }, 10000);
-            return jsonObject(got.split('\n').value(replies - 1));
+            for (int i = 0; i < replies; ++i)
+                reply = next();
+            return reply;
         }
     };
     std::unique_ptr<Raw> rawServer()
@@ -103,7 +117,7 @@ private Q_SLOTS:
         // when they say so.
         QVERIFY(m_tools.isValid());
         QVERIFY(QFile::copy(QStringLiteral(AIRLOCK_SOURCE_DIR "/resources/tools/package.version.json"), m_tools.filePath(QStringLiteral("package.version.json"))));
-        m_daemon = std::make_unique<TestDaemon>(args("--tools", m_tools.path()));
+        m_daemon = std::make_unique<TestDaemon>(args("--tools", m_tools.path(), "--approval-timeout", "2s"));
         QVERIFY(m_daemon->start());
         QString error;
         QVERIFY2(m_daemon->create(args("--name", "persons-own"), &error) == QLatin1String("persons-own"), qPrintable(error));
@@ -146,7 +160,9 @@ private Q_SLOTS:
     void hostToolsAreToolsToo()
     {
         const int approved = int(m_approved.size());
-        const QJsonObject last = runClient(QStringLiteral("tools"), args("--sandbox", "tooled"));
+        // Shared by an id prefix, as a person may: still theirs, not the session's to delete.
+        const QString prefix = jsonObject(m_daemon->ctl(args("info", "tooled", "--json")).out).value(QStringLiteral("id")).toString().left(6);
+        const QJsonObject last = runClient(QStringLiteral("tools"), args("--sandbox") + QStringList{prefix});
         QVERIFY(last.value(QStringLiteral("ok")).toBool());
         QCOMPARE(m_approved.size(), approved + 1);
         QVERIFY(m_daemon->ctl(args("ls")).out.contains("tooled"));
@@ -237,6 +253,42 @@ private Q_SLOTS:
                  QStringLiteral(AIRLOCK_VERSION));
         raw->process.closeWriteChannel();
         QVERIFY(raw->process.waitForFinished(5000));
+    }
+
+    // Lines that arrive while initialize waits for the daemon wait their turn: each request is
+    // answered once, in order (they once re-entered initialize and crashed the server). A
+    // client's name with spaces becomes a name the daemon takes.
+    void requestsInOneWriteAreEachAnsweredOnce()
+    {
+        auto raw = rawServer();
+        QByteArray burst = QByteArray(initialize("2025-11-25")).replace("raw-client", "Visual Studio Code") + '\n';
+        for (int id = 2; id <= 6; ++id)
+            burst += "{\"jsonrpc\":\"2.0\",\"id\":" + QByteArray::number(id) + ",\"method\":\"ping\"}\n";
+        burst += "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_create\",\"arguments\":{\"name\":\"raw-box\"}}}";
+        const QJsonObject last = raw->send(burst, 7);
+        QCOMPARE(last.value(QStringLiteral("id")).toInt(), 7);
+        QVERIFY2(!last.value(QStringLiteral("result")).toObject().value(QStringLiteral("isError")).toBool(), QJsonDocument(last).toJson().constData());
+        QTest::qWait(300);
+        const QByteArray rest = raw->buffer + raw->process.readAllStandardOutput();
+        QVERIFY2(rest.isEmpty(), rest.constData()); // nothing answered twice
+        QVERIFY(m_daemon->ctl(args("runs")).out.contains("Visual-Studio-Code-"));
+
+        // At most 8 calls at once; the ninth is told to wait. A request id in use is refused on no id.
+        QByteArray calls;
+        for (int id = 10; id <= 18; ++id)
+            calls += "{\"jsonrpc\":\"2.0\",\"id\":" + QByteArray::number(id)
+                     + ",\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_exec\",\"arguments\":{\"sandbox\":\"raw-box\",\"command\":\"touch ignored\"}}}\n";
+        calls += "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}";
+        const QJsonObject ninth = raw->send(calls);
+        QCOMPARE(ninth.value(QStringLiteral("id")).toInt(), 18);
+        QCOMPARE(ninth.value(QStringLiteral("result")).toObject().value(QStringLiteral("content")).toArray().first().toObject().value(QStringLiteral("text")).toString(),
+                 QStringLiteral("8 calls are already in progress: wait for one to finish"));
+        const QJsonObject reused = raw->next();
+        QVERIFY(reused.value(QStringLiteral("id")).isNull());
+        QCOMPARE(reused.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("request id 10 is already in use by a call in progress"));
+        raw->process.closeWriteChannel();
+        QVERIFY(raw->process.waitForFinished(10000));
+        QCOMPARE(raw->process.exitCode(), 0);
     }
 };
 

@@ -82,6 +82,11 @@ if (scenario === 'session') {
   assert.equal(denied.isError, true);
   assert.match(text(denied), /^Airlock refused to run the command: denied by .+: not on my machine$/);
 
+  // Nobody answers: the daemon's timeout denies.
+  const unanswered = await call('sandbox_exec', { sandbox: 'agent-box', command: 'touch ignored' });
+  assert.equal(unanswered.isError, true);
+  assert.match(text(unanswered), /^Airlock refused to run the command: denied by airlockd: nobody decided within 2 s$/);
+
   // Files, both ways, text and bytes; paths stay in the workspace.
   const wrote = await call('sandbox_write_file', { sandbox: 'agent-box', path: 'data/in.txt', content: 'héllo wörld\n' });
   assert.equal(wrote.isError, true, 'data/ does not exist yet');
@@ -127,6 +132,10 @@ if (scenario === 'session') {
   // Only this session's sandboxes; a preset is the person's to give.
   const foreign = await call('sandbox_exec', { sandbox: 'persons-own', argv: ['true'] });
   assert.match(text(foreign), /^'persons-own' is not a sandbox of this session/);
+  const newline = await call('sandbox_create', { name: 'box\n' });
+  assert.match(text(newline), /^invalid arguments for sandbox_create: \/name: expected a string matching/);
+  const idLike = await call('sandbox_create', { name: 'cafe' });
+  assert.match(text(idLike), /hex digits alone look like a sandbox id/);
   const preset = await call('sandbox_create', { preset: 'package-install' });
   assert.match(text(preset), /^presets are the person's to choose/);
   const host = await call('sandbox_create', { network: 'allowlist', allow: ['evil.example'] });
