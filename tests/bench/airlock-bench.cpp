@@ -335,16 +335,30 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
     envp.push_back(nullptr);
     const QStringList cliExec{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QStringLiteral("mcp-bench"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
     auto overCli = [&] { return spawnMs(cliExec, envp.data()); };
+    // What MCP adds: the same execution asked for directly on the daemon's socket.
+    auto client = daemon.connect();
+    ExecWaiter waiter(*client);
+    auto overApi = [&] {
+        QElapsedTimer t;
+        t.start();
+        auto r = client->call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), QStringLiteral("mcp-bench")}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
+        waiter.wait(uint32_t(r->value(QStringLiteral("exec")).toDouble()));
+        return double(t.nsecsElapsed()) / 1e6;
+    };
     repeat(10, overMcp);
     repeat(5, overCli);
-    QList<double> mcp, cli;
+    repeat(10, overApi);
+    QList<double> mcp, cli, api;
     const int n = quick ? 20 : 50;
     for (int r = 0; r < rounds; ++r) {
         mcp.append(median(repeat(n, overMcp)));
         cli.append(median(repeat(n, overCli)));
+        api.append(median(repeat(n, overApi)));
     }
     rows.append({QStringLiteral("sandbox_exec round trip over MCP (true)"), median(mcp), QStringLiteral("ms"), QStringLiteral("airlockctl exec"), median(cli),
                  QStringLiteral("<= 1x")});
+    rows.append({QStringLiteral("the same, beside the daemon's API"), median(mcp), QStringLiteral("ms"), QStringLiteral("exec.start on its socket"), median(api),
+                 QStringLiteral("<= 1.5x")});
     server.closeWriteChannel();
     server.waitForFinished(5000);
     return 0;
