@@ -35,6 +35,7 @@ struct Context {
     bool json = false;
     bool verbose = false;
     ConnectOptions connect;
+    QString host; // --host or AIRLOCK_HOST: a saved host's name or a URL; empty: the saved choice
     std::function<Result<DaemonClient *>()> client; // connects lazily (starting the daemon)
 };
 

@@ -125,15 +125,20 @@ public:
         return QStringLiteral("Serve MCP on stdin/stdout: agents create sandboxes, run commands and move files through Airlock, every call "
                               "under its policies, approvals and history.");
     }
-    QString usage() const override { return QStringLiteral("[--preset NAME] [--allow HOST]... [--sandbox NAME]... [--lease 10s]"); }
+    QString usage() const override { return QStringLiteral("[--host NAME|URL] [--run NAME] [--preset NAME] [--allow HOST]... [--sandbox NAME]... [--lease 10s]"); }
     QList<QCommandLineOption> options() const override
     {
-        return {m_preset, m_allow, m_sandbox, m_lease};
+        return {m_host, m_run, m_preset, m_allow, m_sandbox, m_lease};
     }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         if (!positional.isEmpty())
             return fail(ctx, badUsage(QStringLiteral("mcp takes no arguments (it reads MCP messages on stdin)")));
+        // Here as well as before the command, as agents' configurations tend to put them.
+        if (parser.isSet(m_host))
+            ctx.host = parser.value(m_host);
+        if (parser.isSet(m_run))
+            ctx.connect.run = parser.value(m_run);
         mcp::SandboxBackend::Options options;
         options.preset = parser.value(m_preset);
         if (!options.preset.isEmpty() && !policy::presetNames().contains(options.preset))
@@ -216,6 +221,8 @@ public:
     }
 
 private:
+    QCommandLineOption m_host{QStringLiteral("host"), QStringLiteral("The daemon to use: a name from 'airlockctl hosts', or a URL (as before the command)."), QStringLiteral("name|url")};
+    QCommandLineOption m_run{QStringLiteral("run"), QStringLiteral("The run to record the session in (default: the client's name and the time)."), QStringLiteral("name")};
     QCommandLineOption m_preset{QStringLiteral("preset"), QStringLiteral("Create the session's sandboxes with this preset (see 'airlockctl policy presets')."), QStringLiteral("name")};
     QCommandLineOption m_allow{QStringLiteral("allow"), QStringLiteral("A host the agent may ask for in a sandbox's network allowlist (repeatable)."), QStringLiteral("host")};
     QCommandLineOption m_sandbox{QStringLiteral("sandbox"), QStringLiteral("One of your sandboxes the session may use too, not delete (repeatable)."), QStringLiteral("name")};

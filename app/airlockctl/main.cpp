@@ -63,13 +63,13 @@ int main(int argc, char *argv[])
     QTextStream out(stdout), err(stderr);
 
     QStringList args = QCoreApplication::arguments().mid(1);
-    cli::Context ctx{out, err, false, false, {}, {}};
+    cli::Context ctx{out, err, false, false, {}, {}, {}};
     ctx.connect.clientName = QStringLiteral("airlockctl/") + QStringLiteral(AIRLOCK_VERSION);
     // The run this invocation's work belongs to (an agent session); without one, it is its own run.
     ctx.connect.run = qEnvironmentVariable("AIRLOCK_RUN");
     // Acting for an agent: its commands go through the command rules and, when they ask, a person.
     ctx.connect.agent = qEnvironmentVariable("AIRLOCK_AGENT");
-    QString host = qEnvironmentVariable("AIRLOCK_HOST");
+    ctx.host = qEnvironmentVariable("AIRLOCK_HOST");
     // Global options come before the command.
     while (!args.isEmpty() && args.first().startsWith(QLatin1String("--"))) {
         const QString opt = args.takeFirst();
@@ -80,7 +80,7 @@ int main(int argc, char *argv[])
         else if (opt == QLatin1String("--agent") && !args.isEmpty())
             ctx.connect.agent = args.takeFirst();
         else if (opt == QLatin1String("--host") && !args.isEmpty())
-            host = args.takeFirst();
+            ctx.host = args.takeFirst();
         else if (opt == QLatin1String("--no-autostart"))
             ctx.connect.autostart = false;
         else if (opt == QLatin1String("--json"))
@@ -120,7 +120,7 @@ int main(int argc, char *argv[])
             auto hosts = HostRegistry::load();
             if (!hosts)
                 return hosts.error();
-            auto entry = hosts->resolve(host.isEmpty() ? hosts->current() : host);
+            auto entry = hosts->resolve(ctx.host.isEmpty() ? hosts->current() : ctx.host);
             if (!entry)
                 return entry.error();
             ctx.connect.host = entry->url;

@@ -179,13 +179,14 @@ private Q_SLOTS:
     // Cancelling a call kills its execution, and the session goes on.
     void aCancelledCallKillsItsExecution()
     {
-        const QJsonObject last = runClient(QStringLiteral("cancel"));
+        const QJsonObject last = runClient(QStringLiteral("cancel"), args("--run", "cancelled-work")); // a run named by the person
         QVERIFY(last.value(QStringLiteral("ok")).toBool());
         const QString execution = last.value(QStringLiteral("execution")).toString();
         const CliResult shown = m_daemon->ctl(args("show", "--json") + QStringList{execution});
         const QJsonObject e = jsonObject(shown.out);
         QVERIFY2(e.value(QStringLiteral("status")).toString() == QLatin1String("killed") && e.value(QStringLiteral("signal")).toInt() == 9, shown.out.constData());
         QVERIFY2(qint64(e.value(QStringLiteral("endedMs")).toDouble()) - qint64(e.value(QStringLiteral("startedMs")).toDouble()) < 10000, shown.out.constData());
+        QCOMPARE(e.value(QStringLiteral("run")).toString(), QStringLiteral("cancelled-work"));
     }
 
     // A client that leaves mid-command: the server kills it, says so in the history and exits.
