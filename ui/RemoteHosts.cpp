@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "RemoteHosts.h"
+#include "util/Version.h"
 
 #include "ApprovalsDock.h"
 #include "MainWindow.h"
@@ -72,7 +73,7 @@ void RemoteHosts::connectHost(Host &h)
     options.host = h.entry.url;
     options.autostart = false;
     options.timeoutMs = 5000;
-    options.clientName = QStringLiteral("airlock/") + QStringLiteral(AIRLOCK_VERSION);
+    options.clientName = QStringLiteral("airlock/") + version();
     Status connected = Ok{};
     if (!h.entry.token.isEmpty()) {
         auto token = hosttokens::load(h.entry.name, h.entry.token);

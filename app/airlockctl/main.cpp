@@ -2,7 +2,9 @@
 // airlockctl: the composition root of the CLI. Sets up logging, builds the command registry and a
 // lazily connecting daemon client, and dispatches to one sub-command.
 #include "AppLogging.h"
+#include "util/Version.h"
 #include "Command.h"
+#include "Manual.h"
 #include "SandboxCommands.h"
 #include "client/HostTokens.h"
 #include "client/Hosts.h"
@@ -33,38 +35,18 @@ std::vector<std::unique_ptr<Command>> allCommands()
 }
 } // namespace airlock::cli
 
-namespace {
-void printHelp(QTextStream &out, const std::vector<std::unique_ptr<cli::Command>> &commands)
-{
-    out << "Usage: airlockctl [--host NAME|URL] [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
-           "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
-    for (const auto &c : commands)
-        out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
-    out << "\nExit codes: 0 ok, 1 failure, 2 bad usage or input, 3 not found, 4 no daemon, 5 the host cannot\n"
-           "enforce the sandbox, 6 refused (path escape, protocol, the history cannot be written). exec/run return\n"
-           "the command's own code.\n"
-           "--run NAME (or AIRLOCK_RUN) groups this work with an agent session's in the history; without it, each\n"
-           "invocation is its own run. --agent NAME (or AIRLOCK_AGENT) acts for an agent: its commands go through\n"
-           "the sandbox's command rules, and those that ask wait for 'airlockctl approve'.\n"
-           "--host NAME|URL (or AIRLOCK_HOST) talks to another daemon: a name from 'airlockctl hosts', or\n"
-           "unix:///path/to/airlockd.sock; without it, the host chosen with 'airlockctl hosts use', else this\n"
-           "machine's own daemon.\n"
-           "Run 'airlockctl COMMAND --help' for a command's options.\n";
-    out.flush();
-}
-} // namespace
 
 int main(int argc, char *argv[])
 {
     ::signal(SIGPIPE, SIG_IGN);
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("airlockctl"));
-    QCoreApplication::setApplicationVersion(QStringLiteral(AIRLOCK_VERSION));
+    QCoreApplication::setApplicationVersion(airlock::version());
     QTextStream out(stdout), err(stderr);
 
     QStringList args = QCoreApplication::arguments().mid(1);
     cli::Context ctx{out, err, false, false, {}, {}, {}};
-    ctx.connect.clientName = QStringLiteral("airlockctl/") + QStringLiteral(AIRLOCK_VERSION);
+    ctx.connect.clientName = QStringLiteral("airlockctl/") + version();
     // The run this invocation's work belongs to (an agent session); without one, it is its own run.
     ctx.connect.run = qEnvironmentVariable("AIRLOCK_RUN");
     // Acting for an agent: its commands go through the command rules and, when they ask, a person.
@@ -88,7 +70,18 @@ int main(int argc, char *argv[])
         else if (opt == QLatin1String("--verbose"))
             ctx.verbose = true;
         else if (opt == QLatin1String("--version")) {
-            out << "airlockctl " << AIRLOCK_VERSION << Qt::endl;
+            out << "airlockctl " << version() << Qt::endl;
+            return 0;
+        } else if (opt == QLatin1String("--man")) { // the manual page, from the same tables as --help
+            out << cli::manualPage(cli::allCommands());
+            return 0;
+        } else if (opt == QLatin1String("--completion") && !args.isEmpty()) {
+            const QString script = cli::completionScript(args.takeFirst(), cli::allCommands());
+            if (script.isEmpty()) {
+                err << "airlockctl: --completion takes bash or zsh" << Qt::endl;
+                return cli::ExitUsage;
+            }
+            out << script;
             return 0;
         } else if (opt == QLatin1String("--help")) {
             args.prepend(QStringLiteral("help"));
@@ -100,7 +93,7 @@ int main(int argc, char *argv[])
     }
     const auto commands = cli::allCommands();
     if (args.isEmpty() || args.first() == QLatin1String("help") || args.first() == QLatin1String("-h")) {
-        printHelp(out, commands);
+        cli::printHelp(out, commands);
         return args.isEmpty() ? cli::ExitUsage : cli::ExitOk;
     }
     const auto command = std::find_if(commands.begin(), commands.end(), [&](const auto &c) { return c->name() == args.first(); });

@@ -18,16 +18,20 @@ int fail(const Error &e)
 }
 } // namespace
 
+QList<QCommandLineOption> tokenOptions()
+{
+    return {{QStringLiteral("name"), QStringLiteral("The token's name (create)."), QStringLiteral("name")},
+            {QStringLiteral("scope"), QStringLiteral("full (default), read-only or sandbox:NAME; repeatable, combinable (create)."), QStringLiteral("scope")}};
+}
+
 int runTokenCommand(const QStringList &arguments)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Bearer tokens for remote clients of airlockd --listen."));
     parser.addPositionalArgument(QStringLiteral("action"), QStringLiteral("create, ls or revoke NAME"));
-    const QCommandLineOption nameOpt(QStringLiteral("name"), QStringLiteral("The token's name (create)."), QStringLiteral("name"));
-    const QCommandLineOption scopeOpt(QStringLiteral("scope"),
-                                      QStringLiteral("full (default), read-only or sandbox:NAME; repeatable, combinable (create)."),
-                                      QStringLiteral("scope"));
-    parser.addOptions({nameOpt, scopeOpt});
+    const QList<QCommandLineOption> options = tokenOptions();
+    const QCommandLineOption &nameOpt = options.at(0), &scopeOpt = options.at(1);
+    parser.addOptions(options);
     parser.addHelpOption();
     if (!parser.parse(arguments))
         return fail(makeError(ErrorCode::InvalidArgument, parser.errorText()));

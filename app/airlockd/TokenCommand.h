@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QCommandLineOption>
 #include <QStringList>
 
 namespace airlock::app {
@@ -9,5 +10,6 @@ namespace airlock::app {
 // clients present to airlockd --listen. Works whether or not the daemon runs (it reads the file
 // again when it changes). Exit 0, 1 (could not write) or 2 (bad arguments).
 int runTokenCommand(const QStringList &arguments);
+QList<QCommandLineOption> tokenOptions(); // for its help and the manual page
 
 } // namespace airlock::app

@@ -2,7 +2,9 @@
 // airlockd: the composition root of the daemon. Probes the host, builds the engine, then the RPC
 // server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
 #include "AppLogging.h"
+#include "util/Version.h"
 #include "StdioBridge.h"
+#include "ManPage.h"
 #include "TokenCommand.h"
 #include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
@@ -71,6 +73,35 @@ void raiseFileLimit()
 }
 } // namespace
 
+namespace {
+QString manualPage(const QList<QCommandLineOption> &options)
+{
+    app::ManPage page(QStringLiteral("airlockd"), QStringLiteral("the Airlock daemon: owns this user's sandboxes on a host"));
+    page.synopsis(QStringLiteral("[options]")).synopsis(QStringLiteral("token create --name NAME [--scope SCOPE]... | ls | revoke NAME"));
+    page.paragraphs(QStringLiteral("Description"),
+                    QStringLiteral("airlockd runs one per user and host. It creates the sandboxes (bubblewrap, seccomp, Landlock, cgroups and "
+                                   "rlimits), runs commands in them, holds agents' requests until a person decides, keeps the history of "
+                                   "every run in SQLite, and serves airlock(1) and airlockctl(1) on a unix socket. Clients start it on "
+                                   "demand; a systemd user socket unit (airlockd.socket) can start it instead.\n\n"
+                                   "With --listen it also serves remote clients over wss:// (TLS 1.3 with its own certificate, whose "
+                                   "fingerprint clients pin) with bearer tokens from 'airlockd token create'."));
+    page.options(QStringLiteral("Options"), options);
+    page.subsection(QStringLiteral("token create --name NAME [--scope SCOPE]... | ls | revoke NAME"),
+                    QStringLiteral("Bearer tokens for remote clients: created tokens are printed once and stored only as a hash; revoked "
+                                   "tokens' connections close within a second."),
+                    app::tokenOptions());
+    page.definitions(QStringLiteral("Files"),
+                     {{QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The socket.")},
+                      {QStringLiteral("$XDG_DATA_HOME/airlock/history.db"), QStringLiteral("The history.")},
+                      {QStringLiteral("$XDG_DATA_HOME/airlock/tls/"), QStringLiteral("The key and certificate for --listen.")},
+                      {QStringLiteral("$XDG_DATA_HOME/airlock/tokens.json"), QStringLiteral("Token hashes.")},
+                      {QStringLiteral("$XDG_STATE_HOME/airlock/airlockd.log"), QStringLiteral("The log.")},
+                      {QStringLiteral("$XDG_CONFIG_HOME/airlock/airlockd.env"), QStringLiteral("AIRLOCKD_OPTIONS for the systemd user service.")}});
+    page.paragraphs(QStringLiteral("See also"), QStringLiteral("airlockctl(1), airlock(1), bwrap(1)"));
+    return page.render(airlock::version());
+}
+} // namespace
+
 int main(int argc, char *argv[])
 {
     // Block the termination signals before any thread exists; they are read from a signalfd.
@@ -85,7 +116,7 @@ int main(int argc, char *argv[])
 
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("airlockd"));
-    QCoreApplication::setApplicationVersion(QStringLiteral(AIRLOCK_VERSION));
+    QCoreApplication::setApplicationVersion(airlock::version());
     if (app.arguments().value(1) == QLatin1String("token"))
         return app::runTokenCommand(app.arguments());
 
@@ -135,9 +166,17 @@ int main(int argc, char *argv[])
     const QCommandLineOption allowOriginOpt(QStringLiteral("allow-origin"),
                                             QStringLiteral("Accept a WebSocket upgrade carrying this Origin (none by default). Repeatable."),
                                             QStringLiteral("origin"));
-    parser.addOptions({socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt,
-                       listenOpt, plainOpt, allowHostOpt, allowOriginOpt});
+    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
+                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt};
+    parser.addOptions(options);
+    QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
+    manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
+    parser.addOption(manOpt);
     parser.process(app);
+    if (parser.isSet(manOpt)) {
+        std::fputs(qPrintable(manualPage(options)), stdout);
+        return 0;
+    }
     if (parser.isSet(stdioOpt)) // stdout is the protocol's: nothing else may be written to it
         return app::runStdioBridge(parser.value(socketOpt));
 
@@ -268,6 +307,6 @@ int main(int argc, char *argv[])
         engine.shutdown();
         QCoreApplication::exit(0);
     });
-    logger->info("airlockd {} ready (pid {})", AIRLOCK_VERSION, ::getpid());
+    logger->info("airlockd {} ready (pid {}, guest {})", version().toStdString(), ::getpid(), parser.value(guestOpt).toStdString());
     return QCoreApplication::exec();
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/Engine.h"
+#include "util/Version.h"
 
 #include "model/DisplayText.h"
 
@@ -152,7 +153,7 @@ QString Engine::chooseWorkspacesDir() const
 
 QJsonObject Engine::daemonInfo() const
 {
-    return {{QStringLiteral("version"), QStringLiteral(AIRLOCK_VERSION)},
+    return {{QStringLiteral("version"), airlock::version()},
             {QStringLiteral("pid"), double(::getpid())},
             {QStringLiteral("host"), QSysInfo::machineHostName()},
             {QStringLiteral("kernel"), QSysInfo::kernelVersion()},

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mcp/McpServer.h"
+#include "util/Version.h"
 
 #include "log/Log.h"
 #include "mcp/McpTools.h"
@@ -68,6 +69,10 @@ void McpServer::refuseLongLine(qint64 limit)
 
 void McpServer::onRequest(const Message &m)
 {
+    // An id is a call's until it is answered; a request reusing it is refused on no id (the
+    // call keeps its own).
+    if (m_calls.contains(key(m.id)))
+        return m_send(error(QJsonValue::Null, InvalidRequest, QStringLiteral("request id %1 is already in use by a call in progress").arg(key(m.id).mid(2))));
     if (m.method == QLatin1String("initialize"))
         return initialize(m);
     if (m.method == QLatin1String("ping"))
@@ -108,7 +113,7 @@ void McpServer::initialize(const Message &m)
                          {QStringLiteral("capabilities"), QJsonObject{{QStringLiteral("tools"), QJsonObject{{QStringLiteral("listChanged"), true}}}}},
                          {QStringLiteral("serverInfo"), QJsonObject{{QStringLiteral("name"), QStringLiteral("airlock")},
                                                                      {QStringLiteral("title"), QStringLiteral("Airlock")},
-                                                                     {QStringLiteral("version"), QStringLiteral(AIRLOCK_VERSION)}}},
+                                                                     {QStringLiteral("version"), airlock::version()}}},
                          {QStringLiteral("instructions"), QLatin1String(kInstructions)}}));
 }
 
@@ -133,8 +138,6 @@ void McpServer::callTool(const Message &m)
     if (tool == tools.cend())
         return m_send(error(m.id, InvalidParams, QStringLiteral("unknown tool '%1' (see tools/list)").arg(name.toString().left(100))));
     const QString id = key(m.id);
-    if (m_calls.contains(id)) // answered on no id: the call in progress keeps its own
-        return m_send(error(QJsonValue::Null, InvalidRequest, QStringLiteral("request id %1 is already in use by a call in progress").arg(id.mid(2))));
     if (m_calls.size() >= kMaxCalls)
         return m_send(result(m.id, {{QStringLiteral("content"), QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("text")},
                                                                                        {QStringLiteral("text"), QStringLiteral("%1 calls are already in progress: wait for one to finish").arg(kMaxCalls)}}}},

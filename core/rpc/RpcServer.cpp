@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/RpcServer.h"
+#include "util/Version.h"
 
 #include "approval/ApprovalBroker.h"
 #include "secrets/SecretStore.h"
@@ -391,7 +392,7 @@ void RpcServer::registerHandlers()
             s.client = QStringLiteral("%1 (token %2 from %3)").arg(s.client, s.grant->tokenName, s.peer);
         s.run = run.isEmpty() ? connectionRunName(s.client) : run;
         reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
-                          {QStringLiteral("daemon"), QStringLiteral(AIRLOCK_VERSION)},
+                          {QStringLiteral("daemon"), airlock::version()},
                           {QStringLiteral("pid"), double(::getpid())}});
     });
     m_handlers.insert(QStringLiteral("daemon.info"), [this](Session &, const QJsonObject &, const Reply &reply) {

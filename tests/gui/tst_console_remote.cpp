@@ -6,6 +6,7 @@
 // agent's request over there arrives in the one approvals dock labelled with the host and is
 // decided from here, and a host that goes away says so and comes back on its own.
 #include "AddHostDialog.h"
+#include "util/Version.h"
 #include "ExecutionReplay.h"
 #include "OutputDocument.h"
 #include "TimelineModel.h"
@@ -128,7 +129,7 @@ private Q_SLOTS:
         window.remoteHosts()->add(*saved);
         window.show();
         QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 10000), qPrintable(hostState(window)));
-        QVERIFY2(hostState(window).endsWith(QStringLiteral("· airlockd ") + QStringLiteral(AIRLOCK_VERSION)), qPrintable(hostState(window)));
+        QVERIFY2(hostState(window).endsWith(QStringLiteral("· airlockd ") + airlock::version()), qPrintable(hostState(window)));
         const int row = hostRow(window);
         QCOMPARE(window.sandboxModel()->index(row, SandboxModel::Network).data().toString(), QStringLiteral("wss://127.0.0.1:%1").arg(m_port));
         QVERIFY(window.sandboxModel()->index(row, SandboxModel::Name).data(Qt::ToolTipRole).toString().endsWith(m_url)); // the pin, in full

@@ -5,6 +5,7 @@
 // (malformed JSON-RPC, batches, version negotiation, requests before initialize) are written as
 // raw lines to the real server.
 #include "TestHelpers.h"
+#include "util/Version.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -251,7 +252,7 @@ private Q_SLOTS:
         const QJsonObject r = raw->send(initialize("1999-01-01"));
         QCOMPARE(r.value(QStringLiteral("result")).toObject().value(QStringLiteral("protocolVersion")).toString(), QStringLiteral("2025-11-25"));
         QCOMPARE(r.value(QStringLiteral("result")).toObject().value(QStringLiteral("serverInfo")).toObject().value(QStringLiteral("version")).toString(),
-                 QStringLiteral(AIRLOCK_VERSION));
+                 airlock::version());
         raw->process.closeWriteChannel();
         QVERIFY(raw->process.waitForFinished(5000));
     }
@@ -285,7 +286,7 @@ private Q_SLOTS:
         QCOMPARE(ninth.value(QStringLiteral("result")).toObject().value(QStringLiteral("content")).toArray().first().toObject().value(QStringLiteral("text")).toString(),
                  QStringLiteral("8 calls are already in progress: wait for one to finish"));
         const QJsonObject reused = raw->next();
-        QVERIFY(reused.value(QStringLiteral("id")).isNull());
+        QVERIFY2(reused.value(QStringLiteral("id")).isNull(), QJsonDocument(reused).toJson().constData());
         QCOMPARE(reused.value(QStringLiteral("error")).toObject().value(QStringLiteral("message")).toString(), QStringLiteral("request id 10 is already in use by a call in progress"));
         raw->process.closeWriteChannel();
         QVERIFY(raw->process.waitForFinished(10000));

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "Manual.h"
+#include "util/Version.h"
+
+#include "ManPage.h"
+
+namespace airlock::cli {
+
+namespace {
+const char kExitCodes[] = "0 ok, 1 failure, 2 bad usage or input, 3 not found, 4 no daemon, 5 the host cannot enforce the sandbox, 6 refused "
+                          "(path escape, protocol, the history cannot be written). exec and run return the command's own code (128+N when "
+                          "it died of signal N).";
+
+QString optionNames(const QCommandLineOption &o)
+{
+    QStringList names;
+    for (const QString &n : o.names())
+        names.append(n.size() == 1 ? QStringLiteral("-") + n : QStringLiteral("--") + n);
+    return names.join(QLatin1Char(' '));
+}
+// A command's options for a completion: its own and the ones every command takes.
+QString commandOptions(const Command &command)
+{
+    QStringList options{QStringLiteral("--help --json --verbose")};
+    for (const QCommandLineOption &o : command.options())
+        options.append(optionNames(o));
+    return options.join(QLatin1Char(' '));
+}
+} // namespace
+
+QList<QCommandLineOption> globalOptions()
+{
+    return {
+        {QStringLiteral("host"),
+         QStringLiteral("Talk to another daemon: a name from 'airlockctl hosts', or unix:///path/to/airlockd.sock, ssh://[user@]host or "
+                        "wss://host:port#sha256=FINGERPRINT (also AIRLOCK_HOST). Without it: the host chosen with 'airlockctl hosts use', "
+                        "else this machine's own daemon."),
+         QStringLiteral("NAME|URL")},
+        {QStringLiteral("socket"), QStringLiteral("This machine's daemon at another socket."), QStringLiteral("PATH")},
+        {QStringLiteral("run"),
+         QStringLiteral("Group this work with an agent session's in the history (also AIRLOCK_RUN); without it, each invocation is its own run."),
+         QStringLiteral("NAME")},
+        {QStringLiteral("agent"),
+         QStringLiteral("Act for an agent (also AIRLOCK_AGENT): its commands go through the sandbox's command rules, and those that ask "
+                        "wait for 'airlockctl approve'."),
+         QStringLiteral("NAME")},
+        {QStringLiteral("no-autostart"), QStringLiteral("Never start airlockd; fail when none answers.")},
+        {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")},
+        {QStringLiteral("verbose"), QStringLiteral("Log debug messages to stderr.")},
+        {QStringLiteral("version"), QStringLiteral("Print the version.")},
+        {QStringLiteral("help"), QStringLiteral("Print this help.")},
+    };
+}
+
+void printHelp(QTextStream &out, const std::vector<std::unique_ptr<Command>> &commands)
+{
+    out << "Usage: airlockctl [--host NAME|URL] [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
+           "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
+    for (const auto &c : commands)
+        out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
+    out << "\nOptions before the command:\n";
+    for (const QCommandLineOption &o : globalOptions()) {
+        const QString term = optionNames(o) + (o.valueName().isEmpty() ? QString() : QLatin1Char(' ') + o.valueName());
+        out << "  " << term.leftJustified(18) << ' ' << o.description() << '\n';
+    }
+    out << "\nExit codes: " << kExitCodes << "\nRun 'airlockctl COMMAND --help' for a command's options; 'man airlockctl' for all of them.\n";
+    out.flush();
+}
+
+QString manualPage(const std::vector<std::unique_ptr<Command>> &commands)
+{
+    app::ManPage page(QStringLiteral("airlockctl"), QStringLiteral("sandboxes for the code AI agents run, from the command line"));
+    page.synopsis(QStringLiteral("[--host NAME|URL] [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options]"));
+    page.paragraphs(QStringLiteral("Description"),
+                    QStringLiteral("airlockctl creates sandboxes, runs commands in them with live output, moves files, edits their policies, "
+                                   "decides what agents ask for, and reads the history of every run. It talks to this user's daemon, "
+                                   "airlockd(1), which it starts on demand, or to another host's over ssh:// or wss://.\n\n"
+                                   "airlockctl mcp is the Model Context Protocol server that agents connect to."));
+    page.options(QStringLiteral("Options"), globalOptions(), QStringLiteral("These come before the command."));
+    page.paragraphs(QStringLiteral("Commands"), QStringLiteral("Every command also takes --json, --verbose and --help."));
+    for (const auto &c : commands)
+        page.subsection(QStringLiteral("%1 %2").arg(c->name(), c->usage()), c->summary(), c->options());
+    page.paragraphs(QStringLiteral("Exit status"), QLatin1String(kExitCodes));
+    page.definitions(QStringLiteral("Environment"),
+                     {{QStringLiteral("AIRLOCK_HOST"), QStringLiteral("The daemon to use, as --host.")},
+                      {QStringLiteral("AIRLOCK_RUN"), QStringLiteral("The run, as --run.")},
+                      {QStringLiteral("AIRLOCK_AGENT"), QStringLiteral("The agent, as --agent.")},
+                      {QStringLiteral("AIRLOCK_TOKEN"), QStringLiteral("The token for a wss:// URL given directly (a saved host keeps its own).")},
+                      {QStringLiteral("AIRLOCK_SSH"), QStringLiteral("The ssh program for ssh:// hosts (default ssh).")}});
+    page.definitions(QStringLiteral("Files"),
+                     {{QStringLiteral("$XDG_CONFIG_HOME/airlock/policy.json"), QStringLiteral("Your defaults for new sandboxes.")},
+                      {QStringLiteral("$XDG_CONFIG_HOME/airlock/hosts.json"), QStringLiteral("Saved hosts (airlockctl hosts).")},
+                      {QStringLiteral("$XDG_CONFIG_HOME/airlock/tools/"), QStringLiteral("Host tool declarations; examples in /usr/share/airlock/tools.")},
+                      {QStringLiteral("$XDG_DATA_HOME/airlock/history.db"), QStringLiteral("The history (SQLite).")},
+                      {QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The daemon's socket.")}});
+    page.paragraphs(QStringLiteral("See also"), QStringLiteral("airlockd(1), airlock(1)"));
+    return page.render(airlock::version());
+}
+
+QString completionScript(const QString &shell, const std::vector<std::unique_ptr<Command>> &commands)
+{
+    QStringList names, globals;
+    for (const auto &c : commands)
+        names.append(c->name());
+    for (const QCommandLineOption &o : globalOptions())
+        globals.append(optionNames(o));
+    // Sandbox names from a daemon that is already running (the first column of 'ls').
+    const QString sandboxes = QStringLiteral("airlockctl --no-autostart ls 2>/dev/null | awk 'NR>1 {print $1}'");
+    if (shell == QLatin1String("bash")) {
+        QString cases;
+        for (const auto &c : commands) {
+            cases += QStringLiteral("        %1) opts=\"%2\";;\n").arg(c->name(), commandOptions(*c));
+        }
+        return QStringLiteral("# bash completion for airlockctl (written by 'airlockctl --completion bash')\n"
+                              "_airlockctl() {\n"
+                              "    local cur=${COMP_WORDS[COMP_CWORD]} command= i opts\n"
+                              "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+                              "        case ${COMP_WORDS[i]} in\n"
+                              "            --host|--socket|--run|--agent) ((i++));;\n"
+                              "            -*) ;;\n"
+                              "            *) command=${COMP_WORDS[i]}; break;;\n"
+                              "        esac\n"
+                              "    done\n"
+                              "    if [[ -z $command ]]; then\n"
+                              "        COMPREPLY=($(compgen -W \"%1 %2\" -- \"$cur\"))\n"
+                              "        return\n"
+                              "    fi\n"
+                              "    case $command in\n%3"
+                              "    esac\n"
+                              "    if [[ $cur == -* ]]; then\n"
+                              "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+                              "    else\n"
+                              "        COMPREPLY=($(compgen -W \"$(%4)\" -- \"$cur\"))\n"
+                              "    fi\n"
+                              "}\n"
+                              "complete -o default -F _airlockctl airlockctl\n")
+            .arg(names.join(QLatin1Char(' ')), globals.join(QLatin1Char(' ')), cases, sandboxes);
+    }
+    if (shell == QLatin1String("zsh")) {
+        QString described, cases;
+        for (const auto &c : commands) {
+            QString summary = c->summary().section(QLatin1Char('.'), 0, 0);
+            summary.replace(QLatin1Char('\''), QStringLiteral("'\\''")).replace(QLatin1Char(':'), QStringLiteral("\\:"));
+            described += QStringLiteral("        '%1:%2'\n").arg(c->name(), summary);
+            cases += QStringLiteral("        %1) opts=(%2);;\n").arg(c->name(), commandOptions(*c));
+        }
+        return QStringLiteral("#compdef airlockctl\n"
+                              "# zsh completion for airlockctl (written by 'airlockctl --completion zsh')\n"
+                              "_airlockctl() {\n"
+                              "    local -a commands opts\n"
+                              "    commands=(\n%1    )\n"
+                              "    local command i\n"
+                              "    for ((i = 2; i < CURRENT; i++)); do\n"
+                              "        case ${words[i]} in\n"
+                              "            --host|--socket|--run|--agent) ((i++));;\n"
+                              "            -*) ;;\n"
+                              "            *) command=${words[i]}; break;;\n"
+                              "        esac\n"
+                              "    done\n"
+                              "    if [[ -z $command ]]; then\n"
+                              "        if [[ ${words[CURRENT]} == -* ]]; then compadd -- %2; else _describe 'command' commands; fi\n"
+                              "        return\n"
+                              "    fi\n"
+                              "    case $command in\n%3"
+                              "    esac\n"
+                              "    if [[ ${words[CURRENT]} == -* ]]; then\n"
+                              "        compadd -- $opts\n"
+                              "    else\n"
+                              "        compadd -- ${(f)\"$(%4)\"}\n"
+                              "        _files\n"
+                              "    fi\n"
+                              "}\n"
+                              "_airlockctl \"$@\"\n")
+            .arg(described, globals.join(QLatin1Char(' ')), cases, sandboxes);
+    }
+    return {};
+}
+
+} // namespace airlock::cli
