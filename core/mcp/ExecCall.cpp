@@ -113,6 +113,10 @@ void ExecCall::cancel()
     if (m_cancelled || m_done)
         return;
     m_cancelled = true;
+    // Still waiting for a person: the question is taken back (the start then fails, unheard).
+    if (!m_exec)
+        for (const QString &id : std::as_const(m_approvals))
+            m_client->notify(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), id}});
     if (m_exec)
         m_client->notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)}, {QStringLiteral("signal"), SIGKILL}});
 }

@@ -148,7 +148,7 @@ SandboxBackend::Cancel SandboxBackend::call(const QString &tool, const QJsonObje
     else if (tool == QLatin1String("sandbox_delete"))
         remove(arguments, std::move(hooks));
     else
-        callHostTool(tool, arguments, std::move(hooks));
+        return callHostTool(tool, arguments, std::move(hooks));
     return {};
 }
 
@@ -422,14 +422,16 @@ void SandboxBackend::remove(const QJsonObject &arguments, CallHooks hooks)
     });
 }
 
-void SandboxBackend::callHostTool(const QString &tool, const QJsonObject &arguments, CallHooks hooks)
+SandboxBackend::Cancel SandboxBackend::callHostTool(const QString &tool, const QJsonObject &arguments, CallHooks hooks)
 {
     auto sandbox = resolve(arguments.value(QStringLiteral("sandbox")).toString());
-    if (!sandbox)
-        return hooks.done(ToolResult::failure(sandbox.error().message));
+    if (!sandbox) {
+        hooks.done(ToolResult::failure(sandbox.error().message));
+        return {};
+    }
     const quint64 call = m_nextCall++;
-    if (hooks.progress)
-        m_waiting.insert(call, {sandbox->id, tool, hooks.progress, {}});
+    // Followed for news of its approvals, and so that a cancelled call can take its question back.
+    m_waiting.insert(call, {sandbox->id, tool, hooks.progress ? hooks.progress : [](const QString &) {}, {}});
     m_client->callAsync(QStringLiteral("tools.call"),
                         {{QStringLiteral("sandbox"), sandbox->id}, {QStringLiteral("tool"), tool}, {QStringLiteral("arguments"), arguments.value(QStringLiteral("arguments"))}},
                         [self = QPointer<SandboxBackend>(this), hooks, call, tool](Result<QJsonValue> r) {
@@ -439,6 +441,12 @@ void SandboxBackend::callHostTool(const QString &tool, const QJsonObject &argume
             return hooks.done(ToolResult::failure(QStringLiteral("%1 was not run: %2").arg(tool, r.error().message)));
         hooks.done({QString::fromUtf8(QJsonDocument(r->toObject()).toJson(QJsonDocument::Indented)), {}, false});
     });
+    // Once it runs on the host it runs to its end; while it waits for a person, it can be taken back.
+    return [self = QPointer<SandboxBackend>(this), call] {
+        if (self && self->m_waiting.contains(call))
+            for (const QString &id : std::as_const(self->m_waiting[call].approvals))
+                self->m_client->notify(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), id}});
+    };
 }
 
 void SandboxBackend::onEvent(const Event &event)

@@ -65,7 +65,7 @@ private:
     void writeFile(const QJsonObject &arguments, CallHooks hooks);
     void readFile(const QJsonObject &arguments, CallHooks hooks);
     void remove(const QJsonObject &arguments, CallHooks hooks);
-    void callHostTool(const QString &tool, const QJsonObject &arguments, CallHooks hooks);
+    Cancel callHostTool(const QString &tool, const QJsonObject &arguments, CallHooks hooks);
     void adopt(const QString &id, const QString &name); // into the session: events, host tools
     void onEvent(const Event &event);
     void onLost(const QString &why);

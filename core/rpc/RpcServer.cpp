@@ -434,6 +434,22 @@ void RpcServer::registerHandlers()
         }
         reply(QJsonObject{{QStringLiteral("approvals"), pending}});
     });
+    // A requester that no longer wants what it asked for takes the question back from the person
+    // (an agent's cancelled call): answered as denied, and recorded as withdrawn.
+    m_handlers.insert(QStringLiteral("approvals.withdraw"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        auto id = stringParam(p, "id");
+        if (!id)
+            return reply(id.error());
+        const auto pending = m_approvals->pending();
+        const auto it = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
+        if (it == pending.cend())
+            return reply(makeError(ErrorCode::NotFound, QStringLiteral("no approval %1 is waiting").arg(id->left(40))));
+        if (it->owner != &s)
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("approval %1 is not this connection's to withdraw").arg(*id)));
+        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.id == *id; },
+                              QStringLiteral("withdrawn by %1").arg(s.agent.isEmpty() ? s.client : s.agent));
+        reply(QJsonObject{{QStringLiteral("withdrawn"), *id}});
+    });
     m_handlers.insert(QStringLiteral("approvals.decide"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         // An agent must not approve its own requests (nor anyone's).
         if (!s.agent.isEmpty())

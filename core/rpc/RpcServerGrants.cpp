@@ -66,7 +66,8 @@ Status RpcServer::permitted(const Session &s, const QString &method, const QJson
         {QStringLiteral("policy.check"), From::Param},    {QStringLiteral("tools.list"), From::Param},
         {QStringLiteral("tools.call"), From::Param},      {QStringLiteral("history.list"), From::Param},
         {QStringLiteral("history.events"), From::Param},  {QStringLiteral("events.subscribe"), From::Param},
-        {QStringLiteral("sandbox.create"), From::SpecName}, {QStringLiteral("approvals.decide"), From::Approval}};
+        {QStringLiteral("sandbox.create"), From::SpecName}, {QStringLiteral("approvals.decide"), From::Approval},
+        {QStringLiteral("approvals.withdraw"), From::Approval}};
     const auto how = scoped.constFind(method);
     if (how == scoped.cend())
         return deny(QStringLiteral("%1 reaches beyond its sandboxes").arg(method.left(100)));

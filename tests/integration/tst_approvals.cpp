@@ -264,6 +264,26 @@ private Q_SLOTS:
         QCOMPARE(waiting->readAllStandardError(), QByteArray("airlockctl: the sandbox or its policy changed while the request waited; ask again\n"));
         QCOMPARE(execIn(*m_daemon, m_sb, args("ls", "/workspace")).out, QByteArray());
     }
+
+    // Only the connection that asked can take its question back.
+    void onlyTheRequesterWithdraws()
+    {
+        auto waiting = agentInBackground(args("touch", "/workspace/withdrawn"));
+        QVERIFY(waiting->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QVERIFY(!request.isEmpty());
+        auto other = m_daemon->connect();
+        auto refused = other->call(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), request.value(QStringLiteral("id"))}});
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().code, ErrorCode::Denied);
+        QCOMPARE(refused.error().message, QStringLiteral("approval %1 is not this connection's to withdraw").arg(request.value(QStringLiteral("id")).toString()));
+        auto unknown = other->call(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), QStringLiteral("00000000")}});
+        QVERIFY(!unknown);
+        QCOMPARE(unknown.error().code, ErrorCode::NotFound);
+        QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString())).exitCode, 0); // still the person's to decide
+        QVERIFY(waiting->waitForFinished(10000));
+        QCOMPARE(waiting->exitCode(), 6);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestApprovals)

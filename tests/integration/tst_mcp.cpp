@@ -34,7 +34,8 @@ class TestMcp final : public QObject {
             const QString id = r.value(QStringLiteral("id")).toString();
             if (m_approved.contains(id) || m_denied.contains(id))
                 continue;
-            const QByteArray argv = QJsonDocument(r.value(QStringLiteral("argv")).toArray()).toJson();
+            const QByteArray argv = QJsonDocument(r.value(QStringLiteral("argv")).toArray()).toJson()
+                                    + QJsonDocument(r.value(QStringLiteral("arguments")).toObject()).toJson();
             if (argv.contains("ignored"))
                 continue;
             const bool forbidden = argv.contains("forbidden");
@@ -167,6 +168,13 @@ private Q_SLOTS:
         QVERIFY(last.value(QStringLiteral("ok")).toBool());
         QCOMPARE(m_approved.size(), approved + 1);
         QVERIFY(m_daemon->ctl(args("ls")).out.contains("tooled"));
+        auto client = m_daemon->connect();
+        auto events = client->call(QStringLiteral("history.events"), {{QStringLiteral("sandbox"), QStringLiteral("tooled")}, {QStringLiteral("kinds"), QJsonArray{QStringLiteral("approval.decided")}}});
+        QVERIFY(events);
+        const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
+        QVERIFY2(recorded.contains(QByteArray("\"id\":\"" + last.value(QStringLiteral("withdrawn")).toString().toLatin1() + "\""))
+                     && recorded.contains("\"reason\":\"withdrawn by airlock-test-agent\""),
+                 recorded.constData());
     }
 
     // The person's preset and hosts, given when the session starts; the agent gets no more.
@@ -188,6 +196,14 @@ private Q_SLOTS:
         QVERIFY2(e.value(QStringLiteral("status")).toString() == QLatin1String("killed") && e.value(QStringLiteral("signal")).toInt() == 9, shown.out.constData());
         QVERIFY2(qint64(e.value(QStringLiteral("endedMs")).toDouble()) - qint64(e.value(QStringLiteral("startedMs")).toDouble()) < 10000, shown.out.constData());
         QCOMPARE(e.value(QStringLiteral("run")).toString(), QStringLiteral("cancelled-work"));
+        // The request cancelled while it waited was withdrawn at once, not left to time out.
+        const QString withdrawn = last.value(QStringLiteral("withdrawn")).toString();
+        auto client = m_daemon->connect();
+        auto events = client->call(QStringLiteral("history.events"), {{QStringLiteral("run"), QStringLiteral("cancelled-work")}, {QStringLiteral("kinds"), QJsonArray{QStringLiteral("approval.decided")}}});
+        QVERIFY(events);
+        const QByteArray recorded = QJsonDocument(*events).toJson(QJsonDocument::Compact);
+        QVERIFY2(recorded.contains(QByteArray("\"id\":\"" + withdrawn.toLatin1() + "\"")) && recorded.contains("\"reason\":\"withdrawn by airlock-test-agent\""),
+                 recorded.constData());
     }
 
     // A client that leaves mid-command: the server kills it, says so in the history and exits.

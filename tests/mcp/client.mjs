@@ -157,11 +157,23 @@ if (scenario === 'session') {
   const label = await execution;
   abort.abort('the agent changed its mind');
   await assert.rejects(result);
+  // Cancelled while it waits for a person: the question is taken back.
+  const giveUp = new AbortController();
+  let asked;
+  const waiting = call('sandbox_exec', { sandbox: 'cancel-box', command: 'touch ignored' }, {
+    signal: giveUp.signal,
+    onprogress: (p) => {
+      const m = /\(request ([0-9a-f]{8})\)$/.exec(p.message ?? '');
+      if (m && !asked) { asked = m[1]; giveUp.abort('not needed any more'); }
+    },
+  });
+  await assert.rejects(waiting);
+  assert.ok(asked);
   // The session goes on.
   const after = await call('sandbox_exec', { sandbox: 'cancel-box', argv: ['echo', 'still here'] });
   assert.equal(after.structuredContent.stdout, 'still here\n');
   await client.close();
-  say({ ok: true, execution: label });
+  say({ ok: true, execution: label, withdrawn: asked });
 } else if (scenario === 'disconnect') {
   await call('sandbox_create', { name: 'gone-box' });
   const { result, execution } = running('gone-box', ['sleep', '30']);
@@ -206,11 +218,23 @@ if (scenario === 'session') {
   const bad = await call('package.version', { sandbox: 'tooled', arguments: { package: 'Not A Package!' } });
   assert.equal(bad.isError, true);
   assert.match(text(bad), /^invalid arguments for package.version: \/arguments\/package: /);
+  // Cancelled while it waits for a person: taken back.
+  const giveUp = new AbortController();
+  let asked;
+  const waiting = call('package.version', { sandbox: 'tooled', arguments: { package: 'ignored-pkg' } }, {
+    signal: giveUp.signal,
+    onprogress: (p) => {
+      const m = /\(request ([0-9a-f]{8})\)$/.exec(p.message ?? '');
+      if (m && !asked) { asked = m[1]; giveUp.abort('not needed any more'); }
+    },
+  });
+  await assert.rejects(waiting);
+  assert.ok(asked);
   // Shared, not the session's to delete.
   const keep = await call('sandbox_delete', { sandbox: 'tooled' });
   assert.match(text(keep), /^tooled is the person's, shared with this session/);
   await client.close();
-  say({ ok: true, progress });
+  say({ ok: true, progress, withdrawn: asked });
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }
