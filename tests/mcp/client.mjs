@@ -35,6 +35,22 @@ function running(sandbox, argv, signal) {
   return { result, execution };
 }
 
+// Calls a tool that asks a person and cancels it as soon as it says so; the request's id.
+async function cancelledWhileAsking(name, args) {
+  const giveUp = new AbortController();
+  let asked;
+  const waiting = call(name, args, {
+    signal: giveUp.signal,
+    onprogress: (p) => {
+      const m = /\(request ([0-9a-f]{8})\)$/.exec(p.message ?? '');
+      if (m && !asked) { asked = m[1]; giveUp.abort('not needed any more'); }
+    },
+  });
+  await assert.rejects(waiting);
+  assert.ok(asked, 'no request was reported');
+  return asked;
+}
+
 await client.connect(transport);
 assert.equal(client.getServerVersion().name, 'airlock');
 assert.match(client.getInstructions(), /sandbox_create/);
@@ -158,17 +174,7 @@ if (scenario === 'session') {
   abort.abort('the agent changed its mind');
   await assert.rejects(result);
   // Cancelled while it waits for a person: the question is taken back.
-  const giveUp = new AbortController();
-  let asked;
-  const waiting = call('sandbox_exec', { sandbox: 'cancel-box', command: 'touch ignored' }, {
-    signal: giveUp.signal,
-    onprogress: (p) => {
-      const m = /\(request ([0-9a-f]{8})\)$/.exec(p.message ?? '');
-      if (m && !asked) { asked = m[1]; giveUp.abort('not needed any more'); }
-    },
-  });
-  await assert.rejects(waiting);
-  assert.ok(asked);
+  const asked = await cancelledWhileAsking('sandbox_exec', { sandbox: 'cancel-box', command: 'touch ignored' });
   // The session goes on.
   const after = await call('sandbox_exec', { sandbox: 'cancel-box', argv: ['echo', 'still here'] });
   assert.equal(after.structuredContent.stdout, 'still here\n');
@@ -219,17 +225,7 @@ if (scenario === 'session') {
   assert.equal(bad.isError, true);
   assert.match(text(bad), /^invalid arguments for package.version: \/arguments\/package: /);
   // Cancelled while it waits for a person: taken back.
-  const giveUp = new AbortController();
-  let asked;
-  const waiting = call('package.version', { sandbox: 'tooled', arguments: { package: 'ignored-pkg' } }, {
-    signal: giveUp.signal,
-    onprogress: (p) => {
-      const m = /\(request ([0-9a-f]{8})\)$/.exec(p.message ?? '');
-      if (m && !asked) { asked = m[1]; giveUp.abort('not needed any more'); }
-    },
-  });
-  await assert.rejects(waiting);
-  assert.ok(asked);
+  const asked = await cancelledWhileAsking('package.version', { sandbox: 'tooled', arguments: { package: 'ignored-pkg' } });
   // Shared, not the session's to delete.
   const keep = await call('sandbox_delete', { sandbox: 'tooled' });
   assert.match(text(keep), /^tooled is the person's, shared with this session/);
