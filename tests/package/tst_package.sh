@@ -21,6 +21,8 @@ pass() { echo "PASS: $*"; }
 grep -q '^CMAKE_INSTALL_PREFIX:PATH=/usr$' "$build/CMakeCache.txt" ||
   fail "the build is not configured for /usr (installer/build.sh does it; or -DCMAKE_INSTALL_PREFIX=/usr)"
 
+command -v lintian >/dev/null || fail "lintian is not installed (installer/deps.sh installs it)"
+
 # Built from this build tree.
 (cd "$build" && cpack -G DEB -B "$work/pkg" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; fail "cpack"; }
 version=$("$build/bin/airlockctl" --version | awk '{print $2}')
@@ -42,6 +44,10 @@ done
 [[ -z $(dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -E 'preinst|postinst|prerm|postrm') ]] || fail "maintainer scripts where none are needed"
 pass "metadata: Version $version, Depends: $depends"
 
+# Debian's own checker: no errors or warnings.
+lint=$(lintian --fail-on error,warning "$deb" 2>&1) || fail "lintian: $lint"
+pass "lintian: no errors or warnings"
+
 # Files, in the freedesktop and FHS places; nothing of the tests.
 contents=$(dpkg-deb --contents "$deb" | awk '{print $6}')
 for path in ./usr/bin/airlock ./usr/bin/airlockctl ./usr/bin/airlockd ./usr/libexec/airlock/airlock-guest \
@@ -52,7 +58,7 @@ for path in ./usr/bin/airlock ./usr/bin/airlockctl ./usr/bin/airlockd ./usr/libe
             ./usr/share/airlock/tools/package.version.json ./usr/share/airlock/tools/email.send.json \
             ./usr/share/bash-completion/completions/airlockctl ./usr/share/zsh/vendor-completions/_airlockctl \
             ./usr/share/man/man1/airlock.1.gz ./usr/share/man/man1/airlockctl.1.gz ./usr/share/man/man1/airlockd.1.gz \
-            ./usr/share/doc/airlock/copyright; do
+            ./usr/share/doc/airlock/copyright ./usr/share/doc/airlock/changelog.gz; do
   grep -qxF "$path" <<<"$contents" || fail "missing $path"
 done
 ! grep -E 'tst_|probe|bad-guest|bench|icon-render|/usr/local' <<<"$contents" || fail "test or build files in the package"
