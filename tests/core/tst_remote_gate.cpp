@@ -76,6 +76,26 @@ private Q_SLOTS:
         QCOMPARE(rebound.status, 421);
     }
 
+    // --allow-origin lets exactly that Origin through (a page the person serves on purpose); a
+    // look-alike is still refused, and the token is still asked for.
+    void anAllowedOriginPassesAndOnlyIt()
+    {
+        TokenStore tokens(m_dir.filePath(QStringLiteral("origin-tokens.json")));
+        auto created = tokens.create(QStringLiteral("page"), {});
+        QVERIFY(created);
+        const QByteArray bearer = "Authorization: Bearer " + created->token.toLatin1() + "\r\n";
+        GateConfig allowing = config();
+        allowing.origins = {QStringLiteral("https://console.example")};
+        auto check = [&](const QByteArray &request) {
+            auto parsed = parseRequestHead(request);
+            return parsed ? checkUpgrade(*parsed, allowing, tokens).status : 400;
+        };
+        QCOMPARE(check(head(kGood + "Origin: https://console.example\r\n" + bearer)), 101);
+        QCOMPARE(check(head(kGood + "Origin: https://console.example.evil\r\n" + bearer)), 403);
+        QCOMPARE(check(head(kGood + "Origin: http://console.example\r\n" + bearer)), 403);
+        QCOMPARE(check(head(kGood + "Origin: https://console.example\r\n")), 401);
+    }
+
     void theLimiterCountsPerAddressWithinTheWindow()
     {
         AuthLimiter limiter;
