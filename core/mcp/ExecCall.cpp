@@ -113,6 +113,8 @@ void ExecCall::cancel()
     if (m_cancelled || m_done)
         return;
     m_cancelled = true;
+    if (!m_client)
+        return; // the daemon's connection is gone, and what it ran with it (or its lease)
     // Still waiting for a person: the question is taken back (the start then fails, unheard).
     if (!m_exec)
         for (const QString &id : std::as_const(m_approvals))
