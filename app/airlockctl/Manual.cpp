@@ -18,6 +18,20 @@ QString optionNames(const QCommandLineOption &o)
         names.append(n.size() == 1 ? QStringLiteral("-") + n : QStringLiteral("--") + n);
     return names.join(QLatin1Char(' '));
 }
+// Text broken into lines of at most `width` characters, each after `indent` spaces but the first.
+QString wrapped(const QString &text, int indent, int width = 100)
+{
+    QString out, line;
+    for (const QString &word : text.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        if (!line.isEmpty() && indent + line.size() + 1 + word.size() > width) {
+            out += line + QLatin1Char('\n') + QString(indent, QLatin1Char(' '));
+            line.clear();
+        }
+        line += (line.isEmpty() ? QString() : QStringLiteral(" ")) + word;
+    }
+    return out + line;
+}
+
 // A command's options for a completion: its own and the ones every command takes.
 QString commandOptions(const Command &command)
 {
@@ -57,13 +71,14 @@ void printHelp(QTextStream &out, const std::vector<std::unique_ptr<Command>> &co
     out << "Usage: airlockctl [--host NAME|URL] [--socket PATH] [--run NAME] [--agent NAME] [--no-autostart] COMMAND [options] [--json] [--verbose]\n\n"
            "Airlock: sandboxes for the code AI agents run. The daemon (airlockd) is started on demand.\n\nCommands:\n";
     for (const auto &c : commands)
-        out << "  " << c->name().leftJustified(8) << c->summary().section(QLatin1Char('.'), 0, 0) << ".\n";
+        out << "  " << c->name().leftJustified(9) << ' ' << wrapped(c->summary().section(QLatin1Char('.'), 0, 0) + QLatin1Char('.'), 12) << '\n';
     out << "\nOptions before the command:\n";
     for (const QCommandLineOption &o : globalOptions()) {
         const QString term = optionNames(o) + (o.valueName().isEmpty() ? QString() : QLatin1Char(' ') + o.valueName());
-        out << "  " << term.leftJustified(18) << ' ' << o.description() << '\n';
+        out << "  " << term.leftJustified(18) << ' ' << wrapped(o.description(), 21) << '\n';
     }
-    out << "\nExit codes: " << kExitCodes << "\nRun 'airlockctl COMMAND --help' for a command's options; 'man airlockctl' for all of them.\n";
+    out << '\n' << wrapped(QStringLiteral("Exit codes: ") + QLatin1String(kExitCodes), 0)
+        << "\nRun 'airlockctl COMMAND --help' for a command's options; 'man airlockctl' for all of them.\n";
     out.flush();
 }
 
