@@ -11,7 +11,8 @@ work=$(mktemp -d /tmp/tst_package.XXXXXX)
 chmod 755 "$work" # as /usr is: sandboxes run the installed guest as another user
 daemon_pids=()
 cleanup() {
-  for pid in "${daemon_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # The installed daemon, also when a step failed before its pid was known.
+  pkill -f "^$work/root/usr/bin/airlockd" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
