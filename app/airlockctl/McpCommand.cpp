@@ -3,6 +3,7 @@
 // session is one run in the history, acts as the agent the client says it is, and reaches only
 // the sandboxes it creates (or that the person shares with --sandbox).
 #include "SandboxCommands.h"
+#include "SpecOptions.h"
 #include "mcp/McpServer.h"
 #include "mcp/SandboxBackend.h"
 #include "model/Units.h"
@@ -140,15 +141,16 @@ public:
         if (parser.isSet(m_run))
             ctx.connect.run = parser.value(m_run);
         mcp::SandboxBackend::Options options;
-        options.preset = parser.value(m_preset);
-        if (!options.preset.isEmpty() && !policy::presetNames().contains(options.preset))
-            return fail(ctx, badUsage(QStringLiteral("--preset: '%1' is not a preset (%2)").arg(options.preset, policy::presetNames().join(QStringLiteral(", ")))));
-        for (const QString &host : parser.values(m_allow)) {
-            auto normal = policy::normaliseHostPattern(host);
-            if (!normal)
-                return fail(ctx, badUsage(QStringLiteral("--allow: %1").arg(normal.error().message)));
-            options.allow.append(*normal);
+        if (parser.isSet(m_preset)) {
+            auto preset = readPreset(parser.value(m_preset));
+            if (!preset)
+                return fail(ctx, preset.error());
+            options.preset = *preset;
         }
+        auto hosts = readAllowedHosts(parser.values(m_allow));
+        if (!hosts)
+            return fail(ctx, hosts.error());
+        options.allow = *hosts;
         options.shared = parser.values(m_sandbox);
         if (parser.isSet(m_lease)) {
             auto lease = units::parseDurationMs(parser.value(m_lease));

@@ -25,10 +25,10 @@ Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
         params.insert(QStringLiteral("policy"), *document);
     }
     if (parser.isSet(m_preset)) {
-        if (!policy::presetNames().contains(parser.value(m_preset)))
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--preset: '%1' is not a preset (%2)")
-                                                             .arg(parser.value(m_preset), policy::presetNames().join(QStringLiteral(", "))));
-        params.insert(QStringLiteral("preset"), parser.value(m_preset));
+        auto preset = readPreset(parser.value(m_preset));
+        if (!preset)
+            return preset.error();
+        params.insert(QStringLiteral("preset"), *preset);
     }
     auto spec = readSpec(parser);
     if (!spec)
@@ -40,12 +40,11 @@ Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
         QJsonObject policy = params.value(QStringLiteral("policy")).toObject();
         QJsonObject network = policy.value(QStringLiteral("network")).toObject();
         QJsonArray allow = network.value(QStringLiteral("allow")).toArray();
-        for (const QString &host : parser.values(m_allow)) {
-            auto normal = policy::normaliseHostPattern(host);
-            if (!normal)
-                return makeError(ErrorCode::InvalidArgument, QStringLiteral("--allow: %1").arg(normal.error().message));
-            allow.append(*normal);
-        }
+        auto hosts = readAllowedHosts(parser.values(m_allow));
+        if (!hosts)
+            return hosts.error();
+        for (const QString &host : std::as_const(*hosts))
+            allow.append(host);
         network.insert(QStringLiteral("allow"), allow);
         policy.insert(QStringLiteral("network"), network);
         params.insert(QStringLiteral("policy"), policy);
@@ -55,6 +54,26 @@ Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
     }
     params.insert(QStringLiteral("spec"), specJson);
     return params;
+}
+
+Result<QString> readPreset(const QString &name)
+{
+    if (!policy::presetNames().contains(name))
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("--preset: '%1' is not a preset (%2)").arg(name, policy::presetNames().join(QStringLiteral(", "))));
+    return name;
+}
+
+Result<QStringList> readAllowedHosts(const QStringList &hosts)
+{
+    QStringList normal;
+    for (const QString &host : hosts) {
+        auto pattern = policy::normaliseHostPattern(host);
+        if (!pattern)
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--allow: %1").arg(pattern.error().message));
+        normal.append(*pattern);
+    }
+    return normal;
 }
 
 Result<QJsonObject> readPolicyFile(const QString &path)

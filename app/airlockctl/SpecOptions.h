@@ -45,6 +45,11 @@ private:
                                 QStringLiteral("size")};
 };
 
+// --preset's value, if it names a preset (the error lists them).
+Result<QString> readPreset(const QString &name);
+// --allow's values, each normalised as the network rules compare hosts.
+Result<QStringList> readAllowedHosts(const QStringList &hosts);
+
 // A policy document from a file ('-': stdin), validated: errors name the field.
 Result<QJsonObject> readPolicyFile(const QString &path);
 
