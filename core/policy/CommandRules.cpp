@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "policy/CommandRules.h"
 
+#include "policy/ProgramForms.h"
 #include "policy/ShellParser.h"
 
 #include <QFileInfo>
 #include <QRegularExpression>
+
+#include <optional>
 
 namespace airlock::policy {
 
@@ -13,7 +16,44 @@ constexpr int kMaxDepth = 6; // wrappers within wrappers
 
 QString basename(const QString &program)
 {
-    return program.mid(program.lastIndexOf(QLatin1Char('/')) + 1);
+    return programName(program);
+}
+
+QList<qsizetype> shifted(const QList<qsizetype> &runtime, qsizetype by)
+{
+    QList<qsizetype> out;
+    for (qsizetype i : runtime)
+        if (i >= by)
+            out.append(i - by);
+    return out;
+}
+
+// Options a shell may be given without changing where its commands come from: -c, -e, -u, -x,
+// -v, -f and -o with one of these names. Anything else (-l, -i, -s, --login, --rcfile, -O …)
+// can make it read startup files or commands from elsewhere, so its -c string is not all it runs.
+std::optional<QString> unplainShellOption(const QStringList &argv, qsizetype from)
+{
+    static const QStringList names = {QStringLiteral("errexit"), QStringLiteral("nounset"), QStringLiteral("xtrace"),
+                                      QStringLiteral("pipefail"), QStringLiteral("noglob"), QStringLiteral("verbose")};
+    for (qsizetype i = from; i < argv.size(); ++i) {
+        const QString &a = argv.at(i);
+        if (a == QLatin1String("--") || a == QLatin1String("-") || !(a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1Char('+'))))
+            return std::nullopt;
+        if (a.startsWith(QLatin1String("--")))
+            return a;
+        if (a == QLatin1String("-o") || a == QLatin1String("+o")) {
+            if (i + 1 >= argv.size() || !names.contains(argv.at(i + 1)))
+                return a + QLatin1Char(' ') + (i + 1 < argv.size() ? argv.at(i + 1) : QString());
+            ++i;
+            continue;
+        }
+        for (const QChar c : QStringView(a).sliced(1))
+            if (!QStringLiteral("ceuxvf").contains(c))
+                return a;
+        if (a.contains(QLatin1Char('c')))
+            return std::nullopt; // the script follows
+    }
+    return std::nullopt;
 }
 
 bool isShell(const QString &name)
@@ -52,44 +92,6 @@ const QList<Transparent> &transparentWrappers()
          false},
     };
     return wrappers;
-}
-
-// How many leading words of argv a "code runner" uses to run code given inline (python -c CODE:
-// 2), or 0 if it does not. A rule must be longer than that to cover it.
-int inlineCodeWords(const QStringList &argv)
-{
-    const QString name = basename(argv.first());
-    static const QRegularExpression python(QStringLiteral("^(python|pypy)[0-9.]*$"));
-    static const QRegularExpression awk(QStringLiteral("^[gmn]?awk$"));
-    QStringList codeFlags;
-    if (python.match(name).hasMatch())
-        codeFlags = {QStringLiteral("-c")};
-    else if (name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("deno") || name == QLatin1String("bun"))
-        codeFlags = {QStringLiteral("-e"), QStringLiteral("--eval"), QStringLiteral("-p"), QStringLiteral("--print")};
-    else if (name == QLatin1String("perl") || name == QLatin1String("ruby"))
-        codeFlags = {QStringLiteral("-e"), QStringLiteral("-E")};
-    else if (name == QLatin1String("php"))
-        codeFlags = {QStringLiteral("-r")};
-    else if (name == QLatin1String("git"))
-        codeFlags = {QStringLiteral("-c"), QStringLiteral("--config-env"), QStringLiteral("--exec-path")};
-    else if (awk.match(name).hasMatch())
-        return 1; // its program is code: system(), pipes, getline
-    // Only the program's own options count: they end at its first operand (a script, a
-    // subcommand) or at python's -m, after which the words belong to someone else.
-    for (qsizetype i = 1; i < argv.size(); ++i) {
-        const QString &a = argv.at(i);
-        if (!a.startsWith(QLatin1Char('-')) || a == QLatin1String("-m") || a == QLatin1String("--"))
-            return 0;
-        if (a == QLatin1String("-W") || a == QLatin1String("-X")) {
-            ++i; // python options with a value
-            continue;
-        }
-        for (const QString &flag : std::as_const(codeFlags))
-            if (a == flag || (a.startsWith(flag) && flag.size() == 2 && a.size() > 2 && !a.startsWith(QLatin1String("--")))
-                || a.startsWith(flag + QLatin1Char('=')))
-                return int(i) + 1;
-    }
-    return 0;
 }
 
 CommandVerdict verdict(Decision d, const QString &rule, const QString &layer, const QString &reason)
@@ -222,52 +224,71 @@ CommandVerdict CommandRules::evaluate(const QStringList &argv, const QStringList
 {
     if (argv.isEmpty())
         return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
-    return evaluateCommand(argv, 0, env);
+    return evaluateCommand(argv, 0, env, {});
 }
 
-CommandVerdict CommandRules::match(const QStringList &argv, int coveredWords) const
+CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const
 {
     // All matching rules; the strictest decides, the first of those is reported.
     const CommandRule *best = nullptr;
+    const CommandRule *possible = nullptr; // a deny or ask rule that a word known only at run time could make match
     bool skippedAllow = false;
+    const qsizetype firstRuntime = [&] {
+        qsizetype f = argv.size();
+        for (qsizetype i : runtime)
+            f = std::min(f, std::max<qsizetype>(i, 1));
+        return f;
+    }();
     for (const CommandRule &rule : m_rules) {
-        if (rule.words.isEmpty() || rule.words.size() > argv.size() || (rule.exact && rule.words.size() != argv.size()))
+        if (rule.words.isEmpty() || (rule.exact && rule.words.size() != argv.size()))
             continue;
         const bool byName = rule.decision != Decision::Allow || trustedLocation(argv.at(0));
-        bool matches = true;
-        for (qsizetype i = 0; i < rule.words.size() && matches; ++i) {
+        bool matches = rule.words.size() <= argv.size();
+        qsizetype i = 0;
+        for (; i < rule.words.size() && i < argv.size(); ++i) {
             const QString &w = rule.words.at(i);
-            if (rule.exact)
-                matches = w == argv.at(i) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == basename(argv.at(0)));
-            else
-                matches = globMatch(w, argv.at(i)) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, basename(argv.at(0))));
+            const bool word = rule.exact ? (w == argv.at(i) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == basename(argv.at(0))))
+                                         : (globMatch(w, argv.at(i)) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, basename(argv.at(0)))));
+            if (!word) {
+                matches = false;
+                break;
+            }
         }
-        if (!matches)
+        if (!matches) {
+            // From its first word known only at run time on, the argv can be anything (a $x
+            // splits into any number of words).
+            if (rule.decision != Decision::Allow && i >= firstRuntime && (!possible || int(rule.decision) > int(possible->decision)))
+                possible = &rule;
             continue;
-        if (rule.decision == Decision::Allow && rule.words.size() <= coveredWords) {
+        }
+        if (rule.decision == Decision::Allow && !rule.exact && rule.words.size() <= coverage.words) {
             skippedAllow = true; // `allow python` does not cover `python -c CODE`
             continue;
         }
         if (!best || int(rule.decision) > int(best->decision))
             best = &rule;
     }
+    if (possible && (!best || int(possible->decision) > int(best->decision)))
+        return verdict(Decision::Ask, possible->text(), possible->layer,
+                       QStringLiteral("cannot be checked: '%1' could match rule '%2' (%3, %4) once '%5' is expanded at run time")
+                           .arg(argv.join(QLatin1Char(' ')).left(200), possible->text(), possible->layer, decisionName(possible->decision),
+                                firstRuntime < argv.size() ? argv.at(firstRuntime).left(60) : QString()));
     if (best)
         return verdict(best->decision, best->text(), best->layer,
                        QStringLiteral("'%1' matches rule '%2' (%3)").arg(argv.join(QLatin1Char(' ')).left(200), best->text(), best->layer));
     if (skippedAllow)
-        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
-                       QStringLiteral("%1 runs code given on its command line; no rule names that form").arg(basename(argv.first())));
+        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), coverage.reason);
     return verdict(m_default, QStringLiteral("default"), QStringLiteral("builtin"),
                    QStringLiteral("no rule matches '%1'").arg(argv.join(QLatin1Char(' ')).left(200)));
 }
 
-CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth, const QStringList &env) const
+CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const
 {
     if (depth > kMaxDepth)
         return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("wrappers nested too deep to check"));
     const QString name = basename(argv.first());
     // A deny rule about the wrapper itself always counts.
-    CommandVerdict own = match(argv, 0);
+    CommandVerdict own = match(argv, {}, runtime);
     if (own.decision != Decision::Deny)
         own = {};
     auto combine = [&](CommandVerdict inner) {
@@ -276,11 +297,25 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
         return inner;
     };
 
+    auto ask = [](const QString &reason) { return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), reason); };
+
     // sh -c SCRIPT: every segment of the script on its own.
     if (isShell(name)) {
         qsizetype i = 1;
         if (name == QLatin1String("busybox") && argv.size() > 1 && isShell(argv.at(1)))
             i = 2;
+        // Reasons to ask whatever the script says; a deny in the script still wins.
+        std::optional<CommandVerdict> floor;
+        if (name == QLatin1String("zsh"))
+            floor = ask(QStringLiteral("zsh reads ~/.zshenv before any command, so what it runs is not only its arguments"));
+        else if (const auto option = unplainShellOption(argv, i))
+            floor = ask(QStringLiteral("shell option '%1' is not one of -c -e -u -x -v -f -o pipefail/errexit/nounset/xtrace: "
+                                       "it can make the shell read startup files or commands from elsewhere").arg(option->left(40)));
+        auto withFloor = [&](CommandVerdict v) {
+            if (floor && v.decision != Decision::Deny)
+                v = *floor;
+            return combine(v);
+        };
         bool command = false;
         for (; i < argv.size() && argv.at(i).startsWith(QLatin1Char('-')); ++i) {
             if (argv.at(i) == QLatin1String("--"))
@@ -293,6 +328,11 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
             if (argv.at(i) == QLatin1String("-o") || argv.at(i) == QLatin1String("+o"))
                 ++i;
         }
+        // Words after the script are its $0, $1 …: data to it. Before it, a word known only at run
+        // time may be an option.
+        for (qsizetype k : runtime)
+            if (k > 0 && k <= (command ? i : argv.size()) && !floor)
+                floor = ask(QStringLiteral("the shell's argument '%1' is only known at run time").arg(k < argv.size() ? argv.at(k).left(60) : QString()));
         if (command) {
             if (i >= argv.size())
                 return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("-c without a command"));
@@ -306,13 +346,15 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
                 CommandVerdict v = s.dynamicProgram
                     ? verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
                               QStringLiteral("'%1' runs a program chosen at run time").arg(s.argv.join(QLatin1Char(' ')).left(200)))
-                    : evaluateCommand(s.argv, depth + 1, env + s.assignments);
+                    : evaluateCommand(s.argv, depth + 1, env + s.assignments, s.runtimeWords);
                 if (first || int(v.decision) > int(result.decision))
                     result = v;
                 first = false;
             }
-            return combine(result);
+            return withFloor(result);
         }
+        if (floor)
+            return withFloor(match(argv, requiredCoverage(argv, runtime), runtime));
     }
 
     // env, nice, timeout, xargs, ...: the command they run.
@@ -333,6 +375,9 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
                     || a.startsWith(QLatin1String("--split-string"))))
                 return combine(verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
                                        QStringLiteral("env -S splits a string into a command; it is not followed")));
+            if ((name == QLatin1String("exec") && a.startsWith(QLatin1String("-a")))
+                || (name == QLatin1String("env") && (a == QLatin1String("-a") || a.startsWith(QLatin1String("--argv0")))))
+                return combine(ask(QStringLiteral("%1 %2 renames the program it starts (a name starting with '-' makes a login shell)").arg(name, a)));
             if (name == QLatin1String("env") && a.contains(QLatin1Char('=')) && !a.startsWith(QLatin1Char('-'))) {
                 assigned.append(a.section(QLatin1Char('='), 0, 0));
                 continue;
@@ -350,13 +395,19 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
         }
         if (i >= argv.size()) // nothing to run (env alone prints the environment)
             break;
-        return combine(evaluateCommand(argv.mid(i), depth + 1, env + assigned));
+        for (qsizetype k : runtime)
+            if (k > 0 && k <= i)
+                return combine(ask(QStringLiteral("%1's argument '%2' is only known at run time; it may be an option or the program").arg(name, argv.at(k).left(60))));
+        QList<qsizetype> inner = shifted(runtime, i);
+        if (name == QLatin1String("xargs"))
+            inner.append(argv.size() - i); // the words it reads from its input follow the command
+        return combine(evaluateCommand(argv.mid(i), depth + 1, env + assigned, inner));
     }
 
     // find … -exec CMD … ; — find itself, and what it executes.
     if (name == QLatin1String("find")) {
         const QStringList execFlags = {QStringLiteral("-exec"), QStringLiteral("-execdir"), QStringLiteral("-ok"), QStringLiteral("-okdir")};
-        CommandVerdict result = match(argv, 0);
+        CommandVerdict result = match(argv, requiredCoverage(argv, runtime), runtime);
         for (qsizetype i = 1; i < argv.size(); ++i) {
             if (!execFlags.contains(argv.at(i)))
                 continue;
@@ -366,7 +417,13 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
             if (end == i + 1)
                 return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("find -exec without a command"));
             // find's own rule may not cover what it executes: judged separately.
-            CommandVerdict inner = evaluateCommand(argv.mid(i + 1, end - i - 1), depth + 1, env);
+            // {} becomes each file's name, which the agent chose (a file can be named --upload-pack=…).
+            const QStringList command = argv.mid(i + 1, end - i - 1);
+            QList<qsizetype> names = shifted(runtime, i + 1);
+            for (qsizetype k = 0; k < command.size(); ++k)
+                if (command.at(k).contains(QStringLiteral("{}")))
+                    names.append(k);
+            CommandVerdict inner = evaluateCommand(command, depth + 1, env, names);
             if (int(inner.decision) > int(result.decision))
                 result = inner;
             else if (result.decision == Decision::Allow && inner.decision == Decision::Allow)
@@ -376,7 +433,7 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
         return withEnvironment(result, env);
     }
 
-    return withEnvironment(match(argv, inlineCodeWords(argv)), env);
+    return withEnvironment(match(argv, requiredCoverage(argv, runtime), runtime), env);
 }
 
 } // namespace airlock::policy

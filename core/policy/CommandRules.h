@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "policy/ProgramForms.h"
 #include "util/Result.h"
 
 #include <QJsonArray>
@@ -53,8 +54,8 @@ public:
     const QList<CommandRule> &rules() const { return m_rules; }
 
 private:
-    CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env) const;
-    CommandVerdict match(const QStringList &argv, int coveredWords) const;
+    CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const;
+    CommandVerdict match(const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const;
 
     QList<CommandRule> m_rules;
     Decision m_default = Decision::Ask;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "policy/ShellParser.h"
 
+#include <QRegularExpression>
+
 #include <algorithm>
 #include <optional>
 
@@ -121,6 +123,7 @@ private:
             if (c == QLatin1Char('*') || c == QLatin1Char('?') || c == QLatin1Char('['))
                 m_wordDynamic = true; // a glob: the words are only known at run time
             m_word += c;
+            m_unquoted += c;
             ++m_i;
         }
         return Ok{};
@@ -148,6 +151,8 @@ private:
         const QChar next = peek(1);
         if (next == QLatin1Char('\'') || next == QLatin1Char('"'))
             return cannot(QStringLiteral("$'…' and $\"…\" quoting are not followed"));
+        if (next == QLatin1Char('['))
+            return cannot(QStringLiteral("$[ … ] arithmetic is not followed"));
         if (next == QLatin1Char('(') && peek(2) == QLatin1Char('(')) {
             // Plain arithmetic only: anything that could hide a command (or make it `$( (…) )`) asks.
             const qsizetype end = m_s.indexOf(QStringLiteral("))"), m_i + 3);
@@ -155,8 +160,13 @@ private:
                 return cannot(QStringLiteral("unbalanced $(( … ))"));
             const QString arithmetic = m_s.mid(m_i + 3, end - m_i - 3);
             for (const QChar c : arithmetic)
-                if (QStringLiteral("$`()'\"\\").contains(c))
+                if (QStringLiteral("$`()'\"\\[").contains(c))
                     return cannot(QStringLiteral("expansions or parentheses inside $(( … )) are not followed"));
+            // bash evaluates a variable named in arithmetic as an expression of its own, and an
+            // array subscript in that value runs command substitutions (x='a[$(cmd)]'; $((x))).
+            for (const QChar c : arithmetic)
+                if (c.isLetter() || c == QLatin1Char('_'))
+                    return cannot(QStringLiteral("a variable inside $(( … )) is evaluated as code by bash (x='a[$(cmd)]')"));
             m_i = end + 2;
             return Ok{};
         }
@@ -192,6 +202,8 @@ private:
             for (const QChar c : inner)
                 if (QStringLiteral("$`'\"\\{").contains(c))
                     return cannot(QStringLiteral("quotes or expansions inside ${ … } are not followed"));
+            if (Status s = plainParameter(inner); !s)
+                return s;
             m_i = end + 1;
             return Ok{};
         }
@@ -201,6 +213,41 @@ private:
         if (m_i < m_s.size() && QStringLiteral("@*#?$!-").contains(m_s.at(m_i)) && m_word.endsWith(QLatin1Char('$')))
             ++m_i;
         return Ok{};
+    }
+
+    // ${NAME}, ${#NAME}, ${NAME:-word} and the pattern operators only. Indirection (${!x}),
+    // transformations (${x@P} expands prompt escapes, $(…) included), subscripts (${a[i]}) and
+    // substrings (${x:i}) evaluate code or arithmetic that bash takes from variables' values.
+    static Status plainParameter(const QString &inner)
+    {
+        qsizetype i = inner.startsWith(QLatin1Char('#')) && inner.size() > 1 ? 1 : 0;
+        const qsizetype nameStart = i;
+        if (i < inner.size() && QStringLiteral("@*#?$-0123456789").contains(inner.at(i)) && (i + 1 == inner.size() || !inner.at(i).isDigit())) {
+            ++i;
+        } else {
+            while (i < inner.size() && (inner.at(i).isLetterOrNumber() || inner.at(i) == QLatin1Char('_')))
+                ++i;
+        }
+        if (i == nameStart)
+            return cannot(QStringLiteral("${%1} is not a plain parameter (indirection ${!x} and the like run code)").arg(inner.left(40)));
+        if (nameStart == 1 && i != inner.size())
+            return cannot(QStringLiteral("${%1} is not followed").arg(inner.left(40)));
+        const QStringView rest = QStringView(inner).sliced(i);
+        if (rest.isEmpty())
+            return Ok{};
+        static const QStringList operators = {QStringLiteral(":-"), QStringLiteral(":="), QStringLiteral(":+"), QStringLiteral(":?"),
+                                              QStringLiteral("-"),  QStringLiteral("="),  QStringLiteral("+"),  QStringLiteral("?"),
+                                              QStringLiteral("#"),  QStringLiteral("%"),  QStringLiteral("/")};
+        for (const QString &op : operators)
+            if (rest.startsWith(op))
+                return Ok{};
+        if (rest.startsWith(QLatin1Char('[')))
+            return cannot(QStringLiteral("the subscript of ${%1} is evaluated as code by bash").arg(inner.left(40)));
+        if (rest.startsWith(QLatin1Char('@')))
+            return cannot(QStringLiteral("${%1} transforms the value (@P runs the command substitutions in it)").arg(inner.left(40)));
+        if (rest.startsWith(QLatin1Char(':')))
+            return cannot(QStringLiteral("the offset in ${%1} is evaluated as arithmetic, which can run code").arg(inner.left(40)));
+        return cannot(QStringLiteral("${%1} is not followed").arg(inner.left(40)));
     }
 
     Status nested(const QString &inner)
@@ -253,7 +300,8 @@ private:
         const QString direction = op.contains(QLatin1Char('<')) ? QStringLiteral("<")
                                   : op.endsWith(QLatin1String(">>"))       ? QStringLiteral(">>")
                                                                            : QStringLiteral(">");
-        m_redirects.append({{direction, m_word}, m_wordDynamic, {}});
+        m_redirects.append({{direction, m_word}, false, {}, m_wordDynamic ? QList<qsizetype>{1} : QList<qsizetype>{}});
+        m_unquoted.clear();
         m_word = savedWord;
         m_wordDynamic = savedDynamic;
         m_inWord = false;
@@ -264,8 +312,15 @@ private:
     {
         if (!m_inWord)
             return;
+        // {a,b} and {1..3} become several words, any of which may be an option or a program.
+        static const QRegularExpression brace(QStringLiteral("\\{[^{}]*(,|\\.\\.)[^{}]*\\}"));
+        if (!m_failure && brace.match(m_unquoted).hasMatch())
+            m_failure = cannot(QStringLiteral("brace expansion ('%1') is not followed").arg(m_word.left(60)));
+        m_unquoted.clear();
         if (m_words.isEmpty() && m_wordDynamic)
             m_programDynamic = true;
+        if (m_wordDynamic)
+            m_runtime.append(m_words.size());
         m_words.append(m_word);
         m_word.clear();
         m_inWord = false;
@@ -296,13 +351,18 @@ private:
             for (qsizetype i = 0; i < first; ++i)
                 if (isAssignment(m_words.at(i)))
                     names.append(m_words.at(i).section(QLatin1Char('='), 0, 0));
-            m_segments.append({argv, dynamic, names});
+            QList<qsizetype> runtime;
+            for (qsizetype i : std::as_const(m_runtime))
+                if (i >= first)
+                    runtime.append(i - first);
+            m_segments.append({argv, dynamic, names, runtime});
         }
         m_segments += m_nested;
         m_segments += m_redirects;
         m_nested.clear();
         m_redirects.clear();
         m_words.clear();
+        m_runtime.clear();
         m_programDynamic = false;
     }
 
@@ -317,7 +377,9 @@ private:
     bool m_inWord = false;
     bool m_wordDynamic = false;
     bool m_programDynamic = false;
+    QString m_unquoted; // the current word's unquoted characters (for brace expansion)
     QStringList m_words;
+    QList<qsizetype> m_runtime; // indexes of m_words known only at run time
     QList<ShellSegment> m_segments, m_nested, m_redirects;
 };
 } // namespace

@@ -4,6 +4,8 @@
 #include "util/Result.h"
 
 #include <QList>
+
+#include <algorithm>
 #include <QStringList>
 
 namespace airlock::policy {
@@ -17,6 +19,14 @@ struct ShellSegment {
     // program can cover it.
     bool dynamicProgram = false;
     QStringList assignments; // NAME=… words before it: environment it runs with
+    // Indexes into argv of the words whose value is only known at run time: an expansion
+    // ($x, "$x", $(…)), a glob, or words added by xargs and find's {}. Such a word can be
+    // anything, an option included.
+    QList<qsizetype> runtimeWords;
+    bool hasRuntimeArguments() const
+    {
+        return std::any_of(runtimeWords.cbegin(), runtimeWords.cend(), [](qsizetype i) { return i > 0; });
+    }
 };
 
 // A conservative parser of POSIX shell command strings for policy checks. It does not execute or

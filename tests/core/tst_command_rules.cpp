@@ -219,6 +219,147 @@ private Q_SLOTS:
         QCOMPARE(exact.evaluate({QStringLiteral("rm"), QStringLiteral("-rf"), QStringLiteral("build/*"), QStringLiteral("/")}).decision, Decision::Ask);
     }
 
+    void aShellIsNotJudgedAsItsScriptWhenItReadsMore()
+    {
+        // Startup files: HOME is the agent's to write, so a login or interactive shell runs more
+        // than its -c string; so do options that read commands from elsewhere.
+        for (const QStringList &argv : QList<QStringList>{{QStringLiteral("sh"), QStringLiteral("-lc"), QStringLiteral("ls")},
+                                                            {QStringLiteral("bash"), QStringLiteral("--login"), QStringLiteral("-c"), QStringLiteral("ls")},
+                                                            {QStringLiteral("bash"), QStringLiteral("-ic"), QStringLiteral("ls")},
+                                                            {QStringLiteral("bash"), QStringLiteral("--rcfile"), QStringLiteral("x"), QStringLiteral("-c"), QStringLiteral("ls")},
+                                                            {QStringLiteral("bash"), QStringLiteral("-O"), QStringLiteral("extglob"), QStringLiteral("-c"), QStringLiteral("ls")},
+                                                            {QStringLiteral("bash"), QStringLiteral("-o"), QStringLiteral("history"), QStringLiteral("-c"), QStringLiteral("ls")}}) {
+            const CommandVerdict v = rules().evaluate(argv);
+            QVERIFY2(v.decision == Decision::Ask && v.reason.contains(QStringLiteral("shell option")), qPrintable(argv.join(QLatin1Char(' ')) + QStringLiteral(" -> ") + v.reason));
+        }
+        const CommandVerdict z = rules().evaluate({QStringLiteral("zsh"), QStringLiteral("-c"), QStringLiteral("ls")});
+        QVERIFY2(z.decision == Decision::Ask && z.reason.contains(QStringLiteral(".zshenv")), qPrintable(z.reason));
+        // The plain options stay plain, and a deny inside still wins.
+        QCOMPARE(decide({QStringLiteral("bash"), QStringLiteral("-euxc"), QStringLiteral("ls")}), QStringLiteral("allow"));
+        QCOMPARE(decide({QStringLiteral("bash"), QStringLiteral("-o"), QStringLiteral("pipefail"), QStringLiteral("-c"), QStringLiteral("ls | cat")}), QStringLiteral("allow"));
+        QCOMPARE(decide({QStringLiteral("bash"), QStringLiteral("--login"), QStringLiteral("-c"), QStringLiteral("rm x")}), QStringLiteral("deny"));
+        // A login shell by name: exec -a -bash.
+        const CommandVerdict a = rules().evaluate({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("exec -a -bash bash -c ls")});
+        QVERIFY2(a.decision == Decision::Ask && a.reason.contains(QStringLiteral("login shell")), qPrintable(a.reason));
+    }
+
+    void expansionsThatRunCodeCannotBeChecked_data()
+    {
+        QTest::addColumn<QString>("script");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("a variable in arithmetic is evaluated, subscripts and all") << QStringLiteral("x='a[$(rm y)]'; echo $((x))") << QStringLiteral("evaluated as code");
+        QTest::newRow("a variable in arithmetic, spaced") << QStringLiteral("echo $(( x + 1 ))") << QStringLiteral("evaluated as code");
+        QTest::newRow("prompt expansion runs substitutions") << QStringLiteral("echo ${x@P}") << QStringLiteral("@P");
+        QTest::newRow("indirection") << QStringLiteral("echo ${!x}") << QStringLiteral("indirection");
+        QTest::newRow("an array subscript") << QStringLiteral("echo ${b[x]}") << QStringLiteral("subscript");
+        QTest::newRow("a substring offset is arithmetic") << QStringLiteral("echo ${x:y}") << QStringLiteral("arithmetic");
+        QTest::newRow("old arithmetic") << QStringLiteral("echo $[x]") << QStringLiteral("$[");
+        QTest::newRow("brace expansion makes words") << QStringLiteral("echo x; {rm,-rf,y}") << QStringLiteral("brace expansion");
+        QTest::newRow("brace expansion in an argument") << QStringLiteral("ls {-la,/}") << QStringLiteral("brace expansion");
+        QTest::newRow("printf -v assigns to an array element") << QStringLiteral("printf -v 'a[$(rm y)]' x") << QStringLiteral("array element");
+        QTest::newRow("test -v of a name known at run time") << QStringLiteral("test -v \"$x\"") << QStringLiteral("array element");
+        QTest::newRow("let is arithmetic") << QStringLiteral("let x") << QStringLiteral("arithmetic");
+    }
+
+    void expansionsThatRunCodeCannotBeChecked()
+    {
+        QFETCH(QString, script);
+        QFETCH(QString, reason);
+        const CommandRules r({rule(Decision::Allow, QStringLiteral("echo")), rule(Decision::Allow, QStringLiteral("ls")),
+                              rule(Decision::Allow, QStringLiteral("printf")), rule(Decision::Allow, QStringLiteral("test")),
+                              rule(Decision::Allow, QStringLiteral("let"))});
+        const CommandVerdict v = r.evaluate({QStringLiteral("bash"), QStringLiteral("-c"), script});
+        QVERIFY2(v.decision == Decision::Ask && v.reason.contains(reason), qPrintable(v.reason));
+    }
+
+    void plainExpansionsStayAllowed()
+    {
+        for (const char *script : {"echo ${HOME}", "echo ${x:-default}", "echo ${#x}", "echo ${x%.txt}", "echo $((1 + 2))", "echo \"$x\" $1",
+                                   "find . -name '*.c' -exec echo {} \\;", "echo a{b}c"})
+            QVERIFY2(sh(QString::fromUtf8(script)) == QStringLiteral("allow"), script);
+    }
+
+    void optionsThatStartProgramsAreNotCoveredByTheProgramsRule_data()
+    {
+        QTest::addColumn<QStringList>("argv");
+        QTest::addColumn<QString>("reason");
+        auto row = [](const char *name, const char *script, const char *reason) {
+            QTest::newRow(name) << QStringList{QStringLiteral("sh"), QStringLiteral("-c"), QString::fromUtf8(script)} << QString::fromUtf8(reason);
+        };
+        row("git clone --upload-pack", "git clone --upload-pack='touch /tmp/p' https://github.com/a/b", "--upload-pack");
+        row("git clone -u", "git clone -u 'touch /tmp/p' https://github.com/a/b", "-u");
+        row("git clone -c core.sshCommand", "git clone -c core.sshCommand='touch /tmp/p' ssh://h/r", "-c");
+        row("git -c before the subcommand", "git -c core.sshCommand='touch /tmp/p' clone ssh://h/r", "command line");
+        row("git clone --template brings hooks", "git clone --template=/workspace/t https://github.com/a/b", "--template");
+        row("GIT_SSH_COMMAND", "GIT_SSH_COMMAND='touch /tmp/p' git clone ssh://h/r", "GIT_SSH_COMMAND");
+        row("an option hidden in a variable", "x=--upload-pack=/workspace/p; git clone $x https://github.com/a/b", "only known at run time");
+        row("tar --to-command", "tar xf a.tar --to-command='sh -c id'", "--to-command");
+        row("tar -I", "tar -I 'sh x' -xf a.tar", "-I");
+        row("tar's old-style bundle with I", "tar xIf 'sh x' a.tar", "xIf");
+        row("tar --checkpoint-action", "tar cf a.tar --checkpoint=1 --checkpoint-action=exec=id .", "--checkpoint-action");
+        row("tar of host:path", "tar xf evil:a.tar", "remote shell");
+        row("rsync -e", "rsync -e 'sh x' a b:c", "-e");
+        row("rsync -avze", "rsync -avze 'sh x' a b", "-avze");
+        row("rsync to host:path", "rsync -a a b:c", "remote shell");
+        row("pip install of a local path", "pip install ./pkg", "local project");
+        row("pip install -e", "pip install -e .", "-e");
+        row("pip install of an archive", "pip install evil.tar.gz", "archive");
+        row("pip install -r", "pip install -r requirements.txt", "-r");
+        row("python3 -m pip install of a path", "python3 -m pip install /workspace/pkg", "local project");
+        row("npm install runs scripts", "npm install", "--ignore-scripts");
+        row("npm install of a package runs its scripts", "npm install left-pad", "--ignore-scripts");
+        row("npm run runs package.json", "npm run build", "package.json");
+        row("sed's e flag", "sed 's/x/id/e' f", "e command");
+        row("sed -f", "sed -f script.sed f", "script from a file");
+        row("xargs gives git words from its input", "ls | xargs git clone", "only known at run time");
+        row("find's {} is a file name the agent chose", "find . -name x -exec git clone {} \\;", "only known at run time");
+        row("ssh -o ProxyCommand", "ssh -o ProxyCommand='id' h", "ProxyCommand");
+        row("a runner of its arguments", "watch id", "runs the program");
+        row("env -S", "env -S'id' ls", "-S");
+    }
+
+    void optionsThatStartProgramsAreNotCoveredByTheProgramsRule()
+    {
+        QFETCH(QStringList, argv);
+        QFETCH(QString, reason);
+        const CommandRules r({rule(Decision::Allow, QStringLiteral("git clone")), rule(Decision::Allow, QStringLiteral("git")),
+                              rule(Decision::Allow, QStringLiteral("tar")), rule(Decision::Allow, QStringLiteral("rsync")),
+                              rule(Decision::Allow, QStringLiteral("pip install")), rule(Decision::Allow, QStringLiteral("python3 -m pip install")),
+                              rule(Decision::Allow, QStringLiteral("npm")), rule(Decision::Allow, QStringLiteral("npm install")),
+                              rule(Decision::Allow, QStringLiteral("sed")), rule(Decision::Allow, QStringLiteral("ls")),
+                              rule(Decision::Allow, QStringLiteral("xargs")), rule(Decision::Allow, QStringLiteral("find")),
+                              rule(Decision::Allow, QStringLiteral("ssh")), rule(Decision::Allow, QStringLiteral("watch")),
+                              rule(Decision::Allow, QStringLiteral("env"))});
+        const CommandVerdict v = r.evaluate(argv);
+        QVERIFY2(v.decision == Decision::Ask && v.reason.contains(reason), qPrintable(argv.last() + QStringLiteral(" -> ") + decisionName(v.decision) + QStringLiteral(": ") + v.reason));
+    }
+
+    void theSafeFormsOfThoseProgramsStayAllowed()
+    {
+        const CommandRules r({rule(Decision::Allow, QStringLiteral("git clone")), rule(Decision::Allow, QStringLiteral("tar")),
+                              rule(Decision::Allow, QStringLiteral("pip install")), rule(Decision::Allow, QStringLiteral("npm install --ignore-scripts")),
+                              rule(Decision::Allow, QStringLiteral("sed")), rule(Decision::Allow, QStringLiteral("rsync")),
+                              rule(Decision::Allow, QStringLiteral("git push"))});
+        for (const char *script : {"git clone https://github.com/a/b", "git clone --depth 1 https://github.com/a/b dir", "tar xzf a.tar.gz",
+                                   "tar -czf out.tgz src", "pip install requests==2.31", "npm install --ignore-scripts left-pad",
+                                   "sed -n 1,5p f", "sed --sandbox 's/x/y/e' f", "rsync -a src/ dst/", "git push -u origin main"}) {
+            const CommandVerdict v = r.evaluate({QStringLiteral("sh"), QStringLiteral("-c"), QString::fromUtf8(script)});
+            QVERIFY2(v.decision == Decision::Allow, qPrintable(QString::fromUtf8(script) + QStringLiteral(" -> ") + v.reason));
+        }
+        // A person's "always" (an exact rule) covers exactly what they saw, risky form or not.
+        const CommandRules exact({{Decision::Allow, {QStringLiteral("npm"), QStringLiteral("install")}, QStringLiteral("sandbox"), true}});
+        QCOMPARE(exact.evaluate({QStringLiteral("npm"), QStringLiteral("install")}).decision, Decision::Allow);
+    }
+
+    void aDenyRuleIsNotWalkedAroundByAWordKnownOnlyAtRunTime()
+    {
+        // rules() has deny "curl * *.evil.example" and allow "curl".
+        const CommandVerdict v = rules().evaluate({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("h=x.evil.example; curl -s $h")});
+        QVERIFY2(v.decision == Decision::Ask && v.reason.contains(QStringLiteral("could match rule 'curl * *.evil.example'")), qPrintable(v.reason));
+        QCOMPARE(sh(QStringLiteral("curl -s https://ok.example")), QStringLiteral("allow"));
+        QCOMPARE(sh(QStringLiteral("rm $x")), QStringLiteral("deny"));
+    }
+
     void theParserFindsEveryCommand()
     {
         auto parsed = parseShell(QStringLiteral("a 1 | b \"2 3\" && c $(d) > out; e `f` 2>&1"));
