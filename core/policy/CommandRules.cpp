@@ -7,17 +7,13 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 
+#include <limits>
 #include <optional>
 
 namespace airlock::policy {
 
 namespace {
 constexpr int kMaxDepth = 6; // wrappers within wrappers
-
-QString basename(const QString &program)
-{
-    return programName(program);
-}
 
 QList<qsizetype> shifted(const QList<qsizetype> &runtime, qsizetype by)
 {
@@ -234,7 +230,7 @@ CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &cove
     const CommandRule *possible = nullptr; // a deny or ask rule that a word known only at run time could make match
     bool skippedAllow = false;
     const qsizetype firstRuntime = [&] {
-        qsizetype f = argv.size();
+        qsizetype f = std::numeric_limits<qsizetype>::max(); // none: a rule longer than argv cannot match
         for (qsizetype i : runtime)
             f = std::min(f, std::max<qsizetype>(i, 1));
         return f;
@@ -247,8 +243,8 @@ CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &cove
         qsizetype i = 0;
         for (; i < rule.words.size() && i < argv.size(); ++i) {
             const QString &w = rule.words.at(i);
-            const bool word = rule.exact ? (w == argv.at(i) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == basename(argv.at(0))))
-                                         : (globMatch(w, argv.at(i)) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, basename(argv.at(0)))));
+            const bool word = rule.exact ? (w == argv.at(i) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == programName(argv.at(0))))
+                                         : (globMatch(w, argv.at(i)) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, programName(argv.at(0)))));
             if (!word) {
                 matches = false;
                 break;
@@ -286,7 +282,7 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
 {
     if (depth > kMaxDepth)
         return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("wrappers nested too deep to check"));
-    const QString name = basename(argv.first());
+    const QString name = programName(argv.first());
     // A deny rule about the wrapper itself always counts.
     CommandVerdict own = match(argv, {}, runtime);
     if (own.decision != Decision::Deny)

@@ -316,6 +316,12 @@ private Q_SLOTS:
         row("ssh -o ProxyCommand", "ssh -o ProxyCommand='id' h", "ProxyCommand");
         row("a runner of its arguments", "watch id", "runs the program");
         row("env -S", "env -S'id' ls", "-S");
+        row("env --argv0 makes a login shell", "env --argv0=-bash bash -c ls", "login shell");
+        row("zip -TT", "zip -T -TT 'sh x' a.zip f", "-TT");
+        row("pip install from a repository", "pip install git+https://github.com/a/b", "repository");
+        row("yarn install runs scripts", "yarn install", "--ignore-scripts");
+        row("scp -S", "scp -S ./x a h:b", "-S");
+        row("sudo runs its arguments", "sudo id", "runs the program");
     }
 
     void optionsThatStartProgramsAreNotCoveredByTheProgramsRule()
@@ -329,7 +335,9 @@ private Q_SLOTS:
                               rule(Decision::Allow, QStringLiteral("sed")), rule(Decision::Allow, QStringLiteral("ls")),
                               rule(Decision::Allow, QStringLiteral("xargs")), rule(Decision::Allow, QStringLiteral("find")),
                               rule(Decision::Allow, QStringLiteral("ssh")), rule(Decision::Allow, QStringLiteral("watch")),
-                              rule(Decision::Allow, QStringLiteral("env"))});
+                              rule(Decision::Allow, QStringLiteral("env")), rule(Decision::Allow, QStringLiteral("zip")),
+                              rule(Decision::Allow, QStringLiteral("yarn")), rule(Decision::Allow, QStringLiteral("scp")),
+                              rule(Decision::Allow, QStringLiteral("sudo")), rule(Decision::Allow, QStringLiteral("bash"))});
         const CommandVerdict v = r.evaluate(argv);
         QVERIFY2(v.decision == Decision::Ask && v.reason.contains(reason), qPrintable(argv.last() + QStringLiteral(" -> ") + decisionName(v.decision) + QStringLiteral(": ") + v.reason));
     }
@@ -357,6 +365,8 @@ private Q_SLOTS:
         const CommandVerdict v = rules().evaluate({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("h=x.evil.example; curl -s $h")});
         QVERIFY2(v.decision == Decision::Ask && v.reason.contains(QStringLiteral("could match rule 'curl * *.evil.example'")), qPrintable(v.reason));
         QCOMPARE(sh(QStringLiteral("curl -s https://ok.example")), QStringLiteral("allow"));
+        QCOMPARE(sh(QStringLiteral("curl x")), QStringLiteral("allow")); // shorter than the deny rule, and nothing expands
+        QCOMPARE(sh(QStringLiteral("ls | xargs curl -s")), QStringLiteral("ask")); // xargs may add x.evil.example
         QCOMPARE(sh(QStringLiteral("rm $x")), QStringLiteral("deny"));
     }
 
