@@ -13,6 +13,12 @@ QString programName(const QString &program)
 }
 
 namespace {
+bool isPython(const QString &name)
+{
+    static const QRegularExpression python(QStringLiteral("^(python|pypy)[0-9.]*$"));
+    return python.match(name).hasMatch();
+}
+
 Coverage none()
 {
     return {};
@@ -48,10 +54,9 @@ bool bundleHas(const QString &a, QChar letter, bool oldStyle = false)
 std::optional<Coverage> inlineCode(const QStringList &argv)
 {
     const QString name = programName(argv.first());
-    static const QRegularExpression python(QStringLiteral("^(python|pypy)[0-9.]*$"));
     static const QRegularExpression awk(QStringLiteral("^[gmn]?awk$"));
     QStringList codeFlags;
-    if (python.match(name).hasMatch())
+    if (isPython(name))
         codeFlags = {QStringLiteral("-c")};
     else if (name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("deno") || name == QLatin1String("bun"))
         codeFlags = {QStringLiteral("-e"), QStringLiteral("--eval"), QStringLiteral("-p"), QStringLiteral("--print")};
@@ -125,11 +130,11 @@ Coverage tar(const QStringList &argv)
     const bool forceLocal = argv.contains(QStringLiteral("--force-local"));
     for (qsizetype i = 1; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
-        if (isOption(a, runsPrograms) || bundleHas(a, QLatin1Char('I')) || bundleHas(a, QLatin1Char('F')) || a == QLatin1String("-I")
+        if (isOption(a, runsPrograms) || bundleHas(a, QLatin1Char('I')) || bundleHas(a, QLatin1Char('F'))
             || (i == 1 && (bundleHas(a, QLatin1Char('I'), true) || bundleHas(a, QLatin1Char('F'), true))))
             return upTo(i, QStringLiteral("tar %1 runs a program it names; no rule names that form").arg(a.section(QLatin1Char('='), 0, 0)));
         // An archive named host:path is read through rsh/ssh.
-        const bool fileOption = a == QLatin1String("-f") || a == QLatin1String("--file") || (bundleHas(a, QLatin1Char('f')) && a.endsWith(QLatin1Char('f')))
+        const bool fileOption = a == QLatin1String("--file") || (bundleHas(a, QLatin1Char('f')) && a.endsWith(QLatin1Char('f')))
             || (i == 1 && bundleHas(a, QLatin1Char('f'), true));
         if (!forceLocal && fileOption && i + 1 < argv.size() && argv.at(i + 1).contains(QLatin1Char(':')))
             return upTo(i + 1, QStringLiteral("tar reads an archive named host:path through a remote shell; no rule names that form"));
@@ -172,7 +177,7 @@ Coverage sed(const QStringList &argv)
     // Its script is the -e/--expression values, a -f file, or the first operand.
     for (qsizetype i = 1; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
-        if (a == QLatin1String("-f") || a.startsWith(QLatin1String("--file")) || (bundleHas(a, QLatin1Char('f')) && a != QLatin1String("--follow-symlinks")))
+        if (a.startsWith(QLatin1String("--file")) || bundleHas(a, QLatin1Char('f')))
             return never(QStringLiteral("sed reads a script from a file, and its e command runs programs; add --sandbox"));
         const bool expression = a == QLatin1String("-e") || a == QLatin1String("--expression");
         const QString script = expression && i + 1 < argv.size() ? argv.at(i + 1)
@@ -274,8 +279,7 @@ bool startsPrograms(const QString &name)
                                       QStringLiteral("yarn"), QStringLiteral("pnpm"), QStringLiteral("pip"),   QStringLiteral("pip3"),
                                       QStringLiteral("zip"),  QStringLiteral("find"), QStringLiteral("xargs"), QStringLiteral("env"),
                                       QStringLiteral("make"), QStringLiteral("cargo"), QStringLiteral("man"),  QStringLiteral("less")};
-    static const QRegularExpression python(QStringLiteral("^(python|pypy)[0-9.]*$"));
-    return names.contains(name) || python.match(name).hasMatch();
+    return names.contains(name) || isPython(name);
 }
 
 // Programs whose arguments are a program to run; a rule about them alone does not cover it.
@@ -321,8 +325,7 @@ Coverage requiredCoverage(const QStringList &argv, const QList<qsizetype> &runti
         return packageScripts(argv, name);
     if (name == QLatin1String("pip") || name == QLatin1String("pip3"))
         return pip(argv, subcommandIndex(argv, {}));
-    static const QRegularExpression python(QStringLiteral("^(python|pypy)[0-9.]*$"));
-    if (python.match(name).hasMatch()) {
+    if (isPython(name)) {
         const qsizetype m = argv.indexOf(QStringLiteral("-m"));
         if (m > 0 && m + 1 < argv.size() && argv.at(m + 1) == QLatin1String("pip"))
             return pip(argv, m + 2);

@@ -4,8 +4,6 @@
 #include "util/Result.h"
 
 #include <QList>
-
-#include <algorithm>
 #include <QStringList>
 
 namespace airlock::policy {
@@ -23,10 +21,6 @@ struct ShellSegment {
     // ($x, "$x", $(…)), a glob, or words added by xargs and find's {}. Such a word can be
     // anything, an option included.
     QList<qsizetype> runtimeWords;
-    bool hasRuntimeArguments() const
-    {
-        return std::any_of(runtimeWords.cbegin(), runtimeWords.cend(), [](qsizetype i) { return i > 0; });
-    }
 };
 
 // A conservative parser of POSIX shell command strings for policy checks. It does not execute or
