@@ -44,6 +44,15 @@ private Q_SLOTS:
         const CliResult pypi = ctl(args("policy", "check", "pi", "--url", "https://files.pythonhosted.org/packages/x.whl"));
         QVERIFY2(pypi.exitCode == 0 && pypi.out.contains("allow"), qPrintable(pypi.describe()));
         QCOMPARE(ctl(args("policy", "check", "pi", "--url", "https://example.com/")).out, QByteArray("deny: no rule names example.com:443\n"));
+        // Its command rules allow installs that run no one's scripts, and nothing that builds the workspace.
+        const CliResult npm = ctl(args("policy", "check", "pi", "--", "npm", "install", "--ignore-scripts", "left-pad"));
+        QVERIFY2(npm.out.startsWith("allow: ") && npm.out.contains("'npm install --ignore-scripts' (preset:package-install)"), qPrintable(npm.describe()));
+        const CliResult scripts = ctl(args("policy", "check", "pi", "--", "npm", "install", "left-pad"));
+        QVERIFY2(scripts.out.startsWith("ask: no rule matches 'npm install left-pad'"), qPrintable(scripts.describe()));
+        const CliResult upload = ctl(args("policy", "check", "pi", "--", "git", "clone", "--upload-pack=touch /tmp/p", "https://github.com/a/b"));
+        QVERIFY2(upload.out.startsWith("ask: ") && upload.out.contains("--upload-pack"), qPrintable(upload.describe()));
+        const CliResult cargo = ctl(args("policy", "check", "pi", "--", "cargo", "build"));
+        QVERIFY2(cargo.out.startsWith("ask: no rule matches 'cargo build'"), qPrintable(cargo.describe()));
         ctl(args("rm", "pi"));
         const int before = sandboxCount();
         QCOMPARE(ctl(args("create", "--preset", "nope")).exitCode, 2);
