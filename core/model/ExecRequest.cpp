@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/ExecRequest.h"
 
+#include "model/SandboxHome.h"
+
 #include <QJsonArray>
 #include <QRegularExpression>
 
@@ -133,7 +135,7 @@ QStringList ExecRequest::effectiveEnvironment() const
 {
     QList<QPair<QString, QString>> merged = {
         {QStringLiteral("PATH"), QStringLiteral("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.airlock/bin")},
-        {QStringLiteral("HOME"), QStringLiteral("/workspace")},
+        {QStringLiteral("HOME"), QString::fromLatin1(kSandboxHome)},
         {QStringLiteral("LANG"), QStringLiteral("C.UTF-8")},
     };
     if (tty)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/SandboxSpec.h"
 
+#include "model/SandboxHome.h"
+
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -23,6 +25,18 @@ bool isReservedSandboxPath(const QString &path)
     for (const QString &r : reserved)
         if (path == r || (r != QLatin1String("/") && path.startsWith(r + QLatin1Char('/'))))
             return true;
+    // The home may hold mounts (a cache, a project), but not over itself or its startup files.
+    const QString home = QString::fromLatin1(kSandboxHome);
+    if (path == QLatin1String("/home") || path == home)
+        return true;
+    for (const char *file : kHomeStartupFiles)
+        if (path == home + QLatin1Char('/') + QLatin1String(file))
+            return true;
+    for (const char *dir : kHomeStartupDirs) {
+        const QString d = home + QLatin1Char('/') + QLatin1String(dir);
+        if (path == d || path.startsWith(d + QLatin1Char('/')) || d.startsWith(path + QLatin1Char('/')))
+            return true;
+    }
     return false;
 }
 
@@ -84,7 +98,7 @@ Status validateMount(const Mount &m)
     if (isReservedSandboxPath(m.sandboxPath))
         return makeError(ErrorCode::InvalidArgument,
                          QStringLiteral("mount target '%1' is reserved by Airlock (/, /proc, /dev, /tmp, "
-                                        "/workspace, /.airlock); choose another path")
+                                        "/workspace, /.airlock, /home/sandbox and its startup files); choose another path")
                              .arg(m.sandboxPath));
     return Ok{};
 }

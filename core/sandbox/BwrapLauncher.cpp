@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/BwrapLauncher.h"
 
+#include "model/SandboxHome.h"
+
 #include <QFile>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -26,7 +29,7 @@ constexpr int kWorkspaceFd = 5;
 constexpr int kGuestFd = 6;
 constexpr int kInfoFd = 7;
 constexpr int kProxyFd = 8; // allowlist: where the guest hands over connections to the egress proxy
-constexpr int kFirstMountFd = 9;
+constexpr int kFirstMountFd = 9; // then the home's startup files, the mounts, the data files
 constexpr int kSandboxUid = 1000;
 
 // Host files that stay hidden even though /etc is visible.
@@ -122,8 +125,22 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var", "--tmpfs", "/var/tmp",
                        "--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
                        std::to_string(kGuestFd), "/.airlock/guest", "--dir", "/.airlock/bin", "--symlink", "../guest",
-                       "/.airlock/bin/airlock-tool"});
+                       "/.airlock/bin/airlock-tool", "--tmpfs", kSandboxHome});
     int fd = kFirstMountFd;
+    const std::string home = std::string(kSandboxHome) + '/';
+    for (const char *file : kHomeStartupFiles)
+        a.insert(a.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(fd++), home + file});
+    // A directory holding a mount can still be renamed away and made anew, so each one between the
+    // home and a read-only directory is a mount point too (which cannot be renamed: EBUSY).
+    std::vector<std::string> parents;
+    for (const std::string dir : kHomeStartupDirs)
+        for (size_t slash = dir.find('/'); slash != std::string::npos; slash = dir.find('/', slash + 1))
+            if (std::find(parents.begin(), parents.end(), dir.substr(0, slash)) == parents.end())
+                parents.push_back(dir.substr(0, slash));
+    for (const std::string &parent : parents)
+        a.insert(a.end(), {"--tmpfs", home + parent});
+    for (const char *dir : kHomeStartupDirs)
+        a.insert(a.end(), {"--perms", "0555", "--tmpfs", home + dir, "--remount-ro", home + dir});
     for (const Mount &m : r.mounts)
         a.insert(a.end(), {m.writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd++), s(m.sandboxPath)});
     // Secrets granted as files: copied by bwrap from a memfd into the sandbox's own tmpfs, read-only;
@@ -131,7 +148,7 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     for (const auto &file : r.dataFiles)
         a.insert(a.end(), {"--perms", "0400", "--ro-bind-data", std::to_string(fd++), s(file.first)});
     a.insert(a.end(), {"--chdir", "/workspace", "--", "/.airlock/guest", "--fd", std::to_string(kChannelFd), "--rw",
-                       "/workspace", "--rw", "/tmp", "--rw", "/var/tmp"});
+                       "/workspace", "--rw", "/tmp", "--rw", "/var/tmp", "--rw", kSandboxHome});
     for (const Mount &m : r.mounts)
         if (m.writable)
             a.insert(a.end(), {"--rw", s(m.sandboxPath)});
@@ -158,6 +175,13 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
                          QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "
                                         "airlockd --guest PATH)")
                              .arg(r.guestPath, QString::fromLocal8Bit(strerror(errno))));
+    // One empty memfd per startup file: bwrap closes each after copying it.
+    std::vector<Fd> startupFiles;
+    for (size_t i = 0; i < std::size(kHomeStartupFiles); ++i) {
+        startupFiles.emplace_back(::memfd_create("airlock-startup", MFD_CLOEXEC));
+        if (startupFiles.back().fd < 0)
+            return sysError(QStringLiteral("cannot prepare the sandbox's home"));
+    }
     std::vector<Fd> mounts;
     for (const Mount &m : r.mounts) {
         mounts.emplace_back(::open(QFile::encodeName(m.hostPath).constData(), O_PATH | O_CLOEXEC));
@@ -216,6 +240,8 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         procsFiles.push_back(s(f));
     std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd,
                                 proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd};
+    for (const Fd &f : startupFiles)
+        sources.push_back(f.fd);
     for (const Fd &m : mounts)
         sources.push_back(m.fd);
     for (const Fd &d : dataFiles)

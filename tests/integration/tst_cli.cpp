@@ -192,7 +192,7 @@ private Q_SLOTS:
                           canary);
         QVERIFY(p->waitForFinished(20000));
         QCOMPARE(p->exitCode(), 0);
-        QCOMPARE(p->readAllStandardOutput(), QByteArray("[1][x y][][unset][/workspace]"));
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("[1][x y][][unset][/home/sandbox]"));
         // The canary was really in airlockctl's environment.
         QVERIFY(p->processEnvironment().value(QStringLiteral("AIRLOCK_CLI_CANARY")) == QLatin1String("zz"));
         // And nothing of it shows up anywhere in the command's environment.
@@ -425,7 +425,7 @@ private Q_SLOTS:
             << "airlockctl: mount source '/no/such/airlock/path' does not exist\n";
         QTest::newRow("a mount onto a reserved path is refused")
             << QStringList{QStringLiteral("create"), QStringLiteral("--mount"), QStringLiteral("/usr:/workspace/usr")} << 2
-            << "airlockctl: mount target '/workspace/usr' is reserved by Airlock (/, /proc, /dev, /tmp, /workspace, /.airlock); "
+            << "airlockctl: mount target '/workspace/usr' is reserved by Airlock (/, /proc, /dev, /tmp, /workspace, /.airlock, /home/sandbox and its startup files); "
                "choose another path\n";
         QTest::newRow("an unknown network mode is refused")
             << QStringList{QStringLiteral("create"), QStringLiteral("--network"), QStringLiteral("sideways")} << 2

@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QTcpServer>
 #include <QTcpSocket>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <sys/socket.h>
@@ -129,7 +130,9 @@ private Q_SLOTS:
         QCOMPARE(hostProbe({QStringLiteral("read"), canary}), QStringLiteral("ok")); // the baseline can read it
         QCOMPARE(probe(m_sb, {QStringLiteral("read"), canary}), QStringLiteral("ENOENT"));
         QCOMPARE(probe(m_sb, {QStringLiteral("read"), QStringLiteral("/root/.bashrc")}), QStringLiteral("ENOENT"));
-        QCOMPARE(sh(m_sb, QStringLiteral("ls -A /home 2>&1; ls -d /root 2>&1")).count(QStringLiteral("No such file")), 2);
+        // /home holds the sandbox's own home alone.
+        QCOMPARE(sh(m_sb, QStringLiteral("ls -A /home 2>&1")), QStringLiteral("sandbox\n"));
+        QCOMPARE(sh(m_sb, QStringLiteral("ls -d /root 2>&1")).count(QStringLiteral("No such file")), 1);
         QFile::remove(canary);
     }
 
@@ -214,11 +217,56 @@ private Q_SLOTS:
         const QString inside = sh(m_sb, QStringLiteral("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ"));
         QVERIFY(!inside.isEmpty());
         QVERIFY2(!inside.contains(QStringLiteral("canary-7f3a9c")), qPrintable(inside));
-        QVERIFY(inside.contains(QStringLiteral("HOME=/workspace")));
+        QVERIFY(inside.contains(QStringLiteral("HOME=/home/sandbox")));
         // The daemon itself does have it: the test would notice a leak.
         QFile environ(QStringLiteral("/proc/%1/environ").arg(m_daemon->pid()));
         QVERIFY(environ.open(QIODevice::ReadOnly));
         QVERIFY(environ.readAll().contains("canary-7f3a9c"));
+    }
+
+    // An agent that could write a startup file would run code that no rule judged: the next
+    // `bash -c ls` with a socket as stdin (as sshd gives) reads ~/.bashrc first.
+    void startupFilesCannotBePlanted()
+    {
+        QTemporaryDir dir;
+        const QString rc = dir.filePath(QStringLiteral("rc"));
+        QFile f(rc);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("echo PLANTED\n");
+        f.close();
+        // The agent's own way in: a file copy into the workspace, no command asked about.
+        QCOMPARE(m_daemon->ctl({QStringLiteral("cp"), rc, m_sb + QStringLiteral(":/workspace/.bashrc")}).exitCode, 0);
+        const QStringList bash = {QStringLiteral("socket-stdin"), QStringLiteral("bash"), QStringLiteral("-c"), QStringLiteral("echo ran")};
+        // The baseline: with the workspace as HOME (as it was), bash runs the planted file.
+        const CliResult planted = m_daemon->ctl(QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"),
+                                                            QStringLiteral("--env"), QStringLiteral("HOME=/workspace"),
+                                                            QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe")}
+                                                + bash);
+        QCOMPARE(planted.out, QByteArray("PLANTED\nran\n"));
+        int exitCode = -1;
+        QCOMPARE(probe(m_sb, bash, &exitCode), QStringLiteral("ran"));
+        // Inside, no command can plant one either: each startup file is a read-only mount point.
+        for (const char *file : {".bashrc", ".profile", ".bash_profile", ".zshenv", ".inputrc"}) {
+            const QString path = QStringLiteral("/home/sandbox/") + QLatin1String(file);
+            QCOMPARE(probe(m_sb, {QStringLiteral("write"), path}), QStringLiteral("EROFS"));
+            QCOMPARE(probe(m_sb, {QStringLiteral("unlink"), path}), QStringLiteral("EBUSY"));
+            QCOMPARE(probe(m_sb, {QStringLiteral("rename"), path, QStringLiteral("/home/sandbox/moved")}), QStringLiteral("EBUSY"));
+        }
+        // Python's user site (its .pth files run at every start) cannot be made, nor moved aside
+        // with its parent and made anew.
+        QCOMPARE(probe(m_sb, {QStringLiteral("mkdir"), QStringLiteral("/home/sandbox/.local/lib/python3")}), QStringLiteral("EROFS"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("rename"), QStringLiteral("/home/sandbox/.local"), QStringLiteral("/home/sandbox/l")}),
+                 QStringLiteral("EBUSY"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("rename"), QStringLiteral("/home/sandbox/.local/lib"), QStringLiteral("/home/sandbox/.local/l")}),
+                 QStringLiteral("EBUSY"));
+        // The rest of the home is the programs' to use: caches, data, config.
+        QCOMPARE(probe(m_sb, {QStringLiteral("mkdir"), QStringLiteral("/home/sandbox/.cache")}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.gitconfig")}), QStringLiteral("ok"));
+        // And a mount may not cover them.
+        const CliResult mounted = m_daemon->ctl({QStringLiteral("create"), QStringLiteral("--mount"),
+                                                 dir.path() + QStringLiteral(":/home/sandbox/.bashrc")});
+        QCOMPARE(mounted.exitCode, 2);
+        QVERIFY2(mounted.err.contains("is reserved by Airlock"), mounted.err.constData());
     }
 
     void hostnameAndIdentityAreTheSandboxes()

@@ -196,6 +196,17 @@ int main(int argc, char **argv)
         return report(::open(a2, O_WRONLY | O_CREAT | O_TRUNC, 0644));
     if (t == "mkdir")
         return report(::mkdir(a2, 0755));
+    if (t == "rename")
+        return report(::rename(a2, a3));
+    if (t == "unlink")
+        return report(::unlink(a2));
+    if (t == "socket-stdin" && argc > 2) { // run a program with a socket as stdin, as sshd does
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0 || ::dup2(sv[0], 0) < 0)
+            return report(-1);
+        ::execvp(argv[2], argv + 2);
+        return report(-1);
+    }
     if (t == "read") {
         const int fd = ::open(a2, O_RDONLY);
         if (fd < 0)
