@@ -216,6 +216,31 @@ bool globMatch(QStringView p, QStringView t)
     return pi == p.size();
 }
 
+CommandRules::CommandRules(QList<CommandRule> rules, Decision fallback, QList<CommandRule> everywhere)
+    : m_rules(std::move(rules)), m_default(fallback), m_everywhere(std::move(everywhere))
+{
+    for (const CommandRule &r : std::as_const(m_rules))
+        if (r.decision == Decision::Deny)
+            m_denyRules.append(r);
+    for (CommandRule &r : m_everywhere)
+        r.decision = Decision::Ask; // a pattern: matched by match() as a rule that is not an allow
+}
+
+CommandVerdict CommandRules::evaluateNested(const QStringList &argv) const
+{
+    if (argv.isEmpty())
+        return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
+    if (const CommandVerdict denied = CommandRules(m_denyRules, Decision::Allow).match(argv, {}, {}); denied.decision == Decision::Deny)
+        return denied;
+    const CommandVerdict judged = CommandRules(m_everywhere, Decision::Allow).match(argv, {}, {});
+    if (judged.decision != Decision::Allow) {
+        CommandVerdict v = evaluateCommand(argv, 0, {}, {});
+        v.reason = QStringLiteral("'%1' is judged wherever it runs (pattern '%2', %3): %4").arg(argv.join(QLatin1Char(' ')).left(200), judged.rule, judged.layer, v.reason);
+        return v;
+    }
+    return verdict(Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("covered by the decision on the command that started it"));
+}
+
 CommandVerdict CommandRules::evaluate(const QStringList &argv, const QStringList &env) const
 {
     if (argv.isEmpty())

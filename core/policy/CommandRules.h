@@ -47,11 +47,19 @@ struct CommandVerdict {
 class CommandRules {
 public:
     CommandRules() = default;
-    CommandRules(QList<CommandRule> rules, Decision fallback = Decision::Ask) : m_rules(std::move(rules)), m_default(fallback) {}
+    // `everywhere`: patterns (words, exact) of programs that are judged wherever they run.
+    CommandRules(QList<CommandRule> rules, Decision fallback = Decision::Ask, QList<CommandRule> everywhere = {});
 
     // `env`: names of the environment variables the request sets (beyond the sandbox defaults).
     CommandVerdict evaluate(const QStringList &argv, const QStringList &env = {}) const;
+    // A program that a process in a sandbox starts under a command already decided (the exec
+    // check, on exactly the argv the kernel was given). A deny rule applies at any depth; a program
+    // matching an `everywhere` pattern is judged as a command of its own (allow rules and "always"
+    // rules apply, the default asks); any other is covered by the decision of the command that
+    // started it (rule "covered").
+    CommandVerdict evaluateNested(const QStringList &argv) const;
     const QList<CommandRule> &rules() const { return m_rules; }
+    const QList<CommandRule> &everywhere() const { return m_everywhere; }
 
 private:
     CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const;
@@ -59,6 +67,8 @@ private:
 
     QList<CommandRule> m_rules;
     Decision m_default = Decision::Ask;
+    QList<CommandRule> m_everywhere;
+    QList<CommandRule> m_denyRules; // of m_rules
 };
 
 // Glob matching of one word (exposed for tests).

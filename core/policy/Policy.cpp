@@ -169,8 +169,27 @@ Status validateTools(const QJsonObject &t)
 
 Status validateCommands(const QJsonObject &c)
 {
-    if (Status s = onlyKeys(c, QStringLiteral("/commands"), {QStringLiteral("default"), QStringLiteral("rules")}); !s)
+    if (Status s = onlyKeys(c, QStringLiteral("/commands"), {QStringLiteral("default"), QStringLiteral("rules"), QStringLiteral("everywhere"),
+                                                             QStringLiteral("judgeExecs")});
+        !s)
         return s;
+    if (c.contains(QStringLiteral("judgeExecs")) && !c.value(QStringLiteral("judgeExecs")).isBool())
+        return invalid(QStringLiteral("/commands/judgeExecs"), QStringLiteral("expected true (every program a command starts is judged) or false"));
+    auto everywhere = arrayAt(c, QStringLiteral("everywhere"), QStringLiteral("/commands/everywhere"));
+    if (!everywhere)
+        return everywhere.error();
+    for (qsizetype i = 0; i < everywhere->size(); ++i) {
+        const QString pointer = QStringLiteral("/commands/everywhere/%1").arg(i);
+        const QJsonObject r = everywhere->at(i).toObject();
+        if (!everywhere->at(i).isObject())
+            return invalid(pointer, QStringLiteral("expected {\"command\": \"words\"} (and \"exact\": true for exactly those words)"));
+        if (Status s = onlyKeys(r, pointer, {QStringLiteral("command"), QStringLiteral("exact")}); !s)
+            return s;
+        if (r.contains(QStringLiteral("exact")) && !r.value(QStringLiteral("exact")).isBool())
+            return invalid(pointer + QStringLiteral("/exact"), QStringLiteral("expected true or false"));
+        if (auto words = commandWords(r.value(QStringLiteral("command")), pointer + QStringLiteral("/command")); !words)
+            return words.error();
+    }
     if (Status s = decisionAt(c, QStringLiteral("default"), QStringLiteral("/commands/default")); !s)
         return s;
     auto rules = arrayAt(c, QStringLiteral("rules"), QStringLiteral("/commands/rules"));
@@ -402,9 +421,19 @@ QJsonObject withSpecFields(QJsonObject overrides, const QJsonObject &spec)
 
 QJsonObject builtinDefaults()
 {
+    // Programs an approved command does not cover when it starts them: a shell reading commands
+    // from its input (`curl … | sh`), pushing, remote shells and copies, package publishing.
+    QJsonArray everywhere;
+    for (const char *shell : {"sh", "bash", "dash"}) {
+        everywhere.append(QJsonObject{{QStringLiteral("command"), QLatin1String(shell)}, {QStringLiteral("exact"), true}});
+        everywhere.append(QJsonObject{{QStringLiteral("command"), QStringLiteral("%1 -s").arg(QLatin1String(shell))}});
+    }
+    for (const char *command : {"git push", "git * push", "git * * push", "ssh", "scp", "sftp", "npm publish", "yarn publish",
+                                "pnpm publish", "cargo publish", "twine upload", "python3 -m twine upload", "gem push"})
+        everywhere.append(QJsonObject{{QStringLiteral("command"), QLatin1String(command)}});
     return QJsonObject{{QStringLiteral("version"), kPolicyVersion},
                        {QStringLiteral("network"), QJsonObject{{QStringLiteral("mode"), QStringLiteral("none")}, {QStringLiteral("unknown"), QStringLiteral("deny")}}},
-                       {QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("ask")}}}};
+                       {QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("ask")}, {QStringLiteral("everywhere"), everywhere}}}};
 }
 
 QStringList presetNames()
@@ -430,7 +459,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
 {
     EffectivePolicy e;
     QJsonObject network, credentials, tools, commands, limits;
-    QJsonArray allow, deny, grants, rules, mounts;
+    QJsonArray allow, deny, grants, rules, everywhere, mounts;
     QStringList mountLayers;
     QJsonObject &src = e.sources;
     for (const Layer &layer : layers) {
@@ -470,6 +499,16 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
             src.insert(QStringLiteral("/commands/rules/%1").arg(rules.size()), layer.name);
             rules.append(r);
         }
+        for (const QJsonValue &r : c.value(QStringLiteral("everywhere")).toArray()) {
+            if (everywhere.contains(r))
+                continue;
+            src.insert(QStringLiteral("/commands/everywhere/%1").arg(everywhere.size()), layer.name);
+            everywhere.append(r);
+        }
+        if (c.contains(QStringLiteral("judgeExecs"))) {
+            commands.insert(QStringLiteral("judgeExecs"), c.value(QStringLiteral("judgeExecs")));
+            src.insert(QStringLiteral("/commands/judgeExecs"), layer.name);
+        }
         for (const QJsonValue &m : layer.document.value(QStringLiteral("filesystem")).toObject().value(QStringLiteral("mounts")).toArray()) {
             // A later layer's mount at the same target replaces the earlier one.
             for (qsizetype i = 0; i < mounts.size(); ++i)
@@ -491,6 +530,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
     network.insert(QStringLiteral("allow"), allow);
     network.insert(QStringLiteral("deny"), deny);
     commands.insert(QStringLiteral("rules"), rules);
+    commands.insert(QStringLiteral("everywhere"), everywhere);
     e.document = QJsonObject{{QStringLiteral("version"), kPolicyVersion},
                              {QStringLiteral("network"), network},
                              {QStringLiteral("credentials"), QJsonObject{{QStringLiteral("grants"), grants}}},
@@ -526,7 +566,15 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
                              src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
     }
     e.network = NetworkRules(e.networkMode, e.networkAllow, e.networkDeny, e.unknownDestination);
-    e.commands = CommandRules(commandRules, decisionFromName(commands.value(QStringLiteral("default")).toString()).value_or(Decision::Ask));
+    QList<CommandRule> patterns;
+    for (qsizetype i = 0; i < everywhere.size(); ++i) {
+        const QJsonObject r = everywhere.at(i).toObject();
+        patterns.append({Decision::Ask, *commandWords(r.value(QStringLiteral("command")), {}),
+                         src.value(QStringLiteral("/commands/everywhere/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
+    }
+    e.commands = CommandRules(commandRules, decisionFromName(commands.value(QStringLiteral("default")).toString()).value_or(Decision::Ask),
+                              patterns);
+    e.judgeExecs = commands.value(QStringLiteral("judgeExecs")).toBool(true);
     auto spec = SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}, {QStringLiteral("limits"), limits}});
     if (!spec)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("effective policy: %1").arg(spec.error().message));

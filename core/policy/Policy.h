@@ -45,6 +45,7 @@ struct EffectivePolicy {
     QList<CredentialGrant> grants;
     QMap<QString, ToolPermission> tools;
     CommandRules commands;
+    bool judgeExecs = true; // every program a command starts is judged (commands.judgeExecs)
     NetworkRules network;
     QList<Mount> mounts;
     Limits limits;

@@ -370,6 +370,55 @@ private Q_SLOTS:
         QCOMPARE(sh(QStringLiteral("rm $x")), QStringLiteral("deny"));
     }
 
+    // The exec check: what a program started under an already decided command gets.
+    void programsStartedUnderADecisionAreCoveredExceptDenyAndEverywhere_data()
+    {
+        QTest::addColumn<QStringList>("argv");
+        QTest::addColumn<QString>("decision");
+        QTest::addColumn<QString>("rule");
+        QTest::newRow("a compiler under make") << QStringList{QStringLiteral("/usr/bin/cc"), QStringLiteral("-c"), QStringLiteral("a.c")}
+                                               << "allow" << "covered";
+        QTest::newRow("a shell with a script under make")
+            << QStringList{QStringLiteral("/bin/sh"), QStringLiteral("-c"), QStringLiteral("cc -c a.c && rm -f a.tmp")} << "allow" << "covered";
+        QTest::newRow("a denied program at any depth, by its path")
+            << QStringList{QStringLiteral("/usr/bin/rm"), QStringLiteral("-rf"), QStringLiteral("/workspace")} << "deny" << "rm";
+        QTest::newRow("a deny rule with arguments")
+            << QStringList{QStringLiteral("curl"), QStringLiteral("-s"), QStringLiteral("a.evil.example")} << "deny" << "curl * *.evil.example";
+        QTest::newRow("curl elsewhere is covered") << QStringList{QStringLiteral("curl"), QStringLiteral("-s"), QStringLiteral("example.org")}
+                                                   << "allow" << "covered";
+        QTest::newRow("a shell reading its input (curl | sh)") << QStringList{QStringLiteral("/bin/sh")} << "ask" << "default";
+        QTest::newRow("a shell with -s") << QStringList{QStringLiteral("bash"), QStringLiteral("-s")} << "ask" << "default";
+        // These rules allow git: judged as a command of its own, git push with options first is
+        // allowed by that rule, not by the decision that covered its parent.
+        QTest::newRow("git push with options first is judged by the rules")
+            << QStringList{QStringLiteral("git"), QStringLiteral("-C"), QStringLiteral("repo"), QStringLiteral("push")} << "allow" << "git";
+        QTest::newRow("git push is judged by the rules")
+            << QStringList{QStringLiteral("git"), QStringLiteral("push"), QStringLiteral("origin")} << "allow" << "git";
+        QTest::newRow("ssh is judged as a command of its own, an exact always rule covers it")
+            << QStringList{QStringLiteral("ssh"), QStringLiteral("host")} << "allow" << "ssh host";
+        QTest::newRow("ssh elsewhere asks") << QStringList{QStringLiteral("ssh"), QStringLiteral("other")} << "ask" << "default";
+    }
+    void programsStartedUnderADecisionAreCoveredExceptDenyAndEverywhere()
+    {
+        QFETCH(QStringList, argv);
+        QFETCH(QString, decision);
+        QFETCH(QString, rule);
+        QList<CommandRule> everywhere;
+        for (const char *p : {"sh", "bash -s", "git * * push", "git push", "ssh"})
+            everywhere.append({Decision::Ask, QString::fromLatin1(p).split(QLatin1Char(' ')), QStringLiteral("builtin"), QByteArray(p) == "sh"});
+        QList<CommandRule> list = rules().rules();
+        list.append(::rule(Decision::Allow, QStringLiteral("git push")));
+        list.append({Decision::Allow, {QStringLiteral("ssh"), QStringLiteral("host")}, QStringLiteral("sandbox"), true});
+        const CommandRules nested(list, Decision::Ask, everywhere);
+        const CommandVerdict v = nested.evaluateNested(argv);
+        QCOMPARE(decisionName(v.decision), decision);
+        QCOMPARE(v.rule, rule);
+        if (rule != QLatin1String("covered") && decision != QLatin1String("deny"))
+            QVERIFY2(v.reason.contains(QLatin1String("is judged wherever it runs")), qPrintable(v.reason));
+        // `sh` is exact: a shell with a script is not a shell reading its input.
+        QCOMPARE(nested.evaluateNested({QStringLiteral("sh"), QStringLiteral("build.sh")}).rule, QStringLiteral("covered"));
+    }
+
     void theParserFindsEveryCommand()
     {
         auto parsed = parseShell(QStringLiteral("a 1 | b \"2 3\" && c $(d) > out; e `f` 2>&1"));
