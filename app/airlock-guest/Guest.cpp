@@ -65,8 +65,8 @@ void fatalExit(int sock, const std::string &message, int code)
     std::exit(code);
 }
 
-Guest::Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd, int proxyFd, int toolListenFd)
-    : m_sock(sock), m_sigchldFd(sigchldFd), m_proxyListenFd(proxyListenFd), m_proxyFd(proxyFd), m_out(kOutputPrefix + wire::kMaxOutputChunk)
+Guest::Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd, int proxyFd, int toolListenFd, int execCheckFd)
+    : m_sock(sock), m_sigchldFd(sigchldFd), m_proxyListenFd(proxyListenFd), m_proxyFd(proxyFd), m_execCheckFd(execCheckFd), m_out(kOutputPrefix + wire::kMaxOutputChunk)
 {
     if (toolListenFd >= 0)
         m_tools = std::make_unique<ToolBridge>(toolListenFd, [this](std::string frame) { send(std::move(frame)); });
@@ -348,7 +348,7 @@ void Guest::handleSpawn(const SpawnRequest &req)
         return;
     }
 
-    SpawnResult res = spawnProcess(req);
+    SpawnResult res = spawnProcess(req, m_execCheckFd);
     if (res.err != 0) {
         refuse(res.err, res.message);
         return;

@@ -28,7 +28,8 @@ public:
     // proxyListenFd/proxyFd (allowlist sandboxes): connections accepted on the first, a TCP
     // listener on 127.0.0.1 inside, are handed to the daemon's egress proxy through the second.
     // toolListenFd: where airlock-tool connects (see ToolBridge); -1 for none.
-    Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd = -1, int proxyFd = -1, int toolListenFd = -1);
+    // execCheckFd: where each judged execution's exec-check listener goes (see wire::SpawnJudged).
+    Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd = -1, int proxyFd = -1, int toolListenFd = -1, int execCheckFd = -1);
     [[noreturn]] void run();
 
 private:
@@ -74,6 +75,7 @@ private:
     int m_sigchldFd;
     int m_proxyListenFd;
     int m_proxyFd;
+    int m_execCheckFd;
     std::unique_ptr<ToolBridge> m_tools;
     OutQueue m_out;
     std::vector<char> m_in; // partial incoming frames; [m_inOff, m_inLen) is unparsed

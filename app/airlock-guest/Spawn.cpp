@@ -7,10 +7,16 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <cstddef>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <string_view>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -21,7 +27,7 @@ constexpr const char *kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 // Output pipes as large as one output frame, so a single read() can fill a whole frame.
 constexpr int kPipeSize = static_cast<int>(wire::kMaxOutputChunk);
 
-enum Stage : int { StageSetup = 1, StageChdir = 2, StageExec = 3 };
+enum Stage : int { StageSetup = 1, StageChdir = 2, StageExec = 3, StageExecCheck = 4 };
 struct ChildError {
     int stage;
     int err;
@@ -114,6 +120,89 @@ void applyLimit(int resource, uint64_t value)
     setrlimit(resource, &lim);
 }
 
+#if defined(__x86_64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
+#else
+#error "the exec check knows x86_64 and aarch64"
+#endif
+
+// Every execve/execveat stops for the daemon (SECCOMP_RET_USER_NOTIF). And no process below may
+// install a filter with a listener of its own: the kernel sends a notification to the newest
+// filter's listener only, so a second listener answering "continue" would walk around this one.
+// (The sandbox's main filter, below this one, already kills other architectures.)
+int installExecCheck()
+{
+    constexpr uint32_t argsLow1 = offsetof(seccomp_data, args) + sizeof(uint64_t); // args[1], low half (little endian)
+    sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 1, 4),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, argsLow1),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+    // Killable once the daemon has the notification: a signal cannot restart the call under a
+    // judgement already made (kernels before 6.0 lack the flag).
+    int fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                      SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog));
+    if (fd < 0 && errno == EINVAL)
+        fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+    return fd;
+}
+
+bool sendFd(int sock, const void *data, size_t size, int fd)
+{
+    iovec iov{const_cast<void *>(data), size};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ssize_t n;
+    do {
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n == static_cast<ssize_t>(size);
+}
+
+// The one fd of a message on a SOCK_SEQPACKET socket, or -1 (EOF: the child failed first).
+int receiveFd(int sock)
+{
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+        return -1;
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
 struct ChildPlan {
     const SpawnRequest *req;
     int stdinFd; // -1: open /dev/null
@@ -121,6 +210,7 @@ struct ChildPlan {
     int stderrFd;
     int ttyFd; // slave to become the controlling terminal, or -1
     int errorFd;
+    int checkFd; // SpawnJudged: where the exec check's listener goes to the parent, else -1
     std::vector<char *> argv;
     std::vector<char *> envp;
     std::vector<std::string> candidates;
@@ -171,10 +261,25 @@ struct ChildPlan {
     if (!plan.req->cwd.empty() && chdir(plan.req->cwd.c_str()) != 0)
         childFail(plan.errorFd, StageChdir, errno);
 
+    if (plan.checkFd >= 0) {
+        const int listener = installExecCheck();
+        const char tag = 'L';
+        if (listener < 0 || !sendFd(plan.checkFd, &tag, 1, listener))
+            childFail(plan.errorFd, StageExecCheck, errno);
+        close(listener);
+        close(plan.checkFd);
+    }
+
     // execvp() semantics: remember EACCES, keep searching on "not here" errors, stop otherwise.
     int err = ENOENT;
     bool sawEacces = false;
     for (const std::string &candidate : plan.candidates) {
+        // Under the exec check every execve is a round trip to the daemon: PATH entries that do
+        // not have the program are skipped here rather than asked about.
+        if (plan.checkFd >= 0 && access(candidate.c_str(), F_OK) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+            err = errno;
+            continue;
+        }
         execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
         err = errno;
         if (err == EACCES)
@@ -204,7 +309,7 @@ SpawnResult errnoFailure(const std::string &prefix, const char *what = "")
 
 } // namespace
 
-SpawnResult spawnProcess(const SpawnRequest &req)
+SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
 {
     const bool tty = req.flags & wire::SpawnTty;
     const bool wantStdin = req.flags & wire::SpawnStdin;
@@ -244,6 +349,17 @@ SpawnResult spawnProcess(const SpawnRequest &req)
     Fd errorRead, errorWrite;
     if (!makePipe(errorRead, errorWrite))
         return errnoFailure(setupError);
+    const bool judged = req.flags & wire::SpawnJudged;
+    if (judged && execCheckFd < 0)
+        return failure(EPERM, setupError + "the sandbox has no exec check channel");
+    Fd checkRead, checkWrite;
+    if (judged) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+            return errnoFailure(setupError);
+        checkRead.reset(sv[0]);
+        checkWrite.reset(sv[1]);
+    }
 
     ChildPlan plan;
     plan.req = &req;
@@ -252,6 +368,7 @@ SpawnResult spawnProcess(const SpawnRequest &req)
     plan.stdoutFd = tty ? slave.get() : outWrite.get();
     plan.stderrFd = tty ? slave.get() : errWrite.get();
     plan.errorFd = errorWrite.get();
+    plan.checkFd = checkWrite.get();
     for (const std::string &a : req.argv)
         plan.argv.push_back(const_cast<char *>(a.c_str()));
     plan.argv.push_back(nullptr);
@@ -270,10 +387,25 @@ SpawnResult spawnProcess(const SpawnRequest &req)
 
     // Close the child's ends first so the error pipe reports EOF as soon as exec succeeds.
     errorWrite.reset();
+    checkWrite.reset();
     slave.reset();
     inRead.reset();
     outWrite.reset();
     errWrite.reset();
+
+    // The child waits in its first execve until the daemon has the listener and judges it.
+    if (judged) {
+        Fd listener(receiveFd(checkRead.get()));
+        if (listener.get() >= 0) {
+            unsigned char message[4];
+            const uint32_t id = req.execId;
+            std::memcpy(message, &id, sizeof id);
+            if (!sendFd(execCheckFd, message, sizeof message, listener.get())) {
+                kill(pid, SIGKILL); // nothing runs unjudged: the child never gets past its execve
+                return errnoFailure(setupError, "cannot hand the exec check to the daemon: ");
+            }
+        }
+    }
 
     ChildError ce{};
     ssize_t n;
@@ -288,6 +420,8 @@ SpawnResult spawnProcess(const SpawnRequest &req)
             return failure(ce.err, "cannot change directory to '" + req.cwd + "': " + std::strerror(ce.err));
         case StageExec:
             return failure(ce.err, "cannot execute '" + req.argv.front() + "': " + std::strerror(ce.err));
+        case StageExecCheck:
+            return failure(ce.err, setupError + "cannot install the exec check: " + std::strerror(ce.err));
         default:
             return failure(ce.err, setupError + std::strerror(ce.err));
         }

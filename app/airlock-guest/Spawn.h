@@ -42,6 +42,9 @@ struct SpawnResult {
 
 // Forks and execs the request; returns only after the child has exec'd or failed.
 // A child that failed exits with 127 and is reaped by the normal SIGCHLD path.
-SpawnResult spawnProcess(const SpawnRequest &req);
+// With SpawnJudged, the child installs the exec check (every execve/execveat it and its
+// descendants make waits for the daemon) and its listener goes to the daemon over execCheckFd
+// before the child's own exec, which the daemon judges first.
+SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd = -1);
 
 } // namespace airlock::guest

@@ -39,6 +39,7 @@ struct Options {
     long long nproc = -1;
     int proxyFd = -1;
     long long proxyPort = 0;
+    int execCheckFd = -1;
     std::string toolSocket;
     bool verbose = false;
 };
@@ -67,6 +68,10 @@ std::string parseArgs(int argc, char **argv, Options &o)
             if (!parseNumber(argv[++i], n) || n < 3 || n > 1000000)
                 return std::string("invalid --proxy-fd value: ") + argv[i];
             o.proxyFd = static_cast<int>(n);
+        } else if (arg == "--exec-fd" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n < 3 || n > 1000000)
+                return std::string("invalid --exec-fd value: ") + argv[i];
+            o.execCheckFd = static_cast<int>(n);
         } else if (arg == "--proxy-port" && hasValue) {
             if (!parseNumber(argv[++i], n) || n == 0 || n > 65535)
                 return std::string("invalid --proxy-port value: ") + argv[i];
@@ -197,6 +202,8 @@ int main(int argc, char **argv)
     if (fl < 0 || fcntl(sock, F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(sock, F_SETFD, FD_CLOEXEC) != 0)
         fatalExit(sock, errnoText("cannot configure the daemon socket"), 1);
     cloexecInheritedFds(sock);
+    if (opt.execCheckFd >= 0 && (opt.execCheckFd == sock || fcntl(opt.execCheckFd, F_SETFD, FD_CLOEXEC) != 0))
+        fatalExit(sock, errnoText("--exec-fd is not an open file descriptor of its own"), 1);
     int proxyListen = -1;
     if (opt.proxyFd >= 0) {
         if (fcntl(opt.proxyFd, F_SETFD, FD_CLOEXEC) != 0)
@@ -249,6 +256,6 @@ int main(int argc, char **argv)
     if (!ll.error.empty())
         fatalExit(sock, ll.error, 1);
 
-    Guest guest(sock, sigchldFd, ll.abi, proxyListen, opt.proxyFd, toolListen);
+    Guest guest(sock, sigchldFd, ll.abi, proxyListen, opt.proxyFd, toolListen, opt.execCheckFd);
     guest.run();
 }

@@ -45,6 +45,8 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("rule"), rule},
             {QStringLiteral("layer"), layer},
             {QStringLiteral("reason"), reason},
+            {QStringLiteral("exec"), exec ? QJsonValue(double(exec)) : QJsonValue()},
+            {QStringLiteral("chain"), QJsonArray::fromStringList(chain)},
             {QStringLiteral("policyVersion"), policyVersion},
             {QStringLiteral("capabilities"), capabilities},
             {QStringLiteral("createdMs"), double(createdMs)},

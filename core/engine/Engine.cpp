@@ -276,6 +276,14 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
                 alive->answerToolCall(callId, result);
         });
     });
+    connect(sandbox, &Sandbox::execNeedsPerson, this, [this, sandbox](uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v) {
+        askAboutProgram(sandbox, execId, a, v);
+    });
+    connect(sandbox, &Sandbox::judgedExecutionGone, this, [this, sandbox](uint32_t execId) {
+        const QString id = sandbox->id();
+        m_approvals.cancelIf([&](const ApprovalRequest &r) { return r.sandbox == id && r.exec == execId; },
+                             QStringLiteral("the program's process is gone"));
+    });
     auto finished = std::make_shared<bool>(false);
     connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
         *finished = true;

@@ -22,6 +22,7 @@
 namespace airlock {
 
 class Sandbox;
+struct ExecAttempt;
 class ApprovalBroker;
 class SecretStore;
 struct ApprovalRequest;
@@ -86,6 +87,9 @@ public:
     // request and the decision. A sandbox with too many waiting is answered "denied" at once.
     using Answer = std::function<void(const ApprovalRequest &, const ApprovalDecision &)>;
     void askPerson(Sandbox *sandbox, ApprovalRequest request, Answer answer);
+    // A program that a judged execution started, stopped in its execve by a rule that judges it
+    // wherever it runs: the person decides, with the chain that started it on the card.
+    void askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,
     // tools (shown with every approval request).
     Result<QJsonObject> capabilities(const QString &ref) const;

@@ -12,6 +12,7 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QPointer>
 #include <QUrl>
 
 namespace airlock {
@@ -227,6 +228,28 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
     sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
+}
+
+void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
+{
+    const ExecCover cover = sandbox->judgedCover(execId);
+    ApprovalRequest r;
+    r.requester = cover.requester.isEmpty() ? QStringLiteral("a program in the sandbox") : cover.requester;
+    r.argv = a.argv;
+    r.cwd = a.cwd;
+    r.rule = v.rule;
+    r.layer = v.layer;
+    r.reason = v.reason;
+    r.exec = execId;
+    r.chain = {QStringLiteral("%1 (pid %2, started by pid %3)").arg(a.path).arg(a.pid).arg(a.parentPid),
+               QStringLiteral("under execution %1: %2").arg(execId).arg(display::commandLine(QJsonArray::fromStringList(sandbox->judgedCommand(execId)), 200)),
+               cover.decidedBy};
+    r.run = sandbox->judgedRun(execId);
+    QPointer<Sandbox> alive(sandbox);
+    askPerson(sandbox, r, [alive, execId, a](const ApprovalRequest &, const ApprovalDecision &d) {
+        if (alive)
+            alive->answerExec(execId, a, d.allowed, d.by);
+    });
 }
 
 Result<QJsonObject> Engine::addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run)

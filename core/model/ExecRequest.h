@@ -14,6 +14,14 @@
 
 namespace airlock {
 
+// How a command was decided, for the programs it starts (the exec check).
+struct ExecCover {
+    bool judged = false;         // an agent's command: the programs it starts are judged
+    QString requester;           // the agent
+    QString decidedBy;           // "rule 'ls' (preset:locked)", "approved by alice"
+    QList<QStringList> programs; // what the decision named (the argv, the commands of its script)
+};
+
 struct ExecRequest {
     QStringList argv;
     QString cwd = QStringLiteral("/workspace");
@@ -26,6 +34,7 @@ struct ExecRequest {
     // execution keeps running while no client is connected.
     std::optional<uint64_t> leaseMs;
     QString run; // set by the daemon from the requesting connection, never from the request body
+    ExecCover cover; // set by the daemon once the command is decided, never from the request body
 
     QJsonObject toJson() const;
     // Bounded and validated: the request may come from any client.

@@ -241,6 +241,35 @@ CommandVerdict CommandRules::evaluateNested(const QStringList &argv) const
     return verdict(Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("covered by the decision on the command that started it"));
 }
 
+QList<QStringList> CommandRules::namedPrograms(const QStringList &argv)
+{
+    QList<QStringList> out{argv};
+    QList<QStringList> todo{argv};
+    for (int depth = 0; depth < 4 && !todo.isEmpty(); ++depth) {
+        QList<QStringList> next;
+        for (const QStringList &a : std::as_const(todo)) {
+            if (a.isEmpty() || !isShell(programName(a.first())))
+                continue;
+            qsizetype i = 1;
+            for (; i < a.size() && a.at(i).startsWith(QLatin1Char('-')) && !a.at(i).startsWith(QLatin1String("--")); ++i)
+                if (a.at(i).contains(QLatin1Char('c')))
+                    break;
+            if (i + 1 >= a.size() || !a.at(i).startsWith(QLatin1Char('-')) || !a.at(i).contains(QLatin1Char('c')))
+                continue;
+            const auto segments = parseShell(a.at(i + 1));
+            if (!segments)
+                continue;
+            for (const ShellSegment &segment : *segments)
+                if (!segment.dynamicProgram && segment.runtimeWords.isEmpty() && !segment.argv.isEmpty()) {
+                    out.append(segment.argv);
+                    next.append(segment.argv);
+                }
+        }
+        todo = next;
+    }
+    return out;
+}
+
 CommandVerdict CommandRules::evaluate(const QStringList &argv, const QStringList &env) const
 {
     if (argv.isEmpty())

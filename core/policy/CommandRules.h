@@ -60,6 +60,9 @@ public:
     CommandVerdict evaluateNested(const QStringList &argv) const;
     const QList<CommandRule> &rules() const { return m_rules; }
     const QList<CommandRule> &everywhere() const { return m_everywhere; }
+    // The programs a decision on `argv` names word for word: the argv and the commands of its
+    // `sh -c` script whose words are all known before it runs. A person who approved the argv saw them.
+    static QList<QStringList> namedPrograms(const QStringList &argv);
 
 private:
     CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const;

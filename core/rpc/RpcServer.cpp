@@ -655,8 +655,14 @@ void RpcServer::registerHandlers()
             sb->record(QStringLiteral("command.denied"), asked, s.run);
             return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by policy: %1").arg(verdict.reason)));
         }
-        if (verdict.decision == policy::Decision::Allow)
+        // What the decision covers when the command starts programs (the exec check).
+        request->cover.judged = true;
+        request->cover.requester = s.agent;
+        request->cover.programs = policy::CommandRules::namedPrograms(request->argv);
+        if (verdict.decision == policy::Decision::Allow) {
+            request->cover.decidedBy = QStringLiteral("allowed by rule '%1' (%2)").arg(verdict.rule, verdict.layer);
             return startExecution(s.conn, sb->id(), *request, attach, reply);
+        }
         if (m_approvals->pendingFor(&s) >= kMaxPendingPerConnection)
             return reply(makeError(ErrorCode::Denied, QStringLiteral("%1 requests of this connection already wait for a person").arg(kMaxPendingPerConnection)));
         ApprovalRequest r;
@@ -681,7 +687,9 @@ void RpcServer::registerHandlers()
                 return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox or its policy changed while the request waited; ask again")));
             if (!conn)
                 return; // the requester is gone: nothing runs for nobody
-            startExecution(conn, req.sandbox, exec, attach, reply);
+            ExecRequest approved = exec;
+            approved.cover.decidedBy = QStringLiteral("approved by %1").arg(d.by);
+            startExecution(conn, req.sandbox, approved, attach, reply);
         });
     });
     m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &s, const QJsonObject &p, const Reply &reply) {

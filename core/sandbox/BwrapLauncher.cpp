@@ -29,7 +29,8 @@ constexpr int kWorkspaceFd = 5;
 constexpr int kGuestFd = 6;
 constexpr int kInfoFd = 7;
 constexpr int kProxyFd = 8; // allowlist: where the guest hands over connections to the egress proxy
-constexpr int kFirstMountFd = 9; // then the home's startup files, the mounts, the data files
+constexpr int kExecCheckFd = 9; // where the guest hands over each judged execution's exec-check listener
+constexpr int kFirstMountFd = 10; // then the home's startup files, the mounts, the data files
 constexpr int kSandboxUid = 1000;
 
 // Host files that stay hidden even though /etc is visible.
@@ -154,7 +155,7 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
             a.insert(a.end(), {"--rw", s(m.sandboxPath)});
     if (r.nproc)
         a.insert(a.end(), {"--nproc", std::to_string(*r.nproc)});
-    a.insert(a.end(), {"--tool-socket", "/run/airlock/tools.sock"});
+    a.insert(a.end(), {"--tool-socket", "/run/airlock/tools.sock", "--exec-fd", std::to_string(kExecCheckFd)});
     if (r.network == NetworkMode::Allowlist)
         a.insert(a.end(), {"--proxy-fd", std::to_string(kProxyFd), "--proxy-port", std::to_string(kEgressProxyPort)});
     if (r.verboseGuest)
@@ -228,6 +229,11 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         proxyGuestEnd = Fd(pv[1]);
     }
 
+    int xv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv) != 0)
+        return sysError(QStringLiteral("socketpair"));
+    Fd execCheckDaemonEnd(xv[0]), execCheckGuestEnd(xv[1]);
+
     // Prepare everything the child uses: no allocation after fork.
     const std::vector<std::string> args = bwrapArguments(r);
     std::vector<char *> argv;
@@ -239,7 +245,7 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     for (const QString &f : r.cgroupProcsFiles)
         procsFiles.push_back(s(f));
     std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd,
-                                proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd};
+                                proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd, execCheckGuestEnd.fd};
     for (const Fd &f : startupFiles)
         sources.push_back(f.fd);
     for (const Fd &m : mounts)
@@ -306,6 +312,7 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     launched.stderrFd = errRead.release();
     launched.infoFd = infoRead.release();
     launched.proxyFd = proxyDaemonEnd.release();
+    launched.execCheckFd = execCheckDaemonEnd.release();
     return launched;
 }
 

@@ -37,6 +37,7 @@ struct LaunchedSandbox {
     int stderrFd = -1;  // bwrap's and the guest's stderr
     int infoFd = -1;    // bwrap's --info-fd: JSON with the host pid of the sandbox's init
     int proxyFd = -1;   // allowlist: the guest sends each egress connection's socket here
+    int execCheckFd = -1; // the guest sends each judged execution's exec-check listener here
 };
 
 // The bwrap command line for a request, with the fd numbers the child will see. Pure, so tests can

@@ -62,7 +62,7 @@ void GuestChannel::sendSpawn(const SpawnRequest &r)
 {
     wire::Writer w(wire::Type::Spawn);
     w.u32(r.execId)
-        .u8(static_cast<uint8_t>((r.tty ? wire::SpawnTty : 0) | (r.stdinOpen ? wire::SpawnStdin : 0)))
+        .u8(static_cast<uint8_t>((r.tty ? wire::SpawnTty : 0) | (r.stdinOpen ? wire::SpawnStdin : 0) | (r.judged ? wire::SpawnJudged : 0)))
         .u16(r.rows)
         .u16(r.cols)
         .u64(r.cpuSeconds)

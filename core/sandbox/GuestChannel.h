@@ -33,6 +33,7 @@ struct SpawnRequest {
     QStringList env; // "K=V"
     bool tty = false;
     bool stdinOpen = false;
+    bool judged = false; // every program it starts stops for the exec check
     uint16_t rows = 0, cols = 0;
     uint64_t cpuSeconds = 0, fileSizeBytes = 0, openFiles = 0;
 };

@@ -50,7 +50,10 @@ enum class Type : uint8_t {
                      // passed on unread (the daemon parses and validates it)
 };
 
-enum SpawnFlags : uint8_t { SpawnTty = 0x01, SpawnStdin = 0x02 };
+// SpawnJudged: the process gets a seccomp filter that stops every execve/execveat for the daemon
+// to judge; the guest hands its listener over the exec-check socket (--exec-fd), one
+// SOCK_SEQPACKET message per execution: u32 execId, the listener as SCM_RIGHTS.
+enum SpawnFlags : uint8_t { SpawnTty = 0x01, SpawnStdin = 0x02, SpawnJudged = 0x04 };
 enum Stream : uint8_t { StreamStdout = 1, StreamStderr = 2 };
 enum ExitHow : uint8_t { ExitedNormally = 0, ExitedBySignal = 1 };
 

@@ -105,6 +105,10 @@ Status Sandbox::start()
         m_proxyNotifier = new QSocketNotifier(m_launched.proxyFd, QSocketNotifier::Read, this);
         connect(m_proxyNotifier, &QSocketNotifier::activated, this, &Sandbox::onProxyReadable);
     }
+    if (m_launched.execCheckFd >= 0) {
+        m_execCheckNotifier = new QSocketNotifier(m_launched.execCheckFd, QSocketNotifier::Read, this);
+        connect(m_execCheckNotifier, &QSocketNotifier::activated, this, &Sandbox::onExecCheckReadable);
+    }
     m_helloTimer = new QTimer(this);
     m_helloTimer->setSingleShot(true);
     connect(m_helloTimer, &QTimer::timeout, this, [this] {
@@ -149,37 +153,61 @@ void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
     }
 }
 
+namespace {
+// One message of a SOCK_SEQPACKET socket from the guest, with the descriptors it carries (all of
+// them: the caller closes what it does not want). False when nothing more will come.
+struct GuestMessage {
+    QByteArray data;
+    QList<int> fds;
+    bool truncated = false; // data or descriptors did not fit
+    bool again = false;     // nothing waiting now
+};
+GuestMessage receiveFromGuest(int sock)
+{
+    GuestMessage m;
+    char buf[64];
+    iovec iov{buf, sizeof buf};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n <= 0) {
+        m.again = n < 0 && (errno == EAGAIN || errno == EINTR);
+        m.truncated = true;
+        return m;
+    }
+    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < count; ++k) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
+            m.fds.append(fd);
+        }
+    }
+    m.data = QByteArray(buf, n);
+    m.truncated = msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC);
+    return m;
+}
+} // namespace
+
 void Sandbox::onProxyReadable()
 {
     // The guest is untrusted: whatever it passes must be a connected stream socket, one per
     // message; anything else is closed unread.
     for (int i = 0; i < 64; ++i) {
-        char byte = 0;
-        iovec iov{&byte, 1};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        const ssize_t n = ::recvmsg(m_launched.proxyFd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n <= 0) {
-            if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        const GuestMessage m = receiveFromGuest(m_launched.proxyFd);
+        if (m.data.isEmpty()) {
+            if (!m.again)
                 m_proxyNotifier->setEnabled(false); // the guest closed its end
             return;
         }
-        QList<int> fds;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
-            const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t k = 0; k < count; ++k) {
-                int fd = -1;
-                std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
-                fds.append(fd);
-            }
-        }
-        const bool truncated = msg.msg_flags & MSG_CTRUNC;
+        const QList<int> &fds = m.fds;
+        const bool truncated = m.truncated;
         for (qsizetype k = 0; k < fds.size(); ++k) {
             int type = 0, domain = 0;
             socklen_t len = sizeof type;
@@ -196,6 +224,120 @@ void Sandbox::onProxyReadable()
             Q_EMIT egressConnection(fds[k]);
         }
     }
+}
+
+void Sandbox::onExecCheckReadable()
+{
+    // One message per judged execution: its id and the listener of the filter its first process
+    // installed. Anything else, or a listener for an execution that is not waiting for one, is
+    // closed: the processes under that filter then fail every exec (ENOSYS), nothing runs unjudged.
+    for (int i = 0; i < 64; ++i) {
+        const GuestMessage m = receiveFromGuest(m_launched.execCheckFd);
+        if (m.data.isEmpty()) {
+            if (!m.again)
+                m_execCheckNotifier->setEnabled(false);
+            return;
+        }
+        uint32_t execId = 0;
+        const bool wellFormed = !m.truncated && m.data.size() == sizeof execId && m.fds.size() == 1 && ExecListener::isListener(m.fds.first());
+        if (wellFormed)
+            std::memcpy(&execId, m.data.constData(), sizeof execId);
+        auto judged = wellFormed ? m_judged.find(execId) : m_judged.end();
+        if (judged == m_judged.end() || judged->listener) {
+            logger()->warn("sandbox {}: the guest passed an exec check that no execution waits for; closed", m_setup.id.toStdString());
+            for (int fd : m.fds)
+                ::close(fd);
+            continue;
+        }
+        judged->listener = new ExecListener(m.fds.first(), m_setup.workspaceDir, this);
+        connect(judged->listener, &ExecListener::attempted, this, [this, execId](const ExecAttempt &a) { onExecAttempt(execId, a); });
+        connect(judged->listener, &ExecListener::drained, this, [this, execId] {
+            // No process of the execution is left: nothing more to judge for it.
+            if (const auto it = m_judged.constFind(execId); it != m_judged.cend()) {
+                it->listener->deleteLater();
+                m_judged.erase(it);
+                Q_EMIT judgedExecutionGone(execId);
+            }
+        });
+    }
+}
+
+void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
+{
+    const auto it = m_judged.constFind(execId);
+    if (it == m_judged.cend())
+        return;
+    if (a.missing && a.unreadable.isEmpty()) // a PATH search's miss: nothing runs, nothing to record
+        return it->listener->answer(a.id, true);
+    const ExecCover &cover = it->cover;
+    using policy::CommandVerdict;
+    using policy::Decision;
+    CommandVerdict v;
+    // What the kernel executes is the path; argv[0] is only what the program is told its name is.
+    QStringList asRun = a.argv;
+    if (!asRun.isEmpty() && !a.path.isEmpty())
+        asRun.first() = a.path;
+    const auto named = [&](const QStringList &argv) {
+        for (const QStringList &p : cover.programs)
+            if (p.size() >= argv.size() && !argv.isEmpty() && p.mid(p.size() - argv.size()) == argv)
+                return true;
+        return false;
+    };
+    if (!a.unreadable.isEmpty()) {
+        v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("cannot be judged: %1").arg(a.unreadable)};
+    } else if (a.argv.isEmpty()) {
+        v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty argument list")};
+    } else if (!cover.judged) {
+        v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("under a person's own command: recorded, not judged")};
+    } else {
+        v = m_setup.policy.commands.evaluateNested(asRun);
+        // A rule about the name it is told counts too (a deny never loses to a renaming).
+        if (a.argv.first() != asRun.first()) {
+            const CommandVerdict byName = m_setup.policy.commands.evaluateNested(a.argv);
+            if (int(byName.decision) > int(v.decision))
+                v = byName;
+        }
+        if (v.decision == Decision::Ask && (named(a.argv) || named(asRun)))
+            v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("named by the decided command")};
+    }
+    if (v.decision == Decision::Ask) {
+        recordExec(execId, a, v);
+        Q_EMIT execNeedsPerson(execId, a, v);
+        return;
+    }
+    it->listener->answer(a.id, v.decision == Decision::Allow);
+    recordExec(execId, a, v);
+}
+
+void Sandbox::answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow, const QString &by)
+{
+    const auto it = m_judged.constFind(execId);
+    if (it == m_judged.cend() || !it->listener)
+        return; // its processes are all gone
+    it->listener->answer(attempt.id, allow);
+    recordExec(execId, attempt, {allow ? policy::Decision::Allow : policy::Decision::Deny, QStringLiteral("person"), QString(),
+                                 QStringLiteral("%1 by %2").arg(allow ? QStringLiteral("approved") : QStringLiteral("denied"), by)});
+}
+
+void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
+{
+    constexpr qsizetype kShownArgs = 64;
+    const auto it = m_judged.constFind(execId);
+    QJsonObject p{{QStringLiteral("exec"), double(execId)},
+                  {QStringLiteral("pid"), double(a.pid)},
+                  {QStringLiteral("parent"), double(a.parentPid)},
+                  {QStringLiteral("path"), a.path},
+                  {QStringLiteral("argv"), QJsonArray::fromStringList(a.argv.mid(0, kShownArgs))},
+                  {QStringLiteral("cwd"), a.cwd},
+                  {QStringLiteral("decision"), policy::decisionName(v.decision)},
+                  {QStringLiteral("rule"), v.rule},
+                  {QStringLiteral("layer"), v.layer},
+                  {QStringLiteral("reason"), v.reason}};
+    if (a.argv.size() > kShownArgs)
+        p.insert(QStringLiteral("argc"), double(a.argv.size()));
+    if (it != m_judged.cend() && v.rule == QLatin1String("covered"))
+        p.insert(QStringLiteral("coveredBy"), it->cover.decidedBy.isEmpty() ? QStringLiteral("a person's own command") : it->cover.decidedBy);
+    record(QStringLiteral("exec.program"), p, it != m_judged.cend() ? it->run : QString());
 }
 
 void Sandbox::onStderr()
@@ -270,8 +412,10 @@ void Sandbox::publish(Event event)
 
 void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run)
 {
-    constexpr double kBurst = 200, kPerSecond = 50;
-    if (kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool."))) {
+    // Programs come in bursts (a build): more of them, and faster, than connections or tool calls.
+    const bool program = kind == QLatin1String("exec.program");
+    const double kBurst = program ? 2000 : 200, kPerSecond = program ? 500 : 50;
+    if (program || kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool."))) {
         Bucket &b = m_buckets[kind];
         const qint64 now = nowMs();
         b.tokens = b.lastMs == 0 ? kBurst : std::min(kBurst, b.tokens + double(now - b.lastMs) * kPerSecond / 1000.0);
@@ -352,6 +496,9 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
         m_redactor.add(grant.secret, value);
         injected.append(QJsonObject{{QStringLiteral("secret"), grant.secret}, {QStringLiteral("env"), grant.env}});
     }
+    spawn.judged = m_setup.policy.judgeExecs && m_launched.execCheckFd >= 0;
+    if (spawn.judged)
+        m_judged.insert(id, {request.argv, request.run.isEmpty() ? m_setup.run : request.run, request.cover, nullptr});
     spawn.tty = request.tty;
     // A terminal is always the stdin of a tty execution (like docker -t): it may just get no input.
     spawn.stdinOpen = request.stdinOpen || request.tty;
@@ -644,12 +791,17 @@ void Sandbox::terminate(const QString &reason)
         m_stderrNotifier->setEnabled(false);
     if (m_proxyNotifier)
         m_proxyNotifier->setEnabled(false);
+    if (m_execCheckNotifier)
+        m_execCheckNotifier->setEnabled(false);
+    for (const Judged &j : std::as_const(m_judged))
+        delete j.listener;
+    m_judged.clear();
     if (m_channel)
         m_channel->close();
-    for (int fd : {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd, m_launched.proxyFd})
+    for (int fd : {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd, m_launched.proxyFd, m_launched.execCheckFd})
         if (fd >= 0)
             ::close(fd);
-    m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = m_launched.proxyFd = -1;
+    m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = m_launched.proxyFd = m_launched.execCheckFd = -1;
     m_setup.cgroup.destroy();
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)

@@ -5,6 +5,7 @@
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
 #include "sandbox/BwrapLauncher.h"
+#include "sandbox/ExecListener.h"
 #include "sandbox/GuestChannel.h"
 #include "policy/Policy.h"
 #include "secrets/Redactor.h"
@@ -98,6 +99,13 @@ public:
     // Backpressure from slow subscribers: output reading pauses while anyone holds a pause.
     void holdOutput(const void *holder, bool hold);
 
+    // The person's answer for a program that execNeedsPerson() reported.
+    void answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow, const QString &by);
+    // The root command of an execution whose programs are judged (for approval cards).
+    QStringList judgedCommand(uint32_t execId) const { return m_judged.value(execId).argv; }
+    ExecCover judgedCover(uint32_t execId) const { return m_judged.value(execId).cover; }
+    QString judgedRun(uint32_t execId) const { return m_judged.value(execId).run; }
+
 Q_SIGNALS:
     void started();
     void startFailed(const airlock::Error &error);
@@ -108,6 +116,11 @@ Q_SIGNALS:
     void egressConnection(int fd);
     // airlock-tool inside asked for a host tool; answer with answerToolCall().
     void toolCallRequested(uint32_t callId, const QByteArray &request);
+    // A program that execution `execId` started asks (a rule judges it wherever it runs); it waits
+    // in its execve until answerExec().
+    void execNeedsPerson(uint32_t execId, const airlock::ExecAttempt &attempt, const airlock::policy::CommandVerdict &verdict);
+    // No process of a judged execution is left (what still waited for a person is moot).
+    void judgedExecutionGone(uint32_t execId);
 
 private:
     struct Execution {
@@ -135,6 +148,9 @@ private:
     void onProcessExited();
     void onStderr();
     void onProxyReadable();
+    void onExecCheckReadable();
+    void onExecAttempt(uint32_t execId, const ExecAttempt &attempt);
+    void recordExec(uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);
     void finishExecution(uint32_t execId, QJsonObject payload);
     void failAllExecutions(const QString &reason);
 
@@ -147,6 +163,16 @@ private:
     QSocketNotifier *m_exitNotifier = nullptr;
     QSocketNotifier *m_stderrNotifier = nullptr;
     QSocketNotifier *m_proxyNotifier = nullptr;
+    QSocketNotifier *m_execCheckNotifier = nullptr;
+    // Executions whose programs are judged, with how each was decided: kept, with its listener,
+    // for as long as any process of it is left (a background job outlives its execution).
+    struct Judged {
+        QStringList argv;
+        QString run;
+        ExecCover cover;
+        ExecListener *listener = nullptr;
+    };
+    QHash<uint32_t, Judged> m_judged;
     QString m_currentRun;
     QByteArray m_stderrTail; // last bytes bwrap/guest printed, for start-up errors
     QTimer *m_helloTimer = nullptr;

@@ -189,7 +189,7 @@ private Q_SLOTS:
         QCOMPARE(types.value(QStringLiteral("run")), 1);
         QCOMPARE(types.value(QStringLiteral("sandbox")), 1);
         QCOMPARE(types.value(QStringLiteral("execution")), 2);
-        QCOMPARE(types.value(QStringLiteral("event")), 5); // created, 2 x (started, exited)
+        QCOMPARE(types.value(QStringLiteral("event")), 7); // created, 2 x (started, its program, exited)
         QCOMPARE(types.value(QStringLiteral("sha256")), 1);
         QCOMPARE(stdoutBytes, QByteArray("one\xff\n"));
         QCOMPARE(stderrBytes, QByteArray("two\n"));

@@ -523,7 +523,7 @@ private Q_SLOTS:
                  QByteArray("hello\x1b[2J\n|"));
         QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE e.sandbox_id='%1' AND stream=2").arg(id)), QByteArray("oops\n|"));
         QCOMPARE(query(QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq").arg(id)),
-                 QByteArray("sandbox.created|exec.started|exec.exited|"));
+                 QByteArray("sandbox.created|exec.started|exec.program|exec.exited|"));
         m_daemon->ctl(args("rm", sb));
     }
 

@@ -210,7 +210,7 @@ private Q_SLOTS:
             }
             QStringList stored = rows(path, QStringLiteral("SELECT seq || ' ' || kind FROM events WHERE sandbox_id='%1' AND kind != 'sandbox.created' ORDER BY seq").arg(sb));
             QCOMPARE(stored, heard);
-            QCOMPARE(heard.size(), 20); // 10 executions, started and exited
+            QCOMPARE(heard.size(), 30); // 10 executions: started, its program (the exec check), exited
             for (auto it = liveOut.cbegin(); it != liveOut.cend(); ++it) {
                 auto row = HistoryReader(path).execution(QStringLiteral("%1:%2").arg(sb).arg(it.key()));
                 QVERIFY(row);

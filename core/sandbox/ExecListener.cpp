@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandbox/ExecListener.h"
+
+#include <QFile>
+#include <QSocketNotifier>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <vector>
+
+namespace airlock {
+
+namespace {
+// What one exec may carry and still be judged; more is refused (as "too long to judge").
+constexpr int kMaxArgs = 8192;
+constexpr qsizetype kMaxArgBytes = 1024 * 1024;
+constexpr size_t kPage = 4096;
+
+const seccomp_notif_sizes &sizes()
+{
+    static const seccomp_notif_sizes s = [] {
+        seccomp_notif_sizes n{};
+        if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &n) != 0)
+            n = {sizeof(seccomp_notif), sizeof(seccomp_notif_resp), sizeof(seccomp_data)};
+        n.seccomp_notif = std::max<__u16>(n.seccomp_notif, sizeof(seccomp_notif));
+        n.seccomp_notif_resp = std::max<__u16>(n.seccomp_notif_resp, sizeof(seccomp_notif_resp));
+        return n;
+    }();
+    return s;
+}
+
+// Reads another process's memory without crossing a page in one call, so an unmapped page ends a
+// read cleanly instead of failing all of it.
+bool readMemory(pid_t pid, quint64 address, void *out, size_t size)
+{
+    auto *dst = static_cast<char *>(out);
+    while (size > 0) {
+        const size_t chunk = std::min(size, kPage - size_t(address % kPage));
+        iovec local{dst, chunk};
+        iovec remote{reinterpret_cast<void *>(address), chunk};
+        if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) != ssize_t(chunk))
+            return false;
+        dst += chunk;
+        address += chunk;
+        size -= chunk;
+    }
+    return true;
+}
+
+// A NUL-terminated string of the process, at most `limit` bytes; nullopt when it cannot be read
+// or is longer.
+std::optional<QByteArray> readString(pid_t pid, quint64 address, qsizetype limit)
+{
+    QByteArray out;
+    char buf[kPage];
+    while (out.size() <= limit) {
+        const size_t chunk = kPage - size_t(address % kPage);
+        iovec local{buf, chunk};
+        iovec remote{reinterpret_cast<void *>(address), chunk};
+        const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n <= 0)
+            return std::nullopt;
+        const void *nul = std::memchr(buf, 0, size_t(n));
+        if (nul) {
+            out.append(buf, static_cast<const char *>(nul) - buf);
+            return out.size() <= limit ? std::optional(out) : std::nullopt;
+        }
+        out.append(buf, n);
+        address += quint64(n);
+    }
+    return std::nullopt;
+}
+
+QString link(const QString &path)
+{
+    const QByteArray native = QFile::encodeName(path);
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(native.constData(), buf, sizeof buf);
+    return n > 0 ? QFile::decodeName(QByteArray(buf, n)) : QString();
+}
+
+// "Name:\tvalue..." of /proc/PID/status: the last number of the line (NSpid: the innermost).
+pid_t statusField(pid_t pid, const char *name)
+{
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return 0;
+    const QByteArray key = QByteArray(name) + ':';
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (line.startsWith(key))
+            return pid_t(line.mid(key.size()).simplified().split(' ').last().toInt());
+    return 0;
+}
+// Whether an absolute path names nothing in the process's root (symlinks resolved inside it).
+// Only "nothing there" counts; any other answer leaves the exec to be judged.
+bool missingInRoot(pid_t pid, const QString &path)
+{
+    if (!path.startsWith(QLatin1Char('/')))
+        return false;
+    const int root = ::open(QStringLiteral("/proc/%1/root").arg(pid).toLatin1().constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return false;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    const QByteArray relative = QFile::encodeName(path.mid(1));
+    const int fd = int(::syscall(SYS_openat2, root, relative.isEmpty() ? "." : relative.constData(), &how, sizeof how));
+    const bool missing = fd < 0 && (errno == ENOENT || errno == ENOTDIR);
+    if (fd >= 0)
+        ::close(fd);
+    ::close(root);
+    return missing;
+}
+} // namespace
+
+ExecListener::ExecListener(int fd, QString workspaceDir, QObject *parent)
+    : QObject(parent), m_fd(fd), m_workspaceDir(std::move(workspaceDir))
+{
+    m_notifier = new QSocketNotifier(m_fd, QSocketNotifier::Read, this);
+    connect(m_notifier, &QSocketNotifier::activated, this, &ExecListener::onReadable);
+}
+
+ExecListener::~ExecListener()
+{
+    delete m_notifier;
+    ::close(m_fd);
+}
+
+bool ExecListener::isListener(int fd)
+{
+    return link(QStringLiteral("/proc/self/fd/%1").arg(fd)) == QLatin1String("anon_inode:seccomp notify");
+}
+
+void ExecListener::onReadable()
+{
+    // NOTIF_RECV blocks when nothing waits, so poll first: POLLIN is a waiting exec, POLLHUP (alone)
+    // means no process is left under the filter.
+    for (int i = 0; i < 64; ++i) {
+        pollfd p{m_fd, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0)
+            return;
+        if (!(p.revents & POLLIN)) {
+            if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) {
+                m_notifier->setEnabled(false);
+                Q_EMIT drained();
+            }
+            return;
+        }
+        std::vector<char> buf(sizes().seccomp_notif, 0);
+        if (::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_RECV, buf.data()) != 0)
+            continue; // ENOENT: the process went (or was signalled) before we took it
+        ExecAttempt attempt = read(buf.data());
+        // The process we read is still the one waiting (its pid was not reused meanwhile).
+        quint64 id = attempt.id;
+        if (::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
+            continue;
+        ++m_waiting;
+        Q_EMIT attempted(attempt);
+    }
+}
+
+ExecAttempt ExecListener::read(const void *notification) const
+{
+    const auto *n = static_cast<const seccomp_notif *>(notification);
+    ExecAttempt a;
+    a.id = n->id;
+    a.hostPid = pid_t(n->pid);
+    a.pid = statusField(a.hostPid, "NSpid");
+    a.parentPid = statusField(statusField(a.hostPid, "PPid"), "NSpid");
+    const auto inSandbox = [this](QString path) {
+        if (path.startsWith(m_workspaceDir) && (path.size() == m_workspaceDir.size() || path.at(m_workspaceDir.size()) == QLatin1Char('/')))
+            path = QStringLiteral("/workspace") + path.mid(m_workspaceDir.size());
+        return path;
+    };
+    a.cwd = inSandbox(link(QStringLiteral("/proc/%1/cwd").arg(a.hostPid)));
+
+    const bool at = n->data.nr == __NR_execveat;
+    const quint64 pathAddress = at ? n->data.args[1] : n->data.args[0];
+    const quint64 argvAddress = at ? n->data.args[2] : n->data.args[1];
+    auto path = readString(a.hostPid, pathAddress, PATH_MAX);
+    if (!path) {
+        a.unreadable = QStringLiteral("the program's path cannot be read from the process");
+        return a;
+    }
+    a.path = QFile::decodeName(*path);
+    // Only a path as the process gave it is looked up in its root (a descriptor's target is a
+    // host path: never taken for missing).
+    a.missing = missingInRoot(a.hostPid, a.path);
+    if (at) {
+        const int dirfd = int(n->data.args[0]);
+        const bool emptyPath = (n->data.args[4] & AT_EMPTY_PATH) && a.path.isEmpty();
+        if (emptyPath || (!a.path.startsWith(QLatin1Char('/')) && dirfd != AT_FDCWD)) {
+            const QString dir = link(QStringLiteral("/proc/%1/fd/%2").arg(a.hostPid).arg(dirfd));
+            if (dir.isEmpty()) {
+                a.unreadable = QStringLiteral("execveat's descriptor %1 cannot be resolved").arg(dirfd);
+                return a;
+            }
+            a.path = emptyPath ? dir : dir + QLatin1Char('/') + a.path;
+        }
+    }
+    a.path = inSandbox(a.path);
+    if (a.missing)
+        return a;
+
+    qsizetype bytes = 0;
+    for (quint64 address = argvAddress; a.argv.size() <= kMaxArgs; address += sizeof(quint64)) {
+        quint64 pointer = 0;
+        if (!readMemory(a.hostPid, address, &pointer, sizeof pointer)) {
+            a.unreadable = QStringLiteral("the program's arguments cannot be read from the process");
+            return a;
+        }
+        if (pointer == 0)
+            return a;
+        const auto word = readString(a.hostPid, pointer, kMaxArgBytes - bytes);
+        if (!word) {
+            a.unreadable = QStringLiteral("the program's arguments cannot be read from the process, or are longer than %1 bytes").arg(kMaxArgBytes);
+            return a;
+        }
+        bytes += word->size() + 1;
+        a.argv.append(QString::fromUtf8(*word));
+    }
+    a.unreadable = QStringLiteral("more than %1 arguments").arg(kMaxArgs);
+    return a;
+}
+
+void ExecListener::answer(quint64 id, bool allow)
+{
+    std::vector<char> buf(sizes().seccomp_notif_resp, 0);
+    auto *r = reinterpret_cast<seccomp_notif_resp *>(buf.data());
+    r->id = id;
+    if (allow)
+        r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    else
+        r->error = -EPERM;
+    ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_SEND, r); // ENOENT: the process has gone meanwhile
+    m_waiting = std::max(0, m_waiting - 1);
+}
+
+} // namespace airlock

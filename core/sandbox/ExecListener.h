@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <sys/types.h>
+
+class QSocketNotifier;
+
+namespace airlock {
+
+// One execve/execveat that a sandboxed process is waiting in, as the daemon read it from the
+// process: what the kernel will execute, with which arguments, from where.
+struct ExecAttempt {
+    quint64 id = 0;          // the kernel's cookie for this notification
+    pid_t hostPid = 0;       // in the daemon's PID namespace
+    pid_t pid = 0;           // in the sandbox's
+    pid_t parentPid = 0;     // in the sandbox's
+    QString path;            // the file the kernel executes (execveat's directory or fd resolved)
+    QStringList argv;
+    QString cwd;
+    QString unreadable;      // why the arguments could not be read: nothing is judged then, it is refused
+    bool missing = false;    // an absolute path with nothing there (a PATH search): the kernel says ENOENT
+};
+
+// Serves one execution's exec-check listener (a seccomp user-notification fd the guest installed
+// in the execution's first process): every execve and execveat of that process and of all its
+// descendants waits in the kernel until answer() is called with its id. Closing the listener
+// (destroying this) makes whatever waits, and every later exec of those processes, fail with
+// ENOSYS: nothing runs unjudged.
+class ExecListener final : public QObject {
+    Q_OBJECT
+public:
+    // Takes ownership of `fd`. Paths under `workspaceDir` (the host side) are shown as /workspace.
+    ExecListener(int fd, QString workspaceDir, QObject *parent = nullptr);
+    ~ExecListener() override;
+
+    // Continues the call, or fails it with EPERM. An id whose process has gone is ignored.
+    void answer(quint64 id, bool allow);
+    int waiting() const { return m_waiting; }
+
+    // A listener fd as the guest passed it is a seccomp listener and nothing else.
+    static bool isListener(int fd);
+
+Q_SIGNALS:
+    void attempted(const airlock::ExecAttempt &attempt);
+    // No process is left under the filter: nothing more can come.
+    void drained();
+
+private:
+    void onReadable();
+    ExecAttempt read(const void *notification) const;
+
+    int m_fd;
+    QString m_workspaceDir;
+    QSocketNotifier *m_notifier = nullptr;
+    int m_waiting = 0;
+};
+
+} // namespace airlock
