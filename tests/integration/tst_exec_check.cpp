@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// The exec check: every program an agent's command starts, at any depth, is judged in the kernel's
+// execve (seccomp user notification, served by the daemon) and recorded with its parent.
+#include "TestHelpers.h"
+#include "history/Sql.h"
+
+#include <QJsonArray>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestExecCheck final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+    QString m_sb;
+    QTemporaryDir m_files;
+
+    void put(const QString &name, const QByteArray &content)
+    {
+        QFile f(m_files.filePath(name));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(content);
+        f.close();
+        const CliResult r = m_daemon->ctl({QStringLiteral("cp"), f.fileName(), m_sb + QStringLiteral(":/workspace/") + name});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+    }
+    QList<QJsonObject> programs() const
+    {
+        const QString id = sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("id")).toString();
+        auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
+        QList<QJsonObject> out;
+        if (!db)
+            return out;
+        sql::Stmt st(db->get(), "SELECT payload FROM events WHERE sandbox_id = ? AND kind = 'exec.program' ORDER BY seq");
+        st.text(1, id);
+        while (st.step())
+            out.append(QJsonDocument::fromJson(st.columnText(0).toUtf8()).object());
+        return out;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>(args("--approval-timeout", "3s"));
+        QVERIFY(m_daemon->start());
+        QString error;
+        m_sb = m_daemon->create(args("--name", "xc"), &error);
+        QVERIFY2(m_sb == QLatin1String("xc"), qPrintable(error));
+        const CliResult set = m_daemon->ctl(args("policy", "set", "xc", "-"),
+                                            R"({"commands": {"rules": [{"decision": "allow", "command": "sh run.sh"},
+                                                                       {"decision": "deny", "command": "curl"}]}})");
+        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+        put(QStringLiteral("run.sh"), "python3 /workspace/d1.py\n");
+        put(QStringLiteral("d1.py"), "import subprocess\nsubprocess.run(['python3', '/workspace/d2.py'])\n");
+        put(QStringLiteral("d2.py"), "import errno, os\ntry:\n    os.execv('/usr/bin/curl', ['curl', '--version'])\n"
+                                     "except OSError as e:\n    print('curl:', errno.errorcode[e.errno])\n");
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    // sh run.sh (allowed) -> python3 d1.py -> python3 d2.py -> curl: depth 3, denied by 'curl'.
+    void aDeniedProgramThreeLevelsDownIsRefusedWithEperm()
+    {
+        // The baseline: a person's own command is not judged, and the same chain reaches curl.
+        const CliResult person = m_daemon->ctl(args("exec", m_sb, "-n", "--", "sh", "run.sh"));
+        QVERIFY2(person.out.startsWith("curl "), qPrintable(person.describe()));
+
+        const CliResult agent = m_daemon->ctl(args("--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
+        QCOMPARE(agent.exitCode, 0);
+        QCOMPARE(agent.out, QByteArray("curl: EPERM\n"));
+
+        // Recorded, with the rule that stopped it and the chain of parents up to the command.
+        const QList<QJsonObject> all = programs();
+        QHash<int, QJsonObject> byPid;
+        QJsonObject curl;
+        for (const QJsonObject &p : all) {
+            byPid.insert(p.value(QStringLiteral("pid")).toInt(), p);
+            if (p.value(QStringLiteral("path")) == QLatin1String("/usr/bin/curl"))
+                curl = p;
+        }
+        QCOMPARE(curl.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+        QCOMPARE(curl.value(QStringLiteral("rule")).toString(), QStringLiteral("curl"));
+        QCOMPARE(curl.value(QStringLiteral("layer")).toString(), QStringLiteral("sandbox"));
+        QStringList chain;
+        for (QJsonObject p = byPid.value(curl.value(QStringLiteral("parent")).toInt()); !p.isEmpty();
+             p = byPid.value(p.value(QStringLiteral("parent")).toInt())) {
+            chain.append(p.value(QStringLiteral("argv")).toVariant().toStringList().join(QLatin1Char(' ')));
+            QCOMPARE(p.value(QStringLiteral("decision")).toString(), QStringLiteral("allow"));
+            QCOMPARE(p.value(QStringLiteral("coveredBy")).toString(), QStringLiteral("allowed by rule 'sh run.sh' (sandbox)"));
+        }
+        // d2.py's process exec'd curl itself (os.execv): the same pid, so its parent is d1's python.
+        QCOMPARE(chain, QStringList({QStringLiteral("python3 /workspace/d1.py"), QStringLiteral("sh run.sh")}));
+    }
+
+    // The kernel sends a notification to the newest filter's listener only: a process that could
+    // install its own would answer "continue" for itself.
+    void aProcessCannotInstallAListenerOfItsOwn()
+    {
+        put(QStringLiteral("listener.py"), "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                                           "rc = libc.syscall(317, 1, 8, None)  # seccomp(SET_MODE_FILTER, NEW_LISTENER, NULL)\n"
+                                           "print(rc, os.strerror(ctypes.get_errno()))\n");
+        put(QStringLiteral("run.sh"), "python3 /workspace/listener.py\n");
+        // Without the check (here, on the host, as root), the kernel gets as far as reading the program.
+        QProcess host;
+        host.start(QStringLiteral("python3"), {m_files.filePath(QStringLiteral("listener.py"))});
+        QVERIFY(host.waitForFinished(10000));
+        QCOMPARE(host.readAllStandardOutput(), QByteArray("-1 Bad address\n"));
+        // Every execution of the sandbox has the check, a person's too.
+        QCOMPARE(m_daemon->ctl(args("exec", m_sb, "-n", "--", "sh", "run.sh")).out, QByteArray("-1 Operation not permitted\n"));
+        QCOMPARE(m_daemon->ctl(args("--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh")).out, QByteArray("-1 Operation not permitted\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExecCheck)
+#include "tst_exec_check.moc"
