@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "Guest.h"
 
+#include "FdPassing.h"
+
 #include "Log.h"
 #include "Spawn.h"
 
@@ -586,20 +588,8 @@ void Guest::acceptEgress()
         const int fd = accept4(m_proxyListenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
-        char byte = 'c';
-        iovec iov{&byte, 1};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        if (sendmsg(m_proxyFd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+        const char byte = 'c';
+        if (!sendFd(m_proxyFd, &byte, 1, fd, MSG_DONTWAIT))
             logv("egress connection dropped: %s", std::strerror(errno));
         close(fd); // the daemon holds its own copy now (or the connection is reset)
     }

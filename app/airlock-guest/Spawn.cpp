@@ -1,22 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "Spawn.h"
 
+#include "ExecCheck.h"
+#include "FdPassing.h"
+
 #include "sandbox/GuestWire.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <cstddef>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <string_view>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -120,89 +118,6 @@ void applyLimit(int resource, uint64_t value)
     setrlimit(resource, &lim);
 }
 
-#if defined(__x86_64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
-#else
-#error "the exec check knows x86_64 and aarch64"
-#endif
-
-// Every execve/execveat stops for the daemon (SECCOMP_RET_USER_NOTIF). And no process below may
-// install a filter with a listener of its own: the kernel sends a notification to the newest
-// filter's listener only, so a second listener answering "continue" would walk around this one.
-// (The sandbox's main filter, below this one, already kills other architectures.)
-int installExecCheck()
-{
-    constexpr uint32_t argsLow1 = offsetof(seccomp_data, args) + sizeof(uint64_t); // args[1], low half (little endian)
-    sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 1, 4),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, argsLow1),
-        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
-    // Killable once the daemon has the notification: a signal cannot restart the call under a
-    // judgement already made (kernels before 6.0 lack the flag).
-    int fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                      SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog));
-    if (fd < 0 && errno == EINVAL)
-        fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
-    return fd;
-}
-
-bool sendFd(int sock, const void *data, size_t size, int fd)
-{
-    iovec iov{const_cast<void *>(data), size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    ssize_t n;
-    do {
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n == static_cast<ssize_t>(size);
-}
-
-// The one fd of a message on a SOCK_SEQPACKET socket, or -1 (EOF: the child failed first).
-int receiveFd(int sock)
-{
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    do {
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
-    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
-        return -1;
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    return fd;
-}
-
 struct ChildPlan {
     const SpawnRequest *req;
     int stdinFd; // -1: open /dev/null
@@ -264,7 +179,7 @@ struct ChildPlan {
     if (plan.checkFd >= 0) {
         const int listener = installExecCheck();
         const char tag = 'L';
-        if (listener < 0 || !sendFd(plan.checkFd, &tag, 1, listener))
+        if (listener < 0 || !sendFd(plan.checkFd, &tag, 1, listener, 0))
             childFail(plan.errorFd, StageExecCheck, errno);
         close(listener);
         close(plan.checkFd);
@@ -400,7 +315,7 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
             unsigned char message[4];
             const uint32_t id = req.execId;
             std::memcpy(message, &id, sizeof id);
-            if (!sendFd(execCheckFd, message, sizeof message, listener.get())) {
+            if (!sendFd(execCheckFd, message, sizeof message, listener.get(), 0)) {
                 kill(pid, SIGKILL); // nothing runs unjudged: the child never gets past its execve
                 return errnoFailure(setupError, "cannot hand the exec check to the daemon: ");
             }

@@ -232,7 +232,8 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
 
 void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
 {
-    const ExecCover cover = sandbox->judgedCover(execId);
+    const Sandbox::JudgedExecution judged = sandbox->judged(execId);
+    const ExecCover &cover = judged.cover;
     ApprovalRequest r;
     r.requester = cover.requester.isEmpty() ? QStringLiteral("a program in the sandbox") : cover.requester;
     r.argv = a.argv;
@@ -242,9 +243,9 @@ void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttemp
     r.reason = v.reason;
     r.exec = execId;
     r.chain = {QStringLiteral("%1 (pid %2, started by pid %3)").arg(a.path).arg(a.pid).arg(a.parentPid),
-               QStringLiteral("under execution %1: %2").arg(execId).arg(display::commandLine(QJsonArray::fromStringList(sandbox->judgedCommand(execId)), 200)),
+               QStringLiteral("under execution %1: %2").arg(execId).arg(display::commandLine(QJsonArray::fromStringList(judged.argv), 200)),
                cover.decidedBy};
-    r.run = sandbox->judgedRun(execId);
+    r.run = judged.run;
     QPointer<Sandbox> alive(sandbox);
     askPerson(sandbox, r, [alive, execId, a](const ApprovalRequest &, const ApprovalDecision &d) {
         if (alive)

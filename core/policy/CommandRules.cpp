@@ -223,16 +223,16 @@ CommandRules::CommandRules(QList<CommandRule> rules, Decision fallback, QList<Co
         if (r.decision == Decision::Deny)
             m_denyRules.append(r);
     for (CommandRule &r : m_everywhere)
-        r.decision = Decision::Ask; // a pattern: matched by match() as a rule that is not an allow
+        r.decision = Decision::Ask; // a pattern: matched as a rule that is not an allow
 }
 
 CommandVerdict CommandRules::evaluateNested(const QStringList &argv) const
 {
     if (argv.isEmpty())
         return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
-    if (const CommandVerdict denied = CommandRules(m_denyRules, Decision::Allow).match(argv, {}, {}); denied.decision == Decision::Deny)
+    if (const CommandVerdict denied = matchIn(m_denyRules, Decision::Allow, argv, {}, {}); denied.decision == Decision::Deny)
         return denied;
-    const CommandVerdict judged = CommandRules(m_everywhere, Decision::Allow).match(argv, {}, {});
+    const CommandVerdict judged = matchIn(m_everywhere, Decision::Allow, argv, {}, {});
     if (judged.decision != Decision::Allow) {
         CommandVerdict v = evaluateCommand(argv, 0, {}, {});
         v.reason = QStringLiteral("'%1' is judged wherever it runs (pattern '%2', %3): %4").arg(argv.join(QLatin1Char(' ')).left(200), judged.rule, judged.layer, v.reason);
@@ -279,6 +279,12 @@ CommandVerdict CommandRules::evaluate(const QStringList &argv, const QStringList
 
 CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const
 {
+    return matchIn(m_rules, m_default, argv, coverage, runtime);
+}
+
+CommandVerdict CommandRules::matchIn(const QList<CommandRule> &rules, Decision fallback, const QStringList &argv, const Coverage &coverage,
+                                     const QList<qsizetype> &runtime)
+{
     // All matching rules; the strictest decides, the first of those is reported.
     const CommandRule *best = nullptr;
     const CommandRule *possible = nullptr; // a deny or ask rule that a word known only at run time could make match
@@ -289,7 +295,7 @@ CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &cove
             f = std::min(f, std::max<qsizetype>(i, 1));
         return f;
     }();
-    for (const CommandRule &rule : m_rules) {
+    for (const CommandRule &rule : rules) {
         if (rule.words.isEmpty() || (rule.exact && rule.words.size() != argv.size()))
             continue;
         const bool byName = rule.decision != Decision::Allow || trustedLocation(argv.at(0));
@@ -328,7 +334,7 @@ CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &cove
                        QStringLiteral("'%1' matches rule '%2' (%3)").arg(argv.join(QLatin1Char(' ')).left(200), best->text(), best->layer));
     if (skippedAllow)
         return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), coverage.reason);
-    return verdict(m_default, QStringLiteral("default"), QStringLiteral("builtin"),
+    return verdict(fallback, QStringLiteral("default"), QStringLiteral("builtin"),
                    QStringLiteral("no rule matches '%1'").arg(argv.join(QLatin1Char(' ')).left(200)));
 }
 

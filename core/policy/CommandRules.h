@@ -67,6 +67,9 @@ public:
 private:
     CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const;
     CommandVerdict match(const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const;
+    // All matching rules of `rules`: the strictest decides (`fallback` when none matches).
+    static CommandVerdict matchIn(const QList<CommandRule> &rules, Decision fallback, const QStringList &argv, const Coverage &coverage,
+                                  const QList<qsizetype> &runtime);
 
     QList<CommandRule> m_rules;
     Decision m_default = Decision::Ask;

@@ -123,7 +123,7 @@ bool missingInRoot(pid_t pid, const QString &path)
 } // namespace
 
 ExecListener::ExecListener(int fd, QString workspaceDir, QObject *parent)
-    : QObject(parent), m_fd(fd), m_workspaceDir(std::move(workspaceDir))
+    : QObject(parent), m_fd(fd), m_workspaceDir(std::move(workspaceDir)), m_notification(sizes().seccomp_notif)
 {
     m_notifier = new QSocketNotifier(m_fd, QSocketNotifier::Read, this);
     connect(m_notifier, &QSocketNotifier::activated, this, &ExecListener::onReadable);
@@ -155,15 +155,14 @@ void ExecListener::onReadable()
             }
             return;
         }
-        std::vector<char> buf(sizes().seccomp_notif, 0);
-        if (::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_RECV, buf.data()) != 0)
+        std::fill(m_notification.begin(), m_notification.end(), 0); // the kernel wants it zeroed
+        if (::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_RECV, m_notification.data()) != 0)
             continue; // ENOENT: the process went (or was signalled) before we took it
-        ExecAttempt attempt = read(buf.data());
+        ExecAttempt attempt = read(m_notification.data());
         // The process we read is still the one waiting (its pid was not reused meanwhile).
         quint64 id = attempt.id;
         if (::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
             continue;
-        ++m_waiting;
         Q_EMIT attempted(attempt);
     }
 }
@@ -242,7 +241,6 @@ void ExecListener::answer(quint64 id, bool allow)
     else
         r->error = -EPERM;
     ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_SEND, r); // ENOENT: the process has gone meanwhile
-    m_waiting = std::max(0, m_waiting - 1);
 }
 
 } // namespace airlock

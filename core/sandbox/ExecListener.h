@@ -6,6 +6,7 @@
 #include <QStringList>
 
 #include <sys/types.h>
+#include <vector>
 
 class QSocketNotifier;
 
@@ -39,7 +40,6 @@ public:
 
     // Continues the call, or fails it with EPERM. An id whose process has gone is ignored.
     void answer(quint64 id, bool allow);
-    int waiting() const { return m_waiting; }
 
     // A listener fd as the guest passed it is a seccomp listener and nothing else.
     static bool isListener(int fd);
@@ -56,7 +56,7 @@ private:
     int m_fd;
     QString m_workspaceDir;
     QSocketNotifier *m_notifier = nullptr;
-    int m_waiting = 0;
+    std::vector<char> m_notification; // as large as this kernel's struct seccomp_notif
 };
 
 } // namespace airlock

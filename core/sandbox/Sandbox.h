@@ -101,10 +101,14 @@ public:
 
     // The person's answer for a program that execNeedsPerson() reported.
     void answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow, const QString &by);
-    // The root command of an execution whose programs are judged (for approval cards).
-    QStringList judgedCommand(uint32_t execId) const { return m_judged.value(execId).argv; }
-    ExecCover judgedCover(uint32_t execId) const { return m_judged.value(execId).cover; }
-    QString judgedRun(uint32_t execId) const { return m_judged.value(execId).run; }
+    // An execution whose programs are judged: its command, its run, how it was decided (for
+    // approval cards). Kept for as long as any of its processes is left.
+    struct JudgedExecution {
+        QStringList argv;
+        QString run;
+        ExecCover cover;
+    };
+    JudgedExecution judged(uint32_t execId) const { return m_judged.value(execId).execution; }
 
 Q_SIGNALS:
     void started();
@@ -167,9 +171,7 @@ private:
     // Executions whose programs are judged, with how each was decided: kept, with its listener,
     // for as long as any process of it is left (a background job outlives its execution).
     struct Judged {
-        QStringList argv;
-        QString run;
-        ExecCover cover;
+        JudgedExecution execution;
         ExecListener *listener = nullptr;
     };
     QHash<uint32_t, Judged> m_judged;

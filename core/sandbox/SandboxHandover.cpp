@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sandbox's side of what the guest hands over on its SOCK_SEQPACKET sockets: egress
+// connections (allowlist sandboxes) and each judged execution's exec-check listener, and the
+// judgement of the programs that listener reports. (Lifecycle, executions and output: Sandbox.cpp.)
+#include "sandbox/Sandbox.h"
+
+#include "log/Log.h"
+
+#include <QJsonArray>
+#include <QSocketNotifier>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+auto logger()
+{
+    static auto l = log::get("core.sandbox");
+    return l;
+}
+} // namespace
+
+namespace {
+// One message of a SOCK_SEQPACKET socket from the guest, with the descriptors it carries (all of
+// them: the caller closes what it does not want). False when nothing more will come.
+struct GuestMessage {
+    QByteArray data;
+    QList<int> fds;
+    bool truncated = false; // data or descriptors did not fit
+    bool again = false;     // nothing waiting now
+};
+GuestMessage receiveFromGuest(int sock)
+{
+    GuestMessage m;
+    char buf[64];
+    iovec iov{buf, sizeof buf};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n <= 0) {
+        m.again = n < 0 && (errno == EAGAIN || errno == EINTR);
+        m.truncated = true;
+        return m;
+    }
+    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < count; ++k) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
+            m.fds.append(fd);
+        }
+    }
+    m.data = QByteArray(buf, n);
+    m.truncated = msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC);
+    return m;
+}
+} // namespace
+
+void Sandbox::onProxyReadable()
+{
+    // The guest is untrusted: whatever it passes must be a connected stream socket, one per
+    // message; anything else is closed unread.
+    for (int i = 0; i < 64; ++i) {
+        const GuestMessage m = receiveFromGuest(m_launched.proxyFd);
+        if (m.data.isEmpty()) {
+            if (!m.again)
+                m_proxyNotifier->setEnabled(false); // the guest closed its end
+            return;
+        }
+        const QList<int> &fds = m.fds;
+        const bool truncated = m.truncated;
+        for (qsizetype k = 0; k < fds.size(); ++k) {
+            int type = 0, domain = 0;
+            socklen_t len = sizeof type;
+            struct stat st{};
+            const bool stream = k == 0 && !truncated && ::fstat(fds[k], &st) == 0 && S_ISSOCK(st.st_mode)
+                && ::getsockopt(fds[k], SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM
+                && (len = sizeof domain, ::getsockopt(fds[k], SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
+                && (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX);
+            if (!stream) {
+                logger()->warn("sandbox {}: the guest passed something other than one stream socket; closed", m_setup.id.toStdString());
+                ::close(fds[k]);
+                continue;
+            }
+            Q_EMIT egressConnection(fds[k]);
+        }
+    }
+}
+
+void Sandbox::onExecCheckReadable()
+{
+    // One message per judged execution: its id and the listener of the filter its first process
+    // installed. Anything else, or a listener for an execution that is not waiting for one, is
+    // closed: the processes under that filter then fail every exec (ENOSYS), nothing runs unjudged.
+    for (int i = 0; i < 64; ++i) {
+        const GuestMessage m = receiveFromGuest(m_launched.execCheckFd);
+        if (m.data.isEmpty()) {
+            if (!m.again)
+                m_execCheckNotifier->setEnabled(false);
+            return;
+        }
+        uint32_t execId = 0;
+        const bool wellFormed = !m.truncated && m.data.size() == sizeof execId && m.fds.size() == 1 && ExecListener::isListener(m.fds.first());
+        if (wellFormed)
+            std::memcpy(&execId, m.data.constData(), sizeof execId);
+        auto judged = wellFormed ? m_judged.find(execId) : m_judged.end();
+        if (judged == m_judged.end() || judged->listener) {
+            logger()->warn("sandbox {}: the guest passed an exec check that no execution waits for; closed", m_setup.id.toStdString());
+            for (int fd : m.fds)
+                ::close(fd);
+            continue;
+        }
+        judged->listener = new ExecListener(m.fds.first(), m_setup.workspaceDir, this);
+        connect(judged->listener, &ExecListener::attempted, this, [this, execId](const ExecAttempt &a) { onExecAttempt(execId, a); });
+        connect(judged->listener, &ExecListener::drained, this, [this, execId] {
+            // No process of the execution is left: nothing more to judge for it.
+            if (const auto it = m_judged.constFind(execId); it != m_judged.cend()) {
+                it->listener->deleteLater();
+                m_judged.erase(it);
+                Q_EMIT judgedExecutionGone(execId);
+            }
+        });
+    }
+}
+
+void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
+{
+    const auto it = m_judged.constFind(execId);
+    if (it == m_judged.cend())
+        return;
+    if (a.missing && a.unreadable.isEmpty()) // a PATH search's miss: nothing runs, nothing to record
+        return it->listener->answer(a.id, true);
+    const ExecCover &cover = it->execution.cover;
+    using policy::CommandVerdict;
+    using policy::Decision;
+    CommandVerdict v;
+    // What the kernel executes is the path; argv[0] is only what the program is told its name is.
+    QStringList asRun = a.argv;
+    if (!asRun.isEmpty() && !a.path.isEmpty())
+        asRun.first() = a.path;
+    const auto named = [&](const QStringList &argv) {
+        for (const QStringList &p : cover.programs)
+            if (p.size() >= argv.size() && !argv.isEmpty() && p.mid(p.size() - argv.size()) == argv)
+                return true;
+        return false;
+    };
+    if (!a.unreadable.isEmpty()) {
+        v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("cannot be judged: %1").arg(a.unreadable)};
+    } else if (a.argv.isEmpty()) {
+        v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty argument list")};
+    } else if (!cover.judged) {
+        v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("under a person's own command: recorded, not judged")};
+    } else {
+        v = m_setup.policy.commands.evaluateNested(asRun);
+        // A rule about the name it is told counts too (a deny never loses to a renaming).
+        if (a.argv.first() != asRun.first()) {
+            const CommandVerdict byName = m_setup.policy.commands.evaluateNested(a.argv);
+            if (int(byName.decision) > int(v.decision))
+                v = byName;
+        }
+        if (v.decision == Decision::Ask && (named(a.argv) || named(asRun)))
+            v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("named by the decided command")};
+    }
+    if (v.decision == Decision::Ask) {
+        recordExec(execId, a, v);
+        Q_EMIT execNeedsPerson(execId, a, v);
+        return;
+    }
+    it->listener->answer(a.id, v.decision == Decision::Allow);
+    recordExec(execId, a, v);
+}
+
+void Sandbox::answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow, const QString &by)
+{
+    const auto it = m_judged.constFind(execId);
+    if (it == m_judged.cend() || !it->listener)
+        return; // its processes are all gone
+    it->listener->answer(attempt.id, allow);
+    recordExec(execId, attempt, {allow ? policy::Decision::Allow : policy::Decision::Deny, QStringLiteral("person"), QString(),
+                                 QStringLiteral("%1 by %2").arg(allow ? QStringLiteral("approved") : QStringLiteral("denied"), by)});
+}
+
+void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
+{
+    constexpr qsizetype kShownArgs = 64;
+    const auto it = m_judged.constFind(execId);
+    QJsonObject p{{QStringLiteral("exec"), double(execId)},
+                  {QStringLiteral("pid"), double(a.pid)},
+                  {QStringLiteral("parent"), double(a.parentPid)},
+                  {QStringLiteral("path"), a.path},
+                  {QStringLiteral("argv"), QJsonArray::fromStringList(a.argv.mid(0, kShownArgs))},
+                  {QStringLiteral("cwd"), a.cwd},
+                  {QStringLiteral("decision"), policy::decisionName(v.decision)},
+                  {QStringLiteral("rule"), v.rule},
+                  {QStringLiteral("layer"), v.layer},
+                  {QStringLiteral("reason"), v.reason}};
+    if (a.argv.size() > kShownArgs)
+        p.insert(QStringLiteral("argc"), double(a.argv.size()));
+    if (it != m_judged.cend() && v.rule == QLatin1String("covered"))
+        p.insert(QStringLiteral("coveredBy"), it->execution.cover.decidedBy.isEmpty() ? QStringLiteral("a person's own command") : it->execution.cover.decidedBy);
+    record(QStringLiteral("exec.program"), p, it != m_judged.cend() ? it->execution.run : QString());
+}
+
+} // namespace airlock
