@@ -9,7 +9,7 @@ packages=(
   xvfb xauth libgl1-mesa-dev
   curl openssl libssl-dev iproute2 openssh-server openssh-client
   qtkeychain-qt6-dev gnome-keyring dbus-daemon dbus-bin
-  libqt6svg6 desktop-file-utils man-db dpkg-dev zsh lintian
+  libqt6svg6 desktop-file-utils man-db dpkg-dev zsh lintian python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -14,6 +14,7 @@ using namespace airlock::test;
 
 class TestExecCheck final : public QObject {
     Q_OBJECT
+    static constexpr const char *kRules = R"({"decision": "allow", "command": "sh run.sh"}, {"decision": "deny", "command": "curl"})";
     std::unique_ptr<TestDaemon> m_daemon;
     QString m_sb;
     QTemporaryDir m_files;
@@ -49,9 +50,7 @@ private Q_SLOTS:
         QString error;
         m_sb = m_daemon->create(args("--name", "xc"), &error);
         QVERIFY2(m_sb == QLatin1String("xc"), qPrintable(error));
-        const CliResult set = m_daemon->ctl(args("policy", "set", "xc", "-"),
-                                            R"({"commands": {"rules": [{"decision": "allow", "command": "sh run.sh"},
-                                                                       {"decision": "deny", "command": "curl"}]}})");
+        const CliResult set = m_daemon->ctl(args("policy", "set", "xc", "-"), QByteArray(R"({"commands": {"rules": [)") + kRules + "]}}");
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
         put(QStringLiteral("run.sh"), "python3 /workspace/d1.py\n");
         put(QStringLiteral("d1.py"), "import subprocess\nsubprocess.run(['python3', '/workspace/d2.py'])\n");
@@ -99,17 +98,54 @@ private Q_SLOTS:
     void aProcessCannotInstallAListenerOfItsOwn()
     {
         put(QStringLiteral("listener.py"), "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-                                           "rc = libc.syscall(317, 1, 8, None)  # seccomp(SET_MODE_FILTER, NEW_LISTENER, NULL)\n"
+                                           "nr = {'x86_64': 317, 'aarch64': 277}[os.uname().machine]\n"
+                                           "rc = libc.syscall(nr, 1, 8, None)  # seccomp(SET_MODE_FILTER, NEW_LISTENER, NULL)\n"
                                            "print(rc, os.strerror(ctypes.get_errno()))\n");
         put(QStringLiteral("run.sh"), "python3 /workspace/listener.py\n");
         // Without the check (here, on the host, as root), the kernel gets as far as reading the program.
         QProcess host;
-        host.start(QStringLiteral("python3"), {m_files.filePath(QStringLiteral("listener.py"))});
+        host.start(QStringLiteral("/usr/bin/python3"), {m_files.filePath(QStringLiteral("listener.py"))});
         QVERIFY(host.waitForFinished(10000));
         QCOMPARE(host.readAllStandardOutput(), QByteArray("-1 Bad address\n"));
         // Every execution of the sandbox has the check, a person's too.
         QCOMPARE(m_daemon->ctl(args("exec", m_sb, "-n", "--", "sh", "run.sh")).out, QByteArray("-1 Operation not permitted\n"));
         QCOMPARE(m_daemon->ctl(args("--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh")).out, QByteArray("-1 Operation not permitted\n"));
+        // Switched off, the check is not there at all.
+        QCOMPARE(m_daemon->ctl(args("policy", "set", "xc", "-"), QByteArray(R"({"commands": {"judgeExecs": false, "rules": [)") + kRules + "]}}").exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh")).out, QByteArray("-1 Bad address\n"));
+        QCOMPARE(m_daemon->ctl(args("policy", "set", "xc", "-"), QByteArray(R"({"commands": {"rules": [)") + kRules + "]}}").exitCode, 0);
+    }
+
+    // A shell reading its input (`curl … | sh`) is judged wherever it runs: under the allowed
+    // `sh run.sh` it waits in its execve for a person, whose card shows what started it.
+    void aProgramJudgedEverywhereAsksAPersonWithItsChain()
+    {
+        put(QStringLiteral("run.sh"), "echo 'echo piped' | sh\n");
+        for (const bool allow : {true, false}) {
+            auto p = std::make_unique<QProcess>();
+            p->setProcessEnvironment(m_daemon->environment());
+            p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
+            const QJsonObject request = waitForApproval(*m_daemon);
+            QCOMPARE(request.value(QStringLiteral("argv")).toVariant().toStringList(), QStringList{QStringLiteral("sh")});
+            QCOMPARE(request.value(QStringLiteral("requester")).toString(), QStringLiteral("bot"));
+            QVERIFY2(request.value(QStringLiteral("reason")).toString().contains(QLatin1String("is judged wherever it runs (pattern 'sh', builtin)")),
+                     qPrintable(request.value(QStringLiteral("reason")).toString()));
+            const QStringList chain = request.value(QStringLiteral("chain")).toVariant().toStringList();
+            QCOMPARE(chain.size(), 3);
+            QVERIFY2(chain.at(0).startsWith(QLatin1String("/usr/bin/sh (pid ")), qPrintable(chain.at(0)));
+            QVERIFY2(chain.at(1).endsWith(QLatin1String(": sh run.sh")), qPrintable(chain.at(1)));
+            QCOMPARE(chain.at(2), QStringLiteral("allowed by rule 'sh run.sh' (sandbox)"));
+            const QString id = request.value(QStringLiteral("id")).toString();
+            const CliResult decided = allow ? m_daemon->ctl(args("approve", id)) : m_daemon->ctl(args("deny", id, "--reason", "no"));
+            QVERIFY2(decided.exitCode == 0, qPrintable(decided.describe()));
+            QVERIFY(p->waitForFinished(20000));
+            if (allow) {
+                QCOMPARE(p->readAllStandardOutput(), QByteArray("piped\n"));
+            } else {
+                QCOMPARE(p->readAllStandardOutput(), QByteArray());
+                QVERIFY2(p->readAllStandardError().contains("sh: Operation not permitted"), "the shell's exec was not refused with EPERM");
+            }
+        }
     }
 };
 
