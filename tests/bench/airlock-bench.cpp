@@ -364,6 +364,66 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
     return 0;
 }
 
+// The exec check (commands.judgeExecs): in one sandbox, with the check on and off in the same
+// rounds, an execution's round trip, a loop of 1,000 fork+exec of /bin/true inside one execution,
+// and a make -j2 build of 100 small C files.
+int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
+{
+    TestDaemon daemon;
+    if (!daemon.start()) {
+        std::fprintf(stderr, "airlock-bench --exec-check: cannot start airlockd\n");
+        return 1;
+    }
+    // No flags: `policy set` replaces the sandbox's layer, and limits set at creation cannot change.
+    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("xb")});
+    const auto judge = [&](bool on) {
+        return daemon.ctl({QStringLiteral("policy"), QStringLiteral("set"), sb, QStringLiteral("-")},
+                          on ? QByteArray("{}") : QByteArray(R"({"commands": {"judgeExecs": false}})")).exitCode == 0;
+    };
+    const auto inside = [&](const QString &script) {
+        return QStringList{binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
+                           QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), script};
+    };
+    const CliResult made = daemon.ctl(inside(QStringLiteral(
+        "mkdir -p b && cd b && for i in $(seq 100); do echo \"int f$i(void) { return $i; }\" > f$i.c; done && "
+        "printf 'all: $(patsubst %%.c,%%.o,$(wildcard *.c))\\n' > Makefile")).mid(1));
+    if (sb.isEmpty() || made.exitCode != 0 || !judge(true)) {
+        std::fprintf(stderr, "airlock-bench --exec-check: cannot prepare the sandbox: %s\n", qPrintable(made.describe()));
+        return 1;
+    }
+    std::vector<QByteArray> envStorage;
+    for (const QString &kv : daemon.environment().toStringList())
+        envStorage.push_back(kv.toLocal8Bit());
+    std::vector<char *> envp;
+    for (QByteArray &kv : envStorage)
+        envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    const QStringList loop = inside(QStringLiteral("for i in $(seq 1000); do /bin/true; done"));
+    const QStringList build = inside(QStringLiteral("cd b && rm -f *.o && make -s -j2"));
+    const QStringList one = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
+                             QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
+    QList<double> loopOn, loopOff, buildOn, buildOff, oneOn, oneOff;
+    const int n = quick ? 10 : 20;
+    for (int r = 0; r < rounds; ++r) {
+        for (const bool on : {true, false}) {
+            if (!judge(on))
+                return 1;
+            (on ? loopOn : loopOff).append(spawnMs(loop, envp.data()));
+            (on ? buildOn : buildOff).append(spawnMs(build, envp.data()));
+            (on ? oneOn : oneOff).append(median(repeat(n, [&] { return spawnMs(one, envp.data()); })));
+        }
+    }
+    rows.append({QStringLiteral("airlockctl exec true, exec check on"), median(oneOn), QStringLiteral("ms"), QStringLiteral("check off"), median(oneOff),
+                 QString()});
+    rows.append({QStringLiteral("1,000 fork+exec of /bin/true, check on"), median(loopOn), QStringLiteral("ms"), QStringLiteral("check off"),
+                 median(loopOff), QString()});
+    rows.append({QStringLiteral("  added per exec"), (median(loopOn) - median(loopOff)) / 1000.0, QStringLiteral("ms"), QString(), 0,
+                 QStringLiteral("<= 0.3 ms")});
+    rows.append({QStringLiteral("make -j2 of 100 C files, check on"), median(buildOn), QStringLiteral("ms"), QStringLiteral("check off"),
+                 median(buildOff), QStringLiteral("<= 1.15x")});
+    return 0;
+}
+
 int main(int argc, char *argv[])
 {
     QCoreApplication app(argc, argv);
@@ -374,6 +434,7 @@ int main(int argc, char *argv[])
     const std::pair<const char *, int (*)(QList<Row> &, int, bool)> suites[] = {
         {"--remote", benchRemote},
         {"--mcp", benchMcp},
+        {"--exec-check", benchExecCheck},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {
