@@ -22,7 +22,6 @@ constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
 
 } // namespace
 
-// (The sandbox's main filter, below this one, already kills other architectures.)
 int installExecCheck()
 {
     constexpr uint32_t argsLow1 = offsetof(seccomp_data, args) + sizeof(uint64_t); // args[1], low half (little endian)
@@ -31,6 +30,9 @@ int installExecCheck()
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        // x32 numbers (the main filter kills them too; this one does not rely on it).
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 2, 0),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 1, 0),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 1, 4),

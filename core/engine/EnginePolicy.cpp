@@ -236,7 +236,7 @@ void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttemp
     const ExecCover &cover = judged.cover;
     ApprovalRequest r;
     r.requester = cover.requester.isEmpty() ? QStringLiteral("a program in the sandbox") : cover.requester;
-    r.argv = a.argv;
+    r.argv = a.asRun(); // what runs, path first: argv[0] is the process's to choose
     r.cwd = a.cwd;
     r.rule = v.rule;
     r.layer = v.layer;

@@ -29,9 +29,11 @@ bool isReservedSandboxPath(const QString &path)
     const QString home = QString::fromLatin1(kSandboxHome);
     if (path == QLatin1String("/home") || path == home)
         return true;
-    for (const char *file : kHomeStartupFiles)
-        if (path == home + QLatin1Char('/') + QLatin1String(file))
+    for (const char *file : kHomeStartupFiles) {
+        const QString f = home + QLatin1Char('/') + QLatin1String(file);
+        if (path == f || f.startsWith(path + QLatin1Char('/')))
             return true;
+    }
     for (const char *dir : kHomeStartupDirs) {
         const QString d = home + QLatin1Char('/') + QLatin1String(dir);
         if (path == d || path.startsWith(d + QLatin1Char('/')) || d.startsWith(path + QLatin1Char('/')))

@@ -226,16 +226,87 @@ CommandRules::CommandRules(QList<CommandRule> rules, Decision fallback, QList<Co
         r.decision = Decision::Ask; // a pattern: matched as a rule that is not an allow
 }
 
+namespace {
+// A shell that reads its commands from its input (`curl … | sh`, `sh -s`, `bash -i`, `sh -`,
+// `sh /dev/stdin`): what it runs is whatever came down the pipe.
+bool readsCommandsFromInput(const QStringList &argv)
+{
+    qsizetype i = 1;
+    const QString name = programName(argv.first());
+    if (name == QLatin1String("busybox") && argv.size() > 1 && isShell(argv.at(1)))
+        i = 2;
+    else if (!isShell(name) || name == QLatin1String("busybox"))
+        return false;
+    for (; i < argv.size(); ++i) {
+        const QString &a = argv.at(i);
+        if (a == QLatin1String("--")) {
+            ++i;
+            break;
+        }
+        if (a == QLatin1String("-"))
+            return true;
+        if (a.startsWith(QLatin1String("--"))) {
+            if (a == QLatin1String("--rcfile") || a == QLatin1String("--init-file"))
+                ++i;
+            continue;
+        }
+        if (a.size() > 1 && (a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1Char('+')))) {
+            if (a.startsWith(QLatin1Char('-')) && a.contains(QLatin1Char('c')))
+                return false; // a command string: judged as the programs it starts
+            if (a.startsWith(QLatin1Char('-')) && (a.contains(QLatin1Char('s')) || a.contains(QLatin1Char('i'))))
+                return true;
+            if (a.mid(1) == QLatin1String("o") || a.mid(1) == QLatin1String("O"))
+                ++i;
+            continue;
+        }
+        break;
+    }
+    if (i >= argv.size())
+        return true;
+    const QString &script = argv.at(i);
+    return script.startsWith(QLatin1String("/dev/")) || script.startsWith(QLatin1String("/proc/"));
+}
+
+// git's argv without its global options, so that `git -C d -c a=b push` is seen as `git push`;
+// nullopt when an option can rename a subcommand (an alias, or config taken from the environment).
+std::optional<QStringList> gitWithoutGlobalOptions(const QStringList &argv)
+{
+    if (programName(argv.first()) != QLatin1String("git"))
+        return argv;
+    QStringList out{argv.first()};
+    qsizetype i = 1;
+    for (; i < argv.size() && argv.at(i).startsWith(QLatin1Char('-')); ++i) {
+        const QString &a = argv.at(i);
+        if (a.startsWith(QLatin1String("--config-env")))
+            return std::nullopt;
+        if (a == QLatin1String("-c") && i + 1 < argv.size() && argv.at(i + 1).startsWith(QLatin1String("alias."), Qt::CaseInsensitive))
+            return std::nullopt;
+        if (a == QLatin1String("-c") || a == QLatin1String("-C") || a == QLatin1String("--git-dir") || a == QLatin1String("--work-tree")
+            || a == QLatin1String("--namespace") || a == QLatin1String("--super-prefix"))
+            ++i;
+    }
+    return out + argv.mid(i);
+}
+} // namespace
+
 CommandVerdict CommandRules::evaluateNested(const QStringList &argv) const
 {
     if (argv.isEmpty())
         return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
-    if (const CommandVerdict denied = matchIn(m_denyRules, Decision::Allow, argv, {}, {}); denied.decision == Decision::Deny)
-        return denied;
-    const CommandVerdict judged = matchIn(m_everywhere, Decision::Allow, argv, {}, {});
-    if (judged.decision != Decision::Allow) {
+    const auto plain = gitWithoutGlobalOptions(argv);
+    for (const QStringList &form : {argv, plain.value_or(argv)})
+        if (const CommandVerdict denied = matchIn(m_denyRules, Decision::Allow, form, {}, {}); denied.decision == Decision::Deny)
+            return denied;
+    QString why;
+    if (readsCommandsFromInput(argv))
+        why = QStringLiteral("a shell reading commands from its input");
+    else if (!plain)
+        why = QStringLiteral("git with an alias or configuration from the environment");
+    else if (const CommandVerdict judged = matchIn(m_everywhere, Decision::Allow, *plain, {}, {}); judged.decision != Decision::Allow)
+        why = QStringLiteral("pattern '%1', %2").arg(judged.rule, judged.layer);
+    if (!why.isEmpty()) {
         CommandVerdict v = evaluateCommand(argv, 0, {}, {});
-        v.reason = QStringLiteral("'%1' is judged wherever it runs (pattern '%2', %3): %4").arg(argv.join(QLatin1Char(' ')).left(200), judged.rule, judged.layer, v.reason);
+        v.reason = QStringLiteral("'%1' is judged wherever it runs (%2): %3").arg(argv.join(QLatin1Char(' ')).left(200), why, v.reason);
         return v;
     }
     return verdict(Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("covered by the decision on the command that started it"));

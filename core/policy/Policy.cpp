@@ -421,15 +421,11 @@ QJsonObject withSpecFields(QJsonObject overrides, const QJsonObject &spec)
 
 QJsonObject builtinDefaults()
 {
-    // Programs an approved command does not cover when it starts them: a shell reading commands
-    // from its input (`curl … | sh`), pushing, remote shells and copies, package publishing.
+    // Programs an approved command does not cover when it starts them (beside a shell reading its
+    // input, which is built in): pushing, remote shells and copies, package publishing.
     QJsonArray everywhere;
-    for (const char *shell : {"sh", "bash", "dash"}) {
-        everywhere.append(QJsonObject{{QStringLiteral("command"), QLatin1String(shell)}, {QStringLiteral("exact"), true}});
-        everywhere.append(QJsonObject{{QStringLiteral("command"), QStringLiteral("%1 -s").arg(QLatin1String(shell))}});
-    }
-    for (const char *command : {"git push", "git * push", "git * * push", "ssh", "scp", "sftp", "npm publish", "yarn publish",
-                                "pnpm publish", "cargo publish", "twine upload", "python3 -m twine upload", "gem push"})
+    for (const char *command : {"git push", "git send-pack", "ssh", "scp", "sftp", "npm publish", "yarn publish", "pnpm publish",
+                                "cargo publish", "twine upload", "python3 -m twine upload", "gem push"})
         everywhere.append(QJsonObject{{QStringLiteral("command"), QLatin1String(command)}});
     return QJsonObject{{QStringLiteral("version"), kPolicyVersion},
                        {QStringLiteral("network"), QJsonObject{{QStringLiteral("mode"), QStringLiteral("none")}, {QStringLiteral("unknown"), QStringLiteral("deny")}}},

@@ -129,17 +129,22 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
                        "/.airlock/bin/airlock-tool", "--tmpfs", kSandboxHome});
     int fd = kFirstMountFd;
     const std::string home = std::string(kSandboxHome) + '/';
-    for (const char *file : kHomeStartupFiles)
-        a.insert(a.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(fd++), home + file});
     // A directory holding a mount can still be renamed away and made anew, so each one between the
-    // home and a read-only directory is a mount point too (which cannot be renamed: EBUSY).
+    // home and a read-only file or directory is a mount point too (which cannot be renamed: EBUSY).
     std::vector<std::string> parents;
-    for (const std::string dir : kHomeStartupDirs)
-        for (size_t slash = dir.find('/'); slash != std::string::npos; slash = dir.find('/', slash + 1))
-            if (std::find(parents.begin(), parents.end(), dir.substr(0, slash)) == parents.end())
-                parents.push_back(dir.substr(0, slash));
+    const auto addParents = [&](const std::string &path) {
+        for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
+            if (std::find(parents.begin(), parents.end(), path.substr(0, slash)) == parents.end())
+                parents.push_back(path.substr(0, slash));
+    };
+    for (const char *file : kHomeStartupFiles)
+        addParents(file);
+    for (const char *dir : kHomeStartupDirs)
+        addParents(dir);
     for (const std::string &parent : parents)
         a.insert(a.end(), {"--tmpfs", home + parent});
+    for (const char *file : kHomeStartupFiles)
+        a.insert(a.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(fd++), home + file});
     for (const char *dir : kHomeStartupDirs)
         a.insert(a.end(), {"--perms", "0555", "--tmpfs", home + dir, "--remount-ro", home + dir});
     for (const Mount &m : r.mounts)

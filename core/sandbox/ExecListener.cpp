@@ -21,7 +21,7 @@ namespace airlock {
 
 namespace {
 // What one exec may carry and still be judged; more is refused (as "too long to judge").
-constexpr int kMaxArgs = 8192;
+constexpr int kMaxArgs = 4096;
 constexpr qsizetype kMaxArgBytes = 1024 * 1024;
 constexpr size_t kPage = 4096;
 
@@ -100,25 +100,42 @@ pid_t statusField(pid_t pid, const char *name)
             return pid_t(line.mid(key.size()).simplified().split(' ').last().toInt());
     return 0;
 }
-// Whether an absolute path names nothing in the process's root (symlinks resolved inside it).
-// Only "nothing there" counts; any other answer leaves the exec to be judged.
-bool missingInRoot(pid_t pid, const QString &path)
+// The program file as the kernel will open it: `path` in the process's root (symlinks resolved
+// inside it), relative to its working directory; or, for execveat(fd, "", AT_EMPTY_PATH), its
+// descriptor. -1 with errno when it cannot be opened from here.
+int openProgram(pid_t pid, const QString &path, const QString &cwd, int emptyPathFd)
 {
-    if (!path.startsWith(QLatin1Char('/')))
-        return false;
+    if (emptyPathFd >= 0)
+        return ::open(QStringLiteral("/proc/%1/fd/%2").arg(pid).arg(emptyPathFd).toLatin1().constData(), O_RDONLY | O_CLOEXEC);
     const int root = ::open(QStringLiteral("/proc/%1/root").arg(pid).toLatin1().constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
-        return false;
+        return -1;
     open_how how{};
-    how.flags = O_PATH | O_CLOEXEC;
+    how.flags = O_RDONLY | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    const QByteArray relative = QFile::encodeName(path.mid(1));
+    const QString inRoot = path.startsWith(QLatin1Char('/')) ? path : cwd + QLatin1Char('/') + path;
+    const QByteArray relative = QFile::encodeName(inRoot.mid(1));
     const int fd = int(::syscall(SYS_openat2, root, relative.isEmpty() ? "." : relative.constData(), &how, sizeof how));
-    const bool missing = fd < 0 && (errno == ENOENT || errno == ENOTDIR);
-    if (fd >= 0)
-        ::close(fd);
+    const int err = errno;
     ::close(root);
-    return missing;
+    errno = err;
+    return fd;
+}
+
+// A script's "#!" line as the kernel reads it: the interpreter and its one optional argument.
+std::optional<QStringList> shebang(int fd)
+{
+    char buf[256];
+    const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+    if (n < 3 || buf[0] != '#' || buf[1] != '!')
+        return std::nullopt;
+    QByteArray line(buf + 2, n - 2);
+    line = line.left(line.indexOf('\n') < 0 ? line.size() : line.indexOf('\n')).trimmed();
+    const qsizetype space = line.indexOf(' ') >= 0 ? line.indexOf(' ') : line.indexOf('\t');
+    QStringList out{QFile::decodeName(space < 0 ? line : line.left(space))};
+    if (space >= 0 && !line.mid(space).trimmed().isEmpty())
+        out.append(QFile::decodeName(line.mid(space).trimmed()));
+    return out;
 }
 } // namespace
 
@@ -191,9 +208,8 @@ ExecAttempt ExecListener::read(const void *notification) const
         return a;
     }
     a.path = QFile::decodeName(*path);
-    // Only a path as the process gave it is looked up in its root (a descriptor's target is a
-    // host path: never taken for missing).
-    a.missing = missingInRoot(a.hostPid, a.path);
+    const QString given = a.path;
+    int emptyPathFd = -1;
     if (at) {
         const int dirfd = int(n->data.args[0]);
         const bool emptyPath = (n->data.args[4] & AT_EMPTY_PATH) && a.path.isEmpty();
@@ -204,21 +220,30 @@ ExecAttempt ExecListener::read(const void *notification) const
                 return a;
             }
             a.path = emptyPath ? dir : dir + QLatin1Char('/') + a.path;
+            emptyPathFd = emptyPath ? dirfd : -1;
+            if (!emptyPath) {
+                a.unreadable = QStringLiteral("execveat relative to a descriptor is not followed");
+                return a;
+            }
         }
     }
     a.path = inSandbox(a.path);
-    if (a.missing)
-        return a;
-
     qsizetype bytes = 0;
+    // The pointers a page at a time (never across one, so an unmapped page ends them cleanly).
+    quint64 pointers[kPage / sizeof(quint64)];
+    size_t have = 0, next = 0;
     for (quint64 address = argvAddress; a.argv.size() <= kMaxArgs; address += sizeof(quint64)) {
-        quint64 pointer = 0;
-        if (!readMemory(a.hostPid, address, &pointer, sizeof pointer)) {
-            a.unreadable = QStringLiteral("the program's arguments cannot be read from the process");
-            return a;
+        if (next == have) {
+            have = (kPage - size_t(address % kPage)) / sizeof(quint64);
+            next = 0;
+            if (have == 0 || !readMemory(a.hostPid, address, pointers, have * sizeof(quint64))) {
+                a.unreadable = QStringLiteral("the program's arguments cannot be read from the process");
+                return a;
+            }
         }
+        const quint64 pointer = pointers[next++];
         if (pointer == 0)
-            return a;
+            break;
         const auto word = readString(a.hostPid, pointer, kMaxArgBytes - bytes);
         if (!word) {
             a.unreadable = QStringLiteral("the program's arguments cannot be read from the process, or are longer than %1 bytes").arg(kMaxArgBytes);
@@ -227,7 +252,34 @@ ExecAttempt ExecListener::read(const void *notification) const
         bytes += word->size() + 1;
         a.argv.append(QString::fromUtf8(*word));
     }
-    a.unreadable = QStringLiteral("more than %1 arguments").arg(kMaxArgs);
+    if (a.argv.size() > kMaxArgs) {
+        a.unreadable = QStringLiteral("more than %1 arguments").arg(kMaxArgs);
+        return a;
+    }
+    // The programs a script's "#!" lines start run without an execve of their own: each is judged
+    // too (the kernel follows up to 4 of them). What cannot be opened from here, other than a
+    // path with nothing there (a PATH search's miss: the kernel fails it too), is refused.
+    QString file = given;
+    for (int level = 0; level < 5; ++level) {
+        const int fd = openProgram(a.hostPid, file, a.cwd, level == 0 ? emptyPathFd : -1);
+        if (fd < 0) {
+            if ((errno == ENOENT || errno == ENOTDIR) && !file.startsWith(QLatin1String("/proc/")) && !file.startsWith(QLatin1String("/dev/")))
+                a.missing = level == 0;
+            else
+                a.unreadable = QStringLiteral("'%1' cannot be opened to check it (%2)").arg(file.left(200), QString::fromLocal8Bit(std::strerror(errno)));
+            break;
+        }
+        const auto interpreter = shebang(fd);
+        ::close(fd);
+        if (!interpreter)
+            break;
+        if (level == 4) {
+            a.unreadable = QStringLiteral("scripts nested more than 4 deep");
+            break;
+        }
+        a.interpreters.append(*interpreter);
+        file = interpreter->first();
+    }
     return a;
 }
 

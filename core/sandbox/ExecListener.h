@@ -23,7 +23,29 @@ struct ExecAttempt {
     QStringList argv;
     QString cwd;
     QString unreadable;      // why the arguments could not be read: nothing is judged then, it is refused
-    bool missing = false;    // an absolute path with nothing there (a PATH search): the kernel says ENOENT
+    bool missing = false;    // nothing there (a PATH search's miss): judged, not recorded
+    QList<QStringList> interpreters; // a script's "#!" programs, outermost first: each runs too
+
+    // What runs: the path, then the arguments (argv[0] is only the name the program is told).
+    QStringList asRun() const
+    {
+        QStringList out = argv;
+        if (!out.isEmpty() && !path.isEmpty())
+            out.first() = path;
+        return out;
+    }
+    // Each program the kernel will start for it: the file itself, and the interpreters its "#!"
+    // lines name (each given the script's path and arguments).
+    QList<QStringList> programs() const
+    {
+        QList<QStringList> out{asRun()};
+        QString script = path;
+        for (const QStringList &interpreter : interpreters) {
+            out.append(interpreter + QStringList{script} + argv.mid(1));
+            script = interpreter.first();
+        }
+        return out;
+    }
 };
 
 // Serves one execution's exec-check listener (a seccomp user-notification fd the guest installed

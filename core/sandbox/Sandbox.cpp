@@ -497,6 +497,9 @@ void Sandbox::onExited(const GuestExit &x)
 
 void Sandbox::onSpawnFailed(uint32_t execId, int errnum, const QString &message)
 {
+    // It failed before its exec check was handed over (a cwd that does not exist): none will come.
+    if (const auto judged = m_judged.constFind(execId); judged != m_judged.cend() && !judged->listener)
+        m_judged.erase(judged);
     finishExecution(execId, {{QStringLiteral("status"), QStringLiteral("failed")},
                              {QStringLiteral("exitCode"), errnum == ENOENT ? 127 : 126},
                              {QStringLiteral("signal"), QJsonValue()},

@@ -5,6 +5,7 @@
 #include "sandbox/Sandbox.h"
 
 #include "log/Log.h"
+#include "policy/ProgramForms.h"
 
 #include <QJsonArray>
 #include <QSocketNotifier>
@@ -139,19 +140,15 @@ void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
     const auto it = m_judged.constFind(execId);
     if (it == m_judged.cend())
         return;
-    if (a.missing && a.unreadable.isEmpty()) // a PATH search's miss: nothing runs, nothing to record
-        return it->listener->answer(a.id, true);
     const ExecCover &cover = it->execution.cover;
     using policy::CommandVerdict;
     using policy::Decision;
     CommandVerdict v;
-    // What the kernel executes is the path; argv[0] is only what the program is told its name is.
-    QStringList asRun = a.argv;
-    if (!asRun.isEmpty() && !a.path.isEmpty())
-        asRun.first() = a.path;
-    const auto named = [&](const QStringList &argv) {
+    // A program the decision named word for word (its path may differ: `git` ran as /usr/bin/git).
+    const auto named = [&](const QStringList &program) {
         for (const QStringList &p : cover.programs)
-            if (p.size() >= argv.size() && !argv.isEmpty() && p.mid(p.size() - argv.size()) == argv)
+            if (p.size() == program.size() && policy::programName(p.first()) == policy::programName(program.first())
+                && p.mid(1) == program.mid(1))
                 return true;
         return false;
     };
@@ -162,16 +159,24 @@ void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
     } else if (!cover.judged) {
         v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("under a person's own command: recorded, not judged")};
     } else {
-        v = m_setup.policy.commands.evaluateNested(asRun);
-        // A rule about the name it is told counts too (a deny never loses to a renaming).
-        if (a.argv.first() != asRun.first()) {
-            const CommandVerdict byName = m_setup.policy.commands.evaluateNested(a.argv);
-            if (int(byName.decision) > int(v.decision))
-                v = byName;
+        // Every program it starts (the file, its interpreters), and the name it is told: a rule
+        // about any of them counts, and the strictest decides.
+        QList<QStringList> programs = a.programs();
+        if (a.argv.first() != a.path)
+            programs.append(a.argv);
+        bool first = true;
+        for (const QStringList &program : std::as_const(programs)) {
+            CommandVerdict one = m_setup.policy.commands.evaluateNested(program);
+            if (one.decision == Decision::Ask && named(program))
+                one = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("named by the decided command")};
+            if (first || int(one.decision) > int(v.decision) || (one.decision == v.decision && v.rule == QLatin1String("covered")))
+                v = one;
+            first = false;
         }
-        if (v.decision == Decision::Ask && (named(a.argv) || named(asRun)))
-            v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("named by the decided command")};
     }
+    // A PATH search's miss that nothing refused: the kernel fails it (ENOENT), nothing to record.
+    if (a.missing && v.decision == Decision::Allow)
+        return it->listener->answer(a.id, true);
     if (v.decision == Decision::Ask) {
         recordExec(execId, a, v);
         Q_EMIT execNeedsPerson(execId, a, v);

@@ -126,9 +126,9 @@ private Q_SLOTS:
             p->setProcessEnvironment(m_daemon->environment());
             p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
             const QJsonObject request = waitForApproval(*m_daemon);
-            QCOMPARE(request.value(QStringLiteral("argv")).toVariant().toStringList(), QStringList{QStringLiteral("sh")});
+            QCOMPARE(request.value(QStringLiteral("argv")).toVariant().toStringList(), QStringList{QStringLiteral("/usr/bin/sh")});
             QCOMPARE(request.value(QStringLiteral("requester")).toString(), QStringLiteral("bot"));
-            QVERIFY2(request.value(QStringLiteral("reason")).toString().contains(QLatin1String("is judged wherever it runs (pattern 'sh', builtin)")),
+            QVERIFY2(request.value(QStringLiteral("reason")).toString().contains(QLatin1String("is judged wherever it runs (a shell reading commands from its input)")),
                      qPrintable(request.value(QStringLiteral("reason")).toString()));
             const QStringList chain = request.value(QStringLiteral("chain")).toVariant().toStringList();
             QCOMPARE(chain.size(), 3);
@@ -146,6 +146,47 @@ private Q_SLOTS:
                 QVERIFY2(p->readAllStandardError().contains("sh: Operation not permitted"), "the shell's exec was not refused with EPERM");
             }
         }
+    }
+
+    // Ways around the check, as an agent under `sh run.sh` would try them: each is refused (EPERM)
+    // or asks, and the record names why.
+    void theWaysAroundItAreRefused()
+    {
+        // A path the daemon cannot look up (/proc/self is the reader's), a script whose "#!" line
+        // runs curl, and a shell told it is the decided command (argv[0] = "run.sh").
+        put(QStringLiteral("ways.py"),
+            "import errno, os, sys\n"
+            "def attempt(path, argv):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        try:\n"
+            "            os.execv(path, argv)\n"
+            "        except OSError as e:\n"
+            "            print(argv[0], errno.errorcode[e.errno], flush=True)\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(pid, 0)\n"
+            "open('/workspace/x', 'w').write('#!/usr/bin/curl -K\\n')\n"
+            "os.chmod('/workspace/x', 0o755)\n"
+            "attempt('/proc/self/root/usr/bin/curl', ['c1', '--version'])\n"
+            "attempt('/workspace/x', ['c2', 'https://example.invalid'])\n"
+            "attempt('/usr/bin/bash', ['run.sh'])\n");
+        put(QStringLiteral("run.sh"), "python3 /workspace/ways.py\n");
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
+        // The renamed shell asks (it reads its input); denied, it fails with EPERM.
+        const QJsonObject request = waitForApproval(*m_daemon);
+        QCOMPARE(request.value(QStringLiteral("argv")).toVariant().toStringList(), QStringList{QStringLiteral("/usr/bin/bash")});
+        QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString(), "--reason", "no")).exitCode, 0);
+        QVERIFY(p->waitForFinished(20000));
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("c1 EPERM\nc2 EPERM\nrun.sh EPERM\n"));
+        QHash<QString, QString> reasons;
+        for (const QJsonObject &e : programs())
+            if (e.value(QStringLiteral("decision")) == QLatin1String("deny"))
+                reasons.insert(e.value(QStringLiteral("argv")).toArray().first().toString(), e.value(QStringLiteral("reason")).toString());
+        QVERIFY2(reasons.value(QStringLiteral("c1")).contains(QLatin1String("cannot be opened to check it")), qPrintable(reasons.value(QStringLiteral("c1"))));
+        QVERIFY2(reasons.value(QStringLiteral("c2")).contains(QLatin1String("matches rule 'curl' (sandbox)")), qPrintable(reasons.value(QStringLiteral("c2"))));
+        QVERIFY2(reasons.value(QStringLiteral("run.sh")).startsWith(QLatin1String("denied by ")), qPrintable(reasons.value(QStringLiteral("run.sh"))));
     }
 };
 

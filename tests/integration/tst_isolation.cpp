@@ -261,7 +261,9 @@ private Q_SLOTS:
                  QStringLiteral("EBUSY"));
         // The rest of the home is the programs' to use: caches, data, config.
         QCOMPARE(probe(m_sb, {QStringLiteral("mkdir"), QStringLiteral("/home/sandbox/.cache")}), QStringLiteral("ok"));
-        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.gitconfig")}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.config/tool.conf")}), QStringLiteral("ok"));
+        // Configuration that makes programs start others is read-only too (git core.fsmonitor, aliases).
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.gitconfig")}), QStringLiteral("EROFS"));
         // And a mount may not cover them.
         const CliResult mounted = m_daemon->ctl({QStringLiteral("create"), QStringLiteral("--mount"),
                                                  dir.path() + QStringLiteral(":/home/sandbox/.bashrc")});
