@@ -8,6 +8,7 @@
 #include "TokenCommand.h"
 #include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
+#include "history/HistoryGate.h"
 #include "history/HistoryStore.h"
 #include "model/Units.h"
 #include "policy/Policy.h"
@@ -255,18 +256,14 @@ int main(int argc, char *argv[])
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs}, caps, approvals);
     engine.reapOrphans();
-    // The history sees every event before any client does (connected first): an exit is committed
-    // before it is acknowledged.
-    QObject::connect(&engine, &Engine::eventPublished, &app, [store = history->get()](const Event &event) {
-        store->append(event);
-        // Every fact but output is committed before anyone hears of it (a start too: an execution
-        // the daemon dies during must be found and marked interrupted); output rides the 100 ms
-        // batch. While the store cannot write, flush() says so at once and the RPC server
-        // refuses new work.
-        if (!event.isOutput())
-            (void)store->flush();
-    });
+    // The history sees every event before any client does: a fact is committed before anyone
+    // hears of it (an exit before it is acknowledged, a start so that an execution the daemon dies
+    // during is found and marked interrupted), output rides the 100 ms batch. While the store
+    // cannot write, flush() says so at once and the RPC server refuses new work.
+    HistoryGate gate(*history->get());
+    QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     rpc::RpcServer server(engine, history->get(), approvals);
+    QObject::connect(&gate, &HistoryGate::published, &server, &rpc::RpcServer::onEvent);
 
     // Remote clients, when asked for: before the local socket, so that whoever waits for that
     // socket finds the remote side (and its certificate) ready, and a daemon that cannot serve

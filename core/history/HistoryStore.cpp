@@ -120,9 +120,10 @@ HistoryStore::~HistoryStore()
     m_sql.reset();
 }
 
-void HistoryStore::append(const Event &event)
+uint64_t HistoryStore::append(const Event &event)
 {
     bool wake = false;
+    uint64_t batch = 0;
     {
         std::lock_guard lock(m_mutex);
         // Only the first event of a batch wakes the writer (which then gathers for a while):
@@ -171,11 +172,30 @@ void HistoryStore::append(const Event &event)
                 }
             }
             m_queue.push_back({event, false});
+            // Someone waits to hear of it (HistoryGate): the batch is cut short.
+            if (event.batched && !m_cutBatchAt) {
+                m_cutBatchAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
+                wake = true;
+            }
         }
-        wake = idle && (!m_queue.empty() || m_tailPending); // dropped output wakes nobody
+        wake = wake || (idle && (!m_queue.empty() || m_tailPending)); // dropped output wakes nobody
+        batch = m_batchesStarted + 1; // the writer takes the whole queue when it starts one
     }
     if (wake)
         m_wake.notify_one();
+    return batch;
+}
+
+uint64_t HistoryStore::finishedBatches() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_batchesDone;
+}
+
+void HistoryStore::setBatchListener(std::function<void()> listener)
+{
+    std::lock_guard lock(m_mutex); // the writer calls it under the lock
+    m_batchListener = std::move(listener);
 }
 
 Status HistoryStore::flush()
@@ -243,10 +263,17 @@ void HistoryStore::writerLoop()
         // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
         if (m_failed && !m_stopping)
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
-        else if (!m_flushRequested && !m_stopping && m_tasks.empty())
-            m_wake.wait_for(lock, std::chrono::milliseconds(m_options.maxBatchLatencyMs),
-                            [&] { return m_flushRequested || m_stopping; });
+        else if (!m_flushRequested && !m_stopping && m_tasks.empty()) {
+            const Clock::time_point gathered = Clock::now() + std::chrono::milliseconds(m_options.maxBatchLatencyMs);
+            while (!m_flushRequested && !m_stopping) {
+                const Clock::time_point until = m_cutBatchAt ? std::min(gathered, *m_cutBatchAt) : gathered;
+                if (Clock::now() >= until)
+                    break;
+                m_wake.wait_until(lock, until);
+            }
+        }
         m_flushRequested = false;
+        m_cutBatchAt.reset();
         std::deque<Item> batch;
         batch.swap(m_queue);
         // A flood's tail (output past the head budget) is written at most once a second: most of
@@ -301,6 +328,8 @@ void HistoryStore::writerLoop()
         }
         m_batchesDone = id;
         m_committed.notify_all();
+        if (m_batchListener)
+            m_batchListener();
         // Prune and vacuum after the batch's waiters are released (a vacuum takes a while; flushes
         // meanwhile wait for it, which `airlockctl prune --vacuum` says).
         if (!tasks.empty()) {

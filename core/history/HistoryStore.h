@@ -8,6 +8,7 @@
 #include <QHash>
 #include <QString>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -31,6 +32,7 @@ public:
     struct Options {
         QString path;
         int maxBatchLatencyMs = 100;
+        int batchedFactLatencyMs = 20; // a batch holding an Event::batched fact is cut this short
         qint64 maxStoredOutputPerExec = 16 * 1024 * 1024;
         qint64 maxStoredOutputTotal = qint64(2) * 1024 * 1024 * 1024;
         int retryIntervalMs = 250; // while the database cannot be written
@@ -43,8 +45,14 @@ public:
 
     const QString &path() const { return m_options.path; }
 
-    // Never blocks on the disk: the writer thread stores it.
-    void append(const Event &event);
+    // Never blocks on the disk: the writer thread stores it. Returns the number of the batch that
+    // will hold it (see finishedBatches()).
+    uint64_t append(const Event &event);
+    // How many batches the writer has finished (committed, or failed: see writable()).
+    uint64_t finishedBatches() const;
+    // Called on the writer thread after every batch it finishes; replaced or cleared (nullptr) at
+    // any time, and never called after that returns.
+    void setBatchListener(std::function<void()> listener);
     // Blocks until everything appended before the call is committed (exit events and starts are
     // acknowledged only after this). While the store cannot write, returns that error at once.
     Status flush();
@@ -118,6 +126,8 @@ private:
     std::deque<std::function<void()>> m_tasks;
     uint64_t m_batchesStarted = 0;
     uint64_t m_batchesDone = 0;
+    std::function<void()> m_batchListener;
+    std::optional<std::chrono::steady_clock::time_point> m_cutBatchAt; // a batched fact waits
     bool m_tailPending = false; // some OutputBudget holds tail output
     bool m_flushRequested = false;
     bool m_stopping = false;

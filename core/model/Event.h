@@ -24,8 +24,13 @@ struct Event {
     int stream = 0; // 1 stdout, 2 stderr
     qint64 offset = 0; // of data[0] in its stream: a reader resuming from the store skips what it has
     QByteArray data;
+    // Committed with the history's next batch (within 100 ms) instead of before anyone hears of
+    // it: facts that come by the thousand and decide nothing, like a program a rule let run.
+    // Output always rides the batch.
+    bool batched = false;
 
     bool isOutput() const { return kind == QLatin1String("exec.output"); }
+    bool committedFirst() const { return !batched && !isOutput(); }
 };
 
 } // namespace airlock

@@ -104,7 +104,6 @@ RpcServer::RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &appr
       m_approvals(&approvals)
 {
     registerHandlers();
-    connect(&m_engine, &Engine::eventPublished, this, &RpcServer::onEvent);
 }
 
 RpcServer::~RpcServer()
@@ -315,6 +314,10 @@ bool RpcServer::wants(const Session &s, const Event &e) const
                 return true;
         return false;
     }
+    // A client of one execution gets its lifecycle and output; the programs it starts (one event
+    // per exec, thousands in a build) are for those who watch the sandbox.
+    if (e.kind == QLatin1String("exec.program"))
+        return false;
     const uint32_t exec = e.isOutput() ? e.exec : uint32_t(e.payload.value(QStringLiteral("exec")).toDouble());
     return exec && s.execs.contains({e.sandbox, exec});
 }

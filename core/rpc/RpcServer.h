@@ -45,6 +45,9 @@ public:
     // grants. Takes the socket.
     void adopt(QLocalSocket *socket, const remote::Grant &grant, const QString &peer);
     int sessionCount() const { return int(m_sessions.size()); }
+    // An event of the daemon's stream (the engine's, as the history lets it through) to every
+    // session that wants it.
+    void onEvent(const Event &event);
 
 private:
     struct Session;
@@ -58,7 +61,6 @@ private:
     bool covers(const Session &session, const QString &sandboxId) const;
     Reply filtered(const Session &session, const QString &method, Reply reply) const;
     void onMessage(Session &session, const QJsonObject &message);
-    void onEvent(const Event &event);
     void releaseHolds(Session &session);
     // Executions started with a lease are killed (and that recorded) once their lease runs out
     // after the session that started them has gone.

@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <charconv>
+#include <cstdio>
+#include <string_view>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -88,17 +91,45 @@ QString link(const QString &path)
     return n > 0 ? QFile::decodeName(QByteArray(buf, n)) : QString();
 }
 
-// "Name:\tvalue..." of /proc/PID/status: the last number of the line (NSpid: the innermost).
-pid_t statusField(pid_t pid, const char *name)
+// From /proc/PID/status, read with plain system calls (this runs for every exec): the process's
+// pid in its own namespace (the last number of NSpid) and its parent's pid in ours (PPid).
+struct StatusPids {
+    pid_t nsPid = 0;
+    pid_t parentHostPid = 0;
+};
+StatusPids statusPids(pid_t pid)
 {
-    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
-    if (!f.open(QIODevice::ReadOnly))
+    char path[32];
+    std::snprintf(path, sizeof path, "/proc/%d/status", int(pid));
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return {};
+    char buf[4096];
+    size_t used = 0;
+    for (ssize_t n; used < sizeof buf - 1 && (n = ::read(fd, buf + used, sizeof buf - 1 - used)) > 0;)
+        used += size_t(n);
+    ::close(fd);
+    buf[used] = 0;
+    // The last number on the line that starts with `key`.
+    const std::string_view text(buf, used);
+    const auto field = [&](std::string_view key) -> pid_t {
+        for (size_t start = 0; start < text.size();) {
+            const size_t end = std::min(text.find('\n', start), text.size());
+            const std::string_view line = text.substr(start, end - start);
+            start = end + 1;
+            if (!line.starts_with(key))
+                continue;
+            const size_t lastDigit = line.find_last_of("0123456789");
+            if (lastDigit == std::string_view::npos || lastDigit < key.size())
+                return 0;
+            const size_t first = line.find_last_not_of("0123456789", lastDigit) + 1;
+            int value = 0;
+            std::from_chars(line.data() + first, line.data() + lastDigit + 1, value);
+            return pid_t(value);
+        }
         return 0;
-    const QByteArray key = QByteArray(name) + ':';
-    for (const QByteArray &line : f.readAll().split('\n'))
-        if (line.startsWith(key))
-            return pid_t(line.mid(key.size()).simplified().split(' ').last().toInt());
-    return 0;
+    };
+    return {field("NSpid:"), field("PPid:")};
 }
 // The program file as the kernel will open it: `path` in the process's root (symlinks resolved
 // inside it), relative to its working directory; or, for execveat(fd, "", AT_EMPTY_PATH), its
@@ -190,8 +221,9 @@ ExecAttempt ExecListener::read(const void *notification) const
     ExecAttempt a;
     a.id = n->id;
     a.hostPid = pid_t(n->pid);
-    a.pid = statusField(a.hostPid, "NSpid");
-    a.parentPid = statusField(statusField(a.hostPid, "PPid"), "NSpid");
+    const StatusPids self = statusPids(a.hostPid);
+    a.pid = self.nsPid;
+    a.parentPid = self.parentHostPid > 0 ? statusPids(self.parentHostPid).nsPid : 0;
     const auto inSandbox = [this](QString path) {
         if (path.startsWith(m_workspaceDir) && (path.size() == m_workspaceDir.size() || path.at(m_workspaceDir.size()) == QLatin1Char('/')))
             path = QStringLiteral("/workspace") + path.mid(m_workspaceDir.size());

@@ -224,7 +224,7 @@ void Sandbox::publish(Event event)
     Q_EMIT eventOccurred(event);
 }
 
-void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run)
+void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run, bool batched)
 {
     // Programs come in bursts (a build): more of them, and faster, than connections or tool calls.
     const bool program = kind == QLatin1String("exec.program");
@@ -258,6 +258,7 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
     }
     Event e = makeEvent(kind, std::move(payload));
     e.run = run;
+    e.batched = batched;
     publish(std::move(e));
 }
 

@@ -66,7 +66,8 @@ public:
     // What the sandbox's own processes can cause at will (network.*, tool.*) is rate-limited per
     // kind: past a burst, events are counted instead of stored, and an events.suppressed event
     // says how many of which kind were not recorded.
-    void record(const QString &kind, QJsonObject payload, const QString &run);
+    // `batched`: see Event::batched.
+    void record(const QString &kind, QJsonObject payload, const QString &run, bool batched = false);
     // Replaces the policy of a running sandbox and records who changed what (policy.changed).
     void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run);
 
