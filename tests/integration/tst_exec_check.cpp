@@ -4,6 +4,7 @@
 #include "TestHelpers.h"
 #include "history/Sql.h"
 
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -146,6 +147,56 @@ private Q_SLOTS:
                 QVERIFY2(p->readAllStandardError().contains("sh: Operation not permitted"), "the shell's exec was not refused with EPERM");
             }
         }
+    }
+
+    // A build a person approved once: make and everything it starts (cc, cc1, as, ld …) run
+    // covered by that one decision, no second card, and each is recorded as covered by it.
+    void anApprovedBuildAsksOnceAndRecordsEveryProgram()
+    {
+        const CliResult made = m_daemon->ctl(args("exec", m_sb, "-n", "--", "sh", "-c",
+            "mkdir -p b && cd b && for i in $(seq 100); do echo \"int f$i(void) { return $i; }\" > f$i.c; done && "
+            "printf 'all: $(patsubst %%.c,%%.o,$(wildcard *.c))\\n' > Makefile"));
+        QVERIFY2(made.exitCode == 0, qPrintable(made.describe()));
+        const qsizetype before = programs().size();
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "make", "-s", "-j2", "-C", "b"));
+        const QJsonObject request = waitForApproval(*m_daemon);
+        QCOMPARE(request.value(QStringLiteral("argv")).toVariant().toStringList().join(QLatin1Char(' ')), QStringLiteral("make -s -j2 -C b"));
+        QCOMPARE(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode, 0);
+        // A second card would wait out the 3 s approval timeout and fail the build.
+        QVERIFY(p->waitForFinished(60000));
+        QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
+        QCOMPARE(jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().size(), 0);
+        const QList<QJsonObject> all = programs().mid(before);
+        qsizetype compilers = 0;
+        for (const QJsonObject &e : all) {
+            QCOMPARE(e.value(QStringLiteral("decision")).toString(), QStringLiteral("allow"));
+            QVERIFY2(e.value(QStringLiteral("coveredBy")).toString().startsWith(QLatin1String("approved by ")),
+                     qPrintable(e.value(QStringLiteral("coveredBy")).toString()));
+            compilers += e.value(QStringLiteral("path")).toString().endsWith(QLatin1String("/cc1"));
+        }
+        QCOMPARE(compilers, 100); // one cc1 per file, none lost to batching
+        QVERIFY2(all.size() >= 300, qPrintable(QString::number(all.size())));
+    }
+
+    // The process that waits for a person is killed: its card goes at once (not at the timeout),
+    // and nothing ran.
+    void aProgramKilledWhileItWaitsTakesItsCardAlong()
+    {
+        put(QStringLiteral("run.sh"), "echo 'echo piped' | sh & echo $! > /workspace/waiting; wait $!; echo \"done $?\"\n");
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
+        QVERIFY(!waitForApproval(*m_daemon).isEmpty());
+        QElapsedTimer t;
+        t.start();
+        const CliResult killed = m_daemon->ctl(args("exec", m_sb, "-n", "--", "sh", "-c", "kill -9 $(cat /workspace/waiting)"));
+        QVERIFY2(killed.exitCode == 0, qPrintable(killed.describe()));
+        QVERIFY(p->waitForFinished(10000));
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("done 137\n"));
+        QVERIFY(waitFor([&] { return jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty(); }, 5000));
+        QVERIFY2(t.elapsed() < 2500, qPrintable(QString::number(t.elapsed()))); // the timeout is 3 s
     }
 
     // Ways around the check, as an agent under `sh run.sh` would try them: each is refused (EPERM)
