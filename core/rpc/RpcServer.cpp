@@ -314,9 +314,7 @@ bool RpcServer::wants(const Session &s, const Event &e) const
                 return true;
         return false;
     }
-    // A client of one execution gets its lifecycle and output; the programs it starts (one event
-    // per exec, thousands in a build) are for those who watch the sandbox.
-    if (e.kind == QLatin1String("exec.program"))
+    if (e.batched) // programs a rule let run, by the thousand: for the sandbox's watchers
         return false;
     const uint32_t exec = e.isOutput() ? e.exec : uint32_t(e.payload.value(QStringLiteral("exec")).toDouble());
     return exec && s.execs.contains({e.sandbox, exec});

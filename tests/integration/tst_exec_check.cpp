@@ -29,15 +29,16 @@ class TestExecCheck final : public QObject {
         const CliResult r = m_daemon->ctl({QStringLiteral("cp"), f.fileName(), m_sb + QStringLiteral(":/workspace/") + name});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
     }
-    QList<QJsonObject> programs() const
+    QList<QJsonObject> programs() const { return events(QStringLiteral("exec.program")); }
+    QList<QJsonObject> events(const QString &kind) const
     {
         const QString id = sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("id")).toString();
         auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
         QList<QJsonObject> out;
         if (!db)
             return out;
-        sql::Stmt st(db->get(), "SELECT payload FROM events WHERE sandbox_id = ? AND kind = 'exec.program' ORDER BY seq");
-        st.text(1, id);
+        sql::Stmt st(db->get(), "SELECT payload FROM events WHERE sandbox_id = ? AND kind = ? ORDER BY seq");
+        st.text(1, id).text(2, kind);
         while (st.step())
             out.append(QJsonDocument::fromJson(st.columnText(0).toUtf8()).object());
         return out;
@@ -197,6 +198,52 @@ private Q_SLOTS:
         QCOMPARE(p->readAllStandardOutput(), QByteArray("done 137\n"));
         QVERIFY(waitFor([&] { return jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty(); }, 5000));
         QVERIFY2(t.elapsed() < 2500, qPrintable(QString::number(t.elapsed()))); // the timeout is 3 s
+    }
+
+    // An agent's fork/exec loop for 10 s: every exec is judged, the daemon meanwhile answers another
+    // client within 100 ms, and what is recorded is bounded (the rate limit) with the rest counted.
+    void anExecFloodLeavesTheDaemonResponsiveAndBounded()
+    {
+        put(QStringLiteral("run.sh"), "n=0; end=$(($(date +%s) + 10)); while [ $(date +%s) -lt $end ]; do /bin/true; n=$((n + 1)); done; echo \"flooded $n\"\n");
+        const qsizetype before = programs().size();
+        qint64 suppressedBefore = 0;
+        for (const QJsonObject &e : events(QStringLiteral("events.suppressed")))
+            suppressedBefore += e.value(QStringLiteral("counts")).toObject().value(QStringLiteral("exec.program")).toInteger();
+        QProcess p;
+        p.setProcessEnvironment(m_daemon->environment());
+        p.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
+        auto client = m_daemon->connect();
+        QVERIFY(client);
+        QList<qint64> latencies;
+        QElapsedTimer whole;
+        whole.start();
+        while (p.state() != QProcess::NotRunning && whole.elapsed() < 30000) {
+            QElapsedTimer t;
+            t.start();
+            QVERIFY(client->call(QStringLiteral("sandbox.list")));
+            latencies.append(t.elapsed());
+            QTest::qWait(100);
+        }
+        QVERIFY(p.state() == QProcess::NotRunning || p.waitForFinished(30000));
+        const QByteArray out = p.readAllStandardOutput();
+        QVERIFY2(out.startsWith("flooded "), out.constData());
+        const qint64 loops = out.mid(8).trimmed().toLongLong();
+        QVERIFY2(loops > 1000, out.constData());
+        std::sort(latencies.begin(), latencies.end());
+        QVERIFY(latencies.size() >= 40);
+        const qint64 p90 = latencies.at(latencies.size() * 9 / 10);
+        QVERIFY2(p90 < 100, qPrintable(QStringLiteral("90th percentile %1 ms, slowest %2 ms").arg(p90).arg(latencies.last())));
+        // Every exec is either recorded or counted: sh run.sh, the first date, then per loop a date
+        // and a true, and the date that ended it. The suppressed count is reported once a second.
+        QTest::qWait(1500);
+        const qint64 recorded = programs().size() - before;
+        qint64 suppressed = -suppressedBefore;
+        for (const QJsonObject &e : events(QStringLiteral("events.suppressed")))
+            suppressed += e.value(QStringLiteral("counts")).toObject().value(QStringLiteral("exec.program")).toInteger();
+        qInfo("%lld loops, %lld execs recorded, %lld counted; sandbox.list p90 %lld ms, slowest %lld ms", loops, recorded, suppressed, p90, latencies.last());
+        QCOMPARE(recorded + suppressed, 2 * loops + 3);
+        const qint64 seconds = whole.elapsed() / 1000 + 1;
+        QVERIFY2(recorded <= 2000 + 500 * seconds, qPrintable(QStringLiteral("%1 recorded in %2 s").arg(recorded).arg(seconds)));
     }
 
     // Ways around the check, as an agent under `sh run.sh` would try them: each is refused (EPERM)
