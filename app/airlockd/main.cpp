@@ -252,15 +252,16 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
         return 1;
     }
+    // The history sees every event before any client does: a fact is committed before anyone
+    // hears of it (an exit before it is acknowledged, a start so that an execution the daemon dies
+    // during is found and marked interrupted), output rides the 100 ms batch. While the store
+    // cannot write, flush() says so at once and the RPC server refuses new work. Made before the
+    // engine, so that what the engine publishes while it shuts down is stored too.
+    HistoryGate gate(*history->get());
     ApprovalBroker approvals{int(*approvalTimeout)};
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs}, caps, approvals);
     engine.reapOrphans();
-    // The history sees every event before any client does: a fact is committed before anyone
-    // hears of it (an exit before it is acknowledged, a start so that an execution the daemon dies
-    // during is found and marked interrupted), output rides the 100 ms batch. While the store
-    // cannot write, flush() says so at once and the RPC server refuses new work.
-    HistoryGate gate(*history->get());
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     rpc::RpcServer server(engine, history->get(), approvals);
     QObject::connect(&gate, &HistoryGate::published, &server, &rpc::RpcServer::onEvent);

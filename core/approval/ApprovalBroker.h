@@ -28,6 +28,7 @@ struct ApprovalRequest {
     QStringList env; // NAME=VALUE the request sets: shown, since it can change what runs
     QString rule, layer, reason; // what asked
     uint32_t exec = 0;  // a program started by this execution asks (the exec check)
+    quint64 notification = 0; // and the kernel's id of the execve it waits in
     QStringList chain;  // and what started it: its process, the execution's command, how that was decided
     int policyVersion = 0;
     QJsonObject capabilities; // what the approved process will be able to do

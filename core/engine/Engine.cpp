@@ -279,11 +279,14 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     connect(sandbox, &Sandbox::execNeedsPerson, this, [this, sandbox](uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v) {
         askAboutProgram(sandbox, execId, a, v);
     });
-    connect(sandbox, &Sandbox::judgedExecutionGone, this, [this, sandbox](uint32_t execId) {
+    // A program's card goes with its process (0: with all of the execution's).
+    const auto programGone = [this, sandbox](uint32_t execId, quint64 notification) {
         const QString id = sandbox->id();
-        m_approvals.cancelIf([&](const ApprovalRequest &r) { return r.sandbox == id && r.exec == execId; },
+        m_approvals.cancelIf([&](const ApprovalRequest &r) { return r.sandbox == id && r.exec == execId && (notification == 0 || r.notification == notification); },
                              QStringLiteral("the program's process is gone"));
-    });
+    };
+    connect(sandbox, &Sandbox::judgedExecutionGone, this, [programGone](uint32_t execId) { programGone(execId, 0); });
+    connect(sandbox, &Sandbox::execAbandoned, this, programGone);
     auto finished = std::make_shared<bool>(false);
     connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
         *finished = true;

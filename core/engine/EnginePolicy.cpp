@@ -242,6 +242,7 @@ void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttemp
     r.layer = v.layer;
     r.reason = v.reason;
     r.exec = execId;
+    r.notification = a.id;
     r.chain = {QStringLiteral("%1 (pid %2, started by pid %3)").arg(a.path).arg(a.pid).arg(a.parentPid),
                QStringLiteral("under execution %1: %2").arg(execId).arg(display::commandLine(QJsonArray::fromStringList(judged.argv), 200)),
                cover.decidedBy};

@@ -21,27 +21,44 @@ HistoryGate::~HistoryGate()
 void HistoryGate::take(const Event &event)
 {
     const uint64_t batch = m_store.append(event);
-    if (event.committedFirst()) {
-        // Everything appended before it is committed with it.
-        (void)m_store.flush();
-        release(true);
+    if (event.committedFirst())
+        flush(); // everything taken before it is committed with it
+    if (m_held.empty() && !m_publishing && !event.batched) {
+        m_publishing = true;
         Q_EMIT published(event);
-    } else if (event.batched || !m_held.empty()) {
-        m_held.push_back({batch, event});
+        m_publishing = false;
     } else {
-        Q_EMIT published(event);
+        m_held.push_back({batch, event.batched, event});
+        m_heldOutput += event.data.size();
+        if (m_heldOutput > kMaxHeldOutput)
+            flush();
     }
+    release();
 }
 
-void HistoryGate::release(bool stored)
+void HistoryGate::flush()
 {
-    const uint64_t finished = m_store.finishedBatches();
+    (void)m_store.flush();
+    for (Held &h : m_held)
+        h.waits = false;
+}
+
+void HistoryGate::release()
+{
+    if (m_publishing || m_held.empty())
+        return; // (publishing: the loop below, further up the stack, publishes it in its turn)
+    m_publishing = true;
     const bool writing = m_store.writable().ok();
-    while (!m_held.empty() && (stored || !writing || m_held.front().batch <= finished)) {
+    const uint64_t finished = m_store.finishedBatches();
+    while (!m_held.empty()) {
+        if (m_held.front().waits && writing && m_held.front().batch > finished)
+            break;
         const Event event = std::move(m_held.front().event);
         m_held.pop_front();
+        m_heldOutput -= event.data.size();
         Q_EMIT published(event);
     }
+    m_publishing = false;
 }
 
 } // namespace airlock

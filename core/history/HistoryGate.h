@@ -16,29 +16,43 @@ class HistoryStore;
 // and nobody hears of a fact before it is stored. A fact is committed at once (flush()); a
 // batched fact (Event::batched, thousands in a build) waits, in order and with everything after
 // it, for the writer's next batch, which is cut short for it (HistoryStore's
-// batchedFactLatencyMs); output behind nothing passes at once and rides the 100 ms batch. While
-// the history cannot be written, events pass (the daemon refuses new work meanwhile).
+// batchedFactLatencyMs); output behind nothing passes at once and rides the 100 ms batch. What
+// waits is bounded: past kMaxHeldOutput bytes of output behind a batched fact (a writer that
+// lags), the history is flushed, and the daemon's main loop, which reads the sandboxes' output,
+// waits for the disk like a slow client's socket would make it. While the history cannot be
+// written, events pass (the daemon refuses new work meanwhile).
+//
+// Events are published in the order taken, also when a subscriber's handling of one leads to
+// another (it is queued behind and published by the same loop).
 class HistoryGate final : public QObject {
     Q_OBJECT
 public:
+    static constexpr qint64 kMaxHeldOutput = 1 << 20;
+
     explicit HistoryGate(HistoryStore &store, QObject *parent = nullptr);
     ~HistoryGate() override;
 
     void take(const airlock::Event &event);
+    qsizetype heldCount() const { return qsizetype(m_held.size()); }
 
 Q_SIGNALS:
     void published(const airlock::Event &event);
 
 private:
-    // Publishes what waits and is now stored (all of it when `stored`).
-    void release(bool stored = false);
+    // Publishes, in order, what waits and may now be heard.
+    void release();
+    // Everything taken so far is stored.
+    void flush();
 
     HistoryStore &m_store;
     struct Held {
-        uint64_t batch;
+        uint64_t batch; // the writer's batch that stores it
+        bool waits;     // for that batch (a batched fact not known to be stored yet)
         Event event;
     };
     std::deque<Held> m_held;
+    qint64 m_heldOutput = 0;
+    bool m_publishing = false;
 };
 
 } // namespace airlock

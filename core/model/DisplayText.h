@@ -8,7 +8,9 @@
 // alike: nothing in it can drive a terminal or reorder what is read.
 namespace airlock::display {
 
-// Control, bidi and other format characters shown as \xNN / \u{NNNN}; elided past maxWidth.
+// What a person cannot see or could misread (controls, bidi and other format characters, tag
+// characters, odd spaces, unassigned code points) shown by code point as \xNN / \u{NNNN};
+// elided past maxWidth.
 QString escaped(const QString &text, int maxWidth = 0);
 // A command line as a person would type it: arguments quoted where needed, each one escaped.
 QString commandLine(const QJsonArray &argv, int maxWidth = 0);

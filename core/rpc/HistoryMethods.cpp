@@ -2,6 +2,7 @@
 #include "rpc/HistoryMethods.h"
 
 #include "history/HistoryStore.h"
+#include "rpc/Params.h"
 
 #include <QJsonArray>
 #include <QPointer>
@@ -12,11 +13,6 @@ namespace airlock::rpc {
 
 namespace {
 constexpr qint64 kMaxOutputPage = 1024 * 1024; // base64 of it stays far below the frame limit
-
-Error invalid(const QString &what)
-{
-    return makeError(ErrorCode::InvalidArgument, what);
-}
 
 // An optional non-negative integer parameter.
 Result<std::optional<qint64>> integerParam(const QJsonObject &params, const char *key)

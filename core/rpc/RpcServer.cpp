@@ -3,7 +3,6 @@
 #include "util/Version.h"
 
 #include "approval/ApprovalBroker.h"
-#include "secrets/SecretStore.h"
 #include "tools/ToolGateway.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
@@ -11,6 +10,7 @@
 #include "policy/Policy.h"
 #include "rpc/Connection.h"
 #include "rpc/HistoryMethods.h"
+#include "rpc/Params.h"
 #include "rpc/RpcSession.h"
 #include "rpc/SocketActivation.h"
 #include "sandbox/Sandbox.h"
@@ -51,19 +51,6 @@ auto logger()
     return l;
 }
 
-Error invalid(const QString &what)
-{
-    return makeError(ErrorCode::InvalidArgument, what);
-}
-
-Result<QString> stringParam(const QJsonObject &params, const char *key)
-{
-    const QJsonValue v = params.value(QLatin1String(key));
-    if (!v.isString() || v.toString().isEmpty() || v.toString().size() > 4096)
-        return invalid(QStringLiteral("params.%1: expected a non-empty string").arg(QLatin1String(key)));
-    return v.toString();
-}
-
 // "airlockctl-20261130-101500-3f9a": unique enough across connections and daemon restarts, and
 // readable in `airlockctl runs`.
 QString connectionRunName(const QString &client)
@@ -78,24 +65,6 @@ QString connectionRunName(const QString &client)
         .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
 }
 
-Result<uint32_t> execParam(const QJsonObject &params)
-{
-    const double v = params.value(QStringLiteral("exec")).toDouble(-1);
-    if (v < 1 || v > 4294967295.0 || v != double(uint32_t(v)))
-        return invalid(QStringLiteral("params.exec: expected an execution id"));
-    return uint32_t(v);
-}
-
-Result<QByteArray> base64Param(const QJsonObject &params, const char *key)
-{
-    const QJsonValue v = params.value(QLatin1String(key));
-    if (v.isUndefined())
-        return QByteArray();
-    auto decoded = QByteArray::fromBase64Encoding(v.toString().toLatin1(), QByteArray::AbortOnBase64DecodingErrors);
-    if (!v.isString() || !decoded)
-        return invalid(QStringLiteral("params.%1: expected base64").arg(QLatin1String(key)));
-    return *decoded;
-}
 } // namespace
 
 
@@ -480,42 +449,7 @@ void RpcServer::registerHandlers()
         reply(decided ? Result<QJsonObject>(QJsonObject{{QStringLiteral("id"), *id}, {QStringLiteral("decision"), decision}})
                       : Result<QJsonObject>(decided.error()));
     });
-    m_handlers.insert(QStringLiteral("policy.presets"), [](Session &, const QJsonObject &, const Reply &reply) {
-        QJsonArray presets;
-        for (const QString &name : policy::presetNames())
-            presets.append(QJsonObject{{QStringLiteral("name"), name}, {QStringLiteral("policy"), *policy::preset(name)}});
-        reply(QJsonObject{{QStringLiteral("presets"), presets}});
-    });
-    m_handlers.insert(QStringLiteral("policy.get"), [this](Session &, const QJsonObject &p, const Reply &reply) {
-        auto ref = stringParam(p, "sandbox");
-        if (!ref)
-            return reply(ref.error());
-        reply(m_engine.policy(*ref, p.value(QStringLiteral("effective")).toBool()));
-    });
-    m_handlers.insert(QStringLiteral("policy.set"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
-        if (!s.agent.isEmpty()) // the rules that gate an agent are not the agent's to change
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot change policies")));
-        auto ref = stringParam(p, "sandbox");
-        if (!ref)
-            return reply(ref.error());
-        if (!p.value(QStringLiteral("policy")).isObject())
-            return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
-        if (Status recording = historyWritable(); !recording)
-            return reply(recording.error());
-        reply(m_engine.setPolicy(*ref, p.value(QStringLiteral("policy")).toObject(), s.client, s.run));
-    });
-    // The person's defaults for every new sandbox (their layer, $XDG_CONFIG_HOME/airlock/policy.json).
-    m_handlers.insert(QStringLiteral("policy.defaults.get"), [this](Session &, const QJsonObject &, const Reply &reply) {
-        reply(m_engine.userDefaults());
-    });
-    m_handlers.insert(QStringLiteral("policy.defaults.set"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
-        if (!s.agent.isEmpty())
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot change policies")));
-        if (!p.value(QStringLiteral("policy")).isObject())
-            return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
-        const Status set = m_engine.setUserDefaults(p.value(QStringLiteral("policy")).toObject(), s.client);
-        reply(set ? m_engine.userDefaults() : Result<QJsonObject>(set.error()));
-    });
+    registerSettingsHandlers();
     m_handlers.insert(QStringLiteral("tools.list"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         if (!ref)
@@ -541,67 +475,6 @@ void RpcServer::registerHandlers()
             if (conn)
                 reply(result);
         });
-    });
-    // Secrets: a person's business. Values come in and are never sent back out.
-    const auto secretStore = [this](const Session &s) -> Result<SecretStore *> {
-        if (!s.agent.isEmpty())
-            return makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot manage secrets"));
-        if (!m_engine.secrets())
-            return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("this daemon has no secret store"));
-        return m_engine.secrets();
-    };
-    m_handlers.insert(QStringLiteral("secrets.set"), [secretStore](Session &s, const QJsonObject &p, const Reply &reply) {
-        auto store = secretStore(s);
-        auto name = stringParam(p, "name");
-        auto value = base64Param(p, "value");
-        if (!store || !name || !value)
-            return reply(!store ? store.error() : !name ? name.error() : value.error());
-        const Status set = (*store)->set(*name, *value);
-        reply(set ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name}, {QStringLiteral("backend"), (*store)->backend()},
-                                                    {QStringLiteral("weaker"), (*store)->weaker()}})
-                  : Result<QJsonObject>(set.error()));
-    });
-    m_handlers.insert(QStringLiteral("secrets.list"), [secretStore](Session &s, const QJsonObject &, const Reply &reply) {
-        auto store = secretStore(s);
-        if (!store)
-            return reply(store.error());
-        auto listed = (*store)->list();
-        if (!listed)
-            return reply(listed.error());
-        QJsonArray secrets;
-        for (const SecretInfo &i : *listed)
-            secrets.append(QJsonObject{{QStringLiteral("name"), i.name},
-                                       {QStringLiteral("updated"), i.updated.toString(Qt::ISODateWithMs)},
-                                       {QStringLiteral("bytes"), double(i.size)}});
-        reply(QJsonObject{{QStringLiteral("secrets"), secrets}, {QStringLiteral("backend"), (*store)->backend()}, {QStringLiteral("weaker"), (*store)->weaker()}});
-    });
-    m_handlers.insert(QStringLiteral("secrets.remove"), [secretStore](Session &s, const QJsonObject &p, const Reply &reply) {
-        auto store = secretStore(s);
-        auto name = stringParam(p, "name");
-        if (!store || !name)
-            return reply(!store ? store.error() : name.error());
-        const Status removed = (*store)->remove(*name);
-        reply(removed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name}}) : Result<QJsonObject>(removed.error()));
-    });
-    m_handlers.insert(QStringLiteral("policy.check"), [this](Session &, const QJsonObject &p, const Reply &reply) {
-        auto ref = stringParam(p, "sandbox");
-        if (!ref)
-            return reply(ref.error());
-        QJsonObject request;
-        if (p.contains(QStringLiteral("url"))) {
-            request.insert(QStringLiteral("url"), p.value(QStringLiteral("url")).toString().left(8192));
-        } else if (p.contains(QStringLiteral("tool"))) {
-            if (!p.value(QStringLiteral("arguments")).isObject() && !p.value(QStringLiteral("arguments")).isUndefined())
-                return reply(invalid(QStringLiteral("params.arguments: expected a JSON object")));
-            request.insert(QStringLiteral("tool"), p.value(QStringLiteral("tool")).toString().left(100));
-            request.insert(QStringLiteral("arguments"), p.value(QStringLiteral("arguments")).toObject());
-        } else {
-            const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
-            if (a.isEmpty() || a.size() > 4096 || std::any_of(a.begin(), a.end(), [](const QJsonValue &v) { return !v.isString(); }))
-                return reply(invalid(QStringLiteral("params.argv: expected the command to check, an array of at most 4096 strings")));
-            request.insert(QStringLiteral("argv"), a);
-        }
-        reply(m_engine.check(*ref, request));
     });
     m_handlers.insert(QStringLiteral("sandbox.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
         reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes()}});
@@ -792,6 +665,10 @@ void RpcServer::registerHandlers()
         if (!sandbox)
             return reply(sandbox.error());
         s.sandboxes.insert((*sandbox)->id());
+        // What came before lastSeq is stored by the time the client reads it (events the history
+        // gate still holds included), and the rest comes to it.
+        if (m_history)
+            (void)m_history->flush();
         reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("lastSeq"), double((*sandbox)->lastSeq())}});
     });
 }

@@ -66,6 +66,7 @@ private:
     // after the session that started them has gone.
     void expireLeasesLater(const Session &session);
     void registerHandlers();
+    void registerSettingsHandlers(); // policies and secrets (RpcServerSettings.cpp)
     bool wants(const Session &session, const Event &event) const;
     // New sandboxes and executions are refused while their history cannot be written.
     Status historyWritable() const;

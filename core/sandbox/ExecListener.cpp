@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/ExecListener.h"
+#include "sandbox/ProcStatus.h"
 
 #include <QFile>
+#include <QMetaObject>
 #include <QSocketNotifier>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
-#include <charconv>
 #include <cstdio>
-#include <string_view>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -91,46 +92,6 @@ QString link(const QString &path)
     return n > 0 ? QFile::decodeName(QByteArray(buf, n)) : QString();
 }
 
-// From /proc/PID/status, read with plain system calls (this runs for every exec): the process's
-// pid in its own namespace (the last number of NSpid) and its parent's pid in ours (PPid).
-struct StatusPids {
-    pid_t nsPid = 0;
-    pid_t parentHostPid = 0;
-};
-StatusPids statusPids(pid_t pid)
-{
-    char path[32];
-    std::snprintf(path, sizeof path, "/proc/%d/status", int(pid));
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return {};
-    char buf[4096];
-    size_t used = 0;
-    for (ssize_t n; used < sizeof buf - 1 && (n = ::read(fd, buf + used, sizeof buf - 1 - used)) > 0;)
-        used += size_t(n);
-    ::close(fd);
-    buf[used] = 0;
-    // The last number on the line that starts with `key`.
-    const std::string_view text(buf, used);
-    const auto field = [&](std::string_view key) -> pid_t {
-        for (size_t start = 0; start < text.size();) {
-            const size_t end = std::min(text.find('\n', start), text.size());
-            const std::string_view line = text.substr(start, end - start);
-            start = end + 1;
-            if (!line.starts_with(key))
-                continue;
-            const size_t lastDigit = line.find_last_of("0123456789");
-            if (lastDigit == std::string_view::npos || lastDigit < key.size())
-                return 0;
-            const size_t first = line.find_last_not_of("0123456789", lastDigit) + 1;
-            int value = 0;
-            std::from_chars(line.data() + first, line.data() + lastDigit + 1, value);
-            return pid_t(value);
-        }
-        return 0;
-    };
-    return {field("NSpid:"), field("PPid:")};
-}
 // The program file as the kernel will open it: `path` in the process's root (symlinks resolved
 // inside it), relative to its working directory; or, for execveat(fd, "", AT_EMPTY_PATH), its
 // descriptor. -1 with errno when it cannot be opened from here.
@@ -179,8 +140,46 @@ ExecListener::ExecListener(int fd, QString workspaceDir, QObject *parent)
 
 ExecListener::~ExecListener()
 {
+    for (quint64 id : m_watched.keys())
+        unwatch(id);
     delete m_notifier;
     ::close(m_fd);
+}
+
+void ExecListener::watch(const ExecAttempt &attempt)
+{
+    constexpr unsigned kPidfdThread = O_EXCL; // PIDFD_THREAD (Linux 6.9): the thread, not its group
+    int fd = int(::syscall(SYS_pidfd_open, attempt.hostPid, kPidfdThread));
+    if (fd < 0 && errno == EINVAL)
+        fd = int(::syscall(SYS_pidfd_open, attempt.hostPid, 0));
+    if (fd < 0 && errno == EINVAL)
+        return; // not a process's first thread, and this kernel cannot watch threads
+    // Opened after the process waited in it: the notification still pending means this is that
+    // process, not another that took its pid.
+    quint64 id = attempt.id;
+    if (fd < 0 || ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
+        if (fd >= 0)
+            ::close(fd);
+        QMetaObject::invokeMethod(this, [this, id] { Q_EMIT abandoned(id); }, Qt::QueuedConnection);
+        return;
+    }
+    auto *n = new QSocketNotifier(fd, QSocketNotifier::Read, this);
+    m_watched.insert(id, n);
+    connect(n, &QSocketNotifier::activated, this, [this, id] {
+        unwatch(id);
+        Q_EMIT abandoned(id);
+    });
+}
+
+void ExecListener::unwatch(quint64 id)
+{
+    QSocketNotifier *n = m_watched.take(id);
+    if (!n)
+        return;
+    const int fd = int(n->socket());
+    n->setEnabled(false);
+    n->deleteLater(); // (this may run in its own signal)
+    ::close(fd);
 }
 
 bool ExecListener::isListener(int fd)
@@ -191,8 +190,11 @@ bool ExecListener::isListener(int fd)
 void ExecListener::onReadable()
 {
     // NOTIF_RECV blocks when nothing waits, so poll first: POLLIN is a waiting exec, POLLHUP (alone)
-    // means no process is left under the filter.
-    for (int i = 0; i < 64; ++i) {
+    // means no process is left under the filter. At most 64 at a time and for 5 ms (megabytes of
+    // arguments each take a while to read): the notifier comes back for the rest, after the
+    // daemon's other clients had their turn.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+    for (int i = 0; i < 64 && std::chrono::steady_clock::now() < until; ++i) {
         pollfd p{m_fd, POLLIN, 0};
         if (::poll(&p, 1, 0) <= 0)
             return;
@@ -317,6 +319,7 @@ ExecAttempt ExecListener::read(const void *notification) const
 
 void ExecListener::answer(quint64 id, bool allow)
 {
+    unwatch(id);
     std::vector<char> buf(sizes().seccomp_notif_resp, 0);
     auto *r = reinterpret_cast<seccomp_notif_resp *>(buf.data());
     r->id = id;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -62,6 +63,10 @@ public:
 
     // Continues the call, or fails it with EPERM. An id whose process has gone is ignored.
     void answer(quint64 id, bool allow);
+    // Says (abandoned()) when the process waiting in `attempt` goes before it is answered, also
+    // when others under the filter live on. Without a way to watch it (a thread that is not its
+    // process's first, on a kernel before 6.9), nothing is said and the answer's timeout stands.
+    void watch(const ExecAttempt &attempt);
 
     // A listener fd as the guest passed it is a seccomp listener and nothing else.
     static bool isListener(int fd);
@@ -70,6 +75,7 @@ Q_SIGNALS:
     void attempted(const airlock::ExecAttempt &attempt);
     // No process is left under the filter: nothing more can come.
     void drained();
+    void abandoned(quint64 id);
 
 private:
     void onReadable();
@@ -79,6 +85,8 @@ private:
     QString m_workspaceDir;
     QSocketNotifier *m_notifier = nullptr;
     std::vector<char> m_notification; // as large as this kernel's struct seccomp_notif
+    QHash<quint64, QSocketNotifier *> m_watched; // on pidfds of waiting processes, by notification
+    void unwatch(quint64 id);
 };
 
 } // namespace airlock

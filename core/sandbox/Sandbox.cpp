@@ -227,10 +227,17 @@ void Sandbox::publish(Event event)
 void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run, bool batched)
 {
     // Programs come in bursts (a build): more of them, and faster, than connections or tool calls.
+    // What a rule let run has a bucket of its own, so that a flood of it never hides a refusal or
+    // a question; what a person decided is never counted instead of kept.
     const bool program = kind == QLatin1String("exec.program");
     const double kBurst = program ? 2000 : 200, kPerSecond = program ? 500 : 50;
-    if (program || kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool."))) {
-        Bucket &b = m_buckets[kind];
+    QString bucket;
+    if (program && payload.value(QStringLiteral("rule")).toString() != QLatin1String("person"))
+        bucket = batched ? kind : kind + QStringLiteral(" (refused or asked)");
+    else if (kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool.")))
+        bucket = kind;
+    if (!bucket.isEmpty()) {
+        Bucket &b = m_buckets[bucket];
         const qint64 now = nowMs();
         b.tokens = b.lastMs == 0 ? kBurst : std::min(kBurst, b.tokens + double(now - b.lastMs) * kPerSecond / 1000.0);
         b.lastMs = now;

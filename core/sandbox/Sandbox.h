@@ -126,6 +126,8 @@ Q_SIGNALS:
     void execNeedsPerson(uint32_t execId, const airlock::ExecAttempt &attempt, const airlock::policy::CommandVerdict &verdict);
     // No process of a judged execution is left (what still waited for a person is moot).
     void judgedExecutionGone(uint32_t execId);
+    // The process that execNeedsPerson() was about has gone (killed while it waited).
+    void execAbandoned(uint32_t execId, quint64 notification);
 
 private:
     struct Execution {

@@ -124,6 +124,7 @@ void Sandbox::onExecCheckReadable()
         }
         judged->listener = new ExecListener(m.fds.first(), m_setup.workspaceDir, this);
         connect(judged->listener, &ExecListener::attempted, this, [this, execId](const ExecAttempt &a) { onExecAttempt(execId, a); });
+        connect(judged->listener, &ExecListener::abandoned, this, [this, execId](quint64 id) { Q_EMIT execAbandoned(execId, id); });
         connect(judged->listener, &ExecListener::drained, this, [this, execId] {
             // No process of the execution is left: nothing more to judge for it.
             if (const auto it = m_judged.constFind(execId); it != m_judged.cend()) {
@@ -179,6 +180,7 @@ void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
         return it->listener->answer(a.id, true);
     if (v.decision == Decision::Ask) {
         recordExec(execId, a, v);
+        it->listener->watch(a);
         Q_EMIT execNeedsPerson(execId, a, v);
         return;
     }
@@ -198,20 +200,33 @@ void Sandbox::answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow
 
 void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
 {
-    constexpr qsizetype kShownArgs = 64;
+    // What is kept of the arguments: enough to see what ran, never the megabyte an agent can pass
+    // (argc and argvChars then say how much there was).
+    constexpr qsizetype kShownArgs = 64, kShownChars = 16 * 1024;
     const auto it = m_judged.constFind(execId);
+    QJsonArray argv;
+    qsizetype chars = 0, shownChars = 0;
+    for (const QString &arg : a.argv) {
+        chars += arg.size();
+        if (argv.size() < kShownArgs && shownChars < kShownChars) {
+            argv.append(arg.left(kShownChars - shownChars));
+            shownChars += std::min(arg.size(), kShownChars - shownChars);
+        }
+    }
     QJsonObject p{{QStringLiteral("exec"), double(execId)},
                   {QStringLiteral("pid"), double(a.pid)},
                   {QStringLiteral("parent"), double(a.parentPid)},
-                  {QStringLiteral("path"), a.path},
-                  {QStringLiteral("argv"), QJsonArray::fromStringList(a.argv.mid(0, kShownArgs))},
+                  {QStringLiteral("path"), a.path.left(kShownChars)},
+                  {QStringLiteral("argv"), argv},
                   {QStringLiteral("cwd"), a.cwd},
                   {QStringLiteral("decision"), policy::decisionName(v.decision)},
                   {QStringLiteral("rule"), v.rule},
                   {QStringLiteral("layer"), v.layer},
                   {QStringLiteral("reason"), v.reason}};
-    if (a.argv.size() > kShownArgs)
+    if (argv.size() < a.argv.size() || shownChars < chars) {
         p.insert(QStringLiteral("argc"), double(a.argv.size()));
+        p.insert(QStringLiteral("argvChars"), double(chars));
+    }
     if (it != m_judged.cend() && v.rule == QLatin1String("covered"))
         p.insert(QStringLiteral("coveredBy"), it->execution.cover.decidedBy.isEmpty() ? QStringLiteral("a person's own command") : it->execution.cover.decidedBy);
     // What a rule let run comes by the thousand in a build and rides the history's batch; a

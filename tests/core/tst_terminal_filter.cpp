@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Output is data: what sandbox output may do to the terminal that shows it.
+// Output is data: what sandbox output may do to the terminal that shows it, and how untrusted
+// text (an argv) is shown so that nothing in it is hidden from the person reading it.
+#include "model/DisplayText.h"
 #include "model/TerminalFilter.h"
 
 #include <QTest>
@@ -68,6 +70,30 @@ private Q_SLOTS:
                 }
                 QVERIFY(!out.contains('\x07') && !out.contains('\0'));
             }
+    }
+
+    void escapedByCodePoint_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("shown");
+        QTest::newRow("plain and accented text passes") << QStringLiteral("git push \u00e9t\u00e9 \u4e2d") << QStringLiteral("git push \u00e9t\u00e9 \u4e2d");
+        QTest::newRow("an emoji passes") << QString::fromUcs4(U"ok \U0001F600") << QString::fromUcs4(U"ok \U0001F600");
+        QTest::newRow("controls") << QStringLiteral("a\x1b[2Jb\t") << QStringLiteral("a\\x1b[2Jb\\x09");
+        QTest::newRow("bidi override") << QStringLiteral("\u202etxt.exe") << QStringLiteral("\\u{202e}txt.exe");
+        // Tag characters spell hidden ASCII ("rm" here) that some models read: two UTF-16 units each.
+        QTest::newRow("tag characters, one escape each")
+            << QString::fromUcs4(U"ls\U000E0072\U000E006D") << QStringLiteral("ls\\u{e0072}\\u{e006d}");
+        QTest::newRow("zero-width joiner and space") << QStringLiteral("a\u200db\u200bc") << QStringLiteral("a\\u{200d}b\\u{200b}c");
+        QTest::newRow("spaces other than the space") << QStringLiteral("rm\u00a0-rf\u3000/") << QStringLiteral("rm\\xa0-rf\\u{3000}/");
+        QTest::newRow("fillers and variation selectors")
+            << QString::fromUcs4(U"a\u3164b\uFE0Fc\U000E0100") << QStringLiteral("a\\u{3164}b\\u{fe0f}c\\u{e0100}");
+        QTest::newRow("unassigned") << QString::fromUcs4(U"x\U000E0FFF") << QStringLiteral("x\\u{e0fff}");
+    }
+    void escapedByCodePoint()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, shown);
+        QCOMPARE(display::escaped(text), shown);
     }
 };
 
