@@ -4,7 +4,10 @@
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 
+#include <QApplication>
 #include <QDateTime>
+#include <QFocusEvent>
+#include <QKeyEvent>
 #include <QHBoxLayout>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -63,6 +66,16 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
                                        display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
     head->setWordWrap(true); // a long run or host name wraps rather than widening the dock
     layout->addWidget(head);
+    if (const QString risk = request.value(QStringLiteral("risk")).toString(); !risk.isEmpty()) {
+        m_risk = new QLabel(QChar(0x26a0) + QLatin1Char(' ') + display::escaped(risk));
+        m_risk->setTextFormat(Qt::PlainText);
+        m_risk->setWordWrap(true);
+        QFont bold = m_risk->font();
+        bold.setBold(true);
+        m_risk->setFont(bold);
+        colourRisk();
+        layout->addWidget(m_risk);
+    }
 
     // What would run, escaped in full; folded only behind a button that must be pressed.
     if (kind == QLatin1String("network")) {
@@ -102,6 +115,41 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
         m_what->setText(wrappable(m_full));
     }
 
+    // Each command of it, with what the rules said: the verdict of every part, not only the one
+    // that made it ask.
+    QStringList verdicts;
+    const QJsonArray parts = request.value(QStringLiteral("parts")).toArray();
+    for (const QJsonValue &v : parts) {
+        const QJsonObject part = v.toObject();
+        const QString rule = part.value(QStringLiteral("rule")).toString();
+        verdicts.append(QStringLiteral("%1  %2   (%3)")
+                            .arg(part.value(QStringLiteral("decision")).toString().leftJustified(5),
+                                 display::commandLine(part.value(QStringLiteral("argv")).toArray(), 160),
+                                 rule == QLatin1String("default") ? tr("no rule: the default")
+                                 : rule == QLatin1String("covered") ? tr("covered by the command that started it")
+                                                                    : tr("rule '%1', %2").arg(display::escaped(rule, 80), display::escaped(part.value(QStringLiteral("layer")).toString()))));
+    }
+    if (parts.size() > 1 || (parts.size() == 1 && !request.value(QStringLiteral("exec")).isDouble())) {
+        auto *partsLabel = new QLabel(verdicts.join(QLatin1Char('\n')));
+        partsLabel->setTextFormat(Qt::PlainText);
+        partsLabel->setWordWrap(true);
+        partsLabel->setObjectName(QStringLiteral("parts"));
+        layout->addWidget(partsLabel);
+    }
+    QStringList chain;
+    for (const QJsonValue &v : request.value(QStringLiteral("chain")).toArray())
+        if (!v.toString().isEmpty())
+            chain.append(display::escaped(v.toString()));
+    if (!chain.isEmpty()) {
+        auto *chainLabel = new QLabel((kind == QLatin1String("network") ? tr("Running in the sandbox when it connected:\n")
+                                                                         : tr("Started by:\n"))
+                                      + chain.join(QLatin1Char('\n')));
+        chainLabel->setTextFormat(Qt::PlainText);
+        chainLabel->setWordWrap(true);
+        chainLabel->setObjectName(QStringLiteral("chain"));
+        layout->addWidget(chainLabel);
+    }
+
     const QJsonObject caps = request.value(QStringLiteral("capabilities")).toObject();
     auto *why = new QLabel(tr("Asks because: %1\nIt will be able to reach: %2; credentials: %3; write: %4; tools: %5")
                                .arg(display::escaped(request.value(QStringLiteral("reason")).toString()), display::escaped(joined(caps.value(QStringLiteral("network")))),
@@ -117,18 +165,156 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
     buttons->addWidget(m_allow);
     buttons->addWidget(m_always);
     buttons->addWidget(m_deny);
-    buttons->addWidget(m_countdown, 1, Qt::AlignRight);
+    buttons->addStretch(1);
     layout->addLayout(buttons);
-    layout->addWidget(m_reason);
+    auto *reasonRow = new QHBoxLayout;
+    reasonRow->addWidget(m_reason, 1);
+    reasonRow->addWidget(m_countdown);
+    layout->addLayout(reasonRow);
     m_allow->setEnabled(!unusual);
     m_always->setEnabled(!unusual);
     m_always->setToolTip(kind == QLatin1String("network") ? tr("Adds this host to the sandbox's allow list")
                          : kind == QLatin1String("tool") ? tr("Makes this tool 'allow' for the sandbox, its constraints kept")
                                                           : tr("Adds a rule allowing exactly this command"));
-    connect(m_allow, &QPushButton::clicked, this, [this] { Q_EMIT decided(QStringLiteral("allow"), false, {}); });
-    connect(m_always, &QPushButton::clicked, this, [this] { Q_EMIT decided(QStringLiteral("allow"), true, {}); });
-    connect(m_deny, &QPushButton::clicked, this, [this] { Q_EMIT decided(QStringLiteral("deny"), false, m_reason->text()); });
+    m_allow->setText(tr("Allow once (1)"));
+    m_always->setText(tr("Always allow (2)"));
+    m_deny->setText(tr("Deny (3)"));
+    for (QPushButton *b : {m_allow, m_always, m_deny}) {
+        b->setFocusPolicy(Qt::NoFocus); // never reached by Tab, never pressed by Space or Enter
+        b->setAutoDefault(false);
+        b->setDefault(false);
+    }
+    if (m_expand)
+        m_expand->setFocusPolicy(Qt::NoFocus);
+    setFocusPolicy(Qt::ClickFocus);
+    m_reason->setFocusPolicy(Qt::ClickFocus); // reached from the focused card with Tab
+    m_reason->installEventFilter(this);
+    connect(m_allow, &QPushButton::clicked, this, [this] { decide(QStringLiteral("allow"), false); });
+    connect(m_always, &QPushButton::clicked, this, [this] { decide(QStringLiteral("allow"), true); });
+    connect(m_deny, &QPushButton::clicked, this, [this] { decide(QStringLiteral("deny"), false); });
+    m_steady.start();
     tick();
+}
+
+QString ApprovalCard::riskText() const
+{
+    return m_risk ? m_risk->text() : QString();
+}
+
+QString ApprovalCard::shownText() const
+{
+    return m_what->text();
+}
+
+bool ApprovalCard::settled() const
+{
+    return m_steady.isValid() && m_steady.elapsed() >= kGraceMs;
+}
+
+void ApprovalCard::unsettle()
+{
+    m_steady.restart();
+}
+
+void ApprovalCard::decide(const QString &decision, bool always)
+{
+    if (!settled())
+        return; // it has only just come under the pointer or the keys
+    if (decision == QLatin1String("allow") && !(always ? m_always : m_allow)->isEnabled())
+        return; // what is folded away has not been seen
+    Q_EMIT decided(decision, always, decision == QLatin1String("deny") ? m_reason->text() : QString());
+}
+
+void ApprovalCard::keyPressEvent(QKeyEvent *event)
+{
+    switch (event->key()) {
+    case Qt::Key_1:
+        return decide(QStringLiteral("allow"), false);
+    case Qt::Key_2:
+        return decide(QStringLiteral("allow"), true);
+    case Qt::Key_3:
+    case Qt::Key_Escape:
+        return decide(QStringLiteral("deny"), false);
+    case Qt::Key_Up:
+    case Qt::Key_Down:
+        Q_EMIT stepFocus(event->key() == Qt::Key_Up ? -1 : 1);
+        return;
+    default:
+        event->accept(); // Space, Enter and the rest do nothing here, and go nowhere else
+    }
+}
+
+void ApprovalCard::colourRisk()
+{
+    if (!m_risk)
+        return;
+    QPalette warning = m_risk->palette();
+    const QPalette &app = QApplication::palette();
+    const bool dark = app.color(QPalette::Window).lightness() < app.color(QPalette::WindowText).lightness();
+    warning.setColor(QPalette::WindowText, dark ? QColor(0xff, 0xa0, 0x60) : QColor(0xa3, 0x3a, 0x00));
+    m_risk->setPalette(warning);
+}
+
+bool ApprovalCard::event(QEvent *event)
+{
+    if (event->type() == QEvent::ApplicationPaletteChange || event->type() == QEvent::PaletteChange)
+        colourRisk(); // light or dark now
+
+    // Tab from the card goes to its reason, never on to another widget (QWidget::event would).
+    if (event->type() == QEvent::KeyPress) {
+        const int key = static_cast<QKeyEvent *>(event)->key();
+        if (key == Qt::Key_Tab || key == Qt::Key_Backtab) {
+            m_reason->setFocus(Qt::TabFocusReason);
+            return true;
+        }
+    }
+    return QFrame::event(event);
+}
+
+bool ApprovalCard::eventFilter(QObject *watched, QEvent *event)
+{
+    // In the reason field, digits are text; Esc and Tab go back to the card, which decides.
+    if (watched == m_reason && event->type() == QEvent::KeyPress) {
+        const int key = static_cast<QKeyEvent *>(event)->key();
+        if (key == Qt::Key_Escape || key == Qt::Key_Tab || key == Qt::Key_Backtab) {
+            m_fromReason = true; // the same card: no new grace period
+            setFocus(Qt::OtherFocusReason);
+            m_fromReason = false;
+            return true;
+        }
+    }
+    return QFrame::eventFilter(watched, event);
+}
+
+void ApprovalCard::moveEvent(QMoveEvent *event)
+{
+    QFrame::moveEvent(event);
+    unsettle();
+}
+
+void ApprovalCard::showEvent(QShowEvent *event)
+{
+    QFrame::showEvent(event);
+    unsettle();
+}
+
+void ApprovalCard::focusInEvent(QFocusEvent *event)
+{
+    QFrame::focusInEvent(event);
+    if (event->reason() != Qt::MouseFocusReason && !m_fromReason)
+        unsettle(); // a card that comes under the keys waits a moment too
+    setFrameShadow(QFrame::Plain);
+    setLineWidth(2);
+    QPalette p = palette();
+    p.setColor(QPalette::WindowText, p.color(QPalette::Highlight));
+    setPalette(p);
+}
+
+void ApprovalCard::focusOutEvent(QFocusEvent *event)
+{
+    QFrame::focusOutEvent(event);
+    setLineWidth(1);
+    setPalette(QPalette());
 }
 
 QString ApprovalCard::id() const
@@ -150,6 +336,10 @@ ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
     setMinimumWidth(380);
     auto *inner = new QWidget;
     auto *outer = new QVBoxLayout(inner);
+    auto *keys = new QLabel(tr("Click a request or press Ctrl+Shift+A, then: 1 allow once, 2 always, 3 or Esc deny, Tab for a reason"));
+    keys->setWordWrap(true);
+    keys->setForegroundRole(QPalette::PlaceholderText);
+    outer->addWidget(keys);
     outer->addWidget(m_empty);
     outer->addLayout(m_list);
     outer->addStretch(1);
@@ -169,7 +359,19 @@ ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
 
 QList<ApprovalCard *> ApprovalsDock::cards() const
 {
-    return widget()->findChildren<ApprovalCard *>();
+    QList<ApprovalCard *> out;
+    for (int i = 0; i < m_list->count(); ++i)
+        if (auto *card = qobject_cast<ApprovalCard *>(m_list->itemAt(i)->widget()))
+            out.append(card);
+    return out;
+}
+
+void ApprovalsDock::focusNewest()
+{
+    QDockWidget::show(); // the dock, if it was closed
+    raise();
+    if (const QList<ApprovalCard *> all = cards(); !all.isEmpty())
+        all.first()->setFocus(Qt::ShortcutFocusReason);
 }
 
 void ApprovalsDock::onEvent(const Event &event)
@@ -232,9 +434,13 @@ void ApprovalsDock::show(const QJsonArray &requests)
     QSet<QString> waiting;
     for (const QJsonValue &v : requests)
         waiting.insert(key(v.toObject()));
-    for (ApprovalCard *card : cards())
-        if (!waiting.contains(card->id()))
+    bool focusWent = false;
+    for (ApprovalCard *card : cards()) {
+        if (!waiting.contains(card->id())) {
+            focusWent = focusWent || card->hasFocus() || card->isAncestorOf(QApplication::focusWidget());
             delete card;
+        }
+    }
     QSet<QString> shown;
     for (ApprovalCard *card : cards())
         shown.insert(card->id());
@@ -245,8 +451,17 @@ void ApprovalsDock::show(const QJsonArray &requests)
         auto *card = new ApprovalCard(request);
         connect(card, &ApprovalCard::decided, this,
                 [this, request](const QString &decision, bool always, const QString &reason) { decide(request, decision, always, reason); });
+        connect(card, &ApprovalCard::stepFocus, this, [this, card](int delta) {
+            const QList<ApprovalCard *> all = cards();
+            const qsizetype next = all.indexOf(card) + delta;
+            if (next >= 0 && next < all.size())
+                all.at(next)->setFocus(Qt::OtherFocusReason);
+        });
         m_list->insertWidget(0, card);
     }
+    // Decided from the keys: the next request takes the focus (and its grace period).
+    if (focusWent && !cards().isEmpty())
+        cards().first()->setFocus(Qt::OtherFocusReason);
     m_empty->setVisible(requests.isEmpty());
     Q_EMIT pendingCountChanged(int(requests.size()));
 }

@@ -243,6 +243,9 @@ void MainWindow::createActions()
             openHistory(m_current);
     });
     QAction *refresh = action(tr("&Refresh"), QKeySequence::Refresh, [this] { m_model->refresh(); });
+    // The one way from the keyboard to a decision: the newest request takes the focus, and there
+    // 1, 2, 3 or Esc decide (see ApprovalCard).
+    QAction *decideAction = action(tr("&Decide on requests"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A), [this] { m_approvals->focusNewest(); });
     QAction *command = action(tr("Run a &command"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
         m_command->setFocus();
         m_command->selectAll();
@@ -285,6 +288,7 @@ void MainWindow::createActions()
     connect(m_output, &OutputView::wrapChanged, this, [](bool on) { QSettings().setValue(QStringLiteral("view/wrap"), on); });
     wrap->setChecked(QSettings().value(QStringLiteral("view/wrap"), false).toBool());
     view->addAction(m_approvals->toggleViewAction());
+    view->addAction(decideAction);
     view->addAction(log);
     // Light or dark: the system's unless chosen here, and remembered.
     QMenu *theme = view->addMenu(tr("&Theme"));

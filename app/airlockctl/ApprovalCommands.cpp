@@ -44,6 +44,8 @@ void printCard(QTextStream &out, const QJsonObject &a)
     out << a.value(QStringLiteral("id")).toString() << "  sandbox " << format::escaped(a.value(QStringLiteral("sandboxName")).toString())
         << " (run " << format::escaped(a.value(QStringLiteral("run")).toString()) << "), requested by "
         << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in " << std::max<qint64>(0, left) << " s\n";
+    if (const QString risk = a.value(QStringLiteral("risk")).toString(); !risk.isEmpty())
+        out << "  ! " << format::escaped(risk) << '\n';
     if (a.value(QStringLiteral("kind")).toString() == QLatin1String("network"))
         out << "  connect  " << format::escaped(a.value(QStringLiteral("destination")).toString()) << '\n';
     else if (a.value(QStringLiteral("kind")).toString() == QLatin1String("tool"))
@@ -54,6 +56,18 @@ void printCard(QTextStream &out, const QJsonObject &a)
             << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n';
     if (!a.value(QStringLiteral("env")).toArray().isEmpty())
         out << "  env      " << format::commandLine(a.value(QStringLiteral("env")).toArray()) << '\n';
+    const QJsonArray parts = a.value(QStringLiteral("parts")).toArray();
+    for (const QJsonValue &v : parts) {
+        if (parts.size() < 2)
+            break;
+        const QJsonObject part = v.toObject();
+        out << "  part     " << part.value(QStringLiteral("decision")).toString().leftJustified(5) << ' '
+            << format::commandLine(part.value(QStringLiteral("argv")).toArray()) << "   (rule " << format::escaped(part.value(QStringLiteral("rule")).toString())
+            << ", " << format::escaped(part.value(QStringLiteral("layer")).toString()) << ")\n";
+    }
+    for (const QJsonValue &v : a.value(QStringLiteral("chain")).toArray())
+        if (!v.toString().isEmpty())
+            out << "  from     " << format::escaped(v.toString()) << '\n';
     out
         << "  asks     " << format::escaped(a.value(QStringLiteral("reason")).toString()) << '\n'
         << "  it can   network " << format::escaped(joined(caps.value(QStringLiteral("network")))) << "; credentials "

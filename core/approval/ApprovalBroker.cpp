@@ -45,6 +45,8 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("rule"), rule},
             {QStringLiteral("layer"), layer},
             {QStringLiteral("reason"), reason},
+            {QStringLiteral("risk"), risk},
+            {QStringLiteral("parts"), parts},
             {QStringLiteral("exec"), exec ? QJsonValue(double(exec)) : QJsonValue()},
             {QStringLiteral("chain"), QJsonArray::fromStringList(chain)},
             {QStringLiteral("policyVersion"), policyVersion},

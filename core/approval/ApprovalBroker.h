@@ -4,6 +4,7 @@
 #include "util/Result.h"
 
 #include <QHash>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QObject>
 #include <QStringList>
@@ -27,6 +28,8 @@ struct ApprovalRequest {
     QString cwd;
     QStringList env; // NAME=VALUE the request sets: shown, since it can change what runs
     QString rule, layer, reason; // what asked
+    QString risk;       // (command) one line on what stands out in it (policy::riskSummary)
+    QJsonArray parts;   // (command) each command of it, with the verdict of the rules on it
     uint32_t exec = 0;  // a program started by this execution asks (the exec check)
     quint64 notification = 0; // and the kernel's id of the execve it waits in
     QStringList chain;  // and what started it: its process, the execution's command, how that was decided

@@ -87,6 +87,9 @@ public:
     // request and the decision. A sandbox with too many waiting is answered "denied" at once.
     using Answer = std::function<void(const ApprovalRequest &, const ApprovalDecision &)>;
     void askPerson(Sandbox *sandbox, ApprovalRequest request, Answer answer);
+    // What a person is shown beside the request itself: its parts and their verdicts, a risk
+    // summary, and for a connection what was running in the sandbox.
+    void describeForPerson(const Sandbox &sandbox, ApprovalRequest &request) const;
     // A program that a judged execution started, stopped in its execve by a rule that judges it
     // wherever it runs: the person decides, with the chain that started it on the card.
     void askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);

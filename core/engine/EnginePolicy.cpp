@@ -2,6 +2,7 @@
 // The engine's policy side: each sandbox's layers, the person's defaults, rules added by "always",
 // asking a person, host tools and the policy checker. (Sandboxes' lifecycle and I/O: Engine.cpp.)
 #include "engine/Engine.h"
+#include "policy/CommandRisk.h"
 
 #include "approval/ApprovalBroker.h"
 #include "log/Log.h"
@@ -186,7 +187,9 @@ void Engine::maskSecrets(ApprovalRequest &r) const
                                                     {QStringLiteral("cwd"), r.cwd},
                                                     {QStringLiteral("destination"), r.destination},
                                                     {QStringLiteral("reason"), r.reason},
-                                                    {QStringLiteral("arguments"), r.arguments}},
+                                                    {QStringLiteral("arguments"), r.arguments},
+                                                    {QStringLiteral("parts"), r.parts},
+                                                    {QStringLiteral("chain"), QJsonArray::fromStringList(r.chain)}},
                                                    &hits);
     if (!hits)
         return;
@@ -202,6 +205,8 @@ void Engine::maskSecrets(ApprovalRequest &r) const
     r.destination = masked.value(QStringLiteral("destination")).toString();
     r.reason = masked.value(QStringLiteral("reason")).toString();
     r.arguments = masked.value(QStringLiteral("arguments")).toObject();
+    r.parts = masked.value(QStringLiteral("parts")).toArray();
+    r.chain = list("chain");
 }
 
 void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
@@ -220,6 +225,7 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
         r.capabilities = *caps;
     if (waiting >= kMaxPendingPerSandbox)
         return answer(r, {false, false, QStringLiteral("airlockd"), QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting)});
+    describeForPerson(*sandbox, r);
     maskSecrets(r);
     const ApprovalRequest pending = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
         recordDecision(req, d);
@@ -228,6 +234,32 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
     sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
+}
+
+void Engine::describeForPerson(const Sandbox &sandbox, ApprovalRequest &r) const
+{
+    if (r.kind == QLatin1String("command") && !r.argv.isEmpty()) {
+        QStringList envNames;
+        for (const QString &kv : std::as_const(r.env))
+            envNames.append(kv.section(QLatin1Char('='), 0, 0));
+        const policy::CommandRules &rules = sandbox.policy().commands;
+        for (const QStringList &part : policy::commandParts(r.argv)) {
+            const policy::CommandVerdict v = r.exec ? rules.evaluateNested(part) : rules.evaluate(part, envNames);
+            r.parts.append(QJsonObject{{QStringLiteral("argv"), QJsonArray::fromStringList(part)},
+                                       {QStringLiteral("decision"), policy::decisionName(v.decision)},
+                                       {QStringLiteral("rule"), v.rule},
+                                       {QStringLiteral("layer"), v.layer}});
+        }
+        r.risk = policy::riskSummary(r.argv);
+    } else if (r.kind == QLatin1String("network")) {
+        // The proxy knows the sandbox, not the process: what was running in it when it connected.
+        r.risk = QStringLiteral("opens a connection that no rule allows");
+        const QStringList running = sandbox.runningCommands();
+        r.chain = running.isEmpty() ? QStringList{QStringLiteral("nothing was running: a process left behind by an earlier command")}
+                                    : running.mid(0, 5);
+    } else if (r.kind == QLatin1String("tool")) {
+        r.risk = QStringLiteral("runs the host tool %1 outside the sandbox, with its own rights").arg(r.tool);
+    }
 }
 
 void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)

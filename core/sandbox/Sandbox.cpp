@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/Sandbox.h"
 
+#include "model/DisplayText.h"
+
 #include "log/Log.h"
 
 #include <QJsonArray>
@@ -412,6 +414,16 @@ Status Sandbox::resize(uint32_t execId, uint16_t rows, uint16_t cols)
         return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1").arg(execId));
     m_channel->sendResize(execId, rows, cols);
     return Ok{};
+}
+
+QStringList Sandbox::runningCommands() const
+{
+    QList<uint32_t> ids = m_execs.keys();
+    std::sort(ids.begin(), ids.end());
+    QStringList out;
+    for (uint32_t id : ids)
+        out.append(QStringLiteral("execution %1: %2").arg(id).arg(display::commandLine(QJsonArray::fromStringList(m_execs.value(id).argv), 200)));
+    return out;
 }
 
 void Sandbox::holdOutput(const void *holder, bool hold)

@@ -54,6 +54,8 @@ public:
     QString failure() const { return m_failure; }
     QDateTime createdAt() const { return m_createdAt; }
     int runningExecutions() const { return int(m_execs.size()); }
+    // "execution 3: make test" for each running execution, oldest first.
+    QStringList runningCommands() const;
     int landlockAbi() const { return m_landlockAbi; }
     uint64_t lastSeq() const { return m_seq; }
     const policy::EffectivePolicy &policy() const { return m_setup.policy; }

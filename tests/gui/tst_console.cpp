@@ -507,6 +507,7 @@ private Q_SLOTS:
         ApprovalCard *card = window.approvals()->cards().first();
         QVERIFY(window.windowTitle().contains(QLatin1String("1 waiting")));
         QVERIFY2(card->findChildren<QLabel *>().size() > 2, "no details");
+        QVERIFY(QTest::qWaitFor([&] { return card->settled(); }, 3000)); // a card that just came ignores clicks
         QTest::mouseClick(card->allowButton(), Qt::LeftButton);
         QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000)); // the event loop runs: the decision goes out
         QCOMPARE(agent->exitCode(), 0);
@@ -524,6 +525,7 @@ private Q_SLOTS:
             QTest::qWait(100); // laid out and shown
             QVERIFY(window.grab().save(dir + QStringLiteral("/approval.png")));
         }
+        QVERIFY(QTest::qWaitFor([&] { return card->settled(); }, 3000));
         QTest::mouseClick(card->expandButton(), Qt::LeftButton);
         QVERIFY(card->allowButton()->isEnabled());
         QTest::mouseClick(card->denyButton(), Qt::LeftButton);

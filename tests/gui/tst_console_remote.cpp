@@ -167,6 +167,7 @@ private Q_SLOTS:
             QTest::qWait(100);
             QVERIFY(window.grab().save(dir + QStringLiteral("/remote-host.png")));
         }
+        QVERIFY(QTest::qWaitFor([&] { return card->settled(); }, 3000)); // a card that just came ignores clicks
         QTest::mouseClick(card->allowButton(), Qt::LeftButton);
         QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000));
         QCOMPARE(agent->exitCode(), 0);

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "policy/CommandRisk.h"
+
+#include "policy/ProgramForms.h"
+#include "policy/ShellParser.h"
+
+#include <QRegularExpression>
+
+namespace airlock::policy {
+
+namespace {
+
+bool shell(const QString &name)
+{
+    static const QStringList shells{QStringLiteral("sh"),  QStringLiteral("bash"), QStringLiteral("dash"), QStringLiteral("zsh"),
+                                    QStringLiteral("ksh"), QStringLiteral("ash"),  QStringLiteral("mksh")};
+    return shells.contains(name);
+}
+
+// The index of a shell's -c script in argv, or -1.
+qsizetype scriptIndex(const QStringList &argv)
+{
+    if (argv.isEmpty() || !shell(programName(argv.first())))
+        return -1;
+    for (qsizetype i = 1; i < argv.size() && argv.at(i).startsWith(QLatin1Char('-')) && argv.at(i) != QLatin1String("--"); ++i)
+        if (!argv.at(i).startsWith(QLatin1String("--")) && argv.at(i).contains(QLatin1Char('c')))
+            return i + 1 < argv.size() ? i + 1 : -1;
+    return -1;
+}
+
+// The command behind the wrappers that only run it (env, sudo, timeout, xargs …): what the risk
+// is about. The wrapper that asks for root is kept as a risk of its own.
+QStringList unwrapped(QStringList argv, QStringList &risks)
+{
+    static const QStringList wrappers{QStringLiteral("env"),    QStringLiteral("nice"),   QStringLiteral("nohup"), QStringLiteral("timeout"),
+                                      QStringLiteral("xargs"),  QStringLiteral("sudo"),   QStringLiteral("doas"),  QStringLiteral("time"),
+                                      QStringLiteral("stdbuf"), QStringLiteral("setsid"), QStringLiteral("exec"),  QStringLiteral("command"),
+                                      QStringLiteral("ionice"), QStringLiteral("chrt")};
+    static const QRegularExpression duration(QStringLiteral("^[0-9.]+[smhd]?$"));
+    while (!argv.isEmpty() && wrappers.contains(programName(argv.first()))) {
+        const QString name = programName(argv.first());
+        if (name == QLatin1String("sudo") || name == QLatin1String("doas"))
+            risks.append(QStringLiteral("asks for root: %1").arg(name));
+        argv.removeFirst();
+        while (!argv.isEmpty() && (argv.first().startsWith(QLatin1Char('-')) || argv.first().contains(QLatin1Char('='))
+                                   || duration.match(argv.first()).hasMatch()))
+            argv.removeFirst();
+    }
+    return argv;
+}
+
+bool hasShortOption(const QStringList &argv, QChar option, const QString &longOption)
+{
+    for (const QString &a : argv.mid(1)) {
+        if (a == QLatin1String("--"))
+            return false;
+        if (a == longOption || (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.contains(option)))
+            return true;
+    }
+    return false;
+}
+
+// A program that runs whatever comes on its input when given no script: a shell without -c and
+// without a script file, an interpreter given nothing or "-".
+bool runsItsInput(const QStringList &argv)
+{
+    static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("perl"),
+                                          QStringLiteral("ruby"),   QStringLiteral("node"),    QStringLiteral("php")};
+    const QString name = programName(argv.first());
+    if (!shell(name) && !interpreters.contains(name))
+        return false;
+    for (const QString &a : argv.mid(1)) {
+        if (a == QLatin1String("-") || a == QLatin1String("-s") || a == QLatin1String("/dev/stdin"))
+            return true;
+        if (!a.startsWith(QLatin1Char('-')) || (shell(name) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('c'))))
+            return false; // a script file, or a -c string (judged as its own parts)
+        if (!shell(name) && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-m")))
+            return false;
+    }
+    return true;
+}
+
+} // namespace
+
+QList<QStringList> commandParts(const QStringList &argv)
+{
+    const qsizetype script = scriptIndex(argv);
+    if (script < 0)
+        return {argv};
+    auto segments = parseShell(argv.at(script));
+    if (!segments || segments->isEmpty())
+        return {argv};
+    QList<QStringList> parts;
+    for (const ShellSegment &s : std::as_const(*segments))
+        if (!s.argv.isEmpty())
+            parts.append(s.argv);
+    return parts;
+}
+
+QString riskSummary(const QStringList &argv)
+{
+    if (argv.isEmpty())
+        return {};
+    QStringList risks;
+    const qsizetype script = scriptIndex(argv);
+    if (script >= 0 && !parseShell(argv.at(script)))
+        risks.append(QStringLiteral("a shell string that cannot be read in full"));
+    static const QStringList downloaders{QStringLiteral("curl"), QStringLiteral("wget"), QStringLiteral("aria2c"), QStringLiteral("fetch")};
+    static const QStringList clients{QStringLiteral("curl"),   QStringLiteral("wget"),  QStringLiteral("aria2c"), QStringLiteral("ssh"),
+                                     QStringLiteral("scp"),    QStringLiteral("sftp"),  QStringLiteral("rsync"),  QStringLiteral("nc"),
+                                     QStringLiteral("ncat"),   QStringLiteral("netcat"), QStringLiteral("socat"), QStringLiteral("telnet"),
+                                     QStringLiteral("ftp"),    QStringLiteral("nmap")};
+    static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("node"), QStringLiteral("perl"),
+                                          QStringLiteral("ruby"), QStringLiteral("php")};
+    bool download = false, runsInput = false;
+    for (QStringList part : commandParts(argv)) {
+        while (!part.isEmpty() && part.first().contains(QLatin1Char('=')) && !part.first().startsWith(QLatin1Char('-')))
+            part.removeFirst(); // NAME=value before the program
+        part = unwrapped(part, risks);
+        if (part.isEmpty())
+            continue;
+        const QString name = programName(part.first());
+        const QString sub = part.size() > 1 ? part.at(1) : QString();
+        download = download || downloaders.contains(name);
+        runsInput = runsInput || runsItsInput(part);
+        if (name == QLatin1String("rm") && (hasShortOption(part, QLatin1Char('r'), QStringLiteral("--recursive")) || hasShortOption(part, QLatin1Char('R'), {})))
+            risks.append(QStringLiteral("deletes recursively"));
+        if (name == QLatin1String("find") && part.contains(QStringLiteral("-delete")))
+            risks.append(QStringLiteral("deletes what it finds"));
+        if (name == QLatin1String("shred") || name.startsWith(QLatin1String("mkfs")) || (name == QLatin1String("dd") && part.filter(QStringLiteral("of=")).size()))
+            risks.append(QStringLiteral("overwrites a file or device: %1").arg(name));
+        if ((name == QLatin1String("chmod") || name == QLatin1String("chown")) && hasShortOption(part, QLatin1Char('R'), QStringLiteral("--recursive")))
+            risks.append(QStringLiteral("changes permissions recursively"));
+        if (name == QLatin1String("su"))
+            risks.append(QStringLiteral("asks for root: su"));
+        if (clients.contains(name))
+            risks.append(QStringLiteral("starts a network client: %1").arg(name));
+        if (name == QLatin1String("git") && part.contains(QStringLiteral("push")))
+            risks.append(QStringLiteral("publishes to a remote: git push"));
+        else if (name == QLatin1String("git") && (part.contains(QStringLiteral("clone")) || part.contains(QStringLiteral("fetch")) || part.contains(QStringLiteral("pull"))))
+            risks.append(QStringLiteral("starts a network client: git"));
+        if ((QStringList{QStringLiteral("npm"), QStringLiteral("yarn"), QStringLiteral("pnpm"), QStringLiteral("cargo")}.contains(name) && sub == QLatin1String("publish"))
+            || (name == QLatin1String("twine") && sub == QLatin1String("upload")) || (name == QLatin1String("gem") && sub == QLatin1String("push")))
+            risks.append(QStringLiteral("publishes a package: %1 %2").arg(name, sub));
+        if (interpreters.contains(name) && (part.contains(QStringLiteral("-c")) || part.contains(QStringLiteral("-e"))))
+            risks.append(QStringLiteral("runs code given inline: %1").arg(name));
+    }
+    if (download && runsInput)
+        risks.prepend(QStringLiteral("pipes a download into a shell"));
+    risks.removeDuplicates();
+    return risks.join(QStringLiteral("; "));
+}
+
+} // namespace airlock::policy
