@@ -136,6 +136,28 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
         partsLabel->setObjectName(QStringLiteral("parts"));
         layout->addWidget(partsLabel);
     }
+    // The files it runs as code, bound by content: what they say now, and a change asks again.
+    QStringList files;
+    for (const QJsonValue &v : request.value(QStringLiteral("files")).toArray()) {
+        const QJsonObject f = v.toObject();
+        const QString path = display::escaped(f.value(QStringLiteral("path")).toString(), 120);
+        if (f.contains(QStringLiteral("problem"))) {
+            files.append(tr("%1: not bound (%2), it runs as it is then").arg(path, display::escaped(f.value(QStringLiteral("problem")).toString(), 120)));
+            continue;
+        }
+        files.append(tr("%1  (sha256 %2…, %n bytes)", nullptr, f.value(QStringLiteral("size")).toInt())
+                         .arg(path, f.value(QStringLiteral("sha256")).toString().left(12)));
+        for (const QJsonValue &line : f.value(QStringLiteral("head")).toArray())
+            files.append(QStringLiteral("  \u2502 ") + display::escaped(line.toString(), 100));
+    }
+    if (!files.isEmpty()) {
+        auto *filesLabel = new QLabel(tr("Runs as code (a change before it runs asks again):\n") + files.join(QLatin1Char('\n')));
+        filesLabel->setTextFormat(Qt::PlainText);
+        filesLabel->setWordWrap(true);
+        filesLabel->setFont(mono);
+        filesLabel->setObjectName(QStringLiteral("files"));
+        layout->addWidget(filesLabel);
+    }
     QStringList chain;
     for (const QJsonValue &v : request.value(QStringLiteral("chain")).toArray())
         if (!v.toString().isEmpty())

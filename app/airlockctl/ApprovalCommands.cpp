@@ -65,6 +65,17 @@ void printCard(QTextStream &out, const QJsonObject &a)
             << format::commandLine(part.value(QStringLiteral("argv")).toArray()) << "   (rule " << format::escaped(part.value(QStringLiteral("rule")).toString())
             << ", " << format::escaped(part.value(QStringLiteral("layer")).toString()) << ")\n";
     }
+    for (const QJsonValue &v : a.value(QStringLiteral("files")).toArray()) {
+        const QJsonObject f = v.toObject();
+        out << "  runs     " << format::escaped(f.value(QStringLiteral("path")).toString());
+        if (f.contains(QStringLiteral("problem"))) {
+            out << "  (not bound: " << format::escaped(f.value(QStringLiteral("problem")).toString()) << ")\n";
+            continue;
+        }
+        out << "  sha256 " << f.value(QStringLiteral("sha256")).toString() << ", " << qint64(f.value(QStringLiteral("size")).toDouble()) << " bytes\n";
+        for (const QJsonValue &line : f.value(QStringLiteral("head")).toArray())
+            out << "           | " << format::escaped(line.toString()) << '\n';
+    }
     for (const QJsonValue &v : a.value(QStringLiteral("chain")).toArray())
         if (!v.toString().isEmpty())
             out << "  from     " << format::escaped(v.toString()) << '\n';

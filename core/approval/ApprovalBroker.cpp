@@ -47,6 +47,7 @@ QJsonObject ApprovalRequest::toJson() const
             {QStringLiteral("reason"), reason},
             {QStringLiteral("risk"), risk},
             {QStringLiteral("parts"), parts},
+            {QStringLiteral("files"), files},
             {QStringLiteral("exec"), exec ? QJsonValue(double(exec)) : QJsonValue()},
             {QStringLiteral("chain"), QJsonArray::fromStringList(chain)},
             {QStringLiteral("policyVersion"), policyVersion},

@@ -30,6 +30,7 @@ struct ApprovalRequest {
     QString rule, layer, reason; // what asked
     QString risk;       // (command) one line on what stands out in it (policy::riskSummary)
     QJsonArray parts;   // (command) each command of it, with the verdict of the rules on it
+    QJsonArray files;   // (command) the files it runs as code, bound by SHA-256 (engine/CodeBinding.h)
     uint32_t exec = 0;  // a program started by this execution asks (the exec check)
     quint64 notification = 0; // and the kernel's id of the execve it waits in
     QStringList chain;  // and what started it: its process, the execution's command, how that was decided

@@ -87,6 +87,8 @@ public:
     // request and the decision. A sandbox with too many waiting is answered "denied" at once.
     using Answer = std::function<void(const ApprovalRequest &, const ApprovalDecision &)>;
     void askPerson(Sandbox *sandbox, ApprovalRequest request, Answer answer);
+    // The workspace files a command runs as code, bound by content (engine/CodeBinding.h).
+    QJsonArray bindCode(const Sandbox &sandbox, const QStringList &argv, const QString &cwd) const;
     // What a person is shown beside the request itself: its parts and their verdicts, a risk
     // summary, and for a connection what was running in the sandbox.
     void describeForPerson(const Sandbox &sandbox, ApprovalRequest &request) const;

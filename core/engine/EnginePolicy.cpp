@@ -2,7 +2,9 @@
 // The engine's policy side: each sandbox's layers, the person's defaults, rules added by "always",
 // asking a person, host tools and the policy checker. (Sandboxes' lifecycle and I/O: Engine.cpp.)
 #include "engine/Engine.h"
+#include "engine/CodeBinding.h"
 #include "policy/CommandRisk.h"
+#include "sandbox/WorkspaceFiles.h"
 
 #include "approval/ApprovalBroker.h"
 #include "log/Log.h"
@@ -189,6 +191,7 @@ void Engine::maskSecrets(ApprovalRequest &r) const
                                                     {QStringLiteral("reason"), r.reason},
                                                     {QStringLiteral("arguments"), r.arguments},
                                                     {QStringLiteral("parts"), r.parts},
+                                                    {QStringLiteral("files"), r.files},
                                                     {QStringLiteral("chain"), QJsonArray::fromStringList(r.chain)}},
                                                    &hits);
     if (!hits)
@@ -206,6 +209,7 @@ void Engine::maskSecrets(ApprovalRequest &r) const
     r.reason = masked.value(QStringLiteral("reason")).toString();
     r.arguments = masked.value(QStringLiteral("arguments")).toObject();
     r.parts = masked.value(QStringLiteral("parts")).toArray();
+    r.files = masked.value(QStringLiteral("files")).toArray();
     r.chain = list("chain");
 }
 
@@ -234,6 +238,11 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
     sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
+}
+
+QJsonArray Engine::bindCode(const Sandbox &sandbox, const QStringList &argv, const QString &cwd) const
+{
+    return airlock::bindCode(WorkspaceFiles(sandbox.workspaceDir(), sandbox.hostUid()), argv, cwd);
 }
 
 void Engine::describeForPerson(const Sandbox &sandbox, ApprovalRequest &r) const

@@ -97,6 +97,69 @@ QList<QStringList> commandParts(const QStringList &argv)
     return parts;
 }
 
+QList<CodeFile> codeFiles(const QStringList &argv)
+{
+    static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("perl"),
+                                          QStringLiteral("ruby"),   QStringLiteral("node"),    QStringLiteral("php")};
+    QList<CodeFile> out;
+    QStringList ignored;
+    for (QStringList part : commandParts(argv)) {
+        part = unwrapped(part, ignored);
+        if (part.isEmpty())
+            continue;
+        const QString &program = part.first();
+        const QString name = programName(program);
+        if (program.contains(QLatin1Char('/')) && !program.startsWith(QLatin1String("/usr/")) && !program.startsWith(QLatin1String("/bin/"))
+            && !program.startsWith(QLatin1String("/sbin/")))
+            out.append({program});
+        if (name == QLatin1String("source") || name == QLatin1String(".")) {
+            if (part.size() > 1)
+                out.append({part.at(1)});
+        } else if (shell(name) || interpreters.contains(name)) {
+            if (scriptIndex(part) >= 0)
+                continue; // a -c string: its parts are the parts above
+            for (qsizetype i = 1; i < part.size(); ++i) {
+                const QString &a = part.at(i);
+                if (!shell(name) && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-m")))
+                    break; // code on the command line, shown in full
+                if (a == QLatin1String("--") && i + 1 < part.size()) {
+                    out.append({part.at(i + 1)});
+                    break;
+                }
+                if (!a.startsWith(QLatin1Char('-'))) {
+                    out.append({a});
+                    break;
+                }
+            }
+        } else if (name == QLatin1String("make") || name == QLatin1String("gmake")) {
+            bool named = false;
+            QString dir; // -C DIR: where it reads its makefile
+            for (qsizetype i = 1; i + 1 < part.size(); ++i)
+                if (part.at(i) == QLatin1String("-C") || part.at(i) == QLatin1String("--directory"))
+                    dir = part.at(i + 1) + QLatin1Char('/');
+            for (qsizetype i = 1; i < part.size(); ++i) {
+                const QString &a = part.at(i);
+                if (a == QLatin1String("-C") || a == QLatin1String("--directory")) {
+                    ++i;
+                } else if ((a == QLatin1String("-f") || a == QLatin1String("--file") || a == QLatin1String("--makefile")) && i + 1 < part.size()) {
+                    out.append({part.at(++i)});
+                    named = true;
+                } else if (a.startsWith(QLatin1String("--file=")) || a.startsWith(QLatin1String("--makefile="))) {
+                    out.append({a.section(QLatin1Char('='), 1)});
+                    named = true;
+                } else if (a.startsWith(QLatin1String("-f")) && a.size() > 2) {
+                    out.append({a.mid(2)});
+                    named = true;
+                }
+            }
+            if (!named)
+                for (const char *f : {"GNUmakefile", "makefile", "Makefile"})
+                    out.append({dir + QString::fromLatin1(f), true});
+        }
+    }
+    return out;
+}
+
 QString riskSummary(const QStringList &argv)
 {
     if (argv.isEmpty())

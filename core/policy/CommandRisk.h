@@ -17,4 +17,14 @@ QList<QStringList> commandParts(const QStringList &argv);
 // verdict, never a verdict itself.
 QString riskSummary(const QStringList &argv);
 
+// The files that `argv` runs or reads as code, as it names them (relative to its working
+// directory): a shell's or an interpreter's script, `source`/`.` files, make's -f/--file (and,
+// without one, its default makefiles, `optional`), a program given by a relative path. An approval
+// binds their content.
+struct CodeFile {
+    QString path;
+    bool optional = false; // make's default makefiles: bound only when there
+};
+QList<CodeFile> codeFiles(const QStringList &argv);
+
 } // namespace airlock::policy

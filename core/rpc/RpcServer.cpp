@@ -4,6 +4,7 @@
 
 #include "approval/ApprovalBroker.h"
 #include "tools/ToolGateway.h"
+#include "engine/CodeBinding.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
@@ -326,6 +327,48 @@ void RpcServer::onEvent(const Event &event)
     }
 }
 
+void RpcServer::askToRun(Session &s, Sandbox *sandbox, const ExecRequest &exec, const ApprovalRequest &request, bool attach,
+                         const Reply &reply, int round)
+{
+    // The approval binds the files the command runs as code: one changed before it runs is asked
+    // about again, with its new content on the card (twice; a third change is refused).
+    constexpr int kMaxRounds = 3;
+    const QJsonArray bound = m_engine.bindCode(*sandbox, exec.argv, exec.cwd);
+    ApprovalRequest r = request;
+    r.files = bound;
+    QPointer<Connection> conn = s.conn;
+    m_engine.askPerson(sandbox, r, [this, conn, exec, attach, reply, bound, round, r](const ApprovalRequest &req, const ApprovalDecision &d) {
+        auto found = m_engine.find(req.sandbox);
+        if (!d.allowed)
+            return reply(makeError(ErrorCode::Denied, d.describe()));
+        // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.
+        // ("always" moved the policy one version on, by its own rule.)
+        if (!found || (*found)->policyVersion() != req.policyVersion + (d.always ? 1 : 0))
+            return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox or its policy changed while the request waited; ask again")));
+        if (!conn)
+            return; // the requester is gone: nothing runs for nobody
+        if (const QString changed = changedCode(bound, m_engine.bindCode(**found, exec.argv, exec.cwd)); !changed.isEmpty()) {
+            if (round + 1 >= kMaxRounds)
+                return reply(makeError(ErrorCode::Denied, QStringLiteral("%1 changed after it was approved, %2 times: not run").arg(changed).arg(round + 1)));
+            ApprovalRequest again = r;
+            again.reason = QStringLiteral("%1 changed after %2 approved it as it was: asked again").arg(changed, d.by);
+            // Asked once the broker is done with this decision.
+            const QString sandboxId = req.sandbox;
+            QMetaObject::invokeMethod(this, [this, conn, sandboxId, exec, again, attach, reply, round] {
+                Session *session = conn ? sessionOf(conn) : nullptr;
+                auto sandbox = m_engine.find(sandboxId);
+                if (!session || !sandbox)
+                    return; // the requester or the sandbox went meanwhile: nothing runs
+                askToRun(*session, *sandbox, exec, again, attach, reply, round + 1);
+            }, Qt::QueuedConnection);
+            return;
+        }
+        ExecRequest approved = exec;
+        approved.cover.decidedBy = QStringLiteral("approved by %1").arg(d.by);
+        startExecution(conn, req.sandbox, approved, attach, reply);
+    });
+}
+
 void RpcServer::registerHandlers()
 {
     m_handlers.insert(QStringLiteral("hello"), [](Session &s, const QJsonObject &p, const Reply &reply) {
@@ -549,22 +592,7 @@ void RpcServer::registerHandlers()
         r.rule = verdict.rule;
         r.layer = verdict.layer;
         r.reason = verdict.reason;
-        QPointer<Connection> conn = s.conn;
-        const ExecRequest exec = *request;
-        m_engine.askPerson(sb, r, [this, conn, exec, attach, reply](const ApprovalRequest &req, const ApprovalDecision &d) {
-            auto sandbox = m_engine.find(req.sandbox);
-            if (!d.allowed)
-                return reply(makeError(ErrorCode::Denied, d.describe()));
-            // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.
-            // ("always" moved the policy one version on, by its own rule.)
-            if (!sandbox || (*sandbox)->policyVersion() != req.policyVersion + (d.always ? 1 : 0))
-                return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox or its policy changed while the request waited; ask again")));
-            if (!conn)
-                return; // the requester is gone: nothing runs for nobody
-            ExecRequest approved = exec;
-            approved.cover.decidedBy = QStringLiteral("approved by %1").arg(d.by);
-            startExecution(conn, req.sandbox, approved, attach, reply);
-        });
+        askToRun(s, sb, *request, r, attach, reply, 0);
     });
     m_handlers.insert(QStringLiteral("exec.stdin"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

@@ -117,7 +117,7 @@ Result<QString> WorkspaceFiles::write(const QString &sandboxPath, const QString 
     return QString(QStringLiteral("/workspace/") + target);
 }
 
-Result<WorkspaceFiles::Chunk> WorkspaceFiles::read(const QString &sandboxPath, qint64 offset, qint64 maxBytes)
+Result<WorkspaceFiles::Chunk> WorkspaceFiles::read(const QString &sandboxPath, qint64 offset, qint64 maxBytes) const
 {
     auto rel = relativePath(sandboxPath);
     if (!rel)

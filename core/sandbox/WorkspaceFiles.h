@@ -32,7 +32,7 @@ public:
         qint64 size = 0; // whole file
         bool eof = false;
     };
-    Result<Chunk> read(const QString &sandboxPath, qint64 offset, qint64 maxBytes);
+    Result<Chunk> read(const QString &sandboxPath, qint64 offset, qint64 maxBytes) const;
 
 private:
     Result<int> open(const QString &relative, int flags, int mode) const;

@@ -467,6 +467,28 @@ private Q_SLOTS:
         QCOMPARE(riskSummary(argv), summary);
     }
 
+    // What an approval binds by content: the files a command runs or reads as code.
+    void theFilesACommandRunsAsCode()
+    {
+        const auto paths = [](const QStringList &argv) {
+            QStringList out;
+            for (const CodeFile &f : codeFiles(argv))
+                out.append(f.optional ? QStringLiteral("?") + f.path : f.path);
+            return out;
+        };
+        QCOMPARE(paths({QStringLiteral("sh"), QStringLiteral("run.sh")}), QStringList{QStringLiteral("run.sh")});
+        QCOMPARE(paths({QStringLiteral("bash"), QStringLiteral("-e"), QStringLiteral("--"), QStringLiteral("-odd.sh")}), QStringList{QStringLiteral("-odd.sh")});
+        QCOMPARE(paths({QStringLiteral("python3"), QStringLiteral("-u"), QStringLiteral("t.py"), QStringLiteral("x.py")}), QStringList{QStringLiteral("t.py")});
+        QCOMPARE(paths({QStringLiteral("python3"), QStringLiteral("-c"), QStringLiteral("print(1)")}), QStringList{}); // shown in full instead
+        QCOMPARE(paths({QStringLiteral("./build.sh")}), QStringList{QStringLiteral("./build.sh")});
+        QCOMPARE(paths({QStringLiteral("/usr/bin/make")}), (QStringList{QStringLiteral("?GNUmakefile"), QStringLiteral("?makefile"), QStringLiteral("?Makefile")}));
+        QCOMPARE(paths({QStringLiteral("make"), QStringLiteral("-C"), QStringLiteral("b"), QStringLiteral("all")}),
+                 (QStringList{QStringLiteral("?b/GNUmakefile"), QStringLiteral("?b/makefile"), QStringLiteral("?b/Makefile")}));
+        QCOMPARE(paths({QStringLiteral("make"), QStringLiteral("-f"), QStringLiteral("ci.mk")}), QStringList{QStringLiteral("ci.mk")});
+        QCOMPARE(paths({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral(". ./env.sh && timeout 5 node app.js")}),
+                 (QStringList{QStringLiteral("./env.sh"), QStringLiteral("app.js")}));
+    }
+
     void theCommandPartsOfAScript()
     {
         const QList<QStringList> parts = commandParts({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("cd b && X=1 make -j2 > log; echo $(id -u)")});

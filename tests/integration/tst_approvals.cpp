@@ -6,7 +6,9 @@
 #include "TestHelpers.h"
 #include "history/Sql.h"
 
+#include <QCryptographicHash>
 #include <QJsonArray>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace airlock;
@@ -266,6 +268,48 @@ private Q_SLOTS:
     }
 
     // Only the connection that asked can take its question back.
+    // The approval binds the script a command runs: rewritten between the question and the
+    // decision, it is asked about again with its new content, and only what was seen runs.
+    void aScriptChangedBeforeItRunsIsAskedAboutAgain()
+    {
+        QTemporaryDir dir;
+        const auto put = [&](const QByteArray &content) {
+            QFile f(dir.filePath(QStringLiteral("run.sh")));
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write(content) == content.size());
+            f.close();
+            const CliResult r = m_daemon->ctl({QStringLiteral("cp"), f.fileName(), QStringLiteral("ap:/workspace/run.sh")});
+            QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        };
+        const auto sha = [](const QByteArray &b) { return QString::fromLatin1(QCryptographicHash::hash(b, QCryptographicHash::Sha256).toHex()); };
+        put("echo first version\n");
+        auto waiting = agentInBackground(args("sh", "run.sh"));
+        const QJsonObject asked = waitForRequest();
+        const QJsonObject bound = asked.value(QStringLiteral("files")).toArray().first().toObject();
+        QCOMPARE(bound.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/run.sh"));
+        QCOMPARE(bound.value(QStringLiteral("sha256")).toString(), sha("echo first version\n"));
+        QCOMPARE(bound.value(QStringLiteral("head")).toArray(), QJsonArray{QStringLiteral("echo first version")});
+
+        put("echo second version\n"); // after the person looked, before the command runs
+        const CliResult approved = m_daemon->ctl(args("approve", asked.value(QStringLiteral("id")).toString()));
+        QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
+        QJsonObject again;
+        QVERIFY(QTest::qWaitFor([&] {
+            again = waitForApproval(*m_daemon, 500);
+            return !again.isEmpty() && again.value(QStringLiteral("id")) != asked.value(QStringLiteral("id"));
+        }, 5000));
+        QVERIFY2(again.value(QStringLiteral("reason")).toString().startsWith(QLatin1String("/workspace/run.sh changed after airlockctl/")),
+                 qPrintable(again.value(QStringLiteral("reason")).toString()));
+        const QJsonObject rebound = again.value(QStringLiteral("files")).toArray().first().toObject();
+        QCOMPARE(rebound.value(QStringLiteral("sha256")).toString(), sha("echo second version\n"));
+        QCOMPARE(waiting->state(), QProcess::Running); // nothing ran meanwhile
+        const CliResult shown = m_daemon->ctl(args("approvals"));
+        QVERIFY2(shown.out.contains(QByteArray(QByteArray("runs     /workspace/run.sh  sha256 ") + sha("echo second version\n").toLatin1())), qPrintable(shown.describe()));
+        QVERIFY(shown.out.contains("           | echo second version\n"));
+        QCOMPARE(m_daemon->ctl(args("approve", again.value(QStringLiteral("id")).toString())).exitCode, 0);
+        QVERIFY(waiting->waitForFinished(10000));
+        QCOMPARE(waiting->readAllStandardOutput(), QByteArray("second version\n"));
+    }
+
     void onlyTheRequesterWithdraws()
     {
         auto waiting = agentInBackground(args("touch", "/workspace/withdrawn"));
