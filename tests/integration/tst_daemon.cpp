@@ -599,41 +599,19 @@ private Q_SLOTS:
         // it cannot enforce makes create fail instead of running without it.
         if (::geteuid() != 0)
             QSKIP("needs root to start the daemon as another, unprivileged user");
-        QTemporaryDir home;
-        QVERIFY(::chown(native(home.path()).constData(), 65534, 65534) == 0);
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("HOME"), home.path());
-        env.insert(QStringLiteral("XDG_RUNTIME_DIR"), home.filePath(QStringLiteral("run")));
-        env.insert(QStringLiteral("XDG_DATA_HOME"), home.filePath(QStringLiteral("data")));
-        env.insert(QStringLiteral("XDG_STATE_HOME"), home.filePath(QStringLiteral("state")));
-        const QString socket = home.filePath(QStringLiteral("run/airlock/airlockd.sock"));
-        QProcess daemon;
-        daemon.setProcessEnvironment(env);
-        daemon.start(QStringLiteral("setpriv"), {QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"),
-                                                 QStringLiteral("--clear-groups"), binDir() + QStringLiteral("/airlockd"),
-                                                 QStringLiteral("--socket"), socket});
-        QVERIFY(waitFor([&] { return QFileInfo::exists(socket) || daemon.state() == QProcess::NotRunning; }, 10000));
-        auto ctl = [&](const QStringList &a) {
-            QProcess p;
-            p.setProcessEnvironment(env);
-            p.start(QStringLiteral("setpriv"), QStringList{QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"),
-                                                           QStringLiteral("--clear-groups"), binDir() + QStringLiteral("/airlockctl"),
-                                                           QStringLiteral("--no-autostart")}
-                                                   + a);
-            p.waitForFinished(30000);
-            return std::pair{p.exitCode(), QByteArray(p.readAllStandardOutput() + p.readAllStandardError())};
-        };
+        UnprivilegedDaemon daemon;
+        QVERIFY(daemon.start());
+        const auto ctl = [&](const QStringList &a) { return daemon.ctl(a); };
         const auto refused = ctl(args("create", "--name", "mem", "--memory", "64M"));
         const auto plain = ctl(args("run", "--pids", "64", "--", "sh", "-c", "id -u; cat /proc/self/status | grep NoNewPrivs"));
         const auto info = ctl(args("info", "--json"));
-        daemon.terminate();
-        daemon.waitForFinished(10000);
+        const int exited = daemon.stop();
         QCOMPARE(refused.first, 5);
         QVERIFY2(refused.second.contains("a memory limit needs the cgroup memory controller"), refused.second.constData());
         QCOMPARE(plain.first, 0);
         QVERIFY2(plain.second.startsWith("1000\nNoNewPrivs:\t1"), plain.second.constData());
         QVERIFY2(info.second.contains("\"cgroup\": \"none\""), info.second.constData());
-        QCOMPARE(daemon.exitCode(), 0);
+        QCOMPARE(exited, 0);
     }
 
     void aGuestThatCannotSealTheSandboxFailsCreate()

@@ -6,9 +6,13 @@
 
 #include <QElapsedTimer>
 #include <QJsonArray>
+#include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <csignal>
+#include <unistd.h>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -321,6 +325,74 @@ private Q_SLOTS:
         for (const QJsonValue &arg : last.value(QStringLiteral("argv")).toArray())
             kept += arg.toString().size();
         QCOMPARE(kept, 16 * 1024);
+    }
+
+    // The daemon dies (SIGKILL) while a program waits for a person: the program never runs, the
+    // sandbox's processes go with the daemon, and the next daemon finds the execution interrupted
+    // and nothing waiting.
+    void theDaemonKilledWhileAProgramWaitsRunsNothing()
+    {
+        TestDaemon d(args("--approval-timeout", "60s"));
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "dies")), QStringLiteral("dies"));
+        QVERIFY(d.ctl(args("policy", "set", "dies", "-"), QByteArray(R"({"commands": {"rules": [)") + kRules + "]}}").exitCode == 0);
+        const QString workspace = sandboxInfo(d, QStringLiteral("dies")).value(QStringLiteral("workspace")).toString();
+        QVERIFY(!workspace.isEmpty());
+        QFile script(m_files.filePath(QStringLiteral("dies.sh")));
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("echo 'touch /workspace/ran' | sh; echo \"after $?\" > /workspace/after\n");
+        script.close();
+        QVERIFY(d.ctl({QStringLiteral("cp"), script.fileName(), QStringLiteral("dies:/workspace/run.sh")}).exitCode == 0);
+        QProcess p;
+        p.setProcessEnvironment(d.environment());
+        p.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "dies", "-n", "--", "sh", "run.sh"));
+        QVERIFY(!waitForApproval(d).isEmpty()); // `sh` reading its input waits in its execve
+        const qint64 daemon = d.pid();
+        QVERIFY(::kill(pid_t(daemon), SIGKILL) == 0);
+        QVERIFY(p.waitForFinished(10000));
+        QVERIFY(waitFor([&] { return pidsWithCommandLine(workspace.toUtf8()).isEmpty() && pidsWithCommandLine("sh run.sh").isEmpty(); }, 5000));
+        QTest::qWait(500);
+        QVERIFY(!QFile::exists(workspace + QStringLiteral("/ran")));
+        QVERIFY(!QFile::exists(workspace + QStringLiteral("/after"))); // its parent went too
+
+        QVERIFY(d.start());
+        QVERIFY(jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
+        auto db = sql::open(d.dataDir() + QStringLiteral("/history.db"), true);
+        QVERIFY(db);
+        sql::Stmt st(db->get(), "SELECT status FROM executions WHERE argv_json LIKE '%run.sh%' ORDER BY started_ms DESC LIMIT 1");
+        QVERIFY(st.step());
+        QCOMPARE(st.columnText(0), QStringLiteral("interrupted"));
+    }
+
+    // As an ordinary user's daemon (uid 65534 here, no root anywhere), the check holds the same:
+    // curl three levels down is refused with EPERM and recorded.
+    void anUnprivilegedDaemonJudgesEveryExecToo()
+    {
+        if (::geteuid() != 0)
+            QSKIP("needs root to start the daemon as another, unprivileged user");
+        UnprivilegedDaemon daemon;
+        QVERIFY(daemon.start());
+        const auto ctl = [&](const QStringList &a, const QByteArray &in = {}) { return daemon.ctl(a, in); };
+        const auto put = [&](const QString &name, const QByteArray &content) {
+            QCOMPARE(ctl({QStringLiteral("cp"), daemon.file(name, content), QStringLiteral("nobody:/workspace/") + name}).first, 0);
+        };
+        QCOMPARE(ctl(args("create", "--name", "nobody")).first, 0);
+        QCOMPARE(ctl(args("policy", "set", "nobody", "-"), QByteArray(R"({"commands": {"rules": [)") + kRules + "]}}").first, 0);
+        put(QStringLiteral("run.sh"), "python3 /workspace/d1.py\n");
+        put(QStringLiteral("d1.py"), "import subprocess\nsubprocess.run(['python3', '/workspace/d2.py'])\n");
+        put(QStringLiteral("d2.py"), "import errno, os\ntry:\n    os.execv('/usr/bin/curl', ['curl', '--version'])\n"
+                                     "except OSError as e:\n    print('curl:', errno.errorcode[e.errno])\n");
+        const auto agent = ctl(args("--agent", "bot", "exec", "nobody", "-n", "--", "sh", "run.sh"));
+        QCOMPARE(daemon.stop(), 0);
+        QCOMPARE(agent.first, 0);
+        QCOMPARE(agent.second, QByteArray("curl: EPERM\n"));
+        auto db = sql::open(daemon.dataDir() + QStringLiteral("/history.db"), true);
+        QVERIFY(db);
+        sql::Stmt st(db->get(), "SELECT payload FROM events WHERE kind = 'exec.program' AND payload LIKE '%/usr/bin/curl%'");
+        QVERIFY(st.step());
+        const QJsonObject refused = QJsonDocument::fromJson(st.columnText(0).toUtf8()).object();
+        QCOMPARE(refused.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+        QCOMPARE(refused.value(QStringLiteral("rule")).toString(), QStringLiteral("curl"));
     }
 
     // Ways around the check, as an agent under `sh run.sh` would try them: each is refused (EPERM)

@@ -177,6 +177,37 @@ private Q_SLOTS:
                  recorded.constData());
     }
 
+    // An agent over MCP, in a sandbox of the person's shared with it (sh run.sh allowed, curl
+    // denied), tries the ways around the command rules: curl three levels down, through a path
+    // the daemon cannot look up, as a script's #! interpreter, behind env. Each is refused in its
+    // execve and recorded with the rule or reason that stopped it.
+    void theWaysAroundTheRulesFailOverMcpToo()
+    {
+        const CliResult made = m_daemon->ctl(args("create", "--name", "judged", "--policy", "-"),
+                                             R"({"commands": {"rules": [{"decision": "allow", "command": "sh run.sh"}, {"decision": "deny", "command": "curl"}]}})");
+        QVERIFY2(made.exitCode == 0, qPrintable(made.describe()));
+        const QJsonObject last = runClient(QStringLiteral("bypasses"), args("--sandbox", "judged"));
+        QVERIFY2(last.value(QStringLiteral("ok")).toBool(), QJsonDocument(last).toJson().constData());
+        auto client = m_daemon->connect();
+        auto events = client->call(QStringLiteral("history.events"), {{QStringLiteral("sandbox"), QStringLiteral("judged")}, {QStringLiteral("kinds"), QJsonArray{QStringLiteral("exec.program")}}});
+        QVERIFY(events);
+        QStringList byRule, byReason;
+        for (const QJsonValue &v : events->value(QStringLiteral("events")).toArray()) {
+            const QJsonObject p = v.toObject().value(QStringLiteral("payload")).toObject();
+            if (p.value(QStringLiteral("decision")) != QLatin1String("deny"))
+                continue;
+            const QString argv0 = p.value(QStringLiteral("argv")).toArray().first().toString();
+            if (p.value(QStringLiteral("rule")) == QLatin1String("curl"))
+                byRule.append(argv0);
+            else
+                byReason.append(argv0 + QStringLiteral(": ") + p.value(QStringLiteral("reason")).toString());
+        }
+        byRule.sort();
+        QCOMPARE(byRule, (QStringList{QStringLiteral("c2"), QStringLiteral("curl"), QStringLiteral("curl")})); // d2.py's, the #! one, env's
+        QCOMPARE(byReason.size(), 1);
+        QVERIFY2(byReason.first().startsWith(QLatin1String("c1: ")) && byReason.first().contains(QLatin1String("cannot be opened to check it")), qPrintable(byReason.first()));
+    }
+
     // The person's preset and hosts, given when the session starts; the agent gets no more.
     void presetsAndHostsAreThePersons()
     {

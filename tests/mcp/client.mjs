@@ -231,6 +231,40 @@ if (scenario === 'session') {
   assert.match(text(keep), /^tooled is the person's, shared with this session/);
   await client.close();
   say({ ok: true, progress, withdrawn: asked });
+} else if (scenario === 'bypasses') {
+  // In the person's sandbox 'judged' (sh run.sh allowed, curl denied): the ways an agent's code
+  // would start curl anyway, written and run over MCP. Each is refused in its execve.
+  const write = async (path, content) => {
+    const r = await call('sandbox_write_file', { sandbox: 'judged', path, content });
+    assert.equal(r.isError, false, text(r));
+  };
+  await write('d1.py', "import subprocess\nsubprocess.run(['python3', '/workspace/d2.py'])\n");
+  await write('d2.py', "import errno, os\ntry:\n    os.execv('/usr/bin/curl', ['curl', '--version'])\nexcept OSError as e:\n    print('curl:', errno.errorcode[e.errno])\n");
+  await write('ways.py', [
+    'import errno, os',
+    'def attempt(path, argv):',
+    '    pid = os.fork()',
+    '    if pid == 0:',
+    '        try:',
+    '            os.execv(path, argv)',
+    '        except OSError as e:',
+    '            print(argv[0], errno.errorcode[e.errno], flush=True)',
+    '        os._exit(0)',
+    '    os.waitpid(pid, 0)',
+    "open('/workspace/x', 'w').write('#!/usr/bin/curl -K\\n')",
+    "os.chmod('/workspace/x', 0o755)",
+    "attempt('/proc/self/root/usr/bin/curl', ['c1', '--version'])",
+    "attempt('/workspace/x', ['c2', 'https://example.invalid'])",
+    "attempt('/usr/bin/env', ['c3', 'curl', '--version'])",
+    '',
+  ].join('\n'));
+  await write('run.sh', 'python3 /workspace/d1.py; python3 /workspace/ways.py\n');
+  const r = await call('sandbox_exec', { sandbox: 'judged', argv: ['sh', 'run.sh'] });
+  assert.equal(r.isError, false, text(r));
+  const out = r.structuredContent?.stdout ?? text(r);
+  assert.match(out, /curl: EPERM\nc1 EPERM\nc2 EPERM\n/, out);
+  await client.close();
+  say({ ok: true, out });
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

@@ -11,6 +11,7 @@
 #include <QThread>
 
 #include <csignal>
+#include <unistd.h>
 
 namespace airlock::test {
 
@@ -208,6 +209,72 @@ bool waitFor(const std::function<bool()> &condition, int timeoutMs)
         QThread::msleep(10);
     }
     return true;
+}
+
+namespace {
+QStringList asUnprivileged(const QString &program)
+{
+    return {QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"), QStringLiteral("--clear-groups"), program};
+}
+} // namespace
+
+UnprivilegedDaemon::UnprivilegedDaemon() : m_env(QProcessEnvironment::systemEnvironment())
+{
+    (void)::chown(QFile::encodeName(m_home.path()).constData(), kUid, kUid);
+    m_env.insert(QStringLiteral("HOME"), m_home.path());
+    m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_home.filePath(QStringLiteral("run")));
+    m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_home.filePath(QStringLiteral("data")));
+    m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_home.filePath(QStringLiteral("state")));
+    m_env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_home.filePath(QStringLiteral("config")));
+}
+
+UnprivilegedDaemon::~UnprivilegedDaemon()
+{
+    stop();
+}
+
+bool UnprivilegedDaemon::start()
+{
+    const QString socket = m_home.filePath(QStringLiteral("run/airlock/airlockd.sock"));
+    m_process.setProcessEnvironment(m_env);
+    m_process.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd")) + QStringList{QStringLiteral("--socket"), socket});
+    return waitFor([&] { return QFileInfo::exists(socket) || m_process.state() == QProcess::NotRunning; }, 10000)
+           && m_process.state() != QProcess::NotRunning;
+}
+
+int UnprivilegedDaemon::stop()
+{
+    if (m_process.state() != QProcess::NotRunning) {
+        m_process.terminate();
+        m_process.waitForFinished(10000);
+    }
+    return m_process.exitCode();
+}
+
+QString UnprivilegedDaemon::dataDir() const
+{
+    return m_home.filePath(QStringLiteral("data/airlock"));
+}
+
+std::pair<int, QByteArray> UnprivilegedDaemon::ctl(const QStringList &args, const QByteArray &stdinData) const
+{
+    QProcess p;
+    p.setProcessEnvironment(m_env);
+    p.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockctl")) + QStringList{QStringLiteral("--no-autostart")} + args);
+    p.write(stdinData);
+    p.closeWriteChannel();
+    p.waitForFinished(30000);
+    return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
+}
+
+QString UnprivilegedDaemon::file(const QString &name, const QByteArray &content) const
+{
+    QFile f(m_home.filePath(name));
+    if (f.open(QIODevice::WriteOnly))
+        f.write(content);
+    f.close();
+    (void)::chown(QFile::encodeName(f.fileName()).constData(), kUid, kUid);
+    return f.fileName();
 }
 
 } // namespace airlock::test

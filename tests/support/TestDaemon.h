@@ -10,6 +10,8 @@
 #include <QTemporaryDir>
 
 #include <memory>
+#include <sys/types.h>
+#include <utility>
 
 namespace airlock::test {
 
@@ -63,5 +65,27 @@ private:
 // Host pids of processes whose command line contains `needle` (scanning /proc).
 QList<qint64> pidsWithCommandLine(const QByteArray &needle);
 bool waitFor(const std::function<bool()> &condition, int timeoutMs);
+
+// An airlockd run as an ordinary user (uid and gid 65534, no groups) in a home of its own, and
+// airlockctl run as that user against it: the non-root path, from a test that runs as root.
+class UnprivilegedDaemon {
+public:
+    static constexpr uid_t kUid = 65534;
+    UnprivilegedDaemon();
+    ~UnprivilegedDaemon(); // stops it
+    bool start();          // waits for its socket
+    int stop();            // SIGTERM and wait: its exit code
+    const QTemporaryDir &home() const { return m_home; }
+    QString dataDir() const; // $XDG_DATA_HOME/airlock
+    // airlockctl --no-autostart ARGS as the user: exit code, stdout and stderr together.
+    std::pair<int, QByteArray> ctl(const QStringList &args, const QByteArray &stdinData = {}) const;
+    // A file written in the home, owned by the user, for `cp` (returns its path).
+    QString file(const QString &name, const QByteArray &content) const;
+
+private:
+    QTemporaryDir m_home;
+    QProcessEnvironment m_env;
+    QProcess m_process;
+};
 
 } // namespace airlock::test
