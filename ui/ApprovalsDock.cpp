@@ -249,6 +249,12 @@ void ApprovalCard::decide(const QString &decision, bool always)
 
 void ApprovalCard::keyPressEvent(QKeyEvent *event)
 {
+    // A held key repeats into the next card, and what the reason field does not take (Ctrl+1)
+    // comes up here: only a fresh press of the bare key, on the card itself, decides.
+    if (event->isAutoRepeat() || (event->modifiers() & ~Qt::KeypadModifier) != Qt::NoModifier || m_reason->hasFocus()) {
+        event->accept();
+        return;
+    }
     switch (event->key()) {
     case Qt::Key_1:
         return decide(QStringLiteral("allow"), false);

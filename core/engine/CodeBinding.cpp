@@ -12,6 +12,8 @@ namespace airlock {
 
 namespace {
 constexpr qint64 kMaxBound = 16 * 1024 * 1024;
+constexpr qint64 kMaxRead = 32 * 1024 * 1024;
+constexpr qsizetype kMaxFiles = 16;
 constexpr qint64 kChunk = 1024 * 1024;
 constexpr int kHeadLines = 5;
 } // namespace
@@ -21,11 +23,20 @@ QJsonArray bindCode(const WorkspaceFiles &files, const QStringList &argv, const 
     QJsonArray out;
     QStringList seen;
     const QString dir = cwd.isEmpty() ? QStringLiteral("/workspace") : cwd;
+    qint64 budget = kMaxRead; // what one request may make the daemon read, in all
     for (const policy::CodeFile &f : policy::codeFiles(argv)) {
+        if (!f.problem.isEmpty()) {
+            out.append(QJsonObject{{QStringLiteral("path"), f.path}, {QStringLiteral("problem"), f.problem}});
+            continue;
+        }
         const QString path = QDir::cleanPath(f.path.startsWith(QLatin1Char('/')) ? f.path : dir + QLatin1Char('/') + f.path);
         if (seen.contains(path))
             continue;
         seen.append(path);
+        if (seen.size() > kMaxFiles || budget <= 0) {
+            out.append(QJsonObject{{QStringLiteral("path"), path}, {QStringLiteral("problem"), QStringLiteral("past the 16 files and 32 MiB one approval reads: not bound")}});
+            continue;
+        }
         QCryptographicHash sha(QCryptographicHash::Sha256);
         QByteArray head;
         QString problem;
@@ -37,8 +48,8 @@ QJsonArray bindCode(const WorkspaceFiles &files, const QStringList &argv, const 
                 break;
             }
             size = chunk->size;
-            if (size > kMaxBound) {
-                problem = QStringLiteral("larger than 16 MiB");
+            if (size > kMaxBound || size > budget) {
+                problem = size > kMaxBound ? QStringLiteral("larger than 16 MiB: not bound") : QStringLiteral("past the 32 MiB one approval reads: not bound");
                 break;
             }
             sha.addData(chunk->data);
@@ -48,6 +59,7 @@ QJsonArray bindCode(const WorkspaceFiles &files, const QStringList &argv, const 
             if (chunk->eof || chunk->data.isEmpty())
                 break;
         }
+        budget -= size;
         if (!problem.isEmpty()) {
             if (!f.optional)
                 out.append(QJsonObject{{QStringLiteral("path"), path}, {QStringLiteral("problem"), problem}});

@@ -3,6 +3,7 @@
 // asking a person, host tools and the policy checker. (Sandboxes' lifecycle and I/O: Engine.cpp.)
 #include "engine/Engine.h"
 #include "engine/CodeBinding.h"
+#include "model/BoundedArgv.h"
 #include "policy/CommandRisk.h"
 #include "sandbox/WorkspaceFiles.h"
 
@@ -237,6 +238,11 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
     });
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
+    // Recorded as bounded as a program's record (the card has it all); the parts are the card's.
+    requested.remove(QStringLiteral("parts"));
+    const QJsonObject argv = boundedArgv(pending.argv);
+    for (auto k = argv.begin(); k != argv.end(); ++k)
+        requested.insert(k.key(), k.value());
     sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/DisplayText.h"
 
+#include <QList>
 #include <QRegularExpression>
 
 namespace airlock::display {
@@ -15,9 +16,20 @@ bool invisible(char32_t c)
     if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
         return true;
     if (c == 0x115f || c == 0x1160 || c == 0x3164 || c == 0xffa0 || c == 0x2800 || (c >= 0x180b && c <= 0x180f)
-        || (c >= 0xfe00 && c <= 0xfe0f) || (c >= 0xe0100 && c <= 0xe01ef))
+        || (c >= 0xfe00 && c <= 0xfe0f) || (c >= 0xe0100 && c <= 0xe01ef) || c == 0x034f || c == 0x17b4 || c == 0x17b5
+        || c == 0x16fe4 || c == 0xfffc || c == 0xfffd) // U+FFFD: what bytes that are not UTF-8 became
         return true;
+    // Right-to-left letters reorder the operators and numbers around them when shown (`cat א > ב`
+    // reads as a redirect the other way round): shown by code point too.
+    switch (QChar::direction(c)) {
+    case QChar::DirR:
+    case QChar::DirAL:
+        return true;
+    default:
+        break;
+    }
     switch (QChar::category(c)) {
+    case QChar::Other_PrivateUse:
     case QChar::Other_Format:
     case QChar::Other_Surrogate:
     case QChar::Other_NotAssigned:
@@ -36,6 +48,7 @@ QString escaped(const QString &text, int maxWidth)
 {
     QString out;
     out.reserve(text.size());
+    QList<qsizetype> ends; // where each code point's text ends: elided between them, never inside
     // By code point: a tag character is two UTF-16 units, neither of which is a format character.
     for (const char32_t c : QStringView(text).toUcs4()) {
         if (c < 0x100 && invisible(c))
@@ -44,9 +57,15 @@ QString escaped(const QString &text, int maxWidth)
             out += QStringLiteral("\\u{%1}").arg(uint(c), 4, 16, QLatin1Char('0'));
         else
             out += QString::fromUcs4(&c, 1);
+        ends.append(out.size());
     }
-    if (maxWidth > 1 && out.size() > maxWidth)
-        out = out.left(maxWidth - 1) + QChar(0x2026);
+    if (maxWidth > 1 && out.size() > maxWidth) {
+        qsizetype cut = 0;
+        for (qsizetype end : std::as_const(ends))
+            if (end <= maxWidth - 1)
+                cut = end;
+        out = out.left(cut) + QChar(0x2026);
+    }
     return out;
 }
 

@@ -17,15 +17,50 @@ bool shell(const QString &name)
     return shells.contains(name);
 }
 
+// Where a shell's own arguments start (after `sh`, or `busybox sh`), or -1 when argv is no shell.
+qsizetype shellArguments(const QStringList &argv)
+{
+    if (argv.isEmpty())
+        return -1;
+    const QString name = programName(argv.first());
+    if (name == QLatin1String("busybox"))
+        return argv.size() > 1 && shell(argv.at(1)) ? 2 : -1;
+    return shell(name) ? 1 : -1;
+}
+
+// A shell's option that takes the next word as its value (-o pipefail, -O extglob, --rcfile F).
+bool takesValue(const QString &option)
+{
+    if (option.startsWith(QLatin1String("--")))
+        return option == QLatin1String("--rcfile") || option == QLatin1String("--init-file");
+    return option.contains(QLatin1Char('o')) || option.contains(QLatin1Char('O'));
+}
+
 // The index of a shell's -c script in argv, or -1.
 qsizetype scriptIndex(const QStringList &argv)
 {
-    if (argv.isEmpty() || !shell(programName(argv.first())))
+    const qsizetype start = shellArguments(argv);
+    if (start < 0)
         return -1;
-    for (qsizetype i = 1; i < argv.size() && argv.at(i).startsWith(QLatin1Char('-')) && argv.at(i) != QLatin1String("--"); ++i)
-        if (!argv.at(i).startsWith(QLatin1String("--")) && argv.at(i).contains(QLatin1Char('c')))
-            return i + 1 < argv.size() ? i + 1 : -1;
+    for (qsizetype i = start; i < argv.size(); ++i) {
+        const QString &a = argv.at(i);
+        if (a == QLatin1String("--") || !(a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1Char('+'))))
+            return -1;
+        const bool value = takesValue(a);
+        if (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('c'))) {
+            const qsizetype script = i + 1 + (value ? 1 : 0);
+            return script < argv.size() ? script : -1;
+        }
+        if (value)
+            ++i;
+    }
     return -1;
+}
+
+bool interpreter(const QString &name)
+{
+    return name.startsWith(QLatin1String("python")) || name.startsWith(QLatin1String("pypy")) || name == QLatin1String("perl")
+           || name == QLatin1String("ruby") || name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("php");
 }
 
 // The command behind the wrappers that only run it (env, sudo, timeout, xargs …): what the risk
@@ -66,10 +101,11 @@ bool runsItsInput(const QStringList &argv)
 {
     static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("perl"),
                                           QStringLiteral("ruby"),   QStringLiteral("node"),    QStringLiteral("php")};
-    const QString name = programName(argv.first());
-    if (!shell(name) && !interpreters.contains(name))
+    const qsizetype start = shellArguments(argv);
+    const QString name = start == 2 ? argv.at(1) : programName(argv.first());
+    if (start < 0 && !interpreters.contains(name) && !interpreter(name))
         return false;
-    for (const QString &a : argv.mid(1)) {
+    for (const QString &a : argv.mid(start < 0 ? 1 : start)) {
         if (a == QLatin1String("-") || a == QLatin1String("-s") || a == QLatin1String("/dev/stdin"))
             return true;
         if (!a.startsWith(QLatin1Char('-')) || (shell(name) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('c'))))
@@ -99,38 +135,69 @@ QList<QStringList> commandParts(const QStringList &argv)
 
 QList<CodeFile> codeFiles(const QStringList &argv)
 {
-    static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("perl"),
-                                          QStringLiteral("ruby"),   QStringLiteral("node"),    QStringLiteral("php")};
     QList<CodeFile> out;
     QStringList ignored;
+    bool moved = false; // after a cd the script does not follow: relative names are not bound
+    const auto add = [&](const QString &path, bool optional = false) {
+        if (moved && !path.startsWith(QLatin1Char('/')))
+            out.append({path, optional, QStringLiteral("named after a change of directory that is not followed")});
+        else
+            out.append({path, optional, QString()});
+    };
+    const auto unbound = [&](const QStringList &part, const QString &why) {
+        out.append({part.join(QLatin1Char(' ')).left(200), false, why});
+    };
     for (QStringList part : commandParts(argv)) {
+        const QStringList given = part;
         part = unwrapped(part, ignored);
         if (part.isEmpty())
             continue;
+        if (given.first() == QLatin1String("env") && (given.contains(QStringLiteral("-C")) || !given.filter(QStringLiteral("--chdir")).isEmpty()))
+            moved = true;
         const QString &program = part.first();
         const QString name = programName(program);
+        if (name == QLatin1String("cd") || name == QLatin1String("pushd") || name == QLatin1String("popd")) {
+            moved = true;
+            continue;
+        }
         if (program.contains(QLatin1Char('/')) && !program.startsWith(QLatin1String("/usr/")) && !program.startsWith(QLatin1String("/bin/"))
             && !program.startsWith(QLatin1String("/sbin/")))
-            out.append({program});
+            add(program);
+        const qsizetype shellStart = shellArguments(part);
         if (name == QLatin1String("source") || name == QLatin1String(".")) {
             if (part.size() > 1)
-                out.append({part.at(1)});
-        } else if (shell(name) || interpreters.contains(name)) {
+                add(part.at(1));
+        } else if (shellStart >= 0 || interpreter(name)) {
             if (scriptIndex(part) >= 0)
                 continue; // a -c string: its parts are the parts above
-            for (qsizetype i = 1; i < part.size(); ++i) {
+            bool found = false;
+            for (qsizetype i = shellStart >= 0 ? shellStart : 1; i < part.size() && !found; ++i) {
                 const QString &a = part.at(i);
-                if (!shell(name) && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-m")))
-                    break; // code on the command line, shown in full
-                if (a == QLatin1String("--") && i + 1 < part.size()) {
-                    out.append({part.at(i + 1)});
-                    break;
-                }
-                if (!a.startsWith(QLatin1Char('-'))) {
-                    out.append({a});
-                    break;
+                if (a == QLatin1String("-") || a == QLatin1String("-s") || a == QLatin1String("/dev/stdin"))
+                    break; // from its input: below
+                if (shellStart < 0 && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-p") || a == QLatin1String("--eval")
+                                       || a == QLatin1String("--print"))) {
+                    found = true; // code on the command line, shown in full
+                } else if (shellStart < 0 && a == QLatin1String("-m")) {
+                    unbound(part, QStringLiteral("runs a module found on its search path: not bound"));
+                    found = true;
+                } else if (a == QLatin1String("--") && i + 1 < part.size()) {
+                    add(part.at(i + 1));
+                    found = true;
+                } else if (!a.startsWith(QLatin1Char('-')) && !(shellStart >= 0 && a.startsWith(QLatin1Char('+')))) {
+                    add(a);
+                    found = true;
+                } else if (shellStart >= 0 ? takesValue(a)
+                                           : QStringList{QStringLiteral("-W"), QStringLiteral("-X"), QStringLiteral("-Q"), QStringLiteral("-I"),
+                                                         QStringLiteral("-M"), QStringLiteral("-r"), QStringLiteral("-C"), QStringLiteral("--require"),
+                                                         QStringLiteral("--import")}.contains(a)) {
+                    if (a == QLatin1String("-r") || a == QLatin1String("--require") || a == QLatin1String("--import"))
+                        add(i + 1 < part.size() ? part.at(i + 1) : QString()); // preloaded code (node, ruby)
+                    ++i; // the option's value
                 }
             }
+            if (!found)
+                unbound(part, QStringLiteral("reads the code it runs from its input: not bound"));
         } else if (name == QLatin1String("make") || name == QLatin1String("gmake")) {
             bool named = false;
             QString dir; // -C DIR: where it reads its makefile
@@ -142,19 +209,19 @@ QList<CodeFile> codeFiles(const QStringList &argv)
                 if (a == QLatin1String("-C") || a == QLatin1String("--directory")) {
                     ++i;
                 } else if ((a == QLatin1String("-f") || a == QLatin1String("--file") || a == QLatin1String("--makefile")) && i + 1 < part.size()) {
-                    out.append({part.at(++i)});
+                    add(part.at(++i));
                     named = true;
                 } else if (a.startsWith(QLatin1String("--file=")) || a.startsWith(QLatin1String("--makefile="))) {
-                    out.append({a.section(QLatin1Char('='), 1)});
+                    add(a.section(QLatin1Char('='), 1));
                     named = true;
                 } else if (a.startsWith(QLatin1String("-f")) && a.size() > 2) {
-                    out.append({a.mid(2)});
+                    add(a.mid(2));
                     named = true;
                 }
             }
             if (!named)
                 for (const char *f : {"GNUmakefile", "makefile", "Makefile"})
-                    out.append({dir + QString::fromLatin1(f), true});
+                    add(dir + QString::fromLatin1(f), true);
         }
     }
     return out;

@@ -84,12 +84,24 @@ std::optional<QByteArray> readString(pid_t pid, quint64 address, qsizetype limit
     return std::nullopt;
 }
 
-QString link(const QString &path)
+QByteArray rawLink(const QString &path)
 {
     const QByteArray native = QFile::encodeName(path);
     char buf[PATH_MAX];
     const ssize_t n = ::readlink(native.constData(), buf, sizeof buf);
-    return n > 0 ? QFile::decodeName(QByteArray(buf, n)) : QString();
+    return n > 0 ? QByteArray(buf, n) : QByteArray();
+}
+
+QString link(const QString &path)
+{
+    return QFile::decodeName(rawLink(path));
+}
+
+// Bytes that survive decoding to a QString and back: a path that does not (not UTF-8) would be
+// looked up, judged and shown as another name than the kernel's.
+bool faithful(const QByteArray &raw)
+{
+    return QFile::encodeName(QFile::decodeName(raw)) == raw;
 }
 
 // The program file as the kernel will open it: `path` in the process's root (symlinks resolved
@@ -124,6 +136,8 @@ std::optional<QStringList> shebang(int fd)
     QByteArray line(buf + 2, n - 2);
     line = line.left(line.indexOf('\n') < 0 ? line.size() : line.indexOf('\n')).trimmed();
     const qsizetype space = line.indexOf(' ') >= 0 ? line.indexOf(' ') : line.indexOf('\t');
+    if (!faithful(line))
+        return QStringList{}; // refused by the caller: a name that cannot be looked up as the kernel will
     QStringList out{QFile::decodeName(space < 0 ? line : line.left(space))};
     if (space >= 0 && !line.mid(space).trimmed().isEmpty())
         out.append(QFile::decodeName(line.mid(space).trimmed()));
@@ -231,7 +245,8 @@ ExecAttempt ExecListener::read(const void *notification) const
             path = QStringLiteral("/workspace") + path.mid(m_workspaceDir.size());
         return path;
     };
-    a.cwd = inSandbox(link(QStringLiteral("/proc/%1/cwd").arg(a.hostPid)));
+    const QByteArray cwd = rawLink(QStringLiteral("/proc/%1/cwd").arg(a.hostPid));
+    a.cwd = inSandbox(QFile::decodeName(cwd));
 
     const bool at = n->data.nr == __NR_execveat;
     const quint64 pathAddress = at ? n->data.args[1] : n->data.args[0];
@@ -242,6 +257,11 @@ ExecAttempt ExecListener::read(const void *notification) const
         return a;
     }
     a.path = QFile::decodeName(*path);
+    if (!faithful(*path) || !faithful(cwd)) {
+        a.unreadable = QStringLiteral("the program's path or working directory is not valid UTF-8 (%1): it cannot be judged by its name")
+                           .arg(QString::fromLatin1((faithful(*path) ? cwd : *path).toPercentEncoding("/").left(200)));
+        return a;
+    }
     const QString given = a.path;
     int emptyPathFd = -1;
     if (at) {
@@ -307,6 +327,10 @@ ExecAttempt ExecListener::read(const void *notification) const
         ::close(fd);
         if (!interpreter)
             break;
+        if (interpreter->isEmpty()) {
+            a.unreadable = QStringLiteral("'%1' names an interpreter that is not valid UTF-8").arg(file.left(200));
+            break;
+        }
         if (level == 4) {
             a.unreadable = QStringLiteral("scripts nested more than 4 deep");
             break;
@@ -317,7 +341,7 @@ ExecAttempt ExecListener::read(const void *notification) const
     return a;
 }
 
-void ExecListener::answer(quint64 id, bool allow)
+bool ExecListener::answer(quint64 id, bool allow)
 {
     unwatch(id);
     std::vector<char> buf(sizes().seccomp_notif_resp, 0);
@@ -327,7 +351,7 @@ void ExecListener::answer(quint64 id, bool allow)
         r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     else
         r->error = -EPERM;
-    ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_SEND, r); // ENOENT: the process has gone meanwhile
+    return ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_SEND, r) == 0; // ENOENT: the process has gone meanwhile
 }
 
 } // namespace airlock

@@ -61,8 +61,8 @@ public:
     ExecListener(int fd, QString workspaceDir, QObject *parent = nullptr);
     ~ExecListener() override;
 
-    // Continues the call, or fails it with EPERM. An id whose process has gone is ignored.
-    void answer(quint64 id, bool allow);
+    // Continues the call, or fails it with EPERM. False when its process has gone (nothing ran).
+    bool answer(quint64 id, bool allow);
     // Says (abandoned()) when the process waiting in `attempt` goes before it is answered, also
     // when others under the filter live on. Without a way to watch it (a thread that is not its
     // process's first, on a kernel before 6.9), nothing is said and the answer's timeout stands.

@@ -229,13 +229,15 @@ void Sandbox::publish(Event event)
 void Sandbox::record(const QString &kind, QJsonObject payload, const QString &run, bool batched)
 {
     // Programs come in bursts (a build): more of them, and faster, than connections or tool calls.
-    // What a rule let run has a bucket of its own, so that a flood of it never hides a refusal or
-    // a question; what a person decided is never counted instead of kept.
+    // What a rule let run, what was refused and what asked have buckets of their own, so that a
+    // flood of one never hides another; what a person decided is never counted instead of kept.
     const bool program = kind == QLatin1String("exec.program");
     const double kBurst = program ? 2000 : 200, kPerSecond = program ? 500 : 50;
     QString bucket;
     if (program && payload.value(QStringLiteral("rule")).toString() != QLatin1String("person"))
-        bucket = batched ? kind : kind + QStringLiteral(" (refused or asked)");
+        bucket = batched ? kind
+                 : payload.value(QStringLiteral("decision")).toString() == QLatin1String("ask") ? kind + QStringLiteral(" (asked)")
+                                                                                                 : kind + QStringLiteral(" (refused)");
     else if (kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool.")))
         bucket = kind;
     if (!bucket.isEmpty()) {

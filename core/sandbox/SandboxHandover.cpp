@@ -4,6 +4,8 @@
 // judgement of the programs that listener reports. (Lifecycle, executions and output: Sandbox.cpp.)
 #include "sandbox/Sandbox.h"
 
+#include "model/BoundedArgv.h"
+
 #include "log/Log.h"
 #include "policy/ProgramForms.h"
 
@@ -177,7 +179,7 @@ void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
     }
     // A PATH search's miss that nothing refused: the kernel fails it (ENOENT), nothing to record.
     if (a.missing && v.decision == Decision::Allow)
-        return it->listener->answer(a.id, true);
+        return (void)it->listener->answer(a.id, true);
     if (v.decision == Decision::Ask) {
         recordExec(execId, a, v);
         it->listener->watch(a);
@@ -193,40 +195,30 @@ void Sandbox::answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow
     const auto it = m_judged.constFind(execId);
     if (it == m_judged.cend() || !it->listener)
         return; // its processes are all gone
-    it->listener->answer(attempt.id, allow);
-    recordExec(execId, attempt, {allow ? policy::Decision::Allow : policy::Decision::Deny, QStringLiteral("person"), QString(),
-                                 QStringLiteral("%1 by %2").arg(allow ? QStringLiteral("approved") : QStringLiteral("denied"), by)});
+    // The daemon decides too (a timeout, too many waiting, the process gone): only a person's
+    // decision is recorded as the person's.
+    const bool sent = it->listener->answer(attempt.id, allow);
+    const bool person = by != QLatin1String("airlockd");
+    recordExec(execId, attempt, {allow ? policy::Decision::Allow : policy::Decision::Deny, person ? QStringLiteral("person") : QStringLiteral("airlockd"), QString(),
+                                 QStringLiteral("%1 by %2%3").arg(allow ? QStringLiteral("approved") : QStringLiteral("denied"), by,
+                                                                 sent ? QString() : QStringLiteral(", but its process had gone: it did not run"))});
 }
 
 void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
 {
-    // What is kept of the arguments: enough to see what ran, never the megabyte an agent can pass
-    // (argc and argvChars then say how much there was).
-    constexpr qsizetype kShownArgs = 64, kShownChars = 16 * 1024;
     const auto it = m_judged.constFind(execId);
-    QJsonArray argv;
-    qsizetype chars = 0, shownChars = 0;
-    for (const QString &arg : a.argv) {
-        chars += arg.size();
-        if (argv.size() < kShownArgs && shownChars < kShownChars) {
-            argv.append(arg.left(kShownChars - shownChars));
-            shownChars += std::min(arg.size(), kShownChars - shownChars);
-        }
-    }
     QJsonObject p{{QStringLiteral("exec"), double(execId)},
                   {QStringLiteral("pid"), double(a.pid)},
                   {QStringLiteral("parent"), double(a.parentPid)},
-                  {QStringLiteral("path"), a.path.left(kShownChars)},
-                  {QStringLiteral("argv"), argv},
+                  {QStringLiteral("path"), a.path.left(4096)},
                   {QStringLiteral("cwd"), a.cwd},
                   {QStringLiteral("decision"), policy::decisionName(v.decision)},
                   {QStringLiteral("rule"), v.rule},
                   {QStringLiteral("layer"), v.layer},
                   {QStringLiteral("reason"), v.reason}};
-    if (argv.size() < a.argv.size() || shownChars < chars) {
-        p.insert(QStringLiteral("argc"), double(a.argv.size()));
-        p.insert(QStringLiteral("argvChars"), double(chars));
-    }
+    const QJsonObject argv = boundedArgv(a.argv);
+    for (auto k = argv.begin(); k != argv.end(); ++k)
+        p.insert(k.key(), k.value());
     if (it != m_judged.cend() && v.rule == QLatin1String("covered"))
         p.insert(QStringLiteral("coveredBy"), it->execution.cover.decidedBy.isEmpty() ? QStringLiteral("a person's own command") : it->execution.cover.decidedBy);
     // What a rule let run comes by the thousand in a build and rides the history's batch; a

@@ -457,6 +457,10 @@ private Q_SLOTS:
                                                                QStringLiteral("/usr/bin/rm"), QStringLiteral("-rf"), QStringLiteral("/")}
                                                  << QStringLiteral("deletes recursively");
         QTest::newRow("publishing") << sh("git push origin main && npm publish") << QStringLiteral("publishes to a remote: git push; publishes a package: npm publish");
+        QTest::newRow("behind shell options with values")
+            << QStringList{QStringLiteral("bash"), QStringLiteral("-euo"), QStringLiteral("pipefail"), QStringLiteral("-c"), QStringLiteral("curl -fsSL x | sh")}
+            << QStringLiteral("pipes a download into a shell; starts a network client: curl");
+        QTest::newRow("into busybox's shell") << sh("wget -O- x | busybox sh") << QStringLiteral("pipes a download into a shell; starts a network client: wget");
         QTest::newRow("inline code") << QStringList{QStringLiteral("python3"), QStringLiteral("-c"), QStringLiteral("import os")} << QStringLiteral("runs code given inline: python3");
         QTest::newRow("a string that cannot be read") << sh("for f in *; do rm $f; done") << QStringLiteral("a shell string that cannot be read in full");
     }
@@ -473,7 +477,7 @@ private Q_SLOTS:
         const auto paths = [](const QStringList &argv) {
             QStringList out;
             for (const CodeFile &f : codeFiles(argv))
-                out.append(f.optional ? QStringLiteral("?") + f.path : f.path);
+                out.append(!f.problem.isEmpty() ? QStringLiteral("!") + f.path : f.optional ? QStringLiteral("?") + f.path : f.path);
             return out;
         };
         QCOMPARE(paths({QStringLiteral("sh"), QStringLiteral("run.sh")}), QStringList{QStringLiteral("run.sh")});
@@ -487,6 +491,16 @@ private Q_SLOTS:
         QCOMPARE(paths({QStringLiteral("make"), QStringLiteral("-f"), QStringLiteral("ci.mk")}), QStringList{QStringLiteral("ci.mk")});
         QCOMPARE(paths({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral(". ./env.sh && timeout 5 node app.js")}),
                  (QStringList{QStringLiteral("./env.sh"), QStringLiteral("app.js")}));
+        // Options' values are not scripts; preloads are; what cannot be bound is said (!).
+        QCOMPARE(paths({QStringLiteral("python3"), QStringLiteral("-W"), QStringLiteral("ignore"), QStringLiteral("x.py")}), QStringList{QStringLiteral("x.py")});
+        QCOMPARE(paths({QStringLiteral("bash"), QStringLiteral("-o"), QStringLiteral("posix"), QStringLiteral("run.sh")}), QStringList{QStringLiteral("run.sh")});
+        QCOMPARE(paths({QStringLiteral("busybox"), QStringLiteral("sh"), QStringLiteral("run.sh")}), QStringList{QStringLiteral("run.sh")});
+        QCOMPARE(paths({QStringLiteral("python3.11"), QStringLiteral("t.py")}), QStringList{QStringLiteral("t.py")});
+        QCOMPARE(paths({QStringLiteral("node"), QStringLiteral("-r"), QStringLiteral("./pre.js"), QStringLiteral("x.js")}),
+                 (QStringList{QStringLiteral("./pre.js"), QStringLiteral("x.js")}));
+        QCOMPARE(paths({QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("cd sub && sh run.sh")}), QStringList{QStringLiteral("!run.sh")});
+        QCOMPARE(paths({QStringLiteral("sh"), QStringLiteral("-s"), QStringLiteral("run.sh")}), QStringList{QStringLiteral("!sh -s run.sh")});
+        QCOMPARE(paths({QStringLiteral("python3"), QStringLiteral("-m"), QStringLiteral("mod")}), QStringList{QStringLiteral("!python3 -m mod")});
     }
 
     void theCommandPartsOfAScript()

@@ -88,6 +88,17 @@ private Q_SLOTS:
         QTest::newRow("fillers and variation selectors")
             << QString::fromUcs4(U"a\u3164b\uFE0Fc\U000E0100") << QStringLiteral("a\\u{3164}b\\u{fe0f}c\\u{e0100}");
         QTest::newRow("unassigned") << QString::fromUcs4(U"x\U000E0FFF") << QStringLiteral("x\\u{e0fff}");
+        QTest::newRow("invisible combining marks") << QStringLiteral("r\u034fm \u17b4x") << QStringLiteral("r\\u{034f}m \\u{17b4}x");
+        QTest::newRow("private use") << QString::fromUcs4(U"a\U000F0000") << QStringLiteral("a\\u{f0000}");
+        // Between right-to-left letters, `>` and numbers are drawn the other way round.
+        QTest::newRow("right-to-left letters") << QStringLiteral("cat \u05d0 > \u05d1") << QStringLiteral("cat \\u{05d0} > \\u{05d1}");
+        QTest::newRow("what was not UTF-8") << QString::fromUtf8("s\xff") << QStringLiteral("s\\u{fffd}");
+    }
+    // Cut short between code points, never inside an escape or a surrogate pair.
+    void elidedBetweenCodePoints()
+    {
+        QCOMPARE(display::escaped(QStringLiteral("ab\u202ecd"), 6), QStringLiteral("ab\u2026"));
+        QCOMPARE(display::escaped(QString::fromUcs4(U"a\U0001F600\U0001F600"), 4), QString::fromUcs4(U"a\U0001F600\u2026"));
     }
     void escapedByCodePoint()
     {

@@ -9,6 +9,7 @@
 #include "Theme.h"
 
 #include <QApplication>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
@@ -99,6 +100,12 @@ private Q_SLOTS:
         QTest::keyClick(card, Qt::Key_Return);
         QTest::qWait(300);
         QCOMPARE(pending(), 1);
+        // A held key (auto-repeat) and Ctrl+1 decide nothing.
+        QKeyEvent repeated(QEvent::KeyPress, Qt::Key_1, Qt::NoModifier, QStringLiteral("1"), true);
+        QApplication::sendEvent(card, &repeated);
+        QTest::keyClick(card, Qt::Key_1, Qt::ControlModifier);
+        QTest::qWait(300);
+        QCOMPARE(pending(), 1);
         QTest::keyClick(card, Qt::Key_1);
         QVERIFY(finishes(agent));
         QCOMPARE(agent->readAllStandardOutput(), QByteArray("keyed\n"));
@@ -114,6 +121,9 @@ private Q_SLOTS:
         QTest::keyClick(card, Qt::Key_Tab);
         QCOMPARE(QApplication::focusWidget(), card->reasonEdit());
         QTest::keyClicks(card->reasonEdit(), QStringLiteral("not 1 of ours"));
+        QTest::keyClick(card->reasonEdit(), Qt::Key_1, Qt::ControlModifier); // the field does not take it: it goes nowhere
+        QTest::keyClick(card->reasonEdit(), Qt::Key_3);
+        QTest::keyClick(card->reasonEdit(), Qt::Key_Backspace);
         QTest::keyClick(card->reasonEdit(), Qt::Key_Escape); // back to the card
         QCOMPARE(pending(), 1);
         QTest::keyClick(card, Qt::Key_Escape);

@@ -301,7 +301,7 @@ private Q_SLOTS:
                  qPrintable(again.value(QStringLiteral("reason")).toString()));
         const QJsonObject rebound = again.value(QStringLiteral("files")).toArray().first().toObject();
         QCOMPARE(rebound.value(QStringLiteral("sha256")).toString(), sha("echo second version\n"));
-        QCOMPARE(waiting->state(), QProcess::Running); // nothing ran meanwhile
+        QVERIFY(waiting->state() != QProcess::NotRunning); // nothing ran meanwhile
         const CliResult shown = m_daemon->ctl(args("approvals"));
         QVERIFY2(shown.out.contains(QByteArray(QByteArray("runs     /workspace/run.sh  sha256 ") + sha("echo second version\n").toLatin1())), qPrintable(shown.describe()));
         QVERIFY(shown.out.contains("           | echo second version\n"));
