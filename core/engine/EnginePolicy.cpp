@@ -159,6 +159,11 @@ Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QS
     if (request.kind == QLatin1String("network"))
         return addNetworkRule(request.sandbox, request.destination.section(QLatin1Char(' '), 0, 0).section(QLatin1Char(':'), 0, -2), by,
                               request.run);
+    // "Always" is about the command; it is given for the files the person saw. If one changed
+    // since, no rule: approved once, the command is asked about again with what it is now.
+    if (const QString changed = changedCode(request.files, bindCode(**target, request.argv, request.cwd)); !changed.isEmpty())
+        return makeError(ErrorCode::Denied, QStringLiteral("%1 changed after the question was asked: nothing decided. Approve once to be asked "
+                                                           "again with what it says now, or deny").arg(changed));
     QStringList envNames;
     for (const QString &kv : request.env)
         envNames.append(kv.section(QLatin1Char('='), 0, 0));

@@ -290,6 +290,11 @@ private Q_SLOTS:
         QCOMPARE(bound.value(QStringLiteral("head")).toArray(), QJsonArray{QStringLiteral("echo first version")});
 
         put("echo second version\n"); // after the person looked, before the command runs
+        // "Always" is not given for files that changed since the person saw them.
+        const CliResult always = m_daemon->ctl(args("approve", asked.value(QStringLiteral("id")).toString(), "--always"));
+        QVERIFY2(always.exitCode != 0 && always.err.contains("/workspace/run.sh changed after the question was asked: nothing decided"),
+                 qPrintable(always.describe()));
+        QVERIFY(!m_daemon->ctl(args("policy", "show", "ap")).out.contains("run.sh"));
         const CliResult approved = m_daemon->ctl(args("approve", asked.value(QStringLiteral("id")).toString()));
         QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
         QJsonObject again;
