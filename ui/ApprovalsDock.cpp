@@ -3,6 +3,7 @@
 
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
+#include "Theme.h"
 
 #include <QApplication>
 #include <QDateTime>
@@ -277,9 +278,7 @@ void ApprovalCard::colourRisk()
     if (!m_risk)
         return;
     QPalette warning = m_risk->palette();
-    const QPalette &app = QApplication::palette();
-    const bool dark = app.color(QPalette::Window).lightness() < app.color(QPalette::WindowText).lightness();
-    warning.setColor(QPalette::WindowText, dark ? QColor(0xff, 0xa0, 0x60) : QColor(0xa3, 0x3a, 0x00));
+    warning.setColor(QPalette::WindowText, isDark(QApplication::palette()) ? QColor(0xff, 0xa0, 0x60) : QColor(0xa3, 0x3a, 0x00));
     m_risk->setPalette(warning);
 }
 

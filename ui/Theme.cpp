@@ -64,7 +64,11 @@ bool systemPrefersDark()
 {
     if (qEnvironmentVariable("GTK_THEME").endsWith(QLatin1String(":dark"), Qt::CaseInsensitive))
         return true;
-    const QPalette &p = platformPalette();
+    return isDark(platformPalette());
+}
+
+bool isDark(const QPalette &p)
+{
     return p.color(QPalette::Window).lightness() < p.color(QPalette::WindowText).lightness();
 }
 

@@ -3,6 +3,8 @@
 
 #include <QString>
 
+class QPalette;
+
 namespace airlock::ui {
 
 // Light and dark, following the system unless the person chose one (View → Theme, remembered).
@@ -13,6 +15,7 @@ enum class Theme { System, Light, Dark };
 Theme themeFromName(const QString &name); // "light", "dark", anything else: System
 QString themeName(Theme theme);
 bool systemPrefersDark();
+bool isDark(const QPalette &palette); // light text on a dark window
 // Fusion with a light or a dark palette; the output view stays a dark terminal either way.
 void applyTheme(Theme theme);
 
