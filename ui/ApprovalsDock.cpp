@@ -16,6 +16,8 @@
 #include <QLineEdit>
 #include <QPointer>
 #include <QPushButton>
+#include <QMainWindow>
+#include <QPainter>
 #include <QScrollArea>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -23,6 +25,30 @@
 namespace airlock::ui {
 
 namespace {
+
+// The dock while nothing waits: its title down a slim bar along the edge.
+class SlimBar final : public QWidget {
+public:
+    explicit SlimBar(QWidget *parent = nullptr) : QWidget(parent)
+    {
+        setObjectName(QStringLiteral("approvalsSlimBar"));
+        setToolTip(ApprovalsDock::tr("Requests that wait for your decision appear here"));
+    }
+    QString text() const { return ApprovalsDock::tr("Approvals · none waiting"); }
+    QSize sizeHint() const override { return {fontMetrics().height() + 10, fontMetrics().horizontalAdvance(text()) + 24}; }
+    QSize minimumSizeHint() const override { return sizeHint(); }
+
+protected:
+    void paintEvent(QPaintEvent *) override
+    {
+        QPainter painter(this);
+        painter.setPen(palette().color(QPalette::PlaceholderText));
+        painter.translate(0, height());
+        painter.rotate(-90);
+        painter.drawText(QRect(12, 0, height() - 24, width()), Qt::AlignRight | Qt::AlignVCenter, text());
+    }
+};
+
 constexpr int kFoldAt = 120; // characters of an argument shown before it is folded
 
 // Long unbroken words (a 300-character argument) may wrap: a zero-width space every 40 characters,
@@ -360,7 +386,7 @@ ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
 {
     m_hosts.append({QString(), &client, {}});
     setObjectName(QStringLiteral("approvalsDock"));
-    setMinimumWidth(380);
+    setMinimumWidth(kWidth);
     auto *inner = new QWidget;
     auto *outer = new QVBoxLayout(inner);
     auto *keys = new QLabel(tr("Click a request or press Ctrl+Shift+A, then: 1 allow once, 2 always, 3 or Esc deny, Tab for a reason"));
@@ -374,7 +400,15 @@ ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff); // cards wrap to the dock's width
     scroll->setWidget(inner);
-    setWidget(scroll);
+    m_content = scroll;
+    m_slimBar = new SlimBar;
+    m_slimBar->hide();
+    auto *holder = new QWidget;
+    auto *holderLayout = new QVBoxLayout(holder);
+    holderLayout->setContentsMargins(0, 0, 0, 0);
+    holderLayout->addWidget(m_slimBar);
+    holderLayout->addWidget(scroll);
+    setWidget(holder);
     auto *timer = new QTimer(this);
     connect(timer, &QTimer::timeout, this, [this] {
         for (ApprovalCard *card : cards())
@@ -490,7 +524,26 @@ void ApprovalsDock::show(const QJsonArray &requests)
     if (focusWent && !cards().isEmpty())
         cards().first()->setFocus(Qt::OtherFocusReason);
     m_empty->setVisible(requests.isEmpty());
+    setSlim(requests.isEmpty());
     Q_EMIT pendingCountChanged(int(requests.size()));
+}
+
+void ApprovalsDock::setSlim(bool slim)
+{
+    // Nothing waiting: a slim bar along the edge that says so, and the console gets the room.
+    if (slim == isSlim())
+        return;
+    m_content->setVisible(!slim);
+    m_slimBar->setVisible(slim);
+    setTitleBarWidget(slim ? new QWidget : nullptr); // the bar says it all; the usual title comes back with requests
+    setMinimumWidth(slim ? 0 : kWidth);
+    if (auto *window = qobject_cast<QMainWindow *>(parentWidget()); window && !isFloating())
+        window->resizeDocks({this}, {slim ? m_slimBar->sizeHint().width() : kWidth}, Qt::Horizontal);
+}
+
+bool ApprovalsDock::isSlim() const
+{
+    return m_slimBar->isVisibleTo(const_cast<ApprovalsDock *>(this));
 }
 
 void ApprovalsDock::decide(const QJsonObject &request, const QString &decision, bool always, const QString &reason)

@@ -90,6 +90,9 @@ public:
     QList<ApprovalCard *> cards() const; // top (newest) first
     // Focuses the newest card: from there the keys decide (the window's shortcut for it).
     void focusNewest();
+    // Empty, the dock is a slim bar with its title running down the edge.
+    bool isSlim() const;
+    static constexpr int kWidth = 380;
 
 Q_SIGNALS:
     void pendingCountChanged(int count);
@@ -98,6 +101,7 @@ private:
     void refreshHost(int host);
     void show(int host, const QJsonArray &requests);
     void show(const QJsonArray &requests); // every host's, as cards
+    void setSlim(bool slim);
     void decide(const QJsonObject &request, const QString &decision, bool always, const QString &reason);
 
     struct Host {
@@ -108,6 +112,8 @@ private:
     QList<Host> m_hosts;
     QVBoxLayout *m_list;
     QLabel *m_empty;
+    QWidget *m_content = nullptr;
+    QWidget *m_slimBar = nullptr;
 };
 
 } // namespace airlock::ui

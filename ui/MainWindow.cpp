@@ -3,6 +3,7 @@
 
 #include "AddHostDialog.h"
 #include "ApprovalsDock.h"
+#include "FleetView.h"
 #include "RemoteHosts.h"
 #include "CreateSandboxDialog.h"
 #include "HistoryWindow.h"
@@ -45,28 +46,20 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <csignal>
+#include <memory>
+
 namespace airlock::ui {
 
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
-    : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_tree(new QTreeView), m_header(new QLabel),
+    : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_fleet(new FleetView(*m_model)), m_header(new QLabel),
       m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
       m_console(consoleFor(client)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
 {
     setWindowTitle(tr("Airlock"));
     resize(1400, 760);
 
-    m_tree->setModel(m_model);
-    m_tree->setRootIsDecorated(true);
-    m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection); // several at once, for bulk delete
-    m_tree->setUniformRowHeights(true);
-    // Every column as wide as what it holds (a name is never cut short, a host's state is long);
-    // the pane scrolls sideways when they do not fit.
-    m_tree->header()->setStretchLastSection(true);
-    for (int column : {SandboxModel::Name, SandboxModel::State, SandboxModel::Network, SandboxModel::Credentials, SandboxModel::Run})
-        m_tree->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
-    m_tree->expandAll();
-    connect(m_model, &QAbstractItemModel::rowsInserted, m_tree, [this] { m_tree->expandAll(); });
-    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onSelectionChanged);
+    connect(m_fleet, &FleetView::currentChanged, this, &MainWindow::onSelectionChanged);
 
     m_header->setTextFormat(Qt::PlainText);
     m_header->setContentsMargins(6, 4, 6, 4);
@@ -111,11 +104,14 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     layout->addWidget(m_output, 1);
     layout->addWidget(m_command);
 
-    auto *split = new QSplitter;
-    split->addWidget(m_tree);
+    // The fleet across the top, the selected sandbox's console below: a table of many columns
+    // wants the width, the console the height.
+    auto *split = new QSplitter(Qt::Vertical);
+    split->setObjectName(QStringLiteral("fleetSplit"));
+    split->addWidget(m_fleet);
     split->addWidget(console);
     split->setStretchFactor(1, 3);
-    split->setSizes({420, 680});
+    split->setSizes({260, 500});
     // When the daemon cannot be reached: a banner that says why, with Retry (which starts it).
     m_banner->setObjectName(QStringLiteral("daemonBanner"));
     m_banner->setStyleSheet(QStringLiteral("#daemonBanner { background: #fbe3e3; border: 1px solid #d03030; } #daemonBanner QLabel { color: #801818; }"));
@@ -212,19 +208,17 @@ void MainWindow::createActions()
     QAction *remove = new QAction(tr("&Delete…"), this);
     remove->setShortcut(QKeySequence::Delete);
     remove->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    remove->setToolTip(tr("Delete the selected sandboxes: what runs in them is killed, their workspaces removed"));
     connect(remove, &QAction::triggered, this, [this] {
-        QStringList names;
-        for (const QJsonObject &s : selectedSandboxes())
-            names.append(display::escaped(s.value(QStringLiteral("name")).toString(), 60));
-        if (!names.isEmpty()
-            && QMessageBox::question(this, tr("Delete sandboxes", nullptr, int(names.size())),
-                                     tr("Delete %1? Everything running in them is killed and their workspaces removed.", nullptr, int(names.size()))
-                                         .arg(names.join(QStringLiteral(", "))))
-                   == QMessageBox::Yes)
+        if (confirmDelete())
             deleteSelected();
     });
-    m_tree->addAction(remove);
-    QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K), [this] { killCurrent(); });
+    m_fleet->tree()->addAction(remove);
+    QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K), [this] { signalSelected(SIGKILL); });
+    kill->setToolTip(tr("SIGKILL to every command running in the selected sandboxes; the sandboxes stay"));
+    QAction *stop = action(tr("S&top commands"), QKeySequence(), [this] { signalSelected(SIGTERM); });
+    stop->setToolTip(tr("SIGTERM to every command running in the selected sandboxes, to let them end cleanly"));
+    QAction *openConsole = action(tr("&Open console"), QKeySequence(), [this] { m_command->setFocus(); });
     QAction *policy = action(tr("&Policy…"), QKeySequence(Qt::CTRL | Qt::Key_P), [this] {
         if (m_current.isEmpty())
             return;
@@ -275,7 +269,7 @@ void MainWindow::createActions()
     file->addSeparator();
     file->addAction(quit);
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
-    sandbox->addActions({command, kill, duplicate, remove});
+    sandbox->addActions({command, stop, kill, duplicate, remove});
     sandbox->addSeparator();
     sandbox->addActions({policy, timeline, refresh});
     QMenu *view = menuBar()->addMenu(tr("&View"));
@@ -309,8 +303,9 @@ void MainWindow::createActions()
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
     tools->addActions({create, remove, policy, history, timeline, refresh});
-    for (QAction *perSandbox : {duplicate, remove, kill, policy, timeline, command})
+    for (QAction *perSandbox : {duplicate, remove, kill, stop, openConsole, policy, timeline, command})
         m_perSandbox.append(perSandbox);
+    m_fleet->setContextActions({openConsole, stop, kill, policy, timeline, duplicate, remove});
 }
 
 void MainWindow::setReconnect(std::function<Status(bool autostart)> reconnect)
@@ -376,33 +371,68 @@ void MainWindow::showAbout()
 QList<QJsonObject> MainWindow::selectedSandboxes() const
 {
     QList<QJsonObject> selected;
-    for (const QModelIndex &index : m_tree->selectionModel()->selectedRows())
+    for (const QModelIndex &index : m_fleet->selectedSandboxes())
         if (const QJsonObject s = m_model->sandbox(index); !s.isEmpty())
-            selected.append(s);
-    if (selected.isEmpty())
-        if (const QJsonObject s = m_model->sandbox(m_tree->currentIndex()); !s.isEmpty())
             selected.append(s);
     return selected;
 }
 
-void MainWindow::killCurrent()
+void MainWindow::signalSelected(int signo)
 {
-    if (m_current.isEmpty())
-        return;
-    currentClient().callAsync(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), m_current}},
-                       [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
-                           if (self)
-                               self->showStatus(r ? tr("Killed %n execution(s)", nullptr, r->toObject().value(QStringLiteral("executions")).toInt())
-                                                  : tr("Not killed: %1").arg(r.error().message),
-                                                !r);
-                       });
+    // Each selected sandbox, on its own host; the status line adds up what each answered.
+    auto total = std::make_shared<std::pair<int, int>>(0, 0); // executions signalled, answers left
+    const QString verb = signo == SIGKILL ? tr("Killed") : tr("Stopped");
+    for (const QModelIndex &index : m_fleet->selectedSandboxes()) {
+        DaemonClient *client = m_model->hostClient(index);
+        const QJsonObject s = m_model->sandbox(index);
+        if (!client || s.isEmpty())
+            continue;
+        ++total->second;
+        client->callAsync(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}, {QStringLiteral("signal"), signo}},
+                          [self = QPointer<MainWindow>(this), total, verb, name = s.value(QStringLiteral("name")).toString()](Result<QJsonValue> r) {
+                              if (!self)
+                                  return;
+                              if (!r)
+                                  return self->showStatus(tr("%1 not signalled: %2").arg(display::escaped(name, 60), r.error().message), true);
+                              total->first += r->toObject().value(QStringLiteral("executions")).toInt();
+                              if (--total->second == 0)
+                                  self->showStatus(tr("%1 %n execution(s)", nullptr, total->first).arg(verb));
+                          });
+    }
+}
+
+bool MainWindow::confirmDelete()
+{
+    // Says what is lost (what still runs, by name), and Cancel is what Enter does.
+    const QModelIndexList rows = m_fleet->selectedSandboxes();
+    if (rows.isEmpty())
+        return false;
+    QStringList names, running;
+    for (const QModelIndex &index : rows) {
+        const QString name = display::escaped(m_model->sandbox(index).value(QStringLiteral("name")).toString(), 60);
+        names.append(name);
+        const QStringList commands = m_model->runningCommands(index);
+        const int count = m_model->data(index.siblingAtColumn(SandboxModel::Running), SandboxModel::SortRole).toInt();
+        if (count > 0)
+            running.append(tr("%1: %n running", nullptr, count).arg(name) + (commands.isEmpty() ? QString() : QStringLiteral(" — ") + commands.join(QStringLiteral("; "))));
+    }
+    QMessageBox box(QMessageBox::Warning, tr("Delete sandboxes", nullptr, int(names.size())),
+                    tr("Delete %1?", nullptr, int(names.size())).arg(names.mid(0, 10).join(QStringLiteral(", ")) + (names.size() > 10 ? tr(" and %n more", nullptr, int(names.size()) - 10) : QString())),
+                    QMessageBox::Cancel, this);
+    box.setObjectName(QStringLiteral("confirmDelete"));
+    box.setInformativeText(running.isEmpty() ? tr("Nothing is running in them. Their workspaces are removed.")
+                                             : tr("Still running, and killed if you delete:\n%1\nTheir workspaces are removed.").arg(running.mid(0, 10).join(QLatin1Char('\n'))));
+    QPushButton *yes = box.addButton(tr("&Delete", nullptr, int(names.size())), QMessageBox::DestructiveRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    return box.clickedButton() == yes;
 }
 
 void MainWindow::duplicateCurrent()
 {
     // A new sandbox with this one's preset and own policy layer (network, mounts, limits, grants,
     // rules): the same boundary, a fresh workspace.
-    const QJsonObject s = m_model->sandbox(m_tree->currentIndex());
+    const QJsonObject s = m_model->sandbox(m_fleet->current());
     const QString name = s.value(QStringLiteral("name")).toString();
     if (name.isEmpty())
         return;
@@ -464,7 +494,7 @@ HistoryWindow *MainWindow::openHistory(const QString &sandbox)
 {
     // One window for every host's history (each daemon keeps its own): it opens on the selected
     // host, and stays on all hosts if the person chose that.
-    const QModelIndex current = m_tree->currentIndex();
+    const QModelIndex current = m_fleet->current();
     const QString host = m_model->hostName(current.parent().isValid() ? current.parent().row() : std::max(0, current.row()));
     const bool created = !m_history;
     if (created) {
@@ -492,25 +522,30 @@ void MainWindow::updateHistoryHosts()
     m_history->setHosts(hosts);
 }
 
+QTreeView *MainWindow::sandboxTree() const
+{
+    return m_fleet->tree();
+}
+
 bool MainWindow::selectSandbox(const QString &nameOrId)
 {
     const QModelIndex i = m_model->sandboxIndex(nameOrId);
     if (!i.isValid())
         return false;
-    m_tree->setCurrentIndex(i);
+    m_fleet->setCurrent(i);
     return true;
 }
 
 void MainWindow::onSelectionChanged()
 {
-    const QJsonObject s = m_model->sandbox(m_tree->currentIndex());
+    const QJsonObject s = m_model->sandbox(m_fleet->current());
     const QString id = s.value(QStringLiteral("id")).toString();
     if (id == m_current && !id.isEmpty())
         return;
     m_current = id;
     m_running.clear();
     // Each host has its own console (its client, its events); the one of the selected host draws.
-    DaemonClient *client = m_model->hostClient(m_tree->currentIndex());
+    DaemonClient *client = m_model->hostClient(m_fleet->current());
     m_selected = client ? client : &m_client;
     for (auto it = m_consoles.begin(); it != m_consoles.end(); ++it)
         if (it.key() != m_selected)
@@ -554,7 +589,7 @@ SandboxConsole *MainWindow::consoleFor(DaemonClient &client)
 
 DaemonClient &MainWindow::currentClient() const
 {
-    DaemonClient *client = m_model->hostClient(m_tree->currentIndex());
+    DaemonClient *client = m_model->hostClient(m_fleet->current());
     return client ? *client : m_client;
 }
 
@@ -627,10 +662,8 @@ void MainWindow::createSandbox(const QJsonObject &parameters)
 
 void MainWindow::deleteSelected()
 {
-    QModelIndexList rows = m_tree->selectionModel()->selectedRows();
-    if (rows.isEmpty())
-        rows.append(m_tree->currentIndex());
-    for (const QModelIndex &index : std::as_const(rows)) {
+    const QModelIndexList rows = m_fleet->selectedSandboxes();
+    for (const QModelIndex &index : rows) {
         const QJsonObject s = m_model->sandbox(index);
         DaemonClient *client = m_model->hostClient(index);
         if (s.isEmpty() || !client)

@@ -27,6 +27,7 @@ struct Event;
 namespace airlock::ui {
 
 class ApprovalsDock;
+class FleetView;
 class RemoteHosts;
 class HistoryWindow;
 class OutputView;
@@ -52,7 +53,8 @@ public:
     OutputView *outputView() const { return m_output; }
     QLineEdit *commandLine() const { return m_command; }
     QLineEdit *findLine() const { return m_find; }
-    QTreeView *sandboxTree() const { return m_tree; }
+    QTreeView *sandboxTree() const;
+    FleetView *fleet() const { return m_fleet; }
     ApprovalsDock *approvals() const { return m_approvals; }
     SandboxConsole *console() const { return m_console; }
     // Selects a sandbox by name or id (as a click would); false when there is none.
@@ -70,8 +72,11 @@ public:
     void showDisconnected(const Error &why);
     bool retryConnection(bool autostart);
     QFrame *daemonBanner() const { return m_banner; }
-    // Every running execution in the current sandbox gets SIGKILL; the sandbox stays.
-    void killCurrent();
+    // Every running execution in the selected sandboxes gets the signal; the sandboxes stay.
+    void signalSelected(int signo);
+    // Asks before the selected sandboxes are deleted, naming what still runs in them; Cancel is
+    // the default. True when the person chose Delete.
+    bool confirmDelete();
     // A new sandbox with the current one's preset and policy layer, named NAME-2, NAME-3, …
     void duplicateCurrent();
     QList<QJsonObject> selectedSandboxes() const;
@@ -97,7 +102,7 @@ private:
 
     DaemonClient &m_client;
     SandboxModel *m_model;
-    QTreeView *m_tree;
+    FleetView *m_fleet;
     QLabel *m_header;
     OutputView *m_output;
     QLineEdit *m_command;

@@ -4,14 +4,20 @@
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 
+#include "model/Units.h"
+
 #include <QColor>
 #include <QDateTime>
+#include <QIcon>
+#include <QPainter>
+#include <QPixmap>
 #include <QPointer>
 #include <QTextDocument>
 
 namespace airlock::ui {
 
 namespace {
+QIcon stateDot(const QString &state);
 constexpr quintptr kHostNode = 0; // internalId of a host row; sandbox rows carry their host's row + 1
 }
 
@@ -26,7 +32,7 @@ int SandboxModel::addHost(const QString &name, DaemonClient &client)
 {
     const int row = int(m_hosts.size());
     beginInsertRows({}, row, row);
-    m_hosts.append({name, &client, {}, false, false, {}, {}, {}});
+    m_hosts.append({name, &client, {}, false, false, {}, {}, {}, {}});
     endInsertRows();
     connect(&client, &DaemonClient::eventReceived, this, [this, row](const Event &event) {
         if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
@@ -186,6 +192,10 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
         const Host &host = m_hosts.at(index.row());
         if (role == Qt::DisplayRole && index.column() == Name)
             return host.name;
+        if (role == Qt::DecorationRole && index.column() == Name)
+            return stateDot(host.client->isConnected() ? QStringLiteral("running") : QStringLiteral("stopped"));
+        if (role == SortRole)
+            return index.row();
         if (role == Qt::DisplayRole && index.column() == State)
             return !host.status.isEmpty() ? host.status : host.client->isConnected() ? tr("connected") : tr("not connected");
         if (role == Qt::DisplayRole && index.column() == Network)
@@ -196,13 +206,82 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
             return index.row();
         return {};
     }
+    return sandboxData(index, role);
+}
+
+const SandboxModel::Usage *SandboxModel::usage(const QModelIndex &index) const
+{
+    const qsizetype host = qsizetype(index.internalId()) - 1;
+    if (host < 0 || host >= m_hosts.size())
+        return nullptr;
+    const auto it = m_hosts[host].usage.constFind(m_hosts[host].sandboxes.value(index.row()).value(QStringLiteral("id")).toString());
+    return it == m_hosts[host].usage.cend() ? nullptr : &*it;
+}
+
+namespace {
+
+QIcon stateDot(const QString &state)
+{
+    // One small round dot per state, drawn once.
+    static QHash<QString, QIcon> dots;
+    QIcon &dot = dots[state];
+    if (dot.isNull()) {
+        const QColor colour = state == QLatin1String("running") ? QColor(0x2e, 0x9e, 0x44)
+            : state == QLatin1String("starting")                ? QColor(0xd0, 0x90, 0x10)
+            : state == QLatin1String("failed")                  ? QColor(0xd0, 0x30, 0x30)
+                                                                : QColor(0x90, 0x90, 0x90);
+        QPixmap pixmap(12, 12);
+        pixmap.fill(Qt::transparent);
+        QPainter painter(&pixmap);
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setPen(Qt::NoPen);
+        painter.setBrush(colour);
+        painter.drawEllipse(QRectF(2, 2, 8, 8));
+        dot = QIcon(pixmap);
+    }
+    return dot;
+}
+
+QString age(qint64 ms)
+{
+    if (ms < 60'000)
+        return SandboxModel::tr("%1 s").arg(std::max<qint64>(0, ms / 1000));
+    if (ms < 3'600'000)
+        return SandboxModel::tr("%1 min").arg(ms / 60'000);
+    if (ms < 86'400'000)
+        return SandboxModel::tr("%1 h").arg(ms / 3'600'000);
+    return SandboxModel::tr("%1 d").arg(ms / 86'400'000);
+}
+
+QList<float> scaled(const QList<float> &samples, float floor)
+{
+    float top = floor;
+    for (float v : samples)
+        top = std::max(top, v);
+    QList<float> out;
+    out.reserve(samples.size());
+    for (float v : samples)
+        out.append(top > 0 ? v / top : 0);
+    return out;
+}
+
+} // namespace
+
+QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
+{
     const QJsonObject s = sandbox(index);
     const QString network = s.value(QStringLiteral("network")).toString();
+    const Usage *u = usage(index);
+    const int running = u ? u->executions : s.value(QStringLiteral("executions")).toInt();
+    const QDateTime created = QDateTime::fromString(s.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs);
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
         case Name: return s.value(QStringLiteral("name")).toString();
         case State: return s.value(QStringLiteral("state")).toString();
+        case Running: return running > 0 ? QVariant(running) : QVariant();
+        case Cpu: return u && u->cpuNs >= 0 && !u->cpu.isEmpty() ? QVariant(QStringLiteral("%1 %").arg(u->cpuPercent, 0, 'f', u->cpuPercent < 10 ? 1 : 0)) : QVariant();
+        case Memory: return u && u->memoryBytes > 0 ? QVariant(units::formatBytes(uint64_t(u->memoryBytes))) : QVariant();
         case Network: return network == QLatin1String("full") ? tr("FULL (host network)") : network;
         case Credentials: {
             QStringList names;
@@ -210,14 +289,21 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
                 names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
             return names.join(QStringLiteral(", "));
         }
-        case Run: return display::escaped(s.value(QStringLiteral("run")).toString(), 60); // an agent's choice of name
-        case Created: return QDateTime::fromString(s.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs).toLocalTime().toString(QStringLiteral("HH:mm:ss"));
+        case Age: return created.isValid() ? age(created.msecsTo(QDateTime::currentDateTimeUtc())) : QString();
+        case Agent: return display::escaped(u ? u->agent : s.value(QStringLiteral("agent")).toString(), 40);
+        case Run: return display::escaped(u ? u->run : s.value(QStringLiteral("run")).toString(), 60); // an agent's choice of name
+        case LastOutput: return u ? display::escaped(u->lastOutput, 200) : QString();
         }
         return {};
+    case Qt::DecorationRole:
+        return index.column() == Name ? QVariant(stateDot(s.value(QStringLiteral("state")).toString())) : QVariant();
+    case Qt::TextAlignmentRole:
+        return index.column() == Running || index.column() == Cpu || index.column() == Memory ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter)) : QVariant();
     case Qt::ForegroundRole:
         return index.column() == Network ? QVariant(networkColor(network)) : index.column() == Credentials ? QVariant(QColor(0x2a, 0x7a, 0xc0)) : QVariant();
     case Qt::ToolTipRole:
-        if (index.column() == Credentials) {
+        switch (index.column()) {
+        case Credentials: {
             QStringList lines;
             for (const QJsonValue &v : s.value(QStringLiteral("credentials")).toArray()) {
                 const QJsonObject g = v.toObject();
@@ -228,15 +314,93 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
             }
             return Qt::convertFromPlainText(lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n')));
         }
-        return index.column() == Network ? QVariant(network == QLatin1String("none")      ? tr("No network: an empty network namespace")
-                                                    : network == QLatin1String("allowlist") ? tr("Only the destinations its policy allows, through the egress proxy")
-                                                                                             : tr("The host's network, unrestricted"))
-                                         : QVariant();
+        case Network:
+            return network == QLatin1String("none")      ? tr("No network: an empty network namespace")
+                : network == QLatin1String("allowlist") ? tr("Only the destinations its policy allows, through the egress proxy")
+                                                         : tr("The host's network, unrestricted");
+        case Name:
+        case State:
+            return s.value(QStringLiteral("failure")).isString() ? Qt::convertFromPlainText(display::escaped(s.value(QStringLiteral("failure")).toString(), 400))
+                                                                 : QVariant(tr("%1 — %2").arg(display::escaped(s.value(QStringLiteral("name")).toString(), 60),
+                                                                                             s.value(QStringLiteral("state")).toString()));
+        case Running:
+            return u && !u->commands.isEmpty() ? QVariant(Qt::convertFromPlainText(u->commands.join(QLatin1Char('\n')))) : QVariant(tr("Nothing running"));
+        case Cpu: return tr("CPU over the last second, as a share of one core; the line is the last minute");
+        case Memory: return u ? QVariant(tr("Resident memory of its %n process(es); the line is the last minute", nullptr, u->processes)) : QVariant();
+        case Age: return created.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
+        case LastOutput: return u ? QVariant(Qt::convertFromPlainText(display::escaped(u->lastOutput, 400))) : QVariant();
+        }
+        return {};
+    case SortRole:
+        switch (index.column()) {
+        case Running: return running;
+        case Cpu: return u ? u->cpuPercent : 0.0;
+        case Memory: return u ? u->memoryBytes : qint64(0);
+        case Age: return created.isValid() ? -created.toMSecsSinceEpoch() : qint64(0); // ascending: youngest first
+        default: return data(index, Qt::DisplayRole).toString().toLower();
+        }
+    case SparklineRole:
+        if (!u)
+            return {};
+        if (index.column() == Cpu)
+            return QVariant::fromValue(scaled(u->cpu, 100));
+        if (index.column() == Memory)
+            return QVariant::fromValue(scaled(u->memory, 1));
+        return {};
     case SandboxIdRole: return s.value(QStringLiteral("id")).toString();
     case HostRole: return int(index.internalId() - 1);
     case NetworkModeRole: return network;
     }
     return {};
+}
+
+void SandboxModel::setUsage(int hostRow, const QJsonArray &stats, qint64 nowMs)
+{
+    if (hostRow < 0 || hostRow >= m_hosts.size())
+        return;
+    Host &host = m_hosts[hostRow];
+    QHash<QString, Usage> next;
+    for (const QJsonValue &v : stats) {
+        const QJsonObject o = v.toObject();
+        const QString id = o.value(QStringLiteral("id")).toString();
+        Usage u = host.usage.value(id);
+        const qint64 cpuNs = qint64(o.value(QStringLiteral("cpuNs")).toDouble());
+        if (u.cpuNs >= 0 && nowMs > u.sampledMs)
+            u.cpuPercent = std::max(0.0, double(cpuNs - u.cpuNs) / 1e4 / double(nowMs - u.sampledMs)); // ns per ms → percent
+        if (u.cpuNs >= 0) {
+            u.cpu.append(float(u.cpuPercent));
+            u.memory.append(float(o.value(QStringLiteral("memoryBytes")).toDouble()));
+        }
+        if (u.cpu.size() > kSparklineSamples) {
+            u.cpu.removeFirst();
+            u.memory.removeFirst();
+        }
+        u.cpuNs = cpuNs;
+        u.sampledMs = nowMs;
+        u.memoryBytes = qint64(o.value(QStringLiteral("memoryBytes")).toDouble());
+        u.processes = o.value(QStringLiteral("processes")).toInt();
+        u.executions = o.value(QStringLiteral("executions")).toInt();
+        u.lastOutput = o.value(QStringLiteral("lastOutput")).toString().left(300);
+        u.agent = o.value(QStringLiteral("agent")).toString().left(200);
+        u.run = o.value(QStringLiteral("run")).toString().left(200);
+        u.commands.clear();
+        for (const QJsonValue &c : o.value(QStringLiteral("commands")).toArray())
+            if (u.commands.size() < 5)
+                u.commands.append(display::escaped(c.toString(), 240));
+        next.insert(id, std::move(u));
+    }
+    host.usage = std::move(next);
+    if (!host.sandboxes.isEmpty()) {
+        const QModelIndex parent = index(hostRow, 0);
+        Q_EMIT dataChanged(index(0, Running, parent), index(int(host.sandboxes.size()) - 1, ColumnCount - 1, parent),
+                           {Qt::DisplayRole, Qt::ToolTipRole, SortRole, SparklineRole});
+    }
+}
+
+QStringList SandboxModel::runningCommands(const QModelIndex &index) const
+{
+    const Usage *u = index.isValid() && index.internalId() != kHostNode ? usage(index) : nullptr;
+    return u ? u->commands : QStringList();
 }
 
 QVariant SandboxModel::headerData(int section, Qt::Orientation orientation, int role) const
@@ -246,10 +410,15 @@ QVariant SandboxModel::headerData(int section, Qt::Orientation orientation, int 
     switch (section) {
     case Name: return tr("Sandbox");
     case State: return tr("State");
+    case Running: return tr("Running");
+    case Cpu: return tr("CPU");
+    case Memory: return tr("Memory");
     case Network: return tr("Network");
     case Credentials: return tr("Credentials");
+    case Age: return tr("Age");
+    case Agent: return tr("Agent");
     case Run: return tr("Run");
-    case Created: return tr("Created");
+    case LastOutput: return tr("Last output");
     }
     return {};
 }

@@ -3,6 +3,7 @@
 
 #include <QAbstractItemModel>
 #include <QJsonArray>
+#include <QHash>
 #include <QJsonObject>
 
 namespace airlock {
@@ -14,14 +15,24 @@ namespace airlock::ui {
 
 // Hosts and their sandboxes, as each host's daemon reports them: a tree whose top level is the
 // hosts (this computer first; remote ones are added the same way) and whose children are
-// sandboxes with name, state, network mode (coloured: none, allowlist, full), the credentials
-// granted to it, and age. Each host's list is refreshed from its own sandbox.list whenever one of
-// its events says something changed.
+// sandboxes with a state dot, running commands, CPU and memory (with their last minute as a
+// sparkline), network mode (coloured: none, allowlist, full), the credentials granted to it, age,
+// the agent and run of its newest command and its last line of output. Each host's list is
+// refreshed from its own sandbox.list whenever one of its events says something changed; what
+// changes all the time comes from sandbox.stats samples (setUsage, fed by a FleetSampler).
+// SortRole gives every column's raw value.
 class SandboxModel final : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum Column { Name, State, Network, Credentials, Run, Created, ColumnCount };
-    enum Role { SandboxIdRole = Qt::UserRole + 1, NetworkModeRole, HostRole };
+    enum Column { Name, State, Running, Cpu, Memory, Network, Credentials, Age, Agent, Run, LastOutput, ColumnCount };
+    enum Role {
+        SandboxIdRole = Qt::UserRole + 1,
+        NetworkModeRole,
+        HostRole,
+        SortRole,      // the raw value: numbers for numbers, lower-case text otherwise
+        SparklineRole, // Cpu, Memory: QList<float> of the last samples, oldest first, each 0..1
+    };
+    static constexpr int kSparklineSamples = 60;
 
     explicit SandboxModel(QObject *parent = nullptr);
     // The usual console: this computer's daemon as the one host.
@@ -35,6 +46,11 @@ public:
     int hostCount() const { return int(m_hosts.size()); }
     DaemonClient *hostClient(const QModelIndex &index) const; // of a host row or of a sandbox under it
     void refresh(); // every host
+    // One sandbox.stats answer of a host, taken at nowMs: CPU is the share of one core since the
+    // previous sample. Only the columns that change are announced.
+    void setUsage(int host, const QJsonArray &stats, qint64 nowMs);
+    // What its stats said last: running commands ("execution 3: make test"), for a confirmation.
+    QStringList runningCommands(const QModelIndex &index) const;
 
     QModelIndex sandboxIndex(const QString &nameOrId, int host = -1) const; // -1: the first host that has it
     QJsonObject sandbox(const QModelIndex &index) const;
@@ -52,13 +68,24 @@ Q_SIGNALS:
     void refreshed();
 
 private:
+    struct Usage {
+        qint64 cpuNs = -1, sampledMs = 0, memoryBytes = 0;
+        double cpuPercent = 0;
+        int processes = 0, executions = 0;
+        QString lastOutput, agent, run;
+        QStringList commands;
+        QList<float> cpu, memory; // percent and bytes, newest last
+    };
     struct Host {
         QString name;
         DaemonClient *client = nullptr;
         QList<QJsonObject> sandboxes;
         bool refreshing = false, again = false;
         QString address, status, detail;
+        QHash<QString, Usage> usage; // by sandbox id
     };
+    const Usage *usage(const QModelIndex &index) const;
+    QVariant sandboxData(const QModelIndex &index, int role) const;
     void refreshHost(int host);
     void setSandboxes(int host, const QJsonArray &list);
 

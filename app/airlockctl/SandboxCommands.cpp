@@ -6,7 +6,11 @@
 #include "Table.h"
 #include "model/Units.h"
 
+#include "model/DisplayText.h"
+
 #include <QDateTime>
+#include <QElapsedTimer>
+#include <QThread>
 #include <QJsonArray>
 
 namespace airlock::cli {
@@ -101,6 +105,69 @@ public:
                        sb.value(QStringLiteral("state")).toString(), networkLabel(sb),
                        age(sb.value(QStringLiteral("createdAt")).toString()),
                        QString::number(sb.value(QStringLiteral("executions")).toInt())});
+        }
+        table.print(ctx.out);
+        return ExitOk;
+    }
+};
+
+// `docker stats --no-stream`: two samples half a second apart, so CPU is a rate.
+class StatsCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("stats"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Show what each sandbox uses now: running commands, CPU (share of one core over half a second), "
+                              "resident memory, processes, its newest command's agent and its last line of output.");
+    }
+    QString usage() const override { return QStringLiteral("[SANDBOX...]"); }
+    int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
+    {
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        auto first = (*client)->call(QStringLiteral("sandbox.stats"));
+        if (!first)
+            return fail(ctx, first.error());
+        QElapsedTimer clock;
+        clock.start();
+        QThread::msleep(500);
+        auto second = (*client)->call(QStringLiteral("sandbox.stats"));
+        if (!second)
+            return fail(ctx, second.error());
+        const double elapsedMs = double(std::max<qint64>(1, clock.elapsed()));
+        QHash<QString, double> before;
+        for (const QJsonValue &v : first->value(QStringLiteral("sandboxes")).toArray())
+            before.insert(v.toObject().value(QStringLiteral("id")).toString(), v.toObject().value(QStringLiteral("cpuNs")).toDouble());
+        QJsonArray shown;
+        for (const QJsonValue &v : second->value(QStringLiteral("sandboxes")).toArray()) {
+            QJsonObject sb = v.toObject();
+            const QString id = sb.value(QStringLiteral("id")).toString();
+            if (!positional.isEmpty() && !positional.contains(id) && !positional.contains(sb.value(QStringLiteral("name")).toString()))
+                continue;
+            if (before.contains(id))
+                sb.insert(QStringLiteral("cpuPercent"), std::max(0.0, (sb.value(QStringLiteral("cpuNs")).toDouble() - before.value(id)) / 1e4 / elapsedMs));
+            shown.append(sb);
+        }
+        for (const QString &ref : positional)
+            if (std::none_of(shown.cbegin(), shown.cend(), [&](const QJsonValue &v) {
+                    return v.toObject().value(QStringLiteral("id")).toString() == ref || v.toObject().value(QStringLiteral("name")).toString() == ref;
+                }))
+                return fail(ctx, makeError(ErrorCode::NotFound, QStringLiteral("no sandbox '%1' (airlockctl ls lists them)").arg(display::escaped(ref, 100))));
+        if (ctx.json) {
+            printJson(ctx, shown);
+            return ExitOk;
+        }
+        Table table({QStringLiteral("NAME"), QStringLiteral("RUNNING"), QStringLiteral("CPU"), QStringLiteral("MEMORY"), QStringLiteral("PROCS"),
+                     QStringLiteral("AGENT"), QStringLiteral("LAST OUTPUT")});
+        for (const QJsonValue &v : std::as_const(shown)) {
+            const QJsonObject sb = v.toObject();
+            table.add({sb.value(QStringLiteral("name")).toString(), QString::number(sb.value(QStringLiteral("executions")).toInt()),
+                       sb.contains(QStringLiteral("cpuPercent")) ? QStringLiteral("%1%").arg(sb.value(QStringLiteral("cpuPercent")).toDouble(), 0, 'f', 1) : QStringLiteral("-"),
+                       units::formatBytes(uint64_t(sb.value(QStringLiteral("memoryBytes")).toDouble())),
+                       QString::number(sb.value(QStringLiteral("processes")).toInt()),
+                       display::escaped(sb.value(QStringLiteral("agent")).toString(), 30),
+                       display::escaped(sb.value(QStringLiteral("lastOutput")).toString(), 80)});
         }
         table.print(ctx.out);
         return ExitOk;
@@ -237,6 +304,7 @@ void addSandboxCommands(std::vector<std::unique_ptr<Command>> &commands)
 {
     commands.push_back(std::make_unique<CreateCommand>());
     commands.push_back(std::make_unique<LsCommand>());
+    commands.push_back(std::make_unique<StatsCommand>());
     commands.push_back(std::make_unique<InfoCommand>());
     commands.push_back(std::make_unique<RmCommand>());
 }

@@ -11,6 +11,8 @@
 #include "tools/ToolGateway.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/SeccompFilter.h"
+#include "sandbox/ResourceUsage.h"
+#include "model/TerminalFilter.h"
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
@@ -394,6 +396,7 @@ QJsonObject Engine::describe(const Sandbox &s) const
             {QStringLiteral("preset"), s.policy().preset},
             {QStringLiteral("credentials"), credentials},
             {QStringLiteral("run"), s.currentRun()},
+            {QStringLiteral("agent"), s.currentAgent()},
             {QStringLiteral("policyVersion"), s.policyVersion()},
             {QStringLiteral("lastSeq"), double(s.lastSeq())},
             {QStringLiteral("isolation"),
@@ -411,6 +414,30 @@ QJsonArray Engine::listSandboxes() const
     QJsonArray out;
     for (const Sandbox *s : m_sandboxes)
         out.append(describe(*s));
+    return out;
+}
+
+QJsonArray Engine::sandboxUsage() const
+{
+    QSet<quint64> namespaces;
+    for (const Sandbox *s : m_sandboxes)
+        if (s->pidNamespace())
+            namespaces.insert(s->pidNamespace());
+    const QHash<quint64, ResourceUsage> usage = usageByPidNamespace(namespaces);
+    QJsonArray out;
+    for (const Sandbox *s : m_sandboxes) {
+        const ResourceUsage u = s->pidNamespace() ? usage.value(s->pidNamespace()) : ResourceUsage{};
+        out.append(QJsonObject{{QStringLiteral("id"), s->id()},
+                               {QStringLiteral("name"), s->name()},
+                               {QStringLiteral("cpuNs"), double(u.cpuNs)},
+                               {QStringLiteral("memoryBytes"), double(u.memoryBytes)},
+                               {QStringLiteral("processes"), u.processes},
+                               {QStringLiteral("executions"), s->runningExecutions()},
+                               {QStringLiteral("commands"), QJsonArray::fromStringList(s->runningCommands().mid(0, kUsageCommands))},
+                               {QStringLiteral("lastOutput"), lastOutputLine(s->outputTail()).left(300)},
+                               {QStringLiteral("agent"), s->currentAgent()},
+                               {QStringLiteral("run"), s->currentRun()}});
+    }
     return out;
 }
 

@@ -107,6 +107,12 @@ public:
     Result<QJsonArray> listTools(const QString &ref) const;
     void callTool(const QString &ref, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done);
     QJsonArray listSandboxes() const;
+    // What each sandbox is doing now, for a fleet view sampling about once a second: CPU time so
+    // far, resident memory and processes (from /proc, one pass for all), running executions, its
+    // last line of output, and the agent and run of its newest execution.
+    // `commands` names the first kUsageCommands running ones ("execution 3: make test").
+    QJsonArray sandboxUsage() const;
+    static constexpr int kUsageCommands = 5;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;
 
     Result<Sandbox *> find(const QString &ref) const;

@@ -2,6 +2,7 @@
 #include "model/TerminalFilter.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace airlock {
 
@@ -46,7 +47,54 @@ public:
         }
     }
 };
+// The last line with something on it; within a line, the text after its last \r (if any).
+class LastLine final : public TerminalParser::Sink {
+public:
+    QByteArray last, line, segment;
+    void text(QByteArrayView utf8) override { segment.append(utf8); }
+    void control(char c) override
+    {
+        if (c == '\t')
+            segment.append(' ');
+        else if (c == '\r')
+            rewrite();
+        else
+            endLine();
+    }
+    void sgr(QByteArrayView) override {}
+    void inert(QByteArrayView bytes) override
+    {
+        TerminalBytes escaped;
+        escaped.inert(bytes);
+        segment.append(escaped.out);
+    }
+    void rewrite()
+    {
+        if (!segment.trimmed().isEmpty())
+            line = segment;
+        segment.clear();
+    }
+    void endLine()
+    {
+        rewrite();
+        if (!line.isEmpty())
+            last = std::exchange(line, {});
+    }
+};
+
 } // namespace
+
+QString lastOutputLine(QByteArrayView tail)
+{
+    while (!tail.isEmpty() && (static_cast<unsigned char>(tail.front()) & 0xc0) == 0x80)
+        tail = tail.sliced(1); // the rest of a character cut off at the start
+    TerminalParser parser;
+    LastLine sink;
+    parser.feed(tail, sink);
+    parser.finish(sink);
+    sink.endLine();
+    return QString::fromUtf8(sink.last.trimmed());
+}
 
 void TerminalParser::flushPending(Sink &sink)
 {

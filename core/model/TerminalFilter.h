@@ -3,6 +3,7 @@
 
 #include <QByteArray>
 #include <QByteArrayView>
+#include <QString>
 
 namespace airlock {
 
@@ -44,5 +45,11 @@ public:
 private:
     TerminalParser m_parser;
 };
+
+// The last line of some output that has something on it, as a person would see it on a
+// terminal's last row: colours dropped, inert bytes shown escaped (as TerminalFilter does), a line
+// rewritten with \r (a progress bar) in its last state. `tail` may start in the middle of a line
+// or of a character; that fragment counts as a line. Empty when nothing printable came.
+QString lastOutputLine(QByteArrayView tail);
 
 } // namespace airlock

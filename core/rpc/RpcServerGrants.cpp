@@ -15,7 +15,8 @@ namespace {
 bool isOpen(const QString &method)
 {
     static const QSet<QString> open{QStringLiteral("hello"),         QStringLiteral("daemon.info"),    QStringLiteral("policy.presets"),
-                                    QStringLiteral("sandbox.list"),  QStringLiteral("approvals.list"), QStringLiteral("events.subscribe")};
+                                    QStringLiteral("sandbox.list"),  QStringLiteral("approvals.list"), QStringLiteral("events.subscribe"),
+                                    QStringLiteral("sandbox.stats")};
     return open.contains(method);
 }
 
@@ -104,7 +105,7 @@ RpcServer::Reply RpcServer::filtered(const Session &s, const QString &method, Re
 {
     if (!s.grant || s.grant->sandboxes.isEmpty())
         return reply;
-    const QString key = method == QLatin1String("sandbox.list") ? QStringLiteral("sandboxes")
+    const QString key = method == QLatin1String("sandbox.list") || method == QLatin1String("sandbox.stats") ? QStringLiteral("sandboxes")
         : method == QLatin1String("approvals.list")             ? QStringLiteral("approvals")
                                                                 : QString();
     if (key.isEmpty())

@@ -4,6 +4,7 @@
 #include "model/DisplayText.h"
 
 #include "log/Log.h"
+#include "sandbox/ResourceUsage.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -181,8 +182,11 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
     const ssize_t n = ::read(m_launched.infoFd, buf, sizeof buf - 1);
     if (n > 0) {
         const int pid = QJsonDocument::fromJson(QByteArray(buf, n)).object().value(QStringLiteral("child-pid")).toInt();
-        if (pid > 1)
+        if (pid > 1) {
             m_initPidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+            if (m_initPidfd >= 0) // opened first: the namespace read is of that process, not a reuse of its pid
+                m_pidNamespace = pidNamespaceOf(pid);
+        }
     }
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),
@@ -338,6 +342,7 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     e.argv = request.argv;
     e.run = request.run.isEmpty() ? m_setup.run : request.run;
     m_currentRun = e.run;
+    m_currentAgent = request.cover.requester;
     e.startedMs = nowMs();
     const std::optional<uint64_t> timeout = request.timeoutMs ? request.timeoutMs : limits.wallMs;
     if (timeout) {
@@ -485,6 +490,12 @@ void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeN
         ev.offset = qint64(offset);
         ev.run = e.run; // at hand here: publish() need not look the execution up for every chunk
         ev.data = forward.toByteArray();
+        if (forward.size() >= kOutputTailBytes) {
+            m_outputTail = ev.data.right(kOutputTailBytes);
+        } else {
+            m_outputTail.append(ev.data);
+            m_outputTail.remove(0, std::max<qsizetype>(0, m_outputTail.size() - kOutputTailBytes));
+        }
         publish(std::move(ev));
     }
     if (e.truncated) {

@@ -64,6 +64,13 @@ public:
     // The run of the newest execution (or the one that created the sandbox): what the sandbox's
     // own activity, like its network connections, is filed under.
     const QString &currentRun() const { return m_currentRun.isEmpty() ? m_setup.run : m_currentRun; }
+    // The agent that asked for the newest execution (empty: a person's own command, or none yet).
+    const QString &currentAgent() const { return m_currentAgent; }
+    // The last bytes it printed (redacted, both streams as they came): the fleet's "last output".
+    const QByteArray &outputTail() const { return m_outputTail; }
+    static constexpr qsizetype kOutputTailBytes = 512;
+    // The PID namespace its processes are in (0 until it runs): what their usage is summed by.
+    quint64 pidNamespace() const { return m_pidNamespace; }
     // Records a fact about this sandbox that the daemon decided (approvals, refusals) in its stream.
     // What the sandbox's own processes can cause at will (network.*, tool.*) is rate-limited per
     // kind: past a burst, events are counted instead of stored, and an events.suppressed event
@@ -181,6 +188,9 @@ private:
     };
     QHash<uint32_t, Judged> m_judged;
     QString m_currentRun;
+    QString m_currentAgent;
+    QByteArray m_outputTail;
+    quint64 m_pidNamespace = 0;
     QByteArray m_stderrTail; // last bytes bwrap/guest printed, for start-up errors
     QTimer *m_helloTimer = nullptr;
     QHash<uint32_t, Execution> m_execs;

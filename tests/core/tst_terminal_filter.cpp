@@ -47,6 +47,32 @@ private Q_SLOTS:
         QCOMPARE(split + g.finish(), shown);
     }
 
+    // The fleet view's "last output": what a terminal's last row with something on it shows.
+    void theLastLine_data()
+    {
+        QTest::addColumn<QByteArray>("tail");
+        QTest::addColumn<QString>("line");
+        QTest::newRow("the last of several lines") << QByteArray("one\ntwo\n") << QStringLiteral("two");
+        QTest::newRow("a line still being written counts") << QByteArray("one\nPassword: ") << QStringLiteral("Password:");
+        QTest::newRow("blank lines after it are skipped") << QByteArray("done\n\n  \n") << QStringLiteral("done");
+        QTest::newRow("colours are dropped") << QByteArray("\x1b[1;32mok\x1b[0m 3 passed\n") << QStringLiteral("ok 3 passed");
+        QTest::newRow("a progress bar shows its last state") << QByteArray(" 10%\r 55%\r100% done\n") << QStringLiteral("100% done");
+        QTest::newRow("a carriage return at the end keeps what was written")
+            << QByteArray("downloading 40%\r") << QStringLiteral("downloading 40%");
+        QTest::newRow("a clipboard write is shown inert, never obeyed")
+            << QByteArray("x\x1b]52;c;ZXZpbA==\x07y\n") << QStringLiteral("x\\x1b]52;c;ZXZpbA==\\x07y");
+        QTest::newRow("a character cut off at the start is dropped") << QByteArray("\xa9t\xc3\xa9\n") << QStringLiteral("t\u00e9");
+        QTest::newRow("invalid UTF-8 is visible") << QByteArray("bad\xff\n") << QStringLiteral("bad\\xff");
+        QTest::newRow("tabs are spaces") << QByteArray("a\tb\n") << QStringLiteral("a b");
+        QTest::newRow("nothing printable") << QByteArray("\n\r\n") << QString();
+    }
+    void theLastLine()
+    {
+        QFETCH(QByteArray, tail);
+        QFETCH(QString, line);
+        QCOMPARE(lastOutputLine(tail), line);
+    }
+
     void anIncompleteSequenceAtTheEndIsShown()
     {
         TerminalFilter f;

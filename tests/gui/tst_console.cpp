@@ -7,6 +7,9 @@
 #include "CommandHistory.h"
 #include "CreateSandboxDialog.h"
 #include "ExecutionReplay.h"
+#include "FleetFilter.h"
+#include "FleetSampler.h"
+#include "FleetView.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
@@ -37,6 +40,8 @@
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QTreeWidget>
+
+#include <csignal>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -601,7 +606,7 @@ private Q_SLOTS:
         sleeper->setProcessEnvironment(m_daemon->environment());
         sleeper->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "gui-a", "--", "sleep", "600"));
         QVERIFY(QTest::qWaitFor([&] { return sandboxInfo(*m_daemon, QStringLiteral("gui-a")).value(QStringLiteral("executions")).toInt() == 1; }, 10000));
-        window.killCurrent();
+        window.signalSelected(SIGKILL);
         QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
         QCOMPARE(sleeper->exitCode(), 128 + 9);
         const QJsonArray killed = jsonObject(m_daemon->ctl(args("history", "--sandbox", "gui-a", "--status", "killed", "--json")).out)
@@ -632,10 +637,7 @@ private Q_SLOTS:
         QCOMPARE(effective("dup-src-2").value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toInt(), 77);
 
         // Several selected, one confirmation, all deleted.
-        QItemSelectionModel *selection = window.sandboxTree()->selectionModel();
-        selection->clearSelection();
-        for (const char *name : {"dup-src", "dup-src-2"})
-            selection->select(window.sandboxModel()->sandboxIndex(QLatin1String(name)), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src")), window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2"))});
         QCOMPARE(window.selectedSandboxes().size(), 2);
         window.deleteSelected();
         QVERIFY(QTest::qWaitFor([&] {

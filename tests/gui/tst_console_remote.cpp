@@ -13,6 +13,7 @@
 #include "ApprovalsDock.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
+#include "FleetView.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "RemoteHosts.h"
@@ -138,7 +139,7 @@ private Q_SLOTS:
         // A command for the remote sandbox runs there; its output comes here.
         const QModelIndex remoteSandbox = window.sandboxModel()->index(0, 0, window.sandboxModel()->index(row, 0));
         QCOMPARE(remoteSandbox.data().toString(), QStringLiteral("over-there"));
-        window.sandboxTree()->setCurrentIndex(remoteSandbox);
+        window.fleet()->setCurrent(remoteSandbox);
         QCOMPARE(&window.currentClient(), window.remoteHosts()->client(QStringLiteral("far")));
         QTest::keyClicks(window.commandLine(), QStringLiteral("printf 'ran on %s\\n' $(hostname)"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);

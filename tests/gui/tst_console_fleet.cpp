@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fleet view against a real daemon: what each sandbox is doing (running commands, CPU and
+// memory sampled from its processes, its last line of output, the agent of its newest command),
+// sorting and filtering over it, bulk actions that follow the selection, and a delete confirmation
+// that names what would be killed and does nothing unless Delete is chosen.
+#include "FleetFilter.h"
+#include "FleetSampler.h"
+#include "FleetView.h"
+#include "MainWindow.h"
+#include "SandboxModel.h"
+#include "TestHelpers.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTest>
+#include <QTextDocumentFragment>
+#include <QTimer>
+#include <QTreeView>
+
+#include <csignal>
+
+using namespace airlock;
+using namespace airlock::test;
+using namespace airlock::ui;
+
+class TestConsoleFleet final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+    std::unique_ptr<DaemonClient> m_client;
+
+    std::unique_ptr<QProcess> startIn(const char *sandbox, const QStringList &command, const QStringList &options = {}) const
+    {
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart") + options + args("exec", sandbox, "--") + command);
+        return p;
+    }
+    static QVariant cell(MainWindow &window, const char *sandbox, int column, int role = Qt::DisplayRole)
+    {
+        return window.sandboxModel()->sandboxIndex(QLatin1String(sandbox)).siblingAtColumn(column).data(role);
+    }
+    // The sandboxes under this computer's row, in the order the view shows them.
+    static QStringList shownOrder(MainWindow &window)
+    {
+        QAbstractItemModel *shown = window.sandboxTree()->model();
+        const QModelIndex host = shown->index(0, 0);
+        QStringList names;
+        for (int row = 0; row < shown->rowCount(host); ++row)
+            names.append(shown->index(row, SandboxModel::Name, host).data().toString());
+        return names;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_daemon = std::make_unique<TestDaemon>();
+        QVERIFY(m_daemon->start());
+        m_client = m_daemon->connect();
+        QVERIFY(m_client);
+        for (const char *name : {"fleet-busy", "fleet-idle", "fleet-c"})
+            QCOMPARE(m_daemon->create(args("--name", name)), QLatin1String(name));
+    }
+    // Whatever a test left running (a failed one may) ends before the next.
+    void init()
+    {
+        for (const char *name : {"fleet-busy", "fleet-idle", "fleet-c"})
+            QVERIFY(m_client->call(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), QLatin1String(name)}}));
+    }
+    void cleanupTestCase()
+    {
+        m_client.reset();
+        m_daemon.reset();
+    }
+
+    void theFleetShowsWhatEachSandboxIsDoing()
+    {
+        MainWindow window(*m_client);
+        QAbstractItemModelTester source(window.sandboxModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester shown(window.fleet()->filter(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-busy")).isValid(); }, 5000));
+        QVERIFY(window.fleet()->sampler()->isActive());
+
+        // A command that prints a line and then keeps a core busy.
+        auto busy = startIn("fleet-busy", args("sh", "-c", "printf 'warming \\033[1;32mup\\033[0m\\n'; while :; do :; done"));
+        QVERIFY2(QTest::qWaitFor([&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() > 50; }, 10000),
+                 qPrintable(cell(window, "fleet-busy", SandboxModel::Cpu).toString()));
+        QCOMPARE(cell(window, "fleet-busy", SandboxModel::Running).toInt(), 1);
+        QString running = QTextDocumentFragment::fromHtml(cell(window, "fleet-busy", SandboxModel::Running, Qt::ToolTipRole).toString()).toPlainText();
+        QVERIFY2(running.replace(QChar::Nbsp, QLatin1Char(' ')).startsWith(QLatin1String("execution 1: sh -c 'printf")), qPrintable(running));
+        QCOMPARE(cell(window, "fleet-busy", SandboxModel::LastOutput).toString(), QStringLiteral("warming up")); // colours dropped
+        QVERIFY(cell(window, "fleet-busy", SandboxModel::Memory, SandboxModel::SortRole).toLongLong() > 1024 * 1024);
+        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SparklineRole).value<QList<float>>().size() >= 2; }, 5000));
+        QVERIFY(cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SparklineRole).value<QList<float>>().last() > 0.5f); // of 100 %
+        QCOMPARE(cell(window, "fleet-busy", SandboxModel::Agent).toString(), QString()); // a person's own command
+        // The idle one: its guest only, nothing running, no CPU to speak of.
+        QVERIFY(cell(window, "fleet-idle", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() < 10);
+        QCOMPARE(cell(window, "fleet-idle", SandboxModel::Running).toString(), QString());
+        QVERIFY(cell(window, "fleet-idle", SandboxModel::Memory, SandboxModel::SortRole).toLongLong() > 0);
+
+        // An agent's command names its agent.
+        QCOMPARE(m_daemon->ctl(args("--agent", "fleet-bot", "exec", "fleet-idle", "--", "echo", "from the bot")).exitCode, 0);
+        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-idle", SandboxModel::Agent).toString() == QLatin1String("fleet-bot"); }, 5000));
+        QCOMPARE(cell(window, "fleet-idle", SandboxModel::LastOutput).toString(), QStringLiteral("from the bot"));
+
+        // Sorted by CPU, the busy one comes first; by name again, alphabetical.
+        window.sandboxTree()->sortByColumn(SandboxModel::Cpu, Qt::DescendingOrder);
+        QCOMPARE(shownOrder(window).value(0), QStringLiteral("fleet-busy"));
+        window.sandboxTree()->sortByColumn(SandboxModel::Name, Qt::DescendingOrder);
+        QCOMPARE(shownOrder(window), QStringList({QStringLiteral("fleet-idle"), QStringLiteral("fleet-c"), QStringLiteral("fleet-busy")}));
+        // The filter finds text in any column (here: the agent); the host row stays.
+        window.fleet()->filterLine()->setText(QStringLiteral("FLEET-BOT"));
+        QCOMPARE(shownOrder(window), QStringList({QStringLiteral("fleet-idle")}));
+        QCOMPARE(window.sandboxTree()->model()->rowCount(), 1);
+        // Selecting a sandbox the filter hides shows it again.
+        QVERIFY(window.selectSandbox(QStringLiteral("fleet-busy")));
+        QCOMPARE(window.fleet()->filterLine()->text(), QString());
+        QCOMPARE(window.currentSandboxId(), cell(window, "fleet-busy", SandboxModel::Name, SandboxModel::SandboxIdRole).toString());
+        window.sandboxTree()->sortByColumn(SandboxModel::Name, Qt::AscendingOrder);
+
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            QTest::qWait(2500); // a few samples on the sparkline
+            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet.png")));
+            window.resize(1024, 700);
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-small.png")));
+        }
+        window.selectSandbox(QStringLiteral("fleet-busy"));
+        window.signalSelected(SIGKILL);
+        QVERIFY(QTest::qWaitFor([&] { return busy->state() == QProcess::NotRunning; }, 10000));
+        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() < 10; }, 5000));
+
+        // Hidden, the window asks nothing.
+        window.hide();
+        QVERIFY(!window.fleet()->sampler()->isActive());
+    }
+
+    void bulkActionsFollowTheSelection()
+    {
+        MainWindow window(*m_client);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c")).isValid(); }, 5000));
+        std::map<std::string, std::unique_ptr<QProcess>> sleepers;
+        for (const char *name : {"fleet-busy", "fleet-idle", "fleet-c"})
+            sleepers[name] = startIn(name, args("sleep", "600"));
+        QVERIFY(QTest::qWaitFor([&] {
+            return std::all_of(sleepers.begin(), sleepers.end(), [&](const auto &s) { return cell(window, s.first.c_str(), SandboxModel::Running).toInt() == 1; });
+        }, 10000));
+        // Kill acts on every selected sandbox, and on no other.
+        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-busy")), window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-idle"))});
+        QCOMPARE(window.selectedSandboxes().size(), 2);
+        window.signalSelected(SIGKILL);
+        QVERIFY(QTest::qWaitFor([&] { return sleepers["fleet-busy"]->state() == QProcess::NotRunning && sleepers["fleet-idle"]->state() == QProcess::NotRunning; }, 10000));
+        QCOMPARE(sleepers["fleet-busy"]->exitCode(), 128 + SIGKILL);
+        QCOMPARE(sleepers["fleet-idle"]->exitCode(), 128 + SIGKILL);
+        QTest::qWait(300);
+        QCOMPARE(sleepers["fleet-c"]->state(), QProcess::Running);
+        // Stop is a SIGTERM, to let a command end cleanly.
+        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c"))});
+        window.signalSelected(SIGTERM);
+        QVERIFY(QTest::qWaitFor([&] { return sleepers["fleet-c"]->state() == QProcess::NotRunning; }, 10000));
+        QCOMPARE(sleepers["fleet-c"]->exitCode(), 128 + SIGTERM);
+    }
+
+    void deletingNamesWhatIsLostAndDefaultsToCancel()
+    {
+        QCOMPARE(m_daemon->create(args("--name", "fleet-del")), QStringLiteral("fleet-del"));
+        MainWindow window(*m_client);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("fleet-del")); }, 5000));
+        auto sleeper = startIn("fleet-del", args("sleep", "600"));
+        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-del", SandboxModel::Running).toInt() == 1; }, 10000));
+
+        // What the box says, and what Enter does there: nothing.
+        QString informative;
+        bool cancelIsDefault = false;
+        auto answer = [&](bool pressEnter) {
+            QTimer::singleShot(0, &window, [&, pressEnter] {
+                QVERIFY(QTest::qWaitFor([] { return qobject_cast<QMessageBox *>(QApplication::activeModalWidget()); }, 5000));
+                auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+                QCOMPARE(box->objectName(), QStringLiteral("confirmDelete"));
+                informative = box->informativeText();
+                cancelIsDefault = box->defaultButton() == box->button(QMessageBox::Cancel);
+                if (pressEnter) {
+                    QTest::keyClick(box, Qt::Key_Return);
+                } else {
+                    for (QAbstractButton *b : box->buttons())
+                        if (box->buttonRole(b) == QMessageBox::DestructiveRole)
+                            b->click();
+                }
+            });
+        };
+        answer(true);
+        QVERIFY(!window.confirmDelete());
+        QVERIFY(cancelIsDefault);
+        QVERIFY2(informative.contains(QStringLiteral("fleet-del: 1 running — execution 1: sleep 600")), qPrintable(informative));
+        QTest::qWait(300);
+        QCOMPARE(sleeper->state(), QProcess::Running);
+        QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-del")).isValid());
+
+        // Delete, chosen: the sandbox and what ran in it are gone.
+        answer(false);
+        QVERIFY(window.confirmDelete());
+        window.deleteSelected();
+        QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-del")).isValid(); }, 10000));
+        QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
+    }
+
+    void aSandboxsTimeIsItsProcessesNotTheHosts()
+    {
+        // A host process burning CPU is nobody's sandbox: no sandbox's column moves.
+        MainWindow window(*m_client);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c")).isValid(); }, 5000));
+        QProcess hostBurner;
+        hostBurner.start(QStringLiteral("sh"), args("-c", "while :; do :; done"));
+        QVERIFY(hostBurner.waitForStarted());
+        QSignalSpy sampled(window.fleet()->sampler(), &FleetSampler::sampled);
+        QVERIFY(QTest::qWaitFor([&] { return sampled.size() >= 3; }, 10000));
+        for (const char *name : {"fleet-busy", "fleet-idle", "fleet-c"})
+            QVERIFY2(cell(window, name, SandboxModel::Cpu, SandboxModel::SortRole).toDouble() < 10, name);
+        hostBurner.kill();
+        hostBurner.waitForFinished();
+    }
+};
+
+QTEST_MAIN(TestConsoleFleet)
+#include "tst_console_fleet.moc"

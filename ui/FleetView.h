@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QModelIndex>
+#include <QWidget>
+
+class QAction;
+class QLineEdit;
+class QTreeView;
+
+namespace airlock::ui {
+
+class FleetFilter;
+class FleetSampler;
+class SandboxModel;
+
+// The sandboxes of every host as a table to run many agents from: a filter box over a tree of
+// hosts and their sandboxes, sortable on every column, CPU and memory sampled about once a second
+// while it is shown (drawn with their last minute), several rows selectable for bulk actions, and
+// the window's per-sandbox actions on a context menu. Indices it takes and gives are the model's.
+class FleetView final : public QWidget {
+    Q_OBJECT
+public:
+    explicit FleetView(SandboxModel &model, QWidget *parent = nullptr);
+
+    QTreeView *tree() const { return m_tree; }
+    QLineEdit *filterLine() const { return m_filter; }
+    FleetFilter *filter() const { return m_proxy; }
+    FleetSampler *sampler() const { return m_sampler; }
+    QModelIndex current() const;
+    void setCurrent(const QModelIndex &index);
+    // The selected sandbox rows (the current one when none is selected); hosts are left out.
+    QModelIndexList selectedSandboxes() const;
+    void select(const QModelIndexList &indexes); // replaces the selection
+    void setContextActions(const QList<QAction *> &actions);
+
+Q_SIGNALS:
+    void currentChanged();
+
+protected:
+    void showEvent(QShowEvent *event) override;
+    void hideEvent(QHideEvent *event) override;
+
+private:
+    SandboxModel &m_model;
+    FleetFilter *m_proxy;
+    FleetSampler *m_sampler;
+    QLineEdit *m_filter;
+    QTreeView *m_tree;
+    QList<QAction *> m_contextActions;
+};
+
+} // namespace airlock::ui
