@@ -95,6 +95,7 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
 
 Engine::~Engine()
 {
+    m_usagePool.waitForDone();
     shutdown();
 }
 
@@ -417,28 +418,38 @@ QJsonArray Engine::listSandboxes() const
     return out;
 }
 
-QJsonArray Engine::sandboxUsage() const
+void Engine::sampleUsage(std::function<void(QJsonArray)> done)
 {
+    m_usageWaiting.append(std::move(done));
+    if (m_usageWaiting.size() > 1)
+        return;
     QSet<quint64> namespaces;
-    for (const Sandbox *s : m_sandboxes)
+    for (const Sandbox *s : std::as_const(m_sandboxes))
         if (s->pidNamespace())
             namespaces.insert(s->pidNamespace());
-    const QHash<quint64, ResourceUsage> usage = usageByPidNamespace(namespaces);
-    QJsonArray out;
-    for (const Sandbox *s : m_sandboxes) {
-        const ResourceUsage u = s->pidNamespace() ? usage.value(s->pidNamespace()) : ResourceUsage{};
-        out.append(QJsonObject{{QStringLiteral("id"), s->id()},
-                               {QStringLiteral("name"), s->name()},
-                               {QStringLiteral("cpuNs"), double(u.cpuNs)},
-                               {QStringLiteral("memoryBytes"), double(u.memoryBytes)},
-                               {QStringLiteral("processes"), u.processes},
-                               {QStringLiteral("executions"), s->runningExecutions()},
-                               {QStringLiteral("commands"), QJsonArray::fromStringList(s->runningCommands().mid(0, kUsageCommands))},
-                               {QStringLiteral("lastOutput"), lastOutputLine(s->outputTail()).left(300)},
-                               {QStringLiteral("agent"), s->currentAgent()},
-                               {QStringLiteral("run"), s->currentRun()}});
-    }
-    return out;
+    // The pool is waited for before this engine goes, so `this` outlives the pass; the answer is
+    // posted back to this thread (and dropped with the engine if it is going).
+    m_usagePool.start([this, namespaces] {
+        QHash<quint64, ResourceUsage> usage = usageByPidNamespace(namespaces);
+        QMetaObject::invokeMethod(this, [this, usage = std::move(usage)] {
+            QJsonArray out;
+            for (const Sandbox *s : std::as_const(m_sandboxes)) { // as they are now: one may have gone meanwhile
+                const ResourceUsage u = s->pidNamespace() ? usage.value(s->pidNamespace()) : ResourceUsage{};
+                out.append(QJsonObject{{QStringLiteral("id"), s->id()},
+                                       {QStringLiteral("name"), s->name()},
+                                       {QStringLiteral("cpuNs"), double(u.cpuNs)},
+                                       {QStringLiteral("memoryBytes"), double(u.memoryBytes)},
+                                       {QStringLiteral("processes"), u.processes},
+                                       {QStringLiteral("executions"), s->runningExecutions()},
+                                       {QStringLiteral("commands"), QJsonArray::fromStringList(s->runningCommands().mid(0, kUsageCommands))},
+                                       {QStringLiteral("lastOutput"), lastOutputLine(s->outputTail()).left(300)},
+                                       {QStringLiteral("agent"), s->currentAgent()},
+                                       {QStringLiteral("run"), s->currentRun()}});
+            }
+            for (const auto &reply : std::exchange(m_usageWaiting, {}))
+                reply(out);
+        }, Qt::QueuedConnection);
+    });
 }
 
 Result<QJsonObject> Engine::sandboxInfo(const QString &ref) const

@@ -17,6 +17,8 @@
 #include <QObject>
 
 #include <functional>
+
+#include <QThreadPool>
 #include <sys/types.h>
 
 namespace airlock {
@@ -110,8 +112,10 @@ public:
     // What each sandbox is doing now, for a fleet view sampling about once a second: CPU time so
     // far, resident memory and processes (from /proc, one pass for all), running executions, its
     // last line of output, and the agent and run of its newest execution.
-    // `commands` names the first kUsageCommands running ones ("execution 3: make test").
-    QJsonArray sandboxUsage() const;
+    // `commands` names the first kUsageCommands running ones ("execution 3: make test"). The
+    // /proc pass runs on a worker thread (thousands of processes must not stall the daemon), and
+    // one pass answers everyone who asked while it ran.
+    void sampleUsage(std::function<void(QJsonArray)> done);
     static constexpr int kUsageCommands = 5;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;
 
@@ -163,6 +167,8 @@ private:
     QByteArray m_seccompProgram;
     QString m_workspacesDir;
     QList<Sandbox *> m_sandboxes;
+    QList<std::function<void(QJsonArray)>> m_usageWaiting; // answered by the /proc pass under way
+    QThreadPool m_usagePool;
     QHash<Sandbox *, uid_t> m_hostUids;
     ApprovalBroker &m_approvals;
     net::EgressProxy *m_proxy = nullptr;

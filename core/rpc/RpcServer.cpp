@@ -522,8 +522,12 @@ void RpcServer::registerHandlers()
     m_handlers.insert(QStringLiteral("sandbox.list"), [this](Session &, const QJsonObject &, const Reply &reply) {
         reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes()}});
     });
-    m_handlers.insert(QStringLiteral("sandbox.stats"), [this](Session &, const QJsonObject &, const Reply &reply) {
-        reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.sandboxUsage()}});
+    m_handlers.insert(QStringLiteral("sandbox.stats"), [this](Session &s, const QJsonObject &, const Reply &reply) {
+        QPointer<Connection> conn = s.conn;
+        m_engine.sampleUsage([conn, reply](const QJsonArray &sandboxes) {
+            if (conn)
+                reply(QJsonObject{{QStringLiteral("sandboxes"), sandboxes}});
+        });
     });
     m_handlers.insert(QStringLiteral("sandbox.info"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");

@@ -614,6 +614,34 @@ private Q_SLOTS:
         QCOMPARE(exited, 0);
     }
 
+    void anUnprivilegedDaemonSeesWhatItsSandboxesUse()
+    {
+        // sandbox.stats reads each sandbox's processes in /proc as the daemon's own user: a second
+        // of CPU burned by a command that has ended stays counted (its time went to the sandbox's
+        // init, which reaped it), and the other sandbox is not charged for it.
+        if (::geteuid() != 0)
+            QSKIP("needs root to start the daemon as another, unprivileged user");
+        UnprivilegedDaemon daemon;
+        QVERIFY(daemon.start());
+        QCOMPARE(daemon.ctl(args("create", "--name", "burner")).first, 0);
+        QCOMPARE(daemon.ctl(args("create", "--name", "bystander")).first, 0);
+        const auto burned = daemon.ctl(args("exec", "burner", "--", "sh", "-c", "timeout 1 sh -c 'while :; do :; done'; echo burned"));
+        const auto stats = daemon.ctl(args("stats", "--json"));
+        daemon.stop();
+        QVERIFY2(burned.second.contains("burned"), burned.second.constData());
+        QCOMPARE(stats.first, 0);
+        QHash<QString, QJsonObject> byName;
+        for (const QJsonValue &v : QJsonDocument::fromJson(stats.second).array())
+            byName.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject());
+        QVERIFY2(byName.size() == 2, stats.second.constData());
+        QVERIFY2(byName[QStringLiteral("burner")].value(QStringLiteral("cpuNs")).toDouble() >= 0.8e9, stats.second.constData());
+        QVERIFY2(byName[QStringLiteral("bystander")].value(QStringLiteral("cpuNs")).toDouble() < 0.3e9, stats.second.constData());
+        QCOMPARE(byName[QStringLiteral("burner")].value(QStringLiteral("lastOutput")).toString(), QStringLiteral("burned"));
+        QCOMPARE(byName[QStringLiteral("burner")].value(QStringLiteral("executions")).toInt(), 0);
+        QVERIFY(byName[QStringLiteral("bystander")].value(QStringLiteral("memoryBytes")).toDouble() > 0);
+        QVERIFY(byName[QStringLiteral("bystander")].value(QStringLiteral("processes")).toInt() >= 1);
+    }
+
     void aGuestThatCannotSealTheSandboxFailsCreate()
     {
         TestDaemon d({QStringLiteral("--guest"), binDir() + QStringLiteral("/airlock-bad-guest")});

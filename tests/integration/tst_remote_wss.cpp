@@ -379,6 +379,13 @@ private Q_SLOTS:
         QVERIFY2(other.err.contains("token 'ci' (sandboxes mine): sandbox 'theirs' is outside it"), qPrintable(other.describe()));
         const CliResult listed = remote(args("ls"), mine);
         QVERIFY2(listed.out.contains("mine") && !listed.out.contains("theirs"), qPrintable(listed.describe()));
+        // What sandboxes are doing (their last output, their agents) is theirs to see too.
+        const CliResult stats = remote(args("stats", "--json"), mine);
+        QCOMPARE(stats.exitCode, 0);
+        QCOMPARE(jsonArray(stats.out).size(), 1);
+        QCOMPARE(jsonArray(stats.out).first().toObject().value(QStringLiteral("name")).toString(), QStringLiteral("mine"));
+        const CliResult foreign = remote(args("stats", "theirs"), mine);
+        QVERIFY2(foreign.exitCode != 0 && foreign.err.contains("no sandbox 'theirs'"), qPrintable(foreign.describe()));
         const CliResult secrets = remote(args("secret", "ls"), mine);
         QVERIFY2(secrets.exitCode != 0 && secrets.err.contains("secrets.list reaches beyond its sandboxes"), qPrintable(secrets.describe()));
 
