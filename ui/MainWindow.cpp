@@ -5,6 +5,7 @@
 #include "ApprovalsDock.h"
 #include "FleetView.h"
 #include "RemoteHosts.h"
+#include "RunningStrip.h"
 #include "CreateSandboxDialog.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
@@ -52,7 +53,7 @@
 namespace airlock::ui {
 
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
-    : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_fleet(new FleetView(*m_model)), m_header(new QLabel),
+    : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_fleet(new FleetView(*m_model)), m_header(new QLabel), m_strip(new RunningStrip),
       m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
       m_console(consoleFor(client)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
 {
@@ -60,6 +61,13 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     resize(1400, 760);
 
     connect(m_fleet, &FleetView::currentChanged, this, &MainWindow::onSelectionChanged);
+    connect(m_strip, &RunningStrip::signalRequested, this, [this](uint32_t exec, int signo) {
+        currentClient().callAsync(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)}, {QStringLiteral("signal"), signo}},
+                                  [self = QPointer<MainWindow>(this), exec](Result<QJsonValue> r) {
+                                      if (self && !r)
+                                          self->showStatus(tr("#%1 not signalled: %2").arg(exec).arg(r.error().message), true);
+                                  });
+    });
 
     m_header->setTextFormat(Qt::PlainText);
     m_header->setContentsMargins(6, 4, 6, 4);
@@ -101,6 +109,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     headRow->addWidget(m_header, 1);
     headRow->addWidget(m_find);
     layout->addLayout(headRow);
+    layout->addWidget(m_strip);
     layout->addWidget(m_output, 1);
     layout->addWidget(m_command);
 
@@ -582,8 +591,23 @@ void MainWindow::onHostEvent(DaemonClient &client, const Event &event)
 SandboxConsole *MainWindow::consoleFor(DaemonClient &client)
 {
     SandboxConsole *&console = m_consoles[&client];
-    if (!console)
+    if (!console) {
         console = new SandboxConsole(client, *m_output, this);
+        // The strip follows the console that draws (the selected host's).
+        SandboxConsole *self = console;
+        connect(console, &SandboxConsole::cleared, m_strip, [this, self] {
+            if (self == m_console)
+                m_strip->clear();
+        });
+        connect(console, &SandboxConsole::executionRunning, m_strip, [this, self](uint32_t exec, const QJsonArray &argv, qint64 startedMs) {
+            if (self == m_console)
+                m_strip->add(exec, argv, startedMs);
+        });
+        connect(console, &SandboxConsole::executionEnded, m_strip, [this, self](uint32_t exec) {
+            if (self == m_console)
+                m_strip->remove(exec);
+        });
+    }
     return console;
 }
 

@@ -29,6 +29,7 @@ namespace airlock::ui {
 class ApprovalsDock;
 class FleetView;
 class RemoteHosts;
+class RunningStrip;
 class HistoryWindow;
 class OutputView;
 class SandboxConsole;
@@ -57,6 +58,7 @@ public:
     FleetView *fleet() const { return m_fleet; }
     ApprovalsDock *approvals() const { return m_approvals; }
     SandboxConsole *console() const { return m_console; }
+    RunningStrip *runningStrip() const { return m_strip; }
     // Selects a sandbox by name or id (as a click would); false when there is none.
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
@@ -104,6 +106,7 @@ private:
     SandboxModel *m_model;
     FleetView *m_fleet;
     QLabel *m_header;
+    RunningStrip *m_strip;
     OutputView *m_output;
     QLineEdit *m_command;
     QLineEdit *m_find;

@@ -32,13 +32,18 @@ OutputView::OutputView(QWidget *parent) : QAbstractScrollArea(parent), m_frame(n
             verticalScrollBar()->setValue(verticalScrollBar()->maximum());
         viewport()->update();
     });
-    connect(verticalScrollBar(), &QScrollBar::valueChanged, this,
-            [this](int value) { m_follow = value >= verticalScrollBar()->maximum(); });
+    connect(verticalScrollBar(), &QScrollBar::valueChanged, this, [this](int value) {
+        m_follow = value >= verticalScrollBar()->maximum();
+        if (m_follow)
+            m_newBelow = false;
+    });
 }
 
 void OutputView::append(int stream, QByteArrayView bytes)
 {
     m_doc.append(stream, bytes);
+    if (!m_follow)
+        m_newBelow = true; // said at the bottom of the view until the person is back at the end
     scheduleUpdate();
 }
 
@@ -67,6 +72,7 @@ void OutputView::clear()
 {
     m_doc.clear();
     m_follow = true;
+    m_newBelow = false;
     scheduleUpdate();
 }
 
@@ -146,23 +152,23 @@ int OutputView::wrapColumns() const
     return std::max(8, (viewport()->width() - 8) / charWidth);
 }
 
-qsizetype OutputView::firstLineInView() const
+OutputView::Top OutputView::topInView() const
 {
     const qsizetype count = m_doc.lineCount();
     if (!m_wrap || !m_follow)
-        return std::min<qsizetype>(verticalScrollBar()->value(), std::max<qsizetype>(0, count - 1));
-    // Following with wrapping: as many of the last lines as their rows fit, walking back from the end.
+        return {std::min<qsizetype>(verticalScrollBar()->value(), std::max<qsizetype>(0, count - 1)), 0};
+    // Following with wrapping: the last rows that fit, walking back from the end; a line with more
+    // rows than fit shows its last ones, as a terminal would.
     const int cols = wrapColumns();
-    qsizetype rows = 0, first = count;
     const qsizetype visible = std::max(1, viewport()->height() / lineHeight());
-    while (first > 0) {
-        const qsizetype length = m_doc.lineText(first - 1).size();
-        rows += std::max<qsizetype>(1, (length + cols - 1) / cols);
-        if (rows > visible)
-            break;
-        --first;
+    qsizetype rows = 0;
+    for (qsizetype first = count - 1; first >= 0; --first) {
+        const qsizetype lineRows = std::max<qsizetype>(1, (m_doc.lineText(first).size() + cols - 1) / cols);
+        if (rows + lineRows >= visible)
+            return {first, std::max<qsizetype>(0, rows + lineRows - visible)};
+        rows += lineRows;
     }
-    return std::min(first, std::max<qsizetype>(0, count - 1));
+    return {0, 0};
 }
 
 void OutputView::setWrap(bool wrap)
@@ -254,8 +260,27 @@ void OutputView::copy() const
         QGuiApplication::clipboard()->setText(text, QClipboard::Selection);
 }
 
+void OutputView::scrollToStart()
+{
+    updateScrollBars();
+    m_follow = false;
+    verticalScrollBar()->setValue(0);
+    viewport()->update();
+}
+
+void OutputView::scrollToEnd()
+{
+    m_follow = true;
+    m_newBelow = false;
+    updateScrollBars();
+    verticalScrollBar()->setValue(verticalScrollBar()->maximum());
+    viewport()->update();
+}
+
 void OutputView::mousePressEvent(QMouseEvent *event)
 {
+    if (event->button() == Qt::LeftButton && m_newBelow && m_newBelowRect.contains(event->position().toPoint()))
+        return scrollToEnd();
     if (event->button() != Qt::LeftButton)
         return QAbstractScrollArea::mousePressEvent(event);
     setFocus(Qt::MouseFocusReason);
@@ -316,6 +341,10 @@ void OutputView::keyPressEvent(QKeyEvent *event)
         return copy();
     if (event->matches(QKeySequence::SelectAll))
         return selectAll();
+    if (event->matches(QKeySequence::MoveToStartOfDocument))
+        return scrollToStart();
+    if (event->matches(QKeySequence::MoveToEndOfDocument))
+        return scrollToEnd();
     QAbstractScrollArea::keyPressEvent(event);
 }
 
@@ -399,7 +428,7 @@ void OutputView::paintEvent(QPaintEvent *)
     QPainter painter(viewport());
     const QFontMetrics fm = fontMetrics();
     const int height = lineHeight();
-    const qsizetype first = firstLineInView();
+    const auto [first, skipRows] = topInView();
     const int x0 = 4 - (m_wrap ? 0 : horizontalScrollBar()->value());
     const int cols = wrapColumns();
     m_rows.clear();
@@ -412,7 +441,7 @@ void OutputView::paintEvent(QPaintEvent *)
     for (qsizetype i = first; i < m_doc.lineCount() && y < viewport()->height(); ++i) {
         const StyledLine line = m_doc.line(i);
         const qsizetype length = line.text.size();
-        for (qsizetype from = 0;; from += cols) {
+        for (qsizetype from = i == first ? skipRows * cols : 0;; from += cols) {
             const Row row{i, from, m_wrap ? std::min<qsizetype>(length, from + cols) : length, y};
             m_rows.append(row);
             paintRow(painter, line, row, x0);
@@ -420,6 +449,19 @@ void OutputView::paintEvent(QPaintEvent *)
             if (row.to >= length || y >= viewport()->height())
                 break;
         }
+    }
+    // Scrolled up while output came: a marker at the bottom says so, and takes one to it.
+    m_newBelowRect = {};
+    if (m_newBelow && !m_follow) {
+        const QString text = tr("▼ New output below (Ctrl+End)");
+        const int w = fm.horizontalAdvance(text) + 20, h = height + 8;
+        m_newBelowRect = QRect((viewport()->width() - w) / 2, viewport()->height() - h - 6, w, h);
+        painter.setRenderHint(QPainter::Antialiasing);
+        painter.setPen(Qt::NoPen);
+        painter.setBrush(QColor(0x2a, 0x6f, 0xc9));
+        painter.drawRoundedRect(m_newBelowRect, h / 2.0, h / 2.0);
+        painter.setPen(Qt::white);
+        painter.drawText(m_newBelowRect, Qt::AlignCenter, text);
     }
 }
 

@@ -30,6 +30,13 @@ public:
     void beginExecution(const QJsonArray &argv, qint64 exec);
     void endExecution(qint64 exec, const QString &status, const QJsonValue &exitCode);
     bool followsTail() const { return m_follow; }
+    // Ctrl+Home and Ctrl+End: the first line kept, or the end (following it again).
+    void scrollToStart();
+    void scrollToEnd();
+    // Output came while scrolled away from the end: a "new output below" marker shows, and a
+    // click on it goes to the end.
+    bool hasNewOutputBelow() const { return m_newBelow && !m_follow; }
+    QRect newOutputMarker() const { return m_newBelowRect; } // from the last paint
 
     // Search: every occurrence highlighted (case-insensitive); findNext() moves to the next line
     // that has one, wrapping around, and stops following the tail.
@@ -79,7 +86,10 @@ private:
     void updateScrollBars();
     int lineHeight() const;
     int wrapColumns() const;
-    qsizetype firstLineInView() const;
+    struct Top {
+        qsizetype line = 0, skipRows = 0; // the first line in view, and its rows above the view
+    };
+    Top topInView() const;
     void paintRow(QPainter &painter, const StyledLine &line, const Row &row, int x0) const;
     int columnX(QStringView text, qsizetype from, qsizetype column) const;
 
@@ -89,6 +99,8 @@ private:
     QTimer *m_frame;
     bool m_follow = true;
     bool m_wrap = false;
+    bool m_newBelow = false;
+    QRect m_newBelowRect;
     QList<Row> m_rows;
     Position m_anchor, m_cursor; // the selection, in either order
     bool m_selecting = false;

@@ -32,6 +32,8 @@ SandboxConsole::SandboxConsole(DaemonClient &client, OutputView &view, QObject *
         if (m_replaying.value(QStringLiteral("status")).toString() != QLatin1String("running")) {
             m_view.endExecution(exec, m_replaying.value(QStringLiteral("status")).toString(), m_replaying.value(QStringLiteral("exitCode")));
             shown.ended = true;
+        } else if (!shown.ended) {
+            Q_EMIT executionRunning(exec, m_replaying.value(QStringLiteral("argv")).toArray(), qint64(m_replaying.value(QStringLiteral("startedMs")).toDouble()));
         }
         replayNext();
     });
@@ -45,6 +47,7 @@ void SandboxConsole::show(const QString &sandboxId)
     m_sandbox = sandboxId;
     m_view.clear();
     m_shown.clear();
+    Q_EMIT cleared();
     m_waiting.clear();
     m_waitingBytes = 0;
     m_skippedWhileLoading = false;
@@ -114,8 +117,10 @@ void SandboxConsole::apply(const Event &event)
         shown.end[s] = std::max(shown.end[s], event.offset + qint64(event.data.size()));
     } else if (event.kind == QLatin1String("exec.started") && !std::exchange(shown.started, true)) {
         m_view.beginExecution(event.payload.value(QStringLiteral("argv")).toArray(), event.exec);
+        Q_EMIT executionRunning(event.exec, event.payload.value(QStringLiteral("argv")).toArray(), event.timeMs);
     } else if (event.kind == QLatin1String("exec.exited") && !std::exchange(shown.ended, true)) {
         m_view.endExecution(event.exec, event.payload.value(QStringLiteral("status")).toString(), event.payload.value(QStringLiteral("exitCode")));
+        Q_EMIT executionEnded(event.exec);
     }
 }
 

@@ -36,6 +36,10 @@ public:
 
 Q_SIGNALS:
     void loaded(); // the history part is in the view
+    // What runs in the sandbox shown, as its events (or its history) say: for the running strip.
+    void executionRunning(uint32_t exec, const QJsonArray &argv, qint64 startedMsSinceEpoch);
+    void executionEnded(uint32_t exec);
+    void cleared(); // another sandbox, or none, is shown
 
 private:
     struct Shown { // what the view has of one execution, per stream

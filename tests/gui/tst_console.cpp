@@ -22,6 +22,7 @@
 #include "SecretsDialog.h"
 #include "Theme.h"
 #include "TimelineModel.h"
+#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 #include "rpc/Protocol.h"
 
@@ -29,12 +30,14 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDir>
 #include <QLabel>
 #include <QLocalSocket>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTableView>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTemporaryDir>
@@ -57,6 +60,8 @@ class TestConsole final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
+        isolateSettings();
+        QVERIFY2(!QSettings().fileName().startsWith(QDir::homePath()), qPrintable(QSettings().fileName())); // the user's are untouched
         m_daemon = std::make_unique<TestDaemon>();
         QVERIFY(m_daemon->start());
         m_client = m_daemon->connect();
@@ -166,9 +171,18 @@ private Q_SLOTS:
         view.viewport()->repaint();
         QCOMPARE(view.rowsPainted(), 3); // the long line, "short", the empty last line
         view.setWrap(true);
+        view.resize(400, view.fontMetrics().lineSpacing() * 10 + 4); // fewer rows than the long line has, whatever the font
         view.viewport()->repaint();
+        // Whatever the font: the rows of the long line plus two, or as many whole rows as the view
+        // holds; following the end, the long line shows its last rows.
         const int columns = (view.viewport()->width() - 8) / view.fontMetrics().horizontalAdvance(QLatin1Char('M'));
-        QCOMPARE(view.rowsPainted(), (1000 + columns - 1) / columns + 2);
+        const int rows = (1000 + columns - 1) / columns + 2;
+        const int fit = view.viewport()->height() / view.fontMetrics().lineSpacing();
+        QCOMPARE(view.rowsPainted(), std::min(rows, fit));
+        QCOMPARE(view.positionAt(QPoint(5, 2)).line, 0); // the long line, never pushed out of view
+        view.resize(400, view.fontMetrics().lineSpacing() * (rows + 2) + 10);
+        view.viewport()->repaint();
+        QCOMPARE(view.rowsPainted(), rows);
         // A selection across the wrapped rows is still one line of text.
         view.select({0, 10}, {0, 900});
         QCOMPARE(view.selectedText(), QString(890, QLatin1Char('a')));

@@ -5,6 +5,7 @@
 // a card shows what stands out (risk), each part's verdict, and invisible code points escaped.
 #include "ApprovalsDock.h"
 #include "MainWindow.h"
+#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 #include "Theme.h"
 
@@ -47,6 +48,7 @@ class TestConsoleApprovals final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
+        isolateSettings();
         m_daemon = std::make_unique<TestDaemon>(args("--approval-timeout", "60s"));
         QVERIFY(m_daemon->start());
         m_client = m_daemon->connect();

@@ -7,7 +7,11 @@
 #include "FleetSampler.h"
 #include "FleetView.h"
 #include "MainWindow.h"
+#include "OutputView.h"
+#include "RunningStrip.h"
+#include "SandboxConsole.h"
 #include "SandboxModel.h"
+#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 
 #include <QAbstractItemModelTester>
@@ -20,6 +24,7 @@
 #include <QTest>
 #include <QTextDocumentFragment>
 #include <QTimer>
+#include <QToolButton>
 #include <QTreeView>
 
 #include <csignal>
@@ -58,6 +63,7 @@ class TestConsoleFleet final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
+        isolateSettings();
         m_daemon = std::make_unique<TestDaemon>();
         QVERIFY(m_daemon->start());
         m_client = m_daemon->connect();
@@ -210,6 +216,99 @@ private Q_SLOTS:
         window.deleteSelected();
         QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-del")).isValid(); }, 10000));
         QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
+    }
+
+    void eachRunningCommandHasItsTimeAndAStopOfItsOwn()
+    {
+        MainWindow window(*m_client);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("fleet-c")); }, 5000));
+        RunningStrip *strip = window.runningStrip();
+        QVERIFY(QTest::qWaitFor([&] { return !window.console()->isLoading(); }, 5000));
+        QVERIFY(strip->isHidden());
+        // Two commands: one ends on SIGTERM, the other ignores it (and so do its children).
+        auto runTyped = [&](const char *command) {
+            QTest::keyClicks(window.commandLine(), QLatin1String(command));
+            QTest::keyClick(window.commandLine(), Qt::Key_Return);
+        };
+        runTyped("sleep 600");
+        QVERIFY(QTest::qWaitFor([&] { return strip->executions().size() == 1; }, 5000));
+        runTyped("trap '' TERM; echo ignoring; while :; do sleep 0.2; done");
+        QVERIFY(QTest::qWaitFor([&] { return strip->executions().size() == 2; }, 5000));
+        QVERIFY(strip->isVisible());
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            window.resize(1024, 700);
+            QTest::qWait(1200);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/running-strip.png")));
+        }
+        QList<uint32_t> execs = strip->executions();
+        std::sort(execs.begin(), execs.end());
+        const uint32_t sleeper = execs[0], stubborn = execs[1];
+        QVERIFY(QTest::qWaitFor([&] { return strip->elapsedText(sleeper) == QLatin1String("1s"); }, 3000)); // it ticks
+        // Stop: SIGTERM to that command alone.
+        strip->stopButton(sleeper)->click();
+        QVERIFY(QTest::qWaitFor([&] { return !strip->executions().contains(sleeper); }, 5000));
+        QVERIFY(strip->executions().contains(stubborn));
+        strip->stopButton(stubborn)->click();
+        QCOMPARE(strip->stopButton(stubborn)->text(), QStringLiteral("Stopping…"));
+        QVERIFY(!strip->stopButton(stubborn)->isEnabled());
+        // Still running after the grace period: the same button kills it.
+        QVERIFY(QTest::qWaitFor([&] { return strip->stopButton(stubborn)->isEnabled(); }, RunningStrip::kStopGraceMs + 2000));
+        QCOMPARE(strip->stopButton(stubborn)->text(), QStringLiteral("Kill"));
+        QVERIFY(strip->executions().contains(stubborn));
+        strip->stopButton(stubborn)->click();
+        QVERIFY(QTest::qWaitFor([&] { return strip->executions().isEmpty() && strip->isHidden(); }, 5000));
+        const QJsonArray killed = jsonObject(m_daemon->ctl(args("history", "--sandbox", "fleet-c", "--json")).out).value(QStringLiteral("executions")).toArray();
+        QHash<int, QString> statusOf;
+        for (const QJsonValue &e : killed)
+            statusOf.insert(e.toObject().value(QStringLiteral("exec")).toInt(), e.toObject().value(QStringLiteral("status")).toString());
+        QCOMPARE(statusOf.value(int(sleeper)), QStringLiteral("killed"));
+        QCOMPARE(statusOf.value(int(stubborn)), QStringLiteral("killed"));
+        QVERIFY(window.outputView()->document().plainText().contains(QLatin1String("ignoring\n")));
+
+        // A command that runs when the sandbox is selected is in the strip from its history.
+        auto outside = startIn("fleet-c", args("sleep", "600"));
+        QVERIFY(QTest::qWaitFor([&] { return strip->executions().size() == 1; }, 5000));
+        QVERIFY(window.selectSandbox(QStringLiteral("fleet-idle")));
+        QVERIFY(QTest::qWaitFor([&] { return strip->executions().isEmpty(); }, 5000));
+        QVERIFY(window.selectSandbox(QStringLiteral("fleet-c")));
+        QVERIFY(QTest::qWaitFor([&] { return strip->executions().size() == 1; }, 5000));
+    }
+
+    void scrolledUpTheConsoleSaysNewOutputCameBelow()
+    {
+        OutputView view;
+        view.resize(500, 200);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        for (int i = 0; i < 300; ++i)
+            view.append(1, QByteArray(QByteArray::number(i) + '\n'));
+        QTest::qWait(40);
+        QVERIFY(view.followsTail());
+        QTest::keyClick(&view, Qt::Key_Home, Qt::ControlModifier);
+        QCOMPARE(view.firstVisibleLine(), 0);
+        QVERIFY(!view.followsTail());
+        QVERIFY(!view.hasNewOutputBelow());
+        view.append(1, "more\n");
+        QTest::qWait(40);
+        view.viewport()->repaint();
+        QVERIFY(view.hasNewOutputBelow());
+        QVERIFY(!view.newOutputMarker().isEmpty());
+        QCOMPARE(view.firstVisibleLine(), 0); // it does not move the view
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(view.grab().save(dir + QStringLiteral("/new-output-below.png")));
+        QTest::mouseClick(view.viewport(), Qt::LeftButton, {}, view.newOutputMarker().center());
+        QVERIFY(view.followsTail());
+        QVERIFY(!view.hasNewOutputBelow());
+        QTest::qWait(40);
+        QVERIFY(view.firstVisibleLine() > 250);
+        // Ctrl+End, from anywhere above, is the same.
+        QTest::keyClick(&view, Qt::Key_Home, Qt::ControlModifier);
+        view.append(1, "again\n");
+        QVERIFY(view.hasNewOutputBelow());
+        QTest::keyClick(&view, Qt::Key_End, Qt::ControlModifier);
+        QVERIFY(view.followsTail());
+        QVERIFY(!view.hasNewOutputBelow());
     }
 
     void aSandboxsTimeIsItsProcessesNotTheHosts()

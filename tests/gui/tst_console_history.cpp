@@ -6,6 +6,7 @@
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
 #include "OutputView.h"
+#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 #include "TimelineModel.h"
 #include "rpc/Protocol.h"
@@ -33,6 +34,7 @@ class TestConsoleHistory final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
+        isolateSettings();
         m_daemon = std::make_unique<TestDaemon>();
         QVERIFY(m_daemon->start());
         m_client = m_daemon->connect();

@@ -18,6 +18,7 @@
 #include "OutputView.h"
 #include "RemoteHosts.h"
 #include "SandboxModel.h"
+#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 
 #include <QApplication>
@@ -72,6 +73,7 @@ class TestConsoleRemote final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
+        isolateSettings();
         m_local = std::make_unique<TestDaemon>();
         QVERIFY(m_local->start());
         m_client = m_local->connect();

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+
+namespace airlock::test {
+
+// A GUI test keeps its settings (window state, the command history, the theme) in a directory of
+// its own, made fresh for each run: never the user's ~/.config, and never what an earlier run left.
+// Call it first in initTestCase, before anything reads a QSettings.
+inline void isolateSettings()
+{
+    static QTemporaryDir dir;
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
+    QStandardPaths::setTestModeEnabled(true);
+}
+
+} // namespace airlock::test
