@@ -47,9 +47,14 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
     // scrolls sideways when they do not fit.
     QHeaderView *header = m_tree->header();
     header->setStretchLastSection(true);
+    // Widths set once, never measured again: a header sized to its contents re-measures every
+    // row on every sample.
     header->setSectionResizeMode(QHeaderView::Interactive);
-    for (int column : {SandboxModel::State, SandboxModel::Running, SandboxModel::Network, SandboxModel::Age})
-        header->setSectionResizeMode(column, QHeaderView::ResizeToContents);
+    const QFontMetrics fm = fontMetrics();
+    for (int column : {SandboxModel::State, SandboxModel::Running, SandboxModel::Age})
+        header->resizeSection(column, fm.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString()) + fm.horizontalAdvance(QStringLiteral("MMM")));
+    header->resizeSection(SandboxModel::State, fm.horizontalAdvance(QStringLiteral("connected · 999 ms")));
+    header->resizeSection(SandboxModel::Network, fm.horizontalAdvance(QStringLiteral("FULL (host network)M")));
     header->resizeSection(SandboxModel::Name, 190);
     header->resizeSection(SandboxModel::Cpu, 120);
     header->resizeSection(SandboxModel::Memory, 130);

@@ -12,6 +12,7 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QPointer>
+#include <QSet>
 #include <QTextDocument>
 
 namespace airlock::ui {
@@ -98,28 +99,47 @@ void SandboxModel::refreshHost(int host)
     });
 }
 
+SandboxModel::Entry SandboxModel::Entry::from(const QJsonObject &json)
+{
+    Entry e;
+    e.json = json;
+    e.id = json.value(QStringLiteral("id")).toString();
+    e.name = json.value(QStringLiteral("name")).toString();
+    e.state = json.value(QStringLiteral("state")).toString();
+    e.network = json.value(QStringLiteral("network")).toString();
+    QStringList names;
+    for (const QJsonValue &g : json.value(QStringLiteral("credentials")).toArray())
+        names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
+    e.credentials = names.join(QStringLiteral(", "));
+    const QDateTime created = QDateTime::fromString(json.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs);
+    e.createdMs = created.isValid() ? created.toMSecsSinceEpoch() : 0;
+    e.executions = json.value(QStringLiteral("executions")).toInt();
+    e.agent = display::escaped(json.value(QStringLiteral("agent")).toString(), 40);
+    e.run = display::escaped(json.value(QStringLiteral("run")).toString(), 60); // an agent's choice of name
+    return e;
+}
+
 void SandboxModel::setSandboxes(int hostRow, const QJsonArray &list)
 {
-    QList<QJsonObject> &sandboxes = m_hosts[hostRow].sandboxes;
-    QList<QJsonObject> next;
+    QList<Entry> &sandboxes = m_hosts[hostRow].sandboxes;
+    QList<Entry> next;
     for (const QJsonValue &v : list)
-        next.append(v.toObject());
-    std::sort(next.begin(), next.end(), [](const QJsonObject &a, const QJsonObject &b) {
-        return a.value(QStringLiteral("name")).toString() < b.value(QStringLiteral("name")).toString();
-    });
+        next.append(Entry::from(v.toObject()));
+    std::sort(next.begin(), next.end(), [](const Entry &a, const Entry &b) { return a.name < b.name; });
+    QSet<QString> nextIds;
+    for (const Entry &e : std::as_const(next))
+        nextIds.insert(e.id);
     const QModelIndex host = index(hostRow, 0);
     // Rows that stay keep their place (and the selection); only what changed moves.
     for (qsizetype i = sandboxes.size() - 1; i >= 0; --i) {
-        const QString id = sandboxes[i].value(QStringLiteral("id")).toString();
-        if (std::none_of(next.cbegin(), next.cend(), [&](const QJsonObject &o) { return o.value(QStringLiteral("id")).toString() == id; })) {
+        if (!nextIds.contains(sandboxes[i].id)) {
             beginRemoveRows(host, int(i), int(i));
             sandboxes.removeAt(i);
             endRemoveRows();
         }
     }
     for (qsizetype i = 0; i < next.size(); ++i) {
-        const QString id = next[i].value(QStringLiteral("id")).toString();
-        const auto at = std::find_if(sandboxes.begin(), sandboxes.end(), [&](const QJsonObject &o) { return o.value(QStringLiteral("id")).toString() == id; });
+        const auto at = std::find_if(sandboxes.begin(), sandboxes.end(), [&](const Entry &e) { return e.id == next[i].id; });
         if (at == sandboxes.end()) {
             beginInsertRows(host, int(i), int(i));
             sandboxes.insert(i, next[i]);
@@ -136,20 +156,26 @@ void SandboxModel::setSandboxes(int hostRow, const QJsonArray &list)
 QModelIndex SandboxModel::sandboxIndex(const QString &nameOrId, int host) const
 {
     for (int h = host < 0 ? 0 : host; h < (host < 0 ? m_hosts.size() : std::min<qsizetype>(host + 1, m_hosts.size())); ++h) {
-        const QList<QJsonObject> &sandboxes = m_hosts[h].sandboxes;
+        const QList<Entry> &sandboxes = m_hosts[h].sandboxes;
         for (qsizetype i = 0; i < sandboxes.size(); ++i)
-            if (sandboxes[i].value(QStringLiteral("name")).toString() == nameOrId || sandboxes[i].value(QStringLiteral("id")).toString() == nameOrId)
+            if (sandboxes[i].name == nameOrId || sandboxes[i].id == nameOrId)
                 return index(int(i), 0, index(h, 0));
     }
     return {};
 }
 
-QJsonObject SandboxModel::sandbox(const QModelIndex &i) const
+const SandboxModel::Entry *SandboxModel::entry(const QModelIndex &i) const
 {
     if (!i.isValid() || i.internalId() == kHostNode)
-        return {};
+        return nullptr;
     const qsizetype host = qsizetype(i.internalId()) - 1;
-    return host < m_hosts.size() ? m_hosts[host].sandboxes.value(i.row()) : QJsonObject();
+    return host < m_hosts.size() && i.row() < m_hosts[host].sandboxes.size() ? &m_hosts[host].sandboxes[i.row()] : nullptr;
+}
+
+QJsonObject SandboxModel::sandbox(const QModelIndex &i) const
+{
+    const Entry *e = entry(i);
+    return e ? e->json : QJsonObject();
 }
 
 QModelIndex SandboxModel::index(int row, int column, const QModelIndex &parent) const
@@ -214,7 +240,9 @@ const SandboxModel::Usage *SandboxModel::usage(const QModelIndex &index) const
     const qsizetype host = qsizetype(index.internalId()) - 1;
     if (host < 0 || host >= m_hosts.size())
         return nullptr;
-    const auto it = m_hosts[host].usage.constFind(m_hosts[host].sandboxes.value(index.row()).value(QStringLiteral("id")).toString());
+    if (index.row() >= m_hosts[host].sandboxes.size())
+        return nullptr;
+    const auto it = m_hosts[host].usage.constFind(m_hosts[host].sandboxes[index.row()].id);
     return it == m_hosts[host].usage.cend() ? nullptr : &*it;
 }
 
@@ -269,34 +297,31 @@ QList<float> scaled(const QList<float> &samples, float floor)
 
 QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
 {
-    const QJsonObject s = sandbox(index);
-    const QString network = s.value(QStringLiteral("network")).toString();
+    const Entry *e = entry(index);
+    if (!e)
+        return {};
+    const QJsonObject &s = e->json;
+    const QString &network = e->network;
     const Usage *u = usage(index);
-    const int running = u ? u->executions : s.value(QStringLiteral("executions")).toInt();
-    const QDateTime created = QDateTime::fromString(s.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs);
+    const int running = u ? u->executions : e->executions;
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
-        case Name: return s.value(QStringLiteral("name")).toString();
-        case State: return s.value(QStringLiteral("state")).toString();
+        case Name: return e->name;
+        case State: return e->state;
         case Running: return running > 0 ? QVariant(running) : QVariant();
         case Cpu: return u && u->cpuNs >= 0 && !u->cpu.isEmpty() ? QVariant(QStringLiteral("%1 %").arg(u->cpuPercent, 0, 'f', u->cpuPercent < 10 ? 1 : 0)) : QVariant();
         case Memory: return u && u->memoryBytes > 0 ? QVariant(units::formatBytes(uint64_t(u->memoryBytes))) : QVariant();
         case Network: return network == QLatin1String("full") ? tr("FULL (host network)") : network;
-        case Credentials: {
-            QStringList names;
-            for (const QJsonValue &g : s.value(QStringLiteral("credentials")).toArray())
-                names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
-            return names.join(QStringLiteral(", "));
-        }
-        case Age: return created.isValid() ? age(created.msecsTo(QDateTime::currentDateTimeUtc())) : QString();
-        case Agent: return display::escaped(u ? u->agent : s.value(QStringLiteral("agent")).toString(), 40);
-        case Run: return display::escaped(u ? u->run : s.value(QStringLiteral("run")).toString(), 60); // an agent's choice of name
-        case LastOutput: return u ? display::escaped(u->lastOutput, 200) : QString();
+        case Credentials: return e->credentials;
+        case Age: return e->createdMs ? age(QDateTime::currentMSecsSinceEpoch() - e->createdMs) : QString();
+        case Agent: return u ? u->agent : e->agent;
+        case Run: return u ? u->run : e->run;
+        case LastOutput: return u ? u->lastOutput : QString();
         }
         return {};
     case Qt::DecorationRole:
-        return index.column() == Name ? QVariant(stateDot(s.value(QStringLiteral("state")).toString())) : QVariant();
+        return index.column() == Name ? QVariant(stateDot(e->state)) : QVariant();
     case Qt::TextAlignmentRole:
         return index.column() == Running || index.column() == Cpu || index.column() == Memory ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter)) : QVariant();
     case Qt::ForegroundRole:
@@ -321,14 +346,13 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
         case Name:
         case State:
             return s.value(QStringLiteral("failure")).isString() ? Qt::convertFromPlainText(display::escaped(s.value(QStringLiteral("failure")).toString(), 400))
-                                                                 : QVariant(tr("%1 — %2").arg(display::escaped(s.value(QStringLiteral("name")).toString(), 60),
-                                                                                             s.value(QStringLiteral("state")).toString()));
+                                                                 : QVariant(Qt::convertFromPlainText(tr("%1 — %2").arg(display::escaped(e->name, 60), display::escaped(e->state, 20))));
         case Running:
             return u && !u->commands.isEmpty() ? QVariant(Qt::convertFromPlainText(u->commands.join(QLatin1Char('\n')))) : QVariant(tr("Nothing running"));
         case Cpu: return tr("CPU over the last second, as a share of one core; the line is the last minute");
         case Memory: return u ? QVariant(tr("Resident memory of its %n process(es); the line is the last minute", nullptr, u->processes)) : QVariant();
-        case Age: return created.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
-        case LastOutput: return u ? QVariant(Qt::convertFromPlainText(display::escaped(u->lastOutput, 400))) : QVariant();
+        case Age: return QDateTime::fromMSecsSinceEpoch(e->createdMs).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
+        case LastOutput: return u ? QVariant(Qt::convertFromPlainText(u->lastOutput)) : QVariant();
         }
         return {};
     case SortRole:
@@ -336,7 +360,7 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
         case Running: return running;
         case Cpu: return u ? u->cpuPercent : 0.0;
         case Memory: return u ? u->memoryBytes : qint64(0);
-        case Age: return created.isValid() ? -created.toMSecsSinceEpoch() : qint64(0); // ascending: youngest first
+        case Age: return -e->createdMs; // ascending: youngest first
         default: return data(index, Qt::DisplayRole).toString().toLower();
         }
     case SparklineRole:
@@ -347,7 +371,7 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
         if (index.column() == Memory)
             return QVariant::fromValue(scaled(u->memory, 1));
         return {};
-    case SandboxIdRole: return s.value(QStringLiteral("id")).toString();
+    case SandboxIdRole: return e->id;
     case HostRole: return int(index.internalId() - 1);
     case NetworkModeRole: return network;
     }
@@ -380,9 +404,9 @@ void SandboxModel::setUsage(int hostRow, const QJsonArray &stats, qint64 nowMs)
         u.memoryBytes = qint64(o.value(QStringLiteral("memoryBytes")).toDouble());
         u.processes = o.value(QStringLiteral("processes")).toInt();
         u.executions = o.value(QStringLiteral("executions")).toInt();
-        u.lastOutput = o.value(QStringLiteral("lastOutput")).toString().left(300);
-        u.agent = o.value(QStringLiteral("agent")).toString().left(200);
-        u.run = o.value(QStringLiteral("run")).toString().left(200);
+        u.lastOutput = display::escaped(o.value(QStringLiteral("lastOutput")).toString().left(300), 200);
+        u.agent = display::escaped(o.value(QStringLiteral("agent")).toString().left(200), 40);
+        u.run = display::escaped(o.value(QStringLiteral("run")).toString().left(200), 60);
         u.commands.clear();
         for (const QJsonValue &c : o.value(QStringLiteral("commands")).toArray())
             if (u.commands.size() < 5)

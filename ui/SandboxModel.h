@@ -72,19 +72,29 @@ private:
         qint64 cpuNs = -1, sampledMs = 0, memoryBytes = 0;
         double cpuPercent = 0;
         int processes = 0, executions = 0;
-        QString lastOutput, agent, run;
+        QString lastOutput, agent, run; // as shown: escaped once, when sampled
         QStringList commands;
         QList<float> cpu, memory; // percent and bytes, newest last
+    };
+    // A sandbox as sandbox.list gave it, with what every paint and sort asks for worked out once.
+    struct Entry {
+        QJsonObject json;
+        QString id, name, state, network, credentials; // credentials: the names, as shown
+        qint64 createdMs = 0;
+        int executions = 0;
+        QString agent, run; // as shown
+        static Entry from(const QJsonObject &json);
     };
     struct Host {
         QString name;
         DaemonClient *client = nullptr;
-        QList<QJsonObject> sandboxes;
+        QList<Entry> sandboxes;
         bool refreshing = false, again = false;
         QString address, status, detail;
         QHash<QString, Usage> usage; // by sandbox id
     };
     const Usage *usage(const QModelIndex &index) const;
+    const Entry *entry(const QModelIndex &index) const;
     QVariant sandboxData(const QModelIndex &index, int role) const;
     void refreshHost(int host);
     void setSandboxes(int host, const QJsonArray &list);

@@ -7,11 +7,20 @@
 // with only the steady sandboxes running. Run with QT_QPA_PLATFORM=offscreen or under Xvfb.
 //
 //   airlock-gui-bench [--seconds N] [--steady N] [--line TEXT]
+//   airlock-gui-bench --fleet [--sandboxes N] [--streaming N]
+//
+// --fleet: the fleet view with N sandboxes (default 200), some of them printing 1,000 lines a
+// second (default 10): the GUI thread's time per sampling tick (the sandbox.stats answer applied
+// to the model, the sort and filter kept up to date), and sorting or filtering every row, each the
+// median and the worst of several.
 //
 //   --seconds N   how long the flood lasts (default 20; the scenario is 60)
 //   --steady N    sandboxes printing 1,000 lines/s alongside (default 9)
 //   --line TEXT   what `yes` repeats (default: yes's own "y", two bytes a line)
+#include "FleetSampler.h"
+#include "FleetView.h"
 #include "MainWindow.h"
+#include "SandboxModel.h"
 #include "OutputView.h"
 #include "TestHelpers.h"
 
@@ -19,7 +28,9 @@
 #include <QElapsedTimer>
 #include <QHash>
 #include <QJsonArray>
+#include <QLineEdit>
 #include <QTimer>
+#include <QTreeView>
 
 #include <cstdio>
 #include <ctime>
@@ -87,10 +98,77 @@ void startExec(DaemonClient &client, const QString &sandbox, const QJsonArray &a
 }
 } // namespace
 
+double medianOf(QList<double> values)
+{
+    std::sort(values.begin(), values.end());
+    return values.isEmpty() ? 0 : values.at(values.size() / 2);
+}
+
+int fleetBench(const QStringList &arguments)
+{
+    const int sandboxes = option(arguments, QStringLiteral("--sandboxes"), QStringLiteral("200")).toInt();
+    const int streaming = option(arguments, QStringLiteral("--streaming"), QStringLiteral("10")).toInt();
+    TestDaemon daemon;
+    if (!daemon.start()) {
+        std::fprintf(stderr, "airlock-gui-bench: cannot start airlockd\n");
+        return 1;
+    }
+    auto client = daemon.connect();
+    std::fprintf(stderr, "creating %d sandboxes…\n", sandboxes);
+    for (int k = 1; k <= sandboxes; ++k)
+        if (daemon.create({QStringLiteral("--name"), QStringLiteral("fleet-%1").arg(k, 3, 10, QLatin1Char('0'))}).isEmpty()) {
+            std::fprintf(stderr, "airlock-gui-bench: sandbox %d not created\n", k);
+            return 1;
+        }
+    ui::MainWindow window(*client);
+    window.resize(1600, 1000);
+    window.show();
+    QElapsedTimer wait;
+    wait.start();
+    while (window.sandboxModel()->rowCount(window.sandboxModel()->index(0, 0)) < sandboxes && wait.elapsed() < 20000)
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    for (int k = 1; k <= streaming; ++k)
+        startExec(*client, QStringLiteral("fleet-%1").arg(k, 3, 10, QLatin1Char('0')),
+                  QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), QString::fromLatin1(kSteadyScript)}, 120);
+    ui::FleetSampler *sampler = window.fleet()->sampler();
+    QList<double> ticks;
+    QObject::connect(sampler, &ui::FleetSampler::sampled, sampler, [&] { ticks.append(double(sampler->lastApplyNs()) / 1e6); });
+    const Stall stall = longestStall(15000);
+    // Sorting every row on a column, and filtering them, as a click or a keystroke does.
+    QTreeView *tree = window.sandboxTree();
+    QList<double> sorts, filters;
+    const int columns[] = {ui::SandboxModel::Cpu, ui::SandboxModel::Name, ui::SandboxModel::Memory, ui::SandboxModel::Age, ui::SandboxModel::LastOutput};
+    for (int round = 0; round < 5; ++round)
+        for (int column : columns) {
+            QElapsedTimer t;
+            t.start();
+            tree->sortByColumn(column, round % 2 ? Qt::AscendingOrder : Qt::DescendingOrder);
+            sorts.append(double(t.nsecsElapsed()) / 1e6);
+        }
+    for (const QString &text : {QStringLiteral("fleet-01"), QString(), QStringLiteral("steady line"), QString(), QStringLiteral("none"), QString()}) {
+        QElapsedTimer t;
+        t.start();
+        window.fleet()->filterLine()->setText(text);
+        filters.append(double(t.nsecsElapsed()) / 1e6);
+    }
+    std::printf("\nAirlock fleet view: %d sandboxes, %d of them printing 1,000 lines/s, sampled once a second\n\n", sandboxes, streaming);
+    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld ticks   target <= 5 ms\n", "GUI time per sampling tick", medianOf(ticks),
+                ticks.isEmpty() ? 0.0 : *std::max_element(ticks.cbegin(), ticks.cend()), qint64(ticks.size()));
+    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld   target <= 16 ms\n", "sorting every row on a column", medianOf(sorts),
+                *std::max_element(sorts.cbegin(), sorts.cend()), qint64(sorts.size()));
+    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld   target <= 16 ms\n", "filtering every row", medianOf(filters),
+                *std::max_element(filters.cbegin(), filters.cend()), qint64(filters.size()));
+    std::printf("%-40s %8lld ms   (%lld ms of it on the CPU) over 15 s\n", "longest event-loop stall", stall.ms, stall.onCpuMs);
+    daemon.stop();
+    return 0;
+}
+
 int main(int argc, char *argv[])
 {
     QApplication app(argc, argv);
     const QStringList arguments = app.arguments();
+    if (arguments.contains(QStringLiteral("--fleet")))
+        return fleetBench(arguments);
     const int seconds = option(arguments, QStringLiteral("--seconds"), QStringLiteral("20")).toInt();
     const int steady = option(arguments, QStringLiteral("--steady"), QStringLiteral("9")).toInt();
     const QString line = option(arguments, QStringLiteral("--line"), QStringLiteral("y"));
