@@ -4,6 +4,7 @@
 #include <QVarLengthArray>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace airlock::ui {
 
@@ -60,10 +61,13 @@ public:
     void control(char c) override
     {
         if (c == '\t') {
-            const qsizetype column = m_doc.lastLineLength();
+            const qsizetype column = m_doc.m_column >= 0 ? m_doc.m_column : m_doc.lastLineLength();
             m_doc.appendText(QLatin1StringView("        ", 8 - column % 8), m_style);
+        } else if (c == '\r') {
+            if (m_doc.lastLineLength() > 0)
+                m_doc.m_column = 0; // what comes next overwrites the line from its start
         } else {
-            m_doc.newLine(); // \n and \r alike: a carriage return overwrites nothing here
+            m_doc.newLine();
         }
     }
     void sgr(QByteArrayView parameters) override { applySgr(parameters, m_style); }
@@ -96,7 +100,7 @@ void OutputDocument::append(int stream, QByteArrayView bytes)
 {
     stream = stream == 2 ? 2 : 1;
     // Lines do not mix streams: a switch in mid-line starts a new one.
-    if (m_lastStream != stream && lastLineLength() > 0)
+    if (m_lastStream != stream && (lastLineLength() > 0 || m_column >= 0))
         newLine();
     m_lastStream = stream;
     StreamState &s = m_streams[stream];
@@ -128,6 +132,7 @@ void OutputDocument::clear()
     for (StreamState &s : m_streams)
         s = StreamState{};
     m_lastStream = 0;
+    m_column = -1;
     m_chars = m_dropped = 0;
     m_longest = 0;
 }
@@ -148,6 +153,13 @@ void OutputDocument::startFirstLine()
 template <typename Text>
 void OutputDocument::appendText(Text text, const TextStyle &style)
 {
+    if (m_column >= 0) [[unlikely]] {
+        if constexpr (std::is_same_v<Text, QStringView>)
+            overwrite(text, style);
+        else
+            overwrite(QString(text), style);
+        return;
+    }
     if (m_lineCount == 0)
         startFirstLine();
     while (!text.isEmpty()) {
@@ -167,8 +179,39 @@ void OutputDocument::appendText(Text text, const TextStyle &style)
     }
 }
 
+void OutputDocument::overwrite(QStringView text, const TextStyle &style)
+{
+    // The last line, rebuilt: its spans before the column, the new text, its spans after it.
+    const qsizetype column = m_column;
+    const StyledLine old = line(m_lineCount - 1);
+    const qsizetype end = column + text.size();
+    Block &b = m_blocks.back();
+    const qint32 start = b.starts.last();
+    b.text.truncate(start);
+    while (!b.runs.isEmpty() && b.runs.last().at >= start)
+        b.runs.removeLast();
+    m_chars -= old.text.size();
+    m_column = -1;
+    const qsizetype lines = m_lineCount;
+    // An inert piece (a control sequence shown as text) goes whole or stays whole: a rewrite
+    // never leaves part of one looking like ordinary text.
+    const auto touched = [&](const StyledLine::Span &span) { return span.style.inert && span.start < end && span.start + span.length > column; };
+    for (const StyledLine::Span &span : old.spans)
+        if (span.start < column && !touched(span))
+            appendText(QStringView(old.text).sliced(span.start, std::min<qsizetype>(span.length, column - span.start)), span.style);
+    appendText(text, style);
+    for (const StyledLine::Span &span : old.spans)
+        if (span.start + span.length > end && !touched(span)) {
+            const qsizetype from = std::max<qsizetype>(span.start, end);
+            appendText(QStringView(old.text).sliced(from, span.start + span.length - from), span.style);
+        }
+    // At its end (or past kLongestLine, on a line of its own), text goes on as usual.
+    m_column = m_lineCount == lines && end < lastLineLength() ? end : -1;
+}
+
 void OutputDocument::newLine()
 {
+    m_column = -1;
     if (m_lineCount == 0) {
         startFirstLine(); // the first line, empty
     } else if (m_blocks.back().starts.size() == kBlockLines) {

@@ -35,7 +35,9 @@ struct StyledLine {
 
 // An execution's output as lines of styled text, built from raw bytes by the TerminalParser:
 // colours are rendered, every other control sequence, NUL and invalid UTF-8 appear as visible
-// escaped text, \r starts a new line (nothing is overwritten, so nothing is hidden), and a line
+// escaped text, \r returns to the start of the line and what follows overwrites it as on a
+// terminal (a progress bar leaves its last state; text a shorter rewrite does not reach stays, and
+// \r\n changes nothing), and a line
 // longer than kLongestLine continues on the next. Bounded: past maxChars characters (counting each
 // line break as one, as plainText() does) the oldest lines go, and droppedLines() says how many.
 //
@@ -85,6 +87,7 @@ private:
     void appendText(Text text, const TextStyle &style);
     void startFirstLine();
     void newLine();
+    void overwrite(QStringView text, const TextStyle &style); // at m_column of the last line
     qsizetype lastLineLength() const;
     std::pair<const Block *, qsizetype> locate(qsizetype i) const;
     static std::pair<qint32, qint32> extent(const Block &block, qsizetype local);
@@ -96,6 +99,7 @@ private:
     qsizetype m_lineCount = 0;
     StreamState m_streams[3];
     int m_lastStream = 0;
+    qsizetype m_column = -1; // after a \r: where in the last line text goes on; -1: at its end
     qsizetype m_maxChars;
     qsizetype m_chars = 0;
     qsizetype m_dropped = 0;

@@ -137,9 +137,11 @@ QStringList ExecRequest::effectiveEnvironment() const
         {QStringLiteral("PATH"), QStringLiteral("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.airlock/bin")},
         {QStringLiteral("HOME"), QString::fromLatin1(kSandboxHome)},
         {QStringLiteral("LANG"), QStringLiteral("C.UTF-8")},
+        // Every view of the output renders colours (and shows every other sequence inert), so
+        // programs are told they may use them, with or without a terminal; NO_COLOR in the
+        // request's environment asks the programs that honour it not to.
+        {QStringLiteral("TERM"), QStringLiteral("xterm-256color")},
     };
-    if (tty)
-        merged.append({QStringLiteral("TERM"), QStringLiteral("xterm-256color")});
     for (const auto &kv : env) {
         auto it = std::find_if(merged.begin(), merged.end(), [&](const auto &m) { return m.first == kv.first; });
         if (it != merged.end())

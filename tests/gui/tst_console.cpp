@@ -99,10 +99,31 @@ private Q_SLOTS:
         // NUL and invalid UTF-8 are visible; stderr is marked.
         QCOMPARE(doc.line(2).text, QStringLiteral("nul\\x00 bad\\xff utf8 \u00e9"));
         QVERIFY(doc.line(2).spans.first().style.stderrStream);
-        // A carriage return hides nothing: what it would overwrite stays visible.
+        // A carriage return rewrites the line as a terminal does: a progress bar leaves its last
+        // state, a shorter rewrite leaves what it does not reach (as on a terminal: nothing is
+        // hidden that a terminal would show), styles stay with their characters, \r\n is a line
+        // end, and what is inert stays inert.
         OutputDocument cr;
         cr.append(1, "rm -rf /\rls\n");
-        QCOMPARE(cr.plainText(), QStringLiteral("rm -rf /\nls\n"));
+        cr.append(1, "  0% |          |\r 50% |#####     |\r100% |##########|\n");
+        cr.append(1, "crlf\r\nnext\n");
+        cr.append(1, "\x1b[31mred\x1b[0m plain\rX");
+        cr.append(1, "\r\x1b]0;t\x07\n");
+        QCOMPARE(cr.plainText(), QStringLiteral("ls -rf /\n100% |##########|\ncrlf\nnext\n\\x1b]0;t\\x07\n")); // the inert title overwrote all 9 characters
+        QCOMPARE(cr.lineCount(), 6);
+        OutputDocument styled;
+        styled.append(1, "\x1b[31mred\x1b[0m plain\rX");
+        QCOMPARE(styled.line(0).text, QStringLiteral("Xed plain"));
+        QCOMPARE(styled.line(0).spans.size(), 3);
+        QCOMPARE(spanText(styled.line(0), 0), QStringLiteral("X")); // the new text, in the style now in force
+        QCOMPARE(styled.line(0).spans[0].style.fg, -1);
+        QCOMPARE(spanText(styled.line(0), 1), QStringLiteral("ed")); // still red
+        QCOMPARE(styled.line(0).spans[1].style.fg, 1);
+        QVERIFY(cr.line(4).spans.first().style.inert);
+        // Part of an inert piece is never left behind by a rewrite: it goes whole.
+        OutputDocument partly;
+        partly.append(1, "ab\x1b[2Jcd\rXYZ\n");
+        QCOMPARE(partly.plainText(), QStringLiteral("XYZcd\n"));
         // Bidi controls and zero-width characters would reorder or hide text (and be copied along):
         // shown as what they are, inert.
         OutputDocument bidi;
