@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ApprovalsDock.h"
+#include "StatusText.h"
 
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
@@ -220,6 +221,13 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
     reasonRow->addWidget(m_reason, 1);
     reasonRow->addWidget(m_countdown);
     layout->addLayout(reasonRow);
+    m_failure = new QLabel;
+    m_failure->setObjectName(QStringLiteral("decisionFailure"));
+    m_failure->setTextFormat(Qt::PlainText);
+    m_failure->setWordWrap(true);
+    m_failure->setStyleSheet(statusStyle(true));
+    m_failure->hide();
+    layout->addWidget(m_failure);
     m_allow->setEnabled(!unusual);
     m_always->setEnabled(!unusual);
     m_always->setToolTip(kind == QLatin1String("network") ? tr("Adds this host to the sandbox's allow list")
@@ -372,7 +380,24 @@ void ApprovalCard::focusOutEvent(QFocusEvent *event)
 
 QString ApprovalCard::id() const
 {
-    return m_request.value(QStringLiteral("host")).toString() + QLatin1Char('/') + m_request.value(QStringLiteral("id")).toString();
+    return keyOf(m_request);
+}
+
+QString ApprovalCard::keyOf(const QJsonObject &request)
+{
+    // By the host's place in the dock, not its name: two hosts may carry the same one.
+    return QString::number(request.value(QStringLiteral("hostIndex")).toInt()) + QLatin1Char('/') + request.value(QStringLiteral("id")).toString();
+}
+
+void ApprovalCard::showFailure(const QString &why)
+{
+    m_failure->setText(tr("Your decision did not reach the daemon: %1").arg(display::escaped(why, 300)));
+    m_failure->show();
+}
+
+QString ApprovalCard::failureText() const
+{
+    return m_failure->isHidden() ? QString() : m_failure->text();
 }
 
 void ApprovalCard::tick()
@@ -475,6 +500,7 @@ void ApprovalsDock::show(int host, const QJsonArray &requests)
     QJsonArray labelled;
     for (const QJsonValue &v : requests) {
         QJsonObject request = v.toObject();
+        request.insert(QStringLiteral("hostIndex"), host);
         if (!m_hosts.at(host).name.isEmpty())
             request.insert(QStringLiteral("host"), m_hosts.at(host).name);
         labelled.append(request);
@@ -489,9 +515,7 @@ void ApprovalsDock::show(int host, const QJsonArray &requests)
 
 void ApprovalsDock::show(const QJsonArray &requests)
 {
-    const auto key = [](const QJsonObject &r) -> QString {
-        return r.value(QStringLiteral("host")).toString() + QLatin1Char('/') + r.value(QStringLiteral("id")).toString();
-    };
+    const auto key = [](const QJsonObject &r) -> QString { return ApprovalCard::keyOf(r); };
     QSet<QString> waiting;
     for (const QJsonValue &v : requests)
         waiting.insert(key(v.toObject()));
@@ -548,19 +572,24 @@ bool ApprovalsDock::isSlim() const
 
 void ApprovalsDock::decide(const QJsonObject &request, const QString &decision, bool always, const QString &reason)
 {
-    const QString hostName = request.value(QStringLiteral("host")).toString();
-    const auto host = std::find_if(m_hosts.cbegin(), m_hosts.cend(), [&](const Host &h) { return h.name == hostName; });
-    if (host == m_hosts.cend())
+    const int host = request.value(QStringLiteral("hostIndex")).toInt(-1);
+    if (host < 0 || host >= m_hosts.size())
         return;
-    host->client->callAsync(QStringLiteral("approvals.decide"),
+    m_hosts.at(host).client->callAsync(QStringLiteral("approvals.decide"),
                        {{QStringLiteral("id"), request.value(QStringLiteral("id"))},
                         {QStringLiteral("nonce"), request.value(QStringLiteral("nonce"))},
                         {QStringLiteral("decision"), decision},
                         {QStringLiteral("always"), always},
                         {QStringLiteral("reason"), reason}},
-                       [self = QPointer<ApprovalsDock>(this), index = int(host - m_hosts.cbegin())](Result<QJsonValue>) {
-                           if (self)
-                               self->refreshHost(index); // decided, or already gone: the list says which
+                       [self = QPointer<ApprovalsDock>(this), host, key = ApprovalCard::keyOf(request)](Result<QJsonValue> r) {
+                           if (!self)
+                               return;
+                           // Not taken: said on its card (which stays while the request waits).
+                           if (!r)
+                               for (ApprovalCard *card : self->cards())
+                                   if (card->id() == key)
+                                       card->showFailure(r.error().message);
+                           self->refreshHost(host); // decided, or already gone: the list says which
                        });
 }
 

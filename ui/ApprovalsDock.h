@@ -37,6 +37,10 @@ public:
     explicit ApprovalCard(const QJsonObject &request, QWidget *parent = nullptr);
     const QJsonObject &request() const { return m_request; }
     QString id() const;
+    static QString keyOf(const QJsonObject &request); // what id() is for a request
+    // The daemon did not take the decision (a read-only token, a lost connection): said here.
+    void showFailure(const QString &why);
+    QString failureText() const;
     QPushButton *allowButton() const { return m_allow; }
     QPushButton *alwaysButton() const { return m_always; }
     QPushButton *denyButton() const { return m_deny; }
@@ -69,6 +73,7 @@ private:
     QLabel *m_risk = nullptr;
     QLabel *m_what;
     QLabel *m_countdown;
+    QLabel *m_failure = nullptr;
     QPushButton *m_expand = nullptr;
     QPushButton *m_allow, *m_always, *m_deny;
     QLineEdit *m_reason;

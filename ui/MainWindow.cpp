@@ -225,7 +225,7 @@ void MainWindow::createActions()
     m_fleet->tree()->addAction(remove);
     QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K), [this] { signalSelected(SIGKILL); });
     kill->setToolTip(tr("SIGKILL to every command running in the selected sandboxes; the sandboxes stay"));
-    QAction *stop = action(tr("S&top commands"), QKeySequence(), [this] { signalSelected(SIGTERM); });
+    QAction *stop = action(tr("&Stop commands"), QKeySequence(), [this] { signalSelected(SIGTERM); });
     stop->setToolTip(tr("SIGTERM to every command running in the selected sandboxes, to let them end cleanly"));
     QAction *openConsole = action(tr("&Open console"), QKeySequence(), [this] { m_command->setFocus(); });
     QAction *policy = action(tr("&Policy…"), QKeySequence(Qt::CTRL | Qt::Key_P), [this] {
@@ -265,11 +265,11 @@ void MainWindow::createActions()
         view->show();
     });
     QAction *about = action(tr("&About Airlock"), QKeySequence(), [this] { showAbout(); });
-    QAction *addHostAction = action(tr("Add &host…"), QKeySequence(), [this] {
+    QAction *addHostAction = action(tr("Add a &remote host…"), QKeySequence(), [this] {
         AddHostDialog dialog(this);
         if (dialog.exec() == QDialog::Accepted) {
-            m_remoteHosts->add(dialog.entry());
-            showStatus(tr("Added %1").arg(dialog.entry().name));
+            const Status added = m_remoteHosts->add(dialog.entry());
+            showStatus(added ? tr("Added %1").arg(dialog.entry().name) : tr("Not added: %1").arg(added.error().message), !added);
         }
     });
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "RemoteHosts.h"
+#include "model/DisplayText.h"
 #include "util/Version.h"
 
 #include "ApprovalsDock.h"
@@ -48,8 +49,11 @@ DaemonClient *RemoteHosts::client(const QString &name) const
     return nullptr;
 }
 
-void RemoteHosts::add(const HostRegistry::Entry &entry)
+Status RemoteHosts::add(const HostRegistry::Entry &entry)
 {
+    for (int row = 0; row < m_window.sandboxModel()->hostCount(); ++row)
+        if (m_window.sandboxModel()->hostName(row) == entry.name)
+            return makeError(ErrorCode::AlreadyExists, tr("a host named '%1' is in the console already").arg(display::escaped(entry.name, 64)));
     auto host = std::make_unique<Host>();
     Host &h = *host;
     h.entry = entry;
@@ -62,6 +66,7 @@ void RemoteHosts::add(const HostRegistry::Entry &entry)
     connect(&h.client, &DaemonClient::disconnected, this, [this, &h](const Error &why) { lost(h, why.message); });
     // After the window is up: a slow or unreachable host never holds the console back.
     QTimer::singleShot(0, this, [this, &h] { connectHost(h); });
+    return Ok{};
 }
 
 void RemoteHosts::connectHost(Host &h)

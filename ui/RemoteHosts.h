@@ -28,7 +28,9 @@ public:
     explicit RemoteHosts(MainWindow &window, QObject *parent = nullptr);
     ~RemoteHosts() override;
 
-    void add(const HostRegistry::Entry &entry);
+    // Refused (AlreadyExists) when a host of that name is in the window already: a name picks the
+    // host a decision, a command or a history query goes to.
+    Status add(const HostRegistry::Entry &entry);
     int count() const { return int(m_hosts.size()); }
     DaemonClient *client(const QString &name) const;
 

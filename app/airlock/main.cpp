@@ -81,8 +81,10 @@ int main(int argc, char *argv[])
         window.showDisconnected(connected.error());
     // Other daemons the person saved (airlockctl hosts add, or File → Add host…), below this one.
     if (auto hosts = HostRegistry::load())
-        for (const HostRegistry::Entry &entry : hosts->entries())
-            window.remoteHosts()->add(entry);
+        for (const HostRegistry::Entry &entry : hosts->entries()) {
+            if (Status added = window.remoteHosts()->add(entry); !added) // hosts.json edited by hand: the first of a name is kept
+                window.statusBar()->showMessage(QObject::tr("Host %1 left out: %2").arg(entry.name.left(64), added.error().message));
+        }
     else
         window.statusBar()->showMessage(hosts.error().message);
     window.show();

@@ -34,6 +34,8 @@
 #include <QLabel>
 #include <QLocalSocket>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTableView>
@@ -736,6 +738,25 @@ private Q_SLOTS:
             QVERIFY(QTest::qWaitFor([&] { return window.daemonBanner()->isVisible(); }, 10000));
             QTest::qWait(100);
             QVERIFY(window.grab().save(dir + QStringLiteral("/banner.png")));
+        }
+    }
+
+    void eachMenusMnemonicsAreUnique()
+    {
+        MainWindow window(*m_client);
+        const QList<QMenu *> menus = window.menuBar()->findChildren<QMenu *>();
+        QVERIFY(menus.size() >= 4);
+        for (QMenu *menu : menus) {
+            QHash<QChar, QString> taken;
+            for (QAction *action : menu->actions()) {
+                const QString text = action->text();
+                const qsizetype at = text.indexOf(QLatin1Char('&'));
+                if (action->isSeparator() || at < 0 || at + 1 >= text.size())
+                    continue;
+                const QChar key = text.at(at + 1).toLower();
+                QVERIFY2(!taken.contains(key), qPrintable(QStringLiteral("%1: '%2' and '%3'").arg(menu->title(), taken.value(key), text)));
+                taken.insert(key, text);
+            }
         }
     }
 };

@@ -206,6 +206,67 @@ private Q_SLOTS:
         QVERIFY2(listed.out.contains("-la\\u{e0072}\\u{e006d}"), qPrintable(listed.describe()));
         m_agents.clear();
     }
+
+    // Two hosts that carry one name (hosts.json edited by hand, or a test): each card's decision
+    // goes to its own host. Decisions used to go to the first host of the name, whose daemon did
+    // not know the request; the failure was ignored and the card just stayed.
+    void twoHostsOfOneNameEachGetTheirOwnDecisions()
+    {
+        TestDaemon first, second(args("--approval-timeout", "60s"));
+        QVERIFY(first.start());
+        QVERIFY(second.start());
+        QCOMPARE(second.create(args("--name", "twin-box")), QStringLiteral("twin-box"));
+        auto firstClient = first.connect(), secondClient = second.connect();
+        QVERIFY(firstClient && secondClient);
+        QVERIFY(firstClient->call(QStringLiteral("events.subscribe")) && secondClient->call(QStringLiteral("events.subscribe")));
+        ApprovalsDock dock(*m_client);
+        dock.addHost(QStringLiteral("twin"), *firstClient);
+        dock.addHost(QStringLiteral("twin"), *secondClient);
+        dock.QWidget::show();
+        QProcess agent;
+        agent.setProcessEnvironment(second.environment());
+        agent.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "twin-box", "-n", "--", "sh", "-c", "printf twin-ran"));
+        QVERIFY(QTest::qWaitFor([&] { return dock.cards().size() == 1; }, 10000));
+        ApprovalCard *card = dock.cards().first();
+        QVERIFY(settle(card));
+        card->allowButton()->click();
+        QVERIFY(finishes(&agent));
+        QCOMPARE(agent.readAllStandardOutput(), QByteArray("twin-ran"));
+        QVERIFY(QTest::qWaitFor([&] { return dock.cards().isEmpty(); }, 5000));
+    }
+
+    // A decision the daemon does not take is said on its card, which stays while the request waits.
+    void aDecisionThatFailsIsSaidOnItsCard()
+    {
+        TestDaemon host(args("--approval-timeout", "60s"));
+        QVERIFY(host.start());
+        QCOMPARE(host.create(args("--name", "lost-box")), QStringLiteral("lost-box"));
+        // The dock's connection to this host is an agent's: the daemon refuses its decisions.
+        DaemonClient client;
+        ConnectOptions asAgent;
+        asAgent.socketPath = host.socketPath();
+        asAgent.autostart = false;
+        asAgent.agent = QStringLiteral("sneaky");
+        QVERIFY(client.connectToDaemon(asAgent));
+        QVERIFY(client.call(QStringLiteral("events.subscribe")));
+        ApprovalsDock dock(*m_client);
+        dock.addHost(QStringLiteral("faraway"), client);
+        dock.QWidget::show();
+        QProcess agent;
+        agent.setProcessEnvironment(host.environment());
+        agent.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "lost-box", "-n", "--", "sh", "-c", "printf never"));
+        QVERIFY(QTest::qWaitFor([&] { return dock.cards().size() == 1; }, 10000));
+        ApprovalCard *card = dock.cards().first();
+        QVERIFY(settle(card));
+        QCOMPARE(card->failureText(), QString());
+        card->allowButton()->click();
+        QVERIFY(QTest::qWaitFor([&] { return !card->failureText().isEmpty(); }, 5000));
+        QCOMPARE(card->failureText(), QStringLiteral("Your decision did not reach the daemon: an agent connection cannot decide approvals"));
+        QCOMPARE(dock.cards().size(), 1);
+        QCOMPARE(jsonObject(host.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().size(), 1); // still waiting there
+        agent.kill();
+        agent.waitForFinished();
+    }
 };
 
 QTEST_MAIN(TestConsoleApprovals)

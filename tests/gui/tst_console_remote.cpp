@@ -129,7 +129,12 @@ private Q_SLOTS:
 
         // The console, as the composition root builds it: this computer, then the saved host.
         MainWindow window(*m_client);
-        window.remoteHosts()->add(*saved);
+        QVERIFY(window.remoteHosts()->add(*saved));
+        // A second host of the same name is refused: a name picks where decisions and commands go.
+        const Status twice = window.remoteHosts()->add(*saved);
+        QVERIFY(!twice);
+        QCOMPARE(twice.error().code, ErrorCode::AlreadyExists);
+        QCOMPARE(window.sandboxModel()->hostCount(), 2);
         window.show();
         QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 10000), qPrintable(hostState(window)));
         QVERIFY2(hostState(window).endsWith(QStringLiteral("· airlockd ") + airlock::version()), qPrintable(hostState(window)));
@@ -227,7 +232,7 @@ private Q_SLOTS:
         }
 
         MainWindow window(*m_client);
-        window.remoteHosts()->add(m_entry);
+        QVERIFY(window.remoteHosts()->add(m_entry));
         QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QStringLiteral("connected · ")); }, 10000), qPrintable(hostState(window)));
         HistoryWindow *history = window.openHistory();
         QVERIFY(history->hostChooser()->isVisibleTo(history));
