@@ -13,6 +13,7 @@
 #include "SandboxModel.h"
 #include "GuiTestSettings.h"
 #include "TestHelpers.h"
+#include "Theme.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -136,6 +137,13 @@ private Q_SLOTS:
             window.resize(1024, 700);
             QTest::qWait(200);
             QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-small.png")));
+            applyTheme(Theme::Dark);
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-small-dark.png")));
+            window.resize(1600, 1000);
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-dark.png")));
+            applyTheme(Theme::Light);
         }
         window.selectSandbox(QStringLiteral("fleet-busy"));
         window.signalSelected(SIGKILL);
