@@ -50,7 +50,10 @@ void FleetSampler::sampleNow()
                 return; // an older daemon, or one going away: the columns stay as they were
             QElapsedTimer spent;
             spent.start();
-            self->m_model.setUsage(host, r->toObject().value(QStringLiteral("sandboxes")).toArray(), self->m_clock.elapsed());
+            // The daemon's own clock when it says when it sampled (a reused pass is older than its answer).
+            const QJsonValue sampledMs = r->toObject().value(QStringLiteral("sampledMs"));
+            self->m_model.setUsage(host, r->toObject().value(QStringLiteral("sandboxes")).toArray(),
+                                   sampledMs.isDouble() ? qint64(sampledMs.toDouble()) : self->m_clock.elapsed());
             self->m_lastApplyNs = spent.nsecsElapsed();
             Q_EMIT self->sampled(host);
         });

@@ -7,7 +7,10 @@
 #include "SparklineDelegate.h"
 
 #include <QAction>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
 #include <QLineEdit>
 #include <QMenu>
 #include <QTreeView>
@@ -17,7 +20,7 @@ namespace airlock::ui {
 
 FleetView::FleetView(SandboxModel &model, QWidget *parent)
     : QWidget(parent), m_model(model), m_proxy(new FleetFilter(this)), m_sampler(new FleetSampler(model, this)), m_filter(new QLineEdit),
-      m_tree(new QTreeView)
+      m_tree(new QTreeView), m_empty(new QWidget)
 {
     m_proxy->setSourceModel(&model);
     m_filter->setPlaceholderText(tr("Filter sandboxes: name, agent, run, network, output…"));
@@ -33,6 +36,14 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
     });
     addAction(focusFilter);
 
+    // The current row going (deleted, or hidden by the filter) leaves nothing current: Qt would
+    // move it to a neighbour, and the console and the next command would silently follow. Connected
+    // before the view is given the model, so this runs before the view picks a neighbour.
+    connect(m_proxy, &QAbstractItemModel::rowsAboutToBeRemoved, this, [this](const QModelIndex &parent, int first, int last) {
+        const QModelIndex now = m_tree->currentIndex();
+        if (now.isValid() && now.parent() == parent && now.row() >= first && now.row() <= last)
+            m_tree->selectionModel()->setCurrentIndex({}, QItemSelectionModel::Clear);
+    });
     m_tree->setModel(m_proxy);
     m_tree->setRootIsDecorated(true);
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection); // several at once, for bulk actions
@@ -76,11 +87,37 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
         menu.exec(m_tree->viewport()->mapToGlobal(at));
     });
 
+    // No sandbox anywhere yet: what to do next, in place of an empty table.
+    m_empty->setObjectName(QStringLiteral("fleetEmptyState"));
+    auto *emptyLayout = new QVBoxLayout(m_empty);
+    auto *says = new QLabel(tr("<b>No sandboxes yet.</b> A sandbox is where an agent's commands run, with only the network, credentials and "
+                               "tools you give it. Make one to work in, or connect an agent: it makes its own, and asks you before "
+                               "anything its policy does not allow."));
+    says->setWordWrap(true);
+    auto *newButton = new QPushButton(tr("New sandbox…"));
+    newButton->setToolTip(tr("A sandbox with a preset and limits you choose (Ctrl+N)"));
+    auto *agentButton = new QPushButton(tr("Connect an agent…"));
+    agentButton->setToolTip(tr("The configuration for Claude Code, Codex, Cursor, VS Code or any MCP client"));
+    connect(newButton, &QPushButton::clicked, this, &FleetView::newSandboxRequested);
+    connect(agentButton, &QPushButton::clicked, this, &FleetView::connectAgentRequested);
+    auto *row = new QHBoxLayout;
+    row->addWidget(newButton);
+    row->addWidget(agentButton);
+    row->addStretch(1);
+    emptyLayout->addWidget(says);
+    emptyLayout->addLayout(row);
+    emptyLayout->addStretch(1);
+    for (auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
+        connect(&model, signal, this, &FleetView::updateEmptyState);
+    connect(&model, &QAbstractItemModel::modelReset, this, &FleetView::updateEmptyState);
+
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(2);
     layout->addWidget(m_filter);
     layout->addWidget(m_tree, 1);
+    layout->addWidget(m_empty, 3);
+    updateEmptyState();
 }
 
 QModelIndex FleetView::current() const
@@ -104,9 +141,7 @@ QModelIndexList FleetView::selectedSandboxes() const
     for (const QModelIndex &row : m_tree->selectionModel()->selectedRows())
         if (row.parent().isValid())
             out.append(m_proxy->mapToSource(row));
-    if (out.isEmpty() && m_tree->currentIndex().parent().isValid())
-        out.append(current().siblingAtColumn(0));
-    return out;
+    return out; // only what is selected: never a row the person did not pick (the current one moves when rows go)
 }
 
 void FleetView::select(const QModelIndexList &indexes)
@@ -116,6 +151,14 @@ void FleetView::select(const QModelIndexList &indexes)
         if (const QModelIndex shown = m_proxy->mapFromSource(index); shown.isValid())
             selection.select(shown, shown);
     m_tree->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+void FleetView::updateEmptyState()
+{
+    bool any = false;
+    for (int host = 0; host < m_model.rowCount() && !any; ++host)
+        any = m_model.rowCount(m_model.index(host, 0)) > 0;
+    m_empty->setVisible(!any);
 }
 
 void FleetView::setContextActions(const QList<QAction *> &actions)

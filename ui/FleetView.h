@@ -29,13 +29,17 @@ public:
     FleetSampler *sampler() const { return m_sampler; }
     QModelIndex current() const;
     void setCurrent(const QModelIndex &index);
-    // The selected sandbox rows (the current one when none is selected); hosts are left out.
+    // The selected sandbox rows; hosts are left out.
     QModelIndexList selectedSandboxes() const;
     void select(const QModelIndexList &indexes); // replaces the selection
     void setContextActions(const QList<QAction *> &actions);
 
+    QWidget *emptyState() const { return m_empty; } // shown while no host has a sandbox
+
 Q_SIGNALS:
     void currentChanged();
+    void newSandboxRequested();
+    void connectAgentRequested();
 
 protected:
     void showEvent(QShowEvent *event) override;
@@ -48,6 +52,8 @@ private:
     QLineEdit *m_filter;
     QTreeView *m_tree;
     QList<QAction *> m_contextActions;
+    QWidget *m_empty;
+    void updateEmptyState();
 };
 
 } // namespace airlock::ui

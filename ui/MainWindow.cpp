@@ -6,6 +6,7 @@
 #include "FleetView.h"
 #include "RemoteHosts.h"
 #include "RunningStrip.h"
+#include "ConnectAgentDialog.h"
 #include "CreateSandboxDialog.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
@@ -14,6 +15,7 @@
 #include "SandboxModel.h"
 #include "SandboxConsole.h"
 #include "SecretsDialog.h"
+#include "ShortcutsDialog.h"
 #include "Theme.h"
 #include "StatusText.h"
 #include "client/DaemonClient.h"
@@ -24,6 +26,9 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
+#include <QDesktopServices>
+#include <QFileInfo>
+#include <QUrl>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QSettings>
@@ -219,8 +224,10 @@ void MainWindow::createActions()
     remove->setShortcutContext(Qt::WidgetWithChildrenShortcut);
     remove->setToolTip(tr("Delete the selected sandboxes: what runs in them is killed, their workspaces removed"));
     connect(remove, &QAction::triggered, this, [this] {
-        if (confirmDelete())
-            deleteSelected();
+        // What the box names is what goes, whatever the selection becomes while it is open.
+        const QList<SandboxRef> targets = selectedRefs();
+        if (confirmDelete(targets))
+            deleteSandboxes(targets);
     });
     m_fleet->tree()->addAction(remove);
     QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K), [this] { signalSelected(SIGKILL); });
@@ -307,7 +314,16 @@ void MainWindow::createActions()
             applyTheme(choice);
         });
     }
-    menuBar()->addMenu(tr("&Help"))->addAction(about);
+    QAction *connectAgentAction = action(tr("&Connect an agent…"), QKeySequence(), [this] { connectAgent(); });
+    connectAgentAction->setToolTip(tr("The configuration for Claude Code, Codex, Cursor, VS Code or any MCP client"));
+    QAction *shortcuts = action(tr("&Keyboard shortcuts"), QKeySequence(Qt::CTRL | Qt::Key_Slash), [this] { showShortcuts(); });
+    QAction *docs = action(tr("&Documentation"), QKeySequence::HelpContents, [this] { openDocumentation(); });
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addActions({connectAgentAction, shortcuts, docs});
+    help->addSeparator();
+    help->addAction(about);
+    connect(m_fleet, &FleetView::newSandboxRequested, this, &MainWindow::newSandbox);
+    connect(m_fleet, &FleetView::connectAgentRequested, this, &MainWindow::connectAgent);
 
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
@@ -410,20 +426,34 @@ void MainWindow::signalSelected(int signo)
     }
 }
 
+QList<MainWindow::SandboxRef> MainWindow::selectedRefs() const
+{
+    QList<SandboxRef> refs;
+    for (const QModelIndex &index : m_fleet->selectedSandboxes()) {
+        const QJsonObject s = m_model->sandbox(index);
+        if (DaemonClient *client = m_model->hostClient(index); client && !s.isEmpty())
+            refs.append({client, s.value(QStringLiteral("id")).toString(), s.value(QStringLiteral("name")).toString(),
+                         m_model->data(index.siblingAtColumn(SandboxModel::Running), SandboxModel::SortRole).toInt(), m_model->runningCommands(index)});
+    }
+    return refs;
+}
+
 bool MainWindow::confirmDelete()
 {
+    return confirmDelete(selectedRefs());
+}
+
+bool MainWindow::confirmDelete(const QList<SandboxRef> &targets)
+{
     // Says what is lost (what still runs, by name), and Cancel is what Enter does.
-    const QModelIndexList rows = m_fleet->selectedSandboxes();
-    if (rows.isEmpty())
+    if (targets.isEmpty())
         return false;
     QStringList names, running;
-    for (const QModelIndex &index : rows) {
-        const QString name = display::escaped(m_model->sandbox(index).value(QStringLiteral("name")).toString(), 60);
+    for (const SandboxRef &t : targets) {
+        const QString name = display::escaped(t.name, 60);
         names.append(name);
-        const QStringList commands = m_model->runningCommands(index);
-        const int count = m_model->data(index.siblingAtColumn(SandboxModel::Running), SandboxModel::SortRole).toInt();
-        if (count > 0)
-            running.append(tr("%1: %n running", nullptr, count).arg(name) + (commands.isEmpty() ? QString() : QStringLiteral(" — ") + commands.join(QStringLiteral("; "))));
+        if (t.running > 0)
+            running.append(tr("%1: %n running", nullptr, t.running).arg(name) + (t.commands.isEmpty() ? QString() : QStringLiteral(" — ") + t.commands.join(QStringLiteral("; "))));
     }
     QMessageBox box(QMessageBox::Warning, tr("Delete sandboxes", nullptr, int(names.size())),
                     tr("Delete %1?", nullptr, int(names.size())).arg(names.mid(0, 10).join(QStringLiteral(", ")) + (names.size() > 10 ? tr(" and %n more", nullptr, int(names.size()) - 10) : QString())),
@@ -644,6 +674,35 @@ void MainWindow::runCommand()
     m_command->clear();
 }
 
+void MainWindow::connectAgent()
+{
+    auto presets = currentClient().call(QStringLiteral("policy.presets"), {}, 5000);
+    QStringList hosts;
+    for (int row = 1; row < m_model->hostCount(); ++row)
+        hosts.append(m_model->hostName(row));
+    // The airlockctl beside this console, by its full path: an agent's environment may lack PATH.
+    const QString beside = QCoreApplication::applicationDirPath() + QStringLiteral("/airlockctl");
+    auto *dialog = new ConnectAgentDialog(presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(), hosts,
+                                          QFileInfo(beside).isExecutable() ? beside : QStringLiteral("airlockctl"), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+}
+
+void MainWindow::showShortcuts()
+{
+    auto *dialog = new ShortcutsDialog(actions(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+}
+
+void MainWindow::openDocumentation()
+{
+    for (const QString &readme : {QStringLiteral("/usr/share/doc/airlock/README.md"), QStringLiteral(AIRLOCK_SOURCE_README)})
+        if (QFileInfo::exists(readme) && QDesktopServices::openUrl(QUrl::fromLocalFile(readme)))
+            return;
+    showStatus(tr("No README here to open: it is in the source tree, README.md"), true);
+}
+
 void MainWindow::newSandbox()
 {
     auto presets = currentClient().call(QStringLiteral("policy.presets"));
@@ -686,18 +745,21 @@ void MainWindow::createSandbox(const QJsonObject &parameters)
 
 void MainWindow::deleteSelected()
 {
-    const QModelIndexList rows = m_fleet->selectedSandboxes();
-    for (const QModelIndex &index : rows) {
-        const QJsonObject s = m_model->sandbox(index);
-        DaemonClient *client = m_model->hostClient(index);
-        if (s.isEmpty() || !client)
+    deleteSandboxes(selectedRefs());
+}
+
+void MainWindow::deleteSandboxes(const QList<SandboxRef> &targets)
+{
+    // By id on its own host: a sandbox of the same name made since is not this one.
+    for (const SandboxRef &t : targets) {
+        QPointer<DaemonClient> client = t.client;
+        if (!client)
             continue;
-        const QString name = s.value(QStringLiteral("name")).toString();
-        client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
-                           [self = QPointer<MainWindow>(this), name](Result<QJsonValue> r) {
-                               if (self)
-                                   self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
-                           });
+        client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), t.id}},
+                          [self = QPointer<MainWindow>(this), name = t.name](Result<QJsonValue> r) {
+                              if (self)
+                                  self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
+                          });
     }
 }
 

@@ -79,6 +79,18 @@ public:
     // Asks before the selected sandboxes are deleted, naming what still runs in them; Cancel is
     // the default. True when the person chose Delete.
     bool confirmDelete();
+    // A sandbox as it was when picked: where it lives, its id, and what ran in it then.
+    struct SandboxRef {
+        QPointer<DaemonClient> client;
+        QString id, name;
+        int running = 0;
+        QStringList commands;
+    };
+    QList<SandboxRef> selectedRefs() const;
+    bool confirmDelete(const QList<SandboxRef> &targets);
+    void deleteSandboxes(const QList<SandboxRef> &targets);
+    // Help → Connect an agent… (and the empty fleet's button): the dialog, with this host's presets.
+    void connectAgent();
     // A new sandbox with the current one's preset and policy layer, named NAME-2, NAME-3, …
     void duplicateCurrent();
     QList<QJsonObject> selectedSandboxes() const;
@@ -100,6 +112,8 @@ private:
     void onSelectionChanged();
     void runCommand();
     void newSandbox();
+    void showShortcuts();
+    void openDocumentation();
     void showStatus(const QString &text, bool error = false);
 
     DaemonClient &m_client;

@@ -7,6 +7,7 @@
 #include <QDateTime>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QTextDocument>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -51,7 +52,7 @@ void RunningStrip::add(uint32_t exec, const QJsonArray &argv, qint64 startedMsSi
     command->setTextFormat(Qt::PlainText);
     const QString shown = display::commandLine(argv, 160);
     command->setText(tr("▶ #%1  %2").arg(exec).arg(shown));
-    command->setToolTip(display::commandLine(argv, 2000));
+    command->setToolTip(Qt::convertFromPlainText(display::commandLine(argv, 2000))); // never read as rich text
     command->setMinimumWidth(80);
     command->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // elided by the layout, never widening the window
     row.elapsed = new QLabel;

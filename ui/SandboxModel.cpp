@@ -227,7 +227,7 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
         if (role == Qt::DisplayRole && index.column() == Network)
             return host.address;
         if (role == Qt::ToolTipRole)
-            return host.detail.isEmpty() ? QVariant() : QVariant(host.detail);
+            return host.detail.isEmpty() ? QVariant() : QVariant(Qt::convertFromPlainText(host.detail)); // a remote daemon's words: never rich text
         if (role == HostRole)
             return index.row();
         return {};

@@ -9,7 +9,6 @@
 #include "model/DisplayText.h"
 
 #include <QDateTime>
-#include <QElapsedTimer>
 #include <QThread>
 #include <QJsonArray>
 
@@ -129,13 +128,12 @@ public:
         auto first = (*client)->call(QStringLiteral("sandbox.stats"));
         if (!first)
             return fail(ctx, first.error());
-        QElapsedTimer clock;
-        clock.start();
         QThread::msleep(500);
         auto second = (*client)->call(QStringLiteral("sandbox.stats"));
         if (!second)
             return fail(ctx, second.error());
-        const double elapsedMs = double(std::max<qint64>(1, clock.elapsed()));
+        // Between the two samples, by the daemon's clock.
+        const double elapsedMs = std::max(1.0, second->value(QStringLiteral("sampledMs")).toDouble() - first->value(QStringLiteral("sampledMs")).toDouble());
         QHash<QString, double> before;
         for (const QJsonValue &v : first->value(QStringLiteral("sandboxes")).toArray())
             before.insert(v.toObject().value(QStringLiteral("id")).toString(), v.toObject().value(QStringLiteral("cpuNs")).toDouble());
@@ -167,7 +165,7 @@ public:
                        units::formatBytes(uint64_t(sb.value(QStringLiteral("memoryBytes")).toDouble())),
                        QString::number(sb.value(QStringLiteral("processes")).toInt()),
                        display::escaped(sb.value(QStringLiteral("agent")).toString(), 30),
-                       display::escaped(sb.value(QStringLiteral("lastOutput")).toString(), 80)});
+                       display::escaped(sb.value(QStringLiteral("lastOutput")).toString().simplified(), 80)}); // runs of spaces could fake a wrapped row
         }
         table.print(ctx.out);
         return ExitOk;

@@ -418,8 +418,12 @@ QJsonArray Engine::listSandboxes() const
     return out;
 }
 
-void Engine::sampleUsage(std::function<void(QJsonArray)> done)
+void Engine::sampleUsage(std::function<void(QJsonArray, qint64)> done)
 {
+    if (!m_usageClock.isValid())
+        m_usageClock.start();
+    if (m_lastUsageMs >= 0 && m_usageClock.elapsed() - m_lastUsageMs < kUsageReuseMs && m_usageWaiting.isEmpty())
+        return done(m_lastUsage, m_lastUsageMs);
     m_usageWaiting.append(std::move(done));
     if (m_usageWaiting.size() > 1)
         return;
@@ -431,7 +435,9 @@ void Engine::sampleUsage(std::function<void(QJsonArray)> done)
     // posted back to this thread (and dropped with the engine if it is going).
     m_usagePool.start([this, namespaces] {
         QHash<quint64, ResourceUsage> usage = usageByPidNamespace(namespaces);
-        QMetaObject::invokeMethod(this, [this, usage = std::move(usage)] {
+        const qint64 sampledMs = m_usageClock.elapsed(); // only read here: started before the first pass
+        QMetaObject::invokeMethod(this, [this, usage = std::move(usage), sampledMs] {
+            m_lastUsageMs = sampledMs;
             QJsonArray out;
             for (const Sandbox *s : std::as_const(m_sandboxes)) { // as they are now: one may have gone meanwhile
                 const ResourceUsage u = s->pidNamespace() ? usage.value(s->pidNamespace()) : ResourceUsage{};
@@ -442,12 +448,13 @@ void Engine::sampleUsage(std::function<void(QJsonArray)> done)
                                        {QStringLiteral("processes"), u.processes},
                                        {QStringLiteral("executions"), s->runningExecutions()},
                                        {QStringLiteral("commands"), QJsonArray::fromStringList(s->runningCommands().mid(0, kUsageCommands))},
-                                       {QStringLiteral("lastOutput"), lastOutputLine(s->outputTail()).left(300)},
+                                       {QStringLiteral("lastOutput"), s->lastOutputLine().left(300)},
                                        {QStringLiteral("agent"), s->currentAgent()},
                                        {QStringLiteral("run"), s->currentRun()}});
             }
+            m_lastUsage = out;
             for (const auto &reply : std::exchange(m_usageWaiting, {}))
-                reply(out);
+                reply(out, m_lastUsageMs);
         }, Qt::QueuedConnection);
     });
 }

@@ -18,6 +18,7 @@
 
 #include <functional>
 
+#include <QElapsedTimer>
 #include <QThreadPool>
 #include <sys/types.h>
 
@@ -115,8 +116,12 @@ public:
     // `commands` names the first kUsageCommands running ones ("execution 3: make test"). The
     // /proc pass runs on a worker thread (thousands of processes must not stall the daemon), and
     // one pass answers everyone who asked while it ran.
-    void sampleUsage(std::function<void(QJsonArray)> done);
+    // A pass that ended less than kUsageReuseMs ago answers again (a client asking without pause
+    // gets no more passes than one every kUsageReuseMs). `sampledMs` is when it was taken, on
+    // this daemon's monotonic clock: rates are computed from it, not from when answers arrive.
+    void sampleUsage(std::function<void(QJsonArray sandboxes, qint64 sampledMs)> done);
     static constexpr int kUsageCommands = 5;
+    static constexpr int kUsageReuseMs = 250;
     Result<QJsonObject> sandboxInfo(const QString &ref) const;
 
     Result<Sandbox *> find(const QString &ref) const;
@@ -167,7 +172,10 @@ private:
     QByteArray m_seccompProgram;
     QString m_workspacesDir;
     QList<Sandbox *> m_sandboxes;
-    QList<std::function<void(QJsonArray)>> m_usageWaiting; // answered by the /proc pass under way
+    QList<std::function<void(QJsonArray, qint64)>> m_usageWaiting; // answered by the /proc pass under way
+    QJsonArray m_lastUsage;
+    qint64 m_lastUsageMs = -1;
+    QElapsedTimer m_usageClock;
     QThreadPool m_usagePool;
     QHash<Sandbox *, uid_t> m_hostUids;
     ApprovalBroker &m_approvals;

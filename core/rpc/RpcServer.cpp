@@ -524,9 +524,9 @@ void RpcServer::registerHandlers()
     });
     m_handlers.insert(QStringLiteral("sandbox.stats"), [this](Session &s, const QJsonObject &, const Reply &reply) {
         QPointer<Connection> conn = s.conn;
-        m_engine.sampleUsage([conn, reply](const QJsonArray &sandboxes) {
+        m_engine.sampleUsage([conn, reply](const QJsonArray &sandboxes, qint64 sampledMs) {
             if (conn)
-                reply(QJsonObject{{QStringLiteral("sandboxes"), sandboxes}});
+                reply(QJsonObject{{QStringLiteral("sandboxes"), sandboxes}, {QStringLiteral("sampledMs"), double(sampledMs)}});
         });
     });
     m_handlers.insert(QStringLiteral("sandbox.info"), [this](Session &, const QJsonObject &p, const Reply &reply) {

@@ -2,6 +2,7 @@
 #include "sandbox/Sandbox.h"
 
 #include "model/DisplayText.h"
+#include "model/TerminalFilter.h"
 
 #include "log/Log.h"
 #include "sandbox/ResourceUsage.h"
@@ -423,13 +424,24 @@ Status Sandbox::resize(uint32_t execId, uint16_t rows, uint16_t cols)
     return Ok{};
 }
 
+QString Sandbox::lastOutputLine() const
+{
+    QByteArray line = airlock::lastOutputLine(m_outputTail).toUtf8();
+    m_redactor.redactInPlace(line);
+    return QString::fromUtf8(line);
+}
+
 QStringList Sandbox::runningCommands() const
 {
     QList<uint32_t> ids = m_execs.keys();
     std::sort(ids.begin(), ids.end());
     QStringList out;
-    for (uint32_t id : ids)
-        out.append(QStringLiteral("execution %1: %2").arg(id).arg(display::commandLine(QJsonArray::fromStringList(m_execs.value(id).argv), 200)));
+    for (uint32_t id : ids) {
+        // The argv as the history keeps it: with every secret masked.
+        Redactor::Hits hits;
+        const QJsonObject masked = m_redactor.redactJson({{QStringLiteral("argv"), QJsonArray::fromStringList(m_execs.value(id).argv)}}, &hits);
+        out.append(QStringLiteral("execution %1: %2").arg(id).arg(display::commandLine(masked.value(QStringLiteral("argv")).toArray(), 200)));
+    }
     return out;
 }
 
@@ -490,6 +502,9 @@ void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeN
         ev.offset = qint64(offset);
         ev.run = e.run; // at hand here: publish() need not look the execution up for every chunk
         ev.data = forward.toByteArray();
+        // A line never runs across executions or streams: each piece of one was masked alone.
+        if (const uint64_t source = (uint64_t(execId) << 2) | uint64_t(stream); std::exchange(m_tailSource, source) != source && !m_outputTail.isEmpty())
+            m_outputTail.append('\n');
         if (forward.size() >= kOutputTailBytes) {
             m_outputTail = ev.data.right(kOutputTailBytes);
         } else {

@@ -70,7 +70,11 @@ public:
     const QByteArray &outputTail() const { return m_outputTail; }
     static constexpr qsizetype kOutputTailBytes = 512;
     // The PID namespace its processes are in (0 until it runs): what their usage is summed by.
-    quint64 pidNamespace() const { return m_pidNamespace; }
+    // Only while it runs: nsfs inodes are reused, and a gone sandbox's would name another's.
+    quint64 pidNamespace() const { return m_state == SandboxState::Running ? m_pidNamespace : 0; }
+    // Its last line of output, as lastOutputLine() gives it, with every secret masked (the line
+    // is put together from several chunks: each was masked alone, a secret across them is not).
+    QString lastOutputLine() const;
     // Records a fact about this sandbox that the daemon decided (approvals, refusals) in its stream.
     // What the sandbox's own processes can cause at will (network.*, tool.*) is rate-limited per
     // kind: past a burst, events are counted instead of stored, and an events.suppressed event
@@ -190,6 +194,7 @@ private:
     QString m_currentRun;
     QString m_currentAgent;
     QByteArray m_outputTail;
+    uint64_t m_tailSource = 0; // execution and stream of its last bytes
     quint64 m_pidNamespace = 0;
     QByteArray m_stderrTail; // last bytes bwrap/guest printed, for start-up errors
     QTimer *m_helloTimer = nullptr;

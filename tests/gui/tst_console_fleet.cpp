@@ -3,6 +3,7 @@
 // memory sampled from its processes, its last line of output, the agent of its newest command),
 // sorting and filtering over it, bulk actions that follow the selection, and a delete confirmation
 // that names what would be killed and does nothing unless Delete is chosen.
+#include "ConnectAgentDialog.h"
 #include "FleetFilter.h"
 #include "FleetSampler.h"
 #include "FleetView.h"
@@ -17,6 +18,9 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QTreeWidget>
 #include <QElapsedTimer>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -226,6 +230,50 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
     }
 
+    // The red team's case: the sandbox the box names goes away while the box is open (an agent
+    // deleted it). Delete then deletes nothing else: not the row the selection moved to.
+    void deleteActsOnWhatTheBoxNamedAndNothingElse()
+    {
+        for (const char *name : {"del-w", "del-x", "del-y"})
+            QCOMPARE(m_daemon->create(args("--name", name)), QLatin1String(name));
+        MainWindow window(*m_client);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("del-x")); }, 5000));
+        QAction *remove = nullptr;
+        for (QAction *a : window.sandboxTree()->actions())
+            if (a->text() == QStringLiteral("&Delete…"))
+                remove = a;
+        QVERIFY(remove);
+        bool answered = false;
+        QTimer::singleShot(0, &window, [&] {
+            QVERIFY(QTest::qWaitFor([] { return qobject_cast<QMessageBox *>(QApplication::activeModalWidget()); }, 5000));
+            auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+            QCOMPARE(box->text(), QStringLiteral("Delete del-x?"));
+            QCOMPARE(m_daemon->ctl(args("rm", "del-x")).exitCode, 0);
+            QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("del-x")).isValid(); }, 5000));
+            // Nothing is current now: the console did not move to a neighbour.
+            QCOMPARE(window.currentSandboxId(), QString());
+            QVERIFY(window.selectedSandboxes().isEmpty());
+            for (QAbstractButton *b : box->buttons())
+                if (box->buttonRole(b) == QMessageBox::DestructiveRole)
+                    b->click();
+            answered = true;
+        });
+        remove->trigger();
+        QVERIFY(answered);
+        QTest::qWait(500);
+        QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("del-w")).isValid());
+        QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("del-y")).isValid());
+        QCOMPARE(sandboxInfo(*m_daemon, QStringLiteral("del-w")).value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        // A filter that hides the current sandbox leaves nothing current either.
+        QVERIFY(window.selectSandbox(QStringLiteral("del-w")));
+        window.fleet()->filterLine()->setText(QStringLiteral("del-y"));
+        QCOMPARE(window.currentSandboxId(), QString());
+        window.signalSelected(SIGKILL); // acts on nothing
+        window.fleet()->filterLine()->clear();
+        QCOMPARE(m_daemon->ctl(args("rm", "del-w", "del-y")).exitCode, 0);
+    }
+
     void eachRunningCommandHasItsTimeAndAStopOfItsOwn()
     {
         MainWindow window(*m_client);
@@ -317,6 +365,62 @@ private Q_SLOTS:
         QTest::keyClick(&view, Qt::Key_End, Qt::ControlModifier);
         QVERIFY(view.followsTail());
         QVERIFY(!view.hasNewOutputBelow());
+    }
+
+    // A first start: an empty fleet says what to do, and Connect an agent gives each client's text.
+    void aFirstStartLeadsSomewhere()
+    {
+        TestDaemon fresh;
+        QVERIFY(fresh.start());
+        auto client = fresh.connect();
+        QVERIFY(client);
+        MainWindow window(*client);
+        window.resize(1024, 700);
+        window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->hostCount() == 1 && !window.fleet()->emptyState()->isHidden(); }, 5000));
+        QTest::qWait(300);
+        QVERIFY(window.fleet()->emptyState()->isVisible());
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(window.grab().save(dir + QStringLiteral("/first-start.png")));
+        QPushButton *connectButton = nullptr;
+        for (QPushButton *b : window.fleet()->emptyState()->findChildren<QPushButton *>())
+            if (b->text() == QStringLiteral("Connect an agent…"))
+                connectButton = b;
+        QVERIFY(connectButton);
+        connectButton->click();
+        auto *dialog = window.findChild<ConnectAgentDialog *>();
+        QVERIFY(dialog);
+        QVERIFY(dialog->configText(mcp::AgentClient::ClaudeCode).startsWith(QLatin1String("claude mcp add airlock -- ") + binDir() + QLatin1String("/airlockctl mcp")));
+        dialog->presetBox()->setCurrentIndex(dialog->presetBox()->findData(QStringLiteral("package-install")));
+        dialog->hostsEdit()->setText(QStringLiteral("https://files.pythonhosted.org/packages/x.whl not_a host!"));
+        QVERIFY(!dialog->hostsError().isEmpty());
+        QVERIFY(!dialog->configText(mcp::AgentClient::Codex).contains(QLatin1String("--allow")));
+        dialog->hostsEdit()->setText(QStringLiteral("https://files.pythonhosted.org/packages/x.whl, pypi.org"));
+        QCOMPARE(dialog->hostsError(), QString());
+        QCOMPARE(dialog->configText(mcp::AgentClient::Codex),
+                 QStringLiteral("[mcp_servers.airlock]\ncommand = \"%1/airlockctl\"\nargs = [\"mcp\", \"--preset\", \"package-install\", \"--allow\", "
+                                "\"files.pythonhosted.org:443\", \"--allow\", \"pypi.org\"]").arg(binDir()));
+        dialog->copy(mcp::AgentClient::Cursor);
+        QCOMPARE(QApplication::clipboard()->text(), dialog->configText(mcp::AgentClient::Cursor));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(dialog->grab().save(dir + QStringLiteral("/connect-agent.png")));
+        dialog->close();
+        // The first sandbox: the table takes the place.
+        QCOMPARE(fresh.create(args("--name", "first")), QStringLiteral("first"));
+        QVERIFY(QTest::qWaitFor([&] { return window.fleet()->emptyState()->isHidden(); }, 5000));
+        // Help → Keyboard shortcuts lists the window's keys.
+        QAction *shortcuts = nullptr;
+        for (QAction *a : window.actions())
+            if (a->text() == QLatin1String("&Keyboard shortcuts"))
+                shortcuts = a;
+        QVERIFY(shortcuts);
+        shortcuts->trigger();
+        auto *list = window.findChild<QTreeWidget *>(QStringLiteral("shortcutList"));
+        QVERIFY(list);
+        QStringList rows;
+        for (int i = 0; i < list->topLevelItemCount(); ++i)
+            rows.append(list->topLevelItem(i)->text(0) + QLatin1Char('=') + list->topLevelItem(i)->text(1));
+        QVERIFY2(rows.contains(QStringLiteral("Ctrl+N=New sandbox…")) && rows.contains(QStringLiteral("Ctrl+Shift+A=Decide on requests")), qPrintable(rows.join(QLatin1Char('|'))));
     }
 
     void aSandboxsTimeIsItsProcessesNotTheHosts()

@@ -5,6 +5,7 @@
 // (malformed JSON-RPC, batches, version negotiation, requests before initialize) are written as
 // raw lines to the real server.
 #include "TestHelpers.h"
+#include "mcp/AgentConfig.h"
 #include "util/Version.h"
 
 #include <QJsonArray>
@@ -214,6 +215,74 @@ private Q_SLOTS:
         QVERIFY(runClient(QStringLiteral("person"), args("--preset", "package-install", "--allow", "pypi.org")).value(QStringLiteral("ok")).toBool());
         const CliResult info = m_daemon->ctl(args("policy", "show", "with-host", "--effective", "--json"));
         QVERIFY2(info.out.contains("\"pypi.org\""), info.out.constData());
+    }
+
+    // What the console's "Connect an agent" gives a person to paste: each client's text says the
+    // same command, read back with the tools those clients read it with (a shell, Python's TOML
+    // reader, a JSON parser), and that command is a session the SDK client drives with the preset
+    // and hosts chosen.
+    void theConsolesAgentConfigurationsStartThatSession()
+    {
+        mcp::AgentSetup setup;
+        setup.program = binDir() + QStringLiteral("/airlockctl");
+        setup.preset = QStringLiteral("package-install");
+        auto hosts = mcp::parseAllowedHosts(QStringLiteral("https://PyPI.org/simple/"));
+        QVERIFY(hosts);
+        QCOMPARE(*hosts, QStringList{QStringLiteral("pypi.org:443")});
+        hosts = mcp::parseAllowedHosts(QStringLiteral("pypi.org, pypi.org"));
+        QCOMPARE(*hosts, QStringList{QStringLiteral("pypi.org")});
+        setup.allow = *hosts;
+        const QStringList expected = QStringList{setup.program} + setup.arguments();
+        QCOMPARE(setup.arguments(), args("mcp", "--preset", "package-install", "--allow", "pypi.org"));
+        QHash<int, QString> text;
+        for (const mcp::AgentConfig &c : mcp::agentConfigs(setup))
+            text.insert(int(c.client), c.text);
+        auto run = [](const QString &program, const QStringList &arguments, const QByteArray &input) {
+            QProcess p;
+            p.start(program, arguments);
+            p.write(input);
+            p.closeWriteChannel();
+            p.waitForFinished(10000);
+            return QString::fromUtf8(p.readAllStandardOutput()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        };
+        // Claude Code: a shell line; the words after `--` are the command.
+        const QString claude = text.value(int(mcp::AgentClient::ClaudeCode));
+        QVERIFY2(claude.startsWith(QLatin1String("claude mcp add airlock -- ")), qPrintable(claude));
+        QCOMPARE(run(QStringLiteral("sh"), args("-c", "eval \"set -- $(cat)\"; shift 5; printf '%s\\n' \"$@\""), claude.toUtf8()), expected);
+        // Codex: TOML, as Python reads it.
+        QCOMPARE(run(QStringLiteral("python3"), args("-c", "import sys, tomllib; s = tomllib.loads(sys.stdin.read())['mcp_servers']['airlock']; print(s['command']); [print(a) for a in s['args']]"),
+                     text.value(int(mcp::AgentClient::Codex)).toUtf8()),
+                 expected);
+        // Cursor, VS Code and the rest: JSON.
+        for (const auto &[client, key] : {std::pair{mcp::AgentClient::Cursor, "mcpServers"}, {mcp::AgentClient::VsCode, "servers"}, {mcp::AgentClient::Generic, "mcpServers"}}) {
+            const QJsonObject server = QJsonDocument::fromJson(text.value(int(client)).toUtf8()).object().value(QLatin1String(key)).toObject().value(QStringLiteral("airlock")).toObject();
+            QStringList argv{server.value(QStringLiteral("command")).toString()};
+            for (const QJsonValue &a : server.value(QStringLiteral("args")).toArray())
+                argv.append(a.toString());
+            QCOMPARE(argv, expected);
+        }
+        QCOMPARE(QJsonDocument::fromJson(text.value(int(mcp::AgentClient::VsCode)).toUtf8()).object().value(QStringLiteral("servers")).toObject()
+                     .value(QStringLiteral("airlock")).toObject().value(QStringLiteral("type")).toString(), QStringLiteral("stdio"));
+        // A path with a space and a quote stays one word everywhere.
+        setup.program = QStringLiteral("/opt/my tools/air'lock/airlockctl");
+        for (const mcp::AgentConfig &c : mcp::agentConfigs(setup))
+            text.insert(int(c.client), c.text);
+        QCOMPARE(run(QStringLiteral("sh"), args("-c", "eval \"set -- $(cat)\"; shift 5; printf '%s\\n' \"$1\""), text.value(int(mcp::AgentClient::ClaudeCode)).toUtf8()),
+                 QStringList{setup.program});
+        QCOMPARE(run(QStringLiteral("python3"), args("-c", "import sys, tomllib; print(tomllib.loads(sys.stdin.read())['mcp_servers']['airlock']['command'])"),
+                     text.value(int(mcp::AgentClient::Codex)).toUtf8()),
+                 QStringList{setup.program});
+        // What is not a host is said, not used.
+        const auto bad = mcp::parseAllowedHosts(QStringLiteral("pypi.org ftp://x"));
+        QVERIFY(!bad);
+        QVERIFY2(bad.error().message.startsWith(QLatin1String("'ftp://x' is not a URL with a host and a port")), qPrintable(bad.error().message));
+        QVERIFY(!mcp::parseAllowedHosts(QStringLiteral("exa mple..com")));
+
+        // The session those texts start, driven by the SDK: the preset and host took effect.
+        for (const char *name : {"with-preset", "with-host"})
+            m_daemon->ctl(args("rm", name));
+        QVERIFY(runClient(QStringLiteral("person"), setup.arguments().mid(1)).value(QStringLiteral("ok")).toBool());
+        QVERIFY(m_daemon->ctl(args("policy", "show", "with-host", "--effective", "--json")).out.contains("\"pypi.org\""));
     }
 
     // Cancelling a call kills its execution, and the session goes on.

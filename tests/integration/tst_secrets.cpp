@@ -122,6 +122,32 @@ private Q_SLOTS:
         QVERIFY2(stored.out.startsWith(QByteArray("plain " + mask + "\n")) && !stored.out.contains(kValue), qPrintable(stored.describe()));
     }
 
+    // What a fleet view shows of a sandbox (its running commands, its last line) is masked too:
+    // a secret in an argv, and one printed in two executions' pieces that the line joins.
+    void whatTheFleetShowsIsMasked()
+    {
+        QProcess sleeper;
+        sleeper.setProcessEnvironment(m_daemon->environment());
+        sleeper.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "sec", "--", "sh", "-c", "sleep 30") + QStringList{QString::fromLatin1(kValue)});
+        QVERIFY(sleeper.waitForStarted());
+        QCOMPARE(sh(QStringLiteral("sec"), QStringLiteral("printf %s \"${API_TOKEN:0:9}\"")).exitCode, 0);
+        QCOMPARE(sh(QStringLiteral("sec"), QStringLiteral("printf '%s\\n' \"${API_TOKEN:9}\"")).exitCode, 0);
+        QByteArray stats;
+        QVERIFY(waitFor([&] {
+            stats = m_daemon->ctl(args("stats", "--json", "sec")).out;
+            return stats.contains("sleep 30");
+        }, 10000));
+        auto client = m_daemon->connect();
+        QVERIFY(client && client->call(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), QStringLiteral("sec")}}));
+        sleeper.waitForFinished();
+        QVERIFY2(!stats.contains(kValue), stats.constData());
+        const QJsonObject sb = jsonArray(stats).first().toObject();
+        QVERIFY2(sb.value(QStringLiteral("commands")).toArray().first().toString().endsWith(QLatin1String("'sleep 30' '[REDACTED") + QString(kValue.size() - 10, QLatin1Char('*')) + QLatin1String("]'")),
+                 stats.constData());
+        // The two pieces are two lines, each as its execution printed it (and as the history keeps it).
+        QCOMPARE(sb.value(QStringLiteral("lastOutput")).toString(), QString::fromLatin1(kValue.mid(9)));
+    }
+
     void aPersonAndAnAgentSeeRequestsMasked()
     {
         // An agent's command that carries the value waits for a person; the listing masks it.
