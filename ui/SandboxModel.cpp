@@ -39,7 +39,12 @@ int SandboxModel::addHost(const QString &name, DaemonClient &client)
         if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
             refreshHost(row);
     });
-    auto stateChanged = [this, row] { Q_EMIT dataChanged(index(row, State), index(row, State)); };
+    // Gone: the host's row says so, and its sandboxes grey out (as last seen, not as they are).
+    auto stateChanged = [this, row] {
+        Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+        if (const int n = rowCount(index(row, 0)); n > 0)
+            Q_EMIT dataChanged(index(0, 0, index(row, 0)), index(n - 1, ColumnCount - 1, index(row, 0)));
+    };
     connect(&client, &DaemonClient::disconnected, this, stateChanged);
     return row;
 }
@@ -303,6 +308,15 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
     const QJsonObject &s = e->json;
     const QString &network = e->network;
     const Usage *u = usage(index);
+    const DaemonClient *client = m_hosts.at(qsizetype(index.internalId()) - 1).client;
+    if (!client->isConnected()) { // what was last seen, marked as such
+        if (role == Qt::ForegroundRole)
+            return QColor(0x99, 0x99, 0x99);
+        if (role == Qt::DecorationRole)
+            return index.column() == Name ? QVariant(stateDot(QStringLiteral("stopped"))) : QVariant();
+        if (role == Qt::ToolTipRole && (index.column() == Name || index.column() == State))
+            return tr("As last seen: its host is not connected");
+    }
     const int running = u ? u->executions : e->executions;
     switch (role) {
     case Qt::DisplayRole:

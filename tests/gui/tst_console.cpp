@@ -713,11 +713,19 @@ private Q_SLOTS:
             ++attempts;
             return client->connectToDaemon(options);
         });
+        QCOMPARE(daemon.create(args("--name", "before-stop")), QStringLiteral("before-stop"));
         window.show();
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 5000));
+        QVERIFY(!window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).data(Qt::ForegroundRole).isValid());
         QVERIFY(!window.daemonBanner()->isVisible());
         daemon.stop();
         QVERIFY(QTest::qWaitFor([&] { return window.daemonBanner()->isVisible(); }, 10000));
         const QString said = window.daemonBanner()->findChild<QLabel *>()->text();
+        // Its sandboxes' rows are as last seen, and look it.
+        const QModelIndex last = window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop"));
+        QVERIFY(last.isValid());
+        QCOMPARE(last.data(Qt::ForegroundRole).value<QColor>(), QColor(0x99, 0x99, 0x99));
+        QCOMPARE(last.data(Qt::ToolTipRole).toString(), QStringLiteral("As last seen: its host is not connected"));
         QVERIFY2(said.startsWith(QLatin1String("The Airlock daemon is unreachable: ")), qPrintable(said));
         // Retry while it is still down: still down, and the reason is the connection's.
         QVERIFY(!window.retryConnection(true));
