@@ -64,7 +64,7 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
     const QFontMetrics fm = fontMetrics();
     for (int column : {SandboxModel::State, SandboxModel::Running, SandboxModel::Age})
         header->resizeSection(column, fm.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString()) + fm.horizontalAdvance(QStringLiteral("MMM")));
-    header->resizeSection(SandboxModel::State, fm.horizontalAdvance(QStringLiteral("connected · 999 ms")));
+    header->resizeSection(SandboxModel::State, fm.horizontalAdvance(QStringLiteral("not connectedMM")));
     header->resizeSection(SandboxModel::Network, fm.horizontalAdvance(QStringLiteral("FULL (host network)M")));
     header->resizeSection(SandboxModel::Name, 190);
     header->resizeSection(SandboxModel::Cpu, 120);

@@ -297,6 +297,10 @@ void MainWindow::createActions()
     connect(m_output, &OutputView::wrapChanged, wrap, &QAction::setChecked);
     connect(m_output, &OutputView::wrapChanged, this, [](bool on) { QSettings().setValue(QStringLiteral("view/wrap"), on); });
     wrap->setChecked(QSettings().value(QStringLiteral("view/wrap"), false).toBool());
+    // F6 and Shift+F6: the fleet, the output, the command line, the newest request, and round.
+    QAction *nextPane = action(tr("Next &pane"), QKeySequence(Qt::Key_F6), [this] { cyclePanes(1); });
+    QAction *previousPane = action(tr("Pre&vious pane"), QKeySequence(Qt::SHIFT | Qt::Key_F6), [this] { cyclePanes(-1); });
+    view->addActions({nextPane, previousPane});
     view->addAction(m_approvals->toggleViewAction());
     view->addAction(decideAction);
     view->addAction(log);
@@ -325,6 +329,11 @@ void MainWindow::createActions()
     connect(m_fleet, &FleetView::newSandboxRequested, this, &MainWindow::newSandbox);
     connect(m_fleet, &FleetView::connectAgentRequested, this, &MainWindow::connectAgent);
 
+    create->setToolTip(tr("A new sandbox: a preset, network, limits and a name (Ctrl+N)"));
+    policy->setToolTip(tr("What the selected sandbox may reach: network, credentials, tools, commands, files, limits (Ctrl+P)"));
+    history->setToolTip(tr("Every execution on this host, searchable, with its output (Ctrl+H)"));
+    timeline->setToolTip(tr("The selected sandbox's run as it happened: executions, approvals, network, tools (Ctrl+T)"));
+    refresh->setToolTip(tr("Ask every host for its sandboxes again (F5)"));
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
     tools->addActions({create, remove, policy, history, timeline, refresh});
@@ -672,6 +681,28 @@ void MainWindow::runCommand()
                        });
     m_commands.add(text);
     m_command->clear();
+}
+
+void MainWindow::cyclePanes(int step)
+{
+    QList<QWidget *> panes{m_fleet->tree(), m_output, m_command};
+    if (!m_approvals->cards().isEmpty())
+        panes.append(m_approvals);
+    QWidget *focus = QApplication::focusWidget();
+    qsizetype at = -1;
+    for (qsizetype i = 0; i < panes.size(); ++i)
+        if (focus && (focus == panes[i] || panes[i]->isAncestorOf(focus)))
+            at = i;
+    for (qsizetype tried = 1; tried <= panes.size(); ++tried) {
+        QWidget *next = panes[((at < 0 ? (step > 0 ? -1 : 0) : at) + step * tried + panes.size() * 2) % panes.size()];
+        if (!next->isEnabled() || !next->isVisible())
+            continue;
+        if (next == m_approvals)
+            m_approvals->focusNewest();
+        else
+            next->setFocus(Qt::ShortcutFocusReason);
+        return;
+    }
 }
 
 void MainWindow::connectAgent()

@@ -91,6 +91,8 @@ public:
     void deleteSandboxes(const QList<SandboxRef> &targets);
     // Help → Connect an agent… (and the empty fleet's button): the dialog, with this host's presets.
     void connectAgent();
+    // F6 / Shift+F6: the next (or previous) pane takes the focus, skipping what is disabled.
+    void cyclePanes(int step);
     // A new sandbox with the current one's preset and policy layer, named NAME-2, NAME-3, …
     void duplicateCurrent();
     QList<QJsonObject> selectedSandboxes() const;

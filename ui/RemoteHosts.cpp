@@ -114,9 +114,12 @@ void RemoteHosts::probe(Host &h)
         const double ms = double(timer->nsecsElapsed()) / 1e6;
         self->m_window.sandboxModel()->setHostStatus(
             h.row, shownAddress(h.entry.url),
-            tr("connected · %1 ms · airlockd %2").arg(ms, 0, 'f', ms < 10 ? 1 : 0).arg(info.value(QStringLiteral("version")).toString()),
-            tr("%1 (kernel %2), %n sandbox(es)\n%3", nullptr, info.value(QStringLiteral("sandboxes")).toInt())
-                .arg(info.value(QStringLiteral("host")).toString(), info.value(QStringLiteral("kernel")).toString(), h.entry.url));
+            // The column says the state; the round trip, version and machine are in the tooltip.
+            tr("connected"),
+            tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %n sandbox(es)\n%5", nullptr, info.value(QStringLiteral("sandboxes")).toInt())
+                .arg(ms, 0, 'f', ms < 10 ? 1 : 0)
+                .arg(display::escaped(info.value(QStringLiteral("version")).toString(), 40), display::escaped(info.value(QStringLiteral("host")).toString(), 80),
+                     display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url));
         Q_EMIT self->hostChanged(h.entry.name);
     });
 }

@@ -39,8 +39,8 @@ public:
     explicit SandboxModel(DaemonClient &client, QObject *parent = nullptr);
 
     int addHost(const QString &name, DaemonClient &client); // its row; follows its events
-    // What a host row says besides its name: where it is, and its state ("connected · 4 ms ·
-    // airlockd 0.1.0", or why not), with details in the tooltip.
+    // What a host row says besides its name: where it is, and its state ("connected", or why
+    // not), with details (round trip, version, machine) in the tooltip.
     void setHostStatus(int host, const QString &address, const QString &status, const QString &detail = {});
     QString hostName(int host) const { return m_hosts.value(host).name; }
     int hostCount() const { return int(m_hosts.size()); }

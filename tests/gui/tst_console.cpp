@@ -43,6 +43,7 @@
 #include <QSignalSpy>
 #include <QTest>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QTreeView>
 #include <QTreeWidget>
 
@@ -749,9 +750,16 @@ private Q_SLOTS:
         }
     }
 
-    void eachMenusMnemonicsAreUnique()
+    void eachMenusMnemonicsAreUniqueAndEveryToolbarActionSaysWhatItDoes()
     {
         MainWindow window(*m_client);
+        // An action without a tooltip of its own shows its text: that is what is looked for.
+        const auto untold = [](const QAction *a) { return a->toolTip() == QString(a->text()).remove(QLatin1Char('&')); };
+        QAction probe(QStringLiteral("&New thing…"));
+        QVERIFY(untold(&probe));
+        for (QToolBar *bar : window.findChildren<QToolBar *>())
+            for (QAction *a : bar->actions())
+                QVERIFY2(a->isSeparator() || !untold(a), qPrintable(a->text()));
         const QList<QMenu *> menus = window.menuBar()->findChildren<QMenu *>();
         QVERIFY(menus.size() >= 4);
         for (QMenu *menu : menus) {

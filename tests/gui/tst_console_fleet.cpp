@@ -423,6 +423,24 @@ private Q_SLOTS:
         QVERIFY2(rows.contains(QStringLiteral("Ctrl+N=New sandbox…")) && rows.contains(QStringLiteral("Ctrl+Shift+A=Decide on requests")), qPrintable(rows.join(QLatin1Char('|'))));
     }
 
+    void f6GoesRoundThePanes()
+    {
+        MainWindow window(*m_client);
+        window.show();
+        window.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("fleet-c")); }, 5000));
+        window.sandboxTree()->setFocus();
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_F6);
+        QCOMPARE(QApplication::focusWidget(), window.outputView());
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_F6);
+        QCOMPARE(QApplication::focusWidget(), window.commandLine());
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_F6); // no request waits: round to the fleet
+        QCOMPARE(QApplication::focusWidget(), window.sandboxTree());
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_F6, Qt::ShiftModifier);
+        QCOMPARE(QApplication::focusWidget(), window.commandLine());
+    }
+
     void aSandboxsTimeIsItsProcessesNotTheHosts()
     {
         // A host process burning CPU is nobody's sandbox: no sandbox's column moves.
