@@ -81,8 +81,16 @@ void HistoryModel::setQuery(const QList<Source> &hosts, const Filter &filter)
     reload();
 }
 
+bool HistoryModel::sorts(int column)
+{
+    // Id and Started are start order; Run and Command have no order the daemon keeps.
+    return column != Run && column != Command && column >= 0 && column < ColumnCount;
+}
+
 void HistoryModel::sort(int column, Qt::SortOrder order)
 {
+    if (!sorts(column))
+        return;
     if (sortKey(column) == sortKey(m_sortColumn) && (column == Host) == (m_sortColumn == Host) && order == m_sortOrder)
         return;
     m_sortColumn = column;
@@ -192,6 +200,8 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
 
 QVariant HistoryModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
+        return sorts(section) ? tr("Click to sort by this column") : tr("Not sorted by this column: filter by run or search the commands instead");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {

@@ -13,6 +13,7 @@ class HistoryModel final : public PagedModel {
     Q_OBJECT
 public:
     enum Column { Host, Id, Sandbox, Run, Command, Status, Exit, Started, Duration, Output, ColumnCount };
+    static bool sorts(int column); // false: a click on its header changes nothing
     enum Role { ExecutionRole = Qt::UserRole + 1, FullTextRole }; // the whole row; a cell unabridged
 
     struct Filter {

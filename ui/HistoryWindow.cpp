@@ -18,6 +18,7 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QSignalBlocker>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPointer>
@@ -90,6 +91,16 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->setSortingEnabled(true);
     m_table->sortByColumn(HistoryModel::Id, Qt::DescendingOrder);
+    // The arrow only where the rows really are in that order: a click on a column that does not
+    // sort puts it back where it was.
+    connect(m_table->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder order) {
+        if (HistoryModel::sorts(column)) {
+            m_sortShown = {column, order};
+            return;
+        }
+        QSignalBlocker quiet(m_table->horizontalHeader());
+        m_table->horizontalHeader()->setSortIndicator(m_sortShown.first, m_sortShown.second);
+    });
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->setWordWrap(false);

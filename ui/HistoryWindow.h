@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "HistoryModel.h"
 #include "PagedModel.h"
 
 #include <QJsonObject>
@@ -74,6 +75,7 @@ private:
 
     QList<Host> m_hosts;
     HistoryModel *m_model;
+    std::pair<int, Qt::SortOrder> m_sortShown{HistoryModel::Id, Qt::DescendingOrder};
     TimelineModel *m_timeline;
     ExecutionReplay *m_replay;
     QTableView *m_table;

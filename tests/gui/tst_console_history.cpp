@@ -20,6 +20,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QHeaderView>
 #include <QTest>
 
 using namespace airlock;
@@ -179,6 +180,26 @@ private Q_SLOTS:
         // Everyone else is still answered.
         QVERIFY(m_client->call(QStringLiteral("sandbox.list")));
         raw.abort();
+    }
+
+    // The arrow only where the rows are in that order: Run and Command do not sort.
+    void onlyColumnsThatSortShowAnArrow()
+    {
+        HistoryWindow history(*m_client);
+        QHeaderView *header = history.table()->horizontalHeader();
+        QCOMPARE(header->sortIndicatorSection(), int(HistoryModel::Id));
+        for (int column : {HistoryModel::Command, HistoryModel::Run}) {
+            QVERIFY(!HistoryModel::sorts(column));
+            history.table()->sortByColumn(column, Qt::AscendingOrder); // as a click on its header does
+            QCOMPARE(header->sortIndicatorSection(), int(HistoryModel::Id));
+            QCOMPARE(header->sortIndicatorOrder(), Qt::DescendingOrder);
+            QVERIFY(history.model()->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString().startsWith(QLatin1String("Not sorted")));
+        }
+        history.table()->sortByColumn(HistoryModel::Status, Qt::AscendingOrder);
+        QCOMPARE(header->sortIndicatorSection(), int(HistoryModel::Status));
+        history.table()->sortByColumn(HistoryModel::Command, Qt::DescendingOrder);
+        QCOMPARE(header->sortIndicatorSection(), int(HistoryModel::Status));
+        QCOMPARE(header->sortIndicatorOrder(), Qt::AscendingOrder);
     }
 
     void historySortsAndPagesInTheDaemon()
