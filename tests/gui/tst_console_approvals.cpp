@@ -48,11 +48,7 @@ class TestConsoleApprovals final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        isolateSettings();
-        m_daemon = std::make_unique<TestDaemon>(args("--approval-timeout", "60s"));
-        QVERIFY(m_daemon->start());
-        m_client = m_daemon->connect();
-        QVERIFY(m_client);
+        QVERIFY(startConsoleTest(m_daemon, m_client, args("--approval-timeout", "60s")));
         QCOMPARE(m_daemon->create(args("--name", "keys")), QStringLiteral("keys"));
     }
     void cleanupTestCase()

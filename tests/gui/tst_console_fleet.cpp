@@ -68,11 +68,7 @@ class TestConsoleFleet final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        isolateSettings();
-        m_daemon = std::make_unique<TestDaemon>();
-        QVERIFY(m_daemon->start());
-        m_client = m_daemon->connect();
-        QVERIFY(m_client);
+        QVERIFY(startConsoleTest(m_daemon, m_client));
         for (const char *name : {"fleet-busy", "fleet-idle", "fleet-c"})
             QCOMPARE(m_daemon->create(args("--name", name)), QLatin1String(name));
     }

@@ -35,11 +35,7 @@ class TestConsoleHistory final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        isolateSettings();
-        m_daemon = std::make_unique<TestDaemon>();
-        QVERIFY(m_daemon->start());
-        m_client = m_daemon->connect();
-        QVERIFY(m_client);
+        QVERIFY(startConsoleTest(m_daemon, m_client));
         QCOMPARE(m_daemon->create(args("--name", "gui-a")), QStringLiteral("gui-a"));
         for (const char *word : {"one", "two"})
             QCOMPARE(execIn(*m_daemon, QStringLiteral("gui-a"), args("echo", word)).exitCode, 0);

@@ -46,11 +46,7 @@ class TestConsoleOutput final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        isolateSettings();
-        m_daemon = std::make_unique<TestDaemon>();
-        QVERIFY(m_daemon->start());
-        m_client = m_daemon->connect();
-        QVERIFY(m_client);
+        QVERIFY(startConsoleTest(m_daemon, m_client));
         QCOMPARE(m_daemon->create(args("--name", "fidelity")), QStringLiteral("fidelity"));
     }
     void cleanupTestCase()

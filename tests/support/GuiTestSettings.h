@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "TestDaemon.h"
+
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -16,6 +18,17 @@ inline void isolateSettings()
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
     QStandardPaths::setTestModeEnabled(true);
+}
+
+// How a console test starts: settings of its own, a real daemon (with `options`), a client of it.
+inline bool startConsoleTest(std::unique_ptr<TestDaemon> &daemon, std::unique_ptr<DaemonClient> &client, const QStringList &options = {})
+{
+    isolateSettings();
+    daemon = std::make_unique<TestDaemon>(options);
+    if (!daemon->start())
+        return false;
+    client = daemon->connect();
+    return client != nullptr;
 }
 
 } // namespace airlock::test
