@@ -21,7 +21,7 @@ namespace airlock::ui {
 
 ConnectAgentDialog::ConnectAgentDialog(const QJsonArray &presets, const QStringList &hosts, const QString &program, QWidget *parent)
     : QDialog(parent), m_program(program), m_preset(new QComboBox), m_presetInfo(new QLabel), m_hosts(new QLineEdit), m_hostsInfo(new QLabel),
-      m_host(new QComboBox), m_tabs(new QTabWidget), m_presets(presets)
+      m_host(new QComboBox), m_tabs(new QTabWidget)
 {
     setWindowTitle(tr("Connect an agent"));
     resize(760, 560);

@@ -43,7 +43,6 @@ private:
     QTabWidget *m_tabs;
     QList<QPlainTextEdit *> m_texts;
     QList<QLabel *> m_wheres;
-    QJsonArray m_presets;
     QString m_hostsError;
 };
 

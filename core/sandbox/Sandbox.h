@@ -66,8 +66,7 @@ public:
     const QString &currentRun() const { return m_currentRun.isEmpty() ? m_setup.run : m_currentRun; }
     // The agent that asked for the newest execution (empty: a person's own command, or none yet).
     const QString &currentAgent() const { return m_currentAgent; }
-    // The last bytes it printed (redacted, both streams as they came): the fleet's "last output".
-    const QByteArray &outputTail() const { return m_outputTail; }
+    // How much of what it printed last is kept for lastOutputLine().
     static constexpr qsizetype kOutputTailBytes = 512;
     // The PID namespace its processes are in (0 until it runs): what their usage is summed by.
     // Only while it runs: nsfs inodes are reused, and a gone sandbox's would name another's.
