@@ -19,6 +19,7 @@ QString sortKey(int column)
 {
     switch (column) {
     case HistoryModel::Sandbox: return QStringLiteral("sandbox");
+    case HistoryModel::Agent: return QStringLiteral("agent");
     case HistoryModel::Status: return QStringLiteral("status");
     case HistoryModel::Exit: return QStringLiteral("exitCode");
     case HistoryModel::Duration: return QStringLiteral("duration");
@@ -33,6 +34,7 @@ QJsonValue sortValue(const QJsonObject &e, int column)
 {
     switch (column) {
     case HistoryModel::Sandbox: return e.value(QStringLiteral("sandboxName"));
+    case HistoryModel::Agent: return e.value(QStringLiteral("agent"));
     case HistoryModel::Status: return e.value(QStringLiteral("status"));
     case HistoryModel::Exit: return e.value(QStringLiteral("exitCode"));
     case HistoryModel::Output: return e.value(QStringLiteral("storedBytes"));
@@ -54,14 +56,6 @@ int compareValues(const QJsonValue &a, const QJsonValue &b)
     return a.isString() ? a.toString().compare(b.toString()) : 0;
 }
 
-QString duration(qint64 ms)
-{
-    if (ms < 1000)
-        return QStringLiteral("%1 ms").arg(ms);
-    if (ms < 60000)
-        return QStringLiteral("%1 s").arg(double(ms) / 1000, 0, 'f', 1);
-    return QStringLiteral("%1 min %2 s").arg(ms / 60000).arg(ms / 1000 % 60);
-}
 } // namespace
 
 HistoryModel::HistoryModel(DaemonClient &client, QObject *parent) : PagedModel(client, ColumnCount, parent) {}
@@ -102,7 +96,8 @@ void HistoryModel::sort(int column, Qt::SortOrder order)
 QJsonObject HistoryModel::parameters(const QJsonValue &cursor) const
 {
     QJsonObject params{{QStringLiteral("limit"), m_pageSize}};
-    for (const auto &[key, value] : {std::pair{"sandbox", &m_filter.sandbox}, {"run", &m_filter.run}, {"status", &m_filter.status}, {"text", &m_filter.text}})
+    for (const auto &[key, value] : {std::pair{"sandbox", &m_filter.sandbox}, {"run", &m_filter.run}, {"agent", &m_filter.agent},
+                                     {"status", &m_filter.status}, {"text", &m_filter.text}})
         if (!value->trimmed().isEmpty())
             params.insert(QLatin1String(key), value->trimmed());
     if (m_filter.sinceMs > 0)
@@ -155,7 +150,10 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
     if (role == Qt::TextAlignmentRole && (index.column() == Id || index.column() == Exit || index.column() == Duration || index.column() == Output))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::ToolTipRole) { // as plain text whatever it holds: Qt would guess rich text from a '<'
-        const QVariant text = data(index, FullTextRole);
+        QVariant text = data(index, FullTextRole);
+        // How it was decided: the rule, the person or the timeout (a person's own command: nothing).
+        if (const QString decided = e.value(QStringLiteral("decidedBy")).toString(); index.column() == Status && !decided.isEmpty())
+            text = tr("%1 · %2").arg(text.toString(), display::escaped(decided, 300));
         return text.isValid() ? QVariant(Qt::convertFromPlainText(text.toString())) : text;
     }
     if (role != Qt::DisplayRole && role != FullTextRole)
@@ -166,14 +164,16 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
     case Id: return qint64(e.value(QStringLiteral("id")).toDouble());
     case Sandbox: {
         const QString name = e.value(QStringLiteral("sandboxName")).toString();
-        const QString label = QStringLiteral("%1:%2").arg(name.isEmpty() ? e.value(QStringLiteral("sandbox")).toString() : name)
-                                  .arg(qint64(e.value(QStringLiteral("exec")).toDouble()));
+        QString label = name.isEmpty() ? e.value(QStringLiteral("sandbox")).toString() : name;
+        if (const QJsonValue exec = e.value(QStringLiteral("exec")); exec.isDouble()) // a refused command never ran: no number
+            label += QLatin1Char(':') + QString::number(qint64(exec.toDouble()));
         return display::escaped(label, 80);
     }
     case Run: return display::escaped(e.value(QStringLiteral("run")).toString(), 80);
+    case Agent: return display::escaped(e.value(QStringLiteral("agent")).toString(), 60); // an agent's choice of name
     case Command:
         return display::commandLine(e.value(QStringLiteral("argv")).toArray(), role == FullTextRole ? 2000 : 200);
-    case Status: return status;
+    case Status: return status == QLatin1String("unanswered") ? tr("unanswered (timed out)") : status;
     case Exit: {
         if (e.value(QStringLiteral("exitCode")).isDouble())
             return e.value(QStringLiteral("exitCode")).toInt();
@@ -184,7 +184,7 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
     case Started: return QDateTime::fromMSecsSinceEpoch(started).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
     case Duration: {
         const QJsonValue ended = e.value(QStringLiteral("endedMs"));
-        return ended.isDouble() ? duration(qint64(ended.toDouble()) - started) : QVariant();
+        return ended.isDouble() ? display::duration(qint64(ended.toDouble()) - started) : QVariant();
     }
     case Output: {
         QString size = QLocale().formattedDataSize(qint64(e.value(QStringLiteral("storedBytes")).toDouble()), 1, QLocale::DataSizeTraditionalFormat);
@@ -209,6 +209,7 @@ QVariant HistoryModel::headerData(int section, Qt::Orientation orientation, int 
     case Id: return tr("Id");
     case Sandbox: return tr("Sandbox:exec");
     case Run: return tr("Run");
+    case Agent: return tr("Agent");
     case Command: return tr("Command");
     case Status: return tr("Status");
     case Exit: return tr("Exit");

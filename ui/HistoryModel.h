@@ -5,19 +5,20 @@
 
 namespace airlock::ui {
 
-// The history's executions (history.list), a page at a time as the view scrolls. Filters
-// (sandbox, run, status, full-text) and sorting run in the daemon's query; changing either starts
+// The history's executions (history.list), and the agents' commands that were refused before they
+// ran, a page at a time as the view scrolls. Filters (sandbox, run, agent, status, full-text) and sorting run in the daemon's query; changing either starts
 // over. From several hosts (setSources) the rows are merged by the sorted column, then by start
 // time: by default, every host's executions by time, newest first.
 class HistoryModel final : public PagedModel {
     Q_OBJECT
 public:
-    enum Column { Host, Id, Sandbox, Run, Command, Status, Exit, Started, Duration, Output, ColumnCount };
+    enum Column { Host, Id, Sandbox, Run, Agent, Command, Status, Exit, Started, Duration, Output, ColumnCount };
     static bool sorts(int column); // false: a click on its header changes nothing
     enum Role { ExecutionRole = Qt::UserRole + 1, FullTextRole }; // the whole row; a cell unabridged
 
     struct Filter {
-        QString sandbox, run, status, text;
+        QString sandbox, run, status, text; // status may be "refused": denied or unanswered
+        QString agent;
         qint64 sinceMs = 0; // started at or after; 0: any time
         bool operator==(const Filter &) const = default;
     };

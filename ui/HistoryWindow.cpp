@@ -40,7 +40,7 @@ namespace airlock::ui {
 HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_hosts{Host{tr("This computer"), &client}}, m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
       m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_output(new OutputView),
-      m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_host(new QComboBox), m_status(new QComboBox),
+      m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_agent(new QLineEdit), m_host(new QComboBox), m_status(new QComboBox),
       m_when(new QComboBox), m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
 {
     setWindowTitle(tr("Airlock — History"));
@@ -54,13 +54,21 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_sandbox->setClearButtonEnabled(true);
     m_run->setPlaceholderText(tr("Run"));
     m_run->setClearButtonEnabled(true);
+    m_agent->setPlaceholderText(tr("Agent"));
+    m_agent->setClearButtonEnabled(true);
+    m_agent->setToolTip(tr("Only the commands this agent asked for (as its MCP client names itself)"));
     m_status->addItem(tr("Any status"), QString());
-    for (const char *status : {"running", "succeeded", "failed", "killed", "timed_out"})
+    for (const char *status : {"running", "succeeded", "failed", "killed", "timed_out", "interrupted"})
         m_status->addItem(QLatin1String(status), QLatin1String(status));
+    // What an agent asked for and did not get: refused by a rule or a person, or nobody answered.
+    m_status->addItem(tr("refused (denied or unanswered)"), QStringLiteral("refused"));
+    m_status->addItem(tr("denied"), QStringLiteral("denied"));
+    m_status->addItem(tr("unanswered (timed out)"), QStringLiteral("unanswered"));
+    m_status->setToolTip(tr("Refused: the commands an agent asked for that a rule or a person denied, or that nobody answered in time"));
     m_typing->setSingleShot(true);
     m_typing->setInterval(250);
     connect(m_typing, &QTimer::timeout, this, [this] { applyFilter(); });
-    for (QLineEdit *line : {m_search, m_sandbox, m_run})
+    for (QLineEdit *line : {m_search, m_sandbox, m_run, m_agent})
         connect(line, &QLineEdit::textChanged, m_typing, qOverload<>(&QTimer::start));
     connect(m_status, &QComboBox::currentIndexChanged, this, [this] { applyFilter(); });
     // Which host's history: one, or all connected ones merged by time (shown with several hosts).
@@ -82,6 +90,7 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     filterRow->addWidget(m_search, 3);
     filterRow->addWidget(m_sandbox, 1);
     filterRow->addWidget(m_run, 1);
+    filterRow->addWidget(m_agent, 1);
     filterRow->addWidget(m_status);
     filterRow->addWidget(m_when);
 
@@ -312,7 +321,7 @@ void HistoryWindow::applyFilter(bool force)
     setWindowTitle(m_hosts.size() < 2 ? tr("Airlock — History")
                    : host.isEmpty()   ? tr("Airlock — History — all connected hosts")
                                       : tr("Airlock — History — %1").arg(host));
-    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), since};
+    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), m_agent->text(), since};
     if (force && hosts == m_model->sources() && filter == m_model->filter())
         return m_model->reload();
     m_model->setQuery(hosts, filter);
@@ -327,7 +336,13 @@ void HistoryWindow::openExecution(int row)
     m_opened = qint64(e.value(QStringLiteral("id")).toDouble());
     const Host host = hostOf(row);
     const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
-    QStringList facts{tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())};
+    const bool ran = e.value(QStringLiteral("exec")).isDouble(); // a refused command did not
+    QStringList facts{ran ? tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())
+                          : tr("Not run — %1").arg(display::escaped(sandbox, 80))};
+    if (const QString agent = e.value(QStringLiteral("agent")).toString(); !agent.isEmpty())
+        facts.append(tr("asked by %1").arg(display::escaped(agent, 60)));
+    if (const QString decided = e.value(QStringLiteral("decidedBy")).toString(); !decided.isEmpty())
+        facts.append(display::escaped(decided, 300));
     if (m_model->isMerged())
         facts.prepend(host.name);
     if (const QString run = e.value(QStringLiteral("run")).toString(); !run.isEmpty())
@@ -340,9 +355,12 @@ void HistoryWindow::openExecution(int row)
         facts.append(tr("output truncated at the store's cap (%1 bytes kept)").arg(qint64(e.value(QStringLiteral("storedBytes")).toDouble())));
     m_details->setText(facts.join(QStringLiteral(" · ")));
     m_output->clear();
-    m_output->beginExecution(e.value(QStringLiteral("argv")).toArray(), qint64(e.value(QStringLiteral("exec")).toDouble()));
-    if (host.client)
-        m_replay->start(*host.client, m_opened);
+    m_replay->cancel();
+    if (ran) {
+        m_output->beginExecution(e.value(QStringLiteral("argv")).toArray(), qint64(e.value(QStringLiteral("exec")).toDouble()));
+        if (host.client)
+            m_replay->start(*host.client, m_opened);
+    }
     showTimeline();
 }
 

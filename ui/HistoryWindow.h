@@ -52,6 +52,8 @@ public:
     OutputView *outputView() const { return m_output; }
     QTableView *table() const { return m_table; }
     QLineEdit *searchLine() const { return m_search; }
+    QLineEdit *agentLine() const { return m_agent; }
+    QComboBox *statusChooser() const { return m_status; }
     QTabWidget *tabs() const { return m_tabs; } // Output, Timeline
 
     // Filters as typed in the bar (applied at once, without the typing delay).
@@ -82,7 +84,7 @@ private:
     QTableView *m_timelineView;
     OutputView *m_output;
     QLabel *m_details;
-    QLineEdit *m_search, *m_sandbox, *m_run;
+    QLineEdit *m_search, *m_sandbox, *m_run, *m_agent;
     QComboBox *m_host, *m_status, *m_when, *m_scope;
     QList<QCheckBox *> m_categories;
     QTabWidget *m_tabs;

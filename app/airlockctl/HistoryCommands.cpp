@@ -13,14 +13,16 @@ namespace {
 // The filters `history` and `search` share, read into history.list parameters.
 class ExecutionFilters {
 public:
-    QList<QCommandLineOption> list() const { return {m_sandbox, m_run, m_status, m_exitCode, m_since, m_until, m_limit, m_before}; }
+    QList<QCommandLineOption> list() const { return {m_sandbox, m_run, m_agent, m_status, m_exitCode, m_since, m_until, m_limit, m_before}; }
     Result<QJsonObject> read(const QCommandLineParser &parser) const
     {
         static const QStringList statuses = {QStringLiteral("running"), QStringLiteral("succeeded"), QStringLiteral("failed"),
-                                             QStringLiteral("killed"), QStringLiteral("timed_out"), QStringLiteral("interrupted")};
+                                             QStringLiteral("killed"), QStringLiteral("timed_out"), QStringLiteral("interrupted"),
+                                             QStringLiteral("denied"), QStringLiteral("unanswered"), QStringLiteral("refused")};
         QJsonObject params;
         params.insert(QStringLiteral("sandbox"), parser.value(m_sandbox));
         params.insert(QStringLiteral("run"), parser.value(m_run));
+        params.insert(QStringLiteral("agent"), parser.value(m_agent));
         const QString status = parser.value(m_status);
         if (!status.isEmpty() && !statuses.contains(status))
             return Command::badUsage(QStringLiteral("--status: expected one of %1").arg(statuses.join(QStringLiteral(", "))));
@@ -49,8 +51,11 @@ public:
 private:
     QCommandLineOption m_sandbox{QStringLiteral("sandbox"), QStringLiteral("Only this sandbox (name or id)."), QStringLiteral("S")};
     QCommandLineOption m_run{QStringLiteral("run"), QStringLiteral("Only this run (see 'airlockctl runs')."), QStringLiteral("name")};
+    QCommandLineOption m_agent{QStringLiteral("agent"), QStringLiteral("Only commands this agent asked for (the AGENT column)."),
+                               QStringLiteral("name")};
     QCommandLineOption m_status{QStringLiteral("status"),
-                                QStringLiteral("Only this status: running, succeeded, failed, killed, timed_out, interrupted."),
+                                QStringLiteral("Only this status: running, succeeded, failed, killed, timed_out, interrupted; denied "
+                                               "(by a rule or a person), unanswered (nobody decided in time) or refused (either)."),
                                 QStringLiteral("status")};
     QCommandLineOption m_exitCode{QStringLiteral("exit-code"), QStringLiteral("Only executions that exited with this code."), QStringLiteral("n")};
     QCommandLineOption m_since{QStringLiteral("since"), QStringLiteral("Started at or after: 30m, 2h, 7d ago or 2026-11-30[T14:05]."),
@@ -74,15 +79,18 @@ int listExecutions(Context &ctx, const QJsonObject &params, const QString &comma
         return ExitOk;
     }
     const QJsonArray rows = listed->value(QStringLiteral("executions")).toArray();
-    Table table({QStringLiteral("ID"), QStringLiteral("STARTED"), QStringLiteral("SANDBOX"), QStringLiteral("RUN"), QStringLiteral("STATUS"),
-                 QStringLiteral("CODE"), QStringLiteral("DURATION"), QStringLiteral("COMMAND")});
+    Table table({QStringLiteral("ID"), QStringLiteral("STARTED"), QStringLiteral("SANDBOX"), QStringLiteral("RUN"), QStringLiteral("AGENT"),
+                 QStringLiteral("STATUS"), QStringLiteral("CODE"), QStringLiteral("DURATION"), QStringLiteral("COMMAND")});
     for (const QJsonValue &v : rows) {
         const QJsonObject e = v.toObject();
+        // A refused command never ran: it has no number in its sandbox.
+        const QJsonValue exec = e.value(QStringLiteral("exec"));
+        const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
         table.add({QString::number(qint64(e.value(QStringLiteral("id")).toDouble())),
                    format::timestamp(qint64(e.value(QStringLiteral("startedMs")).toDouble())),
-                   QStringLiteral("%1:%2").arg(e.value(QStringLiteral("sandboxName")).toString()).arg(e.value(QStringLiteral("exec")).toInt()),
-                   e.value(QStringLiteral("run")).toString(), e.value(QStringLiteral("status")).toString(), format::exitText(e),
-                   format::duration(e), format::commandLine(e.value(QStringLiteral("argv")).toArray(), 60)});
+                   exec.isDouble() ? QStringLiteral("%1:%2").arg(sandbox).arg(exec.toInt()) : sandbox, e.value(QStringLiteral("run")).toString(),
+                   format::escaped(e.value(QStringLiteral("agent")).toString(), 24), e.value(QStringLiteral("status")).toString(),
+                   format::exitText(e), format::duration(e), format::commandLine(e.value(QStringLiteral("argv")).toArray(), 60)});
     }
     if (rows.isEmpty())
         ctx.err << "no executions match" << Qt::endl;
@@ -98,7 +106,7 @@ class HistoryCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("history"); }
     QString summary() const override { return QStringLiteral("List past and running executions, newest first, a page at a time."); }
-    QString usage() const override { return QStringLiteral("[--sandbox S] [--run NAME] [--status S] [--since T] [--until T] [--before ID]"); }
+    QString usage() const override { return QStringLiteral("[--sandbox S] [--run NAME] [--agent A] [--status S] [--since T] [--until T] [--before ID]"); }
     QList<QCommandLineOption> options() const override { return m_filters.list(); }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {

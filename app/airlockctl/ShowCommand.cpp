@@ -83,9 +83,16 @@ void printHeader(Context &ctx, const QJsonObject &e)
     QStringList env;
     for (const QJsonValue &v : e.value(QStringLiteral("envNames")).toArray())
         env.append(v.toString());
-    ctx.out << "execution " << num("id") << " (" << e.value(QStringLiteral("sandboxName")).toString() << ':' << num("exec") << ")"
-            << " in run " << format::commandLine({e.value(QStringLiteral("run"))}) << '\n'
-            << "command   " << format::commandLine(e.value(QStringLiteral("argv")).toArray()) << '\n'
+    // A refused command never ran: it has no number in its sandbox, and its decision says why.
+    const QString where = e.value(QStringLiteral("exec")).isDouble() ? QStringLiteral("%1:%2").arg(e.value(QStringLiteral("sandboxName")).toString()).arg(num("exec"))
+                                                                     : e.value(QStringLiteral("sandboxName")).toString();
+    ctx.out << "execution " << num("id") << " (" << where << ")"
+            << " in run " << format::commandLine({e.value(QStringLiteral("run"))}) << '\n';
+    if (const QString agent = e.value(QStringLiteral("agent")).toString(); !agent.isEmpty())
+        ctx.out << "agent     " << format::escaped(agent, 200) << '\n';
+    if (const QString decided = e.value(QStringLiteral("decidedBy")).toString(); !decided.isEmpty())
+        ctx.out << "decided   " << format::escaped(decided, 400) << '\n';
+    ctx.out << "command   " << format::commandLine(e.value(QStringLiteral("argv")).toArray()) << '\n'
             << "cwd       " << format::commandLine({e.value(QStringLiteral("cwd"))})
             << (env.isEmpty() ? QString() : QStringLiteral("   env: ") + env.join(QStringLiteral(", "))) << '\n'
             << "started   " << format::timestamp(num("startedMs")) << "   duration " << format::duration(e) << '\n'

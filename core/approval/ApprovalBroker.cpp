@@ -79,7 +79,7 @@ ApprovalRequest ApprovalBroker::request(ApprovalRequest r, Done done)
     p.timer->setSingleShot(true);
     p.timer->setTimerType(Qt::PreciseTimer); // "denied in N s" means N s, not 5 % less
     connect(p.timer, &QTimer::timeout, this, [this, id = r.id] {
-        finish(id, {false, false, QStringLiteral("airlockd"), QStringLiteral("nobody decided within %1 s").arg(m_timeoutMs / 1000.0)});
+        finish(id, {false, false, QStringLiteral("airlockd"), QStringLiteral("nobody decided within %1 s").arg(m_timeoutMs / 1000.0), true});
     });
     p.timer->start(m_timeoutMs);
     Q_EMIT requested(r);

@@ -46,6 +46,7 @@ struct ApprovalDecision {
     bool allowed = false;
     bool always = false;  // allowed, and add a rule so that it is not asked again
     QString by, reason;   // who decided; why (a denial's reason, "timed out", "sandbox deleted")
+    bool expired = false; // denied because nobody decided in time
     // For the requester: "approved by X" or "denied by X: reason".
     QString describe() const;
 };

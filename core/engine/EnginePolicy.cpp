@@ -172,15 +172,32 @@ Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QS
 
 void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecision &d)
 {
-    if (auto sandbox = find(request.sandbox))
-        (*sandbox)->record(QStringLiteral("approval.decided"),
-                           {{QStringLiteral("id"), request.id},
-                            {QStringLiteral("kind"), request.kind},
-                            {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
-                            {QStringLiteral("always"), d.always},
-                            {QStringLiteral("by"), d.by},
-                            {QStringLiteral("reason"), d.reason}},
-                           request.run);
+    auto sandbox = find(request.sandbox);
+    if (!sandbox)
+        return;
+    QJsonObject decided{{QStringLiteral("id"), request.id},
+                        {QStringLiteral("kind"), request.kind},
+                        {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
+                        {QStringLiteral("always"), d.always},
+                        {QStringLiteral("expired"), d.expired},
+                        {QStringLiteral("by"), d.by},
+                        {QStringLiteral("reason"), d.reason},
+                        {QStringLiteral("requester"), request.requester},
+                        {QStringLiteral("requestedMs"), double(request.createdMs)}};
+    if (request.exec)
+        decided.insert(QStringLiteral("exec"), double(request.exec));
+    // An agent's own command carries what it asked for: a refusal is a row of the history.
+    if (request.kind == QLatin1String("command") && !request.exec) {
+        const QJsonObject argv = boundedArgv(request.argv);
+        for (auto k = argv.begin(); k != argv.end(); ++k)
+            decided.insert(k.key(), k.value());
+        QJsonArray envNames;
+        for (const QString &kv : request.env)
+            envNames.append(kv.section(QLatin1Char('='), 0, 0));
+        decided.insert(QStringLiteral("cwd"), request.cwd);
+        decided.insert(QStringLiteral("envNames"), envNames);
+    }
+    (*sandbox)->record(QStringLiteral("approval.decided"), decided, request.run);
 }
 
 void Engine::maskSecrets(ApprovalRequest &r) const

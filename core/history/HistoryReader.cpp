@@ -19,7 +19,8 @@ namespace {
 constexpr qint64 kMaxPageBytes = 1024 * 1024; // of a reply, escaped: far below the 4 MiB frame limit
 constexpr const char *kExecutionColumns =
     "e.id, e.sandbox_id, coalesce(s.name, ''), e.exec_id, coalesce(r.name, ''), e.argv_json, e.cwd, e.env_names_json, e.status, "
-    "e.exit_code, e.signal, e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.stored_bytes, e.truncated, e.output_pruned "
+    "e.exit_code, e.signal, e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.stored_bytes, e.truncated, e.output_pruned, "
+    "coalesce(e.agent, ''), coalesce(e.decided_by, '') "
     "FROM executions e LEFT JOIN sandboxes s ON s.id = e.sandbox_id LEFT JOIN runs r ON r.id = e.run_id ";
 
 QJsonValue jsonColumn(const sql::Stmt &st, int col)
@@ -47,7 +48,9 @@ QJsonObject executionRow(const sql::Stmt &st)
             {QStringLiteral("bytesErr"), st.columnNumber(14)},
             {QStringLiteral("storedBytes"), st.columnNumber(15)},
             {QStringLiteral("truncated"), st.columnInt(16) != 0},
-            {QStringLiteral("outputPruned"), st.columnInt(17) != 0}};
+            {QStringLiteral("outputPruned"), st.columnInt(17) != 0},
+            {QStringLiteral("agent"), st.columnText(18)},
+            {QStringLiteral("decidedBy"), st.columnText(19)}};
 }
 
 // The columns a listing may be sorted by, as SQL; anything else sorts by id.
@@ -57,7 +60,8 @@ QString sortColumn(const QString &key)
                                                  {QStringLiteral("exitCode"), QStringLiteral("e.exit_code")},
                                                  {QStringLiteral("storedBytes"), QStringLiteral("e.stored_bytes")},
                                                  {QStringLiteral("duration"), QStringLiteral("(e.ended_ms - e.started_ms)")},
-                                                 {QStringLiteral("sandbox"), QStringLiteral("s.name")}};
+                                                 {QStringLiteral("sandbox"), QStringLiteral("s.name")},
+                                                 {QStringLiteral("agent"), QStringLiteral("coalesce(e.agent, '')")}};
     return columns.value(key, QStringLiteral("e.id"));
 }
 
@@ -110,8 +114,12 @@ Result<QJsonObject> HistoryReader::executions(const Query &query) const
         where.add(QStringLiteral("(e.sandbox_id = ? OR s.name = ?)"), {query.sandbox, query.sandbox});
     if (!query.run.isEmpty())
         where.add(QStringLiteral("e.run_id = (SELECT id FROM runs WHERE name = ?)"), {query.run});
-    if (!query.status.isEmpty())
+    if (query.status == QLatin1String("refused")) // what an agent asked for and did not get, however
+        where.conditions.append(QStringLiteral("e.status IN ('denied', 'unanswered')"));
+    else if (!query.status.isEmpty())
         where.add(QStringLiteral("e.status = ?"), {query.status});
+    if (!query.agent.isEmpty())
+        where.add(QStringLiteral("e.agent = ?"), {query.agent});
     if (query.exitCode)
         where.add(QStringLiteral("e.exit_code = ?"), {qint64(*query.exitCode)});
     if (query.sinceMs)

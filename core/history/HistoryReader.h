@@ -20,13 +20,14 @@ public:
     struct Query {
         QString sandbox; // id or name
         QString run;     // name
-        QString status;
+        QString status;  // or "refused": denied and unanswered
+        QString agent;   // who asked (a person's own commands have none)
         QString text;    // full-text search over commands and output
         std::optional<int> exitCode;
         std::optional<qint64> sinceMs, untilMs; // started within
         qint64 beforeId = 0;                    // paging, newest first: only executions older than this id
         qint64 afterId = 0;                     // paging, oldest first: only executions newer than this id
-        QString sort;                           // "" (by id, i.e. start), status, exitCode, storedBytes, duration
+        QString sort;                           // "" (by id, i.e. start), sandbox, agent, status, exitCode, storedBytes, duration
         bool ascending = false;
         qint64 offset = 0;                      // paging when sorted by anything but id
         int limit = 50;
@@ -35,7 +36,8 @@ public:
     // Newest first (or as sorted): {executions: [row…], next: id to pass as beforeId (afterId when
     // ascending), or null; nextOffset instead when sorted by another column}. A row:
     // {id, sandbox, sandboxName, exec, run, argv, cwd, envNames, status, exitCode, signal, startedMs,
-    // endedMs, bytesOut, bytesErr, storedBytes, truncated, outputPruned}.
+    // endedMs, bytesOut, bytesErr, storedBytes, truncated, outputPruned, agent, decidedBy}. A refused
+    // command (status denied or unanswered) has no exec: nothing ran.
     Result<QJsonObject> executions(const Query &query) const;
     // One execution by id ("42") or by sandbox and number ("name:3", the newest sandbox of that name).
     Result<QJsonObject> execution(const QString &ref) const;

@@ -142,6 +142,46 @@ constexpr const char *kMigrations[] = {
     INSERT INTO command_fts (rowid, command) SELECT id, airlock_command_text(argv_json) FROM executions;
     INSERT INTO output_fts (rowid, text) SELECT id, airlock_index_text(data) FROM chunks;
     )sql",
+    // 2 -> 3: what an agent asked for and did not get is a row too (status 'denied' by a rule or
+    // a person, 'unanswered' when nobody decided in time; no exec id, since nothing ran), and every
+    // row says which agent asked and how it was decided. Ids are kept: the search index and the
+    // chunks point at them.
+    R"sql(
+    CREATE TABLE executions_v3 (
+        id INTEGER PRIMARY KEY,
+        sandbox_id TEXT NOT NULL,
+        exec_id INTEGER,
+        run_id INTEGER REFERENCES runs(id),
+        argv_json TEXT NOT NULL,
+        cwd TEXT,
+        env_names_json TEXT,
+        started_ms INTEGER NOT NULL,
+        ended_ms INTEGER,
+        exit_code INTEGER,
+        signal INTEGER,
+        status TEXT NOT NULL CHECK (status IN ('running','succeeded','failed','killed','timed_out','interrupted','denied','unanswered')),
+        bytes_out INTEGER NOT NULL DEFAULT 0,
+        bytes_err INTEGER NOT NULL DEFAULT 0,
+        stored_bytes INTEGER NOT NULL DEFAULT 0,
+        truncated INTEGER NOT NULL DEFAULT 0,
+        output_pruned INTEGER NOT NULL DEFAULT 0,
+        agent TEXT,
+        decided_by TEXT,
+        UNIQUE (sandbox_id, exec_id)
+    );
+    INSERT INTO executions_v3 (id, sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, ended_ms, exit_code,
+                               signal, status, bytes_out, bytes_err, stored_bytes, truncated, output_pruned)
+        SELECT id, sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, ended_ms, exit_code,
+               signal, status, bytes_out, bytes_err, stored_bytes, truncated, output_pruned
+        FROM executions ORDER BY id;
+    DROP TABLE executions;
+    ALTER TABLE executions_v3 RENAME TO executions;
+    CREATE INDEX executions_by_start ON executions(started_ms);
+    CREATE INDEX executions_by_sandbox ON executions(sandbox_id, id);
+    CREATE INDEX executions_by_run ON executions(run_id, id);
+    CREATE INDEX executions_by_status ON executions(status, id);
+    CREATE INDEX executions_by_agent ON executions(agent, id);
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -166,10 +206,21 @@ Status migrateTo(sqlite3 *db, int target)
     if (!version)
         return version.error();
     for (int v = *version; v < target; ++v) {
-        // Each step and its version bump commit together, so a crash leaves a whole schema.
-        const QByteArray step = QByteArray("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version=" + QByteArray::number(v + 1)
-            + ";COMMIT;";
-        if (Status s = sql::exec(db, step.constData(), QStringLiteral("migrating schema %1 to %2").arg(v).arg(v + 1)); !s) {
+        // Each step and its version bump commit together, so a crash leaves a whole schema; a step
+        // that left a reference dangling does not commit.
+        const QByteArray step = QByteArray("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version=" + QByteArray::number(v + 1) + ";";
+        Status s = sql::exec(db, step.constData(), QStringLiteral("migrating schema %1 to %2").arg(v).arg(v + 1));
+        if (s) {
+            sql::Stmt dangling(db, "PRAGMA foreign_key_check");
+            if (dangling.step())
+                s = makeError(ErrorCode::IoError, QStringLiteral("migrating schema %1 to %2 left rows of %3 without the row they refer to")
+                                                      .arg(v)
+                                                      .arg(v + 1)
+                                                      .arg(dangling.columnText(0)));
+        }
+        if (s)
+            s = sql::exec(db, "COMMIT", QStringLiteral("migrating schema %1 to %2").arg(v).arg(v + 1));
+        if (!s) {
             (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
             return s;
         }

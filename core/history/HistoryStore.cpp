@@ -11,6 +11,7 @@
 #include <chrono>
 #include <future>
 #include <limits>
+#include <optional>
 
 namespace airlock {
 
@@ -35,6 +36,33 @@ qint64 number(const QJsonObject &o, const char *key)
 {
     return qint64(o.value(QLatin1String(key)).toDouble());
 }
+
+// An agent's command that was refused before it ran: by a rule (command.denied), by a person, or
+// because nobody decided in time (approval.decided). A program an execution started, or a
+// network or tool request, is not a command of the history.
+struct Refusal {
+    QString status, decidedBy;
+    qint64 askedMs = 0;
+
+    static std::optional<Refusal> of(const Event &e)
+    {
+        const QJsonObject &p = e.payload;
+        if (!p.value(QStringLiteral("argv")).isArray())
+            return std::nullopt;
+        if (is(e, "command.denied"))
+            return Refusal{QStringLiteral("denied"), QStringLiteral("denied by policy: %1").arg(p.value(QStringLiteral("reason")).toString()), e.timeMs};
+        if (!is(e, "approval.decided") || p.value(QStringLiteral("kind")).toString() != QLatin1String("command") || number(p, "exec") != 0
+            || p.value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
+            return std::nullopt;
+        const QString reason = p.value(QStringLiteral("reason")).toString();
+        const qint64 asked = number(p, "requestedMs");
+        if (p.value(QStringLiteral("expired")).toBool())
+            return Refusal{QStringLiteral("unanswered"), reason, asked ? asked : e.timeMs};
+        const QString by = p.value(QStringLiteral("by")).toString();
+        return Refusal{QStringLiteral("denied"), reason.isEmpty() ? QStringLiteral("denied by %1").arg(by) : QStringLiteral("denied by %1: %2").arg(by, reason),
+                       asked ? asked : e.timeMs};
+    }
+};
 } // namespace
 
 struct HistoryStore::Statements {
@@ -42,8 +70,10 @@ struct HistoryStore::Statements {
         : event(db, "INSERT OR IGNORE INTO events(sandbox_id, seq, time_ms, kind, exec_id, payload, run_id) VALUES(?,?,?,?,?,?,?)"),
           sandbox(db, "INSERT OR REPLACE INTO sandboxes(id, name, run_id, spec_json, created_ms) VALUES(?,?,?,?,?)"),
           deleted(db, "UPDATE sandboxes SET deleted_ms=? WHERE id=?"),
-          started(db, "INSERT OR IGNORE INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, status) "
-                      "VALUES(?,?,?,?,?,?,?,'running')"),
+          started(db, "INSERT OR IGNORE INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, status, "
+                      "agent, decided_by) VALUES(?,?,?,?,?,?,?,'running',?,?)"),
+          refused(db, "INSERT INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, ended_ms, status, "
+                      "agent, decided_by) VALUES(?,NULL,?,?,?,?,?,?,?,?,?)"),
           commandIndex(db, "INSERT INTO command_fts(rowid, command) VALUES(?,?)"),
           findExec(db, "SELECT id, stored_bytes FROM executions WHERE sandbox_id=? AND exec_id=?"),
           exited(db, "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, stored_bytes=?, "
@@ -67,14 +97,14 @@ struct HistoryStore::Statements {
     }
     bool ok() const
     {
-        for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &commandIndex, &findExec, &exited, &chunk, &outputIndex,
+        for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &refused, &commandIndex, &findExec, &exited, &chunk, &outputIndex,
                                    &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &unindexOutput, &dropOutput, &markPruned,
                                    &unindexedChunks, &markIndexed})
             if (!s->prepared())
                 return false;
         return true;
     }
-    sql::Stmt event, sandbox, deleted, started, commandIndex, findExec, exited, chunk, outputIndex, unindexChunk, dropChunk, addRun,
+    sql::Stmt event, sandbox, deleted, started, refused, commandIndex, findExec, exited, chunk, outputIndex, unindexChunk, dropChunk, addRun,
         findRun, pruneCandidates, unindexOutput, dropOutput, markPruned, unindexedChunks, markIndexed;
 };
 
@@ -88,10 +118,14 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
         return db.error();
     sqlite3 *raw = db->get();
     store->m_writer = std::move(*db);
-    for (const char *pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"})
+    // A migration rebuilds tables that others refer to, so it runs before the foreign keys are
+    // enforced (SQLite's own procedure) and checks them itself before each step commits.
+    for (const char *pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"})
         if (Status s = sql::exec(raw, pragma, QString::fromLatin1(pragma)); !s)
             return s.error();
     if (Status s = history::migrate(raw, options.path); !s)
+        return s.error();
+    if (Status s = sql::exec(raw, "PRAGMA foreign_keys=ON", QStringLiteral("PRAGMA foreign_keys=ON")); !s)
         return s.error();
     if (Status s = history::recoverInterrupted(raw); !s)
         return s.error();
@@ -463,17 +497,25 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
             const QJsonArray argv = p.value(QStringLiteral("argv")).toArray();
             if (!q.started.text(1, e.sandbox).integer(2, e.exec).nullable(3, runValue).json(4, argv)
                      .text(5, p.value(QStringLiteral("cwd")).toString()).json(6, p.value(QStringLiteral("envNames")))
-                     .integer(7, e.timeMs).run())
+                     .integer(7, e.timeMs).nullableText(8, p.value(QStringLiteral("agent")).toString())
+                     .nullableText(9, p.value(QStringLiteral("decidedBy")).toString()).run())
                 return fail(QStringLiteral("recording an execution"));
             if (sqlite3_changes(db) == 1) {
                 const qint64 id = sqlite3_last_insert_rowid(db);
                 m_state.execs[{e.sandbox, e.exec}] = ExecRow{id, 0, {}, 0};
-                QStringList words;
-                for (const QJsonValue &a : argv)
-                    words.append(a.toString());
-                if (!q.commandIndex.integer(1, id).text(2, words.join(QLatin1Char(' '))).run())
-                    return fail(QStringLiteral("indexing a command"));
+                if (Status s = indexCommand(id, argv); !s)
+                    return failWith(s.error());
             }
+        } else if (const std::optional<Refusal> refusal = Refusal::of(e)) {
+            // An agent's command that did not run: a row of its own, so that "what did it try that
+            // was refused" is a filter of the history, not a search through events.
+            if (!q.refused.text(1, e.sandbox).nullable(2, runValue).json(3, p.value(QStringLiteral("argv")))
+                     .text(4, p.value(QStringLiteral("cwd")).toString()).json(5, p.value(QStringLiteral("envNames")))
+                     .integer(6, refusal->askedMs).integer(7, e.timeMs).text(8, refusal->status)
+                     .nullableText(9, p.value(QStringLiteral("requester")).toString()).text(10, refusal->decidedBy).run())
+                return fail(QStringLiteral("recording a refused command"));
+            if (Status s = indexCommand(sqlite3_last_insert_rowid(db), p.value(QStringLiteral("argv")).toArray()); !s)
+                return failWith(s.error());
         } else if (is(e, "exec.exited")) {
             auto row = m_state.execs.find({e.sandbox, e.exec});
             if (row == m_state.execs.end())
@@ -502,6 +544,16 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     }
     if (Status s = sql::exec(db, "COMMIT", QStringLiteral("commit")); !s)
         return failWith(s.error());
+    return Ok{};
+}
+
+Status HistoryStore::indexCommand(qint64 id, const QJsonArray &argv)
+{
+    QStringList words;
+    for (const QJsonValue &a : argv)
+        words.append(a.toString());
+    if (!m_sql->commandIndex.integer(1, id).text(2, words.join(QLatin1Char(' '))).run())
+        return sql::error(m_writer.get(), QStringLiteral("indexing a command"));
     return Ok{};
 }
 

@@ -6,6 +6,7 @@
 #include "util/Result.h"
 
 #include <QHash>
+#include <QJsonArray>
 #include <QString>
 
 #include <chrono>
@@ -105,6 +106,7 @@ private:
     Status writeBatch(std::deque<Item> &batch);
     Status writeOutput(const Item &first, const QByteArray &data);
     Status deleteChunk(qint64 chunkId);
+    Status indexCommand(qint64 id, const QJsonArray &argv);
     Status indexSomeTails(qint64 budget);
     Result<qint64> runId(const QString &name, qint64 timeMs);
     Result<PruneReport> runPrune(const Prune &request);

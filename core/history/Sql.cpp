@@ -94,6 +94,15 @@ Stmt &Stmt::nullable(int i, const QJsonValue &v)
     return *this;
 }
 
+Stmt &Stmt::nullableText(int i, const QString &v)
+{
+    if (v.isEmpty())
+        sqlite3_bind_null(m_stmt, i);
+    else
+        text(i, v);
+    return *this;
+}
+
 Stmt &Stmt::json(int i, const QJsonValue &v)
 {
     return utf8(i, v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)

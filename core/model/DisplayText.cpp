@@ -4,6 +4,8 @@
 #include <QList>
 #include <QRegularExpression>
 
+#include <algorithm>
+
 namespace airlock::display {
 
 namespace {
@@ -83,6 +85,18 @@ QString commandLine(const QJsonArray &argv, int maxWidth)
     if (maxWidth > 1 && line.size() > maxWidth)
         line = line.left(maxWidth - 1) + QChar(0x2026);
     return line;
+}
+
+QString duration(qint64 ms)
+{
+    ms = std::max<qint64>(ms, 0);
+    if (ms < 1000)
+        return QStringLiteral("%1 ms").arg(ms);
+    if (ms < 60'000)
+        return QStringLiteral("%1 s").arg(double(ms) / 1000, 0, 'f', 1);
+    if (ms < 3'600'000)
+        return QStringLiteral("%1 min %2 s").arg(ms / 60'000).arg(ms / 1000 % 60);
+    return QStringLiteral("%1 h %2 min").arg(ms / 3'600'000).arg(ms / 60'000 % 60);
 }
 
 } // namespace airlock::display

@@ -14,5 +14,7 @@ namespace airlock::display {
 QString escaped(const QString &text, int maxWidth = 0);
 // A command line as a person would type it: arguments quoted where needed, each one escaped.
 QString commandLine(const QJsonArray &argv, int maxWidth = 0);
+// A duration as a person reads it: "350 ms", "1.2 s", "4 min 5 s", "2 h 10 min".
+QString duration(qint64 ms);
 
 } // namespace airlock::display

@@ -19,6 +19,7 @@ struct ExecCover {
     bool judged = false;         // an agent's command: the programs it starts are judged
     QString requester;           // the agent
     QString decidedBy;           // "rule 'ls' (preset:locked)", "approved by alice"
+    QString approval;            // the approval a person decided it by, if one did
     QList<QStringList> programs; // what the decision named (the argv, the commands of its script)
 };
 

@@ -84,6 +84,7 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         q.sandbox = textParam(p, "sandbox");
         q.run = textParam(p, "run");
         q.status = textParam(p, "status");
+        q.agent = textParam(p, "agent");
         q.text = textParam(p, "text");
         auto exitCode = integerParam(p, "exitCode");
         auto since = integerParam(p, "sinceMs");
@@ -97,8 +98,8 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                 return reply(r->error());
         q.sort = textParam(p, "sort");
         if (!HistoryReader::isSortKey(q.sort))
-            return reply(invalid(QStringLiteral("params.sort: '%1' is not a column to sort by (id, sandbox, status, exitCode, "
-                                                "storedBytes, duration)").arg(q.sort.left(40))));
+            return reply(invalid(QStringLiteral("params.sort: '%1' is not a column to sort by (id, sandbox, agent, status, "
+                                                "exitCode, storedBytes, duration)").arg(q.sort.left(40))));
         const QString order = textParam(p, "order");
         if (!order.isEmpty() && order != QLatin1String("asc") && order != QLatin1String("desc"))
             return reply(invalid(QStringLiteral("params.order: expected \"asc\" or \"desc\"")));

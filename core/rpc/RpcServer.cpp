@@ -365,6 +365,7 @@ void RpcServer::askToRun(Session &s, Sandbox *sandbox, const ExecRequest &exec, 
         }
         ExecRequest approved = exec;
         approved.cover.decidedBy = QStringLiteral("approved by %1").arg(d.by);
+        approved.cover.approval = req.id;
         startExecution(conn, req.sandbox, approved, attach, reply);
     });
 }

@@ -364,12 +364,17 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     QJsonArray envNames;
     for (const auto &kv : request.env)
         envNames.append(kv.first);
-    publish(makeEvent(QStringLiteral("exec.started"), {{QStringLiteral("exec"), double(id)},
-                                                       {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
-                                                       {QStringLiteral("cwd"), request.cwd},
-                                                       {QStringLiteral("envNames"), envNames},
-                                                       {QStringLiteral("tty"), request.tty},
-                                                       {QStringLiteral("timeoutMs"), timeout ? QJsonValue(double(*timeout)) : QJsonValue()}}));
+    QJsonObject started{{QStringLiteral("exec"), double(id)},
+                        {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
+                        {QStringLiteral("cwd"), request.cwd},
+                        {QStringLiteral("envNames"), envNames},
+                        {QStringLiteral("tty"), request.tty},
+                        {QStringLiteral("timeoutMs"), timeout ? QJsonValue(double(*timeout)) : QJsonValue()}};
+    // Who asked for it and how it was decided (a person's own command: neither).
+    for (const auto &[key, value] : {std::pair{"agent", &request.cover.requester}, {"decidedBy", &request.cover.decidedBy}, {"approval", &request.cover.approval}})
+        if (!value->isEmpty())
+            started.insert(QLatin1String(key), *value);
+    publish(makeEvent(QStringLiteral("exec.started"), started));
     if (!injected.isEmpty())
         publish(makeEvent(QStringLiteral("credential.injected"), {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
     return id;

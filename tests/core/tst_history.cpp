@@ -175,7 +175,7 @@ private Q_SLOTS:
                  SQLITE_OK);
         auto store = HistoryStore::open({path});
         QVERIFY2(store, store ? "" : qPrintable(store.error().message));
-        QCOMPARE(scalar(path, "PRAGMA user_version").toLongLong(), 2);
+        QCOMPARE(scalar(path, "PRAGMA user_version").toLongLong(), history::kSchemaVersion);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
         // Executions got ids in start order, kept their run (from their sandbox) and their counts.
         QCOMPARE(scalar(path, "SELECT group_concat(id || ':' || exec_id || ':' || run_id || ':' || stored_bytes, ' ') FROM executions")
@@ -187,6 +187,46 @@ private Q_SLOTS:
         QCOMPARE(search(path, QStringLiteral("quokka")).size(), 1);
         QCOMPARE(search(path, QStringLiteral("make")).first().toObject().value(QStringLiteral("id")).toInt(), 1);
         QCOMPARE(search(path, QStringLiteral("nope")).first().toObject().value(QStringLiteral("exec")).toInt(), 2);
+    }
+
+    // An agent's command refused before it ran is a row (no exec, found by its words); a program
+    // inside an execution, a network or tool request, or an allowed decision is not.
+    void onlyAnAgentsRefusedCommandsBecomeRows()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        auto store = HistoryStore::open({path});
+        QVERIFY(store);
+        HistoryStore &h = **store;
+        startExecution(h, QStringLiteral("sb1"), 1, {QStringLiteral("true")}, QStringLiteral("r"));
+        const QJsonArray argv{QStringLiteral("curl"), QStringLiteral("evil.example")};
+        auto decided = [&](uint64_t seq, QJsonObject p) {
+            p.insert(QStringLiteral("requester"), QStringLiteral("claude"));
+            p.insert(QStringLiteral("requestedMs"), double(kT0));
+            p.insert(QStringLiteral("argv"), argv);
+            h.append(makeEvent(QStringLiteral("sb1"), seq, QStringLiteral("approval.decided"), p, QStringLiteral("r")));
+        };
+        decided(10, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                     {QStringLiteral("by"), QStringLiteral("alice")}, {QStringLiteral("reason"), QStringLiteral("no")}});
+        decided(11, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                     {QStringLiteral("expired"), true}, {QStringLiteral("by"), QStringLiteral("airlockd")}, {QStringLiteral("reason"), QStringLiteral("nobody decided within 2 s")}});
+        decided(12, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")}, {QStringLiteral("exec"), 1}});
+        decided(13, {{QStringLiteral("kind"), QStringLiteral("network")}, {QStringLiteral("decision"), QStringLiteral("deny")}});
+        decided(14, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+        h.append(makeEvent(QStringLiteral("sb1"), 15, QStringLiteral("command.denied"),
+                           {{QStringLiteral("requester"), QStringLiteral("codex")}, {QStringLiteral("argv"), argv}, {QStringLiteral("reason"), QStringLiteral("rule x")}},
+                           QStringLiteral("r")));
+        QVERIFY(h.flush());
+        QCOMPARE(scalar(path, "SELECT group_concat(status || ':' || coalesce(exec_id, '-') || ':' || coalesce(agent, '') || ':' || "
+                              "(ended_ms - started_ms) || ':' || decided_by, ' | ') FROM executions WHERE status != 'running' ORDER BY id")
+                     .toString(),
+                 QStringLiteral("denied:-:claude:10:denied by alice: no | unanswered:-:claude:11:nobody decided within 2 s | "
+                                "denied:-:codex:0:denied by policy: rule x"));
+        HistoryReader::Query refused;
+        refused.status = QStringLiteral("refused");
+        refused.agent = QStringLiteral("claude");
+        QCOMPARE(HistoryReader(path).executions(refused)->value(QStringLiteral("executions")).toArray().size(), 2);
+        QCOMPARE(search(path, QStringLiteral("evil.example")).size(), 3);
     }
 
     void eventsLandInTheirTablesAfterFlush()

@@ -206,7 +206,7 @@ private Q_SLOTS:
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         QSignalSpy pages(&model, &HistoryModel::loaded);
         model.setPageSize(2);
-        model.setFilter({QStringLiteral("gui-a"), {}, {}, {}});
+        model.setFilter({QStringLiteral("gui-a"), {}, {}, {}, {}});
         QVERIFY(QTest::qWaitFor([&] { return !model.isLoading(); }, 10000));
         while (model.canFetchMore()) {
             model.fetchMore();

@@ -219,6 +219,54 @@ private Q_SLOTS:
         QVERIFY(waitFor([&] { return jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty(); }, 5000));
     }
 
+    // What the agent tried and did not get is a row of the history with its agent, as what it
+    // ran is: "what did bot try that was refused" is one filter, in the CLI as in the console.
+    void refusalsAreRowsOfTheHistoryWithTheirAgent()
+    {
+        const CliResult refused = m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--agent", "bot", "--status", "refused"));
+        QVERIFY2(refused.exitCode == 0, qPrintable(refused.describe()));
+        QStringList rows, decided; // oldest first
+        for (const QJsonValue &v : jsonObject(refused.out).value(QStringLiteral("executions")).toArray()) {
+            const QJsonObject e = v.toObject();
+            QVERIFY2(e.value(QStringLiteral("exec")).isNull(), "a refused command got an execution number");
+            QCOMPARE(e.value(QStringLiteral("agent")).toString(), QStringLiteral("bot"));
+            QCOMPARE(e.value(QStringLiteral("storedBytes")).toInt(), 0);
+            QVERIFY(e.value(QStringLiteral("endedMs")).toDouble() >= e.value(QStringLiteral("startedMs")).toDouble());
+            QStringList argv;
+            for (const QJsonValue &a : e.value(QStringLiteral("argv")).toArray())
+                argv.append(a.toString());
+            rows.prepend(e.value(QStringLiteral("status")).toString() + QLatin1Char('|') + argv.join(QLatin1Char(' ')));
+            decided.prepend(e.value(QStringLiteral("decidedBy")).toString());
+        }
+        QCOMPARE(rows, QStringList({QStringLiteral("denied|rm -rf /workspace"), QStringLiteral("denied|sh -c ls; env X=1 rm -rf /workspace"),
+                                    QStringLiteral("denied|printf approved %s\\n once\x1b[2J"), QStringLiteral("denied|touch /workspace/x"),
+                                    QStringLiteral("unanswered|touch /workspace/y"), QStringLiteral("denied|ls")}));
+        // Each says what the agent was told.
+        QCOMPARE(decided.value(0), QStringLiteral("denied by policy: 'rm -rf /workspace' matches rule 'rm' (sandbox)"));
+        QVERIFY2(decided.value(2).startsWith(QStringLiteral("denied by airlockctl")) && decided.value(2).endsWith(QStringLiteral(": not twice")),
+                 qPrintable(decided.value(2)));
+        QCOMPARE(decided.value(4), QStringLiteral("nobody decided within 3 s"));
+        QCOMPARE(decided.value(5), QStringLiteral("denied by airlockd: the requester disconnected"));
+        // Only the timed-out one is unanswered; what ran says who asked and how it was allowed.
+        QCOMPARE(jsonObject(m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--status", "unanswered")).out)
+                     .value(QStringLiteral("executions")).toArray().size(), 1);
+        const QJsonArray ran = jsonObject(m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--status", "succeeded")).out)
+                                   .value(QStringLiteral("executions")).toArray();
+        QStringList who;
+        for (const QJsonValue &v : ran)
+            who.prepend(v.toObject().value(QStringLiteral("agent")).toString() + QLatin1Char('|')
+                        + v.toObject().value(QStringLiteral("decidedBy")).toString().section(QLatin1Char(' '), 0, 1));
+        // echo (the preset's rule), the person's own printf, the approved printf.
+        QCOMPARE(who.mid(0, 3), QStringList({QStringLiteral("bot|allowed by"), QStringLiteral("|"), QStringLiteral("bot|approved by")}));
+        // The table shows the agent, and no sandbox number for what never ran.
+        const CliResult table = m_daemon->ctl(args("history", "--sandbox", "ap", "--status", "unanswered"));
+        QVERIFY2(table.out.contains("AGENT") && table.out.contains(" bot ") && table.out.contains(" ap ") && !table.out.contains("ap:"),
+                 qPrintable(table.describe()));
+        const CliResult bad = m_daemon->ctl(args("history", "--status", "refusd"));
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("refused (either)") || bad.err.contains("refused"), qPrintable(bad.describe()));
+    }
+
     void everyDecisionIsInTheHistory()
     {
         const QString id = sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("id")).toString();

@@ -143,12 +143,20 @@ private Q_SLOTS:
                 run = v.toObject().value(QStringLiteral("name")).toString();
         QVERIFY2(!run.isEmpty(), m_daemon->ctl(args("runs", "--json")).out.constData());
         const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--run", run, "--json")).out).value(QStringLiteral("executions")).toArray();
-        QStringList commands;
-        for (const QJsonValue &v : executions)
-            commands.prepend(v.toObject().value(QStringLiteral("argv")).toArray().last().toString());
+        QStringList commands, refused;
+        for (const QJsonValue &v : executions) {
+            const QJsonObject e = v.toObject();
+            const QString command = e.value(QStringLiteral("argv")).toArray().last().toString();
+            if (e.value(QStringLiteral("exec")).isDouble())
+                commands.prepend(command);
+            else // never ran: a row of its own, with who asked and who refused
+                refused.prepend(command + QLatin1Char('|') + e.value(QStringLiteral("status")).toString() + QLatin1Char('|')
+                                + e.value(QStringLiteral("agent")).toString());
+        }
         QCOMPARE(commands.first(), QStringLiteral("hello"));
         QVERIFY2(commands.contains(QStringLiteral("for i in 1 2 3; do echo tick $i; sleep 0.3; done")), qPrintable(commands.join(QLatin1Char('|'))));
-        QVERIFY2(!commands.join(QLatin1Char('|')).contains(QLatin1String("forbidden")), qPrintable(commands.join(QLatin1Char('|')))); // never ran
+        QVERIFY2(!commands.join(QLatin1Char('|')).contains(QLatin1String("forbidden")), qPrintable(commands.join(QLatin1Char('|'))));
+        QCOMPARE(refused, QStringList({QStringLiteral("touch forbidden|denied|airlock-test-agent"), QStringLiteral("touch ignored|unanswered|airlock-test-agent")}));
         auto client = m_daemon->connect();
         auto events = client->call(QStringLiteral("history.events"), {{QStringLiteral("run"), run}, {QStringLiteral("kinds"), QJsonArray{QStringLiteral("approval.")}}});
         QVERIFY(events);
