@@ -53,7 +53,8 @@ void ExecutionReplay::requestPage(qint64 afterChunk)
             const QJsonObject c = v.toObject();
             const QByteArray data = QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1());
             self->m_bytes += data.size();
-            Q_EMIT self->chunk(c.value(QStringLiteral("stream")).toInt(), data, qint64(c.value(QStringLiteral("offset")).toDouble()));
+            Q_EMIT self->chunk(c.value(QStringLiteral("stream")).toInt(), data, qint64(c.value(QStringLiteral("offset")).toDouble()),
+                               qint64(c.value(QStringLiteral("timeMs")).toDouble()));
             if (!self || generation != self->m_generation)
                 return; // a receiver started another replay
         }

@@ -25,7 +25,7 @@ public:
     qint64 bytesRead() const { return m_bytes; }
 
 Q_SIGNALS:
-    void chunk(int stream, const QByteArray &data, qint64 offset); // offset: of data[0] in its stream
+    void chunk(int stream, const QByteArray &data, qint64 offset, qint64 timeMs); // offset: of data[0] in its stream
     void finished(qint64 execution);
     void failed(const QString &message);
 

@@ -5,6 +5,8 @@
 #include "HistoryModel.h"
 #include "OutputView.h"
 #include "TimelineModel.h"
+#include "TraceModel.h"
+#include "TraceView.h"
 #include "StatusText.h"
 #include "client/DaemonClient.h"
 #include "history/ExportBundle.h"
@@ -39,7 +41,7 @@ namespace airlock::ui {
 
 HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_hosts{Host{tr("This computer"), &client}}, m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
-      m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_output(new OutputView),
+      m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_trace(new TraceView), m_output(new OutputView),
       m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_agent(new QLineEdit), m_host(new QComboBox), m_status(new QComboBox),
       m_when(new QComboBox), m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
 {
@@ -116,9 +118,12 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_table->horizontalHeader()->setSectionResizeMode(HistoryModel::Command, QHeaderView::Stretch);
     m_table->setColumnWidth(HistoryModel::Host, 110);
     m_table->setColumnHidden(HistoryModel::Host, true);
-    m_table->setColumnWidth(HistoryModel::Id, 70);
-    m_table->setColumnWidth(HistoryModel::Sandbox, 160);
-    m_table->setColumnWidth(HistoryModel::Started, 150);
+    // The command gets what the rest leave: at 1024 px wide still about a fifth of the row.
+    const int digit = m_table->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    for (const auto &[column, chars] : {std::pair{HistoryModel::Id, 6}, {HistoryModel::Sandbox, 16}, {HistoryModel::Run, 14}, {HistoryModel::Agent, 10},
+                                       {HistoryModel::Status, 11}, {HistoryModel::Exit, 5}, {HistoryModel::Started, 19}, {HistoryModel::Duration, 9},
+                                       {HistoryModel::Output, 8}})
+        m_table->setColumnWidth(column, chars * digit + 12);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
         if (current.isValid())
             openExecution(current.row());
@@ -128,9 +133,9 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
         const QStringList unavailable = m_model->unavailable();
         if (!unavailable.isEmpty() && !m_model->isMerged())
             return showStatus(tr("History unavailable: %1").arg(unavailable.first()), true);
-        QString text = m_model->canFetchMore() ? tr("%n execution(s) shown, more as you scroll", nullptr, rows) : tr("%n execution(s)", nullptr, rows);
+        QString text = m_model->canFetchMore() ? tr("%1 shown, more as you scroll").arg(display::count(rows, tr("execution"))) : display::count(rows, tr("execution"));
         if (m_model->isMerged())
-            text = tr("%1 from %n host(s)", nullptr, int(m_model->sources().size() - unavailable.size())).arg(text);
+            text = tr("%1 from %2").arg(text, display::count(m_model->sources().size() - unavailable.size(), tr("host")));
         QStringList away; // all hosts shown: say which are not
         for (const Host &host : std::as_const(m_hosts))
             if (shownHost().isEmpty() && !m_model->sources().contains(host))
@@ -146,13 +151,20 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_details->setTextFormat(Qt::PlainText);
     m_details->setWordWrap(true);
     m_details->setContentsMargins(6, 4, 6, 4);
-    connect(m_replay, &ExecutionReplay::chunk, m_output, [this](int stream, const QByteArray &data) { m_output->append(stream, data); });
+    connect(m_replay, &ExecutionReplay::chunk, m_output, [this](int stream, const QByteArray &data, qint64, qint64 timeMs) {
+        if (m_showFromMs && m_showLine < 0 && timeMs >= m_showFromMs) // a trace's span: its output from that moment
+            m_showLine = std::max<qsizetype>(0, m_output->document().lineCount() - 1);
+        m_output->append(stream, data);
+    });
     connect(m_replay, &ExecutionReplay::failed, this, [this](const QString &message) { showStatus(tr("Cannot replay: %1").arg(message), true); });
     connect(m_replay, &ExecutionReplay::finished, this, [this] {
         const QJsonObject &e = m_openedRow;
         if (e.value(QStringLiteral("status")).toString() != QLatin1String("running"))
             m_output->endExecution(qint64(e.value(QStringLiteral("exec")).toDouble()), e.value(QStringLiteral("status")).toString(),
                                    e.value(QStringLiteral("exitCode")));
+        if (m_showFromMs)
+            m_output->showLine(m_showLine >= 0 ? m_showLine : m_output->document().lineCount() - 1);
+        m_showFromMs = 0;
     });
     auto *outputPage = new QWidget;
     auto *outputLayout = new QVBoxLayout(outputPage);
@@ -199,13 +211,22 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     timelineLayout->addWidget(m_timelineView, 1);
     connect(m_timeline, &TimelineModel::failed, this, [this](const QString &message) { showStatus(tr("Timeline unavailable: %1").arg(message), true); });
 
+    // The run as a trace: read when its tab is shown (a run can have many events).
+    connect(m_trace, &TraceView::outputRequested, this, &HistoryWindow::openOutputAt);
     m_tabs->addTab(outputPage, tr("Output"));
+    m_tabs->addTab(m_trace, tr("Trace"));
     m_tabs->addTab(timelinePage, tr("Timeline"));
+    m_tabs->setTabToolTip(1, tr("The run as nested spans: commands, the waits for a person, the programs they started, connections and tool calls"));
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) {
+        if (m_tabs->widget(tab) == m_trace)
+            showTraceOfSelection();
+    });
 
     auto *split = new QSplitter(Qt::Vertical);
     split->addWidget(m_table);
     split->addWidget(m_tabs);
-    split->setSizes({380, 420});
+    split->setSizes({320, 480}); // what was opened gets the room
+    split->setStretchFactor(1, 1);
     auto *central = new QWidget;
     auto *layout = new QVBoxLayout(central);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -332,9 +353,18 @@ void HistoryWindow::openExecution(int row)
     const QJsonObject e = m_model->execution(row);
     if (e.isEmpty())
         return;
+    m_showFromMs = 0;
+    openRecord(e, hostOf(row));
+    showTimeline();
+    if (m_tabs->currentWidget() == m_trace)
+        showTraceOfSelection();
+}
+
+void HistoryWindow::openRecord(const QJsonObject &e, const Host &host)
+{
     m_openedRow = e;
     m_opened = qint64(e.value(QStringLiteral("id")).toDouble());
-    const Host host = hostOf(row);
+    m_showLine = -1;
     const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
     const bool ran = e.value(QStringLiteral("exec")).isDouble(); // a refused command did not
     QStringList facts{ran ? tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())
@@ -361,7 +391,61 @@ void HistoryWindow::openExecution(int row)
         if (host.client)
             m_replay->start(*host.client, m_opened);
     }
-    showTimeline();
+}
+
+void HistoryWindow::showTrace(const Host &host, const QString &sandbox, const QString &run, const QString &sandboxName)
+{
+    m_traceHost = host;
+    m_traced = {sandbox, run};
+    {
+        const QSignalBlocker quiet(m_tabs); // this trace, not the selected row's
+        m_tabs->setCurrentWidget(m_trace);
+    }
+    if (host.client)
+        m_trace->showTrace(*host.client, sandbox, run, run.isEmpty() ? tr("sandbox %1").arg(sandboxName) : tr("run %1").arg(run), sandboxNames(host));
+}
+
+void HistoryWindow::showTraceOfSelection()
+{
+    const int row = m_table->currentIndex().row();
+    const QJsonObject e = m_model->execution(row);
+    if (e.isEmpty())
+        return;
+    const Host host = hostOf(row);
+    const QString run = e.value(QStringLiteral("run")).toString(), sandbox = e.value(QStringLiteral("sandbox")).toString();
+    const std::pair<QString, QString> wanted{run.isEmpty() ? sandbox : QString(), run};
+    if (wanted == m_traced && host == m_traceHost && !m_trace->model()->isLoading() && !m_trace->model()->trace().spans.isEmpty())
+        return; // already shown
+    showTrace(host, wanted.first, run, e.value(QStringLiteral("sandboxName")).toString());
+}
+
+QHash<QString, QString> HistoryWindow::sandboxNames(const Host &host) const
+{
+    QHash<QString, QString> names;
+    for (int row = 0; row < m_model->rowCount(); ++row) {
+        if (hostOf(row) != host)
+            continue;
+        const QJsonObject o = m_model->execution(row);
+        names.insert(o.value(QStringLiteral("sandbox")).toString(), o.value(QStringLiteral("sandboxName")).toString());
+    }
+    return names;
+}
+
+void HistoryWindow::openOutputAt(const QString &sandbox, uint exec, qint64 atMs)
+{
+    const Host host = m_traceHost;
+    if (!host.client)
+        return showStatus(tr("The trace's host is not connected"), true);
+    host.client->callAsync(QStringLiteral("history.show"), {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(sandbox).arg(exec)}},
+                           [self = QPointer<HistoryWindow>(this), host, atMs](Result<QJsonValue> r) {
+        if (!self)
+            return;
+        if (!r)
+            return self->showStatus(tr("Cannot open that output: %1").arg(r.error().message), true);
+        self->m_tabs->setCurrentIndex(0);
+        self->openRecord(r->toObject(), host);
+        self->m_showFromMs = atMs; // after openRecord: the replay places the view there when done
+    });
 }
 
 void HistoryWindow::showTimeline()
@@ -376,14 +460,7 @@ void HistoryWindow::showTimeline()
     int mask = 0;
     for (QCheckBox *b : std::as_const(m_categories))
         mask |= b->isChecked() ? b->property("category").toInt() : 0;
-    QHash<QString, QString> names; // of that host's sandboxes
-    for (int other = 0; other < m_model->rowCount(); ++other) {
-        if (m_model->sourceOf(other) != m_model->sourceOf(row))
-            continue;
-        const QJsonObject o = m_model->execution(other);
-        names.insert(o.value(QStringLiteral("sandbox")).toString(), o.value(QStringLiteral("sandboxName")).toString());
-    }
-    m_timeline->setSandboxNames(names);
+    m_timeline->setSandboxNames(sandboxNames(host));
     m_timeline->show(host, byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
 }
 
@@ -440,7 +517,7 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
                 bundle->add(record.toObject());
             file->write(bundle->take());
             if (bar)
-                bar->setLabelText(tr("Exporting run %1… %n record(s)", nullptr, int(bundle->records())).arg(run));
+                bar->setLabelText(tr("Exporting run %1… %2").arg(run, display::count(bundle->records(), tr("record"))));
             const QJsonValue next = reply.value(QStringLiteral("cursor"));
             if (next.isObject())
                 return (*page)(next);

@@ -25,6 +25,7 @@ class ExecutionReplay;
 class HistoryModel;
 class OutputView;
 class TimelineModel;
+class TraceView;
 
 // The history: every execution the daemon recorded, filtered by sandbox, run, status and a
 // full-text search over commands and output; opening one replays its stored output in the same
@@ -60,6 +61,9 @@ public:
     void setFilter(const QString &sandbox, const QString &run = {}, const QString &status = {}, const QString &text = {});
     QComboBox *timeFilter() const { return m_when; } // any time, the last hour, today, …
     void openExecution(int row);
+    // The trace of a run (or of a sandbox, without a run) on that host, in the Trace tab.
+    void showTrace(const Host &host, const QString &sandbox, const QString &run, const QString &sandboxName);
+    TraceView *traceView() const { return m_trace; }
     qint64 openedExecution() const { return m_opened; }
     // Writes the run to a bundle file, with progress; done(ok, message) when finished. The run is
     // the selected execution's host's (the one shown when nothing is selected).
@@ -73,6 +77,10 @@ private:
     QList<Host> shownHosts() const;
     Host hostOf(int row) const; // the row's host; the one shown when not merged
     void showTimeline();
+    void showTraceOfSelection();
+    void openRecord(const QJsonObject &execution, const Host &host);
+    void openOutputAt(const QString &sandbox, uint exec, qint64 atMs);
+    QHash<QString, QString> sandboxNames(const Host &host) const;
     void showStatus(const QString &text, bool error = false);
 
     QList<Host> m_hosts;
@@ -82,6 +90,11 @@ private:
     ExecutionReplay *m_replay;
     QTableView *m_table;
     QTableView *m_timelineView;
+    TraceView *m_trace;
+    Host m_traceHost;
+    std::pair<QString, QString> m_traced; // sandbox, run
+    qint64 m_showFromMs = 0;  // the output opened from a span: shown from this moment
+    qsizetype m_showLine = -1;
     OutputView *m_output;
     QLabel *m_details;
     QLineEdit *m_search, *m_sandbox, *m_run, *m_agent;

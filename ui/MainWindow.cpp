@@ -248,10 +248,7 @@ void MainWindow::createActions()
         editor->show();
     });
     QAction *history = action(tr("&History…"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] { openHistory(); });
-    QAction *timeline = action(tr("&Timeline…"), QKeySequence(Qt::CTRL | Qt::Key_T), [this] {
-        if (!m_current.isEmpty())
-            openHistory(m_current);
-    });
+    QAction *timeline = action(tr("&Trace…"), QKeySequence(Qt::CTRL | Qt::Key_T), [this] { openTrace(); });
     QAction *refresh = action(tr("&Refresh"), QKeySequence::Refresh, [this] { m_model->refresh(); });
     // The one way from the keyboard to a decision: the newest request takes the focus, and there
     // 1, 2, 3 or Esc decide (see ApprovalCard).
@@ -332,7 +329,8 @@ void MainWindow::createActions()
     create->setToolTip(tr("A new sandbox: a preset, network, limits and a name (Ctrl+N)"));
     policy->setToolTip(tr("What the selected sandbox may reach: network, credentials, tools, commands, files, limits (Ctrl+P)"));
     history->setToolTip(tr("Every execution on this host, searchable, with its output (Ctrl+H)"));
-    timeline->setToolTip(tr("The selected sandbox's run as it happened: executions, approvals, network, tools (Ctrl+T)"));
+    timeline->setToolTip(tr("The selected sandbox's current run as a trace: its commands, the waits for a person, the programs they started, "
+                            "connections and tool calls (Ctrl+T)"));
     refresh->setToolTip(tr("Ask every host for its sandboxes again (F5)"));
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
@@ -458,6 +456,20 @@ HistoryWindow *MainWindow::openHistory(const QString &sandbox)
     m_history->raise();
     m_history->activateWindow();
     return m_history;
+}
+
+void MainWindow::openTrace()
+{
+    // The selected sandbox's current run (its newest command's), or the sandbox itself before
+    // anything ran: never an empty pane.
+    const QModelIndex current = m_fleet->current();
+    const QJsonObject sandbox = m_model->sandbox(current);
+    if (m_current.isEmpty() || sandbox.isEmpty())
+        return showStatus(tr("Select a sandbox to see its run as a trace"));
+    HistoryWindow *history = openHistory(m_current);
+    const QString host = m_model->hostName(current.parent().isValid() ? current.parent().row() : 0);
+    history->showTrace({host, m_model->hostClient(current)}, m_current, sandbox.value(QStringLiteral("run")).toString(),
+                       sandbox.value(QStringLiteral("name")).toString());
 }
 
 void MainWindow::updateHistoryHosts()

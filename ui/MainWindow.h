@@ -98,6 +98,7 @@ public:
     QList<QJsonObject> selectedSandboxes() const;
     // The history window (one per main window), filtered to a sandbox when one is named.
     HistoryWindow *openHistory(const QString &sandbox = {});
+    void openTrace(); // Ctrl+T
 
 protected:
     void closeEvent(QCloseEvent *event) override;

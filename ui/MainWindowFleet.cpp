@@ -50,7 +50,7 @@ void MainWindow::signalSelected(int signo)
                                   return self->showStatus(tr("%1 not signalled: %2").arg(display::escaped(name, 60), r.error().message), true);
                               total->first += r->toObject().value(QStringLiteral("executions")).toInt();
                               if (--total->second == 0)
-                                  self->showStatus(tr("%1 %n execution(s)", nullptr, total->first).arg(verb));
+                                  self->showStatus(tr("%1 %2").arg(verb, display::count(total->first, tr("execution"))));
                           });
     }
 }

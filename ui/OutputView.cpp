@@ -260,6 +260,15 @@ void OutputView::copy() const
         QGuiApplication::clipboard()->setText(text, QClipboard::Selection);
 }
 
+void OutputView::showLine(qsizetype line)
+{
+    updateScrollBars();
+    m_follow = false;
+    verticalScrollBar()->setValue(int(std::clamp<qsizetype>(line - 1, 0, m_doc.lineCount())));
+    m_follow = false;
+    viewport()->update();
+}
+
 void OutputView::scrollToStart()
 {
     updateScrollBars();

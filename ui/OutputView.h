@@ -33,6 +33,9 @@ public:
     // Ctrl+Home and Ctrl+End: the first line kept, or the end (following it again).
     void scrollToStart();
     void scrollToEnd();
+    // A line (of document(), counting from the first kept) near the top of the view, with a line of
+    // context above it; stops following the tail. A trace's span opens its output so.
+    void showLine(qsizetype line);
     // Output came while scrolled away from the end: a "new output below" marker shows, and a
     // click on it goes to the end.
     bool hasNewOutputBelow() const { return m_newBelow && !m_follow; }

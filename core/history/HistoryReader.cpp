@@ -201,7 +201,8 @@ Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
                   {qint64(query.after.value(QStringLiteral("timeMs")).toDouble()), query.after.value(QStringLiteral("sandbox")).toString(),
                    qint64(query.after.value(QStringLiteral("seq")).toDouble())});
     const int limit = std::clamp(query.limit, 1, 5000);
-    const QByteArray statement = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload FROM events v ") + where.sql()
+    const QByteArray statement = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload, s.name FROM events v "
+                                                  "LEFT JOIN sandboxes s ON s.id = v.sandbox_id ") + where.sql()
                                   + (bySeq ? QStringLiteral(" ORDER BY v.sandbox_id, v.seq") : QStringLiteral(" ORDER BY v.time_ms, v.sandbox_id, v.seq"))
                                   + QStringLiteral(" LIMIT %1").arg(limit + 1))
                                      .toUtf8();
@@ -226,7 +227,8 @@ Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
                                 {QStringLiteral("timeMs"), st.columnNumber(2)},
                                 {QStringLiteral("kind"), st.columnText(3)},
                                 {QStringLiteral("exec"), st.columnNumber(4)},
-                                {QStringLiteral("payload"), jsonColumn(st, 5)}});
+                                {QStringLiteral("payload"), jsonColumn(st, 5)},
+                                {QStringLiteral("sandboxName"), st.columnText(6)}});
     }
     return QJsonObject{{QStringLiteral("events"), rows}, {QStringLiteral("next"), next}};
 }

@@ -87,13 +87,20 @@ QString commandLine(const QJsonArray &argv, int maxWidth)
     return line;
 }
 
+QString count(qint64 n, const QString &one, const QString &many)
+{
+    return QString::number(n) + QLatin1Char(' ') + (n == 1 ? one : many.isEmpty() ? one + QLatin1Char('s') : many);
+}
+
 QString duration(qint64 ms)
 {
     ms = std::max<qint64>(ms, 0);
     if (ms < 1000)
         return QStringLiteral("%1 ms").arg(ms);
-    if (ms < 60'000)
+    if (ms < 10'000)
         return QStringLiteral("%1 s").arg(double(ms) / 1000, 0, 'f', 1);
+    if (ms < 60'000)
+        return QStringLiteral("%1 s").arg(ms / 1000);
     if (ms < 3'600'000)
         return QStringLiteral("%1 min %2 s").arg(ms / 60'000).arg(ms / 1000 % 60);
     return QStringLiteral("%1 h %2 min").arg(ms / 3'600'000).arg(ms / 60'000 % 60);

@@ -14,7 +14,9 @@ namespace airlock::display {
 QString escaped(const QString &text, int maxWidth = 0);
 // A command line as a person would type it: arguments quoted where needed, each one escaped.
 QString commandLine(const QJsonArray &argv, int maxWidth = 0);
-// A duration as a person reads it: "350 ms", "1.2 s", "4 min 5 s", "2 h 10 min".
+// A duration as a person reads it: "350 ms", "1.2 s", "40 s", "4 min 5 s", "2 h 10 min".
 QString duration(qint64 ms);
+// A count and its noun in English: "1 command", "3 commands" (many defaults to one + "s").
+QString count(qint64 n, const QString &one, const QString &many = {});
 
 } // namespace airlock::display

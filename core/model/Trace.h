@@ -55,7 +55,7 @@ struct Trace {
     qint64 startMs = 0, endMs = 0;
     int events = 0;
 
-    // events: history.events rows ({sandbox, seq, timeMs, kind, exec, payload}) in any order.
+    // events: history.events rows ({sandbox, sandboxName, seq, timeMs, kind, exec, payload}) in any order.
     // nowMs ends what is still running; names gives sandbox ids a person's names.
     static Trace build(const QList<QJsonObject> &events, const QString &title, qint64 nowMs, const QHash<QString, QString> &names = {});
 

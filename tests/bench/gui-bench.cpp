@@ -8,11 +8,17 @@
 //
 //   airlock-gui-bench [--seconds N] [--steady N] [--line TEXT]
 //   airlock-gui-bench --fleet [--sandboxes N] [--streaming N]
+//   airlock-gui-bench --trace [--programs N]
 //
 // --fleet: the fleet view with N sandboxes (default 200), some of them printing 1,000 lines a
 // second (default 10): the GUI thread's time per sampling tick (the sandbox.stats answer applied
 // to the model, the sort and filter kept up to date), and sorting or filtering every row, each the
 // median and the worst of several.
+//
+// --trace: a run whose command starts N programs (default 10,000; each an exec.program event)
+// shown as a trace: from asking to the tree on screen (every page of history.events, the spans
+// built, the model reset, the view painted), and the build alone. Baseline, same run: fetching
+// the same events page by page and nothing else (what any view of them costs). Medians of 5.
 //
 //   --seconds N   how long the flood lasts (default 20; the scenario is 60)
 //   --steady N    sandboxes printing 1,000 lines/s alongside (default 9)
@@ -23,8 +29,12 @@
 #include "SandboxModel.h"
 #include "OutputView.h"
 #include "TestHelpers.h"
+#include "TraceModel.h"
+#include "TraceView.h"
+#include "model/Trace.h"
 
 #include <QApplication>
+#include <QDateTime>
 #include <QElapsedTimer>
 #include <QHash>
 #include <QJsonArray>
@@ -163,10 +173,81 @@ int fleetBench(const QStringList &arguments)
     return 0;
 }
 
+int traceBench(const QStringList &arguments)
+{
+    const int programs = option(arguments, QStringLiteral("--programs"), QStringLiteral("10000")).toInt();
+    TestDaemon daemon;
+    if (!daemon.start() || daemon.create({QStringLiteral("--name"), QStringLiteral("traced")}).isEmpty()) {
+        std::fprintf(stderr, "airlock-gui-bench: cannot start airlockd or create a sandbox\n");
+        return 1;
+    }
+    auto client = daemon.connect();
+    std::fprintf(stderr, "running %d programs…\n", programs);
+    const CliResult ran = daemon.ctl({QStringLiteral("--run"), QStringLiteral("bench-trace"), QStringLiteral("exec"), QStringLiteral("traced"), QStringLiteral("--"),
+                                      QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("i=0; while [ $i -lt %1 ]; do /bin/true; i=$((i+1)); done").arg(programs)});
+    if (ran.exitCode != 0) {
+        std::fprintf(stderr, "airlock-gui-bench: the command failed: %s\n", qPrintable(ran.describe()));
+        return 1;
+    }
+    // The events, page by page, as the trace reads them: the baseline.
+    QList<QJsonObject> events;
+    auto fetch = [&] {
+        events.clear();
+        QJsonValue after;
+        do {
+            QJsonObject params{{QStringLiteral("run"), QStringLiteral("bench-trace")}, {QStringLiteral("limit"), 5000}};
+            if (after.isObject())
+                params.insert(QStringLiteral("after"), after);
+            const auto page = client->call(QStringLiteral("history.events"), params);
+            if (!page)
+                return false;
+            for (const QJsonValue &e : page->value(QStringLiteral("events")).toArray())
+                events.append(e.toObject());
+            after = page->value(QStringLiteral("next"));
+        } while (after.isObject());
+        return true;
+    };
+    ui::TraceView view;
+    view.resize(1600, 1000);
+    view.show();
+    QList<double> fetches, builds, shown;
+    for (int round = 0; round < 5; ++round) {
+        QElapsedTimer t;
+        t.start();
+        if (!fetch()) {
+            std::fprintf(stderr, "airlock-gui-bench: history.events failed\n");
+            return 1;
+        }
+        fetches.append(double(t.nsecsElapsed()) / 1e6);
+        t.restart();
+        const trace::Trace built = trace::Trace::build(events, QStringLiteral("run bench-trace"), QDateTime::currentMSecsSinceEpoch());
+        builds.append(double(t.nsecsElapsed()) / 1e6);
+        t.restart();
+        bool loaded = false;
+        const QMetaObject::Connection done = QObject::connect(view.model(), &ui::TraceModel::loaded, [&] { loaded = true; });
+        view.showTrace(*client, QString(), QStringLiteral("bench-trace"), QStringLiteral("run bench-trace"));
+        while (!loaded && t.elapsed() < 60000)
+            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+        (void)view.grab(); // painted
+        shown.append(double(t.nsecsElapsed()) / 1e6);
+        QObject::disconnect(done);
+    }
+    const double fetched = medianOf(fetches), total = medianOf(shown);
+    std::printf("\nAirlock trace: one run, %lld events (%d programs), %lld spans\n\n", qint64(events.size()), programs,
+                qint64(view.model()->trace().spans.size()));
+    std::printf("%-44s %8.1f ms median of 5\n", "baseline: fetching its events (history.events)", fetched);
+    std::printf("%-44s %8.1f ms median of 5   %.2fx the baseline\n", "building the spans alone", medianOf(builds), medianOf(builds) / fetched);
+    std::printf("%-44s %8.1f ms median of 5   %.2fx the baseline   target <= 2x\n", "the trace on screen (fetch, build, paint)", total, total / fetched);
+    daemon.stop();
+    return 0;
+}
+
 int main(int argc, char *argv[])
 {
     QApplication app(argc, argv);
     const QStringList arguments = app.arguments();
+    if (arguments.contains(QStringLiteral("--trace")))
+        return traceBench(arguments);
     if (arguments.contains(QStringLiteral("--fleet")))
         return fleetBench(arguments);
     const int seconds = option(arguments, QStringLiteral("--seconds"), QStringLiteral("20")).toInt();

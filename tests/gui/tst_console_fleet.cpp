@@ -12,6 +12,7 @@
 #include "RunningStrip.h"
 #include "SandboxConsole.h"
 #include "SandboxModel.h"
+#include "GuiScreenshots.h"
 #include "GuiTestSettings.h"
 #include "TestHelpers.h"
 #include "Theme.h"
@@ -131,20 +132,9 @@ private Q_SLOTS:
         QCOMPARE(window.currentSandboxId(), cell(window, "fleet-busy", SandboxModel::Name, SandboxModel::SandboxIdRole).toString());
         window.sandboxTree()->sortByColumn(SandboxModel::Name, Qt::AscendingOrder);
 
-        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+        if (qEnvironmentVariableIsSet("AIRLOCK_SCREENSHOT_DIR"))
             QTest::qWait(2500); // a few samples on the sparkline
-            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet.png")));
-            window.resize(1024, 700);
-            QTest::qWait(200);
-            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-small.png")));
-            applyTheme(Theme::Dark);
-            QTest::qWait(200);
-            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-small-dark.png")));
-            window.resize(1600, 1000);
-            QTest::qWait(200);
-            QVERIFY(window.grab().save(dir + QStringLiteral("/fleet-dark.png")));
-            applyTheme(Theme::Light);
-        }
+        QVERIFY(saveScreenshots(window, QStringLiteral("fleet")));
         window.selectSandbox(QStringLiteral("fleet-busy"));
         window.signalSelected(SIGKILL);
         QVERIFY(QTest::qWaitFor([&] { return busy->state() == QProcess::NotRunning; }, 10000));

@@ -271,7 +271,7 @@ private Q_SLOTS:
         QCOMPARE(shown(), QStringLiteral("%1 echo L3, %1 echo L2").arg(here));
         QVERIFY(fetchAll());
         QCOMPARE(shown(), QStringLiteral("%1 echo L3, %1 echo L2, far echo R3, far echo R2, far echo R1, far echo R0, %1 echo L1, %1 echo L0").arg(here));
-        QVERIFY2(history->statusBar()->currentMessage().contains(QLatin1String("8 execution(s) from 2 host(s)")), qPrintable(history->statusBar()->currentMessage()));
+        QVERIFY2(history->statusBar()->currentMessage().contains(QLatin1String("8 executions from 2 hosts")), qPrintable(history->statusBar()->currentMessage()));
 
         // Opening far's row replays far's output and shows far's timeline; its run exports from far.
         const int r1 = 4;
