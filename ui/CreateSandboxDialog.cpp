@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "CreateSandboxDialog.h"
 
+#include "mcp/AgentConfig.h"
 #include "model/SandboxSpec.h"
 #include "policy/Policy.h"
 
@@ -15,34 +16,60 @@
 
 namespace airlock::ui {
 
-CreateSandboxDialog::CreateSandboxDialog(const QStringList &presets, QWidget *parent)
-    : QDialog(parent), m_name(new QLineEdit), m_preset(new QComboBox), m_network(new QComboBox), m_allow(new QLineEdit), m_mounts(new QLineEdit),
-      m_memoryMiB(new QSpinBox), m_pids(new QSpinBox), m_problem(new QLabel),
-      m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
+CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts, int host, QWidget *parent)
+    : QDialog(parent), m_presets(presets), m_host(new QComboBox), m_name(new QLineEdit), m_preset(new QComboBox), m_presetAbout(new QLabel),
+      m_allowAbout(new QLabel), m_network(new QComboBox), m_allow(new QLineEdit), m_mounts(new QLineEdit), m_memoryMiB(new QSpinBox),
+      m_pids(new QSpinBox), m_problem(new QLabel), m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
     setWindowTitle(tr("New sandbox"));
+    m_host->addItems(hosts);
+    m_host->setCurrentIndex(std::clamp(host, 0, std::max(0, int(hosts.size()) - 1)));
+    m_host->setToolTip(tr("The daemon that will own the sandbox: this computer, or a remote host you added"));
     m_name->setPlaceholderText(tr("optional: a-z 0-9 _ . -"));
-    m_preset->addItems(presets);
+    m_name->setToolTip(tr("Left empty, the daemon picks a name"));
+    for (const QJsonValue &p : presets)
+        m_preset->addItem(p.toObject().value(QStringLiteral("name")).toString());
     m_preset->setCurrentText(QStringLiteral("locked"));
+    m_preset->setToolTip(tr("The policy the sandbox starts from; your defaults and what you set here apply on top"));
+    for (QLabel *about : {m_presetAbout, m_allowAbout}) {
+        about->setWordWrap(true);
+        about->setTextFormat(Qt::PlainText);
+        about->setStyleSheet(QStringLiteral("color: palette(mid)"));
+    }
     m_network->addItem(tr("as the preset says"), QString());
     m_network->addItem(tr("none: no network"), QStringLiteral("none"));
     m_network->addItem(tr("allowlist: only these hosts, through the proxy"), QStringLiteral("allowlist"));
     m_network->addItem(tr("FULL: the host network"), QStringLiteral("full"));
-    m_allow->setPlaceholderText(tr("pypi.org:443, *.example.com"));
+    m_network->setToolTip(tr("Fixed for the sandbox's life; the allowlist's hosts can change while it runs"));
+    m_allow->setPlaceholderText(tr("pypi.org:443, *.example.com, or a pasted URL"));
+    m_allow->setToolTip(tr("Hosts the egress proxy lets through, in addition to the preset's"));
     m_mounts->setPlaceholderText(tr("HOST_DIR:SANDBOX_PATH[:rw], … (read-only unless :rw)"));
+    m_mounts->setToolTip(tr("Host folders to see inside, read-only unless :rw"));
+    // Memory in steps of 256 MiB, processes in steps of 64: the sizes people pick.
     m_memoryMiB->setRange(0, 1 << 20);
+    m_memoryMiB->setSingleStep(256);
     m_memoryMiB->setSpecialValueText(tr("no limit"));
     m_memoryMiB->setSuffix(tr(" MiB"));
+    m_memoryMiB->setToolTip(tr("The most memory the sandbox's processes may use together; past it, one of them is killed"));
     m_pids->setRange(0, 1 << 20);
+    m_pids->setSingleStep(64);
     m_pids->setSpecialValueText(tr("default"));
+    m_pids->setToolTip(tr("The most processes and threads at once: a fork bomb stops there"));
     m_problem->setStyleSheet(QStringLiteral("color: #d03030"));
     m_problem->setWordWrap(true);
 
     auto *form = new QFormLayout(this);
+    form->addRow(tr("&Host"), m_host);
+    if (hosts.size() < 2) {
+        m_host->setVisible(false);
+        form->labelForField(m_host)->setVisible(false);
+    }
     form->addRow(tr("&Name"), m_name);
     form->addRow(tr("&Preset"), m_preset);
+    form->addRow(QString(), m_presetAbout);
     form->addRow(tr("N&etwork"), m_network);
     form->addRow(tr("&Allowed hosts"), m_allow);
+    form->addRow(QString(), m_allowAbout);
     form->addRow(tr("Mo&unts"), m_mounts);
     form->addRow(tr("&Memory"), m_memoryMiB);
     form->addRow(tr("P&rocesses"), m_pids);
@@ -53,7 +80,31 @@ CreateSandboxDialog::CreateSandboxDialog(const QStringList &presets, QWidget *pa
     for (QLineEdit *edit : {m_name, m_allow, m_mounts})
         connect(edit, &QLineEdit::textChanged, this, &CreateSandboxDialog::validate);
     connect(m_network, &QComboBox::currentIndexChanged, this, &CreateSandboxDialog::validate);
+    connect(m_preset, &QComboBox::currentIndexChanged, this, &CreateSandboxDialog::validate);
     validate();
+}
+
+int CreateSandboxDialog::host() const
+{
+    return std::max(0, m_host->currentIndex());
+}
+
+void CreateSandboxDialog::describePreset()
+{
+    QJsonObject chosen;
+    for (const QJsonValue &p : m_presets)
+        if (p.toObject().value(QStringLiteral("name")).toString() == m_preset->currentText())
+            chosen = p.toObject().value(QStringLiteral("policy")).toObject();
+    m_presetAbout->setText(chosen.value(QStringLiteral("description")).toString());
+    const QJsonObject network = chosen.value(QStringLiteral("network")).toObject();
+    const qsizetype presetHosts = network.value(QStringLiteral("allow")).toArray().size();
+    const QString mode = m_network->currentData().toString().isEmpty() ? network.value(QStringLiteral("mode")).toString() : m_network->currentData().toString();
+    if (mode != QLatin1String("allowlist") && !(m_network->currentData().toString().isEmpty() && !m_allow->text().trimmed().isEmpty()))
+        m_allowAbout->setText(mode == QLatin1String("full") ? tr("Full network: every host is reachable; nothing to list.")
+                                                           : tr("No network: typing hosts here makes it an allowlist."));
+    else
+        m_allowAbout->setText(presetHosts ? tr("Added to the %n host(s) the preset %1 already lets through.", nullptr, int(presetHosts)).arg(m_preset->currentText())
+                                          : tr("The preset %1 lets no host through: only these will be.").arg(m_preset->currentText()));
 }
 
 QString CreateSandboxDialog::problem() const
@@ -61,9 +112,8 @@ QString CreateSandboxDialog::problem() const
     if (!m_name->text().isEmpty())
         if (Status s = validateSandboxName(m_name->text()); !s)
             return s.error().message;
-    for (const QString &host : m_allow->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
-        if (auto normal = policy::normaliseHostPattern(host.trimmed()); !normal)
-            return tr("Allowed hosts: %1").arg(normal.error().message);
+    if (auto hosts = mcp::parseAllowedHosts(m_allow->text()); !hosts)
+        return tr("Allowed hosts: %1").arg(hosts.error().message);
     QJsonArray mounts;
     for (const QString &arg : m_mounts->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
         auto mount = parseMountArg(arg.trimmed());
@@ -86,6 +136,7 @@ void CreateSandboxDialog::validate()
     m_problem->setVisible(!p.isEmpty());
     m_allow->setEnabled(m_network->currentData().toString().isEmpty() || m_network->currentData().toString() == QLatin1String("allowlist"));
     m_buttons->button(QDialogButtonBox::Ok)->setEnabled(p.isEmpty());
+    describePreset();
 }
 
 QJsonObject CreateSandboxDialog::parameters() const
@@ -94,9 +145,8 @@ QJsonObject CreateSandboxDialog::parameters() const
     if (!m_name->text().isEmpty())
         spec.insert(QStringLiteral("name"), m_name->text());
     QString network = m_network->currentData().toString();
-    QJsonArray allow;
-    for (const QString &host : m_allow->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
-        allow.append(*policy::normaliseHostPattern(host.trimmed()));
+    const auto hosts = mcp::parseAllowedHosts(m_allow->text());
+    const QJsonArray allow = hosts ? QJsonArray::fromStringList(*hosts) : QJsonArray();
     if (!allow.isEmpty()) {
         network = QStringLiteral("allowlist");
         params.insert(QStringLiteral("policy"), QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QDialog>
+#include <QJsonArray>
 #include <QJsonObject>
 
 class QComboBox;
@@ -12,26 +13,39 @@ class QSpinBox;
 
 namespace airlock::ui {
 
-// A new sandbox: name, preset, network (with the hosts an allowlist lets through), host folders
-// to mount and the common limits. What it builds is exactly the parameters of sandbox.create, so the daemon validates it
+// A new sandbox: where (which host), name, preset (each explained in a line), network (with the
+// hosts an allowlist lets through, added to the preset's), host folders to mount and the common
+// limits. What it builds is exactly the parameters of sandbox.create, so the daemon validates it
 // like any request; the dialog checks what it can as you type and says what is wrong.
 class CreateSandboxDialog final : public QDialog {
     Q_OBJECT
 public:
-    explicit CreateSandboxDialog(const QStringList &presets, QWidget *parent = nullptr);
+    // `presets`: policy.presets' list ({name, policy}); `hosts`: the console's hosts by name, the
+    // one at `host` chosen first (the choice is hidden when there is one).
+    explicit CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts = {}, int host = 0, QWidget *parent = nullptr);
+    int host() const; // the index of the chosen host in `hosts`
     QJsonObject parameters() const; // for sandbox.create
     QLineEdit *nameEdit() const { return m_name; }
     QComboBox *presetBox() const { return m_preset; }
     QComboBox *networkBox() const { return m_network; }
     QLineEdit *allowEdit() const { return m_allow; }
     QLineEdit *mountsEdit() const { return m_mounts; }
+    QComboBox *hostBox() const { return m_host; }
+    QSpinBox *memoryBox() const { return m_memoryMiB; }
+    QSpinBox *pidsBox() const { return m_pids; }
+    QLabel *presetAbout() const { return m_presetAbout; }
+    QLabel *allowAbout() const { return m_allowAbout; }
     QString problem() const; // empty when the form can be sent
 
 private:
     void validate();
+    void describePreset();
 
+    QJsonArray m_presets;
+    QComboBox *m_host;
     QLineEdit *m_name;
     QComboBox *m_preset;
+    QLabel *m_presetAbout, *m_allowAbout;
     QComboBox *m_network;
     QLineEdit *m_allow;
     QLineEdit *m_mounts;

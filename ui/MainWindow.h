@@ -63,7 +63,8 @@ public:
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
     // Creates a sandbox from a dialog's parameters (what "New sandbox…" does after the dialog).
-    void createSandbox(const QJsonObject &parameters);
+    // On `on`, or the host of what is selected (this computer otherwise).
+    void createSandbox(const QJsonObject &parameters, DaemonClient *on = nullptr);
     void deleteSelected();
     // Ctrl-C on the command line: SIGINT to what this window started in the sandbox.
     void interruptRunning();

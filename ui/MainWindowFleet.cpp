@@ -124,16 +124,24 @@ void MainWindow::duplicateCurrent()
 
 void MainWindow::newSandbox()
 {
-    auto presets = currentClient().call(QStringLiteral("policy.presets"));
-    QStringList names;
-    for (const QJsonValue &p : presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray())
-        names.append(p.toObject().value(QStringLiteral("name")).toString());
-    CreateSandboxDialog dialog(names, this);
-    if (dialog.exec() == QDialog::Accepted)
-        createSandbox(dialog.parameters());
+    // On the host of what is selected, unless the person picks another.
+    DaemonClient &current = currentClient();
+    QStringList hosts;
+    int currentHost = 0;
+    for (int i = 0; i < m_model->hostCount(); ++i) {
+        hosts.append(m_model->hostName(i));
+        if (m_model->hostClient(m_model->index(i, 0)) == &current)
+            currentHost = i;
+    }
+    auto presets = current.call(QStringLiteral("policy.presets"));
+    CreateSandboxDialog dialog(presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(), hosts, currentHost, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    DaemonClient *target = m_model->hostClient(m_model->index(dialog.host(), 0));
+    createSandbox(dialog.parameters(), target ? target : &current);
 }
 
-void MainWindow::createSandbox(const QJsonObject &parameters)
+void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on)
 {
     // Creating can take a while (a large mount, a slow disk): a busy bar until the daemon answers.
     showStatus(tr("Creating a sandbox…"));
@@ -145,7 +153,7 @@ void MainWindow::createSandbox(const QJsonObject &parameters)
     }
     m_busy->setVisible(++m_pendingCreates > 0);
     // On the host of what is selected (a host row, or a sandbox under it); this computer otherwise.
-    currentClient().callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+    (on ? *on : currentClient()).callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
         if (!self)
             return;
         self->m_busy->setVisible(--self->m_pendingCreates > 0);

@@ -5,6 +5,8 @@
 #include "model/DisplayText.h"
 #include "policy/Policy.h"
 #include "policy/PolicyDiff.h"
+#include "SecretsDialog.h"
+#include "StatusText.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -40,152 +42,12 @@ QStringList strings(const QJsonValue &v)
 }
 } // namespace
 
-HostListEditor::HostListEditor(const QString &title, QWidget *parent)
-    : QWidget(parent), m_list(new QListWidget), m_input(new QLineEdit), m_add(new QPushButton(tr("Add"))), m_remove(new QPushButton(tr("Remove"))),
-      m_error(new QLabel)
-{
-    auto *box = new QGroupBox(title);
-    auto *layout = new QVBoxLayout(box);
-    layout->addWidget(m_list);
-    auto *row = new QHBoxLayout;
-    m_input->setPlaceholderText(tr("example.com, *.example.com, host:443"));
-    row->addWidget(m_input, 1);
-    row->addWidget(m_add);
-    row->addWidget(m_remove);
-    layout->addLayout(row);
-    m_error->setStyleSheet(QStringLiteral("color: #d03030"));
-    m_error->setWordWrap(true);
-    layout->addWidget(m_error);
-    auto *outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(box);
-    connect(m_input, &QLineEdit::textChanged, this, &HostListEditor::check);
-    connect(m_input, &QLineEdit::returnPressed, m_add, &QPushButton::click);
-    connect(m_add, &QPushButton::clicked, this, [this] {
-        auto normal = policy::normaliseHostPattern(m_input->text());
-        if (!normal)
-            return;
-        if (!hosts().contains(*normal))
-            m_list->addItem(*normal);
-        m_input->clear();
-        Q_EMIT changed();
-    });
-    connect(m_remove, &QPushButton::clicked, this, [this] {
-        qDeleteAll(m_list->selectedItems());
-        Q_EMIT changed();
-    });
-    m_list->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    check();
-}
-
-void HostListEditor::setHosts(const QStringList &hosts)
-{
-    m_list->clear();
-    m_list->addItems(hosts);
-}
-
-QStringList HostListEditor::hosts() const
-{
-    QStringList out;
-    for (int i = 0; i < m_list->count(); ++i)
-        out.append(m_list->item(i)->text());
-    return out;
-}
-
-void HostListEditor::check()
-{
-    // Checked as it is typed, by the same rules the daemon applies.
-    const QString text = m_input->text().trimmed();
-    auto normal = text.isEmpty() ? Result<QString>(QString()) : policy::normaliseHostPattern(text);
-    m_error->setText(normal ? (text.isEmpty() || *normal == text ? QString() : tr("will be stored as %1").arg(*normal)) : normal.error().message);
-    m_error->setStyleSheet(normal ? QStringLiteral("color: palette(mid)") : QStringLiteral("color: #d03030"));
-    m_add->setEnabled(!text.isEmpty() && normal);
-}
-
-RowListEditor::RowListEditor(const QStringList &headers, QStringList newRow, QWidget *parent)
-    : QWidget(parent), m_tree(new QTreeWidget), m_newRow(std::move(newRow))
-{
-    m_tree->setHeaderLabels(headers);
-    m_tree->setRootIsDecorated(false);
-    m_tree->setUniformRowHeights(true);
-    m_tree->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_tree->setDragDropMode(QAbstractItemView::InternalMove); // order is part of the policy
-    m_tree->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
-    auto *add = new QPushButton(tr("Add"));
-    auto *remove = new QPushButton(tr("Remove"));
-    auto *up = new QPushButton(tr("Up"));
-    auto *down = new QPushButton(tr("Down"));
-    auto *buttons = new QHBoxLayout;
-    for (QPushButton *b : {add, remove, up, down})
-        buttons->addWidget(b);
-    buttons->addStretch(1);
-    auto *layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_tree, 1);
-    layout->addLayout(buttons);
-    connect(add, &QPushButton::clicked, this, [this] {
-        addRow(m_newRow);
-        m_tree->setCurrentItem(m_tree->topLevelItem(m_tree->topLevelItemCount() - 1));
-        m_tree->editItem(m_tree->currentItem(), 0);
-        Q_EMIT changed();
-    });
-    connect(remove, &QPushButton::clicked, this, [this] {
-        delete m_tree->currentItem();
-        Q_EMIT changed();
-    });
-    auto move = [this](int by) {
-        QTreeWidgetItem *item = m_tree->currentItem();
-        const int from = item ? m_tree->indexOfTopLevelItem(item) : -1;
-        if (from < 0 || from + by < 0 || from + by >= m_tree->topLevelItemCount())
-            return;
-        m_tree->takeTopLevelItem(from);
-        m_tree->insertTopLevelItem(from + by, item);
-        m_tree->setCurrentItem(item);
-        Q_EMIT changed();
-    };
-    connect(up, &QPushButton::clicked, this, [move] { move(-1); });
-    connect(down, &QPushButton::clicked, this, [move] { move(1); });
-    // Edits in place and drops change the rows; setRows() does not (it is not the person's change).
-    auto edited = [this] {
-        if (!m_quiet)
-            Q_EMIT changed();
-    };
-    connect(m_tree, &QTreeWidget::itemChanged, this, edited);
-    connect(m_tree->model(), &QAbstractItemModel::rowsMoved, this, edited);
-    connect(m_tree->model(), &QAbstractItemModel::rowsInserted, this, edited); // a drop
-}
-
-void RowListEditor::addRow(const QStringList &cells)
-{
-    const QScopedValueRollback quiet(m_quiet, true);
-    auto *item = new QTreeWidgetItem(cells);
-    item->setFlags((item->flags() | Qt::ItemIsEditable | Qt::ItemIsDragEnabled) & ~Qt::ItemIsDropEnabled);
-    m_tree->addTopLevelItem(item);
-}
-
-void RowListEditor::setRows(const QList<QStringList> &rows)
-{
-    const QScopedValueRollback quiet(m_quiet, true);
-    m_tree->clear();
-    for (const QStringList &row : rows)
-        addRow(row);
-    for (int c = 0; c < m_tree->columnCount(); ++c)
-        m_tree->resizeColumnToContents(c);
-}
-
-QList<QStringList> RowListEditor::rows() const
-{
-    QList<QStringList> out;
-    for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
-        QStringList cells;
-        for (int c = 0; c < m_tree->columnCount(); ++c)
-            cells.append(m_tree->topLevelItem(i)->text(c).trimmed());
-        out.append(cells);
-    }
-    return out;
-}
-
 namespace {
+QStringList decisions()
+{
+    return {QStringLiteral("allow"), QStringLiteral("ask"), QStringLiteral("deny")};
+}
+
 // A decision chooser with "inherited" (the key left out of this layer) first.
 QComboBox *decisionBox(const QStringList &decisions)
 {
@@ -212,12 +74,22 @@ void setOrRemove(QJsonObject &object, const QString &key, const QJsonValue &valu
 
 PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget *parent)
     : QDialog(parent), m_client(client), m_sandbox(sandbox), m_mode(new QLabel), m_unknown(decisionBox({QStringLiteral("deny"), QStringLiteral("ask")})),
-      m_allow(new HostListEditor(tr("Allowed destinations"))), m_deny(new HostListEditor(tr("Denied destinations (deny beats allow)"))),
+      m_allow(new HostListEditor(tr("Allowed destinations"), true)), m_deny(new HostListEditor(tr("Denied destinations (deny beats allow)"), false)),
       m_commandDefault(decisionBox({QStringLiteral("allow"), QStringLiteral("ask"), QStringLiteral("deny")})),
-      m_rules(new RowListEditor({tr("Decision"), tr("Command (words, each may be a glob)"), tr("Exact")}, {QStringLiteral("ask"), QString(), QString()})),
-      m_grants(new RowListEditor({tr("Secret"), tr("As (env or file)"), tr("Variable or path")}, {QString(), QStringLiteral("env"), QString()})),
-      m_tools(new RowListEditor({tr("Tool"), tr("Decision"), tr("Argument constraints (arg=glob; …)")}, {QString(), QStringLiteral("ask"), QString()})),
-      m_effective(new QTreeWidget), m_json(new QPlainTextEdit), m_tabs(new QTabWidget), m_diff(new QPlainTextEdit), m_try(new QLineEdit),
+      m_rules(new RowListEditor({{tr("Decision"), RowColumn::Choice, decisions(), tr("allow, ask or deny: the strictest matching rule wins")},
+                                 {tr("Command (words, each may be a glob)"), RowColumn::Text, {}, tr("The words a command starts with: pip install, git *, rm -rf")},
+                                 {tr("Exact"), RowColumn::Check, {}, tr("Checked: the whole command word for word, no globs")}},
+                                {QStringLiteral("ask"), QString(), QString()})),
+      m_grants(new RowListEditor({{tr("Secret"), RowColumn::Choice, {}, tr("A secret from your store (its value is never shown)")},
+                                  {tr("As"), RowColumn::Choice, {QStringLiteral("env"), QStringLiteral("file")}, tr("An environment variable, or a read-only file")},
+                                  {tr("Variable or path"), RowColumn::Text, {}, tr("The variable's name (API_KEY), or the file's absolute path")}},
+                                 {QString(), QStringLiteral("env"), QString()})),
+      m_tools(new RowListEditor({{tr("Tool"), RowColumn::Text, {}, tr("A tool declared on this host (airlockctl tool ls)")},
+                                 {tr("Decision"), RowColumn::Choice, decisions(), tr("allow, ask or deny; a tool no layer names is denied")},
+                                 {tr("Argument constraints (arg=glob; …)"), RowColumn::Text, {}, tr("Globs each argument must match: to=*@example.com; subject=*")},
+                                 {tr("What it does"), RowColumn::Shown, {}, tr("The tool's description, as declared")}},
+                                {QString(), QStringLiteral("ask"), QString(), QString()})),
+      m_effective(new QTreeWidget), m_fixed(new QTreeWidget), m_json(new QPlainTextEdit), m_tabs(new QTabWidget), m_diff(new QPlainTextEdit), m_try(new QLineEdit),
       m_tryAnswer(new QLabel), m_tryTimer(new QTimer(this)), m_apply(new QPushButton(tr("Apply"))), m_status(new QLabel)
 {
     setWindowTitle(sandbox.isEmpty() ? tr("Your defaults for new sandboxes") : tr("Policy of %1").arg(display::escaped(sandbox, 80)));
@@ -228,7 +100,6 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     // Network: the lists apply to the next connection; the mode is fixed while the sandbox runs.
     auto *network = new QWidget;
     auto *networkLayout = new QVBoxLayout(network);
-    networkLayout->addWidget(m_mode);
     auto *lists = new QHBoxLayout;
     lists->addWidget(m_allow);
     lists->addWidget(m_deny);
@@ -246,32 +117,43 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     defaultRow->addWidget(m_commandDefault);
     defaultRow->addStretch(1);
     commandsLayout->addLayout(defaultRow);
-    auto *rulesHelp = new QLabel(tr("Rules match the start of each command a string would run, word by word; deny beats ask beats allow. "
-                                    "Exact: \"yes\" to match the whole command only."));
+    auto *rulesHelp = new QLabel(tr("Rules match the start of each command a string would run, word by word; the strictest matching rule "
+                                    "wins (deny beats ask beats allow), so their order does not matter. Greyed rows are in force from "
+                                    "another layer: Override copies one here to make it stricter."));
     rulesHelp->setWordWrap(true);
     commandsLayout->addWidget(rulesHelp);
     commandsLayout->addWidget(m_rules, 1);
 
     auto *credentials = new QWidget;
     auto *credentialsLayout = new QVBoxLayout(credentials);
-    auto *grantsHelp = new QLabel(tr("A secret from your store (airlockctl secret set NAME, or the Secrets page) given to every execution as an "
-                                     "environment variable, or as a read-only file (fixed while the sandbox runs). Values are never shown."));
+    auto *grantsHelp = new QLabel(tr("A secret from your store (pick one, or New secret…) given to every execution as an environment "
+                                     "variable, or as a read-only file (files are fixed while the sandbox runs). Values are never shown."));
     grantsHelp->setWordWrap(true);
     credentialsLayout->addWidget(grantsHelp);
     credentialsLayout->addWidget(m_grants, 1);
 
     auto *tools = new QWidget;
     auto *toolsLayout = new QVBoxLayout(tools);
-    auto *toolsHelp = new QLabel(tr("Host tools this sandbox may call (airlock-tool NAME inside): allow, ask or deny, and globs each argument must "
-                                    "match (\"to=*@example.com; subject=*\")."));
+    auto *toolsHelp = new QLabel(tr("Host tools this sandbox may call (airlock-tool NAME inside), one row each: a tool no layer names is "
+                                    "denied. Override a greyed row to choose its decision here, and globs each argument must match."));
     toolsHelp->setWordWrap(true);
     toolsLayout->addWidget(toolsHelp);
     toolsLayout->addWidget(m_tools, 1);
 
     // Everything in force, with the layer it comes from: built-in, your defaults, the preset, this sandbox.
-    m_effective->setHeaderLabels({tr("Setting"), tr("Value"), tr("Layer")});
-    m_effective->setRootIsDecorated(false);
-    m_effective->setUniformRowHeights(true);
+    for (QTreeWidget *view : {m_effective, m_fixed}) {
+        view->setHeaderLabels({tr("Setting"), tr("Value"), tr("Set by")});
+        view->setRootIsDecorated(false);
+        view->setUniformRowHeights(true);
+    }
+    auto *fixed = new QWidget;
+    auto *fixedLayout = new QVBoxLayout(fixed);
+    auto *fixedHelp = new QLabel(sandbox.isEmpty() ? tr("The rest of your defaults, with the layer each value comes from; edit them in the JSON tab.")
+                                                   : tr("Mounts, limits, the network mode and the exec check are fixed when a sandbox is created: "
+                                                        "to change them, duplicate the sandbox with another policy."));
+    fixedHelp->setWordWrap(true);
+    fixedLayout->addWidget(fixedHelp);
+    fixedLayout->addWidget(m_fixed, 1);
 
     auto *json = new QWidget;
     auto *jsonLayout = new QVBoxLayout(json);
@@ -303,11 +185,13 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     m_tabs->addTab(commands, tr("Commands"));
     m_tabs->addTab(credentials, tr("Credentials"));
     m_tabs->addTab(tools, tr("Tools"));
-    m_tabs->addTab(m_effective, tr("In force"));
+    m_tabs->addTab(fixed, tr("Filesystem && limits"));
+    m_tabs->addTab(m_effective, tr("Everything in force"));
     m_tabs->addTab(json, tr("JSON"));
 
     auto *layout = new QVBoxLayout(this);
-    layout->addWidget(m_tabs, 3);
+    layout->addWidget(m_mode); // the preset, explained, and what greyed rows are: above every section
+    layout->addWidget(m_tabs, 4);
     layout->addWidget(new QLabel(tr("Changes, against the saved policy:")));
     m_diff->setReadOnly(true); // every line, however many: a change must not scroll out of the record
     m_diff->setFont(mono);
@@ -331,6 +215,21 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     connect(m_apply, &QPushButton::clicked, this, &PolicyEditor::apply);
     for (HostListEditor *list : {m_allow, m_deny})
         connect(list, &HostListEditor::changed, this, &PolicyEditor::updateDiff);
+    connect(m_allow, &HostListEditor::blockRequested, m_deny, &HostListEditor::addHosts);
+    connect(m_grants, &RowListEditor::specialChosen, this, &PolicyEditor::newSecret);
+    m_rules->setOverridable(true);
+    m_tools->setOverridable(true);
+    m_tools->setKeyed(true);
+    const QString own = sandbox.isEmpty() ? QStringLiteral("user") : QStringLiteral("sandbox");
+    for (HostListEditor *list : {m_allow, m_deny})
+        list->setOwnLayerName(own);
+    for (RowListEditor *rows : {m_rules, m_grants, m_tools})
+        rows->setOwnLayerName(own);
+    m_mode->setWordWrap(true);
+    m_mode->setTextFormat(Qt::PlainText);
+    m_unknown->setToolTip(tr("A destination neither list names: deny, or ask a person"));
+    m_commandDefault->setToolTip(tr("An agent's command that no rule matches: allow, ask a person, or deny"));
+    m_try->setToolTip(tr("Asks the daemon what the policy in force, and the edit before you apply it, would do"));
     for (RowListEditor *rows : {m_rules, m_grants, m_tools})
         connect(rows, &RowListEditor::changed, this, &PolicyEditor::updateDiff);
     for (QComboBox *box : {m_unknown, m_commandDefault})
@@ -339,62 +238,125 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     m_tryTimer->setInterval(250);
     connect(m_tryTimer, &QTimer::timeout, this, &PolicyEditor::tryNow);
     connect(m_try, &QLineEdit::textChanged, m_tryTimer, qOverload<>(&QTimer::start));
+    m_apply->setToolTip(tr("Send this layer to the daemon: it applies to the next connection and the next request"));
     m_apply->setEnabled(false);
     load();
 }
 
 void PolicyEditor::load()
 {
+    loadChoices();
     if (m_sandbox.isEmpty()) { // the person's defaults: their layer over the built-in one
         m_client.callAsync(QStringLiteral("policy.defaults.get"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
             if (!self)
                 return;
             if (!r)
-                return self->m_status->setText(r.error().message);
+                return showStatus(self->m_status, r.error().message, true);
             const QJsonObject o = r->toObject();
-            self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))}, {QStringLiteral("sources"), o.value(QStringLiteral("sources"))}});
+            self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))},
+                                 {QStringLiteral("sources"), o.value(QStringLiteral("sources"))},
+                                 {QStringLiteral("below"), o.value(QStringLiteral("below"))}});
             self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset and its own layer apply on top. "
                                      "Running sandboxes keep what they started with.")
                                       .arg(o.value(QStringLiteral("file")).toString()));
             self->m_saved = o.value(QStringLiteral("policy")).toObject();
             self->editLayer(self->m_saved);
-            self->m_loaded = true;
-            self->updateDiff();
-            Q_EMIT self->loaded();
+            self->m_pendingParts = 1;
+            self->partLoaded();
         });
         return;
     }
+    reloadEffective();
+    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> own) {
+        if (!self)
+            return;
+        if (!own)
+            return showStatus(self->m_status, own.error().message, true);
+        self->m_saved = own->toObject().value(QStringLiteral("policy")).toObject();
+        self->editLayer(self->m_saved);
+        self->partLoaded();
+    });
+}
+
+void PolicyEditor::reloadEffective()
+{
     m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("effective"), true}},
                        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> effective) {
                            if (!self)
                                return;
                            if (!effective)
-                               return self->m_status->setText(effective.error().message);
+                               return showStatus(self->m_status, effective.error().message, true);
                            self->showEffective(effective->toObject());
-                           self->m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), self->m_sandbox}},
-                                                    [self](Result<QJsonValue> own) {
-                                                        if (!self)
-                                                            return;
-                                                        if (!own)
-                                                            return self->m_status->setText(own.error().message);
-                                                        self->m_saved = own->toObject().value(QStringLiteral("policy")).toObject();
-                                                        self->editLayer(self->m_saved);
-                                                        self->m_loaded = true;
-                                                        self->updateDiff();
-                                                        Q_EMIT self->loaded();
-                                                    });
+                           self->partLoaded();
                        });
+    m_client.callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), m_sandbox}}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+        if (!self || !r)
+            return;
+        self->m_declaredTools = r->toObject().value(QStringLiteral("tools")).toArray();
+        self->showInherited();
+    });
+}
+
+void PolicyEditor::loadChoices()
+{
+    // The secrets a grant can name, and what each preset is for.
+    m_client.callAsync(QStringLiteral("secrets.list"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+        if (!self)
+            return;
+        QStringList names;
+        for (const QJsonValue &v : r ? r->toObject().value(QStringLiteral("secrets")).toArray() : QJsonArray())
+            names.append(v.toObject().value(QStringLiteral("name")).toString());
+        self->m_grants->setChoices(0, names, tr("New secret…"));
+    });
+    m_client.callAsync(QStringLiteral("policy.presets"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+        if (!self || !r)
+            return;
+        for (const QJsonValue &v : r->toObject().value(QStringLiteral("presets")).toArray())
+            self->m_presets.insert(v.toObject().value(QStringLiteral("name")).toString(),
+                                   v.toObject().value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")));
+        if (!self->m_inForce.isEmpty() && !self->m_sandbox.isEmpty())
+            self->showEffective(self->m_inForce);
+    });
+}
+
+void PolicyEditor::newSecret(QTreeWidgetItem *item, int column)
+{
+    // The secrets page, for one new secret; its name goes into the cell once it is stored.
+    auto *dialog = new SecretsDialog(m_client, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("New secret"));
+    const int row = m_grants->tree()->indexOfTopLevelItem(item);
+    connect(dialog, &SecretsDialog::stored, this, [this, dialog, row, column](const QString &name) {
+        loadChoices();
+        if (QTreeWidgetItem *cell = m_grants->tree()->topLevelItem(row))
+            cell->setText(column, name);
+        dialog->close();
+    });
+    m_secretDialog = dialog;
+    dialog->open();
+    dialog->nameEdit()->setFocus();
 }
 
 void PolicyEditor::showEffective(const QJsonObject &effective)
 {
+    m_inForce = effective;
     const QJsonObject document = effective.value(QStringLiteral("policy")).toObject();
     const QJsonObject sources = effective.value(QStringLiteral("sources")).toObject();
     const QJsonObject network = document.value(QStringLiteral("network")).toObject();
-    m_mode->setText(tr("Network mode: %1 (fixed while the sandbox runs); preset %2")
-                        .arg(network.value(QStringLiteral("mode")).toString(), effective.value(QStringLiteral("preset")).toString(tr("none"))));
+    if (!m_sandbox.isEmpty()) {
+        const QString preset = effective.value(QStringLiteral("preset")).toString();
+        const QString about = m_presets.value(preset).toString();
+        m_mode->setText(tr("Preset %1%2\nNetwork mode: %3 (fixed while the sandbox runs). Greyed values are in force from the layers below; "
+                           "what you edit is this sandbox's own layer, on top of them.")
+                            .arg(preset.isEmpty() ? tr("none") : preset, about.isEmpty() ? QString() : QStringLiteral(": ") + about,
+                                 network.value(QStringLiteral("mode")).toString()));
+    }
     // Each value with the layer that set it: the nearest pointer the resolver recorded.
     m_effective->clear();
+    m_fixed->clear();
+    static const QStringList editedHere{QStringLiteral("/network/allow/"), QStringLiteral("/network/deny/"), QStringLiteral("/network/unknown"),
+                                        QStringLiteral("/commands/default"), QStringLiteral("/commands/rules/"), QStringLiteral("/credentials/grants/"),
+                                        QStringLiteral("/tools/")};
     std::function<void(const QJsonValue &, const QString &)> add = [&](const QJsonValue &v, const QString &pointer) {
         if (v.isObject() && !v.toObject().isEmpty()) {
             const QJsonObject o = v.toObject();
@@ -413,12 +375,97 @@ void PolicyEditor::showEffective(const QJsonObject &effective)
             layer = sources.value(p).toString();
         const QString value = v.isString() ? display::escaped(v.toString(), 200)
                                            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
-        auto *item = new QTreeWidgetItem({pointer, value, layer.isEmpty() ? tr("built-in") : layer});
-        m_effective->addTopLevelItem(item);
+        const QStringList cells{pointer, value, layerLabel(layer.isEmpty() ? QStringLiteral("builtin") : layer)};
+        m_effective->addTopLevelItem(new QTreeWidgetItem(cells));
+        // What no section edits (mounts, limits, the mode, the exec check) is listed on its own tab.
+        const bool edited = std::any_of(editedHere.cbegin(), editedHere.cend(), [&](const QString &p) {
+            return pointer == p || (p.endsWith(QLatin1Char('/')) && pointer.startsWith(p));
+        });
+        if (!edited && pointer != QLatin1String("/version"))
+            m_fixed->addTopLevelItem(new QTreeWidgetItem(cells));
     };
     add(document, QString());
-    for (int c = 0; c < 3; ++c)
-        m_effective->resizeColumnToContents(c);
+    for (QTreeWidget *view : {m_effective, m_fixed})
+        for (int c = 0; c < 3; ++c)
+            view->resizeColumnToContents(c);
+    showInherited();
+}
+
+void PolicyEditor::partLoaded()
+{
+    // Loaded once both the layer being edited and what is in force are here.
+    if (m_loaded || --m_pendingParts > 0)
+        return;
+    m_loaded = true;
+    updateDiff();
+    Q_EMIT loaded();
+}
+
+void PolicyEditor::showInherited()
+{
+    // What the layers below this one put in force, in the section that edits it, with its layer.
+    const QJsonObject below = m_inForce.value(QStringLiteral("below")).toObject();
+    const QJsonObject document = below.value(QStringLiteral("policy")).toObject();
+    const QJsonObject sources = below.value(QStringLiteral("sources")).toObject();
+    const auto layerOf = [&](const QString &pointer) { return sources.value(pointer).toString(QStringLiteral("builtin")); };
+    const QJsonObject network = document.value(QStringLiteral("network")).toObject();
+    for (const auto &[key, list] : {std::pair{"allow", m_allow}, std::pair{"deny", m_deny}}) {
+        QList<InheritedRow> rows;
+        const QJsonArray hosts = network.value(QLatin1String(key)).toArray();
+        for (qsizetype i = 0; i < hosts.size(); ++i)
+            rows.append({{hosts.at(i).toString()}, layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i))});
+        list->setInherited(rows);
+    }
+    const QJsonObject commands = document.value(QStringLiteral("commands")).toObject();
+    QList<InheritedRow> rules;
+    const QJsonArray ruleArray = commands.value(QStringLiteral("rules")).toArray();
+    for (qsizetype i = 0; i < ruleArray.size(); ++i) {
+        const QJsonObject r = ruleArray.at(i).toObject();
+        const QJsonValue command = r.value(QStringLiteral("command"));
+        rules.append({{r.value(QStringLiteral("decision")).toString(), command.isArray() ? strings(command).join(QLatin1Char(' ')) : command.toString(),
+                       r.value(QStringLiteral("exact")).toBool() ? QStringLiteral("yes") : QString()},
+                      layerOf(QStringLiteral("/commands/rules/%1").arg(i))});
+    }
+    m_rules->setInherited(rules);
+    QList<InheritedRow> grants;
+    const QJsonArray grantArray = document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray();
+    for (qsizetype i = 0; i < grantArray.size(); ++i) {
+        const QJsonObject g = grantArray.at(i).toObject();
+        const bool file = g.contains(QStringLiteral("file"));
+        grants.append({{g.value(QStringLiteral("secret")).toString(), file ? QStringLiteral("file") : QStringLiteral("env"),
+                        g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString()},
+                       layerOf(QStringLiteral("/credentials/grants/%1").arg(i))});
+    }
+    m_grants->setInherited(grants);
+    // Tools: every declared one, once; named by a layer below, or by none (then denied).
+    const QJsonObject tools = document.value(QStringLiteral("tools")).toObject();
+    QMap<QString, QString> described;
+    for (const QJsonValue &v : m_declaredTools)
+        described.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("description")).toString());
+    QStringList names = described.keys();
+    for (auto it = tools.begin(); it != tools.end(); ++it)
+        if (!names.contains(it.key()))
+            names.append(it.key());
+    QList<InheritedRow> toolRows;
+    for (const QString &name : names) {
+        const bool named = tools.contains(name);
+        const QJsonObject t = tools.value(name).toObject();
+        QStringList constraints;
+        const QJsonObject c = t.value(QStringLiteral("constraints")).toObject();
+        for (auto k = c.begin(); k != c.end(); ++k)
+            constraints.append(k.key() + QLatin1Char('=') + k.value().toString());
+        const QString about = described.contains(name) ? display::escaped(described.value(name), 200) : tr("(not declared on this host)");
+        toolRows.append({{name, named ? t.value(QStringLiteral("decision")).toString() : QStringLiteral("deny"), constraints.join(QStringLiteral("; ")), about},
+                         named ? layerOf(QStringLiteral("/tools/") + name) : tr("no layer names it")});
+    }
+    m_tools->setInherited(toolRows);
+    describeOwnTools();
+    // A choice left to the layers below says what they decided, and which one.
+    const auto inherit = [&](QComboBox *box, const QString &pointer, const QJsonValue &value) {
+        box->setItemText(0, value.isUndefined() ? tr("(inherited)") : tr("inherited: %1 (%2)").arg(value.toString(), layerLabel(layerOf(pointer))));
+    };
+    inherit(m_unknown, QStringLiteral("/network/unknown"), network.value(QStringLiteral("unknown")));
+    inherit(m_commandDefault, QStringLiteral("/commands/default"), commands.value(QStringLiteral("default")));
 }
 
 void PolicyEditor::editLayer(const QJsonObject &layer)
@@ -454,9 +501,10 @@ void PolicyEditor::editLayer(const QJsonObject &layer)
         const QJsonObject c = t.value(QStringLiteral("constraints")).toObject();
         for (auto k = c.begin(); k != c.end(); ++k)
             constraints.append(k.key() + QLatin1Char('=') + k.value().toString());
-        tools.append({it.key(), t.value(QStringLiteral("decision")).toString(), constraints.join(QStringLiteral("; "))});
+        tools.append({it.key(), t.value(QStringLiteral("decision")).toString(), constraints.join(QStringLiteral("; ")), QString()});
     }
     m_tools->setRows(tools);
+    describeOwnTools();
     m_editedBase = layer;
     updateDiff();
 }
@@ -568,6 +616,8 @@ void PolicyEditor::updateDiff()
     else if (m_status->text().startsWith(tr("Not a valid policy yet")))
         m_status->clear();
     m_apply->setEnabled(m_loaded && !changes.isEmpty() && invalid.isEmpty());
+    if (!m_try->text().trimmed().isEmpty())
+        m_tryTimer->start(); // the pending edit changed: ask again
 }
 
 void PolicyEditor::apply()
@@ -588,6 +638,9 @@ void PolicyEditor::apply()
                            }
                            self->m_saved = layer;
                            self->m_editedBase = layer;
+                           if (!self->m_sandbox.isEmpty())
+                               self->reloadEffective(); // "everything in force" stays true
+                           self->tryNow();             // and "what would happen" answers for the new policy
                            self->m_status->setText(self->m_sandbox.isEmpty() ? tr("Saved: sandboxes created from now on start from these defaults.")
                                                                              : tr("Applied: the next connection and the next request follow the new rules."));
                            self->updateDiff();
@@ -598,6 +651,19 @@ void PolicyEditor::apply()
 QString PolicyEditor::tryAnswer() const
 {
     return m_tryAnswer->text();
+}
+
+void PolicyEditor::describeOwnTools()
+{
+    QMap<QString, QString> described;
+    for (const QJsonValue &v : m_declaredTools)
+        described.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("description")).toString());
+    const QSignalBlocker quiet(m_tools->tree()); // a description is not an edit
+    for (int i = 0; i < m_tools->rows().size(); ++i) {
+        QTreeWidgetItem *item = m_tools->tree()->topLevelItem(i);
+        item->setText(3, described.contains(item->text(0)) ? display::escaped(described.value(item->text(0)), 200)
+                                                           : m_declaredTools.isEmpty() ? QString() : tr("(not declared on this host)"));
+    }
 }
 
 void PolicyEditor::tryNow()
@@ -617,14 +683,28 @@ void PolicyEditor::tryNow()
         params.insert(QStringLiteral("arguments"), arguments.object());
     } else
         params.insert(QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text});
-    m_client.callAsync(QStringLiteral("policy.check"), params, [self = QPointer<PolicyEditor>(this), text](Result<QJsonValue> r) {
-        if (!self || self->m_try->text().trimmed() != text)
-            return; // typed on since: a newer answer is coming
+    // With a pending edit that is a valid policy, the daemon judges it too: now → after Apply.
+    const QJsonObject draft = edited();
+    const bool pending = !policy::diff(m_saved, draft).isEmpty() && problem().isEmpty();
+    if (pending)
+        params.insert(QStringLiteral("policy"), draft);
+    const QString asked = text + QString::number(qHash(QJsonDocument(draft).toJson(QJsonDocument::Compact))) + (pending ? u'+' : u'-');
+    m_tryAsked = asked;
+    m_client.callAsync(QStringLiteral("policy.check"), params, [self = QPointer<PolicyEditor>(this), asked](Result<QJsonValue> r) {
+        if (!self || self->m_tryAsked != asked)
+            return; // typed or edited on since: a newer answer is coming
         if (!r)
             return self->m_tryAnswer->setText(r.error().message);
         const QJsonObject o = r->toObject();
-        self->m_tryAnswer->setText(QStringLiteral("%1: %2").arg(o.value(QStringLiteral("decision")).toString(),
-                                                                 display::escaped(o.value(QStringLiteral("reason")).toString())));
+        const auto said = [](const QJsonObject &v) {
+            return QStringLiteral("%1: %2").arg(v.value(QStringLiteral("decision")).toString(), display::escaped(v.value(QStringLiteral("reason")).toString()));
+        };
+        if (!o.contains(QStringLiteral("draft")))
+            return self->m_tryAnswer->setText(said(o));
+        const QJsonObject after = o.value(QStringLiteral("draft")).toObject();
+        const QString now = o.value(QStringLiteral("decision")).toString(), then = after.value(QStringLiteral("decision")).toString();
+        self->m_tryAnswer->setText(now == then ? tr("now and after Apply: %1").arg(said(after))
+                                               : tr("now: %1 → after Apply: %2\nnow: %3\nafter Apply: %4").arg(now, then, said(o), said(after)));
     });
 }
 

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <QDialog>
+#include <QJsonArray>
 #include <QJsonObject>
+#include <QPointer>
 #include <QWidget>
+
+#include "PolicyLists.h"
 
 class QComboBox;
 class QLabel;
@@ -21,57 +25,15 @@ class DaemonClient;
 
 namespace airlock::ui {
 
-// A list of host patterns, checked as they are typed (the policy's own normalisation), with add
-// and remove.
-class HostListEditor final : public QWidget {
-    Q_OBJECT
-public:
-    explicit HostListEditor(const QString &title, QWidget *parent = nullptr);
-    void setHosts(const QStringList &hosts);
-    QStringList hosts() const;
-    QLineEdit *input() const { return m_input; }
-    QPushButton *addButton() const { return m_add; }
-    QPushButton *removeButton() const { return m_remove; }
+class SecretsDialog;
 
-Q_SIGNALS:
-    void changed();
-
-private:
-    void check();
-
-    QListWidget *m_list;
-    QLineEdit *m_input;
-    QPushButton *m_add, *m_remove;
-    QLabel *m_error;
-};
-
-// Rows of text cells (command rules, credential grants, tool permissions): add, remove, move up
-// and down or drag to reorder, edit in place. What the cells mean is the policy's business: the
-// whole document is validated, and the error names the field.
-class RowListEditor final : public QWidget {
-    Q_OBJECT
-public:
-    RowListEditor(const QStringList &headers, QStringList newRow, QWidget *parent = nullptr);
-    void setRows(const QList<QStringList> &rows);
-    QList<QStringList> rows() const;
-    void addRow(const QStringList &cells);
-    QTreeWidget *tree() const { return m_tree; }
-
-Q_SIGNALS:
-    void changed();
-
-private:
-    QTreeWidget *m_tree;
-    QStringList m_newRow;
-    bool m_quiet = false;
-};
-
-// A running sandbox's policy, its own layer edited where the daemon lets a running sandbox
-// change: network lists, command rules (ordered), credential grants and tool permissions;
-// filesystem and limits shown with the layer each value comes from; the layer as JSON, imported
-// from and exported to a file. Before anything is sent, the difference from the saved layer is
-// shown; a "what would happen" box asks the daemon's policy checker about a URL, a command or a
-// tool call as it is typed.
+// A running sandbox's policy: every value in force, in its section (network, commands,
+// credentials, tools, filesystem and limits), with the layer that set it; this sandbox's own layer
+// edited where the daemon lets a running sandbox change (network lists, command rules, credential
+// grants from the secret store, each declared tool's decision); the layer as JSON, imported from
+// and exported to a file. Before anything is sent, the difference from the saved layer is shown; a
+// "what would happen" box asks the daemon's checker about a URL, a command or a tool call as it
+// is typed, under the policy in force and under the pending edit.
 // With no sandbox, it edits the person's defaults for new sandboxes (policy.defaults.*).
 class PolicyEditor final : public QDialog {
     Q_OBJECT
@@ -85,6 +47,9 @@ public:
     QComboBox *commandDefault() const { return m_commandDefault; }
     QTabWidget *tabs() const { return m_tabs; }
     QTreeWidget *effectiveView() const { return m_effective; }
+    QTreeWidget *fixedView() const { return m_fixed; } // filesystem, limits and the rest: fixed while it runs
+    QComboBox *unknownDestinations() const { return m_unknown; }
+    QLabel *summary() const { return m_mode; }
     // The layer the editor would apply, and whether it is a valid policy (else why not).
     QJsonObject edited() const;
     QString problem() const;
@@ -97,6 +62,8 @@ public:
     QString tryAnswer() const;
     QPushButton *applyButton() const { return m_apply; }
     bool isLoaded() const { return m_loaded; }
+    // The New secret… page while it is open (from a grant's secret cell).
+    SecretsDialog *secretDialog() const { return m_secretDialog; }
 
 Q_SIGNALS:
     void loaded();
@@ -105,6 +72,12 @@ Q_SIGNALS:
 private:
     void load();
     void showEffective(const QJsonObject &effective);
+    void showInherited();
+    void loadChoices();
+    void newSecret(QTreeWidgetItem *item, int column);
+    void reloadEffective();
+    void partLoaded();
+    void describeOwnTools();
     void updateDiff();
     void apply();
     void tryNow();
@@ -114,18 +87,24 @@ private:
     QJsonObject m_saved;      // the sandbox's own layer as the daemon has it
     QJsonObject m_editedBase; // the layer being edited (saved, or imported), before the widgets' sections
     bool m_loaded = false;
+    int m_pendingParts = 2; // the layer being edited, and what is in force
     QLabel *m_mode;
     QComboBox *m_unknown;
     HostListEditor *m_allow, *m_deny;
     QComboBox *m_commandDefault;
     RowListEditor *m_rules, *m_grants, *m_tools;
-    QTreeWidget *m_effective;
+    QTreeWidget *m_effective, *m_fixed;
+    QJsonObject m_inForce;        // the effective policy reply: document, sources, preset
+    QJsonArray m_declaredTools;   // tools.list: what this host declares, with descriptions
+    QJsonObject m_presets;        // name -> description
+    QPointer<SecretsDialog> m_secretDialog;
     QPlainTextEdit *m_json;
     QTabWidget *m_tabs;
     QPlainTextEdit *m_diff;
     QLineEdit *m_try;
     QLabel *m_tryAnswer;
     QTimer *m_tryTimer;
+    QString m_tryAsked; // what the newest check asked (text and draft): older answers are dropped
     QPushButton *m_apply;
     QLabel *m_status;
 };

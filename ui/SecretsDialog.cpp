@@ -156,6 +156,8 @@ void SecretsDialog::setValue(const QByteArray &value)
                                self->m_name->clear();
                            self->refresh();
                            Q_EMIT self->done(bool(r), message);
+                           if (r)
+                               Q_EMIT self->stored(name);
                        });
 }
 

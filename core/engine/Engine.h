@@ -103,7 +103,8 @@ public:
     Result<QJsonObject> capabilities(const QString &ref) const;
     // What the policy would say, and why, about one of: {"argv": [...]} (a command), {"url": URL}
     // (the network rules, before any name is resolved), {"tool": NAME, "arguments": {...}}.
-    Result<QJsonObject> check(const QString &ref, const QJsonObject &request) const;
+    // `draft`: the sandbox's own layer as an editor would apply it; its verdict is added as "draft".
+    Result<QJsonObject> check(const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft = std::nullopt) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     SecretStore *secrets() const { return m_config.secrets; }
     // Host tools: what a sandbox's policy says about each declared one; a call, gated and recorded.

@@ -37,10 +37,14 @@ Result<QJsonObject> Engine::userDefaults() const
     auto effective = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}, {QStringLiteral("user"), *layer}});
     if (!effective)
         return effective.error();
+    auto builtin = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}});
+    if (!builtin)
+        return builtin.error();
     return QJsonObject{{QStringLiteral("file"), userPolicyFile()},
                        {QStringLiteral("policy"), *layer},
                        {QStringLiteral("effective"), effective->document},
-                       {QStringLiteral("sources"), effective->sources}};
+                       {QStringLiteral("sources"), effective->sources},
+                       {QStringLiteral("below"), QJsonObject{{QStringLiteral("policy"), builtin->document}, {QStringLiteral("sources"), builtin->sources}}}};
 }
 
 Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
@@ -65,11 +69,17 @@ Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
     if (!effective)
         return QJsonObject{{QStringLiteral("sandbox"), s.id()}, {QStringLiteral("version"), s.policyVersion()},
                            {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policyOverrides()}};
-    return QJsonObject{{QStringLiteral("sandbox"), s.id()},
-                       {QStringLiteral("version"), s.policyVersion()},
-                       {QStringLiteral("preset"), s.policy().preset},
-                       {QStringLiteral("policy"), s.policy().document},
-                       {QStringLiteral("sources"), s.policy().sources}};
+    QJsonObject reply{{QStringLiteral("sandbox"), s.id()},
+                      {QStringLiteral("version"), s.policyVersion()},
+                      {QStringLiteral("preset"), s.policy().preset},
+                      {QStringLiteral("policy"), s.policy().document},
+                      {QStringLiteral("sources"), s.policy().sources}};
+    // What the layers under the sandbox's own say (built-in, the person's defaults, the preset):
+    // what an editor of that layer shows as inherited, scalars included. The defaults file may
+    // have changed since the sandbox was made: then this is what a new sandbox would inherit.
+    if (auto below = policy::resolveForSandbox({}, s.policy().preset, userPolicyFile()))
+        reply.insert(QStringLiteral("below"), QJsonObject{{QStringLiteral("policy"), below->document}, {QStringLiteral("sources"), below->sources}});
+    return reply;
 }
 
 Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run)
@@ -397,30 +407,49 @@ Result<QPair<QString, int>> destinationOf(const QString &text)
 }
 } // namespace
 
-Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request) const
+namespace {
+// What one effective policy says about a request (a URL, a tool call or an argv).
+Result<QJsonObject> verdictUnder(const policy::EffectivePolicy &p, const QJsonObject &request)
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    const policy::EffectivePolicy &p = (*found)->policy();
-    QJsonObject verdict;
     if (request.contains(QStringLiteral("url"))) {
         auto destination = destinationOf(request.value(QStringLiteral("url")).toString());
         if (!destination)
             return destination.error();
-        verdict = p.network.evaluate(destination->first, quint16(destination->second)).toJson();
+        QJsonObject verdict = p.network.evaluate(destination->first, quint16(destination->second)).toJson();
         verdict.insert(QStringLiteral("port"), destination->second);
-    } else if (request.contains(QStringLiteral("tool"))) {
-        verdict = policy::evaluateTool(p, request.value(QStringLiteral("tool")).toString(), request.value(QStringLiteral("arguments")).toObject()).toJson();
-    } else {
-        QStringList argv;
-        for (const QJsonValue &v : request.value(QStringLiteral("argv")).toArray())
-            argv.append(v.toString());
-        verdict = p.commands.evaluate(argv).toJson();
+        return verdict;
+    }
+    if (request.contains(QStringLiteral("tool")))
+        return policy::evaluateTool(p, request.value(QStringLiteral("tool")).toString(), request.value(QStringLiteral("arguments")).toObject()).toJson();
+    QStringList argv;
+    for (const QJsonValue &v : request.value(QStringLiteral("argv")).toArray())
+        argv.append(v.toString());
+    return p.commands.evaluate(argv).toJson();
+}
+} // namespace
+
+Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft) const
+{
+    auto found = find(ref);
+    if (!found)
+        return found.error();
+    auto verdict = verdictUnder((*found)->policy(), request);
+    if (!verdict)
+        return verdict.error();
+    // A draft of the sandbox's own layer (an editor's pending change): the same request judged as
+    // if it were applied, beside what is in force. Nothing is changed.
+    if (draft) {
+        auto drafted = policy::resolveForSandbox(*draft, (*found)->policy().preset, userPolicyFile());
+        if (!drafted)
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("params.policy (the draft): %1").arg(drafted.error().message));
+        auto after = verdictUnder(*drafted, request);
+        if (!after)
+            return after.error();
+        verdict->insert(QStringLiteral("draft"), *after);
     }
     for (auto it = request.begin(); it != request.end(); ++it)
-        verdict.insert(it.key(), it.value());
-    verdict.insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
+        verdict->insert(it.key(), it.value());
+    verdict->insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
     return verdict;
 }
 

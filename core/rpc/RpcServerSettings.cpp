@@ -112,7 +112,13 @@ void RpcServer::registerSettingsHandlers()
                 return reply(invalid(QStringLiteral("params.argv: expected the command to check, an array of at most 4096 strings")));
             request.insert(QStringLiteral("argv"), a);
         }
-        reply(m_engine.check(*ref, request));
+        std::optional<QJsonObject> draft;
+        if (p.contains(QStringLiteral("policy"))) {
+            if (!p.value(QStringLiteral("policy")).isObject())
+                return reply(invalid(QStringLiteral("params.policy: expected the draft of the sandbox's own layer, a policy object")));
+            draft = p.value(QStringLiteral("policy")).toObject();
+        }
+        reply(m_engine.check(*ref, request, draft));
     });
 }
 

@@ -198,6 +198,7 @@ int traceBench(const QStringList &arguments)
             return 1;
         }
     }
+    std::fprintf(stderr, "measuring…\n");
     // The events, page by page, as the trace reads them: the baseline.
     QList<QJsonObject> events;
     auto fetch = [&] {

@@ -41,6 +41,7 @@
 #include <QTableView>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTest>
 #include <QTemporaryDir>
 #include <QToolBar>
@@ -281,13 +282,30 @@ private Q_SLOTS:
 
     void aSandboxMadeInTheDialogAppearsInTheTree()
     {
-        CreateSandboxDialog dialog({QStringLiteral("locked"), QStringLiteral("open")});
+        auto presets = m_client->call(QStringLiteral("policy.presets"));
+        QVERIFY(presets);
+        CreateSandboxDialog dialog(presets->value(QStringLiteral("presets")).toArray(), {QStringLiteral("this computer")});
+        // Presets explained; the allowlist says what it adds to; limits step in the sizes people pick.
+        QVERIFY2(dialog.presetAbout()->text().startsWith(QLatin1String("The default: no network")), qPrintable(dialog.presetAbout()->text()));
+        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("No network: typing hosts here makes it an allowlist."));
+        dialog.presetBox()->setCurrentText(QStringLiteral("package-install"));
+        QVERIFY(dialog.presetAbout()->text().startsWith(QLatin1String("Package installs:")));
+        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Added to the 14 host(s) the preset package-install already lets through."));
+        dialog.presetBox()->setCurrentText(QStringLiteral("open"));
+        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Full network: every host is reachable; nothing to list."));
+        dialog.presetBox()->setCurrentText(QStringLiteral("locked"));
+        QCOMPARE(dialog.memoryBox()->singleStep(), 256);
+        QCOMPARE(dialog.pidsBox()->singleStep(), 64);
+        QVERIFY(dialog.hostBox()->isHidden()); // one host: nothing to choose
+        CreateSandboxDialog twoHosts(presets->value(QStringLiteral("presets")).toArray(), {QStringLiteral("here"), QStringLiteral("build-box")}, 1);
+        QVERIFY(!twoHosts.hostBox()->isHidden());
+        QCOMPARE(twoHosts.host(), 1);
         QTest::keyClicks(dialog.nameEdit(), QStringLiteral("Bad Name"));
         QVERIFY(dialog.problem().startsWith(QLatin1String("invalid sandbox name 'Bad Name'")));
         dialog.nameEdit()->setText(QStringLiteral("from-dialog"));
-        dialog.allowEdit()->setText(QStringLiteral("not a host"));
+        dialog.allowEdit()->setText(QStringLiteral("bad!host"));
         QVERIFY(dialog.problem().startsWith(QLatin1String("Allowed hosts:")));
-        dialog.allowEdit()->setText(QStringLiteral("Example.COM:443"));
+        dialog.allowEdit()->setText(QStringLiteral("https://Example.COM/some/page")); // a pasted URL is its host and port
         QCOMPARE(dialog.problem(), QString());
         // Host folders: checked as typed by the daemon's own rules, mounted read-only unless :rw.
         QTemporaryDir shared;
@@ -324,16 +342,17 @@ private Q_SLOTS:
         PolicyEditor editor(*client, QStringLiteral("net"));
         QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
         QVERIFY(!editor.applyButton()->isEnabled()); // nothing changed yet
-        QTest::keyClicks(editor.allowList()->input(), QStringLiteral("not a host"));
+        QTest::keyClicks(editor.allowList()->input(), QStringLiteral("bad!host"));
         QVERIFY(!editor.allowList()->addButton()->isEnabled()); // checked as typed
         editor.allowList()->input()->clear();
         QTest::keyClicks(editor.allowList()->input(), QStringLiteral("Site.Test."));
         QTest::mouseClick(editor.allowList()->addButton(), Qt::LeftButton);
         QCOMPARE(editor.allowList()->hosts(), QStringList{QStringLiteral("site.test")});
         QCOMPARE(editor.diffText(), QStringLiteral("+ /network/allow site.test"));
-        // What would happen, asked as it is typed (before applying: still denied).
         QTest::keyClicks(editor.tryInput(), QStringLiteral("http://site.test/x"));
-        QVERIFY(QTest::qWaitFor([&] { return editor.tryAnswer().startsWith(QLatin1String("deny: no rule names site.test:80")); }, 5000));
+        // What would happen, asked as it is typed: under the policy in force, and after Apply.
+        QVERIFY2(QTest::qWaitFor([&] { return editor.tryAnswer().startsWith(QStringLiteral("now: deny → after Apply: allow\nnow: deny: no rule names site.test:80")); }, 5000),
+                 qPrintable(editor.tryAnswer()));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             editor.show();
             QTest::qWait(100);
@@ -356,7 +375,7 @@ private Q_SLOTS:
         bool presetHost = false;
         for (int i = 0; i < editor.effectiveView()->topLevelItemCount(); ++i) {
             const QTreeWidgetItem *item = editor.effectiveView()->topLevelItem(i);
-            presetHost |= item->text(0).startsWith(QLatin1String("/network/allow/")) && item->text(2) == QLatin1String("preset:package-install");
+            presetHost |= item->text(0).startsWith(QLatin1String("/network/allow/")) && item->text(2) == QLatin1String("preset package-install");
         }
         QVERIFY(presetHost);
         QCOMPARE(editor.commandRules()->rows().size(), 0);
