@@ -2,6 +2,7 @@
 #include "CreateSandboxDialog.h"
 
 #include "mcp/AgentConfig.h"
+#include "model/DisplayText.h"
 #include "model/SandboxSpec.h"
 #include "policy/Policy.h"
 
@@ -95,7 +96,7 @@ void CreateSandboxDialog::describePreset()
     for (const QJsonValue &p : m_presets)
         if (p.toObject().value(QStringLiteral("name")).toString() == m_preset->currentText())
             chosen = p.toObject().value(QStringLiteral("policy")).toObject();
-    m_presetAbout->setText(chosen.value(QStringLiteral("description")).toString());
+    m_presetAbout->setText(display::escaped(chosen.value(QStringLiteral("description")).toString(), 400)); // a daemon's words
     const QJsonObject network = chosen.value(QStringLiteral("network")).toObject();
     const qsizetype presetHosts = network.value(QStringLiteral("allow")).toArray().size();
     const QString mode = m_network->currentData().toString().isEmpty() ? network.value(QStringLiteral("mode")).toString() : m_network->currentData().toString();

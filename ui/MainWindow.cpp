@@ -8,6 +8,7 @@
 #include "RunningStrip.h"
 #include "ConnectAgentDialog.h"
 #include "CreateSandboxDialog.h"
+#include "EndedSandboxesBar.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
 #include "PolicyEditor.h"
@@ -143,6 +144,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     centralLayout->setContentsMargins(0, 0, 0, 0);
     centralLayout->setSpacing(0);
     centralLayout->addWidget(m_banner);
+    m_ended = new EndedSandboxesBar(client, [this](const QJsonObject &parameters) { createSandbox(parameters, &m_client); });
+    centralLayout->addWidget(m_ended);
     centralLayout->addWidget(split, 1);
     setCentralWidget(central);
 
@@ -354,15 +357,33 @@ void MainWindow::onConnected()
         if (self && !r)
             self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
     });
+    if (m_ended->remembers()) // back after it went away: say what ended with it
+        connect(m_model, &SandboxModel::refreshed, this, [this] { m_ended->check(localSandboxes()); }, Qt::SingleShotConnection);
     m_model->refresh();
     m_approvals->refresh();
 }
 
+QList<EndedSandboxesBar::Seen> MainWindow::localSandboxes() const
+{
+    QList<EndedSandboxesBar::Seen> seen;
+    const QModelIndex host = m_model->index(0, 0);
+    for (int row = 0; row < m_model->rowCount(host); ++row) {
+        const QJsonObject s = m_model->sandbox(m_model->index(row, 0, host));
+        seen.append({s.value(QStringLiteral("id")).toString(), s.value(QStringLiteral("name")).toString()});
+    }
+    return seen;
+}
+
 void MainWindow::showDisconnected(const Error &why)
 {
-    // Said where it is seen, with the way out; meanwhile the window retries on its own, less
-    // often the longer the daemon stays away.
-    m_bannerText->setText(tr("The Airlock daemon is unreachable: %1").arg(display::escaped(why.message, 300)));
+    // Said where it is seen, in plain words, with the way out; meanwhile the window retries on
+    // its own, less often the longer the daemon stays away.
+    if (m_banner->isHidden())
+        m_ended->remember(localSandboxes()); // as last seen: compared with what is there when it is back
+    m_bannerText->setText(tr("The Airlock daemon is unreachable: %1. Its sandboxes are shown as last seen. Trying again in %2 s; "
+                             "Retry starts the daemon.")
+                              .arg(display::escaped(why.message, 300))
+                              .arg((m_retryDelayMs + 999) / 1000));
     m_banner->show();
     statusBar()->clearMessage();
     m_running.clear();

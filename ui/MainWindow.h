@@ -2,6 +2,7 @@
 #pragma once
 
 #include "CommandHistory.h"
+#include "EndedSandboxesBar.h"
 #include "util/Result.h"
 
 #include <QHash>
@@ -75,6 +76,7 @@ public:
     void showDisconnected(const Error &why);
     bool retryConnection(bool autostart);
     QFrame *daemonBanner() const { return m_banner; }
+    EndedSandboxesBar *endedBar() const { return m_ended; }
     // Every running execution in the selected sandboxes gets the signal; the sandboxes stay.
     void signalSelected(int signo);
     // Asks before the selected sandboxes are deleted, naming what still runs in them; Cancel is
@@ -108,6 +110,7 @@ protected:
 private:
     void createActions();
     void onConnected();
+    QList<EndedSandboxesBar::Seen> localSandboxes() const; // this computer's, as the fleet shows them
     void showAbout();
     void onEvent(const Event &event);
     void onHostEvent(DaemonClient &client, const Event &event);
@@ -141,6 +144,7 @@ private:
     RemoteHosts *m_remoteHosts = nullptr;
     QFrame *m_banner;
     QLabel *m_bannerText;
+    EndedSandboxesBar *m_ended;
     QTimer *m_retryTimer;
     int m_retryDelayMs = 1000;
     std::function<Status(bool)> m_reconnect;

@@ -348,8 +348,9 @@ void PolicyEditor::showEffective(const QJsonObject &effective)
         const QString about = m_presets.value(preset).toString();
         m_mode->setText(tr("Preset %1%2\nNetwork mode: %3 (fixed while the sandbox runs). Greyed values are in force from the layers below; "
                            "what you edit is this sandbox's own layer, on top of them.")
-                            .arg(preset.isEmpty() ? tr("none") : preset, about.isEmpty() ? QString() : QStringLiteral(": ") + about,
-                                 network.value(QStringLiteral("mode")).toString()));
+                            .arg(preset.isEmpty() ? tr("none") : display::escaped(preset, 100),
+                                 about.isEmpty() ? QString() : QStringLiteral(": ") + display::escaped(about, 400),
+                                 display::escaped(network.value(QStringLiteral("mode")).toString(), 40)));
     }
     // Each value with the layer that set it: the nearest pointer the resolver recorded.
     m_effective->clear();
@@ -462,7 +463,7 @@ void PolicyEditor::showInherited()
     describeOwnTools();
     // A choice left to the layers below says what they decided, and which one.
     const auto inherit = [&](QComboBox *box, const QString &pointer, const QJsonValue &value) {
-        box->setItemText(0, value.isUndefined() ? tr("(inherited)") : tr("inherited: %1 (%2)").arg(value.toString(), layerLabel(layerOf(pointer))));
+        box->setItemText(0, value.isUndefined() ? tr("(inherited)") : tr("inherited: %1 (%2)").arg(display::escaped(value.toString(), 40), display::escaped(layerLabel(layerOf(pointer)), 100)));
     };
     inherit(m_unknown, QStringLiteral("/network/unknown"), network.value(QStringLiteral("unknown")));
     inherit(m_commandDefault, QStringLiteral("/commands/default"), commands.value(QStringLiteral("default")));

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPainter>
+#include <QTextDocument>
 #include <QPushButton>
 #include <QScopedValueRollback>
 #include <QTimer>
@@ -34,7 +35,8 @@ void markInherited(QTreeWidgetItem *item, const QString &layer, int fromColumn, 
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
     item->setText(fromColumn, layerLabel(layer));
     item->setData(fromColumn, ChipRole, layer);
-    const QString why = QObject::tr("In force, set by %1. %2").arg(layerLabel(layer), howToChange);
+    // A remote daemon's words: escaped, and never read as rich text.
+    const QString why = Qt::convertFromPlainText(QObject::tr("In force, set by %1. %2").arg(display::escaped(layerLabel(layer), 200), howToChange));
     for (int c = 0; c <= fromColumn; ++c)
         item->setToolTip(c, why);
 }
@@ -198,6 +200,11 @@ void HostListEditor::check()
     m_add->setEnabled(!text.isEmpty() && parsed && !parsed->isEmpty());
 }
 
+QString InheritedDelegate::displayText(const QVariant &value, const QLocale &) const
+{
+    return display::escaped(value.toString(), 1000);
+}
+
 void InheritedDelegate::initStyleOption(QStyleOptionViewItem *option, const QModelIndex &index) const
 {
     QStyledItemDelegate::initStyleOption(option, index);
@@ -241,7 +248,7 @@ void LayerChipDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
 
 QSize LayerChipDelegate::sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const
 {
-    QSize size = QStyledItemDelegate::sizeHint(option, index);
+    QSize size = InheritedDelegate::sizeHint(option, index);
     return {size.width() + 22, size.height() + 2};
 }
 
@@ -263,9 +270,9 @@ void CellDelegate::paint(QPainter *painter, const QStyleOptionViewItem &option, 
     combo.rect = option.rect.adjusted(1, 1, -1, -1);
     combo.state = option.state | QStyle::State_Enabled;
     combo.palette = option.palette;
-    combo.currentText = index.data().toString();
     combo.frame = true;
     style->drawComplexControl(QStyle::CC_ComboBox, &combo, painter, widget);
+    combo.currentText = displayText(index.data(), option.locale);
     style->drawControl(QStyle::CE_ComboBoxLabel, &combo, painter, widget);
 }
 

@@ -124,11 +124,14 @@ private:
     QString m_ownLayer;
 };
 
-// Paints the rows of other layers greyed, in whichever theme is in force when they are painted.
+// Paints the rows of other layers greyed, in whichever theme is in force when they are painted,
+// and every cell's text escaped (a daemon's words, an agent's command an "always" rule holds),
+// while the cell keeps its value as it is.
 class InheritedDelegate : public QStyledItemDelegate {
     Q_OBJECT
 public:
     using QStyledItemDelegate::QStyledItemDelegate;
+    QString displayText(const QVariant &value, const QLocale &locale) const override;
 
 protected:
     void initStyleOption(QStyleOptionViewItem *option, const QModelIndex &index) const override;
@@ -136,10 +139,10 @@ protected:
 
 // Paints a "Set by" cell as a chip, one colour per kind of layer (built-in, your defaults, a
 // preset, this sandbox, none), the same in the light and the dark theme.
-class LayerChipDelegate final : public QStyledItemDelegate {
+class LayerChipDelegate final : public InheritedDelegate {
     Q_OBJECT
 public:
-    using QStyledItemDelegate::QStyledItemDelegate;
+    using InheritedDelegate::InheritedDelegate;
     void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override;
     QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override;
 };

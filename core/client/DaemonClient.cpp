@@ -83,8 +83,22 @@ Result<std::unique_ptr<QLocalSocket>> openOnce(const QString &path, int timeoutM
         return dir.error();
     auto socket = std::make_unique<QLocalSocket>();
     socket->connectToServer(path);
-    if (!socket->waitForConnected(timeoutMs))
-        return makeError(ErrorCode::DaemonUnavailable, socket->errorString());
+    if (!socket->waitForConnected(timeoutMs)) {
+        // In a person's words: what the state of the daemon is, not which call of Qt's failed.
+        switch (socket->error()) {
+        case QLocalSocket::ServerNotFoundError:
+            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("no daemon is running at %1").arg(path));
+        case QLocalSocket::ConnectionRefusedError:
+            return makeError(ErrorCode::DaemonUnavailable,
+                             QStringLiteral("the daemon at %1 is not accepting connections (it stopped, or is stopping or starting)").arg(path));
+        case QLocalSocket::SocketAccessError:
+            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("you may not open %1 (its permissions)").arg(path));
+        case QLocalSocket::SocketTimeoutError:
+            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the daemon at %1 did not answer within %2 ms (it may be busy)").arg(path).arg(timeoutMs));
+        default:
+            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("cannot reach the daemon at %1: %2").arg(path, socket->errorString()));
+        }
+    }
     if (Status peer = checkPeer(int(socket->socketDescriptor()), path); !peer)
         return peer.error();
     return socket;

@@ -197,6 +197,7 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
                        {QStringLiteral("spec"), m_setup.spec.toJson()},
                        {QStringLiteral("preset"), m_setup.policy.preset},
                        {QStringLiteral("policy"), m_setup.policy.document},
+                       {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
                        {QStringLiteral("landlockAbi"), landlockAbi}}));
     Q_EMIT started();
 }

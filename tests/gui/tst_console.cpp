@@ -6,6 +6,7 @@
 #include "ApprovalsDock.h"
 #include "CommandHistory.h"
 #include "CreateSandboxDialog.h"
+#include "EndedSandboxesBar.h"
 #include "ExecutionReplay.h"
 #include "FleetFilter.h"
 #include "FleetSampler.h"
@@ -733,7 +734,16 @@ private Q_SLOTS:
             ++attempts;
             return client->connectToDaemon(options);
         });
-        QCOMPARE(daemon.create(args("--name", "before-stop")), QStringLiteral("before-stop"));
+        QCOMPARE(daemon.create(args("--name", "before-stop", "--preset", "package-install", "--memory", "512M")), QStringLiteral("before-stop"));
+        // Its own layer changed after it was made: what is made again is the policy it had last.
+        QTemporaryDir policyDir;
+        QFile layer(policyDir.filePath(QStringLiteral("layer.json")));
+        QVERIFY(layer.open(QIODevice::WriteOnly));
+        layer.write(R"({"commands": {"rules": [{"decision": "deny", "command": "wget"}]}, "limits": {"memoryBytes": 536870912}})");
+        layer.close();
+        QVERIFY(daemon.ctl(args("policy", "set", "before-stop", layer.fileName())).exitCode == 0);
+        const QJsonObject ownBefore = jsonObject(daemon.ctl(args("policy", "show", "before-stop", "--json")).out).value(QStringLiteral("policy")).toObject();
+        QVERIFY(ownBefore.contains(QStringLiteral("commands")));
         window.show();
         QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 5000));
         QVERIFY(!window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).data(Qt::ForegroundRole).isValid());
@@ -746,17 +756,38 @@ private Q_SLOTS:
         QVERIFY(last.isValid());
         QCOMPARE(last.data(Qt::ForegroundRole).value<QColor>(), QColor(0x99, 0x99, 0x99));
         QCOMPARE(last.data(Qt::ToolTipRole).toString(), QStringLiteral("As last seen: its host is not connected"));
-        QVERIFY2(said.startsWith(QLatin1String("The Airlock daemon is unreachable: ")), qPrintable(said));
+        QVERIFY2(said.startsWith(QLatin1String("The Airlock daemon is unreachable: the daemon closed the connection. Its sandboxes are shown as last seen.")),
+                 qPrintable(said));
         // Retry while it is still down: still down, and the reason is the connection's.
         QVERIFY(!window.retryConnection(true));
         QVERIFY(window.daemonBanner()->isVisible());
-        QVERIFY2(window.daemonBanner()->findChild<QLabel *>()->text().contains(daemon.socketPath()),
-                 qPrintable(window.daemonBanner()->findChild<QLabel *>()->text()));
+        // In plain words: no Qt error names.
+        const QString down = window.daemonBanner()->findChild<QLabel *>()->text();
+        QVERIFY2(down.contains(QStringLiteral("no daemon is running at ") + daemon.socketPath()) && !down.contains(QLatin1String("QLocalSocket")), qPrintable(down));
         // Back: the window retries on its own, subscribes again and lists what is there.
         QVERIFY(daemon.start());
         QVERIFY(daemon.create(args("--name", "after-restart")) == QStringLiteral("after-restart"));
         QVERIFY(QTest::qWaitFor([&] { return !window.daemonBanner()->isVisible(); }, 15000));
         QVERIFY(attempts >= 2);
+        // What ended with it is said, and made again on request: same name, preset and own layer.
+        QVERIFY(QTest::qWaitFor([&] { return window.endedBar()->isVisible(); }, 10000));
+        QCOMPARE(window.endedBar()->ended().size(), 1);
+        QVERIFY2(window.endedBar()->text()->text().startsWith(QLatin1String("1 sandbox ended when the daemon stopped: before-stop.")),
+                 qPrintable(window.endedBar()->text()->text()));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(window.grab().save(dir + QStringLiteral("/ended.png")));
+        QSignalSpy recreated(window.endedBar(), &EndedSandboxesBar::recreated);
+        QTest::mouseClick(window.endedBar()->recreateButton(), Qt::LeftButton);
+        QVERIFY(recreated.wait(5000));
+        QCOMPARE(recreated.at(0).at(0).toInt(), 1);
+        QVERIFY(!window.endedBar()->isVisible());
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 10000));
+        const QJsonObject again = jsonObject(daemon.ctl(args("policy", "show", "before-stop", "--json")).out);
+        QCOMPARE(again.value(QStringLiteral("policy")).toObject(), ownBefore);
+        QCOMPARE(again.value(QStringLiteral("preset")).toString(), QStringLiteral("package-install"));
+        QCOMPARE(jsonObject(daemon.ctl(args("policy", "check", "before-stop", "--json", "--", "wget", "x")).out).value(QStringLiteral("decision")).toString(),
+                 QStringLiteral("deny"));
+        QCOMPARE(sandboxInfo(daemon, QStringLiteral("before-stop")).value(QStringLiteral("limits")).toObject().value(QStringLiteral("memoryBytes")).toObject().value(QStringLiteral("value")).toDouble(), 536870912.0);
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("after-restart")); }, 10000));
         QTest::keyClicks(window.commandLine(), QStringLiteral("echo live-again"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QJsonArray>
+#include <QJsonObject>
+
+namespace airlock {
+
+// The sandbox.create parameters that make a sandbox again as it last was (its name, preset and
+// own policy layer, which holds its network, mounts and limits), from its history: the
+// sandbox.created event and the policy.changed events after it, oldest first. Without a recorded
+// own layer (a sandbox from before it was recorded), its spec as created. An error says why a
+// sandbox cannot be made again from what is recorded.
+Result<QJsonObject> recreateParameters(const QJsonArray &events);
+
+} // namespace airlock

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "EndedSandboxesBar.h"
+
+#include "client/DaemonClient.h"
+#include "client/Recreate.h"
+#include "model/DisplayText.h"
+
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QLabel>
+#include <QPointer>
+#include <QPushButton>
+
+namespace airlock::ui {
+
+EndedSandboxesBar::EndedSandboxesBar(DaemonClient &client, std::function<void(const QJsonObject &)> create, QWidget *parent)
+    : QFrame(parent), m_client(client), m_create(std::move(create)), m_text(new QLabel), m_recreate(new QPushButton(tr("Re&create them"))),
+      m_dismiss(new QPushButton(tr("Dismiss")))
+{
+    setObjectName(QStringLiteral("endedBar"));
+    setStyleSheet(QStringLiteral("#endedBar { background: #fdf3d8; border: 1px solid #c9a227; } #endedBar QLabel { color: #5a4500; }"));
+    auto *row = new QHBoxLayout(this);
+    row->setContentsMargins(8, 4, 8, 4);
+    m_text->setTextFormat(Qt::PlainText);
+    m_text->setWordWrap(true);
+    row->addWidget(m_text, 1);
+    row->addWidget(m_recreate);
+    row->addWidget(m_dismiss);
+    m_recreate->setToolTip(tr("New, empty sandboxes with the same names, presets and policies (network, mounts, limits, rules), from the history"));
+    connect(m_recreate, &QPushButton::clicked, this, &EndedSandboxesBar::recreate);
+    connect(m_dismiss, &QPushButton::clicked, this, [this] {
+        m_ended.clear();
+        hide();
+    });
+    hide();
+}
+
+void EndedSandboxesBar::remember(const QList<Seen> &sandboxes)
+{
+    m_remembered = sandboxes;
+}
+
+void EndedSandboxesBar::check(const QList<Seen> &now)
+{
+    m_ended.clear();
+    for (const Seen &s : std::exchange(m_remembered, {}))
+        if (std::none_of(now.cbegin(), now.cend(), [&](const Seen &n) { return n.id == s.id; }))
+            m_ended.append(s);
+    if (m_ended.isEmpty())
+        return hide();
+    QStringList names;
+    for (const Seen &s : std::as_const(m_ended))
+        names.append(display::escaped(s.name, 64));
+    const int shown = 8;
+    const QString list = names.size() > shown ? names.mid(0, shown).join(QStringLiteral(", ")) + tr(" and %1 more").arg(names.size() - shown)
+                                              : names.join(QStringLiteral(", "));
+    m_text->setText(m_ended.size() == 1 ? tr("1 sandbox ended when the daemon stopped: %1. Its processes and files went with it. Make it again, "
+                                             "empty, with the same policy?").arg(list)
+                                        : tr("%1 sandboxes ended when the daemon stopped: %2. Their processes and files went with it. Make them "
+                                             "again, empty, with the same policy?").arg(m_ended.size()).arg(list));
+    m_recreate->setText(m_ended.size() == 1 ? tr("Re&create it") : tr("Re&create them"));
+    m_recreate->setEnabled(true);
+    show();
+}
+
+void EndedSandboxesBar::recreate()
+{
+    m_recreate->setEnabled(false);
+    m_pending = int(m_ended.size());
+    m_made = 0;
+    m_failures.clear();
+    for (const Seen &s : std::as_const(m_ended))
+        fetch(s, {}, std::make_shared<QJsonArray>());
+}
+
+void EndedSandboxesBar::fetch(const Seen &sandbox, const QJsonObject &after, const std::shared_ptr<QJsonArray> &events)
+{
+    // Its creation and every change of its own layer since, page by page.
+    QJsonObject params{{QStringLiteral("sandbox"), sandbox.id},
+                       {QStringLiteral("kinds"), QJsonArray{QStringLiteral("sandbox.created"), QStringLiteral("policy.changed")}}};
+    if (!after.isEmpty())
+        params.insert(QStringLiteral("after"), after);
+    m_client.callAsync(QStringLiteral("history.events"), params, [self = QPointer<EndedSandboxesBar>(this), sandbox, events](Result<QJsonValue> r) {
+        if (!self)
+            return;
+        if (!r)
+            return self->done(sandbox, r.error().message);
+        for (const QJsonValue &e : r->toObject().value(QStringLiteral("events")).toArray())
+            events->append(e);
+        if (const QJsonValue next = r->toObject().value(QStringLiteral("next")); next.isObject() && events->size() < 100'000)
+            return self->fetch(sandbox, next.toObject(), events);
+        auto parameters = recreateParameters(*events);
+        if (!parameters)
+            return self->done(sandbox, parameters.error().message);
+        self->m_create(*parameters);
+        self->done(sandbox, {});
+    });
+}
+
+void EndedSandboxesBar::done(const Seen &sandbox, const QString &failure)
+{
+    if (failure.isEmpty())
+        ++m_made;
+    else
+        m_failures.append(tr("%1: %2").arg(display::escaped(sandbox.name, 64), display::escaped(failure, 300)));
+    if (--m_pending > 0)
+        return;
+    Q_EMIT recreated(m_made, int(m_failures.size()));
+    if (m_failures.isEmpty()) {
+        m_ended.clear();
+        return hide();
+    }
+    m_text->setText(tr("Not made again: %1").arg(m_failures.join(QStringLiteral("; "))));
+}
+
+} // namespace airlock::ui
