@@ -409,7 +409,7 @@ void ApprovalCard::tick()
 ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
     : QDockWidget(tr("Approvals"), parent), m_list(new QVBoxLayout), m_empty(new QLabel(tr("Nothing is waiting for you.")))
 {
-    m_hosts.append({QString(), &client, {}});
+    m_hosts.append({QString(), &client, {}, false});
     setObjectName(QStringLiteral("approvalsDock"));
     setMinimumWidth(kWidth);
     auto *inner = new QWidget;
@@ -468,12 +468,21 @@ void ApprovalsDock::onEvent(const Event &event)
 
 void ApprovalsDock::addHost(const QString &name, DaemonClient &client)
 {
-    m_hosts.append({name, &client, {}});
+    m_hosts.append({name, &client, {}, false});
     connect(&client, &DaemonClient::eventReceived, this, [this, host = int(m_hosts.size() - 1)](const Event &event) {
         if (event.kind.startsWith(QLatin1String("approval.")))
             refreshHost(host);
     });
     refreshHost(int(m_hosts.size() - 1));
+}
+
+void ApprovalsDock::retireHost(int host)
+{
+    if (host <= 0 || host >= m_hosts.size())
+        return;
+    m_hosts[host].client->disconnect(this);
+    m_hosts[host].retired = true;
+    show(host, {});
 }
 
 void ApprovalsDock::refresh()
@@ -485,12 +494,14 @@ void ApprovalsDock::refresh()
 void ApprovalsDock::refreshHost(int host)
 {
     DaemonClient *client = m_hosts.at(host).client;
+    if (m_hosts.at(host).retired)
+        return;
     if (!client->isConnected()) {
         show(host, {}); // what waits there cannot be decided from here now
         return;
     }
     client->callAsync(QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this), host](Result<QJsonValue> r) {
-        if (self && r)
+        if (self && r && !self->m_hosts.at(host).retired)
             self->show(host, r->toObject().value(QStringLiteral("approvals")).toArray());
     });
 }

@@ -90,6 +90,8 @@ public:
     // This computer's daemon first; other hosts are added and their requests labelled with the host.
     explicit ApprovalsDock(DaemonClient &client, QWidget *parent = nullptr);
     void addHost(const QString &name, DaemonClient &client);
+    // A host taken out of the console: its requests go from the dock (they wait on, and time out, there).
+    void retireHost(int host);
     void refresh(); // every host
     void onEvent(const Event &event);
     QList<ApprovalCard *> cards() const; // top (newest) first
@@ -113,6 +115,7 @@ private:
         QString name; // empty: this computer
         DaemonClient *client;
         QJsonArray pending;
+        bool retired = false;
     };
     QList<Host> m_hosts;
     QVBoxLayout *m_list;

@@ -28,9 +28,7 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     m_host->setToolTip(tr("The daemon that will own the sandbox: this computer, or a remote host you added"));
     m_name->setPlaceholderText(tr("optional: a-z 0-9 _ . -"));
     m_name->setToolTip(tr("Left empty, the daemon picks a name"));
-    for (const QJsonValue &p : presets)
-        m_preset->addItem(p.toObject().value(QStringLiteral("name")).toString());
-    m_preset->setCurrentText(QStringLiteral("locked"));
+    setPresets(presets);
     m_preset->setToolTip(tr("The policy the sandbox starts from; your defaults and what you set here apply on top"));
     for (QLabel *about : {m_presetAbout, m_allowAbout}) {
         about->setWordWrap(true);
@@ -85,6 +83,28 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     validate();
 }
 
+void CreateSandboxDialog::setPresets(const QJsonArray &presets)
+{
+    const QSignalBlocker quiet(m_preset);
+    const QString chosen = m_preset->count() ? m_preset->currentData().toString() : QStringLiteral("locked");
+    m_presets = presets;
+    m_preset->clear();
+    for (const QJsonValue &p : presets) { // a daemon's names: shown escaped, sent as they are
+        const QString name = p.toObject().value(QStringLiteral("name")).toString();
+        m_preset->addItem(display::escaped(name, 64), name);
+    }
+    m_preset->setCurrentIndex(std::max(0, m_preset->findData(chosen)));
+}
+
+void CreateSandboxDialog::setPresetSource(std::function<QJsonArray(int)> presetsOf)
+{
+    m_presetsOf = std::move(presetsOf);
+    connect(m_host, &QComboBox::currentIndexChanged, this, [this](int host) {
+        setPresets(m_presetsOf(host));
+        validate();
+    }, Qt::UniqueConnection);
+}
+
 int CreateSandboxDialog::host() const
 {
     return std::max(0, m_host->currentIndex());
@@ -94,7 +114,7 @@ void CreateSandboxDialog::describePreset()
 {
     QJsonObject chosen;
     for (const QJsonValue &p : m_presets)
-        if (p.toObject().value(QStringLiteral("name")).toString() == m_preset->currentText())
+        if (p.toObject().value(QStringLiteral("name")).toString() == m_preset->currentData().toString())
             chosen = p.toObject().value(QStringLiteral("policy")).toObject();
     m_presetAbout->setText(display::escaped(chosen.value(QStringLiteral("description")).toString(), 400)); // a daemon's words
     const QJsonObject network = chosen.value(QStringLiteral("network")).toObject();
@@ -104,8 +124,9 @@ void CreateSandboxDialog::describePreset()
         m_allowAbout->setText(mode == QLatin1String("full") ? tr("Full network: every host is reachable; nothing to list.")
                                                            : tr("No network: typing hosts here makes it an allowlist."));
     else
-        m_allowAbout->setText(presetHosts ? tr("Added to the %n host(s) the preset %1 already lets through.", nullptr, int(presetHosts)).arg(m_preset->currentText())
-                                          : tr("The preset %1 lets no host through: only these will be.").arg(m_preset->currentText()));
+        m_allowAbout->setText(presetHosts == 0 ? tr("The preset %1 lets no host through: only these will be.").arg(m_preset->currentText())
+                              : presetHosts == 1 ? tr("Added to the 1 host the preset %1 already lets through.").arg(m_preset->currentText())
+                                                 : tr("Added to the %1 hosts the preset %2 already lets through.").arg(presetHosts).arg(m_preset->currentText()));
 }
 
 QString CreateSandboxDialog::problem() const
@@ -122,7 +143,8 @@ QString CreateSandboxDialog::problem() const
             return tr("Mounts: %1").arg(mount.error().message);
         mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath}, {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
     }
-    if (auto spec = SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}}); !spec) // the daemon's own checks
+    // The daemon's own checks, where they mean something: host folders on this computer.
+    if (auto spec = host() == 0 ? SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}}) : Result<SandboxSpec>(SandboxSpec()); !spec)
         return tr("Mounts: %1").arg(spec.error().message);
     const QString network = m_network->currentData().toString();
     if (!m_allow->text().trimmed().isEmpty() && !network.isEmpty() && network != QLatin1String("allowlist"))
@@ -167,7 +189,7 @@ QJsonObject CreateSandboxDialog::parameters() const
     if (!mounts.isEmpty())
         spec.insert(QStringLiteral("mounts"), mounts);
     params.insert(QStringLiteral("spec"), spec);
-    params.insert(QStringLiteral("preset"), m_preset->currentText());
+    params.insert(QStringLiteral("preset"), m_preset->currentData().toString());
     return params;
 }
 

@@ -5,6 +5,8 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+#include <functional>
+
 class QComboBox;
 class QDialogButtonBox;
 class QLabel;
@@ -24,6 +26,8 @@ public:
     // one at `host` chosen first (the choice is hidden when there is one).
     explicit CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts = {}, int host = 0, QWidget *parent = nullptr);
     int host() const; // the index of the chosen host in `hosts`
+    // Where another host's presets come from when it is chosen (its own names and descriptions).
+    void setPresetSource(std::function<QJsonArray(int host)> presetsOf);
     QJsonObject parameters() const; // for sandbox.create
     QLineEdit *nameEdit() const { return m_name; }
     QComboBox *presetBox() const { return m_preset; }
@@ -40,8 +44,10 @@ public:
 private:
     void validate();
     void describePreset();
+    void setPresets(const QJsonArray &presets);
 
     QJsonArray m_presets;
+    std::function<QJsonArray(int)> m_presetsOf;
     QComboBox *m_host;
     QLineEdit *m_name;
     QComboBox *m_preset;

@@ -16,7 +16,9 @@ FleetFilter::FleetFilter(QObject *parent) : QSortFilterProxyModel(parent)
 
 bool FleetFilter::filterAcceptsRow(int sourceRow, const QModelIndex &sourceParent) const
 {
-    return !sourceParent.isValid() || QSortFilterProxyModel::filterAcceptsRow(sourceRow, sourceParent);
+    if (!sourceParent.isValid()) // a host: shown unless it was taken out of the console
+        return !sourceModel()->index(sourceRow, 0).data(SandboxModel::RetiredRole).toBool();
+    return QSortFilterProxyModel::filterAcceptsRow(sourceRow, sourceParent);
 }
 
 bool FleetFilter::lessThan(const QModelIndex &left, const QModelIndex &right) const

@@ -127,17 +127,27 @@ void MainWindow::newSandbox()
     // On the host of what is selected, unless the person picks another.
     DaemonClient &current = currentClient();
     QStringList hosts;
+    QList<int> rows; // the dialog's hosts by their rows in the fleet (this computer first; removed ones left out)
     int currentHost = 0;
     for (int i = 0; i < m_model->hostCount(); ++i) {
-        hosts.append(m_model->hostName(i));
+        if (m_model->isRetired(i))
+            continue;
         if (m_model->hostClient(m_model->index(i, 0)) == &current)
-            currentHost = i;
+            currentHost = int(rows.size());
+        hosts.append(m_model->hostName(i));
+        rows.append(i);
     }
     auto presets = current.call(QStringLiteral("policy.presets"));
+    const auto presetsOf = [this, rows](int host) {
+        DaemonClient *client = m_model->hostClient(m_model->index(rows.value(host), 0));
+        auto listed = client && client->isConnected() ? client->call(QStringLiteral("policy.presets"), {}, 5000) : Result<QJsonObject>(QJsonObject());
+        return listed ? listed->value(QStringLiteral("presets")).toArray() : QJsonArray();
+    };
     CreateSandboxDialog dialog(presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(), hosts, currentHost, this);
+    dialog.setPresetSource(presetsOf);
     if (dialog.exec() != QDialog::Accepted)
         return;
-    DaemonClient *target = m_model->hostClient(m_model->index(dialog.host(), 0));
+    DaemonClient *target = m_model->hostClient(m_model->index(rows.value(dialog.host()), 0));
     createSandbox(dialog.parameters(), target ? target : &current);
 }
 

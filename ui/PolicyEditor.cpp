@@ -43,6 +43,31 @@ QStringList strings(const QJsonValue &v)
 } // namespace
 
 namespace {
+// One entry of a section as the editor's cells: a command rule (decision, words, exact), a
+// credential grant (secret, as, variable or path), a tool permission (decision, constraints).
+QStringList ruleCells(const QJsonObject &r)
+{
+    const QJsonValue command = r.value(QStringLiteral("command"));
+    return {r.value(QStringLiteral("decision")).toString(), command.isArray() ? strings(command).join(QLatin1Char(' ')) : command.toString(),
+            r.value(QStringLiteral("exact")).toBool() ? QStringLiteral("yes") : QString()};
+}
+
+QStringList grantCells(const QJsonObject &g)
+{
+    const bool file = g.contains(QStringLiteral("file"));
+    return {g.value(QStringLiteral("secret")).toString(), file ? QStringLiteral("file") : QStringLiteral("env"),
+            g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString()};
+}
+
+QStringList toolCells(const QString &name, const QJsonObject &t, const QString &decision, const QString &about)
+{
+    QStringList constraints;
+    const QJsonObject c = t.value(QStringLiteral("constraints")).toObject();
+    for (auto k = c.begin(); k != c.end(); ++k)
+        constraints.append(k.key() + QLatin1Char('=') + k.value().toString());
+    return {name, decision, constraints.join(QStringLiteral("; ")), about};
+}
+
 QStringList decisions()
 {
     return {QStringLiteral("allow"), QStringLiteral("ask"), QStringLiteral("deny")};
@@ -258,7 +283,7 @@ void PolicyEditor::load()
                                  {QStringLiteral("below"), o.value(QStringLiteral("below"))}});
             self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset and its own layer apply on top. "
                                      "Running sandboxes keep what they started with.")
-                                      .arg(o.value(QStringLiteral("file")).toString()));
+                                      .arg(display::escaped(o.value(QStringLiteral("file")).toString(), 300)));
             self->m_saved = o.value(QStringLiteral("policy")).toObject();
             self->editLayer(self->m_saved);
             self->m_pendingParts = 1;
@@ -376,7 +401,7 @@ void PolicyEditor::showEffective(const QJsonObject &effective)
             layer = sources.value(p).toString();
         const QString value = v.isString() ? display::escaped(v.toString(), 200)
                                            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
-        const QStringList cells{pointer, value, layerLabel(layer.isEmpty() ? QStringLiteral("builtin") : layer)};
+        const QStringList cells{display::escaped(pointer, 300), value, display::escaped(layerLabel(layer.isEmpty() ? QStringLiteral("builtin") : layer), 100)};
         m_effective->addTopLevelItem(new QTreeWidgetItem(cells));
         // What no section edits (mounts, limits, the mode, the exec check) is listed on its own tab.
         const bool edited = std::any_of(editedHere.cbegin(), editedHere.cend(), [&](const QString &p) {
@@ -414,29 +439,19 @@ void PolicyEditor::showInherited()
         QList<InheritedRow> rows;
         const QJsonArray hosts = network.value(QLatin1String(key)).toArray();
         for (qsizetype i = 0; i < hosts.size(); ++i)
-            rows.append({{hosts.at(i).toString()}, layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i))});
+            rows.append({{hosts.at(i).toString()}, layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i)), hosts.at(i)});
         list->setInherited(rows);
     }
     const QJsonObject commands = document.value(QStringLiteral("commands")).toObject();
     QList<InheritedRow> rules;
     const QJsonArray ruleArray = commands.value(QStringLiteral("rules")).toArray();
-    for (qsizetype i = 0; i < ruleArray.size(); ++i) {
-        const QJsonObject r = ruleArray.at(i).toObject();
-        const QJsonValue command = r.value(QStringLiteral("command"));
-        rules.append({{r.value(QStringLiteral("decision")).toString(), command.isArray() ? strings(command).join(QLatin1Char(' ')) : command.toString(),
-                       r.value(QStringLiteral("exact")).toBool() ? QStringLiteral("yes") : QString()},
-                      layerOf(QStringLiteral("/commands/rules/%1").arg(i))});
-    }
+    for (qsizetype i = 0; i < ruleArray.size(); ++i)
+        rules.append({ruleCells(ruleArray.at(i).toObject()), layerOf(QStringLiteral("/commands/rules/%1").arg(i)), ruleArray.at(i)});
     m_rules->setInherited(rules);
     QList<InheritedRow> grants;
     const QJsonArray grantArray = document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray();
-    for (qsizetype i = 0; i < grantArray.size(); ++i) {
-        const QJsonObject g = grantArray.at(i).toObject();
-        const bool file = g.contains(QStringLiteral("file"));
-        grants.append({{g.value(QStringLiteral("secret")).toString(), file ? QStringLiteral("file") : QStringLiteral("env"),
-                        g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString()},
-                       layerOf(QStringLiteral("/credentials/grants/%1").arg(i))});
-    }
+    for (qsizetype i = 0; i < grantArray.size(); ++i)
+        grants.append({grantCells(grantArray.at(i).toObject()), layerOf(QStringLiteral("/credentials/grants/%1").arg(i)), grantArray.at(i)});
     m_grants->setInherited(grants);
     // Tools: every declared one, once; named by a layer below, or by none (then denied).
     const QJsonObject tools = document.value(QStringLiteral("tools")).toObject();
@@ -451,13 +466,9 @@ void PolicyEditor::showInherited()
     for (const QString &name : names) {
         const bool named = tools.contains(name);
         const QJsonObject t = tools.value(name).toObject();
-        QStringList constraints;
-        const QJsonObject c = t.value(QStringLiteral("constraints")).toObject();
-        for (auto k = c.begin(); k != c.end(); ++k)
-            constraints.append(k.key() + QLatin1Char('=') + k.value().toString());
         const QString about = described.contains(name) ? display::escaped(described.value(name), 200) : tr("(not declared on this host)");
-        toolRows.append({{name, named ? t.value(QStringLiteral("decision")).toString() : QStringLiteral("deny"), constraints.join(QStringLiteral("; ")), about},
-                         named ? layerOf(QStringLiteral("/tools/") + name) : tr("no layer names it")});
+        toolRows.append({toolCells(name, t, named ? t.value(QStringLiteral("decision")).toString() : QStringLiteral("deny"), about),
+                         named ? layerOf(QStringLiteral("/tools/") + name) : tr("no layer names it"), named ? tools.value(name) : QJsonValue()});
     }
     m_tools->setInherited(toolRows);
     describeOwnTools();
@@ -478,33 +489,25 @@ void PolicyEditor::editLayer(const QJsonObject &layer)
     const QSignalBlocker a(m_unknown), b(m_commandDefault);
     setChoice(m_unknown, network.value(QStringLiteral("unknown")));
     setChoice(m_commandDefault, commands.value(QStringLiteral("default")));
-    QList<QStringList> rules;
+    // Each row keeps its entry as the layer holds it: unchanged, it is applied exactly so.
+    QList<QStringList> rules, grants, tools;
+    QList<QJsonValue> ruleRaws, grantRaws, toolRaws;
     for (const QJsonValue &v : commands.value(QStringLiteral("rules")).toArray()) {
-        const QJsonObject r = v.toObject();
-        const QJsonValue command = r.value(QStringLiteral("command"));
-        rules.append({r.value(QStringLiteral("decision")).toString(), command.isArray() ? strings(command).join(QLatin1Char(' ')) : command.toString(),
-                      r.value(QStringLiteral("exact")).toBool() ? QStringLiteral("yes") : QString()});
+        rules.append(ruleCells(v.toObject()));
+        ruleRaws.append(v);
     }
-    m_rules->setRows(rules);
-    QList<QStringList> grants;
+    m_rules->setRows(rules, ruleRaws);
     for (const QJsonValue &v : layer.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray()) {
-        const QJsonObject g = v.toObject();
-        const bool file = g.contains(QStringLiteral("file"));
-        grants.append({g.value(QStringLiteral("secret")).toString(), file ? QStringLiteral("file") : QStringLiteral("env"),
-                       g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString()});
+        grants.append(grantCells(v.toObject()));
+        grantRaws.append(v);
     }
-    m_grants->setRows(grants);
-    QList<QStringList> tools;
+    m_grants->setRows(grants, grantRaws);
     const QJsonObject toolObject = layer.value(QStringLiteral("tools")).toObject();
     for (auto it = toolObject.begin(); it != toolObject.end(); ++it) {
-        const QJsonObject t = it.value().toObject();
-        QStringList constraints;
-        const QJsonObject c = t.value(QStringLiteral("constraints")).toObject();
-        for (auto k = c.begin(); k != c.end(); ++k)
-            constraints.append(k.key() + QLatin1Char('=') + k.value().toString());
-        tools.append({it.key(), t.value(QStringLiteral("decision")).toString(), constraints.join(QStringLiteral("; ")), QString()});
+        tools.append(toolCells(it.key(), it.value().toObject(), it.value().toObject().value(QStringLiteral("decision")).toString(), QString()));
+        toolRaws.append(it.value());
     }
-    m_tools->setRows(tools);
+    m_tools->setRows(tools, toolRaws);
     describeOwnTools();
     m_editedBase = layer;
     updateDiff();
@@ -524,7 +527,14 @@ QJsonObject PolicyEditor::edited() const
     QJsonObject commands = layer.value(QStringLiteral("commands")).toObject();
     setOrRemove(commands, QStringLiteral("default"), m_commandDefault->currentData().toString(), !m_commandDefault->currentData().toString().isEmpty());
     QJsonArray rules;
-    for (const QStringList &row : m_rules->rows()) {
+    const QList<QJsonValue> ruleRaws = m_rules->raws();
+    const QList<QStringList> ruleRows = m_rules->rows();
+    for (qsizetype i = 0; i < ruleRows.size(); ++i) {
+        if (ruleRaws.value(i).isObject()) { // as the layer holds it (a rule's words stay a list)
+            rules.append(ruleRaws.value(i));
+            continue;
+        }
+        const QStringList &row = ruleRows.at(i);
         QJsonObject rule{{QStringLiteral("decision"), row.value(0)}, {QStringLiteral("command"), row.value(1)}};
         if (row.value(2) == QLatin1String("yes"))
             rule.insert(QStringLiteral("exact"), true);
@@ -534,14 +544,28 @@ QJsonObject PolicyEditor::edited() const
     setOrRemove(layer, QStringLiteral("commands"), commands, !commands.isEmpty());
 
     QJsonArray grants;
-    for (const QStringList &row : m_grants->rows())
-        grants.append(QJsonObject{{QStringLiteral("secret"), row.value(0)}, {row.value(1) == QLatin1String("file") ? QStringLiteral("file") : QStringLiteral("env"), row.value(2)}});
+    const QList<QJsonValue> grantRaws = m_grants->raws();
+    const QList<QStringList> grantRows = m_grants->rows();
+    for (qsizetype i = 0; i < grantRows.size(); ++i) {
+        const QStringList &row = grantRows.at(i);
+        if (grantRaws.value(i).isObject())
+            grants.append(grantRaws.value(i));
+        else
+            grants.append(QJsonObject{{QStringLiteral("secret"), row.value(0)}, {row.value(1) == QLatin1String("file") ? QStringLiteral("file") : QStringLiteral("env"), row.value(2)}});
+    }
     QJsonObject credentials = layer.value(QStringLiteral("credentials")).toObject();
     setOrRemove(credentials, QStringLiteral("grants"), grants, !grants.isEmpty());
     setOrRemove(layer, QStringLiteral("credentials"), credentials, !credentials.isEmpty());
 
     QJsonObject tools;
-    for (const QStringList &row : m_tools->rows()) {
+    const QList<QJsonValue> toolRaws = m_tools->raws();
+    const QList<QStringList> toolRows = m_tools->rows();
+    for (qsizetype i = 0; i < toolRows.size(); ++i) {
+        const QStringList &row = toolRows.at(i);
+        if (toolRaws.value(i).isObject()) { // constraints as the layer holds them (';' and '=' included)
+            tools.insert(row.value(0), toolRaws.value(i));
+            continue;
+        }
         QJsonObject permission{{QStringLiteral("decision"), row.value(1)}};
         QJsonObject constraints;
         for (const QString &pair : row.value(2).split(QLatin1Char(';'), Qt::SkipEmptyParts)) {
@@ -558,7 +582,10 @@ QJsonObject PolicyEditor::edited() const
 
 QString PolicyEditor::problem() const
 {
-    const Status valid = policy::validate(edited());
+    // Mounts are the daemon's to check (on its machine, which may not be this one): the rest here.
+    QJsonObject layer = edited();
+    layer.remove(QStringLiteral("filesystem"));
+    const Status valid = policy::validate(layer);
     return valid ? QString() : valid.error().message;
 }
 
@@ -660,7 +687,8 @@ void PolicyEditor::describeOwnTools()
     for (const QJsonValue &v : m_declaredTools)
         described.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("description")).toString());
     const QSignalBlocker quiet(m_tools->tree()); // a description is not an edit
-    for (int i = 0; i < m_tools->rows().size(); ++i) {
+    const int own = int(m_tools->rows().size());
+    for (int i = 0; i < own; ++i) {
         QTreeWidgetItem *item = m_tools->tree()->topLevelItem(i);
         item->setText(3, described.contains(item->text(0)) ? display::escaped(described.value(item->text(0)), 200)
                                                            : m_declaredTools.isEmpty() ? QString() : tr("(not declared on this host)"));
@@ -698,12 +726,14 @@ void PolicyEditor::tryNow()
             return self->m_tryAnswer->setText(r.error().message);
         const QJsonObject o = r->toObject();
         const auto said = [](const QJsonObject &v) {
-            return QStringLiteral("%1: %2").arg(v.value(QStringLiteral("decision")).toString(), display::escaped(v.value(QStringLiteral("reason")).toString()));
+            return QStringLiteral("%1: %2").arg(display::escaped(v.value(QStringLiteral("decision")).toString(), 10),
+                                                display::escaped(v.value(QStringLiteral("reason")).toString()));
         };
         if (!o.contains(QStringLiteral("draft")))
             return self->m_tryAnswer->setText(said(o));
         const QJsonObject after = o.value(QStringLiteral("draft")).toObject();
-        const QString now = o.value(QStringLiteral("decision")).toString(), then = after.value(QStringLiteral("decision")).toString();
+        const QString now = display::escaped(o.value(QStringLiteral("decision")).toString(), 10),
+                      then = display::escaped(after.value(QStringLiteral("decision")).toString(), 10);
         self->m_tryAnswer->setText(now == then ? tr("now and after Apply: %1").arg(said(after))
                                                : tr("now: %1 → after Apply: %2\nnow: %3\nafter Apply: %4").arg(now, then, said(o), said(after)));
     });

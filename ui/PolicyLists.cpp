@@ -27,6 +27,8 @@ constexpr int InheritedRole = Qt::UserRole + 40; // on column 0: the row is anot
 constexpr int LayerRole = Qt::UserRole + 41;     // on column 0: that layer, as the resolver names it
 
 constexpr int ChipRole = Qt::UserRole + 43;      // on a "Set by" cell: the layer, as the resolver names it
+constexpr int CellsRole = Qt::UserRole + 42;     // on column 0: the cells as given
+constexpr int RawRole = Qt::UserRole + 44;       // on column 0: the entry as the policy holds it
 
 void markInherited(QTreeWidgetItem *item, const QString &layer, int fromColumn, const QString &howToChange)
 {
@@ -284,7 +286,8 @@ QWidget *CellDelegate::createEditor(QWidget *parent, const QStyleOptionViewItem 
     if (column.kind != RowColumn::Choice)
         return QStyledItemDelegate::createEditor(parent, option, index);
     auto *box = new QComboBox(parent);
-    box->addItems(column.choices);
+    for (const QString &choice : column.choices) // shown escaped (a daemon's secret names), kept as they are
+        box->addItem(display::escaped(choice, 200), choice);
     const QString extra = m_editor->m_extra.value(index.column());
     if (!extra.isEmpty())
         box->addItem(extra, QStringLiteral("\x01extra"));
@@ -301,9 +304,10 @@ void CellDelegate::setEditorData(QWidget *editor, const QModelIndex &index) cons
 {
     if (auto *box = qobject_cast<QComboBox *>(editor)) {
         // A value the list does not have (a secret not in this store), or none yet, is offered as it is.
-        if (box->findText(index.data().toString()) < 0)
-            box->insertItem(0, index.data().toString());
-        box->setCurrentIndex(box->findText(index.data().toString()));
+        const QString value = index.data().toString();
+        if (box->findData(value) < 0)
+            box->insertItem(0, display::escaped(value, 200), value);
+        box->setCurrentIndex(box->findData(value));
         return;
     }
     QStyledItemDelegate::setEditorData(editor, index);
@@ -318,7 +322,7 @@ void CellDelegate::setModelData(QWidget *editor, QAbstractItemModel *model, cons
             QTimer::singleShot(0, m_editor, [editor = m_editor, item, column] { Q_EMIT editor->specialChosen(item, column); });
             return;
         }
-        model->setData(index, box->currentText());
+        model->setData(index, box->currentData().toString());
         return;
     }
     QStyledItemDelegate::setModelData(editor, model, index);
@@ -345,7 +349,7 @@ bool CellDelegate::eventFilter(QObject *object, QEvent *event)
 bool RowListEditor::editNext(const QModelIndex &from, int step)
 {
     const int columns = int(m_columns.size());
-    const int own = int(rows().size());
+    const int own = ownCount();
     for (int cell = from.row() * columns + from.column() + step; cell >= 0 && cell < own * columns; cell += step) {
         const RowColumn::Kind kind = m_columns.at(cell % columns).kind;
         if (kind != RowColumn::Text && kind != RowColumn::Choice)
@@ -392,7 +396,7 @@ RowListEditor::RowListEditor(QList<RowColumn> columns, QStringList newRow, QWidg
     layout->addLayout(buttons);
     connect(m_add, &QPushButton::clicked, this, [this] {
         addRow(m_newRow);
-        QTreeWidgetItem *item = m_tree->topLevelItem(int(rows().size()) - 1);
+        QTreeWidgetItem *item = m_tree->topLevelItem(ownCount() - 1);
         m_tree->setCurrentItem(item, 0);
         m_tree->editItem(item, 0);
         Q_EMIT changed();
@@ -408,7 +412,7 @@ RowListEditor::RowListEditor(QList<RowColumn> columns, QStringList newRow, QWidg
         QTreeWidgetItem *item = m_tree->currentItem();
         if (!item || isOwn(item))
             return;
-        const int own = int(rows().size());
+        const int own = ownCount();
         if (QTreeWidgetItem *copy = overrideInherited(m_tree->indexOfTopLevelItem(item) - own)) {
             m_tree->setCurrentItem(copy, 0);
             m_tree->editItem(copy, 0);
@@ -461,9 +465,16 @@ bool RowListEditor::isOwn(const QTreeWidgetItem *item) const
     return item && !item->data(0, InheritedRole).toBool();
 }
 
-void RowListEditor::addRow(const QStringList &cells)
+int RowListEditor::ownCount() const
 {
-    const QScopedValueRollback quiet(m_quiet, true);
+    int n = 0; // own rows come first
+    while (n < m_tree->topLevelItemCount() && isOwn(m_tree->topLevelItem(n)))
+        ++n;
+    return n;
+}
+
+QTreeWidgetItem *RowListEditor::makeOwn(const QStringList &cells, const QJsonValue &raw) const
+{
     auto *item = new QTreeWidgetItem;
     for (int c = 0; c < m_columns.size(); ++c) {
         if (m_columns.at(c).kind == RowColumn::Check)
@@ -473,8 +484,16 @@ void RowListEditor::addRow(const QStringList &cells)
     }
     item->setText(int(m_columns.size()), layerLabel(m_ownLayer));
     item->setData(int(m_columns.size()), ChipRole, m_ownLayer);
+    item->setData(0, CellsRole, cells);
+    item->setData(0, RawRole, raw.toVariant());
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsEditable | Qt::ItemIsUserCheckable);
-    m_tree->insertTopLevelItem(int(rows().size()), item); // own rows first, then the inherited
+    return item;
+}
+
+void RowListEditor::addRow(const QStringList &cells, const QJsonValue &raw)
+{
+    const QScopedValueRollback quiet(m_quiet, true);
+    m_tree->insertTopLevelItem(ownCount(), makeOwn(cells, raw)); // own rows first, then the inherited
     hideReplaced();
 }
 
@@ -483,22 +502,38 @@ QTreeWidgetItem *RowListEditor::overrideInherited(int index)
     const QList<InheritedRow> rows = inherited();
     if (index < 0 || index >= rows.size())
         return nullptr;
-    addRow(rows.at(index).cells);
+    addRow(rows.at(index).cells, rows.at(index).raw);
     Q_EMIT changed();
-    return m_tree->topLevelItem(int(this->rows().size()) - 1);
+    return m_tree->topLevelItem(ownCount() - 1);
 }
 
-void RowListEditor::setRows(const QList<QStringList> &rows)
+void RowListEditor::setRows(const QList<QStringList> &rows, const QList<QJsonValue> &raws)
 {
-    {
-        const QScopedValueRollback quiet(m_quiet, true);
-        for (int i = m_tree->topLevelItemCount() - 1; i >= 0; --i)
-            if (isOwn(m_tree->topLevelItem(i)))
-                delete m_tree->takeTopLevelItem(i);
-    }
-    for (const QStringList &row : rows)
-        addRow(row);
+    const QScopedValueRollback quiet(m_quiet, true);
+    for (int i = ownCount() - 1; i >= 0; --i)
+        delete m_tree->takeTopLevelItem(i);
+    QList<QTreeWidgetItem *> items;
+    for (qsizetype i = 0; i < rows.size(); ++i)
+        items.append(makeOwn(rows.at(i), raws.value(i)));
+    m_tree->insertTopLevelItems(0, items); // at once: a layer of thousands of rows loads in one pass
+    hideReplaced();
     fitColumns();
+}
+
+QList<QJsonValue> RowListEditor::raws() const
+{
+    // Unchanged: every cell a person can edit is as it was given (a shown description may differ).
+    QList<QJsonValue> out;
+    const QList<QStringList> now = rows();
+    for (int i = 0; i < now.size(); ++i) {
+        const QTreeWidgetItem *item = m_tree->topLevelItem(i);
+        const QStringList given = item->data(0, CellsRole).toStringList();
+        bool same = true;
+        for (int c = 0; c < m_columns.size() && same; ++c)
+            same = m_columns.at(c).kind == RowColumn::Shown || given.value(c).trimmed() == now.at(i).value(c);
+        out.append(same ? QJsonValue::fromVariant(item->data(0, RawRole)) : QJsonValue());
+    }
+    return out;
 }
 
 void RowListEditor::setInherited(const QList<InheritedRow> &rows)
@@ -515,7 +550,8 @@ void RowListEditor::setInherited(const QList<InheritedRow> &rows)
             else
                 item->setText(c, row.cells.value(c));
         }
-        item->setData(0, Qt::UserRole + 42, row.cells); // the cells as given (Override copies them)
+        item->setData(0, CellsRole, row.cells); // as given (Override copies them, and the entry)
+        item->setData(0, RawRole, row.raw.toVariant());
         markInherited(item, row.layer, int(m_columns.size()),
                       m_keyed ? tr("Override to choose what this layer says instead.")
                               : m_override->isVisibleTo(this) ? tr("Rules add up across layers, so it cannot be removed here: Override copies it "
@@ -571,7 +607,7 @@ QList<InheritedRow> RowListEditor::inherited() const
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
         const QTreeWidgetItem *item = m_tree->topLevelItem(i);
         if (!isOwn(item))
-            out.append({item->data(0, Qt::UserRole + 42).toStringList(), item->data(0, LayerRole).toString()});
+            out.append({item->data(0, CellsRole).toStringList(), item->data(0, LayerRole).toString(), QJsonValue::fromVariant(item->data(0, RawRole))});
     }
     return out;
 }

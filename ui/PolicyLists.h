@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QJsonValue>
 #include <QStringList>
 #include <QStyledItemDelegate>
 #include <QWidget>
@@ -20,7 +21,8 @@ QString layerLabel(const QString &layer);
 // own values, with the layer that set it, and never part of what the editor applies.
 struct InheritedRow {
     QStringList cells;
-    QString layer; // as the resolver names it (builtin, user, preset:NAME, sandbox) or a phrase
+    QString layer;  // as the resolver names it (builtin, user, preset:NAME, sandbox) or a phrase
+    QJsonValue raw; // the entry as the policy holds it (Override copies it exactly)
 };
 
 // A list of host patterns: this layer's own (added as typed or pasted, a URL becoming host:port,
@@ -80,11 +82,14 @@ class RowListEditor final : public QWidget {
     Q_OBJECT
 public:
     RowListEditor(QList<RowColumn> columns, QStringList newRow, QWidget *parent = nullptr);
-    void setRows(const QList<QStringList> &rows);
+    // `raws`: each row's entry as the policy holds it, given back by raws() while the row's cells
+    // are as they were (a rule's words as a list, constraints with ';' or '=' in them).
+    void setRows(const QList<QStringList> &rows, const QList<QJsonValue> &raws = {});
     void setInherited(const QList<InheritedRow> &rows);
     QList<QStringList> rows() const; // this layer's own
+    QList<QJsonValue> raws() const;  // per own row: its entry as it was, or null once its cells changed
     QList<InheritedRow> inherited() const;
-    void addRow(const QStringList &cells);
+    void addRow(const QStringList &cells, const QJsonValue &raw = {});
     // Keyed: an own row replaces the inherited one with the same first cell.
     void setKeyed(bool keyed);
     void setOverridable(bool overridable);
@@ -110,6 +115,8 @@ private:
     // Opens the editor of the next (step 1) or previous (-1) editable cell of this layer's rows.
     bool editNext(const QModelIndex &from, int step);
     bool isOwn(const QTreeWidgetItem *item) const;
+    int ownCount() const;
+    QTreeWidgetItem *makeOwn(const QStringList &cells, const QJsonValue &raw) const;
     void setOwnLayerName(const QString &layer);
     friend class PolicyEditor;
     friend class CellDelegate;

@@ -33,7 +33,7 @@ int SandboxModel::addHost(const QString &name, DaemonClient &client)
 {
     const int row = int(m_hosts.size());
     beginInsertRows({}, row, row);
-    m_hosts.append({name, &client, {}, false, false, {}, {}, {}, {}});
+    m_hosts.append({name, &client, {}, false, false, false, {}, {}, {}, {}});
     endInsertRows();
     connect(&client, &DaemonClient::eventReceived, this, [this, row](const Event &event) {
         if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
@@ -82,9 +82,27 @@ void SandboxModel::refresh()
         refreshHost(host);
 }
 
+void SandboxModel::retireHost(int host)
+{
+    if (host <= 0 || host >= m_hosts.size() || m_hosts[host].retired) // this computer stays
+        return;
+    Host &h = m_hosts[host];
+    h.client->disconnect(this);
+    if (!h.sandboxes.isEmpty()) {
+        beginRemoveRows(index(host, 0), 0, int(h.sandboxes.size()) - 1);
+        h.sandboxes.clear();
+        endRemoveRows();
+    }
+    h.usage.clear();
+    h.retired = true;
+    Q_EMIT dataChanged(index(host, 0), index(host, ColumnCount - 1));
+}
+
 void SandboxModel::refreshHost(int host)
 {
     Host &h = m_hosts[host];
+    if (h.retired)
+        return;
     if (h.refreshing) {
         h.again = true; // one more once this answer is in: nothing is missed, nothing piles up
         return;
@@ -96,6 +114,8 @@ void SandboxModel::refreshHost(int host)
             return;
         Host &h = self->m_hosts[host];
         h.refreshing = false;
+        if (h.retired)
+            return;
         if (r)
             self->setSandboxes(host, r->toObject().value(QStringLiteral("sandboxes")).toArray());
         Q_EMIT self->dataChanged(self->index(host, State), self->index(host, State)); // connected or not
@@ -235,6 +255,8 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
             return host.detail.isEmpty() ? QVariant() : QVariant(Qt::convertFromPlainText(host.detail)); // a remote daemon's words: never rich text
         if (role == HostRole)
             return index.row();
+        if (role == RetiredRole)
+            return host.retired;
         return {};
     }
     return sandboxData(index, role);
@@ -397,6 +419,8 @@ void SandboxModel::setUsage(int hostRow, const QJsonArray &stats, qint64 nowMs)
     if (hostRow < 0 || hostRow >= m_hosts.size())
         return;
     Host &host = m_hosts[hostRow];
+    if (host.retired)
+        return;
     QHash<QString, Usage> next;
     for (const QJsonValue &v : stats) {
         const QJsonObject o = v.toObject();

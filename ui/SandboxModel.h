@@ -31,6 +31,7 @@ public:
         HostRole,
         SortRole,      // the raw value: numbers for numbers, lower-case text otherwise
         SparklineRole, // Cpu, Memory: QList<float> of the last samples, oldest first, each 0..1
+        RetiredRole,   // a host row: removed from the console (its row stays, hidden, so rows keep their numbers)
     };
     static constexpr int kSparklineSamples = 60;
 
@@ -42,7 +43,11 @@ public:
     // What a host row says besides its name: where it is, and its state ("connected", or why
     // not), with details (round trip, version, machine) in the tooltip.
     void setHostStatus(int host, const QString &address, const QString &status, const QString &detail = {});
-    QString hostName(int host) const { return m_hosts.value(host).name; }
+    // A host taken out of the console (Remove host, or gone from hosts.json): its sandboxes go,
+    // its client is no longer followed, and views hide its row (FleetFilter); its number stays.
+    void retireHost(int host);
+    bool isRetired(int host) const { return m_hosts.value(host).retired; }
+    QString hostName(int host) const { return m_hosts.value(host).retired ? QString() : m_hosts.value(host).name; }
     int hostCount() const { return int(m_hosts.size()); }
     DaemonClient *hostClient(const QModelIndex &index) const; // of a host row or of a sandbox under it
     void refresh(); // every host
@@ -89,7 +94,7 @@ private:
         QString name;
         DaemonClient *client = nullptr;
         QList<Entry> sandboxes;
-        bool refreshing = false, again = false;
+        bool refreshing = false, again = false, retired = false;
         QString address, status, detail;
         QHash<QString, Usage> usage; // by sandbox id
     };

@@ -46,6 +46,19 @@ bool DaemonClient::isConnected() const
     return m_conn && m_conn->isOpen();
 }
 
+void DaemonClient::close()
+{
+    if (m_conn) {
+        m_conn->disconnect(this);
+        m_conn->close();
+        m_conn->deleteLater();
+        m_conn = nullptr;
+    }
+    const auto pending = std::exchange(m_pending, {});
+    for (const Callback &cb : pending)
+        cb(makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the connection was closed")));
+}
+
 namespace {
 // The socket lives in a directory anyone could have created first (the /tmp fallback when
 // XDG_RUNTIME_DIR is unset). Requests carry commands, environment values and files, so only a

@@ -49,6 +49,9 @@ public:
     // Connects (starting the daemon if allowed) and performs the version handshake.
     Status connectToDaemon(const ConnectOptions &options);
     bool isConnected() const;
+    // Ends the connection on purpose: no disconnected() signal, and what waits for an answer gets
+    // a DaemonUnavailable error now.
+    void close();
     // The options of the last connectToDaemon, to connect again the same way after a drop.
     const ConnectOptions &options() const { return m_options; }
 

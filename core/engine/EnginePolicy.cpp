@@ -439,7 +439,17 @@ Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request
     // A draft of the sandbox's own layer (an editor's pending change): the same request judged as
     // if it were applied, beside what is in force. Nothing is changed.
     if (draft) {
-        auto drafted = policy::resolveForSandbox(*draft, (*found)->policy().preset, userPolicyFile());
+        // Mounts and limits are fixed while a sandbox runs: judged as they are (a draft's own
+        // host paths are never looked at).
+        QJsonObject layer = *draft;
+        const QJsonObject own = (*found)->policyOverrides();
+        for (const QString &fixed : {QStringLiteral("filesystem"), QStringLiteral("limits")}) {
+            if (own.contains(fixed))
+                layer.insert(fixed, own.value(fixed));
+            else
+                layer.remove(fixed);
+        }
+        auto drafted = policy::resolveForSandbox(layer, (*found)->policy().preset, userPolicyFile());
         if (!drafted)
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("params.policy (the draft): %1").arg(drafted.error().message));
         auto after = verdictUnder(*drafted, request);

@@ -6,6 +6,7 @@
 #include "engine/Engine.h"
 #include "policy/Policy.h"
 #include "rpc/Params.h"
+#include "remote/TokenStore.h"
 #include "rpc/RpcSession.h"
 #include "secrets/SecretStore.h"
 
@@ -23,11 +24,16 @@ void RpcServer::registerSettingsHandlers()
             presets.append(QJsonObject{{QStringLiteral("name"), name}, {QStringLiteral("policy"), *policy::preset(name)}});
         reply(QJsonObject{{QStringLiteral("presets"), presets}});
     });
-    m_handlers.insert(QStringLiteral("policy.get"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("policy.get"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         if (!ref)
             return reply(ref.error());
-        reply(m_engine.policy(*ref, p.value(QStringLiteral("effective")).toBool()));
+        auto policy = m_engine.policy(*ref, p.value(QStringLiteral("effective")).toBool());
+        // What the layers below say includes the person's defaults as they are now: not for a
+        // token limited to some sandboxes (it may not read the defaults).
+        if (policy && s.grant && !s.grant->sandboxes.isEmpty())
+            policy->remove(QStringLiteral("below"));
+        reply(policy);
     });
     m_handlers.insert(QStringLiteral("policy.set"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         if (!s.agent.isEmpty()) // the rules that gate an agent are not the agent's to change
@@ -94,7 +100,7 @@ void RpcServer::registerSettingsHandlers()
         const Status removed = (*store)->remove(*name);
         reply(removed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name}}) : Result<QJsonObject>(removed.error()));
     });
-    m_handlers.insert(QStringLiteral("policy.check"), [this](Session &, const QJsonObject &p, const Reply &reply) {
+    m_handlers.insert(QStringLiteral("policy.check"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
         if (!ref)
             return reply(ref.error());
@@ -114,6 +120,14 @@ void RpcServer::registerSettingsHandlers()
         }
         std::optional<QJsonObject> draft;
         if (p.contains(QStringLiteral("policy"))) {
+            // A draft is a person's edit before they apply it: the caller writes the rules and
+            // what they are tried on, so it is theirs only (an agent's or a limited token's
+            // draft could try patterns for as long as the daemon would spend on them).
+            if (!s.agent.isEmpty())
+                return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot try policy drafts")));
+            if (s.grant && (s.grant->readOnly || !s.grant->sandboxes.isEmpty()))
+                return reply(makeError(ErrorCode::Denied, QStringLiteral("token '%1' (%2): policy drafts need a token with full access")
+                                                              .arg(s.grant->tokenName, s.grant->describe())));
             if (!p.value(QStringLiteral("policy")).isObject())
                 return reply(invalid(QStringLiteral("params.policy: expected the draft of the sandbox's own layer, a policy object")));
             draft = p.value(QStringLiteral("policy")).toObject();

@@ -291,7 +291,7 @@ private Q_SLOTS:
         QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("No network: typing hosts here makes it an allowlist."));
         dialog.presetBox()->setCurrentText(QStringLiteral("package-install"));
         QVERIFY(dialog.presetAbout()->text().startsWith(QLatin1String("Package installs:")));
-        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Added to the 14 host(s) the preset package-install already lets through."));
+        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Added to the 14 hosts the preset package-install already lets through."));
         dialog.presetBox()->setCurrentText(QStringLiteral("open"));
         QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Full network: every host is reachable; nothing to list."));
         dialog.presetBox()->setCurrentText(QStringLiteral("locked"));

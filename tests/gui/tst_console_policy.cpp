@@ -22,6 +22,9 @@
 #include <QTabWidget>
 #include <QTest>
 #include <QTreeWidget>
+#include <QJsonDocument>
+#include <QStyledItemDelegate>
+#include <QTemporaryDir>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -247,6 +250,76 @@ private Q_SLOTS:
         editor.allowList()->input()->setText(QStringLiteral("ftp://x"));
         QVERIFY(!editor.allowList()->addButton()->isEnabled());
         QCOMPARE(m_daemon->ctl(args("rm", "pasted")).exitCode, 0);
+    }
+
+    void anAgentMayNotTryDraftsAndADraftsMountsAreNotLookedAt()
+    {
+        QCOMPARE(m_daemon->create(args("--name", "agent-draft")), QStringLiteral("agent-draft"));
+        ConnectOptions options;
+        options.socketPath = m_daemon->socketPath();
+        options.autostart = false;
+        options.agent = QStringLiteral("claude");
+        DaemonClient agent;
+        QVERIFY(agent.connectToDaemon(options));
+        const QJsonObject draft{{QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("allow")}}}};
+        auto refused = agent.call(QStringLiteral("policy.check"), {{QStringLiteral("sandbox"), QStringLiteral("agent-draft")},
+                                                                   {QStringLiteral("argv"), QJsonArray{QStringLiteral("curl"), QStringLiteral("x")}},
+                                                                   {QStringLiteral("policy"), draft}});
+        QVERIFY(!refused);
+        QCOMPARE(refused.error().code, ErrorCode::Denied);
+        QCOMPARE(refused.error().message, QStringLiteral("an agent connection cannot try policy drafts"));
+        // The person's draft with a mount of a path that does not exist: mounts are fixed while
+        // it runs, so the draft is judged with the sandbox's own (no host path is looked at).
+        const QJsonObject mounting{{QStringLiteral("filesystem"), QJsonObject{{QStringLiteral("mounts"), QJsonArray{QJsonObject{
+                                       {QStringLiteral("host"), QStringLiteral("/no/such/dir")}, {QStringLiteral("path"), QStringLiteral("/data")}}}}}}};
+        auto judged = m_client->call(QStringLiteral("policy.check"), {{QStringLiteral("sandbox"), QStringLiteral("agent-draft")},
+                                                                     {QStringLiteral("argv"), QJsonArray{QStringLiteral("ls")}},
+                                                                     {QStringLiteral("policy"), mounting}});
+        QVERIFY2(judged, qPrintable(judged ? QString() : judged.error().message));
+        QVERIFY(judged->contains(QStringLiteral("draft")));
+        QCOMPARE(m_daemon->ctl(args("rm", "agent-draft")).exitCode, 0);
+    }
+
+    void rowsLeftAloneAreAppliedAsTheLayerHoldsThem()
+    {
+        // A rule whose words are a list (as "always" adds them), a constraint with ';' and '=',
+        // a command with a right-to-left override: unchanged by the editor, shown escaped.
+        QTemporaryDir dir;
+        QFile file(dir.filePath(QStringLiteral("layer.json")));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QJsonDocument(QJsonObject{
+                                     {QStringLiteral("commands"), QJsonObject{{QStringLiteral("rules"), QJsonArray{
+                                          QJsonObject{{QStringLiteral("decision"), QStringLiteral("allow")},
+                                                      {QStringLiteral("command"), QJsonArray{QStringLiteral("find"), QStringLiteral("."), QStringLiteral("-name"), QStringLiteral("x -delete")}},
+                                                      {QStringLiteral("exact"), true}},
+                                          QJsonObject{{QStringLiteral("decision"), QStringLiteral("deny")}, {QStringLiteral("command"), QStringLiteral("cat \u202Egnp.exe")}}}}}},
+                                     {QStringLiteral("tools"), QJsonObject{{QStringLiteral("package.version"), QJsonObject{
+                                          {QStringLiteral("decision"), QStringLiteral("ask")},
+                                          {QStringLiteral("constraints"), QJsonObject{{QStringLiteral("package"), QStringLiteral("a;b=c")}}}}}}}})
+                       .toJson());
+        file.close();
+        QCOMPARE(m_daemon->create(args("--name", "kept", "--policy", file.fileName())), QStringLiteral("kept"));
+        PolicyEditor editor(*m_client, QStringLiteral("kept"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        editor.allowList()->addHosts({QStringLiteral("example.test:443")});
+        QCOMPARE(editor.diffText(), QStringLiteral("+ /network/allow example.test:443"));
+        const QJsonObject edited = editor.edited();
+        QCOMPARE(edited.value(QStringLiteral("commands")).toObject().value(QStringLiteral("rules")).toArray().first().toObject().value(QStringLiteral("command")).toArray().last().toString(),
+                 QStringLiteral("x -delete"));
+        QCOMPARE(edited.value(QStringLiteral("tools")).toObject().value(QStringLiteral("package.version")).toObject().value(QStringLiteral("constraints")).toObject()
+                     .value(QStringLiteral("package")).toString(), QStringLiteral("a;b=c"));
+        // Shown escaped, kept as it is.
+        QTreeWidget *rules = editor.commandRules()->tree();
+        const QModelIndex cell = rules->model()->index(1, 1);
+        QCOMPARE(cell.data().toString(), QStringLiteral("cat \u202Egnp.exe"));
+        auto *delegate = qobject_cast<QStyledItemDelegate *>(rules->itemDelegate());
+        QVERIFY(delegate);
+        const QString shown = delegate->displayText(cell.data(), QLocale());
+        QVERIFY2(!shown.contains(QChar(0x202E)) && shown.startsWith(QLatin1String("cat ")), qPrintable(shown));
+        // Edited, a row is built from its cells: the change is said.
+        rules->topLevelItem(0)->setText(0, QStringLiteral("deny"));
+        QVERIFY(editor.diffText().contains(QLatin1String("/commands/rules")));
+        QCOMPARE(m_daemon->ctl(args("rm", "kept")).exitCode, 0);
     }
 
     void aDraftThatIsNotAPolicyIsRefusedByTheChecker()

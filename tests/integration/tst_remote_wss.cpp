@@ -432,6 +432,28 @@ private Q_SLOTS:
                                                                         {QStringLiteral("mounts"), QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/etc")},
                                                                                                                           {QStringLiteral("path"), QStringLiteral("/mnt/etc")}}}}}}});
         QVERIFY2(!mounted && mounted.error().message.contains(QStringLiteral("default policy only")), qPrintable(mounted ? QString() : mounted.error().message));
+        // A draft to try: a person's (it names the patterns and what they are tried on, and
+        // mounts whose host paths would be looked at); a limited token is refused, and is not
+        // shown what the person's defaults say now.
+        const QJsonObject probe{{QStringLiteral("sandbox"), QStringLiteral("mine")}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}},
+                                {QStringLiteral("policy"), QJsonObject{{QStringLiteral("filesystem"), QJsonObject{{QStringLiteral("mounts"), QJsonArray{QJsonObject{
+                                    {QStringLiteral("host"), QStringLiteral("/root/.ssh")}, {QStringLiteral("path"), QStringLiteral("/data")}}}}}}}}};
+        for (DaemonClient *limited : {&scoped}) {
+            auto drafted = limited->call(QStringLiteral("policy.check"), probe);
+            QVERIFY2(!drafted && drafted.error().code == ErrorCode::Denied
+                         && drafted.error().message == QStringLiteral("token 'ci' (sandboxes mine): policy drafts need a token with full access"),
+                     qPrintable(drafted ? QStringLiteral("allowed") : drafted.error().message));
+        }
+        auto plain = scoped.call(QStringLiteral("policy.check"), {{QStringLiteral("sandbox"), QStringLiteral("mine")}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
+        QVERIFY2(plain && !plain->contains(QStringLiteral("draft")), qPrintable(plain ? QString() : plain.error().message));
+        auto shown = scoped.call(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), QStringLiteral("mine")}, {QStringLiteral("effective"), true}});
+        QVERIFY(shown && shown->contains(QStringLiteral("sources")) && !shown->contains(QStringLiteral("below")));
+        DaemonClient viewer;
+        options.token = reader;
+        QVERIFY(viewer.connectToDaemon(options));
+        auto viewed = viewer.call(QStringLiteral("policy.check"), probe);
+        QVERIFY2(!viewed && viewed.error().message == QStringLiteral("token 'viewer' (read-only): policy drafts need a token with full access"),
+                 qPrintable(viewed ? QStringLiteral("allowed") : viewed.error().message));
         QCOMPARE(m_daemon->ctl(args("rm", "theirs", "mine")).exitCode, 0);
     }
 
