@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "AddHostDialog.h"
 
+#include "client/DaemonClient.h"
 #include "client/HostTokens.h"
+#include "model/DisplayText.h"
 #include "remote/TokenStore.h"
+#include "util/Version.h"
+
+#include <QElapsedTimer>
+#include <QRegularExpression>
 
 #include <QDialogButtonBox>
 #include <QFormLayout>
@@ -12,11 +18,23 @@
 
 namespace airlock::ui {
 
-AddHostDialog::AddHostDialog(QWidget *parent)
-    : QDialog(parent), m_name(new QLineEdit), m_address(new QLineEdit), m_token(new QLineEdit), m_fingerprint(new QLabel), m_problem(new QLabel),
+namespace {
+// A fingerprint in groups of four, to be read against another, not taken on trust.
+QString inGroups(const QString &hex)
+{
+    QStringList groups;
+    for (int i = 0; i < hex.size(); i += 4)
+        groups << hex.mid(i, 4);
+    return groups.join(QLatin1Char(' '));
+}
+} // namespace
+
+AddHostDialog::AddHostDialog(QWidget *parent, std::optional<HostRegistry::Entry> editing)
+    : QDialog(parent), m_editing(std::move(editing)), m_name(new QLineEdit), m_address(new QLineEdit), m_token(new QLineEdit), m_fingerprint(new QLabel),
+      m_problem(new QLabel), m_test(new QLabel), m_testButton(new QPushButton(tr("&Test connection"))),
       m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
-    setWindowTitle(tr("Add a host"));
+    setWindowTitle(m_editing ? tr("Edit host %1").arg(display::escaped(m_editing->name, 64)) : tr("Add a host"));
     setMinimumWidth(620);
     m_name->setPlaceholderText(tr("build-box"));
     m_address->setPlaceholderText(tr("wss://10.0.0.5:7443#sha256=… as airlockd printed it, or ssh://me@host"));
@@ -31,19 +49,92 @@ AddHostDialog::AddHostDialog(QWidget *parent)
     m_problem->setTextFormat(Qt::PlainText);
     m_problem->setWordWrap(true);
     m_problem->setStyleSheet(QStringLiteral("color: #c0392b"));
-    m_buttons->button(QDialogButtonBox::Ok)->setText(tr("Add host"));
+    m_buttons->button(QDialogButtonBox::Ok)->setText(m_editing ? tr("Save") : tr("Add host"));
+    m_name->setToolTip(tr("How the console and airlockctl --host call it; unique"));
+    m_address->setToolTip(tr("wss://HOST:PORT#sha256=… as 'airlockd --listen' printed it, or ssh://[user@]host[:port]"));
+    m_token->setToolTip(tr("The token 'airlockd token create' printed on that host; kept in your keyring, never in hosts.json"));
+    m_testButton->setToolTip(tr("Connect with what is typed, without saving, and show who answers"));
+    m_test->setTextFormat(Qt::PlainText);
+    m_test->setWordWrap(true);
+    m_test->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    if (m_editing) {
+        m_name->setText(m_editing->name);
+        m_address->setText(m_editing->url);
+        if (!m_editing->token.isEmpty())
+            m_token->setPlaceholderText(tr("(saved: leave empty to keep it)"));
+    }
     auto *form = new QFormLayout(this);
-    form->addRow(tr("Name"), m_name);
-    form->addRow(tr("Address"), m_address);
+    form->addRow(tr("&Name"), m_name);
+    form->addRow(tr("A&ddress"), m_address);
     form->addRow(tr("Certificate"), m_fingerprint);
-    form->addRow(tr("Token"), m_token);
+    form->addRow(tr("T&oken"), m_token);
     form->addRow(m_problem);
+    form->addRow(m_testButton, m_test);
     form->addRow(m_buttons);
     connect(m_buttons, &QDialogButtonBox::accepted, this, &AddHostDialog::accept);
     connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     for (QLineEdit *edit : {m_name, m_address, m_token})
         connect(edit, &QLineEdit::textChanged, this, &AddHostDialog::check);
+    connect(m_testButton, &QPushButton::clicked, this, &AddHostDialog::testConnection);
     check();
+}
+
+QByteArray AddHostDialog::token() const
+{
+    if (!m_token->isEnabled())
+        return {};
+    if (const QByteArray typed = m_token->text().trimmed().toLatin1(); !typed.isEmpty() || !m_editing || m_editing->token.isEmpty())
+        return typed;
+    auto saved = hosttokens::load(m_editing->name, m_editing->token);
+    return saved ? *saved : QByteArray();
+}
+
+bool AddHostDialog::testConnection()
+{
+    auto parsed = parseHostAddress(m_address->text().trimmed());
+    if (!parsed) {
+        m_test->setText(parsed.error().message);
+        return false;
+    }
+    m_test->setText(tr("Connecting…"));
+    m_testButton->setEnabled(false);
+    ConnectOptions options;
+    options.host = parsed->text;
+    options.autostart = false;
+    options.timeoutMs = 5000;
+    options.token = QString::fromLatin1(token());
+    options.clientName = QStringLiteral("airlock/") + version() + QStringLiteral(" (test)");
+    DaemonClient probe;
+    QElapsedTimer took;
+    took.start();
+    Status connected = probe.connectToDaemon(options);
+    Result<QJsonObject> info = connected ? probe.call(QStringLiteral("daemon.info"), {}, 5000) : Result<QJsonObject>(connected.error());
+    probe.close();
+    m_testButton->setEnabled(true);
+    const bool tls = parsed->scheme == HostAddress::Scheme::Wss;
+    if (!info) {
+        // A certificate that is not the pasted one: both, side by side, in groups to compare.
+        static const QRegularExpression pin(QStringLiteral("expected sha256=([0-9a-f]{64}), got ([0-9a-f]{64})"));
+        if (const auto m = pin.match(info.error().message); m.hasMatch()) {
+            m_test->setText(tr("Refused: the daemon presented a certificate that is not the one pasted.\nPresented: SHA-256 %1\nPasted:    SHA-256 %2\n"
+                               "If that daemon made a new identity, check the new fingerprint on its machine before using it.")
+                                .arg(inGroups(m.captured(2)), inGroups(m.captured(1))));
+            return false;
+        }
+        m_test->setText(tr("Not connected: %1").arg(display::escaped(info.error().message, 400)));
+        return false;
+    }
+    const double ms = double(took.nsecsElapsed()) / 1e6;
+    QString said = tr("Connected in %1 ms: airlockd %2 on %3, %4 sandbox(es).")
+                       .arg(ms, 0, 'f', 0)
+                       .arg(display::escaped(info->value(QStringLiteral("version")).toString(), 40), display::escaped(info->value(QStringLiteral("host")).toString(), 80))
+                       .arg(info->value(QStringLiteral("sandboxes")).toInt());
+    if (tls)
+        said += tr("\nPresented: SHA-256 %1 (the one pasted)").arg(inGroups(parsed->fingerprint));
+    if (info->value(QStringLiteral("version")).toString() != version())
+        said += tr("\nIt runs another version than this console (%1).").arg(version());
+    m_test->setText(said);
+    return true;
 }
 
 void AddHostDialog::check()
@@ -58,16 +149,13 @@ void AddHostDialog::check()
     if (!parsed) {
         problem = parsed.error().message;
     } else if (parsed->scheme == HostAddress::Scheme::Wss) {
-        // In groups of four, to be read against what the server shows, not taken on trust.
-        QStringList groups;
-        for (int i = 0; i < parsed->fingerprint.size(); i += 4)
-            groups << parsed->fingerprint.mid(i, 4);
-        m_fingerprint->setText(tr("SHA-256 %1\nCompare it with the server's before adding: it is the only proof this is that daemon.")
-                                   .arg(groups.join(QLatin1Char(' '))));
+        m_fingerprint->setText(tr("SHA-256 %1\nCompare it with the server's before adding (or Test connection): it is the only proof this is that daemon.")
+                                   .arg(inGroups(parsed->fingerprint)));
     } else {
         m_fingerprint->setText(tr("none (%1)").arg(parsed->scheme == HostAddress::Scheme::Ssh ? tr("ssh checks the host key") : tr("this machine")));
     }
-    if (problem.isEmpty() && needsToken && !remote::isTokenShaped(m_token->text().trimmed().toLatin1()))
+    const bool keepsSaved = m_editing && !m_editing->token.isEmpty() && m_token->text().trimmed().isEmpty();
+    if (problem.isEmpty() && needsToken && !keepsSaved && !remote::isTokenShaped(m_token->text().trimmed().toLatin1()))
         problem = tr("The token is what 'airlockd token create --name NAME' printed on that host (alk_…).");
     if (problem.isEmpty() && m_name->text().trimmed().isEmpty())
         problem = tr("Give the host a name.");
@@ -82,16 +170,17 @@ Result<HostRegistry::Entry> AddHostDialog::save()
         return hosts.error();
     const QString name = m_name->text().trimmed();
     const QString url = m_address->text().trimmed();
-    if (Status checked = HostRegistry(*hosts).add(name, url); !checked) // nothing kept for a host that is refused
-        return checked.error();
-    QString backend;
-    if (m_token->isEnabled()) {
-        auto saved = hosttokens::save(name, m_token->text().trimmed().toLatin1());
-        if (!saved)
-            return saved.error();
-        backend = *saved;
+    const QByteArray kept = token(); // read before an edited entry (and its saved token) goes
+    if (m_editing) {
+        HostRegistry without = *hosts;
+        if (Status removed = without.remove(m_editing->name); !removed)
+            return removed.error();
+        if (Status checked = HostRegistry(without).add(name, url); !checked) // nothing changes for an edit that is refused
+            return checked.error();
+        if (Status removed = hosttokens::removeHost(*hosts, m_editing->name); !removed)
+            return removed.error();
     }
-    if (Status added = hosts->add(name, url, backend); !added)
+    if (Status added = hosttokens::addHost(*hosts, name, url, kept); !added)
         return added.error();
     if (Status written = hosts->save(); !written)
         return written.error();

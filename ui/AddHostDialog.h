@@ -5,21 +5,26 @@
 
 #include <QDialog>
 
+#include <optional>
+
 class QDialogButtonBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
+class QPushButton;
 
 namespace airlock::ui {
 
-// Adds a daemon on another machine: a name, the address airlockd printed (for wss:// with the
-// certificate's fingerprint, shown back in groups so it can be compared with the server's), and
-// for wss:// the token. Add is enabled only when all of it is valid; accept() saves the host
-// (hosts.json) and its token (keyring, else a 0600 file) and returns the entry.
+// Adds a daemon on another machine, or changes one saved before: a name, the address airlockd
+// printed (for wss:// with the certificate's fingerprint, shown back in groups so it can be
+// compared with the server's), and for wss:// the token. Test connection reaches the daemon
+// before anything is saved and shows the certificate it presents beside the one pasted. Save is
+// enabled only when all of it is valid; accept() saves the host (hosts.json) and its token
+// (keyring, else a 0600 file) and returns the entry. Editing, an empty token keeps the saved one.
 class AddHostDialog final : public QDialog {
     Q_OBJECT
 public:
-    explicit AddHostDialog(QWidget *parent = nullptr);
+    explicit AddHostDialog(QWidget *parent = nullptr, std::optional<HostRegistry::Entry> editing = std::nullopt);
 
     QLineEdit *nameEdit() const { return m_name; }
     QLineEdit *addressEdit() const { return m_address; }
@@ -27,6 +32,10 @@ public:
     QLabel *fingerprintLabel() const { return m_fingerprint; }
     QLabel *problemLabel() const { return m_problem; }
     QDialogButtonBox *buttons() const { return m_buttons; }
+    QPushButton *testButton() const { return m_testButton; }
+    QLabel *testLabel() const { return m_test; }
+    // Connects with what is typed (nothing saved), asks the daemon who it is, and says so.
+    bool testConnection();
     // Saves; the error says what is wrong (the dialog stays open).
     Result<HostRegistry::Entry> save();
     HostRegistry::Entry entry() const { return m_saved; }
@@ -35,9 +44,12 @@ public:
 
 private:
     void check();
+    QByteArray token() const; // typed, or the saved one when editing leaves it empty
 
+    std::optional<HostRegistry::Entry> m_editing;
     QLineEdit *m_name, *m_address, *m_token;
-    QLabel *m_fingerprint, *m_problem;
+    QLabel *m_fingerprint, *m_problem, *m_test;
+    QPushButton *m_testButton;
     QDialogButtonBox *m_buttons;
     HostRegistry::Entry m_saved;
 };

@@ -83,8 +83,10 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
         if (row.isValid() && !m_tree->selectionModel()->isRowSelected(row.row(), row.parent()))
             m_tree->selectionModel()->setCurrentIndex(row, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
         QMenu menu(this);
-        menu.addActions(m_contextActions);
-        menu.exec(m_tree->viewport()->mapToGlobal(at));
+        const bool remoteHost = row.isValid() && !row.parent().isValid() && m_proxy->mapToSource(row).row() > 0;
+        menu.addActions(remoteHost ? m_hostActions : m_contextActions);
+        if (!menu.isEmpty())
+            menu.exec(m_tree->viewport()->mapToGlobal(at));
     });
 
     // No sandbox anywhere yet: what to do next, in place of an empty table.
@@ -164,6 +166,11 @@ void FleetView::updateEmptyState()
 void FleetView::setContextActions(const QList<QAction *> &actions)
 {
     m_contextActions = actions;
+}
+
+void FleetView::setHostContextActions(const QList<QAction *> &actions)
+{
+    m_hostActions = actions;
 }
 
 void FleetView::showEvent(QShowEvent *event)

@@ -33,6 +33,8 @@ public:
     QModelIndexList selectedSandboxes() const;
     void select(const QModelIndexList &indexes); // replaces the selection
     void setContextActions(const QList<QAction *> &actions);
+    // The menu of a host's own row (not this computer's): edit, remove.
+    void setHostContextActions(const QList<QAction *> &actions);
 
     QWidget *emptyState() const { return m_empty; } // shown while no host has a sandbox
 
@@ -51,7 +53,7 @@ private:
     FleetSampler *m_sampler;
     QLineEdit *m_filter;
     QTreeView *m_tree;
-    QList<QAction *> m_contextActions;
+    QList<QAction *> m_contextActions, m_hostActions;
     QWidget *m_empty;
     void updateEmptyState();
 };

@@ -2,6 +2,7 @@
 #include "MainWindow.h"
 
 #include "AddHostDialog.h"
+#include "client/HostTokens.h"
 #include "ApprovalsDock.h"
 #include "FleetView.h"
 #include "RemoteHosts.h"
@@ -341,6 +342,16 @@ void MainWindow::createActions()
     for (QAction *perSandbox : {duplicate, remove, kill, stop, openConsole, policy, timeline, command})
         m_perSandbox.append(perSandbox);
     m_fleet->setContextActions({openConsole, stop, kill, policy, timeline, duplicate, remove});
+    // A remote host's row: change where it is (or its token), or take it out of the console.
+    const auto hostRow = [this] {
+        const QModelIndex at = m_fleet->current();
+        return at.isValid() && !at.parent().isValid() ? at.row() : -1;
+    };
+    QAction *editHostAction = action(tr("&Edit host…"), QKeySequence(), [this, hostRow] { editHost(hostRow()); });
+    QAction *removeHostAction = action(tr("Re&move host…"), QKeySequence(), [this, hostRow] { removeHost(hostRow()); });
+    editHostAction->setToolTip(tr("Change this host's name, address or token (tested before it is saved)"));
+    removeHostAction->setToolTip(tr("Take this host out of the console and forget its token; its sandboxes keep running there"));
+    m_fleet->setHostContextActions({editHostAction, removeHostAction});
 }
 
 void MainWindow::setReconnect(std::function<Status(bool autostart)> reconnect)
@@ -499,7 +510,8 @@ void MainWindow::updateHistoryHosts()
         return;
     QList<HistoryWindow::Host> hosts;
     for (int row = 0; row < m_model->hostCount(); ++row)
-        hosts.append({m_model->hostName(row), m_model->hostClient(m_model->index(row, 0))});
+        if (!m_model->isRetired(row))
+            hosts.append({m_model->hostName(row), m_model->hostClient(m_model->index(row, 0))});
     m_history->setHosts(hosts);
 }
 
@@ -587,6 +599,55 @@ DaemonClient &MainWindow::currentClient() const
 {
     DaemonClient *client = m_model->hostClient(m_fleet->current());
     return client ? *client : m_client;
+}
+
+void MainWindow::retireHost(int row)
+{
+    m_model->retireHost(row);
+    m_approvals->retireHost(row);
+    updateHistoryHosts();
+}
+
+void MainWindow::editHost(int row)
+{
+    const auto entry = m_remoteHosts->entry(row);
+    if (!entry)
+        return;
+    AddHostDialog dialog(this, *entry);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    // hosts.json changed: the console follows it (the old entry goes, the new one connects).
+    auto hosts = HostRegistry::load();
+    const QStringList problems = hosts ? m_remoteHosts->sync(hosts->entries()) : QStringList{hosts.error().message};
+    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64)) : problems.join(QLatin1Char('\n')), !problems.isEmpty());
+}
+
+bool MainWindow::removeHost(int row, bool ask)
+{
+    const auto entry = m_remoteHosts->entry(row);
+    if (!entry)
+        return false;
+    if (ask) {
+        QMessageBox box(QMessageBox::Question, tr("Remove host"),
+                        tr("Remove %1 from this console and from your saved hosts?").arg(display::escaped(entry->name, 64)), QMessageBox::Cancel, this);
+        box.setInformativeText(tr("Its sandboxes keep running on that machine; its token is forgotten here."));
+        QPushButton *remove = box.addButton(tr("Remove"), QMessageBox::DestructiveRole);
+        box.setDefaultButton(QMessageBox::Cancel);
+        box.exec();
+        if (box.clickedButton() != remove)
+            return false;
+    }
+    auto hosts = HostRegistry::load();
+    Status removed = hosts ? hosttokens::removeHost(*hosts, entry->name) : Status(hosts.error());
+    if (removed)
+        removed = hosts->save();
+    if (!removed) {
+        showStatus(tr("Not removed: %1").arg(removed.error().message), true);
+        return false;
+    }
+    m_remoteHosts->remove(entry->name);
+    showStatus(tr("Removed %1").arg(display::escaped(entry->name, 64)));
+    return true;
 }
 
 int MainWindow::addHost(const QString &name, DaemonClient &client)

@@ -48,6 +48,11 @@ public:
     // Another daemon's sandboxes in the tree and its requests in the approvals dock; every
     // per-sandbox action then goes to the host of the selection. Returns its row in the tree.
     int addHost(const QString &name, DaemonClient &client);
+    // The fleet's and the approvals' part of taking a host out of the console (RemoteHosts::remove).
+    void retireHost(int row);
+    // File → Edit host… and Remove host… on a host's row: the saved entry changed or gone (hosts.json).
+    void editHost(int row);
+    bool removeHost(int row, bool ask = true);
     // The daemon of the selected row (a host or a sandbox under it); this computer's otherwise.
     DaemonClient &currentClient() const;
     // The saved hosts (hosts.json): the composition root adds them; Add host… adds more.

@@ -9,7 +9,10 @@
 #include "client/DaemonClient.h"
 #include "client/HostTokens.h"
 
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QPointer>
 #include <QTimer>
 
@@ -35,6 +38,7 @@ struct RemoteHosts::Host {
     int retryMs = 1000;
     QTimer retry, probe;
     bool connecting = false;
+    bool removed = false;
 };
 
 RemoteHosts::RemoteHosts(MainWindow &window, QObject *parent) : QObject(parent), m_window(window) {}
@@ -44,9 +48,83 @@ RemoteHosts::~RemoteHosts() = default;
 DaemonClient *RemoteHosts::client(const QString &name) const
 {
     for (const auto &h : m_hosts)
-        if (h->entry.name == name)
+        if (!h->removed && h->entry.name == name)
             return &h->client;
     return nullptr;
+}
+
+int RemoteHosts::count() const
+{
+    return int(std::count_if(m_hosts.cbegin(), m_hosts.cend(), [](const auto &h) { return !h->removed; }));
+}
+
+std::optional<HostRegistry::Entry> RemoteHosts::entry(int row) const
+{
+    for (const auto &h : m_hosts)
+        if (!h->removed && h->row == row)
+            return h->entry;
+    return std::nullopt;
+}
+
+bool RemoteHosts::remove(const QString &name)
+{
+    for (const auto &host : m_hosts) {
+        Host &h = *host;
+        if (h.removed || h.entry.name != name)
+            continue;
+        h.removed = true; // kept (the fleet's row numbers stay), never connected again
+        h.retry.stop();
+        h.probe.stop();
+        h.client.disconnect(this);
+        h.client.close();
+        m_window.retireHost(h.row);
+        Q_EMIT hostRemoved(name);
+        return true;
+    }
+    return false;
+}
+
+QStringList RemoteHosts::sync(const QList<HostRegistry::Entry> &entries)
+{
+    for (const auto &host : m_hosts) {
+        if (host->removed)
+            continue;
+        const auto now = std::find_if(entries.cbegin(), entries.cend(), [&](const HostRegistry::Entry &e) { return e.name == host->entry.name; });
+        if (now == entries.cend() || now->url != host->entry.url || now->token != host->entry.token)
+            remove(host->entry.name);
+    }
+    QStringList problems;
+    for (const HostRegistry::Entry &e : entries) {
+        if (client(e.name))
+            continue;
+        if (Status added = add(e); !added) // hosts.json edited by hand: the first of a name is kept
+            problems.append(tr("Host %1 left out: %2").arg(display::escaped(e.name, 64), added.error().message));
+    }
+    return problems;
+}
+
+QStringList RemoteHosts::follow(const QString &path)
+{
+    m_path = path;
+    if (!m_watcher) {
+        // The file and its folder: a save replaces the file (a new inode the file's watch misses).
+        m_watcher = new QFileSystemWatcher(this);
+        m_reread = new QTimer(this);
+        m_reread->setSingleShot(true);
+        m_reread->setInterval(150); // one read for the burst of changes a save makes
+        connect(m_watcher, &QFileSystemWatcher::fileChanged, m_reread, qOverload<>(&QTimer::start));
+        connect(m_watcher, &QFileSystemWatcher::directoryChanged, m_reread, qOverload<>(&QTimer::start));
+        connect(m_reread, &QTimer::timeout, this, [this] { Q_EMIT followed(follow(m_path)); });
+    }
+    const QString dir = QFileInfo(path).absolutePath();
+    QDir().mkpath(dir);
+    for (const QString &watched : {dir, path})
+        if (QFileInfo::exists(watched) && !m_watcher->files().contains(watched) && !m_watcher->directories().contains(watched))
+            m_watcher->addPath(watched);
+    auto hosts = HostRegistry::load(path);
+    if (!hosts)
+        return {hosts.error().message};
+    return sync(hosts->entries());
 }
 
 Status RemoteHosts::add(const HostRegistry::Entry &entry)
@@ -71,7 +149,7 @@ Status RemoteHosts::add(const HostRegistry::Entry &entry)
 
 void RemoteHosts::connectHost(Host &h)
 {
-    if (h.connecting || h.client.isConnected())
+    if (h.removed || h.connecting || h.client.isConnected())
         return;
     h.connecting = true;
     ConnectOptions options;
@@ -108,7 +186,7 @@ void RemoteHosts::probe(Host &h)
     auto timer = std::make_shared<QElapsedTimer>();
     timer->start();
     h.client.callAsync(QStringLiteral("daemon.info"), {}, [self = QPointer<RemoteHosts>(this), &h, timer](Result<QJsonValue> r) {
-        if (!self || !r)
+        if (!self || !r || h.removed)
             return;
         const QJsonObject info = r->toObject();
         const double ms = double(timer->nsecsElapsed()) / 1e6;
@@ -126,6 +204,8 @@ void RemoteHosts::probe(Host &h)
 
 void RemoteHosts::lost(Host &h, const QString &why)
 {
+    if (h.removed)
+        return;
     h.probe.stop();
     m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url), tr("unreachable, retrying in %1 s").arg(h.retryMs / 1000),
                                            QStringLiteral("%1\n%2").arg(why, h.entry.url));

@@ -6,8 +6,10 @@
 #include <QObject>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
+class QFileSystemWatcher;
 class QTimer;
 
 namespace airlock {
@@ -31,13 +33,24 @@ public:
     // Refused (AlreadyExists) when a host of that name is in the window already: a name picks the
     // host a decision, a command or a history query goes to.
     Status add(const HostRegistry::Entry &entry);
-    int count() const { return int(m_hosts.size()); }
+    // Takes a host out of the console: its connection is closed, its row and requests go.
+    bool remove(const QString &name);
+    // Makes the console's hosts those of `entries`: new ones added, gone ones removed, one whose
+    // address or token changed connected again. What could not be added is said, one line each.
+    QStringList sync(const QList<HostRegistry::Entry> &entries);
+    // Loads hosts.json at `path` and follows it: what `airlockctl hosts add/rm` (or another
+    // console) writes there is picked up within a moment.
+    QStringList follow(const QString &path);
+    int count() const;
     DaemonClient *client(const QString &name) const;
+    std::optional<HostRegistry::Entry> entry(int row) const; // of a fleet row
 
 Q_SIGNALS:
     void hostChanged(const QString &name); // connected, lost, measured
     void hostConnected(airlock::DaemonClient *client); // first time, or back after a drop
     void hostLost(airlock::DaemonClient *client, const QString &why);
+    void hostRemoved(const QString &name);
+    void followed(const QStringList &problems); // hosts.json was read again
 
 private:
     struct Host;
@@ -47,6 +60,9 @@ private:
 
     MainWindow &m_window;
     std::vector<std::unique_ptr<Host>> m_hosts;
+    QFileSystemWatcher *m_watcher = nullptr;
+    QTimer *m_reread = nullptr;
+    QString m_path;
 };
 
 } // namespace airlock::ui

@@ -79,14 +79,14 @@ int main(int argc, char *argv[])
     });
     if (!connected)
         window.showDisconnected(connected.error());
-    // Other daemons the person saved (airlockctl hosts add, or File → Add host…), below this one.
-    if (auto hosts = HostRegistry::load())
-        for (const HostRegistry::Entry &entry : hosts->entries()) {
-            if (Status added = window.remoteHosts()->add(entry); !added) // hosts.json edited by hand: the first of a name is kept
-                window.statusBar()->showMessage(QObject::tr("Host %1 left out: %2").arg(entry.name.left(64), added.error().message));
-        }
-    else
-        window.statusBar()->showMessage(hosts.error().message);
+    // Other daemons the person saved (airlockctl hosts add, or File → Add host…), below this one,
+    // and followed: what the CLI changes in hosts.json is picked up.
+    const auto sayProblems = [&window](const QStringList &problems) {
+        if (!problems.isEmpty())
+            window.statusBar()->showMessage(problems.join(QStringLiteral("; ")));
+    };
+    QObject::connect(window.remoteHosts(), &airlock::ui::RemoteHosts::followed, &window, sayProblems);
+    sayProblems(window.remoteHosts()->follow(HostRegistry::defaultPath()));
     window.show();
     return QApplication::exec();
 }

@@ -36,12 +36,8 @@ public:
             return list(ctx, *hosts);
         if (sub == QLatin1String("add") && positional.size() == 3)
             done = add(*hosts, positional.at(1), positional.at(2), parser.value(QStringLiteral("token-file")));
-        else if (sub == QLatin1String("rm") && positional.size() == 2) {
-            const auto entry = hosts->find(positional.at(1));
-            done = hosts->remove(positional.at(1));
-            if (done && entry && !entry->token.isEmpty())
-                hosttokens::remove(entry->name, entry->token);
-        }
+        else if (sub == QLatin1String("rm") && positional.size() == 2)
+            done = hosttokens::removeHost(*hosts, positional.at(1));
         else if (sub == QLatin1String("use") && positional.size() == 2)
             done = hosts->use(positional.at(1));
         else
@@ -58,7 +54,7 @@ private:
     {
         if (tokenFile.isEmpty())
             return hosts.add(name, url);
-        // Checked before the token is kept anywhere: nothing is stored for a host that is refused.
+        // Checked before the token is read: nothing is stored for a host that is refused.
         if (Status checked = HostRegistry(hosts).add(name, url); !checked)
             return checked;
         QFile file;
@@ -69,10 +65,7 @@ private:
         if (!remote::isTokenShaped(token))
             return makeError(ErrorCode::InvalidArgument,
                              QStringLiteral("--token-file %1: not a token (expected one line, alk_…, as 'airlockd token create' printed it)").arg(tokenFile));
-        auto backend = hosttokens::save(name, token);
-        if (!backend)
-            return backend.error();
-        return hosts.add(name, url, *backend);
+        return hosttokens::addHost(hosts, name, url, token);
     }
 
     int list(Context &ctx, const HostRegistry &hosts)

@@ -57,4 +57,28 @@ void remove(const QString &host, const QString &backend)
         (void)store->remove(secretName(host));
 }
 
+Status addHost(HostRegistry &hosts, const QString &name, const QString &url, const QByteArray &token)
+{
+    if (Status checked = HostRegistry(hosts).add(name, url); !checked)
+        return checked;
+    QString backend;
+    if (!token.isEmpty()) {
+        auto saved = save(name, token);
+        if (!saved)
+            return saved.error();
+        backend = *saved;
+    }
+    return hosts.add(name, url, backend);
+}
+
+Status removeHost(HostRegistry &hosts, const QString &name)
+{
+    const auto entry = hosts.find(name);
+    if (Status removed = hosts.remove(name); !removed)
+        return removed;
+    if (entry && !entry->token.isEmpty())
+        remove(entry->name, entry->token);
+    return Ok{};
+}
+
 } // namespace airlock::hosttokens

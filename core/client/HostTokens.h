@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "client/Hosts.h"
 #include "util/Result.h"
 
 #include <QByteArray>
@@ -14,5 +15,11 @@ namespace airlock::hosttokens {
 Result<QString> save(const QString &host, const QByteArray &token); // the backend used
 Result<QByteArray> load(const QString &host, const QString &backend);
 void remove(const QString &host, const QString &backend);
+
+// A host saved with its token (if any), checked first: nothing is kept for a host that is
+// refused. The registry is changed, not written (the caller saves it).
+Status addHost(HostRegistry &hosts, const QString &name, const QString &url, const QByteArray &token = {});
+// A saved host and its token, gone.
+Status removeHost(HostRegistry &hosts, const QString &name);
 
 } // namespace airlock::hosttokens

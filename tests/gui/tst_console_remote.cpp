@@ -38,6 +38,7 @@
 #include <QTcpServer>
 #include <QTest>
 #include <QTextDocumentFragment>
+#include <QTemporaryDir>
 #include <QTreeView>
 
 using namespace airlock;
@@ -218,6 +219,100 @@ private Q_SLOTS:
     // Each daemon keeps its own history; the window shows all connected hosts' merged by time,
     // exactly, though their pages end at different times, and each row asks its own host for its
     // output, timeline and export.
+    void testConnectionSaysWhoAnswersBeforeAnythingIsSaved()
+    {
+        const QString hostsFile = m_local->configDir() + QStringLiteral("/hosts.json");
+        QFile before(hostsFile);
+        QVERIFY(before.open(QIODevice::ReadOnly));
+        const QByteArray saved = before.readAll();
+        before.close();
+        AddHostDialog dialog;
+        dialog.nameEdit()->setText(QStringLiteral("tested"));
+        dialog.addressEdit()->setText(m_url);
+        dialog.tokenEdit()->setText(m_token);
+        QVERIFY2(dialog.testConnection(), qPrintable(dialog.testLabel()->text()));
+        const QString fingerprint = m_url.section(QStringLiteral("sha256="), 1);
+        QString groups;
+        for (int i = 0; i < fingerprint.size(); i += 4)
+            groups += (i ? QStringLiteral(" ") : QString()) + fingerprint.mid(i, 4);
+        QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Connected in ")) && dialog.testLabel()->text().contains(QLatin1String(" sandbox"))
+                     && dialog.testLabel()->text().contains(QStringLiteral("Presented: SHA-256 ") + groups + QStringLiteral(" (the one pasted)")),
+                 qPrintable(dialog.testLabel()->text()));
+        // Another certificate than the one pasted: refused, both shown side by side to compare.
+        const QString other = QString(64, QLatin1Char('0'));
+        dialog.addressEdit()->setText(m_url.section(QStringLiteral("sha256="), 0, 0) + QStringLiteral("sha256=") + other);
+        QVERIFY(!dialog.testConnection());
+        QVERIFY2(dialog.testLabel()->text().contains(QStringLiteral("Presented: SHA-256 ") + groups)
+                     && dialog.testLabel()->text().contains(QStringLiteral("Pasted:    SHA-256 0000 0000")),
+                 qPrintable(dialog.testLabel()->text()));
+        // A token the daemon does not know: said, nothing saved.
+        dialog.addressEdit()->setText(m_url);
+        dialog.tokenEdit()->setText(QStringLiteral("alk_") + QString(43, QLatin1Char('A')));
+        QVERIFY(!dialog.testConnection());
+        QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Not connected: ")), qPrintable(dialog.testLabel()->text()));
+        QVERIFY(before.open(QIODevice::ReadOnly));
+        QCOMPARE(before.readAll(), saved);
+    }
+
+    void hostsFollowTheSavedListAndAreEditedOrRemovedOnTheirRow()
+    {
+        MainWindow window(*m_client);
+        QVERIFY(window.remoteHosts()->follow(m_local->configDir() + QStringLiteral("/hosts.json")).isEmpty());
+        QVERIFY(hostRow(window) > 0); // far, as the first test saved it
+        window.show();
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000), qPrintable(hostState(window)));
+        // The CLI takes it out: the console follows, and its row is no longer shown.
+        const int row = hostRow(window);
+        QCOMPARE(m_local->ctl(args("hosts", "rm", "far")).exitCode, 0);
+        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->isRetired(row); }, 5000));
+        QVERIFY(!window.remoteHosts()->client(QStringLiteral("far")));
+        const auto shownHosts = [&] {
+            QStringList names;
+            const QAbstractItemModel *shown = window.sandboxTree()->model();
+            for (int r = 0; r < shown->rowCount(); ++r)
+                names.append(shown->index(r, 0).data().toString());
+            return names;
+        };
+        QCOMPARE(shownHosts(), QStringList{QStringLiteral("This computer")});
+        // The CLI adds it again under another name: connected, with its sandboxes.
+        QTemporaryDir dir;
+        QFile tokenFile(dir.filePath(QStringLiteral("token")));
+        QVERIFY(tokenFile.open(QIODevice::WriteOnly) && tokenFile.write(m_token.toLatin1()) > 0);
+        tokenFile.close();
+        QCOMPARE(m_local->ctl(args("hosts", "add", "yonder") + QStringList{m_url, QStringLiteral("--token-file"), tokenFile.fileName()}).exitCode, 0);
+        QVERIFY(QTest::qWaitFor([&] { return window.remoteHosts()->client(QStringLiteral("yonder")) && window.remoteHosts()->client(QStringLiteral("yonder"))->isConnected(); }, 10000));
+        QCOMPARE(shownHosts(), (QStringList{QStringLiteral("This computer"), QStringLiteral("yonder")}));
+        // Edited on its row: renamed, the saved token kept (left empty), reconnected.
+        int yonder = -1;
+        for (int r = 0; r < window.sandboxModel()->hostCount(); ++r)
+            if (window.sandboxModel()->hostName(r) == QLatin1String("yonder"))
+                yonder = r;
+        QVERIFY(yonder > 0);
+        AddHostDialog edit(&window, window.remoteHosts()->entry(yonder));
+        QCOMPARE(edit.addressEdit()->text(), m_url);
+        QVERIFY(edit.tokenEdit()->text().isEmpty());
+        edit.nameEdit()->setText(QStringLiteral("beyond"));
+        QVERIFY2(edit.buttons()->button(QDialogButtonBox::Ok)->isEnabled(), qPrintable(edit.problemLabel()->text()));
+        QVERIFY2(edit.testConnection(), qPrintable(edit.testLabel()->text())); // with the saved token
+        auto renamed = edit.save();
+        QVERIFY2(renamed, qPrintable(renamed ? QString() : renamed.error().message));
+        QVERIFY(!renamed->token.isEmpty());
+        QVERIFY(QTest::qWaitFor([&] { return window.remoteHosts()->client(QStringLiteral("beyond")) && window.remoteHosts()->client(QStringLiteral("beyond"))->isConnected(); }, 10000));
+        QVERIFY(!window.remoteHosts()->client(QStringLiteral("yonder")));
+        QCOMPARE(shownHosts(), (QStringList{QStringLiteral("This computer"), QStringLiteral("beyond")}));
+        // Removed on its row: gone from the console and the saved list; the far daemon runs on.
+        int beyond = -1;
+        for (int r = 0; r < window.sandboxModel()->hostCount(); ++r)
+            if (window.sandboxModel()->hostName(r) == QLatin1String("beyond"))
+                beyond = r;
+        QVERIFY(window.removeHost(beyond, false));
+        QCOMPARE(shownHosts(), QStringList{QStringLiteral("This computer")});
+        QVERIFY(!m_local->ctl(args("hosts", "ls")).out.contains("beyond"));
+        QCOMPARE(m_remote->ctl(args("ls")).exitCode, 0);
+        // Back as it was for the tests after this one.
+        QVERIFY(m_local->ctl(args("hosts", "add", "far") + QStringList{m_url, QStringLiteral("--token-file"), tokenFile.fileName()}).exitCode == 0);
+    }
+
     void historyMergesEveryConnectedHostByTime()
     {
         QVERIFY(!m_entry.url.isEmpty());
