@@ -102,6 +102,8 @@ QJsonObject HistoryModel::parameters(const QJsonValue &cursor) const
             params.insert(QLatin1String(key), value->trimmed());
     if (m_filter.sinceMs > 0)
         params.insert(QStringLiteral("sinceMs"), double(m_filter.sinceMs));
+    if (m_filter.untilMs > 0)
+        params.insert(QStringLiteral("untilMs"), double(m_filter.untilMs));
     const QString key = sortKey(m_sortColumn);
     const bool ascending = m_sortOrder == Qt::AscendingOrder;
     if (!key.isEmpty())
@@ -181,7 +183,7 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
             return tr("signal %1").arg(e.value(QStringLiteral("signal")).toInt());
         return {};
     }
-    case Started: return QDateTime::fromMSecsSinceEpoch(started).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+    case Started: return display::timestamp(started);
     case Duration: {
         const QJsonValue ended = e.value(QStringLiteral("endedMs"));
         return ended.isDouble() ? display::duration(qint64(ended.toDouble()) - started) : QVariant();

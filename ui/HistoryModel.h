@@ -20,6 +20,7 @@ public:
         QString sandbox, run, status, text; // status may be "refused": denied or unanswered
         QString agent;
         qint64 sinceMs = 0; // started at or after; 0: any time
+        qint64 untilMs = 0; // started before; 0: up to now
         bool operator==(const Filter &) const = default;
     };
 

@@ -17,6 +17,7 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
+#include <QDateTimeEdit>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -43,9 +44,9 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     : QMainWindow(parent), m_hosts{Host{tr("This computer"), &client}}, m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
       m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_trace(new TraceView), m_output(new OutputView),
       m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_agent(new QLineEdit), m_host(new QComboBox), m_status(new QComboBox),
-      m_when(new QComboBox), m_scope(new QComboBox), m_tabs(new QTabWidget), m_typing(new QTimer(this))
+      m_when(new QComboBox), m_scope(new QComboBox), m_from(new QDateTimeEdit), m_until(new QDateTimeEdit), m_tabs(new QTabWidget), m_typing(new QTimer(this))
 {
-    setWindowTitle(tr("Airlock — History"));
+    setWindowTitle(tr("History"));
     setWindowFlag(Qt::Window);
     resize(1300, 820);
 
@@ -84,7 +85,25 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_when->addItem(tr("Today"), -1);
     m_when->addItem(tr("Last 7 days"), 7 * 86400);
     m_when->addItem(tr("Last 30 days"), 30 * 86400);
-    connect(m_when, &QComboBox::currentIndexChanged, this, [this] { applyFilter(); });
+    m_when->addItem(tr("Between…"), -2); // two moments, in this machine's time zone
+    m_when->setToolTip(tr("When the commands started"));
+    const QDateTime midnight(QDate::currentDate(), QTime(0, 0));
+    m_from->setDateTime(midnight.addDays(-1));
+    m_until->setDateTime(midnight.addDays(1));
+    for (QDateTimeEdit *edge : {m_from, m_until}) {
+        edge->setCalendarPopup(true);
+        edge->setDisplayFormat(QStringLiteral("yyyy-MM-dd HH:mm t"));
+        edge->setVisible(false);
+        connect(edge, &QDateTimeEdit::dateTimeChanged, m_typing, qOverload<>(&QTimer::start));
+    }
+    m_from->setToolTip(tr("Started at or after this moment"));
+    m_until->setToolTip(tr("Started before this moment"));
+    connect(m_when, &QComboBox::currentIndexChanged, this, [this] {
+        const bool between = m_when->currentData().toInt() == -2;
+        m_from->setVisible(between);
+        m_until->setVisible(between);
+        applyFilter();
+    });
     auto *filters = new QWidget;
     auto *filterRow = new QHBoxLayout(filters);
     filterRow->setContentsMargins(4, 4, 4, 4);
@@ -95,6 +114,8 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     filterRow->addWidget(m_agent, 1);
     filterRow->addWidget(m_status);
     filterRow->addWidget(m_when);
+    filterRow->addWidget(m_from);
+    filterRow->addWidget(m_until);
 
     // Executions: fetched as they scroll into view, sorted by the daemon.
     m_table->setModel(m_model);
@@ -339,10 +360,12 @@ void HistoryWindow::applyFilter(bool force)
                                     : 0;
     const QList<Host> hosts = shownHosts();
     const QString host = shownHost();
-    setWindowTitle(m_hosts.size() < 2 ? tr("Airlock — History")
-                   : host.isEmpty()   ? tr("Airlock — History — all connected hosts")
-                                      : tr("Airlock — History — %1").arg(host));
-    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), m_agent->text(), since};
+    setWindowTitle(m_hosts.size() < 2 ? tr("History")
+                   : host.isEmpty()   ? tr("History — all connected hosts")
+                                      : tr("History — %1").arg(display::escaped(host, 64)));
+    const bool between = when == -2;
+    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), m_agent->text(),
+                                      between ? m_from->dateTime().toMSecsSinceEpoch() : since, between ? m_until->dateTime().toMSecsSinceEpoch() : 0};
     if (force && hosts == m_model->sources() && filter == m_model->filter())
         return m_model->reload();
     m_model->setQuery(hosts, filter);
@@ -378,7 +401,7 @@ void HistoryWindow::openRecord(const QJsonObject &e, const Host &host)
     if (const QString run = e.value(QStringLiteral("run")).toString(); !run.isEmpty())
         facts.append(tr("run %1").arg(display::escaped(run, 80)));
     facts.append(tr("in %1").arg(display::escaped(e.value(QStringLiteral("cwd")).toString(), 120)));
-    facts.append(QDateTime::fromMSecsSinceEpoch(qint64(e.value(QStringLiteral("startedMs")).toDouble())).toString(Qt::ISODate));
+    facts.append(display::timestamp(qint64(e.value(QStringLiteral("startedMs")).toDouble())));
     if (e.value(QStringLiteral("outputPruned")).toBool())
         facts.append(tr("output pruned from the history"));
     else if (e.value(QStringLiteral("truncated")).toBool())

@@ -9,6 +9,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDateTimeEdit;
 class QLabel;
 class QLineEdit;
 class QTabWidget;
@@ -59,7 +60,9 @@ public:
 
     // Filters as typed in the bar (applied at once, without the typing delay).
     void setFilter(const QString &sandbox, const QString &run = {}, const QString &status = {}, const QString &text = {});
-    QComboBox *timeFilter() const { return m_when; } // any time, the last hour, today, …
+    QComboBox *timeFilter() const { return m_when; } // any time, the last hour, today, …, between two moments
+    QDateTimeEdit *fromEdit() const { return m_from; }  // "Between…": started at or after
+    QDateTimeEdit *untilEdit() const { return m_until; } // and before
     void openExecution(int row);
     // The trace of a run (or of a sandbox, without a run) on that host, in the Trace tab.
     void showTrace(const Host &host, const QString &sandbox, const QString &run, const QString &sandboxName);
@@ -99,6 +102,7 @@ private:
     QLabel *m_details;
     QLineEdit *m_search, *m_sandbox, *m_run, *m_agent;
     QComboBox *m_host, *m_status, *m_when, *m_scope;
+    QDateTimeEdit *m_from, *m_until;
     QList<QCheckBox *> m_categories;
     QTabWidget *m_tabs;
     QTimer *m_typing;

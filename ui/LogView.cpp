@@ -23,7 +23,7 @@ LogView::LogView(QWidget *parent, QString path)
     : QDialog(parent), m_path(path.isEmpty() ? paths::stateDir() + QStringLiteral("/airlock.log") : std::move(path)),
       m_text(new QPlainTextEdit), m_where(new QLabel), m_watcher(new QFileSystemWatcher(this))
 {
-    setWindowTitle(tr("Airlock — application log"));
+    setWindowTitle(tr("Application log"));
     resize(900, 500);
     m_text->setReadOnly(true);
     m_text->setLineWrapMode(QPlainTextEdit::NoWrap);

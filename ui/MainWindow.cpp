@@ -64,7 +64,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
       m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
       m_console(consoleFor(client)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
 {
-    setWindowTitle(tr("Airlock"));
+    setWindowTitle(QString()); // the platform shows the application's name
     resize(1400, 760);
 
     connect(m_fleet, &FleetView::currentChanged, this, &MainWindow::onSelectionChanged);
@@ -164,9 +164,10 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
         });
     }
     connect(m_approvals, &ApprovalsDock::pendingCountChanged, this, [this](int count) {
-        setWindowTitle(count > 0 ? tr("Airlock (%n waiting)", nullptr, count) : tr("Airlock"));
+        // The platform adds the application's name ("… — Airlock"): the title says only what waits.
+        setWindowTitle(count > 0 ? tr("%1 waiting for you").arg(count) : QString());
         if (m_tray) {
-            m_tray->setToolTip(windowTitle());
+            m_tray->setToolTip(count > 0 ? tr("Airlock: %1 waiting for you").arg(count) : tr("Airlock"));
             if (count > m_waiting && !isActiveWindow())
                 m_tray->showMessage(tr("Airlock"), tr("A sandbox is waiting for your decision"), QSystemTrayIcon::Information, 10000);
         }

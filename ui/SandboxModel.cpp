@@ -387,7 +387,7 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
             return u && !u->commands.isEmpty() ? QVariant(Qt::convertFromPlainText(u->commands.join(QLatin1Char('\n')))) : QVariant(tr("Nothing running"));
         case Cpu: return tr("CPU over the last second, as a share of one core; the line is the last minute");
         case Memory: return u ? QVariant(tr("Resident memory of its %n process(es); the line is the last minute", nullptr, u->processes)) : QVariant();
-        case Age: return QDateTime::fromMSecsSinceEpoch(e->createdMs).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
+        case Age: return tr("made %1").arg(display::timestamp(e->createdMs));
         case LastOutput: return u ? QVariant(Qt::convertFromPlainText(u->lastOutput)) : QVariant();
         }
         return {};

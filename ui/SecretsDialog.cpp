@@ -30,7 +30,7 @@ SecretsDialog::SecretsDialog(DaemonClient &client, QWidget *parent)
     : QDialog(parent), m_client(client), m_list(new QTreeWidget), m_backend(new QLabel), m_name(new QLineEdit), m_value(new QLineEdit),
       m_set(new QPushButton(tr("Set"))), m_status(new QLabel)
 {
-    setWindowTitle(tr("Airlock — Secrets"));
+    setWindowTitle(tr("Secrets"));
     resize(640, 480);
     m_list->setHeaderLabels({tr("Name"), tr("Size"), tr("Set")});
     m_list->setRootIsDecorated(false);
@@ -132,9 +132,8 @@ void SecretsDialog::refresh()
             const QString name = s.value(QStringLiteral("name")).toString();
             auto *item = new QTreeWidgetItem({display::escaped(name, 100),
                                               QLocale().formattedDataSize(qint64(s.value(QStringLiteral("bytes")).toDouble())),
-                                              QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
-                                                  .toLocalTime()
-                                                  .toString(QStringLiteral("yyyy-MM-dd HH:mm"))});
+                                              display::timestamp(QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
+                                                                     .toMSecsSinceEpoch())});
             item->setData(0, Qt::UserRole, name);
             self->m_list->addTopLevelItem(item);
         }

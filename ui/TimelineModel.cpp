@@ -130,7 +130,7 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
     switch (index.column()) {
     case Time: {
         const QDateTime t = QDateTime::fromMSecsSinceEpoch(qint64(e.value(QStringLiteral("timeMs")).toDouble()));
-        return t.toString(role == FullTextRole ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz") : QStringLiteral("HH:mm:ss.zzz"));
+        return role == FullTextRole ? display::timestamp(t.toMSecsSinceEpoch(), true) : t.toString(QStringLiteral("HH:mm:ss.zzz"));
     }
     case Sandbox: {
         const QString id = e.value(QStringLiteral("sandbox")).toString();

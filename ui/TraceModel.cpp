@@ -128,7 +128,7 @@ QVariant TraceModel::data(const QModelIndex &index, int role) const
         QString text = s.label;
         if (!s.detail.isEmpty())
             text += QLatin1Char('\n') + s.detail;
-        text += QLatin1Char('\n') + QDateTime::fromMSecsSinceEpoch(s.startMs).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz t"));
+        text += QLatin1Char('\n') + display::timestamp(s.startMs, true);
         if (s.exec)
             text += tr("\nDouble-click or press Enter: its output from this moment");
         return Qt::convertFromPlainText(text); // as plain text whatever it holds

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/DisplayText.h"
 
+#include <QDateTime>
+
 #include <QList>
 #include <QRegularExpression>
 
@@ -90,6 +92,11 @@ QString commandLine(const QJsonArray &argv, int maxWidth)
 QString count(qint64 n, const QString &one, const QString &many)
 {
     return QString::number(n) + QLatin1Char(' ') + (n == 1 ? one : many.isEmpty() ? one + QLatin1Char('s') : many);
+}
+
+QString timestamp(qint64 msSinceEpoch, bool milliseconds)
+{
+    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch).toString(milliseconds ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz t") : QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
 }
 
 QString duration(qint64 ms)

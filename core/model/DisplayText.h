@@ -16,6 +16,9 @@ QString escaped(const QString &text, int maxWidth = 0);
 QString commandLine(const QJsonArray &argv, int maxWidth = 0);
 // A duration as a person reads it: "350 ms", "1.2 s", "40 s", "4 min 5 s", "2 h 10 min".
 QString duration(qint64 ms);
+// A moment as every view shows it: "2026-12-04 22:14:22 UTC" in this machine's time zone (its
+// abbreviation), with milliseconds when asked ("…22.041 UTC").
+QString timestamp(qint64 msSinceEpoch, bool milliseconds = false);
 // A count and its noun in English: "1 command", "3 commands" (many defaults to one + "s").
 QString count(qint64 n, const QString &one, const QString &many = {});
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Parsing of the values people type (sizes, durations, names, mounts) and of sandbox specs.
+#include "model/DisplayText.h"
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
 #include "model/Units.h"
@@ -8,11 +9,30 @@
 #include <QJsonDocument>
 #include <QTest>
 
+#include <ctime>
+
 using namespace airlock;
 
 class TestUnits final : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void aMomentReadsTheSameEverywhereWithItsZone()
+    {
+        // Fixed zone for the test: the abbreviation is the machine's.
+        const QByteArray before = qgetenv("TZ");
+        qputenv("TZ", "UTC");
+        tzset();
+        QCOMPARE(display::timestamp(1'796'422'062'041), QStringLiteral("2026-12-04 22:07:42 UTC"));
+        QCOMPARE(display::timestamp(1'796'422'062'041, true), QStringLiteral("2026-12-04 22:07:42.041 UTC"));
+        qputenv("TZ", "CET-1"); // a POSIX rule: no time zone database needed
+        tzset();
+        QCOMPARE(display::timestamp(1'796'422'062'041), QStringLiteral("2026-12-04 23:07:42 CET"));
+        if (before.isEmpty())
+            qunsetenv("TZ");
+        else
+            qputenv("TZ", before);
+        tzset();
+    }
     void bytes_data()
     {
         QTest::addColumn<QString>("text");

@@ -4,6 +4,9 @@
 // memory bounded), the sandbox tree following the daemon (QAbstractItemModelTester watching), and
 // a command typed in the window running in the sandbox with its output in the view.
 #include "ApprovalsDock.h"
+#include "ShortcutsDialog.h"
+#include "ConnectAgentDialog.h"
+#include "AddHostDialog.h"
 #include "CommandHistory.h"
 #include "CreateSandboxDialog.h"
 #include "EndedSandboxesBar.h"
@@ -65,6 +68,7 @@ class TestConsole final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
+        QApplication::setApplicationDisplayName(QStringLiteral("Airlock")); // as the airlock program sets it
         isolateSettings();
         QVERIFY2(!QSettings().fileName().startsWith(QDir::homePath()), qPrintable(QSettings().fileName())); // the user's are untouched
         m_daemon = std::make_unique<TestDaemon>();
@@ -798,6 +802,28 @@ private Q_SLOTS:
             QTest::qWait(100);
             QVERIFY(window.grab().save(dir + QStringLiteral("/banner.png")));
         }
+    }
+
+    void windowTitlesLeaveTheApplicationsNameToThePlatform()
+    {
+        // Qt adds the display name to every title ("History — Airlock"): none says it again.
+        QCOMPARE(QGuiApplication::applicationDisplayName(), QStringLiteral("Airlock"));
+        MainWindow window(*m_client);
+        HistoryWindow *history = window.openHistory();
+        LogView log;
+        SecretsDialog secrets(*m_client);
+        PolicyEditor policy(*m_client, QStringLiteral("gui-a"));
+        PolicyEditor defaults(*m_client, QString());
+        CreateSandboxDialog create({});
+        AddHostDialog host;
+        ConnectAgentDialog agent({}, {}, QStringLiteral("airlockctl"));
+        ShortcutsDialog shortcuts({});
+        const QList<QWidget *> windows{&window, history, &log, &secrets, &policy, &defaults, &create, &host, &agent, &shortcuts};
+        for (QWidget *w : windows)
+            QVERIFY2(!w->windowTitle().contains(QLatin1String("Airlock")), qPrintable(w->windowTitle()));
+        QCOMPARE(window.windowTitle(), QString());
+        QCOMPARE(history->windowTitle(), QStringLiteral("History"));
+        history->close();
     }
 
     void eachMenusMnemonicsAreUniqueAndEveryToolbarActionSaysWhatItDoes()

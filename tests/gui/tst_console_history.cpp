@@ -21,6 +21,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QHeaderView>
+#include <QDateTimeEdit>
 #include <QTest>
 
 using namespace airlock;
@@ -69,7 +70,20 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return !history.model()->isLoading(); }, 10000));
         QCOMPARE(history.model()->rowCount(), everything);
         QVERIFY(history.model()->filter().sinceMs > QDateTime::currentMSecsSinceEpoch() - 3601000);
+        // Between two moments: around now, everything; ending an hour ago, nothing.
+        history.timeFilter()->setCurrentIndex(history.timeFilter()->findData(-2));
+        QVERIFY(history.fromEdit()->isVisibleTo(&history) && history.untilEdit()->isVisibleTo(&history));
+        const QDateTime now = QDateTime::currentDateTime();
+        history.fromEdit()->setDateTime(now.addSecs(-3600));
+        history.untilEdit()->setDateTime(now.addSecs(3600));
+        QVERIFY(QTest::qWaitFor([&] { return history.model()->filter().untilMs > 0 && !history.model()->isLoading(); }, 10000));
+        QCOMPARE(history.model()->rowCount(), everything);
+        history.untilEdit()->setDateTime(now.addSecs(-3000));
+        QVERIFY(QTest::qWaitFor([&] { return history.model()->filter().untilMs < now.toMSecsSinceEpoch() && !history.model()->isLoading(); }, 10000));
+        QCOMPARE(history.model()->rowCount(), 0);
+        QVERIFY(history.model()->filter().sinceMs >= now.addSecs(-3601).toMSecsSinceEpoch());
         history.timeFilter()->setCurrentIndex(0);
+        QVERIFY(!history.fromEdit()->isVisibleTo(&history));
         // The word is only in the output (the command spells it in two halves): full-text search.
         history.setFilter({}, {}, {}, QStringLiteral("xylograph"));
         QVERIFY(QTest::qWaitFor([&] { return !history.model()->isLoading() && history.model()->rowCount() == 1; }, 10000));

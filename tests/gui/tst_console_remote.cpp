@@ -342,7 +342,7 @@ private Q_SLOTS:
         model->setPageSize(2);
         history->setFilter({}, QStringLiteral("merged"));
         history->showHost({});
-        QCOMPARE(history->windowTitle(), QStringLiteral("Airlock — History — all connected hosts"));
+        QCOMPARE(history->windowTitle(), QStringLiteral("History — all connected hosts"));
         QVERIFY(model->isMerged());
         QVERIFY(!history->table()->isColumnHidden(HistoryModel::Host));
         auto shown = [&] {
