@@ -52,10 +52,13 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
 
     // The filter bar: typing waits a moment before asking, so a word is one query, not five.
     m_search->setPlaceholderText(tr("Search commands and output"));
+    m_search->setToolTip(tr("Words in a command or anywhere in its output (full-text)"));
     m_search->setClearButtonEnabled(true);
     m_sandbox->setPlaceholderText(tr("Sandbox"));
+    m_sandbox->setToolTip(tr("Only the commands of this sandbox (its name)"));
     m_sandbox->setClearButtonEnabled(true);
     m_run->setPlaceholderText(tr("Run"));
+    m_run->setToolTip(tr("Only the commands of this run (an agent session, or --run NAME)"));
     m_run->setClearButtonEnabled(true);
     m_agent->setPlaceholderText(tr("Agent"));
     m_agent->setClearButtonEnabled(true);
@@ -202,6 +205,7 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_timelineView->horizontalHeader()->setSectionResizeMode(TimelineModel::Details, QHeaderView::Stretch);
     m_timelineView->setColumnWidth(TimelineModel::Time, 110);
     m_timelineView->setColumnWidth(TimelineModel::Kind, 150);
+    m_scope->setToolTip(tr("What the timeline and trace show: the selected command's run, or everything in its sandbox"));
     m_scope->addItem(tr("This run"));
     m_scope->addItem(tr("This sandbox"));
     connect(m_scope, &QComboBox::currentIndexChanged, this, &HistoryWindow::showTimeline);

@@ -82,6 +82,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     bold.setBold(true);
     m_header->setFont(bold);
     m_command->setPlaceholderText(tr("Command to run in the sandbox (sh -c), Enter to run"));
+    m_command->setToolTip(tr("Runs in the selected sandbox as your own command (no approval asked; recorded as yours). Up and Down go through "
+                             "earlier commands; Ctrl+C interrupts what runs"));
     m_command->setClearButtonEnabled(true);
     m_command->setEnabled(false);
     connect(m_command, &QLineEdit::returnPressed, this, &MainWindow::runCommand);
@@ -89,6 +91,7 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
 
     // Find in the output (Ctrl+F; Enter for the next match); Copy all (Ctrl+Shift+C).
     m_find->setPlaceholderText(tr("Find in output (Ctrl+F)"));
+    m_find->setToolTip(tr("Finds text in this sandbox's output; Enter for the next match"));
     m_find->setClearButtonEnabled(true);
     m_find->setMaximumWidth(260);
     connect(m_find, &QLineEdit::textChanged, m_output, &OutputView::setSearch);

@@ -53,8 +53,10 @@ SecretsDialog::SecretsDialog(DaemonClient &client, QWidget *parent)
     auto *entry = new QGroupBox(tr("Set a secret"));
     auto *form = new QFormLayout(entry);
     m_name->setPlaceholderText(tr("NAME (letters, digits, _ . -)"));
+    m_name->setToolTip(tr("How policies name it (a grant's secret); an existing name gets the new value"));
     m_value->setEchoMode(QLineEdit::Password);
     m_value->setPlaceholderText(tr("the value (not shown, never displayed again)"));
+    m_value->setToolTip(tr("Typed unseen, sent once to the daemon's store, then cleared here; never shown again"));
     auto *fromFile = new QPushButton(tr("From file…"));
     auto *valueRow = new QHBoxLayout;
     valueRow->addWidget(m_value, 1);

@@ -31,6 +31,7 @@
 #include "rpc/Protocol.h"
 
 #include <QAbstractItemModelTester>
+#include <QAbstractSpinBox>
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
@@ -823,6 +824,35 @@ private Q_SLOTS:
             QVERIFY2(!w->windowTitle().contains(QLatin1String("Airlock")), qPrintable(w->windowTitle()));
         QCOMPARE(window.windowTitle(), QString());
         QCOMPARE(history->windowTitle(), QStringLiteral("History"));
+        history->close();
+    }
+
+    void everyFieldSaysWhatGoesInIt()
+    {
+        MainWindow window(*m_client);
+        HistoryWindow *history = window.openHistory();
+        SecretsDialog secrets(*m_client);
+        PolicyEditor policy(*m_client, QStringLiteral("gui-a")); // its fields are there before it loads
+        CreateSandboxDialog create({});
+        AddHostDialog host;
+        ConnectAgentDialog agent({}, {QStringLiteral("this computer")}, QStringLiteral("airlockctl"));
+        QStringList missing;
+        for (QWidget *top : QList<QWidget *>{&window, history, &secrets, &policy, &create, &host, &agent}) {
+            QList<QWidget *> fields;
+            for (QWidget *w : top->findChildren<QWidget *>()) {
+                const bool field = qobject_cast<QLineEdit *>(w) || qobject_cast<QComboBox *>(w) || qobject_cast<QAbstractSpinBox *>(w);
+                // A line edit inside a combo box or a spin box is that field's own.
+                const bool part = qobject_cast<QComboBox *>(w->parentWidget()) || qobject_cast<QAbstractSpinBox *>(w->parentWidget());
+                if (field && !part)
+                    fields.append(w);
+            }
+            QVERIFY(!fields.isEmpty());
+            for (QWidget *w : fields)
+                if (w->toolTip().isEmpty())
+                    missing.append(QStringLiteral("%1: %2 %3 (%4)").arg(QLatin1String(top->metaObject()->className()), QLatin1String(w->metaObject()->className()), w->objectName(),
+                                                                         qobject_cast<QLineEdit *>(w) ? qobject_cast<QLineEdit *>(w)->placeholderText() : QString()));
+        }
+        QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
         history->close();
     }
 
