@@ -182,6 +182,12 @@ constexpr const char *kMigrations[] = {
     CREATE INDEX executions_by_status ON executions(status, id);
     CREATE INDEX executions_by_agent ON executions(agent, id);
     )sql",
+    // 4: a run's events in the order a trace reads them (time, sandbox, sequence), so each page
+    // of history.events is a range of the index instead of a sort of the whole run.
+    R"sql(
+    DROP INDEX events_by_run;
+    CREATE INDEX events_by_run_time ON events(run_id, time_ms, sandbox_id, seq);
+    )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

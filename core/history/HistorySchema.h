@@ -8,7 +8,7 @@ struct sqlite3;
 // The history database's schema: stepwise migrations keyed by `PRAGMA user_version`.
 namespace airlock::history {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Brings the database to kSchemaVersion, one committed step at a time. Refuses a database written
 // by a newer Airlock rather than guessing at it. `path` is for messages only.

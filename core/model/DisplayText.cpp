@@ -50,6 +50,9 @@ bool invisible(char32_t c)
 
 QString escaped(const QString &text, int maxWidth)
 {
+    // Printable ASCII (most of what is shown) is itself: one unit per code point, nothing to escape.
+    if (std::all_of(text.cbegin(), text.cend(), [](QChar c) { return c.unicode() >= 0x20 && c.unicode() < 0x7f; }))
+        return maxWidth > 1 && text.size() > maxWidth ? text.left(maxWidth - 1) + QChar(0x2026) : text;
     QString out;
     out.reserve(text.size());
     QList<qsizetype> ends; // where each code point's text ends: elided between them, never inside
@@ -59,9 +62,14 @@ QString escaped(const QString &text, int maxWidth)
             out += QStringLiteral("\\x%1").arg(uint(c), 2, 16, QLatin1Char('0'));
         else if (invisible(c))
             out += QStringLiteral("\\u{%1}").arg(uint(c), 4, 16, QLatin1Char('0'));
-        else
-            out += QString::fromUcs4(&c, 1);
-        ends.append(out.size());
+        else if (QChar::requiresSurrogates(c)) {
+            out += QChar(QChar::highSurrogate(c));
+            out += QChar(QChar::lowSurrogate(c));
+        } else {
+            out += QChar(char16_t(c));
+        }
+        if (maxWidth > 1)
+            ends.append(out.size());
     }
     if (maxWidth > 1 && out.size() > maxWidth) {
         qsizetype cut = 0;

@@ -119,12 +119,19 @@ private Q_SLOTS:
         // Between right-to-left letters, `>` and numbers are drawn the other way round.
         QTest::newRow("right-to-left letters") << QStringLiteral("cat \u05d0 > \u05d1") << QStringLiteral("cat \\u{05d0} > \\u{05d1}");
         QTest::newRow("what was not UTF-8") << QString::fromUtf8("s\xff") << QStringLiteral("s\\u{fffd}");
+        // Printable ASCII takes a short way; its edges do not.
+        QTest::newRow("printable ASCII") << QStringLiteral(" ~az09 {}") << QStringLiteral(" ~az09 {}");
+        QTest::newRow("DEL after ASCII") << QStringLiteral("rm\x7f") << QStringLiteral("rm\\x7f");
+        QTest::newRow("a tab") << QStringLiteral("a\tb") << QStringLiteral("a\\x09b");
+        QTest::newRow("an astral letter") << QString::fromUcs4(U"x\U0001D400") << QString::fromUcs4(U"x\U0001D400");
     }
     // Cut short between code points, never inside an escape or a surrogate pair.
     void elidedBetweenCodePoints()
     {
         QCOMPARE(display::escaped(QStringLiteral("ab\u202ecd"), 6), QStringLiteral("ab\u2026"));
         QCOMPARE(display::escaped(QString::fromUcs4(U"a\U0001F600\U0001F600"), 4), QString::fromUcs4(U"a\U0001F600\u2026"));
+        QCOMPARE(display::escaped(QStringLiteral("abcdef"), 4), QStringLiteral("abc\u2026"));
+        QCOMPARE(display::escaped(QStringLiteral("abcd"), 4), QStringLiteral("abcd"));
     }
     void escapedByCodePoint()
     {
