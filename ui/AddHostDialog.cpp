@@ -125,10 +125,10 @@ bool AddHostDialog::testConnection()
         return false;
     }
     const double ms = double(took.nsecsElapsed()) / 1e6;
-    QString said = tr("Connected in %1 ms: airlockd %2 on %3, %4 sandbox(es).")
+    QString said = tr("Connected in %1 ms: airlockd %2 on %3, %4.")
                        .arg(ms, 0, 'f', 0)
-                       .arg(display::escaped(info->value(QStringLiteral("version")).toString(), 40), display::escaped(info->value(QStringLiteral("host")).toString(), 80))
-                       .arg(info->value(QStringLiteral("sandboxes")).toInt());
+                       .arg(display::escaped(info->value(QStringLiteral("version")).toString(), 40), display::escaped(info->value(QStringLiteral("host")).toString(), 80),
+                            display::count(info->value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes")));
     if (tls)
         said += tr("\nPresented: SHA-256 %1 (the one pasted)").arg(inGroups(parsed->fingerprint));
     if (info->value(QStringLiteral("version")).toString() != version())

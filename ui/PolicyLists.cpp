@@ -69,7 +69,7 @@ HostListEditor::HostListEditor(const QString &title, bool canBlock, QWidget *par
     m_list->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_list->header()->setStretchLastSection(false);
     m_list->header()->setSectionResizeMode(0, QHeaderView::Stretch);
-    m_list->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    m_list->header()->setSectionResizeMode(1, QHeaderView::Interactive); // sized to its chips as rows change
     m_list->setItemDelegate(new InheritedDelegate(m_list));
     m_list->setItemDelegateForColumn(1, new LayerChipDelegate(m_list));
     layout->addWidget(m_list);
@@ -135,6 +135,7 @@ void HostListEditor::setHosts(const QStringList &hosts)
         item->setData(1, ChipRole, m_ownLayer);
         m_list->insertTopLevelItem(at++, item);
     }
+    fitChips();
     selectionChanged();
 }
 
@@ -160,7 +161,18 @@ void HostListEditor::setInherited(const QList<InheritedRow> &rows)
                                                  : tr("Lists add up across layers, so it cannot be removed here."));
         m_list->addTopLevelItem(item);
     }
+    fitChips();
     selectionChanged();
+}
+
+void HostListEditor::fitChips()
+{
+    // Wide enough for the widest chip, measured (a view not shown yet has no rows laid out to ask).
+    const QFontMetrics metrics(m_list->font());
+    int width = metrics.horizontalAdvance(m_list->headerItem()->text(1)) + 24;
+    for (int i = 0; i < m_list->topLevelItemCount(); ++i)
+        width = std::max(width, metrics.horizontalAdvance(m_list->topLevelItem(i)->text(1)) + 32);
+    m_list->setColumnWidth(1, std::min(width, 320));
 }
 
 QStringList HostListEditor::hosts() const
@@ -234,7 +246,7 @@ void LayerChipDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
     else if (layer == QLatin1String("sandbox") || layer.isEmpty())
         hue = QColor(170, 90, 200);
     const QFontMetrics metrics(option.font);
-    QRect chip(option.rect.left() + 4, option.rect.top() + 2, metrics.horizontalAdvance(text) + 14, option.rect.height() - 4);
+    QRect chip(option.rect.left() + 4, option.rect.top() + 2, metrics.horizontalAdvance(text) + 16, option.rect.height() - 4);
     chip = chip.intersected(option.rect.adjusted(0, 0, -2, 0));
     painter->save();
     painter->setRenderHint(QPainter::Antialiasing);
@@ -244,7 +256,8 @@ void LayerChipDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
     painter->setBrush(fill);
     painter->drawRoundedRect(QRectF(chip).adjusted(0.5, 0.5, -0.5, -0.5), chip.height() / 2.0, chip.height() / 2.0);
     painter->setPen(option.palette.color(QPalette::Text));
-    painter->drawText(chip.adjusted(7, 0, -7, 0), Qt::AlignVCenter | Qt::AlignLeft, metrics.elidedText(text, Qt::ElideRight, chip.width() - 14));
+    // Elided only when the column is narrower than the chip (the advance is rounded: 2 px to spare).
+    painter->drawText(chip.adjusted(7, 0, -5, 0), Qt::AlignVCenter | Qt::AlignLeft, metrics.elidedText(text, Qt::ElideRight, chip.width() - 12));
     painter->restore();
 }
 

@@ -51,6 +51,7 @@ Q_SIGNALS:
 private:
     void check();
     void selectionChanged();
+    void fitChips();
     void setOwnLayerName(const QString &layer);
     friend class PolicyEditor;
 

@@ -194,10 +194,11 @@ void RemoteHosts::probe(Host &h)
             h.row, shownAddress(h.entry.url),
             // The column says the state; the round trip, version and machine are in the tooltip.
             tr("connected"),
-            tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %n sandbox(es)\n%5", nullptr, info.value(QStringLiteral("sandboxes")).toInt())
+            tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %6\n%5")
                 .arg(ms, 0, 'f', ms < 10 ? 1 : 0)
                 .arg(display::escaped(info.value(QStringLiteral("version")).toString(), 40), display::escaped(info.value(QStringLiteral("host")).toString(), 80),
-                     display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url));
+                     display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url,
+                     display::count(info.value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes"))));
         Q_EMIT self->hostChanged(h.entry.name);
     });
 }

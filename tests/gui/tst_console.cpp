@@ -313,6 +313,13 @@ private Q_SLOTS:
         QVERIFY(dialog.problem().startsWith(QLatin1String("Allowed hosts:")));
         dialog.allowEdit()->setText(QStringLiteral("https://Example.COM/some/page")); // a pasted URL is its host and port
         QCOMPARE(dialog.problem(), QString());
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            dialog.presetBox()->setCurrentIndex(dialog.presetBox()->findData(QStringLiteral("package-install")));
+            dialog.show();
+            QTest::qWait(100);
+            QVERIFY(dialog.grab().save(dir + QStringLiteral("/new-sandbox.png")));
+            dialog.presetBox()->setCurrentIndex(dialog.presetBox()->findData(QStringLiteral("locked")));
+        }
         // Host folders: checked as typed by the daemon's own rules, mounted read-only unless :rw.
         QTemporaryDir shared;
         dialog.mountsEdit()->setText(QStringLiteral("relative/dir:/data"));
@@ -407,12 +414,6 @@ private Q_SLOTS:
         Q_EMIT editor.toolPermissions()->changed();
         QVERIFY(editor.diffText().contains(QLatin1String("+ /tools/email.send/constraints/to = *@example.com")));
         QVERIFY(editor.applyButton()->isEnabled());
-        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
-            editor.tabs()->setCurrentIndex(1);
-            editor.show();
-            QTest::qWait(100);
-            QVERIFY(editor.grab().save(dir + QStringLiteral("/policy-commands.png")));
-        }
         QSignalSpy applied(&editor, &PolicyEditor::applied);
         QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
         QVERIFY(applied.wait(5000));

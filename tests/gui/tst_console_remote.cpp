@@ -238,6 +238,11 @@ private Q_SLOTS:
         QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Connected in ")) && dialog.testLabel()->text().contains(QLatin1String(" sandbox"))
                      && dialog.testLabel()->text().contains(QStringLiteral("Presented: SHA-256 ") + groups + QStringLiteral(" (the one pasted)")),
                  qPrintable(dialog.testLabel()->text()));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            dialog.show();
+            QTest::qWait(100);
+            QVERIFY(dialog.grab().save(dir + QStringLiteral("/add-host-test.png")));
+        }
         // Another certificate than the one pasted: refused, both shown side by side to compare.
         const QString other = QString(64, QLatin1Char('0'));
         dialog.addressEdit()->setText(m_url.section(QStringLiteral("sha256="), 0, 0) + QStringLiteral("sha256=") + other);
