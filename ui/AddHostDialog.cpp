@@ -61,7 +61,7 @@ AddHostDialog::AddHostDialog(QWidget *parent, std::optional<HostRegistry::Entry>
         m_name->setText(m_editing->name);
         m_address->setText(m_editing->url);
         if (!m_editing->token.isEmpty())
-            m_token->setPlaceholderText(tr("(saved: leave empty to keep it)"));
+            m_token->setPlaceholderText(tr("(saved: leave empty to keep it, while the address stays)"));
     }
     auto *form = new QFormLayout(this);
     form->addRow(tr("&Name"), m_name);
@@ -79,14 +79,25 @@ AddHostDialog::AddHostDialog(QWidget *parent, std::optional<HostRegistry::Entry>
     check();
 }
 
-QByteArray AddHostDialog::token() const
+bool AddHostDialog::keepsSavedToken() const
+{
+    if (!m_editing || m_editing->token.isEmpty() || !m_token->text().trimmed().isEmpty())
+        return false;
+    auto now = parseHostAddress(m_address->text().trimmed());
+    auto before = parseHostAddress(m_editing->url);
+    return now && before && now->text == before->text;
+}
+
+Result<QByteArray> AddHostDialog::token() const
 {
     if (!m_token->isEnabled())
-        return {};
-    if (const QByteArray typed = m_token->text().trimmed().toLatin1(); !typed.isEmpty() || !m_editing || m_editing->token.isEmpty())
-        return typed;
+        return QByteArray();
+    if (!keepsSavedToken())
+        return m_token->text().trimmed().toLatin1();
     auto saved = hosttokens::load(m_editing->name, m_editing->token);
-    return saved ? *saved : QByteArray();
+    if (!saved)
+        return makeError(saved.error().code, tr("the saved token could not be read (%1); type it again").arg(saved.error().message));
+    return *saved;
 }
 
 bool AddHostDialog::testConnection()
@@ -102,7 +113,13 @@ bool AddHostDialog::testConnection()
     options.host = parsed->text;
     options.autostart = false;
     options.timeoutMs = 5000;
-    options.token = QString::fromLatin1(token());
+    auto typed = token();
+    if (!typed) {
+        m_testButton->setEnabled(true);
+        m_test->setText(typed.error().message);
+        return false;
+    }
+    options.token = QString::fromLatin1(*typed);
     options.clientName = QStringLiteral("airlock/") + version() + QStringLiteral(" (test)");
     DaemonClient probe;
     QElapsedTimer took;
@@ -154,8 +171,7 @@ void AddHostDialog::check()
     } else {
         m_fingerprint->setText(tr("none (%1)").arg(parsed->scheme == HostAddress::Scheme::Ssh ? tr("ssh checks the host key") : tr("this machine")));
     }
-    const bool keepsSaved = m_editing && !m_editing->token.isEmpty() && m_token->text().trimmed().isEmpty();
-    if (problem.isEmpty() && needsToken && !keepsSaved && !remote::isTokenShaped(m_token->text().trimmed().toLatin1()))
+    if (problem.isEmpty() && needsToken && !keepsSavedToken() && !remote::isTokenShaped(m_token->text().trimmed().toLatin1()))
         problem = tr("The token is what 'airlockd token create --name NAME' printed on that host (alk_…).");
     if (problem.isEmpty() && m_name->text().trimmed().isEmpty())
         problem = tr("Give the host a name.");
@@ -170,20 +186,20 @@ Result<HostRegistry::Entry> AddHostDialog::save()
         return hosts.error();
     const QString name = m_name->text().trimmed();
     const QString url = m_address->text().trimmed();
-    const QByteArray kept = token(); // read before an edited entry (and its saved token) goes
+    auto kept = token(); // read before an edited entry goes
+    if (!kept)
+        return kept.error();
     if (m_editing) {
-        HostRegistry without = *hosts;
-        if (Status removed = without.remove(m_editing->name); !removed)
-            return removed.error();
-        if (Status checked = HostRegistry(without).add(name, url); !checked) // nothing changes for an edit that is refused
-            return checked.error();
-        if (Status removed = hosttokens::removeHost(*hosts, m_editing->name); !removed)
+        if (Status removed = hosts->remove(m_editing->name); !removed)
             return removed.error();
     }
-    if (Status added = hosttokens::addHost(*hosts, name, url, kept); !added)
+    if (Status added = hosttokens::addHost(*hosts, name, url, *kept); !added) // nothing written for an edit that is refused
         return added.error();
     if (Status written = hosts->save(); !written)
         return written.error();
+    // The old name's token goes only once the new entry is written (a failed save loses nothing).
+    if (m_editing && !m_editing->token.isEmpty() && m_editing->name != name)
+        hosttokens::remove(m_editing->name, m_editing->token);
     m_token->clear();
     return *hosts->find(name);
 }

@@ -44,7 +44,10 @@ public:
 
 private:
     void check();
-    QByteArray token() const; // typed, or the saved one when editing leaves it empty
+    // Typed, or the saved one when editing leaves it empty and the address is the one it was
+    // saved for (a token never goes to an address it was not given for without being typed).
+    Result<QByteArray> token() const;
+    bool keepsSavedToken() const;
 
     std::optional<HostRegistry::Entry> m_editing;
     QLineEdit *m_name, *m_address, *m_token;

@@ -13,7 +13,7 @@
 
 namespace airlock::ui {
 
-EndedSandboxesBar::EndedSandboxesBar(DaemonClient &client, std::function<void(const QJsonObject &)> create, QWidget *parent)
+EndedSandboxesBar::EndedSandboxesBar(DaemonClient &client, Create create, QWidget *parent)
     : QFrame(parent), m_client(client), m_create(std::move(create)), m_text(new QLabel), m_recreate(new QPushButton(tr("Re&create them"))),
       m_dismiss(new QPushButton(tr("Dismiss")))
 {
@@ -60,6 +60,7 @@ void EndedSandboxesBar::check(const QList<Seen> &now)
                                              "again, empty, with the same policy?").arg(m_ended.size()).arg(list));
     m_recreate->setText(m_ended.size() == 1 ? tr("Re&create it") : tr("Re&create them"));
     m_recreate->setEnabled(true);
+    m_recreate->setVisible(true);
     show();
 }
 
@@ -69,6 +70,8 @@ void EndedSandboxesBar::recreate()
     m_pending = int(m_ended.size());
     m_made = 0;
     m_failures.clear();
+    m_withoutRules.clear();
+    m_failed.clear();
     for (const Seen &s : std::as_const(m_ended))
         fetch(s, {}, std::make_shared<QJsonArray>());
 }
@@ -89,28 +92,41 @@ void EndedSandboxesBar::fetch(const Seen &sandbox, const QJsonObject &after, con
             events->append(e);
         if (const QJsonValue next = r->toObject().value(QStringLiteral("next")); next.isObject() && events->size() < 100'000)
             return self->fetch(sandbox, next.toObject(), events);
-        auto parameters = recreateParameters(*events);
-        if (!parameters)
-            return self->done(sandbox, parameters.error().message);
-        self->m_create(*parameters);
-        self->done(sandbox, {});
+        auto recreation = recreateParameters(*events);
+        if (!recreation)
+            return self->done(sandbox, recreation.error().message);
+        const bool withoutRules = !recreation->ownLayer;
+        self->m_create(recreation->parameters, [self, sandbox, withoutRules](Status made) {
+            if (self)
+                self->done(sandbox, made ? QString() : made.error().message, withoutRules);
+        });
     });
 }
 
-void EndedSandboxesBar::done(const Seen &sandbox, const QString &failure)
+void EndedSandboxesBar::done(const Seen &sandbox, const QString &failure, bool withoutRules)
 {
-    if (failure.isEmpty())
+    if (failure.isEmpty()) {
         ++m_made;
-    else
+        if (withoutRules)
+            m_withoutRules.append(display::escaped(sandbox.name, 64));
+    } else {
         m_failures.append(tr("%1: %2").arg(display::escaped(sandbox.name, 64), display::escaped(failure, 300)));
+        m_failed.append(sandbox);
+    }
     if (--m_pending > 0)
         return;
     Q_EMIT recreated(m_made, int(m_failures.size()));
-    if (m_failures.isEmpty()) {
-        m_ended.clear();
+    QStringList said;
+    if (!m_failures.isEmpty())
+        said.append(tr("Not made again: %1.").arg(m_failures.join(QStringLiteral("; "))));
+    if (!m_withoutRules.isEmpty()) // made before their own layer was recorded: network, mounts and limits only
+        said.append(tr("Made again without their own rules (not recorded for them): %1.").arg(m_withoutRules.join(QStringLiteral(", "))));
+    m_ended = m_failed; // what is left to try again
+    if (said.isEmpty())
         return hide();
-    }
-    m_text->setText(tr("Not made again: %1").arg(m_failures.join(QStringLiteral("; "))));
+    m_text->setText(said.join(QLatin1Char(' ')));
+    m_recreate->setEnabled(!m_ended.isEmpty());
+    m_recreate->setVisible(!m_ended.isEmpty());
 }
 
 } // namespace airlock::ui

@@ -5,6 +5,8 @@
 #include <QJsonObject>
 #include <QList>
 
+#include "util/Result.h"
+
 #include <functional>
 
 class QLabel;
@@ -26,8 +28,10 @@ public:
     struct Seen {
         QString id, name;
     };
-    // `create`: sends one sandbox.create (the window's, which selects what it made).
-    EndedSandboxesBar(DaemonClient &client, std::function<void(const QJsonObject &)> create, QWidget *parent = nullptr);
+    // `create`: sends one sandbox.create (the window's, which selects what it made) and calls
+    // back with the daemon's answer.
+    using Create = std::function<void(const QJsonObject &parameters, std::function<void(Status)> done)>;
+    EndedSandboxesBar(DaemonClient &client, Create create, QWidget *parent = nullptr);
     // The sandboxes shown when the daemon went away; kept until check().
     void remember(const QList<Seen> &sandboxes);
     bool remembers() const { return !m_remembered.isEmpty(); }
@@ -39,19 +43,20 @@ public:
     void recreate();
 
 Q_SIGNALS:
-    void recreated(int made, int failed); // every ended sandbox's parameters were read
+    void recreated(int made, int failed); // the daemon answered for every ended sandbox
 
 private:
     void fetch(const Seen &sandbox, const QJsonObject &after, const std::shared_ptr<QJsonArray> &events);
-    void done(const Seen &sandbox, const QString &failure);
+    void done(const Seen &sandbox, const QString &failure, bool withoutRules = false);
 
     DaemonClient &m_client;
-    std::function<void(const QJsonObject &)> m_create;
+    Create m_create;
     QList<Seen> m_remembered, m_ended;
     QLabel *m_text;
     QPushButton *m_recreate, *m_dismiss;
     int m_pending = 0, m_made = 0;
-    QStringList m_failures;
+    QStringList m_failures, m_withoutRules;
+    QList<Seen> m_failed;
 };
 
 } // namespace airlock::ui

@@ -148,7 +148,9 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     centralLayout->setContentsMargins(0, 0, 0, 0);
     centralLayout->setSpacing(0);
     centralLayout->addWidget(m_banner);
-    m_ended = new EndedSandboxesBar(client, [this](const QJsonObject &parameters) { createSandbox(parameters, &m_client); });
+    m_ended = new EndedSandboxesBar(client, [this](const QJsonObject &parameters, std::function<void(Status)> done) {
+        createSandbox(parameters, &m_client, std::move(done));
+    });
     centralLayout->addWidget(m_ended);
     centralLayout->addWidget(split, 1);
     setCentralWidget(central);
@@ -372,8 +374,15 @@ void MainWindow::onConnected()
         if (self && !r)
             self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
     });
-    if (m_ended->remembers()) // back after it went away: say what ended with it
-        connect(m_model, &SandboxModel::refreshed, this, [this] { m_ended->check(localSandboxes()); }, Qt::SingleShotConnection);
+    if (m_ended->remembers()) // back after it went away: what ended with it, from this daemon's own list
+        m_client.callAsync(QStringLiteral("sandbox.list"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+            if (!self || !r)
+                return;
+            QList<EndedSandboxesBar::Seen> now;
+            for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray())
+                now.append({v.toObject().value(QStringLiteral("id")).toString(), v.toObject().value(QStringLiteral("name")).toString()});
+            self->m_ended->check(now);
+        });
     m_model->refresh();
     m_approvals->refresh();
 }

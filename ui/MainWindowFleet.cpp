@@ -151,7 +151,7 @@ void MainWindow::newSandbox()
     createSandbox(dialog.parameters(), target ? target : &current);
 }
 
-void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on)
+void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on, std::function<void(Status)> done)
 {
     // Creating can take a while (a large mount, a slow disk): a busy bar until the daemon answers.
     showStatus(tr("Creating a sandbox…"));
@@ -163,7 +163,9 @@ void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on)
     }
     m_busy->setVisible(++m_pendingCreates > 0);
     // On the host of what is selected (a host row, or a sandbox under it); this computer otherwise.
-    (on ? *on : currentClient()).callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+    (on ? *on : currentClient()).callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this), done](Result<QJsonValue> r) {
+        if (done)
+            done(r ? Status(Ok{}) : Status(r.error()));
         if (!self)
             return;
         self->m_busy->setVisible(--self->m_pendingCreates > 0);

@@ -168,6 +168,10 @@ void RemoteHosts::connectHost(Host &h)
     if (connected)
         connected = h.client.connectToDaemon(options);
     h.connecting = false;
+    if (h.removed) { // taken out while the handshake waited (a nested event loop): not connected after all
+        h.client.close();
+        return;
+    }
     if (!connected)
         return lost(h, connected.error().message);
     h.retryMs = 1000;

@@ -3,7 +3,7 @@
 
 namespace airlock {
 
-Result<QJsonObject> recreateParameters(const QJsonArray &events)
+Result<Recreation> recreateParameters(const QJsonArray &events)
 {
     QJsonObject created;
     QJsonValue overrides;
@@ -33,7 +33,7 @@ Result<QJsonObject> recreateParameters(const QJsonArray &events)
     }
     if (const QString preset = created.value(QStringLiteral("preset")).toString(); !preset.isEmpty())
         parameters.insert(QStringLiteral("preset"), preset);
-    return parameters;
+    return Recreation{parameters, overrides.isObject()};
 }
 
 } // namespace airlock

@@ -31,9 +31,10 @@ private Q_SLOTS:
                                 recorded("policy.changed", {{QStringLiteral("old"), first}, {QStringLiteral("new"), second}})};
         auto p = recreateParameters(events);
         QVERIFY(p);
-        QCOMPARE(p->value(QStringLiteral("policy")).toObject(), second);
-        QCOMPARE(p->value(QStringLiteral("spec")).toObject(), (QJsonObject{{QStringLiteral("name"), QStringLiteral("w")}}));
-        QCOMPARE(p->value(QStringLiteral("preset")).toString(), QStringLiteral("locked"));
+        QCOMPARE(p->parameters.value(QStringLiteral("policy")).toObject(), second);
+        QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(), (QJsonObject{{QStringLiteral("name"), QStringLiteral("w")}}));
+        QCOMPARE(p->parameters.value(QStringLiteral("preset")).toString(), QStringLiteral("locked"));
+        QVERIFY(p->ownLayer);
     }
     void aChangeBeforeItsCreationIsAnotherSandboxs()
     {
@@ -43,15 +44,16 @@ private Q_SLOTS:
                                 recorded("sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec}, {QStringLiteral("overrides"), mine}})};
         auto p = recreateParameters(events);
         QVERIFY(p);
-        QCOMPARE(p->value(QStringLiteral("policy")).toObject(), mine);
-        QVERIFY(!p->contains(QStringLiteral("preset")));
+        QCOMPARE(p->parameters.value(QStringLiteral("policy")).toObject(), mine);
+        QVERIFY(!p->parameters.contains(QStringLiteral("preset")));
     }
     void withoutARecordedLayerTheSpecAsCreated()
     {
         auto p = recreateParameters({recorded("sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec}})});
         QVERIFY(p);
-        QCOMPARE(p->value(QStringLiteral("spec")).toObject(), spec);
-        QVERIFY(!p->contains(QStringLiteral("policy")));
+        QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(), spec);
+        QVERIFY(!p->parameters.contains(QStringLiteral("policy")));
+        QVERIFY(!p->ownLayer); // said: its own rules were not recorded
     }
     void nothingToMakeItFrom()
     {

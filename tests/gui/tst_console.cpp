@@ -783,9 +783,18 @@ private Q_SLOTS:
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
             QVERIFY(window.grab().save(dir + QStringLiteral("/ended.png")));
         QSignalSpy recreated(window.endedBar(), &EndedSandboxesBar::recreated);
+        // Its name taken meanwhile: the daemon's refusal is said on the bar, which stays to try again.
+        QCOMPARE(daemon.create(args("--name", "before-stop")), QStringLiteral("before-stop"));
         QTest::mouseClick(window.endedBar()->recreateButton(), Qt::LeftButton);
         QVERIFY(recreated.wait(5000));
-        QCOMPARE(recreated.at(0).at(0).toInt(), 1);
+        QCOMPARE(recreated.at(0).at(0).toInt(), 0);
+        QCOMPARE(recreated.at(0).at(1).toInt(), 1);
+        QVERIFY2(window.endedBar()->text()->text().startsWith(QLatin1String("Not made again: before-stop: ")), qPrintable(window.endedBar()->text()->text()));
+        QVERIFY(window.endedBar()->isVisible() && window.endedBar()->recreateButton()->isEnabled());
+        QCOMPARE(daemon.ctl(args("rm", "before-stop")).exitCode, 0);
+        QTest::mouseClick(window.endedBar()->recreateButton(), Qt::LeftButton);
+        QVERIFY(recreated.wait(5000));
+        QCOMPARE(recreated.at(1).at(0).toInt(), 1);
         QVERIFY(!window.endedBar()->isVisible());
         QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 10000));
         const QJsonObject again = jsonObject(daemon.ctl(args("policy", "show", "before-stop", "--json")).out);

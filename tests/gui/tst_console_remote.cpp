@@ -296,6 +296,11 @@ private Q_SLOTS:
         AddHostDialog edit(&window, window.remoteHosts()->entry(yonder));
         QCOMPARE(edit.addressEdit()->text(), m_url);
         QVERIFY(edit.tokenEdit()->text().isEmpty());
+        // Another address: the saved token does not go there unless it is typed again.
+        edit.addressEdit()->setText(QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_port + 1).arg(m_url.section(QStringLiteral("sha256="), 1)));
+        QVERIFY(!edit.buttons()->button(QDialogButtonBox::Ok)->isEnabled());
+        QVERIFY2(edit.problemLabel()->text().startsWith(QLatin1String("The token is what")), qPrintable(edit.problemLabel()->text()));
+        edit.addressEdit()->setText(m_url);
         edit.nameEdit()->setText(QStringLiteral("beyond"));
         QVERIFY2(edit.buttons()->button(QDialogButtonBox::Ok)->isEnabled(), qPrintable(edit.problemLabel()->text()));
         QVERIFY2(edit.testConnection(), qPrintable(edit.testLabel()->text())); // with the saved token
