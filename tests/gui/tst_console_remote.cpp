@@ -33,6 +33,7 @@
 #include <QTableView>
 #include <QSignalSpy>
 #include <QStatusBar>
+#include <QAbstractItemModelTester>
 #include <QTemporaryDir>
 #include <QSslCertificate>
 #include <QTcpServer>
@@ -262,6 +263,9 @@ private Q_SLOTS:
     void hostsFollowTheSavedListAndAreEditedOrRemovedOnTheirRow()
     {
         MainWindow window(*m_client);
+        // Hosts come and go under the fleet's models: each stays a well-formed model throughout.
+        QAbstractItemModelTester source(window.sandboxModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester shown(window.sandboxTree()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         QVERIFY(window.remoteHosts()->follow(m_local->configDir() + QStringLiteral("/hosts.json")).isEmpty());
         QVERIFY(hostRow(window) > 0); // far, as the first test saved it
         window.show();
