@@ -344,6 +344,11 @@ void PolicyEditor::loadChoices()
     });
 }
 
+SecretsDialog *PolicyEditor::secretDialog() const
+{
+    return m_secretDialog;
+}
+
 void PolicyEditor::newSecret(QTreeWidgetItem *item, int column)
 {
     // The secrets page, for one new secret; its name goes into the cell once it is stored.
@@ -430,7 +435,10 @@ void PolicyEditor::partLoaded()
 void PolicyEditor::showInherited()
 {
     // What the layers below this one put in force, in the section that edits it, with its layer.
-    const QJsonObject below = m_inForce.value(QStringLiteral("below")).toObject();
+    // A daemon that does not say what is below (a token limited to some sandboxes may not read the
+    // defaults): what is in force, less what this layer set.
+    const QString own = m_sandbox.isEmpty() ? QStringLiteral("user") : QStringLiteral("sandbox");
+    const QJsonObject below = m_inForce.contains(QStringLiteral("below")) ? m_inForce.value(QStringLiteral("below")).toObject() : m_inForce;
     const QJsonObject document = below.value(QStringLiteral("policy")).toObject();
     const QJsonObject sources = below.value(QStringLiteral("sources")).toObject();
     const auto layerOf = [&](const QString &pointer) { return sources.value(pointer).toString(QStringLiteral("builtin")); };
@@ -439,19 +447,22 @@ void PolicyEditor::showInherited()
         QList<InheritedRow> rows;
         const QJsonArray hosts = network.value(QLatin1String(key)).toArray();
         for (qsizetype i = 0; i < hosts.size(); ++i)
-            rows.append({{hosts.at(i).toString()}, layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i)), hosts.at(i)});
+            if (const QString layer = layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i)); layer != own)
+                rows.append({{hosts.at(i).toString()}, layer, hosts.at(i)});
         list->setInherited(rows);
     }
     const QJsonObject commands = document.value(QStringLiteral("commands")).toObject();
     QList<InheritedRow> rules;
     const QJsonArray ruleArray = commands.value(QStringLiteral("rules")).toArray();
     for (qsizetype i = 0; i < ruleArray.size(); ++i)
-        rules.append({ruleCells(ruleArray.at(i).toObject()), layerOf(QStringLiteral("/commands/rules/%1").arg(i)), ruleArray.at(i)});
+        if (const QString layer = layerOf(QStringLiteral("/commands/rules/%1").arg(i)); layer != own)
+            rules.append({ruleCells(ruleArray.at(i).toObject()), layer, ruleArray.at(i)});
     m_rules->setInherited(rules);
     QList<InheritedRow> grants;
     const QJsonArray grantArray = document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray();
     for (qsizetype i = 0; i < grantArray.size(); ++i)
-        grants.append({grantCells(grantArray.at(i).toObject()), layerOf(QStringLiteral("/credentials/grants/%1").arg(i)), grantArray.at(i)});
+        if (const QString layer = layerOf(QStringLiteral("/credentials/grants/%1").arg(i)); layer != own)
+            grants.append({grantCells(grantArray.at(i).toObject()), layer, grantArray.at(i)});
     m_grants->setInherited(grants);
     // Tools: every declared one, once; named by a layer below, or by none (then denied).
     const QJsonObject tools = document.value(QStringLiteral("tools")).toObject();
@@ -465,6 +476,8 @@ void PolicyEditor::showInherited()
     QList<InheritedRow> toolRows;
     for (const QString &name : names) {
         const bool named = tools.contains(name);
+        if (named && layerOf(QStringLiteral("/tools/") + name) == own)
+            continue;
         const QJsonObject t = tools.value(name).toObject();
         const QString about = described.contains(name) ? display::escaped(described.value(name), 200) : tr("(not declared on this host)");
         toolRows.append({toolCells(name, t, named ? t.value(QStringLiteral("decision")).toString() : QStringLiteral("deny"), about),
@@ -474,7 +487,7 @@ void PolicyEditor::showInherited()
     describeOwnTools();
     // A choice left to the layers below says what they decided, and which one.
     const auto inherit = [&](QComboBox *box, const QString &pointer, const QJsonValue &value) {
-        box->setItemText(0, value.isUndefined() ? tr("(inherited)") : tr("inherited: %1 (%2)").arg(display::escaped(value.toString(), 40), display::escaped(layerLabel(layerOf(pointer)), 100)));
+        box->setItemText(0, value.isUndefined() || layerOf(pointer) == own ? tr("(inherited)") : tr("inherited: %1 (%2)").arg(display::escaped(value.toString(), 40), display::escaped(layerLabel(layerOf(pointer)), 100)));
     };
     inherit(m_unknown, QStringLiteral("/network/unknown"), network.value(QStringLiteral("unknown")));
     inherit(m_commandDefault, QStringLiteral("/commands/default"), commands.value(QStringLiteral("default")));

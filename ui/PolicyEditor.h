@@ -63,7 +63,7 @@ public:
     QPushButton *applyButton() const { return m_apply; }
     bool isLoaded() const { return m_loaded; }
     // The New secret… page while it is open (from a grant's secret cell).
-    SecretsDialog *secretDialog() const { return m_secretDialog; }
+    SecretsDialog *secretDialog() const;
 
 Q_SIGNALS:
     void loaded();

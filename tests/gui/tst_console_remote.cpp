@@ -15,6 +15,7 @@
 #include "HistoryWindow.h"
 #include "FleetView.h"
 #include "MainWindow.h"
+#include "PolicyEditor.h"
 #include "OutputView.h"
 #include "RemoteHosts.h"
 #include "SandboxModel.h"
@@ -258,6 +259,32 @@ private Q_SLOTS:
         QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Not connected: ")), qPrintable(dialog.testLabel()->text()));
         QVERIFY(before.open(QIODevice::ReadOnly));
         QCOMPARE(before.readAll(), saved);
+    }
+
+    void aTokenLimitedToASandboxStillSeesWhatIsInheritedInItsPolicy()
+    {
+        // Such a token is not shown the person's defaults as they are now ("below"): the editor
+        // shows what is in force less this layer's, each with its layer, and applies none of it.
+        QCOMPARE(m_remote->create(args("--name", "limited")), QStringLiteral("limited"));
+        QProcess token;
+        token.setProcessEnvironment(m_remote->environment());
+        token.start(binDir() + QStringLiteral("/airlockd"), args("token", "create", "--name", "scoped-console", "--scope", "sandbox:limited"));
+        QVERIFY(token.waitForFinished(10000));
+        QVERIFY2(token.exitCode() == 0, token.readAllStandardError().constData());
+        DaemonClient scoped;
+        ConnectOptions options;
+        options.host = m_url;
+        options.token = QString::fromLatin1(token.readAllStandardOutput().trimmed());
+        options.autostart = false;
+        QVERIFY(scoped.connectToDaemon(options));
+        PolicyEditor editor(scoped, QStringLiteral("limited"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 10000));
+        const QList<InheritedRow> rules = editor.commandRules()->inherited();
+        QVERIFY2(rules.size() >= 8, qPrintable(QString::number(rules.size())));
+        QCOMPARE(rules.first().layer, QStringLiteral("preset:locked"));
+        QCOMPARE(editor.commandRules()->rows().size(), 0);
+        QCOMPARE(editor.edited(), QJsonObject());
+        QCOMPARE(m_remote->ctl(args("rm", "limited")).exitCode, 0);
     }
 
     void hostsFollowTheSavedListAndAreEditedOrRemovedOnTheirRow()
