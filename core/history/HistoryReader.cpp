@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "history/HistoryReader.h"
 
+#include <limits>
+
 #include "history/HistorySchema.h"
 #include "history/Sql.h"
 
@@ -328,6 +330,7 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
     QString phase = cursor.value(QStringLiteral("phase")).toString(QStringLiteral("run"));
     qint64 after = qint64(cursor.value(QStringLiteral("after")).toDouble(0));
     QString afterSandbox = cursor.value(QStringLiteral("sandbox")).toString(); // events only
+    qint64 afterTime = qint64(cursor.value(QStringLiteral("timeMs")).toDouble(0)); // events only
     QJsonArray records;
     qint64 bytes = 0;
     auto full = [&] { return bytes >= maxBytes; };
@@ -377,17 +380,19 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
             phase = QStringLiteral("events");
             after = 0;
             afterSandbox.clear();
+            afterTime = std::numeric_limits<qint64>::min();
         }
     }
     if (phase == QLatin1String("events") && !full()) {
-        // Paged by (sandbox, seq), the events table's own order.
+        // Paged by (time, sandbox, seq): a range of events_by_run_time, as a trace reads them.
         sql::Stmt st(db, "SELECT seq, sandbox_id, seq, time_ms, kind, exec_id, payload FROM events WHERE run_id = ?1 "
-                         "AND (sandbox_id, seq) > (?2, ?3) ORDER BY sandbox_id, seq");
-        st.integer(1, runId).text(2, afterSandbox).integer(3, after);
+                         "AND (time_ms, sandbox_id, seq) > (?4, ?2, ?3) ORDER BY time_ms, sandbox_id, seq");
+        st.integer(1, runId).text(2, afterSandbox).integer(3, after).integer(4, afterTime);
         bool more = false;
         while (!(more = full()) && st.step()) {
             after = st.columnInt(0);
             afterSandbox = st.columnText(1);
+            afterTime = st.columnInt(3);
             add({{QStringLiteral("type"), QStringLiteral("event")},
                  {QStringLiteral("sandbox"), st.columnText(1)},
                  {QStringLiteral("seq"), st.columnNumber(2)},
@@ -399,6 +404,7 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
         if (!more) {
             phase = QStringLiteral("output");
             after = 0;
+            afterTime = 0;
         }
     }
     if (phase == QLatin1String("output") && !full()) {
@@ -422,7 +428,8 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
         ? QJsonValue()
         : QJsonValue(QJsonObject{{QStringLiteral("phase"), phase},
                                  {QStringLiteral("after"), double(after)},
-                                 {QStringLiteral("sandbox"), afterSandbox}});
+                                 {QStringLiteral("sandbox"), afterSandbox},
+                                 {QStringLiteral("timeMs"), double(afterTime)}});
     return QJsonObject{{QStringLiteral("records"), records}, {QStringLiteral("cursor"), next}};
 }
 

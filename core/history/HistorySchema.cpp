@@ -183,9 +183,10 @@ constexpr const char *kMigrations[] = {
     CREATE INDEX executions_by_agent ON executions(agent, id);
     )sql",
     // 4: a run's events in the order a trace reads them (time, sandbox, sequence), so each page
-    // of history.events is a range of the index instead of a sort of the whole run. events_by_run
-    // stays: with the table's key it is (run, sandbox, seq), the order an export pages in.
+    // of history.events (and of an export, paged the same way) is a range of the index instead
+    // of a sort of the whole run. It replaces events_by_run: one index to keep up, as before.
     R"sql(
+    DROP INDEX events_by_run;
     CREATE INDEX events_by_run_time ON events(run_id, time_ms, sandbox_id, seq);
     )sql",
 };
