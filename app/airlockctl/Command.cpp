@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "Command.h"
 
+#include <QFile>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 
@@ -110,6 +112,31 @@ int Command::execute(Context &ctx, const QStringList &args)
     if (split >= 0)
         positional += QStringList{QStringLiteral("--")} + args.sliced(resume);
     return run(ctx, parser, positional);
+}
+
+Result<QByteArray> readToEnd(QFileDevice &in, qint64 cap, const QString &what)
+{
+    QByteArray data;
+    for (;;) {
+        // A pipe's read returns what its writer has written so far; only an empty read is its end.
+        const QByteArray chunk = in.read(std::min<qint64>(cap + 1 - data.size(), 1 << 20));
+        if (chunk.isEmpty()) {
+            if (in.error() != QFileDevice::NoError)
+                return makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(what, in.errorString()));
+            return data;
+        }
+        data += chunk;
+        if (data.size() > cap)
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is larger than %2 bytes: refused (nothing was kept)").arg(what).arg(cap));
+    }
+}
+
+Result<QByteArray> readStdin(qint64 cap, const QString &what)
+{
+    QFile in;
+    if (!in.open(stdin, QIODevice::ReadOnly | QIODevice::Unbuffered))
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot read stdin"));
+    return readToEnd(in, cap, what);
 }
 
 } // namespace airlock::cli

@@ -5,6 +5,7 @@
 #include "util/Result.h"
 
 #include <QCommandLineParser>
+#include <QFileDevice>
 #include <QJsonObject>
 #include <QStringList>
 #include <QTextStream>
@@ -27,6 +28,13 @@ enum ExitCode {
     ExitRefused = 6,     // path escape, protocol error, history not writable (fail closed)
 };
 int exitCodeFor(ErrorCode code);
+
+// Everything `in` holds up to its end (a pipe read until its writer closes it, however slowly it
+// writes), at most `cap` bytes: past that, an error naming `what` and the cap; nothing is cut
+// short silently.
+Result<QByteArray> readToEnd(QFileDevice &in, qint64 cap, const QString &what);
+// The same from standard input.
+Result<QByteArray> readStdin(qint64 cap, const QString &what);
 
 // Everything a command may touch, injected so tests can run commands in-process.
 struct Context {

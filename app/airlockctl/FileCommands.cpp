@@ -4,7 +4,12 @@
 #include "SandboxCommands.h"
 
 #include <QFile>
+#include <QSaveFile>
 #include <QFileInfo>
+
+#include <memory>
+
+#include <sys/stat.h>
 #include <QRegularExpression>
 
 namespace airlock::cli {
@@ -64,11 +69,25 @@ private:
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a directory; cp copies single files").arg(hostPath));
         if (!file.open(QIODevice::ReadOnly))
             return makeError(ErrorCode::NotFound, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
+        // A file or a pipe (a FIFO, /dev/stdin of a pipeline): read to its end. A device or a
+        // socket may never end: refused rather than copied in part.
+        struct stat st {};
+        if (::fstat(file.handle(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
+            return makeError(ErrorCode::InvalidArgument,
+                             QStringLiteral("%1 is not a regular file or a pipe (a device or socket may never end); copy a file, or pipe it: "
+                                            "cat %1 | airlockctl cp /dev/stdin SANDBOX:PATH")
+                                 .arg(hostPath));
         const int mode = (file.permissions() & QFileDevice::ExeOwner) ? 0755 : 0644;
         QString target = to.path;
         qint64 offset = 0;
+        QByteArray chunk;
         do {
-            const QByteArray chunk = file.read(kChunk);
+            // Only an empty read is the end (a pipe's read returns what its writer wrote so far).
+            chunk = file.read(kChunk);
+            if (chunk.isEmpty() && file.error() != QFileDevice::NoError)
+                return makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
+            if (chunk.isEmpty() && offset > 0)
+                break;
             auto r = client.call(QStringLiteral("fs.write"), {{QStringLiteral("sandbox"), to.sandbox},
                                                                {QStringLiteral("path"), target},
                                                                {QStringLiteral("name"), QFileInfo(hostPath).fileName()},
@@ -80,7 +99,7 @@ private:
                 return r.error();
             target = r->value(QStringLiteral("path")).toString(); // the directory case resolved once
             offset += chunk.size();
-        } while (!file.atEnd());
+        } while (!chunk.isEmpty());
         return QJsonObject{{QStringLiteral("sandbox"), to.sandbox}, {QStringLiteral("path"), target}, {QStringLiteral("bytes"), double(offset)}};
     }
 
@@ -88,7 +107,17 @@ private:
     {
         if (QFileInfo(hostPath).isDir())
             hostPath += QLatin1Char('/') + QFileInfo(from.path).fileName();
-        QFile file(hostPath);
+        // A file is written aside and put in place once all of it is written and flushed: a full
+        // disk or a failed write is an error, never a short file reported as copied. A device or
+        // a FIFO (/dev/stdout, a pipe) is written as it is, and its errors are checked the same
+        // way (renaming over it would replace the device).
+        struct stat st {};
+        const bool special = ::stat(QFile::encodeName(hostPath).constData(), &st) == 0 && !S_ISREG(st.st_mode);
+        std::unique_ptr<QFileDevice> out = special ? std::unique_ptr<QFileDevice>(std::make_unique<QFile>(hostPath))
+                                                   : std::unique_ptr<QFileDevice>(std::make_unique<QSaveFile>(hostPath));
+        if (auto *save = qobject_cast<QSaveFile *>(out.get()))
+            save->setDirectWriteFallback(true); // a folder we may not add to: the file itself, errors still checked
+        QFileDevice &file = *out;
         qint64 offset = 0;
         // The size is fixed by the first answer: a sandbox that keeps appending to the file must
         // not be able to make this copy run (and fill the host disk) forever.
@@ -100,7 +129,7 @@ private:
                                                               {QStringLiteral("length"), double(kChunk)}});
             if (!r)
                 return r.error();
-            if (!file.isOpen() && !file.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            if (!file.isOpen() && !file.open(special ? QIODevice::WriteOnly : QIODevice::WriteOnly | QIODevice::Truncate))
                 return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
             const QByteArray data = QByteArray::fromBase64(r->value(QStringLiteral("data")).toString().toLatin1());
             if (total < 0)
@@ -111,6 +140,9 @@ private:
             offset += std::max<qint64>(wanted, 0);
             eof = r->value(QStringLiteral("eof")).toBool() || data.isEmpty() || offset >= total;
         }
+        const bool written = special ? file.flush() && file.error() == QFileDevice::NoError : static_cast<QSaveFile &>(file).commit();
+        if (!written)
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
         return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(offset)}};
     }
 };

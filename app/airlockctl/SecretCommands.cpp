@@ -24,7 +24,10 @@ Result<QByteArray> readValue(Context &ctx, const QString &name)
     if (!in.open(stdin, QIODevice::ReadOnly))
         return makeError(ErrorCode::IoError, QStringLiteral("cannot read stdin"));
     if (!::isatty(STDIN_FILENO)) {
-        QByteArray value = in.read(1024 * 1024);
+        auto read = readToEnd(in, 1024 * 1024, QStringLiteral("the value of %1 on stdin").arg(name));
+        if (!read)
+            return read.error();
+        QByteArray value = *read;
         if (value.endsWith("\r\n"))
             value.chop(2);
         else if (value.endsWith('\n'))

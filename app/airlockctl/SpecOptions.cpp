@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "SpecOptions.h"
+#include "Command.h"
 
 #include "model/Units.h"
 #include "policy/Policy.h"
@@ -82,8 +83,11 @@ Result<QJsonObject> readPolicyFile(const QString &path)
     const bool opened = path == QLatin1String("-") ? file.open(stdin, QIODevice::ReadOnly) : (file.setFileName(path), file.open(QIODevice::ReadOnly));
     if (!opened)
         return makeError(ErrorCode::NotFound, QStringLiteral("cannot read the policy %1: %2").arg(path, file.errorString()));
+    auto text = readToEnd(file, 1024 * 1024, QStringLiteral("the policy %1").arg(path));
+    if (!text)
+        return text.error();
     QJsonParseError err{};
-    const QJsonDocument doc = QJsonDocument::fromJson(file.read(1024 * 1024 + 1), &err);
+    const QJsonDocument doc = QJsonDocument::fromJson(*text, &err);
     if (err.error != QJsonParseError::NoError || !doc.isObject())
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("the policy %1 is not a JSON object (%2 at offset %3)")
                                                          .arg(path, err.error != QJsonParseError::NoError ? err.errorString() : QStringLiteral("not an object"))

@@ -59,10 +59,10 @@ private:
     {
         QByteArray text = json.toUtf8();
         if (json == QLatin1String("-")) {
-            QFile in;
-            if (!in.open(stdin, QIODevice::ReadOnly))
-                return fail(ctx, makeError(ErrorCode::IoError, QStringLiteral("cannot read stdin")));
-            text = in.read(1024 * 1024);
+            auto read = readStdin(1024 * 1024, QStringLiteral("the arguments on stdin"));
+            if (!read)
+                return fail(ctx, read.error());
+            text = *read;
         }
         QJsonParseError err{};
         const QJsonDocument doc = QJsonDocument::fromJson(text, &err);

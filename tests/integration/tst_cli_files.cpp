@@ -13,12 +13,14 @@
 #include <QJsonObject>
 #include <QLocalServer>
 #include <QLocalSocket>
+#include <QProcess>
 #include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -36,6 +38,87 @@ private Q_SLOTS:
 
 
     // ---- cp ----
+
+    // A pipeline through airlockctl, in the daemon's environment: what a person types in a shell.
+    CliResult pipeline(const QString &script) const
+    {
+        QProcess p;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("CTL"), binDir() + QStringLiteral("/airlockctl --no-autostart"));
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral("bash"), {QStringLiteral("-o"), QStringLiteral("pipefail"), QStringLiteral("-c"), script});
+        p.waitForFinished(60000);
+        CliResult r;
+        r.exitCode = p.exitCode();
+        r.out = p.readAllStandardOutput();
+        r.err = p.readAllStandardError();
+        return r;
+    }
+
+    void cpReadsAPipeToItsEndAndRefusesADevice()
+    {
+        // A slow writer: three MiB in pieces with pauses; all of it arrives (it stopped at the first MiB).
+        const CliResult piped = pipeline(QStringLiteral("(for i in 1 2 3; do head -c 1048576 /dev/zero | tr '\\0' x; sleep 0.2; done) | "
+                                                        "$CTL cp /dev/stdin %1:/workspace/piped.txt").arg(m_sb));
+        QVERIFY2(piped.exitCode == 0, qPrintable(piped.describe()));
+        const CliResult size = sh(QStringLiteral("stat -c %s /workspace/piped.txt; tr -d x < /workspace/piped.txt | wc -c"));
+        QCOMPARE(size.out, QByteArray("3145728\n0\n"));
+        // A FIFO, written after cp opened it.
+        const QString fifo = hostFile(QStringLiteral("fifo"));
+        QVERIFY(::mkfifo(QFile::encodeName(fifo).constData(), 0600) == 0);
+        const CliResult fromFifo = pipeline(QStringLiteral("(sleep 0.3; printf 'through a fifo' > %1) & $CTL cp %1 %2:/workspace/fifo.txt; wait")
+                                                .arg(fifo, m_sb));
+        QVERIFY2(fromFifo.exitCode == 0, qPrintable(fromFifo.describe()));
+        QCOMPARE(sh(QStringLiteral("cat /workspace/fifo.txt")).out, QByteArray("through a fifo"));
+        // A device never ends: refused, with the way to do it, and nothing written.
+        const CliResult device = ctl({QStringLiteral("cp"), QStringLiteral("/dev/zero"), m_sb + QStringLiteral(":/workspace/zero")});
+        QCOMPARE(device.exitCode, 2);
+        QVERIFY2(device.err.contains("/dev/zero is not a regular file or a pipe"), qPrintable(device.describe()));
+        QCOMPARE(sh(QStringLiteral("test -e /workspace/zero; echo $?")).out, QByteArray("1\n"));
+    }
+
+    void cpToAFullDiskFailsAndLeavesNoShortFile()
+    {
+        QVERIFY(sh(QStringLiteral("head -c 200000 /dev/zero > /workspace/some.bin")).exitCode == 0);
+        // /dev/full: every write fails with ENOSPC; cp says so and exits nonzero (it said "copied").
+        const CliResult full = ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":/workspace/some.bin"), QStringLiteral("/dev/full")});
+        QVERIFY2(full.exitCode != 0 && full.err.contains("cannot write /dev/full") && full.err.contains("No space left on device"),
+                 qPrintable(full.describe()));
+        // And the device is still a device (a file is never renamed over it).
+        struct stat st {};
+        QVERIFY(::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
+        // To a file, through a pipe to a reader: the bytes arrive whole.
+        const CliResult streamed = pipeline(QStringLiteral("$CTL cp %1:/workspace/some.bin /dev/stdout | wc -c").arg(m_sb));
+        QVERIFY2(streamed.exitCode == 0, qPrintable(streamed.describe()));
+        QCOMPARE(streamed.out.trimmed(), QByteArray("200000"));
+    }
+
+    void inputFromAPipeIsReadToItsEndOrRefused()
+    {
+        // A policy written slowly arrives whole (only what the first read returned was kept).
+        const CliResult slow = pipeline(QStringLiteral("(printf '{\"commands\": '; sleep 0.3; printf '{\"default\": \"deny\"}}') | $CTL policy set %1 -").arg(m_sb));
+        QVERIFY2(slow.exitCode == 0, qPrintable(slow.describe()));
+        const QJsonObject shown = QJsonDocument::fromJson(ctl({QStringLiteral("policy"), QStringLiteral("show"), m_sb, QStringLiteral("--json")}).out).object();
+        QCOMPARE(shown.value(QStringLiteral("policy")).toObject().value(QStringLiteral("commands")).toObject().value(QStringLiteral("default")).toString(),
+                 QStringLiteral("deny"));
+        // Past the cap: refused, nothing kept.
+        const CliResult big = pipeline(QStringLiteral("(head -c 2000000 /dev/zero | tr '\\0' ' '; printf '{}') | $CTL policy set %1 -").arg(m_sb));
+        QVERIFY2(big.exitCode == 2 && big.err.contains("the policy - is larger than 1048576 bytes: refused"), qPrintable(big.describe()));
+        QCOMPARE(QJsonDocument::fromJson(ctl({QStringLiteral("policy"), QStringLiteral("show"), m_sb, QStringLiteral("--json")}).out).object(), shown);
+        QVERIFY(pipeline(QStringLiteral("printf '{}' | $CTL policy set %1 -").arg(m_sb)).exitCode == 0);
+        // A secret written in two pieces is both pieces: the sandbox granted it sees 12 bytes.
+        const CliResult secret = pipeline(QStringLiteral("(printf 'first-'; sleep 0.3; printf 'second') | $CTL secret set SLOW_SECRET"));
+        QVERIFY2(secret.exitCode == 0, qPrintable(secret.describe()));
+        const QString policy = hostFile(QStringLiteral("grant.json"));
+        QVERIFY(writeFile(policy, R"({"credentials": {"grants": [{"secret": "SLOW_SECRET", "env": "SLOW"}]}})"));
+        QString error;
+        const QString granted = m_daemon->create({QStringLiteral("--name"), QStringLiteral("slow-secret"), QStringLiteral("--policy"), policy}, &error);
+        QVERIFY2(granted == QLatin1String("slow-secret"), qPrintable(error));
+        const CliResult seen = ctl({QStringLiteral("exec"), granted, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                                    QStringLiteral("printf %s \"$SLOW\" | wc -c")});
+        QCOMPARE(seen.out.trimmed(), QByteArray("12"));
+        QCOMPARE(ctl({QStringLiteral("rm"), granted}).exitCode, 0);
+    }
 
     void cpRoundTripIsByteIdentical()
     {
