@@ -216,6 +216,8 @@ private:
                 << "\ncgroup:      " << caps.value(QStringLiteral("cgroup")).toString()
                 << " (memory: " << (caps.value(QStringLiteral("cgroupMemory")).toBool() ? "yes" : "no")
                 << ", pids: " << (caps.value(QStringLiteral("cgroupPids")).toBool() ? "yes" : "no") << ")\n";
+        for (const QJsonValue &notice : d.value(QStringLiteral("notices")).toArray()) // what a person should know
+            ctx.out << "NOTICE:      " << display::escaped(notice.toString()) << "\n";
         ctx.out.flush();
     }
 

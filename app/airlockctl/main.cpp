@@ -128,6 +128,8 @@ int main(int argc, char *argv[])
         }
         if (Status s = client.connectToDaemon(ctx.connect); !s)
             return s.error();
+        if (!client.startNotice().isEmpty()) // the daemon this started had something to say
+            ctx.err << client.startNotice() << Qt::endl;
         return &client;
     };
     return (*command)->execute(ctx, args);

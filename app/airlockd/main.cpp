@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -247,6 +248,19 @@ int main(int argc, char *argv[])
         *target = qint64(*bytes);
     }
     auto history = HistoryStore::open(historyOptions);
+    QString historyNotice;
+    if (!history && history.error().code != ErrorCode::HistoryUnavailable) {
+        // Damaged (truncated, overwritten, corrupt inside): kept aside, never deleted, and a new
+        // history started, so the daemon works; said in its log, on stderr and in daemon.info.
+        if (auto aside = HistoryStore::setAsideIfDamaged(historyOptions.path)) {
+            historyNotice = QStringLiteral("the history at %1 was damaged (%2); it was moved to %3 and a new one started. To recover what "
+                                           "it held: sqlite3 %3 .recover | sqlite3 recovered.db")
+                                .arg(historyOptions.path, history.error().message, *aside);
+            logger->warn("{}", historyNotice.toStdString());
+            std::fprintf(stderr, "airlockd: %s\n", qPrintable(historyNotice));
+            history = HistoryStore::open(historyOptions);
+        }
+    }
     if (!history) {
         logger->error("{}", history.error().message.toStdString()); // an autostarted daemon has no terminal
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(history.error().message));
@@ -264,6 +278,8 @@ int main(int argc, char *argv[])
     engine.reapOrphans();
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     rpc::RpcServer server(engine, history->get(), approvals);
+    if (!historyNotice.isEmpty())
+        server.addNotice(historyNotice);
     QObject::connect(&gate, &HistoryGate::published, &server, &rpc::RpcServer::onEvent);
 
     // Remote clients, when asked for: before the local socket, so that whoever waits for that
@@ -293,6 +309,15 @@ int main(int argc, char *argv[])
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
         return 1;
+    }
+    // Started by a client that listened on our stderr until now: ready, so it goes to /dev/null
+    // (that client stops reading; nothing this daemon starts may write into a closed pipe).
+    if (qEnvironmentVariableIsSet("AIRLOCK_STDERR_UNTIL_READY")) {
+        if (const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC); devnull >= 0) {
+            ::dup2(devnull, STDERR_FILENO);
+            ::close(devnull);
+        }
+        qunsetenv("AIRLOCK_STDERR_UNTIL_READY");
     }
 
     const int sigfd = ::signalfd(-1, &termination, SFD_CLOEXEC | SFD_NONBLOCK);

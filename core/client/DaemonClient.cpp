@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/DaemonClient.h"
+#include "model/DisplayText.h"
 
 #include "client/Hosts.h"
 
@@ -202,7 +203,7 @@ void DaemonClient::attach(QLocalSocket *socket)
     });
 }
 
-Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &socketPath)
+Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &socketPath, int *statusFd)
 {
     QString program = options.daemonProgram;
     if (program.isEmpty()) {
@@ -215,11 +216,30 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
                              .arg(socketPath));
     const QByteArray prog = QFile::encodeName(program);
     const QByteArray sock = QFile::encodeName(socketPath);
-    // Detached: double fork so the daemon is not our child and outlives us; stdio to /dev/null
-    // (it logs to the state directory).
+    // Its stderr is a pipe to us while we wait for it: a daemon that exits before it is ready
+    // (a damaged history, a socket it cannot take) is said at once, with its own words, instead
+    // of after the wait. Once we are gone its writes there fail quietly (it ignores SIGPIPE).
+    // The daemon hears that its stderr is ours until it is ready (then it points it at /dev/null,
+    // so nothing it starts later writes into a closed pipe). Made before fork: nothing allocates after.
+    QList<QByteArray> environment{QByteArrayLiteral("AIRLOCK_STDERR_UNTIL_READY=1")};
+    for (char **e = environ; *e; ++e)
+        if (!QByteArray(*e).startsWith("AIRLOCK_STDERR_UNTIL_READY="))
+            environment.append(QByteArray(*e));
+    std::vector<char *> envp;
+    for (QByteArray &e : environment)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int status[2];
+    if (::pipe2(status, O_CLOEXEC) != 0)
+        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("pipe failed"));
+    // Detached: double fork so the daemon is not our child and outlives us; stdin and stdout to
+    // /dev/null (it logs to the state directory).
     const pid_t pid = ::fork();
-    if (pid < 0)
+    if (pid < 0) {
+        ::close(status[0]);
+        ::close(status[1]);
         return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("fork failed"));
+    }
     if (pid == 0) {
         ::setsid();
         if (::fork() != 0)
@@ -227,18 +247,48 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
         const int devnull = ::open("/dev/null", O_RDWR);
         ::dup2(devnull, 0);
         ::dup2(devnull, 1);
-        ::dup2(devnull, 2);
+        ::dup2(status[1], 2);
         ::syscall(SYS_close_range, 3U, ~0U, 0);
         const char *argv[] = {prog.constData(), "--socket", sock.constData(), nullptr};
-        ::execv(argv[0], const_cast<char *const *>(argv));
+        ::execve(argv[0], const_cast<char *const *>(argv), envp.data());
         ::_exit(127);
     }
+    ::close(status[1]);
     ::waitpid(pid, nullptr, 0);
+    ::fcntl(status[0], F_SETFL, O_NONBLOCK);
+    *statusFd = status[0];
     logger()->info("started {} for {}", program.toStdString(), socketPath.toStdString());
     return Ok{};
 }
 
-Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const ConnectOptions &given)
+namespace {
+// What a daemon we started said on stderr so far; true once it closed it (it exited).
+bool readStatus(int fd, QByteArray &said)
+{
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) {
+            if (said.size() < 16 * 1024)
+                said.append(buf, int(std::min<ssize_t>(n, 16 * 1024 - said.size())));
+            continue;
+        }
+        return n == 0; // EOF: every writer is gone; -1 (EAGAIN): still running
+    }
+}
+
+// Its own words: the lines it printed as airlockd (its log's copy of them left out), escaped.
+QStringList daemonWords(const QByteArray &said)
+{
+    QStringList words;
+    for (const QString &line : QString::fromUtf8(said).split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+        if (line.startsWith(QLatin1String("airlockd: ")))
+            words.append(display::escaped(line, 1000));
+    return words;
+}
+} // namespace
+
+Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const ConnectOptions &given, QString *startNotice)
 {
     ConnectOptions options = given;
     if (!options.host.isEmpty()) {
@@ -258,12 +308,35 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
             return dir.error(); // someone else's directory: starting a daemon there would not help
     auto socket = openOnce(path, 1000);
     if (!socket && options.autostart) {
-        if (Status started = startDaemon(options, path); !started)
+        int status = -1;
+        if (Status started = startDaemon(options, path, &status); !started)
             return started.error();
         QElapsedTimer t;
         t.start();
-        while (!(socket = openOnce(path, 1000)) && t.elapsed() < options.timeoutMs)
+        QByteArray said;
+        bool exited = false;
+        for (;;) {
+            if ((socket = openOnce(path, 1000)) || t.elapsed() >= options.timeoutMs)
+                break;
+            if ((exited = readStatus(status, said))) { // it closed its stderr: ready, or gone (then said why now)
+                socket = openOnce(path, 1000);
+                break;
+            }
             QThread::msleep(10);
+        }
+        if (socket && startNotice) { // up: what it said on the way as airlockd (read what is left first)
+            readStatus(status, said);
+            *startNotice = daemonWords(said).join(QLatin1Char('\n'));
+        }
+        ::close(status);
+        if (!socket && exited) {
+            QStringList words = daemonWords(said);
+            for (QString &w : words)
+                w.remove(0, 10); // "airlockd: "
+            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("airlockd exited before it was ready%1 (its log: %2)")
+                                                               .arg(words.isEmpty() ? QString() : QStringLiteral(": ") + words.join(QStringLiteral("; ")),
+                                                                    paths::stateDir() + QStringLiteral("/airlockd.log")));
+        }
     }
     if (!socket)
         return makeError(ErrorCode::DaemonUnavailable,
@@ -278,7 +351,8 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
 {
     m_options = options;
     m_lastServerError = {};
-    auto socket = openDaemonSocket(options);
+    m_startNotice.clear();
+    auto socket = openDaemonSocket(options, &m_startNotice);
     if (!socket)
         return socket.error();
     attach(socket->release());

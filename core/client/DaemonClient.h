@@ -44,11 +44,14 @@ public:
 
     // The connected, checked socket of the daemon these options name (starting it if allowed),
     // before any handshake: for a bridge that relays the protocol as bytes (airlockd --stdio).
-    static Result<std::unique_ptr<QLocalSocket>> openDaemonSocket(const ConnectOptions &options);
+    static Result<std::unique_ptr<QLocalSocket>> openDaemonSocket(const ConnectOptions &options, QString *startNotice = nullptr);
 
     // Connects (starting the daemon if allowed) and performs the version handshake.
     Status connectToDaemon(const ConnectOptions &options);
     bool isConnected() const;
+    // What a daemon this client started said before it was ready (a damaged history set aside):
+    // empty when it said nothing, or was already running.
+    QString startNotice() const { return m_startNotice; }
     // Ends the connection on purpose: no disconnected() signal, and what waits for an answer gets
     // a DaemonUnavailable error now.
     void close();
@@ -70,7 +73,8 @@ private:
     static Result<std::unique_ptr<QLocalSocket>> openSsh(const HostAddress &address);
     static Result<std::unique_ptr<QLocalSocket>> openWebSocket(const HostAddress &address, const QString &token, int timeoutMs);
     void attach(QLocalSocket *socket);
-    static Status startDaemon(const ConnectOptions &options, const QString &socketPath);
+    // `statusFd`: the read end of the daemon's stderr (non-blocking), to hear an early exit.
+    static Status startDaemon(const ConnectOptions &options, const QString &socketPath, int *statusFd);
     void onMessage(const QJsonObject &message);
 
     rpc::Connection *m_conn = nullptr;
@@ -78,6 +82,7 @@ private:
     qint64 m_nextId = 1;
     QHash<qint64, Callback> m_pending;
     Error m_lastServerError;
+    QString m_startNotice;
 };
 
 } // namespace airlock

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "history/HistoryStore.h"
+#include <cstring>
+#include <cstdio>
+#include <QFile>
+#include <QDateTime>
+#include "history/HistoryReader.h"
 
 #include "history/HistorySchema.h"
 #include "log/Log.h"
@@ -140,6 +145,22 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
         store->m_state.toIndex.push_back(unindexed.columnInt(0));
     store->m_thread = std::thread([s = store.get()] { s->writerLoop(); });
     return store;
+}
+
+Result<QString> HistoryStore::setAsideIfDamaged(const QString &path)
+{
+    if (!QFileInfo::exists(path))
+        return makeError(ErrorCode::NotFound, QStringLiteral("%1 does not exist").arg(path));
+    const auto check = HistoryReader(path).quickCheck();
+    if (check && *check == QLatin1String("ok"))
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is not damaged").arg(path));
+    const QString aside = path + QStringLiteral(".damaged-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    for (const char *suffix : {"", "-wal", "-shm"}) {
+        const QString from = path + QLatin1String(suffix);
+        if (QFileInfo::exists(from) && ::rename(QFile::encodeName(from).constData(), QFile::encodeName(aside + QLatin1String(suffix)).constData()) != 0)
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot move the damaged %1 aside: %2").arg(from, QString::fromLocal8Bit(std::strerror(errno))));
+    }
+    return aside;
 }
 
 HistoryStore::~HistoryStore()

@@ -42,6 +42,10 @@ public:
     // Opens (creating or migrating) the database, marks what a dead daemon left running as
     // interrupted, and starts the writer.
     static Result<std::unique_ptr<HistoryStore>> open(const Options &options);
+    // A history file that SQLite finds damaged (not a database, or quick_check's findings) is
+    // renamed aside with its -wal and -shm, never deleted: the new name. An error when the file
+    // is not damaged (its trouble is something else: say that instead) or cannot be moved.
+    static Result<QString> setAsideIfDamaged(const QString &path);
     ~HistoryStore(); // commits what is queued, then stops the writer
 
     const QString &path() const { return m_options.path; }

@@ -414,6 +414,8 @@ void RpcServer::registerHandlers()
         info.insert(QStringLiteral("socket"), m_socketPath);
         info.insert(QStringLiteral("socketActivated"), m_activated);
         info.insert(QStringLiteral("clients"), sessionCount());
+        if (!m_notices.isEmpty())
+            info.insert(QStringLiteral("notices"), QJsonArray::fromStringList(m_notices));
         reply(info);
     });
     m_handlers.insert(QStringLiteral("sandbox.create"), [this](Session &s, const QJsonObject &p, const Reply &reply) {

@@ -35,6 +35,8 @@ class HistoryMethods;
 class RpcServer final : public QObject {
     Q_OBJECT
 public:
+    // Something a person should know about this daemon (a damaged history set aside): in daemon.info.
+    void addNotice(const QString &notice) { m_notices.append(notice); }
     // history may be null (then the history.* methods answer that it is unavailable).
     RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &approvals, QObject *parent = nullptr);
     ~RpcServer() override;
@@ -86,6 +88,7 @@ private:
     ApprovalBroker *m_approvals; // shared with the engine
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
+    QStringList m_notices;
     bool m_activated = false; // systemd passed the socket (rpc/SocketActivation.h)
     QHash<QString, Handler> m_handlers;
     QList<Session *> m_sessions;

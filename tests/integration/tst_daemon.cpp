@@ -84,6 +84,17 @@ struct KillOnExit {
             ::kill(pid_t(pid), SIGKILL);
     }
 };
+
+// `airlockctl ls` in d's environment, allowed to start a daemon; `guard` holds the one it started.
+void autostart(const TestDaemon &d, QProcess &ctl, KillOnExit &guard)
+{
+    ctl.setProcessEnvironment(d.environment());
+    ctl.start(binDir() + QStringLiteral("/airlockctl"), args("ls"));
+    ctl.waitForFinished(30000);
+    QFile lock(d.socketPath() + QStringLiteral(".lock"));
+    if (lock.open(QIODevice::ReadOnly))
+        guard.pid = lock.readAll().trimmed().toLongLong();
+}
 } // namespace
 
 class TestDaemonLife final : public QObject {
@@ -439,18 +450,14 @@ private Q_SLOTS:
 
     // ---- 6. Autostart --------------------------------------------------------------------------
 
+
     void aClientStartsTheDaemonOnDemand()
     {
         TestDaemon d; // private XDG directories; never started by the fixture
         QVERIFY(!QFileInfo::exists(d.socketPath()));
         QProcess ctl;
-        ctl.setProcessEnvironment(d.environment());
-        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("ls"));
-        QVERIFY(ctl.waitForFinished(30000));
         KillOnExit guard;
-        QFile lock(d.socketPath() + QStringLiteral(".lock"));
-        if (lock.open(QIODevice::ReadOnly))
-            guard.pid = lock.readAll().trimmed().toLongLong();
+        autostart(d, ctl, guard);
         QCOMPARE(ctl.exitCode(), 0);
         QVERIFY(ctl.readAllStandardOutput().startsWith("NAME"));
         struct stat st {};
@@ -468,11 +475,70 @@ private Q_SLOTS:
         // The next client finds that same daemon.
         const QJsonObject daemon = jsonObject(d.ctl(args("info", "--json")).out);
         QCOMPARE(qint64(daemon.value(QStringLiteral("pid")).toDouble()), guard.pid);
+        // Its stderr was the client's pipe until it was ready: /dev/null now (nothing it starts
+        // writes into a pipe nobody reads).
+        QCOMPARE(QFileInfo(QStringLiteral("/proc/%1/fd/2").arg(guard.pid)).symLinkTarget(), QStringLiteral("/dev/null"));
 
         QVERIFY(::kill(pid_t(guard.pid), SIGTERM) == 0);
         QVERIFY(waitFor([&] { return !processRunning(guard.pid); }, 10000));
         guard.pid = 0;
         QVERIFY(!QFileInfo::exists(d.socketPath()));
+    }
+
+    void aDaemonThatCannotStartSaysWhyAtOnce()
+    {
+        // The history's place taken by a folder: the daemon exits at start. The client that
+        // started it says so with the daemon's words at once (it waited 10 s, then a socket error).
+        TestDaemon d;
+        QVERIFY(QDir().mkpath(d.dataDir() + QStringLiteral("/history.db")));
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        QElapsedTimer t;
+        t.start();
+        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("ls"));
+        QVERIFY(ctl.waitForFinished(30000));
+        const qint64 took = t.elapsed();
+        const QByteArray err = ctl.readAllStandardError();
+        QCOMPARE(ctl.exitCode(), 4);
+        QVERIFY2(err.contains("airlockd exited before it was ready: history database: ") && err.contains("airlockd.log"), err.constData());
+        QVERIFY2(took < 5000, qPrintable(QString::number(took)));
+    }
+
+    void aDamagedHistoryIsSetAsideAndANewOneStarted()
+    {
+        // Overwritten with something that is not a database: kept aside byte for byte, a new
+        // history started, and said where it is and how to recover it.
+        TestDaemon d;
+        QVERIFY(QDir().mkpath(d.dataDir()));
+        const QString path = d.dataDir() + QStringLiteral("/history.db");
+        QByteArray junk;
+        for (int i = 0; i < 2000; ++i)
+            junk += "this is not a database ";
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(junk) == junk.size());
+        file.close();
+        QProcess ctl;
+        KillOnExit guard;
+        autostart(d, ctl, guard);
+        const QByteArray err = ctl.readAllStandardError();
+        QVERIFY2(ctl.exitCode() == 0, err.constData());
+        QVERIFY2(err.contains(QByteArray("the history at " + path.toUtf8() + " was damaged")) && err.contains(".recover"), err.constData());
+        const QStringList aside = QDir(d.dataDir()).entryList({QStringLiteral("history.db.damaged-*")});
+        QCOMPARE(aside.size(), 1);
+        QFile kept(d.dataDir() + QLatin1Char('/') + aside.first());
+        QVERIFY(kept.open(QIODevice::ReadOnly));
+        QCOMPARE(kept.readAll(), junk);
+        // The daemon works, its history included, and says what happened to whoever asks.
+        QCOMPARE(d.create(args("--name", "after-damage")), QStringLiteral("after-damage"));
+        QCOMPARE(d.ctl(args("exec", "after-damage", "-n", "--", "echo", "kept")).exitCode, 0);
+        QVERIFY(d.ctl(args("history", "--json")).out.contains("kept"));
+        const QJsonObject info = jsonObject(d.ctl(args("info", "--json")).out);
+        QVERIFY2(info.value(QStringLiteral("notices")).toArray().first().toString().contains(aside.first()), QJsonDocument(info).toJson().constData());
+        const CliResult shown = d.ctl(args("info"));
+        QVERIFY2(shown.out.contains("NOTICE:      the history at ") && shown.out.contains(aside.first().toUtf8()), qPrintable(shown.describe()));
+        QVERIFY(::kill(pid_t(guard.pid), SIGTERM) == 0);
+        QVERIFY(waitFor([&] { return !processRunning(guard.pid); }, 10000));
+        guard.pid = 0;
     }
 
     void aClientRefusesASocketDirectoryThatIsNotItsOwn()
