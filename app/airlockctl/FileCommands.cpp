@@ -5,6 +5,8 @@
 
 #include <QFile>
 #include <QSaveFile>
+#include <cstring>
+#include <cerrno>
 #include <QFileInfo>
 
 #include <memory>
@@ -107,17 +109,31 @@ private:
     {
         if (QFileInfo(hostPath).isDir())
             hostPath += QLatin1Char('/') + QFileInfo(from.path).fileName();
-        // A file is written aside and put in place once all of it is written and flushed: a full
-        // disk or a failed write is an error, never a short file reported as copied. A device or
-        // a FIFO (/dev/stdout, a pipe) is written as it is, and its errors are checked the same
-        // way (renaming over it would replace the device).
+        // A new or regular file is written aside and put in place once all of it is written,
+        // flushed and synced: a full disk or a failed write is an error, never a short file
+        // reported as copied. Written as it is, with its errors checked the same way: one of our
+        // own descriptors (/dev/stdout, /dev/fd/N: whatever it is open on, appended to as the
+        // shell opened it), a device or FIFO (renaming over it would replace it), and a symbolic
+        // link (the kernel follows it, with its protections for shared folders).
         struct stat st {};
-        const bool special = ::stat(QFile::encodeName(hostPath).constData(), &st) == 0 && !S_ISREG(st.st_mode);
-        std::unique_ptr<QFileDevice> out = special ? std::unique_ptr<QFileDevice>(std::make_unique<QFile>(hostPath))
-                                                   : std::unique_ptr<QFileDevice>(std::make_unique<QSaveFile>(hostPath));
+        const QByteArray native = QFile::encodeName(hostPath);
+        static const QRegularExpression ownFd(QStringLiteral("^/(?:dev/(?:fd/(\\d+)|(stdout|stderr))|proc/self/fd/(\\d+))$"));
+        const auto fdMatch = ownFd.match(hostPath);
+        const int fd = !fdMatch.hasMatch() ? -1
+                       : fdMatch.captured(2) == QLatin1String("stdout") ? 1
+                       : fdMatch.captured(2) == QLatin1String("stderr") ? 2
+                                                                       : QString(fdMatch.captured(1) + fdMatch.captured(3)).toInt();
+        const bool direct = fd >= 0 || (::lstat(native.constData(), &st) == 0 && (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)));
+        std::unique_ptr<QFileDevice> out = direct ? std::unique_ptr<QFileDevice>(std::make_unique<QFile>(hostPath))
+                                                  : std::unique_ptr<QFileDevice>(std::make_unique<QSaveFile>(hostPath));
         if (auto *save = qobject_cast<QSaveFile *>(out.get()))
             save->setDirectWriteFallback(true); // a folder we may not add to: the file itself, errors still checked
         QFileDevice &file = *out;
+        const auto open = [&] {
+            if (fd >= 0)
+                return static_cast<QFile &>(file).open(fd, QIODevice::WriteOnly, QFileDevice::DontCloseHandle);
+            return file.open(direct ? QIODevice::WriteOnly : QIODevice::WriteOnly | QIODevice::Truncate);
+        };
         qint64 offset = 0;
         // The size is fixed by the first answer: a sandbox that keeps appending to the file must
         // not be able to make this copy run (and fill the host disk) forever.
@@ -129,7 +145,7 @@ private:
                                                               {QStringLiteral("length"), double(kChunk)}});
             if (!r)
                 return r.error();
-            if (!file.isOpen() && !file.open(special ? QIODevice::WriteOnly : QIODevice::WriteOnly | QIODevice::Truncate))
+            if (!file.isOpen() && !open())
                 return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
             const QByteArray data = QByteArray::fromBase64(r->value(QStringLiteral("data")).toString().toLatin1());
             if (total < 0)
@@ -140,8 +156,18 @@ private:
             offset += std::max<qint64>(wanted, 0);
             eof = r->value(QStringLiteral("eof")).toBool() || data.isEmpty() || offset >= total;
         }
-        const bool written = special ? file.flush() && file.error() == QFileDevice::NoError : static_cast<QSaveFile &>(file).commit();
-        if (!written)
+        // Flushed and, for a file, synced before it counts (QSaveFile's commit does not check the
+        // last flush): only then is the copy put in place.
+        const bool flushed = file.flush() && file.error() == QFileDevice::NoError;
+        const int handle = file.handle();
+        const bool synced = flushed && (fd >= 0 || (::fstat(handle, &st) == 0 && !S_ISREG(st.st_mode)) || ::fsync(handle) == 0);
+        if (!synced) {
+            const QString why = file.error() != QFileDevice::NoError ? file.errorString() : QString::fromLocal8Bit(std::strerror(errno));
+            if (auto *save = qobject_cast<QSaveFile *>(&file))
+                save->cancelWriting();
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, why));
+        }
+        if (auto *save = qobject_cast<QSaveFile *>(&file); save && !save->commit())
             return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
         return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(offset)}};
     }

@@ -253,9 +253,11 @@ int main(int argc, char *argv[])
         // Damaged (truncated, overwritten, corrupt inside): kept aside, never deleted, and a new
         // history started, so the daemon works; said in its log, on stderr and in daemon.info.
         if (auto aside = HistoryStore::setAsideIfDamaged(historyOptions.path)) {
+            QString quoted = *aside;
+            quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
             historyNotice = QStringLiteral("the history at %1 was damaged (%2); it was moved to %3 and a new one started. To recover what "
-                                           "it held: sqlite3 %3 .recover | sqlite3 recovered.db")
-                                .arg(historyOptions.path, history.error().message, *aside);
+                                           "it held: sqlite3 '%4' .recover | sqlite3 recovered.db")
+                                .arg(historyOptions.path, history.error().message, *aside, quoted);
             logger->warn("{}", historyNotice.toStdString());
             std::fprintf(stderr, "airlockd: %s\n", qPrintable(historyNotice));
             history = HistoryStore::open(historyOptions);

@@ -244,10 +244,12 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
         ::setsid();
         if (::fork() != 0)
             ::_exit(0);
+        // Out of the way of 0-2 first (a client started with them closed gets its pipe there).
+        const int writeEnd = ::fcntl(status[1], F_DUPFD, 10);
         const int devnull = ::open("/dev/null", O_RDWR);
         ::dup2(devnull, 0);
         ::dup2(devnull, 1);
-        ::dup2(status[1], 2);
+        ::dup2(writeEnd, 2); // without close-on-exec: dup2 clears it
         ::syscall(SYS_close_range, 3U, ~0U, 0);
         const char *argv[] = {prog.constData(), "--socket", sock.constData(), nullptr};
         ::execve(argv[0], const_cast<char *const *>(argv), envp.data());
@@ -318,9 +320,13 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
         for (;;) {
             if ((socket = openOnce(path, 1000)) || t.elapsed() >= options.timeoutMs)
                 break;
-            if ((exited = readStatus(status, said))) { // it closed its stderr: ready, or gone (then said why now)
-                socket = openOnce(path, 1000);
-                break;
+            if (!exited && (exited = readStatus(status, said))) { // it closed its stderr: ready, or gone
+                if ((socket = openOnce(path, 1000)))
+                    break;
+                // Gone. Another daemon won the race to start (it said so): wait for that one.
+                // Anything else: say why now, not after the wait.
+                if (!said.contains("another airlockd"))
+                    break;
             }
             QThread::msleep(10);
         }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "history/HistoryStore.h"
+#include "history/Sql.h"
+#include <unistd.h>
+#include <QScopeGuard>
 #include <cstring>
 #include <cstdio>
 #include <QFile>
@@ -147,19 +150,76 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
     return store;
 }
 
+namespace {
+// Damaged, as SQLite itself says: not a database, corrupt, or quick_check's findings. Anything
+// else (busy, locked, out of memory, an I/O error, a newer schema) is not damage: the file stays.
+Result<bool> damaged(const QString &path)
+{
+    sqlite3 *db = nullptr;
+    const int opened = sqlite3_open_v2(QFile::encodeName(path).constData(), &db, SQLITE_OPEN_READONLY, nullptr);
+    const auto close = qScopeGuard([&] { sqlite3_close_v2(db); });
+    const auto judge = [&](int code) -> Result<bool> {
+        const int primary = code & 0xff;
+        if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
+            return true;
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot check %1: %2").arg(path, QString::fromUtf8(db ? sqlite3_errmsg(db) : "out of memory")));
+    };
+    if (opened != SQLITE_OK)
+        return judge(opened);
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt *version = nullptr;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(version);
+    const int schema = rc == SQLITE_ROW ? sqlite3_column_int(version, 0) : -1;
+    sqlite3_finalize(version);
+    if (rc != SQLITE_ROW)
+        return judge(sqlite3_extended_errcode(db));
+    if (schema > history::kSchemaVersion) // a newer daemon's: never ours to move
+        return false;
+    sqlite3_stmt *check = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &check, nullptr) != SQLITE_OK)
+        return judge(sqlite3_extended_errcode(db));
+    const auto finalize = qScopeGuard([&] { sqlite3_finalize(check); });
+    bool found = false;
+    while ((rc = sqlite3_step(check)) == SQLITE_ROW)
+        found |= QByteArray(reinterpret_cast<const char *>(sqlite3_column_text(check, 0))) != "ok";
+    if (rc != SQLITE_DONE)
+        return judge(sqlite3_extended_errcode(db));
+    return found;
+}
+} // namespace
+
 Result<QString> HistoryStore::setAsideIfDamaged(const QString &path)
 {
     if (!QFileInfo::exists(path))
         return makeError(ErrorCode::NotFound, QStringLiteral("%1 does not exist").arg(path));
-    const auto check = HistoryReader(path).quickCheck();
-    if (check && *check == QLatin1String("ok"))
+    auto isDamaged = damaged(path);
+    if (!isDamaged)
+        return isDamaged.error();
+    if (!*isDamaged)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is not damaged").arg(path));
-    const QString aside = path + QStringLiteral(".damaged-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    // A name of its own (never one set aside before), linked first and unlinked after: a failure
+    // half way leaves every file where it was.
+    const QString stamp = path + QStringLiteral(".damaged-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    QString aside = stamp;
+    for (int n = 2; QFileInfo::exists(aside) || QFileInfo::exists(aside + QStringLiteral("-wal")); ++n)
+        aside = stamp + QLatin1Char('-') + QString::number(n);
+    QStringList linked;
     for (const char *suffix : {"", "-wal", "-shm"}) {
         const QString from = path + QLatin1String(suffix);
-        if (QFileInfo::exists(from) && ::rename(QFile::encodeName(from).constData(), QFile::encodeName(aside + QLatin1String(suffix)).constData()) != 0)
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot move the damaged %1 aside: %2").arg(from, QString::fromLocal8Bit(std::strerror(errno))));
+        if (!QFileInfo::exists(from))
+            continue;
+        if (::link(QFile::encodeName(from).constData(), QFile::encodeName(aside + QLatin1String(suffix)).constData()) != 0) {
+            const QString why = QString::fromLocal8Bit(std::strerror(errno));
+            for (const QString &l : std::as_const(linked))
+                ::unlink(QFile::encodeName(l).constData());
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot set the damaged %1 aside: %2").arg(from, why));
+        }
+        linked.append(aside + QLatin1String(suffix));
     }
+    for (const char *suffix : {"-shm", "-wal", ""})
+        ::unlink(QFile::encodeName(path + QLatin1String(suffix)).constData());
     return aside;
 }
 

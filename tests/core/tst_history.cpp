@@ -540,6 +540,49 @@ private Q_SLOTS:
         QVERIFY(std::adjacent_find(seen.cbegin(), seen.cend()) == seen.cend());
     }
 
+    void onlyADamagedHistoryIsSetAside()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        {
+            auto store = HistoryStore::open({path});
+            QVERIFY(store);
+            startExecution(**store, QStringLiteral("sb"), 1, {QStringLiteral("true")});
+            QVERIFY((*store)->flush());
+        }
+        // Healthy: stays, and says it is not damaged.
+        auto healthy = HistoryStore::setAsideIfDamaged(path);
+        QVERIFY(!healthy);
+        QCOMPARE(healthy.error().code, ErrorCode::InvalidArgument);
+        // Healthy but held by another process (exclusive lock): not judged damaged, not moved.
+        sqlite3 *holder = nullptr;
+        QCOMPARE(sqlite3_open(QFile::encodeName(path).constData(), &holder), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(holder, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; INSERT INTO runs(name, created_ms) VALUES('held', 1);",
+                              nullptr, nullptr, nullptr),
+                 SQLITE_OK);
+        auto busy = HistoryStore::setAsideIfDamaged(path);
+        QVERIFY(!busy);
+        QCOMPARE(busy.error().code, ErrorCode::IoError);
+        QVERIFY(QFileInfo::exists(path));
+        sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+        sqlite3_close(holder);
+        // Not a database: set aside byte for byte; again in the same second: a name of its own.
+        QStringList asides;
+        for (const QByteArray &junk : {QByteArray("not a database, first"), QByteArray("not a database, second")}) {
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(junk.repeated(500)) > 0);
+            file.close();
+            auto aside = HistoryStore::setAsideIfDamaged(path);
+            QVERIFY2(aside, aside ? "" : qPrintable(aside.error().message));
+            QVERIFY(!QFileInfo::exists(path));
+            QFile kept(*aside);
+            QVERIFY(kept.open(QIODevice::ReadOnly));
+            QCOMPARE(kept.readAll(), junk.repeated(500));
+            asides.append(*aside);
+        }
+        QVERIFY(asides.at(0) != asides.at(1));
+    }
+
     void aWriteFailureRefusesNewWorkAndHeals()
     {
         QTemporaryDir dir;

@@ -87,6 +87,20 @@ private Q_SLOTS:
         // And the device is still a device (a file is never renamed over it).
         struct stat st {};
         QVERIFY(::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
+        // Through our own stdout appended to a file: the shell's descriptor is written (the file
+        // keeps what it had and what the shell writes after), never renamed over.
+        const QString log = hostFile(QStringLiteral("appended.log"));
+        QVERIFY(writeFile(log, "before\n"));
+        const CliResult appended = pipeline(QStringLiteral("{ echo a; $CTL cp %1:/workspace/some.bin /dev/stdout; echo b; } >> %2").arg(m_sb, log));
+        QVERIFY2(appended.exitCode == 0, qPrintable(appended.describe()));
+        QCOMPARE(readFile(log), QByteArray("before\na\n") + QByteArray(200000, '\0') + QByteArray("b\n"));
+        // Through a symbolic link: the kernel follows it; the link stays a link.
+        const QString target = hostFile(QStringLiteral("link-target")), link = hostFile(QStringLiteral("link"));
+        QVERIFY(writeFile(target, "old"));
+        QVERIFY(QFile::link(target, link));
+        QVERIFY(ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":/workspace/some.bin"), link}).exitCode == 0);
+        QVERIFY(QFileInfo(link).isSymLink());
+        QCOMPARE(readFile(target).size(), 200000);
         // To a file, through a pipe to a reader: the bytes arrive whole.
         const CliResult streamed = pipeline(QStringLiteral("$CTL cp %1:/workspace/some.bin /dev/stdout | wc -c").arg(m_sb));
         QVERIFY2(streamed.exitCode == 0, qPrintable(streamed.describe()));
