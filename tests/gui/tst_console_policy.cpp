@@ -5,6 +5,7 @@
 // picked, not typed; Tab goes from cell to cell; a pasted URL becomes host:port; "what would
 // happen" answers for the policy in force and for the pending edit, and again after Apply. Each
 // change is checked where it counts: in the sandbox (a real connection, an agent's command).
+// Also: editing lists, rules, grants and tools, import/export, and your defaults for new sandboxes.
 #include "LoopbackServer.h"
 #include "PolicyEditor.h"
 #include "SecretsDialog.h"
@@ -16,6 +17,8 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
+#include <QJsonArray>
+#include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -347,6 +350,144 @@ private Q_SLOTS:
         QCOMPARE(decisionOf("drafty", args("curl", "x")), QStringLiteral("ask"));
         QCOMPARE(m_daemon->ctl(args("rm", "drafty")).exitCode, 0);
     }
+    void editingTheNetworkListChangesWhatTheSandboxCanReach()
+    {
+        LoopbackServer web("web");
+        TestDaemon daemon(args("--resolve", "site.test=127.0.0.1"));
+        QVERIFY(daemon.start());
+        auto client = daemon.connect();
+        QCOMPARE(daemon.create(args("--name", "net", "--network", "allowlist")), QStringLiteral("net"));
+        const QString fetch = QStringLiteral("curl -sS -m 10 -o /dev/null -w '%{http_code}' http://site.test:%1/").arg(web.port());
+        QCOMPARE(execIn(daemon, QStringLiteral("net"), args("sh", "-c", fetch)).out, QByteArray("403"));
+
+        PolicyEditor editor(*client, QStringLiteral("net"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        QVERIFY(!editor.applyButton()->isEnabled()); // nothing changed yet
+        QTest::keyClicks(editor.allowList()->input(), QStringLiteral("bad!host"));
+        QVERIFY(!editor.allowList()->addButton()->isEnabled()); // checked as typed
+        editor.allowList()->input()->clear();
+        QTest::keyClicks(editor.allowList()->input(), QStringLiteral("Site.Test."));
+        QTest::mouseClick(editor.allowList()->addButton(), Qt::LeftButton);
+        QCOMPARE(editor.allowList()->hosts(), QStringList{QStringLiteral("site.test")});
+        QCOMPARE(editor.diffText(), QStringLiteral("+ /network/allow site.test"));
+        QTest::keyClicks(editor.tryInput(), QStringLiteral("http://site.test/x"));
+        // What would happen, asked as it is typed: under the policy in force, and after Apply.
+        QVERIFY2(QTest::qWaitFor([&] { return editor.tryAnswer().startsWith(QStringLiteral("now: deny → after Apply: allow\nnow: deny: no rule names site.test:80")); }, 5000),
+                 qPrintable(editor.tryAnswer()));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            editor.show();
+            QTest::qWait(100);
+            QVERIFY(editor.grab().save(dir + QStringLiteral("/policy.png")));
+        }
+        QSignalSpy applied(&editor, &PolicyEditor::applied);
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QVERIFY(applied.at(0).at(0).toBool());
+        QCOMPARE(editor.diffText(), QStringLiteral("(no changes)"));
+        QCOMPARE(execIn(daemon, QStringLiteral("net"), args("sh", "-c", fetch)).out, QByteArray("200"));
+    }
+
+    void thePolicyEditorEditsRulesGrantsAndToolsAndShowsTheirLayers()
+    {
+        QVERIFY(m_daemon->create(args("--name", "pol", "--preset", "package-install")) == QStringLiteral("pol"));
+        PolicyEditor editor(*m_client, QStringLiteral("pol"));
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        // In force: every value with its layer; the preset's hosts come from the preset.
+        bool presetHost = false;
+        for (int i = 0; i < editor.effectiveView()->topLevelItemCount(); ++i) {
+            const QTreeWidgetItem *item = editor.effectiveView()->topLevelItem(i);
+            presetHost |= item->text(0).startsWith(QLatin1String("/network/allow/")) && item->text(2) == QLatin1String("preset package-install");
+        }
+        QVERIFY(presetHost);
+        QCOMPARE(editor.commandRules()->rows().size(), 0);
+
+        // A command rule with a decision the policy does not know: Apply stays off, and why is said.
+        editor.commandRules()->addRow({QStringLiteral("maybe"), QStringLiteral("curl"), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(!editor.applyButton()->isEnabled());
+        QVERIFY2(editor.problem().startsWith(QLatin1String("/commands/rules/0/decision")), qPrintable(editor.problem()));
+        editor.commandRules()->tree()->topLevelItem(0)->setText(0, QStringLiteral("deny")); // as an edit in place does
+        QCOMPARE(editor.problem(), QString());
+        editor.commandRules()->addRow({QStringLiteral("allow"), QStringLiteral("make"), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        // However long a rule, its decision is in the change list (nothing elided).
+        editor.commandRules()->addRow({QStringLiteral("allow"), QStringLiteral("x") + QString(400, QLatin1Char('y')), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(editor.diffText().contains(QString(400, QLatin1Char('y')) + QLatin1String("\",\"decision\":\"allow\"}")));
+        delete editor.commandRules()->tree()->topLevelItem(2);
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(editor.diffText().contains(QLatin1String("+ /commands/rules {\"command\":\"curl\",\"decision\":\"deny\"}")));
+        // A tool permission with an argument constraint.
+        editor.toolPermissions()->addRow({QStringLiteral("email.send"), QStringLiteral("ask"), QStringLiteral("to=*@example.com")});
+        Q_EMIT editor.toolPermissions()->changed();
+        QVERIFY(editor.diffText().contains(QLatin1String("+ /tools/email.send/constraints/to = *@example.com")));
+        QVERIFY(editor.applyButton()->isEnabled());
+        QSignalSpy applied(&editor, &PolicyEditor::applied);
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QVERIFY2(applied.at(0).at(0).toBool(), qPrintable(applied.at(0).at(1).toString()));
+        // In the daemon: an agent's curl is refused by the rule the editor added.
+        const CliResult refused = m_daemon->ctl(args("--agent", "bot", "exec", "pol", "-n", "--", "curl", "-V"));
+        QVERIFY2(refused.exitCode != 0 && refused.err.contains("curl"), qPrintable(refused.describe()));
+        const QJsonObject check = jsonObject(m_daemon->ctl(args("policy", "check", "pol", "--json", "--", "curl", "x")).out);
+        QCOMPARE(check.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+
+        // Reordering is shown as such and can be applied; export and import give back the layer.
+        QTreeWidget *rules = editor.commandRules()->tree();
+        rules->insertTopLevelItem(0, rules->takeTopLevelItem(1));
+        Q_EMIT editor.commandRules()->changed();
+        QCOMPARE(editor.diffText(), QStringLiteral("(the same rules in another order)"));
+        QVERIFY(editor.applyButton()->isEnabled());
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("layer.json"));
+        QVERIFY(editor.exportFile(file));
+        QFile bad(dir.filePath(QStringLiteral("bad.json")));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write(R"({"commands": {"rules": [{"decision": "allow"}]}})");
+        bad.close();
+        QString error;
+        QVERIFY(!editor.importFile(bad.fileName(), &error));
+        QVERIFY2(error.contains(QLatin1String("/commands/rules/0/command")), qPrintable(error));
+        editor.commandRules()->setRows({});
+        Q_EMIT editor.commandRules()->changed();
+        QVERIFY(editor.importFile(file, &error));
+        QCOMPARE(editor.commandRules()->rows().size(), 2);
+        QCOMPARE(editor.commandRules()->rows().first().value(1), QStringLiteral("make"));
+        QCOMPARE(m_daemon->ctl(args("rm", "pol")).exitCode, 0);
+    }
+
+    void yourDefaultsApplyToNewSandboxes()
+    {
+        PolicyEditor editor(*m_client, QString());
+        QVERIFY(QTest::qWaitFor([&] { return editor.isLoaded(); }, 5000));
+        editor.commandRules()->addRow({QStringLiteral("deny"), QStringLiteral("wget"), QString()});
+        Q_EMIT editor.commandRules()->changed();
+        QCOMPARE(editor.diffText(), QStringLiteral("+ /commands/rules {\"command\":\"wget\",\"decision\":\"deny\"}"));
+        QSignalSpy applied(&editor, &PolicyEditor::applied);
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QVERIFY2(applied.at(0).at(0).toBool(), qPrintable(applied.at(0).at(1).toString()));
+        // Written where the daemon reads it, and a new sandbox starts from it, the value's layer "user".
+        QFile file(m_daemon->configDir() + QStringLiteral("/policy.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QVERIFY(file.readAll().contains("wget"));
+        QCOMPARE(int(file.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther)), 0);
+        QVERIFY(m_daemon->create(args("--name", "after-defaults")) == QStringLiteral("after-defaults"));
+        const QJsonObject shown = jsonObject(m_daemon->ctl(args("policy", "show", "after-defaults", "--effective", "--json")).out);
+        QCOMPARE(shown.value(QStringLiteral("sources")).toObject().value(QStringLiteral("/commands/rules/0")).toString(), QStringLiteral("user"));
+        // A layer the policy refuses changes nothing on disk.
+        auto refused = m_client->call(QStringLiteral("policy.defaults.set"), {{QStringLiteral("policy"), QJsonObject{{QStringLiteral("network"), QStringLiteral("open")}}}});
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().message.contains(QLatin1String("/network")), qPrintable(refused.error().message));
+        QVERIFY(file.seek(0) && file.readAll().contains("wget"));
+        // Back to none, for the tests after this one.
+        editor.commandRules()->setRows({});
+        Q_EMIT editor.commandRules()->changed();
+        QTest::mouseClick(editor.applyButton(), Qt::LeftButton);
+        QVERIFY(applied.wait(5000));
+        QCOMPARE(m_daemon->ctl(args("rm", "after-defaults")).exitCode, 0);
+    }
+
 };
 
 QTEST_MAIN(TestConsolePolicy)
