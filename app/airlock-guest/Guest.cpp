@@ -4,6 +4,7 @@
 #include "FdPassing.h"
 
 #include "Log.h"
+#include "Resume.h"
 #include "Spawn.h"
 
 #include <algorithm>
@@ -34,6 +35,20 @@ constexpr size_t kMaxPendingStdin = 64 * 1024 * 1024;
 // A background process that keeps writing must not keep the exit drain spinning forever.
 constexpr size_t kMaxDrainPerFd = 4 * 1024 * 1024;
 constexpr size_t kSocketReadSize = 256 * 1024;
+// A bigger send buffer means fewer wakeups when streaming output; the kernel caps it.
+constexpr int kSocketSendBuffer = 4 * 1024 * 1024;
+// Fixed places in the poll set; the executions' descriptors follow.
+constexpr size_t kSockSlot = 0;
+constexpr size_t kSigchldSlot = 1;
+constexpr size_t kResumeSlot = 2;
+constexpr size_t kFirstExecSlot = 3;
+
+uint64_t unixTimeNs()
+{
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
+}
 
 uint64_t toUs(const timeval &tv)
 {
@@ -52,6 +67,7 @@ const char *typeName(wire::Type t)
     case wire::Type::Stdin: return "Stdin";
     case wire::Type::Signal: return "Signal";
     case wire::Type::Resize: return "Resize";
+    case wire::Type::Ack: return "Ack";
     default: return "?";
     }
 }
@@ -67,15 +83,28 @@ void fatalExit(int sock, const std::string &message, int code)
     std::exit(code);
 }
 
-Guest::Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd, int proxyFd, int toolListenFd, int execCheckFd)
-    : m_sock(sock), m_sigchldFd(sigchldFd), m_proxyListenFd(proxyListenFd), m_proxyFd(proxyFd), m_execCheckFd(execCheckFd), m_out(kOutputPrefix + wire::kMaxOutputChunk)
+Guest::Guest(const GuestSetup &setup)
+    : m_sock(setup.sock)
+    , m_sigchldFd(setup.sigchldFd)
+    , m_landlockAbi(setup.landlockAbi)
+    , m_proxyListenFd(setup.proxyListenFd)
+    , m_proxyFd(setup.proxyFd)
+    , m_execCheckFd(setup.execCheckFd)
+    , m_resumeFd(setup.resumeFd)
+    , m_resumeToken(setup.resumeToken)
+    , m_out(kOutputPrefix + wire::kMaxOutputChunk)
 {
-    if (toolListenFd >= 0)
-        m_tools = std::make_unique<ToolBridge>(toolListenFd, [this](std::string frame) { send(std::move(frame)); });
+    if (m_resumeFd >= 0)
+        m_retention = std::make_unique<Retention>();
+    if (setup.toolListenFd >= 0) {
+        const auto sendFrame = [this](std::string frame) { send(std::move(frame)); };
+        m_tools = std::make_unique<ToolBridge>(setup.toolListenFd, sendFrame);
+    }
     m_in.resize(kSocketReadSize);
+    setsockopt(m_sock, SOL_SOCKET, SO_SNDBUF, &kSocketSendBuffer, sizeof kSocketSendBuffer);
     send(wire::Writer(wire::Type::Hello)
              .u32(wire::kProtocolVersion)
-             .i32(landlockAbi)
+             .i32(m_landlockAbi)
              .u32(static_cast<uint32_t>(getpid()))
              .take());
 }
@@ -91,14 +120,20 @@ void Guest::run()
     std::vector<Slot> slots;
 
     for (;;) {
+        if (m_lost)
+            dropConnection();
         fds.clear();
         slots.clear();
         short sockEvents = m_out.empty() ? 0 : POLLOUT;
         if (pendingStdinBytes() < kMaxPendingStdin)
             sockEvents |= POLLIN;
-        fds.push_back({m_sock, sockEvents, 0});
+        fds.push_back({m_sock, sockEvents, 0}); // -1 (skipped by poll) while no daemon is connected
         fds.push_back({m_sigchldFd, POLLIN, 0});
-        const bool readOutputs = m_out.bytes() < kHighWater;
+        fds.push_back({m_resumeFd, POLLIN, 0});
+        // A daemon that does not keep up (or does not acknowledge) slows the producers down; with no
+        // daemon there is nobody to wait for, and what does not fit is counted as a gap.
+        const bool readOutputs = !connected()
+            || (m_out.bytes() < kHighWater && (!m_retention || m_retention->bytes() < wire::kRetainedOutputLimit));
         for (const auto &[id, e] : m_execs) {
             if (readOutputs && e.outFd >= 0) {
                 fds.push_back({e.outFd, POLLIN, 0});
@@ -127,12 +162,12 @@ void Guest::run()
             fatalExit(m_sock, std::string("poll failed: ") + std::strerror(errno), 1);
         }
 
-        if (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))
+        if (fds[kSockSlot].revents & (POLLOUT | POLLERR | POLLHUP))
             flushSocket();
 
         // Executions are looked up by id each time: handling one event may finish another.
         for (size_t i = 0; i < slots.size(); ++i) {
-            if (!fds[i + 2].revents)
+            if (!fds[i + kFirstExecSlot].revents)
                 continue;
             auto it = m_execs.find(slots[i].execId);
             if (it == m_execs.end())
@@ -157,13 +192,16 @@ void Guest::run()
         if (m_tools)
             m_tools->handle(fds.data() + toolSlot, fds.size() - toolSlot);
 
-        if (fds[1].revents & POLLIN)
+        if (fds[kSigchldSlot].revents & POLLIN)
             reapChildren();
 
         // Read last: a Spawn or Stdin frame changes m_execs, which the slots above refer to.
         // POLLHUP/POLLERR are handled even when POLLIN was not requested, so EOF is never missed.
-        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR))
+        if (fds[kSockSlot].revents & (POLLIN | POLLHUP | POLLERR))
             readSocket();
+        // After everything that refers to the current connection: a resume replaces it.
+        if (fds[kResumeSlot].revents & POLLIN)
+            acceptResume();
     }
 }
 
@@ -172,21 +210,98 @@ void Guest::run()
 
 void Guest::send(std::string frame)
 {
+    if (!connected())
+        return;
     m_out.pushCopy(frame);
     flushSocket();
 }
 
 void Guest::flushSocket()
 {
-    if (!m_out.flush(m_sock))
+    if (connected() && !m_out.flush(m_sock))
         daemonGone();
 }
 
 void Guest::daemonGone()
 {
-    logv("daemon connection closed; killing all processes");
-    killAll();
-    std::exit(0);
+    if (m_resumeFd < 0) {
+        logv("daemon connection closed; killing all processes");
+        killAll();
+        std::exit(0);
+    }
+    if (!m_lost)
+        logv("daemon connection closed; everything keeps running until a daemon resumes");
+    // Not dropped here: the caller may be in the middle of the connection's buffers.
+    m_lost = true;
+}
+
+void Guest::dropConnection()
+{
+    if (m_sock >= 0)
+        close(m_sock);
+    m_sock = -1;
+    m_lost = false;
+    m_out.clear();
+    m_inLen = m_inOff = 0;
+    if (m_tools)
+        m_tools->setDaemonAway(true);
+}
+
+void Guest::acceptResume()
+{
+    const int conn = accept4(m_resumeFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (conn < 0)
+        return;
+    // As PID 1 we are in the sandbox's PID namespace, where the daemon has no pid: a peer with one
+    // is a process of the sandbox. (A guest run on a host, in tests, cannot tell them apart.)
+    if (getpid() == 1 && !peerOutsideSandbox(conn)) {
+        logv("resume connection from inside the sandbox refused");
+        close(conn);
+        return;
+    }
+    ResumeRequest req = readResume(conn, m_resumeToken, m_proxyListenFd >= 0 ? 2 : 1);
+    if (!req.error.empty()) {
+        logv("resume connection refused: %s", req.error.c_str());
+        close(conn);
+        return;
+    }
+    if (req.protocolVersion != wire::kProtocolVersion) {
+        logv("resume with protocol %u refused: ours is %u", req.protocolVersion, wire::kProtocolVersion);
+        OutQueue answer(64);
+        answer.pushCopy(wire::Writer(wire::Type::Resumed)
+                            .u32(wire::kProtocolVersion)
+                            .i32(m_landlockAbi)
+                            .u32(static_cast<uint32_t>(getpid()))
+                            .u32(0)
+                            .take());
+        answer.flushBlocking(conn, wire::kResumeFrameTimeoutMs);
+        close(conn);
+        return;
+    }
+    adopt(conn, req);
+}
+
+void Guest::adopt(int conn, ResumeRequest &req)
+{
+    // The daemon that resumes holds the instance lock: whoever was connected is gone.
+    logv("resumed by a daemon asking about %zu executions", req.execs.size());
+    dropConnection();
+    if (m_execCheckFd >= 0)
+        close(m_execCheckFd);
+    m_execCheckFd = req.fds[0];
+    if (req.fds.size() > 1) {
+        if (m_proxyFd >= 0)
+            close(m_proxyFd);
+        m_proxyFd = req.fds[1];
+    }
+    req.fds.clear();
+    m_sock = conn;
+    setsockopt(m_sock, SOL_SOCKET, SO_SNDBUF, &kSocketSendBuffer, sizeof kSocketSendBuffer);
+    if (m_tools)
+        m_tools->setDaemonAway(false);
+
+    m_retention->resume(req.execs, m_landlockAbi, [this](std::string frame) { m_out.pushCopy(frame); });
+    flushSocket();
 }
 
 void Guest::protocolViolation(const std::string &what)
@@ -211,16 +326,16 @@ void Guest::readSocket()
         m_in.resize(m_inLen + kSocketReadSize);
 
     const ssize_t n = read(m_sock, m_in.data() + m_inLen, m_in.size() - m_inLen);
-    if (n == 0)
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (n <= 0) {
         daemonGone();
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-            return;
-        daemonGone();
+        return;
     }
     m_inLen += static_cast<size_t>(n);
 
-    while (m_inLen - m_inOff >= wire::kHeaderSize) {
+    // A frame's answer can find the daemon gone: the frames after it are not for anyone.
+    while (connected() && m_inLen - m_inOff >= wire::kHeaderSize) {
         const auto h = wire::peekHeader(m_in.data() + m_inOff, m_inLen - m_inOff);
         if (h->payloadLen > wire::kMaxPayload)
             protocolViolation("frame payload of " + std::to_string(h->payloadLen) + " bytes exceeds the limit");
@@ -230,6 +345,7 @@ void Guest::readSocket()
         case wire::Type::Signal:
         case wire::Type::Resize:
         case wire::Type::ToolResult:
+        case wire::Type::Ack:
             break;
         default:
             protocolViolation("unknown frame type " + std::to_string(static_cast<unsigned>(h->type)));
@@ -330,6 +446,17 @@ void Guest::handleFrame(wire::Type type, const char *payload, uint32_t len)
             m_tools->onResult(id, ok != 0, body);
         break;
     }
+    case wire::Type::Ack: {
+        const uint32_t id = r.u32();
+        const uint8_t stream = r.u8();
+        const uint64_t offset = r.u64();
+        finished();
+        if (stream > wire::StreamStderr)
+            protocolViolation("Ack of stream " + std::to_string(stream));
+        if (m_retention)
+            m_retention->ack(id, stream, offset);
+        break;
+    }
     default:
         protocolViolation("unknown frame type");
     }
@@ -369,6 +496,8 @@ void Guest::handleSpawn(const SpawnRequest &req)
         e.errFd = res.process.stderrFd;
         e.inFd = res.process.stdinFd;
     }
+    if (m_retention)
+        m_retention->started(e.id, e.pid);
     m_execs.emplace(e.id, std::move(e));
     logv("spawn %u: pid %d %s%s", req.execId, res.process.pid, req.argv.front().c_str(), res.process.ptyFd >= 0 ? " (tty)" : "");
     send(wire::Writer(wire::Type::Started).u32(req.execId).i32(res.process.pid).take());
@@ -437,7 +566,7 @@ void Guest::closeExecFd(Execution &e, int &fd)
     fd = -1;
 }
 
-bool Guest::readOutput(Execution &e, int &fd, uint8_t stream)
+size_t Guest::readOutput(Execution &e, int &fd, uint8_t stream)
 {
     OutQueue::Buffer buf = m_out.acquire();
     ssize_t n;
@@ -446,34 +575,39 @@ bool Guest::readOutput(Execution &e, int &fd, uint8_t stream)
     } while (n < 0 && errno == EINTR);
 
     if (n > 0) {
-        timespec now{};
-        clock_gettime(CLOCK_REALTIME, &now);
-        const uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
+        const uint64_t ns = unixTimeNs();
+        const auto size = static_cast<size_t>(n);
+        if (m_retention)
+            m_retention->add(e.id, stream, {buf.data.get() + kOutputPrefix, size}, ns, !connected());
+        if (!connected()) {
+            m_out.release(std::move(buf));
+            return size;
+        }
         char *p = buf.data.get();
-        wire::writeHeader(p, wire::Type::Output, static_cast<uint32_t>(kOutputFixed + static_cast<size_t>(n)));
+        wire::writeHeader(p, wire::Type::Output, static_cast<uint32_t>(kOutputFixed + size));
         p += wire::kHeaderSize;
         std::memcpy(p, &e.id, 4);
         p[4] = static_cast<char>(stream);
         std::memcpy(p + 5, &ns, 8);
-        buf.len = kOutputPrefix + static_cast<size_t>(n);
+        buf.len = kOutputPrefix + size;
         m_out.push(std::move(buf));
-        return true;
+        return size;
     }
     m_out.release(std::move(buf));
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return true;
+        return 0;
     // EOF, or EIO from a pty master once every slave fd is closed.
     closeExecFd(e, fd);
-    return false;
+    return 0;
 }
 
 void Guest::drainOutput(Execution &e, int &fd, uint8_t stream)
 {
-    const size_t before = m_out.bytes();
-    while (fd >= 0 && m_out.bytes() - before < kMaxDrainPerFd) {
-        const size_t queued = m_out.bytes();
-        if (!readOutput(e, fd, stream) || m_out.bytes() == queued)
+    for (size_t drained = 0; fd >= 0 && drained < kMaxDrainPerFd;) {
+        const size_t n = readOutput(e, fd, stream);
+        if (n == 0)
             break; // finished, or nothing more readable right now
+        drained += n;
     }
 }
 
@@ -562,15 +696,19 @@ void Guest::finish(Execution &e, int status, const rusage &ru)
     const bool signaled = WIFSIGNALED(status);
     const int32_t code = signaled ? WTERMSIG(status) : WEXITSTATUS(status);
     logv("execution %u (pid %d) %s %d", e.id, e.pid, signaled ? "killed by signal" : "exited with", code);
-    m_out.pushCopy(wire::Writer(wire::Type::Exited)
-                       .u32(e.id)
-                       .u8(signaled ? wire::ExitedBySignal : wire::ExitedNormally)
-                       .i32(code)
-                       .u64(static_cast<uint64_t>(durationUs > 0 ? durationUs : 0))
-                       .u64(toUs(ru.ru_utime))
-                       .u64(toUs(ru.ru_stime))
-                       .u64(static_cast<uint64_t>(ru.ru_maxrss))
-                       .take());
+    std::string exited = wire::Writer(wire::Type::Exited)
+                             .u32(e.id)
+                             .u8(signaled ? wire::ExitedBySignal : wire::ExitedNormally)
+                             .i32(code)
+                             .u64(static_cast<uint64_t>(durationUs > 0 ? durationUs : 0))
+                             .u64(toUs(ru.ru_utime))
+                             .u64(toUs(ru.ru_stime))
+                             .u64(static_cast<uint64_t>(ru.ru_maxrss))
+                             .take();
+    if (connected())
+        m_out.pushCopy(exited);
+    if (m_retention)
+        m_retention->finished(e.id, std::move(exited));
 
     closeExecFd(e, e.outFd);
     closeExecFd(e, e.errFd);
@@ -588,6 +726,10 @@ void Guest::acceptEgress()
         const int fd = accept4(m_proxyListenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
+        if (!connected()) { // no proxy to judge it until a daemon resumes: refused
+            close(fd);
+            continue;
+        }
         const char byte = 'c';
         if (!sendFd(m_proxyFd, &byte, 1, fd, MSG_DONTWAIT))
             logv("egress connection dropped: %s", std::strerror(errno));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "OutQueue.h"
+#include "Retention.h"
 #include "ToolBridge.h"
 #include "sandbox/GuestWire.h"
 
@@ -18,6 +19,24 @@
 namespace airlock::guest {
 
 struct SpawnRequest;
+struct ResumeRequest;
+
+// What the guest runs with; every descriptor is owned by the Guest, -1 when absent.
+struct GuestSetup {
+    int sock = -1; // the daemon that started the sandbox
+    int sigchldFd = -1;
+    int landlockAbi = 0;
+    // Allowlist sandboxes: connections accepted on proxyListenFd, a TCP listener on 127.0.0.1
+    // inside, are handed to the daemon's egress proxy through proxyFd.
+    int proxyListenFd = -1;
+    int proxyFd = -1;
+    int toolListenFd = -1; // where airlock-tool connects (see ToolBridge)
+    int execCheckFd = -1; // where each judged execution's exec-check listener goes (wire::SpawnJudged)
+    // Where a later daemon connects to take the sandbox over (wire::Type::Resume), and the token
+    // it proves itself with. Without it the guest ends with its daemon.
+    int resumeFd = -1;
+    std::string resumeToken;
+};
 
 // Sends a Fatal frame on a socket that has no Guest yet (startup failures) and exits.
 [[noreturn]] void fatalExit(int sock, const std::string &message, int code);
@@ -25,11 +44,7 @@ struct SpawnRequest;
 // The single-threaded event loop: daemon socket, SIGCHLD and every execution's stdio.
 class Guest {
 public:
-    // proxyListenFd/proxyFd (allowlist sandboxes): connections accepted on the first, a TCP
-    // listener on 127.0.0.1 inside, are handed to the daemon's egress proxy through the second.
-    // toolListenFd: where airlock-tool connects (see ToolBridge); -1 for none.
-    // execCheckFd: where each judged execution's exec-check listener goes (see wire::SpawnJudged).
-    Guest(int sock, int sigchldFd, int landlockAbi, int proxyListenFd = -1, int proxyFd = -1, int toolListenFd = -1, int execCheckFd = -1);
+    explicit Guest(const GuestSetup &setup);
     [[noreturn]] void run();
 
 private:
@@ -48,7 +63,9 @@ private:
     };
 
     // ---- daemon socket ----
-    void send(std::string frame);
+    // False once the daemon is gone (with a resume socket the guest goes on without one).
+    bool connected() const { return m_sock >= 0 && !m_lost; }
+    void send(std::string frame); // dropped while no daemon is connected
     void flushSocket();
     void readSocket();
     void handleFrame(wire::Type type, const char *payload, uint32_t len);
@@ -57,11 +74,15 @@ private:
     void handleSignal(uint32_t execId, int32_t signo);
     void handleResize(uint32_t execId, uint16_t rows, uint16_t cols);
     [[noreturn]] void protocolViolation(const std::string &what);
-    [[noreturn]] void daemonGone();
+    void daemonGone();
+    // Forgets the connection: nothing queued for it is sent (a resume regenerates it).
+    void dropConnection();
+    void acceptResume();
+    void adopt(int conn, ResumeRequest &req);
 
     // ---- executions ----
-    // Returns false once the fd is finished (EOF/error) and has been closed.
-    bool readOutput(Execution &e, int &fd, uint8_t stream);
+    // Returns the bytes read (0: nothing now, or the fd is finished and closed, then fd is -1).
+    size_t readOutput(Execution &e, int &fd, uint8_t stream);
     void drainOutput(Execution &e, int &fd, uint8_t stream);
     void flushStdin(Execution &e);
     void closeExecFd(Execution &e, int &fd);
@@ -72,10 +93,15 @@ private:
     size_t pendingStdinBytes() const;
 
     int m_sock;
+    bool m_lost = false; // the daemon went; dropConnection() follows at the top of the loop
     int m_sigchldFd;
+    int m_landlockAbi;
     int m_proxyListenFd;
     int m_proxyFd;
     int m_execCheckFd;
+    int m_resumeFd;
+    std::string m_resumeToken;
+    std::unique_ptr<Retention> m_retention; // with a resume socket only
     std::unique_ptr<ToolBridge> m_tools;
     OutQueue m_out;
     std::vector<char> m_in; // partial incoming frames; [m_inOff, m_inLen) is unparsed

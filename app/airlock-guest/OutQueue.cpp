@@ -66,6 +66,14 @@ void OutQueue::pushCopy(std::string_view frame)
     push(std::move(b));
 }
 
+void OutQueue::clear()
+{
+    for (Buffer &b : m_queue)
+        release(std::move(b));
+    m_queue.clear();
+    m_bytes = 0;
+}
+
 bool OutQueue::flush(int fd)
 {
     while (!m_queue.empty()) {

@@ -29,6 +29,8 @@ public:
     void release(Buffer buf);
     void push(Buffer buf);
     void pushCopy(std::string_view frame);
+    // Drops every frame (the daemon they were for is gone).
+    void clear();
 
     size_t bytes() const { return m_bytes; }
     bool empty() const { return m_queue.empty(); }

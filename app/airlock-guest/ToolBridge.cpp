@@ -13,6 +13,7 @@ namespace airlock::guest {
 namespace {
 constexpr size_t kMaxConnections = 64;
 constexpr const char *kSocketPath = "/run/airlock/tools.sock";
+constexpr const char *kAwayAnswer = "error\nunavailable airlockd is away; try again";
 } // namespace
 
 ToolBridge::ToolBridge(int listenFd, std::function<void(std::string)> sendFrame) : m_listenFd(listenFd), m_send(std::move(sendFrame)) {}
@@ -95,6 +96,10 @@ void ToolBridge::readFrom(int fd, Conn &c)
         return;
     }
     // The caller half-closed: the request is complete.
+    if (m_daemonAway) {
+        answer(fd, c, kAwayAnswer);
+        return;
+    }
     if (m_inFlight >= wire::kMaxToolCalls) {
         answer(fd, c, "error\ndenied " + std::to_string(wire::kMaxToolCalls) + " tool calls of this sandbox are already running");
         return;
@@ -122,6 +127,17 @@ void ToolBridge::onResult(uint32_t callId, bool ok, std::string_view body)
             return;
         }
     }
+}
+
+void ToolBridge::setDaemonAway(bool away)
+{
+    m_daemonAway = away;
+    if (!away)
+        return;
+    for (auto &[fd, c] : m_conns)
+        if (c.callId != 0 && !c.answered)
+            answer(fd, c, kAwayAnswer);
+    m_inFlight = 0;
 }
 
 void ToolBridge::close(int fd)

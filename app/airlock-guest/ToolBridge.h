@@ -24,6 +24,9 @@ public:
     void addPollFds(std::vector<pollfd> &fds);
     void handle(const pollfd *fds, size_t count);
     void onResult(uint32_t callId, bool ok, std::string_view body);
+    // No daemon connected: calls in flight, and every call until a daemon is back, are answered
+    // here with an error (the next daemon knows nothing of them).
+    void setDaemonAway(bool away);
 
 private:
     struct Conn {
@@ -43,6 +46,7 @@ private:
     std::vector<int> m_polled; // fd per pollfd appended, in order
     uint32_t m_nextCall = 1;
     size_t m_inFlight = 0;
+    bool m_daemonAway = false;
 };
 
 // airlock-tool NAME [JSON|-]: the client, when the guest binary runs under that name.

@@ -3,7 +3,8 @@
 // command inherits the confinement), then runs commands for the daemon over the socket it
 // inherited, speaking the protocol in core/sandbox/GuestWire.h.
 //
-//   airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] [--verbose]
+//   airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P]
+//                 [--resume-fd N --resume-token-fd N] [--verbose]
 
 #include "Guest.h"
 #include "Landlock.h"
@@ -40,6 +41,8 @@ struct Options {
     int proxyFd = -1;
     long long proxyPort = 0;
     int execCheckFd = -1;
+    int resumeFd = -1;
+    int resumeTokenFd = -1;
     std::string toolSocket;
     bool verbose = false;
 };
@@ -72,6 +75,14 @@ std::string parseArgs(int argc, char **argv, Options &o)
             if (!parseNumber(argv[++i], n) || n < 3 || n > 1000000)
                 return std::string("invalid --exec-fd value: ") + argv[i];
             o.execCheckFd = static_cast<int>(n);
+        } else if (arg == "--resume-fd" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n < 3 || n > 1000000)
+                return std::string("invalid --resume-fd value: ") + argv[i];
+            o.resumeFd = static_cast<int>(n);
+        } else if (arg == "--resume-token-fd" && hasValue) {
+            if (!parseNumber(argv[++i], n) || n < 3 || n > 1000000)
+                return std::string("invalid --resume-token-fd value: ") + argv[i];
+            o.resumeTokenFd = static_cast<int>(n);
         } else if (arg == "--proxy-port" && hasValue) {
             if (!parseNumber(argv[++i], n) || n == 0 || n > 65535)
                 return std::string("invalid --proxy-port value: ") + argv[i];
@@ -94,6 +105,16 @@ std::string parseArgs(int argc, char **argv, Options &o)
         return "--fd is required";
     if ((o.proxyFd >= 0) != (o.proxyPort > 0) || (o.proxyFd >= 0 && o.proxyFd == o.fd))
         return "--proxy-fd and --proxy-port go together (and not on --fd)";
+    if ((o.resumeFd >= 0) != (o.resumeTokenFd >= 0))
+        return "--resume-fd and --resume-token-fd go together";
+    if (o.resumeFd >= 0) {
+        for (int other : {o.fd, o.proxyFd, o.execCheckFd, o.resumeTokenFd})
+            if (other == o.resumeFd)
+                return "--resume-fd " + std::to_string(o.resumeFd) + " is also given for another descriptor";
+        for (int other : {o.fd, o.proxyFd, o.execCheckFd})
+            if (other == o.resumeTokenFd)
+                return "--resume-token-fd " + std::to_string(o.resumeTokenFd) + " is also given for another descriptor";
+    }
     return {};
 }
 
@@ -123,6 +144,44 @@ void cloexecInheritedFds(int keep)
 std::string errnoText(const char *what)
 {
     return std::string(what) + ": " + std::strerror(errno);
+}
+
+// The resume socket: listening, AF_UNIX, SOCK_STREAM. Returns an error message, or an empty string.
+std::string checkResumeSocket(int fd)
+{
+    int domain = 0, type = 0, listening = 0;
+    socklen_t len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
+        return errnoText("--resume-fd is not a socket");
+    len = sizeof(int);
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+    len = sizeof(int);
+    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len);
+    if (domain != AF_UNIX || type != SOCK_STREAM || !listening)
+        return "--resume-fd is not a listening AF_UNIX SOCK_STREAM socket";
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+        return errnoText("cannot configure --resume-fd");
+    return {};
+}
+
+// The token a resuming daemon must present: exactly kResumeTokenSize bytes. The descriptor is
+// closed either way. Returns an error message, or an empty string.
+std::string readResumeToken(int fd, std::string &token)
+{
+    char buf[airlock::wire::kResumeTokenSize + 1];
+    ssize_t n;
+    do {
+        n = pread(fd, buf, sizeof buf, 0);
+    } while (n < 0 && errno == EINTR);
+    const int err = errno;
+    close(fd);
+    if (n < 0)
+        return "cannot read --resume-token-fd: " + std::string(std::strerror(err));
+    if (n != static_cast<ssize_t>(airlock::wire::kResumeTokenSize))
+        return "--resume-token-fd does not hold exactly " + std::to_string(airlock::wire::kResumeTokenSize) + " bytes";
+    token.assign(buf, static_cast<size_t>(n));
+    return {};
 }
 
 // Where airlock-tool reaches the guest: a socket every process of the sandbox may connect to.
@@ -191,7 +250,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!argError.empty()) {
-        std::fprintf(stderr, "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] [--verbose]\n", argError.c_str());
+        std::fprintf(stderr,
+            "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] "
+            "[--resume-fd N --resume-token-fd N] [--verbose]\n",
+            argError.c_str());
         if (opt.fd >= 0)
             fatalExit(opt.fd, "invalid command line: " + argError, 2);
         return 2;
@@ -212,9 +274,14 @@ int main(int argc, char **argv)
         if (proxyListen < 0)
             fatalExit(sock, errnoText(("cannot listen on 127.0.0.1:" + std::to_string(opt.proxyPort) + " for the egress proxy").c_str()), 1);
     }
-    // A bigger send buffer means fewer wakeups when streaming output; the kernel caps it.
-    const int sndbuf = 4 * 1024 * 1024;
-    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    std::string resumeToken;
+    if (opt.resumeFd >= 0) {
+        std::string error = readResumeToken(opt.resumeTokenFd, resumeToken);
+        if (error.empty())
+            error = checkResumeSocket(opt.resumeFd);
+        if (!error.empty())
+            fatalExit(sock, error, 1);
+    }
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         fatalExit(sock, errnoText("prctl(PR_SET_NO_NEW_PRIVS) failed"), 1);
@@ -256,6 +323,16 @@ int main(int argc, char **argv)
     if (!ll.error.empty())
         fatalExit(sock, ll.error, 1);
 
-    Guest guest(sock, sigchldFd, ll.abi, proxyListen, opt.proxyFd, toolListen, opt.execCheckFd);
+    GuestSetup setup;
+    setup.sock = sock;
+    setup.sigchldFd = sigchldFd;
+    setup.landlockAbi = ll.abi;
+    setup.proxyListenFd = proxyListen;
+    setup.proxyFd = opt.proxyFd;
+    setup.toolListenFd = toolListen;
+    setup.execCheckFd = opt.execCheckFd;
+    setup.resumeFd = opt.resumeFd;
+    setup.resumeToken = std::move(resumeToken);
+    Guest guest(setup);
     guest.run();
 }

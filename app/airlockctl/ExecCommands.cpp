@@ -7,13 +7,15 @@
 
 #include <QJsonArray>
 
+#include <unistd.h>
+
 namespace airlock::cli {
 
 namespace {
 // The options that shape one execution, shared by exec and run.
 class ExecOptions {
 public:
-    QList<QCommandLineOption> list() const { return {m_tty, m_cwd, m_env, m_timeout, m_lease, m_noStdin, m_raw}; }
+    QList<QCommandLineOption> list() const { return {m_interactive, m_tty, m_cwd, m_env, m_timeout, m_lease, m_noStdin, m_raw}; }
     Result<ExecRequest> read(const QCommandLineParser &parser, QStringList command) const
     {
         // Command::execute puts a "--" in front of the sandboxed command; anything before it is
@@ -51,10 +53,18 @@ public:
         }
         return ExecRequest::fromJson(json);
     }
-    bool forwardStdin(const QCommandLineParser &parser) const { return !parser.isSet(m_noStdin); }
+    // A terminal's input goes to the command; a pipe's or a file's only when asked for (-i), so that
+    // `while read x; do airlockctl exec sb -- echo $x; done < list` reads the list, not the command.
+    bool forwardStdin(const QCommandLineParser &parser) const
+    {
+        return !parser.isSet(m_noStdin) && (parser.isSet(m_interactive) || ::isatty(STDIN_FILENO));
+    }
     bool raw(const QCommandLineParser &parser) const { return parser.isSet(m_raw); }
 
 private:
+    QCommandLineOption m_interactive{{QStringLiteral("i"), QStringLiteral("interactive")},
+                                     QStringLiteral("Forward stdin to the command also when it is a pipe or a file (a terminal always is); "
+                                                    "-it for a shell.")};
     QCommandLineOption m_tty{{QStringLiteral("t"), QStringLiteral("tty")}, QStringLiteral("Run in a pseudo-terminal.")};
     QCommandLineOption m_cwd{QStringLiteral("cwd"), QStringLiteral("Working directory inside the sandbox (default /workspace)."),
                              QStringLiteral("dir")};
@@ -67,7 +77,8 @@ private:
                                QStringLiteral("Kill the command this long after this client's connection is lost, e.g. 60s (recorded "
                                               "as lease expired). Without it, the command keeps running while nobody is connected."),
                                QStringLiteral("duration")};
-    QCommandLineOption m_noStdin{{QStringLiteral("n"), QStringLiteral("no-stdin")}, QStringLiteral("Do not forward stdin (the command reads EOF).")};
+    QCommandLineOption m_noStdin{{QStringLiteral("n"), QStringLiteral("no-stdin")},
+                                 QStringLiteral("Do not forward stdin, not even a terminal's (the command reads EOF).")};
     QCommandLineOption m_raw{QStringLiteral("raw"),
                              QStringLiteral("Pass control sequences to this terminal unchanged (by default only colours do; "
                                             "the rest is shown as text).")};
@@ -82,7 +93,7 @@ public:
         return QStringLiteral("Run a command in a sandbox with live output; exits with its exit code (128+N when killed by "
                               "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it.");
     }
-    QString usage() const override { return QStringLiteral("SANDBOX [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
+    QString usage() const override { return QStringLiteral("SANDBOX [-i] [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
     QList<QCommandLineOption> options() const override { return m_exec.list(); }
     int positionalsBeforeCommand() const override { return 1; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override

@@ -70,10 +70,12 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
         if (m_exitCode)
             return;
-        // Another machine's daemon: the command goes on there; reconnect and continue where the
-        // output left off. This machine's: a daemon that went away took its sandboxes with it.
-        if (m_exec && !m_client.options().host.isEmpty() && !m_client.options().host.startsWith(QLatin1String("unix:"))) {
-            m_err << "airlockctl: the connection was lost (" << why.message << "); reconnecting, the command goes on there" << Qt::endl;
+        // The command goes on in its sandbox, also when this machine's daemon went away (it is
+        // taken over by the next one): reconnect and continue where the output left off.
+        if (m_exec) {
+            const bool remote = !m_client.options().host.isEmpty() && !m_client.options().host.startsWith(QLatin1String("unix:"));
+            m_err << "airlockctl: " << (remote ? "the connection was lost" : "airlockd went away") << " (" << why.message
+                  << "); reconnecting, the command goes on in its sandbox" << Qt::endl;
             m_lostFor.start();
             m_retryMs = 250;
             QTimer::singleShot(m_retryMs, this, &ExecSession::resume);

@@ -130,6 +130,11 @@ int main(int argc, char *argv[])
             return s.error();
         if (!client.startNotice().isEmpty()) // the daemon this started had something to say
             ctx.err << client.startNotice() << Qt::endl;
+        // An upgrade installed a new airlockctl while the old daemon runs on (its sandboxes with
+        // it): said, not refused; the protocol's own version was checked at the handshake.
+        if (client.daemonVersion() != airlock::version() && ctx.connect.host.isEmpty())
+            ctx.err << "airlockctl: airlockd is version " << client.daemonVersion() << ", this airlockctl " << airlock::version()
+                    << "; restart it to run the new one (systemctl --user restart airlockd): sandboxes go on" << Qt::endl;
         return &client;
     };
     return (*command)->execute(ctx, args);

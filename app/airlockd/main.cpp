@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // airlockd: the composition root of the daemon. Probes the host, builds the engine, then the RPC
-// server, and runs until SIGTERM/SIGINT, when it takes every sandbox down and exits 0.
+// server, takes over the sandboxes an earlier daemon left running, and runs until SIGTERM/SIGINT,
+// when it lets them go on for the next daemon (or, with --sandboxes-end-with-daemon, takes every
+// sandbox down) and exits 0.
 #include "AppLogging.h"
 #include "util/Version.h"
 #include "StdioBridge.h"
@@ -9,6 +11,7 @@
 #include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
 #include "history/HistoryGate.h"
+#include "history/HistoryReader.h"
 #include "history/HistoryStore.h"
 #include "model/Units.h"
 #include "policy/Policy.h"
@@ -132,6 +135,9 @@ int main(int argc, char *argv[])
                                       QStringLiteral("path"), defaultGuestPath());
     const QCommandLineOption bwrapOpt(QStringLiteral("bwrap"), QStringLiteral("Use this bubblewrap instead of the one in PATH."),
                                       QStringLiteral("path"));
+    const QCommandLineOption endWithDaemonOpt(QStringLiteral("sandboxes-end-with-daemon"),
+                                              QStringLiteral("Sandboxes end when this daemon stops or dies (by default they go on, and "
+                                                             "the next airlockd takes them over)."));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages (also from the guest)."));
     const QCommandLineOption outputCapOpt(QStringLiteral("history-output-cap"),
                                           QStringLiteral("Output stored per execution, head and tail halves (default 16M)."),
@@ -168,7 +174,7 @@ int main(int argc, char *argv[])
     const QCommandLineOption allowOriginOpt(QStringLiteral("allow-origin"),
                                             QStringLiteral("Accept a WebSocket upgrade carrying this Origin (none by default). Repeatable."),
                                             QStringLiteral("origin"));
-    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
+    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
                                             secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
@@ -247,6 +253,9 @@ int main(int argc, char *argv[])
         }
         *target = qint64(*bytes);
     }
+    const bool outlive = !parser.isSet(endWithDaemonOpt);
+    // What runs in sandboxes that outlived the last daemon is not "interrupted": it is taken over.
+    historyOptions.liveSandboxes = Engine::liveSandboxes(paths::dataDir());
     auto history = HistoryStore::open(historyOptions);
     QString historyNotice;
     if (!history && history.error().code != ErrorCode::HistoryUnavailable) {
@@ -276,9 +285,13 @@ int main(int argc, char *argv[])
     HistoryGate gate(*history->get());
     ApprovalBroker approvals{int(*approvalTimeout)};
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs}, caps, approvals);
-    engine.reapOrphans();
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive},
+                  caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
+    // A sandbox's guest keeps its output until it is stored: then it may forget it.
+    QObject::connect(&gate, &HistoryGate::published, &engine, &Engine::onEventStored);
+    const HistoryReader stored(historyOptions.path);
+    engine.adoptSandboxes([&stored](const QString &id) { return stored.storedSandbox(id); });
     rpc::RpcServer server(engine, history->get(), approvals);
     if (!historyNotice.isEmpty())
         server.addNotice(historyNotice);
@@ -328,7 +341,7 @@ int main(int argc, char *argv[])
         signalfd_siginfo info{};
         if (::read(sigfd, &info, sizeof info) != sizeof info)
             return;
-        logger->info("signal {}: stopping every sandbox", info.ssi_signo);
+        logger->info("signal {}: {}", info.ssi_signo, outlive ? "stopping; sandboxes go on" : "stopping every sandbox");
         engine.shutdown();
         QCoreApplication::exit(0);
     });

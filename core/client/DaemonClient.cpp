@@ -370,6 +370,7 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
                       options.timeoutMs);
     if (!hello)
         return hello.error();
+    m_daemonVersion = hello->value(QStringLiteral("daemon")).toString();
     return Ok{};
 }
 

@@ -52,6 +52,8 @@ public:
     // What a daemon this client started said before it was ready (a damaged history set aside):
     // empty when it said nothing, or was already running.
     QString startNotice() const { return m_startNotice; }
+    // The version the daemon said it is at the handshake.
+    QString daemonVersion() const { return m_daemonVersion; }
     // Ends the connection on purpose: no disconnected() signal, and what waits for an answer gets
     // a DaemonUnavailable error now.
     void close();
@@ -70,6 +72,7 @@ Q_SIGNALS:
     void disconnected(const airlock::Error &why);
 
 private:
+    QString m_daemonVersion;
     static Result<std::unique_ptr<QLocalSocket>> openSsh(const HostAddress &address);
     static Result<std::unique_ptr<QLocalSocket>> openWebSocket(const HostAddress &address, const QString &token, int timeoutMs);
     void attach(QLocalSocket *socket);

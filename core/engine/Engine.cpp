@@ -10,13 +10,16 @@
 #include "secrets/SecretStore.h"
 #include "tools/ToolGateway.h"
 #include "sandbox/Sandbox.h"
+#include "sandbox/GuestWire.h"
 #include "sandbox/SeccompFilter.h"
 #include "sandbox/ResourceUsage.h"
 #include "model/TerminalFilter.h"
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
+#include <QCoreApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QPointer>
@@ -52,7 +55,8 @@ QString newId()
 } // namespace
 
 Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &approvals, QObject *parent)
-    : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps)), m_approvals(approvals)
+    : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps)), m_records(m_config.dataDir + QStringLiteral("/sandboxes")),
+      m_approvals(approvals)
 {
     net::EgressProxy::Options proxy;
     proxy.hosts = m_config.resolve;
@@ -99,15 +103,173 @@ Engine::~Engine()
     shutdown();
 }
 
-void Engine::reapOrphans()
+void Engine::reapOrphans(const QSet<QString> &keep)
 {
-    // Workspaces of sandboxes that died with a previous daemon (SIGKILL): nothing runs in them.
+    // Workspaces of sandboxes that died with a previous daemon that did not let them outlive it
+    // (SIGKILL): nothing runs in them. A sandbox that may outlive its daemon has a record, and
+    // its workspace is only ever removed by rm.
     QDir dir(workspacesDir());
     for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
+        if (keep.contains(orphan))
+            continue;
+        if (m_config.sandboxesOutliveDaemon) {
+            logger()->warn("workspace {} belongs to no sandbox this daemon knows of; kept", dir.filePath(orphan).toStdString());
+            continue;
+        }
         logger()->info("removing orphaned workspace {}", orphan.toStdString());
         fs::removeTree(dir.filePath(orphan));
     }
-    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false);
+    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
+}
+
+QStringList Engine::liveSandboxes(const QString &dataDir)
+{
+    QStringList live;
+    for (const auto &[name, record] : SandboxRecords(dataDir + QStringLiteral("/sandboxes")).readAll()) {
+        if (!record || !record->ended.isEmpty())
+            continue;
+        if (const int fd = record->bwrap.open(); fd >= 0) {
+            ::close(fd);
+            live.append(record->id);
+        }
+    }
+    return live;
+}
+
+void Engine::adoptSandboxes(const StoredStream &stored)
+{
+    QSet<QString> keep;
+    QList<QPointer<Sandbox>> answering;
+    for (const auto &[name, record] : m_records.readAll()) {
+        keep.insert(name); // what a record names is never reaped, even when the record is unreadable
+        if (!record) {
+            logger()->error("sandbox record {} left alone: {}", name.toStdString(), record.error().message.toStdString());
+            continue;
+        }
+        if (Sandbox *s = adopt(*record, stored); s->state() == SandboxState::Starting)
+            answering.append(s);
+    }
+    reapOrphans(keep);
+    QElapsedTimer waited;
+    waited.start();
+    const auto anyStarting = [&] {
+        return std::any_of(answering.cbegin(), answering.cend(), [](const QPointer<Sandbox> &s) { return s && s->state() == SandboxState::Starting; });
+    };
+    while (anyStarting() && waited.elapsed() < kAdoptTimeoutMs)
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    if (!answering.isEmpty())
+        logger()->info("took over {} sandboxes in {} ms", answering.size(), waited.elapsed());
+}
+
+Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
+{
+    SandboxSetup setup;
+    setup.id = record.id;
+    setup.spec = record.spec;
+    setup.run = record.run;
+    setup.workspaceDir = record.workspaceDir;
+    setup.policyOverrides = record.overrides;
+    setup.userLayer = record.userLayer;
+    setup.launch.network = record.spec.network;
+    setup.launch.resumeToken = record.token;
+    setup.launch.dropToUid = record.hostUid;
+    setup.cgroup = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
+    QString problem;
+    if (auto effective = policy::resolveForSandbox(record.overrides, record.preset, record.userLayer))
+        setup.policy = *effective;
+    else
+        problem = QStringLiteral("its policy no longer resolves (%1)").arg(effective.error().message);
+    if (auto plan = LimitPlan::make(record.spec.limits, m_caps))
+        setup.plan = *plan;
+    else if (problem.isEmpty())
+        problem = QStringLiteral("its limits cannot be planned here (%1)").arg(plan.error().message);
+    auto *sandbox = new Sandbox(std::move(setup), this);
+    m_sandboxes.append(sandbox);
+    m_byId.insert(record.id, sandbox);
+    attach(sandbox, record.hostUid);
+    auto granted = grantedSecrets(sandbox->policy(), false);
+    if (granted)
+        for (const auto &[grant, value] : std::as_const(*granted))
+            sandbox->addSecret(grant.secret, value);
+    else if (problem.isEmpty())
+        problem = granted.error().message;
+
+    auto history = stored(record.id);
+    if (!history)
+        logger()->warn("sandbox {}: its stream cannot be read from the history ({}); taken over without it", record.id.toStdString(),
+                       history.error().message.toStdString());
+    Adoption a;
+    a.bwrapPid = record.bwrap.pid;
+    a.initPid = record.init.pid;
+    a.policyVersion = record.policyVersion;
+    a.landlockAbi = record.landlockAbi;
+    a.createdMs = record.createdMs;
+    a.stored = history ? *history : StoredSandbox{};
+    if (!record.ended.isEmpty()) {
+        sandbox->markEnded(record.ended, a, false);
+        return sandbox;
+    }
+    a.bwrapPidfd = record.bwrap.open();
+    a.initPidfd = record.init.open();
+    if (a.bwrapPidfd < 0 || a.initPidfd < 0) {
+        for (int fd : {a.bwrapPidfd, a.initPidfd})
+            if (fd >= 0)
+                ::close(fd);
+        const QString reason = QStringLiteral("it ended while airlockd was away; its workspace is kept until 'airlockctl rm %1'").arg(record.spec.name);
+        logger()->warn("sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(), reason.toStdString());
+        SandboxCgroup leftovers = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
+        leftovers.destroy();
+        sandbox->markEnded(reason, a, true);
+        SandboxRecord ended = record;
+        ended.ended = reason;
+        (void)m_records.write(ended);
+        return sandbox;
+    }
+    if (problem.isEmpty()) {
+        auto channel = m_records.connect(record.id);
+        if (channel)
+            a.channelFd = *channel;
+        else
+            problem = channel.error().message;
+    }
+    a.problem = problem;
+    connect(sandbox, &Sandbox::started, this, [this, sandbox] { saveRecord(*sandbox); });
+    if (Status adopted = sandbox->adopt(a); !adopted)
+        logger()->error("sandbox {} ({}) cannot be taken over: {}; what runs in it goes on, 'airlockctl rm' ends it", record.id.toStdString(),
+                        record.spec.name.toStdString(), adopted.error().message.toStdString());
+    return sandbox;
+}
+
+void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
+{
+    if (!sandbox.outlivesDaemon())
+        return;
+    const SandboxSetup &setup = sandbox.setup();
+    SandboxRecord r;
+    r.id = setup.id;
+    r.spec = setup.spec;
+    r.run = setup.run;
+    r.preset = setup.policy.preset;
+    r.userLayer = setup.userLayer;
+    r.overrides = setup.policyOverrides;
+    r.policyVersion = sandbox.policyVersion();
+    r.workspaceDir = setup.workspaceDir;
+    r.hostUid = setup.launch.dropToUid;
+    r.bwrap = ProcessRef::of(sandbox.bwrapPid()).value_or(ProcessRef{});
+    r.init = ProcessRef::of(sandbox.initPid()).value_or(ProcessRef{});
+    r.token = setup.launch.resumeToken;
+    r.createdMs = sandbox.createdAt().toMSecsSinceEpoch();
+    r.landlockAbi = sandbox.landlockAbi();
+    r.daemonVersion = airlock::version();
+    r.ended = ended;
+    if (Status s = m_records.write(r); !s)
+        logger()->error("sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());
+}
+
+void Engine::onEventStored(const Event &event)
+{
+    if (Sandbox *s = m_byId.value(event.sandbox))
+        s->onStored(event);
 }
 
 // Kept workspaces go next to the workspaces directory: same filesystem, so keeping is a rename.
@@ -196,7 +358,10 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
                                   QStringLiteral("a sandbox named '%1' already exists; pick another --name or remove it "
                                                  "with 'airlockctl rm %1'")
                                       .arg(spec.name)));
-    auto effective = policy::resolveForSandbox(policyOverrides, preset, userPolicyFile());
+    auto user = policy::readUserLayerIfAny(userPolicyFile());
+    if (!user)
+        return done(user.error());
+    auto effective = policy::resolveForSandbox(policyOverrides, preset, *user);
     if (!effective)
         return done(effective.error());
     auto granted = grantedSecrets(*effective, false);
@@ -222,6 +387,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.run = run;
     setup.policy = *effective;
     setup.policyOverrides = policyOverrides;
+    setup.userLayer = *user;
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + id;
     const std::optional<uid_t> hostUid = allocateHostUid();
     if (!QDir().mkpath(workspacesDir()) || ::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)
@@ -253,10 +419,55 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         if (!grant.file.isEmpty())
             launch.dataFiles.append({grant.file, value});
 
+    // It outlives this daemon: its guest listens for the next one, which proves itself with the
+    // token (kept in the sandbox's record, readable by this user alone).
+    int resumeListen = -1;
+    if (m_config.sandboxesOutliveDaemon) {
+        auto listening = m_records.listen(id);
+        if (!listening) {
+            setup.cgroup.destroy();
+            fs::removeTree(setup.workspaceDir);
+            return done(listening.error());
+        }
+        resumeListen = *listening;
+        launch.resumeListenFd = resumeListen;
+        launch.resumeToken.resize(wire::kResumeTokenSize);
+        QRandomGenerator::system()->generate(reinterpret_cast<quint32 *>(launch.resumeToken.data()),
+                                             reinterpret_cast<quint32 *>(launch.resumeToken.data() + launch.resumeToken.size()));
+    }
+
     auto *sandbox = new Sandbox(std::move(setup), this);
     for (const auto &[grant, value] : std::as_const(*granted))
         sandbox->addSecret(grant.secret, value);
     m_sandboxes.append(sandbox);
+    m_byId.insert(id, sandbox);
+    attach(sandbox, hostUid);
+    auto finished = std::make_shared<bool>(false);
+    connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
+        *finished = true;
+        saveRecord(*sandbox);
+        done(describe(*sandbox));
+    });
+    connect(sandbox, &Sandbox::startFailed, this, [this, sandbox, done, finished](const Error &error) {
+        if (*finished)
+            return;
+        *finished = true;
+        discard(sandbox, false, nullptr);
+        done(error);
+    });
+    const Status launched = sandbox->start();
+    if (resumeListen >= 0)
+        ::close(resumeListen); // the guest has its own now
+    if (!launched) {
+        discard(sandbox, false, nullptr);
+        return done(launched.error());
+    }
+    logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
+                   networkModeName(spec.network).toStdString());
+}
+
+void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
+{
     if (hostUid)
         m_hostUids.insert(sandbox, *hostUid);
     connect(sandbox, &Sandbox::eventOccurred, this, &Engine::eventPublished);
@@ -290,24 +501,6 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     };
     connect(sandbox, &Sandbox::judgedExecutionGone, this, [programGone](uint32_t execId) { programGone(execId, 0); });
     connect(sandbox, &Sandbox::execAbandoned, this, programGone);
-    auto finished = std::make_shared<bool>(false);
-    connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
-        *finished = true;
-        done(describe(*sandbox));
-    });
-    connect(sandbox, &Sandbox::startFailed, this, [this, sandbox, done, finished](const Error &error) {
-        if (*finished)
-            return;
-        *finished = true;
-        discard(sandbox, false, nullptr);
-        done(error);
-    });
-    if (Status s = sandbox->start(); !s) {
-        discard(sandbox, false, nullptr);
-        return done(s.error());
-    }
-    logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
-                   networkModeName(spec.network).toStdString());
 }
 
 void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
@@ -315,7 +508,9 @@ void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
     sandbox->terminate(QStringLiteral("removed"));
     m_proxy->dropSandbox(sandbox);
     m_sandboxes.removeAll(sandbox);
+    m_byId.remove(sandbox->id());
     m_hostUids.remove(sandbox);
+    m_records.remove(sandbox->id());
     const QString ws = sandbox->workspaceDir();
     if (keepWorkspace) {
         const QString target = keptDir() + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
@@ -546,9 +741,24 @@ Result<WorkspaceFiles::Chunk> Engine::readFile(const QString &ref, const QString
 void Engine::shutdown()
 {
     const QList<Sandbox *> all = m_sandboxes;
-    for (Sandbox *s : all)
+    QSet<QString> &left = m_outlived; // the destructor calls this again: what went on stays kept
+    for (Sandbox *s : all) {
+        // What outlives the daemon is let go of as it is; a failed one stays listed for the next.
+        if (m_config.sandboxesOutliveDaemon && s->outlivesDaemon()) {
+            s->detach();
+            left.insert(s->id());
+            m_proxy->dropSandbox(s);
+            m_sandboxes.removeAll(s);
+            m_byId.remove(s->id());
+            m_hostUids.remove(s);
+            delete s;
+            continue;
+        }
         discard(s, false, nullptr);
-    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, true);
+    }
+    if (!all.isEmpty() && !left.isEmpty())
+        logger()->info("{} sandboxes go on; the next airlockd takes them over", left.size());
+    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, true, left);
     if (workspacesDir().startsWith(QLatin1String("/var/lib/airlock/")))
         ::rmdir(QFile::encodeName(workspacesDir()).constData()); // only when empty
 }

@@ -4,6 +4,8 @@
 #include "model/Event.h"
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
+#include "model/StoredSandbox.h"
+#include "sandbox/SandboxRecord.h"
 #include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/WorkspaceFiles.h"
@@ -15,6 +17,7 @@
 #include <QJsonObject>
 #include <QList>
 #include <QObject>
+#include <QSet>
 
 #include <functional>
 
@@ -49,6 +52,9 @@ struct EngineConfig {
     QHash<QString, QList<QHostAddress>> resolve;
     SecretStore *secrets = nullptr; // null: no secret can be granted
     QStringList toolDirs;           // host tool declarations (*.json)
+    // Sandboxes go on when the daemon stops or dies, and the next daemon takes them over. Off:
+    // they end with it, and what a killed daemon left is removed at the next start.
+    bool sandboxesOutliveDaemon = true;
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -139,10 +145,20 @@ public:
                               QByteArrayView data, qint64 offset, bool truncate, int mode);
     Result<WorkspaceFiles::Chunk> readFile(const QString &ref, const QString &path, qint64 offset, qint64 maxBytes);
 
-    // Removes what a SIGKILLed predecessor left: workspaces and cgroups. Call only while holding
-    // the InstanceLock, so that no live daemon's sandboxes are touched.
-    void reapOrphans();
-    // Kills every sandbox and removes their workspaces (SIGTERM).
+    // The sandboxes whose records name live processes: what runs in them is not interrupted.
+    static QStringList liveSandboxes(const QString &dataDir);
+    // Takes over the sandboxes earlier daemons left (`stored`: what the history holds of each
+    // one's stream), lists those found gone (failed, their workspaces kept until rm), and removes
+    // the cgroups nothing uses. Returns once every guest answered or kAdoptTimeoutMs passed.
+    // Without sandboxesOutliveDaemon: removes what a SIGKILLed predecessor left, workspaces too.
+    // Call only while holding the InstanceLock, so that no live daemon's sandboxes are touched.
+    using StoredStream = std::function<Result<StoredSandbox>(const QString &sandboxId)>;
+    void adoptSandboxes(const StoredStream &stored);
+    static constexpr int kAdoptTimeoutMs = 5000;
+    // An event is stored (and published): its sandbox's guest may forget what it kept for it.
+    void onEventStored(const airlock::Event &event);
+    // The daemon stops: sandboxes that outlive it are let go of, the others killed and their
+    // workspaces removed.
     void shutdown();
 
 Q_SIGNALS:
@@ -156,6 +172,12 @@ private:
     QString chooseWorkspacesDir() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+    // Connects a new or adopted sandbox to the proxy, the tools and the approvals.
+    void attach(Sandbox *sandbox, std::optional<uid_t> hostUid);
+    // Writes what a later daemon needs to take it over (sandboxes that outlive this daemon).
+    void saveRecord(const Sandbox &sandbox, const QString &ended = {});
+    Sandbox *adopt(const SandboxRecord &record, const StoredStream &stored);
+    void reapOrphans(const QSet<QString> &keep);
     // The sandbox's granted secrets masked in everything a request shows a person (or lists to an
     // agent); what runs keeps the real values.
     void maskSecrets(ApprovalRequest &request) const;
@@ -173,6 +195,9 @@ private:
     QByteArray m_seccompProgram;
     QString m_workspacesDir;
     QList<Sandbox *> m_sandboxes;
+    QHash<QString, Sandbox *> m_byId;
+    QSet<QString> m_outlived; // let go of at shutdown, still running
+    SandboxRecords m_records;
     QList<std::function<void(QJsonArray, qint64)>> m_usageWaiting; // answered by the /proc pass under way
     QJsonArray m_lastUsage;
     qint64 m_lastUsageMs = -1;

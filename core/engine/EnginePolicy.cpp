@@ -88,7 +88,10 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
     if (!found)
         return found.error();
     Sandbox &s = **found;
-    auto effective = policy::resolveForSandbox(overrides, s.policy().preset, userPolicyFile());
+    auto user = policy::readUserLayerIfAny(userPolicyFile());
+    if (!user)
+        return user.error();
+    auto effective = policy::resolveForSandbox(overrides, s.policy().preset, *user);
     if (!effective)
         return effective.error();
     // Only what the running sandbox can honour at once may change; the rest needs a new sandbox.
@@ -112,7 +115,8 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
     if (effective->mounts != now.mounts || effective->limits != now.limits)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
                                                                     "is created; create a new sandbox to change them"));
-    s.setPolicy(*effective, overrides, by, run);
+    s.setPolicy(*effective, overrides, by, run, *user);
+    saveRecord(s);
     return policy(ref, true);
 }
 

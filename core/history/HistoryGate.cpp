@@ -23,12 +23,14 @@ void HistoryGate::take(const Event &event)
     const uint64_t batch = m_store.append(event);
     if (event.committedFirst())
         flush(); // everything taken before it is committed with it
-    if (m_held.empty() && !m_publishing && !event.batched) {
+    // Output waits for its batch like a batched fact: what a client is shown is stored.
+    const bool waits = event.batched || event.isOutput();
+    if (m_held.empty() && !m_publishing && !waits) {
         m_publishing = true;
         Q_EMIT published(event);
         m_publishing = false;
     } else {
-        m_held.push_back({batch, event.batched, event});
+        m_held.push_back({batch, waits, event});
         m_heldOutput += event.data.size();
         if (m_heldOutput > kMaxHeldOutput)
             flush();

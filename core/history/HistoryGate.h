@@ -13,13 +13,13 @@ namespace airlock {
 class HistoryStore;
 
 // The daemon's one event stream as its clients hear it: each event goes to the history first,
-// and nobody hears of a fact before it is stored. A fact is committed at once (flush()); a
-// batched fact (Event::batched, thousands in a build) waits, in order and with everything after
-// it, for the writer's next batch, which is cut short for it (HistoryStore's
-// batchedFactLatencyMs); output behind nothing passes at once and rides the 100 ms batch. What
-// waits is bounded: past kMaxHeldOutput bytes of output behind a batched fact (a writer that
-// lags), the history is flushed, and the daemon's main loop, which reads the sandboxes' output,
-// waits for the disk like a slow client's socket would make it. While the history cannot be
+// and nobody hears of anything before it is stored. A fact is committed at once (flush()); output
+// and a batched fact (Event::batched, thousands in a build) wait, in order and with everything
+// after them, for the writer's next batch, which is cut short for them (HistoryStore's
+// batchedFactLatencyMs). What waits is bounded: past kMaxHeldOutput bytes of output (a writer
+// that lags), the history is flushed, and the daemon's main loop, which reads the sandboxes'
+// output, waits for the disk like a slow client's socket would make it (the guests' own window,
+// wire::kRetainedOutputLimit, is what normally holds a flood back). While the history cannot be
 // written, events pass (the daemon refuses new work meanwhile).
 //
 // Events are published in the order taken, also when a subscriber's handling of one leads to
@@ -27,7 +27,7 @@ class HistoryStore;
 class HistoryGate final : public QObject {
     Q_OBJECT
 public:
-    static constexpr qint64 kMaxHeldOutput = 1 << 20;
+    static constexpr qint64 kMaxHeldOutput = 64 << 20;
 
     explicit HistoryGate(HistoryStore &store, QObject *parent = nullptr);
     ~HistoryGate() override;

@@ -444,6 +444,42 @@ Result<qint64> HistoryReader::eventCount(const QString &sandbox) const
     return st.columnInt(0);
 }
 
+Result<StoredSandbox> HistoryReader::storedSandbox(const QString &sandboxId) const
+{
+    OPEN_READER(db);
+    StoredSandbox stored;
+    sql::Stmt last(db, "SELECT (SELECT coalesce(max(seq), 0) FROM events WHERE sandbox_id = ?1), "
+                       "(SELECT coalesce(max(exec_id), 0) FROM executions WHERE sandbox_id = ?1)");
+    last.text(1, sandboxId);
+    if (!last.step())
+        return sql::error(db, QStringLiteral("reading sandbox %1").arg(sandboxId));
+    stored.lastSeq = uint64_t(last.columnInt(0));
+    stored.lastExec = uint32_t(last.columnInt(1));
+    sql::Stmt running(db, R"sql(
+        SELECT x.exec_id, x.argv_json, coalesce(r.name, ''), x.started_ms,
+               (SELECT json_extract(e.payload, '$.timeoutMs') FROM events e
+                WHERE e.sandbox_id = x.sandbox_id AND e.exec_id = x.exec_id AND e.kind = 'exec.started'),
+               coalesce((SELECT max(c.offset + length(c.data)) FROM chunks c WHERE c.execution = x.id AND c.stream = 1), 0),
+               coalesce((SELECT max(c.offset + length(c.data)) FROM chunks c WHERE c.execution = x.id AND c.stream = 2), 0)
+        FROM executions x LEFT JOIN runs r ON r.id = x.run_id
+        WHERE x.sandbox_id = ? AND x.status = 'running' ORDER BY x.exec_id)sql");
+    running.text(1, sandboxId);
+    while (running.step()) {
+        StoredExecution e;
+        e.id = uint32_t(running.columnInt(0));
+        for (const QJsonValue &a : QJsonDocument::fromJson(running.columnText(1).toUtf8()).array())
+            e.argv.append(a.toString());
+        e.run = running.columnText(2);
+        e.startedMs = running.columnInt(3);
+        if (!running.isNull(4))
+            e.timeoutMs = running.columnInt(4);
+        e.stored[1] = uint64_t(running.columnInt(5));
+        e.stored[2] = uint64_t(running.columnInt(6));
+        stored.running.append(e);
+    }
+    return stored;
+}
+
 Result<int> HistoryReader::schemaVersion() const
 {
     OPEN_READER(db);

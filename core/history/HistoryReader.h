@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "model/StoredSandbox.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -62,6 +63,8 @@ public:
     Result<QJsonObject> events(const EventQuery &query) const;
 
     Result<qint64> eventCount(const QString &sandbox = {}) const;
+    // What is stored of a sandbox's stream (by id), for a daemon that takes the sandbox over.
+    Result<StoredSandbox> storedSandbox(const QString &sandboxId) const;
     Result<int> schemaVersion() const;
     Result<QString> quickCheck() const; // "ok" or SQLite's findings
 

@@ -4,6 +4,9 @@
 #include "history/Sql.h"
 #include "log/Log.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+
 #include <iterator>
 
 namespace airlock::history {
@@ -251,12 +254,15 @@ Status migrate(sqlite3 *db, const QString &path)
     return migrateTo(db, kSchemaVersion);
 }
 
-Status recoverInterrupted(sqlite3 *db)
+Status recoverInterrupted(sqlite3 *db, const QStringList &liveSandboxes)
 {
     // Only one daemon uses a data directory (InstanceLock), so anything still running here was
-    // running when a previous daemon died: it is interrupted, never succeeded.
-    return sql::exec(db, R"sql(
-        BEGIN IMMEDIATE;
+    // running when a previous daemon died: it is interrupted, never succeeded. Except in the
+    // sandboxes that outlived it, which the new daemon takes over and settles itself.
+    const QString live = QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(liveSandboxes)).toJson(QJsonDocument::Compact));
+    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("marking executions of a dead daemon interrupted")); !s)
+        return s;
+    sql::Stmt executions(db, R"sql(
         UPDATE executions SET status = 'interrupted',
             ended_ms = max(started_ms,
                            coalesce((SELECT max(time_ms) FROM events WHERE events.sandbox_id = executions.sandbox_id), 0),
@@ -264,11 +270,17 @@ Status recoverInterrupted(sqlite3 *db)
             stored_bytes = (SELECT total(length(data)) FROM chunks WHERE chunks.execution = executions.id),
             bytes_out = coalesce((SELECT max(offset + length(data)) FROM chunks WHERE execution = executions.id AND stream = 1), 0),
             bytes_err = coalesce((SELECT max(offset + length(data)) FROM chunks WHERE execution = executions.id AND stream = 2), 0)
-            WHERE status = 'running';
+            WHERE status = 'running' AND sandbox_id NOT IN (SELECT value FROM json_each(?)))sql");
+    sql::Stmt sandboxes(db, R"sql(
         UPDATE sandboxes SET deleted_ms = coalesce((SELECT max(time_ms) FROM events WHERE events.sandbox_id = sandboxes.id), created_ms)
-            WHERE deleted_ms IS NULL;
-        COMMIT;)sql",
-                     QStringLiteral("marking executions of a dead daemon interrupted"));
+            WHERE deleted_ms IS NULL AND id NOT IN (SELECT value FROM json_each(?)))sql");
+    const bool done = executions.text(1, live).run() && sandboxes.text(1, live).run();
+    if (!done) {
+        const Error e = sql::error(db, QStringLiteral("marking executions of a dead daemon interrupted"));
+        (void)sql::exec(db, "ROLLBACK", QString());
+        return e;
+    }
+    return sql::exec(db, "COMMIT", QStringLiteral("marking executions of a dead daemon interrupted"));
 }
 
 } // namespace airlock::history

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QStringList>
+
 #include "util/Result.h"
 
 struct sqlite3;
@@ -19,6 +21,7 @@ Result<int> userVersion(sqlite3 *db);
 
 // What a dead daemon left: executions still `running` become `interrupted` as of the last thing
 // their sandbox recorded, with their stored byte counts; their sandboxes are marked deleted.
-Status recoverInterrupted(sqlite3 *db);
+// Sandboxes in `liveSandboxes` (they outlived it) are left as they are.
+Status recoverInterrupted(sqlite3 *db, const QStringList &liveSandboxes = {});
 
 } // namespace airlock::history

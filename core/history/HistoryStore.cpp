@@ -83,7 +83,8 @@ struct HistoryStore::Statements {
           refused(db, "INSERT INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, ended_ms, status, "
                       "agent, decided_by) VALUES(?,NULL,?,?,?,?,?,?,?,?,?)"),
           commandIndex(db, "INSERT INTO command_fts(rowid, command) VALUES(?,?)"),
-          findExec(db, "SELECT id, stored_bytes FROM executions WHERE sandbox_id=? AND exec_id=?"),
+          findExec(db, "SELECT id, (SELECT coalesce(sum(length(data)), 0) FROM chunks WHERE execution = executions.id) FROM executions "
+                       "WHERE sandbox_id=? AND exec_id=?"),
           exited(db, "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, stored_bytes=?, "
                      "truncated=? WHERE id=?"),
           chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data, indexed) VALUES(?,?,?,?,?,?)"),
@@ -135,7 +136,7 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
         return s.error();
     if (Status s = sql::exec(raw, "PRAGMA foreign_keys=ON", QStringLiteral("PRAGMA foreign_keys=ON")); !s)
         return s.error();
-    if (Status s = history::recoverInterrupted(raw); !s)
+    if (Status s = history::recoverInterrupted(raw, options.liveSandboxes); !s)
         return s.error();
     store->m_sql = std::make_unique<Statements>(raw);
     if (!store->m_sql->ok())
@@ -258,6 +259,11 @@ uint64_t HistoryStore::append(const Event &event)
                 budget.head += take;
                 rest = rest.sliced(take);
                 offset += take;
+            }
+            // Someone waits to hear of it (HistoryGate): the batch is cut short.
+            if (!m_cutBatchAt) {
+                m_cutBatchAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
+                wake = true;
             }
             if (!rest.isEmpty() && tailBudget() > 0) {
                 if (rest.size() > tailBudget()) {
@@ -599,8 +605,17 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
                 return failWith(s.error());
         } else if (is(e, "exec.exited")) {
             auto row = m_state.execs.find({e.sandbox, e.exec});
-            if (row == m_state.execs.end())
-                continue;
+            if (row == m_state.execs.end()) {
+                // Started under an earlier daemon (its sandbox outlived it) and silent since.
+                sql::Stmt &find = m_sql->findExec;
+                find.text(1, e.sandbox).integer(2, e.exec);
+                const bool found = find.step();
+                const ExecRow restored{found ? find.columnInt(0) : 0, found ? find.columnInt(1) : 0, {}, 0};
+                find.reset();
+                if (!found)
+                    continue;
+                row = m_state.execs.emplace(ExecKey{e.sandbox, e.exec}, restored).first;
+            }
             const qint64 stored = row->second.stored;
             const qint64 bytes = number(p, "bytesOut") + number(p, "bytesErr");
             if (!q.exited.integer(1, e.timeMs).nullable(2, p.value(QStringLiteral("exitCode"))).nullable(3, p.value(QStringLiteral("signal")))

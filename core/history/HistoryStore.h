@@ -7,6 +7,7 @@
 
 #include <QHash>
 #include <QJsonArray>
+#include <QStringList>
 #include <QString>
 
 #include <chrono>
@@ -37,6 +38,9 @@ public:
         qint64 maxStoredOutputPerExec = 16 * 1024 * 1024;
         qint64 maxStoredOutputTotal = qint64(2) * 1024 * 1024 * 1024;
         int retryIntervalMs = 250; // while the database cannot be written
+        // Sandboxes that outlived the previous daemon: what runs in them is not marked
+        // interrupted at open (the daemon that takes them over settles it).
+        QStringList liveSandboxes = {};
     };
 
     // Opens (creating or migrating) the database, marks what a dead daemon left running as

@@ -356,13 +356,27 @@ Status writeUserLayer(const QString &userFile, const QJsonObject &layer)
 
 Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile)
 {
+    auto user = readUserLayerIfAny(userFile);
+    if (!user)
+        return user.error();
+    return resolveForSandbox(overrides, presetName, *user);
+}
+
+Result<std::optional<QJsonObject>> readUserLayerIfAny(const QString &file)
+{
+    if (!QFile::exists(file))
+        return std::optional<QJsonObject>();
+    auto read = readUserLayer(file);
+    if (!read)
+        return read.error();
+    return std::optional<QJsonObject>(*read);
+}
+
+Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const std::optional<QJsonObject> &userLayer)
+{
     QList<Layer> layers{{QStringLiteral("builtin"), builtinDefaults()}};
-    if (QFile::exists(userFile)) {
-        auto user = readUserLayer(userFile);
-        if (!user)
-            return user.error();
-        layers.append({QStringLiteral("user"), *user});
-    }
+    if (userLayer)
+        layers.append({QStringLiteral("user"), *userLayer});
     const QString name = presetName.isEmpty() ? QStringLiteral("locked") : presetName;
     auto presetDoc = preset(name);
     if (!presetDoc)

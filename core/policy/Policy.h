@@ -7,6 +7,8 @@
 #include "util/Result.h"
 
 #include <QJsonObject>
+
+#include <optional>
 #include <QList>
 #include <QMap>
 #include <QStringList>
@@ -74,9 +76,14 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers);
 // The user's own layer (their defaults for every new sandbox): {} when the file does not exist;
 // an error saying how to fix it when it cannot be read or is not a JSON object.
 Result<QJsonObject> readUserLayer(const QString &file);
+// The user's layer, or none when the file does not exist.
+Result<std::optional<QJsonObject>> readUserLayerIfAny(const QString &file);
 // Validated whole, then written atomically (0600, its directory created); a bad layer changes nothing.
 Status writeUserLayer(const QString &file, const QJsonObject &layer);
 Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile);
+// The same with the user's layer as it was read (none: std::nullopt): a sandbox taken over by a
+// later daemon keeps the policy it had, whatever the file says now.
+Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const std::optional<QJsonObject> &userLayer);
 
 // The sandbox layer for a create request: `overrides`, with what the spec states explicitly
 // (network, mounts, limits: the CLI's --network, --mount, --memory ...) taking precedence.

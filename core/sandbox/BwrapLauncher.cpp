@@ -30,7 +30,9 @@ constexpr int kGuestFd = 6;
 constexpr int kInfoFd = 7;
 constexpr int kProxyFd = 8; // allowlist: where the guest hands over connections to the egress proxy
 constexpr int kExecCheckFd = 9; // where the guest hands over each judged execution's exec-check listener
-constexpr int kFirstMountFd = 10; // then the home's startup files, the mounts, the data files
+constexpr int kResumeFd = 10; // where a later daemon reaches the guest (a sandbox that outlives this one)
+constexpr int kResumeTokenFd = 11;
+constexpr int kFirstMountFd = 12; // then the home's startup files, the mounts, the data files
 constexpr int kSandboxUid = 1000;
 
 // Host files that stay hidden even though /etc is visible.
@@ -105,8 +107,10 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     if (r.network != NetworkMode::Full)
         a.emplace_back("--unshare-net");
     const std::string uid = std::to_string(kSandboxUid);
-    a.insert(a.end(), {"--uid", uid, "--gid", uid, "--hostname", s(r.hostname), "--die-with-parent",
-                       "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--info-fd", std::to_string(kInfoFd), "--seccomp", std::to_string(kSeccompFd),
+    a.insert(a.end(), {"--uid", uid, "--gid", uid, "--hostname", s(r.hostname)});
+    if (!r.outlivesDaemon())
+        a.emplace_back("--die-with-parent");
+    a.insert(a.end(), {"--new-session", "--as-pid-1", "--cap-drop", "ALL", "--info-fd", std::to_string(kInfoFd), "--seccomp", std::to_string(kSeccompFd),
                        "--ro-bind", "/usr", "/usr"});
     // Merged-/usr systems have symlinks here; older layouts have directories.
     for (const char *top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
@@ -163,6 +167,8 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     a.insert(a.end(), {"--tool-socket", "/run/airlock/tools.sock", "--exec-fd", std::to_string(kExecCheckFd)});
     if (r.network == NetworkMode::Allowlist)
         a.insert(a.end(), {"--proxy-fd", std::to_string(kProxyFd), "--proxy-port", std::to_string(kEgressProxyPort)});
+    if (r.outlivesDaemon())
+        a.insert(a.end(), {"--resume-fd", std::to_string(kResumeFd), "--resume-token-fd", std::to_string(kResumeTokenFd)});
     if (r.verboseGuest)
         a.emplace_back("--verbose");
     return a;
@@ -234,6 +240,16 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         proxyGuestEnd = Fd(pv[1]);
     }
 
+    // The token goes in by a descriptor the guest reads and closes: never on a command line that
+    // /proc/1/cmdline would show inside.
+    Fd resumeToken;
+    if (r.outlivesDaemon()) {
+        resumeToken = Fd(::memfd_create("airlock-resume", MFD_CLOEXEC));
+        if (resumeToken.fd < 0 || ::write(resumeToken.fd, r.resumeToken.constData(), size_t(r.resumeToken.size())) != r.resumeToken.size()
+            || ::lseek(resumeToken.fd, 0, SEEK_SET) != 0)
+            return sysError(QStringLiteral("cannot prepare the resume token"));
+    }
+
     int xv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv) != 0)
         return sysError(QStringLiteral("socketpair"));
@@ -250,7 +266,8 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     for (const QString &f : r.cgroupProcsFiles)
         procsFiles.push_back(s(f));
     std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd,
-                                proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd, execCheckGuestEnd.fd};
+                                proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd, execCheckGuestEnd.fd,
+                                r.outlivesDaemon() ? r.resumeListenFd : devNull.fd, resumeToken.fd >= 0 ? resumeToken.fd : devNull.fd};
     for (const Fd &f : startupFiles)
         sources.push_back(f.fd);
     for (const Fd &m : mounts)
@@ -298,9 +315,12 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
             if (::setgroups(0, nullptr) != 0 || ::setresgid(u, u, u) != 0 || ::setresuid(u, u, u) != 0)
                 childFail(err, "dropping root privileges");
         }
-        // After the uid change (which clears it): bwrap dies with the daemon, and so its sandbox.
-        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != daemonPid)
+        // After the uid change (which clears it): bwrap dies with the daemon, and so its sandbox,
+        // unless it is to outlive it. Either way not with the daemon's session or terminal.
+        if (!r.outlivesDaemon() && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != daemonPid))
             ::_exit(127);
+        if (r.outlivesDaemon() && ::setsid() < 0)
+            childFail(err, "setsid");
         ::execve(argv[0], argv.data(), envp);
         childFail(err, "exec bwrap");
     }

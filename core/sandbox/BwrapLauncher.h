@@ -28,6 +28,12 @@ struct LaunchRequest {
     std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid
     std::optional<uint64_t> nproc;  // RLIMIT_NPROC for the guest and everything below it
     bool verboseGuest = false;
+    // A sandbox that outlives the daemon: the guest listens here (a bound, listening socket the
+    // launcher does not own) for a later daemon, which proves itself with the token. Without it,
+    // bwrap and everything in the sandbox die with the daemon.
+    int resumeListenFd = -1;
+    QByteArray resumeToken;
+    bool outlivesDaemon() const { return resumeListenFd >= 0; }
 };
 
 struct LaunchedSandbox {
@@ -45,7 +51,8 @@ struct LaunchedSandbox {
 std::vector<std::string> bwrapArguments(const LaunchRequest &request);
 
 // Forks and execs bubblewrap. The child closes every other descriptor, joins the cgroups, drops to
-// dropToUid, arranges to die with the daemon and execs bwrap with an empty environment.
+// dropToUid, arranges to die with the daemon (unless it outlives it) and execs bwrap with an
+// empty environment.
 Result<LaunchedSandbox> launchSandbox(const LaunchRequest &request);
 
 } // namespace airlock

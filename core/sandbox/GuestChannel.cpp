@@ -5,7 +5,9 @@
 #include <QSocketNotifier>
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace airlock {
@@ -14,7 +16,45 @@ namespace {
 constexpr qsizetype kReadSize = 1024 * 1024;
 }
 
-GuestChannel::GuestChannel(int fd, QObject *parent) : QObject(parent), m_fd(fd)
+Status sendResume(int fd, const QByteArray &token, const QList<ResumeAsk> &executions, const QList<int> &fds)
+{
+    wire::Writer w(wire::Type::Resume);
+    w.bytes(std::string_view(token.constData(), size_t(token.size())))
+        .u32(wire::kProtocolVersion)
+        .u8(uint8_t(fds.size()))
+        .u32(uint32_t(executions.size()));
+    for (const ResumeAsk &e : executions)
+        w.u32(e.execId).u64(e.stored[0]).u64(e.stored[1]);
+    const std::string frame = w.take();
+    // The descriptors ride on the frame's first byte; the rest follows on the (blocking) socket.
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)] = {};
+    iovec iov{const_cast<char *>(frame.data()), 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (!fds.isEmpty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * size_t(fds.size()));
+        cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * size_t(fds.size()));
+        std::memcpy(CMSG_DATA(c), fds.constData(), sizeof(int) * size_t(fds.size()));
+    }
+    if (fds.size() > 2 || executions.size() > qsizetype(wire::kMaxResumeExecs) || ::sendmsg(fd, &msg, MSG_NOSIGNAL) != 1)
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot resume the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+    for (size_t done = 1; done < frame.size();) {
+        const ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot resume the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+        done += size_t(n);
+    }
+    return Ok{};
+}
+
+GuestChannel::GuestChannel(int fd, QObject *parent, bool resumed) : QObject(parent), m_fd(fd), m_resumed(resumed)
 {
     ::fcntl(m_fd, F_SETFL, ::fcntl(m_fd, F_GETFL) | O_NONBLOCK);
     m_readNotifier = new QSocketNotifier(m_fd, QSocketNotifier::Read, this);
@@ -142,6 +182,11 @@ void GuestChannel::sendToolResult(uint32_t callId, bool ok, const QByteArray &bo
     send(wire::Writer(wire::Type::ToolResult).u32(callId).u8(ok ? 1 : 0).bytes(std::string_view(body.constData(), size_t(body.size()))).take());
 }
 
+void GuestChannel::sendAck(uint32_t execId, uint8_t stream, uint64_t offset)
+{
+    send(wire::Writer(wire::Type::Ack).u32(execId).u8(stream).u64(offset).take());
+}
+
 void GuestChannel::send(std::string frame)
 {
     if (m_fd < 0)
@@ -248,7 +293,8 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
         }
         return true;
     };
-    if (!m_helloSeen && type != wire::Type::Hello && type != wire::Type::Fatal) {
+    const wire::Type first = m_resumed ? wire::Type::Resumed : wire::Type::Hello;
+    if (!m_helloSeen && type != first && type != wire::Type::Fatal) {
         violate(QStringLiteral("frame type 0x%1 before hello").arg(int(type), 2, 16, QLatin1Char('0')));
         return false;
     }
@@ -271,6 +317,58 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
         }
         m_helloSeen = true;
         Q_EMIT helloReceived(abi, pid);
+        return true;
+    }
+    case wire::Type::Resumed: {
+        const uint32_t version = r.u32();
+        const int32_t abi = r.i32();
+        const uint32_t pid = r.u32();
+        const uint32_t count = r.u32();
+        if (r.failed() || !m_resumed || m_helloSeen || count > 2 * wire::kMaxResumeExecs) {
+            violate(QStringLiteral("unexpected or malformed resumed frame"));
+            return false;
+        }
+        QList<ResumedExec> executions;
+        for (uint32_t i = 0; i < count && !r.failed(); ++i) {
+            ResumedExec e;
+            e.execId = r.u32();
+            const uint8_t state = r.u8();
+            e.pid = r.i32();
+            e.from[0] = r.u64();
+            e.from[1] = r.u64();
+            if (state > wire::ResumeUnknown || e.from[0] > (uint64_t(1) << 62) || e.from[1] > (uint64_t(1) << 62)) {
+                violate(QStringLiteral("resumed frame with execution state %1").arg(state));
+                return false;
+            }
+            e.state = wire::ResumeState(state);
+            executions.append(e);
+        }
+        if (!complete("resumed"))
+            return false;
+        m_helloSeen = true;
+        // What it runs or ran may speak now (what the daemon does not know of is stopped by it).
+        for (const ResumedExec &e : std::as_const(executions))
+            if (e.state != wire::ResumeUnknown && e.execId != 0)
+                setKnownExec(e.execId, true);
+        Q_EMIT resumed(version, abi, pid, executions);
+        if (version != wire::kProtocolVersion) {
+            m_dead = true;
+            return false;
+        }
+        return true;
+    }
+    case wire::Type::Gap: {
+        const uint32_t id = r.u32();
+        const uint8_t stream = r.u8();
+        const uint64_t offset = r.u64();
+        const uint64_t bytes = r.u64();
+        if (!complete("gap") || !known(id, "gap"))
+            return false;
+        if ((stream != wire::StreamStdout && stream != wire::StreamStderr) || bytes == 0 || offset > (uint64_t(1) << 62) || bytes > (uint64_t(1) << 62)) {
+            violate(QStringLiteral("gap frame with invalid stream %1 or size %2").arg(stream).arg(bytes));
+            return false;
+        }
+        Q_EMIT gapReported(id, stream, quint64(offset), quint64(bytes));
         return true;
     }
     case wire::Type::Started: {

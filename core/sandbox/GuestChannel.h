@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sandbox/GuestWire.h"
+#include "util/Result.h"
 
 #include <QByteArray>
 #include <QHash>
@@ -38,12 +39,31 @@ struct SpawnRequest {
     uint64_t cpuSeconds = 0, fileSizeBytes = 0, openFiles = 0;
 };
 
+// What a guest said about one execution when a daemon took its sandbox over (wire::Resumed).
+struct ResumedExec {
+    uint32_t execId = 0;
+    wire::ResumeState state = wire::ResumeUnknown;
+    int pid = 0;
+    uint64_t from[2] = {0, 0}; // where its replayed stdout and stderr start
+};
+
+// An execution a daemon asks a guest about when it takes the sandbox over, with how much of each
+// stream it has stored.
+struct ResumeAsk {
+    uint32_t execId = 0;
+    uint64_t stored[2] = {0, 0}; // stdout, stderr
+};
+
+// Sends the Resume frame on a freshly connected socket, with the exec-check (and proxy) sockets.
+Status sendResume(int fd, const QByteArray &token, const QList<ResumeAsk> &executions, const QList<int> &fds);
+
 // The daemon's end of the socket to one airlock-guest. The guest is untrusted: every frame is
 // bounded and validated here, and the first violation emits protocolViolated() and stops reading.
 class GuestChannel final : public QObject {
     Q_OBJECT
 public:
-    explicit GuestChannel(int fd, QObject *parent = nullptr);
+    // `resumed`: a connection on which a Resume was sent; the guest answers Resumed, not Hello.
+    explicit GuestChannel(int fd, QObject *parent = nullptr, bool resumed = false);
     ~GuestChannel() override;
 
     // The guest may only talk about executions the daemon started.
@@ -59,6 +79,10 @@ public:
     void sendResize(uint32_t execId, uint16_t rows, uint16_t cols);
     // The answer to a ToolCall: the result as JSON, or an error code name and message.
     void sendToolResult(uint32_t callId, bool ok, const QByteArray &body);
+    // Output up to `offset` of a stream (0: the execution's exit) is stored: the guest forgets it.
+    void sendAck(uint32_t execId, uint8_t stream, uint64_t offset);
+    // Reads what the guest has sent so far, now (a daemon taking sandboxes over before it serves).
+    void readNow() { onReadable(); }
 
     // Backpressure: while paused, the guest's socket buffer fills and the guest stops reading output.
     void setReadingPaused(bool paused);
@@ -66,6 +90,10 @@ public:
 
 Q_SIGNALS:
     void helloReceived(int landlockAbi, uint32_t guestPid);
+    // The answer to a Resume; `version` is the guest's (a different one: nothing else follows).
+    void resumed(uint32_t version, int landlockAbi, uint32_t guestPid, const QList<airlock::ResumedExec> &executions);
+    // Output the guest read while no daemon was connected and could not keep.
+    void gapReported(uint32_t execId, int stream, quint64 offset, quint64 bytes);
     void execStarted(uint32_t execId, int pid);
     void outputReceived(uint32_t execId, int stream, qint64 unixTimeNs, QByteArrayView data);
     void execExited(const GuestExit &exit);
@@ -94,6 +122,7 @@ private:
     QByteArray m_out; // [m_outStart, size) is still to be written
     qsizetype m_outStart = 0;
     bool m_helloSeen = false;
+    bool m_resumed = false; // expects Resumed where a new sandbox's guest says Hello
     QSet<uint32_t> m_toolCalls; // tool calls the guest made that have no answer yet
     bool m_dead = false;
     bool m_paused = false;

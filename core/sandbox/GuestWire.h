@@ -16,7 +16,7 @@
 
 namespace airlock::wire {
 
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint32_t kHeaderSize = 5;
 inline constexpr uint32_t kMaxPayload = 1024 * 1024; // hard limit in both directions
 inline constexpr uint32_t kMaxOutputChunk = 256 * 1024; // guest never sends more output per frame
@@ -25,6 +25,18 @@ inline constexpr uint32_t kMaxEnv = 4096;
 inline constexpr uint32_t kStdinWindow = 1024 * 1024;
 inline constexpr uint32_t kMaxToolRequest = 256 * 1024; // one airlock-tool call, as JSON
 inline constexpr uint32_t kMaxToolCalls = 16;           // in flight per sandbox
+// Resume: the secret a daemon proves itself with, the executions it asks about, how long the
+// guest waits for a Resume frame on a connection it accepted.
+inline constexpr uint32_t kResumeTokenSize = 32;
+inline constexpr uint32_t kMaxResumeExecs = 4096;
+inline constexpr int kResumeFrameTimeoutMs = 2000;
+// Output the guest keeps until the daemon says it is stored (Ack): while connected, past this many
+// unacknowledged bytes the guest stops reading its executions' output (backpressure); while no
+// daemon is connected it keeps reading and counts what does not fit as a gap.
+inline constexpr uint64_t kRetainedOutputLimit = 16 * 1024 * 1024;
+// Executions that ended with no daemon to hear it (or before it stored their exit): kept for the
+// next daemon, at most this many (the oldest is forgotten first: that daemon calls it interrupted).
+inline constexpr uint32_t kMaxFinishedKept = 1024;
 
 enum class Type : uint8_t {
     // daemon -> guest
@@ -34,6 +46,18 @@ enum class Type : uint8_t {
     Signal = 0x03, // u32 execId, i32 signo (sent to the execution's process group)
     Resize = 0x04, // u32 execId, u16 rows, u16 cols
     ToolResult = 0x05, // u32 callId, u8 ok, bytes (the result as JSON, or "CODE message" when not ok)
+    // The first frame on a connection the guest accepted on its resume socket (--resume-fd), and
+    // only there: a daemon that started after the one that launched the sandbox takes it over.
+    // bytes[kResumeTokenSize] token (from --resume-token-fd), u32 protocolVersion, u8 fdCount,
+    // u32 count, count x {u32 execId, u64 stdoutOffset, u64 stderrOffset}.
+    // The frame's first byte carries fdCount descriptors (SCM_RIGHTS): the new exec-check socket
+    // (replaces --exec-fd) and, for an allowlist sandbox, the new proxy socket (replaces --proxy-fd).
+    // The executions are those the daemon believes running, with how much of each stream it has
+    // stored: the guest sends their output again from there on.
+    Resume = 0x06,
+    // u32 execId, u8 stream (1, 2: output up to offset is stored; 0: the exit is stored), u64 offset.
+    // The guest forgets what is acknowledged.
+    Ack = 0x07,
 
     // guest -> daemon
     Hello = 0x81, // u32 protocolVersion, i32 landlockAbi, u32 guestPid
@@ -48,7 +72,20 @@ enum class Type : uint8_t {
                           // so stdin never clogs the socket that also carries Signal frames
     ToolCall = 0x88, // u32 callId, bytes request: {"tool": NAME, "arguments": {...}} from airlock-tool,
                      // passed on unread (the daemon parses and validates it)
+    // The answer to Resume, first on the new connection: u32 protocolVersion, i32 landlockAbi,
+    // u32 guestPid, u32 count, count x {u32 execId, u8 state (ResumeState), i32 pid,
+    // u64 stdoutFrom, u64 stderrFrom}: every execution the daemon asked about and every one the
+    // guest runs or ran that it did not ask about, with the offsets its replay starts at (the
+    // offsets asked for, or further on where the daemon acknowledged more than it asks for; the
+    // guest never reports acknowledged bytes as a gap). Then, per execution, Gap and Output frames
+    // from those offsets, and Exited for a finished one, as if live.
+    Resumed = 0x89,
+    // u32 execId, u8 stream, u64 offset, u64 bytes: output at offset, this many bytes, was read
+    // while no daemon was connected and did not fit (kRetainedOutputLimit); it is lost.
+    Gap = 0x8A,
 };
+
+enum ResumeState : uint8_t { ResumeRunning = 0, ResumeFinished = 1, ResumeUnknown = 2 };
 
 // SpawnJudged: the process gets a seccomp filter that stops every execve/execveat for the daemon
 // to judge; the guest hands its listener over the exec-check socket (--exec-fd), one

@@ -80,18 +80,28 @@ QStringList instanceDirs(const HostCapabilities &caps, const QString &instanceKe
 }
 } // namespace
 
-void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot)
+void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep)
 {
     for (const QString &root : instanceDirs(caps, instanceKey)) {
         SandboxCgroup leftovers;
         for (const QString &child : QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
-            leftovers.m_dirs.append(root + QLatin1Char('/') + child);
+            if (!keep.contains(child))
+                leftovers.m_dirs.append(root + QLatin1Char('/') + child);
         leftovers.destroy();
         if (removeRoot) {
             ::rmdir(QFile::encodeName(root).constData());
             ::rmdir(QFile::encodeName(QFileInfo(root).path()).constData()); // "airlock", if no other daemon uses it
         }
     }
+}
+
+SandboxCgroup SandboxCgroup::existing(const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId)
+{
+    SandboxCgroup cg;
+    for (const QString &root : instanceDirs(caps, instanceKey))
+        if (const QString dir = root + QLatin1Char('/') + sandboxId; QFileInfo(dir).isDir())
+            cg.m_dirs.append(dir);
+    return cg;
 }
 
 Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const QString &instanceKey,

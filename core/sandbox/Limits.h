@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QSet>
+
 #include "model/SandboxSpec.h"
 #include "sandbox/HostCapabilities.h"
 
@@ -28,7 +30,10 @@ public:
                                         const QString &sandboxId, const LimitPlan &plan);
     // Removes what a previous (SIGKILLed) daemon with this key left behind; with removeRoot, also
     // the now empty instance directories (at shutdown).
-    static void reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot);
+    // Sandboxes in `keep` outlived that daemon and are left alone.
+    static void reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep = {});
+    // The cgroup an earlier daemon with this key made for sandbox `sandboxId` (what exists of it).
+    static SandboxCgroup existing(const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId);
     SandboxCgroup() = default;
 
     bool isEmpty() const { return m_dirs.isEmpty(); }

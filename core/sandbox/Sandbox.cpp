@@ -86,7 +86,19 @@ Status Sandbox::start()
     }
     m_launched = *launched;
     m_channel = new GuestChannel(m_launched.channelFd, this);
+    connectChannel();
+    m_stderrNotifier = new QSocketNotifier(m_launched.stderrFd, QSocketNotifier::Read, this);
+    connect(m_stderrNotifier, &QSocketNotifier::activated, this, &Sandbox::onStderr);
+    return Ok{};
+}
+
+void Sandbox::connectChannel()
+{
     connect(m_channel, &GuestChannel::helloReceived, this, &Sandbox::onHello);
+    connect(m_channel, &GuestChannel::resumed, this, [this](uint32_t version, int abi, uint32_t, const QList<ResumedExec> &executions) {
+        onResumed(version, abi, executions);
+    });
+    connect(m_channel, &GuestChannel::gapReported, this, &Sandbox::onGap);
     connect(m_channel, &GuestChannel::outputReceived, this, &Sandbox::onOutput);
     connect(m_channel, &GuestChannel::execExited, this, &Sandbox::onExited);
     connect(m_channel, &GuestChannel::spawnFailed, this, &Sandbox::onSpawnFailed);
@@ -103,8 +115,6 @@ Status Sandbox::start()
     });
     m_exitNotifier = new QSocketNotifier(m_launched.pidfd, QSocketNotifier::Read, this);
     connect(m_exitNotifier, &QSocketNotifier::activated, this, &Sandbox::onProcessExited);
-    m_stderrNotifier = new QSocketNotifier(m_launched.stderrFd, QSocketNotifier::Read, this);
-    connect(m_stderrNotifier, &QSocketNotifier::activated, this, &Sandbox::onStderr);
     if (m_launched.proxyFd >= 0) {
         m_proxyNotifier = new QSocketNotifier(m_launched.proxyFd, QSocketNotifier::Read, this);
         connect(m_proxyNotifier, &QSocketNotifier::activated, this, &Sandbox::onProxyReadable);
@@ -116,10 +126,9 @@ Status Sandbox::start()
     m_helloTimer = new QTimer(this);
     m_helloTimer->setSingleShot(true);
     connect(m_helloTimer, &QTimer::timeout, this, [this] {
-        onGuestFailed(QStringLiteral("the sandbox agent did not start within %1 s").arg(kHelloTimeoutMs / 1000), false);
+        onGuestFailed(QStringLiteral("the sandbox agent did not %1 within %2 s").arg(m_adopted ? QStringLiteral("answer") : QStringLiteral("start")).arg(kHelloTimeoutMs / 1000), false);
     });
     m_helloTimer->start(kHelloTimeoutMs);
-    return Ok{};
 }
 
 void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
@@ -184,6 +193,7 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
     if (n > 0) {
         const int pid = QJsonDocument::fromJson(QByteArray(buf, n)).object().value(QStringLiteral("child-pid")).toInt();
         if (pid > 1) {
+            m_initPid = pid;
             m_initPidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
             if (m_initPidfd >= 0) // opened first: the namespace read is of that process, not a reuse of its pid
                 m_pidNamespace = pidNamespaceOf(pid);
@@ -279,9 +289,11 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
     publish(std::move(e));
 }
 
-void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run)
+void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run,
+                        std::optional<QJsonObject> userLayer)
 {
     const QJsonObject old = m_setup.policyOverrides;
+    m_setup.userLayer = std::move(userLayer);
     m_setup.policy = std::move(effective);
     m_setup.policyOverrides = std::move(overrides);
     ++m_policyVersion;
@@ -347,18 +359,8 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     m_currentAgent = request.cover.requester;
     e.startedMs = nowMs();
     const std::optional<uint64_t> timeout = request.timeoutMs ? request.timeoutMs : limits.wallMs;
-    if (timeout) {
-        e.timer = new QTimer(this);
-        e.timer->setSingleShot(true);
-        connect(e.timer, &QTimer::timeout, this, [this, id] {
-            auto it = m_execs.find(id);
-            if (it == m_execs.end())
-                return;
-            it->killReason = QStringLiteral("timeout");
-            m_channel->sendSignal(id, SIGKILL);
-        });
-        e.timer->start(std::chrono::milliseconds(*timeout));
-    }
+    if (timeout)
+        startTimeout(id, qint64(*timeout));
     m_channel->setKnownExec(id, true);
     m_channel->sendSpawn(spawn);
 
@@ -379,6 +381,21 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     if (!injected.isEmpty())
         publish(makeEvent(QStringLiteral("credential.injected"), {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
     return id;
+}
+
+void Sandbox::startTimeout(uint32_t execId, qint64 timeoutMs)
+{
+    Execution &e = m_execs[execId];
+    e.timer = new QTimer(this);
+    e.timer->setSingleShot(true);
+    connect(e.timer, &QTimer::timeout, this, [this, execId] {
+        auto it = m_execs.find(execId);
+        if (it == m_execs.end())
+            return;
+        it->killReason = QStringLiteral("timeout");
+        m_channel->sendSignal(execId, SIGKILL);
+    });
+    e.timer->start(std::chrono::milliseconds(std::max<qint64>(0, timeoutMs)));
 }
 
 Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
@@ -653,7 +670,10 @@ void Sandbox::terminate(const QString &reason)
         ::close(m_initPidfd);
         m_initPidfd = -1;
     }
-    ::kill(m_launched.pid, SIGKILL);
+    // By its pidfd: a sandbox taken over from an earlier daemon is not our child, and its pid
+    // alone could name another process by now.
+    if (m_launched.pidfd >= 0)
+        ::syscall(SYS_pidfd_send_signal, m_launched.pidfd, SIGKILL, nullptr, 0);
     waitReadable(m_launched.pidfd, kTeardownTimeoutMs);
     ::waitpid(m_launched.pid, nullptr, WNOHANG);
     if (m_exitNotifier)

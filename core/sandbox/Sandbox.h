@@ -4,6 +4,7 @@
 #include "model/Event.h"
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
+#include "model/StoredSandbox.h"
 #include "sandbox/BwrapLauncher.h"
 #include "sandbox/ExecListener.h"
 #include "sandbox/GuestChannel.h"
@@ -35,6 +36,22 @@ struct SandboxSetup {
     QString run; // the run that created it
     policy::EffectivePolicy policy;
     QJsonObject policyOverrides; // the sandbox's own layer
+    std::optional<QJsonObject> userLayer; // the person's defaults it was resolved with
+};
+
+// What a daemon that takes a running sandbox over knows of it: from its record (the processes,
+// found alive) and from the history (what it stored of the sandbox's stream).
+struct Adoption {
+    int channelFd = -1; // connected to the guest's resume socket; Resume not sent yet
+    int bwrapPidfd = -1;
+    int initPidfd = -1;
+    pid_t bwrapPid = 0;
+    pid_t initPid = 0;
+    int policyVersion = 1;
+    int landlockAbi = 0;
+    qint64 createdMs = 0;
+    StoredSandbox stored;
+    QString problem; // why it cannot be taken over (its processes are left as they are)
 };
 
 // One live sandbox: its bwrap process, its guest channel and its executions. Publishes everything
@@ -60,6 +77,7 @@ public:
     uint64_t lastSeq() const { return m_seq; }
     const policy::EffectivePolicy &policy() const { return m_setup.policy; }
     const QJsonObject &policyOverrides() const { return m_setup.policyOverrides; }
+    const SandboxSetup &setup() const { return m_setup; }
     int policyVersion() const { return m_policyVersion; }
     // The run of the newest execution (or the one that created the sandbox): what the sandbox's
     // own activity, like its network connections, is filed under.
@@ -81,10 +99,27 @@ public:
     // `batched`: see Event::batched.
     void record(const QString &kind, QJsonObject payload, const QString &run, bool batched = false);
     // Replaces the policy of a running sandbox and records who changed what (policy.changed).
-    void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run);
+    // `userLayer`: the person's defaults it was resolved with.
+    void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run,
+                   std::optional<QJsonObject> userLayer = std::nullopt);
 
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
     Status start();
+    // Takes over a sandbox a previous daemon started (the Adoption's descriptors are its now).
+    // started() or startFailed() follows once the guest has answered the Resume, or not.
+    Status adopt(Adoption adoption);
+    // A sandbox found gone when a daemon came back: it stays listed (failed, with `reason`) until
+    // rm; what was running is recorded as interrupted (publish: only the first time it is found).
+    // (The Adoption's descriptors are not used.)
+    void markEnded(const QString &reason, const Adoption &adoption, bool publish);
+    // Lets go of it without ending anything: the daemon stops, a later one takes the sandbox over.
+    void detach();
+    // Whether it outlives this daemon (and so is detached, not ended, when the daemon stops).
+    bool outlivesDaemon() const { return m_setup.launch.outlivesDaemon() || m_adopted; }
+    // An event of this sandbox's is stored (and now published): the guest may forget the output.
+    void onStored(const Event &event);
+    pid_t bwrapPid() const { return m_launched.pid; }
+    pid_t initPid() const { return m_initPid; }
     // `secretEnv` are the credentials granted as environment variables, set after everything
     // else; their names (never values) are recorded in a credential.injected event.
     using SecretEnv = QList<std::pair<policy::CredentialGrant, QByteArray>>;
@@ -159,6 +194,10 @@ private:
     Event makeEvent(const QString &kind, QJsonObject payload = {});
     void publish(Event event);
     void onHello(int landlockAbi, uint32_t guestPid);
+    void onResumed(uint32_t version, int landlockAbi, const QList<ResumedExec> &executions);
+    void onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes);
+    void connectChannel();
+    void startTimeout(uint32_t execId, qint64 timeoutMs);
     void onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
     void emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
     void onExited(const GuestExit &exit);
@@ -204,7 +243,10 @@ private:
     int m_policyVersion = 1;
     int m_landlockAbi = 0;
     bool m_reaped = false;
+    bool m_adopted = false;
+    QList<StoredExecution> m_adopting; // until the guest answers
     int m_initPidfd = -1;
+    pid_t m_initPid = 0;
     Redactor m_redactor;
     struct Bucket {
         double tokens = 0;

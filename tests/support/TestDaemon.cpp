@@ -10,7 +10,10 @@
 #include <QLocalSocket>
 #include <QThread>
 
+#include "sandbox/SandboxRecord.h"
+
 #include <csignal>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace airlock::test {
@@ -67,6 +70,20 @@ TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
 TestDaemon::~TestDaemon()
 {
     stop();
+    killLeftSandboxes(dataDir());
+}
+
+void killLeftSandboxes(const QString &dataDir)
+{
+    for (const auto &[name, record] : SandboxRecords(dataDir + QStringLiteral("/sandboxes")).readAll()) {
+        if (!record)
+            continue;
+        for (const ProcessRef &p : {record->init, record->bwrap})
+            if (const int fd = p.open(); fd >= 0) {
+                ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+                ::close(fd);
+            }
+    }
 }
 
 QString TestDaemon::rootDir() const
@@ -104,7 +121,9 @@ QProcessEnvironment TestDaemon::environment() const
 bool TestDaemon::start()
 {
     m_process.setProcessEnvironment(m_env);
-    const QStringList command = m_launcher + QStringList{binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socketPath()} + m_args;
+    QStringList command = m_launcher + QStringList{binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socketPath()} + m_args;
+    if (!m_outlive)
+        command.append(QStringLiteral("--sandboxes-end-with-daemon"));
     m_process.setProgram(command.constFirst());
     m_process.setArguments(command.mid(1));
     m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
@@ -231,13 +250,15 @@ UnprivilegedDaemon::UnprivilegedDaemon() : m_env(QProcessEnvironment::systemEnvi
 UnprivilegedDaemon::~UnprivilegedDaemon()
 {
     stop();
+    killLeftSandboxes(dataDir());
 }
 
 bool UnprivilegedDaemon::start()
 {
     const QString socket = m_home.filePath(QStringLiteral("run/airlock/airlockd.sock"));
     m_process.setProcessEnvironment(m_env);
-    m_process.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd")) + QStringList{QStringLiteral("--socket"), socket});
+    m_process.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd"))
+                                                 + QStringList{QStringLiteral("--socket"), socket, QStringLiteral("--sandboxes-end-with-daemon")});
     return waitFor([&] { return QFileInfo::exists(socket) || m_process.state() == QProcess::NotRunning; }, 10000)
            && m_process.state() != QProcess::NotRunning;
 }

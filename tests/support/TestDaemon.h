@@ -27,7 +27,13 @@ struct CliResult {
     QString describe() const; // for failure messages
 };
 
+// Ends whatever sandboxes that outlived a daemon with this data directory still run (by their
+// records), so that no test leaves processes behind.
+void killLeftSandboxes(const QString &dataDir);
+
 // A real airlockd in private XDG directories, its own socket, stopped (SIGTERM) on destruction.
+// Its sandboxes end with it (--sandboxes-end-with-daemon) unless setSandboxesOutlive(true); what
+// outlived it is ended on destruction.
 class TestDaemon {
 public:
     explicit TestDaemon(QStringList extraArgs = {}, QProcessEnvironment extraEnv = {});
@@ -37,6 +43,8 @@ public:
 
     // Runs the daemon through this command (for example {"ip", "netns", "exec", NS}); before start().
     void setLauncher(QStringList prefix) { m_launcher = std::move(prefix); }
+    // Sandboxes go on when the daemon stops or dies (airlockd's default); before start().
+    void setSandboxesOutlive(bool outlive) { m_outlive = outlive; }
     bool start(); // waits until the socket accepts connections
     void stop();  // SIGTERM and wait; returns once the process is gone
     qint64 pid() const;
@@ -60,6 +68,7 @@ private:
     QStringList m_launcher;
     QProcessEnvironment m_env;
     QProcess m_process;
+    bool m_outlive = false;
 };
 
 // Host pids of processes whose command line contains `needle` (scanning /proc).

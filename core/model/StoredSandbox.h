@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <optional>
+
+namespace airlock {
+
+// An execution the history says is running, with what a daemon that takes its sandbox over
+// continues from: how much of each stream is stored, and when its time runs out.
+struct StoredExecution {
+    uint32_t id = 0;
+    QStringList argv;
+    QString run;
+    qint64 startedMs = 0;
+    std::optional<qint64> timeoutMs;
+    uint64_t stored[3] = {0, 0, 0}; // output stored, by stream (1 stdout, 2 stderr)
+};
+
+// What the history holds of one sandbox's stream.
+struct StoredSandbox {
+    uint64_t lastSeq = 0;  // the last event stored
+    uint32_t lastExec = 0; // the highest execution id it had
+    QList<StoredExecution> running;
+};
+
+} // namespace airlock

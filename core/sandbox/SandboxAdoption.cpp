@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: Apache-2.0
+// A sandbox that outlives its daemon: taken over by a later one (adopt, the guest's Resumed), let
+// go of when the daemon stops (detach), found gone (markEnded), and the acknowledgements that let
+// its guest forget what is stored (onStored). Lifecycle and executions: Sandbox.cpp.
+#include "sandbox/Sandbox.h"
+
+#include "log/Log.h"
+#include "sandbox/ResourceUsage.h"
+
+#include <QJsonArray>
+#include <QSocketNotifier>
+#include <QTimer>
+
+#include <csignal>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+auto logger()
+{
+    static auto l = log::get("core.sandbox");
+    return l;
+}
+} // namespace
+
+Status Sandbox::adopt(Adoption a)
+{
+    m_adopted = true;
+    m_launched.pid = a.bwrapPid;
+    m_launched.pidfd = a.bwrapPidfd;
+    m_initPid = a.initPid;
+    m_initPidfd = a.initPidfd;
+    m_seq = a.stored.lastSeq;
+    m_nextExec = a.stored.lastExec + 1;
+    m_policyVersion = a.policyVersion;
+    m_landlockAbi = a.landlockAbi;
+    m_createdAt = QDateTime::fromMSecsSinceEpoch(a.createdMs, Qt::UTC);
+    m_adopting = a.stored.running;
+    if (!a.problem.isEmpty()) {
+        // Listed as failed; rm still ends it (by the pidfds above).
+        m_state = SandboxState::Failed;
+        m_failure = QStringLiteral("it cannot be taken over: %1; what runs in it goes on, 'airlockctl rm %2' ends it").arg(a.problem, m_setup.spec.name);
+        return makeError(ErrorCode::BoundaryUnavailable, m_failure);
+    }
+    // New sockets for what the guest hands over (the old daemon's ends are gone with it).
+    QList<int> guestEnds;
+    const auto pair = [&](int &daemonEnd) -> bool {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+            return false;
+        daemonEnd = sv[0];
+        guestEnds.append(sv[1]);
+        return true;
+    };
+    bool ok = pair(m_launched.execCheckFd);
+    if (ok && m_setup.spec.network == NetworkMode::Allowlist)
+        ok = pair(m_launched.proxyFd);
+    QList<ResumeAsk> asks;
+    for (const StoredExecution &r : std::as_const(a.stored.running))
+        asks.append(ResumeAsk{r.id, {r.stored[1], r.stored[2]}});
+    Status sent = ok ? sendResume(a.channelFd, m_setup.launch.resumeToken, asks, guestEnds)
+                     : Status(makeError(ErrorCode::IoError, QStringLiteral("socketpair failed")));
+    for (int fd : std::as_const(guestEnds))
+        ::close(fd);
+    m_launched.channelFd = a.channelFd;
+    if (!sent) {
+        m_state = SandboxState::Failed;
+        m_failure = sent.error().message;
+        return sent;
+    }
+    m_channel = new GuestChannel(m_launched.channelFd, this, true);
+    for (const StoredExecution &r : std::as_const(a.stored.running))
+        m_channel->setKnownExec(r.id, true);
+    connectChannel();
+    return Ok{};
+}
+
+void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedExec> &executions)
+{
+    m_helloTimer->stop();
+    if (version != wire::kProtocolVersion) {
+        // Another Airlock's agent (an upgrade replaced the daemon): its processes go on; this
+        // daemon cannot speak for them, and says so instead of killing them.
+        m_state = SandboxState::Failed;
+        m_failure = QStringLiteral("its agent speaks protocol %1 and this airlockd %2, so it cannot be taken over; what runs in it "
+                                   "goes on, its workspace is kept; 'airlockctl rm %3' ends it")
+                        .arg(version)
+                        .arg(wire::kProtocolVersion)
+                        .arg(m_setup.spec.name);
+        m_channel->close();
+        logger()->warn("sandbox {}: {}", m_setup.id.toStdString(), m_failure.toStdString());
+        Q_EMIT startFailed(makeError(ErrorCode::BoundaryUnavailable, m_failure));
+        return;
+    }
+    m_landlockAbi = landlockAbi;
+    if (m_initPidfd >= 0)
+        m_pidNamespace = pidNamespaceOf(m_initPid);
+    QHash<uint32_t, ResumedExec> said;
+    for (const ResumedExec &e : executions)
+        said.insert(e.execId, e);
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    int running = 0, finished = 0, lost = 0;
+    QList<uint32_t> interrupted;
+    for (const StoredExecution &r : std::as_const(m_adopting)) {
+        Execution &e = m_execs[r.id];
+        e.argv = r.argv;
+        e.run = r.run;
+        e.startedMs = r.startedMs;
+        const ResumedExec state = said.value(r.id);
+        // Where the guest's replay starts: past what is stored when the daemon before had
+        // acknowledged more than it stored (a long output's tail, which the history drops anyway).
+        for (int stream : {1, 2})
+            e.bytes[stream] = e.emitted[stream] = std::max<uint64_t>(r.stored[stream], state.from[stream - 1]);
+        e.forwarded = e.emitted[1] + e.emitted[2];
+        if (state.state == wire::ResumeRunning) {
+            ++running;
+            if (r.timeoutMs)
+                startTimeout(r.id, r.startedMs + *r.timeoutMs - now);
+        } else if (state.state == wire::ResumeFinished) {
+            ++finished; // its output, then its exit, follow
+        } else {
+            interrupted.append(r.id);
+        }
+    }
+    // What the guest runs that no stored start speaks of (its start was not stored before the
+    // daemon went): stopped, not adopted.
+    for (const ResumedExec &e : executions)
+        if (!m_execs.contains(e.execId) && e.state == wire::ResumeRunning) {
+            logger()->warn("sandbox {}: execution {} has no stored start; killed", m_setup.id.toStdString(), e.execId);
+            m_channel->sendSignal(e.execId, SIGKILL);
+        }
+    for (uint32_t id : std::as_const(interrupted)) {
+        ++lost;
+        finishExecution(id, {{QStringLiteral("status"), QStringLiteral("interrupted")},
+                             {QStringLiteral("exitCode"), QJsonValue()},
+                             {QStringLiteral("signal"), QJsonValue()},
+                             {QStringLiteral("error"), QStringLiteral("its process was gone when airlockd came back")}});
+    }
+    m_adopting.clear();
+    m_state = SandboxState::Running;
+    logger()->info("sandbox {} ({}) taken over: {} running, {} finished meanwhile, {} lost", m_setup.id.toStdString(),
+                   m_setup.spec.name.toStdString(), running, finished, lost);
+    publish(makeEvent(QStringLiteral("sandbox.adopted"), {{QStringLiteral("running"), running},
+                                                          {QStringLiteral("finishedMeanwhile"), finished},
+                                                          {QStringLiteral("interrupted"), lost}}));
+    Q_EMIT started();
+}
+
+void Sandbox::onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes)
+{
+    auto it = m_execs.find(execId);
+    if (it == m_execs.end())
+        return;
+    // Whatever was held back as a possible secret's start is not continued by what follows.
+    if (!it->carry[stream].isEmpty())
+        emitOutput(*it, execId, stream, QDateTime::currentMSecsSinceEpoch() * 1'000'000, std::exchange(it->carry[stream], QByteArray()));
+    if (offset != it->bytes[stream])
+        logger()->warn("sandbox {}: gap at {} of execution {}, {} bytes were had", m_setup.id.toStdString(), offset, execId, it->bytes[stream]);
+    it->bytes[stream] = offset + bytes;
+    it->emitted[stream] = offset + bytes;
+    publish(makeEvent(QStringLiteral("exec.gap"), {{QStringLiteral("exec"), double(execId)},
+                                                   {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
+                                                   {QStringLiteral("offset"), double(offset)},
+                                                   {QStringLiteral("bytes"), double(bytes)},
+                                                   {QStringLiteral("reason"), QStringLiteral("printed while airlockd was away, more than the sandbox keeps")}}));
+}
+
+void Sandbox::markEnded(const QString &reason, const Adoption &a, bool publishIt)
+{
+    m_adopted = true;
+    m_reaped = true; // nothing of it is left to kill
+    m_createdAt = QDateTime::fromMSecsSinceEpoch(a.createdMs, Qt::UTC);
+    m_seq = a.stored.lastSeq;
+    m_nextExec = a.stored.lastExec + 1;
+    m_policyVersion = a.policyVersion;
+    m_landlockAbi = a.landlockAbi;
+    m_state = SandboxState::Failed;
+    m_failure = reason;
+    if (!publishIt)
+        return;
+    for (const StoredExecution &r : a.stored.running) {
+        Execution &e = m_execs[r.id];
+        e.argv = r.argv;
+        e.run = r.run;
+        e.startedMs = r.startedMs;
+        finishExecution(r.id, {{QStringLiteral("status"), QStringLiteral("interrupted")},
+                               {QStringLiteral("exitCode"), QJsonValue()},
+                               {QStringLiteral("signal"), QJsonValue()},
+                               {QStringLiteral("error"), reason}});
+    }
+    publish(makeEvent(QStringLiteral("sandbox.failed"), {{QStringLiteral("reason"), reason}, {QStringLiteral("violation"), false}}));
+}
+
+void Sandbox::detach()
+{
+    if (m_reaped)
+        return;
+    m_reaped = true;
+    if (m_helloTimer)
+        m_helloTimer->stop();
+    for (QSocketNotifier *n : {m_exitNotifier, m_stderrNotifier, m_proxyNotifier, m_execCheckNotifier})
+        if (n)
+            n->setEnabled(false);
+    for (const Judged &j : std::as_const(m_judged))
+        delete j.listener;
+    m_judged.clear();
+    for (const Execution &e : std::as_const(m_execs))
+        delete e.timer;
+    m_execs.clear(); // they go on in the sandbox; the next daemon finds them in the history
+    if (m_channel)
+        m_channel->close();
+    for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd, &m_launched.execCheckFd, &m_initPidfd})
+        if (*fd >= 0)
+            ::close(std::exchange(*fd, -1));
+    logger()->info("sandbox {} left running for the next airlockd", m_setup.id.toStdString());
+}
+
+void Sandbox::onStored(const Event &event)
+{
+    if (!m_channel || !event.exec)
+        return;
+    if (event.isOutput())
+        m_channel->sendAck(event.exec, uint8_t(event.stream), uint64_t(event.offset) + uint64_t(event.data.size()));
+    else if (event.kind == QLatin1String("exec.exited"))
+        m_channel->sendAck(event.exec, 0, 0);
+}
+
+} // namespace airlock

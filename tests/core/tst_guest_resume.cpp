@@ -1,0 +1,796 @@
+// SPDX-License-Identifier: Apache-2.0
+// A sandbox outlives its daemon, and a later daemon takes it over (wire::Type::Resume): the real
+// airlock-guest, run directly on this host (no bubblewrap), spoken to through the wire format as
+// a daemon would. On a host the guest is not PID 1, so it skips the one check it makes of a
+// resuming peer inside a sandbox (SO_PEERCRED pid 0: the peer is outside its PID namespace);
+// everything else is as in a sandbox, Landlock included.
+#include "TestDaemon.h"
+#include "sandbox/GuestWire.h"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <linux/seccomp.h>
+#include <memory>
+#include <optional>
+#include <poll.h>
+#include <string>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace airlock;
+
+namespace {
+
+constexpr uint32_t kLimit = static_cast<uint32_t>(wire::kRetainedOutputLimit);
+
+struct Frame {
+    wire::Type type{};
+    std::string payload;
+    wire::Reader reader() const { return wire::Reader(payload.data(), payload.size()); }
+};
+
+// An Output frame's fields.
+struct Output {
+    uint32_t execId = 0;
+    uint8_t stream = 0;
+    std::string data;
+};
+std::optional<Output> asOutput(const Frame &f)
+{
+    if (f.type != wire::Type::Output)
+        return std::nullopt;
+    wire::Reader r = f.reader();
+    Output o;
+    o.execId = r.u32();
+    o.stream = r.u8();
+    r.u64();
+    o.data = std::string(r.rest());
+    return o;
+}
+
+// The daemon's end of a connection to the guest.
+class Link {
+public:
+    Link() = default;
+    Link(const Link &) = delete;
+    Link &operator=(const Link &) = delete;
+    ~Link() { reset(); }
+
+    void reset(int fd = -1)
+    {
+        if (m_fd >= 0)
+            ::close(m_fd);
+        m_fd = fd;
+        m_buf.clear();
+        m_off = 0;
+        m_eof = false;
+    }
+    bool isOpen() const { return m_fd >= 0; }
+    int fd() const { return m_fd; }
+
+    bool send(const std::string &frame)
+    {
+        for (size_t done = 0; done < frame.size();) {
+            const ssize_t n = ::send(m_fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+            if (n <= 0)
+                return false;
+            done += size_t(n);
+        }
+        return true;
+    }
+
+    // The next frame within timeoutMs; none on a timeout or once the guest closed the connection.
+    // StdinConsumed (the stdin window's bookkeeping) is skipped.
+    std::optional<Frame> next(int timeoutMs = 5000)
+    {
+        QElapsedTimer clock;
+        clock.start();
+        for (;;) {
+            if (const auto h = wire::peekHeader(m_buf.data() + m_off, m_buf.size() - m_off);
+                h && m_buf.size() - m_off >= wire::kHeaderSize + h->payloadLen) {
+                Frame f{h->type, m_buf.substr(m_off + wire::kHeaderSize, h->payloadLen)};
+                m_off += wire::kHeaderSize + h->payloadLen;
+                if (f.type == wire::Type::StdinConsumed)
+                    continue;
+                return f;
+            }
+            if (m_eof)
+                return std::nullopt;
+            const qint64 left = timeoutMs - clock.elapsed();
+            pollfd p{m_fd, POLLIN, 0};
+            if (left <= 0 || ::poll(&p, 1, int(left)) <= 0)
+                return std::nullopt;
+            if (m_off > 0) {
+                m_buf.erase(0, m_off);
+                m_off = 0;
+            }
+            char chunk[256 * 1024];
+            const ssize_t n = ::read(m_fd, chunk, sizeof chunk);
+            if (n <= 0)
+                m_eof = true;
+            else
+                m_buf.append(chunk, size_t(n));
+        }
+    }
+    // True once the guest closed its end (frames before that are read and dropped).
+    bool closedWithin(int timeoutMs)
+    {
+        while (next(timeoutMs)) { }
+        return m_eof;
+    }
+
+private:
+    int m_fd = -1;
+    std::string m_buf;
+    size_t m_off = 0;
+    bool m_eof = false;
+};
+
+std::string spawnFrame(uint32_t id, const std::vector<std::string> &argv, uint8_t flags = 0)
+{
+    wire::Writer w(wire::Type::Spawn);
+    w.u32(id).u8(flags).u16(24).u16(80).u64(0).u64(0).u64(0).str("").u32(uint32_t(argv.size()));
+    for (const std::string &a : argv)
+        w.str(a);
+    w.u32(1).str("PATH=/usr/bin:/bin");
+    return w.take();
+}
+std::string shell(uint32_t id, const std::string &script, uint8_t flags = 0)
+{
+    return spawnFrame(id, {"/bin/sh", "-c", script}, flags);
+}
+std::string stdinFrame(uint32_t id, std::string_view data)
+{
+    return wire::Writer(wire::Type::Stdin).u32(id).bytes(data).take();
+}
+std::string ackFrame(uint32_t id, uint8_t stream, uint64_t offset)
+{
+    return wire::Writer(wire::Type::Ack).u32(id).u8(stream).u64(offset).take();
+}
+
+struct Asked {
+    uint32_t id;
+    uint64_t stdoutOffset;
+    uint64_t stderrOffset;
+};
+std::string resumeFrame(const std::string &token, const std::vector<Asked> &asked, uint8_t fdCount = 1,
+    uint32_t version = wire::kProtocolVersion)
+{
+    wire::Writer w(wire::Type::Resume);
+    w.bytes(token).u32(version).u8(fdCount).u32(uint32_t(asked.size()));
+    for (const Asked &a : asked)
+        w.u32(a.id).u64(a.stdoutOffset).u64(a.stderrOffset);
+    return w.take();
+}
+
+// "exited 7", "signal 9", or what came instead of an Exited frame for `execId`.
+QString describeExit(const std::optional<Frame> &f, uint32_t execId)
+{
+    if (!f)
+        return QStringLiteral("no frame");
+    if (f->type != wire::Type::Exited)
+        return QStringLiteral("frame of type %1").arg(int(f->type));
+    wire::Reader r = f->reader();
+    const uint32_t id = r.u32();
+    const uint8_t how = r.u8();
+    const int32_t code = r.i32();
+    if (id != execId)
+        return QStringLiteral("Exited of execution %1").arg(id);
+    return QStringLiteral("%1 %2")
+        .arg(how == wire::ExitedBySignal ? QStringLiteral("signal") : QStringLiteral("exited"))
+        .arg(code);
+}
+
+// A Resumed frame as "1 running PID, 3 unknown 0" ("1 running PID from 12,0" when a replay
+// starts past 0), or what is wrong with it.
+QString describeResumed(const std::optional<Frame> &f, pid_t guest)
+{
+    if (!f)
+        return QStringLiteral("no Resumed frame");
+    if (f->type != wire::Type::Resumed)
+        return QStringLiteral("frame of type %1 instead of Resumed").arg(int(f->type));
+    wire::Reader r = f->reader();
+    const uint32_t version = r.u32();
+    r.i32();
+    const auto pid = pid_t(r.u32());
+    if (version != wire::kProtocolVersion || pid != guest)
+        return QStringLiteral("Resumed of version %1 from pid %2").arg(version).arg(pid);
+    QStringList entries;
+    const uint32_t count = r.u32();
+    for (uint32_t i = 0; i < count && !r.failed(); ++i) {
+        const uint32_t id = r.u32();
+        const uint8_t state = r.u8();
+        const int32_t execPid = r.i32();
+        const uint64_t from[2] = {r.u64(), r.u64()};
+        static const char *const names[] = {"running", "finished", "unknown"}; // by wire::ResumeState
+        const char *name = state <= wire::ResumeUnknown ? names[state] : "?";
+        entries << QStringLiteral("%1 %2 %3").arg(id).arg(QLatin1String(name)).arg(execPid)
+                       + (from[0] || from[1] ? QStringLiteral(" from %1,%2").arg(from[0]).arg(from[1]) : QString());
+    }
+    if (r.failed() || !r.atEnd())
+        return QStringLiteral("malformed Resumed frame");
+    return entries.join(QStringLiteral(", "));
+}
+
+// One message with `fds` (SCM_RIGHTS) on its first byte, then the rest.
+bool sendWithFds(int sock, const std::string &bytes, const std::vector<int> &fds)
+{
+    iovec iov{const_cast<char *>(bytes.data()), bytes.empty() ? 0 : size_t(1)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (!fds.empty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    if (::sendmsg(sock, &msg, MSG_NOSIGNAL) != ssize_t(iov.iov_len))
+        return false;
+    return bytes.size() <= 1
+        || ::send(sock, bytes.data() + 1, bytes.size() - 1, MSG_NOSIGNAL) == ssize_t(bytes.size() - 1);
+}
+
+// True once the other end of `fd` is closed (what the guest does with a descriptor it refuses).
+bool peerClosedWithin(int fd, int timeoutMs)
+{
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, timeoutMs) == 1 && (p.revents & POLLHUP);
+}
+
+bool processGone(pid_t pid)
+{
+    // Killed and not yet reaped by whoever adopted it counts as gone.
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return true;
+    const QByteArray s = stat.readAll();
+    return s.mid(s.lastIndexOf(')') + 2, 1) == "Z";
+}
+
+std::string numberedLines(int count)
+{
+    std::string s;
+    for (int i = 1; i <= count; ++i)
+        s += std::to_string(i) + '\n';
+    return s;
+}
+
+} // namespace
+
+class TestGuestResume final : public QObject {
+    Q_OBJECT
+private:
+    std::unique_ptr<QTemporaryDir> m_dir;
+    pid_t m_guest = -1;
+    Link m_link; // the current daemon's connection
+    int m_execCheck = -1; // the current daemon's end of the exec-check socket
+    const std::string m_token = "0123456789abcdef0123456789ABCDEF";
+    std::vector<pid_t> m_started; // executions' process groups, killed at cleanup
+
+    std::string path(const char *name) const { return m_dir->filePath(QString::fromUtf8(name)).toStdString(); }
+
+    // The guest with a socketpair for --fd and --exec-fd and, if resumable, a listening socket for
+    // --resume-fd and a memfd with the token for --resume-token-fd. Reads its Hello.
+    void startGuest(bool resumable)
+    {
+        int sv[2], xv[2];
+        QCOMPARE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        QCOMPARE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv), 0);
+        std::vector<int> childFds{sv[1], xv[1]};
+        std::vector<std::string> args{QString(test::binDir() + QStringLiteral("/airlock-guest")).toStdString(), "--fd",
+            "3", "--exec-fd", "4", "--rw", m_dir->path().toStdString(), "--tool-socket", path("tools.sock")};
+        if (resumable) {
+            const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            sockaddr_un sa{};
+            sa.sun_family = AF_UNIX;
+            std::strncpy(sa.sun_path, path("guest.sock").c_str(), sizeof sa.sun_path - 1);
+            QCOMPARE(::bind(listener, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+            QCOMPARE(::listen(listener, 8), 0);
+            const int token = ::memfd_create("airlock-resume-token", MFD_CLOEXEC);
+            QCOMPARE(::write(token, m_token.data(), m_token.size()), ssize_t(m_token.size()));
+            childFds.insert(childFds.end(), {listener, token});
+            args.insert(args.end(), {"--resume-fd", "5", "--resume-token-fd", "6"});
+        }
+        if (qEnvironmentVariableIsSet("AIRLOCK_TEST_GUEST_VERBOSE"))
+            args.push_back("--verbose");
+        std::vector<char *> argv;
+        for (std::string &a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+
+        m_guest = ::fork();
+        QVERIFY(m_guest >= 0);
+        if (m_guest == 0) {
+            // Nothing but system calls here. Out of the way first, then to 3, 4, ... (dup2's copies
+            // stay open across exec).
+            int high[4];
+            for (size_t i = 0; i < childFds.size(); ++i)
+                high[i] = ::fcntl(childFds[i], F_DUPFD, 100);
+            for (size_t i = 0; i < childFds.size(); ++i) {
+                ::dup2(high[i], int(3 + i));
+                ::close(high[i]);
+            }
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+        for (int fd : childFds)
+            ::close(fd);
+        m_link.reset(sv[0]);
+        m_execCheck = xv[0];
+        const auto hello = m_link.next();
+        QVERIFY2(hello, "no Hello from the guest");
+        QCOMPARE(int(hello->type), int(wire::Type::Hello));
+        wire::Reader r = hello->reader();
+        QCOMPARE(r.u32(), wire::kProtocolVersion);
+        r.i32();
+        QCOMPARE(pid_t(r.u32()), m_guest);
+    }
+
+    // Spawns and returns the pid from Started (0 on failure, reported by the caller's QVERIFY).
+    pid_t spawn(const std::string &frame)
+    {
+        if (!m_link.send(frame))
+            return 0;
+        const auto started = m_link.next();
+        if (!started || started->type != wire::Type::Started)
+            return 0;
+        wire::Reader r = started->reader();
+        r.u32();
+        const pid_t pid = r.i32();
+        m_started.push_back(pid);
+        return pid;
+    }
+
+    // Connects to the resume socket and sends `bytes`, the first byte carrying `fds`.
+    int connectResume(const std::string &bytes, const std::vector<int> &fds)
+    {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::strncpy(sa.sun_path, path("guest.sock").c_str(), sizeof sa.sun_path - 1);
+        if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0
+            || (!bytes.empty() && !sendWithFds(fd, bytes, fds))) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+
+    // A daemon taking over: a new exec-check socket and a Resume asking about `asked`. The link and
+    // the exec-check socket are the new ones after this; returns the Resumed frame (describeResumed).
+    QString resume(const std::vector<Asked> &asked)
+    {
+        int xv[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv) != 0)
+            return QStringLiteral("no socketpair");
+        const int conn = connectResume(resumeFrame(m_token, asked), {xv[1]});
+        ::close(xv[1]);
+        ::close(m_execCheck);
+        m_execCheck = xv[0];
+        m_link.reset(conn);
+        if (conn < 0)
+            return QStringLiteral("cannot connect to the resume socket");
+        return describeResumed(m_link.next(), m_guest);
+    }
+    // As describeResumed() has it; `from`: where the replayed stdout starts.
+    QString running(uint32_t id, pid_t pid, uint64_t from = 0) const
+    {
+        return QStringLiteral("%1 running %2").arg(id).arg(pid) + (from ? QStringLiteral(" from %1,0").arg(from) : QString());
+    }
+
+    // Appends the data of `execId`'s stdout Output frames to `out` until `done`; false on a timeout
+    // or any other frame.
+    bool readStdout(uint32_t execId, std::string &out, const std::function<bool()> &done, int timeoutMs = 5000)
+    {
+        while (!done()) {
+            const auto f = m_link.next(timeoutMs);
+            const auto o = f ? asOutput(*f) : std::nullopt;
+            if (!o || o->execId != execId || o->stream != wire::StreamStdout)
+                return false;
+            out += o->data;
+        }
+        return true;
+    }
+
+    QString nextExit(uint32_t execId) { return describeExit(m_link.next(), execId); }
+
+    // A daemon that talks nonsense on the resume socket, in the way `kind` names: the guest
+    // closes that connection and every descriptor that came with it.
+    void refusedAttempt(const QString &kind)
+    {
+        int xv[2];
+        QCOMPARE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv), 0);
+        int yv[2];
+        QCOMPARE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, yv), 0);
+        std::string bytes;
+        std::vector<int> fds{xv[1]};
+        if (kind == QLatin1String("token")) {
+            bytes = resumeFrame(std::string(m_token.rbegin(), m_token.rend()), {});
+        } else if (kind == QLatin1String("fdCount")) {
+            bytes = resumeFrame(m_token, {}, 2);
+        } else if (kind == QLatin1String("fds")) {
+            bytes = resumeFrame(m_token, {}, 2);
+            fds.push_back(yv[1]);
+        } else if (kind == QLatin1String("garbage")) {
+            bytes = "GET / HTTP/1.1\r\nHost: guest\r\n\r\n";
+        } else if (kind == QLatin1String("truncated")) {
+            bytes = resumeFrame(m_token, {{1, 0, 0}}).substr(0, 50);
+        } else if (kind == QLatin1String("version")) {
+            bytes = resumeFrame(m_token, {{1, 0, 0}}, 1, wire::kProtocolVersion + 1);
+        } else {
+            fds.clear(); // "silent": connects and says nothing
+        }
+
+        QElapsedTimer clock;
+        clock.start();
+        Link attempt;
+        attempt.reset(connectResume(bytes, fds));
+        ::close(xv[1]);
+        ::close(yv[1]);
+        QVERIFY(attempt.isOpen());
+        if (!bytes.empty())
+            ::shutdown(attempt.fd(), SHUT_WR); // all there is: a short frame is not waited for
+        if (kind == QLatin1String("version")) {
+            const auto f = attempt.next();
+            QVERIFY(f);
+            QCOMPARE(int(f->type), int(wire::Type::Resumed));
+            wire::Reader r = f->reader();
+            QCOMPARE(r.u32(), wire::kProtocolVersion);
+            r.i32();
+            QCOMPARE(pid_t(r.u32()), m_guest);
+            QCOMPARE(r.u32(), 0u);
+            QVERIFY(r.atEnd() && !r.failed());
+        }
+        QVERIFY2(attempt.closedWithin(wire::kResumeFrameTimeoutMs + 2000), "the guest kept the connection");
+        if (kind == QLatin1String("silent"))
+            QVERIFY2(clock.elapsed() >= wire::kResumeFrameTimeoutMs - 100, "closed before the timeout");
+        else
+            QVERIFY2(clock.elapsed() < 1000, "not closed at once");
+        if (!fds.empty())
+            QVERIFY2(peerClosedWithin(xv[0], 1000), "the guest kept a descriptor it refused");
+        if (fds.size() > 1)
+            QVERIFY2(peerClosedWithin(yv[0], 1000), "the guest kept a descriptor it refused");
+        ::close(xv[0]);
+        ::close(yv[0]);
+        QVERIFY2(::kill(m_guest, 0) == 0, "the guest is gone");
+    }
+
+    // The tool gateway's answer to a call startToolCall() made.
+    std::string toolAnswer(int &fd)
+    {
+        std::string answer;
+        char buf[4096];
+        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+            answer.append(buf, size_t(n));
+        ::close(fd);
+        fd = -1;
+        return answer;
+    }
+    int startToolCall()
+    {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::strncpy(sa.sun_path, path("tools.sock").c_str(), sizeof sa.sun_path - 1);
+        const std::string request = R"({"tool":"echo","arguments":{}})";
+        const timeval timeout{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0
+            || ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != ssize_t(request.size())
+            || ::shutdown(fd, SHUT_WR) != 0) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+
+private Q_SLOTS:
+    void init()
+    {
+        m_dir = std::make_unique<QTemporaryDir>();
+        QVERIFY(m_dir->isValid());
+    }
+    void cleanup()
+    {
+        if (m_guest > 0) {
+            ::kill(m_guest, SIGKILL);
+            ::waitpid(m_guest, nullptr, 0);
+        }
+        m_guest = -1;
+        for (pid_t pid : m_started)
+            ::kill(-pid, SIGKILL);
+        m_started.clear();
+        m_link.reset();
+        if (m_execCheck >= 0)
+            ::close(m_execCheck);
+        m_execCheck = -1;
+        m_dir.reset();
+    }
+
+    void outputContinuesAcrossAResumeByteForByte()
+    {
+        startGuest(true);
+        const pid_t pid = spawn(shell(1, "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); echo $i; sleep 0.005; done"));
+        QVERIFY(pid > 0);
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return std::count(out.begin(), out.end(), '\n') >= 20; }));
+        // Half of it stored: the guest may forget that half.
+        QVERIFY(m_link.send(ackFrame(1, wire::StreamStdout, out.size() / 2)));
+        const size_t received = out.size();
+
+        m_link.reset(); // the daemon is gone; the lines go on
+        QTest::qWait(300);
+        QCOMPARE(resume({{1, received, 0}}), running(1, pid, received));
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= received + 1000; }));
+        const std::string expected = numberedLines(2000);
+        QVERIFY2(out == expected.substr(0, out.size()), out.c_str());
+
+        // A daemon that acknowledged more than it kept asks from further back: the replay starts
+        // at what was acknowledged, says so, and sends nothing before it again.
+        const size_t acked = out.size();
+        QVERIFY(m_link.send(ackFrame(1, wire::StreamStdout, acked)));
+        QTest::qWait(50);
+        m_link.reset();
+        QCOMPARE(resume({{1, received, 0}}), running(1, pid, acked));
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= acked + 500; }));
+        QVERIFY2(out == expected.substr(0, out.size()), out.c_str());
+
+        QVERIFY(m_link.send(wire::Writer(wire::Type::Signal).u32(1).i32(SIGKILL).take()));
+        std::optional<Frame> f;
+        while ((f = m_link.next()) && asOutput(*f))
+            out += asOutput(*f)->data; // lines written before the signal
+        QCOMPARE(describeExit(f, 1), QStringLiteral("signal 9"));
+        QVERIFY(out == expected.substr(0, out.size()));
+    }
+
+    void anExitWhileNoDaemonIsConnectedIsReported()
+    {
+        startGuest(true);
+        const pid_t pid = spawn(shell(1, "echo before; sleep 0.3; echo after >&2; echo after; exit 7"));
+        QVERIFY(pid > 0);
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= 7; }));
+        QCOMPARE(out, std::string("before\n"));
+
+        m_link.reset();
+        QVERIFY(test::waitFor([&] { return ::kill(pid, 0) != 0; }, 5000)); // exited and reaped
+        QCOMPARE(resume({{1, 7, 0}}), QStringLiteral("1 finished %1 from 7,0").arg(pid));
+        auto f = m_link.next();
+        QVERIFY(f && asOutput(*f));
+        QCOMPARE(asOutput(*f)->data, std::string("after\n"));
+        QCOMPARE(asOutput(*f)->stream, uint8_t(wire::StreamStdout));
+        f = m_link.next();
+        QVERIFY(f && asOutput(*f));
+        QCOMPARE(asOutput(*f)->data, std::string("after\n"));
+        QCOMPARE(asOutput(*f)->stream, uint8_t(wire::StreamStderr));
+        QCOMPARE(nextExit(1), QStringLiteral("exited 7"));
+        QVERIFY2(!m_link.next(200), "a frame after the exit");
+    }
+
+    void outputPastTheLimitWithNoDaemonIsAGapOfExactlyWhatWasLost()
+    {
+        startGuest(true);
+        constexpr uint64_t produced = 20 * 1024 * 1024;
+        const std::string pattern = "0123456789abcde\n";
+        const std::string marker = path("written");
+        const pid_t pid = spawn(shell(1,
+            "yes 0123456789abcde | head -c " + std::to_string(produced) + "; : > " + marker
+                + "; read a; echo after; read b",
+            wire::SpawnStdin));
+        QVERIFY(pid > 0);
+        m_link.reset();
+        QVERIFY(test::waitFor([&] { return QFileInfo::exists(QString::fromStdString(marker)); }, 10000));
+        QTest::qWait(200); // the last of it out of the pipe
+
+        QCOMPARE(resume({{1, 0, 0}}), running(1, pid));
+        uint64_t kept = 0;
+        bool exact = true;
+        std::optional<Frame> f;
+        while ((f = m_link.next()) && f->type == wire::Type::Output) {
+            const Output o = *asOutput(*f);
+            QCOMPARE(o.stream, uint8_t(wire::StreamStdout));
+            for (size_t i = 0; i < o.data.size() && exact; ++i)
+                exact = o.data[i] == pattern[(kept + i) % pattern.size()];
+            kept += o.data.size();
+        }
+        QVERIFY2(exact, "the bytes kept are not the bytes written");
+        QCOMPARE(kept, uint64_t(kLimit));
+        QVERIFY(f);
+        QCOMPARE(int(f->type), int(wire::Type::Gap));
+        wire::Reader r = f->reader();
+        QCOMPARE(r.u32(), 1u);
+        QCOMPARE(r.u8(), uint8_t(wire::StreamStdout));
+        QCOMPARE(r.u64(), uint64_t(kLimit));
+        QCOMPARE(r.u64(), produced - kLimit);
+
+        // Connected again with the limit reached: nothing is read until the daemon stores some.
+        QVERIFY(m_link.send(stdinFrame(1, "go\n")));
+        QVERIFY2(!m_link.next(300), "output read past the limit while connected");
+        QVERIFY(m_link.send(ackFrame(1, wire::StreamStdout, produced)));
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= 6; }));
+        QCOMPARE(out, std::string("after\n"));
+        QVERIFY(m_link.send(stdinFrame(1, "end\n")));
+        QCOMPARE(nextExit(1), QStringLiteral("exited 0"));
+    }
+
+    void refusedConnectionsLeaveTheGuestAsItWas_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::newRow("a wrong token") << QStringLiteral("token");
+        QTest::newRow("an fdCount other than the descriptors that came") << QStringLiteral("fdCount");
+        QTest::newRow("two descriptors where the guest has no proxy") << QStringLiteral("fds");
+        QTest::newRow("garbage") << QStringLiteral("garbage");
+        QTest::newRow("a frame cut short") << QStringLiteral("truncated");
+        QTest::newRow("a connection that sends nothing") << QStringLiteral("silent");
+        QTest::newRow("another protocol version is answered with ours") << QStringLiteral("version");
+    }
+    void refusedConnectionsLeaveTheGuestAsItWas()
+    {
+        QFETCH(QString, kind);
+        startGuest(true);
+        const pid_t pid = spawn(spawnFrame(1, {"/bin/cat"}, wire::SpawnStdin));
+        QVERIFY(pid > 0);
+
+        refusedAttempt(kind); // while connected
+        if (QTest::currentTestFailed())
+            return;
+        QVERIFY(m_link.send(stdinFrame(1, "ping\n")));
+        std::string out;
+        QVERIFY2(readStdout(1, out, [&] { return out.size() >= 5; }), "the daemon's connection does not work any more");
+        QCOMPARE(out, std::string("ping\n"));
+
+        m_link.reset();
+        refusedAttempt(kind); // while no daemon is connected
+        if (QTest::currentTestFailed())
+            return;
+
+        QCOMPARE(resume({{1, 5, 0}}), running(1, pid, 5));
+        QVERIFY(m_link.send(stdinFrame(1, "pong\n")));
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= 10; }));
+        QCOMPARE(out, std::string("ping\npong\n"));
+    }
+
+    void aResumeReplacesTheConnectedDaemonAndItsExecCheck()
+    {
+        startGuest(true);
+        const pid_t pid = spawn(shell(1, "exec sleep 30"));
+        QVERIFY(pid > 0);
+        const int oldExecCheck = ::dup(m_execCheck);
+        Link old;
+        old.reset(::dup(m_link.fd()));
+        QCOMPARE(resume({{1, 0, 0}}), running(1, pid));
+        QVERIFY2(old.closedWithin(2000), "the previous daemon's connection is still open");
+        QVERIFY2(peerClosedWithin(oldExecCheck, 2000), "the previous exec-check socket is still open");
+        ::close(oldExecCheck);
+
+        // A judged execution's exec check goes to the new daemon.
+        QVERIFY(m_link.send(spawnFrame(2, {"/bin/echo", "judged"}, wire::SpawnJudged)));
+        pollfd p{m_execCheck, POLLIN, 0};
+        QCOMPARE(::poll(&p, 1, 5000), 1);
+        uint32_t execId = 0;
+        iovec iov{&execId, sizeof execId};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        QCOMPARE(::recvmsg(m_execCheck, &msg, MSG_CMSG_CLOEXEC), ssize_t(sizeof execId));
+        QCOMPARE(execId, 2u);
+        int listener = -1;
+        std::memcpy(&listener, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof listener);
+        p = {listener, POLLIN, 0};
+        QCOMPARE(::poll(&p, 1, 5000), 1); // the execution waits in its execve
+        seccomp_notif req{};
+        QCOMPARE(::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), 0);
+        seccomp_notif_resp resp{};
+        resp.id = req.id;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        QCOMPARE(::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), 0);
+        ::close(listener);
+        const auto started = m_link.next();
+        QVERIFY(started);
+        QCOMPARE(int(started->type), int(wire::Type::Started));
+        wire::Reader r = started->reader();
+        QCOMPARE(r.u32(), 2u);
+        m_started.push_back(r.i32());
+        std::string out;
+        QVERIFY(readStdout(2, out, [&] { return out.size() >= 7; }));
+        QCOMPARE(out, std::string("judged\n"));
+        QCOMPARE(nextExit(2), QStringLiteral("exited 0"));
+    }
+
+    void anAcknowledgedExitIsForgottenAndAnUnaskedOneReported()
+    {
+        startGuest(true);
+        QVERIFY(spawn(shell(1, "echo one")) > 0);
+        std::string one;
+        QVERIFY(readStdout(1, one, [&] { return one.size() >= 4; }));
+        QCOMPARE(nextExit(1), QStringLiteral("exited 0"));
+        QVERIFY(m_link.send(ackFrame(1, wire::StreamStdout, 4)));
+        QVERIFY(m_link.send(ackFrame(1, 0, 0)));
+
+        const pid_t two = spawn(shell(2, "echo two"));
+        QVERIFY(two > 0);
+        std::string out;
+        QVERIFY(readStdout(2, out, [&] { return out.size() >= 4; }));
+        QCOMPARE(nextExit(2), QStringLiteral("exited 0"));
+        const pid_t three = spawn(shell(3, "exec sleep 30"));
+        QVERIFY(three > 0);
+
+        m_link.reset();
+        // 1 was stored and forgotten; 2 ended unacknowledged, and this daemon does not know of it.
+        QCOMPARE(resume({{1, 4, 0}, {3, 0, 0}}),
+            QStringLiteral("1 unknown 0, 3 running %1, 2 finished %2").arg(three).arg(two));
+        out.clear();
+        QVERIFY(readStdout(2, out, [&] { return out.size() >= 4; }));
+        QCOMPARE(out, std::string("two\n"));
+        QCOMPARE(nextExit(2), QStringLiteral("exited 0"));
+        QVERIFY(m_link.send(ackFrame(2, 0, 0)));
+        QVERIFY2(!m_link.next(200), "a frame after the replay");
+
+        m_link.reset();
+        QCOMPARE(resume({}), running(3, three));
+    }
+
+    void toolCallsWithNoDaemonAreAnsweredAtOnce()
+    {
+        startGuest(true);
+        int inFlight = startToolCall();
+        QVERIFY(inFlight >= 0);
+        auto call = m_link.next();
+        QVERIFY(call);
+        QCOMPARE(int(call->type), int(wire::Type::ToolCall));
+
+        m_link.reset();
+        const std::string away = "error\nunavailable airlockd is away; try again";
+        QCOMPARE(toolAnswer(inFlight), away);
+        int detached = startToolCall();
+        QCOMPARE(toolAnswer(detached), away);
+
+        QCOMPARE(resume({}), QString());
+        int resumed = startToolCall();
+        call = m_link.next();
+        QVERIFY(call);
+        QCOMPARE(int(call->type), int(wire::Type::ToolCall));
+        const uint32_t callId = call->reader().u32();
+        QVERIFY(m_link.send(wire::Writer(wire::Type::ToolResult).u32(callId).u8(1).bytes("{}").take()));
+        QCOMPARE(toolAnswer(resumed), std::string("ok\n{}"));
+    }
+
+    void withoutAResumeSocketTheGuestEndsWithItsDaemon()
+    {
+        startGuest(false);
+        const pid_t pid = spawn(shell(1, "exec sleep 30"));
+        QVERIFY(pid > 0);
+        m_link.reset();
+        int status = -1;
+        QVERIFY(test::waitFor([&] { return ::waitpid(m_guest, &status, WNOHANG) == m_guest; }, 5000));
+        m_guest = -1;
+        QVERIFY(WIFEXITED(status));
+        QCOMPARE(WEXITSTATUS(status), 0);
+        QVERIFY2(test::waitFor([&] { return processGone(pid); }, 5000), "the execution outlived its guest");
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGuestResume)
+#include "tst_guest_resume.moc"

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sandboxes outlive their daemon (issue 19, item 1): a stop or a SIGKILL leaves them and what runs
+// in them going; the next daemon takes them over from their records (checked, never trusted
+// blindly) and the history; a client following a command misses nothing and sees nothing twice;
+// a sandbox that ended meanwhile stays listed with its workspace until rm. Processes are checked
+// by scanning /proc, the history with sqlite3 directly.
+#include "TestHelpers.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTest>
+
+#include <csignal>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+// One column of a query on the daemon's history, rows joined by '|'.
+QByteArray query(const TestDaemon &d, const QString &sql)
+{
+    sqlite3 *h = nullptr;
+    QByteArray out;
+    if (sqlite3_open_v2(native(d.dataDir() + QStringLiteral("/history.db")).constData(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+        return "cannot open";
+    sqlite3_stmt *st = nullptr;
+    if (sqlite3_prepare_v2(h, sql.toUtf8().constData(), -1, &st, nullptr) != SQLITE_OK) {
+        out = QByteArray("bad query: ") + sqlite3_errmsg(h);
+    } else {
+        while (sqlite3_step(st) == SQLITE_ROW)
+            out += QByteArray(reinterpret_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0)) + '|';
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+QJsonObject recordOf(const TestDaemon &d, const QString &id)
+{
+    QFile f(d.dataDir() + QStringLiteral("/sandboxes/") + id + QStringLiteral("/record.json"));
+    return f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject{};
+}
+
+QByteArray numberedLines(int from, int to)
+{
+    QByteArray out;
+    for (int i = from; i <= to; ++i)
+        out += "line " + QByteArray::number(i) + '\n';
+    return out;
+}
+
+bool alive(qint64 pid)
+{
+    return pid > 0 && ::kill(pid_t(pid), 0) == 0;
+}
+} // namespace
+
+class TestOutlive : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void aCommandGoesOnAcrossAKilledDaemonAndItsClientMissesNothing()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QCOMPARE(execIn(d, sb, args("sh", "-c", "echo kept > work.txt")).exitCode, 0);
+        const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
+
+        // 400 numbered lines over about 4 s: the daemon is killed in the middle of them.
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+                  args("--no-autostart", "exec", sb, "--", "sh", "-c", "i=0; while [ $i -lt 400 ]; do i=$((i+1)); echo line $i; sleep 0.01; done; exit 7"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QByteArray out;
+        QVERIFY(waitFor([&] {
+            out += ctl.readAllStandardOutput();
+            return out.contains("line 40\n");
+        }, 15000));
+        const qint64 killedAt = QDateTime::currentMSecsSinceEpoch();
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        // Its sandbox goes on without it: the loop still runs.
+        QVERIFY(!pidsWithCommandLine("i=0; while").isEmpty());
+        QTest::qWait(700); // output meanwhile is kept by the sandbox's guest
+        QVERIFY(d.start());
+        QVERIFY(ctl.waitForFinished(20000));
+        out += ctl.readAllStandardOutput();
+        const QByteArray err = ctl.readAllStandardError();
+        // Every line once, in order, nothing lost while the daemon was away, and the real exit.
+        QCOMPARE(out, numberedLines(1, 400));
+        QCOMPARE(ctl.exitCode(), 7);
+        QVERIFY2(err.contains("airlockd went away") && err.contains("reconnected"), err.constData());
+
+        // The history has it all too, once: an execution taken over is not "interrupted".
+        QCOMPARE(query(d, QStringLiteral("SELECT status || ' ' || exit_code FROM executions WHERE sandbox_id='%1' AND exec_id=2").arg(id)),
+                 QByteArray("failed 7|"));
+        QCOMPARE(query(d, QStringLiteral("SELECT group_concat(data, '') FROM (SELECT data FROM chunks JOIN executions x ON x.id = chunks.execution "
+                                         "WHERE x.sandbox_id='%1' AND x.exec_id=2 AND stream=1 ORDER BY offset)").arg(id)),
+                 numberedLines(1, 400) + '|');
+        QCOMPARE(query(d, QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' AND kind LIKE 'sandbox.%' ORDER BY seq").arg(id)),
+                 QByteArray("sandbox.created|sandbox.adopted|"));
+        // Its stream goes on after what was stored (a number used twice would not have been stored).
+        QCOMPARE(query(d, QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq DESC LIMIT 1").arg(id)), QByteArray("exec.exited|"));
+
+        // The sandbox is as it was: running, its files there, and it takes commands.
+        const QJsonObject after = sandboxInfo(d, sb);
+        QCOMPARE(after.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        QVERIFY(QDateTime::fromString(after.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs).toMSecsSinceEpoch() < killedAt);
+        const CliResult cat = execIn(d, sb, args("cat", "work.txt"));
+        QCOMPARE(cat.out, QByteArray("kept\n"));
+        QCOMPARE(query(d, QStringLiteral("SELECT exec_id FROM executions WHERE sandbox_id='%1' ORDER BY exec_id").arg(id)), QByteArray("1|2|3|"));
+        QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
+        QVERIFY(!QFileInfo::exists(d.dataDir() + QStringLiteral("/sandboxes/") + id));
+    }
+
+    void aStoppedDaemonLeavesSandboxesRunningAndTheNextTakesThemOver()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create(args("--network", "allowlist"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
+        // A command that ends while no daemon is there: its end and its output are not lost.
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "--", "sh", "-c", "echo before; sleep 1.5; echo after; exit 3"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QVERIFY(waitFor([&] { return ctl.peek(100).contains("before"); }, 10000));
+        const QJsonObject record = recordOf(d, id);
+        const qint64 init = qint64(record.value(QStringLiteral("init")).toObject().value(QStringLiteral("pid")).toDouble());
+        QVERIFY2(alive(init), QJsonDocument(record).toJson().constData());
+        d.stop(); // SIGTERM
+        QCOMPARE(d.process().exitCode(), 0);
+        QVERIFY(alive(init));
+        QTest::qWait(2500); // it ends meanwhile
+        QVERIFY(d.start());
+        QVERIFY(ctl.waitForFinished(20000));
+        QCOMPARE(ctl.readAllStandardOutput(), QByteArray("before\nafter\n"));
+        QCOMPARE(ctl.exitCode(), 3);
+        QCOMPARE(query(d, QStringLiteral("SELECT status || ' ' || exit_code FROM executions WHERE sandbox_id='%1'").arg(id)), QByteArray("failed 3|"));
+        QCOMPARE(sandboxInfo(d, sb).value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        // The allowlist sandbox's proxy hand-over and exec check were handed over anew.
+        const CliResult again = execIn(d, sb, args("sh", "-c", "echo $HTTPS_PROXY"));
+        QCOMPARE(again.exitCode, 0);
+        QCOMPARE(again.out, QByteArray("http://127.0.0.1:3128\n"));
+    }
+
+    void aSandboxThatEndedWhileTheDaemonWasAwayKeepsItsWorkspaceUntilRm()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        QCOMPARE(execIn(d, sb, args("sh", "-c", "echo precious > result.txt")).exitCode, 0);
+        const QJsonObject info = sandboxInfo(d, sb);
+        const QString id = info.value(QStringLiteral("id")).toString();
+        const QString workspace = info.value(QStringLiteral("workspace")).toString();
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "--", "sleep", "7411"));
+        QVERIFY(waitFor([&] {
+            QList<qint64> pids = pidsWithCommandLine("sleep 7411");
+            pids.removeAll(ctl.processId()); // the client's own command line names it too
+            return !pids.isEmpty();
+        }, 10000));
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        // The sandbox dies while no daemon is there (its init, by the pid its record names).
+        const qint64 init = qint64(recordOf(d, id).value(QStringLiteral("init")).toObject().value(QStringLiteral("pid")).toDouble());
+        QVERIFY(::kill(pid_t(init), SIGKILL) == 0);
+        QVERIFY(waitFor([&] { return !alive(init); }, 5000));
+        QVERIFY(d.start());
+        QVERIFY(ctl.waitForFinished(20000));
+        QVERIFY(ctl.exitCode() != 0);
+        // Listed, failed, with why and what to do; its files are there.
+        const CliResult ls = d.ctl(args("ls", "--json"));
+        const QJsonObject row = jsonArray(ls.out).at(0).toObject();
+        QCOMPARE(row.value(QStringLiteral("name")).toString(), sb);
+        QCOMPARE(row.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        QVERIFY2(row.value(QStringLiteral("failure")).toString().contains(QStringLiteral("ended while airlockd was away")), ls.out.constData());
+        QCOMPARE(QFile(workspace + QStringLiteral("/result.txt")).exists(), true);
+        QCOMPARE(query(d, QStringLiteral("SELECT status FROM executions WHERE sandbox_id='%1' AND exec_id=2").arg(id)), QByteArray("interrupted|"));
+        // Still there after another restart (said once in the history, not each time).
+        d.stop();
+        QVERIFY(d.start());
+        const QByteArray again = d.ctl(args("ls", "--json")).out;
+        QVERIFY2(again == ls.out, QByteArray(again + "\n---\n" + ls.out).constData());
+        QCOMPARE(query(d, QStringLiteral("SELECT count(*) FROM events WHERE sandbox_id='%1' AND kind='sandbox.failed'").arg(id)), QByteArray("1|"));
+        QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
+        QVERIFY(!QFileInfo::exists(workspace));
+        QVERIFY(jsonArray(d.ctl(args("ls", "--json")).out).isEmpty());
+    }
+
+    void aRecordIsCheckedNotTrusted()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
+        d.stop();
+        // A bystander: the record is made to name it, with its pid but not its start time.
+        QProcess bystander;
+        bystander.start(QStringLiteral("sleep"), args("7423"));
+        QVERIFY(bystander.waitForStarted(5000));
+        const QString recordFile = d.dataDir() + QStringLiteral("/sandboxes/") + id + QStringLiteral("/record.json");
+        QJsonObject record = recordOf(d, id);
+        const QJsonObject realInit = record.value(QStringLiteral("init")).toObject();
+        QJsonObject forged = realInit;
+        forged.insert(QStringLiteral("pid"), double(bystander.processId()));
+        record.insert(QStringLiteral("init"), forged);
+        QFile f(recordFile);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(QJsonDocument(record).toJson());
+        f.close();
+        // And a record that is not one at all, beside it.
+        QDir().mkpath(d.dataDir() + QStringLiteral("/sandboxes/0123456789ab"));
+        QFile junk(d.dataDir() + QStringLiteral("/sandboxes/0123456789ab/record.json"));
+        QVERIFY(junk.open(QIODevice::WriteOnly));
+        junk.write("{\"format\": 1, \"id\": \"../../etc\"}");
+        junk.close();
+        QVERIFY(d.start());
+        // The bystander is untouched; the forged sandbox counts as gone (its real processes are
+        // ended by the next step, rm, by the pids its record named); the junk is left alone.
+        QVERIFY(bystander.state() == QProcess::Running);
+        const QJsonObject info = sandboxInfo(d, sb);
+        QCOMPARE(info.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        QVERIFY(QFileInfo::exists(d.dataDir() + QStringLiteral("/sandboxes/0123456789ab/record.json")));
+        QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 1);
+        QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
+        QVERIFY(bystander.state() == QProcess::Running);
+        bystander.kill();
+        bystander.waitForFinished(5000);
+        // What the forged record hid is still the sandbox's: ended by the suite's cleanup.
+        const qint64 realPid = qint64(realInit.value(QStringLiteral("pid")).toDouble());
+        if (alive(realPid))
+            ::kill(pid_t(realPid), SIGKILL);
+    }
+
+    void nothingInsideTheSandboxReachesItsGuestsResumeSocket()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
+        // The socket is in the daemon's own directory, which the sandbox does not see; the guest's
+        // descriptors cannot be taken through /proc (it is not dumpable).
+        const QString socket = d.dataDir() + QStringLiteral("/sandboxes/") + id + QStringLiteral("/guest.sock");
+        QVERIFY(QFileInfo(socket).exists());
+        QCOMPARE(QFileInfo(d.dataDir() + QStringLiteral("/sandboxes")).permissions() & (QFile::ReadGroup | QFile::ReadOther | QFile::ExeGroup | QFile::ExeOther),
+                 QFileDevice::Permissions());
+        const CliResult look = execIn(d, sb, args("sh", "-c", "ls /proc/1/fd 2>&1; find / -name guest.sock 2>/dev/null | head -1; echo done"));
+        QVERIFY2(look.out.contains("Permission denied") && look.out.endsWith("done\n") && !look.out.contains("guest.sock"), look.out.constData());
+        // The token is not on the guest's command line.
+        const QByteArray token = recordOf(d, id).value(QStringLiteral("token")).toString().toLatin1();
+        QCOMPARE(token.size(), 64);
+        const CliResult cmdline = execIn(d, sb, args("cat", "/proc/1/cmdline"));
+        QVERIFY(cmdline.out.contains("--resume-fd"));
+        QVERIFY(!cmdline.out.contains(token) && !cmdline.out.contains(QByteArray::fromHex(token)));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestOutlive)
+#include "tst_outlive.moc"
