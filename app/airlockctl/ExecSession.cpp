@@ -177,6 +177,10 @@ void ExecSession::resume()
     // Live events first (held until the stored part is written), then what was stored meanwhile.
     m_resuming = true;
     auto subscribed = m_client.call(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), m_sandboxId}});
+    // A sandbox that ended with the daemon before it (--sandboxes-end-with-daemon): the history
+    // says how its command ended.
+    if (!subscribed && subscribed.error().code == ErrorCode::NotFound)
+        subscribed = QJsonObject{};
     auto shown = subscribed ? m_client.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_sandboxId).arg(m_exec)}})
                             : Result<QJsonObject>(subscribed.error());
     QJsonValue after = 0;
@@ -243,6 +247,8 @@ void ExecSession::finishAs(const QJsonObject &payload)
             m_err << "airlockctl: " << payload.value(QStringLiteral("error")).toString() << Qt::endl;
         if (status == QLatin1String("timed_out"))
             m_err << "airlockctl: the command timed out and was killed" << Qt::endl;
+        if (status == QLatin1String("interrupted") && !payload.contains(QStringLiteral("error")))
+            m_err << "airlockctl: the command was interrupted: its sandbox ended while airlockd was away" << Qt::endl;
     }
     if (status == QLatin1String("timed_out"))
         finish(124);

@@ -167,14 +167,22 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.id = record.id;
     setup.spec = record.spec;
     setup.run = record.run;
-    setup.workspaceDir = record.workspaceDir;
+    // Where this daemon keeps workspaces, whatever the record says: rm removes it.
+    setup.workspaceDir = workspacesDir() + QLatin1Char('/') + record.id;
     setup.policyOverrides = record.overrides;
     setup.userLayer = record.userLayer;
     setup.launch.network = record.spec.network;
     setup.launch.resumeToken = record.token;
-    setup.launch.dropToUid = record.hostUid;
+    const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && *record.hostUid >= kHostUidBase && *record.hostUid < kHostUidBase + 65536
+                                           : !m_caps.runningAsRoot;
+    const std::optional<uid_t> hostUid = uidInRange ? record.hostUid : std::nullopt;
+    setup.launch.dropToUid = hostUid;
     setup.cgroup = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
     QString problem;
+    if (QFileInfo(record.workspaceDir).absoluteFilePath() != setup.workspaceDir)
+        problem = QStringLiteral("its record names the workspace %1, not %2").arg(record.workspaceDir, setup.workspaceDir);
+    if (!uidInRange && problem.isEmpty())
+        problem = QStringLiteral("its record names a host uid this daemon does not give sandboxes");
     if (auto effective = policy::resolveForSandbox(record.overrides, record.preset, record.userLayer))
         setup.policy = *effective;
     else
@@ -186,7 +194,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     auto *sandbox = new Sandbox(std::move(setup), this);
     m_sandboxes.append(sandbox);
     m_byId.insert(record.id, sandbox);
-    attach(sandbox, record.hostUid);
+    attach(sandbox, hostUid);
     auto granted = grantedSecrets(sandbox->policy(), false);
     if (granted)
         for (const auto &[grant, value] : std::as_const(*granted))

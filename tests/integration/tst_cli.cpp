@@ -154,10 +154,28 @@ private Q_SLOTS:
         QTest::newRow("1 MiB + 17 random bytes pass unchanged (several 256 KiB chunks)") << big;
         QTest::newRow("no input gives no output") << QByteArray();
     }
+    // A pipe's or a file's input goes in only with -i: a loop that reads a list and runs one
+    // command per line gets every line (the first command used to swallow the rest).
+    void aPipesInputGoesInOnlyWhenAskedFor()
+    {
+        QProcess loop;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("CTL"), binDir() + QStringLiteral("/airlockctl"));
+        env.insert(QStringLiteral("SB"), m_sb);
+        loop.setProcessEnvironment(env);
+        loop.start(QStringLiteral("sh"), {QStringLiteral("-c"), QStringLiteral("printf 'a\\nb\\nc\\n' | while read x; do \"$CTL\" --no-autostart exec \"$SB\" -- sh -c 'echo $0 $(wc -c)' \"$x\"; done")});
+        QVERIFY(loop.waitForFinished(60000));
+        QCOMPARE(loop.readAllStandardOutput(), QByteArray("a 0\nb 0\nc 0\n"));
+        QCOMPARE(ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")}, "four").out, QByteArray("0\n"));
+        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("-i"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")}, "four").out, QByteArray("4\n"));
+        // -n wins over -i.
+        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("-in"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")}, "four").out, QByteArray("0\n"));
+    }
+
     void stdinArrivesByteForByte()
     {
         QFETCH(QByteArray, input);
-        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--"), QStringLiteral("cat")}, input);
+        const CliResult r = ctl({QStringLiteral("exec"), QStringLiteral("-i"), m_sb, QStringLiteral("--"), QStringLiteral("cat")}, input);
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out.size(), input.size());
         QVERIFY(r.out == input);

@@ -362,8 +362,12 @@ private Q_SLOTS:
         QVERIFY(!waitForApproval(d).isEmpty()); // `sh` reading its input waits in its execve
         const qint64 daemon = d.pid();
         QVERIFY(::kill(pid_t(daemon), SIGKILL) == 0);
-        QVERIFY(p.waitForFinished(10000));
-        QVERIFY(waitFor([&] { return pidsWithCommandLine(workspace.toUtf8()).isEmpty() && pidsWithCommandLine("sh run.sh").isEmpty(); }, 5000));
+        // (The client waits for the next daemon to say how it ended.)
+        QVERIFY(waitFor([&] {
+            QList<qint64> left = pidsWithCommandLine(workspace.toUtf8()) + pidsWithCommandLine("sh run.sh");
+            left.removeAll(p.processId());
+            return left.isEmpty();
+        }, 5000));
         QTest::qWait(500);
         QVERIFY(!QFile::exists(workspace + QStringLiteral("/ran")));
         // Its parent goes with the sandbox; if it was quicker, it saw its child's exec fail (the
@@ -375,6 +379,9 @@ private Q_SLOTS:
         }
 
         QVERIFY(d.start());
+        QVERIFY(p.waitForFinished(20000));
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(p.readAllStandardError().contains("interrupted"), "the client did not say how it ended");
         QVERIFY(jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
         auto db = sql::open(d.dataDir() + QStringLiteral("/history.db"), true);
         QVERIFY(db);

@@ -207,20 +207,20 @@ private Q_SLOTS:
         QCOMPARE(created.err, QByteArray());
 
         // stdin in, several lines out, the command's own exit code.
-        const CliResult lines = remote(args("exec", "far", "--", "sh", "-c", "cat; printf 'line 2\\nline 3\\n'; exit 7"), "line 1\n");
+        const CliResult lines = remote(args("exec", "-i", "far", "--", "sh", "-c", "cat; printf 'line 2\\nline 3\\n'; exit 7"), "line 1\n");
         QCOMPARE(lines.exitCode, 7);
         QCOMPARE(lines.out, QByteArray("line 1\nline 2\nline 3\n"));
         // A megabyte of every byte value, both ways, unchanged.
         QByteArray payload(1 << 20, Qt::Uninitialized);
         for (int i = 0; i < payload.size(); ++i)
             payload[i] = char((i * 131 + i / 251) & 0xff);
-        const CliResult echoed = remote(args("exec", "far", "--", "cat"), payload);
+        const CliResult echoed = remote(args("exec", "-i", "far", "--", "cat"), payload);
         QCOMPARE(echoed.exitCode, 0);
         QVERIFY2(echoed.out == payload, qPrintable(QStringLiteral("%1 bytes back").arg(echoed.out.size())));
 
         // Live, while the command runs: a line goes there and back through one bridge sshd started.
         QVERIFY2(waitFor([&] { return bridges().isEmpty(); }, 5000), "airlockd --stdio outlived its client");
-        auto live = startClient(args("--host", m_url, "exec", "far", "--", "cat"));
+        auto live = startClient(args("--host", m_url, "exec", "-i", "far", "--", "cat"));
         QVERIFY(live->waitForStarted(5000));
         live->write("ping\n");
         QVERIFY(waitFor([&] { return live->bytesAvailable() >= 5 || live->state() != QProcess::Running; }, 20000));
