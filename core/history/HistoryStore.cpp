@@ -34,6 +34,7 @@ constexpr qint64 kMaxChunkBytes = 256 * 1024;   // consecutive output is merged 
 constexpr qint64 kRetainedOnFailure = 1024 * 1024; // output kept for the retry of a failed batch
 constexpr qint64 kIndexSliceBytes = 1024 * 1024;   // tail output indexed per batch (bounds a flush's wait)
 constexpr int kTailIntervalMs = 1000;              // a flood's tail is written this often
+constexpr qint64 kTailSliceBytes = 1024 * 1024;    // of it per batch (so that no batch, and no one's output in it, waits long)
 
 bool is(const Event &e, const char *kind)
 {
@@ -286,6 +287,11 @@ uint64_t HistoryStore::append(const Event &event)
         } else {
             if (is(event, "exec.exited")) {
                 // Its tail goes before its exit, so that the exit sees every stored byte.
+                const auto mine = [&](const Item &t) { return t.event.exec == event.exec && t.event.sandbox == event.sandbox; };
+                std::deque<Item> others;
+                for (Item &t : m_tailSlices)
+                    (mine(t) ? m_queue : others).push_back(std::move(t));
+                m_tailSlices.swap(others);
                 if (auto it = m_output.find({event.sandbox, event.exec}); it != m_output.end()) {
                     for (Item &t : it->second.tail)
                         m_queue.push_back(std::move(t));
@@ -372,10 +378,10 @@ void HistoryStore::writerLoop()
     for (;;) {
         // m_state.toIndex is the writer's own: tails still to index keep it going when idle.
         m_wake.wait(lock, [&] {
-            return !m_queue.empty() || m_tailPending || m_flushRequested || !m_tasks.empty() || m_stopping || m_failed
+            return !m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_flushRequested || !m_tasks.empty() || m_stopping || m_failed
                 || !m_state.toIndex.empty();
         });
-        if (m_stopping && m_queue.empty() && m_tasks.empty() && !m_tailPending)
+        if (m_stopping && m_queue.empty() && m_tasks.empty() && !m_tailPending && m_tailSlices.empty())
             break;
         if (m_stopping && m_failed && ++failuresWhileStopping > 3) {
             logger()->error("history: giving up on {} events that could not be written before stopping", m_queue.size());
@@ -405,11 +411,18 @@ void HistoryStore::writerLoop()
             lastTail = now;
             for (auto &[key, budget] : m_output) {
                 for (Item &t : budget.tail)
-                    batch.push_back(std::move(t));
+                    m_tailSlices.push_back(std::move(t));
                 budget.tail.clear();
                 budget.tailBytes = 0;
             }
             m_tailPending = false;
+        }
+        // A slice of it per batch: a second's tail of a flood is megabytes, and everyone's output
+        // in the same batch would wait for all of it.
+        for (qint64 taken = 0; !m_tailSlices.empty() && (taken < kTailSliceBytes || m_stopping);) {
+            taken += m_tailSlices.front().event.data.size();
+            batch.push_back(std::move(m_tailSlices.front()));
+            m_tailSlices.pop_front();
         }
         std::deque<std::function<void()>> tasks;
         tasks.swap(m_tasks);

@@ -139,6 +139,7 @@ private:
     std::function<void()> m_batchListener;
     std::optional<std::chrono::steady_clock::time_point> m_cutBatchAt; // a batched fact waits
     bool m_tailPending = false; // some OutputBudget holds tail output
+    std::deque<Item> m_tailSlices; // tail output taken for writing, a slice per batch
     bool m_flushRequested = false;
     bool m_stopping = false;
     bool m_failed = false;

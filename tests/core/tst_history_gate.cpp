@@ -7,6 +7,7 @@
 
 #include <QRandomGenerator>
 #include <QTemporaryDir>
+#include <QElapsedTimer>
 #include <QTest>
 
 #include <sqlite3.h>
@@ -29,17 +30,18 @@ Event output(uint64_t seq, qsizetype bytes)
 {
     Event e = fact(seq, QStringLiteral("exec.output"));
     e.exec = 1;
+    e.stream = 1;
     e.data = QByteArray(bytes, 'x');
     return e;
 }
 
-qint64 storedEvents(const QString &path)
+qint64 storedEvents(const QString &path, const char *sql = "SELECT count(*) FROM events")
 {
     sqlite3 *db = nullptr;
     sqlite3_open_v2(QFile::encodeName(path).constData(), &db, SQLITE_OPEN_READONLY, nullptr);
     sqlite3_stmt *st = nullptr;
     qint64 n = -1;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
@@ -81,6 +83,30 @@ private Q_SLOTS:
         QCOMPARE(gate.heldCount(), 2);
         QVERIFY(QTest::qWaitFor([&] { return gate.heldCount() == 0; }, 2000));
         QCOMPARE(storedWhenHeard, QList<qint64>{1});
+    }
+
+    // Output too is heard only once stored (issue 19, item 2: a client was shown lines a killed
+    // daemon never stored), and its batch is cut short for it (a minute's batch here otherwise).
+    void outputIsHeardOnceStored()
+    {
+        auto store = open(20);
+        QVERIFY(store);
+        HistoryGate gate(*store);
+        Event started = fact(1, QStringLiteral("exec.started"));
+        started.exec = 1;
+        gate.take(started);
+        QList<qint64> storedWhenHeard;
+        connect(&gate, &HistoryGate::published, this, [&](const Event &e) {
+            if (e.isOutput())
+                storedWhenHeard.append(storedEvents(m_path, "SELECT total(length(data)) FROM chunks"));
+        });
+        QElapsedTimer t;
+        t.start();
+        gate.take(output(2, 10));
+        QCOMPARE(gate.heldCount(), 1);
+        QVERIFY(QTest::qWaitFor([&] { return gate.heldCount() == 0; }, 2000));
+        QVERIFY2(t.elapsed() < 1000, qPrintable(QString::number(t.elapsed())));
+        QCOMPARE(storedWhenHeard, QList<qint64>{10});
     }
 
     // A writer that lags (here: a batch the fact waits a minute for): past kMaxHeldOutput bytes
