@@ -259,6 +259,17 @@ void Guest::acceptResume()
         close(conn);
         return;
     }
+    // A daemon resumes only once the one before it is gone (it holds the instance lock when it
+    // starts): while the connected one is there, nothing takes its place.
+    if (m_sock >= 0 && !m_lost) {
+        char byte;
+        const ssize_t n = recv(m_sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+            logv("resume connection refused: a daemon is connected");
+            close(conn);
+            return;
+        }
+    }
     ResumeRequest req = readResume(conn, m_resumeToken, m_proxyListenFd >= 0 ? 2 : 1);
     if (!req.error.empty()) {
         logv("resume connection refused: %s", req.error.c_str());

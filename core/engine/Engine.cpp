@@ -384,6 +384,9 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     for (const Mount &m : std::as_const(spec.mounts))
         if (Status s = validateMount(m); !s)
             return done(s.error());
+    auto masked = hiddenInMounts(spec.mounts);
+    if (!masked)
+        return done(masked.error());
     auto plan = LimitPlan::make(spec.limits, m_caps);
     if (!plan)
         return done(plan.error());
@@ -417,6 +420,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     launch.network = spec.network;
     launch.workspaceDir = setup.workspaceDir;
     launch.mounts = spec.mounts;
+    launch.hiddenPaths = *masked;
     launch.seccompProgram = m_seccompProgram;
     launch.cgroupProcsFiles = setup.cgroup.procsFiles();
     launch.dropToUid = hostUid;
@@ -472,6 +476,37 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     }
     logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
                    networkModeName(spec.network).toStdString());
+}
+
+Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
+{
+    // What is airlockd's own: the history, records and resume sockets of every sandbox, the
+    // other sandboxes' workspaces, the person's secrets and policy, the daemon's socket.
+    QStringList own;
+    for (const QString &dir : {m_config.dataDir, workspacesDir(), keptDir(), paths::configDir(), paths::stateDir(), paths::runtimeDir()})
+        if (const QString canonical = QFileInfo(dir).canonicalFilePath(); !canonical.isEmpty() && !own.contains(canonical))
+            own.append(canonical);
+    // One cover for a folder and what is in it.
+    own.removeIf([&](const QString &dir) {
+        return std::any_of(own.cbegin(), own.cend(), [&](const QString &other) { return dir.startsWith(other + QLatin1Char('/')); });
+    });
+    QStringList hidden;
+    for (const Mount &m : mounts) {
+        const QString host = QFileInfo(m.hostPath).canonicalFilePath();
+        if (host.isEmpty())
+            continue; // a source that does not exist fails where it is opened, with its own message
+        for (const QString &dir : std::as_const(own)) {
+            if (host == dir || host.startsWith(dir + QLatin1Char('/')))
+                return makeError(ErrorCode::InvalidArgument,
+                                 QStringLiteral("mount %1: it is inside airlockd's own %2, which no sandbox may see (it holds the history, the "
+                                                "other sandboxes and the keys to them); mount a folder of your own instead")
+                                     .arg(m.hostPath, dir));
+            // Below the mount: it is there, inside, covered by an empty read-only folder.
+            if (host == QLatin1String("/") || dir.startsWith(host + QLatin1Char('/')))
+                hidden.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
+        }
+    }
+    return hidden;
 }
 
 void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)

@@ -172,6 +172,9 @@ private:
     QString chooseWorkspacesDir() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+    // Where airlockd's own directories would show inside these mounts (to be covered); an error
+    // for a mount inside one of them.
+    Result<QStringList> hiddenInMounts(const QList<Mount> &mounts) const;
     // Connects a new or adopted sandbox to the proxy, the tools and the approvals.
     void attach(Sandbox *sandbox, std::optional<uid_t> hostUid);
     // Writes what a later daemon needs to take it over (sandboxes that outlive this daemon).

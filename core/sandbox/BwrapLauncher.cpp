@@ -153,6 +153,8 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
         a.insert(a.end(), {"--perms", "0555", "--tmpfs", home + dir, "--remount-ro", home + dir});
     for (const Mount &m : r.mounts)
         a.insert(a.end(), {m.writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd++), s(m.sandboxPath)});
+    for (const QString &hidden : r.hiddenPaths)
+        a.insert(a.end(), {"--perms", "0555", "--tmpfs", s(hidden), "--remount-ro", s(hidden)});
     // Secrets granted as files: copied by bwrap from a memfd into the sandbox's own tmpfs, read-only;
     // they never touch the host's disk.
     for (const auto &file : r.dataFiles)

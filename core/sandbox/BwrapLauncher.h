@@ -22,6 +22,7 @@ struct LaunchRequest {
     NetworkMode network = NetworkMode::None;
     QString workspaceDir;
     QList<Mount> mounts;
+    QStringList hiddenPaths; // inside mounts: covered by an empty read-only tmpfs (airlockd's own directories)
     QList<std::pair<QString, QByteArray>> dataFiles; // read-only files made from memory (granted secrets)
     QByteArray seccompProgram;
     QStringList cgroupProcsFiles;

@@ -11,6 +11,7 @@
 #include <QSocketNotifier>
 #include <QTimer>
 
+#include <algorithm>
 #include <csignal>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -124,13 +125,24 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
             interrupted.append(r.id);
         }
     }
-    // What the guest runs that no stored start speaks of (its start was not stored before the
-    // daemon went): stopped, not adopted.
-    for (const ResumedExec &e : executions)
-        if (!m_execs.contains(e.execId) && e.state == wire::ResumeRunning) {
-            logger()->warn("sandbox {}: execution {} has no stored start; killed", m_setup.id.toStdString(), e.execId);
+    // What the guest runs or ran that no stored start speaks of (its start was not stored before
+    // the daemon went, or something else started it): stopped and forgotten, not adopted, and said.
+    for (const ResumedExec &e : executions) {
+        m_nextExec = std::max(m_nextExec, e.execId + 1); // its number is not given again
+        if (m_execs.contains(e.execId) || e.state == wire::ResumeUnknown)
+            continue;
+        logger()->warn("sandbox {}: execution {} has no stored start; {}", m_setup.id.toStdString(), e.execId,
+                       e.state == wire::ResumeRunning ? "killed" : "forgotten");
+        if (e.state == wire::ResumeRunning)
             m_channel->sendSignal(e.execId, SIGKILL);
-        }
+        else
+            m_channel->sendAck(e.execId, 0, 0);
+        publish(makeEvent(QStringLiteral("exec.unknown"), {{QStringLiteral("exec"), double(e.execId)},
+                                                           {QStringLiteral("pid"), e.pid},
+                                                           {QStringLiteral("state"), e.state == wire::ResumeRunning ? QStringLiteral("running") : QStringLiteral("finished")},
+                                                           {QStringLiteral("action"), e.state == wire::ResumeRunning ? QStringLiteral("killed") : QStringLiteral("forgotten")},
+                                                           {QStringLiteral("reason"), QStringLiteral("the sandbox's agent reported an execution no daemon recorded starting")}}));
+    }
     for (uint32_t id : std::as_const(interrupted)) {
         ++lost;
         finishExecution(id, {{QStringLiteral("status"), QStringLiteral("interrupted")},

@@ -109,7 +109,7 @@ int adopt(int n)
     out << "creating " << n << " sandboxes, each running sleep…" << Qt::endl;
     for (int i = 0; i < n; ++i) {
         QString error;
-        const QString sb = d.create({QStringLiteral("--name"), QStringLiteral("a%1").arg(i)}, &error);
+        const QString sb = d.create({QStringLiteral("--name"), QStringLiteral("adopt-%1").arg(i)}, &error);
         if (sb.isEmpty())
             return out << error << "\n", 1;
         auto p = new QProcess(qApp);

@@ -257,6 +257,46 @@ private Q_SLOTS:
             ::kill(pid_t(realPid), SIGKILL);
     }
 
+    // A mount that holds airlockd's own directories (a home, ~/.local/share) shows them empty:
+    // otherwise a sandbox could read another's record and take it over through its guest's
+    // socket, or read the history. A mount inside them is refused.
+    void airlockdsOwnDirectoriesAreHiddenInMounts()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QString error;
+        const QString victim = d.create({}, &error);
+        QVERIFY2(!victim.isEmpty(), qPrintable(error));
+        const QString parent = QFileInfo(d.dataDir()).path();
+        const QString attacker = d.create(args("--mount", parent + QStringLiteral(":/host:ro")), &error);
+        QVERIFY2(!attacker.isEmpty(), qPrintable(error));
+        // (As root the folders are unreadable to the sandbox's uid anyway; the cover is what holds for
+        // a user's daemon, whose sandboxes share its uid.)
+        const CliResult look = execIn(d, attacker, args("sh", "-c", "awk '$5 == \"/host/airlock\" {print $9, $6}' /proc/self/mountinfo"));
+        QCOMPARE(look.out, QByteArray("tmpfs ro,nosuid,nodev,relatime\n"));
+        // Not even by making its way around the cover: it is a mount point, not a folder to rename.
+        QVERIFY(execIn(d, attacker, args("sh", "-c", "mv /host/airlock /host/x")).exitCode != 0);
+        const CliResult inside = d.ctl(args("create", "--mount", d.dataDir() + QStringLiteral("/sandboxes:/x:ro")));
+        QVERIFY(inside.exitCode != 0);
+        QVERIFY2(inside.err.contains("inside airlockd's own"), inside.err.constData());
+    }
+
+    // The same for a user's own daemon, whose sandboxes run as the user: the history is right
+    // there in a mounted ~/.local/share, unless covered.
+    void aUsersDaemonHidesItsDirectoriesToo()
+    {
+        UnprivilegedDaemon u;
+        QVERIFY(u.start());
+        const QString share = QFileInfo(u.dataDir()).path();
+        QVERIFY(QFileInfo::exists(u.dataDir() + QStringLiteral("/history.db")));
+        const auto created = u.ctl(args("create", "--name", "mine", "--mount", share + QStringLiteral(":/share:ro")));
+        QVERIFY2(created.first == 0, created.second.constData());
+        const auto look = u.ctl(args("exec", "mine", "--", "sh", "-c", "ls -A /share/airlock | wc -l; cat /share/airlock/history.db 2>&1 | head -c 60"));
+        QCOMPARE(look.first, 0);
+        QVERIFY2(look.second.startsWith("0\ncat: /share/airlock/history.db: No such file or directory"), look.second.constData());
+    }
+
     void nothingInsideTheSandboxReachesItsGuestsResumeSocket()
     {
         TestDaemon d;
