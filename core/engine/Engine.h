@@ -165,6 +165,10 @@ Q_SIGNALS:
     void eventPublished(const airlock::Event &event);
 
 private:
+    // Host uids for sandboxes when the daemon runs as root: far above regular users and the usual
+    // subordinate-id ranges, one per live sandbox, so sandboxes never share an identity with root
+    // or with each other.
+    static constexpr uid_t kHostUidBase = 900000;
     QJsonObject describe(const Sandbox &sandbox) const;
     QString userPolicyFile() const;
     std::optional<uid_t> allocateHostUid();

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sandboxes that outlive the daemon: the records a later daemon takes them over from, taking them
+// over at start, and the acknowledgements that let their guests forget what is stored.
+// (Creating, listing and removing sandboxes: Engine.cpp.)
+#include "engine/Engine.h"
+
+#include "log/Log.h"
+#include "policy/Policy.h"
+#include "sandbox/Sandbox.h"
+#include "util/Version.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QPointer>
+
+#include <algorithm>
+#include <unistd.h>
+
+namespace airlock {
+
+namespace {
+auto logger()
+{
+    static auto l = log::get("core.engine");
+    return l;
+}
+} // namespace
+
+QStringList Engine::liveSandboxes(const QString &dataDir)
+{
+    QStringList live;
+    for (const auto &[name, record] : SandboxRecords(dataDir + QStringLiteral("/sandboxes")).readAll()) {
+        if (!record || !record->ended.isEmpty())
+            continue;
+        if (const int fd = record->bwrap.open(); fd >= 0) {
+            ::close(fd);
+            live.append(record->id);
+        }
+    }
+    return live;
+}
+
+void Engine::adoptSandboxes(const StoredStream &stored)
+{
+    QSet<QString> keep;
+    QList<QPointer<Sandbox>> answering;
+    for (const auto &[name, record] : m_records.readAll()) {
+        keep.insert(name); // what a record names is never reaped, even when the record is unreadable
+        if (!record) {
+            logger()->error("sandbox record {} left alone: {}", name.toStdString(), record.error().message.toStdString());
+            continue;
+        }
+        if (Sandbox *s = adopt(*record, stored); s->state() == SandboxState::Starting)
+            answering.append(s);
+    }
+    reapOrphans(keep);
+    QElapsedTimer waited;
+    waited.start();
+    const auto anyStarting = [&] {
+        return std::any_of(answering.cbegin(), answering.cend(), [](const QPointer<Sandbox> &s) { return s && s->state() == SandboxState::Starting; });
+    };
+    while (anyStarting() && waited.elapsed() < kAdoptTimeoutMs)
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    if (!answering.isEmpty())
+        logger()->info("took over {} sandboxes in {} ms", answering.size(), waited.elapsed());
+}
+
+Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
+{
+    SandboxSetup setup;
+    setup.id = record.id;
+    setup.spec = record.spec;
+    setup.run = record.run;
+    // Where this daemon keeps workspaces, whatever the record says: rm removes it.
+    setup.workspaceDir = workspacesDir() + QLatin1Char('/') + record.id;
+    setup.policyOverrides = record.overrides;
+    setup.userLayer = record.userLayer;
+    setup.launch.network = record.spec.network;
+    setup.launch.resumeToken = record.token;
+    const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && *record.hostUid >= kHostUidBase && *record.hostUid < kHostUidBase + 65536
+                                           : !m_caps.runningAsRoot;
+    const std::optional<uid_t> hostUid = uidInRange ? record.hostUid : std::nullopt;
+    setup.launch.dropToUid = hostUid;
+    setup.cgroup = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
+    QString problem;
+    if (QFileInfo(record.workspaceDir).absoluteFilePath() != setup.workspaceDir)
+        problem = QStringLiteral("its record names the workspace %1, not %2").arg(record.workspaceDir, setup.workspaceDir);
+    if (!uidInRange && problem.isEmpty())
+        problem = QStringLiteral("its record names a host uid this daemon does not give sandboxes");
+    if (auto effective = policy::resolveForSandbox(record.overrides, record.preset, record.userLayer))
+        setup.policy = *effective;
+    else
+        problem = QStringLiteral("its policy no longer resolves (%1)").arg(effective.error().message);
+    if (auto plan = LimitPlan::make(record.spec.limits, m_caps))
+        setup.plan = *plan;
+    else if (problem.isEmpty())
+        problem = QStringLiteral("its limits cannot be planned here (%1)").arg(plan.error().message);
+    auto *sandbox = new Sandbox(std::move(setup), this);
+    m_sandboxes.append(sandbox);
+    m_byId.insert(record.id, sandbox);
+    attach(sandbox, hostUid);
+    auto granted = grantedSecrets(sandbox->policy(), false);
+    if (granted)
+        for (const auto &[grant, value] : std::as_const(*granted))
+            sandbox->addSecret(grant.secret, value);
+    else if (problem.isEmpty())
+        problem = granted.error().message;
+
+    auto history = stored(record.id);
+    if (!history)
+        logger()->warn("sandbox {}: its stream cannot be read from the history ({}); taken over without it", record.id.toStdString(),
+                       history.error().message.toStdString());
+    Adoption a;
+    a.bwrapPid = record.bwrap.pid;
+    a.initPid = record.init.pid;
+    a.policyVersion = record.policyVersion;
+    a.landlockAbi = record.landlockAbi;
+    a.createdMs = record.createdMs;
+    a.stored = history ? *history : StoredSandbox{};
+    if (!record.ended.isEmpty()) {
+        sandbox->markEnded(record.ended, a, false);
+        return sandbox;
+    }
+    a.bwrapPidfd = record.bwrap.open();
+    a.initPidfd = record.init.open();
+    if (a.bwrapPidfd < 0 || a.initPidfd < 0) {
+        for (int fd : {a.bwrapPidfd, a.initPidfd})
+            if (fd >= 0)
+                ::close(fd);
+        const QString reason = QStringLiteral("it ended while airlockd was away; its workspace is kept until 'airlockctl rm %1'").arg(record.spec.name);
+        logger()->warn("sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(), reason.toStdString());
+        SandboxCgroup leftovers = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
+        leftovers.destroy();
+        sandbox->markEnded(reason, a, true);
+        SandboxRecord ended = record;
+        ended.ended = reason;
+        (void)m_records.write(ended);
+        return sandbox;
+    }
+    if (problem.isEmpty()) {
+        auto channel = m_records.connect(record.id);
+        if (channel)
+            a.channelFd = *channel;
+        else
+            problem = channel.error().message;
+    }
+    a.problem = problem;
+    connect(sandbox, &Sandbox::started, this, [this, sandbox] { saveRecord(*sandbox); });
+    if (Status adopted = sandbox->adopt(a); !adopted)
+        logger()->error("sandbox {} ({}) cannot be taken over: {}; what runs in it goes on, 'airlockctl rm' ends it", record.id.toStdString(),
+                        record.spec.name.toStdString(), adopted.error().message.toStdString());
+    return sandbox;
+}
+
+void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
+{
+    if (!sandbox.outlivesDaemon())
+        return;
+    const SandboxSetup &setup = sandbox.setup();
+    SandboxRecord r;
+    r.id = setup.id;
+    r.spec = setup.spec;
+    r.run = setup.run;
+    r.preset = setup.policy.preset;
+    r.userLayer = setup.userLayer;
+    r.overrides = setup.policyOverrides;
+    r.policyVersion = sandbox.policyVersion();
+    r.workspaceDir = setup.workspaceDir;
+    r.hostUid = setup.launch.dropToUid;
+    r.bwrap = ProcessRef::of(sandbox.bwrapPid()).value_or(ProcessRef{});
+    r.init = ProcessRef::of(sandbox.initPid()).value_or(ProcessRef{});
+    r.token = setup.launch.resumeToken;
+    r.createdMs = sandbox.createdAt().toMSecsSinceEpoch();
+    r.landlockAbi = sandbox.landlockAbi();
+    r.daemonVersion = airlock::version();
+    r.ended = ended;
+    if (Status s = m_records.write(r); !s)
+        logger()->error("sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());
+}
+
+void Engine::onEventStored(const Event &event)
+{
+    if (Sandbox *s = m_byId.value(event.sandbox))
+        s->onStored(event);
+}
+
+} // namespace airlock
