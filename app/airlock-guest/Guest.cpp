@@ -261,10 +261,10 @@ void Guest::acceptResume()
     }
     // A daemon resumes only once the one before it is gone (it holds the instance lock when it
     // starts): while the connected one is there, nothing takes its place.
+    // (Gone is its end closed: what it sent before it died may still wait unread.)
     if (m_sock >= 0 && !m_lost) {
-        char byte;
-        const ssize_t n = recv(m_sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+        pollfd p{m_sock, POLLRDHUP, 0};
+        if (poll(&p, 1, 0) == 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
             logv("resume connection refused: a daemon is connected");
             close(conn);
             return;

@@ -68,8 +68,8 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     connect(m_signals, &QSocketNotifier::activated, this, &ExecSession::onSignal);
     connect(&m_client, &DaemonClient::eventReceived, this, &ExecSession::onEvent);
     connect(&m_client, &DaemonClient::disconnected, this, [this](const Error &why) {
-        if (m_exitCode)
-            return;
+        if (m_exitCode || m_resuming)
+            return; // (resume() tries again itself when the daemon goes away under it)
         // The command goes on in its sandbox, also when this machine's daemon went away (it is
         // taken over by the next one): reconnect and continue where the output left off.
         if (m_exec) {
@@ -198,6 +198,12 @@ void ExecSession::resume()
         after = page->value(QStringLiteral("next"));
     }
     m_resuming = false;
+    if (!shown && !m_client.isConnected()) {
+        // Gone again before it was done (a daemon that keeps being restarted): once more.
+        m_retryMs = std::min(m_retryMs * 2, 5000);
+        QTimer::singleShot(m_retryMs, this, &ExecSession::resume);
+        return;
+    }
     if (!shown) {
         m_err << "airlockctl: reconnected, but cannot continue the output: " << shown.error().message << Qt::endl;
         return finish(1);

@@ -16,6 +16,8 @@
 #include <QJsonArray>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <chrono>
 #include <future>
 #include <limits>
@@ -148,8 +150,29 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
     sql::Stmt unindexed(raw, "SELECT DISTINCT execution FROM chunks WHERE indexed = 0");
     while (unindexed.step())
         store->m_state.toIndex.push_back(unindexed.columnInt(0));
+    if (!store->keepReserve())
+        logger()->warn("history: no room for its {}-byte reserve beside {}", options.reserveBytes, options.path.toStdString());
     store->m_thread = std::thread([s = store.get()] { s->writerLoop(); });
     return store;
+}
+
+bool HistoryStore::keepReserve() const
+{
+    if (m_options.reserveBytes <= 0)
+        return true;
+    const QByteArray path = QFile::encodeName(reservePath());
+    struct stat st {};
+    if (::stat(path.constData(), &st) == 0 && st.st_size >= m_options.reserveBytes)
+        return true;
+    const int fd = ::open(path.constData(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return false;
+    // Allocated, not sparse: the blocks are really taken, and really given back.
+    const bool kept = ::posix_fallocate(fd, 0, off_t(m_options.reserveBytes)) == 0;
+    ::close(fd);
+    if (!kept)
+        ::unlink(path.constData());
+    return kept;
 }
 
 namespace {
@@ -716,15 +739,58 @@ Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, PruneRepor
 
 Result<HistoryStore::PruneReport> HistoryStore::runPrune(const Prune &request)
 {
+    bool full = false;
+    auto pruned = pruneOnce(request, &full);
+    // A disk the history filled has no room for the deletion's own writes: the reserve makes it.
+    if (pruned || !full || m_options.reserveBytes <= 0 || !QFile::exists(reservePath()))
+        return pruned;
+    logger()->warn("history: the disk is full; pruning in the room of the reserve");
+    QFile::remove(reservePath());
+    // The write-ahead log first (it holds up to wal_autocheckpoint's 4 MB, which the database file
+    // takes in), then a slice at a time, the log emptied after each, so that no transaction needs
+    // more room than the reserve gave.
+    (void)sql::exec(m_writer.get(), "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+    const qint64 goal = request.keepBytes.value_or(m_options.maxStoredOutputTotal);
+    const qint64 slice = std::max<qint64>(64 * 1024, m_options.reserveBytes / 4);
+    PruneReport sum;
+    for (;;) {
+        Prune step;
+        step.keepBytes = std::max(goal, m_state.totalStored - slice);
+        pruned = pruneOnce(step, &full);
+        (void)sql::exec(m_writer.get(), "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+        if (!pruned)
+            break;
+        sum.executions += pruned->executions;
+        sum.freedBytes += pruned->freedBytes;
+        if (m_state.totalStored <= goal || pruned->freedBytes == 0)
+            break;
+    }
+    if (pruned) // what else was asked (an age, a vacuum), now that there is room
+        pruned = pruneOnce(request, &full);
+    if (pruned) {
+        pruned->executions += sum.executions;
+        pruned->freedBytes += sum.freedBytes;
+    }
+    if (!keepReserve())
+        logger()->warn("history: no room for its reserve again yet");
+    return pruned;
+}
+
+Result<HistoryStore::PruneReport> HistoryStore::pruneOnce(const Prune &request, bool *full)
+{
     sqlite3 *db = m_writer.get();
     PruneReport report;
     const WriterState before = m_state;
-    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s)
+    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s) {
+        *full = s.error().message.contains(QLatin1String(sqlite3_errstr(SQLITE_FULL)));
         return s.error();
+    }
     Status pruned = pruneOldest(request.keepBytes.value_or(m_options.maxStoredOutputTotal), request.endedBeforeMs.value_or(0), report);
     if (pruned)
         pruned = sql::exec(db, "COMMIT", QStringLiteral("commit"));
     if (!pruned) {
+        // (The failing statement was reset since: its text is what is left of SQLITE_FULL.)
+        *full = pruned.error().message.contains(QLatin1String(sqlite3_errstr(SQLITE_FULL)));
         (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
         m_state = before;
         return pruned.error();

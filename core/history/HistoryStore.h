@@ -38,6 +38,9 @@ public:
         qint64 maxStoredOutputPerExec = 16 * 1024 * 1024;
         qint64 maxStoredOutputTotal = qint64(2) * 1024 * 1024 * 1024;
         int retryIntervalMs = 250; // while the database cannot be written
+        // Room kept on the history's filesystem (a file beside it, allocated) and given up when the
+        // disk is full, so that pruning, which writes too, still works; made again afterwards.
+        qint64 reserveBytes = 32 * 1024 * 1024;
         // Sandboxes that outlived the previous daemon: what runs in them is not marked
         // interrupted at open (the daemon that takes them over settles it).
         QStringList liveSandboxes = {};
@@ -118,6 +121,10 @@ private:
     Status indexSomeTails(qint64 budget);
     Result<qint64> runId(const QString &name, qint64 timeMs);
     Result<PruneReport> runPrune(const Prune &request);
+    Result<PruneReport> pruneOnce(const Prune &request, bool *full);
+    QString reservePath() const { return m_options.path + QStringLiteral("-reserve"); }
+    // Allocates the reserve if it is missing; false when there is no room for it.
+    bool keepReserve() const;
     Status pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report);
     qint64 headBudget() const { return m_options.maxStoredOutputPerExec / 2; }
     qint64 tailBudget() const { return m_options.maxStoredOutputPerExec - headBudget(); }

@@ -622,6 +622,22 @@ void Sandbox::onGuestFailed(const QString &why, bool violation)
     const bool starting = m_state == SandboxState::Starting;
     (violation ? logger()->error("sandbox {}: {}", m_setup.id.toStdString(), why.toStdString())
                : logger()->warn("sandbox {}: {}", m_setup.id.toStdString(), why.toStdString()));
+    // A sandbox being taken over whose guest did not answer as it should, but broke no rule, and
+    // which still runs: not this daemon's to end. Listed as failed; the next daemon tries again,
+    // and rm ends it.
+    if (starting && m_adopted && !violation && m_launched.pidfd >= 0 && !waitReadable(m_launched.pidfd, 0)) {
+        for (QSocketNotifier *n : {m_exitNotifier, m_stderrNotifier, m_proxyNotifier, m_execCheckNotifier})
+            if (n)
+                n->setEnabled(false);
+        if (m_channel)
+            m_channel->close();
+        m_state = SandboxState::Failed;
+        m_failure = QStringLiteral("it could not be taken over (%1); what runs in it goes on: restart airlockd to try again, or 'airlockctl rm %2' "
+                                   "ends it")
+                        .arg(why, m_setup.spec.name);
+        Q_EMIT startFailed(makeError(ErrorCode::BoundaryUnavailable, m_failure));
+        return;
+    }
     terminate(why);
     m_state = SandboxState::Failed;
     m_failure = why;

@@ -12,6 +12,9 @@
 #include "TestDaemon.h"
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -206,8 +209,16 @@ int killLoop(int kills)
         d.process().waitForFinished(5000);
         if (k % 20 == 19 && sqliteOne(d.dataDir() + QStringLiteral("/history.db"), "PRAGMA integrity_check") != "ok")
             ++integrityFailures;
-        if (!d.start())
-            return out << "airlockd did not come back after kill " << k + 1 << "\n", 1;
+        if (!d.start()) {
+            out << "airlockd did not come back after kill " << k + 1 << ": " << (d.process().state() == QProcess::Running ? "not ready in 10 s" : "exited")
+                << " (exit " << d.process().exitCode() << ")\n";
+            for (const QFileInfo &log : QDir(d.rootDir() + QStringLiteral("/state/airlock")).entryInfoList(QDir::Files)) {
+                QFile f(log.filePath());
+                if (f.open(QIODevice::ReadOnly))
+                    out << log.fileName() << ":\n" << f.readAll().right(3000) << "\n";
+            }
+            return 1;
+        }
         if (k % 20 == 19)
             out << "kill " << k + 1 << ", " << loop.elapsed() / 1000 << " s" << Qt::endl;
     }
@@ -220,7 +231,10 @@ int killLoop(int kills)
             clients[i]->waitForFinished(100);
         }
         drain();
-        abnormal += clients[i]->exitCode() != 0;
+        if (clients[i]->exitCode() != 0) {
+            ++abnormal;
+            out << "stream " << i << " exited " << clients[i]->exitCode() << ": " << clients[i]->readAllStandardError().right(400) << Qt::endl;
+        }
     }
     flooder->kill();
     if (sqliteOne(d.dataDir() + QStringLiteral("/history.db"), "PRAGMA integrity_check") != "ok")

@@ -5,7 +5,9 @@
 #include "history/HistorySchema.h"
 #include "history/HistoryStore.h"
 
+#include <QFileInfo>
 #include <QJsonArray>
+#include <QScopeGuard>
 #include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
@@ -14,6 +16,8 @@
 #include <tuple>
 
 #include <sqlite3.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 using namespace airlock;
 
@@ -466,6 +470,59 @@ private Q_SLOTS:
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
         QCOMPARE(search(path, QString(3000, QLatin1Char('d'))).size(), 0); // unindexed with it
         QCOMPARE(search(path, QString(3000, QLatin1Char('e'))).size(), 1);
+    }
+
+    // The history filled its disk (issue 19, item 8): prune, the fix the refusal suggests, works in
+    // the room of the reserve kept beside it, and the history writes again. Without a reserve it
+    // cannot: its own deletions need room (SQLite's "database or disk is full").
+    void pruningWorksOnADiskTheHistoryFilled_data()
+    {
+        QTest::addColumn<qint64>("reserve");
+        QTest::newRow("with the reserve") << qint64(6 * 1024 * 1024); // the log's 4 MB, and room to prune
+        QTest::newRow("without one") << qint64(0);
+    }
+    void pruningWorksOnADiskTheHistoryFilled()
+    {
+        QFETCH(qint64, reserve);
+        if (::geteuid() != 0)
+            QSKIP("a small filesystem of its own (tmpfs) needs root");
+        QTemporaryDir dir;
+        const QByteArray mountPoint = QFile::encodeName(dir.path());
+        QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=16m"), 0);
+        const auto unmount = qScopeGuard([&] { ::umount2(mountPoint.constData(), MNT_DETACH); });
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.reserveBytes = reserve;
+        options.retryIntervalMs = 20;
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        QCOMPARE(QFileInfo(path + QStringLiteral("-reserve")).size(), reserve);
+        uint32_t exec = 1;
+        for (; exec < 400 && (*store)->writable(); ++exec) {
+            startExecution(**store, QStringLiteral("sb"), exec, {QStringLiteral("cat")});
+            (*store)->append(output(QStringLiteral("sb"), exec, 1, 0, QByteArray(256 * 1024, char('a' + exec % 26))));
+            exitExecution(**store, QStringLiteral("sb"), exec, 256 * 1024);
+            (void)(*store)->flush();
+        }
+        const Status full = (*store)->writable();
+        QVERIFY2(!full && full.error().message.contains(QStringLiteral("disk is full")), qPrintable(full ? QStringLiteral("writable") : full.error().message));
+
+        auto report = (*store)->pruneAndWait({qint64(0), std::nullopt, false});
+        if (reserve == 0) {
+            QVERIFY(!report);
+            QVERIFY2(report.error().message.contains(QStringLiteral("disk is full")), qPrintable(report.error().message));
+            return;
+        }
+        QVERIFY2(report, report ? "" : qPrintable(report.error().message));
+        QVERIFY(report->freedBytes >= 4 * 1024 * 1024);
+        QCOMPARE(report->storedBytes, 0);
+        QCOMPARE(QFileInfo(path + QStringLiteral("-reserve")).size(), reserve); // made again
+        // Writing again: what waited is stored, and new work with it.
+        QVERIFY(QTest::qWaitFor([&] { return bool((*store)->writable()); }, 5000));
+        startExecution(**store, QStringLiteral("sb"), exec + 1, {QStringLiteral("echo"), QStringLiteral("after")});
+        QVERIFY((*store)->flush());
+        QCOMPARE(scalar(path, "SELECT count(*) FROM executions WHERE argv_json = '[\"echo\",\"after\"]'").toLongLong(), 1);
+        QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
     }
 
     void anExportWalksTheWholeRunInPages()
