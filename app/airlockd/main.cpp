@@ -26,8 +26,11 @@
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QFile>
 #include <QFileInfo>
 #include <QSocketNotifier>
+#include <QPointer>
+#include <QThreadPool>
 
 #include <csignal>
 #include <cstdio>
@@ -104,6 +107,15 @@ QString manualPage(const QList<QCommandLineOption> &options)
                       {QStringLiteral("$XDG_CONFIG_HOME/airlock/airlockd.env"), QStringLiteral("AIRLOCKD_OPTIONS for the systemd user service.")}});
     page.paragraphs(QStringLiteral("See also"), QStringLiteral("airlockctl(1), airlock(1), bwrap(1)"));
     return page.render(airlock::version());
+}
+
+// The first of quick_check's findings that says something ("*** in database main ***" heads them).
+QString firstFinding(const QString &findings)
+{
+    for (const QString &line : findings.split(QLatin1Char('\n')))
+        if (!line.startsWith(QLatin1String("***")) && !line.trimmed().isEmpty())
+            return line.left(300);
+    return findings.left(300);
 }
 } // namespace
 
@@ -256,21 +268,34 @@ int main(int argc, char *argv[])
     const bool outlive = !parser.isSet(endWithDaemonOpt);
     // What runs in sandboxes that outlived the last daemon is not "interrupted": it is taken over.
     historyOptions.liveSandboxes = Engine::liveSandboxes(paths::dataDir());
+    // Damaged (truncated, overwritten, corrupt inside): kept aside, never deleted, and a new
+    // history started, so the daemon works; said in its log, on stderr and in daemon.info. Found
+    // by SQLite when it opens the file, or by the last daemon's check of all of it (below).
+    const QString damageFound = historyOptions.path + QStringLiteral(".damage-found");
+    QString aside, damage;
+    if (QFile::remove(damageFound)) {
+        if (auto moved = HistoryStore::setAsideIfDamaged(historyOptions.path)) { // (not when recovered by hand meanwhile)
+            aside = *moved;
+            damage = QStringLiteral("quick_check found damage inside");
+        }
+    }
     auto history = HistoryStore::open(historyOptions);
-    QString historyNotice;
     if (!history && history.error().code != ErrorCode::HistoryUnavailable) {
-        // Damaged (truncated, overwritten, corrupt inside): kept aside, never deleted, and a new
-        // history started, so the daemon works; said in its log, on stderr and in daemon.info.
-        if (auto aside = HistoryStore::setAsideIfDamaged(historyOptions.path)) {
-            QString quoted = *aside;
-            quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
-            historyNotice = QStringLiteral("the history at %1 was damaged (%2); it was moved to %3 and a new one started. To recover what "
-                                           "it held: sqlite3 '%4' .recover | sqlite3 recovered.db")
-                                .arg(historyOptions.path, history.error().message, *aside, quoted);
-            logger->warn("{}", historyNotice.toStdString());
-            std::fprintf(stderr, "airlockd: %s\n", qPrintable(historyNotice));
+        if (auto moved = HistoryStore::setAsideIfDamaged(historyOptions.path)) {
+            aside = *moved;
+            damage = history.error().message;
             history = HistoryStore::open(historyOptions);
         }
+    }
+    QString historyNotice;
+    if (!aside.isEmpty()) {
+        QString quoted = aside;
+        quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
+        historyNotice = QStringLiteral("the history at %1 was damaged (%2); it was moved to %3 and a new one started. To recover what "
+                                       "it held: sqlite3 '%4' .recover | sqlite3 recovered.db")
+                            .arg(historyOptions.path, damage, aside, quoted);
+        logger->warn("{}", historyNotice.toStdString());
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(historyNotice));
     }
     if (!history) {
         logger->error("{}", history.error().message.toStdString()); // an autostarted daemon has no terminal
@@ -344,6 +369,28 @@ int main(int argc, char *argv[])
         logger->info("signal {}: {}", info.ssi_signo, outlive ? "stopping; sandboxes go on" : "stopping every sandbox");
         engine.shutdown();
         QCoreApplication::exit(0);
+    });
+    // Damage in the middle of the file (what opening it does not read) is what SQLite's
+    // quick_check finds, reading all of it: on a thread of its own, so that a big history does not
+    // slow the start; what it finds is said in the log and by `airlockctl info`.
+    // (The answer goes through the application, which outlives the server, to a guarded pointer.)
+    QThreadPool::globalInstance()->start([path = historyOptions.path, damageFound, target = QPointer<rpc::RpcServer>(&server), logger] {
+        const auto found = HistoryReader(path).quickCheck();
+        if (!found || *found == QLatin1String("ok"))
+            return;
+        QString quoted = path;
+        quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
+        // The next start sets it aside (writing where it is damaged would fail meanwhile).
+        QFile(damageFound).open(QIODevice::WriteOnly);
+        const QString notice = QStringLiteral("the history at %1 is damaged inside (quick_check: %2). Restart airlockd (systemctl --user restart "
+                                              "airlockd; sandboxes go on) to move it aside and start a new one, or stop it and recover it: "
+                                              "sqlite3 '%3' .recover | sqlite3 recovered.db, then put recovered.db in its place")
+                                   .arg(path, firstFinding(*found), quoted);
+        logger->warn("{}", notice.toStdString());
+        QMetaObject::invokeMethod(QCoreApplication::instance(), [target, notice] {
+            if (target)
+                target->addNotice(notice);
+        }, Qt::QueuedConnection);
     });
     logger->info("airlockd {} ready (pid {}, guest {})", version().toStdString(), ::getpid(), parser.value(guestOpt).toStdString());
     return QCoreApplication::exec();

@@ -541,6 +541,54 @@ private Q_SLOTS:
         guard.pid = 0;
     }
 
+    // Damage inside the file, which opening it does not read (issue 19, item 9): found after the
+    // start by SQLite's quick_check, on a thread of its own, and said; the history stays where it
+    // is and the daemon works.
+    void damageInsideTheHistoryIsFoundAfterTheStartAndSaid()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "dense")), QStringLiteral("dense"));
+        for (int i = 0; i < 4; ++i)
+            QCOMPARE(d.ctl(args("exec", "dense", "-n", "--", "seq", "1", "100000")).exitCode, 0);
+        d.stop();
+        const QString path = d.dataDir() + QStringLiteral("/history.db");
+        sqlite3 *h = nullptr;
+        QCOMPARE(sqlite3_open(native(path).constData(), &h), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_stmt *st = nullptr;
+        QCOMPARE(sqlite3_prepare_v2(h, "SELECT (SELECT page_size FROM pragma_page_size), pageno FROM dbstat WHERE name = 'chunks' "
+                                       "AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 3", -1, &st, nullptr), SQLITE_OK);
+        QCOMPARE(sqlite3_step(st), SQLITE_ROW);
+        const qint64 pageSize = sqlite3_column_int64(st, 0), page = sqlite3_column_int64(st, 1);
+        sqlite3_finalize(st);
+        sqlite3_close(h);
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadWrite));
+        QVERIFY(file.seek((page - 1) * pageSize));
+        QCOMPARE(file.write(QByteArray(64, '\xff')), qint64(64)); // its header: a b-tree page no more
+        file.close();
+
+        QVERIFY(d.start());
+        QVERIFY2(waitFor([&] { return !jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("notices")).toArray().isEmpty(); }, 15000),
+                 "no notice of the damage");
+        const QString notice = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("notices")).toArray().first().toString();
+        QVERIFY2(notice.contains(QStringLiteral("is damaged inside (quick_check: Page ")) && notice.contains(QStringLiteral("Restart airlockd"))
+                     && notice.contains(QStringLiteral(".recover")), qPrintable(notice));
+        QVERIFY(QDir(d.dataDir()).entryList({QStringLiteral("history.db.damaged-*")}).isEmpty()); // nothing moved under a running daemon
+        // The restart it asks for sets the file aside and starts a new one; the sandbox goes on.
+        d.stop();
+        QVERIFY(d.start());
+        QStringList aside = QDir(d.dataDir()).entryList({QStringLiteral("history.db.damaged-*")});
+        aside.removeIf([](const QString &name) { return name.endsWith(QLatin1String("-wal")) || name.endsWith(QLatin1String("-shm")); });
+        QCOMPARE(aside.size(), 1);
+        const QString said = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("notices")).toArray().first().toString();
+        QVERIFY2(said.contains(QStringLiteral("was damaged (quick_check found damage inside); it was moved to ")), qPrintable(said));
+        QCOMPARE(d.ctl(args("exec", "dense", "-n", "--", "echo", "still")).out, QByteArray("still\n"));
+        QVERIFY(d.ctl(args("history", "--json")).out.contains("still"));
+    }
+
     void aClientRefusesASocketDirectoryThatIsNotItsOwn()
     {
         // Someone else created the directory first (the /tmp fallback without XDG_RUNTIME_DIR):
