@@ -310,7 +310,8 @@ int main(int argc, char *argv[])
     HistoryGate gate(*history->get());
     ApprovalBroker approvals{int(*approvalTimeout)};
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive},
+    const QStringList ownDirs = QStringList{QFileInfo(parser.value(socketOpt)).absolutePath()} + toolDirs;
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive, ownDirs},
                   caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     // A sandbox's guest keeps its output until it is stored: then it may forget it.

@@ -316,34 +316,78 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
                    networkModeName(spec.network).toStdString());
 }
 
+namespace {
+// Every folder from `from` down to the parent of `to` may be passed through by any uid.
+bool traversableByOthers(const QString &from, const QString &to)
+{
+    for (QString p = QFileInfo(to).path(); p.size() >= from.size(); p = QFileInfo(p).path()) {
+        struct stat st {};
+        if (::stat(QFile::encodeName(p).constData(), &st) != 0 || !(st.st_mode & S_IXOTH))
+            return false;
+        if (p == from || p == QLatin1String("/"))
+            break;
+    }
+    return true;
+}
+} // namespace
+
 Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
 {
     // What is airlockd's own: the history, records and resume sockets of every sandbox, the
-    // other sandboxes' workspaces, the person's secrets and policy, the daemon's socket.
+    // other sandboxes' workspaces, the person's secrets, policy and tools, the daemon's socket.
+    // Made if missing (a folder that does not exist yet could not be covered, and would appear
+    // in a mount later).
     QStringList own;
-    for (const QString &dir : {m_config.dataDir, workspacesDir(), keptDir(), paths::configDir(), paths::stateDir(), paths::runtimeDir()})
+    QStringList dirs{m_config.dataDir, workspacesDir(), keptDir(), paths::configDir(), paths::stateDir(), paths::runtimeDir()};
+    dirs += m_config.ownDirs;
+    for (const QString &dir : std::as_const(dirs)) {
+        if (dir.isEmpty())
+            continue;
+        if (!QFileInfo::exists(dir))
+            paths::ensurePrivateDir(dir);
         if (const QString canonical = QFileInfo(dir).canonicalFilePath(); !canonical.isEmpty() && !own.contains(canonical))
             own.append(canonical);
+    }
     // One cover for a folder and what is in it.
     own.removeIf([&](const QString &dir) {
         return std::any_of(own.cbegin(), own.cend(), [&](const QString &other) { return dir.startsWith(other + QLatin1Char('/')); });
     });
+    const auto below = [](const QString &path, const QString &dir) { return path == dir || path.startsWith(dir + QLatin1Char('/')); };
     QStringList hidden;
     for (const Mount &m : mounts) {
         const QString host = QFileInfo(m.hostPath).canonicalFilePath();
         if (host.isEmpty())
             continue; // a source that does not exist fails where it is opened, with its own message
         for (const QString &dir : std::as_const(own)) {
-            if (host == dir || host.startsWith(dir + QLatin1Char('/')))
+            if (below(host, dir))
                 return makeError(ErrorCode::InvalidArgument,
                                  QStringLiteral("mount %1: it is inside airlockd's own %2, which no sandbox may see (it holds the history, the "
                                                 "other sandboxes and the keys to them); mount a folder of your own instead")
                                      .arg(m.hostPath, dir));
-            // Below the mount: it is there, inside, covered by an empty read-only folder.
-            if (host == QLatin1String("/") || dir.startsWith(host + QLatin1Char('/')))
-                hidden.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
+            if (host != QLatin1String("/") && !dir.startsWith(host + QLatin1Char('/')))
+                continue;
+            // Below the mount: it is there, inside, covered by an empty read-only folder. Written
+            // to, the mount could move the covered folder aside and make one of its own where
+            // airlockd keeps the next sandbox's record.
+            if (m.writable)
+                return makeError(ErrorCode::InvalidArgument,
+                                 QStringLiteral("mount %1 read-write: it holds airlockd's own %2, which a sandbox could move aside and replace; "
+                                                "mount it read-only (:ro), or a folder below it")
+                                     .arg(m.hostPath, dir));
+            // A root daemon's sandboxes run as uids of their own: what they cannot reach needs no
+            // cover (and could not be given one).
+            if (m_caps.runningAsRoot && !traversableByOthers(host, dir))
+                continue;
+            hidden.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
         }
     }
+    // Nor may a mount be put inside a covered folder (bwrap would make its mount point there).
+    for (const Mount &m : mounts)
+        for (const QString &h : std::as_const(hidden))
+            if (below(m.sandboxPath, h))
+                return makeError(ErrorCode::InvalidArgument,
+                                 QStringLiteral("mount %1 at %2: that is inside %3, which shows airlockd's own folder covered; mount it elsewhere")
+                                     .arg(m.hostPath, m.sandboxPath, h));
     return hidden;
 }
 

@@ -55,6 +55,8 @@ struct EngineConfig {
     // Sandboxes go on when the daemon stops or dies, and the next daemon takes them over. Off:
     // they end with it, and what a killed daemon left is removed at the next start.
     bool sandboxesOutliveDaemon = true;
+    // More of airlockd's own folders no sandbox may see (its socket's, the tool declarations').
+    QStringList ownDirs;
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.

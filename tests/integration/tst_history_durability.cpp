@@ -120,9 +120,10 @@ private Q_SLOTS:
             QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
             const QString sb = created->value(QStringLiteral("id")).toString();
             QVERIFY(client->call(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), sb}}));
-            // A flood of output, and short executions starting and exiting around it, until the
-            // daemon is killed at a random moment.
-            auto flood = startExec(*client, sb, args("sh", "-c", "yes airlock-durability-flood | head -c 100000000"));
+            // A flood of output (longer than the iteration, whatever the machine's speed, and below
+            // the 1 GiB output limit: it is in flight when the daemon dies), and short executions starting and exiting around it,
+            // until the daemon is killed at a random moment.
+            auto flood = startExec(*client, sb, args("sh", "-c", "yes airlock-durability-flood | head -c 900000000"));
             QVERIFY(flood);
             started.append({sb, uint32_t(flood->value(QStringLiteral("exec")).toDouble())});
             const int killAfterMs = int(rng.bounded(10, 400));

@@ -280,6 +280,17 @@ private Q_SLOTS:
         const CliResult inside = d.ctl(args("create", "--mount", d.dataDir() + QStringLiteral("/sandboxes:/x:ro")));
         QVERIFY(inside.exitCode != 0);
         QVERIFY2(inside.err.contains("inside airlockd's own"), inside.err.constData());
+        // Written to, such a mount could move the covered folder aside and make one of its own
+        // where the next sandbox's record goes: refused.
+        const CliResult writable = d.ctl(args("create", "--mount", parent + QStringLiteral(":/host:rw")));
+        QVERIFY(writable.exitCode != 0);
+        QVERIFY2(writable.err.contains("read-write: it holds airlockd's own"), writable.err.constData());
+        // Nor may another mount go inside the cover (bwrap would make its mount point there).
+        const CliResult planted = d.ctl(args("create", "--mount", parent + QStringLiteral(":/host:ro"), "--mount",
+                                             d.rootDir() + QStringLiteral(":/host/airlock/sandboxes/deadbeef0000:ro")));
+        QVERIFY(planted.exitCode != 0);
+        QVERIFY2(planted.err.contains("which shows airlockd's own folder covered"), planted.err.constData());
+        QVERIFY(!QFileInfo::exists(d.dataDir() + QStringLiteral("/sandboxes/deadbeef0000")));
     }
 
     // The same for a user's own daemon, whose sandboxes run as the user: the history is right
@@ -295,6 +306,15 @@ private Q_SLOTS:
         const auto look = u.ctl(args("exec", "mine", "--", "sh", "-c", "ls -A /share/airlock | wc -l; cat /share/airlock/history.db 2>&1 | head -c 60"));
         QCOMPARE(look.first, 0);
         QVERIFY2(look.second.startsWith("0\ncat: /share/airlock/history.db: No such file or directory"), look.second.constData());
+        // The person's own folder (secrets, policy, tools) too, made first when it is missing: a
+        // secret stored after the sandbox was made is not there either.
+        const QString config = u.home().filePath(QStringLiteral("config"));
+        const auto reader = u.ctl(args("create", "--name", "reader", "--mount", config + QStringLiteral(":/cfg:ro")));
+        QVERIFY2(reader.first == 0, reader.second.constData());
+        QCOMPARE(u.ctl(args("secret", "set", "TOKEN"), "sekrit-value").first, 0);
+        QVERIFY(QFileInfo::exists(config + QStringLiteral("/airlock/secrets.json")));
+        const auto secrets = u.ctl(args("exec", "reader", "--", "ls", "-A", "/cfg/airlock"));
+        QCOMPARE(secrets, (std::pair{0, QByteArray()}));
     }
 
     void nothingInsideTheSandboxReachesItsGuestsResumeSocket()
