@@ -91,6 +91,8 @@ done
 "$root/usr/bin/airlockctl" create --name pkg-box >/dev/null || fail "create"
 words=$(PATH="$root/usr/bin:$PATH" bash -c "source '$root/usr/share/bash-completion/completions/airlockctl'; COMP_WORDS=(airlockctl exec pkg); COMP_CWORD=2; _airlockctl; echo \${COMPREPLY[*]}")
 [[ $words == pkg-box ]] || fail "completing 'airlockctl exec pkg' gave '$words'"
+# Sandboxes outlive their daemon: this one is ended before the daemon is stopped.
+"$root/usr/bin/airlockctl" rm pkg-box >/dev/null || fail "rm"
 kill "${daemon_pids[@]}"
 pass "airlockctl run -- echo ok from the installed paths; --version is $version everywhere; sandbox names complete"
 
