@@ -374,8 +374,9 @@ int main(int argc, char *argv[])
     // Damage in the middle of the file (what opening it does not read) is what SQLite's
     // quick_check finds, reading all of it: on a thread of its own, so that a big history does not
     // slow the start; what it finds is said in the log and by `airlockctl info`.
-    // (The answer goes through the application, which outlives the server, to a guarded pointer.)
-    QThreadPool::globalInstance()->start([path = historyOptions.path, damageFound, target = QPointer<rpc::RpcServer>(&server), logger] {
+    // (A pool of its own, declared after the server: it is waited for before the server goes.)
+    QThreadPool checks;
+    checks.start([path = historyOptions.path, damageFound, target = QPointer<rpc::RpcServer>(&server), logger] {
         const auto found = HistoryReader(path).quickCheck();
         if (!found || *found == QLatin1String("ok"))
             return;

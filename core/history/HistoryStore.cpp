@@ -162,7 +162,7 @@ bool HistoryStore::keepReserve() const
         return true;
     const QByteArray path = QFile::encodeName(reservePath());
     struct stat st {};
-    if (::stat(path.constData(), &st) == 0 && st.st_size >= m_options.reserveBytes)
+    if (::lstat(path.constData(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= m_options.reserveBytes)
         return true;
     const int fd = ::open(path.constData(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
