@@ -58,6 +58,17 @@ QByteArray numberedLines(int from, int to)
     return out;
 }
 
+// Starts `d` with sandboxes that outlive it and creates one: its name, or empty and `error`.
+QString startWithSandbox(TestDaemon &d, const QStringList &options, QString *error)
+{
+    d.setSandboxesOutlive(true);
+    if (!d.start()) {
+        *error = QStringLiteral("airlockd did not start");
+        return {};
+    }
+    return d.create(options, error);
+}
+
 bool alive(qint64 pid)
 {
     return pid > 0 && ::kill(pid_t(pid), 0) == 0;
@@ -71,10 +82,8 @@ private Q_SLOTS:
     void aCommandGoesOnAcrossAKilledDaemonAndItsClientMissesNothing()
     {
         TestDaemon d;
-        d.setSandboxesOutlive(true);
-        QVERIFY(d.start());
         QString error;
-        const QString sb = d.create({}, &error);
+        const QString sb = startWithSandbox(d, {}, &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         QCOMPARE(execIn(d, sb, args("sh", "-c", "echo kept > work.txt")).exitCode, 0);
         const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
@@ -130,10 +139,8 @@ private Q_SLOTS:
     void aStoppedDaemonLeavesSandboxesRunningAndTheNextTakesThemOver()
     {
         TestDaemon d;
-        d.setSandboxesOutlive(true);
-        QVERIFY(d.start());
         QString error;
-        const QString sb = d.create(args("--network", "allowlist"), &error);
+        const QString sb = startWithSandbox(d, args("--network", "allowlist"), &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
         // A command that ends while no daemon is there: its end and its output are not lost.
@@ -164,10 +171,8 @@ private Q_SLOTS:
     void aSandboxThatEndedWhileTheDaemonWasAwayKeepsItsWorkspaceUntilRm()
     {
         TestDaemon d;
-        d.setSandboxesOutlive(true);
-        QVERIFY(d.start());
         QString error;
-        const QString sb = d.create({}, &error);
+        const QString sb = startWithSandbox(d, {}, &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         QCOMPARE(execIn(d, sb, args("sh", "-c", "echo precious > result.txt")).exitCode, 0);
         const QJsonObject info = sandboxInfo(d, sb);
@@ -212,10 +217,8 @@ private Q_SLOTS:
     void aRecordIsCheckedNotTrusted()
     {
         TestDaemon d;
-        d.setSandboxesOutlive(true);
-        QVERIFY(d.start());
         QString error;
-        const QString sb = d.create({}, &error);
+        const QString sb = startWithSandbox(d, {}, &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
         d.stop();
@@ -263,10 +266,8 @@ private Q_SLOTS:
     void airlockdsOwnDirectoriesAreHiddenInMounts()
     {
         TestDaemon d;
-        d.setSandboxesOutlive(true);
-        QVERIFY(d.start());
         QString error;
-        const QString victim = d.create({}, &error);
+        const QString victim = startWithSandbox(d, {}, &error);
         QVERIFY2(!victim.isEmpty(), qPrintable(error));
         const QString parent = QFileInfo(d.dataDir()).path();
         const QString attacker = d.create(args("--mount", parent + QStringLiteral(":/host:ro")), &error);
@@ -320,10 +321,8 @@ private Q_SLOTS:
     void nothingInsideTheSandboxReachesItsGuestsResumeSocket()
     {
         TestDaemon d;
-        d.setSandboxesOutlive(true);
-        QVERIFY(d.start());
         QString error;
-        const QString sb = d.create({}, &error);
+        const QString sb = startWithSandbox(d, {}, &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
         // The socket is in the daemon's own directory, which the sandbox does not see; the guest's
