@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // history, search, runs and prune: the daemon's SQLite history from the command line.
 #include "HistoryFormat.h"
+#include "ProgressLine.h"
 #include "SandboxCommands.h"
 #include "Table.h"
 #include "model/Units.h"
@@ -212,7 +213,22 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto pruned = (*client)->call(QStringLiteral("history.prune"), params, 3'600'000);
+        // Each phase is said on a terminal as it goes; a conversion (which holds new work for its
+        // length, once) is said anywhere, since whoever waits meanwhile wants to know why.
+        ProgressLine line;
+        QString phase;
+        const auto told = [&](const QJsonObject &step) {
+            const QString now = step.value(QStringLiteral("phase")).toString();
+            const bool changed = now != phase;
+            phase = now;
+            if (changed && now == QLatin1String("converting") && !ctx.json) {
+                line.clear();
+                ctx.err << "converting the history to incremental vacuum (once; new work waits until it is done)" << Qt::endl;
+            }
+            line.update(now, qint64(step.value(QStringLiteral("done")).toDouble()), qint64(step.value(QStringLiteral("total")).toDouble()), changed);
+        };
+        auto pruned = (*client)->call(QStringLiteral("history.prune"), params, 3'600'000, told);
+        line.clear();
         if (!pruned)
             return fail(ctx, pruned.error());
         if (ctx.json) {
@@ -231,7 +247,8 @@ private:
                               QStringLiteral("size")};
     QCommandLineOption m_olderThan{QStringLiteral("older-than"), QStringLiteral("Drop the output of executions that ended before: 7d, 2026-11-01, ..."),
                                    QStringLiteral("age")};
-    QCommandLineOption m_vacuum{QStringLiteral("vacuum"), QStringLiteral("Then give the freed space back to the filesystem (VACUUM).")};
+    QCommandLineOption m_vacuum{QStringLiteral("vacuum"),
+                                QStringLiteral("Then give the freed space back to the filesystem (incremental: new work goes on meanwhile).")};
 };
 
 void addHistoryCommands(std::vector<std::unique_ptr<Command>> &commands)

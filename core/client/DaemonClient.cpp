@@ -55,6 +55,7 @@ void DaemonClient::close()
         m_conn->deleteLater();
         m_conn = nullptr;
     }
+    m_progress.clear();
     const auto pending = std::exchange(m_pending, {});
     for (const Callback &cb : pending)
         cb(makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the connection was closed")));
@@ -196,6 +197,7 @@ void DaemonClient::attach(QLocalSocket *socket)
                 ended = QStringLiteral("ssh exited with status %1").arg(ssh->exitCode());
         }
         const Error why = m_lastServerError.message.isEmpty() ? makeError(ErrorCode::DaemonUnavailable, ended) : m_lastServerError;
+        m_progress.clear();
         auto pending = std::exchange(m_pending, {});
         for (const Callback &cb : std::as_const(pending))
             cb(why);
@@ -374,7 +376,7 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
     return Ok{};
 }
 
-void DaemonClient::callAsync(const QString &method, const QJsonObject &params, Callback done)
+void DaemonClient::callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress)
 {
     if (!isConnected()) {
         done(makeError(ErrorCode::DaemonUnavailable, QStringLiteral("not connected to the daemon")));
@@ -382,6 +384,8 @@ void DaemonClient::callAsync(const QString &method, const QJsonObject &params, C
     }
     const qint64 id = m_nextId++;
     m_pending.insert(id, std::move(done));
+    if (progress)
+        m_progress.insert(id, std::move(progress));
     m_conn->send(rpc::makeRequest(id, method, params));
 }
 
@@ -390,7 +394,7 @@ void DaemonClient::notify(const QString &method, const QJsonObject &params)
     callAsync(method, params, [](Result<QJsonValue>) {});
 }
 
-Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject &params, int timeoutMs)
+Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject &params, int timeoutMs, Progress progress)
 {
     QEventLoop loop;
     std::optional<Result<QJsonValue>> result;
@@ -399,7 +403,7 @@ Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject 
         result = std::move(r);
         if (guard)
             guard->quit();
-    });
+    }, std::move(progress));
     if (!result) {
         QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
         loop.exec();
@@ -414,9 +418,16 @@ Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject 
 void DaemonClient::onMessage(const QJsonObject &message)
 {
     if (message.contains(QStringLiteral("method"))) {
-        if (message.value(QStringLiteral("method")).toString() == QLatin1String("event"))
-            if (auto ev = rpc::eventFromJson(message.value(QStringLiteral("params")).toObject()))
+        const QString method = message.value(QStringLiteral("method")).toString();
+        const QJsonObject params = message.value(QStringLiteral("params")).toObject();
+        if (method == QLatin1String("event")) {
+            if (auto ev = rpc::eventFromJson(params))
                 Q_EMIT eventReceived(*ev);
+        } else if (method == QLatin1String("progress")) {
+            const auto told = m_progress.constFind(qint64(params.value(QStringLiteral("id")).toDouble()));
+            if (told != m_progress.cend())
+                (*told)(params);
+        }
         return;
     }
     const QJsonValue id = message.value(QStringLiteral("id"));
@@ -431,6 +442,7 @@ void DaemonClient::onMessage(const QJsonObject &message)
         return;
     Callback cb = std::move(*it);
     m_pending.erase(it);
+    m_progress.remove(qint64(id.toDouble()));
     if (isError)
         cb(rpc::errorFromReply(message.value(QStringLiteral("error")).toObject()));
     else

@@ -61,8 +61,11 @@ public:
     const ConnectOptions &options() const { return m_options; }
 
     using Callback = std::function<void(Result<QJsonValue>)>;
-    void callAsync(const QString &method, const QJsonObject &params, Callback done);
-    Result<QJsonObject> call(const QString &method, const QJsonObject &params = {}, int timeoutMs = 60000);
+    // How far a long request has come (the daemon's "progress" notifications for it), before its
+    // reply: {"phase", "done", "total"} for history.prune.
+    using Progress = std::function<void(const QJsonObject &)>;
+    void callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress = {});
+    Result<QJsonObject> call(const QString &method, const QJsonObject &params = {}, int timeoutMs = 60000, Progress progress = {});
 
     // Fire-and-forget for requests whose failure is not actionable (stdin, resize).
     void notify(const QString &method, const QJsonObject &params);
@@ -84,6 +87,7 @@ private:
     ConnectOptions m_options;
     qint64 m_nextId = 1;
     QHash<qint64, Callback> m_pending;
+    QHash<qint64, Progress> m_progress; // of pending calls that asked for it
     Error m_lastServerError;
     QString m_startNotice;
 };

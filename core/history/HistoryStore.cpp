@@ -132,7 +132,9 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
     store->m_writer = std::move(*db);
     // A migration rebuilds tables that others refer to, so it runs before the foreign keys are
     // enforced (SQLite's own procedure) and checks them itself before each step commits.
-    for (const char *pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"})
+    // Incremental vacuum (which a new file takes only before its first table, and before WAL):
+    // giving space back is then done a slice at a time, never one long VACUUM.
+    for (const char *pragma : {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"})
         if (Status s = sql::exec(raw, pragma, QString::fromLatin1(pragma)); !s)
             return s.error();
     if (Status s = history::migrate(raw, options.path); !s)
@@ -284,23 +286,6 @@ Status HistoryStore::writable() const
     return Ok{};
 }
 
-void HistoryStore::prune(const Prune &request, std::function<void(Result<PruneReport>)> done)
-{
-    {
-        std::lock_guard lock(m_mutex);
-        m_tasks.push_back([this, request, done = std::move(done)] { done(runPrune(request)); });
-    }
-    m_wake.notify_one();
-}
-
-Result<HistoryStore::PruneReport> HistoryStore::pruneAndWait(const Prune &request)
-{
-    std::promise<Result<PruneReport>> promise;
-    auto result = promise.get_future();
-    prune(request, [&promise](Result<PruneReport> r) { promise.set_value(std::move(r)); });
-    return result.get();
-}
-
 void HistoryStore::writerLoop()
 {
     using Clock = std::chrono::steady_clock;
@@ -310,10 +295,11 @@ void HistoryStore::writerLoop()
     for (;;) {
         // m_state.toIndex is the writer's own: tails still to index keep it going when idle.
         m_wake.wait(lock, [&] {
-            return !m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_flushRequested || !m_tasks.empty() || m_stopping || m_failed
-                || !m_state.toIndex.empty();
+            return !m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_flushRequested || !m_jobs.empty() || m_activeJob || m_stopping
+                || m_failed || !m_state.toIndex.empty();
         });
-        if (m_stopping && m_queue.empty() && m_tasks.empty() && !m_tailPending && m_tailSlices.empty())
+        // (Upkeep under way is given up when stopping: each of its slices committed.)
+        if (m_stopping && m_queue.empty() && !m_tailPending && m_tailSlices.empty())
             break;
         if (m_stopping && m_failed && ++failuresWhileStopping > 3) {
             logger()->error("history: giving up on {} events that could not be written before stopping", m_queue.size());
@@ -322,7 +308,7 @@ void HistoryStore::writerLoop()
         // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
         if (m_failed && !m_stopping)
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
-        else if (!m_flushRequested && !m_stopping && m_tasks.empty()) {
+        else if (!m_flushRequested && !m_stopping && !m_activeJob && m_jobs.empty()) {
             const Clock::time_point gathered = Clock::now() + std::chrono::milliseconds(m_options.maxBatchLatencyMs);
             while (!m_flushRequested && !m_stopping) {
                 const Clock::time_point until = m_cutBatchAt ? std::min(gathered, *m_cutBatchAt) : gathered;
@@ -356,8 +342,6 @@ void HistoryStore::writerLoop()
             batch.push_back(std::move(m_tailSlices.front()));
             m_tailSlices.pop_front();
         }
-        std::deque<std::function<void()>> tasks;
-        tasks.swap(m_tasks);
         const uint64_t id = ++m_batchesStarted;
         lock.unlock();
 
@@ -396,17 +380,29 @@ void HistoryStore::writerLoop()
         m_committed.notify_all();
         if (m_batchListener)
             m_batchListener();
-        // Prune and vacuum after the batch's waiters are released (a vacuum takes a while; flushes
-        // meanwhile wait for it, which `airlockctl prune --vacuum` says).
-        if (!tasks.empty()) {
+        // Upkeep a slice at a time between batches, once the batch's waiters are released: what
+        // arrives meanwhile waits at most a slice, then goes in the next batch (no gathering).
+        if (!m_activeJob && !m_jobs.empty()) {
+            m_activeJob = std::move(m_jobs.front());
+            m_jobs.pop_front();
+        }
+        if (m_activeJob && !m_stopping) {
             lock.unlock();
-            for (auto &task : tasks)
-                task();
+            const bool finished = upkeepSlice(*m_activeJob);
             lock.lock();
+            if (finished)
+                m_activeJob.reset();
         }
     }
     m_batchesDone = std::numeric_limits<uint64_t>::max();
     m_committed.notify_all();
+    std::deque<std::unique_ptr<UpkeepJob>> abandoned;
+    abandoned.swap(m_jobs);
+    if (m_activeJob)
+        abandoned.push_front(std::move(m_activeJob));
+    lock.unlock();
+    for (auto &job : abandoned)
+        abandonUpkeep(*job);
 }
 
 Result<qint64> HistoryStore::runId(const QString &name, qint64 timeMs)
@@ -575,13 +571,21 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     }
     if (Status s = indexSomeTails(kIndexSliceBytes); !s)
         return failWith(s.error());
-    if (m_state.totalStored > m_options.maxStoredOutputTotal) {
+    // Over the budget: down to 90 % of it, a slice per batch (the batch's waiters wait for it),
+    // unless new output outruns the slices by a tenth of the budget.
+    const qint64 budget = m_options.maxStoredOutputTotal;
+    m_state.overBudget = m_state.totalStored > budget - budget / 10 && (m_state.overBudget || m_state.totalStored > budget);
+    if (m_state.overBudget) {
         PruneReport report;
-        if (Status s = pruneOldest(m_options.maxStoredOutputTotal - m_options.maxStoredOutputTotal / 10, 0, report); !s)
+        const auto until = m_state.totalStored > budget + budget / 10 ? std::chrono::steady_clock::time_point::max()
+                                                                      : std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs);
+        bool more = false;
+        if (Status s = pruneOldest(budget - budget / 10, 0, report, until, std::numeric_limits<qint64>::max(), &more); !s)
             return failWith(s.error());
+        m_state.overBudget = more;
         if (report.executions)
-            logger()->info("history over its {}-byte budget: dropped the output of the {} oldest executions ({} bytes)",
-                           m_options.maxStoredOutputTotal, report.executions, report.freedBytes);
+            logger()->info("history over its {}-byte budget: dropped the output of the {} oldest executions ({} bytes)", budget,
+                           report.executions, report.freedBytes);
     }
     if (Status s = sql::exec(db, "COMMIT", QStringLiteral("commit")); !s)
         return failWith(s.error());
@@ -622,9 +626,12 @@ Status HistoryStore::indexSomeTails(qint64 budget)
     return Ok{};
 }
 
-Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report)
+Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report, std::chrono::steady_clock::time_point until,
+                                 qint64 maxBytes, bool *more)
 {
     Statements &q = *m_sql;
+    qint64 freed = 0;
+    *more = false;
     while (m_state.totalStored > target || endedBeforeMs) {
         std::vector<std::pair<qint64, qint64>> victims;
         q.pruneCandidates.integer(1, endedBeforeMs);
@@ -636,9 +643,14 @@ Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, PruneRepor
         for (const auto &[id, bytes] : victims) {
             if (m_state.totalStored <= target && !endedBeforeMs)
                 return Ok{};
+            if (freed > 0 && (freed >= maxBytes || std::chrono::steady_clock::now() >= until)) {
+                *more = true;
+                return Ok{};
+            }
             if (!q.unindexOutput.integer(1, id).run() || !q.dropOutput.integer(1, id).run() || !q.markPruned.integer(1, id).run())
                 return sql::error(m_writer.get(), QStringLiteral("pruning output"));
             m_state.totalStored -= bytes;
+            freed += std::max<qint64>(bytes, 1);
             report.executions += 1;
             report.freedBytes += bytes;
         }

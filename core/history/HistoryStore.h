@@ -83,9 +83,21 @@ public:
         qint64 storedBytes = 0; // output stored afterwards
         qint64 fileBytes = 0;   // database + WAL afterwards
     };
-    // Runs on the writer thread between batches; `done` is called on that thread.
-    void prune(const Prune &request, std::function<void(Result<PruneReport>)> done);
-    Result<PruneReport> pruneAndWait(const Prune &request);
+    struct Progress {
+        // "pruning"; "converting" (once, for a history made before incremental vacuum: the one
+        // step that holds commits for its whole length); "vacuuming".
+        QString phase;
+        qint64 done = 0; // bytes
+        qint64 total = 0;
+    };
+    using ProgressListener = std::function<void(const Progress &)>;
+    // Runs on the writer thread in slices of about kUpkeepSliceMs between batches, so that a
+    // commit waits at most a slice (issue 19, item 10). Each slice commits: what a prune dropped
+    // stays dropped if the daemon stops half way. `done` and `progress` (at most four times a
+    // second, and at each phase) are called on that thread.
+    void prune(const Prune &request, std::function<void(Result<PruneReport>)> done, ProgressListener progress = {});
+    Result<PruneReport> pruneAndWait(const Prune &request, ProgressListener progress = {});
+    static constexpr int kUpkeepSliceMs = 40;
 
 private:
     using ExecKey = std::pair<QString, uint32_t>;
@@ -109,8 +121,24 @@ private:
         std::map<ExecKey, ExecRow> execs;
         qint64 totalStored = 0;
         std::deque<qint64> toIndex; // finished executions whose tail is not in the search index yet
+        bool overBudget = false;    // pruning down to 90 % of the budget, a slice per batch
     };
     struct Statements; // prepared once for the writer's connection
+    struct UpkeepJob { // a prune (and vacuum) under way, in slices (HistoryUpkeep.cpp)
+        enum class Phase { Start, Prune, Vacuum, Finish };
+        Prune request;
+        std::function<void(Result<PruneReport>)> done;
+        ProgressListener progress;
+        Phase phase = Phase::Start;
+        PruneReport report;
+        qint64 goal = 0;        // output to keep at most
+        qint64 toFree = 0;      // what pruning expects to drop
+        bool onReserve = false; // the disk was full: the reserve was given up, and is made again at the end
+        qint64 freePages = -1;  // vacuum: the free pages it started with
+        qint64 pageSize = 4096;
+        QString lastPhase;
+        std::chrono::steady_clock::time_point lastReport{};
+    };
 
     explicit HistoryStore(Options options);
     void writerLoop();
@@ -120,12 +148,19 @@ private:
     Status indexCommand(qint64 id, const QJsonArray &argv);
     Status indexSomeTails(qint64 budget);
     Result<qint64> runId(const QString &name, qint64 timeMs);
-    Result<PruneReport> runPrune(const Prune &request);
-    Result<PruneReport> pruneOnce(const Prune &request, bool *full);
+    // One slice of a job (HistoryUpkeep.cpp): true once it is finished and `done` was called.
+    bool upkeepSlice(UpkeepJob &job);
+    Status pruneSlice(UpkeepJob &job, bool *more);
+    Status vacuumSlice(UpkeepJob &job, bool *more);
+    void abandonUpkeep(UpkeepJob &job); // the daemon stops: its `done` hears so
+    void reportProgress(UpkeepJob &job, const QString &phase, qint64 done, qint64 total, bool force = false);
     QString reservePath() const { return m_options.path + QStringLiteral("-reserve"); }
     // Allocates the reserve if it is missing; false when there is no room for it.
     bool keepReserve() const;
-    Status pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report);
+    // Drops the oldest output down to `target` (and all that ended before `endedBeforeMs`); stops
+    // early, with *more set, once past `until` or `maxBytes` (after at least one execution).
+    Status pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report, std::chrono::steady_clock::time_point until,
+                       qint64 maxBytes, bool *more);
     qint64 headBudget() const { return m_options.maxStoredOutputPerExec / 2; }
     qint64 tailBudget() const { return m_options.maxStoredOutputPerExec - headBudget(); }
 
@@ -133,6 +168,7 @@ private:
     sql::Db m_writer;
     std::unique_ptr<Statements> m_sql;
     WriterState m_state; // writer thread only
+    std::unique_ptr<UpkeepJob> m_activeJob; // writer thread only
     std::thread m_thread;
 
     mutable std::mutex m_mutex; // guards everything below
@@ -140,7 +176,7 @@ private:
     std::condition_variable m_committed;
     std::deque<Item> m_queue;
     std::map<ExecKey, OutputBudget> m_output;
-    std::deque<std::function<void()>> m_tasks;
+    std::deque<std::unique_ptr<UpkeepJob>> m_jobs; // waiting for the one before to finish
     uint64_t m_batchesStarted = 0;
     uint64_t m_batchesDone = 0;
     std::function<void()> m_batchListener;

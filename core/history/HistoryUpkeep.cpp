@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The history's upkeep on a bad day: a file SQLite finds damaged is set aside, and a disk the
-// history filled is pruned in the room of the reserve kept beside it. (Writing: HistoryStore.cpp.)
+// The history's upkeep: pruning and vacuum in slices between the writer's batches, a disk the
+// history filled pruned in the room of the reserve kept beside it, and a file SQLite finds damaged
+// set aside. (Writing: HistoryStore.cpp.)
 #include "history/HistoryStore.h"
 
 #include "history/HistoryReader.h"
@@ -13,6 +14,9 @@
 #include <QFileInfo>
 
 #include <cerrno>
+#include <chrono>
+#include <future>
+#include <limits>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -120,71 +124,176 @@ bool HistoryStore::keepReserve() const
     return kept;
 }
 
-Result<HistoryStore::PruneReport> HistoryStore::runPrune(const Prune &request)
+void HistoryStore::prune(const Prune &request, std::function<void(Result<PruneReport>)> done, ProgressListener progress)
 {
-    bool full = false;
-    auto pruned = pruneOnce(request, &full);
-    // A disk the history filled has no room for the deletion's own writes: the reserve makes it.
-    if (pruned || !full || m_options.reserveBytes <= 0 || !QFile::exists(reservePath()))
-        return pruned;
-    logger()->warn("history: the disk is full; pruning in the room of the reserve");
-    QFile::remove(reservePath());
-    // The write-ahead log first (it holds up to wal_autocheckpoint's 4 MB, which the database file
-    // takes in), then a slice at a time, the log emptied after each, so that no transaction needs
-    // more room than the reserve gave.
-    (void)sql::exec(m_writer.get(), "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
-    const qint64 goal = request.keepBytes.value_or(m_options.maxStoredOutputTotal);
-    const qint64 slice = std::max<qint64>(64 * 1024, m_options.reserveBytes / 4);
-    PruneReport sum;
-    for (;;) {
-        Prune step;
-        step.keepBytes = std::max(goal, m_state.totalStored - slice);
-        pruned = pruneOnce(step, &full);
-        (void)sql::exec(m_writer.get(), "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
-        if (!pruned)
-            break;
-        sum.executions += pruned->executions;
-        sum.freedBytes += pruned->freedBytes;
-        if (m_state.totalStored <= goal || pruned->freedBytes == 0)
-            break;
+    auto job = std::make_unique<UpkeepJob>();
+    job->request = request;
+    job->done = std::move(done);
+    job->progress = std::move(progress);
+    {
+        std::lock_guard lock(m_mutex);
+        m_jobs.push_back(std::move(job));
     }
-    if (pruned) // what else was asked (an age, a vacuum), now that there is room
-        pruned = pruneOnce(request, &full);
-    if (pruned) {
-        pruned->executions += sum.executions;
-        pruned->freedBytes += sum.freedBytes;
-    }
-    if (!keepReserve())
-        logger()->warn("history: no room for its reserve again yet");
-    return pruned;
+    m_wake.notify_one();
 }
 
-Result<HistoryStore::PruneReport> HistoryStore::pruneOnce(const Prune &request, bool *full)
+Result<HistoryStore::PruneReport> HistoryStore::pruneAndWait(const Prune &request, ProgressListener progress)
+{
+    std::promise<Result<PruneReport>> promise;
+    auto result = promise.get_future();
+    prune(request, [&promise](Result<PruneReport> r) { promise.set_value(std::move(r)); }, std::move(progress));
+    return result.get();
+}
+
+void HistoryStore::abandonUpkeep(UpkeepJob &job)
+{
+    job.done(makeError(ErrorCode::DaemonUnavailable,
+                       QStringLiteral("the history closed before the prune was done (what it dropped so far stays dropped); run it again")));
+}
+
+void HistoryStore::reportProgress(UpkeepJob &job, const QString &phase, qint64 done, qint64 total, bool force)
+{
+    const auto now = std::chrono::steady_clock::now();
+    if (!job.progress || (!force && phase == job.lastPhase && now - job.lastReport < std::chrono::milliseconds(250)))
+        return;
+    job.lastPhase = phase;
+    job.lastReport = now;
+    job.progress(Progress{phase, std::min(done, total), total});
+}
+
+bool HistoryStore::upkeepSlice(UpkeepJob &job)
+{
+    using Phase = UpkeepJob::Phase;
+    Status status = Ok{};
+    bool more = false;
+    switch (job.phase) {
+    case Phase::Start: {
+        job.goal = job.request.keepBytes.value_or(m_options.maxStoredOutputTotal);
+        qint64 ended = 0;
+        if (job.request.endedBeforeMs.value_or(0) != 0) {
+            sql::Stmt q(m_writer.get(), "SELECT total(stored_bytes) FROM executions WHERE stored_bytes > 0 AND status != 'running' AND ended_ms < ?");
+            q.integer(1, *job.request.endedBeforeMs);
+            ended = q.step() ? q.columnInt(0) : 0;
+        }
+        job.toFree = std::min(m_state.totalStored, std::max(m_state.totalStored - job.goal, ended));
+        job.phase = Phase::Prune;
+        reportProgress(job, QStringLiteral("pruning"), 0, job.toFree, true);
+        return false;
+    }
+    case Phase::Prune:
+        // On the reserve's room, all of it before any batch: a batch would take that room first.
+        do
+            status = pruneSlice(job, &more);
+        while (status && more && job.onReserve);
+        if (status && !more)
+            job.phase = job.request.vacuum ? Phase::Vacuum : Phase::Finish;
+        reportProgress(job, QStringLiteral("pruning"), job.report.freedBytes, job.toFree, !more);
+        break;
+    case Phase::Vacuum:
+        status = vacuumSlice(job, &more);
+        if (status && !more)
+            job.phase = Phase::Finish;
+        break;
+    case Phase::Finish:
+        break;
+    }
+    if (status && job.phase != Phase::Finish)
+        return false;
+    if (job.onReserve && !keepReserve())
+        logger()->warn("history: no room for its reserve again yet");
+    if (!status) {
+        job.done(status.error());
+        return true;
+    }
+    job.report.storedBytes = m_state.totalStored;
+    job.report.fileBytes = QFileInfo(m_options.path).size() + QFileInfo(m_options.path + QStringLiteral("-wal")).size();
+    job.done(job.report);
+    return true;
+}
+
+Status HistoryStore::pruneSlice(UpkeepJob &job, bool *more)
 {
     sqlite3 *db = m_writer.get();
-    PruneReport report;
     const WriterState before = m_state;
-    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s) {
-        *full = s.error().message.contains(QLatin1String(sqlite3_errstr(SQLITE_FULL)));
-        return s.error();
-    }
-    Status pruned = pruneOldest(request.keepBytes.value_or(m_options.maxStoredOutputTotal), request.endedBeforeMs.value_or(0), report);
-    if (pruned)
-        pruned = sql::exec(db, "COMMIT", QStringLiteral("commit"));
-    if (!pruned) {
-        // (The failing statement was reset since: its text is what is left of SQLITE_FULL.)
-        *full = pruned.error().message.contains(QLatin1String(sqlite3_errstr(SQLITE_FULL)));
-        (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
+    PruneReport slice;
+    // On a disk the history filled, a slice is a part of the reserve's room, and the write-ahead
+    // log is emptied after each (into the database file, which takes the pages it freed).
+    const qint64 maxBytes = job.onReserve ? std::max<qint64>(64 * 1024, m_options.reserveBytes / 4) : std::numeric_limits<qint64>::max();
+    Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin"));
+    const bool began = bool(s);
+    if (s)
+        s = pruneOldest(job.goal, job.request.endedBeforeMs.value_or(0), slice, std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs),
+                        maxBytes, more);
+    if (s)
+        s = sql::exec(db, "COMMIT", QStringLiteral("commit"));
+    if (!s) {
+        if (began)
+            (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
         m_state = before;
-        return pruned.error();
+        // (The failing statement was reset since: its text is what is left of SQLITE_FULL.)
+        const bool full = s.error().message.contains(QLatin1String(sqlite3_errstr(SQLITE_FULL)));
+        if (!full || job.onReserve || m_options.reserveBytes <= 0 || !QFile::exists(reservePath()))
+            return s;
+        logger()->warn("history: the disk is full; pruning in the room of the reserve");
+        QFile::remove(reservePath());
+        job.onReserve = true;
+        // The log first: it holds up to wal_autocheckpoint's 4 MB, which the database file takes in.
+        (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+        *more = true;
+        return Ok{};
     }
-    if (request.vacuum) {
-        if (Status s = sql::exec(db, "VACUUM; PRAGMA wal_checkpoint(TRUNCATE);", QStringLiteral("vacuum")); !s)
-            return s.error();
+    if (job.onReserve)
+        (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+    job.report.executions += slice.executions;
+    job.report.freedBytes += slice.freedBytes;
+    return Ok{};
+}
+
+Status HistoryStore::vacuumSlice(UpkeepJob &job, bool *more)
+{
+    sqlite3 *db = m_writer.get();
+    const auto pragma = [db](const char *text) -> qint64 {
+        sql::Stmt q(db, text);
+        return q.step() ? q.columnInt(0) : -1;
+    };
+    *more = false;
+    if (job.freePages < 0) {
+        job.pageSize = std::max<qint64>(512, pragma("PRAGMA page_size"));
+        const qint64 mode = pragma("PRAGMA auto_vacuum");
+        if (mode == 0) {
+            // Made before incremental vacuum (or by a daemon of then): one whole VACUUM makes it
+            // incremental. It holds every commit for its length, once; the progress says so.
+            const qint64 file = QFileInfo(m_options.path).size();
+            reportProgress(job, QStringLiteral("converting"), 0, file, true);
+            if (Status s = sql::exec(db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", QStringLiteral("converting the history to incremental vacuum")); !s)
+                return s;
+            (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+            reportProgress(job, QStringLiteral("converting"), file, file, true);
+            return Ok{};
+        }
+        job.freePages = mode == 2 ? std::max<qint64>(0, pragma("PRAGMA freelist_count")) : 0;
+        reportProgress(job, QStringLiteral("vacuuming"), 0, job.freePages * job.pageSize, true);
     }
-    report.storedBytes = m_state.totalStored;
-    report.fileBytes = QFileInfo(m_options.path).size() + QFileInfo(m_options.path + QStringLiteral("-wal")).size();
-    return report;
+    // A few hundred pages at a time (a commit each) until the slice is used up: each moves pages
+    // from the end of the file into free ones, and checkpoints give the end back to the filesystem.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs);
+    qint64 left = pragma("PRAGMA freelist_count");
+    while (left > 0 && std::chrono::steady_clock::now() < until) {
+        if (Status s = sql::exec(db, "PRAGMA incremental_vacuum(256)", QStringLiteral("vacuum")); !s)
+            return s;
+        left = pragma("PRAGMA freelist_count");
+    }
+    if (left < 0)
+        return sql::error(db, QStringLiteral("vacuum"));
+    const qint64 total = job.freePages * job.pageSize;
+    if (left > 0) {
+        *more = true;
+        reportProgress(job, QStringLiteral("vacuuming"), total - left * job.pageSize, total);
+        return Ok{};
+    }
+    (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+    reportProgress(job, QStringLiteral("vacuuming"), total, total, true);
+    return Ok{};
 }
 
 } // namespace airlock

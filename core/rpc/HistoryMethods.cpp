@@ -73,7 +73,7 @@ void HistoryMethods::inBackground(const Reply &reply, std::function<Result<QJson
     });
 }
 
-void HistoryMethods::handle(const QString &method, const QJsonObject &p, const Reply &reply)
+void HistoryMethods::handle(const QString &method, const QJsonObject &p, const Reply &reply, const Progress &progress)
 {
     if (!m_store)
         return reply(makeError(ErrorCode::HistoryUnavailable, QStringLiteral("this daemon keeps no history")));
@@ -187,7 +187,7 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
             return reply(!keep ? keep.error() : endedBefore.error());
         HistoryStore::Prune request{*keep, *endedBefore, p.value(QStringLiteral("vacuum")).toBool()};
         QPointer<HistoryMethods> self = this;
-        m_store->prune(request, [self, reply](Result<HistoryStore::PruneReport> r) {
+        const auto done = [self, reply](Result<HistoryStore::PruneReport> r) {
             Result<QJsonObject> json = r ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), double(r->executions)},
                                                                            {QStringLiteral("freedBytes"), double(r->freedBytes)},
                                                                            {QStringLiteral("storedBytes"), double(r->storedBytes)},
@@ -195,7 +195,17 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                                          : Result<QJsonObject>(r.error());
             if (self)
                 QMetaObject::invokeMethod(self, [reply, json] { reply(json); }, Qt::QueuedConnection);
-        });
+        };
+        HistoryStore::ProgressListener told;
+        if (progress)
+            told = [self, progress](const HistoryStore::Progress &step) {
+                const QJsonObject json{{QStringLiteral("phase"), step.phase},
+                                       {QStringLiteral("done"), double(step.done)},
+                                       {QStringLiteral("total"), double(step.total)}};
+                if (self)
+                    QMetaObject::invokeMethod(self, [progress, json] { progress(json); }, Qt::QueuedConnection);
+            };
+        m_store->prune(request, done, told);
         return;
     }
     reply(invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));

@@ -23,13 +23,16 @@ class HistoryMethods final : public QObject {
     Q_OBJECT
 public:
     using Reply = std::function<void(Result<QJsonObject>)>;
+    // Tells the caller how far a long request has come ("progress" notifications): called on the
+    // daemon's thread, any number of times before the reply.
+    using Progress = std::function<void(const QJsonObject &)>;
 
     // store may be null: every method then answers that this daemon keeps no history.
     explicit HistoryMethods(HistoryStore *store, QObject *parent = nullptr);
     ~HistoryMethods() override;
 
     static bool handles(const QString &method);
-    void handle(const QString &method, const QJsonObject &params, const Reply &reply);
+    void handle(const QString &method, const QJsonObject &params, const Reply &reply, const Progress &progress = {});
 
 private:
     void inBackground(const Reply &reply, std::function<Result<QJsonObject>()> work);

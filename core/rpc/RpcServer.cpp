@@ -258,8 +258,15 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
     }
     if (Status allowed = permitted(session, method, paramsValue.toObject()); !allowed)
         return reply(allowed.error());
-    if (HistoryMethods::handles(method))
-        return m_historyMethods->handle(method, paramsValue.toObject(), reply);
+    if (HistoryMethods::handles(method)) {
+        // {"method": "progress", "params": {"id": <the request's>, ...}}, like MCP's progress.
+        const HistoryMethods::Progress progress = [conn, id](QJsonObject step) {
+            step.insert(QStringLiteral("id"), id);
+            if (conn)
+                conn->send(makeNotification(QStringLiteral("progress"), step));
+        };
+        return m_historyMethods->handle(method, paramsValue.toObject(), reply, progress);
+    }
     const auto handler = m_handlers.constFind(method);
     if (handler == m_handlers.cend()) {
         QJsonObject err = makeErrorReply(id, invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));

@@ -24,6 +24,7 @@
 #include <QThread>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fcntl.h>
 #include <spawn.h>
@@ -261,6 +262,105 @@ double timeQuery(int rounds, const std::function<bool()> &query)
     }
     return median(v);
 }
+
+// --vacuum (issue 19, item 10): a history of `mib` MiB of output through the real writer; half of
+// it pruned and vacuumed while a sandbox's facts are committed one after another (each flushed, as
+// the daemon does before it answers a create or an exec). Beside: the same commits with the
+// writer idle, and a whole VACUUM of what is kept (what each commit waited for before).
+int vacuumBench(const QString &dir, qint64 mib, QTextStream &out, QTextStream &log)
+{
+    const QString path = dir + QStringLiteral("/vacuum.db");
+    HistoryStore::Options options{path};
+    options.maxStoredOutputPerExec = 8 * 1024 * 1024;
+    options.maxStoredOutputTotal = qint64(1) << 40;
+    constexpr qint64 kPerExec = 4 * 1024 * 1024;
+    const uint32_t execs = uint32_t(mib * 1024 * 1024 / kPerExec);
+    auto store = HistoryStore::open(options);
+    if (!store)
+        return 1;
+    log << "vacuum: writing " << mib << " MiB of output in " << execs << " executions" << Qt::endl;
+    uint64_t seq = 0;
+    auto fact = [&](const QString &sandbox, const QString &kind, QJsonObject payload, uint32_t exec = 0) {
+        Event e;
+        e.sandbox = sandbox;
+        e.seq = ++seq;
+        e.timeMs = 1700000000000 + qint64(seq);
+        e.kind = kind;
+        e.exec = exec;
+        e.payload = std::move(payload);
+        (*store)->append(e);
+    };
+    const QByteArray line = QByteArray("building target 42: compiling src/module.cpp with -O2 -Wall\n").repeated(4096).left(256 * 1024);
+    for (uint32_t i = 1; i <= execs; ++i) {
+        fact(QStringLiteral("flood"), QStringLiteral("exec.started"), {{QStringLiteral("exec"), double(i)}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("make")}}}, i);
+        for (qint64 at = 0; at < kPerExec; at += line.size()) {
+            Event e;
+            e.sandbox = QStringLiteral("flood");
+            e.kind = QStringLiteral("exec.output");
+            e.exec = i;
+            e.stream = 1;
+            e.offset = at;
+            e.data = line;
+            (*store)->append(e);
+        }
+        fact(QStringLiteral("flood"), QStringLiteral("exec.exited"),
+             {{QStringLiteral("exec"), double(i)}, {QStringLiteral("status"), QStringLiteral("succeeded")}, {QStringLiteral("exitCode"), 0},
+              {QStringLiteral("bytesOut"), double(kPerExec)}, {QStringLiteral("bytesErr"), 0}},
+             i);
+        if (i % 16 == 0)
+            (void)(*store)->flush();
+    }
+    (void)(*store)->flush();
+    const qint64 before = QFileInfo(path).size() + QFileInfo(path + QStringLiteral("-wal")).size();
+    auto commits = [&](const std::function<bool()> &until) {
+        QList<double> waits;
+        while (!until()) {
+            QElapsedTimer t;
+            t.start();
+            fact(QStringLiteral("busy"), QStringLiteral("network.attempt"), {{QStringLiteral("host"), QStringLiteral("pypi.org")}});
+            (void)(*store)->flush();
+            waits.append(msSince(t));
+        }
+        return waits;
+    };
+    int idleRounds = 0;
+    const QList<double> idle = commits([&] { return ++idleRounds > 200; });
+    std::atomic<bool> finished = false;
+    Result<HistoryStore::PruneReport> report = makeError(ErrorCode::IoError, QStringLiteral("not done"));
+    QElapsedTimer took;
+    took.start();
+    (*store)->prune({qint64(execs / 2) * kPerExec, std::nullopt, true}, [&](Result<HistoryStore::PruneReport> r) {
+        report = std::move(r);
+        finished = true;
+    });
+    QList<double> during = commits([&] { return finished.load(); });
+    const double vacuumMs = msSince(took);
+    if (!report) {
+        std::fprintf(stderr, "airlock-history-bench: %s\n", qPrintable(report.error().message));
+        return 1;
+    }
+    store->reset();
+    // What a commit waited for before: one VACUUM of what is kept.
+    auto db = sql::open(path, false);
+    QElapsedTimer whole;
+    whole.start();
+    if (!db || !sql::exec(db->get(), "VACUUM", QStringLiteral("vacuum")))
+        return 1;
+    const double wholeMs = msSince(whole);
+    std::sort(during.begin(), during.end());
+    const auto pct = [](const QList<double> &v, double p) { return v.isEmpty() ? 0 : v[std::min<qsizetype>(v.size() - 1, qsizetype(v.size() * p))]; };
+    QList<double> idleSorted = idle;
+    std::sort(idleSorted.begin(), idleSorted.end());
+    out << "\nprune --vacuum of a " << before / (1 << 20) << " MiB history down to " << report->fileBytes / (1 << 20) << " MiB (" << QSysInfo::prettyProductName()
+        << ", " << QThread::idealThreadCount() << " cores)\n";
+    out << QStringLiteral("  took %1 ms; %2 commits meanwhile\n").arg(vacuumMs, 0, 'f', 0).arg(during.size());
+    out << QStringLiteral("  a commit's wait during it: p50 %1 ms, p99 %2 ms, max %3 ms\n")
+               .arg(pct(during, 0.5), 0, 'f', 1).arg(pct(during, 0.99), 0, 'f', 1).arg(during.isEmpty() ? 0 : during.last(), 0, 'f', 1);
+    out << QStringLiteral("  baseline, the writer idle: p50 %1 ms, p99 %2 ms\n").arg(pct(idleSorted, 0.5), 0, 'f', 1).arg(pct(idleSorted, 0.99), 0, 'f', 1);
+    out << QStringLiteral("  baseline, one whole VACUUM of what is kept (a commit's wait before): %1 ms\n").arg(wholeMs, 0, 'f', 0);
+    out.flush();
+    return 0;
+}
 } // namespace
 
 int main(int argc, char *argv[])
@@ -276,6 +376,8 @@ int main(int argc, char *argv[])
     const int rounds = quick ? 3 : 5;
     QTextStream out(stdout), log(stderr);
     QTemporaryDir scratch;
+    if (const qsizetype at = app.arguments().indexOf(QStringLiteral("--vacuum")); at > 0)
+        return vacuumBench(scratch.path(), app.arguments().value(at + 1, QStringLiteral("1024")).toLongLong(), out, log);
     struct Row {
         QString what, value, baseline, ratio, target;
     };

@@ -5,6 +5,7 @@
 #include "history/HistorySchema.h"
 #include "history/HistoryStore.h"
 
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QScopeGuard>
@@ -13,6 +14,8 @@
 #include <QTest>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <tuple>
 
 #include <sqlite3.h>
@@ -523,6 +526,107 @@ private Q_SLOTS:
         QVERIFY((*store)->flush());
         QCOMPARE(scalar(path, "SELECT count(*) FROM executions WHERE argv_json = '[\"echo\",\"after\"]'").toLongLong(), 1);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
+    }
+
+    // Vacuum gives the space back a slice at a time between the writer's batches (issue 19, item
+    // 10): commits meanwhile wait at most about a slice, where one VACUUM held them all for its
+    // whole length. A history made before incremental vacuum is converted once (that one step
+    // holds them, and says so as its phase), and is incremental from then on.
+    void vacuumGivesSpaceBackWhileCommitsGoOn_data()
+    {
+        QTest::addColumn<bool>("legacy");
+        QTest::newRow("incremental") << false;
+        QTest::newRow("made before incremental vacuum") << true;
+    }
+    void vacuumGivesSpaceBackWhileCommitsGoOn()
+    {
+        QFETCH(bool, legacy);
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.maxStoredOutputPerExec = 8 * 1024 * 1024;
+        options.reserveBytes = 0;
+        constexpr uint32_t kExecs = 48;
+        constexpr qint64 kBytes = 4 * 1024 * 1024;
+        {
+            auto store = HistoryStore::open(options);
+            QVERIFY(store);
+            QCOMPARE(scalar(path, "PRAGMA auto_vacuum").toLongLong(), 2); // a new file: incremental
+            for (uint32_t i = 1; i <= kExecs; ++i) {
+                startExecution(**store, QStringLiteral("sb"), i, {QStringLiteral("cat")});
+                for (qint64 at = 0; at < kBytes; at += 256 * 1024)
+                    (*store)->append(output(QStringLiteral("sb"), i, 1, at, QByteArray(256 * 1024, char('a' + i % 26))));
+                exitExecution(**store, QStringLiteral("sb"), i, kBytes);
+            }
+            QVERIFY((*store)->flush());
+        }
+        if (legacy)
+            QCOMPARE(exec(path, "PRAGMA auto_vacuum=NONE; VACUUM;"), SQLITE_OK);
+        QCOMPARE(scalar(path, "PRAGMA auto_vacuum").toLongLong(), legacy ? 0 : 2);
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        QVERIFY(exec(path, "PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK);
+        const qint64 before = QFileInfo(path).size();
+        QVERIFY(before > kExecs * kBytes);
+
+        std::mutex mutex;
+        QList<HistoryStore::Progress> progress;
+        std::atomic<bool> finished = false;
+        std::optional<Result<HistoryStore::PruneReport>> report;
+        QElapsedTimer took;
+        took.start();
+        constexpr qint64 kKept = kExecs / 2; // half stays: a whole VACUUM would rewrite all of it
+        (*store)->prune({qint64(kBytes * kKept), std::nullopt, true},
+                        [&](Result<HistoryStore::PruneReport> r) {
+                            std::lock_guard lock(mutex);
+                            report = std::move(r);
+                            finished = true;
+                        },
+                        [&](const HistoryStore::Progress &p) {
+                            std::lock_guard lock(mutex);
+                            progress.append(p);
+                        });
+        // Meanwhile a sandbox starts executions, each acknowledged only once committed.
+        qint64 worst = 0;
+        uint32_t started = 0;
+        for (uint32_t seq = 1; !finished; ++seq) {
+            QElapsedTimer commit;
+            commit.start();
+            (*store)->append(makeEvent(QStringLiteral("busy"), seq, QStringLiteral("sandbox.created")));
+            QVERIFY((*store)->flush());
+            worst = std::max(worst, commit.elapsed());
+            started = seq;
+        }
+        const qint64 total = took.elapsed();
+        std::lock_guard lock(mutex);
+        QVERIFY2(*report, *report ? "" : qPrintable(report->error().message));
+        QCOMPARE((*report)->executions, qint64(kExecs - kKept));
+        QCOMPARE((*report)->storedBytes, kKept * kBytes);
+        QVERIFY2((*report)->fileBytes < before * 6 / 10, qPrintable(QStringLiteral("%1 of %2 bytes").arg((*report)->fileBytes).arg(before)));
+        QCOMPARE(scalar(path, "PRAGMA auto_vacuum").toLongLong(), 2);
+        QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
+        QCOMPARE(scalar(path, "SELECT count(*) FROM sandboxes WHERE id = 'busy'").toLongLong(), qint64(started > 0 ? 1 : 0));
+        // What it said, in order: pruning, (converting,) vacuuming; each phase ends done.
+        QStringList phases;
+        for (const auto &p : std::as_const(progress)) {
+            if (phases.isEmpty() || phases.last() != p.phase)
+                phases.append(p.phase);
+            QVERIFY(p.done <= p.total);
+        }
+        // (A conversion is a whole VACUUM: nothing is left for the incremental one.)
+        const QStringList expected = legacy ? QStringList{QStringLiteral("pruning"), QStringLiteral("converting")}
+                                            : QStringList{QStringLiteral("pruning"), QStringLiteral("vacuuming")};
+        QCOMPARE(phases, expected);
+        QCOMPARE(progress.first().total, (kExecs - kKept) * kBytes);
+        QCOMPARE(progress.last().done, progress.last().total);
+        qInfo("pruned and vacuumed %lld MB in %lld ms; %u commits meanwhile, the slowest %lld ms", before >> 20, total, started, worst);
+        if (!legacy) {
+            QVERIFY(progress.last().total > before / 3);
+            QVERIFY(std::count_if(progress.cbegin(), progress.cend(), [](const auto &p) { return p.phase == QLatin1String("vacuuming"); }) >= 3);
+            // Commits went on: a slice and a batch at a time, never the whole vacuum.
+            QVERIFY2(worst < 500, qPrintable(QStringLiteral("a commit waited %1 ms of %2").arg(worst).arg(total)));
+            QVERIFY2(started >= 10, qPrintable(QStringLiteral("%1 commits in %2 ms").arg(started).arg(total)));
+        }
     }
 
     void anExportWalksTheWholeRunInPages()

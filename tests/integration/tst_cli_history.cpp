@@ -271,6 +271,15 @@ private Q_SLOTS:
         QVERIFY2(marked.out.contains("(output pruned)") && marked.out.contains("[airlock: 15 B of stdout not stored at the end]"),
                  qPrintable(marked.describe()));
         QCOMPARE(ctl(args("prune", "--keep", "lots")).exitCode, 2);
+        QVERIFY2(pruned.err.isEmpty(), qPrintable(pruned.describe())); // no progress into a pipe
+
+        // Watched on a terminal: each phase as it goes (the daemon's progress notifications),
+        // rewritten in place, and the line cleared before the result.
+        const CliResult watched = m_daemon->ctlWatched(args("prune", "--keep", "0", "--vacuum"));
+        QVERIFY2(watched.exitCode == 0 && watched.out.startsWith("dropped the output of "), qPrintable(watched.describe()));
+        const qsizetype pruning = watched.err.indexOf("\rpruning  ");
+        const qsizetype vacuuming = watched.err.indexOf("\rvacuuming  ");
+        QVERIFY2(pruning >= 0 && vacuuming > pruning && watched.err.endsWith("\r\x1b[K"), qPrintable(watched.describe()));
     }
 };
 

@@ -8,11 +8,14 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QLocalSocket>
+#include <QScopeGuard>
 #include <QThread>
 
 #include "sandbox/SandboxRecord.h"
 
 #include <csignal>
+#include <fcntl.h>
+#include <pty.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -175,6 +178,52 @@ CliResult TestDaemon::ctl(const QStringList &args, const QByteArray &stdinData, 
     r.crashed = r.crashed || p.exitStatus() != QProcess::NormalExit;
     r.out = p.readAllStandardOutput();
     r.err = p.readAllStandardError();
+    return r;
+}
+
+CliResult TestDaemon::ctlWatched(const QStringList &args, int timeoutMs) const
+{
+    int terminal = -1;
+    int side = -1;
+    CliResult r;
+    if (::openpty(&terminal, &side, nullptr, nullptr, nullptr) != 0)
+        return r;
+    const auto close = qScopeGuard([&] {
+        ::close(terminal);
+        if (side >= 0)
+            ::close(side);
+    });
+    ::fcntl(terminal, F_SETFL, O_NONBLOCK);
+    QProcess p;
+    p.setProcessEnvironment(environment());
+    p.setChildProcessModifier([side] { ::dup2(side, STDERR_FILENO); });
+    p.start(binDir() + QStringLiteral("/airlockctl"), QStringList{QStringLiteral("--no-autostart")} + args);
+    if (!p.waitForStarted(5000))
+        return r;
+    p.closeWriteChannel();
+    ::close(side);
+    side = -1;
+    // Drained as it comes: a pty holds only a few KiB before the writer blocks.
+    const auto drain = [&] {
+        char buf[4096];
+        for (ssize_t n; (n = ::read(terminal, buf, sizeof buf)) > 0;)
+            r.err.append(buf, n);
+    };
+    QElapsedTimer waited;
+    waited.start();
+    while (!p.waitForFinished(20)) {
+        drain();
+        if (waited.elapsed() > timeoutMs) {
+            p.kill();
+            p.waitForFinished(2000);
+            r.crashed = true;
+            break;
+        }
+    }
+    drain();
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.crashed = r.crashed || p.exitStatus() != QProcess::NormalExit;
+    r.out = p.readAllStandardOutput();
     return r;
 }
 

@@ -58,6 +58,9 @@ public:
 
     // Runs airlockctl against this daemon (never autostarting another one).
     CliResult ctl(const QStringList &args, const QByteArray &stdinData = {}, int timeoutMs = 60000) const;
+    // The same with stderr on a terminal (a pty of its own; stdout stays a pipe): what a person
+    // watching sees there, progress lines and all, is `err`.
+    CliResult ctlWatched(const QStringList &args, int timeoutMs = 60000) const;
     // Creates a sandbox with these create options; returns its name, or fails the test via QVERIFY2 in caller.
     QString create(const QStringList &options, QString *error = nullptr) const;
     std::unique_ptr<DaemonClient> connect() const;
