@@ -1,23 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-// cp between this host and a sandbox's workspace. The daemon resolves every sandbox path beneath
-// the workspace; this side only reads and writes local files.
+// cp between this host and a sandbox's workspace, files and (with -r) folders, streamed as data
+// frames (fs.upload, fs.download) with progress on a terminal. The daemon resolves every sandbox
+// path beneath the workspace; this side only reads and writes local files.
+#include "ProgressLine.h"
 #include "SandboxCommands.h"
 
-#include <QFile>
-#include <QSaveFile>
-#include <cstring>
-#include <cerrno>
+#include "rpc/Protocol.h"
+
+#include <QDir>
+#include <QEventLoop>
 #include <QFileInfo>
-
-#include <memory>
-
-#include <sys/stat.h>
+#include <QJsonArray>
 #include <QRegularExpression>
+#include <QSaveFile>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace airlock::cli {
 
 namespace {
-constexpr qint64 kChunk = 1024 * 1024;
+// What may wait in the connection's queue before the sender waits for the daemon to read it.
+constexpr qint64 kInFlight = 8 * 1024 * 1024;
 
 struct Endpoint {
     QString sandbox; // empty for a host path
@@ -32,43 +40,124 @@ Endpoint parseEndpoint(const QString &arg)
         return {m.captured(1), m.captured(2).isEmpty() ? QStringLiteral("/workspace") : m.captured(2)};
     return {{}, arg};
 }
-} // namespace
 
-class CpCommand final : public Command {
+mode_t currentUmask()
+{
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return mask;
+}
+
+QString joined(const QString &dir, const QString &name)
+{
+    if (name.isEmpty())
+        return dir;
+    return dir.endsWith(QLatin1Char('/')) ? QString(dir + name) : QString(dir + QLatin1Char('/') + name);
+}
+
+// A name the daemon listed, from a tree the sandbox controls: only plain components below the
+// folder being copied.
+bool plainRelative(const QString &path)
+{
+    if (path.isEmpty() || path.startsWith(QLatin1Char('/')))
+        return false;
+    const QStringList parts = path.split(QLatin1Char('/'));
+    return std::none_of(parts.cbegin(), parts.cend(), [](const QString &p) { return p.isEmpty() || p == QLatin1String(".") || p == QLatin1String(".."); });
+}
+
+// Where a host copy goes: a new or regular file is written aside and put in place once all of it
+// is written, flushed and synced, so a full disk or a failed write is an error, never a short file
+// reported as copied. Written as it is, with its errors checked the same way: one of our own
+// descriptors (/dev/stdout, /dev/fd/N: whatever it is open on, appended to as the shell opened
+// it), a device or FIFO (renaming over it would replace it), and a symbolic link (the kernel
+// follows it, with its protections for shared folders).
+class HostTarget {
 public:
-    QString name() const override { return QStringLiteral("cp"); }
-    QString summary() const override
+    explicit HostTarget(const QString &path) : m_path(path)
     {
-        return QStringLiteral("Copy a file between this host and a sandbox's /workspace. Paths outside the workspace, "
-                              "'..' and symlinks that lead out are refused.");
+        static const QRegularExpression ownFd(QStringLiteral("^/(?:dev/(?:fd/(\\d+)|(stdout|stderr))|proc/self/fd/(\\d+))$"));
+        const auto fdMatch = ownFd.match(path);
+        m_fd = !fdMatch.hasMatch()                          ? -1
+               : fdMatch.captured(2) == QLatin1String("stdout") ? 1
+               : fdMatch.captured(2) == QLatin1String("stderr") ? 2
+                                                                : QString(fdMatch.captured(1) + fdMatch.captured(3)).toInt();
+        struct stat st {};
+        const bool exists = ::lstat(QFile::encodeName(path).constData(), &st) == 0;
+        m_new = !exists && m_fd < 0;
+        const bool direct = m_fd >= 0 || (exists && (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)));
+        if (direct) {
+            m_file = std::make_unique<QFile>(path);
+        } else {
+            auto save = std::make_unique<QSaveFile>(path);
+            save->setDirectWriteFallback(true); // a folder we may not add to: the file itself, errors still checked
+            m_file = std::move(save);
+        }
     }
-    QString usage() const override { return QStringLiteral("HOSTFILE SANDBOX:PATH | SANDBOX:PATH HOSTPATH"); }
-    int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
+
+    Status open()
     {
-        const QStringList args = positional;
-        if (args.size() != 2)
-            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("cp needs a source and a destination")));
-        const Endpoint from = parseEndpoint(args[0]), to = parseEndpoint(args[1]);
-        if (from.sandbox.isEmpty() == to.sandbox.isEmpty())
-            return fail(ctx, makeError(ErrorCode::InvalidArgument,
-                                       QStringLiteral("exactly one side must be SANDBOX:PATH (e.g. cp ./data.csv sb1:/workspace/)")));
-        auto client = ctx.client();
-        if (!client)
-            return fail(ctx, client.error());
-        auto copied = to.sandbox.isEmpty() ? download(**client, from, to.path) : upload(**client, from.path, to);
-        if (!copied)
-            return fail(ctx, copied.error());
-        if (ctx.json)
-            printJson(ctx, *copied);
-        return ExitOk;
+        const bool opened = m_fd >= 0 ? static_cast<QFile &>(*m_file).open(m_fd, QIODevice::WriteOnly, QFileDevice::DontCloseHandle)
+                                      : m_file->open(qobject_cast<QSaveFile *>(m_file.get()) ? QIODevice::WriteOnly | QIODevice::Truncate
+                                                                                             : QIODevice::WriteOnly);
+        return opened ? Status(Ok{}) : failure(m_file->errorString());
+    }
+    bool isOpen() const { return m_file->isOpen(); }
+    Status write(QByteArrayView bytes)
+    {
+        if (m_file->write(bytes.data(), bytes.size()) != bytes.size())
+            return failure(m_file->errorString());
+        return Ok{};
+    }
+    // Flushed and, for a file, synced before it counts (QSaveFile's commit does not check the last
+    // flush); a new file takes `mode` less the umask. Only then is the copy put in place.
+    Status commit(int mode)
+    {
+        struct stat st {};
+        const bool flushed = m_file->flush() && m_file->error() == QFileDevice::NoError;
+        const int handle = m_file->handle();
+        const bool synced = flushed && (m_fd >= 0 || (::fstat(handle, &st) == 0 && !S_ISREG(st.st_mode)) || ::fsync(handle) == 0);
+        auto *save = qobject_cast<QSaveFile *>(m_file.get());
+        if (!synced) {
+            const QString why = m_file->error() != QFileDevice::NoError ? m_file->errorString() : QString::fromLocal8Bit(std::strerror(errno));
+            if (save)
+                save->cancelWriting();
+            return failure(why);
+        }
+        if (m_new && mode >= 0)
+            (void)::fchmod(handle, mode_t(mode & 0777 & ~currentUmask()));
+        if (save && !save->commit())
+            return failure(m_file->errorString());
+        return Ok{};
+    }
+    void cancel()
+    {
+        if (auto *save = qobject_cast<QSaveFile *>(m_file.get()))
+            save->cancelWriting();
     }
 
 private:
-    static Result<QJsonObject> upload(DaemonClient &client, const QString &hostPath, const Endpoint &to)
+    Error failure(const QString &why) const { return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, why)); }
+
+    QString m_path;
+    int m_fd = -1;
+    bool m_new = false;
+    std::unique_ptr<QFileDevice> m_file;
+};
+
+// One cp: its files one after the other over one connection, with one progress line.
+class Copier {
+public:
+    Copier(DaemonClient &client, const QString &sandbox, QTextStream &err) : m_client(client), m_sandbox(sandbox), m_err(err) {}
+
+    qint64 files = 0, directories = 0, bytes = 0;
+    QStringList skipped;
+    qint64 totalBytes = 0; // for the progress line (0: unknown)
+    qint64 totalFiles = 0;
+
+    // The host file (or pipe) `hostPath` to `target` in the sandbox (a folder: into it, as `name`).
+    Result<QString> upload(const QString &hostPath, const QString &target, const QString &name)
     {
         QFile file(hostPath);
-        if (QFileInfo(hostPath).isDir())
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a directory; cp copies single files").arg(hostPath));
         if (!file.open(QIODevice::ReadOnly))
             return makeError(ErrorCode::NotFound, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
         // A file or a pipe (a FIFO, /dev/stdin of a pipeline): read to its end. A device or a
@@ -79,98 +168,336 @@ private:
                              QStringLiteral("%1 is not a regular file or a pipe (a device or socket may never end); copy a file, or pipe it: "
                                             "cat %1 | airlockctl cp /dev/stdin SANDBOX:PATH")
                                  .arg(hostPath));
-        const int mode = (file.permissions() & QFileDevice::ExeOwner) ? 0755 : 0644;
-        QString target = to.path;
-        qint64 offset = 0;
+        auto opened = m_client.call(QStringLiteral("fs.upload"), {{QStringLiteral("sandbox"), m_sandbox},
+                                                                  {QStringLiteral("path"), target},
+                                                                  {QStringLiteral("name"), name},
+                                                                  {QStringLiteral("mode"), int(st.st_mode & 0777)}});
+        if (!opened)
+            return opened.error();
+        const quint32 transfer = quint32(opened->value(QStringLiteral("transfer")).toDouble());
+        const QString path = opened->value(QStringLiteral("path")).toString();
+        if (S_ISREG(st.st_mode) && totalFiles == 0)
+            totalBytes = st.st_size;
+        qint64 sent = 0;
         QByteArray chunk;
-        do {
-            // Only an empty read is the end (a pipe's read returns what its writer wrote so far).
-            chunk = file.read(kChunk);
-            if (chunk.isEmpty() && file.error() != QFileDevice::NoError)
-                return makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
-            if (chunk.isEmpty() && offset > 0)
+        std::optional<Error> readError;
+        for (;;) {
+            chunk.resize(rpc::kMaxDataChunk);
+            const ssize_t n = ::read(file.handle(), chunk.data(), size_t(chunk.size()));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                readError = makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(hostPath, QString::fromLocal8Bit(std::strerror(errno))));
+            if (n <= 0)
                 break;
-            auto r = client.call(QStringLiteral("fs.write"), {{QStringLiteral("sandbox"), to.sandbox},
-                                                               {QStringLiteral("path"), target},
-                                                               {QStringLiteral("name"), QFileInfo(hostPath).fileName()},
-                                                               {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())},
-                                                               {QStringLiteral("offset"), double(offset)},
-                                                               {QStringLiteral("truncate"), offset == 0},
-                                                               {QStringLiteral("mode"), mode}});
-            if (!r)
-                return r.error();
-            target = r->value(QStringLiteral("path")).toString(); // the directory case resolved once
-            offset += chunk.size();
-        } while (!chunk.isEmpty());
-        return QJsonObject{{QStringLiteral("sandbox"), to.sandbox}, {QStringLiteral("path"), target}, {QStringLiteral("bytes"), double(offset)}};
+            chunk.resize(n);
+            m_client.sendData(transfer, chunk);
+            sent += n;
+            step(n, QFileInfo(path).fileName());
+            if (Status room = waitForRoom(); !room)
+                return room.error();
+        }
+        auto finished = m_client.call(QStringLiteral("fs.finish"), {{QStringLiteral("sandbox"), m_sandbox},
+                                                                   {QStringLiteral("transfer"), double(transfer)},
+                                                                   {QStringLiteral("bytes"), readError ? -1.0 : double(sent)}},
+                                      600000);
+        if (readError)
+            return *readError;
+        if (!finished)
+            return finished.error();
+        ++files;
+        return path;
     }
 
-    static Result<QJsonObject> download(DaemonClient &client, const Endpoint &from, QString hostPath)
+    // `path` in the sandbox to the host file `hostPath`; its mode for a new file.
+    Status download(const QString &path, const QString &hostPath)
     {
-        if (QFileInfo(hostPath).isDir())
-            hostPath += QLatin1Char('/') + QFileInfo(from.path).fileName();
-        // A new or regular file is written aside and put in place once all of it is written,
-        // flushed and synced: a full disk or a failed write is an error, never a short file
-        // reported as copied. Written as it is, with its errors checked the same way: one of our
-        // own descriptors (/dev/stdout, /dev/fd/N: whatever it is open on, appended to as the
-        // shell opened it), a device or FIFO (renaming over it would replace it), and a symbolic
-        // link (the kernel follows it, with its protections for shared folders).
-        struct stat st {};
-        const QByteArray native = QFile::encodeName(hostPath);
-        static const QRegularExpression ownFd(QStringLiteral("^/(?:dev/(?:fd/(\\d+)|(stdout|stderr))|proc/self/fd/(\\d+))$"));
-        const auto fdMatch = ownFd.match(hostPath);
-        const int fd = !fdMatch.hasMatch() ? -1
-                       : fdMatch.captured(2) == QLatin1String("stdout") ? 1
-                       : fdMatch.captured(2) == QLatin1String("stderr") ? 2
-                                                                       : QString(fdMatch.captured(1) + fdMatch.captured(3)).toInt();
-        const bool direct = fd >= 0 || (::lstat(native.constData(), &st) == 0 && (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)));
-        std::unique_ptr<QFileDevice> out = direct ? std::unique_ptr<QFileDevice>(std::make_unique<QFile>(hostPath))
-                                                  : std::unique_ptr<QFileDevice>(std::make_unique<QSaveFile>(hostPath));
-        if (auto *save = qobject_cast<QSaveFile *>(out.get()))
-            save->setDirectWriteFallback(true); // a folder we may not add to: the file itself, errors still checked
-        QFileDevice &file = *out;
-        const auto open = [&] {
-            if (fd >= 0)
-                return static_cast<QFile &>(file).open(fd, QIODevice::WriteOnly, QFileDevice::DontCloseHandle);
-            return file.open(direct ? QIODevice::WriteOnly : QIODevice::WriteOnly | QIODevice::Truncate);
-        };
-        qint64 offset = 0;
-        // The size is fixed by the first answer: a sandbox that keeps appending to the file must
-        // not be able to make this copy run (and fill the host disk) forever.
-        qint64 total = -1;
-        for (bool eof = false; !eof;) {
-            auto r = client.call(QStringLiteral("fs.read"), {{QStringLiteral("sandbox"), from.sandbox},
-                                                              {QStringLiteral("path"), from.path},
-                                                              {QStringLiteral("offset"), double(offset)},
-                                                              {QStringLiteral("length"), double(kChunk)}});
-            if (!r)
-                return r.error();
-            if (!file.isOpen() && !open())
-                return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
-            const QByteArray data = QByteArray::fromBase64(r->value(QStringLiteral("data")).toString().toLatin1());
-            if (total < 0)
-                total = qint64(r->value(QStringLiteral("size")).toDouble());
-            const qint64 wanted = std::min<qint64>(data.size(), total - offset);
-            if (wanted > 0 && file.write(data.constData(), wanted) != wanted)
-                return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
-            offset += std::max<qint64>(wanted, 0);
-            eof = r->value(QStringLiteral("eof")).toBool() || data.isEmpty() || offset >= total;
+        HostTarget target(hostPath);
+        std::optional<quint32> transfer;
+        qint64 size = -1, received = 0;
+        int mode = -1;
+        std::optional<Error> failed;
+        bool ended = false;
+        QEventLoop loop;
+        // The reply comes before the data frames that follow it: each frame is for a known transfer.
+        const auto data = QObject::connect(&m_client, &DaemonClient::dataReceived, &loop, [&](quint32 id, QByteArrayView bytes) {
+            if (!transfer || id != *transfer || failed)
+                return;
+            if (Status w = target.write(bytes); !w)
+                failed = w.error(); // the rest is drained, then the error said
+            received += bytes.size();
+            step(bytes.size(), QFileInfo(path).fileName());
+        });
+        const auto done = QObject::connect(&m_client, &DaemonClient::notified, &loop, [&](const QString &method, const QJsonObject &p) {
+            if (method != QLatin1String("fs.transfer") || !transfer || quint32(p.value(QStringLiteral("transfer")).toDouble()) != *transfer)
+                return;
+            if (p.contains(QStringLiteral("error")) && !failed)
+                failed = rpc::errorFromReply(p.value(QStringLiteral("error")).toObject());
+            ended = true;
+            loop.quit();
+        });
+        const auto gone = QObject::connect(&m_client, &DaemonClient::disconnected, &loop, [&](const Error &why) {
+            if (!failed)
+                failed = why;
+            ended = true;
+            loop.quit();
+        });
+        const auto disconnect = qScopeGuard([&] {
+            QObject::disconnect(data);
+            QObject::disconnect(done);
+            QObject::disconnect(gone);
+        });
+        std::optional<Result<QJsonValue>> opened;
+        m_client.callAsync(QStringLiteral("fs.download"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}},
+                           [&](Result<QJsonValue> r) {
+                               if (r) {
+                                   const QJsonObject o = r->toObject();
+                                   size = qint64(o.value(QStringLiteral("size")).toDouble());
+                                   mode = o.value(QStringLiteral("mode")).toInt(-1);
+                                   if (Status open = target.open(); !open)
+                                       failed = open.error();
+                                   transfer = quint32(o.value(QStringLiteral("transfer")).toDouble());
+                                   if (totalFiles == 0)
+                                       totalBytes = size;
+                               }
+                               opened = std::move(r);
+                               if (!r)
+                                   loop.quit();
+                           });
+        if (!opened || *opened)
+            loop.exec();
+        if (opened && !*opened)
+            return opened->error();
+        if (!failed && received != size)
+            failed = makeError(ErrorCode::IoError, QStringLiteral("%1: %2 of %3 bytes arrived").arg(path).arg(received).arg(size));
+        if (failed) {
+            target.cancel();
+            return *failed;
         }
-        // Flushed and, for a file, synced before it counts (QSaveFile's commit does not check the
-        // last flush): only then is the copy put in place.
-        const bool flushed = file.flush() && file.error() == QFileDevice::NoError;
-        const int handle = file.handle();
-        const bool synced = flushed && (fd >= 0 || (::fstat(handle, &st) == 0 && !S_ISREG(st.st_mode)) || ::fsync(handle) == 0);
-        if (!synced) {
-            const QString why = file.error() != QFileDevice::NoError ? file.errorString() : QString::fromLocal8Bit(std::strerror(errno));
-            if (auto *save = qobject_cast<QSaveFile *>(&file))
-                save->cancelWriting();
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, why));
-        }
-        if (auto *save = qobject_cast<QSaveFile *>(&file); save && !save->commit())
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(hostPath, file.errorString()));
-        return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(offset)}};
+        if (Status c = target.commit(mode); !c)
+            return c;
+        ++files;
+        return Ok{};
     }
+
+    Result<QString> makeDirectory(const QString &path, int mode, bool *existed)
+    {
+        auto made = m_client.call(QStringLiteral("fs.mkdir"), {{QStringLiteral("sandbox"), m_sandbox},
+                                                             {QStringLiteral("path"), path},
+                                                             {QStringLiteral("mode"), mode}});
+        if (!made)
+            return made.error();
+        *existed = made->value(QStringLiteral("existed")).toBool();
+        if (!*existed)
+            ++directories;
+        return made->value(QStringLiteral("path")).toString();
+    }
+
+    Result<QJsonArray> list(const QString &path)
+    {
+        auto listed = m_client.call(QStringLiteral("fs.list"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}});
+        if (!listed)
+            return listed.error();
+        return listed->value(QStringLiteral("entries")).toArray();
+    }
+
+    void skip(const QString &what)
+    {
+        m_line.clear();
+        skipped.append(what);
+        m_err << "airlockctl: skipped " << what << " (cp copies files and folders)" << Qt::endl;
+    }
+    void clearProgress() { m_line.clear(); }
+    const QString &sandbox() const { return m_sandbox; }
+
+private:
+    void step(qint64 n, const QString &name)
+    {
+        bytes += n;
+        const QString what = totalFiles > 1 ? QStringLiteral("copying %1 of %2 files").arg(files + 1).arg(totalFiles) : QStringLiteral("copying ") + name;
+        m_line.update(what, bytes, totalBytes);
+    }
+    // Flow control: while much is queued, wait for the daemon to read it.
+    Status waitForRoom()
+    {
+        while (m_client.pendingBytes() > kInFlight) {
+            if (!m_client.isConnected())
+                return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the daemon went away during the copy"));
+            QEventLoop loop;
+            QObject::connect(&m_client, &DaemonClient::bytesWritten, &loop, &QEventLoop::quit);
+            QObject::connect(&m_client, &DaemonClient::disconnected, &loop, &QEventLoop::quit);
+            loop.exec();
+        }
+        return Ok{};
+    }
+
+    DaemonClient &m_client;
+    QString m_sandbox;
+    QTextStream &m_err;
+    ProgressLine m_line;
+};
+} // namespace
+
+class CpCommand final : public Command {
+public:
+    QString name() const override { return QStringLiteral("cp"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Copy files (and with -r folders) between this host and a sandbox's /workspace, keeping their modes. "
+                              "Paths outside the workspace, '..' and symlinks that lead out are refused.");
+    }
+    QString usage() const override { return QStringLiteral("[-r] HOSTPATH SANDBOX:PATH | [-r] SANDBOX:PATH HOSTPATH"); }
+    QList<QCommandLineOption> options() const override { return {m_recursive}; }
+    int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
+    {
+        const QStringList args = positional;
+        if (args.size() != 2)
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("cp needs a source and a destination")));
+        const Endpoint from = parseEndpoint(args[0]), to = parseEndpoint(args[1]);
+        if (from.sandbox.isEmpty() == to.sandbox.isEmpty())
+            return fail(ctx, makeError(ErrorCode::InvalidArgument,
+                                       QStringLiteral("exactly one side must be SANDBOX:PATH (e.g. cp ./data.csv sb1:/workspace/)")));
+        const bool recursive = parser.isSet(m_recursive);
+        if (to.sandbox.isEmpty() ? false : QFileInfo(from.path).isDir() && !recursive)
+            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a folder; copy it with cp -r").arg(from.path)));
+        auto client = ctx.client();
+        if (!client)
+            return fail(ctx, client.error());
+        Copier copier(**client, to.sandbox.isEmpty() ? from.sandbox : to.sandbox, ctx.err);
+        Result<QJsonObject> copied = to.sandbox.isEmpty() ? download(copier, from.path, to.path, recursive) : upload(copier, from.path, to.path, recursive);
+        copier.clearProgress();
+        if (!copied)
+            return fail(ctx, copied.error());
+        if (ctx.json)
+            printJson(ctx, *copied);
+        return ExitOk;
+    }
+
+private:
+    static Result<QJsonObject> upload(Copier &copier, const QString &hostPath, const QString &target, bool recursive)
+    {
+        const QFileInfo source(hostPath);
+        if (!recursive || !source.isDir() || source.isSymLink()) {
+            auto path = copier.upload(hostPath, target, source.fileName());
+            if (!path)
+                return path.error();
+            return QJsonObject{{QStringLiteral("path"), *path}, {QStringLiteral("bytes"), double(copier.bytes)}};
+        }
+        // cp -r SRC DST: into DST when it is a folder, else as DST.
+        namespace fs = std::filesystem;
+        const fs::path root = fs::path(QFile::encodeName(hostPath).toStdString());
+        std::error_code ec;
+        struct Item {
+            QString relative;
+            fs::file_status status;
+        };
+        QList<Item> items;
+        for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+            const fs::file_status st = it->symlink_status(ec);
+            items.append({QFile::decodeName(QByteArray::fromStdString(it->path().lexically_relative(root).string())), st});
+            if (st.type() == fs::file_type::regular) {
+                copier.totalBytes += qint64(it->file_size(ec));
+                ++copier.totalFiles;
+            }
+        }
+        if (ec)
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(hostPath, QString::fromStdString(ec.message())));
+        bool existed = false;
+        auto top = copier.makeDirectory(target, modeOf(hostPath), &existed);
+        if (!top)
+            return top.error();
+        QString base = *top;
+        if (existed) {
+            auto inside = copier.makeDirectory(joined(*top, source.fileName()), modeOf(hostPath), &existed);
+            if (!inside)
+                return inside.error();
+            base = *inside;
+        }
+        for (const Item &item : std::as_const(items)) {
+            const QString dest = joined(base, item.relative);
+            const QString src = joined(hostPath, item.relative);
+            if (item.status.type() == fs::file_type::directory) {
+                if (auto made = copier.makeDirectory(dest, modeOf(src), &existed); !made)
+                    return made.error();
+            } else if (item.status.type() == fs::file_type::regular) {
+                if (auto up = copier.upload(src, dest, QString()); !up)
+                    return up.error();
+            } else {
+                copier.skip(QStringLiteral("%1 %2").arg(item.status.type() == fs::file_type::symlink ? QStringLiteral("symbolic link") : QStringLiteral("special file"), src));
+            }
+        }
+        return summary(copier, base);
+    }
+
+    static Result<QJsonObject> download(Copier &copier, const QString &path, QString hostPath, bool recursive)
+    {
+        auto listed = copier.list(path);
+        if (!listed)
+            return listed.error();
+        const bool file = listed->size() == 1 && listed->at(0).toObject().value(QStringLiteral("path")).toString().isEmpty();
+        const QString name = QFileInfo(path).fileName();
+        if (file) {
+            if (QFileInfo(hostPath).isDir())
+                hostPath = joined(hostPath, name);
+            if (Status s = copier.download(path, hostPath); !s)
+                return s.error();
+            return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(copier.bytes)}};
+        }
+        if (!recursive)
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a folder; copy it with cp -r").arg(path));
+        // cp -r SB:SRC DST: into DST when it is a folder, else as DST.
+        const mode_t mask = currentUmask();
+        const QString base = QFileInfo(hostPath).isDir() && !name.isEmpty() ? joined(hostPath, name) : hostPath;
+        if (!QFileInfo(base).isDir() && !QDir().mkpath(base))
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(base));
+        for (const QJsonValue &v : std::as_const(*listed)) {
+            const QJsonObject e = v.toObject();
+            if (e.value(QStringLiteral("type")).toString() == QLatin1String("file")) {
+                copier.totalBytes += qint64(e.value(QStringLiteral("size")).toDouble());
+                ++copier.totalFiles;
+            }
+        }
+        for (const QJsonValue &v : std::as_const(*listed)) {
+            const QJsonObject e = v.toObject();
+            const QString relative = e.value(QStringLiteral("path")).toString();
+            const QString type = e.value(QStringLiteral("type")).toString();
+            if (!plainRelative(relative))
+                return makeError(ErrorCode::ProtocolError, QStringLiteral("the daemon listed '%1', which is not a name below %2; refused").arg(relative, path));
+            const QString dest = joined(base, relative);
+            const int mode = e.value(QStringLiteral("mode")).toInt(0755);
+            if (type == QLatin1String("directory")) {
+                // Writable for the copy of what it holds, whatever its mode says.
+                if (::mkdir(QFile::encodeName(dest).constData(), mode_t((mode | 0700) & ~mask)) != 0 && errno != EEXIST)
+                    return makeError(ErrorCode::IoError, QStringLiteral("cannot create %1: %2").arg(dest, QString::fromLocal8Bit(std::strerror(errno))));
+                ++copier.directories;
+            } else if (type == QLatin1String("file")) {
+                if (Status s = copier.download(joined(path, relative), dest); !s)
+                    return s.error();
+            } else {
+                copier.skip(QStringLiteral("%1 %2:%3").arg(type == QLatin1String("link") ? QStringLiteral("symbolic link") : QStringLiteral("special file"),
+                                                            copier.sandbox(), joined(path, relative)));
+            }
+        }
+        return summary(copier, base);
+    }
+
+    static int modeOf(const QString &hostPath)
+    {
+        struct stat st {};
+        return ::lstat(QFile::encodeName(hostPath).constData(), &st) == 0 ? int(st.st_mode & 0777) | 0700 : 0755;
+    }
+
+    static QJsonObject summary(const Copier &copier, const QString &path)
+    {
+        return QJsonObject{{QStringLiteral("path"), path},
+                           {QStringLiteral("files"), double(copier.files)},
+                           {QStringLiteral("directories"), double(copier.directories)},
+                           {QStringLiteral("bytes"), double(copier.bytes)},
+                           {QStringLiteral("skipped"), QJsonArray::fromStringList(copier.skipped)}};
+    }
+
+    QCommandLineOption m_recursive{{QStringLiteral("r"), QStringLiteral("recursive")},
+                                   QStringLiteral("Copy folders and what they hold (symbolic links and special files are skipped, and said).")};
 };
 
 void addFileCommands(std::vector<std::unique_ptr<Command>> &commands)

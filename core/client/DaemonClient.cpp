@@ -182,6 +182,8 @@ void DaemonClient::attach(QLocalSocket *socket)
     m_conn = new rpc::Connection(socket, this);
     connect(m_conn, &rpc::Connection::messageReceived, this, &DaemonClient::onMessage);
     connect(m_conn, &rpc::Connection::outputReceived, this, &DaemonClient::eventReceived);
+    connect(m_conn, &rpc::Connection::dataReceived, this, &DaemonClient::dataReceived);
+    connect(m_conn, &rpc::Connection::bytesFlushed, this, &DaemonClient::bytesWritten);
     connect(m_conn, &rpc::Connection::framingFailed, this, [this](const Error &e) {
         m_conn->close();
         Q_EMIT disconnected(e);
@@ -389,6 +391,17 @@ void DaemonClient::callAsync(const QString &method, const QJsonObject &params, C
     m_conn->send(rpc::makeRequest(id, method, params));
 }
 
+void DaemonClient::sendData(quint32 transfer, const QByteArray &bytes)
+{
+    if (isConnected())
+        m_conn->sendData(transfer, bytes);
+}
+
+qint64 DaemonClient::pendingBytes() const
+{
+    return m_conn ? m_conn->pendingBytes() : 0;
+}
+
 void DaemonClient::notify(const QString &method, const QJsonObject &params)
 {
     callAsync(method, params, [](Result<QJsonValue>) {});
@@ -427,6 +440,8 @@ void DaemonClient::onMessage(const QJsonObject &message)
             const auto told = m_progress.constFind(qint64(params.value(QStringLiteral("id")).toDouble()));
             if (told != m_progress.cend())
                 (*told)(params);
+        } else {
+            Q_EMIT notified(method, params);
         }
         return;
     }

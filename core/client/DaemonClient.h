@@ -69,9 +69,19 @@ public:
 
     // Fire-and-forget for requests whose failure is not actionable (stdin, resize).
     void notify(const QString &method, const QJsonObject &params);
+    // Bytes of a file transfer that fs.upload opened (at most rpc::kMaxDataChunk per call).
+    void sendData(quint32 transfer, const QByteArray &bytes);
+    // What waits to be written to the daemon: a sender keeps it short (flow control).
+    qint64 pendingBytes() const;
 
 Q_SIGNALS:
     void eventReceived(const airlock::Event &event);
+    // A data frame of a download (fs.download): `bytes` is valid only during the call.
+    void dataReceived(quint32 transfer, QByteArrayView bytes);
+    // A notification other than events and progress (fs.transfer: a download ended).
+    void notified(const QString &method, const QJsonObject &params);
+    // Something was written to the daemon (a sender waiting for pendingBytes() to go down).
+    void bytesWritten();
     void disconnected(const airlock::Error &why);
 
 private:

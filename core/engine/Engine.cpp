@@ -644,23 +644,12 @@ Status Engine::resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t
     return found ? (*found)->resize(exec, rows, cols) : Status(found.error());
 }
 
-Result<QString> Engine::writeFile(const QString &ref, const QString &path, const QString &fallbackName,
-                                  QByteArrayView data, qint64 offset, bool truncate, int mode)
+Result<WorkspaceFiles> Engine::files(const QString &ref) const
 {
     auto found = find(ref);
     if (!found)
         return found.error();
-    WorkspaceFiles files((*found)->workspaceDir(), (*found)->hostUid());
-    return files.write(path, fallbackName, data, offset, truncate, mode);
-}
-
-Result<WorkspaceFiles::Chunk> Engine::readFile(const QString &ref, const QString &path, qint64 offset, qint64 maxBytes)
-{
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    WorkspaceFiles files((*found)->workspaceDir(), (*found)->hostUid());
-    return files.read(path, offset, maxBytes);
+    return WorkspaceFiles((*found)->workspaceDir(), (*found)->hostUid());
 }
 
 void Engine::shutdown()

@@ -143,9 +143,8 @@ public:
     // Replaces them (validated, written atomically); sandboxes created from now on start from them.
     Status setUserDefaults(const QJsonObject &layer, const QString &by);
     Status resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols);
-    Result<QString> writeFile(const QString &ref, const QString &path, const QString &fallbackName,
-                              QByteArrayView data, qint64 offset, bool truncate, int mode);
-    Result<WorkspaceFiles::Chunk> readFile(const QString &ref, const QString &path, qint64 offset, qint64 maxBytes);
+    // A sandbox's workspace, for cp: every path resolved beneath it.
+    Result<WorkspaceFiles> files(const QString &ref) const;
 
     // The sandboxes whose records name live processes: what runs in them is not interrupted.
     static QStringList liveSandboxes(const QString &dataDir);

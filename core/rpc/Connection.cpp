@@ -141,6 +141,14 @@ void Connection::deliver(Budget budget)
                 return;
             }
             Q_EMIT messageReceived(*msg);
+        } else if (f.kind == kDataFrame) {
+            auto chunk = decodeData(f.payload);
+            if (!chunk) {
+                m_broken = true;
+                Q_EMIT framingFailed(chunk.error());
+                return;
+            }
+            Q_EMIT dataReceived(chunk->transfer, chunk->bytes);
         } else {
             auto ev = decodeOutput(f.payload);
             if (!ev) {

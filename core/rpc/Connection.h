@@ -28,6 +28,8 @@ public:
     // An output frame as header + data: written straight to the socket (one writev, no copy)
     // when nothing is queued before it, the rest through the socket's buffer.
     void sendOutput(const QByteArray &header, const QByteArray &data);
+    // A data frame of a file transfer (at most kMaxDataChunk bytes), the same way.
+    void sendData(quint32 transfer, const QByteArray &data) { sendOutput(encodeDataHeader(transfer, data.size()), data); }
     qint64 pendingBytes() const;
     // The daemon's side: stop handing out (and so reading) requests while more than `bytes` of
     // replies wait to be written; a peer that asks and never reads cannot grow them without end.
@@ -42,6 +44,8 @@ public:
 Q_SIGNALS:
     void messageReceived(const QJsonObject &message);
     void outputReceived(const airlock::Event &event);
+    // A data frame: `bytes` points into the connection's buffer, valid only during the call.
+    void dataReceived(quint32 transfer, QByteArrayView bytes);
     void framingFailed(const airlock::Error &error);
     void bytesFlushed(qint64 pending);
     void disconnected();

@@ -46,6 +46,16 @@ QByteArray encodeOutputHeader(const Event &e)
     return out;
 }
 
+QByteArray encodeDataHeader(quint32 transfer, qsizetype bytes)
+{
+    QByteArray out(9, Qt::Uninitialized);
+    char *p = out.data();
+    qToBigEndian(quint32(1 + 4 + bytes), p);
+    p[4] = kDataFrame;
+    qToBigEndian(transfer, p + 5);
+    return out;
+}
+
 void FrameReader::append(QByteArray bytes)
 {
     // Frames handed out before refer to the buffer: it changes only here.
@@ -78,7 +88,7 @@ Result<std::optional<Frame>> FrameReader::next()
     f.kind = m_buf.at(m_pos + 4);
     f.payload = QByteArrayView(m_buf.constData() + m_pos + 5, len - 1);
     m_pos += 4 + len;
-    if (f.kind != kJsonFrame && f.kind != kOutputFrame)
+    if (f.kind != kJsonFrame && f.kind != kOutputFrame && f.kind != kDataFrame)
         return protocolError(QStringLiteral("unknown frame kind 0x%1").arg(quint8(f.kind), 2, 16, QLatin1Char('0')));
     return std::optional<Frame>(f);
 }
@@ -120,6 +130,15 @@ Result<Event> decodeOutput(QByteArrayView payload)
         return protocolError(QStringLiteral("output frame with invalid stream %1").arg(e.stream));
     e.data = payload.sliced(4 + hlen).toByteArray();
     return e;
+}
+
+Result<DataChunk> decodeData(QByteArrayView payload)
+{
+    if (payload.size() < 4)
+        return protocolError(QStringLiteral("data frame too short"));
+    if (payload.size() - 4 > kMaxDataChunk)
+        return protocolError(QStringLiteral("data frame of %1 bytes exceeds the %2-byte chunk").arg(payload.size() - 4).arg(kMaxDataChunk));
+    return DataChunk{qFromBigEndian<quint32>(payload.data()), payload.sliced(4)};
 }
 
 QJsonObject makeRequest(qint64 id, const QString &method, const QJsonObject &params)

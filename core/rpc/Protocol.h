@@ -15,9 +15,11 @@
 //   frame  = u32 big-endian length | u8 kind | payload        (length counts kind + payload)
 //   kind   = 'J' JSON-RPC message (UTF-8 JSON object)
 //          | 'O' output event: u32 big-endian header length | header JSON | raw output bytes
+//          | 'D' file data: u32 big-endian transfer | raw bytes (cp: fs.upload, fs.download)
 //
-// Output is the only high-volume traffic, so it travels as bytes rather than base64 inside JSON;
-// its header carries the same fields as every other event (sandbox, seq, time, exec, stream).
+// Output and files are the high-volume traffic, so they travel as bytes rather than base64 inside
+// JSON; an output header carries the same fields as every other event (sandbox, seq, time, exec,
+// stream), a data frame only the transfer that fs.upload or fs.download named.
 // The first request on a connection must be "hello" (version handshake). Frames above
 // kMaxFrameBytes, unknown kinds and invalid JSON close the connection after a typed error.
 namespace airlock::rpc {
@@ -26,11 +28,15 @@ inline constexpr int kProtocolVersion = 1;
 inline constexpr quint32 kMaxFrameBytes = 4 * 1024 * 1024;
 inline constexpr char kJsonFrame = 'J';
 inline constexpr char kOutputFrame = 'O';
+inline constexpr char kDataFrame = 'D';
+inline constexpr qsizetype kMaxDataChunk = 1024 * 1024; // of a file per data frame
 
 QByteArray encodeJson(const QJsonObject &message);
 // Everything of an output frame but the bytes themselves, which follow it on the wire: a sender
 // writes the two without first copying the data into one buffer.
 QByteArray encodeOutputHeader(const Event &event);
+// The same for a data frame of `bytes` bytes of transfer `transfer`.
+QByteArray encodeDataHeader(quint32 transfer, qsizetype bytes);
 
 struct Frame {
     char kind = 0;
@@ -52,6 +58,11 @@ private:
 // Decoding of frame payloads; bounded and validated.
 Result<QJsonObject> decodeJson(QByteArrayView payload);
 Result<Event> decodeOutput(QByteArrayView payload); // copies the output bytes once, into Event::data
+struct DataChunk {
+    quint32 transfer = 0;
+    QByteArrayView bytes; // into the payload: no copy
+};
+Result<DataChunk> decodeData(QByteArrayView payload);
 
 // JSON-RPC envelopes.
 QJsonObject makeRequest(qint64 id, const QString &method, const QJsonObject &params);

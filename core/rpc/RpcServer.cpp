@@ -10,6 +10,7 @@
 #include "log/Log.h"
 #include "policy/Policy.h"
 #include "rpc/Connection.h"
+#include "rpc/FileTransfers.h"
 #include "rpc/HistoryMethods.h"
 #include "rpc/Params.h"
 #include "rpc/RpcSession.h"
@@ -70,7 +71,7 @@ QString connectionRunName(const QString &client)
 
 
 RpcServer::RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &approvals, QObject *parent)
-    : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this)),
+    : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this)), m_files(new FileTransfers(engine, this)),
       m_approvals(&approvals)
 {
     registerHandlers();
@@ -141,11 +142,15 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
         logger()->warn("closing a connection after a malformed frame: {}", e.message.toStdString());
         session->conn->closeWithError(e);
     });
+    connect(session->conn, &Connection::dataReceived, this,
+            [this, session](quint32 transfer, QByteArrayView bytes) { m_files->onData(session->conn, transfer, bytes); });
     connect(session->conn, &Connection::bytesFlushed, this, [this, session](qint64 pending) {
         if (pending < kLowWater && !session->holding.isEmpty())
             releaseHolds(*session);
+        m_files->pump(session->conn);
     });
     connect(session->conn, &Connection::disconnected, this, [this, session] {
+        m_files->drop(session->conn);
         expireLeasesLater(*session);
         releaseHolds(*session);
         m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
@@ -267,6 +272,8 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
         };
         return m_historyMethods->handle(method, paramsValue.toObject(), reply, progress);
     }
+    if (FileTransfers::handles(method))
+        return m_files->handle(session.conn, method, paramsValue.toObject(), reply);
     const auto handler = m_handlers.constFind(method);
     if (handler == m_handlers.cend()) {
         QJsonObject err = makeErrorReply(id, invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));
@@ -678,8 +685,11 @@ void RpcServer::registerHandlers()
         if (offset < 0 || offset > 1e15 || data->size() > kMaxFileChunk)
             return reply(invalid(QStringLiteral("params.offset/data: chunks of at most 1 MiB at a valid offset")));
         const int mode = p.value(QStringLiteral("mode")).toInt(0644);
-        auto written = m_engine.writeFile(*ref, *path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
-                                          p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
+        auto files = m_engine.files(*ref);
+        if (!files)
+            return reply(files.error());
+        auto written = files->write(*path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
+                                    p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
         reply(written ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *written}}) : Result<QJsonObject>(written.error()));
     });
     m_handlers.insert(QStringLiteral("fs.read"), [this](Session &, const QJsonObject &p, const Reply &reply) {
@@ -691,7 +701,10 @@ void RpcServer::registerHandlers()
         const double length = p.value(QStringLiteral("length")).toDouble(double(kMaxFileChunk));
         if (offset < 0 || offset > 1e15 || length < 0 || length > double(kMaxFileChunk))
             return reply(invalid(QStringLiteral("params.offset/length: at most 1 MiB per read")));
-        auto chunk = m_engine.readFile(*ref, *path, qint64(offset), qint64(length));
+        auto files = m_engine.files(*ref);
+        if (!files)
+            return reply(files.error());
+        auto chunk = files->read(*path, qint64(offset), qint64(length));
         if (!chunk)
             return reply(chunk.error());
         reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},

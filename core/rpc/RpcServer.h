@@ -29,6 +29,7 @@ namespace airlock::rpc {
 
 class Connection;
 class HistoryMethods;
+class FileTransfers;
 
 // The daemon's RPC endpoint: a unix socket (0600 in a 0700 directory, one daemon per socket),
 // the version handshake, method dispatch into the Engine and event fan-out to subscribers.
@@ -85,6 +86,7 @@ private:
     Engine &m_engine;
     HistoryStore *m_history;
     HistoryMethods *m_historyMethods;
+    FileTransfers *m_files;
     ApprovalBroker *m_approvals; // shared with the engine
     QLocalServer *m_server = nullptr;
     QString m_socketPath;

@@ -4,6 +4,7 @@
 #include "util/Result.h"
 
 #include <QByteArray>
+#include <QList>
 #include <QString>
 
 #include <optional>
@@ -34,8 +35,35 @@ public:
     };
     Result<Chunk> read(const QString &sandboxPath, qint64 offset, qint64 maxBytes) const;
 
+    // A file opened for a streamed copy (the caller closes fd).
+    struct OpenFile {
+        int fd = -1;
+        QString path; // the sandbox path, /workspace/...
+        qint64 size = 0;
+        int mode = 0; // permission bits
+    };
+    // Created with `mode` (permission bits only), or emptied (keeping its own mode).
+    Result<OpenFile> openForWrite(const QString &sandboxPath, const QString &fallbackName, int mode);
+    Result<OpenFile> openForRead(const QString &sandboxPath) const;
+    // A directory (its parent must exist) with `mode`; one that exists already is fine, and keeps
+    // its own (*existed says which). Its sandbox path.
+    Result<QString> makeDirectory(const QString &sandboxPath, int mode, bool *existed);
+
+    // What a directory holds, all the way down (never through a symbolic link), parents before
+    // what they hold; at most maxEntries, else an error that says so. A regular file: itself, as
+    // one entry with an empty path.
+    struct Entry {
+        QString path; // relative to the directory listed
+        enum class Type { File, Directory, Link, Other } type = Type::Other;
+        qint64 size = 0;
+        int mode = 0;
+    };
+    Result<QList<Entry>> list(const QString &sandboxPath, int maxEntries) const;
+
 private:
     Result<int> open(const QString &relative, int flags, int mode) const;
+    int openAt(const QString &relative, int flags, int mode) const; // a descriptor, or -errno
+    Result<OpenFile> openWritable(const QString &sandboxPath, const QString &fallbackName, int mode, bool truncate, bool setMode);
 
     QString m_root;
     std::optional<uid_t> m_owner;

@@ -319,6 +319,138 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out, QByteArray("tool ran x\n"));
     }
+
+    // cp -r (issue 19, item 7): folders both ways, each file's mode kept (a new host file less the
+    // umask), symbolic links and special files skipped and said, never followed.
+    void cpCopiesFoldersBothWaysKeepingModes()
+    {
+        QTemporaryDir tree;
+        const QString top = tree.filePath(QStringLiteral("proj"));
+        QVERIFY(QDir().mkpath(top + QStringLiteral("/src/deep/er")));
+        QVERIFY(QDir().mkpath(top + QStringLiteral("/empty")));
+        QVERIFY(writeFile(top + QStringLiteral("/run.sh"), "#!/bin/sh\necho ran\n"));
+        QVERIFY(writeFile(top + QStringLiteral("/src/secret.txt"), "only mine\n"));
+        QVERIFY(writeFile(top + QStringLiteral("/src/deep/er/data.bin"), QByteArray(200000, 'x')));
+        QCOMPARE(::chmod(QFile::encodeName(top + QStringLiteral("/run.sh")).constData(), 0750), 0);
+        QCOMPARE(::chmod(QFile::encodeName(top + QStringLiteral("/src/secret.txt")).constData(), 0600), 0);
+        QCOMPARE(::chmod(QFile::encodeName(top + QStringLiteral("/src/deep/er/data.bin")).constData(), 0644), 0);
+        QVERIFY(QFile::link(QStringLiteral("/etc/passwd"), top + QStringLiteral("/src/passwd-link")));
+        QCOMPARE(::mkfifo(QFile::encodeName(top + QStringLiteral("/a-fifo")).constData(), 0600), 0);
+
+        // Without -r: refused, saying how.
+        const CliResult flat = ctl({QStringLiteral("cp"), top, m_sb + QStringLiteral(":/workspace/")});
+        QCOMPARE(flat.exitCode, 2);
+        QCOMPARE(QString::fromUtf8(flat.err), QStringLiteral("airlockctl: %1 is a folder; copy it with cp -r\n").arg(top));
+
+        // Into an existing folder: as proj/ inside it.
+        const CliResult up = ctl({QStringLiteral("cp"), QStringLiteral("-r"), QStringLiteral("--json"), top, m_sb + QStringLiteral(":/workspace/")});
+        QVERIFY2(up.exitCode == 0, qPrintable(up.describe()));
+        const QJsonObject summary = QJsonDocument::fromJson(up.out).object();
+        QCOMPARE(summary.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/proj"));
+        QCOMPARE(summary.value(QStringLiteral("files")).toInt(), 3);
+        QCOMPARE(summary.value(QStringLiteral("bytes")).toInt(), 19 + 10 + 200000);
+        QCOMPARE(summary.value(QStringLiteral("skipped")).toArray().size(), 2);
+        QVERIFY2(up.err.contains(QByteArray("airlockctl: skipped symbolic link " + QFile::encodeName(top) + "/src/passwd-link (cp copies files and folders)\n"))
+                     && up.err.contains(QByteArray("airlockctl: skipped special file " + QFile::encodeName(top) + "/a-fifo")),
+                 qPrintable(up.describe()));
+        const CliResult seen = sh(QStringLiteral("cd /workspace/proj && find . -printf '%p %y %m %s\\n' | sort && ./run.sh"));
+        QVERIFY2(seen.exitCode == 0, qPrintable(seen.describe()));
+        QCOMPARE(QString::fromUtf8(seen.out), QStringLiteral(". d 755 %1\n./empty d 755 %2\n./run.sh f 750 19\n./src d 755 %3\n./src/deep d 755 %4\n"
+                                                            "./src/deep/er d 755 %5\n./src/deep/er/data.bin f 644 200000\n./src/secret.txt f 600 10\nran\n")
+                                                  .arg(QString::fromUtf8(sh(QStringLiteral("stat -c %s /workspace/proj")).out.trimmed()))
+                                                  .arg(QString::fromUtf8(sh(QStringLiteral("stat -c %s /workspace/proj/empty")).out.trimmed()))
+                                                  .arg(QString::fromUtf8(sh(QStringLiteral("stat -c %s /workspace/proj/src")).out.trimmed()))
+                                                  .arg(QString::fromUtf8(sh(QStringLiteral("stat -c %s /workspace/proj/src/deep")).out.trimmed()))
+                                                  .arg(QString::fromUtf8(sh(QStringLiteral("stat -c %s /workspace/proj/src/deep/er")).out.trimmed())));
+
+        // Back, with what a sandbox could plant: links out of the tree and to the host's root.
+        QCOMPARE(sh(QStringLiteral("ln -s /etc/shadow /workspace/proj/src/shadow && ln -s ../../../.. /workspace/proj/src/deep/up && mkfifo /workspace/proj/p"))
+                     .exitCode,
+                 0);
+        QTemporaryDir home;
+        const QString dest = home.filePath(QStringLiteral("copy"));
+        const mode_t mask = ::umask(022);
+        const CliResult down = ctl({QStringLiteral("cp"), QStringLiteral("-r"), m_sb + QStringLiteral(":proj"), dest});
+        ::umask(mask);
+        QVERIFY2(down.exitCode == 0, qPrintable(down.describe()));
+        QVERIFY2(down.err.contains(QByteArray("skipped symbolic link " + m_sb.toUtf8() + ":proj/src/shadow")) && down.err.contains(":proj/src/deep/up")
+                     && down.err.contains(QByteArray("skipped special file " + m_sb.toUtf8() + ":proj/p")),
+                 qPrintable(down.describe()));
+        QCOMPARE(readFile(dest + QStringLiteral("/run.sh")), QByteArray("#!/bin/sh\necho ran\n"));
+        QCOMPARE(readFile(dest + QStringLiteral("/src/deep/er/data.bin")), QByteArray(200000, 'x'));
+        const auto modeOf = [](const QString &path) {
+            struct stat st {};
+            return ::lstat(QFile::encodeName(path).constData(), &st) == 0 ? int(st.st_mode & 07777) : -1;
+        };
+        QCOMPARE(modeOf(dest + QStringLiteral("/run.sh")), 0750);
+        QCOMPARE(modeOf(dest + QStringLiteral("/src/secret.txt")), 0600);
+        QCOMPARE(modeOf(dest + QStringLiteral("/src/deep/er/data.bin")), 0644);
+        QVERIFY(QFileInfo(dest + QStringLiteral("/empty")).isDir());
+        QVERIFY(!QFileInfo::exists(dest + QStringLiteral("/src/shadow")) && !QFileInfo(dest + QStringLiteral("/src/shadow")).isSymLink());
+        QVERIFY(!QFileInfo(dest + QStringLiteral("/src/deep/up")).isSymLink() && !QFileInfo::exists(dest + QStringLiteral("/p")));
+        // Without -r, a sandbox folder is refused the same way.
+        const CliResult flatDown = ctl({QStringLiteral("cp"), m_sb + QStringLiteral(":proj"), home.filePath(QStringLiteral("x"))});
+        QCOMPARE(flatDown.exitCode, 2);
+        QCOMPARE(QString::fromUtf8(flatDown.err), QStringLiteral("airlockctl: proj is a folder; copy it with cp -r\n"));
+    }
+
+    // A tree deeper than the walk goes is refused, not followed down (a sandbox can make one).
+    void cpOfAFolderTooDeepIsRefused()
+    {
+        QCOMPARE(sh(QStringLiteral("mkdir -p /workspace/deep && cd /workspace/deep && for i in $(seq 70); do mkdir d && cd d; done")).exitCode, 0);
+        QTemporaryDir home;
+        const CliResult r = ctl({QStringLiteral("cp"), QStringLiteral("-r"), m_sb + QStringLiteral(":deep"), home.filePath(QStringLiteral("deep"))});
+        QCOMPARE(r.exitCode, 2);
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: 'deep' is more than 64 folders deep; copy a part of it\n"));
+    }
+
+    // On a terminal, cp shows how far it is (rewritten in place, cleared at the end); a pipe gets
+    // none of it.
+    void cpShowsProgressOnATerminal()
+    {
+        const QString src = hostFile(QStringLiteral("progress.bin"));
+        QVERIFY(writeFile(src, QByteArray(48 * 1024 * 1024, 'p')));
+        const CliResult up = m_daemon->ctlWatched({QStringLiteral("cp"), src, m_sb + QStringLiteral(":progress.bin")});
+        QVERIFY2(up.exitCode == 0 && up.err.startsWith("\rcopying progress.bin  ") && up.err.contains(" of 48 MiB  ") && up.err.endsWith("\r\x1b[K"),
+                 qPrintable(up.describe()));
+        const CliResult down = m_daemon->ctlWatched({QStringLiteral("cp"), m_sb + QStringLiteral(":progress.bin"), hostFile(QStringLiteral("progress.back"))});
+        QVERIFY2(down.exitCode == 0 && down.err.startsWith("\rcopying progress.bin  ") && down.err.endsWith("\r\x1b[K"), qPrintable(down.describe()));
+        QCOMPARE(QFileInfo(hostFile(QStringLiteral("progress.back"))).size(), 48 * 1024 * 1024);
+        const CliResult quiet = ctl({QStringLiteral("cp"), src, m_sb + QStringLiteral(":progress.bin")});
+        QVERIFY2(quiet.exitCode == 0 && quiet.err.isEmpty(), qPrintable(quiet.describe()));
+    }
+
+    // What a client says about its own copy is checked: bytes it did not send are not a copy, and
+    // data for a copy it does not hold ends its connection.
+    void aClientCannotFakeOrCrossCopies()
+    {
+        auto client = m_daemon->connect();
+        QVERIFY(client);
+        auto opened = client->call(QStringLiteral("fs.upload"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("path"), QStringLiteral("claimed.bin")}});
+        QVERIFY2(opened, qPrintable(opened ? QString() : opened.error().message));
+        const quint32 transfer = quint32(opened->value(QStringLiteral("transfer")).toDouble());
+        client->sendData(transfer, QByteArray(1000, 'a'));
+        auto claimed = client->call(QStringLiteral("fs.finish"),
+                                    {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("transfer"), double(transfer)}, {QStringLiteral("bytes"), 5000}});
+        QVERIFY(!claimed);
+        QCOMPARE(claimed.error().message, QStringLiteral("'/workspace/claimed.bin': 1000 bytes arrived, 5000 were sent; the copy is incomplete"));
+        // Finished (with that error): it is not open any more.
+        auto again = client->call(QStringLiteral("fs.finish"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("transfer"), double(transfer)}, {QStringLiteral("bytes"), 1000}});
+        QVERIFY(!again && again.error().code == ErrorCode::InvalidArgument);
+        // Another connection's copy: not this one's to write to.
+        auto other = m_daemon->connect();
+        auto theirs = other->call(QStringLiteral("fs.upload"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("path"), QStringLiteral("theirs.bin")}});
+        QVERIFY(theirs);
+        std::optional<Error> closed;
+        QObject::connect(client.get(), &DaemonClient::disconnected, client.get(), [&](const Error &why) { closed = why; });
+        client->sendData(quint32(theirs->value(QStringLiteral("transfer")).toDouble()), QByteArray("intruder"));
+        QVERIFY(QTest::qWaitFor([&] { return closed.has_value(); }, 5000));
+        QCOMPARE(closed->code, ErrorCode::ProtocolError);
+        QVERIFY2(closed->message.startsWith(QStringLiteral("data for copy ")), qPrintable(closed->message));
+        auto finished = other->call(QStringLiteral("fs.finish"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("transfer"), theirs->value(QStringLiteral("transfer"))}, {QStringLiteral("bytes"), 0}});
+        QVERIFY2(finished, qPrintable(finished ? QString() : finished.error().message));
+        QCOMPARE(sh(QStringLiteral("wc -c < /workspace/theirs.bin")).out, QByteArray("0\n"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliFiles)
