@@ -12,7 +12,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QRegularExpression>
-#include <QSaveFile>
+#include <QTemporaryFile>
 
 #include <cerrno>
 #include <cstring>
@@ -65,12 +65,14 @@ bool plainRelative(const QString &path)
     return std::none_of(parts.cbegin(), parts.cend(), [](const QString &p) { return p.isEmpty() || p == QLatin1String(".") || p == QLatin1String(".."); });
 }
 
-// Where a host copy goes: a new or regular file is written aside and put in place once all of it
-// is written, flushed and synced, so a full disk or a failed write is an error, never a short file
-// reported as copied. Written as it is, with its errors checked the same way: one of our own
-// descriptors (/dev/stdout, /dev/fd/N: whatever it is open on, appended to as the shell opened
-// it), a device or FIFO (renaming over it would replace it), and a symbolic link (the kernel
-// follows it, with its protections for shared folders).
+// Where a host copy goes: a new or regular file is written aside (a temporary file beside it) and
+// renamed into place once all of it is written and closed without error, so a full disk or a
+// failed write is an error, never a short file reported as copied. Not synced: as durable as cp's
+// and rsync's copies (`sync FILE` after, against a power cut). Written as it is, with its errors
+// checked the same way: one of our own descriptors (/dev/stdout, /dev/fd/N: whatever it is open
+// on, appended to as the shell opened it), a device or FIFO (renaming over it would replace it), a
+// symbolic link (the kernel follows it, with its protections for shared folders), and a file in a
+// folder we may not add to.
 class HostTarget {
 public:
     explicit HostTarget(const QString &path) : m_path(path)
@@ -83,56 +85,74 @@ public:
                                                                 : QString(fdMatch.captured(1) + fdMatch.captured(3)).toInt();
         struct stat st {};
         const bool exists = ::lstat(QFile::encodeName(path).constData(), &st) == 0;
-        m_new = !exists && m_fd < 0;
-        const bool direct = m_fd >= 0 || (exists && (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)));
-        if (direct) {
-            m_file = std::make_unique<QFile>(path);
-        } else {
-            auto save = std::make_unique<QSaveFile>(path);
-            save->setDirectWriteFallback(true); // a folder we may not add to: the file itself, errors still checked
-            m_file = std::move(save);
-        }
+        m_existingMode = exists && S_ISREG(st.st_mode) ? int(st.st_mode & 07777) : -1;
+        m_aside = m_fd < 0 && (!exists || S_ISREG(st.st_mode));
     }
+    ~HostTarget() { cancel(); }
 
     Status open()
     {
-        const bool opened = m_fd >= 0 ? static_cast<QFile &>(*m_file).open(m_fd, QIODevice::WriteOnly, QFileDevice::DontCloseHandle)
-                                      : m_file->open(qobject_cast<QSaveFile *>(m_file.get()) ? QIODevice::WriteOnly | QIODevice::Truncate
-                                                                                             : QIODevice::WriteOnly);
-        return opened ? Status(Ok{}) : failure(m_file->errorString());
+        if (m_fd >= 0) {
+            auto file = std::make_unique<QFile>(m_path);
+            if (!file->open(m_fd, QIODevice::WriteOnly, QFileDevice::DontCloseHandle))
+                return failure(file->errorString());
+            m_file = std::move(file);
+            return Ok{};
+        }
+        if (m_aside) {
+            const QFileInfo target(m_path);
+            auto temporary = std::make_unique<QTemporaryFile>(target.absolutePath() + QStringLiteral("/.") + target.fileName() + QStringLiteral(".airlock-XXXXXX"));
+            if (temporary->open()) {
+                m_file = std::move(temporary);
+                return Ok{};
+            }
+        }
+        auto file = std::make_unique<QFile>(m_path);
+        if (!file->open(QIODevice::WriteOnly | (m_aside ? QIODevice::Truncate : QIODevice::OpenMode())))
+            return failure(file->errorString());
+        m_file = std::move(file);
+        return Ok{};
     }
-    bool isOpen() const { return m_file->isOpen(); }
     Status write(QByteArrayView bytes)
     {
         if (m_file->write(bytes.data(), bytes.size()) != bytes.size())
             return failure(m_file->errorString());
         return Ok{};
     }
-    // Flushed and, for a file, synced before it counts (QSaveFile's commit does not check the last
-    // flush); a new file takes `mode` less the umask. Only then is the copy put in place.
+    // Flushed and closed without error before it counts; a new file takes `mode` less the umask,
+    // an existing one keeps its own. Only then is the copy put in place.
     Status commit(int mode)
     {
-        struct stat st {};
+        auto *temporary = qobject_cast<QTemporaryFile *>(m_file.get());
+        const int keep = m_existingMode >= 0 ? m_existingMode : mode >= 0 ? int(mode & 0777 & ~currentUmask()) : -1;
+        if (temporary && keep >= 0)
+            (void)::fchmod(temporary->handle(), mode_t(keep));
+        else if (!temporary && m_existingMode < 0 && m_fd < 0 && mode >= 0 && m_aside)
+            (void)::fchmod(m_file->handle(), mode_t(mode & 0777 & ~currentUmask()));
         const bool flushed = m_file->flush() && m_file->error() == QFileDevice::NoError;
-        const int handle = m_file->handle();
-        const bool synced = flushed && (m_fd >= 0 || (::fstat(handle, &st) == 0 && !S_ISREG(st.st_mode)) || ::fsync(handle) == 0);
-        auto *save = qobject_cast<QSaveFile *>(m_file.get());
-        if (!synced) {
-            const QString why = m_file->error() != QFileDevice::NoError ? m_file->errorString() : QString::fromLocal8Bit(std::strerror(errno));
-            if (save)
-                save->cancelWriting();
+        const QString name = m_file->fileName();
+        if (!flushed) {
+            const QString why = m_file->errorString();
+            cancel();
             return failure(why);
         }
-        if (m_new && mode >= 0)
-            (void)::fchmod(handle, mode_t(mode & 0777 & ~currentUmask()));
-        if (save && !save->commit())
-            return failure(m_file->errorString());
+        if (!temporary)
+            return Ok{};
+        const int closed = ::close(::dup(temporary->handle())) == 0 ? 0 : errno; // the close's own error (NFS, quotas)
+        temporary->setAutoRemove(false);
+        temporary->close();
+        if (closed != 0 || ::rename(QFile::encodeName(name).constData(), QFile::encodeName(m_path).constData()) != 0) {
+            const QString why = QString::fromLocal8Bit(std::strerror(closed ? closed : errno));
+            ::unlink(QFile::encodeName(name).constData());
+            m_file.reset();
+            return failure(why);
+        }
+        m_file.reset();
         return Ok{};
     }
     void cancel()
     {
-        if (auto *save = qobject_cast<QSaveFile *>(m_file.get()))
-            save->cancelWriting();
+        m_file.reset(); // a temporary file is removed with it
     }
 
 private:
@@ -140,8 +160,9 @@ private:
 
     QString m_path;
     int m_fd = -1;
-    bool m_new = false;
-    std::unique_ptr<QFileDevice> m_file;
+    int m_existingMode = -1;
+    bool m_aside = false;
+    std::unique_ptr<QFile> m_file;
 };
 
 // One cp: its files one after the other over one connection, with one progress line.

@@ -10,6 +10,9 @@
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
+#include <QFileInfo>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
 #include <QCryptographicHash>
 #include <QSslCertificate>
 #include <QJsonArray>
@@ -367,6 +370,58 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
 // The exec check (commands.judgeExecs): in one sandbox, with the check on and off in the same
 // rounds, an execution's round trip, a loop of 1,000 fork+exec of /bin/true inside one execution,
 // and a make -j2 build of 100 small C files.
+// cp (issue 19, item 7): 1 GiB (256 MiB with --quick) host -> sandbox and back through
+// `airlockctl cp`, beside `cat SRC | cat > DST` on the same filesystem in the same rounds.
+int benchCp(QList<Row> &rows, int rounds, bool quick)
+{
+    TestDaemon daemon;
+    if (!daemon.start() || daemon.create({QStringLiteral("--name"), QStringLiteral("cp-bench")}) != QLatin1String("cp-bench")) {
+        std::fprintf(stderr, "airlock-bench --cp: cannot start airlockd or create a sandbox\n");
+        return 1;
+    }
+    const qint64 bytes = quick ? qint64(256) << 20 : qint64(1) << 30;
+    QTemporaryDir scratch;
+    const QString src = scratch.filePath(QStringLiteral("src.bin")), dst = scratch.filePath(QStringLiteral("dst.bin"));
+    {
+        QFile f(src);
+        if (!f.open(QIODevice::WriteOnly))
+            return 1;
+        QByteArray block(8 << 20, Qt::Uninitialized);
+        QRandomGenerator rng(7);
+        rng.fillRange(reinterpret_cast<quint32 *>(block.data()), block.size() / 4);
+        for (qint64 done = 0; done < bytes; done += block.size())
+            f.write(block);
+    }
+    QList<QByteArray> envStorage;
+    for (const QString &kv : daemon.environment().toStringList())
+        envStorage.append(kv.toLocal8Bit());
+    std::vector<char *> envp;
+    for (QByteArray &kv : envStorage)
+        envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    const QString ctl = binDir() + QStringLiteral("/airlockctl");
+    const QString pipe = QStringLiteral("cat '%1' | cat > '%2'").arg(src, dst);
+    QList<double> up, down, cat;
+    for (int r = 0; r < rounds; ++r) {
+        std::fprintf(stderr, "  round %d of %d\n", r + 1, rounds);
+        QFile::remove(dst);
+        cat.append(spawnMs({QStringLiteral("/bin/sh"), QStringLiteral("-c"), pipe}));
+        QFile::remove(dst);
+        up.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, QStringLiteral("cp-bench:big.bin")}, envp.data()));
+        down.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), QStringLiteral("cp-bench:big.bin"), dst}, envp.data()));
+        if (QFileInfo(dst).size() != bytes) {
+            std::fprintf(stderr, "airlock-bench --cp: the copy back has %lld bytes, not %lld\n", QFileInfo(dst).size(), bytes);
+            return 1;
+        }
+    }
+    const double mib = double(bytes) / (1 << 20);
+    const auto rate = [mib](const QList<double> &ms) { return mib / (median(ms) / 1000); };
+    const QString what = quick ? QStringLiteral("256 MiB") : QStringLiteral("1 GiB");
+    rows.append({QStringLiteral("cp %1 host -> sandbox").arg(what), rate(up), QStringLiteral("MiB/s"), QStringLiteral("cat | cat"), rate(cat), QStringLiteral(">= 0.5x")});
+    rows.append({QStringLiteral("cp %1 sandbox -> host").arg(what), rate(down), QStringLiteral("MiB/s"), QStringLiteral("cat | cat"), rate(cat), QStringLiteral(">= 0.5x")});
+    return 0;
+}
+
 int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
 {
     TestDaemon daemon;
@@ -435,6 +490,7 @@ int main(int argc, char *argv[])
         {"--remote", benchRemote},
         {"--mcp", benchMcp},
         {"--exec-check", benchExecCheck},
+        {"--cp", benchCp},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {
