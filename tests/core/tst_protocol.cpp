@@ -114,6 +114,31 @@ private Q_SLOTS:
         QVERIFY(!decodeOutput(QByteArray(bad + header))); // stream 3 does not exist
     }
 
+    // cp's data frames: a transfer id and the bytes as they are; a chunk above 1 MiB or without
+    // its id is refused.
+    void dataFramesCarryRawBytesOfOneTransfer()
+    {
+        QByteArray bytes(300000, Qt::Uninitialized);
+        for (qsizetype i = 0; i < bytes.size(); ++i)
+            bytes[i] = char(i * 7);
+        FrameReader r;
+        r.append(encodeDataHeader(0xA1B2C3D4, bytes.size()) + bytes);
+        const auto f = r.next();
+        QVERIFY(f && *f);
+        QCOMPARE((*f)->kind, kDataFrame);
+        const auto chunk = decodeData((*f)->payload);
+        QVERIFY(chunk);
+        QCOMPARE(chunk->transfer, 0xA1B2C3D4u);
+        QVERIFY(chunk->bytes == QByteArrayView(bytes));
+        QCOMPARE(encodeDataHeader(1, 0).toHex(), QByteArray("000000054400000001"));
+        const auto tooShort = decodeData(QByteArrayView("\0\0", 2));
+        QVERIFY(!tooShort && tooShort.error().code == ErrorCode::ProtocolError);
+        const QByteArray big(4 + kMaxDataChunk + 1, 'x');
+        const auto tooBig = decodeData(big);
+        QVERIFY(!tooBig);
+        QCOMPARE(tooBig.error().message, QStringLiteral("data frame of 1048577 bytes exceeds the 1048576-byte chunk"));
+    }
+
     void errorsKeepTheirTypeAcrossTheWire()
     {
         const QJsonObject reply = makeErrorReply(5, makeError(ErrorCode::PathEscape, QStringLiteral("nope")));

@@ -451,6 +451,42 @@ private Q_SLOTS:
         QVERIFY2(finished, qPrintable(finished ? QString() : finished.error().message));
         QCOMPARE(sh(QStringLiteral("wc -c < /workspace/theirs.bin")).out, QByteArray("0\n"));
     }
+
+    // The same as an ordinary user (no root, no chown): folders both ways, modes kept, the copy
+    // back owned by the user.
+    void anUnprivilegedUserCopiesFoldersKeepingModes()
+    {
+        if (::geteuid() != 0)
+            QSKIP("needs root to start the daemon as another, unprivileged user");
+        UnprivilegedDaemon daemon;
+        QVERIFY(daemon.start());
+        QCOMPARE(daemon.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("mine")}).first, 0);
+        const QString proj = daemon.home().filePath(QStringLiteral("proj"));
+        QVERIFY(QDir().mkpath(proj + QStringLiteral("/sub")));
+        QCOMPARE(::chown(QFile::encodeName(proj).constData(), UnprivilegedDaemon::kUid, UnprivilegedDaemon::kUid), 0);
+        QCOMPARE(::chown(QFile::encodeName(proj + QStringLiteral("/sub")).constData(), UnprivilegedDaemon::kUid, UnprivilegedDaemon::kUid), 0);
+        const QString tool = daemon.file(QStringLiteral("proj/tool.sh"), "#!/bin/sh\necho tool ran\n");
+        const QString notes = daemon.file(QStringLiteral("proj/sub/notes.txt"), "private\n");
+        QCOMPARE(::chmod(QFile::encodeName(tool).constData(), 0750), 0);
+        QCOMPARE(::chmod(QFile::encodeName(notes).constData(), 0600), 0);
+        const auto up = daemon.ctl({QStringLiteral("cp"), QStringLiteral("-r"), proj, QStringLiteral("mine:/workspace/")});
+        QVERIFY2(up.first == 0, up.second.constData());
+        const auto seen = daemon.ctl({QStringLiteral("exec"), QStringLiteral("mine"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                                      QStringLiteral("stat -c '%n %a' proj/tool.sh proj/sub/notes.txt && ./proj/tool.sh")});
+        QVERIFY2(seen.first == 0, seen.second.constData());
+        QCOMPARE(seen.second, QByteArray("proj/tool.sh 750\nproj/sub/notes.txt 600\ntool ran\n"));
+        const QString back = daemon.home().filePath(QStringLiteral("back"));
+        const auto down = daemon.ctl({QStringLiteral("cp"), QStringLiteral("-r"), QStringLiteral("mine:proj"), back});
+        daemon.stop();
+        QVERIFY2(down.first == 0, down.second.constData());
+        struct stat st {};
+        QCOMPARE(::stat(QFile::encodeName(back + QStringLiteral("/tool.sh")).constData(), &st), 0);
+        QCOMPARE(int(st.st_mode & 07777), 0750);
+        QCOMPARE(st.st_uid, UnprivilegedDaemon::kUid);
+        QCOMPARE(::stat(QFile::encodeName(back + QStringLiteral("/sub/notes.txt")).constData(), &st), 0);
+        QCOMPARE(int(st.st_mode & 07777), 0600);
+        QCOMPARE(readFile(back + QStringLiteral("/sub/notes.txt")), QByteArray("private\n"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliFiles)
