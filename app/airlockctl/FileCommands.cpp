@@ -202,7 +202,13 @@ public:
         qint64 sent = 0;
         QByteArray chunk;
         std::optional<Error> readError;
-        for (;;) {
+        bool refused = false; // the daemon could not write: the rest is not sent
+        const auto told = QObject::connect(&m_client, &DaemonClient::notified, &m_client, [&](const QString &method, const QJsonObject &p) {
+            refused |= method == QLatin1String("fs.transfer") && quint32(p.value(QStringLiteral("transfer")).toDouble()) == transfer
+                && p.contains(QStringLiteral("error"));
+        });
+        const auto untell = qScopeGuard([&] { QObject::disconnect(told); });
+        while (!refused) {
             chunk.resize(rpc::kMaxDataChunk);
             const ssize_t n = ::read(file.handle(), chunk.data(), size_t(chunk.size()));
             if (n < 0 && errno == EINTR)

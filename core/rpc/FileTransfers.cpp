@@ -175,6 +175,11 @@ void FileTransfers::onData(Connection *conn, quint32 transfer, QByteArrayView by
             continue;
         if (n <= 0) {
             t.failed = ioError(n < 0 ? errno : ENOSPC, t.path, "cannot write");
+            // Said at once, so that the sender stops; fs.finish says it again.
+            conn->send(makeNotification(QStringLiteral("fs.transfer"),
+                                        {{QStringLiteral("transfer"), double(transfer)},
+                                         {QStringLiteral("bytes"), double(t.done)},
+                                         {QStringLiteral("error"), makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error"))}}));
             return;
         }
         at += n;

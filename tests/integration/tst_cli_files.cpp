@@ -16,10 +16,12 @@
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -450,6 +452,32 @@ private Q_SLOTS:
         auto finished = other->call(QStringLiteral("fs.finish"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("transfer"), theirs->value(QStringLiteral("transfer"))}, {QStringLiteral("bytes"), 0}});
         QVERIFY2(finished, qPrintable(finished ? QString() : finished.error().message));
         QCOMPARE(sh(QStringLiteral("wc -c < /workspace/theirs.bin")).out, QByteArray("0\n"));
+    }
+
+    // A workspace whose disk fills: the upload stops as soon as the daemon cannot write (it says
+    // so at once, not after the rest was sent) and fails with the reason.
+    void anUploadToAFullWorkspaceStopsAndSaysWhy()
+    {
+        if (::geteuid() != 0)
+            QSKIP("a small filesystem of its own (tmpfs) needs root");
+        TestDaemon daemon;
+        QVERIFY(QDir().mkpath(daemon.dataDir()));
+        const QByteArray mountPoint = QFile::encodeName(daemon.dataDir());
+        QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=96m,mode=0700"), 0);
+        const auto unmount = qScopeGuard([&] { ::umount2(mountPoint.constData(), MNT_DETACH); });
+        QVERIFY(daemon.start());
+        QCOMPARE(daemon.create({QStringLiteral("--name"), QStringLiteral("small")}), QStringLiteral("small"));
+        const QString src = hostFile(QStringLiteral("too-big.bin"));
+        QVERIFY(writeFile(src, QByteArray(512 * 1024 * 1024, 'z')));
+        QElapsedTimer took;
+        took.start();
+        const CliResult r = daemon.ctl({QStringLiteral("cp"), src, QStringLiteral("small:too-big.bin")});
+        QFile::remove(src);
+        QCOMPARE(r.exitCode, 1);
+        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: cannot write '/workspace/too-big.bin': No space left on device\n"));
+        qInfo("refused after %lld ms", took.elapsed());
+        QCOMPARE(daemon.ctl({QStringLiteral("rm"), QStringLiteral("small")}).exitCode, 0);
+        daemon.stop();
     }
 
     // The same as an ordinary user (no root, no chown): folders both ways, modes kept, the copy
