@@ -5,6 +5,7 @@
 #include "ProgressLine.h"
 #include "SandboxCommands.h"
 
+#include "model/DisplayText.h"
 #include "rpc/Protocol.h"
 
 #include <QDir>
@@ -101,7 +102,8 @@ public:
         }
         if (m_aside) {
             const QFileInfo target(m_path);
-            auto temporary = std::make_unique<QTemporaryFile>(target.absolutePath() + QStringLiteral("/.") + target.fileName() + QStringLiteral(".airlock-XXXXXX"));
+            // (A short name of its own: the target's could be too long with a suffix.)
+            auto temporary = std::make_unique<QTemporaryFile>(target.absolutePath() + QStringLiteral("/.airlock-cp-XXXXXX"));
             if (temporary->open()) {
                 m_file = std::move(temporary);
                 return Ok{};
@@ -332,7 +334,7 @@ public:
     {
         m_line.clear();
         skipped.append(what);
-        m_err << "airlockctl: skipped " << what << " (cp copies files and folders)" << Qt::endl;
+        m_err << "airlockctl: skipped " << display::escaped(what) << " (cp copies files and folders)" << Qt::endl; // names a sandbox chose
     }
     void clearProgress() { m_line.clear(); }
     const QString &sandbox() const { return m_sandbox; }

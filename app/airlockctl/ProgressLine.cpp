@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ProgressLine.h"
 
+#include "model/DisplayText.h"
 #include "model/Units.h"
 
 #include <cstdio>
@@ -15,7 +16,8 @@ void ProgressLine::update(const QString &what, qint64 done, qint64 total, bool f
     if (!m_terminal || (!force && m_since.isValid() && m_since.elapsed() < 100))
         return;
     m_since.start();
-    QString line = what + QStringLiteral("  ") + units::formatBytes(uint64_t(std::max<qint64>(done, 0)));
+    // `what` may hold a name a sandbox chose: shown inert.
+    QString line = display::escaped(what, 60) + QStringLiteral("  ") + units::formatBytes(uint64_t(std::max<qint64>(done, 0)));
     if (total > 0)
         line += QStringLiteral(" of %1  %2%").arg(units::formatBytes(uint64_t(total))).arg(int(std::min<qint64>(done, total) * 100 / total));
     const QByteArray bytes = "\r" + line.toUtf8() + "\x1b[K";

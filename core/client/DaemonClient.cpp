@@ -378,17 +378,18 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
     return Ok{};
 }
 
-void DaemonClient::callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress)
+qint64 DaemonClient::callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress)
 {
     if (!isConnected()) {
         done(makeError(ErrorCode::DaemonUnavailable, QStringLiteral("not connected to the daemon")));
-        return;
+        return 0;
     }
     const qint64 id = m_nextId++;
     m_pending.insert(id, std::move(done));
     if (progress)
         m_progress.insert(id, std::move(progress));
     m_conn->send(rpc::makeRequest(id, method, params));
+    return id;
 }
 
 void DaemonClient::sendData(quint32 transfer, const QByteArray &bytes)
@@ -412,7 +413,7 @@ Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject 
     QEventLoop loop;
     std::optional<Result<QJsonValue>> result;
     QPointer<QEventLoop> guard(&loop);
-    callAsync(method, params, [&result, guard](Result<QJsonValue> r) {
+    const qint64 id = callAsync(method, params, [&result, guard](Result<QJsonValue> r) {
         result = std::move(r);
         if (guard)
             guard->quit();
@@ -421,8 +422,12 @@ Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject 
         QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
         loop.exec();
     }
-    if (!result)
+    if (!result) {
+        // What was given for this call refers to this frame: never called after it returns.
+        m_pending.remove(id);
+        m_progress.remove(id);
         return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("%1: no answer within %2 ms").arg(method).arg(timeoutMs));
+    }
     if (!*result)
         return result->error();
     return result->value().toObject();
@@ -437,9 +442,9 @@ void DaemonClient::onMessage(const QJsonObject &message)
             if (auto ev = rpc::eventFromJson(params))
                 Q_EMIT eventReceived(*ev);
         } else if (method == QLatin1String("progress")) {
-            const auto told = m_progress.constFind(qint64(params.value(QStringLiteral("id")).toDouble()));
-            if (told != m_progress.cend())
-                (*told)(params);
+            // A copy: the call may start others (or end this one) while it runs.
+            if (const Progress told = m_progress.value(qint64(params.value(QStringLiteral("id")).toDouble())))
+                told(params);
         } else {
             Q_EMIT notified(method, params);
         }

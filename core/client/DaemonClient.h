@@ -64,7 +64,8 @@ public:
     // How far a long request has come (the daemon's "progress" notifications for it), before its
     // reply: {"phase", "done", "total"} for history.prune.
     using Progress = std::function<void(const QJsonObject &)>;
-    void callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress = {});
+    // The request's id (0 when not connected: `done` was called with the error already).
+    qint64 callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress = {});
     Result<QJsonObject> call(const QString &method, const QJsonObject &params = {}, int timeoutMs = 60000, Progress progress = {});
 
     // Fire-and-forget for requests whose failure is not actionable (stdin, resize).

@@ -98,7 +98,7 @@ struct HistoryStore::Statements {
           addRun(db, "INSERT INTO runs(name, created_ms) VALUES(?,?) ON CONFLICT(name) DO NOTHING"),
           findRun(db, "SELECT id FROM runs WHERE name=?"),
           pruneCandidates(db, "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
-                              "AND (?1 = 0 OR ended_ms < ?1) ORDER BY id LIMIT 256"),
+                              "AND (?1 = 0 OR ended_ms < ?1) AND id <= ?2 ORDER BY id LIMIT 256"),
           unindexOutput(db, "INSERT INTO output_fts(output_fts, rowid, text) "
                             "SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE execution=? AND indexed=1"),
           dropOutput(db, "DELETE FROM chunks WHERE execution=?"),
@@ -133,8 +133,17 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
     // A migration rebuilds tables that others refer to, so it runs before the foreign keys are
     // enforced (SQLite's own procedure) and checks them itself before each step commits.
     // Incremental vacuum (which a new file takes only before its first table, and before WAL):
-    // giving space back is then done a slice at a time, never one long VACUUM.
-    for (const char *pragma : {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"})
+    // giving space back is then done a slice at a time, never one long VACUUM. Set on a new file
+    // only: on an existing one the pragma writes its header.
+    const bool fresh = [raw] {
+        sql::Stmt pages(raw, "PRAGMA page_count");
+        return pages.step() && pages.columnInt(0) == 0;
+    }();
+    if (fresh)
+        if (Status s = sql::exec(raw, "PRAGMA auto_vacuum=INCREMENTAL", QStringLiteral("PRAGMA auto_vacuum")); !s)
+            return s.error();
+    // The write-ahead log is cut back to this after a checkpoint (a vacuum can grow it).
+    for (const char *pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA journal_size_limit=67108864"})
         if (Status s = sql::exec(raw, pragma, QString::fromLatin1(pragma)); !s)
             return s.error();
     if (Status s = history::migrate(raw, options.path); !s)
@@ -296,7 +305,7 @@ void HistoryStore::writerLoop()
         // m_state.toIndex is the writer's own: tails still to index keep it going when idle.
         m_wake.wait(lock, [&] {
             return !m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_flushRequested || !m_jobs.empty() || m_activeJob || m_stopping
-                || m_failed || !m_state.toIndex.empty();
+                || m_failed || !m_state.toIndex.empty() || m_state.overBudget;
         });
         // (Upkeep under way is given up when stopping: each of its slices committed.)
         if (m_stopping && m_queue.empty() && !m_tailPending && m_tailSlices.empty())
@@ -345,7 +354,7 @@ void HistoryStore::writerLoop()
         const uint64_t id = ++m_batchesStarted;
         lock.unlock();
 
-        const bool attempted = !batch.empty() || !m_state.toIndex.empty();
+        const bool attempted = !batch.empty() || !m_state.toIndex.empty() || m_state.overBudget;
         const WriterState before = m_state;
         Status written = attempted ? writeBatch(batch) : Status(Ok{});
         if (!written) {
@@ -580,7 +589,8 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
         const auto until = m_state.totalStored > budget + budget / 10 ? std::chrono::steady_clock::time_point::max()
                                                                       : std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs);
         bool more = false;
-        if (Status s = pruneOldest(budget - budget / 10, 0, report, until, std::numeric_limits<qint64>::max(), &more); !s)
+        if (Status s = pruneOldest(budget - budget / 10, 0, std::numeric_limits<qint64>::max(), report, until, std::numeric_limits<qint64>::max(), &more);
+            !s)
             return failWith(s.error());
         m_state.overBudget = more;
         if (report.executions)
@@ -626,15 +636,15 @@ Status HistoryStore::indexSomeTails(qint64 budget)
     return Ok{};
 }
 
-Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report, std::chrono::steady_clock::time_point until,
-                                 qint64 maxBytes, bool *more)
+Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report,
+                                 std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more)
 {
     Statements &q = *m_sql;
     qint64 freed = 0;
     *more = false;
     while (m_state.totalStored > target || endedBeforeMs) {
         std::vector<std::pair<qint64, qint64>> victims;
-        q.pruneCandidates.integer(1, endedBeforeMs);
+        q.pruneCandidates.integer(1, endedBeforeMs).integer(2, upToId);
         while (q.pruneCandidates.step())
             victims.emplace_back(q.pruneCandidates.columnInt(0), q.pruneCandidates.columnInt(1));
         q.pruneCandidates.reset();

@@ -133,6 +133,7 @@ private:
         PruneReport report;
         qint64 goal = 0;        // output to keep at most
         qint64 toFree = 0;      // what pruning expects to drop
+        qint64 upToId = 0;      // the executions it may drop: those recorded when it began
         bool onReserve = false; // the disk was full: the reserve was given up, and is made again at the end
         qint64 freePages = -1;  // vacuum: the free pages it started with
         qint64 pageSize = 4096;
@@ -159,8 +160,10 @@ private:
     bool keepReserve() const;
     // Drops the oldest output down to `target` (and all that ended before `endedBeforeMs`); stops
     // early, with *more set, once past `until` or `maxBytes` (after at least one execution).
-    Status pruneOldest(qint64 target, qint64 endedBeforeMs, PruneReport &report, std::chrono::steady_clock::time_point until,
+    Status pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report, std::chrono::steady_clock::time_point until,
                        qint64 maxBytes, bool *more);
+    // A checkpoint that never waits for readers (what they hold is checkpointed later).
+    void checkpointNow();
     qint64 headBudget() const { return m_options.maxStoredOutputPerExec / 2; }
     qint64 tailBudget() const { return m_options.maxStoredOutputPerExec - headBudget(); }
 

@@ -145,6 +145,16 @@ Result<HistoryStore::PruneReport> HistoryStore::pruneAndWait(const Prune &reques
     return result.get();
 }
 
+void HistoryStore::checkpointNow()
+{
+    // TRUNCATE without a busy handler: it does what no reader holds back and returns at once; the
+    // log is cut back to journal_size_limit at a later checkpoint.
+    sqlite3 *db = m_writer.get();
+    sqlite3_busy_timeout(db, 0);
+    (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QString());
+    sqlite3_busy_timeout(db, sql::kBusyTimeoutMs);
+}
+
 void HistoryStore::abandonUpkeep(UpkeepJob &job)
 {
     job.done(makeError(ErrorCode::DaemonUnavailable,
@@ -176,6 +186,9 @@ bool HistoryStore::upkeepSlice(UpkeepJob &job)
             ended = q.step() ? q.columnInt(0) : 0;
         }
         job.toFree = std::min(m_state.totalStored, std::max(m_state.totalStored - job.goal, ended));
+        // What ends after the prune began is the budget's business: a prune always ends.
+        sql::Stmt last(m_writer.get(), "SELECT coalesce(max(id), 0) FROM executions");
+        job.upToId = last.step() ? last.columnInt(0) : 0;
         job.phase = Phase::Prune;
         reportProgress(job, QStringLiteral("pruning"), 0, job.toFree, true);
         return false;
@@ -187,6 +200,11 @@ bool HistoryStore::upkeepSlice(UpkeepJob &job)
         while (status && more && job.onReserve);
         if (status && !more)
             job.phase = job.request.vacuum ? Phase::Vacuum : Phase::Finish;
+        if (status && !more && job.onReserve) { // made again before a vacuum's batches take the room
+            if (!keepReserve())
+                logger()->warn("history: no room for its reserve again yet");
+            job.onReserve = false;
+        }
         reportProgress(job, QStringLiteral("pruning"), job.report.freedBytes, job.toFree, !more);
         break;
     case Phase::Vacuum:
@@ -222,8 +240,8 @@ Status HistoryStore::pruneSlice(UpkeepJob &job, bool *more)
     Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin"));
     const bool began = bool(s);
     if (s)
-        s = pruneOldest(job.goal, job.request.endedBeforeMs.value_or(0), slice, std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs),
-                        maxBytes, more);
+        s = pruneOldest(job.goal, job.request.endedBeforeMs.value_or(0), job.upToId, slice,
+                        std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs), maxBytes, more);
     if (s)
         s = sql::exec(db, "COMMIT", QStringLiteral("commit"));
     if (!s) {
@@ -267,7 +285,7 @@ Status HistoryStore::vacuumSlice(UpkeepJob &job, bool *more)
             reportProgress(job, QStringLiteral("converting"), 0, file, true);
             if (Status s = sql::exec(db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", QStringLiteral("converting the history to incremental vacuum")); !s)
                 return s;
-            (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+            checkpointNow();
             reportProgress(job, QStringLiteral("converting"), file, file, true);
             return Ok{};
         }
@@ -288,10 +306,10 @@ Status HistoryStore::vacuumSlice(UpkeepJob &job, bool *more)
     const qint64 total = job.freePages * job.pageSize;
     if (left > 0) {
         *more = true;
-        reportProgress(job, QStringLiteral("vacuuming"), total - left * job.pageSize, total);
+        reportProgress(job, QStringLiteral("vacuuming"), std::max<qint64>(0, total - left * job.pageSize), total);
         return Ok{};
     }
-    (void)sql::exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", QStringLiteral("checkpoint"));
+    checkpointNow();
     reportProgress(job, QStringLiteral("vacuuming"), total, total, true);
     return Ok{};
 }

@@ -52,7 +52,7 @@ Result<Db> open(const QString &path, bool readOnly)
     Db db(raw);
     if (rc != SQLITE_OK)
         return error(raw, QStringLiteral("cannot open %1").arg(path));
-    sqlite3_busy_timeout(raw, 5000);
+    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
     sqlite3_extended_result_codes(raw, 1);
     const int fn = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
     sqlite3_create_function(raw, "airlock_index_text", 1, fn, nullptr, indexTextFunction, nullptr, nullptr);

@@ -15,6 +15,9 @@
 // Thin RAII over the SQLite C API, shared by the history's writer and readers.
 namespace airlock::sql {
 
+// How long a statement waits for another connection's lock before it fails with SQLITE_BUSY.
+inline constexpr int kBusyTimeoutMs = 5000;
+
 Error error(sqlite3 *db, const QString &what);
 // Runs one or more statements without results.
 Status exec(sqlite3 *db, const char *sql, const QString &what);

@@ -22,12 +22,22 @@ namespace {
 constexpr qint64 kHighWater = 4 * 1024 * 1024;
 // What one turn of the event loop sends at most, however fast the reader is.
 constexpr qint64 kPerTurn = 8 * 1024 * 1024;
-// fs.list answers at most this much (one frame holds 4 MiB).
+// fs.list's paths take at most this much together (one frame holds 4 MiB of reply).
 constexpr qint64 kMaxListBytes = 2 * 1024 * 1024;
 
 Error ioError(int err, const QString &path, const char *doing)
 {
     return makeError(ErrorCode::IoError, QStringLiteral("%1 '%2': %3").arg(QLatin1String(doing), path, QString::fromLocal8Bit(std::strerror(err))));
+}
+
+// A whole number in [0, max]: what a double from JSON may be cast to.
+std::optional<qint64> wholeParam(const QJsonObject &p, const char *key, double max)
+{
+    const QJsonValue v = p.value(QLatin1String(key));
+    const double d = v.toDouble(-1);
+    if (!v.isDouble() || d < 0 || d > max || d != double(qint64(d)))
+        return std::nullopt;
+    return qint64(d);
 }
 
 Result<int> modeParam(const QJsonObject &p)
@@ -99,24 +109,28 @@ void FileTransfers::handle(Connection *conn, const QString &method, const QJsonO
                           : Result<QJsonObject>(made.error()));
     }
     if (method == QLatin1String("fs.list")) {
-        auto entries = files->list(*path, kMaxListEntries);
+        auto entries = files->list(*path, kMaxListEntries, kMaxListBytes);
         if (!entries)
             return reply(entries.error());
         QJsonArray rows;
-        qint64 bytes = 0;
-        for (const WorkspaceFiles::Entry &e : std::as_const(*entries)) {
-            if ((bytes += e.path.size() + 64) > kMaxListBytes)
-                return reply(makeError(ErrorCode::InvalidArgument,
-                                       QStringLiteral("'%1' holds too many entries to list at once; copy a part of it").arg(*path)));
+        for (const WorkspaceFiles::Entry &e : std::as_const(*entries))
             rows.append(QJsonObject{{QStringLiteral("path"), e.path}, {QStringLiteral("type"), typeName(e.type)},
                                     {QStringLiteral("size"), double(e.size)}, {QStringLiteral("mode"), e.mode}});
-        }
-        return reply(QJsonObject{{QStringLiteral("entries"), rows}});
+        const QJsonObject listed{{QStringLiteral("entries"), rows}};
+        // Names full of escapes grow in JSON: the reply must still fit a frame.
+        if (encodeJson(makeResult(QJsonValue(0), listed)).size() > kMaxFrameBytes - 4096)
+            return reply(makeError(ErrorCode::InvalidArgument,
+                                   QStringLiteral("'%1' holds too much to list at once; copy a part of it, or pack it first (exec tar)").arg(*path)));
+        return reply(listed);
     }
     auto &mine = m_transfers[conn];
     if (mine.size() >= size_t(kMaxTransfers))
         return reply(makeError(ErrorCode::Busy, QStringLiteral("%1 copies are open on this connection; finish one first").arg(kMaxTransfers)));
-    const quint32 id = m_next++;
+    if (m_open >= kMaxOpen)
+        return reply(makeError(ErrorCode::Busy, QStringLiteral("%1 copies are open on this daemon; try again when some are done").arg(kMaxOpen)));
+    quint32 id = m_next++;
+    while (id == 0 || mine.count(id)) // after a wrap, never one still open
+        id = m_next++;
     if (method == QLatin1String("fs.upload")) {
         auto mode = modeParam(p);
         if (!mode)
@@ -125,12 +139,14 @@ void FileTransfers::handle(Connection *conn, const QString &method, const QJsonO
         if (!opened)
             return reply(opened.error());
         mine.emplace(id, Transfer{opened->fd, true, sandboxId, opened->path, 0, 0, std::nullopt});
+        ++m_open;
         return reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path}});
     }
     auto opened = files->openForRead(*path);
     if (!opened)
         return reply(opened.error());
     mine.emplace(id, Transfer{opened->fd, false, sandboxId, opened->path, opened->size, 0, std::nullopt});
+    ++m_open;
     reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path},
                       {QStringLiteral("size"), double(opened->size)}, {QStringLiteral("mode"), opened->mode}});
     pump(conn); // after the reply: its data frames follow it
@@ -138,7 +154,7 @@ void FileTransfers::handle(Connection *conn, const QString &method, const QJsonO
 
 void FileTransfers::finish(Connection *conn, const QJsonObject &p, const QString &sandbox, const Reply &reply)
 {
-    const quint32 id = quint32(p.value(QStringLiteral("transfer")).toDouble());
+    const quint32 id = quint32(wholeParam(p, "transfer", 4294967295.0).value_or(0));
     auto mine = m_transfers.find(conn);
     const auto it = mine == m_transfers.end() ? std::map<quint32, Transfer>::iterator() : mine->find(id);
     if (mine == m_transfers.end() || it == mine->end() || it->second.sandbox != sandbox)
@@ -149,12 +165,12 @@ void FileTransfers::finish(Connection *conn, const QJsonObject &p, const QString
         return reply(QJsonObject{{QStringLiteral("path"), t.path}, {QStringLiteral("bytes"), double(t.done)}});
     if (t.failed)
         return reply(*t.failed);
-    const QJsonValue expected = p.value(QStringLiteral("bytes"));
-    if (!expected.isDouble() || qint64(expected.toDouble()) != t.done)
+    const std::optional<qint64> expected = wholeParam(p, "bytes", 1e15);
+    if (expected != t.done)
         return reply(makeError(ErrorCode::IoError, QStringLiteral("'%1': %2 bytes arrived, %3 were sent; the copy is incomplete")
                                                        .arg(t.path)
                                                        .arg(t.done)
-                                                       .arg(expected.isDouble() ? qint64(expected.toDouble()) : -1)));
+                                                       .arg(expected.value_or(-1))));
     reply(QJsonObject{{QStringLiteral("path"), t.path}, {QStringLiteral("bytes"), double(t.done)}});
 }
 
@@ -242,6 +258,7 @@ void FileTransfers::end(Connection *conn, quint32 id)
     if (auto it = mine->find(id); it != mine->end()) {
         ::close(it->second.fd);
         mine->erase(it);
+        --m_open;
     }
     if (mine->empty())
         m_transfers.erase(mine);
@@ -252,8 +269,10 @@ void FileTransfers::drop(Connection *conn)
     auto mine = m_transfers.find(conn);
     if (mine == m_transfers.end())
         return;
-    for (auto &[id, t] : *mine)
+    for (auto &[id, t] : *mine) {
         ::close(t.fd);
+        --m_open;
+    }
     m_transfers.erase(mine);
 }
 

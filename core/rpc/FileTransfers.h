@@ -45,6 +45,7 @@ public:
     void drop(Connection *conn);
 
     static constexpr int kMaxTransfers = 64;     // open at once per connection
+    static constexpr int kMaxOpen = 512;         // and on the whole daemon (each is a descriptor)
     static constexpr int kMaxListEntries = 20000; // fs.list
 
 private:
@@ -63,6 +64,7 @@ private:
     Engine &m_engine;
     QHash<Connection *, std::map<quint32, Transfer>> m_transfers;
     quint32 m_next = 1;
+    int m_open = 0;
 };
 
 } // namespace airlock::rpc

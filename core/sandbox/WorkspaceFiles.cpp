@@ -190,15 +190,20 @@ Result<QString> WorkspaceFiles::makeDirectory(const QString &sandboxPath, int mo
                                  : osError(err, *rel);
     } else {
         *existed = false;
-        // As asked, whatever the daemon's umask; and the sandbox's own.
-        (void)::fchmodat(dir.fd, name.constData(), mode_t(mode & 0777), 0);
-        if (m_owner)
-            (void)::fchownat(dir.fd, name.constData(), *m_owner, *m_owner, AT_SYMLINK_NOFOLLOW);
+        // As asked, whatever the daemon's umask; and the sandbox's own. Through a descriptor of the
+        // folder just made, never by its name: the sandbox may have put a link there meanwhile.
+        FdGuard made{::openat(dir.fd, name.constData(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
+        struct stat st {};
+        if (made.fd >= 0 && ::fstat(made.fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+            (void)::fchmod(made.fd, mode_t(mode & 0777));
+            if (m_owner)
+                (void)::fchown(made.fd, *m_owner, *m_owner);
+        }
     }
     return QString(QStringLiteral("/workspace/") + *rel);
 }
 
-Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandboxPath, int maxEntries) const
+Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandboxPath, int maxEntries, qint64 maxPathBytes) const
 {
     auto rel = relativePath(sandboxPath);
     if (!rel)
@@ -219,6 +224,7 @@ Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandbox
     // descriptor, never through a link, so nothing outside what was opened beneath the workspace
     // is reached however the sandbox changes the tree meanwhile.
     constexpr int kMaxDepth = 64;
+    qint64 pathBytes = 0; // of every path listed so far: what the list holds is bounded before it is built
     const std::function<Status(int, const QString &, int)> walk = [&](int dirFd, const QString &prefix, int depth) -> Status {
         if (depth > kMaxDepth) {
             ::close(dirFd);
@@ -234,9 +240,12 @@ Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandbox
             const QByteArray name(d->d_name);
             if (name == "." || name == "..")
                 continue;
-            if (entries.size() >= maxEntries)
+            pathBytes += prefix.size() + name.size() + 1;
+            if (entries.size() >= maxEntries || pathBytes > maxPathBytes)
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("'%1' holds more than %2 entries; copy a part of it, or pack it first (exec tar)").arg(sandboxPath).arg(maxEntries));
+                                 QStringLiteral("'%1' holds too much to list at once (at most %2 entries); copy a part of it, or pack it first (exec tar)")
+                                     .arg(sandboxPath)
+                                     .arg(maxEntries));
             struct stat st {};
             if (::fstatat(::dirfd(dir), name.constData(), &st, AT_SYMLINK_NOFOLLOW) != 0)
                 continue; // gone meanwhile

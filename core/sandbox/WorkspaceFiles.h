@@ -50,7 +50,8 @@ public:
     Result<QString> makeDirectory(const QString &sandboxPath, int mode, bool *existed);
 
     // What a directory holds, all the way down (never through a symbolic link), parents before
-    // what they hold; at most maxEntries, else an error that says so. A regular file: itself, as
+    // what they hold; at most maxEntries whose paths take maxPathBytes together, else an error that
+    // says so (before more is held). A regular file: itself, as
     // one entry with an empty path.
     struct Entry {
         QString path; // relative to the directory listed
@@ -58,7 +59,7 @@ public:
         qint64 size = 0;
         int mode = 0;
     };
-    Result<QList<Entry>> list(const QString &sandboxPath, int maxEntries) const;
+    Result<QList<Entry>> list(const QString &sandboxPath, int maxEntries, qint64 maxPathBytes) const;
 
 private:
     Result<int> open(const QString &relative, int flags, int mode) const;
