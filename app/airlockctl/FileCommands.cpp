@@ -211,7 +211,7 @@ public:
         });
         const auto untell = qScopeGuard([&] { QObject::disconnect(told); });
         while (!refused) {
-            chunk.resize(rpc::kMaxDataChunk);
+            chunk.resize(rpc::kDataChunk);
             const ssize_t n = ::read(file.handle(), chunk.data(), size_t(chunk.size()));
             if (n < 0 && errno == EINTR)
                 continue;

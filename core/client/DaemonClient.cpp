@@ -395,7 +395,7 @@ qint64 DaemonClient::callAsync(const QString &method, const QJsonObject &params,
 void DaemonClient::sendData(quint32 transfer, const QByteArray &bytes)
 {
     if (isConnected())
-        m_conn->sendData(transfer, bytes);
+        m_conn->sendDataWaiting(transfer, bytes);
 }
 
 qint64 DaemonClient::pendingBytes() const

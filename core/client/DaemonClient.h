@@ -70,7 +70,8 @@ public:
 
     // Fire-and-forget for requests whose failure is not actionable (stdin, resize).
     void notify(const QString &method, const QJsonObject &params);
-    // Bytes of a file transfer that fs.upload opened (at most rpc::kMaxDataChunk per call).
+    // Bytes of a file transfer that fs.upload opened (at most rpc::kMaxDataChunk per call),
+    // written before it returns (it waits for the daemon to read when the socket is full).
     void sendData(quint32 transfer, const QByteArray &bytes);
     // What waits to be written to the daemon: a sender keeps it short (flow control).
     qint64 pendingBytes() const;

@@ -6,6 +6,8 @@
 #include <QPointer>
 #include <QTimer>
 
+#include <cerrno>
+#include <poll.h>
 #include <sys/uio.h>
 
 namespace airlock::rpc {
@@ -65,6 +67,41 @@ void Connection::sendOutput(const QByteArray &header, const QByteArray &data)
         m_socket->write(data);
     } else if (written < header.size() + data.size()) {
         m_socket->write(data.constData() + (written - header.size()), data.size() - (written - header.size()));
+    }
+}
+
+void Connection::sendDataWaiting(quint32 transfer, const QByteArray &data)
+{
+    const QByteArray header = encodeDataHeader(transfer, data.size());
+    if (m_socket->state() != QLocalSocket::ConnectedState || m_socket->bytesToWrite() > 0)
+        return sendOutput(header, data);
+    const int fd = int(m_socket->socketDescriptor());
+    const qsizetype total = header.size() + data.size();
+    qsizetype done = 0;
+    while (done < total) {
+        iovec iov[2];
+        int count = 0;
+        if (done < header.size())
+            iov[count++] = {const_cast<char *>(header.constData()) + done, size_t(header.size() - done)};
+        const qsizetype inData = std::max<qsizetype>(0, done - header.size());
+        iov[count++] = {const_cast<char *>(data.constData()) + inData, size_t(data.size() - inData)};
+        const ssize_t n = ::writev(fd, iov, count);
+        if (n > 0) {
+            done += n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        pollfd room{fd, POLLOUT, 0};
+        if (n < 0 && errno == EAGAIN && ::poll(&room, 1, 10000) > 0 && !(room.revents & (POLLERR | POLLHUP)))
+            continue;
+        break; // an error, or no room for long: the rest through the socket, which reports it
+    }
+    if (done < header.size()) {
+        m_socket->write(header.constData() + done, header.size() - done);
+        m_socket->write(data);
+    } else if (done < total) {
+        m_socket->write(data.constData() + (done - header.size()), total - done);
     }
 }
 

@@ -30,6 +30,10 @@ public:
     void sendOutput(const QByteArray &header, const QByteArray &data);
     // A data frame of a file transfer (at most kMaxDataChunk bytes), the same way.
     void sendData(quint32 transfer, const QByteArray &data) { sendOutput(encodeDataHeader(transfer, data.size()), data); }
+    // The same, waiting for the socket to take all of it (no copy into the socket's buffer): for a
+    // sender with nothing else to do meanwhile (cp's upload). After 10 s without room, the rest is
+    // queued as sendData would.
+    void sendDataWaiting(quint32 transfer, const QByteArray &data);
     qint64 pendingBytes() const;
     // The daemon's side: stop handing out (and so reading) requests while more than `bytes` of
     // replies wait to be written; a peer that asks and never reads cannot grow them without end.

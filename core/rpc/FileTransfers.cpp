@@ -219,7 +219,7 @@ void FileTransfers::pump(Connection *conn)
                 more = true;
                 break;
             }
-            QByteArray chunk(qsizetype(std::min<qint64>(kMaxDataChunk, t.size - t.done)), Qt::Uninitialized);
+            QByteArray chunk(qsizetype(std::min<qint64>(kDataChunk, t.size - t.done)), Qt::Uninitialized);
             const ssize_t n = ::pread(t.fd, chunk.data(), size_t(chunk.size()), t.done);
             if (n < 0 && errno == EINTR)
                 continue;

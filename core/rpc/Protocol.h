@@ -29,7 +29,10 @@ inline constexpr quint32 kMaxFrameBytes = 4 * 1024 * 1024;
 inline constexpr char kJsonFrame = 'J';
 inline constexpr char kOutputFrame = 'O';
 inline constexpr char kDataFrame = 'D';
-inline constexpr qsizetype kMaxDataChunk = 1024 * 1024; // of a file per data frame
+inline constexpr qsizetype kMaxDataChunk = 1024 * 1024; // of a file per data frame, at most
+// What senders put in one: a few frames fit the receiver's read-ahead (Connection), so none is
+// pieced together from several reads.
+inline constexpr qsizetype kDataChunk = 256 * 1024;
 
 QByteArray encodeJson(const QJsonObject &message);
 // Everything of an output frame but the bytes themselves, which follow it on the wire: a sender
