@@ -396,6 +396,48 @@ private Q_SLOTS:
         QCOMPARE(QString::fromUtf8(flatDown.err), QStringLiteral("airlockctl: proj is a folder; copy it with cp -r\n"));
     }
 
+    // cp -r's folders: a sandbox that swaps each new folder for a link to a host file (an atomic
+    // exchange, as fast as it can) never gets the root daemon to change that file's mode: the mode
+    // is set through a descriptor of the folder made, never by its name.
+    void aFolderSwappedForALinkNeverChangesAHostFilesMode()
+    {
+        const QString victim = hostFile(QStringLiteral("victim"));
+        QVERIFY(writeFile(victim, "keep me 0600\n"));
+        QCOMPARE(::chmod(QFile::encodeName(victim).constData(), 0600), 0);
+        const QByteArray racer = "import ctypes, os\n"
+                                 "libc = ctypes.CDLL(None, use_errno=True)\n"
+                                 "os.makedirs('/workspace/race', exist_ok=True)\n"
+                                 "os.chdir('/workspace/race')\n"
+                                 "if not os.path.islink('.swap'):\n"
+                                 "    os.symlink('" + QFile::encodeName(victim) + "', '.swap')\n"
+                                 "while True:\n"
+                                 "    if libc.syscall(316, -100, b'x', -100, b'.swap', 2) == 0:\n" // renameat2(RENAME_EXCHANGE)
+                                 "        libc.syscall(316, -100, b'x', -100, b'.swap', 2)\n"
+                                 "        if os.path.isdir('x') and not os.path.islink('x'):\n"
+                                 "            os.rmdir('x')\n";
+        QCOMPARE(ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-i"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("cat > /workspace/racer.py")}, racer).exitCode, 0);
+        auto running = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("timeout"), QStringLiteral("60"),
+                                 QStringLiteral("python3"), QStringLiteral("/workspace/racer.py")});
+        QVERIFY(running->waitForStarted(5000));
+        QVERIFY(QTest::qWaitFor([&] { return sh(QStringLiteral("test -L /workspace/race/.swap")).exitCode == 0; }, 10000));
+        auto client = m_daemon->connect();
+        QVERIFY(client);
+        int made = 0;
+        for (int attempt = 0; attempt < 20000 && made < 2000; ++attempt) {
+            auto r = client->call(QStringLiteral("fs.mkdir"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("path"), QStringLiteral("race/x")},
+                                                              {QStringLiteral("mode"), 0777}});
+            made += r && !r->value(QStringLiteral("existed")).toBool();
+        }
+        QCOMPARE(sh(QStringLiteral("pkill python3; true")).exitCode, 0);
+        qInfo("%d folders made while the sandbox swapped them", made);
+        running->waitForFinished(10000);
+        QVERIFY2(made >= 200, qPrintable(QStringLiteral("only %1 folders made: the race was hardly tried").arg(made)));
+        struct stat st {};
+        QCOMPARE(::stat(QFile::encodeName(victim).constData(), &st), 0);
+        QCOMPARE(int(st.st_mode & 07777), 0600);
+        QCOMPARE(readFile(victim), QByteArray("keep me 0600\n"));
+    }
+
     // A tree deeper than the walk goes is refused, not followed down (a sandbox can make one).
     void cpOfAFolderTooDeepIsRefused()
     {
