@@ -99,9 +99,8 @@ struct HistoryStore::Statements {
           findRun(db, "SELECT id FROM runs WHERE name=?"),
           pruneCandidates(db, "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
                               "AND (?1 = 0 OR ended_ms < ?1) AND id <= ?2 ORDER BY id LIMIT 256"),
-          unindexOutput(db, "INSERT INTO output_fts(output_fts, rowid, text) "
-                            "SELECT 'delete', id, airlock_index_text(data) FROM chunks WHERE execution=? AND indexed=1"),
-          dropOutput(db, "DELETE FROM chunks WHERE execution=?"),
+          chunksOf(db, "SELECT id, length(data) FROM chunks WHERE execution=? ORDER BY id LIMIT 16"),
+          setStored(db, "UPDATE executions SET stored_bytes=? WHERE id=?"),
           markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?"),
           unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 64"),
           markIndexed(db, "UPDATE chunks SET indexed=1 WHERE id=?")
@@ -110,14 +109,14 @@ struct HistoryStore::Statements {
     bool ok() const
     {
         for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &refused, &commandIndex, &findExec, &exited, &chunk, &outputIndex,
-                                   &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &unindexOutput, &dropOutput, &markPruned,
+                                   &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &chunksOf, &setStored, &markPruned,
                                    &unindexedChunks, &markIndexed})
             if (!s->prepared())
                 return false;
         return true;
     }
     sql::Stmt event, sandbox, deleted, started, refused, commandIndex, findExec, exited, chunk, outputIndex, unindexChunk, dropChunk, addRun,
-        findRun, pruneCandidates, unindexOutput, dropOutput, markPruned, unindexedChunks, markIndexed;
+        findRun, pruneCandidates, chunksOf, setStored, markPruned, unindexedChunks, markIndexed;
 };
 
 HistoryStore::HistoryStore(Options options) : m_options(std::move(options)) {}
@@ -657,12 +656,43 @@ Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upT
                 *more = true;
                 return Ok{};
             }
-            if (!q.unindexOutput.integer(1, id).run() || !q.dropOutput.integer(1, id).run() || !q.markPruned.integer(1, id).run())
+            // A chunk at a time (each at most 256 KiB, unindexed with it), the deadline checked
+            // between them: one execution's output is never one step that cannot be cut short.
+            qint64 left = bytes; // what its record still says it stores (the total counts that)
+            bool cut = false;
+            for (bool some = true; some && !cut;) {
+                std::vector<std::pair<qint64, qint64>> chunks;
+                q.chunksOf.integer(1, id);
+                while (q.chunksOf.step())
+                    chunks.emplace_back(q.chunksOf.columnInt(0), q.chunksOf.columnInt(1));
+                q.chunksOf.reset();
+                some = !chunks.empty();
+                for (const auto &[chunk, size] : chunks) {
+                    if (freed > 0 && (freed >= maxBytes || std::chrono::steady_clock::now() >= until)) {
+                        cut = true;
+                        break;
+                    }
+                    if (Status s = deleteChunk(chunk); !s)
+                        return s;
+                    const qint64 counted = std::min(size, std::max<qint64>(left - 1, 0)); // the last byte goes with the record
+                    left -= counted;
+                    m_state.totalStored -= counted;
+                    report.freedBytes += counted;
+                    freed += std::max<qint64>(size, 1);
+                }
+            }
+            if (cut) { // the rest in the next slice: the record says what is left
+                if (!q.setStored.integer(1, left).integer(2, id).run())
+                    return sql::error(m_writer.get(), QStringLiteral("pruning output"));
+                *more = true;
+                return Ok{};
+            }
+            if (!q.markPruned.integer(1, id).run())
                 return sql::error(m_writer.get(), QStringLiteral("pruning output"));
-            m_state.totalStored -= bytes;
-            freed += std::max<qint64>(bytes, 1);
+            m_state.totalStored -= left;
+            report.freedBytes += left;
+            freed += std::max<qint64>(left, 1);
             report.executions += 1;
-            report.freedBytes += bytes;
         }
     }
     return Ok{};
