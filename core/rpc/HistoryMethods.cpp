@@ -4,6 +4,7 @@
 #include "history/HistoryStore.h"
 #include "rpc/Params.h"
 
+#include <QCoreApplication>
 #include <QJsonArray>
 #include <QPointer>
 
@@ -193,8 +194,12 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                                                                            {QStringLiteral("storedBytes"), double(r->storedBytes)},
                                                                            {QStringLiteral("fileBytes"), double(r->fileBytes)}})
                                          : Result<QJsonObject>(r.error());
-            if (self)
-                QMetaObject::invokeMethod(self, [reply, json] { reply(json); }, Qt::QueuedConnection);
+            // Posted to the application, not to this object, which may be going away on the main
+            // thread meanwhile: whether it is still there is asked there.
+            QMetaObject::invokeMethod(QCoreApplication::instance(), [self, reply, json] {
+                if (self)
+                    reply(json);
+            }, Qt::QueuedConnection);
         };
         HistoryStore::ProgressListener told;
         if (progress)
@@ -202,8 +207,10 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                 const QJsonObject json{{QStringLiteral("phase"), step.phase},
                                        {QStringLiteral("done"), double(step.done)},
                                        {QStringLiteral("total"), double(step.total)}};
-                if (self)
-                    QMetaObject::invokeMethod(self, [progress, json] { progress(json); }, Qt::QueuedConnection);
+                QMetaObject::invokeMethod(QCoreApplication::instance(), [self, progress, json] {
+                    if (self)
+                        progress(json);
+                }, Qt::QueuedConnection);
             };
         m_store->prune(request, done, told);
         return;

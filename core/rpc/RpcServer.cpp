@@ -263,6 +263,9 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
     }
     if (Status allowed = permitted(session, method, paramsValue.toObject()); !allowed)
         return reply(allowed.error());
+    // What agents did is the person's record: an agent does not drop it.
+    if (method == QLatin1String("history.prune") && !session.agent.isEmpty())
+        return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection cannot prune the history")));
     if (HistoryMethods::handles(method)) {
         // {"method": "progress", "params": {"id": <the request's>, ...}}, like MCP's progress.
         const HistoryMethods::Progress progress = [conn, id](QJsonObject step) {

@@ -55,6 +55,20 @@ private Q_SLOTS:
     }
     void cleanupTestCase() { m_daemon.reset(); }
 
+    // The record of what agents did is the person's: an agent cannot prune it (the person can).
+    void anAgentCannotPruneTheHistory()
+    {
+        auto bot = client(QStringLiteral("bot"));
+        QVERIFY(bot);
+        auto pruned = bot->call(QStringLiteral("history.prune"), {{QStringLiteral("keepBytes"), 0}});
+        QVERIFY(!pruned);
+        QCOMPARE(pruned.error().code, ErrorCode::Denied);
+        QCOMPARE(pruned.error().message, QStringLiteral("an agent connection cannot prune the history"));
+        auto person = client(QString());
+        QVERIFY(person);
+        QVERIFY(person->call(QStringLiteral("history.prune"), {{QStringLiteral("keepBytes"), 1e12}}));
+    }
+
     void aDenyRuleRefusesAtOnceAndSaysWhich()
     {
         const CliResult r = agent(args("rm", "-rf", "/workspace"));
