@@ -166,7 +166,7 @@ void Connection::deliver(Budget budget)
         if (!next->has_value()) {
             if (m_socket->bytesAvailable() == 0)
                 return;
-            m_reader.append(m_socket->readAll()); // only once what was read before is handed out
+            m_reader.fill(*m_socket, m_socket->bytesAvailable()); // only once what was read before is handed out
             continue;
         }
         const Frame &f = **next;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/Protocol.h"
 
+#include <QIODevice>
+
 #include <QJsonDocument>
 #include <QtEndian>
 
@@ -69,6 +71,23 @@ void FrameReader::append(QByteArray bytes)
         m_pos = 0;
     }
     m_buf.append(bytes);
+}
+
+qint64 FrameReader::fill(QIODevice &from, qint64 available)
+{
+    if (available <= 0)
+        return 0;
+    // Frames handed out before refer to the buffer: it changes only here. What they used is let
+    // go (QByteArray moves its start, no copy), and the new bytes are read straight after the rest.
+    if (m_pos > 0) {
+        m_buf.remove(0, m_pos);
+        m_pos = 0;
+    }
+    const qsizetype kept = m_buf.size();
+    m_buf.resize(kept + available);
+    const qint64 n = from.read(m_buf.data() + kept, available);
+    m_buf.resize(kept + std::max<qint64>(n, 0));
+    return n;
 }
 
 Result<std::optional<Frame>> FrameReader::next()

@@ -10,6 +10,8 @@
 
 #include <optional>
 
+class QIODevice;
+
 // Airlock's RPC: JSON-RPC 2.0 messages in length-prefixed frames.
 //
 //   frame  = u32 big-endian length | u8 kind | payload        (length counts kind + payload)
@@ -50,6 +52,9 @@ struct Frame {
 class FrameReader {
 public:
     void append(QByteArray bytes);
+    // The same, read from `from` straight into the buffer (one copy fewer than append(readAll())):
+    // how many bytes were read.
+    qint64 fill(QIODevice &from, qint64 available);
     // A frame, nothing yet (nullopt), or an error (FrameTooLarge / ProtocolError).
     Result<std::optional<Frame>> next();
 
