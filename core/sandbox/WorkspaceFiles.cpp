@@ -272,18 +272,12 @@ Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandbox
 
 Result<WorkspaceFiles::Chunk> WorkspaceFiles::read(const QString &sandboxPath, qint64 offset, qint64 maxBytes) const
 {
-    auto rel = relativePath(sandboxPath);
-    if (!rel)
-        return rel.error();
-    auto opened = open(*rel, O_RDONLY, 0);
+    auto opened = openForRead(sandboxPath);
     if (!opened)
         return opened.error();
-    FdGuard fd{*opened};
-    struct stat st {};
-    if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a regular file").arg(sandboxPath));
+    FdGuard fd{opened->fd};
     Chunk c;
-    c.size = st.st_size;
+    c.size = opened->size;
     c.data.resize(qsizetype(std::max<qint64>(0, std::min(maxBytes, c.size - offset))));
     qint64 done = 0;
     while (done < c.data.size()) {

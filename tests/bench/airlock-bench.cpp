@@ -51,6 +51,24 @@ double median(QList<double> v)
     return v.isEmpty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// A daemon's environment as posix_spawn takes it.
+class EnvironmentBlock {
+public:
+    explicit EnvironmentBlock(const QProcessEnvironment &env)
+    {
+        for (const QString &kv : env.toStringList())
+            m_storage.append(kv.toLocal8Bit());
+        for (QByteArray &kv : m_storage)
+            m_pointers.push_back(kv.data());
+        m_pointers.push_back(nullptr);
+    }
+    char **get() const { return const_cast<char **>(m_pointers.data()); }
+
+private:
+    QList<QByteArray> m_storage;
+    std::vector<char *> m_pointers;
+};
+
 // Runs argv to completion with stdout/stderr to /dev/null; returns wall milliseconds.
 double spawnMs(const QStringList &args, char **envp = environ)
 {
@@ -329,15 +347,9 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
             std::fprintf(stderr, "airlock-bench --mcp: %s\n", reply.left(300).constData());
         return double(t.nsecsElapsed()) / 1e6;
     };
-    QList<QByteArray> envStorage;
-    for (const QString &kv : daemon.environment().toStringList())
-        envStorage.append(kv.toLocal8Bit());
-    std::vector<char *> envp;
-    for (QByteArray &kv : envStorage)
-        envp.push_back(kv.data());
-    envp.push_back(nullptr);
+    const EnvironmentBlock envp(daemon.environment());
     const QStringList cliExec{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QStringLiteral("mcp-bench"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
-    auto overCli = [&] { return spawnMs(cliExec, envp.data()); };
+    auto overCli = [&] { return spawnMs(cliExec, envp.get()); };
     // What MCP adds: the same execution asked for directly on the daemon's socket.
     auto client = daemon.connect();
     ExecWaiter waiter(*client);
@@ -392,13 +404,7 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
         for (qint64 done = 0; done < bytes; done += block.size())
             f.write(block);
     }
-    QList<QByteArray> envStorage;
-    for (const QString &kv : daemon.environment().toStringList())
-        envStorage.append(kv.toLocal8Bit());
-    std::vector<char *> envp;
-    for (QByteArray &kv : envStorage)
-        envp.push_back(kv.data());
-    envp.push_back(nullptr);
+    const EnvironmentBlock envp(daemon.environment());
     const QString ctl = binDir() + QStringLiteral("/airlockctl");
     const QString pipe = QStringLiteral("cat '%1' | cat > '%2'").arg(src, dst);
     QList<double> up, down, cat;
@@ -407,8 +413,8 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
         QFile::remove(dst);
         cat.append(spawnMs({QStringLiteral("/bin/sh"), QStringLiteral("-c"), pipe}));
         QFile::remove(dst);
-        up.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, QStringLiteral("cp-bench:big.bin")}, envp.data()));
-        down.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), QStringLiteral("cp-bench:big.bin"), dst}, envp.data()));
+        up.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, QStringLiteral("cp-bench:big.bin")}, envp.get()));
+        down.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), QStringLiteral("cp-bench:big.bin"), dst}, envp.get()));
         if (QFileInfo(dst).size() != bytes) {
             std::fprintf(stderr, "airlock-bench --cp: the copy back has %lld bytes, not %lld\n", QFileInfo(dst).size(), bytes);
             return 1;
@@ -446,13 +452,7 @@ int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
         std::fprintf(stderr, "airlock-bench --exec-check: cannot prepare the sandbox: %s\n", qPrintable(made.describe()));
         return 1;
     }
-    std::vector<QByteArray> envStorage;
-    for (const QString &kv : daemon.environment().toStringList())
-        envStorage.push_back(kv.toLocal8Bit());
-    std::vector<char *> envp;
-    for (QByteArray &kv : envStorage)
-        envp.push_back(kv.data());
-    envp.push_back(nullptr);
+    const EnvironmentBlock envp(daemon.environment());
     const QStringList loop = inside(QStringLiteral("for i in $(seq 1000); do /bin/true; done"));
     const QStringList build = inside(QStringLiteral("cd b && rm -f *.o && make -s -j2"));
     const QStringList one = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
@@ -463,9 +463,9 @@ int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
         for (const bool on : {true, false}) {
             if (!judge(on))
                 return 1;
-            (on ? loopOn : loopOff).append(spawnMs(loop, envp.data()));
-            (on ? buildOn : buildOff).append(spawnMs(build, envp.data()));
-            (on ? oneOn : oneOff).append(median(repeat(n, [&] { return spawnMs(one, envp.data()); })));
+            (on ? loopOn : loopOff).append(spawnMs(loop, envp.get()));
+            (on ? buildOn : buildOff).append(spawnMs(build, envp.get()));
+            (on ? oneOn : oneOff).append(median(repeat(n, [&] { return spawnMs(one, envp.get()); })));
         }
     }
     rows.append({QStringLiteral("airlockctl exec true, exec check on"), median(oneOn), QStringLiteral("ms"), QStringLiteral("check off"), median(oneOff),
@@ -539,19 +539,12 @@ int main(int argc, char *argv[])
 
     // 2. airlockctl exec as a whole process vs a bare bwrap run.
     progress("airlockctl exec");
-    std::vector<QByteArray> envStore;
-    std::vector<char *> envp;
-    const QProcessEnvironment env = daemon.environment();
-    for (const QString &k : env.keys())
-        envStore.push_back((k + QLatin1Char('=') + env.value(k)).toLocal8Bit());
-    for (QByteArray &e : envStore)
-        envp.push_back(e.data());
-    envp.push_back(nullptr);
+    const EnvironmentBlock envp(daemon.environment());
     const QStringList ctlExec = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"),
                                  sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
     QList<double> ctl, bw;
     for (int r = 0; r < rounds; ++r) {
-        ctl.append(median(repeat(15, [&] { return spawnMs(ctlExec, envp.data()); })));
+        ctl.append(median(repeat(15, [&] { return spawnMs(ctlExec, envp.get()); })));
         bw.append(median(repeat(15, [&] { return spawnMs(bwrapBaseline); })));
     }
     const double bwrapMs = median(bw);
@@ -583,7 +576,7 @@ int main(int argc, char *argv[])
         const double ms = spawnMs({binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
                                    QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
                                    QString::number(bytes), QStringLiteral("/dev/zero")},
-                                  envp.data());
+                                  envp.get());
         stream.append(double(bytes) / (ms / 1000.0) / 1e6);
         const double base = spawnMs({QStringLiteral("/bin/sh"), QStringLiteral("-c"),
                                      QStringLiteral("head -c %1 /dev/zero | cat >/dev/null").arg(bytes)});
