@@ -8,6 +8,7 @@
 #include "model/DisplayText.h"
 #include "rpc/Protocol.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QEventLoop>
 #include <QFileInfo>
@@ -346,9 +347,11 @@ private:
         const QString what = totalFiles > 1 ? QStringLiteral("copying %1 of %2 files").arg(files + 1).arg(totalFiles) : QStringLiteral("copying ") + name;
         m_line.update(what, bytes, totalBytes);
     }
-    // Flow control: while much is queued, wait for the daemon to read it.
+    // Flow control: while much is queued, wait for the daemon to read it. And hear what the
+    // daemon said meanwhile (a write it could not do): sendData writes without the event loop.
     Status waitForRoom()
     {
+        QCoreApplication::processEvents();
         while (m_client.pendingBytes() > kInFlight) {
             if (!m_client.isConnected())
                 return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the daemon went away during the copy"));

@@ -497,7 +497,8 @@ private Q_SLOTS:
     }
 
     // A workspace whose disk fills: the upload stops as soon as the daemon cannot write (it says
-    // so at once, not after the rest was sent) and fails with the reason.
+    // so at once, not after the rest was sent) and fails with the reason, even from a pipe that
+    // never ends.
     void anUploadToAFullWorkspaceStopsAndSaysWhy()
     {
         if (::geteuid() != 0)
@@ -509,14 +510,18 @@ private Q_SLOTS:
         const auto unmount = qScopeGuard([&] { ::umount2(mountPoint.constData(), MNT_DETACH); });
         QVERIFY(daemon.start());
         QCOMPARE(daemon.create({QStringLiteral("--name"), QStringLiteral("small")}), QStringLiteral("small"));
-        const QString src = hostFile(QStringLiteral("too-big.bin"));
-        QVERIFY(writeFile(src, QByteArray(512 * 1024 * 1024, 'z')));
+        // From a source that never ends: only the daemon's word stops the copy (else it runs
+        // until `timeout` kills it, exit 124).
+        QProcess p;
+        QProcessEnvironment env = daemon.environment();
+        env.insert(QStringLiteral("CTL"), binDir() + QStringLiteral("/airlockctl --no-autostart"));
+        p.setProcessEnvironment(env);
         QElapsedTimer took;
         took.start();
-        const CliResult r = daemon.ctl({QStringLiteral("cp"), src, QStringLiteral("small:too-big.bin")});
-        QFile::remove(src);
-        QCOMPARE(r.exitCode, 1);
-        QCOMPARE(QString::fromUtf8(r.err), QStringLiteral("airlockctl: cannot write '/workspace/too-big.bin': No space left on device\n"));
+        p.start(QStringLiteral("bash"), {QStringLiteral("-c"), QStringLiteral("yes | timeout 60 $CTL cp /dev/stdin small:endless.txt")});
+        QVERIFY(p.waitForFinished(90000));
+        QCOMPARE(p.exitCode(), 1);
+        QCOMPARE(QString::fromUtf8(p.readAllStandardError()), QStringLiteral("airlockctl: cannot write '/workspace/endless.txt': No space left on device\n"));
         qInfo("refused after %lld ms", took.elapsed());
         QCOMPARE(daemon.ctl({QStringLiteral("rm"), QStringLiteral("small")}).exitCode, 0);
         daemon.stop();
