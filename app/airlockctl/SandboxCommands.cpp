@@ -37,6 +37,8 @@ QString limitValue(const QString &key, const QJsonValue &v)
         return units::formatBytes(n);
     if (key == QLatin1String("wallMs"))
         return units::formatDurationMs(n);
+    if (key == QLatin1String("cpuMillicores"))
+        return QStringLiteral("%1 CPUs").arg(double(n) / 1000);
     if (key == QLatin1String("cpuSeconds"))
         return units::formatDurationMs(n * 1000);
     return QString::number(n);
@@ -215,7 +217,10 @@ private:
                 << "\nlandlock:    ABI " << caps.value(QStringLiteral("landlockAbi")).toInt()
                 << "\ncgroup:      " << caps.value(QStringLiteral("cgroup")).toString()
                 << " (memory: " << (caps.value(QStringLiteral("cgroupMemory")).toBool() ? "yes" : "no")
-                << ", pids: " << (caps.value(QStringLiteral("cgroupPids")).toBool() ? "yes" : "no") << ")\n";
+                << ", pids: " << (caps.value(QStringLiteral("cgroupPids")).toBool() ? "yes" : "no")
+                << ", cpu: " << (caps.value(QStringLiteral("cgroupCpu")).toBool() ? "yes" : "no") << ")\n";
+        if (const QString why = caps.value(QStringLiteral("cgroupError")).toString(); !why.isEmpty())
+            ctx.out << "             " << display::escaped(why) << "\n";
         for (const QJsonValue &notice : d.value(QStringLiteral("notices")).toArray()) // what a person should know
             ctx.out << "NOTICE:      " << display::escaped(notice.toString()) << "\n";
         ctx.out.flush();

@@ -261,6 +261,8 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     launch.hiddenPaths = *masked;
     launch.seccompProgram = m_seccompProgram;
     launch.cgroupProcsFiles = setup.cgroup.procsFiles();
+    if (setup.cgroup.placesFromOutside())
+        launch.placeChild = [cgroup = setup.cgroup](pid_t pid) { return cgroup.place(pid); };
     launch.dropToUid = hostUid;
     if (!plan->pidsByCgroup)
         launch.nproc = plan->effective.pids;

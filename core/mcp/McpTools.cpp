@@ -55,6 +55,8 @@ QList<ToolSpec> build()
     const QJsonObject limits = object({
         {QStringLiteral("memory_mb"), integer(QStringLiteral("Memory limit in MiB."), 16, 65536)},
         {QStringLiteral("pids"), integer(QStringLiteral("Most processes at once."), 1, 65536)},
+        {QStringLiteral("cpus"), QJsonObject{{QStringLiteral("type"), QStringLiteral("number")}, {QStringLiteral("minimum"), 0.01}, {QStringLiteral("maximum"), 1024},
+                                             {QStringLiteral("description"), QStringLiteral("CPU bandwidth of the whole sandbox, in cores (0.5 = half a core).")}}},
         {QStringLiteral("cpu_seconds"), integer(QStringLiteral("CPU time limit per execution, in seconds."), 1, 86400)},
         {QStringLiteral("wall_seconds"), integer(QStringLiteral("Wall-clock limit per execution, in seconds."), 1, 86400)},
         {QStringLiteral("output_mb"), integer(QStringLiteral("Output limit per execution, in MiB (the command is killed beyond it)."), 1, 4096)},

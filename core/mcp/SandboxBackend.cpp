@@ -9,6 +9,7 @@
 #include <QJsonDocument>
 #include <QTimer>
 
+#include <cmath>
 #include <memory>
 
 namespace airlock::mcp {
@@ -190,11 +191,11 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
     QJsonObject limits;
     const QJsonObject asked = arguments.value(QStringLiteral("limits")).toObject();
     const std::pair<const char *, std::pair<const char *, double>> fields[] = {
-        {"memory_mb", {"memoryBytes", double(kMiB)}}, {"pids", {"pids", 1}},           {"cpu_seconds", {"cpuSeconds", 1}},
+        {"memory_mb", {"memoryBytes", double(kMiB)}}, {"pids", {"pids", 1}},           {"cpu_seconds", {"cpuSeconds", 1}}, {"cpus", {"cpuMillicores", 1000}},
         {"wall_seconds", {"wallMs", 1000}},           {"output_mb", {"outputBytes", double(kMiB)}}};
     for (const auto &[from, to] : fields)
         if (asked.contains(QLatin1String(from)))
-            limits.insert(QLatin1String(to.first), asked.value(QLatin1String(from)).toDouble() * to.second);
+            limits.insert(QLatin1String(to.first), std::round(asked.value(QLatin1String(from)).toDouble() * to.second));
     QJsonObject spec{{QStringLiteral("limits"), limits}};
     if (arguments.contains(QStringLiteral("name")))
         spec.insert(QStringLiteral("name"), arguments.value(QStringLiteral("name")));

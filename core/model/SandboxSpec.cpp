@@ -48,7 +48,8 @@ struct LimitField {
 };
 constexpr LimitField kLimitFields[] = {
     {"memoryBytes", &Limits::memoryBytes}, {"pids", &Limits::pids},
-    {"cpuSeconds", &Limits::cpuSeconds},   {"openFiles", &Limits::openFiles},
+    {"cpuSeconds", &Limits::cpuSeconds},   {"cpuMillicores", &Limits::cpuMillicores},
+    {"openFiles", &Limits::openFiles},
     {"fileSizeBytes", &Limits::fileSizeBytes}, {"wallMs", &Limits::wallMs},
     {"outputBytes", &Limits::outputBytes},
 };
@@ -208,6 +209,8 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
     }
     if (spec.limits.pids && *spec.limits.pids < 2)
         return invalid(QStringLiteral("/limits/pids"), QStringLiteral("must be at least 2 (the guest is one)"));
+    if (spec.limits.cpuMillicores && *spec.limits.cpuMillicores < 10)
+        return invalid(QStringLiteral("/limits/cpuMillicores"), QStringLiteral("must be at least 10 (a hundredth of a core)"));
     if (spec.limits.memoryBytes && *spec.limits.memoryBytes < 8 * 1024 * 1024)
         return invalid(QStringLiteral("/limits/memoryBytes"), QStringLiteral("must be at least 8M"));
     return spec;

@@ -31,6 +31,7 @@ struct Limits {
     std::optional<uint64_t> memoryBytes;
     std::optional<uint64_t> pids;
     std::optional<uint64_t> cpuSeconds;    // per process, RLIMIT_CPU
+    std::optional<uint64_t> cpuMillicores; // CPU bandwidth of the whole sandbox, 1000 = one core (cgroup cpu)
     std::optional<uint64_t> openFiles;     // RLIMIT_NOFILE
     std::optional<uint64_t> fileSizeBytes; // RLIMIT_FSIZE
     std::optional<uint64_t> wallMs;        // default per-exec timeout

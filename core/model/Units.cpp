@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/Units.h"
 
+#include <QRegularExpression>
+
 #include <limits>
 
 namespace airlock::units {
@@ -56,6 +58,17 @@ Result<uint64_t> parseDurationMs(const QString &text)
 Result<uint64_t> parseCount(const QString &text)
 {
     return parseScaled(text, QStringLiteral("count"), {{"", 1}}, QStringLiteral("256"));
+}
+
+Result<uint64_t> parseMillicores(const QString &text)
+{
+    static const QRegularExpression re(QRegularExpression::anchoredPattern(QStringLiteral("([0-9]{1,6})(?:\\.([0-9]{1,3}))?")));
+    const QRegularExpressionMatch m = re.match(text.trimmed());
+    const uint64_t millicores = m.hasMatch() ? m.captured(1).toULongLong() * 1000 + m.captured(2).leftJustified(3, QLatin1Char('0')).toULongLong() : 0;
+    if (millicores == 0)
+        return makeError(ErrorCode::InvalidArgument,
+                         QStringLiteral("invalid number of cores '%1': expected a positive number with up to three decimals (example: 0.5)").arg(text));
+    return millicores;
 }
 
 QString formatBytes(uint64_t bytes)

@@ -14,6 +14,8 @@ Result<uint64_t> parseBytes(const QString &text);
 // "30s", "5m", "1h", "250ms", "2" (seconds). Returns milliseconds.
 Result<uint64_t> parseDurationMs(const QString &text);
 Result<uint64_t> parseCount(const QString &text);
+// A number of cores ("0.5", "2") in thousandths of a core.
+Result<uint64_t> parseMillicores(const QString &text);
 
 QString formatBytes(uint64_t bytes);
 QString formatDurationMs(uint64_t ms);

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace airlock {
@@ -278,6 +279,14 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         sources.push_back(d.fd);
     const pid_t daemonPid = ::getpid();
     const int topFd = static_cast<int>(sources.size()) - 1;
+    Fd placedRead, placedWrite;
+    if (r.placeChild) {
+        int pp[2];
+        if (::pipe2(pp, O_CLOEXEC) != 0)
+            return sysError(QStringLiteral("pipe2"));
+        placedRead = Fd(pp[0]);
+        placedWrite = Fd(pp[1]);
+    }
 
     const pid_t pid = ::fork();
     if (pid < 0)
@@ -285,6 +294,12 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     if (pid == 0) {
         // Child: async-signal-safe calls only.
         int err = errWrite.fd;
+        if (placedRead.fd >= 0) {
+            ::close(placedWrite.fd);
+            char placed = 0;
+            if (::read(placedRead.fd, &placed, 1) != 1) // nothing: the daemon gave up or died
+                ::_exit(127);
+        }
         // Move every source above the target range first so dup2 cannot clobber a later source.
         std::vector<int> &src = sources;
         for (int &fd : src) {
@@ -327,6 +342,20 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
         childFail(err, "exec bwrap");
     }
 
+    if (r.placeChild) {
+        placedRead = Fd();
+        if (Status placed = r.placeChild(pid); !placed) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            return placed.error();
+        }
+        if (::write(placedWrite.fd, "p", 1) != 1) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            return sysError(QStringLiteral("releasing the sandbox's first process"));
+        }
+        placedWrite = Fd();
+    }
     LaunchedSandbox launched;
     launched.pid = pid;
     launched.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));

@@ -8,6 +8,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -26,6 +27,9 @@ struct LaunchRequest {
     QList<std::pair<QString, QByteArray>> dataFiles; // read-only files made from memory (granted secrets)
     QByteArray seccompProgram;
     QStringList cgroupProcsFiles;
+    // When set, the child waits before exec until this has placed it (a systemd scope); failing, it
+    // is killed and the launch fails with this error.
+    std::function<Status(pid_t)> placeChild;
     std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid
     std::optional<uint64_t> nproc;  // RLIMIT_NPROC for the guest and everything below it
     bool verboseGuest = false;

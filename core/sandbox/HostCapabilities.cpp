@@ -2,6 +2,7 @@
 #include "sandbox/HostCapabilities.h"
 
 #include "sandbox/SeccompFilter.h"
+#include "sandbox/SystemdScope.h"
 
 #include <QDir>
 #include <QFile>
@@ -38,27 +39,32 @@ void probeCgroups(HostCapabilities &caps)
         caps.cgroupMemory = true;
     if (QFileInfo::exists(v1Pids + QStringLiteral("/pids.max")) || QFileInfo::exists(v1Pids + QStringLiteral("/cgroup.procs")))
         caps.cgroupPids = writableDir(v1Pids);
+    const QString v1Cpu = QStringLiteral("/sys/fs/cgroup/cpu");
+    caps.cgroupCpu = QFileInfo::exists(v1Cpu + QStringLiteral("/cpu.cfs_quota_us")) && writableDir(v1Cpu);
     if (caps.cgroupMemory || caps.cgroupPids) {
         caps.cgroupVersion = QStringLiteral("v1");
         caps.cgroupRoot = QStringLiteral("/sys/fs/cgroup");
         return;
     }
-    // cgroup v2: only where our own cgroup is delegated to us (writable, controllers enabled).
+    // cgroup v2: a systemd scope per sandbox, from the manager that owns this user's cgroups (its
+    // own process cannot leave a unit's cgroup for good: systemd would fail the unit's next start).
     if (QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/cgroup.controllers"))) {
-        const QString self = readTrimmed(QStringLiteral("/proc/self/cgroup"));
-        const QString rel = self.section(QStringLiteral("0::"), 1).section(QLatin1Char('\n'), 0, 0);
-        const QString dir = QStringLiteral("/sys/fs/cgroup") + rel;
-        const QString controllers = readTrimmed(dir + QStringLiteral("/cgroup.controllers"));
-        if (writableDir(dir) && !rel.isEmpty()) {
-            caps.cgroupVersion = QStringLiteral("v2");
-            caps.cgroupRoot = dir;
-            caps.cgroupMemory = controllers.split(QLatin1Char(' ')).contains(QStringLiteral("memory"));
-            caps.cgroupPids = controllers.split(QLatin1Char(' ')).contains(QStringLiteral("pids"));
+        if (Status manager = systemd::reachable(); !manager) {
+            caps.cgroupError = manager.error().message;
             return;
         }
+        const QStringList controllers = systemd::controllers();
+        caps.cgroupVersion = QStringLiteral("v2");
+        caps.cgroupMemory = controllers.contains(QStringLiteral("memory"));
+        caps.cgroupPids = controllers.contains(QStringLiteral("pids"));
+        caps.cgroupCpu = controllers.contains(QStringLiteral("cpu"));
+        if (!caps.cgroupMemory || !caps.cgroupPids || !caps.cgroupCpu)
+            caps.cgroupError = QStringLiteral("systemd delegates only '%1' to this user; a line 'Delegate=pids memory cpu' in "
+                                              "'systemctl edit user@.service' adds the rest")
+                                   .arg(controllers.join(QLatin1Char(' ')));
+        return;
     }
-    caps.cgroupError = QStringLiteral("no writable cgroup: run airlockd as root (cgroup v1) or under a systemd "
-                                      "user service with Delegate=yes (cgroup v2)");
+    caps.cgroupError = QStringLiteral("no usable cgroup: run airlockd as root (cgroup v1) or on a systemd host with cgroup v2");
 }
 } // namespace
 
@@ -126,6 +132,8 @@ QJsonObject HostCapabilities::toJson() const
         {QStringLiteral("cgroup"), cgroupVersion.isEmpty() ? QStringLiteral("none") : cgroupVersion},
         {QStringLiteral("cgroupMemory"), cgroupMemory},
         {QStringLiteral("cgroupPids"), cgroupPids},
+        {QStringLiteral("cgroupCpu"), cgroupCpu},
+        {QStringLiteral("cgroupError"), cgroupError},
         {QStringLiteral("root"), runningAsRoot},
     };
 }

@@ -22,6 +22,7 @@ struct HostCapabilities {
     QString cgroupRoot;      // per-controller parent directories are derived from it
     bool cgroupMemory = false;
     bool cgroupPids = false;
+    bool cgroupCpu = false;  // CPU bandwidth (v1 cpu.cfs_quota_us, v2 cpu.max)
     QString cgroupError;     // why no cgroup is available, if none is
     bool runningAsRoot = false;
 

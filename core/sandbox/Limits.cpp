@@ -2,12 +2,14 @@
 #include "sandbox/Limits.h"
 
 #include "log/Log.h"
+#include "sandbox/SystemdScope.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 
 #include <csignal>
+#include <cstring>
 #include <unistd.h>
 
 namespace airlock {
@@ -16,6 +18,7 @@ namespace {
 constexpr uint64_t kDefaultPids = 1024;
 constexpr uint64_t kDefaultOpenFiles = 1024;
 constexpr uint64_t kDefaultOutputBytes = 1ull << 30;
+constexpr uint64_t kCpuPeriodUs = 100'000;
 
 bool writeFile(const QString &path, const QByteArray &value)
 {
@@ -30,14 +33,23 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
 {
     LimitPlan plan;
     plan.effective = requested;
+    auto unsupported = [&](const char *limit, const char *controller, const char *option) {
+        return makeError(ErrorCode::LimitUnsupported,
+                         QStringLiteral("a %1 limit needs the cgroup %2 controller, which this daemon cannot use (%3); "
+                                        "drop %4 or fix the host")
+                             .arg(QLatin1String(limit), QLatin1String(controller),
+                                  caps.cgroupError.isEmpty() ? QStringLiteral("controller not delegated") : caps.cgroupError,
+                                  QLatin1String(option)));
+    };
     if (requested.memoryBytes) {
         if (!caps.cgroupMemory)
-            return makeError(ErrorCode::LimitUnsupported,
-                             QStringLiteral("a memory limit needs the cgroup memory controller, which this daemon "
-                                            "cannot use (%1); drop --memory or fix the host")
-                                 .arg(caps.cgroupError.isEmpty() ? QStringLiteral("controller not delegated")
-                                                                 : caps.cgroupError));
+            return unsupported("memory", "memory", "--memory");
         plan.memoryByCgroup = true;
+    }
+    if (requested.cpuMillicores) {
+        if (!caps.cgroupCpu)
+            return unsupported("CPU", "cpu", "--cpus");
+        plan.cpuByCgroup = true;
     }
     plan.pidsByCgroup = caps.cgroupPids;
     if (!plan.effective.pids)
@@ -60,6 +72,7 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
     put("memoryBytes", effective.memoryBytes, cg + QStringLiteral(" memory"));
     put("pids", effective.pids,
         pidsByCgroup ? cg + QStringLiteral(" pids") : QStringLiteral("RLIMIT_NPROC (sandbox user namespace)"));
+    put("cpuMillicores", effective.cpuMillicores, cg + QStringLiteral(" cpu"));
     put("cpuSeconds", effective.cpuSeconds, QStringLiteral("RLIMIT_CPU per process"));
     put("openFiles", effective.openFiles, QStringLiteral("RLIMIT_NOFILE"));
     put("fileSizeBytes", effective.fileSizeBytes, QStringLiteral("RLIMIT_FSIZE"));
@@ -73,15 +86,20 @@ QStringList instanceDirs(const HostCapabilities &caps, const QString &instanceKe
 {
     const QString suffix = QStringLiteral("/airlock/") + instanceKey;
     if (caps.cgroupVersion == QLatin1String("v1"))
-        return {caps.cgroupRoot + QStringLiteral("/memory") + suffix, caps.cgroupRoot + QStringLiteral("/pids") + suffix};
-    if (caps.cgroupVersion == QLatin1String("v2"))
-        return {caps.cgroupRoot + suffix};
+        return {caps.cgroupRoot + QStringLiteral("/memory") + suffix, caps.cgroupRoot + QStringLiteral("/pids") + suffix,
+                caps.cgroupRoot + QStringLiteral("/cpu") + suffix};
     return {};
 }
 } // namespace
 
 void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep)
 {
+    if (caps.cgroupVersion == QLatin1String("v2")) {
+        for (const QString &unit : systemd::scopes(instanceKey))
+            if (!keep.contains(unit.section(QLatin1Char('-'), 2).chopped(6))) // airlock-KEY-ID.scope
+                systemd::stopScope(unit);
+        return;
+    }
     for (const QString &root : instanceDirs(caps, instanceKey)) {
         SandboxCgroup leftovers;
         for (const QString &child : QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
@@ -98,6 +116,8 @@ void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &in
 SandboxCgroup SandboxCgroup::existing(const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId)
 {
     SandboxCgroup cg;
+    if (caps.cgroupVersion == QLatin1String("v2"))
+        cg.m_scope = systemd::scopeName(instanceKey, sandboxId);
     for (const QString &root : instanceDirs(caps, instanceKey))
         if (const QString dir = root + QLatin1Char('/') + sandboxId; QFileInfo(dir).isDir())
             cg.m_dirs.append(dir);
@@ -108,44 +128,44 @@ Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const 
                                             const QString &sandboxId, const LimitPlan &plan)
 {
     SandboxCgroup cg;
-    if (!plan.memoryByCgroup && !plan.pidsByCgroup)
+    if (!plan.memoryByCgroup && !plan.pidsByCgroup && !plan.cpuByCgroup)
         return cg;
+    if (caps.cgroupVersion == QLatin1String("v2")) {
+        cg.m_scope = systemd::scopeName(instanceKey, sandboxId);
+        cg.m_plan = plan;
+        return cg;
+    }
+    // v1: a hierarchy per controller, a directory in each with the limit's files.
+    struct Setting {
+        bool wanted;
+        const char *controller;
+        QList<std::pair<const char *, QByteArray>> files;
+    };
+    const Limits &l = plan.effective;
+    const Setting settings[] = {
+        {plan.memoryByCgroup, "memory", {{"memory.limit_in_bytes", QByteArray::number(l.memoryBytes.value_or(0))}}},
+        {plan.pidsByCgroup, "pids", {{"pids.max", QByteArray::number(l.pids.value_or(0))}}},
+        {plan.cpuByCgroup, "cpu", {{"cpu.cfs_period_us", QByteArray::number(kCpuPeriodUs)},
+                                   {"cpu.cfs_quota_us", QByteArray::number(l.cpuMillicores.value_or(0) * kCpuPeriodUs / 1000)}}},
+    };
     auto failed = [&](const QString &what) {
         cg.destroy();
         return makeError(ErrorCode::LimitUnsupported, QStringLiteral("cgroup: %1").arg(what));
     };
-    auto makeDir = [&](const QString &parent) -> Result<QString> {
-        const QString dir = parent + QStringLiteral("/airlock/") + instanceKey + QLatin1Char('/') + sandboxId;
+    for (const Setting &setting : settings) {
+        if (!setting.wanted)
+            continue;
+        const QString dir = caps.cgroupRoot + QLatin1Char('/') + QLatin1String(setting.controller) + QStringLiteral("/airlock/")
+            + instanceKey + QLatin1Char('/') + sandboxId;
         if (!QDir().mkpath(dir))
-            return makeError(ErrorCode::LimitUnsupported, QStringLiteral("cannot create %1").arg(dir));
+            return failed(QStringLiteral("cannot create %1").arg(dir));
         cg.m_dirs.append(dir);
-        return dir;
-    };
-    if (caps.cgroupVersion == QLatin1String("v1")) {
-        if (plan.memoryByCgroup) {
-            auto dir = makeDir(caps.cgroupRoot + QStringLiteral("/memory"));
-            if (!dir)
-                return failed(dir.error().message);
-            if (!writeFile(*dir + QStringLiteral("/memory.limit_in_bytes"), QByteArray::number(*plan.effective.memoryBytes)))
-                return failed(QStringLiteral("cannot set memory.limit_in_bytes in %1").arg(*dir));
+        for (const auto &[file, value] : setting.files) {
+            const QString path = dir + QLatin1Char('/') + QLatin1String(file);
+            if (!writeFile(path, value))
+                return failed(QStringLiteral("cannot set %1 to %2: %3").arg(path, QString::fromLatin1(value), QString::fromLocal8Bit(std::strerror(errno))));
         }
-        if (plan.pidsByCgroup) {
-            auto dir = makeDir(caps.cgroupRoot + QStringLiteral("/pids"));
-            if (!dir)
-                return failed(dir.error().message);
-            if (!writeFile(*dir + QStringLiteral("/pids.max"), QByteArray::number(*plan.effective.pids)))
-                return failed(QStringLiteral("cannot set pids.max in %1").arg(*dir));
-        }
-        return cg;
     }
-    auto dir = makeDir(caps.cgroupRoot);
-    if (!dir)
-        return failed(dir.error().message);
-    if (plan.memoryByCgroup
-        && !writeFile(*dir + QStringLiteral("/memory.max"), QByteArray::number(*plan.effective.memoryBytes)))
-        return failed(QStringLiteral("cannot set memory.max in %1").arg(*dir));
-    if (plan.pidsByCgroup && !writeFile(*dir + QStringLiteral("/pids.max"), QByteArray::number(*plan.effective.pids)))
-        return failed(QStringLiteral("cannot set pids.max in %1").arg(*dir));
     return cg;
 }
 
@@ -157,8 +177,15 @@ QStringList SandboxCgroup::procsFiles() const
     return files;
 }
 
+Status SandboxCgroup::place(pid_t pid) const
+{
+    return systemd::startScope(m_scope, pid, m_plan.effective, m_plan.memoryByCgroup, m_plan.pidsByCgroup, m_plan.cpuByCgroup);
+}
+
 void SandboxCgroup::destroy()
 {
+    if (!m_scope.isEmpty())
+        systemd::stopScope(std::exchange(m_scope, QString()));
     for (const QString &dir : std::as_const(m_dirs)) {
         // The PID namespace normally takes everything down with the guest; this is the safety net.
         for (int attempt = 0; attempt < 50; ++attempt) {

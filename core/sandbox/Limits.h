@@ -9,6 +9,8 @@
 #include <QJsonObject>
 #include <QStringList>
 
+#include <sys/types.h>
+
 namespace airlock {
 
 // The limits a sandbox actually runs with and what enforces each one. Built before anything is
@@ -17,12 +19,14 @@ struct LimitPlan {
     Limits effective;
     bool memoryByCgroup = false;
     bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
+    bool cpuByCgroup = false;
 
     static Result<LimitPlan> make(const Limits &requested, const HostCapabilities &caps);
     QJsonObject toJson(const HostCapabilities &caps) const; // {limit: {value, enforcedBy}}
 };
 
-// A per-sandbox cgroup (v1: one directory per controller; v2: one directory).
+// A per-sandbox cgroup. v1 (root): one directory per controller, which the sandbox's first process
+// joins itself. v2: a systemd scope (sandbox/SystemdScope.h), which systemd moves it into.
 class SandboxCgroup {
 public:
     // Directories are <controller>/airlock/<instanceKey>/<sandboxId>: each daemon owns a subtree.
@@ -36,14 +40,19 @@ public:
     static SandboxCgroup existing(const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId);
     SandboxCgroup() = default;
 
-    bool isEmpty() const { return m_dirs.isEmpty(); }
+    bool isEmpty() const { return m_dirs.isEmpty() && m_scope.isEmpty(); }
     // cgroup.procs files the sandbox's first process writes itself into before exec.
     QStringList procsFiles() const;
+    // Whether the sandbox's first process must wait, before exec, to be placed by place().
+    bool placesFromOutside() const { return !m_scope.isEmpty(); }
+    Status place(pid_t pid) const;
     // Kills whatever is left and removes the directories. Safe to call twice.
     void destroy();
 
 private:
     QStringList m_dirs;
+    QString m_scope; // v2: the systemd scope's unit name
+    LimitPlan m_plan;
 };
 
 } // namespace airlock

@@ -42,7 +42,9 @@ depends=$(field Depends)
 for dep in bubblewrap libqt6svg6 libqt6core6 libqt6widgets6 libqt6websockets6 libseccomp2 libsqlite3-0 libspdlog1.10 libssl3 'libc6 (>='; do
   [[ $depends == *"$dep"* ]] || fail "Depends lacks $dep: $depends"
 done
-[[ -z $(dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -E 'preinst|postinst|prerm|postrm') ]] || fail "maintainer scripts where none are needed"
+# One maintainer script: prerm, which stops every user's daemon and sandboxes on removal only.
+[[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -E 'preinst|postinst|prerm|postrm') == ./prerm ]] || fail "maintainer scripts: $(dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -E 'inst|rm' | tr '\n' ' ')"
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./prerm | grep -q '"$1" = remove' || fail "prerm acts on more than removal"
 pass "metadata: Version $version, Depends: $depends"
 
 # Debian's own checker: no errors or warnings.
