@@ -8,6 +8,7 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QJsonArray>
 #include <QLabel>
@@ -15,12 +16,14 @@
 #include <QPushButton>
 #include <QSpinBox>
 
+#include <cmath>
+
 namespace airlock::ui {
 
 CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts, int host, QWidget *parent)
     : QDialog(parent), m_presets(presets), m_host(new QComboBox), m_name(new QLineEdit), m_preset(new QComboBox), m_presetAbout(new QLabel),
       m_allowAbout(new QLabel), m_network(new QComboBox), m_allow(new QLineEdit), m_mounts(new QLineEdit), m_memoryMiB(new QSpinBox),
-      m_pids(new QSpinBox), m_problem(new QLabel), m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
+      m_pids(new QSpinBox), m_cpus(new QDoubleSpinBox), m_problem(new QLabel), m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
     setWindowTitle(tr("New sandbox"));
     m_host->addItems(hosts);
@@ -47,13 +50,19 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     // Memory in steps of 256 MiB, processes in steps of 64: the sizes people pick.
     m_memoryMiB->setRange(0, 1 << 20);
     m_memoryMiB->setSingleStep(256);
-    m_memoryMiB->setSpecialValueText(tr("no limit"));
+    m_memoryMiB->setSpecialValueText(tr("default (half of this computer's, at most 4 GiB)"));
     m_memoryMiB->setSuffix(tr(" MiB"));
     m_memoryMiB->setToolTip(tr("The most memory the sandbox's processes may use together; past it, one of them is killed"));
     m_pids->setRange(0, 1 << 20);
     m_pids->setSingleStep(64);
     m_pids->setSpecialValueText(tr("default"));
     m_pids->setToolTip(tr("The most processes and threads at once: a fork bomb stops there"));
+    m_cpus->setRange(0, 1024);
+    m_cpus->setDecimals(2);
+    m_cpus->setSingleStep(0.5);
+    m_cpus->setSpecialValueText(tr("no limit"));
+    m_cpus->setSuffix(tr(" cores"));
+    m_cpus->setToolTip(tr("The CPU time the sandbox gets per second of wall time, in cores: 0.5 is half of one"));
     m_problem->setStyleSheet(QStringLiteral("color: #d03030"));
     m_problem->setWordWrap(true);
 
@@ -72,6 +81,7 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     form->addRow(tr("Mo&unts"), m_mounts);
     form->addRow(tr("&Memory"), m_memoryMiB);
     form->addRow(tr("P&rocesses"), m_pids);
+    form->addRow(tr("&CPUs"), m_cpus);
     form->addRow(m_problem);
     form->addRow(m_buttons);
     connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -180,6 +190,8 @@ QJsonObject CreateSandboxDialog::parameters() const
         limits.insert(QStringLiteral("memoryBytes"), double(m_memoryMiB->value()) * 1024 * 1024);
     if (m_pids->value() > 0)
         limits.insert(QStringLiteral("pids"), m_pids->value());
+    if (m_cpus->value() > 0)
+        limits.insert(QStringLiteral("cpuMillicores"), std::round(m_cpus->value() * 1000));
     if (!limits.isEmpty())
         spec.insert(QStringLiteral("limits"), limits);
     QJsonArray mounts;

@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QDialogButtonBox;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -37,6 +38,7 @@ public:
     QComboBox *hostBox() const { return m_host; }
     QSpinBox *memoryBox() const { return m_memoryMiB; }
     QSpinBox *pidsBox() const { return m_pids; }
+    QDoubleSpinBox *cpusBox() const { return m_cpus; }
     QLabel *presetAbout() const { return m_presetAbout; }
     QLabel *allowAbout() const { return m_allowAbout; }
     QString problem() const; // empty when the form can be sent
@@ -57,6 +59,7 @@ private:
     QLineEdit *m_mounts;
     QSpinBox *m_memoryMiB;
     QSpinBox *m_pids;
+    QDoubleSpinBox *m_cpus;
     QLabel *m_problem;
     QDialogButtonBox *m_buttons;
 };

@@ -13,7 +13,7 @@ namespace airlock::cli {
 
 QList<QCommandLineOption> SpecOptions::list() const
 {
-    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_pids, m_cpus, m_cpu, m_wall, m_files, m_fsize, m_output};
+    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_tmp, m_pids, m_cpus, m_cpu, m_wall, m_files, m_fsize, m_output};
 }
 
 Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
@@ -130,6 +130,7 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
     const Field fields[] = {
         {m_memory, units::parseBytes, &Limits::memoryBytes, 1},
         {m_pids, units::parseCount, &Limits::pids, 1},
+        {m_tmp, units::parseBytes, &Limits::tmpBytes, 1},
         {m_cpus, units::parseMillicores, &Limits::cpuMillicores, 1},
         {m_cpu, units::parseDurationMs, &Limits::cpuSeconds, 1000},
         {m_wall, units::parseDurationMs, &Limits::wallMs, 1},

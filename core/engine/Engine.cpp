@@ -266,6 +266,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     launch.dropToUid = hostUid;
     if (!plan->pidsByCgroup)
         launch.nproc = plan->effective.pids;
+    launch.tmpBytes = plan->effective.tmpBytes;
     launch.verboseGuest = m_config.verboseGuest;
     for (const auto &[grant, value] : std::as_const(*granted))
         if (!grant.file.isEmpty())

@@ -51,7 +51,7 @@ constexpr LimitField kLimitFields[] = {
     {"cpuSeconds", &Limits::cpuSeconds},   {"cpuMillicores", &Limits::cpuMillicores},
     {"openFiles", &Limits::openFiles},
     {"fileSizeBytes", &Limits::fileSizeBytes}, {"wallMs", &Limits::wallMs},
-    {"outputBytes", &Limits::outputBytes},
+    {"outputBytes", &Limits::outputBytes}, {"tmpBytes", &Limits::tmpBytes},
 };
 } // namespace
 
@@ -211,6 +211,8 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
         return invalid(QStringLiteral("/limits/pids"), QStringLiteral("must be at least 2 (the guest is one)"));
     if (spec.limits.cpuMillicores && *spec.limits.cpuMillicores < 10)
         return invalid(QStringLiteral("/limits/cpuMillicores"), QStringLiteral("must be at least 10 (a hundredth of a core)"));
+    if (spec.limits.tmpBytes && *spec.limits.tmpBytes < 1024 * 1024)
+        return invalid(QStringLiteral("/limits/tmpBytes"), QStringLiteral("must be at least 1M"));
     if (spec.limits.memoryBytes && *spec.limits.memoryBytes < 8 * 1024 * 1024)
         return invalid(QStringLiteral("/limits/memoryBytes"), QStringLiteral("must be at least 8M"));
     return spec;

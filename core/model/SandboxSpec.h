@@ -36,6 +36,7 @@ struct Limits {
     std::optional<uint64_t> fileSizeBytes; // RLIMIT_FSIZE
     std::optional<uint64_t> wallMs;        // default per-exec timeout
     std::optional<uint64_t> outputBytes;   // per exec, stdout+stderr; beyond it the exec is killed
+    std::optional<uint64_t> tmpBytes;      // size of each writable tmpfs: /tmp, /var/tmp, the home
     friend bool operator==(const Limits &, const Limits &) = default;
 };
 

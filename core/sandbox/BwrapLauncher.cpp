@@ -128,10 +128,22 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     for (const char *dir : kMaskedEtcDirs)
         if (QFileInfo(QString::fromLatin1(dir)).isDir())
             a.insert(a.end(), {"--tmpfs", dir, "--remount-ro", dir});
-    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var", "--tmpfs", "/var/tmp",
-                       "--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
+    // The writable tmpfs are sized (unsized, each could take half of the host's memory).
+    std::vector<std::string> sized;
+    if (r.tmpBytes)
+        sized = {"--size", std::to_string(*r.tmpBytes)};
+    auto tmpfs = [&](const char *dir) {
+        a.insert(a.end(), sized.begin(), sized.end());
+        a.insert(a.end(), {"--tmpfs", dir});
+    };
+    a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
+    tmpfs("/tmp");
+    a.insert(a.end(), {"--dir", "/var"});
+    tmpfs("/var/tmp");
+    a.insert(a.end(), {"--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
                        std::to_string(kGuestFd), "/.airlock/guest", "--dir", "/.airlock/bin", "--symlink", "../guest",
-                       "/.airlock/bin/airlock-tool", "--tmpfs", kSandboxHome});
+                       "/.airlock/bin/airlock-tool"});
+    tmpfs(kSandboxHome);
     int fd = kFirstMountFd;
     const std::string home = std::string(kSandboxHome) + '/';
     // A directory holding a mount can still be renamed away and made anew, so each one between the

@@ -32,6 +32,7 @@ struct LaunchRequest {
     std::function<Status(pid_t)> placeChild;
     std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid
     std::optional<uint64_t> nproc;  // RLIMIT_NPROC for the guest and everything below it
+    std::optional<uint64_t> tmpBytes; // size of each writable tmpfs (/tmp, /var/tmp, the home)
     bool verboseGuest = false;
     // A sandbox that outlives the daemon: the guest listens here (a bound, listening socket the
     // launcher does not own) for a later daemon, which proves itself with the token. Without it,

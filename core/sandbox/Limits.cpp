@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <unistd.h>
@@ -19,6 +20,15 @@ constexpr uint64_t kDefaultPids = 1024;
 constexpr uint64_t kDefaultOpenFiles = 1024;
 constexpr uint64_t kDefaultOutputBytes = 1ull << 30;
 constexpr uint64_t kCpuPeriodUs = 100'000;
+constexpr uint64_t kDefaultTmpBytes = 1ull << 30;
+constexpr uint64_t kMostDefaultMemory = 4ull << 30;
+
+// Half of this machine's memory, and no more than 4 GiB: no single sandbox can take it all.
+uint64_t defaultMemoryBytes()
+{
+    const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && pageSize > 0 ? std::min(kMostDefaultMemory, uint64_t(pages) * uint64_t(pageSize) / 2) : kMostDefaultMemory;
+}
 
 bool writeFile(const QString &path, const QByteArray &value)
 {
@@ -45,6 +55,9 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
         if (!caps.cgroupMemory)
             return unsupported("memory", "memory", "--memory");
         plan.memoryByCgroup = true;
+    } else if (caps.cgroupMemory) {
+        plan.effective.memoryBytes = defaultMemoryBytes();
+        plan.memoryByCgroup = plan.memoryDefaulted = true;
     }
     if (requested.cpuMillicores) {
         if (!caps.cgroupCpu)
@@ -56,6 +69,8 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
         plan.effective.pids = kDefaultPids;
     if (!plan.effective.openFiles)
         plan.effective.openFiles = kDefaultOpenFiles;
+    if (!plan.effective.tmpBytes)
+        plan.effective.tmpBytes = kDefaultTmpBytes;
     if (!plan.effective.outputBytes)
         plan.effective.outputBytes = kDefaultOutputBytes;
     return plan;
@@ -69,7 +84,11 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
                                                  {QStringLiteral("enforcedBy"), v ? by : QStringLiteral("unlimited")}});
     };
     const QString cg = QStringLiteral("cgroup %1").arg(caps.cgroupVersion);
-    put("memoryBytes", effective.memoryBytes, cg + QStringLiteral(" memory"));
+    put("memoryBytes", effective.memoryBytes,
+        cg + (memoryDefaulted ? QStringLiteral(" memory (the default; --memory changes it)") : QStringLiteral(" memory")));
+    put("tmpBytes", effective.tmpBytes,
+        memoryByCgroup ? QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each; charged to the memory limit")
+                       : QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each"));
     put("pids", effective.pids,
         pidsByCgroup ? cg + QStringLiteral(" pids") : QStringLiteral("RLIMIT_NPROC (sandbox user namespace)"));
     put("cpuMillicores", effective.cpuMillicores, cg + QStringLiteral(" cpu"));

@@ -20,6 +20,7 @@ struct LimitPlan {
     bool memoryByCgroup = false;
     bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
     bool cpuByCgroup = false;
+    bool memoryDefaulted = false; // no --memory: the default bound
 
     static Result<LimitPlan> make(const Limits &requested, const HostCapabilities &caps);
     QJsonObject toJson(const HostCapabilities &caps) const; // {limit: {value, enforcedBy}}

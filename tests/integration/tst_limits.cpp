@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
 #include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -304,6 +305,55 @@ private Q_SLOTS:
         QVERIFY2(cpuSeconds < 0.3 * 2, qPrintable(QStringLiteral("%1 s of CPU in 2 s at 0.2 cores").arg(cpuSeconds)));
         QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
         QVERIFY(!QFileInfo::exists(dir));
+    }
+
+    // A default sandbox is bounded: a memory limit where a memory cgroup exists, and sized tmpfs.
+    void aDefaultSandboxHasAMemoryBoundAndSizedTmpfs()
+    {
+        QString error;
+        const QString sb = m_daemon->create({}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject limits = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject();
+        const QJsonObject memory = limits.value(QStringLiteral("memoryBytes")).toObject();
+        const double physical = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+        QCOMPARE(memory.value(QStringLiteral("value")).toDouble(), std::min(4.0 * (1 << 30), std::floor(physical / 2)));
+        QVERIFY2(memory.value(QStringLiteral("enforcedBy")).toString().contains(QLatin1String("memory (the default")),
+                 qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
+        QCOMPARE(limits.value(QStringLiteral("tmpBytes")).toObject().value(QStringLiteral("value")).toDouble(), double(1 << 30));
+        // The kernel's own view of each tmpfs: 1 GiB, not half of the host's memory.
+        const CliResult df = exec(*m_daemon, sb, args("df", "-B1", "--output=size,target", "/tmp", "/var/tmp", "/home/sandbox"));
+        QCOMPARE(df.exitCode, 0);
+        QCOMPARE(df.out.simplified(), QByteArray("1B-blocks Mounted on 1073741824 /tmp 1073741824 /var/tmp 1073741824 /home/sandbox"));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
+    void aFullTmpfsSaysNoSpaceAndItsFilesCountAsTheSandboxsMemory()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--tmp-size", "8M", "--memory", "64M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const CliResult full = exec(*m_daemon, sb, args("dd", "if=/dev/zero", "of=/tmp/fill", "bs=1M", "count=16"));
+        QCOMPARE(full.exitCode, 1);
+        QVERIFY2(full.err.contains("No space left on device"), qPrintable(full.describe()));
+        QCOMPARE(exec(*m_daemon, sb, args("stat", "-c", "%s", "/tmp/fill")).out, QByteArray("8388608\n"));
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+        // Files in a tmpfs are memory: their pages are charged to the sandbox's memory cgroup.
+        const QString charged = m_daemon->create(args("--tmp-size", "256M", "--memory", "128M"), &error);
+        QVERIFY2(!charged.isEmpty(), qPrintable(error));
+        const QString id = info(*m_daemon, charged).value(QStringLiteral("id")).toString();
+        QString usage;
+        for (const QString &key : QDir(QStringLiteral("/sys/fs/cgroup/memory/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+            if (QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/memory/airlock/%1/%2").arg(key, id)))
+                usage = QStringLiteral("/sys/fs/cgroup/memory/airlock/%1/%2/memory.usage_in_bytes").arg(key, id);
+        auto used = [&] {
+            QFile f(usage);
+            return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toLongLong() : -1;
+        };
+        const qint64 before = used();
+        QVERIFY2(before >= 0, qPrintable(usage));
+        QCOMPARE(exec(*m_daemon, charged, args("dd", "if=/dev/zero", "of=/tmp/fill", "bs=1M", "count=64")).exitCode, 0);
+        QVERIFY2(used() - before >= 60 << 20, qPrintable(QStringLiteral("usage %1 -> %2").arg(before).arg(used())));
+        QCOMPARE(m_daemon->ctl(args("rm", charged)).exitCode, 0);
     }
 
     void aCpuLimitTheHostCannotEnforceIsRefused()
