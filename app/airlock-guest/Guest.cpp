@@ -4,6 +4,7 @@
 #include "FdPassing.h"
 
 #include "Log.h"
+#include "ProcessTree.h"
 #include "Resume.h"
 #include "Spawn.h"
 
@@ -42,6 +43,19 @@ constexpr size_t kSockSlot = 0;
 constexpr size_t kSigchldSlot = 1;
 constexpr size_t kResumeSlot = 2;
 constexpr size_t kFirstExecSlot = 3;
+// While a killed execution's processes are swept: how often the sweep looks again (a process that
+// moved from its dying parent to us does not always come with a SIGCHLD of its own), and how long
+// the execution's Exited waits for it to find nothing (a process stuck in the kernel is not worth
+// a hung execution).
+constexpr int kSweepIntervalMs = 10;
+constexpr int64_t kSweepGraceMs = 2000;
+
+int64_t monotonicMs()
+{
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
 
 uint64_t unixTimeNs()
 {
@@ -111,7 +125,7 @@ Guest::Guest(const GuestSetup &setup)
 
 void Guest::run()
 {
-    enum Kind { Out, Err, In };
+    enum Kind { Out, Err, In, Exit };
     struct Slot {
         uint32_t execId;
         Kind kind;
@@ -147,6 +161,10 @@ void Guest::run()
                 fds.push_back({e.inFd, POLLOUT, 0});
                 slots.push_back({id, In});
             }
+            if (e.exitFd >= 0) {
+                fds.push_back({e.exitFd, POLLIN, 0});
+                slots.push_back({id, Exit});
+            }
         }
 
         const size_t listenSlot = fds.size();
@@ -156,7 +174,8 @@ void Guest::run()
         if (m_tools)
             m_tools->addPollFds(fds);
 
-        if (poll(fds.data(), fds.size(), -1) < 0) {
+        const bool sweeping = m_sweeping || std::any_of(m_execs.begin(), m_execs.end(), [](const auto &e) { return e.second.ended; });
+        if (poll(fds.data(), fds.size(), sweeping ? kSweepIntervalMs : -1) < 0) {
             if (errno == EINTR)
                 continue;
             fatalExit(m_sock, std::string("poll failed: ") + std::strerror(errno), 1);
@@ -183,6 +202,9 @@ void Guest::run()
             case In:
                 flushStdin(e);
                 break;
+            case Exit:
+                readMainExit(e.id);
+                break;
             }
         }
         flushSocket();
@@ -192,7 +214,7 @@ void Guest::run()
         if (m_tools)
             m_tools->handle(fds.data() + toolSlot, fds.size() - toolSlot);
 
-        if (fds[kSigchldSlot].revents & POLLIN)
+        if ((fds[kSigchldSlot].revents & POLLIN) || sweeping)
             reapChildren();
 
         // Read last: a Spawn or Stdin frame changes m_execs, which the slots above refer to.
@@ -496,7 +518,10 @@ void Guest::handleSpawn(const SpawnRequest &req)
     Execution e;
     e.id = req.execId;
     e.pid = res.process.pid;
+    e.shepherd = res.process.shepherd;
+    e.exitFd = res.process.exitFd;
     e.start = res.process.start;
+    m_shepherds.insert(e.shepherd);
     if (res.process.ptyFd >= 0) {
         e.tty = true;
         e.ptyFd = res.process.ptyFd;
@@ -550,6 +575,12 @@ void Guest::handleSignal(uint32_t execId, int32_t signo)
         return;
     if (signo < 1 || signo > 64) {
         logv("ignoring invalid signal %d for execution %u", signo, execId);
+        return;
+    }
+    // A kill (timeout, cancel, lease, output limit) is for the whole execution; other signals go
+    // to the process group, as a terminal would send them, and the command decides.
+    if (signo == SIGKILL) {
+        killExecution(it->second);
         return;
     }
     if (kill(-it->second.pid, signo) != 0)
@@ -675,22 +706,106 @@ void Guest::reapChildren()
     signalfd_siginfo si;
     while (read(m_sigchldFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
     }
-    // As PID 1 we are every orphan's parent, so reap everything, not just executions.
+    // As PID 1 we are every orphan's parent, so reap everything, not just shepherds.
     for (;;) {
         int status = 0;
         rusage ru{};
         const pid_t pid = wait4(-1, &status, WNOHANG, &ru);
         if (pid <= 0)
             break;
+        if (m_shepherds.erase(pid)) {
+            shepherdGone(pid, status);
+            continue;
+        }
+        // The main process of an execution whose shepherd is gone came to us.
         for (auto it = m_execs.begin(); it != m_execs.end(); ++it) {
-            if (it->second.pid == pid) {
-                finish(it->second, status, ru);
-                m_execs.erase(it);
+            if (it->second.shepherd < 0 && it->second.pid == pid && !it->second.ended) {
+                mainEnded(it, status, ru);
                 break;
             }
         }
     }
+    if (m_sweeping)
+        sweepStrays();
+    finishEnded();
     flushSocket();
+}
+
+void Guest::shepherdGone(pid_t shepherd, int status)
+{
+    // It exits 0 once nothing is left below it; killed, what was below it is ours now.
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        logv("shepherd %d was killed; sweeping", shepherd);
+        startSweep();
+    }
+    const auto it = std::find_if(m_execs.begin(), m_execs.end(), [&](const auto &e) { return e.second.shepherd == shepherd; });
+    if (it == m_execs.end())
+        return; // its execution ended before; this was its background
+    const uint32_t id = it->first;
+    it->second.shepherd = -1;
+    // It may have reported before it went (the report read, the pipe is closed either way).
+    readMainExit(id);
+    const auto again = m_execs.find(id);
+    if (again == m_execs.end() || again->second.ended)
+        return;
+    // The main process is our child now, or it went with the shepherd, which reaped it unreported.
+    int mainStatus = 0;
+    rusage ru{};
+    const pid_t r = wait4(again->second.pid, &mainStatus, WNOHANG, &ru);
+    if (r > 0)
+        mainEnded(again, mainStatus, ru);
+    else if (r < 0)
+        mainEnded(again, SIGKILL, rusage{}); // as wait4 reports a death by SIGKILL
+    // else it still runs, a stray that the sweep kills; reapChildren() sees it end
+}
+
+void Guest::readMainExit(uint32_t execId)
+{
+    const auto it = m_execs.find(execId);
+    if (it == m_execs.end() || it->second.exitFd < 0)
+        return;
+    Execution &e = it->second;
+    MainExit x;
+    bool gone = false;
+    if (airlock::guest::readMainExit(e.exitFd, x, gone)) {
+        close(e.exitFd);
+        e.exitFd = -1;
+        mainEnded(it, x.status, x.usage);
+    } else if (gone) {
+        // The shepherd died without a report: shepherdGone() takes over when it is reaped.
+        close(e.exitFd);
+        e.exitFd = -1;
+    }
+}
+
+void Guest::mainEnded(std::map<uint32_t, Execution>::iterator it, int status, const rusage &ru)
+{
+    Execution &e = it->second;
+    if (e.killed && m_sweeping) {
+        e.ended = true;
+        e.endStatus = status;
+        e.endUsage = ru;
+        return;
+    }
+    finish(e, status, ru);
+    m_execs.erase(it);
+}
+
+void Guest::finishEnded()
+{
+    if (m_sweeping) {
+        if (monotonicMs() - m_sweepStartMs < kSweepGraceMs)
+            return;
+        logv("processes of a killed execution outlived the sweep's grace of %lld ms", static_cast<long long>(kSweepGraceMs));
+    }
+    for (auto it = m_execs.begin(); it != m_execs.end();) {
+        if (!it->second.ended) {
+            ++it;
+            continue;
+        }
+        finish(it->second, it->second.endStatus, it->second.endUsage);
+        it = m_execs.erase(it);
+    }
 }
 
 void Guest::finish(Execution &e, int status, const rusage &ru)
@@ -727,6 +842,9 @@ void Guest::finish(Execution &e, int status, const rusage &ru)
     if (e.ptyFd >= 0)
         close(e.ptyFd);
     e.ptyFd = -1;
+    if (e.exitFd >= 0)
+        close(e.exitFd);
+    e.exitFd = -1;
 }
 
 void Guest::acceptEgress()
@@ -748,10 +866,47 @@ void Guest::acceptEgress()
     }
 }
 
+void Guest::killExecution(Execution &e)
+{
+    if (!e.killed)
+        logv("killing execution %u (pid %d) and everything it started", e.id, e.pid);
+    e.killed = true;
+    // The shepherd first: what its processes start after this goes to us, not to it. Its
+    // children are still listed below it while it dies; those that moved already are strays.
+    if (e.shepherd > 0) {
+        kill(e.shepherd, SIGKILL);
+        killTree(e.shepherd, false);
+    } else {
+        killTree(e.pid);
+    }
+    startSweep();
+    sweepStrays();
+}
+
+void Guest::startSweep()
+{
+    if (!m_sweeping)
+        m_sweepStartMs = monotonicMs();
+    m_sweeping = true;
+}
+
+void Guest::sweepStrays()
+{
+    size_t found = 0;
+    for (const pid_t child : childrenOf(getpid()))
+        if (!m_shepherds.count(child))
+            found += killTree(child);
+    // Zombies count as found (killing one succeeds): they are reaped before the next round looks.
+    if (found == 0)
+        m_sweeping = false;
+}
+
 void Guest::killAll()
 {
     for (const auto &[id, e] : m_execs)
-        kill(-e.pid, SIGKILL);
+        killTree(e.shepherd > 0 ? e.shepherd : e.pid);
+    for (const pid_t shepherd : m_shepherds)
+        killTree(shepherd);
     // Inside the sandbox's PID namespace this reaches orphans too. Never on a host (tests).
     if (getpid() == 1)
         kill(-1, SIGKILL);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <sys/resource.h>
@@ -50,7 +51,13 @@ public:
 private:
     struct Execution {
         uint32_t id = 0;
-        pid_t pid = -1;
+        pid_t pid = -1; // the main process
+        pid_t shepherd = -1; // see SpawnedProcess; -1 once it is gone (the main process is ours then)
+        int exitFd = -1; // the shepherd's report of the main process's end
+        bool killed = false; // killExecution(): all of it, not only its process group
+        bool ended = false; // the main process ended; the Exited frame waits for the sweep
+        int endStatus = 0;
+        rusage endUsage{};
         bool tty = false;
         int ptyFd = -1; // owned; outFd/inFd alias it in tty mode
         int outFd = -1;
@@ -87,7 +94,21 @@ private:
     void flushStdin(Execution &e);
     void closeExecFd(Execution &e, int &fd);
     void reapChildren();
+    void shepherdGone(pid_t shepherd, int status);
+    void readMainExit(uint32_t execId);
+    // The main process of an execution ended. Exited goes out at once, or for a killed execution
+    // once the sweep found nothing of it left (or gave up, kSweepGraceMs after it began).
+    void mainEnded(std::map<uint32_t, Execution>::iterator it, int status, const rusage &ru);
+    void finishEnded();
     void finish(Execution &e, int status, const rusage &ru);
+    // SIGKILLs every process of the execution: its shepherd, everything below it, then every
+    // stray (sweepStrays).
+    void killExecution(Execution &e);
+    // Every child of ours that is not a live shepherd belongs to an execution whose shepherd was
+    // killed: it is killed with everything below it. Sweeping goes on (each round of the loop) until
+    // a round finds none.
+    void sweepStrays();
+    void startSweep();
     void killAll();
     void acceptEgress();
     size_t pendingStdinBytes() const;
@@ -108,6 +129,10 @@ private:
     size_t m_inLen = 0;
     size_t m_inOff = 0;
     std::map<uint32_t, Execution> m_execs;
+    // Of running executions, and of finished ones whose background processes go on.
+    std::set<pid_t> m_shepherds;
+    bool m_sweeping = false;
+    int64_t m_sweepStartMs = 0;
 };
 
 } // namespace airlock::guest

@@ -11,10 +11,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
 #include <string_view>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -207,6 +212,41 @@ struct ChildPlan {
     childFail(plan.errorFd, StageExec, err);
 }
 
+bool writeAll(int fd, const void *data, size_t size)
+{
+    ssize_t n;
+    do {
+        n = write(fd, data, size);
+    } while (n < 0 && errno == EINTR);
+    return n == static_cast<ssize_t>(size);
+}
+
+// Runs in the forked shepherd (see SpawnedProcess): forks the main process, says which pid it has
+// (or -errno), then reaps until nothing is left below it. Single-threaded parent, as above.
+[[noreturn]] void shepherdMain(const ChildPlan &plan, int exitFd)
+{
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    prctl(PR_SET_NAME, "airlock-shepherd", 0, 0, 0);
+    const pid_t main = fork();
+    if (main == 0)
+        childMain(plan);
+    const int32_t started = main > 0 ? main : -errno;
+    // Nothing of the guest's stays open here: a pipe end of another execution held by a shepherd
+    // would keep that execution's pipe from ever reaching EOF.
+    syscall(SYS_close_range, 3u, static_cast<unsigned>(exitFd - 1), 0);
+    syscall(SYS_close_range, static_cast<unsigned>(exitFd + 1), ~0u, 0);
+    if (!writeAll(exitFd, &started, sizeof started) || main < 0)
+        _exit(0);
+    for (;;) {
+        MainExit ended;
+        const pid_t pid = wait4(-1, &ended.status, 0, &ended.usage);
+        if (pid == main)
+            writeAll(exitFd, &ended, sizeof ended); // below PIPE_BUF: whole or not at all
+        else if (pid < 0 && errno == ECHILD)
+            _exit(0);
+    }
+}
+
 SpawnResult failure(int err, std::string message)
 {
     SpawnResult r;
@@ -223,6 +263,16 @@ SpawnResult errnoFailure(const std::string &prefix, const char *what = "")
 }
 
 } // namespace
+
+bool readMainExit(int exitFd, MainExit &exit, bool &gone)
+{
+    ssize_t n;
+    do {
+        n = read(exitFd, &exit, sizeof exit);
+    } while (n < 0 && errno == EINTR);
+    gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    return n == static_cast<ssize_t>(sizeof exit);
+}
 
 SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
 {
@@ -291,14 +341,33 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
         plan.envp.push_back(const_cast<char *>(e.c_str()));
     plan.envp.push_back(nullptr);
     plan.candidates = execCandidates(req);
+    Fd exitRead, exitWrite;
+    if (!makePipe(exitRead, exitWrite) || !setNonBlocking(exitRead.get()))
+        return errnoFailure(setupError);
 
     SpawnResult result;
     clock_gettime(CLOCK_MONOTONIC, &result.process.start);
-    const pid_t pid = fork();
-    if (pid < 0)
+    const pid_t shepherd = fork();
+    if (shepherd < 0)
         return errnoFailure(setupError, "fork failed: ");
-    if (pid == 0)
-        childMain(plan);
+    if (shepherd == 0)
+        shepherdMain(plan, exitWrite.get());
+    exitWrite.reset();
+    int32_t started = 0;
+    ssize_t got;
+    for (;;) {
+        got = read(exitRead.get(), &started, sizeof started);
+        if (got >= 0 || (errno != EINTR && errno != EAGAIN))
+            break;
+        pollfd p{exitRead.get(), POLLIN, 0};
+        poll(&p, 1, -1);
+    }
+    if (got != static_cast<ssize_t>(sizeof started) || started <= 0) {
+        kill(shepherd, SIGKILL); // reaped by the normal SIGCHLD path, like a child that failed
+        errno = got == static_cast<ssize_t>(sizeof started) ? -started : EIO;
+        return errnoFailure(setupError, "fork failed: ");
+    }
+    const pid_t pid = started;
 
     // Close the child's ends first so the error pipe reports EOF as soon as exec succeeds.
     errorWrite.reset();
@@ -343,6 +412,8 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
     }
 
     result.process.pid = pid;
+    result.process.shepherd = shepherd;
+    result.process.exitFd = exitRead.release();
     result.process.stdinFd = inWrite.release();
     result.process.stdoutFd = outRead.release();
     result.process.stderrFd = errRead.release();
