@@ -222,6 +222,91 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
     }
 
+    // ---- 10b. A kill takes the whole execution --------------------------------------------
+
+    // Every way the daemon kills a command, against one that hid processes where a kill of its
+    // process group does not reach: a child in a session of its own (setsid), a grandchild whose
+    // parent exited at once (a double fork), and a process that forks, exits and setsid()s in a
+    // loop (a new pid every few microseconds, counting its hops in /workspace/hops).
+    void aKillLeavesNothingOfTheExecution_data()
+    {
+        QTest::addColumn<QString>("how");
+        QTest::newRow("a timed-out command leaves nothing behind") << "timeout";
+        QTest::newRow("a cancelled command leaves nothing behind") << "cancel";
+        QTest::newRow("a command killed at the output limit leaves nothing behind") << "output";
+        QTest::newRow("a command whose client left beyond its lease leaves nothing behind") << "lease";
+    }
+    void aKillLeavesNothingOfTheExecution()
+    {
+        QFETCH(QString, how);
+        QString error;
+        const QString sb = m_daemon->create(args("--mount", probeMount(), "--output-limit", "1M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString ws = info(*m_daemon, sb).value(QStringLiteral("workspace")).toString();
+        const QString hide = QStringLiteral("setsid sleep 74001 & sh -c 'setsid sleep 74002 & exit 0' & "
+                                            "setsid /opt/probe/airlock-probe hop /workspace/hops & ");
+        const QString wait = how == QLatin1String("output") ? QStringLiteral("while [ ! -e /workspace/go ]; do sleep 0.05; done; yes")
+                                                            : QStringLiteral("sleep 600");
+        QStringList options{QStringLiteral("--no-autostart"), QStringLiteral("exec")};
+        if (how == QLatin1String("timeout"))
+            options += args("--timeout", "8s");
+        if (how == QLatin1String("lease"))
+            options += args("--lease", "1s");
+        QProcess command;
+        command.setProcessEnvironment(m_daemon->environment());
+        command.setStandardOutputFile(QProcess::nullDevice());
+        command.start(binDir() + QStringLiteral("/airlockctl"), options + QStringList{sb, QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), hide + wait});
+        QVERIFY(command.waitForStarted(5000));
+
+        // What runs in the sandbox, seen from inside: "PID: COMMAND LINE" of every process there.
+        const auto hidden = [&] {
+            const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "for f in /proc/[0-9]*/cmdline; do printf '%s: ' \"$f\"; tr '\\0' ' ' < \"$f\"; echo; done 2>/dev/null"));
+            QStringList found;
+            for (const QString &line : QString::fromUtf8(r.out).split(QLatin1Char('\n')))
+                if (line.contains(QLatin1String("sleep 7400")) || line.contains(QLatin1String("airlock-probe hop")))
+                    found.append(line);
+            return found;
+        };
+        const auto hops = [&] {
+            QFile f(ws + QStringLiteral("/hops"));
+            return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toLongLong() : -1;
+        };
+        const auto allHidden = [&] {
+            const QString found = hidden().join(QLatin1Char('\n'));
+            return found.contains(QLatin1String("sleep 74001")) && found.contains(QLatin1String("sleep 74002")) && found.contains(QLatin1String("hop"));
+        };
+        QVERIFY2(waitFor(allHidden, 5000), qPrintable(hidden().join(QLatin1Char('\n'))));
+        const qint64 hopsBefore = hops();
+        QVERIFY(waitFor([&] { return hops() > hopsBefore; }, 2000)); // it hops all along
+
+        if (how == QLatin1String("cancel"))
+            command.terminate(); // airlockctl turns SIGTERM into a SIGKILL of the command
+        else if (how == QLatin1String("output"))
+            QVERIFY(QFile(ws + QStringLiteral("/go")).open(QIODevice::WriteOnly));
+        else if (how == QLatin1String("lease"))
+            command.kill(); // the client is gone; a second later so is its command
+        QVERIFY(command.waitForFinished(20000));
+        if (how == QLatin1String("timeout"))
+            QCOMPARE(command.exitCode(), 124);
+        else if (how != QLatin1String("lease"))
+            QCOMPARE(command.exitCode(), 128 + SIGKILL);
+        auto executions = [&] {
+            for (const QJsonValue &v : jsonArray(m_daemon->ctl(args("ls", "--json")).out))
+                if (v.toObject().value(QStringLiteral("name")).toString() == sb)
+                    return v.toObject().value(QStringLiteral("executions")).toInt();
+            return -1;
+        };
+        QVERIFY(waitFor([&] { return executions() == 0; }, 10000));
+
+        // Nothing of it is left, at once: the execution's end is reported only after that.
+        const QStringList left = hidden();
+        QVERIFY2(left.isEmpty(), qPrintable(left.join(QLatin1Char('\n'))));
+        const qint64 hopsAfter = hops();
+        QTest::qWait(300);
+        QCOMPARE(hops(), hopsAfter);
+        QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
+    }
+
     // ---- 11. rlimits -------------------------------------------------------------------------
 
     void fileSizeLimitStopsTheWriteAtTheLimit()

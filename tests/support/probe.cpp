@@ -93,6 +93,28 @@ int forkbomb()
     }
 }
 
+// Never the same process for long: forks, the parent exits, the child takes a session of its own,
+// over and over, writing how many hops it made to `path` each time. What a kill by pid, process
+// group or session never catches, and a walk of the process tree only when it goes on until none
+// is left.
+int hop(const char *path)
+{
+    const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return report(-1);
+    for (unsigned long hops = 0;; ++hops) {
+        const pid_t p = ::fork();
+        if (p > 0)
+            ::_exit(0);
+        if (p == 0) {
+            ::setsid();
+            char text[32];
+            const int n = std::snprintf(text, sizeof text, "%lu\n", hops);
+            [[maybe_unused]] ssize_t w = ::pwrite(fd, text, size_t(n), 0);
+        }
+    }
+}
+
 int alloc(long mb)
 {
     for (long i = 0; i < mb; ++i) {
@@ -224,6 +246,8 @@ int main(int argc, char **argv)
         return status();
     if (t == "forkbomb")
         return forkbomb();
+    if (t == "hop")
+        return hop(a2);
     if (t == "alloc")
         return alloc(std::atol(a2));
     if (t == "x32")
