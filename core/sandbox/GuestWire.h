@@ -43,7 +43,8 @@ enum class Type : uint8_t {
     Spawn = 0x01, // u32 execId, u8 flags, u16 rows, u16 cols, u64 cpuSeconds, u64 fileSizeBytes,
                   // u64 openFiles (0 = unset), str cwd, u32 argc, str argv[argc], u32 envc, str env[envc]
     Stdin = 0x02, // u32 execId, bytes data (empty = close stdin)
-    Signal = 0x03, // u32 execId, i32 signo (sent to the execution's process group)
+    Signal = 0x03, // u32 execId, i32 signo (SIGKILL: to every process of the execution, the
+                   // background it started included; others: to its process group)
     Resize = 0x04, // u32 execId, u16 rows, u16 cols
     ToolResult = 0x05, // u32 callId, u8 ok, bytes (the result as JSON, or "CODE message" when not ok)
     // The first frame on a connection the guest accepted on its resume socket (--resume-fd), and
