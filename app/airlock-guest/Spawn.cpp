@@ -226,7 +226,7 @@ bool writeAll(int fd, const void *data, size_t size)
 [[noreturn]] void shepherdMain(const ChildPlan &plan, int exitFd)
 {
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    prctl(PR_SET_NAME, "airlock-shepherd", 0, 0, 0);
+    prctl(PR_SET_NAME, "exec-shepherd", 0, 0, 0); // what ps shows in the sandbox
     const pid_t main = fork();
     if (main == 0)
         childMain(plan);

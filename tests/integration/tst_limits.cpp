@@ -34,6 +34,14 @@ private:
     }
     static QJsonObject info(const TestDaemon &d, const QString &sandbox) { return sandboxInfo(d, sandbox); }
     static qint64 rssKb(qint64 pid) { return procStatusField(pid, "VmRSS:"); }
+    // What `ls` counts as running in the sandbox (-1: not listed).
+    static int runningExecutions(const TestDaemon &d, const QString &sandbox)
+    {
+        for (const QJsonValue &v : jsonArray(d.ctl(args("ls", "--json")).out))
+            if (v.toObject().value(QStringLiteral("name")).toString() == sandbox)
+                return v.toObject().value(QStringLiteral("executions")).toInt();
+        return -1;
+    }
 
 private Q_SLOTS:
     void initTestCase()
@@ -91,12 +99,7 @@ private Q_SLOTS:
         flood.setStandardOutputFile(QProcess::nullDevice());
         flood.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "-n", "--", "yes"));
         QVERIFY(flood.waitForStarted(5000));
-        auto executions = [&] {
-            for (const QJsonValue &v : jsonArray(m_daemon->ctl(args("ls", "--json")).out))
-                if (v.toObject().value(QStringLiteral("name")).toString() == sb)
-                    return v.toObject().value(QStringLiteral("executions")).toInt();
-            return -1;
-        };
+        auto executions = [&] { return runningExecutions(*m_daemon, sb); };
         QVERIFY(waitFor([&] { return executions() == 1; }, 10000));
         QTest::qWait(500); // let the pipes fill up
         for (int i = 0; i < 3; ++i) {
@@ -290,12 +293,7 @@ private Q_SLOTS:
             QCOMPARE(command.exitCode(), 124);
         else if (how != QLatin1String("lease"))
             QCOMPARE(command.exitCode(), 128 + SIGKILL);
-        auto executions = [&] {
-            for (const QJsonValue &v : jsonArray(m_daemon->ctl(args("ls", "--json")).out))
-                if (v.toObject().value(QStringLiteral("name")).toString() == sb)
-                    return v.toObject().value(QStringLiteral("executions")).toInt();
-            return -1;
-        };
+        auto executions = [&] { return runningExecutions(*m_daemon, sb); };
         QVERIFY(waitFor([&] { return executions() == 0; }, 10000));
 
         // Nothing of it is left, at once: the execution's end is reported only after that.
