@@ -10,8 +10,11 @@ namespace airlock {
 
 // Replaces granted secret values wherever they appear: as they are, in hex (both cases) and in
 // base64 (standard and URL-safe, at each of the three alignments a value can have inside a longer
-// encoded text). The replacement has the same length as what it replaces ("[REDACTED****]", or
-// "*" for short matches), so stream offsets and byte counts stay true.
+// encoded text). The encoded forms are found wrapped too, as base64, openssl base64, xxd -p and
+// od -An -tx1 print them: up to kMaxGap whitespace characters may stand between any two of their
+// characters. The replacement has the same length as what it replaces ("[REDACTED****]", or "*"
+// for short matches), and leaves the whitespace of a wrapped form where it was, so stream offsets,
+// byte counts and lines stay true.
 class Redactor {
 public:
     struct Hits {
@@ -33,11 +36,17 @@ public:
 
     static QByteArray mask(qsizetype length);
 
+    // The most whitespace between two characters of an encoded form ("\r\n"; od's "\n " between
+    // lines). A longer run ends a match, which bounds what partialSuffix holds back: at most
+    // (1 + kMaxGap) times the longest form.
+    static constexpr qsizetype kMaxGap = 2;
+
 private:
     struct Pattern {
         QByteArray bytes;
         QString name;
         QList<qsizetype> failure; // for partialSuffix
+        bool wrapped = false;     // an encoded form: whitespace may stand between its characters
     };
     QJsonValue redactValue(const QJsonValue &value, Hits *hits) const;
     QString redactString(const QString &s, Hits *hits) const;

@@ -1,16 +1,62 @@
 // SPDX-License-Identifier: Apache-2.0
-// The redactor: every form of a secret masked at the same length; what could begin a secret held
-// back at a chunk's end; and a chunk full of secrets costs about as much as one without any.
+// The redactor: every form of a secret masked at the same length, wrapped into lines as base64,
+// openssl, xxd -p and od print it too; what could begin a secret held back at a chunk's end, and
+// no more than that; and a chunk full of secrets costs about as much as one without any.
+#include "Masking.h"
 #include "secrets/Redactor.h"
 
 #include <QElapsedTimer>
 #include <QTest>
 
 using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+// Text broken into lines of `width` characters, each ended by `eol` (as base64 and xxd -p do).
+QByteArray wrapped(const QByteArray &text, qsizetype width, const QByteArray &eol = "\n")
+{
+    QByteArray out;
+    for (qsizetype i = 0; i < text.size(); i += width)
+        out += text.mid(i, width) + eol;
+    return out;
+}
+
+// od -An -tx1: " xx" for every byte, 16 to a line.
+QByteArray odHex(const QByteArray &bytes)
+{
+    QByteArray out;
+    for (qsizetype i = 0; i < bytes.size(); ++i)
+        out += ' ' + bytes.mid(i, 1).toHex() + (i % 16 == 15 || i + 1 == bytes.size() ? "\n" : "");
+    return out;
+}
+
+// What a sandbox's stream makes of data written in pieces: each piece masked with what was held
+// back before it, the possible start of a secret held back again, the rest flushed at the end.
+QByteArray streamed(const Redactor &r, const QByteArray &data, qsizetype piece, qsizetype *maxHold = nullptr)
+{
+    QByteArray out, carry;
+    for (qsizetype i = 0; i < data.size(); i += piece) {
+        QByteArray clean = carry + data.mid(i, piece);
+        r.redactInPlace(clean);
+        const qsizetype hold = r.partialSuffix(clean);
+        if (maxHold)
+            *maxHold = std::max(*maxHold, hold);
+        carry = clean.right(hold);
+        clean.chop(hold);
+        out += clean;
+    }
+    return out + carry;
+}
+} // namespace
 
 class TestRedactor final : public QObject {
     Q_OBJECT
     const QByteArray secret = "s3cr3t-V4lue-0042";
+    // 120 bytes: wraps in base64 (160 characters) and in hex (240).
+    static QByteArray longValue()
+    {
+        return "lt-5URYX45jqRO25g3uK5kbAAegiuE8LCAnmuO6RvvBfOHZ1FzfnKpcmgfmqSWstSqkNh5brTo21oKpdaZPNtriSPvMUC6j7OrJ1Bkkz7T3hSiXLBwoh6MdH";
+    }
 
 private Q_SLOTS:
     void everyFormIsMaskedAtTheSameLength()
@@ -40,6 +86,94 @@ private Q_SLOTS:
         QCOMPARE(r.partialSuffix("output, no secret here\n"), qsizetype(0));
         // KMP, not a naive comparison: "s3s3cr" ends with "s3cr", a prefix.
         QCOMPARE(r.partialSuffix("s3s3cr"), qsizetype(4));
+    }
+
+    // A long value (it wraps) at each of the three places it can start in a base64 group, and in
+    // hex: every character that depends on the value alone is masked, the lines stay where they
+    // were, and the characters it shares with its neighbours (one at each end of base64) do not
+    // give it away.
+    void wrappedFormsAreMasked_data()
+    {
+        QTest::addColumn<QByteArray>("output");
+        QTest::addColumn<qsizetype>("from");   // where the value's own characters start, spaces not counted
+        QTest::addColumn<qsizetype>("length"); // how many there are
+        const QByteArray value = longValue();
+        for (int shift = 0; shift < 3; ++shift) {
+            const QByteArray prefix = QByteArray("ab").left(shift);
+            const QByteArray b64 = QByteArray(prefix + value).toBase64();
+            const auto [from, length] = base64Span(shift, value.size());
+            QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift) << wrapped(b64, 76) << from << length;
+            QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift) << wrapped(b64, 64) << from << length;
+            QTest::addRow("base64 -w 0, value at offset %d", shift) << QByteArray(b64 + '\n') << from << length;
+            QTest::addRow("base64 with CRLF line ends, value at offset %d", shift) << wrapped(b64, 76, "\r\n") << from << length;
+            QTest::addRow("URL-safe base64 at 60 columns, value at offset %d", shift)
+                << wrapped(QByteArray(prefix + value).toBase64(QByteArray::Base64UrlEncoding), 60) << from << length;
+            QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift) << wrapped(QByteArray(prefix + value).toHex(), 60)
+                                                                                  << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("xxd -p -u, value at offset %d", shift) << wrapped(QByteArray(prefix + value).toHex().toUpper(), 60)
+                                                                  << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("od -An -tx1 spaces every byte, value at offset %d", shift) << odHex(prefix + value) << qsizetype(2 * shift)
+                                                                                      << 2 * value.size();
+        }
+        QTest::newRow("the value itself folded at 40 columns") << wrapped(value, 40) << qsizetype(0) << value.size();
+    }
+    void wrappedFormsAreMasked()
+    {
+        QFETCH(QByteArray, output);
+        QFETCH(qsizetype, from);
+        QFETCH(qsizetype, length);
+        Redactor r;
+        r.add(QStringLiteral("K"), longValue());
+        const QByteArray expected = maskedAt(output, from, length);
+        QByteArray data = output;
+        const Redactor::Hits hits = r.redactInPlace(data);
+        QCOMPARE(hits.count, 1);
+        QCOMPARE(data, expected);
+        // Written in pieces of any size, the stream comes out the same.
+        for (qsizetype piece : {1, 2, 3, 7, 59, 60, 61, 76, 77, 100})
+            QCOMPARE(streamed(r, output, piece), expected);
+    }
+
+    // A wrapped form is found across two writes wherever they meet, the line break before, in or
+    // after the cut.
+    void aWrappedFormAcrossTwoWrites()
+    {
+        Redactor r;
+        r.add(QStringLiteral("K"), longValue());
+        const QByteArray output = "data: " + wrapped(QByteArray("a" + longValue()).toBase64(), 76, "\r\n") + "end\n";
+        QByteArray expected = output;
+        r.redactInPlace(expected);
+        QVERIFY(expected != output);
+        for (qsizetype cut = 1; cut < output.size(); ++cut) {
+            QByteArray out, first = output.left(cut), second;
+            r.redactInPlace(first);
+            const qsizetype hold = r.partialSuffix(first);
+            second = first.right(hold) + output.mid(cut);
+            first.chop(hold);
+            r.redactInPlace(second);
+            QVERIFY2(first + second == expected, qPrintable(QStringLiteral("cut at %1").arg(cut)));
+        }
+    }
+
+    // What is held back is the possible start of a form and its spaces, never more: a run of
+    // whitespace longer than a wrap puts between two characters ends it.
+    void theHoldBackIsBounded()
+    {
+        Redactor r;
+        r.add(QStringLiteral("K"), longValue());
+        const QByteArray hex = longValue().toHex();
+        QCOMPARE(r.partialSuffix(QByteArray("xxd says:\n" + wrapped(hex.left(90), 60))), qsizetype(90 + 2)); // the start and its line breaks
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\n")), qsizetype(32));
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n\n\n")), qsizetype(0)); // three: no wrap does that
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n\n\n!")), qsizetype(0));
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + QByteArray(1 << 20, '\n'))), qsizetype(0));
+        // A stream of near misses: the longest hold never passes (1 + kMaxGap) times the longest form.
+        QByteArray noise;
+        for (int i = 0; i < 50; ++i)
+            noise += wrapped(hex.left(hex.size() - 1), 2) + "!";
+        qsizetype maxHold = 0;
+        QCOMPARE(streamed(r, noise, 4096, &maxHold), noise);
+        QVERIFY2(maxHold > 0 && maxHold <= (hex.size() - 1) * (1 + Redactor::kMaxGap), qPrintable(QString::number(maxHold)));
     }
 
     void aFloodOfSecretsCostsLittle()
