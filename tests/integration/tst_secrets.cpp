@@ -3,6 +3,7 @@
 // and never landing anywhere else. The raw files of the daemon (history database and its WAL,
 // logs) are searched byte for byte for the value and its encodings after a run that prints it
 // every way it can.
+#include "Masking.h"
 #include "TestHelpers.h"
 #include "history/Sql.h"
 
@@ -16,11 +17,14 @@ using namespace airlock::test;
 
 namespace {
 const QByteArray kValue = "sk-live-4f9c2a7be1d0493a8c55";
+// 120 bytes: base64 and hex wrap it over several lines.
+const QByteArray kLongValue = "lt-5URYX45jqRO25g3uK5kbAAegiuE8LCAnmuO6RvvBfOHZ1FzfnKpcmgfmqSWstSqkNh5brTo21oKpdaZPNtriSPvMUC6j7OrJ1Bkkz7T3hSiXLBwoh6MdH";
 }
 
 class TestSecrets final : public QObject {
     Q_OBJECT
     std::unique_ptr<TestDaemon> m_daemon;
+    int m_wrapExecs = 0; // executions in the sandbox "wrap" so far
 
     CliResult sh(const QString &sandbox, const QString &script, const QStringList &options = {}) const
     {
@@ -233,6 +237,61 @@ private Q_SLOTS:
         }
         const CliResult set = m_daemon->ctl(args("--agent", "bot", "secret", "set", "API_TOKEN"), "overwritten-by-agent\n");
         QCOMPARE(set.exitCode, 6);
+    }
+
+    // A process in the sandbox pipes a long secret through the encoders at hand, after 0, 1 or 2
+    // bytes of its own (the three places a value can start in a base64 group), in one write or
+    // two. What the client gets and what the history keeps is exactly the tool's output with
+    // every character that depends on the value alone masked: line breaks where they were, the
+    // one character at each end of base64 that mixes in the neighbours' bits, nothing more.
+    void wrappedEncodingsAreMasked_data()
+    {
+        QTest::addColumn<QString>("pipeline"); // what the value (after the prefix) is piped through
+        QTest::addColumn<int>("shift");        // bytes before the value
+        QTest::addColumn<bool>("hex");
+        for (int shift = 0; shift < 3; ++shift) {
+            QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift) << QStringLiteral("base64") << shift << false;
+            QTest::addRow("base64 -w 0, value at offset %d", shift) << QStringLiteral("base64 -w 0") << shift << false;
+            QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift) << QStringLiteral("openssl base64") << shift << false;
+            QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift) << QStringLiteral("xxd -p") << shift << true;
+        }
+        QTest::newRow("od -An -tx1 spaces every byte") << QStringLiteral("od -An -tx1") << 0 << true;
+        QTest::newRow("base64 in two writes, cut after a line break")
+            << QStringLiteral("base64 > /tmp/e; head -c 77 /tmp/e; sleep 0.3; tail -c +78 /tmp/e") << 1 << false;
+        QTest::newRow("base64 in two writes, cut in a line") << QStringLiteral("base64 > /tmp/e; head -c 100 /tmp/e; sleep 0.3; tail -c +101 /tmp/e")
+                                                            << 2 << false;
+        QTest::newRow("xxd -p in two writes, cut before a line break")
+            << QStringLiteral("xxd -p > /tmp/e; head -c 60 /tmp/e; sleep 0.3; tail -c +61 /tmp/e") << 0 << true;
+    }
+    void wrappedEncodingsAreMasked()
+    {
+        QFETCH(QString, pipeline);
+        QFETCH(int, shift);
+        QFETCH(bool, hex);
+        if (m_wrapExecs == 0) {
+            QCOMPARE(m_daemon->ctl(args("secret", "set", "LONG_TOKEN"), kLongValue + '\n').exitCode, 0);
+            const CliResult created = createWith(QStringLiteral("wrap"), R"({"credentials": {"grants": [{"secret": "LONG_TOKEN", "env": "LONG_TOKEN"}]}})");
+            QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        }
+        const QString script = QStringLiteral("printf '%s%s' '%1' \"$LONG_TOKEN\" | %2").arg(QLatin1String(QByteArray("ab").left(shift)), pipeline);
+        // What the tool prints, run here on the value itself.
+        QProcess host;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("LONG_TOKEN"), QString::fromLatin1(kLongValue));
+        host.setProcessEnvironment(env);
+        host.start(QStringLiteral("bash"), args("-c", script));
+        QVERIFY(host.waitForFinished(10000));
+        const QByteArray printed = host.readAllStandardOutput();
+        QVERIFY2(printed.contains('\n') && printed.size() > 2 * kLongValue.size(), printed.constData());
+        const auto [from, length] = hex ? std::pair<qsizetype, qsizetype>{2 * shift, 2 * kLongValue.size()} : base64Span(shift, kLongValue.size());
+        const QByteArray expected = maskedAt(printed, from, length);
+
+        const CliResult r = sh(QStringLiteral("wrap"), script);
+        const int exec = ++m_wrapExecs;
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, expected);
+        const CliResult stored = m_daemon->ctl(args("show", QStringLiteral("wrap:%1").arg(exec), "--raw"));
+        QCOMPARE(stored.out, expected);
     }
 };
 
