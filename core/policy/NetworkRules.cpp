@@ -12,7 +12,7 @@ namespace airlock::policy {
 namespace {
 NetworkVerdict verdict(Decision d, const QString &rule, const QString &reason, const QString &host, bool ip)
 {
-    return {d, rule, reason, host, ip};
+    return {d, rule, reason, host, ip, false, {}};
 }
 
 // "[v6]" or "v4" as rules write addresses.
@@ -28,7 +28,9 @@ QJsonObject NetworkVerdict::toJson() const
             {QStringLiteral("rule"), rule},
             {QStringLiteral("reason"), reason},
             {QStringLiteral("host"), host},
-            {QStringLiteral("ipLiteral"), ipLiteral}};
+            {QStringLiteral("ipLiteral"), ipLiteral},
+            {QStringLiteral("wildcard"), wildcard},
+            {QStringLiteral("lookupRule"), lookupRule.isEmpty() ? QJsonValue() : QJsonValue(lookupRule)}};
 }
 
 std::optional<QHostAddress> NetworkRules::parseAddress(const QString &host)
@@ -134,8 +136,18 @@ NetworkVerdict NetworkRules::evaluate(const QString &rawHost, quint16 port) cons
                        QStringLiteral("%1 is an address%2 and no rule names it").arg(host, isSpecialAddress(*ip) ? QStringLiteral(" in a refused range") : QString()),
                        host, true);
     }
-    if (const QString *allow = firstMatch(m_allow, host, port))
-        return verdict(Decision::Allow, *allow, QStringLiteral("%1:%2 matches rule '%3'").arg(host).arg(port).arg(*allow), host, false);
+    // A rule that names the host beats a wildcard: the person wrote that name, so it may be looked up.
+    const QString *allow = nullptr;
+    for (const QString &p : m_allow)
+        if (named(p, host, port) && (!allow || (allow->startsWith(QLatin1String("*.")) && !p.startsWith(QLatin1String("*.")))))
+            allow = &p;
+    if (allow) {
+        NetworkVerdict v = verdict(Decision::Allow, *allow, QStringLiteral("%1:%2 matches rule '%3'").arg(host).arg(port).arg(*allow), host, false);
+        v.wildcard = allow->startsWith(QLatin1String("*."));
+        if (const QString *lookup = v.wildcard ? firstMatch(m_resolveWildcards, host, port) : nullptr)
+            v.lookupRule = *lookup;
+        return v;
+    }
     return verdict(m_unknown, QStringLiteral("default"), QStringLiteral("no rule names %1:%2").arg(host).arg(port), host, false);
 }
 

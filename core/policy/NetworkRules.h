@@ -14,6 +14,11 @@ struct NetworkVerdict {
     QString reason; // for a person
     QString host;   // the destination as matched: normalised name or canonical IP
     bool ipLiteral = false;
+    // Allowed by a wildcard rule and by no rule that names the host exactly: a name the sandbox may
+    // have made up, which DNS would carry to whoever serves the zone. It is looked up only when
+    // `lookupRule` (a network.resolveWildcards pattern) says so.
+    bool wildcard = false;
+    QString lookupRule;
     QJsonObject toJson() const;
 };
 
@@ -23,12 +28,15 @@ struct NetworkVerdict {
 // (names under it, not the bare domain), `10.0.0.5`, `[::1]:8080`; no port means any port. Deny
 // beats allow. IP literals in any spelling (decimal, octal, hex, IPv4-mapped IPv6) are allowed
 // only when a rule names that address; loopback, private, link-local, metadata and other special
-// ranges are refused, after resolution too, unless a rule names the address.
+// ranges are refused, after resolution too, unless a rule names the address. A rule that names
+// a host exactly beats a wildcard that also matches it; `resolveWildcards` are the wildcard
+// patterns whose names the proxy may look up in DNS (see NetworkVerdict::wildcard).
 class NetworkRules {
 public:
     NetworkRules() = default;
-    NetworkRules(QString mode, QStringList allow, QStringList deny, Decision unknown)
-        : m_mode(std::move(mode)), m_allow(std::move(allow)), m_deny(std::move(deny)), m_unknown(unknown)
+    NetworkRules(QString mode, QStringList allow, QStringList deny, Decision unknown, QStringList resolveWildcards = {})
+        : m_mode(std::move(mode)), m_allow(std::move(allow)), m_deny(std::move(deny)), m_resolveWildcards(std::move(resolveWildcards)),
+          m_unknown(unknown)
     {
     }
 
@@ -48,7 +56,7 @@ private:
     const QString *firstMatch(const QStringList &patterns, const QString &host, quint16 port) const;
 
     QString m_mode = QStringLiteral("none");
-    QStringList m_allow, m_deny;
+    QStringList m_allow, m_deny, m_resolveWildcards;
     Decision m_unknown = Decision::Deny;
 };
 

@@ -84,7 +84,7 @@ Result<QStringList> commandWords(const QJsonValue &v, const QString &pointer)
 Status validateNetwork(const QJsonObject &n)
 {
     if (Status s = onlyKeys(n, QStringLiteral("/network"), {QStringLiteral("mode"), QStringLiteral("allow"), QStringLiteral("deny"),
-                                                            QStringLiteral("unknown")});
+                                                            QStringLiteral("unknown"), QStringLiteral("resolveWildcards")});
         !s)
         return s;
     if (n.contains(QStringLiteral("mode"))) {
@@ -92,17 +92,23 @@ Status validateNetwork(const QJsonObject &n)
         if (!modes.contains(n.value(QStringLiteral("mode")).toString()))
             return invalid(QStringLiteral("/network/mode"), QStringLiteral("expected \"none\", \"allowlist\" or \"full\""));
     }
-    for (const char *list : {"allow", "deny"}) {
+    for (const char *list : {"allow", "deny", "resolveWildcards"}) {
         const QString pointer = QStringLiteral("/network/%1").arg(QLatin1String(list));
+        const bool wildcards = qstrcmp(list, "resolveWildcards") == 0;
         auto entries = arrayAt(n, QLatin1String(list), pointer);
         if (!entries)
             return entries.error();
         for (qsizetype i = 0; i < entries->size(); ++i) {
             const QJsonValue e = entries->at(i);
             if (!e.isString())
-                return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i), QStringLiteral("expected a host pattern string"));
-            if (auto host = normaliseHostPattern(e.toString()); !host)
+                return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i), wildcards ? QStringLiteral("expected a wildcard pattern string (\"*.example.com\")")
+                                                                                       : QStringLiteral("expected a host pattern string"));
+            auto host = normaliseHostPattern(e.toString());
+            if (!host)
                 return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i), host.error().message);
+            if (wildcards && !host->startsWith(QLatin1String("*.")))
+                return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i),
+                               QStringLiteral("expected a wildcard pattern (\"*.example.com\", optionally with :PORT): names a rule lists exactly are looked up anyway"));
         }
     }
     if (n.contains(QStringLiteral("unknown"))) {
@@ -469,7 +475,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
 {
     EffectivePolicy e;
     QJsonObject network, credentials, tools, commands, limits;
-    QJsonArray allow, deny, grants, rules, everywhere, mounts;
+    QJsonArray allow, deny, resolveWildcards, grants, rules, everywhere, mounts;
     QStringList mountLayers;
     QJsonObject &src = e.sources;
     for (const Layer &layer : layers) {
@@ -483,7 +489,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
                 network.insert(QLatin1String(key), n.value(QLatin1String(key)));
                 src.insert(QStringLiteral("/network/%1").arg(QLatin1String(key)), layer.name);
             }
-        for (const auto &[key, list] : {std::pair{"allow", &allow}, std::pair{"deny", &deny}})
+        for (const auto &[key, list] : {std::pair{"allow", &allow}, std::pair{"deny", &deny}, std::pair{"resolveWildcards", &resolveWildcards}})
             for (const QJsonValue &v : n.value(QLatin1String(key)).toArray()) {
                 const QString host = *normaliseHostPattern(v.toString());
                 if (list->contains(host))
@@ -539,6 +545,8 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         src.insert(QStringLiteral("/filesystem/mounts/%1").arg(i), mountLayers.at(i));
     network.insert(QStringLiteral("allow"), allow);
     network.insert(QStringLiteral("deny"), deny);
+    if (!resolveWildcards.isEmpty())
+        network.insert(QStringLiteral("resolveWildcards"), resolveWildcards);
     commands.insert(QStringLiteral("rules"), rules);
     commands.insert(QStringLiteral("everywhere"), everywhere);
     e.document = QJsonObject{{QStringLiteral("version"), kPolicyVersion},
@@ -554,6 +562,8 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         e.networkAllow.append(v.toString());
     for (const QJsonValue &v : deny)
         e.networkDeny.append(v.toString());
+    for (const QJsonValue &v : resolveWildcards)
+        e.networkResolveWildcards.append(v.toString());
     e.unknownDestination = network.value(QStringLiteral("unknown")).toString() == QLatin1String("ask") ? Decision::Ask : Decision::Deny;
     for (const QJsonValue &v : grants) {
         const QJsonObject g = v.toObject();
@@ -575,7 +585,7 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
                              *commandWords(r.value(QStringLiteral("command")), {}),
                              src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
     }
-    e.network = NetworkRules(e.networkMode, e.networkAllow, e.networkDeny, e.unknownDestination);
+    e.network = NetworkRules(e.networkMode, e.networkAllow, e.networkDeny, e.unknownDestination, e.networkResolveWildcards);
     QList<CommandRule> patterns;
     for (qsizetype i = 0; i < everywhere.size(); ++i) {
         const QJsonObject r = everywhere.at(i).toObject();

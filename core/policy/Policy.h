@@ -43,6 +43,7 @@ struct EffectivePolicy {
 
     QString networkMode = QStringLiteral("none"); // none | allowlist | full
     QStringList networkAllow, networkDeny;        // normalised host[:port] patterns
+    QStringList networkResolveWildcards;          // wildcard patterns whose names may be looked up in DNS
     Decision unknownDestination = Decision::Deny;
     QList<CredentialGrant> grants;
     QMap<QString, ToolPermission> tools;

@@ -97,6 +97,40 @@ private Q_SLOTS:
                  Decision::Allow);
     }
 
+    // DNS carries the name it is asked: one a sandbox makes up under a wildcard ("<data>.zone")
+    // reaches whoever serves the zone. Only a name a rule lists exactly, or one under a wildcard
+    // the policy lists in resolveWildcards, may be looked up.
+    void whatMayBeLookedUp_data()
+    {
+        QTest::addColumn<QString>("host");
+        QTest::addColumn<int>("port");
+        QTest::addColumn<QString>("rule");
+        QTest::addColumn<bool>("wildcard");
+        QTest::addColumn<QString>("lookupRule");
+        QTest::newRow("a name under a wildcard is not looked up") << QStringLiteral("6578666c.zone.example") << 443 << QStringLiteral("*.zone.example:443") << true << QString();
+        QTest::newRow("a name a rule lists exactly beats the wildcard listed before it")
+            << QStringLiteral("exact.zone.example") << 443 << QStringLiteral("exact.zone.example") << false << QString();
+        QTest::newRow("a wildcard the policy lets resolve") << QStringLiteral("a.cdn.example") << 443 << QStringLiteral("*.cdn.example") << true << QStringLiteral("*.cdn.example:443");
+        QTest::newRow("on another port than resolveWildcards names") << QStringLiteral("a.cdn.example") << 80 << QStringLiteral("*.cdn.example") << true << QString();
+        QTest::newRow("resolveWildcards alone allows nothing") << QStringLiteral("a.other.example") << 443 << QStringLiteral("default") << false << QString();
+    }
+    void whatMayBeLookedUp()
+    {
+        QFETCH(QString, host);
+        QFETCH(int, port);
+        QFETCH(QString, rule);
+        QFETCH(bool, wildcard);
+        QFETCH(QString, lookupRule);
+        const NetworkRules r(QStringLiteral("allowlist"), {QStringLiteral("*.zone.example:443"), QStringLiteral("exact.zone.example"), QStringLiteral("*.cdn.example")},
+                             {}, Decision::Deny, {QStringLiteral("*.cdn.example:443"), QStringLiteral("*.other.example")});
+        const NetworkVerdict v = r.evaluate(host, quint16(port));
+        QCOMPARE(v.rule, rule);
+        QCOMPARE(v.decision, rule == QLatin1String("default") ? Decision::Deny : Decision::Allow);
+        QCOMPARE(v.wildcard, wildcard);
+        QCOMPARE(v.lookupRule, lookupRule);
+        QCOMPARE(v.toJson().value(QStringLiteral("wildcard")).toBool(), wildcard);
+    }
+
     void modesAndTheUnknown()
     {
         const NetworkRules none(QStringLiteral("none"), {QStringLiteral("pypi.org")}, {}, Decision::Ask);

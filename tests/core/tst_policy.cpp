@@ -57,6 +57,31 @@ private Q_SLOTS:
         QVERIFY2(error(R"({"filesystem": {"mounts": [{"host": "relative", "path": "/x"}]}})").startsWith(QStringLiteral("/filesystem/mounts/0: ")),
                  qPrintable(error(R"({"filesystem": {"mounts": [{"host": "relative", "path": "/x"}]}})")));
         QCOMPARE(error(R"({"network": []})"), QStringLiteral("/network: expected an object"));
+        QCOMPARE(error(R"({"network": {"resolveWildcards": true}})"), QStringLiteral("/network/resolveWildcards: expected an array"));
+        QCOMPARE(error(R"({"network": {"resolveWildcards": [443]}})"),
+                 QStringLiteral("/network/resolveWildcards/0: expected a wildcard pattern string (\"*.example.com\")"));
+        QCOMPARE(error(R"({"network": {"resolveWildcards": ["*.ok.example", "pypi.org:443"]}})"),
+                 QStringLiteral("/network/resolveWildcards/1: expected a wildcard pattern (\"*.example.com\", optionally with :PORT): names a rule "
+                                "lists exactly are looked up anyway"));
+        QCOMPARE(error(R"({"network": {"resolveWildcards": ["*.com"]}})").left(32), QStringLiteral("/network/resolveWildcards/0: '*."));
+    }
+
+    void wildcardsToResolveAccumulateLikeRules()
+    {
+        auto e = resolve({{QStringLiteral("builtin"), builtinDefaults()},
+                          {QStringLiteral("preset:package-install"), *preset(QStringLiteral("package-install"))},
+                          {QStringLiteral("sandbox"), json(R"({"network": {"allow": ["*.Example.org"], "resolveWildcards": ["*.EXAMPLE.org."]}})")}});
+        QVERIFY2(e, e ? "" : qPrintable(e.error().message));
+        QCOMPARE(e->networkResolveWildcards, QStringList({QStringLiteral("*.githubusercontent.com:443"), QStringLiteral("*.example.org")}));
+        QCOMPARE(e->sources.value(QStringLiteral("/network/resolveWildcards/0")).toString(), QStringLiteral("preset:package-install"));
+        QCOMPARE(e->sources.value(QStringLiteral("/network/resolveWildcards/1")).toString(), QStringLiteral("sandbox"));
+        QCOMPARE(e->network.evaluate(QStringLiteral("a.example.org"), 443).lookupRule, QStringLiteral("*.example.org"));
+        // What the preset lets resolve is its own wildcard, on its port.
+        QCOMPARE(e->network.evaluate(QStringLiteral("release-assets.githubusercontent.com"), 443).lookupRule, QStringLiteral("*.githubusercontent.com:443"));
+        QCOMPARE(e->network.evaluate(QStringLiteral("objects.githubusercontent.com"), 443).wildcard, false);
+        // Without any, the effective document has no such list.
+        auto locked = resolve({{QStringLiteral("builtin"), builtinDefaults()}, {QStringLiteral("preset:locked"), *preset(QStringLiteral("locked"))}});
+        QVERIFY(!locked->document.value(QStringLiteral("network")).toObject().contains(QStringLiteral("resolveWildcards")));
     }
 
     void hostPatternsAreNormalised()
