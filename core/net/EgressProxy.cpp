@@ -131,6 +131,8 @@ private:
             m_resolvedBy = QStringLiteral("daemon table");
             return connectNext();
         }
+        if (m_verdict.wildcard && !m_approved && !lookUpWildcard())
+            return;
         m_resolvedBy = QStringLiteral("dns");
         QHostInfo::lookupHost(m_verdict.host, this, [this](const QHostInfo &info) {
             if (info.error() != QHostInfo::NoError)
@@ -152,6 +154,38 @@ private:
                               refused.reason.isEmpty() ? QStringLiteral("%1 has no address").arg(m_verdict.host) : refused.reason);
             connectNext();
         });
+    }
+
+    // A name allowed only by a wildcard: looked up when the policy says so and the sandbox has not
+    // had too many new ones this minute, and recorded before it is; refused (false) otherwise.
+    bool lookUpWildcard()
+    {
+        const QString &host = m_verdict.host;
+        if (m_verdict.lookupRule.isEmpty()) {
+            refuse(ProxyFailure::Denied, m_verdict.rule,
+                   QStringLiteral("%1 matches only wildcard rule '%2', and names under a wildcard are not looked up in DNS (a made-up name "
+                                  "would carry data to whoever serves the zone): list %1 in network.allow, or the wildcard in "
+                                  "network.resolveWildcards")
+                       .arg(host, m_verdict.rule));
+            return false;
+        }
+        const int limit = m_proxy->m_options.newWildcardNamesPerMinute;
+        const int names = m_proxy->admitLookup(m_sandboxId, host);
+        if (names == 0) {
+            refuse(ProxyFailure::Denied, m_verdict.rule,
+                   QStringLiteral("%1 would be more than %2 new names under wildcard rules looked up in a minute (rule '%3'): refused, "
+                                  "as a flood of made-up names can carry data out through DNS")
+                       .arg(host)
+                       .arg(limit)
+                       .arg(m_verdict.rule));
+            return false;
+        }
+        QJsonObject lookup = destination();
+        lookup.insert(QStringLiteral("lookupRule"), m_verdict.lookupRule);
+        lookup.insert(QStringLiteral("namesThisMinute"), names);
+        lookup.insert(QStringLiteral("limit"), limit);
+        record(QStringLiteral("network.lookup"), lookup);
+        return true;
     }
 
     void connectNext()
@@ -340,6 +374,21 @@ EgressProxy::~EgressProxy()
     m_relay.reset();
 }
 
+int EgressProxy::admitLookup(const QString &sandboxId, const QString &host)
+{
+    if (!m_clock.isValid())
+        m_clock.start();
+    const qint64 now = m_clock.elapsed();
+    QHash<QString, qint64> &names = m_lookups[sandboxId];
+    names.removeIf([now](const QHash<QString, qint64>::iterator it) { return now - it.value() >= 60'000; });
+    if (!names.contains(host)) {
+        if (names.size() >= m_options.newWildcardNamesPerMinute)
+            return 0;
+        names.insert(host, now);
+    }
+    return int(names.size());
+}
+
 quint64 EgressProxy::tagOf(const QString &sandboxId)
 {
     auto it = m_tags.find(sandboxId);
@@ -374,6 +423,7 @@ void EgressProxy::dropSandbox(Sandbox *sandbox)
     if (const auto tag = m_tags.constFind(sandbox->id()); tag != m_tags.cend())
         m_relay->cancel(*tag);
     m_tags.remove(sandbox->id());
+    m_lookups.remove(sandbox->id());
     m_open.remove(sandbox->id()); // late reports of its relayed connections count for nothing
 }
 

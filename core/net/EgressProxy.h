@@ -4,6 +4,7 @@
 #include "net/ProxyHandshake.h"
 #include "policy/NetworkRules.h"
 
+#include <QElapsedTimer>
 #include <QHash>
 #include <QHostAddress>
 #include <QObject>
@@ -36,6 +37,11 @@ struct EgressQuestion {
 // (no rebinding into loopback or the LAN), connects, and hands both sockets to a relay thread.
 // Every connection is an event of its sandbox: network.denied, or network.opened then
 // network.closed (bytes each way, duration, error).
+// DNS is a channel out of its own: a name allowed only by a wildcard rule could be made up to
+// carry data to whoever serves the zone. Such a name is looked up only when the policy lists the
+// wildcard in network.resolveWildcards, each lookup is a network.lookup event, and a sandbox gets
+// a few new names a minute (Options::newWildcardNamesPerMinute); past that, and without the
+// opt-in, the connection is refused with the rule.
 class EgressProxy final : public QObject {
     Q_OBJECT
 public:
@@ -47,6 +53,9 @@ public:
         int handshakeTimeoutMs = 30000;
         int connectTimeoutMs = 15000;
         int maxConnectionsPerSandbox = 64; // each relayed one may hold 2 MiB of pipes
+        // Distinct names under wildcard rules that one sandbox may have looked up in a minute
+        // (a name looked up again within the minute is no new one).
+        int newWildcardNamesPerMinute = 20;
     };
     using Answer = std::function<void(bool allowed, const QString &why)>;
     using Ask = std::function<void(Sandbox *, const EgressQuestion &, Answer)>;
@@ -64,6 +73,9 @@ private:
     class Session;
     friend class Session;
     void sessionEnded(const QString &sandboxId);
+    // Counts a wildcard name the sandbox is about to have looked up: how many distinct ones it has
+    // in the last minute with this one, or 0 when this one would be over the limit.
+    int admitLookup(const QString &sandboxId, const QString &host);
     quint64 tagOf(const QString &sandboxId); // groups a sandbox's relayed connections
 
     Options m_options;
@@ -71,6 +83,8 @@ private:
     std::unique_ptr<Relay> m_relay;
     QHash<QString, int> m_open;      // sandbox id -> connections, in hand-shake or relayed
     QHash<QString, quint64> m_tags;  // sandbox id -> relay tag
+    QHash<QString, QHash<QString, qint64>> m_lookups; // sandbox id -> wildcard name -> when first looked up (last minute)
+    QElapsedTimer m_clock;
     quint64 m_nextConnection = 1, m_nextTag = 1;
 };
 

@@ -5,7 +5,6 @@
 // that said so; what goes through reaches the server with the bytes the test expects.
 #include "LoopbackServer.h"
 #include "TestHelpers.h"
-#include "history/Sql.h"
 
 #include <QJsonArray>
 #include <QTemporaryDir>
@@ -48,18 +47,7 @@ class TestEgress final : public QObject {
     }
     static constexpr const char *kPolicy = R"({"network": {"mode": "allowlist", "allow": ["allowed.test", "*.wild.test", "tls.test"],
                                                 "deny": ["blocked.wild.test"], "unknown": "deny"}})";
-    QList<QJsonObject> events(const QString &kind) const
-    {
-        QList<QJsonObject> out;
-        auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
-        if (!db)
-            return out;
-        sql::Stmt st(db->get(), "SELECT payload FROM events WHERE kind = ? ORDER BY sandbox_id, seq");
-        st.text(1, kind);
-        while (st.step())
-            out.append(QJsonDocument::fromJson(st.columnText(0).toUtf8()).object());
-        return out;
-    }
+    QList<QJsonObject> events(const QString &kind) const { return storedEvents(*m_daemon, kind); }
 
 private Q_SLOTS:
     void initTestCase()

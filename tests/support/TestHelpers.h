@@ -3,6 +3,7 @@
 #pragma once
 
 #include "TestDaemon.h"
+#include "history/Sql.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -67,6 +68,20 @@ inline QJsonObject sandboxInfo(const TestDaemon &d, const QString &sandbox)
 
 // The oldest request waiting for a person (as `airlockctl approvals --json` lists it, nonce
 // included), once there is one; empty after timeoutMs.
+// The payloads of the events of one kind the daemon has stored, by sandbox, in order.
+inline QList<QJsonObject> storedEvents(const TestDaemon &d, const QString &kind)
+{
+    QList<QJsonObject> out;
+    auto db = sql::open(d.dataDir() + QStringLiteral("/history.db"), true);
+    if (!db)
+        return out;
+    sql::Stmt st(db->get(), "SELECT payload FROM events WHERE kind = ? ORDER BY sandbox_id, seq");
+    st.text(1, kind);
+    while (st.step())
+        out.append(QJsonDocument::fromJson(st.columnText(0).toUtf8()).object());
+    return out;
+}
+
 inline QJsonObject waitForApproval(const TestDaemon &d, int timeoutMs = 10000)
 {
     QJsonObject found;
