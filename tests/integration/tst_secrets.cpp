@@ -24,7 +24,7 @@ const QByteArray kLongValue = "lt-5URYX45jqRO25g3uK5kbAAegiuE8LCAnmuO6RvvBfOHZ1F
 class TestSecrets final : public QObject {
     Q_OBJECT
     std::unique_ptr<TestDaemon> m_daemon;
-    int m_wrapExecs = 0; // executions in the sandbox "wrap" so far
+    int m_wrapExecs = -1; // executions in the sandbox "wrap" so far (-1: not made yet)
 
     CliResult sh(const QString &sandbox, const QString &script, const QStringList &options = {}) const
     {
@@ -268,10 +268,11 @@ private Q_SLOTS:
         QFETCH(QString, pipeline);
         QFETCH(int, shift);
         QFETCH(bool, hex);
-        if (m_wrapExecs == 0) {
+        if (m_wrapExecs < 0) {
             QCOMPARE(m_daemon->ctl(args("secret", "set", "LONG_TOKEN"), kLongValue + '\n').exitCode, 0);
             const CliResult created = createWith(QStringLiteral("wrap"), R"({"credentials": {"grants": [{"secret": "LONG_TOKEN", "env": "LONG_TOKEN"}]}})");
             QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+            m_wrapExecs = 0;
         }
         const QString script = QStringLiteral("printf '%s%s' '%1' \"$LONG_TOKEN\" | %2").arg(QLatin1String(QByteArray("ab").left(shift)), pipeline);
         // What the tool prints, run here on the value itself.
@@ -282,7 +283,7 @@ private Q_SLOTS:
         host.start(QStringLiteral("bash"), args("-c", script));
         QVERIFY(host.waitForFinished(10000));
         const QByteArray printed = host.readAllStandardOutput();
-        QVERIFY2(printed.contains('\n') && printed.size() > 2 * kLongValue.size(), printed.constData());
+        QVERIFY2(printed.count('\n') > 1 || pipeline.contains(QLatin1String("-w 0")), printed.constData()); // it wraps
         const auto [from, length] = hex ? std::pair<qsizetype, qsizetype>{2 * shift, 2 * kLongValue.size()} : base64Span(shift, kLongValue.size());
         const QByteArray expected = maskedAt(printed, from, length);
 
