@@ -209,10 +209,10 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
     }
     if (spec.limits.pids && *spec.limits.pids < 2)
         return invalid(QStringLiteral("/limits/pids"), QStringLiteral("must be at least 2 (the guest is one)"));
-    if (spec.limits.cpuMillicores && *spec.limits.cpuMillicores < 10)
-        return invalid(QStringLiteral("/limits/cpuMillicores"), QStringLiteral("must be at least 10 (a hundredth of a core)"));
-    if (spec.limits.tmpBytes && *spec.limits.tmpBytes < 1024 * 1024)
-        return invalid(QStringLiteral("/limits/tmpBytes"), QStringLiteral("must be at least 1M"));
+    if (spec.limits.cpuMillicores && (*spec.limits.cpuMillicores < 10 || *spec.limits.cpuMillicores > 1'024'000))
+        return invalid(QStringLiteral("/limits/cpuMillicores"), QStringLiteral("must be from 10 to 1024000 (a hundredth of a core to 1024 cores)"));
+    if (spec.limits.tmpBytes && (*spec.limits.tmpBytes < (1ull << 20) || *spec.limits.tmpBytes > (1ull << 40)))
+        return invalid(QStringLiteral("/limits/tmpBytes"), QStringLiteral("must be from 1M to 1T"));
     if (spec.limits.memoryBytes && *spec.limits.memoryBytes < 8 * 1024 * 1024)
         return invalid(QStringLiteral("/limits/memoryBytes"), QStringLiteral("must be at least 8M"));
     return spec;

@@ -128,11 +128,12 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     for (const char *dir : kMaskedEtcDirs)
         if (QFileInfo(QString::fromLatin1(dir)).isDir())
             a.insert(a.end(), {"--tmpfs", dir, "--remount-ro", dir});
-    // The writable tmpfs are sized (unsized, each could take half of the host's memory).
+    // Every writable tmpfs is sized (unsized, each could take half of the host's memory). /dev's is
+    // not (bwrap cannot size it), and Landlock lets nothing be made there.
     std::vector<std::string> sized;
     if (r.tmpBytes)
         sized = {"--size", std::to_string(*r.tmpBytes)};
-    auto tmpfs = [&](const char *dir) {
+    auto tmpfs = [&](const std::string &dir) {
         a.insert(a.end(), sized.begin(), sized.end());
         a.insert(a.end(), {"--tmpfs", dir});
     };
@@ -159,7 +160,7 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     for (const char *dir : kHomeStartupDirs)
         addParents(dir);
     for (const std::string &parent : parents)
-        a.insert(a.end(), {"--tmpfs", home + parent});
+        tmpfs(home + parent);
     for (const char *file : kHomeStartupFiles)
         a.insert(a.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(fd++), home + file});
     for (const char *dir : kHomeStartupDirs)

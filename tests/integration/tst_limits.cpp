@@ -403,10 +403,13 @@ private Q_SLOTS:
         QVERIFY2(memory.value(QStringLiteral("enforcedBy")).toString().contains(QLatin1String("memory (the default")),
                  qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
         QCOMPARE(limits.value(QStringLiteral("tmpBytes")).toObject().value(QStringLiteral("value")).toDouble(), double(1 << 30));
-        // The kernel's own view of each tmpfs: 1 GiB, not half of the host's memory.
-        const CliResult df = exec(*m_daemon, sb, args("df", "-B1", "--output=size,target", "/tmp", "/var/tmp", "/home/sandbox"));
+        // The kernel's own view of every writable tmpfs (those under the home that hold its
+        // read-only startup files too): 1 GiB, not half of the host's memory.
+        const CliResult df = exec(*m_daemon, sb, args("df", "-B1", "--output=size,target", "/tmp", "/var/tmp", "/home/sandbox", "/home/sandbox/.config",
+                                                      "/home/sandbox/.local", "/home/sandbox/.cargo"));
         QCOMPARE(df.exitCode, 0);
-        QCOMPARE(df.out.simplified(), QByteArray("1B-blocks Mounted on 1073741824 /tmp 1073741824 /var/tmp 1073741824 /home/sandbox"));
+        QCOMPARE(df.out.simplified(), QByteArray("1B-blocks Mounted on 1073741824 /tmp 1073741824 /var/tmp 1073741824 /home/sandbox 1073741824 "
+                                                 "/home/sandbox/.config 1073741824 /home/sandbox/.local 1073741824 /home/sandbox/.cargo"));
         QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
     }
 
@@ -444,7 +447,11 @@ private Q_SLOTS:
         // Asked through the one validator: a hundredth of a core is the least cpu.max takes.
         QString error;
         QVERIFY(m_daemon->create(args("--cpus", "0.001"), &error).isEmpty());
-        QVERIFY2(error.contains(QLatin1String("cpuMillicores: must be at least 10")), qPrintable(error));
+        QVERIFY2(error.contains(QLatin1String("cpuMillicores: must be from 10 to 1024000")), qPrintable(error));
+        QVERIFY(m_daemon->create(args("--cpus", "1025"), &error).isEmpty());
+        QVERIFY2(error.contains(QLatin1String("cpuMillicores: must be from 10 to 1024000")), qPrintable(error));
+        QVERIFY(m_daemon->create(args("--tmp-size", "2T"), &error).isEmpty());
+        QVERIFY2(error.contains(QLatin1String("tmpBytes: must be from 1M to 1T")), qPrintable(error));
         QVERIFY(m_daemon->create(args("--cpus", "half"), &error).isEmpty());
         QVERIFY2(error.contains(QLatin1String("invalid number of cores 'half'")), qPrintable(error));
     }

@@ -165,8 +165,17 @@ code=$?
   fail "without the user's systemd bus: exit $code, $(echo "$out" | oneline)"
 pkill -u "$user" -f 'airlockd --socket /tmp/nodelegation' || true
 
-# Removed with apt: every user's daemon and sandboxes stop; their files stay.
+# Removed with apt: every user's daemon and sandboxes stop, and those of a daemon run as root (in
+# the system manager's scopes); their files stay.
+mkdir -p -m 700 /run/airlock-root
+systemd-run --quiet --unit=airlockd-root /usr/bin/airlockd --socket /run/airlock-root/airlockd.sock
+wait_for 30 test -S /run/airlock-root/airlockd.sock
+out=$(airlockctl --no-autostart --socket /run/airlock-root/airlockd.sock create --name rootsb 2>&1) || fail "root create: $(echo "$out" | oneline)"
+[[ -n $(systemctl list-units --plain --no-legend 'airlock-*.scope') ]] || fail "the root daemon's sandbox has no system scope"
 DEBIAN_FRONTEND=noninteractive apt-get remove -y airlock >/dev/null 2>&1 || fail "apt remove"
+[[ -z $(systemctl list-units --plain --no-legend 'airlock-*.scope') && -z $(pgrep -af 'bwrap|airlock-guest' | oneline) ]] &&
+  pass "apt remove stopped the root daemon's sandboxes too" || fail "after apt remove, as root: $(systemctl list-units --plain --no-legend 'airlock-*.scope' | oneline) $(pgrep -af 'bwrap|airlock-guest' | oneline)"
+systemctl stop airlockd-root 2>/dev/null
 left=$(pgrep -u "$user" -af 'airlockd|bwrap|airlock-guest' | oneline)
 [[ -z $left && $(unit airlockd.service ActiveState) == inactive && $(unit airlockd.socket ActiveState) == inactive &&
    -z $(as_user systemctl --user list-units --plain --no-legend 'airlock-*.scope') ]] &&
