@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "TokenCommand.h"
 
+#include "client/DaemonClient.h"
 #include "remote/TokenStore.h"
+#include "sandbox/SandboxRecord.h"
 #include "util/Paths.h"
 
 #include <QCommandLineParser>
+#include <QJsonArray>
 
 #include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace airlock::app {
 
@@ -16,12 +21,45 @@ int fail(const Error &e)
     std::fprintf(stderr, "airlockd token: %s\n", qPrintable(e.message));
     return e.code == ErrorCode::IoError ? 1 : 2;
 }
+
+// The sandboxes this user's daemon has now (name → id), to bind sandbox:NAME scopes to: asked of
+// the running daemon, else read from the records of sandboxes that outlived it.
+QHash<QString, QString> existingSandboxes()
+{
+    QHash<QString, QString> existing;
+    DaemonClient client;
+    ConnectOptions options;
+    options.autostart = false;
+    options.clientName = QStringLiteral("airlockd-token");
+    options.timeoutMs = 3000;
+    if (client.connectToDaemon(options)) {
+        if (auto listed = client.call(QStringLiteral("sandbox.list"), {}, 10000))
+            for (const QJsonValue &v : listed->value(QStringLiteral("sandboxes")).toArray())
+                existing.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("id")).toString());
+        return existing;
+    }
+    for (const auto &[id, record] : SandboxRecords(paths::dataDir() + QStringLiteral("/sandboxes")).readAll())
+        if (record && record->ended.isEmpty())
+            existing.insert(record->spec.name, record->id);
+    return existing;
+}
+
+// `token create > file`: the shell made the file with its umask (0644, often) before we ran. A
+// regular file of ours on stdout is made 0600 before the token is written to it.
+void privateStdout()
+{
+    struct stat st {};
+    if (::fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077))
+        (void)::fchmod(STDOUT_FILENO, st.st_mode & 0700);
+}
 } // namespace
 
 QList<QCommandLineOption> tokenOptions()
 {
     return {{QStringLiteral("name"), QStringLiteral("The token's name (create)."), QStringLiteral("name")},
-            {QStringLiteral("scope"), QStringLiteral("full (default), read-only or sandbox:NAME; repeatable, combinable (create)."), QStringLiteral("scope")}};
+            {QStringLiteral("scope"), QStringLiteral("full (default), read-only or sandbox:NAME (the sandbox of that name now, bound by its id, and those "
+                                                      "created through the token); repeatable, combinable (create)."),
+             QStringLiteral("scope")}};
 }
 
 int runTokenCommand(const QStringList &arguments)
@@ -45,9 +83,12 @@ int runTokenCommand(const QStringList &arguments)
     if (action == QLatin1String("create") && args.size() == 1) {
         if (!parser.isSet(nameOpt))
             return fail(makeError(ErrorCode::InvalidArgument, QStringLiteral("create needs --name NAME (say which client will hold it)")));
-        auto created = store.create(parser.value(nameOpt), parser.values(scopeOpt));
+        const QStringList scopes = parser.values(scopeOpt);
+        const bool named = std::any_of(scopes.cbegin(), scopes.cend(), [](const QString &s) { return s.startsWith(QLatin1String("sandbox:")); });
+        auto created = store.create(parser.value(nameOpt), scopes, named ? existingSandboxes() : QHash<QString, QString>());
         if (!created)
             return fail(created.error());
+        privateStdout();
         // The token on stdout alone (for a pipe or a file); the rest on stderr.
         std::fprintf(stderr, "token '%s' (%s); it is shown once and stored only as a hash:\n", qPrintable(created->grant.tokenName),
                      qPrintable(created->grant.describe()));

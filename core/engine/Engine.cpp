@@ -185,7 +185,7 @@ std::optional<uid_t> Engine::allocateHostUid()
 }
 
 void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides,
-                           const QString &preset)
+                           const QString &preset, const QString &createdThrough)
 {
     if (Status boundary = m_caps.checkBoundary(); !boundary)
         return done(boundary.error());
@@ -234,6 +234,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.spec = spec;
     setup.plan = *plan;
     setup.run = run;
+    setup.createdThrough = createdThrough;
     setup.policy = *effective;
     setup.policyOverrides = policyOverrides;
     setup.userLayer = *user;

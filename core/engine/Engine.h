@@ -77,8 +77,9 @@ public:
     // `run` names the run (agent session) the sandbox and its events belong to. The sandbox's
     // policy is resolved from its layers (built-in < user < preset < `policyOverrides`); the
     // effective network mode, mounts and limits are what it gets, whatever `spec` said.
+    // `createdThrough`: the remote token whose connection asks (what its scope may reach later).
     void createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides = {},
-                       const QString &preset = {});
+                       const QString &preset = {}, const QString &createdThrough = {});
     // The sandbox's own policy layer, or the effective policy with the layer of every value.
     Result<QJsonObject> policy(const QString &ref, bool effective) const;
     // Replaces a running sandbox's own layer. What can change live (commands, tools, network

@@ -72,6 +72,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.id = record.id;
     setup.spec = record.spec;
     setup.run = record.run;
+    setup.createdThrough = record.createdThrough;
     // Where this daemon keeps workspaces, whatever the record says: rm removes it.
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + record.id;
     setup.policyOverrides = record.overrides;
@@ -162,6 +163,7 @@ void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
     r.id = setup.id;
     r.spec = setup.spec;
     r.run = setup.run;
+    r.createdThrough = setup.createdThrough;
     r.preset = setup.policy.preset;
     r.userLayer = setup.userLayer;
     r.overrides = setup.policyOverrides;

@@ -40,9 +40,20 @@ QByteArray hashSecret(const QByteArray &secret)
     return QCryptographicHash::hash(secret, QCryptographicHash::Sha256).toHex();
 }
 
+bool validId(const QString &id)
+{
+    static const QRegularExpression re(QStringLiteral("^[0-9a-f]{8,64}$"));
+    return re.match(id).hasMatch();
+}
+
 QJsonObject scopeToJson(const Grant &g)
 {
-    return {{QStringLiteral("readOnly"), g.readOnly}, {QStringLiteral("sandboxes"), QJsonArray::fromStringList(g.sandboxes)}};
+    QJsonObject bound;
+    for (auto it = g.boundIds.cbegin(); it != g.boundIds.cend(); ++it)
+        bound.insert(it.key(), it.value());
+    return {{QStringLiteral("readOnly"), g.readOnly},
+            {QStringLiteral("sandboxes"), QJsonArray::fromStringList(g.sandboxes)},
+            {QStringLiteral("boundIds"), bound}};
 }
 } // namespace
 
@@ -61,12 +72,33 @@ QString Grant::describe() const
     QStringList parts;
     if (readOnly)
         parts << QStringLiteral("read-only");
-    if (!sandboxes.isEmpty())
-        parts << QStringLiteral("sandboxes ") + sandboxes.join(QStringLiteral(", "));
+    if (!sandboxes.isEmpty()) {
+        QStringList names;
+        for (const QString &name : sandboxes)
+            names << (boundIds.contains(name) ? QStringLiteral("%1 (id %2)").arg(name, boundIds.value(name)) : name);
+        parts << QStringLiteral("sandboxes ") + names.join(QStringLiteral(", "));
+    }
     return parts.isEmpty() ? QStringLiteral("full") : parts.join(QStringLiteral("; "));
 }
 
-Result<Grant> Grant::fromScopes(const QStringList &scopes)
+QString Grant::outside(const QString &id, const QString &name, const QString &createdThrough) const
+{
+    if (sandboxes.isEmpty())
+        return {};
+    if (!sandboxes.contains(name))
+        return QStringLiteral("sandbox '%1' is outside it").arg(name.left(100));
+    if (!id.isEmpty() && (boundIds.value(name) == id || (!createdThrough.isEmpty() && createdThrough == tokenId)))
+        return {};
+    // The name is the token's, this sandbox is not: made by someone else under that name.
+    const QString bound = boundIds.contains(name)
+        ? QStringLiteral("the token was bound to sandbox %1, which had the name when the token was made").arg(boundIds.value(name))
+        : QStringLiteral("the token reaches only the sandboxes of that name created through it");
+    return QStringLiteral("sandbox '%1' (id %2) is outside it: %3, and this one was %4")
+        .arg(name.left(100), id.isEmpty() ? QStringLiteral("unknown") : id, bound,
+             createdThrough.isEmpty() ? QStringLiteral("created by a local client") : QStringLiteral("created through another token"));
+}
+
+Result<Grant> Grant::fromScopes(const QStringList &scopes, const QHash<QString, QString> &existing)
 {
     Grant g;
     for (const QString &scope : scopes) {
@@ -75,8 +107,11 @@ Result<Grant> Grant::fromScopes(const QStringList &scopes)
         if (scope == QLatin1String("read-only")) {
             g.readOnly = true;
         } else if (scope.startsWith(QLatin1String("sandbox:")) && validName(scope.mid(8))) {
-            if (!g.sandboxes.contains(scope.mid(8)))
-                g.sandboxes << scope.mid(8);
+            const QString name = scope.mid(8);
+            if (!g.sandboxes.contains(name))
+                g.sandboxes << name;
+            if (existing.contains(name) && validId(existing.value(name)))
+                g.boundIds.insert(name, existing.value(name));
         } else {
             return invalid(QStringLiteral("--scope '%1': expected full, read-only or sandbox:NAME (repeatable)").arg(scope.left(80)));
         }
@@ -130,6 +165,16 @@ Status TokenStore::reload()
             names = names && s.isString() && validName(s.toString());
             e.grant.sandboxes << s.toString();
         }
+        // Bound ids: optional (tokens made before there were any bind none, and so reach only the
+        // sandboxes created through them); one that does not read is a damaged entry.
+        const QJsonValue bound = scope.value(QStringLiteral("boundIds"));
+        if (!bound.isUndefined() && !bound.isObject())
+            continue;
+        const QJsonObject boundObject = bound.toObject();
+        for (auto it = boundObject.begin(); it != boundObject.end(); ++it) {
+            names = names && e.grant.sandboxes.contains(it.key()) && it.value().isString() && validId(it.value().toString());
+            e.grant.boundIds.insert(it.key(), it.value().toString());
+        }
         if (!names)
             continue;
         e.hash = o.value(QStringLiteral("sha256")).toString().toLatin1();
@@ -160,11 +205,11 @@ Status TokenStore::save() const
     return fs::writePrivateFile(m_path, QJsonDocument(QJsonObject{{QStringLiteral("tokens"), tokens}}).toJson());
 }
 
-Result<TokenStore::Created> TokenStore::create(const QString &name, const QStringList &scopes)
+Result<TokenStore::Created> TokenStore::create(const QString &name, const QStringList &scopes, const QHash<QString, QString> &existing)
 {
     if (!validName(name))
         return invalid(QStringLiteral("--name '%1': 1 to 63 letters, digits and . _ - (starting with a letter or digit)").arg(name.left(64)));
-    auto grant = Grant::fromScopes(scopes);
+    auto grant = Grant::fromScopes(scopes, existing);
     if (!grant)
         return grant.error();
     auto lock = lockFile();

@@ -4,6 +4,7 @@
 #include "util/Result.h"
 
 #include <QDateTime>
+#include <QHash>
 #include <QList>
 #include <QStringList>
 
@@ -14,17 +15,31 @@ class QLockFile;
 namespace airlock::remote {
 
 // What a token lets its holder do. Read-only: look (lists, policies, history, live output), never
-// change or run anything. Sandboxes: only those named (created under such a name, or existing);
-// nothing daemon-wide (secrets, defaults, other sandboxes' history).
+// change or run anything. Sandboxes: only those named, and of those only the ones the token may
+// stand for: the sandbox that had the name when the token was made (bound by its id), and those
+// created through the token itself (with the default policy: no mounts, network or preset). A
+// sandbox a person makes later under the same name is a different id, and outside the token.
+// Nothing daemon-wide (secrets, defaults, other sandboxes' history).
 struct Grant {
     QString tokenId, tokenName;
     bool readOnly = false;
-    QStringList sandboxes; // empty: every sandbox
+    QStringList sandboxes;           // names; empty: every sandbox
+    QHash<QString, QString> boundIds; // name → id of the sandbox that had it when the token was made
 
-    bool coversSandbox(const QString &name) const { return sandboxes.isEmpty() || sandboxes.contains(name); }
-    QString describe() const; // "full", "read-only", "sandboxes a, b", "read-only; sandboxes a"
-    // Parses --scope values: "full", "read-only", "sandbox:NAME" (repeatable, combinable).
-    static Result<Grant> fromScopes(const QStringList &scopes);
+    // Whether the token reaches sandbox `id` named `name`, created through the token with id
+    // `createdThrough` (empty: by a local client). Empty when it does; else why not.
+    QString outside(const QString &id, const QString &name, const QString &createdThrough) const;
+    bool coversSandbox(const QString &id, const QString &name, const QString &createdThrough) const
+    {
+        return outside(id, name, createdThrough).isEmpty();
+    }
+    // Whether the token may create a sandbox of this name.
+    bool mayCreate(const QString &name) const { return sandboxes.isEmpty() || sandboxes.contains(name); }
+    // "full", "read-only", "sandboxes a, b", "read-only; sandboxes a (id 3f9a…)"
+    QString describe() const;
+    // Parses --scope values: "full", "read-only", "sandbox:NAME" (repeatable, combinable). A name
+    // in `existing` (name → id of a sandbox that has it now) is bound to that sandbox's id.
+    static Result<Grant> fromScopes(const QStringList &scopes, const QHash<QString, QString> &existing = {});
 };
 
 // The bearer tokens of one daemon, in a 0600 JSON file: each token's name, scope and the SHA-256 of
@@ -46,7 +61,8 @@ public:
         QString token;
         Grant grant;
     };
-    Result<Created> create(const QString &name, const QStringList &scopes);
+    // `existing`: the daemon's sandboxes now (name → id), to which sandbox:NAME scopes are bound.
+    Result<Created> create(const QString &name, const QStringList &scopes, const QHash<QString, QString> &existing = {});
     Status revoke(const QString &name);
     Result<QList<Entry>> entries(); // revoked ones too
     // Whether a token id still grants (for closing the connections of a revoked token).

@@ -261,7 +261,8 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
                                                QStringLiteral("the first request must be \"hello\" with the protocol version")));
         return;
     }
-    if (Status allowed = permitted(session, method, paramsValue.toObject()); !allowed)
+    QJsonObject params = paramsValue.toObject();
+    if (Status allowed = permitted(session, method, params); !allowed)
         return reply(allowed.error());
     // What agents did is the person's record: an agent does not drop it.
     if (method == QLatin1String("history.prune") && !session.agent.isEmpty())
@@ -273,10 +274,10 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
             if (conn)
                 conn->send(makeNotification(QStringLiteral("progress"), step));
         };
-        return m_historyMethods->handle(method, paramsValue.toObject(), reply, progress);
+        return m_historyMethods->handle(method, params, reply, progress);
     }
     if (FileTransfers::handles(method))
-        return m_files->handle(session.conn, method, paramsValue.toObject(), reply);
+        return m_files->handle(session.conn, method, params, reply);
     const auto handler = m_handlers.constFind(method);
     if (handler == m_handlers.cend()) {
         QJsonObject err = makeErrorReply(id, invalid(QStringLiteral("unknown method '%1'").arg(method.left(100))));
@@ -286,7 +287,7 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
         session.conn->send(err);
         return;
     }
-    (*handler)(session, paramsValue.toObject(), filtered(session, method, reply));
+    (*handler)(session, params, filtered(session, method, reply));
 }
 
 bool RpcServer::wants(const Session &s, const Event &e) const
@@ -455,7 +456,8 @@ void RpcServer::registerHandlers()
             return reply(recording.error());
         m_engine.createSandbox(
             *spec, s.run, [reply](Result<QJsonObject> r) { reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error())); },
-            policy::withSpecFields(policyValue.toObject(), specJson), p.value(QStringLiteral("preset")).toString().left(100));
+            policy::withSpecFields(policyValue.toObject(), specJson), p.value(QStringLiteral("preset")).toString().left(100),
+            s.grant ? s.grant->tokenId : QString());
     });
     m_handlers.insert(QStringLiteral("approvals.list"), [this](Session &s, const QJsonObject &, const Reply &reply) {
         QJsonArray pending;

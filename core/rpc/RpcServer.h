@@ -61,8 +61,10 @@ private:
     void onNewConnection();
     Session *addSession(QLocalSocket *socket);
     // What a remote session's token allows (RpcServerGrants.cpp); always Ok for local sessions.
-    Status permitted(const Session &session, const QString &method, const QJsonObject &params) const;
+    // A sandbox named in params is replaced by its id: the method acts on the sandbox checked.
+    Status permitted(const Session &session, const QString &method, QJsonObject &params) const;
     bool covers(const Session &session, const QString &sandboxId) const;
+    bool reaches(const remote::Grant &grant, const QString &sandboxId) const; // a running sandbox, by id
     Reply filtered(const Session &session, const QString &method, Reply reply) const;
     void onMessage(Session &session, const QJsonObject &message);
     void releaseHolds(Session &session);

@@ -34,13 +34,16 @@ bool isRead(const QString &method)
 
 bool RpcServer::covers(const Session &s, const QString &sandboxId) const
 {
-    if (!s.grant || s.grant->sandboxes.isEmpty())
-        return true;
-    auto sandbox = m_engine.find(sandboxId);
-    return sandbox && s.grant->coversSandbox((*sandbox)->name());
+    return !s.grant || s.grant->sandboxes.isEmpty() || reaches(*s.grant, sandboxId);
 }
 
-Status RpcServer::permitted(const Session &s, const QString &method, const QJsonObject &p) const
+bool RpcServer::reaches(const remote::Grant &g, const QString &sandboxId) const
+{
+    auto sandbox = m_engine.find(sandboxId);
+    return sandbox && (*sandbox)->id() == sandboxId && g.coversSandbox(sandboxId, (*sandbox)->name(), (*sandbox)->createdThrough());
+}
+
+Status RpcServer::permitted(const Session &s, const QString &method, QJsonObject &p) const
 {
     if (!s.grant)
         return Ok{};
@@ -76,31 +79,55 @@ Status RpcServer::permitted(const Session &s, const QString &method, const QJson
     if (how == scoped.cend())
         return deny(QStringLiteral("%1 reaches beyond its sandboxes").arg(method.left(100)));
     QString name;
+    const Sandbox *sandbox = nullptr;
     switch (*how) {
     case From::SpecName: {
         const QJsonObject spec = p.value(QStringLiteral("spec")).toObject();
         if (p.contains(QStringLiteral("policy")) || !p.value(QStringLiteral("preset")).toString().isEmpty() || spec.contains(QStringLiteral("network"))
             || !spec.value(QStringLiteral("mounts")).toArray().isEmpty())
             return deny(QStringLiteral("sandboxes are created with the default policy only (no policy, preset, network or mounts)"));
+        // What it creates is marked as created through this token (RpcServer's sandbox.create).
         name = spec.value(QStringLiteral("name")).toString();
-        break;
+        if (!g.mayCreate(name))
+            return deny(QStringLiteral("sandbox '%1' is outside it").arg(name.left(100)));
+        return Ok{};
     }
-    case From::Approval:
+    case From::Approval: {
+        // Without an id: this connection's own requests, whatever their sandbox.
+        if (method == QLatin1String("approvals.withdraw") && !p.contains(QStringLiteral("id")))
+            return Ok{};
+        QString sandboxId;
         for (const ApprovalRequest &r : m_approvals->pending())
             if (r.id == p.value(QStringLiteral("id")).toString())
-                name = r.sandboxName;
+                sandboxId = r.sandbox;
+        if (auto found = m_engine.find(sandboxId); found && !sandboxId.isEmpty())
+            sandbox = *found;
+        else
+            return deny(QStringLiteral("approval '%1' waits in none of its sandboxes").arg(p.value(QStringLiteral("id")).toString().left(100)));
         break;
+    }
     case From::Param: {
         if (!namesSandbox || (method == QLatin1String("history.events") && p.contains(QStringLiteral("run"))))
             return deny(QStringLiteral("%1 must name one of its sandboxes (params.sandbox)").arg(method.left(100)));
         const QString ref = p.value(QStringLiteral("sandbox")).toString();
-        auto sandbox = m_engine.find(ref);
-        name = sandbox ? (*sandbox)->name() : ref; // a gone sandbox's history: by the name given
+        auto found = m_engine.find(ref);
+        if (!found) {
+            // A gone sandbox's history could be anyone's of that name: only running ones are read.
+            if (method.startsWith(QLatin1String("history.")))
+                return deny(QStringLiteral("sandbox '%1' is not running: a token scoped to sandboxes reads the history of its running "
+                                           "sandboxes only").arg(ref.left(100)));
+            if (!g.mayCreate(ref))
+                return deny(QStringLiteral("sandbox '%1' is outside it").arg(ref.left(100)));
+            return Ok{}; // the method says it is not there
+        }
+        sandbox = *found;
+        // The method acts on the sandbox checked here, whatever else the reference could name.
+        p.insert(QStringLiteral("sandbox"), sandbox->id());
         break;
     }
     }
-    if (!g.coversSandbox(name))
-        return deny(QStringLiteral("sandbox '%1' is outside it").arg(name.left(100)));
+    if (const QString why = g.outside(sandbox->id(), sandbox->name(), sandbox->createdThrough()); !why.isEmpty())
+        return deny(why);
     return Ok{};
 }
 
@@ -113,12 +140,12 @@ RpcServer::Reply RpcServer::filtered(const Session &s, const QString &method, Re
                                                                 : QString();
     if (key.isEmpty())
         return reply;
-    const QString nameKey = key == QLatin1String("sandboxes") ? QStringLiteral("name") : QStringLiteral("sandboxName");
-    return [grant = *s.grant, key, nameKey, reply](Result<QJsonObject> r) {
+    const QString idKey = key == QLatin1String("sandboxes") ? QStringLiteral("id") : QStringLiteral("sandbox");
+    return [this, grant = *s.grant, key, idKey, reply](Result<QJsonObject> r) {
         if (r) {
             QJsonArray kept;
             for (const QJsonValue &v : r->value(key).toArray())
-                if (grant.coversSandbox(v.toObject().value(nameKey).toString()))
+                if (reaches(grant, v.toObject().value(idKey).toString()))
                     kept.append(v);
             r->insert(key, kept);
         }

@@ -37,6 +37,7 @@ struct SandboxSetup {
     policy::EffectivePolicy policy;
     QJsonObject policyOverrides; // the sandbox's own layer
     std::optional<QJsonObject> userLayer; // the person's defaults it was resolved with
+    QString createdThrough; // the id of the remote token whose connection created it; empty: a local client
 };
 
 // What a daemon that takes a running sandbox over knows of it: from its record (the processes,
@@ -64,6 +65,7 @@ public:
 
     const QString &id() const { return m_setup.id; }
     const QString &name() const { return m_setup.spec.name; }
+    const QString &createdThrough() const { return m_setup.createdThrough; }
     const SandboxSpec &spec() const { return m_setup.spec; }
     const LimitPlan &limitPlan() const { return m_setup.plan; }
     const QString &workspaceDir() const { return m_setup.workspaceDir; }

@@ -97,6 +97,7 @@ QJsonObject SandboxRecord::toJson() const
                   {QStringLiteral("id"), id},
                   {QStringLiteral("spec"), spec.toJson()},
                   {QStringLiteral("run"), run},
+                  {QStringLiteral("createdThrough"), createdThrough},
                   {QStringLiteral("preset"), preset},
                   {QStringLiteral("overrides"), overrides},
                   {QStringLiteral("policyVersion"), policyVersion},
@@ -129,7 +130,7 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     if (!spec)
         return recordError(QStringLiteral("/spec: %1").arg(spec.error().message));
     r.spec = *spec;
-    for (const auto &[key, field] : {std::pair{"run", &r.run}, {"preset", &r.preset}, {"workspace", &r.workspaceDir}, {"daemonVersion", &r.daemonVersion},
+    for (const auto &[key, field] : {std::pair{"run", &r.run}, {"createdThrough", &r.createdThrough}, {"preset", &r.preset}, {"workspace", &r.workspaceDir}, {"daemonVersion", &r.daemonVersion},
                                      {"ended", &r.ended}}) {
         const QJsonValue v = o.value(QLatin1String(key));
         if (!v.isUndefined() && !v.isString())

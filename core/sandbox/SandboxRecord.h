@@ -33,6 +33,7 @@ struct SandboxRecord {
     QString id;
     SandboxSpec spec; // as launched: its network, mounts and limits are the policy's
     QString run;
+    QString createdThrough; // SandboxSetup::createdThrough
     QString preset;
     std::optional<QJsonObject> userLayer; // the person's defaults as they were (none: no file)
     QJsonObject overrides; // its own layer

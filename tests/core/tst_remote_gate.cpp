@@ -164,7 +164,25 @@ private Q_SLOTS:
         QVERIFY(isTokenShaped(ci->token.toLatin1()));
         QCOMPARE(tokens.create(QStringLiteral("ci"), {}).error().code, ErrorCode::AlreadyExists);
         auto verified = tokens.verify(ci->token.toLatin1());
-        QVERIFY(verified && verified->readOnly && verified->coversSandbox(QStringLiteral("b")) && !verified->coversSandbox(QStringLiteral("c")));
+        QVERIFY(verified && verified->readOnly);
+        // A name reaches the sandboxes of that name created through the token, and no other.
+        const QString tokenId = verified->tokenId;
+        QVERIFY(verified->coversSandbox(QStringLiteral("0123456789ab"), QStringLiteral("b"), tokenId));
+        QVERIFY(!verified->coversSandbox(QStringLiteral("0123456789ab"), QStringLiteral("c"), tokenId));
+        QCOMPARE(verified->outside(QStringLiteral("0123456789ab"), QStringLiteral("b"), {}),
+                 QStringLiteral("sandbox 'b' (id 0123456789ab) is outside it: the token reaches only the sandboxes of that name created "
+                                "through it, and this one was created by a local client"));
+        QVERIFY(!verified->coversSandbox(QStringLiteral("0123456789ab"), QStringLiteral("b"), QStringLiteral("ffffffffffff")));
+
+        // A name that a sandbox has when the token is made: bound to that sandbox's id, kept in the file.
+        auto bound = tokens.create(QStringLiteral("bound"), {QStringLiteral("sandbox:a")}, {{QStringLiteral("a"), QStringLiteral("aaaaaaaaaaaa")}});
+        QVERIFY(bound);
+        QCOMPARE(bound->grant.describe(), QStringLiteral("sandboxes a (id aaaaaaaaaaaa)"));
+        auto reread = TokenStore(path).verify(bound->token.toLatin1());
+        QVERIFY(reread && reread->coversSandbox(QStringLiteral("aaaaaaaaaaaa"), QStringLiteral("a"), {}));
+        QVERIFY(!reread->coversSandbox(QStringLiteral("bbbbbbbbbbbb"), QStringLiteral("a"), {}));
+        QVERIFY(reread->coversSandbox(QStringLiteral("bbbbbbbbbbbb"), QStringLiteral("a"), reread->tokenId));
+        QVERIFY(tokens.revoke(QStringLiteral("bound")));
 
         QVERIFY(tokens.revoke(QStringLiteral("ci")));
         QVERIFY(tokens.verify(ci->token.toLatin1()).error().message.startsWith(QLatin1String("token 'ci' was revoked at ")));

@@ -457,6 +457,81 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->ctl(args("rm", "theirs", "mine")).exitCode, 0);
     }
 
+    // A scope names sandboxes, but reaches only the one that had the name when the token was made
+    // and those created through the token: a later sandbox of the same name made by a person,
+    // with a host folder and the host's network, is outside it for every method.
+    void aScopeIsBoundToSandboxesNotToNames()
+    {
+        const QString byName = newToken(QStringLiteral("by-name"), {QStringLiteral("sandbox:alpha")});
+        QVERIFY(!byName.isEmpty());
+        QCOMPARE(remote(args("create", "--name", "alpha"), byName).exitCode, 0);
+        QCOMPARE(remote(args("exec", "alpha", "-n", "--", "true"), byName).exitCode, 0);
+        QCOMPARE(remote(args("rm", "alpha"), byName).exitCode, 0);
+        QCOMPARE(remote(args("create", "--name", "alpha"), byName).exitCode, 0); // again: a new one, its own too
+        QCOMPARE(remote(args("exec", "alpha", "-n", "--", "true"), byName).exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("rm", "alpha")).exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "alpha", "--mount", "/etc:/mnt/etc", "--network", "full")).exitCode, 0);
+        const QString id = jsonObject(m_daemon->ctl(args("info", "alpha", "--json")).out).value(QStringLiteral("id")).toString();
+        QVERIFY(!id.isEmpty());
+
+        DaemonClient holder; // the attacker: the old token, and every method it was given
+        ConnectOptions options;
+        options.host = m_url;
+        options.token = byName;
+        options.autostart = false;
+        QVERIFY(holder.connectToDaemon(options));
+        const QString why = QStringLiteral("token 'by-name' (sandboxes alpha): sandbox 'alpha' (id %1) is outside it: the token reaches only the "
+                                           "sandboxes of that name created through it, and this one was created by a local client").arg(id);
+        const QJsonObject exec{{QStringLiteral("exec"), 1}};
+        const std::pair<const char *, QJsonObject> methods[] = {
+            {"sandbox.info", {}}, {"sandbox.delete", {}}, {"sandbox.kill", {}},
+            {"exec.start", QJsonObject{{QStringLiteral("argv"), QJsonArray{QStringLiteral("cat"), QStringLiteral("/mnt/etc/shadow")}}}},
+            {"exec.stdin", QJsonObject{{QStringLiteral("exec"), 1}, {QStringLiteral("data"), QString()}}}, {"exec.signal", exec},
+            {"exec.resize", QJsonObject{{QStringLiteral("exec"), 1}, {QStringLiteral("rows"), 24}, {QStringLiteral("cols"), 80}}},
+            {"fs.write", QJsonObject{{QStringLiteral("path"), QStringLiteral("/workspace/x")}, {QStringLiteral("data"), QString()}}},
+            {"fs.read", QJsonObject{{QStringLiteral("path"), QStringLiteral("/mnt/etc/shadow")}}},
+            {"fs.upload", QJsonObject{{QStringLiteral("path"), QStringLiteral("/workspace/x")}}},
+            {"fs.download", QJsonObject{{QStringLiteral("path"), QStringLiteral("/mnt/etc/shadow")}}},
+            {"fs.finish", QJsonObject{{QStringLiteral("transfer"), 1}}},
+            {"fs.mkdir", QJsonObject{{QStringLiteral("path"), QStringLiteral("/workspace/d")}}},
+            {"fs.list", QJsonObject{{QStringLiteral("path"), QStringLiteral("/mnt/etc")}}},
+            {"policy.get", {}}, {"policy.check", QJsonObject{{QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}}},
+            {"tools.list", {}}, {"tools.call", QJsonObject{{QStringLiteral("tool"), QStringLiteral("package.version")}}},
+            {"history.list", {}}, {"history.events", {}}, {"events.subscribe", {}},
+        };
+        for (const QString &ref : {QStringLiteral("alpha"), id, id.left(6)}) {
+            for (const auto &[method, params] : methods) {
+                QJsonObject p = params;
+                p.insert(QStringLiteral("sandbox"), ref);
+                auto r = holder.call(QString::fromLatin1(method), p);
+                QVERIFY2(!r && r.error().code == ErrorCode::Denied && r.error().message == why,
+                         qPrintable(QStringLiteral("%1 on %2: %3").arg(QLatin1String(method), ref, r ? QStringLiteral("allowed") : r.error().message)));
+            }
+        }
+        auto listed = holder.call(QStringLiteral("sandbox.list"));
+        QVERIFY(listed && listed->value(QStringLiteral("sandboxes")).toArray().isEmpty());
+        const CliResult cli = remote(args("exec", "alpha", "-n", "--", "cat", "/mnt/etc/hostname"), byName);
+        QCOMPARE(cli.exitCode, 6);
+        QCOMPARE(QString::fromUtf8(cli.err), QStringLiteral("airlockctl: %1\n").arg(why));
+        QCOMPARE(m_daemon->ctl(args("rm", "alpha")).exitCode, 0);
+
+        // A sandbox that had the name when the token was made: bound by its id, not by the name.
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "beta")).exitCode, 0);
+        const QString first = jsonObject(m_daemon->ctl(args("info", "beta", "--json")).out).value(QStringLiteral("id")).toString();
+        const QString byId = newToken(QStringLiteral("by-id"), {QStringLiteral("sandbox:beta")});
+        QCOMPARE(remote(args("exec", "beta", "-n", "--", "true"), byId).exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("rm", "beta")).exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "beta", "--network", "full")).exitCode, 0);
+        const QString second = jsonObject(m_daemon->ctl(args("info", "beta", "--json")).out).value(QStringLiteral("id")).toString();
+        const CliResult rebound = remote(args("exec", "beta", "-n", "--", "true"), byId);
+        QCOMPARE(rebound.exitCode, 6);
+        QCOMPARE(QString::fromUtf8(rebound.err),
+                 QStringLiteral("airlockctl: token 'by-id' (sandboxes beta (id %1)): sandbox 'beta' (id %2) is outside it: the token was bound to "
+                                "sandbox %1, which had the name when the token was made, and this one was created by a local client\n")
+                     .arg(first, second));
+        QCOMPARE(m_daemon->ctl(args("rm", "beta")).exitCode, 0);
+    }
+
     void aTrustedImpostorNeverSeesTheToken()
     {
         // A server whose certificate the system would trust (here: this process's CA list) and
