@@ -186,8 +186,11 @@ int main(int argc, char *argv[])
     const QCommandLineOption allowOriginOpt(QStringLiteral("allow-origin"),
                                             QStringLiteral("Accept a WebSocket upgrade carrying this Origin (none by default). Repeatable."),
                                             QStringLiteral("origin"));
+    const QCommandLineOption helloTimeoutOpt(QStringLiteral("hello-timeout"),
+                                             QStringLiteral("Close a connection that has not said hello this long after it opened (default 10s)."),
+                                             QStringLiteral("duration"), QStringLiteral("10s"));
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
-                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt};
+                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -212,6 +215,11 @@ int main(int argc, char *argv[])
     auto approvalTimeout = units::parseDurationMs(parser.value(approvalTimeoutOpt));
     if (!approvalTimeout || *approvalTimeout > 86'400'000) {
         std::fprintf(stderr, "airlockd: --approval-timeout: expected a duration up to 24h, like 30s or 5m\n");
+        return 2;
+    }
+    auto helloTimeout = units::parseDurationMs(parser.value(helloTimeoutOpt));
+    if (!helloTimeout || *helloTimeout > 3'600'000) {
+        std::fprintf(stderr, "airlockd: --hello-timeout: expected a duration up to 1h, like 10s or 500ms\n");
         return 2;
     }
     QHash<QString, QList<QHostAddress>> resolve;
@@ -319,6 +327,7 @@ int main(int argc, char *argv[])
     const HistoryReader stored(historyOptions.path);
     engine.adoptSandboxes([&stored](const QString &id) { return stored.storedSandbox(id); });
     rpc::RpcServer server(engine, history->get(), approvals);
+    server.setHelloTimeout(int(*helloTimeout));
     if (!historyNotice.isEmpty())
         server.addNotice(historyNotice);
     QObject::connect(&gate, &HistoryGate::published, &server, &rpc::RpcServer::onEvent);

@@ -137,6 +137,13 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
     session->conn = new Connection(socket, this);
     session->conn->pauseWhileBacklogged(kRequestPauseBacklog);
     m_sessions.append(session);
+    QTimer::singleShot(m_helloTimeoutMs, session->conn, [this, conn = session->conn] {
+        Session *s = sessionOf(conn);
+        if (!s || s->greeted)
+            return;
+        logger()->info("closing a connection that said no hello within {} ms", m_helloTimeoutMs);
+        conn->closeWithError(makeError(ErrorCode::HandshakeRequired, QStringLiteral("no \"hello\" within %1 ms of connecting").arg(m_helloTimeoutMs)));
+    });
     connect(session->conn, &Connection::messageReceived, this, [this, session](const QJsonObject &m) { onMessage(*session, m); });
     connect(session->conn, &Connection::framingFailed, this, [session](const Error &e) {
         logger()->warn("closing a connection after a malformed frame: {}", e.message.toStdString());

@@ -49,6 +49,10 @@ public:
     // grants. Takes the socket.
     void adopt(QLocalSocket *socket, const remote::Grant &grant, const QString &peer);
     int sessionCount() const { return int(m_sessions.size()); }
+    // A connection that has not said hello this long after it opened is closed (a client that
+    // connects and says nothing must not hold a session, and its memory, for ever).
+    static constexpr int kHelloTimeoutMs = 10000;
+    void setHelloTimeout(int ms) { m_helloTimeoutMs = ms; }
     // An event of the daemon's stream (the engine's, as the history lets it through) to every
     // session that wants it.
     void onEvent(const Event &event);
@@ -94,6 +98,7 @@ private:
     QString m_socketPath;
     QStringList m_notices;
     bool m_activated = false; // systemd passed the socket (rpc/SocketActivation.h)
+    int m_helloTimeoutMs = kHelloTimeoutMs;
     QHash<QString, Handler> m_handlers;
     QList<Session *> m_sessions;
 };
