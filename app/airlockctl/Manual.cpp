@@ -107,7 +107,7 @@ QString manualPage(const std::vector<std::unique_ptr<Command>> &commands)
                       {QStringLiteral("$XDG_CONFIG_HOME/airlock/hosts.json"), QStringLiteral("Saved hosts (airlockctl hosts).")},
                       {QStringLiteral("$XDG_CONFIG_HOME/airlock/tools/"), QStringLiteral("Host tool declarations; examples in /usr/share/airlock/tools.")},
                       {QStringLiteral("$XDG_DATA_HOME/airlock/history.db"), QStringLiteral("The history (SQLite).")},
-                      {QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The daemon's socket.")}});
+                      {QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The daemon's socket (without XDG_RUNTIME_DIR: /run/user/UID/airlock/ when yours, else $XDG_STATE_HOME/airlock/run/).")}});
     page.paragraphs(QStringLiteral("See also"), QStringLiteral("airlockd(1), airlock(1)"));
     return page.render(airlock::version());
 }

@@ -99,7 +99,7 @@ QString manualPage(const QList<QCommandLineOption> &options)
                                    "tokens' connections close within a second."),
                     app::tokenOptions());
     page.definitions(QStringLiteral("Files"),
-                     {{QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The socket.")},
+                     {{QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The socket (without XDG_RUNTIME_DIR: /run/user/UID/airlock/ when yours, else $XDG_STATE_HOME/airlock/run/).")},
                       {QStringLiteral("$XDG_DATA_HOME/airlock/history.db"), QStringLiteral("The history.")},
                       {QStringLiteral("$XDG_DATA_HOME/airlock/tls/"), QStringLiteral("The key and certificate for --listen.")},
                       {QStringLiteral("$XDG_DATA_HOME/airlock/tokens.json"), QStringLiteral("Token hashes.")},

@@ -22,6 +22,7 @@
 #include <QTimer>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -62,20 +63,27 @@ void DaemonClient::close()
 }
 
 namespace {
-// The socket lives in a directory anyone could have created first (the /tmp fallback when
-// XDG_RUNTIME_DIR is unset). Requests carry commands, environment values and files, so only a
-// private directory of ours and a daemon running as us are acceptable.
+// The socket may live in a directory someone else could have created first (AIRLOCK_SOCKET or
+// XDG_RUNTIME_DIR pointing into a shared place). Requests carry commands, environment values and
+// files, so only a private directory of ours and a daemon running as us are acceptable.
 Status checkSocketDirectory(const QString &socketPath)
 {
     const QString dir = QFileInfo(socketPath).absolutePath();
     struct stat st {};
     if (::lstat(QFile::encodeName(dir).constData(), &st) != 0)
         return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("%1 does not exist").arg(dir));
-    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077))
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077)) {
+        const passwd *owner = ::getpwuid(st.st_uid);
+        const QString is = !S_ISDIR(st.st_mode) ? QStringLiteral("not a directory")
+            : st.st_uid != ::geteuid()
+            ? QStringLiteral("owned by %1 (uid %2)").arg(owner ? QString::fromLocal8Bit(owner->pw_name) : QStringLiteral("another user")).arg(st.st_uid)
+            : QStringLiteral("mode %1").arg(st.st_mode & 0777, 4, 8, QLatin1Char('0'));
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("refusing %1: it must be a directory owned by you with mode 0700 (someone else "
-                                        "may have created it to impersonate the daemon)")
-                             .arg(dir));
+                         QStringLiteral("refusing %1: it must be a directory owned by you with mode 0700, and it is %2 (someone else "
+                                        "may have created it to impersonate the daemon). Remove it (as its owner or root: rm -r %1), or "
+                                        "set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own")
+                             .arg(dir, is));
+    }
     return Ok{};
 }
 

@@ -348,7 +348,7 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
         if (dir.isEmpty())
             continue;
         if (!QFileInfo::exists(dir))
-            paths::ensurePrivateDir(dir);
+            (void)paths::ensurePrivateDir(dir);
         if (const QString canonical = QFileInfo(dir).canonicalFilePath(); !canonical.isEmpty() && !own.contains(canonical))
             own.append(canonical);
     }

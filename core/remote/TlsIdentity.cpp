@@ -83,8 +83,8 @@ Result<std::pair<QByteArray, QByteArray>> generate()
 
 Result<TlsIdentity> TlsIdentity::loadOrCreate(const QString &dir)
 {
-    if (!paths::ensurePrivateDir(dir))
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(dir));
+    if (Status s = paths::ensurePrivateDir(dir); !s)
+        return s.error();
     const QString keyPath = dir + QStringLiteral("/key.pem"), certPath = dir + QStringLiteral("/cert.pem");
     if (!QFile::exists(keyPath) || !QFile::exists(certPath)) {
         auto made = generate();

@@ -38,12 +38,16 @@ Result<int> lockFile(const QString &path, const QString &what)
 Result<InstanceLock> InstanceLock::acquire(const QString &socketPath, const QString &dataDir)
 {
     const QString dir = QFileInfo(socketPath).absolutePath();
-    if (!paths::ensurePrivateDir(dir))
-        return makeError(ErrorCode::IoError,
-                         QStringLiteral("cannot create the private directory %1 (must be owned by you, mode 0700)").arg(dir));
-    if (!paths::ensurePrivateDir(dataDir))
-        return makeError(ErrorCode::IoError,
-                         QStringLiteral("cannot create the data directory %1 (must be owned by you)").arg(dataDir));
+    if (Status s = paths::ensurePrivateDir(dir); !s)
+        return s.error();
+    if (Status s = paths::ensurePrivateDir(dataDir); !s)
+        return s.error();
+    // sun_path holds 107 bytes and a NUL: a longer path would be cut, or refused by bind().
+    if (QFile::encodeName(socketPath).size() > 107)
+        return makeError(ErrorCode::IoError, QStringLiteral("the socket path %1 is %2 bytes, more than a unix socket's 107; set "
+                                                             "XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a shorter path")
+                                                 .arg(socketPath)
+                                                 .arg(QFile::encodeName(socketPath).size()));
     auto socketLock = lockFile(socketPath + QStringLiteral(".lock"), QStringLiteral("serves ") + socketPath);
     if (!socketLock)
         return socketLock.error();
