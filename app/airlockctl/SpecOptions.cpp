@@ -126,28 +126,36 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
         Result<uint64_t> (*parse)(const QString &);
         std::optional<uint64_t> Limits::*member;
         uint64_t divisor;
+        const char *key; // in the spec's "limits"
     };
     const Field fields[] = {
-        {m_memory, units::parseBytes, &Limits::memoryBytes, 1},
-        {m_pids, units::parseCount, &Limits::pids, 1},
-        {m_tmp, units::parseBytes, &Limits::tmpBytes, 1},
-        {m_cpus, units::parseMillicores, &Limits::cpuMillicores, 1},
-        {m_cpu, units::parseDurationMs, &Limits::cpuSeconds, 1000},
-        {m_wall, units::parseDurationMs, &Limits::wallMs, 1},
-        {m_files, units::parseCount, &Limits::openFiles, 1},
-        {m_fsize, units::parseBytes, &Limits::fileSizeBytes, 1},
-        {m_output, units::parseBytes, &Limits::outputBytes, 1},
+        {m_memory, units::parseBytes, &Limits::memoryBytes, 1, "memoryBytes"},
+        {m_pids, units::parseCount, &Limits::pids, 1, "pids"},
+        {m_tmp, units::parseBytes, &Limits::tmpBytes, 1, "tmpBytes"},
+        {m_cpus, units::parseMillicores, &Limits::cpuMillicores, 1, "cpuMillicores"},
+        {m_cpu, units::parseDurationMs, &Limits::cpuSeconds, 1000, "cpuSeconds"},
+        {m_wall, units::parseDurationMs, &Limits::wallMs, 1, "wallMs"},
+        {m_files, units::parseCount, &Limits::openFiles, 1, "openFiles"},
+        {m_fsize, units::parseBytes, &Limits::fileSizeBytes, 1, "fileSizeBytes"},
+        {m_output, units::parseBytes, &Limits::outputBytes, 1, "outputBytes"},
     };
     for (const Field &f : fields) {
         if (!parser.isSet(f.option))
             continue;
+        const QString flag = QStringLiteral("--") + f.option.names().constFirst();
+        const QString range = limitRange(QLatin1String(f.key));
         auto v = f.parse(parser.value(f.option));
         if (!v)
-            return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("--%1: %2").arg(f.option.names().constFirst(), v.error().message));
-        spec.limits.*(f.member) = std::max<uint64_t>(1, *v / f.divisor);
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: %2; it takes %3").arg(flag, v.error().message, range));
+        const uint64_t value = std::max<uint64_t>(1, *v / f.divisor);
+        // The daemon's own validator, one limit at a time, so that a range error names its flag.
+        const QJsonObject one{{QStringLiteral("limits"), QJsonObject{{QLatin1String(f.key), double(value)}}}};
+        if (auto checked = SandboxSpec::fromJson(one); !checked)
+            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 %2: %3").arg(flag, parser.value(f.option).left(100),
+                                                                                          checked.error().message.section(QStringLiteral(": "), 1)));
+        spec.limits.*(f.member) = value;
     }
-    // Let the one validator (the same the daemon runs) check ranges.
+    // Let the one validator (the same the daemon runs) check the rest.
     return SandboxSpec::fromJson(spec.toJson());
 }
 

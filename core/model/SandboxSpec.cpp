@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "model/SandboxSpec.h"
+#include "model/Units.h"
 
 #include "model/SandboxHome.h"
 
@@ -42,18 +43,48 @@ bool isReservedSandboxPath(const QString &path)
     return false;
 }
 
+// What each limit may be: what the kernel takes (pids.max below PID_MAX_LIMIT, RLIMIT_NOFILE up
+// to the default fs.nr_open), or a year, or 4 PiB (below what JSON numbers carry exactly). A
+// value outside is an input error here, never a failure of the cgroup or rlimit that applies it.
+enum class LimitUnit { Bytes, Count, Seconds, Ms };
 struct LimitField {
     const char *key;
     std::optional<uint64_t> Limits::*member;
+    uint64_t min, max;
+    LimitUnit unit;
 };
+constexpr uint64_t kYearSeconds = 365ull * 86'400;
 constexpr LimitField kLimitFields[] = {
-    {"memoryBytes", &Limits::memoryBytes}, {"pids", &Limits::pids},
-    {"cpuSeconds", &Limits::cpuSeconds},   {"cpuMillicores", &Limits::cpuMillicores},
-    {"openFiles", &Limits::openFiles},
-    {"fileSizeBytes", &Limits::fileSizeBytes}, {"wallMs", &Limits::wallMs},
-    {"outputBytes", &Limits::outputBytes}, {"tmpBytes", &Limits::tmpBytes},
+    {"memoryBytes", &Limits::memoryBytes, 8ull << 20, 1ull << 52, LimitUnit::Bytes},
+    {"pids", &Limits::pids, 2, 4'194'304, LimitUnit::Count},
+    {"cpuSeconds", &Limits::cpuSeconds, 1, kYearSeconds, LimitUnit::Seconds},
+    {"cpuMillicores", &Limits::cpuMillicores, 10, 1'024'000, LimitUnit::Count}, // a hundredth of a core to 1024
+    {"tmpBytes", &Limits::tmpBytes, 1ull << 20, 1ull << 40, LimitUnit::Bytes},
+    {"openFiles", &Limits::openFiles, 1, 1'048'576, LimitUnit::Count},
+    {"fileSizeBytes", &Limits::fileSizeBytes, 1, 1ull << 52, LimitUnit::Bytes},
+    {"wallMs", &Limits::wallMs, 1, kYearSeconds * 1000, LimitUnit::Ms},
+    {"outputBytes", &Limits::outputBytes, 1, 1ull << 52, LimitUnit::Bytes},
 };
+
+QString formatLimit(uint64_t v, LimitUnit unit)
+{
+    switch (unit) {
+    case LimitUnit::Bytes: return units::formatBytes(v);
+    case LimitUnit::Count: return QString::number(v);
+    case LimitUnit::Seconds: return units::formatDurationMs(v * 1000);
+    case LimitUnit::Ms: return units::formatDurationMs(v);
+    }
+    return {};
+}
 } // namespace
+
+QString limitRange(const QString &key)
+{
+    for (const LimitField &f : kLimitFields)
+        if (key == QLatin1String(f.key))
+            return QStringLiteral("from %1 to %2").arg(formatLimit(f.min, f.unit), formatLimit(f.max, f.unit));
+    return {};
+}
 
 QString networkModeName(NetworkMode mode)
 {
@@ -204,17 +235,11 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
             return invalid(ptr, QStringLiteral("unknown limit"));
         const double v = it.value().toDouble(-1);
         if (!it.value().isDouble() || v < 1 || v > 9.0e15 || v != static_cast<double>(static_cast<uint64_t>(v)))
-            return invalid(ptr, QStringLiteral("expected a positive integer"));
+            return invalid(ptr, QStringLiteral("expected a whole number %1").arg(limitRange(it.key())));
+        if (static_cast<uint64_t>(v) < field->min || static_cast<uint64_t>(v) > field->max)
+            return invalid(ptr, QStringLiteral("%1 is out of range: %2").arg(formatLimit(static_cast<uint64_t>(v), field->unit), limitRange(it.key())));
         spec.limits.*(field->member) = static_cast<uint64_t>(v);
     }
-    if (spec.limits.pids && *spec.limits.pids < 2)
-        return invalid(QStringLiteral("/limits/pids"), QStringLiteral("must be at least 2 (the guest is one)"));
-    if (spec.limits.cpuMillicores && (*spec.limits.cpuMillicores < 10 || *spec.limits.cpuMillicores > 1'024'000))
-        return invalid(QStringLiteral("/limits/cpuMillicores"), QStringLiteral("must be from 10 to 1024000 (a hundredth of a core to 1024 cores)"));
-    if (spec.limits.tmpBytes && (*spec.limits.tmpBytes < (1ull << 20) || *spec.limits.tmpBytes > (1ull << 40)))
-        return invalid(QStringLiteral("/limits/tmpBytes"), QStringLiteral("must be from 1M to 1T"));
-    if (spec.limits.memoryBytes && *spec.limits.memoryBytes < 8 * 1024 * 1024)
-        return invalid(QStringLiteral("/limits/memoryBytes"), QStringLiteral("must be at least 8M"));
     return spec;
 }
 

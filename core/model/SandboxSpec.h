@@ -56,5 +56,7 @@ Status validateSandboxName(const QString &name);
 // "HOST:PATH[:ro|rw]" as given on the command line.
 Result<Mount> parseMountArg(const QString &arg);
 Status validateMount(const Mount &mount);
+// The values a limit (by its key in "limits": memoryBytes, pids, …) may take: "from 2 to 4194304".
+QString limitRange(const QString &key);
 
 } // namespace airlock

@@ -52,7 +52,7 @@ private Q_SLOTS:
         QCOMPARE(error(R"({"commands": {"rules": [{"decision": "allow", "command": "ls"}, {"decision": "allow"}]}})"),
                  QStringLiteral("/commands/rules/1/command: expected a string of words or an array of words"));
         QCOMPARE(error(R"({"commands": {"default": "yes"}})"), QStringLiteral("/commands/default: expected \"allow\", \"ask\" or \"deny\""));
-        QCOMPARE(error(R"({"limits": {"memoryBytes": -1}})"), QStringLiteral("/limits/memoryBytes: expected a positive integer"));
+        QCOMPARE(error(R"({"limits": {"memoryBytes": -1}})"), QStringLiteral("/limits/memoryBytes: expected a whole number from 8.0 MiB to 4096 TiB"));
         QCOMPARE(error(R"({"limits": {"memory": 1}})"), QStringLiteral("/limits/memory: unknown limit"));
         QVERIFY2(error(R"({"filesystem": {"mounts": [{"host": "relative", "path": "/x"}]}})").startsWith(QStringLiteral("/filesystem/mounts/0: ")),
                  qPrintable(error(R"({"filesystem": {"mounts": [{"host": "relative", "path": "/x"}]}})")));

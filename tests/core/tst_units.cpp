@@ -46,6 +46,12 @@ private Q_SLOTS:
         QTest::newRow("unknown unit") << "5X" << 0ull;
         QTest::newRow("overflow is refused") << "99999999999999T" << 0ull;
         QTest::newRow("empty") << "" << 0ull;
+        QTest::newRow("a decimal size") << "1.5G" << 1536ull * 1024 * 1024;
+        QTest::newRow("a decimal of kibibytes rounds to a byte") << "0.5K" << 512ull;
+        QTest::newRow("an exponent") << "1e6" << 1000000ull;
+        QTest::newRow("an exponent beyond 64 bits is too large") << "1e30" << 0ull;
+        QTest::newRow("a decimal comma is not a number") << "1,5G" << 0ull;
+        QTest::newRow("less than a byte is nothing") << "0.1" << 0ull;
     }
     void bytes()
     {
@@ -68,6 +74,59 @@ private Q_SLOTS:
         QTest::newRow("minutes") << "5m" << 300000ull;
         QTest::newRow("hours") << "1h" << 3600000ull;
         QTest::newRow("words are refused") << "soon" << 0ull;
+        QTest::newRow("days") << "1d" << 86400000ull;
+        QTest::newRow("a decimal of hours") << "1.5h" << 5400000ull;
+        QTest::newRow("half a second") << "0.5" << 500ull;
+        QTest::newRow("a negative duration") << "-1s" << 0ull;
+    }
+
+    void counts_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<qulonglong>("count");
+        QTest::newRow("a whole number") << "256" << 256ull;
+        QTest::newRow("an exponent") << "1e9" << 1000000000ull;
+        QTest::newRow("a fraction is not a count") << "1.5" << 0ull;
+        QTest::newRow("a negative count") << "-1" << 0ull;
+        QTest::newRow("a unit is not a count") << "5k" << 0ull;
+    }
+    void counts()
+    {
+        QFETCH(QString, text);
+        QFETCH(qulonglong, count);
+        const auto r = units::parseCount(text);
+        QCOMPARE(r.ok(), count != 0);
+        if (r)
+            QCOMPARE(*r, count);
+    }
+
+    // What the kernel would refuse when the limit is applied is refused here, with the range.
+    void limitsOutsideTheirRangeAreInputErrors_data()
+    {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QString>("message"); // empty: accepted
+        QTest::newRow("pids above PID_MAX_LIMIT") << QByteArray(R"({"limits":{"pids":1000000000}})")
+                                                  << "/limits/pids: 1000000000 is out of range: from 2 to 4194304";
+        QTest::newRow("pids at PID_MAX_LIMIT") << QByteArray(R"({"limits":{"pids":4194304}})") << "";
+        QTest::newRow("memory below 8 MiB") << QByteArray(R"({"limits":{"memoryBytes":1024}})")
+                                            << "/limits/memoryBytes: 1.0 KiB is out of range: from 8.0 MiB to 4096 TiB";
+        QTest::newRow("memory beyond what JSON carries") << QByteArray(R"({"limits":{"memoryBytes":1e30}})")
+                                                         << "/limits/memoryBytes: expected a whole number from 8.0 MiB to 4096 TiB";
+        QTest::newRow("open files above fs.nr_open") << QByteArray(R"({"limits":{"openFiles":2000000}})")
+                                                     << "/limits/openFiles: 2000000 is out of range: from 1 to 1048576";
+        QTest::newRow("a wall time of two years") << QByteArray(R"({"limits":{"wallMs":63072000000}})")
+                                                  << "/limits/wallMs: 730d is out of range: from 1ms to 365d";
+    }
+    void limitsOutsideTheirRangeAreInputErrors()
+    {
+        QFETCH(QByteArray, json);
+        QFETCH(QString, message);
+        const auto spec = SandboxSpec::fromJson(QJsonDocument::fromJson(json).object());
+        QCOMPARE(spec.ok(), message.isEmpty());
+        if (!spec) {
+            QCOMPARE(spec.error().code, ErrorCode::InvalidArgument);
+            QCOMPARE(spec.error().message, message);
+        }
     }
     void durations()
     {

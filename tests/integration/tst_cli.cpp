@@ -381,7 +381,7 @@ private Q_SLOTS:
             << "a sandbox named 'cli' already exists; pick another --name or remove it with 'airlockctl rm cli'";
         QTest::newRow("an invalid limit is invalid_argument")
             << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--memory"), QStringLiteral("lots")} << 2
-            << "invalid_argument" << "--memory: invalid size 'lots': expected a positive number (example: 512M)";
+            << "invalid_argument" << "--memory: invalid size 'lots': expected a positive number (example: 512M); it takes from 8.0 MiB to 4096 TiB";
         QTest::newRow("a path escape in cp is path_escape")
             << QStringList{QStringLiteral("cp"), QStringLiteral("--json"), QStringLiteral("cli:../x"), QStringLiteral("/tmp/airlock-never")}
             << 6 << "path_escape" << "'../x' contains '..'; refused";
@@ -428,10 +428,22 @@ private Q_SLOTS:
             << "airlockctl: no sandbox named 'nosuch' (see 'airlockctl ls')\n";
         QTest::newRow("a limit that is not a size names --memory")
             << QStringList{QStringLiteral("create"), QStringLiteral("--memory"), QStringLiteral("lots")} << 2
-            << "airlockctl: --memory: invalid size 'lots': expected a positive number (example: 512M)\n";
+            << "airlockctl: --memory: invalid size 'lots': expected a positive number (example: 512M); it takes from 8.0 MiB to 4096 TiB\n";
         QTest::newRow("a limit with an unknown unit names --memory")
             << QStringList{QStringLiteral("create"), QStringLiteral("--memory"), QStringLiteral("5X")} << 2
-            << "airlockctl: --memory: invalid size '5X': unknown unit 'X' (example: 512M)\n";
+            << "airlockctl: --memory: invalid size '5X': unknown unit 'X' (example: 512M); it takes from 8.0 MiB to 4096 TiB\n";
+        QTest::newRow("a size beyond 64 bits names --memory and its range")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--memory"), QStringLiteral("1e30")} << 2
+            << "airlockctl: --memory: invalid size '1e30': too large (example: 512M); it takes from 8.0 MiB to 4096 TiB\n";
+        QTest::newRow("more processes than the kernel has pids is a range error, not a cgroup failure")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--pids"), QStringLiteral("1e9")} << 2
+            << "airlockctl: --pids 1e9: 1000000000 is out of range: from 2 to 4194304\n";
+        QTest::newRow("a negative count names --pids and its range")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--pids"), QStringLiteral("-1")} << 2
+            << "airlockctl: --pids: invalid count '-1': must be greater than zero (example: 256); it takes from 2 to 4194304\n";
+        QTest::newRow("more open files than fs.nr_open is a range error")
+            << QStringList{QStringLiteral("create"), QStringLiteral("--open-files"), QStringLiteral("2000000")} << 2
+            << "airlockctl: --open-files 2000000: 2000000 is out of range: from 1 to 1048576\n";
         QTest::newRow("an unknown command is a usage error")
             << QStringList{QStringLiteral("frobnicate")} << 2
             << "airlockctl: unknown command 'frobnicate' (see 'airlockctl --help')\n";
