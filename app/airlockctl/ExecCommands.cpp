@@ -91,7 +91,7 @@ public:
     QString summary() const override
     {
         return QStringLiteral("Run a command in a sandbox with live output; exits with its exit code (128+N when killed by "
-                              "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it.");
+                              "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it; while it waits for a person, Ctrl-C or SIGTERM withdraws the request (exit 128+N).");
     }
     QString usage() const override { return QStringLiteral("SANDBOX [-i] [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
     QList<QCommandLineOption> options() const override { return m_exec.list(); }

@@ -89,6 +89,12 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     params.insert(QStringLiteral("sandbox"), sandbox);
     // An agent's command may wait for a person (the daemon denies it when that times out).
     auto started = m_client.call(QStringLiteral("exec.start"), params, 86'400'000);
+    if (!started && m_abandonedBy) {
+        // Ended while the start waited (for a person): the request was withdrawn, nothing ran.
+        m_err << "airlockctl: SIG" << ::sigabbrev_np(m_abandonedBy) << " while the command waited to start: its request is withdrawn, "
+              << "nothing ran" << Qt::endl;
+        return 128 + m_abandonedBy;
+    }
     if (!started)
         return started.error();
     m_sandboxId = started->value(QStringLiteral("sandbox")).toString();
@@ -314,12 +320,23 @@ void ExecSession::onSignal()
                                                                 {QStringLiteral("exec"), double(m_exec)},
                                                                 {QStringLiteral("rows"), ws.ws_row},
                                                                 {QStringLiteral("cols"), ws.ws_col}});
-        } else if (signo == SIGINT && ++m_interrupts == 1) {
-            sendSignal(SIGINT);
         } else {
-            sendSignal(SIGKILL);
+            sendSignal(signo == SIGINT && ++m_interrupts == 1 ? SIGINT : SIGKILL);
+            // Still waiting to start, maybe for a person: the question is taken back (the start
+            // is then answered as denied); if it started meanwhile, the signal above reaches it.
+            if (!m_exec)
+                withdraw(signo);
         }
     }
+}
+
+void ExecSession::withdraw(int signo)
+{
+    if (m_abandonedBy)
+        return;
+    m_abandonedBy = signo;
+    m_client.notify(QStringLiteral("approvals.withdraw"),
+                    {{QStringLiteral("reason"), QStringLiteral("airlockctl ended by SIG%1").arg(QLatin1String(::sigabbrev_np(signo)))}});
 }
 
 void ExecSession::finish(int code)

@@ -19,7 +19,8 @@ namespace airlock::cli {
 
 // Runs one execution attached to this terminal: streams its output to our stdout/stderr, forwards
 // stdin (one chunk in flight at a time), forwards Ctrl-C (a second one, or SIGTERM, kills it),
-// keeps a remote PTY the size of ours, and returns the exit code (128+N for signal N, 124 for a
+// withdraws a start still waiting (for a person) on Ctrl-C, SIGTERM, SIGHUP or SIGQUIT (returning
+// 128+N), keeps a remote PTY the size of ours, and returns the exit code (128+N for signal N, 124 for a
 // timeout). With json, output is collected and printed as one JSON document at the end.
 class ExecSession final : public QObject {
     Q_OBJECT
@@ -37,6 +38,7 @@ private:
     void onStdinReadable();
     void onSignal();
     void sendSignal(int signo);
+    void withdraw(int signo); // ended before the start was answered
     void finish(int code);
     void writeOut(int stream, QByteArrayView data);
     void deliver(int stream, qint64 offset, const QByteArray &bytes);
@@ -56,6 +58,7 @@ private:
     bool m_stdinInFlight = false;
     int m_interrupts = 0;
     int m_pendingSignal = 0; // signal requested before the exec id was known
+    int m_abandonedBy = 0;   // the signal that ended us while the start was waiting
     std::optional<int> m_exitCode;
     QJsonObject m_result;
     QByteArray m_collected[3];

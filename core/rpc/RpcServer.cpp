@@ -477,8 +477,19 @@ void RpcServer::registerHandlers()
         reply(QJsonObject{{QStringLiteral("approvals"), pending}});
     });
     // A requester that no longer wants what it asked for takes the question back from the person
-    // (an agent's cancelled call): answered as denied, and recorded as withdrawn.
+    // (an agent's cancelled call): answered as denied, and recorded as withdrawn. Without an id:
+    // every request of this connection (a client that is ending).
     m_handlers.insert(QStringLiteral("approvals.withdraw"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+        const QString by = QStringLiteral("withdrawn by %1").arg(s.agent.isEmpty() ? s.client : s.agent);
+        if (!p.contains(QStringLiteral("id"))) {
+            QJsonArray withdrawn;
+            for (const ApprovalRequest &r : m_approvals->pending())
+                if (r.owner == &s)
+                    withdrawn.append(r.id);
+            const QString why = p.value(QStringLiteral("reason")).toString().left(200);
+            m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.owner == &s; }, why.isEmpty() ? by : QStringLiteral("%1: %2").arg(by, why));
+            return reply(QJsonObject{{QStringLiteral("withdrawn"), withdrawn}});
+        }
         auto id = stringParam(p, "id");
         if (!id)
             return reply(id.error());
@@ -488,8 +499,7 @@ void RpcServer::registerHandlers()
             return reply(makeError(ErrorCode::NotFound, QStringLiteral("no approval %1 is waiting").arg(id->left(40))));
         if (it->owner != &s)
             return reply(makeError(ErrorCode::Denied, QStringLiteral("approval %1 is not this connection's to withdraw").arg(*id)));
-        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.id == *id; },
-                              QStringLiteral("withdrawn by %1").arg(s.agent.isEmpty() ? s.client : s.agent));
+        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.id == *id; }, by);
         reply(QJsonObject{{QStringLiteral("withdrawn"), *id}});
     });
     m_handlers.insert(QStringLiteral("approvals.decide"), [this](Session &s, const QJsonObject &p, const Reply &reply) {

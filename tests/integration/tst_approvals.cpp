@@ -7,9 +7,13 @@
 #include "history/Sql.h"
 
 #include <QCryptographicHash>
+#include <QElapsedTimer>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <csignal>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -375,6 +379,30 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->ctl(args("approve", again.value(QStringLiteral("id")).toString())).exitCode, 0);
         QVERIFY(waiting->waitForFinished(10000));
         QCOMPARE(waiting->readAllStandardOutput(), QByteArray("second version\n"));
+    }
+
+    // An agent's airlockctl that is told to end while its command waits for a person takes the
+    // question back at once (it does not wait out the timeout, nor leave the card to be approved
+    // for nobody): exit 128+15, and nothing ran.
+    void sigtermWithdrawsTheRequestItWaitsFor()
+    {
+        auto waiting = agentInBackground(args("touch", "/workspace/abandoned"));
+        QVERIFY(waiting->waitForStarted());
+        const QJsonObject request = waitForRequest();
+        QVERIFY(!request.isEmpty());
+        QElapsedTimer t;
+        t.start();
+        QCOMPARE(::kill(pid_t(waiting->processId()), SIGTERM), 0);
+        QVERIFY(waiting->waitForFinished(10000));
+        QCOMPARE(waiting->exitStatus(), QProcess::NormalExit);
+        QCOMPARE(waiting->exitCode(), 128 + SIGTERM);
+        QCOMPARE(waiting->readAllStandardError(), QByteArray("airlockctl: SIGTERM while the command waited to start: its request is withdrawn, nothing ran\n"));
+        // Gone from the person's list well before the 3 s timeout would have taken it.
+        const QJsonArray pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+        QVERIFY2(pending.isEmpty(), QJsonDocument(pending).toJson().constData());
+        QVERIFY2(t.elapsed() < 2000, qPrintable(QString::number(t.elapsed())));
+        QVERIFY(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode != 0); // nothing left to approve
+        QCOMPARE(execIn(*m_daemon, m_sb, args("ls", "/workspace/abandoned")).exitCode, 2);
     }
 
     void onlyTheRequesterWithdraws()
