@@ -47,6 +47,24 @@ int main(int argc, char *argv[])
         std::fputs(qPrintable(manualPage({socket, noAutostart})), stdout);
         return 0;
     }
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("The Airlock desktop console: sandboxes, live output, approvals, policies and history."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addOptions({socket, noAutostart});
+    // --version and --help need no display either: answered before QApplication, which aborts
+    // without one. (Qt's own options such as -platform are read by QApplication below.)
+    {
+        QCoreApplication early(argc, argv);
+        QCoreApplication::setApplicationName(QStringLiteral("airlock"));
+        QCoreApplication::setApplicationVersion(airlock::version());
+        if (parser.parse(QCoreApplication::arguments())) {
+            if (parser.isSet(QStringLiteral("version")))
+                parser.showVersion();
+            if (parser.isSet(QStringLiteral("help")))
+                parser.showHelp(0);
+        }
+    }
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("airlock"));
     QApplication::setApplicationDisplayName(QStringLiteral("Airlock"));
@@ -54,12 +72,6 @@ int main(int argc, char *argv[])
     QApplication::setApplicationVersion(airlock::version());
     QApplication::setDesktopFileName(QStringLiteral("airlock"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/airlock.svg")));
-
-    QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("The Airlock desktop console: sandboxes, live output, approvals, policies and history."));
-    parser.addHelpOption();
-    parser.addVersionOption();
-    parser.addOptions({socket, noAutostart});
     parser.process(app);
     app::setupLogging({QStringLiteral("airlock"), false, true, true});
     ui::applyTheme(ui::themeFromName(QSettings().value(QStringLiteral("view/theme")).toString()));
