@@ -4,12 +4,15 @@
 
 #include "ManPage.h"
 
+#include <QRegularExpression>
+
 namespace airlock::cli {
 
 namespace {
 const char kExitCodes[] = "0 ok, 1 failure, 2 bad usage or input, 3 not found, 4 no daemon, 5 the host cannot enforce the sandbox, 6 refused "
                           "(path escape, protocol, the history cannot be written). exec and run return the command's own code (128+N when "
-                          "it died of signal N).";
+                          "it died of signal N), and 128+N when airlockctl itself gets signal N while the command waits to start (for "
+                          "a person's approval: the request is withdrawn, nothing runs).";
 
 QString optionNames(const QCommandLineOption &o)
 {
@@ -39,6 +42,58 @@ QString commandOptions(const Command &command)
     for (const QCommandLineOption &o : command.options())
         options.append(optionNames(o));
     return options.join(QLatin1Char(' '));
+}
+
+// A command's options that take a value (whose next word is that value, not a positional).
+QString valueOptions(const Command &command)
+{
+    QStringList options;
+    for (const QCommandLineOption &o : command.options())
+        if (!o.valueName().isEmpty())
+            options.append(optionNames(o));
+    return options.join(QLatin1Char(' '));
+}
+
+// What goes where among a command's positional words, read from its usage: alternatives split
+// by '|', each a list of SANDBOX (a sandbox name; SANDBOX... for any number), HOST, a literal
+// sub-command (first word only) or _ (anything else: nothing is offered). Options and what
+// follows "--" are left out. "policy": "presets|show SANDBOX|set SANDBOX _|…".
+QString positionalShape(const Command &command)
+{
+    QStringList alternatives;
+    for (const QString &alternative : command.usage().split(QStringLiteral(" | "))) {
+        QStringList kinds;
+        int depth = 0; // inside an option's [..] or (..), or a bracket group of several words
+        const QStringList tokens = alternative.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        for (const QString &token : tokens) {
+            const bool opens = token.startsWith(QLatin1Char('[')) || token.startsWith(QLatin1Char('('));
+            const int balance = int(token.count(QLatin1Char('[')) + token.count(QLatin1Char('('))) - int(token.count(QLatin1Char(']')) + token.count(QLatin1Char(')')));
+            if (depth > 0) {
+                depth += balance;
+                continue;
+            }
+            if (token == QLatin1String("--"))
+                break;
+            if (token.startsWith(QLatin1Char('-')) || token.startsWith(QLatin1String("[-")) || (opens && balance > 0)) {
+                depth = std::max(0, balance);
+                continue;
+            }
+            QString word = token;
+            word.remove(QLatin1Char('[')).remove(QLatin1Char(']'));
+            const bool many = word.endsWith(QLatin1String("..."));
+            word.chop(many ? 3 : 0);
+            static const QRegularExpression literal(QStringLiteral("^[a-z]+$"));
+            QString kind = word == QLatin1String("SANDBOX") ? word
+                : command.name() == QLatin1String("hosts") && word.startsWith(QLatin1String("NAME")) && !kinds.isEmpty()
+                        && kinds.first() != QLatin1String("add")
+                ? QStringLiteral("HOST")
+                : &token == &tokens.first() && literal.match(word).hasMatch() ? word
+                                                                      : QStringLiteral("_");
+            kinds.append(many ? kind + QStringLiteral("...") : kind);
+        }
+        alternatives.append(kinds.join(QLatin1Char(' ')));
+    }
+    return alternatives.join(QLatin1Char('|'));
 }
 } // namespace
 
@@ -123,33 +178,74 @@ QString completionScript(const QString &shell, const std::vector<std::unique_ptr
     const QString sandboxes = QStringLiteral("airlockctl --no-autostart ls 2>/dev/null | awk 'NR>1 {print $1}'");
     if (shell == QLatin1String("bash")) {
         QString cases;
-        for (const auto &c : commands) {
-            cases += QStringLiteral("        %1) opts=\"%2\";;\n").arg(c->name(), commandOptions(*c));
-        }
+        for (const auto &c : commands)
+            cases += QStringLiteral("        %1) opts=\"%2\" values=\"%3\" shape=\"%4\";;\n")
+                         .arg(c->name(), commandOptions(*c), valueOptions(*c), positionalShape(*c));
+        // Sandbox names only where a sandbox goes (by position, after --sandbox), saved host
+        // names after --host; a value of another option, or a word after "--", is left to the
+        // shell's own completion (files).
         return QStringLiteral("# bash completion for airlockctl (written by 'airlockctl --completion bash')\n"
+                              "_airlockctl_sandboxes() {\n"
+                              "    airlockctl ${1:+--host \"$1\"} --no-autostart ls 2>/dev/null | awk 'NR>1 {print $1}'\n"
+                              "}\n"
+                              "_airlockctl_hosts() {\n"
+                              "    airlockctl hosts ls 2>/dev/null | cut -c3- | awk '{print $1}'\n"
+                              "}\n"
                               "_airlockctl() {\n"
-                              "    local cur=${COMP_WORDS[COMP_CWORD]} command= i opts\n"
+                              "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} command= host= i w opts= values= shape= kind alt\n"
+                              "    local -a pos=() alts=() words=()\n"
+                              "    COMPREPLY=()\n"
                               "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
                               "        case ${COMP_WORDS[i]} in\n"
-                              "            --host|--socket|--run|--agent) ((i++));;\n"
+                              "            --host) host=${COMP_WORDS[i+1]}; ((i++));;\n"
+                              "            --socket|--run|--agent) ((i++));;\n"
                               "            -*) ;;\n"
                               "            *) command=${COMP_WORDS[i]}; break;;\n"
                               "        esac\n"
                               "    done\n"
+                              "    case $prev in\n"
+                              "        --host) COMPREPLY=($(compgen -W \"$(_airlockctl_hosts)\" -- \"$cur\")); return;;\n"
+                              "        --socket|--run|--agent) [[ -z $command ]] && return;;\n"
+                              "    esac\n"
                               "    if [[ -z $command ]]; then\n"
                               "        COMPREPLY=($(compgen -W \"%1 %2\" -- \"$cur\"))\n"
                               "        return\n"
                               "    fi\n"
                               "    case $command in\n%3"
                               "    esac\n"
+                              "    for ((i++; i < COMP_CWORD; i++)); do\n"
+                              "        w=${COMP_WORDS[i]}\n"
+                              "        [[ $w == -- ]] && return\n"
+                              "        if [[ \" $values \" == *\" $w \"* ]]; then ((i++)); continue; fi\n"
+                              "        [[ $w == -* ]] || pos+=(\"$w\")\n"
+                              "    done\n"
+                              "    if [[ $prev == --sandbox ]]; then\n"
+                              "        COMPREPLY=($(compgen -W \"$(_airlockctl_sandboxes \"$host\")\" -- \"$cur\"))\n"
+                              "        return\n"
+                              "    fi\n"
+                              "    [[ \" $values \" == *\" $prev \"* ]] && return\n"
                               "    if [[ $cur == -* ]]; then\n"
                               "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-                              "    else\n"
-                              "        COMPREPLY=($(compgen -W \"$(%4)\" -- \"$cur\"))\n"
+                              "        return\n"
                               "    fi\n"
+                              "    IFS='|' read -ra alts <<<\"$shape\"\n"
+                              "    for alt in \"${alts[@]}\"; do\n"
+                              "        read -ra words <<<\"$alt\"\n"
+                              "        ((${#words[@]})) || continue\n"
+                              "        if ((${#pos[@]})) && [[ ${words[0]} =~ ^[a-z]+$ && ${words[0]} != \"${pos[0]}\" ]]; then continue; fi\n"
+                              "        if ((${#pos[@]} < ${#words[@]})); then kind=${words[${#pos[@]}]}\n"
+                              "        elif [[ ${words[${#words[@]}-1]} == *... ]]; then kind=${words[${#words[@]}-1]}\n"
+                              "        else continue; fi\n"
+                              "        case ${kind%...} in\n"
+                              "            SANDBOX) COMPREPLY+=($(compgen -W \"$(_airlockctl_sandboxes \"$host\")\" -- \"$cur\"));;\n"
+                              "            HOST) COMPREPLY+=($(compgen -W \"$(_airlockctl_hosts)\" -- \"$cur\"));;\n"
+                              "            _) ;;\n"
+                              "            *) COMPREPLY+=($(compgen -W \"${kind%...}\" -- \"$cur\"));;\n"
+                              "        esac\n"
+                              "    done\n"
                               "}\n"
                               "complete -o default -F _airlockctl airlockctl\n")
-            .arg(names.join(QLatin1Char(' ')), globals.join(QLatin1Char(' ')), cases, sandboxes);
+            .arg(names.join(QLatin1Char(' ')), globals.join(QLatin1Char(' ')), cases);
     }
     if (shell == QLatin1String("zsh")) {
         QString described, cases;

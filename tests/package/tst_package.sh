@@ -42,6 +42,7 @@ depends=$(field Depends)
 for dep in bubblewrap libqt6svg6 libqt6core6 libqt6widgets6 libqt6websockets6 libseccomp2 libsqlite3-0 libspdlog1.10 libssl3 'libc6 (>='; do
   [[ $depends == *"$dep"* ]] || fail "Depends lacks $dep: $depends"
 done
+[[ $(field Recommends) == *bash-completion* && $(field Recommends) == *dbus-user-session* ]] || fail "Recommends lacks bash-completion or dbus-user-session: $(field Recommends)"
 # One maintainer script: prerm, which stops every user's daemon and sandboxes on removal only.
 [[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -E 'preinst|postinst|prerm|postrm') == ./prerm ]] || fail "maintainer scripts: $(dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -E 'inst|rm' | tr '\n' ' ')"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./prerm | grep -q '"$1" = remove' || fail "prerm acts on more than removal"
@@ -93,6 +94,16 @@ done
 "$root/usr/bin/airlockctl" create --name pkg-box >/dev/null || fail "create"
 words=$(PATH="$root/usr/bin:$PATH" bash -c "source '$root/usr/share/bash-completion/completions/airlockctl'; COMP_WORDS=(airlockctl exec pkg); COMP_CWORD=2; _airlockctl; echo \${COMPREPLY[*]}")
 [[ $words == pkg-box ]] || fail "completing 'airlockctl exec pkg' gave '$words'"
+# Only where a sandbox goes: not as a command, not after "--", not for another option's value.
+for line in "airlockctl pkg" "airlockctl exec pkg-box -- pkg" "airlockctl create --name pkg" "airlockctl history --sandbox pkg"; do
+  read -ra typed <<<"$line"
+  words=$(PATH="$root/usr/bin:$PATH" bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _airlockctl; echo ${COMPREPLY[*]}' _ \
+    "$root/usr/share/bash-completion/completions/airlockctl" "${typed[@]}")
+  case $line in
+    *--sandbox*) [[ $words == pkg-box ]] || fail "completing '$line' gave '$words'";;
+    *) [[ $words != *pkg-box* ]] || fail "completing '$line' offered a sandbox: '$words'";;
+  esac
+done
 # Sandboxes outlive their daemon: this one is ended before the daemon is stopped.
 "$root/usr/bin/airlockctl" rm pkg-box >/dev/null || fail "rm"
 kill "${daemon_pids[@]}"
