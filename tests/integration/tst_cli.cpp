@@ -3,6 +3,7 @@
 // forwarding, environment, terminals, --json, refusals, cp and Ctrl-C, all through the real binary
 // against a real daemon.
 #include "CliFixture.h"
+#include "util/Version.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -496,6 +497,93 @@ private Q_SLOTS:
         QCOMPARE(QString::fromUtf8(r.err), message);
         QCOMPARE(r.out, QByteArray());
         QCOMPARE(sandboxCount(), before); // nothing was created
+    }
+
+    void sizesTakeDecimalsAndDurationsDays()
+    {
+        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("decimal"), QStringLiteral("--memory"),
+                                       QStringLiteral("1.5G"), QStringLiteral("--exec-timeout"), QStringLiteral("1d"), QStringLiteral("--cpu-time"), QStringLiteral("0.5d")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const CliResult info = ctl({QStringLiteral("info"), QStringLiteral("decimal"), QStringLiteral("--json")});
+        const QJsonObject limits = QJsonDocument::fromJson(info.out).object().value(QStringLiteral("limits")).toObject();
+        QCOMPARE(limits.value(QStringLiteral("memoryBytes")).toObject().value(QStringLiteral("value")).toDouble(), 1536.0 * 1024 * 1024);
+        QCOMPARE(limits.value(QStringLiteral("wallMs")).toObject().value(QStringLiteral("value")).toDouble(), 86'400'000.0);
+        QCOMPARE(limits.value(QStringLiteral("cpuSeconds")).toObject().value(QStringLiteral("value")).toDouble(), 43'200.0);
+        QCOMPARE(ctl({QStringLiteral("rm"), QStringLiteral("decimal")}).exitCode, 0);
+        for (const char *option : {"--timeout", "--lease"}) {
+            const CliResult r = ctl({QStringLiteral("exec"), m_sb, QString::fromLatin1(option), QStringLiteral("1d"), QStringLiteral("--no-stdin"),
+                                     QStringLiteral("--"), QStringLiteral("echo"), QStringLiteral("day")});
+            QVERIFY2(r.exitCode == 0 && r.out == "day\n", qPrintable(r.describe()));
+        }
+    }
+
+    // The completion as bash runs it (the script airlockctl writes, sourced; the function called
+    // with COMP_WORDS), against this daemon: sandbox names only where a sandbox goes.
+    void completionOffersSandboxesOnlyWhereOneGoes_data()
+    {
+        QTest::addColumn<QString>("line"); // the last word is the one being completed
+        QTest::addColumn<QString>("offered");
+        QTest::newRow("exec takes a sandbox") << "exec c" << "cli";
+        QTest::newRow("rm takes any number") << "rm cli c" << "cli";
+        QTest::newRow("--sandbox takes one") << "history --sandbox c" << "cli";
+        QTest::newRow("a policy sub-command, then its sandbox") << "policy show c" << "cli";
+        QTest::newRow("policy's sub-commands") << "policy c" << "check";
+        QTest::newRow("a command is not a sandbox") << "c" << "create cp";
+        QTest::newRow("the command after -- is the shell's to complete") << "exec cli -- c" << "";
+        QTest::newRow("the value of --name is not a sandbox") << "create --name c" << "";
+        QTest::newRow("the value of --timeout is not a sandbox") << "exec cli --timeout c" << "";
+        QTest::newRow("create takes no sandbox") << "create c" << "";
+        QTest::newRow("cp's paths are files") << "cp c" << "";
+        QTest::newRow("exec's second word is not a sandbox") << "exec cli c" << "";
+        QTest::newRow("--host takes a saved host") << "--host l" << "local";
+        QTest::newRow("hosts use takes a saved host") << "hosts use l" << "local";
+        QTest::newRow("hosts' sub-commands") << "hosts u" << "use";
+    }
+    void completionOffersSandboxesOnlyWhereOneGoes()
+    {
+        QFETCH(QString, line);
+        QFETCH(QString, offered);
+        const QString script = hostFile(QStringLiteral("completion.bash"));
+        if (!QFileInfo::exists(script)) {
+            const CliResult written = ctl({QStringLiteral("--completion"), QStringLiteral("bash")});
+            QVERIFY2(written.exitCode == 0 && writeFile(script, written.out), qPrintable(written.describe()));
+        }
+        QProcess bash;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("PATH"), binDir() + QLatin1Char(':') + env.value(QStringLiteral("PATH")));
+        bash.setProcessEnvironment(env);
+        QStringList words{QStringLiteral("airlockctl")};
+        words += line.split(QLatin1Char(' '));
+        bash.start(QStringLiteral("bash"), QStringList{QStringLiteral("-c"),
+                                                       QStringLiteral("source \"$1\"; shift; COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _airlockctl; "
+                                                                      "echo \"${COMPREPLY[*]}\""),
+                                                       QStringLiteral("bash"), script} + words);
+        QVERIFY(bash.waitForFinished(20000));
+        QCOMPARE(QString::fromUtf8(bash.readAllStandardOutput()).trimmed(), offered);
+        QCOMPARE(bash.readAllStandardError(), QByteArray());
+    }
+
+    void theConsoleAnswersVersionAndHelpWithoutADisplay()
+    {
+        const QString console = binDir() + QStringLiteral("/airlock");
+        if (!QFileInfo::exists(console))
+            QSKIP("the desktop console is not built (AIRLOCK_BUILD_GUI=OFF)");
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const char *name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"})
+            env.remove(QString::fromLatin1(name));
+        for (const char *option : {"--version", "--help"}) {
+            QProcess p;
+            p.setProcessEnvironment(env);
+            p.start(console, {QString::fromLatin1(option)});
+            QVERIFY(p.waitForFinished(20000));
+            const QByteArray out = p.readAllStandardOutput();
+            QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
+                     qPrintable(QStringLiteral("%1: exit %2, %3").arg(QLatin1String(option)).arg(p.exitCode()).arg(QString::fromUtf8(p.readAllStandardError()))));
+            if (qstrcmp(option, "--version") == 0)
+                QCOMPARE(out, QByteArray("airlock " + airlock::version().toUtf8() + "\n"));
+            else
+                QVERIFY2(out.contains("--no-autostart"), out.constData());
+        }
     }
 
     void unknownOptionIsAUsageError()
