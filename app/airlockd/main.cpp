@@ -21,6 +21,7 @@
 #include "secrets/KeychainSecretStore.h"
 #include "secrets/SecretStore.h"
 #include "sandbox/HostCapabilities.h"
+#include "sandbox/HostUids.h"
 #include "util/InstanceLock.h"
 #include "util/Paths.h"
 
@@ -189,8 +190,13 @@ int main(int argc, char *argv[])
     const QCommandLineOption helloTimeoutOpt(QStringLiteral("hello-timeout"),
                                              QStringLiteral("Close a connection that has not said hello this long after it opened (default 10s)."),
                                              QStringLiteral("duration"), QStringLiteral("10s"));
+    const QCommandLineOption hostUidsOpt(QStringLiteral("sandbox-uids"),
+                                         QStringLiteral("As root: the host uids sandboxes run as, one each (default %1). The daemon refuses to start "
+                                                        "(exit status 4) when an account, a group or a line of /etc/subuid or /etc/subgid reaches into them.")
+                                             .arg(kDefaultHostUids.describe()),
+                                         QStringLiteral("first-last"), kDefaultHostUids.describe());
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
-                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt};
+                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -248,6 +254,18 @@ int main(int argc, char *argv[])
     } else if (parser.isSet(plainOpt)) {
         std::fprintf(stderr, "airlockd: --plain-ws needs --listen ADDR:PORT\n");
         return 2;
+    }
+    auto hostUids = parseHostUidRange(parser.value(hostUidsOpt));
+    if (!hostUids) {
+        std::fprintf(stderr, "airlockd: --sandbox-uids: %s\n", qPrintable(hostUids.error().message));
+        return 2;
+    }
+    // Whoever could become one of these uids could enter its sandbox's workspace and signal what
+    // runs there: a root daemon does not start beside such an account or subordinate range.
+    if (Status free = caps.runningAsRoot ? checkHostUidRange(*hostUids) : Status(Ok{}); !free) {
+        logger->error("{}", free.error().message.toStdString());
+        std::fprintf(stderr, "airlockd: %s\n", qPrintable(free.error().message));
+        return 4;
     }
     auto secrets = openSecretStore(parser.value(secretStoreOpt));
     if (!secrets) {
@@ -319,7 +337,8 @@ int main(int argc, char *argv[])
     ApprovalBroker approvals{int(*approvalTimeout)};
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
     const QStringList ownDirs = QStringList{QFileInfo(parser.value(socketOpt)).absolutePath()} + toolDirs;
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive, ownDirs},
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive, ownDirs,
+                   *hostUids},
                   caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     // A sandbox's guest keeps its output until it is stored: then it may forget it.

@@ -23,6 +23,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QPointer>
+#include <QScopeGuard>
 #include <QUrl>
 #include <QCryptographicHash>
 #include <QFile>
@@ -52,7 +53,7 @@ QString newId()
 
 Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &approvals, QObject *parent)
     : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps)), m_records(m_config.dataDir + QStringLiteral("/sandboxes")),
-      m_approvals(approvals)
+      m_uidClaims(m_config.hostUids, m_config.instanceKey), m_approvals(approvals)
 {
     net::EgressProxy::Options proxy;
     proxy.hosts = m_config.resolve;
@@ -88,7 +89,10 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
             askPerson(sandbox, r, [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
         },
         this);
-    m_workspacesDir = chooseWorkspacesDir();
+    m_workspacesDir = m_config.dataDir + QStringLiteral("/workspaces");
+    if (m_caps.runningAsRoot)
+        m_workspacesDir = QStringLiteral("/var/lib/airlock/workspaces-")
+            + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(m_config.dataDir), QCryptographicHash::Sha256).toHex().left(12));
     if (auto program = buildSeccompProgram())
         m_seccompProgram = *program;
 }
@@ -116,6 +120,8 @@ void Engine::reapOrphans(const QSet<QString> &keep)
         fs::removeTree(dir.filePath(orphan));
     }
     SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
+    if (m_caps.runningAsRoot)
+        m_uidClaims.releaseAllBut(keep);
 }
 
 // Kept workspaces go next to the workspaces directory: same filesystem, so keeping is a rename.
@@ -131,35 +137,19 @@ QString Engine::workspacesDir() const
     return m_workspacesDir;
 }
 
-// bubblewrap resolves bind sources by path, as the sandbox's unprivileged host uid when the daemon
-// is root; so as root the workspaces live where every ancestor is traversable (mode o+x).
-QString Engine::chooseWorkspacesDir() const
+// As root, workspaces sit outside the data directory, so that the path a sandbox sees in its
+// mountinfo names no home. bubblewrap, run as the sandbox's uid, resolves a bind source's path (it
+// re-resolves a descriptor's and checks the inode), so the folders above a workspace are passable
+// by every uid but not listable (0711, root's); the workspace itself is the sandbox uid's, 0700.
+// A user's daemon keeps them in its data directory (0700: its sandboxes run as that user).
+void Engine::prepareWorkspacesDir() const
 {
-    const QString preferred = m_config.dataDir + QStringLiteral("/workspaces");
-    if (!m_caps.runningAsRoot)
-        return preferred;
-    auto traversable = [](const QString &path) {
-        QString p = path;
-        while (!p.isEmpty() && p != QLatin1String("/")) {
-            struct stat st {};
-            if (::stat(QFile::encodeName(p).constData(), &st) != 0 || !(st.st_mode & S_IXOTH))
-                return false;
-            p = QFileInfo(p).path();
-        }
-        return true;
-    };
-    QDir().mkpath(preferred);
-    ::chmod(QFile::encodeName(m_config.dataDir).constData(), 0711);
-    ::chmod(QFile::encodeName(preferred).constData(), 0711);
-    if (traversable(preferred))
-        return preferred;
-    const QString hash = QString::fromLatin1(
-        QCryptographicHash::hash(QFile::encodeName(m_config.dataDir), QCryptographicHash::Sha256).toHex().left(12));
-    const QString fallback = QStringLiteral("/var/lib/airlock/workspaces-") + hash;
-    QDir().mkpath(fallback);
-    ::chmod("/var/lib/airlock", 0711);
-    ::chmod(QFile::encodeName(fallback).constData(), 0711);
-    return fallback;
+    const QString dir = workspacesDir();
+    QDir().mkpath(dir);
+    const mode_t mode = m_caps.runningAsRoot ? 0711 : 0700;
+    if (m_caps.runningAsRoot)
+        ::chmod(QFile::encodeName(QFileInfo(dir).path()).constData(), mode);
+    ::chmod(QFile::encodeName(dir).constData(), mode);
 }
 
 QJsonObject Engine::daemonInfo() const
@@ -174,14 +164,16 @@ QJsonObject Engine::daemonInfo() const
             {QStringLiteral("dataDir"), m_config.dataDir}};
 }
 
-std::optional<uid_t> Engine::allocateHostUid()
+Result<std::optional<uid_t>> Engine::allocateHostUid(const QString &sandboxId)
 {
     if (!m_caps.runningAsRoot)
-        return std::nullopt;
-    const QList<uid_t> used = m_hostUids.values();
-    for (uid_t u = kHostUidBase;; ++u)
-        if (!used.contains(u))
-            return u;
+        return std::optional<uid_t>();
+    if (Status free = checkSubordinateIds(m_config.hostUids); !free)
+        return free.error();
+    auto uid = m_uidClaims.claim(sandboxId);
+    if (!uid)
+        return uid.error();
+    return std::optional<uid_t>(*uid);
 }
 
 void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides,
@@ -239,8 +231,16 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.policyOverrides = policyOverrides;
     setup.userLayer = *user;
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + id;
-    const std::optional<uid_t> hostUid = allocateHostUid();
-    if (!QDir().mkpath(workspacesDir()) || ::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)
+    const auto claimed = allocateHostUid(id);
+    if (!claimed)
+        return done(claimed.error());
+    const std::optional<uid_t> hostUid = *claimed;
+    auto unclaim = qScopeGuard([&] {
+        if (hostUid)
+            m_uidClaims.release(*hostUid, id);
+    });
+    prepareWorkspacesDir();
+    if (::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)
         return done(makeError(ErrorCode::IoError, QStringLiteral("cannot create the workspace %1").arg(setup.workspaceDir)));
     if (hostUid && ::chown(QFile::encodeName(setup.workspaceDir).constData(), *hostUid, *hostUid) != 0) {
         fs::removeTree(setup.workspaceDir);
@@ -290,6 +290,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
                                              reinterpret_cast<quint32 *>(launch.resumeToken.data() + launch.resumeToken.size()));
     }
 
+    unclaim.dismiss(); // discard() releases it from here on
     auto *sandbox = new Sandbox(std::move(setup), this);
     for (const auto &[grant, value] : std::as_const(*granted))
         sandbox->addSecret(grant.secret, value);
@@ -438,7 +439,8 @@ void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
     m_proxy->dropSandbox(sandbox);
     m_sandboxes.removeAll(sandbox);
     m_byId.remove(sandbox->id());
-    m_hostUids.remove(sandbox);
+    if (const auto uid = m_hostUids.take(sandbox))
+        m_uidClaims.release(uid, sandbox->id());
     m_records.remove(sandbox->id());
     const QString ws = sandbox->workspaceDir();
     if (keepWorkspace) {

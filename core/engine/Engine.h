@@ -8,6 +8,7 @@
 #include "sandbox/SandboxRecord.h"
 #include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
+#include "sandbox/HostUids.h"
 #include "sandbox/WorkspaceFiles.h"
 
 #include <QByteArray>
@@ -57,6 +58,9 @@ struct EngineConfig {
     bool sandboxesOutliveDaemon = true;
     // More of airlockd's own folders no sandbox may see (its socket's, the tool declarations').
     QStringList ownDirs;
+    // As root: the host uids sandboxes get, checked by airlockd against the accounts and
+    // subordinate id ranges before it starts.
+    HostUidRange hostUids = kDefaultHostUids;
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -167,15 +171,13 @@ Q_SIGNALS:
     void eventPublished(const airlock::Event &event);
 
 private:
-    // Host uids for sandboxes when the daemon runs as root: far above regular users and the usual
-    // subordinate-id ranges, one per live sandbox, so sandboxes never share an identity with root
-    // or with each other.
-    static constexpr uid_t kHostUidBase = 900000;
     QJsonObject describe(const Sandbox &sandbox) const;
     QString userPolicyFile() const;
-    std::optional<uid_t> allocateHostUid();
+    // As root, a host uid of the configured range that no sandbox of any root daemon holds, and
+    // that no subordinate id range reaches (checked again for every sandbox).
+    Result<std::optional<uid_t>> allocateHostUid(const QString &sandboxId);
     QString workspacesDir() const;
-    QString chooseWorkspacesDir() const;
+    void prepareWorkspacesDir() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
     // Where airlockd's own directories would show inside these mounts (to be covered); an error
@@ -213,6 +215,7 @@ private:
     QElapsedTimer m_usageClock;
     QThreadPool m_usagePool;
     QHash<Sandbox *, uid_t> m_hostUids;
+    HostUidClaims m_uidClaims;
     ApprovalBroker &m_approvals;
     net::EgressProxy *m_proxy = nullptr;
     tools::ToolGateway *m_tools = nullptr;

@@ -79,8 +79,8 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.userLayer = record.userLayer;
     setup.launch.network = record.spec.network;
     setup.launch.resumeToken = record.token;
-    const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && *record.hostUid >= kHostUidBase && *record.hostUid < kHostUidBase + 65536
-                                           : !m_caps.runningAsRoot;
+    // Its uid is still its own: in this daemon's range, and claimed by it (again, if the claim went).
+    const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && m_uidClaims.reclaim(*record.hostUid, record.id) : !m_caps.runningAsRoot;
     const std::optional<uid_t> hostUid = uidInRange ? record.hostUid : std::nullopt;
     setup.launch.dropToUid = hostUid;
     setup.cgroup = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);

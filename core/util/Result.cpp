@@ -26,6 +26,7 @@ constexpr std::array kNames = {
     std::pair{ErrorCode::HistoryUnavailable, "history_unavailable"},
     std::pair{ErrorCode::Denied, "denied"},
     std::pair{ErrorCode::Busy, "busy"},
+    std::pair{ErrorCode::HostIdsTaken, "host_ids_taken"},
     std::pair{ErrorCode::Internal, "internal"},
 };
 } // namespace

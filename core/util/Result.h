@@ -31,6 +31,7 @@ enum class ErrorCode {
     Denied,            // the policy or a person said no
     Internal,
     Busy, // too much is already waiting; try again later
+    HostIdsTaken, // the host uids for sandboxes reach an account or a subordinate id range
 };
 
 QString errorCodeName(ErrorCode code);

@@ -2,6 +2,7 @@
 #include "TestDaemon.h"
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QElapsedTimer>
@@ -52,12 +53,6 @@ TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
         QDir().mkpath(m_dir.filePath(QLatin1String(sub)));
         QFile::setPermissions(m_dir.filePath(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
     }
-    // Traversable (not listable) by others, so that a root daemon keeps workspaces in here rather
-    // than under /var/lib/airlock, and everything goes away with the temporary directory.
-    QFile::setPermissions(m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
-                                            | QFileDevice::ExeGroup | QFileDevice::ExeOther);
-    QFile::setPermissions(m_dir.filePath(QStringLiteral("data")), QFileDevice::ReadOwner | QFileDevice::WriteOwner
-                                                                      | QFileDevice::ExeOwner | QFileDevice::ExeGroup | QFileDevice::ExeOther);
     m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_dir.filePath(QStringLiteral("run")));
     m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
     m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_dir.filePath(QStringLiteral("state")));
@@ -74,6 +69,12 @@ TestDaemon::~TestDaemon()
 {
     stop();
     killLeftSandboxes(dataDir());
+    // A root daemon's workspaces (and those kept) are under /var/lib/airlock, named by its data directory.
+    if (::geteuid() == 0) {
+        const QString hash = QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+        for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
+            QDir(QLatin1String(kind) + hash).removeRecursively();
+    }
 }
 
 void killLeftSandboxes(const QString &dataDir)
