@@ -33,12 +33,18 @@ constexpr int kProxyFd = 8; // allowlist: where the guest hands over connections
 constexpr int kExecCheckFd = 9; // where the guest hands over each judged execution's exec-check listener
 constexpr int kResumeFd = 10; // where a later daemon reaches the guest (a sandbox that outlives this one)
 constexpr int kResumeTokenFd = 11;
-constexpr int kFirstMountFd = 12; // then the home's startup files, the mounts, the data files
+constexpr int kFirstMountFd = 12; // the identity files, then the home's startup files, the mounts, the data files
 constexpr int kSandboxUid = 1000;
 
-// Host files that stay hidden even though /etc is visible.
+// Host files that stay hidden even though /etc is visible (the subordinate id files and the
+// account databases' backups name the host's accounts).
 constexpr const char *kMaskedEtcFiles[] = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-                                           "/etc/sudoers", "/etc/security/opasswd", "/etc/machine-id"};
+                                           "/etc/sudoers", "/etc/security/opasswd", "/etc/machine-id",
+                                           "/etc/passwd-", "/etc/group-", "/etc/subuid", "/etc/subuid-",
+                                           "/etc/subgid", "/etc/subgid-"};
+// The sandbox's own account databases in place of the host's: its user, root and the overflow
+// ids (what host-owned files show as), nobody else.
+constexpr const char *kIdentityFiles[] = {"/etc/passwd", "/etc/group"};
 constexpr const char *kMaskedEtcDirs[] = {"/etc/ssl/private", "/etc/sudoers.d", "/etc/ssh"};
 
 std::string s(const QString &q)
@@ -69,6 +75,17 @@ struct Fd {
     }
     int release() { return std::exchange(fd, -1); }
 };
+
+QByteArray identityFile(const char *path)
+{
+    const QByteArray home(kSandboxHome);
+    const QByteArray uid = QByteArray::number(kSandboxUid);
+    if (std::strcmp(path, "/etc/passwd") == 0)
+        return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+               "sandbox:x:" + uid + ':' + uid + ":Airlock sandbox:" + home + ":/bin/sh\n"
+               "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+    return "root:x:0:\nsandbox:x:" + uid + ":\nnogroup:x:65534:\n";
+}
 
 Error sysError(const QString &what)
 {
@@ -128,6 +145,9 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     for (const char *dir : kMaskedEtcDirs)
         if (QFileInfo(QString::fromLatin1(dir)).isDir())
             a.insert(a.end(), {"--tmpfs", dir, "--remount-ro", dir});
+    int fd = kFirstMountFd;
+    for (const char *file : kIdentityFiles)
+        a.insert(a.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(fd++), file});
     // Every writable tmpfs is sized (unsized, each could take half of the host's memory). /dev's is
     // not (bwrap cannot size it), and Landlock lets nothing be made there.
     std::vector<std::string> sized;
@@ -145,7 +165,6 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
                        std::to_string(kGuestFd), "/.airlock/guest", "--dir", "/.airlock/bin", "--symlink", "../guest",
                        "/.airlock/bin/airlock-tool"});
     tmpfs(kSandboxHome);
-    int fd = kFirstMountFd;
     const std::string home = std::string(kSandboxHome) + '/';
     // A directory holding a mount can still be renamed away and made anew, so each one between the
     // home and a read-only file or directory is a mount point too (which cannot be renamed: EBUSY).
@@ -203,6 +222,14 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
                          QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "
                                         "airlockd --guest PATH)")
                              .arg(r.guestPath, QString::fromLocal8Bit(strerror(errno))));
+    std::vector<Fd> identityFiles;
+    for (const char *file : kIdentityFiles) {
+        const QByteArray data = identityFile(file);
+        identityFiles.emplace_back(::memfd_create("airlock-identity", MFD_CLOEXEC));
+        if (identityFiles.back().fd < 0 || ::write(identityFiles.back().fd, data.constData(), size_t(data.size())) != data.size()
+            || ::lseek(identityFiles.back().fd, 0, SEEK_SET) != 0)
+            return sysError(QStringLiteral("cannot prepare the sandbox's %1").arg(QLatin1String(file)));
+    }
     // One empty memfd per startup file: bwrap closes each after copying it.
     std::vector<Fd> startupFiles;
     for (size_t i = 0; i < std::size(kHomeStartupFiles); ++i) {
@@ -284,6 +311,8 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd,
                                 proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd, execCheckGuestEnd.fd,
                                 r.outlivesDaemon() ? r.resumeListenFd : devNull.fd, resumeToken.fd >= 0 ? resumeToken.fd : devNull.fd};
+    for (const Fd &f : identityFiles)
+        sources.push_back(f.fd);
     for (const Fd &f : startupFiles)
         sources.push_back(f.fd);
     for (const Fd &m : mounts)
