@@ -20,6 +20,7 @@
 #include "rpc/RpcServer.h"
 #include "secrets/KeychainSecretStore.h"
 #include "secrets/SecretStore.h"
+#include "sandbox/GuestImage.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/HostUids.h"
 #include "util/InstanceLock.h"
@@ -337,8 +338,13 @@ int main(int argc, char *argv[])
     ApprovalBroker approvals{int(*approvalTimeout)};
     const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
     const QStringList ownDirs = QStringList{QFileInfo(parser.value(socketOpt)).absolutePath()} + toolDirs;
+    QString notStaged;
+    const GuestImage guestImage(parser.value(guestOpt), lock->key(), &notStaged);
+    if (guestImage.path().isEmpty())
+        logger->warn("sandboxes mount the guest from {} (their mountinfo shows that path): {}", parser.value(guestOpt).toStdString(),
+                     notStaged.toStdString());
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive, ownDirs,
-                   *hostUids},
+                   *hostUids, guestImage.path()},
                   caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     // A sandbox's guest keeps its output until it is stored: then it may forget it.

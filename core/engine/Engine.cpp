@@ -254,7 +254,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.cgroup = *cgroup;
     LaunchRequest &launch = setup.launch;
     launch.bwrapPath = m_caps.bwrapPath;
-    launch.guestPath = m_config.guestPath;
+    launch.guestPath = m_config.guestMount.isEmpty() ? m_config.guestPath : m_config.guestMount;
     launch.hostname = spec.name;
     launch.network = spec.network;
     launch.workspaceDir = setup.workspaceDir;

@@ -61,6 +61,9 @@ struct EngineConfig {
     // As root: the host uids sandboxes get, checked by airlockd against the accounts and
     // subordinate id ranges before it starts.
     HostUidRange hostUids = kDefaultHostUids;
+    // What sandboxes mount as their guest when it is not guestPath itself (a copy at a path that
+    // says nothing about the host: sandbox/GuestImage.h).
+    QString guestMount;
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.

@@ -139,20 +139,25 @@ private:
     bool m_bad = false;
 };
 
-// Host processes running this executable (found by inode: inside a sandbox it is /.airlock/guest).
+// Host processes running this executable (found by content: sandboxes run the daemon's copy of
+// it, /.airlock/guest inside).
 QList<qint64> pidsRunning(const QString &executable)
 {
-    struct stat want {};
-    if (::stat(QFile::encodeName(executable).constData(), &want) != 0)
+    QFile file(executable);
+    if (!file.open(QIODevice::ReadOnly))
         return {};
+    const QByteArray want = file.readAll();
     QList<qint64> pids;
     const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     for (const QString &e : entries) {
         bool ok = false;
         const qint64 pid = e.toLongLong(&ok);
+        const QString exe = QStringLiteral("/proc/%1/exe").arg(e);
         struct stat st {};
-        if (ok && ::stat(QFile::encodeName(QStringLiteral("/proc/%1/exe").arg(e)).constData(), &st) == 0 && st.st_dev == want.st_dev
-            && st.st_ino == want.st_ino)
+        if (!ok || ::stat(QFile::encodeName(exe).constData(), &st) != 0 || st.st_size != want.size())
+            continue;
+        QFile running(exe);
+        if (running.open(QIODevice::ReadOnly) && running.readAll() == want)
             pids.append(pid);
     }
     return pids;
