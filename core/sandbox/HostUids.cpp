@@ -158,21 +158,12 @@ Result<uid_t> HostUidClaims::claim(const QString &sandboxId)
 {
     if (!ensureDir())
         return makeError(ErrorCode::IoError, QStringLiteral("cannot keep host uid claims in %1 (a folder of root's alone)").arg(m_dir));
-    const QByteArray text = claimText(sandboxId);
     for (uid_t i = 0; i < m_range.count; ++i) {
         const uid_t uid = m_range.first + i;
-        const int fd = ::open(QFile::encodeName(claimPath(uid)).constData(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            if (errno == EEXIST)
-                continue;
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot claim a host uid in %1: %2").arg(m_dir, QString::fromLocal8Bit(strerror(errno))));
-        }
-        const bool written = ::write(fd, text.constData(), size_t(text.size())) == text.size();
-        ::close(fd);
-        if (written)
+        if (const int err = create(uid, sandboxId); err == 0)
             return uid;
-        ::unlink(QFile::encodeName(claimPath(uid)).constData());
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot claim a host uid in %1").arg(m_dir));
+        else if (err != EEXIST)
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot claim a host uid in %1: %2").arg(m_dir, QString::fromLocal8Bit(strerror(err))));
     }
     return makeError(ErrorCode::LimitUnsupported, QStringLiteral("every host uid of %1 is held by a sandbox (of this or another root daemon); "
                                                                  "remove some, or give airlockd a larger --sandbox-uids range")
@@ -186,13 +177,23 @@ bool HostUidClaims::reclaim(uid_t uid, const QString &sandboxId)
     QFile f(claimPath(uid));
     if (f.open(QIODevice::ReadOnly))
         return f.read(256) == claimText(sandboxId);
-    const QByteArray text = claimText(sandboxId);
-    const int fd = ::open(QFile::encodeName(claimPath(uid)).constData(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    return create(uid, sandboxId) == 0;
+}
+
+int HostUidClaims::create(uid_t uid, const QString &sandboxId) const
+{
+    const QByteArray path = QFile::encodeName(claimPath(uid));
+    const int fd = ::open(path.constData(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return false;
+        return errno;
+    const QByteArray text = claimText(sandboxId);
     const bool written = ::write(fd, text.constData(), size_t(text.size())) == text.size();
+    const int err = errno;
     ::close(fd);
-    return written;
+    if (written)
+        return 0;
+    ::unlink(path.constData());
+    return err ? err : EIO;
 }
 
 void HostUidClaims::release(uid_t uid, const QString &sandboxId)

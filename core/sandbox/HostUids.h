@@ -55,6 +55,8 @@ private:
     QString claimPath(uid_t uid) const;
     QByteArray claimText(const QString &sandboxId) const;
     bool ensureDir() const;
+    // Makes the claim file: 0, or the errno (EEXIST: the uid is another sandbox's).
+    int create(uid_t uid, const QString &sandboxId) const;
 
     HostUidRange m_range;
     QString m_key;
