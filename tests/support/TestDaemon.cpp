@@ -53,6 +53,10 @@ TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
         QDir().mkpath(m_dir.filePath(QLatin1String(sub)));
         QFile::setPermissions(m_dir.filePath(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
     }
+    // Traversable (not listable) by others: bubblewrap, run as a root daemon's sandbox uid, resolves
+    // the path of whatever a test mounts from in here.
+    QFile::setPermissions(m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
+                                            | QFileDevice::ExeGroup | QFileDevice::ExeOther);
     m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_dir.filePath(QStringLiteral("run")));
     m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
     m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_dir.filePath(QStringLiteral("state")));
@@ -69,12 +73,18 @@ TestDaemon::~TestDaemon()
 {
     stop();
     killLeftSandboxes(dataDir());
-    // A root daemon's workspaces (and those kept) are under /var/lib/airlock, named by its data directory.
-    if (::geteuid() == 0) {
-        const QString hash = QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+    removeDaemonLeftovers(dataDir());
+}
+
+void removeDaemonLeftovers(const QString &dataDir)
+{
+    // Named by a hash of the data directory: the guest's copy (a killed daemon leaves it), and a
+    // root daemon's workspaces, kept ones too.
+    const QString hash = QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(dataDir), QCryptographicHash::Sha256).toHex().left(12));
+    QFile::remove(QStringLiteral("/dev/shm/.airlock-guest-") + hash);
+    if (::geteuid() == 0)
         for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
             QDir(QLatin1String(kind) + hash).removeRecursively();
-    }
 }
 
 void killLeftSandboxes(const QString &dataDir)
@@ -301,6 +311,7 @@ UnprivilegedDaemon::~UnprivilegedDaemon()
 {
     stop();
     killLeftSandboxes(dataDir());
+    removeDaemonLeftovers(dataDir());
 }
 
 bool UnprivilegedDaemon::start()

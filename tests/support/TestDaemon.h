@@ -30,6 +30,8 @@ struct CliResult {
 // Ends whatever sandboxes that outlived a daemon with this data directory still run (by their
 // records), so that no test leaves processes behind.
 void killLeftSandboxes(const QString &dataDir);
+// Removes what a daemon with this data directory keeps outside it, should it have been killed.
+void removeDaemonLeftovers(const QString &dataDir);
 
 // A real airlockd in private XDG directories, its own socket, stopped (SIGTERM) on destruction.
 // Its sandboxes end with it (--sandboxes-end-with-daemon) unless setSandboxesOutlive(true); what
