@@ -359,6 +359,7 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
     });
     const auto below = [](const QString &path, const QString &dir) { return path == dir || path.startsWith(dir + QLatin1Char('/')); };
     QStringList hidden;
+    QStringList shown; // where airlockd's folders are inside the mounts, covered or not
     for (const Mount &m : mounts) {
         const QString host = QFileInfo(m.hostPath).canonicalFilePath();
         if (host.isEmpty())
@@ -379,19 +380,21 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
                                  QStringLiteral("mount %1 read-write: it holds airlockd's own %2, which a sandbox could move aside and replace; "
                                                 "mount it read-only (:ro), or a folder below it")
                                      .arg(m.hostPath, dir));
+            shown.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
             // A root daemon's sandboxes run as uids of their own: what they cannot reach needs no
             // cover (and could not be given one).
             if (m_caps.runningAsRoot && !traversableByOthers(host, dir))
                 continue;
-            hidden.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
+            hidden.append(shown.constLast());
         }
     }
-    // Nor may a mount be put inside a covered folder (bwrap would make its mount point there).
+    // Nor may a mount be put inside one of them (bwrap would make its mount point there).
     for (const Mount &m : mounts)
-        for (const QString &h : std::as_const(hidden))
+        for (const QString &h : std::as_const(shown))
             if (below(m.sandboxPath, h))
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("mount %1 at %2: that is inside %3, which shows airlockd's own folder covered; mount it elsewhere")
+                                 QStringLiteral("mount %1 at %2: that is inside %3, which shows airlockd's own folder (covered, or out of the "
+                                                "sandbox's reach); mount it elsewhere")
                                      .arg(m.hostPath, m.sandboxPath, h));
     return hidden;
 }
