@@ -78,13 +78,20 @@ TestDaemon::~TestDaemon()
 
 void removeDaemonLeftovers(const QString &dataDir)
 {
-    // Named by a hash of the data directory: the guest's copy (a killed daemon leaves it), and a
-    // root daemon's workspaces, kept ones too.
+    // Named by a hash of the data directory: the guest's copy (a killed daemon leaves it), a root
+    // daemon's workspaces, kept ones too, and its claims of host uids (of sandboxes that outlived it).
     const QString hash = QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(dataDir), QCryptographicHash::Sha256).toHex().left(12));
     QFile::remove(QStringLiteral("/dev/shm/.airlock-guest-") + hash);
-    if (::geteuid() == 0)
-        for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
-            QDir(QLatin1String(kind) + hash).removeRecursively();
+    if (::geteuid() != 0)
+        return;
+    for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
+        QDir(QLatin1String(kind) + hash).removeRecursively();
+    const QDir claims(QStringLiteral("/run/airlock/host-uids"));
+    for (const QString &uid : claims.entryList(QDir::Files)) {
+        QFile claim(claims.filePath(uid));
+        if (claim.open(QIODevice::ReadOnly) && claim.read(64).startsWith(QByteArray(hash.toLatin1() + ' ')))
+            QFile::remove(claim.fileName());
+    }
 }
 
 void killLeftSandboxes(const QString &dataDir)
