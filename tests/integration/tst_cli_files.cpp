@@ -504,10 +504,16 @@ private Q_SLOTS:
         if (::geteuid() != 0)
             QSKIP("a small filesystem of its own (tmpfs) needs root");
         TestDaemon daemon;
-        QVERIFY(QDir().mkpath(daemon.dataDir()));
-        const QByteArray mountPoint = QFile::encodeName(daemon.dataDir());
-        QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=96m,mode=0700"), 0);
-        const auto unmount = qScopeGuard([&] { ::umount2(mountPoint.constData(), MNT_DETACH); });
+        // A root daemon keeps its workspaces in /var/lib/airlock/workspaces-HASH (of its data folder).
+        const QString workspaces = QStringLiteral("/var/lib/airlock/workspaces-")
+            + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(daemon.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+        QVERIFY(QDir().mkpath(workspaces));
+        const QByteArray mountPoint = QFile::encodeName(workspaces);
+        QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=96m,mode=0711"), 0);
+        const auto unmount = qScopeGuard([&] {
+            ::umount2(mountPoint.constData(), MNT_DETACH);
+            ::rmdir(mountPoint.constData());
+        });
         QVERIFY(daemon.start());
         QCOMPARE(daemon.create({QStringLiteral("--name"), QStringLiteral("small")}), QStringLiteral("small"));
         // From a source that never ends: only the daemon's word stops the copy (else it runs
