@@ -11,6 +11,9 @@
 #include <QJsonObject>
 #include <QStringList>
 
+#include <csignal>
+#include <sys/stat.h>
+
 namespace airlock::test {
 
 inline QString q(const char *s)
@@ -91,5 +94,34 @@ inline QJsonObject waitForApproval(const TestDaemon &d, int timeoutMs = 10000)
     }, timeoutMs);
     return found;
 }
+
+inline QString octalMode(const QString &path)
+{
+    struct stat st {};
+    if (::lstat(native(path).constData(), &st) != 0)
+        return QStringLiteral("missing");
+    return QString::number(st.st_mode & 07777, 8);
+}
+
+// Alive and not a zombie waiting for a parent that is not us.
+inline bool processRunning(qint64 pid)
+{
+    QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray stat = f.readAll();
+    const qsizetype close = stat.lastIndexOf(')');
+    return close > 0 && stat.mid(close + 2, 1) != "Z";
+}
+
+// Kills a daemon we did not start ourselves (autostart) if the test ends early.
+struct KillOnExit {
+    qint64 pid = 0;
+    ~KillOnExit()
+    {
+        if (pid > 0)
+            ::kill(pid_t(pid), SIGKILL);
+    }
+};
 
 } // namespace airlock::test
