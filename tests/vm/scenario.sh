@@ -77,10 +77,11 @@ grep -Eq 'memoryBytes +256 MiB +cgroup v2 memory' <<<"$out" && grep -Eq 'pids +6
 scope=$(as_user systemctl --user list-units --plain --no-legend 'airlock-*.scope' | awk '{print $1}' | head -1)
 limit_dir=/sys/fs/cgroup$(unit "$scope" ControlGroup)
 info "scope $scope: MemoryMax $(unit "$scope" MemoryMax), TasksMax $(unit "$scope" TasksMax), cgroup $limit_dir"
-if [[ -n $scope && $(cat "$limit_dir/memory.max") == 268435456 && $(cat "$limit_dir/pids.max") == 64 ]]; then
-  pass "the sandbox runs in $scope: memory.max 268435456, pids.max 64"
+if [[ -n $scope && $(cat "$limit_dir/memory.max") == 268435456 && $(cat "$limit_dir/memory.swap.max") == 0 &&
+      $(cat "$limit_dir/pids.max") == 64 ]]; then
+  pass "the sandbox runs in $scope: memory.max 268435456, memory.swap.max 0, pids.max 64"
 else
-  fail "no scope with memory.max 268435456 and pids.max 64 ($scope, $limit_dir)"
+  fail "no scope with memory.max 268435456, memory.swap.max 0 and pids.max 64 ($scope, $limit_dir)"
 fi
 [[ $(sed -n 's/^0:://p' "/proc/$daemon/cgroup") == "$(unit airlockd.service ControlGroup)" ]] &&
   pass "the daemon stays in its service's cgroup" || fail "the daemon's cgroup: $(cat "/proc/$daemon/cgroup")"
