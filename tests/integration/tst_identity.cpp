@@ -115,7 +115,7 @@ std::pair<int, QString> refusedDaemon(const QStringList &options)
     return {p.exitCode(), QString::fromUtf8(p.readAllStandardError())};
 }
 
-QString octalMode(const QString &path)
+QString modeAndOwner(const QString &path)
 {
     struct stat st {};
     return ::stat(native(path).constData(), &st) == 0 ? QString::number(st.st_mode & 07777, 8) + QLatin1Char(' ') + QString::number(st.st_uid)
@@ -192,9 +192,9 @@ private Q_SLOTS:
         // Its workspace is its own, in folders that are root's and list nothing.
         const QString ws = info.value(QStringLiteral("workspace")).toString();
         const QString parent = QFileInfo(ws).path();
-        QCOMPARE(octalMode(ws), QStringLiteral("700 %1").arg(uid));
-        QCOMPARE(octalMode(parent), QStringLiteral("711 0"));
-        QCOMPARE(octalMode(QFileInfo(parent).path()), QStringLiteral("711 0"));
+        QCOMPARE(modeAndOwner(ws), QStringLiteral("700 %1").arg(uid));
+        QCOMPARE(modeAndOwner(parent), QStringLiteral("711 0"));
+        QCOMPARE(modeAndOwner(QFileInfo(parent).path()), QStringLiteral("711 0"));
         // The local user neither finds nor reads it.
         for (const QStringList &command : {QStringList{QStringLiteral("ls"), parent}, QStringList{QStringLiteral("cat"), ws + QStringLiteral("/secret")}}) {
             int exitCode = -1;
