@@ -212,8 +212,21 @@ void Guest::killAll()
     for (const pid_t shepherd : m_shepherds)
         killTree(shepherd);
     // Inside the sandbox's PID namespace this reaches orphans too. Never on a host (tests).
-    if (getpid() == 1)
+    if (getpid() == 1) {
         kill(-1, SIGKILL);
+        return;
+    }
+    // Not PID 1 (tests): a process whose parent died before the walk above reached it came to us
+    // (we are its subreaper), so kill what we hold until nothing is left.
+    const int64_t deadline = monotonicMs() + kSweepGraceMs;
+    for (std::vector<pid_t> held = childrenOf(getpid()); !held.empty() && monotonicMs() < deadline;
+         held = childrenOf(getpid())) {
+        for (const pid_t child : held)
+            killTree(child);
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        usleep(1000);
+    }
 }
 
 } // namespace airlock::guest
