@@ -10,7 +10,7 @@ packages=(
   curl openssl libssl-dev iproute2 openssh-server openssh-client
   qtkeychain-qt6-dev gnome-keyring dbus-daemon dbus-bin
   libqt6svg6 desktop-file-utils man-db dpkg-dev zsh lintian python3
-  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs
+  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs fuse2fs fuse3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -239,7 +239,11 @@ private:
         ctx.out << "\ncreated:     " << sb.value(QStringLiteral("createdAt")).toString() << " ("
                 << age(sb.value(QStringLiteral("createdAt")).toString()) << " ago)"
                 << "\nnetwork:     " << networkLabel(sb) << "\nworkspace:   /workspace (host: "
-                << sb.value(QStringLiteral("workspace")).toString() << ")\nnamespaces:  " << ns.join(QStringLiteral(", "))
+                << sb.value(QStringLiteral("workspace")).toString() << ")";
+        if (const QJsonObject disk = sb.value(QStringLiteral("disk")).toObject(); !disk.isEmpty())
+            ctx.out << "\ndisk:        " << units::formatBytes(uint64_t(disk.value(QStringLiteral("usedBytes")).toDouble())) << " used of "
+                    << units::formatBytes(uint64_t(disk.value(QStringLiteral("sizeBytes")).toDouble()));
+        ctx.out << "\nnamespaces:  " << ns.join(QStringLiteral(", "))
                 << "\nidentity:    uid 1000 inside, host uid " << qint64(iso.value(QStringLiteral("hostUid")).toDouble())
                 << ", no capabilities, no_new_privs\nfilters:     seccomp, landlock ABI "
                 << iso.value(QStringLiteral("landlockAbi")).toInt() << "\nexecutions:  "

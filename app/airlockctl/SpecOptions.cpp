@@ -11,9 +11,17 @@
 
 namespace airlock::cli {
 
+namespace {
+// --disk none: a workspace with no size of its own (0 in the spec's limits).
+Result<uint64_t> parseBytesOrNone(const QString &text)
+{
+    return text == QLatin1String("none") ? Result<uint64_t>(uint64_t(0)) : units::parseBytes(text);
+}
+} // namespace
+
 QList<QCommandLineOption> SpecOptions::list() const
 {
-    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_tmp, m_pids, m_cpus, m_cpu, m_wall, m_files, m_fsize, m_output};
+    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_tmp, m_disk, m_pids, m_cpus, m_cpu, m_wall, m_files, m_fsize, m_output};
 }
 
 Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
@@ -132,6 +140,7 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
         {m_memory, units::parseBytes, &Limits::memoryBytes, 1, "memoryBytes"},
         {m_pids, units::parseCount, &Limits::pids, 1, "pids"},
         {m_tmp, units::parseBytes, &Limits::tmpBytes, 1, "tmpBytes"},
+        {m_disk, parseBytesOrNone, &Limits::diskBytes, 1, "diskBytes"},
         {m_cpus, units::parseMillicores, &Limits::cpuMillicores, 1, "cpuMillicores"},
         {m_cpu, units::parseDurationMs, &Limits::cpuSeconds, 1000, "cpuSeconds"},
         {m_wall, units::parseDurationMs, &Limits::wallMs, 1, "wallMs"},
@@ -147,7 +156,7 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
         auto v = f.parse(parser.value(f.option));
         if (!v)
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: %2; it takes %3").arg(flag, v.error().message, range));
-        const uint64_t value = std::max<uint64_t>(1, *v / f.divisor);
+        const uint64_t value = f.parse == parseBytesOrNone ? *v : std::max<uint64_t>(1, *v / f.divisor);
         // The daemon's own validator, one limit at a time, so that a range error names its flag.
         const QJsonObject one{{QStringLiteral("limits"), QJsonObject{{QLatin1String(f.key), double(value)}}}};
         if (auto checked = SandboxSpec::fromJson(one); !checked)

@@ -37,6 +37,10 @@ private:
     QCommandLineOption m_memory{QStringLiteral("memory"), QStringLiteral("Memory limit, e.g. 512M (needs a cgroup)."), QStringLiteral("size")};
     QCommandLineOption m_pids{QStringLiteral("pids"), QStringLiteral("Maximum number of processes (default 1024)."), QStringLiteral("n")};
     QCommandLineOption m_tmp{QStringLiteral("tmp-size"), QStringLiteral("Size of each of /tmp, /var/tmp and the home (tmpfs; default 1G)."), QStringLiteral("size")};
+    QCommandLineOption m_disk{QStringLiteral("disk"),
+                              QStringLiteral("Size of the workspace, e.g. 2G, or none for no limit (default 10G, or what the disk has free "
+                                             "beyond the daemon's reserve)."),
+                              QStringLiteral("size")};
     QCommandLineOption m_cpus{QStringLiteral("cpus"), QStringLiteral("CPU bandwidth of the whole sandbox in cores, e.g. 0.5 or 2 (needs a cgroup)."), QStringLiteral("cores")};
     QCommandLineOption m_cpu{QStringLiteral("cpu-time"), QStringLiteral("CPU time per process, e.g. 60s."), QStringLiteral("duration")};
     QCommandLineOption m_wall{QStringLiteral("exec-timeout"), QStringLiteral("Default wall-clock limit per execution, e.g. 5m."), QStringLiteral("duration")};

@@ -196,8 +196,12 @@ int main(int argc, char *argv[])
                                                         "(exit status 4) when an account, a group or a line of /etc/subuid or /etc/subgid reaches into them.")
                                              .arg(kDefaultHostUids.describe()),
                                          QStringLiteral("first-last"), kDefaultHostUids.describe());
+    const QCommandLineOption diskReserveOpt(QStringLiteral("disk-reserve"),
+                                            QStringLiteral("Refuse new workspaces when less than this is free on their disk, kept for the history "
+                                                           "and the workspaces already there (default 512M)."),
+                                            QStringLiteral("size"), QStringLiteral("512M"));
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
-                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt};
+                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -254,6 +258,11 @@ int main(int argc, char *argv[])
         }
     } else if (parser.isSet(plainOpt)) {
         std::fprintf(stderr, "airlockd: --plain-ws needs --listen ADDR:PORT\n");
+        return 2;
+    }
+    auto diskReserve = units::parseBytes(parser.value(diskReserveOpt));
+    if (!diskReserve) {
+        std::fprintf(stderr, "airlockd: --disk-reserve: %s\n", qPrintable(diskReserve.error().message));
         return 2;
     }
     auto hostUids = parseHostUidRange(parser.value(hostUidsOpt));
@@ -344,7 +353,7 @@ int main(int argc, char *argv[])
         logger->warn("sandboxes mount the guest from {} (their mountinfo shows that path): {}", parser.value(guestOpt).toStdString(),
                      notStaged.toStdString());
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive, ownDirs,
-                   *hostUids, guestImage.path()},
+                   *hostUids, guestImage.path(), *diskReserve},
                   caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     // A sandbox's guest keeps its output until it is stored: then it may forget it.

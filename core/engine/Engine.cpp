@@ -13,6 +13,8 @@
 #include "sandbox/GuestWire.h"
 #include "sandbox/SeccompFilter.h"
 #include "sandbox/ResourceUsage.h"
+#include "sandbox/WorkspaceVolume.h"
+#include "model/Units.h"
 #include "model/TerminalFilter.h"
 #include "util/FileSystem.h"
 #include "util/Paths.h"
@@ -117,11 +119,43 @@ void Engine::reapOrphans(const QSet<QString> &keep)
             continue;
         }
         logger()->info("removing orphaned workspace {}", orphan.toStdString());
-        fs::removeTree(dir.filePath(orphan));
+        volume::removeWorkspace(dir.filePath(orphan));
     }
     SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
     if (m_caps.runningAsRoot)
         m_uidClaims.releaseAllBut(keep);
+}
+
+// The workspace: a folder of the sandbox's uid (0700), with an image of the sandbox's disk limit
+// mounted on it. Refused (DiskFull) when the disk has no more than the reserve free; a default
+// limit is lowered to what is free beyond the reserve.
+Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid) const
+{
+    prepareWorkspacesDir();
+    const std::optional<uint64_t> free = volume::freeBytes(workspacesDir());
+    constexpr uint64_t kSmallestDefault = 64ull << 20;
+    const uint64_t beyondReserve = free && *free > m_config.diskReserveBytes ? *free - m_config.diskReserveBytes : 0;
+    if (free && (beyondReserve == 0 || (plan.diskDefaulted && beyondReserve < kSmallestDefault)))
+        return makeError(ErrorCode::DiskFull,
+                         QStringLiteral("only %1 is free on the disk of %2, and airlockd keeps %3 of it for the history and the workspaces "
+                                        "it has: remove sandboxes (airlockctl rm), prune the history (airlockctl prune --vacuum) or free space")
+                             .arg(units::formatBytes(*free), workspacesDir(), units::formatBytes(m_config.diskReserveBytes)));
+    if (plan.diskDefaulted && free)
+        plan.effective.diskBytes = std::min(*plan.effective.diskBytes, beyondReserve);
+    const QByteArray native = QFile::encodeName(dir);
+    if (::mkdir(native.constData(), 0700) != 0)
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot create the workspace %1").arg(dir));
+    if (hostUid && ::chown(native.constData(), *hostUid, *hostUid) != 0) {
+        fs::removeTree(dir);
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid));
+    }
+    if (!plan.effective.diskBytes)
+        return Ok{};
+    const Status made = volume::create(m_caps.diskDriver, dir, *plan.effective.diskBytes, hostUid.value_or(::getuid()),
+                                       hostUid.value_or(::getgid()));
+    if (!made)
+        fs::removeTree(dir);
+    return made;
 }
 
 // Kept workspaces go next to the workspaces directory: same filesystem, so keeping is a rename.
@@ -239,16 +273,11 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         if (hostUid)
             m_uidClaims.release(*hostUid, id);
     });
-    prepareWorkspacesDir();
-    if (::mkdir(QFile::encodeName(setup.workspaceDir).constData(), 0700) != 0)
-        return done(makeError(ErrorCode::IoError, QStringLiteral("cannot create the workspace %1").arg(setup.workspaceDir)));
-    if (hostUid && ::chown(QFile::encodeName(setup.workspaceDir).constData(), *hostUid, *hostUid) != 0) {
-        fs::removeTree(setup.workspaceDir);
-        return done(makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid)));
-    }
+    if (Status made = makeWorkspace(setup.workspaceDir, setup.plan, hostUid); !made)
+        return done(made.error());
     auto cgroup = SandboxCgroup::create(m_caps, m_config.instanceKey, id, *plan);
     if (!cgroup) {
-        fs::removeTree(setup.workspaceDir);
+        volume::removeWorkspace(setup.workspaceDir);
         return done(cgroup.error());
     }
     setup.cgroup = *cgroup;
@@ -280,7 +309,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         auto listening = m_records.listen(id);
         if (!listening) {
             setup.cgroup.destroy();
-            fs::removeTree(setup.workspaceDir);
+            volume::removeWorkspace(setup.workspaceDir);
             return done(listening.error());
         }
         resumeListen = *listening;
@@ -448,16 +477,19 @@ void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
     const QString ws = sandbox->workspaceDir();
     if (keepWorkspace) {
         const QString target = keptDir() + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
-        if (QDir().mkpath(keptDir()) && QDir().rename(ws, target)) {
+        const Status kept = QDir().mkpath(keptDir()) ? volume::keepWorkspace(m_caps.diskDriver, ws, target)
+                                                     : makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(keptDir()));
+        if (kept) {
             if (keptAt)
                 *keptAt = target;
         } else {
             // Never delete what the user asked to keep: leave it where it is and say so.
-            logger()->warn("could not move workspace {} to {}; left in place", ws.toStdString(), target.toStdString());
+            logger()->warn("could not move workspace {} to {} ({}); left in place", ws.toStdString(), target.toStdString(),
+                           kept.error().message.toStdString());
             if (keptAt)
                 *keptAt = ws;
         }
-    } else if (!fs::removeTree(ws)) {
+    } else if (!volume::removeWorkspace(ws)) {
         logger()->warn("could not remove workspace {}", ws.toStdString());
     }
     sandbox->deleteLater();
@@ -512,6 +544,10 @@ QJsonObject Engine::describe(const Sandbox &s) const
                              QStringLiteral("uts"), QStringLiteral("cgroup")};
     if (s.spec().network != NetworkMode::Full)
         namespaces.append(QStringLiteral("net"));
+    QJsonValue disk; // what the workspace's filesystem holds now, when it has a size of its own
+    if (volume::hasImage(s.workspaceDir()))
+        if (const auto used = volume::usage(s.workspaceDir()))
+            disk = QJsonObject{{QStringLiteral("usedBytes"), double(used->usedBytes)}, {QStringLiteral("sizeBytes"), double(used->sizeBytes)}};
     return {{QStringLiteral("id"), s.id()},
             {QStringLiteral("name"), s.name()},
             {QStringLiteral("state"), sandboxStateName(s.state())},
@@ -523,6 +559,7 @@ QJsonObject Engine::describe(const Sandbox &s) const
             {QStringLiteral("workspace"), s.workspaceDir()},
             {QStringLiteral("mounts"), mounts},
             {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
+            {QStringLiteral("disk"), disk},
             {QStringLiteral("preset"), s.policy().preset},
             {QStringLiteral("credentials"), credentials},
             {QStringLiteral("run"), s.currentRun()},

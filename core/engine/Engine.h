@@ -9,6 +9,7 @@
 #include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/HostUids.h"
+#include "sandbox/Limits.h"
 #include "sandbox/WorkspaceFiles.h"
 
 #include <QByteArray>
@@ -64,6 +65,10 @@ struct EngineConfig {
     // What sandboxes mount as their guest when it is not guestPath itself (a copy at a path that
     // says nothing about the host: sandbox/GuestImage.h).
     QString guestMount;
+    // New workspaces are refused when less than this is free on their disk: the room the history
+    // (and the workspaces there already) keep. A default workspace is no larger than what is free
+    // beyond it.
+    uint64_t diskReserveBytes = 512ull << 20;
 };
 
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
@@ -181,6 +186,7 @@ private:
     Result<std::optional<uid_t>> allocateHostUid(const QString &sandboxId);
     QString workspacesDir() const;
     void prepareWorkspacesDir() const;
+    Status makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid) const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
     // Where airlockd's own directories would show inside these mounts (to be covered); an error

@@ -7,6 +7,7 @@
 #include "log/Log.h"
 #include "policy/Policy.h"
 #include "sandbox/Sandbox.h"
+#include "sandbox/WorkspaceVolume.h"
 #include "util/Version.h"
 
 #include <QCoreApplication>
@@ -93,9 +94,13 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         setup.policy = *effective;
     else
         problem = QStringLiteral("its policy no longer resolves (%1)").arg(effective.error().message);
-    if (auto plan = LimitPlan::make(record.spec.limits, m_caps))
+    if (auto plan = LimitPlan::make(record.spec.limits, m_caps)) {
         setup.plan = *plan;
-    else if (problem.isEmpty())
+        // The workspace's size is its image's, whatever a default would be here and now.
+        setup.plan.effective.diskBytes.reset();
+        if (volume::hasImage(setup.workspaceDir))
+            setup.plan.effective.diskBytes = uint64_t(QFileInfo(volume::imagePath(setup.workspaceDir)).size());
+    } else if (problem.isEmpty())
         problem = QStringLiteral("its limits cannot be planned here (%1)").arg(plan.error().message);
     auto *sandbox = new Sandbox(std::move(setup), this);
     m_sandboxes.append(sandbox);

@@ -55,6 +55,7 @@ QList<ToolSpec> build()
     const QJsonObject limits = object({
         {QStringLiteral("memory_mb"), integer(QStringLiteral("Memory limit in MiB."), 16, 65536)},
         {QStringLiteral("pids"), integer(QStringLiteral("Most processes at once."), 1, 65536)},
+        {QStringLiteral("disk_mb"), integer(QStringLiteral("Size of the workspace in MiB (writes beyond it fail with ENOSPC)."), 16, 1048576)},
         {QStringLiteral("cpus"), QJsonObject{{QStringLiteral("type"), QStringLiteral("number")}, {QStringLiteral("minimum"), 0.01}, {QStringLiteral("maximum"), 1024},
                                              {QStringLiteral("description"), QStringLiteral("CPU bandwidth of the whole sandbox, in cores (0.5 = half a core).")}}},
         {QStringLiteral("cpu_seconds"), integer(QStringLiteral("CPU time limit per execution, in seconds."), 1, 86400)},

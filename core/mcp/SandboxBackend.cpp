@@ -192,7 +192,12 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
     const QJsonObject asked = arguments.value(QStringLiteral("limits")).toObject();
     const std::pair<const char *, std::pair<const char *, double>> fields[] = {
         {"memory_mb", {"memoryBytes", double(kMiB)}}, {"pids", {"pids", 1}},           {"cpu_seconds", {"cpuSeconds", 1}}, {"cpus", {"cpuMillicores", 1000}},
-        {"wall_seconds", {"wallMs", 1000}},           {"output_mb", {"outputBytes", double(kMiB)}}};
+        {"wall_seconds", {"wallMs", 1000}},           {"output_mb", {"outputBytes", double(kMiB)}}, {"disk_mb", {"diskBytes", double(kMiB)}}};
+    // 0 would be no disk limit at all: that is the person's to give (airlockctl create --disk none), not an agent's.
+    if (asked.contains(QStringLiteral("disk_mb")) && !(asked.value(QStringLiteral("disk_mb")).toDouble() >= 16)) {
+        hooks.done(ToolResult::failure(QStringLiteral("limits.disk_mb: expected at least 16 (MiB)")));
+        return {};
+    }
     for (const auto &[from, to] : fields)
         if (asked.contains(QLatin1String(from)))
             limits.insert(QLatin1String(to.first), std::round(asked.value(QLatin1String(from)).toDouble() * to.second));

@@ -52,6 +52,7 @@ struct LimitField {
     std::optional<uint64_t> Limits::*member;
     uint64_t min, max;
     LimitUnit unit;
+    bool zeroIsNone = false; // 0 asks for no limit at all
 };
 constexpr uint64_t kYearSeconds = 365ull * 86'400;
 constexpr LimitField kLimitFields[] = {
@@ -60,6 +61,7 @@ constexpr LimitField kLimitFields[] = {
     {"cpuSeconds", &Limits::cpuSeconds, 1, kYearSeconds, LimitUnit::Seconds},
     {"cpuMillicores", &Limits::cpuMillicores, 10, 1'024'000, LimitUnit::Count}, // a hundredth of a core to 1024
     {"tmpBytes", &Limits::tmpBytes, 1ull << 20, 1ull << 40, LimitUnit::Bytes},
+    {"diskBytes", &Limits::diskBytes, 16ull << 20, 1ull << 50, LimitUnit::Bytes, true}, // ext4 takes up to 1 EiB; 1 PiB is plenty
     {"openFiles", &Limits::openFiles, 1, 1'048'576, LimitUnit::Count},
     {"fileSizeBytes", &Limits::fileSizeBytes, 1, 1ull << 52, LimitUnit::Bytes},
     {"wallMs", &Limits::wallMs, 1, kYearSeconds * 1000, LimitUnit::Ms},
@@ -82,7 +84,8 @@ QString limitRange(const QString &key)
 {
     for (const LimitField &f : kLimitFields)
         if (key == QLatin1String(f.key))
-            return QStringLiteral("from %1 to %2").arg(formatLimit(f.min, f.unit), formatLimit(f.max, f.unit));
+            return QStringLiteral("%1from %2 to %3").arg(f.zeroIsNone ? QStringLiteral("0 (no limit) or ") : QString(), formatLimit(f.min, f.unit),
+                                                         formatLimit(f.max, f.unit));
     return {};
 }
 
@@ -234,9 +237,10 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
         if (field == std::end(kLimitFields))
             return invalid(ptr, QStringLiteral("unknown limit"));
         const double v = it.value().toDouble(-1);
-        if (!it.value().isDouble() || v < 1 || v > 9.0e15 || v != static_cast<double>(static_cast<uint64_t>(v)))
+        if (!it.value().isDouble() || v < (field->zeroIsNone ? 0 : 1) || v > 9.0e15 || v != static_cast<double>(static_cast<uint64_t>(v)))
             return invalid(ptr, QStringLiteral("expected a whole number %1").arg(limitRange(it.key())));
-        if (static_cast<uint64_t>(v) < field->min || static_cast<uint64_t>(v) > field->max)
+        const bool none = v == 0 && field->zeroIsNone;
+        if (!none && (static_cast<uint64_t>(v) < field->min || static_cast<uint64_t>(v) > field->max))
             return invalid(ptr, QStringLiteral("%1 is out of range: %2").arg(formatLimit(static_cast<uint64_t>(v), field->unit), limitRange(it.key())));
         spec.limits.*(field->member) = static_cast<uint64_t>(v);
     }

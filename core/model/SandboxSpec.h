@@ -37,6 +37,7 @@ struct Limits {
     std::optional<uint64_t> wallMs;        // default per-exec timeout
     std::optional<uint64_t> outputBytes;   // per exec, stdout+stderr; beyond it the exec is killed
     std::optional<uint64_t> tmpBytes;      // size of each writable tmpfs: /tmp, /var/tmp, the home
+    std::optional<uint64_t> diskBytes;     // size of the workspace (an ext4 image); 0 = no limit, a plain folder
     friend bool operator==(const Limits &, const Limits &) = default;
 };
 

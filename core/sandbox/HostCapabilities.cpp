@@ -104,6 +104,7 @@ HostCapabilities HostCapabilities::probe(const QString &bwrapOverride)
         caps.seccomp = true;
     }
     probeCgroups(caps);
+    caps.diskDriver = volume::probe(caps.runningAsRoot, &caps.diskError);
     return caps;
 }
 
@@ -135,6 +136,7 @@ QJsonObject HostCapabilities::toJson() const
         {QStringLiteral("cgroupCpu"), cgroupCpu},
         {QStringLiteral("cgroupError"), cgroupError},
         {QStringLiteral("root"), runningAsRoot},
+        {QStringLiteral("workspaceImages"), diskDriver == volume::Driver::None ? diskError : volume::driverName(diskDriver)},
     };
 }
 

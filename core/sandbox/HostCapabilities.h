@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "sandbox/WorkspaceVolume.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -25,6 +26,8 @@ struct HostCapabilities {
     bool cgroupCpu = false;  // CPU bandwidth (v1 cpu.cfs_quota_us, v2 cpu.max)
     QString cgroupError;     // why no cgroup is available, if none is
     bool runningAsRoot = false;
+    volume::Driver diskDriver = volume::Driver::None; // how workspace images are mounted
+    QString diskError;       // why they cannot be, if not
 
     static HostCapabilities probe(const QString &bwrapOverride = {});
 

@@ -22,6 +22,7 @@ constexpr uint64_t kDefaultOutputBytes = 1ull << 30;
 constexpr uint64_t kCpuPeriodUs = 100'000;
 constexpr uint64_t kDefaultTmpBytes = 1ull << 30;
 constexpr uint64_t kMostDefaultMemory = 4ull << 30;
+constexpr uint64_t kDefaultDiskBytes = 10ull << 30;
 
 // Half of this machine's memory, and no more than 4 GiB: no single sandbox can take it all.
 uint64_t defaultMemoryBytes()
@@ -64,6 +65,17 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
             return unsupported("CPU", "cpu", "--cpus");
         plan.cpuByCgroup = true;
     }
+    if (requested.diskBytes == 0u) {
+        plan.effective.diskBytes.reset(); // asked for none: a plain folder
+    } else if (requested.diskBytes) {
+        if (caps.diskDriver == volume::Driver::None)
+            return makeError(ErrorCode::LimitUnsupported,
+                             QStringLiteral("a disk limit needs a workspace image, which this daemon cannot mount (%1); drop --disk or fix the host")
+                                 .arg(caps.diskError));
+    } else if (caps.diskDriver != volume::Driver::None) {
+        plan.effective.diskBytes = kDefaultDiskBytes;
+        plan.diskDefaulted = true;
+    }
     plan.pidsByCgroup = caps.cgroupPids;
     if (!plan.effective.pids)
         plan.effective.pids = kDefaultPids;
@@ -89,6 +101,8 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
     put("tmpBytes", effective.tmpBytes,
         memoryByCgroup ? QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each; charged to the memory limit")
                        : QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each"));
+    put("diskBytes", effective.diskBytes,
+        volume::driverName(caps.diskDriver) + (diskDefaulted ? QStringLiteral(" (the default; --disk changes it)") : QString()));
     put("pids", effective.pids,
         pidsByCgroup ? cg + QStringLiteral(" pids") : QStringLiteral("RLIMIT_NPROC (sandbox user namespace)"));
     put("cpuMillicores", effective.cpuMillicores, cg + QStringLiteral(" cpu"));

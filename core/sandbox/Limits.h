@@ -21,6 +21,7 @@ struct LimitPlan {
     bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
     bool cpuByCgroup = false;
     bool memoryDefaulted = false; // no --memory: the default bound
+    bool diskDefaulted = false;   // no --disk: the default size (the engine may lower it to what the disk has)
 
     static Result<LimitPlan> make(const Limits &requested, const HostCapabilities &caps);
     QJsonObject toJson(const HostCapabilities &caps) const; // {limit: {value, enforcedBy}}

@@ -27,6 +27,7 @@ constexpr std::array kNames = {
     std::pair{ErrorCode::Denied, "denied"},
     std::pair{ErrorCode::Busy, "busy"},
     std::pair{ErrorCode::HostIdsTaken, "host_ids_taken"},
+    std::pair{ErrorCode::DiskFull, "disk_full"},
     std::pair{ErrorCode::Internal, "internal"},
 };
 } // namespace

@@ -32,6 +32,7 @@ enum class ErrorCode {
     Internal,
     Busy, // too much is already waiting; try again later
     HostIdsTaken, // the host uids for sandboxes reach an account or a subordinate id range
+    DiskFull, // the disk holding workspaces and history has no room for another workspace
 };
 
 QString errorCodeName(ErrorCode code);

@@ -496,14 +496,15 @@ private Q_SLOTS:
         QCOMPARE(sh(QStringLiteral("wc -c < /workspace/theirs.bin")).out, QByteArray("0\n"));
     }
 
-    // A workspace whose disk fills: the upload stops as soon as the daemon cannot write (it says
+    // A workspace whose disk fills (one without a size of its own, on a disk that has less than
+    // the reserve the daemon would otherwise keep): the upload stops as soon as the daemon cannot write (it says
     // so at once, not after the rest was sent) and fails with the reason, even from a pipe that
     // never ends.
     void anUploadToAFullWorkspaceStopsAndSaysWhy()
     {
         if (::geteuid() != 0)
             QSKIP("a small filesystem of its own (tmpfs) needs root");
-        TestDaemon daemon;
+        TestDaemon daemon({QStringLiteral("--disk-reserve"), QStringLiteral("16M")});
         // A root daemon keeps its workspaces in /var/lib/airlock/workspaces-HASH (of its data folder).
         const QString workspaces = QStringLiteral("/var/lib/airlock/workspaces-")
             + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(daemon.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
@@ -515,7 +516,7 @@ private Q_SLOTS:
             ::rmdir(mountPoint.constData());
         });
         QVERIFY(daemon.start());
-        QCOMPARE(daemon.create({QStringLiteral("--name"), QStringLiteral("small")}), QStringLiteral("small"));
+        QCOMPARE(daemon.create({QStringLiteral("--name"), QStringLiteral("small"), QStringLiteral("--disk"), QStringLiteral("none")}), QStringLiteral("small"));
         // From a source that never ends: only the daemon's word stops the copy (else it runs
         // until `timeout` kills it, exit 124).
         QProcess p;

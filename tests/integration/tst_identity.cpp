@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
@@ -234,11 +235,19 @@ private Q_SLOTS:
         for (const QString &hostPath : QStringList{d.rootDir(), d.dataDir(), QFileInfo(binDir()).canonicalFilePath(), binDir(),
                                                    binDir() + QStringLiteral("/airlock-guest"), QDir::currentPath()})
             QVERIFY2(!mountinfo.contains(hostPath), qPrintable(hostPath + QStringLiteral(" in\n") + mountinfo));
-        // A bind mount shows its source's path on its filesystem, whatever it was bound from: the
-        // workspace's is Airlock's generic one, named by the sandbox's id.
-        const QString ws = sandboxInfo(d, sb).value(QStringLiteral("workspace")).toString();
+        // The workspace is a filesystem of its own (its image's): its root, on a loop device.
+        QVERIFY2(QRegularExpression(QStringLiteral("\\n\\d+ \\d+ \\d+:\\d+ / /workspace rw,nosuid,nodev,[^\\n]* - ext4 /dev/loop\\d+ "))
+                     .match(mountinfo).hasMatch(),
+                 qPrintable(mountinfo));
+        // Without one (--disk none), a bind mount shows its source's path on its filesystem,
+        // whatever it was bound from: the workspace's is Airlock's generic one, named by the id.
+        const QString plain = d.create(args("--disk", "none"));
+        QVERIFY(!plain.isEmpty());
+        const QString bound = QString::fromUtf8(execIn(d, plain, args("cat", "/proc/self/mountinfo")).out);
+        const QString ws = sandboxInfo(d, plain).value(QStringLiteral("workspace")).toString();
         QVERIFY2(ws.startsWith(QStringLiteral("/var/lib/airlock/workspaces-")), qPrintable(ws));
-        QVERIFY2(mountinfo.contains(QStringLiteral(" %1 /workspace ").arg(ws)), qPrintable(mountinfo));
+        QVERIFY2(bound.contains(QStringLiteral(" %1 /workspace ").arg(ws)), qPrintable(bound));
+        QVERIFY2(!bound.contains(d.dataDir()), qPrintable(bound));
     }
 
     // A process in the sandbox lists the accounts and asks who it is.

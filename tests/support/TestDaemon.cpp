@@ -13,6 +13,7 @@
 #include <QThread>
 
 #include "sandbox/SandboxRecord.h"
+#include "sandbox/WorkspaceVolume.h"
 
 #include <csignal>
 #include <fcntl.h>
@@ -84,6 +85,9 @@ void removeDaemonLeftovers(const QString &dataDir)
     QFile::remove(QStringLiteral("/dev/shm/.airlock-guest-") + hash);
     if (::geteuid() != 0)
         return;
+    const QDir workspaces(QStringLiteral("/var/lib/airlock/workspaces-") + hash);
+    for (const QString &ws : workspaces.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+        volume::removeWorkspace(workspaces.filePath(ws)); // unmounted first: never emptied through its mount
     for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
         QDir(QLatin1String(kind) + hash).removeRecursively();
     const QDir claims(QStringLiteral("/run/airlock/host-uids"));

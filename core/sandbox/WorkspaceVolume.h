@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "util/Result.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+#include <sys/types.h>
+
+namespace airlock {
+
+// A workspace that cannot outgrow its size: an ext4 filesystem in a sparse image file beside the
+// workspace's folder ("ID.ext4" next to "ID"), mounted on that folder. As root the kernel mounts
+// it through a loop device; a normal user's daemon has it served by fuse2fs (the kernel mounts
+// ext4 for root only). The image grows as the sandbox writes and never past its size: a full
+// workspace is ENOSPC inside the sandbox, and the disk the history shares keeps the rest. The
+// sandbox writes through the filesystem only; the image is out of its reach (the workspaces
+// folder is 0711 root's or 0700 the user's, and only the folder is bound into the sandbox), so
+// every byte of it is the kernel's or fuse2fs's work, never the sandbox's.
+namespace volume {
+
+enum class Driver { None, Loop, Fuse2fs };
+
+// How this daemon would mount a workspace image: a loop device as root, fuse2fs otherwise.
+// None, with why and the fix in `why`, when the pieces are missing.
+Driver probe(bool root, QString *why);
+QString driverName(Driver driver);
+
+QString imagePath(const QString &dir);
+bool hasImage(const QString &dir);
+
+// Makes the image (`bytes` in all, sparse) with a filesystem whose root belongs to uid:gid, and
+// mounts it on `dir`, an empty folder that exists. Nothing is left behind when it fails.
+Status create(Driver driver, const QString &dir, uint64_t bytes, uid_t uid, gid_t gid);
+// Mounts the image of `dir` again (after a reboot, say); Ok when it is mounted already.
+Status mount(Driver driver, const QString &dir);
+// Whether something is mounted on `dir` (a dead fuse2fs counts: its mount is still there).
+bool mounted(const QString &dir);
+
+// Takes the workspace away: unmounts the image (lazily: a sandbox that is still dying keeps its
+// view until it is gone), deletes it, then the folder. For a folder without an image (a sandbox
+// made with no disk limit), the folder and what is in it.
+bool removeWorkspace(const QString &dir);
+// Moves the workspace's files to `target` (a new folder), where they stay as plain files: the
+// image is mounted if it is not, copied out, and removed. A folder without an image is renamed.
+Status keepWorkspace(Driver driver, const QString &dir, const QString &target);
+
+struct Usage {
+    uint64_t sizeBytes = 0; // what the filesystem offers, its own bookkeeping taken off
+    uint64_t usedBytes = 0;
+};
+std::optional<Usage> usage(const QString &dir);
+
+// Free bytes for an unprivileged writer on the filesystem holding `path`.
+std::optional<uint64_t> freeBytes(const QString &path);
+
+} // namespace volume
+} // namespace airlock
