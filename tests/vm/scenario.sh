@@ -127,22 +127,45 @@ else
 fi
 
 # A sandbox created with no limits is still bounded: memory (half of the guest's, at most 4 GiB)
-# and 1 GiB tmpfs.
+# and 1 GiB tmpfs, and a workspace of 10 GiB at most (an image; what the disk has beyond the reserve).
 if out=$(ctl create --name plain 2>&1); then
   pscope=$(as_user systemctl --user list-units --plain --no-legend 'airlock-*.scope' | awk '{print $1}' | grep -v "^$scope$" | head -1)
   expect=$(( $(getconf _PHYS_PAGES) * $(getconf PAGESIZE) / 2 ))
   ((expect > 4294967296)) && expect=4294967296
   tmp=$(ctl exec plain -- df -B1 --output=size /tmp | tail -1 | tr -d ' ')
-  [[ $(unit "$pscope" MemoryMax) == "$expect" && $tmp == 1073741824 ]] &&
-    pass "a sandbox without limits: MemoryMax $expect, /tmp $tmp bytes" ||
-    fail "a sandbox without limits: MemoryMax $(unit "$pscope" MemoryMax) (expected $expect), /tmp $tmp"
+  disk=$(ctl info plain | grep -E '^diskBytes' | oneline)
+  [[ $(unit "$pscope" MemoryMax) == "$expect" && $tmp == 1073741824 && $disk == *"ext4 image served by fuse2fs (the default"* ]] &&
+    pass "a sandbox without limits: MemoryMax $expect, /tmp $tmp bytes, workspace: $disk" ||
+    fail "a sandbox without limits: MemoryMax $(unit "$pscope" MemoryMax) (expected $expect), /tmp $tmp, workspace: $disk"
   ctl rm plain >/dev/null 2>&1
 else
   fail "create plain: $(echo "$out" | oneline)"
 fi
 
+# The workspace's size, for a normal user: an ext4 image served by fuse2fs, as the user (udev
+# makes /dev/fuse 0666), full at its size; it outlives a restart of the daemon like its sandbox.
+if out=$(ctl create --name disky --disk 64M 2>&1); then
+  by=$(ctl info disky | grep -E '^diskBytes' | oneline)
+  full=$(ctl exec disky -- dd if=/dev/zero of=/workspace/fill bs=1M count=100 2>&1)
+  served=$(ps -o user= -C fuse2fs | sort -u | oneline)
+  [[ $by == *"64 MiB"*"ext4 image served by fuse2fs"* && $full == *"No space left on device"* && $served == "$user " ]] &&
+    pass "--disk 64M for $user: an ext4 image served by fuse2fs (as $served), full at its size" ||
+    fail "--disk 64M for $user: '$by'; dd: $(echo "$full" | oneline); fuse2fs run by '$served'"
+  ctl exec disky -- sh -c 'rm /workspace/fill; echo kept > /workspace/note' >/dev/null 2>&1
+else
+  fail "create --disk 64M: $(echo "$out" | oneline)"
+fi
+
 # A restart keeps the sandbox; the next daemon takes it over.
 as_user systemctl --user restart airlockd.service
+[[ $(ctl exec disky -- cat /workspace/note 2>&1) == kept ]] && pass "its workspace image is served on through the restart" ||
+  fail "after the restart, /workspace/note of disky: $(ctl exec disky -- cat /workspace/note 2>&1 | oneline)"
+ws=$(ctl info disky | sed -n 's/^workspace: .*(host: \(.*\))$/\1/p')
+ctl rm disky >/dev/null 2>&1
+# Unmounted lazily: its fuse2fs ends once the sandbox's last process (and its view) is gone.
+no_fuse2fs() { ! pgrep -f "fuse2fs $ws.ext4" >/dev/null; }
+[[ -n $ws ]] && wait_for 10 no_fuse2fs && [[ ! -e $ws.ext4 ]] && pass "rm disky: its fuse2fs and image are gone" ||
+  fail "after rm disky ($ws): $(pgrep -af fuse2fs | oneline) $(ls -d "$ws"* 2>&1 | oneline)"
 out=$(ctl exec work -- echo after-restart 2>&1)
 [[ $out == after-restart && $(unit airlockd.service MainPID) != "$daemon" ]] &&
   pass "systemctl --user restart airlockd: the sandbox goes on" || fail "after a restart: $(echo "$out" | oneline)"
