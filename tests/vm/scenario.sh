@@ -204,5 +204,11 @@ left=$(pgrep -u "$user" -af 'airlockd|bwrap|airlock-guest' | oneline)
 [[ -z $left && $(unit airlockd.service ActiveState) == inactive && $(unit airlockd.socket ActiveState) == inactive &&
    -z $(as_user systemctl --user list-units --plain --no-legend 'airlock-*.scope') ]] &&
   pass "apt remove stopped the daemon, its socket and every sandbox" || fail "after apt remove: running: $left; service $(unit airlockd.service ActiveState), socket $(unit airlockd.socket ActiveState)"
-[[ -d /home/$user/.local/share/airlock ]] && info "kept after removal: $(cd "/home/$user/.local/share/airlock" && ls | oneline)"
+images_gone() { [[ -z $(findmnt -rn -o TARGET,FSTYPE | grep -E 'airlock/workspaces|fuse2fs') && -z $(pgrep fuse2fs) ]]; }
+wait_for 10 images_gone
+mounted=$(findmnt -rn -o TARGET,FSTYPE | grep -E 'airlock/workspaces|fuse2fs' | oneline)
+served=$(pgrep -af fuse2fs | oneline)
+[[ -z $mounted && -z $served ]] && pass "apt remove unmounted every workspace image (the user's fuse2fs and root's loop devices)" ||
+  fail "after apt remove, still mounted: $mounted; fuse2fs: $served"
+[[ -d /home/$user/.local/share/airlock ]] && info "kept after removal: $(cd "/home/$user/.local/share/airlock" && ls | oneline) $(ls "/home/$user/.local/share/airlock/workspaces" | oneline)"
 echo "DONE"
