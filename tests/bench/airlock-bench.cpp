@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -433,6 +434,65 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
     return 0;
 }
 
+// Writing into a workspace with a size (issue 20, item 5): 1 GiB (256 MiB with --quick) by dd with
+// fsync into a workspace image on a loop device (root's daemon) and into a plain one (--disk none)
+// in the same rounds; with /dev/fuse open to a normal user, the same through fuse2fs (that user's
+// daemon) beside its plain workspace.
+int benchDisk(QList<Row> &rows, int rounds, bool quick)
+{
+    const int mib = quick ? 256 : 1024;
+    const QStringList dd = {QStringLiteral("dd"), QStringLiteral("if=/dev/zero"), QStringLiteral("of=/workspace/f"), QStringLiteral("bs=1M"),
+                            QStringLiteral("count=%1").arg(mib), QStringLiteral("conv=fsync"), QStringLiteral("status=none")};
+    const auto rate = [mib](const QList<double> &ms) { return mib / (median(ms) / 1000); };
+    TestDaemon daemon;
+    if (!daemon.start() || daemon.create({QStringLiteral("--name"), QStringLiteral("image"), QStringLiteral("--disk"), QStringLiteral("2G")}).isEmpty()
+        || daemon.create({QStringLiteral("--name"), QStringLiteral("plain"), QStringLiteral("--disk"), QStringLiteral("none")}).isEmpty()) {
+        std::fprintf(stderr, "airlock-bench --disk: cannot start airlockd or create the sandboxes\n");
+        return 1;
+    }
+    const EnvironmentBlock envp(daemon.environment());
+    const QString ctl = binDir() + QStringLiteral("/airlockctl");
+    QList<double> image, plain;
+    for (int r = 0; r < rounds; ++r) {
+        std::fprintf(stderr, "  round %d of %d\n", r + 1, rounds);
+        for (auto [sb, into] : {std::pair{"image", &image}, {"plain", &plain}}) {
+            spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--"), QStringLiteral("rm"),
+                     QStringLiteral("-f"), QStringLiteral("/workspace/f")},
+                    envp.get());
+            into->append(spawnMs(QStringList{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--")} + dd,
+                                 envp.get()));
+        }
+    }
+    rows.append({QStringLiteral("dd %1 MiB + fsync, loop image").arg(mib), rate(image), QStringLiteral("MiB/s"), QStringLiteral("--disk none"),
+                 rate(plain), QStringLiteral("-")});
+    daemon.stop();
+
+    if (::geteuid() != 0 || ::access("/dev/fuse", F_OK) != 0)
+        return 0;
+    struct stat fuse{};
+    ::stat("/dev/fuse", &fuse);
+    ::chmod("/dev/fuse", 0666); // as Debian's udev has it; this machine's may not
+    UnprivilegedDaemon user;
+    if (user.start() && user.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("image"), QStringLiteral("--disk"), QStringLiteral("2G")}).first == 0
+        && user.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("plain"), QStringLiteral("--disk"), QStringLiteral("none")}).first == 0) {
+        QList<double> fused, userPlain;
+        for (int r = 0; r < rounds; ++r) {
+            for (auto [sb, into] : {std::pair{"image", &fused}, {"plain", &userPlain}}) {
+                user.ctl({QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--"), QStringLiteral("rm"), QStringLiteral("-f"), QStringLiteral("/workspace/f")});
+                QElapsedTimer t;
+                t.start();
+                user.ctl(QStringList{QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--")} + dd);
+                into->append(double(t.nsecsElapsed()) / 1e6);
+            }
+        }
+        rows.append({QStringLiteral("dd %1 MiB + fsync, fuse2fs (a user's)").arg(mib), rate(fused), QStringLiteral("MiB/s"), QStringLiteral("--disk none"),
+                     rate(userPlain), QStringLiteral("-")});
+        user.ctl({QStringLiteral("rm"), QStringLiteral("image"), QStringLiteral("plain")});
+    }
+    ::chmod("/dev/fuse", fuse.st_mode & 07777);
+    return 0;
+}
+
 int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
 {
     TestDaemon daemon;
@@ -496,6 +556,7 @@ int main(int argc, char *argv[])
         {"--mcp", benchMcp},
         {"--exec-check", benchExecCheck},
         {"--cp", benchCp},
+        {"--disk", benchDisk},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {
@@ -558,7 +619,8 @@ int main(int argc, char *argv[])
 
     // 3. create until the first exec is possible, and delete.
     progress("create and delete");
-    QList<double> creates, deletes;
+    QList<double> creates, deletes, plainCreates;
+    const QJsonObject noDisk{{QStringLiteral("limits"), QJsonObject{{QStringLiteral("diskBytes"), 0}}}};
     for (int i = 0; i < rounds * 4; ++i) {
         QElapsedTimer t;
         t.start();
@@ -567,9 +629,16 @@ int main(int argc, char *argv[])
         t.restart();
         (void)client->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), c->value(QStringLiteral("id")).toString()}});
         deletes.append(double(t.nsecsElapsed()) / 1e6);
+        // The same without a workspace image (--disk none), in the same rounds.
+        t.restart();
+        auto p = client->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), noDisk}});
+        plainCreates.append(double(t.nsecsElapsed()) / 1e6);
+        (void)client->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), p->value(QStringLiteral("id")).toString()}});
     }
     rows.append({QStringLiteral("create until first exec"), median(creates), QStringLiteral("ms"), QStringLiteral("bare bwrap true"), bwrapMs,
                  QStringLiteral("<= 5x")});
+    rows.append({QStringLiteral("create until first exec, --disk none"), median(plainCreates), QStringLiteral("ms"), QStringLiteral("bare bwrap true"),
+                 bwrapMs, QStringLiteral("-")});
     rows.append({QStringLiteral("delete (whole tree gone)"), median(deletes), QStringLiteral("ms"), QStringLiteral("bare bwrap true"), bwrapMs,
                  QStringLiteral("-")});
 
