@@ -23,7 +23,7 @@ namespace airlock::ui {
 CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts, int host, QWidget *parent)
     : QDialog(parent), m_presets(presets), m_host(new QComboBox), m_name(new QLineEdit), m_preset(new QComboBox), m_presetAbout(new QLabel),
       m_allowAbout(new QLabel), m_network(new QComboBox), m_allow(new QLineEdit), m_mounts(new QLineEdit), m_memoryMiB(new QSpinBox),
-      m_pids(new QSpinBox), m_cpus(new QDoubleSpinBox), m_problem(new QLabel), m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
+      m_pids(new QSpinBox), m_cpus(new QDoubleSpinBox), m_diskGiB(new QDoubleSpinBox), m_problem(new QLabel), m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
     setWindowTitle(tr("New sandbox"));
     m_host->addItems(hosts);
@@ -63,6 +63,13 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     m_cpus->setSpecialValueText(tr("no limit"));
     m_cpus->setSuffix(tr(" cores"));
     m_cpus->setToolTip(tr("The CPU time the sandbox gets per second of wall time, in cores: 0.5 is half of one"));
+    m_diskGiB->setRange(0, 1 << 20);
+    m_diskGiB->setDecimals(2);
+    m_diskGiB->setSingleStep(1);
+    m_diskGiB->setSpecialValueText(tr("default (10 GiB, or what the disk has free)"));
+    m_diskGiB->setSuffix(tr(" GiB"));
+    m_diskGiB->setToolTip(tr("The size of the workspace: past it, writes fail with \"No space left on device\" and the rest of the disk "
+                             "stays free"));
     m_problem->setStyleSheet(QStringLiteral("color: #d03030"));
     m_problem->setWordWrap(true);
 
@@ -82,6 +89,7 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     form->addRow(tr("&Memory"), m_memoryMiB);
     form->addRow(tr("P&rocesses"), m_pids);
     form->addRow(tr("&CPUs"), m_cpus);
+    form->addRow(tr("&Disk"), m_diskGiB);
     form->addRow(m_problem);
     form->addRow(m_buttons);
     connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -192,6 +200,8 @@ QJsonObject CreateSandboxDialog::parameters() const
         limits.insert(QStringLiteral("pids"), m_pids->value());
     if (m_cpus->value() > 0)
         limits.insert(QStringLiteral("cpuMillicores"), std::round(m_cpus->value() * 1000));
+    if (m_diskGiB->value() > 0)
+        limits.insert(QStringLiteral("diskBytes"), std::round(m_diskGiB->value() * 1024 * 1024 * 1024));
     if (!limits.isEmpty())
         spec.insert(QStringLiteral("limits"), limits);
     QJsonArray mounts;

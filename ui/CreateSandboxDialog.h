@@ -39,6 +39,7 @@ public:
     QSpinBox *memoryBox() const { return m_memoryMiB; }
     QSpinBox *pidsBox() const { return m_pids; }
     QDoubleSpinBox *cpusBox() const { return m_cpus; }
+    QDoubleSpinBox *diskBox() const { return m_diskGiB; }
     QLabel *presetAbout() const { return m_presetAbout; }
     QLabel *allowAbout() const { return m_allowAbout; }
     QString problem() const; // empty when the form can be sent
@@ -60,6 +61,7 @@ private:
     QSpinBox *m_memoryMiB;
     QSpinBox *m_pids;
     QDoubleSpinBox *m_cpus;
+    QDoubleSpinBox *m_diskGiB;
     QLabel *m_problem;
     QDialogButtonBox *m_buttons;
 };

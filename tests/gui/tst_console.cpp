@@ -325,6 +325,7 @@ private Q_SLOTS:
         QVERIFY2(dialog.problem().startsWith(QLatin1String("Mounts: ")), qPrintable(dialog.problem()));
         dialog.mountsEdit()->setText(shared.path() + QStringLiteral(":/data"));
         QCOMPARE(dialog.problem(), QString());
+        dialog.diskBox()->setValue(0.5); // GiB: the workspace's size
         MainWindow window(*m_client);
         window.createSandbox(dialog.parameters());
         QVERIFY(QTest::qWaitFor([&] { return window.currentSandboxId() == window.sandboxModel()->sandbox(window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog"))).value(QStringLiteral("id")).toString()
@@ -337,6 +338,9 @@ private Q_SLOTS:
         QCOMPARE(mounts.size(), 1);
         QCOMPARE(mounts.first().toObject().value(QStringLiteral("path")).toString(), QStringLiteral("/data"));
         QCOMPARE(mounts.first().toObject().value(QStringLiteral("writable")).toBool(), false);
+        QCOMPARE(sandboxInfo(*m_daemon, QStringLiteral("from-dialog")).value(QStringLiteral("limits")).toObject().value(QStringLiteral("diskBytes")).toObject()
+                     .value(QStringLiteral("value")).toDouble(),
+                 512.0 * 1024 * 1024);
         window.deleteSelected();
         QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
     }
