@@ -15,7 +15,7 @@ namespace {
 // --disk none: a workspace with no size of its own (0 in the spec's limits).
 Result<uint64_t> parseBytesOrNone(const QString &text)
 {
-    return text == QLatin1String("none") ? Result<uint64_t>(uint64_t(0)) : units::parseBytes(text);
+    return text == QLatin1String("none") || text == QLatin1String("0") ? Result<uint64_t>(uint64_t(0)) : units::parseBytes(text);
 }
 } // namespace
 

@@ -14,6 +14,7 @@
 #include "sandbox/SeccompFilter.h"
 #include "sandbox/ResourceUsage.h"
 #include "sandbox/WorkspaceVolume.h"
+#include "engine/DiskGuard.h"
 #include "model/Units.h"
 #include "model/TerminalFilter.h"
 #include "util/FileSystem.h"
@@ -37,6 +38,10 @@
 #include <unistd.h>
 
 namespace airlock {
+
+namespace {
+constexpr int kDiskGuardIntervalMs = 100;
+} // namespace
 
 namespace {
 constexpr int kMaxSandboxes = 4096;
@@ -97,6 +102,23 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
             + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(m_config.dataDir), QCryptographicHash::Sha256).toHex().left(12));
     if (auto program = buildSeccompProgram())
         m_seccompProgram = *program;
+    // The disk the workspaces share with the history: a sandbox whose image grows while less than
+    // the reserve is free is ended, its workspace kept (DiskGuard.h).
+    QDir().mkpath(m_workspacesDir);
+    auto *guard = new DiskGuard(m_workspacesDir, m_config.diskReserveBytes, [this] {
+        QList<DiskGuard::Image> images;
+        for (const Sandbox *s : std::as_const(m_sandboxes))
+            if (s->state() == SandboxState::Running)
+                images.append({s->id(), volume::imagePath(s->workspaceDir())});
+        return images;
+    }, kDiskGuardIntervalMs, this);
+    connect(guard, &DiskGuard::grewOnAFullDisk, this, [this](const QString &id, uint64_t free) {
+        if (Sandbox *s = m_byId.value(id))
+            s->fail(QStringLiteral("its workspace grew while the disk was full (%1 free, below the %2 airlockd keeps for the history): it was ended "
+                                   "and its workspace is kept until 'airlockctl rm %3'")
+                        .arg(units::formatBytes(free), units::formatBytes(m_config.diskReserveBytes), s->name()),
+                    QStringLiteral("disk_full"));
+    });
 }
 
 Engine::~Engine()
@@ -336,14 +358,14 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         if (*finished)
             return;
         *finished = true;
-        discard(sandbox, false, nullptr);
+        discard(sandbox, true);
         done(error);
     });
     const Status launched = sandbox->start();
     if (resumeListen >= 0)
         ::close(resumeListen); // the guest has its own now
     if (!launched) {
-        discard(sandbox, false, nullptr);
+        discard(sandbox, true);
         return done(launched.error());
     }
     logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
@@ -465,7 +487,7 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
     connect(sandbox, &Sandbox::execAbandoned, this, programGone);
 }
 
-void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
+void Engine::discard(Sandbox *sandbox, bool removeWorkspace)
 {
     sandbox->terminate(QStringLiteral("removed"));
     m_proxy->dropSandbox(sandbox);
@@ -474,24 +496,8 @@ void Engine::discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt)
     if (const auto uid = m_hostUids.take(sandbox))
         m_uidClaims.release(uid, sandbox->id());
     m_records.remove(sandbox->id());
-    const QString ws = sandbox->workspaceDir();
-    if (keepWorkspace) {
-        const QString target = keptDir() + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
-        const Status kept = QDir().mkpath(keptDir()) ? volume::keepWorkspace(m_caps.diskDriver, ws, target)
-                                                     : makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(keptDir()));
-        if (kept) {
-            if (keptAt)
-                *keptAt = target;
-        } else {
-            // Never delete what the user asked to keep: leave it where it is and say so.
-            logger()->warn("could not move workspace {} to {} ({}); left in place", ws.toStdString(), target.toStdString(),
-                           kept.error().message.toStdString());
-            if (keptAt)
-                *keptAt = ws;
-        }
-    } else if (!volume::removeWorkspace(ws)) {
-        logger()->warn("could not remove workspace {}", ws.toStdString());
-    }
+    if (removeWorkspace && !volume::removeWorkspace(sandbox->workspaceDir()))
+        logger()->warn("could not remove workspace {}", sandbox->workspaceDir().toStdString());
     sandbox->deleteLater();
 }
 
@@ -501,9 +507,22 @@ Result<QJsonObject> Engine::removeSandbox(const QString &ref, bool keepWorkspace
     if (!found)
         return found.error();
     Sandbox *sandbox = *found;
-    QString keptAt;
     QJsonObject result{{QStringLiteral("id"), sandbox->id()}, {QStringLiteral("name"), sandbox->name()}};
-    discard(sandbox, keepWorkspace, &keptAt);
+    QString keptAt;
+    if (keepWorkspace) {
+        // Nothing writes while it is kept; what cannot be kept stays where it is, with its
+        // sandbox listed (stopped), so that nothing the person asked to keep is orphaned.
+        sandbox->terminate(QStringLiteral("removed"));
+        const QString target = keptDir() + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
+        auto kept = QDir().mkpath(keptDir()) ? volume::keepWorkspace(m_caps.diskDriver, sandbox->workspaceDir(), target)
+                                             : Result<QString>(makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(keptDir())));
+        if (!kept)
+            return makeError(ErrorCode::IoError, QStringLiteral("could not keep the workspace of %1 (%2); it stays at %3: 'airlockctl rm --keep %1' "
+                                                                "tries again, 'airlockctl rm %1' deletes it")
+                                                     .arg(sandbox->name(), kept.error().message, sandbox->workspaceDir()));
+        keptAt = *kept;
+    }
+    discard(sandbox, !keepWorkspace);
     result.insert(QStringLiteral("workspace"), keptAt.isEmpty() ? QJsonValue() : QJsonValue(keptAt));
     sandbox->publishDeleted(result);
     logger()->info("removed sandbox {} ({})", sandbox->id().toStdString(), sandbox->name().toStdString());
@@ -545,7 +564,7 @@ QJsonObject Engine::describe(const Sandbox &s) const
     if (s.spec().network != NetworkMode::Full)
         namespaces.append(QStringLiteral("net"));
     QJsonValue disk; // what the workspace's filesystem holds now, when it has a size of its own
-    if (volume::hasImage(s.workspaceDir()))
+    if (volume::hasImage(s.workspaceDir()) && volume::mounted(s.workspaceDir()))
         if (const auto used = volume::usage(s.workspaceDir()))
             disk = QJsonObject{{QStringLiteral("usedBytes"), double(used->usedBytes)}, {QStringLiteral("sizeBytes"), double(used->sizeBytes)}};
     return {{QStringLiteral("id"), s.id()},
@@ -714,7 +733,7 @@ void Engine::shutdown()
             delete s;
             continue;
         }
-        discard(s, false, nullptr);
+        discard(s, true);
     }
     if (!all.isEmpty() && !left.isEmpty())
         logger()->info("{} sandboxes go on; the next airlockd takes them over", left.size());

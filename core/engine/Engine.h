@@ -188,7 +188,7 @@ private:
     void prepareWorkspacesDir() const;
     Status makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid) const;
     QString keptDir() const;
-    void discard(Sandbox *sandbox, bool keepWorkspace, QString *keptAt);
+    void discard(Sandbox *sandbox, bool removeWorkspace);
     // Where airlockd's own directories would show inside these mounts (to be covered); an error
     // for a mount inside one of them.
     Result<QStringList> hiddenInMounts(const QList<Mount> &mounts) const;

@@ -141,6 +141,14 @@ public:
     Status resize(uint32_t execId, uint16_t rows, uint16_t cols);
     // Kills the whole process tree (the PID namespace) and waits for bwrap. Idempotent.
     void terminate(const QString &reason);
+    // Ends it for a reason of the host's (not a rule the sandbox broke): listed as failed, with
+    // `why`; its running executions are killed with `killReason` (exec.exited's reason); a
+    // sandbox.failed event.
+    void fail(const QString &why, const QString &killReason)
+    {
+        failAllExecutions(killReason);
+        onGuestFailed(why, false);
+    }
 
     // The last event of a sandbox, after terminate().
     void publishDeleted(const QJsonObject &payload) { publish(makeEvent(QStringLiteral("sandbox.deleted"), payload)); }

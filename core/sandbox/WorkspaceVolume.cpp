@@ -14,11 +14,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -41,13 +43,15 @@ QString findTool(const QString &name)
     return onPath.isEmpty() ? QStandardPaths::findExecutable(name, {QStringLiteral("/usr/sbin"), QStringLiteral("/sbin")}) : onPath;
 }
 
-// Runs a tool to its end; its own words on failure.
-Status runTool(const QString &program, const QStringList &args, const QString &what)
+// Runs a tool to its end; its own words on failure. It gets no descriptor of ours beyond its
+// standard three: fuse2fs lives on after this daemon, and must not hold its log or sockets.
+Status runTool(const QString &program, const QStringList &args, const QString &what, int timeoutMs = kToolTimeoutMs)
 {
     QProcess p;
     p.setProcessChannelMode(QProcess::MergedChannels);
+    p.setChildProcessModifier([] { ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC); });
     p.start(program, args);
-    if (!p.waitForFinished(kToolTimeoutMs)) {
+    if (!p.waitForFinished(timeoutMs)) {
         p.kill();
         p.waitForFinished(1000);
         return makeError(ErrorCode::IoError, QStringLiteral("%1: %2 did not finish (%3)").arg(what, program, p.errorString()));
@@ -282,30 +286,36 @@ bool removeWorkspace(const QString &dir)
     return fs::removeTree(dir) && ok;
 }
 
-Status keepWorkspace(Driver driver, const QString &dir, const QString &target)
+Result<QString> keepWorkspace(Driver driver, const QString &dir, const QString &target)
 {
     if (!hasImage(dir)) {
         if (!QDir().rename(dir, target))
             return makeError(ErrorCode::IoError, QStringLiteral("could not move %1 to %2").arg(dir, target));
-        return Ok{};
+        return target;
     }
     if (Status s = mount(driver, dir); !s)
-        return s;
+        return s.error();
     // cp -a keeps owners, modes, times, links and holes: the files as the sandbox left them.
     if (::mkdir(QFile::encodeName(target).constData(), 0700) != 0)
-        return errnoError(QStringLiteral("cannot create %1").arg(target));
-    if (Status s = runTool(QStringLiteral("cp"), {QStringLiteral("-a"), QStringLiteral("--"), dir + QStringLiteral("/."), target},
-                           QStringLiteral("could not copy the workspace out of its image"));
-        !s) {
+        return errnoError(QStringLiteral("cannot create %1").arg(target)).error();
+    const Status copied = runTool(QStringLiteral("cp"), {QStringLiteral("-a"), QStringLiteral("--"), dir + QStringLiteral("/."), target},
+                                  QStringLiteral("could not copy the workspace out of its image"), kKeepCopyMs);
+    if (!copied) {
         fs::removeTree(target);
-        return s;
+        // The image is the workspace too: kept as it is, beside where the folder would have been.
+        const QString image = target + QStringLiteral(".ext4");
+        logger()->warn("{}; keeping the image itself as {}", copied.error().message.toStdString(), image.toStdString());
+        if (!unmount(dir) || !QDir().rename(imagePath(dir), image))
+            return copied.error();
+        fs::removeTree(dir);
+        return image;
     }
     struct stat st{};
     if (::stat(QFile::encodeName(dir).constData(), &st) == 0)
         ::chmod(QFile::encodeName(target).constData(), st.st_mode & 07777);
     if (!removeWorkspace(dir))
         logger()->warn("kept {} at {}; its image is left to the next rm", dir.toStdString(), target.toStdString());
-    return Ok{};
+    return target;
 }
 
 std::optional<Usage> usage(const QString &dir)

@@ -45,7 +45,10 @@ bool mounted(const QString &dir);
 bool removeWorkspace(const QString &dir);
 // Moves the workspace's files to `target` (a new folder), where they stay as plain files: the
 // image is mounted if it is not, copied out, and removed. A folder without an image is renamed.
-Status keepWorkspace(Driver driver, const QString &dir, const QString &target);
+// When the copy cannot be made (a path too long for cp, a copy past kKeepCopyMs), the image
+// itself is kept instead, as `target`.ext4. Returns where it was kept.
+Result<QString> keepWorkspace(Driver driver, const QString &dir, const QString &target);
+constexpr int kKeepCopyMs = 30'000;
 
 struct Usage {
     uint64_t sizeBytes = 0; // what the filesystem offers, its own bookkeeping taken off

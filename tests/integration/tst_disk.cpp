@@ -5,6 +5,7 @@
 // does the same through fuse2fs, or says why it cannot.
 #include "TestHelpers.h"
 
+#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -14,6 +15,8 @@
 #include <QScopeGuard>
 #include <QTest>
 
+#include <algorithm>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -221,6 +224,34 @@ private Q_SLOTS:
         QCOMPARE(mountsOn(kept), 0);
     }
 
+    // What cp cannot copy out (the sandbox chose a path longer than PATH_MAX) is kept as the image
+    // itself: never lost, never orphaned.
+    void whatCannotBeCopiedOutIsKeptAsItsImage()
+    {
+        QString error;
+        const QString sb = m_daemon->create(args("--name", "deep", "--disk", "32M"), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString ws = workspaceOf(sandboxInfo(*m_daemon, sb));
+        const CliResult deep = exec(sb, args("python3", "-c", "import os; os.chdir('/workspace'); open('precious.txt', 'w').write('important\\n')\n"
+                                                              "for _ in range(30): os.mkdir('0' * 200); os.chdir('0' * 200)"));
+        QVERIFY2(deep.exitCode == 0, qPrintable(deep.describe()));
+        const CliResult rm = m_daemon->ctl(args("rm", "--keep", "--json", sb));
+        QCOMPARE(rm.exitCode, 0);
+        const QString kept = jsonArray(rm.out).at(0).toObject().value(QStringLiteral("workspace")).toString();
+        QVERIFY2(kept.endsWith(QStringLiteral("/deep-") + QFileInfo(ws).fileName() + QStringLiteral(".ext4")), qPrintable(rm.describe()));
+        QCOMPARE(statOf(kept).st_size, off_t(32 << 20));
+        QCOMPARE(octalMode(kept), QStringLiteral("600"));
+        QVERIFY(!QFileInfo::exists(ws) && !QFileInfo::exists(ws + QStringLiteral(".ext4")));
+        QVERIFY(!QFileInfo::exists(kept.chopped(5))); // no half-copied folder beside it
+        QCOMPARE(mountsOn(ws), 0);
+        // It holds the files: debugfs reads them without mounting anything.
+        QProcess debugfs;
+        debugfs.start(QStringLiteral("/usr/sbin/debugfs"), args("-R", "cat /precious.txt", kept));
+        QVERIFY(debugfs.waitForFinished(10000));
+        QCOMPARE(debugfs.readAllStandardOutput(), QByteArray("important\n"));
+        QFile::remove(kept);
+    }
+
     void belowTheReserveNoWorkspaceIsMade()
     {
         TestDaemon tight(args("--disk-reserve", "1000T"));
@@ -239,6 +270,49 @@ private Q_SLOTS:
         QVERIFY(bad.waitForFinished(10000));
         QCOMPARE(bad.exitCode(), 2);
         QVERIFY2(bad.readAllStandardError().startsWith("airlockd: --disk-reserve: "), "the option is named");
+    }
+
+    // Sizes are promises, not reservations: together they may exceed the disk. Once less than the
+    // reserve is free, a sandbox whose image still grows is ended (its workspace kept), and the
+    // others go on. The disk here is a 512 MiB tmpfs under the daemon's workspaces.
+    void aSandboxThatFillsTheDiskPastTheReserveIsEndedAndTheOthersGoOn()
+    {
+        TestDaemon d(args("--disk-reserve", "192M"));
+        const QString workspaces = QStringLiteral("/var/lib/airlock/workspaces-")
+            + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+        QVERIFY(QDir().mkpath(workspaces));
+        QCOMPARE(::mount("airlock-test", native(workspaces).constData(), "tmpfs", 0, "size=512m,mode=0711"), 0);
+        const auto unmount = qScopeGuard([&] {
+            d.stop();
+            ::umount2(native(workspaces).constData(), MNT_DETACH);
+            ::rmdir(native(workspaces).constData());
+        });
+        QVERIFY(d.start());
+        QString error;
+        QCOMPARE(d.create(args("--name", "writer", "--disk", "1G"), &error), QStringLiteral("writer"));
+        QCOMPARE(d.create(args("--name", "quiet", "--disk", "32M"), &error), QStringLiteral("quiet"));
+        QCOMPARE(execIn(d, QStringLiteral("quiet"), args("sh", "-c", "echo kept > /workspace/note")).exitCode, 0);
+        // 1 MiB at a time, each on the disk before the next, into an image larger than the disk:
+        // only the guard stops it before the disk is full (dd would fail, exit 3).
+        const CliResult writer = execIn(d, QStringLiteral("writer"), args("sh", "-c", "i=0; while [ $i -lt 600 ]; do "
+                                                                                     "dd if=/dev/zero of=/workspace/f$i bs=1M count=1 conv=fsync status=none || exit 3; "
+                                                                                     "i=$((i+1)); done"));
+        QCOMPARE(writer.exitCode, 137);
+        const QJsonObject ended = sandboxInfo(d, QStringLiteral("writer"));
+        QCOMPARE(ended.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        QVERIFY2(ended.value(QStringLiteral("failure")).toString().startsWith(QStringLiteral("its workspace grew while the disk was full (")),
+                 qPrintable(ended.value(QStringLiteral("failure")).toString()));
+        QVERIFY2(ended.value(QStringLiteral("failure")).toString().endsWith(QStringLiteral(" below the 192 MiB airlockd keeps for the history): it "
+                                                                                           "was ended and its workspace is kept until 'airlockctl rm writer'")),
+                 qPrintable(ended.value(QStringLiteral("failure")).toString()));
+        const QList<QJsonObject> exits = storedEvents(d, QStringLiteral("exec.exited"));
+        QVERIFY(std::any_of(exits.begin(), exits.end(), [](const QJsonObject &e) { return e.value(QStringLiteral("reason")).toString() == QLatin1String("disk_full"); }));
+        struct statvfs sv{};
+        QVERIFY(::statvfs(native(workspaces).constData(), &sv) == 0);
+        QVERIFY2(double(sv.f_bavail) * sv.f_frsize > 64 * kMiB, "the guard ended it within the reserve");
+        // The others go on, and their workspaces hold what they wrote.
+        QCOMPARE(execIn(d, QStringLiteral("quiet"), args("cat", "/workspace/note")).out, QByteArray("kept\n"));
+        QCOMPARE(d.ctl(args("rm", "writer", "quiet")).exitCode, 0);
     }
 
     void aWorkspaceThatOutlivesItsDaemonKeepsItsSize()
@@ -299,6 +373,13 @@ private Q_SLOTS:
         const QList<qint64> servers = pidsWithCommandLine(QFile::encodeName(ws + QStringLiteral(".ext4")));
         QCOMPARE(servers.size(), 1);
         QCOMPARE(procStatusField(servers.first(), "Uid:"), qint64(UnprivilegedDaemon::kUid)); // the user's, not root's
+        // It outlives the daemon, so it holds nothing of the daemon's (its log, sockets, history).
+        const QDir fds(QStringLiteral("/proc/%1/fd").arg(servers.first()));
+        for (const QString &fd : fds.entryList(QDir::System | QDir::NoDotAndDotDot)) {
+            const QString target = QFile::symLinkTarget(fds.filePath(fd));
+            QVERIFY2(target == QLatin1String("/dev/null") || target == QLatin1String("/dev/fuse") || target == ws + QStringLiteral(".ext4"),
+                     qPrintable(fd + QStringLiteral(" -> ") + target));
+        }
         const auto [filled, fillOut] = user.ctl(args("exec", "mine", "-n", "--", "dd", "if=/dev/zero", "of=/workspace/fill", "bs=1M", "count=64"));
         QCOMPARE(filled, 1);
         QVERIFY2(fillOut.contains("No space left on device"), fillOut.constData());
