@@ -15,6 +15,7 @@
 #include "sandbox/ResourceUsage.h"
 #include "sandbox/WorkspaceVolume.h"
 #include "engine/DiskGuard.h"
+#include "engine/WorkspaceSpare.h"
 #include "model/Units.h"
 #include "model/TerminalFilter.h"
 #include "util/FileSystem.h"
@@ -105,6 +106,8 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
     // The disk the workspaces share with the history: a sandbox whose image grows while less than
     // the reserve is free is ended, its workspace kept (DiskGuard.h).
     QDir().mkpath(m_workspacesDir);
+    if (m_caps.diskDriver != volume::Driver::None)
+        m_spare = new WorkspaceSpare(m_workspacesDir, m_caps.diskDriver, [this] { return defaultDiskBytes(); }, newId, this);
     auto *guard = new DiskGuard(m_workspacesDir, m_config.diskReserveBytes, [this] {
         QList<DiskGuard::Image> images;
         for (const Sandbox *s : std::as_const(m_sandboxes))
@@ -132,6 +135,7 @@ void Engine::reapOrphans(const QSet<QString> &keep)
     // Workspaces of sandboxes that died with a previous daemon that did not let them outlive it
     // (SIGKILL): nothing runs in them. A sandbox that may outlive its daemon has a record, and
     // its workspace is only ever removed by rm.
+    WorkspaceSpare::removeLeftovers(workspacesDir()); // a spare is nobody's: made again
     QDir dir(workspacesDir());
     for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
         if (keep.contains(orphan))
@@ -146,38 +150,52 @@ void Engine::reapOrphans(const QSet<QString> &keep)
     SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
     if (m_caps.runningAsRoot)
         m_uidClaims.releaseAllBut(keep);
+    if (m_spare)
+        m_spare->refill();
+}
+
+// What a default workspace gets now: 10 GiB, or what the disk has free beyond the reserve when
+// that is less; 0 when that is too little for one.
+uint64_t Engine::defaultDiskBytes() const
+{
+    constexpr uint64_t kSmallestDefault = 64ull << 20;
+    const std::optional<uint64_t> free = volume::freeBytes(workspacesDir());
+    if (!free)
+        return LimitPlan::kDefaultDiskBytes;
+    const uint64_t beyondReserve = *free > m_config.diskReserveBytes ? *free - m_config.diskReserveBytes : 0;
+    return beyondReserve < kSmallestDefault ? 0 : std::min(LimitPlan::kDefaultDiskBytes, beyondReserve);
 }
 
 // The workspace: a folder of the sandbox's uid (0700), with an image of the sandbox's disk limit
-// mounted on it. Refused (DiskFull) when the disk has no more than the reserve free; a default
-// limit is lowered to what is free beyond the reserve.
-Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid) const
+// mounted on it (`prepared`: made ahead of time, WorkspaceSpare). Refused (DiskFull) when the
+// disk has no more than the reserve free, or too little beyond it for a default one.
+Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid, bool prepared) const
 {
     prepareWorkspacesDir();
     const std::optional<uint64_t> free = volume::freeBytes(workspacesDir());
-    constexpr uint64_t kSmallestDefault = 64ull << 20;
-    const uint64_t beyondReserve = free && *free > m_config.diskReserveBytes ? *free - m_config.diskReserveBytes : 0;
-    if (free && (beyondReserve == 0 || (plan.diskDefaulted && beyondReserve < kSmallestDefault)))
+    const uint64_t defaultBytes = plan.diskDefaulted ? defaultDiskBytes() : 0;
+    if (free && (*free <= m_config.diskReserveBytes || (plan.diskDefaulted && defaultBytes == 0)))
         return makeError(ErrorCode::DiskFull,
                          QStringLiteral("only %1 is free on the disk of %2, and airlockd keeps %3 of it for the history and the workspaces "
                                         "it has: remove sandboxes (airlockctl rm), prune the history (airlockctl prune --vacuum) or free space")
                              .arg(units::formatBytes(*free), workspacesDir(), units::formatBytes(m_config.diskReserveBytes)));
-    if (plan.diskDefaulted && free)
-        plan.effective.diskBytes = std::min(*plan.effective.diskBytes, beyondReserve);
+    if (plan.diskDefaulted)
+        plan.effective.diskBytes = defaultBytes;
     const QByteArray native = QFile::encodeName(dir);
-    if (::mkdir(native.constData(), 0700) != 0)
+    if (!prepared && ::mkdir(native.constData(), 0700) != 0)
         return makeError(ErrorCode::IoError, QStringLiteral("cannot create the workspace %1").arg(dir));
-    if (hostUid && ::chown(native.constData(), *hostUid, *hostUid) != 0) {
-        fs::removeTree(dir);
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid));
-    }
-    if (!plan.effective.diskBytes)
+    auto fail = [&](Error e) {
+        volume::removeWorkspace(dir);
+        return e;
+    };
+    // A prepared one is the daemon user's filesystem root: the sandbox's uid takes it here.
+    if (hostUid && ::chown(native.constData(), *hostUid, *hostUid) != 0)
+        return fail(makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid)));
+    if (prepared || !plan.effective.diskBytes)
         return Ok{};
     const Status made = volume::create(m_caps.diskDriver, dir, *plan.effective.diskBytes, hostUid.value_or(::getuid()),
                                        hostUid.value_or(::getgid()));
-    if (!made)
-        fs::removeTree(dir);
-    return made;
+    return made ? made : fail(made.error());
 }
 
 // Kept workspaces go next to the workspaces directory: same filesystem, so keeping is a rename.
@@ -241,7 +259,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         return done(makeError(ErrorCode::BoundaryUnavailable, m_caps.seccompError));
     if (m_sandboxes.size() >= kMaxSandboxes)
         return done(makeError(ErrorCode::LimitUnsupported, QStringLiteral("this daemon already runs %1 sandboxes").arg(kMaxSandboxes)));
-    const QString id = newId();
+    QString id = newId();
     if (spec.name.isEmpty())
         spec.name = QStringLiteral("sb-") + id.left(6);
     if (Status s = validateSandboxName(spec.name); !s)
@@ -277,6 +295,14 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     if (!plan)
         return done(plan.error());
 
+    // A default workspace made ahead of time, when one is ready: the sandbox takes its id.
+    std::optional<QString> spare = plan->diskDefaulted && m_spare ? m_spare->take(defaultDiskBytes()) : std::nullopt;
+    if (spare)
+        id = *spare;
+    auto dropSpare = qScopeGuard([&] {
+        if (spare)
+            volume::removeWorkspace(workspacesDir() + QLatin1Char('/') + *spare);
+    });
     SandboxSetup setup;
     setup.id = id;
     setup.spec = spec;
@@ -295,8 +321,9 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         if (hostUid)
             m_uidClaims.release(*hostUid, id);
     });
-    if (Status made = makeWorkspace(setup.workspaceDir, setup.plan, hostUid); !made)
+    if (Status made = makeWorkspace(setup.workspaceDir, setup.plan, hostUid, spare.has_value()); !made)
         return done(made.error());
+    dropSpare.dismiss();
     auto cgroup = SandboxCgroup::create(m_caps, m_config.instanceKey, id, *plan);
     if (!cgroup) {
         volume::removeWorkspace(setup.workspaceDir);
@@ -738,6 +765,8 @@ void Engine::shutdown()
     if (!all.isEmpty() && !left.isEmpty())
         logger()->info("{} sandboxes go on; the next airlockd takes them over", left.size());
     SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, true, left);
+    delete m_spare; // waits for one being made, and removes it
+    m_spare = nullptr;
     if (workspacesDir().startsWith(QLatin1String("/var/lib/airlock/")))
         ::rmdir(QFile::encodeName(workspacesDir()).constData()); // only when empty
 }

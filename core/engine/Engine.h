@@ -186,7 +186,8 @@ private:
     Result<std::optional<uid_t>> allocateHostUid(const QString &sandboxId);
     QString workspacesDir() const;
     void prepareWorkspacesDir() const;
-    Status makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid) const;
+    Status makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid, bool prepared) const;
+    uint64_t defaultDiskBytes() const;
     QString keptDir() const;
     void discard(Sandbox *sandbox, bool removeWorkspace);
     // Where airlockd's own directories would show inside these mounts (to be covered); an error
@@ -223,6 +224,7 @@ private:
     qint64 m_lastUsageMs = -1;
     QElapsedTimer m_usageClock;
     QThreadPool m_usagePool;
+    class WorkspaceSpare *m_spare = nullptr; // a default workspace made ahead of time (null: no images here)
     QHash<Sandbox *, uid_t> m_hostUids;
     HostUidClaims m_uidClaims;
     ApprovalBroker &m_approvals;

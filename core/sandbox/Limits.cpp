@@ -22,7 +22,6 @@ constexpr uint64_t kDefaultOutputBytes = 1ull << 30;
 constexpr uint64_t kCpuPeriodUs = 100'000;
 constexpr uint64_t kDefaultTmpBytes = 1ull << 30;
 constexpr uint64_t kMostDefaultMemory = 4ull << 30;
-constexpr uint64_t kDefaultDiskBytes = 10ull << 30;
 
 // Half of this machine's memory, and no more than 4 GiB: no single sandbox can take it all.
 uint64_t defaultMemoryBytes()
@@ -73,7 +72,7 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
                              QStringLiteral("a disk limit needs a workspace image, which this daemon cannot mount (%1); drop --disk or fix the host")
                                  .arg(caps.diskError));
     } else if (caps.diskDriver != volume::Driver::None) {
-        plan.effective.diskBytes = kDefaultDiskBytes;
+        plan.effective.diskBytes = LimitPlan::kDefaultDiskBytes;
         plan.diskDefaulted = true;
     }
     plan.pidsByCgroup = caps.cgroupPids;

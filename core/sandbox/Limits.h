@@ -16,6 +16,7 @@ namespace airlock {
 // The limits a sandbox actually runs with and what enforces each one. Built before anything is
 // started: a limit the spec asks for that no mechanism here can enforce is an error (fail closed).
 struct LimitPlan {
+    static constexpr uint64_t kDefaultDiskBytes = 10ull << 30; // a workspace's size unless asked (less on a fuller disk)
     Limits effective;
     bool memoryByCgroup = false;
     bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
