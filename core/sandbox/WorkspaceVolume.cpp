@@ -163,6 +163,65 @@ bool unmount(const QString &dir)
     const QString fusermount = findTool(QStringLiteral("fusermount3"));
     return !fusermount.isEmpty() && runTool(fusermount, {QStringLiteral("-u"), QStringLiteral("-z"), dir}, QStringLiteral("unmount")).ok();
 }
+
+// Copies what `from` holds into `to` (made here, 0600), holes left as holes.
+bool copySparse(const QByteArray &from, const QByteArray &to, off_t size)
+{
+    const int in = ::open(from.constData(), O_RDONLY | O_CLOEXEC);
+    const int out = ::open(to.constData(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool ok = in >= 0 && out >= 0 && ::ftruncate(out, size) == 0;
+    for (off_t data = 0; ok;) {
+        data = ::lseek(in, data, SEEK_DATA);
+        if (data < 0) {
+            ok = errno == ENXIO; // no data after the last hole
+            break;
+        }
+        off_t hole = ::lseek(in, data, SEEK_HOLE);
+        if (hole < 0)
+            hole = size;
+        for (off_t inAt = data, outAt = data; ok && inAt < hole;) {
+            const ssize_t n = ::copy_file_range(in, &inAt, out, &outAt, size_t(hole - inAt), 0);
+            ok = n > 0;
+        }
+        data = hole;
+    }
+    for (int fd : {in, out})
+        if (fd >= 0)
+            ::close(fd);
+    return ok;
+}
+
+// A workspace image of `bytes`: a copy of the empty filesystem of that size made once by mkfs and
+// kept in `dir` (".template-BYTES.ext4"), which takes a few milliseconds where mkfs takes tens.
+// mkfs writes it sparse and quick: inode tables and journal are not written (nor later, see
+// mountLoop). Every workspace has the template's filesystem UUID, which ext4 does not mind.
+Result<QString> copyOfTemplate(const QString &dir, uint64_t bytes, const QString &image)
+{
+    const QString templ = dir + QStringLiteral("/.template-%1.ext4").arg(bytes);
+    if (!QFileInfo::exists(templ)) {
+        // Made under a name of its own and renamed: two makers at once both succeed.
+        const QString making = templ + QStringLiteral(".%1").arg(quintptr(QThread::currentThreadId()));
+        const int fd = ::open(QFile::encodeName(making).constData(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        const bool sized = fd >= 0 && ::ftruncate(fd, off_t(bytes)) == 0;
+        if (fd >= 0)
+            ::close(fd);
+        const QStringList mkfs{QStringLiteral("-q"), QStringLiteral("-F"), QStringLiteral("-m"), QStringLiteral("0"), QStringLiteral("-L"),
+                               QStringLiteral("workspace"), QStringLiteral("-E"), QStringLiteral("lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner"),
+                               making};
+        const Status made = sized ? runTool(findTool(QStringLiteral("mkfs.ext4")), mkfs, QStringLiteral("cannot make the workspace filesystem"))
+                                  : errnoError(QStringLiteral("cannot size the workspace image %1").arg(making));
+        if (!made || ::rename(QFile::encodeName(making).constData(), QFile::encodeName(templ).constData()) != 0) {
+            ::unlink(QFile::encodeName(making).constData());
+            return made ? errnoError(QStringLiteral("cannot keep %1").arg(templ)).error() : made.error();
+        }
+    }
+    if (!copySparse(QFile::encodeName(templ), QFile::encodeName(image), off_t(bytes))) {
+        const Status s = errnoError(QStringLiteral("cannot create the workspace image %1").arg(image));
+        ::unlink(QFile::encodeName(image).constData());
+        return s.error();
+    }
+    return image;
+}
 } // namespace
 
 Driver probe(bool root, QString *why)
@@ -211,37 +270,23 @@ bool hasImage(const QString &dir)
 
 Status create(Driver driver, const QString &dir, uint64_t bytes, uid_t uid, gid_t gid)
 {
-    const QString image = imagePath(dir);
-    const QByteArray native = QFile::encodeName(image);
-    const int fd = ::open(native.constData(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return errnoError(QStringLiteral("cannot create the workspace image %1").arg(image));
-    const bool sized = ::ftruncate(fd, off_t(bytes)) == 0;
-    ::close(fd);
-    auto fail = [&](Status s) {
-        ::unlink(native.constData());
+    auto image = copyOfTemplate(QFileInfo(dir).path(), bytes, imagePath(dir));
+    if (!image)
+        return image.error();
+    if (Status s = mount(driver, dir); !s) {
+        ::unlink(QFile::encodeName(*image).constData());
         return s;
-    };
-    if (!sized)
-        return fail(errnoError(QStringLiteral("cannot size the workspace image %1").arg(image)));
-    // Sparse and quick: inode tables and journal are not written now (nor later, see mountLoop).
-    const QStringList mkfs{QStringLiteral("-q"), QStringLiteral("-F"), QStringLiteral("-m"), QStringLiteral("0"),
-                           QStringLiteral("-L"), QStringLiteral("workspace"), QStringLiteral("-E"),
-                           QStringLiteral("lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=%1:%2").arg(uid).arg(gid),
-                           image};
-    if (Status s = runTool(findTool(QStringLiteral("mkfs.ext4")), mkfs, QStringLiteral("cannot make the workspace filesystem")); !s)
-        return fail(s);
-    if (Status s = mount(driver, dir); !s)
-        return fail(s);
-    // An empty workspace, as without a limit; fsck makes lost+found again should it need one.
+    }
+    // An empty workspace, as without a limit (fsck makes lost+found again should it need one),
+    // whose root stands for the folder it covers: the sandbox's alone (mkfs makes it 0755).
     const QString lostFound = dir + QStringLiteral("/lost+found");
     if (::rmdir(QFile::encodeName(lostFound).constData()) != 0)
         logger()->warn("could not remove {}: {}", lostFound.toStdString(), std::strerror(errno));
-    // The filesystem's root stands for the folder it covers: the sandbox's alone (mkfs makes it 0755).
-    if (::chmod(QFile::encodeName(dir).constData(), 0700) != 0) {
-        const Status s = errnoError(QStringLiteral("cannot make %1 private").arg(dir));
+    const QByteArray root = QFile::encodeName(dir);
+    if ((uid != ::geteuid() && ::chown(root.constData(), uid, gid) != 0) || ::chmod(root.constData(), 0700) != 0) {
+        const Status s = errnoError(QStringLiteral("cannot make %1 private to uid %2").arg(dir).arg(uid));
         removeWorkspace(dir);
-        ::mkdir(QFile::encodeName(dir).constData(), 0700); // the caller removes the folder it made
+        ::mkdir(root.constData(), 0700); // the caller removes the folder it made
         return s;
     }
     return Ok{};

@@ -365,7 +365,8 @@ private Q_SLOTS:
         QVERIFY(::chmod("/dev/fuse", 0666) == 0);
         UnprivilegedDaemon user;
         QVERIFY(user.start());
-        QCOMPARE(user.ctl(args("create", "--name", "mine", "--disk", "32M")).first, 0);
+        const auto [made, madeOut] = user.ctl(args("create", "--name", "mine", "--disk", "32M"));
+        QVERIFY2(made == 0, madeOut.constData());
         const QJsonObject info = jsonObject(user.ctl(args("info", "--json", "mine")).second);
         QCOMPARE(diskLimit(info).value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("ext4 image served by fuse2fs"));
         const QString ws = workspaceOf(info);
