@@ -485,14 +485,11 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
         return;
     Execution &e = *it;
     e.bytes[stream] += uint64_t(data.size());
-    if (m_redactor.isEmpty() && e.carry[stream].isEmpty())
+    if (m_redactor.isEmpty() && e.masked[stream].held() == 0)
         return emitOutput(e, execId, stream, timeNs, data);
     // Masked before anyone sees it, store and clients alike; same length, so offsets stay true.
-    QByteArray clean = e.carry[stream] + data;
-    const Redactor::Hits hits = m_redactor.redactInPlace(clean);
-    const qsizetype hold = m_redactor.partialSuffix(clean);
-    e.carry[stream] = clean.right(hold);
-    clean.chop(hold);
+    Redactor::Hits hits;
+    const QByteArray clean = e.masked[stream].write(m_redactor, data, &hits);
     if (hits) {
         Redactor::Hits before = e.redacted;
         e.redacted.merge(hits);
@@ -583,8 +580,8 @@ void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
     if (it == m_execs.end())
         return;
     for (int stream : {1, 2}) // what was held back is no secret after all
-        if (!it->carry[stream].isEmpty())
-            emitOutput(*it, execId, stream, nowMs() * 1'000'000, std::exchange(it->carry[stream], QByteArray()));
+        if (it->masked[stream].held() > 0)
+            emitOutput(*it, execId, stream, nowMs() * 1'000'000, it->masked[stream].finish());
     const Execution e = *it;
     m_execs.erase(it);
     if (m_channel)

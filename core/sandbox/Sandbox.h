@@ -9,6 +9,7 @@
 #include "sandbox/ExecListener.h"
 #include "sandbox/GuestChannel.h"
 #include "policy/Policy.h"
+#include "secrets/RedactionStream.h"
 #include "secrets/Redactor.h"
 #include "sandbox/Limits.h"
 
@@ -193,7 +194,7 @@ private:
         qint64 startedMs = 0;
         uint64_t bytes[3] = {0, 0, 0}; // by stream
         uint64_t emitted[3] = {0, 0, 0};
-        QByteArray carry[3]; // output held back: it may be the start of a secret
+        RedactionStream masked[3]; // by stream; holds back what may be the start of a secret
         Redactor::Hits redacted;
         uint64_t forwarded = 0;
         bool truncated = false;

@@ -166,8 +166,8 @@ void Sandbox::onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes)
     if (it == m_execs.end())
         return;
     // Whatever was held back as a possible secret's start is not continued by what follows.
-    if (!it->carry[stream].isEmpty())
-        emitOutput(*it, execId, stream, QDateTime::currentMSecsSinceEpoch() * 1'000'000, std::exchange(it->carry[stream], QByteArray()));
+    if (it->masked[stream].held() > 0)
+        emitOutput(*it, execId, stream, QDateTime::currentMSecsSinceEpoch() * 1'000'000, it->masked[stream].finish());
     if (offset != it->bytes[stream])
         logger()->warn("sandbox {}: gap at {} of execution {}, {} bytes were had", m_setup.id.toStdString(), offset, execId, it->bytes[stream]);
     it->bytes[stream] = offset + bytes;

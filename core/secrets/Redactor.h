@@ -6,15 +6,17 @@
 #include <QList>
 #include <QStringList>
 
+#include <array>
+
 namespace airlock {
 
 // Replaces granted secret values wherever they appear: as they are, in hex (both cases) and in
 // base64 (standard and URL-safe, at each of the three alignments a value can have inside a longer
-// encoded text). The encoded forms are found wrapped too, as base64, openssl base64, xxd -p and
-// od -An -tx1 print them: up to kMaxGap whitespace characters may stand between any two of their
-// characters. The replacement has the same length as what it replaces ("[REDACTED****]", or "*"
-// for short matches), and leaves the whitespace of a wrapped form where it was, so stream offsets,
-// byte counts and lines stay true.
+// encoded text). The forms are found wrapped too, as base64, openssl base64, xxd -p and od -An -tx1
+// print them: between any two of their characters may stand up to kMaxGap whitespace characters.
+// The replacement has the same length as what it replaces
+// ("[REDACTED****]", or "*" for short matches) and covers only the form's own characters:
+// whitespace stays where it was, so stream offsets, byte counts and lines stay true.
 class Redactor {
 public:
     struct Hits {
@@ -27,31 +29,35 @@ public:
     void add(const QString &name, const QByteArray &value);
     bool isEmpty() const { return m_patterns.isEmpty(); }
 
+    // data as a whole (a stream's chunks go through a RedactionStream).
     Hits redactInPlace(QByteArray &data) const;
-    // How many bytes at the end of data could be the start of a secret: a stream holds them back
-    // until the next chunk shows whether they are.
+    // How many bytes at the end of data could be the start of a secret: what a RedactionStream
+    // that was written data holds back.
     qsizetype partialSuffix(QByteArrayView data) const;
     // Every string (and key) of a JSON payload.
     QJsonObject redactJson(const QJsonObject &object, Hits *hits) const;
 
     static QByteArray mask(qsizetype length);
 
-    // The most whitespace between two characters of an encoded form ("\r\n"; od's "\n " between
-    // lines). A longer run ends a match, which bounds what partialSuffix holds back: at most
-    // (1 + kMaxGap) times the longest form.
+    // The most whitespace between two characters of a form ("\r\n"; od's "\n " between lines). A
+    // longer run ends a match, which bounds what a stream holds back: less than (1 + kMaxGap) times
+    // the longest form.
     static constexpr qsizetype kMaxGap = 2;
 
 private:
+    friend class RedactionStream;
     struct Pattern {
         QByteArray bytes;
         QString name;
         QList<qsizetype> failure; // for partialSuffix
         bool wrapped = false;     // an encoded form: whitespace may stand between its characters
     };
+    static bool isSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
     QJsonValue redactValue(const QJsonValue &value, Hits *hits) const;
     QString redactString(const QString &s, Hits *hits) const;
 
     QList<Pattern> m_patterns; // longest first
+    std::array<QList<qsizetype>, 256> m_startingWith; // by first byte: patterns (their index) that start with it
 };
 
 } // namespace airlock

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The redactor: every form of a secret masked at the same length, wrapped into lines as base64,
-// openssl, xxd -p and od print it too; what could begin a secret held back at a chunk's end, and
-// no more than that; and a chunk full of secrets costs about as much as one without any.
+// openssl, xxd -p and od print it too; what could begin a secret held back
+// at a chunk's end, and no more than that; a chunk full of secrets costs about as much as one
+// without any, and a stream of tiny writes about as much as one of large ones.
 #include "Masking.h"
+#include "secrets/RedactionStream.h"
 #include "secrets/Redactor.h"
 
 #include <QElapsedTimer>
@@ -30,8 +32,22 @@ QByteArray odHex(const QByteArray &bytes)
     return out;
 }
 
-// What a sandbox's stream makes of data written in pieces: each piece masked with what was held
-// back before it, the possible start of a secret held back again, the rest flushed at the end.
+// What a sandbox's stream makes of data written in pieces.
+QByteArray written(const Redactor &r, QByteArrayView data, qsizetype piece, qsizetype *maxHold = nullptr)
+{
+    RedactionStream stream;
+    Redactor::Hits hits;
+    QByteArray out;
+    for (qsizetype i = 0; i < data.size(); i += piece) {
+        out += stream.write(r, data.sliced(i, std::min(piece, data.size() - i)), &hits);
+        if (maxHold)
+            *maxHold = std::max(*maxHold, stream.held());
+    }
+    return out + stream.finish();
+}
+
+// The same through redactInPlace and partialSuffix: each piece masked with what was held back
+// before it, the possible start of a secret held back again, the rest flushed at the end.
 QByteArray streamed(const Redactor &r, const QByteArray &data, qsizetype piece, qsizetype *maxHold = nullptr)
 {
     QByteArray out, carry;
@@ -130,8 +146,10 @@ private Q_SLOTS:
         QCOMPARE(hits.count, 1);
         QCOMPARE(data, expected);
         // Written in pieces of any size, the stream comes out the same.
-        for (qsizetype piece : {1, 2, 3, 7, 59, 60, 61, 76, 77, 100})
+        for (qsizetype piece : {1, 2, 3, 7, 59, 60, 61, 76, 77, 100}) {
             QCOMPARE(streamed(r, output, piece), expected);
+            QCOMPARE(written(r, output, piece), expected);
+        }
     }
 
     // A wrapped form is found across two writes wherever they meet, the line break before, in or
@@ -195,6 +213,37 @@ private Q_SLOTS:
         QVERIFY(!flood.contains(secret));
         // One pass per pattern: the flood is within a small factor of plain text (it was 45x).
         QVERIFY2(floodMs < 20 * std::max<qint64>(plainMs, 5) + 200, qPrintable(QStringLiteral("flood %1 ms, plain %2 ms").arg(floodMs).arg(plainMs)));
+    }
+
+    // A program can write its output a byte at a time, or in pieces that always end in what could
+    // start a secret: each byte is still looked at once, so that costs about what large writes do
+    // (it was 1000 times as much when what was held back was searched again with every write).
+    void aStreamOfTinyWritesCostsLittle()
+    {
+        Redactor r;
+        r.add(QStringLiteral("K"), longValue());
+        r.add(QStringLiteral("S"), secret);
+        const QByteArray hex = longValue().toHex();
+        QByteArray nearMisses; // the wrapped hex form, never complete
+        while (nearMisses.size() < 256 * 1024)
+            nearMisses += wrapped(hex.left(hex.size() - 1), 2) + "!";
+        const auto msPerMiB = [&](qsizetype piece) {
+            QList<double> runs;
+            for (int i = 0; i < 3; ++i) {
+                QElapsedTimer t;
+                t.start();
+                const QByteArray out = written(r, nearMisses, piece);
+                runs.append(double(t.nsecsElapsed()) / 1e6 * (1024.0 * 1024.0) / double(nearMisses.size()));
+                if (out != nearMisses)
+                    return -1.0;
+            }
+            std::sort(runs.begin(), runs.end());
+            return runs.at(1);
+        };
+        const double large = msPerMiB(4096), small = msPerMiB(64), tiny = msPerMiB(1);
+        qInfo("near misses, ms per MiB (median of 3): %.1f in 4096-byte writes, %.1f in 64-byte writes, %.1f in 1-byte writes", large, small, tiny);
+        QVERIFY(large >= 0 && small >= 0 && tiny >= 0);
+        QVERIFY2(tiny < 25 * std::max(large, 10.0) + 300, qPrintable(QStringLiteral("%1 ms per MiB in 1-byte writes, %2 in 4096-byte ones").arg(tiny).arg(large)));
     }
 };
 

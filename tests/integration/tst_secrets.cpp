@@ -241,33 +241,37 @@ private Q_SLOTS:
 
     // A process in the sandbox pipes a long secret through the encoders at hand, after 0, 1 or 2
     // bytes of its own (the three places a value can start in a base64 group), in one write or
-    // two. What the client gets and what the history keeps is exactly the tool's output with
-    // every character that depends on the value alone masked: line breaks where they were, the
-    // one character at each end of base64 that mixes in the neighbours' bits, nothing more.
+    // two or one a byte. What the client gets and what the history keeps is exactly the tool's
+    // output with every character that depends on the value alone masked: line breaks where they
+    // were, the one character at each end of base64 that mixes in the neighbours' bits, nothing
+    // more.
     void wrappedEncodingsAreMasked_data()
     {
         QTest::addColumn<QString>("pipeline"); // what the value (after the prefix) is piped through
         QTest::addColumn<int>("shift");        // bytes before the value
-        QTest::addColumn<bool>("hex");
+        QTest::addColumn<QString>("form");     // what the output shows: base64 or hex
+        const QString base64 = QStringLiteral("base64"), hex = QStringLiteral("hex");
         for (int shift = 0; shift < 3; ++shift) {
-            QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift) << QStringLiteral("base64") << shift << false;
-            QTest::addRow("base64 -w 0, value at offset %d", shift) << QStringLiteral("base64 -w 0") << shift << false;
-            QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift) << QStringLiteral("openssl base64") << shift << false;
-            QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift) << QStringLiteral("xxd -p") << shift << true;
+            QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift) << QStringLiteral("base64") << shift << base64;
+            QTest::addRow("base64 -w 0, value at offset %d", shift) << QStringLiteral("base64 -w 0") << shift << base64;
+            QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift) << QStringLiteral("openssl base64") << shift << base64;
+            QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift) << QStringLiteral("xxd -p") << shift << hex;
         }
-        QTest::newRow("od -An -tx1 spaces every byte") << QStringLiteral("od -An -tx1") << 0 << true;
+        QTest::newRow("od -An -tx1 spaces every byte") << QStringLiteral("od -An -tx1") << 0 << hex;
         QTest::newRow("base64 in two writes, cut after a line break")
-            << QStringLiteral("base64 > /tmp/e; head -c 77 /tmp/e; sleep 0.3; tail -c +78 /tmp/e") << 1 << false;
+            << QStringLiteral("base64 > /tmp/e; head -c 77 /tmp/e; sleep 0.3; tail -c +78 /tmp/e") << 1 << base64;
         QTest::newRow("base64 in two writes, cut in a line") << QStringLiteral("base64 > /tmp/e; head -c 100 /tmp/e; sleep 0.3; tail -c +101 /tmp/e")
-                                                            << 2 << false;
+                                                            << 2 << base64;
         QTest::newRow("xxd -p in two writes, cut before a line break")
-            << QStringLiteral("xxd -p > /tmp/e; head -c 60 /tmp/e; sleep 0.3; tail -c +61 /tmp/e") << 0 << true;
+            << QStringLiteral("xxd -p > /tmp/e; head -c 60 /tmp/e; sleep 0.3; tail -c +61 /tmp/e") << 0 << hex;
+        QTest::newRow("base64 -w 0, a byte per write")
+            << QStringLiteral("base64 -w 0 | while IFS= read -r -n 1 c; do printf %s \"$c\"; done") << 0 << base64;
     }
     void wrappedEncodingsAreMasked()
     {
         QFETCH(QString, pipeline);
         QFETCH(int, shift);
-        QFETCH(bool, hex);
+        QFETCH(QString, form);
         if (m_wrapExecs < 0) {
             QCOMPARE(m_daemon->ctl(args("secret", "set", "LONG_TOKEN"), kLongValue + '\n').exitCode, 0);
             const CliResult created = createWith(QStringLiteral("wrap"), R"({"credentials": {"grants": [{"secret": "LONG_TOKEN", "env": "LONG_TOKEN"}]}})");
@@ -283,8 +287,10 @@ private Q_SLOTS:
         host.start(QStringLiteral("bash"), args("-c", script));
         QVERIFY(host.waitForFinished(10000));
         const QByteArray printed = host.readAllStandardOutput();
-        QVERIFY2(printed.count('\n') > 1 || pipeline.contains(QLatin1String("-w 0")), printed.constData()); // it wraps
-        const auto [from, length] = hex ? std::pair<qsizetype, qsizetype>{2 * shift, 2 * kLongValue.size()} : base64Span(shift, kLongValue.size());
+        QVERIFY2(printed.count('\n') > 1 || pipeline.contains(QLatin1String("-w 0")) || form == QLatin1String("raw"), printed.constData()); // it wraps
+        const auto [from, length] = form == QLatin1String("base64") ? base64Span(shift, kLongValue.size())
+            : form == QLatin1String("hex")                          ? std::pair<qsizetype, qsizetype>{2 * shift, 2 * kLongValue.size()}
+                                                                    : std::pair<qsizetype, qsizetype>{shift, kLongValue.size()};
         const QByteArray expected = maskedAt(printed, from, length);
 
         const CliResult r = sh(QStringLiteral("wrap"), script);

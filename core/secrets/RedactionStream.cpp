@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "secrets/RedactionStream.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace airlock {
+
+namespace {
+// Handed-out bytes are dropped from the buffer once they are this many and half of it: a write
+// copies what is held back only now and then, not every time.
+constexpr qsizetype kCompactAt = 4096;
+} // namespace
+
+bool RedactionStream::Gap::addSpace(char)
+{
+    if (m_broken)
+        return false;
+    ++m_spaces;
+    return broke();
+}
+
+bool RedactionStream::Gap::broke()
+{
+    m_broken = m_spaces > Redactor::kMaxGap; // a wrap: "\n", "\r\n", od's "\n "
+    return m_broken;
+}
+
+void RedactionStream::Positions::reset(qsizetype capacity)
+{
+    m_slots.assign(std::bit_ceil(size_t(std::max<qsizetype>(capacity, 1))), 0);
+    m_count = 0;
+}
+
+QByteArray RedactionStream::write(const Redactor &redactor, QByteArrayView data, Redactor::Hits *hits)
+{
+    sync(redactor);
+    m_buffer.append(data);
+    scan(redactor, hits);
+    // Everything before the first character of the earliest match so far can go.
+    qint64 keep = m_base + m_buffer.size();
+    for (qsizetype i : m_active)
+        keep = std::min(keep, (redactor.m_patterns[i].wrapped ? m_wrappedAt : m_plainAt).last(m_matched[size_t(i)]));
+    const qsizetype ready = qsizetype(keep - m_base) - m_sent;
+    QByteArray out = m_buffer.mid(m_sent, ready);
+    m_sent += ready;
+    if (m_sent >= kCompactAt && m_sent * 2 >= m_buffer.size()) {
+        m_buffer.remove(0, m_sent);
+        m_base += m_sent;
+        m_scanned -= m_sent;
+        m_sent = 0;
+    }
+    return out;
+}
+
+QByteArray RedactionStream::finish()
+{
+    QByteArray out = m_buffer.mid(m_sent);
+    *this = RedactionStream();
+    return out;
+}
+
+// Matches so far are kept for the patterns they were made for: a secret added since (a grant on a
+// running sandbox) starts them over from what is held back.
+void RedactionStream::sync(const Redactor &redactor)
+{
+    if (m_matched.size() == size_t(redactor.m_patterns.size()))
+        return;
+    m_matched.assign(size_t(redactor.m_patterns.size()), 0);
+    m_active.clear();
+    qsizetype wrapped = 0, plain = 0;
+    for (const Redactor::Pattern &p : redactor.m_patterns) {
+        qsizetype &longest = p.wrapped ? wrapped : plain;
+        longest = std::max(longest, p.bytes.size());
+    }
+    m_wrappedAt.reset(wrapped);
+    m_plainAt.reset(plain);
+    m_wrappedGap = {};
+    m_scanned = m_sent;
+}
+
+void RedactionStream::scan(const Redactor &redactor, Redactor::Hits *hits)
+{
+    char *d = m_buffer.data();
+    const qsizetype n = m_buffer.size();
+    for (qsizetype i = m_scanned; i < n; ++i) {
+        if (m_active.empty()) {
+            // Nothing under way: only a pattern's first byte can change that.
+            while (i < n && redactor.m_startingWith[static_cast<unsigned char>(d[i])].isEmpty())
+                ++i;
+            if (i == n)
+                break;
+        }
+        const qint64 at = m_base + i;
+        if (!Redactor::isSpace(d[i])) {
+            m_wrappedGap = {};
+            m_wrappedAt.push(at);
+            m_plainAt.push(at);
+            step(redactor, d[i], false, hits);
+        } else {
+            m_plainAt.push(at);
+            step(redactor, d[i], true, hits);
+            if (m_wrappedGap.addSpace(d[i]))
+                forget(redactor, true);
+        }
+    }
+    m_scanned = n;
+}
+
+// Each pattern's KMP automaton one character on, linear in the characters whatever they are;
+// only those under way and those that start with c are looked at.
+void RedactionStream::step(const Redactor &redactor, char c, bool space, Redactor::Hits *hits)
+{
+    const size_t wereActive = m_active.size();
+    for (qsizetype i : redactor.m_startingWith[static_cast<unsigned char>(c)]) {
+        if (m_matched[size_t(i)] == 0) { // (under way, it goes on below)
+            m_matched[size_t(i)] = 1;
+            m_active.push_back(i);
+        }
+    }
+    size_t kept = 0;
+    for (size_t j = 0; j < wereActive; ++j) {
+        const qsizetype i = m_active[j];
+        const Redactor::Pattern &p = redactor.m_patterns[i];
+        // A wrapped form steps over whitespace.
+        if ((space && p.wrapped) || advance(p, m_matched[size_t(i)], c, hits))
+            m_active[kept++] = i;
+    }
+    m_active.erase(m_active.begin() + qsizetype(kept), m_active.begin() + qsizetype(wereActive));
+}
+
+// False when p's match so far ends here: c does not continue it, or completes it (the next one
+// starts after it).
+bool RedactionStream::advance(const Redactor::Pattern &p, qsizetype &matched, char c, Redactor::Hits *hits)
+{
+    while (matched > 0 && p.bytes.at(matched) != c)
+        matched = p.failure[matched - 1];
+    if (p.bytes.at(matched) == c)
+        ++matched;
+    if (matched == p.bytes.size()) {
+        mask(p, hits);
+        matched = 0;
+    }
+    return matched > 0;
+}
+
+void RedactionStream::forget(const Redactor &redactor, bool wrapped)
+{
+    std::erase_if(m_active, [&](qsizetype i) {
+        if (redactor.m_patterns[i].wrapped != wrapped)
+            return false;
+        m_matched[size_t(i)] = 0;
+        return true;
+    });
+}
+
+// The form's own characters, wherever they are: what stands between them stays.
+void RedactionStream::mask(const Redactor::Pattern &p, Redactor::Hits *hits)
+{
+    const QByteArray masked = Redactor::mask(p.bytes.size());
+    const Positions &at = p.wrapped ? m_wrappedAt : m_plainAt;
+    char *d = m_buffer.data();
+    for (qsizetype j = 0; j < masked.size(); ++j)
+        d[at.last(masked.size() - j) - m_base] = masked.at(j);
+    ++hits->count;
+    if (!hits->secrets.contains(p.name))
+        hits->secrets.append(p.name);
+}
+
+} // namespace airlock

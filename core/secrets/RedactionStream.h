@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "secrets/Redactor.h"
+
+#include <vector>
+
+namespace airlock {
+
+// One output stream (an execution's stdout, say) masked as it is written. Every byte is looked at
+// once, whatever the sizes of the writes: each form's match so far is remembered between writes,
+// and what it covers is held back until a later write (or the end) shows whether it completes.
+// Between two characters of a match may stand what Redactor describes (a wrap); a longer run ends
+// the match, which bounds what is held back.
+class RedactionStream {
+public:
+    // What can go out now: what was held back and data, masked, but for the possible start of a
+    // secret at the end.
+    QByteArray write(const Redactor &redactor, QByteArrayView data, Redactor::Hits *hits);
+    // The end of the stream: what was held back is no secret after all.
+    QByteArray finish();
+    qsizetype held() const { return m_buffer.size() - m_sent; }
+
+private:
+    // What stands between two characters of a match, and whether it still may.
+    class Gap {
+    public:
+        // True when this byte makes the gap too long (once).
+        bool addSpace(char c);
+
+    private:
+        bool broke();
+        qint16 m_spaces = 0;
+        bool m_broken = false;
+    };
+
+    // Where the last characters a match counts were, in the stream.
+    class Positions {
+    public:
+        void reset(qsizetype capacity);
+        void push(qint64 at) { m_slots[size_t(m_count++) & (m_slots.size() - 1)] = at; }
+        qint64 last(qsizetype n) const { return m_slots[size_t(m_count - n) & (m_slots.size() - 1)]; } // n = 1: the last
+
+    private:
+        std::vector<qint64> m_slots{0};
+        qint64 m_count = 0;
+    };
+
+    void sync(const Redactor &redactor);
+    void scan(const Redactor &redactor, Redactor::Hits *hits);
+    void step(const Redactor &redactor, char c, bool space, Redactor::Hits *hits);
+    void forget(const Redactor &redactor, bool wrapped);
+    bool advance(const Redactor::Pattern &p, qsizetype &matched, char c, Redactor::Hits *hits);
+    void mask(const Redactor::Pattern &p, Redactor::Hits *hits);
+
+    QByteArray m_buffer;     // held back (and, before m_sent, already handed out)
+    qint64 m_base = 0;       // where m_buffer starts in the stream
+    qsizetype m_sent = 0;    // bytes of m_buffer handed out
+    qsizetype m_scanned = 0; // bytes of m_buffer the matches have seen
+    std::vector<qsizetype> m_matched; // by pattern: how many of its characters match so far
+    std::vector<qsizetype> m_active;  // the patterns with a match so far
+    Gap m_wrappedGap; // since the last character of a wrapped form
+    Positions m_wrappedAt, m_plainAt;            // wrapped forms skip spaces, plain ones count them
+};
+
+} // namespace airlock
