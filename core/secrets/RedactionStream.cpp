@@ -12,17 +12,30 @@ namespace {
 constexpr qsizetype kCompactAt = 4096;
 } // namespace
 
-bool RedactionStream::Gap::addSpace(char)
+bool RedactionStream::Gap::addSpace(char c)
 {
     if (m_broken)
         return false;
     ++m_spaces;
+    if (c == '\n') {
+        if (++m_breaks == 1)
+            m_beforeBreak = m_spaces - 1;
+    } else if (m_breaks > 0) {
+        if (c == ' ' || c == '\t')
+            ++m_indent;
+        else
+            m_indentOnly = false;
+    }
     return broke();
 }
 
 bool RedactionStream::Gap::broke()
 {
-    m_broken = m_spaces > Redactor::kMaxGap; // a wrap: "\n", "\r\n", od's "\n "
+    // A wrap ("\n", "\r\n", od's "\n "), or a line break and an indent (with its "\r" or one space
+    // before it).
+    const bool fits = m_spaces <= Redactor::kMaxGap
+        || (m_breaks == 1 && m_beforeBreak < Redactor::kMaxGap && m_indentOnly && m_indent <= Redactor::kMaxIndent);
+    m_broken = !fits;
     return m_broken;
 }
 

@@ -10,8 +10,8 @@ namespace airlock {
 // One output stream (an execution's stdout, say) masked as it is written. Every byte is looked at
 // once, whatever the sizes of the writes: each form's match so far is remembered between writes,
 // and what it covers is held back until a later write (or the end) shows whether it completes.
-// Between two characters of a match may stand what Redactor describes (a wrap); a longer run ends
-// the match, which bounds what is held back.
+// Between two characters of a match may stand what Redactor describes (a wrap, an indent); a
+// longer run ends the match, which bounds what is held back.
 class RedactionStream {
 public:
     // What can go out now: what was held back and data, masked, but for the possible start of a
@@ -30,8 +30,8 @@ private:
 
     private:
         bool broke();
-        qint16 m_spaces = 0;
-        bool m_broken = false;
+        qint16 m_spaces = 0, m_breaks = 0, m_beforeBreak = 0, m_indent = 0;
+        bool m_indentOnly = true, m_broken = false;
     };
 
     // Where the last characters a match counts were, in the stream.

@@ -13,8 +13,9 @@ namespace airlock {
 // Replaces granted secret values wherever they appear: as they are, in hex (both cases) and in
 // base64 (standard and URL-safe, at each of the three alignments a value can have inside a longer
 // encoded text). The forms are found wrapped too, as base64, openssl base64, xxd -p and od -An -tx1
-// print them: between any two of their characters may stand up to kMaxGap whitespace characters.
-// The replacement has the same length as what it replaces
+// print them, and indented (YAML and PEM blocks, `sed 's/^/    /'`): between any two of their
+// characters may stand up to kMaxGap whitespace characters, or a line break with up to kMaxIndent
+// spaces and tabs after it. The replacement has the same length as what it replaces
 // ("[REDACTED****]", or "*" for short matches) and covers only the form's own characters:
 // whitespace stays where it was, so stream offsets, byte counts and lines stay true.
 class Redactor {
@@ -39,10 +40,14 @@ public:
 
     static QByteArray mask(qsizetype length);
 
-    // The most whitespace between two characters of a form ("\r\n"; od's "\n " between lines). A
-    // longer run ends a match, which bounds what a stream holds back: less than (1 + kMaxGap) times
-    // the longest form.
+    // The most whitespace between two characters of a form ("\r\n"; od's "\n " between lines)...
     static constexpr qsizetype kMaxGap = 2;
+    // ... or a line break (up to kMaxGap whitespace characters up to and with it) and an indent of
+    // up to this many spaces and tabs.
+    static constexpr qsizetype kMaxIndent = 16;
+    // All told, the most bytes between two characters. A longer run ends a match, which bounds what
+    // a stream holds back: less than (1 + kMaxSpan) times the longest form.
+    static constexpr qsizetype kMaxSpan = kMaxGap + kMaxIndent;
 
 private:
     friend class RedactionStream;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The redactor: every form of a secret masked at the same length, wrapped into lines as base64,
-// openssl, xxd -p and od print it too; what could begin a secret held back
+// openssl, xxd -p and od print it too, and indented; what could begin a secret held back
 // at a chunk's end, and no more than that; a chunk full of secrets costs about as much as one
 // without any, and a stream of tiny writes about as much as one of large ones.
 #include "Masking.h"
@@ -29,6 +29,15 @@ QByteArray odHex(const QByteArray &bytes)
     QByteArray out;
     for (qsizetype i = 0; i < bytes.size(); ++i)
         out += ' ' + bytes.mid(i, 1).toHex() + (i % 16 == 15 || i + 1 == bytes.size() ? "\n" : "");
+    return out;
+}
+
+// Every line of text with `indent` before it (as `sed 's/^/    /'` and YAML block scalars have).
+QByteArray indented(const QByteArray &text, const QByteArray &indent)
+{
+    QByteArray out;
+    for (const QByteArray &line : text.split('\n'))
+        out += line.isEmpty() ? line : indent + line + '\n';
     return out;
 }
 
@@ -130,6 +139,15 @@ private Q_SLOTS:
                                                                   << qsizetype(2 * shift) << 2 * value.size();
             QTest::addRow("od -An -tx1 spaces every byte, value at offset %d", shift) << odHex(prefix + value) << qsizetype(2 * shift)
                                                                                       << 2 * value.size();
+            QTest::addRow("base64 | sed 's/^/    /', value at offset %d", shift) << indented(wrapped(b64, 76), "    ") << from << length;
+            QTest::addRow("a YAML block scalar: base64 under 6 spaces, value at offset %d", shift)
+                << QByteArray("key: |\n" + indented(wrapped(b64, 76), "      ") + "other: 1\n") << from + 5 << length; // after "key:|"
+            QTest::addRow("a PEM-like block indented by a tab, CRLF, value at offset %d", shift)
+                << indented(wrapped(b64, 64, "\r\n"), "\t") << from << length;
+            QTest::addRow("xxd -p indented by 16 columns, value at offset %d", shift)
+                << indented(wrapped(QByteArray(prefix + value).toHex(), 60), QByteArray(16, ' ')) << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("od -An -tx1 indented by 8 columns, value at offset %d", shift) << indented(odHex(prefix + value), "        ")
+                                                                                         << qsizetype(2 * shift) << 2 * value.size();
         }
         QTest::newRow("the value itself folded at 40 columns") << wrapped(value, 40) << qsizetype(0) << value.size();
     }
@@ -192,6 +210,30 @@ private Q_SLOTS:
         qsizetype maxHold = 0;
         QCOMPARE(streamed(r, noise, 4096, &maxHold), noise);
         QVERIFY2(maxHold > 0 && maxHold <= (hex.size() - 1) * (1 + Redactor::kMaxGap), qPrintable(QString::number(maxHold)));
+    }
+
+    // A line break may bring an indent of up to kMaxIndent spaces and tabs; more ends the match. A
+    // stream of near misses padded to the limit holds back less than (1 + kMaxSpan) times the
+    // longest form.
+    void theHoldBackIsBoundedWithIndents()
+    {
+        Redactor r;
+        r.add(QStringLiteral("K"), longValue());
+        const QByteArray hex = longValue().toHex();
+        const QByteArray indent(Redactor::kMaxIndent, ' ');
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent)), qsizetype(30 + 1 + indent.size()));
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\n" + indent)), qsizetype(30 + 2 + indent.size()));
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + ' ')), qsizetype(0)); // one column more
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + "\n")), qsizetype(0));
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "  \n ")), qsizetype(0)); // two spaces, then a break
+        QByteArray noise; // each pair of hex digits apart as far as may be
+        const QByteArray widest = "\r\n" + QByteArray(Redactor::kMaxIndent, '\t');
+        QCOMPARE(widest.size(), Redactor::kMaxSpan);
+        for (int i = 0; i < 10; ++i)
+            noise += wrapped(hex.left(hex.size() - 1), 2, widest) + "!";
+        qsizetype maxHold = 0;
+        QCOMPARE(written(r, noise, 1, &maxHold), noise);
+        QVERIFY2(maxHold > hex.size() * Redactor::kMaxSpan / 3 && maxHold < hex.size() * (1 + Redactor::kMaxSpan), qPrintable(QString::number(maxHold)));
     }
 
     void aFloodOfSecretsCostsLittle()

@@ -241,10 +241,10 @@ private Q_SLOTS:
 
     // A process in the sandbox pipes a long secret through the encoders at hand, after 0, 1 or 2
     // bytes of its own (the three places a value can start in a base64 group), in one write or
-    // two or one a byte. What the client gets and what the history keeps is exactly the tool's
-    // output with every character that depends on the value alone masked: line breaks where they
-    // were, the one character at each end of base64 that mixes in the neighbours' bits, nothing
-    // more.
+    // two or one a byte, or indented. What the client gets and what the history keeps is exactly
+    // the tool's output with every character that depends on the value alone masked: line breaks
+    // and indents where they were, the one character at each end of base64 that mixes in the
+    // neighbours' bits, nothing more.
     void wrappedEncodingsAreMasked_data()
     {
         QTest::addColumn<QString>("pipeline"); // what the value (after the prefix) is piped through
@@ -256,6 +256,7 @@ private Q_SLOTS:
             QTest::addRow("base64 -w 0, value at offset %d", shift) << QStringLiteral("base64 -w 0") << shift << base64;
             QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift) << QStringLiteral("openssl base64") << shift << base64;
             QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift) << QStringLiteral("xxd -p") << shift << hex;
+            QTest::addRow("base64 | sed 's/^/    /', value at offset %d", shift) << QStringLiteral("base64 | sed 's/^/    /'") << shift << base64;
         }
         QTest::newRow("od -An -tx1 spaces every byte") << QStringLiteral("od -An -tx1") << 0 << hex;
         QTest::newRow("base64 in two writes, cut after a line break")
@@ -264,6 +265,10 @@ private Q_SLOTS:
                                                             << 2 << base64;
         QTest::newRow("xxd -p in two writes, cut before a line break")
             << QStringLiteral("xxd -p > /tmp/e; head -c 60 /tmp/e; sleep 0.3; tail -c +61 /tmp/e") << 0 << hex;
+        QTest::newRow("openssl base64 in a YAML block under 8 spaces")
+            << QStringLiteral("openssl base64 | sed 's/^/        /'") << 1 << base64;
+        QTest::newRow("xxd -p indented by a tab, CRLF line ends") << QStringLiteral("xxd -p | sed 's/^/\\t/; s/$/\\r/'") << 2 << hex;
+        QTest::newRow("od -An -tx1 indented to 16 columns (its own space and 15)") << QStringLiteral("od -An -tx1 | sed 's/^/               /'") << 0 << hex;
         QTest::newRow("base64 -w 0, a byte per write")
             << QStringLiteral("base64 -w 0 | while IFS= read -r -n 1 c; do printf %s \"$c\"; done") << 0 << base64;
     }
