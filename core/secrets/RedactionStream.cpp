@@ -7,10 +7,60 @@
 namespace airlock {
 
 namespace {
+// One escape sequence is at most this long; a longer one is no sequence a terminal writes.
+constexpr int kMaxEscapeLength = 32;
 // Handed-out bytes are dropped from the buffer once they are this many and half of it: a write
 // copies what is held back only now and then, not every time.
 constexpr qsizetype kCompactAt = 4096;
 } // namespace
+
+RedactionStream::Kind RedactionStream::Escapes::classify(char c)
+{
+    const auto u = static_cast<unsigned char>(c);
+    if (m_state == State::Idle) {
+        if (u != 0x1b)
+            return Redactor::isSpace(c) ? Kind::Space : Kind::Character;
+        m_state = State::Started;
+        m_length = 1;
+        return Kind::Escape;
+    }
+    if (++m_length <= kMaxEscapeLength) {
+        switch (m_state) {
+        case State::Started:
+            if (u == '[') {
+                m_state = State::Csi;
+                return Kind::Escape;
+            }
+            if (u >= 0x20 && u <= 0x2f) {
+                m_state = State::Intermediate;
+                return Kind::Escape;
+            }
+            break; // ESC and a letter or digit: the letter could be a secret's first character
+        case State::Intermediate:
+            if (u >= 0x20 && u <= 0x2f)
+                return Kind::Escape;
+            if (u >= 0x30 && u <= 0x7e) {
+                m_state = State::Idle; // the final byte
+                return Kind::Escape;
+            }
+            break;
+        case State::Csi:
+            if (u >= 0x20 && u <= 0x3f)
+                return Kind::Escape; // parameters and intermediates
+            if (u >= 0x40 && u <= 0x7e) {
+                m_state = State::Idle;
+                return Kind::Escape;
+            }
+            break;
+        case State::Idle:
+            break;
+        }
+    }
+    // Not a sequence after all (or too long for one): whatever match it was in ends here, and c
+    // is to be looked at on its own.
+    m_state = State::Idle;
+    return Kind::Break;
+}
 
 bool RedactionStream::Gap::addSpace(char c)
 {
@@ -29,13 +79,21 @@ bool RedactionStream::Gap::addSpace(char c)
     return broke();
 }
 
+bool RedactionStream::Gap::addEscapeByte()
+{
+    if (m_broken)
+        return false;
+    ++m_escapeBytes;
+    return broke();
+}
+
 bool RedactionStream::Gap::broke()
 {
     // A wrap ("\n", "\r\n", od's "\n "), or a line break and an indent (with its "\r" or one space
     // before it).
     const bool fits = m_spaces <= Redactor::kMaxGap
         || (m_breaks == 1 && m_beforeBreak < Redactor::kMaxGap && m_indentOnly && m_indent <= Redactor::kMaxIndent);
-    m_broken = !fits;
+    m_broken = !fits || m_escapeBytes > Redactor::kMaxEscapeBytes;
     return m_broken;
 }
 
@@ -88,7 +146,8 @@ void RedactionStream::sync(const Redactor &redactor)
     }
     m_wrappedAt.reset(wrapped);
     m_plainAt.reset(plain);
-    m_wrappedGap = {};
+    m_escapes = {};
+    m_wrappedGap = m_plainGap = {};
     m_scanned = m_sent;
 }
 
@@ -97,24 +156,42 @@ void RedactionStream::scan(const Redactor &redactor, Redactor::Hits *hits)
     char *d = m_buffer.data();
     const qsizetype n = m_buffer.size();
     for (qsizetype i = m_scanned; i < n; ++i) {
-        if (m_active.empty()) {
-            // Nothing under way: only a pattern's first byte can change that.
-            while (i < n && redactor.m_startingWith[static_cast<unsigned char>(d[i])].isEmpty())
+        if (m_active.empty() && m_escapes.idle()) {
+            // Nothing under way: only a pattern's first byte (or ESC) can change that.
+            while (i < n && d[i] != '\x1b' && redactor.m_startingWith[static_cast<unsigned char>(d[i])].isEmpty())
                 ++i;
             if (i == n)
                 break;
         }
         const qint64 at = m_base + i;
-        if (!Redactor::isSpace(d[i])) {
-            m_wrappedGap = {};
+        Kind kind = m_escapes.classify(d[i]);
+        if (kind == Kind::Break) {
+            forget(redactor, true);
+            forget(redactor, false);
+            kind = m_escapes.classify(d[i]);
+        }
+        switch (kind) {
+        case Kind::Character:
+            m_wrappedGap = m_plainGap = {};
             m_wrappedAt.push(at);
             m_plainAt.push(at);
             step(redactor, d[i], false, hits);
-        } else {
+            break;
+        case Kind::Space:
+            m_plainGap = {};
             m_plainAt.push(at);
             step(redactor, d[i], true, hits);
             if (m_wrappedGap.addSpace(d[i]))
                 forget(redactor, true);
+            break;
+        case Kind::Escape:
+            if (m_wrappedGap.addEscapeByte())
+                forget(redactor, true);
+            if (m_plainGap.addEscapeByte())
+                forget(redactor, false);
+            break;
+        case Kind::Break: // (looked at again above)
+            break;
         }
     }
     m_scanned = n;

@@ -10,8 +10,8 @@ namespace airlock {
 // One output stream (an execution's stdout, say) masked as it is written. Every byte is looked at
 // once, whatever the sizes of the writes: each form's match so far is remembered between writes,
 // and what it covers is held back until a later write (or the end) shows whether it completes.
-// Between two characters of a match may stand what Redactor describes (a wrap, an indent); a
-// longer run ends the match, which bounds what is held back.
+// Between two characters of a match may stand what Redactor describes (a wrap, an indent, escape
+// sequences); a longer run ends the match, which bounds what is held back.
 class RedactionStream {
 public:
     // What can go out now: what was held back and data, masked, but for the possible start of a
@@ -22,15 +22,32 @@ public:
     qsizetype held() const { return m_buffer.size() - m_sent; }
 
 private:
+    enum class Kind { Character, Space, Escape, Break };
+
+    // Escape sequences (ESC [ parameters final, as colours and erases are written; ESC,
+    // intermediates and a final byte, as tput sgr0's "\e(B"), told apart byte by byte: they are
+    // stepped over. Anything else ends a match (Break), and the byte is then looked at on its own.
+    class Escapes {
+    public:
+        Kind classify(char c);
+        bool idle() const { return m_state == State::Idle; }
+
+    private:
+        enum class State { Idle, Started, Csi, Intermediate };
+        State m_state = State::Idle;
+        int m_length = 0;
+    };
+
     // What stands between two characters of a match, and whether it still may.
     class Gap {
     public:
         // True when this byte makes the gap too long (once).
         bool addSpace(char c);
+        bool addEscapeByte();
 
     private:
         bool broke();
-        qint16 m_spaces = 0, m_breaks = 0, m_beforeBreak = 0, m_indent = 0;
+        qint16 m_spaces = 0, m_breaks = 0, m_beforeBreak = 0, m_indent = 0, m_escapeBytes = 0;
         bool m_indentOnly = true, m_broken = false;
     };
 
@@ -59,7 +76,8 @@ private:
     qsizetype m_scanned = 0; // bytes of m_buffer the matches have seen
     std::vector<qsizetype> m_matched; // by pattern: how many of its characters match so far
     std::vector<qsizetype> m_active;  // the patterns with a match so far
-    Gap m_wrappedGap; // since the last character of a wrapped form
+    Escapes m_escapes;
+    Gap m_wrappedGap, m_plainGap;                // since the last character of a wrapped, a plain form
     Positions m_wrappedAt, m_plainAt;            // wrapped forms skip spaces, plain ones count them
 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The redactor: every form of a secret masked at the same length, wrapped into lines as base64,
-// openssl, xxd -p and od print it too, and indented; what could begin a secret held back
+// openssl, xxd -p and od print it too, indented, and coloured; what could begin a secret held back
 // at a chunk's end, and no more than that; a chunk full of secrets costs about as much as one
 // without any, and a stream of tiny writes about as much as one of large ones.
 #include "Masking.h"
@@ -38,6 +38,15 @@ QByteArray indented(const QByteArray &text, const QByteArray &indent)
     QByteArray out;
     for (const QByteArray &line : text.split('\n'))
         out += line.isEmpty() ? line : indent + line + '\n';
+    return out;
+}
+
+// Every line of text between two colour sequences (grep --color=always on each line).
+QByteArray coloured(const QByteArray &text)
+{
+    QByteArray out;
+    for (const QByteArray &line : text.split('\n'))
+        out += line.isEmpty() ? line : "\x1b[01;31m\x1b[K" + line + "\x1b[m\x1b[K\n";
     return out;
 }
 
@@ -148,6 +157,9 @@ private Q_SLOTS:
                 << indented(wrapped(QByteArray(prefix + value).toHex(), 60), QByteArray(16, ' ')) << qsizetype(2 * shift) << 2 * value.size();
             QTest::addRow("od -An -tx1 indented by 8 columns, value at offset %d", shift) << indented(odHex(prefix + value), "        ")
                                                                                          << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("grep --color=always on every base64 line, value at offset %d", shift) << coloured(wrapped(b64, 76)) << from << length;
+            QTest::addRow("grep --color=always on every xxd -p line, indented, value at offset %d", shift)
+                << coloured(indented(wrapped(QByteArray(prefix + value).toHex(), 60), "  ")) << qsizetype(2 * shift) << 2 * value.size();
         }
         QTest::newRow("the value itself folded at 40 columns") << wrapped(value, 40) << qsizetype(0) << value.size();
     }
@@ -168,6 +180,54 @@ private Q_SLOTS:
             QCOMPARE(streamed(r, output, piece), expected);
             QCOMPARE(written(r, output, piece), expected);
         }
+    }
+
+    // Colour and erase sequences (grep --color=always's, tput sgr0's) around or inside a value:
+    // only the value's own characters are masked, the sequences stay where they were.
+    void escapeSequencesStayWhereTheyWere_data()
+    {
+        QTest::addColumn<QByteArray>("output");
+        QTest::addColumn<QByteArray>("expected");
+        QTest::newRow("grep --color=always around the value") << QByteArray("token: \x1b[01;31m\x1b[Ks3cr3t-V4lue-0042\x1b[m\x1b[K\n")
+                                                              << QByteArray("token: \x1b[01;31m\x1b[K[REDACTED*******]\x1b[m\x1b[K\n");
+        QTest::newRow("grep --color=always on a part of it") << QByteArray("\x1b[01;31m\x1b[Ks3cr\x1b[m\x1b[K3t-V4lue-0042\n")
+                                                             << QByteArray("\x1b[01;31m\x1b[K[RED\x1b[m\x1b[KACTED*******]\n");
+        QTest::newRow("bold in the middle, reset by tput sgr0") << QByteArray("s3cr3t-\x1b[1mV4lue\x1b(B\x1b[m-0042")
+                                                                << QByteArray("[REDACT\x1b[1mED***\x1b(B\x1b[m****]");
+        QTest::newRow("a colour between every hex digit") << QByteArray("\x1b[32m7\x1b[33m3\x1b[32m3\x1b[33m3637233742d56346c75652d30303432\x1b[0m")
+                                                          << QByteArray("\x1b[32m[\x1b[33mR\x1b[32mE\x1b[33mDACTED************************]\x1b[0m");
+        QTest::newRow("a colour and a wrap with its indent between two characters")
+            << QByteArray("czNjcjN0LVY0\x1b[0m\n    \x1b[32mbHVlLTAwNDI=\n") << QByteArray("[REDACTED***\x1b[0m\n    \x1b[32m*********]I=\n");
+        QTest::newRow("ESC and a letter is no sequence: the letter can start a value") << QByteArray("\x1bs3cr3t-V4lue-0042\n")
+                                                                                      << QByteArray("\x1b[REDACTED*******]\n");
+        QTest::newRow("a sequence that is no colour ends the match (ESC then a control)")
+            << QByteArray("s3cr3t-\x1b\x01V4lue-0042") << QByteArray("s3cr3t-\x1b\x01V4lue-0042");
+        QTest::newRow("more than kMaxEscapeBytes of sequences between two characters end it")
+            << QByteArray("s3cr3t-" + QByteArray("\x1b[0m").repeated(17) + "V4lue-0042") << QByteArray("s3cr3t-" + QByteArray("\x1b[0m").repeated(17) + "V4lue-0042");
+    }
+    void escapeSequencesStayWhereTheyWere()
+    {
+        QFETCH(QByteArray, output);
+        QFETCH(QByteArray, expected);
+        Redactor r;
+        r.add(QStringLiteral("K"), secret);
+        QByteArray data = output;
+        r.redactInPlace(data);
+        QCOMPARE(data, expected);
+        for (qsizetype piece : {1, 2, 5, 16})
+            QCOMPARE(written(r, output, piece), expected);
+    }
+
+    // A value with spaces of its own is found as it is only with those spaces (escape sequences may
+    // still stand between its characters); its encodings have none and wrap like any other.
+    void aValueWithSpacesKeepsThem()
+    {
+        Redactor r;
+        r.add(QStringLiteral("P"), "correct horse battery");
+        QByteArray data = "correct \x1b[1mhorse\x1b[0m battery; correct  horse battery\n" + wrapped(QByteArray("correct horse battery").toBase64(), 10);
+        const Redactor::Hits hits = r.redactInPlace(data);
+        QCOMPARE(hits.count, 2);
+        QCOMPARE(data, QByteArray("[REDACTE\x1b[1mD****\x1b[0m*******]; correct  horse battery\n[REDACTED*\n**********\n*******]\n"));
     }
 
     // A wrapped form is found across two writes wherever they meet, the line break before, in or
@@ -212,10 +272,10 @@ private Q_SLOTS:
         QVERIFY2(maxHold > 0 && maxHold <= (hex.size() - 1) * (1 + Redactor::kMaxGap), qPrintable(QString::number(maxHold)));
     }
 
-    // A line break may bring an indent of up to kMaxIndent spaces and tabs; more ends the match. A
-    // stream of near misses padded to the limit holds back less than (1 + kMaxSpan) times the
-    // longest form.
-    void theHoldBackIsBoundedWithIndents()
+    // A line break may bring an indent of up to kMaxIndent spaces and tabs, and escape sequences
+    // may stand between two characters too; more ends the match. A stream of near misses padded
+    // to the limit holds back less than (1 + kMaxSpan) times the longest form.
+    void theHoldBackIsBoundedWithIndentsAndEscapes()
     {
         Redactor r;
         r.add(QStringLiteral("K"), longValue());
@@ -226,9 +286,11 @@ private Q_SLOTS:
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + ' ')), qsizetype(0)); // one column more
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + "\n")), qsizetype(0));
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "  \n ")), qsizetype(0)); // two spaces, then a break
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\x1b[0m")), qsizetype(30 + 4));
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + QByteArray("\x1b[0m").repeated(17))), qsizetype(0)); // 68 bytes of them
         QByteArray noise; // each pair of hex digits apart as far as may be
-        const QByteArray widest = "\r\n" + QByteArray(Redactor::kMaxIndent, '\t');
-        QCOMPARE(widest.size(), Redactor::kMaxSpan);
+        const QByteArray widest = "\r\n" + QByteArray(Redactor::kMaxIndent, '\t') + QByteArray("\x1b[38;5;196m\x1b[K").repeated(4) + "\x1b[0m\x1b[1m";
+        QCOMPARE(widest.size(), 2 + Redactor::kMaxIndent + Redactor::kMaxEscapeBytes);
         for (int i = 0; i < 10; ++i)
             noise += wrapped(hex.left(hex.size() - 1), 2, widest) + "!";
         qsizetype maxHold = 0;

@@ -241,16 +241,16 @@ private Q_SLOTS:
 
     // A process in the sandbox pipes a long secret through the encoders at hand, after 0, 1 or 2
     // bytes of its own (the three places a value can start in a base64 group), in one write or
-    // two or one a byte, or indented. What the client gets and what the history keeps is exactly
-    // the tool's output with every character that depends on the value alone masked: line breaks
-    // and indents where they were, the one character at each end of base64 that mixes in the
-    // neighbours' bits, nothing more.
+    // two or one a byte, indented or coloured. What the client gets and what the history keeps is
+    // exactly the tool's output with every character that depends on the value alone masked: line
+    // breaks, indents and colours where they were, the one character at each end of base64 that
+    // mixes in the neighbours' bits, nothing more.
     void wrappedEncodingsAreMasked_data()
     {
         QTest::addColumn<QString>("pipeline"); // what the value (after the prefix) is piped through
         QTest::addColumn<int>("shift");        // bytes before the value
-        QTest::addColumn<QString>("form");     // what the output shows: base64 or hex
-        const QString base64 = QStringLiteral("base64"), hex = QStringLiteral("hex");
+        QTest::addColumn<QString>("form");     // what the output shows: base64, hex or the value itself
+        const QString base64 = QStringLiteral("base64"), hex = QStringLiteral("hex"), raw = QStringLiteral("raw");
         for (int shift = 0; shift < 3; ++shift) {
             QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift) << QStringLiteral("base64") << shift << base64;
             QTest::addRow("base64 -w 0, value at offset %d", shift) << QStringLiteral("base64 -w 0") << shift << base64;
@@ -269,6 +269,8 @@ private Q_SLOTS:
             << QStringLiteral("openssl base64 | sed 's/^/        /'") << 1 << base64;
         QTest::newRow("xxd -p indented by a tab, CRLF line ends") << QStringLiteral("xxd -p | sed 's/^/\\t/; s/$/\\r/'") << 2 << hex;
         QTest::newRow("od -An -tx1 indented to 16 columns (its own space and 15)") << QStringLiteral("od -An -tx1 | sed 's/^/               /'") << 0 << hex;
+        QTest::newRow("grep --color=always on every base64 line") << QStringLiteral("base64 | grep --color=always .") << 2 << base64;
+        QTest::newRow("grep --color=always on a part of the value") << QStringLiteral("grep --color=always 5URYX") << 1 << raw;
         QTest::newRow("base64 -w 0, a byte per write")
             << QStringLiteral("base64 -w 0 | while IFS= read -r -n 1 c; do printf %s \"$c\"; done") << 0 << base64;
     }
@@ -293,6 +295,7 @@ private Q_SLOTS:
         QVERIFY(host.waitForFinished(10000));
         const QByteArray printed = host.readAllStandardOutput();
         QVERIFY2(printed.count('\n') > 1 || pipeline.contains(QLatin1String("-w 0")) || form == QLatin1String("raw"), printed.constData()); // it wraps
+        QVERIFY(printed.contains('\x1b') == pipeline.contains(QLatin1String("--color"))); // coloured, when asked to be
         const auto [from, length] = form == QLatin1String("base64") ? base64Span(shift, kLongValue.size())
             : form == QLatin1String("hex")                          ? std::pair<qsizetype, qsizetype>{2 * shift, 2 * kLongValue.size()}
                                                                     : std::pair<qsizetype, qsizetype>{shift, kLongValue.size()};

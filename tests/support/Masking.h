@@ -12,11 +12,18 @@
 namespace airlock::test {
 
 // `text` with its non-space characters from the `from`-th on, `length` of them, replaced by a mask
-// as the redactor writes it (spaces and line breaks stay where they were).
+// as the redactor writes it (spaces, line breaks and colour sequences, ESC [ ... m, stay where they
+// were).
 inline QByteArray maskedAt(QByteArray text, qsizetype from, qsizetype length)
 {
     const QByteArray mask = Redactor::mask(length);
     for (qsizetype i = 0, seen = 0, j = 0; i < text.size() && j < length; ++i) {
+        if (text.at(i) == '\x1b') {
+            while (i + 1 < text.size() && !(text.at(i + 1) >= 0x40 && text.at(i + 1) <= 0x7e && text.at(i + 1) != '['))
+                ++i;
+            ++i; // the final byte
+            continue;
+        }
         if (QByteArrayView(" \n\r\t").contains(text.at(i)))
             continue;
         if (seen++ >= from)
