@@ -15,7 +15,7 @@ namespace airlock {
 class RedactionStream {
 public:
     // What can go out now: what was held back and data, masked, but for the possible start of a
-    // secret at the end.
+    // secret at the end. Each write takes the same redactor (it may have gained secrets since).
     QByteArray write(const Redactor &redactor, QByteArrayView data, Redactor::Hits *hits);
     // The end of the stream: what was held back is no secret after all.
     QByteArray finish();
@@ -56,10 +56,11 @@ private:
     public:
         void reset(qsizetype capacity);
         void push(qint64 at) { m_slots[size_t(m_count++) & (m_slots.size() - 1)] = at; }
-        qint64 last(qsizetype n) const { return m_slots[size_t(m_count - n) & (m_slots.size() - 1)]; } // n = 1: the last
+        // n = 1: the last.
+        qint64 last(qsizetype n) const { return m_slots[size_t(m_count - n) & (m_slots.size() - 1)]; }
 
     private:
-        std::vector<qint64> m_slots{0};
+        std::vector<qint64> m_slots = {0}; // a power of two of them
         qint64 m_count = 0;
     };
 
@@ -70,15 +71,15 @@ private:
     bool advance(const Redactor::Pattern &p, qsizetype &matched, char c, Redactor::Hits *hits);
     void mask(const Redactor::Pattern &p, Redactor::Hits *hits);
 
-    QByteArray m_buffer;     // held back (and, before m_sent, already handed out)
-    qint64 m_base = 0;       // where m_buffer starts in the stream
-    qsizetype m_sent = 0;    // bytes of m_buffer handed out
+    QByteArray m_buffer; // held back (and, before m_sent, already handed out)
+    qint64 m_base = 0; // where m_buffer starts in the stream
+    qsizetype m_sent = 0; // bytes of m_buffer handed out
     qsizetype m_scanned = 0; // bytes of m_buffer the matches have seen
     std::vector<qsizetype> m_matched; // by pattern: how many of its characters match so far
-    std::vector<qsizetype> m_active;  // the patterns with a match so far
+    std::vector<qsizetype> m_active; // the patterns with a match so far
     Escapes m_escapes;
-    Gap m_wrappedGap, m_plainGap;                // since the last character of a wrapped, a plain form
-    Positions m_wrappedAt, m_plainAt;            // wrapped forms skip spaces, plain ones count them
+    Gap m_wrappedGap, m_plainGap; // since the last character of a wrapped, a plain form
+    Positions m_wrappedAt, m_plainAt; // wrapped forms skip spaces, plain ones count them
 };
 
 } // namespace airlock

@@ -18,7 +18,8 @@ namespace airlock {
 // spaces and tabs after it; and escape sequences (grep --color's) too. The replacement has the
 // same length as what it replaces ("[REDACTED****]", or "*" for short matches) and covers only the
 // form's own characters: whitespace and escape sequences stay where they were, so stream offsets,
-// byte counts, lines and colours stay true.
+// byte counts, lines and colours stay true. Matches that overlap (two secrets sharing characters)
+// are each masked.
 class Redactor {
 public:
     struct Hits {
@@ -57,8 +58,8 @@ private:
     struct Pattern {
         QByteArray bytes;
         QString name;
-        QList<qsizetype> failure; // for partialSuffix
-        bool wrapped = false;     // an encoded form: whitespace may stand between its characters
+        QList<qsizetype> failure; // KMP: where a match falls back to when the next byte breaks it
+        bool wrapped = false; // no whitespace of its own: some may stand between its characters
     };
     static bool isSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
     QJsonValue redactValue(const QJsonValue &value, Hits *hits) const;
