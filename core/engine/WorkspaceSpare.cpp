@@ -36,7 +36,7 @@ WorkspaceSpare::WorkspaceSpare(QString workspacesDir, volume::Driver driver, std
                                std::function<QString()> newId, QObject *parent)
     : QObject(parent), m_dir(std::move(workspacesDir)), m_driver(driver), m_defaultBytes(std::move(defaultBytes)), m_newId(std::move(newId))
 {
-    m_pool.setMaxThreadCount(1);
+    m_pool.setMaxThreadCount(2);
 }
 
 WorkspaceSpare::~WorkspaceSpare()
@@ -54,16 +54,15 @@ void WorkspaceSpare::removeLeftovers(const QString &workspacesDir)
 
 std::optional<QString> WorkspaceSpare::take(uint64_t bytes)
 {
-    if (!m_ready || m_ready->bytes != bytes) {
-        if (m_ready) { // made for another default (the disk's free space changed): made again
-            removeSpare(m_dir + QLatin1Char('/') + m_ready->id);
-            m_ready.reset();
-        }
+    // Made for another default (the disk's free space changed): made again.
+    for (qsizetype i = m_ready.size() - 1; i >= 0; --i)
+        if (m_ready.at(i).bytes != bytes)
+            removeSpare(m_dir + QLatin1Char('/') + m_ready.takeAt(i).id);
+    if (m_ready.isEmpty()) {
         refill();
         return std::nullopt;
     }
-    const QString id = m_ready->id;
-    m_ready.reset();
+    const QString id = m_ready.takeFirst().id;
     QFile::remove(markerOf(m_dir + QLatin1Char('/') + id));
     refill();
     return id;
@@ -71,35 +70,37 @@ std::optional<QString> WorkspaceSpare::take(uint64_t bytes)
 
 void WorkspaceSpare::refill()
 {
-    if (m_ready || m_making || m_driver == volume::Driver::None)
+    if (m_driver == volume::Driver::None)
         return;
-    const uint64_t bytes = m_defaultBytes();
-    if (bytes == 0)
-        return;
-    m_making = true;
-    const QString id = m_newId();
-    const QString dir = m_dir + QLatin1Char('/') + id;
-    QPointer<WorkspaceSpare> self(this);
-    m_pool.start([self, dir, id, bytes, driver = m_driver] {
-        // The marker first: a daemon killed meanwhile leaves something removeLeftovers finds.
-        QFile marker(markerOf(dir));
-        Status made = marker.open(QIODevice::WriteOnly) ? Status(Ok{}) : makeError(ErrorCode::IoError, marker.errorString());
-        if (made && ::mkdir(QFile::encodeName(dir).constData(), 0700) != 0)
-            made = makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(dir));
-        if (made)
-            made = volume::create(driver, dir, bytes, ::getuid(), ::getgid());
-        if (!made) {
-            logger()->warn("no spare workspace ahead of time: {}", made.error().message.toStdString());
-            removeSpare(dir);
-        }
-        QMetaObject::invokeMethod(self, [self, id, bytes, ok = made.ok()] {
-            if (!self)
-                return;
-            self->m_making = false;
-            if (ok)
-                self->m_ready = Ready{id, bytes};
-        }, Qt::QueuedConnection);
-    });
+    while (m_ready.size() + m_making < spares()) {
+        const uint64_t bytes = m_defaultBytes();
+        if (bytes == 0)
+            return;
+        ++m_making;
+        const QString id = m_newId();
+        const QString dir = m_dir + QLatin1Char('/') + id;
+        QPointer<WorkspaceSpare> self(this);
+        m_pool.start([self, dir, id, bytes, driver = m_driver] {
+            // The marker first: a daemon killed meanwhile leaves something removeLeftovers finds.
+            QFile marker(markerOf(dir));
+            Status made = marker.open(QIODevice::WriteOnly) ? Status(Ok{}) : makeError(ErrorCode::IoError, marker.errorString());
+            if (made && ::mkdir(QFile::encodeName(dir).constData(), 0700) != 0)
+                made = makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(dir));
+            if (made)
+                made = volume::create(driver, dir, bytes, ::getuid(), ::getgid());
+            if (!made) {
+                logger()->warn("no spare workspace ahead of time: {}", made.error().message.toStdString());
+                removeSpare(dir);
+            }
+            QMetaObject::invokeMethod(self, [self, id, bytes, ok = made.ok()] {
+                if (!self)
+                    return;
+                --self->m_making;
+                if (ok)
+                    self->m_ready.append(Ready{id, bytes});
+            }, Qt::QueuedConnection);
+        });
+    }
 }
 
 } // namespace airlock

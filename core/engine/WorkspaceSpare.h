@@ -12,11 +12,11 @@
 
 namespace airlock {
 
-// One workspace of the default size made ahead of time, so that creating a sandbox does not wait
-// for mkfs and the mount (about 25 ms of the 40 a create would take). It is made on a thread of
-// its own under the id of the sandbox that will take it ("ID" with its image "ID.ext4" beside,
-// and "ID.spare" saying it is nobody's yet), and made again after each take. What a daemon that
-// was killed left of one is removed at the next start (removeLeftovers).
+// A few workspaces of the default size made ahead of time, so that creating a sandbox does not
+// wait for its image and the mount. Each is made on a thread (two at most) under the id of the
+// sandbox that will take it ("ID" with its image "ID.ext4" beside, and "ID.spare" saying it is
+// nobody's yet), and another is started after each take, so that a burst of creates finds them
+// ready. What a daemon that was killed left of them is removed at the next start (removeLeftovers).
 class WorkspaceSpare final : public QObject {
     Q_OBJECT
 public:
@@ -41,8 +41,10 @@ private:
         QString id;
         uint64_t bytes = 0;
     };
-    std::optional<Ready> m_ready;
-    bool m_making = false;
+    // A loop device costs nothing while it waits; a fuse2fs image is a process of the user's.
+    int spares() const { return m_driver == volume::Driver::Loop ? 4 : 1; }
+    QList<Ready> m_ready;
+    int m_making = 0;
     QThreadPool m_pool;
 };
 

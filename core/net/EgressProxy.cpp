@@ -7,6 +7,7 @@
 
 #include <QDateTime>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QHostInfo>
 #include <QJsonObject>
 #include <QSocketNotifier>
@@ -27,6 +28,20 @@ using policy::NetworkVerdict;
 
 namespace {
 constexpr qsizetype kReadSize = 16 * 1024;
+
+// The name to ask the resolver for: fully qualified, so that the host's search domains never
+// make it another name (in the host's own zone) than the one the rule allowed; as it is when
+// /etc/hosts names it (glibc's files backend matches names without the final dot only).
+QString lookupName(const QString &host)
+{
+    QFile hosts(QStringLiteral("/etc/hosts"));
+    if (hosts.open(QIODevice::ReadOnly))
+        for (const QByteArray &line : hosts.readAll().split('\n'))
+            for (const QByteArray &name : line.first(line.contains('#') ? line.indexOf('#') : line.size()).simplified().split(' ').mid(1))
+                if (QString::fromLatin1(name).compare(host, Qt::CaseInsensitive) == 0)
+                    return host;
+    return host + QLatin1Char('.');
+}
 
 QString errnoText(int err)
 {
@@ -134,7 +149,7 @@ private:
         if (m_verdict.wildcard && !m_approved && !lookUpWildcard())
             return;
         m_resolvedBy = QStringLiteral("dns");
-        QHostInfo::lookupHost(m_verdict.host, this, [this](const QHostInfo &info) {
+        QHostInfo::lookupHost(lookupName(m_verdict.host), this, [this](const QHostInfo &info) {
             if (info.error() != QHostInfo::NoError)
                 return refuse(ProxyFailure::Unreachable, m_verdict.rule,
                               QStringLiteral("cannot resolve %1: %2").arg(m_verdict.host, info.errorString()));

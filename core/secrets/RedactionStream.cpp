@@ -8,7 +8,7 @@ namespace airlock {
 
 namespace {
 // One escape sequence is at most this long; a longer one is no sequence a terminal writes.
-constexpr int kMaxEscapeLength = 32;
+constexpr int kMaxEscapeLength = int(Redactor::kMaxEscapeBytes);
 // Handed-out bytes are dropped from the buffer once they are this many and half of it: a write
 // copies what is held back only now and then, not every time.
 constexpr qsizetype kCompactAt = 4096;
@@ -89,10 +89,10 @@ bool RedactionStream::Gap::addEscapeByte()
 
 bool RedactionStream::Gap::broke()
 {
-    // A wrap ("\n", "\r\n", od's "\n "), or a line break and an indent (with its "\r" or one space
-    // before it).
+    // A wrap ("\n", "\r\n", od's "\n "), or a line break and an indent (with up to two bytes
+    // before it: "\r", a space, or the "\r\r" of a "\r\n" through a terminal).
     const bool fits = m_spaces <= Redactor::kMaxGap
-        || (m_breaks == 1 && m_beforeBreak < Redactor::kMaxGap && m_indentOnly && m_indent <= Redactor::kMaxIndent);
+        || (m_breaks == 1 && m_beforeBreak <= Redactor::kMaxGap && m_indentOnly && m_indent <= Redactor::kMaxIndent);
     m_broken = !fits || m_escapeBytes > Redactor::kMaxEscapeBytes;
     return m_broken;
 }
@@ -157,14 +157,16 @@ void RedactionStream::scan(const Redactor &redactor, Redactor::Hits *hits)
     const qsizetype n = m_buffer.size();
     for (qsizetype i = m_scanned; i < n; ++i) {
         if (m_active.empty() && m_escapes.idle()) {
-            // Nothing under way: only a pattern's first byte (or ESC) can change that.
-            while (i < n && d[i] != '\x1b' && redactor.m_startingWith[static_cast<unsigned char>(d[i])].isEmpty())
+            // Nothing under way: only a pattern's first byte can change that.
+            while (i < n && redactor.m_startingWith[static_cast<unsigned char>(d[i])].isEmpty())
                 ++i;
             if (i == n)
                 break;
         }
         const qint64 at = m_base + i;
-        Kind kind = m_escapes.classify(d[i]);
+        // An escape sequence counts only between two characters of a match under way: before
+        // one, its bytes could be the value's first ("\e[" then the value would hide it).
+        Kind kind = m_active.empty() && m_escapes.idle() ? (Redactor::isSpace(d[i]) ? Kind::Space : Kind::Character) : m_escapes.classify(d[i]);
         if (kind == Kind::Break) {
             forget(redactor, true);
             forget(redactor, false);

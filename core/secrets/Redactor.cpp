@@ -52,6 +52,14 @@ void Redactor::add(const QString &name, const QByteArray &value)
     for (int shift = 0; shift < 3; ++shift)
         for (auto options : {QByteArray::Base64Encoding, QByteArray::Base64UrlEncoding})
             forms.append(base64Core(value, shift, options));
+    // A value with whitespace of its own (a PEM key, a passphrase) is also found with other
+    // whitespace in its place: indented, folded, or with a terminal's "\r\n" for its "\n".
+    for (qsizetype i = 0, n = forms.size(); i < n; ++i) {
+        QByteArray bare = forms.at(i);
+        bare.removeIf(isSpace);
+        if (bare.size() != forms.at(i).size())
+            forms.append(bare);
+    }
     for (const QByteArray &f : std::as_const(forms)) {
         if (f.size() < kMinPattern)
             continue;

@@ -15,7 +15,8 @@ namespace airlock {
 // encoded text). The forms are found wrapped too, as base64, openssl base64, xxd -p and od -An -tx1
 // print them, and indented (YAML and PEM blocks, `sed 's/^/    /'`): between any two of their
 // characters may stand up to kMaxGap whitespace characters, or a line break with up to kMaxIndent
-// spaces and tabs after it; and escape sequences (grep --color's) too. The replacement has the
+// spaces and tabs after it; and escape sequences (grep --color's) too, inside a match. A value
+// with whitespace of its own is found also with other whitespace in its place. The replacement has the
 // same length as what it replaces ("[REDACTED****]", or "*" for short matches) and covers only the
 // form's own characters: whitespace and escape sequences stay where they were, so stream offsets,
 // byte counts, lines and colours stay true. Matches that overlap (two secrets sharing characters)
@@ -44,14 +45,14 @@ public:
 
     // The most whitespace between two characters of a form ("\r\n"; od's "\n " between lines)...
     static constexpr qsizetype kMaxGap = 2;
-    // ... or a line break (up to kMaxGap whitespace characters up to and with it) and an indent of
+    // ... or a line break (with up to kMaxGap whitespace characters before it) and an indent of
     // up to this many spaces and tabs.
     static constexpr qsizetype kMaxIndent = 16;
     // Bytes of escape sequences that may stand there as well.
     static constexpr qsizetype kMaxEscapeBytes = 64;
     // All told, the most bytes between two characters. A longer run ends a match, which bounds what
     // a stream holds back: less than (1 + kMaxSpan) times the longest form.
-    static constexpr qsizetype kMaxSpan = kMaxGap + kMaxIndent + kMaxEscapeBytes;
+    static constexpr qsizetype kMaxSpan = kMaxGap + 1 + kMaxIndent + kMaxEscapeBytes;
 
 private:
     friend class RedactionStream;

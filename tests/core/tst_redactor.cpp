@@ -200,6 +200,11 @@ private Q_SLOTS:
             << QByteArray("czNjcjN0LVY0\x1b[0m\n    \x1b[32mbHVlLTAwNDI=\n") << QByteArray("[REDACTED***\x1b[0m\n    \x1b[32m*********]I=\n");
         QTest::newRow("ESC and a letter is no sequence: the letter can start a value") << QByteArray("\x1bs3cr3t-V4lue-0042\n")
                                                                                       << QByteArray("\x1b[REDACTED*******]\n");
+        QTest::newRow("an escape opener right before the value does not hide its first character")
+            << QByteArray("\x1b[s3cr3t-V4lue-0042 \x1b[?s3cr3t-V4lue-0042") << QByteArray("\x1b[[REDACTED*******] \x1b[?[REDACTED*******]");
+        QTest::newRow("24-bit colours (a 37-byte sequence) between two characters")
+            << QByteArray("s\x1b[01;38;2;255;100;100;48;2;40;40;40m\x1b[K3cr3t-V4lue-0042\x1b[m\x1b[K")
+            << QByteArray("[\x1b[01;38;2;255;100;100;48;2;40;40;40m\x1b[KREDACTED*******]\x1b[m\x1b[K");
         QTest::newRow("a sequence that is no colour ends the match (ESC then a control)")
             << QByteArray("s3cr3t-\x1b\x01V4lue-0042") << QByteArray("s3cr3t-\x1b\x01V4lue-0042");
         QTest::newRow("more than kMaxEscapeBytes of sequences between two characters end it")
@@ -218,16 +223,49 @@ private Q_SLOTS:
             QCOMPARE(written(r, output, piece), expected);
     }
 
-    // A value with spaces of its own is found as it is only with those spaces (escape sequences may
-    // still stand between its characters); its encodings have none and wrap like any other.
-    void aValueWithSpacesKeepsThem()
+    // A value with whitespace of its own (a passphrase, a PEM key) is found with other whitespace
+    // in its place too: folded, indented, a terminal's "\r\n" for its "\n"; its encodings wrap
+    // like any other. Only its other characters are masked.
+    void aValueWithSpacesIsFoundWithOtherSpacesToo_data()
     {
+        QTest::addColumn<QByteArray>("value");
+        QTest::addColumn<QByteArray>("output");
+        QTest::addColumn<QByteArray>("expected");
+        const QByteArray pass = "correct horse battery";
+        QTest::newRow("as it is, a colour inside") << pass << QByteArray("correct \x1b[1mhorse\x1b[0m battery;")
+                                                   << QByteArray("[REDACTE\x1b[1mED***\x1b[0m*******];");
+        QTest::newRow("two spaces for one") << pass << QByteArray("correct  horse battery;") << QByteArray("[REDACT  ED*** ******];");
+        QTest::newRow("fold -w 10") << pass << QByteArray("correct ho\nrse batter\ny\n") << QByteArray("[REDACT ED\n*** ******\n]\n");
+        QTest::newRow("base64 wrapped at 10") << pass << wrapped(pass.toBase64(), 10) << QByteArray("[REDACTED*\n**********\n*******]\n");
+        const QByteArray pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nAQEFAASCBKcwggSjAgEAAoIB\n-----END KEY-----";
+        QByteArray indented = pem;
+        indented.replace("\n", "\n  ").prepend("  ");
+        QByteArray tty = pem;
+        tty.replace("\n", "\r\n");
+        QTest::newRow("PEM indented by sed") << pem << indented << QByteArray();
+        QTest::newRow("PEM through a terminal (\\r\\n)") << pem << tty << QByteArray();
+    }
+    void aValueWithSpacesIsFoundWithOtherSpacesToo()
+    {
+        QFETCH(QByteArray, value);
+        QFETCH(QByteArray, output);
+        QFETCH(QByteArray, expected);
         Redactor r;
-        r.add(QStringLiteral("P"), "correct horse battery");
-        QByteArray data = "correct \x1b[1mhorse\x1b[0m battery; correct  horse battery\n" + wrapped(QByteArray("correct horse battery").toBase64(), 10);
-        const Redactor::Hits hits = r.redactInPlace(data);
-        QCOMPARE(hits.count, 2);
-        QCOMPARE(data, QByteArray("[REDACTE\x1b[1mD****\x1b[0m*******]; correct  horse battery\n[REDACTED*\n**********\n*******]\n"));
+        r.add(QStringLiteral("P"), value);
+        QByteArray data = output;
+        QVERIFY(r.redactInPlace(data));
+        if (!expected.isEmpty())
+            QCOMPARE(data, expected);
+        // No word of it is left, and the lines and their whitespace stay as they were.
+        for (const QByteArray &word : value.simplified().split(' '))
+            for (const QByteArray &part : word.split('-'))
+                QVERIFY2(part.size() < 3 || !data.contains(part), qPrintable(QString::fromLatin1(part + " in " + data)));
+        QCOMPARE(data.size(), output.size());
+        for (qsizetype i = 0; i < output.size(); ++i)
+            if (output.at(i) == '\n' || output.at(i) == '\r')
+                QCOMPARE(data.at(i), output.at(i));
+        for (qsizetype piece : {1, 3, 7})
+            QCOMPARE(written(r, output, piece), data);
     }
 
     // A wrapped form is found across two writes wherever they meet, the line break before, in or
@@ -285,7 +323,8 @@ private Q_SLOTS:
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\n" + indent)), qsizetype(30 + 2 + indent.size()));
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + ' ')), qsizetype(0)); // one column more
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + "\n")), qsizetype(0));
-        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "  \n ")), qsizetype(0)); // two spaces, then a break
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\r\n" + indent)), qsizetype(30 + 3 + indent.size())); // "\r\n" through a terminal
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "   \n ")), qsizetype(0)); // three spaces, then a break
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\x1b[0m")), qsizetype(30 + 4));
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + QByteArray("\x1b[0m").repeated(17))), qsizetype(0)); // 68 bytes of them
         QByteArray noise; // each pair of hex digits apart as far as may be

@@ -421,7 +421,7 @@ private Q_SLOTS:
         QVERIFY2(QFileInfo(workspaces).isDir(), qPrintable(workspaces));
         QCOMPARE(daemon.ctl({QStringLiteral("rm"), probe.value(QStringLiteral("id")).toString()}).exitCode, 0);
         QCOMPARE(daemon.ctl({QStringLiteral("ls"), QStringLiteral("--json")}).out.trimmed(), QByteArray("[\n]"));
-        QCOMPARE(QDir(workspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        QCOMPARE(sandboxWorkspaces(workspaces), QStringList());
         const CliResult r = daemon.ctl({QStringLiteral("run"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
                                         QStringLiteral("echo hi; hostname >&2; exit 4")});
         QVERIFY2(r.exitCode == 4, qPrintable(r.describe()));
@@ -435,7 +435,7 @@ private Q_SLOTS:
         QVERIFY(doc.isArray());
         QCOMPARE(doc.array().size(), 0);
         // Its workspace is gone too.
-        QCOMPARE(QDir(workspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        QCOMPARE(sandboxWorkspaces(workspaces), QStringList());
         // run takes create options: the name is used, and it is gone afterwards as well.
         const CliResult named = daemon.ctl({QStringLiteral("run"), QStringLiteral("--name"), QStringLiteral("once"),
                                             QStringLiteral("--"), QStringLiteral("hostname")});

@@ -698,7 +698,7 @@ private Q_SLOTS:
         QCOMPARE(listed.at(0).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("bg-idle"));
         QCOMPARE(d.ctl(args("info", "bg-fatal")).exitCode, 3);
         // Its workspace went with it: only the idle sandbox's remains.
-        QCOMPARE(workspaces.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden),
+        QCOMPARE(sandboxWorkspaces(workspaces.path(), QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden),
                  QStringList{QFileInfo(idleWs).fileName()});
         // The name is free again, so nothing half-made holds it.
         const CliResult again = d.ctl(args("create", "--name", "bg-fatal"));

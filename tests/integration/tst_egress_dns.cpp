@@ -71,6 +71,9 @@ private Q_SLOTS:
         const CliResult r = connectTo(QStringLiteral("exact.zone.test"));
         QCOMPARE(r.out, QByteArray("HTTP/1.1 200 Connection established\r\n"));
         QVERIFY(m_dns->asked().contains(QStringLiteral("exact.zone.test")));
+        // Fully qualified: the host's search domain is never tried (it would look up a name under
+        // the host's zone, and with ndots:5 connect to that name's address).
+        QVERIFY2(!m_dns->asked().join(QLatin1Char(' ')).contains(QLatin1String("corp.internal")), qPrintable(m_dns->asked().join(QLatin1Char(' '))));
         QVERIFY(about(events(QStringLiteral("network.lookup")), QStringLiteral("exact.zone.test")).isEmpty()); // nothing to record
         QCOMPARE(about(events(QStringLiteral("network.opened")), QStringLiteral("exact.zone.test")).value(QStringLiteral("resolvedBy")).toString(),
                  QStringLiteral("dns"));

@@ -252,7 +252,7 @@ private Q_SLOTS:
         m_badWorkspaces = QFileInfo(QJsonDocument::fromJson(probe.out).object().value(QStringLiteral("workspace")).toString()).path();
         QVERIFY2(QFileInfo(m_badWorkspaces).isDir(), qPrintable(m_badWorkspaces));
         QCOMPARE(m_bad->ctl({QStringLiteral("rm"), QStringLiteral("ws-probe")}).exitCode, 0);
-        QCOMPARE(QDir(m_badWorkspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        QCOMPARE(sandboxWorkspaces(m_badWorkspaces), QStringList());
     }
     void cleanupTestCase()
     {
@@ -606,7 +606,7 @@ private Q_SLOTS:
         QVERIFY2(rm.exitCode == 0, qPrintable(rm.describe()));
         QCOMPARE(m_bad->ctl({QStringLiteral("info"), name}).exitCode, 3);
         QVERIFY(pidsRunning(badGuest()).isEmpty());
-        QCOMPARE(QDir(m_badWorkspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        QCOMPARE(sandboxWorkspaces(m_badWorkspaces), QStringList());
     }
 
     void anAgentThatFailsDuringStartupFailsCreate_data()
@@ -637,7 +637,7 @@ private Q_SLOTS:
         QCOMPARE(created.out, QByteArray());
         // Nothing is left: no sandbox entry, no workspace, no agent, no bwrap.
         QCOMPARE(m_bad->ctl({QStringLiteral("info"), name}).exitCode, 3);
-        QCOMPARE(QDir(m_badWorkspaces).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList());
+        QCOMPARE(sandboxWorkspaces(m_badWorkspaces), QStringList());
         QVERIFY2(waitFor([&] { return pidsRunning(badGuest()).isEmpty(); }, 2000), "the bad guest outlived the failed create");
         QStringList left;
         QVERIFY2(waitFor([&] { return (left = descendantsOf(m_bad->pid())).isEmpty(); }, 2000),

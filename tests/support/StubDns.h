@@ -49,7 +49,9 @@ public:
         ::inet_pton(AF_INET, m_address.toLatin1().constData(), &sa.sin_addr);
         if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || !m_conf.open())
             return false;
-        m_conf.write("nameserver " + m_address.toLatin1() + "\noptions timeout:2 attempts:1\n");
+        // A search domain and Kubernetes' ndots:5, as a corporate or cloud host may have: a name
+        // the daemon looks up must be asked for as it is, never with the host's domain after it.
+        m_conf.write("nameserver " + m_address.toLatin1() + "\nsearch corp.internal\noptions timeout:2 attempts:1 ndots:5\n");
         m_conf.flush();
         m_thread = std::thread([this] { serve(); });
         return true;

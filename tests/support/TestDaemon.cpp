@@ -77,6 +77,19 @@ TestDaemon::~TestDaemon()
     removeDaemonLeftovers(dataDir());
 }
 
+QStringList sandboxWorkspaces(const QString &dir, QDir::Filters filters)
+{
+    const QDir d(dir);
+    QStringList spares;
+    for (const QString &marker : d.entryList({QStringLiteral("*.spare")}, QDir::Files | QDir::Hidden))
+        spares << marker << marker.chopped(6) << marker.chopped(6) + QStringLiteral(".ext4");
+    QStringList out;
+    for (const QString &entry : d.entryList(filters))
+        if (!spares.contains(entry) && !entry.startsWith(QLatin1String(".template-")))
+            out << entry;
+    return out;
+}
+
 void removeDaemonLeftovers(const QString &dataDir)
 {
     // Named by a hash of the data directory: the guest's copy (a killed daemon leaves it), a root

@@ -4,6 +4,7 @@
 #include "client/DaemonClient.h"
 
 #include <QByteArray>
+#include <QDir>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QStringList>
@@ -30,6 +31,10 @@ struct CliResult {
 // Ends whatever sandboxes that outlived a daemon with this data directory still run (by their
 // records), so that no test leaves processes behind.
 void killLeftSandboxes(const QString &dataDir);
+// What a workspaces folder holds for sandboxes: not the spares the daemon makes ahead of time
+// (ID, ID.ext4 and the ID.spare that says so) nor the empty filesystems it copies
+// (.template-BYTES.ext4).
+QStringList sandboxWorkspaces(const QString &dir, QDir::Filters filters = QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden);
 // Removes what a daemon with this data directory keeps outside it, should it have been killed.
 void removeDaemonLeftovers(const QString &dataDir);
 
