@@ -172,7 +172,9 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
 void RpcServer::expireLeasesLater(const Session &session)
 {
     for (auto it = session.leases.cbegin(); it != session.leases.cend(); ++it) {
-        const auto [sandboxId, exec] = it.key();
+        // Named copies, not a structured binding: clang 14 cannot capture those.
+        const QString sandboxId = it.key().first;
+        const uint32_t exec = it.key().second;
         if (!session.execs.contains(it.key()))
             continue; // it has ended
         const QString run = session.run, client = session.client;

@@ -334,7 +334,8 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     }
     QJsonArray injected;
     for (const auto &[grant, value] : secretEnv) {
-        spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(), [&](const QString &kv) { return kv.startsWith(grant.env + QLatin1Char('=')); }),
+        const QString prefix = grant.env + QLatin1Char('='); // (clang 14 cannot capture a structured binding)
+        spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(), [&prefix](const QString &kv) { return kv.startsWith(prefix); }),
                         spawn.env.end());
         spawn.env.append(grant.env + QLatin1Char('=') + QString::fromUtf8(value));
         m_redactor.add(grant.secret, value);
