@@ -4,9 +4,7 @@
 // The lifecycle over a pinned fingerprint and a token; every refusal with its reason (tokens,
 // fingerprint, TLS 1.2, Host, Origin, query, plain ws, scopes, frames, rate limit); a revoked
 // token's live connection; and a 5 s cut of the link during a stream.
-#include "CuttableProxy.h"
-#include "NetnsPair.h"
-#include "TestHelpers.h"
+#include "WssFixture.h"
 #include "remote/RefusalLog.h"
 #include "rpc/Protocol.h"
 
@@ -29,125 +27,8 @@
 using namespace airlock;
 using namespace airlock::test;
 
-namespace {
-constexpr quint16 kPort = 7443;
-
-struct HttpReply {
-    QByteArray status; // "HTTP/1.1 401 …" or empty
-    QString tlsError;
-};
-} // namespace
-
-class TestRemoteWss final : public QObject {
+class TestRemoteWss final : public QObject, public WssFixture {
     Q_OBJECT
-    std::unique_ptr<NetnsPair> m_link;
-    std::unique_ptr<CuttableProxy> m_proxy; // a path to the daemon that a test can cut
-    QString m_local, m_remote, m_other; // here, there, and a second address here
-    std::unique_ptr<TestDaemon> m_daemon;
-    QString m_fingerprint, m_url, m_token;
-
-    // airlockctl on this side: never a local daemon, always the remote one (by m_url unless
-    // another URL is given; with m_token unless another token, even an empty one, is given).
-    std::unique_ptr<QProcess> startRemote(const QStringList &arguments, const QString &token = {}, const QString &url = {}) const
-    {
-        auto p = std::make_unique<QProcess>();
-        QProcessEnvironment env = m_daemon->environment();
-        env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
-        env.insert(QStringLiteral("AIRLOCK_TOKEN"), token.isNull() ? m_token : token);
-        p->setProcessEnvironment(env);
-        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host") + QStringList{url.isEmpty() ? m_url : url} + arguments);
-        return p;
-    }
-    CliResult remote(const QStringList &arguments, const QString &token = {}, const QString &url = {}, const QByteArray &input = {}) const
-    {
-        auto p = startRemote(arguments, token, url);
-        p->write(input);
-        p->closeWriteChannel();
-        CliResult r;
-        if (!p->waitForFinished(60000))
-            p->kill();
-        r.exitCode = p->exitCode();
-        r.out = p->readAllStandardOutput();
-        r.err = p->readAllStandardError();
-        return r;
-    }
-    // Collects a running client's stdout until it holds marker (the event loop runs meanwhile).
-    static bool readUntil(QProcess &p, QByteArray &seen, const QByteArray &marker)
-    {
-        return waitFor([&] {
-            p.waitForReadyRead(20);
-            seen += p.readAllStandardOutput();
-            return seen.contains(marker);
-        }, 10000);
-    }
-    QString newToken(const QString &name, const QStringList &scopes = {}) const
-    {
-        QStringList arguments = args("token", "create", "--name") + QStringList{name};
-        for (const QString &s : scopes)
-            arguments += {QStringLiteral("--scope"), s};
-        QProcess p;
-        p.setProcessEnvironment(m_daemon->environment());
-        p.start(binDir() + QStringLiteral("/airlockd"), arguments);
-        p.waitForFinished(10000);
-        return p.exitCode() == 0 ? QString::fromLatin1(p.readAllStandardOutput().trimmed()) : QString();
-    }
-    QByteArray upgradeRequest(const QByteArray &authorization, const QByteArray &extra = {}, const QByteArray &target = "/",
-                              const QByteArray &host = {}) const
-    {
-        QByteArray r = "GET " + target + " HTTP/1.1\r\nHost: " + (host.isEmpty() ? (m_remote + QStringLiteral(":%1").arg(kPort)).toLatin1() : host)
-            + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
-        if (!authorization.isEmpty())
-            r += "Authorization: " + authorization + "\r\n";
-        return r + extra + "\r\n";
-    }
-    // One upgrade attempt over TLS, as raw bytes: the daemon's status line, or how TLS failed.
-    // To another daemon (to, port): without the pin check.
-    HttpReply raw(const QByteArray &request, QSsl::SslProtocol protocol = QSsl::TlsV1_3, const QString &from = {}, const QString &to = {},
-                  quint16 port = kPort) const
-    {
-        QSslSocket s;
-        QSslConfiguration c = s.sslConfiguration();
-        c.setProtocol(protocol);
-        c.setPeerVerifyMode(QSslSocket::VerifyNone); // the pin is checked below, by hand
-        s.setSslConfiguration(c);
-        if (!from.isEmpty())
-            s.bind(QHostAddress(from));
-        s.connectToHostEncrypted(to.isEmpty() ? m_remote : to, port);
-        if (!s.waitForEncrypted(5000))
-            return {{}, s.errorString()};
-        if (to.isEmpty() && QString::fromLatin1(s.peerCertificate().digest(QCryptographicHash::Sha256).toHex()) != m_fingerprint)
-            return {{}, QStringLiteral("not the pinned certificate")};
-        s.write(request);
-        QByteArray all;
-        QElapsedTimer t;
-        t.start();
-        while (!all.contains("\r\n") && t.elapsed() < 5000 && (s.waitForReadyRead(200) || s.state() == QAbstractSocket::ConnectedState))
-            all += s.readAll();
-        return {all.left(all.indexOf("\r\n")), {}};
-    }
-    // An authenticated WebSocket of our own, for what no well-behaved client sends.
-    std::unique_ptr<QWebSocket> openSocket(const QString &token) const
-    {
-        auto ws = std::make_unique<QWebSocket>();
-        QSslConfiguration c = QSslConfiguration::defaultConfiguration();
-        c.setPeerVerifyMode(QSslSocket::VerifyNone);
-        ws->setSslConfiguration(c);
-        QNetworkRequest request(QUrl(QStringLiteral("wss://%1:%2/").arg(m_remote).arg(kPort)));
-        request.setRawHeader("Authorization", "Bearer " + token.toLatin1());
-        ws->open(request);
-        return waitFor([&] { return ws->state() == QAbstractSocket::ConnectedState; }, 5000) ? std::move(ws) : nullptr;
-    }
-    bool daemonAnswers() const { return m_daemon->ctl(args("ls")).exitCode == 0; }
-    static qint64 rssMb(qint64 pid)
-    {
-        QFile status(QStringLiteral("/proc/%1/status").arg(pid));
-        if (!status.open(QIODevice::ReadOnly))
-            return -1;
-        for (const QByteArray &line : status.readAll().split('\n'))
-            if (line.startsWith("VmRSS:"))
-                return line.mid(6).trimmed().split(' ').first().toLongLong() / 1024;
-        return -1;
-    }
 
 private Q_SLOTS:
     void initTestCase()
@@ -160,8 +41,8 @@ private Q_SLOTS:
         m_local = m_link->local();
         m_remote = m_link->remote();
         m_other = m_link->other();
-        m_proxy = std::make_unique<CuttableProxy>(QHostAddress(m_remote), kPort);
-        m_daemon = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(m_remote).arg(kPort),
+        m_proxy = std::make_unique<CuttableProxy>(QHostAddress(m_remote), kWssPort);
+        m_daemon = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(m_remote).arg(kWssPort),
                                                             QStringLiteral("--secret-store"), QStringLiteral("file"), QStringLiteral("--allow-host"),
                                                             QStringLiteral("127.0.0.1:%1").arg(m_proxy->port())});
         m_daemon->setLauncher(m_link->launcher());
@@ -169,7 +50,7 @@ private Q_SLOTS:
         QFile cert(m_daemon->dataDir() + QStringLiteral("/tls/cert.pem"));
         QVERIFY(cert.open(QIODevice::ReadOnly));
         m_fingerprint = QString::fromLatin1(QSslCertificate(cert.readAll()).digest(QCryptographicHash::Sha256).toHex());
-        m_url = QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kPort).arg(m_fingerprint);
+        m_url = QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kWssPort).arg(m_fingerprint);
         m_token = newToken(QStringLiteral("laptop"));
         QVERIFY(m_token.startsWith(QLatin1String("alk_")));
     }
@@ -337,12 +218,12 @@ private Q_SLOTS:
         // The client side: a wrong pin, plain ws:// off loopback, and the daemon refusing plain ws there.
         QString otherPin = m_fingerprint;
         otherPin[0] = otherPin.at(0) == QLatin1Char('0') ? QLatin1Char('1') : QLatin1Char('0');
-        const CliResult pinned = remote(args("ls"), {}, QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kPort).arg(otherPin));
+        const CliResult pinned = remote(args("ls"), {}, QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kWssPort).arg(otherPin));
         QCOMPARE(pinned.exitCode, 4);
         QVERIFY2(pinned.err.contains(QByteArray("the daemon's certificate is not the pinned one (expected sha256=" + otherPin.toLatin1() + ", got "
                                                 + m_fingerprint.toLatin1() + ")")),
                  qPrintable(pinned.describe()));
-        const CliResult plain = remote(args("ls"), {}, QStringLiteral("ws://%1:%2").arg(m_remote).arg(kPort));
+        const CliResult plain = remote(args("ls"), {}, QStringLiteral("ws://%1:%2").arg(m_remote).arg(kWssPort));
         QCOMPARE(plain.exitCode, 2);
         QVERIFY2(plain.err.contains("plain ws:// only to a loopback address"), qPrintable(plain.describe()));
         QProcess plainDaemon;
@@ -587,7 +468,7 @@ private Q_SLOTS:
         c.setPeerVerifyMode(QSslSocket::VerifyNone);
         s.setSslConfiguration(c);
         s.setReadBufferSize(4096); // we read almost nothing
-        s.connectToHostEncrypted(m_remote, kPort);
+        s.connectToHostEncrypted(m_remote, kWssPort);
         QVERIFY(s.waitForEncrypted(5000));
         s.write(upgradeRequest("Bearer " + m_token.toLatin1()));
         QVERIFY(s.waitForReadyRead(5000));
@@ -627,13 +508,13 @@ private Q_SLOTS:
         for (int i = 0; i < 8; ++i) {
             auto s = std::make_unique<QTcpSocket>();
             s->bind(QHostAddress(m_other));
-            s->connectToHost(m_remote, kPort);
+            s->connectToHost(m_remote, kWssPort);
             QVERIFY(s->waitForConnected(2000));
             idle.push_back(std::move(s));
         }
         QTcpSocket ninth;
         ninth.bind(QHostAddress(m_other));
-        ninth.connectToHost(m_remote, kPort);
+        ninth.connectToHost(m_remote, kWssPort);
         QVERIFY(ninth.waitForConnected(2000));
         QVERIFY2(waitFor([&] { return ninth.state() == QAbstractSocket::UnconnectedState; }, 2000), "a ninth idle connection from one address stayed");
         QCOMPARE(remote(args("ls")).exitCode, 0); // others are not locked out
@@ -722,17 +603,17 @@ private Q_SLOTS:
     {
         const QString prefix = QStringLiteral("fd00:a1:%1:1").arg(::getpid() % 0xffff, 0, 16);
         QVERIFY(m_link->addIPv6(prefix, {QStringLiteral("1"), QStringLiteral("7")}));
-        TestDaemon daemon(QStringList{QStringLiteral("--listen"), QStringLiteral("[%1::2]:%2").arg(prefix).arg(kPort + 1)});
+        TestDaemon daemon(QStringList{QStringLiteral("--listen"), QStringLiteral("[%1::2]:%2").arg(prefix).arg(kWssPort + 1)});
         daemon.setLauncher(m_link->launcher());
         QVERIFY(daemon.start());
-        const QByteArray request = "GET / HTTP/1.1\r\nHost: [" + prefix.toLatin1() + "::2]:" + QByteArray::number(kPort + 1)
+        const QByteArray request = "GET / HTTP/1.1\r\nHost: [" + prefix.toLatin1() + "::2]:" + QByteArray::number(kWssPort + 1)
             + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nAuthorization: Bearer alk_000000000000_" + QByteArray(43, 'A') + "\r\n\r\n";
         const QString there = prefix + QStringLiteral("::2");
         for (int i = 0; i < 5; ++i) {
-            const HttpReply r = raw(request, QSsl::TlsV1_3, prefix + QStringLiteral("::1"), there, kPort + 1);
+            const HttpReply r = raw(request, QSsl::TlsV1_3, prefix + QStringLiteral("::1"), there, kWssPort + 1);
             QVERIFY2(r.status.startsWith("HTTP/1.1 401 unknown token"), qPrintable(QString::fromLatin1(r.status) + r.tlsError));
         }
-        QCOMPARE(raw(request, QSsl::TlsV1_3, prefix + QStringLiteral("::7"), there, kPort + 1).status,
+        QCOMPARE(raw(request, QSsl::TlsV1_3, prefix + QStringLiteral("::7"), there, kWssPort + 1).status,
                  QByteArray("HTTP/1.1 429 too many failed attempts from this address; wait"));
     }
 
