@@ -23,8 +23,10 @@ int main(int argc, char *argv[])
         reader.setScaledSize(QSize(n, n));
         const QImage image = reader.read();
         const QString dir = QStringLiteral("%1/%2x%2/apps").arg(args.at(2)).arg(n);
-        if (image.isNull() || !QDir().mkpath(dir) || !image.save(dir + QLatin1Char('/') + name + QStringLiteral(".png"))) {
-            std::fprintf(stderr, "cannot render %s at %d: %s\n", qPrintable(args.at(1)), n, qPrintable(reader.errorString()));
+        if (image.isNull() || !QDir().mkpath(dir)
+            || !image.save(dir + QLatin1Char('/') + name + QStringLiteral(".png"))) {
+            std::fprintf(
+                stderr, "cannot render %s at %d: %s\n", qPrintable(args.at(1)), n, qPrintable(reader.errorString()));
             return 1;
         }
     }

@@ -12,6 +12,10 @@ packages=(
   libqt6svg6 desktop-file-utils man-db dpkg-dev zsh lintian python3
   qemu-system-x86 qemu-utils mmdebstrap e2fsprogs fuse2fs fuse3
 )
+# Only for the test command (installer/test.sh --test): the style gate, the clang build and the fuzzers.
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(clang clang-format clang-tidy libclang-rt-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -30,9 +30,16 @@ QString inGroups(const QString &hex)
 } // namespace
 
 AddHostDialog::AddHostDialog(QWidget *parent, std::optional<HostRegistry::Entry> editing)
-    : QDialog(parent), m_editing(std::move(editing)), m_name(new QLineEdit), m_address(new QLineEdit), m_token(new QLineEdit), m_fingerprint(new QLabel),
-      m_problem(new QLabel), m_test(new QLabel), m_testButton(new QPushButton(tr("&Test connection"))),
-      m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
+    : QDialog(parent)
+    , m_editing(std::move(editing))
+    , m_name(new QLineEdit)
+    , m_address(new QLineEdit)
+    , m_token(new QLineEdit)
+    , m_fingerprint(new QLabel)
+    , m_problem(new QLabel)
+    , m_test(new QLabel)
+    , m_testButton(new QPushButton(tr("&Test connection")))
+    , m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
     setWindowTitle(m_editing ? tr("Edit host %1").arg(display::escaped(m_editing->name, 64)) : tr("Add a host"));
     setMinimumWidth(620);
@@ -51,8 +58,10 @@ AddHostDialog::AddHostDialog(QWidget *parent, std::optional<HostRegistry::Entry>
     m_problem->setStyleSheet(QStringLiteral("color: #c0392b"));
     m_buttons->button(QDialogButtonBox::Ok)->setText(m_editing ? tr("Save") : tr("Add host"));
     m_name->setToolTip(tr("How the console and airlockctl --host call it; unique"));
-    m_address->setToolTip(tr("wss://HOST:PORT#sha256=… as 'airlockd --listen' printed it, or ssh://[user@]host[:port]"));
-    m_token->setToolTip(tr("The token 'airlockd token create' printed on that host; kept in your keyring, never in hosts.json"));
+    m_address->setToolTip(
+        tr("wss://HOST:PORT#sha256=… as 'airlockd --listen' printed it, or ssh://[user@]host[:port]"));
+    m_token->setToolTip(
+        tr("The token 'airlockd token create' printed on that host; kept in your keyring, never in hosts.json"));
     m_testButton->setToolTip(tr("Connect with what is typed, without saving, and show who answers"));
     m_test->setTextFormat(Qt::PlainText);
     m_test->setWordWrap(true);
@@ -96,7 +105,8 @@ Result<QByteArray> AddHostDialog::token() const
         return m_token->text().trimmed().toLatin1();
     auto saved = hosttokens::load(m_editing->name, m_editing->token);
     if (!saved)
-        return makeError(saved.error().code, tr("the saved token could not be read (%1); type it again").arg(saved.error().message));
+        return makeError(
+            saved.error().code, tr("the saved token could not be read (%1); type it again").arg(saved.error().message));
     return *saved;
 }
 
@@ -125,7 +135,8 @@ bool AddHostDialog::testConnection()
     QElapsedTimer took;
     took.start();
     Status connected = probe.connectToDaemon(options);
-    Result<QJsonObject> info = connected ? probe.call(QStringLiteral("daemon.info"), {}, 5000) : Result<QJsonObject>(connected.error());
+    Result<QJsonObject> info
+        = connected ? probe.call(QStringLiteral("daemon.info"), {}, 5000) : Result<QJsonObject>(connected.error());
     probe.close();
     m_testButton->setEnabled(true);
     const bool tls = parsed->scheme == HostAddress::Scheme::Wss;
@@ -133,19 +144,23 @@ bool AddHostDialog::testConnection()
         // A certificate that is not the pasted one: both, side by side, in groups to compare.
         static const QRegularExpression pin(QStringLiteral("expected sha256=([0-9a-f]{64}), got ([0-9a-f]{64})"));
         if (const auto m = pin.match(info.error().message); m.hasMatch()) {
-            m_test->setText(tr("Refused: the daemon presented a certificate that is not the one pasted.\nPresented: SHA-256 %1\nPasted:    SHA-256 %2\n"
-                               "If that daemon made a new identity, check the new fingerprint on its machine before using it.")
-                                .arg(inGroups(m.captured(2)), inGroups(m.captured(1))));
+            m_test->setText(
+                tr("Refused: the daemon presented a certificate that is not the one pasted.\nPresented: SHA-256 "
+                   "%1\nPasted:    SHA-256 %2\n"
+                   "If that daemon made a new identity, check the new fingerprint on its machine before using it.")
+                    .arg(inGroups(m.captured(2)), inGroups(m.captured(1))));
             return false;
         }
         m_test->setText(tr("Not connected: %1").arg(display::escaped(info.error().message, 400)));
         return false;
     }
     const double ms = double(took.nsecsElapsed()) / 1e6;
-    QString said = tr("Connected in %1 ms: airlockd %2 on %3, %4.")
-                       .arg(ms, 0, 'f', 0)
-                       .arg(display::escaped(info->value(QStringLiteral("version")).toString(), 40), display::escaped(info->value(QStringLiteral("host")).toString(), 80),
-                            display::count(info->value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes")));
+    QString said
+        = tr("Connected in %1 ms: airlockd %2 on %3, %4.")
+              .arg(ms, 0, 'f', 0)
+              .arg(display::escaped(info->value(QStringLiteral("version")).toString(), 40),
+                  display::escaped(info->value(QStringLiteral("host")).toString(), 80),
+                  display::count(info->value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes")));
     if (tls)
         said += tr("\nPresented: SHA-256 %1 (the one pasted)").arg(inGroups(parsed->fingerprint));
     if (info->value(QStringLiteral("version")).toString() != version())
@@ -159,19 +174,25 @@ void AddHostDialog::check()
     QString problem;
     m_fingerprint->clear();
     const QString address = m_address->text().trimmed();
-    auto parsed = address.isEmpty() ? Result<HostAddress>(makeError(ErrorCode::InvalidArgument, tr("Paste the address airlockd printed.")))
-                                    : parseHostAddress(address);
-    const bool needsToken = parsed && (parsed->scheme == HostAddress::Scheme::Wss || parsed->scheme == HostAddress::Scheme::Ws);
+    auto parsed = address.isEmpty()
+        ? Result<HostAddress>(makeError(ErrorCode::InvalidArgument, tr("Paste the address airlockd printed.")))
+        : parseHostAddress(address);
+    const bool needsToken
+        = parsed && (parsed->scheme == HostAddress::Scheme::Wss || parsed->scheme == HostAddress::Scheme::Ws);
     m_token->setEnabled(needsToken);
     if (!parsed) {
         problem = parsed.error().message;
     } else if (parsed->scheme == HostAddress::Scheme::Wss) {
-        m_fingerprint->setText(tr("SHA-256 %1\nCompare it with the server's before adding (or Test connection): it is the only proof this is that daemon.")
+        m_fingerprint->setText(tr("SHA-256 %1\nCompare it with the server's before adding (or Test connection): it is "
+                                  "the only proof this is that daemon.")
                                    .arg(inGroups(parsed->fingerprint)));
     } else {
-        m_fingerprint->setText(tr("none (%1)").arg(parsed->scheme == HostAddress::Scheme::Ssh ? tr("ssh checks the host key") : tr("this machine")));
+        m_fingerprint->setText(
+            tr("none (%1)")
+                .arg(parsed->scheme == HostAddress::Scheme::Ssh ? tr("ssh checks the host key") : tr("this machine")));
     }
-    if (problem.isEmpty() && needsToken && !keepsSavedToken() && !remote::isTokenShaped(m_token->text().trimmed().toLatin1()))
+    if (problem.isEmpty() && needsToken && !keepsSavedToken()
+        && !remote::isTokenShaped(m_token->text().trimmed().toLatin1()))
         problem = tr("The token is what 'airlockd token create --name NAME' printed on that host (alk_…).");
     if (problem.isEmpty() && m_name->text().trimmed().isEmpty())
         problem = tr("Give the host a name.");
@@ -193,7 +214,8 @@ Result<HostRegistry::Entry> AddHostDialog::save()
         if (Status removed = hosts->remove(m_editing->name); !removed)
             return removed.error();
     }
-    if (Status added = hosttokens::addHost(*hosts, name, url, *kept); !added) // nothing written for an edit that is refused
+    if (Status added = hosttokens::addHost(*hosts, name, url, *kept);
+        !added) // nothing written for an edit that is refused
         return added.error();
     if (Status written = hosts->save(); !written)
         return written.error();

@@ -2,23 +2,23 @@
 #include "ApprovalsDock.h"
 #include "StatusText.h"
 
+#include "Theme.h"
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
-#include "Theme.h"
 
 #include <QApplication>
 #include <QDateTime>
 #include <QFocusEvent>
-#include <QKeyEvent>
 #include <QHBoxLayout>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPointer>
-#include <QPushButton>
 #include <QMainWindow>
 #include <QPainter>
+#include <QPointer>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -30,13 +30,17 @@ namespace {
 // The dock while nothing waits: its title down a slim bar along the edge.
 class SlimBar final : public QWidget {
 public:
-    explicit SlimBar(QWidget *parent = nullptr) : QWidget(parent)
+    explicit SlimBar(QWidget *parent = nullptr)
+        : QWidget(parent)
     {
         setObjectName(QStringLiteral("approvalsSlimBar"));
         setToolTip(ApprovalsDock::tr("Requests that wait for your decision appear here"));
     }
     QString text() const { return ApprovalsDock::tr("Approvals · none waiting"); }
-    QSize sizeHint() const override { return {fontMetrics().height() + 10, fontMetrics().horizontalAdvance(text()) + 24}; }
+    QSize sizeHint() const override
+    {
+        return {fontMetrics().height() + 10, fontMetrics().horizontalAdvance(text()) + 24};
+    }
     QSize minimumSizeHint() const override { return sizeHint(); }
 
 protected:
@@ -79,8 +83,14 @@ QString joined(const QJsonValue &v)
 } // namespace
 
 ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
-    : QFrame(parent), m_request(request), m_what(new QLabel), m_countdown(new QLabel), m_allow(new QPushButton(tr("Allow once"))),
-      m_always(new QPushButton(tr("Always allow"))), m_deny(new QPushButton(tr("Deny"))), m_reason(new QLineEdit)
+    : QFrame(parent)
+    , m_request(request)
+    , m_what(new QLabel)
+    , m_countdown(new QLabel)
+    , m_allow(new QPushButton(tr("Allow once")))
+    , m_always(new QPushButton(tr("Always allow")))
+    , m_deny(new QPushButton(tr("Deny")))
+    , m_reason(new QLineEdit)
 {
     setFrameShape(QFrame::StyledPanel);
     const QString kind = request.value(QStringLiteral("kind")).toString();
@@ -88,10 +98,10 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
     // On another machine: its host first, so that a request is never taken for a local one.
     const QString host = request.value(QStringLiteral("host")).toString();
     auto *head = new QLabel((host.isEmpty() ? QString() : tr("<b>%1</b>: ").arg(display::escaped(host).toHtmlEscaped()))
-                            + tr("%1 in <b>%2</b> (run %3)")
-                                  .arg(display::escaped(request.value(QStringLiteral("requester")).toString()).toHtmlEscaped(),
-                                       display::escaped(request.value(QStringLiteral("sandboxName")).toString()).toHtmlEscaped(),
-                                       display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
+        + tr("%1 in <b>%2</b> (run %3)")
+              .arg(display::escaped(request.value(QStringLiteral("requester")).toString()).toHtmlEscaped(),
+                  display::escaped(request.value(QStringLiteral("sandboxName")).toString()).toHtmlEscaped(),
+                  display::escaped(request.value(QStringLiteral("run")).toString()).toHtmlEscaped()));
     head->setWordWrap(true); // a long run or host name wraps rather than widening the dock
     layout->addWidget(head);
     if (const QString risk = request.value(QStringLiteral("risk")).toString(); !risk.isEmpty()) {
@@ -109,8 +119,11 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
     if (kind == QLatin1String("network")) {
         m_full = tr("connect to %1").arg(display::escaped(request.value(QStringLiteral("destination")).toString()));
     } else if (kind == QLatin1String("tool")) {
-        m_full = tr("tool %1 %2").arg(display::escaped(request.value(QStringLiteral("tool")).toString()),
-                                      display::escaped(QString::fromUtf8(QJsonDocument(request.value(QStringLiteral("arguments")).toObject()).toJson(QJsonDocument::Compact))));
+        m_full = tr("tool %1 %2")
+                     .arg(display::escaped(request.value(QStringLiteral("tool")).toString()),
+                         display::escaped(
+                             QString::fromUtf8(QJsonDocument(request.value(QStringLiteral("arguments")).toObject())
+                                                   .toJson(QJsonDocument::Compact))));
     } else {
         m_full = QStringLiteral("$ ") + display::commandLine(request.value(QStringLiteral("argv")).toArray());
         if (!request.value(QStringLiteral("cwd")).toString().isEmpty())
@@ -152,10 +165,13 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
         const QString rule = part.value(QStringLiteral("rule")).toString();
         verdicts.append(QStringLiteral("%1  %2   (%3)")
                             .arg(part.value(QStringLiteral("decision")).toString().leftJustified(5),
-                                 display::commandLine(part.value(QStringLiteral("argv")).toArray(), 160),
-                                 rule == QLatin1String("default") ? tr("no rule: the default")
-                                 : rule == QLatin1String("covered") ? tr("covered by the command that started it")
-                                                                    : tr("rule '%1', %2").arg(display::escaped(rule, 80), display::escaped(part.value(QStringLiteral("layer")).toString()))));
+                                display::commandLine(part.value(QStringLiteral("argv")).toArray(), 160),
+                                rule == QLatin1String("default") ? tr("no rule: the default")
+                                    : rule == QLatin1String("covered")
+                                    ? tr("covered by the command that started it")
+                                    : tr("rule '%1', %2")
+                                          .arg(display::escaped(rule, 80),
+                                              display::escaped(part.value(QStringLiteral("layer")).toString()))));
     }
     if (parts.size() > 1 || (parts.size() == 1 && !request.value(QStringLiteral("exec")).isDouble())) {
         auto *partsLabel = new QLabel(verdicts.join(QLatin1Char('\n')));
@@ -170,7 +186,8 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
         const QJsonObject f = v.toObject();
         const QString path = display::escaped(f.value(QStringLiteral("path")).toString(), 120);
         if (f.contains(QStringLiteral("problem"))) {
-            files.append(tr("%1: not bound (%2), it runs as it is then").arg(path, display::escaped(f.value(QStringLiteral("problem")).toString(), 120)));
+            files.append(tr("%1: not bound (%2), it runs as it is then")
+                             .arg(path, display::escaped(f.value(QStringLiteral("problem")).toString(), 120)));
             continue;
         }
         files.append(tr("%1  (sha256 %2…, %n bytes)", nullptr, f.value(QStringLiteral("size")).toInt())
@@ -179,7 +196,8 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
             files.append(QStringLiteral("  \u2502 ") + display::escaped(line.toString(), 100));
     }
     if (!files.isEmpty()) {
-        auto *filesLabel = new QLabel(tr("Runs as code (a change before it runs asks again):\n") + files.join(QLatin1Char('\n')));
+        auto *filesLabel
+            = new QLabel(tr("Runs as code (a change before it runs asks again):\n") + files.join(QLatin1Char('\n')));
         filesLabel->setTextFormat(Qt::PlainText);
         filesLabel->setWordWrap(true);
         filesLabel->setFont(mono);
@@ -191,9 +209,9 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
         if (!v.toString().isEmpty())
             chain.append(display::escaped(v.toString()));
     if (!chain.isEmpty()) {
-        auto *chainLabel = new QLabel((kind == QLatin1String("network") ? tr("Running in the sandbox when it connected:\n")
-                                                                         : tr("Started by:\n"))
-                                      + chain.join(QLatin1Char('\n')));
+        auto *chainLabel = new QLabel(
+            (kind == QLatin1String("network") ? tr("Running in the sandbox when it connected:\n") : tr("Started by:\n"))
+            + chain.join(QLatin1Char('\n')));
         chainLabel->setTextFormat(Qt::PlainText);
         chainLabel->setWordWrap(true);
         chainLabel->setObjectName(QStringLiteral("chain"));
@@ -202,9 +220,11 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
 
     const QJsonObject caps = request.value(QStringLiteral("capabilities")).toObject();
     auto *why = new QLabel(tr("Asks because: %1\nIt will be able to reach: %2; credentials: %3; write: %4; tools: %5")
-                               .arg(display::escaped(request.value(QStringLiteral("reason")).toString()), display::escaped(joined(caps.value(QStringLiteral("network")))),
-                                    display::escaped(joined(caps.value(QStringLiteral("credentials")))), display::escaped(joined(caps.value(QStringLiteral("writable")))),
-                                    display::escaped(joined(caps.value(QStringLiteral("tools"))))));
+                               .arg(display::escaped(request.value(QStringLiteral("reason")).toString()),
+                                   display::escaped(joined(caps.value(QStringLiteral("network")))),
+                                   display::escaped(joined(caps.value(QStringLiteral("credentials")))),
+                                   display::escaped(joined(caps.value(QStringLiteral("writable")))),
+                                   display::escaped(joined(caps.value(QStringLiteral("tools"))))));
     why->setText(wrappable(why->text()));
     why->setTextFormat(Qt::PlainText);
     why->setWordWrap(true);
@@ -231,8 +251,8 @@ ApprovalCard::ApprovalCard(const QJsonObject &request, QWidget *parent)
     m_allow->setEnabled(!unusual);
     m_always->setEnabled(!unusual);
     m_always->setToolTip(kind == QLatin1String("network") ? tr("Adds this host to the sandbox's allow list")
-                         : kind == QLatin1String("tool") ? tr("Makes this tool 'allow' for the sandbox, its constraints kept")
-                                                          : tr("Adds a rule allowing exactly this command"));
+            : kind == QLatin1String("tool") ? tr("Makes this tool 'allow' for the sandbox, its constraints kept")
+                                            : tr("Adds a rule allowing exactly this command"));
     m_allow->setText(tr("Allow once (1)"));
     m_always->setText(tr("Always allow (2)"));
     m_deny->setText(tr("Deny (3)"));
@@ -312,7 +332,8 @@ void ApprovalCard::colourRisk()
     if (!m_risk)
         return;
     QPalette warning = m_risk->palette();
-    warning.setColor(QPalette::WindowText, isDark(QApplication::palette()) ? QColor(0xff, 0xa0, 0x60) : QColor(0xa3, 0x3a, 0x00));
+    warning.setColor(
+        QPalette::WindowText, isDark(QApplication::palette()) ? QColor(0xff, 0xa0, 0x60) : QColor(0xa3, 0x3a, 0x00));
     m_risk->setPalette(warning);
 }
 
@@ -386,7 +407,8 @@ QString ApprovalCard::id() const
 QString ApprovalCard::keyOf(const QJsonObject &request)
 {
     // By the host's place in the dock, not its name: two hosts may carry the same one.
-    return QString::number(request.value(QStringLiteral("hostIndex")).toInt()) + QLatin1Char('/') + request.value(QStringLiteral("id")).toString();
+    return QString::number(request.value(QStringLiteral("hostIndex")).toInt()) + QLatin1Char('/')
+        + request.value(QStringLiteral("id")).toString();
 }
 
 void ApprovalCard::showFailure(const QString &why)
@@ -402,19 +424,24 @@ QString ApprovalCard::failureText() const
 
 void ApprovalCard::tick()
 {
-    const qint64 left = (qint64(m_request.value(QStringLiteral("expiresMs")).toDouble()) - QDateTime::currentMSecsSinceEpoch()) / 1000;
+    const qint64 left
+        = (qint64(m_request.value(QStringLiteral("expiresMs")).toDouble()) - QDateTime::currentMSecsSinceEpoch())
+        / 1000;
     m_countdown->setText(tr("denied in %1 s").arg(std::max<qint64>(0, left)));
 }
 
 ApprovalsDock::ApprovalsDock(DaemonClient &client, QWidget *parent)
-    : QDockWidget(tr("Approvals"), parent), m_list(new QVBoxLayout), m_empty(new QLabel(tr("Nothing is waiting for you.")))
+    : QDockWidget(tr("Approvals"), parent)
+    , m_list(new QVBoxLayout)
+    , m_empty(new QLabel(tr("Nothing is waiting for you.")))
 {
     m_hosts.append({QString(), &client, {}, false});
     setObjectName(QStringLiteral("approvalsDock"));
     setMinimumWidth(kWidth);
     auto *inner = new QWidget;
     auto *outer = new QVBoxLayout(inner);
-    auto *keys = new QLabel(tr("Click a request or press Ctrl+Shift+A, then: 1 allow once, 2 always, 3 or Esc deny, Tab for a reason"));
+    auto *keys = new QLabel(
+        tr("Click a request or press Ctrl+Shift+A, then: 1 allow once, 2 always, 3 or Esc deny, Tab for a reason"));
     keys->setWordWrap(true);
     keys->setForegroundRole(QPalette::PlaceholderText);
     outer->addWidget(keys);
@@ -500,10 +527,11 @@ void ApprovalsDock::refreshHost(int host)
         show(host, {}); // what waits there cannot be decided from here now
         return;
     }
-    client->callAsync(QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this), host](Result<QJsonValue> r) {
-        if (self && r && !self->m_hosts.at(host).retired)
-            self->show(host, r->toObject().value(QStringLiteral("approvals")).toArray());
-    });
+    client->callAsync(
+        QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this), host](Result<QJsonValue> r) {
+            if (self && r && !self->m_hosts.at(host).retired)
+                self->show(host, r->toObject().value(QStringLiteral("approvals")).toArray());
+        });
 }
 
 void ApprovalsDock::show(int host, const QJsonArray &requests)
@@ -546,7 +574,9 @@ void ApprovalsDock::show(const QJsonArray &requests)
             continue;
         auto *card = new ApprovalCard(request);
         connect(card, &ApprovalCard::decided, this,
-                [this, request](const QString &decision, bool always, const QString &reason) { decide(request, decision, always, reason); });
+            [this, request](const QString &decision, bool always, const QString &reason) {
+                decide(request, decision, always, reason);
+            });
         connect(card, &ApprovalCard::stepFocus, this, [this, card](int delta) {
             const QList<ApprovalCard *> all = cards();
             const qsizetype next = all.indexOf(card) + delta;
@@ -587,21 +617,19 @@ void ApprovalsDock::decide(const QJsonObject &request, const QString &decision, 
     if (host < 0 || host >= m_hosts.size())
         return;
     m_hosts.at(host).client->callAsync(QStringLiteral("approvals.decide"),
-                       {{QStringLiteral("id"), request.value(QStringLiteral("id"))},
-                        {QStringLiteral("nonce"), request.value(QStringLiteral("nonce"))},
-                        {QStringLiteral("decision"), decision},
-                        {QStringLiteral("always"), always},
-                        {QStringLiteral("reason"), reason}},
-                       [self = QPointer<ApprovalsDock>(this), host, key = ApprovalCard::keyOf(request)](Result<QJsonValue> r) {
-                           if (!self)
-                               return;
-                           // Not taken: said on its card (which stays while the request waits).
-                           if (!r)
-                               for (ApprovalCard *card : self->cards())
-                                   if (card->id() == key)
-                                       card->showFailure(r.error().message);
-                           self->refreshHost(host); // decided, or already gone: the list says which
-                       });
+        {{QStringLiteral("id"), request.value(QStringLiteral("id"))},
+            {QStringLiteral("nonce"), request.value(QStringLiteral("nonce"))}, {QStringLiteral("decision"), decision},
+            {QStringLiteral("always"), always}, {QStringLiteral("reason"), reason}},
+        [self = QPointer<ApprovalsDock>(this), host, key = ApprovalCard::keyOf(request)](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            // Not taken: said on its card (which stays while the request waits).
+            if (!r)
+                for (ApprovalCard *card : self->cards())
+                    if (card->id() == key)
+                        card->showFailure(r.error().message);
+            self->refreshHost(host); // decided, or already gone: the list says which
+        });
 }
 
 } // namespace airlock::ui

@@ -15,7 +15,7 @@ class QVBoxLayout;
 namespace airlock {
 class DaemonClient;
 struct Event;
-}
+} // namespace airlock
 
 namespace airlock::ui {
 
@@ -46,9 +46,9 @@ public:
     QPushButton *denyButton() const { return m_deny; }
     QPushButton *expandButton() const { return m_expand; }
     QLineEdit *reasonEdit() const { return m_reason; }
-    QString riskText() const;  // the summary line as shown ("" when nothing stands out)
+    QString riskText() const; // the summary line as shown ("" when nothing stands out)
     QString shownText() const; // the request as shown (escaped)
-    bool settled() const;      // past the grace period: input counts
+    bool settled() const; // past the grace period: input counts
     void tick(); // the countdown
 
 Q_SIGNALS:

@@ -5,7 +5,8 @@
 
 namespace airlock::ui {
 
-CommandHistory::CommandHistory(QString settingsKey) : m_key(std::move(settingsKey))
+CommandHistory::CommandHistory(QString settingsKey)
+    : m_key(std::move(settingsKey))
 {
     if (!m_key.isEmpty())
         m_entries = QSettings().value(m_key).toStringList().mid(0, kMaxEntries);

@@ -16,7 +16,7 @@ public:
     explicit CommandHistory(QString settingsKey = {}); // empty: not saved
     void add(const QString &command);
     QString previous(const QString &current); // the older entry, or `current` at the oldest
-    QString next();                           // the newer entry, then the line being typed
+    QString next(); // the newer entry, then the line being typed
     QStringList entries() const { return m_entries; }
 
 private:

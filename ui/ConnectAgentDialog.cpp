@@ -19,32 +19,45 @@
 
 namespace airlock::ui {
 
-ConnectAgentDialog::ConnectAgentDialog(const QJsonArray &presets, const QStringList &hosts, const QString &program, QWidget *parent)
-    : QDialog(parent), m_program(program), m_preset(new QComboBox), m_presetInfo(new QLabel), m_hosts(new QLineEdit), m_hostsInfo(new QLabel),
-      m_host(new QComboBox), m_tabs(new QTabWidget)
+ConnectAgentDialog::ConnectAgentDialog(
+    const QJsonArray &presets, const QStringList &hosts, const QString &program, QWidget *parent)
+    : QDialog(parent)
+    , m_program(program)
+    , m_preset(new QComboBox)
+    , m_presetInfo(new QLabel)
+    , m_hosts(new QLineEdit)
+    , m_hostsInfo(new QLabel)
+    , m_host(new QComboBox)
+    , m_tabs(new QTabWidget)
 {
     setWindowTitle(tr("Connect an agent"));
     resize(760, 560);
-    auto *intro = new QLabel(tr("An agent that speaks MCP runs its commands in Airlock sandboxes through <tt>airlockctl mcp</tt>: under your "
-                                "policies and approvals, recorded in the history. Choose what its sandboxes may reach, then copy the "
-                                "configuration for your agent."));
+    auto *intro = new QLabel(tr(
+        "An agent that speaks MCP runs its commands in Airlock sandboxes through <tt>airlockctl mcp</tt>: under your "
+        "policies and approvals, recorded in the history. Choose what its sandboxes may reach, then copy the "
+        "configuration for your agent."));
     intro->setWordWrap(true);
 
     m_preset->addItem(tr("Default policy"), QString());
-    m_preset->setItemData(0, tr("No network, no credentials, no tools; the agent's commands ask you unless they only read."), Qt::ToolTipRole);
+    m_preset->setItemData(0,
+        tr("No network, no credentials, no tools; the agent's commands ask you unless they only read."),
+        Qt::ToolTipRole);
     for (const QJsonValue &v : presets) {
         const QJsonObject p = v.toObject();
         const QString name = p.value(QStringLiteral("name")).toString();
         if (name == QLatin1String("locked"))
             continue; // the default, listed first
         m_preset->addItem(name, name);
-        m_preset->setItemData(m_preset->count() - 1, p.value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")).toString(), Qt::ToolTipRole);
+        m_preset->setItemData(m_preset->count() - 1,
+            p.value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")).toString(),
+            Qt::ToolTipRole);
     }
     m_preset->setToolTip(tr("The preset its sandboxes are created with; within it, the agent may ask for less"));
     m_presetInfo->setWordWrap(true);
     m_presetInfo->setForegroundRole(QPalette::PlaceholderText);
     m_hosts->setPlaceholderText(tr("pypi.org files.pythonhosted.org — or paste a URL"));
-    m_hosts->setToolTip(tr("Hosts the agent may ask for in a sandbox's network allowlist, added to the preset's; separated by spaces or commas"));
+    m_hosts->setToolTip(tr("Hosts the agent may ask for in a sandbox's network allowlist, added to the preset's; "
+                           "separated by spaces or commas"));
     m_hostsInfo->setWordWrap(true);
     m_host->addItem(tr("This computer"), QString());
     for (const QString &h : hosts)
@@ -105,7 +118,11 @@ void ConnectAgentDialog::update()
     m_hostsError = hosts ? QString() : hosts.error().message;
     if (hosts) {
         setup.allow = *hosts;
-        showStatus(m_hostsInfo, hosts->isEmpty() ? tr("None beyond the preset's.") : tr("Adds %n host(s) to the preset's: %1", nullptr, int(hosts->size())).arg(hosts->join(QStringLiteral(", "))), false);
+        showStatus(m_hostsInfo,
+            hosts->isEmpty() ? tr("None beyond the preset's.")
+                             : tr("Adds %n host(s) to the preset's: %1", nullptr, int(hosts->size()))
+                                   .arg(hosts->join(QStringLiteral(", "))),
+            false);
     } else {
         showStatus(m_hostsInfo, tr("Left out until it is a host: %1").arg(hosts.error().message), true);
     }

@@ -22,7 +22,8 @@ class ConnectAgentDialog final : public QDialog {
 public:
     // `presets` as policy.presets gives them (name, policy with its description); `hosts` the
     // saved remote hosts' names.
-    ConnectAgentDialog(const QJsonArray &presets, const QStringList &hosts, const QString &program, QWidget *parent = nullptr);
+    ConnectAgentDialog(
+        const QJsonArray &presets, const QStringList &hosts, const QString &program, QWidget *parent = nullptr);
 
     QComboBox *presetBox() const { return m_preset; }
     QLineEdit *hostsEdit() const { return m_hosts; }

@@ -21,9 +21,22 @@
 namespace airlock::ui {
 
 CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts, int host, QWidget *parent)
-    : QDialog(parent), m_presets(presets), m_host(new QComboBox), m_name(new QLineEdit), m_preset(new QComboBox), m_presetAbout(new QLabel),
-      m_allowAbout(new QLabel), m_network(new QComboBox), m_allow(new QLineEdit), m_mounts(new QLineEdit), m_memoryMiB(new QSpinBox),
-      m_pids(new QSpinBox), m_cpus(new QDoubleSpinBox), m_diskGiB(new QDoubleSpinBox), m_problem(new QLabel), m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
+    : QDialog(parent)
+    , m_presets(presets)
+    , m_host(new QComboBox)
+    , m_name(new QLineEdit)
+    , m_preset(new QComboBox)
+    , m_presetAbout(new QLabel)
+    , m_allowAbout(new QLabel)
+    , m_network(new QComboBox)
+    , m_allow(new QLineEdit)
+    , m_mounts(new QLineEdit)
+    , m_memoryMiB(new QSpinBox)
+    , m_pids(new QSpinBox)
+    , m_cpus(new QDoubleSpinBox)
+    , m_diskGiB(new QDoubleSpinBox)
+    , m_problem(new QLabel)
+    , m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
 {
     setWindowTitle(tr("New sandbox"));
     m_host->addItems(hosts);
@@ -52,7 +65,8 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     m_memoryMiB->setSingleStep(256);
     m_memoryMiB->setSpecialValueText(tr("default (half of this computer's, at most 4 GiB)"));
     m_memoryMiB->setSuffix(tr(" MiB"));
-    m_memoryMiB->setToolTip(tr("The most memory the sandbox's processes may use together; past it, one of them is killed"));
+    m_memoryMiB->setToolTip(
+        tr("The most memory the sandbox's processes may use together; past it, one of them is killed"));
     m_pids->setRange(0, 1 << 20);
     m_pids->setSingleStep(64);
     m_pids->setSpecialValueText(tr("default"));
@@ -68,8 +82,9 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     m_diskGiB->setSingleStep(1);
     m_diskGiB->setSpecialValueText(tr("default (10 GiB, or what the disk has free)"));
     m_diskGiB->setSuffix(tr(" GiB"));
-    m_diskGiB->setToolTip(tr("The size of the workspace: past it, writes fail with \"No space left on device\" and the rest of the disk "
-                             "stays free"));
+    m_diskGiB->setToolTip(
+        tr("The size of the workspace: past it, writes fail with \"No space left on device\" and the rest of the disk "
+           "stays free"));
     m_problem->setStyleSheet(QStringLiteral("color: #d03030"));
     m_problem->setWordWrap(true);
 
@@ -117,10 +132,13 @@ void CreateSandboxDialog::setPresets(const QJsonArray &presets)
 void CreateSandboxDialog::setPresetSource(std::function<QJsonArray(int)> presetsOf)
 {
     m_presetsOf = std::move(presetsOf);
-    connect(m_host, &QComboBox::currentIndexChanged, this, [this](int host) {
-        setPresets(m_presetsOf(host));
-        validate();
-    }, Qt::UniqueConnection);
+    connect(
+        m_host, &QComboBox::currentIndexChanged, this,
+        [this](int host) {
+            setPresets(m_presetsOf(host));
+            validate();
+        },
+        Qt::UniqueConnection);
 }
 
 int CreateSandboxDialog::host() const
@@ -134,17 +152,26 @@ void CreateSandboxDialog::describePreset()
     for (const QJsonValue &p : m_presets)
         if (p.toObject().value(QStringLiteral("name")).toString() == m_preset->currentData().toString())
             chosen = p.toObject().value(QStringLiteral("policy")).toObject();
-    m_presetAbout->setText(display::escaped(chosen.value(QStringLiteral("description")).toString(), 400)); // a daemon's words
+    m_presetAbout->setText(
+        display::escaped(chosen.value(QStringLiteral("description")).toString(), 400)); // a daemon's words
     const QJsonObject network = chosen.value(QStringLiteral("network")).toObject();
     const qsizetype presetHosts = network.value(QStringLiteral("allow")).toArray().size();
-    const QString mode = m_network->currentData().toString().isEmpty() ? network.value(QStringLiteral("mode")).toString() : m_network->currentData().toString();
-    if (mode != QLatin1String("allowlist") && !(m_network->currentData().toString().isEmpty() && !m_allow->text().trimmed().isEmpty()))
-        m_allowAbout->setText(mode == QLatin1String("full") ? tr("Full network: every host is reachable; nothing to list.")
-                                                           : tr("No network: typing hosts here makes it an allowlist."));
+    const QString mode = m_network->currentData().toString().isEmpty()
+        ? network.value(QStringLiteral("mode")).toString()
+        : m_network->currentData().toString();
+    if (mode != QLatin1String("allowlist")
+        && !(m_network->currentData().toString().isEmpty() && !m_allow->text().trimmed().isEmpty()))
+        m_allowAbout->setText(mode == QLatin1String("full")
+                ? tr("Full network: every host is reachable; nothing to list.")
+                : tr("No network: typing hosts here makes it an allowlist."));
     else
-        m_allowAbout->setText(presetHosts == 0 ? tr("The preset %1 lets no host through: only these will be.").arg(m_preset->currentText())
-                              : presetHosts == 1 ? tr("Added to the 1 host the preset %1 already lets through.").arg(m_preset->currentText())
-                                                 : tr("Added to the %1 hosts the preset %2 already lets through.").arg(presetHosts).arg(m_preset->currentText()));
+        m_allowAbout->setText(presetHosts == 0
+                ? tr("The preset %1 lets no host through: only these will be.").arg(m_preset->currentText())
+                : presetHosts == 1
+                ? tr("Added to the 1 host the preset %1 already lets through.").arg(m_preset->currentText())
+                : tr("Added to the %1 hosts the preset %2 already lets through.")
+                      .arg(presetHosts)
+                      .arg(m_preset->currentText()));
 }
 
 QString CreateSandboxDialog::problem() const
@@ -159,10 +186,13 @@ QString CreateSandboxDialog::problem() const
         auto mount = parseMountArg(arg.trimmed());
         if (!mount)
             return tr("Mounts: %1").arg(mount.error().message);
-        mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath}, {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
+        mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath},
+            {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
     }
     // The daemon's own checks, where they mean something: host folders on this computer.
-    if (auto spec = host() == 0 ? SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}}) : Result<SandboxSpec>(SandboxSpec()); !spec)
+    if (auto spec = host() == 0 ? SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}})
+                                : Result<SandboxSpec>(SandboxSpec());
+        !spec)
         return tr("Mounts: %1").arg(spec.error().message);
     const QString network = m_network->currentData().toString();
     if (!m_allow->text().trimmed().isEmpty() && !network.isEmpty() && network != QLatin1String("allowlist"))
@@ -175,7 +205,8 @@ void CreateSandboxDialog::validate()
     const QString p = problem();
     m_problem->setText(p);
     m_problem->setVisible(!p.isEmpty());
-    m_allow->setEnabled(m_network->currentData().toString().isEmpty() || m_network->currentData().toString() == QLatin1String("allowlist"));
+    m_allow->setEnabled(m_network->currentData().toString().isEmpty()
+        || m_network->currentData().toString() == QLatin1String("allowlist"));
     m_buttons->button(QDialogButtonBox::Ok)->setEnabled(p.isEmpty());
     describePreset();
 }
@@ -190,7 +221,8 @@ QJsonObject CreateSandboxDialog::parameters() const
     const QJsonArray allow = hosts ? QJsonArray::fromStringList(*hosts) : QJsonArray();
     if (!allow.isEmpty()) {
         network = QStringLiteral("allowlist");
-        params.insert(QStringLiteral("policy"), QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});
+        params.insert(QStringLiteral("policy"),
+            QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});
     }
     if (!network.isEmpty())
         spec.insert(QStringLiteral("network"), network);
@@ -207,7 +239,8 @@ QJsonObject CreateSandboxDialog::parameters() const
     QJsonArray mounts;
     for (const QString &arg : m_mounts->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
         if (auto mount = parseMountArg(arg.trimmed()))
-            mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath}, {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
+            mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath},
+                {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
     if (!mounts.isEmpty())
         spec.insert(QStringLiteral("mounts"), mounts);
     params.insert(QStringLiteral("spec"), spec);

@@ -25,7 +25,8 @@ class CreateSandboxDialog final : public QDialog {
 public:
     // `presets`: policy.presets' list ({name, policy}); `hosts`: the console's hosts by name, the
     // one at `host` chosen first (the choice is hidden when there is one).
-    explicit CreateSandboxDialog(const QJsonArray &presets, const QStringList &hosts = {}, int host = 0, QWidget *parent = nullptr);
+    explicit CreateSandboxDialog(
+        const QJsonArray &presets, const QStringList &hosts = {}, int host = 0, QWidget *parent = nullptr);
     int host() const; // the index of the chosen host in `hosts`
     // Where another host's presets come from when it is chosen (its own names and descriptions).
     void setPresetSource(std::function<QJsonArray(int host)> presetsOf);

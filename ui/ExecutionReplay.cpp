@@ -9,7 +9,11 @@
 
 namespace airlock::ui {
 
-ExecutionReplay::ExecutionReplay(DaemonClient &client, QObject *parent) : QObject(parent), m_client(&client) {}
+ExecutionReplay::ExecutionReplay(DaemonClient &client, QObject *parent)
+    : QObject(parent)
+    , m_client(&client)
+{
+}
 
 void ExecutionReplay::start(DaemonClient &client, qint64 execution)
 {
@@ -33,37 +37,40 @@ void ExecutionReplay::cancel()
 
 void ExecutionReplay::requestPage(qint64 afterChunk)
 {
-    const QJsonObject params{{QStringLiteral("execution"), double(m_execution)}, {QStringLiteral("after"), double(afterChunk)}};
+    const QJsonObject params{
+        {QStringLiteral("execution"), double(m_execution)}, {QStringLiteral("after"), double(afterChunk)}};
     if (!m_client) {
         m_execution = 0;
         Q_EMIT failed(tr("the host's connection is gone"));
         return;
     }
-    m_client->callAsync(QStringLiteral("history.output"), params, [self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonValue> r) {
-        if (!self || generation != self->m_generation)
-            return;
-        const qint64 execution = self->m_execution;
-        if (!r) {
-            self->m_execution = 0;
-            Q_EMIT self->failed(r.error().message);
-            return;
-        }
-        const QJsonObject page = r->toObject();
-        for (const QJsonValue &v : page.value(QStringLiteral("chunks")).toArray()) {
-            const QJsonObject c = v.toObject();
-            const QByteArray data = QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1());
-            self->m_bytes += data.size();
-            Q_EMIT self->chunk(c.value(QStringLiteral("stream")).toInt(), data, qint64(c.value(QStringLiteral("offset")).toDouble()),
-                               qint64(c.value(QStringLiteral("timeMs")).toDouble()));
+    m_client->callAsync(QStringLiteral("history.output"), params,
+        [self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonValue> r) {
             if (!self || generation != self->m_generation)
-                return; // a receiver started another replay
-        }
-        const QJsonValue next = page.value(QStringLiteral("next"));
-        if (next.isDouble())
-            return self->requestPage(qint64(next.toDouble()));
-        self->m_execution = 0;
-        Q_EMIT self->finished(execution);
-    });
+                return;
+            const qint64 execution = self->m_execution;
+            if (!r) {
+                self->m_execution = 0;
+                Q_EMIT self->failed(r.error().message);
+                return;
+            }
+            const QJsonObject page = r->toObject();
+            for (const QJsonValue &v : page.value(QStringLiteral("chunks")).toArray()) {
+                const QJsonObject c = v.toObject();
+                const QByteArray data = QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1());
+                self->m_bytes += data.size();
+                Q_EMIT self->chunk(c.value(QStringLiteral("stream")).toInt(), data,
+                    qint64(c.value(QStringLiteral("offset")).toDouble()),
+                    qint64(c.value(QStringLiteral("timeMs")).toDouble()));
+                if (!self || generation != self->m_generation)
+                    return; // a receiver started another replay
+            }
+            const QJsonValue next = page.value(QStringLiteral("next"));
+            if (next.isDouble())
+                return self->requestPage(qint64(next.toDouble()));
+            self->m_execution = 0;
+            Q_EMIT self->finished(execution);
+        });
 }
 
 } // namespace airlock::ui

@@ -5,7 +5,8 @@
 
 namespace airlock::ui {
 
-FleetFilter::FleetFilter(QObject *parent) : QSortFilterProxyModel(parent)
+FleetFilter::FleetFilter(QObject *parent)
+    : QSortFilterProxyModel(parent)
 {
     setSortRole(SandboxModel::SortRole);
     setFilterKeyColumn(-1);

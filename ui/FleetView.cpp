@@ -10,17 +10,22 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPushButton>
 #include <QLineEdit>
 #include <QMenu>
+#include <QPushButton>
 #include <QTreeView>
 #include <QVBoxLayout>
 
 namespace airlock::ui {
 
 FleetView::FleetView(SandboxModel &model, QWidget *parent)
-    : QWidget(parent), m_model(model), m_proxy(new FleetFilter(this)), m_sampler(new FleetSampler(model, this)), m_filter(new QLineEdit),
-      m_tree(new QTreeView), m_empty(new QWidget)
+    : QWidget(parent)
+    , m_model(model)
+    , m_proxy(new FleetFilter(this))
+    , m_sampler(new FleetSampler(model, this))
+    , m_filter(new QLineEdit)
+    , m_tree(new QTreeView)
+    , m_empty(new QWidget)
 {
     m_proxy->setSourceModel(&model);
     m_filter->setPlaceholderText(tr("Filter sandboxes: name, agent, run, network, output…"));
@@ -39,11 +44,12 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
     // The current row going (deleted, or hidden by the filter) leaves nothing current: Qt would
     // move it to a neighbour, and the console and the next command would silently follow. Connected
     // before the view is given the model, so this runs before the view picks a neighbour.
-    connect(m_proxy, &QAbstractItemModel::rowsAboutToBeRemoved, this, [this](const QModelIndex &parent, int first, int last) {
-        const QModelIndex now = m_tree->currentIndex();
-        if (now.isValid() && now.parent() == parent && now.row() >= first && now.row() <= last)
-            m_tree->selectionModel()->setCurrentIndex({}, QItemSelectionModel::Clear);
-    });
+    connect(m_proxy, &QAbstractItemModel::rowsAboutToBeRemoved, this,
+        [this](const QModelIndex &parent, int first, int last) {
+            const QModelIndex now = m_tree->currentIndex();
+            if (now.isValid() && now.parent() == parent && now.row() >= first && now.row() <= last)
+                m_tree->selectionModel()->setCurrentIndex({}, QItemSelectionModel::Clear);
+        });
     m_tree->setModel(m_proxy);
     m_tree->setRootIsDecorated(true);
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection); // several at once, for bulk actions
@@ -63,7 +69,9 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
     header->setSectionResizeMode(QHeaderView::Interactive);
     const QFontMetrics fm = fontMetrics();
     for (int column : {SandboxModel::State, SandboxModel::Running, SandboxModel::Age})
-        header->resizeSection(column, fm.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString()) + fm.horizontalAdvance(QStringLiteral("MMM")));
+        header->resizeSection(column,
+            fm.horizontalAdvance(model.headerData(column, Qt::Horizontal).toString())
+                + fm.horizontalAdvance(QStringLiteral("MMM")));
     header->resizeSection(SandboxModel::State, fm.horizontalAdvance(QStringLiteral("not connectedMM")));
     header->resizeSection(SandboxModel::Network, fm.horizontalAdvance(QStringLiteral("FULL (host network)M")));
     header->resizeSection(SandboxModel::Name, 190);
@@ -81,7 +89,8 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
         // A right click on a row that is not selected acts on that row alone, as in a file manager.
         const QModelIndex row = m_tree->indexAt(at);
         if (row.isValid() && !m_tree->selectionModel()->isRowSelected(row.row(), row.parent()))
-            m_tree->selectionModel()->setCurrentIndex(row, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+            m_tree->selectionModel()->setCurrentIndex(
+                row, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
         QMenu menu(this);
         const bool remoteHost = row.isValid() && !row.parent().isValid() && m_proxy->mapToSource(row).row() > 0;
         menu.addActions(remoteHost ? m_hostActions : m_contextActions);
@@ -92,9 +101,10 @@ FleetView::FleetView(SandboxModel &model, QWidget *parent)
     // No sandbox anywhere yet: what to do next, in place of an empty table.
     m_empty->setObjectName(QStringLiteral("fleetEmptyState"));
     auto *emptyLayout = new QVBoxLayout(m_empty);
-    auto *says = new QLabel(tr("<b>No sandboxes yet.</b> A sandbox is where an agent's commands run, with only the network, credentials and "
-                               "tools you give it. Make one to work in, or connect an agent: it makes its own, and asks you before "
-                               "anything its policy does not allow."));
+    auto *says = new QLabel(tr(
+        "<b>No sandboxes yet.</b> A sandbox is where an agent's commands run, with only the network, credentials and "
+        "tools you give it. Make one to work in, or connect an agent: it makes its own, and asks you before "
+        "anything its policy does not allow."));
     says->setWordWrap(true);
     auto *newButton = new QPushButton(tr("New sandbox…"));
     newButton->setToolTip(tr("A sandbox with a preset and limits you choose (Ctrl+N)"));

@@ -5,11 +5,11 @@
 #include "model/DisplayText.h"
 
 #include <QBrush>
-#include <QTextDocument>
 #include <QColor>
 #include <QDateTime>
 #include <QJsonArray>
 #include <QLocale>
+#include <QTextDocument>
 
 namespace airlock::ui {
 
@@ -18,13 +18,20 @@ namespace {
 QString sortKey(int column)
 {
     switch (column) {
-    case HistoryModel::Sandbox: return QStringLiteral("sandbox");
-    case HistoryModel::Agent: return QStringLiteral("agent");
-    case HistoryModel::Status: return QStringLiteral("status");
-    case HistoryModel::Exit: return QStringLiteral("exitCode");
-    case HistoryModel::Duration: return QStringLiteral("duration");
-    case HistoryModel::Output: return QStringLiteral("storedBytes");
-    default: return {};
+    case HistoryModel::Sandbox:
+        return QStringLiteral("sandbox");
+    case HistoryModel::Agent:
+        return QStringLiteral("agent");
+    case HistoryModel::Status:
+        return QStringLiteral("status");
+    case HistoryModel::Exit:
+        return QStringLiteral("exitCode");
+    case HistoryModel::Duration:
+        return QStringLiteral("duration");
+    case HistoryModel::Output:
+        return QStringLiteral("storedBytes");
+    default:
+        return {};
     }
 }
 
@@ -33,16 +40,23 @@ QString sortKey(int column)
 QJsonValue sortValue(const QJsonObject &e, int column)
 {
     switch (column) {
-    case HistoryModel::Sandbox: return e.value(QStringLiteral("sandboxName"));
-    case HistoryModel::Agent: return e.value(QStringLiteral("agent"));
-    case HistoryModel::Status: return e.value(QStringLiteral("status"));
-    case HistoryModel::Exit: return e.value(QStringLiteral("exitCode"));
-    case HistoryModel::Output: return e.value(QStringLiteral("storedBytes"));
+    case HistoryModel::Sandbox:
+        return e.value(QStringLiteral("sandboxName"));
+    case HistoryModel::Agent:
+        return e.value(QStringLiteral("agent"));
+    case HistoryModel::Status:
+        return e.value(QStringLiteral("status"));
+    case HistoryModel::Exit:
+        return e.value(QStringLiteral("exitCode"));
+    case HistoryModel::Output:
+        return e.value(QStringLiteral("storedBytes"));
     case HistoryModel::Duration: {
         const QJsonValue ended = e.value(QStringLiteral("endedMs"));
-        return ended.isDouble() ? QJsonValue(ended.toDouble() - e.value(QStringLiteral("startedMs")).toDouble()) : QJsonValue();
+        return ended.isDouble() ? QJsonValue(ended.toDouble() - e.value(QStringLiteral("startedMs")).toDouble())
+                                : QJsonValue();
     }
-    default: return e.value(QStringLiteral("startedMs"));
+    default:
+        return e.value(QStringLiteral("startedMs"));
     }
 }
 
@@ -58,7 +72,10 @@ int compareValues(const QJsonValue &a, const QJsonValue &b)
 
 } // namespace
 
-HistoryModel::HistoryModel(DaemonClient &client, QObject *parent) : PagedModel(client, ColumnCount, parent) {}
+HistoryModel::HistoryModel(DaemonClient &client, QObject *parent)
+    : PagedModel(client, ColumnCount, parent)
+{
+}
 
 void HistoryModel::setFilter(const Filter &filter)
 {
@@ -96,8 +113,8 @@ void HistoryModel::sort(int column, Qt::SortOrder order)
 QJsonObject HistoryModel::parameters(const QJsonValue &cursor) const
 {
     QJsonObject params{{QStringLiteral("limit"), m_pageSize}};
-    for (const auto &[key, value] : {std::pair{"sandbox", &m_filter.sandbox}, {"run", &m_filter.run}, {"agent", &m_filter.agent},
-                                     {"status", &m_filter.status}, {"text", &m_filter.text}})
+    for (const auto &[key, value] : {std::pair{"sandbox", &m_filter.sandbox}, {"run", &m_filter.run},
+             {"agent", &m_filter.agent}, {"status", &m_filter.status}, {"text", &m_filter.text}})
         if (!value->trimmed().isEmpty())
             params.insert(QLatin1String(key), value->trimmed());
     if (m_filter.sinceMs > 0)
@@ -111,20 +128,24 @@ QJsonObject HistoryModel::parameters(const QJsonValue &cursor) const
     params.insert(QStringLiteral("order"), ascending ? QStringLiteral("asc") : QStringLiteral("desc"));
     // By id the cursor is the last id seen; by any other column, an offset into that order.
     if (cursor.isDouble())
-        params.insert(key.isEmpty() ? (ascending ? QStringLiteral("after") : QStringLiteral("before")) : QStringLiteral("offset"), cursor);
+        params.insert(
+            key.isEmpty() ? (ascending ? QStringLiteral("after") : QStringLiteral("before")) : QStringLiteral("offset"),
+            cursor);
     return params;
 }
 
 QJsonValue HistoryModel::cursorOf(const QJsonObject &page) const
 {
-    return page.contains(QStringLiteral("nextOffset")) ? page.value(QStringLiteral("nextOffset")) : page.value(QStringLiteral("next"));
+    return page.contains(QStringLiteral("nextOffset")) ? page.value(QStringLiteral("nextOffset"))
+                                                       : page.value(QStringLiteral("next"));
 }
 
 bool HistoryModel::before(const QJsonObject &a, const QString &aHost, const QJsonObject &b, const QString &bHost) const
 {
     // By host: each host's rows together, in start order within; otherwise by the column, ties in
     // start order, then by host, then by id.
-    int order = m_sortColumn == Host ? aHost.compare(bHost) : compareValues(sortValue(a, m_sortColumn), sortValue(b, m_sortColumn));
+    int order = m_sortColumn == Host ? aHost.compare(bHost)
+                                     : compareValues(sortValue(a, m_sortColumn), sortValue(b, m_sortColumn));
     if (order == 0)
         order = compareValues(sortValue(a, Started), sortValue(b, Started));
     if (order == 0)
@@ -149,12 +170,14 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
             return QBrush(QColor(0xd0, 0x30, 0x30));
         return {};
     }
-    if (role == Qt::TextAlignmentRole && (index.column() == Id || index.column() == Exit || index.column() == Duration || index.column() == Output))
+    if (role == Qt::TextAlignmentRole
+        && (index.column() == Id || index.column() == Exit || index.column() == Duration || index.column() == Output))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::ToolTipRole) { // as plain text whatever it holds: Qt would guess rich text from a '<'
         QVariant text = data(index, FullTextRole);
         // How it was decided: the rule, the person or the timeout (a person's own command: nothing).
-        if (const QString decided = e.value(QStringLiteral("decidedBy")).toString(); index.column() == Status && !decided.isEmpty())
+        if (const QString decided = e.value(QStringLiteral("decidedBy")).toString();
+            index.column() == Status && !decided.isEmpty())
             text = tr("%1 · %2").arg(text.toString(), display::escaped(decided, 300));
         return text.isValid() ? QVariant(Qt::convertFromPlainText(text.toString())) : text;
     }
@@ -162,20 +185,26 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
         return {};
     const qint64 started = qint64(e.value(QStringLiteral("startedMs")).toDouble());
     switch (index.column()) {
-    case Host: return sourceOf(index.row()).name;
-    case Id: return qint64(e.value(QStringLiteral("id")).toDouble());
+    case Host:
+        return sourceOf(index.row()).name;
+    case Id:
+        return qint64(e.value(QStringLiteral("id")).toDouble());
     case Sandbox: {
         const QString name = e.value(QStringLiteral("sandboxName")).toString();
         QString label = name.isEmpty() ? e.value(QStringLiteral("sandbox")).toString() : name;
-        if (const QJsonValue exec = e.value(QStringLiteral("exec")); exec.isDouble()) // a refused command never ran: no number
+        if (const QJsonValue exec = e.value(QStringLiteral("exec"));
+            exec.isDouble()) // a refused command never ran: no number
             label += QLatin1Char(':') + QString::number(qint64(exec.toDouble()));
         return display::escaped(label, 80);
     }
-    case Run: return display::escaped(e.value(QStringLiteral("run")).toString(), 80);
-    case Agent: return display::escaped(e.value(QStringLiteral("agent")).toString(), 60); // an agent's choice of name
+    case Run:
+        return display::escaped(e.value(QStringLiteral("run")).toString(), 80);
+    case Agent:
+        return display::escaped(e.value(QStringLiteral("agent")).toString(), 60); // an agent's choice of name
     case Command:
         return display::commandLine(e.value(QStringLiteral("argv")).toArray(), role == FullTextRole ? 2000 : 200);
-    case Status: return status == QLatin1String("unanswered") ? tr("unanswered (timed out)") : status;
+    case Status:
+        return status == QLatin1String("unanswered") ? tr("unanswered (timed out)") : status;
     case Exit: {
         if (e.value(QStringLiteral("exitCode")).isDouble())
             return e.value(QStringLiteral("exitCode")).toInt();
@@ -183,42 +212,58 @@ QVariant HistoryModel::data(const QModelIndex &index, int role) const
             return tr("signal %1").arg(e.value(QStringLiteral("signal")).toInt());
         return {};
     }
-    case Started: return display::timestamp(started);
+    case Started:
+        return display::timestamp(started);
     case Duration: {
         const QJsonValue ended = e.value(QStringLiteral("endedMs"));
         return ended.isDouble() ? display::duration(qint64(ended.toDouble()) - started) : QVariant();
     }
     case Output: {
-        QString size = QLocale().formattedDataSize(qint64(e.value(QStringLiteral("storedBytes")).toDouble()), 1, QLocale::DataSizeTraditionalFormat);
+        QString size = QLocale().formattedDataSize(
+            qint64(e.value(QStringLiteral("storedBytes")).toDouble()), 1, QLocale::DataSizeTraditionalFormat);
         if (e.value(QStringLiteral("outputPruned")).toBool())
             size += tr(" (pruned)");
         else if (e.value(QStringLiteral("truncated")).toBool())
             size += tr(" (truncated)");
         return size;
     }
-    default: return {};
+    default:
+        return {};
     }
 }
 
 QVariant HistoryModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
-        return sorts(section) ? tr("Click to sort by this column") : tr("Not sorted by this column: filter by run or search the commands instead");
+        return sorts(section) ? tr("Click to sort by this column")
+                              : tr("Not sorted by this column: filter by run or search the commands instead");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Host: return tr("Host");
-    case Id: return tr("Id");
-    case Sandbox: return tr("Sandbox:exec");
-    case Run: return tr("Run");
-    case Agent: return tr("Agent");
-    case Command: return tr("Command");
-    case Status: return tr("Status");
-    case Exit: return tr("Exit");
-    case Started: return tr("Started");
-    case Duration: return tr("Duration");
-    case Output: return tr("Output");
-    default: return {};
+    case Host:
+        return tr("Host");
+    case Id:
+        return tr("Id");
+    case Sandbox:
+        return tr("Sandbox:exec");
+    case Run:
+        return tr("Run");
+    case Agent:
+        return tr("Agent");
+    case Command:
+        return tr("Command");
+    case Status:
+        return tr("Status");
+    case Exit:
+        return tr("Exit");
+    case Started:
+        return tr("Started");
+    case Duration:
+        return tr("Duration");
+    case Output:
+        return tr("Output");
+    default:
+        return {};
     }
 }
 

@@ -6,9 +6,9 @@
 namespace airlock::ui {
 
 // The history's executions (history.list), and the agents' commands that were refused before they
-// ran, a page at a time as the view scrolls. Filters (sandbox, run, agent, status, full-text) and sorting run in the daemon's query; changing either starts
-// over. From several hosts (setSources) the rows are merged by the sorted column, then by start
-// time: by default, every host's executions by time, newest first.
+// ran, a page at a time as the view scrolls. Filters (sandbox, run, agent, status, full-text) and sorting run in the
+// daemon's query; changing either starts over. From several hosts (setSources) the rows are merged by the sorted
+// column, then by start time: by default, every host's executions by time, newest first.
 class HistoryModel final : public PagedModel {
     Q_OBJECT
 public:

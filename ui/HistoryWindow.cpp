@@ -4,10 +4,10 @@
 #include "ExecutionReplay.h"
 #include "HistoryModel.h"
 #include "OutputView.h"
+#include "StatusText.h"
 #include "TimelineModel.h"
 #include "TraceModel.h"
 #include "TraceView.h"
-#include "StatusText.h"
 #include "client/DaemonClient.h"
 #include "history/ExportBundle.h"
 #include "model/DisplayText.h"
@@ -21,13 +21,13 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QSignalBlocker>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPointer>
 #include <QProgressDialog>
 #include <QSaveFile>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -41,10 +41,28 @@
 namespace airlock::ui {
 
 HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
-    : QMainWindow(parent), m_hosts{Host{tr("This computer"), &client}}, m_model(new HistoryModel(client, this)), m_timeline(new TimelineModel(client, this)),
-      m_replay(new ExecutionReplay(client, this)), m_table(new QTableView), m_timelineView(new QTableView), m_trace(new TraceView), m_output(new OutputView),
-      m_details(new QLabel), m_search(new QLineEdit), m_sandbox(new QLineEdit), m_run(new QLineEdit), m_agent(new QLineEdit), m_host(new QComboBox), m_status(new QComboBox),
-      m_when(new QComboBox), m_scope(new QComboBox), m_from(new QDateTimeEdit), m_until(new QDateTimeEdit), m_tabs(new QTabWidget), m_typing(new QTimer(this))
+    : QMainWindow(parent)
+    , m_hosts{Host{tr("This computer"), &client}}
+    , m_model(new HistoryModel(client, this))
+    , m_timeline(new TimelineModel(client, this))
+    , m_replay(new ExecutionReplay(client, this))
+    , m_table(new QTableView)
+    , m_timelineView(new QTableView)
+    , m_trace(new TraceView)
+    , m_output(new OutputView)
+    , m_details(new QLabel)
+    , m_search(new QLineEdit)
+    , m_sandbox(new QLineEdit)
+    , m_run(new QLineEdit)
+    , m_agent(new QLineEdit)
+    , m_host(new QComboBox)
+    , m_status(new QComboBox)
+    , m_when(new QComboBox)
+    , m_scope(new QComboBox)
+    , m_from(new QDateTimeEdit)
+    , m_until(new QDateTimeEdit)
+    , m_tabs(new QTabWidget)
+    , m_typing(new QTimer(this))
 {
     setWindowTitle(tr("History"));
     setWindowFlag(Qt::Window);
@@ -70,7 +88,8 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_status->addItem(tr("refused (denied or unanswered)"), QStringLiteral("refused"));
     m_status->addItem(tr("denied"), QStringLiteral("denied"));
     m_status->addItem(tr("unanswered (timed out)"), QStringLiteral("unanswered"));
-    m_status->setToolTip(tr("Refused: the commands an agent asked for that a rule or a person denied, or that nobody answered in time"));
+    m_status->setToolTip(
+        tr("Refused: the commands an agent asked for that a rule or a person denied, or that nobody answered in time"));
     m_typing->setSingleShot(true);
     m_typing->setInterval(250);
     connect(m_typing, &QTimer::timeout, this, [this] { applyFilter(); });
@@ -128,14 +147,15 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_table->sortByColumn(HistoryModel::Id, Qt::DescendingOrder);
     // The arrow only where the rows really are in that order: a click on a column that does not
     // sort puts it back where it was.
-    connect(m_table->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder order) {
-        if (HistoryModel::sorts(column)) {
-            m_sortShown = {column, order};
-            return;
-        }
-        QSignalBlocker quiet(m_table->horizontalHeader());
-        m_table->horizontalHeader()->setSortIndicator(m_sortShown.first, m_sortShown.second);
-    });
+    connect(
+        m_table->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder order) {
+            if (HistoryModel::sorts(column)) {
+                m_sortShown = {column, order};
+                return;
+            }
+            QSignalBlocker quiet(m_table->horizontalHeader());
+            m_table->horizontalHeader()->setSortIndicator(m_sortShown.first, m_sortShown.second);
+        });
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->setWordWrap(false);
@@ -144,22 +164,27 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_table->setColumnHidden(HistoryModel::Host, true);
     // The command gets what the rest leave: at 1024 px wide still about a fifth of the row.
     const int digit = m_table->fontMetrics().horizontalAdvance(QLatin1Char('0'));
-    for (const auto &[column, chars] : {std::pair{HistoryModel::Id, 6}, {HistoryModel::Sandbox, 16}, {HistoryModel::Run, 14}, {HistoryModel::Agent, 10},
-                                       {HistoryModel::Status, 11}, {HistoryModel::Exit, 5}, {HistoryModel::Started, 19}, {HistoryModel::Duration, 9},
-                                       {HistoryModel::Output, 8}})
+    for (const auto &[column, chars] : {std::pair{HistoryModel::Id, 6}, {HistoryModel::Sandbox, 16},
+             {HistoryModel::Run, 14}, {HistoryModel::Agent, 10}, {HistoryModel::Status, 11}, {HistoryModel::Exit, 5},
+             {HistoryModel::Started, 19}, {HistoryModel::Duration, 9}, {HistoryModel::Output, 8}})
         m_table->setColumnWidth(column, chars * digit + 12);
-    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
-        if (current.isValid())
-            openExecution(current.row());
-    });
-    connect(m_model, &HistoryModel::modelReset, this, [this] { m_table->setColumnHidden(HistoryModel::Host, m_hosts.size() < 2 || !shownHost().isEmpty()); });
+    connect(
+        m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
+            if (current.isValid())
+                openExecution(current.row());
+        });
+    connect(m_model, &HistoryModel::modelReset, this,
+        [this] { m_table->setColumnHidden(HistoryModel::Host, m_hosts.size() < 2 || !shownHost().isEmpty()); });
     connect(m_model, &HistoryModel::loaded, this, [this](int rows) {
         const QStringList unavailable = m_model->unavailable();
         if (!unavailable.isEmpty() && !m_model->isMerged())
             return showStatus(tr("History unavailable: %1").arg(unavailable.first()), true);
-        QString text = m_model->canFetchMore() ? tr("%1 shown, more as you scroll").arg(display::count(rows, tr("execution"))) : display::count(rows, tr("execution"));
+        QString text = m_model->canFetchMore()
+            ? tr("%1 shown, more as you scroll").arg(display::count(rows, tr("execution")))
+            : display::count(rows, tr("execution"));
         if (m_model->isMerged())
-            text = tr("%1 from %2").arg(text, display::count(m_model->sources().size() - unavailable.size(), tr("host")));
+            text = tr("%1 from %2")
+                       .arg(text, display::count(m_model->sources().size() - unavailable.size(), tr("host")));
         QStringList away; // all hosts shown: say which are not
         for (const Host &host : std::as_const(m_hosts))
             if (shownHost().isEmpty() && !m_model->sources().contains(host))
@@ -175,17 +200,19 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_details->setTextFormat(Qt::PlainText);
     m_details->setWordWrap(true);
     m_details->setContentsMargins(6, 4, 6, 4);
-    connect(m_replay, &ExecutionReplay::chunk, m_output, [this](int stream, const QByteArray &data, qint64, qint64 timeMs) {
-        if (m_showFromMs && m_showLine < 0 && timeMs >= m_showFromMs) // a trace's span: its output from that moment
-            m_showLine = std::max<qsizetype>(0, m_output->document().lineCount() - 1);
-        m_output->append(stream, data);
-    });
-    connect(m_replay, &ExecutionReplay::failed, this, [this](const QString &message) { showStatus(tr("Cannot replay: %1").arg(message), true); });
+    connect(
+        m_replay, &ExecutionReplay::chunk, m_output, [this](int stream, const QByteArray &data, qint64, qint64 timeMs) {
+            if (m_showFromMs && m_showLine < 0 && timeMs >= m_showFromMs) // a trace's span: its output from that moment
+                m_showLine = std::max<qsizetype>(0, m_output->document().lineCount() - 1);
+            m_output->append(stream, data);
+        });
+    connect(m_replay, &ExecutionReplay::failed, this,
+        [this](const QString &message) { showStatus(tr("Cannot replay: %1").arg(message), true); });
     connect(m_replay, &ExecutionReplay::finished, this, [this] {
         const QJsonObject &e = m_openedRow;
         if (e.value(QStringLiteral("status")).toString() != QLatin1String("running"))
-            m_output->endExecution(qint64(e.value(QStringLiteral("exec")).toDouble()), e.value(QStringLiteral("status")).toString(),
-                                   e.value(QStringLiteral("exitCode")));
+            m_output->endExecution(qint64(e.value(QStringLiteral("exec")).toDouble()),
+                e.value(QStringLiteral("status")).toString(), e.value(QStringLiteral("exitCode")));
         if (m_showFromMs)
             m_output->showLine(m_showLine >= 0 ? m_showLine : m_output->document().lineCount() - 1);
         m_showFromMs = 0;
@@ -205,7 +232,8 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     m_timelineView->horizontalHeader()->setSectionResizeMode(TimelineModel::Details, QHeaderView::Stretch);
     m_timelineView->setColumnWidth(TimelineModel::Time, 110);
     m_timelineView->setColumnWidth(TimelineModel::Kind, 150);
-    m_scope->setToolTip(tr("What the timeline and trace show: the selected command's run, or everything in its sandbox"));
+    m_scope->setToolTip(
+        tr("What the timeline and trace show: the selected command's run, or everything in its sandbox"));
     m_scope->addItem(tr("This run"));
     m_scope->addItem(tr("This sandbox"));
     connect(m_scope, &QComboBox::currentIndexChanged, this, &HistoryWindow::showTimeline);
@@ -214,10 +242,10 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     timelineLayout->setContentsMargins(0, 0, 0, 0);
     auto *categoryRow = new QHBoxLayout;
     categoryRow->addWidget(m_scope);
-    const std::pair<TimelineModel::Category, QString> categories[] = {
-        {TimelineModel::Executions, tr("Executions")}, {TimelineModel::Approvals, tr("Approvals")},     {TimelineModel::Network, tr("Network")},
-        {TimelineModel::Credentials, tr("Credentials")}, {TimelineModel::Tools, tr("Tools")},          {TimelineModel::Policy, tr("Policy")},
-        {TimelineModel::Sandboxes, tr("Sandboxes")}};
+    const std::pair<TimelineModel::Category, QString> categories[] = {{TimelineModel::Executions, tr("Executions")},
+        {TimelineModel::Approvals, tr("Approvals")}, {TimelineModel::Network, tr("Network")},
+        {TimelineModel::Credentials, tr("Credentials")}, {TimelineModel::Tools, tr("Tools")},
+        {TimelineModel::Policy, tr("Policy")}, {TimelineModel::Sandboxes, tr("Sandboxes")}};
     for (const auto &[category, label] : categories) {
         auto *box = new QCheckBox(label);
         box->setChecked(true);
@@ -234,14 +262,17 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     categoryRow->addStretch(1);
     timelineLayout->addLayout(categoryRow);
     timelineLayout->addWidget(m_timelineView, 1);
-    connect(m_timeline, &TimelineModel::failed, this, [this](const QString &message) { showStatus(tr("Timeline unavailable: %1").arg(message), true); });
+    connect(m_timeline, &TimelineModel::failed, this,
+        [this](const QString &message) { showStatus(tr("Timeline unavailable: %1").arg(message), true); });
 
     // The run as a trace: read when its tab is shown (a run can have many events).
     connect(m_trace, &TraceView::outputRequested, this, &HistoryWindow::openOutputAt);
     m_tabs->addTab(outputPage, tr("Output"));
     m_tabs->addTab(m_trace, tr("Trace"));
     m_tabs->addTab(timelinePage, tr("Timeline"));
-    m_tabs->setTabToolTip(1, tr("The run as nested spans: commands, the waits for a person, the programs they started, connections and tool calls"));
+    m_tabs->setTabToolTip(1,
+        tr("The run as nested spans: commands, the waits for a person, the programs they started, connections and tool "
+           "calls"));
     connect(m_tabs, &QTabWidget::currentChanged, this, [this](int tab) {
         if (m_tabs->widget(tab) == m_trace)
             showTraceOfSelection();
@@ -268,20 +299,26 @@ HistoryWindow::HistoryWindow(DaemonClient &client, QWidget *parent)
     });
     search->setShortcut(QKeySequence::Find);
     tools->addAction(tr("Refresh"), this, [this] { applyFilter(true); })->setShortcut(QKeySequence::Refresh);
-    tools->addAction(tr("Export run…"), this, [this] {
-        const QString run = m_model->execution(m_table->currentIndex().row()).value(QStringLiteral("run")).toString();
-        const QString name = !run.isEmpty() ? run : m_model->isMerged() ? QString() : m_run->text().trimmed();
-        if (name.isEmpty())
-            return showStatus(m_model->isMerged() ? tr("Select an execution of the run to export: each host has its own runs")
-                                                  : tr("Select an execution of the run to export (or filter by run)"),
-                              true);
-        QString suggested = name; // a run's name is an agent's choice: never a path
-        suggested.replace(QLatin1Char('/'), QLatin1Char('_')).replace(QLatin1Char(':'), QLatin1Char('_'));
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1").arg(display::escaped(name, 100)), suggested + QStringLiteral(".airlock.jsonl"),
-                                                          tr("Airlock bundles (*.jsonl)"));
-        if (!path.isEmpty())
-            exportRun(name, path);
-    })->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    tools
+        ->addAction(tr("Export run…"), this,
+            [this] {
+                const QString run
+                    = m_model->execution(m_table->currentIndex().row()).value(QStringLiteral("run")).toString();
+                const QString name = !run.isEmpty() ? run : m_model->isMerged() ? QString() : m_run->text().trimmed();
+                if (name.isEmpty())
+                    return showStatus(m_model->isMerged()
+                            ? tr("Select an execution of the run to export: each host has its own runs")
+                            : tr("Select an execution of the run to export (or filter by run)"),
+                        true);
+                QString suggested = name; // a run's name is an agent's choice: never a path
+                suggested.replace(QLatin1Char('/'), QLatin1Char('_')).replace(QLatin1Char(':'), QLatin1Char('_'));
+                const QString path
+                    = QFileDialog::getSaveFileName(this, tr("Export run %1").arg(display::escaped(name, 100)),
+                        suggested + QStringLiteral(".airlock.jsonl"), tr("Airlock bundles (*.jsonl)"));
+                if (!path.isEmpty())
+                    exportRun(name, path);
+            })
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     QAction *close = new QAction(tr("Close"), this);
     close->setShortcut(QKeySequence::Close);
     connect(close, &QAction::triggered, this, &QWidget::close);
@@ -317,7 +354,9 @@ void HistoryWindow::setHosts(const QList<Host> &hosts)
         m_host->clear();
         m_host->addItem(tr("All connected hosts"), QString());
         for (const Host &host : hosts)
-            m_host->addItem(host.client && host.client->isConnected() ? host.name : tr("%1 (not connected)").arg(host.name), host.name);
+            m_host->addItem(
+                host.client && host.client->isConnected() ? host.name : tr("%1 (not connected)").arg(host.name),
+                host.name);
         m_host->setCurrentIndex(std::max(0, m_host->findData(shown)));
         if (!shown.isEmpty() && m_host->findData(shown) < 0)
             m_host->setCurrentIndex(1); // the one shown is gone: this computer
@@ -359,17 +398,18 @@ void HistoryWindow::applyFilter(bool force)
     m_typing->stop();
     showStatus(tr("Searching…"));
     const int when = m_when->currentData().toInt();
-    const qint64 since = when > 0   ? QDateTime::currentMSecsSinceEpoch() - qint64(when) * 1000
-                         : when < 0 ? QDateTime(QDate::currentDate(), QTime(0, 0)).toMSecsSinceEpoch()
-                                    : 0;
+    const qint64 since = when > 0 ? QDateTime::currentMSecsSinceEpoch() - qint64(when) * 1000
+        : when < 0                ? QDateTime(QDate::currentDate(), QTime(0, 0)).toMSecsSinceEpoch()
+                                  : 0;
     const QList<Host> hosts = shownHosts();
     const QString host = shownHost();
     setWindowTitle(m_hosts.size() < 2 ? tr("History")
-                   : host.isEmpty()   ? tr("History — all connected hosts")
+            : host.isEmpty()          ? tr("History — all connected hosts")
                                       : tr("History — %1").arg(display::escaped(host, 64)));
     const bool between = when == -2;
-    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(), m_search->text(), m_agent->text(),
-                                      between ? m_from->dateTime().toMSecsSinceEpoch() : since, between ? m_until->dateTime().toMSecsSinceEpoch() : 0};
+    const HistoryModel::Filter filter{m_sandbox->text(), m_run->text(), m_status->currentData().toString(),
+        m_search->text(), m_agent->text(), between ? m_from->dateTime().toMSecsSinceEpoch() : since,
+        between ? m_until->dateTime().toMSecsSinceEpoch() : 0};
     if (force && hosts == m_model->sources() && filter == m_model->filter())
         return m_model->reload();
     m_model->setQuery(hosts, filter);
@@ -394,7 +434,10 @@ void HistoryWindow::openRecord(const QJsonObject &e, const Host &host)
     m_showLine = -1;
     const QString sandbox = e.value(QStringLiteral("sandboxName")).toString();
     const bool ran = e.value(QStringLiteral("exec")).isDouble(); // a refused command did not
-    QStringList facts{ran ? tr("Execution %1 — %2:%3").arg(m_opened).arg(display::escaped(sandbox, 80)).arg(e.value(QStringLiteral("exec")).toInt())
+    QStringList facts{ran ? tr("Execution %1 — %2:%3")
+                                .arg(m_opened)
+                                .arg(display::escaped(sandbox, 80))
+                                .arg(e.value(QStringLiteral("exec")).toInt())
                           : tr("Not run — %1").arg(display::escaped(sandbox, 80))};
     if (const QString agent = e.value(QStringLiteral("agent")).toString(); !agent.isEmpty())
         facts.append(tr("asked by %1").arg(display::escaped(agent, 60)));
@@ -409,12 +452,14 @@ void HistoryWindow::openRecord(const QJsonObject &e, const Host &host)
     if (e.value(QStringLiteral("outputPruned")).toBool())
         facts.append(tr("output pruned from the history"));
     else if (e.value(QStringLiteral("truncated")).toBool())
-        facts.append(tr("output truncated at the store's cap (%1 bytes kept)").arg(qint64(e.value(QStringLiteral("storedBytes")).toDouble())));
+        facts.append(tr("output truncated at the store's cap (%1 bytes kept)")
+                         .arg(qint64(e.value(QStringLiteral("storedBytes")).toDouble())));
     m_details->setText(facts.join(QStringLiteral(" · ")));
     m_output->clear();
     m_replay->cancel();
     if (ran) {
-        m_output->beginExecution(e.value(QStringLiteral("argv")).toArray(), qint64(e.value(QStringLiteral("exec")).toDouble()));
+        m_output->beginExecution(
+            e.value(QStringLiteral("argv")).toArray(), qint64(e.value(QStringLiteral("exec")).toDouble()));
         if (host.client)
             m_replay->start(*host.client, m_opened);
     }
@@ -429,7 +474,8 @@ void HistoryWindow::showTrace(const Host &host, const QString &sandbox, const QS
         m_tabs->setCurrentWidget(m_trace);
     }
     if (host.client)
-        m_trace->showTrace(*host.client, sandbox, run, run.isEmpty() ? tr("sandbox %1").arg(sandboxName) : tr("run %1").arg(run), sandboxNames(host));
+        m_trace->showTrace(*host.client, sandbox, run,
+            run.isEmpty() ? tr("sandbox %1").arg(sandboxName) : tr("run %1").arg(run), sandboxNames(host));
 }
 
 void HistoryWindow::showTraceOfSelection()
@@ -439,9 +485,11 @@ void HistoryWindow::showTraceOfSelection()
     if (e.isEmpty())
         return;
     const Host host = hostOf(row);
-    const QString run = e.value(QStringLiteral("run")).toString(), sandbox = e.value(QStringLiteral("sandbox")).toString();
+    const QString run = e.value(QStringLiteral("run")).toString(),
+                  sandbox = e.value(QStringLiteral("sandbox")).toString();
     const std::pair<QString, QString> wanted{run.isEmpty() ? sandbox : QString(), run};
-    if (wanted == m_traced && host == m_traceHost && !m_trace->model()->isLoading() && !m_trace->model()->trace().spans.isEmpty())
+    if (wanted == m_traced && host == m_traceHost && !m_trace->model()->isLoading()
+        && !m_trace->model()->trace().spans.isEmpty())
         return; // already shown
     showTrace(host, wanted.first, run, e.value(QStringLiteral("sandboxName")).toString());
 }
@@ -463,16 +511,17 @@ void HistoryWindow::openOutputAt(const QString &sandbox, uint exec, qint64 atMs)
     const Host host = m_traceHost;
     if (!host.client)
         return showStatus(tr("The trace's host is not connected"), true);
-    host.client->callAsync(QStringLiteral("history.show"), {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(sandbox).arg(exec)}},
-                           [self = QPointer<HistoryWindow>(this), host, atMs](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return self->showStatus(tr("Cannot open that output: %1").arg(r.error().message), true);
-        self->m_tabs->setCurrentIndex(0);
-        self->openRecord(r->toObject(), host);
-        self->m_showFromMs = atMs; // after openRecord: the replay places the view there when done
-    });
+    host.client->callAsync(QStringLiteral("history.show"),
+        {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(sandbox).arg(exec)}},
+        [self = QPointer<HistoryWindow>(this), host, atMs](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return self->showStatus(tr("Cannot open that output: %1").arg(r.error().message), true);
+            self->m_tabs->setCurrentIndex(0);
+            self->openRecord(r->toObject(), host);
+            self->m_showFromMs = atMs; // after openRecord: the replay places the view there when done
+        });
 }
 
 void HistoryWindow::showTimeline()
@@ -488,7 +537,8 @@ void HistoryWindow::showTimeline()
     for (QCheckBox *b : std::as_const(m_categories))
         mask |= b->isChecked() ? b->property("category").toInt() : 0;
     m_timeline->setSandboxNames(sandboxNames(host));
-    m_timeline->show(host, byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
+    m_timeline->show(
+        host, byRun ? QString() : e.value(QStringLiteral("sandbox")).toString(), byRun ? run : QString(), mask);
 }
 
 void HistoryWindow::exportRun(const QString &run, const QString &path, std::function<void(bool, QString)> done)
@@ -517,7 +567,8 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
     };
     auto page = std::make_shared<std::function<void(QJsonValue)>>();
     const QPointer<DaemonClient> client = hostOf(m_table->currentIndex().row()).client;
-    *page = [self = QPointer<HistoryWindow>(this), client, run, file, bundle, bar, finish, page, path](const QJsonValue &cursor) {
+    *page = [self = QPointer<HistoryWindow>(this), client, run, file, bundle, bar, finish, page, path](
+                const QJsonValue &cursor) {
         if (!self)
             return;
         if (!client) {
@@ -525,35 +576,39 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
             *page = nullptr;
             return finish(false, tr("Not exported: the host's connection is gone"));
         }
-        client->callAsync(QStringLiteral("history.export"), {{QStringLiteral("run"), run}, {QStringLiteral("cursor"), cursor}},
-                                 [self, file, bundle, bar, finish, page, path, run](Result<QJsonValue> r) {
-            if (!self)
-                return;
-            if (!r) {
-                file->cancelWriting();
-                *page = nullptr; // breaks the cycle
-                return finish(false, tr("Not exported: %1").arg(r.error().message));
-            }
-            if (bar && bar->wasCanceled()) {
-                file->cancelWriting();
+        client->callAsync(QStringLiteral("history.export"),
+            {{QStringLiteral("run"), run}, {QStringLiteral("cursor"), cursor}},
+            [self, file, bundle, bar, finish, page, path, run](Result<QJsonValue> r) {
+                if (!self)
+                    return;
+                if (!r) {
+                    file->cancelWriting();
+                    *page = nullptr; // breaks the cycle
+                    return finish(false, tr("Not exported: %1").arg(r.error().message));
+                }
+                if (bar && bar->wasCanceled()) {
+                    file->cancelWriting();
+                    *page = nullptr;
+                    return finish(false, tr("Export of %1 cancelled").arg(run));
+                }
+                const QJsonObject reply = r->toObject();
+                for (const QJsonValue &record : reply.value(QStringLiteral("records")).toArray())
+                    bundle->add(record.toObject());
+                file->write(bundle->take());
+                if (bar)
+                    bar->setLabelText(
+                        tr("Exporting run %1… %2").arg(run, display::count(bundle->records(), tr("record"))));
+                const QJsonValue next = reply.value(QStringLiteral("cursor"));
+                if (next.isObject())
+                    return (*page)(next);
+                file->write(bundle->finish());
+                const bool ok = file->commit();
                 *page = nullptr;
-                return finish(false, tr("Export of %1 cancelled").arg(run));
-            }
-            const QJsonObject reply = r->toObject();
-            for (const QJsonValue &record : reply.value(QStringLiteral("records")).toArray())
-                bundle->add(record.toObject());
-            file->write(bundle->take());
-            if (bar)
-                bar->setLabelText(tr("Exporting run %1… %2").arg(run, display::count(bundle->records(), tr("record"))));
-            const QJsonValue next = reply.value(QStringLiteral("cursor"));
-            if (next.isObject())
-                return (*page)(next);
-            file->write(bundle->finish());
-            const bool ok = file->commit();
-            *page = nullptr;
-            finish(ok, ok ? tr("Exported %1 to %2 (%n record(s), sha256 %3)", nullptr, int(bundle->records())).arg(run, path, bundle->digest())
-                          : tr("Cannot write %1: %2").arg(path, file->errorString()));
-        });
+                finish(ok,
+                    ok ? tr("Exported %1 to %2 (%n record(s), sha256 %3)", nullptr, int(bundle->records()))
+                             .arg(run, path, bundle->digest())
+                       : tr("Cannot write %1: %2").arg(path, file->errorString()));
+            });
     };
     (*page)(QJsonObject{});
 }

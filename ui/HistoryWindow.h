@@ -45,7 +45,7 @@ public:
     // listed but not asked. Keeps the host shown if it is still there.
     void setHosts(const QList<Host> &hosts);
     void showHost(const QString &name); // empty: all connected hosts, merged by time
-    QString shownHost() const;          // empty: all
+    QString shownHost() const; // empty: all
     QComboBox *hostChooser() const { return m_host; }
 
     HistoryModel *model() const { return m_model; }
@@ -59,9 +59,10 @@ public:
     QTabWidget *tabs() const { return m_tabs; } // Output, Timeline
 
     // Filters as typed in the bar (applied at once, without the typing delay).
-    void setFilter(const QString &sandbox, const QString &run = {}, const QString &status = {}, const QString &text = {});
+    void setFilter(
+        const QString &sandbox, const QString &run = {}, const QString &status = {}, const QString &text = {});
     QComboBox *timeFilter() const { return m_when; } // any time, the last hour, today, …, between two moments
-    QDateTimeEdit *fromEdit() const { return m_from; }  // "Between…": started at or after
+    QDateTimeEdit *fromEdit() const { return m_from; } // "Between…": started at or after
     QDateTimeEdit *untilEdit() const { return m_until; } // and before
     void openExecution(int row);
     // The trace of a run (or of a sandbox, without a run) on that host, in the Trace tab.
@@ -96,7 +97,7 @@ private:
     TraceView *m_trace;
     Host m_traceHost;
     std::pair<QString, QString> m_traced; // sandbox, run
-    qint64 m_showFromMs = 0;  // the output opened from a span: shown from this moment
+    qint64 m_showFromMs = 0; // the output opened from a span: shown from this moment
     qsizetype m_showLine = -1;
     OutputView *m_output;
     QLabel *m_details;

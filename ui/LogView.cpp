@@ -20,8 +20,11 @@ constexpr qint64 kTail = 512 * 1024;
 }
 
 LogView::LogView(QWidget *parent, QString path)
-    : QDialog(parent), m_path(path.isEmpty() ? paths::stateDir() + QStringLiteral("/airlock.log") : std::move(path)),
-      m_text(new QPlainTextEdit), m_where(new QLabel), m_watcher(new QFileSystemWatcher(this))
+    : QDialog(parent)
+    , m_path(path.isEmpty() ? paths::stateDir() + QStringLiteral("/airlock.log") : std::move(path))
+    , m_text(new QPlainTextEdit)
+    , m_where(new QLabel)
+    , m_watcher(new QFileSystemWatcher(this))
 {
     setWindowTitle(tr("Application log"));
     resize(900, 500);
@@ -31,7 +34,8 @@ LogView::LogView(QWidget *parent, QString path)
     m_where->setTextFormat(Qt::PlainText);
     m_where->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close);
-    connect(buttons->addButton(tr("Reload"), QDialogButtonBox::ActionRole), &QPushButton::clicked, this, &LogView::reload);
+    connect(
+        buttons->addButton(tr("Reload"), QDialogButtonBox::ActionRole), &QPushButton::clicked, this, &LogView::reload);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_where);

@@ -2,25 +2,25 @@
 #include "MainWindow.h"
 
 #include "AddHostDialog.h"
-#include "client/HostTokens.h"
 #include "ApprovalsDock.h"
-#include "FleetView.h"
-#include "RemoteHosts.h"
-#include "RunningStrip.h"
 #include "ConnectAgentDialog.h"
 #include "CreateSandboxDialog.h"
 #include "EndedSandboxesBar.h"
+#include "FleetView.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
-#include "PolicyEditor.h"
 #include "OutputView.h"
-#include "SandboxModel.h"
+#include "PolicyEditor.h"
+#include "RemoteHosts.h"
+#include "RunningStrip.h"
 #include "SandboxConsole.h"
+#include "SandboxModel.h"
 #include "SecretsDialog.h"
 #include "ShortcutsDialog.h"
-#include "Theme.h"
 #include "StatusText.h"
+#include "Theme.h"
 #include "client/DaemonClient.h"
+#include "client/HostTokens.h"
 #include "model/DisplayText.h"
 
 #include <QAction>
@@ -30,28 +30,28 @@
 #include <QCloseEvent>
 #include <QDesktopServices>
 #include <QFileInfo>
-#include <QUrl>
 #include <QGuiApplication>
 #include <QHBoxLayout>
-#include <QSettings>
-#include <QKeyEvent>
-#include <QMessageBox>
-#include <QStyle>
-#include <QSystemTrayIcon>
 #include <QHeaderView>
 #include <QJsonArray>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMessageBox>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QPointer>
+#include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStyle>
+#include <QSystemTrayIcon>
 #include <QTimer>
 #include <QToolBar>
 #include <QTreeView>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <csignal>
@@ -60,20 +60,33 @@
 namespace airlock::ui {
 
 MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
-    : QMainWindow(parent), m_client(client), m_model(new SandboxModel(client, this)), m_fleet(new FleetView(*m_model)), m_header(new QLabel), m_strip(new RunningStrip),
-      m_output(new OutputView), m_command(new QLineEdit), m_find(new QLineEdit), m_approvals(new ApprovalsDock(client, this)),
-      m_console(consoleFor(client)), m_banner(new QFrame), m_bannerText(new QLabel), m_retryTimer(new QTimer(this))
+    : QMainWindow(parent)
+    , m_client(client)
+    , m_model(new SandboxModel(client, this))
+    , m_fleet(new FleetView(*m_model))
+    , m_header(new QLabel)
+    , m_strip(new RunningStrip)
+    , m_output(new OutputView)
+    , m_command(new QLineEdit)
+    , m_find(new QLineEdit)
+    , m_approvals(new ApprovalsDock(client, this))
+    , m_console(consoleFor(client))
+    , m_banner(new QFrame)
+    , m_bannerText(new QLabel)
+    , m_retryTimer(new QTimer(this))
 {
     setWindowTitle(QString()); // the platform shows the application's name
     resize(1400, 760);
 
     connect(m_fleet, &FleetView::currentChanged, this, &MainWindow::onSelectionChanged);
     connect(m_strip, &RunningStrip::signalRequested, this, [this](uint32_t exec, int signo) {
-        currentClient().callAsync(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)}, {QStringLiteral("signal"), signo}},
-                                  [self = QPointer<MainWindow>(this), exec](Result<QJsonValue> r) {
-                                      if (self && !r)
-                                          self->showStatus(tr("#%1 not signalled: %2").arg(exec).arg(r.error().message), true);
-                                  });
+        currentClient().callAsync(QStringLiteral("exec.signal"),
+            {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)},
+                {QStringLiteral("signal"), signo}},
+            [self = QPointer<MainWindow>(this), exec](Result<QJsonValue> r) {
+                if (self && !r)
+                    self->showStatus(tr("#%1 not signalled: %2").arg(exec).arg(r.error().message), true);
+            });
     });
 
     m_header->setTextFormat(Qt::PlainText);
@@ -82,7 +95,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     bold.setBold(true);
     m_header->setFont(bold);
     m_command->setPlaceholderText(tr("Command to run in the sandbox (sh -c), Enter to run"));
-    m_command->setToolTip(tr("Runs in the selected sandbox as your own command (no approval asked; recorded as yours). Up and Down go through "
+    m_command->setToolTip(tr("Runs in the selected sandbox as your own command (no approval asked; recorded as yours). "
+                             "Up and Down go through "
                              "earlier commands; Ctrl+C interrupts what runs"));
     m_command->setClearButtonEnabled(true);
     m_command->setEnabled(false);
@@ -108,7 +122,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     addAction(findShortcut);
     auto *copyAll = new QAction(tr("Copy all output"), this);
     copyAll->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
-    connect(copyAll, &QAction::triggered, this, [this] { QGuiApplication::clipboard()->setText(m_output->document().plainText()); });
+    connect(copyAll, &QAction::triggered, this,
+        [this] { QGuiApplication::clipboard()->setText(m_output->document().plainText()); });
     addAction(copyAll);
 
     auto *console = new QWidget;
@@ -133,7 +148,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     split->setSizes({260, 500});
     // When the daemon cannot be reached: a banner that says why, with Retry (which starts it).
     m_banner->setObjectName(QStringLiteral("daemonBanner"));
-    m_banner->setStyleSheet(QStringLiteral("#daemonBanner { background: #fbe3e3; border: 1px solid #d03030; } #daemonBanner QLabel { color: #801818; }"));
+    m_banner->setStyleSheet(QStringLiteral(
+        "#daemonBanner { background: #fbe3e3; border: 1px solid #d03030; } #daemonBanner QLabel { color: #801818; }"));
     auto *bannerRow = new QHBoxLayout(m_banner);
     bannerRow->setContentsMargins(8, 4, 8, 4);
     m_bannerText->setTextFormat(Qt::PlainText);
@@ -159,7 +175,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     // The count of what waits for a person, where it is seen from anywhere: the window title.
     // A tray icon says the same and, when the window is not in front, a new request is announced.
     if (QSystemTrayIcon::isSystemTrayAvailable()) {
-        m_tray = new QSystemTrayIcon(windowIcon().isNull() ? style()->standardIcon(QStyle::SP_MessageBoxQuestion) : windowIcon(), this);
+        m_tray = new QSystemTrayIcon(
+            windowIcon().isNull() ? style()->standardIcon(QStyle::SP_MessageBoxQuestion) : windowIcon(), this);
         m_tray->setToolTip(tr("Airlock"));
         m_tray->show();
         connect(m_tray, &QSystemTrayIcon::activated, this, [this] {
@@ -174,7 +191,8 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
         if (m_tray) {
             m_tray->setToolTip(count > 0 ? tr("Airlock: %1 waiting for you").arg(count) : tr("Airlock"));
             if (count > m_waiting && !isActiveWindow())
-                m_tray->showMessage(tr("Airlock"), tr("A sandbox is waiting for your decision"), QSystemTrayIcon::Information, 10000);
+                m_tray->showMessage(
+                    tr("Airlock"), tr("A sandbox is waiting for your decision"), QSystemTrayIcon::Information, 10000);
         }
         m_waiting = count;
     });
@@ -188,9 +206,11 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
             return;
         m_waitingForHost = true;
         m_output->document().endLine();
-        m_output->append(1, tr("\x1b[2m[the connection to this host was lost (%1); waiting for it — what runs there keeps running]\x1b[0m\n")
-                                .arg(display::escaped(why, 200))
-                                .toUtf8());
+        m_output->append(1,
+            tr("\x1b[2m[the connection to this host was lost (%1); waiting for it — what runs there keeps "
+               "running]\x1b[0m\n")
+                .arg(display::escaped(why, 200))
+                .toUtf8());
     });
     connect(m_remoteHosts, &RemoteHosts::hostLost, this, &MainWindow::updateHistoryHosts);
     connect(m_remoteHosts, &RemoteHosts::hostConnected, this, &MainWindow::updateHistoryHosts);
@@ -226,7 +246,8 @@ void MainWindow::createActions()
         return a;
     };
     QAction *create = action(tr("&New sandbox…"), QKeySequence::New, [this] { newSandbox(); });
-    QAction *duplicate = action(tr("D&uplicate as new"), QKeySequence(Qt::CTRL | Qt::Key_D), [this] { duplicateCurrent(); });
+    QAction *duplicate
+        = action(tr("D&uplicate as new"), QKeySequence(Qt::CTRL | Qt::Key_D), [this] { duplicateCurrent(); });
     // Deleting kills everything inside and removes the workspace: asked first, and the Delete key
     // means it only where the sandboxes are listed (never while typing a command).
     QAction *remove = new QAction(tr("&Delete…"), this);
@@ -240,7 +261,8 @@ void MainWindow::createActions()
             deleteSandboxes(targets);
     });
     m_fleet->tree()->addAction(remove);
-    QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K), [this] { signalSelected(SIGKILL); });
+    QAction *kill = action(tr("&Kill everything running"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K),
+        [this] { signalSelected(SIGKILL); });
     kill->setToolTip(tr("SIGKILL to every command running in the selected sandboxes; the sandboxes stay"));
     QAction *stop = action(tr("&Stop commands"), QKeySequence(), [this] { signalSelected(SIGTERM); });
     stop->setToolTip(tr("SIGTERM to every command running in the selected sandboxes, to let them end cleanly"));
@@ -262,7 +284,8 @@ void MainWindow::createActions()
     QAction *refresh = action(tr("&Refresh"), QKeySequence::Refresh, [this] { m_model->refresh(); });
     // The one way from the keyboard to a decision: the newest request takes the focus, and there
     // 1, 2, 3 or Esc decide (see ApprovalCard).
-    QAction *decideAction = action(tr("&Decide on requests"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A), [this] { m_approvals->focusNewest(); });
+    QAction *decideAction = action(tr("&Decide on requests"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A),
+        [this] { m_approvals->focusNewest(); });
     QAction *command = action(tr("Run a &command"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
         m_command->setFocus();
         m_command->selectAll();
@@ -283,7 +306,8 @@ void MainWindow::createActions()
         AddHostDialog dialog(this);
         if (dialog.exec() == QDialog::Accepted) {
             const Status added = m_remoteHosts->add(dialog.entry());
-            showStatus(added ? tr("Added %1").arg(dialog.entry().name) : tr("Not added: %1").arg(added.error().message), !added);
+            showStatus(added ? tr("Added %1").arg(dialog.entry().name) : tr("Not added: %1").arg(added.error().message),
+                !added);
         }
     });
 
@@ -302,11 +326,13 @@ void MainWindow::createActions()
     addAction(wrap);
     connect(wrap, &QAction::toggled, m_output, &OutputView::setWrap);
     connect(m_output, &OutputView::wrapChanged, wrap, &QAction::setChecked);
-    connect(m_output, &OutputView::wrapChanged, this, [](bool on) { QSettings().setValue(QStringLiteral("view/wrap"), on); });
+    connect(m_output, &OutputView::wrapChanged, this,
+        [](bool on) { QSettings().setValue(QStringLiteral("view/wrap"), on); });
     wrap->setChecked(QSettings().value(QStringLiteral("view/wrap"), false).toBool());
     // F6 and Shift+F6: the fleet, the output, the command line, the newest request, and round.
     QAction *nextPane = action(tr("Next &pane"), QKeySequence(Qt::Key_F6), [this] { cyclePanes(1); });
-    QAction *previousPane = action(tr("Pre&vious pane"), QKeySequence(Qt::SHIFT | Qt::Key_F6), [this] { cyclePanes(-1); });
+    QAction *previousPane
+        = action(tr("Pre&vious pane"), QKeySequence(Qt::SHIFT | Qt::Key_F6), [this] { cyclePanes(-1); });
     view->addActions({nextPane, previousPane});
     view->addAction(m_approvals->toggleViewAction());
     view->addAction(decideAction);
@@ -315,7 +341,8 @@ void MainWindow::createActions()
     QMenu *theme = view->addMenu(tr("&Theme"));
     auto *themes = new QActionGroup(this);
     const Theme current = themeFromName(QSettings().value(QStringLiteral("view/theme")).toString());
-    for (const auto &[choice, label] : {std::pair{Theme::System, tr("Follow the system")}, {Theme::Light, tr("Light")}, {Theme::Dark, tr("Dark")}}) {
+    for (const auto &[choice, label] :
+        {std::pair{Theme::System, tr("Follow the system")}, {Theme::Light, tr("Light")}, {Theme::Dark, tr("Dark")}}) {
         QAction *a = theme->addAction(label);
         a->setCheckable(true);
         a->setChecked(choice == current);
@@ -327,7 +354,8 @@ void MainWindow::createActions()
     }
     QAction *connectAgentAction = action(tr("&Connect an agent…"), QKeySequence(), [this] { connectAgent(); });
     connectAgentAction->setToolTip(tr("The configuration for Claude Code, Codex, Cursor, VS Code or any MCP client"));
-    QAction *shortcuts = action(tr("&Keyboard shortcuts"), QKeySequence(Qt::CTRL | Qt::Key_Slash), [this] { showShortcuts(); });
+    QAction *shortcuts
+        = action(tr("&Keyboard shortcuts"), QKeySequence(Qt::CTRL | Qt::Key_Slash), [this] { showShortcuts(); });
     QAction *docs = action(tr("&Documentation"), QKeySequence::HelpContents, [this] { openDocumentation(); });
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addActions({connectAgentAction, shortcuts, docs});
@@ -337,9 +365,11 @@ void MainWindow::createActions()
     connect(m_fleet, &FleetView::connectAgentRequested, this, &MainWindow::connectAgent);
 
     create->setToolTip(tr("A new sandbox: a preset, network, limits and a name (Ctrl+N)"));
-    policy->setToolTip(tr("What the selected sandbox may reach: network, credentials, tools, commands, files, limits (Ctrl+P)"));
+    policy->setToolTip(
+        tr("What the selected sandbox may reach: network, credentials, tools, commands, files, limits (Ctrl+P)"));
     history->setToolTip(tr("Every execution on this host, searchable, with its output (Ctrl+H)"));
-    timeline->setToolTip(tr("The selected sandbox's current run as a trace: its commands, the waits for a person, the programs they started, "
+    timeline->setToolTip(tr("The selected sandbox's current run as a trace: its commands, the waits for a person, the "
+                            "programs they started, "
                             "connections and tool calls (Ctrl+T)"));
     refresh->setToolTip(tr("Ask every host for its sandboxes again (F5)"));
     auto *tools = addToolBar(tr("Sandboxes"));
@@ -356,7 +386,8 @@ void MainWindow::createActions()
     QAction *editHostAction = action(tr("&Edit host…"), QKeySequence(), [this, hostRow] { editHost(hostRow()); });
     QAction *removeHostAction = action(tr("Re&move host…"), QKeySequence(), [this, hostRow] { removeHost(hostRow()); });
     editHostAction->setToolTip(tr("Change this host's name, address or token (tested before it is saved)"));
-    removeHostAction->setToolTip(tr("Take this host out of the console and forget its token; its sandboxes keep running there"));
+    removeHostAction->setToolTip(
+        tr("Take this host out of the console and forget its token; its sandboxes keep running there"));
     m_fleet->setHostContextActions({editHostAction, removeHostAction});
 }
 
@@ -370,19 +401,22 @@ void MainWindow::onConnected()
     m_banner->hide();
     m_retryDelayMs = 1000;
     updateHistoryHosts();
-    m_client.callAsync(QStringLiteral("events.subscribe"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
-        if (self && !r)
-            self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
-    });
-    if (m_ended->remembers()) // back after it went away: what ended with it, from this daemon's own list
-        m_client.callAsync(QStringLiteral("sandbox.list"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
-            if (!self || !r)
-                return;
-            QList<EndedSandboxesBar::Seen> now;
-            for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray())
-                now.append({v.toObject().value(QStringLiteral("id")).toString(), v.toObject().value(QStringLiteral("name")).toString()});
-            self->m_ended->check(now);
+    m_client.callAsync(
+        QStringLiteral("events.subscribe"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+            if (self && !r)
+                self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
         });
+    if (m_ended->remembers()) // back after it went away: what ended with it, from this daemon's own list
+        m_client.callAsync(
+            QStringLiteral("sandbox.list"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
+                if (!self || !r)
+                    return;
+                QList<EndedSandboxesBar::Seen> now;
+                for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray())
+                    now.append({v.toObject().value(QStringLiteral("id")).toString(),
+                        v.toObject().value(QStringLiteral("name")).toString()});
+                self->m_ended->check(now);
+            });
     m_model->refresh();
     m_approvals->refresh();
 }
@@ -404,10 +438,11 @@ void MainWindow::showDisconnected(const Error &why)
     // its own, less often the longer the daemon stays away.
     if (m_banner->isHidden())
         m_ended->remember(localSandboxes()); // as last seen: compared with what is there when it is back
-    m_bannerText->setText(tr("The Airlock daemon is unreachable: %1. Its sandboxes are shown as last seen. Trying again in %2 s; "
-                             "Retry starts the daemon.")
-                              .arg(display::escaped(why.message, 300))
-                              .arg((m_retryDelayMs + 999) / 1000));
+    m_bannerText->setText(
+        tr("The Airlock daemon is unreachable: %1. Its sandboxes are shown as last seen. Trying again in %2 s; "
+           "Retry starts the daemon.")
+            .arg(display::escaped(why.message, 300))
+            .arg((m_retryDelayMs + 999) / 1000));
     m_banner->show();
     statusBar()->clearMessage();
     m_running.clear();
@@ -434,15 +469,16 @@ void MainWindow::showAbout()
     QString daemon = tr("not connected");
     if (auto info = m_client.call(QStringLiteral("daemon.info"), {}, 3000))
         daemon = tr("%1 (pid %2) on %3, kernel %4")
-                     .arg(info->value(QStringLiteral("version")).toString(), QString::number(info->value(QStringLiteral("pid")).toInt()),
-                          display::escaped(info->value(QStringLiteral("host")).toString(), 80),
-                          display::escaped(info->value(QStringLiteral("kernel")).toString(), 80));
+                     .arg(info->value(QStringLiteral("version")).toString(),
+                         QString::number(info->value(QStringLiteral("pid")).toInt()),
+                         display::escaped(info->value(QStringLiteral("host")).toString(), 80),
+                         display::escaped(info->value(QStringLiteral("kernel")).toString(), 80));
     QMessageBox::about(this, tr("About Airlock"),
-                       tr("<h3>Airlock %1</h3><p>The execution boundary for code that AI agents run on your behalf: sandboxes "
-                          "with scoped network, credentials and tools, approvals, and a history of every run.</p>"
-                          "<p>Console %1, Qt %2 (built with %3)<br>Daemon %4</p><p>Licensed under the Apache License 2.0.</p>")
-                           .arg(QApplication::applicationVersion().toHtmlEscaped(), QString::fromLatin1(qVersion()),
-                                QStringLiteral(QT_VERSION_STR), daemon.toHtmlEscaped()));
+        tr("<h3>Airlock %1</h3><p>The execution boundary for code that AI agents run on your behalf: sandboxes "
+           "with scoped network, credentials and tools, approvals, and a history of every run.</p>"
+           "<p>Console %1, Qt %2 (built with %3)<br>Daemon %4</p><p>Licensed under the Apache License 2.0.</p>")
+            .arg(QApplication::applicationVersion().toHtmlEscaped(), QString::fromLatin1(qVersion()),
+                QStringLiteral(QT_VERSION_STR), daemon.toHtmlEscaped()));
 }
 
 bool MainWindow::eventFilter(QObject *watched, QEvent *event)
@@ -457,7 +493,8 @@ bool MainWindow::eventFilter(QObject *watched, QEvent *event)
             return event->type() == QEvent::KeyPress;
         }
         // Up and Down recall earlier commands, as in a shell.
-        if (event->type() == QEvent::KeyPress && key->modifiers() == Qt::NoModifier && (key->key() == Qt::Key_Up || key->key() == Qt::Key_Down)) {
+        if (event->type() == QEvent::KeyPress && key->modifiers() == Qt::NoModifier
+            && (key->key() == Qt::Key_Up || key->key() == Qt::Key_Down)) {
             m_command->setText(key->key() == Qt::Key_Up ? m_commands.previous(m_command->text()) : m_commands.next());
             return true;
         }
@@ -476,7 +513,9 @@ void MainWindow::closeEvent(QCloseEvent *event)
 void MainWindow::interruptRunning()
 {
     for (uint32_t exec : std::as_const(m_running))
-        currentClient().notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)}, {QStringLiteral("signal"), 2}});
+        currentClient().notify(QStringLiteral("exec.signal"),
+            {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)},
+                {QStringLiteral("signal"), 2}});
     if (!m_running.isEmpty())
         showStatus(tr("Interrupted (SIGINT)"));
 }
@@ -486,7 +525,8 @@ HistoryWindow *MainWindow::openHistory(const QString &sandbox)
     // One window for every host's history (each daemon keeps its own): it opens on the selected
     // host, and stays on all hosts if the person chose that.
     const QModelIndex current = m_fleet->current();
-    const QString host = m_model->hostName(current.parent().isValid() ? current.parent().row() : std::max(0, current.row()));
+    const QString host
+        = m_model->hostName(current.parent().isValid() ? current.parent().row() : std::max(0, current.row()));
     const bool created = !m_history;
     if (created) {
         m_history = new HistoryWindow(m_client, this);
@@ -514,7 +554,7 @@ void MainWindow::openTrace()
     HistoryWindow *history = openHistory(m_current);
     const QString host = m_model->hostName(current.parent().isValid() ? current.parent().row() : 0);
     history->showTrace({host, m_model->hostClient(current)}, m_current, sandbox.value(QStringLiteral("run")).toString(),
-                       sandbox.value(QStringLiteral("name")).toString());
+        sandbox.value(QStringLiteral("name")).toString());
 }
 
 void MainWindow::updateHistoryHosts()
@@ -566,8 +606,10 @@ void MainWindow::onSelectionChanged()
         m_header->setText(tr("Select a sandbox"));
         return;
     }
-    m_header->setText(tr("%1 — network %2, %3").arg(s.value(QStringLiteral("name")).toString(), s.value(QStringLiteral("network")).toString(),
-                                                   s.value(QStringLiteral("state")).toString()));
+    m_header->setText(
+        tr("%1 — network %2, %3")
+            .arg(s.value(QStringLiteral("name")).toString(), s.value(QStringLiteral("network")).toString(),
+                s.value(QStringLiteral("state")).toString()));
     m_command->setFocus();
 }
 
@@ -596,10 +638,11 @@ SandboxConsole *MainWindow::consoleFor(DaemonClient &client)
             if (self == m_console)
                 m_strip->clear();
         });
-        connect(console, &SandboxConsole::executionRunning, m_strip, [this, self](uint32_t exec, const QJsonArray &argv, qint64 startedMs) {
-            if (self == m_console)
-                m_strip->add(exec, argv, startedMs);
-        });
+        connect(console, &SandboxConsole::executionRunning, m_strip,
+            [this, self](uint32_t exec, const QJsonArray &argv, qint64 startedMs) {
+                if (self == m_console)
+                    m_strip->add(exec, argv, startedMs);
+            });
         connect(console, &SandboxConsole::executionEnded, m_strip, [this, self](uint32_t exec) {
             if (self == m_console)
                 m_strip->remove(exec);
@@ -632,7 +675,9 @@ void MainWindow::editHost(int row)
     // hosts.json changed: the console follows it (the old entry goes, the new one connects).
     auto hosts = HostRegistry::load();
     const QStringList problems = hosts ? m_remoteHosts->sync(hosts->entries()) : QStringList{hosts.error().message};
-    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64)) : problems.join(QLatin1Char('\n')), !problems.isEmpty());
+    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64))
+                                  : problems.join(QLatin1Char('\n')),
+        !problems.isEmpty());
 }
 
 bool MainWindow::removeHost(int row, bool ask)
@@ -642,7 +687,8 @@ bool MainWindow::removeHost(int row, bool ask)
         return false;
     if (ask) {
         QMessageBox box(QMessageBox::Question, tr("Remove host"),
-                        tr("Remove %1 from this console and from your saved hosts?").arg(display::escaped(entry->name, 64)), QMessageBox::Cancel, this);
+            tr("Remove %1 from this console and from your saved hosts?").arg(display::escaped(entry->name, 64)),
+            QMessageBox::Cancel, this);
         box.setInformativeText(tr("Its sandboxes keep running on that machine; its token is forgotten here."));
         QPushButton *remove = box.addButton(tr("Remove"), QMessageBox::DestructiveRole);
         box.setDefaultButton(QMessageBox::Cancel);
@@ -667,7 +713,8 @@ int MainWindow::addHost(const QString &name, DaemonClient &client)
 {
     const int row = m_model->addHost(name, client);
     m_approvals->addHost(name, client);
-    connect(&client, &DaemonClient::eventReceived, this, [this, &client](const Event &event) { onHostEvent(client, event); });
+    connect(&client, &DaemonClient::eventReceived, this,
+        [this, &client](const Event &event) { onHostEvent(client, event); });
     return row;
 }
 
@@ -677,15 +724,16 @@ void MainWindow::runCommand()
     if (text.isEmpty() || m_current.isEmpty())
         return;
     currentClient().callAsync(QStringLiteral("exec.start"),
-                       {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text}}},
-                       [self = QPointer<MainWindow>(this), sandbox = m_current](Result<QJsonValue> r) {
-                           if (!self)
-                               return;
-                           if (!r)
-                               return self->showStatus(tr("Not run: %1").arg(r.error().message), true);
-                           if (sandbox == self->m_current)
-                               self->m_running.append(uint32_t(r->toObject().value(QStringLiteral("exec")).toDouble()));
-                       });
+        {{QStringLiteral("sandbox"), m_current},
+            {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text}}},
+        [self = QPointer<MainWindow>(this), sandbox = m_current](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return self->showStatus(tr("Not run: %1").arg(r.error().message), true);
+            if (sandbox == self->m_current)
+                self->m_running.append(uint32_t(r->toObject().value(QStringLiteral("exec")).toDouble()));
+        });
     m_commands.add(text);
     m_command->clear();
 }
@@ -720,8 +768,8 @@ void MainWindow::connectAgent()
         hosts.append(m_model->hostName(row));
     // The airlockctl beside this console, by its full path: an agent's environment may lack PATH.
     const QString beside = QCoreApplication::applicationDirPath() + QStringLiteral("/airlockctl");
-    auto *dialog = new ConnectAgentDialog(presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(), hosts,
-                                          QFileInfo(beside).isExecutable() ? beside : QStringLiteral("airlockctl"), this);
+    auto *dialog = new ConnectAgentDialog(presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(),
+        hosts, QFileInfo(beside).isExecutable() ? beside : QStringLiteral("airlockctl"), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->show();
 }
@@ -735,7 +783,8 @@ void MainWindow::showShortcuts()
 
 void MainWindow::openDocumentation()
 {
-    for (const QString &readme : {QStringLiteral("/usr/share/doc/airlock/README.md"), QStringLiteral(AIRLOCK_SOURCE_README)})
+    for (const QString &readme :
+        {QStringLiteral("/usr/share/doc/airlock/README.md"), QStringLiteral(AIRLOCK_SOURCE_README)})
         if (QFileInfo::exists(readme) && QDesktopServices::openUrl(QUrl::fromLocalFile(readme)))
             return;
     showStatus(tr("No README here to open: it is in the source tree, README.md"), true);

@@ -23,7 +23,7 @@ class QTreeView;
 namespace airlock {
 class DaemonClient;
 struct Event;
-}
+} // namespace airlock
 
 namespace airlock::ui {
 
@@ -71,7 +71,8 @@ public:
     // Creates a sandbox from a dialog's parameters (what "New sandbox…" does after the dialog).
     // On `on`, or the host of what is selected (this computer otherwise).
     // `done`: the daemon's answer, besides what the window says of it.
-    void createSandbox(const QJsonObject &parameters, DaemonClient *on = nullptr, std::function<void(Status)> done = {});
+    void createSandbox(
+        const QJsonObject &parameters, DaemonClient *on = nullptr, std::function<void(Status)> done = {});
     void deleteSelected();
     // Ctrl-C on the command line: SIGINT to what this window started in the sandbox.
     void interruptRunning();
@@ -141,7 +142,7 @@ private:
     QHash<DaemonClient *, SandboxConsole *> m_consoles; // before m_console: it is made from it
     SandboxConsole *m_console; // the selected host's
     DaemonClient *m_selected = nullptr; // the host of the selection
-    bool m_waitingForHost = false;      // its connection dropped; the gap is shown
+    bool m_waitingForHost = false; // its connection dropped; the gap is shown
     QString m_current; // sandbox id
     QList<uint32_t> m_running; // started from this window, in the current sandbox
     CommandHistory m_commands{QStringLiteral("console/commands")};

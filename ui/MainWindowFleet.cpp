@@ -42,16 +42,19 @@ void MainWindow::signalSelected(int signo)
         if (!client || s.isEmpty())
             continue;
         ++total->second;
-        client->callAsync(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}, {QStringLiteral("signal"), signo}},
-                          [self = QPointer<MainWindow>(this), total, verb, name = s.value(QStringLiteral("name")).toString()](Result<QJsonValue> r) {
-                              if (!self)
-                                  return;
-                              if (!r)
-                                  return self->showStatus(tr("%1 not signalled: %2").arg(display::escaped(name, 60), r.error().message), true);
-                              total->first += r->toObject().value(QStringLiteral("executions")).toInt();
-                              if (--total->second == 0)
-                                  self->showStatus(tr("%1 %2").arg(verb, display::count(total->first, tr("execution"))));
-                          });
+        client->callAsync(QStringLiteral("sandbox.kill"),
+            {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}, {QStringLiteral("signal"), signo}},
+            [self = QPointer<MainWindow>(this), total, verb, name = s.value(QStringLiteral("name")).toString()](
+                Result<QJsonValue> r) {
+                if (!self)
+                    return;
+                if (!r)
+                    return self->showStatus(
+                        tr("%1 not signalled: %2").arg(display::escaped(name, 60), r.error().message), true);
+                total->first += r->toObject().value(QStringLiteral("executions")).toInt();
+                if (--total->second == 0)
+                    self->showStatus(tr("%1 %2").arg(verb, display::count(total->first, tr("execution"))));
+            });
     }
 }
 
@@ -62,7 +65,8 @@ QList<MainWindow::SandboxRef> MainWindow::selectedRefs() const
         const QJsonObject s = m_model->sandbox(index);
         if (DaemonClient *client = m_model->hostClient(index); client && !s.isEmpty())
             refs.append({client, s.value(QStringLiteral("id")).toString(), s.value(QStringLiteral("name")).toString(),
-                         m_model->data(index.siblingAtColumn(SandboxModel::Running), SandboxModel::SortRole).toInt(), m_model->runningCommands(index)});
+                m_model->data(index.siblingAtColumn(SandboxModel::Running), SandboxModel::SortRole).toInt(),
+                m_model->runningCommands(index)});
     }
     return refs;
 }
@@ -82,14 +86,19 @@ bool MainWindow::confirmDelete(const QList<SandboxRef> &targets)
         const QString name = display::escaped(t.name, 60);
         names.append(name);
         if (t.running > 0)
-            running.append(tr("%1: %n running", nullptr, t.running).arg(name) + (t.commands.isEmpty() ? QString() : QStringLiteral(" — ") + t.commands.join(QStringLiteral("; "))));
+            running.append(tr("%1: %n running", nullptr, t.running).arg(name)
+                + (t.commands.isEmpty() ? QString() : QStringLiteral(" — ") + t.commands.join(QStringLiteral("; "))));
     }
     QMessageBox box(QMessageBox::Warning, tr("Delete sandboxes", nullptr, int(names.size())),
-                    tr("Delete %1?", nullptr, int(names.size())).arg(names.mid(0, 10).join(QStringLiteral(", ")) + (names.size() > 10 ? tr(" and %n more", nullptr, int(names.size()) - 10) : QString())),
-                    QMessageBox::Cancel, this);
+        tr("Delete %1?", nullptr, int(names.size()))
+            .arg(names.mid(0, 10).join(QStringLiteral(", "))
+                + (names.size() > 10 ? tr(" and %n more", nullptr, int(names.size()) - 10) : QString())),
+        QMessageBox::Cancel, this);
     box.setObjectName(QStringLiteral("confirmDelete"));
-    box.setInformativeText(running.isEmpty() ? tr("Nothing is running in them. Their workspaces are removed.")
-                                             : tr("Still running, and killed if you delete:\n%1\nTheir workspaces are removed.").arg(running.mid(0, 10).join(QLatin1Char('\n'))));
+    box.setInformativeText(running.isEmpty()
+            ? tr("Nothing is running in them. Their workspaces are removed.")
+            : tr("Still running, and killed if you delete:\n%1\nTheir workspaces are removed.")
+                  .arg(running.mid(0, 10).join(QLatin1Char('\n'))));
     QPushButton *yes = box.addButton(tr("&Delete", nullptr, int(names.size())), QMessageBox::DestructiveRole);
     box.setDefaultButton(QMessageBox::Cancel);
     box.exec();
@@ -107,19 +116,20 @@ void MainWindow::duplicateCurrent()
     QString copy;
     for (int n = 2; copy.isEmpty() || m_model->sandboxIndex(copy).isValid(); ++n)
         copy = QStringLiteral("%1-%2").arg(name.left(60)).arg(n);
-    currentClient().callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
-                       [self = QPointer<MainWindow>(this), copy](Result<QJsonValue> r) {
-                           if (!self)
-                               return;
-                           if (!r)
-                               return self->showStatus(tr("Not duplicated: %1").arg(r.error().message), true);
-                           const QJsonObject layer = r->toObject();
-                           QJsonObject parameters{{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), copy}}},
-                                                  {QStringLiteral("policy"), layer.value(QStringLiteral("policy"))}};
-                           if (const QString preset = layer.value(QStringLiteral("preset")).toString(); !preset.isEmpty())
-                               parameters.insert(QStringLiteral("preset"), preset);
-                           self->createSandbox(parameters);
-                       });
+    currentClient().callAsync(QStringLiteral("policy.get"),
+        {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
+        [self = QPointer<MainWindow>(this), copy](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return self->showStatus(tr("Not duplicated: %1").arg(r.error().message), true);
+            const QJsonObject layer = r->toObject();
+            QJsonObject parameters{{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), copy}}},
+                {QStringLiteral("policy"), layer.value(QStringLiteral("policy"))}};
+            if (const QString preset = layer.value(QStringLiteral("preset")).toString(); !preset.isEmpty())
+                parameters.insert(QStringLiteral("preset"), preset);
+            self->createSandbox(parameters);
+        });
 }
 
 void MainWindow::newSandbox()
@@ -140,10 +150,12 @@ void MainWindow::newSandbox()
     auto presets = current.call(QStringLiteral("policy.presets"));
     const auto presetsOf = [this, rows](int host) {
         DaemonClient *client = m_model->hostClient(m_model->index(rows.value(host), 0));
-        auto listed = client && client->isConnected() ? client->call(QStringLiteral("policy.presets"), {}, 5000) : Result<QJsonObject>(QJsonObject());
+        auto listed = client && client->isConnected() ? client->call(QStringLiteral("policy.presets"), {}, 5000)
+                                                      : Result<QJsonObject>(QJsonObject());
         return listed ? listed->value(QStringLiteral("presets")).toArray() : QJsonArray();
     };
-    CreateSandboxDialog dialog(presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(), hosts, currentHost, this);
+    CreateSandboxDialog dialog(
+        presets ? presets->value(QStringLiteral("presets")).toArray() : QJsonArray(), hosts, currentHost, this);
     dialog.setPresetSource(presetsOf);
     if (dialog.exec() != QDialog::Accepted)
         return;
@@ -163,23 +175,28 @@ void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on, 
     }
     m_busy->setVisible(++m_pendingCreates > 0);
     // On the host of what is selected (a host row, or a sandbox under it); this computer otherwise.
-    (on ? *on : currentClient()).callAsync(QStringLiteral("sandbox.create"), parameters, [self = QPointer<MainWindow>(this), done](Result<QJsonValue> r) {
-        if (done)
-            done(r ? Status(Ok{}) : Status(r.error()));
-        if (!self)
-            return;
-        self->m_busy->setVisible(--self->m_pendingCreates > 0);
-        if (!r)
-            return self->showStatus(tr("Not created: %1").arg(r.error().message), true);
-        const QString name = r->toObject().value(QStringLiteral("name")).toString();
-        self->showStatus(tr("Created %1").arg(name));
-        self->m_model->refresh();
-        QPointer<MainWindow> window = self;
-        QObject::connect(self->m_model, &SandboxModel::refreshed, self, [window, name] {
-            if (window)
-                window->selectSandbox(name);
-        }, Qt::SingleShotConnection);
-    });
+    (on ? *on : currentClient())
+        .callAsync(QStringLiteral("sandbox.create"), parameters,
+            [self = QPointer<MainWindow>(this), done](Result<QJsonValue> r) {
+                if (done)
+                    done(r ? Status(Ok{}) : Status(r.error()));
+                if (!self)
+                    return;
+                self->m_busy->setVisible(--self->m_pendingCreates > 0);
+                if (!r)
+                    return self->showStatus(tr("Not created: %1").arg(r.error().message), true);
+                const QString name = r->toObject().value(QStringLiteral("name")).toString();
+                self->showStatus(tr("Created %1").arg(name));
+                self->m_model->refresh();
+                QPointer<MainWindow> window = self;
+                QObject::connect(
+                    self->m_model, &SandboxModel::refreshed, self,
+                    [window, name] {
+                        if (window)
+                            window->selectSandbox(name);
+                    },
+                    Qt::SingleShotConnection);
+            });
 }
 
 void MainWindow::deleteSelected()
@@ -195,10 +212,10 @@ void MainWindow::deleteSandboxes(const QList<SandboxRef> &targets)
         if (!client)
             continue;
         client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), t.id}},
-                          [self = QPointer<MainWindow>(this), name = t.name](Result<QJsonValue> r) {
-                              if (self)
-                                  self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
-                          });
+            [self = QPointer<MainWindow>(this), name = t.name](Result<QJsonValue> r) {
+                if (self)
+                    self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
+            });
     }
 }
 

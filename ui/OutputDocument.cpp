@@ -32,7 +32,11 @@ char32_t decodeOne(QByteArrayView utf8)
 // Turns what the parser reads into lines and spans for one stream.
 class OutputDocument::Builder final : public TerminalParser::Sink {
 public:
-    Builder(OutputDocument &doc, TextStyle &style) : m_doc(doc), m_style(style) {}
+    Builder(OutputDocument &doc, TextStyle &style)
+        : m_doc(doc)
+        , m_style(style)
+    {
+    }
     void text(QByteArrayView utf8) override
     {
         // The parser hands over runs of printable ASCII, or one multi-byte character at a time:
@@ -50,7 +54,8 @@ public:
     void character(char32_t c)
     {
         const QChar::Category category = QChar::category(c);
-        if (category != QChar::Other_Format && category != QChar::Separator_Line && category != QChar::Separator_Paragraph) {
+        if (category != QChar::Other_Format && category != QChar::Separator_Line
+            && category != QChar::Separator_Paragraph) {
             m_doc.appendText(QStringView(QChar::fromUcs4(c)), m_style);
             return;
         }
@@ -150,8 +155,7 @@ void OutputDocument::startFirstLine()
     m_lineCount = 1;
 }
 
-template <typename Text>
-void OutputDocument::appendText(Text text, const TextStyle &style)
+template<typename Text> void OutputDocument::appendText(Text text, const TextStyle &style)
 {
     if (m_column >= 0) [[unlikely]] {
         if constexpr (std::is_same_v<Text, QStringView>)
@@ -195,10 +199,13 @@ void OutputDocument::overwrite(QStringView text, const TextStyle &style)
     const qsizetype lines = m_lineCount;
     // An inert piece (a control sequence shown as text) goes whole or stays whole: a rewrite
     // never leaves part of one looking like ordinary text.
-    const auto touched = [&](const StyledLine::Span &span) { return span.style.inert && span.start < end && span.start + span.length > column; };
+    const auto touched = [&](const StyledLine::Span &span) {
+        return span.style.inert && span.start < end && span.start + span.length > column;
+    };
     for (const StyledLine::Span &span : old.spans)
         if (span.start < column && !touched(span))
-            appendText(QStringView(old.text).sliced(span.start, std::min<qsizetype>(span.length, column - span.start)), span.style);
+            appendText(QStringView(old.text).sliced(span.start, std::min<qsizetype>(span.length, column - span.start)),
+                span.style);
     appendText(text, style);
     for (const StyledLine::Span &span : old.spans)
         if (span.start + span.length > end && !touched(span)) {
@@ -289,7 +296,8 @@ StyledLine OutputDocument::line(qsizetype i) const
     StyledLine line;
     line.text = QStringView(block->text).sliced(start, end - start).toString();
     // The run in force where the line starts, then those that begin inside it.
-    auto run = std::upper_bound(block->runs.cbegin(), block->runs.cend(), start, [](qint32 at, const Run &r) { return at < r.at; });
+    auto run = std::upper_bound(
+        block->runs.cbegin(), block->runs.cend(), start, [](qint32 at, const Run &r) { return at < r.at; });
     if (run != block->runs.cbegin())
         --run;
     for (; run != block->runs.cend() && run->at < end; ++run) {
@@ -367,7 +375,8 @@ void OutputDocument::applySgr(QByteArrayView parameters, TextStyle &style)
                 color = std::clamp(p[i + 2], 0, 255);
                 i += 2;
             } else if (p[i + 1] == 2 && i + 4 < p.size()) {
-                color = 0x1000000 | (std::clamp(p[i + 2], 0, 255) << 16) | (std::clamp(p[i + 3], 0, 255) << 8) | std::clamp(p[i + 4], 0, 255);
+                color = 0x1000000 | (std::clamp(p[i + 2], 0, 255) << 16) | (std::clamp(p[i + 3], 0, 255) << 8)
+                    | std::clamp(p[i + 4], 0, 255);
                 i += 4;
             }
             (n == 38 ? style.fg : style.bg) = color;
@@ -379,10 +388,11 @@ QColor OutputDocument::paletteColor(int index)
 {
     if (index & 0x1000000)
         return QColor((index >> 16) & 0xff, (index >> 8) & 0xff, index & 0xff);
-    static const QColor base[16] = {QColor(0x1e, 0x1e, 0x1e), QColor(0xcd, 0x31, 0x31), QColor(0x0d, 0xbc, 0x79), QColor(0xe5, 0xe5, 0x10),
-                                    QColor(0x24, 0x72, 0xc8), QColor(0xbc, 0x3f, 0xbc), QColor(0x11, 0xa8, 0xcd), QColor(0xe5, 0xe5, 0xe5),
-                                    QColor(0x66, 0x66, 0x66), QColor(0xf1, 0x4c, 0x4c), QColor(0x23, 0xd1, 0x8b), QColor(0xf5, 0xf5, 0x43),
-                                    QColor(0x3b, 0x8e, 0xea), QColor(0xd6, 0x70, 0xd6), QColor(0x29, 0xb8, 0xdb), QColor(0xff, 0xff, 0xff)};
+    static const QColor base[16]
+        = {QColor(0x1e, 0x1e, 0x1e), QColor(0xcd, 0x31, 0x31), QColor(0x0d, 0xbc, 0x79), QColor(0xe5, 0xe5, 0x10),
+            QColor(0x24, 0x72, 0xc8), QColor(0xbc, 0x3f, 0xbc), QColor(0x11, 0xa8, 0xcd), QColor(0xe5, 0xe5, 0xe5),
+            QColor(0x66, 0x66, 0x66), QColor(0xf1, 0x4c, 0x4c), QColor(0x23, 0xd1, 0x8b), QColor(0xf5, 0xf5, 0x43),
+            QColor(0x3b, 0x8e, 0xea), QColor(0xd6, 0x70, 0xd6), QColor(0x29, 0xb8, 0xdb), QColor(0xff, 0xff, 0xff)};
     if (index < 16)
         return base[std::max(index, 0)];
     if (index < 232) {

@@ -49,15 +49,18 @@ class OutputDocument {
 public:
     static constexpr qsizetype kLongestLine = 1024 * 1024;
 
-    explicit OutputDocument(qsizetype maxChars = 16 * 1024 * 1024) : m_maxChars(maxChars) {}
+    explicit OutputDocument(qsizetype maxChars = 16 * 1024 * 1024)
+        : m_maxChars(maxChars)
+    {
+    }
 
     void append(int stream, QByteArrayView bytes); // stream 1 stdout, 2 stderr
-    void finish();                                 // the end: pending sequences shown inert
-    void endLine();                                // a new line, unless the last one is empty
+    void finish(); // the end: pending sequences shown inert
+    void endLine(); // a new line, unless the last one is empty
     void clear();
 
     qsizetype lineCount() const { return m_lineCount; }
-    StyledLine line(qsizetype i) const;      // assembled on demand (for the lines in view)
+    StyledLine line(qsizetype i) const; // assembled on demand (for the lines in view)
     QStringView lineText(qsizetype i) const; // valid until the document changes
     qsizetype droppedLines() const { return m_dropped; }
     qsizetype chars() const { return m_chars; } // plainText().size(), without building it
@@ -77,13 +80,13 @@ private:
         TextStyle style;
     };
     struct Block {
-        QString text;         // its lines back to back, without separators
+        QString text; // its lines back to back, without separators
         QList<qint32> starts; // where each line begins in text
         QList<Run> runs;
     };
     static constexpr qsizetype kBlockLines = 4096;
 
-    template <typename Text> // QLatin1StringView or QStringView
+    template<typename Text> // QLatin1StringView or QStringView
     void appendText(Text text, const TextStyle &style);
     void startFirstLine();
     void newLine();
@@ -95,7 +98,7 @@ private:
     void trim();
 
     std::deque<Block> m_blocks; // all full but the last, so line i is found by arithmetic
-    qsizetype m_head = 0;       // lines of the first block already dropped
+    qsizetype m_head = 0; // lines of the first block already dropped
     qsizetype m_lineCount = 0;
     StreamState m_streams[3];
     int m_lastStream = 0;

@@ -15,7 +15,9 @@
 
 namespace airlock::ui {
 
-OutputView::OutputView(QWidget *parent) : QAbstractScrollArea(parent), m_frame(new QTimer(this))
+OutputView::OutputView(QWidget *parent)
+    : QAbstractScrollArea(parent)
+    , m_frame(new QTimer(this))
 {
     setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     viewport()->setAutoFillBackground(true);
@@ -50,16 +52,19 @@ void OutputView::append(int stream, QByteArrayView bytes)
 void OutputView::beginExecution(const QJsonArray &argv, qint64 exec)
 {
     m_doc.endLine();
-    append(1, QStringLiteral("\x1b[2m$ %1 (#%2)\x1b[0m\n").arg(display::commandLine(argv), QString::number(exec)).toUtf8());
+    append(1,
+        QStringLiteral("\x1b[2m$ %1 (#%2)\x1b[0m\n").arg(display::commandLine(argv), QString::number(exec)).toUtf8());
 }
 
 void OutputView::endExecution(qint64 exec, const QString &status, const QJsonValue &exitCode)
 {
     finish();
     m_doc.endLine();
-    append(1, QStringLiteral("\x1b[2m[#%1 %2]\x1b[0m\n")
-                  .arg(QString::number(exec), exitCode.isDouble() ? tr("exit %1").arg(exitCode.toInt()) : display::escaped(status, 40))
-                  .toUtf8());
+    append(1,
+        QStringLiteral("\x1b[2m[#%1 %2]\x1b[0m\n")
+            .arg(QString::number(exec),
+                exitCode.isDouble() ? tr("exit %1").arg(exitCode.toInt()) : display::escaped(status, 40))
+            .toUtf8());
 }
 
 void OutputView::finish()
@@ -130,7 +135,8 @@ void OutputView::updateScrollBars()
     verticalScrollBar()->setRange(0, std::max<int>(0, int(m_doc.lineCount()) - (m_wrap ? 1 : visible)));
     verticalScrollBar()->setPageStep(visible);
     const int charWidth = fontMetrics().horizontalAdvance(QLatin1Char('M'));
-    horizontalScrollBar()->setRange(0, m_wrap ? 0 : std::max(0, m_doc.longestLine() * charWidth + 8 - viewport()->width()));
+    horizontalScrollBar()->setRange(
+        0, m_wrap ? 0 : std::max(0, m_doc.longestLine() * charWidth + 8 - viewport()->width()));
     horizontalScrollBar()->setPageStep(viewport()->width());
     m_follow = follow;
 }
@@ -184,7 +190,8 @@ void OutputView::setWrap(bool wrap)
 
 int OutputView::columnX(QStringView text, qsizetype from, qsizetype column) const
 {
-    return fontMetrics().horizontalAdvance(text.mid(from, std::clamp<qsizetype>(column - from, 0, text.size() - from)).toString());
+    return fontMetrics().horizontalAdvance(
+        text.mid(from, std::clamp<qsizetype>(column - from, 0, text.size() - from)).toString());
 }
 
 OutputView::Position OutputView::positionAt(QPoint point) const
@@ -223,7 +230,8 @@ void OutputView::select(Position from, Position to)
 void OutputView::selectAll()
 {
     const qsizetype last = m_doc.lineCount() - 1;
-    select({m_doc.droppedLines(), 0}, {m_doc.droppedLines() + std::max<qsizetype>(last, 0), last >= 0 ? m_doc.lineText(last).size() : 0});
+    select({m_doc.droppedLines(), 0},
+        {m_doc.droppedLines() + std::max<qsizetype>(last, 0), last >= 0 ? m_doc.lineText(last).size() : 0});
 }
 
 void OutputView::clearSelection()
@@ -316,7 +324,8 @@ void OutputView::mouseReleaseEvent(QMouseEvent *event)
     if (event->button() == Qt::LeftButton && m_selecting) {
         m_selecting = false;
         if (hasSelection() && QGuiApplication::clipboard()->supportsSelection())
-            QGuiApplication::clipboard()->setText(selectedText(), QClipboard::Selection); // middle-click paste, as terminals do
+            QGuiApplication::clipboard()->setText(
+                selectedText(), QClipboard::Selection); // middle-click paste, as terminals do
         return;
     }
     QAbstractScrollArea::mouseReleaseEvent(event);
@@ -393,17 +402,19 @@ void OutputView::paintRow(QPainter &painter, const StyledLine &line, const Row &
         const qsizetype to = std::min(row.to, absolute == end.line ? end.column : row.to);
         const bool lineBreak = absolute < end.line && to == line.text.size(); // the break is selected too
         if (to > from || lineBreak)
-            painter.fillRect(xOf(from), row.y, xOf(to) - xOf(from) + (lineBreak ? fm.horizontalAdvance(QLatin1Char(' ')) : 0), height,
-                             QColor(0x26, 0x4f, 0x78));
+            painter.fillRect(xOf(from), row.y,
+                xOf(to) - xOf(from) + (lineBreak ? fm.horizontalAdvance(QLatin1Char(' ')) : 0), height,
+                QColor(0x26, 0x4f, 0x78));
     }
     if (!m_search.isEmpty()) {
         for (qsizetype at = line.text.indexOf(m_search, row.from, Qt::CaseInsensitive); at >= 0 && at < row.to;
              at = line.text.indexOf(m_search, at + m_search.size(), Qt::CaseInsensitive))
             painter.fillRect(xOf(at), row.y, xOf(std::min(row.to, at + m_search.size())) - xOf(at), height,
-                             row.line == m_matchLine ? QColor(0xd0, 0x90, 0x10) : QColor(0x6a, 0x5a, 0x10));
+                row.line == m_matchLine ? QColor(0xd0, 0x90, 0x10) : QColor(0x6a, 0x5a, 0x10));
     }
     for (const StyledLine::Span &span : line.spans) {
-        const qsizetype from = std::max<qsizetype>(span.start, row.from), to = std::min<qsizetype>(span.start + span.length, row.to);
+        const qsizetype from = std::max<qsizetype>(span.start, row.from),
+                        to = std::min<qsizetype>(span.start + span.length, row.to);
         if (to <= from)
             continue;
         const QString piece = line.text.mid(from, to - from);
@@ -444,7 +455,8 @@ void OutputView::paintEvent(QPaintEvent *)
     int y = 0;
     if (first == 0 && m_doc.droppedLines() > 0) {
         painter.setPen(QColor(0x9a, 0x9a, 0x9a));
-        painter.drawText(x0, fm.ascent(), tr("[%n earlier line(s) not kept in this view]", nullptr, int(m_doc.droppedLines())));
+        painter.drawText(
+            x0, fm.ascent(), tr("[%n earlier line(s) not kept in this view]", nullptr, int(m_doc.droppedLines())));
         y += height;
     }
     for (qsizetype i = first; i < m_doc.lineCount() && y < viewport()->height(); ++i) {

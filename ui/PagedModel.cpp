@@ -8,7 +8,9 @@
 namespace airlock::ui {
 
 PagedModel::PagedModel(DaemonClient &client, int columns, QObject *parent)
-    : QAbstractTableModel(parent), m_columns(columns), m_sources{Source{QString(), &client}}
+    : QAbstractTableModel(parent)
+    , m_columns(columns)
+    , m_sources{Source{QString(), &client}}
 {
 }
 
@@ -43,7 +45,7 @@ bool PagedModel::isLoading() const
 bool PagedModel::canFetchMore(const QModelIndex &parent) const
 {
     return !parent.isValid() && !isLoading()
-           && std::any_of(m_feeds.begin(), m_feeds.end(), [](const Feed &f) { return !f.drained() || f.morePages(); });
+        && std::any_of(m_feeds.begin(), m_feeds.end(), [](const Feed &f) { return !f.drained() || f.morePages(); });
 }
 
 void PagedModel::fetchMore(const QModelIndex &parent)
@@ -84,25 +86,25 @@ void PagedModel::request(int source)
         return fail(tr("not connected"));
     feed.loading = true;
     from.client->callAsync(method(), parameters(feed.started ? feed.next : QJsonValue()),
-                           [self = QPointer<PagedModel>(this), generation = m_generation, source, fail](Result<QJsonValue> r) {
-        if (!self || generation != self->m_generation)
-            return; // an answer to a query nobody looks at any more
-        Feed &f = self->m_feeds[size_t(source)];
-        f.loading = false;
-        f.started = true;
-        if (!r)
-            fail(r.error().message);
-        else {
-            const QJsonObject page = r->toObject();
-            f.rows.clear();
-            f.head = 0;
-            for (const QJsonValue &row : page.value(self->rowsKey()).toArray())
-                f.rows.append(row.toObject());
-            f.next = self->cursorOf(page);
-        }
-        if (!self->isLoading())
-            self->merge();
-    });
+        [self = QPointer<PagedModel>(this), generation = m_generation, source, fail](Result<QJsonValue> r) {
+            if (!self || generation != self->m_generation)
+                return; // an answer to a query nobody looks at any more
+            Feed &f = self->m_feeds[size_t(source)];
+            f.loading = false;
+            f.started = true;
+            if (!r)
+                fail(r.error().message);
+            else {
+                const QJsonObject page = r->toObject();
+                f.rows.clear();
+                f.head = 0;
+                for (const QJsonValue &row : page.value(self->rowsKey()).toArray())
+                    f.rows.append(row.toObject());
+                f.next = self->cursorOf(page);
+            }
+            if (!self->isLoading())
+                self->merge();
+        });
 }
 
 // Moves rows into the table in merge order for as long as no source that may still have an
@@ -121,7 +123,8 @@ void PagedModel::merge()
                 continue;
             }
             if (best < 0
-                || before(f.rows.at(f.head), m_sources.at(i).name, m_feeds[size_t(best)].rows.at(m_feeds[size_t(best)].head), m_sources.at(best).name))
+                || before(f.rows.at(f.head), m_sources.at(i).name,
+                    m_feeds[size_t(best)].rows.at(m_feeds[size_t(best)].head), m_sources.at(best).name))
                 best = i;
         }
         if (blocked || best < 0)

@@ -50,7 +50,7 @@ public:
     void fetchMore(const QModelIndex &parent = {}) override;
 
 Q_SIGNALS:
-    void loaded(int rows);               // a page arrived; rows: how many the model holds now
+    void loaded(int rows); // a page arrived; rows: how many the model holds now
     void failed(const QString &message); // a daemon refused or is gone ("host: why" when merged)
 
 protected:
@@ -86,7 +86,7 @@ private:
     QList<Source> m_sources;
     std::vector<Feed> m_feeds;
     QList<QJsonObject> m_rows;
-    QList<int> m_rowSource;   // m_sources index of each row
+    QList<int> m_rowSource; // m_sources index of each row
     QStringList m_unavailable;
     quint64 m_generation = 0; // answers from before the last reset are dropped
 };

@@ -1,32 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "PolicyEditor.h"
 
+#include "SecretsDialog.h"
+#include "StatusText.h"
 #include "client/DaemonClient.h"
 #include "model/DisplayText.h"
 #include "policy/Policy.h"
 #include "policy/PolicyDiff.h"
-#include "SecretsDialog.h"
-#include "StatusText.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFile>
 #include <QFileDialog>
-#include <QJsonDocument>
-#include <QRegularExpression>
-#include <QScopedValueRollback>
-#include <QSaveFile>
-#include <QTabWidget>
-#include <QTreeWidget>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPointer>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QScopedValueRollback>
+#include <QTabWidget>
 #include <QTimer>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 namespace airlock::ui {
@@ -47,15 +47,16 @@ namespace {
 QStringList ruleCells(const QJsonObject &r)
 {
     const QJsonValue command = r.value(QStringLiteral("command"));
-    return {r.value(QStringLiteral("decision")).toString(), command.isArray() ? strings(command).join(QLatin1Char(' ')) : command.toString(),
-            r.value(QStringLiteral("exact")).toBool() ? QStringLiteral("yes") : QString()};
+    return {r.value(QStringLiteral("decision")).toString(),
+        command.isArray() ? strings(command).join(QLatin1Char(' ')) : command.toString(),
+        r.value(QStringLiteral("exact")).toBool() ? QStringLiteral("yes") : QString()};
 }
 
 QStringList grantCells(const QJsonObject &g)
 {
     const bool file = g.contains(QStringLiteral("file"));
     return {g.value(QStringLiteral("secret")).toString(), file ? QStringLiteral("file") : QStringLiteral("env"),
-            g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString()};
+        g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString()};
 }
 
 QStringList toolCells(const QString &name, const QJsonObject &t, const QString &decision, const QString &about)
@@ -97,26 +98,48 @@ void setOrRemove(QJsonObject &object, const QString &key, const QJsonValue &valu
 } // namespace
 
 PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget *parent)
-    : QDialog(parent), m_client(client), m_sandbox(sandbox), m_mode(new QLabel), m_unknown(decisionBox({QStringLiteral("deny"), QStringLiteral("ask")})),
-      m_allow(new HostListEditor(tr("Allowed destinations"), true)), m_deny(new HostListEditor(tr("Denied destinations (deny beats allow)"), false)),
-      m_commandDefault(decisionBox({QStringLiteral("allow"), QStringLiteral("ask"), QStringLiteral("deny")})),
-      m_rules(new RowListEditor({{tr("Decision"), RowColumn::Choice, decisions(), tr("allow, ask or deny: the strictest matching rule wins")},
-                                 {tr("Command (words, each may be a glob)"), RowColumn::Text, {}, tr("The words a command starts with: pip install, git *, rm -rf")},
-                                 {tr("Exact"), RowColumn::Check, {}, tr("Checked: the whole command word for word, no globs")}},
-                                {QStringLiteral("ask"), QString(), QString()})),
-      m_grants(new RowListEditor({{tr("Secret"), RowColumn::Choice, {}, tr("A secret from your store (its value is never shown)")},
-                                  {tr("As"), RowColumn::Choice, {QStringLiteral("env"), QStringLiteral("file")}, tr("An environment variable, or a read-only file")},
-                                  {tr("Variable or path"), RowColumn::Text, {}, tr("The variable's name (API_KEY), or the file's absolute path")}},
-                                 {QString(), QStringLiteral("env"), QString()})),
-      m_tools(new RowListEditor({{tr("Tool"), RowColumn::Text, {}, tr("A tool declared on this host (airlockctl tool ls)")},
-                                 {tr("Decision"), RowColumn::Choice, decisions(), tr("allow, ask or deny; a tool no layer names is denied")},
-                                 {tr("Argument constraints (arg=glob; …)"), RowColumn::Text, {}, tr("Globs each argument must match: to=*@example.com; subject=*")},
-                                 {tr("What it does"), RowColumn::Shown, {}, tr("The tool's description, as declared")}},
-                                {QString(), QStringLiteral("ask"), QString(), QString()})),
-      m_effective(new QTreeWidget), m_fixed(new QTreeWidget), m_json(new QPlainTextEdit), m_tabs(new QTabWidget), m_diff(new QPlainTextEdit), m_try(new QLineEdit),
-      m_tryAnswer(new QLabel), m_tryTimer(new QTimer(this)), m_apply(new QPushButton(tr("Apply"))), m_status(new QLabel)
+    : QDialog(parent)
+    , m_client(client)
+    , m_sandbox(sandbox)
+    , m_mode(new QLabel)
+    , m_unknown(decisionBox({QStringLiteral("deny"), QStringLiteral("ask")}))
+    , m_allow(new HostListEditor(tr("Allowed destinations"), true))
+    , m_deny(new HostListEditor(tr("Denied destinations (deny beats allow)"), false))
+    , m_commandDefault(decisionBox({QStringLiteral("allow"), QStringLiteral("ask"), QStringLiteral("deny")}))
+    , m_rules(new RowListEditor(
+          {{tr("Decision"), RowColumn::Choice, decisions(), tr("allow, ask or deny: the strictest matching rule wins")},
+              {tr("Command (words, each may be a glob)"), RowColumn::Text, {},
+                  tr("The words a command starts with: pip install, git *, rm -rf")},
+              {tr("Exact"), RowColumn::Check, {}, tr("Checked: the whole command word for word, no globs")}},
+          {QStringLiteral("ask"), QString(), QString()}))
+    , m_grants(new RowListEditor(
+          {{tr("Secret"), RowColumn::Choice, {}, tr("A secret from your store (its value is never shown)")},
+              {tr("As"), RowColumn::Choice, {QStringLiteral("env"), QStringLiteral("file")},
+                  tr("An environment variable, or a read-only file")},
+              {tr("Variable or path"), RowColumn::Text, {},
+                  tr("The variable's name (API_KEY), or the file's absolute path")}},
+          {QString(), QStringLiteral("env"), QString()}))
+    , m_tools(
+          new RowListEditor({{tr("Tool"), RowColumn::Text, {}, tr("A tool declared on this host (airlockctl tool ls)")},
+                                {tr("Decision"), RowColumn::Choice, decisions(),
+                                    tr("allow, ask or deny; a tool no layer names is denied")},
+                                {tr("Argument constraints (arg=glob; …)"), RowColumn::Text, {},
+                                    tr("Globs each argument must match: to=*@example.com; subject=*")},
+                                {tr("What it does"), RowColumn::Shown, {}, tr("The tool's description, as declared")}},
+              {QString(), QStringLiteral("ask"), QString(), QString()}))
+    , m_effective(new QTreeWidget)
+    , m_fixed(new QTreeWidget)
+    , m_json(new QPlainTextEdit)
+    , m_tabs(new QTabWidget)
+    , m_diff(new QPlainTextEdit)
+    , m_try(new QLineEdit)
+    , m_tryAnswer(new QLabel)
+    , m_tryTimer(new QTimer(this))
+    , m_apply(new QPushButton(tr("Apply")))
+    , m_status(new QLabel)
 {
-    setWindowTitle(sandbox.isEmpty() ? tr("Your defaults for new sandboxes") : tr("Policy of %1").arg(display::escaped(sandbox, 80)));
+    setWindowTitle(sandbox.isEmpty() ? tr("Your defaults for new sandboxes")
+                                     : tr("Policy of %1").arg(display::escaped(sandbox, 80)));
     resize(860, 720);
     QFont mono(QStringLiteral("monospace"));
     mono.setStyleHint(QFont::Monospace);
@@ -141,25 +164,28 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     defaultRow->addWidget(m_commandDefault);
     defaultRow->addStretch(1);
     commandsLayout->addLayout(defaultRow);
-    auto *rulesHelp = new QLabel(tr("Rules match the start of each command a string would run, word by word; the strictest matching rule "
-                                    "wins (deny beats ask beats allow), so their order does not matter. Greyed rows are in force from "
-                                    "another layer: Override copies one here to make it stricter."));
+    auto *rulesHelp = new QLabel(
+        tr("Rules match the start of each command a string would run, word by word; the strictest matching rule "
+           "wins (deny beats ask beats allow), so their order does not matter. Greyed rows are in force from "
+           "another layer: Override copies one here to make it stricter."));
     rulesHelp->setWordWrap(true);
     commandsLayout->addWidget(rulesHelp);
     commandsLayout->addWidget(m_rules, 1);
 
     auto *credentials = new QWidget;
     auto *credentialsLayout = new QVBoxLayout(credentials);
-    auto *grantsHelp = new QLabel(tr("A secret from your store (pick one, or New secret…) given to every execution as an environment "
-                                     "variable, or as a read-only file (files are fixed while the sandbox runs). Values are never shown."));
+    auto *grantsHelp = new QLabel(
+        tr("A secret from your store (pick one, or New secret…) given to every execution as an environment "
+           "variable, or as a read-only file (files are fixed while the sandbox runs). Values are never shown."));
     grantsHelp->setWordWrap(true);
     credentialsLayout->addWidget(grantsHelp);
     credentialsLayout->addWidget(m_grants, 1);
 
     auto *tools = new QWidget;
     auto *toolsLayout = new QVBoxLayout(tools);
-    auto *toolsHelp = new QLabel(tr("Host tools this sandbox may call (airlock-tool NAME inside), one row each: a tool no layer names is "
-                                    "denied. Override a greyed row to choose its decision here, and globs each argument must match."));
+    auto *toolsHelp = new QLabel(
+        tr("Host tools this sandbox may call (airlock-tool NAME inside), one row each: a tool no layer names is "
+           "denied. Override a greyed row to choose its decision here, and globs each argument must match."));
     toolsHelp->setWordWrap(true);
     toolsLayout->addWidget(toolsHelp);
     toolsLayout->addWidget(m_tools, 1);
@@ -172,9 +198,10 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     }
     auto *fixed = new QWidget;
     auto *fixedLayout = new QVBoxLayout(fixed);
-    auto *fixedHelp = new QLabel(sandbox.isEmpty() ? tr("The rest of your defaults, with the layer each value comes from; edit them in the JSON tab.")
-                                                   : tr("Mounts, limits, the network mode and the exec check are fixed when a sandbox is created: "
-                                                        "to change them, duplicate the sandbox with another policy."));
+    auto *fixedHelp = new QLabel(sandbox.isEmpty()
+            ? tr("The rest of your defaults, with the layer each value comes from; edit them in the JSON tab.")
+            : tr("Mounts, limits, the network mode and the exec check are fixed when a sandbox is created: "
+                 "to change them, duplicate the sandbox with another policy."));
     fixedHelp->setWordWrap(true);
     fixedLayout->addWidget(fixedHelp);
     fixedLayout->addWidget(m_fixed, 1);
@@ -193,13 +220,16 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     fileRow->addStretch(1);
     jsonLayout->addLayout(fileRow);
     connect(importButton, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Import a policy layer"), {}, tr("Policies (*.json)"));
+        const QString path
+            = QFileDialog::getOpenFileName(this, tr("Import a policy layer"), {}, tr("Policies (*.json)"));
         QString error;
         if (!path.isEmpty() && !importFile(path, &error))
             m_status->setText(error);
     });
     connect(exportButton, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export this layer"), (m_sandbox.isEmpty() ? QStringLiteral("defaults") : m_sandbox) + QStringLiteral(".policy.json"), tr("Policies (*.json)"));
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export this layer"),
+            (m_sandbox.isEmpty() ? QStringLiteral("defaults") : m_sandbox) + QStringLiteral(".policy.json"),
+            tr("Policies (*.json)"));
         QString error;
         if (!path.isEmpty())
             m_status->setText(exportFile(path, &error) ? tr("Exported to %1").arg(path) : error);
@@ -222,7 +252,8 @@ PolicyEditor::PolicyEditor(DaemonClient &client, const QString &sandbox, QWidget
     layout->addWidget(m_diff, 1);
     auto *tryBox = new QGroupBox(tr("What would happen"));
     auto *tryLayout = new QVBoxLayout(tryBox);
-    m_try->setPlaceholderText(tr("a URL (https://pypi.org/simple), a command (make && curl x | sh) or a tool call (tool email.send {\"to\": \"a@b.c\"})"));
+    m_try->setPlaceholderText(tr("a URL (https://pypi.org/simple), a command (make && curl x | sh) or a tool call "
+                                 "(tool email.send {\"to\": \"a@b.c\"})"));
     m_tryAnswer->setTextFormat(Qt::PlainText);
     m_tryAnswer->setWordWrap(true);
     tryLayout->addWidget(m_try);
@@ -271,54 +302,59 @@ void PolicyEditor::load()
 {
     loadChoices();
     if (m_sandbox.isEmpty()) { // the person's defaults: their layer over the built-in one
-        m_client.callAsync(QStringLiteral("policy.defaults.get"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
-            if (!self)
-                return;
-            if (!r)
-                return showStatus(self->m_status, r.error().message, true);
-            const QJsonObject o = r->toObject();
-            self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))},
-                                 {QStringLiteral("sources"), o.value(QStringLiteral("sources"))},
-                                 {QStringLiteral("below"), o.value(QStringLiteral("below"))}});
-            self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset and its own layer apply on top. "
-                                     "Running sandboxes keep what they started with.")
-                                      .arg(display::escaped(o.value(QStringLiteral("file")).toString(), 300)));
-            self->m_saved = o.value(QStringLiteral("policy")).toObject();
-            self->editLayer(self->m_saved);
-            self->m_pendingParts = 1;
-            self->partLoaded();
-        });
+        m_client.callAsync(
+            QStringLiteral("policy.defaults.get"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+                if (!self)
+                    return;
+                if (!r)
+                    return showStatus(self->m_status, r.error().message, true);
+                const QJsonObject o = r->toObject();
+                self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))},
+                    {QStringLiteral("sources"), o.value(QStringLiteral("sources"))},
+                    {QStringLiteral("below"), o.value(QStringLiteral("below"))}});
+                self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset "
+                                         "and its own layer apply on top. "
+                                         "Running sandboxes keep what they started with.")
+                                          .arg(display::escaped(o.value(QStringLiteral("file")).toString(), 300)));
+                self->m_saved = o.value(QStringLiteral("policy")).toObject();
+                self->editLayer(self->m_saved);
+                self->m_pendingParts = 1;
+                self->partLoaded();
+            });
         return;
     }
     reloadEffective();
-    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> own) {
-        if (!self)
-            return;
-        if (!own)
-            return showStatus(self->m_status, own.error().message, true);
-        self->m_saved = own->toObject().value(QStringLiteral("policy")).toObject();
-        self->editLayer(self->m_saved);
-        self->partLoaded();
-    });
+    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}},
+        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> own) {
+            if (!self)
+                return;
+            if (!own)
+                return showStatus(self->m_status, own.error().message, true);
+            self->m_saved = own->toObject().value(QStringLiteral("policy")).toObject();
+            self->editLayer(self->m_saved);
+            self->partLoaded();
+        });
 }
 
 void PolicyEditor::reloadEffective()
 {
-    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("effective"), true}},
-                       [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> effective) {
-                           if (!self)
-                               return;
-                           if (!effective)
-                               return showStatus(self->m_status, effective.error().message, true);
-                           self->showEffective(effective->toObject());
-                           self->partLoaded();
-                       });
-    m_client.callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), m_sandbox}}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
-        if (!self || !r)
-            return;
-        self->m_declaredTools = r->toObject().value(QStringLiteral("tools")).toArray();
-        self->showInherited();
-    });
+    m_client.callAsync(QStringLiteral("policy.get"),
+        {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("effective"), true}},
+        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> effective) {
+            if (!self)
+                return;
+            if (!effective)
+                return showStatus(self->m_status, effective.error().message, true);
+            self->showEffective(effective->toObject());
+            self->partLoaded();
+        });
+    m_client.callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), m_sandbox}},
+        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+            if (!self || !r)
+                return;
+            self->m_declaredTools = r->toObject().value(QStringLiteral("tools")).toArray();
+            self->showInherited();
+        });
 }
 
 void PolicyEditor::loadChoices()
@@ -332,15 +368,16 @@ void PolicyEditor::loadChoices()
             names.append(v.toObject().value(QStringLiteral("name")).toString());
         self->m_grants->setChoices(0, names, tr("New secret…"));
     });
-    m_client.callAsync(QStringLiteral("policy.presets"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
-        if (!self || !r)
-            return;
-        for (const QJsonValue &v : r->toObject().value(QStringLiteral("presets")).toArray())
-            self->m_presets.insert(v.toObject().value(QStringLiteral("name")).toString(),
-                                   v.toObject().value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")));
-        if (!self->m_inForce.isEmpty() && !self->m_sandbox.isEmpty())
-            self->showEffective(self->m_inForce);
-    });
+    m_client.callAsync(
+        QStringLiteral("policy.presets"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+            if (!self || !r)
+                return;
+            for (const QJsonValue &v : r->toObject().value(QStringLiteral("presets")).toArray())
+                self->m_presets.insert(v.toObject().value(QStringLiteral("name")).toString(),
+                    v.toObject().value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")));
+            if (!self->m_inForce.isEmpty() && !self->m_sandbox.isEmpty())
+                self->showEffective(self->m_inForce);
+        });
 }
 
 SecretsDialog *PolicyEditor::secretDialog() const
@@ -375,18 +412,19 @@ void PolicyEditor::showEffective(const QJsonObject &effective)
     if (!m_sandbox.isEmpty()) {
         const QString preset = effective.value(QStringLiteral("preset")).toString();
         const QString about = m_presets.value(preset).toString();
-        m_mode->setText(tr("Preset %1%2\nNetwork mode: %3 (fixed while the sandbox runs). Greyed values are in force from the layers below; "
+        m_mode->setText(tr("Preset %1%2\nNetwork mode: %3 (fixed while the sandbox runs). Greyed values are in force "
+                           "from the layers below; "
                            "what you edit is this sandbox's own layer, on top of them.")
                             .arg(preset.isEmpty() ? tr("none") : display::escaped(preset, 100),
-                                 about.isEmpty() ? QString() : QStringLiteral(": ") + display::escaped(about, 400),
-                                 display::escaped(network.value(QStringLiteral("mode")).toString(), 40)));
+                                about.isEmpty() ? QString() : QStringLiteral(": ") + display::escaped(about, 400),
+                                display::escaped(network.value(QStringLiteral("mode")).toString(), 40)));
     }
     // Each value with the layer that set it: the nearest pointer the resolver recorded.
     m_effective->clear();
     m_fixed->clear();
-    static const QStringList editedHere{QStringLiteral("/network/allow/"), QStringLiteral("/network/deny/"), QStringLiteral("/network/unknown"),
-                                        QStringLiteral("/commands/default"), QStringLiteral("/commands/rules/"), QStringLiteral("/credentials/grants/"),
-                                        QStringLiteral("/tools/")};
+    static const QStringList editedHere{QStringLiteral("/network/allow/"), QStringLiteral("/network/deny/"),
+        QStringLiteral("/network/unknown"), QStringLiteral("/commands/default"), QStringLiteral("/commands/rules/"),
+        QStringLiteral("/credentials/grants/"), QStringLiteral("/tools/")};
     std::function<void(const QJsonValue &, const QString &)> add = [&](const QJsonValue &v, const QString &pointer) {
         if (v.isObject() && !v.toObject().isEmpty()) {
             const QJsonObject o = v.toObject();
@@ -403,14 +441,15 @@ void PolicyEditor::showEffective(const QJsonObject &effective)
         QString layer;
         for (QString p = pointer; layer.isEmpty() && !p.isEmpty(); p = p.left(p.lastIndexOf(QLatin1Char('/'))))
             layer = sources.value(p).toString();
-        const QString value = v.isString() ? display::escaped(v.toString(), 200)
-                                           : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
-        const QStringList cells{display::escaped(pointer, 300), value, display::escaped(layerLabel(layer.isEmpty() ? QStringLiteral("builtin") : layer), 100)};
+        const QString value = v.isString()
+            ? display::escaped(v.toString(), 200)
+            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
+        const QStringList cells{display::escaped(pointer, 300), value,
+            display::escaped(layerLabel(layer.isEmpty() ? QStringLiteral("builtin") : layer), 100)};
         m_effective->addTopLevelItem(new QTreeWidgetItem(cells));
         // What no section edits (mounts, limits, the mode, the exec check) is listed on its own tab.
-        const bool edited = std::any_of(editedHere.cbegin(), editedHere.cend(), [&](const QString &p) {
-            return pointer == p || (p.endsWith(QLatin1Char('/')) && pointer.startsWith(p));
-        });
+        const bool edited = std::any_of(editedHere.cbegin(), editedHere.cend(),
+            [&](const QString &p) { return pointer == p || (p.endsWith(QLatin1Char('/')) && pointer.startsWith(p)); });
         if (!edited && pointer != QLatin1String("/version"))
             m_fixed->addTopLevelItem(new QTreeWidgetItem(cells));
     };
@@ -437,16 +476,19 @@ void PolicyEditor::showInherited()
     // A daemon that does not say what is below (a token limited to some sandboxes may not read the
     // defaults): what is in force, less what this layer set.
     const QString own = m_sandbox.isEmpty() ? QStringLiteral("user") : QStringLiteral("sandbox");
-    const QJsonObject below = m_inForce.contains(QStringLiteral("below")) ? m_inForce.value(QStringLiteral("below")).toObject() : m_inForce;
+    const QJsonObject below
+        = m_inForce.contains(QStringLiteral("below")) ? m_inForce.value(QStringLiteral("below")).toObject() : m_inForce;
     const QJsonObject document = below.value(QStringLiteral("policy")).toObject();
     const QJsonObject sources = below.value(QStringLiteral("sources")).toObject();
-    const auto layerOf = [&](const QString &pointer) { return sources.value(pointer).toString(QStringLiteral("builtin")); };
+    const auto layerOf
+        = [&](const QString &pointer) { return sources.value(pointer).toString(QStringLiteral("builtin")); };
     const QJsonObject network = document.value(QStringLiteral("network")).toObject();
     for (const auto &[key, list] : {std::pair{"allow", m_allow}, std::pair{"deny", m_deny}}) {
         QList<InheritedRow> rows;
         const QJsonArray hosts = network.value(QLatin1String(key)).toArray();
         for (qsizetype i = 0; i < hosts.size(); ++i)
-            if (const QString layer = layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i)); layer != own)
+            if (const QString layer = layerOf(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(i));
+                layer != own)
                 rows.append({{hosts.at(i).toString()}, layer, hosts.at(i)});
         list->setInherited(rows);
     }
@@ -458,7 +500,8 @@ void PolicyEditor::showInherited()
             rules.append({ruleCells(ruleArray.at(i).toObject()), layer, ruleArray.at(i)});
     m_rules->setInherited(rules);
     QList<InheritedRow> grants;
-    const QJsonArray grantArray = document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray();
+    const QJsonArray grantArray
+        = document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray();
     for (qsizetype i = 0; i < grantArray.size(); ++i)
         if (const QString layer = layerOf(QStringLiteral("/credentials/grants/%1").arg(i)); layer != own)
             grants.append({grantCells(grantArray.at(i).toObject()), layer, grantArray.at(i)});
@@ -467,7 +510,8 @@ void PolicyEditor::showInherited()
     const QJsonObject tools = document.value(QStringLiteral("tools")).toObject();
     QMap<QString, QString> described;
     for (const QJsonValue &v : m_declaredTools)
-        described.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("description")).toString());
+        described.insert(v.toObject().value(QStringLiteral("name")).toString(),
+            v.toObject().value(QStringLiteral("description")).toString());
     QStringList names = described.keys();
     for (auto it = tools.begin(); it != tools.end(); ++it)
         if (!names.contains(it.key()))
@@ -478,15 +522,23 @@ void PolicyEditor::showInherited()
         if (named && layerOf(QStringLiteral("/tools/") + name) == own)
             continue;
         const QJsonObject t = tools.value(name).toObject();
-        const QString about = described.contains(name) ? display::escaped(described.value(name), 200) : tr("(not declared on this host)");
-        toolRows.append({toolCells(name, t, named ? t.value(QStringLiteral("decision")).toString() : QStringLiteral("deny"), about),
-                         named ? layerOf(QStringLiteral("/tools/") + name) : tr("no layer names it"), named ? tools.value(name) : QJsonValue()});
+        const QString about = described.contains(name) ? display::escaped(described.value(name), 200)
+                                                       : tr("(not declared on this host)");
+        toolRows.append(
+            {toolCells(name, t, named ? t.value(QStringLiteral("decision")).toString() : QStringLiteral("deny"), about),
+                named ? layerOf(QStringLiteral("/tools/") + name) : tr("no layer names it"),
+                named ? tools.value(name) : QJsonValue()});
     }
     m_tools->setInherited(toolRows);
     describeOwnTools();
     // A choice left to the layers below says what they decided, and which one.
     const auto inherit = [&](QComboBox *box, const QString &pointer, const QJsonValue &value) {
-        box->setItemText(0, value.isUndefined() || layerOf(pointer) == own ? tr("(inherited)") : tr("inherited: %1 (%2)").arg(display::escaped(value.toString(), 40), display::escaped(layerLabel(layerOf(pointer)), 100)));
+        box->setItemText(0,
+            value.isUndefined() || layerOf(pointer) == own
+                ? tr("(inherited)")
+                : tr("inherited: %1 (%2)")
+                      .arg(
+                          display::escaped(value.toString(), 40), display::escaped(layerLabel(layerOf(pointer)), 100)));
     };
     inherit(m_unknown, QStringLiteral("/network/unknown"), network.value(QStringLiteral("unknown")));
     inherit(m_commandDefault, QStringLiteral("/commands/default"), commands.value(QStringLiteral("default")));
@@ -509,14 +561,16 @@ void PolicyEditor::editLayer(const QJsonObject &layer)
         ruleRaws.append(v);
     }
     m_rules->setRows(rules, ruleRaws);
-    for (const QJsonValue &v : layer.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray()) {
+    for (const QJsonValue &v :
+        layer.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray()) {
         grants.append(grantCells(v.toObject()));
         grantRaws.append(v);
     }
     m_grants->setRows(grants, grantRaws);
     const QJsonObject toolObject = layer.value(QStringLiteral("tools")).toObject();
     for (auto it = toolObject.begin(); it != toolObject.end(); ++it) {
-        tools.append(toolCells(it.key(), it.value().toObject(), it.value().toObject().value(QStringLiteral("decision")).toString(), QString()));
+        tools.append(toolCells(it.key(), it.value().toObject(),
+            it.value().toObject().value(QStringLiteral("decision")).toString(), QString()));
         toolRaws.append(it.value());
     }
     m_tools->setRows(tools, toolRaws);
@@ -531,13 +585,17 @@ QJsonObject PolicyEditor::edited() const
     // (filesystem, limits, what the editor does not know) stays as it was.
     QJsonObject layer = m_editedBase;
     QJsonObject network = layer.value(QStringLiteral("network")).toObject();
-    setOrRemove(network, QStringLiteral("allow"), QJsonArray::fromStringList(m_allow->hosts()), !m_allow->hosts().isEmpty());
-    setOrRemove(network, QStringLiteral("deny"), QJsonArray::fromStringList(m_deny->hosts()), !m_deny->hosts().isEmpty());
-    setOrRemove(network, QStringLiteral("unknown"), m_unknown->currentData().toString(), !m_unknown->currentData().toString().isEmpty());
+    setOrRemove(
+        network, QStringLiteral("allow"), QJsonArray::fromStringList(m_allow->hosts()), !m_allow->hosts().isEmpty());
+    setOrRemove(
+        network, QStringLiteral("deny"), QJsonArray::fromStringList(m_deny->hosts()), !m_deny->hosts().isEmpty());
+    setOrRemove(network, QStringLiteral("unknown"), m_unknown->currentData().toString(),
+        !m_unknown->currentData().toString().isEmpty());
     setOrRemove(layer, QStringLiteral("network"), network, !network.isEmpty());
 
     QJsonObject commands = layer.value(QStringLiteral("commands")).toObject();
-    setOrRemove(commands, QStringLiteral("default"), m_commandDefault->currentData().toString(), !m_commandDefault->currentData().toString().isEmpty());
+    setOrRemove(commands, QStringLiteral("default"), m_commandDefault->currentData().toString(),
+        !m_commandDefault->currentData().toString().isEmpty());
     QJsonArray rules;
     const QList<QJsonValue> ruleRaws = m_rules->raws();
     const QList<QStringList> ruleRows = m_rules->rows();
@@ -563,7 +621,9 @@ QJsonObject PolicyEditor::edited() const
         if (grantRaws.value(i).isObject())
             grants.append(grantRaws.value(i));
         else
-            grants.append(QJsonObject{{QStringLiteral("secret"), row.value(0)}, {row.value(1) == QLatin1String("file") ? QStringLiteral("file") : QStringLiteral("env"), row.value(2)}});
+            grants.append(QJsonObject{{QStringLiteral("secret"), row.value(0)},
+                {row.value(1) == QLatin1String("file") ? QStringLiteral("file") : QStringLiteral("env"),
+                    row.value(2)}});
     }
     QJsonObject credentials = layer.value(QStringLiteral("credentials")).toObject();
     setOrRemove(credentials, QStringLiteral("grants"), grants, !grants.isEmpty());
@@ -605,7 +665,9 @@ bool PolicyEditor::importFile(const QString &path, QString *error)
 {
     QFile file(path);
     QJsonParseError parse{};
-    const QJsonDocument doc = file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.read(4 * 1024 * 1024), &parse) : QJsonDocument();
+    const QJsonDocument doc = file.open(QIODevice::ReadOnly)
+        ? QJsonDocument::fromJson(file.read(4 * 1024 * 1024), &parse)
+        : QJsonDocument();
     QString why;
     if (!file.isOpen())
         why = tr("Cannot read %1: %2").arg(path, file.errorString());
@@ -666,26 +728,28 @@ void PolicyEditor::apply()
     m_apply->setEnabled(false);
     const bool defaults = m_sandbox.isEmpty();
     m_client.callAsync(defaults ? QStringLiteral("policy.defaults.set") : QStringLiteral("policy.set"),
-                       defaults ? QJsonObject{{QStringLiteral("policy"), layer}} : QJsonObject{{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("policy"), layer}},
-                       [self = QPointer<PolicyEditor>(this), layer](Result<QJsonValue> r) {
-                           if (!self)
-                               return;
-                           if (!r) {
-                               self->m_status->setText(tr("Not applied: %1").arg(r.error().message));
-                               self->updateDiff();
-                               Q_EMIT self->applied(false, r.error().message);
-                               return;
-                           }
-                           self->m_saved = layer;
-                           self->m_editedBase = layer;
-                           if (!self->m_sandbox.isEmpty())
-                               self->reloadEffective(); // "everything in force" stays true
-                           self->tryNow();             // and "what would happen" answers for the new policy
-                           self->m_status->setText(self->m_sandbox.isEmpty() ? tr("Saved: sandboxes created from now on start from these defaults.")
-                                                                             : tr("Applied: the next connection and the next request follow the new rules."));
-                           self->updateDiff();
-                           Q_EMIT self->applied(true, {});
-                       });
+        defaults ? QJsonObject{{QStringLiteral("policy"), layer}}
+                 : QJsonObject{{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("policy"), layer}},
+        [self = QPointer<PolicyEditor>(this), layer](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r) {
+                self->m_status->setText(tr("Not applied: %1").arg(r.error().message));
+                self->updateDiff();
+                Q_EMIT self->applied(false, r.error().message);
+                return;
+            }
+            self->m_saved = layer;
+            self->m_editedBase = layer;
+            if (!self->m_sandbox.isEmpty())
+                self->reloadEffective(); // "everything in force" stays true
+            self->tryNow(); // and "what would happen" answers for the new policy
+            self->m_status->setText(self->m_sandbox.isEmpty()
+                    ? tr("Saved: sandboxes created from now on start from these defaults.")
+                    : tr("Applied: the next connection and the next request follow the new rules."));
+            self->updateDiff();
+            Q_EMIT self->applied(true, {});
+        });
 }
 
 QString PolicyEditor::tryAnswer() const
@@ -697,13 +761,16 @@ void PolicyEditor::describeOwnTools()
 {
     QMap<QString, QString> described;
     for (const QJsonValue &v : m_declaredTools)
-        described.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("description")).toString());
+        described.insert(v.toObject().value(QStringLiteral("name")).toString(),
+            v.toObject().value(QStringLiteral("description")).toString());
     const QSignalBlocker quiet(m_tools->tree()); // a description is not an edit
     const int own = int(m_tools->rows().size());
     for (int i = 0; i < own; ++i) {
         QTreeWidgetItem *item = m_tools->tree()->topLevelItem(i);
-        item->setText(3, described.contains(item->text(0)) ? display::escaped(described.value(item->text(0)), 200)
-                                                           : m_declaredTools.isEmpty() ? QString() : tr("(not declared on this host)"));
+        item->setText(3,
+            described.contains(item->text(0)) ? display::escaped(described.value(item->text(0)), 200)
+                : m_declaredTools.isEmpty()   ? QString()
+                                              : tr("(not declared on this host)"));
     }
 }
 
@@ -713,7 +780,8 @@ void PolicyEditor::tryNow()
     if (text.isEmpty())
         return m_tryAnswer->clear();
     QJsonObject params{{QStringLiteral("sandbox"), m_sandbox}};
-    static const QRegularExpression toolCall(QStringLiteral("^tool\\s+(\\S+)\\s*(.*)$"), QRegularExpression::DotMatchesEverythingOption);
+    static const QRegularExpression toolCall(
+        QStringLiteral("^tool\\s+(\\S+)\\s*(.*)$"), QRegularExpression::DotMatchesEverythingOption);
     if (text.startsWith(QLatin1String("http://")) || text.startsWith(QLatin1String("https://"))) {
         params.insert(QStringLiteral("url"), text);
     } else if (const auto m = toolCall.match(text); m.hasMatch()) {
@@ -729,26 +797,30 @@ void PolicyEditor::tryNow()
     const bool pending = !policy::diff(m_saved, draft).isEmpty() && problem().isEmpty();
     if (pending)
         params.insert(QStringLiteral("policy"), draft);
-    const QString asked = text + QString::number(qHash(QJsonDocument(draft).toJson(QJsonDocument::Compact))) + (pending ? u'+' : u'-');
+    const QString asked
+        = text + QString::number(qHash(QJsonDocument(draft).toJson(QJsonDocument::Compact))) + (pending ? u'+' : u'-');
     m_tryAsked = asked;
-    m_client.callAsync(QStringLiteral("policy.check"), params, [self = QPointer<PolicyEditor>(this), asked](Result<QJsonValue> r) {
-        if (!self || self->m_tryAsked != asked)
-            return; // typed or edited on since: a newer answer is coming
-        if (!r)
-            return self->m_tryAnswer->setText(r.error().message);
-        const QJsonObject o = r->toObject();
-        const auto said = [](const QJsonObject &v) {
-            return QStringLiteral("%1: %2").arg(display::escaped(v.value(QStringLiteral("decision")).toString(), 10),
-                                                display::escaped(v.value(QStringLiteral("reason")).toString()));
-        };
-        if (!o.contains(QStringLiteral("draft")))
-            return self->m_tryAnswer->setText(said(o));
-        const QJsonObject after = o.value(QStringLiteral("draft")).toObject();
-        const QString now = display::escaped(o.value(QStringLiteral("decision")).toString(), 10),
-                      then = display::escaped(after.value(QStringLiteral("decision")).toString(), 10);
-        self->m_tryAnswer->setText(now == then ? tr("now and after Apply: %1").arg(said(after))
-                                               : tr("now: %1 → after Apply: %2\nnow: %3\nafter Apply: %4").arg(now, then, said(o), said(after)));
-    });
+    m_client.callAsync(
+        QStringLiteral("policy.check"), params, [self = QPointer<PolicyEditor>(this), asked](Result<QJsonValue> r) {
+            if (!self || self->m_tryAsked != asked)
+                return; // typed or edited on since: a newer answer is coming
+            if (!r)
+                return self->m_tryAnswer->setText(r.error().message);
+            const QJsonObject o = r->toObject();
+            const auto said = [](const QJsonObject &v) {
+                return QStringLiteral("%1: %2").arg(
+                    display::escaped(v.value(QStringLiteral("decision")).toString(), 10),
+                    display::escaped(v.value(QStringLiteral("reason")).toString()));
+            };
+            if (!o.contains(QStringLiteral("draft")))
+                return self->m_tryAnswer->setText(said(o));
+            const QJsonObject after = o.value(QStringLiteral("draft")).toObject();
+            const QString now = display::escaped(o.value(QStringLiteral("decision")).toString(), 10),
+                          then = display::escaped(after.value(QStringLiteral("decision")).toString(), 10);
+            self->m_tryAnswer->setText(now == then
+                    ? tr("now and after Apply: %1").arg(said(after))
+                    : tr("now: %1 → after Apply: %2\nnow: %3\nafter Apply: %4").arg(now, then, said(o), said(after)));
+        });
 }
 
 } // namespace airlock::ui

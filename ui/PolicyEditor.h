@@ -83,7 +83,7 @@ private:
 
     DaemonClient &m_client;
     QString m_sandbox;
-    QJsonObject m_saved;      // the sandbox's own layer as the daemon has it
+    QJsonObject m_saved; // the sandbox's own layer as the daemon has it
     QJsonObject m_editedBase; // the layer being edited (saved, or imported), before the widgets' sections
     bool m_loaded = false;
     int m_pendingParts = 2; // the layer being edited, and what is in force
@@ -93,9 +93,9 @@ private:
     QComboBox *m_commandDefault;
     RowListEditor *m_rules, *m_grants, *m_tools;
     QTreeWidget *m_effective, *m_fixed;
-    QJsonObject m_inForce;        // the effective policy reply: document, sources, preset
-    QJsonArray m_declaredTools;   // tools.list: what this host declares, with descriptions
-    QJsonObject m_presets;        // name -> description
+    QJsonObject m_inForce; // the effective policy reply: document, sources, preset
+    QJsonArray m_declaredTools; // tools.list: what this host declares, with descriptions
+    QJsonObject m_presets; // name -> description
     QPointer<SecretsDialog> m_secretDialog;
     QPlainTextEdit *m_json;
     QTabWidget *m_tabs;

@@ -13,9 +13,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPainter>
-#include <QTextDocument>
 #include <QPushButton>
 #include <QScopedValueRollback>
+#include <QTextDocument>
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -24,11 +24,11 @@ namespace airlock::ui {
 
 namespace {
 constexpr int InheritedRole = Qt::UserRole + 40; // on column 0: the row is another layer's
-constexpr int LayerRole = Qt::UserRole + 41;     // on column 0: that layer, as the resolver names it
+constexpr int LayerRole = Qt::UserRole + 41; // on column 0: that layer, as the resolver names it
 
-constexpr int ChipRole = Qt::UserRole + 43;      // on a "Set by" cell: the layer, as the resolver names it
-constexpr int CellsRole = Qt::UserRole + 42;     // on column 0: the cells as given
-constexpr int RawRole = Qt::UserRole + 44;       // on column 0: the entry as the policy holds it
+constexpr int ChipRole = Qt::UserRole + 43; // on a "Set by" cell: the layer, as the resolver names it
+constexpr int CellsRole = Qt::UserRole + 42; // on column 0: the cells as given
+constexpr int RawRole = Qt::UserRole + 44; // on column 0: the entry as the policy holds it
 
 void markInherited(QTreeWidgetItem *item, const QString &layer, int fromColumn, const QString &howToChange)
 {
@@ -38,7 +38,8 @@ void markInherited(QTreeWidgetItem *item, const QString &layer, int fromColumn, 
     item->setText(fromColumn, layerLabel(layer));
     item->setData(fromColumn, ChipRole, layer);
     // A remote daemon's words: escaped, and never read as rich text.
-    const QString why = Qt::convertFromPlainText(QObject::tr("In force, set by %1. %2").arg(display::escaped(layerLabel(layer), 200), howToChange));
+    const QString why = Qt::convertFromPlainText(
+        QObject::tr("In force, set by %1. %2").arg(display::escaped(layerLabel(layer), 200), howToChange));
     for (int c = 0; c <= fromColumn; ++c)
         item->setToolTip(c, why);
 }
@@ -58,8 +59,14 @@ QString layerLabel(const QString &layer)
 }
 
 HostListEditor::HostListEditor(const QString &title, bool canBlock, QWidget *parent)
-    : QWidget(parent), m_list(new QTreeWidget), m_input(new QLineEdit), m_add(new QPushButton(tr("Add"))), m_remove(new QPushButton(tr("Remove"))),
-      m_block(new QPushButton(tr("Block"))), m_error(new QLabel), m_ownLayer(QStringLiteral("sandbox"))
+    : QWidget(parent)
+    , m_list(new QTreeWidget)
+    , m_input(new QLineEdit)
+    , m_add(new QPushButton(tr("Add")))
+    , m_remove(new QPushButton(tr("Remove")))
+    , m_block(new QPushButton(tr("Block")))
+    , m_error(new QLabel)
+    , m_ownLayer(QStringLiteral("sandbox"))
 {
     auto *box = new QGroupBox(title);
     auto *layout = new QVBoxLayout(box);
@@ -75,14 +82,17 @@ HostListEditor::HostListEditor(const QString &title, bool canBlock, QWidget *par
     layout->addWidget(m_list);
     auto *row = new QHBoxLayout;
     m_input->setPlaceholderText(tr("example.com, *.example.com, host:443 or a URL"));
-    m_input->setToolTip(tr("A host, a *. pattern, host:port, or a pasted URL (it becomes host:port). Several at once, separated by spaces or commas."));
+    m_input->setToolTip(tr("A host, a *. pattern, host:port, or a pasted URL (it becomes host:port). Several at once, "
+                           "separated by spaces or commas."));
     row->addWidget(m_input, 1);
     row->addWidget(m_add);
     row->addWidget(m_remove);
     row->addWidget(m_block);
     m_add->setToolTip(tr("Add what is typed to this layer"));
-    m_remove->setToolTip(tr("Remove the selected entries of this layer (entries of other layers cannot be removed here)"));
-    m_block->setToolTip(tr("Put the selected entries on the deny list: deny beats allow, whichever layer allowed them"));
+    m_remove->setToolTip(
+        tr("Remove the selected entries of this layer (entries of other layers cannot be removed here)"));
+    m_block->setToolTip(
+        tr("Put the selected entries on the deny list: deny beats allow, whichever layer allowed them"));
     m_block->setVisible(canBlock);
     layout->addLayout(row);
     m_error->setWordWrap(true);
@@ -157,8 +167,9 @@ void HostListEditor::setInherited(const QList<InheritedRow> &rows)
     for (const InheritedRow &row : rows) {
         auto *item = new QTreeWidgetItem({row.cells.value(0), QString()});
         markInherited(item, row.layer, 1,
-                      m_block->isVisibleTo(this) ? tr("Lists add up across layers, so it cannot be removed here: Block puts it on the deny list.")
-                                                 : tr("Lists add up across layers, so it cannot be removed here."));
+            m_block->isVisibleTo(this)
+                ? tr("Lists add up across layers, so it cannot be removed here: Block puts it on the deny list.")
+                : tr("Lists add up across layers, so it cannot be removed here."));
         m_list->addTopLevelItem(item);
     }
     fitChips();
@@ -208,8 +219,10 @@ void HostListEditor::check()
     const QString text = m_input->text().trimmed();
     auto parsed = text.isEmpty() ? Result<QStringList>(QStringList()) : mcp::parseAllowedHosts(text);
     const QString normal = parsed ? parsed->join(QStringLiteral(", ")) : QString();
-    m_error->setText(parsed ? (text.isEmpty() || normal == text ? QString() : tr("will be stored as %1").arg(display::escaped(normal, 300)))
-                            : parsed.error().message);
+    m_error->setText(parsed
+            ? (text.isEmpty() || normal == text ? QString()
+                                                : tr("will be stored as %1").arg(display::escaped(normal, 300)))
+            : parsed.error().message);
     m_error->setStyleSheet(parsed ? QStringLiteral("color: palette(mid)") : QStringLiteral("color: #d03030"));
     m_add->setEnabled(!text.isEmpty() && parsed && !parsed->isEmpty());
 }
@@ -246,7 +259,8 @@ void LayerChipDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
     else if (layer == QLatin1String("sandbox") || layer.isEmpty())
         hue = QColor(170, 90, 200);
     const QFontMetrics metrics(option.font);
-    QRect chip(option.rect.left() + 4, option.rect.top() + 2, metrics.horizontalAdvance(text) + 16, option.rect.height() - 4);
+    QRect chip(
+        option.rect.left() + 4, option.rect.top() + 2, metrics.horizontalAdvance(text) + 16, option.rect.height() - 4);
     chip = chip.intersected(option.rect.adjusted(0, 0, -2, 0));
     painter->save();
     painter->setRenderHint(QPainter::Antialiasing);
@@ -257,7 +271,8 @@ void LayerChipDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
     painter->drawRoundedRect(QRectF(chip).adjusted(0.5, 0.5, -0.5, -0.5), chip.height() / 2.0, chip.height() / 2.0);
     painter->setPen(option.palette.color(QPalette::Text));
     // Elided only when the column is narrower than the chip (the advance is rounded: 2 px to spare).
-    painter->drawText(chip.adjusted(7, 0, -5, 0), Qt::AlignVCenter | Qt::AlignLeft, metrics.elidedText(text, Qt::ElideRight, chip.width() - 12));
+    painter->drawText(chip.adjusted(7, 0, -5, 0), Qt::AlignVCenter | Qt::AlignLeft,
+        metrics.elidedText(text, Qt::ElideRight, chip.width() - 12));
     painter->restore();
 }
 
@@ -267,7 +282,11 @@ QSize LayerChipDelegate::sizeHint(const QStyleOptionViewItem &option, const QMod
     return {size.width() + 22, size.height() + 2};
 }
 
-CellDelegate::CellDelegate(RowListEditor *editor) : InheritedDelegate(editor), m_editor(editor) {}
+CellDelegate::CellDelegate(RowListEditor *editor)
+    : InheritedDelegate(editor)
+    , m_editor(editor)
+{
+}
 
 void CellDelegate::paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const
 {
@@ -332,7 +351,8 @@ void CellDelegate::setModelData(QWidget *editor, QAbstractItemModel *model, cons
         if (box->currentData().toString() == QLatin1String("\x01extra")) {
             QTreeWidgetItem *item = m_editor->m_tree->topLevelItem(index.row());
             const int column = index.column();
-            QTimer::singleShot(0, m_editor, [editor = m_editor, item, column] { Q_EMIT editor->specialChosen(item, column); });
+            QTimer::singleShot(
+                0, m_editor, [editor = m_editor, item, column] { Q_EMIT editor->specialChosen(item, column); });
             return;
         }
         model->setData(index, box->currentData().toString());
@@ -351,7 +371,8 @@ bool CellDelegate::eventFilter(QObject *object, QEvent *event)
             const QModelIndex at = m_editor->m_tree->currentIndex();
             Q_EMIT commitData(editor);
             Q_EMIT closeEditor(editor, QAbstractItemDelegate::NoHint);
-            if (!m_editor->editNext(at, key->key() == Qt::Key_Backtab || (key->modifiers() & Qt::ShiftModifier) ? -1 : 1))
+            if (!m_editor->editNext(
+                    at, key->key() == Qt::Key_Backtab || (key->modifiers() & Qt::ShiftModifier) ? -1 : 1))
                 m_editor->m_tree->setFocus(); // past the last cell: the rows keep the focus, Tab leaves them
             return true;
         }
@@ -376,8 +397,14 @@ bool RowListEditor::editNext(const QModelIndex &from, int step)
 }
 
 RowListEditor::RowListEditor(QList<RowColumn> columns, QStringList newRow, QWidget *parent)
-    : QWidget(parent), m_columns(std::move(columns)), m_tree(new QTreeWidget), m_newRow(std::move(newRow)), m_add(new QPushButton(tr("Add"))),
-      m_remove(new QPushButton(tr("Remove"))), m_override(new QPushButton(tr("Override"))), m_ownLayer(QStringLiteral("sandbox"))
+    : QWidget(parent)
+    , m_columns(std::move(columns))
+    , m_tree(new QTreeWidget)
+    , m_newRow(std::move(newRow))
+    , m_add(new QPushButton(tr("Add")))
+    , m_remove(new QPushButton(tr("Remove")))
+    , m_override(new QPushButton(tr("Override")))
+    , m_ownLayer(QStringLiteral("sandbox"))
 {
     QStringList headers;
     for (const RowColumn &c : m_columns)
@@ -387,12 +414,13 @@ RowListEditor::RowListEditor(QList<RowColumn> columns, QStringList newRow, QWidg
     m_tree->setHeaderLabels(headers);
     for (int c = 0; c < m_columns.size(); ++c)
         m_tree->headerItem()->setToolTip(c, m_columns.at(c).tip);
-    m_tree->headerItem()->setToolTip(int(m_columns.size()), tr("The layer that set the row: built-in, your defaults, the preset, or this sandbox"));
+    m_tree->headerItem()->setToolTip(
+        int(m_columns.size()), tr("The layer that set the row: built-in, your defaults, the preset, or this sandbox"));
     m_tree->setRootIsDecorated(false);
     m_tree->setUniformRowHeights(true);
     m_tree->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_tree->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked |
-                            QAbstractItemView::AnyKeyPressed);
+    m_tree->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed
+        | QAbstractItemView::SelectedClicked | QAbstractItemView::AnyKeyPressed);
     m_tree->setItemDelegate(new CellDelegate(this));
     m_tree->setItemDelegateForColumn(int(m_columns.size()), new LayerChipDelegate(m_tree));
     m_add->setToolTip(tr("Add a row to this layer"));
@@ -566,10 +594,11 @@ void RowListEditor::setInherited(const QList<InheritedRow> &rows)
         item->setData(0, CellsRole, row.cells); // as given (Override copies them, and the entry)
         item->setData(0, RawRole, row.raw.toVariant());
         markInherited(item, row.layer, int(m_columns.size()),
-                      m_keyed ? tr("Override to choose what this layer says instead.")
-                              : m_override->isVisibleTo(this) ? tr("Rules add up across layers, so it cannot be removed here: Override copies it "
-                                                                   "here to make it stricter (the strictest matching rule wins).")
-                                                              : tr("Lists add up across layers, so it cannot be removed here."));
+            m_keyed ? tr("Override to choose what this layer says instead.")
+                : m_override->isVisibleTo(this)
+                ? tr("Rules add up across layers, so it cannot be removed here: Override copies it "
+                     "here to make it stricter (the strictest matching rule wins).")
+                : tr("Lists add up across layers, so it cannot be removed here."));
         m_tree->addTopLevelItem(item);
     }
     hideReplaced();
@@ -607,8 +636,9 @@ QList<QStringList> RowListEditor::rows() const
             continue;
         QStringList cells;
         for (int c = 0; c < m_columns.size(); ++c)
-            cells.append(m_columns.at(c).kind == RowColumn::Check ? (item->checkState(c) == Qt::Checked ? QStringLiteral("yes") : QString())
-                                                                   : item->text(c).trimmed());
+            cells.append(m_columns.at(c).kind == RowColumn::Check
+                    ? (item->checkState(c) == Qt::Checked ? QStringLiteral("yes") : QString())
+                    : item->text(c).trimmed());
         out.append(cells);
     }
     return out;
@@ -620,7 +650,8 @@ QList<InheritedRow> RowListEditor::inherited() const
     for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
         const QTreeWidgetItem *item = m_tree->topLevelItem(i);
         if (!isOwn(item))
-            out.append({item->data(0, CellsRole).toStringList(), item->data(0, LayerRole).toString(), QJsonValue::fromVariant(item->data(0, RawRole))});
+            out.append({item->data(0, CellsRole).toStringList(), item->data(0, LayerRole).toString(),
+                QJsonValue::fromVariant(item->data(0, RawRole))});
     }
     return out;
 }

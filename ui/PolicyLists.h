@@ -21,7 +21,7 @@ QString layerLabel(const QString &layer);
 // own values, with the layer that set it, and never part of what the editor applies.
 struct InheritedRow {
     QStringList cells;
-    QString layer;  // as the resolver names it (builtin, user, preset:NAME, sandbox) or a phrase
+    QString layer; // as the resolver names it (builtin, user, preset:NAME, sandbox) or a phrase
     QJsonValue raw; // the entry as the policy holds it (Override copies it exactly)
 };
 
@@ -36,7 +36,7 @@ public:
     void setHosts(const QStringList &hosts);
     void setInherited(const QList<InheritedRow> &rows);
     void addHosts(const QStringList &hosts);
-    QStringList hosts() const;     // this layer's own
+    QStringList hosts() const; // this layer's own
     QStringList inherited() const; // the hosts of the other layers
     QLineEdit *input() const { return m_input; }
     QPushButton *addButton() const { return m_add; }
@@ -69,7 +69,7 @@ struct RowColumn {
     QString header;
     Kind kind = Text;
     QStringList choices; // Choice: the values offered
-    QString tip;         // the header's tooltip: what goes in the cell
+    QString tip; // the header's tooltip: what goes in the cell
 };
 
 // Rows of cells (command rules, credential grants, tool permissions): this layer's own, edited in
@@ -88,7 +88,7 @@ public:
     void setRows(const QList<QStringList> &rows, const QList<QJsonValue> &raws = {});
     void setInherited(const QList<InheritedRow> &rows);
     QList<QStringList> rows() const; // this layer's own
-    QList<QJsonValue> raws() const;  // per own row: its entry as it was, or null once its cells changed
+    QList<QJsonValue> raws() const; // per own row: its entry as it was, or null once its cells changed
     QList<InheritedRow> inherited() const;
     void addRow(const QStringList &cells, const QJsonValue &raw = {});
     // Keyed: an own row replaces the inherited one with the same first cell.

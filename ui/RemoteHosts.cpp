@@ -21,7 +21,7 @@ namespace airlock::ui {
 namespace {
 constexpr int kProbeMs = 10'000;
 constexpr int kMaxRetryMs = 30'000;
-}
+} // namespace
 
 namespace {
 // The row shows where the host is; the pinned fingerprint is in the tooltip (it is long).
@@ -41,7 +41,11 @@ struct RemoteHosts::Host {
     bool removed = false;
 };
 
-RemoteHosts::RemoteHosts(MainWindow &window, QObject *parent) : QObject(parent), m_window(window) {}
+RemoteHosts::RemoteHosts(MainWindow &window, QObject *parent)
+    : QObject(parent)
+    , m_window(window)
+{
+}
 
 RemoteHosts::~RemoteHosts() = default;
 
@@ -89,7 +93,8 @@ QStringList RemoteHosts::sync(const QList<HostRegistry::Entry> &entries)
     for (const auto &host : m_hosts) {
         if (host->removed)
             continue;
-        const auto now = std::find_if(entries.cbegin(), entries.cend(), [&](const HostRegistry::Entry &e) { return e.name == host->entry.name; });
+        const auto now = std::find_if(
+            entries.cbegin(), entries.cend(), [&](const HostRegistry::Entry &e) { return e.name == host->entry.name; });
         if (now == entries.cend() || now->url != host->entry.url || now->token != host->entry.token)
             remove(host->entry.name);
     }
@@ -119,7 +124,8 @@ QStringList RemoteHosts::follow(const QString &path)
     const QString dir = QFileInfo(path).absolutePath();
     QDir().mkpath(dir);
     for (const QString &watched : {dir, path})
-        if (QFileInfo::exists(watched) && !m_watcher->files().contains(watched) && !m_watcher->directories().contains(watched))
+        if (QFileInfo::exists(watched) && !m_watcher->files().contains(watched)
+            && !m_watcher->directories().contains(watched))
             m_watcher->addPath(watched);
     auto hosts = HostRegistry::load(path);
     if (!hosts)
@@ -131,7 +137,8 @@ Status RemoteHosts::add(const HostRegistry::Entry &entry)
 {
     for (int row = 0; row < m_window.sandboxModel()->hostCount(); ++row)
         if (m_window.sandboxModel()->hostName(row) == entry.name)
-            return makeError(ErrorCode::AlreadyExists, tr("a host named '%1' is in the console already").arg(display::escaped(entry.name, 64)));
+            return makeError(ErrorCode::AlreadyExists,
+                tr("a host named '%1' is in the console already").arg(display::escaped(entry.name, 64)));
     auto host = std::make_unique<Host>();
     Host &h = *host;
     h.entry = entry;
@@ -189,22 +196,24 @@ void RemoteHosts::probe(Host &h)
         return;
     auto timer = std::make_shared<QElapsedTimer>();
     timer->start();
-    h.client.callAsync(QStringLiteral("daemon.info"), {}, [self = QPointer<RemoteHosts>(this), &h, timer](Result<QJsonValue> r) {
-        if (!self || !r || h.removed)
-            return;
-        const QJsonObject info = r->toObject();
-        const double ms = double(timer->nsecsElapsed()) / 1e6;
-        self->m_window.sandboxModel()->setHostStatus(
-            h.row, shownAddress(h.entry.url),
-            // The column says the state; the round trip, version and machine are in the tooltip.
-            tr("connected"),
-            tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %6\n%5")
-                .arg(ms, 0, 'f', ms < 10 ? 1 : 0)
-                .arg(display::escaped(info.value(QStringLiteral("version")).toString(), 40), display::escaped(info.value(QStringLiteral("host")).toString(), 80),
-                     display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url,
-                     display::count(info.value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes"))));
-        Q_EMIT self->hostChanged(h.entry.name);
-    });
+    h.client.callAsync(
+        QStringLiteral("daemon.info"), {}, [self = QPointer<RemoteHosts>(this), &h, timer](Result<QJsonValue> r) {
+            if (!self || !r || h.removed)
+                return;
+            const QJsonObject info = r->toObject();
+            const double ms = double(timer->nsecsElapsed()) / 1e6;
+            self->m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url),
+                // The column says the state; the round trip, version and machine are in the tooltip.
+                tr("connected"),
+                tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %6\n%5")
+                    .arg(ms, 0, 'f', ms < 10 ? 1 : 0)
+                    .arg(display::escaped(info.value(QStringLiteral("version")).toString(), 40),
+                        display::escaped(info.value(QStringLiteral("host")).toString(), 80),
+                        display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url,
+                        display::count(
+                            info.value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes"))));
+            Q_EMIT self->hostChanged(h.entry.name);
+        });
 }
 
 void RemoteHosts::lost(Host &h, const QString &why)
@@ -212,8 +221,8 @@ void RemoteHosts::lost(Host &h, const QString &why)
     if (h.removed)
         return;
     h.probe.stop();
-    m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url), tr("unreachable, retrying in %1 s").arg(h.retryMs / 1000),
-                                           QStringLiteral("%1\n%2").arg(why, h.entry.url));
+    m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url),
+        tr("unreachable, retrying in %1 s").arg(h.retryMs / 1000), QStringLiteral("%1\n%2").arg(why, h.entry.url));
     m_window.sandboxModel()->refresh();
     m_window.approvals()->refresh();
     h.retry.start(h.retryMs);

@@ -16,7 +16,11 @@
 
 namespace airlock::ui {
 
-RunningStrip::RunningStrip(QWidget *parent) : QWidget(parent), m_layout(new QVBoxLayout(this)), m_more(new QLabel), m_timer(new QTimer(this))
+RunningStrip::RunningStrip(QWidget *parent)
+    : QWidget(parent)
+    , m_layout(new QVBoxLayout(this))
+    , m_more(new QLabel)
+    , m_timer(new QTimer(this))
 {
     setObjectName(QStringLiteral("runningStrip"));
     m_layout->setContentsMargins(6, 0, 6, 0);
@@ -54,12 +58,14 @@ void RunningStrip::add(uint32_t exec, const QJsonArray &argv, qint64 startedMsSi
     command->setText(tr("▶ #%1  %2").arg(exec).arg(shown));
     command->setToolTip(Qt::convertFromPlainText(display::commandLine(argv, 2000))); // never read as rich text
     command->setMinimumWidth(80);
-    command->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // elided by the layout, never widening the window
+    command->setSizePolicy(
+        QSizePolicy::Ignored, QSizePolicy::Preferred); // elided by the layout, never widening the window
     row.elapsed = new QLabel;
     row.elapsed->setForegroundRole(QPalette::PlaceholderText);
     row.stop = new QToolButton;
     row.stop->setText(tr("Stop"));
-    row.stop->setToolTip(tr("SIGTERM to this command alone; if it has not ended %1 s later, this button kills it").arg(kStopGraceMs / 1000));
+    row.stop->setToolTip(tr("SIGTERM to this command alone; if it has not ended %1 s later, this button kills it")
+                             .arg(kStopGraceMs / 1000));
     row.stop->setFocusPolicy(Qt::TabFocus);
     connect(row.stop, &QToolButton::clicked, this, [this, exec] {
         Row &r = m_rows[exec];

@@ -10,7 +10,10 @@
 namespace airlock::ui {
 
 SandboxConsole::SandboxConsole(DaemonClient &client, OutputView &view, QObject *parent)
-    : QObject(parent), m_client(client), m_view(view), m_replay(new ExecutionReplay(client, this))
+    : QObject(parent)
+    , m_client(client)
+    , m_view(view)
+    , m_replay(new ExecutionReplay(client, this))
 {
     connect(m_replay, &ExecutionReplay::chunk, this, [this](int stream, const QByteArray &data, qint64 offset) {
         const uint32_t exec = uint32_t(m_replaying.value(QStringLiteral("exec")).toDouble());
@@ -27,13 +30,19 @@ SandboxConsole::SandboxConsole(DaemonClient &client, OutputView &view, QObject *
         Shown &shown = m_shown[exec];
         if (stored > shown.end[1] + shown.end[2]) {
             m_view.document().endLine();
-            m_view.append(1, tr("\x1b[2m[%1 more bytes of #%2 are in the history (Ctrl+H)]\x1b[0m\n").arg(stored - shown.end[1] - shown.end[2]).arg(exec).toUtf8());
+            m_view.append(1,
+                tr("\x1b[2m[%1 more bytes of #%2 are in the history (Ctrl+H)]\x1b[0m\n")
+                    .arg(stored - shown.end[1] - shown.end[2])
+                    .arg(exec)
+                    .toUtf8());
         }
         if (m_replaying.value(QStringLiteral("status")).toString() != QLatin1String("running")) {
-            m_view.endExecution(exec, m_replaying.value(QStringLiteral("status")).toString(), m_replaying.value(QStringLiteral("exitCode")));
+            m_view.endExecution(exec, m_replaying.value(QStringLiteral("status")).toString(),
+                m_replaying.value(QStringLiteral("exitCode")));
             shown.ended = true;
         } else if (!shown.ended) {
-            Q_EMIT executionRunning(exec, m_replaying.value(QStringLiteral("argv")).toArray(), qint64(m_replaying.value(QStringLiteral("startedMs")).toDouble()));
+            Q_EMIT executionRunning(exec, m_replaying.value(QStringLiteral("argv")).toArray(),
+                qint64(m_replaying.value(QStringLiteral("startedMs")).toDouble()));
         }
         replayNext();
     });
@@ -55,14 +64,15 @@ void SandboxConsole::show(const QString &sandboxId)
     m_loading = !sandboxId.isEmpty();
     if (!m_loading)
         return;
-    m_client.callAsync(QStringLiteral("history.list"), {{QStringLiteral("sandbox"), sandboxId}, {QStringLiteral("limit"), kRecentExecutions}},
-                       [self = QPointer<SandboxConsole>(this), generation = m_generation](Result<QJsonValue> r) {
-                           if (!self || generation != self->m_generation)
-                               return;
-                           for (const QJsonValue &e : r ? r->toObject().value(QStringLiteral("executions")).toArray() : QJsonArray())
-                               self->m_toReplay.prepend(e.toObject()); // oldest first
-                           self->replayNext();
-                       });
+    m_client.callAsync(QStringLiteral("history.list"),
+        {{QStringLiteral("sandbox"), sandboxId}, {QStringLiteral("limit"), kRecentExecutions}},
+        [self = QPointer<SandboxConsole>(this), generation = m_generation](Result<QJsonValue> r) {
+            if (!self || generation != self->m_generation)
+                return;
+            for (const QJsonValue &e : r ? r->toObject().value(QStringLiteral("executions")).toArray() : QJsonArray())
+                self->m_toReplay.prepend(e.toObject()); // oldest first
+            self->replayNext();
+        });
 }
 
 void SandboxConsole::replayNext()
@@ -119,7 +129,8 @@ void SandboxConsole::apply(const Event &event)
         m_view.beginExecution(event.payload.value(QStringLiteral("argv")).toArray(), event.exec);
         Q_EMIT executionRunning(event.exec, event.payload.value(QStringLiteral("argv")).toArray(), event.timeMs);
     } else if (event.kind == QLatin1String("exec.exited") && !std::exchange(shown.ended, true)) {
-        m_view.endExecution(event.exec, event.payload.value(QStringLiteral("status")).toString(), event.payload.value(QStringLiteral("exitCode")));
+        m_view.endExecution(event.exec, event.payload.value(QStringLiteral("status")).toString(),
+            event.payload.value(QStringLiteral("exitCode")));
         Q_EMIT executionEnded(event.exec);
     }
 }

@@ -31,7 +31,7 @@ public:
     void onEvent(const Event &event);
     bool isLoading() const { return m_loading; }
     static constexpr int kRecentExecutions = 5;
-    static constexpr qint64 kReplayBytes = 4 * 1024 * 1024;   // per execution; the rest is in History
+    static constexpr qint64 kReplayBytes = 4 * 1024 * 1024; // per execution; the rest is in History
     static constexpr qint64 kWaitingBytes = 16 * 1024 * 1024; // live output held while loading
 
 Q_SIGNALS:

@@ -20,11 +20,15 @@ namespace airlock::ui {
 namespace {
 QIcon stateDot(const QString &state);
 constexpr quintptr kHostNode = 0; // internalId of a host row; sandbox rows carry their host's row + 1
+} // namespace
+
+SandboxModel::SandboxModel(QObject *parent)
+    : QAbstractItemModel(parent)
+{
 }
 
-SandboxModel::SandboxModel(QObject *parent) : QAbstractItemModel(parent) {}
-
-SandboxModel::SandboxModel(DaemonClient &client, QObject *parent) : QAbstractItemModel(parent)
+SandboxModel::SandboxModel(DaemonClient &client, QObject *parent)
+    : QAbstractItemModel(parent)
 {
     addHost(tr("This computer"), client);
 }
@@ -109,19 +113,20 @@ void SandboxModel::refreshHost(int host)
     }
     h.refreshing = true;
     // The answer may come after this model is gone.
-    h.client->callAsync(QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxModel>(this), host](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        Host &h = self->m_hosts[host];
-        h.refreshing = false;
-        if (h.retired)
-            return;
-        if (r)
-            self->setSandboxes(host, r->toObject().value(QStringLiteral("sandboxes")).toArray());
-        Q_EMIT self->dataChanged(self->index(host, State), self->index(host, State)); // connected or not
-        if (std::exchange(h.again, false))
-            self->refreshHost(host);
-    });
+    h.client->callAsync(
+        QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxModel>(this), host](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            Host &h = self->m_hosts[host];
+            h.refreshing = false;
+            if (h.retired)
+                return;
+            if (r)
+                self->setSandboxes(host, r->toObject().value(QStringLiteral("sandboxes")).toArray());
+            Q_EMIT self->dataChanged(self->index(host, State), self->index(host, State)); // connected or not
+            if (std::exchange(h.again, false))
+                self->refreshHost(host);
+        });
 }
 
 SandboxModel::Entry SandboxModel::Entry::from(const QJsonObject &json)
@@ -136,7 +141,8 @@ SandboxModel::Entry SandboxModel::Entry::from(const QJsonObject &json)
     for (const QJsonValue &g : json.value(QStringLiteral("credentials")).toArray())
         names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
     e.credentials = names.join(QStringLiteral(", "));
-    const QDateTime created = QDateTime::fromString(json.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs);
+    const QDateTime created
+        = QDateTime::fromString(json.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs);
     e.createdMs = created.isValid() ? created.toMSecsSinceEpoch() : 0;
     e.executions = json.value(QStringLiteral("executions")).toInt();
     e.agent = display::escaped(json.value(QStringLiteral("agent")).toString(), 40);
@@ -164,7 +170,8 @@ void SandboxModel::setSandboxes(int hostRow, const QJsonArray &list)
         }
     }
     for (qsizetype i = 0; i < next.size(); ++i) {
-        const auto at = std::find_if(sandboxes.begin(), sandboxes.end(), [&](const Entry &e) { return e.id == next[i].id; });
+        const auto at
+            = std::find_if(sandboxes.begin(), sandboxes.end(), [&](const Entry &e) { return e.id == next[i].id; });
         if (at == sandboxes.end()) {
             beginInsertRows(host, int(i), int(i));
             sandboxes.insert(i, next[i]);
@@ -180,7 +187,8 @@ void SandboxModel::setSandboxes(int hostRow, const QJsonArray &list)
 
 QModelIndex SandboxModel::sandboxIndex(const QString &nameOrId, int host) const
 {
-    for (int h = host < 0 ? 0 : host; h < (host < 0 ? m_hosts.size() : std::min<qsizetype>(host + 1, m_hosts.size())); ++h) {
+    for (int h = host < 0 ? 0 : host; h < (host < 0 ? m_hosts.size() : std::min<qsizetype>(host + 1, m_hosts.size()));
+         ++h) {
         const QList<Entry> &sandboxes = m_hosts[h].sandboxes;
         for (qsizetype i = 0; i < sandboxes.size(); ++i)
             if (sandboxes[i].name == nameOrId || sandboxes[i].id == nameOrId)
@@ -194,7 +202,8 @@ const SandboxModel::Entry *SandboxModel::entry(const QModelIndex &i) const
     if (!i.isValid() || i.internalId() == kHostNode)
         return nullptr;
     const qsizetype host = qsizetype(i.internalId()) - 1;
-    return host < m_hosts.size() && i.row() < m_hosts[host].sandboxes.size() ? &m_hosts[host].sandboxes[i.row()] : nullptr;
+    return host < m_hosts.size() && i.row() < m_hosts[host].sandboxes.size() ? &m_hosts[host].sandboxes[i.row()]
+                                                                             : nullptr;
 }
 
 QJsonObject SandboxModel::sandbox(const QModelIndex &i) const
@@ -209,7 +218,8 @@ QModelIndex SandboxModel::index(int row, int column, const QModelIndex &parent) 
         return {};
     if (!parent.isValid())
         return row < m_hosts.size() ? createIndex(row, column, kHostNode) : QModelIndex();
-    if (parent.internalId() == kHostNode && parent.column() == 0 && parent.row() < m_hosts.size() && row < m_hosts[parent.row()].sandboxes.size())
+    if (parent.internalId() == kHostNode && parent.column() == 0 && parent.row() < m_hosts.size()
+        && row < m_hosts[parent.row()].sandboxes.size())
         return createIndex(row, column, quintptr(parent.row()) + 1);
     return {};
 }
@@ -248,11 +258,15 @@ QVariant SandboxModel::data(const QModelIndex &index, int role) const
         if (role == SortRole)
             return index.row();
         if (role == Qt::DisplayRole && index.column() == State)
-            return !host.status.isEmpty() ? host.status : host.client->isConnected() ? tr("connected") : tr("not connected");
+            return !host.status.isEmpty()    ? host.status
+                : host.client->isConnected() ? tr("connected")
+                                             : tr("not connected");
         if (role == Qt::DisplayRole && index.column() == Network)
             return host.address;
         if (role == Qt::ToolTipRole)
-            return host.detail.isEmpty() ? QVariant() : QVariant(Qt::convertFromPlainText(host.detail)); // a remote daemon's words: never rich text
+            return host.detail.isEmpty()
+                ? QVariant()
+                : QVariant(Qt::convertFromPlainText(host.detail)); // a remote daemon's words: never rich text
         if (role == HostRole)
             return index.row();
         if (role == RetiredRole)
@@ -343,25 +357,42 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
-        case Name: return e->name;
-        case State: return e->state;
-        case Running: return running > 0 ? QVariant(running) : QVariant();
-        case Cpu: return u && u->cpuNs >= 0 && !u->cpu.isEmpty() ? QVariant(QStringLiteral("%1 %").arg(u->cpuPercent, 0, 'f', u->cpuPercent < 10 ? 1 : 0)) : QVariant();
-        case Memory: return u && u->memoryBytes > 0 ? QVariant(units::formatBytes(uint64_t(u->memoryBytes))) : QVariant();
-        case Network: return network == QLatin1String("full") ? tr("FULL (host network)") : network;
-        case Credentials: return e->credentials;
-        case Age: return e->createdMs ? age(QDateTime::currentMSecsSinceEpoch() - e->createdMs) : QString();
-        case Agent: return u ? u->agent : e->agent;
-        case Run: return u ? u->run : e->run;
-        case LastOutput: return u ? u->lastOutput : QString();
+        case Name:
+            return e->name;
+        case State:
+            return e->state;
+        case Running:
+            return running > 0 ? QVariant(running) : QVariant();
+        case Cpu:
+            return u && u->cpuNs >= 0 && !u->cpu.isEmpty()
+                ? QVariant(QStringLiteral("%1 %").arg(u->cpuPercent, 0, 'f', u->cpuPercent < 10 ? 1 : 0))
+                : QVariant();
+        case Memory:
+            return u && u->memoryBytes > 0 ? QVariant(units::formatBytes(uint64_t(u->memoryBytes))) : QVariant();
+        case Network:
+            return network == QLatin1String("full") ? tr("FULL (host network)") : network;
+        case Credentials:
+            return e->credentials;
+        case Age:
+            return e->createdMs ? age(QDateTime::currentMSecsSinceEpoch() - e->createdMs) : QString();
+        case Agent:
+            return u ? u->agent : e->agent;
+        case Run:
+            return u ? u->run : e->run;
+        case LastOutput:
+            return u ? u->lastOutput : QString();
         }
         return {};
     case Qt::DecorationRole:
         return index.column() == Name ? QVariant(stateDot(e->state)) : QVariant();
     case Qt::TextAlignmentRole:
-        return index.column() == Running || index.column() == Cpu || index.column() == Memory ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter)) : QVariant();
+        return index.column() == Running || index.column() == Cpu || index.column() == Memory
+            ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter))
+            : QVariant();
     case Qt::ForegroundRole:
-        return index.column() == Network ? QVariant(networkColor(network)) : index.column() == Credentials ? QVariant(QColor(0x2a, 0x7a, 0xc0)) : QVariant();
+        return index.column() == Network    ? QVariant(networkColor(network))
+            : index.column() == Credentials ? QVariant(QColor(0x2a, 0x7a, 0xc0))
+                                            : QVariant();
     case Qt::ToolTipRole:
         switch (index.column()) {
         case Credentials: {
@@ -369,35 +400,54 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
             for (const QJsonValue &v : s.value(QStringLiteral("credentials")).toArray()) {
                 const QJsonObject g = v.toObject();
                 const bool file = g.contains(QStringLiteral("file"));
-                lines.append(tr("%1 as %2 %3").arg(display::escaped(g.value(QStringLiteral("secret")).toString(), 60),
-                                                   file ? tr("the file") : tr("the variable"),
-                                                   display::escaped(g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString(), 120)));
+                lines.append(
+                    tr("%1 as %2 %3")
+                        .arg(display::escaped(g.value(QStringLiteral("secret")).toString(), 60),
+                            file ? tr("the file") : tr("the variable"),
+                            display::escaped(
+                                g.value(file ? QStringLiteral("file") : QStringLiteral("env")).toString(), 120)));
             }
-            return Qt::convertFromPlainText(lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n')));
+            return Qt::convertFromPlainText(
+                lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n')));
         }
         case Network:
-            return network == QLatin1String("none")      ? tr("No network: an empty network namespace")
-                : network == QLatin1String("allowlist") ? tr("Only the destinations its policy allows, through the egress proxy")
-                                                         : tr("The host's network, unrestricted");
+            return network == QLatin1String("none") ? tr("No network: an empty network namespace")
+                : network == QLatin1String("allowlist")
+                ? tr("Only the destinations its policy allows, through the egress proxy")
+                : tr("The host's network, unrestricted");
         case Name:
         case State:
-            return s.value(QStringLiteral("failure")).isString() ? Qt::convertFromPlainText(display::escaped(s.value(QStringLiteral("failure")).toString(), 400))
-                                                                 : QVariant(Qt::convertFromPlainText(tr("%1 — %2").arg(display::escaped(e->name, 60), display::escaped(e->state, 20))));
+            return s.value(QStringLiteral("failure")).isString()
+                ? Qt::convertFromPlainText(display::escaped(s.value(QStringLiteral("failure")).toString(), 400))
+                : QVariant(Qt::convertFromPlainText(
+                    tr("%1 — %2").arg(display::escaped(e->name, 60), display::escaped(e->state, 20))));
         case Running:
-            return u && !u->commands.isEmpty() ? QVariant(Qt::convertFromPlainText(u->commands.join(QLatin1Char('\n')))) : QVariant(tr("Nothing running"));
-        case Cpu: return tr("CPU over the last second, as a share of one core; the line is the last minute");
-        case Memory: return u ? QVariant(tr("Resident memory of its %n process(es); the line is the last minute", nullptr, u->processes)) : QVariant();
-        case Age: return tr("made %1").arg(display::timestamp(e->createdMs));
-        case LastOutput: return u ? QVariant(Qt::convertFromPlainText(u->lastOutput)) : QVariant();
+            return u && !u->commands.isEmpty() ? QVariant(Qt::convertFromPlainText(u->commands.join(QLatin1Char('\n'))))
+                                               : QVariant(tr("Nothing running"));
+        case Cpu:
+            return tr("CPU over the last second, as a share of one core; the line is the last minute");
+        case Memory:
+            return u ? QVariant(
+                       tr("Resident memory of its %n process(es); the line is the last minute", nullptr, u->processes))
+                     : QVariant();
+        case Age:
+            return tr("made %1").arg(display::timestamp(e->createdMs));
+        case LastOutput:
+            return u ? QVariant(Qt::convertFromPlainText(u->lastOutput)) : QVariant();
         }
         return {};
     case SortRole:
         switch (index.column()) {
-        case Running: return running;
-        case Cpu: return u ? u->cpuPercent : 0.0;
-        case Memory: return u ? u->memoryBytes : qint64(0);
-        case Age: return -e->createdMs; // ascending: youngest first
-        default: return data(index, Qt::DisplayRole).toString().toLower();
+        case Running:
+            return running;
+        case Cpu:
+            return u ? u->cpuPercent : 0.0;
+        case Memory:
+            return u ? u->memoryBytes : qint64(0);
+        case Age:
+            return -e->createdMs; // ascending: youngest first
+        default:
+            return data(index, Qt::DisplayRole).toString().toLower();
         }
     case SparklineRole:
         if (!u)
@@ -407,9 +457,12 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
         if (index.column() == Memory)
             return QVariant::fromValue(scaled(u->memory, 1));
         return {};
-    case SandboxIdRole: return e->id;
-    case HostRole: return int(index.internalId() - 1);
-    case NetworkModeRole: return network;
+    case SandboxIdRole:
+        return e->id;
+    case HostRole:
+        return int(index.internalId() - 1);
+    case NetworkModeRole:
+        return network;
     }
     return {};
 }
@@ -428,7 +481,8 @@ void SandboxModel::setUsage(int hostRow, const QJsonArray &stats, qint64 nowMs)
         Usage u = host.usage.value(id);
         const qint64 cpuNs = qint64(o.value(QStringLiteral("cpuNs")).toDouble());
         if (u.cpuNs >= 0 && nowMs > u.sampledMs)
-            u.cpuPercent = std::max(0.0, double(cpuNs - u.cpuNs) / 1e4 / double(nowMs - u.sampledMs)); // ns per ms → percent
+            u.cpuPercent
+                = std::max(0.0, double(cpuNs - u.cpuNs) / 1e4 / double(nowMs - u.sampledMs)); // ns per ms → percent
         if (u.cpuNs >= 0) {
             u.cpu.append(float(u.cpuPercent));
             u.memory.append(float(o.value(QStringLiteral("memoryBytes")).toDouble()));
@@ -455,7 +509,7 @@ void SandboxModel::setUsage(int hostRow, const QJsonArray &stats, qint64 nowMs)
     if (!host.sandboxes.isEmpty()) {
         const QModelIndex parent = index(hostRow, 0);
         Q_EMIT dataChanged(index(0, Running, parent), index(int(host.sandboxes.size()) - 1, ColumnCount - 1, parent),
-                           {Qt::DisplayRole, Qt::ToolTipRole, SortRole, SparklineRole});
+            {Qt::DisplayRole, Qt::ToolTipRole, SortRole, SparklineRole});
     }
 }
 
@@ -470,17 +524,28 @@ QVariant SandboxModel::headerData(int section, Qt::Orientation orientation, int 
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Name: return tr("Sandbox");
-    case State: return tr("State");
-    case Running: return tr("Running");
-    case Cpu: return tr("CPU");
-    case Memory: return tr("Memory");
-    case Network: return tr("Network");
-    case Credentials: return tr("Credentials");
-    case Age: return tr("Age");
-    case Agent: return tr("Agent");
-    case Run: return tr("Run");
-    case LastOutput: return tr("Last output");
+    case Name:
+        return tr("Sandbox");
+    case State:
+        return tr("State");
+    case Running:
+        return tr("Running");
+    case Cpu:
+        return tr("CPU");
+    case Memory:
+        return tr("Memory");
+    case Network:
+        return tr("Network");
+    case Credentials:
+        return tr("Credentials");
+    case Age:
+        return tr("Age");
+    case Agent:
+        return tr("Agent");
+    case Run:
+        return tr("Run");
+    case LastOutput:
+        return tr("Last output");
     }
     return {};
 }

@@ -2,14 +2,14 @@
 #pragma once
 
 #include <QAbstractItemModel>
-#include <QJsonArray>
 #include <QHash>
+#include <QJsonArray>
 #include <QJsonObject>
 
 namespace airlock {
 class DaemonClient;
 struct Event;
-}
+} // namespace airlock
 
 namespace airlock::ui {
 
@@ -29,9 +29,9 @@ public:
         SandboxIdRole = Qt::UserRole + 1,
         NetworkModeRole,
         HostRole,
-        SortRole,      // the raw value: numbers for numbers, lower-case text otherwise
+        SortRole, // the raw value: numbers for numbers, lower-case text otherwise
         SparklineRole, // Cpu, Memory: QList<float> of the last samples, oldest first, each 0..1
-        RetiredRole,   // a host row: removed from the console (its row stays, hidden, so rows keep their numbers)
+        RetiredRole, // a host row: removed from the console (its row stays, hidden, so rows keep their numbers)
     };
     static constexpr int kSparklineSamples = 60;
 

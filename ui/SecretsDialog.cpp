@@ -27,8 +27,14 @@
 namespace airlock::ui {
 
 SecretsDialog::SecretsDialog(DaemonClient &client, QWidget *parent)
-    : QDialog(parent), m_client(client), m_list(new QTreeWidget), m_backend(new QLabel), m_name(new QLineEdit), m_value(new QLineEdit),
-      m_set(new QPushButton(tr("Set"))), m_status(new QLabel)
+    : QDialog(parent)
+    , m_client(client)
+    , m_list(new QTreeWidget)
+    , m_backend(new QLabel)
+    , m_name(new QLineEdit)
+    , m_value(new QLineEdit)
+    , m_set(new QPushButton(tr("Set")))
+    , m_status(new QLabel)
 {
     setWindowTitle(tr("Secrets"));
     resize(640, 480);
@@ -43,9 +49,11 @@ SecretsDialog::SecretsDialog(DaemonClient &client, QWidget *parent)
         const QTreeWidgetItem *item = m_list->currentItem();
         if (item
             && QMessageBox::question(this, tr("Remove secret"),
-                                     tr("Remove %1? Sandboxes granted it keep what they were given; new executions and sandboxes that ask "
-                                        "for it are refused.").arg(item->text(0)))
-                   == QMessageBox::Yes)
+                   tr("Remove %1? Sandboxes granted it keep what they were given; new executions and sandboxes that "
+                      "ask "
+                      "for it are refused.")
+                       .arg(item->text(0)))
+                == QMessageBox::Yes)
             this->remove(item->data(0, Qt::UserRole).toString());
     });
 
@@ -117,61 +125,67 @@ void SecretsDialog::showStatus(const QString &text, bool error)
 
 void SecretsDialog::refresh()
 {
-    m_client.callAsync(QStringLiteral("secrets.list"), {}, [self = QPointer<SecretsDialog>(this)](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return self->showStatus(r.error().message, true);
-        const QJsonObject o = r->toObject();
-        self->m_backend->setText(o.value(QStringLiteral("weaker")).toBool()
-                                     ? tr("Stored in %1: a file only you can read, not your desktop keyring (none answered when the daemon started).")
-                                           .arg(o.value(QStringLiteral("backend")).toString())
-                                     : tr("Stored in %1.").arg(o.value(QStringLiteral("backend")).toString()));
-        self->m_backend->setStyleSheet(o.value(QStringLiteral("weaker")).toBool() ? QStringLiteral("color: #b07000") : QString());
-        self->m_list->clear();
-        for (const QJsonValue &v : o.value(QStringLiteral("secrets")).toArray()) {
-            const QJsonObject s = v.toObject();
-            const QString name = s.value(QStringLiteral("name")).toString();
-            auto *item = new QTreeWidgetItem({display::escaped(name, 100),
-                                              QLocale().formattedDataSize(qint64(s.value(QStringLiteral("bytes")).toDouble())),
-                                              display::timestamp(QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
-                                                                     .toMSecsSinceEpoch())});
-            item->setData(0, Qt::UserRole, name);
-            self->m_list->addTopLevelItem(item);
-        }
-        Q_EMIT self->refreshed();
-    });
+    m_client.callAsync(
+        QStringLiteral("secrets.list"), {}, [self = QPointer<SecretsDialog>(this)](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return self->showStatus(r.error().message, true);
+            const QJsonObject o = r->toObject();
+            self->m_backend->setText(o.value(QStringLiteral("weaker")).toBool()
+                    ? tr("Stored in %1: a file only you can read, not your desktop keyring (none answered when the "
+                         "daemon started).")
+                          .arg(o.value(QStringLiteral("backend")).toString())
+                    : tr("Stored in %1.").arg(o.value(QStringLiteral("backend")).toString()));
+            self->m_backend->setStyleSheet(
+                o.value(QStringLiteral("weaker")).toBool() ? QStringLiteral("color: #b07000") : QString());
+            self->m_list->clear();
+            for (const QJsonValue &v : o.value(QStringLiteral("secrets")).toArray()) {
+                const QJsonObject s = v.toObject();
+                const QString name = s.value(QStringLiteral("name")).toString();
+                auto *item = new QTreeWidgetItem({display::escaped(name, 100),
+                    QLocale().formattedDataSize(qint64(s.value(QStringLiteral("bytes")).toDouble())),
+                    display::timestamp(
+                        QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
+                            .toMSecsSinceEpoch())});
+                item->setData(0, Qt::UserRole, name);
+                self->m_list->addTopLevelItem(item);
+            }
+            Q_EMIT self->refreshed();
+        });
 }
 
 void SecretsDialog::setValue(const QByteArray &value)
 {
     const QString name = m_name->text().trimmed();
     m_value->clear(); // sent once, never kept in the window
-    m_client.callAsync(QStringLiteral("secrets.set"), {{QStringLiteral("name"), name}, {QStringLiteral("value"), QString::fromLatin1(value.toBase64())}},
-                       [self = QPointer<SecretsDialog>(this), name](Result<QJsonValue> r) {
-                           if (!self)
-                               return;
-                           const QString message = r ? tr("Set %1").arg(name) : tr("Not set: %1").arg(r.error().message);
-                           self->showStatus(message, !r);
-                           if (r)
-                               self->m_name->clear();
-                           self->refresh();
-                           Q_EMIT self->done(bool(r), message);
-                           if (r)
-                               Q_EMIT self->stored(name);
-                       });
+    m_client.callAsync(QStringLiteral("secrets.set"),
+        {{QStringLiteral("name"), name}, {QStringLiteral("value"), QString::fromLatin1(value.toBase64())}},
+        [self = QPointer<SecretsDialog>(this), name](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            const QString message = r ? tr("Set %1").arg(name) : tr("Not set: %1").arg(r.error().message);
+            self->showStatus(message, !r);
+            if (r)
+                self->m_name->clear();
+            self->refresh();
+            Q_EMIT self->done(bool(r), message);
+            if (r)
+                Q_EMIT self->stored(name);
+        });
 }
 
 void SecretsDialog::remove(const QString &name)
 {
-    m_client.callAsync(QStringLiteral("secrets.remove"), {{QStringLiteral("name"), name}}, [self = QPointer<SecretsDialog>(this), name](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        const QString message = r ? tr("Removed %1").arg(name) : tr("Not removed: %1").arg(r.error().message);
-        self->showStatus(message, !r);
-        self->refresh();
-        Q_EMIT self->done(bool(r), message);
-    });
+    m_client.callAsync(QStringLiteral("secrets.remove"), {{QStringLiteral("name"), name}},
+        [self = QPointer<SecretsDialog>(this), name](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            const QString message = r ? tr("Removed %1").arg(name) : tr("Not removed: %1").arg(r.error().message);
+            self->showStatus(message, !r);
+            self->refresh();
+            Q_EMIT self->done(bool(r), message);
+        });
 }
 
 } // namespace airlock::ui

@@ -8,7 +8,8 @@
 
 namespace airlock::ui {
 
-ShortcutsDialog::ShortcutsDialog(const QList<QAction *> &actions, QWidget *parent) : QDialog(parent)
+ShortcutsDialog::ShortcutsDialog(const QList<QAction *> &actions, QWidget *parent)
+    : QDialog(parent)
 {
     setWindowTitle(tr("Keyboard shortcuts"));
     resize(560, 600);
@@ -18,7 +19,8 @@ ShortcutsDialog::ShortcutsDialog(const QList<QAction *> &actions, QWidget *paren
     list->setRootIsDecorated(false);
     for (const QAction *a : actions)
         if (!a->shortcut().isEmpty() && !a->text().isEmpty())
-            list->addTopLevelItem(new QTreeWidgetItem({a->shortcut().toString(QKeySequence::NativeText), QString(a->text()).remove(QLatin1Char('&'))}));
+            list->addTopLevelItem(new QTreeWidgetItem(
+                {a->shortcut().toString(QKeySequence::NativeText), QString(a->text()).remove(QLatin1Char('&'))}));
     const std::pair<const char *, const char *> places[] = {
         {QT_TR_NOOP("Del"), QT_TR_NOOP("Delete the selected sandboxes (in the fleet)")},
         {QT_TR_NOOP("Ctrl+Shift+F"), QT_TR_NOOP("Filter the fleet")},

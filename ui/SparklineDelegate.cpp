@@ -26,14 +26,16 @@ void SparklineDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
     const double x0 = area.right() - step * double(samples.size() - 1);
     QPainterPath line;
     for (qsizetype i = 0; i < samples.size(); ++i) {
-        const QPointF p(x0 + step * double(i), area.bottom() - area.height() * double(std::clamp(samples[i], 0.0f, 1.0f)));
+        const QPointF p(
+            x0 + step * double(i), area.bottom() - area.height() * double(std::clamp(samples[i], 0.0f, 1.0f)));
         i == 0 ? line.moveTo(p) : line.lineTo(p);
     }
     QPainterPath fill = line;
     fill.lineTo(area.right(), area.bottom());
     fill.lineTo(x0, area.bottom());
     fill.closeSubpath();
-    const QColor colour = option.state & QStyle::State_Selected ? option.palette.highlightedText().color() : option.palette.highlight().color();
+    const QColor colour = option.state & QStyle::State_Selected ? option.palette.highlightedText().color()
+                                                                : option.palette.highlight().color();
     painter->save();
     painter->setRenderHint(QPainter::Antialiasing);
     QColor faint = colour;

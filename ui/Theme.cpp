@@ -54,9 +54,12 @@ Theme themeFromName(const QString &name)
 QString themeName(Theme theme)
 {
     switch (theme) {
-    case Theme::Light: return QStringLiteral("light");
-    case Theme::Dark: return QStringLiteral("dark");
-    default: return QStringLiteral("system");
+    case Theme::Light:
+        return QStringLiteral("light");
+    case Theme::Dark:
+        return QStringLiteral("dark");
+    default:
+        return QStringLiteral("system");
     }
 }
 

@@ -6,21 +6,26 @@
 #include "model/DisplayText.h"
 
 #include <QBrush>
-#include <QTextDocument>
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QTextDocument>
 
 namespace airlock::ui {
 
-TimelineModel::TimelineModel(DaemonClient &client, QObject *parent) : PagedModel(client, ColumnCount, parent) {}
+TimelineModel::TimelineModel(DaemonClient &client, QObject *parent)
+    : PagedModel(client, ColumnCount, parent)
+{
+}
 
 QStringList TimelineModel::kindPrefixes(int categories)
 {
     if ((categories & All) == All)
         return {}; // everything: no condition at all
     static const std::pair<int, QStringList> table[] = {
-        {Executions, {QStringLiteral("exec.started"), QStringLiteral("exec.exited"), QStringLiteral("exec.truncated"), QStringLiteral("command.")}},
+        {Executions,
+            {QStringLiteral("exec.started"), QStringLiteral("exec.exited"), QStringLiteral("exec.truncated"),
+                QStringLiteral("command.")}},
         {Approvals, {QStringLiteral("approval.")}},
         {Network, {QStringLiteral("network.")}},
         {Credentials, {QStringLiteral("credential.")}},
@@ -76,7 +81,9 @@ QString TimelineModel::describe(const QJsonObject &event)
 {
     const QString kind = event.value(QStringLiteral("kind")).toString();
     const QJsonObject payload = event.value(QStringLiteral("payload")).toObject();
-    const QString exec = event.value(QStringLiteral("exec")).isDouble() ? QStringLiteral("#%1 ").arg(event.value(QStringLiteral("exec")).toInt()) : QString();
+    const QString exec = event.value(QStringLiteral("exec")).isDouble()
+        ? QStringLiteral("#%1 ").arg(event.value(QStringLiteral("exec")).toInt())
+        : QString();
     if (kind == QLatin1String("exec.started"))
         return exec + QStringLiteral("$ ") + display::commandLine(payload.value(QStringLiteral("argv")).toArray(), 400);
     // Everything else: its fields as key=value, untrusted strings escaped, long ones elided.
@@ -95,9 +102,10 @@ QString TimelineModel::describe(const QJsonObject &event)
         else if (v.isArray() && it.key() == QLatin1String("argv"))
             text = display::commandLine(v.toArray(), 200);
         else if (v.isArray() || v.isObject())
-            text = display::escaped(QString::fromUtf8(QJsonDocument(v.isArray() ? QJsonDocument(v.toArray()) : QJsonDocument(v.toObject()))
-                                                          .toJson(QJsonDocument::Compact)),
-                                    160);
+            text = display::escaped(
+                QString::fromUtf8(QJsonDocument(v.isArray() ? QJsonDocument(v.toArray()) : QJsonDocument(v.toObject()))
+                                      .toJson(QJsonDocument::Compact)),
+                160);
         else
             continue;
         fields.append(it.key() + QLatin1Char('=') + text);
@@ -115,7 +123,9 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
     const QString kind = e.value(QStringLiteral("kind")).toString();
     if (role == Qt::ForegroundRole && index.column() == Kind) {
         // What was refused stands out; what reached the network is in the network colours.
-        if (kind.endsWith(QLatin1String(".denied")) || e.value(QStringLiteral("payload")).toObject().value(QStringLiteral("decision")).toString() == QLatin1String("deny"))
+        if (kind.endsWith(QLatin1String(".denied"))
+            || e.value(QStringLiteral("payload")).toObject().value(QStringLiteral("decision")).toString()
+                == QLatin1String("deny"))
             return QBrush(QColor(0xd0, 0x30, 0x30));
         if (kind.startsWith(QLatin1String("network.")))
             return QBrush(SandboxModel::networkColor(QStringLiteral("allowlist")));
@@ -130,15 +140,19 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
     switch (index.column()) {
     case Time: {
         const QDateTime t = QDateTime::fromMSecsSinceEpoch(qint64(e.value(QStringLiteral("timeMs")).toDouble()));
-        return role == FullTextRole ? display::timestamp(t.toMSecsSinceEpoch(), true) : t.toString(QStringLiteral("HH:mm:ss.zzz"));
+        return role == FullTextRole ? display::timestamp(t.toMSecsSinceEpoch(), true)
+                                    : t.toString(QStringLiteral("HH:mm:ss.zzz"));
     }
     case Sandbox: {
         const QString id = e.value(QStringLiteral("sandbox")).toString();
         return display::escaped(m_names.value(id, id), 40);
     }
-    case Kind: return kind;
-    case Details: return describe(e);
-    default: return {};
+    case Kind:
+        return kind;
+    case Details:
+        return describe(e);
+    default:
+        return {};
     }
 }
 
@@ -146,7 +160,8 @@ QVariant TimelineModel::headerData(int section, Qt::Orientation orientation, int
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char *const names[] = {QT_TR_NOOP("Time"), QT_TR_NOOP("Sandbox"), QT_TR_NOOP("Event"), QT_TR_NOOP("Details")};
+    static const char *const names[]
+        = {QT_TR_NOOP("Time"), QT_TR_NOOP("Sandbox"), QT_TR_NOOP("Event"), QT_TR_NOOP("Details")};
     return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

@@ -15,14 +15,24 @@ class TimelineModel final : public PagedModel {
     Q_OBJECT
 public:
     enum Column { Time, Sandbox, Kind, Details, ColumnCount };
-    enum Category { Executions = 1, Approvals = 2, Network = 4, Credentials = 8, Tools = 16, Policy = 32, Sandboxes = 64, All = 127 };
+    enum Category {
+        Executions = 1,
+        Approvals = 2,
+        Network = 4,
+        Credentials = 8,
+        Tools = 16,
+        Policy = 32,
+        Sandboxes = 64,
+        All = 127
+    };
     enum Role { EventRole = Qt::UserRole + 1, FullTextRole };
 
     explicit TimelineModel(DaemonClient &client, QObject *parent = nullptr);
 
     // What to show: a sandbox (id or name) or a run (name); categories is a mask of Category.
     void show(const QString &sandbox, const QString &run, int categories = All);
-    void show(const Source &host, const QString &sandbox, const QString &run, int categories = All); // from that host's daemon
+    void show(const Source &host, const QString &sandbox, const QString &run,
+        int categories = All); // from that host's daemon
     void setCategories(int categories);
     // Names to show for sandbox ids (events carry ids; a person knows names).
     void setSandboxNames(const QHash<QString, QString> &names) { m_names = names; }

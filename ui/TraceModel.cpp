@@ -11,9 +11,13 @@
 
 namespace airlock::ui {
 
-TraceModel::TraceModel(QObject *parent) : QAbstractItemModel(parent) {}
+TraceModel::TraceModel(QObject *parent)
+    : QAbstractItemModel(parent)
+{
+}
 
-void TraceModel::load(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title, const QHash<QString, QString> &names)
+void TraceModel::load(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title,
+    const QHash<QString, QString> &names)
 {
     ++m_generation;
     m_client = &client;
@@ -35,29 +39,32 @@ void TraceModel::requestPage(const QJsonValue &after)
         return Q_EMIT failed(tr("not connected"));
     }
     QJsonObject params{{QStringLiteral("limit"), 5000}};
-    params.insert(m_run.isEmpty() ? QStringLiteral("sandbox") : QStringLiteral("run"), m_run.isEmpty() ? m_sandbox : m_run);
+    params.insert(
+        m_run.isEmpty() ? QStringLiteral("sandbox") : QStringLiteral("run"), m_run.isEmpty() ? m_sandbox : m_run);
     if (after.isObject())
         params.insert(QStringLiteral("after"), after);
-    m_client->callAsync(QStringLiteral("history.events"), params, [self = QPointer<TraceModel>(this), generation = m_generation](Result<QJsonValue> r) {
-        if (!self || generation != self->m_generation)
-            return; // another trace was asked for meanwhile
-        if (!r) {
+    m_client->callAsync(QStringLiteral("history.events"), params,
+        [self = QPointer<TraceModel>(this), generation = m_generation](Result<QJsonValue> r) {
+            if (!self || generation != self->m_generation)
+                return; // another trace was asked for meanwhile
+            if (!r) {
+                self->m_loading = false;
+                return Q_EMIT self->failed(r.error().message);
+            }
+            const QJsonObject page = r->toObject();
+            const QJsonArray rows = page.value(QStringLiteral("events")).toArray();
+            for (const QJsonValue &row : rows)
+                self->m_events.append(row.toObject());
+            const QJsonValue next = page.value(QStringLiteral("next"));
+            if (next.isObject() && self->m_events.size() < kMaxEvents)
+                return self->requestPage(next);
+            self->m_cut = next.isObject();
+            self->setTrace(
+                trace::Trace::build(self->m_events, self->m_title, QDateTime::currentMSecsSinceEpoch(), self->m_names));
+            self->m_events.clear();
             self->m_loading = false;
-            return Q_EMIT self->failed(r.error().message);
-        }
-        const QJsonObject page = r->toObject();
-        const QJsonArray rows = page.value(QStringLiteral("events")).toArray();
-        for (const QJsonValue &row : rows)
-            self->m_events.append(row.toObject());
-        const QJsonValue next = page.value(QStringLiteral("next"));
-        if (next.isObject() && self->m_events.size() < kMaxEvents)
-            return self->requestPage(next);
-        self->m_cut = next.isObject();
-        self->setTrace(trace::Trace::build(self->m_events, self->m_title, QDateTime::currentMSecsSinceEpoch(), self->m_names));
-        self->m_events.clear();
-        self->m_loading = false;
-        Q_EMIT self->loaded(self->m_trace.events, self->m_clock.elapsed());
-    });
+            Q_EMIT self->loaded(self->m_trace.events, self->m_clock.elapsed());
+        });
 }
 
 void TraceModel::setTrace(trace::Trace trace)
@@ -116,10 +123,14 @@ QVariant TraceModel::data(const QModelIndex &index, int role) const
     const int i = int(index.internalId());
     const trace::Span &s = m_trace.spans[i];
     switch (role) {
-    case SpanRole: return i;
-    case KindRole: return int(s.kind);
-    case OutcomeRole: return int(s.outcome);
-    case InstantRole: return s.instant;
+    case SpanRole:
+        return i;
+    case KindRole:
+        return int(s.kind);
+    case OutcomeRole:
+        return int(s.outcome);
+    case InstantRole:
+        return s.instant;
     case RangeRole: {
         const double whole = double(std::max<qint64>(1, m_trace.endMs - m_trace.startMs));
         return QPointF(double(s.startMs - m_trace.startMs) / whole, double(s.endMs - m_trace.startMs) / whole);
@@ -134,18 +145,23 @@ QVariant TraceModel::data(const QModelIndex &index, int role) const
         return Qt::convertFromPlainText(text); // as plain text whatever it holds
     }
     case Qt::TextAlignmentRole:
-        return index.column() == Duration || index.column() == Start ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+        return index.column() == Duration || index.column() == Start ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
+                                                                     : QVariant();
     case Qt::DisplayRole:
         switch (index.column()) {
-        case Span: return s.label;
+        case Span:
+            return s.label;
         case Duration:
             if (s.instant && s.children.isEmpty())
                 return QString();
             return s.open ? tr("%1 …").arg(display::duration(s.durationMs())) : display::duration(s.durationMs());
-        case Start: return tr("+%1").arg(display::duration(s.startMs - m_trace.startMs));
-        default: return {};
+        case Start:
+            return tr("+%1").arg(display::duration(s.startMs - m_trace.startMs));
+        default:
+            return {};
         }
-    default: return {};
+    default:
+        return {};
     }
 }
 
@@ -158,11 +174,16 @@ QVariant TraceModel::headerData(int section, Qt::Orientation orientation, int ro
     if (role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Span: return tr("Span");
-    case Duration: return tr("Duration");
-    case Waterfall: return tr("Timeline");
-    case Start: return tr("Start");
-    default: return {};
+    case Span:
+        return tr("Span");
+    case Duration:
+        return tr("Duration");
+    case Waterfall:
+        return tr("Timeline");
+    case Start:
+        return tr("Start");
+    default:
+        return {};
     }
 }
 

@@ -22,9 +22,9 @@ public:
     enum Column { Span, Duration, Waterfall, Start, ColumnCount };
     enum Role {
         SpanRole = Qt::UserRole + 1, // its index in trace().spans
-        KindRole,                    // trace::SpanKind
-        OutcomeRole,                 // trace::Outcome
-        RangeRole,                   // QPointF(start, end) as fractions of the trace's span
+        KindRole, // trace::SpanKind
+        OutcomeRole, // trace::Outcome
+        RangeRole, // QPointF(start, end) as fractions of the trace's span
         InstantRole,
     };
     static constexpr int kMaxEvents = 100'000; // a trace past this shows its first events, and says so
@@ -32,7 +32,8 @@ public:
     explicit TraceModel(QObject *parent = nullptr);
 
     // sandbox: an id (or name); run: a run's name. One of them. title heads the tree.
-    void load(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title, const QHash<QString, QString> &names = {});
+    void load(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title,
+        const QHash<QString, QString> &names = {});
     void setTrace(trace::Trace trace); // what load() ends with; also for tests and benchmarks
     const trace::Trace &trace() const { return m_trace; }
     bool isLoading() const { return m_loading; }

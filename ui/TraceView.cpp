@@ -28,12 +28,18 @@ QColor spanColour(SpanKind kind, Outcome outcome, bool dark)
         return dark ? QColor(0xe0, 0x70, 0x50) : QColor(0xc0, 0x50, 0x30);
     switch (kind) {
     case SpanKind::Run:
-    case SpanKind::Sandbox: return dark ? QColor(0x8a, 0x94, 0xa6) : QColor(0x70, 0x7a, 0x8a);
-    case SpanKind::Execution: return dark ? QColor(0x5a, 0x9a, 0xf0) : QColor(0x2f, 0x6f, 0xd0);
-    case SpanKind::Program: return dark ? QColor(0x70, 0xc0, 0xd0) : QColor(0x20, 0x90, 0xa0);
-    case SpanKind::Connection: return dark ? QColor(0x60, 0xc0, 0x80) : QColor(0x2e, 0x8b, 0x3e);
-    case SpanKind::ToolCall: return dark ? QColor(0xb0, 0x8a, 0xf0) : QColor(0x80, 0x50, 0xc0);
-    default: return dark ? QColor(0xa0, 0xa0, 0xa0) : QColor(0x80, 0x80, 0x80);
+    case SpanKind::Sandbox:
+        return dark ? QColor(0x8a, 0x94, 0xa6) : QColor(0x70, 0x7a, 0x8a);
+    case SpanKind::Execution:
+        return dark ? QColor(0x5a, 0x9a, 0xf0) : QColor(0x2f, 0x6f, 0xd0);
+    case SpanKind::Program:
+        return dark ? QColor(0x70, 0xc0, 0xd0) : QColor(0x20, 0x90, 0xa0);
+    case SpanKind::Connection:
+        return dark ? QColor(0x60, 0xc0, 0x80) : QColor(0x2e, 0x8b, 0x3e);
+    case SpanKind::ToolCall:
+        return dark ? QColor(0xb0, 0x8a, 0xf0) : QColor(0x80, 0x50, 0xc0);
+    default:
+        return dark ? QColor(0xa0, 0xa0, 0xa0) : QColor(0x80, 0x80, 0x80);
     }
 }
 
@@ -72,12 +78,17 @@ public:
 };
 } // namespace
 
-TraceView::TraceView(QWidget *parent) : QWidget(parent), m_model(new TraceModel(this)), m_tree(new QTreeView), m_summary(new QLabel)
+TraceView::TraceView(QWidget *parent)
+    : QWidget(parent)
+    , m_model(new TraceModel(this))
+    , m_tree(new QTreeView)
+    , m_summary(new QLabel)
 {
     m_summary->setTextFormat(Qt::PlainText);
     m_summary->setWordWrap(true);
     m_summary->setContentsMargins(6, 4, 6, 4);
-    m_summary->setText(tr("Select an execution in the list above, or press Ctrl+T in the console, to see its run as a trace."));
+    m_summary->setText(
+        tr("Select an execution in the list above, or press Ctrl+T in the console, to see its run as a trace."));
     m_tree->setModel(m_model);
     m_tree->setUniformRowHeights(true);
     m_tree->setAlternatingRowColors(true);
@@ -90,9 +101,11 @@ TraceView::TraceView(QWidget *parent) : QWidget(parent), m_model(new TraceModel(
     m_tree->setColumnWidth(TraceModel::Duration, 90);
     m_tree->setColumnWidth(TraceModel::Start, 90);
     m_tree->setToolTip(QString());
-    connect(m_tree, &QTreeView::activated, this, [this](const QModelIndex &index) { activateSpan(index.data(TraceModel::SpanRole).toInt()); });
+    connect(m_tree, &QTreeView::activated, this,
+        [this](const QModelIndex &index) { activateSpan(index.data(TraceModel::SpanRole).toInt()); });
     connect(m_model, &TraceModel::loaded, this, &TraceView::showLoaded);
-    connect(m_model, &TraceModel::failed, this, [this](const QString &message) { m_summary->setText(tr("Trace unavailable: %1").arg(message)); });
+    connect(m_model, &TraceModel::failed, this,
+        [this](const QString &message) { m_summary->setText(tr("Trace unavailable: %1").arg(message)); });
 
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -100,7 +113,8 @@ TraceView::TraceView(QWidget *parent) : QWidget(parent), m_model(new TraceModel(
     layout->addWidget(m_tree, 1);
 }
 
-void TraceView::showTrace(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title, const QHash<QString, QString> &names)
+void TraceView::showTrace(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title,
+    const QHash<QString, QString> &names)
 {
     m_summary->setText(tr("Reading the trace of %1…").arg(display::escaped(title, 120)));
     m_model->load(client, sandbox, run, title, names);
@@ -115,7 +129,9 @@ void TraceView::showLoaded(int events, qint64 elapsedMs)
         refused += s.kind == SpanKind::Refused || (s.outcome == Outcome::Denied && s.kind != SpanKind::Wait) ? 1 : 0;
         waits += s.kind == SpanKind::Wait ? 1 : 0;
     }
-    QString text = tr("%1 · %2 · %3").arg(t.spans.value(0).label, display::duration(t.endMs - t.startMs), display::count(commands, tr("command")));
+    QString text = tr("%1 · %2 · %3")
+                       .arg(t.spans.value(0).label, display::duration(t.endMs - t.startMs),
+                           display::count(commands, tr("command")));
     if (waits)
         text += tr(" · %1 for a person").arg(display::count(waits, tr("wait")));
     if (refused)

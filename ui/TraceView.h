@@ -26,7 +26,8 @@ public:
     TraceModel *model() const { return m_model; }
     QTreeView *tree() const { return m_tree; }
     QLabel *summary() const { return m_summary; }
-    void showTrace(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title, const QHash<QString, QString> &names = {});
+    void showTrace(DaemonClient &client, const QString &sandbox, const QString &run, const QString &title,
+        const QHash<QString, QString> &names = {});
     void activateSpan(int span); // as a double-click on it
 
 Q_SIGNALS:

@@ -27,8 +27,7 @@ constexpr int64_t kSweepGraceMs = 2000;
 void Guest::reapChildren()
 {
     signalfd_siginfo si;
-    while (read(m_sigchldFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-    }
+    while (read(m_sigchldFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) { }
     // As PID 1 we are every orphan's parent, so reap everything, not just shepherds.
     for (;;) {
         int status = 0;
@@ -61,7 +60,8 @@ void Guest::shepherdGone(pid_t shepherd, int status)
         logv("shepherd %d was killed; sweeping", shepherd);
         startSweep();
     }
-    const auto it = std::find_if(m_execs.begin(), m_execs.end(), [&](const auto &e) { return e.second.shepherd == shepherd; });
+    const auto it
+        = std::find_if(m_execs.begin(), m_execs.end(), [&](const auto &e) { return e.second.shepherd == shepherd; });
     if (it == m_execs.end())
         return; // its execution ended before; this was its background
     const uint32_t id = it->first;
@@ -119,7 +119,8 @@ void Guest::finishEnded()
     if (m_sweeping) {
         if (monotonicMs() - m_sweepStartMs < kSweepGraceMs)
             return;
-        logv("processes of a killed execution outlived the sweep's grace of %lld ms", static_cast<long long>(kSweepGraceMs));
+        logv("processes of a killed execution outlived the sweep's grace of %lld ms",
+            static_cast<long long>(kSweepGraceMs));
     }
     for (auto it = m_execs.begin(); it != m_execs.end();) {
         if (!it->second.ended) {
@@ -140,8 +141,8 @@ void Guest::finish(Execution &e, int status, const rusage &ru)
 
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
-    const int64_t durationUs = (static_cast<int64_t>(now.tv_sec) - e.start.tv_sec) * 1000000
-        + (now.tv_nsec - e.start.tv_nsec) / 1000;
+    const int64_t durationUs
+        = (static_cast<int64_t>(now.tv_sec) - e.start.tv_sec) * 1000000 + (now.tv_nsec - e.start.tv_nsec) / 1000;
     const bool signaled = WIFSIGNALED(status);
     const int32_t code = signaled ? WTERMSIG(status) : WEXITSTATUS(status);
     logv("execution %u (pid %d) %s %d", e.id, e.pid, signaled ? "killed by signal" : "exited with", code);
@@ -223,8 +224,7 @@ void Guest::killAll()
          held = childrenOf(getpid())) {
         for (const pid_t child : held)
             killTree(child);
-        while (waitpid(-1, nullptr, WNOHANG) > 0) {
-        }
+        while (waitpid(-1, nullptr, WNOHANG) > 0) { }
         usleep(1000);
     }
 }

@@ -56,12 +56,18 @@ bool hasNul(std::string_view s)
 const char *typeName(wire::Type t)
 {
     switch (t) {
-    case wire::Type::Spawn: return "Spawn";
-    case wire::Type::Stdin: return "Stdin";
-    case wire::Type::Signal: return "Signal";
-    case wire::Type::Resize: return "Resize";
-    case wire::Type::Ack: return "Ack";
-    default: return "?";
+    case wire::Type::Spawn:
+        return "Spawn";
+    case wire::Type::Stdin:
+        return "Stdin";
+    case wire::Type::Signal:
+        return "Signal";
+    case wire::Type::Resize:
+        return "Resize";
+    case wire::Type::Ack:
+        return "Ack";
+    default:
+        return "?";
     }
 }
 
@@ -153,7 +159,8 @@ void Guest::run()
         if (m_tools)
             m_tools->addPollFds(fds);
 
-        const bool sweeping = m_sweeping || std::any_of(m_execs.begin(), m_execs.end(), [](const auto &e) { return e.second.ended; });
+        const bool sweeping
+            = m_sweeping || std::any_of(m_execs.begin(), m_execs.end(), [](const auto &e) { return e.second.ended; });
         if (poll(fds.data(), fds.size(), sweeping ? kSweepIntervalMs : -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -514,7 +521,8 @@ void Guest::handleSpawn(const SpawnRequest &req)
     if (m_retention)
         m_retention->started(e.id, e.pid);
     m_execs.emplace(e.id, std::move(e));
-    logv("spawn %u: pid %d %s%s", req.execId, res.process.pid, req.argv.front().c_str(), res.process.ptyFd >= 0 ? " (tty)" : "");
+    logv("spawn %u: pid %d %s%s", req.execId, res.process.pid, req.argv.front().c_str(),
+        res.process.ptyFd >= 0 ? " (tty)" : "");
     send(wire::Writer(wire::Type::Started).u32(req.execId).i32(res.process.pid).take());
 }
 
@@ -525,7 +533,10 @@ void Guest::handleStdin(uint32_t execId, std::string_view data)
         // Already exited, stdin closed, or spawned without stdin: nobody to deliver to. Still
         // consumed, so that the daemon's window moves on.
         // An EOF counts as one byte of the window (on a tty it is the ^D written below).
-        send(wire::Writer(wire::Type::StdinConsumed).u32(execId).u32(static_cast<uint32_t>(std::max<size_t>(data.size(), 1))).take());
+        send(wire::Writer(wire::Type::StdinConsumed)
+                 .u32(execId)
+                 .u32(static_cast<uint32_t>(std::max<size_t>(data.size(), 1)))
+                 .take());
         return;
     }
     Execution &e = it->second;

@@ -7,6 +7,7 @@
 #include "sandbox/GuestWire.h"
 
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <set>
@@ -14,7 +15,6 @@
 #include <string_view>
 #include <sys/resource.h>
 #include <sys/types.h>
-#include <ctime>
 #include <vector>
 
 namespace airlock::guest {

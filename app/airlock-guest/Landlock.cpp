@@ -79,7 +79,7 @@ bool addRule(int rulesetFd, const std::string &path, uint64_t access, uint64_t h
         error = errnoText("landlock: cannot open '" + path + "'", errno);
         return false;
     }
-    struct stat st {};
+    struct stat st { };
     if (fstat(fd, &st) != 0) {
         error = errnoText("landlock: cannot stat '" + path + "'", errno);
         close(fd);
@@ -121,8 +121,8 @@ LandlockResult applyLandlock(const std::vector<std::string> &rwPaths)
     }
     const int rulesetFd = static_cast<int>(rs);
 
-    constexpr uint64_t readOnly = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR
-        | LANDLOCK_ACCESS_FS_EXECUTE;
+    constexpr uint64_t readOnly
+        = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_EXECUTE;
     constexpr uint64_t deviceFile = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE
         | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
 
@@ -132,7 +132,8 @@ LandlockResult applyLandlock(const std::vector<std::string> &rwPaths)
             ok = addRule(rulesetFd, p, handled, handled, result.error);
     }
     // Programs routinely write to these, and terminals need ioctls on them.
-    for (const char *dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/urandom", "/dev/random"}) {
+    for (const char *dev :
+        {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/urandom", "/dev/random"}) {
         if (ok)
             ok = addRule(rulesetFd, dev, deviceFile, handled, result.error);
     }
@@ -145,7 +146,8 @@ LandlockResult applyLandlock(const std::vector<std::string> &rwPaths)
     }
     close(rulesetFd);
     if (ok)
-        logv("landlock ABI %d enforced (handled fs rights 0x%llx)", result.abi, static_cast<unsigned long long>(handled));
+        logv("landlock ABI %d enforced (handled fs rights 0x%llx)", result.abi,
+            static_cast<unsigned long long>(handled));
     return result;
 }
 

@@ -21,7 +21,10 @@ public:
         size_t off = 0; // bytes already written to the socket
     };
 
-    explicit OutQueue(size_t standardCapacity) : m_standardCapacity(standardCapacity) {}
+    explicit OutQueue(size_t standardCapacity)
+        : m_standardCapacity(standardCapacity)
+    {
+    }
 
     // A buffer with at least the standard capacity, recycled when possible.
     Buffer acquire();

@@ -50,8 +50,7 @@ void appendPids(std::string_view text, std::vector<pid_t> &out)
 }
 
 // Calls f(name) for every numeric entry of a /proc directory.
-template<typename F>
-void forEachNumericEntry(const std::string &dir, F f)
+template<typename F> void forEachNumericEntry(const std::string &dir, F f)
 {
     DIR *d = opendir(dir.c_str());
     if (!d)
@@ -89,7 +88,8 @@ std::vector<pid_t> childrenOf(pid_t pid)
     std::vector<pid_t> out;
     const std::string base = "/proc/" + std::to_string(pid);
     if (haveChildrenFiles()) {
-        forEachNumericEntry(base + "/task", [&](const char *tid) { appendPids(readSmallFile(base + "/task/" + tid + "/children"), out); });
+        forEachNumericEntry(base + "/task",
+            [&](const char *tid) { appendPids(readSmallFile(base + "/task/" + tid + "/children"), out); });
         return out;
     }
     forEachNumericEntry("/proc", [&](const char *other) {

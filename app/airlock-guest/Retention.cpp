@@ -168,7 +168,9 @@ void Retention::resume(const std::vector<ResumeRequest::Exec> &asked, int32_t la
         resumed.u32(id).u8(state).i32(pid);
         const auto it = m_records.find(id);
         for (size_t k = 0; k < 2; ++k)
-            resumed.u64(it == m_records.end() ? 0 : std::clamp(from[k], it->second.streams[k].start, it->second.streams[k].end));
+            resumed.u64(it == m_records.end()
+                    ? 0
+                    : std::clamp(from[k], it->second.streams[k].start, it->second.streams[k].end));
     };
     for (const ResumeRequest::Exec &e : asked)
         entry(e.id, e.offsets);

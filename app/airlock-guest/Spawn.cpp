@@ -40,7 +40,10 @@ struct ChildError {
 class Fd {
 public:
     Fd() = default;
-    explicit Fd(int fd) : m_fd(fd) {}
+    explicit Fd(int fd)
+        : m_fd(fd)
+    {
+    }
     Fd(const Fd &) = delete;
     Fd &operator=(const Fd &) = delete;
     ~Fd() { reset(); }
@@ -152,7 +155,7 @@ struct ChildPlan {
 
     // The guest ignores SIGPIPE and blocks SIGCHLD; ignored dispositions and the mask would
     // otherwise survive execve().
-    struct sigaction dfl {};
+    struct sigaction dfl { };
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig)
         sigaction(sig, &dfl, nullptr);

@@ -16,7 +16,11 @@ constexpr const char *kSocketPath = "/run/airlock/tools.sock";
 constexpr const char *kAwayAnswer = "error\nunavailable airlockd is away; try again";
 } // namespace
 
-ToolBridge::ToolBridge(int listenFd, std::function<void(std::string)> sendFrame) : m_listenFd(listenFd), m_send(std::move(sendFrame)) {}
+ToolBridge::ToolBridge(int listenFd, std::function<void(std::string)> sendFrame)
+    : m_listenFd(listenFd)
+    , m_send(std::move(sendFrame))
+{
+}
 
 void ToolBridge::addPollFds(std::vector<pollfd> &fds)
 {
@@ -88,7 +92,9 @@ void ToolBridge::readFrom(int fd, Conn &c)
     if (n > 0) {
         c.in.append(buf, size_t(n));
         if (c.in.size() > wire::kMaxToolRequest)
-            answer(fd, c, "error\ninvalid_argument the request is larger than " + std::to_string(wire::kMaxToolRequest) + " bytes");
+            answer(fd, c,
+                "error\ninvalid_argument the request is larger than " + std::to_string(wire::kMaxToolRequest)
+                    + " bytes");
         return;
     }
     if (n < 0) {
@@ -101,7 +107,8 @@ void ToolBridge::readFrom(int fd, Conn &c)
         return;
     }
     if (m_inFlight >= wire::kMaxToolCalls) {
-        answer(fd, c, "error\ndenied " + std::to_string(wire::kMaxToolCalls) + " tool calls of this sandbox are already running");
+        answer(fd, c,
+            "error\ndenied " + std::to_string(wire::kMaxToolCalls) + " tool calls of this sandbox are already running");
         return;
     }
     c.callId = m_nextCall++;
@@ -149,14 +156,16 @@ void ToolBridge::close(int fd)
 int toolClientMain(int argc, char **argv)
 {
     if (argc < 2 || argc > 3 || std::strcmp(argv[1], "--help") == 0) {
-        std::fprintf(stderr, "usage: airlock-tool NAME [JSON|-]\n"
-                             "Calls a host tool that this sandbox's policy gives it; prints the result as JSON.\n");
+        std::fprintf(stderr,
+            "usage: airlock-tool NAME [JSON|-]\n"
+            "Calls a host tool that this sandbox's policy gives it; prints the result as JSON.\n");
         return 2;
     }
     const std::string name = argv[1];
     bool validName = !name.empty() && name.size() <= 100 && name[0] >= 'a' && name[0] <= 'z';
     for (char ch : name)
-        validName = validName && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-');
+        validName = validName
+            && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-');
     if (!validName) {
         std::fprintf(stderr, "airlock-tool: '%s' is not a tool name\n", name.c_str());
         return 2;
@@ -175,7 +184,8 @@ int toolClientMain(int argc, char **argv)
     sa.sun_family = AF_UNIX;
     std::strncpy(sa.sun_path, kSocketPath, sizeof sa.sun_path - 1);
     if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0) {
-        std::fprintf(stderr, "airlock-tool: no tool gateway in this sandbox (%s: %s)\n", kSocketPath, std::strerror(errno));
+        std::fprintf(
+            stderr, "airlock-tool: no tool gateway in this sandbox (%s: %s)\n", kSocketPath, std::strerror(errno));
         return 1;
     }
     for (size_t off = 0; off < request.size();) {

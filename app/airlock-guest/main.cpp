@@ -18,15 +18,15 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <netinet/in.h>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <vector>
 
@@ -198,7 +198,8 @@ int listenToolSocket(const std::string &path)
     sa.sun_family = AF_UNIX;
     std::memcpy(sa.sun_path, path.c_str(), path.size());
     unlink(path.c_str());
-    if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || chmod(path.c_str(), 0666) != 0 || listen(fd, 64) != 0) {
+    if (bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || chmod(path.c_str(), 0666) != 0
+        || listen(fd, 64) != 0) {
         const int err = errno;
         close(fd);
         errno = err;
@@ -272,7 +273,10 @@ int main(int argc, char **argv)
             fatalExit(sock, errnoText("--proxy-fd is not an open file descriptor"), 1);
         proxyListen = listenLoopback(static_cast<uint16_t>(opt.proxyPort));
         if (proxyListen < 0)
-            fatalExit(sock, errnoText(("cannot listen on 127.0.0.1:" + std::to_string(opt.proxyPort) + " for the egress proxy").c_str()), 1);
+            fatalExit(sock,
+                errnoText(
+                    ("cannot listen on 127.0.0.1:" + std::to_string(opt.proxyPort) + " for the egress proxy").c_str()),
+                1);
     }
     std::string resumeToken;
     if (opt.resumeFd >= 0) {

@@ -3,13 +3,13 @@
 // when none answers), then shows the main window; when the daemon cannot be reached the window
 // says why and offers Retry rather than leaving the person with nothing.
 #include "AppLogging.h"
-#include "util/Version.h"
-#include "ManPage.h"
 #include "MainWindow.h"
+#include "ManPage.h"
+#include "RemoteHosts.h"
 #include "Theme.h"
 #include "client/DaemonClient.h"
 #include "client/Hosts.h"
-#include "RemoteHosts.h"
+#include "util/Version.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -27,11 +27,12 @@ QString manualPage(const QList<QCommandLineOption> &options)
     app::ManPage page(QStringLiteral("airlock"), QStringLiteral("the Airlock desktop console"));
     page.synopsis(QStringLiteral("[--socket PATH] [--no-autostart]"));
     page.paragraphs(QStringLiteral("Description"),
-                    QStringLiteral("airlock shows this user's sandboxes and those of saved remote hosts, with their live output and a command "
-                                   "line; asks a person about what agents want to run, reach or call; edits each sandbox's network, command, "
-                                   "credential and tool policy; and browses the history of every run, on one host or all of them merged by "
-                                   "time. It starts airlockd(1) when none answers.\n\n"
-                                   "Add other hosts with File, Add host (or airlockctl hosts add)."));
+        QStringLiteral(
+            "airlock shows this user's sandboxes and those of saved remote hosts, with their live output and a command "
+            "line; asks a person about what agents want to run, reach or call; edits each sandbox's network, command, "
+            "credential and tool policy; and browses the history of every run, on one host or all of them merged by "
+            "time. It starts airlockd(1) when none answers.\n\n"
+            "Add other hosts with File, Add host (or airlockctl hosts add)."));
     page.options(QStringLiteral("Options"), options);
     page.paragraphs(QStringLiteral("See also"), QStringLiteral("airlockctl(1), airlockd(1)"));
     return page.render(airlock::version());
@@ -40,15 +41,18 @@ QString manualPage(const QList<QCommandLineOption> &options)
 
 int main(int argc, char *argv[])
 {
-    const QCommandLineOption socket(QStringLiteral("socket"), QStringLiteral("The daemon's socket (default: this user's)."), QStringLiteral("path"));
-    const QCommandLineOption noAutostart(QStringLiteral("no-autostart"), QStringLiteral("Never start airlockd; only connect to a running one."));
+    const QCommandLineOption socket(QStringLiteral("socket"),
+        QStringLiteral("The daemon's socket (default: this user's)."), QStringLiteral("path"));
+    const QCommandLineOption noAutostart(
+        QStringLiteral("no-autostart"), QStringLiteral("Never start airlockd; only connect to a running one."));
     // The manual page needs no display: written before there is an application.
     if (argc == 2 && qstrcmp(argv[1], "--man") == 0) {
         std::fputs(qPrintable(manualPage({socket, noAutostart})), stdout);
         return 0;
     }
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("The Airlock desktop console: sandboxes, live output, approvals, policies and history."));
+    parser.setApplicationDescription(
+        QStringLiteral("The Airlock desktop console: sandboxes, live output, approvals, policies and history."));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addOptions({socket, noAutostart});

@@ -40,17 +40,22 @@ QString joined(const QJsonValue &list)
 void printCard(QTextStream &out, const QJsonObject &a)
 {
     const QJsonObject caps = a.value(QStringLiteral("capabilities")).toObject();
-    const qint64 left = (qint64(a.value(QStringLiteral("expiresMs")).toDouble()) - QDateTime::currentMSecsSinceEpoch()) / 1000;
-    out << a.value(QStringLiteral("id")).toString() << "  sandbox " << format::escaped(a.value(QStringLiteral("sandboxName")).toString())
-        << " (run " << format::escaped(a.value(QStringLiteral("run")).toString()) << "), requested by "
-        << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in " << std::max<qint64>(0, left) << " s\n";
+    const qint64 left
+        = (qint64(a.value(QStringLiteral("expiresMs")).toDouble()) - QDateTime::currentMSecsSinceEpoch()) / 1000;
+    out << a.value(QStringLiteral("id")).toString() << "  sandbox "
+        << format::escaped(a.value(QStringLiteral("sandboxName")).toString()) << " (run "
+        << format::escaped(a.value(QStringLiteral("run")).toString()) << "), requested by "
+        << format::escaped(a.value(QStringLiteral("requester")).toString()) << ", denied in "
+        << std::max<qint64>(0, left) << " s\n";
     if (const QString risk = a.value(QStringLiteral("risk")).toString(); !risk.isEmpty())
         out << "  ! " << format::escaped(risk) << '\n';
     if (a.value(QStringLiteral("kind")).toString() == QLatin1String("network"))
         out << "  connect  " << format::escaped(a.value(QStringLiteral("destination")).toString()) << '\n';
     else if (a.value(QStringLiteral("kind")).toString() == QLatin1String("tool"))
         out << "  tool     " << format::escaped(a.value(QStringLiteral("tool")).toString()) << ' '
-            << format::escaped(QString::fromUtf8(QJsonDocument(a.value(QStringLiteral("arguments")).toObject()).toJson(QJsonDocument::Compact))) << '\n';
+            << format::escaped(QString::fromUtf8(
+                   QJsonDocument(a.value(QStringLiteral("arguments")).toObject()).toJson(QJsonDocument::Compact)))
+            << '\n';
     else
         out << "  command  " << format::commandLine(a.value(QStringLiteral("argv")).toArray()) << '\n'
             << "  cwd      " << format::escaped(a.value(QStringLiteral("cwd")).toString()) << '\n';
@@ -62,8 +67,9 @@ void printCard(QTextStream &out, const QJsonObject &a)
             break;
         const QJsonObject part = v.toObject();
         out << "  part     " << part.value(QStringLiteral("decision")).toString().leftJustified(5) << ' '
-            << format::commandLine(part.value(QStringLiteral("argv")).toArray()) << "   (rule " << format::escaped(part.value(QStringLiteral("rule")).toString())
-            << ", " << format::escaped(part.value(QStringLiteral("layer")).toString()) << ")\n";
+            << format::commandLine(part.value(QStringLiteral("argv")).toArray()) << "   (rule "
+            << format::escaped(part.value(QStringLiteral("rule")).toString()) << ", "
+            << format::escaped(part.value(QStringLiteral("layer")).toString()) << ")\n";
     }
     for (const QJsonValue &v : a.value(QStringLiteral("files")).toArray()) {
         const QJsonObject f = v.toObject();
@@ -72,18 +78,19 @@ void printCard(QTextStream &out, const QJsonObject &a)
             out << "  (not bound: " << format::escaped(f.value(QStringLiteral("problem")).toString()) << ")\n";
             continue;
         }
-        out << "  sha256 " << f.value(QStringLiteral("sha256")).toString() << ", " << qint64(f.value(QStringLiteral("size")).toDouble()) << " bytes\n";
+        out << "  sha256 " << f.value(QStringLiteral("sha256")).toString() << ", "
+            << qint64(f.value(QStringLiteral("size")).toDouble()) << " bytes\n";
         for (const QJsonValue &line : f.value(QStringLiteral("head")).toArray())
             out << "           | " << format::escaped(line.toString()) << '\n';
     }
     for (const QJsonValue &v : a.value(QStringLiteral("chain")).toArray())
         if (!v.toString().isEmpty())
             out << "  from     " << format::escaped(v.toString()) << '\n';
-    out
-        << "  asks     " << format::escaped(a.value(QStringLiteral("reason")).toString()) << '\n'
+    out << "  asks     " << format::escaped(a.value(QStringLiteral("reason")).toString()) << '\n'
         << "  it can   network " << format::escaped(joined(caps.value(QStringLiteral("network")))) << "; credentials "
-        << format::escaped(joined(caps.value(QStringLiteral("credentials")))) << "; write " << format::escaped(joined(caps.value(QStringLiteral("writable"))))
-        << "; tools " << format::escaped(joined(caps.value(QStringLiteral("tools")))) << '\n';
+        << format::escaped(joined(caps.value(QStringLiteral("credentials")))) << "; write "
+        << format::escaped(joined(caps.value(QStringLiteral("writable")))) << "; tools "
+        << format::escaped(joined(caps.value(QStringLiteral("tools")))) << '\n';
 }
 
 int decide(Context &ctx, const QString &id, bool allow, bool always, const QString &reason)
@@ -96,13 +103,15 @@ int decide(Context &ctx, const QString &id, bool allow, bool always, const QStri
         if (v.toObject().value(QStringLiteral("id")).toString() == id)
             nonce = v.toObject().value(QStringLiteral("nonce")).toString();
     if (nonce.isEmpty())
-        return Command::fail(ctx, makeError(ErrorCode::NotFound,
-                                            QStringLiteral("no pending approval %1 (decided, expired, or never asked; see 'airlockctl approvals')").arg(id)));
-    auto decided = (*ctx.client())->call(QStringLiteral("approvals.decide"), {{QStringLiteral("id"), id},
-                                                                               {QStringLiteral("nonce"), nonce},
-                                                                               {QStringLiteral("decision"), allow ? QStringLiteral("allow") : QStringLiteral("deny")},
-                                                                               {QStringLiteral("always"), always},
-                                                                               {QStringLiteral("reason"), reason}});
+        return Command::fail(ctx,
+            makeError(ErrorCode::NotFound,
+                QStringLiteral("no pending approval %1 (decided, expired, or never asked; see 'airlockctl approvals')")
+                    .arg(id)));
+    auto decided = (*ctx.client())
+                       ->call(QStringLiteral("approvals.decide"),
+                           {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce},
+                               {QStringLiteral("decision"), allow ? QStringLiteral("allow") : QStringLiteral("deny")},
+                               {QStringLiteral("always"), always}, {QStringLiteral("reason"), reason}});
     if (!decided)
         return Command::fail(ctx, decided.error());
     if (ctx.json)
@@ -116,7 +125,10 @@ int decide(Context &ctx, const QString &id, bool allow, bool always, const QStri
 class ApprovalsCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("approvals"); }
-    QString summary() const override { return QStringLiteral("List what agents are waiting to run, or 'watch' to decide as they come."); }
+    QString summary() const override
+    {
+        return QStringLiteral("List what agents are waiting to run, or 'watch' to decide as they come.");
+    }
     QString usage() const override { return QStringLiteral("[watch]"); }
     int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
     {
@@ -136,7 +148,8 @@ public:
         for (const QJsonValue &v : *pending) {
             printCard(ctx.out, v.toObject());
             ctx.out << "  decide   airlockctl approve " << v.toObject().value(QStringLiteral("id")).toString()
-                    << " [--always]  |  airlockctl deny " << v.toObject().value(QStringLiteral("id")).toString() << " [--reason TEXT]\n\n";
+                    << " [--always]  |  airlockctl deny " << v.toObject().value(QStringLiteral("id")).toString()
+                    << " [--reason TEXT]\n\n";
         }
         ctx.out.flush();
         return ExitOk;
@@ -147,7 +160,9 @@ private:
     int watch(Context &ctx)
     {
         if (!::isatty(STDIN_FILENO))
-            return fail(ctx, badUsage(QStringLiteral("approvals watch needs a terminal to ask on; use 'approve' and 'deny' in scripts")));
+            return fail(ctx,
+                badUsage(
+                    QStringLiteral("approvals watch needs a terminal to ask on; use 'approve' and 'deny' in scripts")));
         QSet<QString> seen;
         ctx.err << "waiting for requests (Ctrl-C to stop)" << Qt::endl;
         for (;;) {
@@ -177,7 +192,10 @@ private:
 class ApproveCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("approve"); }
-    QString summary() const override { return QStringLiteral("Let a waiting agent request run (once, or --always: adds a rule)."); }
+    QString summary() const override
+    {
+        return QStringLiteral("Let a waiting agent request run (once, or --always: adds a rule).");
+    }
     QString usage() const override { return QStringLiteral("ID [--always]"); }
     QList<QCommandLineOption> options() const override { return {m_always}; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
@@ -188,7 +206,8 @@ public:
     }
 
 private:
-    QCommandLineOption m_always{QStringLiteral("always"), QStringLiteral("Also add an allow rule for this exact command to the sandbox's policy.")};
+    QCommandLineOption m_always{QStringLiteral("always"),
+        QStringLiteral("Also add an allow rule for this exact command to the sandbox's policy.")};
 };
 
 class DenyCommand final : public Command {
@@ -205,7 +224,8 @@ public:
     }
 
 private:
-    QCommandLineOption m_reason{QStringLiteral("reason"), QStringLiteral("Why (the agent is told)."), QStringLiteral("text")};
+    QCommandLineOption m_reason{
+        QStringLiteral("reason"), QStringLiteral("Why (the agent is told)."), QStringLiteral("text")};
 };
 
 void addApprovalCommands(std::vector<std::unique_ptr<Command>> &commands)

@@ -38,8 +38,10 @@ int exitCodeFor(ErrorCode code)
 int Command::fail(Context &ctx, const Error &error)
 {
     if (ctx.json) {
-        printJson(ctx, QJsonObject{{QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCodeName(error.code)},
-                                                                         {QStringLiteral("message"), error.message}}}});
+        printJson(ctx,
+            QJsonObject{{QStringLiteral("error"),
+                QJsonObject{
+                    {QStringLiteral("code"), errorCodeName(error.code)}, {QStringLiteral("message"), error.message}}}});
     } else {
         // Messages can quote what a sandbox or agent chose (names, paths): never as controls.
         QString message;
@@ -98,10 +100,12 @@ int Command::execute(Context &ctx, const QStringList &args)
     parser.setApplicationDescription(summary());
     parser.addOptions(all);
     if (!parser.parse(split < 0 ? args : args.first(split)))
-        return fail(ctx, makeError(ErrorCode::InvalidArgument,
-                                   parser.errorText() + QStringLiteral(" (see 'airlockctl %1 --help')").arg(name())));
+        return fail(ctx,
+            makeError(ErrorCode::InvalidArgument,
+                parser.errorText() + QStringLiteral(" (see 'airlockctl %1 --help')").arg(name())));
     if (parser.isSet(help)) {
-        ctx.out << "Usage: airlockctl " << name() << ' ' << usage() << "\n\n" << summary() << "\n\n"
+        ctx.out << "Usage: airlockctl " << name() << ' ' << usage() << "\n\n"
+                << summary() << "\n\n"
                 << parser.helpText().mid(parser.helpText().indexOf(QStringLiteral("Options:")));
         ctx.out.flush();
         return ExitOk;
@@ -127,7 +131,8 @@ Result<QByteArray> readToEnd(QFileDevice &in, qint64 cap, const QString &what)
         }
         data += chunk;
         if (data.size() > cap)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is larger than %2 bytes: refused (nothing was kept)").arg(what).arg(cap));
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("%1 is larger than %2 bytes: refused (nothing was kept)").arg(what).arg(cap));
     }
 }
 

@@ -21,11 +21,11 @@ namespace airlock::cli {
 enum ExitCode {
     ExitOk = 0,
     ExitFailure = 1,
-    ExitUsage = 2,       // bad option, invalid name, bad limit
-    ExitNotFound = 3,    // unknown sandbox or file
-    ExitNoDaemon = 4,    // no daemon answers and none could be started
-    ExitNoBoundary = 5,  // the host cannot enforce the sandbox (bwrap, userns, seccomp, limits)
-    ExitRefused = 6,     // path escape, protocol error, history not writable (fail closed)
+    ExitUsage = 2, // bad option, invalid name, bad limit
+    ExitNotFound = 3, // unknown sandbox or file
+    ExitNoDaemon = 4, // no daemon answers and none could be started
+    ExitNoBoundary = 5, // the host cannot enforce the sandbox (bwrap, userns, seccomp, limits)
+    ExitRefused = 6, // path escape, protocol error, history not writable (fail closed)
 };
 int exitCodeFor(ErrorCode code);
 

@@ -15,20 +15,24 @@ namespace {
 // The options that shape one execution, shared by exec and run.
 class ExecOptions {
 public:
-    QList<QCommandLineOption> list() const { return {m_interactive, m_tty, m_cwd, m_env, m_timeout, m_lease, m_noStdin, m_raw}; }
+    QList<QCommandLineOption> list() const
+    {
+        return {m_interactive, m_tty, m_cwd, m_env, m_timeout, m_lease, m_noStdin, m_raw};
+    }
     Result<ExecRequest> read(const QCommandLineParser &parser, QStringList command) const
     {
         // Command::execute puts a "--" in front of the sandboxed command; anything before it is
         // an argument this command does not take.
         if (!command.isEmpty() && command.first() != QLatin1String("--"))
             return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("unexpected argument '%1' before the command").arg(command.first()));
+                QStringLiteral("unexpected argument '%1' before the command").arg(command.first()));
         if (!command.isEmpty())
             command.removeFirst();
         if (command.isEmpty())
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("no command given: put it after --, e.g. -- ls -la"));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("no command given: put it after --, e.g. -- ls -la"));
         QJsonObject json{{QStringLiteral("argv"), QJsonArray::fromStringList(command)},
-                         {QStringLiteral("tty"), parser.isSet(m_tty)}};
+            {QStringLiteral("tty"), parser.isSet(m_tty)}};
         if (parser.isSet(m_cwd))
             json.insert(QStringLiteral("cwd"), parser.value(m_cwd));
         QJsonObject env;
@@ -63,25 +67,24 @@ public:
 
 private:
     QCommandLineOption m_interactive{{QStringLiteral("i"), QStringLiteral("interactive")},
-                                     QStringLiteral("Forward stdin to the command also when it is a pipe or a file (a terminal always is); "
-                                                    "-it for a shell.")};
+        QStringLiteral("Forward stdin to the command also when it is a pipe or a file (a terminal always is); "
+                       "-it for a shell.")};
     QCommandLineOption m_tty{{QStringLiteral("t"), QStringLiteral("tty")}, QStringLiteral("Run in a pseudo-terminal.")};
-    QCommandLineOption m_cwd{QStringLiteral("cwd"), QStringLiteral("Working directory inside the sandbox (default /workspace)."),
-                             QStringLiteral("dir")};
+    QCommandLineOption m_cwd{QStringLiteral("cwd"),
+        QStringLiteral("Working directory inside the sandbox (default /workspace)."), QStringLiteral("dir")};
     QCommandLineOption m_env{{QStringLiteral("e"), QStringLiteral("env")},
-                             QStringLiteral("Set a variable (repeatable). Nothing else from this shell is passed."),
-                             QStringLiteral("K=V")};
-    QCommandLineOption m_timeout{QStringLiteral("timeout"), QStringLiteral("Kill the command after this long, e.g. 30s (exit 124)."),
-                                 QStringLiteral("duration")};
+        QStringLiteral("Set a variable (repeatable). Nothing else from this shell is passed."), QStringLiteral("K=V")};
+    QCommandLineOption m_timeout{QStringLiteral("timeout"),
+        QStringLiteral("Kill the command after this long, e.g. 30s (exit 124)."), QStringLiteral("duration")};
     QCommandLineOption m_lease{QStringLiteral("lease"),
-                               QStringLiteral("Kill the command this long after this client's connection is lost, e.g. 60s (recorded "
-                                              "as lease expired). Without it, the command keeps running while nobody is connected."),
-                               QStringLiteral("duration")};
+        QStringLiteral("Kill the command this long after this client's connection is lost, e.g. 60s (recorded "
+                       "as lease expired). Without it, the command keeps running while nobody is connected."),
+        QStringLiteral("duration")};
     QCommandLineOption m_noStdin{{QStringLiteral("n"), QStringLiteral("no-stdin")},
-                                 QStringLiteral("Do not forward stdin, not even a terminal's (the command reads EOF).")};
+        QStringLiteral("Do not forward stdin, not even a terminal's (the command reads EOF).")};
     QCommandLineOption m_raw{QStringLiteral("raw"),
-                             QStringLiteral("Pass control sequences to this terminal unchanged (by default only colours do; "
-                                            "the rest is shown as text).")};
+        QStringLiteral("Pass control sequences to this terminal unchanged (by default only colours do; "
+                       "the rest is shown as text).")};
 };
 } // namespace
 
@@ -90,17 +93,23 @@ public:
     QString name() const override { return QStringLiteral("exec"); }
     QString summary() const override
     {
-        return QStringLiteral("Run a command in a sandbox with live output; exits with its exit code (128+N when killed by "
-                              "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it; while it waits for a person, Ctrl-C or SIGTERM withdraws the request (exit 128+N).");
+        return QStringLiteral(
+            "Run a command in a sandbox with live output; exits with its exit code (128+N when killed by "
+            "signal N). Ctrl-C interrupts it, a second Ctrl-C kills it; while it waits for a person, Ctrl-C or SIGTERM "
+            "withdraws the request (exit 128+N).");
     }
-    QString usage() const override { return QStringLiteral("SANDBOX [-i] [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS..."); }
+    QString usage() const override
+    {
+        return QStringLiteral("SANDBOX [-i] [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS...");
+    }
     QList<QCommandLineOption> options() const override { return m_exec.list(); }
     int positionalsBeforeCommand() const override { return 1; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         QStringList args = positional;
         if (args.isEmpty())
-            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("exec needs a sandbox and a command")));
+            return fail(
+                ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("exec needs a sandbox and a command")));
         const QString sandbox = args.takeFirst();
         auto request = m_exec.read(parser, args);
         if (!request)
@@ -148,7 +157,8 @@ public:
             const Result<int> ran = session.run(id, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
             code = ran ? *ran : fail(ctx, ran.error());
         }
-        if (auto removed = (*client)->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), id}}); !removed)
+        if (auto removed = (*client)->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), id}});
+            !removed)
             ctx.err << "airlockctl: could not delete sandbox " << id << ": " << removed.error().message << Qt::endl;
         return code;
     }

@@ -32,7 +32,10 @@ sigset_t forwardedSignals()
 } // namespace
 
 ExecSession::ExecSession(DaemonClient &client, QTextStream &out, QTextStream &err, bool json)
-    : m_client(client), m_out(out), m_err(err), m_json(json)
+    : m_client(client)
+    , m_out(out)
+    , m_err(err)
+    , m_json(json)
 {
 }
 
@@ -73,9 +76,10 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
         // The command goes on in its sandbox, also when this machine's daemon went away (it is
         // taken over by the next one): reconnect and continue where the output left off.
         if (m_exec) {
-            const bool remote = !m_client.options().host.isEmpty() && !m_client.options().host.startsWith(QLatin1String("unix:"));
-            m_err << "airlockctl: " << (remote ? "the connection was lost" : "airlockd went away") << " (" << why.message
-                  << "); reconnecting, the command goes on in its sandbox" << Qt::endl;
+            const bool remote
+                = !m_client.options().host.isEmpty() && !m_client.options().host.startsWith(QLatin1String("unix:"));
+            m_err << "airlockctl: " << (remote ? "the connection was lost" : "airlockd went away") << " ("
+                  << why.message << "); reconnecting, the command goes on in its sandbox" << Qt::endl;
             m_lostFor.start();
             m_retryMs = 250;
             QTimer::singleShot(m_retryMs, this, &ExecSession::resume);
@@ -91,7 +95,8 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     auto started = m_client.call(QStringLiteral("exec.start"), params, 86'400'000);
     if (!started && m_abandonedBy) {
         // Ended while the start waited (for a person): the request was withdrawn, nothing ran.
-        m_err << "airlockctl: SIG" << ::sigabbrev_np(m_abandonedBy) << " while the command waited to start: its request is withdrawn, "
+        m_err << "airlockctl: SIG" << ::sigabbrev_np(m_abandonedBy)
+              << " while the command waited to start: its request is withdrawn, "
               << "nothing ran" << Qt::endl;
         return 128 + m_abandonedBy;
     }
@@ -173,7 +178,8 @@ void ExecSession::resume()
         return;
     if (Status again = m_client.connectToDaemon(m_client.options()); !again) {
         if (m_lostFor.elapsed() > kResumeForMs) {
-            m_err << "airlockctl: gave up reconnecting after " << kResumeForMs / 1000 << " s: " << again.error().message << Qt::endl;
+            m_err << "airlockctl: gave up reconnecting after " << kResumeForMs / 1000 << " s: " << again.error().message
+                  << Qt::endl;
             return finish(1);
         }
         m_retryMs = std::min(m_retryMs * 2, 5000);
@@ -187,19 +193,22 @@ void ExecSession::resume()
     // says how its command ended.
     if (!subscribed && subscribed.error().code == ErrorCode::NotFound)
         subscribed = QJsonObject{};
-    auto shown = subscribed ? m_client.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_sandboxId).arg(m_exec)}})
+    auto shown = subscribed ? m_client.call(QStringLiteral("history.show"),
+                     {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_sandboxId).arg(m_exec)}})
                             : Result<QJsonObject>(subscribed.error());
     QJsonValue after = 0;
     while (shown && !after.isNull()) {
-        auto page = m_client.call(QStringLiteral("history.output"), {{QStringLiteral("execution"), shown->value(QStringLiteral("id"))}, {QStringLiteral("after"), after}});
+        auto page = m_client.call(QStringLiteral("history.output"),
+            {{QStringLiteral("execution"), shown->value(QStringLiteral("id"))}, {QStringLiteral("after"), after}});
         if (!page) {
             shown = page.error();
             break;
         }
         for (const QJsonValue &v : page->value(QStringLiteral("chunks")).toArray()) {
             const QJsonObject chunk = v.toObject();
-            deliver(chunk.value(QStringLiteral("stream")).toInt(), qint64(chunk.value(QStringLiteral("offset")).toDouble()),
-                    QByteArray::fromBase64(chunk.value(QStringLiteral("data")).toString().toLatin1()));
+            deliver(chunk.value(QStringLiteral("stream")).toInt(),
+                qint64(chunk.value(QStringLiteral("offset")).toDouble()),
+                QByteArray::fromBase64(chunk.value(QStringLiteral("data")).toString().toLatin1()));
         }
         after = page->value(QStringLiteral("next"));
     }
@@ -239,8 +248,8 @@ void ExecSession::onEvent(const Event &event)
         return deliver(event.stream, event.offset, event.data);
     if (event.kind == QLatin1String("exec.truncated") && !m_json) {
         m_err << "\nairlockctl: output exceeded the sandbox's limit of "
-              << qint64(event.payload.value(QStringLiteral("limitBytes")).toDouble()) << " bytes; the command was killed"
-              << Qt::endl;
+              << qint64(event.payload.value(QStringLiteral("limitBytes")).toDouble())
+              << " bytes; the command was killed" << Qt::endl;
         return;
     }
     if (event.kind == QLatin1String("exec.exited"))
@@ -286,15 +295,13 @@ void ExecSession::onStdinReadable()
         m_stdin->setEnabled(false); // one chunk in flight: re-enabled by the reply
     m_stdinInFlight = true;
     m_client.callAsync(QStringLiteral("exec.stdin"),
-                       {{QStringLiteral("sandbox"), m_sandboxId},
-                        {QStringLiteral("exec"), double(m_exec)},
-                        {QStringLiteral("data"), QString::fromLatin1(buf.toBase64())},
-                        {QStringLiteral("eof"), eof}},
-                       [this, eof](Result<QJsonValue>) {
-                           m_stdinInFlight = false;
-                           if (!eof && m_stdin && !m_exitCode)
-                               m_stdin->setEnabled(true);
-                       });
+        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
+            {QStringLiteral("data"), QString::fromLatin1(buf.toBase64())}, {QStringLiteral("eof"), eof}},
+        [this, eof](Result<QJsonValue>) {
+            m_stdinInFlight = false;
+            if (!eof && m_stdin && !m_exitCode)
+                m_stdin->setEnabled(true);
+        });
 }
 
 void ExecSession::sendSignal(int signo)
@@ -304,8 +311,9 @@ void ExecSession::sendSignal(int signo)
         m_pendingSignal = m_pendingSignal == SIGKILL ? SIGKILL : signo;
         return;
     }
-        m_client.notify(QStringLiteral("exec.signal"),
-                        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)}, {QStringLiteral("signal"), signo}});
+    m_client.notify(QStringLiteral("exec.signal"),
+        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
+            {QStringLiteral("signal"), signo}});
 }
 
 void ExecSession::onSignal()
@@ -316,10 +324,9 @@ void ExecSession::onSignal()
         if (signo == SIGWINCH) {
             winsize ws{};
             if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col && m_exec)
-                m_client.notify(QStringLiteral("exec.resize"), {{QStringLiteral("sandbox"), m_sandboxId},
-                                                                {QStringLiteral("exec"), double(m_exec)},
-                                                                {QStringLiteral("rows"), ws.ws_row},
-                                                                {QStringLiteral("cols"), ws.ws_col}});
+                m_client.notify(QStringLiteral("exec.resize"),
+                    {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
+                        {QStringLiteral("rows"), ws.ws_row}, {QStringLiteral("cols"), ws.ws_col}});
         } else {
             sendSignal(signo == SIGINT && ++m_interrupts == 1 ? SIGINT : SIGKILL);
             // Still waiting to start, maybe for a person: the question is taken back (the start
@@ -336,7 +343,8 @@ void ExecSession::withdraw(int signo)
         return;
     m_abandonedBy = signo;
     m_client.notify(QStringLiteral("approvals.withdraw"),
-                    {{QStringLiteral("reason"), QStringLiteral("airlockctl ended by SIG%1").arg(QLatin1String(::sigabbrev_np(signo)))}});
+        {{QStringLiteral("reason"),
+            QStringLiteral("airlockctl ended by SIG%1").arg(QLatin1String(::sigabbrev_np(signo)))}});
 }
 
 void ExecSession::finish(int code)

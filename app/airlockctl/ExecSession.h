@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "OutputSink.h"
 #include "client/DaemonClient.h"
 #include "model/ExecRequest.h"
-#include "OutputSink.h"
 
 #include <QByteArray>
 #include <QElapsedTimer>
@@ -58,7 +58,7 @@ private:
     bool m_stdinInFlight = false;
     int m_interrupts = 0;
     int m_pendingSignal = 0; // signal requested before the exec id was known
-    int m_abandonedBy = 0;   // the signal that ended us while the start was waiting
+    int m_abandonedBy = 0; // the signal that ended us while the start was waiting
     std::optional<int> m_exitCode;
     QJsonObject m_result;
     QByteArray m_collected[3];

@@ -64,7 +64,8 @@ bool plainRelative(const QString &path)
     if (path.isEmpty() || path.startsWith(QLatin1Char('/')))
         return false;
     const QStringList parts = path.split(QLatin1Char('/'));
-    return std::none_of(parts.cbegin(), parts.cend(), [](const QString &p) { return p.isEmpty() || p == QLatin1String(".") || p == QLatin1String(".."); });
+    return std::none_of(parts.cbegin(), parts.cend(),
+        [](const QString &p) { return p.isEmpty() || p == QLatin1String(".") || p == QLatin1String(".."); });
 }
 
 // Where a host copy goes: a new or regular file is written aside (a temporary file beside it) and
@@ -77,15 +78,18 @@ bool plainRelative(const QString &path)
 // folder we may not add to.
 class HostTarget {
 public:
-    explicit HostTarget(const QString &path) : m_path(path)
+    explicit HostTarget(const QString &path)
+        : m_path(path)
     {
-        static const QRegularExpression ownFd(QStringLiteral("^/(?:dev/(?:fd/(\\d+)|(stdout|stderr))|proc/self/fd/(\\d+))$"));
+        static const QRegularExpression ownFd(
+            QStringLiteral("^/(?:dev/(?:fd/(\\d+)|(stdout|stderr))|proc/self/fd/(\\d+))$"));
         const auto fdMatch = ownFd.match(path);
-        m_fd = !fdMatch.hasMatch()                          ? -1
-               : fdMatch.captured(2) == QLatin1String("stdout") ? 1
-               : fdMatch.captured(2) == QLatin1String("stderr") ? 2
-                                                                : QString(fdMatch.captured(1) + fdMatch.captured(3)).toInt();
-        struct stat st {};
+        m_fd = !fdMatch.hasMatch()                           ? -1
+            : fdMatch.captured(2) == QLatin1String("stdout") ? 1
+            : fdMatch.captured(2) == QLatin1String("stderr")
+            ? 2
+            : QString(fdMatch.captured(1) + fdMatch.captured(3)).toInt();
+        struct stat st { };
         const bool exists = ::lstat(QFile::encodeName(path).constData(), &st) == 0;
         m_existingMode = exists && S_ISREG(st.st_mode) ? int(st.st_mode & 07777) : -1;
         m_aside = m_fd < 0 && (!exists || S_ISREG(st.st_mode));
@@ -104,7 +108,8 @@ public:
         if (m_aside) {
             const QFileInfo target(m_path);
             // (A short name of its own: the target's could be too long with a suffix.)
-            auto temporary = std::make_unique<QTemporaryFile>(target.absolutePath() + QStringLiteral("/.airlock-cp-XXXXXX"));
+            auto temporary
+                = std::make_unique<QTemporaryFile>(target.absolutePath() + QStringLiteral("/.airlock-cp-XXXXXX"));
             if (temporary->open()) {
                 m_file = std::move(temporary);
                 return Ok{};
@@ -159,7 +164,10 @@ public:
     }
 
 private:
-    Error failure(const QString &why) const { return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, why)); }
+    Error failure(const QString &why) const
+    {
+        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(m_path, why));
+    }
 
     QString m_path;
     int m_fd = -1;
@@ -171,7 +179,12 @@ private:
 // One cp: its files one after the other over one connection, with one progress line.
 class Copier {
 public:
-    Copier(DaemonClient &client, const QString &sandbox, QTextStream &err) : m_client(client), m_sandbox(sandbox), m_err(err) {}
+    Copier(DaemonClient &client, const QString &sandbox, QTextStream &err)
+        : m_client(client)
+        , m_sandbox(sandbox)
+        , m_err(err)
+    {
+    }
 
     qint64 files = 0, directories = 0, bytes = 0;
     QStringList skipped;
@@ -183,19 +196,20 @@ public:
     {
         QFile file(hostPath);
         if (!file.open(QIODevice::ReadOnly))
-            return makeError(ErrorCode::NotFound, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
+            return makeError(
+                ErrorCode::NotFound, QStringLiteral("cannot read %1: %2").arg(hostPath, file.errorString()));
         // A file or a pipe (a FIFO, /dev/stdin of a pipeline): read to its end. A device or a
         // socket may never end: refused rather than copied in part.
-        struct stat st {};
+        struct stat st { };
         if (::fstat(file.handle(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
             return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("%1 is not a regular file or a pipe (a device or socket may never end); copy a file, or pipe it: "
-                                            "cat %1 | airlockctl cp /dev/stdin SANDBOX:PATH")
-                                 .arg(hostPath));
-        auto opened = m_client.call(QStringLiteral("fs.upload"), {{QStringLiteral("sandbox"), m_sandbox},
-                                                                  {QStringLiteral("path"), target},
-                                                                  {QStringLiteral("name"), name},
-                                                                  {QStringLiteral("mode"), int(st.st_mode & 0777)}});
+                QStringLiteral(
+                    "%1 is not a regular file or a pipe (a device or socket may never end); copy a file, or pipe it: "
+                    "cat %1 | airlockctl cp /dev/stdin SANDBOX:PATH")
+                    .arg(hostPath));
+        auto opened = m_client.call(QStringLiteral("fs.upload"),
+            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), target}, {QStringLiteral("name"), name},
+                {QStringLiteral("mode"), int(st.st_mode & 0777)}});
         if (!opened)
             return opened.error();
         const quint32 transfer = quint32(opened->value(QStringLiteral("transfer")).toDouble());
@@ -206,10 +220,12 @@ public:
         QByteArray chunk;
         std::optional<Error> readError;
         bool refused = false; // the daemon could not write: the rest is not sent
-        const auto told = QObject::connect(&m_client, &DaemonClient::notified, &m_client, [&](const QString &method, const QJsonObject &p) {
-            refused |= method == QLatin1String("fs.transfer") && quint32(p.value(QStringLiteral("transfer")).toDouble()) == transfer
-                && p.contains(QStringLiteral("error"));
-        });
+        const auto told = QObject::connect(
+            &m_client, &DaemonClient::notified, &m_client, [&](const QString &method, const QJsonObject &p) {
+                refused |= method == QLatin1String("fs.transfer")
+                    && quint32(p.value(QStringLiteral("transfer")).toDouble()) == transfer
+                    && p.contains(QStringLiteral("error"));
+            });
         const auto untell = qScopeGuard([&] { QObject::disconnect(told); });
         while (!refused) {
             chunk.resize(rpc::kDataChunk);
@@ -217,7 +233,8 @@ public:
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0)
-                readError = makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(hostPath, QString::fromLocal8Bit(std::strerror(errno))));
+                readError = makeError(ErrorCode::IoError,
+                    QStringLiteral("cannot read %1: %2").arg(hostPath, QString::fromLocal8Bit(std::strerror(errno))));
             if (n <= 0)
                 break;
             chunk.resize(n);
@@ -227,10 +244,10 @@ public:
             if (Status room = waitForRoom(); !room)
                 return room.error();
         }
-        auto finished = m_client.call(QStringLiteral("fs.finish"), {{QStringLiteral("sandbox"), m_sandbox},
-                                                                   {QStringLiteral("transfer"), double(transfer)},
-                                                                   {QStringLiteral("bytes"), readError ? -1.0 : double(sent)}},
-                                      600000);
+        auto finished = m_client.call(QStringLiteral("fs.finish"),
+            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("transfer"), double(transfer)},
+                {QStringLiteral("bytes"), readError ? -1.0 : double(sent)}},
+            600000);
         if (readError)
             return *readError;
         if (!finished)
@@ -250,22 +267,25 @@ public:
         bool ended = false;
         QEventLoop loop;
         // The reply comes before the data frames that follow it: each frame is for a known transfer.
-        const auto data = QObject::connect(&m_client, &DaemonClient::dataReceived, &loop, [&](quint32 id, QByteArrayView bytes) {
-            if (!transfer || id != *transfer || failed)
-                return;
-            if (Status w = target.write(bytes); !w)
-                failed = w.error(); // the rest is drained, then the error said
-            received += bytes.size();
-            step(bytes.size(), QFileInfo(path).fileName());
-        });
-        const auto done = QObject::connect(&m_client, &DaemonClient::notified, &loop, [&](const QString &method, const QJsonObject &p) {
-            if (method != QLatin1String("fs.transfer") || !transfer || quint32(p.value(QStringLiteral("transfer")).toDouble()) != *transfer)
-                return;
-            if (p.contains(QStringLiteral("error")) && !failed)
-                failed = rpc::errorFromReply(p.value(QStringLiteral("error")).toObject());
-            ended = true;
-            loop.quit();
-        });
+        const auto data
+            = QObject::connect(&m_client, &DaemonClient::dataReceived, &loop, [&](quint32 id, QByteArrayView bytes) {
+                  if (!transfer || id != *transfer || failed)
+                      return;
+                  if (Status w = target.write(bytes); !w)
+                      failed = w.error(); // the rest is drained, then the error said
+                  received += bytes.size();
+                  step(bytes.size(), QFileInfo(path).fileName());
+              });
+        const auto done = QObject::connect(
+            &m_client, &DaemonClient::notified, &loop, [&](const QString &method, const QJsonObject &p) {
+                if (method != QLatin1String("fs.transfer") || !transfer
+                    || quint32(p.value(QStringLiteral("transfer")).toDouble()) != *transfer)
+                    return;
+                if (p.contains(QStringLiteral("error")) && !failed)
+                    failed = rpc::errorFromReply(p.value(QStringLiteral("error")).toObject());
+                ended = true;
+                loop.quit();
+            });
         const auto gone = QObject::connect(&m_client, &DaemonClient::disconnected, &loop, [&](const Error &why) {
             if (!failed)
                 failed = why;
@@ -278,28 +298,29 @@ public:
             QObject::disconnect(gone);
         });
         std::optional<Result<QJsonValue>> opened;
-        m_client.callAsync(QStringLiteral("fs.download"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}},
-                           [&](Result<QJsonValue> r) {
-                               if (r) {
-                                   const QJsonObject o = r->toObject();
-                                   size = qint64(o.value(QStringLiteral("size")).toDouble());
-                                   mode = o.value(QStringLiteral("mode")).toInt(-1);
-                                   if (Status open = target.open(); !open)
-                                       failed = open.error();
-                                   transfer = quint32(o.value(QStringLiteral("transfer")).toDouble());
-                                   if (totalFiles == 0)
-                                       totalBytes = size;
-                               }
-                               opened = std::move(r);
-                               if (!r)
-                                   loop.quit();
-                           });
+        m_client.callAsync(QStringLiteral("fs.download"),
+            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}}, [&](Result<QJsonValue> r) {
+                if (r) {
+                    const QJsonObject o = r->toObject();
+                    size = qint64(o.value(QStringLiteral("size")).toDouble());
+                    mode = o.value(QStringLiteral("mode")).toInt(-1);
+                    if (Status open = target.open(); !open)
+                        failed = open.error();
+                    transfer = quint32(o.value(QStringLiteral("transfer")).toDouble());
+                    if (totalFiles == 0)
+                        totalBytes = size;
+                }
+                opened = std::move(r);
+                if (!r)
+                    loop.quit();
+            });
         if (!opened || *opened)
             loop.exec();
         if (opened && !*opened)
             return opened->error();
         if (!failed && received != size)
-            failed = makeError(ErrorCode::IoError, QStringLiteral("%1: %2 of %3 bytes arrived").arg(path).arg(received).arg(size));
+            failed = makeError(
+                ErrorCode::IoError, QStringLiteral("%1: %2 of %3 bytes arrived").arg(path).arg(received).arg(size));
         if (failed) {
             target.cancel();
             return *failed;
@@ -312,9 +333,8 @@ public:
 
     Result<QString> makeDirectory(const QString &path, int mode, bool *existed)
     {
-        auto made = m_client.call(QStringLiteral("fs.mkdir"), {{QStringLiteral("sandbox"), m_sandbox},
-                                                             {QStringLiteral("path"), path},
-                                                             {QStringLiteral("mode"), mode}});
+        auto made = m_client.call(QStringLiteral("fs.mkdir"),
+            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}, {QStringLiteral("mode"), mode}});
         if (!made)
             return made.error();
         *existed = made->value(QStringLiteral("existed")).toBool();
@@ -325,7 +345,8 @@ public:
 
     Result<QJsonArray> list(const QString &path)
     {
-        auto listed = m_client.call(QStringLiteral("fs.list"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}});
+        auto listed = m_client.call(
+            QStringLiteral("fs.list"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}});
         if (!listed)
             return listed.error();
         return listed->value(QStringLiteral("entries")).toArray();
@@ -335,7 +356,8 @@ public:
     {
         m_line.clear();
         skipped.append(what);
-        m_err << "airlockctl: skipped " << display::escaped(what) << " (cp copies files and folders)" << Qt::endl; // names a sandbox chose
+        m_err << "airlockctl: skipped " << display::escaped(what) << " (cp copies files and folders)"
+              << Qt::endl; // names a sandbox chose
     }
     void clearProgress() { m_line.clear(); }
     const QString &sandbox() const { return m_sandbox; }
@@ -344,7 +366,8 @@ private:
     void step(qint64 n, const QString &name)
     {
         bytes += n;
-        const QString what = totalFiles > 1 ? QStringLiteral("copying %1 of %2 files").arg(files + 1).arg(totalFiles) : QStringLiteral("copying ") + name;
+        const QString what = totalFiles > 1 ? QStringLiteral("copying %1 of %2 files").arg(files + 1).arg(totalFiles)
+                                            : QStringLiteral("copying ") + name;
         m_line.update(what, bytes, totalBytes);
     }
     // Flow control: while much is queued, wait for the daemon to read it. And hear what the
@@ -375,8 +398,9 @@ public:
     QString name() const override { return QStringLiteral("cp"); }
     QString summary() const override
     {
-        return QStringLiteral("Copy files (and with -r folders) between this host and a sandbox's /workspace, keeping their modes. "
-                              "Paths outside the workspace, '..' and symlinks that lead out are refused.");
+        return QStringLiteral(
+            "Copy files (and with -r folders) between this host and a sandbox's /workspace, keeping their modes. "
+            "Paths outside the workspace, '..' and symlinks that lead out are refused.");
     }
     QString usage() const override { return QStringLiteral("[-r] HOSTPATH SANDBOX:PATH | [-r] SANDBOX:PATH HOSTPATH"); }
     QList<QCommandLineOption> options() const override { return {m_recursive}; }
@@ -384,19 +408,24 @@ public:
     {
         const QStringList args = positional;
         if (args.size() != 2)
-            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("cp needs a source and a destination")));
+            return fail(
+                ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("cp needs a source and a destination")));
         const Endpoint from = parseEndpoint(args[0]), to = parseEndpoint(args[1]);
         if (from.sandbox.isEmpty() == to.sandbox.isEmpty())
-            return fail(ctx, makeError(ErrorCode::InvalidArgument,
-                                       QStringLiteral("exactly one side must be SANDBOX:PATH (e.g. cp ./data.csv sb1:/workspace/)")));
+            return fail(ctx,
+                makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("exactly one side must be SANDBOX:PATH (e.g. cp ./data.csv sb1:/workspace/)")));
         const bool recursive = parser.isSet(m_recursive);
         if (to.sandbox.isEmpty() ? false : QFileInfo(from.path).isDir() && !recursive)
-            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a folder; copy it with cp -r").arg(from.path)));
+            return fail(ctx,
+                makeError(
+                    ErrorCode::InvalidArgument, QStringLiteral("%1 is a folder; copy it with cp -r").arg(from.path)));
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
         Copier copier(**client, to.sandbox.isEmpty() ? from.sandbox : to.sandbox, ctx.err);
-        Result<QJsonObject> copied = to.sandbox.isEmpty() ? download(copier, from.path, to.path, recursive) : upload(copier, from.path, to.path, recursive);
+        Result<QJsonObject> copied = to.sandbox.isEmpty() ? download(copier, from.path, to.path, recursive)
+                                                          : upload(copier, from.path, to.path, recursive);
         copier.clearProgress();
         if (!copied)
             return fail(ctx, copied.error());
@@ -426,14 +455,16 @@ private:
         QList<Item> items;
         for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
             const fs::file_status st = it->symlink_status(ec);
-            items.append({QFile::decodeName(QByteArray::fromStdString(it->path().lexically_relative(root).string())), st});
+            items.append(
+                {QFile::decodeName(QByteArray::fromStdString(it->path().lexically_relative(root).string())), st});
             if (st.type() == fs::file_type::regular) {
                 copier.totalBytes += qint64(it->file_size(ec));
                 ++copier.totalFiles;
             }
         }
         if (ec)
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(hostPath, QString::fromStdString(ec.message())));
+            return makeError(ErrorCode::IoError,
+                QStringLiteral("cannot read %1: %2").arg(hostPath, QString::fromStdString(ec.message())));
         bool existed = false;
         auto top = copier.makeDirectory(target, modeOf(hostPath), &existed);
         if (!top)
@@ -455,7 +486,10 @@ private:
                 if (auto up = copier.upload(src, dest, QString()); !up)
                     return up.error();
             } else {
-                copier.skip(QStringLiteral("%1 %2").arg(item.status.type() == fs::file_type::symlink ? QStringLiteral("symbolic link") : QStringLiteral("special file"), src));
+                copier.skip(QStringLiteral("%1 %2").arg(item.status.type() == fs::file_type::symlink
+                        ? QStringLiteral("symbolic link")
+                        : QStringLiteral("special file"),
+                    src));
             }
         }
         return summary(copier, base);
@@ -466,7 +500,8 @@ private:
         auto listed = copier.list(path);
         if (!listed)
             return listed.error();
-        const bool file = listed->size() == 1 && listed->at(0).toObject().value(QStringLiteral("path")).toString().isEmpty();
+        const bool file
+            = listed->size() == 1 && listed->at(0).toObject().value(QStringLiteral("path")).toString().isEmpty();
         const QString name = QFileInfo(path).fileName();
         if (file) {
             if (QFileInfo(hostPath).isDir())
@@ -476,7 +511,8 @@ private:
             return QJsonObject{{QStringLiteral("path"), hostPath}, {QStringLiteral("bytes"), double(copier.bytes)}};
         }
         if (!recursive)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is a folder; copy it with cp -r").arg(path));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("%1 is a folder; copy it with cp -r").arg(path));
         // cp -r SB:SRC DST: into DST when it is a folder, else as DST.
         const mode_t mask = currentUmask();
         const QString base = QFileInfo(hostPath).isDir() && !name.isEmpty() ? joined(hostPath, name) : hostPath;
@@ -494,20 +530,25 @@ private:
             const QString relative = e.value(QStringLiteral("path")).toString();
             const QString type = e.value(QStringLiteral("type")).toString();
             if (!plainRelative(relative))
-                return makeError(ErrorCode::ProtocolError, QStringLiteral("the daemon listed '%1', which is not a name below %2; refused").arg(relative, path));
+                return makeError(ErrorCode::ProtocolError,
+                    QStringLiteral("the daemon listed '%1', which is not a name below %2; refused")
+                        .arg(relative, path));
             const QString dest = joined(base, relative);
             const int mode = e.value(QStringLiteral("mode")).toInt(0755);
             if (type == QLatin1String("directory")) {
                 // Writable for the copy of what it holds, whatever its mode says.
                 if (::mkdir(QFile::encodeName(dest).constData(), mode_t((mode | 0700) & ~mask)) != 0 && errno != EEXIST)
-                    return makeError(ErrorCode::IoError, QStringLiteral("cannot create %1: %2").arg(dest, QString::fromLocal8Bit(std::strerror(errno))));
+                    return makeError(ErrorCode::IoError,
+                        QStringLiteral("cannot create %1: %2").arg(dest, QString::fromLocal8Bit(std::strerror(errno))));
                 ++copier.directories;
             } else if (type == QLatin1String("file")) {
                 if (Status s = copier.download(joined(path, relative), dest); !s)
                     return s.error();
             } else {
-                copier.skip(QStringLiteral("%1 %2:%3").arg(type == QLatin1String("link") ? QStringLiteral("symbolic link") : QStringLiteral("special file"),
-                                                            copier.sandbox(), joined(path, relative)));
+                copier.skip(QStringLiteral("%1 %2:%3")
+                                .arg(type == QLatin1String("link") ? QStringLiteral("symbolic link")
+                                                                   : QStringLiteral("special file"),
+                                    copier.sandbox(), joined(path, relative)));
             }
         }
         return summary(copier, base);
@@ -515,21 +556,20 @@ private:
 
     static int modeOf(const QString &hostPath)
     {
-        struct stat st {};
+        struct stat st { };
         return ::lstat(QFile::encodeName(hostPath).constData(), &st) == 0 ? int(st.st_mode & 0777) | 0700 : 0755;
     }
 
     static QJsonObject summary(const Copier &copier, const QString &path)
     {
-        return QJsonObject{{QStringLiteral("path"), path},
-                           {QStringLiteral("files"), double(copier.files)},
-                           {QStringLiteral("directories"), double(copier.directories)},
-                           {QStringLiteral("bytes"), double(copier.bytes)},
-                           {QStringLiteral("skipped"), QJsonArray::fromStringList(copier.skipped)}};
+        return QJsonObject{{QStringLiteral("path"), path}, {QStringLiteral("files"), double(copier.files)},
+            {QStringLiteral("directories"), double(copier.directories)},
+            {QStringLiteral("bytes"), double(copier.bytes)},
+            {QStringLiteral("skipped"), QJsonArray::fromStringList(copier.skipped)}};
     }
 
     QCommandLineOption m_recursive{{QStringLiteral("r"), QStringLiteral("recursive")},
-                                   QStringLiteral("Copy folders and what they hold (symbolic links and special files are skipped, and said).")};
+        QStringLiteral("Copy folders and what they hold (symbolic links and special files are skipped, and said).")};
 };
 
 void addFileCommands(std::vector<std::unique_ptr<Command>> &commands)

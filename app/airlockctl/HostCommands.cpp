@@ -16,14 +16,21 @@ namespace airlock::cli {
 class HostsCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("hosts"); }
-    QString summary() const override { return QStringLiteral("Name the daemons to talk to: add NAME URL, ls, rm NAME, use NAME|local."); }
-    QString usage() const override { return QStringLiteral("add NAME URL [--token-file FILE] | ls | rm NAME | use NAME|local"); }
+    QString summary() const override
+    {
+        return QStringLiteral("Name the daemons to talk to: add NAME URL, ls, rm NAME, use NAME|local.");
+    }
+    QString usage() const override
+    {
+        return QStringLiteral("add NAME URL [--token-file FILE] | ls | rm NAME | use NAME|local");
+    }
     QList<QCommandLineOption> options() const override
     {
         return {QCommandLineOption(QStringLiteral("token-file"),
-                                   QStringLiteral("add: the token for a wss:// host, as 'airlockd token create' printed it ('-': stdin). Kept in "
-                                                  "the session keyring when one answers, else in a 0600 file."),
-                                   QStringLiteral("file"))};
+            QStringLiteral(
+                "add: the token for a wss:// host, as 'airlockd token create' printed it ('-': stdin). Kept in "
+                "the session keyring when one answers, else in a 0600 file."),
+            QStringLiteral("file"))};
     }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
@@ -41,7 +48,8 @@ public:
         else if (sub == QLatin1String("use") && positional.size() == 2)
             done = hosts->use(positional.at(1));
         else
-            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("usage: airlockctl hosts ") + usage()));
+            return fail(
+                ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("usage: airlockctl hosts ") + usage()));
         if (!done)
             return fail(ctx, done.error());
         if (Status saved = hosts->save(); !saved)
@@ -58,24 +66,29 @@ private:
         if (Status checked = HostRegistry(hosts).add(name, url); !checked)
             return checked;
         QFile file;
-        const bool opened = tokenFile == QLatin1String("-") ? file.open(stdin, QIODevice::ReadOnly) : (file.setFileName(tokenFile), file.open(QIODevice::ReadOnly));
+        const bool opened = tokenFile == QLatin1String("-")
+            ? file.open(stdin, QIODevice::ReadOnly)
+            : (file.setFileName(tokenFile), file.open(QIODevice::ReadOnly));
         const QByteArray token = opened ? file.read(4096).trimmed() : QByteArray();
         if (!opened)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--token-file %1: %2").arg(tokenFile, file.errorString()));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("--token-file %1: %2").arg(tokenFile, file.errorString()));
         if (!remote::isTokenShaped(token))
             return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("--token-file %1: not a token (expected one line, alk_…, as 'airlockd token create' printed it)").arg(tokenFile));
+                QStringLiteral(
+                    "--token-file %1: not a token (expected one line, alk_…, as 'airlockd token create' printed it)")
+                    .arg(tokenFile));
         return hosttokens::addHost(hosts, name, url, token);
     }
 
     int list(Context &ctx, const HostRegistry &hosts)
     {
         if (ctx.json) {
-            QJsonArray out{QJsonObject{{QStringLiteral("name"), QStringLiteral("local")}, {QStringLiteral("url"), QString()},
-                                       {QStringLiteral("current"), hosts.current().isEmpty()}}};
+            QJsonArray out{QJsonObject{{QStringLiteral("name"), QStringLiteral("local")},
+                {QStringLiteral("url"), QString()}, {QStringLiteral("current"), hosts.current().isEmpty()}}};
             for (const auto &e : hosts.entries())
-                out.append(QJsonObject{{QStringLiteral("name"), e.name}, {QStringLiteral("url"), e.url}, {QStringLiteral("current"), e.name == hosts.current()},
-                                       {QStringLiteral("token"), e.token}});
+                out.append(QJsonObject{{QStringLiteral("name"), e.name}, {QStringLiteral("url"), e.url},
+                    {QStringLiteral("current"), e.name == hosts.current()}, {QStringLiteral("token"), e.token}});
             printJson(ctx, QJsonObject{{QStringLiteral("hosts"), out}});
             return ExitOk;
         }

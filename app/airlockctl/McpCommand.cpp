@@ -32,7 +32,9 @@ constexpr qint64 kMaxLine = 48 * 1024 * 1024; // a 32 MiB file, base64, in one m
 class StdinLines final : public QObject {
     Q_OBJECT
 public:
-    explicit StdinLines(QObject *parent = nullptr) : QObject(parent), m_notifier(STDIN_FILENO, QSocketNotifier::Read, this)
+    explicit StdinLines(QObject *parent = nullptr)
+        : QObject(parent)
+        , m_notifier(STDIN_FILENO, QSocketNotifier::Read, this)
     {
         ::fcntl(STDIN_FILENO, F_SETFL, ::fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
         connect(&m_notifier, &QSocketNotifier::activated, this, &StdinLines::readable);
@@ -94,7 +96,9 @@ QString agentName(const QString &clientName)
 {
     QString name;
     for (const QChar c : clientName.left(100))
-        name += c.isLetterOrNumber() && c.unicode() < 128 ? c : QStringLiteral("._:@/+-").contains(c) ? c : QLatin1Char('-');
+        name += c.isLetterOrNumber() && c.unicode() < 128 ? c
+            : QStringLiteral("._:@/+-").contains(c)       ? c
+                                                          : QLatin1Char('-');
     while (!name.isEmpty() && !name.at(0).isLetterOrNumber())
         name.remove(0, 1);
     return name.isEmpty() ? QStringLiteral("mcp-client") : name;
@@ -123,10 +127,15 @@ public:
     QString name() const override { return QStringLiteral("mcp"); }
     QString summary() const override
     {
-        return QStringLiteral("Serve MCP on stdin/stdout: agents create sandboxes, run commands and move files through Airlock, every call "
+        return QStringLiteral("Serve MCP on stdin/stdout: agents create sandboxes, run commands and move files through "
+                              "Airlock, every call "
                               "under its policies, approvals and history.");
     }
-    QString usage() const override { return QStringLiteral("[--host NAME|URL] [--run NAME] [--preset NAME] [--allow HOST]... [--sandbox NAME]... [--lease 10s]"); }
+    QString usage() const override
+    {
+        return QStringLiteral(
+            "[--host NAME|URL] [--run NAME] [--preset NAME] [--allow HOST]... [--sandbox NAME]... [--lease 10s]");
+    }
     QList<QCommandLineOption> options() const override
     {
         return {m_host, m_run, m_preset, m_allow, m_sandbox, m_lease};
@@ -180,8 +189,9 @@ public:
             if (ctx.connect.agent.isEmpty())
                 ctx.connect.agent = agentName(clientName);
             if (ctx.connect.run.isEmpty())
-                ctx.connect.run = QStringLiteral("%1-%2-%3").arg(agentName(clientName).left(60),
-                                                                QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+                ctx.connect.run = QStringLiteral("%1-%2-%3")
+                                      .arg(agentName(clientName).left(60),
+                                          QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
                                       .arg(QCoreApplication::applicationPid());
             ctx.connect.clientName = QStringLiteral("airlockctl mcp (%1)").arg(clientName);
             backend = std::make_unique<mcp::SandboxBackend>(options, connect);
@@ -194,7 +204,8 @@ public:
         mcp::McpServer server(open, [&](const QJsonObject &message) {
             if (!outputGone && !writeLine(message)) {
                 outputGone = true; // the client stopped reading: as if it had left
-                QMetaObject::invokeMethod(&loop, [&] { server.endOfInput(); }, Qt::QueuedConnection);
+                QMetaObject::invokeMethod(
+                    &loop, [&] { server.endOfInput(); }, Qt::QueuedConnection);
             }
         });
         StdinLines input;
@@ -213,8 +224,7 @@ public:
         QSocketNotifier stop(signals, QSocketNotifier::Read);
         QObject::connect(&stop, &QSocketNotifier::activated, &server, [&] {
             signalfd_siginfo info{};
-            while (::read(signals, &info, sizeof info) == sizeof info) {
-            }
+            while (::read(signals, &info, sizeof info) == sizeof info) { }
             server.endOfInput();
         });
         loop.exec();
@@ -223,12 +233,24 @@ public:
     }
 
 private:
-    QCommandLineOption m_host{QStringLiteral("host"), QStringLiteral("The daemon to use: a name from 'airlockctl hosts', or a URL (as before the command)."), QStringLiteral("name|url")};
-    QCommandLineOption m_run{QStringLiteral("run"), QStringLiteral("The run to record the session in (default: the client's name and the time)."), QStringLiteral("name")};
-    QCommandLineOption m_preset{QStringLiteral("preset"), QStringLiteral("Create the session's sandboxes with this preset (see 'airlockctl policy presets')."), QStringLiteral("name")};
-    QCommandLineOption m_allow{QStringLiteral("allow"), QStringLiteral("A host the agent may ask for in a sandbox's network allowlist (repeatable)."), QStringLiteral("host")};
-    QCommandLineOption m_sandbox{QStringLiteral("sandbox"), QStringLiteral("One of your sandboxes the session may use too, not delete (repeatable)."), QStringLiteral("name")};
-    QCommandLineOption m_lease{QStringLiteral("lease"), QStringLiteral("Kill the session's commands this long after it is gone (default 10s)."), QStringLiteral("duration")};
+    QCommandLineOption m_host{QStringLiteral("host"),
+        QStringLiteral("The daemon to use: a name from 'airlockctl hosts', or a URL (as before the command)."),
+        QStringLiteral("name|url")};
+    QCommandLineOption m_run{QStringLiteral("run"),
+        QStringLiteral("The run to record the session in (default: the client's name and the time)."),
+        QStringLiteral("name")};
+    QCommandLineOption m_preset{QStringLiteral("preset"),
+        QStringLiteral("Create the session's sandboxes with this preset (see 'airlockctl policy presets')."),
+        QStringLiteral("name")};
+    QCommandLineOption m_allow{QStringLiteral("allow"),
+        QStringLiteral("A host the agent may ask for in a sandbox's network allowlist (repeatable)."),
+        QStringLiteral("host")};
+    QCommandLineOption m_sandbox{QStringLiteral("sandbox"),
+        QStringLiteral("One of your sandboxes the session may use too, not delete (repeatable)."),
+        QStringLiteral("name")};
+    QCommandLineOption m_lease{QStringLiteral("lease"),
+        QStringLiteral("Kill the session's commands this long after it is gone (default 10s)."),
+        QStringLiteral("duration")};
 };
 
 void addMcpCommands(std::vector<std::unique_ptr<Command>> &commands)

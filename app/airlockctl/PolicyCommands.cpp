@@ -25,7 +25,9 @@ void flatten(const QJsonValue &v, const QString &pointer, QList<QPair<QString, Q
         QStringList list;
         for (const QJsonValue &w : words.toArray())
             list.append(w.toString());
-        out.append({pointer, r.value(QStringLiteral("decision")).toString() + QLatin1Char(' ') + (words.isString() ? words.toString() : list.join(QLatin1Char(' ')))});
+        out.append({pointer,
+            r.value(QStringLiteral("decision")).toString() + QLatin1Char(' ')
+                + (words.isString() ? words.toString() : list.join(QLatin1Char(' ')))});
     } else if (v.isObject()) {
         const QJsonObject o = v.toObject();
         for (auto it = o.begin(); it != o.end(); ++it)
@@ -35,8 +37,9 @@ void flatten(const QJsonValue &v, const QString &pointer, QList<QPair<QString, Q
         for (qsizetype i = 0; i < a.size(); ++i)
             flatten(a.at(i), QStringLiteral("%1/%2").arg(pointer).arg(i), out);
     } else {
-        const QString text = v.isString() ? v.toString()
-                                          : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
+        const QString text = v.isString()
+            ? v.toString()
+            : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
         out.append({pointer, text});
     }
 }
@@ -59,7 +62,8 @@ public:
     QString summary() const override { return QStringLiteral("Show, change or try a sandbox's policy; list presets."); }
     QString usage() const override
     {
-        return QStringLiteral("presets | show SANDBOX [--effective] | set SANDBOX FILE|- | edit SANDBOX | check SANDBOX (-- CMD... | --url URL | --tool NAME [JSON])");
+        return QStringLiteral("presets | show SANDBOX [--effective] | set SANDBOX FILE|- | edit SANDBOX | check "
+                              "SANDBOX (-- CMD... | --url URL | --tool NAME [JSON])");
     }
     QList<QCommandLineOption> options() const override { return {m_effective, m_url, m_tool}; }
     int positionalsBeforeCommand() const override { return 2; }
@@ -88,15 +92,20 @@ public:
             QJsonParseError err{};
             const QJsonDocument arguments = QJsonDocument::fromJson(rest.value(0, QStringLiteral("{}")).toUtf8(), &err);
             if (err.error != QJsonParseError::NoError || !arguments.isObject() || rest.size() > 1)
-                return fail(ctx, badUsage(QStringLiteral("--tool NAME takes the call's arguments as one JSON object, e.g. '{\"to\": \"a@example.com\"}'")));
-            return check(ctx, sandbox, {{QStringLiteral("tool"), parser.value(m_tool)}, {QStringLiteral("arguments"), arguments.object()}});
+                return fail(ctx,
+                    badUsage(QStringLiteral("--tool NAME takes the call's arguments as one JSON object, e.g. '{\"to\": "
+                                            "\"a@example.com\"}'")));
+            return check(ctx, sandbox,
+                {{QStringLiteral("tool"), parser.value(m_tool)}, {QStringLiteral("arguments"), arguments.object()}});
         }
         if (sub == QLatin1String("check")) {
             QStringList argv = positional.mid(2);
             if (!argv.isEmpty() && argv.first() == QLatin1String("--"))
                 argv.removeFirst();
             if (argv.isEmpty())
-                return fail(ctx, badUsage(QStringLiteral("policy check needs the command: airlockctl policy check SANDBOX -- CMD...")));
+                return fail(ctx,
+                    badUsage(
+                        QStringLiteral("policy check needs the command: airlockctl policy check SANDBOX -- CMD...")));
             return check(ctx, sandbox, {{QStringLiteral("argv"), QJsonArray::fromStringList(argv)}});
         }
         return fail(ctx, badUsage(QStringLiteral("usage: airlockctl policy %1").arg(usage())));
@@ -124,8 +133,9 @@ private:
         for (const QJsonValue &v : r->value(QStringLiteral("presets")).toArray()) {
             const QJsonObject p = v.toObject().value(QStringLiteral("policy")).toObject();
             const QString mode = p.value(QStringLiteral("network")).toObject().value(QStringLiteral("mode")).toString();
-            table.add({v.toObject().value(QStringLiteral("name")).toString(), mode == QLatin1String("full") ? QStringLiteral("FULL (host network)") : mode,
-                       p.value(QStringLiteral("description")).toString()});
+            table.add({v.toObject().value(QStringLiteral("name")).toString(),
+                mode == QLatin1String("full") ? QStringLiteral("FULL (host network)") : mode,
+                p.value(QStringLiteral("description")).toString()});
         }
         table.print(ctx.out);
         return ExitOk;
@@ -133,14 +143,16 @@ private:
 
     int show(Context &ctx, const QString &sandbox, bool effective)
     {
-        auto r = call(ctx, QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("effective"), effective}});
+        auto r = call(ctx, QStringLiteral("policy.get"),
+            {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("effective"), effective}});
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json || !effective) {
             if (ctx.json)
                 printJson(ctx, *r);
             else
-                ctx.out << QString::fromUtf8(QJsonDocument(r->value(QStringLiteral("policy")).toObject()).toJson(QJsonDocument::Indented));
+                ctx.out << QString::fromUtf8(
+                    QJsonDocument(r->value(QStringLiteral("policy")).toObject()).toJson(QJsonDocument::Indented));
             ctx.out.flush();
             return ExitOk;
         }
@@ -153,8 +165,8 @@ private:
                 continue;
             table.add({pointer, format::escaped(value, 80), layerOf(sources, pointer)});
         }
-        ctx.out << "policy version " << r->value(QStringLiteral("version")).toInt() << " (preset " << r->value(QStringLiteral("preset")).toString()
-                << ")\n";
+        ctx.out << "policy version " << r->value(QStringLiteral("version")).toInt() << " (preset "
+                << r->value(QStringLiteral("preset")).toString() << ")\n";
         table.print(ctx.out);
         return ExitOk;
     }
@@ -164,13 +176,15 @@ private:
         auto document = readPolicyFile(file);
         if (!document)
             return fail(ctx, document.error());
-        auto r = call(ctx, QStringLiteral("policy.set"), {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("policy"), *document}});
+        auto r = call(ctx, QStringLiteral("policy.set"),
+            {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("policy"), *document}});
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json)
             printJson(ctx, *r);
         else
-            ctx.out << "policy of " << sandbox << " is now version " << r->value(QStringLiteral("version")).toInt() << Qt::endl;
+            ctx.out << "policy of " << sandbox << " is now version " << r->value(QStringLiteral("version")).toInt()
+                    << Qt::endl;
         return ExitOk;
     }
 
@@ -182,13 +196,17 @@ private:
         QTemporaryFile file(QDir::tempPath() + QStringLiteral("/airlock-policy-XXXXXX.json"));
         if (!file.open())
             return fail(ctx, makeError(ErrorCode::IoError, QStringLiteral("cannot create a temporary file")));
-        const QByteArray before = QJsonDocument(current->value(QStringLiteral("policy")).toObject()).toJson(QJsonDocument::Indented);
+        const QByteArray before
+            = QJsonDocument(current->value(QStringLiteral("policy")).toObject()).toJson(QJsonDocument::Indented);
         file.write(before);
         file.flush();
         const QString editor = qEnvironmentVariable("VISUAL", qEnvironmentVariable("EDITOR", QStringLiteral("vi")));
         // The editor is the user's own program on their own file: through their shell, like git does.
-        if (QProcess::execute(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), editor + QStringLiteral(" \"$1\""), QStringLiteral("sh"), file.fileName()}) != 0)
-            return fail(ctx, makeError(ErrorCode::IoError, QStringLiteral("the editor (%1) failed; nothing changed").arg(editor)));
+        if (QProcess::execute(QStringLiteral("/bin/sh"),
+                {QStringLiteral("-c"), editor + QStringLiteral(" \"$1\""), QStringLiteral("sh"), file.fileName()})
+            != 0)
+            return fail(ctx,
+                makeError(ErrorCode::IoError, QStringLiteral("the editor (%1) failed; nothing changed").arg(editor)));
         file.seek(0);
         if (file.readAll() == before) {
             ctx.err << "no change" << Qt::endl;
@@ -208,16 +226,18 @@ private:
             printJson(ctx, *r);
             return ExitOk;
         }
-        ctx.out << r->value(QStringLiteral("decision")).toString() << ": " << format::escaped(r->value(QStringLiteral("reason")).toString())
-                << Qt::endl;
+        ctx.out << r->value(QStringLiteral("decision")).toString() << ": "
+                << format::escaped(r->value(QStringLiteral("reason")).toString()) << Qt::endl;
         return ExitOk;
     }
 
-    QCommandLineOption m_tool{QStringLiteral("tool"), QStringLiteral("check: what the tool permissions say about a call (arguments as JSON)."),
-                              QStringLiteral("name")};
-    QCommandLineOption m_url{QStringLiteral("url"), QStringLiteral("check: what the network rules say about this URL."), QStringLiteral("url")};
+    QCommandLineOption m_tool{QStringLiteral("tool"),
+        QStringLiteral("check: what the tool permissions say about a call (arguments as JSON)."),
+        QStringLiteral("name")};
+    QCommandLineOption m_url{QStringLiteral("url"), QStringLiteral("check: what the network rules say about this URL."),
+        QStringLiteral("url")};
     QCommandLineOption m_effective{QStringLiteral("effective"),
-                                   QStringLiteral("show: the policy in force, every value with the layer it came from.")};
+        QStringLiteral("show: the policy in force, every value with the layer it came from.")};
 };
 
 void addPolicyCommands(std::vector<std::unique_ptr<Command>> &commands)

@@ -9,8 +9,8 @@
 #include "model/DisplayText.h"
 
 #include <QDateTime>
-#include <QThread>
 #include <QJsonArray>
+#include <QThread>
 
 namespace airlock::cli {
 
@@ -49,12 +49,16 @@ class CreateCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("create"); }
     QString summary() const override { return QStringLiteral("Create a sandbox and print its name."); }
-    QString usage() const override { return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw]]... [limits]"); }
+    QString usage() const override
+    {
+        return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw]]... [limits]");
+    }
     QList<QCommandLineOption> options() const override { return m_spec.list(); }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         if (!positional.isEmpty())
-            return fail(ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("create takes no arguments; use --name")));
+            return fail(
+                ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("create takes no arguments; use --name")));
         auto params = m_spec.read(parser);
         if (!params)
             return fail(ctx, params.error());
@@ -71,7 +75,8 @@ public:
         if (!ctx.json && created->value(QStringLiteral("hostNetwork")).toBool())
             ctx.err << "airlockctl: warning: this sandbox shares the host network (--network full)" << Qt::endl;
         else if (!ctx.json && created->value(QStringLiteral("network")).toString() == QLatin1String("allowlist"))
-            ctx.err << "airlockctl: network only through the egress proxy, to what its policy allows (airlockctl policy show "
+            ctx.err << "airlockctl: network only through the egress proxy, to what its policy allows (airlockctl "
+                       "policy show "
                     << created->value(QStringLiteral("name")).toString() << " --effective)" << Qt::endl;
         return ExitOk;
     }
@@ -99,13 +104,13 @@ public:
             return ExitOk;
         }
         Table table({QStringLiteral("NAME"), QStringLiteral("ID"), QStringLiteral("STATE"), QStringLiteral("NETWORK"),
-                     QStringLiteral("AGE"), QStringLiteral("EXECS")});
+            QStringLiteral("AGE"), QStringLiteral("EXECS")});
         for (const QJsonValue &v : sandboxes) {
             const QJsonObject sb = v.toObject();
             table.add({sb.value(QStringLiteral("name")).toString(), sb.value(QStringLiteral("id")).toString(),
-                       sb.value(QStringLiteral("state")).toString(), networkLabel(sb),
-                       age(sb.value(QStringLiteral("createdAt")).toString()),
-                       QString::number(sb.value(QStringLiteral("executions")).toInt())});
+                sb.value(QStringLiteral("state")).toString(), networkLabel(sb),
+                age(sb.value(QStringLiteral("createdAt")).toString()),
+                QString::number(sb.value(QStringLiteral("executions")).toInt())});
         }
         table.print(ctx.out);
         return ExitOk;
@@ -118,8 +123,9 @@ public:
     QString name() const override { return QStringLiteral("stats"); }
     QString summary() const override
     {
-        return QStringLiteral("Show what each sandbox uses now: running commands, CPU (share of one core over half a second), "
-                              "resident memory, processes, its newest command's agent and its last line of output.");
+        return QStringLiteral(
+            "Show what each sandbox uses now: running commands, CPU (share of one core over half a second), "
+            "resident memory, processes, its newest command's agent and its last line of output.");
     }
     QString usage() const override { return QStringLiteral("[SANDBOX...]"); }
     int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
@@ -135,39 +141,51 @@ public:
         if (!second)
             return fail(ctx, second.error());
         // Between the two samples, by the daemon's clock.
-        const double elapsedMs = std::max(1.0, second->value(QStringLiteral("sampledMs")).toDouble() - first->value(QStringLiteral("sampledMs")).toDouble());
+        const double elapsedMs = std::max(1.0,
+            second->value(QStringLiteral("sampledMs")).toDouble()
+                - first->value(QStringLiteral("sampledMs")).toDouble());
         QHash<QString, double> before;
         for (const QJsonValue &v : first->value(QStringLiteral("sandboxes")).toArray())
-            before.insert(v.toObject().value(QStringLiteral("id")).toString(), v.toObject().value(QStringLiteral("cpuNs")).toDouble());
+            before.insert(v.toObject().value(QStringLiteral("id")).toString(),
+                v.toObject().value(QStringLiteral("cpuNs")).toDouble());
         QJsonArray shown;
         for (const QJsonValue &v : second->value(QStringLiteral("sandboxes")).toArray()) {
             QJsonObject sb = v.toObject();
             const QString id = sb.value(QStringLiteral("id")).toString();
-            if (!positional.isEmpty() && !positional.contains(id) && !positional.contains(sb.value(QStringLiteral("name")).toString()))
+            if (!positional.isEmpty() && !positional.contains(id)
+                && !positional.contains(sb.value(QStringLiteral("name")).toString()))
                 continue;
             if (before.contains(id))
-                sb.insert(QStringLiteral("cpuPercent"), std::max(0.0, (sb.value(QStringLiteral("cpuNs")).toDouble() - before.value(id)) / 1e4 / elapsedMs));
+                sb.insert(QStringLiteral("cpuPercent"),
+                    std::max(0.0, (sb.value(QStringLiteral("cpuNs")).toDouble() - before.value(id)) / 1e4 / elapsedMs));
             shown.append(sb);
         }
         for (const QString &ref : positional)
             if (std::none_of(shown.cbegin(), shown.cend(), [&](const QJsonValue &v) {
-                    return v.toObject().value(QStringLiteral("id")).toString() == ref || v.toObject().value(QStringLiteral("name")).toString() == ref;
+                    return v.toObject().value(QStringLiteral("id")).toString() == ref
+                        || v.toObject().value(QStringLiteral("name")).toString() == ref;
                 }))
-                return fail(ctx, makeError(ErrorCode::NotFound, QStringLiteral("no sandbox '%1' (airlockctl ls lists them)").arg(display::escaped(ref, 100))));
+                return fail(ctx,
+                    makeError(ErrorCode::NotFound,
+                        QStringLiteral("no sandbox '%1' (airlockctl ls lists them)").arg(display::escaped(ref, 100))));
         if (ctx.json) {
             printJson(ctx, shown);
             return ExitOk;
         }
-        Table table({QStringLiteral("NAME"), QStringLiteral("RUNNING"), QStringLiteral("CPU"), QStringLiteral("MEMORY"), QStringLiteral("PROCS"),
-                     QStringLiteral("AGENT"), QStringLiteral("LAST OUTPUT")});
+        Table table({QStringLiteral("NAME"), QStringLiteral("RUNNING"), QStringLiteral("CPU"), QStringLiteral("MEMORY"),
+            QStringLiteral("PROCS"), QStringLiteral("AGENT"), QStringLiteral("LAST OUTPUT")});
         for (const QJsonValue &v : std::as_const(shown)) {
             const QJsonObject sb = v.toObject();
-            table.add({sb.value(QStringLiteral("name")).toString(), QString::number(sb.value(QStringLiteral("executions")).toInt()),
-                       sb.contains(QStringLiteral("cpuPercent")) ? QStringLiteral("%1%").arg(sb.value(QStringLiteral("cpuPercent")).toDouble(), 0, 'f', 1) : QStringLiteral("-"),
-                       units::formatBytes(uint64_t(sb.value(QStringLiteral("memoryBytes")).toDouble())),
-                       QString::number(sb.value(QStringLiteral("processes")).toInt()),
-                       display::escaped(sb.value(QStringLiteral("agent")).toString(), 30),
-                       display::escaped(sb.value(QStringLiteral("lastOutput")).toString().simplified(), 80)}); // runs of spaces could fake a wrapped row
+            table.add({sb.value(QStringLiteral("name")).toString(),
+                QString::number(sb.value(QStringLiteral("executions")).toInt()),
+                sb.contains(QStringLiteral("cpuPercent"))
+                    ? QStringLiteral("%1%").arg(sb.value(QStringLiteral("cpuPercent")).toDouble(), 0, 'f', 1)
+                    : QStringLiteral("-"),
+                units::formatBytes(uint64_t(sb.value(QStringLiteral("memoryBytes")).toDouble())),
+                QString::number(sb.value(QStringLiteral("processes")).toInt()),
+                display::escaped(sb.value(QStringLiteral("agent")).toString(), 30),
+                display::escaped(sb.value(QStringLiteral("lastOutput")).toString().simplified(),
+                    80)}); // runs of spaces could fake a wrapped row
         }
         table.print(ctx.out);
         return ExitOk;
@@ -191,8 +209,9 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto info = args.isEmpty() ? (*client)->call(QStringLiteral("daemon.info"))
-                                   : (*client)->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), args.first()}});
+        auto info = args.isEmpty()
+            ? (*client)->call(QStringLiteral("daemon.info"))
+            : (*client)->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), args.first()}});
         if (!info)
             return fail(ctx, info.error());
         if (ctx.json) {
@@ -208,7 +227,8 @@ private:
     {
         const QJsonObject caps = d.value(QStringLiteral("capabilities")).toObject();
         ctx.out << "daemon:      airlockd " << d.value(QStringLiteral("version")).toString() << " (pid "
-                << qint64(d.value(QStringLiteral("pid")).toDouble()) << ") on " << d.value(QStringLiteral("host")).toString()
+                << qint64(d.value(QStringLiteral("pid")).toDouble()) << ") on "
+                << d.value(QStringLiteral("host")).toString()
                 << "\nsocket:      " << d.value(QStringLiteral("socket")).toString()
                 << "\nsandboxes:   " << d.value(QStringLiteral("sandboxes")).toInt()
                 << "\nbubblewrap:  " << caps.value(QStringLiteral("bwrap")).toString()
@@ -232,22 +252,24 @@ private:
         QStringList ns;
         for (const QJsonValue &n : iso.value(QStringLiteral("namespaces")).toArray())
             ns.append(n.toString());
-        ctx.out << "name:        " << sb.value(QStringLiteral("name")).toString() << "\nid:          "
-                << sb.value(QStringLiteral("id")).toString() << "\nstate:       " << sb.value(QStringLiteral("state")).toString();
+        ctx.out << "name:        " << sb.value(QStringLiteral("name")).toString()
+                << "\nid:          " << sb.value(QStringLiteral("id")).toString()
+                << "\nstate:       " << sb.value(QStringLiteral("state")).toString();
         if (sb.value(QStringLiteral("failure")).isString())
             ctx.out << " (" << sb.value(QStringLiteral("failure")).toString() << ')';
         ctx.out << "\ncreated:     " << sb.value(QStringLiteral("createdAt")).toString() << " ("
                 << age(sb.value(QStringLiteral("createdAt")).toString()) << " ago)"
-                << "\nnetwork:     " << networkLabel(sb) << "\nworkspace:   /workspace (host: "
-                << sb.value(QStringLiteral("workspace")).toString() << ")";
+                << "\nnetwork:     " << networkLabel(sb)
+                << "\nworkspace:   /workspace (host: " << sb.value(QStringLiteral("workspace")).toString() << ")";
         if (const QJsonObject disk = sb.value(QStringLiteral("disk")).toObject(); !disk.isEmpty())
-            ctx.out << "\ndisk:        " << units::formatBytes(uint64_t(disk.value(QStringLiteral("usedBytes")).toDouble())) << " used of "
+            ctx.out << "\ndisk:        "
+                    << units::formatBytes(uint64_t(disk.value(QStringLiteral("usedBytes")).toDouble())) << " used of "
                     << units::formatBytes(uint64_t(disk.value(QStringLiteral("sizeBytes")).toDouble()));
-        ctx.out << "\nnamespaces:  " << ns.join(QStringLiteral(", "))
-                << "\nidentity:    uid 1000 inside, host uid " << qint64(iso.value(QStringLiteral("hostUid")).toDouble())
+        ctx.out << "\nnamespaces:  " << ns.join(QStringLiteral(", ")) << "\nidentity:    uid 1000 inside, host uid "
+                << qint64(iso.value(QStringLiteral("hostUid")).toDouble())
                 << ", no capabilities, no_new_privs\nfilters:     seccomp, landlock ABI "
-                << iso.value(QStringLiteral("landlockAbi")).toInt() << "\nexecutions:  "
-                << sb.value(QStringLiteral("executions")).toInt() << " running\n";
+                << iso.value(QStringLiteral("landlockAbi")).toInt()
+                << "\nexecutions:  " << sb.value(QStringLiteral("executions")).toInt() << " running\n";
         for (const QJsonValue &m : sb.value(QStringLiteral("mounts")).toArray()) {
             const QJsonObject mo = m.toObject();
             ctx.out << "mount:       " << mo.value(QStringLiteral("path")).toString() << " <- "
@@ -260,7 +282,7 @@ private:
         for (auto it = l.begin(); it != l.end(); ++it) {
             const QJsonObject entry = it.value().toObject();
             limits.add({it.key(), limitValue(it.key(), entry.value(QStringLiteral("value"))),
-                        entry.value(QStringLiteral("enforcedBy")).toString()});
+                entry.value(QStringLiteral("enforcedBy")).toString()});
         }
         limits.print(ctx.out);
     }
@@ -287,7 +309,7 @@ public:
         QJsonArray removed;
         for (const QString &ref : refs) {
             auto r = (*client)->call(QStringLiteral("sandbox.delete"),
-                                     {{QStringLiteral("sandbox"), ref}, {QStringLiteral("keep"), parser.isSet(m_keep)}});
+                {{QStringLiteral("sandbox"), ref}, {QStringLiteral("keep"), parser.isSet(m_keep)}});
             if (!r) {
                 code = fail(ctx, r.error());
                 continue;
@@ -306,7 +328,8 @@ public:
     }
 
 private:
-    QCommandLineOption m_keep{QStringLiteral("keep"), QStringLiteral("Keep the workspace (moved under the data directory).")};
+    QCommandLineOption m_keep{
+        QStringLiteral("keep"), QStringLiteral("Keep the workspace (moved under the data directory).")};
 };
 
 void addSandboxCommands(std::vector<std::unique_ptr<Command>> &commands)

@@ -52,7 +52,10 @@ Result<QByteArray> readValue(Context &ctx, const QString &name)
 class SecretCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("secret"); }
-    QString summary() const override { return QStringLiteral("Keep secrets for sandboxes: set NAME (value from stdin or a prompt), ls, rm NAME."); }
+    QString summary() const override
+    {
+        return QStringLiteral("Keep secrets for sandboxes: set NAME (value from stdin or a prompt), ls, rm NAME.");
+    }
     QString usage() const override { return QStringLiteral("set NAME | ls | rm NAME"); }
     int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
     {
@@ -62,10 +65,13 @@ public:
         if (sub == QLatin1String("set") && positional.size() == 2)
             return set(ctx, positional.at(1));
         if (sub == QLatin1String("rm") && positional.size() == 2)
-            return call(ctx, QStringLiteral("secrets.remove"), {{QStringLiteral("name"), positional.at(1)}}, QStringLiteral("removed"));
+            return call(ctx, QStringLiteral("secrets.remove"), {{QStringLiteral("name"), positional.at(1)}},
+                QStringLiteral("removed"));
         if (sub == QLatin1String("set") && positional.size() > 2)
-            return fail(ctx, badUsage(QStringLiteral("a secret's value is never an argument (other users can read those); pipe it in: "
-                                                     "airlockctl secret set NAME < file")));
+            return fail(ctx,
+                badUsage(
+                    QStringLiteral("a secret's value is never an argument (other users can read those); pipe it in: "
+                                   "airlockctl secret set NAME < file")));
         return fail(ctx, badUsage(QStringLiteral("usage: airlockctl secret %1").arg(usage())));
     }
 
@@ -79,8 +85,9 @@ private:
             return fail(ctx, value.error());
         if (Status valid = SecretStore::validateValue(*value); !valid)
             return fail(ctx, valid.error());
-        return call(ctx, QStringLiteral("secrets.set"), {{QStringLiteral("name"), name}, {QStringLiteral("value"), QString::fromLatin1(value->toBase64())}},
-                    QStringLiteral("set"));
+        return call(ctx, QStringLiteral("secrets.set"),
+            {{QStringLiteral("name"), name}, {QStringLiteral("value"), QString::fromLatin1(value->toBase64())}},
+            QStringLiteral("set"));
     }
 
     int call(Context &ctx, const QString &method, const QJsonObject &params, const QString &done)
@@ -96,7 +103,8 @@ private:
         } else {
             ctx.out << done << ' ' << params.value(QStringLiteral("name")).toString() << Qt::endl;
             if (r->value(QStringLiteral("weaker")).toBool())
-                ctx.err << "airlockctl: note: stored in the " << r->value(QStringLiteral("backend")).toString() << Qt::endl;
+                ctx.err << "airlockctl: note: stored in the " << r->value(QStringLiteral("backend")).toString()
+                        << Qt::endl;
         }
         return ExitOk;
     }
@@ -116,8 +124,11 @@ private:
         Table table({QStringLiteral("NAME"), QStringLiteral("BYTES"), QStringLiteral("UPDATED")});
         for (const QJsonValue &v : r->value(QStringLiteral("secrets")).toArray()) {
             const QJsonObject s = v.toObject();
-            table.add({s.value(QStringLiteral("name")).toString(), QString::number(s.value(QStringLiteral("bytes")).toInt()),
-                       format::timestamp(QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs).toMSecsSinceEpoch())});
+            table.add(
+                {s.value(QStringLiteral("name")).toString(), QString::number(s.value(QStringLiteral("bytes")).toInt()),
+                    format::timestamp(
+                        QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
+                            .toMSecsSinceEpoch())});
         }
         table.print(ctx.out);
         ctx.err << "backend: " << r->value(QStringLiteral("backend")).toString() << Qt::endl;

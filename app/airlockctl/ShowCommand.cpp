@@ -19,7 +19,12 @@ namespace {
 class Replay {
 public:
     // With `collect`, output is gathered there as base64 chunks instead of written (--json).
-    Replay(OutputSink &sink, bool markers, QJsonArray *collect) : m_sink(sink), m_markers(markers), m_collect(collect) {}
+    Replay(OutputSink &sink, bool markers, QJsonArray *collect)
+        : m_sink(sink)
+        , m_markers(markers)
+        , m_collect(collect)
+    {
+    }
 
     void add(int stream, qint64 offset, QByteArrayView data)
     {
@@ -35,9 +40,9 @@ public:
         if (offset > expected)
             gap(stream, offset - expected, false);
         if (m_collect)
-            m_collect->append(QJsonObject{{QStringLiteral("stream"), stream},
-                                          {QStringLiteral("offset"), double(offset)},
-                                          {QStringLiteral("data"), QString::fromLatin1(data.toByteArray().toBase64())}});
+            m_collect->append(
+                QJsonObject{{QStringLiteral("stream"), stream}, {QStringLiteral("offset"), double(offset)},
+                    {QStringLiteral("data"), QString::fromLatin1(data.toByteArray().toBase64())}});
         else
             m_sink.write(stream, data);
         expected = offset + data.size();
@@ -60,13 +65,14 @@ private:
     void gap(int stream, qint64 bytes, bool atEnd)
     {
         m_gaps.append(QJsonObject{{QStringLiteral("stream"), stream},
-                                  {QStringLiteral("offset"), double(m_expected[stream])},
-                                  {QStringLiteral("bytes"), double(bytes)}});
+            {QStringLiteral("offset"), double(m_expected[stream])}, {QStringLiteral("bytes"), double(bytes)}});
         if (m_markers) // after resetting whatever colour the output left on
-            m_sink.note(stream, QStringLiteral("\x1b[0m\n[airlock: %1 of %2 not stored%3]\n")
-                                    .arg(units::formatBytes(uint64_t(bytes)), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr"),
-                                         atEnd ? QStringLiteral(" at the end") : QString())
-                                    .toUtf8());
+            m_sink.note(stream,
+                QStringLiteral("\x1b[0m\n[airlock: %1 of %2 not stored%3]\n")
+                    .arg(units::formatBytes(uint64_t(bytes)),
+                        stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr"),
+                        atEnd ? QStringLiteral(" at the end") : QString())
+                    .toUtf8());
         m_expected[stream] += bytes;
     }
 
@@ -84,8 +90,9 @@ void printHeader(Context &ctx, const QJsonObject &e)
     for (const QJsonValue &v : e.value(QStringLiteral("envNames")).toArray())
         env.append(v.toString());
     // A refused command never ran: it has no number in its sandbox, and its decision says why.
-    const QString where = e.value(QStringLiteral("exec")).isDouble() ? QStringLiteral("%1:%2").arg(e.value(QStringLiteral("sandboxName")).toString()).arg(num("exec"))
-                                                                     : e.value(QStringLiteral("sandboxName")).toString();
+    const QString where = e.value(QStringLiteral("exec")).isDouble()
+        ? QStringLiteral("%1:%2").arg(e.value(QStringLiteral("sandboxName")).toString()).arg(num("exec"))
+        : e.value(QStringLiteral("sandboxName")).toString();
     ctx.out << "execution " << num("id") << " (" << where << ")"
             << " in run " << format::commandLine({e.value(QStringLiteral("run"))}) << '\n';
     if (const QString agent = e.value(QStringLiteral("agent")).toString(); !agent.isEmpty())
@@ -97,9 +104,11 @@ void printHeader(Context &ctx, const QJsonObject &e)
             << (env.isEmpty() ? QString() : QStringLiteral("   env: ") + env.join(QStringLiteral(", "))) << '\n'
             << "started   " << format::timestamp(num("startedMs")) << "   duration " << format::duration(e) << '\n'
             << "status    " << e.value(QStringLiteral("status")).toString() << "   exit " << format::exitText(e) << '\n'
-            << "output    " << units::formatBytes(uint64_t(num("bytesOut"))) << " stdout, " << units::formatBytes(uint64_t(num("bytesErr")))
-            << " stderr; " << units::formatBytes(uint64_t(num("storedBytes"))) << " stored"
-            << (e.value(QStringLiteral("outputPruned")).toBool() ? QStringLiteral(" (output pruned)") : QString()) << '\n'
+            << "output    " << units::formatBytes(uint64_t(num("bytesOut"))) << " stdout, "
+            << units::formatBytes(uint64_t(num("bytesErr"))) << " stderr; "
+            << units::formatBytes(uint64_t(num("storedBytes"))) << " stored"
+            << (e.value(QStringLiteral("outputPruned")).toBool() ? QStringLiteral(" (output pruned)") : QString())
+            << '\n'
             << "---" << Qt::endl;
 }
 } // namespace
@@ -116,8 +125,9 @@ public:
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         if (positional.size() != 1)
-            return fail(ctx, makeError(ErrorCode::InvalidArgument,
-                                       QStringLiteral("show takes one execution: its id from 'airlockctl history' or SANDBOX:N")));
+            return fail(ctx,
+                makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("show takes one execution: its id from 'airlockctl history' or SANDBOX:N")));
         const bool raw = parser.isSet(m_raw);
         auto client = ctx.client();
         if (!client)
@@ -133,7 +143,8 @@ public:
         // Subscribe before reading the store: the daemon commits what it has published before it
         // answers history.output, so stored and live output overlap and nothing falls between.
         QList<Event> live;
-        bool following = parser.isSet(m_follow) && shown->value(QStringLiteral("status")).toString() == QLatin1String("running");
+        bool following
+            = parser.isSet(m_follow) && shown->value(QStringLiteral("status")).toString() == QLatin1String("running");
         QMetaObject::Connection subscription;
         if (following) {
             subscription = QObject::connect(&daemon, &DaemonClient::eventReceived, &daemon, [&](const Event &e) {
@@ -149,13 +160,15 @@ public:
         if (!raw && !ctx.json)
             printHeader(ctx, *shown);
         for (QJsonValue after = 0; after.isDouble() && !sink.broken();) {
-            auto page = daemon.call(QStringLiteral("history.output"), {{QStringLiteral("execution"), double(id)}, {QStringLiteral("after"), after}});
+            auto page = daemon.call(QStringLiteral("history.output"),
+                {{QStringLiteral("execution"), double(id)}, {QStringLiteral("after"), after}});
             if (!page)
                 return fail(ctx, page.error());
             for (const QJsonValue &v : page->value(QStringLiteral("chunks")).toArray()) {
                 const QJsonObject c = v.toObject();
-                replay.add(c.value(QStringLiteral("stream")).toInt(), qint64(c.value(QStringLiteral("offset")).toDouble()),
-                     QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1()));
+                replay.add(c.value(QStringLiteral("stream")).toInt(),
+                    qint64(c.value(QStringLiteral("offset")).toDouble()),
+                    QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1()));
             }
             after = page->value(QStringLiteral("next"));
         }
@@ -172,14 +185,17 @@ public:
             if (e.isOutput())
                 replay.add(e.stream, e.offset, e.data);
             else if (e.kind == QLatin1String("exec.exited") || e.kind == QLatin1String("sandbox.deleted")
-                     || e.kind == QLatin1String("sandbox.failed"))
+                || e.kind == QLatin1String("sandbox.failed"))
                 done = true;
         }
         QObject::disconnect(subscription);
         if (following) // the final record: status, exit and true byte counts
-            if (auto final = daemon.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), QString::number(id)}}); final)
+            if (auto final
+                = daemon.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), QString::number(id)}});
+                final)
                 shown = final;
-        replay.finish(qint64(shown->value(QStringLiteral("bytesOut")).toDouble()), qint64(shown->value(QStringLiteral("bytesErr")).toDouble()));
+        replay.finish(qint64(shown->value(QStringLiteral("bytesOut")).toDouble()),
+            qint64(shown->value(QStringLiteral("bytesErr")).toDouble()));
         if (ctx.json) {
             QJsonObject result = *shown;
             result.insert(QStringLiteral("output"), collected);
@@ -188,14 +204,17 @@ public:
             return ExitOk;
         }
         if (following && !raw)
-            ctx.err << "status " << shown->value(QStringLiteral("status")).toString() << ", exit " << format::exitText(*shown) << Qt::endl;
+            ctx.err << "status " << shown->value(QStringLiteral("status")).toString() << ", exit "
+                    << format::exitText(*shown) << Qt::endl;
         return ExitOk;
     }
 
 private:
     QCommandLineOption m_raw{QStringLiteral("raw"),
-                             QStringLiteral("Only the stored bytes, exactly (no header, no filtering of control sequences, no gap markers).")};
-    QCommandLineOption m_follow{QStringLiteral("follow"), QStringLiteral("If it is still running, keep printing its output until it exits.")};
+        QStringLiteral(
+            "Only the stored bytes, exactly (no header, no filtering of control sequences, no gap markers).")};
+    QCommandLineOption m_follow{
+        QStringLiteral("follow"), QStringLiteral("If it is still running, keep printing its output until it exits.")};
 };
 
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands)

@@ -15,13 +15,15 @@ namespace {
 // --disk none: a workspace with no size of its own (0 in the spec's limits).
 Result<uint64_t> parseBytesOrNone(const QString &text)
 {
-    return text == QLatin1String("none") || text == QLatin1String("0") ? Result<uint64_t>(uint64_t(0)) : units::parseBytes(text);
+    return text == QLatin1String("none") || text == QLatin1String("0") ? Result<uint64_t>(uint64_t(0))
+                                                                       : units::parseBytes(text);
 }
 } // namespace
 
 QList<QCommandLineOption> SpecOptions::list() const
 {
-    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_tmp, m_disk, m_pids, m_cpus, m_cpu, m_wall, m_files, m_fsize, m_output};
+    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_tmp, m_disk, m_pids, m_cpus, m_cpu,
+        m_wall, m_files, m_fsize, m_output};
 }
 
 Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
@@ -45,7 +47,8 @@ Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
     QJsonObject specJson = spec->toJson();
     if (parser.isSet(m_allow)) {
         if (parser.isSet(m_network) && spec->network != NetworkMode::Allowlist)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--allow goes with --network allowlist (or no --network)"));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("--allow goes with --network allowlist (or no --network)"));
         QJsonObject policy = params.value(QStringLiteral("policy")).toObject();
         QJsonObject network = policy.value(QStringLiteral("network")).toObject();
         QJsonArray allow = network.value(QStringLiteral("allow")).toArray();
@@ -69,7 +72,8 @@ Result<QString> readPreset(const QString &name)
 {
     if (!policy::presetNames().contains(name))
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("--preset: '%1' is not a preset (%2)").arg(name, policy::presetNames().join(QStringLiteral(", "))));
+            QStringLiteral("--preset: '%1' is not a preset (%2)")
+                .arg(name, policy::presetNames().join(QStringLiteral(", "))));
     return name;
 }
 
@@ -88,20 +92,24 @@ Result<QStringList> readAllowedHosts(const QStringList &hosts)
 Result<QJsonObject> readPolicyFile(const QString &path)
 {
     QFile file;
-    const bool opened = path == QLatin1String("-") ? file.open(stdin, QIODevice::ReadOnly) : (file.setFileName(path), file.open(QIODevice::ReadOnly));
+    const bool opened = path == QLatin1String("-") ? file.open(stdin, QIODevice::ReadOnly)
+                                                   : (file.setFileName(path), file.open(QIODevice::ReadOnly));
     if (!opened)
-        return makeError(ErrorCode::NotFound, QStringLiteral("cannot read the policy %1: %2").arg(path, file.errorString()));
+        return makeError(
+            ErrorCode::NotFound, QStringLiteral("cannot read the policy %1: %2").arg(path, file.errorString()));
     auto text = readToEnd(file, 1024 * 1024, QStringLiteral("the policy %1").arg(path));
     if (!text)
         return text.error();
     QJsonParseError err{};
     const QJsonDocument doc = QJsonDocument::fromJson(*text, &err);
     if (err.error != QJsonParseError::NoError || !doc.isObject())
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("the policy %1 is not a JSON object (%2 at offset %3)")
-                                                         .arg(path, err.error != QJsonParseError::NoError ? err.errorString() : QStringLiteral("not an object"))
-                                                         .arg(err.offset));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("the policy %1 is not a JSON object (%2 at offset %3)")
+                .arg(path, err.error != QJsonParseError::NoError ? err.errorString() : QStringLiteral("not an object"))
+                .arg(err.offset));
     if (Status valid = policy::validate(doc.object()); !valid)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("the policy %1: %2").arg(path, valid.error().message));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("the policy %1: %2").arg(path, valid.error().message));
     return doc.object();
 }
 
@@ -121,7 +129,7 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
             spec.network = NetworkMode::Allowlist;
         else if (mode != QLatin1String("none"))
             return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("invalid --network '%1': expected none, allowlist or full").arg(mode));
+                QStringLiteral("invalid --network '%1': expected none, allowlist or full").arg(mode));
     }
     for (const QString &m : parser.values(m_mount)) {
         auto mount = parseMountArg(m);
@@ -155,13 +163,16 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
         const QString range = limitRange(QLatin1String(f.key));
         auto v = f.parse(parser.value(f.option));
         if (!v)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: %2; it takes %3").arg(flag, v.error().message, range));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("%1: %2; it takes %3").arg(flag, v.error().message, range));
         const uint64_t value = f.parse == parseBytesOrNone ? *v : std::max<uint64_t>(1, *v / f.divisor);
         // The daemon's own validator, one limit at a time, so that a range error names its flag.
         const QJsonObject one{{QStringLiteral("limits"), QJsonObject{{QLatin1String(f.key), double(value)}}}};
         if (auto checked = SandboxSpec::fromJson(one); !checked)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 %2: %3").arg(flag, parser.value(f.option).left(100),
-                                                                                          checked.error().message.section(QStringLiteral(": "), 1)));
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("%1 %2: %3")
+                    .arg(flag, parser.value(f.option).left(100),
+                        checked.error().message.section(QStringLiteral(": "), 1)));
         spec.limits.*(f.member) = value;
     }
     // Let the one validator (the same the daemon runs) check the rest.

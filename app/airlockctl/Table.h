@@ -9,7 +9,10 @@ namespace airlock::cli {
 // Left-aligned columns separated by two spaces, the way `docker ps` prints.
 class Table {
 public:
-    explicit Table(QStringList header) : m_rows{std::move(header)} {}
+    explicit Table(QStringList header)
+        : m_rows{std::move(header)}
+    {
+    }
     void add(QStringList row) { m_rows.append(std::move(row)); }
     void print(QTextStream &out) const
     {

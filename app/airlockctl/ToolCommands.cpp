@@ -14,7 +14,11 @@ namespace airlock::cli {
 class ToolCommand final : public Command {
 public:
     QString name() const override { return QStringLiteral("tool"); }
-    QString summary() const override { return QStringLiteral("List the host tools a sandbox may call, or call one (ls SANDBOX | call SANDBOX NAME [JSON|-])."); }
+    QString summary() const override
+    {
+        return QStringLiteral(
+            "List the host tools a sandbox may call, or call one (ls SANDBOX | call SANDBOX NAME [JSON|-]).");
+    }
     QString usage() const override { return QStringLiteral("ls SANDBOX | call SANDBOX NAME [JSON|-]"); }
     int run(Context &ctx, const QCommandLineParser &, const QStringList &positional) override
     {
@@ -40,7 +44,8 @@ private:
             printJson(ctx, *r);
             return ExitOk;
         }
-        Table table({QStringLiteral("TOOL"), QStringLiteral("DECISION"), QStringLiteral("CONSTRAINTS"), QStringLiteral("DESCRIPTION")});
+        Table table({QStringLiteral("TOOL"), QStringLiteral("DECISION"), QStringLiteral("CONSTRAINTS"),
+            QStringLiteral("DESCRIPTION")});
         for (const QJsonValue &v : r->value(QStringLiteral("tools")).toArray()) {
             const QJsonObject t = v.toObject();
             QStringList constraints;
@@ -48,8 +53,8 @@ private:
             for (auto it = c.begin(); it != c.end(); ++it)
                 constraints.append(it.key() + QLatin1Char('=') + it.value().toString());
             table.add({t.value(QStringLiteral("name")).toString(), t.value(QStringLiteral("decision")).toString(),
-                       constraints.isEmpty() ? QStringLiteral("-") : format::escaped(constraints.join(QLatin1Char(' '))),
-                       format::escaped(t.value(QStringLiteral("description")).toString(), 70)});
+                constraints.isEmpty() ? QStringLiteral("-") : format::escaped(constraints.join(QLatin1Char(' '))),
+                format::escaped(t.value(QStringLiteral("description")).toString(), 70)});
         }
         table.print(ctx.out);
         return ExitOk;
@@ -67,14 +72,18 @@ private:
         QJsonParseError err{};
         const QJsonDocument doc = QJsonDocument::fromJson(text, &err);
         if (err.error != QJsonParseError::NoError || !doc.isObject())
-            return fail(ctx, badUsage(QStringLiteral("the arguments must be a JSON object, like '{\"path\": \"/tmp\"}' (%1)")
-                                          .arg(err.error != QJsonParseError::NoError ? err.errorString() : QStringLiteral("not an object"))));
+            return fail(ctx,
+                badUsage(QStringLiteral("the arguments must be a JSON object, like '{\"path\": \"/tmp\"}' (%1)")
+                             .arg(err.error != QJsonParseError::NoError ? err.errorString()
+                                                                        : QStringLiteral("not an object"))));
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
         // A call that asks waits for a person: as long as the daemon's approval timeout.
-        auto r = (*client)->call(QStringLiteral("tools.call"), {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("tool"), tool}, {QStringLiteral("arguments"), doc.object()}},
-                                 24 * 3600 * 1000);
+        auto r = (*client)->call(QStringLiteral("tools.call"),
+            {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("tool"), tool},
+                {QStringLiteral("arguments"), doc.object()}},
+            24 * 3600 * 1000);
         if (!r)
             return fail(ctx, r.error());
         printJson(ctx, *r);

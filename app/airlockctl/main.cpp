@@ -2,13 +2,13 @@
 // airlockctl: the composition root of the CLI. Sets up logging, builds the command registry and a
 // lazily connecting daemon client, and dispatches to one sub-command.
 #include "AppLogging.h"
-#include "util/Version.h"
 #include "Command.h"
 #include "Manual.h"
 #include "SandboxCommands.h"
 #include "client/HostTokens.h"
 #include "client/Hosts.h"
 #include "util/Paths.h"
+#include "util/Version.h"
 
 #include <QCoreApplication>
 
@@ -34,7 +34,6 @@ std::vector<std::unique_ptr<Command>> allCommands()
     return commands;
 }
 } // namespace airlock::cli
-
 
 int main(int argc, char *argv[])
 {
@@ -96,7 +95,8 @@ int main(int argc, char *argv[])
         cli::printHelp(out, commands);
         return args.isEmpty() ? cli::ExitUsage : cli::ExitOk;
     }
-    const auto command = std::find_if(commands.begin(), commands.end(), [&](const auto &c) { return c->name() == args.first(); });
+    const auto command
+        = std::find_if(commands.begin(), commands.end(), [&](const auto &c) { return c->name() == args.first(); });
     if (command == commands.end()) {
         err << "airlockctl: unknown command '" << args.first() << "' (see 'airlockctl --help')" << Qt::endl;
         return cli::ExitUsage;
@@ -133,8 +133,10 @@ int main(int argc, char *argv[])
         // An upgrade installed a new airlockctl while the old daemon runs on (its sandboxes with
         // it): said, not refused; the protocol's own version was checked at the handshake.
         if (client.daemonVersion() != airlock::version() && ctx.connect.host.isEmpty())
-            ctx.err << "airlockctl: airlockd is version " << client.daemonVersion() << ", this airlockctl " << airlock::version()
-                    << "; restart it to run the new one (systemctl --user restart airlockd): sandboxes go on" << Qt::endl;
+            ctx.err << "airlockctl: airlockd is version " << client.daemonVersion() << ", this airlockctl "
+                    << airlock::version()
+                    << "; restart it to run the new one (systemctl --user restart airlockd): sandboxes go on"
+                    << Qt::endl;
         return &client;
     };
     return (*command)->execute(ctx, args);

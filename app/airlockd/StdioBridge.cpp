@@ -17,7 +17,11 @@ namespace airlock::app {
 namespace {
 // One direction of the relay: what was read and not yet written.
 struct Pipe {
-    Pipe(int source, int sink) : from(source), to(sink) {}
+    Pipe(int source, int sink)
+        : from(source)
+        , to(sink)
+    {
+    }
     int from, to;
     char buffer[64 * 1024] = {};
     ssize_t start = 0, end = 0;
@@ -84,8 +88,8 @@ int runStdioBridge(const QString &socketPath)
         if (down.eof && !down.pending())
             return 0;
         pollfd fds[3] = {{STDIN_FILENO, short(up.eof || up.pending() ? 0 : POLLIN), 0},
-                         {fd, short((down.eof || down.pending() ? 0 : POLLIN) | (up.pending() ? POLLOUT : 0)), 0},
-                         {STDOUT_FILENO, short(down.pending() ? POLLOUT : 0), 0}};
+            {fd, short((down.eof || down.pending() ? 0 : POLLIN) | (up.pending() ? POLLOUT : 0)), 0},
+            {STDOUT_FILENO, short(down.pending() ? POLLOUT : 0), 0}};
         if (::poll(fds, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;

@@ -35,7 +35,8 @@ QHash<QString, QString> existingSandboxes()
     if (client.connectToDaemon(options)) {
         if (auto listed = client.call(QStringLiteral("sandbox.list"), {}, 10000))
             for (const QJsonValue &v : listed->value(QStringLiteral("sandboxes")).toArray())
-                existing.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject().value(QStringLiteral("id")).toString());
+                existing.insert(v.toObject().value(QStringLiteral("name")).toString(),
+                    v.toObject().value(QStringLiteral("id")).toString());
         return existing;
     }
     for (const auto &[id, record] : SandboxRecords(paths::dataDir() + QStringLiteral("/sandboxes")).readAll())
@@ -48,7 +49,7 @@ QHash<QString, QString> existingSandboxes()
 // regular file of ours on stdout is made 0600 before the token is written to it.
 void privateStdout()
 {
-    struct stat st {};
+    struct stat st { };
     if (::fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077))
         (void)::fchmod(STDOUT_FILENO, st.st_mode & 0700);
 }
@@ -57,9 +58,11 @@ void privateStdout()
 QList<QCommandLineOption> tokenOptions()
 {
     return {{QStringLiteral("name"), QStringLiteral("The token's name (create)."), QStringLiteral("name")},
-            {QStringLiteral("scope"), QStringLiteral("full (default), read-only or sandbox:NAME (the sandbox of that name now, bound by its id, and those "
-                                                      "created through the token); repeatable, combinable (create)."),
-             QStringLiteral("scope")}};
+        {QStringLiteral("scope"),
+            QStringLiteral(
+                "full (default), read-only or sandbox:NAME (the sandbox of that name now, bound by its id, and those "
+                "created through the token); repeatable, combinable (create)."),
+            QStringLiteral("scope")}};
 }
 
 int runTokenCommand(const QStringList &arguments)
@@ -82,16 +85,19 @@ int runTokenCommand(const QStringList &arguments)
     const QString action = args.value(0);
     if (action == QLatin1String("create") && args.size() == 1) {
         if (!parser.isSet(nameOpt))
-            return fail(makeError(ErrorCode::InvalidArgument, QStringLiteral("create needs --name NAME (say which client will hold it)")));
+            return fail(makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("create needs --name NAME (say which client will hold it)")));
         const QStringList scopes = parser.values(scopeOpt);
-        const bool named = std::any_of(scopes.cbegin(), scopes.cend(), [](const QString &s) { return s.startsWith(QLatin1String("sandbox:")); });
-        auto created = store.create(parser.value(nameOpt), scopes, named ? existingSandboxes() : QHash<QString, QString>());
+        const bool named = std::any_of(
+            scopes.cbegin(), scopes.cend(), [](const QString &s) { return s.startsWith(QLatin1String("sandbox:")); });
+        auto created
+            = store.create(parser.value(nameOpt), scopes, named ? existingSandboxes() : QHash<QString, QString>());
         if (!created)
             return fail(created.error());
         privateStdout();
         // The token on stdout alone (for a pipe or a file); the rest on stderr.
-        std::fprintf(stderr, "token '%s' (%s); it is shown once and stored only as a hash:\n", qPrintable(created->grant.tokenName),
-                     qPrintable(created->grant.describe()));
+        std::fprintf(stderr, "token '%s' (%s); it is shown once and stored only as a hash:\n",
+            qPrintable(created->grant.tokenName), qPrintable(created->grant.describe()));
         std::printf("%s\n", qPrintable(created->token));
         return 0;
     }
@@ -102,8 +108,9 @@ int runTokenCommand(const QStringList &arguments)
         std::printf("%-24s %-14s %-21s %s\n", "NAME", "ID", "CREATED", "SCOPE");
         for (const auto &e : std::as_const(*entries))
             std::printf("%-24s %-14s %-21s %s%s\n", qPrintable(e.grant.tokenName), qPrintable(e.grant.tokenId),
-                        qPrintable(e.created.toString(Qt::ISODate)), qPrintable(e.grant.describe()),
-                        e.revoked.isValid() ? qPrintable(QStringLiteral(" (revoked %1)").arg(e.revoked.toString(Qt::ISODate))) : "");
+                qPrintable(e.created.toString(Qt::ISODate)), qPrintable(e.grant.describe()),
+                e.revoked.isValid() ? qPrintable(QStringLiteral(" (revoked %1)").arg(e.revoked.toString(Qt::ISODate)))
+                                    : "");
         return 0;
     }
     if (action == QLatin1String("revoke") && args.size() == 2) {
@@ -112,7 +119,8 @@ int runTokenCommand(const QStringList &arguments)
         std::fprintf(stderr, "token '%s' revoked; its connections close within a second\n", qPrintable(args.at(1)));
         return 0;
     }
-    return fail(makeError(ErrorCode::InvalidArgument, QStringLiteral("expected: token create --name NAME [--scope S]…, token ls, token revoke NAME")));
+    return fail(makeError(ErrorCode::InvalidArgument,
+        QStringLiteral("expected: token create --name NAME [--scope S]…, token ls, token revoke NAME")));
 }
 
 } // namespace airlock::app

@@ -4,42 +4,42 @@
 // when it lets them go on for the next daemon (or, with --sandboxes-end-with-daemon, takes every
 // sandbox down) and exits 0.
 #include "AppLogging.h"
-#include "util/Version.h"
-#include "StdioBridge.h"
 #include "ManPage.h"
+#include "StdioBridge.h"
 #include "TokenCommand.h"
 #include "approval/ApprovalBroker.h"
 #include "engine/Engine.h"
 #include "history/HistoryGate.h"
 #include "history/HistoryReader.h"
 #include "history/HistoryStore.h"
+#include "log/Log.h"
 #include "model/Units.h"
 #include "policy/Policy.h"
-#include "log/Log.h"
 #include "remote/RemoteListener.h"
 #include "rpc/RpcServer.h"
-#include "secrets/KeychainSecretStore.h"
-#include "secrets/SecretStore.h"
 #include "sandbox/GuestImage.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/HostUids.h"
+#include "secrets/KeychainSecretStore.h"
+#include "secrets/SecretStore.h"
 #include "util/InstanceLock.h"
 #include "util/Paths.h"
+#include "util/Version.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
-#include <QSocketNotifier>
 #include <QPointer>
+#include <QSocketNotifier>
 #include <QThreadPool>
 
 #include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -49,7 +49,8 @@ QString defaultGuestPath()
 {
     // Next to the daemon (a build tree), then where an install put it, then the system's place.
     const QString dir = QCoreApplication::applicationDirPath();
-    const QStringList candidates{dir + QStringLiteral("/airlock-guest"), dir + QStringLiteral("/../libexec/airlock/airlock-guest")};
+    const QStringList candidates{
+        dir + QStringLiteral("/airlock-guest"), dir + QStringLiteral("/../libexec/airlock/airlock-guest")};
     for (const QString &candidate : candidates)
         if (QFileInfo(candidate).isExecutable())
             return QFileInfo(candidate).canonicalFilePath();
@@ -60,7 +61,8 @@ QString defaultGuestPath()
 Result<std::unique_ptr<SecretStore>> openSecretStore(const QString &choice)
 {
     if (choice != QLatin1String("auto") && choice != QLatin1String("secret-service") && choice != QLatin1String("file"))
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("--secret-store: expected auto, secret-service or file"));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("--secret-store: expected auto, secret-service or file"));
     const QString file = paths::configDir() + QStringLiteral("/secrets.json");
     if (choice == QLatin1String("file"))
         return std::unique_ptr<SecretStore>(std::make_unique<FileSecretStore>(file));
@@ -86,27 +88,34 @@ void raiseFileLimit()
 namespace {
 QString manualPage(const QList<QCommandLineOption> &options)
 {
-    app::ManPage page(QStringLiteral("airlockd"), QStringLiteral("the Airlock daemon: owns this user's sandboxes on a host"));
-    page.synopsis(QStringLiteral("[options]")).synopsis(QStringLiteral("token create --name NAME [--scope SCOPE]... | ls | revoke NAME"));
+    app::ManPage page(
+        QStringLiteral("airlockd"), QStringLiteral("the Airlock daemon: owns this user's sandboxes on a host"));
+    page.synopsis(QStringLiteral("[options]"))
+        .synopsis(QStringLiteral("token create --name NAME [--scope SCOPE]... | ls | revoke NAME"));
     page.paragraphs(QStringLiteral("Description"),
-                    QStringLiteral("airlockd runs one per user and host. It creates the sandboxes (bubblewrap, seccomp, Landlock, cgroups and "
-                                   "rlimits), runs commands in them, holds agents' requests until a person decides, keeps the history of "
-                                   "every run in SQLite, and serves airlock(1) and airlockctl(1) on a unix socket. Clients start it on "
-                                   "demand; a systemd user socket unit (airlockd.socket) can start it instead.\n\n"
-                                   "With --listen it also serves remote clients over wss:// (TLS 1.3 with its own certificate, whose "
-                                   "fingerprint clients pin) with bearer tokens from 'airlockd token create'."));
+        QStringLiteral(
+            "airlockd runs one per user and host. It creates the sandboxes (bubblewrap, seccomp, Landlock, cgroups and "
+            "rlimits), runs commands in them, holds agents' requests until a person decides, keeps the history of "
+            "every run in SQLite, and serves airlock(1) and airlockctl(1) on a unix socket. Clients start it on "
+            "demand; a systemd user socket unit (airlockd.socket) can start it instead.\n\n"
+            "With --listen it also serves remote clients over wss:// (TLS 1.3 with its own certificate, whose "
+            "fingerprint clients pin) with bearer tokens from 'airlockd token create'."));
     page.options(QStringLiteral("Options"), options);
     page.subsection(QStringLiteral("token create --name NAME [--scope SCOPE]... | ls | revoke NAME"),
-                    QStringLiteral("Bearer tokens for remote clients: created tokens are printed once and stored only as a hash; revoked "
-                                   "tokens' connections close within a second."),
-                    app::tokenOptions());
+        QStringLiteral(
+            "Bearer tokens for remote clients: created tokens are printed once and stored only as a hash; revoked "
+            "tokens' connections close within a second."),
+        app::tokenOptions());
     page.definitions(QStringLiteral("Files"),
-                     {{QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"), QStringLiteral("The socket (without XDG_RUNTIME_DIR: /run/user/UID/airlock/ when yours, else $XDG_STATE_HOME/airlock/run/).")},
-                      {QStringLiteral("$XDG_DATA_HOME/airlock/history.db"), QStringLiteral("The history.")},
-                      {QStringLiteral("$XDG_DATA_HOME/airlock/tls/"), QStringLiteral("The key and certificate for --listen.")},
-                      {QStringLiteral("$XDG_DATA_HOME/airlock/tokens.json"), QStringLiteral("Token hashes.")},
-                      {QStringLiteral("$XDG_STATE_HOME/airlock/airlockd.log"), QStringLiteral("The log.")},
-                      {QStringLiteral("$XDG_CONFIG_HOME/airlock/airlockd.env"), QStringLiteral("AIRLOCKD_OPTIONS for the systemd user service.")}});
+        {{QStringLiteral("$XDG_RUNTIME_DIR/airlock/airlockd.sock"),
+             QStringLiteral("The socket (without XDG_RUNTIME_DIR: /run/user/UID/airlock/ when yours, else "
+                            "$XDG_STATE_HOME/airlock/run/).")},
+            {QStringLiteral("$XDG_DATA_HOME/airlock/history.db"), QStringLiteral("The history.")},
+            {QStringLiteral("$XDG_DATA_HOME/airlock/tls/"), QStringLiteral("The key and certificate for --listen.")},
+            {QStringLiteral("$XDG_DATA_HOME/airlock/tokens.json"), QStringLiteral("Token hashes.")},
+            {QStringLiteral("$XDG_STATE_HOME/airlock/airlockd.log"), QStringLiteral("The log.")},
+            {QStringLiteral("$XDG_CONFIG_HOME/airlock/airlockd.env"),
+                QStringLiteral("AIRLOCKD_OPTIONS for the systemd user service.")}});
     page.paragraphs(QStringLiteral("See also"), QStringLiteral("airlockctl(1), airlock(1), bwrap(1)"));
     return page.render(airlock::version());
 }
@@ -144,64 +153,68 @@ int main(int argc, char *argv[])
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption socketOpt(QStringLiteral("socket"), QStringLiteral("Listen on this unix socket."),
-                                       QStringLiteral("path"), paths::defaultSocketPath());
-    const QCommandLineOption guestOpt(QStringLiteral("guest"), QStringLiteral("The airlock-guest binary to run in sandboxes."),
-                                      QStringLiteral("path"), defaultGuestPath());
-    const QCommandLineOption bwrapOpt(QStringLiteral("bwrap"), QStringLiteral("Use this bubblewrap instead of the one in PATH."),
-                                      QStringLiteral("path"));
+        QStringLiteral("path"), paths::defaultSocketPath());
+    const QCommandLineOption guestOpt(QStringLiteral("guest"),
+        QStringLiteral("The airlock-guest binary to run in sandboxes."), QStringLiteral("path"), defaultGuestPath());
+    const QCommandLineOption bwrapOpt(QStringLiteral("bwrap"),
+        QStringLiteral("Use this bubblewrap instead of the one in PATH."), QStringLiteral("path"));
     const QCommandLineOption endWithDaemonOpt(QStringLiteral("sandboxes-end-with-daemon"),
-                                              QStringLiteral("Sandboxes end when this daemon stops or dies (by default they go on, and "
-                                                             "the next airlockd takes them over)."));
-    const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages (also from the guest)."));
+        QStringLiteral("Sandboxes end when this daemon stops or dies (by default they go on, and "
+                       "the next airlockd takes them over)."));
+    const QCommandLineOption verboseOpt(
+        QStringLiteral("verbose"), QStringLiteral("Log debug messages (also from the guest)."));
     const QCommandLineOption outputCapOpt(QStringLiteral("history-output-cap"),
-                                          QStringLiteral("Output stored per execution, head and tail halves (default 16M)."),
-                                          QStringLiteral("size"), QStringLiteral("16M"));
+        QStringLiteral("Output stored per execution, head and tail halves (default 16M)."), QStringLiteral("size"),
+        QStringLiteral("16M"));
     const QCommandLineOption budgetOpt(QStringLiteral("history-budget"),
-                                       QStringLiteral("Output stored in all; the oldest executions' output goes first (default 2G)."),
-                                       QStringLiteral("size"), QStringLiteral("2G"));
+        QStringLiteral("Output stored in all; the oldest executions' output goes first (default 2G)."),
+        QStringLiteral("size"), QStringLiteral("2G"));
     const QCommandLineOption approvalTimeoutOpt(QStringLiteral("approval-timeout"),
-                                                QStringLiteral("How long an agent's request waits for a person before it is denied (default 120s)."),
-                                                QStringLiteral("duration"), QStringLiteral("120s"));
+        QStringLiteral("How long an agent's request waits for a person before it is denied (default 120s)."),
+        QStringLiteral("duration"), QStringLiteral("120s"));
     const QCommandLineOption resolveOpt(QStringLiteral("resolve"),
-                                        QStringLiteral("Answer NAME with ADDR[,ADDR] in the egress proxy instead of DNS. Trusted: the addresses "
-                                                       "are not checked against the refused ranges (loopback, private). Repeatable."),
-                                        QStringLiteral("name=addr"));
+        QStringLiteral("Answer NAME with ADDR[,ADDR] in the egress proxy instead of DNS. Trusted: the addresses "
+                       "are not checked against the refused ranges (loopback, private). Repeatable."),
+        QStringLiteral("name=addr"));
     const QCommandLineOption toolsOpt(QStringLiteral("tools"),
-                                      QStringLiteral("Load host tool declarations (*.json) from this directory (default: $XDG_CONFIG_HOME/airlock/tools). Repeatable."),
-                                      QStringLiteral("dir"));
+        QStringLiteral("Load host tool declarations (*.json) from this directory (default: "
+                       "$XDG_CONFIG_HOME/airlock/tools). Repeatable."),
+        QStringLiteral("dir"));
     const QCommandLineOption secretStoreOpt(QStringLiteral("secret-store"),
-                                            QStringLiteral("Where secrets are kept: secret-service (the session keyring), file (0600, weaker) "
-                                                           "or auto (the keyring when one answers, default)."),
-                                            QStringLiteral("backend"), QStringLiteral("auto"));
+        QStringLiteral("Where secrets are kept: secret-service (the session keyring), file (0600, weaker) "
+                       "or auto (the keyring when one answers, default)."),
+        QStringLiteral("backend"), QStringLiteral("auto"));
     const QCommandLineOption stdioOpt(QStringLiteral("stdio"),
-                                      QStringLiteral("Relay stdin/stdout to this user's daemon (starting it if needed) and exit when either "
-                                                     "ends: the far end of an ssh:// connection."));
+        QStringLiteral("Relay stdin/stdout to this user's daemon (starting it if needed) and exit when either "
+                       "ends: the far end of an ssh:// connection."));
     const QCommandLineOption listenOpt(QStringLiteral("listen"),
-                                       QStringLiteral("Also serve remote clients on ADDR:PORT over wss:// (TLS 1.3, the daemon's own certificate; "
-                                                      "clients need a token from 'airlockd token create')."),
-                                       QStringLiteral("addr:port"));
+        QStringLiteral("Also serve remote clients on ADDR:PORT over wss:// (TLS 1.3, the daemon's own certificate; "
+                       "clients need a token from 'airlockd token create')."),
+        QStringLiteral("addr:port"));
     const QCommandLineOption plainOpt(QStringLiteral("plain-ws"),
-                                      QStringLiteral("Serve --listen as plain ws:// instead (a loopback address only: tests, or behind a tunnel)."));
+        QStringLiteral("Serve --listen as plain ws:// instead (a loopback address only: tests, or behind a tunnel)."));
     const QCommandLineOption allowHostOpt(QStringLiteral("allow-host"),
-                                          QStringLiteral("Accept this name in a client's Host header besides the listening address. Repeatable."),
-                                          QStringLiteral("name[:port]"));
+        QStringLiteral("Accept this name in a client's Host header besides the listening address. Repeatable."),
+        QStringLiteral("name[:port]"));
     const QCommandLineOption allowOriginOpt(QStringLiteral("allow-origin"),
-                                            QStringLiteral("Accept a WebSocket upgrade carrying this Origin (none by default). Repeatable."),
-                                            QStringLiteral("origin"));
+        QStringLiteral("Accept a WebSocket upgrade carrying this Origin (none by default). Repeatable."),
+        QStringLiteral("origin"));
     const QCommandLineOption helloTimeoutOpt(QStringLiteral("hello-timeout"),
-                                             QStringLiteral("Close a connection that has not said hello this long after it opened (default 10s)."),
-                                             QStringLiteral("duration"), QStringLiteral("10s"));
+        QStringLiteral("Close a connection that has not said hello this long after it opened (default 10s)."),
+        QStringLiteral("duration"), QStringLiteral("10s"));
     const QCommandLineOption hostUidsOpt(QStringLiteral("sandbox-uids"),
-                                         QStringLiteral("As root: the host uids sandboxes run as, one each (default %1). The daemon refuses to start "
-                                                        "(exit status 4) when an account, a group or a line of /etc/subuid or /etc/subgid reaches into them.")
-                                             .arg(kDefaultHostUids.describe()),
-                                         QStringLiteral("first-last"), kDefaultHostUids.describe());
+        QStringLiteral(
+            "As root: the host uids sandboxes run as, one each (default %1). The daemon refuses to start "
+            "(exit status 4) when an account, a group or a line of /etc/subuid or /etc/subgid reaches into them.")
+            .arg(kDefaultHostUids.describe()),
+        QStringLiteral("first-last"), kDefaultHostUids.describe());
     const QCommandLineOption diskReserveOpt(QStringLiteral("disk-reserve"),
-                                            QStringLiteral("Refuse new workspaces when less than this is free on their disk, kept for the history "
-                                                           "and the workspaces already there (default 512M)."),
-                                            QStringLiteral("size"), QStringLiteral("512M"));
-    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt,
-                                            secretStoreOpt, stdioOpt, listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
+        QStringLiteral("Refuse new workspaces when less than this is free on their disk, kept for the history "
+                       "and the workspaces already there (default 512M)."),
+        QStringLiteral("size"), QStringLiteral("512M"));
+    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt,
+        budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt, listenOpt, plainOpt,
+        allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -250,10 +263,12 @@ int main(int argc, char *argv[])
             return 2;
         }
         remoteOptions = remote::RemoteListener::Options{parsed->first, parsed->second, parser.isSet(plainOpt),
-                                                        parser.values(allowHostOpt), parser.values(allowOriginOpt)};
+            parser.values(allowHostOpt), parser.values(allowOriginOpt)};
         if (remoteOptions->plain && !remoteOptions->address.isLoopback()) {
-            std::fprintf(stderr, "airlockd: --plain-ws: plain ws:// only on a loopback address (%s is not one); drop --plain-ws to serve wss://\n",
-                         qPrintable(parsed->first.toString()));
+            std::fprintf(stderr,
+                "airlockd: --plain-ws: plain ws:// only on a loopback address (%s is not one); drop --plain-ws to "
+                "serve wss://\n",
+                qPrintable(parsed->first.toString()));
             return 2;
         }
     } else if (parser.isSet(plainOpt)) {
@@ -293,10 +308,11 @@ int main(int argc, char *argv[])
     HistoryStore::Options historyOptions;
     historyOptions.path = paths::dataDir() + QStringLiteral("/history.db");
     for (const auto &[option, target] : {std::pair{&outputCapOpt, &historyOptions.maxStoredOutputPerExec},
-                                         std::pair{&budgetOpt, &historyOptions.maxStoredOutputTotal}}) {
+             std::pair{&budgetOpt, &historyOptions.maxStoredOutputTotal}}) {
         auto bytes = units::parseBytes(parser.value(*option));
         if (!bytes) {
-            std::fprintf(stderr, "airlockd: --%s: %s\n", qPrintable(option->names().constFirst()), qPrintable(bytes.error().message));
+            std::fprintf(stderr, "airlockd: --%s: %s\n", qPrintable(option->names().constFirst()),
+                qPrintable(bytes.error().message));
             return 2;
         }
         *target = qint64(*bytes);
@@ -310,7 +326,8 @@ int main(int argc, char *argv[])
     const QString damageFound = historyOptions.path + QStringLiteral(".damage-found");
     QString aside, damage;
     if (QFile::remove(damageFound)) {
-        if (auto moved = HistoryStore::setAsideIfDamaged(historyOptions.path)) { // (not when recovered by hand meanwhile)
+        if (auto moved
+            = HistoryStore::setAsideIfDamaged(historyOptions.path)) { // (not when recovered by hand meanwhile)
             aside = *moved;
             damage = QStringLiteral("quick_check found damage inside");
         }
@@ -327,8 +344,9 @@ int main(int argc, char *argv[])
     if (!aside.isEmpty()) {
         QString quoted = aside;
         quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
-        historyNotice = QStringLiteral("the history at %1 was damaged (%2); it was moved to %3 and a new one started. To recover what "
-                                       "it held: sqlite3 '%4' .recover | sqlite3 recovered.db")
+        historyNotice = QStringLiteral(
+            "the history at %1 was damaged (%2); it was moved to %3 and a new one started. To recover what "
+            "it held: sqlite3 '%4' .recover | sqlite3 recovered.db")
                             .arg(historyOptions.path, damage, aside, quoted);
         logger->warn("{}", historyNotice.toStdString());
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(historyNotice));
@@ -345,16 +363,17 @@ int main(int argc, char *argv[])
     // engine, so that what the engine publishes while it shuts down is stored too.
     HistoryGate gate(*history->get());
     ApprovalBroker approvals{int(*approvalTimeout)};
-    const QStringList toolDirs = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
+    const QStringList toolDirs
+        = parser.isSet(toolsOpt) ? parser.values(toolsOpt) : QStringList{paths::configDir() + QStringLiteral("/tools")};
     const QStringList ownDirs = QStringList{QFileInfo(parser.value(socketOpt)).absolutePath()} + toolDirs;
     QString notStaged;
     const GuestImage guestImage(parser.value(guestOpt), lock->key(), &notStaged);
     if (guestImage.path().isEmpty())
-        logger->warn("sandboxes mount the guest from {} (their mountinfo shows that path): {}", parser.value(guestOpt).toStdString(),
-                     notStaged.toStdString());
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve, secrets->get(), toolDirs, outlive, ownDirs,
-                   *hostUids, guestImage.path(), *diskReserve},
-                  caps, approvals);
+        logger->warn("sandboxes mount the guest from {} (their mountinfo shows that path): {}",
+            parser.value(guestOpt).toStdString(), notStaged.toStdString());
+    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve,
+                      secrets->get(), toolDirs, outlive, ownDirs, *hostUids, guestImage.path(), *diskReserve},
+        caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     // A sandbox's guest keeps its output until it is stored: then it may forget it.
     QObject::connect(&gate, &HistoryGate::published, &engine, &Engine::onEventStored);
@@ -382,13 +401,16 @@ int main(int argc, char *argv[])
             identity = *loaded;
         }
         remoteListener = std::make_unique<remote::RemoteListener>(
-            *remoteOptions, tokens, [&server](QLocalSocket *socket, const remote::Grant &grant, const QString &peer) { server.adopt(socket, grant, peer); });
+            *remoteOptions, tokens, [&server](QLocalSocket *socket, const remote::Grant &grant, const QString &peer) {
+                server.adopt(socket, grant, peer);
+            });
         if (Status listening = remoteListener->listen(identity ? &*identity : nullptr); !listening) {
             std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
             return 1;
         }
-        std::fprintf(stderr, "airlockd: remote clients connect with %s and a token from 'airlockd token create --name NAME'\n",
-                     qPrintable(remoteListener->connectionString()));
+        std::fprintf(stderr,
+            "airlockd: remote clients connect with %s and a token from 'airlockd token create --name NAME'\n",
+            qPrintable(remoteListener->connectionString()));
     }
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
@@ -427,16 +449,21 @@ int main(int argc, char *argv[])
         quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
         // The next start sets it aside (writing where it is damaged would fail meanwhile).
         QFile(damageFound).open(QIODevice::WriteOnly);
-        const QString notice = QStringLiteral("the history at %1 is damaged inside (quick_check: %2). Restart airlockd (systemctl --user restart "
-                                              "airlockd; sandboxes go on) to move it aside and start a new one, or stop it and recover it: "
-                                              "sqlite3 '%3' .recover | sqlite3 recovered.db, then put recovered.db in its place")
+        const QString notice = QStringLiteral(
+            "the history at %1 is damaged inside (quick_check: %2). Restart airlockd (systemctl --user restart "
+            "airlockd; sandboxes go on) to move it aside and start a new one, or stop it and recover it: "
+            "sqlite3 '%3' .recover | sqlite3 recovered.db, then put recovered.db in its place")
                                    .arg(path, firstFinding(*found), quoted);
         logger->warn("{}", notice.toStdString());
-        QMetaObject::invokeMethod(QCoreApplication::instance(), [target, notice] {
-            if (target)
-                target->addNotice(notice);
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [target, notice] {
+                if (target)
+                    target->addNotice(notice);
+            },
+            Qt::QueuedConnection);
     });
-    logger->info("airlockd {} ready (pid {}, guest {})", version().toStdString(), ::getpid(), parser.value(guestOpt).toStdString());
+    logger->info("airlockd {} ready (pid {}, guest {})", version().toStdString(), ::getpid(),
+        parser.value(guestOpt).toStdString());
     return QCoreApplication::exec();
 }

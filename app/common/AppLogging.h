@@ -6,10 +6,10 @@
 namespace airlock::app {
 
 struct LoggingOptions {
-    QString appName;       // log file name: <state dir>/<appName>.log
-    bool verbose = false;  // debug level everywhere
-    bool toStderr = true;  // CLI and daemon in the foreground
-    bool toFile = true;    // rotating file under the XDG state directory
+    QString appName; // log file name: <state dir>/<appName>.log
+    bool verbose = false; // debug level everywhere
+    bool toStderr = true; // CLI and daemon in the foreground
+    bool toFile = true; // rotating file under the XDG state directory
 };
 
 // Attaches the sinks to spdlog's default logger (which every subsystem logger copies) and routes

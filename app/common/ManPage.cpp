@@ -5,7 +5,11 @@
 
 namespace airlock::app {
 
-ManPage::ManPage(QString name, QString summary) : m_name(std::move(name)), m_summary(std::move(summary)) {}
+ManPage::ManPage(QString name, QString summary)
+    : m_name(std::move(name))
+    , m_summary(std::move(summary))
+{
+}
 
 QString ManPage::escape(const QString &text)
 {
@@ -53,7 +57,8 @@ QString ManPage::optionLines(const QList<QCommandLineOption> &options)
             continue;
         QStringList names;
         for (const QString &n : o.names())
-            names.append(QStringLiteral("\\fB") + escape(n.size() == 1 ? QStringLiteral("-") + n : QStringLiteral("--") + n) + QStringLiteral("\\fR"));
+            names.append(QStringLiteral("\\fB")
+                + escape(n.size() == 1 ? QStringLiteral("-") + n : QStringLiteral("--") + n) + QStringLiteral("\\fR"));
         QString term = names.join(QStringLiteral(", "));
         if (!o.valueName().isEmpty())
             term += QStringLiteral(" \\fI") + escape(o.valueName()) + QStringLiteral("\\fR");
@@ -83,18 +88,21 @@ ManPage &ManPage::definitions(const QString &title, const QList<std::pair<QStrin
 {
     m_body += QStringLiteral(".SH ") + title.toUpper() + QLatin1Char('\n');
     for (const auto &[term, meaning] : terms)
-        m_body += QStringLiteral(".TP\n\\fB") + escape(term) + QStringLiteral("\\fR\n") + escape(meaning) + QLatin1Char('\n');
+        m_body += QStringLiteral(".TP\n\\fB") + escape(term) + QStringLiteral("\\fR\n") + escape(meaning)
+            + QLatin1Char('\n');
     return *this;
 }
 
 QString ManPage::render(const QString &version) const
 {
-    QString out = QStringLiteral(".\\\" Written by '%1 \\-\\-man' from its option tables; edit those, not this.\n").arg(m_name);
+    QString out
+        = QStringLiteral(".\\\" Written by '%1 \\-\\-man' from its option tables; edit those, not this.\n").arg(m_name);
     out += QStringLiteral(".TH %1 1 \"\" \"Airlock %2\" \"Airlock Manual\"\n").arg(m_name.toUpper(), escape(version));
     out += QStringLiteral(".SH NAME\n%1 \\- %2\n").arg(m_name, escape(m_summary));
     out += QStringLiteral(".SH SYNOPSIS\n");
     for (qsizetype i = 0; i < m_synopsis.size(); ++i)
-        out += (i ? QStringLiteral(".br\n") : QString()) + QStringLiteral("\\fB%1\\fR %2\n").arg(m_name, escape(m_synopsis.at(i)));
+        out += (i ? QStringLiteral(".br\n") : QString())
+            + QStringLiteral("\\fB%1\\fR %2\n").arg(m_name, escape(m_synopsis.at(i)));
     return out + m_body;
 }
 

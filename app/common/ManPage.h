@@ -14,7 +14,7 @@ class ManPage {
 public:
     ManPage(QString name, QString summary);
 
-    ManPage &synopsis(const QString &line);                 // "COMMAND [options]", after the name
+    ManPage &synopsis(const QString &line); // "COMMAND [options]", after the name
     ManPage &paragraphs(const QString &title, const QString &text); // blank lines separate paragraphs
     ManPage &options(const QString &title, const QList<QCommandLineOption> &options, const QString &intro = {});
     ManPage &subsection(const QString &title, const QString &text, const QList<QCommandLineOption> &options = {});

@@ -29,40 +29,32 @@ bool sameSecret(const QString &a, const QString &b)
 
 QJsonObject ApprovalRequest::toJson() const
 {
-    return {{QStringLiteral("id"), id},
-            {QStringLiteral("nonce"), nonce},
-            {QStringLiteral("kind"), kind},
-            {QStringLiteral("sandbox"), sandbox},
-            {QStringLiteral("sandboxName"), sandboxName},
-            {QStringLiteral("run"), run},
-            {QStringLiteral("requester"), requester},
-            {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
-            {QStringLiteral("destination"), destination},
-            {QStringLiteral("tool"), tool},
-            {QStringLiteral("arguments"), arguments},
-            {QStringLiteral("cwd"), cwd},
-            {QStringLiteral("env"), QJsonArray::fromStringList(env)},
-            {QStringLiteral("rule"), rule},
-            {QStringLiteral("layer"), layer},
-            {QStringLiteral("reason"), reason},
-            {QStringLiteral("risk"), risk},
-            {QStringLiteral("parts"), parts},
-            {QStringLiteral("files"), files},
-            {QStringLiteral("exec"), exec ? QJsonValue(double(exec)) : QJsonValue()},
-            {QStringLiteral("chain"), QJsonArray::fromStringList(chain)},
-            {QStringLiteral("policyVersion"), policyVersion},
-            {QStringLiteral("capabilities"), capabilities},
-            {QStringLiteral("createdMs"), double(createdMs)},
-            {QStringLiteral("expiresMs"), double(expiresMs)}};
+    return {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce}, {QStringLiteral("kind"), kind},
+        {QStringLiteral("sandbox"), sandbox}, {QStringLiteral("sandboxName"), sandboxName},
+        {QStringLiteral("run"), run}, {QStringLiteral("requester"), requester},
+        {QStringLiteral("argv"), QJsonArray::fromStringList(argv)}, {QStringLiteral("destination"), destination},
+        {QStringLiteral("tool"), tool}, {QStringLiteral("arguments"), arguments}, {QStringLiteral("cwd"), cwd},
+        {QStringLiteral("env"), QJsonArray::fromStringList(env)}, {QStringLiteral("rule"), rule},
+        {QStringLiteral("layer"), layer}, {QStringLiteral("reason"), reason}, {QStringLiteral("risk"), risk},
+        {QStringLiteral("parts"), parts}, {QStringLiteral("files"), files},
+        {QStringLiteral("exec"), exec ? QJsonValue(double(exec)) : QJsonValue()},
+        {QStringLiteral("chain"), QJsonArray::fromStringList(chain)}, {QStringLiteral("policyVersion"), policyVersion},
+        {QStringLiteral("capabilities"), capabilities}, {QStringLiteral("createdMs"), double(createdMs)},
+        {QStringLiteral("expiresMs"), double(expiresMs)}};
 }
 
 QString ApprovalDecision::describe() const
 {
-    return allowed ? QStringLiteral("approved by %1").arg(by)
-                   : QStringLiteral("denied by %1: %2").arg(by, reason.isEmpty() ? QStringLiteral("no reason given") : reason);
+    return allowed
+        ? QStringLiteral("approved by %1").arg(by)
+        : QStringLiteral("denied by %1: %2").arg(by, reason.isEmpty() ? QStringLiteral("no reason given") : reason);
 }
 
-ApprovalBroker::ApprovalBroker(int timeoutMs, QObject *parent) : QObject(parent), m_timeoutMs(timeoutMs) {}
+ApprovalBroker::ApprovalBroker(int timeoutMs, QObject *parent)
+    : QObject(parent)
+    , m_timeoutMs(timeoutMs)
+{
+}
 
 ApprovalRequest ApprovalBroker::request(ApprovalRequest r, Done done)
 {
@@ -79,7 +71,9 @@ ApprovalRequest ApprovalBroker::request(ApprovalRequest r, Done done)
     p.timer->setSingleShot(true);
     p.timer->setTimerType(Qt::PreciseTimer); // "denied in N s" means N s, not 5 % less
     connect(p.timer, &QTimer::timeout, this, [this, id = r.id] {
-        finish(id, {false, false, QStringLiteral("airlockd"), QStringLiteral("nobody decided within %1 s").arg(m_timeoutMs / 1000.0), true});
+        finish(id,
+            {false, false, QStringLiteral("airlockd"),
+                QStringLiteral("nobody decided within %1 s").arg(m_timeoutMs / 1000.0), true});
     });
     p.timer->start(m_timeoutMs);
     Q_EMIT requested(r);
@@ -99,13 +93,18 @@ Status ApprovalBroker::check(const QString &id, const QString &nonce) const
     const auto it = m_pending.constFind(id);
     if (it == m_pending.cend()) {
         if (m_finished.contains(id))
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("approval %1 was already decided (or expired); a decision is "
-                                                                        "used once").arg(id.left(40)));
-        return makeError(ErrorCode::NotFound, QStringLiteral("no pending approval %1 (see 'airlockctl approvals')").arg(id.left(40)));
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("approval %1 was already decided (or expired); a decision is "
+                               "used once")
+                    .arg(id.left(40)));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no pending approval %1 (see 'airlockctl approvals')").arg(id.left(40)));
     }
     if (!sameSecret(it->request.nonce, nonce))
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("approval %1: the nonce does not match this request; decide from a fresh 'airlockctl approvals'").arg(id));
+            QStringLiteral(
+                "approval %1: the nonce does not match this request; decide from a fresh 'airlockctl approvals'")
+                .arg(id));
     if (QDateTime::currentMSecsSinceEpoch() > it->request.expiresMs)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("approval %1 has expired").arg(id));
     return Ok{};
@@ -113,7 +112,8 @@ Status ApprovalBroker::check(const QString &id, const QString &nonce) const
 
 int ApprovalBroker::pendingFor(const void *owner) const
 {
-    return int(std::count_if(m_pending.cbegin(), m_pending.cend(), [owner](const Pending &p) { return p.request.owner == owner; }));
+    return int(std::count_if(
+        m_pending.cbegin(), m_pending.cend(), [owner](const Pending &p) { return p.request.owner == owner; }));
 }
 
 void ApprovalBroker::cancelIf(const std::function<bool(const ApprovalRequest &)> &which, const QString &why)
@@ -131,7 +131,8 @@ QList<ApprovalRequest> ApprovalBroker::pending() const
     QList<ApprovalRequest> out;
     for (const Pending &p : m_pending)
         out.append(p.request);
-    std::sort(out.begin(), out.end(), [](const ApprovalRequest &a, const ApprovalRequest &b) { return a.createdMs > b.createdMs; });
+    std::sort(out.begin(), out.end(),
+        [](const ApprovalRequest &a, const ApprovalRequest &b) { return a.createdMs > b.createdMs; });
     return out;
 }
 

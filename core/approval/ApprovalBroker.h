@@ -17,23 +17,23 @@ namespace airlock {
 
 // What a person is asked to decide: one agent request, bound to exactly what will run.
 struct ApprovalRequest {
-    QString id;    // short, for people and commands: "a3f9c2d1"
+    QString id; // short, for people and commands: "a3f9c2d1"
     QString nonce; // must come back with the decision: a decision is for this request only
     QString kind = QStringLiteral("command");
     QString sandbox, sandboxName, run, requester;
     QStringList argv; // full, never elided (command)
     QString destination; // host:port and protocol (network)
-    QString tool;           // (tool) its name, and the exact arguments the call will run with
+    QString tool; // (tool) its name, and the exact arguments the call will run with
     QJsonObject arguments;
     QString cwd;
     QStringList env; // NAME=VALUE the request sets: shown, since it can change what runs
     QString rule, layer, reason; // what asked
-    QString risk;       // (command) one line on what stands out in it (policy::riskSummary)
-    QJsonArray parts;   // (command) each command of it, with the verdict of the rules on it
-    QJsonArray files;   // (command) the files it runs as code, bound by SHA-256 (engine/CodeBinding.h)
-    uint32_t exec = 0;  // a program started by this execution asks (the exec check)
+    QString risk; // (command) one line on what stands out in it (policy::riskSummary)
+    QJsonArray parts; // (command) each command of it, with the verdict of the rules on it
+    QJsonArray files; // (command) the files it runs as code, bound by SHA-256 (engine/CodeBinding.h)
+    uint32_t exec = 0; // a program started by this execution asks (the exec check)
     quint64 notification = 0; // and the kernel's id of the execve it waits in
-    QStringList chain;  // and what started it: its process, the execution's command, how that was decided
+    QStringList chain; // and what started it: its process, the execution's command, how that was decided
     int policyVersion = 0;
     QJsonObject capabilities; // what the approved process will be able to do
     const void *owner = nullptr; // the requesting connection: its requests go when it does
@@ -44,8 +44,8 @@ struct ApprovalRequest {
 
 struct ApprovalDecision {
     bool allowed = false;
-    bool always = false;  // allowed, and add a rule so that it is not asked again
-    QString by, reason;   // who decided; why (a denial's reason, "timed out", "sandbox deleted")
+    bool always = false; // allowed, and add a rule so that it is not asked again
+    QString by, reason; // who decided; why (a denial's reason, "timed out", "sandbox deleted")
     bool expired = false; // denied because nobody decided in time
     // For the requester: "approved by X" or "denied by X: reason".
     QString describe() const;

@@ -39,7 +39,10 @@ auto logger()
 }
 } // namespace
 
-DaemonClient::DaemonClient(QObject *parent) : QObject(parent) {}
+DaemonClient::DaemonClient(QObject *parent)
+    : QObject(parent)
+{
+}
 
 DaemonClient::~DaemonClient() = default;
 
@@ -69,20 +72,23 @@ namespace {
 Status checkSocketDirectory(const QString &socketPath)
 {
     const QString dir = QFileInfo(socketPath).absolutePath();
-    struct stat st {};
+    struct stat st { };
     if (::lstat(QFile::encodeName(dir).constData(), &st) != 0)
         return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("%1 does not exist").arg(dir));
     if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077)) {
         const passwd *owner = ::getpwuid(st.st_uid);
         const QString is = !S_ISDIR(st.st_mode) ? QStringLiteral("not a directory")
             : st.st_uid != ::geteuid()
-            ? QStringLiteral("owned by %1 (uid %2)").arg(owner ? QString::fromLocal8Bit(owner->pw_name) : QStringLiteral("another user")).arg(st.st_uid)
+            ? QStringLiteral("owned by %1 (uid %2)")
+                  .arg(owner ? QString::fromLocal8Bit(owner->pw_name) : QStringLiteral("another user"))
+                  .arg(st.st_uid)
             : QStringLiteral("mode %1").arg(st.st_mode & 0777, 4, 8, QLatin1Char('0'));
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("refusing %1: it must be a directory owned by you with mode 0700, and it is %2 (someone else "
-                                        "may have created it to impersonate the daemon). Remove it (as its owner or root: rm -r %1), or "
-                                        "set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own")
-                             .arg(dir, is));
+            QStringLiteral(
+                "refusing %1: it must be a directory owned by you with mode 0700, and it is %2 (someone else "
+                "may have created it to impersonate the daemon). Remove it (as its owner or root: rm -r %1), or "
+                "set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own")
+                .arg(dir, is));
     }
     return Ok{};
 }
@@ -93,7 +99,7 @@ Status checkPeer(int fd, const QString &socketPath)
     socklen_t len = sizeof peer;
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != ::geteuid())
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("refusing the daemon at %1: it runs as uid %2, not as you").arg(socketPath).arg(peer.uid));
+            QStringLiteral("refusing the daemon at %1: it runs as uid %2, not as you").arg(socketPath).arg(peer.uid));
     return Ok{};
 }
 } // namespace
@@ -113,13 +119,19 @@ Result<std::unique_ptr<QLocalSocket>> openOnce(const QString &path, int timeoutM
             return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("no daemon is running at %1").arg(path));
         case QLocalSocket::ConnectionRefusedError:
             return makeError(ErrorCode::DaemonUnavailable,
-                             QStringLiteral("the daemon at %1 is not accepting connections (it stopped, or is stopping or starting)").arg(path));
+                QStringLiteral("the daemon at %1 is not accepting connections (it stopped, or is stopping or starting)")
+                    .arg(path));
         case QLocalSocket::SocketAccessError:
-            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("you may not open %1 (its permissions)").arg(path));
+            return makeError(
+                ErrorCode::DaemonUnavailable, QStringLiteral("you may not open %1 (its permissions)").arg(path));
         case QLocalSocket::SocketTimeoutError:
-            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("the daemon at %1 did not answer within %2 ms (it may be busy)").arg(path).arg(timeoutMs));
+            return makeError(ErrorCode::DaemonUnavailable,
+                QStringLiteral("the daemon at %1 did not answer within %2 ms (it may be busy)")
+                    .arg(path)
+                    .arg(timeoutMs));
         default:
-            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("cannot reach the daemon at %1: %2").arg(path, socket->errorString()));
+            return makeError(ErrorCode::DaemonUnavailable,
+                QStringLiteral("cannot reach the daemon at %1: %2").arg(path, socket->errorString()));
         }
     }
     if (Status peer = checkPeer(int(socket->socketDescriptor()), path); !peer)
@@ -135,12 +147,14 @@ Result<std::unique_ptr<QLocalSocket>> openOnce(const QString &path, int timeoutM
 Result<std::unique_ptr<QLocalSocket>> DaemonClient::openSsh(const HostAddress &address)
 {
     if (address.host.startsWith(QLatin1Char('-')) || address.user.startsWith(QLatin1Char('-')))
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: a host or user cannot start with '-'").arg(address.text));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("%1: a host or user cannot start with '-'").arg(address.text));
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
         return makeError(ErrorCode::IoError, QStringLiteral("socketpair failed"));
-    QStringList arguments{QStringLiteral("-T"), QStringLiteral("-e"), QStringLiteral("none"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
-                          QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=15"), QStringLiteral("-o"), QStringLiteral("ServerAliveCountMax=3")};
+    QStringList arguments{QStringLiteral("-T"), QStringLiteral("-e"), QStringLiteral("none"), QStringLiteral("-o"),
+        QStringLiteral("BatchMode=yes"), QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=15"),
+        QStringLiteral("-o"), QStringLiteral("ServerAliveCountMax=3")};
     if (address.port)
         arguments += {QStringLiteral("-p"), QString::number(address.port)};
     if (!address.user.isEmpty())
@@ -162,7 +176,8 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openSsh(const HostAddress &a
         ::close(pair[0]);
         const QString why = ssh->errorString();
         delete ssh;
-        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("cannot run %1 for %2: %3").arg(program, address.text, why));
+        return makeError(
+            ErrorCode::DaemonUnavailable, QStringLiteral("cannot run %1 for %2: %3").arg(program, address.text, why));
     }
     if (!socket->setSocketDescriptor(pair[0])) {
         ::close(pair[0]);
@@ -206,7 +221,8 @@ void DaemonClient::attach(QLocalSocket *socket)
             if (ssh->state() == QProcess::NotRunning)
                 ended = QStringLiteral("ssh exited with status %1").arg(ssh->exitCode());
         }
-        const Error why = m_lastServerError.message.isEmpty() ? makeError(ErrorCode::DaemonUnavailable, ended) : m_lastServerError;
+        const Error why
+            = m_lastServerError.message.isEmpty() ? makeError(ErrorCode::DaemonUnavailable, ended) : m_lastServerError;
         m_progress.clear();
         auto pending = std::exchange(m_pending, {});
         for (const Callback &cb : std::as_const(pending))
@@ -220,12 +236,13 @@ Status DaemonClient::startDaemon(const ConnectOptions &options, const QString &s
     QString program = options.daemonProgram;
     if (program.isEmpty()) {
         const QString sibling = QCoreApplication::applicationDirPath() + QStringLiteral("/airlockd");
-        program = QFileInfo(sibling).isExecutable() ? sibling : QStandardPaths::findExecutable(QStringLiteral("airlockd"));
+        program
+            = QFileInfo(sibling).isExecutable() ? sibling : QStandardPaths::findExecutable(QStringLiteral("airlockd"));
     }
     if (program.isEmpty())
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("no daemon answers at %1 and airlockd was not found next to this program or in PATH")
-                             .arg(socketPath));
+            QStringLiteral("no daemon answers at %1 and airlockd was not found next to this program or in PATH")
+                .arg(socketPath));
     const QByteArray prog = QFile::encodeName(program);
     const QByteArray sock = QFile::encodeName(socketPath);
     // Its stderr is a pipe to us while we wait for it: a daemon that exits before it is ready
@@ -312,7 +329,8 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
         if (address->scheme == HostAddress::Scheme::Ssh)
             return openSsh(*address);
         if (address->scheme == HostAddress::Scheme::Wss || address->scheme == HostAddress::Scheme::Ws)
-            return openWebSocket(*address, options.token.isEmpty() ? qEnvironmentVariable("AIRLOCK_TOKEN") : options.token, options.timeoutMs);
+            return openWebSocket(*address,
+                options.token.isEmpty() ? qEnvironmentVariable("AIRLOCK_TOKEN") : options.token, options.timeoutMs);
         options.socketPath = address->path;
         options.autostart = false; // someone else's socket path: connect, never start a daemon there
     }
@@ -351,17 +369,18 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openDaemonSocket(const Conne
             QStringList words = daemonWords(said);
             for (QString &w : words)
                 w.remove(0, 10); // "airlockd: "
-            return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("airlockd exited before it was ready%1 (its log: %2)")
-                                                               .arg(words.isEmpty() ? QString() : QStringLiteral(": ") + words.join(QStringLiteral("; ")),
-                                                                    paths::stateDir() + QStringLiteral("/airlockd.log")));
+            return makeError(ErrorCode::DaemonUnavailable,
+                QStringLiteral("airlockd exited before it was ready%1 (its log: %2)")
+                    .arg(words.isEmpty() ? QString() : QStringLiteral(": ") + words.join(QStringLiteral("; ")),
+                        paths::stateDir() + QStringLiteral("/airlockd.log")));
         }
     }
     if (!socket)
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("cannot reach airlockd at %1 (%2)%3")
-                             .arg(path, socket.error().message,
-                                  options.autostart ? QStringLiteral("; see the daemon log in ") + paths::stateDir()
-                                                    : QStringLiteral("; start it with 'airlockd'")));
+            QStringLiteral("cannot reach airlockd at %1 (%2)%3")
+                .arg(path, socket.error().message,
+                    options.autostart ? QStringLiteral("; see the daemon log in ") + paths::stateDir()
+                                      : QStringLiteral("; start it with 'airlockd'")));
     return socket;
 }
 
@@ -375,11 +394,9 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
         return socket.error();
     attach(socket->release());
     auto hello = call(QStringLiteral("hello"),
-                      {{QStringLiteral("protocol"), rpc::kProtocolVersion},
-                       {QStringLiteral("client"), options.clientName},
-                       {QStringLiteral("run"), options.run},
-                       {QStringLiteral("agent"), options.agent}},
-                      options.timeoutMs);
+        {{QStringLiteral("protocol"), rpc::kProtocolVersion}, {QStringLiteral("client"), options.clientName},
+            {QStringLiteral("run"), options.run}, {QStringLiteral("agent"), options.agent}},
+        options.timeoutMs);
     if (!hello)
         return hello.error();
     m_daemonVersion = hello->value(QStringLiteral("daemon")).toString();
@@ -416,16 +433,20 @@ void DaemonClient::notify(const QString &method, const QJsonObject &params)
     callAsync(method, params, [](Result<QJsonValue>) {});
 }
 
-Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject &params, int timeoutMs, Progress progress)
+Result<QJsonObject> DaemonClient::call(
+    const QString &method, const QJsonObject &params, int timeoutMs, Progress progress)
 {
     QEventLoop loop;
     std::optional<Result<QJsonValue>> result;
     QPointer<QEventLoop> guard(&loop);
-    const qint64 id = callAsync(method, params, [&result, guard](Result<QJsonValue> r) {
-        result = std::move(r);
-        if (guard)
-            guard->quit();
-    }, std::move(progress));
+    const qint64 id = callAsync(
+        method, params,
+        [&result, guard](Result<QJsonValue> r) {
+            result = std::move(r);
+            if (guard)
+                guard->quit();
+        },
+        std::move(progress));
     if (!result) {
         QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
         loop.exec();
@@ -434,7 +455,8 @@ Result<QJsonObject> DaemonClient::call(const QString &method, const QJsonObject 
         // What was given for this call refers to this frame: never called after it returns.
         m_pending.remove(id);
         m_progress.remove(id);
-        return makeError(ErrorCode::DaemonUnavailable, QStringLiteral("%1: no answer within %2 ms").arg(method).arg(timeoutMs));
+        return makeError(
+            ErrorCode::DaemonUnavailable, QStringLiteral("%1: no answer within %2 ms").arg(method).arg(timeoutMs));
     }
     if (!*result)
         return result->error();

@@ -23,10 +23,10 @@ namespace airlock {
 struct HostAddress;
 
 struct ConnectOptions {
-    QString socketPath;        // empty: the default per-user socket
-    QString host;              // a daemon's address (unix://PATH, …; see Hosts.h); empty: this machine's
-    bool autostart = true;     // start airlockd when nothing answers
-    QString daemonProgram;     // empty: airlockd next to this executable, then $PATH
+    QString socketPath; // empty: the default per-user socket
+    QString host; // a daemon's address (unix://PATH, …; see Hosts.h); empty: this machine's
+    bool autostart = true; // start airlockd when nothing answers
+    QString daemonProgram; // empty: airlockd next to this executable, then $PATH
     QString clientName = QStringLiteral("airlock");
     QString run;
     QString agent; // set: this client acts for an agent (command rules and approvals apply)
@@ -44,7 +44,8 @@ public:
 
     // The connected, checked socket of the daemon these options name (starting it if allowed),
     // before any handshake: for a bridge that relays the protocol as bytes (airlockd --stdio).
-    static Result<std::unique_ptr<QLocalSocket>> openDaemonSocket(const ConnectOptions &options, QString *startNotice = nullptr);
+    static Result<std::unique_ptr<QLocalSocket>> openDaemonSocket(
+        const ConnectOptions &options, QString *startNotice = nullptr);
 
     // Connects (starting the daemon if allowed) and performs the version handshake.
     Status connectToDaemon(const ConnectOptions &options);
@@ -66,7 +67,8 @@ public:
     using Progress = std::function<void(const QJsonObject &)>;
     // The request's id (0 when not connected: `done` was called with the error already).
     qint64 callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress = {});
-    Result<QJsonObject> call(const QString &method, const QJsonObject &params = {}, int timeoutMs = 60000, Progress progress = {});
+    Result<QJsonObject> call(
+        const QString &method, const QJsonObject &params = {}, int timeoutMs = 60000, Progress progress = {});
 
     // Fire-and-forget for requests whose failure is not actionable (stdin, resize).
     void notify(const QString &method, const QJsonObject &params);
@@ -89,7 +91,8 @@ Q_SIGNALS:
 private:
     QString m_daemonVersion;
     static Result<std::unique_ptr<QLocalSocket>> openSsh(const HostAddress &address);
-    static Result<std::unique_ptr<QLocalSocket>> openWebSocket(const HostAddress &address, const QString &token, int timeoutMs);
+    static Result<std::unique_ptr<QLocalSocket>> openWebSocket(
+        const HostAddress &address, const QString &token, int timeoutMs);
     void attach(QLocalSocket *socket);
     // `statusFd`: the read end of the daemon's stderr (non-blocking), to hear an early exit.
     static Status startDaemon(const ConnectOptions &options, const QString &socketPath, int *statusFd);

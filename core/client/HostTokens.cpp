@@ -46,8 +46,10 @@ Result<QByteArray> load(const QString &host, const QString &backend)
     auto store = open(backend);
     if (!store)
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("host '%1': its token is in the session keyring, which does not answer; unlock it, or add the "
-                                        "host again with --token-file").arg(host));
+            QStringLiteral(
+                "host '%1': its token is in the session keyring, which does not answer; unlock it, or add the "
+                "host again with --token-file")
+                .arg(host));
     return store->get(secretName(host));
 }
 

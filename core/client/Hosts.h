@@ -5,8 +5,8 @@
 
 #include <QList>
 
-#include <optional>
 #include <QString>
+#include <optional>
 
 namespace airlock {
 
@@ -16,11 +16,11 @@ namespace airlock {
 struct HostAddress {
     enum class Scheme { Unix, Ssh, Wss, Ws };
     Scheme scheme = Scheme::Unix;
-    QString path;        // unix: the socket
-    QString user, host;  // ssh, wss
-    int port = 0;        // 0: the scheme's default
+    QString path; // unix: the socket
+    QString user, host; // ssh, wss
+    int port = 0; // 0: the scheme's default
     QString fingerprint; // wss: SHA-256 of the daemon's certificate, 64 lowercase hex digits
-    QString text;        // as given, normalised
+    QString text; // as given, normalised
 };
 Result<HostAddress> parseHostAddress(const QString &url);
 

@@ -19,7 +19,8 @@ Result<Recreation> recreateParameters(const QJsonArray &events)
         }
     }
     if (created.isEmpty())
-        return makeError(ErrorCode::NotFound, QStringLiteral("its creation is not in the history (pruned, or another host's)"));
+        return makeError(
+            ErrorCode::NotFound, QStringLiteral("its creation is not in the history (pruned, or another host's)"));
     const QJsonObject spec = created.value(QStringLiteral("spec")).toObject();
     const QString name = created.value(QStringLiteral("name")).toString(spec.value(QStringLiteral("name")).toString());
     if (name.isEmpty())

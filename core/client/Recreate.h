@@ -16,7 +16,7 @@ namespace airlock {
 // made again from what is recorded.
 struct Recreation {
     QJsonObject parameters; // for sandbox.create
-    bool ownLayer = true;   // its own layer as it last was; false: only its spec as created
+    bool ownLayer = true; // its own layer as it last was; false: only its spec as created
 };
 Result<Recreation> recreateParameters(const QJsonArray &events);
 

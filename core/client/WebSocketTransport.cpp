@@ -37,13 +37,14 @@ QString refusalReason(const QString &errorString)
 }
 } // namespace
 
-Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddress &address, const QString &token, int timeoutMs)
+Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(
+    const HostAddress &address, const QString &token, int timeoutMs)
 {
     if (token.isEmpty())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("%1 needs a token: save the host with 'airlockctl hosts add NAME URL --token-file FILE' "
-                                        "(FILE holds what 'airlockd token create' printed), or set AIRLOCK_TOKEN")
-                             .arg(address.text));
+            QStringLiteral("%1 needs a token: save the host with 'airlockctl hosts add NAME URL --token-file FILE' "
+                           "(FILE holds what 'airlockd token create' printed), or set AIRLOCK_TOKEN")
+                .arg(address.text));
     const bool tls = address.scheme == HostAddress::Scheme::Wss;
     auto ws = std::make_unique<QWebSocket>(QString(), QWebSocketProtocol::VersionLatest); // no Origin: not a web page
     QUrl url;
@@ -67,17 +68,19 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddr
         ws->setSslConfiguration(config);
         // The pin replaces the CA: a certificate with exactly this fingerprint is the daemon,
         // whoever signed it and whatever name it carries; any other is refused.
-        pinCheck = QObject::connect(ws.get(), &QWebSocket::sslErrors, ws.get(), [&, socket = ws.get()](const QList<QSslError> &errors) {
-            const QString seen = digestOf(socket->sslConfiguration().peerCertificate());
-            if (!seen.isEmpty() && seen == address.fingerprint) {
-                socket->ignoreSslErrors(errors);
-                return;
-            }
-            if (refusal.isEmpty())
-                refusal = QStringLiteral("the daemon's certificate is not the pinned one (expected sha256=%1, got %2); if the daemon "
-                                         "made a new identity, check its new fingerprint out of band and add the host again")
-                              .arg(address.fingerprint, seen.isEmpty() ? QStringLiteral("none") : seen);
-        });
+        pinCheck = QObject::connect(
+            ws.get(), &QWebSocket::sslErrors, ws.get(), [&, socket = ws.get()](const QList<QSslError> &errors) {
+                const QString seen = digestOf(socket->sslConfiguration().peerCertificate());
+                if (!seen.isEmpty() && seen == address.fingerprint) {
+                    socket->ignoreSslErrors(errors);
+                    return;
+                }
+                if (refusal.isEmpty())
+                    refusal = QStringLiteral(
+                        "the daemon's certificate is not the pinned one (expected sha256=%1, got %2); if the daemon "
+                        "made a new identity, check its new fingerprint out of band and add the host again")
+                                  .arg(address.fingerprint, seen.isEmpty() ? QStringLiteral("none") : seen);
+            });
     }
     QEventLoop loop;
     bool connected = false;
@@ -88,11 +91,12 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddr
             tcp->setSocketOption(QAbstractSocket::LowDelayOption, 1);
         loop.quit();
     });
-    QObject::connect(ws.get(), qOverload<QAbstractSocket::SocketError>(&QWebSocket::error), &loop, [&, socket = ws.get()] {
-        if (refusal.isEmpty())
-            refusal = refusalReason(socket->errorString());
-        loop.quit();
-    });
+    QObject::connect(
+        ws.get(), qOverload<QAbstractSocket::SocketError>(&QWebSocket::error), &loop, [&, socket = ws.get()] {
+            if (refusal.isEmpty())
+                refusal = refusalReason(socket->errorString());
+            loop.quit();
+        });
     QObject::connect(ws.get(), &QWebSocket::disconnected, &loop, &QEventLoop::quit);
     QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
     ws->open(request);
@@ -101,13 +105,15 @@ Result<std::unique_ptr<QLocalSocket>> DaemonClient::openWebSocket(const HostAddr
     // Checked again once connected: a certificate that raised no error must be the pinned one too.
     if (connected && tls && digestOf(ws->sslConfiguration().peerCertificate()) != address.fingerprint) {
         connected = false;
-        refusal = QStringLiteral("the daemon's certificate is not the pinned one (expected sha256=%1)").arg(address.fingerprint);
+        refusal = QStringLiteral("the daemon's certificate is not the pinned one (expected sha256=%1)")
+                      .arg(address.fingerprint);
     }
     if (!connected) {
         ws->abort();
         return makeError(ErrorCode::DaemonUnavailable,
-                         QStringLiteral("cannot reach airlockd at %1: %2")
-                             .arg(address.text, refusal.isEmpty() ? QStringLiteral("no answer within %1 ms").arg(timeoutMs) : refusal));
+            QStringLiteral("cannot reach airlockd at %1: %2")
+                .arg(address.text,
+                    refusal.isEmpty() ? QStringLiteral("no answer within %1 ms").arg(timeoutMs) : refusal));
     }
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)

@@ -29,12 +29,15 @@ QJsonArray bindCode(const WorkspaceFiles &files, const QStringList &argv, const 
             out.append(QJsonObject{{QStringLiteral("path"), f.path}, {QStringLiteral("problem"), f.problem}});
             continue;
         }
-        const QString path = QDir::cleanPath(f.path.startsWith(QLatin1Char('/')) ? f.path : dir + QLatin1Char('/') + f.path);
+        const QString path
+            = QDir::cleanPath(f.path.startsWith(QLatin1Char('/')) ? f.path : dir + QLatin1Char('/') + f.path);
         if (seen.contains(path))
             continue;
         seen.append(path);
         if (seen.size() > kMaxFiles || budget <= 0) {
-            out.append(QJsonObject{{QStringLiteral("path"), path}, {QStringLiteral("problem"), QStringLiteral("past the 16 files and 32 MiB one approval reads: not bound")}});
+            out.append(QJsonObject{{QStringLiteral("path"), path},
+                {QStringLiteral("problem"),
+                    QStringLiteral("past the 16 files and 32 MiB one approval reads: not bound")}});
             continue;
         }
         QCryptographicHash sha(QCryptographicHash::Sha256);
@@ -49,7 +52,8 @@ QJsonArray bindCode(const WorkspaceFiles &files, const QStringList &argv, const 
             }
             size = chunk->size;
             if (size > kMaxBound || size > budget) {
-                problem = size > kMaxBound ? QStringLiteral("larger than 16 MiB: not bound") : QStringLiteral("past the 32 MiB one approval reads: not bound");
+                problem = size > kMaxBound ? QStringLiteral("larger than 16 MiB: not bound")
+                                           : QStringLiteral("past the 32 MiB one approval reads: not bound");
                 break;
             }
             sha.addData(chunk->data);
@@ -72,9 +76,8 @@ QJsonArray bindCode(const WorkspaceFiles &files, const QStringList &argv, const 
         for (QString &line : lines)
             line = line.left(200);
         out.append(QJsonObject{{QStringLiteral("path"), path},
-                               {QStringLiteral("sha256"), QString::fromLatin1(sha.result().toHex())},
-                               {QStringLiteral("size"), double(size)},
-                               {QStringLiteral("head"), QJsonArray::fromStringList(lines)}});
+            {QStringLiteral("sha256"), QString::fromLatin1(sha.result().toHex())},
+            {QStringLiteral("size"), double(size)}, {QStringLiteral("head"), QJsonArray::fromStringList(lines)}});
     }
     return out;
 }
@@ -83,7 +86,8 @@ QString changedCode(const QJsonArray &bound, const QJsonArray &now)
 {
     const auto key = [](const QJsonValue &v) -> QString {
         const QJsonObject o = v.toObject();
-        return o.value(QStringLiteral("path")).toString() + QLatin1Char(' ') + o.value(QStringLiteral("sha256")).toString();
+        return o.value(QStringLiteral("path")).toString() + QLatin1Char(' ')
+            + o.value(QStringLiteral("sha256")).toString();
     };
     QStringList before, after;
     for (const QJsonValue &v : bound)

@@ -10,8 +10,13 @@
 
 namespace airlock {
 
-DiskGuard::DiskGuard(QString dir, uint64_t reserveBytes, std::function<QList<Image>()> images, int intervalMs, QObject *parent)
-    : QObject(parent), m_dir(std::move(dir)), m_reserve(reserveBytes), m_images(std::move(images)), m_timer(new QTimer(this))
+DiskGuard::DiskGuard(
+    QString dir, uint64_t reserveBytes, std::function<QList<Image>()> images, int intervalMs, QObject *parent)
+    : QObject(parent)
+    , m_dir(std::move(dir))
+    , m_reserve(reserveBytes)
+    , m_images(std::move(images))
+    , m_timer(new QTimer(this))
 {
     m_timer->setTimerType(Qt::CoarseTimer);
     connect(m_timer, &QTimer::timeout, this, &DiskGuard::check);
@@ -27,7 +32,7 @@ void DiskGuard::check()
     }
     QHash<QString, qint64> now;
     for (const Image &image : m_images()) {
-        struct stat st{};
+        struct stat st { };
         if (::stat(QFile::encodeName(image.path).constData(), &st) != 0)
             continue;
         const qint64 taken = qint64(st.st_blocks) * 512;

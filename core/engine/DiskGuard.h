@@ -25,7 +25,8 @@ public:
         QString sandboxId;
         QString path;
     };
-    DiskGuard(QString dir, uint64_t reserveBytes, std::function<QList<Image>()> images, int intervalMs, QObject *parent = nullptr);
+    DiskGuard(QString dir, uint64_t reserveBytes, std::function<QList<Image>()> images, int intervalMs,
+        QObject *parent = nullptr);
 
     void check(); // one look now (the timer calls it)
 

@@ -5,35 +5,35 @@
 #include "model/DisplayText.h"
 
 #include "approval/ApprovalBroker.h"
-#include "log/Log.h"
-#include "net/EgressProxy.h"
-#include "secrets/SecretStore.h"
-#include "tools/ToolGateway.h"
-#include "sandbox/Sandbox.h"
-#include "sandbox/GuestWire.h"
-#include "sandbox/SeccompFilter.h"
-#include "sandbox/ResourceUsage.h"
-#include "sandbox/WorkspaceVolume.h"
 #include "engine/DiskGuard.h"
 #include "engine/WorkspaceSpare.h"
-#include "model/Units.h"
+#include "log/Log.h"
 #include "model/TerminalFilter.h"
+#include "model/Units.h"
+#include "net/EgressProxy.h"
+#include "sandbox/GuestWire.h"
+#include "sandbox/ResourceUsage.h"
+#include "sandbox/Sandbox.h"
+#include "sandbox/SeccompFilter.h"
+#include "sandbox/WorkspaceVolume.h"
+#include "secrets/SecretStore.h"
+#include "tools/ToolGateway.h"
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QPointer>
-#include <QScopeGuard>
-#include <QUrl>
-#include <QCryptographicHash>
-#include <QFile>
-#include <QFileInfo>
 #include <QRandomGenerator>
+#include <QScopeGuard>
 #include <QSysInfo>
+#include <QUrl>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,13 +55,18 @@ auto logger()
 
 QString newId()
 {
-    return QString::number(QRandomGenerator::system()->generate64() & 0xffffffffffffULL, 16).rightJustified(12, QLatin1Char('0'));
+    return QString::number(QRandomGenerator::system()->generate64() & 0xffffffffffffULL, 16)
+        .rightJustified(12, QLatin1Char('0'));
 }
 } // namespace
 
 Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &approvals, QObject *parent)
-    : QObject(parent), m_config(std::move(config)), m_caps(std::move(caps)), m_records(m_config.dataDir + QStringLiteral("/sandboxes")),
-      m_uidClaims(m_config.hostUids, m_config.instanceKey), m_approvals(approvals)
+    : QObject(parent)
+    , m_config(std::move(config))
+    , m_caps(std::move(caps))
+    , m_records(m_config.dataDir + QStringLiteral("/sandboxes"))
+    , m_uidClaims(m_config.hostUids, m_config.instanceKey)
+    , m_approvals(approvals)
 {
     net::EgressProxy::Options proxy;
     proxy.hosts = m_config.resolve;
@@ -71,11 +76,13 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
             ApprovalRequest r;
             r.kind = QStringLiteral("network");
             r.requester = QStringLiteral("a process in the sandbox");
-            r.destination = QStringLiteral("%1:%2 (%3)").arg(q.host).arg(q.port).arg(net::proxyProtocolName(q.protocol));
+            r.destination
+                = QStringLiteral("%1:%2 (%3)").arg(q.host).arg(q.port).arg(net::proxyProtocolName(q.protocol));
             r.rule = q.verdict.rule;
             r.layer = sandbox->policy().sources.value(QStringLiteral("/network/unknown")).toString();
             r.reason = q.verdict.reason;
-            askPerson(sandbox, r, [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
+            askPerson(sandbox, r,
+                [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
         },
         this);
     tools::ToolRegistry registry;
@@ -83,7 +90,8 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
         logger()->warn("tool left out: {}", problem.toStdString());
     m_tools = new tools::ToolGateway(
         registry, m_config.secrets,
-        [this](Sandbox *sandbox, const tools::ToolCall &call, const policy::ToolVerdict &verdict, tools::ToolGateway::Answer answer) {
+        [this](Sandbox *sandbox, const tools::ToolCall &call, const policy::ToolVerdict &verdict,
+            tools::ToolGateway::Answer answer) {
             ApprovalRequest r;
             r.kind = QStringLiteral("tool");
             r.requester = call.requester;
@@ -94,33 +102,42 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
             r.rule = QStringLiteral("/tools/") + call.tool;
             r.layer = sandbox->policy().sources.value(r.rule).toString();
             r.reason = verdict.reason;
-            askPerson(sandbox, r, [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
+            askPerson(sandbox, r,
+                [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
         },
         this);
     m_workspacesDir = m_config.dataDir + QStringLiteral("/workspaces");
     if (m_caps.runningAsRoot)
         m_workspacesDir = QStringLiteral("/var/lib/airlock/workspaces-")
-            + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(m_config.dataDir), QCryptographicHash::Sha256).toHex().left(12));
+            + QString::fromLatin1(
+                QCryptographicHash::hash(QFile::encodeName(m_config.dataDir), QCryptographicHash::Sha256)
+                    .toHex()
+                    .left(12));
     if (auto program = buildSeccompProgram())
         m_seccompProgram = *program;
     // The disk the workspaces share with the history: a sandbox whose image grows while less than
     // the reserve is free is ended, its workspace kept (DiskGuard.h).
     QDir().mkpath(m_workspacesDir);
     if (m_caps.diskDriver != volume::Driver::None)
-        m_spare = new WorkspaceSpare(m_workspacesDir, m_caps.diskDriver, [this] { return defaultDiskBytes(); }, newId, this);
-    auto *guard = new DiskGuard(m_workspacesDir, m_config.diskReserveBytes, [this] {
-        QList<DiskGuard::Image> images;
-        for (const Sandbox *s : std::as_const(m_sandboxes))
-            if (s->state() == SandboxState::Running)
-                images.append({s->id(), volume::imagePath(s->workspaceDir())});
-        return images;
-    }, kDiskGuardIntervalMs, this);
+        m_spare = new WorkspaceSpare(
+            m_workspacesDir, m_caps.diskDriver, [this] { return defaultDiskBytes(); }, newId, this);
+    auto *guard = new DiskGuard(
+        m_workspacesDir, m_config.diskReserveBytes,
+        [this] {
+            QList<DiskGuard::Image> images;
+            for (const Sandbox *s : std::as_const(m_sandboxes))
+                if (s->state() == SandboxState::Running)
+                    images.append({s->id(), volume::imagePath(s->workspaceDir())});
+            return images;
+        },
+        kDiskGuardIntervalMs, this);
     connect(guard, &DiskGuard::grewOnAFullDisk, this, [this](const QString &id, uint64_t free) {
         if (Sandbox *s = m_byId.value(id))
-            s->fail(QStringLiteral("its workspace grew while the disk was full (%1 free, below the %2 airlockd keeps for the history): it was ended "
+            s->fail(QStringLiteral("its workspace grew while the disk was full (%1 free, below the %2 airlockd keeps "
+                                   "for the history): it was ended "
                                    "and its workspace is kept until 'airlockctl rm %3'")
                         .arg(units::formatBytes(free), units::formatBytes(m_config.diskReserveBytes), s->name()),
-                    QStringLiteral("disk_full"));
+                QStringLiteral("disk_full"));
     });
 }
 
@@ -141,7 +158,8 @@ void Engine::reapOrphans(const QSet<QString> &keep)
         if (keep.contains(orphan))
             continue;
         if (m_config.sandboxesOutliveDaemon) {
-            logger()->warn("workspace {} belongs to no sandbox this daemon knows of; kept", dir.filePath(orphan).toStdString());
+            logger()->warn(
+                "workspace {} belongs to no sandbox this daemon knows of; kept", dir.filePath(orphan).toStdString());
             continue;
         }
         logger()->info("removing orphaned workspace {}", orphan.toStdString());
@@ -176,9 +194,10 @@ Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<
     const uint64_t defaultBytes = plan.diskDefaulted ? defaultDiskBytes() : 0;
     if (free && (*free <= m_config.diskReserveBytes || (plan.diskDefaulted && defaultBytes == 0)))
         return makeError(ErrorCode::DiskFull,
-                         QStringLiteral("only %1 is free on the disk of %2, and airlockd keeps %3 of it for the history and the workspaces "
-                                        "it has: remove sandboxes (airlockctl rm), prune the history (airlockctl prune --vacuum) or free space")
-                             .arg(units::formatBytes(*free), workspacesDir(), units::formatBytes(m_config.diskReserveBytes)));
+            QStringLiteral(
+                "only %1 is free on the disk of %2, and airlockd keeps %3 of it for the history and the workspaces "
+                "it has: remove sandboxes (airlockctl rm), prune the history (airlockctl prune --vacuum) or free space")
+                .arg(units::formatBytes(*free), workspacesDir(), units::formatBytes(m_config.diskReserveBytes)));
     if (plan.diskDefaulted)
         plan.effective.diskBytes = defaultBytes;
     const QByteArray native = QFile::encodeName(dir);
@@ -193,8 +212,8 @@ Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<
         return fail(makeError(ErrorCode::IoError, QStringLiteral("cannot hand the workspace to uid %1").arg(*hostUid)));
     if (prepared || !plan.effective.diskBytes)
         return Ok{};
-    const Status made = volume::create(m_caps.diskDriver, dir, *plan.effective.diskBytes, hostUid.value_or(::getuid()),
-                                       hostUid.value_or(::getgid()));
+    const Status made = volume::create(
+        m_caps.diskDriver, dir, *plan.effective.diskBytes, hostUid.value_or(::getuid()), hostUid.value_or(::getgid()));
     return made ? made : fail(made.error());
 }
 
@@ -202,8 +221,9 @@ Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<
 QString Engine::keptDir() const
 {
     const QString ws = workspacesDir();
-    return ws.endsWith(QLatin1String("/workspaces")) ? ws.chopped(10) + QStringLiteral("kept")
-                                                     : QString(ws).replace(QStringLiteral("/workspaces-"), QStringLiteral("/kept-"));
+    return ws.endsWith(QLatin1String("/workspaces"))
+        ? ws.chopped(10) + QStringLiteral("kept")
+        : QString(ws).replace(QStringLiteral("/workspaces-"), QStringLiteral("/kept-"));
 }
 
 QString Engine::workspacesDir() const
@@ -228,14 +248,10 @@ void Engine::prepareWorkspacesDir() const
 
 QJsonObject Engine::daemonInfo() const
 {
-    return {{QStringLiteral("version"), airlock::version()},
-            {QStringLiteral("pid"), double(::getpid())},
-            {QStringLiteral("host"), QSysInfo::machineHostName()},
-            {QStringLiteral("kernel"), QSysInfo::kernelVersion()},
-            {QStringLiteral("sandboxes"), int(m_sandboxes.size())},
-            {QStringLiteral("capabilities"), m_caps.toJson()},
-            {QStringLiteral("guest"), m_config.guestPath},
-            {QStringLiteral("dataDir"), m_config.dataDir}};
+    return {{QStringLiteral("version"), airlock::version()}, {QStringLiteral("pid"), double(::getpid())},
+        {QStringLiteral("host"), QSysInfo::machineHostName()}, {QStringLiteral("kernel"), QSysInfo::kernelVersion()},
+        {QStringLiteral("sandboxes"), int(m_sandboxes.size())}, {QStringLiteral("capabilities"), m_caps.toJson()},
+        {QStringLiteral("guest"), m_config.guestPath}, {QStringLiteral("dataDir"), m_config.dataDir}};
 }
 
 Result<std::optional<uid_t>> Engine::allocateHostUid(const QString &sandboxId)
@@ -251,14 +267,15 @@ Result<std::optional<uid_t>> Engine::allocateHostUid(const QString &sandboxId)
 }
 
 void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides,
-                           const QString &preset, const QString &createdThrough)
+    const QString &preset, const QString &createdThrough)
 {
     if (Status boundary = m_caps.checkBoundary(); !boundary)
         return done(boundary.error());
     if (m_seccompProgram.isEmpty())
         return done(makeError(ErrorCode::BoundaryUnavailable, m_caps.seccompError));
     if (m_sandboxes.size() >= kMaxSandboxes)
-        return done(makeError(ErrorCode::LimitUnsupported, QStringLiteral("this daemon already runs %1 sandboxes").arg(kMaxSandboxes)));
+        return done(makeError(
+            ErrorCode::LimitUnsupported, QStringLiteral("this daemon already runs %1 sandboxes").arg(kMaxSandboxes)));
     QString id = newId();
     if (spec.name.isEmpty())
         spec.name = QStringLiteral("sb-") + id.left(6);
@@ -267,9 +284,9 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     for (const Sandbox *s : std::as_const(m_sandboxes))
         if (s->name() == spec.name)
             return done(makeError(ErrorCode::AlreadyExists,
-                                  QStringLiteral("a sandbox named '%1' already exists; pick another --name or remove it "
-                                                 "with 'airlockctl rm %1'")
-                                      .arg(spec.name)));
+                QStringLiteral("a sandbox named '%1' already exists; pick another --name or remove it "
+                               "with 'airlockctl rm %1'")
+                    .arg(spec.name)));
     auto user = policy::readUserLayerIfAny(userPolicyFile());
     if (!user)
         return done(user.error());
@@ -280,9 +297,9 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     if (!granted)
         return done(granted.error());
     // The policy decides network, mounts and limits; the spec carries them to the launcher.
-    spec.network = effective->networkMode == QLatin1String("full")        ? NetworkMode::Full
-        : effective->networkMode == QLatin1String("allowlist") ? NetworkMode::Allowlist
-                                                                : NetworkMode::None;
+    spec.network = effective->networkMode == QLatin1String("full") ? NetworkMode::Full
+        : effective->networkMode == QLatin1String("allowlist")     ? NetworkMode::Allowlist
+                                                                   : NetworkMode::None;
     spec.mounts = effective->mounts;
     spec.limits = effective->limits;
     for (const Mount &m : std::as_const(spec.mounts))
@@ -365,7 +382,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         launch.resumeListenFd = resumeListen;
         launch.resumeToken.resize(wire::kResumeTokenSize);
         QRandomGenerator::system()->generate(reinterpret_cast<quint32 *>(launch.resumeToken.data()),
-                                             reinterpret_cast<quint32 *>(launch.resumeToken.data() + launch.resumeToken.size()));
+            reinterpret_cast<quint32 *>(launch.resumeToken.data() + launch.resumeToken.size()));
     }
 
     unclaim.dismiss(); // discard() releases it from here on
@@ -396,7 +413,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         return done(launched.error());
     }
     logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
-                   networkModeName(spec.network).toStdString());
+        networkModeName(spec.network).toStdString());
 }
 
 namespace {
@@ -404,7 +421,7 @@ namespace {
 bool traversableByOthers(const QString &from, const QString &to)
 {
     for (QString p = QFileInfo(to).path(); p.size() >= from.size(); p = QFileInfo(p).path()) {
-        struct stat st {};
+        struct stat st { };
         if (::stat(QFile::encodeName(p).constData(), &st) != 0 || !(st.st_mode & S_IXOTH))
             return false;
         if (p == from || p == QLatin1String("/"))
@@ -421,21 +438,26 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
     // Made if missing (a folder that does not exist yet could not be covered, and would appear
     // in a mount later).
     QStringList own;
-    QStringList dirs{m_config.dataDir, workspacesDir(), keptDir(), paths::configDir(), paths::stateDir(), paths::runtimeDir()};
+    QStringList dirs{
+        m_config.dataDir, workspacesDir(), keptDir(), paths::configDir(), paths::stateDir(), paths::runtimeDir()};
     dirs += m_config.ownDirs;
     for (const QString &dir : std::as_const(dirs)) {
         if (dir.isEmpty())
             continue;
         if (!QFileInfo::exists(dir))
             (void)paths::ensurePrivateDir(dir);
-        if (const QString canonical = QFileInfo(dir).canonicalFilePath(); !canonical.isEmpty() && !own.contains(canonical))
+        if (const QString canonical = QFileInfo(dir).canonicalFilePath();
+            !canonical.isEmpty() && !own.contains(canonical))
             own.append(canonical);
     }
     // One cover for a folder and what is in it.
     own.removeIf([&](const QString &dir) {
-        return std::any_of(own.cbegin(), own.cend(), [&](const QString &other) { return dir.startsWith(other + QLatin1Char('/')); });
+        return std::any_of(
+            own.cbegin(), own.cend(), [&](const QString &other) { return dir.startsWith(other + QLatin1Char('/')); });
     });
-    const auto below = [](const QString &path, const QString &dir) { return path == dir || path.startsWith(dir + QLatin1Char('/')); };
+    const auto below = [](const QString &path, const QString &dir) {
+        return path == dir || path.startsWith(dir + QLatin1Char('/'));
+    };
     QStringList hidden;
     QStringList shown; // where airlockd's folders are inside the mounts, covered or not
     for (const Mount &m : mounts) {
@@ -445,9 +467,10 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
         for (const QString &dir : std::as_const(own)) {
             if (below(host, dir))
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("mount %1: it is inside airlockd's own %2, which no sandbox may see (it holds the history, the "
-                                                "other sandboxes and the keys to them); mount a folder of your own instead")
-                                     .arg(m.hostPath, dir));
+                    QStringLiteral(
+                        "mount %1: it is inside airlockd's own %2, which no sandbox may see (it holds the history, the "
+                        "other sandboxes and the keys to them); mount a folder of your own instead")
+                        .arg(m.hostPath, dir));
             if (host != QLatin1String("/") && !dir.startsWith(host + QLatin1Char('/')))
                 continue;
             // Below the mount: it is there, inside, covered by an empty read-only folder. Written
@@ -455,9 +478,10 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
             // airlockd keeps the next sandbox's record.
             if (m.writable)
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("mount %1 read-write: it holds airlockd's own %2, which a sandbox could move aside and replace; "
-                                                "mount it read-only (:ro), or a folder below it")
-                                     .arg(m.hostPath, dir));
+                    QStringLiteral("mount %1 read-write: it holds airlockd's own %2, which a sandbox could move aside "
+                                   "and replace; "
+                                   "mount it read-only (:ro), or a folder below it")
+                        .arg(m.hostPath, dir));
             shown.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
             // A root daemon's sandboxes run as uids of their own: what they cannot reach needs no
             // cover (and could not be given one).
@@ -471,9 +495,10 @@ Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
         for (const QString &h : std::as_const(shown))
             if (below(m.sandboxPath, h))
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("mount %1 at %2: that is inside %3, which shows airlockd's own folder (covered, or out of the "
-                                                "sandbox's reach); mount it elsewhere")
-                                     .arg(m.hostPath, m.sandboxPath, h));
+                    QStringLiteral(
+                        "mount %1 at %2: that is inside %3, which shows airlockd's own folder (covered, or out of the "
+                        "sandbox's reach); mount it elsewhere")
+                        .arg(m.hostPath, m.sandboxPath, h));
     return hidden;
 }
 
@@ -488,10 +513,13 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
         QJsonParseError err{};
         const QJsonObject r = QJsonDocument::fromJson(request, &err).object();
         if (err.error != QJsonParseError::NoError || !r.value(QStringLiteral("tool")).isString())
-            return sandbox->answerToolCall(callId, makeError(ErrorCode::InvalidArgument, QStringLiteral("expected {\"tool\": NAME, \"arguments\": {...}}")));
+            return sandbox->answerToolCall(callId,
+                makeError(
+                    ErrorCode::InvalidArgument, QStringLiteral("expected {\"tool\": NAME, \"arguments\": {...}}")));
         tools::ToolCall call;
         call.tool = r.value(QStringLiteral("tool")).toString().left(100);
-        call.arguments = r.contains(QStringLiteral("arguments")) ? r.value(QStringLiteral("arguments")) : QJsonValue(QJsonObject{});
+        call.arguments = r.contains(QStringLiteral("arguments")) ? r.value(QStringLiteral("arguments"))
+                                                                 : QJsonValue(QJsonObject{});
         call.requester = QStringLiteral("a process in the sandbox");
         call.run = sandbox->currentRun();
         call.owner = sandbox;
@@ -501,14 +529,18 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
                 alive->answerToolCall(callId, result);
         });
     });
-    connect(sandbox, &Sandbox::execNeedsPerson, this, [this, sandbox](uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v) {
-        askAboutProgram(sandbox, execId, a, v);
-    });
+    connect(sandbox, &Sandbox::execNeedsPerson, this,
+        [this, sandbox](uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v) {
+            askAboutProgram(sandbox, execId, a, v);
+        });
     // A program's card goes with its process (0: with all of the execution's).
     const auto programGone = [this, sandbox](uint32_t execId, quint64 notification) {
         const QString id = sandbox->id();
-        m_approvals.cancelIf([&](const ApprovalRequest &r) { return r.sandbox == id && r.exec == execId && (notification == 0 || r.notification == notification); },
-                             QStringLiteral("the program's process is gone"));
+        m_approvals.cancelIf(
+            [&](const ApprovalRequest &r) {
+                return r.sandbox == id && r.exec == execId && (notification == 0 || r.notification == notification);
+            },
+            QStringLiteral("the program's process is gone"));
     };
     connect(sandbox, &Sandbox::judgedExecutionGone, this, [programGone](uint32_t execId) { programGone(execId, 0); });
     connect(sandbox, &Sandbox::execAbandoned, this, programGone);
@@ -541,12 +573,14 @@ Result<QJsonObject> Engine::removeSandbox(const QString &ref, bool keepWorkspace
         // sandbox listed (stopped), so that nothing the person asked to keep is orphaned.
         sandbox->terminate(QStringLiteral("removed"));
         const QString target = keptDir() + QLatin1Char('/') + sandbox->name() + QLatin1Char('-') + sandbox->id();
-        auto kept = QDir().mkpath(keptDir()) ? volume::keepWorkspace(m_caps.diskDriver, sandbox->workspaceDir(), target)
-                                             : Result<QString>(makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(keptDir())));
+        auto kept = QDir().mkpath(keptDir())
+            ? volume::keepWorkspace(m_caps.diskDriver, sandbox->workspaceDir(), target)
+            : Result<QString>(makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(keptDir())));
         if (!kept)
-            return makeError(ErrorCode::IoError, QStringLiteral("could not keep the workspace of %1 (%2); it stays at %3: 'airlockctl rm --keep %1' "
-                                                                "tries again, 'airlockctl rm %1' deletes it")
-                                                     .arg(sandbox->name(), kept.error().message, sandbox->workspaceDir()));
+            return makeError(ErrorCode::IoError,
+                QStringLiteral("could not keep the workspace of %1 (%2); it stays at %3: 'airlockctl rm --keep %1' "
+                               "tries again, 'airlockctl rm %1' deletes it")
+                    .arg(sandbox->name(), kept.error().message, sandbox->workspaceDir()));
         keptAt = *kept;
     }
     discard(sandbox, !keepWorkspace);
@@ -571,9 +605,9 @@ Result<Sandbox *> Engine::find(const QString &ref) const
         return matches.first();
     if (matches.size() > 1)
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("'%1' matches %2 sandbox ids; give more characters").arg(ref).arg(matches.size()));
-    return makeError(ErrorCode::NotFound,
-                     QStringLiteral("no sandbox named '%1' (see 'airlockctl ls')").arg(ref.left(100)));
+            QStringLiteral("'%1' matches %2 sandbox ids; give more characters").arg(ref).arg(matches.size()));
+    return makeError(
+        ErrorCode::NotFound, QStringLiteral("no sandbox named '%1' (see 'airlockctl ls')").arg(ref.left(100)));
 }
 
 QJsonObject Engine::describe(const Sandbox &s) const
@@ -581,45 +615,39 @@ QJsonObject Engine::describe(const Sandbox &s) const
     QJsonArray mounts;
     for (const Mount &m : s.spec().mounts)
         mounts.append(QJsonObject{{QStringLiteral("host"), m.hostPath}, {QStringLiteral("path"), m.sandboxPath},
-                                  {QStringLiteral("writable"), m.writable}});
+            {QStringLiteral("writable"), m.writable}});
     QJsonArray credentials; // what it is given: names and how, never values
     for (const policy::CredentialGrant &g : s.policy().grants)
         credentials.append(QJsonObject{{QStringLiteral("secret"), g.secret},
-                                       {g.file.isEmpty() ? QStringLiteral("env") : QStringLiteral("file"), g.file.isEmpty() ? g.env : g.file}});
-    QJsonArray namespaces = {QStringLiteral("user"), QStringLiteral("mount"), QStringLiteral("pid"), QStringLiteral("ipc"),
-                             QStringLiteral("uts"), QStringLiteral("cgroup")};
+            {g.file.isEmpty() ? QStringLiteral("env") : QStringLiteral("file"), g.file.isEmpty() ? g.env : g.file}});
+    QJsonArray namespaces = {QStringLiteral("user"), QStringLiteral("mount"), QStringLiteral("pid"),
+        QStringLiteral("ipc"), QStringLiteral("uts"), QStringLiteral("cgroup")};
     if (s.spec().network != NetworkMode::Full)
         namespaces.append(QStringLiteral("net"));
     QJsonValue disk; // what the workspace's filesystem holds now, when it has a size of its own
     if (volume::hasImage(s.workspaceDir()) && volume::mounted(s.workspaceDir()))
         if (const auto used = volume::usage(s.workspaceDir()))
-            disk = QJsonObject{{QStringLiteral("usedBytes"), double(used->usedBytes)}, {QStringLiteral("sizeBytes"), double(used->sizeBytes)}};
-    return {{QStringLiteral("id"), s.id()},
-            {QStringLiteral("name"), s.name()},
-            {QStringLiteral("state"), sandboxStateName(s.state())},
-            {QStringLiteral("failure"), s.failure().isEmpty() ? QJsonValue() : QJsonValue(s.failure())},
-            {QStringLiteral("network"), networkModeName(s.spec().network)},
-            {QStringLiteral("hostNetwork"), s.spec().network == NetworkMode::Full},
-            {QStringLiteral("createdAt"), s.createdAt().toString(Qt::ISODateWithMs)},
-            {QStringLiteral("executions"), s.runningExecutions()},
-            {QStringLiteral("workspace"), s.workspaceDir()},
-            {QStringLiteral("mounts"), mounts},
-            {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
-            {QStringLiteral("disk"), disk},
-            {QStringLiteral("preset"), s.policy().preset},
-            {QStringLiteral("credentials"), credentials},
-            {QStringLiteral("run"), s.currentRun()},
-            {QStringLiteral("agent"), s.currentAgent()},
-            {QStringLiteral("policyVersion"), s.policyVersion()},
-            {QStringLiteral("lastSeq"), double(s.lastSeq())},
-            {QStringLiteral("isolation"),
-             QJsonObject{{QStringLiteral("namespaces"), namespaces},
-                         {QStringLiteral("hostUid"), s.hostUid() ? QJsonValue(double(*s.hostUid())) : QJsonValue(double(::getuid()))},
-                         {QStringLiteral("sandboxUid"), 1000},
-                         {QStringLiteral("capabilities"), QStringLiteral("none")},
-                         {QStringLiteral("noNewPrivs"), true},
-                         {QStringLiteral("seccomp"), true},
-                         {QStringLiteral("landlockAbi"), s.landlockAbi()}}}};
+            disk = QJsonObject{{QStringLiteral("usedBytes"), double(used->usedBytes)},
+                {QStringLiteral("sizeBytes"), double(used->sizeBytes)}};
+    return {{QStringLiteral("id"), s.id()}, {QStringLiteral("name"), s.name()},
+        {QStringLiteral("state"), sandboxStateName(s.state())},
+        {QStringLiteral("failure"), s.failure().isEmpty() ? QJsonValue() : QJsonValue(s.failure())},
+        {QStringLiteral("network"), networkModeName(s.spec().network)},
+        {QStringLiteral("hostNetwork"), s.spec().network == NetworkMode::Full},
+        {QStringLiteral("createdAt"), s.createdAt().toString(Qt::ISODateWithMs)},
+        {QStringLiteral("executions"), s.runningExecutions()}, {QStringLiteral("workspace"), s.workspaceDir()},
+        {QStringLiteral("mounts"), mounts}, {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
+        {QStringLiteral("disk"), disk}, {QStringLiteral("preset"), s.policy().preset},
+        {QStringLiteral("credentials"), credentials}, {QStringLiteral("run"), s.currentRun()},
+        {QStringLiteral("agent"), s.currentAgent()}, {QStringLiteral("policyVersion"), s.policyVersion()},
+        {QStringLiteral("lastSeq"), double(s.lastSeq())},
+        {QStringLiteral("isolation"),
+            QJsonObject{{QStringLiteral("namespaces"), namespaces},
+                {QStringLiteral("hostUid"),
+                    s.hostUid() ? QJsonValue(double(*s.hostUid())) : QJsonValue(double(::getuid()))},
+                {QStringLiteral("sandboxUid"), 1000}, {QStringLiteral("capabilities"), QStringLiteral("none")},
+                {QStringLiteral("noNewPrivs"), true}, {QStringLiteral("seccomp"), true},
+                {QStringLiteral("landlockAbi"), s.landlockAbi()}}}};
 }
 
 QJsonArray Engine::listSandboxes() const
@@ -648,26 +676,28 @@ void Engine::sampleUsage(std::function<void(QJsonArray, qint64)> done)
     m_usagePool.start([this, namespaces] {
         QHash<quint64, ResourceUsage> usage = usageByPidNamespace(namespaces);
         const qint64 sampledMs = m_usageClock.elapsed(); // only read here: started before the first pass
-        QMetaObject::invokeMethod(this, [this, usage = std::move(usage), sampledMs] {
-            m_lastUsageMs = sampledMs;
-            QJsonArray out;
-            for (const Sandbox *s : std::as_const(m_sandboxes)) { // as they are now: one may have gone meanwhile
-                const ResourceUsage u = s->pidNamespace() ? usage.value(s->pidNamespace()) : ResourceUsage{};
-                out.append(QJsonObject{{QStringLiteral("id"), s->id()},
-                                       {QStringLiteral("name"), s->name()},
-                                       {QStringLiteral("cpuNs"), double(u.cpuNs)},
-                                       {QStringLiteral("memoryBytes"), double(u.memoryBytes)},
-                                       {QStringLiteral("processes"), u.processes},
-                                       {QStringLiteral("executions"), s->runningExecutions()},
-                                       {QStringLiteral("commands"), QJsonArray::fromStringList(s->runningCommands().mid(0, kUsageCommands))},
-                                       {QStringLiteral("lastOutput"), s->lastOutputLine().left(300)},
-                                       {QStringLiteral("agent"), s->currentAgent()},
-                                       {QStringLiteral("run"), s->currentRun()}});
-            }
-            m_lastUsage = out;
-            for (const auto &reply : std::exchange(m_usageWaiting, {}))
-                reply(out, m_lastUsageMs);
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this,
+            [this, usage = std::move(usage), sampledMs] {
+                m_lastUsageMs = sampledMs;
+                QJsonArray out;
+                for (const Sandbox *s : std::as_const(m_sandboxes)) { // as they are now: one may have gone meanwhile
+                    const ResourceUsage u = s->pidNamespace() ? usage.value(s->pidNamespace()) : ResourceUsage{};
+                    out.append(QJsonObject{{QStringLiteral("id"), s->id()}, {QStringLiteral("name"), s->name()},
+                        {QStringLiteral("cpuNs"), double(u.cpuNs)},
+                        {QStringLiteral("memoryBytes"), double(u.memoryBytes)},
+                        {QStringLiteral("processes"), u.processes},
+                        {QStringLiteral("executions"), s->runningExecutions()},
+                        {QStringLiteral("commands"),
+                            QJsonArray::fromStringList(s->runningCommands().mid(0, kUsageCommands))},
+                        {QStringLiteral("lastOutput"), s->lastOutputLine().left(300)},
+                        {QStringLiteral("agent"), s->currentAgent()}, {QStringLiteral("run"), s->currentRun()}});
+                }
+                m_lastUsage = out;
+                for (const auto &reply : std::exchange(m_usageWaiting, {}))
+                    reply(out, m_lastUsageMs);
+            },
+            Qt::QueuedConnection);
     });
 }
 
@@ -690,19 +720,23 @@ Result<uint32_t> Engine::exec(const QString &ref, const ExecRequest &request)
     return (*found)->exec(request, *secretEnv);
 }
 
-Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSecrets(const policy::EffectivePolicy &policy, bool envOnly) const
+Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSecrets(
+    const policy::EffectivePolicy &policy, bool envOnly) const
 {
     QList<std::pair<policy::CredentialGrant, QByteArray>> out;
     for (const policy::CredentialGrant &g : policy.grants) {
         if (envOnly && g.env.isEmpty())
             continue;
         if (!m_config.secrets)
-            return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("the policy grants secret '%1' but this daemon has no secret store").arg(g.secret));
+            return makeError(ErrorCode::BoundaryUnavailable,
+                QStringLiteral("the policy grants secret '%1' but this daemon has no secret store").arg(g.secret));
         auto value = m_config.secrets->get(g.secret);
         if (!value)
-            return makeError(value.error().code, QStringLiteral("the policy grants secret '%1'%2: %3")
-                                                     .arg(g.secret, g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env,
-                                                          value.error().message));
+            return makeError(value.error().code,
+                QStringLiteral("the policy grants secret '%1'%2: %3")
+                    .arg(g.secret,
+                        g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env,
+                        value.error().message));
         out.append({g, *value});
     }
     return out;

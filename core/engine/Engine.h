@@ -5,11 +5,11 @@
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
 #include "model/StoredSandbox.h"
-#include "sandbox/SandboxRecord.h"
 #include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/HostUids.h"
 #include "sandbox/Limits.h"
+#include "sandbox/SandboxRecord.h"
 #include "sandbox/WorkspaceFiles.h"
 
 #include <QByteArray>
@@ -38,11 +38,11 @@ struct ApprovalDecision;
 namespace net {
 class EgressProxy;
 struct EgressQuestion;
-}
+} // namespace net
 namespace tools {
 class ToolGateway;
 struct ToolCall;
-}
+} // namespace tools
 
 struct EngineConfig {
     QString guestPath;
@@ -53,7 +53,7 @@ struct EngineConfig {
     // The egress proxy's own answers for these names (airlockd --resolve NAME=ADDR), trusted.
     QHash<QString, QList<QHostAddress>> resolve;
     SecretStore *secrets = nullptr; // null: no secret can be granted
-    QStringList toolDirs;           // host tool declarations (*.json)
+    QStringList toolDirs; // host tool declarations (*.json)
     // Sandboxes go on when the daemon stops or dies, and the next daemon takes them over. Off:
     // they end with it, and what a killed daemon left is removed at the next start.
     bool sandboxesOutliveDaemon = true;
@@ -91,16 +91,17 @@ public:
     // effective network mode, mounts and limits are what it gets, whatever `spec` said.
     // `createdThrough`: the remote token whose connection asks (what its scope may reach later).
     void createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides = {},
-                       const QString &preset = {}, const QString &createdThrough = {});
+        const QString &preset = {}, const QString &createdThrough = {});
     // The sandbox's own policy layer, or the effective policy with the layer of every value.
     Result<QJsonObject> policy(const QString &ref, bool effective) const;
     // Replaces a running sandbox's own layer. What can change live (commands, tools, network
     // lists) applies at once; a change of network mode, mounts or limits is refused.
-    Result<QJsonObject> setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run);
+    Result<QJsonObject> setPolicy(
+        const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run);
     // Appends a command rule to the sandbox's own layer (an "always" approval), recorded like any
     // policy change. Refused when the rule would not cover argv (a shell string, a wrapper).
-    Result<QJsonObject> addCommandRule(const QString &ref, const QStringList &argv, const QStringList &env, const QString &by,
-                                       const QString &run);
+    Result<QJsonObject> addCommandRule(
+        const QString &ref, const QStringList &argv, const QStringList &env, const QString &by, const QString &run);
     // Appends a network allow rule for exactly this host (an "always" approval of a destination).
     Result<QJsonObject> addNetworkRule(const QString &ref, const QString &host, const QString &by, const QString &run);
     // The rule an "always" decision adds for a pending request, by its kind. Refused (nothing
@@ -118,14 +119,16 @@ public:
     void describeForPerson(const Sandbox &sandbox, ApprovalRequest &request) const;
     // A program that a judged execution started, stopped in its execve by a rule that judges it
     // wherever it runs: the person decides, with the chain that started it on the card.
-    void askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);
+    void askAboutProgram(
+        Sandbox *sandbox, uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);
     // What a process in the sandbox can reach: network destinations, credentials, writable paths,
     // tools (shown with every approval request).
     Result<QJsonObject> capabilities(const QString &ref) const;
     // What the policy would say, and why, about one of: {"argv": [...]} (a command), {"url": URL}
     // (the network rules, before any name is resolved), {"tool": NAME, "arguments": {...}}.
     // `draft`: the sandbox's own layer as an editor would apply it; its verdict is added as "draft".
-    Result<QJsonObject> check(const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft = std::nullopt) const;
+    Result<QJsonObject> check(
+        const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft = std::nullopt) const;
     Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
     SecretStore *secrets() const { return m_config.secrets; }
     // Host tools: what a sandbox's policy says about each declared one; a call, gated and recorded.
@@ -207,7 +210,8 @@ private:
 
     // The values of a policy's grants (all of them, or those given as environment variables);
     // fails closed, naming the grant, when one cannot be read.
-    Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(const policy::EffectivePolicy &policy, bool envOnly) const;
+    Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(
+        const policy::EffectivePolicy &policy, bool envOnly) const;
 
     Result<QJsonObject> addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run);
 

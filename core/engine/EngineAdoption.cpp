@@ -49,7 +49,8 @@ void Engine::adoptSandboxes(const StoredStream &stored)
     for (const auto &[name, record] : m_records.readAll()) {
         keep.insert(name); // what a record names is never reaped, even when the record is unreadable
         if (!record) {
-            logger()->error("sandbox record {} left alone: {}", name.toStdString(), record.error().message.toStdString());
+            logger()->error(
+                "sandbox record {} left alone: {}", name.toStdString(), record.error().message.toStdString());
             continue;
         }
         if (Sandbox *s = adopt(*record, stored); s->state() == SandboxState::Starting)
@@ -59,7 +60,8 @@ void Engine::adoptSandboxes(const StoredStream &stored)
     QElapsedTimer waited;
     waited.start();
     const auto anyStarting = [&] {
-        return std::any_of(answering.cbegin(), answering.cend(), [](const QPointer<Sandbox> &s) { return s && s->state() == SandboxState::Starting; });
+        return std::any_of(answering.cbegin(), answering.cend(),
+            [](const QPointer<Sandbox> &s) { return s && s->state() == SandboxState::Starting; });
     };
     while (anyStarting() && waited.elapsed() < kAdoptTimeoutMs)
         QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
@@ -81,13 +83,15 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.launch.network = record.spec.network;
     setup.launch.resumeToken = record.token;
     // Its uid is still its own: in this daemon's range, and claimed by it (again, if the claim went).
-    const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && m_uidClaims.reclaim(*record.hostUid, record.id) : !m_caps.runningAsRoot;
+    const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && m_uidClaims.reclaim(*record.hostUid, record.id)
+                                           : !m_caps.runningAsRoot;
     const std::optional<uid_t> hostUid = uidInRange ? record.hostUid : std::nullopt;
     setup.launch.dropToUid = hostUid;
     setup.cgroup = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
     QString problem;
     if (QFileInfo(record.workspaceDir).absoluteFilePath() != setup.workspaceDir)
-        problem = QStringLiteral("its record names the workspace %1, not %2").arg(record.workspaceDir, setup.workspaceDir);
+        problem
+            = QStringLiteral("its record names the workspace %1, not %2").arg(record.workspaceDir, setup.workspaceDir);
     if (!uidInRange && problem.isEmpty())
         problem = QStringLiteral("its record names a host uid this daemon does not give sandboxes");
     if (auto effective = policy::resolveForSandbox(record.overrides, record.preset, record.userLayer))
@@ -115,8 +119,8 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
 
     auto history = stored(record.id);
     if (!history)
-        logger()->warn("sandbox {}: its stream cannot be read from the history ({}); taken over without it", record.id.toStdString(),
-                       history.error().message.toStdString());
+        logger()->warn("sandbox {}: its stream cannot be read from the history ({}); taken over without it",
+            record.id.toStdString(), history.error().message.toStdString());
     Adoption a;
     a.bwrapPid = record.bwrap.pid;
     a.initPid = record.init.pid;
@@ -134,8 +138,11 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         for (int fd : {a.bwrapPidfd, a.initPidfd})
             if (fd >= 0)
                 ::close(fd);
-        const QString reason = QStringLiteral("it ended while airlockd was away; its workspace is kept until 'airlockctl rm %1'").arg(record.spec.name);
-        logger()->warn("sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(), reason.toStdString());
+        const QString reason
+            = QStringLiteral("it ended while airlockd was away; its workspace is kept until 'airlockctl rm %1'")
+                  .arg(record.spec.name);
+        logger()->warn(
+            "sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(), reason.toStdString());
         SandboxCgroup leftovers = SandboxCgroup::existing(m_caps, m_config.instanceKey, record.id);
         leftovers.destroy();
         sandbox->markEnded(reason, a, true);
@@ -154,8 +161,8 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     a.problem = problem;
     connect(sandbox, &Sandbox::started, this, [this, sandbox] { saveRecord(*sandbox); });
     if (Status adopted = sandbox->adopt(a); !adopted)
-        logger()->error("sandbox {} ({}) cannot be taken over: {}; what runs in it goes on, 'airlockctl rm' ends it", record.id.toStdString(),
-                        record.spec.name.toStdString(), adopted.error().message.toStdString());
+        logger()->error("sandbox {} ({}) cannot be taken over: {}; what runs in it goes on, 'airlockctl rm' ends it",
+            record.id.toStdString(), record.spec.name.toStdString(), adopted.error().message.toStdString());
     return sandbox;
 }
 
@@ -183,7 +190,8 @@ void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
     r.daemonVersion = airlock::version();
     r.ended = ended;
     if (Status s = m_records.write(r); !s)
-        logger()->error("sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());
+        logger()->error(
+            "sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());
 }
 
 void Engine::onEventStored(const Event &event)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The engine's policy side: each sandbox's layers, the person's defaults, rules added by "always",
 // asking a person, host tools and the policy checker. (Sandboxes' lifecycle and I/O: Engine.cpp.)
-#include "engine/Engine.h"
 #include "engine/CodeBinding.h"
+#include "engine/Engine.h"
 #include "model/BoundedArgv.h"
 #include "policy/CommandRisk.h"
 #include "sandbox/WorkspaceFiles.h"
@@ -34,17 +34,17 @@ Result<QJsonObject> Engine::userDefaults() const
     auto layer = policy::readUserLayer(userPolicyFile());
     if (!layer)
         return layer.error();
-    auto effective = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}, {QStringLiteral("user"), *layer}});
+    auto effective
+        = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}, {QStringLiteral("user"), *layer}});
     if (!effective)
         return effective.error();
     auto builtin = policy::resolve({{QStringLiteral("builtin"), policy::builtinDefaults()}});
     if (!builtin)
         return builtin.error();
-    return QJsonObject{{QStringLiteral("file"), userPolicyFile()},
-                       {QStringLiteral("policy"), *layer},
-                       {QStringLiteral("effective"), effective->document},
-                       {QStringLiteral("sources"), effective->sources},
-                       {QStringLiteral("below"), QJsonObject{{QStringLiteral("policy"), builtin->document}, {QStringLiteral("sources"), builtin->sources}}}};
+    return QJsonObject{{QStringLiteral("file"), userPolicyFile()}, {QStringLiteral("policy"), *layer},
+        {QStringLiteral("effective"), effective->document}, {QStringLiteral("sources"), effective->sources},
+        {QStringLiteral("below"),
+            QJsonObject{{QStringLiteral("policy"), builtin->document}, {QStringLiteral("sources"), builtin->sources}}}};
 }
 
 Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
@@ -57,7 +57,8 @@ Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
 
 QString Engine::userPolicyFile() const
 {
-    return m_config.userPolicyFile.isEmpty() ? paths::configDir() + QStringLiteral("/policy.json") : m_config.userPolicyFile;
+    return m_config.userPolicyFile.isEmpty() ? paths::configDir() + QStringLiteral("/policy.json")
+                                             : m_config.userPolicyFile;
 }
 
 Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
@@ -68,21 +69,21 @@ Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
     const Sandbox &s = **found;
     if (!effective)
         return QJsonObject{{QStringLiteral("sandbox"), s.id()}, {QStringLiteral("version"), s.policyVersion()},
-                           {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policyOverrides()}};
-    QJsonObject reply{{QStringLiteral("sandbox"), s.id()},
-                      {QStringLiteral("version"), s.policyVersion()},
-                      {QStringLiteral("preset"), s.policy().preset},
-                      {QStringLiteral("policy"), s.policy().document},
-                      {QStringLiteral("sources"), s.policy().sources}};
+            {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policyOverrides()}};
+    QJsonObject reply{{QStringLiteral("sandbox"), s.id()}, {QStringLiteral("version"), s.policyVersion()},
+        {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policy().document},
+        {QStringLiteral("sources"), s.policy().sources}};
     // What the layers under the sandbox's own say (built-in, the person's defaults, the preset):
     // what an editor of that layer shows as inherited, scalars included. The defaults file may
     // have changed since the sandbox was made: then this is what a new sandbox would inherit.
     if (auto below = policy::resolveForSandbox({}, s.policy().preset, userPolicyFile()))
-        reply.insert(QStringLiteral("below"), QJsonObject{{QStringLiteral("policy"), below->document}, {QStringLiteral("sources"), below->sources}});
+        reply.insert(QStringLiteral("below"),
+            QJsonObject{{QStringLiteral("policy"), below->document}, {QStringLiteral("sources"), below->sources}});
     return reply;
 }
 
-Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run)
+Result<QJsonObject> Engine::setPolicy(
+    const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run)
 {
     auto found = find(ref);
     if (!found)
@@ -97,9 +98,10 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
     // Only what the running sandbox can honour at once may change; the rest needs a new sandbox.
     const policy::EffectivePolicy &now = s.policy();
     if (effective->networkMode != now.networkMode)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/network/mode: the network mode of a running sandbox cannot change "
-                                                                    "(it is %1); create a new sandbox")
-                                                         .arg(now.networkMode));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("/network/mode: the network mode of a running sandbox cannot change "
+                           "(it is %1); create a new sandbox")
+                .arg(now.networkMode));
     const auto secretFiles = [](const policy::EffectivePolicy &p) {
         QStringList files;
         for (const policy::CredentialGrant &g : p.grants)
@@ -108,20 +110,22 @@ Result<QJsonObject> Engine::setPolicy(const QString &ref, const QJsonObject &ove
         return files;
     };
     if (secretFiles(*effective) != secretFiles(now))
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/credentials/grants: secrets granted as files are placed when a sandbox is "
-                                                                    "created; create a new sandbox to change them (grants as env apply at once)"));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("/credentials/grants: secrets granted as files are placed when a sandbox is "
+                           "created; create a new sandbox to change them (grants as env apply at once)"));
     if (auto env = grantedSecrets(*effective, true); !env)
         return env.error();
     if (effective->mounts != now.mounts || effective->limits != now.limits)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
-                                                                    "is created; create a new sandbox to change them"));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
+                           "is created; create a new sandbox to change them"));
     s.setPolicy(*effective, overrides, by, run, *user);
     saveRecord(s);
     return policy(ref, true);
 }
 
-Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList &argv, const QStringList &env, const QString &by,
-                                           const QString &run)
+Result<QJsonObject> Engine::addCommandRule(
+    const QString &ref, const QStringList &argv, const QStringList &env, const QString &by, const QString &run)
 {
     auto found = find(ref);
     if (!found)
@@ -131,8 +135,7 @@ Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList
     QJsonArray rules = commands.value(QStringLiteral("rules")).toArray();
     // Exactly this argv, word for word: approving `rm -rf build` always must not allow `rm -rf build ~`.
     rules.append(QJsonObject{{QStringLiteral("decision"), QStringLiteral("allow")},
-                             {QStringLiteral("command"), QJsonArray::fromStringList(argv)},
-                             {QStringLiteral("exact"), true}});
+        {QStringLiteral("command"), QJsonArray::fromStringList(argv)}, {QStringLiteral("exact"), true}});
     commands.insert(QStringLiteral("rules"), rules);
     overrides.insert(QStringLiteral("commands"), commands);
     auto effective = policy::resolveForSandbox(overrides, (*found)->policy().preset, userPolicyFile());
@@ -141,21 +144,24 @@ Result<QJsonObject> Engine::addCommandRule(const QString &ref, const QStringList
     const policy::CommandVerdict v = effective->commands.evaluate(argv, env);
     if (v.decision != policy::Decision::Allow)
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("an \"always\" rule for this command would not cover it (%1); approve it once, or add rules for "
-                                        "its parts with 'airlockctl policy set'")
-                             .arg(v.reason));
+            QStringLiteral(
+                "an \"always\" rule for this command would not cover it (%1); approve it once, or add rules for "
+                "its parts with 'airlockctl policy set'")
+                .arg(v.reason));
     return setPolicy(ref, overrides, by, run);
 }
 
-Result<QJsonObject> Engine::addNetworkRule(const QString &ref, const QString &host, const QString &by, const QString &run)
+Result<QJsonObject> Engine::addNetworkRule(
+    const QString &ref, const QString &host, const QString &by, const QString &run)
 {
     auto found = find(ref);
     if (!found)
         return found.error();
     QJsonObject overrides = (*found)->policyOverrides();
     QJsonObject network = overrides.value(QStringLiteral("network")).toObject();
-    QJsonArray allow = network.contains(QStringLiteral("allow")) ? network.value(QStringLiteral("allow")).toArray()
-                                                                  : QJsonArray::fromStringList((*found)->policy().networkAllow);
+    QJsonArray allow = network.contains(QStringLiteral("allow"))
+        ? network.value(QStringLiteral("allow")).toArray()
+        : QJsonArray::fromStringList((*found)->policy().networkAllow);
     if (!allow.contains(host))
         allow.append(host);
     network.insert(QStringLiteral("allow"), allow);
@@ -167,17 +173,21 @@ Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QS
 {
     auto target = find(request.sandbox);
     if (!target || request.policyVersion != (*target)->policyVersion())
-        return makeError(ErrorCode::Denied, QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again"));
+        return makeError(ErrorCode::Denied,
+            QStringLiteral("the sandbox's policy changed while the request waited; approve once or ask again"));
     if (request.kind == QLatin1String("tool"))
         return addToolRule(request.sandbox, request.tool, by, request.run);
     if (request.kind == QLatin1String("network"))
-        return addNetworkRule(request.sandbox, request.destination.section(QLatin1Char(' '), 0, 0).section(QLatin1Char(':'), 0, -2), by,
-                              request.run);
+        return addNetworkRule(request.sandbox,
+            request.destination.section(QLatin1Char(' '), 0, 0).section(QLatin1Char(':'), 0, -2), by, request.run);
     // "Always" is about the command; it is given for the files the person saw. If one changed
     // since, no rule: approved once, the command is asked about again with what it is now.
-    if (const QString changed = changedCode(request.files, bindCode(**target, request.argv, request.cwd)); !changed.isEmpty())
-        return makeError(ErrorCode::Denied, QStringLiteral("%1 changed after the question was asked: nothing decided. Approve once to be asked "
-                                                           "again with what it says now, or deny").arg(changed));
+    if (const QString changed = changedCode(request.files, bindCode(**target, request.argv, request.cwd));
+        !changed.isEmpty())
+        return makeError(ErrorCode::Denied,
+            QStringLiteral("%1 changed after the question was asked: nothing decided. Approve once to be asked "
+                           "again with what it says now, or deny")
+                .arg(changed));
     QStringList envNames;
     for (const QString &kv : request.env)
         envNames.append(kv.section(QLatin1Char('='), 0, 0));
@@ -189,15 +199,11 @@ void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecisi
     auto sandbox = find(request.sandbox);
     if (!sandbox)
         return;
-    QJsonObject decided{{QStringLiteral("id"), request.id},
-                        {QStringLiteral("kind"), request.kind},
-                        {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
-                        {QStringLiteral("always"), d.always},
-                        {QStringLiteral("expired"), d.expired},
-                        {QStringLiteral("by"), d.by},
-                        {QStringLiteral("reason"), d.reason},
-                        {QStringLiteral("requester"), request.requester},
-                        {QStringLiteral("requestedMs"), double(request.createdMs)}};
+    QJsonObject decided{{QStringLiteral("id"), request.id}, {QStringLiteral("kind"), request.kind},
+        {QStringLiteral("decision"), d.allowed ? QStringLiteral("allow") : QStringLiteral("deny")},
+        {QStringLiteral("always"), d.always}, {QStringLiteral("expired"), d.expired}, {QStringLiteral("by"), d.by},
+        {QStringLiteral("reason"), d.reason}, {QStringLiteral("requester"), request.requester},
+        {QStringLiteral("requestedMs"), double(request.createdMs)}};
     if (request.exec)
         decided.insert(QStringLiteral("exec"), double(request.exec));
     // An agent's own command carries what it asked for: a refusal is a row of the history.
@@ -221,16 +227,13 @@ void Engine::maskSecrets(ApprovalRequest &r) const
         return;
     const Redactor &redactor = (*found)->redactor();
     Redactor::Hits hits;
-    const QJsonObject masked = redactor.redactJson({{QStringLiteral("argv"), QJsonArray::fromStringList(r.argv)},
-                                                    {QStringLiteral("env"), QJsonArray::fromStringList(r.env)},
-                                                    {QStringLiteral("cwd"), r.cwd},
-                                                    {QStringLiteral("destination"), r.destination},
-                                                    {QStringLiteral("reason"), r.reason},
-                                                    {QStringLiteral("arguments"), r.arguments},
-                                                    {QStringLiteral("parts"), r.parts},
-                                                    {QStringLiteral("files"), r.files},
-                                                    {QStringLiteral("chain"), QJsonArray::fromStringList(r.chain)}},
-                                                   &hits);
+    const QJsonObject masked = redactor.redactJson(
+        {{QStringLiteral("argv"), QJsonArray::fromStringList(r.argv)},
+            {QStringLiteral("env"), QJsonArray::fromStringList(r.env)}, {QStringLiteral("cwd"), r.cwd},
+            {QStringLiteral("destination"), r.destination}, {QStringLiteral("reason"), r.reason},
+            {QStringLiteral("arguments"), r.arguments}, {QStringLiteral("parts"), r.parts},
+            {QStringLiteral("files"), r.files}, {QStringLiteral("chain"), QJsonArray::fromStringList(r.chain)}},
+        &hits);
     if (!hits)
         return;
     const auto list = [&](const char *key) {
@@ -265,13 +268,16 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
     if (auto caps = capabilities(sandbox->id()))
         r.capabilities = *caps;
     if (waiting >= kMaxPendingPerSandbox)
-        return answer(r, {false, false, QStringLiteral("airlockd"), QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting)});
+        return answer(r,
+            {false, false, QStringLiteral("airlockd"),
+                QStringLiteral("%1 requests of this sandbox already wait for a person").arg(waiting)});
     describeForPerson(*sandbox, r);
     maskSecrets(r);
-    const ApprovalRequest pending = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
-        recordDecision(req, d);
-        answer(req, d);
-    });
+    const ApprovalRequest pending
+        = m_approvals.request(r, [this, answer](const ApprovalRequest &req, const ApprovalDecision &d) {
+              recordDecision(req, d);
+              answer(req, d);
+          });
     QJsonObject requested = pending.toJson();
     requested.remove(QStringLiteral("nonce")); // the event stream is not where decisions come from
     // Recorded as bounded as a program's record (the card has it all); the parts are the card's.
@@ -297,17 +303,17 @@ void Engine::describeForPerson(const Sandbox &sandbox, ApprovalRequest &r) const
         for (const QStringList &part : policy::commandParts(r.argv)) {
             const policy::CommandVerdict v = r.exec ? rules.evaluateNested(part) : rules.evaluate(part, envNames);
             r.parts.append(QJsonObject{{QStringLiteral("argv"), QJsonArray::fromStringList(part)},
-                                       {QStringLiteral("decision"), policy::decisionName(v.decision)},
-                                       {QStringLiteral("rule"), v.rule},
-                                       {QStringLiteral("layer"), v.layer}});
+                {QStringLiteral("decision"), policy::decisionName(v.decision)}, {QStringLiteral("rule"), v.rule},
+                {QStringLiteral("layer"), v.layer}});
         }
         r.risk = policy::riskSummary(r.argv);
     } else if (r.kind == QLatin1String("network")) {
         // The proxy knows the sandbox, not the process: what was running in it when it connected.
         r.risk = QStringLiteral("opens a connection that no rule allows");
         const QStringList running = sandbox.runningCommands();
-        r.chain = running.isEmpty() ? QStringList{QStringLiteral("nothing was running: a process left behind by an earlier command")}
-                                    : running.mid(0, 5);
+        r.chain = running.isEmpty()
+            ? QStringList{QStringLiteral("nothing was running: a process left behind by an earlier command")}
+            : running.mid(0, 5);
     } else if (r.kind == QLatin1String("tool")) {
         r.risk = QStringLiteral("runs the host tool %1 outside the sandbox, with its own rights").arg(r.tool);
     }
@@ -327,8 +333,10 @@ void Engine::askAboutProgram(Sandbox *sandbox, uint32_t execId, const ExecAttemp
     r.exec = execId;
     r.notification = a.id;
     r.chain = {QStringLiteral("%1 (pid %2, started by pid %3)").arg(a.path).arg(a.pid).arg(a.parentPid),
-               QStringLiteral("under execution %1: %2").arg(execId).arg(display::commandLine(QJsonArray::fromStringList(judged.argv), 200)),
-               cover.decidedBy};
+        QStringLiteral("under execution %1: %2")
+            .arg(execId)
+            .arg(display::commandLine(QJsonArray::fromStringList(judged.argv), 200)),
+        cover.decidedBy};
     r.run = judged.run;
     QPointer<Sandbox> alive(sandbox);
     askPerson(sandbox, r, [alive, execId, a](const ApprovalRequest &, const ApprovalDecision &d) {
@@ -382,16 +390,15 @@ Result<QJsonObject> Engine::capabilities(const QString &ref) const
             writable.append(QString(m.sandboxPath + QStringLiteral(" (host ") + m.hostPath + QLatin1Char(')')));
     QJsonArray grants, tools;
     for (const policy::CredentialGrant &g : p.grants)
-        grants.append(QString(g.secret + (g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env)));
+        grants.append(QString(
+            g.secret + (g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env)));
     for (auto it = p.tools.cbegin(); it != p.tools.cend(); ++it)
         tools.append(QString(it.key() + QLatin1Char(' ') + policy::decisionName(it->decision)));
     QJsonValue network = p.networkMode == QLatin1String("full") ? QJsonValue(QStringLiteral("FULL (host network)"))
-                         : p.networkMode == QLatin1String("none") ? QJsonValue(QStringLiteral("none"))
-                                                                  : QJsonValue(QJsonArray::fromStringList(p.networkAllow));
-    return QJsonObject{{QStringLiteral("network"), network},
-                       {QStringLiteral("credentials"), grants},
-                       {QStringLiteral("writable"), writable},
-                       {QStringLiteral("tools"), tools}};
+        : p.networkMode == QLatin1String("none")                ? QJsonValue(QStringLiteral("none"))
+                                                 : QJsonValue(QJsonArray::fromStringList(p.networkAllow));
+    return QJsonObject{{QStringLiteral("network"), network}, {QStringLiteral("credentials"), grants},
+        {QStringLiteral("writable"), writable}, {QStringLiteral("tools"), tools}};
 }
 
 namespace {
@@ -399,11 +406,13 @@ namespace {
 Result<QPair<QString, int>> destinationOf(const QString &text)
 {
     const QUrl url(text, QUrl::StrictMode);
-    static const QHash<QString, int> defaultPorts{{QStringLiteral("http"), 80}, {QStringLiteral("https"), 443}, {QStringLiteral("ws"), 80},
-                                                  {QStringLiteral("wss"), 443}, {QStringLiteral("ftp"), 21}, {QStringLiteral("ssh"), 22}};
+    static const QHash<QString, int> defaultPorts{{QStringLiteral("http"), 80}, {QStringLiteral("https"), 443},
+        {QStringLiteral("ws"), 80}, {QStringLiteral("wss"), 443}, {QStringLiteral("ftp"), 21},
+        {QStringLiteral("ssh"), 22}};
     const int port = url.port(defaultPorts.value(url.scheme().toLower(), -1));
     if (!url.isValid() || url.host().isEmpty() || port < 1)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a URL with a host (and a port, or a scheme that has one)").arg(text.left(200)));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("'%1' is not a URL with a host (and a port, or a scheme that has one)").arg(text.left(200)));
     QString host = url.host(QUrl::FullyEncoded);
     if (host.contains(QLatin1Char(':')))
         host = QLatin1Char('[') + host + QLatin1Char(']');
@@ -424,7 +433,9 @@ Result<QJsonObject> verdictUnder(const policy::EffectivePolicy &p, const QJsonOb
         return verdict;
     }
     if (request.contains(QStringLiteral("tool")))
-        return policy::evaluateTool(p, request.value(QStringLiteral("tool")).toString(), request.value(QStringLiteral("arguments")).toObject()).toJson();
+        return policy::evaluateTool(
+            p, request.value(QStringLiteral("tool")).toString(), request.value(QStringLiteral("arguments")).toObject())
+            .toJson();
     QStringList argv;
     for (const QJsonValue &v : request.value(QStringLiteral("argv")).toArray())
         argv.append(v.toString());
@@ -432,7 +443,8 @@ Result<QJsonObject> verdictUnder(const policy::EffectivePolicy &p, const QJsonOb
 }
 } // namespace
 
-Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft) const
+Result<QJsonObject> Engine::check(
+    const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft) const
 {
     auto found = find(ref);
     if (!found)
@@ -455,7 +467,8 @@ Result<QJsonObject> Engine::check(const QString &ref, const QJsonObject &request
         }
         auto drafted = policy::resolveForSandbox(layer, (*found)->policy().preset, userPolicyFile());
         if (!drafted)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("params.policy (the draft): %1").arg(drafted.error().message));
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("params.policy (the draft): %1").arg(drafted.error().message));
         auto after = verdictUnder(*drafted, request);
         if (!after)
             return after.error();

@@ -33,8 +33,12 @@ void removeSpare(const QString &dir)
 } // namespace
 
 WorkspaceSpare::WorkspaceSpare(QString workspacesDir, volume::Driver driver, std::function<uint64_t()> defaultBytes,
-                               std::function<QString()> newId, QObject *parent)
-    : QObject(parent), m_dir(std::move(workspacesDir)), m_driver(driver), m_defaultBytes(std::move(defaultBytes)), m_newId(std::move(newId))
+    std::function<QString()> newId, QObject *parent)
+    : QObject(parent)
+    , m_dir(std::move(workspacesDir))
+    , m_driver(driver)
+    , m_defaultBytes(std::move(defaultBytes))
+    , m_newId(std::move(newId))
 {
     m_pool.setMaxThreadCount(2);
 }
@@ -83,7 +87,8 @@ void WorkspaceSpare::refill()
         m_pool.start([self, dir, id, bytes, driver = m_driver] {
             // The marker first: a daemon killed meanwhile leaves something removeLeftovers finds.
             QFile marker(markerOf(dir));
-            Status made = marker.open(QIODevice::WriteOnly) ? Status(Ok{}) : makeError(ErrorCode::IoError, marker.errorString());
+            Status made = marker.open(QIODevice::WriteOnly) ? Status(Ok{})
+                                                            : makeError(ErrorCode::IoError, marker.errorString());
             if (made && ::mkdir(QFile::encodeName(dir).constData(), 0700) != 0)
                 made = makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(dir));
             if (made)
@@ -92,13 +97,16 @@ void WorkspaceSpare::refill()
                 logger()->warn("no spare workspace ahead of time: {}", made.error().message.toStdString());
                 removeSpare(dir);
             }
-            QMetaObject::invokeMethod(self, [self, id, bytes, ok = made.ok()] {
-                if (!self)
-                    return;
-                --self->m_making;
-                if (ok)
-                    self->m_ready.append(Ready{id, bytes});
-            }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                self,
+                [self, id, bytes, ok = made.ok()] {
+                    if (!self)
+                        return;
+                    --self->m_making;
+                    if (ok)
+                        self->m_ready.append(Ready{id, bytes});
+                },
+                Qt::QueuedConnection);
         });
     }
 }

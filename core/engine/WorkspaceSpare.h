@@ -21,8 +21,8 @@ class WorkspaceSpare final : public QObject {
     Q_OBJECT
 public:
     // `defaultBytes` is the size a default workspace has now (0: none can be made).
-    WorkspaceSpare(QString workspacesDir, volume::Driver driver, std::function<uint64_t()> defaultBytes, std::function<QString()> newId,
-                   QObject *parent = nullptr);
+    WorkspaceSpare(QString workspacesDir, volume::Driver driver, std::function<uint64_t()> defaultBytes,
+        std::function<QString()> newId, QObject *parent = nullptr);
     ~WorkspaceSpare() override; // waits for one being made, and removes it
 
     // The id of a ready spare of exactly `bytes`, now the caller's (its folder is

@@ -7,10 +7,15 @@
 
 namespace airlock {
 
-HistoryGate::HistoryGate(HistoryStore &store, QObject *parent) : QObject(parent), m_store(store)
+HistoryGate::HistoryGate(HistoryStore &store, QObject *parent)
+    : QObject(parent)
+    , m_store(store)
 {
     // Called on the writer thread: only a queued call crosses over (and is dropped with us).
-    m_store.setBatchListener([this] { QMetaObject::invokeMethod(this, [this] { release(); }, Qt::QueuedConnection); });
+    m_store.setBatchListener([this] {
+        QMetaObject::invokeMethod(
+            this, [this] { release(); }, Qt::QueuedConnection);
+    });
 }
 
 HistoryGate::~HistoryGate()

@@ -47,7 +47,7 @@ private:
     HistoryStore &m_store;
     struct Held {
         uint64_t batch; // the writer's batch that stores it
-        bool waits;     // for that batch (a batched fact not known to be stored yet)
+        bool waits; // for that batch (a batched fact not known to be stored yet)
         Event event;
     };
     std::deque<Held> m_held;

@@ -19,11 +19,13 @@ namespace airlock {
 
 namespace {
 constexpr qint64 kMaxPageBytes = 1024 * 1024; // of a reply, escaped: far below the 4 MiB frame limit
-constexpr const char *kExecutionColumns =
-    "e.id, e.sandbox_id, coalesce(s.name, ''), e.exec_id, coalesce(r.name, ''), e.argv_json, e.cwd, e.env_names_json, e.status, "
-    "e.exit_code, e.signal, e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.stored_bytes, e.truncated, e.output_pruned, "
-    "coalesce(e.agent, ''), coalesce(e.decided_by, '') "
-    "FROM executions e LEFT JOIN sandboxes s ON s.id = e.sandbox_id LEFT JOIN runs r ON r.id = e.run_id ";
+constexpr const char *kExecutionColumns
+    = "e.id, e.sandbox_id, coalesce(s.name, ''), e.exec_id, coalesce(r.name, ''), e.argv_json, e.cwd, "
+      "e.env_names_json, e.status, "
+      "e.exit_code, e.signal, e.started_ms, e.ended_ms, e.bytes_out, e.bytes_err, e.stored_bytes, e.truncated, "
+      "e.output_pruned, "
+      "coalesce(e.agent, ''), coalesce(e.decided_by, '') "
+      "FROM executions e LEFT JOIN sandboxes s ON s.id = e.sandbox_id LEFT JOIN runs r ON r.id = e.run_id ";
 
 QJsonValue jsonColumn(const sql::Stmt &st, int col)
 {
@@ -33,37 +35,27 @@ QJsonValue jsonColumn(const sql::Stmt &st, int col)
 
 QJsonObject executionRow(const sql::Stmt &st)
 {
-    return {{QStringLiteral("id"), st.columnNumber(0)},
-            {QStringLiteral("sandbox"), st.columnText(1)},
-            {QStringLiteral("sandboxName"), st.columnText(2)},
-            {QStringLiteral("exec"), st.columnNumber(3)},
-            {QStringLiteral("run"), st.columnText(4)},
-            {QStringLiteral("argv"), jsonColumn(st, 5)},
-            {QStringLiteral("cwd"), st.columnText(6)},
-            {QStringLiteral("envNames"), jsonColumn(st, 7)},
-            {QStringLiteral("status"), st.columnText(8)},
-            {QStringLiteral("exitCode"), st.columnNumber(9)},
-            {QStringLiteral("signal"), st.columnNumber(10)},
-            {QStringLiteral("startedMs"), st.columnNumber(11)},
-            {QStringLiteral("endedMs"), st.columnNumber(12)},
-            {QStringLiteral("bytesOut"), st.columnNumber(13)},
-            {QStringLiteral("bytesErr"), st.columnNumber(14)},
-            {QStringLiteral("storedBytes"), st.columnNumber(15)},
-            {QStringLiteral("truncated"), st.columnInt(16) != 0},
-            {QStringLiteral("outputPruned"), st.columnInt(17) != 0},
-            {QStringLiteral("agent"), st.columnText(18)},
-            {QStringLiteral("decidedBy"), st.columnText(19)}};
+    return {{QStringLiteral("id"), st.columnNumber(0)}, {QStringLiteral("sandbox"), st.columnText(1)},
+        {QStringLiteral("sandboxName"), st.columnText(2)}, {QStringLiteral("exec"), st.columnNumber(3)},
+        {QStringLiteral("run"), st.columnText(4)}, {QStringLiteral("argv"), jsonColumn(st, 5)},
+        {QStringLiteral("cwd"), st.columnText(6)}, {QStringLiteral("envNames"), jsonColumn(st, 7)},
+        {QStringLiteral("status"), st.columnText(8)}, {QStringLiteral("exitCode"), st.columnNumber(9)},
+        {QStringLiteral("signal"), st.columnNumber(10)}, {QStringLiteral("startedMs"), st.columnNumber(11)},
+        {QStringLiteral("endedMs"), st.columnNumber(12)}, {QStringLiteral("bytesOut"), st.columnNumber(13)},
+        {QStringLiteral("bytesErr"), st.columnNumber(14)}, {QStringLiteral("storedBytes"), st.columnNumber(15)},
+        {QStringLiteral("truncated"), st.columnInt(16) != 0}, {QStringLiteral("outputPruned"), st.columnInt(17) != 0},
+        {QStringLiteral("agent"), st.columnText(18)}, {QStringLiteral("decidedBy"), st.columnText(19)}};
 }
 
 // The columns a listing may be sorted by, as SQL; anything else sorts by id.
 QString sortColumn(const QString &key)
 {
     static const QHash<QString, QString> columns{{QStringLiteral("status"), QStringLiteral("e.status")},
-                                                 {QStringLiteral("exitCode"), QStringLiteral("e.exit_code")},
-                                                 {QStringLiteral("storedBytes"), QStringLiteral("e.stored_bytes")},
-                                                 {QStringLiteral("duration"), QStringLiteral("(e.ended_ms - e.started_ms)")},
-                                                 {QStringLiteral("sandbox"), QStringLiteral("s.name")},
-                                                 {QStringLiteral("agent"), QStringLiteral("coalesce(e.agent, '')")}};
+        {QStringLiteral("exitCode"), QStringLiteral("e.exit_code")},
+        {QStringLiteral("storedBytes"), QStringLiteral("e.stored_bytes")},
+        {QStringLiteral("duration"), QStringLiteral("(e.ended_ms - e.started_ms)")},
+        {QStringLiteral("sandbox"), QStringLiteral("s.name")},
+        {QStringLiteral("agent"), QStringLiteral("coalesce(e.agent, '')")}};
     return columns.value(key, QStringLiteral("e.id"));
 }
 
@@ -89,7 +81,10 @@ struct Where {
         conditions.append(condition);
         values.insert(values.end(), params);
     }
-    QString sql() const { return conditions.isEmpty() ? QString() : QStringLiteral("WHERE ") + conditions.join(QStringLiteral(" AND ")); }
+    QString sql() const
+    {
+        return conditions.isEmpty() ? QString() : QStringLiteral("WHERE ") + conditions.join(QStringLiteral(" AND "));
+    }
     void bind(sql::Stmt &st) const
     {
         for (size_t i = 0; i < values.size(); ++i) {
@@ -102,10 +97,10 @@ struct Where {
 };
 } // namespace
 
-#define OPEN_READER(db)                                                                                                          \
-    auto opened = sql::open(m_path, true);                                                                                         \
-    if (!opened)                                                                                                                   \
-        return opened.error();                                                                                                     \
+#define OPEN_READER(db)                                                                                                \
+    auto opened = sql::open(m_path, true);                                                                             \
+    if (!opened)                                                                                                       \
+        return opened.error();                                                                                         \
     sqlite3 *db = opened->get()
 
 Result<QJsonObject> HistoryReader::executions(const Query &query) const
@@ -138,17 +133,21 @@ Result<QJsonObject> HistoryReader::executions(const Query &query) const
         where.add(QStringLiteral("e.id IN (SELECT rowid FROM command_fts WHERE command_fts MATCH ? "
                                  "UNION SELECT c.execution FROM output_fts JOIN chunks c ON c.id = output_fts.rowid "
                                  "WHERE output_fts MATCH ?)"),
-                  {ftsPhrase(text), ftsPhrase(text)});
+            {ftsPhrase(text), ftsPhrase(text)});
     const int limit = std::clamp(query.limit, 1, 10000);
     // By id, pages follow the primary key; by any other column they are offsets into one order
     // (ties broken by id, so a page boundary neither repeats nor skips a row).
     const QString direction = query.ascending ? QStringLiteral("ASC") : QStringLiteral("DESC");
     QString order = QStringLiteral(" ORDER BY %1 %2").arg(orderColumn, direction);
     if (!byId)
-        order += QStringLiteral(", e.id %1 LIMIT %2 OFFSET %3").arg(direction).arg(limit + 1).arg(std::max<qint64>(query.offset, 0));
+        order += QStringLiteral(", e.id %1 LIMIT %2 OFFSET %3")
+                     .arg(direction)
+                     .arg(limit + 1)
+                     .arg(std::max<qint64>(query.offset, 0));
     else
         order += QStringLiteral(" LIMIT %1").arg(limit + 1);
-    const QByteArray statement = (QStringLiteral("SELECT ") + QLatin1String(kExecutionColumns) + where.sql() + order).toUtf8();
+    const QByteArray statement
+        = (QStringLiteral("SELECT ") + QLatin1String(kExecutionColumns) + where.sql() + order).toUtf8();
     sql::Stmt st(db, statement.constData());
     if (!st.prepared())
         return sql::error(db, QStringLiteral("querying executions"));
@@ -158,14 +157,16 @@ Result<QJsonObject> HistoryReader::executions(const Query &query) const
     qint64 bytes = 0; // a page stays well within a frame however long the commands are
     while (st.step()) {
         if (rows.size() == limit || bytes > kMaxPageBytes) {
-            next = byId ? rows.last().toObject().value(QStringLiteral("id")) : QJsonValue(double(query.offset + rows.size()));
+            next = byId ? rows.last().toObject().value(QStringLiteral("id"))
+                        : QJsonValue(double(query.offset + rows.size()));
             break;
         }
         // Escaped JSON may take six bytes per character of argv and cwd.
         bytes += 512 + 6 * qint64(st.columnText(5).size() + st.columnText(6).size());
         rows.append(executionRow(st));
     }
-    return QJsonObject{{QStringLiteral("executions"), rows}, {byId ? QStringLiteral("next") : QStringLiteral("nextOffset"), next}};
+    return QJsonObject{
+        {QStringLiteral("executions"), rows}, {byId ? QStringLiteral("next") : QStringLiteral("nextOffset"), next}};
 }
 
 bool HistoryReader::isSortKey(const QString &key)
@@ -180,7 +181,7 @@ Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
     if (!query.sandbox.isEmpty())
         where.add(QStringLiteral("v.sandbox_id = coalesce((SELECT id FROM sandboxes WHERE id = ?), "
                                  "(SELECT id FROM sandboxes WHERE name = ? ORDER BY created_ms DESC LIMIT 1))"),
-                  {query.sandbox, query.sandbox});
+            {query.sandbox, query.sandbox});
     if (!query.run.isEmpty())
         where.add(QStringLiteral("v.run_id = (SELECT id FROM runs WHERE name = ?)"), {query.run});
     if (query.sandbox.isEmpty() && query.run.isEmpty())
@@ -200,14 +201,18 @@ Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
         where.add(QStringLiteral("v.seq > ?"), {qint64(query.after.value(QStringLiteral("seq")).toDouble())});
     else if (!query.after.isEmpty())
         where.add(QStringLiteral("(v.time_ms, v.sandbox_id, v.seq) > (?, ?, ?)"),
-                  {qint64(query.after.value(QStringLiteral("timeMs")).toDouble()), query.after.value(QStringLiteral("sandbox")).toString(),
-                   qint64(query.after.value(QStringLiteral("seq")).toDouble())});
+            {qint64(query.after.value(QStringLiteral("timeMs")).toDouble()),
+                query.after.value(QStringLiteral("sandbox")).toString(),
+                qint64(query.after.value(QStringLiteral("seq")).toDouble())});
     const int limit = std::clamp(query.limit, 1, 5000);
-    const QByteArray statement = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload, s.name FROM events v "
-                                                  "LEFT JOIN sandboxes s ON s.id = v.sandbox_id ") + where.sql()
-                                  + (bySeq ? QStringLiteral(" ORDER BY v.sandbox_id, v.seq") : QStringLiteral(" ORDER BY v.time_ms, v.sandbox_id, v.seq"))
-                                  + QStringLiteral(" LIMIT %1").arg(limit + 1))
-                                     .toUtf8();
+    const QByteArray statement
+        = (QStringLiteral("SELECT v.sandbox_id, v.seq, v.time_ms, v.kind, v.exec_id, v.payload, s.name FROM events v "
+                          "LEFT JOIN sandboxes s ON s.id = v.sandbox_id ")
+            + where.sql()
+            + (bySeq ? QStringLiteral(" ORDER BY v.sandbox_id, v.seq")
+                     : QStringLiteral(" ORDER BY v.time_ms, v.sandbox_id, v.seq"))
+            + QStringLiteral(" LIMIT %1").arg(limit + 1))
+              .toUtf8();
     sql::Stmt st(db, statement.constData());
     if (!st.prepared())
         return sql::error(db, QStringLiteral("querying events"));
@@ -219,18 +224,15 @@ Result<QJsonObject> HistoryReader::events(const EventQuery &query) const
         if (rows.size() == limit || bytes > kMaxPageBytes) {
             const QJsonObject last = rows.last().toObject();
             next = QJsonObject{{QStringLiteral("timeMs"), last.value(QStringLiteral("timeMs"))},
-                               {QStringLiteral("sandbox"), last.value(QStringLiteral("sandbox"))},
-                               {QStringLiteral("seq"), last.value(QStringLiteral("seq"))}};
+                {QStringLiteral("sandbox"), last.value(QStringLiteral("sandbox"))},
+                {QStringLiteral("seq"), last.value(QStringLiteral("seq"))}};
             break;
         }
         bytes += 128 + 6 * qint64(st.columnText(5).size());
         rows.append(QJsonObject{{QStringLiteral("sandbox"), st.columnText(0)},
-                                {QStringLiteral("seq"), st.columnNumber(1)},
-                                {QStringLiteral("timeMs"), st.columnNumber(2)},
-                                {QStringLiteral("kind"), st.columnText(3)},
-                                {QStringLiteral("exec"), st.columnNumber(4)},
-                                {QStringLiteral("payload"), jsonColumn(st, 5)},
-                                {QStringLiteral("sandboxName"), st.columnText(6)}});
+            {QStringLiteral("seq"), st.columnNumber(1)}, {QStringLiteral("timeMs"), st.columnNumber(2)},
+            {QStringLiteral("kind"), st.columnText(3)}, {QStringLiteral("exec"), st.columnNumber(4)},
+            {QStringLiteral("payload"), jsonColumn(st, 5)}, {QStringLiteral("sandboxName"), st.columnText(6)}});
     }
     return QJsonObject{{QStringLiteral("events"), rows}, {QStringLiteral("next"), next}};
 }
@@ -250,17 +252,18 @@ Result<QJsonObject> HistoryReader::execution(const QString &ref) const
         bind = [sb = m.captured(1), n = m.captured(2).toLongLong()](sql::Stmt &st) { st.text(1, sb).integer(2, n); };
     } else {
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("'%1' names no execution: use its id from 'airlockctl history' (like 42) or "
-                                        "SANDBOX:N (like build:3)")
-                             .arg(ref.left(100)));
+            QStringLiteral("'%1' names no execution: use its id from 'airlockctl history' (like 42) or "
+                           "SANDBOX:N (like build:3)")
+                .arg(ref.left(100)));
     }
     sql::Stmt st(db, statement.constData());
     bind(st);
     if (!st.step())
         return notFound(QStringLiteral("no execution %1 in the history").arg(ref.left(100)));
     QJsonObject row = executionRow(st);
-    sql::Stmt chunks(db, "SELECT count(*), coalesce(max(offset + length(data)) FILTER (WHERE stream = 1), 0), "
-                         "coalesce(max(offset + length(data)) FILTER (WHERE stream = 2), 0) FROM chunks WHERE execution = ?");
+    sql::Stmt chunks(db,
+        "SELECT count(*), coalesce(max(offset + length(data)) FILTER (WHERE stream = 1), 0), "
+        "coalesce(max(offset + length(data)) FILTER (WHERE stream = 2), 0) FROM chunks WHERE execution = ?");
     chunks.integer(1, qint64(row.value(QStringLiteral("id")).toDouble()));
     if (chunks.step())
         row.insert(QStringLiteral("chunks"), chunks.columnNumber(0));
@@ -282,11 +285,10 @@ Result<QJsonObject> HistoryReader::output(qint64 execution, qint64 afterChunk, q
             break;
         }
         bytes += data.size();
-        chunks.append(QJsonObject{{QStringLiteral("id"), st.columnNumber(0)},
-                                  {QStringLiteral("stream"), st.columnNumber(1)},
-                                  {QStringLiteral("offset"), st.columnNumber(2)},
-                                  {QStringLiteral("timeMs"), st.columnNumber(3)},
-                                  {QStringLiteral("data"), QString::fromLatin1(data.toBase64())}});
+        chunks.append(
+            QJsonObject{{QStringLiteral("id"), st.columnNumber(0)}, {QStringLiteral("stream"), st.columnNumber(1)},
+                {QStringLiteral("offset"), st.columnNumber(2)}, {QStringLiteral("timeMs"), st.columnNumber(3)},
+                {QStringLiteral("data"), QString::fromLatin1(data.toBase64())}});
     }
     return QJsonObject{{QStringLiteral("chunks"), chunks}, {QStringLiteral("next"), next}};
 }
@@ -295,11 +297,12 @@ Result<QJsonObject> HistoryReader::runs(int limit, qint64 beforeId) const
 {
     OPEN_READER(db);
     limit = std::clamp(limit, 1, 10000);
-    sql::Stmt st(db, "SELECT r.id, r.name, r.created_ms, "
-                     "(SELECT count(*) FROM sandboxes s WHERE s.run_id = r.id), "
-                     "(SELECT count(*) FROM executions e WHERE e.run_id = r.id), "
-                     "max(r.created_ms, coalesce((SELECT max(time_ms) FROM events v WHERE v.run_id = r.id), 0)) "
-                     "FROM runs r WHERE (?1 = 0 OR r.id < ?1) ORDER BY r.id DESC LIMIT ?2");
+    sql::Stmt st(db,
+        "SELECT r.id, r.name, r.created_ms, "
+        "(SELECT count(*) FROM sandboxes s WHERE s.run_id = r.id), "
+        "(SELECT count(*) FROM executions e WHERE e.run_id = r.id), "
+        "max(r.created_ms, coalesce((SELECT max(time_ms) FROM events v WHERE v.run_id = r.id), 0)) "
+        "FROM runs r WHERE (?1 = 0 OR r.id < ?1) ORDER BY r.id DESC LIMIT ?2");
     st.integer(1, beforeId).integer(2, limit + 1);
     QJsonArray rows;
     QJsonValue next;
@@ -308,12 +311,9 @@ Result<QJsonObject> HistoryReader::runs(int limit, qint64 beforeId) const
             next = rows.last().toObject().value(QStringLiteral("id"));
             break;
         }
-        rows.append(QJsonObject{{QStringLiteral("id"), st.columnNumber(0)},
-                                {QStringLiteral("name"), st.columnText(1)},
-                                {QStringLiteral("createdMs"), st.columnNumber(2)},
-                                {QStringLiteral("sandboxes"), st.columnNumber(3)},
-                                {QStringLiteral("executions"), st.columnNumber(4)},
-                                {QStringLiteral("lastMs"), st.columnNumber(5)}});
+        rows.append(QJsonObject{{QStringLiteral("id"), st.columnNumber(0)}, {QStringLiteral("name"), st.columnText(1)},
+            {QStringLiteral("createdMs"), st.columnNumber(2)}, {QStringLiteral("sandboxes"), st.columnNumber(3)},
+            {QStringLiteral("executions"), st.columnNumber(4)}, {QStringLiteral("lastMs"), st.columnNumber(5)}});
     }
     return QJsonObject{{QStringLiteral("runs"), rows}, {QStringLiteral("next"), next}};
 }
@@ -339,34 +339,35 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
         records.append(record);
     };
     if (phase == QLatin1String("run")) {
-        add({{QStringLiteral("type"), QStringLiteral("run")},
-             {QStringLiteral("name"), findRun.columnText(1)},
-             {QStringLiteral("createdMs"), findRun.columnNumber(2)}});
+        add({{QStringLiteral("type"), QStringLiteral("run")}, {QStringLiteral("name"), findRun.columnText(1)},
+            {QStringLiteral("createdMs"), findRun.columnNumber(2)}});
         phase = QStringLiteral("sandboxes");
         after = 0;
     }
     if (phase == QLatin1String("sandboxes")) {
-        sql::Stmt sandboxes(db, "SELECT id, name, spec_json, created_ms, deleted_ms, rowid FROM sandboxes WHERE rowid > ?2 AND (run_id = ?1 "
-                                "OR id IN (SELECT sandbox_id FROM executions WHERE run_id = ?1)) ORDER BY rowid");
+        sql::Stmt sandboxes(db,
+            "SELECT id, name, spec_json, created_ms, deleted_ms, rowid FROM sandboxes WHERE rowid > ?2 AND (run_id = "
+            "?1 "
+            "OR id IN (SELECT sandbox_id FROM executions WHERE run_id = ?1)) ORDER BY rowid");
         sandboxes.integer(1, runId).integer(2, after);
         bool more = false;
         while (!(more = full()) && sandboxes.step()) {
             after = sandboxes.columnInt(5);
-            add({{QStringLiteral("type"), QStringLiteral("sandbox")},
-                 {QStringLiteral("id"), sandboxes.columnText(0)},
-                 {QStringLiteral("name"), sandboxes.columnText(1)},
-                 {QStringLiteral("spec"), jsonColumn(sandboxes, 2)},
-                 {QStringLiteral("createdMs"), sandboxes.columnNumber(3)},
-                 {QStringLiteral("deletedMs"), sandboxes.columnNumber(4)}});
+            add({{QStringLiteral("type"), QStringLiteral("sandbox")}, {QStringLiteral("id"), sandboxes.columnText(0)},
+                {QStringLiteral("name"), sandboxes.columnText(1)}, {QStringLiteral("spec"), jsonColumn(sandboxes, 2)},
+                {QStringLiteral("createdMs"), sandboxes.columnNumber(3)},
+                {QStringLiteral("deletedMs"), sandboxes.columnNumber(4)}});
         }
         if (more)
             return QJsonObject{{QStringLiteral("records"), records},
-                               {QStringLiteral("cursor"), QJsonObject{{QStringLiteral("phase"), phase}, {QStringLiteral("after"), double(after)}}}};
+                {QStringLiteral("cursor"),
+                    QJsonObject{{QStringLiteral("phase"), phase}, {QStringLiteral("after"), double(after)}}}};
         phase = QStringLiteral("executions");
         after = 0;
     }
     if (phase == QLatin1String("executions")) {
-        const QByteArray statement = QByteArray("SELECT ") + kExecutionColumns + "WHERE e.run_id = ? AND e.id > ? ORDER BY e.id";
+        const QByteArray statement
+            = QByteArray("SELECT ") + kExecutionColumns + "WHERE e.run_id = ? AND e.id > ? ORDER BY e.id";
         sql::Stmt st(db, statement.constData());
         st.integer(1, runId).integer(2, after);
         bool more = false;
@@ -385,21 +386,19 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
     }
     if (phase == QLatin1String("events") && !full()) {
         // Paged by (time, sandbox, seq): a range of events_by_run_time, as a trace reads them.
-        sql::Stmt st(db, "SELECT seq, sandbox_id, seq, time_ms, kind, exec_id, payload FROM events WHERE run_id = ?1 "
-                         "AND (time_ms, sandbox_id, seq) > (?4, ?2, ?3) ORDER BY time_ms, sandbox_id, seq");
+        sql::Stmt st(db,
+            "SELECT seq, sandbox_id, seq, time_ms, kind, exec_id, payload FROM events WHERE run_id = ?1 "
+            "AND (time_ms, sandbox_id, seq) > (?4, ?2, ?3) ORDER BY time_ms, sandbox_id, seq");
         st.integer(1, runId).text(2, afterSandbox).integer(3, after).integer(4, afterTime);
         bool more = false;
         while (!(more = full()) && st.step()) {
             after = st.columnInt(0);
             afterSandbox = st.columnText(1);
             afterTime = st.columnInt(3);
-            add({{QStringLiteral("type"), QStringLiteral("event")},
-                 {QStringLiteral("sandbox"), st.columnText(1)},
-                 {QStringLiteral("seq"), st.columnNumber(2)},
-                 {QStringLiteral("timeMs"), st.columnNumber(3)},
-                 {QStringLiteral("kind"), st.columnText(4)},
-                 {QStringLiteral("exec"), st.columnNumber(5)},
-                 {QStringLiteral("payload"), jsonColumn(st, 6)}});
+            add({{QStringLiteral("type"), QStringLiteral("event")}, {QStringLiteral("sandbox"), st.columnText(1)},
+                {QStringLiteral("seq"), st.columnNumber(2)}, {QStringLiteral("timeMs"), st.columnNumber(3)},
+                {QStringLiteral("kind"), st.columnText(4)}, {QStringLiteral("exec"), st.columnNumber(5)},
+                {QStringLiteral("payload"), jsonColumn(st, 6)}});
         }
         if (!more) {
             phase = QStringLiteral("output");
@@ -408,35 +407,33 @@ Result<QJsonObject> HistoryReader::exportPage(const QString &run, const QJsonObj
         }
     }
     if (phase == QLatin1String("output") && !full()) {
-        sql::Stmt st(db, "SELECT c.id, c.execution, c.stream, c.offset, c.time_ms, c.data FROM chunks c "
-                         "JOIN executions e ON e.id = c.execution WHERE e.run_id = ? AND c.id > ? ORDER BY c.id");
+        sql::Stmt st(db,
+            "SELECT c.id, c.execution, c.stream, c.offset, c.time_ms, c.data FROM chunks c "
+            "JOIN executions e ON e.id = c.execution WHERE e.run_id = ? AND c.id > ? ORDER BY c.id");
         st.integer(1, runId).integer(2, after);
         bool more = false;
         while (!(more = full()) && st.step()) {
             after = st.columnInt(0);
-            add({{QStringLiteral("type"), QStringLiteral("output")},
-                 {QStringLiteral("execution"), st.columnNumber(1)},
-                 {QStringLiteral("stream"), st.columnNumber(2)},
-                 {QStringLiteral("offset"), st.columnNumber(3)},
-                 {QStringLiteral("timeMs"), st.columnNumber(4)},
-                 {QStringLiteral("data"), QString::fromLatin1(st.columnBlob(5).toBase64())}});
+            add({{QStringLiteral("type"), QStringLiteral("output")}, {QStringLiteral("execution"), st.columnNumber(1)},
+                {QStringLiteral("stream"), st.columnNumber(2)}, {QStringLiteral("offset"), st.columnNumber(3)},
+                {QStringLiteral("timeMs"), st.columnNumber(4)},
+                {QStringLiteral("data"), QString::fromLatin1(st.columnBlob(5).toBase64())}});
         }
         if (!more)
             phase = QStringLiteral("done");
     }
     const QJsonValue next = phase == QLatin1String("done")
         ? QJsonValue()
-        : QJsonValue(QJsonObject{{QStringLiteral("phase"), phase},
-                                 {QStringLiteral("after"), double(after)},
-                                 {QStringLiteral("sandbox"), afterSandbox},
-                                 {QStringLiteral("timeMs"), double(afterTime)}});
+        : QJsonValue(QJsonObject{{QStringLiteral("phase"), phase}, {QStringLiteral("after"), double(after)},
+            {QStringLiteral("sandbox"), afterSandbox}, {QStringLiteral("timeMs"), double(afterTime)}});
     return QJsonObject{{QStringLiteral("records"), records}, {QStringLiteral("cursor"), next}};
 }
 
 Result<qint64> HistoryReader::eventCount(const QString &sandbox) const
 {
     OPEN_READER(db);
-    sql::Stmt st(db, sandbox.isEmpty() ? "SELECT count(*) FROM events" : "SELECT count(*) FROM events WHERE sandbox_id=?");
+    sql::Stmt st(
+        db, sandbox.isEmpty() ? "SELECT count(*) FROM events" : "SELECT count(*) FROM events WHERE sandbox_id=?");
     if (!sandbox.isEmpty())
         st.text(1, sandbox);
     if (!st.step())
@@ -448,8 +445,9 @@ Result<StoredSandbox> HistoryReader::storedSandbox(const QString &sandboxId) con
 {
     OPEN_READER(db);
     StoredSandbox stored;
-    sql::Stmt last(db, "SELECT (SELECT coalesce(max(seq), 0) FROM events WHERE sandbox_id = ?1), "
-                       "(SELECT coalesce(max(exec_id), 0) FROM executions WHERE sandbox_id = ?1)");
+    sql::Stmt last(db,
+        "SELECT (SELECT coalesce(max(seq), 0) FROM events WHERE sandbox_id = ?1), "
+        "(SELECT coalesce(max(exec_id), 0) FROM executions WHERE sandbox_id = ?1)");
     last.text(1, sandboxId);
     if (!last.step())
         return sql::error(db, QStringLiteral("reading sandbox %1").arg(sandboxId));

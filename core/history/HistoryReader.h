@@ -16,21 +16,24 @@ namespace airlock {
 // wait for the writer (WAL) and are safe from any thread.
 class HistoryReader {
 public:
-    explicit HistoryReader(QString path) : m_path(std::move(path)) {}
+    explicit HistoryReader(QString path)
+        : m_path(std::move(path))
+    {
+    }
 
     struct Query {
         QString sandbox; // id or name
-        QString run;     // name
-        QString status;  // or "refused": denied and unanswered
-        QString agent;   // who asked (a person's own commands have none)
-        QString text;    // full-text search over commands and output
+        QString run; // name
+        QString status; // or "refused": denied and unanswered
+        QString agent; // who asked (a person's own commands have none)
+        QString text; // full-text search over commands and output
         std::optional<int> exitCode;
         std::optional<qint64> sinceMs, untilMs; // started within
-        qint64 beforeId = 0;                    // paging, newest first: only executions older than this id
-        qint64 afterId = 0;                     // paging, oldest first: only executions newer than this id
-        QString sort;                           // "" (by id, i.e. start), sandbox, agent, status, exitCode, storedBytes, duration
+        qint64 beforeId = 0; // paging, newest first: only executions older than this id
+        qint64 afterId = 0; // paging, oldest first: only executions newer than this id
+        QString sort; // "" (by id, i.e. start), sandbox, agent, status, exitCode, storedBytes, duration
         bool ascending = false;
-        qint64 offset = 0;                      // paging when sorted by anything but id
+        qint64 offset = 0; // paging when sorted by anything but id
         int limit = 50;
     };
     static bool isSortKey(const QString &key);

@@ -218,15 +218,17 @@ Status migrateTo(sqlite3 *db, int target)
     for (int v = *version; v < target; ++v) {
         // Each step and its version bump commit together, so a crash leaves a whole schema; a step
         // that left a reference dangling does not commit.
-        const QByteArray step = QByteArray("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version=" + QByteArray::number(v + 1) + ";";
+        const QByteArray step = QByteArray("BEGIN IMMEDIATE;") + kMigrations[v]
+            + "PRAGMA user_version=" + QByteArray::number(v + 1) + ";";
         Status s = sql::exec(db, step.constData(), QStringLiteral("migrating schema %1 to %2").arg(v).arg(v + 1));
         if (s) {
             sql::Stmt dangling(db, "PRAGMA foreign_key_check");
             if (dangling.step())
-                s = makeError(ErrorCode::IoError, QStringLiteral("migrating schema %1 to %2 left rows of %3 without the row they refer to")
-                                                      .arg(v)
-                                                      .arg(v + 1)
-                                                      .arg(dangling.columnText(0)));
+                s = makeError(ErrorCode::IoError,
+                    QStringLiteral("migrating schema %1 to %2 left rows of %3 without the row they refer to")
+                        .arg(v)
+                        .arg(v + 1)
+                        .arg(dangling.columnText(0)));
         }
         if (s)
             s = sql::exec(db, "COMMIT", QStringLiteral("migrating schema %1 to %2").arg(v).arg(v + 1));
@@ -246,11 +248,11 @@ Status migrate(sqlite3 *db, const QString &path)
         return version.error();
     if (*version > kSchemaVersion)
         return makeError(ErrorCode::IoError,
-                         QStringLiteral("history database %1 has schema %2, written by a newer Airlock (this one knows %3); "
-                                        "upgrade Airlock or move the file away")
-                             .arg(path)
-                             .arg(*version)
-                             .arg(kSchemaVersion));
+            QStringLiteral("history database %1 has schema %2, written by a newer Airlock (this one knows %3); "
+                           "upgrade Airlock or move the file away")
+                .arg(path)
+                .arg(*version)
+                .arg(kSchemaVersion));
     return migrateTo(db, kSchemaVersion);
 }
 
@@ -259,8 +261,10 @@ Status recoverInterrupted(sqlite3 *db, const QStringList &liveSandboxes)
     // Only one daemon uses a data directory (InstanceLock), so anything still running here was
     // running when a previous daemon died: it is interrupted, never succeeded. Except in the
     // sandboxes that outlived it, which the new daemon takes over and settles itself.
-    const QString live = QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(liveSandboxes)).toJson(QJsonDocument::Compact));
-    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("marking executions of a dead daemon interrupted")); !s)
+    const QString live
+        = QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(liveSandboxes)).toJson(QJsonDocument::Compact));
+    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("marking executions of a dead daemon interrupted"));
+        !s)
         return s;
     sql::Stmt executions(db, R"sql(
         UPDATE executions SET status = 'interrupted',

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "history/HistoryStore.h"
-#include "history/Sql.h"
-#include <unistd.h>
-#include <QScopeGuard>
-#include <cstring>
-#include <cstdio>
-#include <QFile>
-#include <QDateTime>
 #include "history/HistoryReader.h"
+#include "history/Sql.h"
+#include <QDateTime>
+#include <QFile>
+#include <QScopeGuard>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
 
 #include "history/HistorySchema.h"
 #include "log/Log.h"
@@ -16,12 +16,12 @@
 #include <QJsonArray>
 
 #include <algorithm>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <chrono>
+#include <fcntl.h>
 #include <future>
 #include <limits>
 #include <optional>
+#include <sys/stat.h>
 
 namespace airlock {
 
@@ -32,11 +32,12 @@ auto logger()
     return l;
 }
 
-constexpr qint64 kMaxChunkBytes = 256 * 1024;   // consecutive output is merged up to this
+constexpr qint64 kMaxChunkBytes = 256 * 1024; // consecutive output is merged up to this
 constexpr qint64 kRetainedOnFailure = 1024 * 1024; // output kept for the retry of a failed batch
-constexpr qint64 kIndexSliceBytes = 1024 * 1024;   // tail output indexed per batch (bounds a flush's wait)
-constexpr int kTailIntervalMs = 1000;              // a flood's tail is written this often
-constexpr qint64 kTailSliceBytes = 1024 * 1024;    // of it per batch (so that no batch, and no one's output in it, waits long)
+constexpr qint64 kIndexSliceBytes = 1024 * 1024; // tail output indexed per batch (bounds a flush's wait)
+constexpr int kTailIntervalMs = 1000; // a flood's tail is written this often
+constexpr qint64 kTailSliceBytes
+    = 1024 * 1024; // of it per batch (so that no batch, and no one's output in it, waits long)
 
 bool is(const Event &e, const char *kind)
 {
@@ -61,65 +62,85 @@ struct Refusal {
         if (!p.value(QStringLiteral("argv")).isArray())
             return std::nullopt;
         if (is(e, "command.denied"))
-            return Refusal{QStringLiteral("denied"), QStringLiteral("denied by policy: %1").arg(p.value(QStringLiteral("reason")).toString()), e.timeMs};
-        if (!is(e, "approval.decided") || p.value(QStringLiteral("kind")).toString() != QLatin1String("command") || number(p, "exec") != 0
-            || p.value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
+            return Refusal{QStringLiteral("denied"),
+                QStringLiteral("denied by policy: %1").arg(p.value(QStringLiteral("reason")).toString()), e.timeMs};
+        if (!is(e, "approval.decided") || p.value(QStringLiteral("kind")).toString() != QLatin1String("command")
+            || number(p, "exec") != 0 || p.value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
             return std::nullopt;
         const QString reason = p.value(QStringLiteral("reason")).toString();
         const qint64 asked = number(p, "requestedMs");
         if (p.value(QStringLiteral("expired")).toBool())
             return Refusal{QStringLiteral("unanswered"), reason, asked ? asked : e.timeMs};
         const QString by = p.value(QStringLiteral("by")).toString();
-        return Refusal{QStringLiteral("denied"), reason.isEmpty() ? QStringLiteral("denied by %1").arg(by) : QStringLiteral("denied by %1: %2").arg(by, reason),
-                       asked ? asked : e.timeMs};
+        return Refusal{QStringLiteral("denied"),
+            reason.isEmpty() ? QStringLiteral("denied by %1").arg(by)
+                             : QStringLiteral("denied by %1: %2").arg(by, reason),
+            asked ? asked : e.timeMs};
     }
 };
 } // namespace
 
 struct HistoryStore::Statements {
     explicit Statements(sqlite3 *db)
-        : event(db, "INSERT OR IGNORE INTO events(sandbox_id, seq, time_ms, kind, exec_id, payload, run_id) VALUES(?,?,?,?,?,?,?)"),
-          sandbox(db, "INSERT OR REPLACE INTO sandboxes(id, name, run_id, spec_json, created_ms) VALUES(?,?,?,?,?)"),
-          deleted(db, "UPDATE sandboxes SET deleted_ms=? WHERE id=?"),
-          started(db, "INSERT OR IGNORE INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, status, "
-                      "agent, decided_by) VALUES(?,?,?,?,?,?,?,'running',?,?)"),
-          refused(db, "INSERT INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, ended_ms, status, "
-                      "agent, decided_by) VALUES(?,NULL,?,?,?,?,?,?,?,?,?)"),
-          commandIndex(db, "INSERT INTO command_fts(rowid, command) VALUES(?,?)"),
-          findExec(db, "SELECT id, (SELECT coalesce(sum(length(data)), 0) FROM chunks WHERE execution = executions.id) FROM executions "
-                       "WHERE sandbox_id=? AND exec_id=?"),
-          exited(db, "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, stored_bytes=?, "
-                     "truncated=? WHERE id=?"),
-          chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data, indexed) VALUES(?,?,?,?,?,?)"),
-          outputIndex(db, "INSERT INTO output_fts(rowid, text) VALUES(?,?)"),
-          unindexChunk(db, "INSERT INTO output_fts(output_fts, rowid, text) SELECT 'delete', id, airlock_index_text(data) FROM chunks "
-                           "WHERE id=? AND indexed=1"),
-          dropChunk(db, "DELETE FROM chunks WHERE id=?"),
-          addRun(db, "INSERT INTO runs(name, created_ms) VALUES(?,?) ON CONFLICT(name) DO NOTHING"),
-          findRun(db, "SELECT id FROM runs WHERE name=?"),
-          pruneCandidates(db, "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
-                              "AND (?1 = 0 OR ended_ms < ?1) AND id <= ?2 ORDER BY id LIMIT 256"),
-          chunksOf(db, "SELECT id, length(data) FROM chunks WHERE execution=? ORDER BY id LIMIT 16"),
-          setStored(db, "UPDATE executions SET stored_bytes=? WHERE id=?"),
-          markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?"),
-          unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 64"),
-          markIndexed(db, "UPDATE chunks SET indexed=1 WHERE id=?")
+        : event(db,
+            "INSERT OR IGNORE INTO events(sandbox_id, seq, time_ms, kind, exec_id, payload, run_id) "
+            "VALUES(?,?,?,?,?,?,?)")
+        , sandbox(db, "INSERT OR REPLACE INTO sandboxes(id, name, run_id, spec_json, created_ms) VALUES(?,?,?,?,?)")
+        , deleted(db, "UPDATE sandboxes SET deleted_ms=? WHERE id=?")
+        , started(db,
+              "INSERT OR IGNORE INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, "
+              "started_ms, status, "
+              "agent, decided_by) VALUES(?,?,?,?,?,?,?,'running',?,?)")
+        , refused(db,
+              "INSERT INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, "
+              "ended_ms, status, "
+              "agent, decided_by) VALUES(?,NULL,?,?,?,?,?,?,?,?,?)")
+        , commandIndex(db, "INSERT INTO command_fts(rowid, command) VALUES(?,?)")
+        , findExec(db,
+              "SELECT id, (SELECT coalesce(sum(length(data)), 0) FROM chunks WHERE execution = executions.id) FROM "
+              "executions "
+              "WHERE sandbox_id=? AND exec_id=?")
+        , exited(db,
+              "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, "
+              "stored_bytes=?, "
+              "truncated=? WHERE id=?")
+        , chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data, indexed) VALUES(?,?,?,?,?,?)")
+        , outputIndex(db, "INSERT INTO output_fts(rowid, text) VALUES(?,?)")
+        , unindexChunk(db,
+              "INSERT INTO output_fts(output_fts, rowid, text) SELECT 'delete', id, airlock_index_text(data) FROM "
+              "chunks "
+              "WHERE id=? AND indexed=1")
+        , dropChunk(db, "DELETE FROM chunks WHERE id=?")
+        , addRun(db, "INSERT INTO runs(name, created_ms) VALUES(?,?) ON CONFLICT(name) DO NOTHING")
+        , findRun(db, "SELECT id FROM runs WHERE name=?")
+        , pruneCandidates(db,
+              "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
+              "AND (?1 = 0 OR ended_ms < ?1) AND id <= ?2 ORDER BY id LIMIT 256")
+        , chunksOf(db, "SELECT id, length(data) FROM chunks WHERE execution=? ORDER BY id LIMIT 16")
+        , setStored(db, "UPDATE executions SET stored_bytes=? WHERE id=?")
+        , markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?")
+        , unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 64")
+        , markIndexed(db, "UPDATE chunks SET indexed=1 WHERE id=?")
     {
     }
     bool ok() const
     {
-        for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &refused, &commandIndex, &findExec, &exited, &chunk, &outputIndex,
-                                   &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &chunksOf, &setStored, &markPruned,
-                                   &unindexedChunks, &markIndexed})
+        for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &refused, &commandIndex, &findExec, &exited,
+                 &chunk, &outputIndex, &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &chunksOf,
+                 &setStored, &markPruned, &unindexedChunks, &markIndexed})
             if (!s->prepared())
                 return false;
         return true;
     }
-    sql::Stmt event, sandbox, deleted, started, refused, commandIndex, findExec, exited, chunk, outputIndex, unindexChunk, dropChunk, addRun,
-        findRun, pruneCandidates, chunksOf, setStored, markPruned, unindexedChunks, markIndexed;
+    sql::Stmt event, sandbox, deleted, started, refused, commandIndex, findExec, exited, chunk, outputIndex,
+        unindexChunk, dropChunk, addRun, findRun, pruneCandidates, chunksOf, setStored, markPruned, unindexedChunks,
+        markIndexed;
 };
 
-HistoryStore::HistoryStore(Options options) : m_options(std::move(options)) {}
+HistoryStore::HistoryStore(Options options)
+    : m_options(std::move(options))
+{
+}
 
 Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
 {
@@ -142,7 +163,8 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
         if (Status s = sql::exec(raw, "PRAGMA auto_vacuum=INCREMENTAL", QStringLiteral("PRAGMA auto_vacuum")); !s)
             return s.error();
     // The write-ahead log is cut back to this after a checkpoint (a vacuum can grow it).
-    for (const char *pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA journal_size_limit=67108864"})
+    for (const char *pragma :
+        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA journal_size_limit=67108864"})
         if (Status s = sql::exec(raw, pragma, QString::fromLatin1(pragma)); !s)
             return s.error();
     if (Status s = history::migrate(raw, options.path); !s)
@@ -161,11 +183,11 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const Options &options)
     while (unindexed.step())
         store->m_state.toIndex.push_back(unindexed.columnInt(0));
     if (!store->keepReserve())
-        logger()->warn("history: no room for its {}-byte reserve beside {}", options.reserveBytes, options.path.toStdString());
+        logger()->warn(
+            "history: no room for its {}-byte reserve beside {}", options.reserveBytes, options.path.toStdString());
     store->m_thread = std::thread([s = store.get()] { s->writerLoop(); });
     return store;
 }
-
 
 HistoryStore::~HistoryStore()
 {
@@ -205,7 +227,8 @@ uint64_t HistoryStore::append(const Event &event)
             }
             // Someone waits to hear of it (HistoryGate): the batch is cut short.
             if (!m_cutBatchAt) {
-                m_cutBatchAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
+                m_cutBatchAt
+                    = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
                 wake = true;
             }
             if (!rest.isEmpty() && tailBudget() > 0) {
@@ -229,7 +252,8 @@ uint64_t HistoryStore::append(const Event &event)
         } else {
             if (is(event, "exec.exited")) {
                 // Its tail goes before its exit, so that the exit sees every stored byte.
-                const auto mine = [&](const Item &t) { return t.event.exec == event.exec && t.event.sandbox == event.sandbox; };
+                const auto mine
+                    = [&](const Item &t) { return t.event.exec == event.exec && t.event.sandbox == event.sandbox; };
                 std::deque<Item> others;
                 for (Item &t : m_tailSlices)
                     (mine(t) ? m_queue : others).push_back(std::move(t));
@@ -243,7 +267,8 @@ uint64_t HistoryStore::append(const Event &event)
             m_queue.push_back({event, false});
             // Someone waits to hear of it (HistoryGate): the batch is cut short.
             if (event.batched && !m_cutBatchAt) {
-                m_cutBatchAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
+                m_cutBatchAt
+                    = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
                 wake = true;
             }
         }
@@ -288,9 +313,9 @@ Status HistoryStore::writable() const
     std::lock_guard lock(m_mutex);
     if (m_failed)
         return makeError(ErrorCode::HistoryUnavailable,
-                         QStringLiteral("refusing new work: the history cannot be written (%1); free space on the disk "
-                                        "holding %2 (or run 'airlockctl prune') and it resumes by itself")
-                             .arg(m_writeError.message, m_options.path));
+            QStringLiteral("refusing new work: the history cannot be written (%1); free space on the disk "
+                           "holding %2 (or run 'airlockctl prune') and it resumes by itself")
+                .arg(m_writeError.message, m_options.path));
     return Ok{};
 }
 
@@ -303,14 +328,15 @@ void HistoryStore::writerLoop()
     for (;;) {
         // m_state.toIndex is the writer's own: tails still to index keep it going when idle.
         m_wake.wait(lock, [&] {
-            return !m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_flushRequested || !m_jobs.empty() || m_activeJob || m_stopping
-                || m_failed || !m_state.toIndex.empty() || m_state.overBudget;
+            return !m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_flushRequested || !m_jobs.empty()
+                || m_activeJob || m_stopping || m_failed || !m_state.toIndex.empty() || m_state.overBudget;
         });
         // (Upkeep under way is given up when stopping: each of its slices committed.)
         if (m_stopping && m_queue.empty() && !m_tailPending && m_tailSlices.empty())
             break;
         if (m_stopping && m_failed && ++failuresWhileStopping > 3) {
-            logger()->error("history: giving up on {} events that could not be written before stopping", m_queue.size());
+            logger()->error(
+                "history: giving up on {} events that could not be written before stopping", m_queue.size());
             break;
         }
         // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
@@ -363,7 +389,8 @@ void HistoryStore::writerLoop()
             std::deque<Item> retry;
             qint64 retained = 0;
             for (Item &item : batch) {
-                if (item.event.isOutput() && (retained += item.event.data.size()) > kRetainedOnFailure && !retry.empty())
+                if (item.event.isOutput() && (retained += item.event.data.size()) > kRetainedOnFailure
+                    && !retry.empty())
                     continue;
                 retry.push_back(std::move(item));
             }
@@ -373,7 +400,8 @@ void HistoryStore::writerLoop()
         lock.lock();
         if (!written) {
             if (!m_failed)
-                logger()->error("{}; new work is refused until it can write again", written.error().message.toStdString());
+                logger()->error(
+                    "{}; new work is refused until it can write again", written.error().message.toStdString());
             m_failed = true;
             m_writeError = written.error();
             while (!batch.empty()) {
@@ -455,7 +483,13 @@ Status HistoryStore::writeOutput(const Item &first, const QByteArray &data)
     // The head is searchable at once; a tail is indexed once its execution ends (most of a flood's
     // tail is dropped again before then, and indexing is the writer's dearest work).
     const bool indexNow = !first.tail;
-    if (!m_sql->chunk.integer(1, r.id).integer(2, e.stream).integer(3, e.offset).integer(4, e.timeMs).blob(5, data).integer(6, indexNow).run())
+    if (!m_sql->chunk.integer(1, r.id)
+             .integer(2, e.stream)
+             .integer(3, e.offset)
+             .integer(4, e.timeMs)
+             .blob(5, data)
+             .integer(6, indexNow)
+             .run())
         return sql::error(m_writer.get(), QStringLiteral("storing output"));
     const qint64 chunkId = sqlite3_last_insert_rowid(m_writer.get());
     if (indexNow && !m_sql->outputIndex.integer(1, chunkId).text(2, sql::indexText(data)).run())
@@ -499,8 +533,9 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
             QByteArray data = e.data;
             while (i + 1 < batch.size() && data.size() < kMaxChunkBytes) {
                 const Item &next = batch[i + 1];
-                if (!next.event.isOutput() || next.tail != item.tail || next.event.exec != e.exec || next.event.stream != e.stream
-                    || next.event.sandbox != e.sandbox || next.event.offset != e.offset + data.size())
+                if (!next.event.isOutput() || next.tail != item.tail || next.event.exec != e.exec
+                    || next.event.stream != e.stream || next.event.sandbox != e.sandbox
+                    || next.event.offset != e.offset + data.size())
                     break;
                 data += next.event.data;
                 ++i;
@@ -518,23 +553,39 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
             sandboxText = {e.sandbox, e.sandbox.toUtf8()};
         if (e.kind != kindText.first)
             kindText = {e.kind, e.kind.toUtf8()};
-        if (!q.event.utf8(1, sandboxText.second).integer(2, qint64(e.seq)).integer(3, e.timeMs).utf8(4, kindText.second).integer(5, e.exec)
-                 .json(6, p).nullable(7, *run ? QJsonValue(double(*run)) : QJsonValue()).run())
+        if (!q.event.utf8(1, sandboxText.second)
+                 .integer(2, qint64(e.seq))
+                 .integer(3, e.timeMs)
+                 .utf8(4, kindText.second)
+                 .integer(5, e.exec)
+                 .json(6, p)
+                 .nullable(7, *run ? QJsonValue(double(*run)) : QJsonValue())
+                 .run())
             return fail(QStringLiteral("recording %1").arg(e.kind));
         const QJsonValue runValue = *run ? QJsonValue(double(*run)) : QJsonValue();
         if (is(e, "sandbox.created")) {
-            if (!q.sandbox.text(1, e.sandbox).text(2, p.value(QStringLiteral("name")).toString()).nullable(3, runValue)
-                     .json(4, p.value(QStringLiteral("spec"))).integer(5, e.timeMs).run())
+            if (!q.sandbox.text(1, e.sandbox)
+                     .text(2, p.value(QStringLiteral("name")).toString())
+                     .nullable(3, runValue)
+                     .json(4, p.value(QStringLiteral("spec")))
+                     .integer(5, e.timeMs)
+                     .run())
                 return fail(QStringLiteral("recording sandbox %1").arg(e.sandbox));
         } else if (is(e, "sandbox.deleted")) {
             if (!q.deleted.integer(1, e.timeMs).text(2, e.sandbox).run())
                 return fail(QStringLiteral("recording the deletion of %1").arg(e.sandbox));
         } else if (is(e, "exec.started")) {
             const QJsonArray argv = p.value(QStringLiteral("argv")).toArray();
-            if (!q.started.text(1, e.sandbox).integer(2, e.exec).nullable(3, runValue).json(4, argv)
-                     .text(5, p.value(QStringLiteral("cwd")).toString()).json(6, p.value(QStringLiteral("envNames")))
-                     .integer(7, e.timeMs).nullableText(8, p.value(QStringLiteral("agent")).toString())
-                     .nullableText(9, p.value(QStringLiteral("decidedBy")).toString()).run())
+            if (!q.started.text(1, e.sandbox)
+                     .integer(2, e.exec)
+                     .nullable(3, runValue)
+                     .json(4, argv)
+                     .text(5, p.value(QStringLiteral("cwd")).toString())
+                     .json(6, p.value(QStringLiteral("envNames")))
+                     .integer(7, e.timeMs)
+                     .nullableText(8, p.value(QStringLiteral("agent")).toString())
+                     .nullableText(9, p.value(QStringLiteral("decidedBy")).toString())
+                     .run())
                 return fail(QStringLiteral("recording an execution"));
             if (sqlite3_changes(db) == 1) {
                 const qint64 id = sqlite3_last_insert_rowid(db);
@@ -545,10 +596,17 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
         } else if (const std::optional<Refusal> refusal = Refusal::of(e)) {
             // An agent's command that did not run: a row of its own, so that "what did it try that
             // was refused" is a filter of the history, not a search through events.
-            if (!q.refused.text(1, e.sandbox).nullable(2, runValue).json(3, p.value(QStringLiteral("argv")))
-                     .text(4, p.value(QStringLiteral("cwd")).toString()).json(5, p.value(QStringLiteral("envNames")))
-                     .integer(6, refusal->askedMs).integer(7, e.timeMs).text(8, refusal->status)
-                     .nullableText(9, p.value(QStringLiteral("requester")).toString()).text(10, refusal->decidedBy).run())
+            if (!q.refused.text(1, e.sandbox)
+                     .nullable(2, runValue)
+                     .json(3, p.value(QStringLiteral("argv")))
+                     .text(4, p.value(QStringLiteral("cwd")).toString())
+                     .json(5, p.value(QStringLiteral("envNames")))
+                     .integer(6, refusal->askedMs)
+                     .integer(7, e.timeMs)
+                     .text(8, refusal->status)
+                     .nullableText(9, p.value(QStringLiteral("requester")).toString())
+                     .text(10, refusal->decidedBy)
+                     .run())
                 return fail(QStringLiteral("recording a refused command"));
             if (Status s = indexCommand(sqlite3_last_insert_rowid(db), p.value(QStringLiteral("argv")).toArray()); !s)
                 return failWith(s.error());
@@ -567,9 +625,15 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
             }
             const qint64 stored = row->second.stored;
             const qint64 bytes = number(p, "bytesOut") + number(p, "bytesErr");
-            if (!q.exited.integer(1, e.timeMs).nullable(2, p.value(QStringLiteral("exitCode"))).nullable(3, p.value(QStringLiteral("signal")))
-                     .text(4, p.value(QStringLiteral("status")).toString()).integer(5, number(p, "bytesOut")).integer(6, number(p, "bytesErr"))
-                     .integer(7, stored).integer(8, p.value(QStringLiteral("truncated")).toBool() || bytes > stored).integer(9, row->second.id)
+            if (!q.exited.integer(1, e.timeMs)
+                     .nullable(2, p.value(QStringLiteral("exitCode")))
+                     .nullable(3, p.value(QStringLiteral("signal")))
+                     .text(4, p.value(QStringLiteral("status")).toString())
+                     .integer(5, number(p, "bytesOut"))
+                     .integer(6, number(p, "bytesErr"))
+                     .integer(7, stored)
+                     .integer(8, p.value(QStringLiteral("truncated")).toBool() || bytes > stored)
+                     .integer(9, row->second.id)
                      .run())
                 return fail(QStringLiteral("recording an exit"));
             if (!row->second.tail.empty())
@@ -582,19 +646,22 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     // Over the budget: down to 90 % of it, a slice per batch (the batch's waiters wait for it),
     // unless new output outruns the slices by a tenth of the budget.
     const qint64 budget = m_options.maxStoredOutputTotal;
-    m_state.overBudget = m_state.totalStored > budget - budget / 10 && (m_state.overBudget || m_state.totalStored > budget);
+    m_state.overBudget
+        = m_state.totalStored > budget - budget / 10 && (m_state.overBudget || m_state.totalStored > budget);
     if (m_state.overBudget) {
         PruneReport report;
-        const auto until = m_state.totalStored > budget + budget / 10 ? std::chrono::steady_clock::time_point::max()
-                                                                      : std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs);
+        const auto until = m_state.totalStored > budget + budget / 10
+            ? std::chrono::steady_clock::time_point::max()
+            : std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs);
         bool more = false;
-        if (Status s = pruneOldest(budget - budget / 10, 0, std::numeric_limits<qint64>::max(), report, until, std::numeric_limits<qint64>::max(), &more);
+        if (Status s = pruneOldest(budget - budget / 10, 0, std::numeric_limits<qint64>::max(), report, until,
+                std::numeric_limits<qint64>::max(), &more);
             !s)
             return failWith(s.error());
         m_state.overBudget = more;
         if (report.executions)
-            logger()->info("history over its {}-byte budget: dropped the output of the {} oldest executions ({} bytes)", budget,
-                           report.executions, report.freedBytes);
+            logger()->info("history over its {}-byte budget: dropped the output of the {} oldest executions ({} bytes)",
+                budget, report.executions, report.freedBytes);
     }
     if (Status s = sql::exec(db, "COMMIT", QStringLiteral("commit")); !s)
         return failWith(s.error());
@@ -627,7 +694,8 @@ Status HistoryStore::indexSomeTails(qint64 budget)
         for (const auto &[id, data] : chunks) {
             if (budget <= 0)
                 return Ok{}; // the rest in a later batch
-            if (!q.outputIndex.integer(1, id).text(2, sql::indexText(data)).run() || !q.markIndexed.integer(1, id).run())
+            if (!q.outputIndex.integer(1, id).text(2, sql::indexText(data)).run()
+                || !q.markIndexed.integer(1, id).run())
                 return sql::error(m_writer.get(), QStringLiteral("indexing output"));
             budget -= data.size();
         }
@@ -636,7 +704,7 @@ Status HistoryStore::indexSomeTails(qint64 budget)
 }
 
 Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report,
-                                 std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more)
+    std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more)
 {
     Statements &q = *m_sql;
     qint64 freed = 0;
@@ -674,7 +742,8 @@ Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upT
                     }
                     if (Status s = deleteChunk(chunk); !s)
                         return s;
-                    const qint64 counted = std::min(size, std::max<qint64>(left - 1, 0)); // the last byte goes with the record
+                    const qint64 counted
+                        = std::min(size, std::max<qint64>(left - 1, 0)); // the last byte goes with the record
                     left -= counted;
                     m_state.totalStored -= counted;
                     report.freedBytes += counted;

@@ -7,8 +7,8 @@
 
 #include <QHash>
 #include <QJsonArray>
-#include <QStringList>
 #include <QString>
+#include <QStringList>
 
 #include <chrono>
 #include <condition_variable>
@@ -73,15 +73,15 @@ public:
     Status writable() const;
 
     struct Prune {
-        std::optional<qint64> keepBytes;       // output to keep at most (default: the budget)
-        std::optional<qint64> endedBeforeMs;   // drop the output of executions that ended before this
-        bool vacuum = false;                   // then give the space back to the filesystem
+        std::optional<qint64> keepBytes; // output to keep at most (default: the budget)
+        std::optional<qint64> endedBeforeMs; // drop the output of executions that ended before this
+        bool vacuum = false; // then give the space back to the filesystem
     };
     struct PruneReport {
-        qint64 executions = 0;  // whose output was dropped
+        qint64 executions = 0; // whose output was dropped
         qint64 freedBytes = 0;
         qint64 storedBytes = 0; // output stored afterwards
-        qint64 fileBytes = 0;   // database + WAL afterwards
+        qint64 fileBytes = 0; // database + WAL afterwards
     };
     struct Progress {
         // "pruning"; "converting" (once, for a history made before incremental vacuum: the one
@@ -121,7 +121,7 @@ private:
         std::map<ExecKey, ExecRow> execs;
         qint64 totalStored = 0;
         std::deque<qint64> toIndex; // finished executions whose tail is not in the search index yet
-        bool overBudget = false;    // pruning down to 90 % of the budget, a slice per batch
+        bool overBudget = false; // pruning down to 90 % of the budget, a slice per batch
     };
     struct Statements; // prepared once for the writer's connection
     struct UpkeepJob { // a prune (and vacuum) under way, in slices (HistoryUpkeep.cpp)
@@ -131,11 +131,11 @@ private:
         ProgressListener progress;
         Phase phase = Phase::Start;
         PruneReport report;
-        qint64 goal = 0;        // output to keep at most
-        qint64 toFree = 0;      // what pruning expects to drop
-        qint64 upToId = 0;      // the executions it may drop: those recorded when it began
+        qint64 goal = 0; // output to keep at most
+        qint64 toFree = 0; // what pruning expects to drop
+        qint64 upToId = 0; // the executions it may drop: those recorded when it began
         bool onReserve = false; // the disk was full: the reserve was given up, and is made again at the end
-        qint64 freePages = -1;  // vacuum: the free pages it started with
+        qint64 freePages = -1; // vacuum: the free pages it started with
         qint64 pageSize = 4096;
         QString lastPhase;
         std::chrono::steady_clock::time_point lastReport{};
@@ -160,8 +160,8 @@ private:
     bool keepReserve() const;
     // Drops the oldest output down to `target` (and all that ended before `endedBeforeMs`); stops
     // early, with *more set, once past `until` or `maxBytes` (after at least one execution).
-    Status pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report, std::chrono::steady_clock::time_point until,
-                       qint64 maxBytes, bool *more);
+    Status pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report,
+        std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more);
     // A checkpoint that never waits for readers (what they hold is checkpointed later).
     void checkpointNow();
     qint64 headBudget() const { return m_options.maxStoredOutputPerExec / 2; }

@@ -15,10 +15,10 @@
 
 #include <cerrno>
 #include <chrono>
-#include <future>
-#include <limits>
 #include <cstring>
 #include <fcntl.h>
+#include <future>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,7 +44,9 @@ Result<bool> damaged(const QString &path)
         const int primary = code & 0xff;
         if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
             return true;
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot check %1: %2").arg(path, QString::fromUtf8(db ? sqlite3_errmsg(db) : "out of memory")));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot check %1: %2")
+                .arg(path, QString::fromUtf8(db ? sqlite3_errmsg(db) : "out of memory")));
     };
     if (opened != SQLITE_OK)
         return judge(opened);
@@ -83,7 +85,8 @@ Result<QString> HistoryStore::setAsideIfDamaged(const QString &path)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 is not damaged").arg(path));
     // A name of its own (never one set aside before), linked first and unlinked after: a failure
     // half way leaves every file where it was.
-    const QString stamp = path + QStringLiteral(".damaged-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    const QString stamp
+        = path + QStringLiteral(".damaged-") + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
     QString aside = stamp;
     for (int n = 2; QFileInfo::exists(aside) || QFileInfo::exists(aside + QStringLiteral("-wal")); ++n)
         aside = stamp + QLatin1Char('-') + QString::number(n);
@@ -92,7 +95,8 @@ Result<QString> HistoryStore::setAsideIfDamaged(const QString &path)
         const QString from = path + QLatin1String(suffix);
         if (!QFileInfo::exists(from))
             continue;
-        if (::link(QFile::encodeName(from).constData(), QFile::encodeName(aside + QLatin1String(suffix)).constData()) != 0) {
+        if (::link(QFile::encodeName(from).constData(), QFile::encodeName(aside + QLatin1String(suffix)).constData())
+            != 0) {
             const QString why = QString::fromLocal8Bit(std::strerror(errno));
             for (const QString &l : std::as_const(linked))
                 ::unlink(QFile::encodeName(l).constData());
@@ -110,7 +114,7 @@ bool HistoryStore::keepReserve() const
     if (m_options.reserveBytes <= 0)
         return true;
     const QByteArray path = QFile::encodeName(reservePath());
-    struct stat st {};
+    struct stat st { };
     if (::lstat(path.constData(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= m_options.reserveBytes)
         return true;
     const int fd = ::open(path.constData(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -141,7 +145,8 @@ Result<HistoryStore::PruneReport> HistoryStore::pruneAndWait(const Prune &reques
 {
     std::promise<Result<PruneReport>> promise;
     auto result = promise.get_future();
-    prune(request, [&promise](Result<PruneReport> r) { promise.set_value(std::move(r)); }, std::move(progress));
+    prune(
+        request, [&promise](Result<PruneReport> r) { promise.set_value(std::move(r)); }, std::move(progress));
     return result.get();
 }
 
@@ -158,7 +163,8 @@ void HistoryStore::checkpointNow()
 void HistoryStore::abandonUpkeep(UpkeepJob &job)
 {
     job.done(makeError(ErrorCode::DaemonUnavailable,
-                       QStringLiteral("the history closed before the prune was done (what it dropped so far stays dropped); run it again")));
+        QStringLiteral(
+            "the history closed before the prune was done (what it dropped so far stays dropped); run it again")));
 }
 
 void HistoryStore::reportProgress(UpkeepJob &job, const QString &phase, qint64 done, qint64 total, bool force)
@@ -181,7 +187,9 @@ bool HistoryStore::upkeepSlice(UpkeepJob &job)
         job.goal = job.request.keepBytes.value_or(m_options.maxStoredOutputTotal);
         qint64 ended = 0;
         if (job.request.endedBeforeMs.value_or(0) != 0) {
-            sql::Stmt q(m_writer.get(), "SELECT total(stored_bytes) FROM executions WHERE stored_bytes > 0 AND status != 'running' AND ended_ms < ?");
+            sql::Stmt q(m_writer.get(),
+                "SELECT total(stored_bytes) FROM executions WHERE stored_bytes > 0 AND status != 'running' AND "
+                "ended_ms < ?");
             q.integer(1, *job.request.endedBeforeMs);
             ended = q.step() ? q.columnInt(0) : 0;
         }
@@ -236,12 +244,13 @@ Status HistoryStore::pruneSlice(UpkeepJob &job, bool *more)
     PruneReport slice;
     // On a disk the history filled, a slice is a part of the reserve's room, and the write-ahead
     // log is emptied after each (into the database file, which takes the pages it freed).
-    const qint64 maxBytes = job.onReserve ? std::max<qint64>(64 * 1024, m_options.reserveBytes / 4) : std::numeric_limits<qint64>::max();
+    const qint64 maxBytes
+        = job.onReserve ? std::max<qint64>(64 * 1024, m_options.reserveBytes / 4) : std::numeric_limits<qint64>::max();
     Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin"));
     const bool began = bool(s);
     if (s)
         s = pruneOldest(job.goal, job.request.endedBeforeMs.value_or(0), job.upToId, slice,
-                        std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs), maxBytes, more);
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs), maxBytes, more);
     if (s)
         s = sql::exec(db, "COMMIT", QStringLiteral("commit"));
     if (!s) {
@@ -283,7 +292,9 @@ Status HistoryStore::vacuumSlice(UpkeepJob &job, bool *more)
             // incremental. It holds every commit for its length, once; the progress says so.
             const qint64 file = QFileInfo(m_options.path).size();
             reportProgress(job, QStringLiteral("converting"), 0, file, true);
-            if (Status s = sql::exec(db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", QStringLiteral("converting the history to incremental vacuum")); !s)
+            if (Status s = sql::exec(db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM",
+                    QStringLiteral("converting the history to incremental vacuum"));
+                !s)
                 return s;
             checkpointNow();
             reportProgress(job, QStringLiteral("converting"), file, file, true);

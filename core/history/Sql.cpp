@@ -13,10 +13,10 @@ Error error(sqlite3 *db, const QString &what)
     const int code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
     const QString message = QString::fromUtf8(db ? sqlite3_errmsg(db) : "out of memory");
     // A full disk or an unwritable file is not a bug: the daemon refuses new work until it heals.
-    const bool unavailable = (code & 0xff) == SQLITE_FULL || (code & 0xff) == SQLITE_IOERR || (code & 0xff) == SQLITE_READONLY
-        || (code & 0xff) == SQLITE_CANTOPEN;
+    const bool unavailable = (code & 0xff) == SQLITE_FULL || (code & 0xff) == SQLITE_IOERR
+        || (code & 0xff) == SQLITE_READONLY || (code & 0xff) == SQLITE_CANTOPEN;
     return makeError(unavailable ? ErrorCode::HistoryUnavailable : ErrorCode::IoError,
-                     QStringLiteral("history database: %1: %2").arg(what, message));
+        QStringLiteral("history database: %1: %2").arg(what, message));
 }
 
 Status exec(sqlite3 *db, const char *statements, const QString &what)
@@ -47,7 +47,8 @@ void commandTextFunction(sqlite3_context *ctx, int, sqlite3_value **argv)
 Result<Db> open(const QString &path, bool readOnly)
 {
     sqlite3 *raw = nullptr;
-    const int flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
+    const int flags
+        = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(QFile::encodeName(path).constData(), &raw, flags, nullptr);
     Db db(raw);
     if (rc != SQLITE_OK)
@@ -105,8 +106,9 @@ Stmt &Stmt::nullableText(int i, const QString &v)
 
 Stmt &Stmt::json(int i, const QJsonValue &v)
 {
-    return utf8(i, v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)
-                               : QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
+    return utf8(i,
+        v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)
+                    : QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact));
 }
 
 Stmt &Stmt::json(int i, const QJsonObject &v)
@@ -142,7 +144,8 @@ void Stmt::reset()
 
 QString Stmt::columnText(int col) const
 {
-    return QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, col)), sqlite3_column_bytes(m_stmt, col));
+    return QString::fromUtf8(
+        reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, col)), sqlite3_column_bytes(m_stmt, col));
 }
 
 QJsonValue Stmt::columnNumber(int col) const

@@ -44,9 +44,9 @@ public:
     Stmt &integer(int i, qint64 v);
     Stmt &nullable(int i, const QJsonValue &v); // a JSON number, or NULL
     Stmt &nullableText(int i, const QString &v); // NULL when empty
-    Stmt &json(int i, const QJsonValue &v);     // compact JSON text of an object or array
+    Stmt &json(int i, const QJsonValue &v); // compact JSON text of an object or array
     Stmt &json(int i, const QJsonObject &v);
-    Stmt &blob(int i, QByteArrayView v);        // not copied: valid until run()/step() is done
+    Stmt &blob(int i, QByteArrayView v); // not copied: valid until run()/step() is done
 
     // For statements without rows: steps once, resets. True when it completed.
     bool run();

@@ -66,21 +66,26 @@ QList<AgentConfig> agentConfigs(const AgentSetup &setup)
     QStringList toml;
     for (const QString &a : args)
         toml.append(tomlString(a));
-    const QJsonObject server{{QStringLiteral("command"), setup.program}, {QStringLiteral("args"), QJsonArray::fromStringList(args)}};
+    const QJsonObject server{
+        {QStringLiteral("command"), setup.program}, {QStringLiteral("args"), QJsonArray::fromStringList(args)}};
     QJsonObject vscodeServer = server;
     vscodeServer.insert(QStringLiteral("type"), QStringLiteral("stdio"));
     return {
-        {AgentClient::ClaudeCode, QStringLiteral("Claude Code"), QStringLiteral("Run in a terminal (add --scope user for every project):"),
-         QStringLiteral("claude mcp add airlock -- ") + shell.join(QLatin1Char(' '))},
+        {AgentClient::ClaudeCode, QStringLiteral("Claude Code"),
+            QStringLiteral("Run in a terminal (add --scope user for every project):"),
+            QStringLiteral("claude mcp add airlock -- ") + shell.join(QLatin1Char(' '))},
         {AgentClient::Codex, QStringLiteral("Codex"), QStringLiteral("Add to ~/.codex/config.toml:"),
-         QStringLiteral("[mcp_servers.airlock]\ncommand = %1\nargs = [%2]").arg(tomlString(setup.program), toml.join(QStringLiteral(", ")))},
-        {AgentClient::Cursor, QStringLiteral("Cursor"), QStringLiteral("Add to ~/.cursor/mcp.json (or .cursor/mcp.json in a project):"),
-         json({{QStringLiteral("mcpServers"), QJsonObject{{QStringLiteral("airlock"), server}}}})},
+            QStringLiteral("[mcp_servers.airlock]\ncommand = %1\nargs = [%2]")
+                .arg(tomlString(setup.program), toml.join(QStringLiteral(", ")))},
+        {AgentClient::Cursor, QStringLiteral("Cursor"),
+            QStringLiteral("Add to ~/.cursor/mcp.json (or .cursor/mcp.json in a project):"),
+            json({{QStringLiteral("mcpServers"), QJsonObject{{QStringLiteral("airlock"), server}}}})},
         {AgentClient::VsCode, QStringLiteral("VS Code"), QStringLiteral("Add to .vscode/mcp.json in the workspace:"),
-         json({{QStringLiteral("servers"), QJsonObject{{QStringLiteral("airlock"), vscodeServer}}}})},
+            json({{QStringLiteral("servers"), QJsonObject{{QStringLiteral("airlock"), vscodeServer}}}})},
         {AgentClient::Generic, QStringLiteral("Other MCP clients"),
-         QStringLiteral("An mcpServers entry (Claude Desktop and most clients); the server speaks MCP over stdio: ") + shell.join(QLatin1Char(' ')),
-         json({{QStringLiteral("mcpServers"), QJsonObject{{QStringLiteral("airlock"), server}}}})},
+            QStringLiteral("An mcpServers entry (Claude Desktop and most clients); the server speaks MCP over stdio: ")
+                + shell.join(QLatin1Char(' ')),
+            json({{QStringLiteral("mcpServers"), QJsonObject{{QStringLiteral("airlock"), server}}}})},
     };
 }
 
@@ -92,15 +97,21 @@ Result<QStringList> parseAllowedHosts(const QString &text)
         QString host = word;
         if (word.contains(QLatin1String("://"))) {
             const QUrl url(word, QUrl::StrictMode);
-            const int port = url.port(url.scheme() == QLatin1String("http") ? 80 : url.scheme() == QLatin1String("https") ? 443 : -1);
+            const int port = url.port(url.scheme() == QLatin1String("http") ? 80
+                    : url.scheme() == QLatin1String("https")                ? 443
+                                                                            : -1);
             if (!url.isValid() || url.host().isEmpty() || port < 0)
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("'%1' is not a URL with a host and a port (http:// and https:// have theirs)").arg(word.left(200)));
-            host = (url.host().contains(QLatin1Char(':')) ? QLatin1Char('[') + url.host() + QLatin1Char(']') : url.host()) + QLatin1Char(':') + QString::number(port);
+                    QStringLiteral("'%1' is not a URL with a host and a port (http:// and https:// have theirs)")
+                        .arg(word.left(200)));
+            host = (url.host().contains(QLatin1Char(':')) ? QLatin1Char('[') + url.host() + QLatin1Char(']')
+                                                          : url.host())
+                + QLatin1Char(':') + QString::number(port);
         }
         auto pattern = policy::normaliseHostPattern(host);
         if (!pattern)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1': %2").arg(word.left(200), pattern.error().message));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("'%1': %2").arg(word.left(200), pattern.error().message));
         if (!out.contains(*pattern))
             out.append(*pattern);
     }

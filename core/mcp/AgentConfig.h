@@ -14,18 +14,18 @@ namespace airlock::mcp {
 // knows MCP. Pure text, so a test reads exactly what the console would have copied.
 struct AgentSetup {
     QString program = QStringLiteral("airlockctl"); // the full path where it is known
-    QString preset;     // empty: the default policy
-    QStringList allow;  // hosts the agent may ask for, normalised
-    QString host;       // a saved host name or URL; empty: this computer
+    QString preset; // empty: the default policy
+    QStringList allow; // hosts the agent may ask for, normalised
+    QString host; // a saved host name or URL; empty: this computer
     QStringList arguments() const; // mcp --preset … --allow … --host …
 };
 
 enum class AgentClient { ClaudeCode, Codex, Cursor, VsCode, Generic };
 struct AgentConfig {
     AgentClient client;
-    QString label;      // "Claude Code"
-    QString where;      // what to do with the text ("Run in a terminal", "In ~/.codex/config.toml")
-    QString text;       // exactly what to copy
+    QString label; // "Claude Code"
+    QString where; // what to do with the text ("Run in a terminal", "In ~/.codex/config.toml")
+    QString text; // exactly what to copy
 };
 QList<AgentConfig> agentConfigs(const AgentSetup &setup);
 

@@ -38,11 +38,12 @@ QString OutputClip::text(const QString &whereWhole) const
         return QString::fromUtf8(m_head + m_tail);
     const QByteArray tail = m_tail.right(m_limit - m_limit / 2);
     return QString::fromUtf8(m_head)
-           + QStringLiteral("\n[… %1 bytes left out here (max_output_bytes is %2); the whole output is in the Airlock history: %3 …]\n")
-                 .arg(m_total - m_head.size() - tail.size())
-                 .arg(m_limit)
-                 .arg(whereWhole)
-           + QString::fromUtf8(tail);
+        + QStringLiteral(
+            "\n[… %1 bytes left out here (max_output_bytes is %2); the whole output is in the Airlock history: %3 …]\n")
+              .arg(m_total - m_head.size() - tail.size())
+              .arg(m_limit)
+              .arg(whereWhole)
+        + QString::fromUtf8(tail);
 }
 
 QByteArray OutputClip::lastLine() const
@@ -53,8 +54,12 @@ QByteArray OutputClip::lastLine() const
 }
 
 ExecCall::ExecCall(DaemonClient &client, Request request, CallHooks hooks, QObject *parent)
-    : QObject(parent), m_client(&client), m_request(std::move(request)), m_hooks(std::move(hooks)), m_out(m_request.maxOutput),
-      m_err(m_request.maxOutput)
+    : QObject(parent)
+    , m_client(&client)
+    , m_request(std::move(request))
+    , m_hooks(std::move(hooks))
+    , m_out(m_request.maxOutput)
+    , m_err(m_request.maxOutput)
 {
 }
 
@@ -69,29 +74,30 @@ QStringList ExecCall::argv() const
 void ExecCall::start()
 {
     m_started.start();
-    m_client->callAsync(QStringLiteral("exec.start"), m_request.start, [self = QPointer<ExecCall>(this)](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return self->finish(ToolResult::failure(r.error().code == ErrorCode::Denied
-                                                        ? QStringLiteral("Airlock refused to run the command: %1").arg(r.error().message)
-                                                        : QStringLiteral("the command did not start: %1").arg(r.error().message)));
-        const QJsonObject started = r->toObject();
-        self->m_sandboxId = started.value(QStringLiteral("sandbox")).toString();
-        self->m_exec = uint32_t(started.value(QStringLiteral("exec")).toDouble());
-        self->m_started.restart();
-        if (self->m_cancelled) // approved after the client gave up on it
-            return self->m_client->notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), self->m_sandboxId},
-                                                                          {QStringLiteral("exec"), double(self->m_exec)},
-                                                                          {QStringLiteral("signal"), SIGKILL}});
-        self->progress(QStringLiteral("running as %1:%2").arg(self->m_request.sandboxName).arg(self->m_exec), true);
-        if (self->m_request.start.value(QStringLiteral("stdin")).toBool())
-            self->sendInput(0);
-        self->m_earlyBytes = 0;
-        const QList<Event> early = std::exchange(self->m_early, {});
-        for (const Event &e : early)
-            self->onEvent(e);
-    });
+    m_client->callAsync(
+        QStringLiteral("exec.start"), m_request.start, [self = QPointer<ExecCall>(this)](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return self->finish(ToolResult::failure(r.error().code == ErrorCode::Denied
+                        ? QStringLiteral("Airlock refused to run the command: %1").arg(r.error().message)
+                        : QStringLiteral("the command did not start: %1").arg(r.error().message)));
+            const QJsonObject started = r->toObject();
+            self->m_sandboxId = started.value(QStringLiteral("sandbox")).toString();
+            self->m_exec = uint32_t(started.value(QStringLiteral("exec")).toDouble());
+            self->m_started.restart();
+            if (self->m_cancelled) // approved after the client gave up on it
+                return self->m_client->notify(QStringLiteral("exec.signal"),
+                    {{QStringLiteral("sandbox"), self->m_sandboxId}, {QStringLiteral("exec"), double(self->m_exec)},
+                        {QStringLiteral("signal"), SIGKILL}});
+            self->progress(QStringLiteral("running as %1:%2").arg(self->m_request.sandboxName).arg(self->m_exec), true);
+            if (self->m_request.start.value(QStringLiteral("stdin")).toBool())
+                self->sendInput(0);
+            self->m_earlyBytes = 0;
+            const QList<Event> early = std::exchange(self->m_early, {});
+            for (const Event &e : early)
+                self->onEvent(e);
+        });
 }
 
 void ExecCall::sendInput(qint64 from)
@@ -100,12 +106,12 @@ void ExecCall::sendInput(qint64 from)
     const QByteArray chunk = m_request.input.mid(from, kInputChunk);
     const bool last = from + chunk.size() >= m_request.input.size();
     m_client->callAsync(QStringLiteral("exec.stdin"),
-                        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
-                         {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())}, {QStringLiteral("eof"), last}},
-                        [self = QPointer<ExecCall>(this), next = from + chunk.size(), last](Result<QJsonValue> r) {
-        if (self && r && !last && !self->m_done)
-            self->sendInput(next); // a command that exits without reading it all ends this
-    });
+        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
+            {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())}, {QStringLiteral("eof"), last}},
+        [self = QPointer<ExecCall>(this), next = from + chunk.size(), last](Result<QJsonValue> r) {
+            if (self && r && !last && !self->m_done)
+                self->sendInput(next); // a command that exits without reading it all ends this
+        });
 }
 
 void ExecCall::cancel()
@@ -120,7 +126,9 @@ void ExecCall::cancel()
         for (const QString &id : std::as_const(m_approvals))
             m_client->notify(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), id}});
     if (m_exec)
-        m_client->notify(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)}, {QStringLiteral("signal"), SIGKILL}});
+        m_client->notify(QStringLiteral("exec.signal"),
+            {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
+                {QStringLiteral("signal"), SIGKILL}});
 }
 
 void ExecCall::onEvent(const Event &event)
@@ -142,8 +150,9 @@ void ExecCall::onEvent(const Event &event)
     if (event.isOutput()) {
         (event.stream == 2 ? m_err : m_out).add(event.data);
         if (m_hooks.progress)
-            progress(QStringLiteral("%1: %2").arg(event.stream == 2 ? QStringLiteral("stderr") : QStringLiteral("stdout"),
-                                                   display::escaped(QString::fromUtf8((event.stream == 2 ? m_err : m_out).lastLine()), 200)));
+            progress(
+                QStringLiteral("%1: %2").arg(event.stream == 2 ? QStringLiteral("stderr") : QStringLiteral("stdout"),
+                    display::escaped(QString::fromUtf8((event.stream == 2 ? m_err : m_out).lastLine()), 200)));
         return;
     }
     if (event.kind == QLatin1String("exec.truncated"))
@@ -160,12 +169,13 @@ void ExecCall::onApproval(const QJsonObject &request, bool decided)
     if (decided) {
         const bool allowed = request.value(QStringLiteral("decision")).toString() == QLatin1String("allow");
         const QString by = request.value(QStringLiteral("by")).toString();
-        return progress(allowed ? QStringLiteral("approved by %1").arg(by) : QStringLiteral("denied by %1").arg(by), true);
+        return progress(
+            allowed ? QStringLiteral("approved by %1").arg(by) : QStringLiteral("denied by %1").arg(by), true);
     }
     m_approvals.insert(id);
     const QString what = request.value(QStringLiteral("kind")).toString() == QLatin1String("network")
-                             ? QStringLiteral("network access to %1").arg(request.value(QStringLiteral("destination")).toString())
-                             : QStringLiteral("this command");
+        ? QStringLiteral("network access to %1").arg(request.value(QStringLiteral("destination")).toString())
+        : QStringLiteral("this command");
     progress(QStringLiteral("waiting for a person to approve %1 (request %2)").arg(what, id), true);
 }
 
@@ -181,14 +191,12 @@ void ExecCall::finishAs(const QJsonObject &exited)
 {
     const QString status = exited.value(QStringLiteral("status")).toString();
     const QString where = QStringLiteral("'airlockctl show %1:%2'").arg(m_request.sandboxName).arg(m_exec);
-    QJsonObject structured{{QStringLiteral("status"), status},
-                           {QStringLiteral("stdout"), m_out.text(where)},
-                           {QStringLiteral("stderr"), m_err.text(where)},
-                           {QStringLiteral("stdout_bytes"), double(m_out.total())},
-                           {QStringLiteral("stderr_bytes"), double(m_err.total())},
-                           {QStringLiteral("truncated"), m_out.clipped() || m_err.clipped() || m_truncatedByLimit},
-                           {QStringLiteral("duration_ms"), double(m_started.elapsed())},
-                           {QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_request.sandboxName).arg(m_exec)}};
+    QJsonObject structured{{QStringLiteral("status"), status}, {QStringLiteral("stdout"), m_out.text(where)},
+        {QStringLiteral("stderr"), m_err.text(where)}, {QStringLiteral("stdout_bytes"), double(m_out.total())},
+        {QStringLiteral("stderr_bytes"), double(m_err.total())},
+        {QStringLiteral("truncated"), m_out.clipped() || m_err.clipped() || m_truncatedByLimit},
+        {QStringLiteral("duration_ms"), double(m_started.elapsed())},
+        {QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_request.sandboxName).arg(m_exec)}};
     QString ending;
     if (exited.value(QStringLiteral("exitCode")).isDouble()) {
         structured.insert(QStringLiteral("exit_code"), exited.value(QStringLiteral("exitCode")).toInt());
@@ -204,7 +212,10 @@ void ExecCall::finishAs(const QJsonObject &exited)
         ending += QStringLiteral("; killed for exceeding the sandbox's output limit");
     if (exited.contains(QStringLiteral("error")))
         ending += QStringLiteral("; ") + exited.value(QStringLiteral("error")).toString();
-    QString text = QStringLiteral("%1 (%2, %3 ms, %4)\n").arg(ending, status).arg(m_started.elapsed()).arg(structured.value(QStringLiteral("execution")).toString());
+    QString text = QStringLiteral("%1 (%2, %3 ms, %4)\n")
+                       .arg(ending, status)
+                       .arg(m_started.elapsed())
+                       .arg(structured.value(QStringLiteral("execution")).toString());
     if (m_out.total())
         text += QStringLiteral("--- stdout ---\n") + structured.value(QStringLiteral("stdout")).toString();
     if (m_err.total()) {

@@ -20,7 +20,10 @@ namespace airlock::mcp {
 // gets back from a command with more output than it asked for.
 class OutputClip {
 public:
-    explicit OutputClip(qint64 limit) : m_limit(limit) {}
+    explicit OutputClip(qint64 limit)
+        : m_limit(limit)
+    {
+    }
     void add(QByteArrayView data);
     qint64 total() const { return m_total; }
     bool clipped() const { return m_total > m_limit; }
@@ -41,8 +44,8 @@ class ExecCall final : public QObject {
     Q_OBJECT
 public:
     struct Request {
-        QJsonObject start;   // exec.start parameters
-        QByteArray input;    // stdin, closed after it
+        QJsonObject start; // exec.start parameters
+        QByteArray input; // stdin, closed after it
         qint64 maxOutput = 65536;
         QString sandboxName; // for "SANDBOX:N"
     };

@@ -10,7 +10,8 @@ namespace airlock::mcp::protocol {
 
 QStringList supportedVersions()
 {
-    return {QLatin1String(kLatestVersion), QStringLiteral("2025-06-18"), QStringLiteral("2025-03-26"), QStringLiteral("2024-11-05")};
+    return {QLatin1String(kLatestVersion), QStringLiteral("2025-06-18"), QStringLiteral("2025-03-26"),
+        QStringLiteral("2024-11-05")};
 }
 
 QString negotiate(const QString &requested)
@@ -38,9 +39,11 @@ Parsed parse(QByteArrayView line)
     QJsonParseError error{};
     const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromRawData(line.data(), line.size()), &error);
     if (error.error != QJsonParseError::NoError)
-        return {std::nullopt, {ParseError, QStringLiteral("not JSON: %1 at offset %2").arg(error.errorString()).arg(error.offset)}};
+        return {std::nullopt,
+            {ParseError, QStringLiteral("not JSON: %1 at offset %2").arg(error.errorString()).arg(error.offset)}};
     if (doc.isArray())
-        return {std::nullopt, {InvalidRequest, QStringLiteral("batches are not part of MCP: send one message per line")}};
+        return {
+            std::nullopt, {InvalidRequest, QStringLiteral("batches are not part of MCP: send one message per line")}};
     const QJsonObject o = doc.object();
     const QJsonValue id = o.value(QStringLiteral("id"));
     const QJsonValue replyTo = validId(id) ? id : QJsonValue(QJsonValue::Null);
@@ -51,8 +54,12 @@ Parsed parse(QByteArrayView line)
     Message m;
     m.id = id;
     if (!o.contains(QStringLiteral("method"))) {
-        if (!o.contains(QStringLiteral("id")) || (!o.contains(QStringLiteral("result")) && !o.contains(QStringLiteral("error"))))
-            return {std::nullopt, {InvalidRequest, QStringLiteral("a message needs a \"method\" (or is a response with \"result\" or \"error\")"), replyTo}};
+        if (!o.contains(QStringLiteral("id"))
+            || (!o.contains(QStringLiteral("result")) && !o.contains(QStringLiteral("error"))))
+            return {std::nullopt,
+                {InvalidRequest,
+                    QStringLiteral("a message needs a \"method\" (or is a response with \"result\" or \"error\")"),
+                    replyTo}};
         m.kind = Message::Kind::Response;
         return {m, {}};
     }
@@ -70,7 +77,8 @@ Parsed parse(QByteArrayView line)
 
 QJsonObject result(const QJsonValue &id, const QJsonObject &result)
 {
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id}, {QStringLiteral("result"), result}};
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id},
+        {QStringLiteral("result"), result}};
 }
 
 QJsonObject error(const QJsonValue &id, int code, const QString &message, const QJsonValue &data)
@@ -78,12 +86,14 @@ QJsonObject error(const QJsonValue &id, int code, const QString &message, const 
     QJsonObject e{{QStringLiteral("code"), code}, {QStringLiteral("message"), message}};
     if (!data.isUndefined() && !data.isNull())
         e.insert(QStringLiteral("data"), data);
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id}, {QStringLiteral("error"), e}};
+    return {
+        {QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id}, {QStringLiteral("error"), e}};
 }
 
 QJsonObject notification(const QString &method, const QJsonObject &params)
 {
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("method"), method}, {QStringLiteral("params"), params}};
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("method"), method},
+        {QStringLiteral("params"), params}};
 }
 
 } // namespace airlock::mcp::protocol

@@ -39,7 +39,8 @@ QJsonObject capabilitiesOf(const QJsonObject &info, const QJsonObject &policy)
     QJsonArray allowed, denied;
     for (const QJsonValue &rule : commands.value(QStringLiteral("rules")).toArray()) {
         const QJsonObject r = rule.toObject();
-        (r.value(QStringLiteral("decision")).toString() == QLatin1String("deny") ? denied : allowed).append(r.value(QStringLiteral("command")));
+        (r.value(QStringLiteral("decision")).toString() == QLatin1String("deny") ? denied : allowed)
+            .append(r.value(QStringLiteral("command")));
     }
     QJsonObject tools;
     const QJsonObject declared = policy.value(QStringLiteral("tools")).toObject();
@@ -50,19 +51,21 @@ QJsonObject capabilitiesOf(const QJsonObject &info, const QJsonObject &policy)
     for (auto it = given.begin(); it != given.end(); ++it)
         if (!it.value().toObject().value(QStringLiteral("value")).isNull())
             limits.insert(it.key(), it.value().toObject().value(QStringLiteral("value")));
-    return {{QStringLiteral("network"), QJsonObject{{QStringLiteral("mode"), network.value(QStringLiteral("mode"))},
-                                                   {QStringLiteral("allow"), network.value(QStringLiteral("allow"))}}},
-            {QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), commands.value(QStringLiteral("default"))},
-                                                    {QStringLiteral("allowed"), allowed},
-                                                    {QStringLiteral("denied"), denied}}},
-            {QStringLiteral("tools"), tools},
-            {QStringLiteral("limits"), limits},
-            {QStringLiteral("writable"), QJsonArray{QStringLiteral("/workspace"), QStringLiteral("/tmp")}}};
+    return {{QStringLiteral("network"),
+                QJsonObject{{QStringLiteral("mode"), network.value(QStringLiteral("mode"))},
+                    {QStringLiteral("allow"), network.value(QStringLiteral("allow"))}}},
+        {QStringLiteral("commands"),
+            QJsonObject{{QStringLiteral("default"), commands.value(QStringLiteral("default"))},
+                {QStringLiteral("allowed"), allowed}, {QStringLiteral("denied"), denied}}},
+        {QStringLiteral("tools"), tools}, {QStringLiteral("limits"), limits},
+        {QStringLiteral("writable"), QJsonArray{QStringLiteral("/workspace"), QStringLiteral("/tmp")}}};
 }
 } // namespace
 
 SandboxBackend::SandboxBackend(Options options, Connect connect, QObject *parent)
-    : QObject(parent), m_options(std::move(options)), m_connect(std::move(connect))
+    : QObject(parent)
+    , m_options(std::move(options))
+    , m_connect(std::move(connect))
 {
 }
 
@@ -107,9 +110,10 @@ Result<SandboxBackend::Scoped> SandboxBackend::resolve(const QString &ref) const
     for (const Scoped &s : m_scope)
         if (s.id == ref || s.name == ref)
             return s;
-    return makeError(ErrorCode::NotFound, QStringLiteral("'%1' is not a sandbox of this session: create one with sandbox_create (a person can "
-                                                         "share one of theirs with 'airlockctl mcp --sandbox NAME')")
-                                              .arg(ref.left(100)));
+    return makeError(ErrorCode::NotFound,
+        QStringLiteral("'%1' is not a sandbox of this session: create one with sandbox_create (a person can "
+                       "share one of theirs with 'airlockctl mcp --sandbox NAME')")
+            .arg(ref.left(100)));
 }
 
 void SandboxBackend::adopt(const QString &id, const QString &name)
@@ -117,17 +121,18 @@ void SandboxBackend::adopt(const QString &id, const QString &name)
     m_scope.insert(id, {id, name, {}});
     // Its approval requests (to tell the agent what it waits for) and its host tools.
     m_client->notify(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), id}});
-    m_client->callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), id}}, [self = QPointer<SandboxBackend>(this), id](Result<QJsonValue> r) {
-        if (!self || !r || !self->m_scope.contains(id))
-            return;
-        QList<ToolSpec> tools;
-        for (const QJsonValue &t : r->toObject().value(QStringLiteral("tools")).toArray())
-            if (t.toObject().value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
-                tools.append(hostTool(t.toObject()));
-        self->m_scope[id].hostTools = tools;
-        if (!tools.isEmpty())
-            Q_EMIT self->toolsChanged();
-    });
+    m_client->callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), id}},
+        [self = QPointer<SandboxBackend>(this), id](Result<QJsonValue> r) {
+            if (!self || !r || !self->m_scope.contains(id))
+                return;
+            QList<ToolSpec> tools;
+            for (const QJsonValue &t : r->toObject().value(QStringLiteral("tools")).toArray())
+                if (t.toObject().value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
+                    tools.append(hostTool(t.toObject()));
+            self->m_scope[id].hostTools = tools;
+            if (!tools.isEmpty())
+                Q_EMIT self->toolsChanged();
+        });
 }
 
 SandboxBackend::Cancel SandboxBackend::call(const QString &tool, const QJsonObject &arguments, CallHooks hooks)
@@ -158,41 +163,48 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
     // The preset and the hosts are the person's (given when the session started); the agent may
     // ask for those, or less, and choose a name and limits.
     if (m_scope.size() - m_shared.size() >= kMaxSandboxes) {
-        hooks.done(ToolResult::failure(QStringLiteral("this session already has %1 sandboxes: delete one first").arg(kMaxSandboxes)));
+        hooks.done(ToolResult::failure(
+            QStringLiteral("this session already has %1 sandboxes: delete one first").arg(kMaxSandboxes)));
         return {};
     }
     const QString preset = arguments.value(QStringLiteral("preset")).toString();
     if (!preset.isEmpty() && preset != m_options.preset) {
         hooks.done(ToolResult::failure(m_options.preset.isEmpty()
-                                           ? QStringLiteral("presets are the person's to choose: this session has none (they can start it with "
-                                                            "'airlockctl mcp --preset %1')").arg(preset.left(100))
-                                           : QStringLiteral("this session creates sandboxes with preset '%1' (the person's choice), not '%2'")
-                                                 .arg(m_options.preset, preset.left(100))));
+                ? QStringLiteral("presets are the person's to choose: this session has none (they can start it with "
+                                 "'airlockctl mcp --preset %1')")
+                      .arg(preset.left(100))
+                : QStringLiteral("this session creates sandboxes with preset '%1' (the person's choice), not '%2'")
+                      .arg(m_options.preset, preset.left(100))));
         return {};
     }
     QJsonArray allow;
     for (const QJsonValue &host : arguments.value(QStringLiteral("allow")).toArray()) {
         auto normal = policy::normaliseHostPattern(host.toString());
         if (!normal || !m_options.allow.contains(*normal, Qt::CaseInsensitive)) {
-            hooks.done(ToolResult::failure(QStringLiteral("'%1' is not a host the person allowed for this session (%2)")
-                                               .arg(host.toString().left(253),
-                                                    m_options.allow.isEmpty() ? QStringLiteral("none; they can start it with 'airlockctl mcp --allow HOST'")
-                                                                              : m_options.allow.join(QStringLiteral(", ")))));
+            hooks.done(ToolResult::failure(
+                QStringLiteral("'%1' is not a host the person allowed for this session (%2)")
+                    .arg(host.toString().left(253),
+                        m_options.allow.isEmpty()
+                            ? QStringLiteral("none; they can start it with 'airlockctl mcp --allow HOST'")
+                            : m_options.allow.join(QStringLiteral(", ")))));
             return {};
         }
         allow.append(*normal);
     }
-    const bool allowlist = arguments.value(QStringLiteral("network")).toString() == QLatin1String("allowlist") || !allow.isEmpty();
+    const bool allowlist
+        = arguments.value(QStringLiteral("network")).toString() == QLatin1String("allowlist") || !allow.isEmpty();
     if (allowlist && allow.isEmpty() && m_options.preset.isEmpty()) {
-        hooks.done(ToolResult::failure(QStringLiteral("network allowlist needs hosts in 'allow' (from those the person allowed: %1)")
-                                           .arg(m_options.allow.isEmpty() ? QStringLiteral("none") : m_options.allow.join(QStringLiteral(", ")))));
+        hooks.done(ToolResult::failure(
+            QStringLiteral("network allowlist needs hosts in 'allow' (from those the person allowed: %1)")
+                .arg(m_options.allow.isEmpty() ? QStringLiteral("none") : m_options.allow.join(QStringLiteral(", ")))));
         return {};
     }
     QJsonObject limits;
     const QJsonObject asked = arguments.value(QStringLiteral("limits")).toObject();
-    const std::pair<const char *, std::pair<const char *, double>> fields[] = {
-        {"memory_mb", {"memoryBytes", double(kMiB)}}, {"pids", {"pids", 1}},           {"cpu_seconds", {"cpuSeconds", 1}}, {"cpus", {"cpuMillicores", 1000}},
-        {"wall_seconds", {"wallMs", 1000}},           {"output_mb", {"outputBytes", double(kMiB)}}, {"disk_mb", {"diskBytes", double(kMiB)}}};
+    const std::pair<const char *, std::pair<const char *, double>> fields[]
+        = {{"memory_mb", {"memoryBytes", double(kMiB)}}, {"pids", {"pids", 1}}, {"cpu_seconds", {"cpuSeconds", 1}},
+            {"cpus", {"cpuMillicores", 1000}}, {"wall_seconds", {"wallMs", 1000}},
+            {"output_mb", {"outputBytes", double(kMiB)}}, {"disk_mb", {"diskBytes", double(kMiB)}}};
     // 0 would be no disk limit at all: that is the person's to give (airlockctl create --disk none), not an agent's.
     if (asked.contains(QStringLiteral("disk_mb")) && !(asked.value(QStringLiteral("disk_mb")).toDouble() >= 16)) {
         hooks.done(ToolResult::failure(QStringLiteral("limits.disk_mb: expected at least 16 (MiB)")));
@@ -219,27 +231,36 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
             params.insert(QStringLiteral("preset"), m_options.preset);
         if (allowlist) {
             spec.insert(QStringLiteral("network"), QStringLiteral("allowlist"));
-            params.insert(QStringLiteral("policy"), QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});
+            params.insert(QStringLiteral("policy"),
+                QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});
         }
     }
     params.insert(QStringLiteral("spec"), spec);
-    creator->callAsync(QStringLiteral("sandbox.create"), params, [self = QPointer<SandboxBackend>(this), hooks](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return hooks.done(ToolResult::failure(QStringLiteral("the sandbox was not created: %1").arg(r.error().message)));
-        const QJsonObject info = r->toObject();
-        const QString id = info.value(QStringLiteral("id")).toString(), name = info.value(QStringLiteral("name")).toString();
-        self->adopt(id, name);
-        self->m_client->callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), id}, {QStringLiteral("effective"), true}},
-                                  [hooks, info, id, name](Result<QJsonValue> policy) {
-            const QJsonObject capabilities = capabilitiesOf(info, policy ? policy->toObject().value(QStringLiteral("policy")).toObject() : QJsonObject{});
-            const QJsonObject structured{{QStringLiteral("id"), id}, {QStringLiteral("name"), name}, {QStringLiteral("capabilities"), capabilities}};
-            hooks.done(structuredResult(QStringLiteral("Created sandbox %1 (id %2). What it can do:\n%3")
-                                            .arg(name, id, QString::fromUtf8(QJsonDocument(capabilities).toJson(QJsonDocument::Indented))),
-                                        structured));
+    creator->callAsync(
+        QStringLiteral("sandbox.create"), params, [self = QPointer<SandboxBackend>(this), hooks](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return hooks.done(
+                    ToolResult::failure(QStringLiteral("the sandbox was not created: %1").arg(r.error().message)));
+            const QJsonObject info = r->toObject();
+            const QString id = info.value(QStringLiteral("id")).toString(),
+                          name = info.value(QStringLiteral("name")).toString();
+            self->adopt(id, name);
+            self->m_client->callAsync(QStringLiteral("policy.get"),
+                {{QStringLiteral("sandbox"), id}, {QStringLiteral("effective"), true}},
+                [hooks, info, id, name](Result<QJsonValue> policy) {
+                    const QJsonObject capabilities = capabilitiesOf(
+                        info, policy ? policy->toObject().value(QStringLiteral("policy")).toObject() : QJsonObject{});
+                    const QJsonObject structured{{QStringLiteral("id"), id}, {QStringLiteral("name"), name},
+                        {QStringLiteral("capabilities"), capabilities}};
+                    hooks.done(structuredResult(
+                        QStringLiteral("Created sandbox %1 (id %2). What it can do:\n%3")
+                            .arg(name, id,
+                                QString::fromUtf8(QJsonDocument(capabilities).toJson(QJsonDocument::Indented))),
+                        structured));
+                });
         });
-    });
     return {};
 }
 
@@ -250,14 +271,17 @@ SandboxBackend::Cancel SandboxBackend::exec(const QJsonObject &arguments, CallHo
         hooks.done(ToolResult::failure(sandbox.error().message));
         return {};
     }
-    const bool shell = arguments.contains(QStringLiteral("command")), direct = arguments.contains(QStringLiteral("argv"));
+    const bool shell = arguments.contains(QStringLiteral("command")),
+               direct = arguments.contains(QStringLiteral("argv"));
     if (shell == direct) {
-        hooks.done(ToolResult::failure(QStringLiteral("give either 'command' (a shell line) or 'argv' (a program and its arguments), not %1")
-                                           .arg(shell ? QStringLiteral("both") : QStringLiteral("neither"))));
+        hooks.done(ToolResult::failure(
+            QStringLiteral("give either 'command' (a shell line) or 'argv' (a program and its arguments), not %1")
+                .arg(shell ? QStringLiteral("both") : QStringLiteral("neither"))));
         return {};
     }
-    const QJsonArray argv = shell ? QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), arguments.value(QStringLiteral("command"))}
-                                  : arguments.value(QStringLiteral("argv")).toArray();
+    const QJsonArray argv = shell
+        ? QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), arguments.value(QStringLiteral("command"))}
+        : arguments.value(QStringLiteral("argv")).toArray();
     const QJsonObject env = arguments.value(QStringLiteral("env")).toObject();
     for (auto it = env.begin(); it != env.end(); ++it)
         if (!it.value().isString()) {
@@ -268,13 +292,11 @@ SandboxBackend::Cancel SandboxBackend::exec(const QJsonObject &arguments, CallHo
     request.sandboxName = sandbox->name;
     request.maxOutput = qint64(arguments.value(QStringLiteral("max_output_bytes")).toDouble(65536));
     request.input = arguments.value(QStringLiteral("stdin")).toString().toUtf8();
-    request.start = {{QStringLiteral("sandbox"), sandbox->id},
-                     {QStringLiteral("argv"), argv},
-                     {QStringLiteral("cwd"), sandboxPath(arguments.value(QStringLiteral("cwd")).toString(QStringLiteral("/workspace")))},
-                     {QStringLiteral("env"), env},
-                     {QStringLiteral("stdin"), arguments.contains(QStringLiteral("stdin"))},
-                     {QStringLiteral("attach"), true},
-                     {QStringLiteral("leaseMs"), double(m_options.leaseMs)}};
+    request.start = {{QStringLiteral("sandbox"), sandbox->id}, {QStringLiteral("argv"), argv},
+        {QStringLiteral("cwd"),
+            sandboxPath(arguments.value(QStringLiteral("cwd")).toString(QStringLiteral("/workspace")))},
+        {QStringLiteral("env"), env}, {QStringLiteral("stdin"), arguments.contains(QStringLiteral("stdin"))},
+        {QStringLiteral("attach"), true}, {QStringLiteral("leaseMs"), double(m_options.leaseMs)}};
     if (arguments.contains(QStringLiteral("timeout_ms")))
         request.start.insert(QStringLiteral("timeoutMs"), arguments.value(QStringLiteral("timeout_ms")));
     auto *call = new ExecCall(*m_client, std::move(request), std::move(hooks), this);
@@ -292,30 +314,36 @@ SandboxBackend::Cancel SandboxBackend::exec(const QJsonObject &arguments, CallHo
 
 void SandboxBackend::list(CallHooks hooks)
 {
-    m_client->callAsync(QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxBackend>(this), hooks](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return hooks.done(ToolResult::failure(r.error().message));
-        QJsonArray mine;
-        QStringList lines;
-        for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray()) {
-            const QJsonObject s = v.toObject();
-            if (!self->m_scope.contains(s.value(QStringLiteral("id")).toString()))
-                continue;
-            const QJsonObject entry{{QStringLiteral("id"), s.value(QStringLiteral("id"))},
-                                    {QStringLiteral("name"), s.value(QStringLiteral("name"))},
-                                    {QStringLiteral("state"), s.value(QStringLiteral("state"))},
-                                    {QStringLiteral("network"), s.value(QStringLiteral("network"))},
-                                    {QStringLiteral("preset"), s.value(QStringLiteral("preset"))},
-                                    {QStringLiteral("executions"), s.value(QStringLiteral("executions"))}};
-            mine.append(entry);
-            lines.append(QStringLiteral("%1 (id %2): %3, network %4").arg(entry.value(QStringLiteral("name")).toString(), entry.value(QStringLiteral("id")).toString(),
-                                                                          entry.value(QStringLiteral("state")).toString(), entry.value(QStringLiteral("network")).toString()));
-        }
-        hooks.done(structuredResult(lines.isEmpty() ? QStringLiteral("No sandboxes yet: create one with sandbox_create.") : lines.join(QLatin1Char('\n')),
-                                    {{QStringLiteral("sandboxes"), mine}}));
-    });
+    m_client->callAsync(
+        QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxBackend>(this), hooks](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return hooks.done(ToolResult::failure(r.error().message));
+            QJsonArray mine;
+            QStringList lines;
+            for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray()) {
+                const QJsonObject s = v.toObject();
+                if (!self->m_scope.contains(s.value(QStringLiteral("id")).toString()))
+                    continue;
+                const QJsonObject entry{{QStringLiteral("id"), s.value(QStringLiteral("id"))},
+                    {QStringLiteral("name"), s.value(QStringLiteral("name"))},
+                    {QStringLiteral("state"), s.value(QStringLiteral("state"))},
+                    {QStringLiteral("network"), s.value(QStringLiteral("network"))},
+                    {QStringLiteral("preset"), s.value(QStringLiteral("preset"))},
+                    {QStringLiteral("executions"), s.value(QStringLiteral("executions"))}};
+                mine.append(entry);
+                lines.append(QStringLiteral("%1 (id %2): %3, network %4")
+                                 .arg(entry.value(QStringLiteral("name")).toString(),
+                                     entry.value(QStringLiteral("id")).toString(),
+                                     entry.value(QStringLiteral("state")).toString(),
+                                     entry.value(QStringLiteral("network")).toString()));
+            }
+            hooks.done(
+                structuredResult(lines.isEmpty() ? QStringLiteral("No sandboxes yet: create one with sandbox_create.")
+                                                 : lines.join(QLatin1Char('\n')),
+                    {{QStringLiteral("sandboxes"), mine}}));
+        });
 }
 
 void SandboxBackend::writeFile(const QJsonObject &arguments, CallHooks hooks)
@@ -323,21 +351,26 @@ void SandboxBackend::writeFile(const QJsonObject &arguments, CallHooks hooks)
     auto sandbox = resolve(arguments.value(QStringLiteral("sandbox")).toString());
     if (!sandbox)
         return hooks.done(ToolResult::failure(sandbox.error().message));
-    const bool text = arguments.contains(QStringLiteral("content")), bytes = arguments.contains(QStringLiteral("content_base64"));
+    const bool text = arguments.contains(QStringLiteral("content")),
+               bytes = arguments.contains(QStringLiteral("content_base64"));
     if (text == bytes)
-        return hooks.done(ToolResult::failure(QStringLiteral("give either 'content' (text) or 'content_base64' (bytes), not %1")
-                                                  .arg(text ? QStringLiteral("both") : QStringLiteral("neither"))));
+        return hooks.done(
+            ToolResult::failure(QStringLiteral("give either 'content' (text) or 'content_base64' (bytes), not %1")
+                                    .arg(text ? QStringLiteral("both") : QStringLiteral("neither"))));
     auto data = std::make_shared<QByteArray>();
     if (text) {
         *data = arguments.value(QStringLiteral("content")).toString().toUtf8();
     } else {
-        auto decoded = QByteArray::fromBase64Encoding(arguments.value(QStringLiteral("content_base64")).toString().toLatin1(), QByteArray::AbortOnBase64DecodingErrors);
+        auto decoded
+            = QByteArray::fromBase64Encoding(arguments.value(QStringLiteral("content_base64")).toString().toLatin1(),
+                QByteArray::AbortOnBase64DecodingErrors);
         if (!decoded)
             return hooks.done(ToolResult::failure(QStringLiteral("/content_base64: not valid base64")));
         *data = *decoded;
     }
     if (data->size() > kMaxFileBytes)
-        return hooks.done(ToolResult::failure(QStringLiteral("the file is %1 bytes; at most %2 at once").arg(data->size()).arg(kMaxFileBytes)));
+        return hooks.done(ToolResult::failure(
+            QStringLiteral("the file is %1 bytes; at most %2 at once").arg(data->size()).arg(kMaxFileBytes)));
     const QString path = sandboxPath(arguments.value(QStringLiteral("path")).toString());
     const int mode = arguments.value(QStringLiteral("mode")).toInt(0644);
     // 1 MiB at a time, each after the last was written.
@@ -349,20 +382,22 @@ void SandboxBackend::writeFile(const QJsonObject &arguments, CallHooks hooks)
         }
         const QByteArray chunk = data->mid(offset, kFileChunk);
         self->m_client->callAsync(QStringLiteral("fs.write"),
-                                  {{QStringLiteral("sandbox"), id}, {QStringLiteral("path"), path}, {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())},
-                                   {QStringLiteral("offset"), double(offset)}, {QStringLiteral("truncate"), offset == 0}, {QStringLiteral("mode"), mode}},
-                                  [hooks, next, offset, size = chunk.size(), total = data->size()](Result<QJsonValue> r) {
-            if (!r) {
+            {{QStringLiteral("sandbox"), id}, {QStringLiteral("path"), path},
+                {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())},
+                {QStringLiteral("offset"), double(offset)}, {QStringLiteral("truncate"), offset == 0},
+                {QStringLiteral("mode"), mode}},
+            [hooks, next, offset, size = chunk.size(), total = data->size()](Result<QJsonValue> r) {
+                if (!r) {
+                    *next = nullptr;
+                    return hooks.done(ToolResult::failure(QStringLiteral("not written: %1").arg(r.error().message)));
+                }
+                if (offset + size < total)
+                    return (*next)(offset + size);
+                const QString written = r->toObject().value(QStringLiteral("path")).toString();
                 *next = nullptr;
-                return hooks.done(ToolResult::failure(QStringLiteral("not written: %1").arg(r.error().message)));
-            }
-            if (offset + size < total)
-                return (*next)(offset + size);
-            const QString written = r->toObject().value(QStringLiteral("path")).toString();
-            *next = nullptr;
-            hooks.done(structuredResult(QStringLiteral("Wrote %1 bytes to %2").arg(total).arg(written),
-                                        {{QStringLiteral("path"), written}, {QStringLiteral("bytes"), double(total)}}));
-        });
+                hooks.done(structuredResult(QStringLiteral("Wrote %1 bytes to %2").arg(total).arg(written),
+                    {{QStringLiteral("path"), written}, {QStringLiteral("bytes"), double(total)}}));
+            });
     };
     (*next)(0);
 }
@@ -383,26 +418,31 @@ void SandboxBackend::readFile(const QJsonObject &arguments, CallHooks hooks)
             return;
         }
         self->m_client->callAsync(QStringLiteral("fs.read"),
-                                  {{QStringLiteral("sandbox"), id}, {QStringLiteral("path"), path}, {QStringLiteral("offset"), double(data->size())},
-                                   {QStringLiteral("length"), double(std::min<qint64>(kFileChunk, limit - data->size()))}},
-                                  [hooks, next, data, limit, base64, path](Result<QJsonValue> r) {
-            if (!r) {
+            {{QStringLiteral("sandbox"), id}, {QStringLiteral("path"), path},
+                {QStringLiteral("offset"), double(data->size())},
+                {QStringLiteral("length"), double(std::min<qint64>(kFileChunk, limit - data->size()))}},
+            [hooks, next, data, limit, base64, path](Result<QJsonValue> r) {
+                if (!r) {
+                    *next = nullptr;
+                    return hooks.done(ToolResult::failure(QStringLiteral("not read: %1").arg(r.error().message)));
+                }
+                const QJsonObject chunk = r->toObject();
+                *data += QByteArray::fromBase64(chunk.value(QStringLiteral("data")).toString().toLatin1());
+                const qint64 size = qint64(chunk.value(QStringLiteral("size")).toDouble());
+                if (!chunk.value(QStringLiteral("eof")).toBool() && data->size() < limit && data->size() < size)
+                    return (*next)();
                 *next = nullptr;
-                return hooks.done(ToolResult::failure(QStringLiteral("not read: %1").arg(r.error().message)));
-            }
-            const QJsonObject chunk = r->toObject();
-            *data += QByteArray::fromBase64(chunk.value(QStringLiteral("data")).toString().toLatin1());
-            const qint64 size = qint64(chunk.value(QStringLiteral("size")).toDouble());
-            if (!chunk.value(QStringLiteral("eof")).toBool() && data->size() < limit && data->size() < size)
-                return (*next)();
-            *next = nullptr;
-            const bool truncated = data->size() < size;
-            const QString content = base64 ? QString::fromLatin1(data->toBase64()) : QString::fromUtf8(*data);
-            QString text = content;
-            if (truncated)
-                text += QStringLiteral("\n[… the file has %1 bytes; the first %2 are shown (max_bytes)]").arg(size).arg(data->size());
-            hooks.done(structuredResult(text, {{QStringLiteral("content"), content}, {QStringLiteral("size"), double(size)}, {QStringLiteral("truncated"), truncated}}));
-        });
+                const bool truncated = data->size() < size;
+                const QString content = base64 ? QString::fromLatin1(data->toBase64()) : QString::fromUtf8(*data);
+                QString text = content;
+                if (truncated)
+                    text += QStringLiteral("\n[… the file has %1 bytes; the first %2 are shown (max_bytes)]")
+                                .arg(size)
+                                .arg(data->size());
+                hooks.done(structuredResult(text,
+                    {{QStringLiteral("content"), content}, {QStringLiteral("size"), double(size)},
+                        {QStringLiteral("truncated"), truncated}}));
+            });
     };
     (*next)();
 }
@@ -413,19 +453,21 @@ void SandboxBackend::remove(const QJsonObject &arguments, CallHooks hooks)
     if (!sandbox)
         return hooks.done(ToolResult::failure(sandbox.error().message));
     if (m_shared.contains(sandbox->id))
-        return hooks.done(ToolResult::failure(QStringLiteral("%1 is the person's, shared with this session: it is theirs to delete").arg(sandbox->name)));
+        return hooks.done(ToolResult::failure(
+            QStringLiteral("%1 is the person's, shared with this session: it is theirs to delete").arg(sandbox->name)));
     m_client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), sandbox->id}},
-                        [self = QPointer<SandboxBackend>(this), hooks, id = sandbox->id, name = sandbox->name](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return hooks.done(ToolResult::failure(QStringLiteral("not deleted: %1").arg(r.error().message)));
-        const bool hadTools = !self->m_scope.value(id).hostTools.isEmpty();
-        self->m_scope.remove(id);
-        if (hadTools)
-            Q_EMIT self->toolsChanged();
-        hooks.done(structuredResult(QStringLiteral("Deleted sandbox %1").arg(name), {{QStringLiteral("deleted"), name}}));
-    });
+        [self = QPointer<SandboxBackend>(this), hooks, id = sandbox->id, name = sandbox->name](Result<QJsonValue> r) {
+            if (!self)
+                return;
+            if (!r)
+                return hooks.done(ToolResult::failure(QStringLiteral("not deleted: %1").arg(r.error().message)));
+            const bool hadTools = !self->m_scope.value(id).hostTools.isEmpty();
+            self->m_scope.remove(id);
+            if (hadTools)
+                Q_EMIT self->toolsChanged();
+            hooks.done(
+                structuredResult(QStringLiteral("Deleted sandbox %1").arg(name), {{QStringLiteral("deleted"), name}}));
+        });
 }
 
 SandboxBackend::Cancel SandboxBackend::callHostTool(const QString &tool, const QJsonObject &arguments, CallHooks hooks)
@@ -439,14 +481,16 @@ SandboxBackend::Cancel SandboxBackend::callHostTool(const QString &tool, const Q
     // Followed for news of its approvals, and so that a cancelled call can take its question back.
     m_waiting.insert(call, {sandbox->id, tool, hooks.progress ? hooks.progress : [](const QString &) {}, {}});
     m_client->callAsync(QStringLiteral("tools.call"),
-                        {{QStringLiteral("sandbox"), sandbox->id}, {QStringLiteral("tool"), tool}, {QStringLiteral("arguments"), arguments.value(QStringLiteral("arguments"))}},
-                        [self = QPointer<SandboxBackend>(this), hooks, call, tool](Result<QJsonValue> r) {
-        if (self)
-            self->m_waiting.remove(call);
-        if (!r)
-            return hooks.done(ToolResult::failure(QStringLiteral("%1 was not run: %2").arg(tool, r.error().message)));
-        hooks.done({QString::fromUtf8(QJsonDocument(r->toObject()).toJson(QJsonDocument::Indented)), {}, false});
-    });
+        {{QStringLiteral("sandbox"), sandbox->id}, {QStringLiteral("tool"), tool},
+            {QStringLiteral("arguments"), arguments.value(QStringLiteral("arguments"))}},
+        [self = QPointer<SandboxBackend>(this), hooks, call, tool](Result<QJsonValue> r) {
+            if (self)
+                self->m_waiting.remove(call);
+            if (!r)
+                return hooks.done(
+                    ToolResult::failure(QStringLiteral("%1 was not run: %2").arg(tool, r.error().message)));
+            hooks.done({QString::fromUtf8(QJsonDocument(r->toObject()).toJson(QJsonDocument::Indented)), {}, false});
+        });
     // Once it runs on the host it runs to its end; while it waits for a person, it can be taken back.
     return [self = QPointer<SandboxBackend>(this), call] {
         if (self && self->m_waiting.contains(call))
@@ -457,13 +501,17 @@ SandboxBackend::Cancel SandboxBackend::callHostTool(const QString &tool, const Q
 
 void SandboxBackend::onEvent(const Event &event)
 {
-    const bool requested = event.kind == QLatin1String("approval.requested"), decided = event.kind == QLatin1String("approval.decided");
+    const bool requested = event.kind == QLatin1String("approval.requested"),
+               decided = event.kind == QLatin1String("approval.decided");
     if (requested || decided) {
         // This session's own requests: another agent's, or the person's own commands' network
         // destinations in a shared sandbox, are not news here. Each call knows the decisions on
         // its own requests by their ids.
         const QString kind = event.payload.value(QStringLiteral("kind")).toString();
-        if (requested && (event.run != m_client->options().run || (kind != QLatin1String("network") && event.payload.value(QStringLiteral("requester")).toString() != m_client->options().agent)))
+        if (requested
+            && (event.run != m_client->options().run
+                || (kind != QLatin1String("network")
+                    && event.payload.value(QStringLiteral("requester")).toString() != m_client->options().agent)))
             return;
         QStringList argv;
         for (const QJsonValue &v : event.payload.value(QStringLiteral("argv")).toArray())
@@ -473,7 +521,8 @@ void SandboxBackend::onEvent(const Event &event)
             if (!call)
                 continue;
             const bool network = kind == QLatin1String("network") && call->sandboxId() == event.sandbox;
-            const bool command = kind == QLatin1String("command") && call->requestedSandbox() == event.sandbox && (decided || (call->waitsForStart() && call->argv() == argv));
+            const bool command = kind == QLatin1String("command") && call->requestedSandbox() == event.sandbox
+                && (decided || (call->waitsForStart() && call->argv() == argv));
             if (network || command)
                 call->onApproval(event.payload, decided);
         }
@@ -485,9 +534,11 @@ void SandboxBackend::onEvent(const Event &event)
                 w.approvals.insert(id);
                 w.progress(QStringLiteral("waiting for a person to approve %1 (request %2)").arg(w.tool, id));
             } else if (decided && w.approvals.contains(id)) {
-                w.progress(QStringLiteral("%1 by %2").arg(event.payload.value(QStringLiteral("decision")).toString() == QLatin1String("allow") ? QStringLiteral("approved")
-                                                                                                                                                : QStringLiteral("denied"),
-                                                          event.payload.value(QStringLiteral("by")).toString()));
+                w.progress(QStringLiteral("%1 by %2")
+                               .arg(event.payload.value(QStringLiteral("decision")).toString() == QLatin1String("allow")
+                                       ? QStringLiteral("approved")
+                                       : QStringLiteral("denied"),
+                                   event.payload.value(QStringLiteral("by")).toString()));
             }
         }
         return;
@@ -515,7 +566,8 @@ void SandboxBackend::shutdown(std::function<void()> done)
     auto waited = std::make_shared<int>(0);
     auto *timer = new QTimer(this);
     connect(timer, &QTimer::timeout, this, [this, timer, waited, done] {
-        const bool running = std::any_of(m_execs.cbegin(), m_execs.cend(), [](const QPointer<ExecCall> &c) { return !c.isNull(); });
+        const bool running
+            = std::any_of(m_execs.cbegin(), m_execs.cend(), [](const QPointer<ExecCall> &c) { return !c.isNull(); });
         if (running && ++*waited < 60)
             return;
         timer->deleteLater();

@@ -29,10 +29,10 @@ class SandboxBackend final : public QObject {
     Q_OBJECT
 public:
     struct Options {
-        QString preset;           // --preset: sandboxes are created with it
-        QStringList allow;        // --allow: hosts the agent may ask for (network allowlist)
-        QStringList shared;       // --sandbox: the person's own sandboxes this session may use
-        qint64 leaseMs = 10'000;  // executions die this long after the session's connection does
+        QString preset; // --preset: sandboxes are created with it
+        QStringList allow; // --allow: hosts the agent may ask for (network allowlist)
+        QStringList shared; // --sandbox: the person's own sandboxes this session may use
+        qint64 leaseMs = 10'000; // executions die this long after the session's connection does
     };
     // Connects as the agent (for `client` calls) and, when a preset or hosts were given, as the
     // person who started the session (only to create sandboxes with them).
@@ -74,7 +74,7 @@ private:
     Connect m_connect;
     QPointer<DaemonClient> m_client;
     QHash<QString, Scoped> m_scope; // by id
-    QSet<QString> m_shared;         // ids of the person's sandboxes in the scope
+    QSet<QString> m_shared; // ids of the person's sandboxes in the scope
     QList<QPointer<ExecCall>> m_execs;
     // Host tool calls in flight, for news of their approvals: sandbox id, tool, progress.
     struct Waiting {

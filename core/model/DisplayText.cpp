@@ -104,7 +104,8 @@ QString count(qint64 n, const QString &one, const QString &many)
 
 QString timestamp(qint64 msSinceEpoch, bool milliseconds)
 {
-    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch).toString(milliseconds ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz t") : QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
+    return QDateTime::fromMSecsSinceEpoch(msSinceEpoch)
+        .toString(milliseconds ? QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz t") : QStringLiteral("yyyy-MM-dd HH:mm:ss t"));
 }
 
 QString duration(qint64 ms)

@@ -16,8 +16,9 @@ struct Event {
     QString sandbox;
     uint64_t seq = 0;
     qint64 timeMs = 0;
-    QString kind; // sandbox.created | sandbox.failed | sandbox.deleted | exec.started | exec.output | exec.exited | exec.truncated
-    QString run;  // the run (agent session) the fact belongs to: its creator's or its execution's
+    QString kind; // sandbox.created | sandbox.failed | sandbox.deleted | exec.started | exec.output | exec.exited |
+                  // exec.truncated
+    QString run; // the run (agent session) the fact belongs to: its creator's or its execution's
     QJsonObject payload;
     uint32_t exec = 0; // execution events
     // exec.output only

@@ -31,9 +31,9 @@ Result<QPair<QString, QString>> parseEnvAssignment(const QString &text)
     const QString name = text.left(eq);
     if (eq <= 0 || !validEnvName(name))
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid environment assignment '%1': expected NAME=VALUE with NAME "
-                                        "made of letters, digits and _")
-                             .arg(text));
+            QStringLiteral("invalid environment assignment '%1': expected NAME=VALUE with NAME "
+                           "made of letters, digits and _")
+                .arg(text));
     const QString value = text.mid(eq + 1);
     if (value.contains(QChar(0)))
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("environment value of %1 contains NUL").arg(name));
@@ -45,11 +45,8 @@ QJsonObject ExecRequest::toJson() const
     QJsonObject envObject;
     for (const auto &[k, v] : env)
         envObject.insert(k, v);
-    QJsonObject o{{QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
-                  {QStringLiteral("cwd"), cwd},
-                  {QStringLiteral("env"), envObject},
-                  {QStringLiteral("tty"), tty},
-                  {QStringLiteral("stdin"), stdinOpen}};
+    QJsonObject o{{QStringLiteral("argv"), QJsonArray::fromStringList(argv)}, {QStringLiteral("cwd"), cwd},
+        {QStringLiteral("env"), envObject}, {QStringLiteral("tty"), tty}, {QStringLiteral("stdin"), stdinOpen}};
     if (rows || cols) {
         o.insert(QStringLiteral("rows"), rows);
         o.insert(QStringLiteral("cols"), cols);
@@ -103,8 +100,8 @@ Result<ExecRequest> ExecRequest::fromJson(const QJsonObject &json)
         r.env.append({it.key(), it.value().toString()});
     }
     if (total > kMaxTotalBytes)
-        return invalid(QStringLiteral("/argv"),
-                       QStringLiteral("arguments and environment exceed %1 bytes").arg(kMaxTotalBytes));
+        return invalid(
+            QStringLiteral("/argv"), QStringLiteral("arguments and environment exceed %1 bytes").arg(kMaxTotalBytes));
     r.tty = json.value(QStringLiteral("tty")).toBool(false);
     r.stdinOpen = json.value(QStringLiteral("stdin")).toBool(false);
     for (const char *key : {"rows", "cols"}) {
@@ -134,7 +131,8 @@ Result<ExecRequest> ExecRequest::fromJson(const QJsonObject &json)
 QStringList ExecRequest::effectiveEnvironment() const
 {
     QList<QPair<QString, QString>> merged = {
-        {QStringLiteral("PATH"), QStringLiteral("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.airlock/bin")},
+        {QStringLiteral("PATH"),
+            QStringLiteral("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/.airlock/bin")},
         {QStringLiteral("HOME"), QString::fromLatin1(kSandboxHome)},
         {QStringLiteral("LANG"), QStringLiteral("C.UTF-8")},
         // Every view of the output renders colours (and shows every other sequence inert), so

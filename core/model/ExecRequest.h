@@ -16,10 +16,10 @@ namespace airlock {
 
 // How a command was decided, for the programs it starts (the exec check).
 struct ExecCover {
-    bool judged = false;         // an agent's command: the programs it starts are judged
-    QString requester;           // the agent
-    QString decidedBy;           // "rule 'ls' (preset:locked)", "approved by alice"
-    QString approval;            // the approval a person decided it by, if one did
+    bool judged = false; // an agent's command: the programs it starts are judged
+    QString requester; // the agent
+    QString decidedBy; // "rule 'ls' (preset:locked)", "approved by alice"
+    QString approval; // the approval a person decided it by, if one did
     QList<QStringList> programs; // what the decision named (the argv, the commands of its script)
 };
 

@@ -15,14 +15,29 @@ inline constexpr char kSandboxHome[] = "/home/sandbox";
 // and wget rc files; cargo's rustc-wrapper): planted once, it would change what a later command a
 // rule allowed does. A program's configuration in the workspace (.git/config) is the workspace's.
 inline constexpr const char *kHomeStartupFiles[] = {
-    ".profile", ".bashrc",  ".bash_profile", ".bash_login", ".bash_logout", ".inputrc", ".zshenv",
-    ".zprofile", ".zshrc", ".zlogin",       ".zlogout",    ".kshrc",       ".mkshrc",  ".gitconfig",
-    ".npmrc",    ".curlrc", ".wgetrc",       ".cargo/config.toml",
+    ".profile",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".inputrc",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".gitconfig",
+    ".npmrc",
+    ".curlrc",
+    ".wgetrc",
+    ".cargo/config.toml",
 };
 
 // Directories whose files run when a program starts: python's user site (.pth files run at every
 // start), fish's config and conf.d, node's global module fallbacks. Each is read-only and empty.
-inline constexpr const char *kHomeStartupDirs[] = {".local/lib",    ".config/fish", ".config/git", ".config/pip",
-                                                   ".node_modules", ".node_libraries", ".ssh"};
+inline constexpr const char *kHomeStartupDirs[]
+    = {".local/lib", ".config/fish", ".config/git", ".config/pip", ".node_modules", ".node_libraries", ".ssh"};
 
 } // namespace airlock

@@ -21,8 +21,7 @@ Error invalid(const QString &pointer, const QString &what)
 bool isReservedSandboxPath(const QString &path)
 {
     static const QStringList reserved = {QStringLiteral("/"), QStringLiteral("/proc"), QStringLiteral("/dev"),
-                                         QStringLiteral("/.airlock"), QStringLiteral("/workspace"),
-                                         QStringLiteral("/tmp")};
+        QStringLiteral("/.airlock"), QStringLiteral("/workspace"), QStringLiteral("/tmp")};
     for (const QString &r : reserved)
         if (path == r || (r != QLatin1String("/") && path.startsWith(r + QLatin1Char('/'))))
             return true;
@@ -61,7 +60,8 @@ constexpr LimitField kLimitFields[] = {
     {"cpuSeconds", &Limits::cpuSeconds, 1, kYearSeconds, LimitUnit::Seconds},
     {"cpuMillicores", &Limits::cpuMillicores, 10, 1'024'000, LimitUnit::Count}, // a hundredth of a core to 1024
     {"tmpBytes", &Limits::tmpBytes, 1ull << 20, 1ull << 40, LimitUnit::Bytes},
-    {"diskBytes", &Limits::diskBytes, 16ull << 20, 1ull << 50, LimitUnit::Bytes, true}, // ext4 takes up to 1 EiB; 1 PiB is plenty
+    {"diskBytes", &Limits::diskBytes, 16ull << 20, 1ull << 50, LimitUnit::Bytes,
+        true}, // ext4 takes up to 1 EiB; 1 PiB is plenty
     {"openFiles", &Limits::openFiles, 1, 1'048'576, LimitUnit::Count},
     {"fileSizeBytes", &Limits::fileSizeBytes, 1, 1ull << 52, LimitUnit::Bytes},
     {"wallMs", &Limits::wallMs, 1, kYearSeconds * 1000, LimitUnit::Ms},
@@ -71,10 +71,14 @@ constexpr LimitField kLimitFields[] = {
 QString formatLimit(uint64_t v, LimitUnit unit)
 {
     switch (unit) {
-    case LimitUnit::Bytes: return units::formatBytes(v);
-    case LimitUnit::Count: return QString::number(v);
-    case LimitUnit::Seconds: return units::formatDurationMs(v * 1000);
-    case LimitUnit::Ms: return units::formatDurationMs(v);
+    case LimitUnit::Bytes:
+        return units::formatBytes(v);
+    case LimitUnit::Count:
+        return QString::number(v);
+    case LimitUnit::Seconds:
+        return units::formatDurationMs(v * 1000);
+    case LimitUnit::Ms:
+        return units::formatDurationMs(v);
     }
     return {};
 }
@@ -84,17 +88,21 @@ QString limitRange(const QString &key)
 {
     for (const LimitField &f : kLimitFields)
         if (key == QLatin1String(f.key))
-            return QStringLiteral("%1from %2 to %3").arg(f.zeroIsNone ? QStringLiteral("0 (no limit) or ") : QString(), formatLimit(f.min, f.unit),
-                                                         formatLimit(f.max, f.unit));
+            return QStringLiteral("%1from %2 to %3")
+                .arg(f.zeroIsNone ? QStringLiteral("0 (no limit) or ") : QString(), formatLimit(f.min, f.unit),
+                    formatLimit(f.max, f.unit));
     return {};
 }
 
 QString networkModeName(NetworkMode mode)
 {
     switch (mode) {
-    case NetworkMode::None: return QStringLiteral("none");
-    case NetworkMode::Allowlist: return QStringLiteral("allowlist");
-    case NetworkMode::Full: return QStringLiteral("full");
+    case NetworkMode::None:
+        return QStringLiteral("none");
+    case NetworkMode::Allowlist:
+        return QStringLiteral("allowlist");
+    case NetworkMode::Full:
+        return QStringLiteral("full");
     }
     return {};
 }
@@ -102,20 +110,22 @@ QString networkModeName(NetworkMode mode)
 Status validateSandboxName(const QString &name)
 {
     // Anchored at both ends ("$" alone would let a trailing newline through).
-    static const QRegularExpression re(QRegularExpression::anchoredPattern(QStringLiteral("[a-z0-9][a-z0-9_.-]{0,62}")));
+    static const QRegularExpression re(
+        QRegularExpression::anchoredPattern(QStringLiteral("[a-z0-9][a-z0-9_.-]{0,62}")));
     if (!re.match(name).hasMatch())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid sandbox name '%1': use 1-63 characters a-z 0-9 _ . -, "
-                                        "starting with a letter or digit")
-                             .arg(name));
+            QStringLiteral("invalid sandbox name '%1': use 1-63 characters a-z 0-9 _ . -, "
+                           "starting with a letter or digit")
+                .arg(name));
     // Sandboxes are also found by id or id prefix: a name of hex digits could stand in for
     // another sandbox's id ('airlockctl rm 3fa9' reaching a sandbox named so).
     static const QRegularExpression idLike(QRegularExpression::anchoredPattern(QStringLiteral("[0-9a-f]{4,}")));
     if (idLike.match(name).hasMatch())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid sandbox name '%1': hex digits alone look like a sandbox id; add a letter from g to z "
-                                        "or a - . _")
-                             .arg(name));
+            QStringLiteral(
+                "invalid sandbox name '%1': hex digits alone look like a sandbox id; add a letter from g to z "
+                "or a - . _")
+                .arg(name));
     return Ok{};
 }
 
@@ -123,20 +133,19 @@ Status validateMount(const Mount &m)
 {
     if (!QDir::isAbsolutePath(m.hostPath))
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("mount source '%1' must be an absolute host path").arg(m.hostPath));
+            QStringLiteral("mount source '%1' must be an absolute host path").arg(m.hostPath));
     if (!QFileInfo::exists(m.hostPath))
-        return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("mount source '%1' does not exist").arg(m.hostPath));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("mount source '%1' does not exist").arg(m.hostPath));
     if (!m.sandboxPath.startsWith(QLatin1Char('/')) || QDir::cleanPath(m.sandboxPath) != m.sandboxPath
         || m.sandboxPath.contains(QLatin1String("/../")) || m.sandboxPath.endsWith(QLatin1String("/..")))
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("mount target '%1' must be a clean absolute path such as /data")
-                             .arg(m.sandboxPath));
+            QStringLiteral("mount target '%1' must be a clean absolute path such as /data").arg(m.sandboxPath));
     if (isReservedSandboxPath(m.sandboxPath))
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("mount target '%1' is reserved by Airlock (/, /proc, /dev, /tmp, "
-                                        "/workspace, /.airlock, /home/sandbox and its startup files); choose another path")
-                             .arg(m.sandboxPath));
+            QStringLiteral("mount target '%1' is reserved by Airlock (/, /proc, /dev, /tmp, "
+                           "/workspace, /.airlock, /home/sandbox and its startup files); choose another path")
+                .arg(m.sandboxPath));
     return Ok{};
 }
 
@@ -144,15 +153,15 @@ Result<Mount> parseMountArg(const QString &arg)
 {
     const QStringList parts = arg.split(QLatin1Char(':'));
     if (parts.size() < 2 || parts.size() > 3)
-        return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid mount '%1': expected HOST:PATH[:ro|rw]").arg(arg));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("invalid mount '%1': expected HOST:PATH[:ro|rw]").arg(arg));
     Mount m{QDir::cleanPath(parts[0]), parts[1], false};
     if (parts.size() == 3) {
         if (parts[2] == QLatin1String("rw"))
             m.writable = true;
         else if (parts[2] != QLatin1String("ro"))
             return makeError(ErrorCode::InvalidArgument,
-                             QStringLiteral("invalid mount mode '%1' in '%2': expected ro or rw").arg(parts[2], arg));
+                QStringLiteral("invalid mount mode '%1' in '%2': expected ro or rw").arg(parts[2], arg));
     }
     if (Status s = validateMount(m); !s)
         return s.error();
@@ -163,16 +172,14 @@ QJsonObject SandboxSpec::toJson() const
 {
     QJsonArray mountArray;
     for (const Mount &m : mounts)
-        mountArray.append(QJsonObject{{QStringLiteral("host"), m.hostPath},
-                                      {QStringLiteral("path"), m.sandboxPath},
-                                      {QStringLiteral("writable"), m.writable}});
+        mountArray.append(QJsonObject{{QStringLiteral("host"), m.hostPath}, {QStringLiteral("path"), m.sandboxPath},
+            {QStringLiteral("writable"), m.writable}});
     QJsonObject limitObject;
     for (const auto &field : kLimitFields)
         if (const auto &v = limits.*field.member)
             limitObject.insert(QLatin1String(field.key), static_cast<double>(*v));
-    QJsonObject o{{QStringLiteral("network"), networkModeName(network)},
-                  {QStringLiteral("mounts"), mountArray},
-                  {QStringLiteral("limits"), limitObject}};
+    QJsonObject o{{QStringLiteral("network"), networkModeName(network)}, {QStringLiteral("mounts"), mountArray},
+        {QStringLiteral("limits"), limitObject}};
     if (!name.isEmpty())
         o.insert(QStringLiteral("name"), name);
     return o;
@@ -180,12 +187,12 @@ QJsonObject SandboxSpec::toJson() const
 
 Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
 {
-    static const QStringList known = {QStringLiteral("name"), QStringLiteral("network"), QStringLiteral("mounts"),
-                                      QStringLiteral("limits")};
+    static const QStringList known
+        = {QStringLiteral("name"), QStringLiteral("network"), QStringLiteral("mounts"), QStringLiteral("limits")};
     for (auto it = json.begin(); it != json.end(); ++it)
         if (!known.contains(it.key()))
             return invalid(QStringLiteral("/%1").arg(it.key()),
-                           QStringLiteral("unknown field (expected one of: %1)").arg(known.join(QStringLiteral(", "))));
+                QStringLiteral("unknown field (expected one of: %1)").arg(known.join(QStringLiteral(", "))));
 
     SandboxSpec spec;
     if (json.contains(QStringLiteral("name"))) {
@@ -218,7 +225,7 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
         if (!m.value(QStringLiteral("host")).isString() || !m.value(QStringLiteral("path")).isString())
             return invalid(ptr, QStringLiteral("expected {\"host\": string, \"path\": string, \"writable\": bool}"));
         Mount mount{m.value(QStringLiteral("host")).toString(), m.value(QStringLiteral("path")).toString(),
-                    m.value(QStringLiteral("writable")).toBool(false)};
+            m.value(QStringLiteral("writable")).toBool(false)};
         if (Status s = validateMount(mount); !s)
             return invalid(ptr, s.error().message);
         for (const Mount &other : std::as_const(spec.mounts))
@@ -232,16 +239,19 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
     const QJsonObject limitObject = limits.toObject();
     for (auto it = limitObject.begin(); it != limitObject.end(); ++it) {
         const auto field = std::find_if(std::begin(kLimitFields), std::end(kLimitFields),
-                                        [&](const LimitField &f) { return it.key() == QLatin1String(f.key); });
+            [&](const LimitField &f) { return it.key() == QLatin1String(f.key); });
         const QString ptr = QStringLiteral("/limits/%1").arg(it.key());
         if (field == std::end(kLimitFields))
             return invalid(ptr, QStringLiteral("unknown limit"));
         const double v = it.value().toDouble(-1);
-        if (!it.value().isDouble() || v < (field->zeroIsNone ? 0 : 1) || v > 9.0e15 || v != static_cast<double>(static_cast<uint64_t>(v)))
+        if (!it.value().isDouble() || v < (field->zeroIsNone ? 0 : 1) || v > 9.0e15
+            || v != static_cast<double>(static_cast<uint64_t>(v)))
             return invalid(ptr, QStringLiteral("expected a whole number %1").arg(limitRange(it.key())));
         const bool none = v == 0 && field->zeroIsNone;
         if (!none && (static_cast<uint64_t>(v) < field->min || static_cast<uint64_t>(v) > field->max))
-            return invalid(ptr, QStringLiteral("%1 is out of range: %2").arg(formatLimit(static_cast<uint64_t>(v), field->unit), limitRange(it.key())));
+            return invalid(ptr,
+                QStringLiteral("%1 is out of range: %2")
+                    .arg(formatLimit(static_cast<uint64_t>(v), field->unit), limitRange(it.key())));
         spec.limits.*(field->member) = static_cast<uint64_t>(v);
     }
     return spec;

@@ -19,7 +19,7 @@ inline constexpr quint16 kEgressProxyPort = 3128;
 QString networkModeName(NetworkMode mode);
 
 struct Mount {
-    QString hostPath;    // absolute, must exist
+    QString hostPath; // absolute, must exist
     QString sandboxPath; // absolute inside the sandbox
     bool writable = false;
     friend bool operator==(const Mount &, const Mount &) = default;
@@ -30,14 +30,14 @@ struct Mount {
 struct Limits {
     std::optional<uint64_t> memoryBytes;
     std::optional<uint64_t> pids;
-    std::optional<uint64_t> cpuSeconds;    // per process, RLIMIT_CPU
+    std::optional<uint64_t> cpuSeconds; // per process, RLIMIT_CPU
     std::optional<uint64_t> cpuMillicores; // CPU bandwidth of the whole sandbox, 1000 = one core (cgroup cpu)
-    std::optional<uint64_t> openFiles;     // RLIMIT_NOFILE
+    std::optional<uint64_t> openFiles; // RLIMIT_NOFILE
     std::optional<uint64_t> fileSizeBytes; // RLIMIT_FSIZE
-    std::optional<uint64_t> wallMs;        // default per-exec timeout
-    std::optional<uint64_t> outputBytes;   // per exec, stdout+stderr; beyond it the exec is killed
-    std::optional<uint64_t> tmpBytes;      // size of each writable tmpfs: /tmp, /var/tmp, the home
-    std::optional<uint64_t> diskBytes;     // size of the workspace (an ext4 image); 0 = no limit, a plain folder
+    std::optional<uint64_t> wallMs; // default per-exec timeout
+    std::optional<uint64_t> outputBytes; // per exec, stdout+stderr; beyond it the exec is killed
+    std::optional<uint64_t> tmpBytes; // size of each writable tmpfs: /tmp, /var/tmp, the home
+    std::optional<uint64_t> diskBytes; // size of the workspace (an ext4 image); 0 = no limit, a plain folder
     friend bool operator==(const Limits &, const Limits &) = default;
 };
 

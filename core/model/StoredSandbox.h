@@ -23,7 +23,7 @@ struct StoredExecution {
 
 // What the history holds of one sandbox's stream.
 struct StoredSandbox {
-    uint64_t lastSeq = 0;  // the last event stored
+    uint64_t lastSeq = 0; // the last event stored
     uint32_t lastExec = 0; // the highest execution id it had
     QList<StoredExecution> running;
 };

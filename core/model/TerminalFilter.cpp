@@ -61,7 +61,7 @@ public:
         else
             endLine();
     }
-    void sgr(QByteArrayView) override {}
+    void sgr(QByteArrayView) override { }
     void inert(QByteArrayView bytes) override
     {
         TerminalBytes escaped;
@@ -164,7 +164,9 @@ void TerminalParser::feed(QByteArrayView chunk, Sink &sink)
             }
             break;
         case State::Csi:
-            if (c == 'm' && m_pending.size() >= 2 && std::all_of(m_pending.cbegin() + 2, m_pending.cend(), [](char ch) { return isSgrParameter(static_cast<unsigned char>(ch)); })) {
+            if (c == 'm' && m_pending.size() >= 2 && std::all_of(m_pending.cbegin() + 2, m_pending.cend(), [](char ch) {
+                    return isSgrParameter(static_cast<unsigned char>(ch));
+                })) {
                 sink.sgr(QByteArrayView(m_pending).sliced(2)); // a colour: the one sequence that acts
                 m_pending.clear();
                 m_state = State::Ground;

@@ -16,10 +16,10 @@ class TerminalParser {
 public:
     struct Sink {
         virtual ~Sink() = default;
-        virtual void text(QByteArrayView utf8) = 0;      // printable, valid UTF-8
-        virtual void control(char c) = 0;                // '\n', '\r' or '\t'
+        virtual void text(QByteArrayView utf8) = 0; // printable, valid UTF-8
+        virtual void control(char c) = 0; // '\n', '\r' or '\t'
         virtual void sgr(QByteArrayView parameters) = 0; // the "1;31" of ESC [ 1;31 m
-        virtual void inert(QByteArrayView bytes) = 0;    // to be shown as escaped text
+        virtual void inert(QByteArrayView bytes) = 0; // to be shown as escaped text
     };
     void feed(QByteArrayView chunk, Sink &sink);
     void finish(Sink &sink); // a sequence left incomplete at the end of the stream is inert

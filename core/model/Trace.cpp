@@ -37,7 +37,9 @@ bool allowed(const QString &decision)
 // The builder's state: which span is which request, connection, call or process.
 class Builder {
 public:
-    Builder(const QString &title, qint64 nowMs, const QHash<QString, QString> &names) : m_now(nowMs), m_names(names)
+    Builder(const QString &title, qint64 nowMs, const QHash<QString, QString> &names)
+        : m_now(nowMs)
+        , m_names(names)
     {
         Span root;
         root.kind = SpanKind::Run;
@@ -51,8 +53,10 @@ public:
         const QString sandbox = event.value(QStringLiteral("sandbox")).toString();
         const qint64 t = number(event, "timeMs");
         const QJsonObject p = event.value(QStringLiteral("payload")).toObject();
-        const uint32_t exec = uint32_t(event.value(QStringLiteral("exec")).isDouble() ? number(event, "exec") : number(p, "exec"));
-        if (const QString name = event.value(QStringLiteral("sandboxName")).toString(); !name.isEmpty() && !m_names.contains(sandbox))
+        const uint32_t exec
+            = uint32_t(event.value(QStringLiteral("exec")).isDouble() ? number(event, "exec") : number(p, "exec"));
+        if (const QString name = event.value(QStringLiteral("sandboxName")).toString();
+            !name.isEmpty() && !m_names.contains(sandbox))
             m_names.insert(sandbox, name);
         const int box = sandboxSpan(sandbox, t);
         m_spans[box].endMs = std::max(m_spans[box].endMs, t);
@@ -78,7 +82,8 @@ public:
             s.detail = text(p, "reason", 400);
         } else if (kind == QLatin1String("exec.program")) {
             program(sandbox, exec, t, p);
-        } else if (kind == QLatin1String("network.opened") || kind == QLatin1String("network.denied") || kind == QLatin1String("network.closed")) {
+        } else if (kind == QLatin1String("network.opened") || kind == QLatin1String("network.denied")
+            || kind == QLatin1String("network.closed")) {
             network(kind, sandbox, t, p);
         } else if (kind.startsWith(QLatin1String("tool."))) {
             tool(kind, sandbox, t, p);
@@ -146,7 +151,8 @@ public:
         if (m_spans[0].children.isEmpty())
             m_spans[0].startMs = m_spans[0].endMs = m_now;
         for (Span &s : m_spans)
-            std::stable_sort(s.children.begin(), s.children.end(), [this](int a, int b) { return m_spans[a].startMs < m_spans[b].startMs; });
+            std::stable_sort(s.children.begin(), s.children.end(),
+                [this](int a, int b) { return m_spans[a].startMs < m_spans[b].startMs; });
         trace.spans = std::move(m_spans);
         trace.startMs = trace.spans[0].startMs;
         trace.endMs = trace.spans[0].endMs;
@@ -156,7 +162,10 @@ public:
 private:
     static QString tr(const char *s) { return QString::fromUtf8(s); }
 
-    static QString commandLabel(const QJsonArray &argv) { return QStringLiteral("$ ") + display::commandLine(argv, 160); }
+    static QString commandLabel(const QJsonArray &argv)
+    {
+        return QStringLiteral("$ ") + display::commandLine(argv, 160);
+    }
 
     Span &make(SpanKind kind, int parent, qint64 t, const QString &label)
     {
@@ -207,10 +216,12 @@ private:
     {
         // Approved by a person: the request's span becomes the execution, its wait inside.
         int i = -1;
-        if (const QString approval = p.value(QStringLiteral("approval")).toString(); !approval.isEmpty() && m_requests.contains(approval))
+        if (const QString approval = p.value(QStringLiteral("approval")).toString();
+            !approval.isEmpty() && m_requests.contains(approval))
             i = m_requests.take(approval);
         if (i < 0 || m_spans[i].kind != SpanKind::Execution) {
-            make(SpanKind::Execution, sandboxSpan(sandbox, t), t, commandLabel(p.value(QStringLiteral("argv")).toArray()));
+            make(SpanKind::Execution, sandboxSpan(sandbox, t), t,
+                commandLabel(p.value(QStringLiteral("argv")).toArray()));
             i = last();
         }
         Span &s = m_spans[i];
@@ -254,7 +265,8 @@ private:
         int parent = -1;
         if (kind == QLatin1String("command") && number(p, "exec") == 0) {
             // An agent's command: a bar from the request on; it becomes the execution if it runs.
-            make(SpanKind::Execution, sandboxSpan(sandbox, t), t, commandLabel(p.value(QStringLiteral("argv")).toArray()));
+            make(SpanKind::Execution, sandboxSpan(sandbox, t), t,
+                commandLabel(p.value(QStringLiteral("argv")).toArray()));
             m_spans[last()].outcome = Outcome::Asked;
             m_spans[last()].open = true;
             m_requests.insert(id, last());
@@ -268,15 +280,17 @@ private:
             parent = runningAt(sandbox, t, nullptr);
         }
         const QString what = kind == QLatin1String("network") ? tr(" to reach %1").arg(text(p, "destination", 120))
-                             : kind == QLatin1String("tool")  ? tr(" to call %1").arg(text(p, "tool", 80))
+            : kind == QLatin1String("tool")                   ? tr(" to call %1").arg(text(p, "tool", 80))
                                                               : QString();
-        Span &wait = make(SpanKind::Wait, parent, t, tr("%1 asked%2 · waiting for a person").arg(who.isEmpty() ? tr("the agent") : who, what));
+        Span &wait = make(SpanKind::Wait, parent, t,
+            tr("%1 asked%2 · waiting for a person").arg(who.isEmpty() ? tr("the agent") : who, what));
         wait.open = true;
         wait.outcome = Outcome::Asked;
         wait.detail = text(p, "reason", 300);
         m_waits.insert(id, last());
         if (kind == QLatin1String("network"))
-            m_networkWaits[{sandbox, p.value(QStringLiteral("destination")).toString().section(QLatin1Char(' '), 0, 0)}] = last();
+            m_networkWaits[{sandbox, p.value(QStringLiteral("destination")).toString().section(QLatin1Char(' '), 0, 0)}]
+                = last();
     }
 
     void decided(qint64 t, const QJsonObject &p)
@@ -294,9 +308,10 @@ private:
         if (p.value(QStringLiteral("expired")).toBool())
             wait.label = tr("%1 · nobody answered in %2").arg(asked, after);
         else
-            wait.label = tr("%1 · %2 by %3 after %4%5")
-                             .arg(asked, yes ? tr("allowed") : tr("denied"), decider(p.value(QStringLiteral("by")).toString()), after,
-                                  p.value(QStringLiteral("always")).toBool() ? tr(", always") : QString());
+            wait.label
+                = tr("%1 · %2 by %3 after %4%5")
+                      .arg(asked, yes ? tr("allowed") : tr("denied"), decider(p.value(QStringLiteral("by")).toString()),
+                          after, p.value(QStringLiteral("always")).toBool() ? tr(", always") : QString());
         if (const QString reason = text(p, "reason", 300); !reason.isEmpty())
             wait.detail = reason;
         wait.outcome = yes ? Outcome::Allowed : Outcome::Denied;
@@ -310,10 +325,10 @@ private:
             command.open = false;
             command.endMs = t;
             command.outcome = Outcome::Denied;
-            command.label += p.value(QStringLiteral("expired")).toBool() ? tr(" · unanswered, not run") : tr(" · denied, not run");
+            command.label += p.value(QStringLiteral("expired")).toBool() ? tr(" · unanswered, not run")
+                                                                         : tr(" · denied, not run");
             m_requests.remove(id);
-        }
-        else {
+        } else {
             command.open = false; // until it starts (or never does)
             command.endMs = t;
             command.outcome = Outcome::Allowed;
@@ -358,9 +373,15 @@ private:
         s.detail = tr("%1 · pid %2 · %3 by %4%5")
                        .arg(text(p, "path", 200))
                        .arg(pid)
-                       .arg(display::escaped(decision, 20), rule == QLatin1String("covered") ? text(p, "coveredBy", 200) : tr("rule '%1'").arg(display::escaped(rule, 80)),
-                            p.value(QStringLiteral("reason")).toString().isEmpty() ? QString() : QStringLiteral(": ") + text(p, "reason", 200));
-        s.outcome = decision == QLatin1String("ask") ? Outcome::Asked : allowed(decision) ? Outcome::Allowed : Outcome::Denied;
+                       .arg(display::escaped(decision, 20),
+                           rule == QLatin1String("covered") ? text(p, "coveredBy", 200)
+                                                            : tr("rule '%1'").arg(display::escaped(rule, 80)),
+                           p.value(QStringLiteral("reason")).toString().isEmpty()
+                               ? QString()
+                               : QStringLiteral(": ") + text(p, "reason", 200));
+        s.outcome = decision == QLatin1String("ask") ? Outcome::Asked
+            : allowed(decision)                      ? Outcome::Allowed
+                                                     : Outcome::Denied;
         if (s.outcome == Outcome::Denied)
             s.label += tr(" · refused");
         const int program = last();
@@ -375,7 +396,8 @@ private:
 
     void network(const QString &kind, const QString &sandbox, qint64 t, const QJsonObject &p)
     {
-        const QString destination = QStringLiteral("%1:%2").arg(p.value(QStringLiteral("host")).toString()).arg(number(p, "port"));
+        const QString destination
+            = QStringLiteral("%1:%2").arg(p.value(QStringLiteral("host")).toString()).arg(number(p, "port"));
         const ConnectionKey key{sandbox, number(p, "connection")};
         if (kind == QLatin1String("network.closed")) {
             const auto it = m_connections.find(key);
@@ -397,11 +419,15 @@ private:
         const QString decision = p.value(QStringLiteral("decision")).toString();
         const bool refused = kind == QLatin1String("network.denied");
         Span &s = make(SpanKind::Connection, parent, t,
-                       tr("→ %1 · %2").arg(display::escaped(destination, 120),
-                                           refused ? tr("denied") : decision == QLatin1String("approved") ? tr("approved by a person")
-                                                                                                        : tr("allowed by rule '%1'").arg(text(p, "rule", 80))));
+            tr("→ %1 · %2")
+                .arg(display::escaped(destination, 120),
+                    refused                                     ? tr("denied")
+                        : decision == QLatin1String("approved") ? tr("approved by a person")
+                                                                : tr("allowed by rule '%1'").arg(text(p, "rule", 80))));
         s.sandbox = sandbox;
-        s.outcome = refused ? Outcome::Denied : kind == QLatin1String("network.closed") ? Outcome::Failed : Outcome::Allowed;
+        s.outcome = refused                           ? Outcome::Denied
+            : kind == QLatin1String("network.closed") ? Outcome::Failed
+                                                      : Outcome::Allowed;
         s.detail = text(p, "reason", 300);
         if (const QString protocol = text(p, "protocol", 20); !protocol.isEmpty())
             s.detail = protocol + QStringLiteral(" · ") + s.detail;
@@ -428,11 +454,13 @@ private:
         const auto it = m_toolCalls.find(key);
         if (kind == QLatin1String("tool.requested")) {
             QString shared;
-            Span &s = make(SpanKind::ToolCall, runningAt(sandbox, t, &shared), t, tr("tool %1").arg(display::escaped(name, 80)));
+            Span &s = make(
+                SpanKind::ToolCall, runningAt(sandbox, t, &shared), t, tr("tool %1").arg(display::escaped(name, 80)));
             s.sandbox = sandbox;
             s.open = true;
             s.outcome = Outcome::Running;
-            s.detail = tr("asked by %1").arg(text(p, "requester", 60)) + (shared.isEmpty() ? QString() : QStringLiteral(" · ") + shared);
+            s.detail = tr("asked by %1").arg(text(p, "requester", 60))
+                + (shared.isEmpty() ? QString() : QStringLiteral(" · ") + shared);
             m_toolCalls[key] = last();
             m_openTools[{sandbox, name}] = last();
             return;
@@ -452,7 +480,9 @@ private:
             s.outcome = failed ? Outcome::Failed : Outcome::Allowed;
             s.label += failed ? tr(" · failed") : tr(" · done");
             if (failed)
-                s.detail += QStringLiteral(" · ") + (p.contains(QStringLiteral("error")) ? text(p, "error", 300) : tr("exit %1").arg(number(p, "exitCode")));
+                s.detail += QStringLiteral(" · ")
+                    + (p.contains(QStringLiteral("error")) ? text(p, "error", 300)
+                                                           : tr("exit %1").arg(number(p, "exitCode")));
         }
         m_toolCalls.erase(it);
     }
@@ -507,7 +537,8 @@ private:
 };
 } // namespace
 
-Trace Trace::build(const QList<QJsonObject> &events, const QString &title, qint64 nowMs, const QHash<QString, QString> &names)
+Trace Trace::build(
+    const QList<QJsonObject> &events, const QString &title, qint64 nowMs, const QHash<QString, QString> &names)
 {
     QList<const QJsonObject *> ordered;
     ordered.reserve(events.size());
@@ -517,7 +548,8 @@ Trace Trace::build(const QList<QJsonObject> &events, const QString &title, qint6
         const qint64 ta = number(*a, "timeMs"), tb = number(*b, "timeMs");
         if (ta != tb)
             return ta < tb;
-        const QString sa = a->value(QStringLiteral("sandbox")).toString(), sb = b->value(QStringLiteral("sandbox")).toString();
+        const QString sa = a->value(QStringLiteral("sandbox")).toString(),
+                      sb = b->value(QStringLiteral("sandbox")).toString();
         return sa != sb ? sa < sb : number(*a, "seq") < number(*b, "seq");
     });
     Builder builder(title, nowMs, names);

@@ -11,15 +11,15 @@
 namespace airlock::trace {
 
 enum class SpanKind {
-    Run,        // the whole trace: a run, or one sandbox
-    Sandbox,    // from its creation to its deletion
-    Execution,  // a command: from the request (its approval wait inside) to its exit
-    Refused,    // a command that did not run: denied by a rule or a person, or nobody answered
-    Wait,       // a request waiting for a person
-    Program,    // a program a command started (the exec check); nested by parent process
+    Run, // the whole trace: a run, or one sandbox
+    Sandbox, // from its creation to its deletion
+    Execution, // a command: from the request (its approval wait inside) to its exit
+    Refused, // a command that did not run: denied by a rule or a person, or nobody answered
+    Wait, // a request waiting for a person
+    Program, // a program a command started (the exec check); nested by parent process
     Connection, // through the egress proxy
-    ToolCall,   // a host tool, called from inside
-    Note,       // a credential injected or masked, a policy change, events not recorded
+    ToolCall, // a host tool, called from inside
+    Note, // a credential injected or masked, a policy change, events not recorded
 };
 
 enum class Outcome { Neutral, Allowed, Denied, Asked, Failed, Running };
@@ -32,9 +32,9 @@ struct Span {
     qint64 startMs = 0, endMs = 0;
     bool instant = false;
     bool open = false; // still running when the trace was read: endMs is then
-    QString label;     // one line for people, untrusted text escaped
-    QString detail;    // more: rule, reason, bytes, process ids (escaped)
-    QString sandbox;   // id
+    QString label; // one line for people, untrusted text escaped
+    QString detail; // more: rule, reason, bytes, process ids (escaped)
+    QString sandbox; // id
     uint32_t exec = 0; // the execution whose output it is in (0: none)
     int parent = -1;
     QList<int> children; // in start order
@@ -57,7 +57,8 @@ struct Trace {
 
     // events: history.events rows ({sandbox, sandboxName, seq, timeMs, kind, exec, payload}) in any order.
     // nowMs ends what is still running; names gives sandbox ids a person's names.
-    static Trace build(const QList<QJsonObject> &events, const QString &title, qint64 nowMs, const QHash<QString, QString> &names = {});
+    static Trace build(const QList<QJsonObject> &events, const QString &title, qint64 nowMs,
+        const QHash<QString, QString> &names = {});
 
     int depth(int span) const;
 };

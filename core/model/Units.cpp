@@ -14,18 +14,19 @@ namespace {
 // enough for sizes and durations; whole numbers of 19 digits or fewer are exact. `whole`: the
 // scaled value must be a whole number (a count).
 Result<uint64_t> parseScaled(const QString &text, const QString &what,
-                             std::initializer_list<std::pair<const char *, uint64_t>> suffixes,
-                             const QString &example, bool whole = false)
+    std::initializer_list<std::pair<const char *, uint64_t>> suffixes, const QString &example, bool whole = false)
 {
     const QString t = text.trimmed();
     auto bad = [&](const QString &why) {
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid %1 '%2': %3 (example: %4)").arg(what, text.left(100), why, example));
+            QStringLiteral("invalid %1 '%2': %3 (example: %4)").arg(what, text.left(100), why, example));
     };
-    static const QRegularExpression shape(QStringLiteral("^([0-9]+)(?:\\.([0-9]+))?(?:[eE]\\+?([0-9]{1,3}))?([A-Za-z]*)$"));
+    static const QRegularExpression shape(
+        QStringLiteral("^([0-9]+)(?:\\.([0-9]+))?(?:[eE]\\+?([0-9]{1,3}))?([A-Za-z]*)$"));
     const auto m = shape.match(t);
     if (!m.hasMatch())
-        return bad(t.startsWith(QLatin1Char('-')) ? QStringLiteral("must be greater than zero") : QStringLiteral("expected a positive number"));
+        return bad(t.startsWith(QLatin1Char('-')) ? QStringLiteral("must be greater than zero")
+                                                  : QStringLiteral("expected a positive number"));
     const QString suffix = m.captured(4);
     uint64_t scale = 0;
     for (const auto &[name, factor] : suffixes)
@@ -46,7 +47,8 @@ Result<uint64_t> parseScaled(const QString &text, const QString &what,
         return number * scale;
     }
     // QLocale::c(): a decimal point whatever the user's locale says.
-    const long double value = static_cast<long double>(QLocale::c().toDouble(t.left(t.size() - suffix.size()))) * static_cast<long double>(scale);
+    const long double value = static_cast<long double>(QLocale::c().toDouble(t.left(t.size() - suffix.size())))
+        * static_cast<long double>(scale);
     if (!std::isfinite(value) || value >= 18446744073709551615.0L)
         return bad(QStringLiteral("too large"));
     const long double rounded = std::round(value);
@@ -61,16 +63,16 @@ Result<uint64_t> parseScaled(const QString &text, const QString &what,
 Result<uint64_t> parseBytes(const QString &text)
 {
     return parseScaled(text, QStringLiteral("size"),
-                       {{"", 1}, {"b", 1}, {"k", 1ull << 10}, {"kib", 1ull << 10}, {"m", 1ull << 20},
-                        {"mib", 1ull << 20}, {"g", 1ull << 30}, {"gib", 1ull << 30}, {"t", 1ull << 40}, {"tib", 1ull << 40}},
-                       QStringLiteral("512M"));
+        {{"", 1}, {"b", 1}, {"k", 1ull << 10}, {"kib", 1ull << 10}, {"m", 1ull << 20}, {"mib", 1ull << 20},
+            {"g", 1ull << 30}, {"gib", 1ull << 30}, {"t", 1ull << 40}, {"tib", 1ull << 40}},
+        QStringLiteral("512M"));
 }
 
 Result<uint64_t> parseDurationMs(const QString &text)
 {
     return parseScaled(text, QStringLiteral("duration"),
-                       {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}},
-                       QStringLiteral("30s"));
+        {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}},
+        QStringLiteral("30s"));
 }
 
 Result<uint64_t> parseCount(const QString &text)
@@ -80,12 +82,17 @@ Result<uint64_t> parseCount(const QString &text)
 
 Result<uint64_t> parseMillicores(const QString &text)
 {
-    static const QRegularExpression re(QRegularExpression::anchoredPattern(QStringLiteral("([0-9]{1,6})(?:\\.([0-9]{1,3}))?")));
+    static const QRegularExpression re(
+        QRegularExpression::anchoredPattern(QStringLiteral("([0-9]{1,6})(?:\\.([0-9]{1,3}))?")));
     const QRegularExpressionMatch m = re.match(text.trimmed());
-    const uint64_t millicores = m.hasMatch() ? m.captured(1).toULongLong() * 1000 + m.captured(2).leftJustified(3, QLatin1Char('0')).toULongLong() : 0;
+    const uint64_t millicores = m.hasMatch()
+        ? m.captured(1).toULongLong() * 1000 + m.captured(2).leftJustified(3, QLatin1Char('0')).toULongLong()
+        : 0;
     if (millicores == 0)
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid number of cores '%1': expected a positive number with up to three decimals (example: 0.5)").arg(text));
+            QStringLiteral(
+                "invalid number of cores '%1': expected a positive number with up to three decimals (example: 0.5)")
+                .arg(text));
     return millicores;
 }
 

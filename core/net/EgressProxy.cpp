@@ -37,7 +37,8 @@ QString lookupName(const QString &host)
     QFile hosts(QStringLiteral("/etc/hosts"));
     if (hosts.open(QIODevice::ReadOnly))
         for (const QByteArray &line : hosts.readAll().split('\n'))
-            for (const QByteArray &name : line.first(line.contains('#') ? line.indexOf('#') : line.size()).simplified().split(' ').mid(1))
+            for (const QByteArray &name :
+                line.first(line.contains('#') ? line.indexOf('#') : line.size()).simplified().split(' ').mid(1))
                 if (QString::fromLatin1(name).compare(host, Qt::CaseInsensitive) == 0)
                     return host;
     return host + QLatin1Char('.');
@@ -54,7 +55,12 @@ QString errnoText(int err)
 class EgressProxy::Session final : public QObject {
 public:
     Session(EgressProxy *proxy, Sandbox *sandbox, int fd, quint64 id)
-        : QObject(proxy), m_proxy(proxy), m_sandbox(sandbox), m_sandboxId(sandbox->id()), m_client(fd), m_id(id)
+        : QObject(proxy)
+        , m_proxy(proxy)
+        , m_sandbox(sandbox)
+        , m_sandboxId(sandbox->id())
+        , m_client(fd)
+        , m_id(id)
     {
         m_clock.start();
         m_reader = new QSocketNotifier(fd, QSocketNotifier::Read, this);
@@ -62,8 +68,8 @@ public:
         m_deadline = new QTimer(this);
         m_deadline->setSingleShot(true);
         connect(m_deadline, &QTimer::timeout, this, [this] {
-            refuse(ProxyFailure::TimedOut, QStringLiteral("timeout"), m_target ? QStringLiteral("connecting timed out")
-                                                                                : QStringLiteral("no complete request in time"));
+            refuse(ProxyFailure::TimedOut, QStringLiteral("timeout"),
+                m_target ? QStringLiteral("connecting timed out") : QStringLiteral("no complete request in time"));
         });
         m_deadline->start(proxy->m_options.handshakeTimeoutMs);
     }
@@ -90,9 +96,9 @@ private:
         if (!step.reply.isEmpty())
             sendToClient(step.reply);
         if (!step.error.isEmpty()) {
-            record(QStringLiteral("network.denied"), {{QStringLiteral("decision"), QStringLiteral("deny")},
-                                                      {QStringLiteral("rule"), QStringLiteral("protocol")},
-                                                      {QStringLiteral("reason"), step.error}});
+            record(QStringLiteral("network.denied"),
+                {{QStringLiteral("decision"), QStringLiteral("deny")},
+                    {QStringLiteral("rule"), QStringLiteral("protocol")}, {QStringLiteral("reason"), step.error}});
             return end();
         }
         if (!step.target)
@@ -122,7 +128,8 @@ private:
             if (!self->m_sandbox)
                 return self->end();
             // The policy may have moved while the person decided; a deny rule added meanwhile wins.
-            const NetworkVerdict now = self->m_sandbox->policy().network.evaluate(self->m_target->host, self->m_target->port);
+            const NetworkVerdict now
+                = self->m_sandbox->policy().network.evaluate(self->m_target->host, self->m_target->port);
             if (now.decision == Decision::Deny)
                 return self->refuse(ProxyFailure::Denied, now.rule, now.reason);
             self->m_verdict.decision = Decision::Allow;
@@ -152,7 +159,7 @@ private:
         QHostInfo::lookupHost(lookupName(m_verdict.host), this, [this](const QHostInfo &info) {
             if (info.error() != QHostInfo::NoError)
                 return refuse(ProxyFailure::Unreachable, m_verdict.rule,
-                              QStringLiteral("cannot resolve %1: %2").arg(m_verdict.host, info.errorString()));
+                    QStringLiteral("cannot resolve %1: %2").arg(m_verdict.host, info.errorString()));
             // Only addresses the rules still allow once resolved: no rebinding into loopback or the LAN.
             if (!m_sandbox)
                 return end();
@@ -166,7 +173,8 @@ private:
             }
             if (m_addresses.isEmpty())
                 return refuse(ProxyFailure::Denied, refused.rule.isEmpty() ? QStringLiteral("dns") : refused.rule,
-                              refused.reason.isEmpty() ? QStringLiteral("%1 has no address").arg(m_verdict.host) : refused.reason);
+                    refused.reason.isEmpty() ? QStringLiteral("%1 has no address").arg(m_verdict.host)
+                                             : refused.reason);
             connectNext();
         });
     }
@@ -178,21 +186,24 @@ private:
         const QString &host = m_verdict.host;
         if (m_verdict.lookupRule.isEmpty()) {
             refuse(ProxyFailure::Denied, m_verdict.rule,
-                   QStringLiteral("%1 matches only wildcard rule '%2', and names under a wildcard are not looked up in DNS (a made-up name "
-                                  "would carry data to whoever serves the zone): list %1 in network.allow, or the wildcard in "
-                                  "network.resolveWildcards")
-                       .arg(host, m_verdict.rule));
+                QStringLiteral(
+                    "%1 matches only wildcard rule '%2', and names under a wildcard are not looked up in DNS (a "
+                    "made-up name "
+                    "would carry data to whoever serves the zone): list %1 in network.allow, or the wildcard in "
+                    "network.resolveWildcards")
+                    .arg(host, m_verdict.rule));
             return false;
         }
         const int limit = m_proxy->m_options.newWildcardNamesPerMinute;
         const int names = m_proxy->admitLookup(m_sandboxId, host);
         if (names == 0) {
             refuse(ProxyFailure::Denied, m_verdict.rule,
-                   QStringLiteral("%1 would be more than %2 new names under wildcard rules looked up in a minute (rule '%3'): refused, "
-                                  "as a flood of made-up names can carry data out through DNS")
-                       .arg(host)
-                       .arg(limit)
-                       .arg(m_verdict.rule));
+                QStringLiteral("%1 would be more than %2 new names under wildcard rules looked up in a minute (rule "
+                               "'%3'): refused, "
+                               "as a flood of made-up names can carry data out through DNS")
+                    .arg(host)
+                    .arg(limit)
+                    .arg(m_verdict.rule));
             return false;
         }
         QJsonObject lookup = destination();
@@ -212,9 +223,11 @@ private:
         delete m_writer;
         m_writer = nullptr;
         if (m_addresses.isEmpty())
-            return refuse(m_lastErrno == ETIMEDOUT ? ProxyFailure::TimedOut : m_lastErrno == ECONNREFUSED ? ProxyFailure::Refused : ProxyFailure::Unreachable,
-                          m_verdict.rule,
-                          QStringLiteral("cannot connect to %1:%2: %3").arg(m_verdict.host).arg(m_target->port).arg(m_lastError));
+            return refuse(m_lastErrno == ETIMEDOUT ? ProxyFailure::TimedOut
+                    : m_lastErrno == ECONNREFUSED  ? ProxyFailure::Refused
+                                                   : ProxyFailure::Unreachable,
+                m_verdict.rule,
+                QStringLiteral("cannot connect to %1:%2: %3").arg(m_verdict.host).arg(m_target->port).arg(m_lastError));
         m_address = m_addresses.takeFirst();
         sockaddr_storage sa{};
         socklen_t len = 0;
@@ -270,8 +283,9 @@ private:
         m_writer = nullptr;
         if (!m_sandbox)
             return end();
-        const QString address = m_address.protocol() == QAbstractSocket::IPv6Protocol ? QLatin1Char('[') + m_address.toString() + QLatin1Char(']')
-                                                                                        : m_address.toString();
+        const QString address = m_address.protocol() == QAbstractSocket::IPv6Protocol
+            ? QLatin1Char('[') + m_address.toString() + QLatin1Char(']')
+            : m_address.toString();
         QJsonObject opened = destination();
         opened.insert(QStringLiteral("address"), address);
         opened.insert(QStringLiteral("resolvedBy"), m_verdict.ipLiteral ? QStringLiteral("literal") : m_resolvedBy);
@@ -285,21 +299,23 @@ private:
         const QString run = m_sandbox->currentRun();
         const qint64 startedMs = QDateTime::currentMSecsSinceEpoch() - m_clock.elapsed();
         ++m_proxy->m_open[key]; // the relayed connection counts until it closes
-        m_proxy->m_relay->add(std::exchange(m_client, -1), std::exchange(m_upstream, -1), m_target->upstreamFirst.toStdString(),
-                              m_handshake.success().toStdString(), m_proxy->tagOf(key), [proxy, sandbox, key, base, run, startedMs](const Relay::Stats &stats) {
-                                  QMetaObject::invokeMethod(proxy, [proxy, sandbox, key, base, run, startedMs, stats] {
-                                      if (sandbox) {
-                                          QJsonObject closed = base;
-                                          closed.insert(QStringLiteral("bytesUp"), qint64(stats.bytesUp));
-                                          closed.insert(QStringLiteral("bytesDown"), qint64(stats.bytesDown));
-                                          closed.insert(QStringLiteral("durationMs"), QDateTime::currentMSecsSinceEpoch() - startedMs);
-                                          closed.insert(QStringLiteral("error"), QString::fromStdString(stats.error));
-                                          sandbox->record(QStringLiteral("network.closed"), closed, run);
-                                      }
-                                      proxy->sessionEnded(key);
-                                  });
-                              },
-                              m_target->upstreamLimit);
+        m_proxy->m_relay->add(
+            std::exchange(m_client, -1), std::exchange(m_upstream, -1), m_target->upstreamFirst.toStdString(),
+            m_handshake.success().toStdString(), m_proxy->tagOf(key),
+            [proxy, sandbox, key, base, run, startedMs](const Relay::Stats &stats) {
+                QMetaObject::invokeMethod(proxy, [proxy, sandbox, key, base, run, startedMs, stats] {
+                    if (sandbox) {
+                        QJsonObject closed = base;
+                        closed.insert(QStringLiteral("bytesUp"), qint64(stats.bytesUp));
+                        closed.insert(QStringLiteral("bytesDown"), qint64(stats.bytesDown));
+                        closed.insert(QStringLiteral("durationMs"), QDateTime::currentMSecsSinceEpoch() - startedMs);
+                        closed.insert(QStringLiteral("error"), QString::fromStdString(stats.error));
+                        sandbox->record(QStringLiteral("network.closed"), closed, run);
+                    }
+                    proxy->sessionEnded(key);
+                });
+            },
+            m_target->upstreamLimit);
         end();
     }
 
@@ -307,12 +323,14 @@ private:
     QJsonObject destination() const
     {
         QJsonObject o{{QStringLiteral("connection"), qint64(m_id)},
-                      {QStringLiteral("host"), m_verdict.host.isEmpty() ? (m_target ? m_target->host.left(300) : QString()) : m_verdict.host},
-                      {QStringLiteral("port"), m_target ? int(m_target->port) : 0},
-                      {QStringLiteral("protocol"), m_handshake.protocol() ? proxyProtocolName(*m_handshake.protocol()) : QString()},
-                      {QStringLiteral("decision"), m_approved ? QStringLiteral("approved") : policy::decisionName(m_verdict.decision)},
-                      {QStringLiteral("rule"), m_verdict.rule},
-                      {QStringLiteral("reason"), m_verdict.reason}};
+            {QStringLiteral("host"),
+                m_verdict.host.isEmpty() ? (m_target ? m_target->host.left(300) : QString()) : m_verdict.host},
+            {QStringLiteral("port"), m_target ? int(m_target->port) : 0},
+            {QStringLiteral("protocol"),
+                m_handshake.protocol() ? proxyProtocolName(*m_handshake.protocol()) : QString()},
+            {QStringLiteral("decision"),
+                m_approved ? QStringLiteral("approved") : policy::decisionName(m_verdict.decision)},
+            {QStringLiteral("rule"), m_verdict.rule}, {QStringLiteral("reason"), m_verdict.reason}};
         return o;
     }
 
@@ -320,7 +338,8 @@ private:
     {
         sendToClient(m_handshake.failure(failure, reason));
         QJsonObject o = destination();
-        o.insert(QStringLiteral("decision"), failure == ProxyFailure::Denied ? QStringLiteral("deny") : o.value(QStringLiteral("decision")).toString());
+        o.insert(QStringLiteral("decision"),
+            failure == ProxyFailure::Denied ? QStringLiteral("deny") : o.value(QStringLiteral("decision")).toString());
         o.insert(QStringLiteral("rule"), rule);
         o.insert(QStringLiteral("reason"), reason);
         if (failure == ProxyFailure::Denied) {
@@ -377,7 +396,10 @@ private:
 };
 
 EgressProxy::EgressProxy(Options options, Ask ask, QObject *parent)
-    : QObject(parent), m_options(std::move(options)), m_ask(std::move(ask)), m_relay(std::make_unique<Relay>())
+    : QObject(parent)
+    , m_options(std::move(options))
+    , m_ask(std::move(ask))
+    , m_relay(std::make_unique<Relay>())
 {
 }
 
@@ -418,10 +440,9 @@ void EgressProxy::handle(Sandbox *sandbox, int fd)
     if (open >= m_options.maxConnectionsPerSandbox) {
         ::close(fd);
         sandbox->record(QStringLiteral("network.denied"),
-                        {{QStringLiteral("decision"), QStringLiteral("deny")},
-                         {QStringLiteral("rule"), QStringLiteral("limit")},
-                         {QStringLiteral("reason"), QStringLiteral("the sandbox already has %1 open connections").arg(open)}},
-                        sandbox->currentRun());
+            {{QStringLiteral("decision"), QStringLiteral("deny")}, {QStringLiteral("rule"), QStringLiteral("limit")},
+                {QStringLiteral("reason"), QStringLiteral("the sandbox already has %1 open connections").arg(open)}},
+            sandbox->currentRun());
         return;
     }
     ++open;

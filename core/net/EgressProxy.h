@@ -81,9 +81,10 @@ private:
     Options m_options;
     Ask m_ask;
     std::unique_ptr<Relay> m_relay;
-    QHash<QString, int> m_open;      // sandbox id -> connections, in hand-shake or relayed
-    QHash<QString, quint64> m_tags;  // sandbox id -> relay tag
-    QHash<QString, QHash<QString, qint64>> m_lookups; // sandbox id -> wildcard name -> when first looked up (last minute)
+    QHash<QString, int> m_open; // sandbox id -> connections, in hand-shake or relayed
+    QHash<QString, quint64> m_tags; // sandbox id -> relay tag
+    QHash<QString, QHash<QString, qint64>>
+        m_lookups; // sandbox id -> wildcard name -> when first looked up (last minute)
     QElapsedTimer m_clock;
     quint64 m_nextConnection = 1, m_nextTag = 1;
 };

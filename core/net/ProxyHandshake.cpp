@@ -58,7 +58,9 @@ std::optional<std::pair<QByteArray, quint16>> parseAuthority(QByteArrayView auth
     }
     if (!cleanHost(host))
         return std::nullopt;
-    std::optional<quint16> p = port.isEmpty() && !authority.endsWith(':') && defaultPort ? std::optional<quint16>(defaultPort) : parsePort(port);
+    std::optional<quint16> p = port.isEmpty() && !authority.endsWith(':') && defaultPort
+        ? std::optional<quint16>(defaultPort)
+        : parsePort(port);
     if (!p)
         return std::nullopt;
     return std::pair{host.toByteArray(), *p};
@@ -79,7 +81,8 @@ bool isToken(QByteArrayView s)
 // Hop-by-hop headers are the proxy's, not the destination's.
 bool hopByHop(QByteArrayView name)
 {
-    for (const char *h : {"connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade"})
+    for (const char *h : {"connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
+             "te", "trailer", "upgrade"})
         if (name.compare(QByteArrayView(h), Qt::CaseInsensitive) == 0)
             return true;
     return false;
@@ -107,9 +110,12 @@ QByteArray printable(const QString &text)
 QString proxyProtocolName(ProxyProtocol protocol)
 {
     switch (protocol) {
-    case ProxyProtocol::HttpConnect: return QStringLiteral("http-connect");
-    case ProxyProtocol::HttpForward: return QStringLiteral("http");
-    case ProxyProtocol::Socks5: return QStringLiteral("socks5");
+    case ProxyProtocol::HttpConnect:
+        return QStringLiteral("http-connect");
+    case ProxyProtocol::HttpForward:
+        return QStringLiteral("http");
+    case ProxyProtocol::Socks5:
+        return QStringLiteral("socks5");
     }
     return {};
 }
@@ -119,7 +125,9 @@ ProxyHandshake::Step ProxyHandshake::fail(const QString &error)
     m_done = true;
     Step s;
     s.error = error;
-    s.reply = m_protocol && (*m_protocol != ProxyProtocol::Socks5 || m_socksMethodChosen) ? failure(ProxyFailure::BadRequest, error) : QByteArray();
+    s.reply = m_protocol && (*m_protocol != ProxyProtocol::Socks5 || m_socksMethodChosen)
+        ? failure(ProxyFailure::BadRequest, error)
+        : QByteArray();
     return s;
 }
 
@@ -170,7 +178,8 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
         }
     }();
     if (parts.size() != 3 || !isToken(parts[0]) || (parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0"))
-        return fail(QStringLiteral("expected a request line like 'CONNECT host:443 HTTP/1.1' or 'GET http://host/path HTTP/1.1'"));
+        return fail(QStringLiteral(
+            "expected a request line like 'CONNECT host:443 HTTP/1.1' or 'GET http://host/path HTTP/1.1'"));
     const QByteArrayView method = parts[0], requestTarget = parts[1], version = parts[2];
 
     QList<std::pair<QByteArrayView, QByteArrayView>> headers;
@@ -178,7 +187,8 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
         const QByteArrayView line = lines[i];
         const qsizetype colon = line.indexOf(':');
         if (colon <= 0 || !isToken(line.first(colon)))
-            return fail(QStringLiteral("malformed header line %1 (folded lines and spaces before ':' are not accepted)").arg(i + 1));
+            return fail(QStringLiteral("malformed header line %1 (folded lines and spaces before ':' are not accepted)")
+                            .arg(i + 1));
         headers.append({line.first(colon), line.sliced(colon + 1).trimmed()});
     }
     const QByteArrayView early = QByteArrayView(m_buf).sliced(end + 4);
@@ -195,8 +205,9 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
     } else {
         m_protocol = ProxyProtocol::HttpForward;
         if (!requestTarget.startsWith("http://") && !requestTarget.startsWith("HTTP://"))
-            return fail(requestTarget.startsWith("https://") ? QStringLiteral("https:// goes through CONNECT, not a plain request")
-                                                             : QStringLiteral("a proxy request needs an absolute http:// URL or CONNECT"));
+            return fail(requestTarget.startsWith("https://")
+                    ? QStringLiteral("https:// goes through CONNECT, not a plain request")
+                    : QStringLiteral("a proxy request needs an absolute http:// URL or CONNECT"));
         const QByteArrayView rest = requestTarget.sliced(7);
         qsizetype pathAt = 0;
         while (pathAt < rest.size() && rest[pathAt] != '/' && rest[pathAt] != '?')
@@ -360,11 +371,21 @@ QByteArray ProxyHandshake::failure(ProxyFailure failure, const QString &detail) 
             return {};
         char code = 0x01;
         switch (failure) {
-        case ProxyFailure::BadRequest: code = 0x01; break;
-        case ProxyFailure::Denied: code = 0x02; break;
-        case ProxyFailure::Unreachable: code = 0x04; break;
-        case ProxyFailure::Refused: code = 0x05; break;
-        case ProxyFailure::TimedOut: code = 0x04; break;
+        case ProxyFailure::BadRequest:
+            code = 0x01;
+            break;
+        case ProxyFailure::Denied:
+            code = 0x02;
+            break;
+        case ProxyFailure::Unreachable:
+            code = 0x04;
+            break;
+        case ProxyFailure::Refused:
+            code = 0x05;
+            break;
+        case ProxyFailure::TimedOut:
+            code = 0x04;
+            break;
         }
         QByteArray r("\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00", 10);
         r[1] = code;
@@ -372,16 +393,24 @@ QByteArray ProxyHandshake::failure(ProxyFailure failure, const QString &detail) 
     }
     const char *status = "400 Bad Request";
     switch (failure) {
-    case ProxyFailure::BadRequest: status = "400 Bad Request"; break;
-    case ProxyFailure::Denied: status = "403 Forbidden"; break;
+    case ProxyFailure::BadRequest:
+        status = "400 Bad Request";
+        break;
+    case ProxyFailure::Denied:
+        status = "403 Forbidden";
+        break;
     case ProxyFailure::Unreachable:
-    case ProxyFailure::Refused: status = "502 Bad Gateway"; break;
-    case ProxyFailure::TimedOut: status = "504 Gateway Timeout"; break;
+    case ProxyFailure::Refused:
+        status = "502 Bad Gateway";
+        break;
+    case ProxyFailure::TimedOut:
+        status = "504 Gateway Timeout";
+        break;
     }
     const QByteArray body = "airlock: " + printable(detail) + "\n";
     return "HTTP/1.1 " + QByteArray(status) + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
-        + QByteArray::number(body.size()) + "\r\nConnection: close\r\nX-Airlock: " + (failure == ProxyFailure::Denied ? "denied" : "failed")
-        + "\r\n\r\n" + body;
+        + QByteArray::number(body.size()) + "\r\nConnection: close\r\nX-Airlock: "
+        + (failure == ProxyFailure::Denied ? "denied" : "failed") + "\r\n\r\n" + body;
 }
 
 } // namespace airlock::net

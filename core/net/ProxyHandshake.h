@@ -34,9 +34,9 @@ public:
     static constexpr qsizetype kMaxHead = 32 * 1024;
 
     struct Step {
-        QByteArray reply;                  // send to the client now (a SOCKS method choice, an error)
+        QByteArray reply; // send to the client now (a SOCKS method choice, an error)
         std::optional<ProxyTarget> target; // the request is complete
-        QString error;                     // set: the request is malformed; send reply, then close
+        QString error; // set: the request is malformed; send reply, then close
     };
     Step feed(QByteArrayView data);
 

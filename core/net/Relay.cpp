@@ -29,7 +29,7 @@ struct Relay::Direction {
     size_t inPipe = 0;
     std::string pending;
     size_t pendingOff = 0;
-    bool eof = false;  // `from` has nothing more to send
+    bool eof = false; // `from` has nothing more to send
     bool done = false; // and everything reached `to`, which was told so (SHUT_WR)
     uint64_t bytes = 0;
     int64_t limit = -1; // bytes `from` may still send (-1: any); at 0 it is no longer read
@@ -42,7 +42,7 @@ struct Relay::Direction {
 struct Relay::Pair {
     uint64_t id = 0, tag = 0;
     int fds[2] = {-1, -1}; // client, destination
-    Direction dir[2];      // 0: client -> destination, 1: destination -> client
+    Direction dir[2]; // 0: client -> destination, 1: destination -> client
     Done done;
 };
 
@@ -83,8 +83,8 @@ void Relay::wake()
     (void)!::write(m_wakeFd, &one, sizeof one);
 }
 
-void Relay::add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done,
-                int64_t upstreamLimit)
+void Relay::add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag,
+    Done done, int64_t upstreamLimit)
 {
     auto pair = std::make_shared<Pair>();
     pair->tag = tag;
@@ -222,8 +222,8 @@ void Relay::pump(Pair &pair)
         for (bool progress = true; progress && !dir.done;) {
             progress = false;
             if (dir.pendingOff < dir.pending.size()) {
-                const ssize_t n = ::send(dir.to, dir.pending.data() + dir.pendingOff, dir.pending.size() - dir.pendingOff,
-                                         MSG_NOSIGNAL | MSG_DONTWAIT);
+                const ssize_t n = ::send(dir.to, dir.pending.data() + dir.pendingOff,
+                    dir.pending.size() - dir.pendingOff, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n > 0) {
                     dir.pendingOff += size_t(n);
                     if (d == 0) // the client's request (head and early data); not our own reply
@@ -238,7 +238,8 @@ void Relay::pump(Pair &pair)
                 dir.pendingOff = 0;
             }
             if (dir.inPipe > 0) {
-                const ssize_t n = ::splice(dir.pipeRead, nullptr, dir.to, nullptr, dir.inPipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                const ssize_t n
+                    = ::splice(dir.pipeRead, nullptr, dir.to, nullptr, dir.inPipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
                 if (n > 0) {
                     dir.inPipe -= size_t(n);
                     dir.bytes += uint64_t(n);
@@ -251,7 +252,8 @@ void Relay::pump(Pair &pair)
                 size_t want = dir.pipeCapacity - dir.inPipe;
                 if (dir.limit > 0)
                     want = std::min(want, size_t(dir.limit));
-                const ssize_t n = ::splice(dir.from, nullptr, dir.pipeWrite, nullptr, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                const ssize_t n
+                    = ::splice(dir.from, nullptr, dir.pipeWrite, nullptr, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
                 if (n > 0) {
                     dir.inPipe += size_t(n);
                     if (dir.limit > 0)

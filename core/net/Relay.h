@@ -19,9 +19,9 @@ namespace airlock::net {
 class Relay {
 public:
     struct Stats {
-        uint64_t bytesUp = 0;   // client -> destination
+        uint64_t bytesUp = 0; // client -> destination
         uint64_t bytesDown = 0; // destination -> client
-        std::string error;      // empty: both sides closed cleanly
+        std::string error; // empty: both sides closed cleanly
     };
     using Done = std::function<void(const Stats &)>; // called on the relay thread
 
@@ -36,7 +36,7 @@ public:
     // `upstreamLimit` (>= 0) is how many more bytes the client may send the destination after
     // upstreamFirst; past it the client is no longer read.
     void add(int client, int destination, std::string upstreamFirst, std::string clientFirst, uint64_t tag, Done done,
-             int64_t upstreamLimit = -1);
+        int64_t upstreamLimit = -1);
     // Ends every pair with this tag (their Done reports "cancelled").
     void cancel(uint64_t tag);
     int activePairs() const;

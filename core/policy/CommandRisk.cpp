@@ -12,8 +12,8 @@ namespace {
 
 bool shell(const QString &name)
 {
-    static const QStringList shells{QStringLiteral("sh"),  QStringLiteral("bash"), QStringLiteral("dash"), QStringLiteral("zsh"),
-                                    QStringLiteral("ksh"), QStringLiteral("ash"),  QStringLiteral("mksh")};
+    static const QStringList shells{QStringLiteral("sh"), QStringLiteral("bash"), QStringLiteral("dash"),
+        QStringLiteral("zsh"), QStringLiteral("ksh"), QStringLiteral("ash"), QStringLiteral("mksh")};
     return shells.contains(name);
 }
 
@@ -59,26 +59,28 @@ qsizetype scriptIndex(const QStringList &argv)
 
 bool interpreter(const QString &name)
 {
-    return name.startsWith(QLatin1String("python")) || name.startsWith(QLatin1String("pypy")) || name == QLatin1String("perl")
-           || name == QLatin1String("ruby") || name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("php");
+    return name.startsWith(QLatin1String("python")) || name.startsWith(QLatin1String("pypy"))
+        || name == QLatin1String("perl") || name == QLatin1String("ruby") || name == QLatin1String("node")
+        || name == QLatin1String("nodejs") || name == QLatin1String("php");
 }
 
 // The command behind the wrappers that only run it (env, sudo, timeout, xargs …): what the risk
 // is about. The wrapper that asks for root is kept as a risk of its own.
 QStringList unwrapped(QStringList argv, QStringList &risks)
 {
-    static const QStringList wrappers{QStringLiteral("env"),    QStringLiteral("nice"),   QStringLiteral("nohup"), QStringLiteral("timeout"),
-                                      QStringLiteral("xargs"),  QStringLiteral("sudo"),   QStringLiteral("doas"),  QStringLiteral("time"),
-                                      QStringLiteral("stdbuf"), QStringLiteral("setsid"), QStringLiteral("exec"),  QStringLiteral("command"),
-                                      QStringLiteral("ionice"), QStringLiteral("chrt")};
+    static const QStringList wrappers{QStringLiteral("env"), QStringLiteral("nice"), QStringLiteral("nohup"),
+        QStringLiteral("timeout"), QStringLiteral("xargs"), QStringLiteral("sudo"), QStringLiteral("doas"),
+        QStringLiteral("time"), QStringLiteral("stdbuf"), QStringLiteral("setsid"), QStringLiteral("exec"),
+        QStringLiteral("command"), QStringLiteral("ionice"), QStringLiteral("chrt")};
     static const QRegularExpression duration(QStringLiteral("^[0-9.]+[smhd]?$"));
     while (!argv.isEmpty() && wrappers.contains(programName(argv.first()))) {
         const QString name = programName(argv.first());
         if (name == QLatin1String("sudo") || name == QLatin1String("doas"))
             risks.append(QStringLiteral("asks for root: %1").arg(name));
         argv.removeFirst();
-        while (!argv.isEmpty() && (argv.first().startsWith(QLatin1Char('-')) || argv.first().contains(QLatin1Char('='))
-                                   || duration.match(argv.first()).hasMatch()))
+        while (!argv.isEmpty()
+            && (argv.first().startsWith(QLatin1Char('-')) || argv.first().contains(QLatin1Char('='))
+                || duration.match(argv.first()).hasMatch()))
             argv.removeFirst();
     }
     return argv;
@@ -89,7 +91,8 @@ bool hasShortOption(const QStringList &argv, QChar option, const QString &longOp
     for (const QString &a : argv.mid(1)) {
         if (a == QLatin1String("--"))
             return false;
-        if (a == longOption || (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.contains(option)))
+        if (a == longOption
+            || (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.contains(option)))
             return true;
     }
     return false;
@@ -100,7 +103,7 @@ bool hasShortOption(const QStringList &argv, QChar option, const QString &longOp
 bool runsItsInput(const QStringList &argv)
 {
     static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("perl"),
-                                          QStringLiteral("ruby"),   QStringLiteral("node"),    QStringLiteral("php")};
+        QStringLiteral("ruby"), QStringLiteral("node"), QStringLiteral("php")};
     const qsizetype start = shellArguments(argv);
     const QString name = start == 2 ? argv.at(1) : programName(argv.first());
     if (start < 0 && !interpreters.contains(name) && !interpreter(name))
@@ -108,7 +111,8 @@ bool runsItsInput(const QStringList &argv)
     for (const QString &a : argv.mid(start < 0 ? 1 : start)) {
         if (a == QLatin1String("-") || a == QLatin1String("-s") || a == QLatin1String("/dev/stdin"))
             return true;
-        if (!a.startsWith(QLatin1Char('-')) || (shell(name) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('c'))))
+        if (!a.startsWith(QLatin1Char('-'))
+            || (shell(name) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('c'))))
             return false; // a script file, or a -c string (judged as its own parts)
         if (!shell(name) && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-m")))
             return false;
@@ -152,7 +156,8 @@ QList<CodeFile> codeFiles(const QStringList &argv)
         part = unwrapped(part, ignored);
         if (part.isEmpty())
             continue;
-        if (given.first() == QLatin1String("env") && (given.contains(QStringLiteral("-C")) || !given.filter(QStringLiteral("--chdir")).isEmpty()))
+        if (given.first() == QLatin1String("env")
+            && (given.contains(QStringLiteral("-C")) || !given.filter(QStringLiteral("--chdir")).isEmpty()))
             moved = true;
         const QString &program = part.first();
         const QString name = programName(program);
@@ -160,8 +165,8 @@ QList<CodeFile> codeFiles(const QStringList &argv)
             moved = true;
             continue;
         }
-        if (program.contains(QLatin1Char('/')) && !program.startsWith(QLatin1String("/usr/")) && !program.startsWith(QLatin1String("/bin/"))
-            && !program.startsWith(QLatin1String("/sbin/")))
+        if (program.contains(QLatin1Char('/')) && !program.startsWith(QLatin1String("/usr/"))
+            && !program.startsWith(QLatin1String("/bin/")) && !program.startsWith(QLatin1String("/sbin/")))
             add(program);
         const qsizetype shellStart = shellArguments(part);
         if (name == QLatin1String("source") || name == QLatin1String(".")) {
@@ -175,8 +180,9 @@ QList<CodeFile> codeFiles(const QStringList &argv)
                 const QString &a = part.at(i);
                 if (a == QLatin1String("-") || a == QLatin1String("-s") || a == QLatin1String("/dev/stdin"))
                     break; // from its input: below
-                if (shellStart < 0 && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-p") || a == QLatin1String("--eval")
-                                       || a == QLatin1String("--print"))) {
+                if (shellStart < 0
+                    && (a == QLatin1String("-c") || a == QLatin1String("-e") || a == QLatin1String("-p")
+                        || a == QLatin1String("--eval") || a == QLatin1String("--print"))) {
                     found = true; // code on the command line, shown in full
                 } else if (shellStart < 0 && a == QLatin1String("-m")) {
                     unbound(part, QStringLiteral("runs a module found on its search path: not bound"));
@@ -187,10 +193,12 @@ QList<CodeFile> codeFiles(const QStringList &argv)
                 } else if (!a.startsWith(QLatin1Char('-')) && !(shellStart >= 0 && a.startsWith(QLatin1Char('+')))) {
                     add(a);
                     found = true;
-                } else if (shellStart >= 0 ? takesValue(a)
-                                           : QStringList{QStringLiteral("-W"), QStringLiteral("-X"), QStringLiteral("-Q"), QStringLiteral("-I"),
-                                                         QStringLiteral("-M"), QStringLiteral("-r"), QStringLiteral("-C"), QStringLiteral("--require"),
-                                                         QStringLiteral("--import")}.contains(a)) {
+                } else if (shellStart >= 0
+                        ? takesValue(a)
+                        : QStringList{QStringLiteral("-W"), QStringLiteral("-X"), QStringLiteral("-Q"),
+                            QStringLiteral("-I"), QStringLiteral("-M"), QStringLiteral("-r"), QStringLiteral("-C"),
+                            QStringLiteral("--require"), QStringLiteral("--import")}
+                              .contains(a)) {
                     if (a == QLatin1String("-r") || a == QLatin1String("--require") || a == QLatin1String("--import"))
                         add(i + 1 < part.size() ? part.at(i + 1) : QString()); // preloaded code (node, ruby)
                     ++i; // the option's value
@@ -208,7 +216,9 @@ QList<CodeFile> codeFiles(const QStringList &argv)
                 const QString &a = part.at(i);
                 if (a == QLatin1String("-C") || a == QLatin1String("--directory")) {
                     ++i;
-                } else if ((a == QLatin1String("-f") || a == QLatin1String("--file") || a == QLatin1String("--makefile")) && i + 1 < part.size()) {
+                } else if ((a == QLatin1String("-f") || a == QLatin1String("--file")
+                               || a == QLatin1String("--makefile"))
+                    && i + 1 < part.size()) {
                     add(part.at(++i));
                     named = true;
                 } else if (a.startsWith(QLatin1String("--file=")) || a.startsWith(QLatin1String("--makefile="))) {
@@ -235,13 +245,14 @@ QString riskSummary(const QStringList &argv)
     const qsizetype script = scriptIndex(argv);
     if (script >= 0 && !parseShell(argv.at(script)))
         risks.append(QStringLiteral("a shell string that cannot be read in full"));
-    static const QStringList downloaders{QStringLiteral("curl"), QStringLiteral("wget"), QStringLiteral("aria2c"), QStringLiteral("fetch")};
-    static const QStringList clients{QStringLiteral("curl"),   QStringLiteral("wget"),  QStringLiteral("aria2c"), QStringLiteral("ssh"),
-                                     QStringLiteral("scp"),    QStringLiteral("sftp"),  QStringLiteral("rsync"),  QStringLiteral("nc"),
-                                     QStringLiteral("ncat"),   QStringLiteral("netcat"), QStringLiteral("socat"), QStringLiteral("telnet"),
-                                     QStringLiteral("ftp"),    QStringLiteral("nmap")};
-    static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("node"), QStringLiteral("perl"),
-                                          QStringLiteral("ruby"), QStringLiteral("php")};
+    static const QStringList downloaders{
+        QStringLiteral("curl"), QStringLiteral("wget"), QStringLiteral("aria2c"), QStringLiteral("fetch")};
+    static const QStringList clients{QStringLiteral("curl"), QStringLiteral("wget"), QStringLiteral("aria2c"),
+        QStringLiteral("ssh"), QStringLiteral("scp"), QStringLiteral("sftp"), QStringLiteral("rsync"),
+        QStringLiteral("nc"), QStringLiteral("ncat"), QStringLiteral("netcat"), QStringLiteral("socat"),
+        QStringLiteral("telnet"), QStringLiteral("ftp"), QStringLiteral("nmap")};
+    static const QStringList interpreters{QStringLiteral("python"), QStringLiteral("python3"), QStringLiteral("node"),
+        QStringLiteral("perl"), QStringLiteral("ruby"), QStringLiteral("php")};
     bool download = false, runsInput = false;
     for (QStringList part : commandParts(argv)) {
         while (!part.isEmpty() && part.first().contains(QLatin1Char('=')) && !part.first().startsWith(QLatin1Char('-')))
@@ -253,13 +264,17 @@ QString riskSummary(const QStringList &argv)
         const QString sub = part.size() > 1 ? part.at(1) : QString();
         download = download || downloaders.contains(name);
         runsInput = runsInput || runsItsInput(part);
-        if (name == QLatin1String("rm") && (hasShortOption(part, QLatin1Char('r'), QStringLiteral("--recursive")) || hasShortOption(part, QLatin1Char('R'), {})))
+        if (name == QLatin1String("rm")
+            && (hasShortOption(part, QLatin1Char('r'), QStringLiteral("--recursive"))
+                || hasShortOption(part, QLatin1Char('R'), {})))
             risks.append(QStringLiteral("deletes recursively"));
         if (name == QLatin1String("find") && part.contains(QStringLiteral("-delete")))
             risks.append(QStringLiteral("deletes what it finds"));
-        if (name == QLatin1String("shred") || name.startsWith(QLatin1String("mkfs")) || (name == QLatin1String("dd") && part.filter(QStringLiteral("of=")).size()))
+        if (name == QLatin1String("shred") || name.startsWith(QLatin1String("mkfs"))
+            || (name == QLatin1String("dd") && part.filter(QStringLiteral("of=")).size()))
             risks.append(QStringLiteral("overwrites a file or device: %1").arg(name));
-        if ((name == QLatin1String("chmod") || name == QLatin1String("chown")) && hasShortOption(part, QLatin1Char('R'), QStringLiteral("--recursive")))
+        if ((name == QLatin1String("chmod") || name == QLatin1String("chown"))
+            && hasShortOption(part, QLatin1Char('R'), QStringLiteral("--recursive")))
             risks.append(QStringLiteral("changes permissions recursively"));
         if (name == QLatin1String("su"))
             risks.append(QStringLiteral("asks for root: su"));
@@ -267,10 +282,15 @@ QString riskSummary(const QStringList &argv)
             risks.append(QStringLiteral("starts a network client: %1").arg(name));
         if (name == QLatin1String("git") && part.contains(QStringLiteral("push")))
             risks.append(QStringLiteral("publishes to a remote: git push"));
-        else if (name == QLatin1String("git") && (part.contains(QStringLiteral("clone")) || part.contains(QStringLiteral("fetch")) || part.contains(QStringLiteral("pull"))))
+        else if (name == QLatin1String("git")
+            && (part.contains(QStringLiteral("clone")) || part.contains(QStringLiteral("fetch"))
+                || part.contains(QStringLiteral("pull"))))
             risks.append(QStringLiteral("starts a network client: git"));
-        if ((QStringList{QStringLiteral("npm"), QStringLiteral("yarn"), QStringLiteral("pnpm"), QStringLiteral("cargo")}.contains(name) && sub == QLatin1String("publish"))
-            || (name == QLatin1String("twine") && sub == QLatin1String("upload")) || (name == QLatin1String("gem") && sub == QLatin1String("push")))
+        if ((QStringList{QStringLiteral("npm"), QStringLiteral("yarn"), QStringLiteral("pnpm"), QStringLiteral("cargo")}
+                    .contains(name)
+                && sub == QLatin1String("publish"))
+            || (name == QLatin1String("twine") && sub == QLatin1String("upload"))
+            || (name == QLatin1String("gem") && sub == QLatin1String("push")))
             risks.append(QStringLiteral("publishes a package: %1 %2").arg(name, sub));
         if (interpreters.contains(name) && (part.contains(QStringLiteral("-c")) || part.contains(QStringLiteral("-e"))))
             risks.append(QStringLiteral("runs code given inline: %1").arg(name));

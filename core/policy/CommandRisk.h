@@ -24,7 +24,7 @@ QString riskSummary(const QStringList &argv);
 struct CodeFile {
     QString path;
     bool optional = false; // make's default makefiles: bound only when there
-    QString problem;       // why it cannot be bound (code from stdin, a module, after a cd): shown so
+    QString problem; // why it cannot be bound (code from stdin, a module, after a cd): shown so
 };
 QList<CodeFile> codeFiles(const QStringList &argv);
 

@@ -30,10 +30,11 @@ QList<qsizetype> shifted(const QList<qsizetype> &runtime, qsizetype by)
 std::optional<QString> unplainShellOption(const QStringList &argv, qsizetype from)
 {
     static const QStringList names = {QStringLiteral("errexit"), QStringLiteral("nounset"), QStringLiteral("xtrace"),
-                                      QStringLiteral("pipefail"), QStringLiteral("noglob"), QStringLiteral("verbose")};
+        QStringLiteral("pipefail"), QStringLiteral("noglob"), QStringLiteral("verbose")};
     for (qsizetype i = from; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
-        if (a == QLatin1String("--") || a == QLatin1String("-") || !(a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1Char('+'))))
+        if (a == QLatin1String("--") || a == QLatin1String("-")
+            || !(a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1Char('+'))))
             return std::nullopt;
         if (a.startsWith(QLatin1String("--")))
             return a;
@@ -54,8 +55,9 @@ std::optional<QString> unplainShellOption(const QStringList &argv, qsizetype fro
 
 bool isShell(const QString &name)
 {
-    static const QStringList shells = {QStringLiteral("sh"), QStringLiteral("bash"), QStringLiteral("dash"), QStringLiteral("zsh"),
-                                       QStringLiteral("ksh"), QStringLiteral("ash"), QStringLiteral("mksh"), QStringLiteral("busybox")};
+    static const QStringList shells
+        = {QStringLiteral("sh"), QStringLiteral("bash"), QStringLiteral("dash"), QStringLiteral("zsh"),
+            QStringLiteral("ksh"), QStringLiteral("ash"), QStringLiteral("mksh"), QStringLiteral("busybox")};
     return shells.contains(name);
 }
 
@@ -63,29 +65,34 @@ bool isShell(const QString &name)
 struct Transparent {
     const char *name;
     QStringList optionsWithValue; // options that take the next word
-    bool firstArgumentIsValue;    // timeout DURATION, chrt PRIO, taskset MASK
+    bool firstArgumentIsValue; // timeout DURATION, chrt PRIO, taskset MASK
 };
 const QList<Transparent> &transparentWrappers()
 {
     static const QList<Transparent> wrappers = {
-        {"env", {QStringLiteral("-u"), QStringLiteral("--unset"), QStringLiteral("-C"), QStringLiteral("--chdir")}, false},
+        {"env", {QStringLiteral("-u"), QStringLiteral("--unset"), QStringLiteral("-C"), QStringLiteral("--chdir")},
+            false},
         {"nice", {QStringLiteral("-n"), QStringLiteral("--adjustment")}, false},
         {"nohup", {}, false},
         {"setsid", {}, false},
         {"stdbuf", {QStringLiteral("-i"), QStringLiteral("-o"), QStringLiteral("-e")}, false},
-        {"timeout", {QStringLiteral("-s"), QStringLiteral("--signal"), QStringLiteral("-k"), QStringLiteral("--kill-after")}, true},
+        {"timeout",
+            {QStringLiteral("-s"), QStringLiteral("--signal"), QStringLiteral("-k"), QStringLiteral("--kill-after")},
+            true},
         {"ionice", {QStringLiteral("-c"), QStringLiteral("-n"), QStringLiteral("-p")}, false},
         {"chrt", {}, true},
         {"taskset", {}, true},
         {"command", {}, false},
         {"exec", {QStringLiteral("-a")}, false},
         {"builtin", {}, false},
-        {"time", {QStringLiteral("-f"), QStringLiteral("--format"), QStringLiteral("-o"), QStringLiteral("--output")}, false},
+        {"time", {QStringLiteral("-f"), QStringLiteral("--format"), QStringLiteral("-o"), QStringLiteral("--output")},
+            false},
         {"xargs",
-         {QStringLiteral("-a"), QStringLiteral("--arg-file"), QStringLiteral("-d"), QStringLiteral("--delimiter"), QStringLiteral("-E"),
-          QStringLiteral("-I"), QStringLiteral("-L"), QStringLiteral("-n"),
-          QStringLiteral("--max-args"), QStringLiteral("-P"), QStringLiteral("--max-procs"), QStringLiteral("-s"), QStringLiteral("--max-chars")},
-         false},
+            {QStringLiteral("-a"), QStringLiteral("--arg-file"), QStringLiteral("-d"), QStringLiteral("--delimiter"),
+                QStringLiteral("-E"), QStringLiteral("-I"), QStringLiteral("-L"), QStringLiteral("-n"),
+                QStringLiteral("--max-args"), QStringLiteral("-P"), QStringLiteral("--max-procs"), QStringLiteral("-s"),
+                QStringLiteral("--max-chars")},
+            false},
     };
     return wrappers;
 }
@@ -99,8 +106,9 @@ CommandVerdict verdict(Decision d, const QString &rule, const QString &layer, co
 // (LD_PRELOAD, PATH, GIT_*, BASH_ENV, PAGER, *_OPTIONS ...), so no allow rule covers it.
 bool harmlessVariable(const QString &name)
 {
-    static const QStringList safe = {QStringLiteral("LANG"), QStringLiteral("TZ"), QStringLiteral("TERM"), QStringLiteral("COLUMNS"),
-                                     QStringLiteral("LINES"), QStringLiteral("NO_COLOR"), QStringLiteral("CLICOLOR"), QStringLiteral("CI")};
+    static const QStringList safe
+        = {QStringLiteral("LANG"), QStringLiteral("TZ"), QStringLiteral("TERM"), QStringLiteral("COLUMNS"),
+            QStringLiteral("LINES"), QStringLiteral("NO_COLOR"), QStringLiteral("CLICOLOR"), QStringLiteral("CI")};
     return safe.contains(name) || name.startsWith(QLatin1String("LC_"));
 }
 
@@ -115,7 +123,8 @@ CommandVerdict withEnvironment(CommandVerdict v, const QStringList &env)
     if (risky.isEmpty())
         return v;
     return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
-                   QStringLiteral("%1 (allowed by '%2') but with %3 set, which can change what runs").arg(v.reason, v.rule, risky.join(QStringLiteral(", "))));
+        QStringLiteral("%1 (allowed by '%2') but with %3 set, which can change what runs")
+            .arg(v.reason, v.rule, risky.join(QStringLiteral(", "))));
 }
 
 // Only programs from the system's own directories are known by their name alone: a rule about
@@ -159,10 +168,8 @@ Decision strictest(Decision a, Decision b)
 
 QJsonObject CommandVerdict::toJson() const
 {
-    return {{QStringLiteral("decision"), decisionName(decision)},
-            {QStringLiteral("rule"), rule},
-            {QStringLiteral("layer"), layer},
-            {QStringLiteral("reason"), reason}};
+    return {{QStringLiteral("decision"), decisionName(decision)}, {QStringLiteral("rule"), rule},
+        {QStringLiteral("layer"), layer}, {QStringLiteral("reason"), reason}};
 }
 
 bool globMatch(QStringView p, QStringView t)
@@ -199,8 +206,8 @@ bool globMatch(QStringView p, QStringView t)
                         continue;
                     }
                 }
-            } else if (c == QLatin1Char('?') || (c == QLatin1Char('\\') && pi + 1 < p.size() && p.at(pi + 1) == t.at(ti) && ++pi)
-                       || c == t.at(ti)) {
+            } else if (c == QLatin1Char('?')
+                || (c == QLatin1Char('\\') && pi + 1 < p.size() && p.at(pi + 1) == t.at(ti) && ++pi) || c == t.at(ti)) {
                 ++pi;
                 ++ti;
                 continue;
@@ -217,7 +224,9 @@ bool globMatch(QStringView p, QStringView t)
 }
 
 CommandRules::CommandRules(QList<CommandRule> rules, Decision fallback, QList<CommandRule> everywhere)
-    : m_rules(std::move(rules)), m_default(fallback), m_everywhere(std::move(everywhere))
+    : m_rules(std::move(rules))
+    , m_default(fallback)
+    , m_everywhere(std::move(everywhere))
 {
     for (const CommandRule &r : std::as_const(m_rules))
         if (r.decision == Decision::Deny)
@@ -279,10 +288,12 @@ std::optional<QStringList> gitWithoutGlobalOptions(const QStringList &argv)
         const QString &a = argv.at(i);
         if (a.startsWith(QLatin1String("--config-env")))
             return std::nullopt;
-        if (a == QLatin1String("-c") && i + 1 < argv.size() && argv.at(i + 1).startsWith(QLatin1String("alias."), Qt::CaseInsensitive))
+        if (a == QLatin1String("-c") && i + 1 < argv.size()
+            && argv.at(i + 1).startsWith(QLatin1String("alias."), Qt::CaseInsensitive))
             return std::nullopt;
-        if (a == QLatin1String("-c") || a == QLatin1String("-C") || a == QLatin1String("--git-dir") || a == QLatin1String("--work-tree")
-            || a == QLatin1String("--namespace") || a == QLatin1String("--super-prefix"))
+        if (a == QLatin1String("-c") || a == QLatin1String("-C") || a == QLatin1String("--git-dir")
+            || a == QLatin1String("--work-tree") || a == QLatin1String("--namespace")
+            || a == QLatin1String("--super-prefix"))
             ++i;
     }
     return out + argv.mid(i);
@@ -292,24 +303,29 @@ std::optional<QStringList> gitWithoutGlobalOptions(const QStringList &argv)
 CommandVerdict CommandRules::evaluateNested(const QStringList &argv) const
 {
     if (argv.isEmpty())
-        return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
+        return verdict(
+            Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
     const auto plain = gitWithoutGlobalOptions(argv);
     for (const QStringList &form : {argv, plain.value_or(argv)})
-        if (const CommandVerdict denied = matchIn(m_denyRules, Decision::Allow, form, {}, {}); denied.decision == Decision::Deny)
+        if (const CommandVerdict denied = matchIn(m_denyRules, Decision::Allow, form, {}, {});
+            denied.decision == Decision::Deny)
             return denied;
     QString why;
     if (readsCommandsFromInput(argv))
         why = QStringLiteral("a shell reading commands from its input");
     else if (!plain)
         why = QStringLiteral("git with an alias or configuration from the environment");
-    else if (const CommandVerdict judged = matchIn(m_everywhere, Decision::Allow, *plain, {}, {}); judged.decision != Decision::Allow)
+    else if (const CommandVerdict judged = matchIn(m_everywhere, Decision::Allow, *plain, {}, {});
+             judged.decision != Decision::Allow)
         why = QStringLiteral("pattern '%1', %2").arg(judged.rule, judged.layer);
     if (!why.isEmpty()) {
         CommandVerdict v = evaluateCommand(argv, 0, {}, {});
-        v.reason = QStringLiteral("'%1' is judged wherever it runs (%2): %3").arg(argv.join(QLatin1Char(' ')).left(200), why, v.reason);
+        v.reason = QStringLiteral("'%1' is judged wherever it runs (%2): %3")
+                       .arg(argv.join(QLatin1Char(' ')).left(200), why, v.reason);
         return v;
     }
-    return verdict(Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("covered by the decision on the command that started it"));
+    return verdict(Decision::Allow, QStringLiteral("covered"), QString(),
+        QStringLiteral("covered by the decision on the command that started it"));
 }
 
 QList<QStringList> CommandRules::namedPrograms(const QStringList &argv)
@@ -322,7 +338,8 @@ QList<QStringList> CommandRules::namedPrograms(const QStringList &argv)
             if (a.isEmpty() || !isShell(programName(a.first())))
                 continue;
             qsizetype i = 1;
-            for (; i < a.size() && a.at(i).startsWith(QLatin1Char('-')) && !a.at(i).startsWith(QLatin1String("--")); ++i)
+            for (; i < a.size() && a.at(i).startsWith(QLatin1Char('-')) && !a.at(i).startsWith(QLatin1String("--"));
+                 ++i)
                 if (a.at(i).contains(QLatin1Char('c')))
                     break;
             if (i + 1 >= a.size() || !a.at(i).startsWith(QLatin1Char('-')) || !a.at(i).contains(QLatin1Char('c')))
@@ -344,17 +361,19 @@ QList<QStringList> CommandRules::namedPrograms(const QStringList &argv)
 CommandVerdict CommandRules::evaluate(const QStringList &argv, const QStringList &env) const
 {
     if (argv.isEmpty())
-        return verdict(Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
+        return verdict(
+            Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty command"));
     return evaluateCommand(argv, 0, env, {});
 }
 
-CommandVerdict CommandRules::match(const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const
+CommandVerdict CommandRules::match(
+    const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const
 {
     return matchIn(m_rules, m_default, argv, coverage, runtime);
 }
 
-CommandVerdict CommandRules::matchIn(const QList<CommandRule> &rules, Decision fallback, const QStringList &argv, const Coverage &coverage,
-                                     const QList<qsizetype> &runtime)
+CommandVerdict CommandRules::matchIn(const QList<CommandRule> &rules, Decision fallback, const QStringList &argv,
+    const Coverage &coverage, const QList<qsizetype> &runtime)
 {
     // All matching rules; the strictest decides, the first of those is reported.
     const CommandRule *best = nullptr;
@@ -374,8 +393,11 @@ CommandVerdict CommandRules::matchIn(const QList<CommandRule> &rules, Decision f
         qsizetype i = 0;
         for (; i < rule.words.size() && i < argv.size(); ++i) {
             const QString &w = rule.words.at(i);
-            const bool word = rule.exact ? (w == argv.at(i) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == programName(argv.at(0))))
-                                         : (globMatch(w, argv.at(i)) || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, programName(argv.at(0)))));
+            const bool word = rule.exact
+                ? (w == argv.at(i)
+                    || (i == 0 && byName && !w.contains(QLatin1Char('/')) && w == programName(argv.at(0))))
+                : (globMatch(w, argv.at(i))
+                    || (i == 0 && byName && !w.contains(QLatin1Char('/')) && globMatch(w, programName(argv.at(0)))));
             if (!word) {
                 matches = false;
                 break;
@@ -384,7 +406,8 @@ CommandVerdict CommandRules::matchIn(const QList<CommandRule> &rules, Decision f
         if (!matches) {
             // From its first word known only at run time on, the argv can be anything (a $x
             // splits into any number of words).
-            if (rule.decision != Decision::Allow && i >= firstRuntime && (!possible || int(rule.decision) > int(possible->decision)))
+            if (rule.decision != Decision::Allow && i >= firstRuntime
+                && (!possible || int(rule.decision) > int(possible->decision)))
                 possible = &rule;
             continue;
         }
@@ -397,22 +420,26 @@ CommandVerdict CommandRules::matchIn(const QList<CommandRule> &rules, Decision f
     }
     if (possible && (!best || int(possible->decision) > int(best->decision)))
         return verdict(Decision::Ask, possible->text(), possible->layer,
-                       QStringLiteral("cannot be checked: '%1' could match rule '%2' (%3, %4) once '%5' is expanded at run time")
-                           .arg(argv.join(QLatin1Char(' ')).left(200), possible->text(), possible->layer, decisionName(possible->decision),
-                                firstRuntime < argv.size() ? argv.at(firstRuntime).left(60) : QString()));
+            QStringLiteral("cannot be checked: '%1' could match rule '%2' (%3, %4) once '%5' is expanded at run time")
+                .arg(argv.join(QLatin1Char(' ')).left(200), possible->text(), possible->layer,
+                    decisionName(possible->decision),
+                    firstRuntime < argv.size() ? argv.at(firstRuntime).left(60) : QString()));
     if (best)
         return verdict(best->decision, best->text(), best->layer,
-                       QStringLiteral("'%1' matches rule '%2' (%3)").arg(argv.join(QLatin1Char(' ')).left(200), best->text(), best->layer));
+            QStringLiteral("'%1' matches rule '%2' (%3)")
+                .arg(argv.join(QLatin1Char(' ')).left(200), best->text(), best->layer));
     if (skippedAllow)
         return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), coverage.reason);
     return verdict(fallback, QStringLiteral("default"), QStringLiteral("builtin"),
-                   QStringLiteral("no rule matches '%1'").arg(argv.join(QLatin1Char(' ')).left(200)));
+        QStringLiteral("no rule matches '%1'").arg(argv.join(QLatin1Char(' ')).left(200)));
 }
 
-CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const
+CommandVerdict CommandRules::evaluateCommand(
+    const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const
 {
     if (depth > kMaxDepth)
-        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("wrappers nested too deep to check"));
+        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+            QStringLiteral("wrappers nested too deep to check"));
     const QString name = programName(argv.first());
     // A deny rule about the wrapper itself always counts.
     CommandVerdict own = match(argv, {}, runtime);
@@ -424,7 +451,9 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
         return inner;
     };
 
-    auto ask = [](const QString &reason) { return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), reason); };
+    auto ask = [](const QString &reason) {
+        return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), reason);
+    };
 
     // sh -c SCRIPT: every segment of the script on its own.
     if (isShell(name)) {
@@ -434,10 +463,13 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
         // Reasons to ask whatever the script says; a deny in the script still wins.
         std::optional<CommandVerdict> floor;
         if (name == QLatin1String("zsh"))
-            floor = ask(QStringLiteral("zsh reads ~/.zshenv before any command, so what it runs is not only its arguments"));
+            floor = ask(
+                QStringLiteral("zsh reads ~/.zshenv before any command, so what it runs is not only its arguments"));
         else if (const auto option = unplainShellOption(argv, i))
-            floor = ask(QStringLiteral("shell option '%1' is not one of -c -e -u -x -v -f -o pipefail/errexit/nounset/xtrace: "
-                                       "it can make the shell read startup files or commands from elsewhere").arg(option->left(40)));
+            floor = ask(
+                QStringLiteral("shell option '%1' is not one of -c -e -u -x -v -f -o pipefail/errexit/nounset/xtrace: "
+                               "it can make the shell read startup files or commands from elsewhere")
+                    .arg(option->left(40)));
         auto withFloor = [&](CommandVerdict v) {
             if (floor && v.decision != Decision::Deny)
                 v = *floor;
@@ -459,20 +491,24 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
         // time may be an option.
         for (qsizetype k : runtime)
             if (k > 0 && k <= (command ? i : argv.size()) && !floor)
-                floor = ask(QStringLiteral("the shell's argument '%1' is only known at run time").arg(k < argv.size() ? argv.at(k).left(60) : QString()));
+                floor = ask(QStringLiteral("the shell's argument '%1' is only known at run time")
+                                .arg(k < argv.size() ? argv.at(k).left(60) : QString()));
         if (command) {
             if (i >= argv.size())
-                return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("-c without a command"));
+                return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                    QStringLiteral("-c without a command"));
             auto segments = parseShell(argv.at(i));
             if (!segments)
                 return combine(verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
-                                       QStringLiteral("the shell command %1").arg(segments.error().message)));
-            CommandVerdict result = verdict(Decision::Allow, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty script"));
+                    QStringLiteral("the shell command %1").arg(segments.error().message)));
+            CommandVerdict result = verdict(
+                Decision::Allow, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty script"));
             bool first = true;
             for (const ShellSegment &s : std::as_const(*segments)) {
                 CommandVerdict v = s.dynamicProgram
                     ? verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
-                              QStringLiteral("'%1' runs a program chosen at run time").arg(s.argv.join(QLatin1Char(' ')).left(200)))
+                        QStringLiteral("'%1' runs a program chosen at run time")
+                            .arg(s.argv.join(QLatin1Char(' ')).left(200)))
                     : evaluateCommand(s.argv, depth + 1, env + s.assignments, s.runtimeWords);
                 if (first || int(v.decision) > int(result.decision))
                     result = v;
@@ -498,13 +534,17 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
                 break;
             }
             if (name == QLatin1String("env")
-                && ((a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.contains(QLatin1Char('S')))
+                && ((a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--"))
+                        && a.contains(QLatin1Char('S')))
                     || a.startsWith(QLatin1String("--split-string"))))
                 return combine(verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
-                                       QStringLiteral("env -S splits a string into a command; it is not followed")));
+                    QStringLiteral("env -S splits a string into a command; it is not followed")));
             if ((name == QLatin1String("exec") && a.startsWith(QLatin1String("-a")))
-                || (name == QLatin1String("env") && (a == QLatin1String("-a") || a.startsWith(QLatin1String("--argv0")))))
-                return combine(ask(QStringLiteral("%1 %2 renames the program it starts (a name starting with '-' makes a login shell)").arg(name, a)));
+                || (name == QLatin1String("env")
+                    && (a == QLatin1String("-a") || a.startsWith(QLatin1String("--argv0")))))
+                return combine(ask(
+                    QStringLiteral("%1 %2 renames the program it starts (a name starting with '-' makes a login shell)")
+                        .arg(name, a)));
             if (name == QLatin1String("env") && a.contains(QLatin1Char('=')) && !a.startsWith(QLatin1Char('-'))) {
                 assigned.append(a.section(QLatin1Char('='), 0, 0));
                 continue;
@@ -524,7 +564,9 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
             break;
         for (qsizetype k : runtime)
             if (k > 0 && k <= i)
-                return combine(ask(QStringLiteral("%1's argument '%2' is only known at run time; it may be an option or the program").arg(name, argv.at(k).left(60))));
+                return combine(ask(
+                    QStringLiteral("%1's argument '%2' is only known at run time; it may be an option or the program")
+                        .arg(name, argv.at(k).left(60))));
         QList<qsizetype> inner = shifted(runtime, i);
         if (name == QLatin1String("xargs"))
             inner.append(argv.size() - i); // the words it reads from its input follow the command
@@ -533,7 +575,8 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
 
     // find … -exec CMD … ; — find itself, and what it executes.
     if (name == QLatin1String("find")) {
-        const QStringList execFlags = {QStringLiteral("-exec"), QStringLiteral("-execdir"), QStringLiteral("-ok"), QStringLiteral("-okdir")};
+        const QStringList execFlags
+            = {QStringLiteral("-exec"), QStringLiteral("-execdir"), QStringLiteral("-ok"), QStringLiteral("-okdir")};
         CommandVerdict result = match(argv, requiredCoverage(argv, runtime), runtime);
         for (qsizetype i = 1; i < argv.size(); ++i) {
             if (!execFlags.contains(argv.at(i)))
@@ -542,7 +585,8 @@ CommandVerdict CommandRules::evaluateCommand(const QStringList &argv, int depth,
             while (end < argv.size() && argv.at(end) != QLatin1String(";") && argv.at(end) != QLatin1String("+"))
                 ++end;
             if (end == i + 1)
-                return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"), QStringLiteral("find -exec without a command"));
+                return verdict(Decision::Ask, QStringLiteral("default"), QStringLiteral("builtin"),
+                    QStringLiteral("find -exec without a command"));
             // find's own rule may not cover what it executes: judged separately.
             // {} becomes each file's name, which the agent chose (a file can be named --upload-pack=…).
             const QStringList command = argv.mid(i + 1, end - i - 1);

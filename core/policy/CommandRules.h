@@ -31,8 +31,8 @@ struct CommandRule {
 // What the rules say about one command, and why.
 struct CommandVerdict {
     Decision decision = Decision::Ask;
-    QString rule;   // the deciding rule's words, or "default"
-    QString layer;  // the deciding rule's layer
+    QString rule; // the deciding rule's words, or "default"
+    QString layer; // the deciding rule's layer
     QString reason; // for a person: which part decided and why
     QJsonObject toJson() const;
 };
@@ -65,11 +65,12 @@ public:
     static QList<QStringList> namedPrograms(const QStringList &argv);
 
 private:
-    CommandVerdict evaluateCommand(const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const;
+    CommandVerdict evaluateCommand(
+        const QStringList &argv, int depth, const QStringList &env, const QList<qsizetype> &runtime) const;
     CommandVerdict match(const QStringList &argv, const Coverage &coverage, const QList<qsizetype> &runtime) const;
     // All matching rules of `rules`: the strictest decides (`fallback` when none matches).
-    static CommandVerdict matchIn(const QList<CommandRule> &rules, Decision fallback, const QStringList &argv, const Coverage &coverage,
-                                  const QList<qsizetype> &runtime);
+    static CommandVerdict matchIn(const QList<CommandRule> &rules, Decision fallback, const QStringList &argv,
+        const Coverage &coverage, const QList<qsizetype> &runtime);
 
     QList<CommandRule> m_rules;
     Decision m_default = Decision::Ask;

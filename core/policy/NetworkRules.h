@@ -10,9 +10,9 @@ namespace airlock::policy {
 
 struct NetworkVerdict {
     Decision decision = Decision::Deny;
-    QString rule;   // the pattern that decided, or "default" / the mode
+    QString rule; // the pattern that decided, or "default" / the mode
     QString reason; // for a person
-    QString host;   // the destination as matched: normalised name or canonical IP
+    QString host; // the destination as matched: normalised name or canonical IP
     bool ipLiteral = false;
     // Allowed by a wildcard rule and by no rule that names the host exactly: a name the sandbox may
     // have made up, which DNS would carry to whoever serves the zone. It is looked up only when
@@ -35,8 +35,11 @@ class NetworkRules {
 public:
     NetworkRules() = default;
     NetworkRules(QString mode, QStringList allow, QStringList deny, Decision unknown, QStringList resolveWildcards = {})
-        : m_mode(std::move(mode)), m_allow(std::move(allow)), m_deny(std::move(deny)), m_resolveWildcards(std::move(resolveWildcards)),
-          m_unknown(unknown)
+        : m_mode(std::move(mode))
+        , m_allow(std::move(allow))
+        , m_deny(std::move(deny))
+        , m_resolveWildcards(std::move(resolveWildcards))
+        , m_unknown(unknown)
     {
     }
 

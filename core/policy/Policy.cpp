@@ -2,9 +2,9 @@
 #include "policy/Policy.h"
 #include "util/FileSystem.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QDir>
 #include <QHostAddress>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -26,7 +26,7 @@ Status onlyKeys(const QJsonObject &o, const QString &pointer, const QStringList 
     for (auto it = o.begin(); it != o.end(); ++it)
         if (!known.contains(it.key()))
             return invalid(pointer + QLatin1Char('/') + it.key(),
-                           QStringLiteral("unknown field (expected one of: %1)").arg(known.join(QStringLiteral(", "))));
+                QStringLiteral("unknown field (expected one of: %1)").arg(known.join(QStringLiteral(", "))));
     return Ok{};
 }
 
@@ -83,14 +83,16 @@ Result<QStringList> commandWords(const QJsonValue &v, const QString &pointer)
 
 Status validateNetwork(const QJsonObject &n)
 {
-    if (Status s = onlyKeys(n, QStringLiteral("/network"), {QStringLiteral("mode"), QStringLiteral("allow"), QStringLiteral("deny"),
-                                                            QStringLiteral("unknown"), QStringLiteral("resolveWildcards")});
+    if (Status s = onlyKeys(n, QStringLiteral("/network"),
+            {QStringLiteral("mode"), QStringLiteral("allow"), QStringLiteral("deny"), QStringLiteral("unknown"),
+                QStringLiteral("resolveWildcards")});
         !s)
         return s;
     if (n.contains(QStringLiteral("mode"))) {
         static const QStringList modes = {QStringLiteral("none"), QStringLiteral("allowlist"), QStringLiteral("full")};
         if (!modes.contains(n.value(QStringLiteral("mode")).toString()))
-            return invalid(QStringLiteral("/network/mode"), QStringLiteral("expected \"none\", \"allowlist\" or \"full\""));
+            return invalid(
+                QStringLiteral("/network/mode"), QStringLiteral("expected \"none\", \"allowlist\" or \"full\""));
     }
     for (const char *list : {"allow", "deny", "resolveWildcards"}) {
         const QString pointer = QStringLiteral("/network/%1").arg(QLatin1String(list));
@@ -101,20 +103,23 @@ Status validateNetwork(const QJsonObject &n)
         for (qsizetype i = 0; i < entries->size(); ++i) {
             const QJsonValue e = entries->at(i);
             if (!e.isString())
-                return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i), wildcards ? QStringLiteral("expected a wildcard pattern string (\"*.example.com\")")
-                                                                                       : QStringLiteral("expected a host pattern string"));
+                return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i),
+                    wildcards ? QStringLiteral("expected a wildcard pattern string (\"*.example.com\")")
+                              : QStringLiteral("expected a host pattern string"));
             auto host = normaliseHostPattern(e.toString());
             if (!host)
                 return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i), host.error().message);
             if (wildcards && !host->startsWith(QLatin1String("*.")))
                 return invalid(QStringLiteral("%1/%2").arg(pointer).arg(i),
-                               QStringLiteral("expected a wildcard pattern (\"*.example.com\", optionally with :PORT): names a rule lists exactly are looked up anyway"));
+                    QStringLiteral("expected a wildcard pattern (\"*.example.com\", optionally with :PORT): names a "
+                                   "rule lists exactly are looked up anyway"));
         }
     }
     if (n.contains(QStringLiteral("unknown"))) {
         const QString u = n.value(QStringLiteral("unknown")).toString();
         if (u != QLatin1String("deny") && u != QLatin1String("ask"))
-            return invalid(QStringLiteral("/network/unknown"), QStringLiteral("expected \"deny\" or \"ask\" (what to do with a destination no rule names)"));
+            return invalid(QStringLiteral("/network/unknown"),
+                QStringLiteral("expected \"deny\" or \"ask\" (what to do with a destination no rule names)"));
     }
     return Ok{};
 }
@@ -131,20 +136,26 @@ Status validateCredentials(const QJsonObject &c)
     for (qsizetype i = 0; i < grants->size(); ++i) {
         const QString pointer = QStringLiteral("/credentials/grants/%1").arg(i);
         if (!grants->at(i).isObject())
-            return invalid(pointer, QStringLiteral("expected {\"secret\": NAME, \"env\": VAR} or {\"secret\": NAME, \"file\": PATH}"));
+            return invalid(pointer,
+                QStringLiteral("expected {\"secret\": NAME, \"env\": VAR} or {\"secret\": NAME, \"file\": PATH}"));
         const QJsonObject g = grants->at(i).toObject();
-        if (Status s = onlyKeys(g, pointer, {QStringLiteral("secret"), QStringLiteral("env"), QStringLiteral("file")}); !s)
+        if (Status s = onlyKeys(g, pointer, {QStringLiteral("secret"), QStringLiteral("env"), QStringLiteral("file")});
+            !s)
             return s;
         if (!secretName.match(g.value(QStringLiteral("secret")).toString()).hasMatch())
-            return invalid(pointer + QStringLiteral("/secret"), QStringLiteral("expected a secret name (letters, digits, _ . -)"));
+            return invalid(
+                pointer + QStringLiteral("/secret"), QStringLiteral("expected a secret name (letters, digits, _ . -)"));
         const bool env = g.contains(QStringLiteral("env")), file = g.contains(QStringLiteral("file"));
         if (env == file)
             return invalid(pointer, QStringLiteral("expected exactly one of \"env\" and \"file\""));
         if (env && !envName.match(g.value(QStringLiteral("env")).toString()).hasMatch())
             return invalid(pointer + QStringLiteral("/env"), QStringLiteral("expected an environment variable name"));
         const QString path = g.value(QStringLiteral("file")).toString();
-        if (file && (!path.startsWith(QLatin1Char('/')) || path.split(QLatin1Char('/')).contains(QStringLiteral("..")) || path.size() > 1024))
-            return invalid(pointer + QStringLiteral("/file"), QStringLiteral("expected an absolute path inside the sandbox, without '..'"));
+        if (file
+            && (!path.startsWith(QLatin1Char('/')) || path.split(QLatin1Char('/')).contains(QStringLiteral(".."))
+                || path.size() > 1024))
+            return invalid(pointer + QStringLiteral("/file"),
+                QStringLiteral("expected an absolute path inside the sandbox, without '..'"));
     }
     return Ok{};
 }
@@ -157,7 +168,8 @@ Status validateTools(const QJsonObject &t)
         if (!toolName.match(it.key()).hasMatch())
             return invalid(pointer, QStringLiteral("expected a tool name (lower-case letters, digits, _ . -)"));
         if (!it.value().isObject())
-            return invalid(pointer, QStringLiteral("expected {\"decision\": \"allow|ask|deny\", \"constraints\": {ARG: GLOB}}"));
+            return invalid(
+                pointer, QStringLiteral("expected {\"decision\": \"allow|ask|deny\", \"constraints\": {ARG: GLOB}}"));
         const QJsonObject p = it.value().toObject();
         if (Status s = onlyKeys(p, pointer, {QStringLiteral("decision"), QStringLiteral("constraints")}); !s)
             return s;
@@ -168,19 +180,22 @@ Status validateTools(const QJsonObject &t)
             return constraints.error();
         for (auto c = constraints->begin(); c != constraints->end(); ++c)
             if (!c.value().isString())
-                return invalid(pointer + QStringLiteral("/constraints/") + c.key(), QStringLiteral("expected a glob string"));
+                return invalid(
+                    pointer + QStringLiteral("/constraints/") + c.key(), QStringLiteral("expected a glob string"));
     }
     return Ok{};
 }
 
 Status validateCommands(const QJsonObject &c)
 {
-    if (Status s = onlyKeys(c, QStringLiteral("/commands"), {QStringLiteral("default"), QStringLiteral("rules"), QStringLiteral("everywhere"),
-                                                             QStringLiteral("judgeExecs")});
+    if (Status s = onlyKeys(c, QStringLiteral("/commands"),
+            {QStringLiteral("default"), QStringLiteral("rules"), QStringLiteral("everywhere"),
+                QStringLiteral("judgeExecs")});
         !s)
         return s;
     if (c.contains(QStringLiteral("judgeExecs")) && !c.value(QStringLiteral("judgeExecs")).isBool())
-        return invalid(QStringLiteral("/commands/judgeExecs"), QStringLiteral("expected true (every program a command starts is judged) or false"));
+        return invalid(QStringLiteral("/commands/judgeExecs"),
+            QStringLiteral("expected true (every program a command starts is judged) or false"));
     auto everywhere = arrayAt(c, QStringLiteral("everywhere"), QStringLiteral("/commands/everywhere"));
     if (!everywhere)
         return everywhere.error();
@@ -188,7 +203,8 @@ Status validateCommands(const QJsonObject &c)
         const QString pointer = QStringLiteral("/commands/everywhere/%1").arg(i);
         const QJsonObject r = everywhere->at(i).toObject();
         if (!everywhere->at(i).isObject())
-            return invalid(pointer, QStringLiteral("expected {\"command\": \"words\"} (and \"exact\": true for exactly those words)"));
+            return invalid(pointer,
+                QStringLiteral("expected {\"command\": \"words\"} (and \"exact\": true for exactly those words)"));
         if (Status s = onlyKeys(r, pointer, {QStringLiteral("command"), QStringLiteral("exact")}); !s)
             return s;
         if (r.contains(QStringLiteral("exact")) && !r.value(QStringLiteral("exact")).isBool())
@@ -205,8 +221,11 @@ Status validateCommands(const QJsonObject &c)
         const QString pointer = QStringLiteral("/commands/rules/%1").arg(i);
         const QJsonObject r = rules->at(i).toObject();
         if (!rules->at(i).isObject())
-            return invalid(pointer, QStringLiteral("expected {\"decision\": \"allow|ask|deny\", \"command\": \"words\"}"));
-        if (Status s = onlyKeys(r, pointer, {QStringLiteral("decision"), QStringLiteral("command"), QStringLiteral("exact")}); !s)
+            return invalid(
+                pointer, QStringLiteral("expected {\"decision\": \"allow|ask|deny\", \"command\": \"words\"}"));
+        if (Status s
+            = onlyKeys(r, pointer, {QStringLiteral("decision"), QStringLiteral("command"), QStringLiteral("exact")});
+            !s)
             return s;
         if (r.contains(QStringLiteral("exact")) && !r.value(QStringLiteral("exact")).isBool())
             return invalid(pointer + QStringLiteral("/exact"), QStringLiteral("expected true or false"));
@@ -245,13 +264,16 @@ Result<std::pair<QString, QList<QHostAddress>>> parseResolveEntry(const QString 
 {
     const qsizetype eq = entry.indexOf(QLatin1Char('='));
     auto name = normaliseHostPattern(entry.left(eq));
-    if (eq <= 0 || !name || name->startsWith(QLatin1String("*.")) || name->contains(QLatin1Char(':')) || NetworkRules::parseAddress(*name))
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("expected NAME=ADDR[,ADDR], with a host name (no wildcard or port)"));
+    if (eq <= 0 || !name || name->startsWith(QLatin1String("*.")) || name->contains(QLatin1Char(':'))
+        || NetworkRules::parseAddress(*name))
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("expected NAME=ADDR[,ADDR], with a host name (no wildcard or port)"));
     QList<QHostAddress> addresses;
     for (const QString &a : entry.mid(eq + 1).split(QLatin1Char(','))) {
         const QHostAddress address(a.trimmed());
         if (address.isNull())
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not an IPv4 or IPv6 address").arg(a.left(100)));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("'%1' is not an IPv4 or IPv6 address").arg(a.left(100)));
         addresses.append(address);
     }
     return std::pair{*name, addresses};
@@ -268,12 +290,14 @@ Result<QString> normaliseHostPattern(const QString &pattern)
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("unbalanced [ in '%1'").arg(pattern.left(200)));
         if (close + 1 < host.size()) {
             if (host.at(close + 1) != QLatin1Char(':'))
-                return makeError(ErrorCode::InvalidArgument, QStringLiteral("expected :PORT after ] in '%1'").arg(pattern.left(200)));
+                return makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("expected :PORT after ] in '%1'").arg(pattern.left(200)));
             port = host.mid(close + 2);
         }
         host = host.mid(1, close - 1);
         if (QHostAddress(host).protocol() != QAbstractSocket::IPv6Protocol)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not an IPv6 address").arg(host.left(200)));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("'%1' is not an IPv6 address").arg(host.left(200)));
         host = QLatin1Char('[') + QHostAddress(host).toString() + QLatin1Char(']');
     } else {
         const qsizetype colon = host.lastIndexOf(QLatin1Char(':'));
@@ -293,11 +317,13 @@ Result<QString> normaliseHostPattern(const QString &pattern)
             const QStringList labels = QString::fromLatin1(ace).toLower().split(QLatin1Char('.'));
             if (ace.isEmpty() || ace.size() > 253 || labels.size() < (wildcard ? 2 : 1))
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("'%1' is not a host name, *.domain, IPv4 address or [IPv6] address").arg(pattern.left(200)));
+                    QStringLiteral("'%1' is not a host name, *.domain, IPv4 address or [IPv6] address")
+                        .arg(pattern.left(200)));
             for (const QString &l : labels)
                 if (!label.match(l).hasMatch())
                     return makeError(ErrorCode::InvalidArgument,
-                                     QStringLiteral("'%1' is not a valid host name (label '%2')").arg(pattern.left(200), l.left(63)));
+                        QStringLiteral("'%1' is not a valid host name (label '%2')")
+                            .arg(pattern.left(200), l.left(63)));
             host = (wildcard ? QStringLiteral("*.") : QString()) + labels.join(QLatin1Char('.'));
         }
     }
@@ -313,13 +339,15 @@ Result<QString> normaliseHostPattern(const QString &pattern)
 
 Status validate(const QJsonObject &doc)
 {
-    if (Status s = onlyKeys(doc, QString(), {QStringLiteral("version"), QStringLiteral("network"), QStringLiteral("credentials"),
-                                            QStringLiteral("tools"), QStringLiteral("commands"), QStringLiteral("filesystem"),
-                                            QStringLiteral("limits"), QStringLiteral("description")});
+    if (Status s = onlyKeys(doc, QString(),
+            {QStringLiteral("version"), QStringLiteral("network"), QStringLiteral("credentials"),
+                QStringLiteral("tools"), QStringLiteral("commands"), QStringLiteral("filesystem"),
+                QStringLiteral("limits"), QStringLiteral("description")});
         !s)
         return s;
     if (doc.contains(QStringLiteral("version")) && doc.value(QStringLiteral("version")).toInt(-1) != kPolicyVersion)
-        return invalid(QStringLiteral("/version"), QStringLiteral("expected %1 (this Airlock's policy format)").arg(kPolicyVersion));
+        return invalid(QStringLiteral("/version"),
+            QStringLiteral("expected %1 (this Airlock's policy format)").arg(kPolicyVersion));
     if (doc.contains(QStringLiteral("description")) && !doc.value(QStringLiteral("description")).isString())
         return invalid(QStringLiteral("/description"), QStringLiteral("expected a string"));
     struct Section {
@@ -327,7 +355,7 @@ Status validate(const QJsonObject &doc)
         Status (*check)(const QJsonObject &);
     };
     for (const Section &section : {Section{"network", validateNetwork}, Section{"credentials", validateCredentials},
-                                   Section{"tools", validateTools}, Section{"commands", validateCommands}}) {
+             Section{"tools", validateTools}, Section{"commands", validateCommands}}) {
         auto o = objectAt(doc, QLatin1String(section.key), QLatin1Char('/') + QLatin1String(section.key));
         if (!o)
             return o.error();
@@ -343,13 +371,15 @@ Result<QJsonObject> readUserLayer(const QString &userFile)
     if (!file.exists())
         return QJsonObject{};
     if (!file.open(QIODevice::ReadOnly))
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("cannot read the user policy %1: %2").arg(userFile, file.errorString()));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("cannot read the user policy %1: %2").arg(userFile, file.errorString()));
     QJsonParseError err{};
     const QJsonDocument doc = QJsonDocument::fromJson(file.read(1024 * 1024), &err);
     if (err.error != QJsonParseError::NoError || !doc.isObject())
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("the user policy %1 is not a JSON object (%2 at offset %3); fix or move it")
-                                                         .arg(userFile, err.errorString())
-                                                         .arg(err.offset));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("the user policy %1 is not a JSON object (%2 at offset %3); fix or move it")
+                .arg(userFile, err.errorString())
+                .arg(err.offset));
     return doc.object();
 }
 
@@ -360,7 +390,8 @@ Status writeUserLayer(const QString &userFile, const QJsonObject &layer)
     return fs::writePrivateFile(userFile, QJsonDocument(layer).toJson(QJsonDocument::Indented));
 }
 
-Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile)
+Result<EffectivePolicy> resolveForSandbox(
+    const QJsonObject &overrides, const QString &presetName, const QString &userFile)
 {
     auto user = readUserLayerIfAny(userFile);
     if (!user)
@@ -378,7 +409,8 @@ Result<std::optional<QJsonObject>> readUserLayerIfAny(const QString &file)
     return std::optional<QJsonObject>(*read);
 }
 
-Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const std::optional<QJsonObject> &userLayer)
+Result<EffectivePolicy> resolveForSandbox(
+    const QJsonObject &overrides, const QString &presetName, const std::optional<QJsonObject> &userLayer)
 {
     QList<Layer> layers{{QStringLiteral("builtin"), builtinDefaults()}};
     if (userLayer)
@@ -401,17 +433,21 @@ ToolVerdict evaluateTool(const EffectivePolicy &policy, const QString &tool, con
 {
     const auto it = policy.tools.constFind(tool);
     if (it == policy.tools.cend())
-        return {Decision::Deny, QStringLiteral("the policy does not give this sandbox the tool '%1'").arg(tool.left(100))};
+        return {
+            Decision::Deny, QStringLiteral("the policy does not give this sandbox the tool '%1'").arg(tool.left(100))};
     const QString layer = policy.sources.value(QStringLiteral("/tools/") + tool).toString();
     for (auto c = it->constraints.cbegin(); c != it->constraints.cend(); ++c) {
         const QJsonValue v = arguments.value(c.key());
         // Only a string can be held to a pattern; anything else (absent, a number, an array of
         // addresses) does not match it. Nor does a path that climbs out with "..": a glob like
         // /srv/data/* must not let /srv/data/../../etc/passwd through.
-        if (!v.isString() || v.toString().split(QLatin1Char('/')).contains(QStringLiteral("..")) || !globMatch(c.value(), v.toString()))
-            return {Decision::Deny, QStringLiteral("%1: argument '%2' must match '%3' (%4)").arg(tool, c.key(), c.value(), layer)};
+        if (!v.isString() || v.toString().split(QLatin1Char('/')).contains(QStringLiteral(".."))
+            || !globMatch(c.value(), v.toString()))
+            return {Decision::Deny,
+                QStringLiteral("%1: argument '%2' must match '%3' (%4)").arg(tool, c.key(), c.value(), layer)};
     }
-    return {it->decision, QStringLiteral("%1 is '%2' for this sandbox (%3)").arg(tool, decisionName(it->decision), layer)};
+    return {
+        it->decision, QStringLiteral("%1 is '%2' for this sandbox (%3)").arg(tool, decisionName(it->decision), layer)};
 }
 
 QJsonObject withSpecFields(QJsonObject overrides, const QJsonObject &spec)
@@ -444,12 +480,16 @@ QJsonObject builtinDefaults()
     // Programs an approved command does not cover when it starts them (beside a shell reading its
     // input, which is built in): pushing, remote shells and copies, package publishing.
     QJsonArray everywhere;
-    for (const char *command : {"git push", "git send-pack", "ssh", "scp", "sftp", "npm publish", "yarn publish", "pnpm publish",
-                                "cargo publish", "twine upload", "python3 -m twine upload", "gem push"})
+    for (const char *command : {"git push", "git send-pack", "ssh", "scp", "sftp", "npm publish", "yarn publish",
+             "pnpm publish", "cargo publish", "twine upload", "python3 -m twine upload", "gem push"})
         everywhere.append(QJsonObject{{QStringLiteral("command"), QLatin1String(command)}});
     return QJsonObject{{QStringLiteral("version"), kPolicyVersion},
-                       {QStringLiteral("network"), QJsonObject{{QStringLiteral("mode"), QStringLiteral("none")}, {QStringLiteral("unknown"), QStringLiteral("deny")}}},
-                       {QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("ask")}, {QStringLiteral("everywhere"), everywhere}}}};
+        {QStringLiteral("network"),
+            QJsonObject{
+                {QStringLiteral("mode"), QStringLiteral("none")}, {QStringLiteral("unknown"), QStringLiteral("deny")}}},
+        {QStringLiteral("commands"),
+            QJsonObject{
+                {QStringLiteral("default"), QStringLiteral("ask")}, {QStringLiteral("everywhere"), everywhere}}}};
 }
 
 QStringList presetNames()
@@ -460,7 +500,9 @@ QStringList presetNames()
 Result<QJsonObject> preset(const QString &name)
 {
     if (!presetNames().contains(name))
-        return makeError(ErrorCode::NotFound, QStringLiteral("no preset named '%1' (presets: %2)").arg(name.left(100), presetNames().join(QStringLiteral(", "))));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no preset named '%1' (presets: %2)")
+                .arg(name.left(100), presetNames().join(QStringLiteral(", "))));
     QFile f(QStringLiteral(":/airlock/presets/%1.json").arg(name));
     if (!f.open(QIODevice::ReadOnly))
         return makeError(ErrorCode::Internal, QStringLiteral("preset %1 is missing from this build").arg(name));
@@ -480,7 +522,8 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
     QJsonObject &src = e.sources;
     for (const Layer &layer : layers) {
         if (Status s = validate(layer.document); !s)
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 policy: %2").arg(layer.name, s.error().message));
+            return makeError(
+                ErrorCode::InvalidArgument, QStringLiteral("%1 policy: %2").arg(layer.name, s.error().message));
         if (layer.name.startsWith(QLatin1String("preset:")))
             e.preset = layer.name.mid(7);
         const QJsonObject n = layer.document.value(QStringLiteral("network")).toObject();
@@ -489,7 +532,8 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
                 network.insert(QLatin1String(key), n.value(QLatin1String(key)));
                 src.insert(QStringLiteral("/network/%1").arg(QLatin1String(key)), layer.name);
             }
-        for (const auto &[key, list] : {std::pair{"allow", &allow}, std::pair{"deny", &deny}, std::pair{"resolveWildcards", &resolveWildcards}})
+        for (const auto &[key, list] :
+            {std::pair{"allow", &allow}, std::pair{"deny", &deny}, std::pair{"resolveWildcards", &resolveWildcards}})
             for (const QJsonValue &v : n.value(QLatin1String(key)).toArray()) {
                 const QString host = *normaliseHostPattern(v.toString());
                 if (list->contains(host))
@@ -497,7 +541,8 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
                 src.insert(QStringLiteral("/network/%1/%2").arg(QLatin1String(key)).arg(list->size()), layer.name);
                 list->append(host);
             }
-        for (const QJsonValue &g : layer.document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray()) {
+        for (const QJsonValue &g :
+            layer.document.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray()) {
             src.insert(QStringLiteral("/credentials/grants/%1").arg(grants.size()), layer.name);
             grants.append(g);
         }
@@ -525,10 +570,12 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
             commands.insert(QStringLiteral("judgeExecs"), c.value(QStringLiteral("judgeExecs")));
             src.insert(QStringLiteral("/commands/judgeExecs"), layer.name);
         }
-        for (const QJsonValue &m : layer.document.value(QStringLiteral("filesystem")).toObject().value(QStringLiteral("mounts")).toArray()) {
+        for (const QJsonValue &m :
+            layer.document.value(QStringLiteral("filesystem")).toObject().value(QStringLiteral("mounts")).toArray()) {
             // A later layer's mount at the same target replaces the earlier one.
             for (qsizetype i = 0; i < mounts.size(); ++i)
-                if (mounts.at(i).toObject().value(QStringLiteral("path")) == m.toObject().value(QStringLiteral("path"))) {
+                if (mounts.at(i).toObject().value(QStringLiteral("path"))
+                    == m.toObject().value(QStringLiteral("path"))) {
                     mounts.removeAt(i);
                     mountLayers.removeAt(i--);
                 }
@@ -549,13 +596,11 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         network.insert(QStringLiteral("resolveWildcards"), resolveWildcards);
     commands.insert(QStringLiteral("rules"), rules);
     commands.insert(QStringLiteral("everywhere"), everywhere);
-    e.document = QJsonObject{{QStringLiteral("version"), kPolicyVersion},
-                             {QStringLiteral("network"), network},
-                             {QStringLiteral("credentials"), QJsonObject{{QStringLiteral("grants"), grants}}},
-                             {QStringLiteral("tools"), tools},
-                             {QStringLiteral("commands"), commands},
-                             {QStringLiteral("filesystem"), QJsonObject{{QStringLiteral("mounts"), mounts}}},
-                             {QStringLiteral("limits"), limits}};
+    e.document = QJsonObject{{QStringLiteral("version"), kPolicyVersion}, {QStringLiteral("network"), network},
+        {QStringLiteral("credentials"), QJsonObject{{QStringLiteral("grants"), grants}}},
+        {QStringLiteral("tools"), tools}, {QStringLiteral("commands"), commands},
+        {QStringLiteral("filesystem"), QJsonObject{{QStringLiteral("mounts"), mounts}}},
+        {QStringLiteral("limits"), limits}};
     // The typed view.
     e.networkMode = network.value(QStringLiteral("mode")).toString(QStringLiteral("none"));
     for (const QJsonValue &v : allow)
@@ -564,11 +609,12 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         e.networkDeny.append(v.toString());
     for (const QJsonValue &v : resolveWildcards)
         e.networkResolveWildcards.append(v.toString());
-    e.unknownDestination = network.value(QStringLiteral("unknown")).toString() == QLatin1String("ask") ? Decision::Ask : Decision::Deny;
+    e.unknownDestination
+        = network.value(QStringLiteral("unknown")).toString() == QLatin1String("ask") ? Decision::Ask : Decision::Deny;
     for (const QJsonValue &v : grants) {
         const QJsonObject g = v.toObject();
         e.grants.append({g.value(QStringLiteral("secret")).toString(), g.value(QStringLiteral("env")).toString(),
-                         g.value(QStringLiteral("file")).toString()});
+            g.value(QStringLiteral("file")).toString()});
     }
     for (auto it = tools.begin(); it != tools.end(); ++it) {
         ToolPermission p;
@@ -582,18 +628,21 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
     for (qsizetype i = 0; i < rules.size(); ++i) {
         const QJsonObject r = rules.at(i).toObject();
         commandRules.append({*decisionFromName(r.value(QStringLiteral("decision")).toString()),
-                             *commandWords(r.value(QStringLiteral("command")), {}),
-                             src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
+            *commandWords(r.value(QStringLiteral("command")), {}),
+            src.value(QStringLiteral("/commands/rules/%1").arg(i)).toString(),
+            r.value(QStringLiteral("exact")).toBool()});
     }
-    e.network = NetworkRules(e.networkMode, e.networkAllow, e.networkDeny, e.unknownDestination, e.networkResolveWildcards);
+    e.network
+        = NetworkRules(e.networkMode, e.networkAllow, e.networkDeny, e.unknownDestination, e.networkResolveWildcards);
     QList<CommandRule> patterns;
     for (qsizetype i = 0; i < everywhere.size(); ++i) {
         const QJsonObject r = everywhere.at(i).toObject();
         patterns.append({Decision::Ask, *commandWords(r.value(QStringLiteral("command")), {}),
-                         src.value(QStringLiteral("/commands/everywhere/%1").arg(i)).toString(), r.value(QStringLiteral("exact")).toBool()});
+            src.value(QStringLiteral("/commands/everywhere/%1").arg(i)).toString(),
+            r.value(QStringLiteral("exact")).toBool()});
     }
-    e.commands = CommandRules(commandRules, decisionFromName(commands.value(QStringLiteral("default")).toString()).value_or(Decision::Ask),
-                              patterns);
+    e.commands = CommandRules(commandRules,
+        decisionFromName(commands.value(QStringLiteral("default")).toString()).value_or(Decision::Ask), patterns);
     e.judgeExecs = commands.value(QStringLiteral("judgeExecs")).toBool(true);
     auto spec = SandboxSpec::fromJson({{QStringLiteral("mounts"), mounts}, {QStringLiteral("limits"), limits}});
     if (!spec)

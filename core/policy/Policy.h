@@ -8,10 +8,10 @@
 
 #include <QJsonObject>
 
-#include <optional>
 #include <QList>
 #include <QMap>
 #include <QStringList>
+#include <optional>
 
 namespace airlock::policy {
 
@@ -24,9 +24,9 @@ struct Layer {
 };
 
 struct CredentialGrant {
-    QString secret;   // the secret's name in the store; never its value
-    QString env;      // as this environment variable, or
-    QString file;     // as a read-only file at this absolute path
+    QString secret; // the secret's name in the store; never its value
+    QString env; // as this environment variable, or
+    QString file; // as a read-only file at this absolute path
 };
 
 struct ToolPermission {
@@ -42,8 +42,8 @@ struct EffectivePolicy {
     QString preset;
 
     QString networkMode = QStringLiteral("none"); // none | allowlist | full
-    QStringList networkAllow, networkDeny;        // normalised host[:port] patterns
-    QStringList networkResolveWildcards;          // wildcard patterns whose names may be looked up in DNS
+    QStringList networkAllow, networkDeny; // normalised host[:port] patterns
+    QStringList networkResolveWildcards; // wildcard patterns whose names may be looked up in DNS
     Decision unknownDestination = Decision::Deny;
     QList<CredentialGrant> grants;
     QMap<QString, ToolPermission> tools;
@@ -81,10 +81,12 @@ Result<QJsonObject> readUserLayer(const QString &file);
 Result<std::optional<QJsonObject>> readUserLayerIfAny(const QString &file);
 // Validated whole, then written atomically (0600, its directory created); a bad layer changes nothing.
 Status writeUserLayer(const QString &file, const QJsonObject &layer);
-Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const QString &userFile);
+Result<EffectivePolicy> resolveForSandbox(
+    const QJsonObject &overrides, const QString &presetName, const QString &userFile);
 // The same with the user's layer as it was read (none: std::nullopt): a sandbox taken over by a
 // later daemon keeps the policy it had, whatever the file says now.
-Result<EffectivePolicy> resolveForSandbox(const QJsonObject &overrides, const QString &presetName, const std::optional<QJsonObject> &userLayer);
+Result<EffectivePolicy> resolveForSandbox(
+    const QJsonObject &overrides, const QString &presetName, const std::optional<QJsonObject> &userLayer);
 
 // The sandbox layer for a create request: `overrides`, with what the spec states explicitly
 // (network, mounts, limits: the CLI's --network, --mount, --memory ...) taking precedence.

@@ -28,7 +28,8 @@ QString scalar(const QJsonValue &v)
 void walk(const QJsonObject &object, const QString &prefix, QList<std::pair<QString, QString>> &out)
 {
     for (auto it = object.begin(); it != object.end(); ++it) {
-        const QString pointer = prefix + QLatin1Char('/') + display::escaped(it.key()); // keys are free-form (tool constraints)
+        const QString pointer
+            = prefix + QLatin1Char('/') + display::escaped(it.key()); // keys are free-form (tool constraints)
         const QJsonValue v = it.value();
         if (v.isObject() && !v.toObject().isEmpty())
             walk(v.toObject(), pointer, out);

@@ -45,7 +45,8 @@ bool isOption(const QString &a, const QStringList &names)
 // A short option letter inside a bundle such as -xvIf (or tar's old-style first word xvIf).
 bool bundleHas(const QString &a, QChar letter, bool oldStyle = false)
 {
-    if (oldStyle ? a.startsWith(QLatin1Char('-')) : (!a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1String("--"))))
+    if (oldStyle ? a.startsWith(QLatin1Char('-'))
+                 : (!a.startsWith(QLatin1Char('-')) || a.startsWith(QLatin1String("--"))))
         return false;
     return a.contains(letter);
 }
@@ -58,7 +59,8 @@ std::optional<Coverage> inlineCode(const QStringList &argv)
     QStringList codeFlags;
     if (isPython(name))
         codeFlags = {QStringLiteral("-c")};
-    else if (name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("deno") || name == QLatin1String("bun"))
+    else if (name == QLatin1String("node") || name == QLatin1String("nodejs") || name == QLatin1String("deno")
+        || name == QLatin1String("bun"))
         codeFlags = {QStringLiteral("-e"), QStringLiteral("--eval"), QStringLiteral("-p"), QStringLiteral("--print")};
     else if (name == QLatin1String("perl") || name == QLatin1String("ruby"))
         codeFlags = {QStringLiteral("-e"), QStringLiteral("-E")};
@@ -81,9 +83,11 @@ std::optional<Coverage> inlineCode(const QStringList &argv)
             continue;
         }
         for (const QString &flag : std::as_const(codeFlags))
-            if (a == flag || (a.startsWith(flag) && flag.size() == 2 && a.size() > 2 && !a.startsWith(QLatin1String("--")))
+            if (a == flag
+                || (a.startsWith(flag) && flag.size() == 2 && a.size() > 2 && !a.startsWith(QLatin1String("--")))
                 || a.startsWith(flag + QLatin1Char('=')))
-                return upTo(i, QStringLiteral("%1 runs code given on its command line; no rule names that form").arg(name));
+                return upTo(
+                    i, QStringLiteral("%1 runs code given on its command line; no rule names that form").arg(name));
     }
     return std::nullopt;
 }
@@ -102,11 +106,13 @@ qsizetype subcommandIndex(const QStringList &argv, const QStringList &optionsWit
 
 Coverage git(const QStringList &argv)
 {
-    const qsizetype sub = subcommandIndex(argv, {QStringLiteral("-C"), QStringLiteral("-c"), QStringLiteral("--git-dir"),
-                                                  QStringLiteral("--work-tree"), QStringLiteral("--namespace")});
+    const qsizetype sub = subcommandIndex(argv,
+        {QStringLiteral("-C"), QStringLiteral("-c"), QStringLiteral("--git-dir"), QStringLiteral("--work-tree"),
+            QStringLiteral("--namespace")});
     const QString command = sub > 0 ? argv.at(sub) : QString();
-    const QStringList runsPrograms = {QStringLiteral("--upload-pack"), QStringLiteral("--receive-pack"), QStringLiteral("--exec"),
-                                      QStringLiteral("--template"), QStringLiteral("--config"), QStringLiteral("--config-env")};
+    const QStringList runsPrograms
+        = {QStringLiteral("--upload-pack"), QStringLiteral("--receive-pack"), QStringLiteral("--exec"),
+            QStringLiteral("--template"), QStringLiteral("--config"), QStringLiteral("--config-env")};
     for (qsizetype i = sub + 1; sub > 0 && i < argv.size(); ++i) {
         const QString &a = argv.at(i);
         if (a == QLatin1String("--"))
@@ -115,7 +121,9 @@ Coverage git(const QStringList &argv)
             && (a == QLatin1String("-u") || (a.startsWith(QLatin1String("-u")) && !a.startsWith(QLatin1String("--"))));
         const bool config = command == QLatin1String("clone") && bundleHas(a, QLatin1Char('c'));
         if (isOption(a, runsPrograms) || shortForm || config)
-            return upTo(i, QStringLiteral("git %1 %2 runs a program or hooks it names; no rule names that form").arg(command, a.section(QLatin1Char('='), 0, 0)));
+            return upTo(i,
+                QStringLiteral("git %1 %2 runs a program or hooks it names; no rule names that form")
+                    .arg(command, a.section(QLatin1Char('='), 0, 0)));
         if (a.startsWith(QLatin1String("ext::")))
             return upTo(i, QStringLiteral("git's ext:: transport runs a command"));
     }
@@ -124,22 +132,27 @@ Coverage git(const QStringList &argv)
 
 Coverage tar(const QStringList &argv)
 {
-    const QStringList runsPrograms = {QStringLiteral("--to-command"), QStringLiteral("--use-compress-program"), QStringLiteral("--checkpoint-action"),
-                                      QStringLiteral("--info-script"), QStringLiteral("--new-volume-script"), QStringLiteral("--rsh-command"),
-                                      QStringLiteral("--rmt-command")};
+    const QStringList runsPrograms = {QStringLiteral("--to-command"), QStringLiteral("--use-compress-program"),
+        QStringLiteral("--checkpoint-action"), QStringLiteral("--info-script"), QStringLiteral("--new-volume-script"),
+        QStringLiteral("--rsh-command"), QStringLiteral("--rmt-command")};
     const bool forceLocal = argv.contains(QStringLiteral("--force-local"));
     for (qsizetype i = 1; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
         if (isOption(a, runsPrograms) || bundleHas(a, QLatin1Char('I')) || bundleHas(a, QLatin1Char('F'))
             || (i == 1 && (bundleHas(a, QLatin1Char('I'), true) || bundleHas(a, QLatin1Char('F'), true))))
-            return upTo(i, QStringLiteral("tar %1 runs a program it names; no rule names that form").arg(a.section(QLatin1Char('='), 0, 0)));
+            return upTo(i,
+                QStringLiteral("tar %1 runs a program it names; no rule names that form")
+                    .arg(a.section(QLatin1Char('='), 0, 0)));
         // An archive named host:path is read through rsh/ssh.
-        const bool fileOption = a == QLatin1String("--file") || (bundleHas(a, QLatin1Char('f')) && a.endsWith(QLatin1Char('f')))
+        const bool fileOption = a == QLatin1String("--file")
+            || (bundleHas(a, QLatin1Char('f')) && a.endsWith(QLatin1Char('f')))
             || (i == 1 && bundleHas(a, QLatin1Char('f'), true));
         if (!forceLocal && fileOption && i + 1 < argv.size() && argv.at(i + 1).contains(QLatin1Char(':')))
-            return upTo(i + 1, QStringLiteral("tar reads an archive named host:path through a remote shell; no rule names that form"));
+            return upTo(i + 1,
+                QStringLiteral("tar reads an archive named host:path through a remote shell; no rule names that form"));
         if (!forceLocal && a.startsWith(QLatin1String("--file=")) && a.mid(7).contains(QLatin1Char(':')))
-            return upTo(i, QStringLiteral("tar reads an archive named host:path through a remote shell; no rule names that form"));
+            return upTo(i,
+                QStringLiteral("tar reads an archive named host:path through a remote shell; no rule names that form"));
     }
     return none();
 }
@@ -149,7 +162,9 @@ Coverage rsync(const QStringList &argv)
     for (qsizetype i = 1; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
         if (isOption(a, {QStringLiteral("--rsh"), QStringLiteral("--rsync-path")}) || bundleHas(a, QLatin1Char('e')))
-            return upTo(i, QStringLiteral("rsync %1 runs a program it names; no rule names that form").arg(a.section(QLatin1Char('='), 0, 0)));
+            return upTo(i,
+                QStringLiteral("rsync %1 runs a program it names; no rule names that form")
+                    .arg(a.section(QLatin1Char('='), 0, 0)));
         if (!a.startsWith(QLatin1Char('-')) && a.contains(QLatin1Char(':')))
             return upTo(i, QStringLiteral("rsync to or from host:path starts a remote shell; no rule names that form"));
     }
@@ -165,7 +180,10 @@ Coverage sshFamily(const QStringList &argv, const QString &name)
         const QString &a = argv.at(i);
         for (const QString &o : std::as_const(options))
             if (a == o || (a.startsWith(o) && !a.startsWith(QLatin1String("--"))))
-                return upTo(i, QStringLiteral("%1 %2 can name a program to run (ProxyCommand, LocalCommand, -S); no rule names that form").arg(name, o));
+                return upTo(i,
+                    QStringLiteral(
+                        "%1 %2 can name a program to run (ProxyCommand, LocalCommand, -S); no rule names that form")
+                        .arg(name, o));
     }
     return none();
 }
@@ -178,13 +196,16 @@ Coverage sed(const QStringList &argv)
     for (qsizetype i = 1; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
         if (a.startsWith(QLatin1String("--file")) || bundleHas(a, QLatin1Char('f')))
-            return never(QStringLiteral("sed reads a script from a file, and its e command runs programs; add --sandbox"));
+            return never(
+                QStringLiteral("sed reads a script from a file, and its e command runs programs; add --sandbox"));
         const bool expression = a == QLatin1String("-e") || a == QLatin1String("--expression");
         const QString script = expression && i + 1 < argv.size() ? argv.at(i + 1)
-            : a.startsWith(QLatin1String("--expression=")) ? a.mid(13)
-            : (!a.startsWith(QLatin1Char('-')) ? a : QString());
+            : a.startsWith(QLatin1String("--expression="))       ? a.mid(13)
+                                                                 : (!a.startsWith(QLatin1Char('-')) ? a : QString());
         if (script.contains(QLatin1Char('e')))
-            return upTo(expression ? i + 1 : i, QStringLiteral("sed's e command and s///e flag run programs; no rule names this script (or add --sandbox)"));
+            return upTo(expression ? i + 1 : i,
+                QStringLiteral(
+                    "sed's e command and s///e flag run programs; no rule names this script (or add --sandbox)"));
         if (!a.startsWith(QLatin1Char('-')) && !expression)
             break; // the first operand was the script; the rest are files
         if (expression)
@@ -197,19 +218,27 @@ Coverage sed(const QStringList &argv)
 // can write, and every dependency's) unless told not to.
 Coverage packageScripts(const QStringList &argv, const QString &name)
 {
-    const qsizetype sub = subcommandIndex(argv, {QStringLiteral("--prefix"), QStringLiteral("-C"), QStringLiteral("--dir")});
-    const QString command = sub > 0 ? argv.at(sub) : (name == QLatin1String("yarn") ? QStringLiteral("install") : QString());
-    static const QStringList installs = {QStringLiteral("install"), QStringLiteral("i"), QStringLiteral("ci"), QStringLiteral("add"),
-                                         QStringLiteral("update"), QStringLiteral("up"), QStringLiteral("rebuild"), QStringLiteral("link"),
-                                         QStringLiteral("pack"), QStringLiteral("publish"), QStringLiteral("dedupe"), QStringLiteral("install-test"),
-                                         QStringLiteral("it"), QStringLiteral("install-ci-test"), QStringLiteral("uninstall"), QStringLiteral("remove")};
-    static const QStringList runners = {QStringLiteral("run"), QStringLiteral("run-script"), QStringLiteral("exec"), QStringLiteral("x"),
-                                        QStringLiteral("test"), QStringLiteral("t"), QStringLiteral("start"), QStringLiteral("stop"),
-                                        QStringLiteral("restart"), QStringLiteral("explore"), QStringLiteral("dlx")};
+    const qsizetype sub
+        = subcommandIndex(argv, {QStringLiteral("--prefix"), QStringLiteral("-C"), QStringLiteral("--dir")});
+    const QString command
+        = sub > 0 ? argv.at(sub) : (name == QLatin1String("yarn") ? QStringLiteral("install") : QString());
+    static const QStringList installs = {QStringLiteral("install"), QStringLiteral("i"), QStringLiteral("ci"),
+        QStringLiteral("add"), QStringLiteral("update"), QStringLiteral("up"), QStringLiteral("rebuild"),
+        QStringLiteral("link"), QStringLiteral("pack"), QStringLiteral("publish"), QStringLiteral("dedupe"),
+        QStringLiteral("install-test"), QStringLiteral("it"), QStringLiteral("install-ci-test"),
+        QStringLiteral("uninstall"), QStringLiteral("remove")};
+    static const QStringList runners = {QStringLiteral("run"), QStringLiteral("run-script"), QStringLiteral("exec"),
+        QStringLiteral("x"), QStringLiteral("test"), QStringLiteral("t"), QStringLiteral("start"),
+        QStringLiteral("stop"), QStringLiteral("restart"), QStringLiteral("explore"), QStringLiteral("dlx")};
     if (runners.contains(command))
-        return upTo(sub + 1, QStringLiteral("%1 %2 runs a script or package it names (package.json is the agent's to write); no rule names it").arg(name, command));
+        return upTo(sub + 1,
+            QStringLiteral(
+                "%1 %2 runs a script or package it names (package.json is the agent's to write); no rule names it")
+                .arg(name, command));
     if (installs.contains(command) && !argv.contains(QStringLiteral("--ignore-scripts")))
-        return never(QStringLiteral("%1 %2 runs install scripts of the project and its packages; allow it with --ignore-scripts").arg(name, command));
+        return never(
+            QStringLiteral("%1 %2 runs install scripts of the project and its packages; allow it with --ignore-scripts")
+                .arg(name, command));
     return none();
 }
 
@@ -219,31 +248,37 @@ Coverage pip(const QStringList &argv, qsizetype first)
     if (first >= argv.size())
         return none();
     const QString command = argv.at(first);
-    if (command != QLatin1String("install") && command != QLatin1String("download") && command != QLatin1String("wheel"))
+    if (command != QLatin1String("install") && command != QLatin1String("download")
+        && command != QLatin1String("wheel"))
         return none();
-    static const QStringList withValue = {QStringLiteral("-i"), QStringLiteral("--index-url"), QStringLiteral("--extra-index-url"),
-                                          QStringLiteral("-t"), QStringLiteral("--target"), QStringLiteral("-d"), QStringLiteral("--dest"),
-                                          QStringLiteral("--python-version"), QStringLiteral("--platform"), QStringLiteral("--prefix"),
-                                          QStringLiteral("--root"), QStringLiteral("--only-binary"), QStringLiteral("--no-binary"),
-                                          QStringLiteral("--progress-bar"), QStringLiteral("--timeout"), QStringLiteral("--retries")};
-    static const QStringList local = {QStringLiteral("-e"), QStringLiteral("--editable"), QStringLiteral("-r"), QStringLiteral("--requirement"),
-                                      QStringLiteral("-c"), QStringLiteral("--constraint"), QStringLiteral("-f"), QStringLiteral("--find-links"),
-                                      QStringLiteral("--global-option"), QStringLiteral("--build-option"), QStringLiteral("-C"),
-                                      QStringLiteral("--config-settings")};
+    static const QStringList withValue
+        = {QStringLiteral("-i"), QStringLiteral("--index-url"), QStringLiteral("--extra-index-url"),
+            QStringLiteral("-t"), QStringLiteral("--target"), QStringLiteral("-d"), QStringLiteral("--dest"),
+            QStringLiteral("--python-version"), QStringLiteral("--platform"), QStringLiteral("--prefix"),
+            QStringLiteral("--root"), QStringLiteral("--only-binary"), QStringLiteral("--no-binary"),
+            QStringLiteral("--progress-bar"), QStringLiteral("--timeout"), QStringLiteral("--retries")};
+    static const QStringList local = {QStringLiteral("-e"), QStringLiteral("--editable"), QStringLiteral("-r"),
+        QStringLiteral("--requirement"), QStringLiteral("-c"), QStringLiteral("--constraint"), QStringLiteral("-f"),
+        QStringLiteral("--find-links"), QStringLiteral("--global-option"), QStringLiteral("--build-option"),
+        QStringLiteral("-C"), QStringLiteral("--config-settings")};
     static const QRegularExpression archive(QStringLiteral("\\.(tar\\.gz|tgz|tar\\.bz2|tar\\.xz|zip)$"));
     for (qsizetype i = first + 1; i < argv.size(); ++i) {
         const QString &a = argv.at(i);
-        if (isOption(a, local) || (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.size() > 2 && local.contains(a.left(2))))
-            return never(QStringLiteral("pip %1 %2 builds code from a local path or file; only a person can allow that").arg(command, a.section(QLatin1Char('='), 0, 0)));
+        if (isOption(a, local)
+            || (a.startsWith(QLatin1Char('-')) && !a.startsWith(QLatin1String("--")) && a.size() > 2
+                && local.contains(a.left(2))))
+            return never(QStringLiteral("pip %1 %2 builds code from a local path or file; only a person can allow that")
+                             .arg(command, a.section(QLatin1Char('='), 0, 0)));
         if (withValue.contains(a)) {
             ++i;
             continue;
         }
         if (a.startsWith(QLatin1Char('-')))
             continue;
-        if (a.contains(QLatin1Char('/')) || a.startsWith(QLatin1Char('.')) || a.contains(QLatin1Char('@')) || a.contains(QLatin1Char(':'))
-            || archive.match(a).hasMatch())
-            return never(QStringLiteral("pip %1 '%2' builds and runs the setup code of a local project, an archive or a repository; only a person can allow that")
+        if (a.contains(QLatin1Char('/')) || a.startsWith(QLatin1Char('.')) || a.contains(QLatin1Char('@'))
+            || a.contains(QLatin1Char(':')) || archive.match(a).hasMatch())
+            return never(QStringLiteral("pip %1 '%2' builds and runs the setup code of a local project, an archive or "
+                                        "a repository; only a person can allow that")
                              .arg(command, a.left(80)));
     }
     return none();
@@ -253,19 +288,21 @@ Coverage pip(const QStringList &argv, qsizetype first)
 // (printf -v 'a[$(cmd)]', test -v, read, declare, unset), and let evaluates arithmetic.
 std::optional<Coverage> namesVariables(const QStringList &argv, const QList<qsizetype> &runtime)
 {
-    static const QStringList builtins = {QStringLiteral("test"),    QStringLiteral("["),        QStringLiteral("printf"),  QStringLiteral("read"),
-                                         QStringLiteral("declare"), QStringLiteral("typeset"),  QStringLiteral("local"),   QStringLiteral("export"),
-                                         QStringLiteral("readonly"), QStringLiteral("unset"),   QStringLiteral("getopts"), QStringLiteral("mapfile"),
-                                         QStringLiteral("readarray"), QStringLiteral("wait"),   QStringLiteral("let"),     QStringLiteral("shift"),
-                                         QStringLiteral("return"),  QStringLiteral("exit")};
+    static const QStringList builtins = {QStringLiteral("test"), QStringLiteral("["), QStringLiteral("printf"),
+        QStringLiteral("read"), QStringLiteral("declare"), QStringLiteral("typeset"), QStringLiteral("local"),
+        QStringLiteral("export"), QStringLiteral("readonly"), QStringLiteral("unset"), QStringLiteral("getopts"),
+        QStringLiteral("mapfile"), QStringLiteral("readarray"), QStringLiteral("wait"), QStringLiteral("let"),
+        QStringLiteral("shift"), QStringLiteral("return"), QStringLiteral("exit")};
     const QString name = argv.first();
     if (!builtins.contains(name))
         return std::nullopt;
     if (name == QLatin1String("let"))
-        return never(QStringLiteral("let evaluates arithmetic, in which bash runs the subscripts of variables' values"));
+        return never(
+            QStringLiteral("let evaluates arithmetic, in which bash runs the subscripts of variables' values"));
     for (qsizetype i = 1; i < argv.size(); ++i)
         if (runtime.contains(i) || argv.at(i).contains(QLatin1Char('[')))
-            return never(QStringLiteral("%1's argument '%2' may name an array element, whose subscript bash evaluates as code (a[$(cmd)])")
+            return never(QStringLiteral(
+                "%1's argument '%2' may name an array element, whose subscript bash evaluates as code (a[$(cmd)])")
                              .arg(name, argv.at(i).left(60)));
     return std::nullopt;
 }
@@ -274,24 +311,25 @@ std::optional<Coverage> namesVariables(const QStringList &argv, const QList<qsiz
 // may be one of them.
 bool startsPrograms(const QString &name)
 {
-    static const QStringList names = {QStringLiteral("git"),  QStringLiteral("tar"),  QStringLiteral("rsync"), QStringLiteral("ssh"),
-                                      QStringLiteral("scp"),  QStringLiteral("sftp"), QStringLiteral("sed"),   QStringLiteral("npm"),
-                                      QStringLiteral("yarn"), QStringLiteral("pnpm"), QStringLiteral("pip"),   QStringLiteral("pip3"),
-                                      QStringLiteral("zip"),  QStringLiteral("find"), QStringLiteral("xargs"), QStringLiteral("env"),
-                                      QStringLiteral("make"), QStringLiteral("cargo"), QStringLiteral("man"),  QStringLiteral("less")};
+    static const QStringList names
+        = {QStringLiteral("git"), QStringLiteral("tar"), QStringLiteral("rsync"), QStringLiteral("ssh"),
+            QStringLiteral("scp"), QStringLiteral("sftp"), QStringLiteral("sed"), QStringLiteral("npm"),
+            QStringLiteral("yarn"), QStringLiteral("pnpm"), QStringLiteral("pip"), QStringLiteral("pip3"),
+            QStringLiteral("zip"), QStringLiteral("find"), QStringLiteral("xargs"), QStringLiteral("env"),
+            QStringLiteral("make"), QStringLiteral("cargo"), QStringLiteral("man"), QStringLiteral("less")};
     return names.contains(name) || isPython(name);
 }
 
 // Programs whose arguments are a program to run; a rule about them alone does not cover it.
 bool runsItsArguments(const QString &name)
 {
-    static const QStringList names = {QStringLiteral("watch"),  QStringLiteral("flock"),  QStringLiteral("strace"), QStringLiteral("ltrace"),
-                                      QStringLiteral("script"), QStringLiteral("unshare"), QStringLiteral("nsenter"), QStringLiteral("setpriv"),
-                                      QStringLiteral("chroot"), QStringLiteral("su"),     QStringLiteral("sudo"),   QStringLiteral("runuser"),
-                                      QStringLiteral("parallel"), QStringLiteral("valgrind"), QStringLiteral("gdb"), QStringLiteral("expect"),
-                                      QStringLiteral("eval"),   QStringLiteral("source"), QStringLiteral("."),      QStringLiteral("trap"),
-                                      QStringLiteral("socat"),  QStringLiteral("xvfb-run"), QStringLiteral("dbus-run-session"),
-                                      QStringLiteral("ssh-agent"), QStringLiteral("systemd-run"), QStringLiteral("perf")};
+    static const QStringList names = {QStringLiteral("watch"), QStringLiteral("flock"), QStringLiteral("strace"),
+        QStringLiteral("ltrace"), QStringLiteral("script"), QStringLiteral("unshare"), QStringLiteral("nsenter"),
+        QStringLiteral("setpriv"), QStringLiteral("chroot"), QStringLiteral("su"), QStringLiteral("sudo"),
+        QStringLiteral("runuser"), QStringLiteral("parallel"), QStringLiteral("valgrind"), QStringLiteral("gdb"),
+        QStringLiteral("expect"), QStringLiteral("eval"), QStringLiteral("source"), QStringLiteral("."),
+        QStringLiteral("trap"), QStringLiteral("socat"), QStringLiteral("xvfb-run"), QStringLiteral("dbus-run-session"),
+        QStringLiteral("ssh-agent"), QStringLiteral("systemd-run"), QStringLiteral("perf")};
     return names.contains(name);
 }
 } // namespace
@@ -309,7 +347,8 @@ Coverage requiredCoverage(const QStringList &argv, const QList<qsizetype> &runti
         return upTo(1, QStringLiteral("%1 runs the program or code given to it; no rule names that form").arg(name));
     for (qsizetype i : runtime)
         if (i > 0 && startsPrograms(name))
-            return never(QStringLiteral("%1 can start programs through its options, and its argument '%2' is only known at run time")
+            return never(QStringLiteral(
+                "%1 can start programs through its options, and its argument '%2' is only known at run time")
                              .arg(name, i < argv.size() ? argv.at(i).left(60) : QStringLiteral("(added at run time)")));
     if (name == QLatin1String("git"))
         return git(argv);
@@ -333,7 +372,8 @@ Coverage requiredCoverage(const QStringList &argv, const QList<qsizetype> &runti
     if (name == QLatin1String("zip"))
         for (qsizetype i = 1; i < argv.size(); ++i)
             if (isOption(argv.at(i), {QStringLiteral("-TT"), QStringLiteral("--unzip-command")}))
-                return upTo(i, QStringLiteral("zip %1 runs a program it names; no rule names that form").arg(argv.at(i)));
+                return upTo(
+                    i, QStringLiteral("zip %1 runs a program it names; no rule names that form").arg(argv.at(i)));
     return none();
 }
 

@@ -9,7 +9,7 @@
 namespace airlock::policy {
 
 namespace {
-constexpr int kMaxDepth = 8;       // nested $(…) levels
+constexpr int kMaxDepth = 8; // nested $(…) levels
 constexpr int kMaxSegments = 1000; // what a person could review anyway
 
 Error cannot(const QString &why)
@@ -19,11 +19,11 @@ Error cannot(const QString &why)
 
 bool isKeyword(const QString &w)
 {
-    static const QStringList keywords = {QStringLiteral("if"),    QStringLiteral("then"),  QStringLiteral("else"),     QStringLiteral("elif"),
-                                         QStringLiteral("fi"),    QStringLiteral("for"),   QStringLiteral("while"),    QStringLiteral("until"),
-                                         QStringLiteral("do"),    QStringLiteral("done"),  QStringLiteral("case"),     QStringLiteral("esac"),
-                                         QStringLiteral("in"),    QStringLiteral("select"), QStringLiteral("function"), QStringLiteral("{"),
-                                         QStringLiteral("}"),     QStringLiteral("[["),    QStringLiteral("]]"),       QStringLiteral("coproc")};
+    static const QStringList keywords = {QStringLiteral("if"), QStringLiteral("then"), QStringLiteral("else"),
+        QStringLiteral("elif"), QStringLiteral("fi"), QStringLiteral("for"), QStringLiteral("while"),
+        QStringLiteral("until"), QStringLiteral("do"), QStringLiteral("done"), QStringLiteral("case"),
+        QStringLiteral("esac"), QStringLiteral("in"), QStringLiteral("select"), QStringLiteral("function"),
+        QStringLiteral("{"), QStringLiteral("}"), QStringLiteral("[["), QStringLiteral("]]"), QStringLiteral("coproc")};
     return keywords.contains(w);
 }
 
@@ -42,7 +42,11 @@ bool isAssignment(const QString &w)
 
 class Parser {
 public:
-    Parser(const QString &s, int depth) : m_s(s), m_depth(depth) {}
+    Parser(const QString &s, int depth)
+        : m_s(s)
+        , m_depth(depth)
+    {
+    }
 
     Result<QList<ShellSegment>> run()
     {
@@ -53,7 +57,8 @@ public:
             if (c == QLatin1Char(' ') || c == QLatin1Char('\t')) {
                 endWord();
                 ++m_i;
-            } else if (c == QLatin1Char('\n') || c == QLatin1Char(';') || c == QLatin1Char('&') || c == QLatin1Char('|')) {
+            } else if (c == QLatin1Char('\n') || c == QLatin1Char(';') || c == QLatin1Char('&')
+                || c == QLatin1Char('|')) {
                 if (c == QLatin1Char('&') && peek(1) == QLatin1Char('>')) { // &> and &>> redirect both streams
                     if (Status s = redirect(); !s)
                         return s.error();
@@ -166,7 +171,8 @@ private:
             // array subscript in that value runs command substitutions (x='a[$(cmd)]'; $((x))).
             for (const QChar c : arithmetic)
                 if (c.isLetter() || c == QLatin1Char('_'))
-                    return cannot(QStringLiteral("a variable inside $(( … )) is evaluated as code by bash (x='a[$(cmd)]')"));
+                    return cannot(
+                        QStringLiteral("a variable inside $(( … )) is evaluated as code by bash (x='a[$(cmd)]')"));
             m_i = end + 2;
             return Ok{};
         }
@@ -222,31 +228,35 @@ private:
     {
         qsizetype i = inner.startsWith(QLatin1Char('#')) && inner.size() > 1 ? 1 : 0;
         const qsizetype nameStart = i;
-        if (i < inner.size() && QStringLiteral("@*#?$-0123456789").contains(inner.at(i)) && (i + 1 == inner.size() || !inner.at(i).isDigit())) {
+        if (i < inner.size() && QStringLiteral("@*#?$-0123456789").contains(inner.at(i))
+            && (i + 1 == inner.size() || !inner.at(i).isDigit())) {
             ++i;
         } else {
             while (i < inner.size() && (inner.at(i).isLetterOrNumber() || inner.at(i) == QLatin1Char('_')))
                 ++i;
         }
         if (i == nameStart)
-            return cannot(QStringLiteral("${%1} is not a plain parameter (indirection ${!x} and the like run code)").arg(inner.left(40)));
+            return cannot(QStringLiteral("${%1} is not a plain parameter (indirection ${!x} and the like run code)")
+                              .arg(inner.left(40)));
         if (nameStart == 1 && i != inner.size())
             return cannot(QStringLiteral("${%1} is not followed").arg(inner.left(40)));
         const QStringView rest = QStringView(inner).sliced(i);
         if (rest.isEmpty())
             return Ok{};
-        static const QStringList operators = {QStringLiteral(":-"), QStringLiteral(":="), QStringLiteral(":+"), QStringLiteral(":?"),
-                                              QStringLiteral("-"),  QStringLiteral("="),  QStringLiteral("+"),  QStringLiteral("?"),
-                                              QStringLiteral("#"),  QStringLiteral("%"),  QStringLiteral("/")};
+        static const QStringList operators = {QStringLiteral(":-"), QStringLiteral(":="), QStringLiteral(":+"),
+            QStringLiteral(":?"), QStringLiteral("-"), QStringLiteral("="), QStringLiteral("+"), QStringLiteral("?"),
+            QStringLiteral("#"), QStringLiteral("%"), QStringLiteral("/")};
         for (const QString &op : operators)
             if (rest.startsWith(op))
                 return Ok{};
         if (rest.startsWith(QLatin1Char('[')))
             return cannot(QStringLiteral("the subscript of ${%1} is evaluated as code by bash").arg(inner.left(40)));
         if (rest.startsWith(QLatin1Char('@')))
-            return cannot(QStringLiteral("${%1} transforms the value (@P runs the command substitutions in it)").arg(inner.left(40)));
+            return cannot(QStringLiteral("${%1} transforms the value (@P runs the command substitutions in it)")
+                              .arg(inner.left(40)));
         if (rest.startsWith(QLatin1Char(':')))
-            return cannot(QStringLiteral("the offset in ${%1} is evaluated as arithmetic, which can run code").arg(inner.left(40)));
+            return cannot(QStringLiteral("the offset in ${%1} is evaluated as arithmetic, which can run code")
+                              .arg(inner.left(40)));
         return cannot(QStringLiteral("${%1} is not followed").arg(inner.left(40)));
     }
 
@@ -266,8 +276,8 @@ private:
     Status redirect()
     {
         // A number right before it is the descriptor, not a word.
-        if (m_inWord && !m_word.isEmpty() && std::all_of(m_word.cbegin(), m_word.cend(), [](QChar c) { return c.isDigit(); })
-            && !m_wordDynamic) {
+        if (m_inWord && !m_word.isEmpty()
+            && std::all_of(m_word.cbegin(), m_word.cend(), [](QChar c) { return c.isDigit(); }) && !m_wordDynamic) {
             m_word.clear();
             m_inWord = false;
         } else {
@@ -278,7 +288,8 @@ private:
             op += m_s.at(m_i++);
         if (op.startsWith(QLatin1String("<<")))
             return cannot(QStringLiteral("here documents (<<) are not followed"));
-        if (op.endsWith(QLatin1Char('&')) && m_i < m_s.size() && (m_s.at(m_i).isDigit() || m_s.at(m_i) == QLatin1Char('-'))) {
+        if (op.endsWith(QLatin1Char('&')) && m_i < m_s.size()
+            && (m_s.at(m_i).isDigit() || m_s.at(m_i) == QLatin1Char('-'))) {
             ++m_i; // >&2, <&0, >&-: descriptors, not files
             return Ok{};
         }
@@ -298,8 +309,8 @@ private:
         if (!m_inWord)
             return cannot(QStringLiteral("'%1' without a target").arg(op));
         const QString direction = op.contains(QLatin1Char('<')) ? QStringLiteral("<")
-                                  : op.endsWith(QLatin1String(">>"))       ? QStringLiteral(">>")
-                                                                           : QStringLiteral(">");
+            : op.endsWith(QLatin1String(">>"))                  ? QStringLiteral(">>")
+                                                                : QStringLiteral(">");
         m_redirects.append({{direction, m_word}, false, {}, m_wordDynamic ? QList<qsizetype>{1} : QList<qsizetype>{}});
         m_unquoted.clear();
         m_word = savedWord;
@@ -333,8 +344,9 @@ private:
         // the command's status is reported.
         qsizetype first = 0;
         bool dynamic = m_programDynamic;
-        while (first < m_words.size() && (isAssignment(m_words.at(first)) || m_words.at(first) == QLatin1String("!")
-                                          || m_words.at(first) == QLatin1String("time")))
+        while (first < m_words.size()
+            && (isAssignment(m_words.at(first)) || m_words.at(first) == QLatin1String("!")
+                || m_words.at(first) == QLatin1String("time")))
             ++first;
         if (first > 0)
             dynamic = false; // the dynamic word (if any) was an assignment's value
@@ -345,8 +357,8 @@ private:
             // A program named by an expansion (re-checked after dropping assignments).
             const QString &program = argv.first();
             if (first > 0)
-                dynamic = program.contains(QLatin1Char('$')) || program.contains(QLatin1Char('*')) || program.contains(QLatin1Char('?'))
-                    || program.contains(QLatin1Char('['));
+                dynamic = program.contains(QLatin1Char('$')) || program.contains(QLatin1Char('*'))
+                    || program.contains(QLatin1Char('?')) || program.contains(QLatin1Char('['));
             QStringList names;
             for (qsizetype i = 0; i < first; ++i)
                 if (isAssignment(m_words.at(i)))

@@ -27,13 +27,15 @@ QString addressBlock(const QHostAddress &address)
     return QHostAddress(bytes).toString() + QStringLiteral("/64");
 }
 
-QStringList RefusalLog::refused(const QString &peer, const QString &block, int status, const QString &reason, qint64 nowMs)
+QStringList RefusalLog::refused(
+    const QString &peer, const QString &block, int status, const QString &reason, qint64 nowMs)
 {
     QStringList lines = flush(nowMs);
     if (m_windowStart < 0)
         m_windowStart = nowMs;
     // The reason may quote what the peer sent (Host, Origin): inert in the log and on a terminal.
-    const QString said = status > 0 ? QStringLiteral("%1 %2").arg(status).arg(display::escaped(reason, 300)) : display::escaped(reason, 300);
+    const QString said = status > 0 ? QStringLiteral("%1 %2").arg(status).arg(display::escaped(reason, 300))
+                                    : display::escaped(reason, 300);
     Block &b = m_blocks[block];
     if (b.written < kPerBlock && m_written < kTotal) {
         ++b.written;
@@ -55,20 +57,26 @@ QStringList RefusalLog::flush(qint64 nowMs)
     for (auto it = m_blocks.cbegin(); it != m_blocks.cend(); ++it)
         if (it->counted > 0)
             counted.append({it.key(), *it});
-    std::sort(counted.begin(), counted.end(), [](const auto &a, const auto &b) { return a.second.counted > b.second.counted || (a.second.counted == b.second.counted && a.first < b.first); });
+    std::sort(counted.begin(), counted.end(), [](const auto &a, const auto &b) {
+        return a.second.counted > b.second.counted || (a.second.counted == b.second.counted && a.first < b.first);
+    });
     QStringList lines;
     const int seconds = int((nowMs - m_windowStart) / 1000);
     qint64 rest = 0;
     for (qsizetype i = 0; i < counted.size(); ++i) {
         if (i < kSummaryLines)
             lines.append(QStringLiteral("refused another %1 from %2 in the last %3 s, not each logged (the last: %4)")
-                             .arg(connections(counted[i].second.counted), counted[i].first).arg(seconds).arg(counted[i].second.last));
+                             .arg(connections(counted[i].second.counted), counted[i].first)
+                             .arg(seconds)
+                             .arg(counted[i].second.last));
         else
             rest += counted[i].second.counted;
     }
     if (rest > 0)
         lines.append(QStringLiteral("refused another %1 from %2 other addresses in the last %3 s, not each logged")
-                         .arg(connections(rest)).arg(counted.size() - kSummaryLines).arg(seconds));
+                         .arg(connections(rest))
+                         .arg(counted.size() - kSummaryLines)
+                         .arg(seconds));
     m_windowStart = -1;
     m_written = 0;
     m_blocks.clear();

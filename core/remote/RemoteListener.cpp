@@ -22,8 +22,8 @@
 namespace airlock::remote {
 
 namespace {
-constexpr int kHandshakeMs = 5'000;       // from accept to the upgrade request, TLS included
-constexpr int kMaxUnauthenticated = 64;    // connections between accept and upgrade
+constexpr int kHandshakeMs = 5'000; // from accept to the upgrade request, TLS included
+constexpr int kMaxUnauthenticated = 64; // connections between accept and upgrade
 constexpr int kMaxPendingPerAddress = 8;
 
 auto logger()
@@ -50,14 +50,21 @@ QString key(const QHostAddress &address, quint16 port)
 
 QString hostForm(const QHostAddress &address)
 {
-    return address.protocol() == QAbstractSocket::IPv6Protocol ? QLatin1Char('[') + address.toString() + QLatin1Char(']') : address.toString();
+    return address.protocol() == QAbstractSocket::IPv6Protocol
+        ? QLatin1Char('[') + address.toString() + QLatin1Char(']')
+        : address.toString();
 }
 } // namespace
 
 // Accepts TCP and wraps each connection in TLS (or not, for plain ws:// on loopback).
 class RemoteListener::Server final : public QTcpServer {
 public:
-    Server(RemoteListener *owner, std::optional<QSslConfiguration> tls) : QTcpServer(owner), m_owner(owner), m_tls(std::move(tls)) {}
+    Server(RemoteListener *owner, std::optional<QSslConfiguration> tls)
+        : QTcpServer(owner)
+        , m_owner(owner)
+        , m_tls(std::move(tls))
+    {
+    }
 
 protected:
     void incomingConnection(qintptr fd) override
@@ -74,10 +81,11 @@ protected:
         if (auto *ssl = qobject_cast<QSslSocket *>(socket)) {
             ssl->setSslConfiguration(*m_tls);
             // A client that cannot speak TLS 1.3 (or is not TLS at all) is refused in the handshake.
-            connect(ssl, &QSslSocket::errorOccurred, m_owner, [owner = m_owner, ssl](QAbstractSocket::SocketError error) {
-                if (error == QAbstractSocket::SslHandshakeFailedError)
-                    owner->record(ssl, 0, QStringLiteral("TLS handshake failed: %1").arg(ssl->errorString()));
-            });
+            connect(
+                ssl, &QSslSocket::errorOccurred, m_owner, [owner = m_owner, ssl](QAbstractSocket::SocketError error) {
+                    if (error == QAbstractSocket::SslHandshakeFailedError)
+                        owner->record(ssl, 0, QStringLiteral("TLS handshake failed: %1").arg(ssl->errorString()));
+                });
             ssl->startServerEncryption();
         }
         m_owner->onConnection(socket);
@@ -99,12 +107,17 @@ Result<std::pair<QHostAddress, quint16>> parseListenAddress(const QString &text)
     const QHostAddress address(host);
     if (colon <= 0 || !ok || port == 0 || port > 65535 || address.isNull())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("'%1': expected ADDRESS:PORT with an IP address, like 127.0.0.1:7443, [::1]:7443 or 0.0.0.0:7443").arg(text.left(100)));
+            QStringLiteral(
+                "'%1': expected ADDRESS:PORT with an IP address, like 127.0.0.1:7443, [::1]:7443 or 0.0.0.0:7443")
+                .arg(text.left(100)));
     return std::pair{address, quint16(port)};
 }
 
 RemoteListener::RemoteListener(Options options, TokenStore &tokens, Accept accept, QObject *parent)
-    : QObject(parent), m_options(std::move(options)), m_tokens(tokens), m_accept(std::move(accept))
+    : QObject(parent)
+    , m_options(std::move(options))
+    , m_tokens(tokens)
+    , m_accept(std::move(accept))
 {
 }
 
@@ -114,8 +127,9 @@ Status RemoteListener::listen(const TlsIdentity *identity)
 {
     if (m_options.plain && !m_options.address.isLoopback())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("plain ws:// only on a loopback address (%1 is not one); remove the plain flag to serve wss://")
-                             .arg(m_options.address.toString()));
+            QStringLiteral(
+                "plain ws:// only on a loopback address (%1 is not one); remove the plain flag to serve wss://")
+                .arg(m_options.address.toString()));
     std::optional<QSslConfiguration> tls;
     if (!m_options.plain) {
         if (!identity)
@@ -131,8 +145,11 @@ Status RemoteListener::listen(const TlsIdentity *identity)
     m_server = new Server(this, tls);
     m_server->setMaxPendingConnections(kMaxUnauthenticated);
     if (!m_server->listen(m_options.address, m_options.port))
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot listen on %1:%2: %3")
-                                                 .arg(hostForm(m_options.address)).arg(m_options.port).arg(m_server->errorString()));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot listen on %1:%2: %3")
+                .arg(hostForm(m_options.address))
+                .arg(m_options.port)
+                .arg(m_server->errorString()));
     // TLS is ours (above): the WebSocket server sees a decrypted stream either way.
     m_ws = new QWebSocketServer(QStringLiteral("airlockd"), QWebSocketServer::NonSecureMode, this);
     m_ws->setHandshakeTimeout(kHandshakeMs);
@@ -147,7 +164,8 @@ Status RemoteListener::listen(const TlsIdentity *identity)
     // The names a client may put in Host: the address listened on (every local address for a
     // wildcard), localhost on loopback, and whatever --allow-host added.
     QList<QHostAddress> addresses{m_options.address};
-    if (m_options.address == QHostAddress::AnyIPv4 || m_options.address == QHostAddress::AnyIPv6 || m_options.address == QHostAddress::Any)
+    if (m_options.address == QHostAddress::AnyIPv4 || m_options.address == QHostAddress::AnyIPv6
+        || m_options.address == QHostAddress::Any)
         addresses = QNetworkInterface::allAddresses();
     QStringList names;
     for (const QHostAddress &a : std::as_const(addresses))
@@ -180,7 +198,8 @@ quint16 RemoteListener::port() const
 QString RemoteListener::connectionString() const
 {
     const QString hostPort = hostForm(m_options.address) + QLatin1Char(':') + QString::number(port());
-    return m_options.plain ? QStringLiteral("ws://") + hostPort : QStringLiteral("wss://%1#sha256=%2").arg(hostPort, m_fingerprint);
+    return m_options.plain ? QStringLiteral("ws://") + hostPort
+                           : QStringLiteral("wss://%1#sha256=%2").arg(hostPort, m_fingerprint);
 }
 
 void RemoteListener::onConnection(QTcpSocket *socket)
@@ -189,7 +208,8 @@ void RemoteListener::onConnection(QTcpSocket *socket)
     // a short deadline, and when every slot is taken the oldest waiting one goes (a legitimate
     // client needs milliseconds; a squatter has to keep reconnecting).
     const QString block = blockOf(socket);
-    const auto fromPeer = std::count_if(m_pending.cbegin(), m_pending.cend(), [&](const QPointer<QTcpSocket> &s) { return s && blockOf(s) == block; });
+    const auto fromPeer = std::count_if(
+        m_pending.cbegin(), m_pending.cend(), [&](const QPointer<QTcpSocket> &s) { return s && blockOf(s) == block; });
     if (fromPeer >= kMaxPendingPerAddress) {
         socket->abort();
         socket->deleteLater();
@@ -222,9 +242,11 @@ void RemoteListener::onReadable(QTcpSocket *socket)
     const QString peer = blockOf(socket);
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     if (m_limiter.blocked(peer, now))
-        return respond(socket, 429, "too many failed attempts from this address; wait", m_limiter.retryAfterMs(peer, now));
+        return respond(
+            socket, 429, "too many failed attempts from this address; wait", m_limiter.retryAfterMs(peer, now));
     auto request = parseRequestHead(head.left(end + 4));
-    GateDecision decision = request ? checkUpgrade(*request, m_gate, m_tokens) : GateDecision{std::nullopt, 400, request.error().message.toUtf8()};
+    GateDecision decision = request ? checkUpgrade(*request, m_gate, m_tokens)
+                                    : GateDecision{std::nullopt, 400, request.error().message.toUtf8()};
     if (!decision.grant) {
         if (decision.status == 401)
             m_limiter.failed(peer, now);
@@ -247,7 +269,8 @@ void RemoteListener::onReadable(QTcpSocket *socket)
 void RemoteListener::record(const QTcpSocket *socket, int status, const QString &reason)
 {
     const QString peer = peerOf(socket);
-    for (const QString &line : m_refusals.refused(peer, blockOf(socket), status, reason, QDateTime::currentMSecsSinceEpoch()))
+    for (const QString &line :
+        m_refusals.refused(peer, blockOf(socket), status, reason, QDateTime::currentMSecsSinceEpoch()))
         logger()->warn("{}", line.toStdString());
     Q_EMIT refused(peer, status, reason);
 }
@@ -257,7 +280,8 @@ void RemoteListener::respond(QTcpSocket *socket, int status, const QByteArray &r
     record(socket, status, QString::fromUtf8(reason));
     QByteArray phrase = reason;
     phrase.replace('\r', ' ').replace('\n', ' ');
-    QByteArray response = "HTTP/1.1 " + QByteArray::number(status) + ' ' + phrase + "\r\nConnection: close\r\nContent-Type: text/plain\r\n";
+    QByteArray response = "HTTP/1.1 " + QByteArray::number(status) + ' ' + phrase
+        + "\r\nConnection: close\r\nContent-Type: text/plain\r\n";
     if (retryAfterMs > 0)
         response += "Retry-After: " + QByteArray::number((retryAfterMs + 999) / 1000) + "\r\n";
     response += "Content-Length: " + QByteArray::number(phrase.size() + 1) + "\r\n\r\n" + phrase + '\n';
@@ -273,7 +297,8 @@ void RemoteListener::onUpgraded()
         const Admitted admitted = m_admitted.take(key(ws->peerAddress(), ws->peerPort()));
         const Grant &grant = admitted.grant;
         int pair[2];
-        if (grant.tokenId.isEmpty() || !admitted.socket || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        if (grant.tokenId.isEmpty() || !admitted.socket
+            || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
             ws->close(QWebSocketProtocol::CloseCodeAbnormalDisconnection, QStringLiteral("internal error"));
             ws->deleteLater();
             continue;
@@ -288,7 +313,8 @@ void RemoteListener::onUpgraded()
             logger()->info("remote client {} left: {}", peer.toStdString(), why.toStdString());
             pipe->deleteLater();
         });
-        logger()->info("remote client {} with token '{}' ({})", peer.toStdString(), grant.tokenName.toStdString(), grant.describe().toStdString());
+        logger()->info("remote client {} with token '{}' ({})", peer.toStdString(), grant.tokenName.toStdString(),
+            grant.describe().toStdString());
         m_accept(daemons, grant, peer);
     }
 }

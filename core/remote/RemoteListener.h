@@ -31,8 +31,8 @@ public:
     struct Options {
         QHostAddress address;
         quint16 port = 0;
-        bool plain = false;          // ws://, loopback only
-        QStringList allowHosts;      // extra names accepted in Host
+        bool plain = false; // ws://, loopback only
+        QStringList allowHosts; // extra names accepted in Host
         QStringList allowOrigins;
     };
     // Called with the daemon's end of each accepted connection and its grant; takes the socket.

@@ -21,8 +21,7 @@
 namespace airlock::remote {
 
 namespace {
-template<typename T, void (*Free)(T *)>
-struct Deleter {
+template<typename T, void (*Free)(T *)> struct Deleter {
     void operator()(T *p) const { Free(p); }
 };
 using Key = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
@@ -63,17 +62,24 @@ Result<std::pair<QByteArray, QByteArray>> generate()
         return tlsError(QStringLiteral("key generation failed"));
     const QByteArray commonName = QStringLiteral("airlockd %1").arg(QHostInfo::localHostName()).left(64).toUtf8();
     X509_NAME *name = X509_get_subject_name(cert.get());
-    const bool built = X509_set_version(cert.get(), 2) == 1 && BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get()))
-        && X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) && X509_gmtime_adj(X509_getm_notAfter(cert.get()), 10L * 365 * 86400)
+    const bool built = X509_set_version(cert.get(), 2) == 1
+        && BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get()))
+        && X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600)
+        && X509_gmtime_adj(X509_getm_notAfter(cert.get()), 10L * 365 * 86400)
         && X509_set_pubkey(cert.get(), key.get()) == 1
-        && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char *>(commonName.constData()), -1, -1, 0) == 1
-        && X509_set_issuer_name(cert.get(), name) == 1 && addExtension(cert.get(), NID_basic_constraints, "critical,CA:FALSE")
-        && addExtension(cert.get(), NID_key_usage, "critical,digitalSignature") && addExtension(cert.get(), NID_ext_key_usage, "serverAuth")
+        && X509_NAME_add_entry_by_txt(
+               name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char *>(commonName.constData()), -1, -1, 0)
+            == 1
+        && X509_set_issuer_name(cert.get(), name) == 1
+        && addExtension(cert.get(), NID_basic_constraints, "critical,CA:FALSE")
+        && addExtension(cert.get(), NID_key_usage, "critical,digitalSignature")
+        && addExtension(cert.get(), NID_ext_key_usage, "serverAuth")
         && X509_sign(cert.get(), key.get(), EVP_sha256()) > 0;
     if (!built)
         return tlsError(QStringLiteral("the certificate could not be built"));
     Bio keyPem(BIO_new(BIO_s_mem())), certPem(BIO_new(BIO_s_mem()));
-    if (!keyPem || !certPem || PEM_write_bio_PrivateKey(keyPem.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1
+    if (!keyPem || !certPem
+        || PEM_write_bio_PrivateKey(keyPem.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1
         || PEM_write_bio_X509(certPem.get(), cert.get()) != 1)
         return tlsError(QStringLiteral("PEM encoding failed"));
     return std::pair{drain(keyPem.get()), drain(certPem.get())};
@@ -102,8 +108,9 @@ Result<TlsIdentity> TlsIdentity::loadOrCreate(const QString &dir)
     TlsIdentity identity{QSslKey(keyFile.readAll(), QSsl::Ec), QSslCertificate(certFile.readAll())};
     if (identity.key.isNull() || identity.certificate.isNull())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("%1 holds no usable EC key and certificate; move key.pem and cert.pem away to make new ones "
-                                        "(clients must then pin the new fingerprint)").arg(dir));
+            QStringLiteral("%1 holds no usable EC key and certificate; move key.pem and cert.pem away to make new ones "
+                           "(clients must then pin the new fingerprint)")
+                .arg(dir));
     return identity;
 }
 

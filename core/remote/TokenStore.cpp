@@ -52,8 +52,7 @@ QJsonObject scopeToJson(const Grant &g)
     for (auto it = g.boundIds.cbegin(); it != g.boundIds.cend(); ++it)
         bound.insert(it.key(), it.value());
     return {{QStringLiteral("readOnly"), g.readOnly},
-            {QStringLiteral("sandboxes"), QJsonArray::fromStringList(g.sandboxes)},
-            {QStringLiteral("boundIds"), bound}};
+        {QStringLiteral("sandboxes"), QJsonArray::fromStringList(g.sandboxes)}, {QStringLiteral("boundIds"), bound}};
 }
 } // namespace
 
@@ -91,11 +90,13 @@ QString Grant::outside(const QString &id, const QString &name, const QString &cr
         return {};
     // The name is the token's, this sandbox is not: made by someone else under that name.
     const QString bound = boundIds.contains(name)
-        ? QStringLiteral("the token was bound to sandbox %1, which had the name when the token was made").arg(boundIds.value(name))
+        ? QStringLiteral("the token was bound to sandbox %1, which had the name when the token was made")
+              .arg(boundIds.value(name))
         : QStringLiteral("the token reaches only the sandboxes of that name created through it");
     return QStringLiteral("sandbox '%1' (id %2) is outside it: %3, and this one was %4")
         .arg(name.left(100), id.isEmpty() ? QStringLiteral("unknown") : id, bound,
-             createdThrough.isEmpty() ? QStringLiteral("created by a local client") : QStringLiteral("created through another token"));
+            createdThrough.isEmpty() ? QStringLiteral("created by a local client")
+                                     : QStringLiteral("created through another token"));
 }
 
 Result<Grant> Grant::fromScopes(const QStringList &scopes, const QHash<QString, QString> &existing)
@@ -113,7 +114,8 @@ Result<Grant> Grant::fromScopes(const QStringList &scopes, const QHash<QString, 
             if (existing.contains(name) && validId(existing.value(name)))
                 g.boundIds.insert(name, existing.value(name));
         } else {
-            return invalid(QStringLiteral("--scope '%1': expected full, read-only or sandbox:NAME (repeatable)").arg(scope.left(80)));
+            return invalid(QStringLiteral("--scope '%1': expected full, read-only or sandbox:NAME (repeatable)")
+                               .arg(scope.left(80)));
         }
     }
     return g;
@@ -124,19 +126,21 @@ Result<std::unique_ptr<QLockFile>> TokenStore::lockFile() const
     QDir().mkpath(QFileInfo(m_path).absolutePath());
     auto lock = std::make_unique<QLockFile>(m_path + QStringLiteral(".lock"));
     if (!lock->tryLock(10000))
-        return makeError(ErrorCode::Busy, QStringLiteral("%1 is locked by another 'airlockd token' (pid %2); try again").arg(m_path).arg([&] {
-            qint64 pid = 0;
-            QString host, app;
-            lock->getLockInfo(&pid, &host, &app);
-            return pid;
-        }()));
+        return makeError(ErrorCode::Busy,
+            QStringLiteral("%1 is locked by another 'airlockd token' (pid %2); try again").arg(m_path).arg([&] {
+                qint64 pid = 0;
+                QString host, app;
+                lock->getLockInfo(&pid, &host, &app);
+                return pid;
+            }()));
     return lock;
 }
 
 Status TokenStore::reload()
 {
     const QFileInfo info(m_path);
-    if (m_loaded && info.exists() == (m_loadedSize >= 0) && (!info.exists() || (info.lastModified() == m_loadedModified && info.size() == m_loadedSize)))
+    if (m_loaded && info.exists() == (m_loadedSize >= 0)
+        && (!info.exists() || (info.lastModified() == m_loadedModified && info.size() == m_loadedSize)))
         return Ok{};
     m_entries.clear();
     m_loaded = true;
@@ -145,7 +149,8 @@ Status TokenStore::reload()
         return Ok{};
     QFile file(m_path);
     QJsonParseError err{};
-    const QJsonDocument doc = file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.read(4 * 1024 * 1024), &err) : QJsonDocument();
+    const QJsonDocument doc
+        = file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.read(4 * 1024 * 1024), &err) : QJsonDocument();
     if (!file.isOpen() || err.error != QJsonParseError::NoError || !doc.isObject()) {
         m_loaded = false; // read again next time; meanwhile nothing is accepted (fail closed)
         return invalid(QStringLiteral("%1 is not a token file Airlock can read; fix or move it").arg(m_path));
@@ -172,7 +177,8 @@ Status TokenStore::reload()
             continue;
         const QJsonObject boundObject = bound.toObject();
         for (auto it = boundObject.begin(); it != boundObject.end(); ++it) {
-            names = names && e.grant.sandboxes.contains(it.key()) && it.value().isString() && validId(it.value().toString());
+            names = names && e.grant.sandboxes.contains(it.key()) && it.value().isString()
+                && validId(it.value().toString());
             e.grant.boundIds.insert(it.key(), it.value().toString());
         }
         if (!names)
@@ -193,11 +199,9 @@ Status TokenStore::save() const
 {
     QJsonArray tokens;
     for (const Entry &e : m_entries) {
-        QJsonObject o{{QStringLiteral("id"), e.grant.tokenId},
-                      {QStringLiteral("name"), e.grant.tokenName},
-                      {QStringLiteral("scope"), scopeToJson(e.grant)},
-                      {QStringLiteral("sha256"), QString::fromLatin1(e.hash)},
-                      {QStringLiteral("created"), e.created.toString(Qt::ISODate)}};
+        QJsonObject o{{QStringLiteral("id"), e.grant.tokenId}, {QStringLiteral("name"), e.grant.tokenName},
+            {QStringLiteral("scope"), scopeToJson(e.grant)}, {QStringLiteral("sha256"), QString::fromLatin1(e.hash)},
+            {QStringLiteral("created"), e.created.toString(Qt::ISODate)}};
         if (e.revoked.isValid())
             o.insert(QStringLiteral("revoked"), e.revoked.toString(Qt::ISODate));
         tokens.append(o);
@@ -205,10 +209,13 @@ Status TokenStore::save() const
     return fs::writePrivateFile(m_path, QJsonDocument(QJsonObject{{QStringLiteral("tokens"), tokens}}).toJson());
 }
 
-Result<TokenStore::Created> TokenStore::create(const QString &name, const QStringList &scopes, const QHash<QString, QString> &existing)
+Result<TokenStore::Created> TokenStore::create(
+    const QString &name, const QStringList &scopes, const QHash<QString, QString> &existing)
 {
     if (!validName(name))
-        return invalid(QStringLiteral("--name '%1': 1 to 63 letters, digits and . _ - (starting with a letter or digit)").arg(name.left(64)));
+        return invalid(
+            QStringLiteral("--name '%1': 1 to 63 letters, digits and . _ - (starting with a letter or digit)")
+                .arg(name.left(64)));
     auto grant = Grant::fromScopes(scopes, existing);
     if (!grant)
         return grant.error();
@@ -220,7 +227,8 @@ Result<TokenStore::Created> TokenStore::create(const QString &name, const QStrin
         return loaded.error();
     for (const Entry &e : std::as_const(m_entries))
         if (e.grant.tokenName == name && !e.revoked.isValid())
-            return makeError(ErrorCode::AlreadyExists, QStringLiteral("a token named '%1' exists; revoke it first").arg(name));
+            return makeError(
+                ErrorCode::AlreadyExists, QStringLiteral("a token named '%1' exists; revoke it first").arg(name));
     Entry e;
     e.grant = *grant;
     e.grant.tokenName = name;
@@ -246,9 +254,10 @@ Status TokenStore::revoke(const QString &name)
     if (Status loaded = reload(); !loaded)
         return loaded.error();
     const auto it = std::find_if(m_entries.begin(), m_entries.end(),
-                                 [&](const Entry &e) { return e.grant.tokenName == name && !e.revoked.isValid(); });
+        [&](const Entry &e) { return e.grant.tokenName == name && !e.revoked.isValid(); });
     if (it == m_entries.end())
-        return makeError(ErrorCode::NotFound, QStringLiteral("no live token named '%1' (see 'airlockd token ls')").arg(name.left(64)));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no live token named '%1' (see 'airlockd token ls')").arg(name.left(64)));
     it->revoked = QDateTime::currentDateTimeUtc();
     if (Status saved = save(); !saved) {
         it->revoked = {};
@@ -282,7 +291,8 @@ Result<Grant> TokenStore::verify(const QByteArray &token)
 {
     const auto m = matchToken(token);
     if (token.size() > 200 || !m.hasMatch())
-        return makeError(ErrorCode::Denied, QStringLiteral("malformed token (expected alk_…, as printed by 'airlockd token create')"));
+        return makeError(ErrorCode::Denied,
+            QStringLiteral("malformed token (expected alk_…, as printed by 'airlockd token create')"));
     if (Status loaded = reload(); !loaded)
         return makeError(ErrorCode::Denied, QStringLiteral("the daemon cannot read its token file"));
     const QByteArray presented = hashSecret(m.captured(2).toLatin1());
@@ -290,9 +300,11 @@ Result<Grant> TokenStore::verify(const QByteArray &token)
         if (e.grant.tokenId != m.captured(1))
             continue;
         if (!constantTimeEquals(presented, e.hash))
-            return makeError(ErrorCode::Denied, QStringLiteral("wrong token: the secret does not match token %1").arg(e.grant.tokenId));
+            return makeError(ErrorCode::Denied,
+                QStringLiteral("wrong token: the secret does not match token %1").arg(e.grant.tokenId));
         if (e.revoked.isValid())
-            return makeError(ErrorCode::Denied, QStringLiteral("token '%1' was revoked at %2").arg(e.grant.tokenName, e.revoked.toString(Qt::ISODate)));
+            return makeError(ErrorCode::Denied,
+                QStringLiteral("token '%1' was revoked at %2").arg(e.grant.tokenName, e.revoked.toString(Qt::ISODate)));
         return e.grant;
     }
     return makeError(ErrorCode::Denied, QStringLiteral("unknown token (not issued by this daemon)"));
@@ -302,7 +314,8 @@ bool TokenStore::isLive(const QString &tokenId)
 {
     if (!reload())
         return false;
-    return std::any_of(m_entries.cbegin(), m_entries.cend(), [&](const Entry &e) { return e.grant.tokenId == tokenId && !e.revoked.isValid(); });
+    return std::any_of(m_entries.cbegin(), m_entries.cend(),
+        [&](const Entry &e) { return e.grant.tokenId == tokenId && !e.revoked.isValid(); });
 }
 
 } // namespace airlock::remote

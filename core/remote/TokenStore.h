@@ -23,7 +23,7 @@ namespace airlock::remote {
 struct Grant {
     QString tokenId, tokenName;
     bool readOnly = false;
-    QStringList sandboxes;           // names; empty: every sandbox
+    QStringList sandboxes; // names; empty: every sandbox
     QHash<QString, QString> boundIds; // name → id of the sandbox that had it when the token was made
 
     // Whether the token reaches sandbox `id` named `name`, created through the token with id
@@ -55,14 +55,18 @@ public:
         QDateTime created;
         QDateTime revoked; // valid: kept so that its holder is told it was revoked
     };
-    explicit TokenStore(QString path) : m_path(std::move(path)) {}
+    explicit TokenStore(QString path)
+        : m_path(std::move(path))
+    {
+    }
 
     struct Created {
         QString token;
         Grant grant;
     };
     // `existing`: the daemon's sandboxes now (name → id), to which sandbox:NAME scopes are bound.
-    Result<Created> create(const QString &name, const QStringList &scopes, const QHash<QString, QString> &existing = {});
+    Result<Created> create(
+        const QString &name, const QStringList &scopes, const QHash<QString, QString> &existing = {});
     Status revoke(const QString &name);
     Result<QList<Entry>> entries(); // revoked ones too
     // Whether a token id still grants (for closing the connections of a revoked token).

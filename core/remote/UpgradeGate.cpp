@@ -49,16 +49,20 @@ GateDecision checkUpgrade(const UpgradeRequest &request, const GateConfig &confi
     if (request.method != "GET")
         return refuse(405, QStringLiteral("only GET upgrades to a WebSocket"));
     if (request.target.contains('?'))
-        return refuse(400, QStringLiteral("the URL takes no query: a token goes in the Authorization header, never in a URL"));
+        return refuse(
+            400, QStringLiteral("the URL takes no query: a token goes in the Authorization header, never in a URL"));
     if (request.target != "/")
         return refuse(404, QStringLiteral("the daemon answers at / only"));
     const QString host = QString::fromLatin1(request.headers.value("host")).toLower();
     if (host.isEmpty() || !config.hosts.contains(host))
-        return refuse(421, QStringLiteral("Host '%1' does not name this daemon (start airlockd with --allow-host NAME to accept it)")
-                               .arg(host.left(100)));
-    if (request.headers.contains("origin") && !config.origins.contains(QString::fromLatin1(request.headers.value("origin"))))
-        return refuse(403, QStringLiteral("foreign Origin '%1': web pages may not drive the daemon")
-                               .arg(QString::fromLatin1(request.headers.value("origin").left(100))));
+        return refuse(421,
+            QStringLiteral("Host '%1' does not name this daemon (start airlockd with --allow-host NAME to accept it)")
+                .arg(host.left(100)));
+    if (request.headers.contains("origin")
+        && !config.origins.contains(QString::fromLatin1(request.headers.value("origin"))))
+        return refuse(403,
+            QStringLiteral("foreign Origin '%1': web pages may not drive the daemon")
+                .arg(QString::fromLatin1(request.headers.value("origin").left(100))));
     if (request.headers.value("upgrade").toLower() != "websocket")
         return refuse(426, QStringLiteral("expected a WebSocket upgrade"));
     const QByteArray authorization = request.headers.value("authorization");

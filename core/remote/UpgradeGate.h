@@ -31,7 +31,7 @@ struct GateDecision {
 };
 
 struct GateConfig {
-    QStringList hosts;   // accepted Host values, lowercase, with and without the port
+    QStringList hosts; // accepted Host values, lowercase, with and without the port
     QStringList origins; // accepted Origin values; none by default (a browser page is never a client)
 };
 

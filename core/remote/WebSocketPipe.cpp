@@ -9,7 +9,10 @@
 namespace airlock::remote {
 
 WebSocketPipe::WebSocketPipe(QWebSocket *socket, QLocalSocket *local, QAbstractSocket *transport, QObject *parent)
-    : QObject(parent), m_ws(socket), m_local(local), m_transport(transport)
+    : QObject(parent)
+    , m_ws(socket)
+    , m_local(local)
+    , m_transport(transport)
 {
     m_ws->setParent(this);
     m_local->setParent(this);

@@ -40,7 +40,7 @@ Q_SIGNALS:
     void closed(const QString &why);
 
 private:
-    void pumpUp();  // local → WebSocket, within the window
+    void pumpUp(); // local → WebSocket, within the window
     void onMessage(const QByteArray &message);
     void onAck(const QString &text);
     void onLocalWritten(qint64 bytes);
@@ -50,9 +50,9 @@ private:
     QWebSocket *m_ws;
     QLocalSocket *m_local;
     QPointer<QAbstractSocket> m_transport;
-    qint64 m_unacked = 0;   // sent, not yet acknowledged by the peer
-    qint64 m_inFlight = 0;  // received, not yet taken by our local side
-    qint64 m_toAck = 0;     // taken by our local side, not yet acknowledged
+    qint64 m_unacked = 0; // sent, not yet acknowledged by the peer
+    qint64 m_inFlight = 0; // received, not yet taken by our local side
+    qint64 m_toAck = 0; // taken by our local side, not yet acknowledged
     bool m_shut = false;
 };
 

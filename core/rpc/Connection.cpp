@@ -19,7 +19,9 @@ constexpr qint64 kSliceMs = 4;
 constexpr qint64 kReadAhead = 1024 * 1024;
 } // namespace
 
-Connection::Connection(QLocalSocket *socket, QObject *parent) : QObject(parent), m_socket(socket)
+Connection::Connection(QLocalSocket *socket, QObject *parent)
+    : QObject(parent)
+    , m_socket(socket)
 {
     m_socket->setParent(this);
     m_socket->setReadBufferSize(kReadAhead);
@@ -58,7 +60,7 @@ void Connection::sendOutput(const QByteArray &header, const QByteArray &data)
     qint64 written = 0;
     if (m_socket->bytesToWrite() == 0) {
         iovec iov[2] = {{const_cast<char *>(header.constData()), size_t(header.size())},
-                        {const_cast<char *>(data.constData()), size_t(data.size())}};
+            {const_cast<char *>(data.constData()), size_t(data.size())}};
         const ssize_t n = ::writev(int(m_socket->socketDescriptor()), iov, 2);
         written = n > 0 ? n : 0; // EAGAIN and errors: the buffered path below (and Qt) handle them
     }

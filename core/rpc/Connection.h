@@ -29,7 +29,10 @@ public:
     // when nothing is queued before it, the rest through the socket's buffer.
     void sendOutput(const QByteArray &header, const QByteArray &data);
     // A data frame of a file transfer (at most kMaxDataChunk bytes), the same way.
-    void sendData(quint32 transfer, const QByteArray &data) { sendOutput(encodeDataHeader(transfer, data.size()), data); }
+    void sendData(quint32 transfer, const QByteArray &data)
+    {
+        sendOutput(encodeDataHeader(transfer, data.size()), data);
+    }
     // The same, waiting for the socket to take all of it (no copy into the socket's buffer): for a
     // sender with nothing else to do meanwhile (cp's upload). After 10 s without room, the rest is
     // queued as sendData would.

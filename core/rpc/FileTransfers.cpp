@@ -27,7 +27,8 @@ constexpr qint64 kMaxListBytes = 2 * 1024 * 1024;
 
 Error ioError(int err, const QString &path, const char *doing)
 {
-    return makeError(ErrorCode::IoError, QStringLiteral("%1 '%2': %3").arg(QLatin1String(doing), path, QString::fromLocal8Bit(std::strerror(err))));
+    return makeError(ErrorCode::IoError,
+        QStringLiteral("%1 '%2': %3").arg(QLatin1String(doing), path, QString::fromLocal8Bit(std::strerror(err))));
 }
 
 // A whole number in [0, max]: what a double from JSON may be cast to.
@@ -66,7 +67,11 @@ QString typeName(WorkspaceFiles::Entry::Type t)
 }
 } // namespace
 
-FileTransfers::FileTransfers(Engine &engine, QObject *parent) : QObject(parent), m_engine(engine) {}
+FileTransfers::FileTransfers(Engine &engine, QObject *parent)
+    : QObject(parent)
+    , m_engine(engine)
+{
+}
 
 FileTransfers::~FileTransfers()
 {
@@ -77,8 +82,8 @@ FileTransfers::~FileTransfers()
 
 bool FileTransfers::handles(const QString &method)
 {
-    static const QStringList methods{QStringLiteral("fs.upload"), QStringLiteral("fs.download"), QStringLiteral("fs.finish"),
-                                     QStringLiteral("fs.mkdir"), QStringLiteral("fs.list")};
+    static const QStringList methods{QStringLiteral("fs.upload"), QStringLiteral("fs.download"),
+        QStringLiteral("fs.finish"), QStringLiteral("fs.mkdir"), QStringLiteral("fs.list")};
     return methods.contains(method);
 }
 
@@ -105,7 +110,8 @@ void FileTransfers::handle(Connection *conn, const QString &method, const QJsonO
             return reply(mode.error());
         bool existed = false;
         auto made = files->makeDirectory(*path, *mode, &existed);
-        return reply(made ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *made}, {QStringLiteral("existed"), existed}})
+        return reply(made ? Result<QJsonObject>(
+                         QJsonObject{{QStringLiteral("path"), *made}, {QStringLiteral("existed"), existed}})
                           : Result<QJsonObject>(made.error()));
     }
     if (method == QLatin1String("fs.list")) {
@@ -115,19 +121,22 @@ void FileTransfers::handle(Connection *conn, const QString &method, const QJsonO
         QJsonArray rows;
         for (const WorkspaceFiles::Entry &e : std::as_const(*entries))
             rows.append(QJsonObject{{QStringLiteral("path"), e.path}, {QStringLiteral("type"), typeName(e.type)},
-                                    {QStringLiteral("size"), double(e.size)}, {QStringLiteral("mode"), e.mode}});
+                {QStringLiteral("size"), double(e.size)}, {QStringLiteral("mode"), e.mode}});
         const QJsonObject listed{{QStringLiteral("entries"), rows}};
         // Names full of escapes grow in JSON: the reply must still fit a frame.
         if (encodeJson(makeResult(QJsonValue(0), listed)).size() > kMaxFrameBytes - 4096)
             return reply(makeError(ErrorCode::InvalidArgument,
-                                   QStringLiteral("'%1' holds too much to list at once; copy a part of it, or pack it first (exec tar)").arg(*path)));
+                QStringLiteral("'%1' holds too much to list at once; copy a part of it, or pack it first (exec tar)")
+                    .arg(*path)));
         return reply(listed);
     }
     auto &mine = m_transfers[conn];
     if (mine.size() >= size_t(kMaxTransfers))
-        return reply(makeError(ErrorCode::Busy, QStringLiteral("%1 copies are open on this connection; finish one first").arg(kMaxTransfers)));
+        return reply(makeError(ErrorCode::Busy,
+            QStringLiteral("%1 copies are open on this connection; finish one first").arg(kMaxTransfers)));
     if (m_open >= kMaxOpen)
-        return reply(makeError(ErrorCode::Busy, QStringLiteral("%1 copies are open on this daemon; try again when some are done").arg(kMaxOpen)));
+        return reply(makeError(ErrorCode::Busy,
+            QStringLiteral("%1 copies are open on this daemon; try again when some are done").arg(kMaxOpen)));
     quint32 id = m_next++;
     while (id == 0 || mine.count(id)) // after a wrap, never one still open
         id = m_next++;
@@ -148,7 +157,7 @@ void FileTransfers::handle(Connection *conn, const QString &method, const QJsonO
     mine.emplace(id, Transfer{opened->fd, false, sandboxId, opened->path, opened->size, 0, std::nullopt});
     ++m_open;
     reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path},
-                      {QStringLiteral("size"), double(opened->size)}, {QStringLiteral("mode"), opened->mode}});
+        {QStringLiteral("size"), double(opened->size)}, {QStringLiteral("mode"), opened->mode}});
     pump(conn); // after the reply: its data frames follow it
 }
 
@@ -158,7 +167,8 @@ void FileTransfers::finish(Connection *conn, const QJsonObject &p, const QString
     auto mine = m_transfers.find(conn);
     const auto it = mine == m_transfers.end() ? std::map<quint32, Transfer>::iterator() : mine->find(id);
     if (mine == m_transfers.end() || it == mine->end() || it->second.sandbox != sandbox)
-        return reply(invalid(QStringLiteral("params.transfer: no copy %1 of this sandbox is open on this connection").arg(id)));
+        return reply(
+            invalid(QStringLiteral("params.transfer: no copy %1 of this sandbox is open on this connection").arg(id)));
     const Transfer t = it->second;
     end(conn, id);
     if (!t.upload) // a download given up by the client
@@ -167,10 +177,11 @@ void FileTransfers::finish(Connection *conn, const QJsonObject &p, const QString
         return reply(*t.failed);
     const std::optional<qint64> expected = wholeParam(p, "bytes", 1e15);
     if (expected != t.done)
-        return reply(makeError(ErrorCode::IoError, QStringLiteral("'%1': %2 bytes arrived, %3 were sent; the copy is incomplete")
-                                                       .arg(t.path)
-                                                       .arg(t.done)
-                                                       .arg(expected.value_or(-1))));
+        return reply(makeError(ErrorCode::IoError,
+            QStringLiteral("'%1': %2 bytes arrived, %3 were sent; the copy is incomplete")
+                .arg(t.path)
+                .arg(t.done)
+                .arg(expected.value_or(-1))));
     reply(QJsonObject{{QStringLiteral("path"), t.path}, {QStringLiteral("bytes"), double(t.done)}});
 }
 
@@ -179,7 +190,8 @@ void FileTransfers::onData(Connection *conn, quint32 transfer, QByteArrayView by
     auto mine = m_transfers.find(conn);
     const auto it = mine == m_transfers.end() ? std::map<quint32, Transfer>::iterator() : mine->find(transfer);
     if (mine == m_transfers.end() || it == mine->end() || !it->second.upload) {
-        conn->closeWithError(makeError(ErrorCode::ProtocolError, QStringLiteral("data for copy %1, which is not an open upload of this connection").arg(transfer)));
+        conn->closeWithError(makeError(ErrorCode::ProtocolError,
+            QStringLiteral("data for copy %1, which is not an open upload of this connection").arg(transfer)));
         return;
     }
     Transfer &t = it->second;
@@ -193,9 +205,9 @@ void FileTransfers::onData(Connection *conn, quint32 transfer, QByteArrayView by
             t.failed = ioError(n < 0 ? errno : ENOSPC, t.path, "cannot write");
             // Said at once, so that the sender stops; fs.finish says it again.
             conn->send(makeNotification(QStringLiteral("fs.transfer"),
-                                        {{QStringLiteral("transfer"), double(transfer)},
-                                         {QStringLiteral("bytes"), double(t.done)},
-                                         {QStringLiteral("error"), makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error"))}}));
+                {{QStringLiteral("transfer"), double(transfer)}, {QStringLiteral("bytes"), double(t.done)},
+                    {QStringLiteral("error"),
+                        makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error"))}}));
             return;
         }
         at += n;
@@ -225,7 +237,11 @@ void FileTransfers::pump(Connection *conn)
                 continue;
             if (n <= 0) {
                 t.failed = n < 0 ? ioError(errno, t.path, "cannot read")
-                                 : makeError(ErrorCode::IoError, QStringLiteral("'%1' shrank while it was copied (%2 of %3 bytes)").arg(t.path).arg(t.done).arg(t.size));
+                                 : makeError(ErrorCode::IoError,
+                                     QStringLiteral("'%1' shrank while it was copied (%2 of %3 bytes)")
+                                         .arg(t.path)
+                                         .arg(t.done)
+                                         .arg(t.size));
                 break;
             }
             chunk.resize(n);
@@ -237,7 +253,8 @@ void FileTransfers::pump(Connection *conn)
             continue;
         QJsonObject told{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("bytes"), double(t.done)}};
         if (t.failed)
-            told.insert(QStringLiteral("error"), makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error")));
+            told.insert(
+                QStringLiteral("error"), makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error")));
         conn->send(makeNotification(QStringLiteral("fs.transfer"), told));
         ended.push_back(id);
     }

@@ -44,8 +44,8 @@ public:
     // It closed: its transfers end, their files closed.
     void drop(Connection *conn);
 
-    static constexpr int kMaxTransfers = 64;     // open at once per connection
-    static constexpr int kMaxOpen = 512;         // and on the whole daemon (each is a descriptor)
+    static constexpr int kMaxTransfers = 64; // open at once per connection
+    static constexpr int kMaxOpen = 512; // and on the whole daemon (each is a descriptor)
     static constexpr int kMaxListEntries = 20000; // fs.list
 
 private:
@@ -53,7 +53,7 @@ private:
         int fd = -1;
         bool upload = false;
         QString sandbox; // id
-        QString path;    // in the sandbox
+        QString path; // in the sandbox
         qint64 size = 0; // a download's, fixed when it was opened
         qint64 done = 0;
         std::optional<Error> failed;

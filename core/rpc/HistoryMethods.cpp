@@ -35,14 +35,15 @@ QString textParam(const QJsonObject &params, const char *key)
 
 bool HistoryMethods::handles(const QString &method)
 {
-    static const QStringList methods{QStringLiteral("history.list"),   QStringLiteral("history.show"),
-                                     QStringLiteral("history.output"), QStringLiteral("history.runs"),
-                                     QStringLiteral("history.export"), QStringLiteral("history.prune"),
-                                     QStringLiteral("history.events")};
+    static const QStringList methods{QStringLiteral("history.list"), QStringLiteral("history.show"),
+        QStringLiteral("history.output"), QStringLiteral("history.runs"), QStringLiteral("history.export"),
+        QStringLiteral("history.prune"), QStringLiteral("history.events")};
     return methods.contains(method);
 }
 
-HistoryMethods::HistoryMethods(HistoryStore *store, QObject *parent) : QObject(parent), m_store(store)
+HistoryMethods::HistoryMethods(HistoryStore *store, QObject *parent)
+    : QObject(parent)
+    , m_store(store)
 {
     if (store)
         m_reader.emplace(store->path());
@@ -59,18 +60,22 @@ void HistoryMethods::inBackground(const Reply &reply, std::function<Result<QJson
     // Queries queue for two threads; past a bound, new ones are refused at once rather than
     // holding memory (and their answers) for whoever asked faster than they read.
     if (m_inFlight >= kMaxInFlight)
-        return reply(makeError(ErrorCode::Busy, QStringLiteral("%1 history queries are already waiting; try again when they are answered")
-                                                    .arg(m_inFlight)));
+        return reply(makeError(ErrorCode::Busy,
+            QStringLiteral("%1 history queries are already waiting; try again when they are answered")
+                .arg(m_inFlight)));
     ++m_inFlight;
     QPointer<HistoryMethods> self = this;
     m_pool.start([self, reply, work = std::move(work)] {
         Result<QJsonObject> result = work();
         if (self)
-            QMetaObject::invokeMethod(self, [self, reply, result] {
-                if (self)
-                    --self->m_inFlight;
-                reply(result);
-            }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                self,
+                [self, reply, result] {
+                    if (self)
+                        --self->m_inFlight;
+                    reply(result);
+                },
+                Qt::QueuedConnection);
     });
 }
 
@@ -99,8 +104,10 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                 return reply(r->error());
         q.sort = textParam(p, "sort");
         if (!HistoryReader::isSortKey(q.sort))
-            return reply(invalid(QStringLiteral("params.sort: '%1' is not a column to sort by (id, sandbox, agent, status, "
-                                                "exitCode, storedBytes, duration)").arg(q.sort.left(40))));
+            return reply(
+                invalid(QStringLiteral("params.sort: '%1' is not a column to sort by (id, sandbox, agent, status, "
+                                       "exitCode, storedBytes, duration)")
+                            .arg(q.sort.left(40))));
         const QString order = textParam(p, "order");
         if (!order.isEmpty() && order != QLatin1String("asc") && order != QLatin1String("desc"))
             return reply(invalid(QStringLiteral("params.order: expected \"asc\" or \"desc\"")));
@@ -127,23 +134,28 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         auto after = integerParam(p, "after");
         auto maxBytes = integerParam(p, "maxBytes");
         if (!id || !after || !maxBytes || !*id)
-            return reply(!id ? id.error() : !after ? after.error() : !maxBytes ? maxBytes.error()
-                                                                                : invalid(QStringLiteral("params.execution: expected an id")));
+            return reply(!id    ? id.error()
+                    : !after    ? after.error()
+                    : !maxBytes ? maxBytes.error()
+                                : invalid(QStringLiteral("params.execution: expected an id")));
         // Everything published before this request is committed first: a client that subscribed
         // before asking misses nothing between the stored offset and the live stream.
         (void)m_store->flush();
-        return inBackground(reply, [reader, id = **id, after = after->value_or(0), max = std::min(maxBytes->value_or(kMaxOutputPage), kMaxOutputPage)] {
-            return reader.output(id, after, max);
-        });
+        return inBackground(reply,
+            [reader, id = **id, after = after->value_or(0),
+                max = std::min(maxBytes->value_or(kMaxOutputPage), kMaxOutputPage)] {
+                return reader.output(id, after, max);
+            });
     }
     if (method == QLatin1String("history.runs")) {
         auto before = integerParam(p, "before");
         auto limit = integerParam(p, "limit");
         if (!before || !limit)
             return reply(!before ? before.error() : limit.error());
-        return inBackground(reply, [reader, b = before->value_or(0), l = int(std::min<qint64>(limit->value_or(50), 10000))] {
-            return reader.runs(l, b);
-        });
+        return inBackground(
+            reply, [reader, b = before->value_or(0), l = int(std::min<qint64>(limit->value_or(50), 10000))] {
+                return reader.runs(l, b);
+            });
     }
     if (method == QLatin1String("history.events")) {
         HistoryReader::EventQuery q;
@@ -189,28 +201,34 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         HistoryStore::Prune request{*keep, *endedBefore, p.value(QStringLiteral("vacuum")).toBool()};
         QPointer<HistoryMethods> self = this;
         const auto done = [self, reply](Result<HistoryStore::PruneReport> r) {
-            Result<QJsonObject> json = r ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), double(r->executions)},
-                                                                           {QStringLiteral("freedBytes"), double(r->freedBytes)},
-                                                                           {QStringLiteral("storedBytes"), double(r->storedBytes)},
-                                                                           {QStringLiteral("fileBytes"), double(r->fileBytes)}})
-                                         : Result<QJsonObject>(r.error());
+            Result<QJsonObject> json = r
+                ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), double(r->executions)},
+                    {QStringLiteral("freedBytes"), double(r->freedBytes)},
+                    {QStringLiteral("storedBytes"), double(r->storedBytes)},
+                    {QStringLiteral("fileBytes"), double(r->fileBytes)}})
+                : Result<QJsonObject>(r.error());
             // Posted to the application, not to this object, which may be going away on the main
             // thread meanwhile: whether it is still there is asked there.
-            QMetaObject::invokeMethod(QCoreApplication::instance(), [self, reply, json] {
-                if (self)
-                    reply(json);
-            }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                QCoreApplication::instance(),
+                [self, reply, json] {
+                    if (self)
+                        reply(json);
+                },
+                Qt::QueuedConnection);
         };
         HistoryStore::ProgressListener told;
         if (progress)
             told = [self, progress](const HistoryStore::Progress &step) {
                 const QJsonObject json{{QStringLiteral("phase"), step.phase},
-                                       {QStringLiteral("done"), double(step.done)},
-                                       {QStringLiteral("total"), double(step.total)}};
-                QMetaObject::invokeMethod(QCoreApplication::instance(), [self, progress, json] {
-                    if (self)
-                        progress(json);
-                }, Qt::QueuedConnection);
+                    {QStringLiteral("done"), double(step.done)}, {QStringLiteral("total"), double(step.total)}};
+                QMetaObject::invokeMethod(
+                    QCoreApplication::instance(),
+                    [self, progress, json] {
+                        if (self)
+                            progress(json);
+                    },
+                    Qt::QueuedConnection);
             };
         m_store->prune(request, done, told);
         return;

@@ -32,13 +32,11 @@ QByteArray encodeJson(const QJsonObject &message)
 
 QByteArray encodeOutputHeader(const Event &e)
 {
-    const QByteArray header = QJsonDocument(QJsonObject{{QStringLiteral("sandbox"), e.sandbox},
-                                                        {QStringLiteral("seq"), double(e.seq)},
-                                                        {QStringLiteral("time"), double(e.timeMs)},
-                                                        {QStringLiteral("exec"), double(e.exec)},
-                                                        {QStringLiteral("stream"), e.stream},
-                                                        {QStringLiteral("offset"), double(e.offset)}})
-                                  .toJson(QJsonDocument::Compact);
+    const QByteArray header
+        = QJsonDocument(QJsonObject{{QStringLiteral("sandbox"), e.sandbox}, {QStringLiteral("seq"), double(e.seq)},
+                            {QStringLiteral("time"), double(e.timeMs)}, {QStringLiteral("exec"), double(e.exec)},
+                            {QStringLiteral("stream"), e.stream}, {QStringLiteral("offset"), double(e.offset)}})
+              .toJson(QJsonDocument::Compact);
     QByteArray out(9 + header.size(), Qt::Uninitialized);
     char *p = out.data();
     qToBigEndian(quint32(4 + header.size() + e.data.size() + 1), p);
@@ -100,7 +98,7 @@ Result<std::optional<Frame>> FrameReader::next()
         return protocolError(QStringLiteral("empty frame"));
     if (len > kMaxFrameBytes)
         return makeError(ErrorCode::FrameTooLarge,
-                         QStringLiteral("frame of %1 bytes exceeds the %2-byte limit").arg(len).arg(kMaxFrameBytes));
+            QStringLiteral("frame of %1 bytes exceeds the %2-byte limit").arg(len).arg(kMaxFrameBytes));
     if (avail < 4 + qsizetype(len))
         return std::optional<Frame>();
     Frame f;
@@ -156,21 +154,22 @@ Result<DataChunk> decodeData(QByteArrayView payload)
     if (payload.size() < 4)
         return protocolError(QStringLiteral("data frame too short"));
     if (payload.size() - 4 > kMaxDataChunk)
-        return protocolError(QStringLiteral("data frame of %1 bytes exceeds the %2-byte chunk").arg(payload.size() - 4).arg(kMaxDataChunk));
+        return protocolError(QStringLiteral("data frame of %1 bytes exceeds the %2-byte chunk")
+                                 .arg(payload.size() - 4)
+                                 .arg(kMaxDataChunk));
     return DataChunk{qFromBigEndian<quint32>(payload.data()), payload.sliced(4)};
 }
 
 QJsonObject makeRequest(qint64 id, const QString &method, const QJsonObject &params)
 {
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-            {QStringLiteral("id"), double(id)},
-            {QStringLiteral("method"), method},
-            {QStringLiteral("params"), params}};
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), double(id)},
+        {QStringLiteral("method"), method}, {QStringLiteral("params"), params}};
 }
 
 QJsonObject makeResult(const QJsonValue &id, const QJsonValue &result)
 {
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id}, {QStringLiteral("result"), result}};
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id},
+        {QStringLiteral("result"), result}};
 }
 
 int jsonRpcCode(ErrorCode code)
@@ -187,17 +186,16 @@ int jsonRpcCode(ErrorCode code)
 
 QJsonObject makeErrorReply(const QJsonValue &id, const Error &error)
 {
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-            {QStringLiteral("id"), id},
-            {QStringLiteral("error"),
-             QJsonObject{{QStringLiteral("code"), jsonRpcCode(error.code)},
-                         {QStringLiteral("message"), error.message},
-                         {QStringLiteral("data"), QJsonObject{{QStringLiteral("type"), errorCodeName(error.code)}}}}}};
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), id},
+        {QStringLiteral("error"),
+            QJsonObject{{QStringLiteral("code"), jsonRpcCode(error.code)}, {QStringLiteral("message"), error.message},
+                {QStringLiteral("data"), QJsonObject{{QStringLiteral("type"), errorCodeName(error.code)}}}}}};
 }
 
 QJsonObject makeNotification(const QString &method, const QJsonObject &params)
 {
-    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("method"), method}, {QStringLiteral("params"), params}};
+    return {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("method"), method},
+        {QStringLiteral("params"), params}};
 }
 
 Error errorFromReply(const QJsonObject &e)
@@ -210,12 +208,9 @@ Error errorFromReply(const QJsonObject &e)
 
 QJsonObject eventToJson(const Event &e)
 {
-    return {{QStringLiteral("sandbox"), e.sandbox},
-            {QStringLiteral("seq"), double(e.seq)},
-            {QStringLiteral("time"), double(e.timeMs)},
-            {QStringLiteral("kind"), e.kind},
-            {QStringLiteral("run"), e.run},
-            {QStringLiteral("payload"), e.payload}};
+    return {{QStringLiteral("sandbox"), e.sandbox}, {QStringLiteral("seq"), double(e.seq)},
+        {QStringLiteral("time"), double(e.timeMs)}, {QStringLiteral("kind"), e.kind}, {QStringLiteral("run"), e.run},
+        {QStringLiteral("payload"), e.payload}};
 }
 
 Result<Event> eventFromJson(const QJsonObject &json)

@@ -3,7 +3,6 @@
 #include "util/Version.h"
 
 #include "approval/ApprovalBroker.h"
-#include "tools/ToolGateway.h"
 #include "engine/CodeBinding.h"
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
@@ -16,6 +15,7 @@
 #include "rpc/RpcSession.h"
 #include "rpc/SocketActivation.h"
 #include "sandbox/Sandbox.h"
+#include "tools/ToolGateway.h"
 #include "util/Paths.h"
 
 #include <QDateTime>
@@ -63,16 +63,19 @@ QString connectionRunName(const QString &client)
             base += c;
     return QStringLiteral("%1-%2-%3")
         .arg(base.isEmpty() ? QStringLiteral("client") : base,
-             QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+            QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
         .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
 }
 
 } // namespace
 
-
 RpcServer::RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &approvals, QObject *parent)
-    : QObject(parent), m_engine(engine), m_history(history), m_historyMethods(new HistoryMethods(history, this)), m_files(new FileTransfers(engine, this)),
-      m_approvals(&approvals)
+    : QObject(parent)
+    , m_engine(engine)
+    , m_history(history)
+    , m_historyMethods(new HistoryMethods(history, this))
+    , m_files(new FileTransfers(engine, this))
+    , m_approvals(&approvals)
 {
     registerHandlers();
 }
@@ -110,7 +113,8 @@ Status RpcServer::listen(const QString &socketPath)
     // The directory is 0700 and the daemon's umask 077; chmod makes the socket itself 0600.
     m_server->setMaxPendingConnections(256);
     if (!m_server->listen(socketPath))
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot listen on %1: %2").arg(socketPath, m_server->errorString()));
+        return makeError(
+            ErrorCode::IoError, QStringLiteral("cannot listen on %1: %2").arg(socketPath, m_server->errorString()));
     ::chmod(QFile::encodeName(socketPath).constData(), 0600);
     connect(m_server, &QLocalServer::newConnection, this, &RpcServer::onNewConnection);
     logger()->info("listening on {}", socketPath.toStdString());
@@ -142,15 +146,17 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
         if (!s || s->greeted)
             return;
         logger()->info("closing a connection that said no hello within {} ms", m_helloTimeoutMs);
-        conn->closeWithError(makeError(ErrorCode::HandshakeRequired, QStringLiteral("no \"hello\" within %1 ms of connecting").arg(m_helloTimeoutMs)));
+        conn->closeWithError(makeError(ErrorCode::HandshakeRequired,
+            QStringLiteral("no \"hello\" within %1 ms of connecting").arg(m_helloTimeoutMs)));
     });
-    connect(session->conn, &Connection::messageReceived, this, [this, session](const QJsonObject &m) { onMessage(*session, m); });
+    connect(session->conn, &Connection::messageReceived, this,
+        [this, session](const QJsonObject &m) { onMessage(*session, m); });
     connect(session->conn, &Connection::framingFailed, this, [session](const Error &e) {
         logger()->warn("closing a connection after a malformed frame: {}", e.message.toStdString());
         session->conn->closeWithError(e);
     });
     connect(session->conn, &Connection::dataReceived, this,
-            [this, session](quint32 transfer, QByteArrayView bytes) { m_files->onData(session->conn, transfer, bytes); });
+        [this, session](quint32 transfer, QByteArrayView bytes) { m_files->onData(session->conn, transfer, bytes); });
     connect(session->conn, &Connection::bytesFlushed, this, [this, session](qint64 pending) {
         if (pending < kLowWater && !session->holding.isEmpty())
             releaseHolds(*session);
@@ -161,7 +167,7 @@ RpcServer::Session *RpcServer::addSession(QLocalSocket *socket)
         expireLeasesLater(*session);
         releaseHolds(*session);
         m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
-                              QStringLiteral("the requester disconnected"));
+            QStringLiteral("the requester disconnected"));
         m_sessions.removeAll(session);
         session->conn->deleteLater();
         delete session;
@@ -183,10 +189,11 @@ void RpcServer::expireLeasesLater(const Session &session)
             if (!sandbox || !m_engine.signal(sandboxId, exec, SIGKILL))
                 return; // gone, or already ended
             (*sandbox)->record(QStringLiteral("exec.lease_expired"),
-                               {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("leaseMs"), double(lease)},
-                                {QStringLiteral("client"), client}},
-                               run);
-            logger()->info("execution {}:{} killed: its client left {} ms ago (lease)", sandboxId.toStdString(), exec, lease);
+                {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("leaseMs"), double(lease)},
+                    {QStringLiteral("client"), client}},
+                run);
+            logger()->info(
+                "execution {}:{} killed: its client left {} ms ago (lease)", sandboxId.toStdString(), exec, lease);
         });
     }
 }
@@ -198,7 +205,8 @@ Status RpcServer::ownExecution(const Session &s, const QString &sandboxRef, uint
     auto sandbox = m_engine.find(sandboxRef);
     if (sandbox && s.execs.contains({(*sandbox)->id(), exec}))
         return Ok{};
-    return makeError(ErrorCode::Denied, QStringLiteral("an agent connection can only feed or signal the executions it started"));
+    return makeError(
+        ErrorCode::Denied, QStringLiteral("an agent connection can only feed or signal the executions it started"));
 }
 
 RpcServer::Session *RpcServer::sessionOf(const Connection *conn) const
@@ -209,7 +217,8 @@ RpcServer::Session *RpcServer::sessionOf(const Connection *conn) const
     return nullptr;
 }
 
-void RpcServer::startExecution(QPointer<Connection> conn, const QString &sandboxId, const ExecRequest &request, bool attach, const Reply &reply)
+void RpcServer::startExecution(
+    QPointer<Connection> conn, const QString &sandboxId, const ExecRequest &request, bool attach, const Reply &reply)
 {
     auto sandbox = m_engine.find(sandboxId);
     if (!sandbox)
@@ -251,7 +260,7 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
     if (method.isEmpty() || (!id.isDouble() && !id.isString())) {
         // Replies and notifications from a client are not part of this protocol.
         session.conn->send(makeErrorReply(id.isUndefined() ? QJsonValue() : id,
-                                          makeError(ErrorCode::ProtocolError, QStringLiteral("expected a request with \"id\" and \"method\""))));
+            makeError(ErrorCode::ProtocolError, QStringLiteral("expected a request with \"id\" and \"method\""))));
         return;
     }
     const QJsonValue paramsValue = message.value(QStringLiteral("params"));
@@ -267,7 +276,7 @@ void RpcServer::onMessage(Session &session, const QJsonObject &message)
     };
     if (!session.greeted && method != QLatin1String("hello")) {
         session.conn->closeWithError(makeError(ErrorCode::HandshakeRequired,
-                                               QStringLiteral("the first request must be \"hello\" with the protocol version")));
+            QStringLiteral("the first request must be \"hello\" with the protocol version")));
         return;
     }
     QJsonObject params = paramsValue.toObject();
@@ -340,7 +349,8 @@ void RpcServer::onEvent(const Event &event)
             s->execs.remove({event.sandbox, event.exec});
     }
     if (event.kind == QLatin1String("sandbox.deleted") || event.kind == QLatin1String("sandbox.failed")) {
-        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.sandbox == event.sandbox; }, QStringLiteral("the sandbox was deleted"));
+        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.sandbox == event.sandbox; },
+            QStringLiteral("the sandbox was deleted"));
         for (Session *s : std::as_const(m_sessions)) {
             if (event.kind == QLatin1String("sandbox.deleted"))
                 s->sandboxes.remove(event.sandbox);
@@ -354,8 +364,8 @@ void RpcServer::onEvent(const Event &event)
     }
 }
 
-void RpcServer::askToRun(Session &s, Sandbox *sandbox, const ExecRequest &exec, const ApprovalRequest &request, bool attach,
-                         const Reply &reply, int round)
+void RpcServer::askToRun(Session &s, Sandbox *sandbox, const ExecRequest &exec, const ApprovalRequest &request,
+    bool attach, const Reply &reply, int round)
 {
     // The approval binds the files the command runs as code: one changed before it runs is asked
     // about again, with its new content on the card (twice; a third change is refused).
@@ -364,37 +374,47 @@ void RpcServer::askToRun(Session &s, Sandbox *sandbox, const ExecRequest &exec, 
     ApprovalRequest r = request;
     r.files = bound;
     QPointer<Connection> conn = s.conn;
-    m_engine.askPerson(sandbox, r, [this, conn, exec, attach, reply, bound, round, r](const ApprovalRequest &req, const ApprovalDecision &d) {
-        auto found = m_engine.find(req.sandbox);
-        if (!d.allowed)
-            return reply(makeError(ErrorCode::Denied, d.describe()));
-        // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.
-        // ("always" moved the policy one version on, by its own rule.)
-        if (!found || (*found)->policyVersion() != req.policyVersion + (d.always ? 1 : 0))
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("the sandbox or its policy changed while the request waited; ask again")));
-        if (!conn)
-            return; // the requester is gone: nothing runs for nobody
-        if (const QString changed = changedCode(bound, m_engine.bindCode(**found, exec.argv, exec.cwd)); !changed.isEmpty()) {
-            if (round + 1 >= kMaxRounds)
-                return reply(makeError(ErrorCode::Denied, QStringLiteral("%1 changed after it was approved, %2 times: not run").arg(changed).arg(round + 1)));
-            ApprovalRequest again = r;
-            again.reason = QStringLiteral("%1 changed after %2 approved it as it was: asked again").arg(changed, d.by);
-            // Asked once the broker is done with this decision.
-            const QString sandboxId = req.sandbox;
-            QMetaObject::invokeMethod(this, [this, conn, sandboxId, exec, again, attach, reply, round] {
-                Session *session = conn ? sessionOf(conn) : nullptr;
-                auto sandbox = m_engine.find(sandboxId);
-                if (!session || !sandbox)
-                    return; // the requester or the sandbox went meanwhile: nothing runs
-                askToRun(*session, *sandbox, exec, again, attach, reply, round + 1);
-            }, Qt::QueuedConnection);
-            return;
-        }
-        ExecRequest approved = exec;
-        approved.cover.decidedBy = QStringLiteral("approved by %1").arg(d.by);
-        approved.cover.approval = req.id;
-        startExecution(conn, req.sandbox, approved, attach, reply);
-    });
+    m_engine.askPerson(sandbox, r,
+        [this, conn, exec, attach, reply, bound, round, r](const ApprovalRequest &req, const ApprovalDecision &d) {
+            auto found = m_engine.find(req.sandbox);
+            if (!d.allowed)
+                return reply(makeError(ErrorCode::Denied, d.describe()));
+            // What was approved is what runs: the same argv, cwd and sandbox, at the same policy version.
+            // ("always" moved the policy one version on, by its own rule.)
+            if (!found || (*found)->policyVersion() != req.policyVersion + (d.always ? 1 : 0))
+                return reply(makeError(ErrorCode::Denied,
+                    QStringLiteral("the sandbox or its policy changed while the request waited; ask again")));
+            if (!conn)
+                return; // the requester is gone: nothing runs for nobody
+            if (const QString changed = changedCode(bound, m_engine.bindCode(**found, exec.argv, exec.cwd));
+                !changed.isEmpty()) {
+                if (round + 1 >= kMaxRounds)
+                    return reply(makeError(ErrorCode::Denied,
+                        QStringLiteral("%1 changed after it was approved, %2 times: not run")
+                            .arg(changed)
+                            .arg(round + 1)));
+                ApprovalRequest again = r;
+                again.reason
+                    = QStringLiteral("%1 changed after %2 approved it as it was: asked again").arg(changed, d.by);
+                // Asked once the broker is done with this decision.
+                const QString sandboxId = req.sandbox;
+                QMetaObject::invokeMethod(
+                    this,
+                    [this, conn, sandboxId, exec, again, attach, reply, round] {
+                        Session *session = conn ? sessionOf(conn) : nullptr;
+                        auto sandbox = m_engine.find(sandboxId);
+                        if (!session || !sandbox)
+                            return; // the requester or the sandbox went meanwhile: nothing runs
+                        askToRun(*session, *sandbox, exec, again, attach, reply, round + 1);
+                    },
+                    Qt::QueuedConnection);
+                return;
+            }
+            ExecRequest approved = exec;
+            approved.cover.decidedBy = QStringLiteral("approved by %1").arg(d.by);
+            approved.cover.approval = req.id;
+            startExecution(conn, req.sandbox, approved, attach, reply);
+        });
 }
 
 void RpcServer::registerHandlers()
@@ -403,25 +423,28 @@ void RpcServer::registerHandlers()
         const int version = p.value(QStringLiteral("protocol")).toInt(-1);
         if (version != kProtocolVersion) {
             s.conn->closeWithError(makeError(ErrorCode::VersionMismatch,
-                                             QStringLiteral("client speaks protocol %1, this daemon speaks %2; use "
-                                                            "matching Airlock versions")
-                                                 .arg(version)
-                                                 .arg(kProtocolVersion)));
+                QStringLiteral("client speaks protocol %1, this daemon speaks %2; use "
+                               "matching Airlock versions")
+                    .arg(version)
+                    .arg(kProtocolVersion)));
             return;
         }
         // A run groups one agent session's work; without a name, this connection is its own run.
         // Names are shown in every listing: plain characters only, never terminal controls.
-        static const QRegularExpression runName(QRegularExpression::anchoredPattern(QStringLiteral("[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")));
+        static const QRegularExpression runName(
+            QRegularExpression::anchoredPattern(QStringLiteral("[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")));
         const QString run = p.value(QStringLiteral("run")).toString();
         if (!run.isEmpty() && !runName.match(run).hasMatch()) {
-            s.conn->closeWithError(invalid(QStringLiteral("run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a "
-                                                          "letter or digit)")));
+            s.conn->closeWithError(
+                invalid(QStringLiteral("run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a "
+                                       "letter or digit)")));
             return;
         }
         const QString agent = p.value(QStringLiteral("agent")).toString();
         if (!agent.isEmpty() && !runName.match(agent).hasMatch()) {
-            s.conn->closeWithError(invalid(QStringLiteral("agent names are 1 to 200 letters, digits and . _ : @ / + - (starting with "
-                                                          "a letter or digit)")));
+            s.conn->closeWithError(
+                invalid(QStringLiteral("agent names are 1 to 200 letters, digits and . _ : @ / + - (starting with "
+                                       "a letter or digit)")));
             return;
         }
         s.agent = agent;
@@ -433,8 +456,7 @@ void RpcServer::registerHandlers()
             s.client = QStringLiteral("%1 (token %2 from %3)").arg(s.client, s.grant->tokenName, s.peer);
         s.run = run.isEmpty() ? connectionRunName(s.client) : run;
         reply(QJsonObject{{QStringLiteral("protocol"), kProtocolVersion},
-                          {QStringLiteral("daemon"), airlock::version()},
-                          {QStringLiteral("pid"), double(::getpid())}});
+            {QStringLiteral("daemon"), airlock::version()}, {QStringLiteral("pid"), double(::getpid())}});
     });
     m_handlers.insert(QStringLiteral("daemon.info"), [this](Session &, const QJsonObject &, const Reply &reply) {
         QJsonObject info = m_engine.daemonInfo();
@@ -453,20 +475,24 @@ void RpcServer::registerHandlers()
         const QJsonValue policyValue = p.value(QStringLiteral("policy"));
         // An agent gets the person's defaults (user layer, locked preset) and only limits of its own.
         if (!s.agent.isEmpty()
-            && (!policyValue.isUndefined() || !p.value(QStringLiteral("preset")).toString().isEmpty() || specJson.contains(QStringLiteral("network"))
+            && (!policyValue.isUndefined() || !p.value(QStringLiteral("preset")).toString().isEmpty()
+                || specJson.contains(QStringLiteral("network"))
                 || !specJson.value(QStringLiteral("mounts")).toArray().isEmpty()))
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection creates sandboxes with the default policy only "
-                                                                     "(no policy, preset, network or mounts of its own)")));
+            return reply(makeError(ErrorCode::Denied,
+                QStringLiteral("an agent connection creates sandboxes with the default policy only "
+                               "(no policy, preset, network or mounts of its own)")));
         if (!policyValue.isUndefined() && !policyValue.isObject())
             return reply(invalid(QStringLiteral("params.policy: expected a policy object")));
         if (Status valid = policy::validate(policyValue.toObject()); !valid)
-            return reply(makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message)));
+            return reply(
+                makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message)));
         if (Status recording = historyWritable(); !recording)
             return reply(recording.error());
         m_engine.createSandbox(
-            *spec, s.run, [reply](Result<QJsonObject> r) { reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error())); },
-            policy::withSpecFields(policyValue.toObject(), specJson), p.value(QStringLiteral("preset")).toString().left(100),
-            s.grant ? s.grant->tokenId : QString());
+            *spec, s.run,
+            [reply](Result<QJsonObject> r) { reply(r ? Result<QJsonObject>(*r) : Result<QJsonObject>(r.error())); },
+            policy::withSpecFields(policyValue.toObject(), specJson),
+            p.value(QStringLiteral("preset")).toString().left(100), s.grant ? s.grant->tokenId : QString());
     });
     m_handlers.insert(QStringLiteral("approvals.list"), [this](Session &s, const QJsonObject &, const Reply &reply) {
         QJsonArray pending;
@@ -481,29 +507,34 @@ void RpcServer::registerHandlers()
     // A requester that no longer wants what it asked for takes the question back from the person
     // (an agent's cancelled call): answered as denied, and recorded as withdrawn. Without an id:
     // every request of this connection (a client that is ending).
-    m_handlers.insert(QStringLiteral("approvals.withdraw"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
-        const QString by = QStringLiteral("withdrawn by %1").arg(s.agent.isEmpty() ? s.client : s.agent);
-        if (!p.contains(QStringLiteral("id"))) {
-            QJsonArray withdrawn;
-            for (const ApprovalRequest &r : m_approvals->pending())
-                if (r.owner == &s)
-                    withdrawn.append(r.id);
-            const QString why = p.value(QStringLiteral("reason")).toString().left(200);
-            m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.owner == &s; }, why.isEmpty() ? by : QStringLiteral("%1: %2").arg(by, why));
-            return reply(QJsonObject{{QStringLiteral("withdrawn"), withdrawn}});
-        }
-        auto id = stringParam(p, "id");
-        if (!id)
-            return reply(id.error());
-        const auto pending = m_approvals->pending();
-        const auto it = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
-        if (it == pending.cend())
-            return reply(makeError(ErrorCode::NotFound, QStringLiteral("no approval %1 is waiting").arg(id->left(40))));
-        if (it->owner != &s)
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("approval %1 is not this connection's to withdraw").arg(*id)));
-        m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.id == *id; }, by);
-        reply(QJsonObject{{QStringLiteral("withdrawn"), *id}});
-    });
+    m_handlers.insert(
+        QStringLiteral("approvals.withdraw"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
+            const QString by = QStringLiteral("withdrawn by %1").arg(s.agent.isEmpty() ? s.client : s.agent);
+            if (!p.contains(QStringLiteral("id"))) {
+                QJsonArray withdrawn;
+                for (const ApprovalRequest &r : m_approvals->pending())
+                    if (r.owner == &s)
+                        withdrawn.append(r.id);
+                const QString why = p.value(QStringLiteral("reason")).toString().left(200);
+                m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.owner == &s; },
+                    why.isEmpty() ? by : QStringLiteral("%1: %2").arg(by, why));
+                return reply(QJsonObject{{QStringLiteral("withdrawn"), withdrawn}});
+            }
+            auto id = stringParam(p, "id");
+            if (!id)
+                return reply(id.error());
+            const auto pending = m_approvals->pending();
+            const auto it
+                = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
+            if (it == pending.cend())
+                return reply(
+                    makeError(ErrorCode::NotFound, QStringLiteral("no approval %1 is waiting").arg(id->left(40))));
+            if (it->owner != &s)
+                return reply(makeError(
+                    ErrorCode::Denied, QStringLiteral("approval %1 is not this connection's to withdraw").arg(*id)));
+            m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.id == *id; }, by);
+            reply(QJsonObject{{QStringLiteral("withdrawn"), *id}});
+        });
     m_handlers.insert(QStringLiteral("approvals.decide"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         // An agent must not approve its own requests (nor anyone's).
         if (!s.agent.isEmpty())
@@ -523,15 +554,17 @@ void RpcServer::registerHandlers()
             if (Status valid = m_approvals->check(*id, *nonce); !valid)
                 return reply(valid.error());
             const auto pending = m_approvals->pending();
-            const auto it = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
+            const auto it
+                = std::find_if(pending.cbegin(), pending.cend(), [&](const ApprovalRequest &r) { return r.id == *id; });
             auto added = m_engine.allowAlways(*it, by);
             if (!added)
                 return reply(added.error());
         }
-        const Status decided = m_approvals->decide(*id, *nonce, {decision == QLatin1String("allow"), always, by,
-                                                                 p.value(QStringLiteral("reason")).toString().left(1000)});
-        reply(decided ? Result<QJsonObject>(QJsonObject{{QStringLiteral("id"), *id}, {QStringLiteral("decision"), decision}})
-                      : Result<QJsonObject>(decided.error()));
+        const Status decided = m_approvals->decide(*id, *nonce,
+            {decision == QLatin1String("allow"), always, by, p.value(QStringLiteral("reason")).toString().left(1000)});
+        reply(decided
+                ? Result<QJsonObject>(QJsonObject{{QStringLiteral("id"), *id}, {QStringLiteral("decision"), decision}})
+                : Result<QJsonObject>(decided.error()));
     });
     registerSettingsHandlers();
     m_handlers.insert(QStringLiteral("tools.list"), [this](Session &, const QJsonObject &p, const Reply &reply) {
@@ -539,7 +572,8 @@ void RpcServer::registerHandlers()
         if (!ref)
             return reply(ref.error());
         auto listed = m_engine.listTools(*ref);
-        reply(listed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("tools"), *listed}}) : Result<QJsonObject>(listed.error()));
+        reply(listed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("tools"), *listed}})
+                     : Result<QJsonObject>(listed.error()));
     });
     m_handlers.insert(QStringLiteral("tools.call"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
@@ -567,7 +601,8 @@ void RpcServer::registerHandlers()
         QPointer<Connection> conn = s.conn;
         m_engine.sampleUsage([conn, reply](const QJsonArray &sandboxes, qint64 sampledMs) {
             if (conn)
-                reply(QJsonObject{{QStringLiteral("sandboxes"), sandboxes}, {QStringLiteral("sampledMs"), double(sampledMs)}});
+                reply(QJsonObject{
+                    {QStringLiteral("sandboxes"), sandboxes}, {QStringLiteral("sampledMs"), double(sampledMs)}});
         });
     });
     m_handlers.insert(QStringLiteral("sandbox.info"), [this](Session &, const QJsonObject &p, const Reply &reply) {
@@ -610,12 +645,10 @@ void RpcServer::registerHandlers()
         }
         const policy::CommandVerdict verdict = sb->policy().commands.evaluate(request->argv, envNames);
         const QJsonObject asked{{QStringLiteral("requester"), s.agent},
-                                {QStringLiteral("argv"), QJsonArray::fromStringList(request->argv)},
-                                {QStringLiteral("envNames"), QJsonArray::fromStringList(envNames)},
-                                {QStringLiteral("cwd"), request->cwd},
-                                {QStringLiteral("rule"), verdict.rule},
-                                {QStringLiteral("layer"), verdict.layer},
-                                {QStringLiteral("reason"), verdict.reason}};
+            {QStringLiteral("argv"), QJsonArray::fromStringList(request->argv)},
+            {QStringLiteral("envNames"), QJsonArray::fromStringList(envNames)}, {QStringLiteral("cwd"), request->cwd},
+            {QStringLiteral("rule"), verdict.rule}, {QStringLiteral("layer"), verdict.layer},
+            {QStringLiteral("reason"), verdict.reason}};
         if (verdict.decision == policy::Decision::Deny) {
             sb->record(QStringLiteral("command.denied"), asked, s.run);
             return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by policy: %1").arg(verdict.reason)));
@@ -629,7 +662,9 @@ void RpcServer::registerHandlers()
             return startExecution(s.conn, sb->id(), *request, attach, reply);
         }
         if (m_approvals->pendingFor(&s) >= kMaxPendingPerConnection)
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("%1 requests of this connection already wait for a person").arg(kMaxPendingPerConnection)));
+            return reply(makeError(ErrorCode::Denied,
+                QStringLiteral("%1 requests of this connection already wait for a person")
+                    .arg(kMaxPendingPerConnection)));
         ApprovalRequest r;
         r.owner = &s;
         r.env = envShown;
@@ -682,9 +717,11 @@ void RpcServer::registerHandlers()
         if (!ref)
             return reply(ref.error());
         if (!s.agent.isEmpty())
-            return reply(makeError(ErrorCode::Denied, QStringLiteral("an agent connection can only signal the executions it started")));
+            return reply(makeError(
+                ErrorCode::Denied, QStringLiteral("an agent connection can only signal the executions it started")));
         auto killed = m_engine.signalAll(*ref, p.value(QStringLiteral("signal")).toInt(9));
-        reply(killed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), *killed}}) : Result<QJsonObject>(killed.error()));
+        reply(killed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), *killed}})
+                     : Result<QJsonObject>(killed.error()));
     });
     m_handlers.insert(QStringLiteral("exec.resize"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
@@ -713,8 +750,9 @@ void RpcServer::registerHandlers()
         if (!files)
             return reply(files.error());
         auto written = files->write(*path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
-                                    p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
-        reply(written ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *written}}) : Result<QJsonObject>(written.error()));
+            p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
+        reply(written ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *written}})
+                      : Result<QJsonObject>(written.error()));
     });
     m_handlers.insert(QStringLiteral("fs.read"), [this](Session &, const QJsonObject &p, const Reply &reply) {
         auto ref = stringParam(p, "sandbox");
@@ -732,8 +770,7 @@ void RpcServer::registerHandlers()
         if (!chunk)
             return reply(chunk.error());
         reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},
-                          {QStringLiteral("size"), double(chunk->size)},
-                          {QStringLiteral("eof"), chunk->eof}});
+            {QStringLiteral("size"), double(chunk->size)}, {QStringLiteral("eof"), chunk->eof}});
     });
     m_handlers.insert(QStringLiteral("events.subscribe"), [this](Session &s, const QJsonObject &p, const Reply &reply) {
         if (!p.contains(QStringLiteral("sandbox"))) {
@@ -751,7 +788,8 @@ void RpcServer::registerHandlers()
         // gate still holds included), and the rest comes to it.
         if (m_history)
             (void)m_history->flush();
-        reply(QJsonObject{{QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("lastSeq"), double((*sandbox)->lastSeq())}});
+        reply(QJsonObject{
+            {QStringLiteral("sandbox"), (*sandbox)->id()}, {QStringLiteral("lastSeq"), double((*sandbox)->lastSeq())}});
     });
 }
 

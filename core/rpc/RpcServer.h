@@ -23,7 +23,7 @@ struct ExecRequest;
 class Engine;
 class HistoryStore;
 class Sandbox;
-}
+} // namespace airlock
 
 namespace airlock::rpc {
 
@@ -81,11 +81,12 @@ private:
     // New sandboxes and executions are refused while their history cannot be written.
     Status historyWritable() const;
     // Starts an execution for a connection (after any approval), replying with its id.
-    void startExecution(QPointer<Connection> conn, const QString &sandbox, const ExecRequest &request, bool attach, const Reply &reply);
+    void startExecution(
+        QPointer<Connection> conn, const QString &sandbox, const ExecRequest &request, bool attach, const Reply &reply);
     Session *sessionOf(const Connection *conn) const;
     // An agent's command that asks: a person decides, on what it runs bound by content.
-    void askToRun(Session &session, Sandbox *sandbox, const ExecRequest &exec, const ApprovalRequest &request, bool attach,
-                  const Reply &reply, int round);
+    void askToRun(Session &session, Sandbox *sandbox, const ExecRequest &exec, const ApprovalRequest &request,
+        bool attach, const Reply &reply, int round);
     // Agents may only touch the executions they started (stdin, signals, resize).
     Status ownExecution(const Session &session, const QString &sandboxRef, uint32_t exec) const;
 

@@ -19,11 +19,11 @@ struct RpcServer::Session {
     QString run;
     QString agent; // set: requests come from an agent, and command rules and approvals gate them
     bool allEvents = false;
-    QSet<QString> sandboxes;              // sandbox ids
+    QSet<QString> sandboxes; // sandbox ids
     QSet<QPair<QString, uint32_t>> execs; // (sandbox id, exec)
     QSet<Sandbox *> holding;
     std::optional<remote::Grant> grant; // set: a remote connection, limited to its token's grant
-    QString peer;                       // remote: address:port
+    QString peer; // remote: address:port
     QHash<QPair<QString, uint32_t>, qint64> leases; // (sandbox id, exec) → ms it may outlive this connection
 };
 

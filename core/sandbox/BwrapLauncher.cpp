@@ -38,10 +38,9 @@ constexpr int kSandboxUid = 1000;
 
 // Host files that stay hidden even though /etc is visible (the subordinate id files and the
 // account databases' backups name the host's accounts).
-constexpr const char *kMaskedEtcFiles[] = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-                                           "/etc/sudoers", "/etc/security/opasswd", "/etc/machine-id",
-                                           "/etc/passwd-", "/etc/group-", "/etc/subuid", "/etc/subuid-",
-                                           "/etc/subgid", "/etc/subgid-"};
+constexpr const char *kMaskedEtcFiles[]
+    = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd",
+        "/etc/machine-id", "/etc/passwd-", "/etc/group-", "/etc/subuid", "/etc/subuid-", "/etc/subgid", "/etc/subgid-"};
 // The sandbox's own account databases in place of the host's: its user, root and the overflow
 // ids (what host-owned files show as), nobody else.
 constexpr const char *kIdentityFiles[] = {"/etc/passwd", "/etc/group"};
@@ -55,10 +54,16 @@ std::string s(const QString &q)
 struct Fd {
     int fd = -1;
     Fd() = default;
-    explicit Fd(int f) : fd(f) {}
+    explicit Fd(int f)
+        : fd(f)
+    {
+    }
     Fd(const Fd &) = delete;
     Fd &operator=(const Fd &) = delete;
-    Fd(Fd &&o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    Fd(Fd &&o) noexcept
+        : fd(std::exchange(o.fd, -1))
+    {
+    }
     Fd &operator=(Fd &&o) noexcept
     {
         if (this != &o) {
@@ -82,8 +87,10 @@ QByteArray identityFile(const char *path)
     const QByteArray uid = QByteArray::number(kSandboxUid);
     if (std::strcmp(path, "/etc/passwd") == 0)
         return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-               "sandbox:x:" + uid + ':' + uid + ":Airlock sandbox:" + home + ":/bin/sh\n"
-               "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+               "sandbox:x:"
+            + uid + ':' + uid + ":Airlock sandbox:" + home
+            + ":/bin/sh\n"
+              "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
     return "root:x:0:\nsandbox:x:" + uid + ":\nnogroup:x:65534:\n";
 }
 
@@ -119,8 +126,8 @@ void writeDecimal(int fd, long value)
 
 std::vector<std::string> bwrapArguments(const LaunchRequest &r)
 {
-    std::vector<std::string> a = {s(r.bwrapPath), "--unshare-user", "--unshare-ipc", "--unshare-pid",
-                                  "--unshare-uts", "--unshare-cgroup"};
+    std::vector<std::string> a
+        = {s(r.bwrapPath), "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"};
     // Only `full` shares the host's network; `allowlist` reaches out through the proxy alone.
     if (r.network != NetworkMode::Full)
         a.emplace_back("--unshare-net");
@@ -128,13 +135,15 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     a.insert(a.end(), {"--uid", uid, "--gid", uid, "--hostname", s(r.hostname)});
     if (!r.outlivesDaemon())
         a.emplace_back("--die-with-parent");
-    a.insert(a.end(), {"--new-session", "--as-pid-1", "--cap-drop", "ALL", "--info-fd", std::to_string(kInfoFd), "--seccomp", std::to_string(kSeccompFd),
-                       "--ro-bind", "/usr", "/usr"});
+    a.insert(a.end(),
+        {"--new-session", "--as-pid-1", "--cap-drop", "ALL", "--info-fd", std::to_string(kInfoFd), "--seccomp",
+            std::to_string(kSeccompFd), "--ro-bind", "/usr", "/usr"});
     // Merged-/usr systems have symlinks here; older layouts have directories.
     for (const char *top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
         const QFileInfo fi(QString::fromLatin1(top));
         if (fi.isSymLink())
-            a.insert(a.end(), {"--symlink", s(fi.symLinkTarget().replace(QStringLiteral("/usr/"), QStringLiteral("usr/"))), top});
+            a.insert(a.end(),
+                {"--symlink", s(fi.symLinkTarget().replace(QStringLiteral("/usr/"), QStringLiteral("usr/"))), top});
         else if (fi.isDir())
             a.insert(a.end(), {"--ro-bind", top, top});
     }
@@ -161,9 +170,10 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     tmpfs("/tmp");
     a.insert(a.end(), {"--dir", "/var"});
     tmpfs("/var/tmp");
-    a.insert(a.end(), {"--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
-                       std::to_string(kGuestFd), "/.airlock/guest", "--dir", "/.airlock/bin", "--symlink", "../guest",
-                       "/.airlock/bin/airlock-tool"});
+    a.insert(a.end(),
+        {"--dir", "/run", "--bind-fd", std::to_string(kWorkspaceFd), "/workspace", "--ro-bind-fd",
+            std::to_string(kGuestFd), "/.airlock/guest", "--dir", "/.airlock/bin", "--symlink", "../guest",
+            "/.airlock/bin/airlock-tool"});
     tmpfs(kSandboxHome);
     const std::string home = std::string(kSandboxHome) + '/';
     // A directory holding a mount can still be renamed away and made anew, so each one between the
@@ -192,8 +202,9 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     // they never touch the host's disk.
     for (const auto &file : r.dataFiles)
         a.insert(a.end(), {"--perms", "0400", "--ro-bind-data", std::to_string(fd++), s(file.first)});
-    a.insert(a.end(), {"--chdir", "/workspace", "--", "/.airlock/guest", "--fd", std::to_string(kChannelFd), "--rw",
-                       "/workspace", "--rw", "/tmp", "--rw", "/var/tmp", "--rw", kSandboxHome});
+    a.insert(a.end(),
+        {"--chdir", "/workspace", "--", "/.airlock/guest", "--fd", std::to_string(kChannelFd), "--rw", "/workspace",
+            "--rw", "/tmp", "--rw", "/var/tmp", "--rw", kSandboxHome});
     for (const Mount &m : r.mounts)
         if (m.writable)
             a.insert(a.end(), {"--rw", s(m.sandboxPath)});
@@ -203,7 +214,8 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     if (r.network == NetworkMode::Allowlist)
         a.insert(a.end(), {"--proxy-fd", std::to_string(kProxyFd), "--proxy-port", std::to_string(kEgressProxyPort)});
     if (r.outlivesDaemon())
-        a.insert(a.end(), {"--resume-fd", std::to_string(kResumeFd), "--resume-token-fd", std::to_string(kResumeTokenFd)});
+        a.insert(
+            a.end(), {"--resume-fd", std::to_string(kResumeFd), "--resume-token-fd", std::to_string(kResumeTokenFd)});
     if (r.verboseGuest)
         a.emplace_back("--verbose");
     return a;
@@ -219,14 +231,15 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     Fd guest(::open(QFile::encodeName(r.guestPath).constData(), O_PATH | O_CLOEXEC));
     if (guest.fd < 0)
         return makeError(ErrorCode::BoundaryUnavailable,
-                         QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "
-                                        "airlockd --guest PATH)")
-                             .arg(r.guestPath, QString::fromLocal8Bit(strerror(errno))));
+            QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "
+                           "airlockd --guest PATH)")
+                .arg(r.guestPath, QString::fromLocal8Bit(strerror(errno))));
     std::vector<Fd> identityFiles;
     for (const char *file : kIdentityFiles) {
         const QByteArray data = identityFile(file);
         identityFiles.emplace_back(::memfd_create("airlock-identity", MFD_CLOEXEC));
-        if (identityFiles.back().fd < 0 || ::write(identityFiles.back().fd, data.constData(), size_t(data.size())) != data.size()
+        if (identityFiles.back().fd < 0
+            || ::write(identityFiles.back().fd, data.constData(), size_t(data.size())) != data.size()
             || ::lseek(identityFiles.back().fd, 0, SEEK_SET) != 0)
             return sysError(QStringLiteral("cannot prepare the sandbox's %1").arg(QLatin1String(file)));
     }
@@ -247,12 +260,14 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     for (const auto &file : r.dataFiles) {
         dataFiles.emplace_back(::memfd_create("airlock-secret", MFD_CLOEXEC));
         const QByteArray &data = file.second;
-        if (dataFiles.back().fd < 0 || ::write(dataFiles.back().fd, data.constData(), size_t(data.size())) != data.size()
+        if (dataFiles.back().fd < 0
+            || ::write(dataFiles.back().fd, data.constData(), size_t(data.size())) != data.size()
             || ::lseek(dataFiles.back().fd, 0, SEEK_SET) != 0)
             return sysError(QStringLiteral("cannot prepare a secret file"));
     }
     Fd seccomp(::memfd_create("airlock-seccomp", MFD_CLOEXEC));
-    if (seccomp.fd < 0 || ::write(seccomp.fd, r.seccompProgram.constData(), size_t(r.seccompProgram.size())) != r.seccompProgram.size()
+    if (seccomp.fd < 0
+        || ::write(seccomp.fd, r.seccompProgram.constData(), size_t(r.seccompProgram.size())) != r.seccompProgram.size()
         || ::lseek(seccomp.fd, 0, SEEK_SET) != 0)
         return sysError(QStringLiteral("cannot prepare the seccomp program"));
     int sv[2];
@@ -288,7 +303,8 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     Fd resumeToken;
     if (r.outlivesDaemon()) {
         resumeToken = Fd(::memfd_create("airlock-resume", MFD_CLOEXEC));
-        if (resumeToken.fd < 0 || ::write(resumeToken.fd, r.resumeToken.constData(), size_t(r.resumeToken.size())) != r.resumeToken.size()
+        if (resumeToken.fd < 0
+            || ::write(resumeToken.fd, r.resumeToken.constData(), size_t(r.resumeToken.size())) != r.resumeToken.size()
             || ::lseek(resumeToken.fd, 0, SEEK_SET) != 0)
             return sysError(QStringLiteral("cannot prepare the resume token"));
     }
@@ -308,9 +324,9 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     std::vector<std::string> procsFiles;
     for (const QString &f : r.cgroupProcsFiles)
         procsFiles.push_back(s(f));
-    std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd, infoWrite.fd,
-                                proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd, execCheckGuestEnd.fd,
-                                r.outlivesDaemon() ? r.resumeListenFd : devNull.fd, resumeToken.fd >= 0 ? resumeToken.fd : devNull.fd};
+    std::vector<int> sources = {devNull.fd, errWrite.fd, errWrite.fd, guestEnd.fd, seccomp.fd, workspace.fd, guest.fd,
+        infoWrite.fd, proxyGuestEnd.fd >= 0 ? proxyGuestEnd.fd : devNull.fd, execCheckGuestEnd.fd,
+        r.outlivesDaemon() ? r.resumeListenFd : devNull.fd, resumeToken.fd >= 0 ? resumeToken.fd : devNull.fd};
     for (const Fd &f : identityFiles)
         sources.push_back(f.fd);
     for (const Fd &f : startupFiles)

@@ -31,7 +31,7 @@ struct LaunchRequest {
     // is killed and the launch fails with this error.
     std::function<Status(pid_t)> placeChild;
     std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid
-    std::optional<uint64_t> nproc;  // RLIMIT_NPROC for the guest and everything below it
+    std::optional<uint64_t> nproc; // RLIMIT_NPROC for the guest and everything below it
     std::optional<uint64_t> tmpBytes; // size of each writable tmpfs (/tmp, /var/tmp, the home)
     bool verboseGuest = false;
     // A sandbox that outlives the daemon: the guest listens here (a bound, listening socket the
@@ -43,12 +43,12 @@ struct LaunchRequest {
 };
 
 struct LaunchedSandbox {
-    pid_t pid = -1;     // the bwrap process
-    int pidfd = -1;     // readable when it exits
+    pid_t pid = -1; // the bwrap process
+    int pidfd = -1; // readable when it exits
     int channelFd = -1; // daemon end of the guest socket
-    int stderrFd = -1;  // bwrap's and the guest's stderr
-    int infoFd = -1;    // bwrap's --info-fd: JSON with the host pid of the sandbox's init
-    int proxyFd = -1;   // allowlist: the guest sends each egress connection's socket here
+    int stderrFd = -1; // bwrap's and the guest's stderr
+    int infoFd = -1; // bwrap's --info-fd: JSON with the host pid of the sandbox's init
+    int proxyFd = -1; // allowlist: the guest sends each egress connection's socket here
     int execCheckFd = -1; // the guest sends each judged execution's exec-check listener here
 };
 

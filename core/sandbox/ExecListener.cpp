@@ -110,8 +110,10 @@ bool faithful(const QByteArray &raw)
 int openProgram(pid_t pid, const QString &path, const QString &cwd, int emptyPathFd)
 {
     if (emptyPathFd >= 0)
-        return ::open(QStringLiteral("/proc/%1/fd/%2").arg(pid).arg(emptyPathFd).toLatin1().constData(), O_RDONLY | O_CLOEXEC);
-    const int root = ::open(QStringLiteral("/proc/%1/root").arg(pid).toLatin1().constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return ::open(
+            QStringLiteral("/proc/%1/fd/%2").arg(pid).arg(emptyPathFd).toLatin1().constData(), O_RDONLY | O_CLOEXEC);
+    const int root
+        = ::open(QStringLiteral("/proc/%1/root").arg(pid).toLatin1().constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
         return -1;
     open_how how{};
@@ -146,7 +148,10 @@ std::optional<QStringList> shebang(int fd)
 } // namespace
 
 ExecListener::ExecListener(int fd, QString workspaceDir, QObject *parent)
-    : QObject(parent), m_fd(fd), m_workspaceDir(std::move(workspaceDir)), m_notification(sizes().seccomp_notif)
+    : QObject(parent)
+    , m_fd(fd)
+    , m_workspaceDir(std::move(workspaceDir))
+    , m_notification(sizes().seccomp_notif)
 {
     m_notifier = new QSocketNotifier(m_fd, QSocketNotifier::Read, this);
     connect(m_notifier, &QSocketNotifier::activated, this, &ExecListener::onReadable);
@@ -174,7 +179,8 @@ void ExecListener::watch(const ExecAttempt &attempt)
     if (fd < 0 || ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
         if (fd >= 0)
             ::close(fd);
-        QMetaObject::invokeMethod(this, [this, id] { Q_EMIT abandoned(id); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, id] { Q_EMIT abandoned(id); }, Qt::QueuedConnection);
         return;
     }
     auto *n = new QSocketNotifier(fd, QSocketNotifier::Read, this);
@@ -241,7 +247,8 @@ ExecAttempt ExecListener::read(const void *notification) const
     a.pid = self.nsPid;
     a.parentPid = self.parentHostPid > 0 ? statusPids(self.parentHostPid).nsPid : 0;
     const auto inSandbox = [this](QString path) {
-        if (path.startsWith(m_workspaceDir) && (path.size() == m_workspaceDir.size() || path.at(m_workspaceDir.size()) == QLatin1Char('/')))
+        if (path.startsWith(m_workspaceDir)
+            && (path.size() == m_workspaceDir.size() || path.at(m_workspaceDir.size()) == QLatin1Char('/')))
             path = QStringLiteral("/workspace") + path.mid(m_workspaceDir.size());
         return path;
     };
@@ -258,7 +265,8 @@ ExecAttempt ExecListener::read(const void *notification) const
     }
     a.path = QFile::decodeName(*path);
     if (!faithful(*path) || !faithful(cwd)) {
-        a.unreadable = QStringLiteral("the program's path or working directory is not valid UTF-8 (%1): it cannot be judged by its name")
+        a.unreadable = QStringLiteral(
+            "the program's path or working directory is not valid UTF-8 (%1): it cannot be judged by its name")
                            .arg(QString::fromLatin1((faithful(*path) ? cwd : *path).toPercentEncoding("/").left(200)));
         return a;
     }
@@ -300,7 +308,9 @@ ExecAttempt ExecListener::read(const void *notification) const
             break;
         const auto word = readString(a.hostPid, pointer, kMaxArgBytes - bytes);
         if (!word) {
-            a.unreadable = QStringLiteral("the program's arguments cannot be read from the process, or are longer than %1 bytes").arg(kMaxArgBytes);
+            a.unreadable
+                = QStringLiteral("the program's arguments cannot be read from the process, or are longer than %1 bytes")
+                      .arg(kMaxArgBytes);
             return a;
         }
         bytes += word->size() + 1;
@@ -317,10 +327,12 @@ ExecAttempt ExecListener::read(const void *notification) const
     for (int level = 0; level < 5; ++level) {
         const int fd = openProgram(a.hostPid, file, a.cwd, level == 0 ? emptyPathFd : -1);
         if (fd < 0) {
-            if ((errno == ENOENT || errno == ENOTDIR) && !file.startsWith(QLatin1String("/proc/")) && !file.startsWith(QLatin1String("/dev/")))
+            if ((errno == ENOENT || errno == ENOTDIR) && !file.startsWith(QLatin1String("/proc/"))
+                && !file.startsWith(QLatin1String("/dev/")))
                 a.missing = level == 0;
             else
-                a.unreadable = QStringLiteral("'%1' cannot be opened to check it (%2)").arg(file.left(200), QString::fromLocal8Bit(std::strerror(errno)));
+                a.unreadable = QStringLiteral("'%1' cannot be opened to check it (%2)")
+                                   .arg(file.left(200), QString::fromLocal8Bit(std::strerror(errno)));
             break;
         }
         const auto interpreter = shebang(fd);

@@ -16,15 +16,15 @@ namespace airlock {
 // One execve/execveat that a sandboxed process is waiting in, as the daemon read it from the
 // process: what the kernel will execute, with which arguments, from where.
 struct ExecAttempt {
-    quint64 id = 0;          // the kernel's cookie for this notification
-    pid_t hostPid = 0;       // in the daemon's PID namespace
-    pid_t pid = 0;           // in the sandbox's
-    pid_t parentPid = 0;     // in the sandbox's
-    QString path;            // the file the kernel executes (execveat's directory or fd resolved)
+    quint64 id = 0; // the kernel's cookie for this notification
+    pid_t hostPid = 0; // in the daemon's PID namespace
+    pid_t pid = 0; // in the sandbox's
+    pid_t parentPid = 0; // in the sandbox's
+    QString path; // the file the kernel executes (execveat's directory or fd resolved)
     QStringList argv;
     QString cwd;
-    QString unreadable;      // why the arguments could not be read: nothing is judged then, it is refused
-    bool missing = false;    // nothing there (a PATH search's miss): judged, not recorded
+    QString unreadable; // why the arguments could not be read: nothing is judged then, it is refused
+    bool missing = false; // nothing there (a PATH search's miss): judged, not recorded
     QList<QStringList> interpreters; // a script's "#!" programs, outermost first: each runs too
 
     // What runs: the path, then the arguments (argv[0] is only the name the program is told).

@@ -41,20 +41,26 @@ Status sendResume(int fd, const QByteArray &token, const QList<ResumeAsk> &execu
         c->cmsg_len = CMSG_LEN(sizeof(int) * size_t(fds.size()));
         std::memcpy(CMSG_DATA(c), fds.constData(), sizeof(int) * size_t(fds.size()));
     }
-    if (fds.size() > 2 || executions.size() > qsizetype(wire::kMaxResumeExecs) || ::sendmsg(fd, &msg, MSG_NOSIGNAL) != 1)
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot resume the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+    if (fds.size() > 2 || executions.size() > qsizetype(wire::kMaxResumeExecs)
+        || ::sendmsg(fd, &msg, MSG_NOSIGNAL) != 1)
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot resume the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(errno))));
     for (size_t done = 1; done < frame.size();) {
         const ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot resume the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+            return makeError(ErrorCode::IoError,
+                QStringLiteral("cannot resume the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(errno))));
         done += size_t(n);
     }
     return Ok{};
 }
 
-GuestChannel::GuestChannel(int fd, QObject *parent, bool resumed) : QObject(parent), m_fd(fd), m_resumed(resumed)
+GuestChannel::GuestChannel(int fd, QObject *parent, bool resumed)
+    : QObject(parent)
+    , m_fd(fd)
+    , m_resumed(resumed)
 {
     ::fcntl(m_fd, F_SETFL, ::fcntl(m_fd, F_GETFL) | O_NONBLOCK);
     m_readNotifier = new QSocketNotifier(m_fd, QSocketNotifier::Read, this);
@@ -102,7 +108,8 @@ void GuestChannel::sendSpawn(const SpawnRequest &r)
 {
     wire::Writer w(wire::Type::Spawn);
     w.u32(r.execId)
-        .u8(static_cast<uint8_t>((r.tty ? wire::SpawnTty : 0) | (r.stdinOpen ? wire::SpawnStdin : 0) | (r.judged ? wire::SpawnJudged : 0)))
+        .u8(static_cast<uint8_t>(
+            (r.tty ? wire::SpawnTty : 0) | (r.stdinOpen ? wire::SpawnStdin : 0) | (r.judged ? wire::SpawnJudged : 0)))
         .u16(r.rows)
         .u16(r.cols)
         .u64(r.cpuSeconds)
@@ -179,7 +186,11 @@ void GuestChannel::sendToolResult(uint32_t callId, bool ok, const QByteArray &bo
 {
     if (!m_toolCalls.remove(callId))
         return;
-    send(wire::Writer(wire::Type::ToolResult).u32(callId).u8(ok ? 1 : 0).bytes(std::string_view(body.constData(), size_t(body.size()))).take());
+    send(wire::Writer(wire::Type::ToolResult)
+             .u32(callId)
+             .u8(ok ? 1 : 0)
+             .bytes(std::string_view(body.constData(), size_t(body.size())))
+             .take());
 }
 
 void GuestChannel::sendAck(uint32_t execId, uint8_t stream, uint64_t offset)
@@ -364,7 +375,8 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
         const uint64_t bytes = r.u64();
         if (!complete("gap") || !known(id, "gap"))
             return false;
-        if ((stream != wire::StreamStdout && stream != wire::StreamStderr) || bytes == 0 || offset > (uint64_t(1) << 62) || bytes > (uint64_t(1) << 62)) {
+        if ((stream != wire::StreamStdout && stream != wire::StreamStderr) || bytes == 0 || offset > (uint64_t(1) << 62)
+            || bytes > (uint64_t(1) << 62)) {
             violate(QStringLiteral("gap frame with invalid stream %1 or size %2").arg(stream).arg(bytes));
             return false;
         }
@@ -394,8 +406,8 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
             violate(QStringLiteral("output chunk of %1 bytes exceeds %2").arg(data.size()).arg(wire::kMaxOutputChunk));
             return false;
         }
-        Q_EMIT outputReceived(id, stream, static_cast<qint64>(time),
-                              QByteArrayView(data.data(), static_cast<qsizetype>(data.size())));
+        Q_EMIT outputReceived(
+            id, stream, static_cast<qint64>(time), QByteArrayView(data.data(), static_cast<qsizetype>(data.size())));
         return true;
     }
     case wire::Type::Exited: {
@@ -438,7 +450,8 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
         if (q == m_stdin.end())
             return true; // the execution ended and its queue with it
         if (bytes == 0 || bytes > q->unconsumed) {
-            violate(QStringLiteral("stdin-consumed frame reports %1 bytes, %2 were sent").arg(bytes).arg(q->unconsumed));
+            violate(
+                QStringLiteral("stdin-consumed frame reports %1 bytes, %2 were sent").arg(bytes).arg(q->unconsumed));
             return false;
         }
         q->unconsumed -= bytes;
@@ -456,7 +469,8 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
             return false;
         }
         if (m_toolCalls.contains(id) || m_toolCalls.size() >= int(wire::kMaxToolCalls)) {
-            violate(QStringLiteral("tool call %1 reused an id or exceeded %2 in flight").arg(id).arg(wire::kMaxToolCalls));
+            violate(
+                QStringLiteral("tool call %1 reused an id or exceeded %2 in flight").arg(id).arg(wire::kMaxToolCalls));
             return false;
         }
         m_toolCalls.insert(id);

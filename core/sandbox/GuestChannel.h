@@ -103,6 +103,7 @@ Q_SIGNALS:
     void closed();
     void stdinProgressed(qint64 backlog); // the guest consumed stdin; stdinBacklog() now
     void toolCallReceived(uint32_t callId, const QByteArray &request);
+
 private:
     qint64 pendingWriteBytes() const; // frames queued for the guest's socket
     void onReadable();

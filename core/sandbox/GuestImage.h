@@ -15,7 +15,7 @@ public:
     // Empty path() (and `why` says so) when no copy can be made or run from there: then sandboxes
     // mount the binary itself.
     GuestImage(const QString &guestPath, const QString &instanceKey, QString *why = nullptr,
-               const QString &dir = QStringLiteral("/dev/shm"));
+        const QString &dir = QStringLiteral("/dev/shm"));
     ~GuestImage();
     GuestImage(const GuestImage &) = delete;
     GuestImage &operator=(const GuestImage &) = delete;

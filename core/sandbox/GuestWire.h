@@ -24,7 +24,7 @@ inline constexpr uint32_t kMaxArgs = 4096;
 inline constexpr uint32_t kMaxEnv = 4096;
 inline constexpr uint32_t kStdinWindow = 1024 * 1024;
 inline constexpr uint32_t kMaxToolRequest = 256 * 1024; // one airlock-tool call, as JSON
-inline constexpr uint32_t kMaxToolCalls = 16;           // in flight per sandbox
+inline constexpr uint32_t kMaxToolCalls = 16; // in flight per sandbox
 // Resume: the secret a daemon proves itself with, the executions it asks about, how long the
 // guest waits for a Resume frame on a connection it accepted.
 inline constexpr uint32_t kResumeTokenSize = 32;
@@ -41,10 +41,10 @@ inline constexpr uint32_t kMaxFinishedKept = 1024;
 enum class Type : uint8_t {
     // daemon -> guest
     Spawn = 0x01, // u32 execId, u8 flags, u16 rows, u16 cols, u64 cpuSeconds, u64 fileSizeBytes,
-                  // u64 openFiles (0 = unset), str cwd, u32 argc, str argv[argc], u32 envc, str env[envc]
+    // u64 openFiles (0 = unset), str cwd, u32 argc, str argv[argc], u32 envc, str env[envc]
     Stdin = 0x02, // u32 execId, bytes data (empty = close stdin)
     Signal = 0x03, // u32 execId, i32 signo (SIGKILL: to every process of the execution, the
-                   // background it started included; others: to its process group)
+    // background it started included; others: to its process group)
     Resize = 0x04, // u32 execId, u16 rows, u16 cols
     ToolResult = 0x05, // u32 callId, u8 ok, bytes (the result as JSON, or "CODE message" when not ok)
     // The first frame on a connection the guest accepted on its resume socket (--resume-fd), and
@@ -65,14 +65,14 @@ enum class Type : uint8_t {
     Started = 0x82, // u32 execId, i32 pid (inside the sandbox)
     Output = 0x83, // u32 execId, u8 stream (1 stdout, 2 stderr), u64 unixTimeNs, bytes data
     Exited = 0x84, // u32 execId, u8 how (0 exited, 1 signaled), i32 code, u64 durationUs,
-                   // u64 userUs, u64 systemUs, u64 maxRssKb
+    // u64 userUs, u64 systemUs, u64 maxRssKb
     SpawnFailed = 0x85, // u32 execId, i32 errnum, str message
     Fatal = 0x86, // str message: the guest could not set up the boundary and is exiting
     StdinConsumed = 0x87, // u32 execId, u32 bytes: stdin written to the process (or discarded);
-                          // the daemon keeps at most kStdinWindow bytes unconsumed per execution,
-                          // so stdin never clogs the socket that also carries Signal frames
+    // the daemon keeps at most kStdinWindow bytes unconsumed per execution,
+    // so stdin never clogs the socket that also carries Signal frames
     ToolCall = 0x88, // u32 callId, bytes request: {"tool": NAME, "arguments": {...}} from airlock-tool,
-                     // passed on unread (the daemon parses and validates it)
+    // passed on unread (the daemon parses and validates it)
     // The answer to Resume, first on the new connection: u32 protocolVersion, i32 landlockAbi,
     // u32 guestPid, u32 count, count x {u32 execId, u8 state (ResumeState), i32 pid,
     // u64 stdoutFrom, u64 stderrFrom}: every execution the daemon asked about and every one the
@@ -103,7 +103,11 @@ public:
         m_buf.resize(kHeaderSize);
         m_buf[4] = static_cast<char>(type);
     }
-    Writer &u8(uint8_t v) { m_buf.push_back(static_cast<char>(v)); return *this; }
+    Writer &u8(uint8_t v)
+    {
+        m_buf.push_back(static_cast<char>(v));
+        return *this;
+    }
     Writer &u16(uint16_t v) { return raw(&v, 2); }
     Writer &u32(uint32_t v) { return raw(&v, 4); }
     Writer &i32(int32_t v) { return raw(&v, 4); }
@@ -146,16 +150,45 @@ inline void writeHeader(char *dst, Type type, uint32_t payloadLen)
 // ---- decoding (bounds-checked; any overrun sets failed()) ----
 class Reader {
 public:
-    Reader(const char *data, size_t size) : m_p(data), m_end(data + size) {}
+    Reader(const char *data, size_t size)
+        : m_p(data)
+        , m_end(data + size)
+    {
+    }
     bool failed() const { return m_failed; }
     bool atEnd() const { return m_p == m_end; }
     size_t remaining() const { return static_cast<size_t>(m_end - m_p); }
 
-    uint8_t u8() { uint8_t v = 0; raw(&v, 1); return v; }
-    uint16_t u16() { uint16_t v = 0; raw(&v, 2); return v; }
-    uint32_t u32() { uint32_t v = 0; raw(&v, 4); return v; }
-    int32_t i32() { int32_t v = 0; raw(&v, 4); return v; }
-    uint64_t u64() { uint64_t v = 0; raw(&v, 8); return v; }
+    uint8_t u8()
+    {
+        uint8_t v = 0;
+        raw(&v, 1);
+        return v;
+    }
+    uint16_t u16()
+    {
+        uint16_t v = 0;
+        raw(&v, 2);
+        return v;
+    }
+    uint32_t u32()
+    {
+        uint32_t v = 0;
+        raw(&v, 4);
+        return v;
+    }
+    int32_t i32()
+    {
+        int32_t v = 0;
+        raw(&v, 4);
+        return v;
+    }
+    uint64_t u64()
+    {
+        uint64_t v = 0;
+        raw(&v, 8);
+        return v;
+    }
     std::string_view str()
     {
         const uint32_t n = u32();

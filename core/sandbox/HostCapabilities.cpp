@@ -37,7 +37,8 @@ void probeCgroups(HostCapabilities &caps)
     const QString v1Pids = QStringLiteral("/sys/fs/cgroup/pids");
     if (QFileInfo::exists(v1Memory + QStringLiteral("/memory.limit_in_bytes")) && writableDir(v1Memory))
         caps.cgroupMemory = true;
-    if (QFileInfo::exists(v1Pids + QStringLiteral("/pids.max")) || QFileInfo::exists(v1Pids + QStringLiteral("/cgroup.procs")))
+    if (QFileInfo::exists(v1Pids + QStringLiteral("/pids.max"))
+        || QFileInfo::exists(v1Pids + QStringLiteral("/cgroup.procs")))
         caps.cgroupPids = writableDir(v1Pids);
     const QString v1Cpu = QStringLiteral("/sys/fs/cgroup/cpu");
     caps.cgroupCpu = QFileInfo::exists(v1Cpu + QStringLiteral("/cpu.cfs_quota_us")) && writableDir(v1Cpu);
@@ -59,12 +60,14 @@ void probeCgroups(HostCapabilities &caps)
         caps.cgroupPids = controllers.contains(QStringLiteral("pids"));
         caps.cgroupCpu = controllers.contains(QStringLiteral("cpu"));
         if (!caps.cgroupMemory || !caps.cgroupPids || !caps.cgroupCpu)
-            caps.cgroupError = QStringLiteral("systemd delegates only '%1' to this user; a line 'Delegate=pids memory cpu' in "
-                                              "'systemctl edit user@.service' adds the rest")
-                                   .arg(controllers.join(QLatin1Char(' ')));
+            caps.cgroupError
+                = QStringLiteral("systemd delegates only '%1' to this user; a line 'Delegate=pids memory cpu' in "
+                                 "'systemctl edit user@.service' adds the rest")
+                      .arg(controllers.join(QLatin1Char(' ')));
         return;
     }
-    caps.cgroupError = QStringLiteral("no usable cgroup: run airlockd as root (cgroup v1) or on a systemd host with cgroup v2");
+    caps.cgroupError
+        = QStringLiteral("no usable cgroup: run airlockd as root (cgroup v1) or on a systemd host with cgroup v2");
 }
 } // namespace
 
@@ -73,8 +76,8 @@ HostCapabilities HostCapabilities::probe(const QString &bwrapOverride)
     HostCapabilities caps;
     caps.runningAsRoot = ::geteuid() == 0;
 
-    const QString bwrap = bwrapOverride.isEmpty() ? QStandardPaths::findExecutable(QStringLiteral("bwrap"))
-                                                  : bwrapOverride;
+    const QString bwrap
+        = bwrapOverride.isEmpty() ? QStandardPaths::findExecutable(QStringLiteral("bwrap")) : bwrapOverride;
     if (bwrap.isEmpty() || !QFileInfo(bwrap).isExecutable())
         caps.bwrapError = QStringLiteral("bubblewrap (bwrap) is not installed%1: install it with "
                                          "'sudo apt install bubblewrap'")
@@ -136,7 +139,8 @@ QJsonObject HostCapabilities::toJson() const
         {QStringLiteral("cgroupCpu"), cgroupCpu},
         {QStringLiteral("cgroupError"), cgroupError},
         {QStringLiteral("root"), runningAsRoot},
-        {QStringLiteral("workspaceImages"), diskDriver == volume::Driver::None ? diskError : volume::driverName(diskDriver)},
+        {QStringLiteral("workspaceImages"),
+            diskDriver == volume::Driver::None ? diskError : volume::driverName(diskDriver)},
     };
 }
 

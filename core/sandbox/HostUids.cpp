@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <optional>
 #include <fcntl.h>
 #include <grp.h>
+#include <optional>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,16 +21,18 @@ constexpr uid_t kHighestUid = 0x7FFFFFFE; // above 2^31 many tools take ids for 
 
 QString fix(const HostUidRange &range)
 {
-    return QStringLiteral("or start airlockd with --sandbox-uids FIRST-LAST (now %1) outside every account and subordinate id range")
+    return QStringLiteral(
+        "or start airlockd with --sandbox-uids FIRST-LAST (now %1) outside every account and subordinate id range")
         .arg(range.describe());
 }
 
 Error taken(const HostUidRange &range, const QString &what, const QString &howToFree)
 {
     return makeError(ErrorCode::HostIdsTaken,
-                     QStringLiteral("the host uids for sandboxes (%1) overlap %2, who could become a sandbox's uid and read or plant files "
-                                    "in its workspace; %3, %4")
-                         .arg(range.describe(), what, howToFree, fix(range)));
+        QStringLiteral(
+            "the host uids for sandboxes (%1) overlap %2, who could become a sandbox's uid and read or plant files "
+            "in its workspace; %3, %4")
+            .arg(range.describe(), what, howToFree, fix(range)));
 }
 
 // Every line "NAME:FIRST:COUNT" of a subordinate id file that reaches into the range.
@@ -53,12 +55,16 @@ Status checkSubordinateFile(const HostUidRange &range, const QString &file, cons
             continue; // what newuidmap would not accept grants nothing
         if (first <= range.last() && first + count - 1 >= range.first) {
             const QString name = QString::fromUtf8(fields.at(0));
-            return taken(range, QStringLiteral("%1 line %2 (%3), the subordinate range of %4").arg(file).arg(number).arg(QString::fromUtf8(line), name),
-                         QStringLiteral("give %1 a range outside them (usermod --%2 %3-%4 %1, then --%5 a free one)")
-                             .arg(name, QLatin1String(option))
-                             .arg(first)
-                             .arg(first + count - 1)
-                             .arg(QString::fromLatin1(option).replace(QLatin1String("del-"), QLatin1String("add-"))));
+            return taken(range,
+                QStringLiteral("%1 line %2 (%3), the subordinate range of %4")
+                    .arg(file)
+                    .arg(number)
+                    .arg(QString::fromUtf8(line), name),
+                QStringLiteral("give %1 a range outside them (usermod --%2 %3-%4 %1, then --%5 a free one)")
+                    .arg(name, QLatin1String(option))
+                    .arg(first)
+                    .arg(first + count - 1)
+                    .arg(QString::fromLatin1(option).replace(QLatin1String("del-"), QLatin1String("add-"))));
         }
     }
     return Ok{};
@@ -77,13 +83,16 @@ Result<HostUidRange> parseHostUidRange(const QString &text)
     const qulonglong first = parts.value(0).toULongLong(&firstOk);
     const qulonglong last = parts.value(1).toULongLong(&lastOk);
     if (parts.size() != 2 || !firstOk || !lastOk || first > last)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("expected FIRST-LAST, like %1").arg(kDefaultHostUids.describe()));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("expected FIRST-LAST, like %1").arg(kDefaultHostUids.describe()));
     if (last - first + 1 < 16)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 holds fewer than 16 uids").arg(text));
     if (first <= 65534 && last >= 65534)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 holds 65534, the overflow uid (nobody)").arg(text));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("%1 holds 65534, the overflow uid (nobody)").arg(text));
     if (first == 0 || last > kHighestUid)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("%1 must lie within 1-%2").arg(text).arg(kHighestUid));
+        return makeError(
+            ErrorCode::InvalidArgument, QStringLiteral("%1 must lie within 1-%2").arg(text).arg(kHighestUid));
     return HostUidRange{uid_t(first), uid_t(last - first + 1)};
 }
 
@@ -102,8 +111,12 @@ Status checkHostUidRange(const HostUidRange &range, const QString &subuidFile, c
     ::setpwent();
     while (const passwd *pw = ::getpwent()) {
         if (range.contains(pw->pw_uid) || range.contains(pw->pw_gid)) {
-            found = taken(range, QStringLiteral("the account %1 (uid %2, gid %3)").arg(QString::fromLocal8Bit(pw->pw_name)).arg(pw->pw_uid).arg(pw->pw_gid),
-                          QStringLiteral("give %1 ids outside them").arg(QString::fromLocal8Bit(pw->pw_name)));
+            found = taken(range,
+                QStringLiteral("the account %1 (uid %2, gid %3)")
+                    .arg(QString::fromLocal8Bit(pw->pw_name))
+                    .arg(pw->pw_uid)
+                    .arg(pw->pw_gid),
+                QStringLiteral("give %1 ids outside them").arg(QString::fromLocal8Bit(pw->pw_name)));
             break;
         }
     }
@@ -113,8 +126,9 @@ Status checkHostUidRange(const HostUidRange &range, const QString &subuidFile, c
     ::setgrent();
     while (const group *gr = ::getgrent()) {
         if (range.contains(gr->gr_gid)) {
-            found = taken(range, QStringLiteral("the group %1 (gid %2)").arg(QString::fromLocal8Bit(gr->gr_name)).arg(gr->gr_gid),
-                          QStringLiteral("give %1 a gid outside them").arg(QString::fromLocal8Bit(gr->gr_name)));
+            found = taken(range,
+                QStringLiteral("the group %1 (gid %2)").arg(QString::fromLocal8Bit(gr->gr_name)).arg(gr->gr_gid),
+                QStringLiteral("give %1 a gid outside them").arg(QString::fromLocal8Bit(gr->gr_name)));
             break;
         }
     }
@@ -125,7 +139,9 @@ Status checkHostUidRange(const HostUidRange &range, const QString &subuidFile, c
 }
 
 HostUidClaims::HostUidClaims(HostUidRange range, QString instanceKey, QString dir)
-    : m_range(range), m_key(std::move(instanceKey)), m_dir(std::move(dir))
+    : m_range(range)
+    , m_key(std::move(instanceKey))
+    , m_dir(std::move(dir))
 {
 }
 
@@ -145,7 +161,7 @@ bool HostUidClaims::ensureDir() const
     for (const QString &dir : {parent, m_dir}) {
         const QByteArray native = QFile::encodeName(dir);
         ::mkdir(native.constData(), 0700);
-        struct stat st {};
+        struct stat st { };
         // Root's alone: nobody else may make, remove or swap a claim.
         if (::lstat(native.constData(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()
             || ((st.st_mode & 077) && ::chmod(native.constData(), 0700) != 0))
@@ -157,17 +173,20 @@ bool HostUidClaims::ensureDir() const
 Result<uid_t> HostUidClaims::claim(const QString &sandboxId)
 {
     if (!ensureDir())
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot keep host uid claims in %1 (a folder of root's alone)").arg(m_dir));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot keep host uid claims in %1 (a folder of root's alone)").arg(m_dir));
     for (uid_t i = 0; i < m_range.count; ++i) {
         const uid_t uid = m_range.first + i;
         if (const int err = create(uid, sandboxId); err == 0)
             return uid;
         else if (err != EEXIST)
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot claim a host uid in %1: %2").arg(m_dir, QString::fromLocal8Bit(strerror(err))));
+            return makeError(ErrorCode::IoError,
+                QStringLiteral("cannot claim a host uid in %1: %2").arg(m_dir, QString::fromLocal8Bit(strerror(err))));
     }
-    return makeError(ErrorCode::LimitUnsupported, QStringLiteral("every host uid of %1 is held by a sandbox (of this or another root daemon); "
-                                                                 "remove some, or give airlockd a larger --sandbox-uids range")
-                                                      .arg(m_range.describe()));
+    return makeError(ErrorCode::LimitUnsupported,
+        QStringLiteral("every host uid of %1 is held by a sandbox (of this or another root daemon); "
+                       "remove some, or give airlockd a larger --sandbox-uids range")
+            .arg(m_range.describe()));
 }
 
 bool HostUidClaims::reclaim(uid_t uid, const QString &sandboxId)

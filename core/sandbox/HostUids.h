@@ -31,10 +31,10 @@ Result<HostUidRange> parseHostUidRange(const QString &text);
 // or any passwd or group entry, reaches into the range: whoever holds it could become a sandbox's
 // uid (read and plant files in its workspace, signal its processes).
 Status checkHostUidRange(const HostUidRange &range, const QString &subuidFile = QStringLiteral("/etc/subuid"),
-                         const QString &subgidFile = QStringLiteral("/etc/subgid"));
+    const QString &subgidFile = QStringLiteral("/etc/subgid"));
 // Only the subordinate id files (cheap enough to read before every sandbox).
 Status checkSubordinateIds(const HostUidRange &range, const QString &subuidFile = QStringLiteral("/etc/subuid"),
-                           const QString &subgidFile = QStringLiteral("/etc/subgid"));
+    const QString &subgidFile = QStringLiteral("/etc/subgid"));
 
 // Which uid of the range each sandbox holds, host-wide: one file per uid in a root-only folder
 // (made with O_EXCL, holding "INSTANCE SANDBOX"), so two root daemons never hand out the same uid.

@@ -27,7 +27,8 @@ constexpr uint64_t kMostDefaultMemory = 4ull << 30;
 uint64_t defaultMemoryBytes()
 {
     const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
-    return pages > 0 && pageSize > 0 ? std::min(kMostDefaultMemory, uint64_t(pages) * uint64_t(pageSize) / 2) : kMostDefaultMemory;
+    return pages > 0 && pageSize > 0 ? std::min(kMostDefaultMemory, uint64_t(pages) * uint64_t(pageSize) / 2)
+                                     : kMostDefaultMemory;
 }
 
 bool writeFile(const QString &path, const QByteArray &value)
@@ -45,11 +46,11 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
     plan.effective = requested;
     auto unsupported = [&](const char *limit, const char *controller, const char *option) {
         return makeError(ErrorCode::LimitUnsupported,
-                         QStringLiteral("a %1 limit needs the cgroup %2 controller, which this daemon cannot use (%3); "
-                                        "drop %4 or fix the host")
-                             .arg(QLatin1String(limit), QLatin1String(controller),
-                                  caps.cgroupError.isEmpty() ? QStringLiteral("controller not delegated") : caps.cgroupError,
-                                  QLatin1String(option)));
+            QStringLiteral("a %1 limit needs the cgroup %2 controller, which this daemon cannot use (%3); "
+                           "drop %4 or fix the host")
+                .arg(QLatin1String(limit), QLatin1String(controller),
+                    caps.cgroupError.isEmpty() ? QStringLiteral("controller not delegated") : caps.cgroupError,
+                    QLatin1String(option)));
     };
     if (requested.memoryBytes) {
         if (!caps.cgroupMemory)
@@ -69,8 +70,9 @@ Result<LimitPlan> LimitPlan::make(const Limits &requested, const HostCapabilitie
     } else if (requested.diskBytes) {
         if (caps.diskDriver == volume::Driver::None)
             return makeError(ErrorCode::LimitUnsupported,
-                             QStringLiteral("a disk limit needs a workspace image, which this daemon cannot mount (%1); drop --disk or fix the host")
-                                 .arg(caps.diskError));
+                QStringLiteral("a disk limit needs a workspace image, which this daemon cannot mount (%1); drop --disk "
+                               "or fix the host")
+                    .arg(caps.diskError));
     } else if (caps.diskDriver != volume::Driver::None) {
         plan.effective.diskBytes = LimitPlan::kDefaultDiskBytes;
         plan.diskDefaulted = true;
@@ -91,17 +93,21 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
 {
     QJsonObject o;
     auto put = [&](const char *key, const std::optional<uint64_t> &v, const QString &by) {
-        o.insert(QLatin1String(key), QJsonObject{{QStringLiteral("value"), v ? QJsonValue(double(*v)) : QJsonValue()},
-                                                 {QStringLiteral("enforcedBy"), v ? by : QStringLiteral("unlimited")}});
+        o.insert(QLatin1String(key),
+            QJsonObject{{QStringLiteral("value"), v ? QJsonValue(double(*v)) : QJsonValue()},
+                {QStringLiteral("enforcedBy"), v ? by : QStringLiteral("unlimited")}});
     };
     const QString cg = QStringLiteral("cgroup %1").arg(caps.cgroupVersion);
     put("memoryBytes", effective.memoryBytes,
-        cg + (memoryDefaulted ? QStringLiteral(" memory (the default; --memory changes it)") : QStringLiteral(" memory")));
+        cg
+            + (memoryDefaulted ? QStringLiteral(" memory (the default; --memory changes it)")
+                               : QStringLiteral(" memory")));
     put("tmpBytes", effective.tmpBytes,
         memoryByCgroup ? QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each; charged to the memory limit")
                        : QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each"));
     put("diskBytes", effective.diskBytes,
-        volume::driverName(caps.diskDriver) + (diskDefaulted ? QStringLiteral(" (the default; --disk changes it)") : QString()));
+        volume::driverName(caps.diskDriver)
+            + (diskDefaulted ? QStringLiteral(" (the default; --disk changes it)") : QString()));
     put("pids", effective.pids,
         pidsByCgroup ? cg + QStringLiteral(" pids") : QStringLiteral("RLIMIT_NPROC (sandbox user namespace)"));
     put("cpuMillicores", effective.cpuMillicores, cg + QStringLiteral(" cpu"));
@@ -118,13 +124,14 @@ QStringList instanceDirs(const HostCapabilities &caps, const QString &instanceKe
 {
     const QString suffix = QStringLiteral("/airlock/") + instanceKey;
     if (caps.cgroupVersion == QLatin1String("v1"))
-        return {caps.cgroupRoot + QStringLiteral("/memory") + suffix, caps.cgroupRoot + QStringLiteral("/pids") + suffix,
-                caps.cgroupRoot + QStringLiteral("/cpu") + suffix};
+        return {caps.cgroupRoot + QStringLiteral("/memory") + suffix,
+            caps.cgroupRoot + QStringLiteral("/pids") + suffix, caps.cgroupRoot + QStringLiteral("/cpu") + suffix};
     return {};
 }
 } // namespace
 
-void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep)
+void SandboxCgroup::reapInstance(
+    const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep)
 {
     if (caps.cgroupVersion == QLatin1String("v2")) {
         for (const QString &unit : systemd::scopes(instanceKey))
@@ -145,7 +152,8 @@ void SandboxCgroup::reapInstance(const HostCapabilities &caps, const QString &in
     }
 }
 
-SandboxCgroup SandboxCgroup::existing(const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId)
+SandboxCgroup SandboxCgroup::existing(
+    const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId)
 {
     SandboxCgroup cg;
     if (caps.cgroupVersion == QLatin1String("v2"))
@@ -156,8 +164,8 @@ SandboxCgroup SandboxCgroup::existing(const HostCapabilities &caps, const QStrin
     return cg;
 }
 
-Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const QString &instanceKey,
-                                            const QString &sandboxId, const LimitPlan &plan)
+Result<SandboxCgroup> SandboxCgroup::create(
+    const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId, const LimitPlan &plan)
 {
     SandboxCgroup cg;
     if (!plan.memoryByCgroup && !plan.pidsByCgroup && !plan.cpuByCgroup)
@@ -177,8 +185,9 @@ Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const 
     const Setting settings[] = {
         {plan.memoryByCgroup, "memory", {{"memory.limit_in_bytes", QByteArray::number(l.memoryBytes.value_or(0))}}},
         {plan.pidsByCgroup, "pids", {{"pids.max", QByteArray::number(l.pids.value_or(0))}}},
-        {plan.cpuByCgroup, "cpu", {{"cpu.cfs_period_us", QByteArray::number(kCpuPeriodUs)},
-                                   {"cpu.cfs_quota_us", QByteArray::number(l.cpuMillicores.value_or(0) * kCpuPeriodUs / 1000)}}},
+        {plan.cpuByCgroup, "cpu",
+            {{"cpu.cfs_period_us", QByteArray::number(kCpuPeriodUs)},
+                {"cpu.cfs_quota_us", QByteArray::number(l.cpuMillicores.value_or(0) * kCpuPeriodUs / 1000)}}},
     };
     auto failed = [&](const QString &what) {
         cg.destroy();
@@ -187,15 +196,16 @@ Result<SandboxCgroup> SandboxCgroup::create(const HostCapabilities &caps, const 
     for (const Setting &setting : settings) {
         if (!setting.wanted)
             continue;
-        const QString dir = caps.cgroupRoot + QLatin1Char('/') + QLatin1String(setting.controller) + QStringLiteral("/airlock/")
-            + instanceKey + QLatin1Char('/') + sandboxId;
+        const QString dir = caps.cgroupRoot + QLatin1Char('/') + QLatin1String(setting.controller)
+            + QStringLiteral("/airlock/") + instanceKey + QLatin1Char('/') + sandboxId;
         if (!QDir().mkpath(dir))
             return failed(QStringLiteral("cannot create %1").arg(dir));
         cg.m_dirs.append(dir);
         for (const auto &[file, value] : setting.files) {
             const QString path = dir + QLatin1Char('/') + QLatin1String(file);
             if (!writeFile(path, value))
-                return failed(QStringLiteral("cannot set %1 to %2: %3").arg(path, QString::fromLatin1(value), QString::fromLocal8Bit(std::strerror(errno))));
+                return failed(QStringLiteral("cannot set %1 to %2: %3")
+                                  .arg(path, QString::fromLatin1(value), QString::fromLocal8Bit(std::strerror(errno))));
         }
     }
     return cg;
@@ -211,7 +221,8 @@ QStringList SandboxCgroup::procsFiles() const
 
 Status SandboxCgroup::place(pid_t pid) const
 {
-    return systemd::startScope(m_scope, pid, m_plan.effective, m_plan.memoryByCgroup, m_plan.pidsByCgroup, m_plan.cpuByCgroup);
+    return systemd::startScope(
+        m_scope, pid, m_plan.effective, m_plan.memoryByCgroup, m_plan.pidsByCgroup, m_plan.cpuByCgroup);
 }
 
 void SandboxCgroup::destroy()

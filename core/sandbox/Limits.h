@@ -16,13 +16,14 @@ namespace airlock {
 // The limits a sandbox actually runs with and what enforces each one. Built before anything is
 // started: a limit the spec asks for that no mechanism here can enforce is an error (fail closed).
 struct LimitPlan {
-    static constexpr uint64_t kDefaultDiskBytes = 10ull << 30; // a workspace's size unless asked (less on a fuller disk)
+    static constexpr uint64_t kDefaultDiskBytes = 10ull
+        << 30; // a workspace's size unless asked (less on a fuller disk)
     Limits effective;
     bool memoryByCgroup = false;
     bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
     bool cpuByCgroup = false;
     bool memoryDefaulted = false; // no --memory: the default bound
-    bool diskDefaulted = false;   // no --disk: the default size (the engine may lower it to what the disk has)
+    bool diskDefaulted = false; // no --disk: the default size (the engine may lower it to what the disk has)
 
     static Result<LimitPlan> make(const Limits &requested, const HostCapabilities &caps);
     QJsonObject toJson(const HostCapabilities &caps) const; // {limit: {value, enforcedBy}}
@@ -33,12 +34,13 @@ struct LimitPlan {
 class SandboxCgroup {
 public:
     // Directories are <controller>/airlock/<instanceKey>/<sandboxId>: each daemon owns a subtree.
-    static Result<SandboxCgroup> create(const HostCapabilities &caps, const QString &instanceKey,
-                                        const QString &sandboxId, const LimitPlan &plan);
+    static Result<SandboxCgroup> create(
+        const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId, const LimitPlan &plan);
     // Removes what a previous (SIGKILLed) daemon with this key left behind; with removeRoot, also
     // the now empty instance directories (at shutdown).
     // Sandboxes in `keep` outlived that daemon and are left alone.
-    static void reapInstance(const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep = {});
+    static void reapInstance(
+        const HostCapabilities &caps, const QString &instanceKey, bool removeRoot, const QSet<QString> &keep = {});
     // The cgroup an earlier daemon with this key made for sandbox `sandboxId` (what exists of it).
     static SandboxCgroup existing(const HostCapabilities &caps, const QString &instanceKey, const QString &sandboxId);
     SandboxCgroup() = default;

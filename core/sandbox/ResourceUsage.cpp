@@ -55,7 +55,7 @@ quint64 namespaceAt(int procFd, const char *pid)
 {
     char path[64];
     std::snprintf(path, sizeof path, "%.24s/ns/pid", pid);
-    struct stat st{};
+    struct stat st { };
     return ::fstatat(procFd, path, &st, 0) == 0 ? quint64(st.st_ino) : 0;
 }
 

@@ -10,7 +10,7 @@ namespace airlock {
 
 // What the processes of one PID namespace (one sandbox) use right now.
 struct ResourceUsage {
-    qint64 cpuNs = 0;       // CPU time so far, of the live processes and of every one they reaped
+    qint64 cpuNs = 0; // CPU time so far, of the live processes and of every one they reaped
     qint64 memoryBytes = 0; // resident set, summed over the live processes
     int processes = 0;
 };

@@ -67,7 +67,9 @@ QString sandboxStateName(SandboxState state)
 }
 
 Sandbox::Sandbox(SandboxSetup setup, QObject *parent)
-    : QObject(parent), m_setup(std::move(setup)), m_createdAt(QDateTime::currentDateTimeUtc())
+    : QObject(parent)
+    , m_setup(std::move(setup))
+    , m_createdAt(QDateTime::currentDateTimeUtc())
 {
 }
 
@@ -95,15 +97,16 @@ Status Sandbox::start()
 void Sandbox::connectChannel()
 {
     connect(m_channel, &GuestChannel::helloReceived, this, &Sandbox::onHello);
-    connect(m_channel, &GuestChannel::resumed, this, [this](uint32_t version, int abi, uint32_t, const QList<ResumedExec> &executions) {
-        onResumed(version, abi, executions);
-    });
+    connect(m_channel, &GuestChannel::resumed, this,
+        [this](uint32_t version, int abi, uint32_t, const QList<ResumedExec> &executions) {
+            onResumed(version, abi, executions);
+        });
     connect(m_channel, &GuestChannel::gapReported, this, &Sandbox::onGap);
     connect(m_channel, &GuestChannel::outputReceived, this, &Sandbox::onOutput);
     connect(m_channel, &GuestChannel::execExited, this, &Sandbox::onExited);
     connect(m_channel, &GuestChannel::spawnFailed, this, &Sandbox::onSpawnFailed);
     connect(m_channel, &GuestChannel::fatalReported, this,
-            [this](const QString &why) { onGuestFailed(QStringLiteral("the sandbox agent failed: ") + why, false); });
+        [this](const QString &why) { onGuestFailed(QStringLiteral("the sandbox agent failed: ") + why, false); });
     connect(m_channel, &GuestChannel::protocolViolated, this, [this](const QString &why) {
         onGuestFailed(QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(why), true);
     });
@@ -126,7 +129,10 @@ void Sandbox::connectChannel()
     m_helloTimer = new QTimer(this);
     m_helloTimer->setSingleShot(true);
     connect(m_helloTimer, &QTimer::timeout, this, [this] {
-        onGuestFailed(QStringLiteral("the sandbox agent did not %1 within %2 s").arg(m_adopted ? QStringLiteral("answer") : QStringLiteral("start")).arg(kHelloTimeoutMs / 1000), false);
+        onGuestFailed(QStringLiteral("the sandbox agent did not %1 within %2 s")
+                          .arg(m_adopted ? QStringLiteral("answer") : QStringLiteral("start"))
+                          .arg(kHelloTimeoutMs / 1000),
+            false);
     });
     m_helloTimer->start(kHelloTimeoutMs);
 }
@@ -153,7 +159,8 @@ void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
                     size = it.value().toString().size();
                 }
             if (size <= 0) {
-                m_channel->sendToolResult(callId, false, QByteArrayLiteral("invalid_argument the tool's result is too large to pass into the sandbox"));
+                m_channel->sendToolResult(callId, false,
+                    QByteArrayLiteral("invalid_argument the tool's result is too large to pass into the sandbox"));
                 return;
             }
             clean.insert(longest, clean.value(longest).toString().left(size / 2));
@@ -162,10 +169,10 @@ void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
         }
         m_channel->sendToolResult(callId, true, json);
     } else {
-        m_channel->sendToolResult(callId, false, (errorCodeName(result.error().code) + QLatin1Char(' ') + result.error().message).toUtf8());
+        m_channel->sendToolResult(
+            callId, false, (errorCodeName(result.error().code) + QLatin1Char(' ') + result.error().message).toUtf8());
     }
 }
-
 
 void Sandbox::onStderr()
 {
@@ -201,14 +208,12 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
     }
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),
-                   m_setup.spec.name.toStdString(), landlockAbi);
+        m_setup.spec.name.toStdString(), landlockAbi);
     publish(makeEvent(QStringLiteral("sandbox.created"),
-                      {{QStringLiteral("name"), m_setup.spec.name},
-                       {QStringLiteral("spec"), m_setup.spec.toJson()},
-                       {QStringLiteral("preset"), m_setup.policy.preset},
-                       {QStringLiteral("policy"), m_setup.policy.document},
-                       {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
-                       {QStringLiteral("landlockAbi"), landlockAbi}}));
+        {{QStringLiteral("name"), m_setup.spec.name}, {QStringLiteral("spec"), m_setup.spec.toJson()},
+            {QStringLiteral("preset"), m_setup.policy.preset}, {QStringLiteral("policy"), m_setup.policy.document},
+            {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
+            {QStringLiteral("landlockAbi"), landlockAbi}}));
     Q_EMIT started();
 }
 
@@ -252,8 +257,9 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
     QString bucket;
     if (program && payload.value(QStringLiteral("rule")).toString() != QLatin1String("person"))
         bucket = batched ? kind
-                 : payload.value(QStringLiteral("decision")).toString() == QLatin1String("ask") ? kind + QStringLiteral(" (asked)")
-                                                                                                 : kind + QStringLiteral(" (refused)");
+            : payload.value(QStringLiteral("decision")).toString() == QLatin1String("ask")
+            ? kind + QStringLiteral(" (asked)")
+            : kind + QStringLiteral(" (refused)");
     else if (kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool.")))
         bucket = kind;
     if (!bucket.isEmpty()) {
@@ -273,8 +279,9 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
                             counts.insert(it.key(), double(std::exchange(it->suppressed, 0)));
                     if (counts.isEmpty())
                         return m_suppressedReport->stop();
-                    publish(makeEvent(QStringLiteral("events.suppressed"), {{QStringLiteral("counts"), counts},
-                                                                             {QStringLiteral("reason"), QStringLiteral("rate limit")}}));
+                    publish(makeEvent(QStringLiteral("events.suppressed"),
+                        {{QStringLiteral("counts"), counts},
+                            {QStringLiteral("reason"), QStringLiteral("rate limit")}}));
                 });
             }
             if (!m_suppressedReport->isActive())
@@ -290,27 +297,26 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
 }
 
 void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run,
-                        std::optional<QJsonObject> userLayer)
+    std::optional<QJsonObject> userLayer)
 {
     const QJsonObject old = m_setup.policyOverrides;
     m_setup.userLayer = std::move(userLayer);
     m_setup.policy = std::move(effective);
     m_setup.policyOverrides = std::move(overrides);
     ++m_policyVersion;
-    record(QStringLiteral("policy.changed"), {{QStringLiteral("by"), by},
-                                              {QStringLiteral("version"), m_policyVersion},
-                                              {QStringLiteral("old"), old},
-                                              {QStringLiteral("new"), m_setup.policyOverrides}},
-           run);
+    record(QStringLiteral("policy.changed"),
+        {{QStringLiteral("by"), by}, {QStringLiteral("version"), m_policyVersion}, {QStringLiteral("old"), old},
+            {QStringLiteral("new"), m_setup.policyOverrides}},
+        run);
 }
 
 Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secretEnv)
 {
     if (m_state != SandboxState::Running)
         return makeError(ErrorCode::SandboxNotRunning,
-                         QStringLiteral("sandbox %1 is %2%3")
-                             .arg(m_setup.spec.name, sandboxStateName(m_state),
-                                  m_failure.isEmpty() ? QString() : QStringLiteral(": ") + m_failure));
+            QStringLiteral("sandbox %1 is %2%3")
+                .arg(m_setup.spec.name, sandboxStateName(m_state),
+                    m_failure.isEmpty() ? QString() : QStringLiteral(": ") + m_failure));
     const uint32_t id = m_nextExec++;
     const Limits &limits = m_setup.plan.effective;
     SpawnRequest spawn;
@@ -323,11 +329,12 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
         const QString http = QStringLiteral("http://127.0.0.1:%1").arg(kEgressProxyPort);
         const QString socks = QStringLiteral("socks5h://127.0.0.1:%1").arg(kEgressProxyPort);
         const QString local = QStringLiteral("localhost,127.0.0.1,::1");
-        for (const auto &[name, value] : {std::pair{"HTTP_PROXY", http}, std::pair{"HTTPS_PROXY", http}, std::pair{"ALL_PROXY", socks},
-                                          std::pair{"NO_PROXY", local}}) {
+        for (const auto &[name, value] : {std::pair{"HTTP_PROXY", http}, std::pair{"HTTPS_PROXY", http},
+                 std::pair{"ALL_PROXY", socks}, std::pair{"NO_PROXY", local}}) {
             for (const QString &n : {QString::fromLatin1(name), QString::fromLatin1(name).toLower()}) {
-                spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(), [&](const QString &kv) { return kv.startsWith(n + QLatin1Char('=')); }),
-                                spawn.env.end());
+                spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(),
+                                    [&](const QString &kv) { return kv.startsWith(n + QLatin1Char('=')); }),
+                    spawn.env.end());
                 spawn.env.append(n + QLatin1Char('=') + value);
             }
         }
@@ -335,15 +342,17 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     QJsonArray injected;
     for (const auto &[grant, value] : secretEnv) {
         const QString prefix = grant.env + QLatin1Char('='); // (clang 14 cannot capture a structured binding)
-        spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(), [&prefix](const QString &kv) { return kv.startsWith(prefix); }),
-                        spawn.env.end());
+        spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(),
+                            [&prefix](const QString &kv) { return kv.startsWith(prefix); }),
+            spawn.env.end());
         spawn.env.append(grant.env + QLatin1Char('=') + QString::fromUtf8(value));
         m_redactor.add(grant.secret, value);
         injected.append(QJsonObject{{QStringLiteral("secret"), grant.secret}, {QStringLiteral("env"), grant.env}});
     }
     spawn.judged = m_setup.policy.judgeExecs && m_launched.execCheckFd >= 0;
     if (spawn.judged)
-        m_judged.insert(id, {{request.argv, request.run.isEmpty() ? m_setup.run : request.run, request.cover}, nullptr});
+        m_judged.insert(
+            id, {{request.argv, request.run.isEmpty() ? m_setup.run : request.run, request.cover}, nullptr});
     spawn.tty = request.tty;
     // A terminal is always the stdin of a tty execution (like docker -t): it may just get no input.
     spawn.stdinOpen = request.stdinOpen || request.tty;
@@ -369,18 +378,18 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     for (const auto &kv : request.env)
         envNames.append(kv.first);
     QJsonObject started{{QStringLiteral("exec"), double(id)},
-                        {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
-                        {QStringLiteral("cwd"), request.cwd},
-                        {QStringLiteral("envNames"), envNames},
-                        {QStringLiteral("tty"), request.tty},
-                        {QStringLiteral("timeoutMs"), timeout ? QJsonValue(double(*timeout)) : QJsonValue()}};
+        {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)}, {QStringLiteral("cwd"), request.cwd},
+        {QStringLiteral("envNames"), envNames}, {QStringLiteral("tty"), request.tty},
+        {QStringLiteral("timeoutMs"), timeout ? QJsonValue(double(*timeout)) : QJsonValue()}};
     // Who asked for it and how it was decided (a person's own command: neither).
-    for (const auto &[key, value] : {std::pair{"agent", &request.cover.requester}, {"decidedBy", &request.cover.decidedBy}, {"approval", &request.cover.approval}})
+    for (const auto &[key, value] : {std::pair{"agent", &request.cover.requester},
+             {"decidedBy", &request.cover.decidedBy}, {"approval", &request.cover.approval}})
         if (!value->isEmpty())
             started.insert(QLatin1String(key), *value);
     publish(makeEvent(QStringLiteral("exec.started"), started));
     if (!injected.isEmpty())
-        publish(makeEvent(QStringLiteral("credential.injected"), {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
+        publish(makeEvent(QStringLiteral("credential.injected"),
+            {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
     return id;
 }
 
@@ -402,11 +411,13 @@ void Sandbox::startTimeout(uint32_t execId, qint64 timeoutMs)
 Status Sandbox::writeStdin(uint32_t execId, QByteArrayView data, bool eof)
 {
     if (!m_execs.contains(execId))
-        return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
+        return makeError(
+            ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
     if (stdinBacklog() + data.size() > kStdinBacklogLimit)
-        return makeError(ErrorCode::IoError, QStringLiteral("execution %1 is not reading its input; %2 bytes are already waiting")
-                                                 .arg(execId)
-                                                 .arg(stdinBacklog()));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("execution %1 is not reading its input; %2 bytes are already waiting")
+                .arg(execId)
+                .arg(stdinBacklog()));
     if (!data.isEmpty())
         m_channel->sendStdin(execId, data);
     if (eof)
@@ -423,7 +434,8 @@ Status Sandbox::signal(uint32_t execId, int signo)
 {
     auto it = m_execs.find(execId);
     if (it == m_execs.end())
-        return makeError(ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
+        return makeError(
+            ErrorCode::NotFound, QStringLiteral("no running execution %1 in %2").arg(execId).arg(m_setup.spec.name));
     if (signo < 1 || signo > 64)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("invalid signal %1 (expected 1..64)").arg(signo));
     if (signo == SIGKILL || signo == SIGTERM || signo == SIGINT)
@@ -463,8 +475,11 @@ QStringList Sandbox::runningCommands() const
     for (uint32_t id : ids) {
         // The argv as the history keeps it: with every secret masked.
         Redactor::Hits hits;
-        const QJsonObject masked = m_redactor.redactJson({{QStringLiteral("argv"), QJsonArray::fromStringList(m_execs.value(id).argv)}}, &hits);
-        out.append(QStringLiteral("execution %1: %2").arg(id).arg(display::commandLine(masked.value(QStringLiteral("argv")).toArray(), 200)));
+        const QJsonObject masked = m_redactor.redactJson(
+            {{QStringLiteral("argv"), QJsonArray::fromStringList(m_execs.value(id).argv)}}, &hits);
+        out.append(QStringLiteral("execution %1: %2")
+                       .arg(id)
+                       .arg(display::commandLine(masked.value(QStringLiteral("argv")).toArray(), 200)));
     }
     return out;
 }
@@ -495,9 +510,10 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
         Redactor::Hits before = e.redacted;
         e.redacted.merge(hits);
         if (e.redacted.secrets != before.secrets) // the first time, per secret and execution
-            publish(makeEvent(QStringLiteral("credential.redacted"), {{QStringLiteral("exec"), double(execId)},
-                                                                      {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
-                                                                      {QStringLiteral("secrets"), QJsonArray::fromStringList(e.redacted.secrets)}}));
+            publish(makeEvent(QStringLiteral("credential.redacted"),
+                {{QStringLiteral("exec"), double(execId)},
+                    {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
+                    {QStringLiteral("secrets"), QJsonArray::fromStringList(e.redacted.secrets)}}));
     }
     emitOutput(e, execId, stream, timeNs, clean);
 }
@@ -524,7 +540,8 @@ void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeN
         ev.run = e.run; // at hand here: publish() need not look the execution up for every chunk
         ev.data = forward.toByteArray();
         // A line never runs across executions or streams: each piece of one was masked alone.
-        if (const uint64_t source = (uint64_t(execId) << 2) | uint64_t(stream); std::exchange(m_tailSource, source) != source && !m_outputTail.isEmpty())
+        if (const uint64_t source = (uint64_t(execId) << 2) | uint64_t(stream);
+            std::exchange(m_tailSource, source) != source && !m_outputTail.isEmpty())
             m_outputTail.append('\n');
         if (forward.size() >= kOutputTailBytes) {
             m_outputTail = ev.data.right(kOutputTailBytes);
@@ -537,7 +554,7 @@ void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeN
     if (e.truncated) {
         e.killReason = QStringLiteral("output_limit");
         publish(makeEvent(QStringLiteral("exec.truncated"),
-                          {{QStringLiteral("exec"), double(execId)}, {QStringLiteral("limitBytes"), double(cap)}}));
+            {{QStringLiteral("exec"), double(execId)}, {QStringLiteral("limitBytes"), double(cap)}}));
         m_channel->sendSignal(execId, SIGKILL);
     }
 }
@@ -555,12 +572,11 @@ void Sandbox::onExited(const GuestExit &x)
     else
         status = x.code == 0 ? QStringLiteral("succeeded") : QStringLiteral("failed");
     QJsonObject p{{QStringLiteral("status"), status},
-                  {QStringLiteral("exitCode"), x.signaled ? QJsonValue() : QJsonValue(x.code)},
-                  {QStringLiteral("signal"), x.signaled ? QJsonValue(x.code) : QJsonValue()},
-                  {QStringLiteral("durationMs"), double(x.durationUs) / 1000.0},
-                  {QStringLiteral("userMs"), double(x.userUs) / 1000.0},
-                  {QStringLiteral("systemMs"), double(x.systemUs) / 1000.0},
-                  {QStringLiteral("maxRssKb"), double(x.maxRssKb)}};
+        {QStringLiteral("exitCode"), x.signaled ? QJsonValue() : QJsonValue(x.code)},
+        {QStringLiteral("signal"), x.signaled ? QJsonValue(x.code) : QJsonValue()},
+        {QStringLiteral("durationMs"), double(x.durationUs) / 1000.0},
+        {QStringLiteral("userMs"), double(x.userUs) / 1000.0},
+        {QStringLiteral("systemMs"), double(x.systemUs) / 1000.0}, {QStringLiteral("maxRssKb"), double(x.maxRssKb)}};
     finishExecution(x.execId, p);
 }
 
@@ -569,10 +585,10 @@ void Sandbox::onSpawnFailed(uint32_t execId, int errnum, const QString &message)
     // It failed before its exec check was handed over (a cwd that does not exist): none will come.
     if (const auto judged = m_judged.constFind(execId); judged != m_judged.cend() && !judged->listener)
         m_judged.erase(judged);
-    finishExecution(execId, {{QStringLiteral("status"), QStringLiteral("failed")},
-                             {QStringLiteral("exitCode"), errnum == ENOENT ? 127 : 126},
-                             {QStringLiteral("signal"), QJsonValue()},
-                             {QStringLiteral("error"), message}});
+    finishExecution(execId,
+        {{QStringLiteral("status"), QStringLiteral("failed")},
+            {QStringLiteral("exitCode"), errnum == ENOENT ? 127 : 126}, {QStringLiteral("signal"), QJsonValue()},
+            {QStringLiteral("error"), message}});
 }
 
 void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
@@ -607,9 +623,9 @@ void Sandbox::failAllExecutions(const QString &reason)
     const QList<uint32_t> ids = m_execs.keys();
     for (uint32_t id : ids) {
         m_execs[id].killReason = reason;
-        finishExecution(id, {{QStringLiteral("status"), QStringLiteral("killed")},
-                             {QStringLiteral("exitCode"), QJsonValue()},
-                             {QStringLiteral("signal"), SIGKILL}});
+        finishExecution(id,
+            {{QStringLiteral("status"), QStringLiteral("killed")}, {QStringLiteral("exitCode"), QJsonValue()},
+                {QStringLiteral("signal"), SIGKILL}});
     }
 }
 
@@ -630,7 +646,8 @@ void Sandbox::onGuestFailed(const QString &why, bool violation)
         if (m_channel)
             m_channel->close();
         m_state = SandboxState::Failed;
-        m_failure = QStringLiteral("it could not be taken over (%1); what runs in it goes on: restart airlockd to try again, or 'airlockctl rm %2' "
+        m_failure = QStringLiteral("it could not be taken over (%1); what runs in it goes on: restart airlockd to try "
+                                   "again, or 'airlockctl rm %2' "
                                    "ends it")
                         .arg(why, m_setup.spec.name);
         Q_EMIT startFailed(makeError(ErrorCode::BoundaryUnavailable, m_failure));
@@ -642,8 +659,8 @@ void Sandbox::onGuestFailed(const QString &why, bool violation)
     if (starting) {
         Q_EMIT startFailed(makeError(ErrorCode::BoundaryUnavailable, why));
     } else {
-        publish(makeEvent(QStringLiteral("sandbox.failed"), {{QStringLiteral("reason"), why},
-                                                              {QStringLiteral("violation"), violation}}));
+        publish(makeEvent(QStringLiteral("sandbox.failed"),
+            {{QStringLiteral("reason"), why}, {QStringLiteral("violation"), violation}}));
     }
 }
 
@@ -660,11 +677,11 @@ void Sandbox::onProcessExited()
     }
     const QString detail = QString::fromUtf8(m_stderrTail).trimmed().section(QLatin1Char('\n'), -3);
     onGuestFailed(m_state == SandboxState::Starting
-                      ? QStringLiteral("bubblewrap could not create the sandbox: %1")
-                            .arg(detail.isEmpty() ? QStringLiteral("it exited without a message") : detail)
-                      : QStringLiteral("the sandbox exited unexpectedly%1")
-                            .arg(detail.isEmpty() ? QString() : QStringLiteral(": ") + detail),
-                  false);
+            ? QStringLiteral("bubblewrap could not create the sandbox: %1")
+                  .arg(detail.isEmpty() ? QStringLiteral("it exited without a message") : detail)
+            : QStringLiteral("the sandbox exited unexpectedly%1")
+                  .arg(detail.isEmpty() ? QString() : QStringLiteral(": ") + detail),
+        false);
 }
 
 void Sandbox::terminate(const QString &reason)
@@ -703,7 +720,8 @@ void Sandbox::terminate(const QString &reason)
     m_judged.clear();
     if (m_channel)
         m_channel->close();
-    for (int fd : {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd, m_launched.proxyFd, m_launched.execCheckFd})
+    for (int fd :
+        {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd, m_launched.proxyFd, m_launched.execCheckFd})
         if (fd >= 0)
             ::close(fd);
     m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = m_launched.proxyFd = m_launched.execCheckFd = -1;

@@ -5,13 +5,13 @@
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
 #include "model/StoredSandbox.h"
+#include "policy/Policy.h"
 #include "sandbox/BwrapLauncher.h"
 #include "sandbox/ExecListener.h"
 #include "sandbox/GuestChannel.h"
-#include "policy/Policy.h"
+#include "sandbox/Limits.h"
 #include "secrets/RedactionStream.h"
 #include "secrets/Redactor.h"
-#include "sandbox/Limits.h"
 
 #include <QDateTime>
 #include <QHash>
@@ -104,7 +104,7 @@ public:
     // Replaces the policy of a running sandbox and records who changed what (policy.changed).
     // `userLayer`: the person's defaults it was resolved with.
     void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run,
-                   std::optional<QJsonObject> userLayer = std::nullopt);
+        std::optional<QJsonObject> userLayer = std::nullopt);
 
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
     Status start();
@@ -181,7 +181,8 @@ Q_SIGNALS:
     void toolCallRequested(uint32_t callId, const QByteArray &request);
     // A program that execution `execId` started asks (a rule judges it wherever it runs); it waits
     // in its execve until answerExec().
-    void execNeedsPerson(uint32_t execId, const airlock::ExecAttempt &attempt, const airlock::policy::CommandVerdict &verdict);
+    void execNeedsPerson(
+        uint32_t execId, const airlock::ExecAttempt &attempt, const airlock::policy::CommandVerdict &verdict);
     // No process of a judged execution is left (what still waited for a person is moot).
     void judgedExecutionGone(uint32_t execId);
     // The process that execNeedsPerson() was about has gone (killed while it waited).

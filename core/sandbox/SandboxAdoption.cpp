@@ -42,7 +42,8 @@ Status Sandbox::adopt(Adoption a)
     if (!a.problem.isEmpty()) {
         // Listed as failed; rm still ends it (by the pidfds above).
         m_state = SandboxState::Failed;
-        m_failure = QStringLiteral("it cannot be taken over: %1; what runs in it goes on, 'airlockctl rm %2' ends it").arg(a.problem, m_setup.spec.name);
+        m_failure = QStringLiteral("it cannot be taken over: %1; what runs in it goes on, 'airlockctl rm %2' ends it")
+                        .arg(a.problem, m_setup.spec.name);
         return makeError(ErrorCode::BoundaryUnavailable, m_failure);
     }
     // New sockets for what the guest hands over (the old daemon's ends are gone with it).
@@ -85,8 +86,9 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
         // Another Airlock's agent (an upgrade replaced the daemon): its processes go on; this
         // daemon cannot speak for them, and says so instead of killing them.
         m_state = SandboxState::Failed;
-        m_failure = QStringLiteral("its agent speaks protocol %1 and this airlockd %2, so it cannot be taken over; what runs in it "
-                                   "goes on, its workspace is kept; 'airlockctl rm %3' ends it")
+        m_failure = QStringLiteral(
+            "its agent speaks protocol %1 and this airlockd %2, so it cannot be taken over; what runs in it "
+            "goes on, its workspace is kept; 'airlockctl rm %3' ends it")
                         .arg(version)
                         .arg(wire::kProtocolVersion)
                         .arg(m_setup.spec.name);
@@ -132,31 +134,34 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
         if (m_execs.contains(e.execId) || e.state == wire::ResumeUnknown)
             continue;
         logger()->warn("sandbox {}: execution {} has no stored start; {}", m_setup.id.toStdString(), e.execId,
-                       e.state == wire::ResumeRunning ? "killed" : "forgotten");
+            e.state == wire::ResumeRunning ? "killed" : "forgotten");
         if (e.state == wire::ResumeRunning)
             m_channel->sendSignal(e.execId, SIGKILL);
         else
             m_channel->sendAck(e.execId, 0, 0);
-        publish(makeEvent(QStringLiteral("exec.unknown"), {{QStringLiteral("exec"), double(e.execId)},
-                                                           {QStringLiteral("pid"), e.pid},
-                                                           {QStringLiteral("state"), e.state == wire::ResumeRunning ? QStringLiteral("running") : QStringLiteral("finished")},
-                                                           {QStringLiteral("action"), e.state == wire::ResumeRunning ? QStringLiteral("killed") : QStringLiteral("forgotten")},
-                                                           {QStringLiteral("reason"), QStringLiteral("the sandbox's agent reported an execution no daemon recorded starting")}}));
+        publish(makeEvent(QStringLiteral("exec.unknown"),
+            {{QStringLiteral("exec"), double(e.execId)}, {QStringLiteral("pid"), e.pid},
+                {QStringLiteral("state"),
+                    e.state == wire::ResumeRunning ? QStringLiteral("running") : QStringLiteral("finished")},
+                {QStringLiteral("action"),
+                    e.state == wire::ResumeRunning ? QStringLiteral("killed") : QStringLiteral("forgotten")},
+                {QStringLiteral("reason"),
+                    QStringLiteral("the sandbox's agent reported an execution no daemon recorded starting")}}));
     }
     for (uint32_t id : std::as_const(interrupted)) {
         ++lost;
-        finishExecution(id, {{QStringLiteral("status"), QStringLiteral("interrupted")},
-                             {QStringLiteral("exitCode"), QJsonValue()},
-                             {QStringLiteral("signal"), QJsonValue()},
-                             {QStringLiteral("error"), QStringLiteral("its process was gone when airlockd came back")}});
+        finishExecution(id,
+            {{QStringLiteral("status"), QStringLiteral("interrupted")}, {QStringLiteral("exitCode"), QJsonValue()},
+                {QStringLiteral("signal"), QJsonValue()},
+                {QStringLiteral("error"), QStringLiteral("its process was gone when airlockd came back")}});
     }
     m_adopting.clear();
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) taken over: {} running, {} finished meanwhile, {} lost", m_setup.id.toStdString(),
-                   m_setup.spec.name.toStdString(), running, finished, lost);
-    publish(makeEvent(QStringLiteral("sandbox.adopted"), {{QStringLiteral("running"), running},
-                                                          {QStringLiteral("finishedMeanwhile"), finished},
-                                                          {QStringLiteral("interrupted"), lost}}));
+        m_setup.spec.name.toStdString(), running, finished, lost);
+    publish(makeEvent(QStringLiteral("sandbox.adopted"),
+        {{QStringLiteral("running"), running}, {QStringLiteral("finishedMeanwhile"), finished},
+            {QStringLiteral("interrupted"), lost}}));
     Q_EMIT started();
 }
 
@@ -169,14 +174,16 @@ void Sandbox::onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes)
     if (it->masked[stream].held() > 0)
         emitOutput(*it, execId, stream, QDateTime::currentMSecsSinceEpoch() * 1'000'000, it->masked[stream].finish());
     if (offset != it->bytes[stream])
-        logger()->warn("sandbox {}: gap at {} of execution {}, {} bytes were had", m_setup.id.toStdString(), offset, execId, it->bytes[stream]);
+        logger()->warn("sandbox {}: gap at {} of execution {}, {} bytes were had", m_setup.id.toStdString(), offset,
+            execId, it->bytes[stream]);
     it->bytes[stream] = offset + bytes;
     it->emitted[stream] = offset + bytes;
-    publish(makeEvent(QStringLiteral("exec.gap"), {{QStringLiteral("exec"), double(execId)},
-                                                   {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
-                                                   {QStringLiteral("offset"), double(offset)},
-                                                   {QStringLiteral("bytes"), double(bytes)},
-                                                   {QStringLiteral("reason"), QStringLiteral("printed while airlockd was away, more than the sandbox keeps")}}));
+    publish(makeEvent(QStringLiteral("exec.gap"),
+        {{QStringLiteral("exec"), double(execId)},
+            {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
+            {QStringLiteral("offset"), double(offset)}, {QStringLiteral("bytes"), double(bytes)},
+            {QStringLiteral("reason"),
+                QStringLiteral("printed while airlockd was away, more than the sandbox keeps")}}));
 }
 
 void Sandbox::markEnded(const QString &reason, const Adoption &a, bool publishIt)
@@ -197,12 +204,12 @@ void Sandbox::markEnded(const QString &reason, const Adoption &a, bool publishIt
         e.argv = r.argv;
         e.run = r.run;
         e.startedMs = r.startedMs;
-        finishExecution(r.id, {{QStringLiteral("status"), QStringLiteral("interrupted")},
-                               {QStringLiteral("exitCode"), QJsonValue()},
-                               {QStringLiteral("signal"), QJsonValue()},
-                               {QStringLiteral("error"), reason}});
+        finishExecution(r.id,
+            {{QStringLiteral("status"), QStringLiteral("interrupted")}, {QStringLiteral("exitCode"), QJsonValue()},
+                {QStringLiteral("signal"), QJsonValue()}, {QStringLiteral("error"), reason}});
     }
-    publish(makeEvent(QStringLiteral("sandbox.failed"), {{QStringLiteral("reason"), reason}, {QStringLiteral("violation"), false}}));
+    publish(makeEvent(
+        QStringLiteral("sandbox.failed"), {{QStringLiteral("reason"), reason}, {QStringLiteral("violation"), false}}));
 }
 
 void Sandbox::detach()
@@ -223,7 +230,8 @@ void Sandbox::detach()
     m_execs.clear(); // they go on in the sandbox; the next daemon finds them in the history
     if (m_channel)
         m_channel->close();
-    for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd, &m_launched.execCheckFd, &m_initPidfd})
+    for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd,
+             &m_launched.execCheckFd, &m_initPidfd})
         if (*fd >= 0)
             ::close(std::exchange(*fd, -1));
     logger()->info("sandbox {} left running for the next airlockd", m_setup.id.toStdString());

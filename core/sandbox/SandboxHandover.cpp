@@ -35,7 +35,7 @@ struct GuestMessage {
     QByteArray data;
     QList<int> fds;
     bool truncated = false; // data or descriptors did not fit
-    bool again = false;     // nothing waiting now
+    bool again = false; // nothing waiting now
 };
 GuestMessage receiveFromGuest(int sock)
 {
@@ -86,13 +86,14 @@ void Sandbox::onProxyReadable()
         for (qsizetype k = 0; k < fds.size(); ++k) {
             int type = 0, domain = 0;
             socklen_t len = sizeof type;
-            struct stat st{};
+            struct stat st { };
             const bool stream = k == 0 && !truncated && ::fstat(fds[k], &st) == 0 && S_ISSOCK(st.st_mode)
                 && ::getsockopt(fds[k], SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM
                 && (len = sizeof domain, ::getsockopt(fds[k], SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
                 && (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX);
             if (!stream) {
-                logger()->warn("sandbox {}: the guest passed something other than one stream socket; closed", m_setup.id.toStdString());
+                logger()->warn("sandbox {}: the guest passed something other than one stream socket; closed",
+                    m_setup.id.toStdString());
                 ::close(fds[k]);
                 continue;
             }
@@ -114,19 +115,23 @@ void Sandbox::onExecCheckReadable()
             return;
         }
         uint32_t execId = 0;
-        const bool wellFormed = !m.truncated && m.data.size() == sizeof execId && m.fds.size() == 1 && ExecListener::isListener(m.fds.first());
+        const bool wellFormed = !m.truncated && m.data.size() == sizeof execId && m.fds.size() == 1
+            && ExecListener::isListener(m.fds.first());
         if (wellFormed)
             std::memcpy(&execId, m.data.constData(), sizeof execId);
         auto judged = wellFormed ? m_judged.find(execId) : m_judged.end();
         if (judged == m_judged.end() || judged->listener) {
-            logger()->warn("sandbox {}: the guest passed an exec check that no execution waits for; closed", m_setup.id.toStdString());
+            logger()->warn("sandbox {}: the guest passed an exec check that no execution waits for; closed",
+                m_setup.id.toStdString());
             for (int fd : m.fds)
                 ::close(fd);
             continue;
         }
         judged->listener = new ExecListener(m.fds.first(), m_setup.workspaceDir, this);
-        connect(judged->listener, &ExecListener::attempted, this, [this, execId](const ExecAttempt &a) { onExecAttempt(execId, a); });
-        connect(judged->listener, &ExecListener::abandoned, this, [this, execId](quint64 id) { Q_EMIT execAbandoned(execId, id); });
+        connect(judged->listener, &ExecListener::attempted, this,
+            [this, execId](const ExecAttempt &a) { onExecAttempt(execId, a); });
+        connect(judged->listener, &ExecListener::abandoned, this,
+            [this, execId](quint64 id) { Q_EMIT execAbandoned(execId, id); });
         connect(judged->listener, &ExecListener::drained, this, [this, execId] {
             // No process of the execution is left: nothing more to judge for it.
             if (const auto it = m_judged.constFind(execId); it != m_judged.cend()) {
@@ -156,11 +161,13 @@ void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
         return false;
     };
     if (!a.unreadable.isEmpty()) {
-        v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("cannot be judged: %1").arg(a.unreadable)};
+        v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"),
+            QStringLiteral("cannot be judged: %1").arg(a.unreadable)};
     } else if (a.argv.isEmpty()) {
         v = {Decision::Deny, QStringLiteral("-"), QStringLiteral("builtin"), QStringLiteral("an empty argument list")};
     } else if (!cover.judged) {
-        v = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("under a person's own command: recorded, not judged")};
+        v = {Decision::Allow, QStringLiteral("covered"), QString(),
+            QStringLiteral("under a person's own command: recorded, not judged")};
     } else {
         // Every program it starts (the file, its interpreters), and the name it is told: a rule
         // about any of them counts, and the strictest decides.
@@ -171,8 +178,10 @@ void Sandbox::onExecAttempt(uint32_t execId, const ExecAttempt &a)
         for (const QStringList &program : std::as_const(programs)) {
             CommandVerdict one = m_setup.policy.commands.evaluateNested(program);
             if (one.decision == Decision::Ask && named(program))
-                one = {Decision::Allow, QStringLiteral("covered"), QString(), QStringLiteral("named by the decided command")};
-            if (first || int(one.decision) > int(v.decision) || (one.decision == v.decision && v.rule == QLatin1String("covered")))
+                one = {Decision::Allow, QStringLiteral("covered"), QString(),
+                    QStringLiteral("named by the decided command")};
+            if (first || int(one.decision) > int(v.decision)
+                || (one.decision == v.decision && v.rule == QLatin1String("covered")))
                 v = one;
             first = false;
         }
@@ -199,28 +208,28 @@ void Sandbox::answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow
     // decision is recorded as the person's.
     const bool sent = it->listener->answer(attempt.id, allow);
     const bool person = by != QLatin1String("airlockd");
-    recordExec(execId, attempt, {allow ? policy::Decision::Allow : policy::Decision::Deny, person ? QStringLiteral("person") : QStringLiteral("airlockd"), QString(),
-                                 QStringLiteral("%1 by %2%3").arg(allow ? QStringLiteral("approved") : QStringLiteral("denied"), by,
-                                                                 sent ? QString() : QStringLiteral(", but its process had gone: it did not run"))});
+    recordExec(execId, attempt,
+        {allow ? policy::Decision::Allow : policy::Decision::Deny,
+            person ? QStringLiteral("person") : QStringLiteral("airlockd"), QString(),
+            QStringLiteral("%1 by %2%3")
+                .arg(allow ? QStringLiteral("approved") : QStringLiteral("denied"), by,
+                    sent ? QString() : QStringLiteral(", but its process had gone: it did not run"))});
 }
 
 void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
 {
     const auto it = m_judged.constFind(execId);
-    QJsonObject p{{QStringLiteral("exec"), double(execId)},
-                  {QStringLiteral("pid"), double(a.pid)},
-                  {QStringLiteral("parent"), double(a.parentPid)},
-                  {QStringLiteral("path"), a.path.left(4096)},
-                  {QStringLiteral("cwd"), a.cwd},
-                  {QStringLiteral("decision"), policy::decisionName(v.decision)},
-                  {QStringLiteral("rule"), v.rule},
-                  {QStringLiteral("layer"), v.layer},
-                  {QStringLiteral("reason"), v.reason}};
+    QJsonObject p{{QStringLiteral("exec"), double(execId)}, {QStringLiteral("pid"), double(a.pid)},
+        {QStringLiteral("parent"), double(a.parentPid)}, {QStringLiteral("path"), a.path.left(4096)},
+        {QStringLiteral("cwd"), a.cwd}, {QStringLiteral("decision"), policy::decisionName(v.decision)},
+        {QStringLiteral("rule"), v.rule}, {QStringLiteral("layer"), v.layer}, {QStringLiteral("reason"), v.reason}};
     const QJsonObject argv = boundedArgv(a.argv);
     for (auto k = argv.begin(); k != argv.end(); ++k)
         p.insert(k.key(), k.value());
     if (it != m_judged.cend() && v.rule == QLatin1String("covered"))
-        p.insert(QStringLiteral("coveredBy"), it->execution.cover.decidedBy.isEmpty() ? QStringLiteral("a person's own command") : it->execution.cover.decidedBy);
+        p.insert(QStringLiteral("coveredBy"),
+            it->execution.cover.decidedBy.isEmpty() ? QStringLiteral("a person's own command")
+                                                    : it->execution.cover.decidedBy);
     // What a rule let run comes by the thousand in a build and rides the history's batch; a
     // refusal, and what a person decided, is committed before anyone hears of it.
     const bool batched = v.decision == policy::Decision::Allow && v.rule != QLatin1String("person");

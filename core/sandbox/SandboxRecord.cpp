@@ -57,7 +57,8 @@ Result<std::unique_ptr<SocketAddress>> addressIn(const QString &dir)
     auto a = std::make_unique<SocketAddress>();
     a->dirFd = ::open(QFile::encodeName(dir).constData(), O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (a->dirFd < 0)
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot open %1: %2").arg(dir, QString::fromLocal8Bit(strerror(errno))));
+        return makeError(
+            ErrorCode::IoError, QStringLiteral("cannot open %1: %2").arg(dir, QString::fromLocal8Bit(strerror(errno))));
     a->sa.sun_family = AF_UNIX;
     std::snprintf(a->sa.sun_path, sizeof a->sa.sun_path, "/proc/self/fd/%d/guest.sock", a->dirFd);
     return a;
@@ -91,23 +92,17 @@ std::optional<ProcessRef> ProcessRef::of(pid_t pid)
 QJsonObject SandboxRecord::toJson() const
 {
     const auto process = [](const ProcessRef &p) {
-        return QJsonObject{{QStringLiteral("pid"), double(p.pid)}, {QStringLiteral("startTime"), QString::number(p.startTime)}};
+        return QJsonObject{
+            {QStringLiteral("pid"), double(p.pid)}, {QStringLiteral("startTime"), QString::number(p.startTime)}};
     };
-    QJsonObject o{{QStringLiteral("format"), kFormat},
-                  {QStringLiteral("id"), id},
-                  {QStringLiteral("spec"), spec.toJson()},
-                  {QStringLiteral("run"), run},
-                  {QStringLiteral("createdThrough"), createdThrough},
-                  {QStringLiteral("preset"), preset},
-                  {QStringLiteral("overrides"), overrides},
-                  {QStringLiteral("policyVersion"), policyVersion},
-                  {QStringLiteral("workspace"), workspaceDir},
-                  {QStringLiteral("bwrap"), process(bwrap)},
-                  {QStringLiteral("init"), process(init)},
-                  {QStringLiteral("token"), QString::fromLatin1(token.toHex())},
-                  {QStringLiteral("createdMs"), double(createdMs)},
-                  {QStringLiteral("landlockAbi"), landlockAbi},
-                  {QStringLiteral("daemonVersion"), daemonVersion}};
+    QJsonObject o{{QStringLiteral("format"), kFormat}, {QStringLiteral("id"), id},
+        {QStringLiteral("spec"), spec.toJson()}, {QStringLiteral("run"), run},
+        {QStringLiteral("createdThrough"), createdThrough}, {QStringLiteral("preset"), preset},
+        {QStringLiteral("overrides"), overrides}, {QStringLiteral("policyVersion"), policyVersion},
+        {QStringLiteral("workspace"), workspaceDir}, {QStringLiteral("bwrap"), process(bwrap)},
+        {QStringLiteral("init"), process(init)}, {QStringLiteral("token"), QString::fromLatin1(token.toHex())},
+        {QStringLiteral("createdMs"), double(createdMs)}, {QStringLiteral("landlockAbi"), landlockAbi},
+        {QStringLiteral("daemonVersion"), daemonVersion}};
     if (hostUid)
         o.insert(QStringLiteral("hostUid"), double(*hostUid));
     if (userLayer)
@@ -120,7 +115,9 @@ QJsonObject SandboxRecord::toJson() const
 Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
 {
     if (o.value(QStringLiteral("format")).toInt() != kFormat)
-        return recordError(QStringLiteral("record format %1, this airlockd reads %2").arg(o.value(QStringLiteral("format")).toInt()).arg(kFormat));
+        return recordError(QStringLiteral("record format %1, this airlockd reads %2")
+                               .arg(o.value(QStringLiteral("format")).toInt())
+                               .arg(kFormat));
     SandboxRecord r;
     r.id = o.value(QStringLiteral("id")).toString();
     static const QRegularExpression idPattern(QStringLiteral("^[0-9a-f]{8,64}$"));
@@ -130,8 +127,9 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     if (!spec)
         return recordError(QStringLiteral("/spec: %1").arg(spec.error().message));
     r.spec = *spec;
-    for (const auto &[key, field] : {std::pair{"run", &r.run}, {"createdThrough", &r.createdThrough}, {"preset", &r.preset}, {"workspace", &r.workspaceDir}, {"daemonVersion", &r.daemonVersion},
-                                     {"ended", &r.ended}}) {
+    for (const auto &[key, field] :
+        {std::pair{"run", &r.run}, {"createdThrough", &r.createdThrough}, {"preset", &r.preset},
+            {"workspace", &r.workspaceDir}, {"daemonVersion", &r.daemonVersion}, {"ended", &r.ended}}) {
         const QJsonValue v = o.value(QLatin1String(key));
         if (!v.isUndefined() && !v.isString())
             return recordError(QStringLiteral("/%1: expected a string").arg(QLatin1String(key)));
@@ -186,7 +184,9 @@ Status SandboxRecords::write(const SandboxRecord &record) const
     const QByteArray aside = path + ".new";
     const int fd = ::open(aside.constData(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(QString::fromLocal8Bit(aside), QString::fromLocal8Bit(strerror(errno))));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot write %1: %2")
+                .arg(QString::fromLocal8Bit(aside), QString::fromLocal8Bit(strerror(errno))));
     const bool written = ::write(fd, data.constData(), size_t(data.size())) == data.size();
     ::close(fd);
     if (!written || ::rename(aside.constData(), path.constData()) != 0) {
@@ -214,7 +214,8 @@ QList<std::pair<QString, Result<SandboxRecord>>> SandboxRecords::readAll() const
         QJsonParseError err{};
         const QJsonDocument doc = QJsonDocument::fromJson(f.read(kMaxRecordBytes), &err);
         if (err.error != QJsonParseError::NoError || !doc.isObject()) {
-            out.append({name, recordError(QStringLiteral("%1 is not a JSON object: %2").arg(f.fileName(), err.errorString()))});
+            out.append({name,
+                recordError(QStringLiteral("%1 is not a JSON object: %2").arg(f.fileName(), err.errorString()))});
             continue;
         }
         auto record = SandboxRecord::fromJson(doc.object());
@@ -235,11 +236,13 @@ Result<int> SandboxRecords::listen(const QString &id) const
         return address.error();
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ::unlinkat((*address)->dirFd, "guest.sock", 0);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&(*address)->sa), sizeof(sockaddr_un)) != 0 || ::listen(fd, 4) != 0) {
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&(*address)->sa), sizeof(sockaddr_un)) != 0
+        || ::listen(fd, 4) != 0) {
         const int err = errno;
         if (fd >= 0)
             ::close(fd);
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot listen for the guest in %1: %2").arg(dir, QString::fromLocal8Bit(strerror(err))));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot listen for the guest in %1: %2").arg(dir, QString::fromLocal8Bit(strerror(err))));
     }
     return fd;
 }
@@ -254,7 +257,8 @@ Result<int> SandboxRecords::connect(const QString &id) const
         const int err = errno;
         if (fd >= 0)
             ::close(fd);
-        return makeError(ErrorCode::IoError, QStringLiteral("cannot reach the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(err))));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot reach the sandbox's agent: %1").arg(QString::fromLocal8Bit(strerror(err))));
     }
     return fd;
 }

@@ -57,7 +57,10 @@ struct SandboxRecord {
 // directory of the daemon's alone (0700).
 class SandboxRecords {
 public:
-    explicit SandboxRecords(QString dir) : m_dir(std::move(dir)) {}
+    explicit SandboxRecords(QString dir)
+        : m_dir(std::move(dir))
+    {
+    }
 
     const QString &dir() const { return m_dir; }
     // Written aside and renamed into place: a reader sees the old record or the new, never a part.

@@ -5,10 +5,10 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,16 +23,62 @@ struct CtxDeleter {
 using Ctx = std::unique_ptr<void, CtxDeleter>;
 
 constexpr const char *kDeniedSyscalls[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "mount",
-    "umount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
-    "fspick", "mount_setattr", "unshare", "setns", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "userfaultfd", "acct", "swapon", "swapoff", "reboot",
-    "syslog", "quotactl", "quotactl_fd", "lookup_dcookie", "name_to_handle_at", "open_by_handle_at",
-    "vhangup", "uselib", "nfsservctl", "iopl", "ioperm", "settimeofday", "clock_settime",
-    "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "fanotify_init",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "unshare",
+    "setns",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "userfaultfd",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "quotactl",
+    "quotactl_fd",
+    "lookup_dcookie",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "vhangup",
+    "uselib",
+    "nfsservctl",
+    "iopl",
+    "ioperm",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "fanotify_init",
     // Reaching into another process of the same uid (the guest shares the commands' uid).
-    "pidfd_getfd", "process_madvise", "kcmp",
+    "pidfd_getfd",
+    "process_madvise",
+    "kcmp",
 };
 
 // Calls that set a file mode, with the index of their mode argument (and, for open, of flags).
@@ -44,8 +90,15 @@ struct ModeCall {
     int flagsArg; // -1: always creates or changes a mode
 };
 constexpr ModeCall kModeCalls[] = {
-    {"chmod", 1, -1},   {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1}, {"creat", 1, -1},
-    {"mknod", 1, -1},   {"mknodat", 2, -1}, {"open", 2, 1},      {"openat", 3, 2},
+    {"chmod", 1, -1},
+    {"fchmod", 1, -1},
+    {"fchmodat", 2, -1},
+    {"fchmodat2", 2, -1},
+    {"creat", 1, -1},
+    {"mknod", 1, -1},
+    {"mknodat", 2, -1},
+    {"open", 2, 1},
+    {"openat", 3, 2},
 };
 
 constexpr uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID
@@ -61,8 +114,8 @@ bool allowedFamily(int family)
 Error fail(const char *what, int rc)
 {
     return makeError(ErrorCode::BoundaryUnavailable,
-                     QStringLiteral("seccomp: %1 failed: %2 (is libseccomp2 installed and up to date?)")
-                         .arg(QLatin1String(what), QString::fromLocal8Bit(strerror(-rc))));
+        QStringLiteral("seccomp: %1 failed: %2 (is libseccomp2 installed and up to date?)")
+            .arg(QLatin1String(what), QString::fromLocal8Bit(strerror(-rc))));
 }
 } // namespace
 

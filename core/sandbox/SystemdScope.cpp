@@ -91,7 +91,8 @@ Result<QDBusMessage> call(const QString &method, const QVariantList &args)
     message.setArguments(args);
     const QDBusMessage reply = bus().call(message, QDBus::Block, kCallTimeoutMs);
     if (reply.type() == QDBusMessage::ErrorMessage)
-        return makeError(ErrorCode::LimitUnsupported, QStringLiteral("systemd %1: %2 (%3)").arg(method, reply.errorMessage(), reply.errorName()));
+        return makeError(ErrorCode::LimitUnsupported,
+            QStringLiteral("systemd %1: %2 (%3)").arg(method, reply.errorMessage(), reply.errorName()));
     return reply;
 }
 
@@ -117,29 +118,32 @@ Status reachable()
     const QDBusConnection connection = bus();
     const QString fix = ::geteuid() == 0
         ? QStringLiteral("run airlockd on a host whose PID 1 is systemd")
-        : QStringLiteral("log in through systemd-logind (or 'sudo loginctl enable-linger %1') so that 'systemd --user' and its "
-                         "bus run, and start airlockd with 'systemctl --user start airlockd.socket'")
+        : QStringLiteral(
+            "log in through systemd-logind (or 'sudo loginctl enable-linger %1') so that 'systemd --user' and its "
+            "bus run, and start airlockd with 'systemctl --user start airlockd.socket'")
               .arg(QString::fromLocal8Bit(qgetenv("USER")));
     if (!connection.isConnected())
         return makeError(ErrorCode::LimitUnsupported,
-                         QStringLiteral("cgroup v2 limits come from systemd (a scope per sandbox), and airlockd has no bus to "
-                                        "it (%1): %2")
-                             .arg(connection.lastError().message(), fix));
-    QDBusMessage get = QDBusMessage::createMethodCall(kService, kPath, QStringLiteral("org.freedesktop.DBus.Properties"), QStringLiteral("Get"));
+            QStringLiteral("cgroup v2 limits come from systemd (a scope per sandbox), and airlockd has no bus to "
+                           "it (%1): %2")
+                .arg(connection.lastError().message(), fix));
+    QDBusMessage get = QDBusMessage::createMethodCall(
+        kService, kPath, QStringLiteral("org.freedesktop.DBus.Properties"), QStringLiteral("Get"));
     get.setArguments({kManager, QStringLiteral("Version")});
     const QDBusMessage reply = connection.call(get, QDBus::Block, kCallTimeoutMs);
     if (reply.type() == QDBusMessage::ErrorMessage)
         return makeError(ErrorCode::LimitUnsupported,
-                         QStringLiteral("cgroup v2 limits come from systemd (a scope per sandbox), and no systemd answers on "
-                                        "airlockd's bus (%1): %2")
-                             .arg(reply.errorMessage(), fix));
+            QStringLiteral("cgroup v2 limits come from systemd (a scope per sandbox), and no systemd answers on "
+                           "airlockd's bus (%1): %2")
+                .arg(reply.errorMessage(), fix));
     return Ok{};
 }
 
 QStringList controllers()
 {
-    const QString dir = ::geteuid() == 0 ? QStringLiteral("/sys/fs/cgroup")
-                                         : QStringLiteral("/sys/fs/cgroup/user.slice/user-%1.slice/user@%1.service").arg(::geteuid());
+    const QString dir = ::geteuid() == 0
+        ? QStringLiteral("/sys/fs/cgroup")
+        : QStringLiteral("/sys/fs/cgroup/user.slice/user-%1.slice/user@%1.service").arg(::geteuid());
     QFile f(dir + QStringLiteral("/cgroup.controllers"));
     if (!f.open(QIODevice::ReadOnly))
         return {};
@@ -170,7 +174,7 @@ Status startScope(const QString &unit, pid_t pid, const Limits &limits, bool mem
     if (cpu) // microseconds of CPU per second of wall time
         properties.append(property("CPUQuotaPerSecUSec", quint64(limits.cpuMillicores.value_or(0) * 1000)));
     auto started = call(QStringLiteral("StartTransientUnit"),
-                        {unit, QStringLiteral("fail"), QVariant::fromValue(properties), QVariant::fromValue(QList<AuxUnit>{})});
+        {unit, QStringLiteral("fail"), QVariant::fromValue(properties), QVariant::fromValue(QList<AuxUnit>{})});
     if (!started)
         return started.error();
     // The start job moves the process; wait until the kernel shows it in the scope.
@@ -181,8 +185,10 @@ Status startScope(const QString &unit, pid_t pid, const Limits &limits, bool mem
         if (waited.elapsed() > kPlacementTimeoutMs) {
             stopScope(unit);
             return makeError(ErrorCode::LimitUnsupported,
-                             QStringLiteral("systemd did not move the sandbox into %1 within %2 s (it is in %3)")
-                                 .arg(unit).arg(kPlacementTimeoutMs / 1000).arg(cgroupOf(pid)));
+                QStringLiteral("systemd did not move the sandbox into %1 within %2 s (it is in %3)")
+                    .arg(unit)
+                    .arg(kPlacementTimeoutMs / 1000)
+                    .arg(cgroupOf(pid)));
         }
         QThread::usleep(500);
     }
@@ -197,7 +203,7 @@ void stopScope(const QString &unit)
 QStringList scopes(const QString &instanceKey)
 {
     auto listed = call(QStringLiteral("ListUnitsByPatterns"),
-                       {QStringList{}, QStringList{QStringLiteral("airlock-%1-*.scope").arg(instanceKey)}});
+        {QStringList{}, QStringList{QStringLiteral("airlock-%1-*.scope").arg(instanceKey)}});
     QStringList names;
     if (!listed)
         return names;

@@ -32,7 +32,7 @@ Error osError(int err, const QString &path)
 {
     if (err == EXDEV || err == ELOOP)
         return makeError(ErrorCode::PathEscape,
-                         QStringLiteral("'%1' resolves outside the workspace (a symlink leads out); refused").arg(path));
+            QStringLiteral("'%1' resolves outside the workspace (a symlink leads out); refused").arg(path));
     if (err == ENXIO) // a FIFO without a reader or a socket: opened non-blocking, so it fails here
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a regular file").arg(path));
     if (err == ENOENT)
@@ -42,7 +42,8 @@ Error osError(int err, const QString &path)
 } // namespace
 
 WorkspaceFiles::WorkspaceFiles(QString workspaceDir, std::optional<uid_t> owner)
-    : m_root(std::move(workspaceDir)), m_owner(owner)
+    : m_root(std::move(workspaceDir))
+    , m_owner(owner)
 {
 }
 
@@ -58,7 +59,7 @@ Result<QString> WorkspaceFiles::relativePath(const QString &sandboxPath)
             p = p.mid(11);
         else
             return makeError(ErrorCode::PathEscape,
-                             QStringLiteral("'%1' is outside the workspace: cp reaches only /workspace").arg(sandboxPath));
+                QStringLiteral("'%1' is outside the workspace: cp reaches only /workspace").arg(sandboxPath));
     }
     const QStringList parts = p.split(QLatin1Char('/'), Qt::SkipEmptyParts);
     if (parts.contains(QStringLiteral("..")))
@@ -79,7 +80,8 @@ int WorkspaceFiles::openAt(const QString &relative, int flags, int mode) const
     how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     how.mode = (flags & O_CREAT) ? static_cast<uint64_t>(mode) : 0;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-    const int fd = static_cast<int>(::syscall(SYS_openat2, root.fd, QFile::encodeName(relative).constData(), &how, sizeof how));
+    const int fd
+        = static_cast<int>(::syscall(SYS_openat2, root.fd, QFile::encodeName(relative).constData(), &how, sizeof how));
     return fd < 0 ? -errno : fd;
 }
 
@@ -91,13 +93,14 @@ Result<int> WorkspaceFiles::open(const QString &relative, int flags, int mode) c
     return fd;
 }
 
-Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openForWrite(const QString &sandboxPath, const QString &fallbackName, int mode)
+Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openForWrite(
+    const QString &sandboxPath, const QString &fallbackName, int mode)
 {
     return openWritable(sandboxPath, fallbackName, mode, true, true);
 }
 
-Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openWritable(const QString &sandboxPath, const QString &fallbackName, int mode, bool truncate,
-                                                              bool setMode)
+Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openWritable(
+    const QString &sandboxPath, const QString &fallbackName, int mode, bool truncate, bool setMode)
 {
     auto rel = relativePath(sandboxPath);
     if (!rel)
@@ -120,7 +123,7 @@ Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openWritable(const QString &san
     if (handle < 0)
         return osError(-handle, target);
     FdGuard fd{handle};
-    struct stat st {};
+    struct stat st { };
     if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a regular file").arg(target));
     if (m_owner && st.st_uid != *m_owner)
@@ -133,7 +136,7 @@ Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openWritable(const QString &san
 }
 
 Result<QString> WorkspaceFiles::write(const QString &sandboxPath, const QString &fallbackName, QByteArrayView data,
-                                      qint64 offset, bool truncate, int mode)
+    qint64 offset, bool truncate, int mode)
 {
     auto opened = openWritable(sandboxPath, fallbackName, mode, truncate, false);
     if (!opened)
@@ -160,7 +163,7 @@ Result<WorkspaceFiles::OpenFile> WorkspaceFiles::openForRead(const QString &sand
     if (!opened)
         return opened.error();
     FdGuard fd{*opened};
-    struct stat st {};
+    struct stat st { };
     if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is not a regular file").arg(sandboxPath));
     OpenFile f{fd.fd, QString(QStringLiteral("/workspace/") + *rel), st.st_size, int(st.st_mode & 0777)};
@@ -184,16 +187,17 @@ Result<QString> WorkspaceFiles::makeDirectory(const QString &sandboxPath, int mo
     const QByteArray name = QFile::encodeName(rel->mid(slash + 1));
     if (::mkdirat(dir.fd, name.constData(), mode_t(mode & 0777)) != 0) {
         const int err = errno;
-        struct stat st {};
+        struct stat st { };
         if (err != EEXIST || ::fstatat(dir.fd, name.constData(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
-            return err == EEXIST ? makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' exists and is not a directory").arg(sandboxPath))
+            return err == EEXIST ? makeError(ErrorCode::InvalidArgument,
+                       QStringLiteral("'%1' exists and is not a directory").arg(sandboxPath))
                                  : osError(err, *rel);
     } else {
         *existed = false;
         // As asked, whatever the daemon's umask; and the sandbox's own. Through a descriptor of the
         // folder just made, never by its name: the sandbox may have put a link there meanwhile.
         FdGuard made{::openat(dir.fd, name.constData(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
-        struct stat st {};
+        struct stat st { };
         if (made.fd >= 0 && ::fstat(made.fd, &st) == 0 && S_ISDIR(st.st_mode)) {
             (void)::fchmod(made.fd, mode_t(mode & 0777));
             if (m_owner)
@@ -203,7 +207,8 @@ Result<QString> WorkspaceFiles::makeDirectory(const QString &sandboxPath, int mo
     return QString(QStringLiteral("/workspace/") + *rel);
 }
 
-Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandboxPath, int maxEntries, qint64 maxPathBytes) const
+Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(
+    const QString &sandboxPath, int maxEntries, qint64 maxPathBytes) const
 {
     auto rel = relativePath(sandboxPath);
     if (!rel)
@@ -212,7 +217,7 @@ Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandbox
     if (!opened)
         return opened.error();
     QList<Entry> entries;
-    struct stat top {};
+    struct stat top { };
     if (::fstat(*opened, &top) != 0 || !S_ISDIR(top.st_mode)) { // a file: itself, as one entry with an empty path
         ::close(*opened);
         if (!S_ISREG(top.st_mode))
@@ -225,10 +230,12 @@ Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandbox
     // is reached however the sandbox changes the tree meanwhile.
     constexpr int kMaxDepth = 64;
     qint64 pathBytes = 0; // of every path listed so far: what the list holds is bounded before it is built
-    const std::function<Status(int, const QString &, int)> walk = [&](int dirFd, const QString &prefix, int depth) -> Status {
+    const std::function<Status(int, const QString &, int)> walk
+        = [&](int dirFd, const QString &prefix, int depth) -> Status {
         if (depth > kMaxDepth) {
             ::close(dirFd);
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("'%1' is more than %2 folders deep; copy a part of it").arg(sandboxPath).arg(kMaxDepth));
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("'%1' is more than %2 folders deep; copy a part of it").arg(sandboxPath).arg(kMaxDepth));
         }
         DIR *dir = ::fdopendir(dirFd);
         if (!dir) {
@@ -243,21 +250,26 @@ Result<QList<WorkspaceFiles::Entry>> WorkspaceFiles::list(const QString &sandbox
             pathBytes += prefix.size() + name.size() + 1;
             if (entries.size() >= maxEntries || pathBytes > maxPathBytes)
                 return makeError(ErrorCode::InvalidArgument,
-                                 QStringLiteral("'%1' holds too much to list at once (at most %2 entries); copy a part of it, or pack it first (exec tar)")
-                                     .arg(sandboxPath)
-                                     .arg(maxEntries));
-            struct stat st {};
+                    QStringLiteral("'%1' holds too much to list at once (at most %2 entries); copy a part of it, or "
+                                   "pack it first (exec tar)")
+                        .arg(sandboxPath)
+                        .arg(maxEntries));
+            struct stat st { };
             if (::fstatat(::dirfd(dir), name.constData(), &st, AT_SYMLINK_NOFOLLOW) != 0)
                 continue; // gone meanwhile
             Entry e;
             e.path = prefix.isEmpty() ? QFile::decodeName(name) : prefix + QLatin1Char('/') + QFile::decodeName(name);
-            e.type = S_ISREG(st.st_mode) ? Entry::Type::File : S_ISDIR(st.st_mode) ? Entry::Type::Directory : S_ISLNK(st.st_mode) ? Entry::Type::Link : Entry::Type::Other;
+            e.type = S_ISREG(st.st_mode) ? Entry::Type::File
+                : S_ISDIR(st.st_mode)    ? Entry::Type::Directory
+                : S_ISLNK(st.st_mode)    ? Entry::Type::Link
+                                         : Entry::Type::Other;
             e.size = S_ISREG(st.st_mode) ? st.st_size : 0;
             e.mode = int(st.st_mode & 0777);
             entries.append(e);
             if (e.type != Entry::Type::Directory)
                 continue;
-            const int child = ::openat(::dirfd(dir), name.constData(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            const int child = ::openat(
+                ::dirfd(dir), name.constData(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
             if (child < 0)
                 return osError(errno, e.path);
             if (Status s = walk(child, e.path, depth + 1); !s)

@@ -25,8 +25,8 @@ public:
     // Writes data at offset; truncate=true creates or empties the file first. When the path names
     // an existing directory, `fallbackName` is appended (cp's "into this directory").
     // Returns the sandbox path written.
-    Result<QString> write(const QString &sandboxPath, const QString &fallbackName, QByteArrayView data,
-                          qint64 offset, bool truncate, int mode);
+    Result<QString> write(const QString &sandboxPath, const QString &fallbackName, QByteArrayView data, qint64 offset,
+        bool truncate, int mode);
 
     struct Chunk {
         QByteArray data;
@@ -64,7 +64,8 @@ public:
 private:
     Result<int> open(const QString &relative, int flags, int mode) const;
     int openAt(const QString &relative, int flags, int mode) const; // a descriptor, or -errno
-    Result<OpenFile> openWritable(const QString &sandboxPath, const QString &fallbackName, int mode, bool truncate, bool setMode);
+    Result<OpenFile> openWritable(
+        const QString &sandboxPath, const QString &fallbackName, int mode, bool truncate, bool setMode);
 
     QString m_root;
     std::optional<uid_t> m_owner;

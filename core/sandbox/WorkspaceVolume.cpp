@@ -40,7 +40,9 @@ std::shared_ptr<spdlog::logger> logger()
 QString findTool(const QString &name)
 {
     const QString onPath = QStandardPaths::findExecutable(name);
-    return onPath.isEmpty() ? QStandardPaths::findExecutable(name, {QStringLiteral("/usr/sbin"), QStringLiteral("/sbin")}) : onPath;
+    return onPath.isEmpty()
+        ? QStandardPaths::findExecutable(name, {QStringLiteral("/usr/sbin"), QStringLiteral("/sbin")})
+        : onPath;
 }
 
 // Runs a tool to its end; its own words on failure. It gets no descriptor of ours beyond its
@@ -54,22 +56,25 @@ Status runTool(const QString &program, const QStringList &args, const QString &w
     if (!p.waitForFinished(timeoutMs)) {
         p.kill();
         p.waitForFinished(1000);
-        return makeError(ErrorCode::IoError, QStringLiteral("%1: %2 did not finish (%3)").arg(what, program, p.errorString()));
+        return makeError(
+            ErrorCode::IoError, QStringLiteral("%1: %2 did not finish (%3)").arg(what, program, p.errorString()));
     }
     if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
-        return makeError(ErrorCode::IoError, QStringLiteral("%1: %2 failed: %3")
-                                                 .arg(what, QFileInfo(program).fileName(), QString::fromLocal8Bit(p.readAll()).trimmed().left(400)));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("%1: %2 failed: %3")
+                .arg(what, QFileInfo(program).fileName(), QString::fromLocal8Bit(p.readAll()).trimmed().left(400)));
     return Ok{};
 }
 
 Status errnoError(const QString &what)
 {
-    return makeError(ErrorCode::IoError, QStringLiteral("%1: %2").arg(what, QString::fromLocal8Bit(std::strerror(errno))));
+    return makeError(
+        ErrorCode::IoError, QStringLiteral("%1: %2").arg(what, QString::fromLocal8Bit(std::strerror(errno))));
 }
 
 std::optional<dev_t> deviceOf(const QByteArray &path)
 {
-    struct stat st{};
+    struct stat st { };
     if (::stat(path.constData(), &st) != 0)
         return std::nullopt;
     return st.st_dev;
@@ -119,7 +124,8 @@ Status mountLoop(const QString &image, const QString &dir)
         // noinit_itable: the kernel would otherwise zero every inode table in the background,
         // making a sparse image take a sixtieth of its size before anything is written.
         if (::mount(node.constData(), QFile::encodeName(dir).constData(), "ext4", MS_NOSUID | MS_NODEV,
-                    "errors=remount-ro,noinit_itable") != 0) {
+                "errors=remount-ro,noinit_itable")
+            != 0) {
             result = errnoError(QStringLiteral("cannot mount %1 on %2").arg(image, dir));
             ::ioctl(dev, LOOP_CLR_FD);
         } else {
@@ -141,7 +147,7 @@ Status mountFuse(const QString &image, const QString &dir)
         return makeError(ErrorCode::LimitUnsupported, QStringLiteral("fuse2fs is missing (apt install fuse2fs)"));
     const auto before = deviceOf(QFile::encodeName(dir));
     if (Status s = runTool(fuse2fs, {image, dir, QStringLiteral("-o"), QStringLiteral("nosuid,nodev")},
-                           QStringLiteral("cannot mount the workspace image"));
+            QStringLiteral("cannot mount the workspace image"));
         !s)
         return s;
     for (int waited = 0; waited < kMountWaitMs; waited += 5) {
@@ -161,7 +167,8 @@ bool unmount(const QString &dir)
         return false;
     // A user's fuse2fs mount is undone by fusermount3, which checks it is the user's own.
     const QString fusermount = findTool(QStringLiteral("fusermount3"));
-    return !fusermount.isEmpty() && runTool(fusermount, {QStringLiteral("-u"), QStringLiteral("-z"), dir}, QStringLiteral("unmount")).ok();
+    return !fusermount.isEmpty()
+        && runTool(fusermount, {QStringLiteral("-u"), QStringLiteral("-z"), dir}, QStringLiteral("unmount")).ok();
 }
 
 // Copies what `from` holds into `to` (made here, 0600), holes left as holes.
@@ -201,14 +208,16 @@ Result<QString> copyOfTemplate(const QString &dir, uint64_t bytes, const QString
     if (!QFileInfo::exists(templ)) {
         // Made under a name of its own and renamed: two makers at once both succeed.
         const QString making = templ + QStringLiteral(".%1").arg(quintptr(QThread::currentThreadId()));
-        const int fd = ::open(QFile::encodeName(making).constData(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        const int fd = ::open(
+            QFile::encodeName(making).constData(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         const bool sized = fd >= 0 && ::ftruncate(fd, off_t(bytes)) == 0;
         if (fd >= 0)
             ::close(fd);
-        const QStringList mkfs{QStringLiteral("-q"), QStringLiteral("-F"), QStringLiteral("-m"), QStringLiteral("0"), QStringLiteral("-L"),
-                               QStringLiteral("workspace"), QStringLiteral("-E"), QStringLiteral("lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner"),
-                               making};
-        const Status made = sized ? runTool(findTool(QStringLiteral("mkfs.ext4")), mkfs, QStringLiteral("cannot make the workspace filesystem"))
+        const QStringList mkfs{QStringLiteral("-q"), QStringLiteral("-F"), QStringLiteral("-m"), QStringLiteral("0"),
+            QStringLiteral("-L"), QStringLiteral("workspace"), QStringLiteral("-E"),
+            QStringLiteral("lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner"), making};
+        const Status made = sized ? runTool(findTool(QStringLiteral("mkfs.ext4")), mkfs,
+                                QStringLiteral("cannot make the workspace filesystem"))
                                   : errnoError(QStringLiteral("cannot size the workspace image %1").arg(making));
         if (!made || ::rename(QFile::encodeName(making).constData(), QFile::encodeName(templ).constData()) != 0) {
             ::unlink(QFile::encodeName(making).constData());
@@ -241,7 +250,8 @@ Driver probe(bool root, QString *why)
         return Driver::None;
     }
     if (::access("/dev/fuse", R_OK | W_OK) != 0) {
-        *why = QStringLiteral("/dev/fuse is not open to this user (%1)").arg(QString::fromLocal8Bit(std::strerror(errno)));
+        *why = QStringLiteral("/dev/fuse is not open to this user (%1)")
+                   .arg(QString::fromLocal8Bit(std::strerror(errno)));
         return Driver::None;
     }
     return Driver::Fuse2fs;
@@ -250,9 +260,12 @@ Driver probe(bool root, QString *why)
 QString driverName(Driver driver)
 {
     switch (driver) {
-    case Driver::Loop: return QStringLiteral("ext4 image on a loop device");
-    case Driver::Fuse2fs: return QStringLiteral("ext4 image served by fuse2fs");
-    case Driver::None: break;
+    case Driver::Loop:
+        return QStringLiteral("ext4 image on a loop device");
+    case Driver::Fuse2fs:
+        return QStringLiteral("ext4 image served by fuse2fs");
+    case Driver::None:
+        break;
     }
     return QStringLiteral("none");
 }
@@ -264,7 +277,7 @@ QString imagePath(const QString &dir)
 
 bool hasImage(const QString &dir)
 {
-    struct stat st{};
+    struct stat st { };
     return ::lstat(QFile::encodeName(imagePath(dir)).constData(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -299,9 +312,12 @@ Status mount(Driver driver, const QString &dir)
     if (!hasImage(dir))
         return makeError(ErrorCode::NotFound, QStringLiteral("%1 has no image").arg(dir));
     switch (driver) {
-    case Driver::Loop: return mountLoop(imagePath(dir), dir);
-    case Driver::Fuse2fs: return mountFuse(imagePath(dir), dir);
-    case Driver::None: break;
+    case Driver::Loop:
+        return mountLoop(imagePath(dir), dir);
+    case Driver::Fuse2fs:
+        return mountFuse(imagePath(dir), dir);
+    case Driver::None:
+        break;
     }
     return makeError(ErrorCode::LimitUnsupported, QStringLiteral("this daemon cannot mount workspace images"));
 }
@@ -309,7 +325,8 @@ Status mount(Driver driver, const QString &dir)
 bool mounted(const QString &dir)
 {
     const QByteArray path = QFile::encodeName(dir);
-    struct stat self{}, parent{};
+    struct stat self {
+    }, parent{};
     if (::lstat(path.constData(), &self) != 0)
         return errno == ENOTCONN; // fuse2fs is gone and its mount is left
     if (::stat(QFile::encodeName(QFileInfo(dir).path()).constData(), &parent) != 0)
@@ -343,8 +360,9 @@ Result<QString> keepWorkspace(Driver driver, const QString &dir, const QString &
     // cp -a keeps owners, modes, times, links and holes: the files as the sandbox left them.
     if (::mkdir(QFile::encodeName(target).constData(), 0700) != 0)
         return errnoError(QStringLiteral("cannot create %1").arg(target)).error();
-    const Status copied = runTool(QStringLiteral("cp"), {QStringLiteral("-a"), QStringLiteral("--"), dir + QStringLiteral("/."), target},
-                                  QStringLiteral("could not copy the workspace out of its image"), kKeepCopyMs);
+    const Status copied = runTool(QStringLiteral("cp"),
+        {QStringLiteral("-a"), QStringLiteral("--"), dir + QStringLiteral("/."), target},
+        QStringLiteral("could not copy the workspace out of its image"), kKeepCopyMs);
     if (!copied) {
         fs::removeTree(target);
         // The image is the workspace too: kept as it is, beside where the folder would have been.
@@ -355,7 +373,7 @@ Result<QString> keepWorkspace(Driver driver, const QString &dir, const QString &
         fs::removeTree(dir);
         return image;
     }
-    struct stat st{};
+    struct stat st { };
     if (::stat(QFile::encodeName(dir).constData(), &st) == 0)
         ::chmod(QFile::encodeName(target).constData(), st.st_mode & 07777);
     if (!removeWorkspace(dir))
@@ -365,7 +383,7 @@ Result<QString> keepWorkspace(Driver driver, const QString &dir, const QString &
 
 std::optional<Usage> usage(const QString &dir)
 {
-    struct statvfs sv{};
+    struct statvfs sv { };
     if (::statvfs(QFile::encodeName(dir).constData(), &sv) != 0)
         return std::nullopt;
     Usage u;
@@ -376,7 +394,7 @@ std::optional<Usage> usage(const QString &dir)
 
 std::optional<uint64_t> freeBytes(const QString &path)
 {
-    struct statvfs sv{};
+    struct statvfs sv { };
     if (::statvfs(QFile::encodeName(path).constData(), &sv) != 0)
         return std::nullopt;
     return uint64_t(sv.f_bavail) * sv.f_frsize;

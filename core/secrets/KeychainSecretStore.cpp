@@ -19,7 +19,8 @@ const QString kService = QStringLiteral("airlock");
 constexpr int kTimeoutMs = 5000;
 } // namespace
 
-KeychainSecretStore::KeychainSecretStore(QString indexPath) : m_indexPath(std::move(indexPath))
+KeychainSecretStore::KeychainSecretStore(QString indexPath)
+    : m_indexPath(std::move(indexPath))
 {
     m_thread.setObjectName(QStringLiteral("keyring"));
     m_worker = new QObject;
@@ -99,12 +100,15 @@ Status KeychainSecretStore::loadIndex() const
     QFile f(m_indexPath);
     if (f.exists()) {
         if (!f.open(QIODevice::ReadOnly))
-            return makeError(ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(m_indexPath, f.errorString()));
-        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("secrets")).toObject();
+            return makeError(
+                ErrorCode::IoError, QStringLiteral("cannot read %1: %2").arg(m_indexPath, f.errorString()));
+        const QJsonObject doc
+            = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("secrets")).toObject();
         for (auto it = doc.begin(); it != doc.end(); ++it) {
             const QJsonObject e = it.value().toObject();
-            m_index.insert(it.key(), {it.key(), QDateTime::fromString(e.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs),
-                                      qsizetype(e.value(QStringLiteral("bytes")).toDouble())});
+            m_index.insert(it.key(),
+                {it.key(), QDateTime::fromString(e.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs),
+                    qsizetype(e.value(QStringLiteral("bytes")).toDouble())});
         }
     }
     m_indexLoaded = true;
@@ -119,11 +123,14 @@ Status KeychainSecretStore::saveIndex() const
     ::chmod(QFile::encodeName(dir).constData(), 0700);
     QJsonObject secrets;
     for (const SecretInfo &i : std::as_const(m_index))
-        secrets.insert(i.name, QJsonObject{{QStringLiteral("updated"), i.updated.toString(Qt::ISODateWithMs)}, {QStringLiteral("bytes"), double(i.size)}});
-    return fs::writePrivateFile(m_indexPath, QJsonDocument(QJsonObject{{QStringLiteral("version"), 1},
-                                                                       {QStringLiteral("backend"), QStringLiteral("secret-service")},
-                                                                       {QStringLiteral("secrets"), secrets}})
-                                                 .toJson());
+        secrets.insert(i.name,
+            QJsonObject{{QStringLiteral("updated"), i.updated.toString(Qt::ISODateWithMs)},
+                {QStringLiteral("bytes"), double(i.size)}});
+    return fs::writePrivateFile(m_indexPath,
+        QJsonDocument(
+            QJsonObject{{QStringLiteral("version"), 1}, {QStringLiteral("backend"), QStringLiteral("secret-service")},
+                {QStringLiteral("secrets"), secrets}})
+            .toJson());
 }
 
 Status KeychainSecretStore::set(const QString &name, const QByteArray &value)
@@ -136,8 +143,9 @@ Status KeychainSecretStore::set(const QString &name, const QByteArray &value)
         return s;
     const Outcome o = run(Op::Write, name, value);
     if (o.error != QKeychain::NoError)
-        return makeError(ErrorCode::IoError, QStringLiteral("the Secret Service could not store '%1': %2")
-                                                 .arg(name, o.error < 0 ? QStringLiteral("no answer in time") : o.message));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("the Secret Service could not store '%1': %2")
+                .arg(name, o.error < 0 ? QStringLiteral("no answer in time") : o.message));
     m_cache.insert(name, value);
     m_index.insert(name, {name, QDateTime::currentDateTimeUtc(), value.size()});
     return saveIndex();
@@ -149,10 +157,12 @@ Result<QByteArray> KeychainSecretStore::get(const QString &name) const
         return *it;
     const Outcome o = run(Op::Read, name);
     if (o.error == QKeychain::EntryNotFound)
-        return makeError(ErrorCode::NotFound, QStringLiteral("no secret named '%1' (set it with 'airlockctl secret set %1')").arg(name.left(100)));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no secret named '%1' (set it with 'airlockctl secret set %1')").arg(name.left(100)));
     if (o.error != QKeychain::NoError)
-        return makeError(ErrorCode::IoError, QStringLiteral("the Secret Service could not read '%1': %2")
-                                                 .arg(name.left(100), o.error < 0 ? QStringLiteral("no answer in time") : o.message));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("the Secret Service could not read '%1': %2")
+                .arg(name.left(100), o.error < 0 ? QStringLiteral("no answer in time") : o.message));
     m_cache.insert(name, o.data);
     return o.data;
 }
@@ -163,10 +173,12 @@ Status KeychainSecretStore::remove(const QString &name)
         return s;
     const Outcome o = run(Op::Delete, name);
     if (o.error == QKeychain::EntryNotFound || (o.error != QKeychain::NoError && !m_index.contains(name)))
-        return makeError(ErrorCode::NotFound, QStringLiteral("no secret named '%1' (see 'airlockctl secret ls')").arg(name.left(100)));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no secret named '%1' (see 'airlockctl secret ls')").arg(name.left(100)));
     if (o.error != QKeychain::NoError)
-        return makeError(ErrorCode::IoError, QStringLiteral("the Secret Service could not delete '%1': %2")
-                                                 .arg(name, o.error < 0 ? QStringLiteral("no answer in time") : o.message));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("the Secret Service could not delete '%1': %2")
+                .arg(name, o.error < 0 ? QStringLiteral("no answer in time") : o.message));
     m_cache.remove(name);
     m_index.remove(name);
     return saveIndex();

@@ -166,7 +166,8 @@ void RedactionStream::scan(const Redactor &redactor, Redactor::Hits *hits)
         const qint64 at = m_base + i;
         // An escape sequence counts only between two characters of a match under way: before
         // one, its bytes could be the value's first ("\e[" then the value would hide it).
-        Kind kind = m_active.empty() && m_escapes.idle() ? (Redactor::isSpace(d[i]) ? Kind::Space : Kind::Character) : m_escapes.classify(d[i]);
+        Kind kind = m_active.empty() && m_escapes.idle() ? (Redactor::isSpace(d[i]) ? Kind::Space : Kind::Character)
+                                                         : m_escapes.classify(d[i]);
         if (kind == Kind::Break) {
             forget(redactor, true);
             forget(redactor, false);

@@ -18,7 +18,8 @@ constexpr qsizetype kMinPattern = 8;
 // `shift` bytes into a 3-byte group: what shows whatever surrounds the value.
 QByteArray base64Core(const QByteArray &value, int shift, QByteArray::Base64Options options)
 {
-    const QByteArray encoded = QByteArray(QByteArray(shift, 0) + value).toBase64(options | QByteArray::OmitTrailingEquals);
+    const QByteArray encoded
+        = QByteArray(QByteArray(shift, 0) + value).toBase64(options | QByteArray::OmitTrailingEquals);
     // Characters touched by the prefix: shift 1 -> first 2, shift 2 -> first 3. At the end, the
     // last character depends on what follows unless the value ends on a group boundary.
     const qsizetype skipHead = shift == 0 ? 0 : shift + 1;
@@ -76,7 +77,8 @@ void Redactor::add(const QString &name, const QByteArray &value)
         }
         m_patterns.append({f, name, failure, std::none_of(f.cbegin(), f.cend(), isSpace)});
     }
-    std::stable_sort(m_patterns.begin(), m_patterns.end(), [](const Pattern &a, const Pattern &b) { return a.bytes.size() > b.bytes.size(); });
+    std::stable_sort(m_patterns.begin(), m_patterns.end(),
+        [](const Pattern &a, const Pattern &b) { return a.bytes.size() > b.bytes.size(); });
     for (QList<qsizetype> &starting : m_startingWith)
         starting.clear();
     for (qsizetype i = 0; i < m_patterns.size(); ++i)

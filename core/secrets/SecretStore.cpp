@@ -17,7 +17,7 @@ Status SecretStore::validateName(const QString &name)
     static const QRegularExpression re(QStringLiteral("^[A-Za-z0-9_.-]{1,100}$"));
     if (!re.match(name).hasMatch())
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("invalid secret name '%1': use 1-100 letters, digits, _ . -").arg(name.left(100)));
+            QStringLiteral("invalid secret name '%1': use 1-100 letters, digits, _ . -").arg(name.left(100)));
     return Ok{};
 }
 
@@ -25,36 +25,42 @@ Status SecretStore::validateValue(const QByteArray &value)
 {
     if (value.size() < kMinValue)
         return makeError(ErrorCode::InvalidArgument,
-                         QStringLiteral("a secret must be at least %1 bytes: shorter values cannot be told apart from ordinary "
-                                        "output, so they could not be redacted")
-                             .arg(kMinValue));
+            QStringLiteral("a secret must be at least %1 bytes: shorter values cannot be told apart from ordinary "
+                           "output, so they could not be redacted")
+                .arg(kMinValue));
     if (value.size() > kMaxValue)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("a secret can be at most %1 bytes").arg(kMaxValue));
     // It may become an environment variable: text, exactly as given.
     if (value.contains('\0') || QString::fromUtf8(value).toUtf8() != value)
-        return makeError(ErrorCode::InvalidArgument, QStringLiteral("a secret must be UTF-8 text without NUL bytes (encode binary keys, e.g. in base64)"));
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("a secret must be UTF-8 text without NUL bytes (encode binary keys, e.g. in base64)"));
     return Ok{};
 }
 
-FileSecretStore::FileSecretStore(QString path) : m_path(std::move(path)) {}
+FileSecretStore::FileSecretStore(QString path)
+    : m_path(std::move(path))
+{
+}
 
 QString FileSecretStore::backend() const
 {
-    return QStringLiteral("file %1 (weaker: readable by anything that runs as you; no Secret Service was found)").arg(m_path);
+    return QStringLiteral("file %1 (weaker: readable by anything that runs as you; no Secret Service was found)")
+        .arg(m_path);
 }
 
 Status FileSecretStore::load() const
 {
-    struct stat st{};
+    struct stat st { };
     if (::stat(QFile::encodeName(m_path).constData(), &st) != 0) {
         m_entries.clear();
         m_loadedSize = -1;
         return Ok{};
     }
     if (st.st_mode & 077)
-        return makeError(ErrorCode::IoError, QStringLiteral("the secrets file %1 is readable by other users; fix it with 'chmod 600 %1' "
-                                                            "(its secrets should be considered exposed)")
-                                                 .arg(m_path));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("the secrets file %1 is readable by other users; fix it with 'chmod 600 %1' "
+                           "(its secrets should be considered exposed)")
+                .arg(m_path));
     const QDateTime mtime = QFileInfo(m_path).lastModified();
     if (mtime == m_loadedMtime && qint64(st.st_size) == m_loadedSize)
         return Ok{};
@@ -64,14 +70,16 @@ Status FileSecretStore::load() const
     QJsonParseError err{};
     const QJsonObject doc = QJsonDocument::fromJson(f.readAll(), &err).object();
     if (err.error != QJsonParseError::NoError)
-        return makeError(ErrorCode::IoError, QStringLiteral("the secrets file %1 is damaged (%2); move it away and set the secrets again")
-                                                 .arg(m_path, err.errorString()));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("the secrets file %1 is damaged (%2); move it away and set the secrets again")
+                .arg(m_path, err.errorString()));
     QHash<QString, Entry> entries;
     const QJsonObject secrets = doc.value(QStringLiteral("secrets")).toObject();
     for (auto it = secrets.begin(); it != secrets.end(); ++it) {
         const QJsonObject e = it.value().toObject();
-        entries.insert(it.key(), {QByteArray::fromBase64(e.value(QStringLiteral("value")).toString().toLatin1()),
-                                  QDateTime::fromString(e.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)});
+        entries.insert(it.key(),
+            {QByteArray::fromBase64(e.value(QStringLiteral("value")).toString().toLatin1()),
+                QDateTime::fromString(e.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)});
     }
     m_entries = std::move(entries);
     m_loadedMtime = mtime;
@@ -86,10 +94,12 @@ Status FileSecretStore::save(const QHash<QString, Entry> &entries)
         return makeError(ErrorCode::IoError, QStringLiteral("cannot create %1").arg(dir));
     QJsonObject secrets;
     for (auto it = entries.cbegin(); it != entries.cend(); ++it)
-        secrets.insert(it.key(), QJsonObject{{QStringLiteral("value"), QString::fromLatin1(it->value.toBase64())},
-                                             {QStringLiteral("updated"), it->updated.toString(Qt::ISODateWithMs)}});
-    if (Status written = fs::writePrivateFile(
-            m_path, QJsonDocument(QJsonObject{{QStringLiteral("version"), 1}, {QStringLiteral("secrets"), secrets}}).toJson(QJsonDocument::Indented));
+        secrets.insert(it.key(),
+            QJsonObject{{QStringLiteral("value"), QString::fromLatin1(it->value.toBase64())},
+                {QStringLiteral("updated"), it->updated.toString(Qt::ISODateWithMs)}});
+    if (Status written = fs::writePrivateFile(m_path,
+            QJsonDocument(QJsonObject{{QStringLiteral("version"), 1}, {QStringLiteral("secrets"), secrets}})
+                .toJson(QJsonDocument::Indented));
         !written)
         return written;
     m_loadedMtime = {};
@@ -115,7 +125,8 @@ Result<QByteArray> FileSecretStore::get(const QString &name) const
         return s.error();
     const auto it = m_entries.constFind(name);
     if (it == m_entries.cend())
-        return makeError(ErrorCode::NotFound, QStringLiteral("no secret named '%1' (set it with 'airlockctl secret set %1')").arg(name.left(100)));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no secret named '%1' (set it with 'airlockctl secret set %1')").arg(name.left(100)));
     return it->value;
 }
 
@@ -124,7 +135,8 @@ Status FileSecretStore::remove(const QString &name)
     if (Status s = load(); !s)
         return s;
     if (!m_entries.contains(name))
-        return makeError(ErrorCode::NotFound, QStringLiteral("no secret named '%1' (see 'airlockctl secret ls')").arg(name.left(100)));
+        return makeError(ErrorCode::NotFound,
+            QStringLiteral("no secret named '%1' (see 'airlockctl secret ls')").arg(name.left(100)));
     QHash<QString, Entry> entries = m_entries;
     entries.remove(name);
     return save(entries);

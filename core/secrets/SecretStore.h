@@ -23,7 +23,7 @@ struct SecretInfo {
 // inject them into sandboxes and to redact them from everything it records.
 class SecretStore {
 public:
-    static constexpr qsizetype kMinValue = 8;        // shorter values cannot be redacted reliably
+    static constexpr qsizetype kMinValue = 8; // shorter values cannot be redacted reliably
     static constexpr qsizetype kMaxValue = 64 * 1024;
 
     virtual ~SecretStore() = default;

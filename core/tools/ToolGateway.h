@@ -11,7 +11,7 @@
 namespace airlock {
 class Sandbox;
 class SecretStore;
-}
+} // namespace airlock
 
 namespace airlock::tools {
 

@@ -31,7 +31,8 @@ QStringList placeholders(const QString &text)
     return out;
 }
 
-Result<QMap<QString, QString>> stringMap(const QJsonObject &parent, const char *key, const QString &source, const QString &pointer)
+Result<QMap<QString, QString>> stringMap(
+    const QJsonObject &parent, const char *key, const QString &source, const QString &pointer)
 {
     QMap<QString, QString> out;
     const QJsonValue v = parent.value(QLatin1String(key));
@@ -50,14 +51,16 @@ Result<QMap<QString, QString>> stringMap(const QJsonObject &parent, const char *
 
 // Argument placeholders must name required arguments (a missing one would change what runs);
 // secret placeholders are checked when the call runs.
-Status checkPlaceholders(const QString &text, const QStringList &required, const QString &source, const QString &pointer, bool allowSecrets)
+Status checkPlaceholders(
+    const QString &text, const QStringList &required, const QString &source, const QString &pointer, bool allowSecrets)
 {
     static const QRegularExpression secret(QStringLiteral("\\{secret:[A-Za-z0-9_.-]{1,100}\\}"));
     QString rest = text;
     if (allowSecrets)
         rest.remove(secret);
     else if (secret.match(text).hasMatch())
-        return bad(source, pointer, QStringLiteral("{secret:NAME} goes in a command's env or a request's headers only"));
+        return bad(
+            source, pointer, QStringLiteral("{secret:NAME} goes in a command's env or a request's headers only"));
     for (const QString &p : placeholders(rest))
         if (p != QLatin1String("*") && !required.contains(p))
             return bad(source, pointer, QStringLiteral("{%1} must name a required argument").arg(p));
@@ -69,35 +72,38 @@ QJsonObject ToolDeclaration::toJson() const
 {
     QJsonObject executor;
     if (kind == Kind::Command) {
-        executor = {{QStringLiteral("command"), QJsonArray::fromStringList(argv)}, {QStringLiteral("stdin"), stdinArguments ? QStringLiteral("arguments") : QStringLiteral("none")}};
+        executor = {{QStringLiteral("command"), QJsonArray::fromStringList(argv)},
+            {QStringLiteral("stdin"), stdinArguments ? QStringLiteral("arguments") : QStringLiteral("none")}};
     } else {
         executor = {{QStringLiteral("method"), method}, {QStringLiteral("url"), url}};
     }
-    return {{QStringLiteral("name"), name},
-            {QStringLiteral("description"), description},
-            {QStringLiteral("inputSchema"), schema},
-            {QStringLiteral("executor"), executor},
-            {QStringLiteral("timeoutMs"), timeoutMs},
-            {QStringLiteral("source"), source}};
+    return {{QStringLiteral("name"), name}, {QStringLiteral("description"), description},
+        {QStringLiteral("inputSchema"), schema}, {QStringLiteral("executor"), executor},
+        {QStringLiteral("timeoutMs"), timeoutMs}, {QStringLiteral("source"), source}};
 }
 
 Result<ToolDeclaration> ToolRegistry::parse(const QJsonObject &json, const QString &source)
 {
     static const QRegularExpression toolName(QStringLiteral("^[a-z][a-z0-9_.-]{0,99}$"));
     for (auto it = json.begin(); it != json.end(); ++it)
-        if (!QStringList{QStringLiteral("name"), QStringLiteral("description"), QStringLiteral("arguments"), QStringLiteral("command"), QStringLiteral("http")}
+        if (!QStringList{QStringLiteral("name"), QStringLiteral("description"), QStringLiteral("arguments"),
+                QStringLiteral("command"), QStringLiteral("http")}
                  .contains(it.key()))
-            return bad(source, QLatin1Char('/') + it.key(), QStringLiteral("unknown field (expected name, description, arguments, command or http)"));
+            return bad(source, QLatin1Char('/') + it.key(),
+                QStringLiteral("unknown field (expected name, description, arguments, command or http)"));
     ToolDeclaration t;
     t.source = source;
     t.name = json.value(QStringLiteral("name")).toString();
     if (!toolName.match(t.name).hasMatch())
-        return bad(source, QStringLiteral("/name"), QStringLiteral("expected a tool name (lower-case letters, digits, _ . -)"));
+        return bad(source, QStringLiteral("/name"),
+            QStringLiteral("expected a tool name (lower-case letters, digits, _ . -)"));
     t.description = json.value(QStringLiteral("description")).toString();
     if (t.description.isEmpty())
-        return bad(source, QStringLiteral("/description"), QStringLiteral("expected a description: it is what agents and people read"));
+        return bad(source, QStringLiteral("/description"),
+            QStringLiteral("expected a description: it is what agents and people read"));
     t.schema = json.value(QStringLiteral("arguments")).toObject();
-    if (!json.value(QStringLiteral("arguments")).isObject() || t.schema.value(QStringLiteral("type")).toString() != QLatin1String("object"))
+    if (!json.value(QStringLiteral("arguments")).isObject()
+        || t.schema.value(QStringLiteral("type")).toString() != QLatin1String("object"))
         return bad(source, QStringLiteral("/arguments"), QStringLiteral("expected a JSON Schema of type \"object\""));
     if (Status s = JsonSchema::check(t.schema); !s)
         return bad(source, QStringLiteral("/arguments"), s.error().message);
@@ -107,45 +113,57 @@ Result<ToolDeclaration> ToolRegistry::parse(const QJsonObject &json, const QStri
 
     const bool command = json.contains(QStringLiteral("command")), http = json.contains(QStringLiteral("http"));
     if (command == http)
-        return bad(source, QStringLiteral("/"), QStringLiteral("expected exactly one executor: \"command\" or \"http\""));
+        return bad(
+            source, QStringLiteral("/"), QStringLiteral("expected exactly one executor: \"command\" or \"http\""));
     const QString pointer = command ? QStringLiteral("/command") : QStringLiteral("/http");
     const QJsonObject e = json.value(command ? QStringLiteral("command") : QStringLiteral("http")).toObject();
     if (e.contains(QStringLiteral("timeout"))) {
         auto ms = units::parseDurationMs(e.value(QStringLiteral("timeout")).toString());
         if (!ms || *ms < 100 || *ms > 600000)
-            return bad(source, pointer + QStringLiteral("/timeout"), QStringLiteral("expected a duration from 100ms to 10m, like \"30s\""));
+            return bad(source, pointer + QStringLiteral("/timeout"),
+                QStringLiteral("expected a duration from 100ms to 10m, like \"30s\""));
         t.timeoutMs = int(*ms);
     }
     if (command) {
         t.kind = ToolDeclaration::Kind::Command;
         for (auto it = e.begin(); it != e.end(); ++it)
-            if (!QStringList{QStringLiteral("argv"), QStringLiteral("stdin"), QStringLiteral("env"), QStringLiteral("cwd"), QStringLiteral("timeout")}.contains(it.key()))
-                return bad(source, pointer + QLatin1Char('/') + it.key(), QStringLiteral("unknown field (expected argv, stdin, env, cwd, timeout)"));
+            if (!QStringList{QStringLiteral("argv"), QStringLiteral("stdin"), QStringLiteral("env"),
+                    QStringLiteral("cwd"), QStringLiteral("timeout")}
+                     .contains(it.key()))
+                return bad(source, pointer + QLatin1Char('/') + it.key(),
+                    QStringLiteral("unknown field (expected argv, stdin, env, cwd, timeout)"));
         for (const QJsonValue &a : e.value(QStringLiteral("argv")).toArray()) {
             if (!a.isString())
                 return bad(source, pointer + QStringLiteral("/argv"), QStringLiteral("expected strings"));
             t.argv.append(a.toString());
         }
         if (t.argv.isEmpty() || !QFileInfo(t.argv.first()).isAbsolute())
-            return bad(source, pointer + QStringLiteral("/argv"), QStringLiteral("expected a program by absolute path, then its arguments"));
+            return bad(source, pointer + QStringLiteral("/argv"),
+                QStringLiteral("expected a program by absolute path, then its arguments"));
         for (qsizetype i = 0; i < t.argv.size(); ++i) {
             const QStringList ps = placeholders(t.argv[i]);
             const QString at = QStringLiteral("%1/argv/%2").arg(pointer).arg(i);
             // A placeholder is a whole element: an argument is one word of data, never part of one.
-            if (!ps.isEmpty() && (i == 0 || t.argv[i] != QLatin1Char('{') + ps.first() + QLatin1Char('}') || ps.first() == QLatin1String("*")))
-                return bad(source, at, QStringLiteral("a placeholder must be a whole argument, like \"{path}\", and not the program"));
+            if (!ps.isEmpty()
+                && (i == 0 || t.argv[i] != QLatin1Char('{') + ps.first() + QLatin1Char('}')
+                    || ps.first() == QLatin1String("*")))
+                return bad(source, at,
+                    QStringLiteral("a placeholder must be a whole argument, like \"{path}\", and not the program"));
             if (Status s = checkPlaceholders(t.argv[i], required, source, at, false); !s)
                 return s.error();
         }
         const QString in = e.value(QStringLiteral("stdin")).toString(QStringLiteral("none"));
         if (in != QLatin1String("none") && in != QLatin1String("arguments"))
-            return bad(source, pointer + QStringLiteral("/stdin"), QStringLiteral("expected \"none\" or \"arguments\" (the arguments as JSON)"));
+            return bad(source, pointer + QStringLiteral("/stdin"),
+                QStringLiteral("expected \"none\" or \"arguments\" (the arguments as JSON)"));
         t.stdinArguments = in == QLatin1String("arguments");
         auto env = stringMap(e, "env", source, pointer + QStringLiteral("/env"));
         if (!env)
             return env.error();
         for (auto it = env->cbegin(); it != env->cend(); ++it)
-            if (Status s = checkPlaceholders(it.value(), {}, source, pointer + QStringLiteral("/env/") + it.key(), true); !s)
+            if (Status s
+                = checkPlaceholders(it.value(), {}, source, pointer + QStringLiteral("/env/") + it.key(), true);
+                !s)
                 return s.error();
         t.env = *env;
         t.cwd = e.value(QStringLiteral("cwd")).toString(QStringLiteral("/"));
@@ -154,24 +172,35 @@ Result<ToolDeclaration> ToolRegistry::parse(const QJsonObject &json, const QStri
     } else {
         t.kind = ToolDeclaration::Kind::Http;
         for (auto it = e.begin(); it != e.end(); ++it)
-            if (!QStringList{QStringLiteral("method"), QStringLiteral("url"), QStringLiteral("headers"), QStringLiteral("body"), QStringLiteral("timeout")}.contains(it.key()))
-                return bad(source, pointer + QLatin1Char('/') + it.key(), QStringLiteral("unknown field (expected method, url, headers, body, timeout)"));
+            if (!QStringList{QStringLiteral("method"), QStringLiteral("url"), QStringLiteral("headers"),
+                    QStringLiteral("body"), QStringLiteral("timeout")}
+                     .contains(it.key()))
+                return bad(source, pointer + QLatin1Char('/') + it.key(),
+                    QStringLiteral("unknown field (expected method, url, headers, body, timeout)"));
         t.method = e.value(QStringLiteral("method")).toString(QStringLiteral("POST")).toUpper();
-        if (!QStringList{QStringLiteral("GET"), QStringLiteral("POST"), QStringLiteral("PUT"), QStringLiteral("PATCH"), QStringLiteral("DELETE")}.contains(t.method))
-            return bad(source, pointer + QStringLiteral("/method"), QStringLiteral("expected GET, POST, PUT, PATCH or DELETE"));
+        if (!QStringList{QStringLiteral("GET"), QStringLiteral("POST"), QStringLiteral("PUT"), QStringLiteral("PATCH"),
+                QStringLiteral("DELETE")}
+                 .contains(t.method))
+            return bad(source, pointer + QStringLiteral("/method"),
+                QStringLiteral("expected GET, POST, PUT, PATCH or DELETE"));
         t.url = e.value(QStringLiteral("url")).toString();
-        const QUrl probe(QString(t.url).replace(QRegularExpression(QStringLiteral("\\{[^}]*\\}")), QStringLiteral("x")));
-        if (!probe.isValid() || (probe.scheme() != QLatin1String("http") && probe.scheme() != QLatin1String("https")) || probe.host().isEmpty())
+        const QUrl probe(
+            QString(t.url).replace(QRegularExpression(QStringLiteral("\\{[^}]*\\}")), QStringLiteral("x")));
+        if (!probe.isValid() || (probe.scheme() != QLatin1String("http") && probe.scheme() != QLatin1String("https"))
+            || probe.host().isEmpty())
             return bad(source, pointer + QStringLiteral("/url"), QStringLiteral("expected an http:// or https:// URL"));
         if (t.url.section(QLatin1Char('/'), 2, 2).contains(QLatin1Char('{')))
-            return bad(source, pointer + QStringLiteral("/url"), QStringLiteral("arguments may fill the path and query, never the host"));
+            return bad(source, pointer + QStringLiteral("/url"),
+                QStringLiteral("arguments may fill the path and query, never the host"));
         if (Status s = checkPlaceholders(t.url, required, source, pointer + QStringLiteral("/url"), false); !s)
             return s.error();
         auto headers = stringMap(e, "headers", source, pointer + QStringLiteral("/headers"));
         if (!headers)
             return headers.error();
         for (auto it = headers->cbegin(); it != headers->cend(); ++it)
-            if (Status s = checkPlaceholders(it.value(), {}, source, pointer + QStringLiteral("/headers/") + it.key(), true); !s)
+            if (Status s
+                = checkPlaceholders(it.value(), {}, source, pointer + QStringLiteral("/headers/") + it.key(), true);
+                !s)
                 return s.error();
         t.headers = *headers;
         t.body = e.value(QStringLiteral("body"));
@@ -187,7 +216,8 @@ QStringList ToolRegistry::load(const QStringList &dirs)
         for (const QFileInfo &fi : files) {
             QFile f(fi.filePath());
             QJsonParseError err{};
-            const QJsonDocument doc = f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.read(1024 * 1024), &err) : QJsonDocument();
+            const QJsonDocument doc
+                = f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.read(1024 * 1024), &err) : QJsonDocument();
             if (!doc.isObject()) {
                 problems.append(QStringLiteral("%1: not a JSON object (%2)").arg(fi.filePath(), err.errorString()));
                 continue;
@@ -198,7 +228,8 @@ QStringList ToolRegistry::load(const QStringList &dirs)
                 continue;
             }
             if (find(tool->name)) {
-                problems.append(QStringLiteral("%1: a tool named '%2' is already declared in %3").arg(fi.filePath(), tool->name, find(tool->name)->source));
+                problems.append(QStringLiteral("%1: a tool named '%2' is already declared in %3")
+                                    .arg(fi.filePath(), tool->name, find(tool->name)->source));
                 continue;
             }
             m_tools.append(*tool);

@@ -23,14 +23,14 @@ struct ToolDeclaration {
     Kind kind = Kind::Command;
     int timeoutMs = 30000;
     // command
-    QStringList argv;                // "{arg}" elements are replaced by that argument ("${x}" is literal)
-    bool stdinArguments = false;     // the arguments as JSON on stdin
+    QStringList argv; // "{arg}" elements are replaced by that argument ("${x}" is literal)
+    bool stdinArguments = false; // the arguments as JSON on stdin
     QMap<QString, QString> env;
     QString cwd = QStringLiteral("/");
     // http
-    QString method, url;             // "{arg}" in the URL: percent-encoded argument
+    QString method, url; // "{arg}" in the URL: percent-encoded argument
     QMap<QString, QString> headers;
-    QJsonValue body;                 // "{arg}" string values: that argument's JSON value; "{*}": all
+    QJsonValue body; // "{arg}" string values: that argument's JSON value; "{*}": all
 
     QJsonObject toJson() const; // what clients see (templates, never secret values)
 };

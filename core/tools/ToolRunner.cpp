@@ -67,17 +67,23 @@ QJsonValue fillBody(const QJsonValue &t, const QJsonObject &arguments, bool *omi
 }
 } // namespace
 
-ToolRunner::ToolRunner(SecretStore *secrets, QObject *parent) : QObject(parent), m_secrets(secrets) {}
+ToolRunner::ToolRunner(SecretStore *secrets, QObject *parent)
+    : QObject(parent)
+    , m_secrets(secrets)
+{
+}
 
 Result<QString> ToolRunner::fillSecrets(QString text, QList<std::pair<QString, QByteArray>> &used) const
 {
     static const QRegularExpression re(QStringLiteral("\\{secret:([A-Za-z0-9_.-]{1,100})\\}"));
     for (auto m = re.match(text); m.hasMatch(); m = re.match(text)) {
         if (!m_secrets)
-            return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("the tool needs secret '%1' but there is no secret store").arg(m.captured(1)));
+            return makeError(ErrorCode::BoundaryUnavailable,
+                QStringLiteral("the tool needs secret '%1' but there is no secret store").arg(m.captured(1)));
         auto value = m_secrets->get(m.captured(1));
         if (!value)
-            return makeError(value.error().code, QStringLiteral("the tool's own credential: %1").arg(value.error().message));
+            return makeError(
+                value.error().code, QStringLiteral("the tool's own credential: %1").arg(value.error().message));
         used.append({m.captured(1), *value});
         text.replace(m.capturedStart(), m.capturedLength(), QString::fromUtf8(*value));
     }
@@ -106,7 +112,8 @@ void ToolRunner::runCommand(const ToolDeclaration &tool, const QJsonObject &argu
     QProcessEnvironment env;
     env.insert(QStringLiteral("PATH"), QStringLiteral("/usr/local/bin:/usr/bin:/bin"));
     env.insert(QStringLiteral("LANG"), QStringLiteral("C.UTF-8"));
-    env.insert(QStringLiteral("HOME"), QProcessEnvironment::systemEnvironment().value(QStringLiteral("HOME"), QStringLiteral("/")));
+    env.insert(QStringLiteral("HOME"),
+        QProcessEnvironment::systemEnvironment().value(QStringLiteral("HOME"), QStringLiteral("/")));
     for (auto it = tool.env.cbegin(); it != tool.env.cend(); ++it) {
         auto value = fillSecrets(it.value(), outcome.secretsUsed);
         if (!value) {
@@ -150,17 +157,19 @@ void ToolRunner::runCommand(const ToolDeclaration &tool, const QJsonObject &argu
     };
     connect(p, &QProcess::errorOccurred, p, [=](QProcess::ProcessError e) {
         if (e == QProcess::FailedToStart)
-            finish(makeError(ErrorCode::IoError, QStringLiteral("the tool's program %1 could not start: %2").arg(argv.first(), p->errorString())));
+            finish(makeError(ErrorCode::IoError,
+                QStringLiteral("the tool's program %1 could not start: %2").arg(argv.first(), p->errorString())));
     });
     connect(p, &QProcess::finished, p, [=](int code, QProcess::ExitStatus status) {
         collect(QProcess::StandardOutput, *out);
         collect(QProcess::StandardError, *err);
         if (*timedOut)
-            return finish(makeError(ErrorCode::IoError, QStringLiteral("the tool did not finish within %1 ms").arg(tool.timeoutMs)));
-        finish(QJsonObject{{QStringLiteral("exitCode"), status == QProcess::NormalExit ? QJsonValue(code) : QJsonValue()},
-                           {QStringLiteral("stdout"), QString::fromUtf8(*out)},
-                           {QStringLiteral("stderr"), QString::fromUtf8(*err)},
-                           {QStringLiteral("truncated"), *truncated}});
+            return finish(makeError(
+                ErrorCode::IoError, QStringLiteral("the tool did not finish within %1 ms").arg(tool.timeoutMs)));
+        finish(
+            QJsonObject{{QStringLiteral("exitCode"), status == QProcess::NormalExit ? QJsonValue(code) : QJsonValue()},
+                {QStringLiteral("stdout"), QString::fromUtf8(*out)},
+                {QStringLiteral("stderr"), QString::fromUtf8(*err)}, {QStringLiteral("truncated"), *truncated}});
     });
     timer->start(tool.timeoutMs);
     p->start(QIODevice::ReadWrite);
@@ -178,23 +187,28 @@ void ToolRunner::runHttp(const ToolDeclaration &tool, const QJsonObject &argumen
         const QString value = scalarText(arguments.value(m.captured(1)));
         // "." and ".." are path steps, not data: they would move the request to another endpoint.
         if (value == QLatin1String(".") || value == QLatin1String("..")) {
-            outcome.result = makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: argument '%2' cannot be \"%3\" (it would change the URL's path)")
-                                                                       .arg(tool.name, m.captured(1), value));
+            outcome.result = makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("%1: argument '%2' cannot be \"%3\" (it would change the URL's path)")
+                    .arg(tool.name, m.captured(1), value));
             return done(std::move(outcome));
         }
         url.replace(m.capturedStart(), m.capturedLength(), QString::fromLatin1(QUrl::toPercentEncoding(value)));
     }
     // And whatever the arguments, the request goes where the declaration points.
-    const QString fixedPrefix = tool.url.left(tool.url.indexOf(QLatin1Char('{')) < 0 ? tool.url.size() : tool.url.indexOf(QLatin1Char('{')));
+    const QString fixedPrefix
+        = tool.url.left(tool.url.indexOf(QLatin1Char('{')) < 0 ? tool.url.size() : tool.url.indexOf(QLatin1Char('{')));
     const QUrl target(url);
-    if (!target.isValid() || !target.toString(QUrl::FullyEncoded).startsWith(QUrl(fixedPrefix).toString(QUrl::FullyEncoded))
+    if (!target.isValid()
+        || !target.toString(QUrl::FullyEncoded).startsWith(QUrl(fixedPrefix).toString(QUrl::FullyEncoded))
         || target.host() != QUrl(tool.url.section(QLatin1Char('{'), 0, 0)).host()) {
-        outcome.result = makeError(ErrorCode::InvalidArgument, QStringLiteral("%1: the arguments would send the request elsewhere than declared").arg(tool.name));
+        outcome.result = makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("%1: the arguments would send the request elsewhere than declared").arg(tool.name));
         return done(std::move(outcome));
     }
     QNetworkRequest request{target};
     request.setTransferTimeout(tool.timeoutMs);
-    request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy); // where it goes is declared
+    request.setAttribute(
+        QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy); // where it goes is declared
     for (auto it = tool.headers.cbegin(); it != tool.headers.cend(); ++it) {
         auto value = fillSecrets(it.value(), outcome.secretsUsed);
         if (!value) {
@@ -218,16 +232,19 @@ void ToolRunner::runHttp(const ToolDeclaration &tool, const QJsonObject &argumen
         reply->deleteLater();
         const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
         if (status == 0) {
-            outcome.result = makeError(ErrorCode::IoError, QStringLiteral("the tool's request failed: %1").arg(reply->errorString()));
+            outcome.result = makeError(
+                ErrorCode::IoError, QStringLiteral("the tool's request failed: %1").arg(reply->errorString()));
             return done(std::move(outcome));
         }
         const QByteArray raw = reply->read(kMaxOutput + 1);
         QJsonParseError err{};
         const QJsonDocument doc = QJsonDocument::fromJson(raw.left(kMaxOutput), &err);
         outcome.result = QJsonObject{{QStringLiteral("status"), status},
-                                     {QStringLiteral("body"), err.error == QJsonParseError::NoError ? (doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()))
-                                                                                                    : QJsonValue(QString::fromUtf8(raw.left(kMaxOutput)))},
-                                     {QStringLiteral("truncated"), raw.size() > kMaxOutput}};
+            {QStringLiteral("body"),
+                err.error == QJsonParseError::NoError
+                    ? (doc.isObject() ? QJsonValue(doc.object()) : QJsonValue(doc.array()))
+                    : QJsonValue(QString::fromUtf8(raw.left(kMaxOutput)))},
+            {QStringLiteral("truncated"), raw.size() > kMaxOutput}};
         done(std::move(outcome));
     });
 }

@@ -49,7 +49,7 @@ bool removeEntry(int parentFd, const char *name, int depth)
     }
     if (fd < 0)
         return false;
-    struct stat st {};
+    struct stat st { };
     if (::fstat(fd, &st) == 0 && !(st.st_mode & S_IWUSR))
         ::fchmod(fd, S_IRWXU);
     DIR *dir = ::fdopendir(fd);

@@ -26,7 +26,7 @@ Result<int> lockFile(const QString &path, const QString &what)
         (void)!::pread(fd, pid, sizeof pid - 1, 0);
         ::close(fd);
         return makeError(ErrorCode::DaemonRunning,
-                         QStringLiteral("another airlockd (pid %1) already %2").arg(QString::fromLatin1(pid).trimmed(), what));
+            QStringLiteral("another airlockd (pid %1) already %2").arg(QString::fromLatin1(pid).trimmed(), what));
     }
     const QByteArray pid = QByteArray::number(::getpid()) + '\n';
     (void)!::ftruncate(fd, 0);
@@ -44,17 +44,18 @@ Result<InstanceLock> InstanceLock::acquire(const QString &socketPath, const QStr
         return s.error();
     // sun_path holds 107 bytes and a NUL: a longer path would be cut, or refused by bind().
     if (QFile::encodeName(socketPath).size() > 107)
-        return makeError(ErrorCode::IoError, QStringLiteral("the socket path %1 is %2 bytes, more than a unix socket's 107; set "
-                                                             "XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a shorter path")
-                                                 .arg(socketPath)
-                                                 .arg(QFile::encodeName(socketPath).size()));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("the socket path %1 is %2 bytes, more than a unix socket's 107; set "
+                           "XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a shorter path")
+                .arg(socketPath)
+                .arg(QFile::encodeName(socketPath).size()));
     auto socketLock = lockFile(socketPath + QStringLiteral(".lock"), QStringLiteral("serves ") + socketPath);
     if (!socketLock)
         return socketLock.error();
     // Two daemons must never share a data directory: each would take the other's live workspaces
     // for orphans of a crashed predecessor.
     auto dataLock = lockFile(dataDir + QStringLiteral("/daemon.lock"),
-                             QStringLiteral("uses the data directory %1 (give this daemon its own XDG_DATA_HOME)").arg(dataDir));
+        QStringLiteral("uses the data directory %1 (give this daemon its own XDG_DATA_HOME)").arg(dataDir));
     if (!dataLock) {
         ::close(*socketLock);
         return dataLock.error();
@@ -67,7 +68,9 @@ Result<InstanceLock> InstanceLock::acquire(const QString &socketPath, const QStr
 }
 
 InstanceLock::InstanceLock(InstanceLock &&other) noexcept
-    : m_socketFd(std::exchange(other.m_socketFd, -1)), m_dataFd(std::exchange(other.m_dataFd, -1)), m_key(std::move(other.m_key))
+    : m_socketFd(std::exchange(other.m_socketFd, -1))
+    , m_dataFd(std::exchange(other.m_dataFd, -1))
+    , m_key(std::move(other.m_key))
 {
 }
 

@@ -22,7 +22,12 @@ public:
     QString key() const { return m_key; }
 
 private:
-    InstanceLock(int socketFd, int dataFd, QString key) : m_socketFd(socketFd), m_dataFd(dataFd), m_key(std::move(key)) {}
+    InstanceLock(int socketFd, int dataFd, QString key)
+        : m_socketFd(socketFd)
+        , m_dataFd(dataFd)
+        , m_key(std::move(key))
+    {
+    }
     int m_socketFd = -1;
     int m_dataFd = -1;
     QString m_key;

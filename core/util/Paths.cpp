@@ -38,8 +38,9 @@ QString runtimeDir()
     // there is one (XDG_RUNTIME_DIR is unset under su, sudo or cron), else the state folder in
     // the home, both of which only this user can write.
     const QString login = QStringLiteral("/run/user/%1").arg(::getuid());
-    struct stat st {};
-    if (::lstat(QFile::encodeName(login).constData(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid() && !(st.st_mode & 022))
+    struct stat st { };
+    if (::lstat(QFile::encodeName(login).constData(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid()
+        && !(st.st_mode & 022))
         return login + QStringLiteral("/airlock");
     return stateDir() + QStringLiteral("/run");
 }
@@ -71,19 +72,21 @@ QString defaultSocketPath()
 Status ensurePrivateDir(const QString &path)
 {
     const auto fail = [&](const QString &why) {
-        return makeError(ErrorCode::IoError, QStringLiteral("%1 %2; Airlock keeps its socket and data only in a folder of yours (mode 0700)")
-                                                 .arg(path, why));
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("%1 %2; Airlock keeps its socket and data only in a folder of yours (mode 0700)")
+                .arg(path, why));
     };
     const QByteArray native = QFile::encodeName(path);
-    struct stat st {};
+    struct stat st { };
     if (::lstat(native.constData(), &st) != 0 && !QDir().mkpath(path))
         return fail(QStringLiteral("cannot be created: %1").arg(QString::fromLocal8Bit(::strerror(errno))));
     if (::lstat(native.constData(), &st) != 0 || !S_ISDIR(st.st_mode))
         return fail(QStringLiteral("is not a folder (a link or a file is in its place); remove it"));
     if (st.st_uid != ::geteuid()) {
         const passwd *owner = ::getpwuid(st.st_uid);
-        return fail(QStringLiteral("belongs to %1 (uid %2), not to you (uid %3): someone else made it. Remove it (as its owner or root: "
-                                   "rm -r %4), or set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own")
+        return fail(QStringLiteral(
+            "belongs to %1 (uid %2), not to you (uid %3): someone else made it. Remove it (as its owner or root: "
+            "rm -r %4), or set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own")
                         .arg(owner ? QString::fromLocal8Bit(owner->pw_name) : QStringLiteral("another user"))
                         .arg(st.st_uid)
                         .arg(::geteuid())

@@ -12,23 +12,23 @@ namespace airlock {
 // Error codes travel unchanged through the RPC protocol and `airlockctl --json`, so front ends react
 // to a code rather than parse a sentence. Append only; the wire names are part of the protocol.
 enum class ErrorCode {
-    InvalidArgument,   // a request, spec, name or limit is malformed
-    NotFound,          // unknown sandbox or execution
-    AlreadyExists,     // a sandbox with that name exists
+    InvalidArgument, // a request, spec, name or limit is malformed
+    NotFound, // unknown sandbox or execution
+    AlreadyExists, // a sandbox with that name exists
     DaemonUnavailable, // no daemon answers and none could be started
-    DaemonRunning,     // another daemon already owns the socket
+    DaemonRunning, // another daemon already owns the socket
     BoundaryUnavailable, // bwrap, user namespaces, seccomp, Landlock or a required limit is missing
-    LimitUnsupported,  // the spec requires a limit this host cannot enforce
-    ProtocolError,     // malformed frame or message
-    FrameTooLarge,     // a frame above the hard maximum
-    VersionMismatch,   // the handshake found incompatible protocol versions
+    LimitUnsupported, // the spec requires a limit this host cannot enforce
+    ProtocolError, // malformed frame or message
+    FrameTooLarge, // a frame above the hard maximum
+    VersionMismatch, // the handshake found incompatible protocol versions
     HandshakeRequired, // a request arrived before the version handshake
-    PathEscape,        // a path resolves outside the sandbox workspace
-    GuestViolation,    // the guest broke the wire protocol; its sandbox was killed
+    PathEscape, // a path resolves outside the sandbox workspace
+    GuestViolation, // the guest broke the wire protocol; its sandbox was killed
     SandboxNotRunning, // the sandbox has stopped
-    IoError,           // an operating system call failed
+    IoError, // an operating system call failed
     HistoryUnavailable, // the history cannot be written: new work is refused until it can (fail closed)
-    Denied,            // the policy or a person said no
+    Denied, // the policy or a person said no
     Internal,
     Busy, // too much is already waiting; try again later
     HostIdsTaken, // the host uids for sandboxes reach an account or a subordinate id range
@@ -43,11 +43,16 @@ struct Error {
     QString message; // says what was wrong and, where possible, how to fix it
 };
 
-template<typename T>
-class [[nodiscard]] Result {
+template<typename T> class [[nodiscard]] Result {
 public:
-    Result(T value) : m_v(std::move(value)) {}
-    Result(Error error) : m_v(std::move(error)) {}
+    Result(T value)
+        : m_v(std::move(value))
+    {
+    }
+    Result(Error error)
+        : m_v(std::move(error))
+    {
+    }
 
     bool ok() const { return m_v.index() == 0; }
     explicit operator bool() const { return ok(); }
@@ -63,7 +68,7 @@ private:
     std::variant<T, Error> m_v;
 };
 
-struct Ok {};
+struct Ok { };
 using Status = Result<Ok>;
 
 inline Error makeError(ErrorCode code, QString message)

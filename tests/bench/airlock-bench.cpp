@@ -6,20 +6,20 @@
 #include "TestDaemon.h"
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
-#include <QRandomGenerator>
-#include <QTemporaryDir>
-#include <QCryptographicHash>
-#include <QSslCertificate>
 #include <QJsonArray>
+#include <QRandomGenerator>
+#include <QSslCertificate>
 #include <QStandardPaths>
-#include <QTcpSocket>
-#include <QTextStream>
 #include <QSysInfo>
+#include <QTcpSocket>
+#include <QTemporaryDir>
+#include <QTextStream>
 #include <QThread>
 #include <QTimer>
 
@@ -144,7 +144,8 @@ std::pair<double, double> fetch(const QStringList &command)
     p.waitForFinished(600000);
     const QList<QByteArray> words = p.readAllStandardOutput().trimmed().split(' ');
     if (words.value(0) != "ok") {
-        std::fprintf(stderr, "airlock-bench: %s failed: %s\n", qPrintable(command.join(QLatin1Char(' '))), words.join(' ').constData());
+        std::fprintf(stderr, "airlock-bench: %s failed: %s\n", qPrintable(command.join(QLatin1Char(' '))),
+            words.join(' ').constData());
         return {0, 0};
     }
     return {words.value(1).toDouble(), words.value(2).toDouble()};
@@ -160,19 +161,20 @@ void benchProxy(QList<Row> &rows, int rounds, bool quick)
         std::fprintf(stderr, "airlock-bench: cannot start airlockd\n");
         return;
     }
-    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("proxy"), QStringLiteral("--allow"), QStringLiteral("bench.test"),
-                                      QStringLiteral("--mount"), probeMount(), QStringLiteral("--output-limit"), QStringLiteral("4G")});
+    const QString sb = daemon.create(
+        {QStringLiteral("--name"), QStringLiteral("proxy"), QStringLiteral("--allow"), QStringLiteral("bench.test"),
+            QStringLiteral("--mount"), probeMount(), QStringLiteral("--output-limit"), QStringLiteral("4G")});
     const QString port = QString::number(server.port());
     const QString big = QStringLiteral("/bytes/%1").arg(quick ? 256ll << 20 : 1ll << 30);
     const auto inside = [&](const QString &path, int count) {
-        return fetch(QStringList{binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("--socket"),
-                                 daemon.socketPath(), QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"),
-                                 QStringLiteral("/opt/probe/airlock-probe"), QStringLiteral("http-fetch"), QStringLiteral("connect"),
-                                 QStringLiteral("bench.test"), port, path, QString::number(count)});
+        return fetch(QStringList{binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"),
+            QStringLiteral("--socket"), daemon.socketPath(), QStringLiteral("exec"), sb, QStringLiteral("-n"),
+            QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe"), QStringLiteral("http-fetch"),
+            QStringLiteral("connect"), QStringLiteral("bench.test"), port, path, QString::number(count)});
     };
     const auto direct = [&](const QString &path, int count) {
-        return fetch(QStringList{probePath(), QStringLiteral("http-fetch"), QStringLiteral("direct"), QStringLiteral("bench.test"), port, path,
-                                 QString::number(count)});
+        return fetch(QStringList{probePath(), QStringLiteral("http-fetch"), QStringLiteral("direct"),
+            QStringLiteral("bench.test"), port, path, QString::number(count)});
     };
     QList<double> proxiedUs, directUs, proxiedMBps, directMBps;
     inside(QStringLiteral("/small"), 20); // warm-up
@@ -183,9 +185,9 @@ void benchProxy(QList<Row> &rows, int rounds, bool quick)
         directMBps.append(direct(big, 1).second);
     }
     rows.append({QStringLiteral("proxy: connect + small GET, p50"), median(proxiedUs) / 1000, QStringLiteral("ms"),
-                 QStringLiteral("direct"), median(directUs) / 1000, QStringLiteral("<= +1 ms")});
-    rows.append({QStringLiteral("proxy: CONNECT throughput"), median(proxiedMBps), QStringLiteral("MB/s"), QStringLiteral("direct"),
-                 median(directMBps), QStringLiteral(">= 0.5x")});
+        QStringLiteral("direct"), median(directUs) / 1000, QStringLiteral("<= +1 ms")});
+    rows.append({QStringLiteral("proxy: CONNECT throughput"), median(proxiedMBps), QStringLiteral("MB/s"),
+        QStringLiteral("direct"), median(directMBps), QStringLiteral(">= 0.5x")});
     daemon.stop();
 }
 
@@ -197,26 +199,29 @@ int benchRemote(QList<Row> &rows, int rounds, bool quick)
     NetnsPair link;
     QByteArray why;
     if (!link.up(&why)) {
-        std::fprintf(stderr, "airlock-bench --remote: cannot make the network namespace (root needed): %s\n", why.constData());
+        std::fprintf(
+            stderr, "airlock-bench --remote: cannot make the network namespace (root needed): %s\n", why.constData());
         return 1;
     }
     const quint16 port = 7443;
-    TestDaemon daemon({QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(link.remote()).arg(port), QStringLiteral("--secret-store"),
-                       QStringLiteral("file")});
+    TestDaemon daemon({QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(link.remote()).arg(port),
+        QStringLiteral("--secret-store"), QStringLiteral("file")});
     daemon.setLauncher(link.launcher());
     if (!daemon.start())
         return 1;
     QProcess tokenCreate;
     tokenCreate.setProcessEnvironment(daemon.environment());
-    tokenCreate.start(binDir() + QStringLiteral("/airlockd"), {QStringLiteral("token"), QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bench")});
+    tokenCreate.start(binDir() + QStringLiteral("/airlockd"),
+        {QStringLiteral("token"), QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bench")});
     tokenCreate.waitForFinished();
     const QString token = QString::fromLatin1(tokenCreate.readAllStandardOutput().trimmed());
     QFile certFile(daemon.dataDir() + QStringLiteral("/tls/cert.pem"));
     certFile.open(QIODevice::ReadOnly);
-    const QString url = QStringLiteral("wss://%1:%2#sha256=%3")
-                            .arg(link.remote())
-                            .arg(port)
-                            .arg(QString::fromLatin1(QSslCertificate(certFile.readAll()).digest(QCryptographicHash::Sha256).toHex()));
+    const QString url
+        = QStringLiteral("wss://%1:%2#sha256=%3")
+              .arg(link.remote())
+              .arg(port)
+              .arg(QString::fromLatin1(QSslCertificate(certFile.readAll()).digest(QCryptographicHash::Sha256).toHex()));
     auto local = daemon.connect(); // attached to its own executions only: a client that subscribes and
                                    // never reads would hold the streams measured below
     DaemonClient remote;
@@ -228,12 +233,14 @@ int benchRemote(QList<Row> &rows, int rounds, bool quick)
         std::fprintf(stderr, "airlock-bench --remote: cannot connect\n");
         return 1;
     }
-    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("bench"), QStringLiteral("--output-limit"), QStringLiteral("4G")});
+    const QString sb = daemon.create(
+        {QStringLiteral("--name"), QStringLiteral("bench"), QStringLiteral("--output-limit"), QStringLiteral("4G")});
     auto roundTrip = [&sb](DaemonClient &client, ExecWaiter &waiter) {
         QElapsedTimer t;
         t.start();
-        auto r = client.call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}},
-                                                            {QStringLiteral("attach"), true}});
+        auto r = client.call(QStringLiteral("exec.start"),
+            {{QStringLiteral("sandbox"), sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}},
+                {QStringLiteral("attach"), true}});
         waiter.wait(uint32_t(r->value(QStringLiteral("exec")).toDouble()));
         return double(t.nsecsElapsed()) / 1e6;
     };
@@ -253,9 +260,10 @@ int benchRemote(QList<Row> &rows, int rounds, bool quick)
             return double(t.nsecsElapsed()) / 1e6;
         })));
     }
-    rows.append({QStringLiteral("exec round trip over wss (true)"), median(overWss), QStringLiteral("ms"), QStringLiteral("unix socket"),
-                 median(overUnix), QStringLiteral("<= 2x+rtt")});
-    rows.append({QStringLiteral("link round trip (TCP connect)"), median(rtt), QStringLiteral("ms"), QString(), 0, QStringLiteral("-")});
+    rows.append({QStringLiteral("exec round trip over wss (true)"), median(overWss), QStringLiteral("ms"),
+        QStringLiteral("unix socket"), median(overUnix), QStringLiteral("<= 2x+rtt")});
+    rows.append({QStringLiteral("link round trip (TCP connect)"), median(rtt), QStringLiteral("ms"), QString(), 0,
+        QStringLiteral("-")});
 
     // Throughput: a stream of zeros to airlockctl, discarded, over each transport.
     const qint64 bytes = quick ? (256ll << 20) : (1ll << 30);
@@ -268,8 +276,8 @@ int benchRemote(QList<Row> &rows, int rounds, bool quick)
         QStringList arguments{QStringLiteral("--no-autostart")};
         if (!host.isEmpty())
             arguments += {QStringLiteral("--host"), host};
-        arguments += {QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
-                      QString::number(bytes), QStringLiteral("/dev/zero")};
+        arguments += {QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"),
+            QStringLiteral("-c"), QString::number(bytes), QStringLiteral("/dev/zero")};
         QElapsedTimer t;
         t.start();
         p.start(binDir() + QStringLiteral("/airlockctl"), arguments);
@@ -281,8 +289,8 @@ int benchRemote(QList<Row> &rows, int rounds, bool quick)
         unixMBps.append(streamMBps({}));
         wssMBps.append(streamMBps(url));
     }
-    rows.append({QStringLiteral("stream over wss"), median(wssMBps), QStringLiteral("MB/s"), QStringLiteral("unix socket"), median(unixMBps),
-                 QStringLiteral(">= 0.5x")});
+    rows.append({QStringLiteral("stream over wss"), median(wssMBps), QStringLiteral("MB/s"),
+        QStringLiteral("unix socket"), median(unixMBps), QStringLiteral(">= 0.5x")});
     return 0;
 }
 
@@ -298,11 +306,18 @@ void printRows(QTextStream &out, const QList<Row> &rows, int rounds)
                .arg(QStringLiteral("target"), 10);
     for (const Row &r : rows) {
         const QString value = QStringLiteral("%1 %2").arg(r.value, 0, 'f', r.value < 10 ? 2 : 0).arg(r.unit);
-        const QString base = r.baselineWhat.isEmpty() ? QStringLiteral("-")
-                                                      : QStringLiteral("%1 %2 (%3)").arg(r.baseline, 0, 'f', r.baseline < 10 ? 2 : 0).arg(r.unit, r.baselineWhat);
-        const QString ratio = r.baselineWhat.isEmpty() || r.baseline == 0 ? QStringLiteral("-")
-                                                                          : QStringLiteral("%1x").arg(r.value / r.baseline, 0, 'f', 2);
-        out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(r.what, -38).arg(value, 14).arg(base, 28).arg(ratio, 8).arg(r.target, 10);
+        const QString base = r.baselineWhat.isEmpty()
+            ? QStringLiteral("-")
+            : QStringLiteral("%1 %2 (%3)").arg(r.baseline, 0, 'f', r.baseline < 10 ? 2 : 0).arg(r.unit, r.baselineWhat);
+        const QString ratio = r.baselineWhat.isEmpty() || r.baseline == 0
+            ? QStringLiteral("-")
+            : QStringLiteral("%1x").arg(r.value / r.baseline, 0, 'f', 2);
+        out << QStringLiteral("%1 %2 %3 %4 %5\n")
+                   .arg(r.what, -38)
+                   .arg(value, 14)
+                   .arg(base, 28)
+                   .arg(ratio, 8)
+                   .arg(r.target, 10);
     }
     out.flush();
 }
@@ -318,8 +333,10 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
         return 1;
     }
     // The person's sandbox, shared with the session, where the agent may run anything.
-    const CliResult created = daemon.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("mcp-bench"), QStringLiteral("--policy"), QStringLiteral("-")},
-                                         "{\"commands\": {\"default\": \"allow\"}}");
+    const CliResult created
+        = daemon.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("mcp-bench"),
+                         QStringLiteral("--policy"), QStringLiteral("-")},
+            "{\"commands\": {\"default\": \"allow\"}}");
     if (created.exitCode != 0) {
         std::fprintf(stderr, "airlock-bench --mcp: %s\n", qPrintable(created.describe()));
         return 1;
@@ -327,29 +344,37 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
     const QString ctl = binDir() + QStringLiteral("/airlockctl");
     QProcess server;
     server.setProcessEnvironment(daemon.environment());
-    server.start(ctl, {QStringLiteral("--no-autostart"), QStringLiteral("mcp"), QStringLiteral("--sandbox"), QStringLiteral("mcp-bench")});
+    server.start(ctl,
+        {QStringLiteral("--no-autostart"), QStringLiteral("mcp"), QStringLiteral("--sandbox"),
+            QStringLiteral("mcp-bench")});
     qint64 id = 0;
     auto exchange = [&](const QByteArray &method, const QByteArray &params) {
-        server.write("{\"jsonrpc\":\"2.0\",\"id\":" + QByteArray::number(++id) + ",\"method\":\"" + method + "\",\"params\":" + params + "}\n");
+        server.write("{\"jsonrpc\":\"2.0\",\"id\":" + QByteArray::number(++id) + ",\"method\":\"" + method
+            + "\",\"params\":" + params + "}\n");
         QByteArray line;
         while (!line.endsWith('\n') && (server.waitForReadyRead(10000) || server.bytesAvailable()))
             line += server.readLine();
         return line;
     };
-    if (!exchange("initialize", "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"airlock-bench\",\"version\":\"1\"}}").contains("\"result\"")) {
+    if (!exchange("initialize",
+            "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"airlock-bench\","
+            "\"version\":\"1\"}}")
+             .contains("\"result\"")) {
         std::fprintf(stderr, "airlock-bench --mcp: the server did not initialize\n");
         return 1;
     }
     auto overMcp = [&] {
         QElapsedTimer t;
         t.start();
-        const QByteArray reply = exchange("tools/call", "{\"name\":\"sandbox_exec\",\"arguments\":{\"sandbox\":\"mcp-bench\",\"argv\":[\"true\"]}}");
+        const QByteArray reply = exchange(
+            "tools/call", "{\"name\":\"sandbox_exec\",\"arguments\":{\"sandbox\":\"mcp-bench\",\"argv\":[\"true\"]}}");
         if (!reply.contains("\"exit_code\":0"))
             std::fprintf(stderr, "airlock-bench --mcp: %s\n", reply.left(300).constData());
         return double(t.nsecsElapsed()) / 1e6;
     };
     const EnvironmentBlock envp(daemon.environment());
-    const QStringList cliExec{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QStringLiteral("mcp-bench"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
+    const QStringList cliExec{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"),
+        QStringLiteral("mcp-bench"), QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
     auto overCli = [&] { return spawnMs(cliExec, envp.get()); };
     // What MCP adds: the same execution asked for directly on the daemon's socket.
     auto client = daemon.connect();
@@ -357,7 +382,9 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
     auto overApi = [&] {
         QElapsedTimer t;
         t.start();
-        auto r = client->call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), QStringLiteral("mcp-bench")}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
+        auto r = client->call(QStringLiteral("exec.start"),
+            {{QStringLiteral("sandbox"), QStringLiteral("mcp-bench")},
+                {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
         waiter.wait(uint32_t(r->value(QStringLiteral("exec")).toDouble()));
         return double(t.nsecsElapsed()) / 1e6;
     };
@@ -371,10 +398,10 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
         cli.append(median(repeat(n, overCli)));
         api.append(median(repeat(n, overApi)));
     }
-    rows.append({QStringLiteral("sandbox_exec round trip over MCP (true)"), median(mcp), QStringLiteral("ms"), QStringLiteral("airlockctl exec"), median(cli),
-                 QStringLiteral("<= 1x")});
-    rows.append({QStringLiteral("the same, beside the daemon's API"), median(mcp), QStringLiteral("ms"), QStringLiteral("exec.start on its socket"), median(api),
-                 QStringLiteral("<= 1.5x")});
+    rows.append({QStringLiteral("sandbox_exec round trip over MCP (true)"), median(mcp), QStringLiteral("ms"),
+        QStringLiteral("airlockctl exec"), median(cli), QStringLiteral("<= 1x")});
+    rows.append({QStringLiteral("the same, beside the daemon's API"), median(mcp), QStringLiteral("ms"),
+        QStringLiteral("exec.start on its socket"), median(api), QStringLiteral("<= 1.5x")});
     server.closeWriteChannel();
     server.waitForFinished(5000);
     return 0;
@@ -388,7 +415,8 @@ int benchMcp(QList<Row> &rows, int rounds, bool quick)
 int benchCp(QList<Row> &rows, int rounds, bool quick)
 {
     TestDaemon daemon;
-    if (!daemon.start() || daemon.create({QStringLiteral("--name"), QStringLiteral("cp-bench")}) != QLatin1String("cp-bench")) {
+    if (!daemon.start()
+        || daemon.create({QStringLiteral("--name"), QStringLiteral("cp-bench")}) != QLatin1String("cp-bench")) {
         std::fprintf(stderr, "airlock-bench --cp: cannot start airlockd or create a sandbox\n");
         return 1;
     }
@@ -416,21 +444,28 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
         QFile::remove(dst);
         // Like the baseline's destination, the sandbox's copy from the last round goes first
         // (untimed): replacing it would add the unlink of 1 GiB to the upload.
-        spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QStringLiteral("cp-bench"), QStringLiteral("--"), QStringLiteral("rm"),
-                 QStringLiteral("-f"), QStringLiteral("big.bin")},
-                envp.get());
-        up.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, QStringLiteral("cp-bench:big.bin")}, envp.get()));
-        down.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), QStringLiteral("cp-bench:big.bin"), dst}, envp.get()));
+        spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QStringLiteral("cp-bench"),
+                    QStringLiteral("--"), QStringLiteral("rm"), QStringLiteral("-f"), QStringLiteral("big.bin")},
+            envp.get());
+        up.append(spawnMs(
+            {ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, QStringLiteral("cp-bench:big.bin")},
+            envp.get()));
+        down.append(spawnMs(
+            {ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), QStringLiteral("cp-bench:big.bin"), dst},
+            envp.get()));
         if (QFileInfo(dst).size() != bytes) {
-            std::fprintf(stderr, "airlock-bench --cp: the copy back has %lld bytes, not %lld\n", QFileInfo(dst).size(), bytes);
+            std::fprintf(
+                stderr, "airlock-bench --cp: the copy back has %lld bytes, not %lld\n", QFileInfo(dst).size(), bytes);
             return 1;
         }
     }
     const double mib = double(bytes) / (1 << 20);
     const auto rate = [mib](const QList<double> &ms) { return mib / (median(ms) / 1000); };
     const QString what = quick ? QStringLiteral("256 MiB") : QStringLiteral("1 GiB");
-    rows.append({QStringLiteral("cp %1 host -> sandbox").arg(what), rate(up), QStringLiteral("MiB/s"), QStringLiteral("cat | cat"), rate(cat), QStringLiteral(">= 0.5x")});
-    rows.append({QStringLiteral("cp %1 sandbox -> host").arg(what), rate(down), QStringLiteral("MiB/s"), QStringLiteral("cat | cat"), rate(cat), QStringLiteral(">= 0.5x")});
+    rows.append({QStringLiteral("cp %1 host -> sandbox").arg(what), rate(up), QStringLiteral("MiB/s"),
+        QStringLiteral("cat | cat"), rate(cat), QStringLiteral(">= 0.5x")});
+    rows.append({QStringLiteral("cp %1 sandbox -> host").arg(what), rate(down), QStringLiteral("MiB/s"),
+        QStringLiteral("cat | cat"), rate(cat), QStringLiteral(">= 0.5x")});
     return 0;
 }
 
@@ -441,12 +476,20 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
 int benchDisk(QList<Row> &rows, int rounds, bool quick)
 {
     const int mib = quick ? 256 : 1024;
-    const QStringList dd = {QStringLiteral("dd"), QStringLiteral("if=/dev/zero"), QStringLiteral("of=/workspace/f"), QStringLiteral("bs=1M"),
-                            QStringLiteral("count=%1").arg(mib), QStringLiteral("conv=fsync"), QStringLiteral("status=none")};
+    const QStringList dd = {QStringLiteral("dd"), QStringLiteral("if=/dev/zero"), QStringLiteral("of=/workspace/f"),
+        QStringLiteral("bs=1M"), QStringLiteral("count=%1").arg(mib), QStringLiteral("conv=fsync"),
+        QStringLiteral("status=none")};
     const auto rate = [mib](const QList<double> &ms) { return mib / (median(ms) / 1000); };
     TestDaemon daemon;
-    if (!daemon.start() || daemon.create({QStringLiteral("--name"), QStringLiteral("image"), QStringLiteral("--disk"), QStringLiteral("2G")}).isEmpty()
-        || daemon.create({QStringLiteral("--name"), QStringLiteral("plain"), QStringLiteral("--disk"), QStringLiteral("none")}).isEmpty()) {
+    if (!daemon.start()
+        || daemon
+               .create(
+                   {QStringLiteral("--name"), QStringLiteral("image"), QStringLiteral("--disk"), QStringLiteral("2G")})
+               .isEmpty()
+        || daemon
+               .create({QStringLiteral("--name"), QStringLiteral("plain"), QStringLiteral("--disk"),
+                   QStringLiteral("none")})
+               .isEmpty()) {
         std::fprintf(stderr, "airlock-bench --disk: cannot start airlockd or create the sandboxes\n");
         return 1;
     }
@@ -456,37 +499,48 @@ int benchDisk(QList<Row> &rows, int rounds, bool quick)
     for (int r = 0; r < rounds; ++r) {
         std::fprintf(stderr, "  round %d of %d\n", r + 1, rounds);
         for (auto [sb, into] : {std::pair{"image", &image}, {"plain", &plain}}) {
-            spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--"), QStringLiteral("rm"),
-                     QStringLiteral("-f"), QStringLiteral("/workspace/f")},
-                    envp.get());
-            into->append(spawnMs(QStringList{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--")} + dd,
-                                 envp.get()));
+            spawnMs(
+                {ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--"),
+                    QStringLiteral("rm"), QStringLiteral("-f"), QStringLiteral("/workspace/f")},
+                envp.get());
+            into->append(spawnMs(QStringList{ctl, QStringLiteral("--no-autostart"), QStringLiteral("exec"),
+                                     QLatin1String(sb), QStringLiteral("--")}
+                    + dd,
+                envp.get()));
         }
     }
-    rows.append({QStringLiteral("dd %1 MiB + fsync, loop image").arg(mib), rate(image), QStringLiteral("MiB/s"), QStringLiteral("--disk none"),
-                 rate(plain), QStringLiteral("-")});
+    rows.append({QStringLiteral("dd %1 MiB + fsync, loop image").arg(mib), rate(image), QStringLiteral("MiB/s"),
+        QStringLiteral("--disk none"), rate(plain), QStringLiteral("-")});
     daemon.stop();
 
     if (::geteuid() != 0 || ::access("/dev/fuse", F_OK) != 0)
         return 0;
-    struct stat fuse{};
+    struct stat fuse { };
     ::stat("/dev/fuse", &fuse);
     ::chmod("/dev/fuse", 0666); // as Debian's udev has it; this machine's may not
     UnprivilegedDaemon user;
-    if (user.start() && user.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("image"), QStringLiteral("--disk"), QStringLiteral("2G")}).first == 0
-        && user.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("plain"), QStringLiteral("--disk"), QStringLiteral("none")}).first == 0) {
+    if (user.start()
+        && user.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("image"),
+                        QStringLiteral("--disk"), QStringLiteral("2G")})
+                .first
+            == 0
+        && user.ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("plain"),
+                        QStringLiteral("--disk"), QStringLiteral("none")})
+                .first
+            == 0) {
         QList<double> fused, userPlain;
         for (int r = 0; r < rounds; ++r) {
             for (auto [sb, into] : {std::pair{"image", &fused}, {"plain", &userPlain}}) {
-                user.ctl({QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--"), QStringLiteral("rm"), QStringLiteral("-f"), QStringLiteral("/workspace/f")});
+                user.ctl({QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--"), QStringLiteral("rm"),
+                    QStringLiteral("-f"), QStringLiteral("/workspace/f")});
                 QElapsedTimer t;
                 t.start();
                 user.ctl(QStringList{QStringLiteral("exec"), QLatin1String(sb), QStringLiteral("--")} + dd);
                 into->append(double(t.nsecsElapsed()) / 1e6);
             }
         }
-        rows.append({QStringLiteral("dd %1 MiB + fsync, fuse2fs (a user's)").arg(mib), rate(fused), QStringLiteral("MiB/s"), QStringLiteral("--disk none"),
-                     rate(userPlain), QStringLiteral("-")});
+        rows.append({QStringLiteral("dd %1 MiB + fsync, fuse2fs (a user's)").arg(mib), rate(fused),
+            QStringLiteral("MiB/s"), QStringLiteral("--disk none"), rate(userPlain), QStringLiteral("-")});
         user.ctl({QStringLiteral("rm"), QStringLiteral("image"), QStringLiteral("plain")});
     }
     ::chmod("/dev/fuse", fuse.st_mode & 07777);
@@ -503,25 +557,32 @@ int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
     // No flags: `policy set` replaces the sandbox's layer, and limits set at creation cannot change.
     const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("xb")});
     const auto judge = [&](bool on) {
-        return daemon.ctl({QStringLiteral("policy"), QStringLiteral("set"), sb, QStringLiteral("-")},
-                          on ? QByteArray("{}") : QByteArray(R"({"commands": {"judgeExecs": false}})")).exitCode == 0;
+        return daemon
+                   .ctl({QStringLiteral("policy"), QStringLiteral("set"), sb, QStringLiteral("-")},
+                       on ? QByteArray("{}") : QByteArray(R"({"commands": {"judgeExecs": false}})"))
+                   .exitCode
+            == 0;
     };
     const auto inside = [&](const QString &script) {
-        return QStringList{binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
-                           QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), script};
+        return QStringList{binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"),
+            QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
+            QStringLiteral("-c"), script};
     };
-    const CliResult made = daemon.ctl(inside(QStringLiteral(
-        "mkdir -p b && cd b && for i in $(seq 100); do echo \"int f$i(void) { return $i; }\" > f$i.c; done && "
-        "printf 'all: $(patsubst %%.c,%%.o,$(wildcard *.c))\\n' > Makefile")).mid(1));
+    const CliResult made = daemon.ctl(inside(
+        QStringLiteral(
+            "mkdir -p b && cd b && for i in $(seq 100); do echo \"int f$i(void) { return $i; }\" > f$i.c; done && "
+            "printf 'all: $(patsubst %%.c,%%.o,$(wildcard *.c))\\n' > Makefile"))
+                                          .mid(1));
     if (sb.isEmpty() || made.exitCode != 0 || !judge(true)) {
-        std::fprintf(stderr, "airlock-bench --exec-check: cannot prepare the sandbox: %s\n", qPrintable(made.describe()));
+        std::fprintf(
+            stderr, "airlock-bench --exec-check: cannot prepare the sandbox: %s\n", qPrintable(made.describe()));
         return 1;
     }
     const EnvironmentBlock envp(daemon.environment());
     const QStringList loop = inside(QStringLiteral("for i in $(seq 1000); do /bin/true; done"));
     const QStringList build = inside(QStringLiteral("cd b && rm -f *.o && make -s -j2"));
-    const QStringList one = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
-                             QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
+    const QStringList one = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"),
+        QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
     QList<double> loopOn, loopOff, buildOn, buildOff, oneOn, oneOff;
     const int n = quick ? 10 : 20;
     for (int r = 0; r < rounds; ++r) {
@@ -533,14 +594,14 @@ int benchExecCheck(QList<Row> &rows, int rounds, bool quick)
             (on ? oneOn : oneOff).append(median(repeat(n, [&] { return spawnMs(one, envp.get()); })));
         }
     }
-    rows.append({QStringLiteral("airlockctl exec true, exec check on"), median(oneOn), QStringLiteral("ms"), QStringLiteral("check off"), median(oneOff),
-                 QString()});
-    rows.append({QStringLiteral("1,000 fork+exec of /bin/true, check on"), median(loopOn), QStringLiteral("ms"), QStringLiteral("check off"),
-                 median(loopOff), QString()});
-    rows.append({QStringLiteral("  added per exec"), (median(loopOn) - median(loopOff)) / 1000.0, QStringLiteral("ms"), QString(), 0,
-                 QStringLiteral("<= 0.3 ms")});
-    rows.append({QStringLiteral("make -j2 of 100 C files, check on"), median(buildOn), QStringLiteral("ms"), QStringLiteral("check off"),
-                 median(buildOff), QStringLiteral("<= 1.15x")});
+    rows.append({QStringLiteral("airlockctl exec true, exec check on"), median(oneOn), QStringLiteral("ms"),
+        QStringLiteral("check off"), median(oneOff), QString()});
+    rows.append({QStringLiteral("1,000 fork+exec of /bin/true, check on"), median(loopOn), QStringLiteral("ms"),
+        QStringLiteral("check off"), median(loopOff), QString()});
+    rows.append({QStringLiteral("  added per exec"), (median(loopOn) - median(loopOff)) / 1000.0, QStringLiteral("ms"),
+        QString(), 0, QStringLiteral("<= 0.3 ms")});
+    rows.append({QStringLiteral("make -j2 of 100 C files, check on"), median(buildOn), QStringLiteral("ms"),
+        QStringLiteral("check off"), median(buildOff), QStringLiteral("<= 1.15x")});
     return 0;
 }
 
@@ -569,9 +630,9 @@ int main(int argc, char *argv[])
         return 0;
     }
     const QString bwrap = QStandardPaths::findExecutable(QStringLiteral("bwrap"));
-    const QStringList bwrapBaseline = {bwrap, QStringLiteral("--unshare-all"), QStringLiteral("--ro-bind"), QStringLiteral("/"),
-                                       QStringLiteral("/"), QStringLiteral("--dev"), QStringLiteral("/dev"),
-                                       QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("true")};
+    const QStringList bwrapBaseline = {bwrap, QStringLiteral("--unshare-all"), QStringLiteral("--ro-bind"),
+        QStringLiteral("/"), QStringLiteral("/"), QStringLiteral("--dev"), QStringLiteral("/dev"),
+        QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("true")};
     TestDaemon daemon;
     if (!daemon.start()) {
         std::fprintf(stderr, "airlock-bench: cannot start airlockd\n");
@@ -579,18 +640,18 @@ int main(int argc, char *argv[])
     }
     auto client = daemon.connect();
     QList<Row> rows;
-    auto progress = [&](const char *what) {
-        std::fprintf(stderr, "  measuring %s...\n", what);
-    };
+    auto progress = [&](const char *what) { std::fprintf(stderr, "  measuring %s...\n", what); };
 
     // 1. exec round trip at API level vs fork+exec of /bin/true.
     progress("exec round trip");
-    const QString sb = daemon.create({QStringLiteral("--name"), QStringLiteral("bench"), QStringLiteral("--output-limit"), QStringLiteral("4G")});
+    const QString sb = daemon.create(
+        {QStringLiteral("--name"), QStringLiteral("bench"), QStringLiteral("--output-limit"), QStringLiteral("4G")});
     ExecWaiter waiter(*client);
     auto apiExec = [&] {
         QElapsedTimer t;
         t.start();
-        auto r = client->call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
+        auto r = client->call(QStringLiteral("exec.start"),
+            {{QStringLiteral("sandbox"), sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}});
         waiter.wait(uint32_t(r->value(QStringLiteral("exec")).toDouble()));
         return double(t.nsecsElapsed()) / 1e6;
     };
@@ -600,22 +661,22 @@ int main(int argc, char *argv[])
         api.append(median(repeat(100, apiExec)));
         forkExec.append(median(repeat(100, [] { return spawnMs({QStringLiteral("/bin/true")}); })));
     }
-    rows.append({QStringLiteral("exec round trip, API (true)"), median(api), QStringLiteral("ms"), QStringLiteral("fork+exec /bin/true"),
-                 median(forkExec), QStringLiteral("<= 3x")});
+    rows.append({QStringLiteral("exec round trip, API (true)"), median(api), QStringLiteral("ms"),
+        QStringLiteral("fork+exec /bin/true"), median(forkExec), QStringLiteral("<= 3x")});
 
     // 2. airlockctl exec as a whole process vs a bare bwrap run.
     progress("airlockctl exec");
     const EnvironmentBlock envp(daemon.environment());
-    const QStringList ctlExec = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"),
-                                 sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
+    const QStringList ctlExec = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"),
+        QStringLiteral("exec"), sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")};
     QList<double> ctl, bw;
     for (int r = 0; r < rounds; ++r) {
         ctl.append(median(repeat(15, [&] { return spawnMs(ctlExec, envp.get()); })));
         bw.append(median(repeat(15, [&] { return spawnMs(bwrapBaseline); })));
     }
     const double bwrapMs = median(bw);
-    rows.append({QStringLiteral("airlockctl exec SB -- true"), median(ctl), QStringLiteral("ms"), QStringLiteral("bare bwrap true"),
-                 bwrapMs, QStringLiteral("<= 3x")});
+    rows.append({QStringLiteral("airlockctl exec SB -- true"), median(ctl), QStringLiteral("ms"),
+        QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("<= 3x")});
 
     // 3. create until the first exec is possible, and delete.
     progress("create and delete");
@@ -627,37 +688,40 @@ int main(int argc, char *argv[])
         auto c = client->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}});
         creates.append(double(t.nsecsElapsed()) / 1e6);
         t.restart();
-        (void)client->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), c->value(QStringLiteral("id")).toString()}});
+        (void)client->call(
+            QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), c->value(QStringLiteral("id")).toString()}});
         deletes.append(double(t.nsecsElapsed()) / 1e6);
         // The same without a workspace image (--disk none), in the same rounds.
         t.restart();
         auto p = client->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), noDisk}});
         plainCreates.append(double(t.nsecsElapsed()) / 1e6);
-        (void)client->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), p->value(QStringLiteral("id")).toString()}});
+        (void)client->call(
+            QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), p->value(QStringLiteral("id")).toString()}});
     }
-    rows.append({QStringLiteral("create until first exec"), median(creates), QStringLiteral("ms"), QStringLiteral("bare bwrap true"), bwrapMs,
-                 QStringLiteral("<= 5x")});
-    rows.append({QStringLiteral("create until first exec, --disk none"), median(plainCreates), QStringLiteral("ms"), QStringLiteral("bare bwrap true"),
-                 bwrapMs, QStringLiteral("-")});
-    rows.append({QStringLiteral("delete (whole tree gone)"), median(deletes), QStringLiteral("ms"), QStringLiteral("bare bwrap true"), bwrapMs,
-                 QStringLiteral("-")});
+    rows.append({QStringLiteral("create until first exec"), median(creates), QStringLiteral("ms"),
+        QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("<= 5x")});
+    rows.append({QStringLiteral("create until first exec, --disk none"), median(plainCreates), QStringLiteral("ms"),
+        QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("-")});
+    rows.append({QStringLiteral("delete (whole tree gone)"), median(deletes), QStringLiteral("ms"),
+        QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("-")});
 
     // 4. streaming 2 GiB out of a sandbox to a discarding client.
     progress("output streaming (2 GiB per round)");
     const qint64 bytes = 2ll << 30;
     QList<double> stream, pipe;
     for (int r = 0; r < (quick ? 1 : 5); ++r) {
-        const double ms = spawnMs({binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
-                                   QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
-                                   QString::number(bytes), QStringLiteral("/dev/zero")},
-                                  envp.get());
+        const double ms = spawnMs(
+            {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb,
+                QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("head"), QStringLiteral("-c"),
+                QString::number(bytes), QStringLiteral("/dev/zero")},
+            envp.get());
         stream.append(double(bytes) / (ms / 1000.0) / 1e6);
         const double base = spawnMs({QStringLiteral("/bin/sh"), QStringLiteral("-c"),
-                                     QStringLiteral("head -c %1 /dev/zero | cat >/dev/null").arg(bytes)});
+            QStringLiteral("head -c %1 /dev/zero | cat >/dev/null").arg(bytes)});
         pipe.append(double(bytes) / (base / 1000.0) / 1e6);
     }
-    rows.append({QStringLiteral("stream 2G, history on"), median(stream), QStringLiteral("MB/s"), QStringLiteral("head | cat"),
-                 median(pipe), QStringLiteral(">= 0.3x")});
+    rows.append({QStringLiteral("stream 2G, history on"), median(stream), QStringLiteral("MB/s"),
+        QStringLiteral("head | cat"), median(pipe), QStringLiteral(">= 0.3x")});
 
     // 5. 200 live sandboxes: creation rate (8 requests in flight), daemon RSS, memory per sandbox.
     progress("200 live sandboxes");
@@ -670,14 +734,15 @@ int main(int argc, char *argv[])
     std::function<void()> launch = [&] {
         while (started < count && started - done < 8) {
             ++started;
-            client->callAsync(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}}, [&](Result<QJsonValue> r) {
-                ++done;
-                failed += r ? 0 : 1;
-                if (done == count)
-                    loop.quit();
-                else
-                    launch();
-            });
+            client->callAsync(
+                QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}}, [&](Result<QJsonValue> r) {
+                    ++done;
+                    failed += r ? 0 : 1;
+                    if (done == count)
+                        loop.quit();
+                    else
+                        launch();
+                });
         }
     };
     launch();
@@ -715,12 +780,12 @@ int main(int argc, char *argv[])
         }
     }
     const double bwrapRate = count / (double(bt.nsecsElapsed()) / 1e9);
-    rows.append({QStringLiteral("create rate, 200 sandboxes"), rate, QStringLiteral("/s"), QStringLiteral("bare bwrap, 8 parallel"),
-                 bwrapRate, QStringLiteral(">= 50/s")});
-    rows.append({QStringLiteral("daemon RSS with 200 sandboxes"), daemonRss / 1024.0, QStringLiteral("MiB"), QStringLiteral("idle daemon"),
-                 rssBefore / 1024.0, QStringLiteral("<= 200 MiB")});
-    rows.append({QStringLiteral("memory per sandbox (PSS bwrap+guest)"), pss / 1024.0 / count, QStringLiteral("MiB"), {}, 0,
-                 QStringLiteral("-")});
+    rows.append({QStringLiteral("create rate, 200 sandboxes"), rate, QStringLiteral("/s"),
+        QStringLiteral("bare bwrap, 8 parallel"), bwrapRate, QStringLiteral(">= 50/s")});
+    rows.append({QStringLiteral("daemon RSS with 200 sandboxes"), daemonRss / 1024.0, QStringLiteral("MiB"),
+        QStringLiteral("idle daemon"), rssBefore / 1024.0, QStringLiteral("<= 200 MiB")});
+    rows.append({QStringLiteral("memory per sandbox (PSS bwrap+guest)"), pss / 1024.0 / count, QStringLiteral("MiB"),
+        {}, 0, QStringLiteral("-")});
     if (failed)
         std::fprintf(stderr, "  %d creations failed\n", failed);
     Q_UNUSED(procs)

@@ -26,8 +26,8 @@
 #include "FleetSampler.h"
 #include "FleetView.h"
 #include "MainWindow.h"
-#include "SandboxModel.h"
 #include "OutputView.h"
+#include "SandboxModel.h"
 #include "TestHelpers.h"
 #include "TraceModel.h"
 #include "TraceView.h"
@@ -94,17 +94,19 @@ QString option(const QStringList &arguments, const QString &name, const QString 
 
 // 100 lines, a write each, then a tenth of a second's rest: 1,000 lines a second from one process
 // (a shell loop would fork `sleep` ten times a second per sandbox, a load of its own on a small machine).
-const char kSteadyScript[] = "$| = 1; for (my $n = 0;; ++$n) { "
-                             "print \"steady line $n.$_ from a sandbox that prints 1000 lines a second\\n\" for 0 .. 99; "
-                             "select(undef, undef, undef, 0.1) }";
+const char kSteadyScript[]
+    = "$| = 1; for (my $n = 0;; ++$n) { "
+      "print \"steady line $n.$_ from a sandbox that prints 1000 lines a second\\n\" for 0 .. 99; "
+      "select(undef, undef, undef, 0.1) }";
 
 void startExec(DaemonClient &client, const QString &sandbox, const QJsonArray &argv, int seconds)
 {
-    const auto started = client.call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), sandbox},
-                                                                   {QStringLiteral("argv"), argv},
-                                                                   {QStringLiteral("timeoutMs"), double(seconds) * 1000}});
+    const auto started = client.call(QStringLiteral("exec.start"),
+        {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("argv"), argv},
+            {QStringLiteral("timeoutMs"), double(seconds) * 1000}});
     if (!started)
-        std::fprintf(stderr, "airlock-gui-bench: %s did not start: %s\n", qPrintable(sandbox), qPrintable(started.error().message));
+        std::fprintf(stderr, "airlock-gui-bench: %s did not start: %s\n", qPrintable(sandbox),
+            qPrintable(started.error().message));
 }
 } // namespace
 
@@ -126,7 +128,8 @@ int fleetBench(const QStringList &arguments)
     auto client = daemon.connect();
     std::fprintf(stderr, "creating %d sandboxes…\n", sandboxes);
     for (int k = 1; k <= sandboxes; ++k)
-        if (daemon.create({QStringLiteral("--name"), QStringLiteral("fleet-%1").arg(k, 3, 10, QLatin1Char('0'))}).isEmpty()) {
+        if (daemon.create({QStringLiteral("--name"), QStringLiteral("fleet-%1").arg(k, 3, 10, QLatin1Char('0'))})
+                .isEmpty()) {
             std::fprintf(stderr, "airlock-gui-bench: sandbox %d not created\n", k);
             return 1;
         }
@@ -139,15 +142,17 @@ int fleetBench(const QStringList &arguments)
         QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
     for (int k = 1; k <= streaming; ++k)
         startExec(*client, QStringLiteral("fleet-%1").arg(k, 3, 10, QLatin1Char('0')),
-                  QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), QString::fromLatin1(kSteadyScript)}, 120);
+            QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), QString::fromLatin1(kSteadyScript)}, 120);
     ui::FleetSampler *sampler = window.fleet()->sampler();
     QList<double> ticks;
-    QObject::connect(sampler, &ui::FleetSampler::sampled, sampler, [&] { ticks.append(double(sampler->lastApplyNs()) / 1e6); });
+    QObject::connect(
+        sampler, &ui::FleetSampler::sampled, sampler, [&] { ticks.append(double(sampler->lastApplyNs()) / 1e6); });
     const Stall stall = longestStall(15000);
     // Sorting every row on a column, and filtering them, as a click or a keystroke does.
     QTreeView *tree = window.sandboxTree();
     QList<double> sorts, filters;
-    const int columns[] = {ui::SandboxModel::Cpu, ui::SandboxModel::Name, ui::SandboxModel::Memory, ui::SandboxModel::Age, ui::SandboxModel::LastOutput};
+    const int columns[] = {ui::SandboxModel::Cpu, ui::SandboxModel::Name, ui::SandboxModel::Memory,
+        ui::SandboxModel::Age, ui::SandboxModel::LastOutput};
     for (int round = 0; round < 5; ++round)
         for (int column : columns) {
             QElapsedTimer t;
@@ -155,20 +160,23 @@ int fleetBench(const QStringList &arguments)
             tree->sortByColumn(column, round % 2 ? Qt::AscendingOrder : Qt::DescendingOrder);
             sorts.append(double(t.nsecsElapsed()) / 1e6);
         }
-    for (const QString &text : {QStringLiteral("fleet-01"), QString(), QStringLiteral("steady line"), QString(), QStringLiteral("none"), QString()}) {
+    for (const QString &text : {QStringLiteral("fleet-01"), QString(), QStringLiteral("steady line"), QString(),
+             QStringLiteral("none"), QString()}) {
         QElapsedTimer t;
         t.start();
         window.fleet()->filterLine()->setText(text);
         filters.append(double(t.nsecsElapsed()) / 1e6);
     }
-    std::printf("\nAirlock fleet view: %d sandboxes, %d of them printing 1,000 lines/s, sampled once a second\n\n", sandboxes, streaming);
-    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld ticks   target <= 5 ms\n", "GUI time per sampling tick", medianOf(ticks),
-                ticks.isEmpty() ? 0.0 : *std::max_element(ticks.cbegin(), ticks.cend()), qint64(ticks.size()));
-    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld   target <= 16 ms\n", "sorting every row on a column", medianOf(sorts),
-                *std::max_element(sorts.cbegin(), sorts.cend()), qint64(sorts.size()));
-    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld   target <= 16 ms\n", "filtering every row", medianOf(filters),
-                *std::max_element(filters.cbegin(), filters.cend()), qint64(filters.size()));
-    std::printf("%-40s %8lld ms   (%lld ms of it on the CPU) over 15 s\n", "longest event-loop stall", stall.ms, stall.onCpuMs);
+    std::printf("\nAirlock fleet view: %d sandboxes, %d of them printing 1,000 lines/s, sampled once a second\n\n",
+        sandboxes, streaming);
+    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld ticks   target <= 5 ms\n", "GUI time per sampling tick",
+        medianOf(ticks), ticks.isEmpty() ? 0.0 : *std::max_element(ticks.cbegin(), ticks.cend()), qint64(ticks.size()));
+    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld   target <= 16 ms\n", "sorting every row on a column",
+        medianOf(sorts), *std::max_element(sorts.cbegin(), sorts.cend()), qint64(sorts.size()));
+    std::printf("%-40s %8.2f ms median, %.2f ms worst of %lld   target <= 16 ms\n", "filtering every row",
+        medianOf(filters), *std::max_element(filters.cbegin(), filters.cend()), qint64(filters.size()));
+    std::printf(
+        "%-40s %8lld ms   (%lld ms of it on the CPU) over 15 s\n", "longest event-loop stall", stall.ms, stall.onCpuMs);
     daemon.stop();
     return 0;
 }
@@ -190,11 +198,15 @@ int traceBench(const QStringList &arguments)
         const QString name = QStringLiteral("traced-%1").arg(k);
         const QStringList run{QStringLiteral("--run"), QStringLiteral("bench-trace")};
         const CliResult ran = daemon.create({QStringLiteral("--name"), name}).isEmpty()
-                                  ? CliResult{}
-                                  : daemon.ctl(run + QStringList{QStringLiteral("exec"), name, QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
-                                                                 QStringLiteral("i=0; while [ $i -lt %1 ]; do /bin/true; i=$((i+1)); done").arg(programs / sandboxes)});
+            ? CliResult{}
+            : daemon.ctl(run
+                + QStringList{QStringLiteral("exec"), name, QStringLiteral("--"), QStringLiteral("sh"),
+                    QStringLiteral("-c"),
+                    QStringLiteral("i=0; while [ $i -lt %1 ]; do /bin/true; i=$((i+1)); done")
+                        .arg(programs / sandboxes)});
         if (ran.exitCode != 0) {
-            std::fprintf(stderr, "airlock-gui-bench: the command in %s failed: %s\n", qPrintable(name), qPrintable(ran.describe()));
+            std::fprintf(stderr, "airlock-gui-bench: the command in %s failed: %s\n", qPrintable(name),
+                qPrintable(ran.describe()));
             return 1;
         }
     }
@@ -230,11 +242,13 @@ int traceBench(const QStringList &arguments)
         }
         fetches.append(double(t.nsecsElapsed()) / 1e6);
         t.restart();
-        const trace::Trace built = trace::Trace::build(events, QStringLiteral("run bench-trace"), QDateTime::currentMSecsSinceEpoch());
+        const trace::Trace built
+            = trace::Trace::build(events, QStringLiteral("run bench-trace"), QDateTime::currentMSecsSinceEpoch());
         builds.append(double(t.nsecsElapsed()) / 1e6);
         t.restart();
         bool loaded = false;
-        const QMetaObject::Connection done = QObject::connect(view.model(), &ui::TraceModel::loaded, [&] { loaded = true; });
+        const QMetaObject::Connection done
+            = QObject::connect(view.model(), &ui::TraceModel::loaded, [&] { loaded = true; });
         view.showTrace(*client, QString(), QStringLiteral("bench-trace"), QStringLiteral("run bench-trace"));
         while (!loaded && t.elapsed() < 60000)
             QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
@@ -244,10 +258,12 @@ int traceBench(const QStringList &arguments)
     }
     const double fetched = medianOf(fetches), total = medianOf(shown);
     std::printf("\nAirlock trace: one run, %lld events (%d programs), %lld spans\n\n", qint64(events.size()), programs,
-                qint64(view.model()->trace().spans.size()));
+        qint64(view.model()->trace().spans.size()));
     std::printf("%-44s %8.1f ms median of 5\n", "baseline: fetching its events (history.events)", fetched);
-    std::printf("%-44s %8.1f ms median of 5   %.2fx the baseline\n", "building the spans alone", medianOf(builds), medianOf(builds) / fetched);
-    std::printf("%-44s %8.1f ms median of 5   %.2fx the baseline   target <= 300 ms\n", "the trace on screen (fetch, build, paint)", total, total / fetched);
+    std::printf("%-44s %8.1f ms median of 5   %.2fx the baseline\n", "building the spans alone", medianOf(builds),
+        medianOf(builds) / fetched);
+    std::printf("%-44s %8.1f ms median of 5   %.2fx the baseline   target <= 300 ms\n",
+        "the trace on screen (fetch, build, paint)", total, total / fetched);
     daemon.stop();
     return 0;
 }
@@ -269,11 +285,13 @@ int main(int argc, char *argv[])
         return 1;
     }
     auto client = daemon.connect();
-    daemon.create({QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("64G")});
+    daemon.create(
+        {QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("64G")});
     QStringList steadyNames;
     for (int k = 1; k <= steady; ++k) {
         steadyNames.append(QStringLiteral("steady-%1").arg(k));
-        daemon.create({QStringLiteral("--name"), steadyNames.last(), QStringLiteral("--output-limit"), QStringLiteral("64G")});
+        daemon.create(
+            {QStringLiteral("--name"), steadyNames.last(), QStringLiteral("--output-limit"), QStringLiteral("64G")});
     }
     ui::MainWindow window(*client);
     window.show();
@@ -295,7 +313,8 @@ int main(int argc, char *argv[])
 
     const Stall idle = longestStall(2000);
     for (const QString &name : std::as_const(steadyNames))
-        startExec(*client, name, QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), QString::fromLatin1(kSteadyScript)}, seconds + 10);
+        startExec(*client, name,
+            QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), QString::fromLatin1(kSteadyScript)}, seconds + 10);
     const Stall steadyOnly = steady > 0 ? longestStall(3000) : Stall{};
     linesBySandbox.clear();
     startExec(*client, QStringLiteral("flood"), QJsonArray{QStringLiteral("yes"), line}, seconds);
@@ -310,15 +329,19 @@ int main(int argc, char *argv[])
     for (auto it = linesBySandbox.cbegin(); it != linesBySandbox.cend(); ++it)
         (nameById.value(it.key(), it.key()) == QLatin1String("flood") ? floodLines : steadyLines) += it.value();
 
-    std::printf("\nAirlock console under an output flood (%d s of `yes %s` in one sandbox, shown live; %d sandbox(es) at 1,000 lines/s alongside)\n\n",
-                seconds, qPrintable(line), steady);
-    std::printf("%-40s %10lld ms   (%lld ms of it on the CPU, ending %.1f s in; same timer: idle window %lld ms, steady sandboxes only %lld ms)   target <= 50 ms\n",
-                "longest event-loop stall", flood.ms, flood.onCpuMs, double(flood.endedAtMs) / 1000.0, idle.ms, steadyOnly.ms);
-    std::printf("%-40s %10.0f MiB  (peak %.0f MiB)   target <= 300 MiB\n", "GUI RSS at the end", double(rssKb) / 1024.0, double(peakKb) / 1024.0);
-    std::printf("%-40s %10lld      (%.0f lines/s; the view keeps %lld, dropped %lld)\n", "flood lines received", floodLines,
-                double(floodLines) / elapsed, qint64(doc.lineCount()), qint64(doc.droppedLines()));
+    std::printf("\nAirlock console under an output flood (%d s of `yes %s` in one sandbox, shown live; %d sandbox(es) "
+                "at 1,000 lines/s alongside)\n\n",
+        seconds, qPrintable(line), steady);
+    std::printf("%-40s %10lld ms   (%lld ms of it on the CPU, ending %.1f s in; same timer: idle window %lld ms, "
+                "steady sandboxes only %lld ms)   target <= 50 ms\n",
+        "longest event-loop stall", flood.ms, flood.onCpuMs, double(flood.endedAtMs) / 1000.0, idle.ms, steadyOnly.ms);
+    std::printf("%-40s %10.0f MiB  (peak %.0f MiB)   target <= 300 MiB\n", "GUI RSS at the end", double(rssKb) / 1024.0,
+        double(peakKb) / 1024.0);
+    std::printf("%-40s %10lld      (%.0f lines/s; the view keeps %lld, dropped %lld)\n", "flood lines received",
+        floodLines, double(floodLines) / elapsed, qint64(doc.lineCount()), qint64(doc.droppedLines()));
     if (steady > 0)
-        std::printf("%-40s %10lld      (%.0f lines/s per sandbox)\n", "steady lines received", steadyLines, double(steadyLines) / elapsed / steady);
+        std::printf("%-40s %10lld      (%.0f lines/s per sandbox)\n", "steady lines received", steadyLines,
+            double(steadyLines) / elapsed / steady);
     daemon.stop();
     return 0;
 }

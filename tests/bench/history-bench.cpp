@@ -55,7 +55,8 @@ Event smallEvent(uint64_t seq)
     e.timeMs = 1700000000000 + qint64(seq);
     e.kind = QStringLiteral("network.attempt");
     e.run = QStringLiteral("bench-run");
-    e.payload = {{QStringLiteral("host"), QStringLiteral("pypi.org")}, {QStringLiteral("port"), 443}, {QStringLiteral("decision"), QStringLiteral("allow")}};
+    e.payload = {{QStringLiteral("host"), QStringLiteral("pypi.org")}, {QStringLiteral("port"), 443},
+        {QStringLiteral("decision"), QStringLiteral("allow")}};
     return e;
 }
 
@@ -69,7 +70,8 @@ Event smallOutput(uint64_t seq)
     e.exec = 1;
     e.stream = 1;
     e.offset = qint64(seq - 1) * 64;
-    e.data = QByteArray::number(qulonglong(seq)).rightJustified(10, '0') + " a line of build output, 64 bytes in all....\n";
+    e.data = QByteArray::number(qulonglong(seq)).rightJustified(10, '0')
+        + " a line of build output, 64 bytes in all....\n";
     e.data = e.data.left(63) + '\n';
     return e;
 }
@@ -117,10 +119,12 @@ double rawInsertRate(const QString &dir, int n)
     auto db = sql::open(path, false);
     if (!db)
         return -1;
-    (void)sql::exec(db->get(), "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE events (sandbox_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-                         "time_ms INTEGER NOT NULL, kind TEXT NOT NULL, exec_id INTEGER, payload TEXT NOT NULL, run_id INTEGER, "
-                         "PRIMARY KEY (sandbox_id, seq)) WITHOUT ROWID",
-              {});
+    (void)sql::exec(db->get(),
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE events (sandbox_id TEXT NOT NULL, seq "
+        "INTEGER NOT NULL, "
+        "time_ms INTEGER NOT NULL, kind TEXT NOT NULL, exec_id INTEGER, payload TEXT NOT NULL, run_id INTEGER, "
+        "PRIMARY KEY (sandbox_id, seq)) WITHOUT ROWID",
+        {});
     const QByteArray payload = R"({"decision":"allow","host":"pypi.org","port":443})";
     QElapsedTimer t;
     t.start();
@@ -128,7 +132,14 @@ double rawInsertRate(const QString &dir, int n)
     for (int i = 1; i <= n; ++i) {
         if (i % 10000 == 1)
             (void)sql::exec(db->get(), "BEGIN", {});
-        insert.utf8(1, "bench-sandbox").integer(2, i).integer(3, 1700000000000 + i).utf8(4, "network.attempt").integer(5, 0).utf8(6, payload).integer(7, 1).run();
+        insert.utf8(1, "bench-sandbox")
+            .integer(2, i)
+            .integer(3, 1700000000000 + i)
+            .utf8(4, "network.attempt")
+            .integer(5, 0)
+            .utf8(6, payload)
+            .integer(7, 1)
+            .run();
         if (i % 10000 == 0 || i == n)
             (void)sql::exec(db->get(), "COMMIT", {});
     }
@@ -152,8 +163,8 @@ bool generate(const QString &path, int executions, int outputBytes, QTextStream 
             w += QChar(u'a' + rng.bounded(26));
         vocabulary.append(w);
     }
-    const QStringList commands = {QStringLiteral("pytest"), QStringLiteral("make"), QStringLiteral("npm"), QStringLiteral("cargo"),
-                                  QStringLiteral("python3"), QStringLiteral("ls"), QStringLiteral("git")};
+    const QStringList commands = {QStringLiteral("pytest"), QStringLiteral("make"), QStringLiteral("npm"),
+        QStringLiteral("cargo"), QStringLiteral("python3"), QStringLiteral("ls"), QStringLiteral("git")};
     QElapsedTimer t;
     t.start();
     uint64_t seq = 0;
@@ -179,9 +190,8 @@ bool generate(const QString &path, int executions, int outputBytes, QTextStream 
         started.exec = exec;
         started.run = QStringLiteral("run-%1").arg(i / 10000);
         started.payload = {{QStringLiteral("exec"), double(exec)},
-                           {QStringLiteral("argv"), QJsonArray{commands.at(i % commands.size()), vocabulary.at(rng.bounded(5000))}},
-                           {QStringLiteral("cwd"), QStringLiteral("/workspace")},
-                           {QStringLiteral("envNames"), QJsonArray{}}};
+            {QStringLiteral("argv"), QJsonArray{commands.at(i % commands.size()), vocabulary.at(rng.bounded(5000))}},
+            {QStringLiteral("cwd"), QStringLiteral("/workspace")}, {QStringLiteral("envNames"), QJsonArray{}}};
         (*store)->append(started);
         QByteArray text;
         text.reserve(outputBytes + 16);
@@ -207,9 +217,10 @@ bool generate(const QString &path, int executions, int outputBytes, QTextStream 
         exited.exec = exec;
         exited.run = started.run;
         const bool failed = i % 10 == 0;
-        exited.payload = {{QStringLiteral("exec"), double(exec)},     {QStringLiteral("status"), failed ? QStringLiteral("failed") : QStringLiteral("succeeded")},
-                          {QStringLiteral("exitCode"), failed ? 1 : 0}, {QStringLiteral("bytesOut"), outputBytes},
-                          {QStringLiteral("bytesErr"), 0},             {QStringLiteral("truncated"), false}};
+        exited.payload = {{QStringLiteral("exec"), double(exec)},
+            {QStringLiteral("status"), failed ? QStringLiteral("failed") : QStringLiteral("succeeded")},
+            {QStringLiteral("exitCode"), failed ? 1 : 0}, {QStringLiteral("bytesOut"), outputBytes},
+            {QStringLiteral("bytesErr"), 0}, {QStringLiteral("truncated"), false}};
         (*store)->append(exited);
         if (i % 20000 == 0) {
             (void)(*store)->flush(); // keeps the queue (and memory) bounded
@@ -290,9 +301,11 @@ int vacuumBench(const QString &dir, qint64 mib, QTextStream &out, QTextStream &l
         e.payload = std::move(payload);
         (*store)->append(e);
     };
-    const QByteArray line = QByteArray("building target 42: compiling src/module.cpp with -O2 -Wall\n").repeated(4096).left(256 * 1024);
+    const QByteArray line
+        = QByteArray("building target 42: compiling src/module.cpp with -O2 -Wall\n").repeated(4096).left(256 * 1024);
     for (uint32_t i = 1; i <= execs; ++i) {
-        fact(QStringLiteral("flood"), QStringLiteral("exec.started"), {{QStringLiteral("exec"), double(i)}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("make")}}}, i);
+        fact(QStringLiteral("flood"), QStringLiteral("exec.started"),
+            {{QStringLiteral("exec"), double(i)}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("make")}}}, i);
         for (qint64 at = 0; at < kPerExec; at += line.size()) {
             Event e;
             e.sandbox = QStringLiteral("flood");
@@ -304,9 +317,10 @@ int vacuumBench(const QString &dir, qint64 mib, QTextStream &out, QTextStream &l
             (*store)->append(e);
         }
         fact(QStringLiteral("flood"), QStringLiteral("exec.exited"),
-             {{QStringLiteral("exec"), double(i)}, {QStringLiteral("status"), QStringLiteral("succeeded")}, {QStringLiteral("exitCode"), 0},
-              {QStringLiteral("bytesOut"), double(kPerExec)}, {QStringLiteral("bytesErr"), 0}},
-             i);
+            {{QStringLiteral("exec"), double(i)}, {QStringLiteral("status"), QStringLiteral("succeeded")},
+                {QStringLiteral("exitCode"), 0}, {QStringLiteral("bytesOut"), double(kPerExec)},
+                {QStringLiteral("bytesErr"), 0}},
+            i);
         if (i % 16 == 0)
             (void)(*store)->flush();
     }
@@ -317,7 +331,8 @@ int vacuumBench(const QString &dir, qint64 mib, QTextStream &out, QTextStream &l
         while (!until()) {
             QElapsedTimer t;
             t.start();
-            fact(QStringLiteral("busy"), QStringLiteral("network.attempt"), {{QStringLiteral("host"), QStringLiteral("pypi.org")}});
+            fact(QStringLiteral("busy"), QStringLiteral("network.attempt"),
+                {{QStringLiteral("host"), QStringLiteral("pypi.org")}});
             (void)(*store)->flush();
             waits.append(msSince(t));
         }
@@ -348,16 +363,23 @@ int vacuumBench(const QString &dir, qint64 mib, QTextStream &out, QTextStream &l
         return 1;
     const double wholeMs = msSince(whole);
     std::sort(during.begin(), during.end());
-    const auto pct = [](const QList<double> &v, double p) { return v.isEmpty() ? 0 : v[std::min<qsizetype>(v.size() - 1, qsizetype(v.size() * p))]; };
+    const auto pct = [](const QList<double> &v, double p) {
+        return v.isEmpty() ? 0 : v[std::min<qsizetype>(v.size() - 1, qsizetype(v.size() * p))];
+    };
     QList<double> idleSorted = idle;
     std::sort(idleSorted.begin(), idleSorted.end());
-    out << "\nprune --vacuum of a " << before / (1 << 20) << " MiB history down to " << report->fileBytes / (1 << 20) << " MiB (" << QSysInfo::prettyProductName()
-        << ", " << QThread::idealThreadCount() << " cores)\n";
+    out << "\nprune --vacuum of a " << before / (1 << 20) << " MiB history down to " << report->fileBytes / (1 << 20)
+        << " MiB (" << QSysInfo::prettyProductName() << ", " << QThread::idealThreadCount() << " cores)\n";
     out << QStringLiteral("  took %1 ms; %2 commits meanwhile\n").arg(vacuumMs, 0, 'f', 0).arg(during.size());
     out << QStringLiteral("  a commit's wait during it: p50 %1 ms, p99 %2 ms, max %3 ms\n")
-               .arg(pct(during, 0.5), 0, 'f', 1).arg(pct(during, 0.99), 0, 'f', 1).arg(during.isEmpty() ? 0 : during.last(), 0, 'f', 1);
-    out << QStringLiteral("  baseline, the writer idle: p50 %1 ms, p99 %2 ms\n").arg(pct(idleSorted, 0.5), 0, 'f', 1).arg(pct(idleSorted, 0.99), 0, 'f', 1);
-    out << QStringLiteral("  baseline, one whole VACUUM of what is kept (a commit's wait before): %1 ms\n").arg(wholeMs, 0, 'f', 0);
+               .arg(pct(during, 0.5), 0, 'f', 1)
+               .arg(pct(during, 0.99), 0, 'f', 1)
+               .arg(during.isEmpty() ? 0 : during.last(), 0, 'f', 1);
+    out << QStringLiteral("  baseline, the writer idle: p50 %1 ms, p99 %2 ms\n")
+               .arg(pct(idleSorted, 0.5), 0, 'f', 1)
+               .arg(pct(idleSorted, 0.99), 0, 'f', 1);
+    out << QStringLiteral("  baseline, one whole VACUUM of what is kept (a commit's wait before): %1 ms\n")
+               .arg(wholeMs, 0, 'f', 0);
     out.flush();
     return 0;
 }
@@ -377,16 +399,20 @@ int main(int argc, char *argv[])
     QTextStream out(stdout), log(stderr);
     QTemporaryDir scratch;
     if (const qsizetype at = app.arguments().indexOf(QStringLiteral("--vacuum")); at > 0)
-        return vacuumBench(scratch.path(), app.arguments().value(at + 1, QStringLiteral("1024")).toLongLong(), out, log);
+        return vacuumBench(
+            scratch.path(), app.arguments().value(at + 1, QStringLiteral("1024")).toLongLong(), out, log);
     struct Row {
         QString what, value, baseline, ratio, target;
     };
     QList<Row> rows;
-    auto fmt = [](double v, const char *unit) { return QStringLiteral("%1 %2").arg(v, 0, 'f', v < 10 ? 2 : 0).arg(QLatin1String(unit)); };
+    auto fmt = [](double v, const char *unit) {
+        return QStringLiteral("%1 %2").arg(v, 0, 'f', v < 10 ? 2 : 0).arg(QLatin1String(unit));
+    };
 
     // 1. Ingest.
     const int n = quick ? 200000 : 1000000;
-    const bool browseOnly = app.arguments().contains(QStringLiteral("--browse-only")); // the million-execution part alone
+    const bool browseOnly
+        = app.arguments().contains(QStringLiteral("--browse-only")); // the million-execution part alone
     log << "ingest: " << n << " small events per round" << Qt::endl;
     QList<double> ingest, outputs, raw;
     for (int r = 0; r < (browseOnly ? 0 : rounds); ++r) {
@@ -396,11 +422,11 @@ int main(int argc, char *argv[])
     }
     if (!browseOnly) {
         rows.append({QStringLiteral("ingest, small events (one row each)"), fmt(median(ingest) / 1000, "k/s"),
-                     fmt(median(raw) / 1000, "k/s (raw batched inserts)"), QStringLiteral("%1x").arg(median(ingest) / median(raw), 0, 'f', 2),
-                     QStringLiteral(">= 500 k/s")});
+            fmt(median(raw) / 1000, "k/s (raw batched inserts)"),
+            QStringLiteral("%1x").arg(median(ingest) / median(raw), 0, 'f', 2), QStringLiteral(">= 500 k/s")});
         rows.append({QStringLiteral("ingest, 64-byte output events"), fmt(median(outputs) / 1000, "k/s"),
-                     fmt(median(raw) / 1000, "k/s (raw batched inserts)"), QStringLiteral("%1x").arg(median(outputs) / median(raw), 0, 'f', 2),
-                     QStringLiteral(">= 500 k/s")});
+            fmt(median(raw) / 1000, "k/s (raw batched inserts)"),
+            QStringLiteral("%1x").arg(median(outputs) / median(raw), 0, 'f', 2), QStringLiteral(">= 500 k/s")});
     }
 
     // 2. A million executions, 1 GiB of output, in a real daemon's data directory.
@@ -414,7 +440,8 @@ int main(int argc, char *argv[])
     log << "  database: " << fileBytes / (1 << 20) << " MiB" << Qt::endl;
     HistoryReader reader(path);
     HistoryReader::Query firstPage;
-    auto rowsOf = [](const Result<QJsonObject> &r) { return r ? r->value(QStringLiteral("executions")).toArray().size() : -1; };
+    auto rowsOf
+        = [](const Result<QJsonObject> &r) { return r ? r->value(QStringLiteral("executions")).toArray().size() : -1; };
     const double pageMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(firstPage)) == 50; });
     HistoryReader::Query failed;
     failed.status = QStringLiteral("failed");
@@ -428,12 +455,16 @@ int main(int argc, char *argv[])
     HistoryReader::Query common;
     common.text = QStringLiteral("pytest");
     const double commonMs = timeQuery(rounds, [&] { return rowsOf(reader.executions(common)) == 50; });
-    rows.append({QStringLiteral("history first page (reader)"), fmt(pageMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 50 ms")});
-    rows.append({QStringLiteral("history --status failed (reader)"), fmt(failedMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 50 ms")});
-    rows.append({QStringLiteral("history page at the middle (reader)"), fmt(deepMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 50 ms")});
-    rows.append({QStringLiteral("search, rare word (reader)"), fmt(rareMs, "ms"), QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("<= 200 ms")});
-    rows.append({QStringLiteral("search, word in 1/7 commands (reader)"), fmt(commonMs, "ms"), QStringLiteral("-"), QStringLiteral("-"),
-                 QStringLiteral("<= 200 ms")});
+    rows.append({QStringLiteral("history first page (reader)"), fmt(pageMs, "ms"), QStringLiteral("-"),
+        QStringLiteral("-"), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("history --status failed (reader)"), fmt(failedMs, "ms"), QStringLiteral("-"),
+        QStringLiteral("-"), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("history page at the middle (reader)"), fmt(deepMs, "ms"), QStringLiteral("-"),
+        QStringLiteral("-"), QStringLiteral("<= 50 ms")});
+    rows.append({QStringLiteral("search, rare word (reader)"), fmt(rareMs, "ms"), QStringLiteral("-"),
+        QStringLiteral("-"), QStringLiteral("<= 200 ms")});
+    rows.append({QStringLiteral("search, word in 1/7 commands (reader)"), fmt(commonMs, "ms"), QStringLiteral("-"),
+        QStringLiteral("-"), QStringLiteral("<= 200 ms")});
 
     // End to end: airlockctl against the daemon that owns this database, beside `airlockctl ls`
     // (the same process start and connection, no history).
@@ -453,9 +484,9 @@ int main(int argc, char *argv[])
     const double historyMs = cli({QStringLiteral("history")});
     const double searchMs = cli({QStringLiteral("search"), QStringLiteral("xylophone")});
     rows.append({QStringLiteral("airlockctl history"), fmt(historyMs, "ms"), fmt(lsMs, "ms (airlockctl ls)"),
-                 QStringLiteral("%1x").arg(historyMs / lsMs, 0, 'f', 2), QStringLiteral("<= 50 ms")});
+        QStringLiteral("%1x").arg(historyMs / lsMs, 0, 'f', 2), QStringLiteral("<= 50 ms")});
     rows.append({QStringLiteral("airlockctl search (rare word)"), fmt(searchMs, "ms"), fmt(lsMs, "ms (airlockctl ls)"),
-                 QStringLiteral("%1x").arg(searchMs / lsMs, 0, 'f', 2), QStringLiteral("<= 200 ms")});
+        QStringLiteral("%1x").arg(searchMs / lsMs, 0, 'f', 2), QStringLiteral("<= 200 ms")});
 #ifdef AIRLOCK_BENCH_GUI
     // The console's history window, from construction to its first rows painted, beside the same
     // first page asked for without a window (one history.list over the same connection).
@@ -477,18 +508,29 @@ int main(int argc, char *argv[])
             window.append(msSince(t));
             delete history;
         }
-        rows.append({QStringLiteral("history window: first rows shown"), fmt(median(window), "ms"), fmt(median(query), "ms (history.list, 200 rows)"),
-                     QStringLiteral("%1x").arg(median(window) / median(query), 0, 'f', 2), QStringLiteral("<= 300 ms")});
+        rows.append({QStringLiteral("history window: first rows shown"), fmt(median(window), "ms"),
+            fmt(median(query), "ms (history.list, 200 rows)"),
+            QStringLiteral("%1x").arg(median(window) / median(query), 0, 'f', 2), QStringLiteral("<= 300 ms")});
     }
 #endif
     daemon.stop();
 
     out << "\nAirlock history benchmarks (" << rounds << " rounds, medians; " << executions << " executions, "
-        << fileBytes / (1 << 20) << " MiB database; " << QSysInfo::prettyProductName() << ", " << QThread::idealThreadCount() << " cores)\n\n";
-    out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(QStringLiteral("measurement"), -40).arg(QStringLiteral("airlock"), 12)
-               .arg(QStringLiteral("baseline"), 36).arg(QStringLiteral("ratio"), 7).arg(QStringLiteral("target"), 11);
+        << fileBytes / (1 << 20) << " MiB database; " << QSysInfo::prettyProductName() << ", "
+        << QThread::idealThreadCount() << " cores)\n\n";
+    out << QStringLiteral("%1 %2 %3 %4 %5\n")
+               .arg(QStringLiteral("measurement"), -40)
+               .arg(QStringLiteral("airlock"), 12)
+               .arg(QStringLiteral("baseline"), 36)
+               .arg(QStringLiteral("ratio"), 7)
+               .arg(QStringLiteral("target"), 11);
     for (const Row &r : rows)
-        out << QStringLiteral("%1 %2 %3 %4 %5\n").arg(r.what, -40).arg(r.value, 12).arg(r.baseline, 36).arg(r.ratio, 7).arg(r.target, 11);
+        out << QStringLiteral("%1 %2 %3 %4 %5\n")
+                   .arg(r.what, -40)
+                   .arg(r.value, 12)
+                   .arg(r.baseline, 36)
+                   .arg(r.ratio, 7)
+                   .arg(r.target, 11);
     out.flush();
     return 0;
 }

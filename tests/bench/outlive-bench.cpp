@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // airlock-outlive-bench: what issue 19 promises of a daemon that goes away, measured.
 //
-//   airlock-outlive-bench --adopt [N]         N sandboxes (200), each running a command; airlockd SIGKILLed; how long the
-//                                             next one takes until it serves with all N taken over, beside its start with none
+//   airlock-outlive-bench --adopt [N]         N sandboxes (200), each running a command; airlockd SIGKILLed; how long
+//   the
+//                                             next one takes until it serves with all N taken over, beside its start
+//                                             with none
 //   airlock-outlive-bench --kill-loop [N]     N SIGKILLs (200) of airlockd while 4 sandboxes print numbered lines to
-//                                             clients and a fifth floods: lines lost and repeated (by the clients and in
-//                                             the history), commands that did not finish normally, integrity_check
+//                                             clients and a fifth floods: lines lost and repeated (by the clients and
+//                                             in the history), commands that did not finish normally, integrity_check
 //   airlock-outlive-bench --commit-window [S] S seconds (20) of one sandbox printing a line every 5 ms while another
 //                                             floods: how long after the guest read a line a subscriber hears it, which
 //                                             is once it is stored (p50, p99, max), beside the same without the flood
@@ -13,9 +15,9 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
-#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -117,8 +119,9 @@ int adopt(int n)
             return out << error << "\n", 1;
         auto p = new QProcess(qApp);
         p->setProcessEnvironment(d.environment());
-        p->start(binDir() + QStringLiteral("/airlockctl"), {QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb, QStringLiteral("--"),
-                                                            QStringLiteral("sleep"), QStringLiteral("600")});
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+            {QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb, QStringLiteral("--"),
+                QStringLiteral("sleep"), QStringLiteral("600")});
     }
     QThread::msleep(1000);
     QList<double> taken;
@@ -137,7 +140,8 @@ int adopt(int n)
             execs += v.toObject().value(QStringLiteral("executions")).toInt();
         }
         taken.append(t.startMs);
-        out << QStringLiteral("round %1: ready after %2 ms with %3/%4 sandboxes running, %5 commands going on (ls took %6 ms)")
+        out << QStringLiteral(
+            "round %1: ready after %2 ms with %3/%4 sandboxes running, %5 commands going on (ls took %6 ms)")
                    .arg(round + 1)
                    .arg(t.startMs, 0, 'f', 1)
                    .arg(running)
@@ -152,7 +156,8 @@ int adopt(int n)
         if (!d.start())
             return 1;
     }
-    out << QStringLiteral("\ntaking over %1 sandboxes: %2 ms (median of 3; goal ≤ 2000 ms)\ndaemon start with none: %3 ms (median of 5; goal ≤ 100 ms)\n")
+    out << QStringLiteral("\ntaking over %1 sandboxes: %2 ms (median of 3; goal ≤ 2000 ms)\ndaemon start with none: %3 "
+                          "ms (median of 5; goal ≤ 100 ms)\n")
                .arg(n)
                .arg(percentile(taken, 0.5), 0, 'f', 1)
                .arg(percentile(empty, 0.5), 0, 'f', 1);
@@ -173,20 +178,27 @@ int killLoop(int kills)
     QStringList ids;
     for (int i = 0; i < kStreams; ++i) {
         const QString sb = d.create({QStringLiteral("--name"), QStringLiteral("s%1").arg(i)});
-        ids.append(QJsonDocument::fromJson(d.ctl({QStringLiteral("info"), QStringLiteral("--json"), sb}).out).object().value(QStringLiteral("id")).toString());
+        ids.append(QJsonDocument::fromJson(d.ctl({QStringLiteral("info"), QStringLiteral("--json"), sb}).out)
+                       .object()
+                       .value(QStringLiteral("id"))
+                       .toString());
         auto p = new QProcess(qApp);
         p->setProcessEnvironment(d.environment());
         p->start(binDir() + QStringLiteral("/airlockctl"),
-                 {QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb, QStringLiteral("--"), QStringLiteral("perl"), QStringLiteral("-e"),
-                  QStringLiteral("$|=1; for $i (1..%1) { print \"line $i\\n\"; select(undef,undef,undef,0.00125) }").arg(kLines)});
+            {QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb, QStringLiteral("--"), QStringLiteral("perl"),
+                QStringLiteral("-e"),
+                QStringLiteral("$|=1; for $i (1..%1) { print \"line $i\\n\"; select(undef,undef,undef,0.00125) }")
+                    .arg(kLines)});
         clients.append(p);
     }
-    const QString flood = d.create({QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("100G")});
+    const QString flood = d.create(
+        {QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("100G")});
     auto flooder = new QProcess(qApp);
     flooder->setProcessEnvironment(d.environment());
     flooder->setStandardOutputFile(QProcess::nullDevice());
-    flooder->start(binDir() + QStringLiteral("/airlockctl"), {QStringLiteral("--no-autostart"), QStringLiteral("exec"), flood, QStringLiteral("--"),
-                                                              QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("yes flood | head -c 20G")});
+    flooder->start(binDir() + QStringLiteral("/airlockctl"),
+        {QStringLiteral("--no-autostart"), QStringLiteral("exec"), flood, QStringLiteral("--"), QStringLiteral("sh"),
+            QStringLiteral("-c"), QStringLiteral("yes flood | head -c 20G")});
     QByteArray got[kStreams];
     const auto drain = [&] {
         for (int i = 0; i < kStreams; ++i)
@@ -210,9 +222,11 @@ int killLoop(int kills)
         if (k % 20 == 19 && sqliteOne(d.dataDir() + QStringLiteral("/history.db"), "PRAGMA integrity_check") != "ok")
             ++integrityFailures;
         if (!d.start()) {
-            out << "airlockd did not come back after kill " << k + 1 << ": " << (d.process().state() == QProcess::Running ? "not ready in 10 s" : "exited")
-                << " (exit " << d.process().exitCode() << ")\n";
-            for (const QFileInfo &log : QDir(d.rootDir() + QStringLiteral("/state/airlock")).entryInfoList(QDir::Files)) {
+            out << "airlockd did not come back after kill " << k + 1 << ": "
+                << (d.process().state() == QProcess::Running ? "not ready in 10 s" : "exited") << " (exit "
+                << d.process().exitCode() << ")\n";
+            for (const QFileInfo &log :
+                QDir(d.rootDir() + QStringLiteral("/state/airlock")).entryInfoList(QDir::Files)) {
                 QFile f(log.filePath());
                 if (f.open(QIODevice::ReadOnly))
                     out << log.fileName() << ":\n" << f.readAll().right(3000) << "\n";
@@ -233,7 +247,8 @@ int killLoop(int kills)
         drain();
         if (clients[i]->exitCode() != 0) {
             ++abnormal;
-            out << "stream " << i << " exited " << clients[i]->exitCode() << ": " << clients[i]->readAllStandardError().right(400) << Qt::endl;
+            out << "stream " << i << " exited " << clients[i]->exitCode() << ": "
+                << clients[i]->readAllStandardError().right(400) << Qt::endl;
         }
     }
     flooder->kill();
@@ -254,11 +269,11 @@ int killLoop(int kills)
     for (int i = 0; i < kStreams; ++i) {
         count(got[i], lost, repeated);
         const QByteArray stored = sqliteOne(d.dataDir() + QStringLiteral("/history.db"),
-                                            QStringLiteral("SELECT group_concat(data, '') FROM (SELECT data FROM chunks JOIN executions x ON x.id = "
-                                                           "chunks.execution WHERE x.sandbox_id = '%1' AND stream = 1 ORDER BY offset)")
-                                                .arg(ids[i])
-                                                .toUtf8()
-                                                .constData());
+            QStringLiteral("SELECT group_concat(data, '') FROM (SELECT data FROM chunks JOIN executions x ON x.id = "
+                           "chunks.execution WHERE x.sandbox_id = '%1' AND stream = 1 ORDER BY offset)")
+                .arg(ids[i])
+                .toUtf8()
+                .constData());
         count(stored, storedLost, storedRepeated);
     }
     out << QStringLiteral("\n%1 SIGKILLs of airlockd in %2 s, %3 streams of %4 lines and a flood beside them:\n"
@@ -286,7 +301,10 @@ QList<double> windowFor(const TestDaemon &d, const QString &sb, int seconds)
     QList<double> lags;
     if (!client)
         return lags;
-    const QString id = QJsonDocument::fromJson(d.ctl({QStringLiteral("info"), QStringLiteral("--json"), sb}).out).object().value(QStringLiteral("id")).toString();
+    const QString id = QJsonDocument::fromJson(d.ctl({QStringLiteral("info"), QStringLiteral("--json"), sb}).out)
+                           .object()
+                           .value(QStringLiteral("id"))
+                           .toString();
     QObject::connect(client.get(), &DaemonClient::eventReceived, client.get(), [&](const Event &e) {
         if (e.sandbox == id && e.isOutput())
             lags.append(double(QDateTime::currentMSecsSinceEpoch() - e.timeMs));
@@ -297,8 +315,11 @@ QList<double> windowFor(const TestDaemon &d, const QString &sb, int seconds)
     ticker.setProcessEnvironment(d.environment());
     ticker.setStandardOutputFile(QProcess::nullDevice());
     ticker.start(binDir() + QStringLiteral("/airlockctl"),
-                 {QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb, QStringLiteral("--"), QStringLiteral("perl"), QStringLiteral("-e"),
-                  QStringLiteral("$|=1; $t = time + %1; while (time < $t) { print \"tick\\n\"; select(undef,undef,undef,0.005) }").arg(seconds)});
+        {QStringLiteral("--no-autostart"), QStringLiteral("exec"), sb, QStringLiteral("--"), QStringLiteral("perl"),
+            QStringLiteral("-e"),
+            QStringLiteral(
+                "$|=1; $t = time + %1; while (time < $t) { print \"tick\\n\"; select(undef,undef,undef,0.005) }")
+                .arg(seconds)});
     while (ticker.state() != QProcess::NotRunning) {
         QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
         ticker.waitForFinished(5);
@@ -313,12 +334,14 @@ int commitWindow(int seconds)
         return 1;
     const QString sb = d.create({QStringLiteral("--name"), QStringLiteral("ticker")});
     const QList<double> quiet = windowFor(d, sb, seconds);
-    const QString flood = d.create({QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("100G")});
+    const QString flood = d.create(
+        {QStringLiteral("--name"), QStringLiteral("flood"), QStringLiteral("--output-limit"), QStringLiteral("100G")});
     QProcess flooder;
     flooder.setProcessEnvironment(d.environment());
     flooder.setStandardOutputFile(QProcess::nullDevice());
-    flooder.start(binDir() + QStringLiteral("/airlockctl"), {QStringLiteral("--no-autostart"), QStringLiteral("exec"), flood, QStringLiteral("--"),
-                                                             QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("yes flood of text to search | head -c 100G")});
+    flooder.start(binDir() + QStringLiteral("/airlockctl"),
+        {QStringLiteral("--no-autostart"), QStringLiteral("exec"), flood, QStringLiteral("--"), QStringLiteral("sh"),
+            QStringLiteral("-c"), QStringLiteral("yes flood of text to search | head -c 100G")});
     QThread::msleep(500);
     const QList<double> busy = windowFor(d, sb, seconds);
     flooder.kill();

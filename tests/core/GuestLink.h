@@ -208,7 +208,7 @@ inline QString describeResumed(const std::optional<Frame> &f, pid_t guest)
         static const char *const names[] = {"running", "finished", "unknown"}; // by wire::ResumeState
         const char *name = state <= wire::ResumeUnknown ? names[state] : "?";
         entries << QStringLiteral("%1 %2 %3").arg(id).arg(QLatin1String(name)).arg(execPid)
-                       + (from[0] || from[1] ? QStringLiteral(" from %1,%2").arg(from[0]).arg(from[1]) : QString());
+                + (from[0] || from[1] ? QStringLiteral(" from %1,%2").arg(from[0]).arg(from[1]) : QString());
     }
     if (r.failed() || !r.atEnd())
         return QStringLiteral("malformed Resumed frame");

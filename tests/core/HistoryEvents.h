@@ -16,7 +16,8 @@ namespace airlock::test {
 
 inline constexpr qint64 kT0 = 1700000000000;
 
-inline Event makeEvent(const QString &sandbox, uint64_t seq, const QString &kind, QJsonObject payload = {}, const QString &run = {})
+inline Event makeEvent(
+    const QString &sandbox, uint64_t seq, const QString &kind, QJsonObject payload = {}, const QString &run = {})
 {
     Event e;
     e.sandbox = sandbox;
@@ -40,28 +41,31 @@ inline Event output(const QString &sandbox, uint32_t exec, int stream, qint64 of
 }
 
 // A sandbox with one execution of argv, in run `run`: created, started (seq 1, 2).
-inline void startExecution(HistoryStore &h, const QString &sandbox, uint32_t exec, const QStringList &argv, const QString &run = {})
+inline void startExecution(
+    HistoryStore &h, const QString &sandbox, uint32_t exec, const QStringList &argv, const QString &run = {})
 {
     if (exec == 1)
         h.append(makeEvent(sandbox, 1, QStringLiteral("sandbox.created"),
-                           {{QStringLiteral("name"), QString(sandbox + QStringLiteral("-name"))},
-                            {QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("none")}}}},
-                           run));
+            {{QStringLiteral("name"), QString(sandbox + QStringLiteral("-name"))},
+                {QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("none")}}}},
+            run));
     h.append(makeEvent(sandbox, 1 + exec * 2 - 1, QStringLiteral("exec.started"),
-                       {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
-                        {QStringLiteral("cwd"), QStringLiteral("/workspace")}, {QStringLiteral("envNames"), QJsonArray{QStringLiteral("A")}}},
-                       run));
+        {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("argv"), QJsonArray::fromStringList(argv)},
+            {QStringLiteral("cwd"), QStringLiteral("/workspace")},
+            {QStringLiteral("envNames"), QJsonArray{QStringLiteral("A")}}},
+        run));
 }
 
-inline void exitExecution(HistoryStore &h, const QString &sandbox, uint32_t exec, qint64 bytesOut, qint64 bytesErr = 0, int code = 0,
-                   const QString &run = {})
+inline void exitExecution(HistoryStore &h, const QString &sandbox, uint32_t exec, qint64 bytesOut, qint64 bytesErr = 0,
+    int code = 0, const QString &run = {})
 {
     h.append(makeEvent(sandbox, 1 + exec * 2, QStringLiteral("exec.exited"),
-                       {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("status"), code ? QStringLiteral("failed") : QStringLiteral("succeeded")},
-                        {QStringLiteral("exitCode"), code}, {QStringLiteral("signal"), QJsonValue()},
-                        {QStringLiteral("bytesOut"), double(bytesOut)}, {QStringLiteral("bytesErr"), double(bytesErr)},
-                        {QStringLiteral("truncated"), false}},
-                       run));
+        {{QStringLiteral("exec"), double(exec)},
+            {QStringLiteral("status"), code ? QStringLiteral("failed") : QStringLiteral("succeeded")},
+            {QStringLiteral("exitCode"), code}, {QStringLiteral("signal"), QJsonValue()},
+            {QStringLiteral("bytesOut"), double(bytesOut)}, {QStringLiteral("bytesErr"), double(bytesErr)},
+            {QStringLiteral("truncated"), false}},
+        run));
 }
 
 inline QVariant scalar(const QString &path, const char *sql)
@@ -95,7 +99,8 @@ inline QJsonArray search(const QString &path, const QString &text)
     HistoryReader::Query q;
     q.text = text;
     auto rows = HistoryReader(path).executions(q);
-    return rows ? rows->value(QStringLiteral("executions")).toArray() : QJsonArray{QJsonValue(QStringLiteral("error: ") + rows.error().message)};
+    return rows ? rows->value(QStringLiteral("executions")).toArray()
+                : QJsonArray{QJsonValue(QStringLiteral("error: ") + rows.error().message)};
 }
 
 // All stored output of an execution, with "[gap N]" where bytes were not kept (per stream).

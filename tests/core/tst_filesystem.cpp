@@ -24,7 +24,7 @@ private:
     }
     static mode_t modeOf(const QString &path)
     {
-        struct stat st {};
+        struct stat st { };
         ::lstat(QFile::encodeName(path).constData(), &st);
         return st.st_mode & 07777;
     }

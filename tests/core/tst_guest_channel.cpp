@@ -151,7 +151,12 @@ private Q_SLOTS:
             put(wire::Writer(wire::Type::StdinConsumed).u32(1).u32(5).take());
             break;
         case 8:
-            put(wire::Writer(wire::Type::Output).u32(1).u8(1).u64(0).bytes(std::string(wire::kMaxOutputChunk + 1, 'x')).take());
+            put(wire::Writer(wire::Type::Output)
+                    .u32(1)
+                    .u8(1)
+                    .u64(0)
+                    .bytes(std::string(wire::kMaxOutputChunk + 1, 'x'))
+                    .take());
             break;
         case 10:
             put(wire::Writer(wire::Type::ToolCall).u32(1).bytes(std::string(wire::kMaxToolRequest + 1, 'x')).take());
@@ -181,17 +186,20 @@ private Q_SLOTS:
         m_channel->sendToolResult(7, true, "{\"again\":1}"); // answered already: nothing more is sent
         m_channel->sendToolResult(8, false, "denied never asked");
         QByteArray got;
-        QVERIFY(QTest::qWaitFor([&] {
-            char buf[256];
-            const ssize_t n = ::recv(m_guest, buf, sizeof buf, MSG_DONTWAIT);
-            if (n > 0)
-                got.append(buf, n);
-            return got.size() >= qsizetype(wire::kHeaderSize + 5 + 8);
-        }, 2000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                char buf[256];
+                const ssize_t n = ::recv(m_guest, buf, sizeof buf, MSG_DONTWAIT);
+                if (n > 0)
+                    got.append(buf, n);
+                return got.size() >= qsizetype(wire::kHeaderSize + 5 + 8);
+            },
+            2000));
         QTest::qWait(50);
         char extra[64];
         QCOMPARE(::recv(m_guest, extra, sizeof extra, MSG_DONTWAIT), ssize_t(-1));
-        QCOMPARE(got, QByteArray::fromStdString(wire::Writer(wire::Type::ToolResult).u32(7).u8(1).bytes("{\"ok\":1}").take()));
+        QCOMPARE(got,
+            QByteArray::fromStdString(wire::Writer(wire::Type::ToolResult).u32(7).u8(1).bytes("{\"ok\":1}").take()));
         // The id is free again.
         put(wire::Writer(wire::Type::ToolCall).u32(7).bytes("{}").take());
         QVERIFY(calls.wait(2000));
@@ -207,21 +215,23 @@ private Q_SLOTS:
         qint64 stdinBytes = 0;
         bool signalSeen = false;
         std::string buf;
-        QVERIFY(QTest::qWaitFor([&] {
-            char chunk[65536];
-            const ssize_t n = ::recv(m_guest, chunk, sizeof chunk, MSG_DONTWAIT);
-            if (n > 0)
-                buf.append(chunk, size_t(n));
-            while (auto h = wire::peekHeader(buf.data(), buf.size())) {
-                if (buf.size() < wire::kHeaderSize + h->payloadLen)
-                    break;
-                if (h->type == wire::Type::Stdin)
-                    stdinBytes += h->payloadLen - 4;
-                signalSeen = signalSeen || h->type == wire::Type::Signal;
-                buf.erase(0, wire::kHeaderSize + h->payloadLen);
-            }
-            return signalSeen && stdinBytes == wire::kStdinWindow;
-        }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                char chunk[65536];
+                const ssize_t n = ::recv(m_guest, chunk, sizeof chunk, MSG_DONTWAIT);
+                if (n > 0)
+                    buf.append(chunk, size_t(n));
+                while (auto h = wire::peekHeader(buf.data(), buf.size())) {
+                    if (buf.size() < wire::kHeaderSize + h->payloadLen)
+                        break;
+                    if (h->type == wire::Type::Stdin)
+                        stdinBytes += h->payloadLen - 4;
+                    signalSeen = signalSeen || h->type == wire::Type::Signal;
+                    buf.erase(0, wire::kHeaderSize + h->payloadLen);
+                }
+                return signalSeen && stdinBytes == wire::kStdinWindow;
+            },
+            5000));
         QCOMPARE(m_channel->stdinBacklog(), qint64(3 * 1024 * 1024));
         put(wire::Writer(wire::Type::StdinConsumed).u32(1).u32(wire::kStdinWindow).take());
         QVERIFY(QTest::qWaitFor([&] { return m_channel->stdinBacklog() == 2 * 1024 * 1024; }, 2000));

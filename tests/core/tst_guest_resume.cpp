@@ -34,7 +34,6 @@ using namespace airlock;
 
 #include "GuestLink.h"
 
-
 class TestGuestResume final : public QObject {
     Q_OBJECT
 private:
@@ -153,7 +152,8 @@ private:
     // As describeResumed() has it; `from`: where the replayed stdout starts.
     QString running(uint32_t id, pid_t pid, uint64_t from = 0) const
     {
-        return QStringLiteral("%1 running %2").arg(id).arg(pid) + (from ? QStringLiteral(" from %1,0").arg(from) : QString());
+        return QStringLiteral("%1 running %2").arg(id).arg(pid)
+            + (from ? QStringLiteral(" from %1,0").arg(from) : QString());
     }
 
     // Appends the data of `execId`'s stdout Output frames to `out` until `done`; false on a timeout
@@ -221,7 +221,8 @@ private:
             QCOMPARE(r.u32(), 0u);
             QVERIFY(r.atEnd() && !r.failed());
         }
-        QVERIFY2(!attempt.isOpen() || attempt.closedWithin(wire::kResumeFrameTimeoutMs + 2000), "the guest kept the connection");
+        QVERIFY2(!attempt.isOpen() || attempt.closedWithin(wire::kResumeFrameTimeoutMs + 2000),
+            "the guest kept the connection");
         if (kind == QLatin1String("silent") && !connected)
             QVERIFY2(clock.elapsed() >= wire::kResumeFrameTimeoutMs - 100, "closed before the timeout");
         else
@@ -443,7 +444,8 @@ private Q_SLOTS:
         Link rival;
         rival.reset(connectResume(resumeFrame(m_token, {{1, 0, 0}}), {xv[1]}));
         ::close(xv[1]);
-        QVERIFY2(!rival.isOpen() || rival.closedWithin(2000), "a resume was taken while the daemon is connected"); // (closed even before all was sent)
+        QVERIFY2(!rival.isOpen() || rival.closedWithin(2000),
+            "a resume was taken while the daemon is connected"); // (closed even before all was sent)
         QVERIFY2(peerClosedWithin(xv[0], 2000), "the rival's exec-check socket was kept");
         ::close(xv[0]);
         QVERIFY(m_link.send(spawnFrame(2, {"/bin/echo", "still mine"})));

@@ -68,15 +68,17 @@ private Q_SLOTS:
             INSERT INTO events VALUES ('sbx', 1, 1000, 'sandbox.created', NULL, '{}');
             INSERT INTO events VALUES ('sbx', 2, 1100, 'exec.started', 1, '{}');
         )sql"),
-                 SQLITE_OK);
+            SQLITE_OK);
         auto store = HistoryStore::open({path});
         QVERIFY2(store, store ? "" : qPrintable(store.error().message));
         QCOMPARE(scalar(path, "PRAGMA user_version").toLongLong(), history::kSchemaVersion);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
         // Executions got ids in start order, kept their run (from their sandbox) and their counts.
-        QCOMPARE(scalar(path, "SELECT group_concat(id || ':' || exec_id || ':' || run_id || ':' || stored_bytes, ' ') FROM executions")
+        QCOMPARE(scalar(path,
+                     "SELECT group_concat(id || ':' || exec_id || ':' || run_id || ':' || stored_bytes, ' ') FROM "
+                     "executions")
                      .toByteArray(),
-                 QByteArray("1:1:7:6 2:2:7:5"));
+            QByteArray("1:1:7:6 2:2:7:5"));
         QCOMPARE(replay(path, 2, 2), QByteArray("nope\xff"));
         QCOMPARE(scalar(path, "SELECT count(*) FROM events WHERE run_id = 7").toLongLong(), 2);
         // The search index covers what was there before the upgrade.
@@ -102,22 +104,36 @@ private Q_SLOTS:
             p.insert(QStringLiteral("argv"), argv);
             h.append(makeEvent(QStringLiteral("sb1"), seq, QStringLiteral("approval.decided"), p, QStringLiteral("r")));
         };
-        decided(10, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
-                     {QStringLiteral("by"), QStringLiteral("alice")}, {QStringLiteral("reason"), QStringLiteral("no")}});
-        decided(11, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
-                     {QStringLiteral("expired"), true}, {QStringLiteral("by"), QStringLiteral("airlockd")}, {QStringLiteral("reason"), QStringLiteral("nobody decided within 2 s")}});
-        decided(12, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")}, {QStringLiteral("exec"), 1}});
-        decided(13, {{QStringLiteral("kind"), QStringLiteral("network")}, {QStringLiteral("decision"), QStringLiteral("deny")}});
-        decided(14, {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+        decided(10,
+            {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                {QStringLiteral("by"), QStringLiteral("alice")}, {QStringLiteral("reason"), QStringLiteral("no")}});
+        decided(11,
+            {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                {QStringLiteral("expired"), true}, {QStringLiteral("by"), QStringLiteral("airlockd")},
+                {QStringLiteral("reason"), QStringLiteral("nobody decided within 2 s")}});
+        decided(12,
+            {{QStringLiteral("kind"), QStringLiteral("command")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                {QStringLiteral("exec"), 1}});
+        decided(13,
+            {{QStringLiteral("kind"), QStringLiteral("network")},
+                {QStringLiteral("decision"), QStringLiteral("deny")}});
+        decided(14,
+            {{QStringLiteral("kind"), QStringLiteral("command")},
+                {QStringLiteral("decision"), QStringLiteral("allow")}});
         h.append(makeEvent(QStringLiteral("sb1"), 15, QStringLiteral("command.denied"),
-                           {{QStringLiteral("requester"), QStringLiteral("codex")}, {QStringLiteral("argv"), argv}, {QStringLiteral("reason"), QStringLiteral("rule x")}},
-                           QStringLiteral("r")));
+            {{QStringLiteral("requester"), QStringLiteral("codex")}, {QStringLiteral("argv"), argv},
+                {QStringLiteral("reason"), QStringLiteral("rule x")}},
+            QStringLiteral("r")));
         QVERIFY(h.flush());
-        QCOMPARE(scalar(path, "SELECT group_concat(status || ':' || coalesce(exec_id, '-') || ':' || coalesce(agent, '') || ':' || "
-                              "(ended_ms - started_ms) || ':' || decided_by, ' | ') FROM executions WHERE status != 'running' ORDER BY id")
-                     .toString(),
-                 QStringLiteral("denied:-:claude:10:denied by alice: no | unanswered:-:claude:11:nobody decided within 2 s | "
-                                "denied:-:codex:0:denied by policy: rule x"));
+        QCOMPARE(
+            scalar(path,
+                "SELECT group_concat(status || ':' || coalesce(exec_id, '-') || ':' || coalesce(agent, '') || ':' || "
+                "(ended_ms - started_ms) || ':' || decided_by, ' | ') FROM executions WHERE status != 'running' ORDER "
+                "BY id")
+                .toString(),
+            QStringLiteral(
+                "denied:-:claude:10:denied by alice: no | unanswered:-:claude:11:nobody decided within 2 s | "
+                "denied:-:codex:0:denied by policy: rule x"));
         HistoryReader::Query refused;
         refused.status = QStringLiteral("refused");
         refused.agent = QStringLiteral("claude");
@@ -132,7 +148,8 @@ private Q_SLOTS:
         auto store = HistoryStore::open({path, 10000}); // long latency: only flush() makes it durable
         QVERIFY(store);
         HistoryStore &h = **store;
-        startExecution(h, QStringLiteral("sb1"), 1, {QStringLiteral("echo"), QStringLiteral("hi")}, QStringLiteral("agent-7"));
+        startExecution(
+            h, QStringLiteral("sb1"), 1, {QStringLiteral("echo"), QStringLiteral("hi")}, QStringLiteral("agent-7"));
         h.append(output(QStringLiteral("sb1"), 1, 1, 0, QByteArray("hi\n\0\xff\x1b[2J", 9)));
         h.append(output(QStringLiteral("sb1"), 1, 2, 0, QByteArray("warn")));
         h.append(output(QStringLiteral("sb1"), 1, 1, 9, QByteArray("more")));
@@ -140,10 +157,15 @@ private Q_SLOTS:
         QVERIFY(h.flush());
         // Another connection sees everything: committed, not just queued.
         QCOMPARE(scalar(path, "SELECT count(*) FROM events").toLongLong(), 3); // output lives in chunks
-        QCOMPARE(scalar(path, "SELECT count(*) FROM events WHERE run_id = (SELECT id FROM runs WHERE name = 'agent-7')").toLongLong(), 3);
-        QCOMPARE(scalar(path, "SELECT spec_json FROM sandboxes WHERE id='sb1'").toByteArray(), QByteArray(R"({"network":"none"})"));
-        QCOMPARE(scalar(path, "SELECT status || ' ' || exit_code || ' ' || stored_bytes || ' ' || truncated FROM executions").toByteArray(),
-                 QByteArray("succeeded 0 17 0"));
+        QCOMPARE(scalar(path, "SELECT count(*) FROM events WHERE run_id = (SELECT id FROM runs WHERE name = 'agent-7')")
+                     .toLongLong(),
+            3);
+        QCOMPARE(scalar(path, "SELECT spec_json FROM sandboxes WHERE id='sb1'").toByteArray(),
+            QByteArray(R"({"network":"none"})"));
+        QCOMPARE(
+            scalar(path, "SELECT status || ' ' || exit_code || ' ' || stored_bytes || ' ' || truncated FROM executions")
+                .toByteArray(),
+            QByteArray("succeeded 0 17 0"));
         QCOMPARE(scalar(path, "SELECT argv_json FROM executions").toByteArray(), QByteArray(R"(["echo","hi"])"));
         QCOMPARE(scalar(path, "SELECT env_names_json FROM executions").toByteArray(), QByteArray(R"(["A"])"));
         // Raw bytes exactly, at their stream offsets, in the order they were produced.
@@ -169,7 +191,8 @@ private Q_SLOTS:
         startExecution(h, QStringLiteral("sb"), 1, {QStringLiteral("yes")});
         QByteArray all;
         for (int i = 0; i < 100; ++i) { // 10 000 bytes, flushed now and then so the tail is trimmed in the database too
-            const QByteArray piece = QByteArray::number(i).rightJustified(4, '0') + QByteArray(95, char('a' + i % 26)) + '\n';
+            const QByteArray piece
+                = QByteArray::number(i).rightJustified(4, '0') + QByteArray(95, char('a' + i % 26)) + '\n';
             h.append(output(QStringLiteral("sb"), 1, 1, all.size(), piece));
             all += piece;
             if (i % 10 == 0)
@@ -179,8 +202,9 @@ private Q_SLOTS:
         QVERIFY(h.flush());
         const QByteArray expected = all.left(500) + "[gap 9000]" + all.right(500);
         QCOMPARE(replay(path, 1, 1), expected);
-        QCOMPARE(scalar(path, "SELECT bytes_out || ' ' || stored_bytes || ' ' || truncated FROM executions").toByteArray(),
-                 QByteArray("10000 1000 1"));
+        QCOMPARE(
+            scalar(path, "SELECT bytes_out || ' ' || stored_bytes || ' ' || truncated FROM executions").toByteArray(),
+            QByteArray("10000 1000 1"));
         QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM chunks").toLongLong(), 1000);
         // What the tail dropped is gone from the index too: only the head's and tail's words match.
         QCOMPARE(search(path, QStringLiteral("0000aaaa")).size(), 0); // "0000" + 95 'a' is one token
@@ -196,7 +220,8 @@ private Q_SLOTS:
         auto store = HistoryStore::open({path});
         QVERIFY(store);
         HistoryStore &h = **store;
-        startExecution(h, QStringLiteral("sb"), 1, {QStringLiteral("pytest"), QStringLiteral("-k"), QStringLiteral("frobnicate")});
+        startExecution(
+            h, QStringLiteral("sb"), 1, {QStringLiteral("pytest"), QStringLiteral("-k"), QStringLiteral("frobnicate")});
         const char text[] = "\x1b[31mERROR\x1b[0m: \xff\xfe wombat\0exploded\n";
         h.append(output(QStringLiteral("sb"), 1, 1, 0, QByteArray(text, sizeof text - 1)));
         exitExecution(h, QStringLiteral("sb"), 1, sizeof text - 1, 0, 1);
@@ -204,7 +229,7 @@ private Q_SLOTS:
         exitExecution(h, QStringLiteral("sb"), 2, 0);
         QVERIFY(h.flush());
         QCOMPARE(search(path, QStringLiteral("wombat")).size(), 1);
-        QCOMPARE(search(path, QStringLiteral("ERROR")).size(), 1);    // not "31mERROR"
+        QCOMPARE(search(path, QStringLiteral("ERROR")).size(), 1); // not "31mERROR"
         QCOMPARE(search(path, QStringLiteral("exploded")).size(), 1); // NUL is a separator
         QCOMPARE(search(path, QStringLiteral("frobnicate")).size(), 1);
         QCOMPARE(search(path, QStringLiteral("calm")).first().toObject().value(QStringLiteral("exec")).toInt(), 2);
@@ -293,14 +318,15 @@ private Q_SLOTS:
             QVERIFY(store);
             startExecution(**store, QStringLiteral("sb"), 1, {QStringLiteral("sleep")});
             (*store)->append(output(QStringLiteral("sb"), 1, 2, 0, QByteArray("partial")));
-            (*store)->append(makeEvent(QStringLiteral("sb"), 3, QStringLiteral("exec.truncated"), {{QStringLiteral("exec"), 1}}));
+            (*store)->append(
+                makeEvent(QStringLiteral("sb"), 3, QStringLiteral("exec.truncated"), {{QStringLiteral("exec"), 1}}));
             QVERIFY((*store)->flush());
         } // the daemon "dies" with the execution still running
         QCOMPARE(scalar(path, "SELECT status FROM executions").toByteArray(), QByteArray("running"));
         auto store = HistoryStore::open({path});
         QVERIFY(store);
         QCOMPARE(scalar(path, "SELECT status || ' ' || bytes_err || ' ' || stored_bytes FROM executions").toByteArray(),
-                 QByteArray("interrupted 7 7"));
+            QByteArray("interrupted 7 7"));
         QCOMPARE(scalar(path, "SELECT ended_ms FROM executions").toLongLong(), kT0 + 3); // the last thing recorded
         QCOMPARE(scalar(path, "SELECT deleted_ms FROM sandboxes").toLongLong(), kT0 + 3);
     }
@@ -314,7 +340,8 @@ private Q_SLOTS:
         for (uint64_t i = 1; i <= 1000; ++i)
             (*store)->append(makeEvent(QStringLiteral("sb"), i, QStringLiteral("policy.changed")));
         // No flush: the writer commits on its own within ~100 ms.
-        QVERIFY(QTest::qWaitFor([&] { return scalar(path, "SELECT count(*) FROM events").toLongLong() == 1000; }, 2000));
+        QVERIFY(
+            QTest::qWaitFor([&] { return scalar(path, "SELECT count(*) FROM events").toLongLong() == 1000; }, 2000));
     }
 
     void destructionCommitsWhatIsQueued()
@@ -352,7 +379,9 @@ private Q_SLOTS:
             for (const QJsonValue &r : page->value(QStringLiteral("records")).toArray()) {
                 types[r.toObject().value(QStringLiteral("type")).toString()] += 1;
                 if (r.toObject().value(QStringLiteral("type")).toString() == QLatin1String("output"))
-                    outputBytes += QByteArray::fromBase64(r.toObject().value(QStringLiteral("data")).toString().toLatin1()).size();
+                    outputBytes
+                        += QByteArray::fromBase64(r.toObject().value(QStringLiteral("data")).toString().toLatin1())
+                               .size();
             }
             if (page->value(QStringLiteral("cursor")).isNull())
                 break;
@@ -360,7 +389,7 @@ private Q_SLOTS:
         }
         QVERIFY(pages >= 2); // 2.4 MB of output does not fit one page
         QCOMPARE(types.value(QStringLiteral("run")), 1);
-        QCOMPARE(types.value(QStringLiteral("sandbox")), 1);   // not the other run's
+        QCOMPARE(types.value(QStringLiteral("sandbox")), 1); // not the other run's
         QCOMPARE(types.value(QStringLiteral("execution")), 1);
         QCOMPARE(types.value(QStringLiteral("event")), 3);
         QCOMPARE(outputBytes, 8 * 300000);
@@ -377,7 +406,8 @@ private Q_SLOTS:
         QVERIFY(store);
         for (uint64_t seq = 1; seq <= 40; ++seq)
             for (const char *sandbox : {"sb-b", "sb-a"}) {
-                Event e = makeEvent(QLatin1String(sandbox), seq, QStringLiteral("policy.changed"), {}, QStringLiteral("timed"));
+                Event e = makeEvent(
+                    QLatin1String(sandbox), seq, QStringLiteral("policy.changed"), {}, QStringLiteral("timed"));
                 e.timeMs = kT0 + qint64(seq / 2); // two sandboxes, two seqs: four events a millisecond
                 (*store)->append(e);
             }
@@ -390,8 +420,9 @@ private Q_SLOTS:
             QVERIFY2(page, page ? "" : qPrintable(page.error().message));
             for (const QJsonValue &v : page->value(QStringLiteral("records")).toArray())
                 if (const QJsonObject r = v.toObject(); r.value(QStringLiteral("type")) == QLatin1String("event"))
-                    seen.append({qint64(r.value(QStringLiteral("timeMs")).toDouble()), r.value(QStringLiteral("sandbox")).toString(),
-                                 qint64(r.value(QStringLiteral("seq")).toDouble())});
+                    seen.append({qint64(r.value(QStringLiteral("timeMs")).toDouble()),
+                        r.value(QStringLiteral("sandbox")).toString(),
+                        qint64(r.value(QStringLiteral("seq")).toDouble())});
             if (page->value(QStringLiteral("cursor")).isNull())
                 break;
             cursor = page->value(QStringLiteral("cursor")).toObject();
@@ -411,7 +442,9 @@ private Q_SLOTS:
         auto store = HistoryStore::open(options);
         QVERIFY(store);
         // A trigger that refuses every insert stands in for a database that cannot be written.
-        QCOMPARE(exec(path, "CREATE TRIGGER no_space BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk full'); END;"), SQLITE_OK);
+        QCOMPARE(
+            exec(path, "CREATE TRIGGER no_space BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk full'); END;"),
+            SQLITE_OK);
         (*store)->append(makeEvent(QStringLiteral("sb"), 1, QStringLiteral("policy.changed")));
         const Status failed = (*store)->flush();
         QVERIFY(!failed);
@@ -419,7 +452,8 @@ private Q_SLOTS:
         const Status refused = (*store)->writable();
         QVERIFY(!refused);
         QCOMPARE(refused.error().code, ErrorCode::HistoryUnavailable);
-        QVERIFY2(refused.error().message.contains(QStringLiteral("refusing new work")), qPrintable(refused.error().message));
+        QVERIFY2(
+            refused.error().message.contains(QStringLiteral("refusing new work")), qPrintable(refused.error().message));
         (*store)->append(makeEvent(QStringLiteral("sb"), 2, QStringLiteral("policy.changed")));
         // It heals by itself once writing works again, and the facts it held are written then.
         QCOMPARE(exec(path, "DROP TRIGGER no_space"), SQLITE_OK);

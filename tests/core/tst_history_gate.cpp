@@ -5,9 +5,9 @@
 #include "history/HistoryGate.h"
 #include "history/HistoryStore.h"
 
+#include <QElapsedTimer>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
-#include <QElapsedTimer>
 #include <QTest>
 
 #include <sqlite3.h>

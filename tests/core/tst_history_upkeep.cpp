@@ -41,8 +41,9 @@ private Q_SLOTS:
             QVERIFY((*store)->flush());
         }
         // 15 000 bytes against a 10 000 budget: pruned down to 90 %, oldest first.
-        QCOMPARE(scalar(path, "SELECT group_concat(stored_bytes || '/' || output_pruned, ' ') FROM executions").toByteArray(),
-                 QByteArray("0/1 0/1 3000/0 3000/0 3000/0"));
+        QCOMPARE(scalar(path, "SELECT group_concat(stored_bytes || '/' || output_pruned, ' ') FROM executions")
+                     .toByteArray(),
+            QByteArray("0/1 0/1 3000/0 3000/0 3000/0"));
         QCOMPARE(scalar(path, "SELECT count(*) FROM executions").toLongLong(), 5);
         QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM chunks").toLongLong(), 9000);
         // And on request: everything that ended before execution 4 did, then vacuum.
@@ -51,7 +52,8 @@ private Q_SLOTS:
         QCOMPARE(report->executions, 1);
         QCOMPARE(report->freedBytes, 3000);
         QCOMPARE(report->storedBytes, 6000);
-        QCOMPARE(scalar(path, "SELECT group_concat(stored_bytes, ' ') FROM executions").toByteArray(), QByteArray("0 0 0 3000 3000"));
+        QCOMPARE(scalar(path, "SELECT group_concat(stored_bytes, ' ') FROM executions").toByteArray(),
+            QByteArray("0 0 0 3000 3000"));
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
         QCOMPARE(search(path, QString(3000, QLatin1Char('d'))).size(), 0); // unindexed with it
         QCOMPARE(search(path, QString(3000, QLatin1Char('e'))).size(), 1);
@@ -90,12 +92,14 @@ private Q_SLOTS:
             (void)(*store)->flush();
         }
         const Status full = (*store)->writable();
-        QVERIFY2(!full && full.error().message.contains(QStringLiteral("disk is full")), qPrintable(full ? QStringLiteral("writable") : full.error().message));
+        QVERIFY2(!full && full.error().message.contains(QStringLiteral("disk is full")),
+            qPrintable(full ? QStringLiteral("writable") : full.error().message));
 
         auto report = (*store)->pruneAndWait({qint64(0), std::nullopt, false});
         if (reserve == 0) {
             QVERIFY(!report);
-            QVERIFY2(report.error().message.contains(QStringLiteral("disk is full")), qPrintable(report.error().message));
+            QVERIFY2(
+                report.error().message.contains(QStringLiteral("disk is full")), qPrintable(report.error().message));
             return;
         }
         QVERIFY2(report, report ? "" : qPrintable(report.error().message));
@@ -106,7 +110,8 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return bool((*store)->writable()); }, 5000));
         startExecution(**store, QStringLiteral("sb"), exec + 1, {QStringLiteral("echo"), QStringLiteral("after")});
         QVERIFY((*store)->flush());
-        QCOMPARE(scalar(path, "SELECT count(*) FROM executions WHERE argv_json = '[\"echo\",\"after\"]'").toLongLong(), 1);
+        QCOMPARE(
+            scalar(path, "SELECT count(*) FROM executions WHERE argv_json = '[\"echo\",\"after\"]'").toLongLong(), 1);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
     }
 
@@ -137,7 +142,8 @@ private Q_SLOTS:
             for (uint32_t i = 1; i <= kExecs; ++i) {
                 startExecution(**store, QStringLiteral("sb"), i, {QStringLiteral("cat")});
                 for (qint64 at = 0; at < kBytes; at += 256 * 1024)
-                    (*store)->append(output(QStringLiteral("sb"), i, 1, at, QByteArray(256 * 1024, char('a' + i % 26))));
+                    (*store)->append(
+                        output(QStringLiteral("sb"), i, 1, at, QByteArray(256 * 1024, char('a' + i % 26))));
                 exitExecution(**store, QStringLiteral("sb"), i, kBytes);
             }
             QVERIFY((*store)->flush());
@@ -158,16 +164,17 @@ private Q_SLOTS:
         QElapsedTimer took;
         took.start();
         constexpr qint64 kKept = kExecs / 2; // half stays: a whole VACUUM would rewrite all of it
-        (*store)->prune({qint64(kBytes * kKept), std::nullopt, true},
-                        [&](Result<HistoryStore::PruneReport> r) {
-                            std::lock_guard lock(mutex);
-                            report = std::move(r);
-                            finished = true;
-                        },
-                        [&](const HistoryStore::Progress &p) {
-                            std::lock_guard lock(mutex);
-                            progress.append(p);
-                        });
+        (*store)->prune(
+            {qint64(kBytes * kKept), std::nullopt, true},
+            [&](Result<HistoryStore::PruneReport> r) {
+                std::lock_guard lock(mutex);
+                report = std::move(r);
+                finished = true;
+            },
+            [&](const HistoryStore::Progress &p) {
+                std::lock_guard lock(mutex);
+                progress.append(p);
+            });
         // Meanwhile a sandbox starts executions, each acknowledged only once committed.
         qint64 worst = 0;
         uint32_t started = 0;
@@ -184,10 +191,12 @@ private Q_SLOTS:
         QVERIFY2(*report, *report ? "" : qPrintable(report->error().message));
         QCOMPARE((*report)->executions, qint64(kExecs - kKept));
         QCOMPARE((*report)->storedBytes, kKept * kBytes);
-        QVERIFY2((*report)->fileBytes < before * 6 / 10, qPrintable(QStringLiteral("%1 of %2 bytes").arg((*report)->fileBytes).arg(before)));
+        QVERIFY2((*report)->fileBytes < before * 6 / 10,
+            qPrintable(QStringLiteral("%1 of %2 bytes").arg((*report)->fileBytes).arg(before)));
         QCOMPARE(scalar(path, "PRAGMA auto_vacuum").toLongLong(), 2);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
-        QCOMPARE(scalar(path, "SELECT count(*) FROM sandboxes WHERE id = 'busy'").toLongLong(), qint64(started > 0 ? 1 : 0));
+        QCOMPARE(
+            scalar(path, "SELECT count(*) FROM sandboxes WHERE id = 'busy'").toLongLong(), qint64(started > 0 ? 1 : 0));
         // What it said, in order: pruning, (converting,) vacuuming; each phase ends done.
         QStringList phases;
         for (const auto &p : std::as_const(progress)) {
@@ -201,10 +210,13 @@ private Q_SLOTS:
         QCOMPARE(phases, expected);
         QCOMPARE(progress.first().total, (kExecs - kKept) * kBytes);
         QCOMPARE(progress.last().done, progress.last().total);
-        qInfo("pruned and vacuumed %lld MB in %lld ms; %u commits meanwhile, the slowest %lld ms", before >> 20, total, started, worst);
+        qInfo("pruned and vacuumed %lld MB in %lld ms; %u commits meanwhile, the slowest %lld ms", before >> 20, total,
+            started, worst);
         if (!legacy) {
             QVERIFY(progress.last().total > before / 3);
-            QVERIFY(std::count_if(progress.cbegin(), progress.cend(), [](const auto &p) { return p.phase == QLatin1String("vacuuming"); }) >= 3);
+            QVERIFY(std::count_if(progress.cbegin(), progress.cend(), [](const auto &p) {
+                return p.phase == QLatin1String("vacuuming");
+            }) >= 3);
             // Commits went on: a slice and a batch at a time, never the whole vacuum.
             QVERIFY2(worst < 500, qPrintable(QStringLiteral("a commit waited %1 ms of %2").arg(worst).arg(total)));
             QVERIFY2(started >= 10, qPrintable(QStringLiteral("%1 commits in %2 ms").arg(started).arg(total)));
@@ -255,7 +267,8 @@ private Q_SLOTS:
         QCOMPARE((*report)->freedBytes, at);
         QCOMPARE((*report)->storedBytes, 0);
         QCOMPARE(scalar(path, "SELECT count(*) FROM chunks").toLongLong(), 0);
-        QCOMPARE(scalar(path, "SELECT stored_bytes || '/' || output_pruned FROM executions").toByteArray(), QByteArray("0/1"));
+        QCOMPARE(scalar(path, "SELECT stored_bytes || '/' || output_pruned FROM executions").toByteArray(),
+            QByteArray("0/1"));
         QCOMPARE(search(path, QStringLiteral("w1")).size(), 0);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
         qInfo("8 MiB of one execution pruned in %lld ms; the slowest commit meanwhile %lld ms", took.elapsed(), worst);
@@ -279,9 +292,11 @@ private Q_SLOTS:
         // Healthy but held by another process (exclusive lock): not judged damaged, not moved.
         sqlite3 *holder = nullptr;
         QCOMPARE(sqlite3_open(QFile::encodeName(path).constData(), &holder), SQLITE_OK);
-        QCOMPARE(sqlite3_exec(holder, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; INSERT INTO runs(name, created_ms) VALUES('held', 1);",
-                              nullptr, nullptr, nullptr),
-                 SQLITE_OK);
+        QCOMPARE(
+            sqlite3_exec(holder,
+                "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; INSERT INTO runs(name, created_ms) VALUES('held', 1);",
+                nullptr, nullptr, nullptr),
+            SQLITE_OK);
         auto busy = HistoryStore::setAsideIfDamaged(path);
         QVERIFY(!busy);
         QCOMPARE(busy.error().code, ErrorCode::IoError);

@@ -11,9 +11,9 @@ namespace {
 const NetworkRules &rules()
 {
     static const NetworkRules r(QStringLiteral("allowlist"),
-                                {QStringLiteral("pypi.org:443"), QStringLiteral("*.pythonhosted.org"), QStringLiteral("example.com"),
-                                 QStringLiteral("10.1.2.3:8080"), QStringLiteral("[2001:db8::1]"), QStringLiteral("*.ok.example")},
-                                {QStringLiteral("bad.ok.example"), QStringLiteral("example.com:25")}, Decision::Deny);
+        {QStringLiteral("pypi.org:443"), QStringLiteral("*.pythonhosted.org"), QStringLiteral("example.com"),
+            QStringLiteral("10.1.2.3:8080"), QStringLiteral("[2001:db8::1]"), QStringLiteral("*.ok.example")},
+        {QStringLiteral("bad.ok.example"), QStringLiteral("example.com:25")}, Decision::Deny);
     return r;
 }
 
@@ -31,10 +31,10 @@ private Q_SLOTS:
     {
         QCOMPARE(decide("pypi.org", 443), QStringLiteral("allow pypi.org:443"));
         QCOMPARE(decide("PyPI.org.", 443), QStringLiteral("allow pypi.org:443")); // case and trailing dot
-        QCOMPARE(decide("pypi.org", 80), QStringLiteral("deny default"));       // the rule names a port
+        QCOMPARE(decide("pypi.org", 80), QStringLiteral("deny default")); // the rule names a port
         QCOMPARE(decide("files.pythonhosted.org", 443), QStringLiteral("allow *.pythonhosted.org"));
         QCOMPARE(decide("a.b.pythonhosted.org", 8443), QStringLiteral("allow *.pythonhosted.org")); // no port: any
-        QCOMPARE(decide("pythonhosted.org", 443), QStringLiteral("deny default"));                  // *.x is not x
+        QCOMPARE(decide("pythonhosted.org", 443), QStringLiteral("deny default")); // *.x is not x
         QCOMPARE(decide("evilpythonhosted.org", 443), QStringLiteral("deny default"));
         QCOMPARE(decide("unlisted.example", 443), QStringLiteral("deny default"));
         QCOMPARE(decide("xn--bcher-kva.example", 443), QStringLiteral("deny default"));
@@ -56,9 +56,9 @@ private Q_SLOTS:
         QCOMPARE(decide("10.1.2.3", 80), QStringLiteral("deny ip literal"));
         QCOMPARE(decide("169.254.169.254", 80), QStringLiteral("deny ip literal"));
         QCOMPARE(decide("127.0.0.1", 80), QStringLiteral("deny ip literal"));
-        QCOMPARE(decide("2130706433", 80), QStringLiteral("deny ip literal"));        // decimal 127.0.0.1
-        QCOMPARE(decide("0x7f.1", 80), QStringLiteral("deny ip literal"));            // hex, short
-        QCOMPARE(decide("0177.0.0.1", 80), QStringLiteral("deny ip literal"));        // octal
+        QCOMPARE(decide("2130706433", 80), QStringLiteral("deny ip literal")); // decimal 127.0.0.1
+        QCOMPARE(decide("0x7f.1", 80), QStringLiteral("deny ip literal")); // hex, short
+        QCOMPARE(decide("0177.0.0.1", 80), QStringLiteral("deny ip literal")); // octal
         QCOMPARE(decide("[::ffff:169.254.169.254]", 80), QStringLiteral("deny ip literal"));
         QCOMPARE(decide("[::1]", 80), QStringLiteral("deny ip literal"));
         QCOMPARE(decide("[2001:DB8::1]", 443), QStringLiteral("allow [2001:db8::1]"));
@@ -72,29 +72,38 @@ private Q_SLOTS:
 
     void specialRangesAreRefusedAfterResolutionToo()
     {
-        for (const char *special : {"127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-                                    "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12::1", "::ffff:10.0.0.1", "ff02::1",
-                                    // IPv4 inside IPv6 in the other spellings: compatible, SIIT, Teredo; site-local; discard
-                                    "::7f00:1", "::ffff:0:a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fec0::1", "100::1"})
+        for (const char *special : {"127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
+                 "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12::1",
+                 "::ffff:10.0.0.1", "ff02::1",
+                 // IPv4 inside IPv6 in the other spellings: compatible, SIIT, Teredo; site-local; discard
+                 "::7f00:1", "::ffff:0:a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fec0::1", "100::1"})
             QVERIFY2(NetworkRules::isSpecialAddress(QHostAddress(QString::fromLatin1(special))), special);
         for (const char *ordinary : {"151.101.0.223", "8.8.8.8", "2a04:4e42::223", "172.32.0.1", "100.128.0.1"})
             QVERIFY2(!NetworkRules::isSpecialAddress(QHostAddress(QString::fromLatin1(ordinary))), ordinary);
         // An allowed name that resolves into the LAN is refused (no DNS rebinding) ...
         const NetworkVerdict allowed = rules().evaluate(QStringLiteral("example.com"), 443);
         QCOMPARE(allowed.decision, Decision::Allow);
-        const NetworkVerdict rebound = rules().checkResolved(allowed, QHostAddress(QStringLiteral("192.168.0.10")), 443);
+        const NetworkVerdict rebound
+            = rules().checkResolved(allowed, QHostAddress(QStringLiteral("192.168.0.10")), 443);
         QCOMPARE(rebound.decision, Decision::Deny);
         QCOMPARE(rebound.rule, QStringLiteral("refused range"));
-        QCOMPARE(rules().checkResolved(allowed, QHostAddress(QStringLiteral("::ffff:127.0.0.1")), 443).decision, Decision::Deny);
-        QCOMPARE(rules().checkResolved(allowed, QHostAddress(QStringLiteral("93.184.216.34")), 443).decision, Decision::Allow);
+        QCOMPARE(rules().checkResolved(allowed, QHostAddress(QStringLiteral("::ffff:127.0.0.1")), 443).decision,
+            Decision::Deny);
+        QCOMPARE(rules().checkResolved(allowed, QHostAddress(QStringLiteral("93.184.216.34")), 443).decision,
+            Decision::Allow);
         // A deny rule that names an address holds for the names that resolve to it.
-        const NetworkRules denyAddress(QStringLiteral("allowlist"), {QStringLiteral("cdn.example")}, {QStringLiteral("203.0.113.0")}, Decision::Deny);
-        const NetworkVerdict cdn = denyAddress.checkResolved(denyAddress.evaluate(QStringLiteral("cdn.example"), 443), QHostAddress(QStringLiteral("203.0.113.0")), 443);
+        const NetworkRules denyAddress(QStringLiteral("allowlist"), {QStringLiteral("cdn.example")},
+            {QStringLiteral("203.0.113.0")}, Decision::Deny);
+        const NetworkVerdict cdn = denyAddress.checkResolved(
+            denyAddress.evaluate(QStringLiteral("cdn.example"), 443), QHostAddress(QStringLiteral("203.0.113.0")), 443);
         QCOMPARE(cdn.decision, Decision::Deny);
         QCOMPARE(cdn.rule, QStringLiteral("203.0.113.0"));
         // ... unless a rule names that address.
-        QCOMPARE(rules().checkResolved(rules().evaluate(QStringLiteral("example.com"), 8080), QHostAddress(QStringLiteral("10.1.2.3")), 8080).decision,
-                 Decision::Allow);
+        QCOMPARE(rules()
+                     .checkResolved(rules().evaluate(QStringLiteral("example.com"), 8080),
+                         QHostAddress(QStringLiteral("10.1.2.3")), 8080)
+                     .decision,
+            Decision::Allow);
     }
 
     // DNS carries the name it is asked: one a sandbox makes up under a wildcard ("<data>.zone")
@@ -107,12 +116,18 @@ private Q_SLOTS:
         QTest::addColumn<QString>("rule");
         QTest::addColumn<bool>("wildcard");
         QTest::addColumn<QString>("lookupRule");
-        QTest::newRow("a name under a wildcard is not looked up") << QStringLiteral("6578666c.zone.example") << 443 << QStringLiteral("*.zone.example:443") << true << QString();
-        QTest::newRow("a name a rule lists exactly beats the wildcard listed before it")
-            << QStringLiteral("exact.zone.example") << 443 << QStringLiteral("exact.zone.example") << false << QString();
-        QTest::newRow("a wildcard the policy lets resolve") << QStringLiteral("a.cdn.example") << 443 << QStringLiteral("*.cdn.example") << true << QStringLiteral("*.cdn.example:443");
-        QTest::newRow("on another port than resolveWildcards names") << QStringLiteral("a.cdn.example") << 80 << QStringLiteral("*.cdn.example") << true << QString();
-        QTest::newRow("resolveWildcards alone allows nothing") << QStringLiteral("a.other.example") << 443 << QStringLiteral("default") << false << QString();
+        QTest::newRow("a name under a wildcard is not looked up")
+            << QStringLiteral("6578666c.zone.example") << 443 << QStringLiteral("*.zone.example:443") << true
+            << QString();
+        QTest::newRow("a name a rule lists exactly beats the wildcard listed before it") << QStringLiteral(
+            "exact.zone.example") << 443 << QStringLiteral("exact.zone.example") << false << QString();
+        QTest::newRow("a wildcard the policy lets resolve")
+            << QStringLiteral("a.cdn.example") << 443 << QStringLiteral("*.cdn.example") << true
+            << QStringLiteral("*.cdn.example:443");
+        QTest::newRow("on another port than resolveWildcards names")
+            << QStringLiteral("a.cdn.example") << 80 << QStringLiteral("*.cdn.example") << true << QString();
+        QTest::newRow("resolveWildcards alone allows nothing")
+            << QStringLiteral("a.other.example") << 443 << QStringLiteral("default") << false << QString();
     }
     void whatMayBeLookedUp()
     {
@@ -121,8 +136,10 @@ private Q_SLOTS:
         QFETCH(QString, rule);
         QFETCH(bool, wildcard);
         QFETCH(QString, lookupRule);
-        const NetworkRules r(QStringLiteral("allowlist"), {QStringLiteral("*.zone.example:443"), QStringLiteral("exact.zone.example"), QStringLiteral("*.cdn.example")},
-                             {}, Decision::Deny, {QStringLiteral("*.cdn.example:443"), QStringLiteral("*.other.example")});
+        const NetworkRules r(QStringLiteral("allowlist"),
+            {QStringLiteral("*.zone.example:443"), QStringLiteral("exact.zone.example"),
+                QStringLiteral("*.cdn.example")},
+            {}, Decision::Deny, {QStringLiteral("*.cdn.example:443"), QStringLiteral("*.other.example")});
         const NetworkVerdict v = r.evaluate(host, quint16(port));
         QCOMPARE(v.rule, rule);
         QCOMPARE(v.decision, rule == QLatin1String("default") ? Decision::Deny : Decision::Allow);

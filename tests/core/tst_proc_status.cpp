@@ -9,9 +9,9 @@
 
 #include <grp.h>
 #include <sched.h>
-#include <time.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 

@@ -37,7 +37,8 @@ private Q_SLOTS:
         e.exec = 7;
         e.stream = 2;
         e.data = QByteArray("\x00\x1b]52;c;evil\x07 raw bytes\xff", 24);
-        const QByteArray wire = encodeJson(makeNotification(QStringLiteral("event"), {})) + encodeOutputHeader(e) + e.data;
+        const QByteArray wire
+            = encodeJson(makeNotification(QStringLiteral("event"), {})) + encodeOutputHeader(e) + e.data;
         for (int split = 0; split <= wire.size(); ++split) {
             FrameReader r;
             // Frames refer to the reader's buffer until the next append: decode them at once.
@@ -69,7 +70,8 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<int>("code");
-        QTest::newRow("length above the hard maximum") << QByteArray::fromHex("00500001") + 'J' << int(ErrorCode::FrameTooLarge);
+        QTest::newRow("length above the hard maximum")
+            << QByteArray::fromHex("00500001") + 'J' << int(ErrorCode::FrameTooLarge);
         QTest::newRow("zero length") << QByteArray::fromHex("00000000") << int(ErrorCode::ProtocolError);
         QTest::newRow("unknown kind") << rawFrame('X', "{}") << int(ErrorCode::ProtocolError);
     }
@@ -143,7 +145,8 @@ private Q_SLOTS:
     {
         const QJsonObject reply = makeErrorReply(5, makeError(ErrorCode::PathEscape, QStringLiteral("nope")));
         const QJsonObject err = reply.value(QStringLiteral("error")).toObject();
-        QCOMPARE(err.value(QStringLiteral("data")).toObject().value(QStringLiteral("type")).toString(), QStringLiteral("path_escape"));
+        QCOMPARE(err.value(QStringLiteral("data")).toObject().value(QStringLiteral("type")).toString(),
+            QStringLiteral("path_escape"));
         const Error back = errorFromReply(err);
         QCOMPARE(back.code, ErrorCode::PathEscape);
         QCOMPARE(back.message, QStringLiteral("nope"));

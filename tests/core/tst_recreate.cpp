@@ -15,8 +15,8 @@ QJsonObject recorded(const char *kind, const QJsonObject &payload)
     return {{QStringLiteral("kind"), QLatin1String(kind)}, {QStringLiteral("payload"), payload}};
 }
 const QJsonObject spec{{QStringLiteral("name"), QStringLiteral("w")},
-                       {QStringLiteral("network"), QStringLiteral("allowlist")},
-                       {QStringLiteral("limits"), QJsonObject{{QStringLiteral("pids"), 64}}}};
+    {QStringLiteral("network"), QStringLiteral("allowlist")},
+    {QStringLiteral("limits"), QJsonObject{{QStringLiteral("pids"), 64}}}};
 } // namespace
 
 class TestRecreate final : public QObject {
@@ -24,15 +24,20 @@ class TestRecreate final : public QObject {
 private Q_SLOTS:
     void theLastOwnLayerWins()
     {
-        const QJsonObject first{{QStringLiteral("network"), QJsonObject{{QStringLiteral("mode"), QStringLiteral("allowlist")}}}};
-        const QJsonObject second{{QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("deny")}}}};
-        const QJsonArray events{recorded("sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec},
-                                                          {QStringLiteral("preset"), QStringLiteral("locked")}, {QStringLiteral("overrides"), first}}),
-                                recorded("policy.changed", {{QStringLiteral("old"), first}, {QStringLiteral("new"), second}})};
+        const QJsonObject first{
+            {QStringLiteral("network"), QJsonObject{{QStringLiteral("mode"), QStringLiteral("allowlist")}}}};
+        const QJsonObject second{
+            {QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("deny")}}}};
+        const QJsonArray events{
+            recorded("sandbox.created",
+                {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec},
+                    {QStringLiteral("preset"), QStringLiteral("locked")}, {QStringLiteral("overrides"), first}}),
+            recorded("policy.changed", {{QStringLiteral("old"), first}, {QStringLiteral("new"), second}})};
         auto p = recreateParameters(events);
         QVERIFY(p);
         QCOMPARE(p->parameters.value(QStringLiteral("policy")).toObject(), second);
-        QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(), (QJsonObject{{QStringLiteral("name"), QStringLiteral("w")}}));
+        QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(),
+            (QJsonObject{{QStringLiteral("name"), QStringLiteral("w")}}));
         QCOMPARE(p->parameters.value(QStringLiteral("preset")).toString(), QStringLiteral("locked"));
         QVERIFY(p->ownLayer);
     }
@@ -40,8 +45,11 @@ private Q_SLOTS:
     {
         // A name reused: only what follows the newest creation counts.
         const QJsonObject mine{{QStringLiteral("tools"), QJsonObject()}};
-        const QJsonArray events{recorded("policy.changed", {{QStringLiteral("new"), QJsonObject{{QStringLiteral("x"), 1}}}}),
-                                recorded("sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec}, {QStringLiteral("overrides"), mine}})};
+        const QJsonArray events{
+            recorded("policy.changed", {{QStringLiteral("new"), QJsonObject{{QStringLiteral("x"), 1}}}}),
+            recorded("sandbox.created",
+                {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec},
+                    {QStringLiteral("overrides"), mine}})};
         auto p = recreateParameters(events);
         QVERIFY(p);
         QCOMPARE(p->parameters.value(QStringLiteral("policy")).toObject(), mine);
@@ -49,7 +57,8 @@ private Q_SLOTS:
     }
     void withoutARecordedLayerTheSpecAsCreated()
     {
-        auto p = recreateParameters({recorded("sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec}})});
+        auto p = recreateParameters({recorded(
+            "sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec}})});
         QVERIFY(p);
         QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(), spec);
         QVERIFY(!p->parameters.contains(QStringLiteral("policy")));

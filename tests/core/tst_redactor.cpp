@@ -89,7 +89,9 @@ class TestRedactor final : public QObject {
     // 120 bytes: wraps in base64 (160 characters) and in hex (240).
     static QByteArray longValue()
     {
-        return "lt-5URYX45jqRO25g3uK5kbAAegiuE8LCAnmuO6RvvBfOHZ1FzfnKpcmgfmqSWstSqkNh5brTo21oKpdaZPNtriSPvMUC6j7OrJ1Bkkz7T3hSiXLBwoh6MdH";
+        return "lt-"
+               "5URYX45jqRO25g3uK5kbAAegiuE8LCAnmuO6RvvBfOHZ1FzfnKpcmgfmqSWstSqkNh5brTo21oKpdaZPNtriSPvMUC6j7OrJ1Bkkz7T"
+               "3hSiXLBwoh6MdH";
     }
 
 private Q_SLOTS:
@@ -97,15 +99,17 @@ private Q_SLOTS:
     {
         Redactor r;
         r.add(QStringLiteral("K"), secret);
-        for (const QByteArray &form : {secret, secret.toHex(), secret.toHex().toUpper(), QByteArray("x" + secret).toBase64(),
-                                       QByteArray("xy" + secret + "\n").toBase64(QByteArray::Base64UrlEncoding)}) {
+        for (const QByteArray &form :
+            {secret, secret.toHex(), secret.toHex().toUpper(), QByteArray("x" + secret).toBase64(),
+                QByteArray("xy" + secret + "\n").toBase64(QByteArray::Base64UrlEncoding)}) {
             QByteArray data = "before " + form + " after";
             const qsizetype size = data.size();
             const Redactor::Hits hits = r.redactInPlace(data);
             QCOMPARE(hits.count, 1);
             QCOMPARE(hits.secrets, QStringList{QStringLiteral("K")});
             QCOMPARE(data.size(), size);
-            QVERIFY2(data.startsWith("before ") && data.endsWith(" after") && data.contains("[REDACTED"), data.constData());
+            QVERIFY2(
+                data.startsWith("before ") && data.endsWith(" after") && data.contains("[REDACTED"), data.constData());
         }
         QCOMPARE(Redactor::mask(5), QByteArray("*****"));
         QCOMPARE(Redactor::mask(17), QByteArray("[REDACTED*******]"));
@@ -129,37 +133,46 @@ private Q_SLOTS:
     void wrappedFormsAreMasked_data()
     {
         QTest::addColumn<QByteArray>("output");
-        QTest::addColumn<qsizetype>("from");   // where the value's own characters start, spaces not counted
+        QTest::addColumn<qsizetype>("from"); // where the value's own characters start, spaces not counted
         QTest::addColumn<qsizetype>("length"); // how many there are
         const QByteArray value = longValue();
         for (int shift = 0; shift < 3; ++shift) {
             const QByteArray prefix = QByteArray("ab").left(shift);
             const QByteArray b64 = QByteArray(prefix + value).toBase64();
             const auto [from, length] = base64Span(shift, value.size());
-            QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift) << wrapped(b64, 76) << from << length;
-            QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift) << wrapped(b64, 64) << from << length;
+            QTest::addRow("base64 wraps at 76 columns, value at offset %d", shift)
+                << wrapped(b64, 76) << from << length;
+            QTest::addRow("openssl base64 wraps at 64 columns, value at offset %d", shift)
+                << wrapped(b64, 64) << from << length;
             QTest::addRow("base64 -w 0, value at offset %d", shift) << QByteArray(b64 + '\n') << from << length;
-            QTest::addRow("base64 with CRLF line ends, value at offset %d", shift) << wrapped(b64, 76, "\r\n") << from << length;
+            QTest::addRow("base64 with CRLF line ends, value at offset %d", shift)
+                << wrapped(b64, 76, "\r\n") << from << length;
             QTest::addRow("URL-safe base64 at 60 columns, value at offset %d", shift)
                 << wrapped(QByteArray(prefix + value).toBase64(QByteArray::Base64UrlEncoding), 60) << from << length;
-            QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift) << wrapped(QByteArray(prefix + value).toHex(), 60)
-                                                                                  << qsizetype(2 * shift) << 2 * value.size();
-            QTest::addRow("xxd -p -u, value at offset %d", shift) << wrapped(QByteArray(prefix + value).toHex().toUpper(), 60)
-                                                                  << qsizetype(2 * shift) << 2 * value.size();
-            QTest::addRow("od -An -tx1 spaces every byte, value at offset %d", shift) << odHex(prefix + value) << qsizetype(2 * shift)
-                                                                                      << 2 * value.size();
-            QTest::addRow("base64 | sed 's/^/    /', value at offset %d", shift) << indented(wrapped(b64, 76), "    ") << from << length;
+            QTest::addRow("xxd -p wraps at 60 columns, value at offset %d", shift)
+                << wrapped(QByteArray(prefix + value).toHex(), 60) << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("xxd -p -u, value at offset %d", shift)
+                << wrapped(QByteArray(prefix + value).toHex().toUpper(), 60) << qsizetype(2 * shift)
+                << 2 * value.size();
+            QTest::addRow("od -An -tx1 spaces every byte, value at offset %d", shift)
+                << odHex(prefix + value) << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("base64 | sed 's/^/    /', value at offset %d", shift)
+                << indented(wrapped(b64, 76), "    ") << from << length;
             QTest::addRow("a YAML block scalar: base64 under 6 spaces, value at offset %d", shift)
-                << QByteArray("key: |\n" + indented(wrapped(b64, 76), "      ") + "other: 1\n") << from + 5 << length; // after "key:|"
+                << QByteArray("key: |\n" + indented(wrapped(b64, 76), "      ") + "other: 1\n") << from + 5
+                << length; // after "key:|"
             QTest::addRow("a PEM-like block indented by a tab, CRLF, value at offset %d", shift)
                 << indented(wrapped(b64, 64, "\r\n"), "\t") << from << length;
             QTest::addRow("xxd -p indented by 16 columns, value at offset %d", shift)
-                << indented(wrapped(QByteArray(prefix + value).toHex(), 60), QByteArray(16, ' ')) << qsizetype(2 * shift) << 2 * value.size();
-            QTest::addRow("od -An -tx1 indented by 8 columns, value at offset %d", shift) << indented(odHex(prefix + value), "        ")
-                                                                                         << qsizetype(2 * shift) << 2 * value.size();
-            QTest::addRow("grep --color=always on every base64 line, value at offset %d", shift) << coloured(wrapped(b64, 76)) << from << length;
+                << indented(wrapped(QByteArray(prefix + value).toHex(), 60), QByteArray(16, ' '))
+                << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("od -An -tx1 indented by 8 columns, value at offset %d", shift)
+                << indented(odHex(prefix + value), "        ") << qsizetype(2 * shift) << 2 * value.size();
+            QTest::addRow("grep --color=always on every base64 line, value at offset %d", shift)
+                << coloured(wrapped(b64, 76)) << from << length;
             QTest::addRow("grep --color=always on every xxd -p line, indented, value at offset %d", shift)
-                << coloured(indented(wrapped(QByteArray(prefix + value).toHex(), 60), "  ")) << qsizetype(2 * shift) << 2 * value.size();
+                << coloured(indented(wrapped(QByteArray(prefix + value).toHex(), 60), "  ")) << qsizetype(2 * shift)
+                << 2 * value.size();
         }
         QTest::newRow("the value itself folded at 40 columns") << wrapped(value, 40) << qsizetype(0) << value.size();
     }
@@ -188,27 +201,33 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("output");
         QTest::addColumn<QByteArray>("expected");
-        QTest::newRow("grep --color=always around the value") << QByteArray("token: \x1b[01;31m\x1b[Ks3cr3t-V4lue-0042\x1b[m\x1b[K\n")
-                                                              << QByteArray("token: \x1b[01;31m\x1b[K[REDACTED*******]\x1b[m\x1b[K\n");
-        QTest::newRow("grep --color=always on a part of it") << QByteArray("\x1b[01;31m\x1b[Ks3cr\x1b[m\x1b[K3t-V4lue-0042\n")
-                                                             << QByteArray("\x1b[01;31m\x1b[K[RED\x1b[m\x1b[KACTED*******]\n");
-        QTest::newRow("bold in the middle, reset by tput sgr0") << QByteArray("s3cr3t-\x1b[1mV4lue\x1b(B\x1b[m-0042")
-                                                                << QByteArray("[REDACT\x1b[1mED***\x1b(B\x1b[m****]");
-        QTest::newRow("a colour between every hex digit") << QByteArray("\x1b[32m7\x1b[33m3\x1b[32m3\x1b[33m3637233742d56346c75652d30303432\x1b[0m")
-                                                          << QByteArray("\x1b[32m[\x1b[33mR\x1b[32mE\x1b[33mDACTED************************]\x1b[0m");
+        QTest::newRow("grep --color=always around the value")
+            << QByteArray("token: \x1b[01;31m\x1b[Ks3cr3t-V4lue-0042\x1b[m\x1b[K\n")
+            << QByteArray("token: \x1b[01;31m\x1b[K[REDACTED*******]\x1b[m\x1b[K\n");
+        QTest::newRow("grep --color=always on a part of it")
+            << QByteArray("\x1b[01;31m\x1b[Ks3cr\x1b[m\x1b[K3t-V4lue-0042\n")
+            << QByteArray("\x1b[01;31m\x1b[K[RED\x1b[m\x1b[KACTED*******]\n");
+        QTest::newRow("bold in the middle, reset by tput sgr0")
+            << QByteArray("s3cr3t-\x1b[1mV4lue\x1b(B\x1b[m-0042") << QByteArray("[REDACT\x1b[1mED***\x1b(B\x1b[m****]");
+        QTest::newRow("a colour between every hex digit")
+            << QByteArray("\x1b[32m7\x1b[33m3\x1b[32m3\x1b[33m3637233742d56346c75652d30303432\x1b[0m")
+            << QByteArray("\x1b[32m[\x1b[33mR\x1b[32mE\x1b[33mDACTED************************]\x1b[0m");
         QTest::newRow("a colour and a wrap with its indent between two characters")
-            << QByteArray("czNjcjN0LVY0\x1b[0m\n    \x1b[32mbHVlLTAwNDI=\n") << QByteArray("[REDACTED***\x1b[0m\n    \x1b[32m*********]I=\n");
-        QTest::newRow("ESC and a letter is no sequence: the letter can start a value") << QByteArray("\x1bs3cr3t-V4lue-0042\n")
-                                                                                      << QByteArray("\x1b[REDACTED*******]\n");
+            << QByteArray("czNjcjN0LVY0\x1b[0m\n    \x1b[32mbHVlLTAwNDI=\n")
+            << QByteArray("[REDACTED***\x1b[0m\n    \x1b[32m*********]I=\n");
+        QTest::newRow("ESC and a letter is no sequence: the letter can start a value")
+            << QByteArray("\x1bs3cr3t-V4lue-0042\n") << QByteArray("\x1b[REDACTED*******]\n");
         QTest::newRow("an escape opener right before the value does not hide its first character")
-            << QByteArray("\x1b[s3cr3t-V4lue-0042 \x1b[?s3cr3t-V4lue-0042") << QByteArray("\x1b[[REDACTED*******] \x1b[?[REDACTED*******]");
+            << QByteArray("\x1b[s3cr3t-V4lue-0042 \x1b[?s3cr3t-V4lue-0042")
+            << QByteArray("\x1b[[REDACTED*******] \x1b[?[REDACTED*******]");
         QTest::newRow("24-bit colours (a 37-byte sequence) between two characters")
             << QByteArray("s\x1b[01;38;2;255;100;100;48;2;40;40;40m\x1b[K3cr3t-V4lue-0042\x1b[m\x1b[K")
             << QByteArray("[\x1b[01;38;2;255;100;100;48;2;40;40;40m\x1b[KREDACTED*******]\x1b[m\x1b[K");
         QTest::newRow("a sequence that is no colour ends the match (ESC then a control)")
             << QByteArray("s3cr3t-\x1b\x01V4lue-0042") << QByteArray("s3cr3t-\x1b\x01V4lue-0042");
         QTest::newRow("more than kMaxEscapeBytes of sequences between two characters end it")
-            << QByteArray("s3cr3t-" + QByteArray("\x1b[0m").repeated(17) + "V4lue-0042") << QByteArray("s3cr3t-" + QByteArray("\x1b[0m").repeated(17) + "V4lue-0042");
+            << QByteArray("s3cr3t-" + QByteArray("\x1b[0m").repeated(17) + "V4lue-0042")
+            << QByteArray("s3cr3t-" + QByteArray("\x1b[0m").repeated(17) + "V4lue-0042");
     }
     void escapeSequencesStayWhereTheyWere()
     {
@@ -234,10 +253,14 @@ private Q_SLOTS:
         const QByteArray pass = "correct horse battery";
         QTest::newRow("as it is, a colour inside") << pass << QByteArray("correct \x1b[1mhorse\x1b[0m battery;")
                                                    << QByteArray("[REDACTE\x1b[1mED***\x1b[0m*******];");
-        QTest::newRow("two spaces for one") << pass << QByteArray("correct  horse battery;") << QByteArray("[REDACT  ED*** ******];");
-        QTest::newRow("fold -w 10") << pass << QByteArray("correct ho\nrse batter\ny\n") << QByteArray("[REDACT ED\n*** ******\n]\n");
-        QTest::newRow("base64 wrapped at 10") << pass << wrapped(pass.toBase64(), 10) << QByteArray("[REDACTED*\n**********\n*******]\n");
-        const QByteArray pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nAQEFAASCBKcwggSjAgEAAoIB\n-----END KEY-----";
+        QTest::newRow("two spaces for one")
+            << pass << QByteArray("correct  horse battery;") << QByteArray("[REDACT  ED*** ******];");
+        QTest::newRow("fold -w 10") << pass << QByteArray("correct ho\nrse batter\ny\n")
+                                    << QByteArray("[REDACT ED\n*** ******\n]\n");
+        QTest::newRow("base64 wrapped at 10")
+            << pass << wrapped(pass.toBase64(), 10) << QByteArray("[REDACTED*\n**********\n*******]\n");
+        const QByteArray pem
+            = "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nAQEFAASCBKcwggSjAgEAAoIB\n-----END KEY-----";
         QByteArray indented = pem;
         indented.replace("\n", "\n  ").prepend("  ");
         QByteArray tty = pem;
@@ -259,7 +282,8 @@ private Q_SLOTS:
         // No word of it is left, and the lines and their whitespace stay as they were.
         for (const QByteArray &word : value.simplified().split(' '))
             for (const QByteArray &part : word.split('-'))
-                QVERIFY2(part.size() < 3 || !data.contains(part), qPrintable(QString::fromLatin1(part + " in " + data)));
+                QVERIFY2(
+                    part.size() < 3 || !data.contains(part), qPrintable(QString::fromLatin1(part + " in " + data)));
         QCOMPARE(data.size(), output.size());
         for (qsizetype i = 0; i < output.size(); ++i)
             if (output.at(i) == '\n' || output.at(i) == '\r')
@@ -296,7 +320,8 @@ private Q_SLOTS:
         Redactor r;
         r.add(QStringLiteral("K"), longValue());
         const QByteArray hex = longValue().toHex();
-        QCOMPARE(r.partialSuffix(QByteArray("xxd says:\n" + wrapped(hex.left(90), 60))), qsizetype(90 + 2)); // the start and its line breaks
+        QCOMPARE(r.partialSuffix(QByteArray("xxd says:\n" + wrapped(hex.left(90), 60))),
+            qsizetype(90 + 2)); // the start and its line breaks
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\n")), qsizetype(32));
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n\n\n")), qsizetype(0)); // three: no wrap does that
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n\n\n!")), qsizetype(0));
@@ -307,7 +332,8 @@ private Q_SLOTS:
             noise += wrapped(hex.left(hex.size() - 1), 2) + "!";
         qsizetype maxHold = 0;
         QCOMPARE(streamed(r, noise, 4096, &maxHold), noise);
-        QVERIFY2(maxHold > 0 && maxHold <= (hex.size() - 1) * (1 + Redactor::kMaxGap), qPrintable(QString::number(maxHold)));
+        QVERIFY2(
+            maxHold > 0 && maxHold <= (hex.size() - 1) * (1 + Redactor::kMaxGap), qPrintable(QString::number(maxHold)));
     }
 
     // A line break may bring an indent of up to kMaxIndent spaces and tabs, and escape sequences
@@ -323,18 +349,22 @@ private Q_SLOTS:
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\n" + indent)), qsizetype(30 + 2 + indent.size()));
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + ' ')), qsizetype(0)); // one column more
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\n" + indent + "\n")), qsizetype(0));
-        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\r\n" + indent)), qsizetype(30 + 3 + indent.size())); // "\r\n" through a terminal
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\r\r\n" + indent)),
+            qsizetype(30 + 3 + indent.size())); // "\r\n" through a terminal
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "   \n ")), qsizetype(0)); // three spaces, then a break
         QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + "\x1b[0m")), qsizetype(30 + 4));
-        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + QByteArray("\x1b[0m").repeated(17))), qsizetype(0)); // 68 bytes of them
+        QCOMPARE(r.partialSuffix(QByteArray(hex.left(30) + QByteArray("\x1b[0m").repeated(17))),
+            qsizetype(0)); // 68 bytes of them
         QByteArray noise; // each pair of hex digits apart as far as may be
-        const QByteArray widest = "\r\n" + QByteArray(Redactor::kMaxIndent, '\t') + QByteArray("\x1b[38;5;196m\x1b[K").repeated(4) + "\x1b[0m\x1b[1m";
+        const QByteArray widest = "\r\n" + QByteArray(Redactor::kMaxIndent, '\t')
+            + QByteArray("\x1b[38;5;196m\x1b[K").repeated(4) + "\x1b[0m\x1b[1m";
         QCOMPARE(widest.size(), 2 + Redactor::kMaxIndent + Redactor::kMaxEscapeBytes);
         for (int i = 0; i < 10; ++i)
             noise += wrapped(hex.left(hex.size() - 1), 2, widest) + "!";
         qsizetype maxHold = 0;
         QCOMPARE(written(r, noise, 1, &maxHold), noise);
-        QVERIFY2(maxHold > hex.size() * Redactor::kMaxSpan / 3 && maxHold < hex.size() * (1 + Redactor::kMaxSpan), qPrintable(QString::number(maxHold)));
+        QVERIFY2(maxHold > hex.size() * Redactor::kMaxSpan / 3 && maxHold < hex.size() * (1 + Redactor::kMaxSpan),
+            qPrintable(QString::number(maxHold)));
     }
 
     void aFloodOfSecretsCostsLittle()
@@ -355,7 +385,8 @@ private Q_SLOTS:
         QCOMPARE(hits.count, int(flood.size() / (secret.size() + 1)));
         QVERIFY(!flood.contains(secret));
         // One pass per pattern: the flood is within a small factor of plain text (it was 45x).
-        QVERIFY2(floodMs < 20 * std::max<qint64>(plainMs, 5) + 200, qPrintable(QStringLiteral("flood %1 ms, plain %2 ms").arg(floodMs).arg(plainMs)));
+        QVERIFY2(floodMs < 20 * std::max<qint64>(plainMs, 5) + 200,
+            qPrintable(QStringLiteral("flood %1 ms, plain %2 ms").arg(floodMs).arg(plainMs)));
     }
 
     // A program can write its output a byte at a time, or in pieces that always end in what could
@@ -384,9 +415,12 @@ private Q_SLOTS:
             return runs.at(1);
         };
         const double large = msPerMiB(4096), small = msPerMiB(64), tiny = msPerMiB(1);
-        qInfo("near misses, ms per MiB (median of 3): %.1f in 4096-byte writes, %.1f in 64-byte writes, %.1f in 1-byte writes", large, small, tiny);
+        qInfo("near misses, ms per MiB (median of 3): %.1f in 4096-byte writes, %.1f in 64-byte writes, %.1f in 1-byte "
+              "writes",
+            large, small, tiny);
         QVERIFY(large >= 0 && small >= 0 && tiny >= 0);
-        QVERIFY2(tiny < 25 * std::max(large, 10.0) + 300, qPrintable(QStringLiteral("%1 ms per MiB in 1-byte writes, %2 in 4096-byte ones").arg(tiny).arg(large)));
+        QVERIFY2(tiny < 25 * std::max(large, 10.0) + 300,
+            qPrintable(QStringLiteral("%1 ms per MiB in 1-byte writes, %2 in 4096-byte ones").arg(tiny).arg(large)));
     }
 };
 

@@ -33,7 +33,8 @@ class TestRemoteGate final : public QObject {
     GateDecision decide(const QByteArray &request, TokenStore &tokens) const
     {
         auto parsed = parseRequestHead(request);
-        return parsed ? checkUpgrade(*parsed, config(), tokens) : GateDecision{std::nullopt, 400, parsed.error().message.toUtf8()};
+        return parsed ? checkUpgrade(*parsed, config(), tokens)
+                      : GateDecision{std::nullopt, 400, parsed.error().message.toUtf8()};
     }
 
 private Q_SLOTS:
@@ -44,10 +45,10 @@ private Q_SLOTS:
         QCOMPARE(ok->method, QByteArray("GET"));
         QCOMPARE(ok->headers.value("upgrade"), QByteArray("websocket"));
         const QByteArray bad[] = {
-            kGood,                                                          // no blank line
-            head(kGood + "Host: evil.example\r\n"),                         // a second Host (which one would count?)
-            head("GET / HTTP/1.1\r\nBad Header: x\r\n"),                    // a space in a name
-            head("GET /\r\nHost: x\r\n"),                                   // no version
+            kGood, // no blank line
+            head(kGood + "Host: evil.example\r\n"), // a second Host (which one would count?)
+            head("GET / HTTP/1.1\r\nBad Header: x\r\n"), // a space in a name
+            head("GET /\r\nHost: x\r\n"), // no version
             head("GET / HTTP/1.1\r\nno colon here\r\n"),
             head(kGood + "X: " + QByteArray(kMaxRequestHead, 'a') + "\r\n"), // too long
         };
@@ -66,8 +67,10 @@ private Q_SLOTS:
         QCOMPARE(decide(head(QByteArray(kGood).replace("GET", "POST") + bearer), tokens).status, 405);
         QCOMPARE(decide(head(QByteArray(kGood).replace("GET /", "GET /?token=x") + bearer), tokens).status, 400);
         QCOMPARE(decide(head(QByteArray(kGood).replace("GET /", "GET /admin") + bearer), tokens).status, 404);
-        QCOMPARE(decide(head(QByteArray(kGood).replace("10.0.0.2:7443", "evil.example:7443") + bearer), tokens).status, 421);
-        QCOMPARE(decide(head(kGood + "Origin: http://10.0.0.2:7443\r\n" + bearer), tokens).status, 403); // even its own address: no page
+        QCOMPARE(
+            decide(head(QByteArray(kGood).replace("10.0.0.2:7443", "evil.example:7443") + bearer), tokens).status, 421);
+        QCOMPARE(decide(head(kGood + "Origin: http://10.0.0.2:7443\r\n" + bearer), tokens).status,
+            403); // even its own address: no page
         QCOMPARE(decide(head(QByteArray(kGood).replace("websocket", "h2c") + bearer), tokens).status, 426);
         QCOMPARE(decide(head(kGood), tokens).status, 401);
         QCOMPARE(decide(head(kGood + "Authorization: Basic YTpi\r\n"), tokens).status, 401);
@@ -112,10 +115,14 @@ private Q_SLOTS:
     void anIPv6ClientIsItsSlash64()
     {
         QCOMPARE(addressBlock(QHostAddress(QStringLiteral("10.1.2.3"))), QStringLiteral("10.1.2.3"));
-        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("::ffff:10.1.2.3"))), QStringLiteral("10.1.2.3")); // v4-mapped: the IPv4 address
-        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2:aaaa:bbbb:cccc:dddd"))), QStringLiteral("2001:db8:1:2::/64"));
-        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2::1"))), addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2:ffff::9"))));
-        QVERIFY(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:3::1"))) != addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2::1"))));
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("::ffff:10.1.2.3"))),
+            QStringLiteral("10.1.2.3")); // v4-mapped: the IPv4 address
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2:aaaa:bbbb:cccc:dddd"))),
+            QStringLiteral("2001:db8:1:2::/64"));
+        QCOMPARE(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2::1"))),
+            addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2:ffff::9"))));
+        QVERIFY(addressBlock(QHostAddress(QStringLiteral("2001:db8:1:3::1")))
+            != addressBlock(QHostAddress(QStringLiteral("2001:db8:1:2::1"))));
     }
 
     // A flood of refusals writes a bounded number of lines, then counts; the counts are said when
@@ -125,13 +132,15 @@ private Q_SLOTS:
         RefusalLog log;
         QStringList lines;
         for (int i = 0; i < 1000; ++i)
-            lines += log.refused(QStringLiteral("2001:db8::%1").arg(i + 1, 0, 16), QStringLiteral("2001:db8::/64"), 401, QStringLiteral("unknown token"), 1000 + i);
+            lines += log.refused(QStringLiteral("2001:db8::%1").arg(i + 1, 0, 16), QStringLiteral("2001:db8::/64"), 401,
+                QStringLiteral("unknown token"), 1000 + i);
         QCOMPARE(lines.size(), RefusalLog::kPerBlock);
         QCOMPARE(lines.first(), QStringLiteral("refused a connection from 2001:db8::1: 401 unknown token"));
         QCOMPARE(log.counted(), 1000 - RefusalLog::kPerBlock);
         QVERIFY(log.flush(1000 + RefusalLog::kWindowMs - 1).isEmpty()); // the minute is not over
         QCOMPARE(log.flush(1000 + RefusalLog::kWindowMs),
-                 QStringList{QStringLiteral("refused another 990 connections from 2001:db8::/64 in the last 60 s, not each logged (the last: 401 unknown token)")});
+            QStringList{QStringLiteral("refused another 990 connections from 2001:db8::/64 in the last 60 s, not each "
+                                       "logged (the last: 401 unknown token)")});
         QVERIFY(log.flush(1000 + 3 * RefusalLog::kWindowMs).isEmpty()); // said once
 
         // Many addresses: at most kTotal lines in all, the largest counts first, the rest as one.
@@ -139,15 +148,22 @@ private Q_SLOTS:
         lines.clear();
         for (int i = 0; i < 500; ++i)
             for (int n = 0; n < (i < 3 ? 3 - i : 1); ++n) // 10.0.0.0 sends 3, 10.0.0.1 sends 2, the others 1
-                lines += log.refused(QStringLiteral("10.0.%1.%2").arg(i / 256).arg(i % 256), QStringLiteral("10.0.%1.%2").arg(i / 256).arg(i % 256), 403,
-                                     QStringLiteral("Origin 'https://evil.example\x1b[2J' is not allowed"), start + i);
+                lines += log.refused(QStringLiteral("10.0.%1.%2").arg(i / 256).arg(i % 256),
+                    QStringLiteral("10.0.%1.%2").arg(i / 256).arg(i % 256), 403,
+                    QStringLiteral("Origin 'https://evil.example\x1b[2J' is not allowed"), start + i);
         QCOMPARE(lines.size(), RefusalLog::kTotal);
-        QVERIFY2(lines.first().endsWith(QStringLiteral("Origin 'https://evil.example\\x1b[2J' is not allowed")), qPrintable(lines.first()));
-        const QStringList summary = log.refused(QStringLiteral("10.9.9.9"), QStringLiteral("10.9.9.9"), 401, QStringLiteral("no token"), start + RefusalLog::kWindowMs);
-        QCOMPARE(summary.size(), RefusalLog::kSummaryLines + 2); // 20 counts, the rest together, then this refusal in a new minute
-        QVERIFY2(summary.first().startsWith(QStringLiteral("refused another 1 connection from 10.0.0.")), qPrintable(summary.first()));
-        QCOMPARE(summary.at(RefusalLog::kSummaryLines), QStringLiteral("refused another %1 connections from %2 other addresses in the last 60 s, not each logged")
-                                                            .arg(503 - RefusalLog::kTotal - RefusalLog::kSummaryLines).arg(500 - 97 - RefusalLog::kSummaryLines));
+        QVERIFY2(lines.first().endsWith(QStringLiteral("Origin 'https://evil.example\\x1b[2J' is not allowed")),
+            qPrintable(lines.first()));
+        const QStringList summary = log.refused(QStringLiteral("10.9.9.9"), QStringLiteral("10.9.9.9"), 401,
+            QStringLiteral("no token"), start + RefusalLog::kWindowMs);
+        QCOMPARE(summary.size(),
+            RefusalLog::kSummaryLines + 2); // 20 counts, the rest together, then this refusal in a new minute
+        QVERIFY2(summary.first().startsWith(QStringLiteral("refused another 1 connection from 10.0.0.")),
+            qPrintable(summary.first()));
+        QCOMPARE(summary.at(RefusalLog::kSummaryLines),
+            QStringLiteral("refused another %1 connections from %2 other addresses in the last 60 s, not each logged")
+                .arg(503 - RefusalLog::kTotal - RefusalLog::kSummaryLines)
+                .arg(500 - 97 - RefusalLog::kSummaryLines));
         QCOMPARE(summary.last(), QStringLiteral("refused a connection from 10.9.9.9: 401 no token"));
     }
 
@@ -158,7 +174,8 @@ private Q_SLOTS:
         QVERIFY(!tokens.create(QStringLiteral("-x"), {}));
         QVERIFY(!tokens.create(QStringLiteral("ci"), {QStringLiteral("sandbox:")}));
         QVERIFY(!tokens.create(QStringLiteral("ci"), {QStringLiteral("admin")}));
-        auto ci = tokens.create(QStringLiteral("ci"), {QStringLiteral("read-only"), QStringLiteral("sandbox:a"), QStringLiteral("sandbox:b")});
+        auto ci = tokens.create(QStringLiteral("ci"),
+            {QStringLiteral("read-only"), QStringLiteral("sandbox:a"), QStringLiteral("sandbox:b")});
         QVERIFY(ci);
         QCOMPARE(ci->grant.describe(), QStringLiteral("read-only; sandboxes a, b"));
         QVERIFY(isTokenShaped(ci->token.toLatin1()));
@@ -170,12 +187,15 @@ private Q_SLOTS:
         QVERIFY(verified->coversSandbox(QStringLiteral("0123456789ab"), QStringLiteral("b"), tokenId));
         QVERIFY(!verified->coversSandbox(QStringLiteral("0123456789ab"), QStringLiteral("c"), tokenId));
         QCOMPARE(verified->outside(QStringLiteral("0123456789ab"), QStringLiteral("b"), {}),
-                 QStringLiteral("sandbox 'b' (id 0123456789ab) is outside it: the token reaches only the sandboxes of that name created "
-                                "through it, and this one was created by a local client"));
-        QVERIFY(!verified->coversSandbox(QStringLiteral("0123456789ab"), QStringLiteral("b"), QStringLiteral("ffffffffffff")));
+            QStringLiteral("sandbox 'b' (id 0123456789ab) is outside it: the token reaches only the sandboxes of that "
+                           "name created "
+                           "through it, and this one was created by a local client"));
+        QVERIFY(!verified->coversSandbox(
+            QStringLiteral("0123456789ab"), QStringLiteral("b"), QStringLiteral("ffffffffffff")));
 
         // A name that a sandbox has when the token is made: bound to that sandbox's id, kept in the file.
-        auto bound = tokens.create(QStringLiteral("bound"), {QStringLiteral("sandbox:a")}, {{QStringLiteral("a"), QStringLiteral("aaaaaaaaaaaa")}});
+        auto bound = tokens.create(QStringLiteral("bound"), {QStringLiteral("sandbox:a")},
+            {{QStringLiteral("a"), QStringLiteral("aaaaaaaaaaaa")}});
         QVERIFY(bound);
         QCOMPARE(bound->grant.describe(), QStringLiteral("sandboxes a (id aaaaaaaaaaaa)"));
         auto reread = TokenStore(path).verify(bound->token.toLatin1());
@@ -185,7 +205,9 @@ private Q_SLOTS:
         QVERIFY(tokens.revoke(QStringLiteral("bound")));
 
         QVERIFY(tokens.revoke(QStringLiteral("ci")));
-        QVERIFY(tokens.verify(ci->token.toLatin1()).error().message.startsWith(QLatin1String("token 'ci' was revoked at ")));
+        QVERIFY(tokens.verify(ci->token.toLatin1())
+                    .error()
+                    .message.startsWith(QLatin1String("token 'ci' was revoked at ")));
         QVERIFY(!tokens.isLive(ci->grant.tokenId));
         QVERIFY(tokens.create(QStringLiteral("ci"), {})); // the name is free again; the old token stays dead
         QVERIFY(!tokens.verify(ci->token.toLatin1()));
@@ -201,7 +223,9 @@ private Q_SLOTS:
         for (qsizetype i = 0; i < entries.size(); ++i) {
             QJsonObject e = entries.at(i).toObject();
             if (e.value(QStringLiteral("name")).toString() == QLatin1String("edited")) {
-                e.insert(QStringLiteral("scope"), QJsonObject{{QStringLiteral("readOnly"), false}, {QStringLiteral("sandboxes"), QStringLiteral("mine")}});
+                e.insert(QStringLiteral("scope"),
+                    QJsonObject{
+                        {QStringLiteral("readOnly"), false}, {QStringLiteral("sandboxes"), QStringLiteral("mine")}});
                 entries.replace(i, e);
             }
         }
@@ -209,8 +233,10 @@ private Q_SLOTS:
         QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
         file.write(QJsonDocument(doc).toJson());
         file.close();
-        QCOMPARE(tokens.verify(wide->token.toLatin1()).error().message, QStringLiteral("unknown token (not issued by this daemon)"));
-        QCOMPARE(QFile::permissions(path) & (QFileDevice::ReadGroup | QFileDevice::ReadOther), QFileDevice::Permissions());
+        QCOMPARE(tokens.verify(wide->token.toLatin1()).error().message,
+            QStringLiteral("unknown token (not issued by this daemon)"));
+        QCOMPARE(
+            QFile::permissions(path) & (QFileDevice::ReadGroup | QFileDevice::ReadOther), QFileDevice::Permissions());
     }
 
     void listenAddressesAreAddressesAndPorts()
@@ -220,7 +246,8 @@ private Q_SLOTS:
         for (const char *bad : {"build-box:7443", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", ":7443"})
             QVERIFY2(!parseListenAddress(QString::fromLatin1(bad)), bad);
         QVERIFY(!isTokenShaped("alk_123_abc"));
-        QVERIFY(constantTimeEquals("abc", "abc") && !constantTimeEquals("abc", "abd") && !constantTimeEquals("abc", "ab"));
+        QVERIFY(
+            constantTimeEquals("abc", "abc") && !constantTimeEquals("abc", "abd") && !constantTimeEquals("abc", "ab"));
     }
 };
 

@@ -19,16 +19,23 @@ private Q_SLOTS:
         QTest::newRow("SGR colours pass") << QByteArray("\x1b[1;31mred\x1b[0m") << QByteArray("\x1b[1;31mred\x1b[0m");
         QTest::newRow("OSC 52 clipboard write is inert")
             << QByteArray("\x1b]52;c;ZXZpbA==\x07") << QByteArray("\\x1b]52;c;ZXZpbA==\\x07");
-        QTest::newRow("OSC 8 hyperlink is inert") << QByteArray("\x1b]8;;http://x\x1b\\") << QByteArray("\\x1b]8;;http://x\\x1b\\");
+        QTest::newRow("OSC 8 hyperlink is inert")
+            << QByteArray("\x1b]8;;http://x\x1b\\") << QByteArray("\\x1b]8;;http://x\\x1b\\");
         QTest::newRow("window title is inert") << QByteArray("\x1b]0;owned\x07") << QByteArray("\\x1b]0;owned\\x07");
         QTest::newRow("cursor movement is inert") << QByteArray("\x1b[2J\x1b[H") << QByteArray("\\x1b[2J\\x1b[H");
         QTest::newRow("device status query is inert") << QByteArray("\x1b[6n") << QByteArray("\\x1b[6n");
-        QTest::newRow("private mode SGR look-alike is inert") << QByteArray("\x1b[?1049h") << QByteArray("\\x1b[?1049h");
-        QTest::newRow("NUL, BEL and backspace are visible") << QByteArray("a\0b\x07\x08", 5) << QByteArray("a\\x00b\\x07\\x08");
+        QTest::newRow("private mode SGR look-alike is inert")
+            << QByteArray("\x1b[?1049h") << QByteArray("\\x1b[?1049h");
+        QTest::newRow("NUL, BEL and backspace are visible")
+            << QByteArray("a\0b\x07\x08", 5) << QByteArray("a\\x00b\\x07\\x08");
         QTest::newRow("valid UTF-8 passes") << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x99\x82")
                                             << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x99\x82");
-        QTest::newRow("C1 CSI in UTF-8 is inert") << QByteArray("\xc2\x9b" "2J") << QByteArray("\\xc2\\x9b2J");
-        QTest::newRow("a raw 8-bit CSI byte is inert") << QByteArray("\x9b" "2J") << QByteArray("\\x9b2J");
+        QTest::newRow("C1 CSI in UTF-8 is inert") << QByteArray("\xc2\x9b"
+                                                                "2J")
+                                                  << QByteArray("\\xc2\\x9b2J");
+        QTest::newRow("a raw 8-bit CSI byte is inert") << QByteArray("\x9b"
+                                                                     "2J")
+                                                       << QByteArray("\\x9b2J");
         QTest::newRow("invalid UTF-8 is visible") << QByteArray("\xff\xc3(") << QByteArray("\\xff\\xc3(");
         QTest::newRow("an overlong slash is visible") << QByteArray("\xc0\xaf") << QByteArray("\\xc0\\xaf");
         QTest::newRow("a lone ESC before text") << QByteArray("\x1bX") << QByteArray("\\x1bX");
@@ -53,15 +60,19 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("tail");
         QTest::addColumn<QString>("line");
         QTest::newRow("the last of several lines") << QByteArray("one\ntwo\n") << QStringLiteral("two");
-        QTest::newRow("a line still being written counts") << QByteArray("one\nPassword: ") << QStringLiteral("Password:");
+        QTest::newRow("a line still being written counts")
+            << QByteArray("one\nPassword: ") << QStringLiteral("Password:");
         QTest::newRow("blank lines after it are skipped") << QByteArray("done\n\n  \n") << QStringLiteral("done");
-        QTest::newRow("colours are dropped") << QByteArray("\x1b[1;32mok\x1b[0m 3 passed\n") << QStringLiteral("ok 3 passed");
-        QTest::newRow("a progress bar shows its last state") << QByteArray(" 10%\r 55%\r100% done\n") << QStringLiteral("100% done");
+        QTest::newRow("colours are dropped")
+            << QByteArray("\x1b[1;32mok\x1b[0m 3 passed\n") << QStringLiteral("ok 3 passed");
+        QTest::newRow("a progress bar shows its last state")
+            << QByteArray(" 10%\r 55%\r100% done\n") << QStringLiteral("100% done");
         QTest::newRow("a carriage return at the end keeps what was written")
             << QByteArray("downloading 40%\r") << QStringLiteral("downloading 40%");
         QTest::newRow("a clipboard write is shown inert, never obeyed")
             << QByteArray("x\x1b]52;c;ZXZpbA==\x07y\n") << QStringLiteral("x\\x1b]52;c;ZXZpbA==\\x07y");
-        QTest::newRow("a character cut off at the start is dropped") << QByteArray("\xa9t\xc3\xa9\n") << QStringLiteral("t\u00e9");
+        QTest::newRow("a character cut off at the start is dropped")
+            << QByteArray("\xa9t\xc3\xa9\n") << QStringLiteral("t\u00e9");
         QTest::newRow("invalid UTF-8 is visible") << QByteArray("bad\xff\n") << QStringLiteral("bad\\xff");
         QTest::newRow("tabs are spaces") << QByteArray("a\tb\n") << QStringLiteral("a b");
         QTest::newRow("nothing printable") << QByteArray("\n\r\n") << QString();
@@ -102,22 +113,27 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("shown");
-        QTest::newRow("plain and accented text passes") << QStringLiteral("git push \u00e9t\u00e9 \u4e2d") << QStringLiteral("git push \u00e9t\u00e9 \u4e2d");
+        QTest::newRow("plain and accented text passes")
+            << QStringLiteral("git push \u00e9t\u00e9 \u4e2d") << QStringLiteral("git push \u00e9t\u00e9 \u4e2d");
         QTest::newRow("an emoji passes") << QString::fromUcs4(U"ok \U0001F600") << QString::fromUcs4(U"ok \U0001F600");
         QTest::newRow("controls") << QStringLiteral("a\x1b[2Jb\t") << QStringLiteral("a\\x1b[2Jb\\x09");
         QTest::newRow("bidi override") << QStringLiteral("\u202etxt.exe") << QStringLiteral("\\u{202e}txt.exe");
         // Tag characters spell hidden ASCII ("rm" here) that some models read: two UTF-16 units each.
         QTest::newRow("tag characters, one escape each")
             << QString::fromUcs4(U"ls\U000E0072\U000E006D") << QStringLiteral("ls\\u{e0072}\\u{e006d}");
-        QTest::newRow("zero-width joiner and space") << QStringLiteral("a\u200db\u200bc") << QStringLiteral("a\\u{200d}b\\u{200b}c");
-        QTest::newRow("spaces other than the space") << QStringLiteral("rm\u00a0-rf\u3000/") << QStringLiteral("rm\\xa0-rf\\u{3000}/");
+        QTest::newRow("zero-width joiner and space")
+            << QStringLiteral("a\u200db\u200bc") << QStringLiteral("a\\u{200d}b\\u{200b}c");
+        QTest::newRow("spaces other than the space")
+            << QStringLiteral("rm\u00a0-rf\u3000/") << QStringLiteral("rm\\xa0-rf\\u{3000}/");
         QTest::newRow("fillers and variation selectors")
             << QString::fromUcs4(U"a\u3164b\uFE0Fc\U000E0100") << QStringLiteral("a\\u{3164}b\\u{fe0f}c\\u{e0100}");
         QTest::newRow("unassigned") << QString::fromUcs4(U"x\U000E0FFF") << QStringLiteral("x\\u{e0fff}");
-        QTest::newRow("invisible combining marks") << QStringLiteral("r\u034fm \u17b4x") << QStringLiteral("r\\u{034f}m \\u{17b4}x");
+        QTest::newRow("invisible combining marks")
+            << QStringLiteral("r\u034fm \u17b4x") << QStringLiteral("r\\u{034f}m \\u{17b4}x");
         QTest::newRow("private use") << QString::fromUcs4(U"a\U000F0000") << QStringLiteral("a\\u{f0000}");
         // Between right-to-left letters, `>` and numbers are drawn the other way round.
-        QTest::newRow("right-to-left letters") << QStringLiteral("cat \u05d0 > \u05d1") << QStringLiteral("cat \\u{05d0} > \\u{05d1}");
+        QTest::newRow("right-to-left letters")
+            << QStringLiteral("cat \u05d0 > \u05d1") << QStringLiteral("cat \\u{05d0} > \\u{05d1}");
         QTest::newRow("what was not UTF-8") << QString::fromUtf8("s\xff") << QStringLiteral("s\\u{fffd}");
         // Printable ASCII takes a short way; its edges do not.
         QTest::newRow("printable ASCII") << QStringLiteral(" ~az09 {}") << QStringLiteral(" ~az09 {}");
@@ -129,7 +145,8 @@ private Q_SLOTS:
     void elidedBetweenCodePoints()
     {
         QCOMPARE(display::escaped(QStringLiteral("ab\u202ecd"), 6), QStringLiteral("ab\u2026"));
-        QCOMPARE(display::escaped(QString::fromUcs4(U"a\U0001F600\U0001F600"), 4), QString::fromUcs4(U"a\U0001F600\u2026"));
+        QCOMPARE(
+            display::escaped(QString::fromUcs4(U"a\U0001F600\U0001F600"), 4), QString::fromUcs4(U"a\U0001F600\u2026"));
         QCOMPARE(display::escaped(QStringLiteral("abcdef"), 4), QStringLiteral("abc\u2026"));
         QCOMPARE(display::escaped(QStringLiteral("abcd"), 4), QStringLiteral("abcd"));
     }

@@ -21,13 +21,10 @@ const QString kBox = QStringLiteral("box1");
 QJsonObject record(qint64 t, const char *kind, QJsonObject payload, int exec = 0)
 {
     static int seq = 0;
-    return {{QStringLiteral("sandbox"), kBox},
-            {QStringLiteral("sandboxName"), QStringLiteral("work")},
-            {QStringLiteral("seq"), ++seq},
-            {QStringLiteral("timeMs"), double(t)},
-            {QStringLiteral("kind"), QLatin1String(kind)},
-            {QStringLiteral("exec"), exec},
-            {QStringLiteral("payload"), payload}};
+    return {{QStringLiteral("sandbox"), kBox}, {QStringLiteral("sandboxName"), QStringLiteral("work")},
+        {QStringLiteral("seq"), ++seq}, {QStringLiteral("timeMs"), double(t)},
+        {QStringLiteral("kind"), QLatin1String(kind)}, {QStringLiteral("exec"), exec},
+        {QStringLiteral("payload"), payload}};
 }
 
 QJsonArray argv(std::initializer_list<const char *> words)
@@ -59,19 +56,28 @@ private Q_SLOTS:
     {
         const QList<QJsonObject> events{
             record(1000, "sandbox.created", {{QStringLiteral("name"), QStringLiteral("work")}}),
-            record(1100, "command.denied", {{QStringLiteral("argv"), argv({"rm", "-rf", "/workspace"})}, {QStringLiteral("requester"), QStringLiteral("claude")},
-                                           {QStringLiteral("reason"), QStringLiteral("rule 'rm' denies it")}}),
-            record(1200, "approval.requested", {{QStringLiteral("id"), QStringLiteral("a1")}, {QStringLiteral("kind"), QStringLiteral("command")},
-                                               {QStringLiteral("requester"), QStringLiteral("claude")}, {QStringLiteral("argv"), argv({"curl", "x.sh"})}}),
-            record(41200, "approval.decided", {{QStringLiteral("id"), QStringLiteral("a1")}, {QStringLiteral("decision"), QStringLiteral("deny")},
-                                              {QStringLiteral("by"), QStringLiteral("airlock/0.1.0")}, {QStringLiteral("reason"), QStringLiteral("not that")}}),
-            record(42000, "approval.requested", {{QStringLiteral("id"), QStringLiteral("a2")}, {QStringLiteral("kind"), QStringLiteral("command")},
-                                                {QStringLiteral("requester"), QStringLiteral("claude")}, {QStringLiteral("argv"), argv({"make"})}}),
-            record(162000, "approval.decided", {{QStringLiteral("id"), QStringLiteral("a2")}, {QStringLiteral("decision"), QStringLiteral("deny")},
-                                               {QStringLiteral("by"), QStringLiteral("airlockd")}, {QStringLiteral("expired"), true}}),
+            record(1100, "command.denied",
+                {{QStringLiteral("argv"), argv({"rm", "-rf", "/workspace"})},
+                    {QStringLiteral("requester"), QStringLiteral("claude")},
+                    {QStringLiteral("reason"), QStringLiteral("rule 'rm' denies it")}}),
+            record(1200, "approval.requested",
+                {{QStringLiteral("id"), QStringLiteral("a1")}, {QStringLiteral("kind"), QStringLiteral("command")},
+                    {QStringLiteral("requester"), QStringLiteral("claude")},
+                    {QStringLiteral("argv"), argv({"curl", "x.sh"})}}),
+            record(41200, "approval.decided",
+                {{QStringLiteral("id"), QStringLiteral("a1")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                    {QStringLiteral("by"), QStringLiteral("airlock/0.1.0")},
+                    {QStringLiteral("reason"), QStringLiteral("not that")}}),
+            record(42000, "approval.requested",
+                {{QStringLiteral("id"), QStringLiteral("a2")}, {QStringLiteral("kind"), QStringLiteral("command")},
+                    {QStringLiteral("requester"), QStringLiteral("claude")}, {QStringLiteral("argv"), argv({"make"})}}),
+            record(162000, "approval.decided",
+                {{QStringLiteral("id"), QStringLiteral("a2")}, {QStringLiteral("decision"), QStringLiteral("deny")},
+                    {QStringLiteral("by"), QStringLiteral("airlockd")}, {QStringLiteral("expired"), true}}),
         };
         const trace::Trace t = trace::Trace::build(events, QStringLiteral("run r"), 200000);
-        const int byRule = find(t, SpanKind::Refused, QStringLiteral("$ rm -rf /workspace · claude asked · denied by policy"));
+        const int byRule
+            = find(t, SpanKind::Refused, QStringLiteral("$ rm -rf /workspace · claude asked · denied by policy"));
         QVERIFY(byRule > 0);
         QVERIFY(t.spans[byRule].instant);
         QCOMPARE(t.spans[byRule].detail, QStringLiteral("rule 'rm' denies it"));
@@ -83,12 +89,14 @@ private Q_SLOTS:
         QCOMPARE(t.spans[byPerson].children.size(), 1);
         const Span &wait = t.spans[t.spans[byPerson].children.first()];
         QCOMPARE(wait.kind, SpanKind::Wait);
-        QCOMPARE(wait.label, QStringLiteral("claude asked · denied by airlock after 40 s")); // the client's name, not its version
+        QCOMPARE(wait.label,
+            QStringLiteral("claude asked · denied by airlock after 40 s")); // the client's name, not its version
         QCOMPARE(wait.detail, QStringLiteral("not that"));
 
         const int unanswered = find(t, SpanKind::Refused, QStringLiteral("$ make · unanswered, not run"));
         QVERIFY(unanswered > 0);
-        QCOMPARE(t.spans[t.spans[unanswered].children.first()].label, QStringLiteral("claude asked · nobody answered in 2 min 0 s"));
+        QCOMPARE(t.spans[t.spans[unanswered].children.first()].label,
+            QStringLiteral("claude asked · nobody answered in 2 min 0 s"));
         // All in the sandbox, named from the events; the sandbox was never deleted: still open.
         const Span &box = t.spans[t.spans[byRule].parent];
         QCOMPARE(box.label, QStringLiteral("sandbox work"));
@@ -101,29 +109,57 @@ private Q_SLOTS:
     {
         // Delivered out of order: the builder orders by time, then sequence.
         QList<QJsonObject> events{
-            record(2000, "exec.started", {{QStringLiteral("argv"), argv({"sh", "build.sh"})}, {QStringLiteral("cwd"), QStringLiteral("/workspace")},
-                                         {QStringLiteral("agent"), QStringLiteral("codex")}}, 1),
-            record(2010, "exec.program", {{QStringLiteral("pid"), 10}, {QStringLiteral("parent"), 1}, {QStringLiteral("argv"), argv({"sh", "build.sh"})},
-                                         {QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("rule"), QStringLiteral("covered")},
-                                         {QStringLiteral("path"), QStringLiteral("/usr/bin/sh")}}, 1),
-            record(2020, "exec.program", {{QStringLiteral("pid"), 11}, {QStringLiteral("parent"), 10}, {QStringLiteral("argv"), argv({"pip", "install", "x"})},
-                                         {QStringLiteral("decision"), QStringLiteral("ask")}, {QStringLiteral("rule"), QStringLiteral("pip")}}, 1),
-            record(5020, "exec.program", {{QStringLiteral("pid"), 11}, {QStringLiteral("parent"), 10}, {QStringLiteral("argv"), argv({"pip", "install", "x"})},
-                                         {QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("rule"), QStringLiteral("person")},
-                                         {QStringLiteral("reason"), QStringLiteral("approved by alice")}}, 1),
-            record(5100, "network.opened", {{QStringLiteral("connection"), 7}, {QStringLiteral("host"), QStringLiteral("pypi.org")}, {QStringLiteral("port"), 443},
-                                           {QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("rule"), QStringLiteral("pypi.org")}}),
-            record(5600, "network.closed", {{QStringLiteral("connection"), 7}, {QStringLiteral("host"), QStringLiteral("pypi.org")}, {QStringLiteral("port"), 443},
-                                           {QStringLiteral("bytesUp"), 900}, {QStringLiteral("bytesDown"), 120000}}),
-            record(5700, "network.denied", {{QStringLiteral("host"), QStringLiteral("evil.example")}, {QStringLiteral("port"), 80},
-                                           {QStringLiteral("reason"), QStringLiteral("not in the allowlist")}}),
-            record(6000, "tool.requested", {{QStringLiteral("call"), 3}, {QStringLiteral("tool"), QStringLiteral("send_mail")}, {QStringLiteral("requester"), QStringLiteral("codex")}}),
-            record(6001, "approval.requested", {{QStringLiteral("id"), QStringLiteral("t1")}, {QStringLiteral("kind"), QStringLiteral("tool")},
-                                               {QStringLiteral("tool"), QStringLiteral("send_mail")}, {QStringLiteral("requester"), QStringLiteral("codex")}}),
-            record(9001, "approval.decided", {{QStringLiteral("id"), QStringLiteral("t1")}, {QStringLiteral("decision"), QStringLiteral("allow")},
-                                             {QStringLiteral("by"), QStringLiteral("airlock/0.1")}, {QStringLiteral("always"), true}}),
-            record(9500, "tool.finished", {{QStringLiteral("call"), 3}, {QStringLiteral("tool"), QStringLiteral("send_mail")}, {QStringLiteral("exitCode"), 0}}),
-            record(12000, "exec.exited", {{QStringLiteral("status"), QStringLiteral("failed")}, {QStringLiteral("exitCode"), 2}}, 1),
+            record(2000, "exec.started",
+                {{QStringLiteral("argv"), argv({"sh", "build.sh"})},
+                    {QStringLiteral("cwd"), QStringLiteral("/workspace")},
+                    {QStringLiteral("agent"), QStringLiteral("codex")}},
+                1),
+            record(2010, "exec.program",
+                {{QStringLiteral("pid"), 10}, {QStringLiteral("parent"), 1},
+                    {QStringLiteral("argv"), argv({"sh", "build.sh"})},
+                    {QStringLiteral("decision"), QStringLiteral("allow")},
+                    {QStringLiteral("rule"), QStringLiteral("covered")},
+                    {QStringLiteral("path"), QStringLiteral("/usr/bin/sh")}},
+                1),
+            record(2020, "exec.program",
+                {{QStringLiteral("pid"), 11}, {QStringLiteral("parent"), 10},
+                    {QStringLiteral("argv"), argv({"pip", "install", "x"})},
+                    {QStringLiteral("decision"), QStringLiteral("ask")},
+                    {QStringLiteral("rule"), QStringLiteral("pip")}},
+                1),
+            record(5020, "exec.program",
+                {{QStringLiteral("pid"), 11}, {QStringLiteral("parent"), 10},
+                    {QStringLiteral("argv"), argv({"pip", "install", "x"})},
+                    {QStringLiteral("decision"), QStringLiteral("allow")},
+                    {QStringLiteral("rule"), QStringLiteral("person")},
+                    {QStringLiteral("reason"), QStringLiteral("approved by alice")}},
+                1),
+            record(5100, "network.opened",
+                {{QStringLiteral("connection"), 7}, {QStringLiteral("host"), QStringLiteral("pypi.org")},
+                    {QStringLiteral("port"), 443}, {QStringLiteral("decision"), QStringLiteral("allow")},
+                    {QStringLiteral("rule"), QStringLiteral("pypi.org")}}),
+            record(5600, "network.closed",
+                {{QStringLiteral("connection"), 7}, {QStringLiteral("host"), QStringLiteral("pypi.org")},
+                    {QStringLiteral("port"), 443}, {QStringLiteral("bytesUp"), 900},
+                    {QStringLiteral("bytesDown"), 120000}}),
+            record(5700, "network.denied",
+                {{QStringLiteral("host"), QStringLiteral("evil.example")}, {QStringLiteral("port"), 80},
+                    {QStringLiteral("reason"), QStringLiteral("not in the allowlist")}}),
+            record(6000, "tool.requested",
+                {{QStringLiteral("call"), 3}, {QStringLiteral("tool"), QStringLiteral("send_mail")},
+                    {QStringLiteral("requester"), QStringLiteral("codex")}}),
+            record(6001, "approval.requested",
+                {{QStringLiteral("id"), QStringLiteral("t1")}, {QStringLiteral("kind"), QStringLiteral("tool")},
+                    {QStringLiteral("tool"), QStringLiteral("send_mail")},
+                    {QStringLiteral("requester"), QStringLiteral("codex")}}),
+            record(9001, "approval.decided",
+                {{QStringLiteral("id"), QStringLiteral("t1")}, {QStringLiteral("decision"), QStringLiteral("allow")},
+                    {QStringLiteral("by"), QStringLiteral("airlock/0.1")}, {QStringLiteral("always"), true}}),
+            record(9500, "tool.finished",
+                {{QStringLiteral("call"), 3}, {QStringLiteral("tool"), QStringLiteral("send_mail")},
+                    {QStringLiteral("exitCode"), 0}}),
+            record(12000, "exec.exited",
+                {{QStringLiteral("status"), QStringLiteral("failed")}, {QStringLiteral("exitCode"), 2}}, 1),
         };
         std::reverse(events.begin(), events.end());
         const trace::Trace t = trace::Trace::build(events, QStringLiteral("run r"), 20000);
@@ -147,7 +183,8 @@ private Q_SLOTS:
         QVERIFY(pypi > 0);
         QCOMPARE(t.spans[pypi].parent, exec); // by time: the command running then
         QCOMPARE(t.spans[pypi].durationMs(), 500);
-        QVERIFY2(t.spans[pypi].detail.endsWith(QStringLiteral(" · 900 up, 120000 down")), qPrintable(t.spans[pypi].detail));
+        QVERIFY2(
+            t.spans[pypi].detail.endsWith(QStringLiteral(" · 900 up, 120000 down")), qPrintable(t.spans[pypi].detail));
         QCOMPARE(t.spans[pypi].exec, 1u); // its output is the command's
         const int evil = find(t, SpanKind::Connection, QStringLiteral("→ evil.example:80 · denied"));
         QVERIFY(evil > 0);
@@ -158,7 +195,8 @@ private Q_SLOTS:
         QVERIFY(mail > 0);
         QCOMPARE(t.spans[mail].parent, exec);
         QCOMPARE(t.spans[mail].children.size(), 1);
-        QCOMPARE(t.spans[t.spans[mail].children.first()].label, QStringLiteral("codex asked to call send_mail · allowed by airlock after 3.0 s, always"));
+        QCOMPARE(t.spans[t.spans[mail].children.first()].label,
+            QStringLiteral("codex asked to call send_mail · allowed by airlock after 3.0 s, always"));
         // Children in start order, each inside its parent.
         for (int i = 1; i < t.spans.size(); ++i) {
             const Span &s = t.spans[i], &p = t.spans[s.parent];
@@ -174,21 +212,27 @@ private Q_SLOTS:
         const QList<QJsonObject> events{
             record(1000, "exec.started", {{QStringLiteral("argv"), argv({"server"})}}, 1),
             record(2000, "exec.started", {{QStringLiteral("argv"), argv({"client"})}}, 2),
-            record(3000, "network.opened", {{QStringLiteral("connection"), 1}, {QStringLiteral("host"), QStringLiteral("api.test")}, {QStringLiteral("port"), 443},
-                                           {QStringLiteral("decision"), QStringLiteral("approved")}}),
-            record(4000, "approval.requested", {{QStringLiteral("id"), QStringLiteral("n1")}, {QStringLiteral("kind"), QStringLiteral("network")},
-                                               {QStringLiteral("requester"), QStringLiteral("client")}, {QStringLiteral("destination"), QStringLiteral("db.test:5432")}}),
+            record(3000, "network.opened",
+                {{QStringLiteral("connection"), 1}, {QStringLiteral("host"), QStringLiteral("api.test")},
+                    {QStringLiteral("port"), 443}, {QStringLiteral("decision"), QStringLiteral("approved")}}),
+            record(4000, "approval.requested",
+                {{QStringLiteral("id"), QStringLiteral("n1")}, {QStringLiteral("kind"), QStringLiteral("network")},
+                    {QStringLiteral("requester"), QStringLiteral("client")},
+                    {QStringLiteral("destination"), QStringLiteral("db.test:5432")}}),
         };
         const trace::Trace t = trace::Trace::build(events, QStringLiteral("sandbox work"), 10000);
-        const int server = find(t, SpanKind::Execution, QStringLiteral("$ server")), client = find(t, SpanKind::Execution, QStringLiteral("$ client"));
+        const int server = find(t, SpanKind::Execution, QStringLiteral("$ server")),
+                  client = find(t, SpanKind::Execution, QStringLiteral("$ client"));
         QVERIFY(server > 0 && client > 0);
         QVERIFY(t.spans[server].open && t.spans[client].open);
         QCOMPARE(t.spans[server].endMs, 10000); // running: up to now
         const int api = find(t, SpanKind::Connection, QStringLiteral("→ api.test:443 · approved by a person"));
         QCOMPARE(t.spans[api].parent, client); // the newest of the two, and it says so
-        QVERIFY2(t.spans[api].detail.endsWith(QStringLiteral("2 commands were running; shown under the newest")), qPrintable(t.spans[api].detail));
+        QVERIFY2(t.spans[api].detail.endsWith(QStringLiteral("2 commands were running; shown under the newest")),
+            qPrintable(t.spans[api].detail));
         QVERIFY(t.spans[api].open);
-        const int waiting = find(t, SpanKind::Wait, QStringLiteral("client asked to reach db.test:5432 · waiting for a person"));
+        const int waiting
+            = find(t, SpanKind::Wait, QStringLiteral("client asked to reach db.test:5432 · waiting for a person"));
         QVERIFY(waiting > 0);
         QVERIFY(t.spans[waiting].open);
         QCOMPARE(t.spans[waiting].durationMs(), 6000);
@@ -200,15 +244,19 @@ private Q_SLOTS:
         // What an agent controls (its argv, its name, a host) cannot reorder or hide text.
         const QString rlo = QString(QChar(0x202e));
         const QList<QJsonObject> events{
-            record(1000, "command.denied", {{QStringLiteral("argv"), QJsonArray{QStringLiteral("ls"), QString(rlo + QStringLiteral("txt.exe\n\x1b[2Jgone"))}},
-                                           {QStringLiteral("requester"), QStringLiteral("bot\x1b]0;x\x07")}}),
+            record(1000, "command.denied",
+                {{QStringLiteral("argv"),
+                     QJsonArray{QStringLiteral("ls"), QString(rlo + QStringLiteral("txt.exe\n\x1b[2Jgone"))}},
+                    {QStringLiteral("requester"), QStringLiteral("bot\x1b]0;x\x07")}}),
         };
         const trace::Trace t = trace::Trace::build(events, QStringLiteral("run r"), 2000);
         const Span &s = t.spans.last();
         QCOMPARE(s.kind, SpanKind::Refused);
-        QVERIFY2(!s.label.contains(rlo) && !s.label.contains(QLatin1Char('\n')) && !s.label.contains(QChar(0x1b)) && !s.label.contains(QChar(0x07)),
-                 qPrintable(s.label));
-        QCOMPARE(s.label, QStringLiteral("$ ls '\\u{202e}txt.exe\\x0a\\x1b[2Jgone' · bot\\x1b]0;x\\x07 asked · denied by policy"));
+        QVERIFY2(!s.label.contains(rlo) && !s.label.contains(QLatin1Char('\n')) && !s.label.contains(QChar(0x1b))
+                && !s.label.contains(QChar(0x07)),
+            qPrintable(s.label));
+        QCOMPARE(s.label,
+            QStringLiteral("$ ls '\\u{202e}txt.exe\\x0a\\x1b[2Jgone' · bot\\x1b]0;x\\x07 asked · denied by policy"));
     }
 
     void nothingIsAnEmptyTraceAtNow()
@@ -224,8 +272,11 @@ private Q_SLOTS:
         // Each program the parent of the next: the builder and depth() walk, they do not recurse.
         QList<QJsonObject> events{record(1000, "exec.started", {{QStringLiteral("argv"), argv({"sh"})}}, 1)};
         for (int pid = 2; pid < 20000; ++pid)
-            events.append(record(1000 + pid, "exec.program", {{QStringLiteral("pid"), pid}, {QStringLiteral("parent"), pid - 1}, {QStringLiteral("argv"), argv({"sh"})},
-                                                             {QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("rule"), QStringLiteral("covered")}}, 1));
+            events.append(record(1000 + pid, "exec.program",
+                {{QStringLiteral("pid"), pid}, {QStringLiteral("parent"), pid - 1},
+                    {QStringLiteral("argv"), argv({"sh"})}, {QStringLiteral("decision"), QStringLiteral("allow")},
+                    {QStringLiteral("rule"), QStringLiteral("covered")}},
+                1));
         const trace::Trace t = trace::Trace::build(events, QStringLiteral("run r"), 30000);
         QCOMPARE(t.depth(int(t.spans.size()) - 1), 19999 + 2 - 1);
     }

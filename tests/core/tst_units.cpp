@@ -110,8 +110,9 @@ private Q_SLOTS:
         QTest::newRow("pids at PID_MAX_LIMIT") << QByteArray(R"({"limits":{"pids":4194304}})") << "";
         QTest::newRow("memory below 8 MiB") << QByteArray(R"({"limits":{"memoryBytes":1024}})")
                                             << "/limits/memoryBytes: 1.0 KiB is out of range: from 8.0 MiB to 4096 TiB";
-        QTest::newRow("memory beyond what JSON carries") << QByteArray(R"({"limits":{"memoryBytes":1e30}})")
-                                                         << "/limits/memoryBytes: expected a whole number from 8.0 MiB to 4096 TiB";
+        QTest::newRow("memory beyond what JSON carries")
+            << QByteArray(R"({"limits":{"memoryBytes":1e30}})")
+            << "/limits/memoryBytes: expected a whole number from 8.0 MiB to 4096 TiB";
         QTest::newRow("open files above fs.nr_open") << QByteArray(R"({"limits":{"openFiles":2000000}})")
                                                      << "/limits/openFiles: 2000000 is out of range: from 1 to 1048576";
         QTest::newRow("a wall time of two years") << QByteArray(R"({"limits":{"wallMs":63072000000}})")
@@ -169,14 +170,22 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("arg");
         QTest::addColumn<QString>("error"); // empty = accepted
-        QTest::newRow("read-only by default") << "/usr/share:/data" << "";
-        QTest::newRow("explicit rw") << "/tmp:/scratch:rw" << "";
-        QTest::newRow("relative host path") << "usr:/data" << "absolute host path";
-        QTest::newRow("missing host path") << "/does/not/exist:/data" << "does not exist";
-        QTest::newRow("over the workspace") << "/tmp:/workspace" << "reserved";
-        QTest::newRow("over /proc") << "/tmp:/proc/x" << "reserved";
-        QTest::newRow("dot-dot in the target") << "/tmp:/data/../etc" << "clean absolute path";
-        QTest::newRow("unknown mode") << "/tmp:/data:rx" << "expected ro or rw";
+        QTest::newRow("read-only by default") << "/usr/share:/data"
+                                              << "";
+        QTest::newRow("explicit rw") << "/tmp:/scratch:rw"
+                                     << "";
+        QTest::newRow("relative host path") << "usr:/data"
+                                            << "absolute host path";
+        QTest::newRow("missing host path") << "/does/not/exist:/data"
+                                           << "does not exist";
+        QTest::newRow("over the workspace") << "/tmp:/workspace"
+                                            << "reserved";
+        QTest::newRow("over /proc") << "/tmp:/proc/x"
+                                    << "reserved";
+        QTest::newRow("dot-dot in the target") << "/tmp:/data/../etc"
+                                               << "clean absolute path";
+        QTest::newRow("unknown mode") << "/tmp:/data:rx"
+                                      << "expected ro or rw";
     }
     void mounts()
     {
@@ -258,8 +267,9 @@ private Q_SLOTS:
     {
         qputenv("AIRLOCK_TEST_CANARY", "leak");
         auto r = ExecRequest::fromJson({{QStringLiteral("argv"), QJsonArray{QStringLiteral("env")}},
-                                        {QStringLiteral("env"), QJsonObject{{QStringLiteral("HOME"), QStringLiteral("/tmp")},
-                                                                            {QStringLiteral("FOO"), QStringLiteral("1")}}}});
+            {QStringLiteral("env"),
+                QJsonObject{
+                    {QStringLiteral("HOME"), QStringLiteral("/tmp")}, {QStringLiteral("FOO"), QStringLiteral("1")}}}});
         QVERIFY(r);
         const QStringList env = r->effectiveEnvironment();
         QVERIFY(env.contains(QStringLiteral("HOME=/tmp")));

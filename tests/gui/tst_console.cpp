@@ -3,30 +3,30 @@
 // bytes (colours applied, every other control sequence shown inert, the clipboard untouched,
 // memory bounded), the sandbox tree following the daemon (QAbstractItemModelTester watching), and
 // a command typed in the window running in the sandbox with its output in the view.
-#include "ApprovalsDock.h"
-#include "ShortcutsDialog.h"
-#include "ConnectAgentDialog.h"
 #include "AddHostDialog.h"
+#include "ApprovalsDock.h"
 #include "CommandHistory.h"
+#include "ConnectAgentDialog.h"
 #include "CreateSandboxDialog.h"
 #include "EndedSandboxesBar.h"
 #include "ExecutionReplay.h"
 #include "FleetFilter.h"
 #include "FleetSampler.h"
 #include "FleetView.h"
+#include "GuiTestSettings.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
 #include "LogView.h"
-#include "PolicyEditor.h"
 #include "MainWindow.h"
 #include "OutputView.h"
+#include "PolicyEditor.h"
 #include "SandboxConsole.h"
 #include "SandboxModel.h"
 #include "SecretsDialog.h"
+#include "ShortcutsDialog.h"
+#include "TestHelpers.h"
 #include "Theme.h"
 #include "TimelineModel.h"
-#include "GuiTestSettings.h"
-#include "TestHelpers.h"
 #include "rpc/Protocol.h"
 
 #include <QAbstractItemModelTester>
@@ -36,18 +36,18 @@
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
-#include <QLocalSocket>
 #include <QLineEdit>
+#include <QLocalSocket>
 #include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
-#include <QTabWidget>
-#include <QTableView>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QTest>
+#include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QToolBar>
 #include <QTreeView>
 #include <QTreeWidget>
@@ -63,14 +63,18 @@ class TestConsole final : public QObject {
     std::unique_ptr<TestDaemon> m_daemon;
     std::unique_ptr<DaemonClient> m_client;
 
-    static QString spanText(const StyledLine &line, int span) { return line.text.mid(line.spans[span].start, line.spans[span].length); }
+    static QString spanText(const StyledLine &line, int span)
+    {
+        return line.text.mid(line.spans[span].start, line.spans[span].length);
+    }
 
 private Q_SLOTS:
     void initTestCase()
     {
         QApplication::setApplicationDisplayName(QStringLiteral("Airlock")); // as the airlock program sets it
         isolateSettings();
-        QVERIFY2(!QSettings().fileName().startsWith(QDir::homePath()), qPrintable(QSettings().fileName())); // the user's are untouched
+        QVERIFY2(!QSettings().fileName().startsWith(QDir::homePath()),
+            qPrintable(QSettings().fileName())); // the user's are untouched
         m_daemon = std::make_unique<TestDaemon>();
         QVERIFY(m_daemon->start());
         m_client = m_daemon->connect();
@@ -118,7 +122,9 @@ private Q_SLOTS:
         cr.append(1, "crlf\r\nnext\n");
         cr.append(1, "\x1b[31mred\x1b[0m plain\rX");
         cr.append(1, "\r\x1b]0;t\x07\n");
-        QCOMPARE(cr.plainText(), QStringLiteral("ls -rf /\n100% |##########|\ncrlf\nnext\n\\x1b]0;t\\x07\n")); // the inert title overwrote all 9 characters
+        QCOMPARE(cr.plainText(),
+            QStringLiteral("ls -rf /\n100% |##########|\ncrlf\nnext\n\\x1b]0;t\\x07\n")); // the inert title overwrote
+                                                                                          // all 9 characters
         QCOMPARE(cr.lineCount(), 6);
         OutputDocument styled;
         styled.append(1, "\x1b[31mred\x1b[0m plain\rX");
@@ -147,7 +153,8 @@ private Q_SLOTS:
         view.resize(600, 200);
         view.show();
         for (int i = 0; i < 500; ++i)
-            view.append(1, i == 100 || i == 400 ? QByteArray("the NEEDLE is here\n") : QByteArray(QByteArray::number(i) + "\n"));
+            view.append(1,
+                i == 100 || i == 400 ? QByteArray("the NEEDLE is here\n") : QByteArray(QByteArray::number(i) + "\n"));
         QTest::qWait(50);
         QVERIFY(view.followsTail());
         view.setSearch(QStringLiteral("needle"));
@@ -201,7 +208,8 @@ private Q_SLOTS:
         view.viewport()->repaint();
         QCOMPARE(view.rowsPainted(), 3); // the long line, "short", the empty last line
         view.setWrap(true);
-        view.resize(400, view.fontMetrics().lineSpacing() * 10 + 4); // fewer rows than the long line has, whatever the font
+        view.resize(
+            400, view.fontMetrics().lineSpacing() * 10 + 4); // fewer rows than the long line has, whatever the font
         view.viewport()->repaint();
         // Whatever the font: the rows of the long line plus two, or as many whole rows as the view
         // holds; following the end, the long line shows its last rows.
@@ -245,8 +253,10 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->create(args("--name", "gui-b", "--preset", "open")), QStringLiteral("gui-b"));
         QVERIFY(QTest::qWaitFor([&] { return model.sandboxIndex(QStringLiteral("gui-b")).isValid(); }, 5000));
         const QModelIndex b = model.sandboxIndex(QStringLiteral("gui-b"));
-        QCOMPARE(model.data(b.siblingAtColumn(SandboxModel::Network)).toString(), QStringLiteral("FULL (host network)"));
-        QCOMPARE(model.data(b.siblingAtColumn(SandboxModel::Network), Qt::ForegroundRole).value<QColor>(), SandboxModel::networkColor(QStringLiteral("full")));
+        QCOMPARE(
+            model.data(b.siblingAtColumn(SandboxModel::Network)).toString(), QStringLiteral("FULL (host network)"));
+        QCOMPARE(model.data(b.siblingAtColumn(SandboxModel::Network), Qt::ForegroundRole).value<QColor>(),
+            SandboxModel::networkColor(QStringLiteral("full")));
         QCOMPARE(m_daemon->ctl(args("rm", "gui-b")).exitCode, 0);
         QVERIFY(QTest::qWaitFor([&] { return !model.sandboxIndex(QStringLiteral("gui-b")).isValid(); }, 5000));
         QVERIFY(model.sandboxIndex(QStringLiteral("gui-a")).isValid());
@@ -281,7 +291,11 @@ private Q_SLOTS:
         QVERIFY(model.sandboxIndex(QStringLiteral("gui-a")).isValid());
         // A host that goes away says so on its row.
         other.stop();
-        QVERIFY(QTest::qWaitFor([&] { return model.data(model.index(1, SandboxModel::State)).toString() == QLatin1String("not connected"); }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return model.data(model.index(1, SandboxModel::State)).toString() == QLatin1String("not connected");
+            },
+            5000));
         QCOMPARE(model.data(model.index(0, SandboxModel::State)).toString(), QStringLiteral("connected"));
     }
 
@@ -289,20 +303,25 @@ private Q_SLOTS:
     {
         auto presets = m_client->call(QStringLiteral("policy.presets"));
         QVERIFY(presets);
-        CreateSandboxDialog dialog(presets->value(QStringLiteral("presets")).toArray(), {QStringLiteral("this computer")});
+        CreateSandboxDialog dialog(
+            presets->value(QStringLiteral("presets")).toArray(), {QStringLiteral("this computer")});
         // Presets explained; the allowlist says what it adds to; limits step in the sizes people pick.
-        QVERIFY2(dialog.presetAbout()->text().startsWith(QLatin1String("The default: no network")), qPrintable(dialog.presetAbout()->text()));
+        QVERIFY2(dialog.presetAbout()->text().startsWith(QLatin1String("The default: no network")),
+            qPrintable(dialog.presetAbout()->text()));
         QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("No network: typing hosts here makes it an allowlist."));
         dialog.presetBox()->setCurrentText(QStringLiteral("package-install"));
         QVERIFY(dialog.presetAbout()->text().startsWith(QLatin1String("Package installs:")));
-        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Added to the 14 hosts the preset package-install already lets through."));
+        QCOMPARE(dialog.allowAbout()->text(),
+            QStringLiteral("Added to the 14 hosts the preset package-install already lets through."));
         dialog.presetBox()->setCurrentText(QStringLiteral("open"));
-        QCOMPARE(dialog.allowAbout()->text(), QStringLiteral("Full network: every host is reachable; nothing to list."));
+        QCOMPARE(
+            dialog.allowAbout()->text(), QStringLiteral("Full network: every host is reachable; nothing to list."));
         dialog.presetBox()->setCurrentText(QStringLiteral("locked"));
         QCOMPARE(dialog.memoryBox()->singleStep(), 256);
         QCOMPARE(dialog.pidsBox()->singleStep(), 64);
         QVERIFY(dialog.hostBox()->isHidden()); // one host: nothing to choose
-        CreateSandboxDialog twoHosts(presets->value(QStringLiteral("presets")).toArray(), {QStringLiteral("here"), QStringLiteral("build-box")}, 1);
+        CreateSandboxDialog twoHosts(presets->value(QStringLiteral("presets")).toArray(),
+            {QStringLiteral("here"), QStringLiteral("build-box")}, 1);
         QVERIFY(!twoHosts.hostBox()->isHidden());
         QCOMPARE(twoHosts.host(), 1);
         QTest::keyClicks(dialog.nameEdit(), QStringLiteral("Bad Name"));
@@ -310,7 +329,8 @@ private Q_SLOTS:
         dialog.nameEdit()->setText(QStringLiteral("from-dialog"));
         dialog.allowEdit()->setText(QStringLiteral("bad!host"));
         QVERIFY(dialog.problem().startsWith(QLatin1String("Allowed hosts:")));
-        dialog.allowEdit()->setText(QStringLiteral("https://Example.COM/some/page")); // a pasted URL is its host and port
+        dialog.allowEdit()->setText(
+            QStringLiteral("https://Example.COM/some/page")); // a pasted URL is its host and port
         QCOMPARE(dialog.problem(), QString());
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             dialog.presetBox()->setCurrentIndex(dialog.presetBox()->findData(QStringLiteral("package-install")));
@@ -328,21 +348,48 @@ private Q_SLOTS:
         dialog.diskBox()->setValue(0.5); // GiB: the workspace's size
         MainWindow window(*m_client);
         window.createSandbox(dialog.parameters());
-        QVERIFY(QTest::qWaitFor([&] { return window.currentSandboxId() == window.sandboxModel()->sandbox(window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog"))).value(QStringLiteral("id")).toString()
-                                             && !window.currentSandboxId().isEmpty(); }, 10000));
-        const QJsonObject info = jsonObject(m_daemon->ctl(args("policy", "show", "from-dialog", "--effective", "--json")).out);
-        QCOMPARE(info.value(QStringLiteral("policy")).toObject().value(QStringLiteral("network")).toObject().value(QStringLiteral("mode")).toString(), QStringLiteral("allowlist"));
-        QCOMPARE(info.value(QStringLiteral("policy")).toObject().value(QStringLiteral("network")).toObject().value(QStringLiteral("allow")).toArray(),
-                 QJsonArray{QStringLiteral("example.com:443")});
-        const QJsonArray mounts = sandboxInfo(*m_daemon, QStringLiteral("from-dialog")).value(QStringLiteral("mounts")).toArray();
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return window.currentSandboxId()
+                    == window.sandboxModel()
+                           ->sandbox(window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")))
+                           .value(QStringLiteral("id"))
+                           .toString()
+                    && !window.currentSandboxId().isEmpty();
+            },
+            10000));
+        const QJsonObject info
+            = jsonObject(m_daemon->ctl(args("policy", "show", "from-dialog", "--effective", "--json")).out);
+        QCOMPARE(info.value(QStringLiteral("policy"))
+                     .toObject()
+                     .value(QStringLiteral("network"))
+                     .toObject()
+                     .value(QStringLiteral("mode"))
+                     .toString(),
+            QStringLiteral("allowlist"));
+        QCOMPARE(info.value(QStringLiteral("policy"))
+                     .toObject()
+                     .value(QStringLiteral("network"))
+                     .toObject()
+                     .value(QStringLiteral("allow"))
+                     .toArray(),
+            QJsonArray{QStringLiteral("example.com:443")});
+        const QJsonArray mounts
+            = sandboxInfo(*m_daemon, QStringLiteral("from-dialog")).value(QStringLiteral("mounts")).toArray();
         QCOMPARE(mounts.size(), 1);
         QCOMPARE(mounts.first().toObject().value(QStringLiteral("path")).toString(), QStringLiteral("/data"));
         QCOMPARE(mounts.first().toObject().value(QStringLiteral("writable")).toBool(), false);
-        QCOMPARE(sandboxInfo(*m_daemon, QStringLiteral("from-dialog")).value(QStringLiteral("limits")).toObject().value(QStringLiteral("diskBytes")).toObject()
-                     .value(QStringLiteral("value")).toDouble(),
-                 512.0 * 1024 * 1024);
+        QCOMPARE(sandboxInfo(*m_daemon, QStringLiteral("from-dialog"))
+                     .value(QStringLiteral("limits"))
+                     .toObject()
+                     .value(QStringLiteral("diskBytes"))
+                     .toObject()
+                     .value(QStringLiteral("value"))
+                     .toDouble(),
+            512.0 * 1024 * 1024);
         window.deleteSelected();
-        QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
     }
 
     void lightAndDarkThemes()
@@ -392,14 +439,22 @@ private Q_SLOTS:
         QVERIFY(policy.open(QIODevice::WriteOnly));
         policy.write(R"({"credentials": {"grants": [{"secret": "GUI_TOKEN", "env": "TOKEN"}]}})");
         policy.close();
-        QVERIFY(m_daemon->create(args("--name", "granted", "--policy", policy.fileName())) == QStringLiteral("granted"));
+        QVERIFY(
+            m_daemon->create(args("--name", "granted", "--policy", policy.fileName())) == QStringLiteral("granted"));
         SandboxModel tree(*m_client); // its badge: the name of what it was given, never the value
         tree.refresh();
         QVERIFY(QTest::qWaitFor([&] { return tree.sandboxIndex(QStringLiteral("granted")).isValid(); }, 5000));
-        const QModelIndex badge = tree.sandboxIndex(QStringLiteral("granted")).siblingAtColumn(SandboxModel::Credentials);
+        const QModelIndex badge
+            = tree.sandboxIndex(QStringLiteral("granted")).siblingAtColumn(SandboxModel::Credentials);
         QCOMPARE(tree.data(badge).toString(), QStringLiteral("GUI_TOKEN"));
-        QVERIFY(tree.data(badge, Qt::ToolTipRole).toString().replace(QChar::Nbsp, QLatin1Char(' ')).contains(QLatin1String("GUI_TOKEN as the variable TOKEN")));
-        QCOMPARE(execIn(*m_daemon, QStringLiteral("granted"), args("sh", "-c", "test \"$TOKEN\" = s3cr3t-from-the-gui && echo same")).out, QByteArray("same\n"));
+        QVERIFY(tree.data(badge, Qt::ToolTipRole)
+                    .toString()
+                    .replace(QChar::Nbsp, QLatin1Char(' '))
+                    .contains(QLatin1String("GUI_TOKEN as the variable TOKEN")));
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("granted"),
+                     args("sh", "-c", "test \"$TOKEN\" = s3cr3t-from-the-gui && echo same"))
+                     .out,
+            QByteArray("same\n"));
         QCOMPARE(m_daemon->ctl(args("rm", "granted")).exitCode, 0);
         // Removed: gone from the list; removing again says it is not there.
         dialog.remove(QStringLiteral("GUI_TOKEN"));
@@ -409,7 +464,8 @@ private Q_SLOTS:
         dialog.remove(QStringLiteral("GUI_TOKEN"));
         QVERIFY(done.wait(5000));
         QVERIFY(!done.last().at(0).toBool());
-        QVERIFY2(done.last().at(1).toString().startsWith(QLatin1String("Not removed: ")), qPrintable(done.last().at(1).toString()));
+        QVERIFY2(done.last().at(1).toString().startsWith(QLatin1String("Not removed: ")),
+            qPrintable(done.last().at(1).toString()));
     }
 
     void aCommandTypedInTheWindowRunsInTheSandbox()
@@ -418,38 +474,46 @@ private Q_SLOTS:
         window.show();
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("gui-a")); }, 5000));
         QVERIFY(window.commandLine()->isEnabled());
-        QTest::keyClicks(window.commandLine(), QStringLiteral("printf 'hello from %s\\n' $(hostname); printf '\\033]52;c;ZXZpbA==\\007' >&2"));
+        QTest::keyClicks(window.commandLine(),
+            QStringLiteral("printf 'hello from %s\\n' $(hostname); printf '\\033]52;c;ZXZpbA==\\007' >&2"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
         const OutputDocument &doc = window.outputView()->document();
         QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("[#1 exit 0]")); }, 10000));
         QVERIFY2(doc.plainText().contains(QLatin1String("hello from gui-a\n")), qPrintable(doc.plainText()));
         QVERIFY2(doc.plainText().contains(QLatin1String("\\x1b]52;c;ZXZpbA==\\x07")), qPrintable(doc.plainText()));
         // Ctrl-C on the command line interrupts what it started.
-        QTest::keyClicks(window.commandLine(), QStringLiteral("trap 'echo got INT; exit 130' INT; echo ready; while :; do sleep 0.1; done"));
+        QTest::keyClicks(window.commandLine(),
+            QStringLiteral("trap 'echo got INT; exit 130' INT; echo ready; while :; do sleep 0.1; done"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
-        QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("ready\n")) && !window.runningExecutions().isEmpty(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return doc.plainText().contains(QLatin1String("ready\n")) && !window.runningExecutions().isEmpty(); },
+            10000));
         QTest::keyClick(window.commandLine(), Qt::Key_C, Qt::ControlModifier);
-        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("got INT\n")); }, 10000), qPrintable(doc.plainText()));
+        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("got INT\n")); }, 10000),
+            qPrintable(doc.plainText()));
         QVERIFY(QTest::qWaitFor([&] { return window.runningExecutions().isEmpty(); }, 10000));
 
         // An agent's command that asks appears as a card; Allow here runs it in the daemon.
         auto agent = std::make_unique<QProcess>();
         agent->setProcessEnvironment(m_daemon->environment());
         agent->start(binDir() + QStringLiteral("/airlockctl"),
-                     args("--no-autostart", "--agent", "bot", "exec", "gui-a", "-n", "--", "sh", "-c", "echo approved-run > /workspace/flag; cat /workspace/flag"));
+            args("--no-autostart", "--agent", "bot", "exec", "gui-a", "-n", "--", "sh", "-c",
+                "echo approved-run > /workspace/flag; cat /workspace/flag"));
         QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().size() == 1; }, 10000));
         ApprovalCard *card = window.approvals()->cards().first();
         QVERIFY(window.windowTitle().contains(QLatin1String("1 waiting")));
         QVERIFY2(card->findChildren<QLabel *>().size() > 2, "no details");
         QVERIFY(QTest::qWaitFor([&] { return card->settled(); }, 3000)); // a card that just came ignores clicks
         QTest::mouseClick(card->allowButton(), Qt::LeftButton);
-        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000)); // the event loop runs: the decision goes out
+        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; },
+            10000)); // the event loop runs: the decision goes out
         QCOMPARE(agent->exitCode(), 0);
         QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved-run\n"));
         QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().isEmpty(); }, 5000));
         // A long argument is folded, and Allow waits until it has been shown.
         agent->start(binDir() + QStringLiteral("/airlockctl"),
-                     args("--no-autostart", "--agent", "bot", "exec", "gui-a", "-n", "--", "deploy-tool", QString(300, QLatin1Char('x')) + QStringLiteral("; rm -rf ~")));
+            args("--no-autostart", "--agent", "bot", "exec", "gui-a", "-n", "--", "deploy-tool",
+                QString(300, QLatin1Char('x')) + QStringLiteral("; rm -rf ~")));
         QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().size() == 1; }, 10000));
         card = window.approvals()->cards().first();
         QVERIFY(!card->allowButton()->isEnabled());
@@ -463,7 +527,8 @@ private Q_SLOTS:
         QTest::mouseClick(card->expandButton(), Qt::LeftButton);
         QVERIFY(card->allowButton()->isEnabled());
         QTest::mouseClick(card->denyButton(), Qt::LeftButton);
-        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; }, 10000)); // the event loop runs: the decision goes out
+        QVERIFY(QTest::qWaitFor([&] { return agent->state() == QProcess::NotRunning; },
+            10000)); // the event loop runs: the decision goes out
         QCOMPARE(agent->exitCode(), 6);
         QVERIFY(agent->readAllStandardError().endsWith(": looks odd\n"));
 
@@ -477,12 +542,14 @@ private Q_SLOTS:
     void selectingASandboxShowsWhatRanBeforeThenLiveWithoutGapsOrRepeats()
     {
         QVERIFY(m_daemon->create(args("--name", "before")) == QStringLiteral("before"));
-        QCOMPARE(execIn(*m_daemon, QStringLiteral("before"), args("sh", "-c", "echo earlier-output; exit 3")).exitCode, 3);
+        QCOMPARE(
+            execIn(*m_daemon, QStringLiteral("before"), args("sh", "-c", "echo earlier-output; exit 3")).exitCode, 3);
         // One that is still printing when the window looks: stored part, then live, each line once.
         auto running = std::make_unique<QProcess>();
         running->setProcessEnvironment(m_daemon->environment());
         running->start(binDir() + QStringLiteral("/airlockctl"),
-                       args("--no-autostart", "exec", "before", "--", "sh", "-c", "for i in $(seq 1 60); do echo tick-$i; sleep 0.05; done"));
+            args("--no-autostart", "exec", "before", "--", "sh", "-c",
+                "for i in $(seq 1 60); do echo tick-$i; sleep 0.05; done"));
         QVERIFY(QTest::qWaitFor([&] { return running->readAllStandardOutput().contains("tick-10"); }, 10000));
         MainWindow window(*m_client);
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("before")); }, 5000));
@@ -491,9 +558,12 @@ private Q_SLOTS:
         const OutputDocument &doc = window.outputView()->document();
         QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("[#2 exit 0]")); }, 10000));
         const QString text = doc.plainText();
-        QVERIFY2(text.startsWith(QLatin1String("$ sh -c 'echo earlier-output; exit 3' (#1)\nearlier-output\n[#1 exit 3]\n$ sh -c ")), qPrintable(text.left(300)));
+        QVERIFY2(text.startsWith(QLatin1String(
+                     "$ sh -c 'echo earlier-output; exit 3' (#1)\nearlier-output\n[#1 exit 3]\n$ sh -c ")),
+            qPrintable(text.left(300)));
         for (int i = 1; i <= 60; ++i)
-            QVERIFY2(text.count(QStringLiteral("tick-%1\n").arg(i)) == 1, qPrintable(QStringLiteral("tick-%1 in:\n%2").arg(i).arg(text)));
+            QVERIFY2(text.count(QStringLiteral("tick-%1\n").arg(i)) == 1,
+                qPrintable(QStringLiteral("tick-%1 in:\n%2").arg(i).arg(text)));
         QVERIFY(text.indexOf(QLatin1String("tick-59\n")) < text.indexOf(QLatin1String("tick-60\n")));
         QCOMPARE(text.count(QLatin1String("(#2)")), 1);
         QCOMPARE(text.count(QLatin1String("[#2 exit 0]")), 1);
@@ -506,7 +576,8 @@ private Q_SLOTS:
         QCOMPARE(history.previous(QStringLiteral("typed")), QStringLiteral("typed")); // nothing earlier
         for (const char *c : {"ls", "make", "make", "make test"})
             history.add(QLatin1String(c));
-        QCOMPARE(history.entries(), QStringList({QStringLiteral("ls"), QStringLiteral("make"), QStringLiteral("make test")}));
+        QCOMPARE(history.entries(),
+            QStringList({QStringLiteral("ls"), QStringLiteral("make"), QStringLiteral("make test")}));
         QCOMPARE(history.previous(QStringLiteral("half")), QStringLiteral("make test"));
         QCOMPARE(history.previous(QStringLiteral("make test")), QStringLiteral("make"));
         QCOMPARE(history.previous(QStringLiteral("make")), QStringLiteral("ls"));
@@ -533,15 +604,23 @@ private Q_SLOTS:
         // Kill: everything running in the sandbox gets SIGKILL, and the sandbox stays.
         auto sleeper = std::make_unique<QProcess>();
         sleeper->setProcessEnvironment(m_daemon->environment());
-        sleeper->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "gui-a", "--", "sleep", "600"));
-        QVERIFY(QTest::qWaitFor([&] { return sandboxInfo(*m_daemon, QStringLiteral("gui-a")).value(QStringLiteral("executions")).toInt() == 1; }, 10000));
+        sleeper->start(
+            binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "gui-a", "--", "sleep", "600"));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return sandboxInfo(*m_daemon, QStringLiteral("gui-a")).value(QStringLiteral("executions")).toInt() == 1;
+            },
+            10000));
         window.signalSelected(SIGKILL);
         QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
         QCOMPARE(sleeper->exitCode(), 128 + 9);
-        const QJsonArray killed = jsonObject(m_daemon->ctl(args("history", "--sandbox", "gui-a", "--status", "killed", "--json")).out)
-                                      .value(QStringLiteral("executions")).toArray();
+        const QJsonArray killed
+            = jsonObject(m_daemon->ctl(args("history", "--sandbox", "gui-a", "--status", "killed", "--json")).out)
+                  .value(QStringLiteral("executions"))
+                  .toArray();
         QVERIFY(!killed.isEmpty());
-        QCOMPARE(killed.first().toObject().value(QStringLiteral("argv")).toArray(), QJsonArray({QStringLiteral("sleep"), QStringLiteral("600")}));
+        QCOMPARE(killed.first().toObject().value(QStringLiteral("argv")).toArray(),
+            QJsonArray({QStringLiteral("sleep"), QStringLiteral("600")}));
         QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("gui-a")).isValid());
         // An agent cannot kill what it did not start.
         DaemonClient agent;
@@ -550,28 +629,41 @@ private Q_SLOTS:
         asAgent.autostart = false;
         asAgent.agent = QStringLiteral("bot");
         QVERIFY(agent.connectToDaemon(asAgent));
-        auto refused = agent.call(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), QStringLiteral("gui-a")}});
+        auto refused
+            = agent.call(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), QStringLiteral("gui-a")}});
         QVERIFY(!refused);
         QCOMPARE(refused.error().code, ErrorCode::Denied);
 
         // Duplicate as new: the same preset and policy layer, a new name.
-        QVERIFY(m_daemon->create(args("--name", "dup-src", "--network", "allowlist", "--allow", "pypi.org:443", "--pids", "77")) == QStringLiteral("dup-src"));
+        QVERIFY(m_daemon->create(
+                    args("--name", "dup-src", "--network", "allowlist", "--allow", "pypi.org:443", "--pids", "77"))
+            == QStringLiteral("dup-src"));
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("dup-src")); }, 5000));
         window.duplicateCurrent();
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2")).isValid(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2")).isValid(); }, 10000));
         auto effective = [&](const char *name) {
-            return jsonObject(m_daemon->ctl(args("policy", "show", name, "--effective", "--json")).out).value(QStringLiteral("policy")).toObject();
+            return jsonObject(m_daemon->ctl(args("policy", "show", name, "--effective", "--json")).out)
+                .value(QStringLiteral("policy"))
+                .toObject();
         };
-        QCOMPARE(effective("dup-src-2").value(QStringLiteral("network")), effective("dup-src").value(QStringLiteral("network")));
-        QCOMPARE(effective("dup-src-2").value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toInt(), 77);
+        QCOMPARE(effective("dup-src-2").value(QStringLiteral("network")),
+            effective("dup-src").value(QStringLiteral("network")));
+        QCOMPARE(
+            effective("dup-src-2").value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toInt(),
+            77);
 
         // Several selected, one confirmation, all deleted.
-        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src")), window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2"))});
+        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src")),
+            window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2"))});
         QCOMPARE(window.selectedSandboxes().size(), 2);
         window.deleteSelected();
-        QVERIFY(QTest::qWaitFor([&] {
-            return !window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src")).isValid() && !window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2")).isValid();
-        }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return !window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src")).isValid()
+                    && !window.sandboxModel()->sandboxIndex(QStringLiteral("dup-src-2")).isValid();
+            },
+            10000));
         QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("gui-a")).isValid());
     }
 
@@ -605,18 +697,23 @@ private Q_SLOTS:
             ++attempts;
             return client->connectToDaemon(options);
         });
-        QCOMPARE(daemon.create(args("--name", "before-stop", "--preset", "package-install", "--memory", "512M")), QStringLiteral("before-stop"));
+        QCOMPARE(daemon.create(args("--name", "before-stop", "--preset", "package-install", "--memory", "512M")),
+            QStringLiteral("before-stop"));
         // Its own layer changed after it was made: what is made again is the policy it had last.
         QTemporaryDir policyDir;
         QFile layer(policyDir.filePath(QStringLiteral("layer.json")));
         QVERIFY(layer.open(QIODevice::WriteOnly));
-        layer.write(R"({"commands": {"rules": [{"decision": "deny", "command": "wget"}]}, "limits": {"memoryBytes": 536870912}})");
+        layer.write(
+            R"({"commands": {"rules": [{"decision": "deny", "command": "wget"}]}, "limits": {"memoryBytes": 536870912}})");
         layer.close();
         QVERIFY(daemon.ctl(args("policy", "set", "before-stop", layer.fileName())).exitCode == 0);
-        const QJsonObject ownBefore = jsonObject(daemon.ctl(args("policy", "show", "before-stop", "--json")).out).value(QStringLiteral("policy")).toObject();
+        const QJsonObject ownBefore = jsonObject(daemon.ctl(args("policy", "show", "before-stop", "--json")).out)
+                                          .value(QStringLiteral("policy"))
+                                          .toObject();
         QVERIFY(ownBefore.contains(QStringLiteral("commands")));
         window.show();
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 5000));
         QVERIFY(!window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).data(Qt::ForegroundRole).isValid());
         QVERIFY(!window.daemonBanner()->isVisible());
         daemon.stop();
@@ -627,14 +724,17 @@ private Q_SLOTS:
         QVERIFY(last.isValid());
         QCOMPARE(last.data(Qt::ForegroundRole).value<QColor>(), QColor(0x99, 0x99, 0x99));
         QCOMPARE(last.data(Qt::ToolTipRole).toString(), QStringLiteral("As last seen: its host is not connected"));
-        QVERIFY2(said.startsWith(QLatin1String("The Airlock daemon is unreachable: the daemon closed the connection. Its sandboxes are shown as last seen.")),
-                 qPrintable(said));
+        QVERIFY2(said.startsWith(QLatin1String("The Airlock daemon is unreachable: the daemon closed the connection. "
+                                               "Its sandboxes are shown as last seen.")),
+            qPrintable(said));
         // Retry while it is still down: still down, and the reason is the connection's.
         QVERIFY(!window.retryConnection(true));
         QVERIFY(window.daemonBanner()->isVisible());
         // In plain words: no Qt error names.
         const QString down = window.daemonBanner()->findChild<QLabel *>()->text();
-        QVERIFY2(down.contains(QStringLiteral("no daemon is running at ") + daemon.socketPath()) && !down.contains(QLatin1String("QLocalSocket")), qPrintable(down));
+        QVERIFY2(down.contains(QStringLiteral("no daemon is running at ") + daemon.socketPath())
+                && !down.contains(QLatin1String("QLocalSocket")),
+            qPrintable(down));
         // Back: the window retries on its own, subscribes again and lists what is there.
         QVERIFY(daemon.start());
         QVERIFY(daemon.create(args("--name", "after-restart")) == QStringLiteral("after-restart"));
@@ -643,8 +743,9 @@ private Q_SLOTS:
         // What ended with it is said, and made again on request: same name, preset and own layer.
         QVERIFY(QTest::qWaitFor([&] { return window.endedBar()->isVisible(); }, 10000));
         QCOMPARE(window.endedBar()->ended().size(), 1);
-        QVERIFY2(window.endedBar()->text()->text().startsWith(QLatin1String("1 sandbox ended when the daemon stopped: before-stop.")),
-                 qPrintable(window.endedBar()->text()->text()));
+        QVERIFY2(window.endedBar()->text()->text().startsWith(
+                     QLatin1String("1 sandbox ended when the daemon stopped: before-stop.")),
+            qPrintable(window.endedBar()->text()->text()));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
             QVERIFY(window.grab().save(dir + QStringLiteral("/ended.png")));
         QSignalSpy recreated(window.endedBar(), &EndedSandboxesBar::recreated);
@@ -654,24 +755,37 @@ private Q_SLOTS:
         QVERIFY(recreated.wait(5000));
         QCOMPARE(recreated.at(0).at(0).toInt(), 0);
         QCOMPARE(recreated.at(0).at(1).toInt(), 1);
-        QVERIFY2(window.endedBar()->text()->text().startsWith(QLatin1String("Not made again: before-stop: ")), qPrintable(window.endedBar()->text()->text()));
+        QVERIFY2(window.endedBar()->text()->text().startsWith(QLatin1String("Not made again: before-stop: ")),
+            qPrintable(window.endedBar()->text()->text()));
         QVERIFY(window.endedBar()->isVisible() && window.endedBar()->recreateButton()->isEnabled());
         QCOMPARE(daemon.ctl(args("rm", "before-stop")).exitCode, 0);
         QTest::mouseClick(window.endedBar()->recreateButton(), Qt::LeftButton);
         QVERIFY(recreated.wait(5000));
         QCOMPARE(recreated.at(1).at(0).toInt(), 1);
         QVERIFY(!window.endedBar()->isVisible());
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("before-stop")).isValid(); }, 10000));
         const QJsonObject again = jsonObject(daemon.ctl(args("policy", "show", "before-stop", "--json")).out);
         QCOMPARE(again.value(QStringLiteral("policy")).toObject(), ownBefore);
         QCOMPARE(again.value(QStringLiteral("preset")).toString(), QStringLiteral("package-install"));
-        QCOMPARE(jsonObject(daemon.ctl(args("policy", "check", "before-stop", "--json", "--", "wget", "x")).out).value(QStringLiteral("decision")).toString(),
-                 QStringLiteral("deny"));
-        QCOMPARE(sandboxInfo(daemon, QStringLiteral("before-stop")).value(QStringLiteral("limits")).toObject().value(QStringLiteral("memoryBytes")).toObject().value(QStringLiteral("value")).toDouble(), 536870912.0);
+        QCOMPARE(jsonObject(daemon.ctl(args("policy", "check", "before-stop", "--json", "--", "wget", "x")).out)
+                     .value(QStringLiteral("decision"))
+                     .toString(),
+            QStringLiteral("deny"));
+        QCOMPARE(sandboxInfo(daemon, QStringLiteral("before-stop"))
+                     .value(QStringLiteral("limits"))
+                     .toObject()
+                     .value(QStringLiteral("memoryBytes"))
+                     .toObject()
+                     .value(QStringLiteral("value"))
+                     .toDouble(),
+            536870912.0);
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("after-restart")); }, 10000));
         QTest::keyClicks(window.commandLine(), QStringLiteral("echo live-again"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
-        QVERIFY(QTest::qWaitFor([&] { return window.outputView()->document().plainText().contains(QLatin1String("live-again\n")); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.outputView()->document().plainText().contains(QLatin1String("live-again\n")); },
+            10000));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             daemon.stop();
             QVERIFY(QTest::qWaitFor([&] { return window.daemonBanner()->isVisible(); }, 10000));
@@ -694,7 +808,8 @@ private Q_SLOTS:
         AddHostDialog host;
         ConnectAgentDialog agent({}, {}, QStringLiteral("airlockctl"));
         ShortcutsDialog shortcuts({});
-        const QList<QWidget *> windows{&window, history, &log, &secrets, &policy, &defaults, &create, &host, &agent, &shortcuts};
+        const QList<QWidget *> windows{
+            &window, history, &log, &secrets, &policy, &defaults, &create, &host, &agent, &shortcuts};
         for (QWidget *w : windows)
             QVERIFY2(!w->windowTitle().contains(QLatin1String("Airlock")), qPrintable(w->windowTitle()));
         QCOMPARE(window.windowTitle(), QString());
@@ -715,17 +830,23 @@ private Q_SLOTS:
         for (QWidget *top : QList<QWidget *>{&window, history, &secrets, &policy, &create, &host, &agent}) {
             QList<QWidget *> fields;
             for (QWidget *w : top->findChildren<QWidget *>()) {
-                const bool field = qobject_cast<QLineEdit *>(w) || qobject_cast<QComboBox *>(w) || qobject_cast<QAbstractSpinBox *>(w);
+                const bool field = qobject_cast<QLineEdit *>(w) || qobject_cast<QComboBox *>(w)
+                    || qobject_cast<QAbstractSpinBox *>(w);
                 // A line edit inside a combo box or a spin box is that field's own.
-                const bool part = qobject_cast<QComboBox *>(w->parentWidget()) || qobject_cast<QAbstractSpinBox *>(w->parentWidget());
+                const bool part = qobject_cast<QComboBox *>(w->parentWidget())
+                    || qobject_cast<QAbstractSpinBox *>(w->parentWidget());
                 if (field && !part)
                     fields.append(w);
             }
             QVERIFY(!fields.isEmpty());
             for (QWidget *w : fields)
                 if (w->toolTip().isEmpty())
-                    missing.append(QStringLiteral("%1: %2 %3 (%4)").arg(QLatin1String(top->metaObject()->className()), QLatin1String(w->metaObject()->className()), w->objectName(),
-                                                                         qobject_cast<QLineEdit *>(w) ? qobject_cast<QLineEdit *>(w)->placeholderText() : QString()));
+                    missing.append(
+                        QStringLiteral("%1: %2 %3 (%4)")
+                            .arg(QLatin1String(top->metaObject()->className()),
+                                QLatin1String(w->metaObject()->className()), w->objectName(),
+                                qobject_cast<QLineEdit *>(w) ? qobject_cast<QLineEdit *>(w)->placeholderText()
+                                                             : QString()));
         }
         QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
         history->close();
@@ -735,7 +856,8 @@ private Q_SLOTS:
     {
         MainWindow window(*m_client);
         // An action without a tooltip of its own shows its text: that is what is looked for.
-        const auto untold = [](const QAction *a) { return a->toolTip() == QString(a->text()).remove(QLatin1Char('&')); };
+        const auto untold
+            = [](const QAction *a) { return a->toolTip() == QString(a->text()).remove(QLatin1Char('&')); };
         QAction probe(QStringLiteral("&New thing…"));
         QVERIFY(untold(&probe));
         for (QToolBar *bar : window.findChildren<QToolBar *>())
@@ -751,7 +873,8 @@ private Q_SLOTS:
                 if (action->isSeparator() || at < 0 || at + 1 >= text.size())
                     continue;
                 const QChar key = text.at(at + 1).toLower();
-                QVERIFY2(!taken.contains(key), qPrintable(QStringLiteral("%1: '%2' and '%3'").arg(menu->title(), taken.value(key), text)));
+                QVERIFY2(!taken.contains(key),
+                    qPrintable(QStringLiteral("%1: '%2' and '%3'").arg(menu->title(), taken.value(key), text)));
                 taken.insert(key, text);
             }
         }

@@ -7,13 +7,13 @@
 #include "FleetFilter.h"
 #include "FleetSampler.h"
 #include "FleetView.h"
+#include "GuiScreenshots.h"
+#include "GuiTestSettings.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "RunningStrip.h"
 #include "SandboxConsole.h"
 #include "SandboxModel.h"
-#include "GuiScreenshots.h"
-#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 #include "Theme.h"
 
@@ -21,7 +21,6 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
-#include <QTreeWidget>
 #include <QElapsedTimer>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -32,6 +31,7 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QTreeView>
+#include <QTreeWidget>
 
 #include <csignal>
 
@@ -44,11 +44,13 @@ class TestConsoleFleet final : public QObject {
     std::unique_ptr<TestDaemon> m_daemon;
     std::unique_ptr<DaemonClient> m_client;
 
-    std::unique_ptr<QProcess> startIn(const char *sandbox, const QStringList &command, const QStringList &options = {}) const
+    std::unique_ptr<QProcess> startIn(
+        const char *sandbox, const QStringList &command, const QStringList &options = {}) const
     {
         auto p = std::make_unique<QProcess>();
         p->setProcessEnvironment(m_daemon->environment());
-        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart") + options + args("exec", sandbox, "--") + command);
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart") + options + args("exec", sandbox, "--") + command);
         return p;
     }
     static QVariant cell(MainWindow &window, const char *sandbox, int column, int role = Qt::DisplayRole)
@@ -89,23 +91,41 @@ private Q_SLOTS:
     {
         MainWindow window(*m_client);
         QAbstractItemModelTester source(window.sandboxModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QAbstractItemModelTester shown(window.fleet()->filter(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester shown(
+            window.fleet()->filter(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         window.resize(1600, 1000);
         window.show();
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-busy")).isValid(); }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-busy")).isValid(); }, 5000));
         QVERIFY(window.fleet()->sampler()->isActive());
 
         // A command that prints a line and then keeps a core busy.
-        auto busy = startIn("fleet-busy", args("sh", "-c", "printf 'warming \\033[1;32mup\\033[0m\\n'; while :; do :; done"));
-        QVERIFY2(QTest::qWaitFor([&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() > 50; }, 10000),
-                 qPrintable(cell(window, "fleet-busy", SandboxModel::Cpu).toString()));
+        auto busy
+            = startIn("fleet-busy", args("sh", "-c", "printf 'warming \\033[1;32mup\\033[0m\\n'; while :; do :; done"));
+        QVERIFY2(
+            QTest::qWaitFor(
+                [&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() > 50; },
+                10000),
+            qPrintable(cell(window, "fleet-busy", SandboxModel::Cpu).toString()));
         QCOMPARE(cell(window, "fleet-busy", SandboxModel::Running).toInt(), 1);
-        QString running = QTextDocumentFragment::fromHtml(cell(window, "fleet-busy", SandboxModel::Running, Qt::ToolTipRole).toString()).toPlainText();
-        QVERIFY2(running.replace(QChar::Nbsp, QLatin1Char(' ')).startsWith(QLatin1String("execution 1: sh -c 'printf")), qPrintable(running));
-        QCOMPARE(cell(window, "fleet-busy", SandboxModel::LastOutput).toString(), QStringLiteral("warming up")); // colours dropped
+        QString running = QTextDocumentFragment::fromHtml(
+            cell(window, "fleet-busy", SandboxModel::Running, Qt::ToolTipRole).toString())
+                              .toPlainText();
+        QVERIFY2(running.replace(QChar::Nbsp, QLatin1Char(' ')).startsWith(QLatin1String("execution 1: sh -c 'printf")),
+            qPrintable(running));
+        QCOMPARE(cell(window, "fleet-busy", SandboxModel::LastOutput).toString(),
+            QStringLiteral("warming up")); // colours dropped
         QVERIFY(cell(window, "fleet-busy", SandboxModel::Memory, SandboxModel::SortRole).toLongLong() > 1024 * 1024);
-        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SparklineRole).value<QList<float>>().size() >= 2; }, 5000));
-        QVERIFY(cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SparklineRole).value<QList<float>>().last() > 0.5f); // of 100 %
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SparklineRole)
+                           .value<QList<float>>()
+                           .size()
+                    >= 2;
+            },
+            5000));
+        QVERIFY(cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SparklineRole).value<QList<float>>().last()
+            > 0.5f); // of 100 %
         QCOMPARE(cell(window, "fleet-busy", SandboxModel::Agent).toString(), QString()); // a person's own command
         // The idle one: its guest only, nothing running, no CPU to speak of.
         QVERIFY(cell(window, "fleet-idle", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() < 10);
@@ -113,15 +133,20 @@ private Q_SLOTS:
         QVERIFY(cell(window, "fleet-idle", SandboxModel::Memory, SandboxModel::SortRole).toLongLong() > 0);
 
         // An agent's command names its agent.
-        QCOMPARE(m_daemon->ctl(args("--agent", "fleet-bot", "exec", "fleet-idle", "--", "echo", "from the bot")).exitCode, 0);
-        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-idle", SandboxModel::Agent).toString() == QLatin1String("fleet-bot"); }, 5000));
+        QCOMPARE(
+            m_daemon->ctl(args("--agent", "fleet-bot", "exec", "fleet-idle", "--", "echo", "from the bot")).exitCode,
+            0);
+        QVERIFY(QTest::qWaitFor(
+            [&] { return cell(window, "fleet-idle", SandboxModel::Agent).toString() == QLatin1String("fleet-bot"); },
+            5000));
         QCOMPARE(cell(window, "fleet-idle", SandboxModel::LastOutput).toString(), QStringLiteral("from the bot"));
 
         // Sorted by CPU, the busy one comes first; by name again, alphabetical.
         window.sandboxTree()->sortByColumn(SandboxModel::Cpu, Qt::DescendingOrder);
         QCOMPARE(shownOrder(window).value(0), QStringLiteral("fleet-busy"));
         window.sandboxTree()->sortByColumn(SandboxModel::Name, Qt::DescendingOrder);
-        QCOMPARE(shownOrder(window), QStringList({QStringLiteral("fleet-idle"), QStringLiteral("fleet-c"), QStringLiteral("fleet-busy")}));
+        QCOMPARE(shownOrder(window),
+            QStringList({QStringLiteral("fleet-idle"), QStringLiteral("fleet-c"), QStringLiteral("fleet-busy")}));
         // The filter finds text in any column (here: the agent); the host row stays.
         window.fleet()->filterLine()->setText(QStringLiteral("FLEET-BOT"));
         QCOMPARE(shownOrder(window), QStringList({QStringLiteral("fleet-idle")}));
@@ -129,7 +154,8 @@ private Q_SLOTS:
         // Selecting a sandbox the filter hides shows it again.
         QVERIFY(window.selectSandbox(QStringLiteral("fleet-busy")));
         QCOMPARE(window.fleet()->filterLine()->text(), QString());
-        QCOMPARE(window.currentSandboxId(), cell(window, "fleet-busy", SandboxModel::Name, SandboxModel::SandboxIdRole).toString());
+        QCOMPARE(window.currentSandboxId(),
+            cell(window, "fleet-busy", SandboxModel::Name, SandboxModel::SandboxIdRole).toString());
         window.sandboxTree()->sortByColumn(SandboxModel::Name, Qt::AscendingOrder);
 
         if (qEnvironmentVariableIsSet("AIRLOCK_SCREENSHOT_DIR"))
@@ -138,7 +164,9 @@ private Q_SLOTS:
         window.selectSandbox(QStringLiteral("fleet-busy"));
         window.signalSelected(SIGKILL);
         QVERIFY(QTest::qWaitFor([&] { return busy->state() == QProcess::NotRunning; }, 10000));
-        QVERIFY(QTest::qWaitFor([&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() < 10; }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return cell(window, "fleet-busy", SandboxModel::Cpu, SandboxModel::SortRole).toDouble() < 10; },
+            5000));
 
         // Hidden, the window asks nothing.
         window.hide();
@@ -149,18 +177,28 @@ private Q_SLOTS:
     {
         MainWindow window(*m_client);
         window.show();
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c")).isValid(); }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c")).isValid(); }, 5000));
         std::map<std::string, std::unique_ptr<QProcess>> sleepers;
         for (const char *name : {"fleet-busy", "fleet-idle", "fleet-c"})
             sleepers[name] = startIn(name, args("sleep", "600"));
-        QVERIFY(QTest::qWaitFor([&] {
-            return std::all_of(sleepers.begin(), sleepers.end(), [&](const auto &s) { return cell(window, s.first.c_str(), SandboxModel::Running).toInt() == 1; });
-        }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return std::all_of(sleepers.begin(), sleepers.end(),
+                    [&](const auto &s) { return cell(window, s.first.c_str(), SandboxModel::Running).toInt() == 1; });
+            },
+            10000));
         // Kill acts on every selected sandbox, and on no other.
-        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-busy")), window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-idle"))});
+        window.fleet()->select({window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-busy")),
+            window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-idle"))});
         QCOMPARE(window.selectedSandboxes().size(), 2);
         window.signalSelected(SIGKILL);
-        QVERIFY(QTest::qWaitFor([&] { return sleepers["fleet-busy"]->state() == QProcess::NotRunning && sleepers["fleet-idle"]->state() == QProcess::NotRunning; }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return sleepers["fleet-busy"]->state() == QProcess::NotRunning
+                    && sleepers["fleet-idle"]->state() == QProcess::NotRunning;
+            },
+            10000));
         QCOMPARE(sleepers["fleet-busy"]->exitCode(), 128 + SIGKILL);
         QCOMPARE(sleepers["fleet-idle"]->exitCode(), 128 + SIGKILL);
         QTest::qWait(300);
@@ -186,7 +224,8 @@ private Q_SLOTS:
         bool cancelIsDefault = false;
         auto answer = [&](bool pressEnter) {
             QTimer::singleShot(0, &window, [&, pressEnter] {
-                QVERIFY(QTest::qWaitFor([] { return qobject_cast<QMessageBox *>(QApplication::activeModalWidget()); }, 5000));
+                QVERIFY(QTest::qWaitFor(
+                    [] { return qobject_cast<QMessageBox *>(QApplication::activeModalWidget()); }, 5000));
                 auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
                 QCOMPARE(box->objectName(), QStringLiteral("confirmDelete"));
                 informative = box->informativeText();
@@ -203,7 +242,8 @@ private Q_SLOTS:
         answer(true);
         QVERIFY(!window.confirmDelete());
         QVERIFY(cancelIsDefault);
-        QVERIFY2(informative.contains(QStringLiteral("fleet-del: 1 running — execution 1: sleep 600")), qPrintable(informative));
+        QVERIFY2(informative.contains(QStringLiteral("fleet-del: 1 running — execution 1: sleep 600")),
+            qPrintable(informative));
         QTest::qWait(300);
         QCOMPARE(sleeper->state(), QProcess::Running);
         QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-del")).isValid());
@@ -212,7 +252,8 @@ private Q_SLOTS:
         answer(false);
         QVERIFY(window.confirmDelete());
         window.deleteSelected();
-        QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-del")).isValid(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-del")).isValid(); }, 10000));
         QVERIFY(QTest::qWaitFor([&] { return sleeper->state() == QProcess::NotRunning; }, 10000));
     }
 
@@ -232,11 +273,13 @@ private Q_SLOTS:
         QVERIFY(remove);
         bool answered = false;
         QTimer::singleShot(0, &window, [&] {
-            QVERIFY(QTest::qWaitFor([] { return qobject_cast<QMessageBox *>(QApplication::activeModalWidget()); }, 5000));
+            QVERIFY(
+                QTest::qWaitFor([] { return qobject_cast<QMessageBox *>(QApplication::activeModalWidget()); }, 5000));
             auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
             QCOMPARE(box->text(), QStringLiteral("Delete del-x?"));
             QCOMPARE(m_daemon->ctl(args("rm", "del-x")).exitCode, 0);
-            QVERIFY(QTest::qWaitFor([&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("del-x")).isValid(); }, 5000));
+            QVERIFY(QTest::qWaitFor(
+                [&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("del-x")).isValid(); }, 5000));
             // Nothing is current now: the console did not move to a neighbour.
             QCOMPARE(window.currentSandboxId(), QString());
             QVERIFY(window.selectedSandboxes().isEmpty());
@@ -250,7 +293,8 @@ private Q_SLOTS:
         QTest::qWait(500);
         QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("del-w")).isValid());
         QVERIFY(window.sandboxModel()->sandboxIndex(QStringLiteral("del-y")).isValid());
-        QCOMPARE(sandboxInfo(*m_daemon, QStringLiteral("del-w")).value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+        QCOMPARE(sandboxInfo(*m_daemon, QStringLiteral("del-w")).value(QStringLiteral("state")).toString(),
+            QStringLiteral("running"));
         // A filter that hides the current sandbox leaves nothing current either.
         QVERIFY(window.selectSandbox(QStringLiteral("del-w")));
         window.fleet()->filterLine()->setText(QStringLiteral("del-y"));
@@ -295,15 +339,19 @@ private Q_SLOTS:
         QCOMPARE(strip->stopButton(stubborn)->text(), QStringLiteral("Stopping…"));
         QVERIFY(!strip->stopButton(stubborn)->isEnabled());
         // Still running after the grace period: the same button kills it.
-        QVERIFY(QTest::qWaitFor([&] { return strip->stopButton(stubborn)->isEnabled(); }, RunningStrip::kStopGraceMs + 2000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return strip->stopButton(stubborn)->isEnabled(); }, RunningStrip::kStopGraceMs + 2000));
         QCOMPARE(strip->stopButton(stubborn)->text(), QStringLiteral("Kill"));
         QVERIFY(strip->executions().contains(stubborn));
         strip->stopButton(stubborn)->click();
         QVERIFY(QTest::qWaitFor([&] { return strip->executions().isEmpty() && strip->isHidden(); }, 5000));
-        const QJsonArray killed = jsonObject(m_daemon->ctl(args("history", "--sandbox", "fleet-c", "--json")).out).value(QStringLiteral("executions")).toArray();
+        const QJsonArray killed = jsonObject(m_daemon->ctl(args("history", "--sandbox", "fleet-c", "--json")).out)
+                                      .value(QStringLiteral("executions"))
+                                      .toArray();
         QHash<int, QString> statusOf;
         for (const QJsonValue &e : killed)
-            statusOf.insert(e.toObject().value(QStringLiteral("exec")).toInt(), e.toObject().value(QStringLiteral("status")).toString());
+            statusOf.insert(e.toObject().value(QStringLiteral("exec")).toInt(),
+                e.toObject().value(QStringLiteral("status")).toString());
         QCOMPARE(statusOf.value(int(sleeper)), QStringLiteral("killed"));
         QCOMPARE(statusOf.value(int(stubborn)), QStringLiteral("killed"));
         QVERIFY(window.outputView()->document().plainText().contains(QLatin1String("ignoring\n")));
@@ -363,7 +411,9 @@ private Q_SLOTS:
         MainWindow window(*client);
         window.resize(1024, 700);
         window.show();
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->hostCount() == 1 && !window.fleet()->emptyState()->isHidden(); }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->hostCount() == 1 && !window.fleet()->emptyState()->isHidden(); },
+            5000));
         QTest::qWait(300);
         QVERIFY(window.fleet()->emptyState()->isVisible());
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
@@ -376,7 +426,9 @@ private Q_SLOTS:
         connectButton->click();
         auto *dialog = window.findChild<ConnectAgentDialog *>();
         QVERIFY(dialog);
-        QVERIFY(dialog->configText(mcp::AgentClient::ClaudeCode).startsWith(QLatin1String("claude mcp add airlock -- ") + binDir() + QLatin1String("/airlockctl mcp")));
+        QVERIFY(
+            dialog->configText(mcp::AgentClient::ClaudeCode)
+                .startsWith(QLatin1String("claude mcp add airlock -- ") + binDir() + QLatin1String("/airlockctl mcp")));
         dialog->presetBox()->setCurrentIndex(dialog->presetBox()->findData(QStringLiteral("package-install")));
         dialog->hostsEdit()->setText(QStringLiteral("https://files.pythonhosted.org/packages/x.whl not_a host!"));
         QVERIFY(!dialog->hostsError().isEmpty());
@@ -384,8 +436,10 @@ private Q_SLOTS:
         dialog->hostsEdit()->setText(QStringLiteral("https://files.pythonhosted.org/packages/x.whl, pypi.org"));
         QCOMPARE(dialog->hostsError(), QString());
         QCOMPARE(dialog->configText(mcp::AgentClient::Codex),
-                 QStringLiteral("[mcp_servers.airlock]\ncommand = \"%1/airlockctl\"\nargs = [\"mcp\", \"--preset\", \"package-install\", \"--allow\", "
-                                "\"files.pythonhosted.org:443\", \"--allow\", \"pypi.org\"]").arg(binDir()));
+            QStringLiteral("[mcp_servers.airlock]\ncommand = \"%1/airlockctl\"\nargs = [\"mcp\", \"--preset\", "
+                           "\"package-install\", \"--allow\", "
+                           "\"files.pythonhosted.org:443\", \"--allow\", \"pypi.org\"]")
+                .arg(binDir()));
         dialog->copy(mcp::AgentClient::Cursor);
         QCOMPARE(QApplication::clipboard()->text(), dialog->configText(mcp::AgentClient::Cursor));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
@@ -406,7 +460,9 @@ private Q_SLOTS:
         QStringList rows;
         for (int i = 0; i < list->topLevelItemCount(); ++i)
             rows.append(list->topLevelItem(i)->text(0) + QLatin1Char('=') + list->topLevelItem(i)->text(1));
-        QVERIFY2(rows.contains(QStringLiteral("Ctrl+N=New sandbox…")) && rows.contains(QStringLiteral("Ctrl+Shift+A=Decide on requests")), qPrintable(rows.join(QLatin1Char('|'))));
+        QVERIFY2(rows.contains(QStringLiteral("Ctrl+N=New sandbox…"))
+                && rows.contains(QStringLiteral("Ctrl+Shift+A=Decide on requests")),
+            qPrintable(rows.join(QLatin1Char('|'))));
     }
 
     void f6GoesRoundThePanes()
@@ -432,7 +488,8 @@ private Q_SLOTS:
         // A host process burning CPU is nobody's sandbox: no sandbox's column moves.
         MainWindow window(*m_client);
         window.show();
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c")).isValid(); }, 5000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->sandboxIndex(QStringLiteral("fleet-c")).isValid(); }, 5000));
         QProcess hostBurner;
         hostBurner.start(QStringLiteral("sh"), args("-c", "while :; do :; done"));
         QVERIFY(hostBurner.waitForStarted());

@@ -3,10 +3,10 @@
 // output and replays it byte-exact, its run's timeline, Export run, sorting and paging in the
 // daemon (QAbstractItemModelTester watching), and a client that asks and never reads.
 #include "ExecutionReplay.h"
+#include "GuiTestSettings.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
 #include "OutputView.h"
-#include "GuiTestSettings.h"
 #include "TestHelpers.h"
 #include "TimelineModel.h"
 #include "rpc/Protocol.h"
@@ -15,13 +15,13 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDateTime>
+#include <QDateTimeEdit>
+#include <QHeaderView>
 #include <QLocalSocket>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
-#include <QHeaderView>
-#include <QDateTimeEdit>
 #include <QTest>
 
 using namespace airlock;
@@ -63,7 +63,8 @@ private Q_SLOTS:
         QAbstractItemModelTester executions(history.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         QAbstractItemModelTester timeline(history.timeline(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         history.show();
-        QVERIFY(QTest::qWaitFor([&] { return history.model()->rowCount() >= 2 && !history.model()->isLoading(); }, 10000));
+        QVERIFY(
+            QTest::qWaitFor([&] { return history.model()->rowCount() >= 2 && !history.model()->isLoading(); }, 10000));
         // By time: all of these ran within the last hour.
         const int everything = history.model()->rowCount();
         history.timeFilter()->setCurrentIndex(1);
@@ -76,17 +77,23 @@ private Q_SLOTS:
         const QDateTime now = QDateTime::currentDateTime();
         history.fromEdit()->setDateTime(now.addSecs(-3600));
         history.untilEdit()->setDateTime(now.addSecs(3600));
-        QVERIFY(QTest::qWaitFor([&] { return history.model()->filter().untilMs > 0 && !history.model()->isLoading(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return history.model()->filter().untilMs > 0 && !history.model()->isLoading(); }, 10000));
         QCOMPARE(history.model()->rowCount(), everything);
         history.untilEdit()->setDateTime(now.addSecs(-3000));
-        QVERIFY(QTest::qWaitFor([&] { return history.model()->filter().untilMs < now.toMSecsSinceEpoch() && !history.model()->isLoading(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return history.model()->filter().untilMs < now.toMSecsSinceEpoch() && !history.model()->isLoading();
+            },
+            10000));
         QCOMPARE(history.model()->rowCount(), 0);
         QVERIFY(history.model()->filter().sinceMs >= now.addSecs(-3601).toMSecsSinceEpoch());
         history.timeFilter()->setCurrentIndex(0);
         QVERIFY(!history.fromEdit()->isVisibleTo(&history));
         // The word is only in the output (the command spells it in two halves): full-text search.
         history.setFilter({}, {}, {}, QStringLiteral("xylograph"));
-        QVERIFY(QTest::qWaitFor([&] { return !history.model()->isLoading() && history.model()->rowCount() == 1; }, 10000));
+        QVERIFY(
+            QTest::qWaitFor([&] { return !history.model()->isLoading() && history.model()->rowCount() == 1; }, 10000));
         const QJsonObject found = history.model()->execution(0);
         QCOMPARE(found.value(QStringLiteral("run")).toString(), QStringLiteral("hist-run"));
         QCOMPARE(found.value(QStringLiteral("argv")).toArray().last().toString(), script);
@@ -111,17 +118,23 @@ private Q_SLOTS:
         QVERIFY2(text.contains(expected.plainText().section(QLatin1Char('\n'), 0, 2)), qPrintable(text.left(400)));
         // "esc …" rewritten from its start by "end", as a terminal would; the inert pieces stay whole.
         QVERIFY(text.contains(QLatin1String("\nend \\x1b]52;c;ZXZpbA==\\x07 bad \\xff nul \\x00 cr\n")));
-        QVERIFY(text.contains(QLatin1String("no newline at the end\n"))); // stdout and stderr interleave as they arrived
-        QVERIFY2(text.endsWith(QLatin1String("\n[#") + QString::number(found.value(QStringLiteral("exec")).toInt()) + QLatin1String(" exit 0]\n")),
-                 qPrintable(text.right(100)));
+        QVERIFY(
+            text.contains(QLatin1String("no newline at the end\n"))); // stdout and stderr interleave as they arrived
+        QVERIFY2(text.endsWith(QLatin1String("\n[#") + QString::number(found.value(QStringLiteral("exec")).toInt())
+                     + QLatin1String(" exit 0]\n")),
+            qPrintable(text.right(100)));
 
         // Its run's timeline joins the execution's start and end; the categories filter in the daemon.
-        QVERIFY(QTest::qWaitFor([&] { return !history.timeline()->isLoading() && history.timeline()->rowCount() >= 2; }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return !history.timeline()->isLoading() && history.timeline()->rowCount() >= 2; }, 10000));
         QStringList kinds;
         for (int row = 0; row < history.timeline()->rowCount(); ++row)
             kinds.append(history.timeline()->event(row).value(QStringLiteral("kind")).toString());
-        QVERIFY2(kinds.contains(QStringLiteral("exec.started")) && kinds.contains(QStringLiteral("exec.exited")), qPrintable(kinds.join(QLatin1Char(' '))));
-        QVERIFY(history.timeline()->data(history.timeline()->index(int(kinds.indexOf(QStringLiteral("exec.started"))), TimelineModel::Details))
+        QVERIFY2(kinds.contains(QStringLiteral("exec.started")) && kinds.contains(QStringLiteral("exec.exited")),
+            qPrintable(kinds.join(QLatin1Char(' '))));
+        QVERIFY(history.timeline()
+                    ->data(history.timeline()->index(
+                        int(kinds.indexOf(QStringLiteral("exec.started"))), TimelineModel::Details))
                     .toString()
                     .contains(QLatin1String("$ sh -c ")));
         history.timeline()->setCategories(TimelineModel::Network);
@@ -152,11 +165,12 @@ private Q_SLOTS:
         // A run that does not exist: the daemon's reason, and no file left behind.
         exported = false;
         QString message;
-        history.exportRun(QStringLiteral("no-such-run"), dir.filePath(QStringLiteral("none.jsonl")), [&](bool success, const QString &m) {
-            exported = true;
-            ok = success;
-            message = m;
-        });
+        history.exportRun(QStringLiteral("no-such-run"), dir.filePath(QStringLiteral("none.jsonl")),
+            [&](bool success, const QString &m) {
+                exported = true;
+                ok = success;
+                message = m;
+            });
         QVERIFY(QTest::qWaitFor([&] { return exported; }, 10000));
         QVERIFY(!ok);
         QVERIFY2(message.contains(QLatin1String("no run named 'no-such-run'")), qPrintable(message));
@@ -167,26 +181,31 @@ private Q_SLOTS:
     {
         // 400 requests for a megabyte each (the 1.7 MB execution above), never read: the daemon
         // stops reading this client's requests once 32 MiB of answers wait, and stays small.
-        const QJsonArray found = jsonObject(m_daemon->ctl(args("search", "xylograph", "--json")).out).value(QStringLiteral("executions")).toArray();
+        const QJsonArray found = jsonObject(m_daemon->ctl(args("search", "xylograph", "--json")).out)
+                                     .value(QStringLiteral("executions"))
+                                     .toArray();
         QVERIFY(!found.isEmpty());
         const double execution = found.first().toObject().value(QStringLiteral("id")).toDouble();
         QLocalSocket raw;
         raw.connectToServer(m_daemon->socketPath());
         QVERIFY(raw.waitForConnected(5000));
         raw.setReadBufferSize(4096); // and this client hardly reads at all
-        raw.write(rpc::encodeJson(rpc::makeRequest(1, QStringLiteral("hello"), {{QStringLiteral("protocol"), rpc::kProtocolVersion}, {QStringLiteral("client"), QStringLiteral("hog")}})));
+        raw.write(rpc::encodeJson(rpc::makeRequest(1, QStringLiteral("hello"),
+            {{QStringLiteral("protocol"), rpc::kProtocolVersion}, {QStringLiteral("client"), QStringLiteral("hog")}})));
         const qint64 before = procStatusField(m_daemon->pid(), "VmRSS:");
         // In waves small enough that the queries are never refused as busy: only the pause holds them.
         for (int wave = 0; wave < 40; ++wave) {
             QByteArray requests;
             for (int i = 0; i < 10; ++i)
-                requests += rpc::encodeJson(rpc::makeRequest(2 + wave * 10 + i, QStringLiteral("history.output"), {{QStringLiteral("execution"), execution}}));
+                requests += rpc::encodeJson(rpc::makeRequest(
+                    2 + wave * 10 + i, QStringLiteral("history.output"), {{QStringLiteral("execution"), execution}}));
             raw.write(requests);
             QTest::qWait(100);
         }
         QTest::qWait(1000);
         const qint64 during = procStatusField(m_daemon->pid(), "VmRSS:");
-        QVERIFY2(during - before < 150 * 1024, qPrintable(QStringLiteral("daemon RSS grew from %1 to %2 kB").arg(before).arg(during)));
+        QVERIFY2(during - before < 150 * 1024,
+            qPrintable(QStringLiteral("daemon RSS grew from %1 to %2 kB").arg(before).arg(during)));
         // Everyone else is still answered.
         QVERIFY(m_client->call(QStringLiteral("sandbox.list")));
         raw.abort();
@@ -203,7 +222,10 @@ private Q_SLOTS:
             history.table()->sortByColumn(column, Qt::AscendingOrder); // as a click on its header does
             QCOMPARE(header->sortIndicatorSection(), int(HistoryModel::Id));
             QCOMPARE(header->sortIndicatorOrder(), Qt::DescendingOrder);
-            QVERIFY(history.model()->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString().startsWith(QLatin1String("Not sorted")));
+            QVERIFY(history.model()
+                        ->headerData(column, Qt::Horizontal, Qt::ToolTipRole)
+                        .toString()
+                        .startsWith(QLatin1String("Not sorted")));
         }
         history.table()->sortByColumn(HistoryModel::Status, Qt::AscendingOrder);
         QCOMPARE(header->sortIndicatorSection(), int(HistoryModel::Status));
@@ -228,8 +250,11 @@ private Q_SLOTS:
         }
         const int all = model.rowCount();
         QVERIFY(all >= 4);
-        const QString tip = model.data(model.index(0, HistoryModel::Command), Qt::ToolTipRole).toString().replace(QChar::Nbsp, QLatin1Char(' '));
-        QVERIFY2(tip.contains(QLatin1String("&lt;h3&gt;big&lt;/h3&gt;")) && !tip.contains(QLatin1String("<h3>")), qPrintable(tip));
+        const QString tip = model.data(model.index(0, HistoryModel::Command), Qt::ToolTipRole)
+                                .toString()
+                                .replace(QChar::Nbsp, QLatin1Char(' '));
+        QVERIFY2(tip.contains(QLatin1String("&lt;h3&gt;big&lt;/h3&gt;")) && !tip.contains(QLatin1String("<h3>")),
+            qPrintable(tip));
         QCOMPARE(pages.size(), (all + 1) / 2); // two rows a page (the tester fetches too)
         QList<qint64> ids;
         for (int row = 0; row < all; ++row)
@@ -253,17 +278,20 @@ private Q_SLOTS:
         // none is lost, and the daemon answers normally afterwards.
         int answered = 0, busy = 0;
         for (int i = 0; i < 200; ++i)
-            m_client->callAsync(QStringLiteral("history.list"), {{QStringLiteral("limit"), 200}}, [&](Result<QJsonValue> r) {
-                ++answered;
-                busy += !r && r.error().code == ErrorCode::Busy;
-            });
+            m_client->callAsync(
+                QStringLiteral("history.list"), {{QStringLiteral("limit"), 200}}, [&](Result<QJsonValue> r) {
+                    ++answered;
+                    busy += !r && r.error().code == ErrorCode::Busy;
+                });
         QVERIFY(QTest::qWaitFor([&] { return answered == 200; }, 20000));
         QVERIFY2(busy > 0 && busy <= 200 - 16, qPrintable(QString::number(busy)));
         QVERIFY(m_client->call(QStringLiteral("history.list"), {{QStringLiteral("limit"), 1}}));
         // A sort key the daemon does not know is refused with the list it does.
-        auto refused = m_client->call(QStringLiteral("history.list"), {{QStringLiteral("sort"), QStringLiteral("argv; DROP TABLE x")}});
+        auto refused = m_client->call(
+            QStringLiteral("history.list"), {{QStringLiteral("sort"), QStringLiteral("argv; DROP TABLE x")}});
         QVERIFY(!refused);
-        QVERIFY2(refused.error().message.contains(QLatin1String("not a column to sort by")), qPrintable(refused.error().message));
+        QVERIFY2(refused.error().message.contains(QLatin1String("not a column to sort by")),
+            qPrintable(refused.error().message));
     }
 };
 

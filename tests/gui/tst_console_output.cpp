@@ -38,7 +38,8 @@ class TestConsoleOutput final : public QObject {
         for (qsizetype i = from; i < doc.lineCount(); ++i) {
             const StyledLine line = doc.line(i);
             if (!line.text.isEmpty())
-                lines.append((line.spans.value(0).style.stderrStream ? QStringLiteral("2:") : QStringLiteral("1:")) + line.text);
+                lines.append(
+                    (line.spans.value(0).style.stderrStream ? QStringLiteral("2:") : QStringLiteral("1:")) + line.text);
         }
         return lines;
     }
@@ -59,7 +60,8 @@ private Q_SLOTS:
     // path keeps it (the guest's reads, the daemon, the store, the console and the CLI).
     void stdoutAndStderrKeepTheirOrderEverywhere()
     {
-        const QString script = QStringLiteral("echo out1; sleep 0.05; echo err1 >&2; sleep 0.05; echo out2; sleep 0.05; echo err2 >&2; sleep 0.05; echo out3");
+        const QString script = QStringLiteral("echo out1; sleep 0.05; echo err1 >&2; sleep 0.05; echo out2; sleep "
+                                              "0.05; echo err2 >&2; sleep 0.05; echo out3");
         MainWindow window(*m_client);
         window.show();
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("fidelity")); }, 5000));
@@ -67,16 +69,21 @@ private Q_SLOTS:
         const qsizetype before = window.outputView()->document().lineCount();
         window.commandLine()->setText(script);
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
-        const QStringList expected{QStringLiteral("1:out1"), QStringLiteral("2:err1"), QStringLiteral("1:out2"), QStringLiteral("2:err2"), QStringLiteral("1:out3")};
+        const QStringList expected{QStringLiteral("1:out1"), QStringLiteral("2:err1"), QStringLiteral("1:out2"),
+            QStringLiteral("2:err2"), QStringLiteral("1:out3")};
         QVERIFY2(QTest::qWaitFor([&] { return shownLines(*window.outputView(), before).mid(1, 5) == expected; }, 10000),
-                 qPrintable(shownLines(*window.outputView(), before).join(QLatin1Char('|'))));
+            qPrintable(shownLines(*window.outputView(), before).join(QLatin1Char('|'))));
 
         // `exec` writes each part to its stream as it comes.
-        QCOMPARE(merged(args("exec", "fidelity", "--", "sh", "-c") + QStringList{script}), QByteArray("out1\nerr1\nout2\nerr2\nout3\n"));
+        QCOMPARE(merged(args("exec", "fidelity", "--", "sh", "-c") + QStringList{script}),
+            QByteArray("out1\nerr1\nout2\nerr2\nout3\n"));
         // `show` replays the stored execution in the same order.
-        const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--sandbox", "fidelity", "--json")).out).value(QStringLiteral("executions")).toArray();
+        const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--sandbox", "fidelity", "--json")).out)
+                                          .value(QStringLiteral("executions"))
+                                          .toArray();
         const int newest = executions.first().toObject().value(QStringLiteral("exec")).toInt();
-        QCOMPARE(merged(args("show", QStringLiteral("fidelity:%1").arg(newest), "--raw")), QByteArray("out1\nerr1\nout2\nerr2\nout3\n"));
+        QCOMPARE(merged(args("show", QStringLiteral("fidelity:%1").arg(newest), "--raw")),
+            QByteArray("out1\nerr1\nout2\nerr2\nout3\n"));
         // Selected again, the console shows it from the store: the same order.
         QVERIFY(window.selectSandbox(QStringLiteral("fidelity")));
         window.console()->show({});
@@ -94,22 +101,30 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return window.selectSandbox(QStringLiteral("fidelity")); }, 5000));
         QVERIFY(QTest::qWaitFor([&] { return !window.console()->isLoading(); }, 5000));
         const qsizetype before = window.outputView()->document().lineCount();
-        window.commandLine()->setText(QStringLiteral("for p in 10 40 70 100; do printf '\\rdownloading %3d%%' $p; sleep 0.05; done; printf '\\n\\033]52;c;aGk=\\007\\rdone\\n'"));
+        window.commandLine()->setText(QStringLiteral("for p in 10 40 70 100; do printf '\\rdownloading %3d%%' $p; "
+                                                     "sleep 0.05; done; printf '\\n\\033]52;c;aGk=\\007\\rdone\\n'"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
-        QVERIFY2(QTest::qWaitFor([&] { return shownLines(*window.outputView(), before).contains(QStringLiteral("1:done")); }, 10000),
-                 qPrintable(shownLines(*window.outputView(), before).join(QLatin1Char('|'))));
+        QVERIFY2(
+            QTest::qWaitFor(
+                [&] { return shownLines(*window.outputView(), before).contains(QStringLiteral("1:done")); }, 10000),
+            qPrintable(shownLines(*window.outputView(), before).join(QLatin1Char('|'))));
         const QStringList lines = shownLines(*window.outputView(), before);
         QCOMPARE(lines.count(QStringLiteral("1:downloading 100%")), 1); // one row, its last state
         QVERIFY(!lines.join(QLatin1Char('|')).contains(QLatin1String(" 10%")));
-        QVERIFY(!lines.join(QLatin1Char('|')).contains(QLatin1String("]52"))); // the inert clipboard write went whole, not in part
+        QVERIFY(!lines.join(QLatin1Char('|'))
+                     .contains(QLatin1String("]52"))); // the inert clipboard write went whole, not in part
     }
 
     void executionsAreToldTheyMayUseColour()
     {
-        const CliResult term = m_daemon->ctl(args("exec", "fidelity", "--", "sh", "-c", "echo $TERM; ls --color=auto / >/dev/null; [ -t 1 ] || echo not-a-tty"));
+        const CliResult term = m_daemon->ctl(args("exec", "fidelity", "--", "sh", "-c",
+            "echo $TERM; ls --color=auto / >/dev/null; [ -t 1 ] || echo not-a-tty"));
         QCOMPARE(term.out, QByteArray("xterm-256color\nnot-a-tty\n"));
         // NO_COLOR is the caller's to set, and reaches the program.
-        QCOMPARE(m_daemon->ctl(args("exec", "fidelity", "--env", "NO_COLOR=1", "--", "sh", "-c", "echo ${NO_COLOR:-unset}")).out, QByteArray("1\n"));
+        QCOMPARE(
+            m_daemon->ctl(args("exec", "fidelity", "--env", "NO_COLOR=1", "--", "sh", "-c", "echo ${NO_COLOR:-unset}"))
+                .out,
+            QByteArray("1\n"));
     }
 };
 

@@ -6,41 +6,40 @@
 // agent's request over there arrives in the one approvals dock labelled with the host and is
 // decided from here, and a host that goes away says so and comes back on its own.
 #include "AddHostDialog.h"
-#include "util/Version.h"
-#include "ExecutionReplay.h"
-#include "OutputDocument.h"
-#include "TimelineModel.h"
 #include "ApprovalsDock.h"
+#include "ExecutionReplay.h"
+#include "FleetView.h"
+#include "GuiTestSettings.h"
 #include "HistoryModel.h"
 #include "HistoryWindow.h"
-#include "FleetView.h"
 #include "MainWindow.h"
-#include "PolicyEditor.h"
+#include "OutputDocument.h"
 #include "OutputView.h"
+#include "PolicyEditor.h"
 #include "RemoteHosts.h"
 #include "SandboxModel.h"
-#include "GuiTestSettings.h"
 #include "TestHelpers.h"
+#include "TimelineModel.h"
+#include "util/Version.h"
 
+#include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QComboBox>
 #include <QCryptographicHash>
 #include <QDialogButtonBox>
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocalSocket>
-#include <QComboBox>
 #include <QPushButton>
-#include <QTableView>
 #include <QSignalSpy>
-#include <QStatusBar>
-#include <QAbstractItemModelTester>
-#include <QTemporaryDir>
 #include <QSslCertificate>
+#include <QStatusBar>
+#include <QTableView>
 #include <QTcpServer>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTextDocumentFragment>
-#include <QTemporaryDir>
 #include <QTreeView>
 
 using namespace airlock;
@@ -85,13 +84,16 @@ private Q_SLOTS:
         // The console's own settings and saved hosts live in the local daemon's private XDG dirs.
         qputenv("XDG_CONFIG_HOME", (m_local->rootDir() + QStringLiteral("/config")).toUtf8());
         m_port = freePort();
-        m_remote = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(m_port)});
+        m_remote = std::make_unique<TestDaemon>(
+            QStringList{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(m_port)});
         QVERIFY(m_remote->start());
         QString error;
-        QVERIFY2(m_remote->create(args("--name", "over-there"), &error) == QLatin1String("over-there"), qPrintable(error));
+        QVERIFY2(
+            m_remote->create(args("--name", "over-there"), &error) == QLatin1String("over-there"), qPrintable(error));
         QFile cert(m_remote->dataDir() + QStringLiteral("/tls/cert.pem"));
         QVERIFY(cert.open(QIODevice::ReadOnly));
-        const QString fingerprint = QString::fromLatin1(QSslCertificate(cert.readAll()).digest(QCryptographicHash::Sha256).toHex());
+        const QString fingerprint
+            = QString::fromLatin1(QSslCertificate(cert.readAll()).digest(QCryptographicHash::Sha256).toHex());
         m_url = QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_port).arg(fingerprint);
         QProcess token;
         token.setProcessEnvironment(m_remote->environment());
@@ -113,9 +115,11 @@ private Q_SLOTS:
         dialog.nameEdit()->setText(QStringLiteral("far"));
         dialog.addressEdit()->setText(QStringLiteral("wss://127.0.0.1:%1").arg(m_port)); // no pin: refused, said why
         QVERIFY(!add->isEnabled());
-        QVERIFY2(dialog.problemLabel()->text().contains(QLatin1String("#sha256=FINGERPRINT")), qPrintable(dialog.problemLabel()->text()));
+        QVERIFY2(dialog.problemLabel()->text().contains(QLatin1String("#sha256=FINGERPRINT")),
+            qPrintable(dialog.problemLabel()->text()));
         dialog.addressEdit()->setText(m_url);
-        QVERIFY(dialog.fingerprintLabel()->text().startsWith(QStringLiteral("SHA-256 ") + m_url.section(QLatin1Char('='), 1).left(4) + QLatin1Char(' ')));
+        QVERIFY(dialog.fingerprintLabel()->text().startsWith(
+            QStringLiteral("SHA-256 ") + m_url.section(QLatin1Char('='), 1).left(4) + QLatin1Char(' ')));
         QVERIFY(!add->isEnabled()); // still no token
         dialog.tokenEdit()->setText(QStringLiteral("hunter2"));
         QVERIFY(!add->isEnabled());
@@ -140,15 +144,25 @@ private Q_SLOTS:
         QCOMPARE(twice.error().code, ErrorCode::AlreadyExists);
         QCOMPARE(window.sandboxModel()->hostCount(), 2);
         window.show();
-        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000), qPrintable(hostState(window)));
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000),
+            qPrintable(hostState(window)));
         // The round trip and the version are in the tooltip, not the column.
-        const QString details = QTextDocumentFragment::fromHtml(window.sandboxModel()->index(hostRow(window), SandboxModel::State).data(Qt::ToolTipRole).toString()).toPlainText();
-        QVERIFY2(details.startsWith(QLatin1String("Round trip ")) && details.contains(QStringLiteral(" ms, airlockd ") + airlock::version() + QLatin1Char('\n')), qPrintable(details));
+        const QString details = QTextDocumentFragment::fromHtml(
+            window.sandboxModel()->index(hostRow(window), SandboxModel::State).data(Qt::ToolTipRole).toString())
+                                    .toPlainText();
+        QVERIFY2(details.startsWith(QLatin1String("Round trip "))
+                && details.contains(QStringLiteral(" ms, airlockd ") + airlock::version() + QLatin1Char('\n')),
+            qPrintable(details));
         const int row = hostRow(window);
-        QCOMPARE(window.sandboxModel()->index(row, SandboxModel::Network).data().toString(), QStringLiteral("wss://127.0.0.1:%1").arg(m_port));
-        const QString pinned = QTextDocumentFragment::fromHtml(window.sandboxModel()->index(row, SandboxModel::Name).data(Qt::ToolTipRole).toString()).toPlainText();
-        QVERIFY2(pinned.endsWith(m_url), qPrintable(pinned)); // the pin, in full (as plain text: a remote daemon's words are never rich text)
-        QVERIFY(QTest::qWaitFor([&] { return window.sandboxModel()->rowCount(window.sandboxModel()->index(row, 0)) == 1; }, 10000));
+        QCOMPARE(window.sandboxModel()->index(row, SandboxModel::Network).data().toString(),
+            QStringLiteral("wss://127.0.0.1:%1").arg(m_port));
+        const QString pinned = QTextDocumentFragment::fromHtml(
+            window.sandboxModel()->index(row, SandboxModel::Name).data(Qt::ToolTipRole).toString())
+                                   .toPlainText();
+        QVERIFY2(pinned.endsWith(m_url),
+            qPrintable(pinned)); // the pin, in full (as plain text: a remote daemon's words are never rich text)
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxModel()->rowCount(window.sandboxModel()->index(row, 0)) == 1; }, 10000));
 
         // A command for the remote sandbox runs there; its output comes here.
         const QModelIndex remoteSandbox = window.sandboxModel()->index(0, 0, window.sandboxModel()->index(row, 0));
@@ -158,26 +172,37 @@ private Q_SLOTS:
         QTest::keyClicks(window.commandLine(), QStringLiteral("printf 'ran on %s\\n' $(hostname)"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
         const OutputDocument &doc = window.outputView()->document();
-        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("ran on over-there\n")); }, 10000), qPrintable(doc.plainText()));
+        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("ran on over-there\n")); }, 10000),
+            qPrintable(doc.plainText()));
         QVERIFY(m_remote->ctl(args("history", "--json")).out.contains("ran on %s"));
         QVERIFY(!m_local->ctl(args("history", "--json")).out.contains("ran on %s"));
 
         // The history is that host's own.
         HistoryWindow *history = window.openHistory();
         QVERIFY(history->windowTitle().endsWith(QStringLiteral(" — far")));
-        QVERIFY(QTest::qWaitFor([&] { return history->model()->rowCount() == 1 && !history->model()->isLoading(); }, 10000));
-        QVERIFY(history->model()->execution(0).value(QStringLiteral("argv")).toArray().last().toString().startsWith(QLatin1String("printf 'ran on")));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return history->model()->rowCount() == 1 && !history->model()->isLoading(); }, 10000));
+        QVERIFY(history->model()
+                    ->execution(0)
+                    .value(QStringLiteral("argv"))
+                    .toArray()
+                    .last()
+                    .toString()
+                    .startsWith(QLatin1String("printf 'ran on")));
         history->close();
 
         // An agent over there asks; the card says which host; Allow here lets it run there.
         auto agent = std::make_unique<QProcess>();
         agent->setProcessEnvironment(m_remote->environment());
-        agent->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "over-there", "-n", "--", "printf", "approved remotely\\n"));
+        agent->start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", "over-there", "-n", "--", "printf",
+                "approved remotely\\n"));
         QVERIFY(QTest::qWaitFor([&] { return window.approvals()->cards().size() == 1; }, 10000));
         ApprovalCard *card = window.approvals()->cards().first();
         QCOMPARE(card->request().value(QStringLiteral("host")).toString(), QStringLiteral("far"));
         const auto labels = card->findChildren<QLabel *>();
-        QVERIFY(std::any_of(labels.begin(), labels.end(), [](const QLabel *l) { return l->text().startsWith(QLatin1String("<b>far</b>: bot in")); }));
+        QVERIFY(std::any_of(labels.begin(), labels.end(),
+            [](const QLabel *l) { return l->text().startsWith(QLatin1String("<b>far</b>: bot in")); }));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             QTest::qWait(100);
             QVERIFY(window.grab().save(dir + QStringLiteral("/remote-host.png")));
@@ -191,16 +216,22 @@ private Q_SLOTS:
         // The connection drops mid-stream (its end is cut here; the host and the command go on):
         // the gap is shown while it waits, then the whole output once it is back, each line once
         // and in order.
-        QTest::keyClicks(window.commandLine(), QStringLiteral("i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo tick $i; sleep 0.05; done"));
+        QTest::keyClicks(window.commandLine(),
+            QStringLiteral("i=0; while [ $i -lt 60 ]; do i=$((i+1)); echo tick $i; sleep 0.05; done"));
         QTest::keyClick(window.commandLine(), Qt::Key_Return);
         QVERIFY(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("tick 5\n")); }, 10000));
         window.remoteHosts()->client(QStringLiteral("far"))->findChild<QLocalSocket *>()->abort();
-        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("the connection to this host was lost")); }, 5000),
-                 qPrintable(doc.plainText().right(500)));
-        QVERIFY2(QTest::qWaitFor([&] {
-                     return doc.plainText().contains(QLatin1String("tick 60\n")) && !doc.plainText().contains(QLatin1String("was lost"));
-                 }, 20000),
-                 qPrintable(doc.plainText().right(800)));
+        QVERIFY2(
+            QTest::qWaitFor(
+                [&] { return doc.plainText().contains(QLatin1String("the connection to this host was lost")); }, 5000),
+            qPrintable(doc.plainText().right(500)));
+        QVERIFY2(QTest::qWaitFor(
+                     [&] {
+                         return doc.plainText().contains(QLatin1String("tick 60\n"))
+                             && !doc.plainText().contains(QLatin1String("was lost"));
+                     },
+                     20000),
+            qPrintable(doc.plainText().right(800)));
         const QString shown = doc.plainText();
         qsizetype at = 0;
         for (int i = 1; i <= 60; ++i) {
@@ -212,10 +243,13 @@ private Q_SLOTS:
 
         // The host goes away: its row says so (and why, in the tooltip); it comes back by itself.
         m_remote->stop();
-        QVERIFY2(QTest::qWaitFor([&] { return hostState(window).startsWith(QLatin1String("unreachable, retrying")); }, 10000), qPrintable(hostState(window)));
+        QVERIFY2(QTest::qWaitFor(
+                     [&] { return hostState(window).startsWith(QLatin1String("unreachable, retrying")); }, 10000),
+            qPrintable(hostState(window)));
         QVERIFY(!window.sandboxModel()->index(row, SandboxModel::State).data(Qt::ToolTipRole).toString().isEmpty());
         QVERIFY(m_remote->start());
-        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 20000), qPrintable(hostState(window)));
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 20000),
+            qPrintable(hostState(window)));
     }
 
     // Each daemon keeps its own history; the window shows all connected hosts' merged by time,
@@ -237,9 +271,11 @@ private Q_SLOTS:
         QString groups;
         for (int i = 0; i < fingerprint.size(); i += 4)
             groups += (i ? QStringLiteral(" ") : QString()) + fingerprint.mid(i, 4);
-        QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Connected in ")) && dialog.testLabel()->text().contains(QLatin1String(" sandbox"))
-                     && dialog.testLabel()->text().contains(QStringLiteral("Presented: SHA-256 ") + groups + QStringLiteral(" (the one pasted)")),
-                 qPrintable(dialog.testLabel()->text()));
+        QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Connected in "))
+                && dialog.testLabel()->text().contains(QLatin1String(" sandbox"))
+                && dialog.testLabel()->text().contains(
+                    QStringLiteral("Presented: SHA-256 ") + groups + QStringLiteral(" (the one pasted)")),
+            qPrintable(dialog.testLabel()->text()));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             dialog.show();
             QTest::qWait(100);
@@ -247,16 +283,18 @@ private Q_SLOTS:
         }
         // Another certificate than the one pasted: refused, both shown side by side to compare.
         const QString other = QString(64, QLatin1Char('0'));
-        dialog.addressEdit()->setText(m_url.section(QStringLiteral("sha256="), 0, 0) + QStringLiteral("sha256=") + other);
+        dialog.addressEdit()->setText(
+            m_url.section(QStringLiteral("sha256="), 0, 0) + QStringLiteral("sha256=") + other);
         QVERIFY(!dialog.testConnection());
         QVERIFY2(dialog.testLabel()->text().contains(QStringLiteral("Presented: SHA-256 ") + groups)
-                     && dialog.testLabel()->text().contains(QStringLiteral("Pasted:    SHA-256 0000 0000")),
-                 qPrintable(dialog.testLabel()->text()));
+                && dialog.testLabel()->text().contains(QStringLiteral("Pasted:    SHA-256 0000 0000")),
+            qPrintable(dialog.testLabel()->text()));
         // A token the daemon does not know: said, nothing saved.
         dialog.addressEdit()->setText(m_url);
         dialog.tokenEdit()->setText(QStringLiteral("alk_") + QString(43, QLatin1Char('A')));
         QVERIFY(!dialog.testConnection());
-        QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Not connected: ")), qPrintable(dialog.testLabel()->text()));
+        QVERIFY2(dialog.testLabel()->text().startsWith(QLatin1String("Not connected: ")),
+            qPrintable(dialog.testLabel()->text()));
         QVERIFY(before.open(QIODevice::ReadOnly));
         QCOMPARE(before.readAll(), saved);
     }
@@ -268,7 +306,8 @@ private Q_SLOTS:
         QCOMPARE(m_remote->create(args("--name", "limited")), QStringLiteral("limited"));
         QProcess token;
         token.setProcessEnvironment(m_remote->environment());
-        token.start(binDir() + QStringLiteral("/airlockd"), args("token", "create", "--name", "scoped-console", "--scope", "sandbox:limited"));
+        token.start(binDir() + QStringLiteral("/airlockd"),
+            args("token", "create", "--name", "scoped-console", "--scope", "sandbox:limited"));
         QVERIFY(token.waitForFinished(10000));
         QVERIFY2(token.exitCode() == 0, token.readAllStandardError().constData());
         DaemonClient scoped;
@@ -292,11 +331,13 @@ private Q_SLOTS:
         MainWindow window(*m_client);
         // Hosts come and go under the fleet's models: each stays a well-formed model throughout.
         QAbstractItemModelTester source(window.sandboxModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QAbstractItemModelTester shown(window.sandboxTree()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester shown(
+            window.sandboxTree()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         QVERIFY(window.remoteHosts()->follow(m_local->configDir() + QStringLiteral("/hosts.json")).isEmpty());
         QVERIFY(hostRow(window) > 0); // far, as the first test saved it
         window.show();
-        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000), qPrintable(hostState(window)));
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000),
+            qPrintable(hostState(window)));
         // The CLI takes it out: the console follows, and its row is no longer shown.
         const int row = hostRow(window);
         QCOMPARE(m_local->ctl(args("hosts", "rm", "far")).exitCode, 0);
@@ -315,8 +356,17 @@ private Q_SLOTS:
         QFile tokenFile(dir.filePath(QStringLiteral("token")));
         QVERIFY(tokenFile.open(QIODevice::WriteOnly) && tokenFile.write(m_token.toLatin1()) > 0);
         tokenFile.close();
-        QCOMPARE(m_local->ctl(args("hosts", "add", "yonder") + QStringList{m_url, QStringLiteral("--token-file"), tokenFile.fileName()}).exitCode, 0);
-        QVERIFY(QTest::qWaitFor([&] { return window.remoteHosts()->client(QStringLiteral("yonder")) && window.remoteHosts()->client(QStringLiteral("yonder"))->isConnected(); }, 10000));
+        QCOMPARE(m_local
+                     ->ctl(args("hosts", "add", "yonder")
+                         + QStringList{m_url, QStringLiteral("--token-file"), tokenFile.fileName()})
+                     .exitCode,
+            0);
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return window.remoteHosts()->client(QStringLiteral("yonder"))
+                    && window.remoteHosts()->client(QStringLiteral("yonder"))->isConnected();
+            },
+            10000));
         QCOMPARE(shownHosts(), (QStringList{QStringLiteral("This computer"), QStringLiteral("yonder")}));
         // Edited on its row: renamed, the saved token kept (left empty), reconnected.
         int yonder = -1;
@@ -328,9 +378,12 @@ private Q_SLOTS:
         QCOMPARE(edit.addressEdit()->text(), m_url);
         QVERIFY(edit.tokenEdit()->text().isEmpty());
         // Another address: the saved token does not go there unless it is typed again.
-        edit.addressEdit()->setText(QStringLiteral("wss://127.0.0.1:%1#sha256=%2").arg(m_port + 1).arg(m_url.section(QStringLiteral("sha256="), 1)));
+        edit.addressEdit()->setText(QStringLiteral("wss://127.0.0.1:%1#sha256=%2")
+                                        .arg(m_port + 1)
+                                        .arg(m_url.section(QStringLiteral("sha256="), 1)));
         QVERIFY(!edit.buttons()->button(QDialogButtonBox::Ok)->isEnabled());
-        QVERIFY2(edit.problemLabel()->text().startsWith(QLatin1String("The token is what")), qPrintable(edit.problemLabel()->text()));
+        QVERIFY2(edit.problemLabel()->text().startsWith(QLatin1String("The token is what")),
+            qPrintable(edit.problemLabel()->text()));
         edit.addressEdit()->setText(m_url);
         edit.nameEdit()->setText(QStringLiteral("beyond"));
         QVERIFY2(edit.buttons()->button(QDialogButtonBox::Ok)->isEnabled(), qPrintable(edit.problemLabel()->text()));
@@ -338,7 +391,12 @@ private Q_SLOTS:
         auto renamed = edit.save();
         QVERIFY2(renamed, qPrintable(renamed ? QString() : renamed.error().message));
         QVERIFY(!renamed->token.isEmpty());
-        QVERIFY(QTest::qWaitFor([&] { return window.remoteHosts()->client(QStringLiteral("beyond")) && window.remoteHosts()->client(QStringLiteral("beyond"))->isConnected(); }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                return window.remoteHosts()->client(QStringLiteral("beyond"))
+                    && window.remoteHosts()->client(QStringLiteral("beyond"))->isConnected();
+            },
+            10000));
         QVERIFY(!window.remoteHosts()->client(QStringLiteral("yonder")));
         QCOMPARE(shownHosts(), (QStringList{QStringLiteral("This computer"), QStringLiteral("beyond")}));
         // Removed on its row: gone from the console and the saved list; the far daemon runs on.
@@ -351,7 +409,11 @@ private Q_SLOTS:
         QVERIFY(!m_local->ctl(args("hosts", "ls")).out.contains("beyond"));
         QCOMPARE(m_remote->ctl(args("ls")).exitCode, 0);
         // Back as it was for the tests after this one.
-        QVERIFY(m_local->ctl(args("hosts", "add", "far") + QStringList{m_url, QStringLiteral("--token-file"), tokenFile.fileName()}).exitCode == 0);
+        QVERIFY(m_local
+                    ->ctl(args("hosts", "add", "far")
+                        + QStringList{m_url, QStringLiteral("--token-file"), tokenFile.fileName()})
+                    .exitCode
+            == 0);
     }
 
     void historyMergesEveryConnectedHostByTime()
@@ -361,19 +423,22 @@ private Q_SLOTS:
         QVERIFY2(m_local->create(args("--name", "near"), &error) == QLatin1String("near"), qPrintable(error));
         QVERIFY2(m_remote->create(args("--name", "yonder"), &error) == QLatin1String("yonder"), qPrintable(error));
         // Oldest first: L0 L1 R0 R1 R2 R3 L2 L3 (L1 exits 5, R2 exits 3), each started after the last.
-        const std::pair<char, int> order[] = {{'L', 0}, {'L', 1}, {'R', 0}, {'R', 1}, {'R', 2}, {'R', 3}, {'L', 2}, {'L', 3}};
+        const std::pair<char, int> order[]
+            = {{'L', 0}, {'L', 1}, {'R', 0}, {'R', 1}, {'R', 2}, {'R', 3}, {'L', 2}, {'L', 3}};
         for (const auto &[host, n] : order) {
             const int code = host == 'L' && n == 1 ? 5 : host == 'R' && n == 2 ? 3 : 0;
             const TestDaemon &d = host == 'L' ? *m_local : *m_remote;
-            const CliResult r = d.ctl(args("--run", "merged", "exec", host == 'L' ? "near" : "yonder", "-n", "--", "sh", "-c")
-                                      + QStringList{QStringLiteral("echo %1%2; exit %3").arg(QLatin1Char(host)).arg(n).arg(code)});
+            const CliResult r
+                = d.ctl(args("--run", "merged", "exec", host == 'L' ? "near" : "yonder", "-n", "--", "sh", "-c")
+                    + QStringList{QStringLiteral("echo %1%2; exit %3").arg(QLatin1Char(host)).arg(n).arg(code)});
             QVERIFY2(r.exitCode == code, qPrintable(r.describe()));
             QTest::qWait(5); // distinct start times
         }
 
         MainWindow window(*m_client);
         QVERIFY(window.remoteHosts()->add(m_entry));
-        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000), qPrintable(hostState(window)));
+        QVERIFY2(QTest::qWaitFor([&] { return hostState(window) == QLatin1String("connected"); }, 10000),
+            qPrintable(hostState(window)));
         HistoryWindow *history = window.openHistory();
         QVERIFY(history->hostChooser()->isVisibleTo(history));
         QCOMPARE(history->hostChooser()->count(), 3); // all, this computer, far
@@ -390,15 +455,22 @@ private Q_SLOTS:
             QStringList rows;
             for (int row = 0; row < model->rowCount(); ++row)
                 rows.append(model->index(row, HistoryModel::Host).data().toString() + QLatin1Char(' ')
-                            + model->execution(row).value(QStringLiteral("argv")).toArray().last().toString().section(QLatin1Char(';'), 0, 0));
+                    + model->execution(row)
+                          .value(QStringLiteral("argv"))
+                          .toArray()
+                          .last()
+                          .toString()
+                          .section(QLatin1Char(';'), 0, 0));
             return rows.join(QStringLiteral(", "));
         };
         auto fetchAll = [&] {
-            return QTest::qWaitFor([&] {
-                if (!model->isLoading() && model->canFetchMore())
-                    model->fetchMore();
-                return !model->isLoading() && !model->canFetchMore();
-            }, 15000);
+            return QTest::qWaitFor(
+                [&] {
+                    if (!model->isLoading() && model->canFetchMore())
+                        model->fetchMore();
+                    return !model->isLoading() && !model->canFetchMore();
+                },
+                15000);
         };
         // The first pages: this computer's holds L3 L2 and far's R3 R2; L2 is the last row that
         // may be shown before this computer's next page (which holds L1, newer than R1).
@@ -406,8 +478,12 @@ private Q_SLOTS:
         const QString here = window.sandboxModel()->hostName(0);
         QCOMPARE(shown(), QStringLiteral("%1 echo L3, %1 echo L2").arg(here));
         QVERIFY(fetchAll());
-        QCOMPARE(shown(), QStringLiteral("%1 echo L3, %1 echo L2, far echo R3, far echo R2, far echo R1, far echo R0, %1 echo L1, %1 echo L0").arg(here));
-        QVERIFY2(history->statusBar()->currentMessage().contains(QLatin1String("8 executions from 2 hosts")), qPrintable(history->statusBar()->currentMessage()));
+        QCOMPARE(shown(),
+            QStringLiteral(
+                "%1 echo L3, %1 echo L2, far echo R3, far echo R2, far echo R1, far echo R0, %1 echo L1, %1 echo L0")
+                .arg(here));
+        QVERIFY2(history->statusBar()->currentMessage().contains(QLatin1String("8 executions from 2 hosts")),
+            qPrintable(history->statusBar()->currentMessage()));
 
         // Opening far's row replays far's output and shows far's timeline; its run exports from far.
         const int r1 = 4;
@@ -415,16 +491,23 @@ private Q_SLOTS:
         QSignalSpy replayed(history->replay(), &ExecutionReplay::finished);
         history->table()->setCurrentIndex(model->index(r1, HistoryModel::Command));
         QVERIFY(replayed.wait(10000));
-        QVERIFY2(history->outputView()->document().plainText().contains(QLatin1String("R1\n")), qPrintable(history->outputView()->document().plainText()));
+        QVERIFY2(history->outputView()->document().plainText().contains(QLatin1String("R1\n")),
+            qPrintable(history->outputView()->document().plainText()));
         QCOMPARE(history->timeline()->sources().value(0).name, QStringLiteral("far"));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty())
             QVERIFY(history->grab().save(dir + QStringLiteral("/history-all-hosts.png")));
-        QVERIFY(QTest::qWaitFor([&] { return !history->timeline()->isLoading() && history->timeline()->rowCount() > 0; }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return !history->timeline()->isLoading() && history->timeline()->rowCount() > 0; }, 10000));
         for (int row = 0; row < history->timeline()->rowCount(); ++row)
-            QVERIFY(!history->timeline()->index(row, TimelineModel::Details).data().toString().contains(QLatin1String("echo L")));
+            QVERIFY(!history->timeline()
+                         ->index(row, TimelineModel::Details)
+                         .data()
+                         .toString()
+                         .contains(QLatin1String("echo L")));
         QTemporaryDir dir;
         bool exported = false;
-        history->exportRun(QStringLiteral("merged"), dir.filePath(QStringLiteral("far.jsonl")), [&](bool ok, const QString &) { exported = ok; });
+        history->exportRun(QStringLiteral("merged"), dir.filePath(QStringLiteral("far.jsonl")),
+            [&](bool ok, const QString &) { exported = ok; });
         QVERIFY(QTest::qWaitFor([&] { return exported; }, 10000));
         QFile bundle(dir.filePath(QStringLiteral("far.jsonl")));
         QVERIFY(bundle.open(QIODevice::ReadOnly));
@@ -434,22 +517,29 @@ private Q_SLOTS:
         // Sorted by exit code, high first: across hosts, then in start order.
         history->table()->sortByColumn(HistoryModel::Exit, Qt::DescendingOrder);
         QVERIFY(fetchAll());
-        QCOMPARE(shown(), QStringLiteral("%1 echo L1, far echo R2, %1 echo L3, %1 echo L2, far echo R3, far echo R1, far echo R0, %1 echo L0").arg(here));
+        QCOMPARE(shown(),
+            QStringLiteral(
+                "%1 echo L1, far echo R2, %1 echo L3, %1 echo L2, far echo R3, far echo R1, far echo R0, %1 echo L0")
+                .arg(here));
         // By host: each host's together.
         history->table()->sortByColumn(HistoryModel::Host, Qt::AscendingOrder);
         QVERIFY(fetchAll());
         QCOMPARE(shown().count(QStringLiteral("far ")), 4);
-        QVERIFY(shown().startsWith(QStringLiteral("far echo R3, far echo R2, far echo R1, far echo R0, ")) == (QStringLiteral("far") < here));
+        QVERIFY(shown().startsWith(QStringLiteral("far echo R3, far echo R2, far echo R1, far echo R0, "))
+            == (QStringLiteral("far") < here));
         history->table()->sortByColumn(HistoryModel::Id, Qt::DescendingOrder);
 
         // far drops: all connected hosts is this computer's alone, and the window says far is not
         // connected; far back, its rows are back.
         window.remoteHosts()->client(QStringLiteral("far"))->findChild<QLocalSocket *>()->abort();
-        QVERIFY(QTest::qWaitFor([&] { return !model->isMerged() && !model->isLoading() && model->rowCount() > 0; }, 10000));
+        QVERIFY(
+            QTest::qWaitFor([&] { return !model->isMerged() && !model->isLoading() && model->rowCount() > 0; }, 10000));
         QVERIFY(fetchAll());
         QCOMPARE(model->rowCount(), 4);
-        QVERIFY2(history->statusBar()->currentMessage().endsWith(QStringLiteral("· not connected: far")), qPrintable(history->statusBar()->currentMessage()));
-        QCOMPARE(history->hostChooser()->itemText(history->hostChooser()->findData(QStringLiteral("far"))), QStringLiteral("far (not connected)"));
+        QVERIFY2(history->statusBar()->currentMessage().endsWith(QStringLiteral("· not connected: far")),
+            qPrintable(history->statusBar()->currentMessage()));
+        QCOMPARE(history->hostChooser()->itemText(history->hostChooser()->findData(QStringLiteral("far"))),
+            QStringLiteral("far (not connected)"));
         QVERIFY(QTest::qWaitFor([&] { return model->isMerged(); }, 15000));
         QVERIFY(fetchAll());
         QCOMPARE(model->rowCount(), 8);

@@ -52,7 +52,8 @@ class TestConsoleTrace final : public QObject {
     }
     static QString describe(const trace::Trace &t, int span = 0)
     {
-        QString out = QString(t.depth(span) * 2, QLatin1Char(' ')) + t.spans[span].label + QStringLiteral(" [%1 ms]\n").arg(t.spans[span].durationMs());
+        QString out = QString(t.depth(span) * 2, QLatin1Char(' ')) + t.spans[span].label
+            + QStringLiteral(" [%1 ms]\n").arg(t.spans[span].durationMs());
         for (const int c : t.spans[span].children)
             out += describe(t, c);
         return out;
@@ -66,34 +67,47 @@ private Q_SLOTS:
     void initTestCase()
     {
         m_web = std::make_unique<LoopbackServer>("web");
-        QVERIFY(startConsoleTest(m_daemon, m_client, args("--resolve", "web.test=127.0.0.1", "--approval-timeout", "60s")));
+        QVERIFY(
+            startConsoleTest(m_daemon, m_client, args("--resolve", "web.test=127.0.0.1", "--approval-timeout", "60s")));
         const QString allow = QStringLiteral("web.test:%1").arg(m_web->port());
-        QCOMPARE(m_daemon->create(args("--name", "traced", "--network", "allowlist", "--allow") << allow), QStringLiteral("traced"));
+        QCOMPARE(m_daemon->create(args("--name", "traced", "--network", "allowlist", "--allow") << allow),
+            QStringLiteral("traced"));
         QCOMPARE(m_daemon->create(args("--name", "fresh")), QStringLiteral("fresh"));
-        m_sandboxId = jsonObject(m_daemon->ctl(args("info", "traced", "--json")).out).value(QStringLiteral("id")).toString();
+        m_sandboxId
+            = jsonObject(m_daemon->ctl(args("info", "traced", "--json")).out).value(QStringLiteral("id")).toString();
         QVERIFY(!m_sandboxId.isEmpty());
 
         // The agent's command asks (a shell loop cannot be checked); a person allows it after a
         // while. It prints 200 lines, pauses, reaches the server, prints 200 more.
         QProcess agent;
         agent.setProcessEnvironment(m_daemon->environment());
-        const QString script = QStringLiteral("for i in $(seq 1 200); do echo line$i; done; sleep 0.6; curl -s http://web.test:%1/hello; "
-                                              "for i in $(seq 1 200); do echo after$i; done")
+        const QString script = QStringLiteral(
+            "for i in $(seq 1 200); do echo line$i; done; sleep 0.6; curl -s http://web.test:%1/hello; "
+            "for i in $(seq 1 200); do echo after$i; done")
                                    .arg(m_web->port());
-        agent.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "--run", "tr-run", "exec", "traced", "-n", "--", "sh", "-c") << script);
+        agent.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "--run", "tr-run", "exec", "traced", "-n", "--", "sh", "-c")
+                << script);
         QJsonArray pending;
-        QVERIFY(QTest::qWaitFor([&] {
-            pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
-            return pending.size() == 1;
-        }, 10000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
+                              .value(QStringLiteral("approvals"))
+                              .toArray();
+                return pending.size() == 1;
+            },
+            10000));
         QElapsedTimer asked;
         asked.start();
         QTest::qWait(500);
-        QCOMPARE(m_daemon->ctl(args("approve") << pending.first().toObject().value(QStringLiteral("id")).toString()).exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("approve") << pending.first().toObject().value(QStringLiteral("id")).toString())
+                     .exitCode,
+            0);
         m_approvedAfterMs = asked.elapsed();
         QVERIFY(agent.waitForFinished(20000));
         const QByteArray out = agent.readAllStandardOutput();
-        QVERIFY2(agent.exitCode() == 0 && out.contains("line200\nweb GET /hello\nafter1\n"), out.right(300).constData());
+        QVERIFY2(
+            agent.exitCode() == 0 && out.contains("line200\nweb GET /hello\nafter1\n"), out.right(300).constData());
     }
     void cleanupTestCase()
     {
@@ -110,7 +124,8 @@ private Q_SLOTS:
         QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         history.show();
         QSignalSpy loaded(model, &TraceModel::loaded);
-        history.showTrace({QStringLiteral("this computer"), m_client.get()}, QString(), QStringLiteral("tr-run"), QStringLiteral("traced"));
+        history.showTrace({QStringLiteral("this computer"), m_client.get()}, QString(), QStringLiteral("tr-run"),
+            QStringLiteral("traced"));
         QCOMPARE(history.tabs()->currentWidget(), history.traceView());
         QVERIFY(loaded.wait(10000));
         const trace::Trace &t = model->trace();
@@ -126,11 +141,13 @@ private Q_SLOTS:
         QVERIFY2(exec.label.endsWith(QStringLiteral(" · succeeded, exit 0")), qPrintable(exec.label));
         QCOMPARE(exec.sandbox, m_sandboxId);
         QVERIFY(exec.exec > 0);
-        const int waited = childOf(t, command, SpanKind::Wait, QStringLiteral("bot asked · allowed by airlockctl after "));
+        const int waited
+            = childOf(t, command, SpanKind::Wait, QStringLiteral("bot asked · allowed by airlockctl after "));
         QVERIFY2(waited > 0, qPrintable(tree));
         const Span &wait = t.spans[waited];
         QCOMPARE(wait.startMs, exec.startMs); // the command's bar begins with its request
-        QVERIFY2(wait.durationMs() >= 500 && wait.durationMs() <= m_approvedAfterMs + 2000, qPrintable(QString::number(wait.durationMs())));
+        QVERIFY2(wait.durationMs() >= 500 && wait.durationMs() <= m_approvedAfterMs + 2000,
+            qPrintable(QString::number(wait.durationMs())));
         QVERIFY(wait.label.endsWith(display::duration(wait.durationMs())));
 
         // The programs it started, by parent process: sh (covered by the approval) > curl.
@@ -165,7 +182,9 @@ private Q_SLOTS:
         const QPointF range = model->indexOf(connection, TraceModel::Waterfall).data(TraceModel::RangeRole).toPointF();
         QVERIFY(range.x() > 0.0 && range.x() <= range.y() && range.y() <= 1.0);
         const QString summary = history.traceView()->summary()->text();
-        QVERIFY2(summary.startsWith(QStringLiteral("run tr-run · ")) && summary.contains(QStringLiteral(" · 1 command · 1 wait for a person · ")), qPrintable(summary));
+        QVERIFY2(summary.startsWith(QStringLiteral("run tr-run · "))
+                && summary.contains(QStringLiteral(" · 1 command · 1 wait for a person · ")),
+            qPrintable(summary));
 
         history.traceView()->tree()->expandAll();
         QVERIFY(saveScreenshots(history, QStringLiteral("trace")));
@@ -193,15 +212,21 @@ private Q_SLOTS:
         QCOMPARE(history->tabs()->currentWidget(), history->traceView());
         QVERIFY(loads(history->traceView()->model()));
         QCOMPARE(history->traceView()->model()->run(), QStringLiteral("tr-run"));
-        QVERIFY(history->traceView()->model()->rowCount() == 1 && history->traceView()->model()->trace().spans.size() > 5);
+        QVERIFY(
+            history->traceView()->model()->rowCount() == 1 && history->traceView()->model()->trace().spans.size() > 5);
 
         // Where nothing ran: the sandbox's own trace, and the summary says there is nothing yet.
         QVERIFY(window.selectSandbox(QStringLiteral("fresh")));
         QApplication::setActiveWindow(&window); // the history window took it; Ctrl+T is the console's
         QVERIFY(QTest::qWaitFor([&] { return QApplication::activeWindow() == &window; }, 3000));
         QTest::keyClick(&window, Qt::Key_T, Qt::ControlModifier);
-        QVERIFY2(QTest::qWaitFor([&] { return history->traceView()->summary()->text().endsWith(QStringLiteral(" · nothing has run here yet")); }, 10000),
-                 qPrintable(history->traceView()->summary()->text()));
+        QVERIFY2(QTest::qWaitFor(
+                     [&] {
+                         return history->traceView()->summary()->text().endsWith(
+                             QStringLiteral(" · nothing has run here yet"));
+                     },
+                     10000),
+            qPrintable(history->traceView()->summary()->text()));
         // Its current run is the one it was created in (airlockctl names one when nobody did).
         const QString run = history->traceView()->model()->run();
         QVERIFY2(run.startsWith(QLatin1String("airlockctl-")), qPrintable(run));

@@ -31,7 +31,8 @@ class TestApprovals final : public QObject {
     {
         auto p = std::make_unique<QProcess>();
         p->setProcessEnvironment(m_daemon->environment());
-        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--") + command);
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--") + command);
         return p;
     }
     QJsonObject waitForRequest() const { return waitForApproval(*m_daemon); }
@@ -54,7 +55,8 @@ private Q_SLOTS:
         QString error;
         m_sb = m_daemon->create(args("--name", "ap"), &error);
         QVERIFY2(m_sb == QLatin1String("ap"), qPrintable(error));
-        const CliResult set = m_daemon->ctl(args("policy", "set", "ap", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
+        const CliResult set = m_daemon->ctl(
+            args("policy", "set", "ap", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
     }
     void cleanupTestCase() { m_daemon.reset(); }
@@ -84,7 +86,10 @@ private Q_SLOTS:
         // A person's own command is not gated (the sandbox is the boundary).
         const CliResult mine = m_daemon->ctl(args("exec", "ap", "-n", "--", "sh", "-c", "printf mine"));
         QCOMPARE(mine.out, QByteArray("mine"));
-        QVERIFY(jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
+        QVERIFY(jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
+                    .value(QStringLiteral("approvals"))
+                    .toArray()
+                    .isEmpty());
     }
 
     void anApprovalIsForThatRequestOnly()
@@ -94,16 +99,22 @@ private Q_SLOTS:
         const QJsonObject request = waitForRequest();
         QVERIFY2(!request.isEmpty(), "no request appeared");
         // What the person is shown: the exact argv, cwd, why, and what the process could do.
-        QCOMPARE(request.value(QStringLiteral("argv")).toArray(), QJsonArray({QStringLiteral("printf"), QStringLiteral("approved %s\\n"),
-                                                                               QStringLiteral("once\x1b[2J")}));
+        QCOMPARE(request.value(QStringLiteral("argv")).toArray(),
+            QJsonArray({QStringLiteral("printf"), QStringLiteral("approved %s\\n"), QStringLiteral("once\x1b[2J")}));
         QCOMPARE(request.value(QStringLiteral("cwd")).toString(), QStringLiteral("/workspace"));
         QCOMPARE(request.value(QStringLiteral("requester")).toString(), QStringLiteral("bot"));
-        QCOMPARE(request.value(QStringLiteral("reason")).toString(), QStringLiteral("no rule matches 'printf approved %s\\n once\x1b[2J'"));
-        QCOMPARE(request.value(QStringLiteral("capabilities")).toObject().value(QStringLiteral("network")).toString(), QStringLiteral("none"));
-        QVERIFY(request.value(QStringLiteral("capabilities")).toObject().value(QStringLiteral("writable")).toArray().contains(QStringLiteral("/workspace")));
+        QCOMPARE(request.value(QStringLiteral("reason")).toString(),
+            QStringLiteral("no rule matches 'printf approved %s\\n once\x1b[2J'"));
+        QCOMPARE(request.value(QStringLiteral("capabilities")).toObject().value(QStringLiteral("network")).toString(),
+            QStringLiteral("none"));
+        QVERIFY(request.value(QStringLiteral("capabilities"))
+                    .toObject()
+                    .value(QStringLiteral("writable"))
+                    .toArray()
+                    .contains(QStringLiteral("/workspace")));
         const CliResult listed = m_daemon->ctl(args("approvals"));
         QVERIFY2(listed.out.contains("command  printf 'approved %s\\n' 'once\\x1b[2J'") && !listed.out.contains('\x1b'),
-                 qPrintable(listed.describe()));
+            qPrintable(listed.describe()));
         const QString id = request.value(QStringLiteral("id")).toString();
         const QString nonce = request.value(QStringLiteral("nonce")).toString();
 
@@ -112,17 +123,24 @@ private Q_SLOTS:
         auto bot = client(QStringLiteral("bot"));
         QVERIFY(person && bot);
         auto forged = person->call(QStringLiteral("approvals.decide"),
-                                   {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), QString(32, QLatin1Char('0'))}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+            {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), QString(32, QLatin1Char('0'))},
+                {QStringLiteral("decision"), QStringLiteral("allow")}});
         QVERIFY(!forged);
-        QVERIFY2(forged.error().message.contains(QStringLiteral("the nonce does not match")), qPrintable(forged.error().message));
+        QVERIFY2(forged.error().message.contains(QStringLiteral("the nonce does not match")),
+            qPrintable(forged.error().message));
         auto self = bot->call(QStringLiteral("approvals.decide"),
-                              {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+            {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce},
+                {QStringLiteral("decision"), QStringLiteral("allow")}});
         QVERIFY(!self);
         QCOMPARE(self.error().message, QStringLiteral("an agent connection cannot decide approvals"));
         auto agentView = bot->call(QStringLiteral("approvals.list"));
         QVERIFY(agentView);
         QCOMPARE(agentView->value(QStringLiteral("approvals")).toArray().size(), 1);
-        QVERIFY(!agentView->value(QStringLiteral("approvals")).toArray().first().toObject().contains(QStringLiteral("nonce")));
+        QVERIFY(!agentView->value(QStringLiteral("approvals"))
+                     .toArray()
+                     .first()
+                     .toObject()
+                     .contains(QStringLiteral("nonce")));
 
         const CliResult approved = m_daemon->ctl(args("approve", id));
         QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
@@ -131,14 +149,18 @@ private Q_SLOTS:
         QCOMPARE(waiting->readAllStandardOutput(), QByteArray("approved once\x1b[2J\n")); // a pipe gets the exact bytes
         // Used once: replaying the same decision is refused, and the same command asks again.
         auto replay = person->call(QStringLiteral("approvals.decide"),
-                                   {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce}, {QStringLiteral("decision"), QStringLiteral("allow")}});
+            {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce},
+                {QStringLiteral("decision"), QStringLiteral("allow")}});
         QVERIFY(!replay);
-        QVERIFY2(replay.error().message.contains(QStringLiteral("already decided")), qPrintable(replay.error().message));
+        QVERIFY2(
+            replay.error().message.contains(QStringLiteral("already decided")), qPrintable(replay.error().message));
         auto again = agentInBackground(args("printf", "approved %s\\n", "once\x1b[2J"));
         QVERIFY(again->waitForStarted());
         const QJsonObject second = waitForRequest();
         QVERIFY(!second.isEmpty() && second.value(QStringLiteral("id")).toString() != id);
-        QCOMPARE(m_daemon->ctl(args("deny", second.value(QStringLiteral("id")).toString(), "--reason", "not twice")).exitCode, 0);
+        QCOMPARE(m_daemon->ctl(args("deny", second.value(QStringLiteral("id")).toString(), "--reason", "not twice"))
+                     .exitCode,
+            0);
         QVERIFY(again->waitForFinished(10000));
         QCOMPARE(again->exitCode(), 6);
         const QByteArray againErr = again->readAllStandardError();
@@ -151,11 +173,16 @@ private Q_SLOTS:
         QVERIFY(denied->waitForStarted());
         const QJsonObject request = waitForRequest();
         QVERIFY(!request.isEmpty());
-        QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString(), "--reason", "use the build tool")).exitCode, 0);
+        QCOMPARE(
+            m_daemon->ctl(
+                        args("deny", request.value(QStringLiteral("id")).toString(), "--reason", "use the build tool"))
+                .exitCode,
+            0);
         QVERIFY(denied->waitForFinished(10000));
         QCOMPARE(denied->exitCode(), 6);
         const QByteArray err = denied->readAllStandardError();
-        QVERIFY2(err.startsWith("airlockctl: denied by airlockctl/") && err.contains(": use the build tool"), err.constData());
+        QVERIFY2(err.startsWith("airlockctl: denied by airlockctl/") && err.contains(": use the build tool"),
+            err.constData());
         // Nobody answers: denied when the timeout (3 s here) runs out.
         QElapsedTimer t;
         t.start();
@@ -172,8 +199,10 @@ private Q_SLOTS:
         QVERIFY(first->waitForStarted());
         const QJsonObject request = waitForRequest();
         QVERIFY(!request.isEmpty());
-        const CliResult approved = m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString(), "--always"));
-        QVERIFY2(approved.exitCode == 0 && approved.out.startsWith("allowed (always)"), qPrintable(approved.describe()));
+        const CliResult approved
+            = m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString(), "--always"));
+        QVERIFY2(
+            approved.exitCode == 0 && approved.out.startsWith("allowed (always)"), qPrintable(approved.describe()));
         QVERIFY(first->waitForFinished(10000));
         QCOMPARE(first->exitCode(), 0);
         const CliResult check = m_daemon->ctl(args("policy", "check", "ap", "--", "date", "+%Y"));
@@ -196,26 +225,36 @@ private Q_SLOTS:
         auto bot = client(QStringLiteral("bot"));
         QVERIFY(bot);
         auto loosen = bot->call(QStringLiteral("policy.set"),
-                                {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("policy"), QJsonObject{{QStringLiteral("commands"), QJsonObject{{QStringLiteral("default"), QStringLiteral("allow")}}}}}});
+            {{QStringLiteral("sandbox"), m_sb},
+                {QStringLiteral("policy"),
+                    QJsonObject{{QStringLiteral("commands"),
+                        QJsonObject{{QStringLiteral("default"), QStringLiteral("allow")}}}}}});
         QVERIFY(!loosen);
         QCOMPARE(loosen.error().message, QStringLiteral("an agent connection cannot change policies"));
-        auto open = bot->call(QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{}}, {QStringLiteral("preset"), QStringLiteral("open")}});
+        auto open = bot->call(QStringLiteral("sandbox.create"),
+            {{QStringLiteral("spec"), QJsonObject{}}, {QStringLiteral("preset"), QStringLiteral("open")}});
         QVERIFY(!open);
         QCOMPARE(open.error().code, ErrorCode::Denied);
         auto mounted = bot->call(QStringLiteral("sandbox.create"),
-                                 {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("mounts"), QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/etc")},
-                                                                                                                          {QStringLiteral("path"), QStringLiteral("/h")}}}}}}});
+            {{QStringLiteral("spec"),
+                QJsonObject{{QStringLiteral("mounts"),
+                    QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/etc")},
+                        {QStringLiteral("path"), QStringLiteral("/h")}}}}}}});
         QVERIFY(!mounted);
         // A person's execution is not the agent's to feed or signal.
         auto person = client({});
         QVERIFY(person);
-        auto started = person->call(QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), m_sb},
-                                                                   {QStringLiteral("argv"), QJsonArray{QStringLiteral("sleep"), QStringLiteral("30")}}});
+        auto started = person->call(QStringLiteral("exec.start"),
+            {{QStringLiteral("sandbox"), m_sb},
+                {QStringLiteral("argv"), QJsonArray{QStringLiteral("sleep"), QStringLiteral("30")}}});
         QVERIFY(started);
-        auto signal = bot->call(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}});
+        auto signal = bot->call(QStringLiteral("exec.signal"),
+            {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}});
         QVERIFY(!signal);
-        QCOMPARE(signal.error().message, QStringLiteral("an agent connection can only feed or signal the executions it started"));
-        QVERIFY(person->call(QStringLiteral("exec.signal"), {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}}));
+        QCOMPARE(signal.error().message,
+            QStringLiteral("an agent connection can only feed or signal the executions it started"));
+        QVERIFY(person->call(QStringLiteral("exec.signal"),
+            {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}}));
     }
 
     void theEnvironmentIsShownAndCanMakeAnAllowedCommandAsk()
@@ -224,24 +263,35 @@ private Q_SLOTS:
         auto waiting = std::make_unique<QProcess>();
         waiting->setProcessEnvironment(m_daemon->environment());
         waiting->start(binDir() + QStringLiteral("/airlockctl"),
-                       args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "-e", "LD_PRELOAD=/workspace/evil.so", "--", "ls"));
+            args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "-e", "LD_PRELOAD=/workspace/evil.so", "--",
+                "ls"));
         QVERIFY(waiting->waitForStarted());
         const QJsonObject request = waitForRequest();
-        QCOMPARE(request.value(QStringLiteral("env")).toArray(), QJsonArray{QStringLiteral("LD_PRELOAD=/workspace/evil.so")});
+        QCOMPARE(request.value(QStringLiteral("env")).toArray(),
+            QJsonArray{QStringLiteral("LD_PRELOAD=/workspace/evil.so")});
         QVERIFY2(request.value(QStringLiteral("reason")).toString().contains(QStringLiteral("with LD_PRELOAD set")),
-                 qPrintable(request.value(QStringLiteral("reason")).toString()));
-        QVERIFY2(m_daemon->ctl(args("approvals")).out.contains("env      LD_PRELOAD=/workspace/evil.so"), "env not shown");
+            qPrintable(request.value(QStringLiteral("reason")).toString()));
+        QVERIFY2(
+            m_daemon->ctl(args("approvals")).out.contains("env      LD_PRELOAD=/workspace/evil.so"), "env not shown");
         // The requester goes away: its request goes with it (nothing is left to approve).
         waiting->kill();
         waiting->waitForFinished();
-        QVERIFY(waitFor([&] { return jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty(); }, 5000));
+        QVERIFY(waitFor(
+            [&] {
+                return jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
+                    .value(QStringLiteral("approvals"))
+                    .toArray()
+                    .isEmpty();
+            },
+            5000));
     }
 
     // What the agent tried and did not get is a row of the history with its agent, as what it
     // ran is: "what did bot try that was refused" is one filter, in the CLI as in the console.
     void refusalsAreRowsOfTheHistoryWithTheirAgent()
     {
-        const CliResult refused = m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--agent", "bot", "--status", "refused"));
+        const CliResult refused
+            = m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--agent", "bot", "--status", "refused"));
         QVERIFY2(refused.exitCode == 0, qPrintable(refused.describe()));
         QStringList rows, decided; // oldest first
         for (const QJsonValue &v : jsonObject(refused.out).value(QStringLiteral("executions")).toArray()) {
@@ -256,30 +306,40 @@ private Q_SLOTS:
             rows.prepend(e.value(QStringLiteral("status")).toString() + QLatin1Char('|') + argv.join(QLatin1Char(' ')));
             decided.prepend(e.value(QStringLiteral("decidedBy")).toString());
         }
-        QCOMPARE(rows, QStringList({QStringLiteral("denied|rm -rf /workspace"), QStringLiteral("denied|sh -c ls; env X=1 rm -rf /workspace"),
-                                    QStringLiteral("denied|printf approved %s\\n once\x1b[2J"), QStringLiteral("denied|touch /workspace/x"),
-                                    QStringLiteral("unanswered|touch /workspace/y"), QStringLiteral("denied|ls")}));
+        QCOMPARE(rows,
+            QStringList({QStringLiteral("denied|rm -rf /workspace"),
+                QStringLiteral("denied|sh -c ls; env X=1 rm -rf /workspace"),
+                QStringLiteral("denied|printf approved %s\\n once\x1b[2J"), QStringLiteral("denied|touch /workspace/x"),
+                QStringLiteral("unanswered|touch /workspace/y"), QStringLiteral("denied|ls")}));
         // Each says what the agent was told.
         QCOMPARE(decided.value(0), QStringLiteral("denied by policy: 'rm -rf /workspace' matches rule 'rm' (sandbox)"));
-        QVERIFY2(decided.value(2).startsWith(QStringLiteral("denied by airlockctl")) && decided.value(2).endsWith(QStringLiteral(": not twice")),
-                 qPrintable(decided.value(2)));
+        QVERIFY2(decided.value(2).startsWith(QStringLiteral("denied by airlockctl"))
+                && decided.value(2).endsWith(QStringLiteral(": not twice")),
+            qPrintable(decided.value(2)));
         QCOMPARE(decided.value(4), QStringLiteral("nobody decided within 3 s"));
         QCOMPARE(decided.value(5), QStringLiteral("denied by airlockd: the requester disconnected"));
         // Only the timed-out one is unanswered; what ran says who asked and how it was allowed.
         QCOMPARE(jsonObject(m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--status", "unanswered")).out)
-                     .value(QStringLiteral("executions")).toArray().size(), 1);
-        const QJsonArray ran = jsonObject(m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--status", "succeeded")).out)
-                                   .value(QStringLiteral("executions")).toArray();
+                     .value(QStringLiteral("executions"))
+                     .toArray()
+                     .size(),
+            1);
+        const QJsonArray ran
+            = jsonObject(m_daemon->ctl(args("history", "--json", "--sandbox", "ap", "--status", "succeeded")).out)
+                  .value(QStringLiteral("executions"))
+                  .toArray();
         QStringList who;
         for (const QJsonValue &v : ran)
             who.prepend(v.toObject().value(QStringLiteral("agent")).toString() + QLatin1Char('|')
-                        + v.toObject().value(QStringLiteral("decidedBy")).toString().section(QLatin1Char(' '), 0, 1));
+                + v.toObject().value(QStringLiteral("decidedBy")).toString().section(QLatin1Char(' '), 0, 1));
         // echo (the preset's rule), the person's own printf, the approved printf.
-        QCOMPARE(who.mid(0, 3), QStringList({QStringLiteral("bot|allowed by"), QStringLiteral("|"), QStringLiteral("bot|approved by")}));
+        QCOMPARE(who.mid(0, 3),
+            QStringList({QStringLiteral("bot|allowed by"), QStringLiteral("|"), QStringLiteral("bot|approved by")}));
         // The table shows the agent, and no sandbox number for what never ran.
         const CliResult table = m_daemon->ctl(args("history", "--sandbox", "ap", "--status", "unanswered"));
-        QVERIFY2(table.out.contains("AGENT") && table.out.contains(" bot ") && table.out.contains(" ap ") && !table.out.contains("ap:"),
-                 qPrintable(table.describe()));
+        QVERIFY2(table.out.contains("AGENT") && table.out.contains(" bot ") && table.out.contains(" ap ")
+                && !table.out.contains("ap:"),
+            qPrintable(table.describe()));
         const CliResult bad = m_daemon->ctl(args("history", "--status", "refusd"));
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains("refused (either)") || bad.err.contains("refused"), qPrintable(bad.describe()));
@@ -290,8 +350,9 @@ private Q_SLOTS:
         const QString id = sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("id")).toString();
         auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
         QVERIFY(db);
-        sql::Stmt st(db->get(), "SELECT kind, payload FROM events WHERE sandbox_id = ? AND kind IN "
-                                "('command.denied', 'approval.requested', 'approval.decided', 'policy.changed') ORDER BY seq");
+        sql::Stmt st(db->get(),
+            "SELECT kind, payload FROM events WHERE sandbox_id = ? AND kind IN "
+            "('command.denied', 'approval.requested', 'approval.decided', 'policy.changed') ORDER BY seq");
         st.text(1, id);
         QMap<QString, int> kinds;
         QStringList decisions;
@@ -300,20 +361,25 @@ private Q_SLOTS:
             const QJsonObject p = QJsonDocument::fromJson(st.columnText(1).toUtf8()).object();
             QVERIFY2(!p.contains(QStringLiteral("nonce")), "a nonce reached the event stream");
             if (st.columnText(0) == QLatin1String("approval.decided"))
-                decisions.append(p.value(QStringLiteral("decision")).toString() + (p.value(QStringLiteral("always")).toBool() ? QStringLiteral("+always") : QString()));
+                decisions.append(p.value(QStringLiteral("decision")).toString()
+                    + (p.value(QStringLiteral("always")).toBool() ? QStringLiteral("+always") : QString()));
         }
         QCOMPARE(kinds.value(QStringLiteral("command.denied")), 2);
         QCOMPARE(kinds.value(QStringLiteral("approval.requested")), 7);
         QCOMPARE(kinds.value(QStringLiteral("policy.changed")), 2); // the deny rule, and "always"
-        QCOMPARE(decisions, QStringList({QStringLiteral("allow"), QStringLiteral("deny"), QStringLiteral("deny"), QStringLiteral("deny"),
-                                         QStringLiteral("allow+always"), QStringLiteral("allow"), QStringLiteral("deny")})); // the last: requester gone
+        QCOMPARE(decisions,
+            QStringList({QStringLiteral("allow"), QStringLiteral("deny"), QStringLiteral("deny"),
+                QStringLiteral("deny"), QStringLiteral("allow+always"), QStringLiteral("allow"),
+                QStringLiteral("deny")})); // the last: requester gone
     }
 
     void theSandboxCannotReachTheDaemon()
     {
         // No socket, no runtime directory: nothing inside can ask, answer or forge an approval.
-        const CliResult r = execIn(*m_daemon, m_sb, args("sh", "-c", QStringLiteral("test -e '%1' || test -e '%2'; echo $?")
-                                                                       .arg(m_daemon->socketPath(), m_daemon->runtimeDir())));
+        const CliResult r = execIn(*m_daemon, m_sb,
+            args("sh", "-c",
+                QStringLiteral("test -e '%1' || test -e '%2'; echo $?")
+                    .arg(m_daemon->socketPath(), m_daemon->runtimeDir())));
         QCOMPARE(r.out, QByteArray("1\n"));
     }
 
@@ -324,12 +390,14 @@ private Q_SLOTS:
         QVERIFY(waiting->waitForStarted());
         const QJsonObject request = waitForRequest();
         QVERIFY(!request.isEmpty());
-        const CliResult changed = m_daemon->ctl(args("policy", "set", "ap", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
+        const CliResult changed = m_daemon->ctl(
+            args("policy", "set", "ap", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
         QVERIFY2(changed.exitCode == 0, qPrintable(changed.describe()));
         QCOMPARE(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode, 0);
         QVERIFY(waiting->waitForFinished(10000));
         QCOMPARE(waiting->exitCode(), 6);
-        QCOMPARE(waiting->readAllStandardError(), QByteArray("airlockctl: the sandbox or its policy changed while the request waited; ask again\n"));
+        QCOMPARE(waiting->readAllStandardError(),
+            QByteArray("airlockctl: the sandbox or its policy changed while the request waited; ask again\n"));
         QCOMPARE(execIn(*m_daemon, m_sb, args("ls", "/workspace")).out, QByteArray());
     }
 
@@ -343,10 +411,13 @@ private Q_SLOTS:
             QFile f(dir.filePath(QStringLiteral("run.sh")));
             QVERIFY(f.open(QIODevice::WriteOnly) && f.write(content) == content.size());
             f.close();
-            const CliResult r = m_daemon->ctl({QStringLiteral("cp"), f.fileName(), QStringLiteral("ap:/workspace/run.sh")});
+            const CliResult r
+                = m_daemon->ctl({QStringLiteral("cp"), f.fileName(), QStringLiteral("ap:/workspace/run.sh")});
             QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         };
-        const auto sha = [](const QByteArray &b) { return QString::fromLatin1(QCryptographicHash::hash(b, QCryptographicHash::Sha256).toHex()); };
+        const auto sha = [](const QByteArray &b) {
+            return QString::fromLatin1(QCryptographicHash::hash(b, QCryptographicHash::Sha256).toHex());
+        };
         put("echo first version\n");
         auto waiting = agentInBackground(args("sh", "run.sh"));
         const QJsonObject asked = waitForRequest();
@@ -357,24 +428,32 @@ private Q_SLOTS:
 
         put("echo second version\n"); // after the person looked, before the command runs
         // "Always" is not given for files that changed since the person saw them.
-        const CliResult always = m_daemon->ctl(args("approve", asked.value(QStringLiteral("id")).toString(), "--always"));
-        QVERIFY2(always.exitCode != 0 && always.err.contains("/workspace/run.sh changed after the question was asked: nothing decided"),
-                 qPrintable(always.describe()));
+        const CliResult always
+            = m_daemon->ctl(args("approve", asked.value(QStringLiteral("id")).toString(), "--always"));
+        QVERIFY2(always.exitCode != 0
+                && always.err.contains("/workspace/run.sh changed after the question was asked: nothing decided"),
+            qPrintable(always.describe()));
         QVERIFY(!m_daemon->ctl(args("policy", "show", "ap")).out.contains("run.sh"));
         const CliResult approved = m_daemon->ctl(args("approve", asked.value(QStringLiteral("id")).toString()));
         QVERIFY2(approved.exitCode == 0, qPrintable(approved.describe()));
         QJsonObject again;
-        QVERIFY(QTest::qWaitFor([&] {
-            again = waitForApproval(*m_daemon, 500);
-            return !again.isEmpty() && again.value(QStringLiteral("id")) != asked.value(QStringLiteral("id"));
-        }, 5000));
-        QVERIFY2(again.value(QStringLiteral("reason")).toString().startsWith(QLatin1String("/workspace/run.sh changed after airlockctl/")),
-                 qPrintable(again.value(QStringLiteral("reason")).toString()));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                again = waitForApproval(*m_daemon, 500);
+                return !again.isEmpty() && again.value(QStringLiteral("id")) != asked.value(QStringLiteral("id"));
+            },
+            5000));
+        QVERIFY2(again.value(QStringLiteral("reason"))
+                     .toString()
+                     .startsWith(QLatin1String("/workspace/run.sh changed after airlockctl/")),
+            qPrintable(again.value(QStringLiteral("reason")).toString()));
         const QJsonObject rebound = again.value(QStringLiteral("files")).toArray().first().toObject();
         QCOMPARE(rebound.value(QStringLiteral("sha256")).toString(), sha("echo second version\n"));
         QVERIFY(waiting->state() != QProcess::NotRunning); // nothing ran meanwhile
         const CliResult shown = m_daemon->ctl(args("approvals"));
-        QVERIFY2(shown.out.contains(QByteArray(QByteArray("runs     /workspace/run.sh  sha256 ") + sha("echo second version\n").toLatin1())), qPrintable(shown.describe()));
+        QVERIFY2(shown.out.contains(QByteArray(
+                     QByteArray("runs     /workspace/run.sh  sha256 ") + sha("echo second version\n").toLatin1())),
+            qPrintable(shown.describe()));
         QVERIFY(shown.out.contains("           | echo second version\n"));
         QCOMPARE(m_daemon->ctl(args("approve", again.value(QStringLiteral("id")).toString())).exitCode, 0);
         QVERIFY(waiting->waitForFinished(10000));
@@ -396,12 +475,16 @@ private Q_SLOTS:
         QVERIFY(waiting->waitForFinished(10000));
         QCOMPARE(waiting->exitStatus(), QProcess::NormalExit);
         QCOMPARE(waiting->exitCode(), 128 + SIGTERM);
-        QCOMPARE(waiting->readAllStandardError(), QByteArray("airlockctl: SIGTERM while the command waited to start: its request is withdrawn, nothing ran\n"));
+        QCOMPARE(waiting->readAllStandardError(),
+            QByteArray(
+                "airlockctl: SIGTERM while the command waited to start: its request is withdrawn, nothing ran\n"));
         // Gone from the person's list well before the 3 s timeout would have taken it.
-        const QJsonArray pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+        const QJsonArray pending
+            = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
         QVERIFY2(pending.isEmpty(), QJsonDocument(pending).toJson().constData());
         QVERIFY2(t.elapsed() < 2000, qPrintable(QString::number(t.elapsed())));
-        QVERIFY(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode != 0); // nothing left to approve
+        QVERIFY(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode
+            != 0); // nothing left to approve
         QCOMPARE(execIn(*m_daemon, m_sb, args("ls", "/workspace/abandoned")).exitCode, 2);
     }
 
@@ -412,14 +495,19 @@ private Q_SLOTS:
         const QJsonObject request = waitForRequest();
         QVERIFY(!request.isEmpty());
         auto other = m_daemon->connect();
-        auto refused = other->call(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), request.value(QStringLiteral("id"))}});
+        auto refused = other->call(
+            QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), request.value(QStringLiteral("id"))}});
         QVERIFY(!refused);
         QCOMPARE(refused.error().code, ErrorCode::Denied);
-        QCOMPARE(refused.error().message, QStringLiteral("approval %1 is not this connection's to withdraw").arg(request.value(QStringLiteral("id")).toString()));
-        auto unknown = other->call(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), QStringLiteral("00000000")}});
+        QCOMPARE(refused.error().message,
+            QStringLiteral("approval %1 is not this connection's to withdraw")
+                .arg(request.value(QStringLiteral("id")).toString()));
+        auto unknown
+            = other->call(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), QStringLiteral("00000000")}});
         QVERIFY(!unknown);
         QCOMPARE(unknown.error().code, ErrorCode::NotFound);
-        QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString())).exitCode, 0); // still the person's to decide
+        QCOMPARE(m_daemon->ctl(args("deny", request.value(QStringLiteral("id")).toString())).exitCode,
+            0); // still the person's to decide
         QVERIFY(waiting->waitForFinished(10000));
         QCOMPARE(waiting->exitCode(), 6);
     }

@@ -108,17 +108,18 @@ private Q_SLOTS:
     void missingProgramExits127WithTheReason()
     {
         const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"),
-                                 QStringLiteral("no-such-program-airlock")});
+            QStringLiteral("no-such-program-airlock")});
         QVERIFY2(r.exitCode == 127, qPrintable(r.describe()));
         QCOMPARE(r.out, QByteArray());
         QCOMPARE(QString::fromUtf8(r.err),
-                 QStringLiteral("airlockctl: cannot execute 'no-such-program-airlock': No such file or directory\n"));
+            QStringLiteral("airlockctl: cannot execute 'no-such-program-airlock': No such file or directory\n"));
         // A file that exists but may not be executed is 126.
         QCOMPARE(sh(QStringLiteral("printf 'echo no' > /workspace/noexec; chmod 644 /workspace/noexec")).exitCode, 0);
         const CliResult noexec = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"),
-                                      QStringLiteral("/workspace/noexec")});
+            QStringLiteral("/workspace/noexec")});
         QVERIFY2(noexec.exitCode == 126, qPrintable(noexec.describe()));
-        QCOMPARE(QString::fromUtf8(noexec.err), QStringLiteral("airlockctl: cannot execute '/workspace/noexec': Permission denied\n"));
+        QCOMPARE(QString::fromUtf8(noexec.err),
+            QStringLiteral("airlockctl: cannot execute '/workspace/noexec': Permission denied\n"));
     }
 
     void stdoutAndStderrStaySeparate()
@@ -164,19 +165,34 @@ private Q_SLOTS:
         env.insert(QStringLiteral("CTL"), binDir() + QStringLiteral("/airlockctl"));
         env.insert(QStringLiteral("SB"), m_sb);
         loop.setProcessEnvironment(env);
-        loop.start(QStringLiteral("sh"), {QStringLiteral("-c"), QStringLiteral("printf 'a\\nb\\nc\\n' | while read x; do \"$CTL\" --no-autostart exec \"$SB\" -- sh -c 'echo $0 $(wc -c)' \"$x\"; done")});
+        loop.start(QStringLiteral("sh"),
+            {QStringLiteral("-c"),
+                QStringLiteral("printf 'a\\nb\\nc\\n' | while read x; do \"$CTL\" --no-autostart exec \"$SB\" -- sh -c "
+                               "'echo $0 $(wc -c)' \"$x\"; done")});
         QVERIFY(loop.waitForFinished(60000));
         QCOMPARE(loop.readAllStandardOutput(), QByteArray("a 0\nb 0\nc 0\n"));
-        QCOMPARE(ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")}, "four").out, QByteArray("0\n"));
-        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("-i"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")}, "four").out, QByteArray("4\n"));
+        QCOMPARE(ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")},
+                     "four")
+                     .out,
+            QByteArray("0\n"));
+        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("-i"), m_sb, QStringLiteral("--"), QStringLiteral("wc"),
+                         QStringLiteral("-c")},
+                     "four")
+                     .out,
+            QByteArray("4\n"));
         // -n wins over -i.
-        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("-in"), m_sb, QStringLiteral("--"), QStringLiteral("wc"), QStringLiteral("-c")}, "four").out, QByteArray("0\n"));
+        QCOMPARE(ctl({QStringLiteral("exec"), QStringLiteral("-in"), m_sb, QStringLiteral("--"), QStringLiteral("wc"),
+                         QStringLiteral("-c")},
+                     "four")
+                     .out,
+            QByteArray("0\n"));
     }
 
     void stdinArrivesByteForByte()
     {
         QFETCH(QByteArray, input);
-        const CliResult r = ctl({QStringLiteral("exec"), QStringLiteral("-i"), m_sb, QStringLiteral("--"), QStringLiteral("cat")}, input);
+        const CliResult r = ctl(
+            {QStringLiteral("exec"), QStringLiteral("-i"), m_sb, QStringLiteral("--"), QStringLiteral("cat")}, input);
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out.size(), input.size());
         QVERIFY(r.out == input);
@@ -187,7 +203,8 @@ private Q_SLOTS:
     {
         // Our stdin stays open with data waiting: with --no-stdin none of it may reach cat, which
         // must see EOF at once instead of waiting for us.
-        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("cat")});
+        auto p = startCtl(
+            {QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("cat")});
         QVERIFY(p->waitForStarted(5000));
         p->write("must-not-arrive\n");
         QVERIFY2(p->waitForFinished(10000), "cat waited for stdin although --no-stdin was given");
@@ -203,12 +220,13 @@ private Q_SLOTS:
     {
         QProcessEnvironment canary;
         canary.insert(QStringLiteral("AIRLOCK_CLI_CANARY"), QStringLiteral("zz"));
-        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--env"), QStringLiteral("A=1"),
-                           QStringLiteral("--env"), QStringLiteral("B=x y"), QStringLiteral("-e"), QStringLiteral("EMPTY="),
-                           QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
-                           QStringLiteral("printf '[%s][%s][%s][%s][%s]' \"$A\" \"$B\" \"${EMPTY-unset}\" "
-                                          "\"${AIRLOCK_CLI_CANARY-unset}\" \"$HOME\"")},
-                          canary);
+        auto p = startCtl(
+            {QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--env"), QStringLiteral("A=1"),
+                QStringLiteral("--env"), QStringLiteral("B=x y"), QStringLiteral("-e"), QStringLiteral("EMPTY="),
+                QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+                QStringLiteral("printf '[%s][%s][%s][%s][%s]' \"$A\" \"$B\" \"${EMPTY-unset}\" "
+                               "\"${AIRLOCK_CLI_CANARY-unset}\" \"$HOME\"")},
+            canary);
         QVERIFY(p->waitForFinished(20000));
         QCOMPARE(p->exitCode(), 0);
         QCOMPARE(p->readAllStandardOutput(), QByteArray("[1][x y][][unset][/home/sandbox]"));
@@ -225,7 +243,8 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("options");
         QTest::addColumn<QByteArray>("pwd");
         QTest::newRow("the default is /workspace") << QStringList() << QByteArray("/workspace\n");
-        QTest::newRow("--cwd /tmp runs in /tmp") << QStringList{QStringLiteral("--cwd"), QStringLiteral("/tmp")} << QByteArray("/tmp\n");
+        QTest::newRow("--cwd /tmp runs in /tmp")
+            << QStringList{QStringLiteral("--cwd"), QStringLiteral("/tmp")} << QByteArray("/tmp\n");
     }
     void cwdSelectsTheWorkingDirectory()
     {
@@ -240,7 +259,8 @@ private Q_SLOTS:
     {
         const CliResult r = sh(QStringLiteral("pwd"), {QStringLiteral("--cwd"), QStringLiteral("/no/such/dir")});
         QVERIFY2(r.exitCode == 127 || r.exitCode == 126, qPrintable(r.describe()));
-        QVERIFY2(r.err.contains("cannot change directory to '/no/such/dir': No such file or directory"), qPrintable(r.describe()));
+        QVERIFY2(r.err.contains("cannot change directory to '/no/such/dir': No such file or directory"),
+            qPrintable(r.describe()));
         QCOMPARE(r.out, QByteArray());
     }
 
@@ -248,13 +268,14 @@ private Q_SLOTS:
 
     void ttyGivesAPseudoTerminal()
     {
-        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--tty"), QStringLiteral("--no-stdin"), QStringLiteral("--"),
-                                 QStringLiteral("tty")});
+        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--tty"), QStringLiteral("--no-stdin"),
+            QStringLiteral("--"), QStringLiteral("tty")});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         static const QRegularExpression pts(QStringLiteral("^/dev/pts/[0-9]+\r\n$"));
         QVERIFY2(pts.match(QString::fromUtf8(r.out)).hasMatch(), qPrintable(r.describe()));
         // Without --tty stdin is not a terminal.
-        const CliResult plain = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("tty")});
+        const CliResult plain = ctl(
+            {QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("tty")});
         QVERIFY2(plain.exitCode == 1, qPrintable(plain.describe()));
         QCOMPARE(plain.out, QByteArray("not a tty\n"));
     }
@@ -263,14 +284,16 @@ private Q_SLOTS:
     {
         // One terminal carries both streams: the guest reports everything as stdout, with the
         // terminal's newline translation, and TERM is set.
-        const CliResult r = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-t"), QStringLiteral("-n"), QStringLiteral("--"),
-                                 QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("echo out; echo err >&2; echo $TERM")});
+        const CliResult r
+            = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-t"), QStringLiteral("-n"), QStringLiteral("--"),
+                QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("echo out; echo err >&2; echo $TERM")});
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out, QByteArray("out\r\nerr\r\nxterm-256color\r\n"));
         QCOMPARE(r.err, QByteArray());
         // The same in --json: everything under "stdout", counted as stdout bytes.
-        const CliResult j = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--json"), QStringLiteral("-t"), QStringLiteral("-n"),
-                                 QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("echo err >&2")});
+        const CliResult j
+            = ctl({QStringLiteral("exec"), m_sb, QStringLiteral("--json"), QStringLiteral("-t"), QStringLiteral("-n"),
+                QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("echo err >&2")});
         QString error;
         const QJsonObject o = parseJson(j.out, &error).object();
         QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -286,7 +309,8 @@ private Q_SLOTS:
     {
         QString error;
         // create
-        const CliResult created = ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("js")});
+        const CliResult created
+            = ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("js")});
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
         const QJsonObject c = parseJson(created.out, &error).object();
         QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -295,10 +319,16 @@ private Q_SLOTS:
         QCOMPARE(c.value(QStringLiteral("network")).toString(), QStringLiteral("none"));
         QCOMPARE(c.value(QStringLiteral("hostNetwork")), QJsonValue(false));
         QVERIFY(c.value(QStringLiteral("failure")).isNull());
-        QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{12}$")).match(c.value(QStringLiteral("id")).toString()).hasMatch(),
-                 qPrintable(c.value(QStringLiteral("id")).toString()));
+        QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{12}$"))
+                     .match(c.value(QStringLiteral("id")).toString())
+                     .hasMatch(),
+            qPrintable(c.value(QStringLiteral("id")).toString()));
         const QString id = c.value(QStringLiteral("id")).toString();
-        QVERIFY(c.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("namespaces")).toArray().contains(QStringLiteral("net")));
+        QVERIFY(c.value(QStringLiteral("isolation"))
+                    .toObject()
+                    .value(QStringLiteral("namespaces"))
+                    .toArray()
+                    .contains(QStringLiteral("net")));
         QVERIFY(c.value(QStringLiteral("limits")).isObject());
         QVERIFY(QFileInfo(c.value(QStringLiteral("workspace")).toString()).isDir());
         QCOMPARE(created.err, QByteArray());
@@ -327,9 +357,9 @@ private Q_SLOTS:
         QCOMPARE(i.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("noNewPrivs")), QJsonValue(true));
 
         // exec
-        const CliResult exec = ctl({QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("js"),
-                                    QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
-                                    QStringLiteral("printf 'out'; printf 'err' >&2; exit 3")});
+        const CliResult exec = ctl({QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"),
+            QStringLiteral("js"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+            QStringLiteral("printf 'out'; printf 'err' >&2; exit 3")});
         QVERIFY2(exec.exitCode == 3, qPrintable(exec.describe()));
         const QJsonObject e = parseJson(exec.out, &error).object();
         QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -342,8 +372,9 @@ private Q_SLOTS:
         QCOMPARE(exec.err, QByteArray()); // nothing streamed besides the document
 
         // exec --json of a killed command
-        const CliResult killed = ctl({QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("js"),
-                                      QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("kill -9 $$")});
+        const CliResult killed
+            = ctl({QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("js"),
+                QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("kill -9 $$")});
         QVERIFY2(killed.exitCode == 137, qPrintable(killed.describe()));
         const QJsonObject k = parseJson(killed.out, &error).object();
         QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -371,25 +402,32 @@ private Q_SLOTS:
         QTest::addColumn<QString>("message");
         const QString notFound = QStringLiteral("no sandbox named 'nosuch' (see 'airlockctl ls')");
         QTest::newRow("info of an unknown sandbox is not_found")
-            << QStringList{QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("nosuch")} << 3 << "not_found" << notFound;
+            << QStringList{QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("nosuch")} << 3
+            << "not_found" << notFound;
         QTest::newRow("rm of an unknown sandbox is not_found")
-            << QStringList{QStringLiteral("rm"), QStringLiteral("--json"), QStringLiteral("nosuch")} << 3 << "not_found" << notFound;
+            << QStringList{QStringLiteral("rm"), QStringLiteral("--json"), QStringLiteral("nosuch")} << 3 << "not_found"
+            << notFound;
         QTest::newRow("--json as a global option works the same")
-            << QStringList{QStringLiteral("--json"), QStringLiteral("info"), QStringLiteral("nosuch")} << 3 << "not_found" << notFound;
+            << QStringList{QStringLiteral("--json"), QStringLiteral("info"), QStringLiteral("nosuch")} << 3
+            << "not_found" << notFound;
         QTest::newRow("a duplicate name is already_exists")
-            << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("cli")} << 2
-            << "already_exists"
+            << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"),
+                   QStringLiteral("cli")}
+            << 2 << "already_exists"
             << "a sandbox named 'cli' already exists; pick another --name or remove it with 'airlockctl rm cli'";
         QTest::newRow("an invalid limit is invalid_argument")
-            << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--memory"), QStringLiteral("lots")} << 2
-            << "invalid_argument" << "--memory: invalid size 'lots': expected a positive number (example: 512M); it takes from 8.0 MiB to 4096 TiB";
-        QTest::newRow("a path escape in cp is path_escape")
-            << QStringList{QStringLiteral("cp"), QStringLiteral("--json"), QStringLiteral("cli:../x"), QStringLiteral("/tmp/airlock-never")}
-            << 6 << "path_escape" << "'../x' contains '..'; refused";
-        QTest::newRow("exec in an unknown sandbox is not_found")
-            << QStringList{QStringLiteral("exec"), QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("nosuch"),
-                           QStringLiteral("--"), QStringLiteral("true")}
-            << 3 << "not_found" << notFound;
+            << QStringList{QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--memory"),
+                   QStringLiteral("lots")}
+            << 2 << "invalid_argument"
+            << "--memory: invalid size 'lots': expected a positive number (example: 512M); it takes from 8.0 MiB to "
+               "4096 TiB";
+        QTest::newRow("a path escape in cp is path_escape") << QStringList{QStringLiteral("cp"),
+            QStringLiteral("--json"), QStringLiteral("cli:../x"), QStringLiteral("/tmp/airlock-never")}
+                                                            << 6 << "path_escape"
+                                                            << "'../x' contains '..'; refused";
+        QTest::newRow("exec in an unknown sandbox is not_found") << QStringList{QStringLiteral("exec"),
+            QStringLiteral("--json"), QStringLiteral("-n"), QStringLiteral("nosuch"), QStringLiteral("--"),
+            QStringLiteral("true")} << 3 << "not_found" << notFound;
     }
     void jsonErrorsAreTyped()
     {
@@ -416,17 +454,19 @@ private Q_SLOTS:
         TestDaemon daemon;
         QVERIFY(daemon.start());
         // Where this daemon keeps workspaces (learnt from a sandbox that is removed again).
-        const QJsonObject probe = QJsonDocument::fromJson(daemon.ctl({QStringLiteral("create"), QStringLiteral("--json")}).out).object();
+        const QJsonObject probe
+            = QJsonDocument::fromJson(daemon.ctl({QStringLiteral("create"), QStringLiteral("--json")}).out).object();
         const QString workspaces = QFileInfo(probe.value(QStringLiteral("workspace")).toString()).path();
         QVERIFY2(QFileInfo(workspaces).isDir(), qPrintable(workspaces));
         QCOMPARE(daemon.ctl({QStringLiteral("rm"), probe.value(QStringLiteral("id")).toString()}).exitCode, 0);
         QCOMPARE(daemon.ctl({QStringLiteral("ls"), QStringLiteral("--json")}).out.trimmed(), QByteArray("[\n]"));
         QCOMPARE(sandboxWorkspaces(workspaces), QStringList());
-        const CliResult r = daemon.ctl({QStringLiteral("run"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
-                                        QStringLiteral("echo hi; hostname >&2; exit 4")});
+        const CliResult r = daemon.ctl({QStringLiteral("run"), QStringLiteral("--"), QStringLiteral("sh"),
+            QStringLiteral("-c"), QStringLiteral("echo hi; hostname >&2; exit 4")});
         QVERIFY2(r.exitCode == 4, qPrintable(r.describe()));
         QCOMPARE(r.out, QByteArray("hi\n"));
-        QVERIFY2(QRegularExpression(QStringLiteral("^sb-[0-9a-f]{6}\n$")).match(QString::fromUtf8(r.err)).hasMatch(), qPrintable(r.describe()));
+        QVERIFY2(QRegularExpression(QStringLiteral("^sb-[0-9a-f]{6}\n$")).match(QString::fromUtf8(r.err)).hasMatch(),
+            qPrintable(r.describe()));
         const CliResult ls = daemon.ctl({QStringLiteral("ls"), QStringLiteral("--json")});
         QVERIFY2(ls.exitCode == 0, qPrintable(ls.describe()));
         QString error;
@@ -438,7 +478,7 @@ private Q_SLOTS:
         QCOMPARE(sandboxWorkspaces(workspaces), QStringList());
         // run takes create options: the name is used, and it is gone afterwards as well.
         const CliResult named = daemon.ctl({QStringLiteral("run"), QStringLiteral("--name"), QStringLiteral("once"),
-                                            QStringLiteral("--"), QStringLiteral("hostname")});
+            QStringLiteral("--"), QStringLiteral("hostname")});
         QVERIFY2(named.exitCode == 0, qPrintable(named.describe()));
         QCOMPARE(named.out, QByteArray("once\n"));
         QCOMPARE(daemon.ctl({QStringLiteral("info"), QStringLiteral("once")}).exitCode, 3);
@@ -452,8 +492,10 @@ private Q_SLOTS:
         p.setProcessEnvironment(m_daemon->environment());
         const QString ctlPath = binDir() + QStringLiteral("/airlockctl");
         p.start(QStringLiteral("bash"),
-                {QStringLiteral("-c"), QStringLiteral("'%1' --no-autostart exec %2 -n -- yes airlock-pipe | head -c 13; echo \"rc=${PIPESTATUS[0]}\"")
-                                           .arg(ctlPath, m_sb)});
+            {QStringLiteral("-c"),
+                QStringLiteral(
+                    "'%1' --no-autostart exec %2 -n -- yes airlock-pipe | head -c 13; echo \"rc=${PIPESTATUS[0]}\"")
+                    .arg(ctlPath, m_sb)});
         QVERIFY(p.waitForFinished(10000));
         QCOMPARE(p.readAllStandardOutput(), QByteArray("airlock-pipe\nrc=137\n"));
         QVERIFY(waitFor([] { return pidsWithCommandLine("yes airlock-pipe").isEmpty(); }, 2000));
@@ -461,13 +503,15 @@ private Q_SLOTS:
 
     void outputBeyondTheLimitIsCutAndTheCommandKilled()
     {
-        const CliResult r = ctl({QStringLiteral("run"), QStringLiteral("--output-limit"), QStringLiteral("4K"), QStringLiteral("-n"),
-                                 QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("yes 0123456789abcdef")});
+        const CliResult r = ctl({QStringLiteral("run"), QStringLiteral("--output-limit"), QStringLiteral("4K"),
+            QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"),
+            QStringLiteral("yes 0123456789abcdef")});
         QVERIFY2(r.exitCode == 137, qPrintable(r.describe()));
         QCOMPARE(r.out.size(), 4096);
         QCOMPARE(r.out, QByteArray("0123456789abcdef\n").repeated(241).left(4096));
         QCOMPARE(QString::fromUtf8(r.err),
-                 QStringLiteral("\nairlockctl: output exceeded the sandbox's limit of 4096 bytes; the command was killed\n"));
+            QStringLiteral(
+                "\nairlockctl: output exceeded the sandbox's limit of 4096 bytes; the command was killed\n"));
     }
 
     // ---- Ctrl-C ----
@@ -487,37 +531,43 @@ private Q_SLOTS:
         // A distinctive duration so that concurrently running suites cannot be mistaken for ours; the
         // script names it through a variable so that only the sleep itself matches.
         const QByteArray needle = "sleep 77.4711";
-        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sh"),
-                           QStringLiteral("-c"), QStringLiteral("s=77.4711; echo ready; exec sleep $s")});
+        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"),
+            QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("s=77.4711; echo ready; exec sleep $s")});
         QVERIFY(p->waitForStarted(5000));
         const qint64 ctlPid = p->processId();
         // "ready" on airlockctl's stdout: it knows the execution (see lostSignalRightAfterStart for
         // why the test waits for this), and the sleep runs on the host.
         QVERIFY2(waitFor([&] { return p->peek(64) == "ready\n" && !sandboxedPids(needle, ctlPid).isEmpty(); }, 10000),
-                 "sleep 77 never started");
+            "sleep 77 never started");
         QCOMPARE(::kill(pid_t(ctlPid), signo), 0);
         QVERIFY2(p->waitForFinished(3000), "airlockctl did not exit within 3 s of the signal");
         QCOMPARE(p->exitStatus(), QProcess::NormalExit);
         QCOMPARE(p->exitCode(), exitCode);
         QCOMPARE(p->readAllStandardOutput(), QByteArray("ready\n"));
-        QVERIFY2(waitFor([&] { return sandboxedPids(needle, ctlPid).isEmpty(); }, 2000), "the sandboxed sleep survived");
+        QVERIFY2(
+            waitFor([&] { return sandboxedPids(needle, ctlPid).isEmpty(); }, 2000), "the sandboxed sleep survived");
         QCOMPARE(QJsonDocument::fromJson(ctl({QStringLiteral("info"), QStringLiteral("--json"), m_sb}).out)
                      .object()
                      .value(QStringLiteral("executions"))
                      .toInt(-1),
-                 0);
+            0);
     }
 
     void secondCtrlCKillsACommandThatIgnoresTheFirst()
     {
-        auto p = startCtl({QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sh"),
-                           QStringLiteral("-c"), QStringLiteral("trap '' INT; s=78.4711; echo ready; sleep $s; echo survived")});
+        auto p = startCtl(
+            {QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sh"),
+                QStringLiteral("-c"), QStringLiteral("trap '' INT; s=78.4711; echo ready; sleep $s; echo survived")});
         QVERIFY(p->waitForStarted(5000));
         const qint64 ctlPid = p->processId();
-        QVERIFY(waitFor([&] { return p->peek(64) == "ready\n" && !sandboxedPids("sleep 78.4711", ctlPid).isEmpty(); }, 10000));
+        QVERIFY(waitFor(
+            [&] { return p->peek(64) == "ready\n" && !sandboxedPids("sleep 78.4711", ctlPid).isEmpty(); }, 10000));
         QCOMPARE(::kill(pid_t(ctlPid), SIGINT), 0);
-        QVERIFY2(!p->waitForFinished(500), qPrintable(QStringLiteral("the first Ctrl-C should only interrupt, and this command ignores it; exit %1: %2")
-                                                          .arg(p->exitCode()).arg(QString::fromUtf8(p->readAllStandardError()))));
+        QVERIFY2(!p->waitForFinished(500),
+            qPrintable(
+                QStringLiteral("the first Ctrl-C should only interrupt, and this command ignores it; exit %1: %2")
+                    .arg(p->exitCode())
+                    .arg(QString::fromUtf8(p->readAllStandardError()))));
         QCOMPARE(::kill(pid_t(ctlPid), SIGINT), 0);
         QVERIFY2(p->waitForFinished(3000), "the second Ctrl-C did not kill the command");
         QCOMPARE(p->exitCode(), 137);
@@ -536,8 +586,9 @@ private Q_SLOTS:
         QProcess p;
         p.setProcessEnvironment(m_daemon->environment());
         p.start(binDir() + QStringLiteral("/airlockctl"),
-                {QStringLiteral("--socket"), m_tmp.filePath(QStringLiteral("proxy.sock")), QStringLiteral("--no-autostart"), QStringLiteral("exec"),
-                 m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"), QStringLiteral("sleep"), QStringLiteral("77.4712")});
+            {QStringLiteral("--socket"), m_tmp.filePath(QStringLiteral("proxy.sock")), QStringLiteral("--no-autostart"),
+                QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--"),
+                QStringLiteral("sleep"), QStringLiteral("77.4712")});
         QVERIFY(p.waitForStarted(5000));
         const qint64 ctlPid = p.processId();
         // The command runs (the daemon got exec.start) while its reply waits in the proxy.
@@ -557,7 +608,6 @@ private Q_SLOTS:
         QVERIFY2(interrupted, "the Ctrl-C was lost: airlockctl still ran 3 s after the reply arrived");
         QCOMPARE(p.exitCode(), 130);
     }
-
 };
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -37,13 +37,15 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         const QJsonArray rows = executionsOf(r);
         QCOMPARE(rows.size(), 2);
-        QCOMPARE(rows.at(0).toObject().value(QStringLiteral("argv")).toArray().at(1).toString(), QStringLiteral("second"));
+        QCOMPARE(
+            rows.at(0).toObject().value(QStringLiteral("argv")).toArray().at(1).toString(), QStringLiteral("second"));
         QCOMPARE(rows.at(0).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
         QCOMPARE(rows.at(0).toObject().value(QStringLiteral("bytesOut")).toInt(), 7);
         QCOMPARE(rows.at(1).toObject().value(QStringLiteral("status")).toString(), QStringLiteral("failed"));
         QCOMPARE(rows.at(1).toObject().value(QStringLiteral("exitCode")).toInt(), 7);
         const CliResult failed = ctl(args("history", "--sandbox", "hist", "--exit-code", "7"));
-        QVERIFY2(failed.out.contains("failed  7 ") && !failed.out.contains("echo second"), qPrintable(failed.describe()));
+        QVERIFY2(
+            failed.out.contains("failed  7 ") && !failed.out.contains("echo second"), qPrintable(failed.describe()));
         // Pages: one at a time, the next page named on stderr.
         const CliResult page = ctl(args("history", "--sandbox", "hist", "--limit", "1", "--json"));
         const qint64 next = qint64(jsonObject(page.out).value(QStringLiteral("next")).toDouble());
@@ -68,26 +70,32 @@ private Q_SLOTS:
         // Output that would drive a terminal: an OSC 52 clipboard write, a title, NUL, invalid UTF-8.
         const char text[] = "ok \x1b]52;c;cHduZWQ=\x07 \x1b]0;title\x07 \x00 \xff\xfe end\n";
         const QByteArray out(text, sizeof text - 1);
-        const CliResult r = sh(QStringLiteral("printf 'ok \\033]52;c;cHduZWQ=\\007 \\033]0;title\\007 \\000 \\377\\376 end\\n'; "
-                                              "printf 'to stderr \\033[2J\\n' >&2"));
+        const CliResult r
+            = sh(QStringLiteral("printf 'ok \\033]52;c;cHduZWQ=\\007 \\033]0;title\\007 \\000 \\377\\376 end\\n'; "
+                                "printf 'to stderr \\033[2J\\n' >&2"));
         QCOMPARE(r.exitCode, 0);
         const CliResult last = ctl(args("history", "--json", "--sandbox", "cli", "--limit", "1"));
-        const QString id = QString::number(qint64(executionsOf(last).at(0).toObject().value(QStringLiteral("id")).toDouble()));
+        const QString id
+            = QString::number(qint64(executionsOf(last).at(0).toObject().value(QStringLiteral("id")).toDouble()));
         const CliResult raw = ctl(args("show", id, "--raw"));
         QCOMPARE(raw.exitCode, 0);
         QCOMPARE(raw.out, out);
         QCOMPARE(raw.err, QByteArray("to stderr \x1b[2J\n"));
         const CliResult shown = ctl(args("show", id));
         QCOMPARE(shown.exitCode, 0);
-        QVERIFY2(shown.out.startsWith(QByteArray(QByteArray("execution ") + id.toUtf8() + " (cli:")), qPrintable(shown.describe()));
+        QVERIFY2(shown.out.startsWith(QByteArray(QByteArray("execution ") + id.toUtf8() + " (cli:")),
+            qPrintable(shown.describe()));
         QVERIFY2(shown.out.contains("status    succeeded   exit 0"), qPrintable(shown.describe()));
         // Every control sequence but colours is inert text; nothing raw reaches the terminal.
-        QVERIFY2(!shown.out.contains("\x1b]") && !shown.out.contains('\0') && !shown.err.contains("\x1b["), qPrintable(shown.describe()));
-        QVERIFY2(shown.out.contains("\\x1b]52;c;cHduZWQ=\\x07") && shown.out.contains("\\x00") && shown.out.contains("\\xff\\xfe"),
-                 qPrintable(shown.describe()));
+        QVERIFY2(!shown.out.contains("\x1b]") && !shown.out.contains('\0') && !shown.err.contains("\x1b["),
+            qPrintable(shown.describe()));
+        QVERIFY2(shown.out.contains("\\x1b]52;c;cHduZWQ=\\x07") && shown.out.contains("\\x00")
+                && shown.out.contains("\\xff\\xfe"),
+            qPrintable(shown.describe()));
         QVERIFY2(shown.err.contains("to stderr \\x1b[2J"), qPrintable(shown.describe()));
         // The same execution by sandbox and number; an unknown one is "not found" (exit 3).
-        const QString byName = QStringLiteral("cli:%1").arg(executionsOf(last).at(0).toObject().value(QStringLiteral("exec")).toInt());
+        const QString byName
+            = QStringLiteral("cli:%1").arg(executionsOf(last).at(0).toObject().value(QStringLiteral("exec")).toInt());
         QCOMPARE(ctl(args("show", byName, "--raw")).out, out);
         const CliResult missing = ctl(args("show", "999999"));
         QCOMPARE(missing.exitCode, 3);
@@ -122,7 +130,7 @@ private Q_SLOTS:
         QCOMPARE(raw.out, expected.left(32 * 1024) + expected.right(stored - 32 * 1024));
         const CliResult marked = daemon.ctl(args("show", "1"));
         QVERIFY2(marked.out.contains(QByteArray("\n[airlock: ")) && marked.out.contains("of stdout not stored]\n"),
-                 qPrintable(QString::fromUtf8(marked.out.right(200))));
+            qPrintable(QString::fromUtf8(marked.out.right(200))));
         QVERIFY(marked.out.endsWith("200000\n"));
     }
 
@@ -138,7 +146,13 @@ private Q_SLOTS:
         QCOMPARE(sh(QStringLiteral("x=platy; echo ${x}pus-found")).exitCode, 0);
         const QJsonArray platypus = executionsOf(ctl(args("search", "platypus", "--json")));
         QCOMPARE(platypus.size(), 1);
-        QVERIFY(platypus.at(0).toObject().value(QStringLiteral("argv")).toArray().at(2).toString().contains(QStringLiteral("${x}pus")));
+        QVERIFY(platypus.at(0)
+                    .toObject()
+                    .value(QStringLiteral("argv"))
+                    .toArray()
+                    .at(2)
+                    .toString()
+                    .contains(QStringLiteral("${x}pus")));
         QCOMPARE(executionsOf(ctl(args("search", "platypus", "--json", "--status", "failed"))).size(), 0);
         const CliResult none = ctl(args("search", "zzzunlikelyzzz"));
         QCOMPARE(none.exitCode, 0);
@@ -149,8 +163,10 @@ private Q_SLOTS:
     void runsGroupAnAgentSessionAndExportRoundTrips()
     {
         QCOMPARE(ctl(args("--run", "agent-x", "create", "--name", "ag")).exitCode, 0);
-        QCOMPARE(ctl(args("--run", "agent-x", "exec", "ag", "-n", "--", "sh", "-c", "printf 'one\\377\\n'")).exitCode, 0);
-        QCOMPARE(ctl(args("--run", "agent-x", "exec", "ag", "-n", "--", "sh", "-c", "echo two >&2; exit 4")).exitCode, 4);
+        QCOMPARE(
+            ctl(args("--run", "agent-x", "exec", "ag", "-n", "--", "sh", "-c", "printf 'one\\377\\n'")).exitCode, 0);
+        QCOMPARE(
+            ctl(args("--run", "agent-x", "exec", "ag", "-n", "--", "sh", "-c", "echo two >&2; exit 4")).exitCode, 4);
         QCOMPARE(ctl(args("exec", "ag", "-n", "--", "true")).exitCode, 0); // its own run
         const QJsonArray runs = jsonObject(ctl(args("runs", "--json")).out).value(QStringLiteral("runs")).toArray();
         QJsonObject agent;
@@ -159,7 +175,8 @@ private Q_SLOTS:
                 agent = r.toObject();
         QCOMPARE(agent.value(QStringLiteral("sandboxes")).toInt(), 1);
         QCOMPARE(agent.value(QStringLiteral("executions")).toInt(), 2);
-        QVERIFY(runs.at(0).toObject().value(QStringLiteral("name")).toString().startsWith(QStringLiteral("airlockctl-")));
+        QVERIFY(
+            runs.at(0).toObject().value(QStringLiteral("name")).toString().startsWith(QStringLiteral("airlockctl-")));
         QCOMPARE(executionsOf(ctl(args("history", "--json", "--run", "agent-x"))).size(), 2);
 
         for (const char *format : {"jsonl", "json"}) {
@@ -168,7 +185,8 @@ private Q_SLOTS:
             QVERIFY2(exported.exitCode == 0, qPrintable(exported.describe()));
             const CliResult verified = ctl(args("export", "--verify", file));
             QVERIFY2(verified.exitCode == 0 && verified.out.startsWith("ok: "), qPrintable(verified.describe()));
-            QVERIFY2(exported.err.contains(verified.out.mid(verified.out.indexOf("sha256 ") + 7, 64)), qPrintable(exported.describe()));
+            QVERIFY2(exported.err.contains(verified.out.mid(verified.out.indexOf("sha256 ") + 7, 64)),
+                qPrintable(exported.describe()));
         }
         // What the jsonl bundle holds: the run, its sandbox with its spec, both executions, their
         // events and their output bytes exactly; and `head -n -1 | sha256sum` checks it.
@@ -180,10 +198,11 @@ private Q_SLOTS:
             const QString type = r.value(QStringLiteral("type")).toString();
             types[type] += 1;
             if (type == QLatin1String("sandbox"))
-                QCOMPARE(r.value(QStringLiteral("spec")).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("ag"));
+                QCOMPARE(r.value(QStringLiteral("spec")).toObject().value(QStringLiteral("name")).toString(),
+                    QStringLiteral("ag"));
             if (type == QLatin1String("output"))
-                (r.value(QStringLiteral("stream")).toInt() == 1 ? stdoutBytes : stderrBytes) +=
-                    QByteArray::fromBase64(r.value(QStringLiteral("data")).toString().toLatin1());
+                (r.value(QStringLiteral("stream")).toInt() == 1 ? stdoutBytes : stderrBytes)
+                    += QByteArray::fromBase64(r.value(QStringLiteral("data")).toString().toLatin1());
         }
         QCOMPARE(types.value(QStringLiteral("bundle")), 1);
         QCOMPARE(types.value(QStringLiteral("run")), 1);
@@ -194,10 +213,13 @@ private Q_SLOTS:
         QCOMPARE(stdoutBytes, QByteArray("one\xff\n"));
         QCOMPARE(stderrBytes, QByteArray("two\n"));
         QProcess shasum;
-        shasum.start(QStringLiteral("sh"), {QStringLiteral("-c"), QStringLiteral("head -n -1 '%1' | sha256sum").arg(hostFile(QStringLiteral("bundle.jsonl")))});
+        shasum.start(QStringLiteral("sh"),
+            {QStringLiteral("-c"),
+                QStringLiteral("head -n -1 '%1' | sha256sum").arg(hostFile(QStringLiteral("bundle.jsonl")))});
         QVERIFY(shasum.waitForFinished());
-        QVERIFY2(bundle.trimmed().endsWith(QByteArray("\"sha256\":\"" + shasum.readAllStandardOutput().left(64) + "\",\"type\":\"sha256\"}")),
-                 qPrintable(QString::fromUtf8(bundle.right(120))));
+        QVERIFY2(bundle.trimmed().endsWith(
+                     QByteArray("\"sha256\":\"" + shasum.readAllStandardOutput().left(64) + "\",\"type\":\"sha256\"}")),
+            qPrintable(QString::fromUtf8(bundle.right(120))));
 
         // One changed byte, or a bundle cut short, is caught.
         QByteArray tampered = bundle;
@@ -206,7 +228,8 @@ private Q_SLOTS:
         QVERIFY(writeFile(hostFile(QStringLiteral("tampered.jsonl")), tampered));
         const CliResult bad = ctl(args("export", "--verify", hostFile(QStringLiteral("tampered.jsonl"))));
         QCOMPARE(bad.exitCode, 1);
-        QVERIFY2(bad.err.contains("the bundle was changed or damaged: its content hashes to"), qPrintable(bad.describe()));
+        QVERIFY2(
+            bad.err.contains("the bundle was changed or damaged: its content hashes to"), qPrintable(bad.describe()));
         QVERIFY(writeFile(hostFile(QStringLiteral("cut.jsonl")), bundle.left(bundle.size() / 2)));
         const CliResult cut = ctl(args("export", "--verify", hostFile(QStringLiteral("cut.jsonl"))));
         QCOMPARE(cut.exitCode, 1);
@@ -218,17 +241,21 @@ private Q_SLOTS:
     void followContinuesLiveWithoutGapsOrDuplicates()
     {
         // 150 lines over ~3 s, some while `show --follow` replays what is stored.
-        auto running = startCtl(args("exec", m_sb, "-n", "--", "sh", "-c", "i=0; while [ $i -lt 150 ]; do i=$((i+1)); echo line $i; "
-                                                                          "[ $((i % 10)) = 0 ] && sleep 0.2; done"));
+        auto running = startCtl(args("exec", m_sb, "-n", "--", "sh", "-c",
+            "i=0; while [ $i -lt 150 ]; do i=$((i+1)); echo line $i; "
+            "[ $((i % 10)) = 0 ] && sleep 0.2; done"));
         QVERIFY(running->waitForStarted());
         QString id;
-        QVERIFY(waitFor([&] {
-            const QJsonArray rows = executionsOf(ctl(args("history", "--json", "--sandbox", "cli", "--status", "running")));
-            if (rows.isEmpty())
-                return false;
-            id = QString::number(qint64(rows.at(0).toObject().value(QStringLiteral("id")).toDouble()));
-            return true;
-        }, 10000));
+        QVERIFY(waitFor(
+            [&] {
+                const QJsonArray rows
+                    = executionsOf(ctl(args("history", "--json", "--sandbox", "cli", "--status", "running")));
+                if (rows.isEmpty())
+                    return false;
+                id = QString::number(qint64(rows.at(0).toObject().value(QStringLiteral("id")).toDouble()));
+                return true;
+            },
+            10000));
         QTest::qWait(300);
         const CliResult followed = ctl(args("show", id, "--follow", "--raw"), {}, 30000);
         QVERIFY(running->waitForFinished(30000));
@@ -246,9 +273,14 @@ private Q_SLOTS:
         // A run name is chosen by the agent: one with controls is refused before anything runs.
         const CliResult evil = ctl(args("--run", "x\x1b]52;c;cHduZWQ=\x07", "exec", "cli", "-n", "--", "true"));
         QCOMPARE(evil.exitCode, 2);
-        QCOMPARE(evil.err, QByteArray("airlockctl: run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a letter or digit)\n"));
+        QCOMPARE(evil.err,
+            QByteArray("airlockctl: run names are 1 to 200 letters, digits and . _ : @ / + - (starting with a letter "
+                       "or digit)\n"));
         // A command with controls and a right-to-left override is listed escaped.
-        QCOMPARE(ctl(args("exec", "cli", "-n", "--", "true", "a\x1b[2Jb", QString(QChar(0x202e)) + QStringLiteral("-looks-reversed"))).exitCode, 0);
+        QCOMPARE(ctl(args("exec", "cli", "-n", "--", "true", "a\x1b[2Jb",
+                         QString(QChar(0x202e)) + QStringLiteral("-looks-reversed")))
+                     .exitCode,
+            0);
         const CliResult listed = ctl(args("history", "--sandbox", "cli", "--limit", "1"));
         QVERIFY2(!listed.out.contains('\x1b') && !listed.out.contains("\xe2\x80\xae"), qPrintable(listed.describe()));
         QVERIFY2(listed.out.contains("'a\\x1b[2Jb' '\\u{202e}-looks-reversed'"), qPrintable(listed.describe()));
@@ -261,25 +293,29 @@ private Q_SLOTS:
         QCOMPARE(rows.size(), 1);
         const QString id = QString::number(qint64(rows.at(0).toObject().value(QStringLiteral("id")).toDouble()));
         const CliResult pruned = ctl(args("prune", "--keep", "0", "--vacuum"));
-        QVERIFY2(pruned.exitCode == 0 && pruned.out.startsWith("dropped the output of "), qPrintable(pruned.describe()));
+        QVERIFY2(
+            pruned.exitCode == 0 && pruned.out.startsWith("dropped the output of "), qPrintable(pruned.describe()));
         const QJsonObject shown = jsonObject(ctl(args("show", id, "--json")).out);
         QCOMPARE(shown.value(QStringLiteral("outputPruned")).toBool(), true);
         QCOMPARE(shown.value(QStringLiteral("bytesOut")).toInt(), 15);
         QCOMPARE(shown.value(QStringLiteral("storedBytes")).toInt(), 0);
         QCOMPARE(shown.value(QStringLiteral("output")).toArray().size(), 0);
         const CliResult marked = ctl(args("show", id));
-        QVERIFY2(marked.out.contains("(output pruned)") && marked.out.contains("[airlock: 15 B of stdout not stored at the end]"),
-                 qPrintable(marked.describe()));
+        QVERIFY2(marked.out.contains("(output pruned)")
+                && marked.out.contains("[airlock: 15 B of stdout not stored at the end]"),
+            qPrintable(marked.describe()));
         QCOMPARE(ctl(args("prune", "--keep", "lots")).exitCode, 2);
         QVERIFY2(pruned.err.isEmpty(), qPrintable(pruned.describe())); // no progress into a pipe
 
         // Watched on a terminal: each phase as it goes (the daemon's progress notifications),
         // rewritten in place, and the line cleared before the result.
         const CliResult watched = m_daemon->ctlWatched(args("prune", "--keep", "0", "--vacuum"));
-        QVERIFY2(watched.exitCode == 0 && watched.out.startsWith("dropped the output of "), qPrintable(watched.describe()));
+        QVERIFY2(
+            watched.exitCode == 0 && watched.out.startsWith("dropped the output of "), qPrintable(watched.describe()));
         const qsizetype pruning = watched.err.indexOf("\rpruning  ");
         const qsizetype vacuuming = watched.err.indexOf("\rvacuuming  ");
-        QVERIFY2(pruning >= 0 && vacuuming > pruning && watched.err.endsWith("\r\x1b[K"), qPrintable(watched.describe()));
+        QVERIFY2(
+            pruning >= 0 && vacuuming > pruning && watched.err.endsWith("\r\x1b[K"), qPrintable(watched.describe()));
     }
 };
 

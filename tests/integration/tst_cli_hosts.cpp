@@ -43,14 +43,15 @@ private Q_SLOTS:
         env.insert(QStringLiteral("AIRLOCK_SSH"), fake);
         auto p = startCtl(args("--host", "ssh://alice@build-box:2222", "ls"), env);
         QVERIFY(p->waitForFinished(30000));
-        QVERIFY2(p->exitCode() == 0 && p->readAllStandardOutput().contains(m_sb.toUtf8()), qPrintable(QString::fromUtf8(p->readAllStandardError())));
+        QVERIFY2(p->exitCode() == 0 && p->readAllStandardOutput().contains(m_sb.toUtf8()),
+            qPrintable(QString::fromUtf8(p->readAllStandardError())));
         QFile recorded(argsFile);
         QVERIFY(recorded.open(QIODevice::ReadOnly));
         // BatchMode (never a prompt), no tty, no escape character, the port and user as options,
         // "--" before the host, and the far side's command; nothing that weakens host key checks.
         QCOMPARE(QString::fromUtf8(recorded.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts),
-                 args("-T", "-e", "none", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3", "-p", "2222", "-l",
-                      "alice", "--", "build-box", "airlockd", "--stdio"));
+            args("-T", "-e", "none", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o",
+                "ServerAliveCountMax=3", "-p", "2222", "-l", "alice", "--", "build-box", "airlockd", "--stdio"));
         // A host that would be read as an option never reaches ssh.
         QVERIFY(QFile::remove(argsFile));
         auto evil = startCtl(args("--host", "ssh://-oProxyCommand=touch%20pwned", "ls"), env);
@@ -73,8 +74,9 @@ private Q_SLOTS:
         bridge.setProcessEnvironment(m_daemon->environment());
         bridge.start(binDir() + QStringLiteral("/airlockd"), args("--stdio", "--socket", m_daemon->socketPath()));
         QVERIFY(bridge.waitForStarted(5000));
-        bridge.write(rpc::encodeJson(rpc::makeRequest(1, QStringLiteral("hello"), {{QStringLiteral("protocol"), rpc::kProtocolVersion},
-                                                                                  {QStringLiteral("client"), QStringLiteral("over-ssh")}})));
+        bridge.write(rpc::encodeJson(rpc::makeRequest(1, QStringLiteral("hello"),
+            {{QStringLiteral("protocol"), rpc::kProtocolVersion},
+                {QStringLiteral("client"), QStringLiteral("over-ssh")}})));
         bridge.write(rpc::encodeJson(rpc::makeRequest(2, QStringLiteral("sandbox.list"), {})));
         rpc::FrameReader reader;
         QList<QJsonObject> replies;
@@ -93,9 +95,12 @@ private Q_SLOTS:
             }
         }
         QCOMPARE(replies.size(), 2);
-        QCOMPARE(replies.at(0).value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt(), rpc::kProtocolVersion);
-        const QJsonArray sandboxes = replies.at(1).value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).toArray();
-        QVERIFY(std::any_of(sandboxes.begin(), sandboxes.end(), [&](const QJsonValue &s) { return s.toObject().value(QStringLiteral("name")).toString() == m_sb; }));
+        QCOMPARE(replies.at(0).value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt(),
+            rpc::kProtocolVersion);
+        const QJsonArray sandboxes
+            = replies.at(1).value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).toArray();
+        QVERIFY(std::any_of(sandboxes.begin(), sandboxes.end(),
+            [&](const QJsonValue &s) { return s.toObject().value(QStringLiteral("name")).toString() == m_sb; }));
         // The client's end ends the relay, cleanly.
         bridge.closeWriteChannel();
         QVERIFY(bridge.waitForFinished(10000));
@@ -137,8 +142,11 @@ private Q_SLOTS:
 
         QCOMPARE(ctl(args("hosts", "add", "other", url)).exitCode, 0);
         QVERIFY(ctl(args("hosts", "add", "other", url)).err.contains("exists"));
-        QCOMPARE(QFile(m_daemon->configDir() + QStringLiteral("/hosts.json")).permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther), 0);
-        const QJsonArray listed = jsonObject(ctl(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray();
+        QCOMPARE(QFile(m_daemon->configDir() + QStringLiteral("/hosts.json")).permissions()
+                & (QFileDevice::ReadGroup | QFileDevice::ReadOther),
+            0);
+        const QJsonArray listed
+            = jsonObject(ctl(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray();
         QCOMPARE(listed.size(), 2);
         QCOMPARE(listed.at(1).toObject().value(QStringLiteral("url")).toString(), url);
         QVERIFY(listed.at(0).toObject().value(QStringLiteral("current")).toBool()); // local, until chosen
@@ -161,7 +169,8 @@ private Q_SLOTS:
         QVERIFY(!ctl(args("ls")).out.contains("elsewhere"));
         QCOMPARE(ctl(args("hosts", "use", "nowhere")).exitCode, 3);
         // wss:// without a token: said so before anything is sent (tst_remote_wss covers the rest).
-        const CliResult wss = ctl(args("--host", QStringLiteral("wss://build-box:8443#sha256=") + QString(64, QLatin1Char('a')), "ls"));
+        const CliResult wss
+            = ctl(args("--host", QStringLiteral("wss://build-box:8443#sha256=") + QString(64, QLatin1Char('a')), "ls"));
         QVERIFY2(wss.exitCode == 2 && wss.err.contains("needs a token"), qPrintable(wss.describe()));
         QCOMPARE(ctl(args("--host", "no-such-host", "ls")).exitCode, 3);
         QCOMPARE(ctl(args("hosts", "rm", "other")).exitCode, 0);

@@ -76,7 +76,7 @@ private:
     std::unique_ptr<TestDaemon> m_daemon; // shared by the tests that need no daemon of their own
 
     static CliResult exec(const TestDaemon &d, const QString &sandbox, const QStringList &command,
-                          const QStringList &options = {}, int timeoutMs = 60000)
+        const QStringList &options = {}, int timeoutMs = 60000)
     {
         return execIn(d, sandbox, command, options, timeoutMs);
     }
@@ -90,14 +90,19 @@ private:
             return QStringLiteral("starting the leftovers: ") + r.describe();
         if (!waitFor([&] { return l.bothRunning(); }, 5000))
             return QStringLiteral("the leftovers never showed up on the host: ") + l.describe();
-        const qint64 hostUid = qint64(info(d, sandbox).value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
+        const qint64 hostUid = qint64(
+            info(d, sandbox).value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
         for (qint64 pid : l.alive())
             if (procStatusField(pid, "Uid:") != hostUid)
-                return QStringLiteral("pid %1 runs as uid %2, not the sandbox's %3").arg(pid).arg(procStatusField(pid, "Uid:")).arg(hostUid);
+                return QStringLiteral("pid %1 runs as uid %2, not the sandbox's %3")
+                    .arg(pid)
+                    .arg(procStatusField(pid, "Uid:"))
+                    .arg(hostUid);
         return {};
     }
     // Two sandboxes on d, each running its leftovers. Returns an error text, empty on success.
-    static QString twoSandboxesWithLeftovers(const TestDaemon &d, QString &a, QString &b, const Leftovers &la, const Leftovers &lb)
+    static QString twoSandboxesWithLeftovers(
+        const TestDaemon &d, QString &a, QString &b, const Leftovers &la, const Leftovers &lb)
     {
         QString error;
         a = d.create({}, &error);
@@ -129,8 +134,9 @@ private Q_SLOTS:
         QCOMPARE(second.exitStatus(), QProcess::NormalExit);
         QCOMPARE(second.exitCode(), 3);
         const QString err = QString::fromUtf8(second.readAllStandardError());
-        QVERIFY2(err.contains(QStringLiteral("another airlockd (pid %1) already serves %2").arg(d.pid()).arg(d.socketPath())),
-                 qPrintable(err));
+        QVERIFY2(err.contains(
+                     QStringLiteral("another airlockd (pid %1) already serves %2").arg(d.pid()).arg(d.socketPath())),
+            qPrintable(err));
         // The first one keeps its socket and its lock and still answers.
         QCOMPARE(d.ctl(args("ls")).exitCode, 0);
         QFile lock(d.socketPath() + QStringLiteral(".lock"));
@@ -160,7 +166,8 @@ private Q_SLOTS:
         QProcess second;
         second.setProcessEnvironment(d.environment()); // same user, same data directory
         QTemporaryDir otherRuntime;
-        const QString socket = sameSocket ? d.socketPath() : otherRuntime.filePath(QStringLiteral("airlock/airlockd.sock"));
+        const QString socket
+            = sameSocket ? d.socketPath() : otherRuntime.filePath(QStringLiteral("airlock/airlockd.sock"));
         second.start(binDir() + QStringLiteral("/airlockd"), args("--socket", socket));
         QVERIFY(second.waitForFinished(15000));
         QCOMPARE(second.exitCode(), 3);
@@ -178,7 +185,7 @@ private Q_SLOTS:
         QVERIFY(d.process().waitForFinished(5000));
         QCOMPARE(d.process().exitStatus(), QProcess::CrashExit);
         // Nobody removed it: the file is still a socket, but nothing accepts on it.
-        struct stat stale {};
+        struct stat stale { };
         QCOMPARE(::lstat(native(d.socketPath()).constData(), &stale), 0);
         QVERIFY(S_ISSOCK(stale.st_mode));
         const CliResult refused = d.ctl(args("ls"));
@@ -189,11 +196,11 @@ private Q_SLOTS:
         QCOMPARE(::link(native(d.socketPath()).constData(), native(pin).constData()), 0);
 
         QVERIFY(d.start());
-        struct stat fresh {};
+        struct stat fresh { };
         QCOMPARE(::lstat(native(d.socketPath()).constData(), &fresh), 0);
         QVERIFY(S_ISSOCK(fresh.st_mode));
         QVERIFY(fresh.st_ino != stale.st_ino);
-        struct stat pinned {};
+        struct stat pinned { };
         QCOMPARE(::lstat(native(pin).constData(), &pinned), 0);
         QCOMPARE(pinned.st_nlink, nlink_t(1)); // the daemon unlinked the stale name
         QCOMPARE(fresh.st_mode & 077, 0u);
@@ -237,11 +244,17 @@ private Q_SLOTS:
         const QJsonObject infoA = info(d, a);
         const QString wsA = infoA.value(QStringLiteral("workspace")).toString();
         // With cgroup v1 (root) each sandbox has its own pids group, named by its id.
-        const bool v1Pids = infoA.value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toObject()
-                                .value(QStringLiteral("enforcedBy")).toString() == QLatin1String("cgroup v1 pids");
+        const bool v1Pids = infoA.value(QStringLiteral("limits"))
+                                .toObject()
+                                .value(QStringLiteral("pids"))
+                                .toObject()
+                                .value(QStringLiteral("enforcedBy"))
+                                .toString()
+            == QLatin1String("cgroup v1 pids");
         // Each daemon owns the subtree airlock/<instance>/ in every controller; find it by the id.
         auto cgroupOf = [](const QString &id) {
-            const QStringList hits = QDir(QStringLiteral("/sys/fs/cgroup/pids/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+            const QStringList hits
+                = QDir(QStringLiteral("/sys/fs/cgroup/pids/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
             for (const QString &instance : hits) {
                 const QString dir = QStringLiteral("/sys/fs/cgroup/pids/airlock/%1/%2").arg(instance, id);
                 if (QFileInfo(dir).isDir())
@@ -258,7 +271,7 @@ private Q_SLOTS:
         // bwrap got PDEATHSIG from the daemon's death, the guest (pid 1 of the sandbox) got it
         // from bwrap's (--die-with-parent), and the kernel kills a PID namespace with its init.
         QVERIFY2(waitFor([&] { return la.alive().isEmpty() && lb.alive().isEmpty(); }, 3000),
-                 qPrintable(QString(la.describe() + QLatin1Char('\n') + lb.describe())));
+            qPrintable(QString(la.describe() + QLatin1Char('\n') + lb.describe())));
         // Nothing was left to clean the workspace up; the next daemon does, as an orphan.
         QVERIFY2(QFileInfo(wsA).isDir(), qPrintable(wsA));
         QVERIFY(d.start());
@@ -313,7 +326,9 @@ private Q_SLOTS:
         const QJsonObject before = info(*m_daemon, name);
         const QString id = before.value(QStringLiteral("id")).toString();
         const QString ws = before.value(QStringLiteral("workspace")).toString();
-        QCOMPARE(exec(*m_daemon, name, args("sh", "-c", "printf 'kept-%s' \"$(hostname)\" > /workspace/result.txt")).exitCode, 0);
+        QCOMPARE(exec(*m_daemon, name, args("sh", "-c", "printf 'kept-%s' \"$(hostname)\" > /workspace/result.txt"))
+                     .exitCode,
+            0);
 
         const CliResult r = m_daemon->ctl(json ? args("rm", "--keep", "--json", name) : args("rm", "--keep", name));
         QCOMPARE(r.exitCode, 0);
@@ -333,7 +348,8 @@ private Q_SLOTS:
         // Kept workspaces sit beside the workspaces directory ("kept" for "workspaces", "kept-H"
         // for "workspaces-H"), on the same filesystem, so keeping is a rename.
         const QString wsParent = QFileInfo(QFileInfo(ws).path()).path();
-        QVERIFY2(keptAt.startsWith(wsParent + QStringLiteral("/kept")), qPrintable(keptAt + QStringLiteral(" vs ") + ws));
+        QVERIFY2(
+            keptAt.startsWith(wsParent + QStringLiteral("/kept")), qPrintable(keptAt + QStringLiteral(" vs ") + ws));
         QVERIFY2(keptAt.endsWith(QLatin1Char('/') + name + QLatin1Char('-') + id), qPrintable(keptAt));
         QVERIFY2(!QFileInfo::exists(ws), qPrintable(ws)); // moved, not copied
         QFile kept(keptAt + QStringLiteral("/result.txt"));
@@ -349,10 +365,13 @@ private Q_SLOTS:
         QString error;
         QCOMPARE(m_daemon->create(args("--name", "keep-after"), &error), QStringLiteral("keep-after"));
         const QString id = info(*m_daemon, QStringLiteral("keep-after")).value(QStringLiteral("id")).toString();
-        QCOMPARE(exec(*m_daemon, QStringLiteral("keep-after"), args("sh", "-c", "echo work > /workspace/result.txt")).exitCode, 0);
+        QCOMPARE(exec(*m_daemon, QStringLiteral("keep-after"), args("sh", "-c", "echo work > /workspace/result.txt"))
+                     .exitCode,
+            0);
         const CliResult r = m_daemon->ctl(args("rm", "keep-after", "--keep"));
         QCOMPARE(r.exitCode, 0);
-        const auto m = QRegularExpression(QStringLiteral("^keep-after \\(workspace kept at (.+)\\)\n$")).match(QString::fromUtf8(r.out));
+        const auto m = QRegularExpression(QStringLiteral("^keep-after \\(workspace kept at (.+)\\)\n$"))
+                           .match(QString::fromUtf8(r.out));
         QVERIFY2(m.hasMatch(), qPrintable(r.describe()));
         QVERIFY2(m.captured(1).endsWith(QStringLiteral("/keep-after-") + id), qPrintable(r.describe()));
         QVERIFY2(QFileInfo::exists(m.captured(1) + QStringLiteral("/result.txt")), qPrintable(r.describe()));
@@ -377,8 +396,10 @@ private Q_SLOTS:
                 found = v.toObject();
         QCOMPARE(found.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
         // Two later clients share the same sandbox: what one wrote, the next one reads.
-        QCOMPARE(exec(*m_daemon, QStringLiteral("outlives"), args("sh", "-c", "echo still-here > /workspace/mark; hostname")).out,
-                 QByteArray("outlives\n"));
+        QCOMPARE(
+            exec(*m_daemon, QStringLiteral("outlives"), args("sh", "-c", "echo still-here > /workspace/mark; hostname"))
+                .out,
+            QByteArray("outlives\n"));
         const CliResult r = exec(*m_daemon, QStringLiteral("outlives"), args("cat", "/workspace/mark"));
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(r.out, QByteArray("still-here\n"));
@@ -386,7 +407,6 @@ private Q_SLOTS:
     }
 
     // ---- 6. Autostart --------------------------------------------------------------------------
-
 
     void aClientStartsTheDaemonOnDemand()
     {
@@ -397,24 +417,26 @@ private Q_SLOTS:
         autostart(d, ctl, guard);
         QCOMPARE(ctl.exitCode(), 0);
         QVERIFY(ctl.readAllStandardOutput().startsWith("NAME"));
-        struct stat st {};
+        struct stat st { };
         QCOMPARE(::lstat(native(d.socketPath()).constData(), &st), 0);
         QVERIFY(S_ISSOCK(st.st_mode));
         QVERIFY2(guard.pid > 0, "the lock file names no daemon");
         QVERIFY(processRunning(guard.pid));
         QCOMPARE(QFileInfo(QStringLiteral("/proc/%1/exe").arg(guard.pid)).symLinkTarget(),
-                 QFileInfo(binDir() + QStringLiteral("/airlockd")).canonicalFilePath());
+            QFileInfo(binDir() + QStringLiteral("/airlockd")).canonicalFilePath());
         // Detached (double fork): neither the client's nor ours.
         QVERIFY(guard.pid != ctl.processId());
         QFile status(QStringLiteral("/proc/%1/status").arg(guard.pid));
         QVERIFY(status.open(QIODevice::ReadOnly));
-        QVERIFY(!status.readAll().contains(QByteArray("\nPPid:\t" + QByteArray::number(QCoreApplication::applicationPid()) + '\n')));
+        QVERIFY(!status.readAll().contains(
+            QByteArray("\nPPid:\t" + QByteArray::number(QCoreApplication::applicationPid()) + '\n')));
         // The next client finds that same daemon.
         const QJsonObject daemon = jsonObject(d.ctl(args("info", "--json")).out);
         QCOMPARE(qint64(daemon.value(QStringLiteral("pid")).toDouble()), guard.pid);
         // Its stderr was the client's pipe until it was ready: /dev/null now (nothing it starts
         // writes into a pipe nobody reads).
-        QCOMPARE(QFileInfo(QStringLiteral("/proc/%1/fd/2").arg(guard.pid)).symLinkTarget(), QStringLiteral("/dev/null"));
+        QCOMPARE(
+            QFileInfo(QStringLiteral("/proc/%1/fd/2").arg(guard.pid)).symLinkTarget(), QStringLiteral("/dev/null"));
 
         QVERIFY(::kill(pid_t(guard.pid), SIGTERM) == 0);
         QVERIFY(waitFor([&] { return !processRunning(guard.pid); }, 10000));
@@ -437,7 +459,9 @@ private Q_SLOTS:
         const qint64 took = t.elapsed();
         const QByteArray err = ctl.readAllStandardError();
         QCOMPARE(ctl.exitCode(), 4);
-        QVERIFY2(err.contains("airlockd exited before it was ready: history database: ") && err.contains("airlockd.log"), err.constData());
+        QVERIFY2(
+            err.contains("airlockd exited before it was ready: history database: ") && err.contains("airlockd.log"),
+            err.constData());
         QVERIFY2(took < 5000, qPrintable(QString::number(took)));
     }
 
@@ -459,7 +483,9 @@ private Q_SLOTS:
         autostart(d, ctl, guard);
         const QByteArray err = ctl.readAllStandardError();
         QVERIFY2(ctl.exitCode() == 0, err.constData());
-        QVERIFY2(err.contains(QByteArray("the history at " + path.toUtf8() + " was damaged")) && err.contains(".recover"), err.constData());
+        QVERIFY2(
+            err.contains(QByteArray("the history at " + path.toUtf8() + " was damaged")) && err.contains(".recover"),
+            err.constData());
         const QStringList aside = QDir(d.dataDir()).entryList({QStringLiteral("history.db.damaged-*")});
         QCOMPARE(aside.size(), 1);
         QFile kept(d.dataDir() + QLatin1Char('/') + aside.first());
@@ -470,9 +496,11 @@ private Q_SLOTS:
         QCOMPARE(d.ctl(args("exec", "after-damage", "-n", "--", "echo", "kept")).exitCode, 0);
         QVERIFY(d.ctl(args("history", "--json")).out.contains("kept"));
         const QJsonObject info = jsonObject(d.ctl(args("info", "--json")).out);
-        QVERIFY2(info.value(QStringLiteral("notices")).toArray().first().toString().contains(aside.first()), QJsonDocument(info).toJson().constData());
+        QVERIFY2(info.value(QStringLiteral("notices")).toArray().first().toString().contains(aside.first()),
+            QJsonDocument(info).toJson().constData());
         const CliResult shown = d.ctl(args("info"));
-        QVERIFY2(shown.out.contains("NOTICE:      the history at ") && shown.out.contains(aside.first().toUtf8()), qPrintable(shown.describe()));
+        QVERIFY2(shown.out.contains("NOTICE:      the history at ") && shown.out.contains(aside.first().toUtf8()),
+            qPrintable(shown.describe()));
         QVERIFY(::kill(pid_t(guard.pid), SIGTERM) == 0);
         QVERIFY(waitFor([&] { return !processRunning(guard.pid); }, 10000));
         guard.pid = 0;
@@ -495,8 +523,11 @@ private Q_SLOTS:
         QCOMPARE(sqlite3_open(native(path).constData(), &h), SQLITE_OK);
         QCOMPARE(sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr), SQLITE_OK);
         sqlite3_stmt *st = nullptr;
-        QCOMPARE(sqlite3_prepare_v2(h, "SELECT (SELECT page_size FROM pragma_page_size), pageno FROM dbstat WHERE name = 'chunks' "
-                                       "AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 3", -1, &st, nullptr), SQLITE_OK);
+        QCOMPARE(sqlite3_prepare_v2(h,
+                     "SELECT (SELECT page_size FROM pragma_page_size), pageno FROM dbstat WHERE name = 'chunks' "
+                     "AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 3",
+                     -1, &st, nullptr),
+            SQLITE_OK);
         QCOMPARE(sqlite3_step(st), SQLITE_ROW);
         const qint64 pageSize = sqlite3_column_int64(st, 0), page = sqlite3_column_int64(st, 1);
         sqlite3_finalize(st);
@@ -508,20 +539,41 @@ private Q_SLOTS:
         file.close();
 
         QVERIFY(d.start());
-        QVERIFY2(waitFor([&] { return !jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("notices")).toArray().isEmpty(); }, 15000),
-                 "no notice of the damage");
-        const QString notice = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("notices")).toArray().first().toString();
-        QVERIFY2(notice.contains(QStringLiteral("is damaged inside (quick_check: Page ")) && notice.contains(QStringLiteral("Restart airlockd"))
-                     && notice.contains(QStringLiteral(".recover")), qPrintable(notice));
-        QVERIFY(QDir(d.dataDir()).entryList({QStringLiteral("history.db.damaged-*")}).isEmpty()); // nothing moved under a running daemon
+        QVERIFY2(waitFor(
+                     [&] {
+                         return !jsonObject(d.ctl(args("info", "--json")).out)
+                                     .value(QStringLiteral("notices"))
+                                     .toArray()
+                                     .isEmpty();
+                     },
+                     15000),
+            "no notice of the damage");
+        const QString notice = jsonObject(d.ctl(args("info", "--json")).out)
+                                   .value(QStringLiteral("notices"))
+                                   .toArray()
+                                   .first()
+                                   .toString();
+        QVERIFY2(notice.contains(QStringLiteral("is damaged inside (quick_check: Page "))
+                && notice.contains(QStringLiteral("Restart airlockd")) && notice.contains(QStringLiteral(".recover")),
+            qPrintable(notice));
+        QVERIFY(QDir(d.dataDir())
+                    .entryList({QStringLiteral("history.db.damaged-*")})
+                    .isEmpty()); // nothing moved under a running daemon
         // The restart it asks for sets the file aside and starts a new one; the sandbox goes on.
         d.stop();
         QVERIFY(d.start());
         QStringList aside = QDir(d.dataDir()).entryList({QStringLiteral("history.db.damaged-*")});
-        aside.removeIf([](const QString &name) { return name.endsWith(QLatin1String("-wal")) || name.endsWith(QLatin1String("-shm")); });
+        aside.removeIf([](const QString &name) {
+            return name.endsWith(QLatin1String("-wal")) || name.endsWith(QLatin1String("-shm"));
+        });
         QCOMPARE(aside.size(), 1);
-        const QString said = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("notices")).toArray().first().toString();
-        QVERIFY2(said.contains(QStringLiteral("was damaged (quick_check found damage inside); it was moved to ")), qPrintable(said));
+        const QString said = jsonObject(d.ctl(args("info", "--json")).out)
+                                 .value(QStringLiteral("notices"))
+                                 .toArray()
+                                 .first()
+                                 .toString();
+        QVERIFY2(said.contains(QStringLiteral("was damaged (quick_check found damage inside); it was moved to ")),
+            qPrintable(said));
         QCOMPARE(d.ctl(args("exec", "dense", "-n", "--", "echo", "still")).out, QByteArray("still\n"));
         QVERIFY(d.ctl(args("history", "--json")).out.contains("still"));
     }
@@ -543,20 +595,29 @@ private Q_SLOTS:
             QByteArray out;
             if (sqlite3_prepare_v2(h, sql.toUtf8().constData(), -1, &st, nullptr) == SQLITE_OK)
                 while (sqlite3_step(st) == SQLITE_ROW)
-                    out += QByteArray(static_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0)) + '|';
+                    out += QByteArray(
+                               static_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0))
+                        + '|';
             sqlite3_finalize(st);
             sqlite3_close(h);
             return out;
         };
         const QString id = info(*m_daemon, sb).value(QStringLiteral("id")).toString();
-        QCOMPARE(query(QStringLiteral("SELECT status || ' ' || exit_code || ' ' || argv_json FROM executions WHERE sandbox_id='%1'").arg(id)),
-                 QByteArray(R"(failed 3 ["sh","-c","printf 'hello\\033[2J\\n'; echo oops >&2; exit 3"]|)"));
+        QCOMPARE(query(QStringLiteral(
+                     "SELECT status || ' ' || exit_code || ' ' || argv_json FROM executions WHERE sandbox_id='%1'")
+                           .arg(id)),
+            QByteArray(R"(failed 3 ["sh","-c","printf 'hello\\033[2J\\n'; echo oops >&2; exit 3"]|)"));
         // Raw bytes as they came, escape sequence and all, each stream on its own.
-        QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE e.sandbox_id='%1' AND stream=1").arg(id)),
-                 QByteArray("hello\x1b[2J\n|"));
-        QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE e.sandbox_id='%1' AND stream=2").arg(id)), QByteArray("oops\n|"));
+        QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE "
+                                      "e.sandbox_id='%1' AND stream=1")
+                           .arg(id)),
+            QByteArray("hello\x1b[2J\n|"));
+        QCOMPARE(query(QStringLiteral("SELECT data FROM chunks JOIN executions e ON e.id = chunks.execution WHERE "
+                                      "e.sandbox_id='%1' AND stream=2")
+                           .arg(id)),
+            QByteArray("oops\n|"));
         QCOMPARE(query(QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq").arg(id)),
-                 QByteArray("sandbox.created|exec.started|exec.program|exec.exited|"));
+            QByteArray("sandbox.created|exec.started|exec.program|exec.exited|"));
         m_daemon->ctl(args("rm", sb));
     }
 
@@ -570,13 +631,16 @@ private Q_SLOTS:
         const QString id = info(d, sb).value(QStringLiteral("id")).toString();
         QProcess ctl;
         ctl.setProcessEnvironment(d.environment());
-        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "-n", sb, "--", "sleep", "734.5"));
+        ctl.start(
+            binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", "-n", sb, "--", "sleep", "734.5"));
         QVERIFY(ctl.waitForStarted(5000));
-        QVERIFY(waitFor([&] {
-            QList<qint64> pids = pidsWithCommandLine("sleep 734.5");
-            pids.removeAll(ctl.processId()); // the client's own command line names it too
-            return !pids.isEmpty();
-        }, 10000));
+        QVERIFY(waitFor(
+            [&] {
+                QList<qint64> pids = pidsWithCommandLine("sleep 734.5");
+                pids.removeAll(ctl.processId()); // the client's own command line names it too
+                return !pids.isEmpty();
+            },
+            10000));
         QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
         QVERIFY(d.process().waitForFinished(5000));
         // Its sandbox ended with it (--sandboxes-end-with-daemon): the client, reconnected to the
@@ -584,12 +648,15 @@ private Q_SLOTS:
         QVERIFY(d.start());
         QVERIFY(ctl.waitForFinished(20000));
         const QByteArray said = ctl.readAllStandardError();
-        QVERIFY2(ctl.exitCode() == 1 && said.contains("airlockd went away") && said.contains("interrupted"), said.constData());
+        QVERIFY2(ctl.exitCode() == 1 && said.contains("airlockd went away") && said.contains("interrupted"),
+            said.constData());
         sqlite3 *h = nullptr;
-        QCOMPARE(sqlite3_open_v2(native(d.dataDir() + QStringLiteral("/history.db")).constData(), &h, SQLITE_OPEN_READONLY, nullptr),
-                 SQLITE_OK);
+        QCOMPARE(sqlite3_open_v2(native(d.dataDir() + QStringLiteral("/history.db")).constData(), &h,
+                     SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
         sqlite3_stmt *st = nullptr;
-        QCOMPARE(sqlite3_prepare_v2(h, "SELECT status FROM executions WHERE sandbox_id=?", -1, &st, nullptr), SQLITE_OK);
+        QCOMPARE(
+            sqlite3_prepare_v2(h, "SELECT status FROM executions WHERE sandbox_id=?", -1, &st, nullptr), SQLITE_OK);
         const QByteArray sid = id.toUtf8();
         sqlite3_bind_text(st, 1, sid.constData(), int(sid.size()), SQLITE_TRANSIENT);
         QCOMPARE(sqlite3_step(st), SQLITE_ROW);
@@ -604,7 +671,8 @@ private Q_SLOTS:
         TestDaemon d;
         const CliResult r = d.ctl(args("ls")); // the fixture always passes --no-autostart
         QCOMPARE(r.exitCode, 4);
-        QVERIFY2(r.err.contains(QByteArray("cannot reach airlockd at " + native(d.socketPath()))), qPrintable(r.describe()));
+        QVERIFY2(
+            r.err.contains(QByteArray("cannot reach airlockd at " + native(d.socketPath()))), qPrintable(r.describe()));
         QVERIFY2(r.err.contains("start it with 'airlockd'"), qPrintable(r.describe()));
         QVERIFY(r.out.isEmpty());
         // And nothing was started behind our back.
@@ -625,7 +693,8 @@ private Q_SLOTS:
         QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
         QCOMPARE(d.ctl(args("exec", "no-bwrap", "--", "true")).exitCode, 3);
         // The daemon says why when asked.
-        const QJsonObject caps = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("capabilities")).toObject();
+        const QJsonObject caps
+            = jsonObject(d.ctl(args("info", "--json")).out).value(QStringLiteral("capabilities")).toObject();
         QVERIFY(caps.value(QStringLiteral("bwrap")).toString().contains(QStringLiteral("apt install bubblewrap")));
     }
 
@@ -639,11 +708,13 @@ private Q_SLOTS:
         QVERIFY(daemon.start());
         const auto ctl = [&](const QStringList &a) { return daemon.ctl(a); };
         const auto refused = ctl(args("create", "--name", "mem", "--memory", "64M"));
-        const auto plain = ctl(args("run", "--pids", "64", "--", "sh", "-c", "id -u; cat /proc/self/status | grep NoNewPrivs"));
+        const auto plain
+            = ctl(args("run", "--pids", "64", "--", "sh", "-c", "id -u; cat /proc/self/status | grep NoNewPrivs"));
         const auto info = ctl(args("info", "--json"));
         const int exited = daemon.stop();
         QCOMPARE(refused.first, 5);
-        QVERIFY2(refused.second.contains("a memory limit needs the cgroup memory controller"), refused.second.constData());
+        QVERIFY2(
+            refused.second.contains("a memory limit needs the cgroup memory controller"), refused.second.constData());
         QCOMPARE(plain.first, 0);
         QVERIFY2(plain.second.startsWith("1000\nNoNewPrivs:\t1"), plain.second.constData());
         QVERIFY2(info.second.contains("\"cgroup\": \"none\""), info.second.constData());
@@ -662,7 +733,8 @@ private Q_SLOTS:
         QCOMPARE(daemon.ctl(args("create", "--name", "burner")).first, 0);
         QCOMPARE(daemon.ctl(args("create", "--name", "bystander")).first, 0);
         // One second of CPU (not of the clock: a loaded machine takes longer, it burns the same).
-        const auto burned = daemon.ctl(args("exec", "burner", "--", "sh", "-c", "perl -e '1 while (times)[0] < 1'; echo burned"));
+        const auto burned
+            = daemon.ctl(args("exec", "burner", "--", "sh", "-c", "perl -e '1 while (times)[0] < 1'; echo burned"));
         const auto stats = daemon.ctl(args("stats", "--json"));
         daemon.stop();
         QVERIFY2(burned.second.contains("burned"), burned.second.constData());
@@ -671,9 +743,12 @@ private Q_SLOTS:
         for (const QJsonValue &v : QJsonDocument::fromJson(stats.second).array())
             byName.insert(v.toObject().value(QStringLiteral("name")).toString(), v.toObject());
         QVERIFY2(byName.size() == 2, stats.second.constData());
-        QVERIFY2(byName[QStringLiteral("burner")].value(QStringLiteral("cpuNs")).toDouble() >= 0.95e9, stats.second.constData());
-        QVERIFY2(byName[QStringLiteral("bystander")].value(QStringLiteral("cpuNs")).toDouble() < 0.3e9, stats.second.constData());
-        QCOMPARE(byName[QStringLiteral("burner")].value(QStringLiteral("lastOutput")).toString(), QStringLiteral("burned"));
+        QVERIFY2(byName[QStringLiteral("burner")].value(QStringLiteral("cpuNs")).toDouble() >= 0.95e9,
+            stats.second.constData());
+        QVERIFY2(byName[QStringLiteral("bystander")].value(QStringLiteral("cpuNs")).toDouble() < 0.3e9,
+            stats.second.constData());
+        QCOMPARE(
+            byName[QStringLiteral("burner")].value(QStringLiteral("lastOutput")).toString(), QStringLiteral("burned"));
         QCOMPARE(byName[QStringLiteral("burner")].value(QStringLiteral("executions")).toInt(), 0);
         QVERIFY(byName[QStringLiteral("bystander")].value(QStringLiteral("memoryBytes")).toDouble() > 0);
         QVERIFY(byName[QStringLiteral("bystander")].value(QStringLiteral("processes")).toInt() >= 1);
@@ -691,7 +766,8 @@ private Q_SLOTS:
 
         const CliResult r = d.ctl(args("create", "--name", "bg-fatal"));
         QCOMPARE(r.exitCode, 5);
-        QVERIFY2(r.err.contains("the sandbox agent failed: landlock_restrict_self failed: test"), qPrintable(r.describe()));
+        QVERIFY2(
+            r.err.contains("the sandbox agent failed: landlock_restrict_self failed: test"), qPrintable(r.describe()));
         QVERIFY(r.out.isEmpty());
         const QJsonArray listed = jsonArray(d.ctl(args("ls", "--json")).out);
         QCOMPARE(listed.size(), 1);
@@ -699,7 +775,7 @@ private Q_SLOTS:
         QCOMPARE(d.ctl(args("info", "bg-fatal")).exitCode, 3);
         // Its workspace went with it: only the idle sandbox's remains.
         QCOMPARE(sandboxWorkspaces(workspaces.path(), QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden),
-                 QStringList{QFileInfo(idleWs).fileName()});
+            QStringList{QFileInfo(idleWs).fileName()});
         // The name is free again, so nothing half-made holds it.
         const CliResult again = d.ctl(args("create", "--name", "bg-fatal"));
         QCOMPARE(again.exitCode, 5);

@@ -33,7 +33,7 @@ private Q_SLOTS:
     {
         TestDaemon d;
         QVERIFY(d.start());
-        struct stat st {};
+        struct stat st { };
         QCOMPARE(::lstat(native(d.socketPath()).constData(), &st), 0);
         QVERIFY(S_ISSOCK(st.st_mode));
         QCOMPARE(uid_t(st.st_uid), ::geteuid());
@@ -41,7 +41,7 @@ private Q_SLOTS:
         // srw-------. The daemon chmods after Qt has renamed the socket into place as srwx------,
         // so a client as quick as the fixture can see 0700 for a fraction of a millisecond.
         QVERIFY2(waitFor([&] { return octalMode(d.socketPath()) == QLatin1String("600"); }, 1000),
-                 qPrintable(octalMode(d.socketPath())));
+            qPrintable(octalMode(d.socketPath())));
         QCOMPARE(octalMode(d.runtimeDir()), QStringLiteral("700"));
         QCOMPARE(octalMode(d.socketPath() + QStringLiteral(".lock")), QStringLiteral("600"));
         if (::geteuid() != 0)
@@ -51,7 +51,8 @@ private Q_SLOTS:
         const pid_t child = ::fork();
         if (child == 0) {
             const gid_t nogroup = 65534;
-            if (::setgroups(0, nullptr) != 0 || ::setresgid(nogroup, nogroup, nogroup) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+            if (::setgroups(0, nullptr) != 0 || ::setresgid(nogroup, nogroup, nogroup) != 0
+                || ::setresuid(65534, 65534, 65534) != 0)
                 ::_exit(200);
             const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
             sockaddr_un sa{};
@@ -107,15 +108,16 @@ private Q_SLOTS:
         env.insert(QStringLiteral("XDG_DATA_HOME"), home.filePath(QStringLiteral("data")));
         env.insert(QStringLiteral("XDG_CONFIG_HOME"), home.filePath(QStringLiteral("config")));
         const auto setpriv = [&](const QString &program) {
-            return QStringList{QStringLiteral("--reuid=%1").arg(victim), QStringLiteral("--regid=%1").arg(victim), QStringLiteral("--clear-groups"),
-                               binDir() + QLatin1Char('/') + program};
+            return QStringList{QStringLiteral("--reuid=%1").arg(victim), QStringLiteral("--regid=%1").arg(victim),
+                QStringLiteral("--clear-groups"), binDir() + QLatin1Char('/') + program};
         };
         const auto asVictim = [&](const QStringList &arguments) {
             QProcess p;
             p.setProcessEnvironment(env);
             p.start(QStringLiteral("setpriv"), setpriv(QStringLiteral("airlockctl")) + arguments);
             p.waitForFinished(30000);
-            return CliResult{p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError(), p.exitStatus() != QProcess::NormalExit};
+            return CliResult{p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError(),
+                p.exitStatus() != QProcess::NormalExit};
         };
         const QString socket = home.filePath(QStringLiteral(".local/state/airlock/run/airlockd.sock"));
         KillOnExit guard;
@@ -124,7 +126,7 @@ private Q_SLOTS:
         if (lock.open(QIODevice::ReadOnly))
             guard.pid = lock.readAll().trimmed().toLongLong();
         QVERIFY2(started.exitCode == 0 && started.out.startsWith("NAME"), qPrintable(started.describe()));
-        struct stat st {};
+        struct stat st { };
         QCOMPARE(::lstat(native(socket).constData(), &st), 0);
         QVERIFY(S_ISSOCK(st.st_mode) && st.st_uid == victim);
         QCOMPARE(::lstat(native(QFileInfo(socket).path()).constData(), &st), 0);
@@ -141,19 +143,25 @@ private Q_SLOTS:
         QVERIFY(::chown(native(runDir).constData(), squatter, squatter) == 0);
         const CliResult refused = asVictim(args("ls"));
         QCOMPARE(refused.exitCode, 4);
-        QVERIFY2(refused.err.contains(QStringLiteral("refusing %1: it must be a directory owned by you with mode 0700, and it is owned by ").arg(runDir).toUtf8())
-                     && refused.err.contains("(uid 65533)") && refused.err.contains(QStringLiteral("rm -r %1").arg(runDir).toUtf8())
-                     && refused.err.contains("set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own"),
-                 qPrintable(refused.describe()));
+        QVERIFY2(refused.err.contains(QStringLiteral(
+                     "refusing %1: it must be a directory owned by you with mode 0700, and it is owned by ")
+                                          .arg(runDir)
+                                          .toUtf8())
+                && refused.err.contains("(uid 65533)")
+                && refused.err.contains(QStringLiteral("rm -r %1").arg(runDir).toUtf8())
+                && refused.err.contains("set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET) to a folder of your own"),
+            qPrintable(refused.describe()));
         QProcess daemon;
         daemon.setProcessEnvironment(env);
         daemon.start(QStringLiteral("setpriv"), setpriv(QStringLiteral("airlockd")));
         QVERIFY(daemon.waitForFinished(30000));
         QVERIFY(daemon.exitCode() != 0);
         const QByteArray why = daemon.readAllStandardError();
-        QVERIFY2(why.contains(QStringLiteral("%1 belongs to ").arg(runDir).toUtf8()) && why.contains("(uid 65533), not to you (uid 65534)")
-                     && why.contains(QStringLiteral("rm -r %1").arg(runDir).toUtf8()) && why.contains("set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET)"),
-                 why.constData());
+        QVERIFY2(why.contains(QStringLiteral("%1 belongs to ").arg(runDir).toUtf8())
+                && why.contains("(uid 65533), not to you (uid 65534)")
+                && why.contains(QStringLiteral("rm -r %1").arg(runDir).toUtf8())
+                && why.contains("set XDG_RUNTIME_DIR (or AIRLOCK_SOCKET)"),
+            why.constData());
     }
 
     // A connection that never says hello is closed after the deadline (here 500 ms); one that
@@ -169,7 +177,8 @@ private Q_SLOTS:
         t.start();
         auto client = d.connect();
         QVERIFY(client);
-        QVERIFY2(waitFor([&] { return silent.state() == QLocalSocket::UnconnectedState; }, 5000), "the silent connection stayed open");
+        QVERIFY2(waitFor([&] { return silent.state() == QLocalSocket::UnconnectedState; }, 5000),
+            "the silent connection stayed open");
         QVERIFY2(t.elapsed() >= 300 && t.elapsed() < 3000, qPrintable(QString::number(t.elapsed())));
         QVERIFY(silent.readAll().contains("no \\\"hello\\\" within 500 ms of connecting"));
         QTest::qWait(700);
@@ -183,11 +192,12 @@ private Q_SLOTS:
         const QString file = d.rootDir() + QStringLiteral("/ci.token");
         QProcess p;
         p.setProcessEnvironment(d.environment());
-        p.start(QStringLiteral("sh"), {QStringLiteral("-c"), QStringLiteral("umask 022; exec \"$0\" token create --name ci > \"$1\""),
-                                       binDir() + QStringLiteral("/airlockd"), file});
+        p.start(QStringLiteral("sh"),
+            {QStringLiteral("-c"), QStringLiteral("umask 022; exec \"$0\" token create --name ci > \"$1\""),
+                binDir() + QStringLiteral("/airlockd"), file});
         QVERIFY(p.waitForFinished(20000));
         QCOMPARE(p.exitCode(), 0);
-        struct stat st {};
+        struct stat st { };
         QCOMPARE(::stat(native(file).constData(), &st), 0);
         QCOMPARE(st.st_mode & 0777, 0600u);
         QVERIFY(QFileInfo(file).size() > 50);

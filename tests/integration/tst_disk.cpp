@@ -56,14 +56,16 @@ CliResult runAs(uid_t uid, const QStringList &command)
 {
     QProcess p;
     p.start(QStringLiteral("setpriv"),
-            QStringList{QStringLiteral("--reuid=%1").arg(uid), QStringLiteral("--regid=%1").arg(uid), QStringLiteral("--clear-groups")} + command);
+        QStringList{QStringLiteral("--reuid=%1").arg(uid), QStringLiteral("--regid=%1").arg(uid),
+            QStringLiteral("--clear-groups")}
+            + command);
     p.waitForFinished(10000);
     return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError(), p.exitStatus() != QProcess::NormalExit};
 }
 
 struct stat statOf(const QString &path)
 {
-    struct stat st{};
+    struct stat st { };
     if (::lstat(native(path).constData(), &st) != 0)
         st.st_mode = 0;
     return st;
@@ -75,7 +77,10 @@ class TestDisk final : public QObject {
 private:
     std::unique_ptr<TestDaemon> m_daemon;
 
-    CliResult exec(const QString &sandbox, const QStringList &command) const { return execIn(*m_daemon, sandbox, command); }
+    CliResult exec(const QString &sandbox, const QStringList &command) const
+    {
+        return execIn(*m_daemon, sandbox, command);
+    }
 
 private Q_SLOTS:
     void initTestCase()
@@ -94,7 +99,8 @@ private Q_SLOTS:
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         const QJsonObject info = sandboxInfo(*m_daemon, sb);
         QCOMPARE(diskLimit(info).value(QStringLiteral("value")).toDouble(), 64 * kMiB);
-        QCOMPARE(diskLimit(info).value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("ext4 image on a loop device"));
+        QCOMPARE(diskLimit(info).value(QStringLiteral("enforcedBy")).toString(),
+            QStringLiteral("ext4 image on a loop device"));
         const QString ws = workspaceOf(info);
         const QString image = ws + QStringLiteral(".ext4");
         QCOMPARE(statOf(image).st_size, off_t(64 << 20));
@@ -103,24 +109,33 @@ private Q_SLOTS:
         // The agent fills it: ENOSPC at its size, in the sandbox, and nowhere else.
         const CliResult fill = exec(sb, args("dd", "if=/dev/zero", "of=/workspace/fill", "bs=1M", "count=100"));
         QCOMPARE(fill.exitCode, 1);
-        QVERIFY2(fill.err.contains("dd: error writing '/workspace/fill': No space left on device"), qPrintable(fill.describe()));
-        const CliResult more = exec(sb, args("sh", "-c", "fallocate -l 8M /workspace/more; truncate -s 1T /workspace/holes && "
-                                                          "dd if=/dev/zero of=/workspace/holes bs=1M count=4 seek=1000 conv=notrunc"));
-        QVERIFY2(more.err.contains("fallocate: fallocate failed: No space left on device"), qPrintable(more.describe()));
+        QVERIFY2(fill.err.contains("dd: error writing '/workspace/fill': No space left on device"),
+            qPrintable(fill.describe()));
+        const CliResult more = exec(sb,
+            args("sh", "-c",
+                "fallocate -l 8M /workspace/more; truncate -s 1T /workspace/holes && "
+                "dd if=/dev/zero of=/workspace/holes bs=1M count=4 seek=1000 conv=notrunc"));
+        QVERIFY2(
+            more.err.contains("fallocate: fallocate failed: No space left on device"), qPrintable(more.describe()));
         QVERIFY2(more.err.contains("No space left on device"), qPrintable(more.describe()));
         // What the host gives it is the image's size at most, however it writes.
         QVERIFY2(statOf(image).st_blocks * 512 <= 64 << 20, qPrintable(QString::number(statOf(image).st_blocks * 512)));
         QCOMPARE(statOf(image).st_size, off_t(64 << 20));
 
         // A full workspace is the sandbox's problem only: it runs on, and so does everyone else.
-        QCOMPARE(exec(sb, args("sh", "-c", "echo still here > /tmp/note && cat /tmp/note")).out, QByteArray("still here\n"));
+        QCOMPARE(
+            exec(sb, args("sh", "-c", "echo still here > /tmp/note && cat /tmp/note")).out, QByteArray("still here\n"));
         const QString other = m_daemon->create(args("--name", "neighbour"), &error);
         QVERIFY2(!other.isEmpty(), qPrintable(error));
-        QCOMPARE(exec(other, args("sh", "-c", "echo fine > /workspace/f && cat /workspace/f")).out, QByteArray("fine\n"));
+        QCOMPARE(
+            exec(other, args("sh", "-c", "echo fine > /workspace/f && cat /workspace/f")).out, QByteArray("fine\n"));
         const QJsonObject used = sandboxInfo(*m_daemon, sb).value(QStringLiteral("disk")).toObject();
-        QVERIFY2(used.value(QStringLiteral("usedBytes")).toDouble() > 50 * kMiB, QJsonDocument(used).toJson().constData());
-        QVERIFY(used.value(QStringLiteral("usedBytes")).toDouble() <= used.value(QStringLiteral("sizeBytes")).toDouble());
-        QVERIFY2(m_daemon->ctl(args("info", sb)).out.contains("\ndisk:        "), "info shows what the workspace holds");
+        QVERIFY2(
+            used.value(QStringLiteral("usedBytes")).toDouble() > 50 * kMiB, QJsonDocument(used).toJson().constData());
+        QVERIFY(
+            used.value(QStringLiteral("usedBytes")).toDouble() <= used.value(QStringLiteral("sizeBytes")).toDouble());
+        QVERIFY2(
+            m_daemon->ctl(args("info", sb)).out.contains("\ndisk:        "), "info shows what the workspace holds");
 
         // rm leaves nothing: no mount, no image, no folder, no loop device on it.
         QCOMPARE(m_daemon->ctl(args("rm", sb, other)).exitCode, 0);
@@ -130,20 +145,22 @@ private Q_SLOTS:
         QDir loops(QStringLiteral("/sys/block"));
         for (const QString &loop : loops.entryList({QStringLiteral("loop*")})) {
             QFile backing(loops.filePath(loop) + QStringLiteral("/loop/backing_file"));
-            QVERIFY2(!backing.open(QIODevice::ReadOnly) || !backing.readAll().contains(QFile::encodeName(ws)), qPrintable(loop));
+            QVERIFY2(!backing.open(QIODevice::ReadOnly) || !backing.readAll().contains(QFile::encodeName(ws)),
+                qPrintable(loop));
         }
     }
 
     void theDefaultIsTenGibibytesOrWhatIsFreeBeyondTheReserveAndNoneIsAPlainFolder()
     {
-        struct statvfs sv{};
+        struct statvfs sv { };
         QVERIFY(::statvfs("/var/lib/airlock", &sv) == 0);
         const double beyondReserve = double(sv.f_bavail) * double(sv.f_frsize) - 512 * kMiB;
         QString error;
         const QString plain = m_daemon->create(args("--name", "default"), &error);
         QVERIFY2(!plain.isEmpty(), qPrintable(error));
         const QJsonObject limit = diskLimit(sandboxInfo(*m_daemon, plain));
-        QCOMPARE(limit.value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("ext4 image on a loop device (the default; --disk changes it)"));
+        QCOMPARE(limit.value(QStringLiteral("enforcedBy")).toString(),
+            QStringLiteral("ext4 image on a loop device (the default; --disk changes it)"));
         const double value = limit.value(QStringLiteral("value")).toDouble();
         if (beyondReserve > 11 * 1024 * kMiB)
             QCOMPARE(value, 10 * 1024 * kMiB);
@@ -162,7 +179,8 @@ private Q_SLOTS:
         // A size the kernel's ext4 cannot be is a usage error that names the range.
         const CliResult tiny = m_daemon->ctl(args("create", "--disk", "1M"));
         QCOMPARE(tiny.exitCode, 2);
-        QVERIFY2(tiny.err.contains("--disk 1M: 1.0 MiB is out of range: 0 (no limit) or from 16 MiB to 1024 TiB"), qPrintable(tiny.describe()));
+        QVERIFY2(tiny.err.contains("--disk 1M: 1.0 MiB is out of range: 0 (no limit) or from 16 MiB to 1024 TiB"),
+            qPrintable(tiny.describe()));
         QCOMPARE(m_daemon->ctl(args("rm", plain, none)).exitCode, 0);
     }
 
@@ -175,13 +193,17 @@ private Q_SLOTS:
         const QJsonObject info = sandboxInfo(*m_daemon, sb);
         const QString ws = workspaceOf(info);
         const QString image = ws + QStringLiteral(".ext4");
-        const auto hostUid = uid_t(info.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
+        const auto hostUid
+            = uid_t(info.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
         QCOMPARE(exec(sb, args("sh", "-c", "echo secret > /workspace/notes")).exitCode, 0);
 
         // Inside: no loop device to write raw blocks to, no image anywhere in its view.
-        const CliResult inside = exec(sb, args("sh", "-c", "ls /dev/loop-control /dev/loop0; find / -xdev -name '*.ext4' 2>/dev/null | head -1; "
-                                                            "echo found-end"));
-        QVERIFY2(inside.err.contains("ls: cannot access '/dev/loop-control': No such file or directory"), qPrintable(inside.describe()));
+        const CliResult inside = exec(sb,
+            args("sh", "-c",
+                "ls /dev/loop-control /dev/loop0; find / -xdev -name '*.ext4' 2>/dev/null | head -1; "
+                "echo found-end"));
+        QVERIFY2(inside.err.contains("ls: cannot access '/dev/loop-control': No such file or directory"),
+            qPrintable(inside.describe()));
         QVERIFY2(inside.out.endsWith("found-end\n") && !inside.out.contains(".ext4"), qPrintable(inside.describe()));
 
         // On the host: the image is root's, 0600; the workspace is the sandbox uid's, 0700.
@@ -189,7 +211,8 @@ private Q_SLOTS:
         QCOMPARE(octalMode(image), QStringLiteral("600"));
         QCOMPARE(statOf(ws).st_uid, hostUid);
         QCOMPARE(octalMode(ws), QStringLiteral("700"));
-        const CliResult asSandbox = runAs(hostUid, args("dd", "if=/dev/zero", QStringLiteral("of=") + image, "bs=1k", "count=1", "conv=notrunc"));
+        const CliResult asSandbox = runAs(
+            hostUid, args("dd", "if=/dev/zero", QStringLiteral("of=") + image, "bs=1k", "count=1", "conv=notrunc"));
         QCOMPARE(asSandbox.exitCode, 1);
         QVERIFY2(asSandbox.err.contains("Permission denied"), qPrintable(asSandbox.describe()));
         const CliResult asBystander = runAs(65534, args("cat", ws + QStringLiteral("/notes")));
@@ -205,9 +228,15 @@ private Q_SLOTS:
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         const QJsonObject info = sandboxInfo(*m_daemon, sb);
         const QString ws = workspaceOf(info);
-        const auto hostUid = uid_t(info.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
-        QCOMPARE(exec(sb, args("sh", "-c", "mkdir -p /workspace/src && printf 'kept bytes' > /workspace/src/a.txt && chmod 640 /workspace/src/a.txt && "
-                                           "ln -s src/a.txt /workspace/link")).exitCode, 0);
+        const auto hostUid
+            = uid_t(info.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
+        QCOMPARE(exec(sb,
+                     args("sh", "-c",
+                         "mkdir -p /workspace/src && printf 'kept bytes' > /workspace/src/a.txt && chmod 640 "
+                         "/workspace/src/a.txt && "
+                         "ln -s src/a.txt /workspace/link"))
+                     .exitCode,
+            0);
         const CliResult rm = m_daemon->ctl(args("rm", "--keep", "--json", sb));
         QCOMPARE(rm.exitCode, 0);
         const QString kept = jsonArray(rm.out).at(0).toObject().value(QStringLiteral("workspace")).toString();
@@ -232,13 +261,16 @@ private Q_SLOTS:
         const QString sb = m_daemon->create(args("--name", "deep", "--disk", "32M"), &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
         const QString ws = workspaceOf(sandboxInfo(*m_daemon, sb));
-        const CliResult deep = exec(sb, args("python3", "-c", "import os; os.chdir('/workspace'); open('precious.txt', 'w').write('important\\n')\n"
-                                                              "for _ in range(30): os.mkdir('0' * 200); os.chdir('0' * 200)"));
+        const CliResult deep = exec(sb,
+            args("python3", "-c",
+                "import os; os.chdir('/workspace'); open('precious.txt', 'w').write('important\\n')\n"
+                "for _ in range(30): os.mkdir('0' * 200); os.chdir('0' * 200)"));
         QVERIFY2(deep.exitCode == 0, qPrintable(deep.describe()));
         const CliResult rm = m_daemon->ctl(args("rm", "--keep", "--json", sb));
         QCOMPARE(rm.exitCode, 0);
         const QString kept = jsonArray(rm.out).at(0).toObject().value(QStringLiteral("workspace")).toString();
-        QVERIFY2(kept.endsWith(QStringLiteral("/deep-") + QFileInfo(ws).fileName() + QStringLiteral(".ext4")), qPrintable(rm.describe()));
+        QVERIFY2(kept.endsWith(QStringLiteral("/deep-") + QFileInfo(ws).fileName() + QStringLiteral(".ext4")),
+            qPrintable(rm.describe()));
         QCOMPARE(statOf(kept).st_size, off_t(32 << 20));
         QCOMPARE(octalMode(kept), QStringLiteral("600"));
         QVERIFY(!QFileInfo::exists(ws) && !QFileInfo::exists(ws + QStringLiteral(".ext4")));
@@ -261,8 +293,10 @@ private Q_SLOTS:
             QCOMPARE(r.exitCode, 1);
             const QJsonObject e = jsonObject(r.out).value(QStringLiteral("error")).toObject();
             QCOMPARE(e.value(QStringLiteral("code")).toString(), QStringLiteral("disk_full"));
-            QVERIFY2(e.value(QStringLiteral("message")).toString().contains(QStringLiteral("airlockd keeps 1000 TiB of it for the history")),
-                     qPrintable(r.describe()));
+            QVERIFY2(e.value(QStringLiteral("message"))
+                         .toString()
+                         .contains(QStringLiteral("airlockd keeps 1000 TiB of it for the history")),
+                qPrintable(r.describe()));
         }
         QCOMPARE(jsonArray(tight.ctl(args("ls", "--json")).out).size(), 0);
         QProcess bad;
@@ -279,7 +313,8 @@ private Q_SLOTS:
     {
         TestDaemon d(args("--disk-reserve", "192M"));
         const QString workspaces = QStringLiteral("/var/lib/airlock/workspaces-")
-            + QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+            + QString::fromLatin1(
+                QCryptographicHash::hash(QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
         QVERIFY(QDir().mkpath(workspaces));
         QCOMPARE(::mount("airlock-test", native(workspaces).constData(), "tmpfs", 0, "size=512m,mode=0711"), 0);
         const auto unmount = qScopeGuard([&] {
@@ -294,20 +329,28 @@ private Q_SLOTS:
         QCOMPARE(execIn(d, QStringLiteral("quiet"), args("sh", "-c", "echo kept > /workspace/note")).exitCode, 0);
         // 1 MiB at a time, each on the disk before the next, into an image larger than the disk:
         // only the guard stops it before the disk is full (dd would fail, exit 3).
-        const CliResult writer = execIn(d, QStringLiteral("writer"), args("sh", "-c", "i=0; while [ $i -lt 600 ]; do "
-                                                                                     "dd if=/dev/zero of=/workspace/f$i bs=1M count=1 conv=fsync status=none || exit 3; "
-                                                                                     "i=$((i+1)); done"));
+        const CliResult writer = execIn(d, QStringLiteral("writer"),
+            args("sh", "-c",
+                "i=0; while [ $i -lt 600 ]; do "
+                "dd if=/dev/zero of=/workspace/f$i bs=1M count=1 conv=fsync status=none || exit 3; "
+                "i=$((i+1)); done"));
         QCOMPARE(writer.exitCode, 137);
         const QJsonObject ended = sandboxInfo(d, QStringLiteral("writer"));
         QCOMPARE(ended.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
-        QVERIFY2(ended.value(QStringLiteral("failure")).toString().startsWith(QStringLiteral("its workspace grew while the disk was full (")),
-                 qPrintable(ended.value(QStringLiteral("failure")).toString()));
-        QVERIFY2(ended.value(QStringLiteral("failure")).toString().endsWith(QStringLiteral(" below the 192 MiB airlockd keeps for the history): it "
-                                                                                           "was ended and its workspace is kept until 'airlockctl rm writer'")),
-                 qPrintable(ended.value(QStringLiteral("failure")).toString()));
+        QVERIFY2(ended.value(QStringLiteral("failure"))
+                     .toString()
+                     .startsWith(QStringLiteral("its workspace grew while the disk was full (")),
+            qPrintable(ended.value(QStringLiteral("failure")).toString()));
+        QVERIFY2(ended.value(QStringLiteral("failure"))
+                     .toString()
+                     .endsWith(QStringLiteral(" below the 192 MiB airlockd keeps for the history): it "
+                                              "was ended and its workspace is kept until 'airlockctl rm writer'")),
+            qPrintable(ended.value(QStringLiteral("failure")).toString()));
         const QList<QJsonObject> exits = storedEvents(d, QStringLiteral("exec.exited"));
-        QVERIFY(std::any_of(exits.begin(), exits.end(), [](const QJsonObject &e) { return e.value(QStringLiteral("reason")).toString() == QLatin1String("disk_full"); }));
-        struct statvfs sv{};
+        QVERIFY(std::any_of(exits.begin(), exits.end(), [](const QJsonObject &e) {
+            return e.value(QStringLiteral("reason")).toString() == QLatin1String("disk_full");
+        }));
+        struct statvfs sv { };
         QVERIFY(::statvfs(native(workspaces).constData(), &sv) == 0);
         QVERIFY2(double(sv.f_bavail) * sv.f_frsize > 64 * kMiB, "the guard ended it within the reserve");
         // The others go on, and their workspaces hold what they wrote.
@@ -343,7 +386,7 @@ private Q_SLOTS:
     // refused with the reason, and a default workspace has none.
     void aNormalUsersDaemonUsesFuse2fsOrSaysWhyItCannot()
     {
-        struct stat fuse{};
+        struct stat fuse { };
         QVERIFY2(::stat("/dev/fuse", &fuse) == 0, "/dev/fuse");
         const auto restore = qScopeGuard([&] { ::chmod("/dev/fuse", fuse.st_mode & 07777); });
         QVERIFY(::chmod("/dev/fuse", 0600) == 0);
@@ -352,13 +395,15 @@ private Q_SLOTS:
             QVERIFY(closed.start());
             const auto [code, out] = closed.ctl(args("create", "--disk", "32M"));
             QCOMPARE(code, 5);
-            QVERIFY2(out.contains("a disk limit needs a workspace image, which this daemon cannot mount (/dev/fuse is not open to this user "
+            QVERIFY2(out.contains("a disk limit needs a workspace image, which this daemon cannot mount (/dev/fuse is "
+                                  "not open to this user "
                                   "(Permission denied)); drop --disk or fix the host"),
-                     out.constData());
+                out.constData());
             const auto [made, name] = closed.ctl(args("create", "--name", "nofuse"));
             QCOMPARE(made, 0);
             const auto [shown, json] = closed.ctl(args("info", "--json", "nofuse"));
-            QCOMPARE(diskLimit(jsonObject(json)).value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("unlimited"));
+            QCOMPARE(diskLimit(jsonObject(json)).value(QStringLiteral("enforcedBy")).toString(),
+                QStringLiteral("unlimited"));
             QCOMPARE(closed.ctl(args("rm", "nofuse")).first, 0);
         }
 
@@ -368,7 +413,8 @@ private Q_SLOTS:
         const auto [made, madeOut] = user.ctl(args("create", "--name", "mine", "--disk", "32M"));
         QVERIFY2(made == 0, madeOut.constData());
         const QJsonObject info = jsonObject(user.ctl(args("info", "--json", "mine")).second);
-        QCOMPARE(diskLimit(info).value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("ext4 image served by fuse2fs"));
+        QCOMPARE(diskLimit(info).value(QStringLiteral("enforcedBy")).toString(),
+            QStringLiteral("ext4 image served by fuse2fs"));
         const QString ws = workspaceOf(info);
         QCOMPARE(mountsOn(ws), 1);
         const QList<qint64> servers = pidsWithCommandLine(QFile::encodeName(ws + QStringLiteral(".ext4")));
@@ -378,14 +424,17 @@ private Q_SLOTS:
         const QDir fds(QStringLiteral("/proc/%1/fd").arg(servers.first()));
         for (const QString &fd : fds.entryList(QDir::System | QDir::NoDotAndDotDot)) {
             const QString target = QFile::symLinkTarget(fds.filePath(fd));
-            QVERIFY2(target == QLatin1String("/dev/null") || target == QLatin1String("/dev/fuse") || target == ws + QStringLiteral(".ext4"),
-                     qPrintable(fd + QStringLiteral(" -> ") + target));
+            QVERIFY2(target == QLatin1String("/dev/null") || target == QLatin1String("/dev/fuse")
+                    || target == ws + QStringLiteral(".ext4"),
+                qPrintable(fd + QStringLiteral(" -> ") + target));
         }
-        const auto [filled, fillOut] = user.ctl(args("exec", "mine", "-n", "--", "dd", "if=/dev/zero", "of=/workspace/fill", "bs=1M", "count=64"));
+        const auto [filled, fillOut] = user.ctl(
+            args("exec", "mine", "-n", "--", "dd", "if=/dev/zero", "of=/workspace/fill", "bs=1M", "count=64"));
         QCOMPARE(filled, 1);
         QVERIFY2(fillOut.contains("No space left on device"), fillOut.constData());
         QVERIFY(statOf(ws + QStringLiteral(".ext4")).st_blocks * 512 <= 32 << 20);
-        const auto [listed, files] = user.ctl(args("exec", "mine", "-n", "--", "sh", "-c", "echo ok > /tmp/x && ls -A /workspace"));
+        const auto [listed, files]
+            = user.ctl(args("exec", "mine", "-n", "--", "sh", "-c", "echo ok > /tmp/x && ls -A /workspace"));
         QCOMPARE(listed, 0);
         QCOMPARE(files, QByteArray("fill\n")); // what was written, and no lost+found
         QCOMPARE(user.ctl(args("rm", "mine")).first, 0);

@@ -23,9 +23,11 @@ class TestEgressDns final : public QObject {
     // address: the web server's port is named, so an allowed lookup ends at the web server.
     QByteArray policy(const char *resolveWildcards = nullptr) const
     {
-        return QStringLiteral(R"({"network": {"mode": "allowlist", "allow": ["*.zone.test", "exact.zone.test", "127.0.0.1:%1"]%2}})")
+        return QStringLiteral(
+            R"({"network": {"mode": "allowlist", "allow": ["*.zone.test", "exact.zone.test", "127.0.0.1:%1"]%2}})")
             .arg(m_web->port())
-            .arg(resolveWildcards ? QStringLiteral(", \"resolveWildcards\": %1").arg(QLatin1String(resolveWildcards)) : QString())
+            .arg(resolveWildcards ? QStringLiteral(", \"resolveWildcards\": %1").arg(QLatin1String(resolveWildcards))
+                                  : QString())
             .toUtf8();
     }
     void setPolicy(const QByteArray &document) const
@@ -37,11 +39,12 @@ class TestEgressDns final : public QObject {
     CliResult connectTo(const QString &host) const
     {
         return execIn(*m_daemon, QStringLiteral("dns"),
-                      args("bash", "-c",
-                           QStringLiteral("exec 3<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT %1:%2 HTTP/1.1\\r\\n\\r\\n' >&3; read -r status <&3; "
-                                          "case $status in *' 200 '*) echo \"$status\";; *) echo \"$status\"; cat <&3;; esac")
-                               .arg(host)
-                               .arg(m_web->port())));
+            args("bash", "-c",
+                QStringLiteral("exec 3<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT %1:%2 HTTP/1.1\\r\\n\\r\\n' >&3; read "
+                               "-r status <&3; "
+                               "case $status in *' 200 '*) echo \"$status\";; *) echo \"$status\"; cat <&3;; esac")
+                    .arg(host)
+                    .arg(m_web->port())));
     }
     QList<QJsonObject> events(const QString &kind) const { return storedEvents(*m_daemon, kind); }
     static QJsonObject about(const QList<QJsonObject> &events, const QString &host)
@@ -73,10 +76,14 @@ private Q_SLOTS:
         QVERIFY(m_dns->asked().contains(QStringLiteral("exact.zone.test")));
         // Fully qualified: the host's search domain is never tried (it would look up a name under
         // the host's zone, and with ndots:5 connect to that name's address).
-        QVERIFY2(!m_dns->asked().join(QLatin1Char(' ')).contains(QLatin1String("corp.internal")), qPrintable(m_dns->asked().join(QLatin1Char(' '))));
-        QVERIFY(about(events(QStringLiteral("network.lookup")), QStringLiteral("exact.zone.test")).isEmpty()); // nothing to record
-        QCOMPARE(about(events(QStringLiteral("network.opened")), QStringLiteral("exact.zone.test")).value(QStringLiteral("resolvedBy")).toString(),
-                 QStringLiteral("dns"));
+        QVERIFY2(!m_dns->asked().join(QLatin1Char(' ')).contains(QLatin1String("corp.internal")),
+            qPrintable(m_dns->asked().join(QLatin1Char(' '))));
+        QVERIFY(about(events(QStringLiteral("network.lookup")), QStringLiteral("exact.zone.test"))
+                    .isEmpty()); // nothing to record
+        QCOMPARE(about(events(QStringLiteral("network.opened")), QStringLiteral("exact.zone.test"))
+                     .value(QStringLiteral("resolvedBy"))
+                     .toString(),
+            QStringLiteral("dns"));
     }
 
     void aNameMadeUpUnderAWildcardIsNotLookedUp()
@@ -84,7 +91,8 @@ private Q_SLOTS:
         const QString made = QStringLiteral("73656372657420646174612c2070617274203120.zone.test");
         const CliResult r = connectTo(made);
         QVERIFY2(r.out.startsWith("HTTP/1.1 403 Forbidden\r\n"), qPrintable(r.describe()));
-        QVERIFY2(r.out.contains(QStringLiteral("%1 matches only wildcard rule '*.zone.test'").arg(made).toUtf8()), qPrintable(r.describe()));
+        QVERIFY2(r.out.contains(QStringLiteral("%1 matches only wildcard rule '*.zone.test'").arg(made).toUtf8()),
+            qPrintable(r.describe()));
         QVERIFY2(r.out.contains("network.resolveWildcards"), qPrintable(r.describe()));
         QVERIFY2(!m_dns->asked().contains(made), qPrintable(m_dns->asked().join(QLatin1Char(' '))));
         const QJsonObject denied = about(events(QStringLiteral("network.denied")), made);
@@ -113,26 +121,33 @@ private Q_SLOTS:
     {
         // n1 was the first; n2..n20 make twenty new names this minute, n21 is one too many.
         const CliResult r = execIn(*m_daemon, QStringLiteral("dns"),
-                                   args("bash", "-c",
-                                        QStringLiteral("for i in $(seq 2 21); do exec 3<>/dev/tcp/127.0.0.1/3128; "
-                                                       "printf 'CONNECT n%s.zone.test:%1 HTTP/1.1\\r\\n\\r\\n' $i >&3; read -r status <&3; "
-                                                       "echo \"n$i $status\"; exec 3<&-; done")
-                                            .arg(m_web->port())));
+            args("bash", "-c",
+                QStringLiteral("for i in $(seq 2 21); do exec 3<>/dev/tcp/127.0.0.1/3128; "
+                               "printf 'CONNECT n%s.zone.test:%1 HTTP/1.1\\r\\n\\r\\n' $i >&3; read -r status <&3; "
+                               "echo \"n$i $status\"; exec 3<&-; done")
+                    .arg(m_web->port())));
         const QList<QByteArray> lines = r.out.trimmed().split('\n');
         QCOMPARE(lines.size(), 20);
         for (int i = 0; i < 19; ++i)
-            QCOMPARE(lines.at(i).trimmed(), QStringLiteral("n%1 HTTP/1.1 200 Connection established").arg(i + 2).toUtf8());
+            QCOMPARE(
+                lines.at(i).trimmed(), QStringLiteral("n%1 HTTP/1.1 200 Connection established").arg(i + 2).toUtf8());
         QCOMPARE(lines.at(19).trimmed(), QByteArray("n21 HTTP/1.1 403 Forbidden"));
         QVERIFY(m_dns->asked().contains(QStringLiteral("n20.zone.test")));
         QVERIFY(!m_dns->asked().contains(QStringLiteral("n21.zone.test")));
         const QJsonObject denied = about(events(QStringLiteral("network.denied")), QStringLiteral("n21.zone.test"));
         QCOMPARE(denied.value(QStringLiteral("rule")).toString(), QStringLiteral("*.zone.test"));
-        QVERIFY2(denied.value(QStringLiteral("reason")).toString().contains(QLatin1String("more than 20 new names under wildcard rules looked up in a minute")),
-                 qPrintable(denied.value(QStringLiteral("reason")).toString()));
-        QCOMPARE(about(events(QStringLiteral("network.lookup")), QStringLiteral("n20.zone.test")).value(QStringLiteral("namesThisMinute")).toInt(), 20);
+        QVERIFY2(denied.value(QStringLiteral("reason"))
+                     .toString()
+                     .contains(QLatin1String("more than 20 new names under wildcard rules looked up in a minute")),
+            qPrintable(denied.value(QStringLiteral("reason")).toString()));
+        QCOMPARE(about(events(QStringLiteral("network.lookup")), QStringLiteral("n20.zone.test"))
+                     .value(QStringLiteral("namesThisMinute"))
+                     .toInt(),
+            20);
         // A name looked up already this minute is no new one; a name a rule lists is never counted.
         QCOMPARE(connectTo(QStringLiteral("n7.zone.test")).out, QByteArray("HTTP/1.1 200 Connection established\r\n"));
-        QCOMPARE(connectTo(QStringLiteral("exact.zone.test")).out, QByteArray("HTTP/1.1 200 Connection established\r\n"));
+        QCOMPARE(
+            connectTo(QStringLiteral("exact.zone.test")).out, QByteArray("HTTP/1.1 200 Connection established\r\n"));
     }
 };
 

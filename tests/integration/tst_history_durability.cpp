@@ -28,7 +28,10 @@ QString historyPath(const TestDaemon &d)
 // One read-only connection (the real read path) and the first column of a query's rows.
 class Db {
 public:
-    explicit Db(const QString &path) : m_db(sql::open(path, true)) {}
+    explicit Db(const QString &path)
+        : m_db(sql::open(path, true))
+    {
+    }
     QStringList rows(const QString &statement) const
     {
         if (!m_db)
@@ -59,7 +62,7 @@ QString one(const QString &path, const QString &statement)
 Result<QJsonObject> startExec(DaemonClient &client, const QString &sandbox, const QStringList &argv)
 {
     return client.call(QStringLiteral("exec.start"),
-                       {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("argv"), QJsonArray::fromStringList(argv)}});
+        {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("argv"), QJsonArray::fromStringList(argv)}});
 }
 
 struct Acked {
@@ -72,11 +75,14 @@ struct Acked {
 QString acknowledgedButMissing(const Db &db, const QList<Acked> &starts, const QList<Event> &heard)
 {
     for (const Acked &a : starts)
-        if (db.one(QStringLiteral("SELECT count(*) FROM executions WHERE sandbox_id='%1' AND exec_id=%2").arg(a.sandbox).arg(a.exec))
+        if (db.one(QStringLiteral("SELECT count(*) FROM executions WHERE sandbox_id='%1' AND exec_id=%2")
+                       .arg(a.sandbox)
+                       .arg(a.exec))
             != QLatin1String("1"))
             return QStringLiteral("acknowledged start %1:%2 missing").arg(a.sandbox).arg(a.exec);
     for (const Event &e : heard) {
-        if (db.one(QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' AND seq=%2").arg(e.sandbox).arg(e.seq)) != e.kind)
+        if (db.one(QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' AND seq=%2").arg(e.sandbox).arg(e.seq))
+            != e.kind)
             return QStringLiteral("%1 #%2 of %3 was heard but not stored").arg(e.kind).arg(e.seq).arg(e.sandbox);
         if (e.kind != QLatin1String("exec.exited"))
             continue;
@@ -88,7 +94,10 @@ QString acknowledgedButMissing(const Db &db, const QList<Acked> &starts, const Q
                                           .arg(e.sandbox)
                                           .arg(e.exec));
         if (stored != expected)
-            return QStringLiteral("exit of %1:%2 heard as '%3', stored as '%4'").arg(e.sandbox).arg(e.exec).arg(expected, stored);
+            return QStringLiteral("exit of %1:%2 heard as '%3', stored as '%4'")
+                .arg(e.sandbox)
+                .arg(e.exec)
+                .arg(expected, stored);
     }
     return {};
 }
@@ -103,8 +112,8 @@ private Q_SLOTS:
         qInfo("seed %u", seed);
         QRandomGenerator rng(seed);
         TestDaemon d;
-        QList<Acked> started;                  // exec.start replies: committed before they were sent
-        QList<Event> heard;                    // every non-output event a subscriber received
+        QList<Acked> started; // exec.start replies: committed before they were sent
+        QList<Event> heard; // every non-output event a subscriber received
         qsizetype checkedStarts = 0, checkedHeard = 0;
         constexpr int kIterations = 50;
         for (int i = 0; i < kIterations; ++i) {
@@ -116,13 +125,13 @@ private Q_SLOTS:
                     heard.append(e);
             });
             auto created = client->call(QStringLiteral("sandbox.create"),
-                                        {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("k%1").arg(i)}}}});
+                {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("k%1").arg(i)}}}});
             QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
             const QString sb = created->value(QStringLiteral("id")).toString();
             QVERIFY(client->call(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), sb}}));
             // A flood of output (longer than the iteration, whatever the machine's speed, and below
-            // the 1 GiB output limit: it is in flight when the daemon dies), and short executions starting and exiting around it,
-            // until the daemon is killed at a random moment.
+            // the 1 GiB output limit: it is in flight when the daemon dies), and short executions starting and exiting
+            // around it, until the daemon is killed at a random moment.
             auto flood = startExec(*client, sb, args("sh", "-c", "yes airlock-durability-flood | head -c 900000000"));
             QVERIFY(flood);
             started.append({sb, uint32_t(flood->value(QStringLiteral("exec")).toDouble())});
@@ -130,7 +139,8 @@ private Q_SLOTS:
             QElapsedTimer t;
             t.start();
             while (t.elapsed() < killAfterMs) {
-                auto e = startExec(*client, sb, args("sh", "-c", QStringLiteral("echo run %1; exit %2").arg(i).arg(rng.bounded(0, 4))));
+                auto e = startExec(*client, sb,
+                    args("sh", "-c", QStringLiteral("echo run %1; exit %2").arg(i).arg(rng.bounded(0, 4))));
                 QVERIFY2(e, qPrintable(e ? QString() : e.error().message));
                 started.append({sb, uint32_t(e->value(QStringLiteral("exec")).toDouble())});
                 QTest::qWait(int(rng.bounded(0, 20)));
@@ -151,9 +161,13 @@ private Q_SLOTS:
         // The next daemon marks what was in flight interrupted; nothing is left running.
         QVERIFY(d.start());
         const QString path = historyPath(d);
-        QCOMPARE(one(path, QStringLiteral("SELECT count(*) FROM executions WHERE status = 'running'")), QStringLiteral("0"));
-        QCOMPARE(one(path, QStringLiteral("SELECT count(*) FROM executions WHERE status = 'interrupted'")).toInt() >= kIterations, true);
-        QCOMPARE(one(path, QStringLiteral("SELECT count(*) FROM sandboxes WHERE deleted_ms IS NULL")), QStringLiteral("0"));
+        QCOMPARE(
+            one(path, QStringLiteral("SELECT count(*) FROM executions WHERE status = 'running'")), QStringLiteral("0"));
+        QCOMPARE(one(path, QStringLiteral("SELECT count(*) FROM executions WHERE status = 'interrupted'")).toInt()
+                >= kIterations,
+            true);
+        QCOMPARE(
+            one(path, QStringLiteral("SELECT count(*) FROM sandboxes WHERE deleted_ms IS NULL")), QStringLiteral("0"));
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
         QVERIFY(started.size() > kIterations);
         const QString missing = acknowledgedButMissing(Db(path), started, heard);
@@ -168,7 +182,8 @@ private Q_SLOTS:
         auto client = d.connect();
         QVERIFY(client);
         QList<Event> live;
-        QObject::connect(client.get(), &DaemonClient::eventReceived, client.get(), [&live](const Event &e) { live.append(e); });
+        QObject::connect(
+            client.get(), &DaemonClient::eventReceived, client.get(), [&live](const Event &e) { live.append(e); });
         QVERIFY(client->call(QStringLiteral("events.subscribe")));
         QStringList sandboxes;
         for (int s = 0; s < 5; ++s) {
@@ -179,19 +194,23 @@ private Q_SLOTS:
         QSet<QPair<QString, uint32_t>> running;
         for (int n = 0; n < 50; ++n) {
             const QString sb = sandboxes.at(n % 5);
-            auto e = startExec(*client, sb, args("sh", "-c", QStringLiteral("i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo e%1 out $i; "
-                                                                            "[ $((i % 50)) = 0 ] && echo e%1 err $i >&2; done; exit %2")
-                                                                 .arg(n)
-                                                                 .arg(n % 7)));
+            auto e = startExec(*client, sb,
+                args("sh", "-c",
+                    QStringLiteral("i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo e%1 out $i; "
+                                   "[ $((i % 50)) = 0 ] && echo e%1 err $i >&2; done; exit %2")
+                        .arg(n)
+                        .arg(n % 7)));
             QVERIFY(e);
             running.insert({sb, uint32_t(e->value(QStringLiteral("exec")).toDouble())});
         }
-        QVERIFY(waitFor([&] {
-            for (const Event &e : std::as_const(live))
-                if (e.kind == QLatin1String("exec.exited"))
-                    running.remove({e.sandbox, e.exec});
-            return running.isEmpty();
-        }, 60000));
+        QVERIFY(waitFor(
+            [&] {
+                for (const Event &e : std::as_const(live))
+                    if (e.kind == QLatin1String("exec.exited"))
+                        running.remove({e.sandbox, e.exec});
+                return running.isEmpty();
+            },
+            60000));
         const QString path = historyPath(d);
         for (const QString &sb : std::as_const(sandboxes)) {
             // Gap-free sequence numbers live, and the same facts in the same order stored.
@@ -209,7 +228,10 @@ private Q_SLOTS:
                 else if (e.kind != QLatin1String("sandbox.created")) // before the subscription could name it
                     heard.append(QStringLiteral("%1 %2").arg(e.seq).arg(e.kind));
             }
-            QStringList stored = rows(path, QStringLiteral("SELECT seq || ' ' || kind FROM events WHERE sandbox_id='%1' AND kind != 'sandbox.created' ORDER BY seq").arg(sb));
+            QStringList stored = rows(path,
+                QStringLiteral("SELECT seq || ' ' || kind FROM events WHERE sandbox_id='%1' AND kind != "
+                               "'sandbox.created' ORDER BY seq")
+                    .arg(sb));
             QCOMPARE(stored, heard);
             QCOMPARE(heard.size(), 30); // 10 executions: started, its program (the exec check), exited
             for (auto it = liveOut.cbegin(); it != liveOut.cend(); ++it) {
@@ -221,8 +243,8 @@ private Q_SLOTS:
                     auto page = HistoryReader(path).output(id, qint64(after.toDouble()), 1 << 20);
                     QVERIFY(page);
                     for (const QJsonValue &c : page->value(QStringLiteral("chunks")).toArray())
-                        (c.toObject().value(QStringLiteral("stream")).toInt() == 1 ? out : err) +=
-                            QByteArray::fromBase64(c.toObject().value(QStringLiteral("data")).toString().toLatin1());
+                        (c.toObject().value(QStringLiteral("stream")).toInt() == 1 ? out : err)
+                            += QByteArray::fromBase64(c.toObject().value(QStringLiteral("data")).toString().toLatin1());
                     after = page->value(QStringLiteral("next"));
                 }
                 QCOMPARE(out, it.value());
@@ -232,7 +254,8 @@ private Q_SLOTS:
                 QCOMPARE(qint64(row->value(QStringLiteral("bytesOut")).toDouble()), out.size());
             }
         }
-        QCOMPARE(one(path, QStringLiteral("SELECT count(*) FROM executions WHERE status IN ('succeeded', 'failed')")), QStringLiteral("50"));
+        QCOMPARE(one(path, QStringLiteral("SELECT count(*) FROM executions WHERE status IN ('succeeded', 'failed')")),
+            QStringLiteral("50"));
     }
 
     void aFullDiskRefusesNewWorkAndHeals()
@@ -259,22 +282,23 @@ private Q_SLOTS:
             QFile f(filler);
             QVERIFY(f.open(QIODevice::WriteOnly));
             const QByteArray block(64 * 1024, 'f');
-            while (f.write(block) == block.size() && f.flush()) {
-            }
+            while (f.write(block) == block.size() && f.flush()) { }
             const QByteArray byte(1, 'f');
-            while (f.write(byte) == 1 && f.flush()) {
-            }
+            while (f.write(byte) == 1 && f.flush()) { }
         }
         // Output the store cannot write: the daemon notices and from then on refuses new work.
         execIn(d, sb, args("seq", "1", "400000"));
         CliResult refused;
-        QVERIFY(waitFor([&] {
-            refused = execIn(d, sb, args("echo", "during"));
-            return refused.exitCode != 0;
-        }, 10000));
+        QVERIFY(waitFor(
+            [&] {
+                refused = execIn(d, sb, args("echo", "during"));
+                return refused.exitCode != 0;
+            },
+            10000));
         QVERIFY2(refused.exitCode == 6, qPrintable(refused.describe()));
-        QVERIFY2(refused.err.contains("refusing new work: the history cannot be written") && refused.err.contains("free space on the disk"),
-                 qPrintable(refused.describe()));
+        QVERIFY2(refused.err.contains("refusing new work: the history cannot be written")
+                && refused.err.contains("free space on the disk"),
+            qPrintable(refused.describe()));
         QVERIFY2(!refused.out.contains("during"), qPrintable(refused.describe())); // it did not run
         const CliResult create = d.ctl(args("create", "--name", "more"));
         QCOMPARE(create.exitCode, 6);
@@ -286,22 +310,26 @@ private Q_SLOTS:
         // Space returns: it resumes by itself.
         QVERIFY(QFile::remove(filler));
         CliResult after;
-        QVERIFY(waitFor([&] {
-            after = execIn(d, sb, args("echo", "after"));
-            return after.exitCode == 0;
-        }, 10000));
+        QVERIFY(waitFor(
+            [&] {
+                after = execIn(d, sb, args("echo", "after"));
+                return after.exitCode == 0;
+            },
+            10000));
         QCOMPARE(after.out, QByteArray("after\n"));
-        const QJsonArray rows = jsonObject(d.ctl(args("history", "--json", "--sandbox", sb)).out).value(QStringLiteral("executions")).toArray();
+        const QJsonArray rows = jsonObject(d.ctl(args("history", "--json", "--sandbox", sb)).out)
+                                    .value(QStringLiteral("executions"))
+                                    .toArray();
         QStringList commands;
         for (const QJsonValue &r : rows)
             commands.append(r.toObject().value(QStringLiteral("argv")).toArray().at(0).toString() + QLatin1Char(' ')
-                            + r.toObject().value(QStringLiteral("status")).toString());
+                + r.toObject().value(QStringLiteral("status")).toString());
         // Refused work was never started, so it is not there; `seq` is, written once the store
         // could write again: it ran (its start fit) or was killed at once (its start did not).
         QCOMPARE(commands.size(), 3);
         QCOMPARE(commands.first(), QStringLiteral("echo succeeded"));
         QVERIFY2(commands.at(1) == QLatin1String("seq succeeded") || commands.at(1) == QLatin1String("seq killed"),
-                 qPrintable(commands.join(QStringLiteral(", "))));
+            qPrintable(commands.join(QStringLiteral(", "))));
         QCOMPARE(commands.last(), QStringLiteral("echo succeeded"));
         QCOMPARE(*HistoryReader(historyPath(d)).quickCheck(), QStringLiteral("ok"));
     }

@@ -39,7 +39,8 @@ QString run(const QString &program, const QStringList &arguments, int *exitCode 
 // One more line in an id file of /etc, for as long as it lives (the file is put back as it was).
 class EtcLine {
 public:
-    EtcLine(QString file, const QByteArray &line) : m_file(std::move(file))
+    EtcLine(QString file, const QByteArray &line)
+        : m_file(std::move(file))
     {
         QFile f(m_file);
         if (f.open(QIODevice::ReadOnly))
@@ -67,14 +68,17 @@ private:
 // id files (where useradd may give it a range) are put back as they were.
 class LocalUser {
 public:
-    explicit LocalUser(const QString &name, const QStringList &options = {}) : m_name(name)
+    explicit LocalUser(const QString &name, const QStringList &options = {})
+        : m_name(name)
     {
         for (const QString &file : {QStringLiteral("/etc/subuid"), QStringLiteral("/etc/subgid")}) {
             QFile f(file);
             if (f.open(QIODevice::ReadOnly))
                 m_idFiles.append({file, f.readAll()});
         }
-        run(QStringLiteral("useradd"), options + QStringList{QStringLiteral("-M"), QStringLiteral("-s"), QStringLiteral("/usr/sbin/nologin"), m_name});
+        run(QStringLiteral("useradd"),
+            options
+                + QStringList{QStringLiteral("-M"), QStringLiteral("-s"), QStringLiteral("/usr/sbin/nologin"), m_name});
         if (const passwd *pw = ::getpwnam(m_name.toLocal8Bit().constData()))
             m_uid = pw->pw_uid;
     }
@@ -107,7 +111,9 @@ std::pair<int, QString> refusedDaemon(const QStringList &options)
         env.insert(QLatin1String(sub), dir.filePath(QLatin1String(sub)));
     p.setProcessEnvironment(env);
     p.start(binDir() + QStringLiteral("/airlockd"),
-            QStringList{QStringLiteral("--socket"), dir.filePath(QStringLiteral("s.sock")), QStringLiteral("--sandboxes-end-with-daemon")} + options);
+        QStringList{QStringLiteral("--socket"), dir.filePath(QStringLiteral("s.sock")),
+            QStringLiteral("--sandboxes-end-with-daemon")}
+            + options);
     if (!p.waitForFinished(10000)) {
         p.kill();
         p.waitForFinished();
@@ -118,9 +124,10 @@ std::pair<int, QString> refusedDaemon(const QStringList &options)
 
 QString modeAndOwner(const QString &path)
 {
-    struct stat st {};
-    return ::stat(native(path).constData(), &st) == 0 ? QString::number(st.st_mode & 07777, 8) + QLatin1Char(' ') + QString::number(st.st_uid)
-                                                      : QStringLiteral("missing");
+    struct stat st { };
+    return ::stat(native(path).constData(), &st) == 0
+        ? QString::number(st.st_mode & 07777, 8) + QLatin1Char(' ') + QString::number(st.st_uid)
+        : QStringLiteral("missing");
 }
 } // namespace
 
@@ -137,8 +144,10 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("option");
-        QTest::newRow("a subordinate uid range over the sandboxes' uids") << "/etc/subuid" << "subuids";
-        QTest::newRow("a subordinate gid range over the sandboxes' gids") << "/etc/subgid" << "subgids";
+        QTest::newRow("a subordinate uid range over the sandboxes' uids") << "/etc/subuid"
+                                                                          << "subuids";
+        QTest::newRow("a subordinate gid range over the sandboxes' gids") << "/etc/subgid"
+                                                                          << "subgids";
     }
     void anyoneWhoCouldBecomeASandboxUidStopsTheDaemon()
     {
@@ -149,24 +158,28 @@ private Q_SLOTS:
         const EtcLine line(file, "mallory:" + QByteArray::number(kFirstSandboxUid) + ":65536");
         const auto [exitCode, err] = refusedDaemon({});
         QCOMPARE(exitCode, 4);
-        const QString expected = QStringLiteral("airlockd: the host uids for sandboxes (%1) overlap %2 line %3 (mallory:%4:65536), the subordinate range "
-                                     "of mallory, who could become a sandbox's uid and read or plant files in its workspace; give mallory a "
-                                     "range outside them (usermod --del-%5 %1 mallory, then --add-%5 a free one), or start airlockd with "
-                                     "--sandbox-uids FIRST-LAST (now %1) outside every account and subordinate id range\n")
-                          .arg(range, file)
-                          .arg(line.number())
-                          .arg(kFirstSandboxUid)
-                          .arg(option);
+        const QString expected = QStringLiteral(
+            "airlockd: the host uids for sandboxes (%1) overlap %2 line %3 (mallory:%4:65536), the subordinate range "
+            "of mallory, who could become a sandbox's uid and read or plant files in its workspace; give mallory a "
+            "range outside them (usermod --del-%5 %1 mallory, then --add-%5 a free one), or start airlockd with "
+            "--sandbox-uids FIRST-LAST (now %1) outside every account and subordinate id range\n")
+                                     .arg(range, file)
+                                     .arg(line.number())
+                                     .arg(kFirstSandboxUid)
+                                     .arg(option);
         QVERIFY2(err.contains(expected), qPrintable(err));
     }
 
     void anAccountInTheRangeStopsTheDaemon()
     {
-        const LocalUser mallory(QStringLiteral("airlock-mallory"), {QStringLiteral("-u"), QString::number(kFirstSandboxUid + 7)});
+        const LocalUser mallory(
+            QStringLiteral("airlock-mallory"), {QStringLiteral("-u"), QString::number(kFirstSandboxUid + 7)});
         QVERIFY(mallory.uid());
         const auto [exitCode, err] = refusedDaemon({});
         QCOMPARE(exitCode, 4);
-        QVERIFY2(err.contains(QStringLiteral("overlap the account airlock-mallory (uid %1, gid ").arg(kFirstSandboxUid + 7)), qPrintable(err));
+        QVERIFY2(
+            err.contains(QStringLiteral("overlap the account airlock-mallory (uid %1, gid ").arg(kFirstSandboxUid + 7)),
+            qPrintable(err));
         // Another range that no one reaches: the daemon starts.
         TestDaemon elsewhere({QStringLiteral("--sandbox-uids"), QStringLiteral("1879179264-1879179519")});
         QVERIFY(elsewhere.start());
@@ -186,7 +199,8 @@ private Q_SLOTS:
         QVERIFY(!sb.isEmpty());
         QCOMPARE(execIn(d, sb, args("sh", "-c", "echo mine > /workspace/secret")).exitCode, 0);
         const QJsonObject info = sandboxInfo(d, sb);
-        const uid_t uid = uid_t(info.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
+        const uid_t uid
+            = uid_t(info.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
         QVERIFY2(uid < 886432 || uid > 951967, qPrintable(QString::number(uid)));
         QVERIFY2(uid >= kFirstSandboxUid && uid < kFirstSandboxUid + kSandboxUids, qPrintable(QString::number(uid)));
         QVERIFY(::getpwuid(uid) == nullptr);
@@ -197,13 +211,16 @@ private Q_SLOTS:
         QCOMPARE(modeAndOwner(parent), QStringLiteral("711 0"));
         QCOMPARE(modeAndOwner(QFileInfo(parent).path()), QStringLiteral("711 0"));
         // The local user neither finds nor reads it.
-        for (const QStringList &command : {QStringList{QStringLiteral("ls"), parent}, QStringList{QStringLiteral("cat"), ws + QStringLiteral("/secret")}}) {
+        for (const QStringList &command : {QStringList{QStringLiteral("ls"), parent},
+                 QStringList{QStringLiteral("cat"), ws + QStringLiteral("/secret")}}) {
             int exitCode = -1;
-            const QString out = run(QStringLiteral("setpriv"), QStringList{QStringLiteral("--reuid=%1").arg(mallory.uid()),
-                                                                           QStringLiteral("--regid=%1").arg(mallory.uid()), QStringLiteral("--clear-groups")}
-                                                                   + command,
-                                    &exitCode);
-            QVERIFY2(exitCode != 0 && out.contains(QStringLiteral("Permission denied")), qPrintable(command.join(QLatin1Char(' ')) + QLatin1Char(' ') + out));
+            const QString out = run(QStringLiteral("setpriv"),
+                QStringList{QStringLiteral("--reuid=%1").arg(mallory.uid()),
+                    QStringLiteral("--regid=%1").arg(mallory.uid()), QStringLiteral("--clear-groups")}
+                    + command,
+                &exitCode);
+            QVERIFY2(exitCode != 0 && out.contains(QStringLiteral("Permission denied")),
+                qPrintable(command.join(QLatin1Char(' ')) + QLatin1Char(' ') + out));
         }
     }
 
@@ -216,7 +233,11 @@ private Q_SLOTS:
         for (const TestDaemon *d : {&first, &second, &first, &second}) {
             const QString sb = d->create({});
             QVERIFY(!sb.isEmpty());
-            uids.insert(sandboxInfo(*d, sb).value(QStringLiteral("isolation")).toObject().value(QStringLiteral("hostUid")).toDouble());
+            uids.insert(sandboxInfo(*d, sb)
+                            .value(QStringLiteral("isolation"))
+                            .toObject()
+                            .value(QStringLiteral("hostUid"))
+                            .toDouble());
         }
         QCOMPARE(uids.size(), 4);
     }
@@ -232,13 +253,16 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 0);
         const QString mountinfo = QString::fromUtf8(r.out);
         QVERIFY(mountinfo.contains(QStringLiteral(" /workspace ")));
-        for (const QString &hostPath : QStringList{d.rootDir(), d.dataDir(), QFileInfo(binDir()).canonicalFilePath(), binDir(),
-                                                   binDir() + QStringLiteral("/airlock-guest"), QDir::currentPath()})
+        for (const QString &hostPath : QStringList{d.rootDir(), d.dataDir(), QFileInfo(binDir()).canonicalFilePath(),
+                 binDir(), binDir() + QStringLiteral("/airlock-guest"), QDir::currentPath()})
             QVERIFY2(!mountinfo.contains(hostPath), qPrintable(hostPath + QStringLiteral(" in\n") + mountinfo));
         // The workspace is a filesystem of its own (its image's): its root, on a loop device.
-        QVERIFY2(QRegularExpression(QStringLiteral("\\n\\d+ \\d+ \\d+:\\d+ / /workspace rw,nosuid,nodev,[^\\n]* - ext4 /dev/loop\\d+ "))
-                     .match(mountinfo).hasMatch(),
-                 qPrintable(mountinfo));
+        QVERIFY2(
+            QRegularExpression(
+                QStringLiteral("\\n\\d+ \\d+ \\d+:\\d+ / /workspace rw,nosuid,nodev,[^\\n]* - ext4 /dev/loop\\d+ "))
+                .match(mountinfo)
+                .hasMatch(),
+            qPrintable(mountinfo));
         // Without one (--disk none), a bind mount shows its source's path on its filesystem,
         // whatever it was bound from: the workspace's is Airlock's generic one, named by the id.
         const QString plain = d.create(args("--disk", "none"));
@@ -259,11 +283,14 @@ private Q_SLOTS:
         QVERIFY(d.start());
         const QString sb = d.create({});
         QVERIFY(!sb.isEmpty());
-        const CliResult r = execIn(d, sb, args("sh", "-c", "getent passwd | cut -d: -f1,3; getent group | cut -d: -f1,3; id; "
-                                                         "cat /etc/subuid /etc/subgid /etc/passwd- /etc/group- 2>/dev/null; true"));
+        const CliResult r = execIn(d, sb,
+            args("sh", "-c",
+                "getent passwd | cut -d: -f1,3; getent group | cut -d: -f1,3; id; "
+                "cat /etc/subuid /etc/subgid /etc/passwd- /etc/group- 2>/dev/null; true"));
         QCOMPARE(r.exitCode, 0);
-        QCOMPARE(QString::fromUtf8(r.out), QStringLiteral("root:0\nsandbox:1000\nnobody:65534\nroot:0\nsandbox:1000\nnogroup:65534\n"
-                                                          "uid=1000(sandbox) gid=1000(sandbox) groups=1000(sandbox)\n"));
+        QCOMPARE(QString::fromUtf8(r.out),
+            QStringLiteral("root:0\nsandbox:1000\nnobody:65534\nroot:0\nsandbox:1000\nnogroup:65534\n"
+                           "uid=1000(sandbox) gid=1000(sandbox) groups=1000(sandbox)\n"));
         QCOMPARE(execIn(d, sb, args("getent", "passwd", "airlock-bystander")).exitCode, 2);
     }
 
@@ -276,8 +303,9 @@ private Q_SLOTS:
         UnprivilegedDaemon d;
         QVERIFY(d.start());
         QCOMPARE(d.ctl(args("create", "--name", "plain")).first, 0);
-        const auto [exitCode, out] = d.ctl(args("exec", "plain", "-n", "--", "sh", "-c", "id -un; getent passwd | cut -d: -f1 | tr '\\n' ' '; echo; "
-                                                                                     "cat /proc/self/mountinfo"));
+        const auto [exitCode, out] = d.ctl(args("exec", "plain", "-n", "--", "sh", "-c",
+            "id -un; getent passwd | cut -d: -f1 | tr '\\n' ' '; echo; "
+            "cat /proc/self/mountinfo"));
         QCOMPARE(exitCode, 0);
         const QString inside = QString::fromUtf8(out);
         QVERIFY2(inside.startsWith(QStringLiteral("sandbox\nroot sandbox nobody \n")), qPrintable(inside));

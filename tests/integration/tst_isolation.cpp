@@ -31,8 +31,8 @@ private:
     QString probe(const QString &sandbox, const QStringList &args, int *exitCode = nullptr)
     {
         const CliResult r = m_daemon->ctl(QStringList{QStringLiteral("exec"), sandbox, QStringLiteral("--no-stdin"),
-                                                      QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe")}
-                                          + args);
+                                              QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe")}
+            + args);
         if (exitCode)
             *exitCode = r.exitCode;
         return QString::fromUtf8(r.out).section(QLatin1Char('\n'), 0, 0).trimmed();
@@ -46,8 +46,9 @@ private:
     }
     QString sh(const QString &sandbox, const QString &script)
     {
-        return QString::fromUtf8(m_daemon->ctl({QStringLiteral("exec"), sandbox, QStringLiteral("--no-stdin"), QStringLiteral("--"),
-                                                QStringLiteral("sh"), QStringLiteral("-c"), script})
+        return QString::fromUtf8(m_daemon
+                                     ->ctl({QStringLiteral("exec"), sandbox, QStringLiteral("--no-stdin"),
+                                         QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), script})
                                      .out);
     }
 
@@ -59,7 +60,8 @@ private Q_SLOTS:
         m_daemon = std::make_unique<TestDaemon>(QStringList{}, env);
         QVERIFY(m_daemon->start());
         QString error;
-        m_sb = m_daemon->create({QStringLiteral("--name"), QStringLiteral("iso"), QStringLiteral("--mount"), probeMount()}, &error);
+        m_sb = m_daemon->create(
+            {QStringLiteral("--name"), QStringLiteral("iso"), QStringLiteral("--mount"), probeMount()}, &error);
         QVERIFY2(!m_sb.isEmpty(), qPrintable(error));
     }
     void cleanupTestCase() { m_daemon.reset(); }
@@ -75,17 +77,21 @@ private Q_SLOTS:
         });
         const QString port = QString::number(server.serverPort());
         // The sandbox has its own empty loopback: nothing listens there, so the kernel refuses.
-        QCOMPARE(probe(m_sb, {QStringLiteral("connect"), QStringLiteral("127.0.0.1"), port}), QStringLiteral("ECONNREFUSED"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("connect"), QStringLiteral("127.0.0.1"), port}),
+            QStringLiteral("ECONNREFUSED"));
         // Other host addresses have no route at all.
-        QCOMPARE(probe(m_sb, {QStringLiteral("connect"), QStringLiteral("10.255.255.1"), port}), QStringLiteral("ENETUNREACH"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("connect"), QStringLiteral("10.255.255.1"), port}),
+            QStringLiteral("ENETUNREACH"));
         // A `full` sandbox shares the host network and reads the server's exact bytes.
-        const QString full = m_daemon->create({QStringLiteral("--network"), QStringLiteral("full"), QStringLiteral("--mount"), probeMount()});
+        const QString full = m_daemon->create(
+            {QStringLiteral("--network"), QStringLiteral("full"), QStringLiteral("--mount"), probeMount()});
         QVERIFY(!full.isEmpty());
         QProcess ctl;
         ctl.setProcessEnvironment(m_daemon->environment());
         ctl.start(binDir() + QStringLiteral("/airlockctl"),
-                  {QStringLiteral("exec"), full, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe"),
-                   QStringLiteral("connect"), QStringLiteral("127.0.0.1"), port});
+            {QStringLiteral("exec"), full, QStringLiteral("-n"), QStringLiteral("--"),
+                QStringLiteral("/opt/probe/airlock-probe"), QStringLiteral("connect"), QStringLiteral("127.0.0.1"),
+                port});
         QVERIFY(waitFor([&] { return ctl.state() == QProcess::NotRunning; }, 20000)); // serve while waiting
         QCOMPARE(QString::fromUtf8(ctl.readAllStandardOutput()).trimmed(), QStringLiteral("ok hello-from-host"));
         // And `ls` says so loudly.
@@ -107,7 +113,8 @@ private Q_SLOTS:
         QCOMPARE(::listen(server, 8), 0);
         QCOMPARE(hostProbe({QStringLiteral("abstract"), QString::fromLatin1(name)}), QStringLiteral("ok"));
         QCOMPARE(probe(m_sb, {QStringLiteral("abstract"), QString::fromLatin1(name)}), QStringLiteral("ECONNREFUSED"));
-        const QString full = m_daemon->create({QStringLiteral("--network"), QStringLiteral("full"), QStringLiteral("--mount"), probeMount()});
+        const QString full = m_daemon->create(
+            {QStringLiteral("--network"), QStringLiteral("full"), QStringLiteral("--mount"), probeMount()});
         QVERIFY(!full.isEmpty());
         const QString got = probe(full, {QStringLiteral("abstract"), QString::fromLatin1(name)});
         m_daemon->ctl({QStringLiteral("rm"), full});
@@ -115,10 +122,7 @@ private Q_SLOTS:
         QCOMPARE(got, QStringLiteral("EPERM"));
     }
 
-    void localServersInsideStillWork()
-    {
-        QCOMPARE(probe(m_sb, {QStringLiteral("loopback")}), QStringLiteral("ok"));
-    }
+    void localServersInsideStillWork() { QCOMPARE(probe(m_sb, {QStringLiteral("loopback")}), QStringLiteral("ok")); }
 
     void hostHomeIsHidden()
     {
@@ -140,10 +144,14 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("path");
         QTest::addColumn<QStringList>("errnos");
-        QTest::newRow("system binaries are a read-only bind") << "/usr/bin/evil" << QStringList{QStringLiteral("EROFS")};
-        QTest::newRow("/etc is a read-only bind") << "/etc/passwd" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
-        QTest::newRow("the root of the sandbox") << "/evil" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
-        QTest::newRow("the agent binary") << "/.airlock/guest" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
+        QTest::newRow("system binaries are a read-only bind")
+            << "/usr/bin/evil" << QStringList{QStringLiteral("EROFS")};
+        QTest::newRow("/etc is a read-only bind")
+            << "/etc/passwd" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
+        QTest::newRow("the root of the sandbox")
+            << "/evil" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
+        QTest::newRow("the agent binary")
+            << "/.airlock/guest" << QStringList{QStringLiteral("EROFS"), QStringLiteral("EACCES")};
         // /dev is a writable tmpfs as far as mounts go: only Landlock stops this one.
         QTest::newRow("Landlock blocks /dev/shm") << "/dev/shm/x" << QStringList{QStringLiteral("EACCES")};
         QTest::newRow("Landlock blocks new files in /dev") << "/dev/evil" << QStringList{QStringLiteral("EACCES")};
@@ -169,7 +177,8 @@ private Q_SLOTS:
         QCOMPARE(probe(m_sb, {QStringLiteral("kill"), QString::number(m_daemon->pid())}), QStringLiteral("ESRCH"));
         // Only the guest (pid 1), this execution's shepherd and the shell pipeline (sh, ls, grep)
         // exist in the sandbox's PID namespace.
-        const QStringList pids = sh(m_sb, QStringLiteral("ls /proc | grep -E '^[0-9]+$'")).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        const QStringList pids
+            = sh(m_sb, QStringLiteral("ls /proc | grep -E '^[0-9]+$'")).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
         QVERIFY2(pids.contains(QStringLiteral("1")) && pids.size() <= 5, qPrintable(pids.join(QLatin1Char(' '))));
     }
 
@@ -196,7 +205,8 @@ private Q_SLOTS:
         f.write("root only");
         f.close();
         QVERIFY(::chmod(QFile::encodeName(secret).constData(), 0600) == 0);
-        const QString sb = m_daemon->create({QStringLiteral("--mount"), probeMount(), QStringLiteral("--mount"), dir.path() + QStringLiteral(":/data:ro")});
+        const QString sb = m_daemon->create({QStringLiteral("--mount"), probeMount(), QStringLiteral("--mount"),
+            dir.path() + QStringLiteral(":/data:ro")});
         QVERIFY(!sb.isEmpty());
         QCOMPARE(probe(sb, {QStringLiteral("read"), QStringLiteral("/data/secret")}), QStringLiteral("EACCES"));
         QCOMPARE(probe(sb, {QStringLiteral("write"), QStringLiteral("/data/new")}), QStringLiteral("EROFS"));
@@ -215,7 +225,8 @@ private Q_SLOTS:
 
     void daemonEnvironmentNeverReachesTheSandbox()
     {
-        const QString inside = sh(m_sb, QStringLiteral("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ"));
+        const QString inside
+            = sh(m_sb, QStringLiteral("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ"));
         QVERIFY(!inside.isEmpty());
         QVERIFY2(!inside.contains(QStringLiteral("canary-7f3a9c")), qPrintable(inside));
         QVERIFY(inside.contains(QStringLiteral("HOME=/home/sandbox")));
@@ -237,12 +248,13 @@ private Q_SLOTS:
         f.close();
         // The agent's own way in: a file copy into the workspace, no command asked about.
         QCOMPARE(m_daemon->ctl({QStringLiteral("cp"), rc, m_sb + QStringLiteral(":/workspace/.bashrc")}).exitCode, 0);
-        const QStringList bash = {QStringLiteral("socket-stdin"), QStringLiteral("bash"), QStringLiteral("-c"), QStringLiteral("echo ran")};
+        const QStringList bash = {
+            QStringLiteral("socket-stdin"), QStringLiteral("bash"), QStringLiteral("-c"), QStringLiteral("echo ran")};
         // The baseline: with the workspace as HOME (as it was), bash runs the planted file.
-        const CliResult planted = m_daemon->ctl(QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"),
-                                                            QStringLiteral("--env"), QStringLiteral("HOME=/workspace"),
-                                                            QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe")}
-                                                + bash);
+        const CliResult planted = m_daemon->ctl(
+            QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin"), QStringLiteral("--env"),
+                QStringLiteral("HOME=/workspace"), QStringLiteral("--"), QStringLiteral("/opt/probe/airlock-probe")}
+            + bash);
         QCOMPARE(planted.out, QByteArray("PLANTED\nran\n"));
         int exitCode = -1;
         QCOMPARE(probe(m_sb, bash, &exitCode), QStringLiteral("ran"));
@@ -251,23 +263,31 @@ private Q_SLOTS:
             const QString path = QStringLiteral("/home/sandbox/") + QLatin1String(file);
             QCOMPARE(probe(m_sb, {QStringLiteral("write"), path}), QStringLiteral("EROFS"));
             QCOMPARE(probe(m_sb, {QStringLiteral("unlink"), path}), QStringLiteral("EBUSY"));
-            QCOMPARE(probe(m_sb, {QStringLiteral("rename"), path, QStringLiteral("/home/sandbox/moved")}), QStringLiteral("EBUSY"));
+            QCOMPARE(probe(m_sb, {QStringLiteral("rename"), path, QStringLiteral("/home/sandbox/moved")}),
+                QStringLiteral("EBUSY"));
         }
         // Python's user site (its .pth files run at every start) cannot be made, nor moved aside
         // with its parent and made anew.
-        QCOMPARE(probe(m_sb, {QStringLiteral("mkdir"), QStringLiteral("/home/sandbox/.local/lib/python3")}), QStringLiteral("EROFS"));
-        QCOMPARE(probe(m_sb, {QStringLiteral("rename"), QStringLiteral("/home/sandbox/.local"), QStringLiteral("/home/sandbox/l")}),
-                 QStringLiteral("EBUSY"));
-        QCOMPARE(probe(m_sb, {QStringLiteral("rename"), QStringLiteral("/home/sandbox/.local/lib"), QStringLiteral("/home/sandbox/.local/l")}),
-                 QStringLiteral("EBUSY"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("mkdir"), QStringLiteral("/home/sandbox/.local/lib/python3")}),
+            QStringLiteral("EROFS"));
+        QCOMPARE(
+            probe(m_sb,
+                {QStringLiteral("rename"), QStringLiteral("/home/sandbox/.local"), QStringLiteral("/home/sandbox/l")}),
+            QStringLiteral("EBUSY"));
+        QCOMPARE(probe(m_sb,
+                     {QStringLiteral("rename"), QStringLiteral("/home/sandbox/.local/lib"),
+                         QStringLiteral("/home/sandbox/.local/l")}),
+            QStringLiteral("EBUSY"));
         // The rest of the home is the programs' to use: caches, data, config.
         QCOMPARE(probe(m_sb, {QStringLiteral("mkdir"), QStringLiteral("/home/sandbox/.cache")}), QStringLiteral("ok"));
-        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.config/tool.conf")}), QStringLiteral("ok"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.config/tool.conf")}),
+            QStringLiteral("ok"));
         // Configuration that makes programs start others is read-only too (git core.fsmonitor, aliases).
-        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.gitconfig")}), QStringLiteral("EROFS"));
+        QCOMPARE(probe(m_sb, {QStringLiteral("write"), QStringLiteral("/home/sandbox/.gitconfig")}),
+            QStringLiteral("EROFS"));
         // And a mount may not cover them.
         const CliResult mounted = m_daemon->ctl({QStringLiteral("create"), QStringLiteral("--mount"),
-                                                 dir.path() + QStringLiteral(":/home/sandbox/.bashrc")});
+            dir.path() + QStringLiteral(":/home/sandbox/.bashrc")});
         QCOMPARE(mounted.exitCode, 2);
         QVERIFY2(mounted.err.contains("is reserved by Airlock"), mounted.err.constData());
     }

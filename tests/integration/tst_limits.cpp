@@ -28,7 +28,7 @@ private:
     std::unique_ptr<TestDaemon> m_daemon;
 
     static CliResult exec(const TestDaemon &d, const QString &sandbox, const QStringList &command,
-                          const QStringList &options = {}, int timeoutMs = 60000)
+        const QStringList &options = {}, int timeoutMs = 60000)
     {
         return execIn(d, sandbox, command, options, timeoutMs);
     }
@@ -61,17 +61,19 @@ private Q_SLOTS:
         QProcess feeder;
         feeder.setProcessEnvironment(m_daemon->environment());
         feeder.setStandardInputFile(QStringLiteral("/dev/zero"));
-        feeder.start(binDir() + QStringLiteral("/airlockctl"), args("exec", "--timeout", "4s", sb, "--", "sleep", "30"));
+        feeder.start(
+            binDir() + QStringLiteral("/airlockctl"), args("exec", "--timeout", "4s", sb, "--", "sleep", "30"));
         qint64 peak = 0;
-        QVERIFY(waitFor([&] {
-            peak = std::max(peak, rssKb(m_daemon->pid()));
-            return feeder.state() == QProcess::NotRunning;
-        }, 20000));
+        QVERIFY(waitFor(
+            [&] {
+                peak = std::max(peak, rssKb(m_daemon->pid()));
+                return feeder.state() == QProcess::NotRunning;
+            },
+            20000));
         QCOMPARE(feeder.exitCode(), 124);
         QVERIFY2(peak - before < 48 * 1024, qPrintable(QStringLiteral("daemon grew by %1 KiB").arg(peak - before)));
         m_daemon->ctl(args("rm", sb));
     }
-
 
     // ---- 7. Output ---------------------------------------------------------------------------
 
@@ -85,7 +87,7 @@ private Q_SLOTS:
         QCOMPARE(r.out.size(), qsizetype(1048576));
         QCOMPARE(r.out.count("y\n"), qsizetype(1048576 / 2)); // the bytes themselves, not padding
         QVERIFY2(r.err.contains("output exceeded the sandbox's limit of 1048576 bytes; the command was killed"),
-                 qPrintable(r.describe()));
+            qPrintable(r.describe()));
         QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
     }
 
@@ -130,13 +132,14 @@ private Q_SLOTS:
         QVERIFY2(!bomb.isEmpty(), qPrintable(error));
         const QString other = m_daemon->create({}, &error);
         QVERIFY2(!other.isEmpty(), qPrintable(error));
-        const QJsonObject pids = info(*m_daemon, bomb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toObject();
+        const QJsonObject pids
+            = info(*m_daemon, bomb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("pids")).toObject();
         QCOMPARE(pids.value(QStringLiteral("value")).toInt(), 64);
 
         QProcess bomber;
         bomber.setProcessEnvironment(m_daemon->environment());
         bomber.start(binDir() + QStringLiteral("/airlockctl"),
-                     args("--no-autostart", "exec", bomb, "-n", "--", "/opt/probe/airlock-probe", "forkbomb"));
+            args("--no-autostart", "exec", bomb, "-n", "--", "/opt/probe/airlock-probe", "forkbomb"));
         QVERIFY(bomber.waitForStarted(5000));
         const CliResult ok = exec(*m_daemon, other, args("echo", "ok"));
         QVERIFY(bomber.waitForFinished(30000));
@@ -174,10 +177,14 @@ private Q_SLOTS:
         QString error;
         const QString sb = m_daemon->create(args("--memory", "64M", "--mount", probeMount()), &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
-        const QJsonObject memory = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("memoryBytes")).toObject();
+        const QJsonObject memory = info(*m_daemon, sb)
+                                       .value(QStringLiteral("limits"))
+                                       .toObject()
+                                       .value(QStringLiteral("memoryBytes"))
+                                       .toObject();
         QCOMPARE(memory.value(QStringLiteral("value")).toDouble(), 64.0 * 1024 * 1024);
         QVERIFY2(memory.value(QStringLiteral("enforcedBy")).toString().endsWith(QLatin1String(" memory")),
-                 qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
+            qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
         const CliResult r = exec(*m_daemon, sb, args("/opt/probe/airlock-probe", "alloc", megabytes));
         QCOMPARE(r.exitCode, exitCode);
         QCOMPARE(r.out, out);
@@ -200,7 +207,8 @@ private Q_SLOTS:
         QTest::newRow("create --exec-timeout applies to every exec by default")
             << args("--exec-timeout", "1s") << QStringList{} << args("sleep", "10") << 124 << 900;
         QTest::newRow("exec --timeout overrides the sandbox default")
-            << args("--exec-timeout", "1s") << args("--timeout", "10s") << args("sh", "-c", "sleep 1.5; echo done") << 0 << 1400;
+            << args("--exec-timeout", "1s") << args("--timeout", "10s") << args("sh", "-c", "sleep 1.5; echo done") << 0
+            << 1400;
     }
     void timeouts()
     {
@@ -248,8 +256,9 @@ private Q_SLOTS:
         const QString ws = info(*m_daemon, sb).value(QStringLiteral("workspace")).toString();
         const QString hide = QStringLiteral("setsid sleep 74001 & sh -c 'setsid sleep 74002 & exit 0' & "
                                             "setsid /opt/probe/airlock-probe hop /workspace/hops & ");
-        const QString wait = how == QLatin1String("output") ? QStringLiteral("while [ ! -e /workspace/go ]; do sleep 0.05; done; yes")
-                                                            : QStringLiteral("sleep 600");
+        const QString wait = how == QLatin1String("output")
+            ? QStringLiteral("while [ ! -e /workspace/go ]; do sleep 0.05; done; yes")
+            : QStringLiteral("sleep 600");
         QStringList options{QStringLiteral("--no-autostart"), QStringLiteral("exec")};
         if (how == QLatin1String("timeout"))
             options += args("--timeout", "8s");
@@ -258,12 +267,16 @@ private Q_SLOTS:
         QProcess command;
         command.setProcessEnvironment(m_daemon->environment());
         command.setStandardOutputFile(QProcess::nullDevice());
-        command.start(binDir() + QStringLiteral("/airlockctl"), options + QStringList{sb, QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), hide + wait});
+        command.start(binDir() + QStringLiteral("/airlockctl"),
+            options + QStringList{sb, QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), hide + wait});
         QVERIFY(command.waitForStarted(5000));
 
         // What runs in the sandbox, seen from inside: "PID: COMMAND LINE" of every process there.
         const auto hidden = [&] {
-            const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "for f in /proc/[0-9]*/cmdline; do printf '%s: ' \"$f\"; tr '\\0' ' ' < \"$f\"; echo; done 2>/dev/null"));
+            const CliResult r = exec(*m_daemon, sb,
+                args("sh", "-c",
+                    "for f in /proc/[0-9]*/cmdline; do printf '%s: ' \"$f\"; tr '\\0' ' ' < \"$f\"; echo; done "
+                    "2>/dev/null"));
             QStringList found;
             for (const QString &line : QString::fromUtf8(r.out).split(QLatin1Char('\n')))
                 if (line.contains(QLatin1String("sleep 7400")) || line.contains(QLatin1String("airlock-probe hop")))
@@ -276,7 +289,8 @@ private Q_SLOTS:
         };
         const auto allHidden = [&] {
             const QString found = hidden().join(QLatin1Char('\n'));
-            return found.contains(QLatin1String("sleep 74001")) && found.contains(QLatin1String("sleep 74002")) && found.contains(QLatin1String("hop"));
+            return found.contains(QLatin1String("sleep 74001")) && found.contains(QLatin1String("sleep 74002"))
+                && found.contains(QLatin1String("hop"));
         };
         QVERIFY2(waitFor(allHidden, 5000), qPrintable(hidden().join(QLatin1Char('\n'))));
         const qint64 hopsBefore = hops();
@@ -312,7 +326,11 @@ private Q_SLOTS:
         QString error;
         const QString sb = m_daemon->create(args("--file-size", "1M"), &error);
         QVERIFY2(!sb.isEmpty(), qPrintable(error));
-        const QJsonObject limit = info(*m_daemon, sb).value(QStringLiteral("limits")).toObject().value(QStringLiteral("fileSizeBytes")).toObject();
+        const QJsonObject limit = info(*m_daemon, sb)
+                                      .value(QStringLiteral("limits"))
+                                      .toObject()
+                                      .value(QStringLiteral("fileSizeBytes"))
+                                      .toObject();
         QCOMPARE(limit.value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("RLIMIT_FSIZE"));
         const QString ws = info(*m_daemon, sb).value(QStringLiteral("workspace")).toString();
         const CliResult r = exec(*m_daemon, sb, args("sh", "-c", "head -c 2000000 /dev/zero > /workspace/f"));
@@ -363,7 +381,8 @@ private Q_SLOTS:
         QCOMPARE(cpu.value(QStringLiteral("value")).toDouble(), 200.0);
         QCOMPARE(cpu.value(QStringLiteral("enforcedBy")).toString(), QStringLiteral("cgroup v1 cpu"));
         const QString id = info(*m_daemon, sb).value(QStringLiteral("id")).toString();
-        const QStringList dirs = QDir(QStringLiteral("/sys/fs/cgroup/cpu/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+        const QStringList dirs
+            = QDir(QStringLiteral("/sys/fs/cgroup/cpu/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
         QString dir;
         for (const QString &key : dirs)
             if (QFileInfo(QStringLiteral("/sys/fs/cgroup/cpu/airlock/%1/%2").arg(key, id)).isDir())
@@ -377,13 +396,17 @@ private Q_SLOTS:
         QCOMPARE(read(QStringLiteral("cpu.cfs_period_us")), QByteArray("100000"));
         // The loop's own CPU time after 2 s of wall time, from /proc/PID/stat (utime + stime, ticks).
         const CliResult r = exec(*m_daemon, sb,
-                                 args("sh", "-c", "sh -c 'while :; do :; done' & p=$!; sleep 2; cut -d' ' -f14,15 /proc/$p/stat; kill $p"));
+            args("sh", "-c", "sh -c 'while :; do :; done' & p=$!; sleep 2; cut -d' ' -f14,15 /proc/$p/stat; kill $p"));
         QCOMPARE(r.exitCode, 0);
         const QList<QByteArray> ticks = r.out.trimmed().split(' ');
         QCOMPARE(ticks.size(), 2);
-        const double cpuSeconds = double(ticks[0].toLongLong() + ticks[1].toLongLong()) / double(::sysconf(_SC_CLK_TCK));
+        const double cpuSeconds
+            = double(ticks[0].toLongLong() + ticks[1].toLongLong()) / double(::sysconf(_SC_CLK_TCK));
         const QByteArray stat = read(QStringLiteral("cpu.stat"));
-        const qint64 throttled = QRegularExpression(QStringLiteral("nr_throttled (\\d+)")).match(QString::fromLatin1(stat)).captured(1).toLongLong();
+        const qint64 throttled = QRegularExpression(QStringLiteral("nr_throttled (\\d+)"))
+                                     .match(QString::fromLatin1(stat))
+                                     .captured(1)
+                                     .toLongLong();
         QVERIFY2(throttled >= 5, stat.constData());
         QVERIFY2(cpuSeconds < 0.3 * 2, qPrintable(QStringLiteral("%1 s of CPU in 2 s at 0.2 cores").arg(cpuSeconds)));
         QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
@@ -401,15 +424,18 @@ private Q_SLOTS:
         const double physical = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
         QCOMPARE(memory.value(QStringLiteral("value")).toDouble(), std::min(4.0 * (1 << 30), std::floor(physical / 2)));
         QVERIFY2(memory.value(QStringLiteral("enforcedBy")).toString().contains(QLatin1String("memory (the default")),
-                 qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
-        QCOMPARE(limits.value(QStringLiteral("tmpBytes")).toObject().value(QStringLiteral("value")).toDouble(), double(1 << 30));
+            qPrintable(memory.value(QStringLiteral("enforcedBy")).toString()));
+        QCOMPARE(limits.value(QStringLiteral("tmpBytes")).toObject().value(QStringLiteral("value")).toDouble(),
+            double(1 << 30));
         // The kernel's own view of every writable tmpfs (those under the home that hold its
         // read-only startup files too): 1 GiB, not half of the host's memory.
-        const CliResult df = exec(*m_daemon, sb, args("df", "-B1", "--output=size,target", "/tmp", "/var/tmp", "/home/sandbox", "/home/sandbox/.config",
-                                                      "/home/sandbox/.local", "/home/sandbox/.cargo"));
+        const CliResult df = exec(*m_daemon, sb,
+            args("df", "-B1", "--output=size,target", "/tmp", "/var/tmp", "/home/sandbox", "/home/sandbox/.config",
+                "/home/sandbox/.local", "/home/sandbox/.cargo"));
         QCOMPARE(df.exitCode, 0);
-        QCOMPARE(df.out.simplified(), QByteArray("1B-blocks Mounted on 1073741824 /tmp 1073741824 /var/tmp 1073741824 /home/sandbox 1073741824 "
-                                                 "/home/sandbox/.config 1073741824 /home/sandbox/.local 1073741824 /home/sandbox/.cargo"));
+        QCOMPARE(df.out.simplified(),
+            QByteArray("1B-blocks Mounted on 1073741824 /tmp 1073741824 /var/tmp 1073741824 /home/sandbox 1073741824 "
+                       "/home/sandbox/.config 1073741824 /home/sandbox/.local 1073741824 /home/sandbox/.cargo"));
         QCOMPARE(m_daemon->ctl(args("rm", sb)).exitCode, 0);
     }
 
@@ -428,7 +454,8 @@ private Q_SLOTS:
         QVERIFY2(!charged.isEmpty(), qPrintable(error));
         const QString id = info(*m_daemon, charged).value(QStringLiteral("id")).toString();
         QString usage;
-        for (const QString &key : QDir(QStringLiteral("/sys/fs/cgroup/memory/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+        for (const QString &key :
+            QDir(QStringLiteral("/sys/fs/cgroup/memory/airlock")).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
             if (QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/memory/airlock/%1/%2").arg(key, id)))
                 usage = QStringLiteral("/sys/fs/cgroup/memory/airlock/%1/%2/memory.usage_in_bytes").arg(key, id);
         auto used = [&] {

@@ -30,14 +30,17 @@ QByteArray query(const TestDaemon &d, const QString &sql)
 {
     sqlite3 *h = nullptr;
     QByteArray out;
-    if (sqlite3_open_v2(native(d.dataDir() + QStringLiteral("/history.db")).constData(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+    if (sqlite3_open_v2(
+            native(d.dataDir() + QStringLiteral("/history.db")).constData(), &h, SQLITE_OPEN_READONLY, nullptr)
+        != SQLITE_OK)
         return "cannot open";
     sqlite3_stmt *st = nullptr;
     if (sqlite3_prepare_v2(h, sql.toUtf8().constData(), -1, &st, nullptr) != SQLITE_OK) {
         out = QByteArray("bad query: ") + sqlite3_errmsg(h);
     } else {
         while (sqlite3_step(st) == SQLITE_ROW)
-            out += QByteArray(reinterpret_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0)) + '|';
+            out += QByteArray(reinterpret_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0))
+                + '|';
     }
     sqlite3_finalize(st);
     sqlite3_close(h);
@@ -92,13 +95,16 @@ private Q_SLOTS:
         QProcess ctl;
         ctl.setProcessEnvironment(d.environment());
         ctl.start(binDir() + QStringLiteral("/airlockctl"),
-                  args("--no-autostart", "exec", sb, "--", "sh", "-c", "i=0; while [ $i -lt 400 ]; do i=$((i+1)); echo line $i; sleep 0.01; done; exit 7"));
+            args("--no-autostart", "exec", sb, "--", "sh", "-c",
+                "i=0; while [ $i -lt 400 ]; do i=$((i+1)); echo line $i; sleep 0.01; done; exit 7"));
         QVERIFY(ctl.waitForStarted(5000));
         QByteArray out;
-        QVERIFY(waitFor([&] {
-            out += ctl.readAllStandardOutput();
-            return out.contains("line 40\n");
-        }, 15000));
+        QVERIFY(waitFor(
+            [&] {
+                out += ctl.readAllStandardOutput();
+                return out.contains("line 40\n");
+            },
+            15000));
         const qint64 killedAt = QDateTime::currentMSecsSinceEpoch();
         QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
         QVERIFY(d.process().waitForFinished(5000));
@@ -115,23 +121,38 @@ private Q_SLOTS:
         QVERIFY2(err.contains("airlockd went away") && err.contains("reconnected"), err.constData());
 
         // The history has it all too, once: an execution taken over is not "interrupted".
-        QCOMPARE(query(d, QStringLiteral("SELECT status || ' ' || exit_code FROM executions WHERE sandbox_id='%1' AND exec_id=2").arg(id)),
-                 QByteArray("failed 7|"));
-        QCOMPARE(query(d, QStringLiteral("SELECT group_concat(data, '') FROM (SELECT data FROM chunks JOIN executions x ON x.id = chunks.execution "
-                                         "WHERE x.sandbox_id='%1' AND x.exec_id=2 AND stream=1 ORDER BY offset)").arg(id)),
-                 numberedLines(1, 400) + '|');
-        QCOMPARE(query(d, QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' AND kind LIKE 'sandbox.%' ORDER BY seq").arg(id)),
-                 QByteArray("sandbox.created|sandbox.adopted|"));
+        QCOMPARE(
+            query(d,
+                QStringLiteral("SELECT status || ' ' || exit_code FROM executions WHERE sandbox_id='%1' AND exec_id=2")
+                    .arg(id)),
+            QByteArray("failed 7|"));
+        QCOMPARE(query(d,
+                     QStringLiteral("SELECT group_concat(data, '') FROM (SELECT data FROM chunks JOIN executions x ON "
+                                    "x.id = chunks.execution "
+                                    "WHERE x.sandbox_id='%1' AND x.exec_id=2 AND stream=1 ORDER BY offset)")
+                         .arg(id)),
+            numberedLines(1, 400) + '|');
+        QCOMPARE(
+            query(d,
+                QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' AND kind LIKE 'sandbox.%' ORDER BY seq")
+                    .arg(id)),
+            QByteArray("sandbox.created|sandbox.adopted|"));
         // Its stream goes on after what was stored (a number used twice would not have been stored).
-        QCOMPARE(query(d, QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq DESC LIMIT 1").arg(id)), QByteArray("exec.exited|"));
+        QCOMPARE(
+            query(d, QStringLiteral("SELECT kind FROM events WHERE sandbox_id='%1' ORDER BY seq DESC LIMIT 1").arg(id)),
+            QByteArray("exec.exited|"));
 
         // The sandbox is as it was: running, its files there, and it takes commands.
         const QJsonObject after = sandboxInfo(d, sb);
         QCOMPARE(after.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
-        QVERIFY(QDateTime::fromString(after.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs).toMSecsSinceEpoch() < killedAt);
+        QVERIFY(QDateTime::fromString(after.value(QStringLiteral("createdAt")).toString(), Qt::ISODateWithMs)
+                    .toMSecsSinceEpoch()
+            < killedAt);
         const CliResult cat = execIn(d, sb, args("cat", "work.txt"));
         QCOMPARE(cat.out, QByteArray("kept\n"));
-        QCOMPARE(query(d, QStringLiteral("SELECT exec_id FROM executions WHERE sandbox_id='%1' ORDER BY exec_id").arg(id)), QByteArray("1|2|3|"));
+        QCOMPARE(
+            query(d, QStringLiteral("SELECT exec_id FROM executions WHERE sandbox_id='%1' ORDER BY exec_id").arg(id)),
+            QByteArray("1|2|3|"));
         QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
         QVERIFY(!QFileInfo::exists(d.dataDir() + QStringLiteral("/sandboxes/") + id));
     }
@@ -146,11 +167,13 @@ private Q_SLOTS:
         // A command that ends while no daemon is there: its end and its output are not lost.
         QProcess ctl;
         ctl.setProcessEnvironment(d.environment());
-        ctl.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "--", "sh", "-c", "echo before; sleep 1.5; echo after; exit 3"));
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "exec", sb, "--", "sh", "-c", "echo before; sleep 1.5; echo after; exit 3"));
         QVERIFY(ctl.waitForStarted(5000));
         QVERIFY(waitFor([&] { return ctl.peek(100).contains("before"); }, 10000));
         const QJsonObject record = recordOf(d, id);
-        const qint64 init = qint64(record.value(QStringLiteral("init")).toObject().value(QStringLiteral("pid")).toDouble());
+        const qint64 init
+            = qint64(record.value(QStringLiteral("init")).toObject().value(QStringLiteral("pid")).toDouble());
         QVERIFY2(alive(init), QJsonDocument(record).toJson().constData());
         d.stop(); // SIGTERM
         QCOMPARE(d.process().exitCode(), 0);
@@ -160,7 +183,9 @@ private Q_SLOTS:
         QVERIFY(ctl.waitForFinished(20000));
         QCOMPARE(ctl.readAllStandardOutput(), QByteArray("before\nafter\n"));
         QCOMPARE(ctl.exitCode(), 3);
-        QCOMPARE(query(d, QStringLiteral("SELECT status || ' ' || exit_code FROM executions WHERE sandbox_id='%1'").arg(id)), QByteArray("failed 3|"));
+        QCOMPARE(
+            query(d, QStringLiteral("SELECT status || ' ' || exit_code FROM executions WHERE sandbox_id='%1'").arg(id)),
+            QByteArray("failed 3|"));
         QCOMPARE(sandboxInfo(d, sb).value(QStringLiteral("state")).toString(), QStringLiteral("running"));
         // The allowlist sandbox's proxy hand-over and exec check were handed over anew.
         const CliResult again = execIn(d, sb, args("sh", "-c", "echo $HTTPS_PROXY"));
@@ -181,15 +206,18 @@ private Q_SLOTS:
         QProcess ctl;
         ctl.setProcessEnvironment(d.environment());
         ctl.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "--", "sleep", "7411"));
-        QVERIFY(waitFor([&] {
-            QList<qint64> pids = pidsWithCommandLine("sleep 7411");
-            pids.removeAll(ctl.processId()); // the client's own command line names it too
-            return !pids.isEmpty();
-        }, 10000));
+        QVERIFY(waitFor(
+            [&] {
+                QList<qint64> pids = pidsWithCommandLine("sleep 7411");
+                pids.removeAll(ctl.processId()); // the client's own command line names it too
+                return !pids.isEmpty();
+            },
+            10000));
         QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
         QVERIFY(d.process().waitForFinished(5000));
         // The sandbox dies while no daemon is there (its init, by the pid its record names).
-        const qint64 init = qint64(recordOf(d, id).value(QStringLiteral("init")).toObject().value(QStringLiteral("pid")).toDouble());
+        const qint64 init
+            = qint64(recordOf(d, id).value(QStringLiteral("init")).toObject().value(QStringLiteral("pid")).toDouble());
         QVERIFY(::kill(pid_t(init), SIGKILL) == 0);
         QVERIFY(waitFor([&] { return !alive(init); }, 5000));
         QVERIFY(d.start());
@@ -200,15 +228,21 @@ private Q_SLOTS:
         const QJsonObject row = jsonArray(ls.out).at(0).toObject();
         QCOMPARE(row.value(QStringLiteral("name")).toString(), sb);
         QCOMPARE(row.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
-        QVERIFY2(row.value(QStringLiteral("failure")).toString().contains(QStringLiteral("ended while airlockd was away")), ls.out.constData());
+        QVERIFY2(
+            row.value(QStringLiteral("failure")).toString().contains(QStringLiteral("ended while airlockd was away")),
+            ls.out.constData());
         QCOMPARE(QFile(workspace + QStringLiteral("/result.txt")).exists(), true);
-        QCOMPARE(query(d, QStringLiteral("SELECT status FROM executions WHERE sandbox_id='%1' AND exec_id=2").arg(id)), QByteArray("interrupted|"));
+        QCOMPARE(query(d, QStringLiteral("SELECT status FROM executions WHERE sandbox_id='%1' AND exec_id=2").arg(id)),
+            QByteArray("interrupted|"));
         // Still there after another restart (said once in the history, not each time).
         d.stop();
         QVERIFY(d.start());
         const QByteArray again = d.ctl(args("ls", "--json")).out;
         QVERIFY2(again == ls.out, QByteArray(again + "\n---\n" + ls.out).constData());
-        QCOMPARE(query(d, QStringLiteral("SELECT count(*) FROM events WHERE sandbox_id='%1' AND kind='sandbox.failed'").arg(id)), QByteArray("1|"));
+        QCOMPARE(
+            query(d,
+                QStringLiteral("SELECT count(*) FROM events WHERE sandbox_id='%1' AND kind='sandbox.failed'").arg(id)),
+            QByteArray("1|"));
         QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
         QVERIFY(!QFileInfo::exists(workspace));
         QVERIFY(jsonArray(d.ctl(args("ls", "--json")).out).isEmpty());
@@ -274,7 +308,9 @@ private Q_SLOTS:
         QVERIFY2(!attacker.isEmpty(), qPrintable(error));
         // As root the data directory is root's alone, out of reach of the sandbox's uid (it needs no
         // cover); a user's daemon, whose sandboxes share its uid, covers it (below).
-        const CliResult look = execIn(d, attacker, args("sh", "-c", "ls /host/airlock 2>&1; awk '$5 == \"/host/airlock\" {print $9, $6}' /proc/self/mountinfo"));
+        const CliResult look = execIn(d, attacker,
+            args("sh", "-c",
+                "ls /host/airlock 2>&1; awk '$5 == \"/host/airlock\" {print $9, $6}' /proc/self/mountinfo"));
         if (::geteuid() == 0)
             QVERIFY2(look.out.contains("Permission denied") && !look.out.contains("tmpfs"), look.out.constData());
         else
@@ -291,9 +327,10 @@ private Q_SLOTS:
         QVERIFY2(writable.err.contains("read-write: it holds airlockd's own"), writable.err.constData());
         // Nor may another mount go inside the cover (bwrap would make its mount point there).
         const CliResult planted = d.ctl(args("create", "--mount", parent + QStringLiteral(":/host:ro"), "--mount",
-                                             d.rootDir() + QStringLiteral(":/host/airlock/sandboxes/deadbeef0000:ro")));
+            d.rootDir() + QStringLiteral(":/host/airlock/sandboxes/deadbeef0000:ro")));
         QVERIFY(planted.exitCode != 0);
-        QVERIFY2(planted.err.contains("which shows airlockd's own folder (covered, or out of the sandbox's reach)"), planted.err.constData());
+        QVERIFY2(planted.err.contains("which shows airlockd's own folder (covered, or out of the sandbox's reach)"),
+            planted.err.constData());
         QVERIFY(!QFileInfo::exists(d.dataDir() + QStringLiteral("/sandboxes/deadbeef0000")));
     }
 
@@ -307,9 +344,11 @@ private Q_SLOTS:
         QVERIFY(QFileInfo::exists(u.dataDir() + QStringLiteral("/history.db")));
         const auto created = u.ctl(args("create", "--name", "mine", "--mount", share + QStringLiteral(":/share:ro")));
         QVERIFY2(created.first == 0, created.second.constData());
-        const auto look = u.ctl(args("exec", "mine", "--", "sh", "-c", "ls -A /share/airlock | wc -l; cat /share/airlock/history.db 2>&1 | head -c 60"));
+        const auto look = u.ctl(args("exec", "mine", "--", "sh", "-c",
+            "ls -A /share/airlock | wc -l; cat /share/airlock/history.db 2>&1 | head -c 60"));
         QCOMPARE(look.first, 0);
-        QVERIFY2(look.second.startsWith("0\ncat: /share/airlock/history.db: No such file or directory"), look.second.constData());
+        QVERIFY2(look.second.startsWith("0\ncat: /share/airlock/history.db: No such file or directory"),
+            look.second.constData());
         // The person's own folder (secrets, policy, tools) too, made first when it is missing: a
         // secret stored after the sandbox was made is not there either.
         const QString config = u.home().filePath(QStringLiteral("config"));
@@ -332,10 +371,14 @@ private Q_SLOTS:
         // descriptors cannot be taken through /proc (it is not dumpable).
         const QString socket = d.dataDir() + QStringLiteral("/sandboxes/") + id + QStringLiteral("/guest.sock");
         QVERIFY(QFileInfo(socket).exists());
-        QCOMPARE(QFileInfo(d.dataDir() + QStringLiteral("/sandboxes")).permissions() & (QFile::ReadGroup | QFile::ReadOther | QFile::ExeGroup | QFile::ExeOther),
-                 QFileDevice::Permissions());
-        const CliResult look = execIn(d, sb, args("sh", "-c", "ls /proc/1/fd 2>&1; find / -name guest.sock 2>/dev/null | head -1; echo done"));
-        QVERIFY2(look.out.contains("Permission denied") && look.out.endsWith("done\n") && !look.out.contains("guest.sock"), look.out.constData());
+        QCOMPARE(QFileInfo(d.dataDir() + QStringLiteral("/sandboxes")).permissions()
+                & (QFile::ReadGroup | QFile::ReadOther | QFile::ExeGroup | QFile::ExeOther),
+            QFileDevice::Permissions());
+        const CliResult look = execIn(
+            d, sb, args("sh", "-c", "ls /proc/1/fd 2>&1; find / -name guest.sock 2>/dev/null | head -1; echo done"));
+        QVERIFY2(
+            look.out.contains("Permission denied") && look.out.endsWith("done\n") && !look.out.contains("guest.sock"),
+            look.out.constData());
         // The token is not on the guest's command line.
         const QByteArray token = recordOf(d, id).value(QStringLiteral("token")).toString().toLatin1();
         QCOMPARE(token.size(), 64);

@@ -33,7 +33,8 @@ class TestRemoteSsh final : public QObject {
         if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(data) != data.size())
             return false;
         f.close();
-        return !executable || f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        return !executable
+            || f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
     }
     static QByteArray readFile(const QString &file)
     {
@@ -51,41 +52,49 @@ class TestRemoteSsh final : public QObject {
     bool writeKnownHosts(const QString &file, const QString &hostKey) const
     {
         const QList<QByteArray> pub = readFile(hostKey + QStringLiteral(".pub")).split(' ');
-        return pub.size() >= 2 && writeFile(file, QStringLiteral("[127.0.0.1]:%1 ").arg(m_port).toUtf8() + pub.at(0) + ' ' + pub.at(1) + '\n');
+        return pub.size() >= 2
+            && writeFile(
+                file, QStringLiteral("[127.0.0.1]:%1 ").arg(m_port).toUtf8() + pub.at(0) + ' ' + pub.at(1) + '\n');
     }
     // What the client runs as AIRLOCK_SSH: the real ssh, this key and this known_hosts only, host keys checked.
     bool writeSsh(const QString &name, const QString &identity, const QString &knownHosts) const
     {
         const QString config = path(name + QStringLiteral(".config"));
-        return writeFile(config, QStringLiteral("IdentityFile %1\nIdentitiesOnly yes\nUserKnownHostsFile %2\n"
-                                                "StrictHostKeyChecking yes\nUpdateHostKeys no\n")
-                                     .arg(identity, knownHosts)
-                                     .toUtf8())
-            && writeFile(path(name), QStringLiteral("#!/bin/sh\nexec /usr/bin/ssh -F '%1' \"$@\"\n").arg(config).toUtf8(), true);
+        return writeFile(config,
+                   QStringLiteral("IdentityFile %1\nIdentitiesOnly yes\nUserKnownHostsFile %2\n"
+                                  "StrictHostKeyChecking yes\nUpdateHostKeys no\n")
+                       .arg(identity, knownHosts)
+                       .toUtf8())
+            && writeFile(
+                path(name), QStringLiteral("#!/bin/sh\nexec /usr/bin/ssh -F '%1' \"$@\"\n").arg(config).toUtf8(), true);
     }
     // This side: no daemon (AIRLOCK_SOCKET leads nowhere, --no-autostart), no saved hosts, no agent keys.
     QProcessEnvironment clientEnvironment(const QString &ssh) const
     {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         for (const QString &key : env.keys())
-            if (key.startsWith(QLatin1String("AIRLOCK_")) || key.startsWith(QLatin1String("XDG_")) || key.startsWith(QLatin1String("SSH_")))
+            if (key.startsWith(QLatin1String("AIRLOCK_")) || key.startsWith(QLatin1String("XDG_"))
+                || key.startsWith(QLatin1String("SSH_")))
                 env.remove(key);
         for (const char *sub : {"config", "state", "data"})
-            env.insert(QStringLiteral("XDG_%1_HOME").arg(QString::fromLatin1(sub).toUpper()), path(QStringLiteral("client/") + QLatin1String(sub)));
+            env.insert(QStringLiteral("XDG_%1_HOME").arg(QString::fromLatin1(sub).toUpper()),
+                path(QStringLiteral("client/") + QLatin1String(sub)));
         env.insert(QStringLiteral("XDG_RUNTIME_DIR"), path(QStringLiteral("client/run")));
         env.insert(QStringLiteral("AIRLOCK_SOCKET"), localSocket());
         env.insert(QStringLiteral("AIRLOCK_SSH"), path(ssh));
         return env;
     }
     QString localSocket() const { return path(QStringLiteral("client/run/airlock/airlockd.sock")); }
-    std::unique_ptr<QProcess> startClient(const QStringList &arguments, const QString &ssh = QStringLiteral("ssh")) const
+    std::unique_ptr<QProcess> startClient(
+        const QStringList &arguments, const QString &ssh = QStringLiteral("ssh")) const
     {
         auto p = std::make_unique<QProcess>();
         p->setProcessEnvironment(clientEnvironment(ssh));
         p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart") + arguments);
         return p;
     }
-    CliResult client(const QStringList &arguments, const QByteArray &input = {}, const QString &ssh = QStringLiteral("ssh")) const
+    CliResult client(
+        const QStringList &arguments, const QByteArray &input = {}, const QString &ssh = QStringLiteral("ssh")) const
     {
         auto p = startClient(arguments, ssh);
         CliResult r;
@@ -100,7 +109,8 @@ class TestRemoteSsh final : public QObject {
         return r;
     }
     // airlockctl --host ssh://root@127.0.0.1:PORT ...
-    CliResult remote(const QStringList &arguments, const QByteArray &input = {}, const QString &ssh = QStringLiteral("ssh")) const
+    CliResult remote(
+        const QStringList &arguments, const QByteArray &input = {}, const QString &ssh = QStringLiteral("ssh")) const
     {
         return client(args("--host", m_url) + arguments, input, ssh);
     }
@@ -143,47 +153,56 @@ private Q_SLOTS:
         // The session's environment (SetEnv) leads `airlockd --stdio` over there to the remote daemon.
         const QProcessEnvironment remoteEnv = m_remote->environment();
         QString setEnv = QStringLiteral("PATH=%1:/usr/bin:/bin").arg(binDir());
-        for (const char *name : {"AIRLOCK_SOCKET", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"})
+        for (const char *name :
+            {"AIRLOCK_SOCKET", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"})
             setEnv += QStringLiteral(" %1=%2").arg(QLatin1String(name), remoteEnv.value(QLatin1String(name)));
         const QString config = path(QStringLiteral("sshd_config"));
-        QVERIFY(writeFile(config, QStringLiteral("ListenAddress 127.0.0.1\nPort %1\nHostKey %2\nPidFile %3\nAuthorizedKeysFile %4\n"
-                                                 "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
-                                                 "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nSetEnv %5\n")
-                                      .arg(QString::number(m_port), path(QStringLiteral("host")), path(QStringLiteral("sshd.pid")),
-                                           path(QStringLiteral("authorized_keys")), setEnv)
-                                      .toUtf8()));
+        QVERIFY(writeFile(config,
+            QStringLiteral("ListenAddress 127.0.0.1\nPort %1\nHostKey %2\nPidFile %3\nAuthorizedKeysFile %4\n"
+                           "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+                           "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nSetEnv %5\n")
+                .arg(QString::number(m_port), path(QStringLiteral("host")), path(QStringLiteral("sshd.pid")),
+                    path(QStringLiteral("authorized_keys")), setEnv)
+                .toUtf8()));
         // sshd's privilege separation directory, as its service would make it (left in place).
         QVERIFY(QDir().mkpath(QStringLiteral("/run/sshd")));
-        QVERIFY(QFile::setPermissions(QStringLiteral("/run/sshd"), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
-                                                                       | QFileDevice::ReadGroup | QFileDevice::ExeGroup | QFileDevice::ReadOther
-                                                                       | QFileDevice::ExeOther));
+        QVERIFY(QFile::setPermissions(QStringLiteral("/run/sshd"),
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner | QFileDevice::ReadGroup
+                | QFileDevice::ExeGroup | QFileDevice::ReadOther | QFileDevice::ExeOther));
         m_sshd.setProcessChannelMode(QProcess::MergedChannels);
         m_sshd.setStandardOutputFile(path(QStringLiteral("sshd.log")));
         m_sshd.start(QStringLiteral("/usr/sbin/sshd"), args("-D", "-e", "-f", config));
         QVERIFY(m_sshd.waitForStarted(5000));
-        const bool listening = waitFor([&] {
-            if (m_sshd.state() != QProcess::Running)
-                return true;
-            QTcpSocket s;
-            s.connectToHost(QHostAddress::LocalHost, m_port);
-            return s.waitForConnected(200);
-        }, 10000);
-        QVERIFY2(listening && m_sshd.state() == QProcess::Running, readFile(path(QStringLiteral("sshd.log"))).constData());
+        const bool listening = waitFor(
+            [&] {
+                if (m_sshd.state() != QProcess::Running)
+                    return true;
+                QTcpSocket s;
+                s.connectToHost(QHostAddress::LocalHost, m_port);
+                return s.waitForConnected(200);
+            },
+            10000);
+        QVERIFY2(
+            listening && m_sshd.state() == QProcess::Running, readFile(path(QStringLiteral("sshd.log"))).constData());
 
         // The client's ssh programs: the right keys; a known_hosts with another host key; a key not authorized.
         QVERIFY(writeKnownHosts(path(QStringLiteral("known_hosts")), path(QStringLiteral("host"))));
         QVERIFY(writeKnownHosts(path(QStringLiteral("known_hosts.other")), path(QStringLiteral("other-host"))));
         QVERIFY(writeSsh(QStringLiteral("ssh"), path(QStringLiteral("user")), path(QStringLiteral("known_hosts"))));
-        QVERIFY(writeSsh(QStringLiteral("ssh-other-host"), path(QStringLiteral("user")), path(QStringLiteral("known_hosts.other"))));
-        QVERIFY(writeSsh(QStringLiteral("ssh-stranger"), path(QStringLiteral("stranger")), path(QStringLiteral("known_hosts"))));
+        QVERIFY(writeSsh(
+            QStringLiteral("ssh-other-host"), path(QStringLiteral("user")), path(QStringLiteral("known_hosts.other"))));
+        QVERIFY(writeSsh(
+            QStringLiteral("ssh-stranger"), path(QStringLiteral("stranger")), path(QStringLiteral("known_hosts"))));
         for (const char *sub : {"client/config", "client/run", "client/state", "client/data"}) {
             QVERIFY(QDir().mkpath(path(QLatin1String(sub))));
-            QVERIFY(QFile::setPermissions(path(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
+            QVERIFY(QFile::setPermissions(
+                path(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
         }
         // Without --host this side has nothing to talk to: whatever works below went through ssh.
         const CliResult local = client(args("ls"));
-        QVERIFY2(local.exitCode == 4 && local.err.contains(QStringLiteral("cannot reach airlockd at %1").arg(localSocket()).toUtf8()),
-                 qPrintable(local.describe()));
+        QVERIFY2(local.exitCode == 4
+                && local.err.contains(QStringLiteral("cannot reach airlockd at %1").arg(localSocket()).toUtf8()),
+            qPrintable(local.describe()));
     }
     void cleanupTestCase()
     {
@@ -207,7 +226,8 @@ private Q_SLOTS:
         QCOMPARE(created.err, QByteArray());
 
         // stdin in, several lines out, the command's own exit code.
-        const CliResult lines = remote(args("exec", "-i", "far", "--", "sh", "-c", "cat; printf 'line 2\\nline 3\\n'; exit 7"), "line 1\n");
+        const CliResult lines = remote(
+            args("exec", "-i", "far", "--", "sh", "-c", "cat; printf 'line 2\\nline 3\\n'; exit 7"), "line 1\n");
         QCOMPARE(lines.exitCode, 7);
         QCOMPARE(lines.out, QByteArray("line 1\nline 2\nline 3\n"));
         // A megabyte of every byte value, both ways, unchanged.
@@ -234,16 +254,18 @@ private Q_SLOTS:
 
     void aPolicyChangeOverSshBindsTheAgent()
     {
-        const CliResult set = remote(args("policy", "set", "far", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
+        const CliResult set = remote(
+            args("policy", "set", "far", "-"), R"({"commands": {"rules": [{"decision": "deny", "command": "rm"}]}})");
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
         QCOMPARE(set.out, QByteArray("policy of far is now version 2\n"));
         QCOMPARE(remote(args("policy", "check", "far", "--", "rm", "-rf", "/workspace")).out,
-                 QByteArray("deny: 'rm -rf /workspace' matches rule 'rm' (sandbox)\n"));
+            QByteArray("deny: 'rm -rf /workspace' matches rule 'rm' (sandbox)\n"));
         // An agent meets it over ssh and on the remote daemon's own socket alike.
         const QByteArray denied("airlockctl: denied by policy: 'rm -rf /workspace' matches rule 'rm' (sandbox)\n");
         const CliResult viaSsh = remote(args("--agent", "bot", "exec", "far", "-n", "--", "rm", "-rf", "/workspace"));
         QVERIFY2(viaSsh.exitCode == 6 && viaSsh.err == denied, qPrintable(viaSsh.describe()));
-        const CliResult there = m_remote->ctl(args("--agent", "bot", "exec", "far", "-n", "--", "rm", "-rf", "/workspace"));
+        const CliResult there
+            = m_remote->ctl(args("--agent", "bot", "exec", "far", "-n", "--", "rm", "-rf", "/workspace"));
         QCOMPARE(there.exitCode, 6);
         QCOMPARE(there.err, denied);
     }
@@ -253,14 +275,23 @@ private Q_SLOTS:
         // The agent is on the remote host (its daemon's socket); the person is here, over ssh.
         QProcess agent;
         agent.setProcessEnvironment(m_remote->environment());
-        agent.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "exec", "far", "-n", "--", "printf", "approved over %s\\n", "ssh"));
+        agent.start(binDir() + QStringLiteral("/airlockctl"),
+            args(
+                "--no-autostart", "--agent", "bot", "exec", "far", "-n", "--", "printf", "approved over %s\\n", "ssh"));
         QVERIFY(agent.waitForStarted(5000));
         QJsonObject request;
-        QVERIFY(waitFor([&] {
-            request = jsonObject(remote(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
-            return !request.isEmpty();
-        }, 20000));
-        QCOMPARE(request.value(QStringLiteral("argv")).toArray(), QJsonArray({QStringLiteral("printf"), QStringLiteral("approved over %s\\n"), QStringLiteral("ssh")}));
+        QVERIFY(waitFor(
+            [&] {
+                request = jsonObject(remote(args("approvals", "--json")).out)
+                              .value(QStringLiteral("approvals"))
+                              .toArray()
+                              .first()
+                              .toObject();
+                return !request.isEmpty();
+            },
+            20000));
+        QCOMPARE(request.value(QStringLiteral("argv")).toArray(),
+            QJsonArray({QStringLiteral("printf"), QStringLiteral("approved over %s\\n"), QStringLiteral("ssh")}));
         QCOMPARE(request.value(QStringLiteral("requester")).toString(), QStringLiteral("bot"));
         QCOMPARE(request.value(QStringLiteral("sandboxName")).toString(), QStringLiteral("far"));
         const QString id = request.value(QStringLiteral("id")).toString();
@@ -293,7 +324,9 @@ private Q_SLOTS:
         t.start();
         const CliResult r = remote(args("ls"), {}, QStringLiteral("ssh-other-host"));
         QVERIFY2(r.exitCode == 4, qPrintable(r.describe()));
-        QVERIFY2(r.err.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && r.err.contains("Host key verification failed."), qPrintable(r.describe()));
+        QVERIFY2(
+            r.err.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && r.err.contains("Host key verification failed."),
+            qPrintable(r.describe()));
         QVERIFY(t.elapsed() < 15000);
     }
 

@@ -50,7 +50,8 @@ QByteArray request(qint64 id, const QString &method, const QJsonObject &params =
 
 QByteArray hello(int protocol = rpc::kProtocolVersion)
 {
-    return request(1, QStringLiteral("hello"), {{QStringLiteral("protocol"), protocol}, {QStringLiteral("client"), QStringLiteral("raw")}});
+    return request(1, QStringLiteral("hello"),
+        {{QStringLiteral("protocol"), protocol}, {QStringLiteral("client"), QStringLiteral("raw")}});
 }
 
 // A client that speaks the frame format by hand.
@@ -77,14 +78,25 @@ public:
     // Waits until the daemon has closed the connection.
     bool waitClosed(int ms = 5000)
     {
-        return waitFor([this] { pump(); return isClosed(); }, ms);
+        return waitFor(
+            [this] {
+                pump();
+                return isClosed();
+            },
+            ms);
     }
     void disconnect() { m_socket.abort(); }
 
     // The next frame, or nullopt on timeout.
     std::optional<Frame> next(int ms = 10000)
     {
-        if (!waitFor([this] { pump(); return !m_frames.isEmpty() || m_bad; }, ms) || m_frames.isEmpty())
+        if (!waitFor(
+                [this] {
+                    pump();
+                    return !m_frames.isEmpty() || m_bad;
+                },
+                ms)
+            || m_frames.isEmpty())
             return std::nullopt;
         return m_frames.takeFirst();
     }
@@ -92,18 +104,21 @@ public:
     std::optional<QJsonObject> reply(qint64 id, int ms = 10000)
     {
         QJsonObject found;
-        const bool ok = waitFor([&] {
-            pump();
-            for (qsizetype i = 0; i < m_frames.size(); ++i) {
-                const QJsonObject o = m_frames.at(i).json();
-                if (m_frames.at(i).kind == rpc::kJsonFrame && o.value(QStringLiteral("id")).toDouble(-1) == double(id)) {
-                    found = o;
-                    m_frames.removeAt(i);
-                    return true;
+        const bool ok = waitFor(
+            [&] {
+                pump();
+                for (qsizetype i = 0; i < m_frames.size(); ++i) {
+                    const QJsonObject o = m_frames.at(i).json();
+                    if (m_frames.at(i).kind == rpc::kJsonFrame
+                        && o.value(QStringLiteral("id")).toDouble(-1) == double(id)) {
+                        found = o;
+                        m_frames.removeAt(i);
+                        return true;
+                    }
                 }
-            }
-            return false;
-        }, ms);
+                return false;
+            },
+            ms);
         return ok ? std::optional<QJsonObject>(found) : std::nullopt;
     }
     bool hasReply(qint64 id)
@@ -153,7 +168,7 @@ QList<qint64> pidsRunning(const QString &executable)
         bool ok = false;
         const qint64 pid = e.toLongLong(&ok);
         const QString exe = QStringLiteral("/proc/%1/exe").arg(e);
-        struct stat st {};
+        struct stat st { };
         if (!ok || ::stat(QFile::encodeName(exe).constData(), &st) != 0 || st.st_size != want.size())
             continue;
         QFile running(exe);
@@ -182,8 +197,11 @@ QStringList descendantsOf(qint64 root)
         parent.insert(pid, fields.at(1).toLongLong());
         QFile cmd(QStringLiteral("/proc/%1/cmdline").arg(e));
         cmd.open(QIODevice::ReadOnly);
-        text.insert(pid, QStringLiteral("%1 %2 %3").arg(pid).arg(QString::fromLatin1(fields.at(0)),
-                                                          QString::fromLocal8Bit(cmd.readAll().replace('\0', ' ').left(120))));
+        text.insert(pid,
+            QStringLiteral("%1 %2 %3")
+                .arg(pid)
+                .arg(QString::fromLatin1(fields.at(0)),
+                    QString::fromLocal8Bit(cmd.readAll().replace('\0', ' ').left(120))));
     }
     QStringList out;
     for (auto it = parent.cbegin(); it != parent.cend(); ++it) {
@@ -209,7 +227,7 @@ class TestRobustness final : public QObject {
 private:
     std::unique_ptr<TestDaemon> m_daemon;
     std::unique_ptr<TestDaemon> m_bad; // runs airlock-bad-guest as the sandbox agent
-    QString m_badWorkspaces;           // where m_bad keeps sandbox workspaces
+    QString m_badWorkspaces; // where m_bad keeps sandbox workspaces
 
     static QString badGuest() { return binDir() + QStringLiteral("/airlock-bad-guest"); }
 
@@ -227,7 +245,9 @@ private:
         }
         c.send(hello() + request(2, QStringLiteral("sandbox.list")));
         const auto h = c.reply(1), l = c.reply(2);
-        if (!h || h->value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt() != rpc::kProtocolVersion) {
+        if (!h
+            || h->value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt()
+                != rpc::kProtocolVersion) {
             *why = QStringLiteral("no hello result: ") + (h ? describe(*h) : QStringLiteral("timeout"));
             return false;
         }
@@ -247,9 +267,12 @@ private Q_SLOTS:
         m_bad = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--guest"), badGuest()});
         QVERIFY(m_bad->start());
         // An agent that says hello and idles gives a running sandbox: learn where workspaces live.
-        const CliResult probe = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("ws-probe")});
+        const CliResult probe = m_bad->ctl(
+            {QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), QStringLiteral("ws-probe")});
         QVERIFY2(probe.exitCode == 0, qPrintable(probe.describe()));
-        m_badWorkspaces = QFileInfo(QJsonDocument::fromJson(probe.out).object().value(QStringLiteral("workspace")).toString()).path();
+        m_badWorkspaces
+            = QFileInfo(QJsonDocument::fromJson(probe.out).object().value(QStringLiteral("workspace")).toString())
+                  .path();
         QVERIFY2(QFileInfo(m_badWorkspaces).isDir(), qPrintable(m_badWorkspaces));
         QCOMPARE(m_bad->ctl({QStringLiteral("rm"), QStringLiteral("ws-probe")}).exitCode, 0);
         QCOMPARE(sandboxWorkspaces(m_badWorkspaces), QStringList());
@@ -270,12 +293,14 @@ private Q_SLOTS:
         QTest::addColumn<int>("code");
         QTest::addColumn<QString>("message"); // a prefix of the error message
         const int frameTooLarge = rpc::jsonRpcCode(ErrorCode::FrameTooLarge);
-        const QString tooLarge = QStringLiteral("frame of %1 bytes exceeds the %2-byte limit").arg(rpc::kMaxFrameBytes + 1).arg(rpc::kMaxFrameBytes);
+        const QString tooLarge = QStringLiteral("frame of %1 bytes exceeds the %2-byte limit")
+                                     .arg(rpc::kMaxFrameBytes + 1)
+                                     .arg(rpc::kMaxFrameBytes);
         QTest::newRow("a frame one byte above kMaxFrameBytes is frame_too_large (before payload arrives)")
             << header(rpc::kMaxFrameBytes + 1, rpc::kJsonFrame) << "frame_too_large" << frameTooLarge << tooLarge;
         QTest::newRow("a frame above kMaxFrameBytes after hello is frame_too_large too")
-            << hello() + header(rpc::kMaxFrameBytes + 1, rpc::kJsonFrame) + QByteArray(1000, 'x') << "frame_too_large" << frameTooLarge
-            << tooLarge;
+            << hello() + header(rpc::kMaxFrameBytes + 1, rpc::kJsonFrame) + QByteArray(1000, 'x') << "frame_too_large"
+            << frameTooLarge << tooLarge;
         QTest::newRow("a 4 GiB length is frame_too_large")
             << header(0xffffffffu, rpc::kJsonFrame) << "frame_too_large" << frameTooLarge
             << QStringLiteral("frame of 4294967295 bytes exceeds the %1-byte limit").arg(rpc::kMaxFrameBytes);
@@ -283,14 +308,16 @@ private Q_SLOTS:
             << frame(rpc::kJsonFrame, "{\"jsonrpc\": \"2.0\", \"id\": 1, oops") << "protocol_error" << -32600
             << "invalid JSON at offset";
         QTest::newRow("invalid UTF-8 garbage is protocol_error")
-            << frame(rpc::kJsonFrame, QByteArray("\xff\xfe\x00\x01", 4)) << "protocol_error" << -32600 << "invalid JSON at offset";
-        QTest::newRow("a JSON array is protocol_error")
-            << frame(rpc::kJsonFrame, "[1,2,3]") << "protocol_error" << -32600 << "a JSON-RPC message must be an object";
+            << frame(rpc::kJsonFrame, QByteArray("\xff\xfe\x00\x01", 4)) << "protocol_error" << -32600
+            << "invalid JSON at offset";
+        QTest::newRow("a JSON array is protocol_error") << frame(rpc::kJsonFrame, "[1,2,3]") << "protocol_error"
+                                                        << -32600 << "a JSON-RPC message must be an object";
         QTest::newRow("a message without jsonrpc 2.0 is protocol_error")
-            << frame(rpc::kJsonFrame, "{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1}}") << "protocol_error" << -32600
-            << "missing \"jsonrpc\": \"2.0\"";
+            << frame(rpc::kJsonFrame, "{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1}}") << "protocol_error"
+            << -32600 << "missing \"jsonrpc\": \"2.0\"";
         QTest::newRow("a request before hello is handshake_required")
-            << request(7, QStringLiteral("sandbox.list")) << "handshake_required" << rpc::jsonRpcCode(ErrorCode::HandshakeRequired)
+            << request(7, QStringLiteral("sandbox.list")) << "handshake_required"
+            << rpc::jsonRpcCode(ErrorCode::HandshakeRequired)
             << "the first request must be \"hello\" with the protocol version";
         QTest::newRow("hello with protocol 99 is version_mismatch")
             << hello(99) << "version_mismatch" << rpc::jsonRpcCode(ErrorCode::VersionMismatch)
@@ -353,7 +380,8 @@ private Q_SLOTS:
         c.send(hello() + f);
         const auto r = c.reply(2);
         QVERIFY(r);
-        QVERIFY2(r->value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).isArray(), qPrintable(describe(*r)));
+        QVERIFY2(r->value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).isArray(),
+            qPrintable(describe(*r)));
         QVERIFY(!c.isClosed());
     }
 
@@ -400,38 +428,53 @@ private Q_SLOTS:
             << request(5, QStringLiteral("no.such.method")) << QJsonValue(5) << -32601 << "invalid_argument"
             << "unknown method 'no.such.method'";
         QTest::newRow("sandbox.create with network sideways is -32602 at /network")
-            << request(5, QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("sideways")}}}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "/network: expected \"none\", \"allowlist\" or \"full\"";
+            << request(5, QStringLiteral("sandbox.create"),
+                   {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("sideways")}}}})
+            << QJsonValue(5) << -32602 << "invalid_argument"
+            << "/network: expected \"none\", \"allowlist\" or \"full\"";
         QTest::newRow("sandbox.create with an unknown spec key is -32602")
-            << request(5, QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("privileged"), true}}}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "/privileged:";
+            << request(5, QStringLiteral("sandbox.create"),
+                   {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("privileged"), true}}}})
+            << QJsonValue(5) << -32602 << "invalid_argument"
+            << "/privileged:";
         QTest::newRow("exec.start with argv not an array is invalid_argument")
-            << request(5, QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), QStringLiteral("whatever")}, {QStringLiteral("argv"), QStringLiteral("ls -la")}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "/argv: expected a non-empty array of strings";
+            << request(5, QStringLiteral("exec.start"),
+                   {{QStringLiteral("sandbox"), QStringLiteral("whatever")},
+                       {QStringLiteral("argv"), QStringLiteral("ls -la")}})
+            << QJsonValue(5) << -32602 << "invalid_argument"
+            << "/argv: expected a non-empty array of strings";
         QTest::newRow("exec.start with a number in argv is invalid_argument")
-            << request(5, QStringLiteral("exec.start"), {{QStringLiteral("sandbox"), QStringLiteral("whatever")}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("ls"), 3}}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "/argv/1: expected a string";
-        QTest::newRow("params that are not an object are invalid_argument")
-            << jsonFrame({{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), 5}, {QStringLiteral("method"), QStringLiteral("sandbox.list")},
-                          {QStringLiteral("params"), QJsonArray{1}}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "params: expected an object";
+            << request(5, QStringLiteral("exec.start"),
+                   {{QStringLiteral("sandbox"), QStringLiteral("whatever")},
+                       {QStringLiteral("argv"), QJsonArray{QStringLiteral("ls"), 3}}})
+            << QJsonValue(5) << -32602 << "invalid_argument"
+            << "/argv/1: expected a string";
+        QTest::newRow("params that are not an object are invalid_argument") << jsonFrame(
+            {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), 5},
+                {QStringLiteral("method"), QStringLiteral("sandbox.list")}, {QStringLiteral("params"), QJsonArray{1}}})
+                                                                            << QJsonValue(5) << -32602
+                                                                            << "invalid_argument"
+                                                                            << "params: expected an object";
         QTest::newRow("a missing sandbox parameter is invalid_argument")
             << request(5, QStringLiteral("sandbox.info")) << QJsonValue(5) << -32602 << "invalid_argument"
             << "params.sandbox: expected a non-empty string";
         QTest::newRow("an unknown sandbox is not_found")
-            << request(5, QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), QStringLiteral("nosuch")}}) << QJsonValue(5)
-            << rpc::jsonRpcCode(ErrorCode::NotFound) << "not_found" << "no sandbox named 'nosuch'";
-        QTest::newRow("a read above 1 MiB is invalid_argument")
-            << request(5, QStringLiteral("fs.read"), {{QStringLiteral("sandbox"), QStringLiteral("x")}, {QStringLiteral("path"), QStringLiteral("f")},
-                                                      {QStringLiteral("length"), 2 * 1024 * 1024}})
-            << QJsonValue(5) << -32602 << "invalid_argument" << "params.offset/length: at most 1 MiB per read";
+            << request(5, QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), QStringLiteral("nosuch")}})
+            << QJsonValue(5) << rpc::jsonRpcCode(ErrorCode::NotFound) << "not_found"
+            << "no sandbox named 'nosuch'";
+        QTest::newRow("a read above 1 MiB is invalid_argument") << request(5, QStringLiteral("fs.read"),
+            {{QStringLiteral("sandbox"), QStringLiteral("x")}, {QStringLiteral("path"), QStringLiteral("f")},
+                {QStringLiteral("length"), 2 * 1024 * 1024}}) << QJsonValue(5)
+                                                                << -32602 << "invalid_argument"
+                                                                << "params.offset/length: at most 1 MiB per read";
         QTest::newRow("a notification (no id) gets a protocol_error with id null")
-            << jsonFrame(rpc::makeNotification(QStringLiteral("sandbox.list"), {})) << QJsonValue(QJsonValue::Null) << -32600
-            << "protocol_error" << "expected a request with \"id\" and \"method\"";
-        QTest::newRow("a string id is echoed")
-            << jsonFrame({{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), QStringLiteral("five")},
-                          {QStringLiteral("method"), QStringLiteral("nope")}})
-            << QJsonValue(QStringLiteral("five")) << -32601 << "invalid_argument" << "unknown method 'nope'";
+            << jsonFrame(rpc::makeNotification(QStringLiteral("sandbox.list"), {})) << QJsonValue(QJsonValue::Null)
+            << -32600 << "protocol_error"
+            << "expected a request with \"id\" and \"method\"";
+        QTest::newRow("a string id is echoed") << jsonFrame({{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+            {QStringLiteral("id"), QStringLiteral("five")}, {QStringLiteral("method"), QStringLiteral("nope")}})
+                                               << QJsonValue(QStringLiteral("five")) << -32601 << "invalid_argument"
+                                               << "unknown method 'nope'";
     }
     void badRequestsKeepTheConnection()
     {
@@ -469,9 +512,12 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("bytes");
         QTest::newRow("half of a frame header") << QByteArray("\x00\x00", 2);
-        QTest::newRow("a header that promises 100 bytes, then 10") << header(100, rpc::kJsonFrame) + QByteArray(10, '{');
-        QTest::newRow("a complete hello, then half a request") << hello() + request(2, QStringLiteral("sandbox.list")).left(20);
-        QTest::newRow("a 4 MiB frame cut off after 1 MiB") << header(rpc::kMaxFrameBytes, rpc::kJsonFrame) + QByteArray(1024 * 1024, ' ');
+        QTest::newRow("a header that promises 100 bytes, then 10")
+            << header(100, rpc::kJsonFrame) + QByteArray(10, '{');
+        QTest::newRow("a complete hello, then half a request")
+            << hello() + request(2, QStringLiteral("sandbox.list")).left(20);
+        QTest::newRow("a 4 MiB frame cut off after 1 MiB")
+            << header(rpc::kMaxFrameBytes, rpc::kJsonFrame) + QByteArray(1024 * 1024, ' ');
     }
     void clientsThatHangUpMidFrame()
     {
@@ -494,18 +540,24 @@ private Q_SLOTS:
         {
             RawClient c(m_daemon->socketPath());
             QVERIFY(c.waitConnected());
-            c.send(hello() + request(2, QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("orphan")}}}}));
+            c.send(hello()
+                + request(2, QStringLiteral("sandbox.create"),
+                    {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("orphan")}}}}));
             QVERIFY(c.reply(1));
             c.disconnect();
         }
         // The sandbox is still created (and then deletable); the daemon did not trip over the dead reply.
-        QVERIFY(waitFor([&] {
-            QThread::msleep(50);
-            return QJsonDocument::fromJson(m_daemon->ctl({QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("orphan")}).out)
-                       .object()
-                       .value(QStringLiteral("state"))
-                   == QLatin1String("running");
-        }, 10000));
+        QVERIFY(waitFor(
+            [&] {
+                QThread::msleep(50);
+                return QJsonDocument::fromJson(
+                           m_daemon->ctl({QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("orphan")})
+                               .out)
+                           .object()
+                           .value(QStringLiteral("state"))
+                    == QLatin1String("running");
+            },
+            10000));
         QString why;
         QVERIFY2(serves(*m_daemon, &why), qPrintable(why));
         const CliResult rm = m_daemon->ctl({QStringLiteral("rm"), QStringLiteral("orphan")});
@@ -522,14 +574,17 @@ private Q_SLOTS:
             QVERIFY(c->waitConnected());
             c->send(hello() + request(2, QStringLiteral("sandbox.list")));
         }
-        QVERIFY2(waitFor([&] {
-            return std::all_of(clients.begin(), clients.end(), [](auto &c) { return c->hasReply(2); });
-        }, 20000), "not every client got its sandbox.list reply");
+        QVERIFY2(
+            waitFor([&] { return std::all_of(clients.begin(), clients.end(), [](auto &c) { return c->hasReply(2); }); },
+                20000),
+            "not every client got its sandbox.list reply");
         for (auto &c : clients) {
             const auto h = c->reply(1, 0), l = c->reply(2, 0);
             QVERIFY(h && l);
-            QCOMPARE(h->value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt(), rpc::kProtocolVersion);
-            QVERIFY2(l->value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).isArray(), qPrintable(describe(*l)));
+            QCOMPARE(h->value(QStringLiteral("result")).toObject().value(QStringLiteral("protocol")).toInt(),
+                rpc::kProtocolVersion);
+            QVERIFY2(l->value(QStringLiteral("result")).toObject().value(QStringLiteral("sandboxes")).isArray(),
+                qPrintable(describe(*l)));
             QVERIFY(!c->isClosed());
         }
         // The daemon counts them as connected clients.
@@ -539,8 +594,9 @@ private Q_SLOTS:
             probe.send(hello() + request(2, QStringLiteral("daemon.info")));
             const auto info = probe.reply(2);
             QVERIFY(info);
-            QVERIFY2(info->value(QStringLiteral("result")).toObject().value(QStringLiteral("clients")).toInt() >= kClients + 1,
-                     qPrintable(describe(*info)));
+            QVERIFY2(info->value(QStringLiteral("result")).toObject().value(QStringLiteral("clients")).toInt()
+                    >= kClients + 1,
+                qPrintable(describe(*info)));
         }
         clients.clear();
         QString why;
@@ -553,28 +609,36 @@ private Q_SLOTS:
     {
         // Baseline for the "no bad guest left" checks: a sandbox whose agent said hello and then
         // merely idles is running, and its agent is visible on the host.
-        const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bg-calm")});
+        const CliResult created
+            = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bg-calm")});
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
         QVERIFY2(!pidsRunning(badGuest()).isEmpty(), "the bad guest of bg-calm is not visible on the host");
         QVERIFY(!pidsWithCommandLine("--hostname bg-calm ").isEmpty());
         QVERIFY(!descendantsOf(m_bad->pid()).isEmpty());
         QTest::qWait(500); // past the bad guest's 300 ms pause: still running, nothing broken
-        const QJsonObject info = QJsonDocument::fromJson(m_bad->ctl({QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("bg-calm")}).out).object();
+        const QJsonObject info = QJsonDocument::fromJson(
+            m_bad->ctl({QStringLiteral("info"), QStringLiteral("--json"), QStringLiteral("bg-calm")}).out)
+                                     .object();
         QCOMPARE(info.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
         const CliResult rm = m_bad->ctl({QStringLiteral("rm"), QStringLiteral("bg-calm")});
         QVERIFY2(rm.exitCode == 0, qPrintable(rm.describe()));
         QVERIFY(pidsRunning(badGuest()).isEmpty());
-        QVERIFY2(descendantsOf(m_bad->pid()).isEmpty(), qPrintable(descendantsOf(m_bad->pid()).join(QStringLiteral("; "))));
+        QVERIFY2(
+            descendantsOf(m_bad->pid()).isEmpty(), qPrintable(descendantsOf(m_bad->pid()).join(QStringLiteral("; "))));
     }
 
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails_data()
     {
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("violation");
-        QTest::newRow("an unknown frame type") << "bg-unknown-type" << "unknown frame type 0x77";
-        QTest::newRow("output for an execution that does not exist") << "bg-unknown-exec" << "output frame for unknown execution 999";
-        QTest::newRow("a truncated exited frame") << "bg-truncated" << "malformed exited frame (2 bytes)";
-        QTest::newRow("a second hello") << "bg-second-hello" << "second hello";
+        QTest::newRow("an unknown frame type") << "bg-unknown-type"
+                                               << "unknown frame type 0x77";
+        QTest::newRow("output for an execution that does not exist") << "bg-unknown-exec"
+                                                                     << "output frame for unknown execution 999";
+        QTest::newRow("a truncated exited frame") << "bg-truncated"
+                                                  << "malformed exited frame (2 bytes)";
+        QTest::newRow("a second hello") << "bg-second-hello"
+                                        << "second hello";
     }
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails()
     {
@@ -583,22 +647,31 @@ private Q_SLOTS:
         const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), name});
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
         QCOMPARE(created.out, name.toUtf8() + '\n');
-        const QString failure = QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(violation);
+        const QString failure
+            = QStringLiteral("the sandbox agent broke the protocol (%1); sandbox killed").arg(violation);
         QJsonObject info;
-        QVERIFY2(waitFor([&] {
-            QThread::msleep(50);
-            info = QJsonDocument::fromJson(m_bad->ctl({QStringLiteral("info"), QStringLiteral("--json"), name}).out).object();
-            return info.value(QStringLiteral("state")) == QLatin1String("failed");
-        }, 2500), qPrintable(describe(info)));
+        QVERIFY2(waitFor(
+                     [&] {
+                         QThread::msleep(50);
+                         info = QJsonDocument::fromJson(
+                             m_bad->ctl({QStringLiteral("info"), QStringLiteral("--json"), name}).out)
+                                    .object();
+                         return info.value(QStringLiteral("state")) == QLatin1String("failed");
+                     },
+                     2500),
+            qPrintable(describe(info)));
         QCOMPARE(info.value(QStringLiteral("failure")).toString(), failure);
         // The sandbox is dead: its agent and bwrap are gone even before rm, and exec says why.
-        QVERIFY2(waitFor([&] { return pidsRunning(badGuest()).isEmpty(); }, 2000), "the bad guest outlived its failed sandbox");
+        QVERIFY2(waitFor([&] { return pidsRunning(badGuest()).isEmpty(); }, 2000),
+            "the bad guest outlived its failed sandbox");
         QStringList left;
         QVERIFY2(waitFor([&] { return (left = descendantsOf(m_bad->pid())).isEmpty(); }, 2000),
-                 qPrintable(QStringLiteral("processes left under the daemon: ") + left.join(QStringLiteral("; "))));
-        const CliResult exec = m_bad->ctl({QStringLiteral("exec"), name, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")});
+            qPrintable(QStringLiteral("processes left under the daemon: ") + left.join(QStringLiteral("; "))));
+        const CliResult exec = m_bad->ctl(
+            {QStringLiteral("exec"), name, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("true")});
         QVERIFY2(exec.exitCode == 1, qPrintable(exec.describe()));
-        QCOMPARE(QString::fromUtf8(exec.err), QStringLiteral("airlockctl: sandbox %1 is failed: %2\n").arg(name, failure));
+        QCOMPARE(
+            QString::fromUtf8(exec.err), QStringLiteral("airlockctl: sandbox %1 is failed: %2\n").arg(name, failure));
         // The daemon is fine, and rm clears the failed sandbox.
         QString why;
         QVERIFY2(serves(*m_bad, &why), qPrintable(why));
@@ -613,16 +686,23 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("message");
-        QTest::newRow("an oversized first frame")
-            << "bg-oversize" << "the sandbox agent broke the protocol (frame of 1048577 bytes exceeds the 1048576-byte limit); sandbox killed";
+        QTest::newRow("an oversized first frame") << "bg-oversize"
+                                                  << "the sandbox agent broke the protocol (frame of 1048577 bytes "
+                                                     "exceeds the 1048576-byte limit); sandbox killed";
         QTest::newRow("a frame before hello")
-            << "bg-no-hello" << "the sandbox agent broke the protocol (frame type 0x82 before hello); sandbox killed";
+            << "bg-no-hello"
+            << "the sandbox agent broke the protocol (frame type 0x82 before hello); sandbox killed";
         QTest::newRow("hello with protocol 99")
             << "bg-bad-version"
-            << QStringLiteral("the sandbox agent broke the protocol (guest speaks protocol 99, daemon %1 (reinstall Airlock so both match)); sandbox killed").arg(wire::kProtocolVersion);
-        QTest::newRow("an agent that exits at once") << "bg-exit" << "bubblewrap could not create the sandbox: it exited without a message";
+            << QStringLiteral("the sandbox agent broke the protocol (guest speaks protocol 99, daemon %1 (reinstall "
+                              "Airlock so both match)); sandbox killed")
+                   .arg(wire::kProtocolVersion);
+        QTest::newRow("an agent that exits at once")
+            << "bg-exit"
+            << "bubblewrap could not create the sandbox: it exited without a message";
         QTest::newRow("an agent that reports a fatal setup error")
-            << "bg-fatal" << "the sandbox agent failed: landlock_restrict_self failed: test";
+            << "bg-fatal"
+            << "the sandbox agent failed: landlock_restrict_self failed: test";
     }
     void anAgentThatFailsDuringStartupFailsCreate()
     {
@@ -638,17 +718,24 @@ private Q_SLOTS:
         // Nothing is left: no sandbox entry, no workspace, no agent, no bwrap.
         QCOMPARE(m_bad->ctl({QStringLiteral("info"), name}).exitCode, 3);
         QCOMPARE(sandboxWorkspaces(m_badWorkspaces), QStringList());
-        QVERIFY2(waitFor([&] { return pidsRunning(badGuest()).isEmpty(); }, 2000), "the bad guest outlived the failed create");
+        QVERIFY2(waitFor([&] { return pidsRunning(badGuest()).isEmpty(); }, 2000),
+            "the bad guest outlived the failed create");
         QStringList left;
         QVERIFY2(waitFor([&] { return (left = descendantsOf(m_bad->pid())).isEmpty(); }, 2000),
-                 qPrintable(QStringLiteral("processes left under the daemon: ") + left.join(QStringLiteral("; "))));
+            qPrintable(QStringLiteral("processes left under the daemon: ") + left.join(QStringLiteral("; "))));
         QString why;
         QVERIFY2(serves(*m_bad, &why), qPrintable(why));
         // And the name is free again (the failed attempt did not keep it).
-        const CliResult again = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), name});
+        const CliResult again
+            = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--json"), QStringLiteral("--name"), name});
         QCOMPARE(again.exitCode, 5);
-        QCOMPARE(QJsonDocument::fromJson(again.out).object().value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toString(),
-                 QStringLiteral("boundary_unavailable"));
+        QCOMPARE(QJsonDocument::fromJson(again.out)
+                     .object()
+                     .value(QStringLiteral("error"))
+                     .toObject()
+                     .value(QStringLiteral("code"))
+                     .toString(),
+            QStringLiteral("boundary_unavailable"));
     }
 };
 

@@ -22,10 +22,13 @@ private:
     CliResult probe(const QStringList &args)
     {
         return m_daemon->ctl(QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"),
-                                         QStringLiteral("/opt/probe/airlock-probe")}
-                             + args);
+                                 QStringLiteral("/opt/probe/airlock-probe")}
+            + args);
     }
-    static QString firstLine(const QByteArray &out) { return QString::fromUtf8(out).section(QLatin1Char('\n'), 0, 0).trimmed(); }
+    static QString firstLine(const QByteArray &out)
+    {
+        return QString::fromUtf8(out).section(QLatin1Char('\n'), 0, 0).trimmed();
+    }
 
 private Q_SLOTS:
     void initTestCase()
@@ -43,33 +46,67 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("expected");
         QTest::addColumn<QString>("hostAnswer"); // what the same call gives on the host, unfiltered ("" = skip)
-        QTest::newRow("ptrace") << QStringList{QStringLiteral("ptrace")} << "EPERM" << "";
-        QTest::newRow("io_uring_setup") << QStringList{QStringLiteral("io_uring_setup")} << "EPERM" << "ok";
-        QTest::newRow("bpf") << QStringList{QStringLiteral("bpf")} << "EPERM" << "";
-        QTest::newRow("perf_event_open") << QStringList{QStringLiteral("perf_event_open")} << "EPERM" << "";
-        QTest::newRow("keyctl") << QStringList{QStringLiteral("keyctl")} << "EPERM" << "";
-        QTest::newRow("add_key") << QStringList{QStringLiteral("add_key")} << "EPERM" << "EINVAL";
-        QTest::newRow("mount") << QStringList{QStringLiteral("mount")} << "EPERM" << "";
-        QTest::newRow("unshare of a user namespace") << QStringList{QStringLiteral("unshare")} << "EPERM" << "ok";
-        QTest::newRow("setns") << QStringList{QStringLiteral("setns")} << "EPERM" << "";
-        QTest::newRow("clone with CLONE_NEWNS") << QStringList{QStringLiteral("clone-newns")} << "EPERM" << "ok";
-        QTest::newRow("clone3 answers ENOSYS so libc falls back") << QStringList{QStringLiteral("clone3")} << "ENOSYS" << "ok";
-        QTest::newRow("process_vm_readv") << QStringList{QStringLiteral("process_vm_readv")} << "EPERM" << "ok";
-        QTest::newRow("kexec_load") << QStringList{QStringLiteral("kexec_load")} << "EPERM" << "";
-        QTest::newRow("init_module") << QStringList{QStringLiteral("init_module")} << "EPERM" << "";
-        QTest::newRow("personality with ADDR_NO_RANDOMIZE") << QStringList{QStringLiteral("personality")} << "EPERM" << "ok";
-        QTest::newRow("TIOCSTI terminal injection") << QStringList{QStringLiteral("tiocsti")} << "EPERM" << "ENOTTY";
-        QTest::newRow("AF_VSOCK sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("40"), QStringLiteral("1")} << "EPERM" << "ok";
-        QTest::newRow("AF_PACKET sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("17"), QStringLiteral("2")} << "EPERM" << "";
-        QTest::newRow("AF_BLUETOOTH sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("31"), QStringLiteral("1")} << "EPERM" << "";
-        QTest::newRow("chmod to setuid") << QStringList{QStringLiteral("chmod-suid"), QStringLiteral("/workspace/su")} << "EPERM" << "";
-        QTest::newRow("chmod to setgid") << QStringList{QStringLiteral("chmod-sgid"), QStringLiteral("/workspace/sg")} << "EPERM" << "";
-        QTest::newRow("creating a file setuid") << QStringList{QStringLiteral("create-suid"), QStringLiteral("/workspace/cs")} << "EPERM" << "";
+        QTest::newRow("ptrace") << QStringList{QStringLiteral("ptrace")} << "EPERM"
+                                << "";
+        QTest::newRow("io_uring_setup") << QStringList{QStringLiteral("io_uring_setup")} << "EPERM"
+                                        << "ok";
+        QTest::newRow("bpf") << QStringList{QStringLiteral("bpf")} << "EPERM"
+                             << "";
+        QTest::newRow("perf_event_open") << QStringList{QStringLiteral("perf_event_open")} << "EPERM"
+                                         << "";
+        QTest::newRow("keyctl") << QStringList{QStringLiteral("keyctl")} << "EPERM"
+                                << "";
+        QTest::newRow("add_key") << QStringList{QStringLiteral("add_key")} << "EPERM"
+                                 << "EINVAL";
+        QTest::newRow("mount") << QStringList{QStringLiteral("mount")} << "EPERM"
+                               << "";
+        QTest::newRow("unshare of a user namespace") << QStringList{QStringLiteral("unshare")} << "EPERM"
+                                                     << "ok";
+        QTest::newRow("setns") << QStringList{QStringLiteral("setns")} << "EPERM"
+                               << "";
+        QTest::newRow("clone with CLONE_NEWNS") << QStringList{QStringLiteral("clone-newns")} << "EPERM"
+                                                << "ok";
+        QTest::newRow("clone3 answers ENOSYS so libc falls back") << QStringList{QStringLiteral("clone3")} << "ENOSYS"
+                                                                  << "ok";
+        QTest::newRow("process_vm_readv") << QStringList{QStringLiteral("process_vm_readv")} << "EPERM"
+                                          << "ok";
+        QTest::newRow("kexec_load") << QStringList{QStringLiteral("kexec_load")} << "EPERM"
+                                    << "";
+        QTest::newRow("init_module") << QStringList{QStringLiteral("init_module")} << "EPERM"
+                                     << "";
+        QTest::newRow("personality with ADDR_NO_RANDOMIZE") << QStringList{QStringLiteral("personality")} << "EPERM"
+                                                            << "ok";
+        QTest::newRow("TIOCSTI terminal injection") << QStringList{QStringLiteral("tiocsti")} << "EPERM"
+                                                    << "ENOTTY";
+        QTest::newRow("AF_VSOCK sockets")
+            << QStringList{QStringLiteral("socket"), QStringLiteral("40"), QStringLiteral("1")} << "EPERM"
+            << "ok";
+        QTest::newRow("AF_PACKET sockets")
+            << QStringList{QStringLiteral("socket"), QStringLiteral("17"), QStringLiteral("2")} << "EPERM"
+            << "";
+        QTest::newRow("AF_BLUETOOTH sockets")
+            << QStringList{QStringLiteral("socket"), QStringLiteral("31"), QStringLiteral("1")} << "EPERM"
+            << "";
+        QTest::newRow("chmod to setuid") << QStringList{QStringLiteral("chmod-suid"), QStringLiteral("/workspace/su")}
+                                         << "EPERM"
+                                         << "";
+        QTest::newRow("chmod to setgid") << QStringList{QStringLiteral("chmod-sgid"), QStringLiteral("/workspace/sg")}
+                                         << "EPERM"
+                                         << "";
+        QTest::newRow("creating a file setuid")
+            << QStringList{QStringLiteral("create-suid"), QStringLiteral("/workspace/cs")} << "EPERM"
+            << "";
         QTest::newRow("pidfd_getfd of the guest's daemon socket")
-            << QStringList{QStringLiteral("pidfd_getfd"), QStringLiteral("1"), QStringLiteral("3")} << "EPERM" << "";
-        QTest::newRow("openat2 (flags unreadable to a filter) answers ENOSYS") << QStringList{QStringLiteral("openat2")} << "ENOSYS" << "ok";
-        QTest::newRow("kcmp") << QStringList{QStringLiteral("kcmp")} << "EPERM" << "ok";
-        QTest::newRow("a family number beyond every known one") << QStringList{QStringLiteral("socket"), QStringLiteral("200"), QStringLiteral("1")} << "EPERM" << "EAFNOSUPPORT";
+            << QStringList{QStringLiteral("pidfd_getfd"), QStringLiteral("1"), QStringLiteral("3")} << "EPERM"
+            << "";
+        QTest::newRow("openat2 (flags unreadable to a filter) answers ENOSYS")
+            << QStringList{QStringLiteral("openat2")} << "ENOSYS"
+            << "ok";
+        QTest::newRow("kcmp") << QStringList{QStringLiteral("kcmp")} << "EPERM"
+                              << "ok";
+        QTest::newRow("a family number beyond every known one")
+            << QStringList{QStringLiteral("socket"), QStringLiteral("200"), QStringLiteral("1")} << "EPERM"
+            << "EAFNOSUPPORT";
     }
     void deniedCalls()
     {
@@ -91,11 +128,16 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("args");
         QTest::newRow("plain fork through clone") << QStringList{QStringLiteral("fork")};
         QTest::newRow("personality query") << QStringList{QStringLiteral("personality-query")};
-        QTest::newRow("unix sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("1"), QStringLiteral("1")};
-        QTest::newRow("inet sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("2"), QStringLiteral("1")};
-        QTest::newRow("inet6 sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("10"), QStringLiteral("1")};
-        QTest::newRow("an ordinary chmod") << QStringList{QStringLiteral("chmod-plain"), QStringLiteral("/workspace/plain")};
-        QTest::newRow("netlink sockets") << QStringList{QStringLiteral("socket"), QStringLiteral("16"), QStringLiteral("2")};
+        QTest::newRow("unix sockets") << QStringList{
+            QStringLiteral("socket"), QStringLiteral("1"), QStringLiteral("1")};
+        QTest::newRow("inet sockets") << QStringList{
+            QStringLiteral("socket"), QStringLiteral("2"), QStringLiteral("1")};
+        QTest::newRow("inet6 sockets") << QStringList{
+            QStringLiteral("socket"), QStringLiteral("10"), QStringLiteral("1")};
+        QTest::newRow("an ordinary chmod")
+            << QStringList{QStringLiteral("chmod-plain"), QStringLiteral("/workspace/plain")};
+        QTest::newRow("netlink sockets") << QStringList{
+            QStringLiteral("socket"), QStringLiteral("16"), QStringLiteral("2")};
     }
     void allowedCalls()
     {
@@ -124,8 +166,9 @@ private Q_SLOTS:
     void guestIsNotDumpable()
     {
         // The guest shares the commands' uid; its descriptors (the daemon socket) stay out of reach.
-        const CliResult r = m_daemon->ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"), QStringLiteral("sh"),
-                                           QStringLiteral("-c"), QStringLiteral("ls /proc/1/fd 2>&1; ls /proc/self/fd >/dev/null && echo own-ok")});
+        const CliResult r = m_daemon->ctl({QStringLiteral("exec"), m_sb, QStringLiteral("-n"), QStringLiteral("--"),
+            QStringLiteral("sh"), QStringLiteral("-c"),
+            QStringLiteral("ls /proc/1/fd 2>&1; ls /proc/self/fd >/dev/null && echo own-ok")});
         QVERIFY2(r.out.contains("Permission denied") && r.out.contains("own-ok"), r.out.constData());
     }
 

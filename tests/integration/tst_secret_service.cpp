@@ -30,8 +30,9 @@ class TestSecretService final : public QObject {
     {
         QProcess check;
         check.setProcessEnvironment(m_env);
-        check.start(QStringLiteral("dbus-send"), args("--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                    "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"));
+        check.start(QStringLiteral("dbus-send"),
+            args("--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"));
         return check.waitForFinished(5000) && check.readAllStandardOutput().contains("boolean true");
     }
     QStringList filesContaining(const QByteArray &needle) const
@@ -54,9 +55,11 @@ private Q_SLOTS:
         m_env = QProcessEnvironment::systemEnvironment();
         for (const char *dir : {"home", "data", "run"})
             QVERIFY(QDir().mkpath(m_session.filePath(QString::fromLatin1(dir))));
-        QFile::setPermissions(m_session.filePath(QStringLiteral("run")), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        QFile::setPermissions(m_session.filePath(QStringLiteral("run")),
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
         m_env.insert(QStringLiteral("HOME"), m_session.filePath(QStringLiteral("home")));
-        m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_session.filePath(QStringLiteral("data"))); // the keyring's files
+        m_env.insert(
+            QStringLiteral("XDG_DATA_HOME"), m_session.filePath(QStringLiteral("data"))); // the keyring's files
         m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_session.filePath(QStringLiteral("run")));
         m_bus.setProcessEnvironment(m_env);
         m_bus.start(QStringLiteral("dbus-daemon"), args("--session", "--nofork", "--print-address=1"));
@@ -65,7 +68,8 @@ private Q_SLOTS:
         QVERIFY(address.startsWith(QLatin1String("unix:")));
         m_env.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), address);
         m_keyring.setProcessEnvironment(m_env);
-        m_keyring.start(QStringLiteral("gnome-keyring-daemon"), args("--foreground", "--unlock", "--components=secrets"));
+        m_keyring.start(
+            QStringLiteral("gnome-keyring-daemon"), args("--foreground", "--unlock", "--components=secrets"));
         QVERIFY(m_keyring.waitForStarted());
         m_keyring.write("throwaway-password");
         m_keyring.closeWriteChannel();
@@ -89,11 +93,15 @@ private Q_SLOTS:
     void theKeyringHoldsTheValue()
     {
         const CliResult set = m_daemon->ctl(args("secret", "set", "DEPLOY_KEY"), kValue + '\n');
-        QVERIFY2(set.exitCode == 0 && set.out == "set DEPLOY_KEY\n" && set.err.isEmpty(), qPrintable(set.describe())); // no "weaker" note
+        QVERIFY2(set.exitCode == 0 && set.out == "set DEPLOY_KEY\n" && set.err.isEmpty(),
+            qPrintable(set.describe())); // no "weaker" note
         const QJsonObject listed = jsonObject(m_daemon->ctl(args("secret", "ls", "--json")).out);
         QVERIFY(!listed.value(QStringLiteral("weaker")).toBool());
-        QVERIFY2(listed.value(QStringLiteral("backend")).toString().startsWith(QStringLiteral("Secret Service")), qPrintable(listed.value(QStringLiteral("backend")).toString()));
-        QCOMPARE(listed.value(QStringLiteral("secrets")).toArray().first().toObject().value(QStringLiteral("bytes")).toInt(), kValue.size());
+        QVERIFY2(listed.value(QStringLiteral("backend")).toString().startsWith(QStringLiteral("Secret Service")),
+            qPrintable(listed.value(QStringLiteral("backend")).toString()));
+        QCOMPARE(
+            listed.value(QStringLiteral("secrets")).toArray().first().toObject().value(QStringLiteral("bytes")).toInt(),
+            kValue.size());
         QVERIFY(!QFile::exists(m_daemon->configDir() + QStringLiteral("/secrets.json")));
         // Not in any file of the daemon's, nor in the keyring's own (which are encrypted).
         QCOMPARE(filesContaining(kValue), QStringList());
@@ -104,8 +112,9 @@ private Q_SLOTS:
         m_daemon->stop();
         QVERIFY(m_daemon->start()); // nothing cached now: the value comes from the keyring
         const QByteArray expected = QCryptographicHash::hash(kValue, QCryptographicHash::Sha256).toHex();
-        const CliResult r = m_daemon->ctl(args("run", "--policy", "-", "--", "sh", "-c", "printf %s \"$KEY\" | sha256sum | cut -c1-64"),
-                                          R"({"credentials": {"grants": [{"secret": "DEPLOY_KEY", "env": "KEY"}]}})");
+        const CliResult r = m_daemon->ctl(
+            args("run", "--policy", "-", "--", "sh", "-c", "printf %s \"$KEY\" | sha256sum | cut -c1-64"),
+            R"({"credentials": {"grants": [{"secret": "DEPLOY_KEY", "env": "KEY"}]}})");
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out, expected + '\n');
     }
@@ -115,7 +124,8 @@ private Q_SLOTS:
         QCOMPARE(m_daemon->ctl(args("secret", "rm", "DEPLOY_KEY")).exitCode, 0);
         m_daemon->stop();
         QVERIFY(m_daemon->start());
-        const CliResult r = m_daemon->ctl(args("run", "--policy", "-", "--", "true"), R"({"credentials": {"grants": [{"secret": "DEPLOY_KEY", "env": "KEY"}]}})");
+        const CliResult r = m_daemon->ctl(args("run", "--policy", "-", "--", "true"),
+            R"({"credentials": {"grants": [{"secret": "DEPLOY_KEY", "env": "KEY"}]}})");
         QCOMPARE(r.exitCode, 3);
         QVERIFY2(r.err.contains("no secret named 'DEPLOY_KEY'"), qPrintable(r.describe()));
         QCOMPARE(m_daemon->ctl(args("secret", "ls", "--json")).out.contains("DEPLOY_KEY"), false);
@@ -129,10 +139,13 @@ private Q_SLOTS:
         env.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtime.path());
         QProcess d;
         d.setProcessEnvironment(env);
-        d.start(binDir() + QStringLiteral("/airlockd"), args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store", "secret-service"));
+        d.start(binDir() + QStringLiteral("/airlockd"),
+            args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store", "secret-service"));
         QVERIFY(d.waitForFinished(10000));
         QCOMPARE(d.exitCode(), 2);
-        QCOMPARE(d.readAllStandardError(), QByteArray("airlockd: --secret-store secret-service: no session bus (DBUS_SESSION_BUS_ADDRESS is not set)\n"));
+        QCOMPARE(d.readAllStandardError(),
+            QByteArray(
+                "airlockd: --secret-store secret-service: no session bus (DBUS_SESSION_BUS_ADDRESS is not set)\n"));
     }
 };
 

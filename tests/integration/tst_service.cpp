@@ -29,14 +29,17 @@ private Q_SLOTS:
         QVERIFY(out.open(QIODevice::WriteOnly));
         out.write(in.readAll().replace("@AIRLOCK_BINDIR@", binDir().toUtf8()));
         out.close();
-        QVERIFY(QFile::copy(QStringLiteral(AIRLOCK_SOURCE_DIR "/installer/systemd/airlockd.socket"), dir.filePath(QStringLiteral("airlockd.socket"))));
+        QVERIFY(QFile::copy(QStringLiteral(AIRLOCK_SOURCE_DIR "/installer/systemd/airlockd.socket"),
+            dir.filePath(QStringLiteral("airlockd.socket"))));
         QDir().mkpath(dir.filePath(QStringLiteral("run")));
         QProcess verify;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("XDG_RUNTIME_DIR"), dir.filePath(QStringLiteral("run")));
         verify.setProcessEnvironment(env);
         verify.setWorkingDirectory(dir.path());
-        verify.start(analyze, {QStringLiteral("--user"), QStringLiteral("verify"), QStringLiteral("airlockd.socket"), QStringLiteral("airlockd.service")});
+        verify.start(analyze,
+            {QStringLiteral("--user"), QStringLiteral("verify"), QStringLiteral("airlockd.socket"),
+                QStringLiteral("airlockd.service")});
         QVERIFY(verify.waitForFinished(30000));
         const QByteArray said = verify.readAllStandardError() + verify.readAllStandardOutput();
         QVERIFY2(verify.exitCode() == 0 && said.trimmed().isEmpty(), said.constData());
@@ -50,13 +53,15 @@ private Q_SLOTS:
         TestDaemon paths; // only for its private XDG directories; never started
         const QString socket = paths.socketPath();
         QDir().mkpath(paths.runtimeDir());
-        QFile::setPermissions(paths.runtimeDir(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        QFile::setPermissions(
+            paths.runtimeDir(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
         QProcess systemd;
         QProcessEnvironment env = paths.environment();
         systemd.setProcessEnvironment(env);
         systemd.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        systemd.start(activate, {QStringLiteral("-l"), socket, binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socket,
-                                 QStringLiteral("--secret-store"), QStringLiteral("file")});
+        systemd.start(activate,
+            {QStringLiteral("-l"), socket, binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socket,
+                QStringLiteral("--secret-store"), QStringLiteral("file")});
         QVERIFY(waitFor([&] { return QFile::exists(socket); }, 5000));
         const auto command = [&] {
             QFile comm(QStringLiteral("/proc/%1/comm").arg(systemd.processId()));
@@ -66,7 +71,8 @@ private Q_SLOTS:
 
         const CliResult listed = paths.ctl(args("ls"));
         QVERIFY2(listed.exitCode == 0 && listed.out.startsWith("NAME"), qPrintable(listed.describe()));
-        QCOMPARE(command(), QByteArray("airlockd")); // the activator became the daemon, which answered that first connection
+        QCOMPARE(
+            command(), QByteArray("airlockd")); // the activator became the daemon, which answered that first connection
         auto client = paths.connect();
         QVERIFY(client);
         auto info = client->call(QStringLiteral("daemon.info"));
@@ -87,18 +93,21 @@ private Q_SLOTS:
             QSKIP("systemd-socket-activate is not installed");
         TestDaemon paths;
         QDir().mkpath(paths.runtimeDir());
-        QFile::setPermissions(paths.runtimeDir(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        QFile::setPermissions(
+            paths.runtimeDir(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
         const QString other = paths.rootDir() + QStringLiteral("/other.sock");
         QProcess systemd;
         systemd.setProcessEnvironment(paths.environment());
-        systemd.start(activate, {QStringLiteral("-l"), other, binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), paths.socketPath(),
-                                 QStringLiteral("--secret-store"), QStringLiteral("file")});
+        systemd.start(activate,
+            {QStringLiteral("-l"), other, binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"),
+                paths.socketPath(), QStringLiteral("--secret-store"), QStringLiteral("file")});
         QVERIFY(waitFor([&] { return QFile::exists(other); }, 5000));
         QLocalSocket knock;
         knock.connectToServer(other);
         QVERIFY(systemd.waitForFinished(15000));
         QCOMPARE(systemd.exitCode(), 1);
-        QVERIFY2(systemd.readAllStandardError().contains("make ListenStream= and --socket (or AIRLOCK_SOCKET) agree"), "no reason given");
+        QVERIFY2(systemd.readAllStandardError().contains("make ListenStream= and --socket (or AIRLOCK_SOCKET) agree"),
+            "no reason given");
     }
 };
 

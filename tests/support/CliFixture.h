@@ -27,7 +27,7 @@ protected:
     CliResult sh(const QString &script, const QStringList &options = {}) const
     {
         return ctl(QStringList{QStringLiteral("exec"), m_sb, QStringLiteral("--no-stdin")} + options
-                   + QStringList{QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), script});
+            + QStringList{QStringLiteral("--"), QStringLiteral("sh"), QStringLiteral("-c"), script});
     }
     // An airlockctl process of our own (when the test needs to hold stdin open, signal it or change its environment).
     std::unique_ptr<QProcess> startCtl(const QStringList &args, const QProcessEnvironment &extraEnv = {}) const
@@ -45,7 +45,10 @@ protected:
         QJsonParseError e{};
         const QJsonDocument doc = QJsonDocument::fromJson(bytes, &e);
         if (e.error != QJsonParseError::NoError)
-            *error = QStringLiteral("invalid JSON (%1 at %2): %3").arg(e.errorString()).arg(e.offset).arg(QString::fromUtf8(bytes.left(500)));
+            *error = QStringLiteral("invalid JSON (%1 at %2): %3")
+                         .arg(e.errorString())
+                         .arg(e.offset)
+                         .arg(QString::fromUtf8(bytes.left(500)));
         return doc;
     }
     int sandboxCount() const
@@ -70,7 +73,6 @@ protected:
         pids.removeAll(ctlPid);
         return pids;
     }
-
 
     // Call from initTestCase (QVERIFY returns from the caller's frame through this bool).
     bool startFixture(QString *error)

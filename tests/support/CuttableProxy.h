@@ -13,7 +13,9 @@ namespace airlock::test {
 
 class CuttableProxy final : public QObject {
 public:
-    CuttableProxy(QHostAddress target, quint16 port) : m_target(std::move(target)), m_port(port)
+    CuttableProxy(QHostAddress target, quint16 port)
+        : m_target(std::move(target))
+        , m_port(port)
     {
         m_server.listen(QHostAddress::LocalHost);
         connect(&m_server, &QTcpServer::newConnection, this, [this] {

@@ -23,7 +23,9 @@ inline bool saveScreenshots(QWidget &window, const QString &name)
         for (const auto &[size, small] : {std::pair{QSize(1600, 1000), false}, {QSize(1024, 700), true}}) {
             window.resize(size);
             QTest::qWait(200);
-            saved = window.grab().save(dir + QLatin1Char('/') + name + (small ? QStringLiteral("-small") : QString()) + suffix + QStringLiteral(".png")) && saved;
+            saved = window.grab().save(dir + QLatin1Char('/') + name + (small ? QStringLiteral("-small") : QString())
+                        + suffix + QStringLiteral(".png"))
+                && saved;
         }
     }
     ui::applyTheme(ui::Theme::Light);

@@ -21,7 +21,8 @@ inline void isolateSettings()
 }
 
 // How a console test starts: settings of its own, a real daemon (with `options`), a client of it.
-inline bool startConsoleTest(std::unique_ptr<TestDaemon> &daemon, std::unique_ptr<DaemonClient> &client, const QStringList &options = {})
+inline bool startConsoleTest(
+    std::unique_ptr<TestDaemon> &daemon, std::unique_ptr<DaemonClient> &client, const QStringList &options = {})
 {
     isolateSettings();
     daemon = std::make_unique<TestDaemon>(options);

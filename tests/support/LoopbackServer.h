@@ -21,7 +21,8 @@ namespace airlock::test {
 
 class LoopbackServer {
 public:
-    explicit LoopbackServer(QByteArray name) : m_name(std::move(name))
+    explicit LoopbackServer(QByteArray name)
+        : m_name(std::move(name))
     {
         m_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in sa{};
@@ -99,23 +100,25 @@ private:
         const QByteArray target = requestLine.value(1);
         if (target.startsWith("/bytes/")) {
             const qint64 total = target.mid(7).toLongLong();
-            const QByteArray header = "HTTP/1.1 200 OK\r\nContent-Length: " + QByteArray::number(total) + "\r\nConnection: close\r\n\r\n";
+            const QByteArray header
+                = "HTTP/1.1 200 OK\r\nContent-Length: " + QByteArray::number(total) + "\r\nConnection: close\r\n\r\n";
             (void)!::write(c, header.constData(), size_t(header.size()));
             std::vector<char> block(256 * 1024, 'x');
             for (qint64 sent = 0; sent < total;) {
-                const ssize_t n = ::send(c, block.data(), size_t(std::min<qint64>(total - sent, qint64(block.size()))), MSG_NOSIGNAL);
+                const ssize_t n = ::send(
+                    c, block.data(), size_t(std::min<qint64>(total - sent, qint64(block.size()))), MSG_NOSIGNAL);
                 if (n <= 0)
                     break;
                 sent += n;
             }
         } else {
             const QByteArray body = m_name + ' ' + requestLine.value(0) + ' ' + target + '\n';
-            const QByteArray response = "HTTP/1.1 200 OK\r\nContent-Length: " + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+            const QByteArray response = "HTTP/1.1 200 OK\r\nContent-Length: " + QByteArray::number(body.size())
+                + "\r\nConnection: close\r\n\r\n" + body;
             (void)!::write(c, response.constData(), size_t(response.size()));
         }
         ::shutdown(c, SHUT_WR);
-        while (::read(c, buf, sizeof buf) > 0) {
-        }
+        while (::read(c, buf, sizeof buf) > 0) { }
         ::close(c);
     }
 

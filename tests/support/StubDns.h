@@ -24,7 +24,8 @@ namespace airlock::test {
 class StubDns {
 public:
     explicit StubDns(const QHostAddress &answer)
-        : m_answer(answer.toIPv4Address()), m_address(QStringLiteral("127.53.%1.%2").arg((::getpid() / 250) % 250).arg(::getpid() % 250 + 1))
+        : m_answer(answer.toIPv4Address())
+        , m_address(QStringLiteral("127.53.%1.%2").arg((::getpid() / 250) % 250).arg(::getpid() % 250 + 1))
     {
     }
     ~StubDns()
@@ -51,7 +52,8 @@ public:
             return false;
         // A search domain and Kubernetes' ndots:5, as a corporate or cloud host may have: a name
         // the daemon looks up must be asked for as it is, never with the host's domain after it.
-        m_conf.write("nameserver " + m_address.toLatin1() + "\nsearch corp.internal\noptions timeout:2 attempts:1 ndots:5\n");
+        m_conf.write(
+            "nameserver " + m_address.toLatin1() + "\nsearch corp.internal\noptions timeout:2 attempts:1 ndots:5\n");
         m_conf.flush();
         m_thread = std::thread([this] { serve(); });
         return true;
@@ -59,8 +61,9 @@ public:
     // The command prefix that runs a program with this server as its resolver.
     QStringList launcher() const
     {
-        return {QStringLiteral("unshare"), QStringLiteral("--mount"), QStringLiteral("--propagation"), QStringLiteral("private"), QStringLiteral("sh"),
-                QStringLiteral("-c"), QStringLiteral("mount --bind \"$0\" /etc/resolv.conf && exec \"$@\""), m_conf.fileName()};
+        return {QStringLiteral("unshare"), QStringLiteral("--mount"), QStringLiteral("--propagation"),
+            QStringLiteral("private"), QStringLiteral("sh"), QStringLiteral("-c"),
+            QStringLiteral("mount --bind \"$0\" /etc/resolv.conf && exec \"$@\""), m_conf.fileName()};
     }
     // Every name asked so far, lower-case, in order (A and AAAA each).
     QStringList asked() const
@@ -76,7 +79,8 @@ private:
         while (!m_stop) {
             sockaddr_in from{};
             socklen_t fromLength = sizeof from;
-            const ssize_t n = ::recvfrom(m_fd, query, sizeof query, 0, reinterpret_cast<sockaddr *>(&from), &fromLength);
+            const ssize_t n
+                = ::recvfrom(m_fd, query, sizeof query, 0, reinterpret_cast<sockaddr *>(&from), &fromLength);
             if (n < 12)
                 continue;
             // The question: labels, then type and class.
@@ -99,7 +103,8 @@ private:
             reply.replace(4, 8, QByteArray("\x00\x01\x00\x00\x00\x00\x00\x00", 8));
             if (typeA) {
                 reply[7] = 1;
-                reply += QByteArray("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x00\x00\x04", 12); // the question's name, A, IN, TTL 0
+                reply += QByteArray(
+                    "\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x00\x00\x04", 12); // the question's name, A, IN, TTL 0
                 const quint32 address = htonl(m_answer);
                 reply += QByteArray(reinterpret_cast<const char *>(&address), 4);
             }

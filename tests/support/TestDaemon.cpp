@@ -47,21 +47,25 @@ QString CliResult::describe() const
 }
 
 TestDaemon::TestDaemon(QStringList extraArgs, QProcessEnvironment extraEnv)
-    : m_args(std::move(extraArgs)), m_env(QProcessEnvironment::systemEnvironment())
+    : m_args(std::move(extraArgs))
+    , m_env(QProcessEnvironment::systemEnvironment())
 {
     m_env.remove(QStringLiteral("AIRLOCK_SOCKET"));
     for (const char *sub : {"run", "data", "state"}) {
         QDir().mkpath(m_dir.filePath(QLatin1String(sub)));
-        QFile::setPermissions(m_dir.filePath(QLatin1String(sub)), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        QFile::setPermissions(m_dir.filePath(QLatin1String(sub)),
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
     }
     // Traversable (not listable) by others: bubblewrap, run as a root daemon's sandbox uid, resolves
     // the path of whatever a test mounts from in here.
-    QFile::setPermissions(m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
-                                            | QFileDevice::ExeGroup | QFileDevice::ExeOther);
+    QFile::setPermissions(m_dir.path(),
+        QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner | QFileDevice::ExeGroup
+            | QFileDevice::ExeOther);
     m_env.insert(QStringLiteral("XDG_RUNTIME_DIR"), m_dir.filePath(QStringLiteral("run")));
     m_env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
     m_env.insert(QStringLiteral("XDG_STATE_HOME"), m_dir.filePath(QStringLiteral("state")));
-    m_env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config"))); // never the real user's policy
+    m_env.insert(
+        QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config"))); // never the real user's policy
 #if defined(__SANITIZE_ADDRESS__)
     // A small quarantine keeps the daemon's resident size meaningful for the tests that measure it.
     m_env.insert(QStringLiteral("ASAN_OPTIONS"), QStringLiteral("detect_leaks=0:quarantine_size_mb=8"));
@@ -94,7 +98,8 @@ void removeDaemonLeftovers(const QString &dataDir)
 {
     // Named by a hash of the data directory: the guest's copy (a killed daemon leaves it), a root
     // daemon's workspaces, kept ones too, and its claims of host uids (of sandboxes that outlived it).
-    const QString hash = QString::fromLatin1(QCryptographicHash::hash(QFile::encodeName(dataDir), QCryptographicHash::Sha256).toHex().left(12));
+    const QString hash = QString::fromLatin1(
+        QCryptographicHash::hash(QFile::encodeName(dataDir), QCryptographicHash::Sha256).toHex().left(12));
     QFile::remove(QStringLiteral("/dev/shm/.airlock-guest-") + hash);
     if (::geteuid() != 0)
         return;
@@ -159,7 +164,8 @@ QProcessEnvironment TestDaemon::environment() const
 bool TestDaemon::start()
 {
     m_process.setProcessEnvironment(m_env);
-    QStringList command = m_launcher + QStringList{binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socketPath()} + m_args;
+    QStringList command = m_launcher
+        + QStringList{binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socketPath()} + m_args;
     if (!m_outlive)
         command.append(QStringLiteral("--sandboxes-end-with-daemon"));
     m_process.setProgram(command.constFirst());
@@ -168,13 +174,16 @@ bool TestDaemon::start()
     m_process.start();
     if (!m_process.waitForStarted(5000))
         return false;
-    return waitFor([this] {
-        if (m_process.state() != QProcess::Running)
-            return true;
-        QLocalSocket s;
-        s.connectToServer(socketPath());
-        return s.waitForConnected(100);
-    }, 10000) && m_process.state() == QProcess::Running;
+    return waitFor(
+               [this] {
+                   if (m_process.state() != QProcess::Running)
+                       return true;
+                   QLocalSocket s;
+                   s.connectToServer(socketPath());
+                   return s.waitForConnected(100);
+               },
+               10000)
+        && m_process.state() == QProcess::Running;
 }
 
 void TestDaemon::stop()
@@ -317,11 +326,13 @@ bool waitFor(const std::function<bool()> &condition, int timeoutMs)
 namespace {
 QStringList asUnprivileged(const QString &program)
 {
-    return {QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"), QStringLiteral("--clear-groups"), program};
+    return {
+        QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"), QStringLiteral("--clear-groups"), program};
 }
 } // namespace
 
-UnprivilegedDaemon::UnprivilegedDaemon() : m_env(QProcessEnvironment::systemEnvironment())
+UnprivilegedDaemon::UnprivilegedDaemon()
+    : m_env(QProcessEnvironment::systemEnvironment())
 {
     (void)::chown(QFile::encodeName(m_home.path()).constData(), kUid, kUid);
     m_env.insert(QStringLiteral("HOME"), m_home.path());
@@ -342,10 +353,11 @@ bool UnprivilegedDaemon::start()
 {
     const QString socket = m_home.filePath(QStringLiteral("run/airlock/airlockd.sock"));
     m_process.setProcessEnvironment(m_env);
-    m_process.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd"))
-                                                 + QStringList{QStringLiteral("--socket"), socket, QStringLiteral("--sandboxes-end-with-daemon")});
+    m_process.start(QStringLiteral("setpriv"),
+        asUnprivileged(binDir() + QStringLiteral("/airlockd"))
+            + QStringList{QStringLiteral("--socket"), socket, QStringLiteral("--sandboxes-end-with-daemon")});
     return waitFor([&] { return QFileInfo::exists(socket) || m_process.state() == QProcess::NotRunning; }, 10000)
-           && m_process.state() != QProcess::NotRunning;
+        && m_process.state() != QProcess::NotRunning;
 }
 
 int UnprivilegedDaemon::stop()
@@ -366,7 +378,9 @@ std::pair<int, QByteArray> UnprivilegedDaemon::ctl(const QStringList &args, cons
 {
     QProcess p;
     p.setProcessEnvironment(m_env);
-    p.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockctl")) + QStringList{QStringLiteral("--no-autostart")} + args);
+    p.start(QStringLiteral("setpriv"),
+        asUnprivileged(binDir() + QStringLiteral("/airlockctl")) + QStringList{QStringLiteral("--no-autostart")}
+            + args);
     p.write(stdinData);
     p.closeWriteChannel();
     p.waitForFinished(30000);

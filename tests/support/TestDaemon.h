@@ -16,9 +16,9 @@
 
 namespace airlock::test {
 
-QString binDir();      // where airlockd, airlockctl, airlock-guest and the test helpers are built
-QString probePath();   // airlock-probe, visible inside sandboxes at /opt/probe/airlock-probe when mounted
-QString probeMount();  // "--mount" value that makes the probe visible at /opt/probe
+QString binDir(); // where airlockd, airlockctl, airlock-guest and the test helpers are built
+QString probePath(); // airlock-probe, visible inside sandboxes at /opt/probe/airlock-probe when mounted
+QString probeMount(); // "--mount" value that makes the probe visible at /opt/probe
 
 struct CliResult {
     int exitCode = -1;
@@ -34,7 +34,8 @@ void killLeftSandboxes(const QString &dataDir);
 // What a workspaces folder holds for sandboxes: not the spares the daemon makes ahead of time
 // (ID, ID.ext4 and the ID.spare that says so) nor the empty filesystems it copies
 // (.template-BYTES.ext4).
-QStringList sandboxWorkspaces(const QString &dir, QDir::Filters filters = QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden);
+QStringList sandboxWorkspaces(
+    const QString &dir, QDir::Filters filters = QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden);
 // Removes what a daemon with this data directory keeps outside it, should it have been killed.
 void removeDaemonLeftovers(const QString &dataDir);
 
@@ -53,7 +54,7 @@ public:
     // Sandboxes go on when the daemon stops or dies (airlockd's default); before start().
     void setSandboxesOutlive(bool outlive) { m_outlive = outlive; }
     bool start(); // waits until the socket accepts connections
-    void stop();  // SIGTERM and wait; returns once the process is gone
+    void stop(); // SIGTERM and wait; returns once the process is gone
     qint64 pid() const;
     QProcess &process() { return m_process; }
     QString socketPath() const;
@@ -92,8 +93,8 @@ public:
     static constexpr uid_t kUid = 65534;
     UnprivilegedDaemon();
     ~UnprivilegedDaemon(); // stops it
-    bool start();          // waits for its socket
-    int stop();            // SIGTERM and wait: its exit code
+    bool start(); // waits for its socket
+    int stop(); // SIGTERM and wait: its exit code
     const QTemporaryDir &home() const { return m_home; }
     QString dataDir() const; // $XDG_DATA_HOME/airlock
     // airlockctl --no-autostart ARGS as the user: exit code, stdout and stderr together.

@@ -24,8 +24,7 @@ inline QString q(const QString &s)
 {
     return s;
 }
-template <typename... T>
-QStringList args(const T &...a)
+template<typename... T> QStringList args(const T &...a)
 {
     return QStringList{q(a)...};
 }
@@ -58,8 +57,8 @@ inline qint64 procStatusField(qint64 pid, const QByteArray &field)
 }
 
 // `airlockctl exec SANDBOX -n [options] -- command` against a test daemon.
-inline CliResult execIn(const TestDaemon &d, const QString &sandbox, const QStringList &command, const QStringList &options = {},
-                        int timeoutMs = 60000)
+inline CliResult execIn(const TestDaemon &d, const QString &sandbox, const QStringList &command,
+    const QStringList &options = {}, int timeoutMs = 60000)
 {
     return d.ctl(args("exec", sandbox, "-n") + options + args("--") + command, {}, timeoutMs);
 }
@@ -88,16 +87,22 @@ inline QList<QJsonObject> storedEvents(const TestDaemon &d, const QString &kind)
 inline QJsonObject waitForApproval(const TestDaemon &d, int timeoutMs = 10000)
 {
     QJsonObject found;
-    waitFor([&] {
-        found = jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().first().toObject();
-        return !found.isEmpty();
-    }, timeoutMs);
+    waitFor(
+        [&] {
+            found = jsonObject(d.ctl(args("approvals", "--json")).out)
+                        .value(QStringLiteral("approvals"))
+                        .toArray()
+                        .first()
+                        .toObject();
+            return !found.isEmpty();
+        },
+        timeoutMs);
     return found;
 }
 
 inline QString octalMode(const QString &path)
 {
-    struct stat st {};
+    struct stat st { };
     if (::lstat(native(path).constData(), &st) != 0)
         return QStringLiteral("missing");
     return QString::number(st.st_mode & 07777, 8);

@@ -37,17 +37,20 @@ protected:
 
     // airlockctl on this side: never a local daemon, always the remote one (by m_url unless
     // another URL is given; with m_token unless another token, even an empty one, is given).
-    std::unique_ptr<QProcess> startRemote(const QStringList &arguments, const QString &token = {}, const QString &url = {}) const
+    std::unique_ptr<QProcess> startRemote(
+        const QStringList &arguments, const QString &token = {}, const QString &url = {}) const
     {
         auto p = std::make_unique<QProcess>();
         QProcessEnvironment env = m_daemon->environment();
         env.insert(QStringLiteral("AIRLOCK_SOCKET"), QStringLiteral("/nonexistent/airlockd.sock"));
         env.insert(QStringLiteral("AIRLOCK_TOKEN"), token.isNull() ? m_token : token);
         p->setProcessEnvironment(env);
-        p->start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host") + QStringList{url.isEmpty() ? m_url : url} + arguments);
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--host") + QStringList{url.isEmpty() ? m_url : url} + arguments);
         return p;
     }
-    CliResult remote(const QStringList &arguments, const QString &token = {}, const QString &url = {}, const QByteArray &input = {}) const
+    CliResult remote(const QStringList &arguments, const QString &token = {}, const QString &url = {},
+        const QByteArray &input = {}) const
     {
         auto p = startRemote(arguments, token, url);
         p->write(input);
@@ -63,11 +66,13 @@ protected:
     // Collects a running client's stdout until it holds marker (the event loop runs meanwhile).
     static bool readUntil(QProcess &p, QByteArray &seen, const QByteArray &marker)
     {
-        return waitFor([&] {
-            p.waitForReadyRead(20);
-            seen += p.readAllStandardOutput();
-            return seen.contains(marker);
-        }, 10000);
+        return waitFor(
+            [&] {
+                p.waitForReadyRead(20);
+                seen += p.readAllStandardOutput();
+                return seen.contains(marker);
+            },
+            10000);
     }
     QString newToken(const QString &name, const QStringList &scopes = {}) const
     {
@@ -80,19 +85,21 @@ protected:
         p.waitForFinished(10000);
         return p.exitCode() == 0 ? QString::fromLatin1(p.readAllStandardOutput().trimmed()) : QString();
     }
-    QByteArray upgradeRequest(const QByteArray &authorization, const QByteArray &extra = {}, const QByteArray &target = "/",
-                              const QByteArray &host = {}) const
+    QByteArray upgradeRequest(const QByteArray &authorization, const QByteArray &extra = {},
+        const QByteArray &target = "/", const QByteArray &host = {}) const
     {
-        QByteArray r = "GET " + target + " HTTP/1.1\r\nHost: " + (host.isEmpty() ? (m_remote + QStringLiteral(":%1").arg(kWssPort)).toLatin1() : host)
-            + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+        QByteArray r = "GET " + target + " HTTP/1.1\r\nHost: "
+            + (host.isEmpty() ? (m_remote + QStringLiteral(":%1").arg(kWssPort)).toLatin1() : host)
+            + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+              "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
         if (!authorization.isEmpty())
             r += "Authorization: " + authorization + "\r\n";
         return r + extra + "\r\n";
     }
     // One upgrade attempt over TLS, as raw bytes: the daemon's status line, or how TLS failed.
     // To another daemon (to, port): without the pin check.
-    HttpReply raw(const QByteArray &request, QSsl::SslProtocol protocol = QSsl::TlsV1_3, const QString &from = {}, const QString &to = {},
-                  quint16 port = kWssPort) const
+    HttpReply raw(const QByteArray &request, QSsl::SslProtocol protocol = QSsl::TlsV1_3, const QString &from = {},
+        const QString &to = {}, quint16 port = kWssPort) const
     {
         QSslSocket s;
         QSslConfiguration c = s.sslConfiguration();
@@ -104,13 +111,15 @@ protected:
         s.connectToHostEncrypted(to.isEmpty() ? m_remote : to, port);
         if (!s.waitForEncrypted(5000))
             return {{}, s.errorString()};
-        if (to.isEmpty() && QString::fromLatin1(s.peerCertificate().digest(QCryptographicHash::Sha256).toHex()) != m_fingerprint)
+        if (to.isEmpty()
+            && QString::fromLatin1(s.peerCertificate().digest(QCryptographicHash::Sha256).toHex()) != m_fingerprint)
             return {{}, QStringLiteral("not the pinned certificate")};
         s.write(request);
         QByteArray all;
         QElapsedTimer t;
         t.start();
-        while (!all.contains("\r\n") && t.elapsed() < 5000 && (s.waitForReadyRead(200) || s.state() == QAbstractSocket::ConnectedState))
+        while (!all.contains("\r\n") && t.elapsed() < 5000
+            && (s.waitForReadyRead(200) || s.state() == QAbstractSocket::ConnectedState))
             all += s.readAll();
         return {all.left(all.indexOf("\r\n")), {}};
     }

@@ -2,12 +2,15 @@
 // airlock-probe: runs inside a sandbox during tests and reports exactly what the kernel answered
 // (an errno name, "ok", or death by a signal that the test reads from the exit status).
 // Output: one line, "<result> [detail]". Plain C++, no Qt, so it runs wherever /usr is mounted.
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/openat2.h>
@@ -26,12 +29,9 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <algorithm>
-#include <cstddef>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
-#include <ctime>
 
 namespace {
 int report(long rc)
@@ -132,8 +132,9 @@ int status()
     FILE *f = std::fopen("/proc/self/status", "r");
     char line[256];
     while (f && std::fgets(line, sizeof line, f))
-        if (!std::strncmp(line, "CapEff", 6) || !std::strncmp(line, "CapPrm", 6) || !std::strncmp(line, "NoNewPrivs", 10)
-            || !std::strncmp(line, "Seccomp:", 8) || !std::strncmp(line, "Uid", 3))
+        if (!std::strncmp(line, "CapEff", 6) || !std::strncmp(line, "CapPrm", 6)
+            || !std::strncmp(line, "NoNewPrivs", 10) || !std::strncmp(line, "Seccomp:", 8)
+            || !std::strncmp(line, "Uid", 3))
             std::fputs(line, stdout);
     return 0;
 }
@@ -340,7 +341,8 @@ int main(int argc, char **argv)
         sa.sun_family = AF_UNIX;
         const size_t n = std::min(std::strlen(a2), sizeof sa.sun_path - 1);
         std::memcpy(sa.sun_path + 1, a2, n);
-        return report(::connect(fd, reinterpret_cast<sockaddr *>(&sa), socklen_t(offsetof(sockaddr_un, sun_path) + 1 + n)));
+        return report(
+            ::connect(fd, reinterpret_cast<sockaddr *>(&sa), socklen_t(offsetof(sockaddr_un, sun_path) + 1 + n)));
     }
     std::fprintf(stderr, "unknown probe %s\n", t.c_str());
     return 2;
