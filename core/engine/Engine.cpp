@@ -560,12 +560,9 @@ void Engine::discard(Sandbox *sandbox, bool removeWorkspace)
     sandbox->deleteLater();
 }
 
-Result<QJsonObject> Engine::removeSandbox(const QString &ref, bool keepWorkspace)
+Result<QJsonObject> Engine::removeSandbox(Sandbox &target, bool keepWorkspace)
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    Sandbox *sandbox = *found;
+    Sandbox *sandbox = &target;
     QJsonObject result{{QStringLiteral("id"), sandbox->id()}, {QStringLiteral("name"), sandbox->name()}};
     QString keptAt;
     if (keepWorkspace) {
@@ -592,8 +589,10 @@ Result<QJsonObject> Engine::removeSandbox(const QString &ref, bool keepWorkspace
 
 Result<Sandbox *> Engine::find(const QString &ref) const
 {
+    if (Sandbox *s = m_byId.value(ref)) // what requests name most: the id a listing or a grant gave them
+        return s;
     for (Sandbox *s : m_sandboxes)
-        if (s->name() == ref || s->id() == ref)
+        if (s->name() == ref)
             return s;
     // Like git: a unique id prefix of at least 4 characters names a sandbox too.
     QList<Sandbox *> matches;
@@ -608,6 +607,15 @@ Result<Sandbox *> Engine::find(const QString &ref) const
             QStringLiteral("'%1' matches %2 sandbox ids; give more characters").arg(ref).arg(matches.size()));
     return makeError(
         ErrorCode::NotFound, QStringLiteral("no sandbox named '%1' (see 'airlockctl ls')").arg(ref.left(100)));
+}
+
+Result<Sandbox *> Engine::asDecided(const ApprovalRequest &request, const ApprovalDecision &decision) const
+{
+    auto found = find(request.sandbox);
+    if (!found || (*found)->policyVersion() != request.policyVersion + (decision.always ? 1 : 0))
+        return makeError(
+            ErrorCode::Denied, QStringLiteral("the sandbox or its policy changed while the request waited; ask again"));
+    return found;
 }
 
 QJsonObject Engine::describe(const Sandbox &s) const
@@ -701,23 +709,12 @@ void Engine::sampleUsage(std::function<void(QJsonArray, qint64)> done)
     });
 }
 
-Result<QJsonObject> Engine::sandboxInfo(const QString &ref) const
+Result<uint32_t> Engine::exec(Sandbox &sandbox, const ExecRequest &request)
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    return describe(**found);
-}
-
-Result<uint32_t> Engine::exec(const QString &ref, const ExecRequest &request)
-{
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    auto secretEnv = grantedSecrets((*found)->policy(), true);
+    auto secretEnv = grantedSecrets(sandbox.policy(), true);
     if (!secretEnv)
         return secretEnv.error();
-    return (*found)->exec(request, *secretEnv);
+    return sandbox.exec(request, *secretEnv);
 }
 
 Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSecrets(
@@ -742,40 +739,16 @@ Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSec
     return out;
 }
 
-Status Engine::writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof)
-{
-    auto found = find(ref);
-    return found ? (*found)->writeStdin(exec, data, eof) : Status(found.error());
-}
-
-Status Engine::signal(const QString &ref, uint32_t exec, int signo)
-{
-    auto found = find(ref);
-    return found ? (*found)->signal(exec, signo) : Status(found.error());
-}
-
-Result<int> Engine::signalAll(const QString &ref, int signo)
+Result<int> Engine::signalAll(Sandbox &sandbox, int signo)
 {
     if (signo < 1 || signo > 64)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("invalid signal %1 (expected 1..64)").arg(signo));
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    return (*found)->signalAll(signo);
+    return sandbox.signalAll(signo);
 }
 
-Status Engine::resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols)
+WorkspaceFiles Engine::files(const Sandbox &sandbox) const
 {
-    auto found = find(ref);
-    return found ? (*found)->resize(exec, rows, cols) : Status(found.error());
-}
-
-Result<WorkspaceFiles> Engine::files(const QString &ref) const
-{
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    return WorkspaceFiles((*found)->workspaceDir(), (*found)->hostUid());
+    return WorkspaceFiles(sandbox.workspaceDir(), sandbox.hostUid());
 }
 
 void Engine::shutdown()

@@ -93,11 +93,11 @@ public:
     void createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides = {},
         const QString &preset = {}, const QString &createdThrough = {});
     // The sandbox's own policy layer, or the effective policy with the layer of every value.
-    Result<QJsonObject> policy(const QString &ref, bool effective) const;
+    QJsonObject policy(const Sandbox &sandbox, bool effective) const;
     // Replaces a running sandbox's own layer. What can change live (commands, tools, network
     // lists) applies at once; a change of network mode, mounts or limits is refused.
     Result<QJsonObject> setPolicy(
-        const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run);
+        Sandbox &sandbox, const QJsonObject &overrides, const QString &by, const QString &run);
     // Appends a command rule to the sandbox's own layer (an "always" approval), recorded like any
     // policy change. Refused when the rule would not cover argv (a shell string, a wrapper).
     Result<QJsonObject> addCommandRule(
@@ -127,13 +127,13 @@ public:
     // What the policy would say, and why, about one of: {"argv": [...]} (a command), {"url": URL}
     // (the network rules, before any name is resolved), {"tool": NAME, "arguments": {...}}.
     // `draft`: the sandbox's own layer as an editor would apply it; its verdict is added as "draft".
-    Result<QJsonObject> check(
-        const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft = std::nullopt) const;
-    Result<QJsonObject> removeSandbox(const QString &ref, bool keepWorkspace);
+    Result<QJsonObject> check(const Sandbox &sandbox, const QJsonObject &request,
+        const std::optional<QJsonObject> &draft = std::nullopt) const;
+    Result<QJsonObject> removeSandbox(Sandbox &sandbox, bool keepWorkspace);
     SecretStore *secrets() const { return m_config.secrets; }
     // Host tools: what a sandbox's policy says about each declared one; a call, gated and recorded.
-    Result<QJsonArray> listTools(const QString &ref) const;
-    void callTool(const QString &ref, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done);
+    QJsonArray listTools(const Sandbox &sandbox) const;
+    void callTool(Sandbox &sandbox, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done);
     QJsonArray listSandboxes() const;
     // What each sandbox is doing now, for a fleet view sampling about once a second: CPU time so
     // far, resident memory and processes (from /proc, one pass for all), running executions, its
@@ -147,20 +147,24 @@ public:
     void sampleUsage(std::function<void(QJsonArray sandboxes, qint64 sampledMs)> done);
     static constexpr int kUsageCommands = 5;
     static constexpr int kUsageReuseMs = 250;
-    Result<QJsonObject> sandboxInfo(const QString &ref) const;
+    // What `info` shows: the sandbox, what it may reach and what enforces each limit.
+    QJsonObject describe(const Sandbox &sandbox) const;
 
+    // A sandbox by name, id or unique id prefix (of at least 4 characters). Requests resolve their
+    // sandbox once, and the methods below act on it.
     Result<Sandbox *> find(const QString &ref) const;
-    Result<uint32_t> exec(const QString &ref, const ExecRequest &request);
-    Status writeStdin(const QString &ref, uint32_t exec, QByteArrayView data, bool eof);
-    Status signal(const QString &ref, uint32_t exec, int signo);
-    Result<int> signalAll(const QString &ref, int signo); // every running execution; how many
+    // The sandbox a person's decision about `request` applies to, as it was when they decided:
+    // the same policy version, or the one after it that an "always" decision's own rule made.
+    Result<Sandbox *> asDecided(const ApprovalRequest &request, const ApprovalDecision &decision) const;
+    // Starts an execution with the secrets its policy grants as environment variables.
+    Result<uint32_t> exec(Sandbox &sandbox, const ExecRequest &request);
+    Result<int> signalAll(Sandbox &sandbox, int signo); // every running execution; how many
     // The person's defaults for new sandboxes: {file, policy (their layer), effective, sources}.
     Result<QJsonObject> userDefaults() const;
     // Replaces them (validated, written atomically); sandboxes created from now on start from them.
     Status setUserDefaults(const QJsonObject &layer, const QString &by);
-    Status resize(const QString &ref, uint32_t exec, uint16_t rows, uint16_t cols);
     // A sandbox's workspace, for cp: every path resolved beneath it.
-    Result<WorkspaceFiles> files(const QString &ref) const;
+    WorkspaceFiles files(const Sandbox &sandbox) const;
 
     // The sandboxes whose records name live processes: what runs in them is not interrupted.
     static QStringList liveSandboxes(const QString &dataDir);
@@ -182,7 +186,6 @@ Q_SIGNALS:
     void eventPublished(const airlock::Event &event);
 
 private:
-    QJsonObject describe(const Sandbox &sandbox) const;
     QString userPolicyFile() const;
     // As root, a host uid of the configured range that no sandbox of any root daemon holds, and
     // that no subordinate id range reaches (checked again for every sandbox).

@@ -61,12 +61,8 @@ QString Engine::userPolicyFile() const
                                              : m_config.userPolicyFile;
 }
 
-Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
+QJsonObject Engine::policy(const Sandbox &s, bool effective) const
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    const Sandbox &s = **found;
     if (!effective)
         return QJsonObject{{QStringLiteral("sandbox"), s.id()}, {QStringLiteral("version"), s.policyVersion()},
             {QStringLiteral("preset"), s.policy().preset}, {QStringLiteral("policy"), s.policyOverrides()}};
@@ -82,13 +78,8 @@ Result<QJsonObject> Engine::policy(const QString &ref, bool effective) const
     return reply;
 }
 
-Result<QJsonObject> Engine::setPolicy(
-    const QString &ref, const QJsonObject &overrides, const QString &by, const QString &run)
+Result<QJsonObject> Engine::setPolicy(Sandbox &s, const QJsonObject &overrides, const QString &by, const QString &run)
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    Sandbox &s = **found;
     auto user = policy::readUserLayerIfAny(userPolicyFile());
     if (!user)
         return user.error();
@@ -121,7 +112,7 @@ Result<QJsonObject> Engine::setPolicy(
                            "is created; create a new sandbox to change them"));
     s.setPolicy(*effective, overrides, by, run, *user);
     saveRecord(s);
-    return policy(ref, true);
+    return policy(s, true);
 }
 
 Result<QJsonObject> Engine::addCommandRule(
@@ -148,7 +139,7 @@ Result<QJsonObject> Engine::addCommandRule(
                 "an \"always\" rule for this command would not cover it (%1); approve it once, or add rules for "
                 "its parts with 'airlockctl policy set'")
                 .arg(v.reason));
-    return setPolicy(ref, overrides, by, run);
+    return setPolicy(**found, overrides, by, run);
 }
 
 Result<QJsonObject> Engine::addNetworkRule(
@@ -166,7 +157,7 @@ Result<QJsonObject> Engine::addNetworkRule(
         allow.append(host);
     network.insert(QStringLiteral("allow"), allow);
     overrides.insert(QStringLiteral("network"), network);
-    return setPolicy(ref, overrides, by, run);
+    return setPolicy(**found, overrides, by, run);
 }
 
 Result<QJsonObject> Engine::allowAlways(const ApprovalRequest &request, const QString &by)
@@ -357,25 +348,19 @@ Result<QJsonObject> Engine::addToolRule(const QString &ref, const QString &tool,
     entry.insert(QStringLiteral("decision"), QStringLiteral("allow"));
     tools.insert(tool, entry);
     overrides.insert(QStringLiteral("tools"), tools);
-    return setPolicy(ref, overrides, by, run);
+    return setPolicy(**found, overrides, by, run);
 }
 
-Result<QJsonArray> Engine::listTools(const QString &ref) const
+QJsonArray Engine::listTools(const Sandbox &sandbox) const
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    return m_tools->list(**found);
+    return m_tools->list(sandbox);
 }
 
-void Engine::callTool(const QString &ref, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done)
+void Engine::callTool(Sandbox &sandbox, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done)
 {
-    auto found = find(ref);
-    if (!found)
-        return done(found.error());
     if (call.run.isEmpty())
-        call.run = (*found)->currentRun();
-    m_tools->call(*found, std::move(call), std::move(done));
+        call.run = sandbox.currentRun();
+    m_tools->call(&sandbox, std::move(call), std::move(done));
 }
 
 Result<QJsonObject> Engine::capabilities(const QString &ref) const
@@ -444,12 +429,9 @@ Result<QJsonObject> verdictUnder(const policy::EffectivePolicy &p, const QJsonOb
 } // namespace
 
 Result<QJsonObject> Engine::check(
-    const QString &ref, const QJsonObject &request, const std::optional<QJsonObject> &draft) const
+    const Sandbox &sandbox, const QJsonObject &request, const std::optional<QJsonObject> &draft) const
 {
-    auto found = find(ref);
-    if (!found)
-        return found.error();
-    auto verdict = verdictUnder((*found)->policy(), request);
+    auto verdict = verdictUnder(sandbox.policy(), request);
     if (!verdict)
         return verdict.error();
     // A draft of the sandbox's own layer (an editor's pending change): the same request judged as
@@ -458,14 +440,14 @@ Result<QJsonObject> Engine::check(
         // Mounts and limits are fixed while a sandbox runs: judged as they are (a draft's own
         // host paths are never looked at).
         QJsonObject layer = *draft;
-        const QJsonObject own = (*found)->policyOverrides();
+        const QJsonObject own = sandbox.policyOverrides();
         for (const QString &fixed : {QStringLiteral("filesystem"), QStringLiteral("limits")}) {
             if (own.contains(fixed))
                 layer.insert(fixed, own.value(fixed));
             else
                 layer.remove(fixed);
         }
-        auto drafted = policy::resolveForSandbox(layer, (*found)->policy().preset, userPolicyFile());
+        auto drafted = policy::resolveForSandbox(layer, sandbox.policy().preset, userPolicyFile());
         if (!drafted)
             return makeError(ErrorCode::InvalidArgument,
                 QStringLiteral("params.policy (the draft): %1").arg(drafted.error().message));
@@ -476,7 +458,7 @@ Result<QJsonObject> Engine::check(
     }
     for (auto it = request.begin(); it != request.end(); ++it)
         verdict->insert(it.key(), it.value());
-    verdict->insert(QStringLiteral("policyVersion"), (*found)->policyVersion());
+    verdict->insert(QStringLiteral("policyVersion"), sandbox.policyVersion());
     return verdict;
 }
 

@@ -4,6 +4,7 @@
 #include "engine/Engine.h"
 #include "rpc/Connection.h"
 #include "rpc/Params.h"
+#include "rpc/RpcSession.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/WorkspaceFiles.h"
 
@@ -80,89 +81,154 @@ FileTransfers::~FileTransfers()
             ::close(t.fd);
 }
 
-bool FileTransfers::handles(const QString &method)
+QList<Method> FileTransfers::methods()
 {
-    static const QStringList methods{QStringLiteral("fs.upload"), QStringLiteral("fs.download"),
-        QStringLiteral("fs.finish"), QStringLiteral("fs.mkdir"), QStringLiteral("fs.list")};
-    return methods.contains(method);
+    // Every one acts on one sandbox's workspace: for agents too, and for tokens scoped to it.
+    const auto declare = [this](method::Name name, void (FileTransfers::*handler)(Call &)) {
+        return Method{name, access::sandboxed, NeedsSandbox, [this, handler](Call &c) { (this->*handler)(c); }};
+    };
+    return {
+        declare(method::FsWrite, &FileTransfers::write),
+        declare(method::FsRead, &FileTransfers::read),
+        declare(method::FsUpload, &FileTransfers::upload),
+        declare(method::FsDownload, &FileTransfers::download),
+        declare(method::FsFinish, &FileTransfers::finish),
+        declare(method::FsMkdir, &FileTransfers::makeDirectory),
+        declare(method::FsList, &FileTransfers::list),
+    };
 }
 
-void FileTransfers::handle(Connection *conn, const QString &method, const QJsonObject &p, const Reply &reply)
+void FileTransfers::write(Call &c)
 {
-    auto ref = stringParam(p, "sandbox");
-    if (!ref)
-        return reply(ref.error());
-    auto sandbox = m_engine.find(*ref);
-    if (!sandbox)
-        return reply(sandbox.error());
-    const QString sandboxId = (*sandbox)->id();
-    if (method == QLatin1String("fs.finish"))
-        return finish(conn, p, sandboxId, reply);
+    const QJsonObject &p = c.params;
+    auto path = stringParam(p, "path");
+    auto data = base64Param(p, "data");
+    if (!path || !data)
+        return c.reply(!path ? path.error() : data.error());
+    const double offset = p.value(QStringLiteral("offset")).toDouble(0);
+    if (offset < 0 || offset > 1e15 || data->size() > kMaxChunk)
+        return c.reply(invalid(QStringLiteral("params.offset/data: chunks of at most 1 MiB at a valid offset")));
+    const int mode = p.value(QStringLiteral("mode")).toInt(0644);
+    auto written = m_engine.files(*c.sandbox)
+                       .write(*path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
+                           p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
+    c.reply(written ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *written}})
+                    : Result<QJsonObject>(written.error()));
+}
+
+void FileTransfers::read(Call &c)
+{
+    const QJsonObject &p = c.params;
     auto path = stringParam(p, "path");
     if (!path)
-        return reply(path.error());
-    auto files = m_engine.files(sandboxId);
-    if (!files)
-        return reply(files.error());
-    if (method == QLatin1String("fs.mkdir")) {
-        auto mode = modeParam(p);
-        if (!mode)
-            return reply(mode.error());
-        bool existed = false;
-        auto made = files->makeDirectory(*path, *mode, &existed);
-        return reply(made ? Result<QJsonObject>(
-                         QJsonObject{{QStringLiteral("path"), *made}, {QStringLiteral("existed"), existed}})
-                          : Result<QJsonObject>(made.error()));
-    }
-    if (method == QLatin1String("fs.list")) {
-        auto entries = files->list(*path, kMaxListEntries, kMaxListBytes);
-        if (!entries)
-            return reply(entries.error());
-        QJsonArray rows;
-        for (const WorkspaceFiles::Entry &e : std::as_const(*entries))
-            rows.append(QJsonObject{{QStringLiteral("path"), e.path}, {QStringLiteral("type"), typeName(e.type)},
-                {QStringLiteral("size"), double(e.size)}, {QStringLiteral("mode"), e.mode}});
-        const QJsonObject listed{{QStringLiteral("entries"), rows}};
-        // Names full of escapes grow in JSON: the reply must still fit a frame.
-        if (encodeJson(makeResult(QJsonValue(0), listed)).size() > kMaxFrameBytes - 4096)
-            return reply(makeError(ErrorCode::InvalidArgument,
-                QStringLiteral("'%1' holds too much to list at once; copy a part of it, or pack it first (exec tar)")
-                    .arg(*path)));
-        return reply(listed);
-    }
-    auto &mine = m_transfers[conn];
+        return c.reply(path.error());
+    const double offset = p.value(QStringLiteral("offset")).toDouble(0);
+    const double length = p.value(QStringLiteral("length")).toDouble(double(kMaxChunk));
+    if (offset < 0 || offset > 1e15 || length < 0 || length > double(kMaxChunk))
+        return c.reply(invalid(QStringLiteral("params.offset/length: at most 1 MiB per read")));
+    auto chunk = m_engine.files(*c.sandbox).read(*path, qint64(offset), qint64(length));
+    if (!chunk)
+        return c.reply(chunk.error());
+    c.reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},
+        {QStringLiteral("size"), double(chunk->size)}, {QStringLiteral("eof"), chunk->eof}});
+}
+
+void FileTransfers::makeDirectory(Call &c)
+{
+    auto path = stringParam(c.params, "path");
+    auto mode = modeParam(c.params);
+    if (!path || !mode)
+        return c.reply(!path ? path.error() : mode.error());
+    bool existed = false;
+    auto made = m_engine.files(*c.sandbox).makeDirectory(*path, *mode, &existed);
+    c.reply(made
+            ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *made}, {QStringLiteral("existed"), existed}})
+            : Result<QJsonObject>(made.error()));
+}
+
+void FileTransfers::list(Call &c)
+{
+    auto path = stringParam(c.params, "path");
+    if (!path)
+        return c.reply(path.error());
+    auto entries = m_engine.files(*c.sandbox).list(*path, kMaxListEntries, kMaxListBytes);
+    if (!entries)
+        return c.reply(entries.error());
+    QJsonArray rows;
+    for (const WorkspaceFiles::Entry &e : std::as_const(*entries))
+        rows.append(QJsonObject{{QStringLiteral("path"), e.path}, {QStringLiteral("type"), typeName(e.type)},
+            {QStringLiteral("size"), double(e.size)}, {QStringLiteral("mode"), e.mode}});
+    const QJsonObject listed{{QStringLiteral("entries"), rows}};
+    // Names full of escapes grow in JSON: the reply must still fit a frame.
+    if (encodeJson(makeResult(QJsonValue(0), listed)).size() > kMaxFrameBytes - 4096)
+        return c.reply(makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("'%1' holds too much to list at once; copy a part of it, or pack it first (exec tar)")
+                .arg(*path)));
+    c.reply(listed);
+}
+
+Result<quint32> FileTransfers::newTransfer(Connection *conn)
+{
+    const auto &mine = m_transfers[conn];
     if (mine.size() >= size_t(kMaxTransfers))
-        return reply(makeError(ErrorCode::Busy,
-            QStringLiteral("%1 copies are open on this connection; finish one first").arg(kMaxTransfers)));
+        return makeError(ErrorCode::Busy,
+            QStringLiteral("%1 copies are open on this connection; finish one first").arg(kMaxTransfers));
     if (m_open >= kMaxOpen)
-        return reply(makeError(ErrorCode::Busy,
-            QStringLiteral("%1 copies are open on this daemon; try again when some are done").arg(kMaxOpen)));
+        return makeError(ErrorCode::Busy,
+            QStringLiteral("%1 copies are open on this daemon; try again when some are done").arg(kMaxOpen));
     quint32 id = m_next++;
     while (id == 0 || mine.count(id)) // after a wrap, never one still open
         id = m_next++;
-    if (method == QLatin1String("fs.upload")) {
-        auto mode = modeParam(p);
-        if (!mode)
-            return reply(mode.error());
-        auto opened = files->openForWrite(*path, p.value(QStringLiteral("name")).toString(), *mode);
-        if (!opened)
-            return reply(opened.error());
-        mine.emplace(id, Transfer{opened->fd, true, sandboxId, opened->path, 0, 0, std::nullopt});
-        ++m_open;
-        return reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path}});
-    }
-    auto opened = files->openForRead(*path);
+    return id;
+}
+
+void FileTransfers::upload(Call &c)
+{
+    auto path = stringParam(c.params, "path");
+    if (!path)
+        return c.reply(path.error());
+    Connection *conn = c.session.conn;
+    auto id = newTransfer(conn);
+    if (!id)
+        return c.reply(id.error());
+    auto mode = modeParam(c.params);
+    if (!mode)
+        return c.reply(mode.error());
+    auto opened
+        = m_engine.files(*c.sandbox).openForWrite(*path, c.params.value(QStringLiteral("name")).toString(), *mode);
     if (!opened)
-        return reply(opened.error());
-    mine.emplace(id, Transfer{opened->fd, false, sandboxId, opened->path, opened->size, 0, std::nullopt});
+        return c.reply(opened.error());
+    m_transfers[conn].emplace(*id, Transfer{opened->fd, true, c.sandbox->id(), opened->path, 0, 0, std::nullopt});
     ++m_open;
-    reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path},
+    c.reply(QJsonObject{{QStringLiteral("transfer"), double(*id)}, {QStringLiteral("path"), opened->path}});
+}
+
+void FileTransfers::download(Call &c)
+{
+    auto path = stringParam(c.params, "path");
+    if (!path)
+        return c.reply(path.error());
+    Connection *conn = c.session.conn;
+    auto id = newTransfer(conn);
+    if (!id)
+        return c.reply(id.error());
+    auto opened = m_engine.files(*c.sandbox).openForRead(*path);
+    if (!opened)
+        return c.reply(opened.error());
+    m_transfers[conn].emplace(
+        *id, Transfer{opened->fd, false, c.sandbox->id(), opened->path, opened->size, 0, std::nullopt});
+    ++m_open;
+    c.reply(QJsonObject{{QStringLiteral("transfer"), double(*id)}, {QStringLiteral("path"), opened->path},
         {QStringLiteral("size"), double(opened->size)}, {QStringLiteral("mode"), opened->mode}});
     pump(conn); // after the reply: its data frames follow it
 }
 
-void FileTransfers::finish(Connection *conn, const QJsonObject &p, const QString &sandbox, const Reply &reply)
+void FileTransfers::finish(Call &c)
 {
+    Connection *conn = c.session.conn;
+    const QJsonObject &p = c.params;
+    const QString sandbox = c.sandbox->id();
+    const Reply &reply = c.reply;
     const quint32 id = quint32(wholeParam(p, "transfer", 4294967295.0).value_or(0));
     auto mine = m_transfers.find(conn);
     const auto it = mine == m_transfers.end() ? std::map<quint32, Transfer>::iterator() : mine->find(id);

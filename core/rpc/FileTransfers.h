@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "util/Result.h"
+#include "rpc/MethodTable.h"
 
 #include <QByteArrayView>
 #include <QHash>
@@ -27,16 +27,14 @@ class Connection;
 // download is sent while the connection's queue is short, its size fixed when it was opened, and
 // ends with an "fs.transfer" notification. fs.mkdir and fs.list serve cp -r. A transfer belongs to
 // its connection and ends with it.
-class FileTransfers final : public QObject {
+class FileTransfers final : public QObject, public MethodGroup {
     Q_OBJECT
 public:
-    using Reply = std::function<void(Result<QJsonObject>)>;
-
     explicit FileTransfers(Engine &engine, QObject *parent = nullptr);
     ~FileTransfers() override;
 
-    static bool handles(const QString &method);
-    void handle(Connection *conn, const QString &method, const QJsonObject &params, const Reply &reply);
+    // fs.*: these copies, and fs.read / fs.write (a chunk at a time, in JSON) and fs.mkdir / fs.list.
+    QList<Method> methods() override;
     // A data frame from `conn`: bytes of one of its uploads.
     void onData(Connection *conn, quint32 transfer, QByteArrayView bytes);
     // Its queue went down: more of its downloads.
@@ -47,6 +45,7 @@ public:
     static constexpr int kMaxTransfers = 64; // open at once per connection
     static constexpr int kMaxOpen = 512; // and on the whole daemon (each is a descriptor)
     static constexpr int kMaxListEntries = 20000; // fs.list
+    static constexpr qint64 kMaxChunk = 1024 * 1024; // fs.read, fs.write
 
 private:
     struct Transfer {
@@ -58,7 +57,15 @@ private:
         qint64 done = 0;
         std::optional<Error> failed;
     };
-    void finish(Connection *conn, const QJsonObject &params, const QString &sandbox, const Reply &reply);
+    void write(Call &call);
+    void read(Call &call);
+    void makeDirectory(Call &call);
+    void list(Call &call);
+    void upload(Call &call);
+    void download(Call &call);
+    void finish(Call &call);
+    // An id for a new transfer of `conn`, or why it may open none now.
+    Result<quint32> newTransfer(Connection *conn);
     void end(Connection *conn, quint32 id);
 
     Engine &m_engine;

@@ -33,12 +33,23 @@ QString textParam(const QJsonObject &params, const char *key)
 }
 } // namespace
 
-bool HistoryMethods::handles(const QString &method)
+QList<Method> HistoryMethods::methods()
 {
-    static const QStringList methods{QStringLiteral("history.list"), QStringLiteral("history.show"),
-        QStringLiteral("history.output"), QStringLiteral("history.runs"), QStringLiteral("history.export"),
-        QStringLiteral("history.prune"), QStringLiteral("history.events")};
-    return methods.contains(method);
+    using A = Access;
+    // Read by any token that may read; a token scoped to sandboxes lists and follows only the
+    // history of its running sandboxes, and nothing daemon-wide.
+    constexpr Access read{A::Agent::Allowed, nullptr, A::Token::Read, A::Scope::None};
+    constexpr Access readScoped{A::Agent::Allowed, nullptr, A::Token::Read, A::Scope::Param};
+    // What agents did is the person's record: an agent does not drop it.
+    constexpr Access prune = access::person("an agent connection cannot prune the history");
+    const auto declare = [this](method::Name name, Access access) {
+        return Method{
+            name, access, NeedsNothing, [this, name](Call &c) { handle(name, c.params, c.reply, c.progress); }};
+    };
+    return {declare(method::HistoryList, readScoped), declare(method::HistoryShow, read),
+        declare(method::HistoryOutput, read), declare(method::HistoryRuns, read),
+        declare(method::HistoryEvents, readScoped), declare(method::HistoryExport, read),
+        declare(method::HistoryPrune, prune)};
 }
 
 HistoryMethods::HistoryMethods(HistoryStore *store, QObject *parent)
@@ -79,13 +90,13 @@ void HistoryMethods::inBackground(const Reply &reply, std::function<Result<QJson
     });
 }
 
-void HistoryMethods::handle(const QString &method, const QJsonObject &p, const Reply &reply, const Progress &progress)
+void HistoryMethods::handle(method::Name method, const QJsonObject &p, const Reply &reply, const Progress &progress)
 {
     if (!m_store)
         return reply(makeError(ErrorCode::HistoryUnavailable, QStringLiteral("this daemon keeps no history")));
     const HistoryReader &reader = *m_reader;
 
-    if (method == QLatin1String("history.list")) {
+    if (method == method::HistoryList) {
         HistoryReader::Query q;
         q.sandbox = textParam(p, "sandbox");
         q.run = textParam(p, "run");
@@ -122,14 +133,14 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         q.limit = int(std::min<qint64>(limit->value_or(50), 10000));
         return inBackground(reply, [reader, q] { return reader.executions(q); });
     }
-    if (method == QLatin1String("history.show")) {
+    if (method == method::HistoryShow) {
         const QString ref = textParam(p, "execution");
         if (ref.isEmpty())
             return reply(invalid(QStringLiteral("params.execution: expected an execution id or SANDBOX:N")));
         (void)m_store->flush(); // what the daemon has seen is what the reader sees
         return inBackground(reply, [reader, ref] { return reader.execution(ref); });
     }
-    if (method == QLatin1String("history.output")) {
+    if (method == method::HistoryOutput) {
         auto id = integerParam(p, "execution");
         auto after = integerParam(p, "after");
         auto maxBytes = integerParam(p, "maxBytes");
@@ -147,7 +158,7 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                 return reader.output(id, after, max);
             });
     }
-    if (method == QLatin1String("history.runs")) {
+    if (method == method::HistoryRuns) {
         auto before = integerParam(p, "before");
         auto limit = integerParam(p, "limit");
         if (!before || !limit)
@@ -157,7 +168,7 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
                 return reader.runs(l, b);
             });
     }
-    if (method == QLatin1String("history.events")) {
+    if (method == method::HistoryEvents) {
         HistoryReader::EventQuery q;
         q.sandbox = textParam(p, "sandbox");
         q.run = textParam(p, "run");
@@ -184,7 +195,7 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
         (void)m_store->flush();
         return inBackground(reply, [reader, q] { return reader.events(q); });
     }
-    if (method == QLatin1String("history.export")) {
+    if (method == method::HistoryExport) {
         const QString run = textParam(p, "run");
         if (run.isEmpty())
             return reply(invalid(QStringLiteral("params.run: expected a run name")));
@@ -193,7 +204,7 @@ void HistoryMethods::handle(const QString &method, const QJsonObject &p, const R
             return reader.exportPage(run, cursor, kMaxOutputPage);
         });
     }
-    if (method == QLatin1String("history.prune")) {
+    if (method == method::HistoryPrune) {
         auto keep = integerParam(p, "keepBytes");
         auto endedBefore = integerParam(p, "endedBeforeMs");
         if (!keep || !endedBefore)

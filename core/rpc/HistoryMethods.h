@@ -2,7 +2,7 @@
 #pragma once
 
 #include "history/HistoryReader.h"
-#include "util/Result.h"
+#include "rpc/MethodTable.h"
 
 #include <QJsonObject>
 #include <QObject>
@@ -19,22 +19,18 @@ namespace airlock::rpc {
 // The history.* RPC methods: queries run on a small thread pool with their own read connections
 // (a search over a million executions must not stall live output), replies go back on the
 // daemon's thread.
-class HistoryMethods final : public QObject {
+class HistoryMethods final : public QObject, public MethodGroup {
     Q_OBJECT
 public:
-    using Reply = std::function<void(Result<QJsonObject>)>;
-    // Tells the caller how far a long request has come ("progress" notifications): called on the
-    // daemon's thread, any number of times before the reply.
-    using Progress = std::function<void(const QJsonObject &)>;
-
     // store may be null: every method then answers that this daemon keeps no history.
     explicit HistoryMethods(HistoryStore *store, QObject *parent = nullptr);
     ~HistoryMethods() override;
 
-    static bool handles(const QString &method);
-    void handle(const QString &method, const QJsonObject &params, const Reply &reply, const Progress &progress = {});
+    QList<Method> methods() override;
 
 private:
+    // Progress: called on the daemon's thread, any number of times before the reply.
+    void handle(method::Name method, const QJsonObject &params, const Reply &reply, const Progress &progress);
     void inBackground(const Reply &reply, std::function<Result<QJsonObject>()> work);
 
     HistoryStore *m_store;

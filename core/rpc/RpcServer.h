@@ -2,7 +2,7 @@
 #pragma once
 
 #include "model/Event.h"
-#include "remote/TokenStore.h"
+#include "rpc/MethodTable.h"
 #include "util/Result.h"
 
 #include <QHash>
@@ -12,27 +12,33 @@
 #include <QSet>
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 class QLocalServer;
 class QLocalSocket;
 
+namespace airlock::remote {
+struct Grant;
+}
+
 namespace airlock {
 class ApprovalBroker;
-struct ApprovalRequest;
-struct ExecRequest;
 class Engine;
 class HistoryStore;
-class Sandbox;
 } // namespace airlock
 
 namespace airlock::rpc {
 
+class AccessGate;
 class Connection;
-class HistoryMethods;
+class ExecMethods;
 class FileTransfers;
+struct Session;
 
 // The daemon's RPC endpoint: a unix socket (0600 in a 0700 directory, one daemon per socket),
-// the version handshake, method dispatch into the Engine and event fan-out to subscribers.
+// the version handshake, dispatch through one table of methods (each declared once, with who
+// may call it and what it needs: rpc/MethodTable.h) and event fan-out to subscribers.
 class RpcServer final : public QObject {
     Q_OBJECT
 public:
@@ -56,51 +62,38 @@ public:
     // An event of the daemon's stream (the engine's, as the history lets it through) to every
     // session that wants it.
     void onEvent(const Event &event);
+    // Every method this daemon answers, as declared (for the protocol document's check).
+    QList<Method> methods() const { return m_methods.values(); }
 
 private:
-    struct Session;
-    using Reply = std::function<void(Result<QJsonObject>)>;
-    using Handler = std::function<void(Session &, const QJsonObject &, const Reply &)>;
-
     void onNewConnection();
     Session *addSession(QLocalSocket *socket);
-    // What a remote session's token allows (RpcServerGrants.cpp); always Ok for local sessions.
-    // A sandbox named in params is replaced by its id: the method acts on the sandbox checked.
-    Status permitted(const Session &session, const QString &method, QJsonObject &params) const;
-    bool covers(const Session &session, const QString &sandboxId) const;
-    bool reaches(const remote::Grant &grant, const QString &sandboxId) const; // a running sandbox, by id
-    Reply filtered(const Session &session, const QString &method, Reply reply) const;
     void onMessage(Session &session, const QJsonObject &message);
+    // The checks every request passes before its handler, in order: who may call the method,
+    // the sandbox and execution it names, a history that can record it.
+    void dispatch(
+        const Method &method, Session &session, QJsonObject params, const Reply &reply, const Progress &progress);
     void releaseHolds(Session &session);
-    // Executions started with a lease are killed (and that recorded) once their lease runs out
-    // after the session that started them has gone.
-    void expireLeasesLater(const Session &session);
-    void registerHandlers();
-    void registerSettingsHandlers(); // policies and secrets (RpcServerSettings.cpp)
-    bool wants(const Session &session, const Event &event) const;
-    // New sandboxes and executions are refused while their history cannot be written.
-    Status historyWritable() const;
-    // Starts an execution for a connection (after any approval), replying with its id.
-    void startExecution(
-        QPointer<Connection> conn, const QString &sandbox, const ExecRequest &request, bool attach, const Reply &reply);
     Session *sessionOf(const Connection *conn) const;
-    // An agent's command that asks: a person decides, on what it runs bound by content.
-    void askToRun(Session &session, Sandbox *sandbox, const ExecRequest &exec, const ApprovalRequest &request,
-        bool attach, const Reply &reply, int round);
-    // Agents may only touch the executions they started (stdin, signals, resize).
-    Status ownExecution(const Session &session, const QString &sandboxRef, uint32_t exec) const;
+    bool wants(const Session &session, const Event &event) const;
+    // hello, daemon.info, events.subscribe: the connection itself.
+    QList<Method> connectionMethods();
+    void hello(Call &call);
+    void subscribe(Call &call);
 
     Engine &m_engine;
     HistoryStore *m_history;
-    HistoryMethods *m_historyMethods;
-    FileTransfers *m_files;
     ApprovalBroker *m_approvals; // shared with the engine
+    std::unique_ptr<AccessGate> m_access;
+    std::vector<std::unique_ptr<MethodGroup>> m_groups;
+    ExecMethods *m_execs; // in m_groups
+    FileTransfers *m_files; // in m_groups
     QLocalServer *m_server = nullptr;
     QString m_socketPath;
     QStringList m_notices;
     bool m_activated = false; // systemd passed the socket (rpc/SocketActivation.h)
     int m_helloTimeoutMs = kHelloTimeoutMs;
-    QHash<QString, Handler> m_handlers;
+    QHash<QString, Method> m_methods;
     QList<Session *> m_sessions;
 };
 

@@ -1,18 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// RpcServer's per-connection state, shared by its source files (not part of core's interface).
+// One client connection's state, shared by the daemon's RPC sources (not part of core's interface).
 #pragma once
 
-#include "rpc/RpcServer.h"
+#include "remote/TokenStore.h"
 
 #include <QHash>
 #include <QPair>
 #include <QSet>
+#include <QString>
 
+#include <cstdint>
 #include <optional>
+
+namespace airlock {
+class Sandbox;
+}
 
 namespace airlock::rpc {
 
-struct RpcServer::Session {
+class Connection;
+
+struct Session {
     Connection *conn = nullptr;
     bool greeted = false;
     QString client;
@@ -25,6 +33,12 @@ struct RpcServer::Session {
     std::optional<remote::Grant> grant; // set: a remote connection, limited to its token's grant
     QString peer; // remote: address:port
     QHash<QPair<QString, uint32_t>, qint64> leases; // (sandbox id, exec) → ms it may outlive this connection
+
+    bool isAgent() const { return !agent.isEmpty(); }
+    // Who asks, in the history and on approval cards.
+    const QString &requester() const { return agent.isEmpty() ? client : agent; }
+    // A remote token limited to some sandboxes.
+    bool scoped() const { return grant && !grant->sandboxes.isEmpty(); }
 };
 
 } // namespace airlock::rpc
