@@ -270,7 +270,7 @@ void FileTransfers::onData(Connection *conn, quint32 transfer, QByteArrayView by
         if (n <= 0) {
             t.failed = ioError(n < 0 ? errno : ENOSPC, t.path, "cannot write");
             // Said at once, so that the sender stops; fs.finish says it again.
-            conn->send(makeNotification(QStringLiteral("fs.transfer"),
+            conn->send(makeNotification(method::TransferNotification,
                 {{QStringLiteral("transfer"), double(transfer)}, {QStringLiteral("bytes"), double(t.done)},
                     {QStringLiteral("error"),
                         makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error"))}}));
@@ -321,7 +321,7 @@ void FileTransfers::pump(Connection *conn)
         if (t.failed)
             told.insert(
                 QStringLiteral("error"), makeErrorReply(QJsonValue(), *t.failed).value(QStringLiteral("error")));
-        conn->send(makeNotification(QStringLiteral("fs.transfer"), told));
+        conn->send(makeNotification(method::TransferNotification, told));
         ended.push_back(id);
     }
     for (quint32 id : ended)

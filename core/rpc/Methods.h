@@ -3,8 +3,8 @@
 
 #include <QLatin1StringView>
 
-// The protocol's method names, each written once: the daemon's method table (rpc/MethodTable.h)
-// declares each one, the client's DaemonApi calls them, and resources/docs/protocol.md describes them (a
+// The protocol's method names, each written once: the daemon's method tables (rpc/MethodTable.h)
+// declare each one, the client's DaemonApi calls them, and resources/docs/protocol.md describes them (a
 // test checks that the three agree).
 namespace airlock::rpc::method {
 
@@ -64,5 +64,6 @@ inline constexpr Name HistoryPrune{"history.prune"};
 // Notifications from the daemon.
 inline constexpr Name EventNotification{"event"};
 inline constexpr Name ProgressNotification{"progress"};
+inline constexpr Name TransferNotification{"fs.transfer"};
 
 } // namespace airlock::rpc::method
