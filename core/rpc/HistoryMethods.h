@@ -29,8 +29,14 @@ public:
     QList<Method> methods() override;
 
 private:
-    // Progress: called on the daemon's thread, any number of times before the reply.
-    void handle(method::Name method, const QJsonObject &params, const Reply &reply, const Progress &progress);
+    void list(Call &call);
+    void show(Call &call);
+    void output(Call &call);
+    void runs(Call &call);
+    void events(Call &call);
+    void exportRun(Call &call);
+    // Tells how far it has come (Call::progress, on the daemon's thread) before its reply.
+    void prune(Call &call);
     void inBackground(const Reply &reply, std::function<Result<QJsonObject>()> work);
 
     HistoryStore *m_store;

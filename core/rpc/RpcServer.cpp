@@ -259,7 +259,8 @@ void RpcServer::dispatch(
 {
     if (Status allowed = m_access->permitted(session, method, params); !allowed)
         return reply(allowed.error());
-    Call call{session, params, m_access->filtered(session, method, reply), progress};
+    const Reply answer = m_access->filtered(session, method, reply); // a listing cut to a token's sandboxes
+    Call call{session, params, answer, progress};
     if (method.needs & NeedsSandbox) {
         auto ref = stringParam(params, "sandbox");
         if (!ref)
