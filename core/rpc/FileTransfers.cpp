@@ -167,9 +167,12 @@ void FileTransfers::list(Call &c)
     c.reply(listed);
 }
 
-Result<quint32> FileTransfers::newTransfer(Connection *conn)
+Result<std::pair<QString, quint32>> FileTransfers::openTransfer(Call &c)
 {
-    const auto &mine = m_transfers[conn];
+    auto path = stringParam(c.params, "path");
+    if (!path)
+        return path.error();
+    const auto &mine = m_transfers[c.session.conn];
     if (mine.size() >= size_t(kMaxTransfers))
         return makeError(ErrorCode::Busy,
             QStringLiteral("%1 copies are open on this connection; finish one first").arg(kMaxTransfers));
@@ -179,46 +182,42 @@ Result<quint32> FileTransfers::newTransfer(Connection *conn)
     quint32 id = m_next++;
     while (id == 0 || mine.count(id)) // after a wrap, never one still open
         id = m_next++;
-    return id;
+    return std::pair{*path, id};
 }
 
 void FileTransfers::upload(Call &c)
 {
-    auto path = stringParam(c.params, "path");
-    if (!path)
-        return c.reply(path.error());
+    auto opening = openTransfer(c);
+    if (!opening)
+        return c.reply(opening.error());
+    const auto &[path, id] = *opening;
     Connection *conn = c.session.conn;
-    auto id = newTransfer(conn);
-    if (!id)
-        return c.reply(id.error());
     auto mode = modeParam(c.params);
     if (!mode)
         return c.reply(mode.error());
     auto opened
-        = m_engine.files(*c.sandbox).openForWrite(*path, c.params.value(QStringLiteral("name")).toString(), *mode);
+        = m_engine.files(*c.sandbox).openForWrite(path, c.params.value(QStringLiteral("name")).toString(), *mode);
     if (!opened)
         return c.reply(opened.error());
-    m_transfers[conn].emplace(*id, Transfer{opened->fd, true, c.sandbox->id(), opened->path, 0, 0, std::nullopt});
+    m_transfers[conn].emplace(id, Transfer{opened->fd, true, c.sandbox->id(), opened->path, 0, 0, std::nullopt});
     ++m_open;
-    c.reply(QJsonObject{{QStringLiteral("transfer"), double(*id)}, {QStringLiteral("path"), opened->path}});
+    c.reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path}});
 }
 
 void FileTransfers::download(Call &c)
 {
-    auto path = stringParam(c.params, "path");
-    if (!path)
-        return c.reply(path.error());
+    auto opening = openTransfer(c);
+    if (!opening)
+        return c.reply(opening.error());
+    const auto &[path, id] = *opening;
     Connection *conn = c.session.conn;
-    auto id = newTransfer(conn);
-    if (!id)
-        return c.reply(id.error());
-    auto opened = m_engine.files(*c.sandbox).openForRead(*path);
+    auto opened = m_engine.files(*c.sandbox).openForRead(path);
     if (!opened)
         return c.reply(opened.error());
     m_transfers[conn].emplace(
-        *id, Transfer{opened->fd, false, c.sandbox->id(), opened->path, opened->size, 0, std::nullopt});
+        id, Transfer{opened->fd, false, c.sandbox->id(), opened->path, opened->size, 0, std::nullopt});
     ++m_open;
-    c.reply(QJsonObject{{QStringLiteral("transfer"), double(*id)}, {QStringLiteral("path"), opened->path},
+    c.reply(QJsonObject{{QStringLiteral("transfer"), double(id)}, {QStringLiteral("path"), opened->path},
         {QStringLiteral("size"), double(opened->size)}, {QStringLiteral("mode"), opened->mode}});
     pump(conn); // after the reply: its data frames follow it
 }

@@ -64,8 +64,8 @@ private:
     void upload(Call &call);
     void download(Call &call);
     void finish(Call &call);
-    // An id for a new transfer of `conn`, or why it may open none now.
-    Result<quint32> newTransfer(Connection *conn);
+    // The path a new copy names and its id, or why none may open now.
+    Result<std::pair<QString, quint32>> openTransfer(Call &call);
     void end(Connection *conn, quint32 id);
 
     Engine &m_engine;
