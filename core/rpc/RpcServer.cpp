@@ -95,7 +95,8 @@ RpcServer::RpcServer(Engine &engine, HistoryStore *history, ApprovalBroker &appr
     for (const auto &group : m_groups)
         all.append(group->methods());
     for (Method &m : all) {
-        Q_ASSERT_X(!m_methods.contains(m.name), "RpcServer", "a method is declared twice");
+        if (m_methods.contains(m.name)) // a programming error: which of the two would answer?
+            qFatal("RPC method %s is declared twice", QString(m.name).toUtf8().constData());
         m_methods.insert(m.name, std::move(m));
     }
 }
