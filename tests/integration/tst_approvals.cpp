@@ -14,6 +14,7 @@
 #include <QTest>
 
 #include <csignal>
+#include <tuple>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -255,6 +256,137 @@ private Q_SLOTS:
             QStringLiteral("an agent connection can only feed or signal the executions it started"));
         QVERIFY(person->call(QStringLiteral("exec.signal"),
             {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("exec"), started->value(QStringLiteral("exec"))}}));
+    }
+
+    // Every method a person keeps from agents, refused with its reason whatever the request
+    // holds, and however the sandbox is named (name, id, id prefix): the table's grants, as
+    // the handlers' own checks said them before (rpc/MethodTable.h, rpc/AccessGate.cpp).
+    void anAgentIsRefusedEveryPersonsMethodWithItsReason()
+    {
+        auto bot = client(QStringLiteral("bot"));
+        auto person = client({});
+        QVERIFY(bot && person);
+        const QString id = person->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), m_sb}})
+                               ->value(QStringLiteral("id"))
+                               .toString();
+        QCOMPARE(id.size(), 12);
+        const QString decide = QStringLiteral("an agent connection cannot decide approvals");
+        const QString policies = QStringLiteral("an agent connection cannot change policies");
+        const QString secrets = QStringLiteral("an agent connection cannot manage secrets");
+        const QString kill = QStringLiteral("an agent connection can only signal the executions it started");
+        const QString defaults = QStringLiteral("an agent connection creates sandboxes with the default policy only "
+                                                "(no policy, preset, network or mounts of its own)");
+        for (const QString &ref : {m_sb, id, id.left(6)}) {
+            const QJsonObject sb{{QStringLiteral("sandbox"), ref}};
+            const auto with = [&](QJsonObject p) {
+                p.insert(QStringLiteral("sandbox"), ref);
+                return p;
+            };
+            const std::tuple<const char *, QJsonObject, QString> refused[] = {
+                {"approvals.decide",
+                    QJsonObject{{QStringLiteral("id"), QStringLiteral("00000000")},
+                        {QStringLiteral("nonce"), QStringLiteral("x")},
+                        {QStringLiteral("decision"), QStringLiteral("allow")}},
+                    decide},
+                {"approvals.decide", QJsonObject{}, decide}, // without an id too
+                {"policy.set", with({{QStringLiteral("policy"), QJsonObject{}}}), policies},
+                {"policy.defaults.set", QJsonObject{{QStringLiteral("policy"), QJsonObject{}}}, policies},
+                {"secrets.set",
+                    QJsonObject{{QStringLiteral("name"), QStringLiteral("STOLEN")},
+                        {QStringLiteral("value"), QStringLiteral("eA==")}},
+                    secrets},
+                {"secrets.list", QJsonObject{}, secrets},
+                {"secrets.remove", QJsonObject{{QStringLiteral("name"), QStringLiteral("STOLEN")}}, secrets},
+                {"history.prune", QJsonObject{{QStringLiteral("keepBytes"), 0}},
+                    QStringLiteral("an agent connection cannot prune the history")},
+                {"sandbox.kill", sb, kill},
+                {"policy.check",
+                    with({{QStringLiteral("argv"), QJsonArray{QStringLiteral("rm")}},
+                        {QStringLiteral("policy"), QJsonObject{}}}),
+                    QStringLiteral("an agent connection cannot try policy drafts")},
+                {"sandbox.create",
+                    QJsonObject{{QStringLiteral("spec"), QJsonObject{}}, {QStringLiteral("policy"), QJsonObject{}}},
+                    defaults},
+                {"sandbox.create",
+                    QJsonObject{{QStringLiteral("spec"), QJsonObject{}}, {QStringLiteral("policy"), QJsonValue::Null}},
+                    defaults},
+                {"sandbox.create",
+                    QJsonObject{
+                        {QStringLiteral("spec"), QJsonObject{}}, {QStringLiteral("preset"), QStringLiteral("open")}},
+                    defaults},
+                {"sandbox.create",
+                    QJsonObject{
+                        {QStringLiteral("spec"), QJsonObject{{QStringLiteral("network"), QStringLiteral("none")}}}},
+                    defaults},
+                {"sandbox.create",
+                    QJsonObject{{QStringLiteral("spec"),
+                        QJsonObject{{QStringLiteral("mounts"),
+                            QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/etc")},
+                                {QStringLiteral("path"), QStringLiteral("/h")}}}}}}},
+                    defaults},
+            };
+            for (const auto &[method, params, why] : refused) {
+                auto r = bot->call(QString::fromLatin1(method), params);
+                QVERIFY2(!r && r.error().code == ErrorCode::Denied && r.error().message == why,
+                    qPrintable(
+                        QStringLiteral("%1 on %2: %3")
+                            .arg(QLatin1String(method), ref, r ? QStringLiteral("allowed") : r.error().message)));
+            }
+        }
+        auto listed = person->call(QStringLiteral("secrets.list")); // a person's, as ever
+        QVERIFY2(listed || listed.error().code != ErrorCode::Denied,
+            qPrintable(listed ? QString() : listed.error().message));
+    }
+
+    // An agent feeds, signals and resizes only what its own connection started: a person's
+    // execution and another agent connection's are refused, named by sandbox name, id or prefix;
+    // its own are not.
+    void anAgentTouchesOnlyItsOwnExecutions()
+    {
+        auto bot = client(QStringLiteral("bot"));
+        auto other = client(QStringLiteral("bot"));
+        auto person = client({});
+        QVERIFY(bot && other && person);
+        const QString id = person->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), m_sb}})
+                               ->value(QStringLiteral("id"))
+                               .toString();
+        const auto start = [&](DaemonClient &c) {
+            auto r = c.call(QStringLiteral("exec.start"),
+                {{QStringLiteral("sandbox"), m_sb}, {QStringLiteral("argv"), QJsonArray{QStringLiteral("cat")}},
+                    {QStringLiteral("stdin"), true}}); // it waits for its input
+            return r ? r->value(QStringLiteral("exec")).toInt() : 0;
+        };
+        const int persons = start(*person), bots = start(*bot);
+        QVERIFY(persons > 0 && bots > 0); // cat: allowed by the preset's rules
+        const QString mine = QStringLiteral("an agent connection can only feed or signal the executions it started");
+        const auto act = [&](DaemonClient &c, const char *method, const QString &ref, int exec) {
+            QJsonObject p{{QStringLiteral("sandbox"), ref}, {QStringLiteral("exec"), exec}};
+            if (QByteArrayView(method) == "exec.stdin")
+                p.insert(QStringLiteral("data"), QStringLiteral("aGkK"));
+            if (QByteArrayView(method) == "exec.resize") {
+                p.insert(QStringLiteral("rows"), 24);
+                p.insert(QStringLiteral("cols"), 80);
+            }
+            if (QByteArrayView(method) == "exec.signal")
+                p.insert(QStringLiteral("signal"), SIGCONT); // harmless to its own
+            return c.call(QString::fromLatin1(method), p);
+        };
+        for (const char *method : {"exec.stdin", "exec.resize", "exec.signal"}) {
+            for (const QString &ref : {m_sb, id, id.left(6)}) {
+                for (const auto &[who, exec] : {std::pair{bot.get(), persons}, std::pair{other.get(), bots}}) {
+                    auto r = act(*who, method, ref, exec);
+                    QVERIFY2(!r && r.error().code == ErrorCode::Denied && r.error().message == mine,
+                        qPrintable(QStringLiteral("%1 on %2:%3: %4")
+                                       .arg(QLatin1String(method), ref)
+                                       .arg(exec)
+                                       .arg(r ? QStringLiteral("allowed") : r.error().message)));
+                }
+            }
+            // Its own: not refused as someone else's (exec.resize may say it has no terminal).
+            auto own = act(*bot, method, id.left(6), bots);
+            QVERIFY2(own || own.error().code != ErrorCode::Denied, qPrintable(own ? QString() : own.error().message));
+        }
+        QVERIFY(person->call(QStringLiteral("sandbox.kill"), {{QStringLiteral("sandbox"), m_sb}})); // both cats
     }
 
     void theEnvironmentIsShownAndCanMakeAnAllowedCommandAsk()

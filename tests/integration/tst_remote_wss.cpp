@@ -22,6 +22,8 @@
 #include <QThread>
 #include <QWebSocket>
 
+#include <algorithm>
+#include <tuple>
 #include <unistd.h>
 
 using namespace airlock;
@@ -410,6 +412,191 @@ private Q_SLOTS:
                     == QStringLiteral("token 'viewer' (read-only): policy drafts need a token with full access"),
             qPrintable(viewed ? QStringLiteral("allowed") : viewed.error().message));
         QCOMPARE(m_daemon->ctl(args("rm", "theirs", "mine")).exitCode, 0);
+    }
+
+    // A read-only token is refused every method that changes something, each with its reason,
+    // and answered the rest (rpc/MethodTable.h's Token::Full, as RpcServerGrants' isRead was).
+    void aReadOnlyTokenIsRefusedEveryChangeByName()
+    {
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "looked-at")).exitCode, 0);
+        const QString glance = newToken(QStringLiteral("glance"), {QStringLiteral("read-only")});
+        DaemonClient viewer;
+        ConnectOptions options;
+        options.host = m_url;
+        options.token = glance;
+        options.autostart = false;
+        QVERIFY(viewer.connectToDaemon(options));
+        const QJsonObject sb{{QStringLiteral("sandbox"), QStringLiteral("looked-at")}};
+        const auto with = [&](QJsonObject p) {
+            p.insert(QStringLiteral("sandbox"), QStringLiteral("looked-at"));
+            return p;
+        };
+        const std::pair<const char *, QJsonObject> changes[] = {
+            {"sandbox.create", QJsonObject{{QStringLiteral("spec"), QJsonObject{}}}},
+            {"sandbox.delete", sb},
+            {"sandbox.kill", sb},
+            {"exec.start", with({{QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}})},
+            {"exec.stdin", with({{QStringLiteral("exec"), 1}})},
+            {"exec.signal", with({{QStringLiteral("exec"), 1}})},
+            {"exec.resize",
+                with({{QStringLiteral("exec"), 1}, {QStringLiteral("rows"), 24}, {QStringLiteral("cols"), 80}})},
+            {"fs.write", with({{QStringLiteral("path"), QStringLiteral("/workspace/x")}})},
+            {"fs.read", with({{QStringLiteral("path"), QStringLiteral("/etc/hostname")}})},
+            {"fs.upload", with({{QStringLiteral("path"), QStringLiteral("/workspace/x")}})},
+            {"fs.download", with({{QStringLiteral("path"), QStringLiteral("/etc/hostname")}})},
+            {"fs.finish", with({{QStringLiteral("transfer"), 1}})},
+            {"fs.mkdir", with({{QStringLiteral("path"), QStringLiteral("/workspace/d")}})},
+            {"fs.list", with({{QStringLiteral("path"), QStringLiteral("/workspace")}})},
+            {"policy.set", with({{QStringLiteral("policy"), QJsonObject{}}})},
+            {"policy.defaults.set", QJsonObject{{QStringLiteral("policy"), QJsonObject{}}}},
+            {"approvals.decide", QJsonObject{}},
+            {"approvals.withdraw", QJsonObject{}},
+            {"secrets.set", QJsonObject{{QStringLiteral("name"), QStringLiteral("X")}}},
+            {"secrets.remove", QJsonObject{{QStringLiteral("name"), QStringLiteral("X")}}},
+            {"tools.call", with({{QStringLiteral("tool"), QStringLiteral("package.version")}})},
+            {"history.prune", QJsonObject{{QStringLiteral("keepBytes"), 1e12}}},
+        };
+        for (const auto &[method, params] : changes) {
+            auto r = viewer.call(QString::fromLatin1(method), params);
+            const QString why = QStringLiteral("token 'glance' (read-only): %1 is not allowed: the token is read-only")
+                                    .arg(QLatin1String(method));
+            QVERIFY2(!r && r.error().code == ErrorCode::Denied && r.error().message == why,
+                qPrintable(QStringLiteral("%1: %2").arg(
+                    QLatin1String(method), r ? QStringLiteral("allowed") : r.error().message)));
+        }
+        const std::pair<const char *, QJsonObject> reads[] = {
+            {"daemon.info", {}},
+            {"sandbox.list", {}},
+            {"sandbox.stats", {}},
+            {"sandbox.info", sb},
+            {"approvals.list", {}},
+            {"events.subscribe", sb},
+            {"policy.presets", {}},
+            {"policy.get", sb},
+            {"policy.check", with({{QStringLiteral("argv"), QJsonArray{QStringLiteral("true")}}})},
+            {"policy.defaults.get", {}},
+            {"tools.list", sb},
+            {"secrets.list", {}},
+            {"history.list", {}},
+            {"history.runs", {}},
+            {"history.events", sb},
+        };
+        for (const auto &[method, params] : reads) {
+            auto r = viewer.call(QString::fromLatin1(method), params);
+            QVERIFY2(
+                r, qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(method), r ? QString() : r.error().message)));
+        }
+        QCOMPARE(m_daemon->ctl(args("rm", "looked-at")).exitCode, 0);
+    }
+
+    // A token scoped to its sandboxes neither sees nor decides nor withdraws what waits for a
+    // person in another sandbox (by the approval's id, or with none), hears none of that
+    // sandbox's events when it asks for every event, and finishes no copy there.
+    void aScopedTokenStaysOutOfAnotherSandboxsApprovalsEventsAndCopies()
+    {
+        QCOMPARE(m_daemon->ctl(args("create", "--name", "far-theirs")).exitCode, 0);
+        const QString theirs = jsonObject(m_daemon->ctl(args("info", "far-theirs", "--json")).out)
+                                   .value(QStringLiteral("id"))
+                                   .toString();
+        QVERIFY(!theirs.isEmpty());
+        const QString lane = newToken(QStringLiteral("lane"), {QStringLiteral("sandbox:lane")});
+        QCOMPARE(remote(args("create", "--name", "lane"), lane).exitCode, 0);
+        DaemonClient scoped;
+        ConnectOptions options;
+        options.host = m_url;
+        options.token = lane;
+        options.autostart = false;
+        QVERIFY(scoped.connectToDaemon(options));
+        QList<Event> heard;
+        QObject::connect(&scoped, &DaemonClient::eventReceived, &scoped, [&heard](const Event &e) { heard.append(e); });
+        QVERIFY(scoped.call(QStringLiteral("events.subscribe")));
+
+        // An agent's command in their sandbox waits for a person.
+        QProcess agent;
+        agent.setProcessEnvironment(m_daemon->environment());
+        agent.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", "far-theirs", "-n", "--", "touch", "/workspace/asked"));
+        QVERIFY(agent.waitForStarted());
+        auto person = m_daemon->connect();
+        QVERIFY(person);
+        QJsonObject waiting;
+        QVERIFY(waitFor(
+            [&] {
+                auto listed = person->call(QStringLiteral("approvals.list"));
+                waiting
+                    = listed ? listed->value(QStringLiteral("approvals")).toArray().first().toObject() : QJsonObject();
+                return !waiting.isEmpty();
+            },
+            10000));
+        const QString approval = waiting.value(QStringLiteral("id")).toString();
+        QCOMPARE(waiting.value(QStringLiteral("sandbox")).toString(), theirs);
+
+        auto seen = scoped.call(QStringLiteral("approvals.list"));
+        QVERIFY(seen && seen->value(QStringLiteral("approvals")).toArray().isEmpty());
+        const QString outside = QStringLiteral("token 'lane' (sandboxes lane): sandbox 'far-theirs' is outside it");
+        const QJsonObject decision{{QStringLiteral("id"), approval},
+            {QStringLiteral("nonce"), waiting.value(QStringLiteral("nonce"))},
+            {QStringLiteral("decision"), QStringLiteral("allow")}, {QStringLiteral("always"), true}};
+        const std::tuple<const char *, QJsonObject, QString> refused[] = {
+            {"approvals.decide", decision, outside},
+            {"approvals.withdraw", QJsonObject{{QStringLiteral("id"), approval}}, outside},
+            // Without an id a decision names no approval in its sandboxes (only withdraw goes
+            // without one: this connection's own requests).
+            {"approvals.decide",
+                QJsonObject{{QStringLiteral("nonce"), waiting.value(QStringLiteral("nonce"))},
+                    {QStringLiteral("decision"), QStringLiteral("allow")}},
+                QStringLiteral("token 'lane' (sandboxes lane): approval '' waits in none of its sandboxes")},
+            {"events.subscribe", QJsonObject{{QStringLiteral("sandbox"), QStringLiteral("far-theirs")}}, outside},
+            {"events.subscribe", QJsonObject{{QStringLiteral("sandbox"), theirs}}, outside},
+            {"events.subscribe", QJsonObject{{QStringLiteral("sandbox"), theirs.left(8)}}, outside},
+        };
+        for (const auto &[method, params, why] : refused) {
+            auto r = scoped.call(QString::fromLatin1(method), params);
+            QVERIFY2(!r && r.error().code == ErrorCode::Denied && r.error().message == why,
+                qPrintable(QStringLiteral("%1: %2").arg(
+                    QLatin1String(method), r ? QStringLiteral("allowed") : r.error().message)));
+        }
+        auto own = scoped.call(QStringLiteral("approvals.withdraw"));
+        QVERIFY(own && own->value(QStringLiteral("withdrawn")).toArray().isEmpty()); // it has none
+        auto still = person->call(QStringLiteral("approvals.list"));
+        QVERIFY(still && still->value(QStringLiteral("approvals")).toArray().size() == 1);
+
+        // A copy opened in its own sandbox is finished there only.
+        auto opened = scoped.call(QStringLiteral("fs.upload"),
+            {{QStringLiteral("sandbox"), QStringLiteral("lane")},
+                {QStringLiteral("path"), QStringLiteral("/workspace/up")}});
+        QVERIFY2(opened, qPrintable(opened ? QString() : opened.error().message));
+        const QJsonValue transfer = opened->value(QStringLiteral("transfer"));
+        for (const QString &ref : {QStringLiteral("far-theirs"), theirs}) {
+            auto crossed = scoped.call(QStringLiteral("fs.finish"),
+                {{QStringLiteral("sandbox"), ref}, {QStringLiteral("transfer"), transfer},
+                    {QStringLiteral("bytes"), 0}});
+            QVERIFY2(!crossed && crossed.error().code == ErrorCode::Denied && crossed.error().message == outside,
+                qPrintable(crossed ? QStringLiteral("allowed") : crossed.error().message));
+        }
+        QVERIFY(scoped.call(QStringLiteral("fs.finish"),
+            {{QStringLiteral("sandbox"), QStringLiteral("lane")}, {QStringLiteral("transfer"), transfer},
+                {QStringLiteral("bytes"), 0}}));
+
+        // Every event it asked for is of its own sandbox.
+        QCOMPARE(m_daemon->ctl(args("exec", "far-theirs", "-n", "--", "echo", "their-words")).exitCode, 0);
+        QCOMPARE(remote(args("exec", "lane", "-n", "--", "echo", "lane-words"), lane).exitCode, 0);
+        const QString laneId
+            = jsonObject(m_daemon->ctl(args("info", "lane", "--json")).out).value(QStringLiteral("id")).toString();
+        QVERIFY(waitFor(
+            [&] {
+                return std::any_of(heard.cbegin(), heard.cend(),
+                    [&](const Event &e) { return e.sandbox == laneId && e.kind == QLatin1String("exec.exited"); });
+            },
+            10000));
+        QTest::qWait(300);
+        for (const Event &e : std::as_const(heard))
+            QVERIFY2(e.sandbox == laneId, qPrintable(QStringLiteral("%1 of %2").arg(e.kind, e.sandbox)));
+
+        QCOMPARE(m_daemon->ctl(args("deny", approval)).exitCode, 0);
+        QVERIFY(agent.waitForFinished(10000));
+        QCOMPARE(agent.exitCode(), 6);
+        QCOMPARE(m_daemon->ctl(args("rm", "far-theirs", "lane")).exitCode, 0);
     }
 
     // A scope names sandboxes, but reaches only the one that had the name when the token was made
