@@ -93,8 +93,9 @@ Status AccessGate::permittedByToken(const Session &s, const Method &m, QJsonObje
         return Ok{};
     }
     case Access::Scope::Approval: {
-        // Without an id: this connection's own requests, whatever their sandbox.
-        if (!p.contains(QStringLiteral("id")))
+        // Without an id: this connection's own requests, whatever their sandbox (withdraw only;
+        // a decision without one names no approval in its sandboxes).
+        if (m.name == method::ApprovalsWithdraw && !p.contains(QStringLiteral("id")))
             return Ok{};
         const QString id = p.value(QStringLiteral("id")).toString();
         QString sandboxId;
