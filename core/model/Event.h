@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "model/EventKinds.h"
+
 #include <QByteArray>
 #include <QJsonObject>
 #include <QString>
@@ -30,7 +32,7 @@ struct Event {
     // Output always rides the batch.
     bool batched = false;
 
-    bool isOutput() const { return kind == QLatin1String("exec.output"); }
+    bool isOutput() const { return kind == event::ExecOutput; }
     bool committedFirst() const { return !batched && !isOutput(); }
 };
 

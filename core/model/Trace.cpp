@@ -2,6 +2,7 @@
 #include "model/Trace.h"
 
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include <QJsonArray>
 
@@ -61,31 +62,30 @@ public:
         const int box = sandboxSpan(sandbox, t);
         m_spans[box].endMs = std::max(m_spans[box].endMs, t);
 
-        if (kind == QLatin1String("sandbox.created")) {
+        if (kind == event::SandboxCreated) {
             m_spans[box].startMs = t;
             m_spans[box].label = tr("sandbox %1").arg(display::escaped(p.value(QStringLiteral("name")).toString(), 80));
-        } else if (kind == QLatin1String("sandbox.deleted")) {
+        } else if (kind == event::SandboxDeleted) {
             m_deleted[sandbox] = true;
-        } else if (kind == QLatin1String("exec.started")) {
+        } else if (kind == event::ExecStarted) {
             started(sandbox, exec, t, p);
-        } else if (kind == QLatin1String("exec.exited")) {
+        } else if (kind == event::ExecExited) {
             exited(sandbox, exec, t, p);
-        } else if (kind == QLatin1String("approval.requested")) {
+        } else if (kind == event::ApprovalRequested) {
             requested(sandbox, t, p);
-        } else if (kind == QLatin1String("approval.decided")) {
+        } else if (kind == event::ApprovalDecided) {
             decided(t, p);
-        } else if (kind == QLatin1String("command.denied")) {
+        } else if (kind == event::CommandDenied) {
             Span &s = make(SpanKind::Refused, box, t, commandLabel(p.value(QStringLiteral("argv")).toArray()));
             s.instant = true;
             s.outcome = Outcome::Denied;
             s.label += tr(" · %1 asked · denied by policy").arg(text(p, "requester", 60));
             s.detail = text(p, "reason", 400);
-        } else if (kind == QLatin1String("exec.program")) {
+        } else if (kind == event::ExecProgram) {
             program(sandbox, exec, t, p);
-        } else if (kind == QLatin1String("network.opened") || kind == QLatin1String("network.denied")
-            || kind == QLatin1String("network.closed")) {
+        } else if (kind == event::NetworkOpened || kind == event::NetworkDenied || kind == event::NetworkClosed) {
             network(kind, sandbox, t, p);
-        } else if (kind.startsWith(QLatin1String("tool."))) {
+        } else if (kind.startsWith(event::family::Tool)) {
             tool(kind, sandbox, t, p);
         } else {
             note(kind, sandbox, exec, t, p);
@@ -399,7 +399,7 @@ private:
         const QString destination
             = QStringLiteral("%1:%2").arg(p.value(QStringLiteral("host")).toString()).arg(number(p, "port"));
         const ConnectionKey key{sandbox, number(p, "connection")};
-        if (kind == QLatin1String("network.closed")) {
+        if (kind == event::NetworkClosed) {
             const auto it = m_connections.find(key);
             if (it != m_connections.end()) {
                 Span &s = m_spans[it->second];
@@ -417,7 +417,7 @@ private:
         QString shared;
         const int parent = runningAt(sandbox, t, &shared);
         const QString decision = p.value(QStringLiteral("decision")).toString();
-        const bool refused = kind == QLatin1String("network.denied");
+        const bool refused = kind == event::NetworkDenied;
         Span &s = make(SpanKind::Connection, parent, t,
             tr("→ %1 · %2")
                 .arg(display::escaped(destination, 120),
@@ -425,16 +425,14 @@ private:
                         : decision == QLatin1String("approved") ? tr("approved by a person")
                                                                 : tr("allowed by rule '%1'").arg(text(p, "rule", 80))));
         s.sandbox = sandbox;
-        s.outcome = refused                           ? Outcome::Denied
-            : kind == QLatin1String("network.closed") ? Outcome::Failed
-                                                      : Outcome::Allowed;
+        s.outcome = refused ? Outcome::Denied : kind == event::NetworkClosed ? Outcome::Failed : Outcome::Allowed;
         s.detail = text(p, "reason", 300);
         if (const QString protocol = text(p, "protocol", 20); !protocol.isEmpty())
             s.detail = protocol + QStringLiteral(" · ") + s.detail;
         if (!shared.isEmpty())
             s.detail += QStringLiteral(" · ") + shared;
         const int connection = last();
-        if (kind == QLatin1String("network.opened")) {
+        if (kind == event::NetworkOpened) {
             s.open = true;
             m_connections[key] = connection;
         } else {
@@ -452,7 +450,7 @@ private:
         const ConnectionKey key{sandbox, number(p, "call")};
         const QString name = p.value(QStringLiteral("tool")).toString();
         const auto it = m_toolCalls.find(key);
-        if (kind == QLatin1String("tool.requested")) {
+        if (kind == event::ToolRequested) {
             QString shared;
             Span &s = make(
                 SpanKind::ToolCall, runningAt(sandbox, t, &shared), t, tr("tool %1").arg(display::escaped(name, 80)));
@@ -471,7 +469,7 @@ private:
         s.open = false;
         s.endMs = t;
         m_openTools.remove({sandbox, name});
-        if (kind == QLatin1String("tool.denied")) {
+        if (kind == event::ToolDenied) {
             s.outcome = Outcome::Denied;
             s.label += tr(" · denied by %1").arg(decider(p.value(QStringLiteral("by")).toString()));
             s.detail += QStringLiteral(" · ") + text(p, "reason", 300);
@@ -492,19 +490,19 @@ private:
         const auto execSpan = m_execs.find({sandbox, exec});
         const int parent = exec && execSpan != m_execs.end() ? execSpan->second : sandboxSpan(sandbox, t);
         QString label;
-        if (kind == QLatin1String("credential.injected")) {
+        if (kind == event::CredentialInjected) {
             QStringList grants;
             for (const QJsonValue &g : p.value(QStringLiteral("grants")).toArray())
                 grants.append(tr("%1 as $%2").arg(text(g.toObject(), "secret", 60), text(g.toObject(), "env", 60)));
             label = tr("secrets given: %1").arg(grants.join(QStringLiteral(", ")));
-        } else if (kind == QLatin1String("credential.redacted")) {
+        } else if (kind == event::CredentialRedacted) {
             QStringList secrets;
             for (const QJsonValue &v : p.value(QStringLiteral("secrets")).toArray())
                 secrets.append(display::escaped(v.toString(), 60));
             label = tr("%1 masked in %2").arg(secrets.join(QStringLiteral(", ")), text(p, "stream", 10));
-        } else if (kind == QLatin1String("policy.changed")) {
+        } else if (kind == event::PolicyChanged) {
             label = tr("policy changed by %1").arg(decider(p.value(QStringLiteral("by")).toString()));
-        } else if (kind == QLatin1String("events.suppressed")) {
+        } else if (kind == event::EventsSuppressed) {
             qint64 total = 0;
             for (auto it = p.begin(); it != p.end(); ++it)
                 total += qint64(it.value().toDouble());

@@ -2,6 +2,7 @@
 #include "net/EgressProxy.h"
 
 #include "log/Log.h"
+#include "model/EventKinds.h"
 #include "net/Relay.h"
 #include "sandbox/Sandbox.h"
 
@@ -96,7 +97,7 @@ private:
         if (!step.reply.isEmpty())
             sendToClient(step.reply);
         if (!step.error.isEmpty()) {
-            record(QStringLiteral("network.denied"),
+            record(event::NetworkDenied,
                 {{QStringLiteral("decision"), QStringLiteral("deny")},
                     {QStringLiteral("rule"), QStringLiteral("protocol")}, {QStringLiteral("reason"), step.error}});
             return end();
@@ -210,7 +211,7 @@ private:
         lookup.insert(QStringLiteral("lookupRule"), m_verdict.lookupRule);
         lookup.insert(QStringLiteral("namesThisMinute"), names);
         lookup.insert(QStringLiteral("limit"), limit);
-        record(QStringLiteral("network.lookup"), lookup);
+        record(event::NetworkLookup, lookup);
         return true;
     }
 
@@ -289,7 +290,7 @@ private:
         QJsonObject opened = destination();
         opened.insert(QStringLiteral("address"), address);
         opened.insert(QStringLiteral("resolvedBy"), m_verdict.ipLiteral ? QStringLiteral("literal") : m_resolvedBy);
-        record(QStringLiteral("network.opened"), opened);
+        record(event::NetworkOpened, opened);
 
         // From here the relay thread owns both sockets; the closing event comes back to this thread.
         QPointer<EgressProxy> proxy = m_proxy;
@@ -310,7 +311,7 @@ private:
                         closed.insert(QStringLiteral("bytesDown"), qint64(stats.bytesDown));
                         closed.insert(QStringLiteral("durationMs"), QDateTime::currentMSecsSinceEpoch() - startedMs);
                         closed.insert(QStringLiteral("error"), QString::fromStdString(stats.error));
-                        sandbox->record(QStringLiteral("network.closed"), closed, run);
+                        sandbox->record(event::NetworkClosed, closed, run);
                     }
                     proxy->sessionEnded(key);
                 });
@@ -343,13 +344,13 @@ private:
         o.insert(QStringLiteral("rule"), rule);
         o.insert(QStringLiteral("reason"), reason);
         if (failure == ProxyFailure::Denied) {
-            record(QStringLiteral("network.denied"), o);
+            record(event::NetworkDenied, o);
         } else {
             o.insert(QStringLiteral("error"), reason);
             o.insert(QStringLiteral("durationMs"), m_clock.elapsed());
             o.insert(QStringLiteral("bytesUp"), 0);
             o.insert(QStringLiteral("bytesDown"), 0);
-            record(QStringLiteral("network.closed"), o);
+            record(event::NetworkClosed, o);
         }
         end();
     }
@@ -439,7 +440,7 @@ void EgressProxy::handle(Sandbox *sandbox, int fd)
     int &open = m_open[sandbox->id()];
     if (open >= m_options.maxConnectionsPerSandbox) {
         ::close(fd);
-        sandbox->record(QStringLiteral("network.denied"),
+        sandbox->record(event::NetworkDenied,
             {{QStringLiteral("decision"), QStringLiteral("deny")}, {QStringLiteral("rule"), QStringLiteral("limit")},
                 {QStringLiteral("reason"), QStringLiteral("the sandbox already has %1 open connections").arg(open)}},
             sandbox->currentRun());

@@ -2,6 +2,7 @@
 #include "sandbox/Sandbox.h"
 
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 #include "model/TerminalFilter.h"
 
 #include "log/Log.h"
@@ -209,7 +210,7 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),
         m_setup.spec.name.toStdString(), landlockAbi);
-    publish(makeEvent(QStringLiteral("sandbox.created"),
+    publish(makeEvent(event::SandboxCreated,
         {{QStringLiteral("name"), m_setup.spec.name}, {QStringLiteral("spec"), m_setup.spec.toJson()},
             {QStringLiteral("preset"), m_setup.policy.preset}, {QStringLiteral("policy"), m_setup.policy.document},
             {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
@@ -252,7 +253,7 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
     // Programs come in bursts (a build): more of them, and faster, than connections or tool calls.
     // What a rule let run, what was refused and what asked have buckets of their own, so that a
     // flood of one never hides another; what a person decided is never counted instead of kept.
-    const bool program = kind == QLatin1String("exec.program");
+    const bool program = kind == event::ExecProgram;
     const double kBurst = program ? 2000 : 200, kPerSecond = program ? 500 : 50;
     QString bucket;
     if (program && payload.value(QStringLiteral("rule")).toString() != QLatin1String("person"))
@@ -260,7 +261,7 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
             : payload.value(QStringLiteral("decision")).toString() == QLatin1String("ask")
             ? kind + QStringLiteral(" (asked)")
             : kind + QStringLiteral(" (refused)");
-    else if (kind.startsWith(QLatin1String("network.")) || kind.startsWith(QLatin1String("tool.")))
+    else if (kind.startsWith(event::family::Network) || kind.startsWith(event::family::Tool))
         bucket = kind;
     if (!bucket.isEmpty()) {
         Bucket &b = m_buckets[bucket];
@@ -279,7 +280,7 @@ void Sandbox::record(const QString &kind, QJsonObject payload, const QString &ru
                             counts.insert(it.key(), double(std::exchange(it->suppressed, 0)));
                     if (counts.isEmpty())
                         return m_suppressedReport->stop();
-                    publish(makeEvent(QStringLiteral("events.suppressed"),
+                    publish(makeEvent(event::EventsSuppressed,
                         {{QStringLiteral("counts"), counts},
                             {QStringLiteral("reason"), QStringLiteral("rate limit")}}));
                 });
@@ -304,7 +305,7 @@ void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides
     m_setup.policy = std::move(effective);
     m_setup.policyOverrides = std::move(overrides);
     ++m_policyVersion;
-    record(QStringLiteral("policy.changed"),
+    record(event::PolicyChanged,
         {{QStringLiteral("by"), by}, {QStringLiteral("version"), m_policyVersion}, {QStringLiteral("old"), old},
             {QStringLiteral("new"), m_setup.policyOverrides}},
         run);
@@ -386,10 +387,10 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
              {"decidedBy", &request.cover.decidedBy}, {"approval", &request.cover.approval}})
         if (!value->isEmpty())
             started.insert(QLatin1String(key), *value);
-    publish(makeEvent(QStringLiteral("exec.started"), started));
+    publish(makeEvent(event::ExecStarted, started));
     if (!injected.isEmpty())
-        publish(makeEvent(QStringLiteral("credential.injected"),
-            {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
+        publish(makeEvent(
+            event::CredentialInjected, {{QStringLiteral("exec"), double(id)}, {QStringLiteral("grants"), injected}}));
     return id;
 }
 
@@ -510,7 +511,7 @@ void Sandbox::onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayVie
         Redactor::Hits before = e.redacted;
         e.redacted.merge(hits);
         if (e.redacted.secrets != before.secrets) // the first time, per secret and execution
-            publish(makeEvent(QStringLiteral("credential.redacted"),
+            publish(makeEvent(event::CredentialRedacted,
                 {{QStringLiteral("exec"), double(execId)},
                     {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
                     {QStringLiteral("secrets"), QJsonArray::fromStringList(e.redacted.secrets)}}));
@@ -532,7 +533,7 @@ void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeN
     }
     e.forwarded += uint64_t(forward.size());
     if (!forward.isEmpty()) {
-        Event ev = makeEvent(QStringLiteral("exec.output"));
+        Event ev = makeEvent(event::ExecOutput);
         ev.timeMs = timeNs / 1'000'000;
         ev.exec = execId;
         ev.stream = stream;
@@ -553,7 +554,7 @@ void Sandbox::emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeN
     }
     if (e.truncated) {
         e.killReason = QStringLiteral("output_limit");
-        publish(makeEvent(QStringLiteral("exec.truncated"),
+        publish(makeEvent(event::ExecTruncated,
             {{QStringLiteral("exec"), double(execId)}, {QStringLiteral("limitBytes"), double(cap)}}));
         m_channel->sendSignal(execId, SIGKILL);
     }
@@ -613,7 +614,7 @@ void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
         p.insert(QStringLiteral("redactions"), e.redacted.count);
     if (!p.contains(QStringLiteral("durationMs")))
         p.insert(QStringLiteral("durationMs"), double(nowMs() - e.startedMs));
-    Event exited = makeEvent(QStringLiteral("exec.exited"), p);
+    Event exited = makeEvent(event::ExecExited, p);
     exited.run = e.run; // the execution is gone from m_execs already
     publish(std::move(exited));
 }
@@ -659,8 +660,8 @@ void Sandbox::onGuestFailed(const QString &why, bool violation)
     if (starting) {
         Q_EMIT startFailed(makeError(ErrorCode::BoundaryUnavailable, why));
     } else {
-        publish(makeEvent(QStringLiteral("sandbox.failed"),
-            {{QStringLiteral("reason"), why}, {QStringLiteral("violation"), violation}}));
+        publish(makeEvent(
+            event::SandboxFailed, {{QStringLiteral("reason"), why}, {QStringLiteral("violation"), violation}}));
     }
 }
 

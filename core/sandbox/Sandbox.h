@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/Event.h"
+#include "model/EventKinds.h"
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
 #include "model/StoredSandbox.h"
@@ -152,7 +153,7 @@ public:
     }
 
     // The last event of a sandbox, after terminate().
-    void publishDeleted(const QJsonObject &payload) { publish(makeEvent(QStringLiteral("sandbox.deleted"), payload)); }
+    void publishDeleted(const QJsonObject &payload) { publish(makeEvent(event::SandboxDeleted, payload)); }
     std::optional<uid_t> hostUid() const { return m_setup.launch.dropToUid; }
 
     // Backpressure from slow subscribers: output reading pauses while anyone holds a pause.

@@ -5,6 +5,7 @@
 #include "sandbox/Sandbox.h"
 
 #include "log/Log.h"
+#include "model/EventKinds.h"
 #include "sandbox/ResourceUsage.h"
 
 #include <QJsonArray>
@@ -139,7 +140,7 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
             m_channel->sendSignal(e.execId, SIGKILL);
         else
             m_channel->sendAck(e.execId, 0, 0);
-        publish(makeEvent(QStringLiteral("exec.unknown"),
+        publish(makeEvent(event::ExecUnknown,
             {{QStringLiteral("exec"), double(e.execId)}, {QStringLiteral("pid"), e.pid},
                 {QStringLiteral("state"),
                     e.state == wire::ResumeRunning ? QStringLiteral("running") : QStringLiteral("finished")},
@@ -159,7 +160,7 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) taken over: {} running, {} finished meanwhile, {} lost", m_setup.id.toStdString(),
         m_setup.spec.name.toStdString(), running, finished, lost);
-    publish(makeEvent(QStringLiteral("sandbox.adopted"),
+    publish(makeEvent(event::SandboxAdopted,
         {{QStringLiteral("running"), running}, {QStringLiteral("finishedMeanwhile"), finished},
             {QStringLiteral("interrupted"), lost}}));
     Q_EMIT started();
@@ -178,7 +179,7 @@ void Sandbox::onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes)
             execId, it->bytes[stream]);
     it->bytes[stream] = offset + bytes;
     it->emitted[stream] = offset + bytes;
-    publish(makeEvent(QStringLiteral("exec.gap"),
+    publish(makeEvent(event::ExecGap,
         {{QStringLiteral("exec"), double(execId)},
             {QStringLiteral("stream"), stream == 1 ? QStringLiteral("stdout") : QStringLiteral("stderr")},
             {QStringLiteral("offset"), double(offset)}, {QStringLiteral("bytes"), double(bytes)},
@@ -208,8 +209,8 @@ void Sandbox::markEnded(const QString &reason, const Adoption &a, bool publishIt
             {{QStringLiteral("status"), QStringLiteral("interrupted")}, {QStringLiteral("exitCode"), QJsonValue()},
                 {QStringLiteral("signal"), QJsonValue()}, {QStringLiteral("error"), reason}});
     }
-    publish(makeEvent(
-        QStringLiteral("sandbox.failed"), {{QStringLiteral("reason"), reason}, {QStringLiteral("violation"), false}}));
+    publish(
+        makeEvent(event::SandboxFailed, {{QStringLiteral("reason"), reason}, {QStringLiteral("violation"), false}}));
 }
 
 void Sandbox::detach()
@@ -243,7 +244,7 @@ void Sandbox::onStored(const Event &event)
         return;
     if (event.isOutput())
         m_channel->sendAck(event.exec, uint8_t(event.stream), uint64_t(event.offset) + uint64_t(event.data.size()));
-    else if (event.kind == QLatin1String("exec.exited"))
+    else if (event.kind == event::ExecExited)
         m_channel->sendAck(event.exec, 0, 0);
 }
 

@@ -5,6 +5,7 @@
 #include "sandbox/Sandbox.h"
 
 #include "model/BoundedArgv.h"
+#include "model/EventKinds.h"
 
 #include "log/Log.h"
 #include "policy/ProgramForms.h"
@@ -233,7 +234,7 @@ void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::Co
     // What a rule let run comes by the thousand in a build and rides the history's batch; a
     // refusal, and what a person decided, is committed before anyone hears of it.
     const bool batched = v.decision == policy::Decision::Allow && v.rule != QLatin1String("person");
-    record(QStringLiteral("exec.program"), p, it != m_judged.cend() ? it->execution.run : QString(), batched);
+    record(event::ExecProgram, p, it != m_judged.cend() ? it->execution.run : QString(), batched);
 }
 
 } // namespace airlock

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/ToolGateway.h"
 
+#include "model/EventKinds.h"
 #include "sandbox/Sandbox.h"
 #include "secrets/Redactor.h"
 #include "tools/JsonSchema.h"
@@ -51,7 +52,7 @@ void ToolGateway::call(Sandbox *sandbox, ToolCall call, Done done)
             QStringLiteral("no tool named '%1' is declared on this host (see 'airlockctl tool ls %2')")
                 .arg(call.tool.left(100), sandbox->name())));
     const auto refuse = [sandbox, id, call, done](ErrorCode code, const QString &by, const QString &why) {
-        sandbox->record(QStringLiteral("tool.denied"),
+        sandbox->record(event::ToolDenied,
             {{QStringLiteral("call"), double(id)}, {QStringLiteral("tool"), call.tool}, {QStringLiteral("by"), by},
                 {QStringLiteral("reason"), why}},
             call.run);
@@ -67,7 +68,7 @@ void ToolGateway::call(Sandbox *sandbox, ToolCall call, Done done)
             {QStringLiteral("sha256"),
                 QString::fromLatin1(QCryptographicHash::hash(argumentsJson, QCryptographicHash::Sha256).toHex())},
             {QStringLiteral("preview"), QString::fromUtf8(argumentsJson.left(1024))}});
-    sandbox->record(QStringLiteral("tool.requested"),
+    sandbox->record(event::ToolRequested,
         {{QStringLiteral("call"), double(id)}, {QStringLiteral("tool"), call.tool},
             {QStringLiteral("arguments"), recordedArguments},
             {QStringLiteral("argumentsTruncated"), argumentsJson.size() > 4096},
@@ -138,7 +139,7 @@ void ToolGateway::execute(
             finished.insert(QStringLiteral("error"), result.error().message);
         }
         if (alive)
-            alive->record(QStringLiteral("tool.finished"), finished, call.run);
+            alive->record(event::ToolFinished, finished, call.run);
         done(result);
     });
 }
