@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "AddHostDialog.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "client/HostTokens.h"
 #include "model/DisplayText.h"
 #include "remote/TokenStore.h"
@@ -136,7 +136,7 @@ bool AddHostDialog::testConnection()
     took.start();
     Status connected = probe.connectToDaemon(options);
     Result<QJsonObject> info
-        = connected ? probe.call(QStringLiteral("daemon.info"), {}, 5000) : Result<QJsonObject>(connected.error());
+        = connected ? DaemonApi(probe).daemonInfo().wait(5000) : Result<QJsonObject>(connected.error());
     probe.close();
     m_testButton->setEnabled(true);
     const bool tls = parsed->scheme == HostAddress::Scheme::Wss;

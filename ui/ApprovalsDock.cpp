@@ -3,8 +3,9 @@
 #include "StatusText.h"
 
 #include "Theme.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include <QApplication>
 #include <QDateTime>
@@ -489,7 +490,7 @@ void ApprovalsDock::focusNewest()
 
 void ApprovalsDock::onEvent(const Event &event)
 {
-    if (event.kind.startsWith(QLatin1String("approval.")))
+    if (event.kind.startsWith(event::family::Approval))
         refreshHost(0); // this computer's (other hosts' events come through addHost)
 }
 
@@ -497,7 +498,7 @@ void ApprovalsDock::addHost(const QString &name, DaemonClient &client)
 {
     m_hosts.append({name, &client, {}, false});
     connect(&client, &DaemonClient::eventReceived, this, [this, host = int(m_hosts.size() - 1)](const Event &event) {
-        if (event.kind.startsWith(QLatin1String("approval.")))
+        if (event.kind.startsWith(event::family::Approval))
             refreshHost(host);
     });
     refreshHost(int(m_hosts.size() - 1));
@@ -527,11 +528,10 @@ void ApprovalsDock::refreshHost(int host)
         show(host, {}); // what waits there cannot be decided from here now
         return;
     }
-    client->callAsync(
-        QStringLiteral("approvals.list"), {}, [self = QPointer<ApprovalsDock>(this), host](Result<QJsonValue> r) {
-            if (self && r && !self->m_hosts.at(host).retired)
-                self->show(host, r->toObject().value(QStringLiteral("approvals")).toArray());
-        });
+    DaemonApi(*client).pendingApprovals().then([self = QPointer<ApprovalsDock>(this), host](Result<QJsonArray> r) {
+        if (self && r && !self->m_hosts.at(host).retired)
+            self->show(host, *r);
+    });
 }
 
 void ApprovalsDock::show(int host, const QJsonArray &requests)
@@ -616,11 +616,10 @@ void ApprovalsDock::decide(const QJsonObject &request, const QString &decision, 
     const int host = request.value(QStringLiteral("hostIndex")).toInt(-1);
     if (host < 0 || host >= m_hosts.size())
         return;
-    m_hosts.at(host).client->callAsync(QStringLiteral("approvals.decide"),
-        {{QStringLiteral("id"), request.value(QStringLiteral("id"))},
-            {QStringLiteral("nonce"), request.value(QStringLiteral("nonce"))}, {QStringLiteral("decision"), decision},
-            {QStringLiteral("always"), always}, {QStringLiteral("reason"), reason}},
-        [self = QPointer<ApprovalsDock>(this), host, key = ApprovalCard::keyOf(request)](Result<QJsonValue> r) {
+    DaemonApi(*m_hosts.at(host).client)
+        .decideApproval(request.value(QStringLiteral("id")).toString(),
+            request.value(QStringLiteral("nonce")).toString(), decision == QLatin1String("allow"), always, reason)
+        .then([self = QPointer<ApprovalsDock>(this), host, key = ApprovalCard::keyOf(request)](Result<QJsonObject> r) {
             if (!self)
                 return;
             // Not taken: said on its card (which stays while the request waits).

@@ -211,41 +211,30 @@ void CreateSandboxDialog::validate()
     describePreset();
 }
 
-QJsonObject CreateSandboxDialog::parameters() const
+CreateSandboxRequest CreateSandboxDialog::request() const
 {
-    QJsonObject spec, limits, params;
-    if (!m_name->text().isEmpty())
-        spec.insert(QStringLiteral("name"), m_name->text());
-    QString network = m_network->currentData().toString();
-    const auto hosts = mcp::parseAllowedHosts(m_allow->text());
-    const QJsonArray allow = hosts ? QJsonArray::fromStringList(*hosts) : QJsonArray();
-    if (!allow.isEmpty()) {
-        network = QStringLiteral("allowlist");
-        params.insert(QStringLiteral("policy"),
-            QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});
-    }
-    if (!network.isEmpty())
-        spec.insert(QStringLiteral("network"), network);
+    CreateSandboxRequest request;
+    request.name = m_name->text();
+    const QString network = m_network->currentData().toString();
+    if (!network.isEmpty()) // otherwise the preset decides
+        request.network = network == QLatin1String("full") ? NetworkMode::Full
+            : network == QLatin1String("allowlist")        ? NetworkMode::Allowlist
+                                                           : NetworkMode::None;
+    if (const auto hosts = mcp::parseAllowedHosts(m_allow->text()); hosts && !hosts->isEmpty())
+        request.allowHosts(*hosts);
     if (m_memoryMiB->value() > 0)
-        limits.insert(QStringLiteral("memoryBytes"), double(m_memoryMiB->value()) * 1024 * 1024);
+        request.limits.memoryBytes = uint64_t(m_memoryMiB->value()) * 1024 * 1024;
     if (m_pids->value() > 0)
-        limits.insert(QStringLiteral("pids"), m_pids->value());
+        request.limits.pids = uint64_t(m_pids->value());
     if (m_cpus->value() > 0)
-        limits.insert(QStringLiteral("cpuMillicores"), std::round(m_cpus->value() * 1000));
+        request.limits.cpuMillicores = uint64_t(std::round(m_cpus->value() * 1000));
     if (m_diskGiB->value() > 0)
-        limits.insert(QStringLiteral("diskBytes"), std::round(m_diskGiB->value() * 1024 * 1024 * 1024));
-    if (!limits.isEmpty())
-        spec.insert(QStringLiteral("limits"), limits);
-    QJsonArray mounts;
+        request.limits.diskBytes = uint64_t(std::round(m_diskGiB->value() * 1024 * 1024 * 1024));
     for (const QString &arg : m_mounts->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
         if (auto mount = parseMountArg(arg.trimmed()))
-            mounts.append(QJsonObject{{QStringLiteral("host"), mount->hostPath},
-                {QStringLiteral("path"), mount->sandboxPath}, {QStringLiteral("writable"), mount->writable}});
-    if (!mounts.isEmpty())
-        spec.insert(QStringLiteral("mounts"), mounts);
-    params.insert(QStringLiteral("spec"), spec);
-    params.insert(QStringLiteral("preset"), m_preset->currentData().toString());
-    return params;
+            request.mounts.append(*mount);
+    request.preset = m_preset->currentData().toString();
+    return request;
 }
 
 } // namespace airlock::ui

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "model/CreateSandboxRequest.h"
+
 #include <QDialog>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -18,7 +20,7 @@ namespace airlock::ui {
 
 // A new sandbox: where (which host), name, preset (each explained in a line), network (with the
 // hosts an allowlist lets through, added to the preset's), host folders to mount and the common
-// limits. What it builds is exactly the parameters of sandbox.create, so the daemon validates it
+// limits. What it builds is a sandbox.create request, so the daemon validates it
 // like any request; the dialog checks what it can as you type and says what is wrong.
 class CreateSandboxDialog final : public QDialog {
     Q_OBJECT
@@ -30,7 +32,7 @@ public:
     int host() const; // the index of the chosen host in `hosts`
     // Where another host's presets come from when it is chosen (its own names and descriptions).
     void setPresetSource(std::function<QJsonArray(int host)> presetsOf);
-    QJsonObject parameters() const; // for sandbox.create
+    CreateSandboxRequest request() const;
     QLineEdit *nameEdit() const { return m_name; }
     QComboBox *presetBox() const { return m_preset; }
     QComboBox *networkBox() const { return m_network; }

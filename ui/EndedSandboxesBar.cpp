@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "EndedSandboxesBar.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "client/Recreate.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include <QHBoxLayout>
 #include <QJsonArray>
@@ -91,25 +92,24 @@ void EndedSandboxesBar::fetch(const Seen &sandbox, const QJsonObject &after, con
 {
     // Its creation and every change of its own layer since, page by page.
     QJsonObject params{{QStringLiteral("sandbox"), sandbox.id},
-        {QStringLiteral("kinds"), QJsonArray{QStringLiteral("sandbox.created"), QStringLiteral("policy.changed")}}};
+        {QStringLiteral("kinds"), QJsonArray{event::SandboxCreated, event::PolicyChanged}}};
     if (!after.isEmpty())
         params.insert(QStringLiteral("after"), after);
-    m_client.callAsync(QStringLiteral("history.events"), params,
-        [self = QPointer<EndedSandboxesBar>(this), sandbox, events](Result<QJsonValue> r) {
+    DaemonApi(m_client).historyEvents(params).then(
+        [self = QPointer<EndedSandboxesBar>(this), sandbox, events](Result<QJsonObject> r) {
             if (!self)
                 return;
             if (!r)
                 return self->done(sandbox, r.error().message);
-            for (const QJsonValue &e : r->toObject().value(QStringLiteral("events")).toArray())
+            for (const QJsonValue &e : r->value(QStringLiteral("events")).toArray())
                 events->append(e);
-            if (const QJsonValue next = r->toObject().value(QStringLiteral("next"));
-                next.isObject() && events->size() < 100'000)
+            if (const QJsonValue next = r->value(QStringLiteral("next")); next.isObject() && events->size() < 100'000)
                 return self->fetch(sandbox, next.toObject(), events);
             auto recreation = recreateParameters(*events);
             if (!recreation)
                 return self->done(sandbox, recreation.error().message);
             const bool withoutRules = !recreation->ownLayer;
-            self->m_create(recreation->parameters, [self, sandbox, withoutRules](Status made) {
+            self->m_create(recreation->request, [self, sandbox, withoutRules](Status made) {
                 if (self)
                     self->done(sandbox, made ? QString() : made.error().message, withoutRules);
             });

@@ -5,6 +5,7 @@
 #include <QJsonObject>
 #include <QList>
 
+#include "model/CreateSandboxRequest.h"
 #include "util/Result.h"
 
 #include <functional>
@@ -30,7 +31,7 @@ public:
     };
     // `create`: sends one sandbox.create (the window's, which selects what it made) and calls
     // back with the daemon's answer.
-    using Create = std::function<void(const QJsonObject &parameters, std::function<void(Status)> done)>;
+    using Create = std::function<void(const CreateSandboxRequest &request, std::function<void(Status)> done)>;
     EndedSandboxesBar(DaemonClient &client, Create create, QWidget *parent = nullptr);
     // The sandboxes shown when the daemon went away; kept until check().
     void remember(const QList<Seen> &sandboxes);

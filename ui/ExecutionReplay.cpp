@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ExecutionReplay.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 
 #include <QJsonArray>
 #include <QJsonObject>
@@ -37,15 +37,14 @@ void ExecutionReplay::cancel()
 
 void ExecutionReplay::requestPage(qint64 afterChunk)
 {
-    const QJsonObject params{
-        {QStringLiteral("execution"), double(m_execution)}, {QStringLiteral("after"), double(afterChunk)}};
     if (!m_client) {
         m_execution = 0;
         Q_EMIT failed(tr("the host's connection is gone"));
         return;
     }
-    m_client->callAsync(QStringLiteral("history.output"), params,
-        [self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonValue> r) {
+    DaemonApi(*m_client)
+        .historyOutput(double(m_execution), double(afterChunk))
+        .then([self = QPointer<ExecutionReplay>(this), generation = m_generation](Result<QJsonObject> r) {
             if (!self || generation != self->m_generation)
                 return;
             const qint64 execution = self->m_execution;
@@ -54,7 +53,7 @@ void ExecutionReplay::requestPage(qint64 afterChunk)
                 Q_EMIT self->failed(r.error().message);
                 return;
             }
-            const QJsonObject page = r->toObject();
+            const QJsonObject &page = *r;
             for (const QJsonValue &v : page.value(QStringLiteral("chunks")).toArray()) {
                 const QJsonObject c = v.toObject();
                 const QByteArray data = QByteArray::fromBase64(c.value(QStringLiteral("data")).toString().toLatin1());

@@ -2,7 +2,7 @@
 #include "FleetSampler.h"
 
 #include "SandboxModel.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 
 #include <QJsonArray>
 #include <QPointer>
@@ -45,22 +45,21 @@ void FleetSampler::sampleNow()
         if (!client || !client->isConnected() || m_waiting.contains(host))
             continue;
         m_waiting.insert(host);
-        client->callAsync(
-            QStringLiteral("sandbox.stats"), {}, [self = QPointer<FleetSampler>(this), host](Result<QJsonValue> r) {
-                if (!self)
-                    return;
-                self->m_waiting.remove(host);
-                if (!r)
-                    return; // an older daemon, or one going away: the columns stay as they were
-                QElapsedTimer spent;
-                spent.start();
-                // The daemon's own clock when it says when it sampled (a reused pass is older than its answer).
-                const QJsonValue sampledMs = r->toObject().value(QStringLiteral("sampledMs"));
-                self->m_model.setUsage(host, r->toObject().value(QStringLiteral("sandboxes")).toArray(),
-                    sampledMs.isDouble() ? qint64(sampledMs.toDouble()) : self->m_clock.elapsed());
-                self->m_lastApplyNs = spent.nsecsElapsed();
-                Q_EMIT self->sampled(host);
-            });
+        DaemonApi(*client).sandboxStats().then([self = QPointer<FleetSampler>(this), host](Result<QJsonObject> r) {
+            if (!self)
+                return;
+            self->m_waiting.remove(host);
+            if (!r)
+                return; // an older daemon, or one going away: the columns stay as they were
+            QElapsedTimer spent;
+            spent.start();
+            // The daemon's own clock when it says when it sampled (a reused pass is older than its answer).
+            const QJsonValue sampledMs = r->value(QStringLiteral("sampledMs"));
+            self->m_model.setUsage(host, r->value(QStringLiteral("sandboxes")).toArray(),
+                sampledMs.isDouble() ? qint64(sampledMs.toDouble()) : self->m_clock.elapsed());
+            self->m_lastApplyNs = spent.nsecsElapsed();
+            Q_EMIT self->sampled(host);
+        });
     }
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "HistoryModel.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
 
 #include <QBrush>

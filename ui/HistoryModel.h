@@ -39,7 +39,10 @@ public:
     void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
 
 private:
-    QString method() const override { return QStringLiteral("history.list"); }
+    DaemonApi::Call<> page(const DaemonApi &api, const QJsonObject &query) const override
+    {
+        return api.historyList(query);
+    }
     QJsonObject parameters(const QJsonValue &cursor) const override;
     QString rowsKey() const override { return QStringLiteral("executions"); }
     QJsonValue cursorOf(const QJsonObject &page) const override;

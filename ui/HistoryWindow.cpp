@@ -8,7 +8,7 @@
 #include "TimelineModel.h"
 #include "TraceModel.h"
 #include "TraceView.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "history/ExportBundle.h"
 #include "model/DisplayText.h"
 
@@ -511,15 +511,15 @@ void HistoryWindow::openOutputAt(const QString &sandbox, uint exec, qint64 atMs)
     const Host host = m_traceHost;
     if (!host.client)
         return showStatus(tr("The trace's host is not connected"), true);
-    host.client->callAsync(QStringLiteral("history.show"),
-        {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(sandbox).arg(exec)}},
-        [self = QPointer<HistoryWindow>(this), host, atMs](Result<QJsonValue> r) {
+    DaemonApi(*host.client)
+        .historyShow(QStringLiteral("%1:%2").arg(sandbox).arg(exec))
+        .then([self = QPointer<HistoryWindow>(this), host, atMs](Result<QJsonObject> r) {
             if (!self)
                 return;
             if (!r)
                 return self->showStatus(tr("Cannot open that output: %1").arg(r.error().message), true);
             self->m_tabs->setCurrentIndex(0);
-            self->openRecord(r->toObject(), host);
+            self->openRecord(*r, host);
             self->m_showFromMs = atMs; // after openRecord: the replay places the view there when done
         });
 }
@@ -576,9 +576,9 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
             *page = nullptr;
             return finish(false, tr("Not exported: the host's connection is gone"));
         }
-        client->callAsync(QStringLiteral("history.export"),
-            {{QStringLiteral("run"), run}, {QStringLiteral("cursor"), cursor}},
-            [self, file, bundle, bar, finish, page, path, run](Result<QJsonValue> r) {
+        DaemonApi(*client)
+            .historyExport(run, cursor)
+            .then([self, file, bundle, bar, finish, page, path, run](Result<QJsonObject> r) {
                 if (!self)
                     return;
                 if (!r) {
@@ -591,7 +591,7 @@ void HistoryWindow::exportRun(const QString &run, const QString &path, std::func
                     *page = nullptr;
                     return finish(false, tr("Export of %1 cancelled").arg(run));
                 }
-                const QJsonObject reply = r->toObject();
+                const QJsonObject &reply = *r;
                 for (const QJsonValue &record : reply.value(QStringLiteral("records")).toArray())
                     bundle->add(record.toObject());
                 file->write(bundle->take());

@@ -19,9 +19,10 @@
 #include "ShortcutsDialog.h"
 #include "StatusText.h"
 #include "Theme.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "client/HostTokens.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -80,10 +81,9 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
 
     connect(m_fleet, &FleetView::currentChanged, this, &MainWindow::onSelectionChanged);
     connect(m_strip, &RunningStrip::signalRequested, this, [this](uint32_t exec, int signo) {
-        currentClient().callAsync(QStringLiteral("exec.signal"),
-            {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)},
-                {QStringLiteral("signal"), signo}},
-            [self = QPointer<MainWindow>(this), exec](Result<QJsonValue> r) {
+        DaemonApi(currentClient())
+            .signalExec(m_current, exec, signo)
+            .then([self = QPointer<MainWindow>(this), exec](Result<QJsonObject> r) {
                 if (self && !r)
                     self->showStatus(tr("#%1 not signalled: %2").arg(exec).arg(r.error().message), true);
             });
@@ -164,9 +164,10 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     centralLayout->setContentsMargins(0, 0, 0, 0);
     centralLayout->setSpacing(0);
     centralLayout->addWidget(m_banner);
-    m_ended = new EndedSandboxesBar(client, [this](const QJsonObject &parameters, std::function<void(Status)> done) {
-        createSandbox(parameters, &m_client, std::move(done));
-    });
+    m_ended
+        = new EndedSandboxesBar(client, [this](const CreateSandboxRequest &request, std::function<void(Status)> done) {
+              createSandbox(request, &m_client, std::move(done));
+          });
     centralLayout->addWidget(m_ended);
     centralLayout->addWidget(split, 1);
     setCentralWidget(central);
@@ -401,22 +402,21 @@ void MainWindow::onConnected()
     m_banner->hide();
     m_retryDelayMs = 1000;
     updateHistoryHosts();
-    m_client.callAsync(
-        QStringLiteral("events.subscribe"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
-            if (self && !r)
-                self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
-        });
+    const DaemonApi api(m_client);
+    api.subscribe().then([self = QPointer<MainWindow>(this)](Result<QJsonObject> r) {
+        if (self && !r)
+            self->showStatus(tr("Cannot follow the daemon's events: %1").arg(r.error().message), true);
+    });
     if (m_ended->remembers()) // back after it went away: what ended with it, from this daemon's own list
-        m_client.callAsync(
-            QStringLiteral("sandbox.list"), {}, [self = QPointer<MainWindow>(this)](Result<QJsonValue> r) {
-                if (!self || !r)
-                    return;
-                QList<EndedSandboxesBar::Seen> now;
-                for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray())
-                    now.append({v.toObject().value(QStringLiteral("id")).toString(),
-                        v.toObject().value(QStringLiteral("name")).toString()});
-                self->m_ended->check(now);
-            });
+        api.listSandboxes().then([self = QPointer<MainWindow>(this)](Result<QJsonArray> r) {
+            if (!self || !r)
+                return;
+            QList<EndedSandboxesBar::Seen> now;
+            for (const QJsonValue &v : std::as_const(*r))
+                now.append({v.toObject().value(QStringLiteral("id")).toString(),
+                    v.toObject().value(QStringLiteral("name")).toString()});
+            self->m_ended->check(now);
+        });
     m_model->refresh();
     m_approvals->refresh();
 }
@@ -467,7 +467,7 @@ bool MainWindow::retryConnection(bool autostart)
 void MainWindow::showAbout()
 {
     QString daemon = tr("not connected");
-    if (auto info = m_client.call(QStringLiteral("daemon.info"), {}, 3000))
+    if (auto info = DaemonApi(m_client).daemonInfo().wait(3000))
         daemon = tr("%1 (pid %2) on %3, kernel %4")
                      .arg(info->value(QStringLiteral("version")).toString(),
                          QString::number(info->value(QStringLiteral("pid")).toInt()),
@@ -513,9 +513,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
 void MainWindow::interruptRunning()
 {
     for (uint32_t exec : std::as_const(m_running))
-        currentClient().notify(QStringLiteral("exec.signal"),
-            {{QStringLiteral("sandbox"), m_current}, {QStringLiteral("exec"), double(exec)},
-                {QStringLiteral("signal"), 2}});
+        DaemonApi(currentClient()).signalExec(m_current, exec, 2).send();
     if (!m_running.isEmpty())
         showStatus(tr("Interrupted (SIGINT)"));
 }
@@ -623,7 +621,7 @@ void MainWindow::onHostEvent(DaemonClient &client, const Event &event)
 {
     if (SandboxConsole *console = m_consoles.value(&client))
         console->onEvent(event);
-    if (&client == m_selected && event.sandbox == m_current && event.kind == QLatin1String("exec.exited"))
+    if (&client == m_selected && event.sandbox == m_current && event.kind == event::ExecExited)
         m_running.removeAll(event.exec);
 }
 
@@ -723,16 +721,17 @@ void MainWindow::runCommand()
     const QString text = m_command->text().trimmed();
     if (text.isEmpty() || m_current.isEmpty())
         return;
-    currentClient().callAsync(QStringLiteral("exec.start"),
-        {{QStringLiteral("sandbox"), m_current},
-            {QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text}}},
-        [self = QPointer<MainWindow>(this), sandbox = m_current](Result<QJsonValue> r) {
+    ExecRequest request;
+    request.argv = {QStringLiteral("sh"), QStringLiteral("-c"), text};
+    DaemonApi(currentClient())
+        .startExec(m_current, request)
+        .then([self = QPointer<MainWindow>(this), sandbox = m_current](Result<ExecStarted> r) {
             if (!self)
                 return;
             if (!r)
                 return self->showStatus(tr("Not run: %1").arg(r.error().message), true);
             if (sandbox == self->m_current)
-                self->m_running.append(uint32_t(r->toObject().value(QStringLiteral("exec")).toDouble()));
+                self->m_running.append(r->exec);
         });
     m_commands.add(text);
     m_command->clear();
@@ -762,7 +761,7 @@ void MainWindow::cyclePanes(int step)
 
 void MainWindow::connectAgent()
 {
-    auto presets = currentClient().call(QStringLiteral("policy.presets"), {}, 5000);
+    auto presets = DaemonApi(currentClient()).policyPresets().wait(5000);
     QStringList hosts;
     for (int row = 1; row < m_model->hostCount(); ++row)
         hosts.append(m_model->hostName(row));

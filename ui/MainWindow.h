@@ -68,11 +68,11 @@ public:
     // Selects a sandbox by name or id (as a click would); false when there is none.
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
-    // Creates a sandbox from a dialog's parameters (what "New sandbox…" does after the dialog).
+    // Creates a sandbox as a dialog asked (what "New sandbox…" does after the dialog).
     // On `on`, or the host of what is selected (this computer otherwise).
     // `done`: the daemon's answer, besides what the window says of it.
     void createSandbox(
-        const QJsonObject &parameters, DaemonClient *on = nullptr, std::function<void(Status)> done = {});
+        const CreateSandboxRequest &request, DaemonClient *on = nullptr, std::function<void(Status)> done = {});
     void deleteSelected();
     // Ctrl-C on the command line: SIGINT to what this window started in the sandbox.
     void interruptRunning();

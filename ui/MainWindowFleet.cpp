@@ -7,7 +7,7 @@
 #include "FleetView.h"
 #include "SandboxModel.h"
 #include "StatusText.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
 
 #include <QJsonArray>
@@ -42,16 +42,16 @@ void MainWindow::signalSelected(int signo)
         if (!client || s.isEmpty())
             continue;
         ++total->second;
-        client->callAsync(QStringLiteral("sandbox.kill"),
-            {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}, {QStringLiteral("signal"), signo}},
-            [self = QPointer<MainWindow>(this), total, verb, name = s.value(QStringLiteral("name")).toString()](
-                Result<QJsonValue> r) {
+        DaemonApi(*client)
+            .killSandbox(s.value(QStringLiteral("id")).toString(), signo)
+            .then([self = QPointer<MainWindow>(this), total, verb, name = s.value(QStringLiteral("name")).toString()](
+                      Result<QJsonObject> r) {
                 if (!self)
                     return;
                 if (!r)
                     return self->showStatus(
                         tr("%1 not signalled: %2").arg(display::escaped(name, 60), r.error().message), true);
-                total->first += r->toObject().value(QStringLiteral("executions")).toInt();
+                total->first += r->value(QStringLiteral("executions")).toInt();
                 if (--total->second == 0)
                     self->showStatus(tr("%1 %2").arg(verb, display::count(total->first, tr("execution"))));
             });
@@ -116,19 +116,19 @@ void MainWindow::duplicateCurrent()
     QString copy;
     for (int n = 2; copy.isEmpty() || m_model->sandboxIndex(copy).isValid(); ++n)
         copy = QStringLiteral("%1-%2").arg(name.left(60)).arg(n);
-    currentClient().callAsync(QStringLiteral("policy.get"),
-        {{QStringLiteral("sandbox"), s.value(QStringLiteral("id"))}},
-        [self = QPointer<MainWindow>(this), copy](Result<QJsonValue> r) {
+    DaemonApi(currentClient())
+        .policy(s.value(QStringLiteral("id")).toString())
+        .then([self = QPointer<MainWindow>(this), copy](Result<QJsonObject> r) {
             if (!self)
                 return;
             if (!r)
                 return self->showStatus(tr("Not duplicated: %1").arg(r.error().message), true);
-            const QJsonObject layer = r->toObject();
-            QJsonObject parameters{{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), copy}}},
-                {QStringLiteral("policy"), layer.value(QStringLiteral("policy"))}};
-            if (const QString preset = layer.value(QStringLiteral("preset")).toString(); !preset.isEmpty())
-                parameters.insert(QStringLiteral("preset"), preset);
-            self->createSandbox(parameters);
+            CreateSandboxRequest request;
+            request.name = copy;
+            if (const QJsonValue layer = r->value(QStringLiteral("policy")); layer.isObject())
+                request.policy = layer.toObject();
+            request.preset = r->value(QStringLiteral("preset")).toString();
+            self->createSandbox(request);
         });
 }
 
@@ -147,10 +147,10 @@ void MainWindow::newSandbox()
         hosts.append(m_model->hostName(i));
         rows.append(i);
     }
-    auto presets = current.call(QStringLiteral("policy.presets"));
+    auto presets = DaemonApi(current).policyPresets().wait();
     const auto presetsOf = [this, rows](int host) {
         DaemonClient *client = m_model->hostClient(m_model->index(rows.value(host), 0));
-        auto listed = client && client->isConnected() ? client->call(QStringLiteral("policy.presets"), {}, 5000)
+        auto listed = client && client->isConnected() ? DaemonApi(*client).policyPresets().wait(5000)
                                                       : Result<QJsonObject>(QJsonObject());
         return listed ? listed->value(QStringLiteral("presets")).toArray() : QJsonArray();
     };
@@ -160,10 +160,10 @@ void MainWindow::newSandbox()
     if (dialog.exec() != QDialog::Accepted)
         return;
     DaemonClient *target = m_model->hostClient(m_model->index(rows.value(dialog.host()), 0));
-    createSandbox(dialog.parameters(), target ? target : &current);
+    createSandbox(dialog.request(), target ? target : &current);
 }
 
-void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on, std::function<void(Status)> done)
+void MainWindow::createSandbox(const CreateSandboxRequest &request, DaemonClient *on, std::function<void(Status)> done)
 {
     // Creating can take a while (a large mount, a slow disk): a busy bar until the daemon answers.
     showStatus(tr("Creating a sandbox…"));
@@ -175,28 +175,28 @@ void MainWindow::createSandbox(const QJsonObject &parameters, DaemonClient *on, 
     }
     m_busy->setVisible(++m_pendingCreates > 0);
     // On the host of what is selected (a host row, or a sandbox under it); this computer otherwise.
-    (on ? *on : currentClient())
-        .callAsync(QStringLiteral("sandbox.create"), parameters,
-            [self = QPointer<MainWindow>(this), done](Result<QJsonValue> r) {
-                if (done)
-                    done(r ? Status(Ok{}) : Status(r.error()));
-                if (!self)
-                    return;
-                self->m_busy->setVisible(--self->m_pendingCreates > 0);
-                if (!r)
-                    return self->showStatus(tr("Not created: %1").arg(r.error().message), true);
-                const QString name = r->toObject().value(QStringLiteral("name")).toString();
-                self->showStatus(tr("Created %1").arg(name));
-                self->m_model->refresh();
-                QPointer<MainWindow> window = self;
-                QObject::connect(
-                    self->m_model, &SandboxModel::refreshed, self,
-                    [window, name] {
-                        if (window)
-                            window->selectSandbox(name);
-                    },
-                    Qt::SingleShotConnection);
-            });
+    DaemonApi(on ? *on : currentClient())
+        .createSandbox(request)
+        .then([self = QPointer<MainWindow>(this), done](Result<CreatedSandbox> r) {
+            if (done)
+                done(r ? Status(Ok{}) : Status(r.error()));
+            if (!self)
+                return;
+            self->m_busy->setVisible(--self->m_pendingCreates > 0);
+            if (!r)
+                return self->showStatus(tr("Not created: %1").arg(r.error().message), true);
+            const QString name = r->name;
+            self->showStatus(tr("Created %1").arg(name));
+            self->m_model->refresh();
+            QPointer<MainWindow> window = self;
+            QObject::connect(
+                self->m_model, &SandboxModel::refreshed, self,
+                [window, name] {
+                    if (window)
+                        window->selectSandbox(name);
+                },
+                Qt::SingleShotConnection);
+        });
 }
 
 void MainWindow::deleteSelected()
@@ -211,8 +211,8 @@ void MainWindow::deleteSandboxes(const QList<SandboxRef> &targets)
         QPointer<DaemonClient> client = t.client;
         if (!client)
             continue;
-        client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), t.id}},
-            [self = QPointer<MainWindow>(this), name = t.name](Result<QJsonValue> r) {
+        DaemonApi(*client).deleteSandbox(t.id).then(
+            [self = QPointer<MainWindow>(this), name = t.name](Result<QJsonObject> r) {
                 if (self)
                     self->showStatus(r ? tr("Deleted %1").arg(name) : tr("Not deleted: %1").arg(r.error().message), !r);
             });

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "PagedModel.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 
 #include <QJsonArray>
 
@@ -85,8 +85,8 @@ void PagedModel::request(int source)
     if (!from.client || !from.client->isConnected())
         return fail(tr("not connected"));
     feed.loading = true;
-    from.client->callAsync(method(), parameters(feed.started ? feed.next : QJsonValue()),
-        [self = QPointer<PagedModel>(this), generation = m_generation, source, fail](Result<QJsonValue> r) {
+    page(DaemonApi(*from.client), parameters(feed.started ? feed.next : QJsonValue()))
+        .then([self = QPointer<PagedModel>(this), generation = m_generation, source, fail](Result<QJsonObject> r) {
             if (!self || generation != self->m_generation)
                 return; // an answer to a query nobody looks at any more
             Feed &f = self->m_feeds[size_t(source)];
@@ -95,7 +95,7 @@ void PagedModel::request(int source)
             if (!r)
                 fail(r.error().message);
             else {
-                const QJsonObject page = r->toObject();
+                const QJsonObject &page = *r;
                 f.rows.clear();
                 f.head = 0;
                 for (const QJsonValue &row : page.value(self->rowsKey()).toArray())

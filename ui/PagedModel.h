@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "client/DaemonApi.h"
+
 #include <QAbstractTableModel>
 #include <QJsonObject>
 #include <QJsonValue>
@@ -9,15 +11,11 @@
 
 #include <vector>
 
-namespace airlock {
-class DaemonClient;
-}
-
 namespace airlock::ui {
 
 // A table of JSON rows fetched from the daemon a page at a time as the view scrolls
 // (canFetchMore/fetchMore): a million rows cost what the visible ones do. Subclasses say which
-// method to call with which parameters and how a row looks; reload() starts over, and an answer to
+// request to make with which parameters and how a row looks; reload() starts over, and an answer to
 // an older query is dropped.
 //
 // The rows may come from several daemons (one per host) asking each the same query: they are
@@ -59,7 +57,8 @@ protected:
     void assignSources(const QList<Source> &sources) { m_sources = sources; } // for the next reload
 
     virtual bool hasQuery() const { return true; } // false: the model stays empty
-    virtual QString method() const = 0;
+    // The request for one page with these parameters.
+    virtual DaemonApi::Call<> page(const DaemonApi &api, const QJsonObject &parameters) const = 0;
     virtual QJsonObject parameters(const QJsonValue &cursor) const = 0; // cursor: null for the first page
     virtual QString rowsKey() const = 0;
     virtual QJsonValue cursorOf(const QJsonObject &page) const { return page.value(QStringLiteral("next")); }

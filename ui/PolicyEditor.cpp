@@ -3,7 +3,7 @@
 
 #include "SecretsDialog.h"
 #include "StatusText.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
 #include "policy/Policy.h"
 #include "policy/PolicyDiff.h"
@@ -302,82 +302,78 @@ void PolicyEditor::load()
 {
     loadChoices();
     if (m_sandbox.isEmpty()) { // the person's defaults: their layer over the built-in one
-        m_client.callAsync(
-            QStringLiteral("policy.defaults.get"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
-                if (!self)
-                    return;
-                if (!r)
-                    return showStatus(self->m_status, r.error().message, true);
-                const QJsonObject o = r->toObject();
-                self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))},
-                    {QStringLiteral("sources"), o.value(QStringLiteral("sources"))},
-                    {QStringLiteral("below"), o.value(QStringLiteral("below"))}});
-                self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset "
-                                         "and its own layer apply on top. "
-                                         "Running sandboxes keep what they started with.")
-                                          .arg(display::escaped(o.value(QStringLiteral("file")).toString(), 300)));
-                self->m_saved = o.value(QStringLiteral("policy")).toObject();
-                self->editLayer(self->m_saved);
-                self->m_pendingParts = 1;
-                self->partLoaded();
-            });
+        DaemonApi(m_client).userDefaults().then([self = QPointer<PolicyEditor>(this)](Result<QJsonObject> r) {
+            if (!self)
+                return;
+            if (!r)
+                return showStatus(self->m_status, r.error().message, true);
+            const QJsonObject &o = *r;
+            self->showEffective({{QStringLiteral("policy"), o.value(QStringLiteral("effective"))},
+                {QStringLiteral("sources"), o.value(QStringLiteral("sources"))},
+                {QStringLiteral("below"), o.value(QStringLiteral("below"))}});
+            self->m_mode->setText(tr("Your defaults, in %1: every new sandbox starts from them, then its preset "
+                                     "and its own layer apply on top. "
+                                     "Running sandboxes keep what they started with.")
+                                      .arg(display::escaped(o.value(QStringLiteral("file")).toString(), 300)));
+            self->m_saved = o.value(QStringLiteral("policy")).toObject();
+            self->editLayer(self->m_saved);
+            self->m_pendingParts = 1;
+            self->partLoaded();
+        });
         return;
     }
     reloadEffective();
-    m_client.callAsync(QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), m_sandbox}},
-        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> own) {
-            if (!self)
-                return;
-            if (!own)
-                return showStatus(self->m_status, own.error().message, true);
-            self->m_saved = own->toObject().value(QStringLiteral("policy")).toObject();
-            self->editLayer(self->m_saved);
-            self->partLoaded();
-        });
+    DaemonApi(m_client).policy(m_sandbox).then([self = QPointer<PolicyEditor>(this)](Result<QJsonObject> own) {
+        if (!self)
+            return;
+        if (!own)
+            return showStatus(self->m_status, own.error().message, true);
+        self->m_saved = own->value(QStringLiteral("policy")).toObject();
+        self->editLayer(self->m_saved);
+        self->partLoaded();
+    });
 }
 
 void PolicyEditor::reloadEffective()
 {
-    m_client.callAsync(QStringLiteral("policy.get"),
-        {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("effective"), true}},
-        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> effective) {
-            if (!self)
-                return;
-            if (!effective)
-                return showStatus(self->m_status, effective.error().message, true);
-            self->showEffective(effective->toObject());
-            self->partLoaded();
-        });
-    m_client.callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), m_sandbox}},
-        [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
-            if (!self || !r)
-                return;
-            self->m_declaredTools = r->toObject().value(QStringLiteral("tools")).toArray();
-            self->showInherited();
-        });
+    const DaemonApi api(m_client);
+    api.policy(m_sandbox, true).then([self = QPointer<PolicyEditor>(this)](Result<QJsonObject> effective) {
+        if (!self)
+            return;
+        if (!effective)
+            return showStatus(self->m_status, effective.error().message, true);
+        self->showEffective(*effective);
+        self->partLoaded();
+    });
+    api.listTools(m_sandbox).then([self = QPointer<PolicyEditor>(this)](Result<QJsonObject> r) {
+        if (!self || !r)
+            return;
+        self->m_declaredTools = r->value(QStringLiteral("tools")).toArray();
+        self->showInherited();
+    });
 }
 
 void PolicyEditor::loadChoices()
 {
     // The secrets a grant can name, and what each preset is for.
-    m_client.callAsync(QStringLiteral("secrets.list"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
+    const DaemonApi api(m_client);
+    api.listSecrets().then([self = QPointer<PolicyEditor>(this)](Result<QJsonObject> r) {
         if (!self)
             return;
         QStringList names;
-        for (const QJsonValue &v : r ? r->toObject().value(QStringLiteral("secrets")).toArray() : QJsonArray())
+        for (const QJsonValue &v : r ? r->value(QStringLiteral("secrets")).toArray() : QJsonArray())
             names.append(v.toObject().value(QStringLiteral("name")).toString());
         self->m_grants->setChoices(0, names, tr("New secret…"));
     });
-    m_client.callAsync(
-        QStringLiteral("policy.presets"), {}, [self = QPointer<PolicyEditor>(this)](Result<QJsonValue> r) {
-            if (!self || !r)
-                return;
-            for (const QJsonValue &v : r->toObject().value(QStringLiteral("presets")).toArray())
-                self->m_presets.insert(v.toObject().value(QStringLiteral("name")).toString(),
-                    v.toObject().value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")));
-            if (!self->m_inForce.isEmpty() && !self->m_sandbox.isEmpty())
-                self->showEffective(self->m_inForce);
-        });
+    api.policyPresets().then([self = QPointer<PolicyEditor>(this)](Result<QJsonObject> r) {
+        if (!self || !r)
+            return;
+        for (const QJsonValue &v : r->value(QStringLiteral("presets")).toArray())
+            self->m_presets.insert(v.toObject().value(QStringLiteral("name")).toString(),
+                v.toObject().value(QStringLiteral("policy")).toObject().value(QStringLiteral("description")));
+        if (!self->m_inForce.isEmpty() && !self->m_sandbox.isEmpty())
+            self->showEffective(self->m_inForce);
+    });
 }
 
 SecretsDialog *PolicyEditor::secretDialog() const
@@ -727,10 +723,9 @@ void PolicyEditor::apply()
     const QJsonObject layer = edited();
     m_apply->setEnabled(false);
     const bool defaults = m_sandbox.isEmpty();
-    m_client.callAsync(defaults ? QStringLiteral("policy.defaults.set") : QStringLiteral("policy.set"),
-        defaults ? QJsonObject{{QStringLiteral("policy"), layer}}
-                 : QJsonObject{{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("policy"), layer}},
-        [self = QPointer<PolicyEditor>(this), layer](Result<QJsonValue> r) {
+    const DaemonApi api(m_client);
+    (defaults ? api.setUserDefaults(layer) : api.setPolicy(m_sandbox, layer))
+        .then([self = QPointer<PolicyEditor>(this), layer](Result<QJsonObject> r) {
             if (!self)
                 return;
             if (!r) {
@@ -779,34 +774,35 @@ void PolicyEditor::tryNow()
     const QString text = m_try->text().trimmed();
     if (text.isEmpty())
         return m_tryAnswer->clear();
-    QJsonObject params{{QStringLiteral("sandbox"), m_sandbox}};
+    QJsonObject question;
     static const QRegularExpression toolCall(
         QStringLiteral("^tool\\s+(\\S+)\\s*(.*)$"), QRegularExpression::DotMatchesEverythingOption);
     if (text.startsWith(QLatin1String("http://")) || text.startsWith(QLatin1String("https://"))) {
-        params.insert(QStringLiteral("url"), text);
+        question.insert(QStringLiteral("url"), text);
     } else if (const auto m = toolCall.match(text); m.hasMatch()) {
         const QJsonDocument arguments = QJsonDocument::fromJson(m.captured(2).toUtf8());
         if (!m.captured(2).isEmpty() && !arguments.isObject())
             return m_tryAnswer->setText(tr("tool NAME {arguments as a JSON object}"));
-        params.insert(QStringLiteral("tool"), m.captured(1));
-        params.insert(QStringLiteral("arguments"), arguments.object());
+        question.insert(QStringLiteral("tool"), m.captured(1));
+        question.insert(QStringLiteral("arguments"), arguments.object());
     } else
-        params.insert(QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text});
+        question.insert(QStringLiteral("argv"), QJsonArray{QStringLiteral("sh"), QStringLiteral("-c"), text});
     // With a pending edit that is a valid policy, the daemon judges it too: now → after Apply.
     const QJsonObject draft = edited();
     const bool pending = !policy::diff(m_saved, draft).isEmpty() && problem().isEmpty();
     if (pending)
-        params.insert(QStringLiteral("policy"), draft);
+        question.insert(QStringLiteral("policy"), draft);
     const QString asked
         = text + QString::number(qHash(QJsonDocument(draft).toJson(QJsonDocument::Compact))) + (pending ? u'+' : u'-');
     m_tryAsked = asked;
-    m_client.callAsync(
-        QStringLiteral("policy.check"), params, [self = QPointer<PolicyEditor>(this), asked](Result<QJsonValue> r) {
+    DaemonApi(m_client)
+        .checkPolicy(m_sandbox, question)
+        .then([self = QPointer<PolicyEditor>(this), asked](Result<QJsonObject> r) {
             if (!self || self->m_tryAsked != asked)
                 return; // typed or edited on since: a newer answer is coming
             if (!r)
                 return self->m_tryAnswer->setText(r.error().message);
-            const QJsonObject o = r->toObject();
+            const QJsonObject &o = *r;
             const auto said = [](const QJsonObject &v) {
                 return QStringLiteral("%1: %2").arg(
                     display::escaped(v.value(QStringLiteral("decision")).toString(), 10),

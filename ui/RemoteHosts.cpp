@@ -6,7 +6,7 @@
 #include "ApprovalsDock.h"
 #include "MainWindow.h"
 #include "SandboxModel.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "client/HostTokens.h"
 
 #include <QDir>
@@ -182,7 +182,7 @@ void RemoteHosts::connectHost(Host &h)
     if (!connected)
         return lost(h, connected.error().message);
     h.retryMs = 1000;
-    h.client.callAsync(QStringLiteral("events.subscribe"), {}, [](Result<QJsonValue>) {});
+    DaemonApi(h.client).subscribe().then([](Result<QJsonObject>) {});
     m_window.sandboxModel()->refresh();
     m_window.approvals()->refresh();
     probe(h);
@@ -196,24 +196,22 @@ void RemoteHosts::probe(Host &h)
         return;
     auto timer = std::make_shared<QElapsedTimer>();
     timer->start();
-    h.client.callAsync(
-        QStringLiteral("daemon.info"), {}, [self = QPointer<RemoteHosts>(this), &h, timer](Result<QJsonValue> r) {
-            if (!self || !r || h.removed)
-                return;
-            const QJsonObject info = r->toObject();
-            const double ms = double(timer->nsecsElapsed()) / 1e6;
-            self->m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url),
-                // The column says the state; the round trip, version and machine are in the tooltip.
-                tr("connected"),
-                tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %6\n%5")
-                    .arg(ms, 0, 'f', ms < 10 ? 1 : 0)
-                    .arg(display::escaped(info.value(QStringLiteral("version")).toString(), 40),
-                        display::escaped(info.value(QStringLiteral("host")).toString(), 80),
-                        display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url,
-                        display::count(
-                            info.value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes"))));
-            Q_EMIT self->hostChanged(h.entry.name);
-        });
+    DaemonApi(h.client).daemonInfo().then([self = QPointer<RemoteHosts>(this), &h, timer](Result<QJsonObject> r) {
+        if (!self || !r || h.removed)
+            return;
+        const QJsonObject &info = *r;
+        const double ms = double(timer->nsecsElapsed()) / 1e6;
+        self->m_window.sandboxModel()->setHostStatus(h.row, shownAddress(h.entry.url),
+            // The column says the state; the round trip, version and machine are in the tooltip.
+            tr("connected"),
+            tr("Round trip %1 ms, airlockd %2\n%3 (kernel %4), %6\n%5")
+                .arg(ms, 0, 'f', ms < 10 ? 1 : 0)
+                .arg(display::escaped(info.value(QStringLiteral("version")).toString(), 40),
+                    display::escaped(info.value(QStringLiteral("host")).toString(), 80),
+                    display::escaped(info.value(QStringLiteral("kernel")).toString(), 80), h.entry.url,
+                    display::count(info.value(QStringLiteral("sandboxes")).toInt(), tr("sandbox"), tr("sandboxes"))));
+        Q_EMIT self->hostChanged(h.entry.name);
+    });
 }
 
 void RemoteHosts::lost(Host &h, const QString &why)

@@ -3,7 +3,8 @@
 
 #include "ExecutionReplay.h"
 #include "OutputView.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
+#include "model/EventKinds.h"
 
 #include <QPointer>
 
@@ -64,12 +65,12 @@ void SandboxConsole::show(const QString &sandboxId)
     m_loading = !sandboxId.isEmpty();
     if (!m_loading)
         return;
-    m_client.callAsync(QStringLiteral("history.list"),
-        {{QStringLiteral("sandbox"), sandboxId}, {QStringLiteral("limit"), kRecentExecutions}},
-        [self = QPointer<SandboxConsole>(this), generation = m_generation](Result<QJsonValue> r) {
+    DaemonApi(m_client)
+        .historyList({{QStringLiteral("sandbox"), sandboxId}, {QStringLiteral("limit"), kRecentExecutions}})
+        .then([self = QPointer<SandboxConsole>(this), generation = m_generation](Result<QJsonObject> r) {
             if (!self || generation != self->m_generation)
                 return;
-            for (const QJsonValue &e : r ? r->toObject().value(QStringLiteral("executions")).toArray() : QJsonArray())
+            for (const QJsonValue &e : r ? r->value(QStringLiteral("executions")).toArray() : QJsonArray())
                 self->m_toReplay.prepend(e.toObject()); // oldest first
             self->replayNext();
         });
@@ -125,10 +126,10 @@ void SandboxConsole::apply(const Event &event)
         if (skip < event.data.size())
             m_view.append(s, QByteArrayView(event.data).sliced(skip));
         shown.end[s] = std::max(shown.end[s], event.offset + qint64(event.data.size()));
-    } else if (event.kind == QLatin1String("exec.started") && !std::exchange(shown.started, true)) {
+    } else if (event.kind == event::ExecStarted && !std::exchange(shown.started, true)) {
         m_view.beginExecution(event.payload.value(QStringLiteral("argv")).toArray(), event.exec);
         Q_EMIT executionRunning(event.exec, event.payload.value(QStringLiteral("argv")).toArray(), event.timeMs);
-    } else if (event.kind == QLatin1String("exec.exited") && !std::exchange(shown.ended, true)) {
+    } else if (event.kind == event::ExecExited && !std::exchange(shown.ended, true)) {
         m_view.endExecution(event.exec, event.payload.value(QStringLiteral("status")).toString(),
             event.payload.value(QStringLiteral("exitCode")));
         Q_EMIT executionEnded(event.exec);

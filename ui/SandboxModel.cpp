@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "SandboxModel.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include "model/Units.h"
 
@@ -40,7 +41,7 @@ int SandboxModel::addHost(const QString &name, DaemonClient &client)
     m_hosts.append({name, &client, {}, false, false, false, {}, {}, {}, {}});
     endInsertRows();
     connect(&client, &DaemonClient::eventReceived, this, [this, row](const Event &event) {
-        if (event.kind.startsWith(QLatin1String("sandbox.")) || event.kind == QLatin1String("policy.changed"))
+        if (event.kind.startsWith(event::family::Sandbox) || event.kind == event::PolicyChanged)
             refreshHost(row);
     });
     // Gone: the host's row says so, and its sandboxes grey out (as last seen, not as they are).
@@ -113,20 +114,19 @@ void SandboxModel::refreshHost(int host)
     }
     h.refreshing = true;
     // The answer may come after this model is gone.
-    h.client->callAsync(
-        QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxModel>(this), host](Result<QJsonValue> r) {
-            if (!self)
-                return;
-            Host &h = self->m_hosts[host];
-            h.refreshing = false;
-            if (h.retired)
-                return;
-            if (r)
-                self->setSandboxes(host, r->toObject().value(QStringLiteral("sandboxes")).toArray());
-            Q_EMIT self->dataChanged(self->index(host, State), self->index(host, State)); // connected or not
-            if (std::exchange(h.again, false))
-                self->refreshHost(host);
-        });
+    DaemonApi(*h.client).listSandboxes().then([self = QPointer<SandboxModel>(this), host](Result<QJsonArray> r) {
+        if (!self)
+            return;
+        Host &h = self->m_hosts[host];
+        h.refreshing = false;
+        if (h.retired)
+            return;
+        if (r)
+            self->setSandboxes(host, *r);
+        Q_EMIT self->dataChanged(self->index(host, State), self->index(host, State)); // connected or not
+        if (std::exchange(h.again, false))
+            self->refreshHost(host);
+    });
 }
 
 SandboxModel::Entry SandboxModel::Entry::from(const QJsonObject &json)

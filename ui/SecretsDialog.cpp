@@ -2,7 +2,7 @@
 #include "SecretsDialog.h"
 
 #include "StatusText.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
 
 #include <QDateTime>
@@ -125,43 +125,42 @@ void SecretsDialog::showStatus(const QString &text, bool error)
 
 void SecretsDialog::refresh()
 {
-    m_client.callAsync(
-        QStringLiteral("secrets.list"), {}, [self = QPointer<SecretsDialog>(this)](Result<QJsonValue> r) {
-            if (!self)
-                return;
-            if (!r)
-                return self->showStatus(r.error().message, true);
-            const QJsonObject o = r->toObject();
-            self->m_backend->setText(o.value(QStringLiteral("weaker")).toBool()
-                    ? tr("Stored in %1: a file only you can read, not your desktop keyring (none answered when the "
-                         "daemon started).")
-                          .arg(o.value(QStringLiteral("backend")).toString())
-                    : tr("Stored in %1.").arg(o.value(QStringLiteral("backend")).toString()));
-            self->m_backend->setStyleSheet(
-                o.value(QStringLiteral("weaker")).toBool() ? QStringLiteral("color: #b07000") : QString());
-            self->m_list->clear();
-            for (const QJsonValue &v : o.value(QStringLiteral("secrets")).toArray()) {
-                const QJsonObject s = v.toObject();
-                const QString name = s.value(QStringLiteral("name")).toString();
-                auto *item = new QTreeWidgetItem({display::escaped(name, 100),
-                    QLocale().formattedDataSize(qint64(s.value(QStringLiteral("bytes")).toDouble())),
-                    display::timestamp(
-                        QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
-                            .toMSecsSinceEpoch())});
-                item->setData(0, Qt::UserRole, name);
-                self->m_list->addTopLevelItem(item);
-            }
-            Q_EMIT self->refreshed();
-        });
+    DaemonApi(m_client).listSecrets().then([self = QPointer<SecretsDialog>(this)](Result<QJsonObject> r) {
+        if (!self)
+            return;
+        if (!r)
+            return self->showStatus(r.error().message, true);
+        const QJsonObject &o = *r;
+        self->m_backend->setText(o.value(QStringLiteral("weaker")).toBool()
+                ? tr("Stored in %1: a file only you can read, not your desktop keyring (none answered when the "
+                     "daemon started).")
+                      .arg(o.value(QStringLiteral("backend")).toString())
+                : tr("Stored in %1.").arg(o.value(QStringLiteral("backend")).toString()));
+        self->m_backend->setStyleSheet(
+            o.value(QStringLiteral("weaker")).toBool() ? QStringLiteral("color: #b07000") : QString());
+        self->m_list->clear();
+        for (const QJsonValue &v : o.value(QStringLiteral("secrets")).toArray()) {
+            const QJsonObject s = v.toObject();
+            const QString name = s.value(QStringLiteral("name")).toString();
+            auto *item = new QTreeWidgetItem({display::escaped(name, 100),
+                QLocale().formattedDataSize(qint64(s.value(QStringLiteral("bytes")).toDouble())),
+                display::timestamp(
+                    QDateTime::fromString(s.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs)
+                        .toMSecsSinceEpoch())});
+            item->setData(0, Qt::UserRole, name);
+            self->m_list->addTopLevelItem(item);
+        }
+        Q_EMIT self->refreshed();
+    });
 }
 
 void SecretsDialog::setValue(const QByteArray &value)
 {
     const QString name = m_name->text().trimmed();
     m_value->clear(); // sent once, never kept in the window
-    m_client.callAsync(QStringLiteral("secrets.set"),
-        {{QStringLiteral("name"), name}, {QStringLiteral("value"), QString::fromLatin1(value.toBase64())}},
-        [self = QPointer<SecretsDialog>(this), name](Result<QJsonValue> r) {
+    DaemonApi(m_client)
+        .setSecret(name, value)
+        .then([self = QPointer<SecretsDialog>(this), name](Result<QJsonObject> r) {
             if (!self)
                 return;
             const QString message = r ? tr("Set %1").arg(name) : tr("Not set: %1").arg(r.error().message);
@@ -177,15 +176,14 @@ void SecretsDialog::setValue(const QByteArray &value)
 
 void SecretsDialog::remove(const QString &name)
 {
-    m_client.callAsync(QStringLiteral("secrets.remove"), {{QStringLiteral("name"), name}},
-        [self = QPointer<SecretsDialog>(this), name](Result<QJsonValue> r) {
-            if (!self)
-                return;
-            const QString message = r ? tr("Removed %1").arg(name) : tr("Not removed: %1").arg(r.error().message);
-            self->showStatus(message, !r);
-            self->refresh();
-            Q_EMIT self->done(bool(r), message);
-        });
+    DaemonApi(m_client).removeSecret(name).then([self = QPointer<SecretsDialog>(this), name](Result<QJsonObject> r) {
+        if (!self)
+            return;
+        const QString message = r ? tr("Removed %1").arg(name) : tr("Not removed: %1").arg(r.error().message);
+        self->showStatus(message, !r);
+        self->refresh();
+        Q_EMIT self->done(bool(r), message);
+    });
 }
 
 } // namespace airlock::ui

@@ -2,8 +2,9 @@
 #include "TimelineModel.h"
 
 #include "SandboxModel.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include <QBrush>
 #include <QDateTime>
@@ -23,18 +24,16 @@ QStringList TimelineModel::kindPrefixes(int categories)
     if ((categories & All) == All)
         return {}; // everything: no condition at all
     static const std::pair<int, QStringList> table[] = {
-        {Executions,
-            {QStringLiteral("exec.started"), QStringLiteral("exec.exited"), QStringLiteral("exec.truncated"),
-                QStringLiteral("command.")}},
-        {Approvals, {QStringLiteral("approval.")}},
-        {Network, {QStringLiteral("network.")}},
-        {Credentials, {QStringLiteral("credential.")}},
-        {Tools, {QStringLiteral("tool.")}},
-        {Policy, {QStringLiteral("policy.")}},
-        {Sandboxes, {QStringLiteral("sandbox.")}},
+        {Executions, {event::ExecStarted, event::ExecExited, event::ExecTruncated, event::family::Command}},
+        {Approvals, {event::family::Approval}},
+        {Network, {event::family::Network}},
+        {Credentials, {event::family::Credential}},
+        {Tools, {event::family::Tool}},
+        {Policy, {event::family::Policy}},
+        {Sandboxes, {event::family::Sandbox}},
     };
     // Whatever is shown, a note that events were not recorded (rate-limited) is shown with it.
-    QStringList prefixes{QStringLiteral("events.suppressed")};
+    QStringList prefixes{event::EventsSuppressed};
     for (const auto &[category, kinds] : table)
         if (categories & category)
             prefixes += kinds;
@@ -84,7 +83,7 @@ QString TimelineModel::describe(const QJsonObject &event)
     const QString exec = event.value(QStringLiteral("exec")).isDouble()
         ? QStringLiteral("#%1 ").arg(event.value(QStringLiteral("exec")).toInt())
         : QString();
-    if (kind == QLatin1String("exec.started"))
+    if (kind == event::ExecStarted)
         return exec + QStringLiteral("$ ") + display::commandLine(payload.value(QStringLiteral("argv")).toArray(), 400);
     // Everything else: its fields as key=value, untrusted strings escaped, long ones elided.
     QStringList fields;
@@ -127,7 +126,7 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
             || e.value(QStringLiteral("payload")).toObject().value(QStringLiteral("decision")).toString()
                 == QLatin1String("deny"))
             return QBrush(QColor(0xd0, 0x30, 0x30));
-        if (kind.startsWith(QLatin1String("network.")))
+        if (kind.startsWith(event::family::Network))
             return QBrush(SandboxModel::networkColor(QStringLiteral("allowlist")));
         return {};
     }

@@ -50,7 +50,10 @@ public:
 
 private:
     bool hasQuery() const override { return m_categories != 0 && (!m_sandbox.isEmpty() || !m_run.isEmpty()); }
-    QString method() const override { return QStringLiteral("history.events"); }
+    DaemonApi::Call<> page(const DaemonApi &api, const QJsonObject &query) const override
+    {
+        return api.historyEvents(query);
+    }
     QJsonObject parameters(const QJsonValue &cursor) const override;
     QString rowsKey() const override { return QStringLiteral("events"); }
 

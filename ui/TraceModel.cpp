@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "TraceModel.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
 
 #include <QDateTime>
@@ -43,15 +43,15 @@ void TraceModel::requestPage(const QJsonValue &after)
         m_run.isEmpty() ? QStringLiteral("sandbox") : QStringLiteral("run"), m_run.isEmpty() ? m_sandbox : m_run);
     if (after.isObject())
         params.insert(QStringLiteral("after"), after);
-    m_client->callAsync(QStringLiteral("history.events"), params,
-        [self = QPointer<TraceModel>(this), generation = m_generation](Result<QJsonValue> r) {
+    DaemonApi(*m_client).historyEvents(params).then(
+        [self = QPointer<TraceModel>(this), generation = m_generation](Result<QJsonObject> r) {
             if (!self || generation != self->m_generation)
                 return; // another trace was asked for meanwhile
             if (!r) {
                 self->m_loading = false;
                 return Q_EMIT self->failed(r.error().message);
             }
-            const QJsonObject page = r->toObject();
+            const QJsonObject &page = *r;
             const QJsonArray rows = page.value(QStringLiteral("events")).toArray();
             for (const QJsonValue &row : rows)
                 self->m_events.append(row.toObject());

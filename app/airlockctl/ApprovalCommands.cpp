@@ -20,10 +20,7 @@ Result<QJsonArray> pendingApprovals(Context &ctx)
     auto client = ctx.client();
     if (!client)
         return client.error();
-    auto listed = (*client)->call(QStringLiteral("approvals.list"));
-    if (!listed)
-        return listed.error();
-    return listed->value(QStringLiteral("approvals")).toArray();
+    return DaemonApi(**client).pendingApprovals().wait();
 }
 
 QString joined(const QJsonValue &list)
@@ -107,11 +104,7 @@ int decide(Context &ctx, const QString &id, bool allow, bool always, const QStri
             makeError(ErrorCode::NotFound,
                 QStringLiteral("no pending approval %1 (decided, expired, or never asked; see 'airlockctl approvals')")
                     .arg(id)));
-    auto decided = (*ctx.client())
-                       ->call(QStringLiteral("approvals.decide"),
-                           {{QStringLiteral("id"), id}, {QStringLiteral("nonce"), nonce},
-                               {QStringLiteral("decision"), allow ? QStringLiteral("allow") : QStringLiteral("deny")},
-                               {QStringLiteral("always"), always}, {QStringLiteral("reason"), reason}});
+    auto decided = DaemonApi(**ctx.client()).decideApproval(id, nonce, allow, always, reason).wait();
     if (!decided)
         return Command::fail(ctx, decided.error());
     if (ctx.json)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "util/Result.h"
 
 #include <QCommandLineParser>

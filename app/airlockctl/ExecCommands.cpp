@@ -138,27 +138,27 @@ public:
     int positionalsBeforeCommand() const override { return 0; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
-        auto params = m_spec.read(parser);
-        if (!params)
-            return fail(ctx, params.error());
+        auto creating = m_spec.read(parser);
+        if (!creating)
+            return fail(ctx, creating.error());
         auto request = m_exec.read(parser, positional);
         if (!request)
             return fail(ctx, request.error());
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto created = (*client)->call(QStringLiteral("sandbox.create"), *params);
+        const DaemonApi api(**client);
+        auto created = api.createSandbox(*creating).wait();
         if (!created)
             return fail(ctx, created.error());
-        const QString id = created->value(QStringLiteral("id")).toString();
+        const QString id = created->id;
         int code;
         {
             ExecSession session(**client, ctx.out, ctx.err, ctx.json);
             const Result<int> ran = session.run(id, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
             code = ran ? *ran : fail(ctx, ran.error());
         }
-        if (auto removed = (*client)->call(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), id}});
-            !removed)
+        if (auto removed = api.deleteSandbox(id).wait(); !removed)
             ctx.err << "airlockctl: could not delete sandbox " << id << ": " << removed.error().message << Qt::endl;
         return code;
     }

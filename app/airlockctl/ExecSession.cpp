@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ExecSession.h"
+#include "model/EventKinds.h"
 
 #include <QCoreApplication>
 #include <QEventLoop>
@@ -33,6 +34,7 @@ sigset_t forwardedSignals()
 
 ExecSession::ExecSession(DaemonClient &client, QTextStream &out, QTextStream &err, bool json)
     : m_client(client)
+    , m_api(client)
     , m_out(out)
     , m_err(err)
     , m_json(json)
@@ -89,10 +91,8 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
         finish(1);
     });
 
-    QJsonObject params = request.toJson();
-    params.insert(QStringLiteral("sandbox"), sandbox);
     // An agent's command may wait for a person (the daemon denies it when that times out).
-    auto started = m_client.call(QStringLiteral("exec.start"), params, 86'400'000);
+    auto started = m_api.startExec(sandbox, request).wait(86'400'000);
     if (!started && m_abandonedBy) {
         // Ended while the start waited (for a person): the request was withdrawn, nothing ran.
         m_err << "airlockctl: SIG" << ::sigabbrev_np(m_abandonedBy)
@@ -102,8 +102,8 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
     }
     if (!started)
         return started.error();
-    m_sandboxId = started->value(QStringLiteral("sandbox")).toString();
-    m_exec = uint32_t(started->value(QStringLiteral("exec")).toDouble());
+    m_sandboxId = started->sandbox;
+    m_exec = started->exec;
     // Ctrl-C pressed while the start request was in flight was read then; it applies now.
     if (m_pendingSignal)
         sendSignal(std::exchange(m_pendingSignal, 0));
@@ -188,18 +188,16 @@ void ExecSession::resume()
     }
     // Live events first (held until the stored part is written), then what was stored meanwhile.
     m_resuming = true;
-    auto subscribed = m_client.call(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), m_sandboxId}});
+    auto subscribed = m_api.subscribe(m_sandboxId).wait();
     // A sandbox that ended with the daemon before it (--sandboxes-end-with-daemon): the history
     // says how its command ended.
     if (!subscribed && subscribed.error().code == ErrorCode::NotFound)
         subscribed = QJsonObject{};
-    auto shown = subscribed ? m_client.call(QStringLiteral("history.show"),
-                     {{QStringLiteral("execution"), QStringLiteral("%1:%2").arg(m_sandboxId).arg(m_exec)}})
+    auto shown = subscribed ? m_api.historyShow(QStringLiteral("%1:%2").arg(m_sandboxId).arg(m_exec)).wait()
                             : Result<QJsonObject>(subscribed.error());
     QJsonValue after = 0;
     while (shown && !after.isNull()) {
-        auto page = m_client.call(QStringLiteral("history.output"),
-            {{QStringLiteral("execution"), shown->value(QStringLiteral("id"))}, {QStringLiteral("after"), after}});
+        auto page = m_api.historyOutput(shown->value(QStringLiteral("id")), after).wait();
         if (!page) {
             shown = page.error();
             break;
@@ -246,13 +244,13 @@ void ExecSession::onEvent(const Event &event)
         return;
     if (event.isOutput())
         return deliver(event.stream, event.offset, event.data);
-    if (event.kind == QLatin1String("exec.truncated") && !m_json) {
+    if (event.kind == event::ExecTruncated && !m_json) {
         m_err << "\nairlockctl: output exceeded the sandbox's limit of "
               << qint64(event.payload.value(QStringLiteral("limitBytes")).toDouble())
               << " bytes; the command was killed" << Qt::endl;
         return;
     }
-    if (event.kind == QLatin1String("exec.exited"))
+    if (event.kind == event::ExecExited)
         finishAs(event.payload);
 }
 
@@ -294,14 +292,11 @@ void ExecSession::onStdinReadable()
     else
         m_stdin->setEnabled(false); // one chunk in flight: re-enabled by the reply
     m_stdinInFlight = true;
-    m_client.callAsync(QStringLiteral("exec.stdin"),
-        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
-            {QStringLiteral("data"), QString::fromLatin1(buf.toBase64())}, {QStringLiteral("eof"), eof}},
-        [this, eof](Result<QJsonValue>) {
-            m_stdinInFlight = false;
-            if (!eof && m_stdin && !m_exitCode)
-                m_stdin->setEnabled(true);
-        });
+    m_api.writeStdin(m_sandboxId, m_exec, buf, eof).then([this, eof](Result<QJsonObject>) {
+        m_stdinInFlight = false;
+        if (!eof && m_stdin && !m_exitCode)
+            m_stdin->setEnabled(true);
+    });
 }
 
 void ExecSession::sendSignal(int signo)
@@ -311,9 +306,7 @@ void ExecSession::sendSignal(int signo)
         m_pendingSignal = m_pendingSignal == SIGKILL ? SIGKILL : signo;
         return;
     }
-    m_client.notify(QStringLiteral("exec.signal"),
-        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
-            {QStringLiteral("signal"), signo}});
+    m_api.signalExec(m_sandboxId, m_exec, signo).send();
 }
 
 void ExecSession::onSignal()
@@ -324,9 +317,7 @@ void ExecSession::onSignal()
         if (signo == SIGWINCH) {
             winsize ws{};
             if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col && m_exec)
-                m_client.notify(QStringLiteral("exec.resize"),
-                    {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
-                        {QStringLiteral("rows"), ws.ws_row}, {QStringLiteral("cols"), ws.ws_col}});
+                m_api.resizeExec(m_sandboxId, m_exec, ws.ws_row, ws.ws_col).send();
         } else {
             sendSignal(signo == SIGINT && ++m_interrupts == 1 ? SIGINT : SIGKILL);
             // Still waiting to start, maybe for a person: the question is taken back (the start
@@ -342,9 +333,8 @@ void ExecSession::withdraw(int signo)
     if (m_abandonedBy)
         return;
     m_abandonedBy = signo;
-    m_client.notify(QStringLiteral("approvals.withdraw"),
-        {{QStringLiteral("reason"),
-            QStringLiteral("airlockctl ended by SIG%1").arg(QLatin1String(::sigabbrev_np(signo)))}});
+    m_api.withdrawApprovals(QStringLiteral("airlockctl ended by SIG%1").arg(QLatin1String(::sigabbrev_np(signo))))
+        .send();
 }
 
 void ExecSession::finish(int code)

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "OutputSink.h"
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/ExecRequest.h"
 
 #include <QByteArray>
@@ -46,6 +46,7 @@ private:
     void resume(); // after a remote connection dropped
 
     DaemonClient &m_client;
+    DaemonApi m_api;
     QTextStream &m_out;
     QTextStream &m_err;
     bool m_json;

@@ -48,8 +48,7 @@ public:
             format == QLatin1String("jsonl") ? ExportBundle::Format::Jsonl : ExportBundle::Format::Json);
         QByteArray bundle;
         for (QJsonValue cursor = QJsonObject{}; cursor.isObject();) {
-            auto page = (*client)->call(QStringLiteral("history.export"),
-                {{QStringLiteral("run"), positional.first()}, {QStringLiteral("cursor"), cursor}});
+            auto page = DaemonApi(**client).historyExport(positional.first(), cursor).wait();
             if (!page)
                 return fail(ctx, page.error());
             for (const QJsonValue &r : page->value(QStringLiteral("records")).toArray())

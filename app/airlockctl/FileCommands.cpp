@@ -181,6 +181,7 @@ class Copier {
 public:
     Copier(DaemonClient &client, const QString &sandbox, QTextStream &err)
         : m_client(client)
+        , m_api(client)
         , m_sandbox(sandbox)
         , m_err(err)
     {
@@ -207,9 +208,7 @@ public:
                     "%1 is not a regular file or a pipe (a device or socket may never end); copy a file, or pipe it: "
                     "cat %1 | airlockctl cp /dev/stdin SANDBOX:PATH")
                     .arg(hostPath));
-        auto opened = m_client.call(QStringLiteral("fs.upload"),
-            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), target}, {QStringLiteral("name"), name},
-                {QStringLiteral("mode"), int(st.st_mode & 0777)}});
+        auto opened = m_api.openUpload(m_sandbox, target, name, int(st.st_mode & 0777)).wait();
         if (!opened)
             return opened.error();
         const quint32 transfer = quint32(opened->value(QStringLiteral("transfer")).toDouble());
@@ -222,7 +221,7 @@ public:
         bool refused = false; // the daemon could not write: the rest is not sent
         const auto told = QObject::connect(
             &m_client, &DaemonClient::notified, &m_client, [&](const QString &method, const QJsonObject &p) {
-                refused |= method == QLatin1String("fs.transfer")
+                refused |= method == rpc::method::TransferNotification
                     && quint32(p.value(QStringLiteral("transfer")).toDouble()) == transfer
                     && p.contains(QStringLiteral("error"));
             });
@@ -244,10 +243,7 @@ public:
             if (Status room = waitForRoom(); !room)
                 return room.error();
         }
-        auto finished = m_client.call(QStringLiteral("fs.finish"),
-            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("transfer"), double(transfer)},
-                {QStringLiteral("bytes"), readError ? -1.0 : double(sent)}},
-            600000);
+        auto finished = m_api.finishUpload(m_sandbox, transfer, readError ? -1 : sent).wait(600000);
         if (readError)
             return *readError;
         if (!finished)
@@ -278,7 +274,7 @@ public:
               });
         const auto done = QObject::connect(
             &m_client, &DaemonClient::notified, &loop, [&](const QString &method, const QJsonObject &p) {
-                if (method != QLatin1String("fs.transfer") || !transfer
+                if (method != rpc::method::TransferNotification || !transfer
                     || quint32(p.value(QStringLiteral("transfer")).toDouble()) != *transfer)
                     return;
                 if (p.contains(QStringLiteral("error")) && !failed)
@@ -297,23 +293,22 @@ public:
             QObject::disconnect(done);
             QObject::disconnect(gone);
         });
-        std::optional<Result<QJsonValue>> opened;
-        m_client.callAsync(QStringLiteral("fs.download"),
-            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}}, [&](Result<QJsonValue> r) {
-                if (r) {
-                    const QJsonObject o = r->toObject();
-                    size = qint64(o.value(QStringLiteral("size")).toDouble());
-                    mode = o.value(QStringLiteral("mode")).toInt(-1);
-                    if (Status open = target.open(); !open)
-                        failed = open.error();
-                    transfer = quint32(o.value(QStringLiteral("transfer")).toDouble());
-                    if (totalFiles == 0)
-                        totalBytes = size;
-                }
-                opened = std::move(r);
-                if (!r)
-                    loop.quit();
-            });
+        std::optional<Result<QJsonObject>> opened;
+        m_api.openDownload(m_sandbox, path).then([&](Result<QJsonObject> r) {
+            if (r) {
+                const QJsonObject &o = *r;
+                size = qint64(o.value(QStringLiteral("size")).toDouble());
+                mode = o.value(QStringLiteral("mode")).toInt(-1);
+                if (Status open = target.open(); !open)
+                    failed = open.error();
+                transfer = quint32(o.value(QStringLiteral("transfer")).toDouble());
+                if (totalFiles == 0)
+                    totalBytes = size;
+            }
+            opened = std::move(r);
+            if (!r)
+                loop.quit();
+        });
         if (!opened || *opened)
             loop.exec();
         if (opened && !*opened)
@@ -333,8 +328,7 @@ public:
 
     Result<QString> makeDirectory(const QString &path, int mode, bool *existed)
     {
-        auto made = m_client.call(QStringLiteral("fs.mkdir"),
-            {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}, {QStringLiteral("mode"), mode}});
+        auto made = m_api.makeDirectory(m_sandbox, path, mode).wait();
         if (!made)
             return made.error();
         *existed = made->value(QStringLiteral("existed")).toBool();
@@ -345,8 +339,7 @@ public:
 
     Result<QJsonArray> list(const QString &path)
     {
-        auto listed = m_client.call(
-            QStringLiteral("fs.list"), {{QStringLiteral("sandbox"), m_sandbox}, {QStringLiteral("path"), path}});
+        auto listed = m_api.listDirectory(m_sandbox, path).wait();
         if (!listed)
             return listed.error();
         return listed->value(QStringLiteral("entries")).toArray();
@@ -387,6 +380,7 @@ private:
     }
 
     DaemonClient &m_client;
+    DaemonApi m_api;
     QString m_sandbox;
     QTextStream &m_err;
     ProgressLine m_line;

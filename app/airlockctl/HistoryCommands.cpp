@@ -84,7 +84,7 @@ int listExecutions(Context &ctx, const QJsonObject &params, const QString &comma
     auto client = ctx.client();
     if (!client)
         return Command::fail(ctx, client.error());
-    auto listed = (*client)->call(QStringLiteral("history.list"), params);
+    auto listed = DaemonApi(**client).historyList(params).wait();
     if (!listed)
         return Command::fail(ctx, listed.error());
     if (ctx.json) {
@@ -186,7 +186,7 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto listed = (*client)->call(QStringLiteral("history.runs"), {{QStringLiteral("limit"), limit}});
+        auto listed = DaemonApi(**client).historyRuns(limit).wait();
         if (!listed)
             return fail(ctx, listed.error());
         if (ctx.json) {
@@ -259,7 +259,7 @@ public:
             line.update(now, qint64(step.value(QStringLiteral("done")).toDouble()),
                 qint64(step.value(QStringLiteral("total")).toDouble()), changed);
         };
-        auto pruned = (*client)->call(QStringLiteral("history.prune"), params, 3'600'000, told);
+        auto pruned = DaemonApi(**client).pruneHistory(params).reporting(told).wait(3'600'000);
         line.clear();
         if (!pruned)
             return fail(ctx, pruned.error());

@@ -112,17 +112,18 @@ public:
     }
 
 private:
-    Result<QJsonObject> call(Context &ctx, const QString &method, const QJsonObject &params)
+    // The answer to what `request` asks of the daemon (connecting first).
+    Result<QJsonObject> ask(Context &ctx, const std::function<DaemonApi::Call<>(const DaemonApi &)> &request)
     {
         auto client = ctx.client();
         if (!client)
             return client.error();
-        return (*client)->call(method, params);
+        return request(DaemonApi(**client)).wait();
     }
 
     int presets(Context &ctx)
     {
-        auto r = call(ctx, QStringLiteral("policy.presets"), {});
+        auto r = ask(ctx, [](const DaemonApi &api) { return api.policyPresets(); });
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json) {
@@ -143,8 +144,7 @@ private:
 
     int show(Context &ctx, const QString &sandbox, bool effective)
     {
-        auto r = call(ctx, QStringLiteral("policy.get"),
-            {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("effective"), effective}});
+        auto r = ask(ctx, [&](const DaemonApi &api) { return api.policy(sandbox, effective); });
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json || !effective) {
@@ -176,8 +176,7 @@ private:
         auto document = readPolicyFile(file);
         if (!document)
             return fail(ctx, document.error());
-        auto r = call(ctx, QStringLiteral("policy.set"),
-            {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("policy"), *document}});
+        auto r = ask(ctx, [&](const DaemonApi &api) { return api.setPolicy(sandbox, *document); });
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json)
@@ -190,7 +189,7 @@ private:
 
     int edit(Context &ctx, const QString &sandbox)
     {
-        auto current = call(ctx, QStringLiteral("policy.get"), {{QStringLiteral("sandbox"), sandbox}});
+        auto current = ask(ctx, [&](const DaemonApi &api) { return api.policy(sandbox); });
         if (!current)
             return fail(ctx, current.error());
         QTemporaryFile file(QDir::tempPath() + QStringLiteral("/airlock-policy-XXXXXX.json"));
@@ -216,10 +215,9 @@ private:
     }
 
     // A command, a URL or a tool call: one line with the decision and why.
-    int check(Context &ctx, const QString &sandbox, QJsonObject params)
+    int check(Context &ctx, const QString &sandbox, const QJsonObject &question)
     {
-        params.insert(QStringLiteral("sandbox"), sandbox);
-        auto r = call(ctx, QStringLiteral("policy.check"), params);
+        auto r = ask(ctx, [&](const DaemonApi &api) { return api.checkPolicy(sandbox, question); });
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json) {

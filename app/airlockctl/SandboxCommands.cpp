@@ -59,25 +59,25 @@ public:
         if (!positional.isEmpty())
             return fail(
                 ctx, makeError(ErrorCode::InvalidArgument, QStringLiteral("create takes no arguments; use --name")));
-        auto params = m_spec.read(parser);
-        if (!params)
-            return fail(ctx, params.error());
+        auto request = m_spec.read(parser);
+        if (!request)
+            return fail(ctx, request.error());
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto created = (*client)->call(QStringLiteral("sandbox.create"), *params);
+        auto created = DaemonApi(**client).createSandbox(*request).wait();
         if (!created)
             return fail(ctx, created.error());
         if (ctx.json)
-            printJson(ctx, *created);
+            printJson(ctx, created->info);
         else
-            ctx.out << created->value(QStringLiteral("name")).toString() << Qt::endl;
-        if (!ctx.json && created->value(QStringLiteral("hostNetwork")).toBool())
+            ctx.out << created->name << Qt::endl;
+        if (!ctx.json && created->hostNetwork)
             ctx.err << "airlockctl: warning: this sandbox shares the host network (--network full)" << Qt::endl;
-        else if (!ctx.json && created->value(QStringLiteral("network")).toString() == QLatin1String("allowlist"))
+        else if (!ctx.json && created->network == QLatin1String("allowlist"))
             ctx.err << "airlockctl: network only through the egress proxy, to what its policy allows (airlockctl "
                        "policy show "
-                    << created->value(QStringLiteral("name")).toString() << " --effective)" << Qt::endl;
+                    << created->name << " --effective)" << Qt::endl;
         return ExitOk;
     }
 
@@ -95,10 +95,10 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto listed = (*client)->call(QStringLiteral("sandbox.list"));
+        auto listed = DaemonApi(**client).listSandboxes().wait();
         if (!listed)
             return fail(ctx, listed.error());
-        const QJsonArray sandboxes = listed->value(QStringLiteral("sandboxes")).toArray();
+        const QJsonArray &sandboxes = *listed;
         if (ctx.json) {
             printJson(ctx, sandboxes);
             return ExitOk;
@@ -133,11 +133,12 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto first = (*client)->call(QStringLiteral("sandbox.stats"));
+        const DaemonApi api(**client);
+        auto first = api.sandboxStats().wait();
         if (!first)
             return fail(ctx, first.error());
         QThread::msleep(500);
-        auto second = (*client)->call(QStringLiteral("sandbox.stats"));
+        auto second = api.sandboxStats().wait();
         if (!second)
             return fail(ctx, second.error());
         // Between the two samples, by the daemon's clock.
@@ -209,9 +210,8 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto info = args.isEmpty()
-            ? (*client)->call(QStringLiteral("daemon.info"))
-            : (*client)->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), args.first()}});
+        const DaemonApi api(**client);
+        auto info = args.isEmpty() ? api.daemonInfo().wait() : api.sandboxInfo(args.first()).wait();
         if (!info)
             return fail(ctx, info.error());
         if (ctx.json) {
@@ -308,8 +308,7 @@ public:
         int code = ExitOk;
         QJsonArray removed;
         for (const QString &ref : refs) {
-            auto r = (*client)->call(QStringLiteral("sandbox.delete"),
-                {{QStringLiteral("sandbox"), ref}, {QStringLiteral("keep"), parser.isSet(m_keep)}});
+            auto r = DaemonApi(**client).deleteSandbox(ref, parser.isSet(m_keep)).wait();
             if (!r) {
                 code = fail(ctx, r.error());
                 continue;

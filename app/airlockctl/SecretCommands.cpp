@@ -65,8 +65,8 @@ public:
         if (sub == QLatin1String("set") && positional.size() == 2)
             return set(ctx, positional.at(1));
         if (sub == QLatin1String("rm") && positional.size() == 2)
-            return call(ctx, QStringLiteral("secrets.remove"), {{QStringLiteral("name"), positional.at(1)}},
-                QStringLiteral("removed"));
+            return change(ctx, positional.at(1), QStringLiteral("removed"),
+                [&](const DaemonApi &api) { return api.removeSecret(positional.at(1)); });
         if (sub == QLatin1String("set") && positional.size() > 2)
             return fail(ctx,
                 badUsage(
@@ -85,23 +85,24 @@ private:
             return fail(ctx, value.error());
         if (Status valid = SecretStore::validateValue(*value); !valid)
             return fail(ctx, valid.error());
-        return call(ctx, QStringLiteral("secrets.set"),
-            {{QStringLiteral("name"), name}, {QStringLiteral("value"), QString::fromLatin1(value->toBase64())}},
-            QStringLiteral("set"));
+        return change(
+            ctx, name, QStringLiteral("set"), [&](const DaemonApi &api) { return api.setSecret(name, *value); });
     }
 
-    int call(Context &ctx, const QString &method, const QJsonObject &params, const QString &done)
+    // Sets or removes the secret `name` (what `request` asks of the daemon), then says it is `done`.
+    int change(Context &ctx, const QString &name, const QString &done,
+        const std::function<DaemonApi::Call<>(const DaemonApi &)> &request)
     {
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto r = (*client)->call(method, params);
+        auto r = request(DaemonApi(**client)).wait();
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json) {
             printJson(ctx, *r);
         } else {
-            ctx.out << done << ' ' << params.value(QStringLiteral("name")).toString() << Qt::endl;
+            ctx.out << done << ' ' << name << Qt::endl;
             if (r->value(QStringLiteral("weaker")).toBool())
                 ctx.err << "airlockctl: note: stored in the " << r->value(QStringLiteral("backend")).toString()
                         << Qt::endl;
@@ -114,7 +115,7 @@ private:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto r = (*client)->call(QStringLiteral("secrets.list"), {});
+        auto r = DaemonApi(**client).listSecrets().wait();
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json) {

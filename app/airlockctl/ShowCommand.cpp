@@ -4,6 +4,7 @@
 #include "HistoryFormat.h"
 #include "OutputSink.h"
 #include "SandboxCommands.h"
+#include "model/EventKinds.h"
 #include "model/Units.h"
 
 #include <QEventLoop>
@@ -133,7 +134,8 @@ public:
         if (!client)
             return fail(ctx, client.error());
         DaemonClient &daemon = **client;
-        auto shown = daemon.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), positional.first()}});
+        const DaemonApi api(daemon);
+        auto shown = api.historyShow(positional.first()).wait();
         if (!shown)
             return fail(ctx, shown.error());
         const qint64 id = qint64(shown->value(QStringLiteral("id")).toDouble());
@@ -148,10 +150,10 @@ public:
         QMetaObject::Connection subscription;
         if (following) {
             subscription = QObject::connect(&daemon, &DaemonClient::eventReceived, &daemon, [&](const Event &e) {
-                if (e.sandbox == sandbox && (e.exec == exec || e.kind.startsWith(QLatin1String("sandbox."))))
+                if (e.sandbox == sandbox && (e.exec == exec || e.kind.startsWith(event::family::Sandbox)))
                     live.append(e);
             });
-            following = bool(daemon.call(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), sandbox}}));
+            following = bool(api.subscribe(sandbox).wait());
         }
 
         OutputSink sink = ctx.json ? OutputSink::filtered(false) : OutputSink::filtered(!raw);
@@ -160,8 +162,7 @@ public:
         if (!raw && !ctx.json)
             printHeader(ctx, *shown);
         for (QJsonValue after = 0; after.isDouble() && !sink.broken();) {
-            auto page = daemon.call(QStringLiteral("history.output"),
-                {{QStringLiteral("execution"), double(id)}, {QStringLiteral("after"), after}});
+            auto page = api.historyOutput(double(id), after).wait();
             if (!page)
                 return fail(ctx, page.error());
             for (const QJsonValue &v : page->value(QStringLiteral("chunks")).toArray()) {
@@ -184,15 +185,12 @@ public:
             const Event e = live.takeFirst();
             if (e.isOutput())
                 replay.add(e.stream, e.offset, e.data);
-            else if (e.kind == QLatin1String("exec.exited") || e.kind == QLatin1String("sandbox.deleted")
-                || e.kind == QLatin1String("sandbox.failed"))
+            else if (e.kind == event::ExecExited || e.kind == event::SandboxDeleted || e.kind == event::SandboxFailed)
                 done = true;
         }
         QObject::disconnect(subscription);
         if (following) // the final record: status, exit and true byte counts
-            if (auto final
-                = daemon.call(QStringLiteral("history.show"), {{QStringLiteral("execution"), QString::number(id)}});
-                final)
+            if (auto final = api.historyShow(QString::number(id)).wait(); final)
                 shown = final;
         replay.finish(qint64(shown->value(QStringLiteral("bytesOut")).toDouble()),
             qint64(shown->value(QStringLiteral("bytesErr")).toDouble()));

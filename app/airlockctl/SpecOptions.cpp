@@ -6,7 +6,6 @@
 #include "policy/Policy.h"
 
 #include <QFile>
-#include <QJsonArray>
 #include <QJsonDocument>
 
 namespace airlock::cli {
@@ -26,46 +25,39 @@ QList<QCommandLineOption> SpecOptions::list() const
         m_wall, m_files, m_fsize, m_output};
 }
 
-Result<QJsonObject> SpecOptions::read(const QCommandLineParser &parser) const
+Result<CreateSandboxRequest> SpecOptions::read(const QCommandLineParser &parser) const
 {
-    QJsonObject params;
+    CreateSandboxRequest request;
     if (parser.isSet(m_policy)) {
         auto document = readPolicyFile(parser.value(m_policy));
         if (!document)
             return document.error();
-        params.insert(QStringLiteral("policy"), *document);
+        request.policy = *document;
     }
     if (parser.isSet(m_preset)) {
         auto preset = readPreset(parser.value(m_preset));
         if (!preset)
             return preset.error();
-        params.insert(QStringLiteral("preset"), *preset);
+        request.preset = *preset;
     }
     auto spec = readSpec(parser);
     if (!spec)
         return spec.error();
-    QJsonObject specJson = spec->toJson();
+    request.name = spec->name;
+    request.mounts = spec->mounts;
+    request.limits = spec->limits;
+    if (parser.isSet(m_network)) // otherwise the policy decides
+        request.network = spec->network;
     if (parser.isSet(m_allow)) {
         if (parser.isSet(m_network) && spec->network != NetworkMode::Allowlist)
             return makeError(
                 ErrorCode::InvalidArgument, QStringLiteral("--allow goes with --network allowlist (or no --network)"));
-        QJsonObject policy = params.value(QStringLiteral("policy")).toObject();
-        QJsonObject network = policy.value(QStringLiteral("network")).toObject();
-        QJsonArray allow = network.value(QStringLiteral("allow")).toArray();
         auto hosts = readAllowedHosts(parser.values(m_allow));
         if (!hosts)
             return hosts.error();
-        for (const QString &host : std::as_const(*hosts))
-            allow.append(host);
-        network.insert(QStringLiteral("allow"), allow);
-        policy.insert(QStringLiteral("network"), network);
-        params.insert(QStringLiteral("policy"), policy);
-        specJson.insert(QStringLiteral("network"), QStringLiteral("allowlist"));
-    } else if (!parser.isSet(m_network)) {
-        specJson.remove(QStringLiteral("network")); // the policy decides
+        request.allowHosts(*hosts);
     }
-    params.insert(QStringLiteral("spec"), specJson);
-    return params;
+    return request;
 }
 
 Result<QString> readPreset(const QString &name)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "model/SandboxSpec.h"
+#include "model/CreateSandboxRequest.h"
 
 #include <QCommandLineParser>
 #include <QJsonObject>
@@ -9,12 +9,12 @@
 namespace airlock::cli {
 
 // The sandbox options `create` and `run` share: name, preset, policy file, network, mounts and
-// limits. Read into the parameters of sandbox.create: the flags are the sandbox's own policy
-// layer, on top of --policy FILE, on top of the preset.
+// limits. Read into a sandbox.create request: the flags are the sandbox's own policy layer, on
+// top of --policy FILE, on top of the preset.
 class SpecOptions {
 public:
     QList<QCommandLineOption> list() const;
-    Result<QJsonObject> read(const QCommandLineParser &parser) const;
+    Result<CreateSandboxRequest> read(const QCommandLineParser &parser) const;
 
 private:
     Result<SandboxSpec> readSpec(const QCommandLineParser &parser) const;

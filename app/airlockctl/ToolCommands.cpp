@@ -37,7 +37,7 @@ private:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto r = (*client)->call(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), sandbox}});
+        auto r = DaemonApi(**client).listTools(sandbox).wait();
         if (!r)
             return fail(ctx, r.error());
         if (ctx.json) {
@@ -80,10 +80,7 @@ private:
         if (!client)
             return fail(ctx, client.error());
         // A call that asks waits for a person: as long as the daemon's approval timeout.
-        auto r = (*client)->call(QStringLiteral("tools.call"),
-            {{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("tool"), tool},
-                {QStringLiteral("arguments"), doc.object()}},
-            24 * 3600 * 1000);
+        auto r = DaemonApi(**client).callTool(sandbox, tool, doc.object()).wait(24 * 3600 * 1000);
         if (!r)
             return fail(ctx, r.error());
         printJson(ctx, *r);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "TokenCommand.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "remote/TokenStore.h"
 #include "sandbox/SandboxRecord.h"
 #include "util/Paths.h"
@@ -33,8 +33,8 @@ QHash<QString, QString> existingSandboxes()
     options.clientName = QStringLiteral("airlockd-token");
     options.timeoutMs = 3000;
     if (client.connectToDaemon(options)) {
-        if (auto listed = client.call(QStringLiteral("sandbox.list"), {}, 10000))
-            for (const QJsonValue &v : listed->value(QStringLiteral("sandboxes")).toArray())
+        if (auto listed = DaemonApi(client).listSandboxes().wait(10000))
+            for (const QJsonValue &v : std::as_const(*listed))
                 existing.insert(v.toObject().value(QStringLiteral("name")).toString(),
                     v.toObject().value(QStringLiteral("id")).toString());
         return existing;

@@ -6,6 +6,7 @@
 
 #include "log/Log.h"
 #include "rpc/Connection.h"
+#include "rpc/Methods.h"
 #include "rpc/Protocol.h"
 #include "util/Paths.h"
 
@@ -393,7 +394,7 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
     if (!socket)
         return socket.error();
     attach(socket->release());
-    auto hello = call(QStringLiteral("hello"),
+    auto hello = call(rpc::method::Hello,
         {{QStringLiteral("protocol"), rpc::kProtocolVersion}, {QStringLiteral("client"), options.clientName},
             {QStringLiteral("run"), options.run}, {QStringLiteral("agent"), options.agent}},
         options.timeoutMs);
@@ -468,10 +469,10 @@ void DaemonClient::onMessage(const QJsonObject &message)
     if (message.contains(QStringLiteral("method"))) {
         const QString method = message.value(QStringLiteral("method")).toString();
         const QJsonObject params = message.value(QStringLiteral("params")).toObject();
-        if (method == QLatin1String("event")) {
+        if (method == rpc::method::EventNotification) {
             if (auto ev = rpc::eventFromJson(params))
                 Q_EMIT eventReceived(*ev);
-        } else if (method == QLatin1String("progress")) {
+        } else if (method == rpc::method::ProgressNotification) {
             // A copy: the call may start others (or end this one) while it runs.
             if (const Progress told = m_progress.value(qint64(params.value(QStringLiteral("id")).toDouble())))
                 told(params);

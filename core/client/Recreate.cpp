@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/Recreate.h"
+#include "model/EventKinds.h"
 
 namespace airlock {
 
@@ -11,10 +12,10 @@ Result<Recreation> recreateParameters(const QJsonArray &events)
         const QJsonObject event = v.toObject();
         const QString kind = event.value(QStringLiteral("kind")).toString();
         const QJsonObject payload = event.value(QStringLiteral("payload")).toObject();
-        if (kind == QLatin1String("sandbox.created")) {
+        if (kind == event::SandboxCreated) {
             created = payload;
             overrides = payload.value(QStringLiteral("overrides"));
-        } else if (kind == QLatin1String("policy.changed") && !created.isEmpty()) {
+        } else if (kind == event::PolicyChanged && !created.isEmpty()) {
             overrides = payload.value(QStringLiteral("new"));
         }
     }
@@ -25,16 +26,18 @@ Result<Recreation> recreateParameters(const QJsonArray &events)
     const QString name = created.value(QStringLiteral("name")).toString(spec.value(QStringLiteral("name")).toString());
     if (name.isEmpty())
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("its creation in the history names no sandbox"));
-    QJsonObject parameters;
+    CreateSandboxRequest request;
     if (overrides.isObject()) {
-        parameters.insert(QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), name}});
-        parameters.insert(QStringLiteral("policy"), overrides);
-    } else {
-        parameters.insert(QStringLiteral("spec"), spec); // network, mounts and limits as it was created
+        request.name = name;
+        request.policy = overrides.toObject();
+    } else { // network, mounts and limits as it was created
+        auto asCreated = CreateSandboxRequest::fromJson({{QStringLiteral("spec"), spec}});
+        if (!asCreated)
+            return asCreated.error();
+        request = *asCreated;
     }
-    if (const QString preset = created.value(QStringLiteral("preset")).toString(); !preset.isEmpty())
-        parameters.insert(QStringLiteral("preset"), preset);
-    return Recreation{parameters, overrides.isObject()};
+    request.preset = created.value(QStringLiteral("preset")).toString();
+    return Recreation{request, overrides.isObject()};
 }
 
 } // namespace airlock

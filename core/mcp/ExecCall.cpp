@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mcp/ExecCall.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 
 #include <QJsonArray>
 
@@ -63,35 +64,25 @@ ExecCall::ExecCall(DaemonClient &client, Request request, CallHooks hooks, QObje
 {
 }
 
-QStringList ExecCall::argv() const
-{
-    QStringList argv;
-    for (const QJsonValue &v : m_request.start.value(QStringLiteral("argv")).toArray())
-        argv.append(v.toString());
-    return argv;
-}
-
 void ExecCall::start()
 {
     m_started.start();
-    m_client->callAsync(
-        QStringLiteral("exec.start"), m_request.start, [self = QPointer<ExecCall>(this)](Result<QJsonValue> r) {
+    DaemonApi(*m_client)
+        .startExec(m_request.sandbox, m_request.exec)
+        .then([self = QPointer<ExecCall>(this)](Result<ExecStarted> r) {
             if (!self)
                 return;
             if (!r)
                 return self->finish(ToolResult::failure(r.error().code == ErrorCode::Denied
                         ? QStringLiteral("Airlock refused to run the command: %1").arg(r.error().message)
                         : QStringLiteral("the command did not start: %1").arg(r.error().message)));
-            const QJsonObject started = r->toObject();
-            self->m_sandboxId = started.value(QStringLiteral("sandbox")).toString();
-            self->m_exec = uint32_t(started.value(QStringLiteral("exec")).toDouble());
+            self->m_sandboxId = r->sandbox;
+            self->m_exec = r->exec;
             self->m_started.restart();
             if (self->m_cancelled) // approved after the client gave up on it
-                return self->m_client->notify(QStringLiteral("exec.signal"),
-                    {{QStringLiteral("sandbox"), self->m_sandboxId}, {QStringLiteral("exec"), double(self->m_exec)},
-                        {QStringLiteral("signal"), SIGKILL}});
+                return DaemonApi(*self->m_client).signalExec(self->m_sandboxId, self->m_exec, SIGKILL).send();
             self->progress(QStringLiteral("running as %1:%2").arg(self->m_request.sandboxName).arg(self->m_exec), true);
-            if (self->m_request.start.value(QStringLiteral("stdin")).toBool())
+            if (self->m_request.exec.stdinOpen)
                 self->sendInput(0);
             self->m_earlyBytes = 0;
             const QList<Event> early = std::exchange(self->m_early, {});
@@ -105,10 +96,9 @@ void ExecCall::sendInput(qint64 from)
     // One chunk in flight: the daemon answers when the guest has room for more.
     const QByteArray chunk = m_request.input.mid(from, kInputChunk);
     const bool last = from + chunk.size() >= m_request.input.size();
-    m_client->callAsync(QStringLiteral("exec.stdin"),
-        {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
-            {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())}, {QStringLiteral("eof"), last}},
-        [self = QPointer<ExecCall>(this), next = from + chunk.size(), last](Result<QJsonValue> r) {
+    DaemonApi(*m_client)
+        .writeStdin(m_sandboxId, m_exec, chunk, last)
+        .then([self = QPointer<ExecCall>(this), next = from + chunk.size(), last](Result<QJsonObject> r) {
             if (self && r && !last && !self->m_done)
                 self->sendInput(next); // a command that exits without reading it all ends this
         });
@@ -124,11 +114,9 @@ void ExecCall::cancel()
     // Still waiting for a person: the question is taken back (the start then fails, unheard).
     if (!m_exec)
         for (const QString &id : std::as_const(m_approvals))
-            m_client->notify(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), id}});
+            DaemonApi(*m_client).withdrawApproval(id).send();
     if (m_exec)
-        m_client->notify(QStringLiteral("exec.signal"),
-            {{QStringLiteral("sandbox"), m_sandboxId}, {QStringLiteral("exec"), double(m_exec)},
-                {QStringLiteral("signal"), SIGKILL}});
+        DaemonApi(*m_client).signalExec(m_sandboxId, m_exec, SIGKILL).send();
 }
 
 void ExecCall::onEvent(const Event &event)
@@ -155,9 +143,9 @@ void ExecCall::onEvent(const Event &event)
                     display::escaped(QString::fromUtf8((event.stream == 2 ? m_err : m_out).lastLine()), 200)));
         return;
     }
-    if (event.kind == QLatin1String("exec.truncated"))
+    if (event.kind == event::ExecTruncated)
         m_truncatedByLimit = true;
-    if (event.kind == QLatin1String("exec.exited"))
+    if (event.kind == event::ExecExited)
         finishAs(event.payload);
 }
 

@@ -3,6 +3,7 @@
 
 #include "mcp/ToolCall.h"
 #include "model/Event.h"
+#include "model/ExecRequest.h"
 
 #include <QElapsedTimer>
 #include <QJsonObject>
@@ -44,7 +45,8 @@ class ExecCall final : public QObject {
     Q_OBJECT
 public:
     struct Request {
-        QJsonObject start; // exec.start parameters
+        QString sandbox; // its id
+        ExecRequest exec;
         QByteArray input; // stdin, closed after it
         qint64 maxOutput = 65536;
         QString sandboxName; // for "SANDBOX:N"
@@ -59,8 +61,8 @@ public:
     void fail(const QString &message) { finish(ToolResult::failure(message)); } // the daemon is gone
     bool waitsForStart() const { return m_exec == 0 && !m_done; }
     QString sandboxId() const { return m_sandboxId; } // once started
-    QString requestedSandbox() const { return m_request.start.value(QStringLiteral("sandbox")).toString(); }
-    QStringList argv() const;
+    QString requestedSandbox() const { return m_request.sandbox; }
+    QStringList argv() const { return m_request.exec.argv; }
 
 Q_SIGNALS:
     void finished(); // done has been called

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mcp/SandboxBackend.h"
 
-#include "client/DaemonClient.h"
+#include "client/DaemonApi.h"
 #include "mcp/ExecCall.h"
+#include "model/EventKinds.h"
 #include "policy/Policy.h"
 
 #include <QJsonArray>
@@ -80,7 +81,7 @@ Status SandboxBackend::open()
     connect(m_client, &DaemonClient::eventReceived, this, &SandboxBackend::onEvent);
     connect(m_client, &DaemonClient::disconnected, this, [this](const Error &why) { onLost(why.message); });
     for (const QString &name : std::as_const(m_options.shared)) {
-        auto info = m_client->call(QStringLiteral("sandbox.info"), {{QStringLiteral("sandbox"), name}});
+        auto info = DaemonApi(*m_client).sandboxInfo(name).wait();
         if (!info)
             return makeError(info.error().code, QStringLiteral("--sandbox %1: %2").arg(name, info.error().message));
         const QString id = info->value(QStringLiteral("id")).toString();
@@ -120,19 +121,19 @@ void SandboxBackend::adopt(const QString &id, const QString &name)
 {
     m_scope.insert(id, {id, name, {}});
     // Its approval requests (to tell the agent what it waits for) and its host tools.
-    m_client->notify(QStringLiteral("events.subscribe"), {{QStringLiteral("sandbox"), id}});
-    m_client->callAsync(QStringLiteral("tools.list"), {{QStringLiteral("sandbox"), id}},
-        [self = QPointer<SandboxBackend>(this), id](Result<QJsonValue> r) {
-            if (!self || !r || !self->m_scope.contains(id))
-                return;
-            QList<ToolSpec> tools;
-            for (const QJsonValue &t : r->toObject().value(QStringLiteral("tools")).toArray())
-                if (t.toObject().value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
-                    tools.append(hostTool(t.toObject()));
-            self->m_scope[id].hostTools = tools;
-            if (!tools.isEmpty())
-                Q_EMIT self->toolsChanged();
-        });
+    const DaemonApi api(*m_client);
+    api.subscribe(id).send();
+    api.listTools(id).then([self = QPointer<SandboxBackend>(this), id](Result<QJsonObject> r) {
+        if (!self || !r || !self->m_scope.contains(id))
+            return;
+        QList<ToolSpec> tools;
+        for (const QJsonValue &t : r->value(QStringLiteral("tools")).toArray())
+            if (t.toObject().value(QStringLiteral("decision")).toString() != QLatin1String("deny"))
+                tools.append(hostTool(t.toObject()));
+        self->m_scope[id].hostTools = tools;
+        if (!tools.isEmpty())
+            Q_EMIT self->toolsChanged();
+    });
 }
 
 SandboxBackend::Cancel SandboxBackend::call(const QString &tool, const QJsonObject &arguments, CallHooks hooks)
@@ -177,7 +178,7 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
                       .arg(m_options.preset, preset.left(100))));
         return {};
     }
-    QJsonArray allow;
+    QStringList allow;
     for (const QJsonValue &host : arguments.value(QStringLiteral("allow")).toArray()) {
         auto normal = policy::normaliseHostPattern(host.toString());
         if (!normal || !m_options.allow.contains(*normal, Qt::CaseInsensitive)) {
@@ -216,7 +217,6 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
     QJsonObject spec{{QStringLiteral("limits"), limits}};
     if (arguments.contains(QStringLiteral("name")))
         spec.insert(QStringLiteral("name"), arguments.value(QStringLiteral("name")));
-    QJsonObject params;
     // The agent's own connection creates with the person's defaults only; a preset or hosts the
     // person gave this session go through a connection of theirs, for this and nothing else.
     DaemonClient *creator = m_client;
@@ -227,39 +227,41 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
             return {};
         }
         creator = *person;
-        if (!m_options.preset.isEmpty())
-            params.insert(QStringLiteral("preset"), m_options.preset);
-        if (allowlist) {
-            spec.insert(QStringLiteral("network"), QStringLiteral("allowlist"));
-            params.insert(QStringLiteral("policy"),
-                QJsonObject{{QStringLiteral("network"), QJsonObject{{QStringLiteral("allow"), allow}}}});
-        }
     }
-    params.insert(QStringLiteral("spec"), spec);
-    creator->callAsync(
-        QStringLiteral("sandbox.create"), params, [self = QPointer<SandboxBackend>(this), hooks](Result<QJsonValue> r) {
+    // The daemon's own checks of a spec (the agent hears what it would say).
+    auto checked = SandboxSpec::fromJson(spec, HostPaths::Remote);
+    if (!checked) {
+        hooks.done(ToolResult::failure(QStringLiteral("the sandbox was not created: %1").arg(checked.error().message)));
+        return {};
+    }
+    CreateSandboxRequest request;
+    request.name = checked->name;
+    request.limits = checked->limits;
+    if (creator != m_client) {
+        request.preset = m_options.preset;
+        if (allowlist)
+            request.allowHosts(allow);
+    }
+    DaemonApi(*creator).createSandbox(request).then(
+        [self = QPointer<SandboxBackend>(this), hooks](Result<CreatedSandbox> r) {
             if (!self)
                 return;
             if (!r)
                 return hooks.done(
                     ToolResult::failure(QStringLiteral("the sandbox was not created: %1").arg(r.error().message)));
-            const QJsonObject info = r->toObject();
-            const QString id = info.value(QStringLiteral("id")).toString(),
-                          name = info.value(QStringLiteral("name")).toString();
+            const QJsonObject info = r->info;
+            const QString id = r->id, name = r->name;
             self->adopt(id, name);
-            self->m_client->callAsync(QStringLiteral("policy.get"),
-                {{QStringLiteral("sandbox"), id}, {QStringLiteral("effective"), true}},
-                [hooks, info, id, name](Result<QJsonValue> policy) {
-                    const QJsonObject capabilities = capabilitiesOf(
-                        info, policy ? policy->toObject().value(QStringLiteral("policy")).toObject() : QJsonObject{});
-                    const QJsonObject structured{{QStringLiteral("id"), id}, {QStringLiteral("name"), name},
-                        {QStringLiteral("capabilities"), capabilities}};
-                    hooks.done(structuredResult(
-                        QStringLiteral("Created sandbox %1 (id %2). What it can do:\n%3")
-                            .arg(name, id,
-                                QString::fromUtf8(QJsonDocument(capabilities).toJson(QJsonDocument::Indented))),
-                        structured));
-                });
+            DaemonApi(*self->m_client).policy(id, true).then([hooks, info, id, name](Result<QJsonObject> policy) {
+                const QJsonObject capabilities
+                    = capabilitiesOf(info, policy ? policy->value(QStringLiteral("policy")).toObject() : QJsonObject{});
+                const QJsonObject structured{{QStringLiteral("id"), id}, {QStringLiteral("name"), name},
+                    {QStringLiteral("capabilities"), capabilities}};
+                hooks.done(structuredResult(
+                    QStringLiteral("Created sandbox %1 (id %2). What it can do:\n%3")
+                        .arg(name, id, QString::fromUtf8(QJsonDocument(capabilities).toJson(QJsonDocument::Indented))),
+                    structured));
+            });
         });
     return {};
 }
@@ -292,13 +294,21 @@ SandboxBackend::Cancel SandboxBackend::exec(const QJsonObject &arguments, CallHo
     request.sandboxName = sandbox->name;
     request.maxOutput = qint64(arguments.value(QStringLiteral("max_output_bytes")).toDouble(65536));
     request.input = arguments.value(QStringLiteral("stdin")).toString().toUtf8();
-    request.start = {{QStringLiteral("sandbox"), sandbox->id}, {QStringLiteral("argv"), argv},
+    QJsonObject start{{QStringLiteral("argv"), argv},
         {QStringLiteral("cwd"),
             sandboxPath(arguments.value(QStringLiteral("cwd")).toString(QStringLiteral("/workspace")))},
         {QStringLiteral("env"), env}, {QStringLiteral("stdin"), arguments.contains(QStringLiteral("stdin"))},
-        {QStringLiteral("attach"), true}, {QStringLiteral("leaseMs"), double(m_options.leaseMs)}};
+        {QStringLiteral("leaseMs"), double(m_options.leaseMs)}};
     if (arguments.contains(QStringLiteral("timeout_ms")))
-        request.start.insert(QStringLiteral("timeoutMs"), arguments.value(QStringLiteral("timeout_ms")));
+        start.insert(QStringLiteral("timeoutMs"), arguments.value(QStringLiteral("timeout_ms")));
+    // The daemon's own checks of a request (the agent hears what it would say).
+    auto exec = ExecRequest::fromJson(start);
+    if (!exec) {
+        hooks.done(ToolResult::failure(QStringLiteral("the command did not start: %1").arg(exec.error().message)));
+        return {};
+    }
+    request.sandbox = sandbox->id;
+    request.exec = *exec;
     auto *call = new ExecCall(*m_client, std::move(request), std::move(hooks), this);
     m_execs.append(call);
     connect(call, &ExecCall::finished, this, [this, call] {
@@ -314,36 +324,35 @@ SandboxBackend::Cancel SandboxBackend::exec(const QJsonObject &arguments, CallHo
 
 void SandboxBackend::list(CallHooks hooks)
 {
-    m_client->callAsync(
-        QStringLiteral("sandbox.list"), {}, [self = QPointer<SandboxBackend>(this), hooks](Result<QJsonValue> r) {
-            if (!self)
-                return;
-            if (!r)
-                return hooks.done(ToolResult::failure(r.error().message));
-            QJsonArray mine;
-            QStringList lines;
-            for (const QJsonValue &v : r->toObject().value(QStringLiteral("sandboxes")).toArray()) {
-                const QJsonObject s = v.toObject();
-                if (!self->m_scope.contains(s.value(QStringLiteral("id")).toString()))
-                    continue;
-                const QJsonObject entry{{QStringLiteral("id"), s.value(QStringLiteral("id"))},
-                    {QStringLiteral("name"), s.value(QStringLiteral("name"))},
-                    {QStringLiteral("state"), s.value(QStringLiteral("state"))},
-                    {QStringLiteral("network"), s.value(QStringLiteral("network"))},
-                    {QStringLiteral("preset"), s.value(QStringLiteral("preset"))},
-                    {QStringLiteral("executions"), s.value(QStringLiteral("executions"))}};
-                mine.append(entry);
-                lines.append(QStringLiteral("%1 (id %2): %3, network %4")
-                                 .arg(entry.value(QStringLiteral("name")).toString(),
-                                     entry.value(QStringLiteral("id")).toString(),
-                                     entry.value(QStringLiteral("state")).toString(),
-                                     entry.value(QStringLiteral("network")).toString()));
-            }
-            hooks.done(
-                structuredResult(lines.isEmpty() ? QStringLiteral("No sandboxes yet: create one with sandbox_create.")
-                                                 : lines.join(QLatin1Char('\n')),
-                    {{QStringLiteral("sandboxes"), mine}}));
-        });
+    DaemonApi(*m_client).listSandboxes().then([self = QPointer<SandboxBackend>(this), hooks](Result<QJsonArray> r) {
+        if (!self)
+            return;
+        if (!r)
+            return hooks.done(ToolResult::failure(r.error().message));
+        QJsonArray mine;
+        QStringList lines;
+        for (const QJsonValue &v : std::as_const(*r)) {
+            const QJsonObject s = v.toObject();
+            if (!self->m_scope.contains(s.value(QStringLiteral("id")).toString()))
+                continue;
+            const QJsonObject entry{{QStringLiteral("id"), s.value(QStringLiteral("id"))},
+                {QStringLiteral("name"), s.value(QStringLiteral("name"))},
+                {QStringLiteral("state"), s.value(QStringLiteral("state"))},
+                {QStringLiteral("network"), s.value(QStringLiteral("network"))},
+                {QStringLiteral("preset"), s.value(QStringLiteral("preset"))},
+                {QStringLiteral("executions"), s.value(QStringLiteral("executions"))}};
+            mine.append(entry);
+            lines.append(
+                QStringLiteral("%1 (id %2): %3, network %4")
+                    .arg(entry.value(QStringLiteral("name")).toString(), entry.value(QStringLiteral("id")).toString(),
+                        entry.value(QStringLiteral("state")).toString(),
+                        entry.value(QStringLiteral("network")).toString()));
+        }
+        hooks.done(
+            structuredResult(lines.isEmpty() ? QStringLiteral("No sandboxes yet: create one with sandbox_create.")
+                                             : lines.join(QLatin1Char('\n')),
+                {{QStringLiteral("sandboxes"), mine}}));
+    });
 }
 
 void SandboxBackend::writeFile(const QJsonObject &arguments, CallHooks hooks)
@@ -381,19 +390,16 @@ void SandboxBackend::writeFile(const QJsonObject &arguments, CallHooks hooks)
             return;
         }
         const QByteArray chunk = data->mid(offset, kFileChunk);
-        self->m_client->callAsync(QStringLiteral("fs.write"),
-            {{QStringLiteral("sandbox"), id}, {QStringLiteral("path"), path},
-                {QStringLiteral("data"), QString::fromLatin1(chunk.toBase64())},
-                {QStringLiteral("offset"), double(offset)}, {QStringLiteral("truncate"), offset == 0},
-                {QStringLiteral("mode"), mode}},
-            [hooks, next, offset, size = chunk.size(), total = data->size()](Result<QJsonValue> r) {
+        DaemonApi(*self->m_client)
+            .writeFile(id, path, chunk, offset, mode)
+            .then([hooks, next, offset, size = chunk.size(), total = data->size()](Result<QJsonObject> r) {
                 if (!r) {
                     *next = nullptr;
                     return hooks.done(ToolResult::failure(QStringLiteral("not written: %1").arg(r.error().message)));
                 }
                 if (offset + size < total)
                     return (*next)(offset + size);
-                const QString written = r->toObject().value(QStringLiteral("path")).toString();
+                const QString written = r->value(QStringLiteral("path")).toString();
                 *next = nullptr;
                 hooks.done(structuredResult(QStringLiteral("Wrote %1 bytes to %2").arg(total).arg(written),
                     {{QStringLiteral("path"), written}, {QStringLiteral("bytes"), double(total)}}));
@@ -417,16 +423,14 @@ void SandboxBackend::readFile(const QJsonObject &arguments, CallHooks hooks)
             *next = nullptr;
             return;
         }
-        self->m_client->callAsync(QStringLiteral("fs.read"),
-            {{QStringLiteral("sandbox"), id}, {QStringLiteral("path"), path},
-                {QStringLiteral("offset"), double(data->size())},
-                {QStringLiteral("length"), double(std::min<qint64>(kFileChunk, limit - data->size()))}},
-            [hooks, next, data, limit, base64, path](Result<QJsonValue> r) {
+        DaemonApi(*self->m_client)
+            .readFile(id, path, data->size(), std::min<qint64>(kFileChunk, limit - data->size()))
+            .then([hooks, next, data, limit, base64, path](Result<QJsonObject> r) {
                 if (!r) {
                     *next = nullptr;
                     return hooks.done(ToolResult::failure(QStringLiteral("not read: %1").arg(r.error().message)));
                 }
-                const QJsonObject chunk = r->toObject();
+                const QJsonObject &chunk = *r;
                 *data += QByteArray::fromBase64(chunk.value(QStringLiteral("data")).toString().toLatin1());
                 const qint64 size = qint64(chunk.value(QStringLiteral("size")).toDouble());
                 if (!chunk.value(QStringLiteral("eof")).toBool() && data->size() < limit && data->size() < size)
@@ -455,8 +459,10 @@ void SandboxBackend::remove(const QJsonObject &arguments, CallHooks hooks)
     if (m_shared.contains(sandbox->id))
         return hooks.done(ToolResult::failure(
             QStringLiteral("%1 is the person's, shared with this session: it is theirs to delete").arg(sandbox->name)));
-    m_client->callAsync(QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), sandbox->id}},
-        [self = QPointer<SandboxBackend>(this), hooks, id = sandbox->id, name = sandbox->name](Result<QJsonValue> r) {
+    DaemonApi(*m_client)
+        .deleteSandbox(sandbox->id)
+        .then([self = QPointer<SandboxBackend>(this), hooks, id = sandbox->id, name = sandbox->name](
+                  Result<QJsonObject> r) {
             if (!self)
                 return;
             if (!r)
@@ -480,29 +486,27 @@ SandboxBackend::Cancel SandboxBackend::callHostTool(const QString &tool, const Q
     const quint64 call = m_nextCall++;
     // Followed for news of its approvals, and so that a cancelled call can take its question back.
     m_waiting.insert(call, {sandbox->id, tool, hooks.progress ? hooks.progress : [](const QString &) {}, {}});
-    m_client->callAsync(QStringLiteral("tools.call"),
-        {{QStringLiteral("sandbox"), sandbox->id}, {QStringLiteral("tool"), tool},
-            {QStringLiteral("arguments"), arguments.value(QStringLiteral("arguments"))}},
-        [self = QPointer<SandboxBackend>(this), hooks, call, tool](Result<QJsonValue> r) {
+    DaemonApi(*m_client)
+        .callTool(sandbox->id, tool, arguments.value(QStringLiteral("arguments")))
+        .then([self = QPointer<SandboxBackend>(this), hooks, call, tool](Result<QJsonObject> r) {
             if (self)
                 self->m_waiting.remove(call);
             if (!r)
                 return hooks.done(
                     ToolResult::failure(QStringLiteral("%1 was not run: %2").arg(tool, r.error().message)));
-            hooks.done({QString::fromUtf8(QJsonDocument(r->toObject()).toJson(QJsonDocument::Indented)), {}, false});
+            hooks.done({QString::fromUtf8(QJsonDocument(*r).toJson(QJsonDocument::Indented)), {}, false});
         });
     // Once it runs on the host it runs to its end; while it waits for a person, it can be taken back.
     return [self = QPointer<SandboxBackend>(this), call] {
         if (self && self->m_waiting.contains(call))
             for (const QString &id : std::as_const(self->m_waiting[call].approvals))
-                self->m_client->notify(QStringLiteral("approvals.withdraw"), {{QStringLiteral("id"), id}});
+                DaemonApi(*self->m_client).withdrawApproval(id).send();
     };
 }
 
 void SandboxBackend::onEvent(const Event &event)
 {
-    const bool requested = event.kind == QLatin1String("approval.requested"),
-               decided = event.kind == QLatin1String("approval.decided");
+    const bool requested = event.kind == event::ApprovalRequested, decided = event.kind == event::ApprovalDecided;
     if (requested || decided) {
         // This session's own requests: another agent's, or the person's own commands' network
         // destinations in a shared sandbox, are not news here. Each call knows the decisions on

@@ -129,12 +129,12 @@ Status validateSandboxName(const QString &name)
     return Ok{};
 }
 
-Status validateMount(const Mount &m)
+Status validateMount(const Mount &m, HostPaths hostPaths)
 {
     if (!QDir::isAbsolutePath(m.hostPath))
         return makeError(ErrorCode::InvalidArgument,
             QStringLiteral("mount source '%1' must be an absolute host path").arg(m.hostPath));
-    if (!QFileInfo::exists(m.hostPath))
+    if (hostPaths == HostPaths::Local && !QFileInfo::exists(m.hostPath))
         return makeError(
             ErrorCode::InvalidArgument, QStringLiteral("mount source '%1' does not exist").arg(m.hostPath));
     if (!m.sandboxPath.startsWith(QLatin1Char('/')) || QDir::cleanPath(m.sandboxPath) != m.sandboxPath
@@ -185,7 +185,7 @@ QJsonObject SandboxSpec::toJson() const
     return o;
 }
 
-Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
+Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json, HostPaths hostPaths)
 {
     static const QStringList known
         = {QStringLiteral("name"), QStringLiteral("network"), QStringLiteral("mounts"), QStringLiteral("limits")};
@@ -226,7 +226,7 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json)
             return invalid(ptr, QStringLiteral("expected {\"host\": string, \"path\": string, \"writable\": bool}"));
         Mount mount{m.value(QStringLiteral("host")).toString(), m.value(QStringLiteral("path")).toString(),
             m.value(QStringLiteral("writable")).toBool(false)};
-        if (Status s = validateMount(mount); !s)
+        if (Status s = validateMount(mount, hostPaths); !s)
             return invalid(ptr, s.error().message);
         for (const Mount &other : std::as_const(spec.mounts))
             if (other.sandboxPath == mount.sandboxPath)

@@ -41,6 +41,10 @@ struct Limits {
     friend bool operator==(const Limits &, const Limits &) = default;
 };
 
+// Where the host folders of mounts are: on this machine (each must exist), or on a daemon's that
+// may be another machine (a client reading a request for it leaves that check to the daemon).
+enum class HostPaths { Local, Remote };
+
 struct SandboxSpec {
     QString name;
     NetworkMode network = NetworkMode::None;
@@ -49,14 +53,14 @@ struct SandboxSpec {
 
     QJsonObject toJson() const;
     // Validates everything; errors name the field (as a JSON pointer) and what was expected.
-    static Result<SandboxSpec> fromJson(const QJsonObject &json);
+    static Result<SandboxSpec> fromJson(const QJsonObject &json, HostPaths hostPaths = HostPaths::Local);
     friend bool operator==(const SandboxSpec &, const SandboxSpec &) = default;
 };
 
 Status validateSandboxName(const QString &name);
 // "HOST:PATH[:ro|rw]" as given on the command line.
 Result<Mount> parseMountArg(const QString &arg);
-Status validateMount(const Mount &mount);
+Status validateMount(const Mount &mount, HostPaths hostPaths = HostPaths::Local);
 // The values a limit (by its key in "limits": memoryBytes, pids, …) may take: "from 2 to 4194304".
 QString limitRange(const QString &key);
 

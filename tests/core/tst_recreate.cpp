@@ -35,10 +35,10 @@ private Q_SLOTS:
             recorded("policy.changed", {{QStringLiteral("old"), first}, {QStringLiteral("new"), second}})};
         auto p = recreateParameters(events);
         QVERIFY(p);
-        QCOMPARE(p->parameters.value(QStringLiteral("policy")).toObject(), second);
-        QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(),
+        QCOMPARE(p->request.toJson().value(QStringLiteral("policy")).toObject(), second);
+        QCOMPARE(p->request.toJson().value(QStringLiteral("spec")).toObject(),
             (QJsonObject{{QStringLiteral("name"), QStringLiteral("w")}}));
-        QCOMPARE(p->parameters.value(QStringLiteral("preset")).toString(), QStringLiteral("locked"));
+        QCOMPARE(p->request.toJson().value(QStringLiteral("preset")).toString(), QStringLiteral("locked"));
         QVERIFY(p->ownLayer);
     }
     void aChangeBeforeItsCreationIsAnotherSandboxs()
@@ -52,16 +52,16 @@ private Q_SLOTS:
                     {QStringLiteral("overrides"), mine}})};
         auto p = recreateParameters(events);
         QVERIFY(p);
-        QCOMPARE(p->parameters.value(QStringLiteral("policy")).toObject(), mine);
-        QVERIFY(!p->parameters.contains(QStringLiteral("preset")));
+        QCOMPARE(p->request.toJson().value(QStringLiteral("policy")).toObject(), mine);
+        QVERIFY(!p->request.toJson().contains(QStringLiteral("preset")));
     }
     void withoutARecordedLayerTheSpecAsCreated()
     {
         auto p = recreateParameters({recorded(
             "sandbox.created", {{QStringLiteral("name"), QStringLiteral("w")}, {QStringLiteral("spec"), spec}})});
         QVERIFY(p);
-        QCOMPARE(p->parameters.value(QStringLiteral("spec")).toObject(), spec);
-        QVERIFY(!p->parameters.contains(QStringLiteral("policy")));
+        QCOMPARE(p->request.toJson().value(QStringLiteral("spec")).toObject(), spec);
+        QVERIFY(!p->request.toJson().contains(QStringLiteral("policy")));
         QVERIFY(!p->ownLayer); // said: its own rules were not recorded
     }
     void nothingToMakeItFrom()

@@ -347,7 +347,7 @@ private Q_SLOTS:
         QCOMPARE(dialog.problem(), QString());
         dialog.diskBox()->setValue(0.5); // GiB: the workspace's size
         MainWindow window(*m_client);
-        window.createSandbox(dialog.parameters());
+        window.createSandbox(dialog.request());
         QVERIFY(QTest::qWaitFor(
             [&] {
                 return window.currentSandboxId()

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// A sandbox.create request as every front end builds it: only what was asked for goes on the wire
+// (the daemon's defaults and the policy decide the rest), hosts let through land in the own
+// layer's allowlist, and a request read back is checked as the daemon checks it.
+#include "model/CreateSandboxRequest.h"
+
+#include <QJsonArray>
+#include <QTest>
+
+using namespace airlock;
+
+class TestCreateRequest final : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void nothingAskedIsAnEmptySpec()
+    {
+        QCOMPARE(CreateSandboxRequest().toJson(), (QJsonObject{{QStringLiteral("spec"), QJsonObject()}}));
+    }
+
+    void onlyWhatWasAskedGoesOnTheWire()
+    {
+        CreateSandboxRequest request;
+        request.name = QStringLiteral("w");
+        request.limits.pids = 64;
+        request.preset = QStringLiteral("locked");
+        QCOMPARE(request.toJson(),
+            (QJsonObject{{QStringLiteral("spec"),
+                             QJsonObject{{QStringLiteral("name"), QStringLiteral("w")},
+                                 {QStringLiteral("limits"), QJsonObject{{QStringLiteral("pids"), 64}}}}},
+                {QStringLiteral("preset"), QStringLiteral("locked")}}));
+    }
+
+    void allowedHostsJoinTheOwnLayer()
+    {
+        CreateSandboxRequest request;
+        request.policy = QJsonObject{{QStringLiteral("network"),
+            QJsonObject{{QStringLiteral("allow"), QJsonArray{QStringLiteral("a.example")}}}}};
+        request.allowHosts({QStringLiteral("b.example")});
+        QCOMPARE(request.network, std::optional<NetworkMode>(NetworkMode::Allowlist));
+        QCOMPARE(request.toJson().value(QStringLiteral("policy")).toObject(),
+            (QJsonObject{{QStringLiteral("network"),
+                QJsonObject{{QStringLiteral("allow"),
+                    QJsonArray{QStringLiteral("a.example"), QStringLiteral("b.example")}}}}}));
+        QCOMPARE(request.toJson().value(QStringLiteral("spec")).toObject().value(QStringLiteral("network")),
+            QJsonValue(QStringLiteral("allowlist")));
+    }
+
+    void readBackItIsTheSameRequest()
+    {
+        const QJsonObject json{
+            {QStringLiteral("spec"),
+                QJsonObject{{QStringLiteral("name"), QStringLiteral("w")},
+                    {QStringLiteral("network"), QStringLiteral("none")},
+                    {QStringLiteral("mounts"),
+                        QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/nowhere")},
+                            {QStringLiteral("path"), QStringLiteral("/data")}, {QStringLiteral("writable"), true}}}}}},
+            {QStringLiteral("policy"), QJsonObject()}, {QStringLiteral("preset"), QStringLiteral("open")}};
+        auto request = CreateSandboxRequest::fromJson(json); // a mount source is the daemon's to find
+        QVERIFY2(request, qPrintable(request ? QString() : request.error().message));
+        QCOMPARE(request->toJson(), json);
+    }
+
+    void aBadFieldIsNamed_data()
+    {
+        QTest::addColumn<QJsonObject>("json");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("a spec that is not an object")
+            << QJsonObject{{QStringLiteral("spec"), 1}} << QStringLiteral("/spec: expected an object");
+        QTest::newRow("a limit out of range") << QJsonObject{{QStringLiteral("spec"),
+            QJsonObject{{QStringLiteral("limits"), QJsonObject{{QStringLiteral("pids"), 1}}}}}}
+                                              << QStringLiteral("/limits/pids: 1 is out of range: from 2 to 4194304");
+        QTest::newRow("a policy that is not an object")
+            << QJsonObject{{QStringLiteral("policy"), QStringLiteral("open")}}
+            << QStringLiteral("/policy: expected a policy object");
+        QTest::newRow("a preset that is not a name")
+            << QJsonObject{{QStringLiteral("preset"), 1}} << QStringLiteral("/preset: expected a string");
+    }
+    void aBadFieldIsNamed()
+    {
+        QFETCH(QJsonObject, json);
+        QFETCH(QString, error);
+        auto request = CreateSandboxRequest::fromJson(json);
+        QVERIFY(!request);
+        QCOMPARE(request.error().code, ErrorCode::InvalidArgument);
+        QCOMPARE(request.error().message, error);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCreateRequest)
+#include "tst_create_request.moc"
