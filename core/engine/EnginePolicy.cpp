@@ -10,6 +10,7 @@
 #include "approval/ApprovalBroker.h"
 #include "log/Log.h"
 #include "model/DisplayText.h"
+#include "model/EventKinds.h"
 #include "sandbox/Sandbox.h"
 #include "tools/ToolGateway.h"
 #include "util/Paths.h"
@@ -208,7 +209,7 @@ void Engine::recordDecision(const ApprovalRequest &request, const ApprovalDecisi
         decided.insert(QStringLiteral("cwd"), request.cwd);
         decided.insert(QStringLiteral("envNames"), envNames);
     }
-    (*sandbox)->record(QStringLiteral("approval.decided"), decided, request.run);
+    (*sandbox)->record(event::ApprovalDecided, decided, request.run);
 }
 
 void Engine::maskSecrets(ApprovalRequest &r) const
@@ -276,7 +277,7 @@ void Engine::askPerson(Sandbox *sandbox, ApprovalRequest r, Answer answer)
     const QJsonObject argv = boundedArgv(pending.argv);
     for (auto k = argv.begin(); k != argv.end(); ++k)
         requested.insert(k.key(), k.value());
-    sandbox->record(QStringLiteral("approval.requested"), requested, r.run);
+    sandbox->record(event::ApprovalRequested, requested, r.run);
 }
 
 QJsonArray Engine::bindCode(const Sandbox &sandbox, const QStringList &argv, const QString &cwd) const

@@ -6,6 +6,7 @@
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
+#include "model/EventKinds.h"
 #include "model/ExecRequest.h"
 #include "policy/CommandRules.h"
 #include "rpc/Connection.h"
@@ -72,7 +73,7 @@ void ExecMethods::start(Call &c)
     }
     const policy::CommandVerdict verdict = sb.policy().commands.evaluate(request->argv, envNames);
     if (verdict.decision == policy::Decision::Deny) {
-        sb.record(QStringLiteral("command.denied"),
+        sb.record(event::CommandDenied,
             {{QStringLiteral("requester"), s.agent},
                 {QStringLiteral("argv"), QJsonArray::fromStringList(request->argv)},
                 {QStringLiteral("envNames"), QJsonArray::fromStringList(envNames)},
@@ -229,7 +230,7 @@ void ExecMethods::expireLeasesLater(const Session &session)
             auto sandbox = m_engine.find(sandboxId);
             if (!sandbox || (*sandbox)->id() != sandboxId || !(*sandbox)->signal(exec, SIGKILL))
                 return; // gone, or already ended
-            (*sandbox)->record(QStringLiteral("exec.lease_expired"),
+            (*sandbox)->record(event::ExecLeaseExpired,
                 {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("leaseMs"), double(lease)},
                     {QStringLiteral("client"), client}},
                 run);

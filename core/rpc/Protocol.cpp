@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/Protocol.h"
 
+#include "model/EventKinds.h"
+
 #include <QIODevice>
 
 #include <QJsonDocument>
@@ -136,7 +138,7 @@ Result<Event> decodeOutput(QByteArrayView payload)
     if (err.error != QJsonParseError::NoError || !h.value(QStringLiteral("sandbox")).isString())
         return protocolError(QStringLiteral("output frame header is not valid JSON"));
     Event e;
-    e.kind = QStringLiteral("exec.output");
+    e.kind = event::ExecOutput;
     e.sandbox = h.value(QStringLiteral("sandbox")).toString();
     e.seq = uint64_t(h.value(QStringLiteral("seq")).toDouble());
     e.timeMs = qint64(h.value(QStringLiteral("time")).toDouble());

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/RpcServer.h"
+#include "model/EventKinds.h"
 #include "util/Version.h"
 
 #include "approval/ApprovalBroker.h"
@@ -374,7 +375,7 @@ bool RpcServer::wants(const Session &s, const Event &e) const
         return false;
     if (s.allEvents || s.sandboxes.contains(e.sandbox))
         return true;
-    if (e.kind == QLatin1String("sandbox.deleted") || e.kind == QLatin1String("sandbox.failed")) {
+    if (e.kind == event::SandboxDeleted || e.kind == event::SandboxFailed) {
         for (const auto &[sb, ex] : s.execs)
             if (sb == e.sandbox)
                 return true;
@@ -405,14 +406,14 @@ void RpcServer::onEvent(const Event &event)
                 (*sb)->holdOutput(s, true);
             }
         }
-        if (event.kind == QLatin1String("exec.exited"))
+        if (event.kind == event::ExecExited)
             s->execs.remove({event.sandbox, event.exec});
     }
-    if (event.kind == QLatin1String("sandbox.deleted") || event.kind == QLatin1String("sandbox.failed")) {
+    if (event.kind == event::SandboxDeleted || event.kind == event::SandboxFailed) {
         m_approvals->cancelIf([&](const ApprovalRequest &r) { return r.sandbox == event.sandbox; },
             QStringLiteral("the sandbox was deleted"));
         for (Session *s : std::as_const(m_sessions)) {
-            if (event.kind == QLatin1String("sandbox.deleted"))
+            if (event.kind == event::SandboxDeleted)
                 s->sandboxes.remove(event.sandbox);
             for (auto it = s->holding.begin(); it != s->holding.end();) {
                 if ((*it)->id() == event.sandbox)
