@@ -22,6 +22,13 @@ struct CtxDeleter {
 };
 using Ctx = std::unique_ptr<void, CtxDeleter>;
 
+// What SCMP_A0(...) and SCMP_A1(...) make (a 64-bit comparison of one argument), without their C
+// compound literal, which clang refuses in C++ (-Wc99-extensions, -Wmissing-field-initializers).
+scmp_arg_cmp argument(unsigned index, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0)
+{
+    return scmp_arg_cmp{index, op, a, b};
+}
+
 constexpr const char *kDeniedSyscalls[] = {
     "ptrace",
     "process_vm_readv",
@@ -177,7 +184,7 @@ Result<QByteArray> buildSeccompProgram()
     for (uint64_t bit = 1; bit != 0; bit <<= 1) {
         if (!(kNamespaceFlags & bit))
             continue;
-        rc = seccomp_rule_add(c, deny, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit));
+        rc = seccomp_rule_add(c, deny, SCMP_SYS(clone), 1, argument(0, SCMP_CMP_MASKED_EQ, bit, bit));
         if (rc < 0)
             return fail("clone namespace flags", rc);
     }
@@ -187,13 +194,13 @@ Result<QByteArray> buildSeccompProgram()
         if (allowedFamily(family))
             continue;
         for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
-            rc = seccomp_rule_add(c, deny, nr, 1, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family)));
+            rc = seccomp_rule_add(c, deny, nr, 1, argument(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(family)));
             if (rc < 0)
                 return fail("socket families", rc);
         }
     }
     for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
-        rc = seccomp_rule_add(c, deny, nr, 1, SCMP_A0(SCMP_CMP_GE, static_cast<scmp_datum_t>(kFamilyLimit)));
+        rc = seccomp_rule_add(c, deny, nr, 1, argument(0, SCMP_CMP_GE, static_cast<scmp_datum_t>(kFamilyLimit)));
         if (rc < 0)
             return fail("socket families", rc);
     }
@@ -203,14 +210,14 @@ Result<QByteArray> buildSeccompProgram()
     for (int bit = 0; bit < 31; ++bit) {
         const scmp_datum_t b = scmp_datum_t(1) << bit, top = scmp_datum_t(1) << 31;
         for (scmp_datum_t datum : {b, top}) {
-            rc = seccomp_rule_add(c, deny, SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, top | b, datum));
+            rc = seccomp_rule_add(c, deny, SCMP_SYS(personality), 1, argument(0, SCMP_CMP_MASKED_EQ, top | b, datum));
             if (rc < 0 && rc != -EEXIST)
                 return fail("personality", rc);
         }
     }
     // Terminal injection and console control, belt and braces beside bwrap's --new-session.
     for (unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
-        rc = seccomp_rule_add(c, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, request));
+        rc = seccomp_rule_add(c, deny, SCMP_SYS(ioctl), 1, argument(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, request));
         if (rc < 0)
             return fail("ioctl", rc);
     }
