@@ -3,6 +3,8 @@
 // Must end in a protocol violation, a clean close or valid messages; never a crash or a hang.
 #include "sandbox/GuestChannel.h"
 
+#include "FuzzApplication.h"
+
 #include <QCoreApplication>
 #include <QEventLoop>
 
@@ -13,10 +15,7 @@ using namespace airlock;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int argc = 1;
-    static char name[] = "fuzz_guest";
-    static char *argv[] = {name, nullptr};
-    static QCoreApplication app(argc, argv);
+    fuzz::ensureApplication();
     if (size > 200000)
         return 0;
     int sv[2];
