@@ -8,6 +8,8 @@
 #include <QJsonDocument>
 #include <QtEndian>
 
+#include <limits>
+
 namespace airlock::rpc {
 
 namespace {
@@ -24,6 +26,15 @@ QByteArray frame(char kind, QByteArrayView payload)
 Error protocolError(const QString &what)
 {
     return makeError(ErrorCode::ProtocolError, what);
+}
+// A JSON number as an integer of type T, 0 when T cannot hold it: converting a double outside the
+// target's range is undefined behaviour, and these numbers come from the other end of a connection.
+template<typename T> T integer(const QJsonValue &value)
+{
+    const double d = value.toDouble();
+    if (!(d > double(std::numeric_limits<T>::min()) - 1 && d < double(std::numeric_limits<T>::max())))
+        return 0;
+    return T(d);
 }
 } // namespace
 
@@ -140,11 +151,11 @@ Result<Event> decodeOutput(QByteArrayView payload)
     Event e;
     e.kind = event::ExecOutput;
     e.sandbox = h.value(QStringLiteral("sandbox")).toString();
-    e.seq = uint64_t(h.value(QStringLiteral("seq")).toDouble());
-    e.timeMs = qint64(h.value(QStringLiteral("time")).toDouble());
-    e.exec = uint32_t(h.value(QStringLiteral("exec")).toDouble());
+    e.seq = integer<uint64_t>(h.value(QStringLiteral("seq")));
+    e.timeMs = integer<qint64>(h.value(QStringLiteral("time")));
+    e.exec = integer<uint32_t>(h.value(QStringLiteral("exec")));
     e.stream = h.value(QStringLiteral("stream")).toInt();
-    e.offset = qint64(h.value(QStringLiteral("offset")).toDouble());
+    e.offset = integer<qint64>(h.value(QStringLiteral("offset")));
     if (e.stream != 1 && e.stream != 2)
         return protocolError(QStringLiteral("output frame with invalid stream %1").arg(e.stream));
     e.data = payload.sliced(4 + hlen).toByteArray();
@@ -219,14 +230,14 @@ Result<Event> eventFromJson(const QJsonObject &json)
 {
     Event e;
     e.sandbox = json.value(QStringLiteral("sandbox")).toString();
-    e.seq = uint64_t(json.value(QStringLiteral("seq")).toDouble());
-    e.timeMs = qint64(json.value(QStringLiteral("time")).toDouble());
+    e.seq = integer<uint64_t>(json.value(QStringLiteral("seq")));
+    e.timeMs = integer<qint64>(json.value(QStringLiteral("time")));
     e.kind = json.value(QStringLiteral("kind")).toString();
     e.run = json.value(QStringLiteral("run")).toString();
     e.payload = json.value(QStringLiteral("payload")).toObject();
     if (e.sandbox.isEmpty() || e.kind.isEmpty())
         return protocolError(QStringLiteral("event without sandbox or kind"));
-    e.exec = uint32_t(e.payload.value(QStringLiteral("exec")).toDouble());
+    e.exec = integer<uint32_t>(e.payload.value(QStringLiteral("exec")));
     return e;
 }
 
