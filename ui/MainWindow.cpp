@@ -348,9 +348,9 @@ void MainWindow::createActions()
         a->setCheckable(true);
         a->setChecked(choice == current);
         themes->addAction(a);
-        connect(a, &QAction::triggered, this, [choice] {
-            QSettings().setValue(QStringLiteral("view/theme"), themeName(choice));
-            applyTheme(choice);
+        connect(a, &QAction::triggered, this, [chosen = choice] { // clang 14 cannot capture a binding
+            QSettings().setValue(QStringLiteral("view/theme"), themeName(chosen));
+            applyTheme(chosen);
         });
     }
     QAction *connectAgentAction = action(tr("&Connect an agent…"), QKeySequence(), [this] { connectAgent(); });

@@ -168,7 +168,7 @@ void SecretsDialog::setValue(const QByteArray &value)
             if (r)
                 self->m_name->clear();
             self->refresh();
-            Q_EMIT self->done(bool(r), message);
+            Q_EMIT self->changeFinished(bool(r), message);
             if (r)
                 Q_EMIT self->stored(name);
         });
@@ -182,7 +182,7 @@ void SecretsDialog::remove(const QString &name)
         const QString message = r ? tr("Removed %1").arg(name) : tr("Not removed: %1").arg(r.error().message);
         self->showStatus(message, !r);
         self->refresh();
-        Q_EMIT self->done(bool(r), message);
+        Q_EMIT self->changeFinished(bool(r), message);
     });
 }
 

@@ -33,7 +33,7 @@ public:
 
 Q_SIGNALS:
     void refreshed();
-    void done(bool ok, const QString &message); // a set or a remove finished
+    void changeFinished(bool ok, const QString &message); // a set or a remove finished
     void stored(const QString &name); // a value was set
 
 private:

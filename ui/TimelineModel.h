@@ -39,7 +39,7 @@ public:
     int categories() const { return m_categories; }
     QString sandbox() const { return m_sandbox; }
     QString run() const { return m_run; }
-    QJsonObject event(int row) const { return PagedModel::row(row); }
+    QJsonObject eventAt(int row) const { return PagedModel::row(row); }
 
     // One line about an event, for people: untrusted text escaped.
     static QString describe(const QJsonObject &event);

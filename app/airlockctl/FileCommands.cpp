@@ -306,7 +306,7 @@ public:
                     totalBytes = size;
             }
             opened = std::move(r);
-            if (!r)
+            if (!*opened)
                 loop.quit();
         });
         if (!opened || *opened)

@@ -28,6 +28,7 @@
 #include <QThread>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <unistd.h>
 
@@ -44,7 +45,7 @@ double percentile(QList<double> v, double p)
     if (v.isEmpty())
         return 0;
     std::sort(v.begin(), v.end());
-    return v.at(std::min<qsizetype>(v.size() - 1, qsizetype(p * double(v.size() - 1) + 0.5)));
+    return v.at(std::min<qsizetype>(v.size() - 1, qsizetype(std::lround(p * double(v.size() - 1)))));
 }
 
 // airlockd for `d`'s directories, started here so that its readiness is timed to the millisecond.

@@ -423,7 +423,7 @@ private Q_SLOTS:
         QTest::keyClicks(dialog.nameEdit(), QStringLiteral("GUI_TOKEN"));
         QTest::keyClicks(dialog.valueEdit(), QStringLiteral("s3cr3t-from-the-gui"));
         QCOMPARE(dialog.valueEdit()->echoMode(), QLineEdit::Password); // typed unseen
-        QSignalSpy done(&dialog, &SecretsDialog::done);
+        QSignalSpy done(&dialog, &SecretsDialog::changeFinished);
         QTest::mouseClick(dialog.setButton(), Qt::LeftButton);
         QVERIFY(dialog.valueEdit()->text().isEmpty()); // not kept in the window once sent
         QVERIFY(done.wait(5000));

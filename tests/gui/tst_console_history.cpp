@@ -129,7 +129,7 @@ private Q_SLOTS:
             [&] { return !history.timeline()->isLoading() && history.timeline()->rowCount() >= 2; }, 10000));
         QStringList kinds;
         for (int row = 0; row < history.timeline()->rowCount(); ++row)
-            kinds.append(history.timeline()->event(row).value(QStringLiteral("kind")).toString());
+            kinds.append(history.timeline()->eventAt(row).value(QStringLiteral("kind")).toString());
         QVERIFY2(kinds.contains(QStringLiteral("exec.started")) && kinds.contains(QStringLiteral("exec.exited")),
             qPrintable(kinds.join(QLatin1Char(' '))));
         QVERIFY(history.timeline()

@@ -29,7 +29,8 @@ public:
         sa.sin_family = AF_INET;
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t len = sizeof sa;
-        ::bind(m_fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa);
+        if (::bind(m_fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0)
+            qFatal("LoopbackServer: cannot bind a port on 127.0.0.1");
         ::listen(m_fd, 64);
         ::getsockname(m_fd, reinterpret_cast<sockaddr *>(&sa), &len);
         m_port = ntohs(sa.sin_port);
