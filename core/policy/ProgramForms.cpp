@@ -245,7 +245,7 @@ Coverage packageScripts(const QStringList &argv, const QString &name)
 // pip builds (runs the setup code of) a local project, an archive or a repository.
 Coverage pip(const QStringList &argv, qsizetype first)
 {
-    if (first >= argv.size())
+    if (first < 0 || first >= argv.size()) // no subcommand (a bare "pip", "pip --version")
         return none();
     const QString command = argv.at(first);
     if (command != QLatin1String("install") && command != QLatin1String("download")
