@@ -739,10 +739,18 @@ Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSec
     return out;
 }
 
-Result<int> Engine::signalAll(Sandbox &sandbox, int signo)
+Status Engine::signalCheck(const QJsonObject &params)
 {
+    const int signo = params.value(QStringLiteral("signal")).toInt(9);
     if (signo < 1 || signo > 64)
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("invalid signal %1 (expected 1..64)").arg(signo));
+    return Ok{};
+}
+
+Result<int> Engine::signalAll(Sandbox &sandbox, int signo)
+{
+    if (Status valid = signalCheck({{QStringLiteral("signal"), signo}}); !valid)
+        return valid.error();
     return sandbox.signalAll(signo);
 }
 

@@ -159,6 +159,8 @@ public:
     // Starts an execution with the secrets its policy grants as environment variables.
     Result<uint32_t> exec(Sandbox &sandbox, const ExecRequest &request);
     Result<int> signalAll(Sandbox &sandbox, int signo); // every running execution; how many
+    // params.signal of a request to signal (9 when absent): 1..64.
+    static Status signalCheck(const QJsonObject &params);
     // The person's defaults for new sandboxes: {file, policy (their layer), effective, sources}.
     Result<QJsonObject> userDefaults() const;
     // Replaces them (validated, written atomically); sandboxes created from now on start from them.

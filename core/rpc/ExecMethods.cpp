@@ -40,16 +40,40 @@ ExecMethods::ExecMethods(
 {
 }
 
+namespace {
+Status execRequestCheck(const QJsonObject &p)
+{
+    auto request = ExecRequest::fromJson(p);
+    return request ? Status(Ok{}) : Status(request.error());
+}
+
+Status stdinCheck(const QJsonObject &p)
+{
+    auto data = base64Param(p, "data");
+    return data ? Status(Ok{}) : Status(data.error());
+}
+
+Status sizeCheck(const QJsonObject &p)
+{
+    const int rows = p.value(QStringLiteral("rows")).toInt(-1);
+    const int cols = p.value(QStringLiteral("cols")).toInt(-1);
+    if (rows < 1 || rows > 10000 || cols < 1 || cols > 10000)
+        return invalid(QStringLiteral("params.rows/cols: expected 1..10000"));
+    return Ok{};
+}
+} // namespace
+
 QList<Method> ExecMethods::methods()
 {
     using A = Access;
     // Agents feed and signal only the executions they started.
     constexpr Access own{A::Agent::OwnExecutions, nullptr, A::Token::Full, A::Scope::Param};
     return {
-        {method::ExecStart, access::sandboxed, NeedsSandbox | WritesHistory, [this](Call &c) { start(c); }},
-        {method::ExecStdin, own, NeedsSandbox | NeedsExec, [this](Call &c) { feed(c); }},
+        {method::ExecStart, access::sandboxed, NeedsSandbox | WritesHistory, [this](Call &c) { start(c); },
+            execRequestCheck},
+        {method::ExecStdin, own, NeedsSandbox | NeedsExec, [this](Call &c) { feed(c); }, stdinCheck},
         {method::ExecSignal, own, NeedsSandbox | NeedsExec, [this](Call &c) { sendSignal(c); }},
-        {method::ExecResize, own, NeedsSandbox | NeedsExec, [this](Call &c) { resize(c); }},
+        {method::ExecResize, own, NeedsSandbox | NeedsExec, [this](Call &c) { resize(c); }, sizeCheck},
     };
 }
 
@@ -209,10 +233,8 @@ void ExecMethods::sendSignal(Call &c)
 
 void ExecMethods::resize(Call &c)
 {
-    const int rows = c.params.value(QStringLiteral("rows")).toInt(-1);
-    const int cols = c.params.value(QStringLiteral("cols")).toInt(-1);
-    if (rows < 1 || rows > 10000 || cols < 1 || cols > 10000)
-        return c.reply(invalid(QStringLiteral("params.rows/cols: expected 1..10000")));
+    const int rows = c.params.value(QStringLiteral("rows")).toInt(); // checked: sizeCheck
+    const int cols = c.params.value(QStringLiteral("cols")).toInt();
     const Status done = c.sandbox->resize(c.exec, uint16_t(rows), uint16_t(cols));
     c.reply(done ? Result<QJsonObject>(QJsonObject{}) : Result<QJsonObject>(done.error()));
 }

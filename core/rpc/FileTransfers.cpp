@@ -81,15 +81,43 @@ FileTransfers::~FileTransfers()
             ::close(t.fd);
 }
 
+namespace {
+// fs.write: a chunk of at most kMaxChunk at a valid offset.
+Status writeCheck(const QJsonObject &p)
+{
+    auto path = stringParam(p, "path");
+    auto data = base64Param(p, "data");
+    if (!path || !data)
+        return !path ? path.error() : data.error();
+    const double offset = p.value(QStringLiteral("offset")).toDouble(0);
+    if (offset < 0 || offset > 1e15 || data->size() > FileTransfers::kMaxChunk)
+        return invalid(QStringLiteral("params.offset/data: chunks of at most 1 MiB at a valid offset"));
+    return Ok{};
+}
+
+// fs.read: at most kMaxChunk.
+Status readCheck(const QJsonObject &p)
+{
+    auto path = stringParam(p, "path");
+    if (!path)
+        return path.error();
+    const double offset = p.value(QStringLiteral("offset")).toDouble(0);
+    const double length = p.value(QStringLiteral("length")).toDouble(double(FileTransfers::kMaxChunk));
+    if (offset < 0 || offset > 1e15 || length < 0 || length > double(FileTransfers::kMaxChunk))
+        return invalid(QStringLiteral("params.offset/length: at most 1 MiB per read"));
+    return Ok{};
+}
+} // namespace
+
 QList<Method> FileTransfers::methods()
 {
     // Every one acts on one sandbox's workspace: for agents too, and for tokens scoped to it.
-    const auto declare = [this](method::Name name, void (FileTransfers::*handler)(Call &)) {
-        return Method{name, access::sandboxed, NeedsSandbox, [this, handler](Call &c) { (this->*handler)(c); }};
+    const auto declare = [this](method::Name name, void (FileTransfers::*handler)(Call &), ParamCheck check = nullptr) {
+        return Method{name, access::sandboxed, NeedsSandbox, [this, handler](Call &c) { (this->*handler)(c); }, check};
     };
     return {
-        declare(method::FsWrite, &FileTransfers::write),
-        declare(method::FsRead, &FileTransfers::read),
+        declare(method::FsWrite, &FileTransfers::write, writeCheck),
+        declare(method::FsRead, &FileTransfers::read, readCheck),
         declare(method::FsUpload, &FileTransfers::upload),
         declare(method::FsDownload, &FileTransfers::download),
         declare(method::FsFinish, &FileTransfers::finish),
@@ -100,17 +128,13 @@ QList<Method> FileTransfers::methods()
 
 void FileTransfers::write(Call &c)
 {
-    const QJsonObject &p = c.params;
-    auto path = stringParam(p, "path");
-    auto data = base64Param(p, "data");
-    if (!path || !data)
-        return c.reply(!path ? path.error() : data.error());
+    const QJsonObject &p = c.params; // checked: writeCheck
+    const QString path = p.value(QStringLiteral("path")).toString();
+    const auto data = base64Param(p, "data");
     const double offset = p.value(QStringLiteral("offset")).toDouble(0);
-    if (offset < 0 || offset > 1e15 || data->size() > kMaxChunk)
-        return c.reply(invalid(QStringLiteral("params.offset/data: chunks of at most 1 MiB at a valid offset")));
     const int mode = p.value(QStringLiteral("mode")).toInt(0644);
     auto written = m_engine.files(*c.sandbox)
-                       .write(*path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
+                       .write(path, p.value(QStringLiteral("name")).toString(), *data, qint64(offset),
                            p.value(QStringLiteral("truncate")).toBool(offset == 0), mode);
     c.reply(written ? Result<QJsonObject>(QJsonObject{{QStringLiteral("path"), *written}})
                     : Result<QJsonObject>(written.error()));
@@ -118,15 +142,11 @@ void FileTransfers::write(Call &c)
 
 void FileTransfers::read(Call &c)
 {
-    const QJsonObject &p = c.params;
-    auto path = stringParam(p, "path");
-    if (!path)
-        return c.reply(path.error());
+    const QJsonObject &p = c.params; // checked: readCheck
     const double offset = p.value(QStringLiteral("offset")).toDouble(0);
     const double length = p.value(QStringLiteral("length")).toDouble(double(kMaxChunk));
-    if (offset < 0 || offset > 1e15 || length < 0 || length > double(kMaxChunk))
-        return c.reply(invalid(QStringLiteral("params.offset/length: at most 1 MiB per read")));
-    auto chunk = m_engine.files(*c.sandbox).read(*path, qint64(offset), qint64(length));
+    auto chunk
+        = m_engine.files(*c.sandbox).read(p.value(QStringLiteral("path")).toString(), qint64(offset), qint64(length));
     if (!chunk)
         return c.reply(chunk.error());
     c.reply(QJsonObject{{QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())},

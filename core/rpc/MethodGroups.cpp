@@ -193,11 +193,8 @@ QList<Method> ToolMethods::methods()
             }},
         {method::ToolsCall, access::sandboxed, NeedsSandbox | WritesHistory,
             [this](Call &c) {
-                auto tool = stringParam(c.params, "tool");
-                if (!tool)
-                    return c.reply(tool.error());
                 tools::ToolCall call;
-                call.tool = tool->left(100);
+                call.tool = c.params.value(QStringLiteral("tool")).toString().left(100); // checked below
                 call.arguments = c.params.value(QStringLiteral("arguments"));
                 call.requester = c.session.requester();
                 call.run = c.session.run;
@@ -207,6 +204,10 @@ QList<Method> ToolMethods::methods()
                     if (conn)
                         reply(result);
                 });
+            },
+            [](const QJsonObject &p) {
+                auto tool = stringParam(p, "tool");
+                return tool ? Status(Ok{}) : Status(tool.error());
             }},
     };
 }

@@ -74,12 +74,18 @@ struct Call {
     uint32_t exec = 0; // NeedsExec
 };
 
-// A method of the protocol: declared once, with who may call it and what it needs.
+// A method's parameter reader: what makes a request malformed, checked before anything it names
+// is looked up (a malformed request hears what is malformed, whatever sandbox it names).
+using ParamCheck = Status (*)(const QJsonObject &params);
+
+// A method of the protocol: declared once, with who may call it, what it needs and how its
+// parameters are checked.
 struct Method {
     method::Name name;
     Access access;
     unsigned needs = NeedsNothing;
     std::function<void(Call &)> handler;
+    ParamCheck check = nullptr;
 };
 
 // A group of methods (sandboxes, executions, files, policies, approvals, secrets, tools, the

@@ -14,7 +14,30 @@ namespace airlock::rpc {
 
 namespace {
 constexpr const char *kNotAgents = "an agent connection cannot change policies"; // the rules that gate it
+
+Status policyObjectCheck(const QJsonObject &p)
+{
+    if (!p.value(QStringLiteral("policy")).isObject())
+        return invalid(QStringLiteral("params.policy: expected a policy object"));
+    return Ok{};
 }
+// policy.check: one question (a URL, a tool call, or a command), well formed.
+Status questionCheck(const QJsonObject &p)
+{
+    if (p.contains(QStringLiteral("url")))
+        return Ok{};
+    if (p.contains(QStringLiteral("tool"))) {
+        if (!p.value(QStringLiteral("arguments")).isObject() && !p.value(QStringLiteral("arguments")).isUndefined())
+            return invalid(QStringLiteral("params.arguments: expected a JSON object"));
+        return Ok{};
+    }
+    const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
+    if (a.isEmpty() || a.size() > 4096
+        || std::any_of(a.begin(), a.end(), [](const QJsonValue &v) { return !v.isString(); }))
+        return invalid(QStringLiteral("params.argv: expected the command to check, an array of at most 4096 strings"));
+    return Ok{};
+}
+} // namespace
 
 PolicyMethods::PolicyMethods(Engine &engine)
     : m_engine(engine)
@@ -29,12 +52,13 @@ QList<Method> PolicyMethods::methods()
             [this](Call &c) { presets(c); }},
         {method::PolicyGet, access::sandboxedRead, NeedsSandbox, [this](Call &c) { get(c); }},
         {method::PolicySet, {A::Agent::Refused, kNotAgents, A::Token::Full, A::Scope::None},
-            NeedsSandbox | WritesHistory, [this](Call &c) { set(c); }},
-        {method::PolicyCheck, access::sandboxedRead, NeedsSandbox, [this](Call &c) { check(c); }},
+            NeedsSandbox | WritesHistory, [this](Call &c) { set(c); }, policyObjectCheck},
+        {method::PolicyCheck, access::sandboxedRead, NeedsSandbox, [this](Call &c) { check(c); }, questionCheck},
         // The person's defaults for every new sandbox (their layer, $XDG_CONFIG_HOME/airlock/policy.json).
         {method::PolicyDefaultsGet, {A::Agent::Allowed, nullptr, A::Token::Read}, NeedsNothing,
             [this](Call &c) { defaults(c); }},
-        {method::PolicyDefaultsSet, access::person(kNotAgents), NeedsNothing, [this](Call &c) { setDefaults(c); }},
+        {method::PolicyDefaultsSet, access::person(kNotAgents), NeedsNothing, [this](Call &c) { setDefaults(c); },
+            policyObjectCheck},
     };
 }
 
@@ -58,8 +82,6 @@ void PolicyMethods::get(Call &c)
 
 void PolicyMethods::set(Call &c)
 {
-    if (!c.params.value(QStringLiteral("policy")).isObject())
-        return c.reply(invalid(QStringLiteral("params.policy: expected a policy object")));
     c.reply(m_engine.setPolicy(
         *c.sandbox, c.params.value(QStringLiteral("policy")).toObject(), c.session.client, c.session.run));
 }
@@ -71,8 +93,6 @@ void PolicyMethods::defaults(Call &c)
 
 void PolicyMethods::setDefaults(Call &c)
 {
-    if (!c.params.value(QStringLiteral("policy")).isObject())
-        return c.reply(invalid(QStringLiteral("params.policy: expected a policy object")));
     const Status set = m_engine.setUserDefaults(c.params.value(QStringLiteral("policy")).toObject(), c.session.client);
     c.reply(set ? m_engine.userDefaults() : Result<QJsonObject>(set.error()));
 }
@@ -83,17 +103,11 @@ void PolicyMethods::check(Call &c)
     QJsonObject request;
     if (p.contains(QStringLiteral("url"))) {
         request.insert(QStringLiteral("url"), p.value(QStringLiteral("url")).toString().left(8192));
-    } else if (p.contains(QStringLiteral("tool"))) {
-        if (!p.value(QStringLiteral("arguments")).isObject() && !p.value(QStringLiteral("arguments")).isUndefined())
-            return c.reply(invalid(QStringLiteral("params.arguments: expected a JSON object")));
+    } else if (p.contains(QStringLiteral("tool"))) { // checked: questionCheck
         request.insert(QStringLiteral("tool"), p.value(QStringLiteral("tool")).toString().left(100));
         request.insert(QStringLiteral("arguments"), p.value(QStringLiteral("arguments")).toObject());
     } else {
         const QJsonArray a = p.value(QStringLiteral("argv")).toArray();
-        if (a.isEmpty() || a.size() > 4096
-            || std::any_of(a.begin(), a.end(), [](const QJsonValue &v) { return !v.isString(); }))
-            return c.reply(invalid(
-                QStringLiteral("params.argv: expected the command to check, an array of at most 4096 strings")));
         request.insert(QStringLiteral("argv"), a);
     }
     std::optional<QJsonObject> draft;

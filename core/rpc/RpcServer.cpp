@@ -263,26 +263,33 @@ void RpcServer::dispatch(
         return reply(allowed.error());
     const Reply answer = m_access->filtered(session, method, reply); // a listing cut to a token's sandboxes
     Call call{session, params, answer, progress};
-    if (method.needs & NeedsSandbox) {
-        auto ref = stringParam(params, "sandbox");
-        if (!ref)
+    // The request as it was written first (its sandbox named, its execution, its own parameters),
+    // then whether the history can record it, then what it names.
+    Result<QString> ref = QString();
+    if (method.needs & NeedsSandbox)
+        if (ref = stringParam(params, "sandbox"); !ref)
             return reply(ref.error());
-        auto sandbox = m_engine.find(*ref);
-        if (!sandbox)
-            return reply(sandbox.error());
-        call.sandbox = *sandbox;
-    }
     if (method.needs & NeedsExec) {
         auto exec = execParam(params);
         if (!exec)
             return reply(exec.error());
         call.exec = *exec;
-        if (Status mine = m_access->ownsExecution(session, method, call.sandbox->id(), *exec); !mine)
-            return reply(mine.error());
     }
+    if (method.check)
+        if (Status wellFormed = method.check(params); !wellFormed)
+            return reply(wellFormed.error());
     if (method.needs & WritesHistory && m_history)
         if (Status recording = m_history->writable(); !recording)
             return reply(recording.error());
+    if (method.needs & NeedsSandbox) {
+        auto sandbox = m_engine.find(*ref);
+        if (!sandbox)
+            return reply(sandbox.error());
+        call.sandbox = *sandbox;
+    }
+    if (method.needs & NeedsExec)
+        if (Status mine = m_access->ownsExecution(session, method, call.sandbox->id(), call.exec); !mine)
+            return reply(mine.error());
     method.handler(call);
 }
 

@@ -34,7 +34,7 @@ QList<Method> SandboxMethods::methods()
         {method::SandboxKill,
             {A::Agent::Refused, "an agent connection can only signal the executions it started", A::Token::Full,
                 A::Scope::Param},
-            NeedsSandbox, [this](Call &c) { kill(c); }},
+            NeedsSandbox, [this](Call &c) { kill(c); }, Engine::signalCheck},
     };
 }
 
