@@ -210,7 +210,8 @@ int main(int argc, char *argv[])
         QStringLiteral("first-last"), kDefaultHostUids.describe());
     const QCommandLineOption diskReserveOpt(QStringLiteral("disk-reserve"),
         QStringLiteral("Refuse new workspaces when less than this is free on their disk, kept for the history "
-                       "and the workspaces already there (default 512M)."),
+                       "and the workspaces already there; the history keeps less output when its disk has less "
+                       "than half of it free (default 512M)."),
         QStringLiteral("size"), QStringLiteral("512M"));
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt,
         budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt, listenOpt, plainOpt,
@@ -317,6 +318,9 @@ int main(int argc, char *argv[])
         }
         *target = qint64(*bytes);
     }
+    // Sandboxes are refused and stopped at the reserve; the history gives up its oldest output only
+    // at half of it, so that it never fills the disk itself.
+    historyOptions.keepFreeBytes = qint64(*diskReserve / 2);
     const bool outlive = !parser.isSet(endWithDaemonOpt);
     // What runs in sandboxes that outlived the last daemon is not "interrupted": it is taken over.
     historyOptions.liveSandboxes = Engine::liveSandboxes(paths::dataDir());

@@ -22,6 +22,7 @@
 #include <limits>
 #include <optional>
 #include <sys/stat.h>
+#include <utility>
 
 namespace airlock {
 
@@ -645,7 +646,10 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
         return failWith(s.error());
     // Over the budget: down to 90 % of it, a slice per batch (the batch's waiters wait for it),
     // unless new output outruns the slices by a tenth of the budget.
-    const qint64 budget = m_options.maxStoredOutputTotal;
+    // Held to less while its disk is short of room (then new output outruns the slices at once: a
+    // short disk is worth a longer commit).
+    const qint64 budget = budgetOnThisDisk();
+    const bool diskBound = budget < m_options.maxStoredOutputTotal;
     m_state.overBudget
         = m_state.totalStored > budget - budget / 10 && (m_state.overBudget || m_state.totalStored > budget);
     if (m_state.overBudget) {
@@ -660,11 +664,14 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
             return failWith(s.error());
         m_state.overBudget = more;
         if (report.executions)
-            logger()->info("history over its {}-byte budget: dropped the output of the {} oldest executions ({} bytes)",
-                budget, report.executions, report.freedBytes);
+            logger()->info("history over its {}-byte budget{}: dropped the output of the {} oldest executions ({} "
+                           "bytes)",
+                budget, diskBound ? " (its disk is short of room)" : "", report.executions, report.freedBytes);
     }
     if (Status s = sql::exec(db, "COMMIT", QStringLiteral("commit")); !s)
         return failWith(s.error());
+    if (std::exchange(m_disk.giveBackLog, false))
+        checkpointNow(); // the log's room is the disk's again
     return Ok{};
 }
 

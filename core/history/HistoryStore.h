@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,11 @@ public:
         // Room kept on the history's filesystem (a file beside it, allocated) and given up when the
         // disk is full, so that pruning, which writes too, still works; made again afterwards.
         qint64 reserveBytes = 32 * 1024 * 1024;
+        // Room the history leaves free on its filesystem, whatever its budget: when the disk has
+        // less, the history keeps less output (its oldest goes first, as over the budget) so that
+        // it never fills the disk itself. 0: only the budget counts. Not held back: the search
+        // index's own growth (FTS5 writes on deletion too), which the reserve is there for.
+        qint64 keepFreeBytes = 256 * 1024 * 1024;
         // Sandboxes that outlived the previous daemon: what runs in them is not marked
         // interrupted at open (the daemon that takes them over settles it).
         QStringList liveSandboxes = {};
@@ -71,6 +77,15 @@ public:
     // Ok while the store writes; the write error while it cannot. The daemon refuses new sandboxes
     // and executions then (fail closed) and the writer keeps retrying until the disk heals.
     Status writable() const;
+
+    // Set while the disk holding the history has less free than keepFreeBytes: the output it keeps
+    // is then held to keptBytes (under the budget), and a person should hear why.
+    struct DiskFloor {
+        qint64 freeBytes = 0;
+        qint64 keepFreeBytes = 0;
+        qint64 keptBytes = 0;
+    };
+    std::optional<DiskFloor> diskFloor() const;
 
     struct Prune {
         std::optional<qint64> keepBytes; // output to keep at most (default: the budget)
@@ -164,6 +179,9 @@ private:
         std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more);
     // A checkpoint that never waits for readers (what they hold is checkpointed later).
     void checkpointNow();
+    // The output the history may keep now: the budget, or less while its disk is short of
+    // keepFreeBytes (looked at once a second, every batch when near it). Writer thread.
+    qint64 budgetOnThisDisk();
     qint64 headBudget() const { return m_options.maxStoredOutputPerExec / 2; }
     qint64 tailBudget() const { return m_options.maxStoredOutputPerExec - headBudget(); }
 
@@ -172,6 +190,13 @@ private:
     std::unique_ptr<Statements> m_sql;
     WriterState m_state; // writer thread only
     std::unique_ptr<UpkeepJob> m_activeJob; // writer thread only
+    struct DiskWatch { // writer thread only
+        qint64 cap = std::numeric_limits<qint64>::max(); // what the disk lets the history keep
+        qint64 lowestFree = 0; // the least free seen while short: only a new shortfall lowers cap
+        bool near = false; // under twice keepFreeBytes free: looked at every batch, not once a second
+        bool giveBackLog = false; // newly short: the write-ahead log is cut back after the commit
+        std::chrono::steady_clock::time_point lastLook{};
+    } m_disk;
     std::thread m_thread;
 
     mutable std::mutex m_mutex; // guards everything below
@@ -190,6 +215,7 @@ private:
     bool m_stopping = false;
     bool m_failed = false;
     Error m_writeError;
+    std::optional<DiskFloor> m_diskFloor;
 };
 
 } // namespace airlock

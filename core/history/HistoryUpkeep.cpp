@@ -13,6 +13,7 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <future>
 #include <limits>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace airlock {
@@ -126,6 +128,50 @@ bool HistoryStore::keepReserve() const
     if (!kept)
         ::unlink(path.constData());
     return kept;
+}
+
+qint64 HistoryStore::budgetOnThisDisk()
+{
+    constexpr qint64 kNoCap = std::numeric_limits<qint64>::max();
+    const qint64 budget = m_options.maxStoredOutputTotal, keep = m_options.keepFreeBytes;
+    const auto now = std::chrono::steady_clock::now();
+    if (keep <= 0 || (!m_disk.near && now - m_disk.lastLook < std::chrono::seconds(1)))
+        return std::min(budget, m_disk.cap);
+    m_disk.lastLook = now;
+    struct statvfs fs { };
+    if (::statvfs(QFile::encodeName(QFileInfo(m_options.path).absolutePath()).constData(), &fs) != 0)
+        return std::min(budget, m_disk.cap);
+    const qint64 free = qint64(fs.f_bavail) * qint64(fs.f_frsize);
+    m_disk.near = free < 2 * keep;
+    if (free >= keep + keep / 4) { // room again, and a margin: the budget alone counts
+        if (m_disk.cap != kNoCap)
+            logger()->info("history: its disk has room again ({} bytes free); its budget alone counts", free);
+        m_disk.cap = kNoCap;
+    } else if (free < (m_disk.cap == kNoCap ? keep : m_disk.lowestFree)) {
+        // Short by what the disk lost since it was last short (freed pages stay in the file for
+        // the history's next writes, so the disk does not show them: never count a shortfall twice).
+        const qint64 shortfall = (m_disk.cap == kNoCap ? keep : m_disk.lowestFree) - free;
+        m_disk.cap = std::max<qint64>(0, std::min(m_disk.cap, m_state.totalStored) - shortfall);
+        m_disk.lowestFree = free;
+        m_disk.giveBackLog = true;
+        logger()->warn("history: its disk has {} bytes free, under the {} it leaves free: it keeps at most {} bytes "
+                       "of output (its oldest goes first)",
+            free, keep, m_disk.cap);
+    }
+    std::optional<DiskFloor> floor;
+    if (m_disk.cap != kNoCap)
+        floor = DiskFloor{free, keep, std::min(budget, m_disk.cap)};
+    {
+        std::lock_guard lock(m_mutex);
+        m_diskFloor = floor;
+    }
+    return std::min(budget, m_disk.cap);
+}
+
+std::optional<HistoryStore::DiskFloor> HistoryStore::diskFloor() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_diskFloor;
 }
 
 void HistoryStore::prune(const Prune &request, std::function<void(Result<PruneReport>)> done, ProgressListener progress)

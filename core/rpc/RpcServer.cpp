@@ -8,6 +8,7 @@
 #include "engine/Engine.h"
 #include "history/HistoryStore.h"
 #include "log/Log.h"
+#include "model/Units.h"
 #include "policy/Policy.h"
 #include "rpc/AccessGate.h"
 #include "rpc/Connection.h"
@@ -305,8 +306,17 @@ QList<Method> RpcServer::connectionMethods()
                 info.insert(QStringLiteral("socket"), m_socketPath);
                 info.insert(QStringLiteral("socketActivated"), m_activated);
                 info.insert(QStringLiteral("clients"), sessionCount());
-                if (!m_notices.isEmpty())
-                    info.insert(QStringLiteral("notices"), QJsonArray::fromStringList(m_notices));
+                QStringList notices = m_notices;
+                if (const auto floor = m_history ? m_history->diskFloor() : std::nullopt)
+                    notices.append(QStringLiteral("the disk holding the history has %1 free, under the %2 it leaves "
+                                                  "free: it keeps %3 of output until there is room again (the oldest "
+                                                  "goes first); free space on that disk, or prune with 'airlockctl "
+                                                  "prune --keep SIZE'")
+                                       .arg(units::formatBytes(uint64_t(floor->freeBytes)),
+                                           units::formatBytes(uint64_t(floor->keepFreeBytes)),
+                                           units::formatBytes(uint64_t(floor->keptBytes))));
+                if (!notices.isEmpty())
+                    info.insert(QStringLiteral("notices"), QJsonArray::fromStringList(notices));
                 c.reply(info);
             }},
         // Every event, or one sandbox's (the only kind a token scoped to sandboxes may ask for).

@@ -419,7 +419,8 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
     TestDaemon daemon;
     const QString sized = QStringLiteral("cp-bench"), plain = QStringLiteral("cp-bench-plain");
     if (!daemon.start() || daemon.create({QStringLiteral("--name"), sized}) != sized
-        || daemon.create({QStringLiteral("--name"), plain, QStringLiteral("--disk"), QStringLiteral("none")}) != plain) {
+        || daemon.create({QStringLiteral("--name"), plain, QStringLiteral("--disk"), QStringLiteral("none")})
+            != plain) {
         std::fprintf(stderr, "airlock-bench --cp: cannot start airlockd or create the sandboxes\n");
         return 1;
     }
@@ -457,7 +458,8 @@ int benchCp(QList<Row> &rows, int rounds, bool quick)
                         QStringLiteral("rm"), QStringLiteral("-f"), QStringLiteral("big.bin")},
                 envp.get());
             const QString remote = way.sandbox + QStringLiteral(":big.bin");
-            way.up.append(spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, remote}, envp.get()));
+            way.up.append(
+                spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), src, remote}, envp.get()));
             way.down.append(
                 spawnMs({ctl, QStringLiteral("--no-autostart"), QStringLiteral("cp"), remote, dst}, envp.get()));
             if (QFileInfo(dst).size() != bytes) {

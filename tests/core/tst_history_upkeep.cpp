@@ -18,6 +18,7 @@
 
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -80,6 +81,7 @@ private Q_SLOTS:
         const QString path = dir.filePath(QStringLiteral("history.db"));
         HistoryStore::Options options{path};
         options.reserveBytes = reserve;
+        options.keepFreeBytes = 0; // only the budget counts: the history fills the disk
         options.retryIntervalMs = 20;
         auto store = HistoryStore::open(options);
         QVERIFY(store);
@@ -113,6 +115,61 @@ private Q_SLOTS:
         QCOMPARE(
             scalar(path, "SELECT count(*) FROM executions WHERE argv_json = '[\"echo\",\"after\"]'").toLongLong(), 1);
         QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
+    }
+
+    // The history never fills its disk itself (issue 19, item 8): however big its budget, when its
+    // disk has less than keepFreeBytes free it keeps less output, its oldest going first, and says
+    // so; writing goes on. (With keepFreeBytes 0, the test above fills this same disk.)
+    void theHistoryLeavesRoomOnItsDisk()
+    {
+        if (::geteuid() != 0)
+            QSKIP("a small filesystem of its own (tmpfs) needs root");
+        QTemporaryDir dir;
+        const QByteArray mountPoint = QFile::encodeName(dir.path());
+        QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=48m"), 0);
+        const auto unmount = qScopeGuard([&] { ::umount2(mountPoint.constData(), MNT_DETACH); });
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.reserveBytes = 2 * 1024 * 1024;
+        options.keepFreeBytes = 16 * 1024 * 1024;
+        options.retryIntervalMs = 20;
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        const auto freeBytes = [&] {
+            struct statvfs fs { };
+            return ::statvfs(mountPoint.constData(), &fs) == 0 ? qint64(fs.f_bavail) * qint64(fs.f_frsize) : -1;
+        };
+        // 100 MiB of output into a 48 MiB disk, against a 2 GiB budget.
+        constexpr uint32_t kExecs = 400;
+        qint64 leastFree = freeBytes();
+        for (uint32_t exec = 1; exec <= kExecs; ++exec) {
+            startExecution(**store, QStringLiteral("sb"), exec, {QStringLiteral("cat")});
+            (*store)->append(output(QStringLiteral("sb"), exec, 1, 0, QByteArray(256 * 1024, char('a' + exec % 26))));
+            exitExecution(**store, QStringLiteral("sb"), exec, 256 * 1024);
+            const Status flushed = (*store)->flush();
+            QVERIFY2(flushed,
+                qPrintable(
+                    flushed ? QString() : QStringLiteral("execution %1: %2").arg(exec).arg(flushed.error().message)));
+            leastFree = std::min(leastFree, freeBytes());
+            if (exec % 50 == 0) // the disk is looked at once a second
+                QTest::qWait(1100);
+        }
+        QVERIFY((*store)->writable());
+        // It stopped short of the disk: what it leaves free, less what a second of writing takes.
+        QVERIFY2(leastFree > 4 * 1024 * 1024, qPrintable(QStringLiteral("%1 bytes free at the least").arg(leastFree)));
+        const auto floor = (*store)->diskFloor();
+        QVERIFY(floor);
+        QCOMPARE(floor->keepFreeBytes, options.keepFreeBytes);
+        QVERIFY2(floor->keptBytes < 40 * 1024 * 1024, qPrintable(QString::number(floor->keptBytes)));
+        // The oldest output went; the newest is whole; every record stays.
+        QCOMPARE(scalar(path, "SELECT count(*) FROM executions").toLongLong(), qint64(kExecs));
+        QCOMPARE(
+            scalar(path, "SELECT stored_bytes || '/' || output_pruned FROM executions WHERE exec_id = 1").toByteArray(),
+            QByteArray("0/1"));
+        QCOMPARE(scalar(path, "SELECT stored_bytes FROM executions ORDER BY id DESC LIMIT 1").toLongLong(),
+            qint64(256 * 1024));
+        QCOMPARE(*HistoryReader(path).quickCheck(), QStringLiteral("ok"));
+        store->reset();
     }
 
     // Vacuum gives the space back a slice at a time between the writer's batches (issue 19, item
