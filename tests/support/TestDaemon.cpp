@@ -165,7 +165,9 @@ bool TestDaemon::start()
 {
     m_process.setProcessEnvironment(m_env);
     QStringList command = m_launcher
-        + QStringList{binDir() + QStringLiteral("/airlockd"), QStringLiteral("--socket"), socketPath()} + m_args;
+        + QStringList{m_program.isEmpty() ? binDir() + QStringLiteral("/airlockd") : m_program,
+            QStringLiteral("--socket"), socketPath()}
+        + m_args;
     if (!m_outlive)
         command.append(QStringLiteral("--sandboxes-end-with-daemon"));
     m_process.setProgram(command.constFirst());

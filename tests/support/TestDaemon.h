@@ -53,6 +53,8 @@ public:
     void setLauncher(QStringList prefix) { m_launcher = std::move(prefix); }
     // Sandboxes go on when the daemon stops or dies (airlockd's default); before start().
     void setSandboxesOutlive(bool outlive) { m_outlive = outlive; }
+    // Another airlockd binary than the build's (for example airlockd-other-version); before start().
+    void setProgram(QString path) { m_program = std::move(path); }
     bool start(); // waits until the socket accepts connections
     void stop(); // SIGTERM and wait; returns once the process is gone
     qint64 pid() const;
@@ -77,6 +79,7 @@ private:
     QTemporaryDir m_dir;
     QStringList m_args;
     QStringList m_launcher;
+    QString m_program;
     QProcessEnvironment m_env;
     QProcess m_process;
     bool m_outlive = false;
