@@ -64,6 +64,31 @@ protected:
         return r;
     }
     // Collects a running client's stdout until it holds marker (the event loop runs meanwhile).
+    // The remote host: the namespace pair, the cuttable path, its daemon listening on wss://, the
+    // pinned URL and a full token (for a suite's initTestCase, after its root check).
+    void startRemoteHost()
+    {
+        m_link = std::make_unique<NetnsPair>();
+        QByteArray out;
+        QVERIFY2(m_link->up(&out), out.constData());
+        m_local = m_link->local();
+        m_remote = m_link->remote();
+        m_other = m_link->other();
+        m_proxy = std::make_unique<CuttableProxy>(QHostAddress(m_remote), kWssPort);
+        m_daemon = std::make_unique<TestDaemon>(
+            QStringList{QStringLiteral("--listen"), QStringLiteral("%1:%2").arg(m_remote).arg(kWssPort),
+                QStringLiteral("--secret-store"), QStringLiteral("file"), QStringLiteral("--allow-host"),
+                QStringLiteral("127.0.0.1:%1").arg(m_proxy->port())});
+        m_daemon->setLauncher(m_link->launcher());
+        QVERIFY(m_daemon->start());
+        QFile cert(m_daemon->dataDir() + QStringLiteral("/tls/cert.pem"));
+        QVERIFY(cert.open(QIODevice::ReadOnly));
+        m_fingerprint = QString::fromLatin1(QSslCertificate(cert.readAll()).digest(QCryptographicHash::Sha256).toHex());
+        m_url = QStringLiteral("wss://%1:%2#sha256=%3").arg(m_remote).arg(kWssPort).arg(m_fingerprint);
+        m_token = newToken(QStringLiteral("laptop"));
+        QVERIFY(m_token.startsWith(QLatin1String("alk_")));
+    }
+
     static bool readUntil(QProcess &p, QByteArray &seen, const QByteArray &marker)
     {
         return waitFor(
