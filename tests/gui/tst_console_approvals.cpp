@@ -38,13 +38,7 @@ class TestConsoleApprovals final : public QObject {
         m_agents.push_back(std::move(p));
         return m_agents.back().get();
     }
-    qsizetype pending() const
-    {
-        return jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
-            .value(QStringLiteral("approvals"))
-            .toArray()
-            .size();
-    }
+    qsizetype pending() const { return pendingApprovals(*m_daemon).size(); }
     // The decision goes out on the event loop: wait with it running.
     static bool finishes(QProcess *p)
     {
@@ -277,8 +271,7 @@ private Q_SLOTS:
         QCOMPARE(card->failureText(),
             QStringLiteral("Your decision did not reach the daemon: an agent connection cannot decide approvals"));
         QCOMPARE(dock.cards().size(), 1);
-        QCOMPARE(
-            jsonObject(host.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().size(),
+        QCOMPARE(pendingApprovals(host).size(),
             1); // still waiting there
         agent.kill();
         agent.waitForFinished();

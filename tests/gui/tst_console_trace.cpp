@@ -91,9 +91,7 @@ private Q_SLOTS:
         QJsonArray pending;
         QVERIFY(QTest::qWaitFor(
             [&] {
-                pending = jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
-                              .value(QStringLiteral("approvals"))
-                              .toArray();
+                pending = pendingApprovals(*m_daemon);
                 return pending.size() == 1;
             },
             10000));

@@ -87,10 +87,7 @@ private Q_SLOTS:
         // A person's own command is not gated (the sandbox is the boundary).
         const CliResult mine = m_daemon->ctl(args("exec", "ap", "-n", "--", "sh", "-c", "printf mine"));
         QCOMPARE(mine.out, QByteArray("mine"));
-        QVERIFY(jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
-                    .value(QStringLiteral("approvals"))
-                    .toArray()
-                    .isEmpty());
+        QVERIFY(pendingApprovals(*m_daemon).isEmpty());
     }
 
     void anApprovalIsForThatRequestOnly()
@@ -408,14 +405,7 @@ private Q_SLOTS:
         // The requester goes away: its request goes with it (nothing is left to approve).
         waiting->kill();
         waiting->waitForFinished();
-        QVERIFY(waitFor(
-            [&] {
-                return jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
-                    .value(QStringLiteral("approvals"))
-                    .toArray()
-                    .isEmpty();
-            },
-            5000));
+        QVERIFY(waitFor([&] { return pendingApprovals(*m_daemon).isEmpty(); }, 5000));
     }
 
     // What the agent tried and did not get is a row of the history with its agent, as what it
@@ -611,8 +601,7 @@ private Q_SLOTS:
             QByteArray(
                 "airlockctl: SIGTERM while the command waited to start: its request is withdrawn, nothing ran\n"));
         // Gone from the person's list well before the 3 s timeout would have taken it.
-        const QJsonArray pending
-            = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+        const QJsonArray pending = pendingApprovals(*m_daemon);
         QVERIFY2(pending.isEmpty(), QJsonDocument(pending).toJson().constData());
         QVERIFY2(t.elapsed() < 2000, qPrintable(QString::number(t.elapsed())));
         QVERIFY(m_daemon->ctl(args("approve", request.value(QStringLiteral("id")).toString())).exitCode

@@ -226,11 +226,7 @@ private Q_SLOTS:
         // A second card would wait out the 3 s approval timeout and fail the build.
         QVERIFY(p->waitForFinished(60000));
         QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
-        QCOMPARE(jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
-                     .value(QStringLiteral("approvals"))
-                     .toArray()
-                     .size(),
-            0);
+        QCOMPARE(pendingApprovals(*m_daemon).size(), 0);
         const QList<QJsonObject> all = programs().mid(before);
         qsizetype compilers = 0;
         for (const QJsonObject &e : all) {
@@ -259,14 +255,7 @@ private Q_SLOTS:
         const CliResult killed
             = m_daemon->ctl(args("exec", m_sb, "-n", "--", "sh", "-c", "kill -9 $(cat /workspace/waiting)"));
         QVERIFY2(killed.exitCode == 0, qPrintable(killed.describe()));
-        QVERIFY(waitFor(
-            [&] {
-                return jsonObject(m_daemon->ctl(args("approvals", "--json")).out)
-                    .value(QStringLiteral("approvals"))
-                    .toArray()
-                    .isEmpty();
-            },
-            5000));
+        QVERIFY(waitFor([&] { return pendingApprovals(*m_daemon).isEmpty(); }, 5000));
         QVERIFY2(t.elapsed() < 1500, qPrintable(QString::number(t.elapsed()))); // the timeout is 3 s, the sleep 2
         QVERIFY(p->state() != QProcess::NotRunning); // its command sleeps on
         // Recorded as the daemon's decision, not a person's, and as not having run.
@@ -439,8 +428,7 @@ private Q_SLOTS:
         QVERIFY(p.waitForFinished(20000));
         QCOMPARE(p.exitCode(), 1);
         QVERIFY2(p.readAllStandardError().contains("interrupted"), "the client did not say how it ended");
-        QVERIFY(
-            jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
+        QVERIFY(pendingApprovals(d).isEmpty());
         auto db = sql::open(d.dataDir() + QStringLiteral("/history.db"), true);
         QVERIFY(db);
         sql::Stmt st(db->get(),

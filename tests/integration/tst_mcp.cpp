@@ -29,8 +29,7 @@ class TestMcp final : public QObject {
     // or "ignored" (left to time out).
     void answerApprovals()
     {
-        const QJsonArray waiting
-            = jsonObject(m_daemon->ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+        const QJsonArray waiting = pendingApprovals(*m_daemon);
         for (const QJsonValue &v : waiting) {
             const QJsonObject r = v.toObject();
             const QString id = r.value(QStringLiteral("id")).toString();

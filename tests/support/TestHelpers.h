@@ -68,8 +68,6 @@ inline QJsonObject sandboxInfo(const TestDaemon &d, const QString &sandbox)
     return jsonObject(d.ctl(args("info", "--json", sandbox)).out);
 }
 
-// The oldest request waiting for a person (as `airlockctl approvals --json` lists it, nonce
-// included), once there is one; empty after timeoutMs.
 // The payloads of the events of one kind the daemon has stored, by sandbox, in order.
 inline QList<QJsonObject> storedEvents(const TestDaemon &d, const QString &kind)
 {
@@ -84,16 +82,19 @@ inline QList<QJsonObject> storedEvents(const TestDaemon &d, const QString &kind)
     return out;
 }
 
+// What waits for a person now, as `airlockctl approvals --json` lists it (nonces included).
+inline QJsonArray pendingApprovals(const TestDaemon &d)
+{
+    return jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray();
+}
+
+// The oldest request waiting for a person, once there is one; empty after timeoutMs.
 inline QJsonObject waitForApproval(const TestDaemon &d, int timeoutMs = 10000)
 {
     QJsonObject found;
     waitFor(
         [&] {
-            found = jsonObject(d.ctl(args("approvals", "--json")).out)
-                        .value(QStringLiteral("approvals"))
-                        .toArray()
-                        .first()
-                        .toObject();
+            found = pendingApprovals(d).first().toObject();
             return !found.isEmpty();
         },
         timeoutMs);
