@@ -7,11 +7,16 @@
 
 namespace airlock::guest {
 
+inline int64_t toMs(const timespec &ts)
+{
+    return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 inline int64_t monotonicMs()
 {
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+    return toMs(now);
 }
 
 inline uint64_t unixTimeNs()

@@ -154,6 +154,7 @@ void Guest::finish(Execution &e, int status, const rusage &ru)
                              .u64(toUs(ru.ru_utime))
                              .u64(toUs(ru.ru_stime))
                              .u64(static_cast<uint64_t>(ru.ru_maxrss))
+                             .u8(e.timedOut ? wire::ExitTimedOut : 0)
                              .take();
     if (connected())
         m_out.pushCopy(exited);
@@ -186,6 +187,25 @@ void Guest::killExecution(Execution &e)
     }
     startSweep();
     sweepStrays();
+}
+
+int Guest::killOverdue()
+{
+    const int64_t now = monotonicMs();
+    int64_t next = -1;
+    for (auto &[id, e] : m_execs) {
+        // Killed already (by the daemon: its reason stands), or its command ended on its own.
+        if (e.deadlineMs == 0 || e.killed || e.ended)
+            continue;
+        if (now < e.deadlineMs) {
+            next = next < 0 ? e.deadlineMs - now : std::min(next, e.deadlineMs - now);
+            continue;
+        }
+        logv("execution %u is past its deadline%s", id, connected() ? " and the daemon did not kill it" : "");
+        e.timedOut = true;
+        killExecution(e);
+    }
+    return next < 0 ? -1 : static_cast<int>(std::min<int64_t>(next, 24 * 3600 * 1000));
 }
 
 void Guest::startSweep()

@@ -121,6 +121,7 @@ void Guest::run()
     for (;;) {
         if (m_lost)
             dropConnection();
+        const int untilDeadline = killOverdue();
         fds.clear();
         slots.clear();
         short sockEvents = m_out.empty() ? 0 : POLLOUT;
@@ -161,7 +162,9 @@ void Guest::run()
 
         const bool sweeping
             = m_sweeping || std::any_of(m_execs.begin(), m_execs.end(), [](const auto &e) { return e.second.ended; });
-        if (poll(fds.data(), fds.size(), sweeping ? kSweepIntervalMs : -1) < 0) {
+        const int waitMs
+            = sweeping && (untilDeadline < 0 || untilDeadline > kSweepIntervalMs) ? kSweepIntervalMs : untilDeadline;
+        if (poll(fds.data(), fds.size(), waitMs) < 0) {
             if (errno == EINTR)
                 continue;
             fatalExit(m_sock, std::string("poll failed: ") + std::strerror(errno), 1);
@@ -404,6 +407,7 @@ void Guest::handleFrame(wire::Type type, const char *payload, uint32_t len)
         req.cpuSeconds = r.u64();
         req.fileSizeBytes = r.u64();
         req.openFiles = r.u64();
+        req.timeoutMs = r.u64();
         const std::string_view cwd = r.str();
         if (hasNul(cwd))
             protocolViolation("NUL byte in Spawn cwd");
@@ -507,6 +511,9 @@ void Guest::handleSpawn(const SpawnRequest &req)
     e.shepherd = res.process.shepherd;
     e.exitFd = res.process.exitFd;
     e.start = res.process.start;
+    if (req.timeoutMs > 0) // (bounded, so that no sum overflows)
+        e.deadlineMs = toMs(e.start) + static_cast<int64_t>(std::min<uint64_t>(req.timeoutMs, uint64_t(1) << 50))
+            + wire::kDeadlineGraceMs;
     m_shepherds.insert(e.shepherd);
     if (res.process.ptyFd >= 0) {
         e.tty = true;

@@ -67,6 +67,10 @@ private:
         size_t stdinOff = 0;
         bool stdinEof = false; // close the pipe once stdinBuf is written
         timespec start{};
+        // monotonicMs() past which the guest kills it (wire::kDeadlineGraceMs after its timeout);
+        // 0: none. timedOut: it did (the Exited frame says so).
+        int64_t deadlineMs = 0;
+        bool timedOut = false;
     };
 
     // ---- daemon socket ----
@@ -109,6 +113,9 @@ private:
     // a round finds none.
     void sweepStrays();
     void startSweep();
+    // Kills every execution past its deadline that nothing killed before (killExecution), connected
+    // or not; returns how long poll() may wait until the next deadline (-1: none).
+    int killOverdue();
     void killAll();
     void acceptEgress();
     size_t pendingStdinBytes() const;

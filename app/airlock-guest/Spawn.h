@@ -19,6 +19,7 @@ struct SpawnRequest {
     uint64_t cpuSeconds = 0;
     uint64_t fileSizeBytes = 0;
     uint64_t openFiles = 0;
+    uint64_t timeoutMs = 0; // 0 = none; the Guest enforces it, not spawnProcess()
     std::string cwd; // empty = inherit the guest's working directory
     std::vector<std::string> argv; // non-empty
     std::vector<std::string> env;

@@ -115,6 +115,7 @@ void GuestChannel::sendSpawn(const SpawnRequest &r)
         .u64(r.cpuSeconds)
         .u64(r.fileSizeBytes)
         .u64(r.openFiles)
+        .u64(r.timeoutMs)
         .str(r.cwd.toStdString())
         .u32(static_cast<uint32_t>(r.argv.size()));
     for (const QString &a : r.argv)
@@ -419,6 +420,7 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
         e.userUs = r.u64();
         e.systemUs = r.u64();
         e.maxRssKb = r.u64();
+        const uint8_t flags = r.u8();
         if (!complete("exited") || !known(e.execId, "exited"))
             return false;
         if (how > wire::ExitedBySignal || (how == wire::ExitedBySignal && (e.code < 1 || e.code > 64))
@@ -426,7 +428,12 @@ bool GuestChannel::dispatch(wire::Type type, const char *payload, uint32_t size)
             violate(QStringLiteral("exited frame with impossible status (%1, %2)").arg(how).arg(e.code));
             return false;
         }
+        if (flags & ~wire::ExitTimedOut) {
+            violate(QStringLiteral("exited frame with unknown flags 0x%1").arg(int(flags), 2, 16, QLatin1Char('0')));
+            return false;
+        }
         e.signaled = how == wire::ExitedBySignal;
+        e.timedOut = flags & wire::ExitTimedOut;
         setKnownExec(e.execId, false);
         Q_EMIT execExited(e);
         return true;

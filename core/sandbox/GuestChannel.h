@@ -25,6 +25,7 @@ struct GuestExit {
     uint64_t userUs = 0;
     uint64_t systemUs = 0;
     uint64_t maxRssKb = 0;
+    bool timedOut = false; // the guest killed it at its deadline (wire::ExitTimedOut)
 };
 
 struct SpawnRequest {
@@ -37,6 +38,7 @@ struct SpawnRequest {
     bool judged = false; // every program it starts stops for the exec check
     uint16_t rows = 0, cols = 0;
     uint64_t cpuSeconds = 0, fileSizeBytes = 0, openFiles = 0;
+    uint64_t timeoutMs = 0; // 0 = none; the guest kills at it only if the daemon does not
 };
 
 // What a guest said about one execution when a daemon took its sandbox over (wire::Resumed).

@@ -16,7 +16,7 @@
 
 namespace airlock::wire {
 
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr uint32_t kHeaderSize = 5;
 inline constexpr uint32_t kMaxPayload = 1024 * 1024; // hard limit in both directions
 inline constexpr uint32_t kMaxOutputChunk = 256 * 1024; // guest never sends more output per frame
@@ -37,11 +37,17 @@ inline constexpr uint64_t kRetainedOutputLimit = 16 * 1024 * 1024;
 // Executions that ended with no daemon to hear it (or before it stored their exit): kept for the
 // next daemon, at most this many (the oldest is forgotten first: that daemon calls it interrupted).
 inline constexpr uint32_t kMaxFinishedKept = 1024;
+// How long after an execution's deadline (Spawn's timeoutMs, from the guest's spawn) the guest kills
+// it itself. The daemon's timer runs from before the Spawn and kills at the deadline; the guest's
+// comes later, so a daemon that is there and answering is the one that kills (its timing, its
+// reason), and the guest's is what holds while no daemon is, or while one is connected but stalled.
+inline constexpr uint32_t kDeadlineGraceMs = 1000;
 
 enum class Type : uint8_t {
     // daemon -> guest
     Spawn = 0x01, // u32 execId, u8 flags, u16 rows, u16 cols, u64 cpuSeconds, u64 fileSizeBytes,
-    // u64 openFiles (0 = unset), str cwd, u32 argc, str argv[argc], u32 envc, str env[envc]
+    // u64 openFiles (0 = unset), u64 timeoutMs (0 = none; see kDeadlineGraceMs), str cwd, u32 argc,
+    // str argv[argc], u32 envc, str env[envc]
     Stdin = 0x02, // u32 execId, bytes data (empty = close stdin)
     Signal = 0x03, // u32 execId, i32 signo (SIGKILL: to every process of the execution, the
     // background it started included; others: to its process group)
@@ -65,7 +71,7 @@ enum class Type : uint8_t {
     Started = 0x82, // u32 execId, i32 pid (inside the sandbox)
     Output = 0x83, // u32 execId, u8 stream (1 stdout, 2 stderr), u64 unixTimeNs, bytes data
     Exited = 0x84, // u32 execId, u8 how (0 exited, 1 signaled), i32 code, u64 durationUs,
-    // u64 userUs, u64 systemUs, u64 maxRssKb
+    // u64 userUs, u64 systemUs, u64 maxRssKb, u8 flags (ExitFlags)
     SpawnFailed = 0x85, // u32 execId, i32 errnum, str message
     Fatal = 0x86, // str message: the guest could not set up the boundary and is exiting
     StdinConsumed = 0x87, // u32 execId, u32 bytes: stdin written to the process (or discarded);
@@ -94,6 +100,9 @@ enum ResumeState : uint8_t { ResumeRunning = 0, ResumeFinished = 1, ResumeUnknow
 enum SpawnFlags : uint8_t { SpawnTty = 0x01, SpawnStdin = 0x02, SpawnJudged = 0x04 };
 enum Stream : uint8_t { StreamStdout = 1, StreamStderr = 2 };
 enum ExitHow : uint8_t { ExitedNormally = 0, ExitedBySignal = 1 };
+// ExitTimedOut: the guest killed the execution itself, at its deadline (Spawn's timeoutMs) plus
+// kDeadlineGraceMs, no daemon having killed it before (it was away, or did not act in time).
+enum ExitFlags : uint8_t { ExitTimedOut = 0x01 };
 
 // ---- encoding ----
 class Writer {

@@ -372,6 +372,7 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     const std::optional<uint64_t> timeout = request.timeoutMs ? request.timeoutMs : limits.wallMs;
     if (timeout)
         startTimeout(id, qint64(*timeout));
+    spawn.timeoutMs = timeout.value_or(0); // the guest's, for when this daemon is not there to kill
     m_channel->setKnownExec(id, true);
     m_channel->sendSpawn(spawn);
 
@@ -565,6 +566,10 @@ void Sandbox::onExited(const GuestExit &x)
     auto it = m_execs.find(x.execId);
     if (it == m_execs.end())
         return;
+    // Killed by the guest at its deadline: while no daemon was there (the exit is replayed to the
+    // one that took over), or with this one too late. A reason this daemon gave first stands.
+    if (x.timedOut && it->killReason.isEmpty())
+        it->killReason = QStringLiteral("timeout");
     QString status;
     if (it->killReason == QLatin1String("timeout"))
         status = QStringLiteral("timed_out");

@@ -129,18 +129,19 @@ private:
     bool m_eof = false;
 };
 
-inline std::string spawnFrame(uint32_t id, const std::vector<std::string> &argv, uint8_t flags = 0)
+inline std::string spawnFrame(
+    uint32_t id, const std::vector<std::string> &argv, uint8_t flags = 0, uint64_t timeoutMs = 0)
 {
     wire::Writer w(wire::Type::Spawn);
-    w.u32(id).u8(flags).u16(24).u16(80).u64(0).u64(0).u64(0).str("").u32(uint32_t(argv.size()));
+    w.u32(id).u8(flags).u16(24).u16(80).u64(0).u64(0).u64(0).u64(timeoutMs).str("").u32(uint32_t(argv.size()));
     for (const std::string &a : argv)
         w.str(a);
     w.u32(1).str("PATH=/usr/bin:/bin");
     return w.take();
 }
-inline std::string shell(uint32_t id, const std::string &script, uint8_t flags = 0)
+inline std::string shell(uint32_t id, const std::string &script, uint8_t flags = 0, uint64_t timeoutMs = 0)
 {
-    return spawnFrame(id, {"/bin/sh", "-c", script}, flags);
+    return spawnFrame(id, {"/bin/sh", "-c", script}, flags, timeoutMs);
 }
 inline std::string stdinFrame(uint32_t id, std::string_view data)
 {
@@ -166,7 +167,8 @@ std::string resumeFrame(const std::string &token, const std::vector<Asked> &aske
     return w.take();
 }
 
-// "exited 7", "signal 9", or what came instead of an Exited frame for `execId`.
+// "exited 7", "signal 9", "signal 9, timed out" (the guest killed it at its deadline), or what came
+// instead of an Exited frame for `execId`.
 inline QString describeExit(const std::optional<Frame> &f, uint32_t execId)
 {
     if (!f)
@@ -177,11 +179,16 @@ inline QString describeExit(const std::optional<Frame> &f, uint32_t execId)
     const uint32_t id = r.u32();
     const uint8_t how = r.u8();
     const int32_t code = r.i32();
+    r.u64(), r.u64(), r.u64(), r.u64();
+    const uint8_t flags = r.u8();
     if (id != execId)
         return QStringLiteral("Exited of execution %1").arg(id);
-    return QStringLiteral("%1 %2")
+    if (r.failed() || !r.atEnd())
+        return QStringLiteral("a malformed Exited frame");
+    return QStringLiteral("%1 %2%3")
         .arg(how == wire::ExitedBySignal ? QStringLiteral("signal") : QStringLiteral("exited"))
-        .arg(code);
+        .arg(code)
+        .arg(flags & wire::ExitTimedOut ? QStringLiteral(", timed out") : QString());
 }
 
 // A Resumed frame as "1 running PID, 3 unknown 0" ("1 running PID from 12,0" when a replay

@@ -61,6 +61,7 @@ private Q_SLOTS:
         r.env = {QStringLiteral("A=1")};
         r.tty = true;
         r.openFiles = 64;
+        r.timeoutMs = 2500;
         m_channel->sendSpawn(r);
         char buf[4096];
         const ssize_t n = ::read(m_guest, buf, sizeof buf);
@@ -74,6 +75,7 @@ private Q_SLOTS:
         QCOMPARE(rd.u8(), uint8_t(wire::SpawnTty));
         rd.u16(), rd.u16(), rd.u64(), rd.u64();
         QCOMPARE(rd.u64(), 64u);
+        QCOMPARE(rd.u64(), 2500u);
         QCOMPARE(rd.str(), std::string_view("/workspace"));
         QCOMPARE(rd.u32(), 3u);
         QCOMPARE(rd.str(), std::string_view("printf"));
@@ -111,6 +113,7 @@ private Q_SLOTS:
         QTest::newRow("a tool call above its limit") << 10 << "tool call of 262145 bytes exceeds 262144";
         QTest::newRow("a tool call id reused while in flight") << 11 << "tool call 4 reused an id";
         QTest::newRow("more tool calls in flight than allowed") << 12 << "exceeded 16 in flight";
+        QTest::newRow("an exit with a flag no guest sets") << 13 << "unknown flags 0x02";
     }
     void violations()
     {
@@ -141,7 +144,7 @@ private Q_SLOTS:
             hello();
             break;
         case 6:
-            put(wire::Writer(wire::Type::Exited).u32(1).u8(1).i32(999).u64(0).u64(0).u64(0).u64(0).take());
+            put(wire::Writer(wire::Type::Exited).u32(1).u8(1).i32(999).u64(0).u64(0).u64(0).u64(0).u8(0).take());
             break;
         case 7:
             put(wire::Writer(wire::Type::Output).u32(1).u8(9).u64(0).bytes("x").take());
@@ -169,9 +172,31 @@ private Q_SLOTS:
             for (uint32_t id = 1; id <= wire::kMaxToolCalls + 1; ++id)
                 put(wire::Writer(wire::Type::ToolCall).u32(id).bytes("{}").take());
             break;
+        case 13:
+            put(wire::Writer(wire::Type::Exited).u32(1).u8(1).i32(9).u64(0).u64(0).u64(0).u64(0).u8(2).take());
+            break;
         }
         const QString why = violation();
         QVERIFY2(why.contains(reason), qPrintable(why));
+    }
+
+    void anExitSaysWhetherTheGuestKilledItAtItsDeadline()
+    {
+        hello();
+        m_channel->setKnownExec(1, true);
+        m_channel->setKnownExec(2, true);
+        QList<GuestExit> exits;
+        connect(m_channel, &GuestChannel::execExited, this, [&](const GuestExit &x) { exits.append(x); });
+        const auto exited = [](uint32_t id, uint8_t flags) {
+            return wire::Writer(wire::Type::Exited).u32(id).u8(1).i32(9).u64(0).u64(0).u64(0).u64(0).u8(flags).take();
+        };
+        put(exited(1, wire::ExitTimedOut));
+        put(exited(2, 0));
+        QVERIFY(QTest::qWaitFor([&] { return exits.size() == 2; }, 2000));
+        QCOMPARE(exits.at(0).execId, 1u);
+        QVERIFY(exits.at(0).timedOut && exits.at(0).signaled);
+        QCOMPARE(exits.at(1).execId, 2u);
+        QVERIFY(!exits.at(1).timedOut);
     }
 
     void toolCallsAreAnsweredOnceEach()

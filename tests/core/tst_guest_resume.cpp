@@ -348,6 +348,59 @@ private Q_SLOTS:
         QVERIFY2(!m_link.next(200), "a frame after the exit");
     }
 
+    // With no daemon to kill it, the guest kills an execution at its deadline (its timeout plus
+    // wire::kDeadlineGraceMs), all of it, and the next daemon hears that it was its timeout. One
+    // without a timeout goes on.
+    void aDeadlineHoldsWhileNoDaemonIsConnected()
+    {
+        startGuest(true);
+        QElapsedTimer clock;
+        clock.start();
+        const pid_t pid = spawn(shell(1, "sleep 60 & echo $!; exec sleep 60", 0, 300));
+        QVERIFY(pid > 0);
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return out.find('\n') != std::string::npos; }));
+        const pid_t background = pid_t(std::stoi(out));
+        QVERIFY(background > 0 && !processGone(background));
+        const pid_t untimed = spawn(shell(2, "exec sleep 60"));
+        QVERIFY(untimed > 0);
+
+        m_link.reset();
+        QVERIFY2(test::waitFor([&] { return processGone(pid) && processGone(background); }, 5000),
+            "the execution outlived its deadline");
+        QVERIFY2(clock.elapsed() >= 300 + wire::kDeadlineGraceMs - 50, "killed before its deadline");
+        QVERIFY(!processGone(untimed));
+
+        QCOMPARE(resume({{1, out.size(), 0}, {2, 0, 0}}),
+            QStringLiteral("1 finished %1 from %2,0, 2 running %3").arg(pid).arg(out.size()).arg(untimed));
+        QCOMPARE(nextExit(1), QStringLiteral("signal 9, timed out"));
+        QVERIFY2(!m_link.next(200), "a frame after the exit");
+        QVERIFY(!processGone(untimed));
+    }
+
+    // A daemon that is there kills at the deadline itself (the guest waits kDeadlineGraceMs
+    // longer, so its kill reason stands); one that does not, stalled or slow, is not waited for.
+    void aConnectedDaemonKillsFirstAndAStalledOneIsNotWaitedFor()
+    {
+        startGuest(true);
+        const pid_t first = spawn(shell(1, "exec sleep 60", 0, 200));
+        QVERIFY(first > 0);
+        QTest::qWait(200);
+        QVERIFY(m_link.send(wire::Writer(wire::Type::Signal).u32(1).i32(SIGKILL).take()));
+        QCOMPARE(nextExit(1), QStringLiteral("signal 9"));
+
+        QElapsedTimer clock;
+        clock.start();
+        const pid_t second = spawn(shell(2, "exec sleep 60", 0, 200));
+        QVERIFY(second > 0);
+        QCOMPARE(nextExit(2), QStringLiteral("signal 9, timed out"));
+        QVERIFY2(clock.elapsed() >= 200 + wire::kDeadlineGraceMs - 50, "killed before the daemon's grace");
+        QVERIFY(processGone(second));
+        // One that ends before its deadline is not said to have timed out.
+        QVERIFY(spawn(shell(3, "exit 4", 0, 60000)) > 0);
+        QCOMPARE(nextExit(3), QStringLiteral("exited 4"));
+    }
+
     void outputPastTheLimitWithNoDaemonIsAGapOfExactlyWhatWasLost()
     {
         startGuest(true);

@@ -7,6 +7,7 @@
 #include "TestHelpers.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -191,6 +192,91 @@ private Q_SLOTS:
         const CliResult again = execIn(d, sb, args("sh", "-c", "echo $HTTPS_PROXY"));
         QCOMPARE(again.exitCode, 0);
         QCOMPARE(again.out, QByteArray("http://127.0.0.1:3128\n"));
+    }
+
+    // A timeout holds while no daemon is there: the sandbox's guest kills the command at its
+    // deadline (a second after it, so that a daemon that is there is the one that kills), and the
+    // next daemon records it as the timeout it was. A command without one runs on.
+    void anExecutionsTimeoutHoldsWhileTheDaemonIsAway_data()
+    {
+        QTest::addColumn<bool>("killed");
+        QTest::newRow("a stopped daemon") << false;
+        QTest::newRow("a daemon killed with SIGKILL") << true;
+    }
+    void anExecutionsTimeoutHoldsWhileTheDaemonIsAway()
+    {
+        QFETCH(bool, killed);
+        TestDaemon d;
+        QString error;
+        const QString sb = startWithSandbox(d, {}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
+        // Each command's host pid, once the daemon has stored its start (a start it never stored is
+        // not the next daemon's to take over).
+        const auto started = [&](QProcess &ctl, const QByteArray &command, int execId) -> qint64 {
+            qint64 pid = 0;
+            waitFor(
+                [&] {
+                    QList<qint64> pids = pidsWithCommandLine(command);
+                    pids.removeAll(ctl.processId()); // the client's own command line names it too
+                    pid = pids.size() == 1 ? pids.front() : 0;
+                    return pid
+                        && !query(d,
+                            QStringLiteral("SELECT status FROM executions WHERE sandbox_id='%1' AND exec_id=%2")
+                                .arg(id)
+                                .arg(execId))
+                                .isEmpty();
+                },
+                10000);
+            return pid;
+        };
+        QProcess untimed;
+        untimed.setProcessEnvironment(d.environment());
+        untimed.start(
+            binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "exec", sb, "--", "sleep", "7432"));
+        const qint64 runsOn = started(untimed, "sleep 7432", 1);
+        QVERIFY(runsOn > 0);
+        QProcess timed;
+        timed.setProcessEnvironment(d.environment());
+        timed.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "exec", sb, "--timeout", "2s", "--", "sleep", "7431"));
+        QElapsedTimer clock;
+        clock.start();
+        const qint64 sleeper = started(timed, "sleep 7431", 2);
+        QVERIFY(sleeper > 0);
+        if (killed) {
+            QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+            QVERIFY(d.process().waitForFinished(5000));
+        } else {
+            d.stop();
+        }
+        QVERIFY2(clock.elapsed() < 2000, "the daemon went after the timeout");
+        QVERIFY(alive(sleeper));
+
+        // Gone at its deadline (2 s, and the guest's second), with no daemon there; the other goes on.
+        QVERIFY2(waitFor([&] { return !alive(sleeper); }, 6000), "the command outlived its timeout");
+        QVERIFY2(clock.elapsed() >= 2000, "killed before its timeout");
+        QVERIFY(alive(runsOn));
+        QVERIFY(d.process().state() == QProcess::NotRunning);
+
+        QVERIFY(d.start());
+        QVERIFY(timed.waitForFinished(20000));
+        QCOMPARE(timed.exitCode(), 124);
+        QCOMPARE(query(d,
+                     QStringLiteral("SELECT status || ' ' || json_extract(payload, '$.status') || ' ' || "
+                                    "json_extract(payload, '$.reason') FROM executions x JOIN events e ON "
+                                    "e.sandbox_id = x.sandbox_id AND e.exec_id = x.exec_id AND e.kind = 'exec.exited' "
+                                    "WHERE x.sandbox_id='%1' AND x.exec_id=2")
+                         .arg(id)),
+            QByteArray("timed_out timed_out timeout|"));
+        // The one without a timeout was taken over running, and still is.
+        QVERIFY(alive(runsOn));
+        QCOMPARE(query(d, QStringLiteral("SELECT status FROM executions WHERE sandbox_id='%1' AND exec_id=1").arg(id)),
+            QByteArray("running|"));
+        QVERIFY(untimed.state() == QProcess::Running);
+        QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
+        QVERIFY(untimed.waitForFinished(20000));
+        QVERIFY(!alive(runsOn));
     }
 
     void aSandboxThatEndedWhileTheDaemonWasAwayKeepsItsWorkspaceUntilRm()
