@@ -25,6 +25,14 @@ namespace airlock::guest {
 // An offset is the number of bytes read so far from that stream of that execution; the daemon
 // counts its Output frames the same way. Each stream is a run of pieces in offset order: bytes
 // read, or a gap where bytes were read with no daemon connected and did not fit.
+//
+// What holds while no daemon is connected: an execution's timeout, because the guest kills at its
+// deadline itself (Guest::killOverdue; the replayed Exited says so). Its output limit does not: the
+// guest is not told it, and what it keeps is bounded here anyway (kRetainedOutputLimit over all
+// executions, the rest a gap), so a command that writes on while the daemon is away runs on. The
+// next daemon applies the limit to the replay as if live: a command still running past it is
+// killed then (reason output_limit); one that ended meanwhile is recorded truncated, with its own
+// exit.
 class Retention {
 public:
     using Send = std::function<void(std::string frame)>;

@@ -114,7 +114,8 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
     put("cpuSeconds", effective.cpuSeconds, QStringLiteral("RLIMIT_CPU per process"));
     put("openFiles", effective.openFiles, QStringLiteral("RLIMIT_NOFILE"));
     put("fileSizeBytes", effective.fileSizeBytes, QStringLiteral("RLIMIT_FSIZE"));
-    put("wallMs", effective.wallMs, QStringLiteral("daemon timer per execution (SIGKILL)"));
+    put("wallMs", effective.wallMs,
+        QStringLiteral("daemon timer per execution (SIGKILL); the guest's while airlockd is away"));
     put("outputBytes", effective.outputBytes, QStringLiteral("daemon byte count per execution (SIGKILL)"));
     return o;
 }
