@@ -29,6 +29,7 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     , m_presetAbout(new QLabel)
     , m_allowAbout(new QLabel)
     , m_network(new QComboBox)
+    , m_isolation(new QComboBox)
     , m_allow(new QLineEdit)
     , m_mounts(new QLineEdit)
     , m_memoryMiB(new QSpinBox)
@@ -56,6 +57,10 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     m_network->addItem(tr("allowlist: only these hosts, through the proxy"), QStringLiteral("allowlist"));
     m_network->addItem(tr("FULL: the host network"), QStringLiteral("full"));
     m_network->setToolTip(tr("Fixed for the sandbox's life; the allowlist's hosts can change while it runs"));
+    m_isolation->addItem(tr("namespaces: bubblewrap on the host's kernel"), QStringLiteral("namespaces"));
+    m_isolation->addItem(tr("gVisor: a kernel in user space (needs runsc)"), QStringLiteral("gvisor"));
+    m_isolation->setToolTip(tr("What stands between the sandbox and the host's kernel. gVisor answers the sandbox's "
+                               "system calls itself: a kernel bug reachable from inside is not an escape"));
     m_allow->setPlaceholderText(tr("pypi.org:443, *.example.com, or a pasted URL"));
     m_allow->setToolTip(tr("Hosts the egress proxy lets through, in addition to the preset's"));
     m_mounts->setPlaceholderText(tr("HOST_DIR:SANDBOX_PATH[:rw], … (read-only unless :rw)"));
@@ -98,6 +103,7 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     form->addRow(tr("&Preset"), m_preset);
     form->addRow(QString(), m_presetAbout);
     form->addRow(tr("N&etwork"), m_network);
+    form->addRow(tr("&Isolation"), m_isolation);
     form->addRow(tr("&Allowed hosts"), m_allow);
     form->addRow(QString(), m_allowAbout);
     form->addRow(tr("Mo&unts"), m_mounts);
@@ -215,6 +221,7 @@ CreateSandboxRequest CreateSandboxDialog::request() const
 {
     CreateSandboxRequest request;
     request.name = m_name->text();
+    request.isolation = isolationFromName(m_isolation->currentData().toString()).value_or(Isolation::Namespaces);
     const QString network = m_network->currentData().toString();
     if (!network.isEmpty()) // otherwise the preset decides
         request.network = network == QLatin1String("full") ? NetworkMode::Full

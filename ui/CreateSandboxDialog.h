@@ -36,6 +36,7 @@ public:
     QLineEdit *nameEdit() const { return m_name; }
     QComboBox *presetBox() const { return m_preset; }
     QComboBox *networkBox() const { return m_network; }
+    QComboBox *isolationBox() const { return m_isolation; }
     QLineEdit *allowEdit() const { return m_allow; }
     QLineEdit *mountsEdit() const { return m_mounts; }
     QComboBox *hostBox() const { return m_host; }
@@ -59,6 +60,7 @@ private:
     QComboBox *m_preset;
     QLabel *m_presetAbout, *m_allowAbout;
     QComboBox *m_network;
+    QComboBox *m_isolation;
     QLineEdit *m_allow;
     QLineEdit *m_mounts;
     QSpinBox *m_memoryMiB;

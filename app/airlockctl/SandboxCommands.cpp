@@ -232,6 +232,7 @@ private:
                 << "\nsocket:      " << d.value(QStringLiteral("socket")).toString()
                 << "\nsandboxes:   " << d.value(QStringLiteral("sandboxes")).toInt()
                 << "\nbubblewrap:  " << caps.value(QStringLiteral("bwrap")).toString()
+                << "\ngVisor:      " << caps.value(QStringLiteral("runsc")).toString()
                 << "\nuser ns:     " << (caps.value(QStringLiteral("userNamespaces")).toBool() ? "yes" : "NO")
                 << "\nseccomp:     " << (caps.value(QStringLiteral("seccomp")).toBool() ? "yes" : "NO")
                 << "\nlandlock:    ABI " << caps.value(QStringLiteral("landlockAbi")).toInt()

@@ -21,8 +21,8 @@ Result<uint64_t> parseBytesOrNone(const QString &text)
 
 QList<QCommandLineOption> SpecOptions::list() const
 {
-    return {m_name, m_preset, m_policy, m_network, m_allow, m_mount, m_memory, m_tmp, m_disk, m_pids, m_cpus, m_cpu,
-        m_wall, m_files, m_fsize, m_output};
+    return {m_name, m_preset, m_policy, m_network, m_allow, m_isolation, m_mount, m_memory, m_tmp, m_disk, m_pids,
+        m_cpus, m_cpu, m_wall, m_files, m_fsize, m_output};
 }
 
 Result<CreateSandboxRequest> SpecOptions::read(const QCommandLineParser &parser) const
@@ -46,6 +46,7 @@ Result<CreateSandboxRequest> SpecOptions::read(const QCommandLineParser &parser)
     request.name = spec->name;
     request.mounts = spec->mounts;
     request.limits = spec->limits;
+    request.isolation = spec->isolation;
     if (parser.isSet(m_network)) // otherwise the policy decides
         request.network = spec->network;
     if (parser.isSet(m_allow)) {
@@ -122,6 +123,14 @@ Result<SandboxSpec> SpecOptions::readSpec(const QCommandLineParser &parser) cons
         else if (mode != QLatin1String("none"))
             return makeError(ErrorCode::InvalidArgument,
                 QStringLiteral("invalid --network '%1': expected none, allowlist or full").arg(mode));
+    }
+    if (parser.isSet(m_isolation)) {
+        const auto isolation = isolationFromName(parser.value(m_isolation));
+        if (!isolation)
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("invalid --isolation '%1': expected namespaces or gvisor")
+                    .arg(parser.value(m_isolation)));
+        spec.isolation = *isolation;
     }
     for (const QString &m : parser.values(m_mount)) {
         auto mount = parseMountArg(m);

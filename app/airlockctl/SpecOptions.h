@@ -8,8 +8,8 @@
 
 namespace airlock::cli {
 
-// The sandbox options `create` and `run` share: name, preset, policy file, network, mounts and
-// limits. Read into a sandbox.create request: the flags are the sandbox's own policy layer, on
+// The sandbox options `create` and `run` share: name, preset, policy file, network, isolation,
+// mounts and limits. Read into a sandbox.create request: the flags are the sandbox's own policy layer, on
 // top of --policy FILE, on top of the preset.
 class SpecOptions {
 public:
@@ -34,6 +34,10 @@ private:
         QStringLiteral("Let the sandbox reach HOST (example.com, *.example.com, with an optional :PORT) through "
                        "the egress proxy; implies --network allowlist. Repeatable."),
         QStringLiteral("host")};
+    QCommandLineOption m_isolation{QStringLiteral("isolation"),
+        QStringLiteral("What stands between the sandbox and the host's kernel: namespaces (default: bubblewrap, "
+                       "seccomp and Landlock) or gvisor (gVisor's kernel in user space; needs runsc)."),
+        QStringLiteral("kind")};
     QCommandLineOption m_mount{QStringLiteral("mount"),
         QStringLiteral("Bind HOST into the sandbox at PATH (read-only unless :rw)."),
         QStringLiteral("HOST:PATH[:ro|rw]")};

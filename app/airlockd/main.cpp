@@ -158,6 +158,9 @@ int main(int argc, char *argv[])
         QStringLiteral("The airlock-guest binary to run in sandboxes."), QStringLiteral("path"), defaultGuestPath());
     const QCommandLineOption bwrapOpt(QStringLiteral("bwrap"),
         QStringLiteral("Use this bubblewrap instead of the one in PATH."), QStringLiteral("path"));
+    const QCommandLineOption runscOpt(QStringLiteral("runsc"),
+        QStringLiteral("Use this runsc (gVisor, for --isolation gvisor) instead of the one in PATH."),
+        QStringLiteral("path"));
     const QCommandLineOption endWithDaemonOpt(QStringLiteral("sandboxes-end-with-daemon"),
         QStringLiteral("Sandboxes end when this daemon stops or dies (by default they go on, and "
                        "the next airlockd takes them over)."));
@@ -213,9 +216,9 @@ int main(int argc, char *argv[])
                        "and the workspaces already there; the history keeps less output when its disk has less "
                        "than half of it free (default 512M)."),
         QStringLiteral("size"), QStringLiteral("512M"));
-    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, endWithDaemonOpt, verboseOpt, outputCapOpt,
-        budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt, listenOpt, plainOpt,
-        allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
+    const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, runscOpt, endWithDaemonOpt, verboseOpt,
+        outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt, listenOpt,
+        plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -232,7 +235,7 @@ int main(int argc, char *argv[])
     auto logger = log::get("daemon");
     raiseFileLimit();
 
-    const HostCapabilities caps = HostCapabilities::probe(parser.value(bwrapOpt));
+    const HostCapabilities caps = HostCapabilities::probe(parser.value(bwrapOpt), parser.value(runscOpt));
     if (Status boundary = caps.checkBoundary(); !boundary)
         logger->warn("sandboxes cannot be created on this host: {}", boundary.error().message.toStdString());
 

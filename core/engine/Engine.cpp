@@ -271,6 +271,12 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
 {
     if (Status boundary = m_caps.checkBoundary(); !boundary)
         return done(boundary.error());
+    // Never another boundary than the one asked for (decision 6).
+    if (spec.isolation == Isolation::Gvisor)
+        return done(makeError(ErrorCode::BoundaryUnavailable,
+            m_caps.runscPath.isEmpty() ? m_caps.runscError
+                                       : QStringLiteral("--isolation gvisor is not in this airlockd yet; nothing was "
+                                                        "created (use --isolation namespaces)")));
     if (m_seccompProgram.isEmpty())
         return done(makeError(ErrorCode::BoundaryUnavailable, m_caps.seccompError));
     if (m_sandboxes.size() >= kMaxSandboxes)

@@ -102,6 +102,12 @@ QList<ToolSpec> build()
                         {QStringLiteral("enum"), QJsonArray{QStringLiteral("none"), QStringLiteral("allowlist")}},
                         {QStringLiteral("description"),
                             QStringLiteral("none (default) or allowlist: only hosts the person allowed.")}}},
+                {QStringLiteral("isolation"),
+                    QJsonObject{{QStringLiteral("type"), QStringLiteral("string")},
+                        {QStringLiteral("enum"), QJsonArray{QStringLiteral("namespaces"), QStringLiteral("gvisor")}},
+                        {QStringLiteral("description"),
+                            QStringLiteral("namespaces (default: bubblewrap on the host's kernel) or gvisor (gVisor's "
+                                           "kernel in user space, a stronger boundary where the host has runsc).")}}},
                 {QStringLiteral("allow"),
                     QJsonObject{{QStringLiteral("type"), QStringLiteral("array")}, {QStringLiteral("maxItems"), 64},
                         {QStringLiteral("items"), text(QStringLiteral("A host (pypi.org, *.github.com)"), 253)},

@@ -217,6 +217,8 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
     QJsonObject spec{{QStringLiteral("limits"), limits}};
     if (arguments.contains(QStringLiteral("name")))
         spec.insert(QStringLiteral("name"), arguments.value(QStringLiteral("name")));
+    if (arguments.contains(QStringLiteral("isolation"))) // a stronger boundary is the agent's to ask for
+        spec.insert(QStringLiteral("isolation"), arguments.value(QStringLiteral("isolation")));
     // The agent's own connection creates with the person's defaults only; a preset or hosts the
     // person gave this session go through a connection of theirs, for this and nothing else.
     DaemonClient *creator = m_client;
@@ -237,6 +239,7 @@ SandboxBackend::Cancel SandboxBackend::create(const QJsonObject &arguments, Call
     CreateSandboxRequest request;
     request.name = checked->name;
     request.limits = checked->limits;
+    request.isolation = checked->isolation;
     if (creator != m_client) {
         request.preset = m_options.preset;
         if (allowlist)

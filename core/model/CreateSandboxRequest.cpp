@@ -22,7 +22,7 @@ QJsonObject CreateSandboxRequest::toJson() const
 {
     // Only what was asked for: an absent field and its default are not the same to the daemon
     // (a network of its own overrides the policy's; an agent may not name one).
-    QJsonObject spec = SandboxSpec{name, network.value_or(NetworkMode::None), mounts, limits}.toJson();
+    QJsonObject spec = SandboxSpec{name, network.value_or(NetworkMode::None), mounts, limits, isolation}.toJson();
     if (!network)
         spec.remove(QStringLiteral("network"));
     if (mounts.isEmpty())
@@ -51,6 +51,7 @@ Result<CreateSandboxRequest> CreateSandboxRequest::fromJson(const QJsonObject &j
         request.network = spec->network;
     request.mounts = spec->mounts;
     request.limits = spec->limits;
+    request.isolation = spec->isolation;
     const QJsonValue policy = json.value(QStringLiteral("policy"));
     if (!policy.isUndefined() && !policy.isObject())
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("/policy: expected a policy object"));

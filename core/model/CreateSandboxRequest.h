@@ -21,6 +21,7 @@ struct CreateSandboxRequest {
     std::optional<NetworkMode> network; // unset: its policy decides
     QList<Mount> mounts;
     Limits limits;
+    Isolation isolation = Isolation::Namespaces;
     std::optional<QJsonObject> policy; // its own policy layer, over the preset
     QString preset; // empty: the person's defaults
 

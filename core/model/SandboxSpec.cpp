@@ -107,6 +107,20 @@ QString networkModeName(NetworkMode mode)
     return {};
 }
 
+QString isolationName(Isolation isolation)
+{
+    return isolation == Isolation::Gvisor ? QStringLiteral("gvisor") : QStringLiteral("namespaces");
+}
+
+std::optional<Isolation> isolationFromName(const QString &name)
+{
+    if (name == QLatin1String("namespaces"))
+        return Isolation::Namespaces;
+    if (name == QLatin1String("gvisor"))
+        return Isolation::Gvisor;
+    return std::nullopt;
+}
+
 Status validateSandboxName(const QString &name)
 {
     // Anchored at both ends ("$" alone would let a trailing newline through).
@@ -182,13 +196,15 @@ QJsonObject SandboxSpec::toJson() const
         {QStringLiteral("limits"), limitObject}};
     if (!name.isEmpty())
         o.insert(QStringLiteral("name"), name);
+    if (isolation != Isolation::Namespaces) // what a daemon before it read stays readable there
+        o.insert(QStringLiteral("isolation"), isolationName(isolation));
     return o;
 }
 
 Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json, HostPaths hostPaths)
 {
-    static const QStringList known
-        = {QStringLiteral("name"), QStringLiteral("network"), QStringLiteral("mounts"), QStringLiteral("limits")};
+    static const QStringList known = {QStringLiteral("name"), QStringLiteral("network"), QStringLiteral("mounts"),
+        QStringLiteral("limits"), QStringLiteral("isolation")};
     for (auto it = json.begin(); it != json.end(); ++it)
         if (!known.contains(it.key()))
             return invalid(QStringLiteral("/%1").arg(it.key()),
@@ -212,6 +228,12 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json, HostPaths hos
             spec.network = NetworkMode::Full;
         else
             return invalid(QStringLiteral("/network"), QStringLiteral("expected \"none\", \"allowlist\" or \"full\""));
+    }
+    if (json.contains(QStringLiteral("isolation"))) {
+        const auto isolation = isolationFromName(json.value(QStringLiteral("isolation")).toString());
+        if (!isolation)
+            return invalid(QStringLiteral("/isolation"), QStringLiteral("expected \"namespaces\" or \"gvisor\""));
+        spec.isolation = *isolation;
     }
     const QJsonValue mounts = json.value(QStringLiteral("mounts"));
     if (!mounts.isUndefined() && !mounts.isArray())

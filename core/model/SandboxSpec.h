@@ -18,6 +18,13 @@ enum class NetworkMode { None, Allowlist, Full };
 inline constexpr quint16 kEgressProxyPort = 3128;
 QString networkModeName(NetworkMode mode);
 
+// What stands between the sandbox and the host kernel (decision 6). Namespaces: bubblewrap's
+// namespaces with seccomp and Landlock on the host kernel (the default). Gvisor: gVisor's runsc,
+// a kernel in user space that the sandbox's system calls reach instead of the host's.
+enum class Isolation { Namespaces, Gvisor };
+QString isolationName(Isolation isolation);
+std::optional<Isolation> isolationFromName(const QString &name);
+
 struct Mount {
     QString hostPath; // absolute, must exist
     QString sandboxPath; // absolute inside the sandbox
@@ -50,6 +57,7 @@ struct SandboxSpec {
     NetworkMode network = NetworkMode::None;
     QList<Mount> mounts;
     Limits limits;
+    Isolation isolation = Isolation::Namespaces; // written to JSON only when not the default
 
     QJsonObject toJson() const;
     // Validates everything; errors name the field (as a JSON pointer) and what was expected.

@@ -71,7 +71,7 @@ void probeCgroups(HostCapabilities &caps)
 }
 } // namespace
 
-HostCapabilities HostCapabilities::probe(const QString &bwrapOverride)
+HostCapabilities HostCapabilities::probe(const QString &bwrapOverride, const QString &runscOverride)
 {
     HostCapabilities caps;
     caps.runningAsRoot = ::geteuid() == 0;
@@ -84,6 +84,15 @@ HostCapabilities HostCapabilities::probe(const QString &bwrapOverride)
                               .arg(bwrapOverride.isEmpty() ? QString() : QStringLiteral(" at ") + bwrapOverride);
     else
         caps.bwrapPath = bwrap;
+    // Found, not run: whether it starts is known at the first sandbox that asks for it.
+    const QString runsc
+        = runscOverride.isEmpty() ? QStandardPaths::findExecutable(QStringLiteral("runsc")) : runscOverride;
+    if (runsc.isEmpty() || !QFileInfo(runsc).isExecutable())
+        caps.runscError = QStringLiteral("--isolation gvisor needs gVisor's runsc, which is not installed%1: install "
+                                         "it with 'sudo apt install runsc' (or give airlockd --runsc PATH)")
+                              .arg(runscOverride.isEmpty() ? QString() : QStringLiteral(" at ") + runscOverride);
+    else
+        caps.runscPath = runsc;
 
     const QString maxUserNs = readTrimmed(QStringLiteral("/proc/sys/user/max_user_namespaces"));
     const QString unprivClone = readTrimmed(QStringLiteral("/proc/sys/kernel/unprivileged_userns_clone"));
@@ -130,6 +139,7 @@ QJsonObject HostCapabilities::toJson() const
 {
     return QJsonObject{
         {QStringLiteral("bwrap"), bwrapPath.isEmpty() ? bwrapError : bwrapPath},
+        {QStringLiteral("runsc"), runscPath.isEmpty() ? runscError : runscPath},
         {QStringLiteral("userNamespaces"), userNamespaces},
         {QStringLiteral("seccomp"), seccomp},
         {QStringLiteral("landlockAbi"), landlockAbi},

@@ -14,6 +14,8 @@ namespace airlock {
 struct HostCapabilities {
     QString bwrapPath; // empty when not found
     QString bwrapError;
+    QString runscPath; // gVisor's runsc, for --isolation gvisor; empty when not found
+    QString runscError;
     bool userNamespaces = false;
     QString userNamespaceError;
     int landlockAbi = 0; // 0 = unavailable
@@ -29,7 +31,7 @@ struct HostCapabilities {
     volume::Driver diskDriver = volume::Driver::None; // how workspace images are mounted
     QString diskError; // why they cannot be, if not
 
-    static HostCapabilities probe(const QString &bwrapOverride = {});
+    static HostCapabilities probe(const QString &bwrapOverride = {}, const QString &runscOverride = {});
 
     // Ok when everything a sandbox needs is present; otherwise the first missing piece and its fix.
     Status checkBoundary() const;

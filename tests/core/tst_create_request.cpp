@@ -30,6 +30,17 @@ private Q_SLOTS:
                 {QStringLiteral("preset"), QStringLiteral("locked")}}));
     }
 
+    // The default kind is not written: a daemon from before isolation kinds reads the request
+    // as it always did; another kind is, and such a daemon refuses the unknown field.
+    void onlyAnIsolationAskedForIsWritten()
+    {
+        CreateSandboxRequest request;
+        QVERIFY(!request.toJson().value(QStringLiteral("spec")).toObject().contains(QStringLiteral("isolation")));
+        request.isolation = Isolation::Gvisor;
+        QCOMPARE(request.toJson().value(QStringLiteral("spec")).toObject().value(QStringLiteral("isolation")),
+            QJsonValue(QStringLiteral("gvisor")));
+    }
+
     void allowedHostsJoinTheOwnLayer()
     {
         CreateSandboxRequest request;
@@ -51,6 +62,7 @@ private Q_SLOTS:
             {QStringLiteral("spec"),
                 QJsonObject{{QStringLiteral("name"), QStringLiteral("w")},
                     {QStringLiteral("network"), QStringLiteral("none")},
+                    {QStringLiteral("isolation"), QStringLiteral("gvisor")},
                     {QStringLiteral("mounts"),
                         QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/nowhere")},
                             {QStringLiteral("path"), QStringLiteral("/data")}, {QStringLiteral("writable"), true}}}}}},
@@ -69,6 +81,9 @@ private Q_SLOTS:
         QTest::newRow("a limit out of range") << QJsonObject{{QStringLiteral("spec"),
             QJsonObject{{QStringLiteral("limits"), QJsonObject{{QStringLiteral("pids"), 1}}}}}}
                                               << QStringLiteral("/limits/pids: 1 is out of range: from 2 to 4194304");
+        QTest::newRow("an isolation that does not exist")
+            << QJsonObject{{QStringLiteral("spec"), QJsonObject{{QStringLiteral("isolation"), QStringLiteral("vm")}}}}
+            << QStringLiteral("/isolation: expected \"namespaces\" or \"gvisor\"");
         QTest::newRow("a policy that is not an object")
             << QJsonObject{{QStringLiteral("policy"), QStringLiteral("open")}}
             << QStringLiteral("/policy: expected a policy object");
