@@ -102,8 +102,8 @@ CreateSandboxDialog::CreateSandboxDialog(const QJsonArray &presets, const QStrin
     form->addRow(tr("&Name"), m_name);
     form->addRow(tr("&Preset"), m_preset);
     form->addRow(QString(), m_presetAbout);
-    form->addRow(tr("N&etwork"), m_network);
     form->addRow(tr("&Isolation"), m_isolation);
+    form->addRow(tr("N&etwork"), m_network);
     form->addRow(tr("&Allowed hosts"), m_allow);
     form->addRow(QString(), m_allowAbout);
     form->addRow(tr("Mo&unts"), m_mounts);
