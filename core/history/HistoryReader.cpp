@@ -8,6 +8,7 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QRegularExpression>
 
 #include <algorithm>
@@ -455,7 +456,7 @@ Result<StoredSandbox> HistoryReader::storedSandbox(const QString &sandboxId) con
     stored.lastExec = uint32_t(last.columnInt(1));
     sql::Stmt running(db, R"sql(
         SELECT x.exec_id, x.argv_json, coalesce(r.name, ''), x.started_ms,
-               (SELECT json_extract(e.payload, '$.timeoutMs') FROM events e
+               (SELECT e.payload FROM events e
                 WHERE e.sandbox_id = x.sandbox_id AND e.exec_id = x.exec_id AND e.kind = 'exec.started'),
                coalesce((SELECT max(c.offset + length(c.data)) FROM chunks c WHERE c.execution = x.id AND c.stream = 1), 0),
                coalesce((SELECT max(c.offset + length(c.data)) FROM chunks c WHERE c.execution = x.id AND c.stream = 2), 0)
@@ -469,8 +470,13 @@ Result<StoredSandbox> HistoryReader::storedSandbox(const QString &sandboxId) con
             e.argv.append(a.toString());
         e.run = running.columnText(2);
         e.startedMs = running.columnInt(3);
-        if (!running.isNull(4))
-            e.timeoutMs = running.columnInt(4);
+        const QJsonObject started = QJsonDocument::fromJson(running.columnText(4).toUtf8()).object();
+        if (const QJsonValue timeout = started.value(QStringLiteral("timeoutMs")); timeout.isDouble())
+            e.timeoutMs = qint64(timeout.toDouble());
+        e.execCheck = started.value(QStringLiteral("execCheck")).toBool();
+        e.agent = started.value(QStringLiteral("agent")).toString();
+        e.decidedBy = started.value(QStringLiteral("decidedBy")).toString();
+        e.approval = started.value(QStringLiteral("approval")).toString();
         e.stored[1] = uint64_t(running.columnInt(5));
         e.stored[2] = uint64_t(running.columnInt(6));
         stored.running.append(e);

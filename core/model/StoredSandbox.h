@@ -19,6 +19,12 @@ struct StoredExecution {
     qint64 startedMs = 0;
     std::optional<qint64> timeoutMs;
     uint64_t stored[3] = {0, 0, 0}; // output stored, by stream (1 stdout, 2 stderr)
+    // Its programs are judged (exec.started's execCheck): the guest hands its exec check's
+    // listener to the daemon that takes it over. How it was decided, for judging them:
+    bool execCheck = false;
+    QString agent; // empty: a person's own command (recorded, not judged)
+    QString decidedBy;
+    QString approval;
 };
 
 // What the history holds of one sandbox's stream.

@@ -179,6 +179,7 @@ void ExecListener::watch(const ExecAttempt &attempt)
     if (fd < 0 || ::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
         if (fd >= 0)
             ::close(fd);
+        m_open.remove(id);
         QMetaObject::invokeMethod(
             this, [this, id] { Q_EMIT abandoned(id); }, Qt::QueuedConnection);
         return;
@@ -187,6 +188,7 @@ void ExecListener::watch(const ExecAttempt &attempt)
     m_watched.insert(id, n);
     connect(n, &QSocketNotifier::activated, this, [this, id] {
         unwatch(id);
+        m_open.remove(id);
         Q_EMIT abandoned(id);
     });
 }
@@ -233,8 +235,19 @@ void ExecListener::onReadable()
         quint64 id = attempt.id;
         if (::ioctl(m_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
             continue;
+        m_open.insert(attempt.id, attempt);
         Q_EMIT attempted(attempt);
     }
+}
+
+QList<ExecAttempt> ExecListener::refuseOpen()
+{
+    const QHash<quint64, ExecAttempt> open = m_open;
+    QList<ExecAttempt> refused;
+    for (const ExecAttempt &a : open)
+        if (answer(a.id, false))
+            refused.append(a);
+    return refused;
 }
 
 ExecAttempt ExecListener::read(const void *notification) const
@@ -356,6 +369,7 @@ ExecAttempt ExecListener::read(const void *notification) const
 bool ExecListener::answer(quint64 id, bool allow)
 {
     unwatch(id);
+    m_open.remove(id);
     std::vector<char> buf(sizes().seccomp_notif_resp, 0);
     auto *r = reinterpret_cast<seccomp_notif_resp *>(buf.data());
     r->id = id;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QHash>
+#include <QList>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -51,9 +52,11 @@ struct ExecAttempt {
 
 // Serves one execution's exec-check listener (a seccomp user-notification fd the guest installed
 // in the execution's first process): every execve and execveat of that process and of all its
-// descendants waits in the kernel until answer() is called with its id. Closing the listener
-// (destroying this) makes whatever waits, and every later exec of those processes, fail with
-// ENOSYS: nothing runs unjudged.
+// descendants waits in the kernel until answer() is called with its id. The guest keeps a copy of
+// the listener while the execution runs: destroying this (the daemon goes) leaves what was not
+// received yet waiting for the next daemon, which the guest hands the listener to. Once no copy is
+// left, whatever waits, and every later exec of those processes, fails with ENOSYS: nothing runs
+// unjudged.
 class ExecListener final : public QObject {
     Q_OBJECT
 public:
@@ -67,6 +70,11 @@ public:
     // when others under the filter live on. Without a way to watch it (a thread that is not its
     // process's first, on a kernel before 6.9), nothing is said and the answer's timeout stands.
     void watch(const ExecAttempt &attempt);
+    // Refuses (EPERM) every exec that attempted() reported and nobody answered yet (one that waits
+    // for a person); returns those whose process was still there. For a daemon that lets go of the
+    // listener while the guest keeps a copy: an exec received and never answered would otherwise
+    // wait until it is killed, as a later daemon is never told of it again.
+    QList<ExecAttempt> refuseOpen();
 
     // A listener fd as the guest passed it is a seccomp listener and nothing else.
     static bool isListener(int fd);
@@ -86,6 +94,7 @@ private:
     QSocketNotifier *m_notifier = nullptr;
     std::vector<char> m_notification; // as large as this kernel's struct seccomp_notif
     QHash<quint64, QSocketNotifier *> m_watched; // on pidfds of waiting processes, by notification
+    QHash<quint64, ExecAttempt> m_open; // reported by attempted(), not answered yet (by id)
     void unwatch(quint64 id);
 };
 

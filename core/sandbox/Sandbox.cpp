@@ -388,6 +388,9 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
              {"decidedBy", &request.cover.decidedBy}, {"approval", &request.cover.approval}})
         if (!value->isEmpty())
             started.insert(QLatin1String(key), *value);
+    // What a daemon that takes the sandbox over needs to go on judging its programs.
+    if (spawn.judged)
+        started.insert(QStringLiteral("execCheck"), true);
     publish(makeEvent(event::ExecStarted, started));
     if (!injected.isEmpty())
         publish(makeEvent(

@@ -6,6 +6,7 @@
 
 #include "log/Log.h"
 #include "model/EventKinds.h"
+#include "policy/CommandRules.h"
 #include "sandbox/ResourceUsage.h"
 
 #include <QJsonArray>
@@ -61,8 +62,22 @@ Status Sandbox::adopt(Adoption a)
     if (ok && m_setup.spec.network == NetworkMode::Allowlist)
         ok = pair(m_launched.proxyFd);
     QList<ResumeAsk> asks;
-    for (const StoredExecution &r : std::as_const(a.stored.running))
+    for (const StoredExecution &r : std::as_const(a.stored.running)) {
         asks.append(ResumeAsk{r.id, {r.stored[1], r.stored[2]}});
+        // Its programs were judged: the guest kept its exec check's listener and hands it over
+        // once it has the new socket (what waited in an exec meanwhile is judged then). One
+        // listener is taken for each such execution, as at its start; anything else is closed.
+        if (r.execCheck && ok) {
+            ExecCover cover;
+            cover.judged = !r.agent.isEmpty(); // an agent's command, as exec.start decided it
+            cover.requester = r.agent;
+            cover.decidedBy = r.decidedBy;
+            cover.approval = r.approval;
+            if (cover.judged)
+                cover.programs = policy::CommandRules::namedPrograms(r.argv);
+            m_judged.insert(r.id, {{r.argv, r.run, cover}, nullptr});
+        }
+    }
     Status sent = ok ? sendResume(a.channelFd, m_setup.launch.resumeToken, asks, guestEnds)
                      : Status(makeError(ErrorCode::IoError, QStringLiteral("socketpair failed")));
     for (int fd : std::as_const(guestEnds))
@@ -127,6 +142,10 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
         } else {
             interrupted.append(r.id);
         }
+        // Only a running execution's exec check comes (the guest let go of the others' with them).
+        if (const auto judged = m_judged.constFind(r.id);
+            state.state != wire::ResumeRunning && judged != m_judged.cend() && !judged->listener)
+            m_judged.erase(judged);
     }
     // What the guest runs or ran that no stored start speaks of (its start was not stored before
     // the daemon went, or something else started it): stopped and forgotten, not adopted, and said.
@@ -223,6 +242,17 @@ void Sandbox::detach()
     for (QSocketNotifier *n : {m_exitNotifier, m_stderrNotifier, m_proxyNotifier, m_execCheckNotifier})
         if (n)
             n->setEnabled(false);
+    // The guest keeps a copy of each listener: what waits in an exec that was not read yet waits for
+    // the next daemon. What was read and not answered (a person was asked) would never be told to
+    // it again, so it is refused rather than left waiting until it is killed.
+    for (auto it = m_judged.cbegin(); it != m_judged.cend(); ++it) {
+        if (!it->listener)
+            continue;
+        for (const ExecAttempt &a : it->listener->refuseOpen())
+            recordExec(it.key(), a,
+                {policy::Decision::Deny, QStringLiteral("airlockd"), QString(),
+                    QStringLiteral("airlockd stopped before a person decided")});
+    }
     for (const Judged &j : std::as_const(m_judged))
         delete j.listener;
     m_judged.clear();

@@ -26,8 +26,8 @@ using namespace airlock;
 using namespace airlock::test;
 
 namespace {
-// One column of a query on the daemon's history, rows joined by '|'.
-QByteArray query(const TestDaemon &d, const QString &sql)
+// One column of a query on the daemon's history, rows joined by '|' (or `separator`).
+QByteArray query(const TestDaemon &d, const QString &sql, char separator = '|')
 {
     sqlite3 *h = nullptr;
     QByteArray out;
@@ -41,7 +41,7 @@ QByteArray query(const TestDaemon &d, const QString &sql)
     } else {
         while (sqlite3_step(st) == SQLITE_ROW)
             out += QByteArray(reinterpret_cast<const char *>(sqlite3_column_blob(st, 0)), sqlite3_column_bytes(st, 0))
-                + '|';
+                + separator;
     }
     sqlite3_finalize(st);
     sqlite3_close(h);
@@ -77,10 +77,36 @@ bool alive(qint64 pid)
 {
     return pid > 0 && ::kill(pid_t(pid), 0) == 0;
 }
+
+// The payloads of one kind of event of a sandbox, in order.
+QList<QJsonObject> eventsOf(const TestDaemon &d, const QString &id, const QString &kind)
+{
+    QList<QJsonObject> out;
+    for (const QByteArray &row :
+        query(d,
+            QStringLiteral("SELECT payload FROM events WHERE sandbox_id='%1' AND kind='%2' ORDER BY seq").arg(id, kind),
+            '\n')
+            .split('\n'))
+        if (!row.isEmpty())
+            out.append(QJsonDocument::fromJson(row).object());
+    return out;
+}
+
+// Puts a script into a sandbox's workspace (from the host: the test runs as root).
+bool putScript(const QString &workspace, const QString &name, const QByteArray &script)
+{
+    QFile f(workspace + QLatin1Char('/') + name);
+    return f.open(QIODevice::WriteOnly) && f.write(script) == script.size();
+}
+
 } // namespace
 
 class TestOutlive : public QObject {
     Q_OBJECT
+    // An agent may run two scripts; curl is refused wherever it runs.
+    static constexpr const char *kJudgedRules = R"({"commands": {"rules": [
+        {"decision": "allow", "command": "sh later-true.sh"}, {"decision": "allow", "command": "sh later-curl.sh"},
+        {"decision": "allow", "command": "sh later-ask.sh"}, {"decision": "deny", "command": "curl"}]}})";
 
 private Q_SLOTS:
     void aCommandGoesOnAcrossAKilledDaemonAndItsClientMissesNothing()
@@ -277,6 +303,46 @@ private Q_SLOTS:
         QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
         QVERIFY(untimed.waitForFinished(20000));
         QVERIFY(!alive(runsOn));
+    }
+
+    // A program that waits for a person when the daemon stops is refused (EPERM), and recorded so:
+    // the question goes with the daemon, and no later one would be told of that exec again (it
+    // would wait until killed).
+    void aJudgedProgramWaitingForAPersonWhenTheDaemonStopsIsRefused()
+    {
+        TestDaemon d;
+        QString error;
+        const QString sb = startWithSandbox(d, {}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject info = sandboxInfo(d, sb);
+        const QString id = info.value(QStringLiteral("id")).toString();
+        QCOMPARE(d.ctl(args("policy", "set", sb, "-"), kJudgedRules).exitCode, 0);
+        // A shell reading its input asks wherever it runs (named by its path: a PATH search would
+        // go on to the next directory's sh after a refusal, and ask again).
+        QVERIFY(putScript(info.value(QStringLiteral("workspace")).toString(), QStringLiteral("later-ask.sh"),
+            "echo 'echo piped' | /bin/sh\necho \"sh: $?\"\n"));
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "sh", "later-ask.sh"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QVERIFY(!waitForApproval(d).isEmpty());
+        d.stop();
+        QCOMPARE(d.process().exitCode(), 0);
+        QVERIFY(d.start());
+        QVERIFY(ctl.waitForFinished(20000));
+        const QByteArray err = ctl.readAllStandardError();
+        QCOMPARE(ctl.readAllStandardOutput(), QByteArray("sh: 126\n"));
+        QVERIFY2(err.contains("/bin/sh: Operation not permitted"), err.constData());
+        QJsonObject refused;
+        for (const QJsonObject &p : eventsOf(d, id, QStringLiteral("exec.program")))
+            if (p.value(QStringLiteral("decision")) == QLatin1String("deny"))
+                refused = p;
+        QCOMPARE(refused.value(QStringLiteral("rule")).toString(), QStringLiteral("airlockd"));
+        QCOMPARE(refused.value(QStringLiteral("reason")).toString(),
+            QStringLiteral("airlockd stopped before a person decided"));
+        QVERIFY(
+            jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
     }
 
     void aSandboxThatEndedWhileTheDaemonWasAwayKeepsItsWorkspaceUntilRm()
