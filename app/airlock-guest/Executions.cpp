@@ -5,6 +5,7 @@
 #include "Guest.h"
 
 #include "Clock.h"
+#include "FdPassing.h"
 #include "Log.h"
 #include "ProcessTree.h"
 #include "Spawn.h"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -170,6 +172,38 @@ void Guest::finish(Execution &e, int status, const rusage &ru)
     if (e.exitFd >= 0)
         close(e.exitFd);
     e.exitFd = -1;
+    // What of it is left runs on under its filter, judged by the daemon connected now; a later one
+    // takes over only running executions, so their processes then fail every exec (ENOSYS).
+    if (e.execCheck >= 0)
+        close(e.execCheck);
+    e.execCheck = -1;
+}
+
+void Guest::handExecChecks()
+{
+    // Why the guest may keep a listener at all: it widens nothing. The guest is the one that had the
+    // filter installed (it could as well have spawned the command without one) and already holds
+    // the daemon's channel, which can run anything; only the daemon answers, the guest never reads
+    // the listener. Sandboxed processes cannot take it from the guest: it is O_CLOEXEC, so no command
+    // keeps it past its execve (and a shepherd closes every descriptor of the guest's); the guest is
+    // not dumpable (main.cpp), so /proc/1/fd and pidfd_getfd would need CAP_SYS_PTRACE in the
+    // sandbox's user namespace, which bwrap's --cap-drop ALL and no_new_privs leave nobody; and the
+    // sandbox's seccomp filter refuses ptrace, process_vm_readv and pidfd_getfd outright. (Landlock's
+    // scoping is no part of this: the commands share the guest's Landlock domain.) And it goes only
+    // to m_execCheckFd, which adopt() takes from a Resume that proved the instance's token and came
+    // from outside the sandbox (peerOutsideSandbox): the daemon that holds the instance.
+    if (m_execCheckFd < 0)
+        return;
+    for (const auto &[id, e] : m_execs) {
+        if (e.execCheck < 0)
+            continue;
+        unsigned char message[4];
+        std::memcpy(message, &id, sizeof id);
+        // Blocking, as in spawnProcess(): a datagram queue holds only a few, the daemon drains it.
+        if (!sendFd(m_execCheckFd, message, sizeof message, e.execCheck, 0))
+            logv("exec check of execution %u not handed over: %s; its execs wait for a later daemon", id,
+                std::strerror(errno));
+    }
 }
 
 void Guest::killExecution(Execution &e)

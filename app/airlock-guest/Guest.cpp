@@ -324,6 +324,7 @@ void Guest::adopt(int conn, ResumeRequest &req)
 
     m_retention->resume(req.execs, m_landlockAbi, [this](std::string frame) { m_out.pushCopy(frame); });
     flushSocket();
+    handExecChecks();
 }
 
 void Guest::protocolViolation(const std::string &what)
@@ -514,6 +515,7 @@ void Guest::handleSpawn(const SpawnRequest &req)
     if (req.timeoutMs > 0) // (bounded, so that no sum overflows)
         e.deadlineMs = toMs(e.start) + static_cast<int64_t>(std::min<uint64_t>(req.timeoutMs, uint64_t(1) << 50))
             + wire::kDeadlineGraceMs;
+    e.execCheck = res.process.execCheck;
     m_shepherds.insert(e.shepherd);
     if (res.process.ptyFd >= 0) {
         e.tty = true;

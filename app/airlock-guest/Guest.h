@@ -71,6 +71,12 @@ private:
         // 0: none. timedOut: it did (the Exited frame says so).
         int64_t deadlineMs = 0;
         bool timedOut = false;
+        // A judged execution's exec-check listener (owned, closed in finish()), kept so that the
+        // filter outlives a daemon: while none is connected, an execve of the execution waits in
+        // the kernel (it neither runs unjudged nor fails), and handExecChecks() gives the listener
+        // to the next daemon, which judges what waited. The guest only holds it and passes it on:
+        // nothing here reads or answers a notification.
+        int execCheck = -1;
     };
 
     // ---- daemon socket ----
@@ -90,6 +96,9 @@ private:
     void dropConnection();
     void acceptResume();
     void adopt(int conn, ResumeRequest &req);
+    // After a takeover: each running judged execution's listener, again, to the daemon that now
+    // holds the sandbox (over its new exec-check socket, as handleSpawn's spawn sent it first).
+    void handExecChecks();
 
     // ---- executions ----
     // Returns the bytes read (0: nothing now, or the fd is finished and closed, then fd is -1).

@@ -381,8 +381,9 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
     errWrite.reset();
 
     // The child waits in its first execve until the daemon has the listener and judges it.
+    Fd listener;
     if (judged) {
-        Fd listener(receiveFd(checkRead.get()));
+        listener.reset(receiveFd(checkRead.get()));
         if (listener.get() >= 0) {
             unsigned char message[4];
             const uint32_t id = req.execId;
@@ -421,6 +422,7 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
     result.process.stdoutFd = outRead.release();
     result.process.stderrFd = errRead.release();
     result.process.ptyFd = master.release();
+    result.process.execCheck = listener.release();
     return result;
 }
 

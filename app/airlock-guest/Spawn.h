@@ -44,6 +44,8 @@ struct SpawnedProcess {
     int stdoutFd = -1;
     int stderrFd = -1;
     int ptyFd = -1;
+    // SpawnJudged: the guest's own copy of the exec check's listener (the daemon has the other).
+    int execCheck = -1;
     timespec start{}; // CLOCK_MONOTONIC just before fork()
 };
 
@@ -68,7 +70,8 @@ bool readMainExit(int exitFd, MainExit &exit, bool &gone);
 // SIGCHLD path.
 // With SpawnJudged, the child installs the exec check (every execve/execveat it and its
 // descendants make waits for the daemon) and its listener goes to the daemon over execCheckFd
-// before the child's own exec, which the daemon judges first.
+// before the child's own exec, which the daemon judges first. A copy of the listener comes back
+// in SpawnedProcess::execCheck, for a later daemon (see Guest::Execution::execCheck).
 SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd = -1);
 
 } // namespace airlock::guest

@@ -106,8 +106,10 @@ void Sandbox::onProxyReadable()
 void Sandbox::onExecCheckReadable()
 {
     // One message per judged execution: its id and the listener of the filter its first process
-    // installed. Anything else, or a listener for an execution that is not waiting for one, is
-    // closed: the processes under that filter then fail every exec (ENOSYS), nothing runs unjudged.
+    // installed, when it starts and again when this daemon takes the sandbox over (adopt() says
+    // which executions then wait for one). Anything else, or a listener for an execution that is
+    // not waiting for one, is closed: nothing answers for that filter here, so its processes' execs
+    // wait (the guest holds a copy) or fail (ENOSYS); nothing runs unjudged.
     for (int i = 0; i < 64; ++i) {
         const GuestMessage m = receiveFromGuest(m_launched.execCheckFd);
         if (m.data.isEmpty()) {

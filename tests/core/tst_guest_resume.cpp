@@ -7,6 +7,7 @@
 #include "TestDaemon.h"
 #include "sandbox/GuestWire.h"
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QTemporaryDir>
@@ -22,9 +23,11 @@
 #include <optional>
 #include <poll.h>
 #include <string>
+#include <string_view>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,6 +174,52 @@ private:
     }
 
     QString nextExit(uint32_t execId) { return describeExit(m_link.next(), execId); }
+
+    // The next exec-check listener the guest hands over, and its execution's id; -1 if none came.
+    int nextListener(uint32_t &execId, int timeoutMs = 5000)
+    {
+        pollfd p{m_execCheck, POLLIN, 0};
+        if (::poll(&p, 1, timeoutMs) != 1)
+            return -1;
+        iovec iov{&execId, sizeof execId};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        if (::recvmsg(m_execCheck, &msg, MSG_CMSG_CLOEXEC) != ssize_t(sizeof execId) || !CMSG_FIRSTHDR(&msg))
+            return -1;
+        int listener = -1;
+        std::memcpy(&listener, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof listener);
+        return listener;
+    }
+    // Waits for the next exec under `listener` and lets it run, as the daemon does for an allowed one.
+    static bool letNextExecRun(int listener)
+    {
+        pollfd p{listener, POLLIN, 0};
+        if (::poll(&p, 1, 5000) != 1 || !(p.revents & POLLIN))
+            return false;
+        seccomp_notif req{};
+        if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
+            return false;
+        seccomp_notif_resp resp{};
+        resp.id = req.id;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0;
+    }
+    // How many exec-check listeners the guest holds (a test run as root may look).
+    int listenersHeld() const
+    {
+        int n = 0;
+        const QString dir = QStringLiteral("/proc/%1/fd/").arg(m_guest);
+        for (const QString &fd : QDir(dir).entryList(QDir::System | QDir::NoDotAndDotDot)) {
+            char target[64] = {};
+            if (::readlink(QFile::encodeName(dir + fd).constData(), target, sizeof target - 1) > 0)
+                n += std::string_view(target) == "anon_inode:seccomp notify";
+        }
+        return n;
+    }
 
     // A daemon that talks nonsense on the resume socket, in the way `kind` names: the guest
     // closes that connection and every descriptor that came with it.
@@ -524,28 +573,11 @@ private Q_SLOTS:
 
         // A judged execution's exec check goes to the new daemon.
         QVERIFY(m_link.send(spawnFrame(2, {"/bin/echo", "judged"}, wire::SpawnJudged)));
-        pollfd p{m_execCheck, POLLIN, 0};
-        QCOMPARE(::poll(&p, 1, 5000), 1);
         uint32_t execId = 0;
-        iovec iov{&execId, sizeof execId};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        QCOMPARE(::recvmsg(m_execCheck, &msg, MSG_CMSG_CLOEXEC), ssize_t(sizeof execId));
+        const int listener = nextListener(execId);
+        QVERIFY(listener >= 0);
         QCOMPARE(execId, 2u);
-        int listener = -1;
-        std::memcpy(&listener, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof listener);
-        p = {listener, POLLIN, 0};
-        QCOMPARE(::poll(&p, 1, 5000), 1); // the execution waits in its execve
-        seccomp_notif req{};
-        QCOMPARE(::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), 0);
-        seccomp_notif_resp resp{};
-        resp.id = req.id;
-        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-        QCOMPARE(::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), 0);
+        QVERIFY(letNextExecRun(listener)); // the execution waits in its execve
         ::close(listener);
         const auto started = m_link.next();
         QVERIFY(started);
@@ -557,6 +589,56 @@ private Q_SLOTS:
         QVERIFY(readStdout(2, out, [&] { return out.size() >= 7; }));
         QCOMPARE(out, std::string("judged\n"));
         QCOMPARE(nextExit(2), QStringLiteral("exited 0"));
+    }
+
+    // A judged execution's exec check outlives its daemon: the guest keeps the listener, an exec
+    // made while no daemon is connected waits in the kernel (it neither runs nor fails), and the
+    // listener goes to the daemon that resumes, which lets it run. The guest's copy goes with the
+    // execution.
+    void aJudgedExecutionsExecCheckGoesToTheDaemonThatResumes()
+    {
+        startGuest(true);
+        const std::string fifo = path("go");
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        QVERIFY(m_link.send(shell(1, "read x < " + fifo + "; /bin/echo later", wire::SpawnJudged)));
+        uint32_t execId = 0;
+        const int first = nextListener(execId);
+        QVERIFY(first >= 0);
+        QCOMPARE(execId, 1u);
+        QVERIFY(letNextExecRun(first)); // /bin/sh
+        const auto started = m_link.next();
+        QVERIFY(started);
+        QCOMPARE(int(started->type), int(wire::Type::Started));
+        wire::Reader r = started->reader();
+        QCOMPARE(r.u32(), 1u);
+        const pid_t pid = r.i32();
+        m_started.push_back(pid);
+
+        ::close(first);
+        m_link.reset(); // the daemon is gone, and its listener with it
+        const int go = ::open(fifo.c_str(), O_WRONLY); // once the shell reads it
+        QVERIFY(go >= 0);
+        QCOMPARE(::write(go, "\n", 1), ssize_t(1));
+        ::close(go);
+        // /bin/echo waits: had the filter lost its listener, it would have failed (ENOSYS) and the
+        // shell would have ended.
+        QTest::qWait(500);
+        QVERIFY(!processGone(pid));
+        if (::geteuid() == 0)
+            QCOMPARE(listenersHeld(), 1);
+
+        QCOMPARE(resume({{1, 0, 0}}), running(1, pid));
+        const int second = nextListener(execId);
+        QVERIFY(second >= 0);
+        QCOMPARE(execId, 1u);
+        QVERIFY(letNextExecRun(second)); // what waited: /bin/echo
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= 6; }));
+        QCOMPARE(out, std::string("later\n"));
+        QCOMPARE(nextExit(1), QStringLiteral("exited 0"));
+        ::close(second);
+        if (::geteuid() == 0)
+            QCOMPARE(listenersHeld(), 0);
     }
 
     void anAcknowledgedExitIsForgottenAndAnUnaskedOneReported()

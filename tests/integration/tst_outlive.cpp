@@ -92,6 +92,15 @@ QList<QJsonObject> eventsOf(const TestDaemon &d, const QString &id, const QStrin
     return out;
 }
 
+// The exec.program event of the program at `path`, as a daemon recorded it.
+QJsonObject programAt(const TestDaemon &d, const QString &id, const QString &path)
+{
+    for (const QJsonObject &p : eventsOf(d, id, QStringLiteral("exec.program")))
+        if (p.value(QStringLiteral("path")).toString() == path)
+            return p;
+    return {};
+}
+
 // Puts a script into a sandbox's workspace (from the host: the test runs as root).
 bool putScript(const QString &workspace, const QString &name, const QByteArray &script)
 {
@@ -99,6 +108,13 @@ bool putScript(const QString &workspace, const QString &name, const QByteArray &
     return f.open(QIODevice::WriteOnly) && f.write(script) == script.size();
 }
 
+// What runs the agent's script `name` in `sb` (not the client that asked for it).
+QList<qint64> scriptRunning(const QString &name, qint64 client)
+{
+    QList<qint64> pids = pidsWithCommandLine("sh " + name.toUtf8());
+    pids.removeAll(client);
+    return pids;
+}
 } // namespace
 
 class TestOutlive : public QObject {
@@ -303,6 +319,106 @@ private Q_SLOTS:
         QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
         QVERIFY(untimed.waitForFinished(20000));
         QVERIFY(!alive(runsOn));
+    }
+
+    // An agent's command runs with its programs judged (the exec check). A program it starts while
+    // no daemon is there waits in its execve: it neither runs unjudged nor fails. The next daemon
+    // takes the exec check over with the sandbox and judges it by the rules and by how the command
+    // was decided, as the daemon before would have.
+    void aJudgedProgramWaitsForTheNextDaemonWhichLetsItRun()
+    {
+        TestDaemon d;
+        QString error;
+        const QString sb = startWithSandbox(d, {}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject info = sandboxInfo(d, sb);
+        const QString id = info.value(QStringLiteral("id")).toString();
+        const QString marker = info.value(QStringLiteral("workspace")).toString() + QStringLiteral("/marker");
+        QCOMPARE(d.ctl(args("policy", "set", sb, "-"), kJudgedRules).exitCode, 0);
+        const QString workspace = info.value(QStringLiteral("workspace")).toString();
+        QVERIFY(putScript(
+            workspace, QStringLiteral("later-true.sh"), "sleep 2.5\n/bin/true && touch marker && echo after\n"));
+
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "sh", "later-true.sh"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QVERIFY(waitFor([] { return !pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        // The sleep ends while no daemon is there; /bin/true waits in its execve: the script goes on
+        // (a failed exec would have ended it) and nothing after it ran.
+        QVERIFY(waitFor([] { return pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QTest::qWait(1500);
+        QVERIFY(!scriptRunning(QStringLiteral("later-true.sh"), ctl.processId()).isEmpty());
+        QVERIFY(!QFileInfo::exists(marker));
+
+        QVERIFY(d.start());
+        QVERIFY(ctl.waitForFinished(20000));
+        const QByteArray err = ctl.readAllStandardError();
+        QCOMPARE(ctl.readAllStandardOutput(), QByteArray("after\n"));
+        QVERIFY2(ctl.exitCode() == 0, err.constData());
+        QVERIFY(QFileInfo::exists(marker));
+        // Judged by the new daemon, under the decision that let the command run.
+        const QJsonObject truth = programAt(d, id, QStringLiteral("/bin/true"));
+        QVERIFY2(!truth.isEmpty(),
+            query(d, QStringLiteral("SELECT payload FROM events WHERE kind='exec.program'")).constData());
+        QCOMPARE(truth.value(QStringLiteral("decision")).toString(), QStringLiteral("allow"));
+        QCOMPARE(truth.value(QStringLiteral("rule")).toString(), QStringLiteral("covered"));
+        QCOMPARE(truth.value(QStringLiteral("coveredBy")).toString(),
+            QStringLiteral("allowed by rule 'sh later-true.sh' (sandbox)"));
+        QCOMPARE(query(d, QStringLiteral("SELECT status FROM executions WHERE sandbox_id='%1' AND exec_id=1").arg(id)),
+            QByteArray("succeeded|"));
+    }
+
+    // The same across a stop (SIGTERM): what waited is judged by the next daemon, and a program
+    // the rules refuse is refused then (EPERM), with the rule recorded, and did not run.
+    void aJudgedProgramTheRulesRefuseIsRefusedByTheNextDaemon()
+    {
+        TestDaemon d;
+        QString error;
+        const QString sb = startWithSandbox(d, {}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject info = sandboxInfo(d, sb);
+        const QString id = info.value(QStringLiteral("id")).toString();
+        const QString marker = info.value(QStringLiteral("workspace")).toString() + QStringLiteral("/marker");
+        QCOMPARE(d.ctl(args("policy", "set", sb, "-"), kJudgedRules).exitCode, 0);
+        const QString workspace = info.value(QStringLiteral("workspace")).toString();
+        QVERIFY(putScript(workspace, QStringLiteral("later-curl.sh"),
+            "sleep 2.5\n/usr/bin/curl --version\necho \"curl: $?\"\ntouch marker\n"));
+
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "sh", "later-curl.sh"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QVERIFY(waitFor([] { return !pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        d.stop();
+        QCOMPARE(d.process().exitCode(), 0);
+        QVERIFY(waitFor([] { return pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QTest::qWait(1500);
+        QVERIFY(!scriptRunning(QStringLiteral("later-curl.sh"), ctl.processId()).isEmpty());
+        QVERIFY(!QFileInfo::exists(marker));
+
+        QVERIFY(d.start());
+        QVERIFY(ctl.waitForFinished(20000));
+        const QByteArray err = ctl.readAllStandardError();
+        // dash says what execve failed with: EPERM, the exec check's refusal (ENOSYS, had the
+        // filter lost its listener, would read "Function not implemented").
+        QCOMPARE(ctl.readAllStandardOutput(), QByteArray("curl: 126\n"));
+        QVERIFY2(err.contains("/usr/bin/curl: Operation not permitted"), err.constData());
+        QCOMPARE(ctl.exitCode(), 0);
+        QVERIFY(QFileInfo::exists(marker));
+        const QJsonObject curl = programAt(d, id, QStringLiteral("/usr/bin/curl"));
+        QVERIFY2(!curl.isEmpty(),
+            query(d, QStringLiteral("SELECT payload FROM events WHERE kind='exec.program'")).constData());
+        QCOMPARE(curl.value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
+        QCOMPARE(curl.value(QStringLiteral("rule")).toString(), QStringLiteral("curl"));
+        QCOMPARE(curl.value(QStringLiteral("layer")).toString(), QStringLiteral("sandbox"));
+        // And the new daemon judges what starts after it took over, as usual.
+        const CliResult again = d.ctl(args("--agent", "bot", "exec", sb, "-n", "--", "sh", "later-curl.sh"));
+        QCOMPARE(again.out, QByteArray("curl: 126\n"));
     }
 
     // A program that waits for a person when the daemon stops is refused (EPERM), and recorded so:
