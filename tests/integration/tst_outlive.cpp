@@ -337,19 +337,19 @@ private Q_SLOTS:
         QCOMPARE(d.ctl(args("policy", "set", sb, "-"), kJudgedRules).exitCode, 0);
         const QString workspace = info.value(QStringLiteral("workspace")).toString();
         QVERIFY(putScript(
-            workspace, QStringLiteral("later-true.sh"), "sleep 2.5\n/bin/true && touch marker && echo after\n"));
+            workspace, QStringLiteral("later-true.sh"), "sleep 2.417\n/bin/true && touch marker && echo after\n"));
 
         QProcess ctl;
         ctl.setProcessEnvironment(d.environment());
         ctl.start(binDir() + QStringLiteral("/airlockctl"),
             args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "sh", "later-true.sh"));
         QVERIFY(ctl.waitForStarted(5000));
-        QVERIFY(waitFor([] { return !pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QVERIFY(waitFor([] { return !pidsWithCommandLine("sleep 2.417").isEmpty(); }, 10000));
         QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
         QVERIFY(d.process().waitForFinished(5000));
         // The sleep ends while no daemon is there; /bin/true waits in its execve: the script goes on
         // (a failed exec would have ended it) and nothing after it ran.
-        QVERIFY(waitFor([] { return pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QVERIFY(waitFor([] { return pidsWithCommandLine("sleep 2.417").isEmpty(); }, 10000));
         QTest::qWait(1500);
         QVERIFY(!scriptRunning(QStringLiteral("later-true.sh"), ctl.processId()).isEmpty());
         QVERIFY(!QFileInfo::exists(marker));
@@ -386,17 +386,17 @@ private Q_SLOTS:
         QCOMPARE(d.ctl(args("policy", "set", sb, "-"), kJudgedRules).exitCode, 0);
         const QString workspace = info.value(QStringLiteral("workspace")).toString();
         QVERIFY(putScript(workspace, QStringLiteral("later-curl.sh"),
-            "sleep 2.5\n/usr/bin/curl --version\necho \"curl: $?\"\ntouch marker\n"));
+            "sleep 2.423\n/usr/bin/curl --version\necho \"curl: $?\"\ntouch marker\n"));
 
         QProcess ctl;
         ctl.setProcessEnvironment(d.environment());
         ctl.start(binDir() + QStringLiteral("/airlockctl"),
             args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "sh", "later-curl.sh"));
         QVERIFY(ctl.waitForStarted(5000));
-        QVERIFY(waitFor([] { return !pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QVERIFY(waitFor([] { return !pidsWithCommandLine("sleep 2.423").isEmpty(); }, 10000));
         d.stop();
         QCOMPARE(d.process().exitCode(), 0);
-        QVERIFY(waitFor([] { return pidsWithCommandLine("sleep 2.5").isEmpty(); }, 10000));
+        QVERIFY(waitFor([] { return pidsWithCommandLine("sleep 2.423").isEmpty(); }, 10000));
         QTest::qWait(1500);
         QVERIFY(!scriptRunning(QStringLiteral("later-curl.sh"), ctl.processId()).isEmpty());
         QVERIFY(!QFileInfo::exists(marker));
