@@ -479,6 +479,23 @@ Result<StoredSandbox> HistoryReader::storedSandbox(const QString &sandboxId) con
         e.approval = started.value(QStringLiteral("approval")).toString();
         e.stored[1] = uint64_t(running.columnInt(5));
         e.stored[2] = uint64_t(running.columnInt(6));
+        if (e.execCheck) {
+            // The programs it asked a person about that nothing decided since (the same
+            // notification recorded again): their processes still wait, unanswered.
+            sql::Stmt asks(db, R"sql(
+                SELECT a.payload FROM events a
+                WHERE a.sandbox_id = ?1 AND a.exec_id = ?2 AND a.kind = 'exec.program'
+                  AND json_extract(a.payload, '$.decision') = 'ask'
+                  AND json_extract(a.payload, '$.notification') IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM events b
+                      WHERE b.sandbox_id = a.sandbox_id AND b.seq > a.seq AND b.exec_id = a.exec_id
+                        AND b.kind = 'exec.program'
+                        AND json_extract(b.payload, '$.notification') = json_extract(a.payload, '$.notification'))
+                ORDER BY a.seq LIMIT 256)sql");
+            asks.text(1, sandboxId).integer(2, e.id);
+            while (asks.step())
+                e.openAsks.append(QJsonDocument::fromJson(asks.columnText(0).toUtf8()).object());
+        }
         stored.running.append(e);
     }
     return stored;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QJsonObject>
 #include <QList>
 #include <QString>
 #include <QStringList>
@@ -25,6 +26,9 @@ struct StoredExecution {
     QString agent; // empty: a person's own command (recorded, not judged)
     QString decidedBy;
     QString approval;
+    // Its exec.program events that asked a person and were not decided (the daemon went first):
+    // their notifications still wait, and only a daemon that names them can answer them.
+    QList<QJsonObject> openAsks;
 };
 
 // What the history holds of one sandbox's stream.

@@ -353,7 +353,7 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     spawn.judged = m_setup.policy.judgeExecs && m_launched.execCheckFd >= 0;
     if (spawn.judged)
         m_judged.insert(
-            id, {{request.argv, request.run.isEmpty() ? m_setup.run : request.run, request.cover}, nullptr});
+            id, {{request.argv, request.run.isEmpty() ? m_setup.run : request.run, request.cover}, nullptr, {}});
     spawn.tty = request.tty;
     // A terminal is always the stdin of a tty execution (like docker -t): it may just get no input.
     spawn.stdinOpen = request.stdinOpen || request.tty;

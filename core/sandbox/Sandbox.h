@@ -240,6 +240,7 @@ private:
     struct Judged {
         JudgedExecution execution;
         ExecListener *listener = nullptr;
+        QList<QJsonObject> openAsks; // taken over: see StoredExecution::openAsks
     };
     QHash<uint32_t, Judged> m_judged;
     QString m_currentRun;

@@ -75,7 +75,7 @@ Status Sandbox::adopt(Adoption a)
             cover.approval = r.approval;
             if (cover.judged)
                 cover.programs = policy::CommandRules::namedPrograms(r.argv);
-            m_judged.insert(r.id, {{r.argv, r.run, cover}, nullptr});
+            m_judged.insert(r.id, {{r.argv, r.run, cover}, nullptr, r.openAsks});
         }
     }
     Status sent = ok ? sendResume(a.channelFd, m_setup.launch.resumeToken, asks, guestEnds)

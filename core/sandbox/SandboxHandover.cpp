@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace airlock {
 
@@ -143,6 +144,23 @@ void Sandbox::onExecCheckReadable()
                 Q_EMIT judgedExecutionGone(execId);
             }
         });
+        // What the daemon before asked a person about and was killed before answering: the kernel
+        // tells nobody of it again (it was received), and the question went with that daemon.
+        // Refused by its notification's id, as a stopping daemon refuses it.
+        for (const QJsonObject &ask : std::exchange(judged->openAsks, {})) {
+            ExecAttempt a;
+            a.id = ask.value(QStringLiteral("notification")).toString().toULongLong();
+            a.pid = pid_t(ask.value(QStringLiteral("pid")).toInt());
+            a.parentPid = pid_t(ask.value(QStringLiteral("parent")).toInt());
+            a.path = ask.value(QStringLiteral("path")).toString();
+            a.cwd = ask.value(QStringLiteral("cwd")).toString();
+            for (const QJsonValue &arg : ask.value(QStringLiteral("argv")).toArray())
+                a.argv.append(arg.toString());
+            if (a.id != 0 && judged->listener->answer(a.id, false))
+                recordExec(execId, a,
+                    {policy::Decision::Deny, QStringLiteral("airlockd"), QString(),
+                        QStringLiteral("airlockd went away before a person decided")});
+        }
     }
 }
 
@@ -222,10 +240,13 @@ void Sandbox::answerExec(uint32_t execId, const ExecAttempt &attempt, bool allow
 void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::CommandVerdict &v)
 {
     const auto it = m_judged.constFind(execId);
-    QJsonObject p{{QStringLiteral("exec"), double(execId)}, {QStringLiteral("pid"), double(a.pid)},
-        {QStringLiteral("parent"), double(a.parentPid)}, {QStringLiteral("path"), a.path.left(4096)},
-        {QStringLiteral("cwd"), a.cwd}, {QStringLiteral("decision"), policy::decisionName(v.decision)},
-        {QStringLiteral("rule"), v.rule}, {QStringLiteral("layer"), v.layer}, {QStringLiteral("reason"), v.reason}};
+    // The notification's id (the kernel's, as text: 64 bits) ties a decision to the question it
+    // answers; a daemon that takes the sandbox over finds what was asked and not decided by it.
+    QJsonObject p{{QStringLiteral("exec"), double(execId)}, {QStringLiteral("notification"), QString::number(a.id)},
+        {QStringLiteral("pid"), double(a.pid)}, {QStringLiteral("parent"), double(a.parentPid)},
+        {QStringLiteral("path"), a.path.left(4096)}, {QStringLiteral("cwd"), a.cwd},
+        {QStringLiteral("decision"), policy::decisionName(v.decision)}, {QStringLiteral("rule"), v.rule},
+        {QStringLiteral("layer"), v.layer}, {QStringLiteral("reason"), v.reason}};
     const QJsonObject argv = boundedArgv(a.argv);
     for (auto k = argv.begin(); k != argv.end(); ++k)
         p.insert(k.key(), k.value());

@@ -421,11 +421,23 @@ private Q_SLOTS:
         QCOMPARE(again.out, QByteArray("curl: 126\n"));
     }
 
-    // A program that waits for a person when the daemon stops is refused (EPERM), and recorded so:
-    // the question goes with the daemon, and no later one would be told of that exec again (it
-    // would wait until killed).
-    void aJudgedProgramWaitingForAPersonWhenTheDaemonStopsIsRefused()
+    // A program that waits for a person when the daemon goes is refused (EPERM), and recorded so:
+    // the question goes with the daemon, and the kernel does not tell a later one of that exec
+    // again (it was received). A daemon that stops refuses it itself; one that is killed leaves it
+    // to the next, which finds the question in the history.
+    void aJudgedProgramWaitingForAPersonWhenTheDaemonGoesIsRefused_data()
     {
+        QTest::addColumn<bool>("killed");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("the daemon stops: it refuses what waits")
+            << false << QStringLiteral("airlockd stopped before a person decided");
+        QTest::newRow("the daemon is killed: the next one refuses it")
+            << true << QStringLiteral("airlockd went away before a person decided");
+    }
+    void aJudgedProgramWaitingForAPersonWhenTheDaemonGoesIsRefused()
+    {
+        QFETCH(bool, killed);
+        QFETCH(QString, reason);
         TestDaemon d;
         QString error;
         const QString sb = startWithSandbox(d, {}, &error);
@@ -443,8 +455,25 @@ private Q_SLOTS:
             args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "sh", "later-ask.sh"));
         QVERIFY(ctl.waitForStarted(5000));
         QVERIFY(!waitForApproval(d).isEmpty());
-        d.stop();
-        QCOMPARE(d.process().exitCode(), 0);
+        if (killed) {
+            // (Once the question is stored: what the daemon read and never recorded, the next
+            // cannot know of.)
+            QVERIFY(waitFor(
+                [&] {
+                    for (const QJsonObject &p : eventsOf(d, id, QStringLiteral("exec.program")))
+                        if (p.value(QStringLiteral("decision")) == QLatin1String("ask"))
+                            return true;
+                    return false;
+                },
+                5000));
+            QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+            QVERIFY(d.process().waitForFinished(5000));
+            QTest::qWait(500);
+            QVERIFY(!scriptRunning(QStringLiteral("later-ask.sh"), ctl.processId()).isEmpty()); // it waits
+        } else {
+            d.stop();
+            QCOMPARE(d.process().exitCode(), 0);
+        }
         QVERIFY(d.start());
         QVERIFY(ctl.waitForFinished(20000));
         const QByteArray err = ctl.readAllStandardError();
@@ -455,8 +484,7 @@ private Q_SLOTS:
             if (p.value(QStringLiteral("decision")) == QLatin1String("deny"))
                 refused = p;
         QCOMPARE(refused.value(QStringLiteral("rule")).toString(), QStringLiteral("airlockd"));
-        QCOMPARE(refused.value(QStringLiteral("reason")).toString(),
-            QStringLiteral("airlockd stopped before a person decided"));
+        QCOMPARE(refused.value(QStringLiteral("reason")).toString(), reason);
         QVERIFY(
             jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
     }
