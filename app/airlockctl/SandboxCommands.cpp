@@ -260,7 +260,8 @@ private:
             ctx.out << " (" << sb.value(QStringLiteral("failure")).toString() << ')';
         ctx.out << "\ncreated:     " << sb.value(QStringLiteral("createdAt")).toString() << " ("
                 << age(sb.value(QStringLiteral("createdAt")).toString()) << " ago)"
-                << "\nnetwork:     " << networkLabel(sb)
+                << "\nisolation:   " << iso.value(QStringLiteral("runtime")).toString() << " ("
+                << iso.value(QStringLiteral("enforcedBy")).toString() << ')' << "\nnetwork:     " << networkLabel(sb)
                 << "\nworkspace:   /workspace (host: " << sb.value(QStringLiteral("workspace")).toString() << ")";
         if (const QJsonObject disk = sb.value(QStringLiteral("disk")).toObject(); !disk.isEmpty())
             ctx.out << "\ndisk:        "

@@ -8,6 +8,7 @@
 #include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/HostUids.h"
+#include "sandbox/IsolationRuntime.h"
 #include "sandbox/Limits.h"
 #include "sandbox/SandboxRecord.h"
 #include "sandbox/WorkspaceFiles.h"
@@ -222,6 +223,7 @@ private:
 
     EngineConfig m_config;
     HostCapabilities m_caps;
+    IsolationRuntimes m_runtimes{m_caps}; // after m_caps, which they read
     QByteArray m_seccompProgram;
     QString m_workspacesDir;
     QList<Sandbox *> m_sandboxes;

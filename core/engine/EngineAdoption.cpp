@@ -74,6 +74,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     SandboxSetup setup;
     setup.id = record.id;
     setup.spec = record.spec;
+    setup.runtime = &m_runtimes.of(record.spec.isolation);
     setup.run = record.run;
     setup.createdThrough = record.createdThrough;
     // Where this daemon keeps workspaces, whatever the record says: rm removes it.

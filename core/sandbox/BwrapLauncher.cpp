@@ -124,10 +124,10 @@ void writeDecimal(int fd, long value)
 }
 } // namespace
 
-std::vector<std::string> bwrapArguments(const LaunchRequest &r)
+std::vector<std::string> bwrapArguments(const LaunchRequest &r, const QString &bwrapPath)
 {
     std::vector<std::string> a
-        = {s(r.bwrapPath), "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"};
+        = {s(bwrapPath), "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"};
     // Only `full` shares the host's network; `allowlist` reaches out through the proxy alone.
     if (r.network != NetworkMode::Full)
         a.emplace_back("--unshare-net");
@@ -221,7 +221,7 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r)
     return a;
 }
 
-Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
+Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwrapPath)
 {
     // Everything the child needs is opened here, by the daemon, so bwrap never has to resolve host
     // paths itself (it may run as an unprivileged uid that cannot traverse them).
@@ -315,7 +315,7 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r)
     Fd execCheckDaemonEnd(xv[0]), execCheckGuestEnd(xv[1]);
 
     // Prepare everything the child uses: no allocation after fork.
-    const std::vector<std::string> args = bwrapArguments(r);
+    const std::vector<std::string> args = bwrapArguments(r, bwrapPath);
     std::vector<char *> argv;
     for (const std::string &arg : args)
         argv.push_back(const_cast<char *>(arg.c_str()));

@@ -81,7 +81,7 @@ Sandbox::~Sandbox()
 
 Status Sandbox::start()
 {
-    auto launched = launchSandbox(m_setup.launch);
+    auto launched = m_setup.runtime->launch(m_setup.launch);
     if (!launched) {
         m_state = SandboxState::Failed;
         m_failure = launched.error().message;
@@ -195,17 +195,11 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
 {
     m_helloTimer->stop();
     m_landlockAbi = landlockAbi;
-    // bwrap wrote the host pid of the sandbox's init before exec'ing the guest.
-    char buf[4096];
-    const ssize_t n = ::read(m_launched.infoFd, buf, sizeof buf - 1);
-    if (n > 0) {
-        const int pid = QJsonDocument::fromJson(QByteArray(buf, n)).object().value(QStringLiteral("child-pid")).toInt();
-        if (pid > 1) {
-            m_initPid = pid;
-            m_initPidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-            if (m_initPidfd >= 0) // opened first: the namespace read is of that process, not a reuse of its pid
-                m_pidNamespace = pidNamespaceOf(pid);
-        }
+    if (const pid_t pid = m_setup.runtime->initPid(m_launched); pid > 1) {
+        m_initPid = pid;
+        m_initPidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+        if (m_initPidfd >= 0) // opened first: the namespace read is of that process, not a reuse of its pid
+            m_pidNamespace = pidNamespaceOf(pid);
     }
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),

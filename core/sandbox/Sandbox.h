@@ -7,9 +7,9 @@
 #include "model/SandboxSpec.h"
 #include "model/StoredSandbox.h"
 #include "policy/Policy.h"
-#include "sandbox/BwrapLauncher.h"
 #include "sandbox/ExecListener.h"
 #include "sandbox/GuestChannel.h"
+#include "sandbox/IsolationRuntime.h"
 #include "sandbox/Limits.h"
 #include "secrets/RedactionStream.h"
 #include "secrets/Redactor.h"
@@ -33,6 +33,7 @@ struct SandboxSetup {
     SandboxSpec spec;
     LimitPlan plan;
     QString workspaceDir;
+    const IsolationRuntime *runtime = nullptr; // the engine's: it starts the sandbox and says what holds it
     LaunchRequest launch;
     SandboxCgroup cgroup;
     QString run; // the run that created it
@@ -82,6 +83,7 @@ public:
     const policy::EffectivePolicy &policy() const { return m_setup.policy; }
     const QJsonObject &policyOverrides() const { return m_setup.policyOverrides; }
     const SandboxSetup &setup() const { return m_setup; }
+    const IsolationRuntime &runtime() const { return *m_setup.runtime; }
     int policyVersion() const { return m_policyVersion; }
     // The run of the newest execution (or the one that created the sandbox): what the sandbox's
     // own activity, like its network connections, is filed under.

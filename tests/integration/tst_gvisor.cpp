@@ -35,6 +35,28 @@ private Q_SLOTS:
             info.out.contains("\ngVisor:      --isolation gvisor needs gVisor's runsc"), qPrintable(info.describe()));
     }
 
+    // Not asked for, it is namespaces (bubblewrap), and info says which runtime holds a sandbox.
+    void theDefaultIsNamespacesAndInfoSaysWhichHoldsIt()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "plain")), QStringLiteral("plain"));
+        const QJsonObject isolation
+            = sandboxInfo(d, QStringLiteral("plain")).value(QStringLiteral("isolation")).toObject();
+        QCOMPARE(isolation.value(QStringLiteral("runtime")).toString(), QStringLiteral("namespaces"));
+        QVERIFY(isolation.value(QStringLiteral("namespaces")).toArray().contains(QStringLiteral("net")));
+        const CliResult info = d.ctl(args("info", "plain"));
+        QVERIFY2(info.out.contains(
+                     "\nisolation:   namespaces (bubblewrap: namespaces, seccomp and Landlock on the host's kernel)\n"),
+            qPrintable(info.describe()));
+        QCOMPARE(d.ctl(args("create", "--name", "asked", "--isolation", "namespaces")).exitCode, 0);
+        QCOMPARE(sandboxInfo(d, QStringLiteral("asked"))
+                     .value(QStringLiteral("isolation"))
+                     .toObject()
+                     .value(QStringLiteral("runtime")),
+            QJsonValue(QStringLiteral("namespaces")));
+    }
+
     void anIsolationThatDoesNotExistIsRefusedByName()
     {
         TestDaemon d;

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "model/SandboxSpec.h"
+#include "util/Result.h"
+
+#include <QByteArray>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+#include <optional>
+#include <sys/types.h>
+#include <utility>
+
+namespace airlock {
+
+// Everything a runtime needs to start a sandbox, decided by the engine before it starts: the
+// view it gives (workspace, mounts, masks, files), its limits and its hand-overs.
+struct LaunchRequest {
+    QString guestPath;
+    QString hostname;
+    NetworkMode network = NetworkMode::None;
+    QString workspaceDir;
+    QList<Mount> mounts;
+    QStringList hiddenPaths; // inside mounts: covered by an empty read-only tmpfs (airlockd's own directories)
+    QList<std::pair<QString, QByteArray>> dataFiles; // read-only files made from memory (granted secrets)
+    QByteArray seccompProgram;
+    QStringList cgroupProcsFiles;
+    // When set, the child waits before exec until this has placed it (a systemd scope); failing, it
+    // is killed and the launch fails with this error.
+    std::function<Status(pid_t)> placeChild;
+    std::optional<uid_t> dropToUid; // set when the daemon runs as root: bwrap runs as this host uid
+    std::optional<uint64_t> nproc; // RLIMIT_NPROC for the guest and everything below it
+    std::optional<uint64_t> tmpBytes; // size of each writable tmpfs (/tmp, /var/tmp, the home)
+    bool verboseGuest = false;
+    // A sandbox that outlives the daemon: the guest listens here (a bound, listening socket the
+    // launcher does not own) for a later daemon, which proves itself with the token. Without it,
+    // bwrap and everything in the sandbox die with the daemon.
+    int resumeListenFd = -1;
+    QByteArray resumeToken;
+    bool outlivesDaemon() const { return resumeListenFd >= 0; }
+};
+
+// What a runtime started: the daemon's ends of what it talks to the sandbox through.
+struct LaunchedSandbox {
+    pid_t pid = -1; // the runtime's own process (bwrap)
+    int pidfd = -1; // readable when it exits
+    int channelFd = -1; // daemon end of the guest socket
+    int stderrFd = -1; // the runtime's and the guest's stderr
+    int infoFd = -1; // bwrap's --info-fd: JSON with the host pid of the sandbox's init (-1: none)
+    int proxyFd = -1; // allowlist: the guest sends each egress connection's socket here
+    int execCheckFd = -1; // the guest sends each judged execution's exec-check listener here
+};
+
+} // namespace airlock
