@@ -268,7 +268,13 @@ int killLoop(int kills)
         }
     };
     for (int i = 0; i < kStreams; ++i) {
+        const qint64 lostBefore = lost;
         count(got[i], lost, repeated);
+        // What the client said besides reconnecting (a gap it was told of, for one), when it lost lines.
+        if (lost > lostBefore)
+            for (const QByteArray &line : clients[i]->readAllStandardError().split('\n'))
+                if (!line.isEmpty() && !line.contains("went away") && !line.contains("reconnected after"))
+                    out << "stream " << i << " said: " << line.left(300) << Qt::endl;
         const QByteArray stored = sqliteOne(d.dataDir() + QStringLiteral("/history.db"),
             QStringLiteral("SELECT group_concat(data, '') FROM (SELECT data FROM chunks JOIN executions x ON x.id = "
                            "chunks.execution WHERE x.sandbox_id = '%1' AND stream = 1 ORDER BY offset)")
