@@ -172,6 +172,76 @@ private Q_SLOTS:
         store->reset();
     }
 
+    // Red team: the disk floor must not let someone else's writes erase the record. A sandbox's
+    // workspace image (whose dirty pages still land after DiskGuard ends it), or any local user
+    // writing to the same filesystem, takes the disk under keepFreeBytes; the history did not grow
+    // meanwhile. Dropping output gives the disk nothing back (the pages stay in the file, no
+    // vacuum), so the only effect is that the oldest record is gone for good: here all of it, at
+    // once, by one dip (and, repeated, any amount). Expected: what the history kept before the dip
+    // is still there after it; the history only stops growing while short.
+    void aDiskFilledBySomeoneElseDoesNotEraseTheRecord()
+    {
+        if (::geteuid() != 0)
+            QSKIP("a small filesystem of its own (tmpfs) needs root");
+        QTemporaryDir dir;
+        const QByteArray mountPoint = QFile::encodeName(dir.path());
+        QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=64m"), 0);
+        const auto unmount = qScopeGuard([&] { ::umount2(mountPoint.constData(), MNT_DETACH); });
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.reserveBytes = 2 * 1024 * 1024;
+        options.keepFreeBytes = 16 * 1024 * 1024;
+        options.retryIntervalMs = 20;
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        const auto freeBytes = [&] {
+            struct statvfs fs { };
+            return ::statvfs(mountPoint.constData(), &fs) == 0 ? qint64(fs.f_bavail) * qint64(fs.f_frsize) : -1;
+        };
+        uint32_t exec = 1;
+        const auto write = [&](qsizetype bytes) {
+            startExecution(**store, QStringLiteral("sb"), exec, {QStringLiteral("cat")});
+            (*store)->append(output(QStringLiteral("sb"), exec, 1, 0, QByteArray(bytes, char('a' + exec % 26))));
+            exitExecution(**store, QStringLiteral("sb"), exec, bytes);
+            ++exec;
+            return (*store)->flush();
+        };
+        // 8 MiB of record, well under the budget and with plenty of room on the disk.
+        for (int i = 0; i < 32; ++i)
+            QVERIFY(write(256 * 1024));
+        QTest::qWait(1100);
+        QVERIFY(write(16));
+        QVERIFY(!(*store)->diskFloor());
+        const qint64 fileBefore = QFileInfo(path).size();
+
+        // Someone else fills the disk to 1 MiB short of empty (not the history: it does not grow).
+        const QString fillerPath = dir.filePath(QStringLiteral("filler"));
+        {
+            QFile filler(fillerPath);
+            QVERIFY(filler.open(QIODevice::WriteOnly));
+            const QByteArray mib(1024 * 1024, 'x');
+            while (freeBytes() > 2 * 1024 * 1024)
+                QVERIFY(filler.write(mib) == mib.size() && filler.flush());
+        }
+        QTest::qWait(1100); // the disk is looked at once a second
+        QVERIFY(write(16)); // one small record while it is short
+        QVERIFY((*store)->diskFloor());
+        // The someone else frees it again.
+        QVERIFY(QFile::remove(fillerPath));
+        QTest::qWait(1100);
+        QVERIFY(write(16));
+        QVERIFY(!(*store)->diskFloor());
+
+        // Dropping gave the disk nothing back: the file is as big as before.
+        QVERIFY2(QFileInfo(path).size() >= fileBefore,
+            qPrintable(QStringLiteral("%1 -> %2").arg(fileBefore).arg(QFileInfo(path).size())));
+        const QByteArray kept
+            = scalar(path, "SELECT count(*) || ' of 32 kept, ' || coalesce(sum(stored_bytes), 0) || ' bytes' FROM "
+                           "executions WHERE exec_id <= 32 AND output_pruned = 0")
+                  .toByteArray();
+        QCOMPARE(kept, QByteArray("32 of 32 kept, 8388608 bytes"));
+    }
+
     // Vacuum gives the space back a slice at a time between the writer's batches (issue 19, item
     // 10): commits meanwhile wait at most about a slice, where one VACUUM held them all for its
     // whole length. A history made before incremental vacuum is converted once (that one step
