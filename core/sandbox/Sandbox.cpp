@@ -367,6 +367,7 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
     if (timeout)
         startTimeout(id, qint64(*timeout));
     spawn.timeoutMs = timeout.value_or(0); // the guest's, for when this daemon is not there to kill
+    e.hasTimeout = spawn.timeoutMs > 0;
     m_channel->setKnownExec(id, true);
     m_channel->sendSpawn(spawn);
 
@@ -564,8 +565,9 @@ void Sandbox::onExited(const GuestExit &x)
     if (it == m_execs.end())
         return;
     // Killed by the guest at its deadline: while no daemon was there (the exit is replayed to the
-    // one that took over), or with this one too late. A reason this daemon gave first stands.
-    if (x.timedOut && it->killReason.isEmpty())
+    // one that took over), or with this one too late. A reason this daemon gave first stands; a
+    // guest that says so of an execution it was given no deadline for is not believed.
+    if (x.timedOut && it->hasTimeout && it->killReason.isEmpty())
         it->killReason = QStringLiteral("timeout");
     QString status;
     if (it->killReason == QLatin1String("timeout"))

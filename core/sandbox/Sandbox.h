@@ -204,6 +204,7 @@ private:
         bool truncated = false;
         QString killReason; // timeout | output_limit | user
         QTimer *timer = nullptr;
+        bool hasTimeout = false; // the guest was given a deadline: only then may it say it killed at it
     };
 
     Event makeEvent(const QString &kind, QJsonObject payload = {});

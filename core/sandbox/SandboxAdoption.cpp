@@ -127,6 +127,7 @@ void Sandbox::onResumed(uint32_t version, int landlockAbi, const QList<ResumedEx
         e.argv = r.argv;
         e.run = r.run;
         e.startedMs = r.startedMs;
+        e.hasTimeout = r.timeoutMs && *r.timeoutMs > 0;
         const ResumedExec state = said.value(r.id);
         // Where the guest's replay starts: past what is stored when the daemon before had
         // acknowledged more than it stored (a long output's tail, which the history drops anyway).
