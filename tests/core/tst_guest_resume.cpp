@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -448,6 +449,49 @@ private Q_SLOTS:
         // One that ends before its deadline is not said to have timed out.
         QVERIFY(spawn(shell(3, "exit 4", 0, 60000)) > 0);
         QCOMPARE(nextExit(3), QStringLiteral("exited 4"));
+    }
+
+    // Red team: what a command does to get out of its deadline's reach (a new session and a
+    // double fork; a subreaper of its own whose child double-forks) does not save any of it, and
+    // the deadline's kill reaches nothing of another execution (one running without a timeout, the
+    // background an ended one left).
+    void aDeadlineIsNotEscapedAndHitsNoOtherExecution()
+    {
+        startGuest(true);
+        std::string out;
+        QVERIFY(spawn(shell(1, "sleep 60 & echo $!")) > 0);
+        QVERIFY(readStdout(1, out, [&] { return out.find('\n') != std::string::npos; }));
+        const pid_t leftBehind = pid_t(std::stoi(out));
+        QCOMPARE(nextExit(1), QStringLiteral("exited 0"));
+        const pid_t untimed = spawn(shell(2, "exec sleep 60"));
+        QVERIFY(untimed > 0);
+
+        const pid_t timed = spawn(shell(3,
+            "setsid sh -c 'sleep 61 & echo $!'; "
+            "perl -e 'syscall(157, 36, 1, 0, 0, 0); $|=1; my $p = fork(); if (!$p) { my $g = fork(); "
+            "if (!$g) { exec \"sleep\", \"62\" } print \"$g\\n\"; exit 0 } waitpid($p, 0); sleep 60' & "
+            "echo $!; exec sleep 63",
+            0, 300));
+        QVERIFY(timed > 0);
+        out.clear();
+        QVERIFY(readStdout(3, out, [&] { return std::count(out.begin(), out.end(), '\n') == 3; }));
+        std::vector<pid_t> escapees;
+        for (const QByteArray &line : QByteArray::fromStdString(out).trimmed().split('\n'))
+            escapees.push_back(pid_t(line.toInt()));
+        QCOMPARE(escapees.size(), size_t(3));
+        for (const pid_t p : escapees)
+            QVERIFY2(p > 0 && !processGone(p), qPrintable(QString::fromStdString(out)));
+
+        QCOMPARE(nextExit(3), QStringLiteral("signal 9, timed out"));
+        QVERIFY2(test::waitFor(
+                     [&] {
+                         return processGone(timed)
+                             && std::all_of(escapees.begin(), escapees.end(), [](pid_t p) { return processGone(p); });
+                     },
+                     5000),
+            "a process of the timed-out execution outlived its deadline");
+        QVERIFY2(!processGone(untimed), "the deadline's kill took another execution");
+        QVERIFY2(!processGone(leftBehind), "the deadline's kill took another execution's background");
     }
 
     void outputPastTheLimitWithNoDaemonIsAGapOfExactlyWhatWasLost()

@@ -14,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLocalSocket>
+#include <QScopeGuard>
 #include <QTest>
 #include <QThread>
 #include <QtEndian>
@@ -625,6 +626,29 @@ private Q_SLOTS:
         QVERIFY(pidsRunning(badGuest()).isEmpty());
         QVERIFY2(
             descendantsOf(m_bad->pid()).isEmpty(), qPrintable(descendantsOf(m_bad->pid()).join(QStringLiteral("; "))));
+    }
+
+    // Red team: the guest is untrusted, and Exited's ExitTimedOut is its word. For an execution the
+    // daemon gave no deadline (no --timeout, no limits.wallMs) it cannot be true: the exit is
+    // recorded as what the frame otherwise says (killed by SIGKILL), never as timed_out with
+    // reason timeout (and the client's 124).
+    void aGuestCannotSayAnExecutionWithoutATimeoutTimedOut()
+    {
+        const CliResult created
+            = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bg-false-timeout")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const auto removed
+            = qScopeGuard([&] { m_bad->ctl({QStringLiteral("rm"), QStringLiteral("bg-false-timeout")}); });
+        QTest::qWait(500); // past the bad guest's 300 ms pause
+        const CliResult untimed
+            = m_bad->ctl({QStringLiteral("exec"), QStringLiteral("bg-false-timeout"), QStringLiteral("--"),
+                QStringLiteral("true")});
+        QVERIFY2(untimed.exitCode == 128 + 9, qPrintable(untimed.describe()));
+        // With a deadline the daemon gave, the guest's word is taken (what it is for).
+        const CliResult timed
+            = m_bad->ctl({QStringLiteral("exec"), QStringLiteral("--timeout"), QStringLiteral("1h"),
+                QStringLiteral("bg-false-timeout"), QStringLiteral("--"), QStringLiteral("true")});
+        QVERIFY2(timed.exitCode == 124, qPrintable(timed.describe()));
     }
 
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails_data()

@@ -21,6 +21,47 @@ std::string hello(uint32_t version = wire::kProtocolVersion)
 {
     return wire::Writer(wire::Type::Hello).u32(version).i32(7).u32(1).take();
 }
+bool readAll(char *dst, size_t size)
+{
+    for (size_t done = 0; done < size;) {
+        const ssize_t n = ::read(3, dst + done, size - done);
+        if (n <= 0)
+            return false;
+        done += size_t(n);
+    }
+    return true;
+}
+
+// Every execution it is given "ends" at once, killed, and is said to be the guest's timeout,
+// whether the daemon gave it a deadline or not.
+void falseTimeouts()
+{
+    for (;;) {
+        char header[wire::kHeaderSize];
+        if (!readAll(header, sizeof header))
+            return;
+        uint32_t len = 0;
+        std::memcpy(&len, header, 4);
+        std::string payload(len, '\0');
+        if (len > wire::kMaxPayload || !readAll(payload.data(), len))
+            return;
+        if (static_cast<wire::Type>(header[4]) != wire::Type::Spawn || len < 4)
+            continue;
+        uint32_t id = 0;
+        std::memcpy(&id, payload.data(), 4);
+        put(wire::Writer(wire::Type::Started).u32(id).i32(42).take());
+        put(wire::Writer(wire::Type::Exited)
+                .u32(id)
+                .u8(wire::ExitedBySignal)
+                .i32(9)
+                .u64(1000)
+                .u64(0)
+                .u64(0)
+                .u64(0)
+                .u8(wire::ExitTimedOut)
+                .take());
+    }
+}
 } // namespace
 
 int main()
@@ -51,6 +92,8 @@ int main()
             put(wire::Writer(wire::Type::Exited).u8(1).u8(2).take());
         else if (mode == "bg-second-hello")
             put(hello());
+        else if (mode == "bg-false-timeout")
+            falseTimeouts();
     }
     ::pause();
     return 0;
