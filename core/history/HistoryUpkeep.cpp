@@ -148,10 +148,13 @@ qint64 HistoryStore::budgetOnThisDisk()
             logger()->info("history: its disk has room again ({} bytes free); its budget alone counts", free);
         m_disk.cap = kNoCap;
     } else if (free < (m_disk.cap == kNoCap ? keep : m_disk.lowestFree)) {
-        // Short by what the disk lost since it was last short (freed pages stay in the file for
-        // the history's next writes, so the disk does not show them: never count a shortfall twice).
-        const qint64 shortfall = (m_disk.cap == kNoCap ? keep : m_disk.lowestFree) - free;
-        m_disk.cap = std::max<qint64>(0, std::min(m_disk.cap, m_state.totalStored) - shortfall);
+        // Short (again, by more): the history grows no further, its new output taking the place
+        // of its oldest. Not less than it has: output dropped gives the disk nothing back (its
+        // pages stay in the file for the next writes, no vacuum), so dropping by what the disk lost
+        // would only let whoever filled the disk (a workspace, anyone) erase the record; and that
+        // prune, in one transaction, needs room for its log (secure_delete writes every page it
+        // frees), which a short disk does not have.
+        m_disk.cap = std::min(m_disk.cap, m_state.totalStored);
         m_disk.lowestFree = free;
         m_disk.giveBackLog = true;
         logger()->warn("history: its disk has {} bytes free, under the {} it leaves free: it keeps at most {} bytes "
