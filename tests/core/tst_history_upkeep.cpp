@@ -247,10 +247,10 @@ private Q_SLOTS:
         // Dropping gave the disk nothing back: the file is as big as before.
         QVERIFY2(QFileInfo(path).size() >= fileBefore,
             qPrintable(QStringLiteral("%1 -> %2").arg(fileBefore).arg(QFileInfo(path).size())));
-        const QByteArray kept
-            = scalar(path, "SELECT count(*) || ' of 32 kept, ' || coalesce(sum(stored_bytes), 0) || ' bytes' FROM "
-                           "executions WHERE exec_id <= 32 AND output_pruned = 0")
-                  .toByteArray();
+        const QByteArray kept = scalar(path,
+            "SELECT count(*) || ' of 32 kept, ' || coalesce(sum(stored_bytes), 0) || ' bytes' FROM "
+            "executions WHERE exec_id <= 32 AND output_pruned = 0")
+                                    .toByteArray();
         QVERIFY2(whileShort && kept == "32 of 32 kept, 8388608 bytes",
             qPrintable(QStringLiteral("while short: %1; after: %2")
                            .arg(whileShort ? QStringLiteral("written") : whileShort.error().message,

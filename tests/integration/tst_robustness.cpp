@@ -637,17 +637,16 @@ private Q_SLOTS:
         const CliResult created
             = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), QStringLiteral("bg-false-timeout")});
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
-        const auto removed
-            = qScopeGuard([&] { m_bad->ctl({QStringLiteral("rm"), QStringLiteral("bg-false-timeout")}); });
+        const auto removed = qScopeGuard([&] {
+            m_bad->ctl({QStringLiteral("rm"), QStringLiteral("bg-false-timeout")});
+        });
         QTest::qWait(500); // past the bad guest's 300 ms pause
-        const CliResult untimed
-            = m_bad->ctl({QStringLiteral("exec"), QStringLiteral("bg-false-timeout"), QStringLiteral("--"),
-                QStringLiteral("true")});
+        const CliResult untimed = m_bad->ctl(
+            {QStringLiteral("exec"), QStringLiteral("bg-false-timeout"), QStringLiteral("--"), QStringLiteral("true")});
         QVERIFY2(untimed.exitCode == 128 + 9, qPrintable(untimed.describe()));
         // With a deadline the daemon gave, the guest's word is taken (what it is for).
-        const CliResult timed
-            = m_bad->ctl({QStringLiteral("exec"), QStringLiteral("--timeout"), QStringLiteral("1h"),
-                QStringLiteral("bg-false-timeout"), QStringLiteral("--"), QStringLiteral("true")});
+        const CliResult timed = m_bad->ctl({QStringLiteral("exec"), QStringLiteral("--timeout"), QStringLiteral("1h"),
+            QStringLiteral("bg-false-timeout"), QStringLiteral("--"), QStringLiteral("true")});
         QVERIFY2(timed.exitCode == 124, qPrintable(timed.describe()));
     }
 
