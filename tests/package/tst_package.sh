@@ -65,7 +65,7 @@ for path in ./usr/bin/airlock ./usr/bin/airlockctl ./usr/bin/airlockd ./usr/libe
             ./usr/share/doc/airlock/copyright ./usr/share/doc/airlock/changelog.gz; do
   grep -qxF "$path" <<<"$contents" || fail "missing $path"
 done
-! grep -E 'tst_|probe|bad-guest|bench|icon-render|/usr/local' <<<"$contents" || fail "test or build files in the package"
+! grep -E 'tst_|probe|bad-guest|other-version|bench|icon-render|/usr/local' <<<"$contents" || fail "test or build files in the package"
 pass "contents: $(grep -vc '/$' <<<"$contents") files in their places"
 
 # Installed into a scratch root by dpkg itself, and removed again below.
