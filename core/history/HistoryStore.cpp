@@ -650,15 +650,17 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     // short disk is worth a longer commit).
     const qint64 budget = budgetOnThisDisk();
     const bool diskBound = budget < m_options.maxStoredOutputTotal;
-    m_state.overBudget
-        = m_state.totalStored > budget - budget / 10 && (m_state.overBudget || m_state.totalStored > budget);
+    // Held by its disk, it drops what is over and no more: the tenth below is for a budget's
+    // slices, and there it would be a tenth of the record gone each time the disk is short.
+    const qint64 target = diskBound ? budget : budget - budget / 10;
+    m_state.overBudget = m_state.totalStored > target && (m_state.overBudget || m_state.totalStored > budget);
     if (m_state.overBudget) {
         PruneReport report;
         const auto until = m_state.totalStored > budget + budget / 10
             ? std::chrono::steady_clock::time_point::max()
             : std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs);
         bool more = false;
-        if (Status s = pruneOldest(budget - budget / 10, 0, std::numeric_limits<qint64>::max(), report, until,
+        if (Status s = pruneOldest(target, 0, std::numeric_limits<qint64>::max(), report, until,
                 std::numeric_limits<qint64>::max(), &more);
             !s)
             return failWith(s.error());
