@@ -284,6 +284,11 @@ int main(int argc, char *argv[])
         std::fprintf(stderr, "airlockd: --disk-reserve: %s\n", qPrintable(diskReserve.error().message));
         return 2;
     }
+    if (*diskReserve > (uint64_t(1) << 50)) { // past any disk; and sums of it stay in range
+        std::fprintf(stderr, "airlockd: --disk-reserve: %s is more than any disk (at most 1P)\n",
+            qPrintable(parser.value(diskReserveOpt)));
+        return 2;
+    }
     auto hostUids = parseHostUidRange(parser.value(hostUidsOpt));
     if (!hostUids) {
         std::fprintf(stderr, "airlockd: --sandbox-uids: %s\n", qPrintable(hostUids.error().message));

@@ -304,6 +304,13 @@ private Q_SLOTS:
         QVERIFY(bad.waitForFinished(10000));
         QCOMPARE(bad.exitCode(), 2);
         QVERIFY2(bad.readAllStandardError().startsWith("airlockd: --disk-reserve: "), "the option is named");
+        // Past any disk (sums of it would overflow): refused, not wrapped round.
+        bad.start(
+            binDir() + QStringLiteral("/airlockd"), args("--disk-reserve", "14000000t", "--socket", "/nonexistent/s"));
+        QVERIFY(bad.waitForFinished(10000));
+        QCOMPARE(bad.exitCode(), 2);
+        QCOMPARE(bad.readAllStandardError(),
+            QByteArray("airlockd: --disk-reserve: 14000000t is more than any disk (at most 1P)\n"));
     }
 
     // Sizes are promises, not reservations: together they may exceed the disk. Once less than the
