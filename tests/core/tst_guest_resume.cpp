@@ -685,6 +685,38 @@ private Q_SLOTS:
             QCOMPARE(listenersHeld(), 0);
     }
 
+    // A daemon that goes while a judged execution's first execve waits for it (the listener was
+    // handed over, the exec read and never answered: a person was asked, or the daemon was killed
+    // before it judged) must not leave the guest stuck in that spawn: the guest waits for the
+    // child's first execve with its own copy of the listener, so nothing fails it (ENOSYS) and
+    // nothing answers it, and the guest, PID 1, never comes back to its loop: no later daemon can
+    // resume, no deadline is kept, no output is read.
+    void aDaemonThatGoesDuringAJudgedSpawnLeavesTheGuestResumable()
+    {
+        startGuest(true);
+        QVERIFY(m_link.send(spawnFrame(1, {"/bin/echo", "judged"}, wire::SpawnJudged)));
+        uint32_t execId = 0;
+        const int first = nextListener(execId);
+        QVERIFY(first >= 0);
+        QCOMPARE(execId, 1u);
+        pollfd p{first, POLLIN, 0};
+        QCOMPARE(::poll(&p, 1, 5000), 1); // the child waits in its first execve
+        seccomp_notif req{};
+        QCOMPARE(::ioctl(first, SECCOMP_IOCTL_NOTIF_RECV, &req), 0); // read, never answered
+        // The daemon is killed: its listener, its connection and its exec-check socket go.
+        ::close(first);
+        m_link.reset();
+        ::close(m_execCheck);
+        m_execCheck = -1;
+        QElapsedTimer clock;
+        clock.start();
+        const QString resumed = resume({{1, 0, 0}});
+        QVERIFY2(resumed != QStringLiteral("no Resumed frame"),
+            qPrintable(QStringLiteral("the guest did not answer a resume after %1 ms: stuck in the spawn")
+                           .arg(clock.elapsed())));
+        QVERIFY2(::kill(m_guest, 0) == 0, "the guest is gone");
+    }
+
     void anAcknowledgedExitIsForgottenAndAnUnaskedOneReported()
     {
         startGuest(true);
