@@ -395,6 +395,28 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
         }
     }
 
+    // Until the child's first execve is judged, the guest waits here with its own copy of the
+    // listener. Should the daemon go meanwhile (its exec-check socket hangs up: the exec was read
+    // and never answered, or never read), that copy is let go: with no listener left the exec fails
+    // (ENOSYS) rather than waiting for an answer that no later daemon could give while the guest,
+    // stuck here, cannot be resumed.
+    if (judged && listener.get() >= 0) {
+        pollfd p[2] = {{errorRead.get(), POLLIN, 0}, {execCheckFd, POLLRDHUP, 0}};
+        for (;;) {
+            p[0].revents = p[1].revents = 0;
+            if (poll(p, 2, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
+                break;
+            }
+            if (p[0].revents)
+                break;
+            if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
+                listener.reset();
+                break;
+            }
+        }
+    }
     ChildError ce{};
     ssize_t n;
     do {
