@@ -489,6 +489,60 @@ private Q_SLOTS:
             jsonObject(d.ctl(args("approvals", "--json")).out).value(QStringLiteral("approvals")).toArray().isEmpty());
     }
 
+    // The same when the program waiting for a person is the command's first (a script whose
+    // interpreter a rule asks about): the guest waits for that first execve inside its spawn, and a
+    // killed daemon must not leave it stuck there, or no later daemon can take the sandbox over.
+    void aCommandsFirstProgramWaitingForAPersonWhenTheDaemonIsKilledLeavesTheSandboxToTheNext()
+    {
+        TestDaemon d;
+        QString error;
+        const QString sb = startWithSandbox(d, {}, &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QJsonObject info = sandboxInfo(d, sb);
+        const QString id = info.value(QStringLiteral("id")).toString();
+        QCOMPARE(d.ctl(args("policy", "set", sb, "-"), R"({"commands": {"rules": [
+            {"decision": "allow", "command": "./first-ask.pl"}], "everywhere": [{"command": "perl"}]}})")
+                     .exitCode,
+            0);
+        const QString workspace = info.value(QStringLiteral("workspace")).toString();
+        QVERIFY(putScript(workspace, QStringLiteral("first-ask.pl"), "#!/usr/bin/perl\nprint \"ran\\n\";\n"));
+        QVERIFY(QFile::setPermissions(workspace + QStringLiteral("/first-ask.pl"),
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner | QFileDevice::ReadGroup
+                | QFileDevice::ExeGroup | QFileDevice::ReadOther | QFileDevice::ExeOther));
+        QProcess ctl;
+        ctl.setProcessEnvironment(d.environment());
+        ctl.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", sb, "-n", "--", "./first-ask.pl"));
+        QVERIFY(ctl.waitForStarted(5000));
+        QVERIFY(!waitForApproval(d).isEmpty());
+        QVERIFY(waitFor(
+            [&] {
+                for (const QJsonObject &p : eventsOf(d, id, QStringLiteral("exec.program")))
+                    if (p.value(QStringLiteral("decision")) == QLatin1String("ask"))
+                        return true;
+                return false;
+            },
+            5000));
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        QTest::qWait(500);
+
+        QVERIFY(d.start());
+        // Taken over: running, not failed for want of an answer from its agent.
+        QVERIFY2(waitFor(
+                     [&] {
+                         return sandboxInfo(d, sb).value(QStringLiteral("state")).toString()
+                             == QLatin1String("running");
+                     },
+                     15000),
+            QJsonDocument(sandboxInfo(d, sb)).toJson().constData());
+        const CliResult after = d.ctl(args("exec", sb, "-n", "--", "echo", "taken over"));
+        QCOMPARE(after.out, QByteArray("taken over\n"));
+        // And the program that waited did not run.
+        QVERIFY(ctl.waitForFinished(20000));
+        QVERIFY(!ctl.readAllStandardOutput().contains("ran"));
+    }
+
     void aSandboxThatEndedWhileTheDaemonWasAwayKeepsItsWorkspaceUntilRm()
     {
         TestDaemon d;
