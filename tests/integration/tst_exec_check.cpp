@@ -12,6 +12,7 @@
 #include <QTest>
 
 #include <csignal>
+#include <fcntl.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -541,6 +542,44 @@ private Q_SLOTS:
             qPrintable(reasons.value(QStringLiteral("c2"))));
         QVERIFY2(reasons.value(QStringLiteral("run.sh")).startsWith(QLatin1String("denied by ")),
             qPrintable(reasons.value(QStringLiteral("run.sh"))));
+    }
+
+    // The daemon opens what an exec names to read its "#!" line. A FIFO (or a script whose "#!"
+    // names one) must not make that open wait for a writer: the daemon's one thread would stop
+    // there, every sandbox and client with it, for as long as the agent leaves the FIFO unopened.
+    void aProgramThatIsAFifoDoesNotStopTheDaemon()
+    {
+        const QByteArray fifo = QFile::encodeName(
+            sandboxInfo(*m_daemon, m_sb).value(QStringLiteral("workspace")).toString() + QStringLiteral("/f"));
+        auto client = m_daemon->connect();
+        QVERIFY(client);
+        put(QStringLiteral("run.sh"),
+            "mkfifo /workspace/f; printf '#!/workspace/f\\n' > /workspace/viaf; chmod +x /workspace/viaf\n"
+            "/workspace/f; echo \"fifo $?\"; /workspace/viaf; echo \"script $?\"\n");
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(m_daemon->environment());
+        p->start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "exec", m_sb, "-n", "--", "sh", "run.sh"));
+        QVERIFY(p->waitForStarted(5000));
+        QTest::qWait(2000);
+        // Whatever happens to the command, the daemon answers another client.
+        QElapsedTimer t;
+        t.start();
+        const bool answered = bool(client->call(QStringLiteral("sandbox.list"), {}, 3000));
+        const qint64 took = t.elapsed();
+        // A frozen daemon is let go on (a writer that opens the FIFO ends its wait), for the rest of
+        // the suite.
+        for (int i = 0; i < 50 && p->state() != QProcess::NotRunning; ++i) {
+            if (const int w = ::open(fifo.constData(), O_WRONLY | O_NONBLOCK | O_CLOEXEC); w >= 0)
+                ::close(w);
+            p->waitForFinished(100);
+        }
+        QVERIFY2(answered && took < 1000,
+            qPrintable(QStringLiteral("the daemon took %1 ms to answer another client (%2)")
+                           .arg(took)
+                           .arg(answered ? QStringLiteral("answered") : QStringLiteral("no answer"))));
+        QVERIFY(p->waitForFinished(10000));
+        QCOMPARE(p->readAllStandardOutput(), QByteArray("fifo 126\nscript 126\n"));
     }
 };
 
