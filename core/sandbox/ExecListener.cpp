@@ -16,6 +16,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -107,17 +108,39 @@ bool faithful(const QByteArray &raw)
 // The program file as the kernel will open it: `path` in the process's root (symlinks resolved
 // inside it), relative to its working directory; or, for execveat(fd, "", AT_EMPTY_PATH), its
 // descriptor. -1 with errno when it cannot be opened from here.
+// Opens for reading only what the kernel could execute, a regular file: found with O_PATH first,
+// so that a FIFO (whose open would wait for a writer, on the daemon's one thread) or a device is
+// never opened. Anything else fails with EACCES, as its execve will.
+int readableRegularFile(int pathFd)
+{
+    if (pathFd < 0)
+        return -1;
+    struct stat st { };
+    int fd = -1;
+    if (::fstat(pathFd, &st) != 0)
+        fd = -1;
+    else if (!S_ISREG(st.st_mode))
+        errno = EACCES;
+    else
+        fd = ::open(QStringLiteral("/proc/self/fd/%1").arg(pathFd).toLatin1().constData(),
+            O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    const int err = errno;
+    ::close(pathFd);
+    errno = err;
+    return fd;
+}
+
 int openProgram(pid_t pid, const QString &path, const QString &cwd, int emptyPathFd)
 {
     if (emptyPathFd >= 0)
-        return ::open(
-            QStringLiteral("/proc/%1/fd/%2").arg(pid).arg(emptyPathFd).toLatin1().constData(), O_RDONLY | O_CLOEXEC);
+        return readableRegularFile(::open(
+            QStringLiteral("/proc/%1/fd/%2").arg(pid).arg(emptyPathFd).toLatin1().constData(), O_PATH | O_CLOEXEC));
     const int root
         = ::open(QStringLiteral("/proc/%1/root").arg(pid).toLatin1().constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
         return -1;
     open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC;
+    how.flags = O_PATH | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     const QString inRoot = path.startsWith(QLatin1Char('/')) ? path : cwd + QLatin1Char('/') + path;
     const QByteArray relative = QFile::encodeName(inRoot.mid(1));
@@ -125,7 +148,7 @@ int openProgram(pid_t pid, const QString &path, const QString &cwd, int emptyPat
     const int err = errno;
     ::close(root);
     errno = err;
-    return fd;
+    return readableRegularFile(fd);
 }
 
 // A script's "#!" line as the kernel reads it: the interpreter and its one optional argument.

@@ -578,7 +578,7 @@ private Q_SLOTS:
             qPrintable(QStringLiteral("the daemon took %1 ms to answer another client (%2)")
                            .arg(took)
                            .arg(answered ? QStringLiteral("answered") : QStringLiteral("no answer"))));
-        QVERIFY(p->waitForFinished(10000));
+        QVERIFY(p->state() == QProcess::NotRunning || p->waitForFinished(10000));
         QCOMPARE(p->readAllStandardOutput(), QByteArray("fifo 126\nscript 126\n"));
     }
 };
