@@ -108,9 +108,10 @@ bool faithful(const QByteArray &raw)
 // The program file as the kernel will open it: `path` in the process's root (symlinks resolved
 // inside it), relative to its working directory; or, for execveat(fd, "", AT_EMPTY_PATH), its
 // descriptor. -1 with errno when it cannot be opened from here.
-// Opens for reading only what the kernel could execute, a regular file: found with O_PATH first,
-// so that a FIFO (whose open would wait for a writer, on the daemon's one thread) or a device is
-// never opened. Anything else fails with EACCES, as its execve will.
+// Opens for reading only a regular file (what the kernel could execute) or a directory (whose
+// execve fails with EACCES, which a PATH search goes on from): found with O_PATH first, so that a
+// FIFO (whose open would wait for a writer, on the daemon's one thread) or a device is never
+// opened. Anything else fails with EACCES, as its execve will.
 int readableRegularFile(int pathFd)
 {
     if (pathFd < 0)
@@ -119,7 +120,7 @@ int readableRegularFile(int pathFd)
     int fd = -1;
     if (::fstat(pathFd, &st) != 0)
         fd = -1;
-    else if (!S_ISREG(st.st_mode))
+    else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
         errno = EACCES;
     else
         fd = ::open(QStringLiteral("/proc/self/fd/%1").arg(pathFd).toLatin1().constData(),
