@@ -43,9 +43,9 @@ public:
         // disk is full, so that pruning, which writes too, still works; made again afterwards.
         qint64 reserveBytes = 32 * 1024 * 1024;
         // Room the history leaves free on its filesystem, whatever its budget: when the disk has
-        // less, the history keeps less output (its oldest goes first, as over the budget) so that
-        // it never fills the disk itself. 0: only the budget counts. Not held back: the search
-        // index's own growth (FTS5 writes on deletion too), which the reserve is there for.
+        // less, the history grows no further (new output takes the place of its oldest) so that it
+        // never fills the disk itself. 0: only the budget counts. Not held back: the search index's
+        // own growth (FTS5 writes on deletion too), which the reserve is there for.
         qint64 keepFreeBytes = 256 * 1024 * 1024;
         // Sandboxes that outlived the previous daemon: what runs in them is not marked
         // interrupted at open (the daemon that takes them over settles it).
