@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// What airlock-bench's measurements share: a result row, medians, spawning a command and timing it.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QList>
+#include <QProcessEnvironment>
+#include <QString>
+#include <QStringList>
+
+#include <algorithm>
+#include <fcntl.h>
+#include <functional>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+namespace airlock::bench {
+
+struct Row {
+    QString what;
+    double value;
+    QString unit;
+    QString baselineWhat;
+    double baseline;
+    QString target;
+};
+
+inline double median(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// A daemon's environment as posix_spawn takes it.
+class EnvironmentBlock {
+public:
+    explicit EnvironmentBlock(const QProcessEnvironment &env)
+    {
+        for (const QString &kv : env.toStringList())
+            m_storage.append(kv.toLocal8Bit());
+        for (QByteArray &kv : m_storage)
+            m_pointers.push_back(kv.data());
+        m_pointers.push_back(nullptr);
+    }
+    char **get() const { return const_cast<char **>(m_pointers.data()); }
+
+private:
+    QList<QByteArray> m_storage;
+    std::vector<char *> m_pointers;
+};
+
+// Runs argv to completion with stdout/stderr to /dev/null; returns wall milliseconds.
+inline double spawnMs(const QStringList &args, char **envp = environ)
+{
+    std::vector<QByteArray> storage;
+    std::vector<char *> argv;
+    for (const QString &a : args)
+        storage.push_back(a.toLocal8Bit());
+    for (QByteArray &s : storage)
+        argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    QElapsedTimer t;
+    t.start();
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp) != 0)
+        return -1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return double(t.nsecsElapsed()) / 1e6;
+}
+
+inline QList<double> repeat(int n, const std::function<double()> &f)
+{
+    QList<double> v;
+    for (int i = 0; i < n; ++i)
+        v.append(f());
+    return v;
+}
+
+// cp and writes into a workspace (bench-files.cpp).
+int benchCp(QList<Row> &rows, int rounds, bool quick);
+int benchDisk(QList<Row> &rows, int rounds, bool quick);
+
+} // namespace airlock::bench
