@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   qt6-base-dev qt6-base-dev-tools qt6-websockets-dev libqt6sql6-sqlite
-  libspdlog-dev libsqlite3-dev libseccomp-dev bubblewrap
+  libspdlog-dev libsqlite3-dev libseccomp-dev bubblewrap runsc
   xvfb xauth libgl1-mesa-dev
   curl openssl libssl-dev iproute2 openssh-server openssh-client
   qtkeychain-qt6-dev gnome-keyring dbus-daemon dbus-bin

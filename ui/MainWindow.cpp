@@ -44,6 +44,7 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -604,10 +605,18 @@ void MainWindow::onSelectionChanged()
         m_header->setText(tr("Select a sandbox"));
         return;
     }
+    // What holds it (decision 6): the runtime by name, and in its own words on hover.
+    const QJsonObject isolation = s.value(QStringLiteral("isolation")).toObject();
+    const QString runtime = isolation.value(QStringLiteral("runtime")).toString(QStringLiteral("namespaces"));
     m_header->setText(
-        tr("%1 — network %2, %3")
-            .arg(s.value(QStringLiteral("name")).toString(), s.value(QStringLiteral("network")).toString(),
-                s.value(QStringLiteral("state")).toString()));
+        tr("%1 — %2, network %3, %4")
+            .arg(s.value(QStringLiteral("name")).toString(),
+                runtime == QLatin1String("gvisor") ? tr("gVisor") : runtime,
+                s.value(QStringLiteral("network")).toString(), s.value(QStringLiteral("state")).toString()));
+    m_header->setToolTip(QStringList{isolation.value(QStringLiteral("enforcedBy")).toString(),
+        isolation.value(QStringLiteral("identity")).toString(), isolation.value(QStringLiteral("filters")).toString()}
+                             .filter(QRegularExpression(QStringLiteral(".")))
+                             .join(QLatin1Char('\n')));
     m_command->setFocus();
 }
 

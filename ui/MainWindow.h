@@ -68,6 +68,8 @@ public:
     // Selects a sandbox by name or id (as a click would); false when there is none.
     bool selectSandbox(const QString &nameOrId);
     QString currentSandboxId() const { return m_current; }
+    // The line above the selected sandbox's console: its name, runtime, network and state.
+    QLabel *sandboxHeader() const { return m_header; }
     // Creates a sandbox as a dialog asked (what "New sandbox…" does after the dialog).
     // On `on`, or the host of what is selected (this computer otherwise).
     // `done`: the daemon's answer, besides what the window says of it.

@@ -89,6 +89,7 @@ Guest::Guest(const GuestSetup &setup)
     , m_proxyListenFd(setup.proxyListenFd)
     , m_proxyFd(setup.proxyFd)
     , m_execCheckFd(setup.execCheckFd)
+    , m_preload(setup.preload)
     , m_resumeFd(setup.resumeFd)
     , m_resumeToken(setup.resumeToken)
     , m_out(kOutputPrefix + wire::kMaxOutputChunk)
@@ -501,7 +502,19 @@ void Guest::handleSpawn(const SpawnRequest &req)
         return;
     }
 
-    SpawnResult res = spawnProcess(req, m_execCheckFd);
+    SpawnRequest preloaded;
+    if (!m_preload.empty()) {
+        preloaded = req;
+        std::string value = m_preload;
+        for (auto it = preloaded.env.begin(); it != preloaded.env.end(); ++it)
+            if (it->starts_with("LD_PRELOAD=")) {
+                value += ' ' + it->substr(11);
+                preloaded.env.erase(it);
+                break;
+            }
+        preloaded.env.push_back("LD_PRELOAD=" + value);
+    }
+    SpawnResult res = spawnProcess(m_preload.empty() ? req : preloaded, m_execCheckFd);
     if (res.err != 0) {
         refuse(res.err, res.message);
         return;

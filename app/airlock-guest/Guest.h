@@ -37,6 +37,9 @@ struct GuestSetup {
     // it proves itself with. Without it the guest ends with its daemon.
     int resumeFd = -1;
     std::string resumeToken;
+    // gVisor: a library every command preloads (LD_PRELOAD, before the request's own), see
+    // GvisorPreload.c.
+    std::string preload;
 };
 
 // Sends a Fatal frame on a socket that has no Guest yet (startup failures) and exits.
@@ -136,6 +139,7 @@ private:
     int m_proxyListenFd;
     int m_proxyFd;
     int m_execCheckFd;
+    std::string m_preload;
     int m_resumeFd;
     std::string m_resumeToken;
     std::unique_ptr<Retention> m_retention; // with a resume socket only

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <string>
 #include <sys/prctl.h>
@@ -44,6 +46,12 @@ struct Options {
     int resumeFd = -1;
     int resumeTokenFd = -1;
     std::string toolSocket;
+    // Under gVisor (decision 6): no descriptor but stdio reaches the container, so the channel is
+    // stdin; gVisor has no Landlock (its own mounts are the file boundary there); and the seccomp
+    // program, which bwrap applies elsewhere, comes from this file.
+    bool gvisor = false;
+    std::string seccompFile;
+    std::string preload;
     bool verbose = false;
 };
 
@@ -63,6 +71,16 @@ std::string parseArgs(int argc, char **argv, Options &o)
         long long n = 0;
         if (arg == "--verbose") {
             o.verbose = true;
+        } else if (arg == "--gvisor") {
+            o.gvisor = true;
+        } else if (arg == "--preload" && hasValue) {
+            o.preload = argv[++i];
+            if (o.preload.empty() || o.preload[0] != '/' || o.preload.find_first_of(" :") != std::string::npos)
+                return "invalid --preload path: " + o.preload;
+        } else if (arg == "--seccomp-file" && hasValue) {
+            o.seccompFile = argv[++i];
+            if (o.seccompFile.empty() || o.seccompFile[0] != '/')
+                return "invalid --seccomp-file path: " + o.seccompFile;
         } else if (arg == "--fd" && hasValue) {
             if (!parseNumber(argv[++i], n) || n > 1000000)
                 return std::string("invalid --fd value: ") + argv[i];
@@ -101,8 +119,15 @@ std::string parseArgs(int argc, char **argv, Options &o)
             return "unknown or incomplete argument: " + arg;
         }
     }
-    if (o.fd < 0)
+    if (o.fd < 0 && !o.gvisor)
         return "--fd is required";
+    if (o.gvisor && (o.fd >= 0 || o.proxyFd >= 0 || o.execCheckFd >= 0 || o.resumeFd >= 0))
+        return "--gvisor takes its channel from stdin and no other descriptor (--fd, --proxy-fd, --exec-fd, "
+               "--resume-fd)";
+    if (o.gvisor != !o.seccompFile.empty())
+        return "--gvisor and --seccomp-file go together";
+    if (!o.preload.empty() && !o.gvisor)
+        return "--preload is for --gvisor only";
     if ((o.proxyFd >= 0) != (o.proxyPort > 0) || (o.proxyFd >= 0 && o.proxyFd == o.fd))
         return "--proxy-fd and --proxy-port go together (and not on --fd)";
     if ((o.resumeFd >= 0) != (o.resumeTokenFd >= 0))
@@ -229,6 +254,26 @@ int listenLoopback(uint16_t port)
     return fd;
 }
 
+// The sandbox's seccomp program (what bwrap's --seccomp takes: struct sock_filter, native byte
+// order), applied to the guest and so to everything it starts. Returns an error message, or an
+// empty string. Needs PR_SET_NO_NEW_PRIVS.
+std::string applySeccompFile(const std::string &path)
+{
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errnoText(("cannot open --seccomp-file " + path).c_str());
+    std::vector<sock_filter> program(4096);
+    const ssize_t n = read(fd, program.data(), program.size() * sizeof(sock_filter));
+    close(fd);
+    if (n <= 0 || n % static_cast<ssize_t>(sizeof(sock_filter)) != 0
+        || n == static_cast<ssize_t>(program.size() * sizeof(sock_filter)))
+        return "--seccomp-file " + path + " does not hold a seccomp program";
+    sock_fprog prog{static_cast<unsigned short>(n / static_cast<ssize_t>(sizeof(sock_filter))), program.data()};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        return errnoText("cannot apply the seccomp program");
+    return {};
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -253,11 +298,24 @@ int main(int argc, char **argv)
     if (!argError.empty()) {
         std::fprintf(stderr,
             "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] "
-            "[--resume-fd N --resume-token-fd N] [--verbose]\n",
+            "[--resume-fd N --resume-token-fd N] [--verbose]\n"
+            "       airlock-guest --gvisor --seccomp-file PATH [--preload PATH] [--rw PATH]... [--nproc N] [--verbose] "
+            "  "
+            "(channel: stdin)\n",
             argError.c_str());
         if (opt.fd >= 0)
             fatalExit(opt.fd, "invalid command line: " + argError, 2);
         return 2;
+    }
+    // Under gVisor the channel is stdin: moved above the standard descriptors, /dev/null in its place.
+    if (opt.gvisor) {
+        opt.fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (opt.fd < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0) {
+            std::fprintf(stderr, "airlock-guest: cannot take the channel from stdin: %s\n", std::strerror(errno));
+            return 1;
+        }
+        close(null);
     }
     const int sock = opt.fd;
 
@@ -323,7 +381,11 @@ int main(int argc, char **argv)
         if (toolListen < 0)
             fatalExit(sock, errnoText(("cannot listen on " + opt.toolSocket + " for airlock-tool").c_str()), 1);
     }
-    const LandlockResult ll = applyLandlock(opt.rwPaths);
+    if (!opt.seccompFile.empty())
+        if (const std::string error = applySeccompFile(opt.seccompFile); !error.empty())
+            fatalExit(sock, error, 1);
+    // gVisor has no Landlock (ENOSYS): its mounts are the file boundary there, and the daemon says so.
+    const LandlockResult ll = opt.gvisor ? LandlockResult{} : applyLandlock(opt.rwPaths);
     if (!ll.error.empty())
         fatalExit(sock, ll.error, 1);
 
@@ -337,6 +399,7 @@ int main(int argc, char **argv)
     setup.execCheckFd = opt.execCheckFd;
     setup.resumeFd = opt.resumeFd;
     setup.resumeToken = std::move(resumeToken);
+    setup.preload = opt.preload;
     Guest guest(setup);
     guest.run();
 }

@@ -267,11 +267,19 @@ private:
             ctx.out << "\ndisk:        "
                     << units::formatBytes(uint64_t(disk.value(QStringLiteral("usedBytes")).toDouble())) << " used of "
                     << units::formatBytes(uint64_t(disk.value(QStringLiteral("sizeBytes")).toDouble()));
-        ctx.out << "\nnamespaces:  " << ns.join(QStringLiteral(", ")) << "\nidentity:    uid 1000 inside, host uid "
-                << qint64(iso.value(QStringLiteral("hostUid")).toDouble())
-                << ", no capabilities, no_new_privs\nfilters:     seccomp, landlock ABI "
-                << iso.value(QStringLiteral("landlockAbi")).toInt()
-                << "\nexecutions:  " << sb.value(QStringLiteral("executions")).toInt() << " running\n";
+        // The runtime says what holds the sandbox in its own words; an older daemon's, as it was.
+        const QString hostUid = QString::number(qint64(iso.value(QStringLiteral("hostUid")).toDouble()));
+        if (!ns.isEmpty())
+            ctx.out << "\nnamespaces:  " << ns.join(QStringLiteral(", "));
+        ctx.out
+            << "\nidentity:    "
+            << iso.value(QStringLiteral("identity"))
+                   .toString(QStringLiteral("uid 1000 inside, host uid %1, no capabilities, no_new_privs").arg(hostUid))
+            << "\nfilters:     "
+            << iso.value(QStringLiteral("filters"))
+                   .toString(
+                       QStringLiteral("seccomp, landlock ABI %1").arg(iso.value(QStringLiteral("landlockAbi")).toInt()))
+            << "\nexecutions:  " << sb.value(QStringLiteral("executions")).toInt() << " running\n";
         for (const QJsonValue &m : sb.value(QStringLiteral("mounts")).toArray()) {
             const QJsonObject mo = m.toObject();
             ctx.out << "mount:       " << mo.value(QStringLiteral("path")).toString() << " <- "

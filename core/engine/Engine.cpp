@@ -154,6 +154,17 @@ void Engine::reapOrphans(const QSet<QString> &keep)
     // its workspace is only ever removed by rm.
     WorkspaceSpare::removeLeftovers(workspacesDir()); // a spare is nobody's: made again
     QDir dir(workspacesDir());
+    const QStringList entries = dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden);
+    for (const QString &orphan : entries) {
+        // A runtime's folder without a sandbox (gVisor's bundle): its sandbox ended with that
+        // daemon, which it cannot outlive, and its workspace goes with it.
+        if (orphan.endsWith(QLatin1String(".runtime")) && !keep.contains(orphan.chopped(8))) {
+            logger()->info("removing {} and its workspace: its sandbox ended with the previous daemon",
+                dir.filePath(orphan).toStdString());
+            QDir(dir.filePath(orphan)).removeRecursively();
+            volume::removeWorkspace(dir.filePath(orphan.chopped(8)));
+        }
+    }
     for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
         if (keep.contains(orphan))
             continue;
@@ -269,10 +280,7 @@ Result<std::optional<uid_t>> Engine::allocateHostUid(const QString &sandboxId)
 void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides,
     const QString &preset, const QString &createdThrough)
 {
-    // The runtime asked for, or nothing: never another boundary than the one asked for (decision 6).
     const IsolationRuntime &runtime = m_runtimes.of(spec.isolation);
-    if (Status boundary = runtime.check(spec); !boundary)
-        return done(boundary.error());
     if (m_seccompProgram.isEmpty())
         return done(makeError(ErrorCode::BoundaryUnavailable, m_caps.seccompError));
     if (m_sandboxes.size() >= kMaxSandboxes)
@@ -304,6 +312,12 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
                                                                    : NetworkMode::None;
     spec.mounts = effective->mounts;
     spec.limits = effective->limits;
+    // The runtime asked for, or nothing: never another boundary than the one asked for, nor a
+    // policy it cannot enforce (decision 6).
+    if (Status boundary = runtime.check(spec); !boundary)
+        return done(boundary.error());
+    if (Status fits = runtime.fitPolicy(*effective); !fits)
+        return done(fits.error());
     for (const Mount &m : std::as_const(spec.mounts))
         if (Status s = validateMount(m); !s)
             return done(s.error());
@@ -313,6 +327,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     auto plan = LimitPlan::make(spec.limits, m_caps);
     if (!plan)
         return done(plan.error());
+    runtime.fitLimits(*plan);
 
     // A default workspace made ahead of time, when one is ready: the sandbox takes its id.
     std::optional<QString> spare = plan->diskDefaulted && m_spare ? m_spare->take(defaultDiskBytes()) : std::nullopt;
@@ -351,7 +366,10 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.cgroup = *cgroup;
     setup.runtime = &runtime;
     LaunchRequest &launch = setup.launch;
+    launch.id = id;
+    launch.runtimeDir = setup.workspaceDir + QStringLiteral(".runtime"); // the sandbox uid's, like its workspace
     launch.guestPath = m_config.guestMount.isEmpty() ? m_config.guestPath : m_config.guestMount;
+    launch.gvisorPreload = QFileInfo(m_config.guestPath).dir().filePath(QStringLiteral("airlock-gvisor-preload.so"));
     launch.hostname = spec.name;
     launch.network = spec.network;
     launch.workspaceDir = setup.workspaceDir;
@@ -373,7 +391,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     // It outlives this daemon: its guest listens for the next one, which proves itself with the
     // token (kept in the sandbox's record, readable by this user alone).
     int resumeListen = -1;
-    if (m_config.sandboxesOutliveDaemon) {
+    if (m_config.sandboxesOutliveDaemon && runtime.canOutliveDaemon()) {
         auto listening = m_records.listen(id);
         if (!listening) {
             setup.cgroup.destroy();

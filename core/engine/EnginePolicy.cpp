@@ -87,6 +87,8 @@ Result<QJsonObject> Engine::setPolicy(Sandbox &s, const QJsonObject &overrides, 
     auto effective = policy::resolveForSandbox(overrides, s.policy().preset, *user);
     if (!effective)
         return effective.error();
+    if (Status fits = s.runtime().fitPolicy(*effective); !fits)
+        return fits.error();
     // Only what the running sandbox can honour at once may change; the rest needs a new sandbox.
     const policy::EffectivePolicy &now = s.policy();
     if (effective->networkMode != now.networkMode)

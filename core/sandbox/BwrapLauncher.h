@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sandbox/LaunchRequest.h"
+#include "sandbox/SandboxView.h"
 
 #include <QByteArray>
 #include <QString>
@@ -15,9 +16,10 @@
 
 namespace airlock {
 
-// The bwrap command line for a request, with the fd numbers the child will see. Pure, so tests can
-// read exactly which namespaces and mounts a sandbox gets.
-std::vector<std::string> bwrapArguments(const LaunchRequest &request, const QString &bwrapPath);
+// The bwrap command line for a request and its view (sandboxView()), with the fd numbers the child
+// will see. Pure, so tests can read exactly which namespaces and mounts a sandbox gets.
+std::vector<std::string> bwrapArguments(
+    const LaunchRequest &request, const QList<ViewEntry> &view, const QString &bwrapPath);
 
 // Forks and execs bubblewrap. The child closes every other descriptor, joins the cgroups, drops to
 // dropToUid, arranges to die with the daemon (unless it outlives it) and execs bwrap with an

@@ -2,6 +2,7 @@
 #include "sandbox/IsolationRuntime.h"
 
 #include "sandbox/BwrapLauncher.h"
+#include "sandbox/GvisorLauncher.h"
 #include "sandbox/Sandbox.h"
 
 #include <QJsonArray>
@@ -10,6 +11,13 @@
 #include <unistd.h>
 
 namespace airlock {
+
+namespace {
+uid_t hostUid(const Sandbox &s)
+{
+    return s.hostUid() ? *s.hostUid() : ::getuid();
+}
+} // namespace
 
 Status BwrapRuntime::check(const SandboxSpec &) const
 {
@@ -41,34 +49,87 @@ QJsonObject BwrapRuntime::boundary(const Sandbox &s) const
     return {{QStringLiteral("runtime"), isolationName(kind())},
         {QStringLiteral("enforcedBy"),
             QStringLiteral("bubblewrap: namespaces, seccomp and Landlock on the host's kernel")},
-        {QStringLiteral("namespaces"), namespaces},
-        {QStringLiteral("hostUid"), s.hostUid() ? QJsonValue(double(*s.hostUid())) : QJsonValue(double(::getuid()))},
+        {QStringLiteral("namespaces"), namespaces}, {QStringLiteral("hostUid"), double(hostUid(s))},
         {QStringLiteral("sandboxUid"), 1000}, {QStringLiteral("capabilities"), QStringLiteral("none")},
         {QStringLiteral("noNewPrivs"), true}, {QStringLiteral("seccomp"), true},
-        {QStringLiteral("landlockAbi"), s.landlockAbi()}};
+        {QStringLiteral("landlockAbi"), s.landlockAbi()},
+        {QStringLiteral("identity"),
+            QStringLiteral("uid 1000 inside, host uid %1, no capabilities, no_new_privs").arg(hostUid(s))},
+        {QStringLiteral("filters"), QStringLiteral("seccomp, landlock ABI %1").arg(s.landlockAbi())}};
 }
 
-Status GvisorRuntime::check(const SandboxSpec &) const
+Status GvisorRuntime::check(const SandboxSpec &spec) const
 {
-    return makeError(ErrorCode::BoundaryUnavailable,
-        m_caps.runscPath.isEmpty() ? m_caps.runscError
-                                   : QStringLiteral("--isolation gvisor is not in this airlockd yet; nothing was "
-                                                    "created (use --isolation namespaces)"));
+    if (m_caps.runscPath.isEmpty())
+        return makeError(ErrorCode::BoundaryUnavailable, m_caps.runscError);
+    if (spec.network != NetworkMode::None)
+        return makeError(ErrorCode::BoundaryUnavailable,
+            QStringLiteral("--isolation gvisor has no network yet: use --network none, or --isolation namespaces "
+                           "for --network %1 (nothing was created)")
+                .arg(networkModeName(spec.network)));
+    return Ok{};
 }
 
-Result<LaunchedSandbox> GvisorRuntime::launch(const LaunchRequest &) const
+Status GvisorRuntime::fitPolicy(policy::EffectivePolicy &p) const
 {
-    return check({}).error();
+    // The exec check needs seccomp user notification, which gVisor refuses (EINVAL): asked for, it
+    // is refused; by default, commands are judged as the agent asks for them, not what they start.
+    if (p.judgeExecs && p.sources.contains(QStringLiteral("/commands/judgeExecs")))
+        return makeError(ErrorCode::BoundaryUnavailable,
+            QStringLiteral(
+                "/commands/judgeExecs: gVisor cannot judge the programs a command starts (it has no "
+                "seccomp user notification); set it to false in the policy layer '%1', or use --isolation namespaces "
+                "(nothing was created or changed)")
+                .arg(p.sources.value(QStringLiteral("/commands/judgeExecs")).toString()));
+    p.judgeExecs = false;
+    QJsonObject commands = p.document.value(QStringLiteral("commands")).toObject();
+    commands.insert(QStringLiteral("judgeExecs"), false);
+    p.document.insert(QStringLiteral("commands"), commands);
+    p.sources.insert(QStringLiteral("/commands/judgeExecs"), QStringLiteral("runtime:gvisor"));
+    for (const policy::CredentialGrant &g : std::as_const(p.grants))
+        if (!g.file.isEmpty())
+            return makeError(ErrorCode::BoundaryUnavailable,
+                QStringLiteral("/credentials/grants: under gVisor a secret cannot be granted as a file yet (%1 at %2); "
+                               "grant it as env, or use --isolation namespaces (nothing was created or changed)")
+                    .arg(g.secret, g.file));
+    return Ok{};
+}
+
+void GvisorRuntime::fitLimits(LimitPlan &plan) const
+{
+    // The sandbox's processes are the sentry's tasks: a pids cgroup would count gVisor's own host
+    // threads (about 160 at rest), not them. The sentry enforces RLIMIT_NPROC, set by the guest.
+    plan.pidsByCgroup = false;
+    plan.pidsInside = QStringLiteral("RLIMIT_NPROC inside gVisor");
+    plan.memoryOf = QStringLiteral("gVisor's sentry and gofer, which hold the sandbox's memory");
+}
+
+Result<LaunchedSandbox> GvisorRuntime::launch(const LaunchRequest &request) const
+{
+    return launchGvisor(request, m_caps.runscPath);
 }
 
 pid_t GvisorRuntime::initPid(const LaunchedSandbox &) const
 {
-    return 0;
+    return 0; // the sandbox's processes are the sentry's tasks, not host processes
 }
 
-QJsonObject GvisorRuntime::boundary(const Sandbox &) const
+QJsonObject GvisorRuntime::boundary(const Sandbox &s) const
 {
-    return {{QStringLiteral("runtime"), isolationName(kind())}};
+    return {{QStringLiteral("runtime"), isolationName(kind())},
+        {QStringLiteral("enforcedBy"),
+            QStringLiteral("gVisor: a user-space kernel between the sandbox and the host's, rootless, seccomp inside")},
+        {QStringLiteral("runsc"), m_caps.runscPath}, {QStringLiteral("hostUid"), double(hostUid(s))},
+        {QStringLiteral("sandboxUid"), 0}, // gVisor's root, which is hostUid to the host
+        {QStringLiteral("capabilities"), QStringLiteral("none on the host")}, {QStringLiteral("noNewPrivs"), true},
+        {QStringLiteral("seccomp"), true}, {QStringLiteral("landlockAbi"), 0}, {QStringLiteral("execCheck"), false},
+        {QStringLiteral("outlivesDaemon"), false},
+        {QStringLiteral("identity"),
+            QStringLiteral("root inside gVisor, host uid %1, no capabilities on the host, no_new_privs")
+                .arg(hostUid(s))},
+        {QStringLiteral("filters"),
+            QStringLiteral("seccomp inside gVisor; no Landlock and no exec check (gVisor has neither); ends with "
+                           "the daemon")}};
 }
 
 } // namespace airlock

@@ -2,8 +2,10 @@
 #pragma once
 
 #include "model/SandboxSpec.h"
+#include "policy/Policy.h"
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/LaunchRequest.h"
+#include "sandbox/Limits.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -21,9 +23,19 @@ class IsolationRuntime {
 public:
     virtual ~IsolationRuntime() = default;
     virtual Isolation kind() const = 0;
+    // What runs it, in a sentence's words ("bubblewrap could not create the sandbox").
+    virtual QString name() const = 0;
     // Ok when it can run this sandbox as asked; otherwise why, and the fix. Asked before anything
     // is made: a sandbox never runs with less than it asked for, nor with another runtime.
     virtual Status check(const SandboxSpec &spec) const = 0;
+    // The policy as this runtime enforces it: what it cannot enforce and was asked for explicitly
+    // is refused (why, and the fix); a built-in default it cannot enforce is set to what it does,
+    // which boundary() shows. Asked at create and at every policy change.
+    virtual Status fitPolicy(policy::EffectivePolicy &policy) const = 0;
+    // The limits as this runtime enforces them (what counts processes, whose memory a cgroup holds).
+    virtual void fitLimits(LimitPlan &) const { }
+    // Whether its sandboxes can outlive the daemon (the guest waits for the next one).
+    virtual bool canOutliveDaemon() const = 0;
     virtual Result<LaunchedSandbox> launch(const LaunchRequest &request) const = 0;
     // The host pid of the sandbox's init, once its guest has said hello (0: unknown).
     virtual pid_t initPid(const LaunchedSandbox &launched) const = 0;
@@ -40,7 +52,10 @@ public:
     {
     }
     Isolation kind() const override { return Isolation::Namespaces; }
+    QString name() const override { return QStringLiteral("bubblewrap"); }
     Status check(const SandboxSpec &spec) const override;
+    Status fitPolicy(policy::EffectivePolicy &) const override { return Ok{}; }
+    bool canOutliveDaemon() const override { return true; }
     Result<LaunchedSandbox> launch(const LaunchRequest &request) const override;
     pid_t initPid(const LaunchedSandbox &launched) const override;
     QJsonObject boundary(const Sandbox &sandbox) const override;
@@ -49,7 +64,9 @@ private:
     const HostCapabilities &m_caps;
 };
 
-// gVisor (runsc): not in this daemon yet; asked for, it says why and nothing is made.
+// gVisor (runsc, rootless): a user-space kernel (the sentry) between the sandbox and the host's
+// kernel; the same view, seccomp program and guest. It has no Landlock and no seccomp user
+// notification (no exec check), and its sandboxes die with the daemon.
 class GvisorRuntime final : public IsolationRuntime {
 public:
     explicit GvisorRuntime(const HostCapabilities &caps)
@@ -57,7 +74,11 @@ public:
     {
     }
     Isolation kind() const override { return Isolation::Gvisor; }
+    QString name() const override { return QStringLiteral("gVisor (runsc)"); }
     Status check(const SandboxSpec &spec) const override;
+    Status fitPolicy(policy::EffectivePolicy &policy) const override;
+    void fitLimits(LimitPlan &plan) const override;
+    bool canOutliveDaemon() const override { return false; }
     Result<LaunchedSandbox> launch(const LaunchRequest &request) const override;
     pid_t initPid(const LaunchedSandbox &launched) const override;
     QJsonObject boundary(const Sandbox &sandbox) const override;

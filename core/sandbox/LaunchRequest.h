@@ -19,7 +19,10 @@ namespace airlock {
 // Everything a runtime needs to start a sandbox, decided by the engine before it starts: the
 // view it gives (workspace, mounts, masks, files), its limits and its hand-overs.
 struct LaunchRequest {
+    QString id; // the sandbox's id, unique on this host
+    QString runtimeDir; // the runtime's own folder for this sandbox (gVisor: its OCI bundle)
     QString guestPath;
+    QString gvisorPreload; // gVisor: what every command preloads (airlock-gvisor-preload.so, beside the guest)
     QString hostname;
     NetworkMode network = NetworkMode::None;
     QString workspaceDir;

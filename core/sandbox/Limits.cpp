@@ -99,17 +99,15 @@ QJsonObject LimitPlan::toJson(const HostCapabilities &caps) const
     };
     const QString cg = QStringLiteral("cgroup %1").arg(caps.cgroupVersion);
     put("memoryBytes", effective.memoryBytes,
-        cg
-            + (memoryDefaulted ? QStringLiteral(" memory (the default; --memory changes it)")
-                               : QStringLiteral(" memory")));
+        cg + QStringLiteral(" memory") + (memoryOf.isEmpty() ? QString() : QStringLiteral(" of ") + memoryOf)
+            + (memoryDefaulted ? QStringLiteral(" (the default; --memory changes it)") : QString()));
     put("tmpBytes", effective.tmpBytes,
         memoryByCgroup ? QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each; charged to the memory limit")
                        : QStringLiteral("tmpfs size of /tmp, /var/tmp and the home, each"));
     put("diskBytes", effective.diskBytes,
         volume::driverName(caps.diskDriver)
             + (diskDefaulted ? QStringLiteral(" (the default; --disk changes it)") : QString()));
-    put("pids", effective.pids,
-        pidsByCgroup ? cg + QStringLiteral(" pids") : QStringLiteral("RLIMIT_NPROC (sandbox user namespace)"));
+    put("pids", effective.pids, pidsByCgroup ? cg + QStringLiteral(" pids") : pidsInside);
     put("cpuMillicores", effective.cpuMillicores, cg + QStringLiteral(" cpu"));
     put("cpuSeconds", effective.cpuSeconds, QStringLiteral("RLIMIT_CPU per process"));
     put("openFiles", effective.openFiles, QStringLiteral("RLIMIT_NOFILE"));

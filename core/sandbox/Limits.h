@@ -20,7 +20,9 @@ struct LimitPlan {
         << 30; // a workspace's size unless asked (less on a fuller disk)
     Limits effective;
     bool memoryByCgroup = false;
-    bool pidsByCgroup = false; // otherwise RLIMIT_NPROC in the sandbox's own user namespace
+    bool pidsByCgroup = false; // otherwise RLIMIT_NPROC, enforced by what pidsInside says
+    QString pidsInside = QStringLiteral("RLIMIT_NPROC (sandbox user namespace)");
+    QString memoryOf; // whose memory the cgroup counts, when the runtime says ("gVisor's sentry and gofer")
     bool cpuByCgroup = false;
     bool memoryDefaulted = false; // no --memory: the default bound
     bool diskDefaulted = false; // no --disk: the default size (the engine may lower it to what the disk has)

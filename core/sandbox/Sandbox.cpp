@@ -8,6 +8,7 @@
 #include "log/Log.h"
 #include "sandbox/ResourceUsage.h"
 
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSocketNotifier>
@@ -682,8 +683,9 @@ void Sandbox::onProcessExited()
     }
     const QString detail = QString::fromUtf8(m_stderrTail).trimmed().section(QLatin1Char('\n'), -3);
     onGuestFailed(m_state == SandboxState::Starting
-            ? QStringLiteral("bubblewrap could not create the sandbox: %1")
-                  .arg(detail.isEmpty() ? QStringLiteral("it exited without a message") : detail)
+            ? QStringLiteral("%1 could not create the sandbox: %2")
+                  .arg(m_setup.runtime->name(),
+                      detail.isEmpty() ? QStringLiteral("it exited without a message") : detail)
             : QStringLiteral("the sandbox exited unexpectedly%1")
                   .arg(detail.isEmpty() ? QString() : QStringLiteral(": ") + detail),
         false);
@@ -731,6 +733,8 @@ void Sandbox::terminate(const QString &reason)
             ::close(fd);
     m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = m_launched.proxyFd = m_launched.execCheckFd = -1;
     m_setup.cgroup.destroy();
+    if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
+        QDir(m_setup.launch.runtimeDir).removeRecursively();
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)
         m_state = SandboxState::Stopped;

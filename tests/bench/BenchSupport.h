@@ -2,13 +2,19 @@
 // What airlock-bench's measurements share: a result row, medians, spawning a command and timing it.
 #pragma once
 
+#include "client/DaemonClient.h"
+
+#include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QList>
 #include <QProcessEnvironment>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 
 #include <algorithm>
+#include <cstring>
 #include <fcntl.h>
 #include <functional>
 #include <spawn.h>
@@ -89,8 +95,43 @@ inline QList<double> repeat(int n, const std::function<double()> &f)
     return v;
 }
 
+// A field of /proc/PID/status ("VmRSS:") or smaps_rollup ("Pss:"), in KiB.
+inline qint64 rssKb(qint64 pid, const char *field)
+{
+    QFile f(QStringLiteral("/proc/%1/%2").arg(pid).arg(QLatin1String(field[0] == 'P' ? "smaps_rollup" : "status")));
+    if (!f.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray &line : f.readAll().split('\n'))
+        if (line.startsWith(field))
+            return line.mid(qsizetype(strlen(field))).trimmed().split(' ').first().toLongLong();
+    return 0;
+}
+
+// Waits for the exec.exited event of one execution.
+class ExecWaiter : public QObject {
+public:
+    explicit ExecWaiter(DaemonClient &c)
+    {
+        connect(&c, &DaemonClient::eventReceived, this, [this](const Event &e) {
+            if (e.kind == QLatin1String("exec.exited"))
+                m_done.insert(e.exec);
+        });
+    }
+    void wait(uint32_t exec)
+    {
+        while (!m_done.contains(exec))
+            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
+        m_done.remove(exec);
+    }
+
+private:
+    QSet<uint32_t> m_done;
+};
+
 // cp and writes into a workspace (bench-files.cpp).
 int benchCp(QList<Row> &rows, int rounds, bool quick);
 int benchDisk(QList<Row> &rows, int rounds, bool quick);
+// The gVisor runtime beside bubblewrap's and bare runsc (bench-gvisor.cpp).
+int benchGvisor(QList<Row> &rows, int rounds, bool quick);
 
 } // namespace airlock::bench

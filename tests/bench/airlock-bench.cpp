@@ -39,39 +39,7 @@ using namespace airlock::test;
 using namespace airlock::bench;
 
 namespace {
-// Row, median, EnvironmentBlock, spawnMs and repeat: BenchSupport.h.
-
-qint64 rssKb(qint64 pid, const char *field)
-{
-    QFile f(QStringLiteral("/proc/%1/%2").arg(pid).arg(QLatin1String(field[0] == 'P' ? "smaps_rollup" : "status")));
-    if (!f.open(QIODevice::ReadOnly))
-        return 0;
-    for (const QByteArray &line : f.readAll().split('\n'))
-        if (line.startsWith(field))
-            return line.mid(qsizetype(strlen(field))).trimmed().split(' ').first().toLongLong();
-    return 0;
-}
-
-// Waits for the exec.exited event of one execution.
-class ExecWaiter : public QObject {
-public:
-    explicit ExecWaiter(DaemonClient &c)
-    {
-        connect(&c, &DaemonClient::eventReceived, this, [this](const Event &e) {
-            if (e.kind == QLatin1String("exec.exited"))
-                m_done.insert(e.exec);
-        });
-    }
-    void wait(uint32_t exec)
-    {
-        while (!m_done.contains(exec))
-            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
-        m_done.remove(exec);
-    }
-
-private:
-    QSet<uint32_t> m_done;
-};
+// Row, median, EnvironmentBlock, spawnMs, repeat, rssKb and ExecWaiter: BenchSupport.h.
 
 // Runs the probe's http-fetch; returns {median microseconds per fetch, MB/s}.
 std::pair<double, double> fetch(const QStringList &command)
@@ -415,6 +383,7 @@ int main(int argc, char *argv[])
         {"--exec-check", benchExecCheck},
         {"--cp", benchCp},
         {"--disk", benchDisk},
+        {"--gvisor", benchGvisor},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {

@@ -229,6 +229,37 @@ private Q_SLOTS:
             [&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("from-dialog")).isValid(); }, 10000));
     }
 
+    // Asked for in the dialog, the sandbox is gVisor's, and the line above its console says so; the
+    // runtime's own words are on hover.
+    void aGvisorSandboxSaysSoAboveItsConsole()
+    {
+        auto presets = m_client->call(QStringLiteral("policy.presets"));
+        QVERIFY(presets);
+        CreateSandboxDialog dialog(
+            presets->value(QStringLiteral("presets")).toArray(), {QStringLiteral("this computer")});
+        dialog.nameEdit()->setText(QStringLiteral("strong"));
+        dialog.isolationBox()->setCurrentIndex(dialog.isolationBox()->findData(QStringLiteral("gvisor")));
+        MainWindow window(*m_client);
+        window.createSandbox(dialog.request());
+        QVERIFY(QTest::qWaitFor(
+            [&] { return window.sandboxHeader()->text() == QStringLiteral("strong — gVisor, network none, running"); },
+            10000));
+        QVERIFY2(window.sandboxHeader()->toolTip().startsWith(
+                     QLatin1String("gVisor: a user-space kernel between the sandbox and the host's")),
+            qPrintable(window.sandboxHeader()->toolTip()));
+        QCOMPARE(execIn(*m_daemon, QStringLiteral("strong"), args("uname", "-r")).out, QByteArray("4.4.0\n"));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            window.resize(1100, 700);
+            window.show();
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/gvisor-sandbox.png")));
+        }
+        QVERIFY(window.selectSandbox(QStringLiteral("strong")));
+        window.deleteSelected();
+        QVERIFY(QTest::qWaitFor(
+            [&] { return !window.sandboxModel()->sandboxIndex(QStringLiteral("strong")).isValid(); }, 10000));
+    }
+
     void lightAndDarkThemes()
     {
         for (const char *name : {"system", "light", "dark"})

@@ -1,18 +1,358 @@
 // SPDX-License-Identifier: Apache-2.0
 // --isolation gvisor (issue 22, decision 6): asked for, it is gVisor or nothing. Where runsc is
 // missing the create fails with the reason and the fix, and no sandbox of another kind is made.
+// Where it is (the test command installs it), a sandbox runs on gVisor's kernel with bubblewrap's
+// view, the same seccomp program and the same guest; what gVisor cannot enforce is refused.
 #include "TestDaemon.h"
 #include "TestHelpers.h"
 
 #include <QJsonArray>
+#include <QRegularExpression>
+#include <QSysInfo>
 #include <QTest>
+
+#include <cerrno>
+#include <cstring>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace airlock;
 using namespace airlock::test;
 
+namespace {
+// Processes of gVisor's for this daemon (runsc, its gofer and sentry name the bundle, which is
+// in the daemon's workspaces folder).
+QList<qint64> runscProcessesOf(const QString &dataDir)
+{
+    QList<qint64> found;
+    for (qint64 pid : pidsWithCommandLine(QFile::encodeName(dataDir)))
+        if (QFile f(QStringLiteral("/proc/%1/cmdline").arg(pid));
+            f.open(QIODevice::ReadOnly) && f.readAll().contains("runsc"))
+            found.append(pid);
+    return found;
+}
+
+// Connects to an abstract unix socket from a child that became `uid`: 0, or the errno.
+int connectAbstractAs(const QByteArray &name, uid_t uid)
+{
+    const pid_t child = ::fork();
+    if (child == 0) {
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
+            ::_exit(255);
+        const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::memcpy(sa.sun_path + 1, name.constData(), size_t(name.size()));
+        const auto length = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + size_t(name.size()));
+        ::_exit(::connect(s, reinterpret_cast<sockaddr *>(&sa), length) == 0 ? 0 : errno);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+QByteArray fileText(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+QString workspaceOf(const TestDaemon &d, const QString &sandbox)
+{
+    return sandboxInfo(d, sandbox).value(QStringLiteral("workspace")).toString();
+}
+} // namespace
+
 class TestGvisor final : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The kernel inside is gVisor's, and the host's facts stay out: its kernel, boot command
+    // line, modules, mounts and processes.
+    void aGvisorSandboxRunsOnGvisorsKernel()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "strong", "--isolation", "gvisor")), QStringLiteral("strong"));
+        CliResult r = execIn(d, q("strong"), args("uname", "-r"));
+        QCOMPARE(r.out, QByteArray("4.4.0\n"));
+        QVERIFY(QSysInfo::kernelVersion() != QLatin1String("4.4.0"));
+        r = execIn(d, q("strong"), args("cat", "/proc/version", "/proc/cmdline"));
+        QVERIFY2(r.out.startsWith("Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016\n"
+                                  "BOOT_IMAGE=/vmlinuz-4.4.0-gvisor quiet\n"),
+            qPrintable(r.describe()));
+        r = execIn(d, q("strong"), args("cat", "/proc/modules"));
+        QCOMPARE(r.err, QByteArray("cat: /proc/modules: No such file or directory\n"));
+        // No host path in its mount table (the workspace comes in through gVisor's gofer), and
+        // its only processes are its own: the guest as pid 1, and the command.
+        r = execIn(d, q("strong"), args("cat", "/proc/self/mountinfo"));
+        QVERIFY(r.out.contains(" /workspace rw "));
+        QVERIFY2(!r.out.contains(QFile::encodeName(workspaceOf(d, q("strong")))), r.out.constData());
+        r = execIn(d, q("strong"), args("sh", "-c", "cat /proc/1/comm; for p in /proc/[0-9]*; do echo $p; done"));
+        QCOMPARE(r.out.split('\n').first(), QByteArray("guest"));
+        QVERIFY2(r.out.count('\n') <= 5, r.out.constData()); // the guest, its shepherd, sh, and the loop's own
+        // A host syscall the sentry does not implement fails there, with ENOSYS.
+        QCOMPARE(d.create(args("--name", "probed", "--isolation", "gvisor", "--mount", probeMount())),
+            QStringLiteral("probed"));
+        QCOMPARE(execIn(d, q("probed"), args("/opt/probe/airlock-probe", "pidfd_getfd")).out, QByteArray("ENOSYS\n"));
+        // What holds it, for the person to see.
+        const QJsonObject isolation = sandboxInfo(d, q("strong")).value(QStringLiteral("isolation")).toObject();
+        QCOMPARE(isolation.value(QStringLiteral("runtime")).toString(), QStringLiteral("gvisor"));
+        QCOMPARE(isolation.value(QStringLiteral("sandboxUid")).toInt(), 0);
+        QCOMPARE(isolation.value(QStringLiteral("execCheck")), QJsonValue(false));
+        QCOMPARE(isolation.value(QStringLiteral("landlockAbi")).toInt(), 0);
+        const CliResult info = d.ctl(args("info", "strong"));
+        QVERIFY2(info.out.contains("\nisolation:   gvisor (gVisor: a user-space kernel between the sandbox and the "
+                                   "host's, rootless, seccomp inside)\n"),
+            qPrintable(info.describe()));
+        QVERIFY2(info.out.contains("\nfilters:     seccomp inside gVisor; no Landlock and no exec check (gVisor has "
+                                   "neither); ends with the daemon\n"),
+            qPrintable(info.describe()));
+        QVERIFY2(!info.out.contains("namespaces:"), qPrintable(info.describe()));
+        QVERIFY2(info.out.contains("RLIMIT_NPROC inside gVisor"), qPrintable(info.describe()));
+    }
+
+    // gVisor refuses statx's AT_NO_AUTOMOUNT (EINVAL), which Debian 12's ls and stat pass on every
+    // path; the preload every command gets drops the flag, and a command's own LD_PRELOAD follows it.
+    void lsAndStatWorkThroughThePreload()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "files", "--isolation", "gvisor", "--mount", probeMount())),
+            QStringLiteral("files"));
+        QCOMPARE(execIn(d, q("files"), args("/opt/probe/airlock-probe", "statx-no-automount", "/workspace")).out,
+            QByteArray("EINVAL\n"));
+        CliResult r
+            = execIn(d, q("files"), args("sh", "-c", "printf abc > f; ls -l f; stat -c '%s %n' f /usr; ls -d /usr"));
+        QVERIFY2(r.exitCode == 0 && r.err.isEmpty(), qPrintable(r.describe()));
+        QVERIFY2(r.out.startsWith("-rw-r--r-- 1 root root 3 "), qPrintable(r.describe()));
+        QVERIFY2(r.out.endsWith(" f\n3 f\n4096 /usr\n/usr\n"), qPrintable(r.describe()));
+        r = execIn(d, q("files"), args("sh", "-c", "echo \"$LD_PRELOAD\""), args("-e", "LD_PRELOAD=libc.so.6"));
+        QCOMPARE(r.out, QByteArray("/.airlock/gvisor-preload.so libc.so.6\n"));
+    }
+
+    // bubblewrap's view, through gVisor: the same identity files, masks, read-only host folders,
+    // read-only startup files in the home, and a workspace the sandbox's host uid owns.
+    void theViewIsBubblewrapsView()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "view", "--isolation", "gvisor")), QStringLiteral("view"));
+        CliResult r
+            = execIn(d, q("view"), args("sh", "-c", "cat /etc/passwd; wc -c < /etc/machine-id; cat /etc/shadow"));
+        QCOMPARE(r.out,
+            QByteArray(
+                "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:Airlock sandbox:/home/sandbox:/bin/sh\n"
+                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n0\n"));
+        QCOMPARE(r.err, QByteArray("cat: /etc/shadow: Permission denied\n")); // the host's, which that uid cannot read
+        QFile machineId(QStringLiteral("/etc/machine-id"));
+        QVERIFY(machineId.open(QIODevice::ReadOnly) && machineId.size() > 0); // the host's is not empty
+        r = execIn(d, q("view"),
+            args("sh", "-c",
+                "echo x > ~/.bashrc; mv ~/.bashrc ~/.old; echo y > ~/.ssh/config; touch /usr/bin/planted; "
+                "echo ok > ~/notes && cat ~/notes"));
+        QCOMPARE(r.out, QByteArray("ok\n"));
+        QCOMPARE(r.err,
+            QByteArray("sh: 1: cannot create /home/sandbox/.bashrc: Permission denied\n"
+                       "mv: cannot move '/home/sandbox/.bashrc' to '/home/sandbox/.old': Device or resource busy\n"
+                       "sh: 1: cannot create /home/sandbox/.ssh/config: Permission denied\n"
+                       "touch: cannot touch '/usr/bin/planted': Permission denied\n"));
+        QVERIFY(!QFileInfo::exists(QStringLiteral("/usr/bin/planted")));
+        // What it writes in the workspace is its host uid's: gVisor's root is that uid to the host.
+        QCOMPARE(execIn(d, q("view"), args("sh", "-c", "echo made > /workspace/made")).exitCode, 0);
+        const QString made = workspaceOf(d, q("view")) + QStringLiteral("/made");
+        struct stat st { };
+        QCOMPARE(::stat(QFile::encodeName(made).constData(), &st), 0);
+        const auto hostUid = uid_t(sandboxInfo(d, q("view"))
+                                       .value(QStringLiteral("isolation"))
+                                       .toObject()
+                                       .value(QStringLiteral("hostUid"))
+                                       .toDouble());
+        QCOMPARE(st.st_uid, hostUid);
+        QVERIFY(hostUid != 0);
+        // Its bundle (the mounts' host paths, the view's files) is for that uid's group alone.
+        const QString bundle = workspaceOf(d, q("view")) + QStringLiteral(".runtime");
+        const QList<std::pair<QString, int>> modes{{bundle, 0750}, {bundle + QStringLiteral("/config.json"), 0440},
+            {bundle + QStringLiteral("/files/0"), 0440}, {bundle + QStringLiteral("/state"), 0700}};
+        for (const auto &[path, mode] : modes) {
+            struct stat b { };
+            QCOMPARE(::stat(QFile::encodeName(path).constData(), &b), 0);
+            QCOMPARE(int(b.st_mode & 07777), mode);
+            QCOMPARE(b.st_gid, gid_t(hostUid));
+        }
+        // And gVisor itself runs as that uid, not as the root daemon.
+        const QList<qint64> gvisor = runscProcessesOf(workspaceOf(d, q("view")));
+        QCOMPARE(gvisor.size(), 3);
+        for (qint64 pid : gvisor)
+            QCOMPARE(procStatusField(pid, "Uid:"), qint64(hostUid));
+    }
+
+    // The sandbox's seccomp program holds inside gVisor exactly as under bubblewrap: every row is
+    // one attack, with the errno each runtime answers. Where they differ, the row says why.
+    void theSeccompBatteryHoldsInBothRuntimes_data()
+    {
+        QTest::addColumn<QStringList>("probe");
+        QTest::addColumn<QByteArray>("bwrap");
+        QTest::addColumn<QByteArray>("gvisor");
+        const QByteArray eperm("EPERM\n");
+        for (const char *call : {"bpf", "perf_event_open", "keyctl", "add_key", "mount", "kexec_load", "init_module",
+                 "personality", "kcmp", "ptrace", "unshare", "clone-newns", "tiocsti"})
+            QTest::newRow(call) << QStringList{q(call)} << eperm << eperm;
+        QTest::newRow("openat2") << QStringList{q("openat2")} << QByteArray("ENOSYS\n") << QByteArray("ENOSYS\n");
+        // The host kernel has pidfd_getfd (and refuses pid 1's fd: EINVAL); gVisor has no such call.
+        QTest::newRow("pidfd_getfd") << QStringList{q("pidfd_getfd")} << QByteArray("EINVAL\n")
+                                     << QByteArray("ENOSYS\n");
+        // /usr is read-only in both; gVisor's gofer refuses the write before the mount does.
+        QTest::newRow("write /usr") << QStringList{q("write"), q("/usr/planted")} << QByteArray("EROFS\n")
+                                    << QByteArray("EACCES\n");
+        QTest::newRow("read /etc/shadow")
+            << QStringList{q("read"), q("/etc/shadow")} << QByteArray("EACCES\n") << QByteArray("EACCES\n");
+        QTest::newRow("write /workspace")
+            << QStringList{q("write"), q("/workspace/x")} << QByteArray("ok\n") << QByteArray("ok\n");
+    }
+    void theSeccompBatteryHoldsInBothRuntimes()
+    {
+        QFETCH(QStringList, probe);
+        QFETCH(QByteArray, bwrap);
+        QFETCH(QByteArray, gvisor);
+        if (!m_battery) {
+            m_battery = std::make_unique<TestDaemon>();
+            QVERIFY(m_battery->start());
+            QCOMPARE(m_battery->create(args("--name", "ns", "--mount", probeMount())), QStringLiteral("ns"));
+            QCOMPARE(m_battery->create(args("--name", "gv", "--isolation", "gvisor", "--mount", probeMount())),
+                QStringLiteral("gv"));
+        }
+        const QStringList command = QStringList{q("/opt/probe/airlock-probe")} + probe;
+        const CliResult ns = execIn(*m_battery, q("ns"), command);
+        QVERIFY2(ns.out.startsWith(bwrap.trimmed()), qPrintable(ns.describe()));
+        const CliResult gv = execIn(*m_battery, q("gv"), command);
+        QVERIFY2(gv.out.startsWith(gvisor.trimmed()), qPrintable(gv.describe()));
+    }
+    void cleanupTestCase() { m_battery.reset(); }
+
+    // runsc serves its control API (run anything in the sandbox, as root with every capability)
+    // on an abstract unix socket named after the container: it lives in a network namespace of
+    // runsc's own, so no host user reaches it (red-team finding: from the host's namespace, any
+    // local user could).
+    void runscsControlSocketIsOutOfEveryHostUsersReach()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "target", "--isolation", "gvisor")), QStringLiteral("target"));
+        const QString id = sandboxInfo(d, q("target")).value(QStringLiteral("id")).toString();
+        const QByteArray name = "runsc-sandbox.airlock-" + id.toLatin1();
+        const QList<qint64> gvisor = runscProcessesOf(workspaceOf(d, q("target")));
+        QCOMPARE(gvisor.size(), 3);
+        // The socket exists, in runsc's namespace, and not in the host's.
+        QVERIFY2(fileText(QStringLiteral("/proc/%1/net/unix").arg(gvisor.first())).contains(QByteArray("@" + name)),
+            fileText(QStringLiteral("/proc/%1/net/unix").arg(gvisor.first())).constData());
+        QVERIFY(!fileText(QStringLiteral("/proc/self/net/unix")).contains(QByteArray("@" + name)));
+        QCOMPARE(connectAbstractAs(name, 65534), ECONNREFUSED);
+        QCOMPARE(connectAbstractAs(name, 0), ECONNREFUSED); // nor root's, outside that namespace
+        QCOMPARE(execIn(d, q("target"), args("uname", "-r")).out, QByteArray("4.4.0\n")); // and it works
+    }
+
+    // What gVisor cannot enforce is refused, with the reason and the fix; nothing is made.
+    void whatGvisorCannotEnforceIsRefused()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        CliResult r = d.ctl(args("create", "--name", "net", "--isolation", "gvisor", "--network", "allowlist"));
+        QCOMPARE(r.exitCode, 5);
+        QCOMPARE(r.err,
+            QByteArray("airlockctl: --isolation gvisor has no network yet: use --network none, or --isolation "
+                       "namespaces for --network allowlist (nothing was created)\n"));
+        QTemporaryDir dir;
+        QFile policy(dir.filePath(QStringLiteral("judged.json")));
+        QVERIFY(policy.open(QIODevice::WriteOnly));
+        policy.write(R"({"commands": {"judgeExecs": true}})");
+        policy.close();
+        r = d.ctl(args("create", "--name", "judged", "--isolation", "gvisor", "--policy", policy.fileName()));
+        QCOMPARE(r.exitCode, 5);
+        QVERIFY2(r.err.startsWith("airlockctl: /commands/judgeExecs: gVisor cannot judge the programs a command "
+                                  "starts (it has no seccomp user notification); set it to false in "),
+            qPrintable(r.describe()));
+        QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
+        // Not asked for, the programs a command starts are not judged, and the policy says so.
+        QCOMPARE(d.create(args("--name", "plain", "--isolation", "gvisor")), QStringLiteral("plain"));
+        // gVisor runs for that one alone.
+        const QString plain = workspaceOf(d, q("plain"));
+        QCOMPARE(runscProcessesOf(QFileInfo(plain).path()), runscProcessesOf(plain));
+        const CliResult shown = d.ctl(args("policy", "show", "plain", "--effective"));
+        QVERIFY2(QString::fromUtf8(shown.out).contains(
+                     QRegularExpression(QStringLiteral("\n/commands/judgeExecs +false +runtime:gvisor\n"))),
+            qPrintable(shown.describe()));
+        // Nor can a running sandbox be given it.
+        r = d.ctl(args("policy", "set", "plain", policy.fileName()));
+        QCOMPARE(r.exitCode, 5);
+        QVERIFY2(r.err.contains("/commands/judgeExecs: gVisor cannot judge"), qPrintable(r.describe()));
+    }
+
+    // rm ends every process of gVisor's and removes its bundle; so does a daemon that dies, and
+    // the next daemon removes what the sandbox left (it cannot outlive its daemon).
+    void nothingOfGvisorsOutlivesTheSandbox()
+    {
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "one", "--isolation", "gvisor")), QStringLiteral("one"));
+        const QString workspace = workspaceOf(d, q("one"));
+        QVERIFY(QFileInfo(workspace + QStringLiteral(".runtime/config.json")).isFile());
+        QCOMPARE(runscProcessesOf(workspace).size(), 3); // runsc, its gofer and its sentry
+        QCOMPARE(d.ctl(args("rm", "one")).exitCode, 0);
+        QVERIFY2(waitFor([&] { return runscProcessesOf(workspace).isEmpty(); }, 5000),
+            qPrintable(QString::number(runscProcessesOf(workspace).size())));
+        QVERIFY(!QFileInfo::exists(workspace + QStringLiteral(".runtime")));
+
+        QCOMPARE(d.create(args("--name", "two", "--isolation", "gvisor")), QStringLiteral("two"));
+        const QString second = workspaceOf(d, q("two"));
+        ::kill(pid_t(d.pid()), SIGKILL);
+        d.process().waitForFinished(5000);
+        QVERIFY2(waitFor([&] { return runscProcessesOf(second).isEmpty(); }, 5000),
+            qPrintable(QString::number(runscProcessesOf(second).size())));
+        QVERIFY(d.start());
+        QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
+        QVERIFY(!QFileInfo::exists(second + QStringLiteral(".runtime")));
+        QVERIFY(!QFileInfo::exists(second));
+    }
+
+    // The non-root path: a user's daemon runs runsc rootless as that user; gVisor's root is that
+    // user to the host, and a read-only mount of the user's own folder stays read-only.
+    void aUsersDaemonRunsGvisorAsThatUser()
+    {
+        UnprivilegedDaemon daemon;
+        QVERIFY(daemon.start());
+        QTemporaryDir own;
+        QFile mine(own.filePath(QStringLiteral("mine")));
+        QVERIFY(mine.open(QIODevice::WriteOnly));
+        mine.write("original\n");
+        mine.close();
+        for (const QString &path : {own.path(), mine.fileName()})
+            QCOMPARE(
+                ::chown(QFile::encodeName(path).constData(), UnprivilegedDaemon::kUid, UnprivilegedDaemon::kUid), 0);
+        QCOMPARE(::chmod(QFile::encodeName(own.path()).constData(), 0755), 0);
+        auto [code, out] = daemon.ctl(args(
+            "create", "--name", "u", "--isolation", "gvisor", "--mount", own.path() + QStringLiteral(":/data:ro")));
+        QVERIFY2(code == 0, out.constData());
+        std::tie(code, out) = daemon.ctl(args("exec", "u", "--", "sh", "-c",
+            "uname -r; echo x > /data/mine; rm /data/mine; echo y > /workspace/w; cat /data/mine"));
+        QCOMPARE(out, // stdout, then stderr
+            QByteArray("4.4.0\noriginal\nsh: 1: cannot create /data/mine: Read-only file system\n"
+                       "rm: cannot remove '/data/mine': Read-only file system\n"));
+        std::tie(code, out) = daemon.ctl(args("info", "u"));
+        const QByteArray identity = QByteArray("\nidentity:    root inside gVisor, host uid ")
+            + QByteArray::number(UnprivilegedDaemon::kUid) + ", no capabilities on the host, no_new_privs\n";
+        QVERIFY2(out.contains(identity), out.constData());
+        QCOMPARE(runscProcessesOf(daemon.dataDir()).size(), 3);
+        for (qint64 pid : runscProcessesOf(daemon.dataDir()))
+            QCOMPARE(procStatusField(pid, "Uid:"), qint64(UnprivilegedDaemon::kUid));
+        QCOMPARE(daemon.ctl(args("rm", "u")).first, 0);
+        QVERIFY(waitFor([&] { return runscProcessesOf(daemon.dataDir()).isEmpty(); }, 5000));
+    }
+
     void withoutRunscGvisorIsRefusedWithTheFix()
     {
         TestDaemon d({QStringLiteral("--runsc"), QStringLiteral("/nonexistent/runsc")});
@@ -75,6 +415,9 @@ private Q_SLOTS:
             qPrintable(reply.error().message));
         QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
     }
+
+private:
+    std::unique_ptr<TestDaemon> m_battery;
 };
 
 QTEST_GUILESS_MAIN(TestGvisor)

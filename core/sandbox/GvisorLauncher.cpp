@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandbox/GvisorLauncher.h"
+
+#include "sandbox/RuntimeProcess.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+namespace airlock {
+
+namespace {
+constexpr const char *kSeccompTarget = "/.airlock/seccomp.bpf";
+constexpr const char *kPreloadTarget = "/.airlock/gvisor-preload.so";
+
+QJsonObject mount(const QString &type, const QString &source, const QString &target, const QStringList &options)
+{
+    return {{QStringLiteral("destination"), target}, {QStringLiteral("type"), type}, {QStringLiteral("source"), source},
+        {QStringLiteral("options"), QJsonArray::fromStringList(options)}};
+}
+
+QJsonObject bind(const QString &source, const QString &target, bool writable)
+{
+    return mount(QStringLiteral("bind"), source, target,
+        {QStringLiteral("rbind"), writable ? QStringLiteral("rw") : QStringLiteral("ro")});
+}
+
+QString fileOf(const QString &bundleDir, int index)
+{
+    return bundleDir + QStringLiteral("/files/") + QString::number(index);
+}
+
+// runsc opens each mount's source as its own (unprivileged) uid: a host file that uid cannot read
+// is hidden from the sandbox already, and cannot be a mount's source.
+bool readableByOthers(const QString &path)
+{
+    return QFileInfo(path).permission(QFileDevice::ReadOther);
+}
+} // namespace
+
+QJsonObject gvisorConfig(const LaunchRequest &r, const QList<ViewEntry> &view, const QString &bundleDir)
+{
+    QStringList tmpfsOptions{QStringLiteral("nosuid"), QStringLiteral("nodev"), QStringLiteral("mode=1777")};
+    if (r.tmpBytes)
+        tmpfsOptions.append(QStringLiteral("size=%1").arg(*r.tmpBytes));
+    QJsonArray mounts;
+    int files = 0;
+    for (const ViewEntry &e : view) {
+        switch (e.kind) {
+        case ViewEntry::Kind::Bind:
+            if (!e.mask || readableByOthers(e.target))
+                mounts.append(bind(e.source, e.target, e.writable));
+            break;
+        case ViewEntry::Kind::Symlink:
+        case ViewEntry::Kind::Dir:
+            break; // made in the bundle's root
+        case ViewEntry::Kind::Tmpfs:
+            mounts.append(mount(QStringLiteral("tmpfs"), QStringLiteral("tmpfs"), e.target, tmpfsOptions));
+            break;
+        case ViewEntry::Kind::Empty:
+            mounts.append(mount(QStringLiteral("tmpfs"), QStringLiteral("tmpfs"), e.target,
+                {QStringLiteral("ro"), QStringLiteral("mode=555")}));
+            break;
+        case ViewEntry::Kind::File:
+            mounts.append(bind(fileOf(bundleDir, files++), e.target, false));
+            break;
+        case ViewEntry::Kind::Proc:
+            mounts.append(mount(QStringLiteral("proc"), QStringLiteral("proc"), e.target, {}));
+            break;
+        case ViewEntry::Kind::Dev:
+            mounts.append(mount(QStringLiteral("tmpfs"), QStringLiteral("tmpfs"), e.target,
+                {QStringLiteral("nosuid"), QStringLiteral("mode=755")}));
+            break;
+        }
+    }
+    mounts.append(bind(bundleDir + QStringLiteral("/seccomp.bpf"), QString::fromLatin1(kSeccompTarget), false));
+    QStringList args{QStringLiteral("/.airlock/guest"), QStringLiteral("--gvisor"), QStringLiteral("--seccomp-file"),
+        QString::fromLatin1(kSeccompTarget)};
+    if (QFileInfo(r.gvisorPreload).isFile()) {
+        mounts.append(bind(r.gvisorPreload, QString::fromLatin1(kPreloadTarget), false));
+        args += {QStringLiteral("--preload"), QString::fromLatin1(kPreloadTarget)};
+    }
+    for (const QString &path : writablePaths(r))
+        args += {QStringLiteral("--rw"), path};
+    if (r.nproc)
+        args += {QStringLiteral("--nproc"), QString::number(*r.nproc)};
+    args += {QStringLiteral("--tool-socket"), QStringLiteral("/run/airlock/tools.sock")};
+    if (r.verboseGuest)
+        args.append(QStringLiteral("--verbose"));
+    // gVisor's root: the container's processes are the runtime's unprivileged host uid to the host.
+    const QJsonObject process{{QStringLiteral("terminal"), false},
+        {QStringLiteral("user"), QJsonObject{{QStringLiteral("uid"), 0}, {QStringLiteral("gid"), 0}}},
+        {QStringLiteral("args"), QJsonArray::fromStringList(args)},
+        {QStringLiteral("env"), QJsonArray{QStringLiteral("PATH=/usr/local/bin:/usr/bin:/bin")}},
+        {QStringLiteral("cwd"), QStringLiteral("/workspace")}, {QStringLiteral("noNewPrivileges"), true},
+        {QStringLiteral("capabilities"),
+            QJsonObject{{QStringLiteral("bounding"), QJsonArray()}, {QStringLiteral("effective"), QJsonArray()},
+                {QStringLiteral("permitted"), QJsonArray()}}}};
+    QJsonArray namespaces;
+    for (const char *kind : {"pid", "network", "ipc", "uts", "mount"})
+        namespaces.append(QJsonObject{{QStringLiteral("type"), QString::fromLatin1(kind)}});
+    return {{QStringLiteral("ociVersion"), QStringLiteral("1.0.0")}, {QStringLiteral("process"), process},
+        {QStringLiteral("root"),
+            QJsonObject{{QStringLiteral("path"), QString(bundleDir + QStringLiteral("/rootfs"))},
+                {QStringLiteral("readonly"), true}}},
+        {QStringLiteral("hostname"), r.hostname}, {QStringLiteral("mounts"), mounts},
+        {QStringLiteral("linux"), QJsonObject{{QStringLiteral("namespaces"), namespaces}}}};
+}
+
+namespace {
+// Writes the bundle's folders and files: the daemon's, readable by the runtime's group alone
+// (folders 0750, files 0440), so no other local user reads the mounts' sources or the view.
+class BundleWriter {
+public:
+    BundleWriter(QString bundle, gid_t group)
+        : m_bundle(std::move(bundle))
+        , m_group(group)
+    {
+    }
+    // A folder and those above it up to the bundle.
+    bool dir(const QString &path) const
+    {
+        if (!QDir().mkpath(path))
+            return false;
+        for (QString d = path; d.size() >= m_bundle.size(); d = QFileInfo(d).path())
+            if (!own(d, 0750))
+                return false;
+        return true;
+    }
+    Status file(const QString &name, const QByteArray &data) const
+    {
+        QFile f(name);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(data) != data.size())
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(name, f.errorString()));
+        f.close();
+        if (!own(name, 0440))
+            return sysError(QStringLiteral("cannot hand %1 to the runtime's group").arg(name));
+        return Ok{};
+    }
+
+private:
+    bool own(const QString &path, mode_t mode) const
+    {
+        const QByteArray native = QFile::encodeName(path);
+        return ::chown(native.constData(), uid_t(-1), m_group) == 0 && ::chmod(native.constData(), mode) == 0;
+    }
+    QString m_bundle;
+    gid_t m_group;
+};
+
+// The bundle: config.json, the empty root with the view's links and folders, the view's files,
+// the seccomp program, all the daemon's and read-only to the runtime's group; runsc's state, the
+// runtime uid's alone.
+Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
+{
+    const QString bundle = r.runtimeDir;
+    const QString root = bundle + QStringLiteral("/rootfs");
+    const BundleWriter write(bundle, r.dropToUid ? gid_t(*r.dropToUid) : ::getgid());
+    for (const QString &dir : QStringList{root, bundle + QStringLiteral("/files"), bundle + QStringLiteral("/state")})
+        if (!write.dir(dir))
+            return makeError(ErrorCode::IoError, QStringLiteral("cannot make %1").arg(dir));
+    int files = 0;
+    // Mount points are made in the root unless a host folder bound earlier holds them: runsc, as
+    // the runtime's uid, cannot make them in a root that is not its own, and this runsc looks for a
+    // bind's mount point in the root even below a tmpfs.
+    QList<std::pair<QString, bool>> mounted; // target, whether it is a host folder
+    const auto inHostFolder = [&mounted](const QString &target) {
+        for (auto it = mounted.crbegin(); it != mounted.crend(); ++it)
+            if (target.startsWith(it->first + QLatin1Char('/')))
+                return it->second;
+        return false;
+    };
+    for (const ViewEntry &e : view) {
+        const bool isMount = e.kind != ViewEntry::Kind::Dir && e.kind != ViewEntry::Kind::Symlink;
+        if (isMount && !inHostFolder(e.target)) {
+            const bool isFile
+                = e.kind == ViewEntry::Kind::File || (e.kind == ViewEntry::Kind::Bind && !QFileInfo(e.source).isDir());
+            if (!write.dir(isFile ? QFileInfo(root + e.target).path() : root + e.target))
+                return makeError(ErrorCode::IoError, QStringLiteral("cannot make %1 in %2").arg(e.target, root));
+            if (isFile && !QFileInfo::exists(root + e.target))
+                if (Status s = write.file(root + e.target, {}); !s)
+                    return s;
+        }
+        if (isMount)
+            mounted.append({e.target, e.kind == ViewEntry::Kind::Bind});
+        if (e.kind == ViewEntry::Kind::Dir)
+            write.dir(root + e.target);
+        if (e.kind == ViewEntry::Kind::Symlink) {
+            write.dir(QFileInfo(root + e.target).path());
+            if (!QFile::link(e.source, root + e.target))
+                return makeError(
+                    ErrorCode::IoError, QStringLiteral("cannot make the link %1 in %2").arg(e.target, root));
+        }
+        if (e.kind == ViewEntry::Kind::File)
+            if (Status s = write.file(fileOf(bundle, files++), e.data); !s)
+                return s;
+    }
+    if (Status s = write.file(bundle + QStringLiteral("/seccomp.bpf"), r.seccompProgram); !s)
+        return s;
+    for (const char *target : {kSeccompTarget, kPreloadTarget})
+        if (Status s = write.file(root + QString::fromLatin1(target), {}); !s)
+            return s;
+    if (Status s = write.file(bundle + QStringLiteral("/config.json"),
+            QJsonDocument(gvisorConfig(r, view, bundle)).toJson(QJsonDocument::Compact));
+        !s)
+        return s;
+    const QByteArray state = QFile::encodeName(bundle + QStringLiteral("/state"));
+    if (r.dropToUid && ::chown(state.constData(), *r.dropToUid, *r.dropToUid) != 0)
+        return sysError(QStringLiteral("cannot hand %1 to the sandbox's uid").arg(bundle));
+    if (::chmod(state.constData(), 0700) != 0)
+        return sysError(QStringLiteral("chmod %1").arg(bundle));
+    return Ok{};
+}
+} // namespace
+
+Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runscPath)
+{
+    const QList<ViewEntry> view = sandboxView(r);
+    if (Status written = writeBundle(r, view); !written)
+        return written.error();
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return sysError(QStringLiteral("socketpair"));
+    Fd daemonEnd(sv[0]), guestEnd(sv[1]);
+    int ep[2];
+    if (::pipe2(ep, O_CLOEXEC) != 0)
+        return sysError(QStringLiteral("pipe2"));
+    Fd errRead(ep[0]), errWrite(ep[1]);
+    const std::string bundle = QFile::encodeName(r.runtimeDir).toStdString();
+    // Always rootless: gVisor's root is an unprivileged uid on the host (the sandbox's own, for a
+    // root daemon), and what it writes in the workspace is that uid's. No network stack at all:
+    // egress, where a policy allows it, goes through the guest channel's relay.
+    const std::vector<std::string> args = {QFile::encodeName(runscPath).toStdString(), "--root", bundle + "/state",
+        "--network=none", "--ignore-cgroups", "--rootless", "run", "--bundle", bundle,
+        // runsc names its control socket after the container (abstract, host-wide): the sandbox's id
+        "airlock-" + r.id.toStdString()};
+    // runsc binds its control server (which runs anything in the sandbox, as root with every
+    // capability, for whoever connects) as an abstract unix socket: in a network namespace of its
+    // own, no host user can reach it.
+    auto launched = spawnRuntimeProcess(r, args, {guestEnd.fd, errWrite.fd, errWrite.fd}, errWrite.fd, true);
+    if (!launched)
+        return launched.error();
+    launched->channelFd = daemonEnd.release();
+    launched->stderrFd = errRead.release();
+    return launched;
+}
+
+} // namespace airlock

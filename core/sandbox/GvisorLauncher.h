@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "sandbox/LaunchRequest.h"
+#include "sandbox/SandboxView.h"
+
+#include <QJsonObject>
+
+namespace airlock {
+
+// The OCI runtime configuration of a gVisor sandbox (decision 6): the sandbox's view
+// (sandboxView()) as mounts under the bundle's empty read-only root, airlock-guest as its process
+// in gVisor mode. Files the view makes are the bundle's files/N, in the view's order. Pure, for tests.
+QJsonObject gvisorConfig(const LaunchRequest &request, const QList<ViewEntry> &view, const QString &bundleDir);
+
+// Writes the bundle into request.runtimeDir and runs `runsc run` with the guest's channel on its
+// stdin, rootless, as the sandbox's host uid (a root daemon's) or the daemon's own. The sandbox's
+// processes are gVisor's, not the host's: no init pid.
+Result<LaunchedSandbox> launchGvisor(const LaunchRequest &request, const QString &runscPath);
+
+} // namespace airlock

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "sandbox/LaunchRequest.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+namespace airlock {
+
+// An owned descriptor.
+struct Fd {
+    int fd = -1;
+    Fd() = default;
+    explicit Fd(int f)
+        : fd(f)
+    {
+    }
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    Fd(Fd &&o) noexcept
+        : fd(std::exchange(o.fd, -1))
+    {
+    }
+    Fd &operator=(Fd &&o) noexcept
+    {
+        if (this != &o) {
+            if (fd >= 0)
+                ::close(fd);
+            fd = std::exchange(o.fd, -1);
+        }
+        return *this;
+    }
+    ~Fd()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
+};
+
+// errno's text after what failed.
+Error sysError(const QString &what);
+
+// Starts a runtime's top process (bwrap, runsc) for a request: `childFds[i]` becomes descriptor i in
+// the child and nothing else of the daemon's reaches it; it gets an empty signal mask, joins the
+// request's cgroups (or waits until placeChild has placed it), drops to dropToUid, dies with the
+// daemon unless the sandbox outlives it, and execs args with an empty environment. errFd is where
+// the child reports what failed before exec. With privateNetwork it runs in a user and network
+// namespace of its own (its uid mapped to itself), so that nothing it binds in the host's
+// abstract unix socket namespace is reachable. Returns the launch with its pid and pidfd, for the
+// caller to add its ends of the channels.
+Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &request, const std::vector<std::string> &args,
+    std::vector<int> childFds, int errFd, bool privateNetwork = false);
+
+} // namespace airlock
