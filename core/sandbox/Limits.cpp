@@ -224,6 +224,20 @@ Status SandboxCgroup::place(pid_t pid) const
         m_scope, pid, m_plan.effective, m_plan.memoryByCgroup, m_plan.pidsByCgroup, m_plan.cpuByCgroup);
 }
 
+int SandboxCgroup::memoryKills() const
+{
+    // v1: memory.oom_control's oom_kill (Linux 4.13); v2 scopes are systemd's (not read here).
+    for (const QString &dir : m_dirs) {
+        QFile control(dir + QStringLiteral("/memory.oom_control"));
+        if (!control.open(QIODevice::ReadOnly))
+            continue;
+        for (const QByteArray &line : control.readAll().split('\n'))
+            if (line.startsWith("oom_kill "))
+                return line.mid(9).trimmed().toInt();
+    }
+    return 0;
+}
+
 void SandboxCgroup::destroy()
 {
     if (!m_scope.isEmpty())

@@ -53,6 +53,9 @@ public:
     // Whether the sandbox's first process must wait, before exec, to be placed by place().
     bool placesFromOutside() const { return !m_scope.isEmpty(); }
     Status place(pid_t pid) const;
+    // Processes the kernel ended because the sandbox reached its memory limit (0: none, or not
+    // known: cgroup v2 scopes are not read).
+    int memoryKills() const;
     // Kills whatever is left and removes the directories. Safe to call twice.
     void destroy();
 

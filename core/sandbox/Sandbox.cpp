@@ -4,6 +4,7 @@
 #include "model/DisplayText.h"
 #include "model/EventKinds.h"
 #include "model/TerminalFilter.h"
+#include "model/Units.h"
 
 #include "log/Log.h"
 #include "sandbox/ResourceUsage.h"
@@ -682,6 +683,11 @@ void Sandbox::onProcessExited()
             break;
     }
     const QString detail = QString::fromUtf8(m_stderrTail).trimmed().section(QLatin1Char('\n'), -3);
+    // Under gVisor the sandbox's memory is the sentry's: at the limit the kernel ends all of it.
+    if (m_state == SandboxState::Running && m_setup.cgroup.memoryKills() > 0 && m_setup.plan.effective.memoryBytes)
+        return onGuestFailed(QStringLiteral("the sandbox reached its memory limit (%1) and the kernel ended %2")
+                                 .arg(units::formatBytes(*m_setup.plan.effective.memoryBytes), m_setup.runtime->name()),
+            false);
     onGuestFailed(m_state == SandboxState::Starting
             ? QStringLiteral("%1 could not create the sandbox: %2")
                   .arg(m_setup.runtime->name(),

@@ -6,6 +6,7 @@
 #include "TestDaemon.h"
 #include "TestHelpers.h"
 
+#include <QCryptographicHash>
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QSysInfo>
@@ -232,6 +233,53 @@ private Q_SLOTS:
         QVERIFY2(gv.out.startsWith(gvisor.trimmed()), qPrintable(gv.describe()));
     }
     void cleanupTestCase() { m_battery.reset(); }
+
+    // A secret reaches a gVisor sandbox as env, and what it prints of it is masked before it is
+    // stored, as under bubblewrap; as a file it is refused (the bundle is on the host's disk).
+    void aSecretGrantedAsEnvIsMaskedAndAsAFileRefused()
+    {
+        TestDaemon d({QStringLiteral("--secret-store"), QStringLiteral("file")});
+        QVERIFY(d.start());
+        const QByteArray value = "gv-5URYX45jqRO25g3uK5kbAAegiuE8LCAnmu";
+        QCOMPARE(d.ctl(args("secret", "set", "API_TOKEN"), value + '\n').exitCode, 0);
+        CliResult r = d.ctl(args("create", "--name", "sec", "--isolation", "gvisor", "--policy", "-"),
+            R"({"credentials": {"grants": [{"secret": "API_TOKEN", "env": "API_TOKEN"}]}})");
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        r = execIn(d, q("sec"), args("sh", "-c", "echo \"plain $API_TOKEN\"; printf %s \"$API_TOKEN\" | sha256sum"));
+        QCOMPARE(r.out.split('\n').value(0), "plain [REDACTED" + QByteArray(value.size() - 10, '*') + ']');
+        QCOMPARE(
+            r.out.split('\n').value(1).left(64), QCryptographicHash::hash(value, QCryptographicHash::Sha256).toHex());
+        QVERIFY(!d.ctl(args("show", "sec:1", "--raw")).out.contains(value));
+        r = d.ctl(args("create", "--name", "file", "--isolation", "gvisor", "--policy", "-"),
+            R"({"credentials": {"grants": [{"secret": "API_TOKEN", "file": "/run/secrets/token"}]}})");
+        QCOMPARE(r.exitCode, 5);
+        QCOMPARE(r.err,
+            QByteArray("airlockctl: /credentials/grants: under gVisor a secret cannot be granted as a file yet "
+                       "(API_TOKEN at /run/secrets/token); grant it as env, or use --isolation namespaces (nothing "
+                       "was created or changed)\n"));
+    }
+
+    // Under gVisor the sandbox's memory is the sentry's: at --memory the kernel ends all of it (not
+    // one process, as under bubblewrap), and the sandbox says so; the daemon goes on.
+    void reachingTheMemoryLimitEndsTheSandboxAndSaysWhy()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QCOMPARE(
+            d.create(args("--name", "small", "--isolation", "gvisor", "--memory", "256M")), QStringLiteral("small"));
+        const CliResult r
+            = execIn(d, q("small"), args("python3", "-c", "x = bytearray(600 * 1024 * 1024); print('allocated')"));
+        QVERIFY2(!r.out.contains("allocated"), qPrintable(r.describe()));
+        QVERIFY(waitFor(
+            [&] {
+                return sandboxInfo(d, q("small")).value(QStringLiteral("state")).toString() == QLatin1String("failed");
+            },
+            10000));
+        QCOMPARE(sandboxInfo(d, q("small")).value(QStringLiteral("failure")).toString(),
+            QStringLiteral("the sandbox reached its memory limit (256 MiB) and the kernel ended gVisor (runsc)"));
+        QVERIFY(waitFor([&] { return runscProcessesOf(workspaceOf(d, q("small"))).isEmpty(); }, 5000));
+        QCOMPARE(d.create(args("--name", "after", "--isolation", "gvisor")), QStringLiteral("after"));
+    }
 
     // runsc serves its control API (run anything in the sandbox, as root with every capability)
     // on an abstract unix socket named after the container: it lives in a network namespace of
