@@ -204,11 +204,32 @@ qint64 TestDaemon::pid() const
     return m_process.processId();
 }
 
+namespace {
+// A suite run again under another runtime (AIRLOCK_TEST_ISOLATION=gvisor, as ctest's *_gvisor runs): every
+// create and run that does not name one gets it.
+QStringList withTestIsolation(QStringList args)
+{
+    const QString isolation = qEnvironmentVariable("AIRLOCK_TEST_ISOLATION");
+    if (isolation.isEmpty() || args.contains(QStringLiteral("--isolation")))
+        return args;
+    for (qsizetype i = 0; i < args.size(); ++i)
+        if (args[i] == QLatin1String("create") || args[i] == QLatin1String("run")) {
+            args.insert(i + 1, QStringLiteral("--isolation"));
+            args.insert(i + 2, isolation);
+            break;
+        } else if (!args[i].startsWith(QLatin1Char('-')) && (i == 0 || args[i - 1] != QLatin1String("--agent"))) {
+            break; // another command
+        }
+    return args;
+}
+} // namespace
+
 CliResult TestDaemon::ctl(const QStringList &args, const QByteArray &stdinData, int timeoutMs) const
 {
     QProcess p;
     p.setProcessEnvironment(environment());
-    p.start(binDir() + QStringLiteral("/airlockctl"), QStringList{QStringLiteral("--no-autostart")} + args);
+    p.start(binDir() + QStringLiteral("/airlockctl"),
+        QStringList{QStringLiteral("--no-autostart")} + withTestIsolation(args));
     CliResult r;
     if (!p.waitForStarted(5000))
         return r;

@@ -63,13 +63,6 @@ inline CliResult execIn(const TestDaemon &d, const QString &sandbox, const QStri
     return d.ctl(args("exec", sandbox, "-n") + options + args("--") + command, {}, timeoutMs);
 }
 
-// The runtime a suite that runs under both runs its sandboxes with: AIRLOCK_TEST_ISOLATION
-// (namespaces, or gvisor for the suite's *_gvisor run in ctest).
-inline QString testIsolation()
-{
-    return qEnvironmentVariable("AIRLOCK_TEST_ISOLATION", QStringLiteral("namespaces"));
-}
-
 inline QJsonObject sandboxInfo(const TestDaemon &d, const QString &sandbox)
 {
     return jsonObject(d.ctl(args("info", "--json", sandbox)).out);
