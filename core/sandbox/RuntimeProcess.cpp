@@ -78,6 +78,16 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
     std::snprintf(uidMap, sizeof uidMap, "%lu %lu 1", ownUid, ownUid);
     std::snprintf(gidMap, sizeof gidMap, "%lu %lu 1", ownGid, ownGid);
     const int topFd = static_cast<int>(sources.size()) - 1;
+    Fd nsReady, nsReadyWrite, nsMappedRead, nsMapped;
+    if (privateNetwork && r.dropToUid) {
+        int a[2], b[2];
+        if (::pipe2(a, O_CLOEXEC) != 0 || ::pipe2(b, O_CLOEXEC) != 0)
+            return sysError(QStringLiteral("pipe2"));
+        nsReadyWrite = Fd(a[1]); // the child's end: its namespace is made
+        nsReady = Fd(a[0]);
+        nsMappedRead = Fd(b[0]); // the child's end: its uid is mapped
+        nsMapped = Fd(b[1]);
+    }
     Fd placedRead, placedWrite;
     if (r.placeChild) {
         int pp[2];
@@ -99,6 +109,28 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
             if (::read(placedRead.fd, &placed, 1) != 1) // nothing: the daemon gave up or died
                 ::_exit(127);
         }
+        // Into the cgroups first, as root.
+        for (const std::string &procs : procsFiles) {
+            const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0)
+                childFail(err, "joining the sandbox cgroup");
+            writeDecimal(fd, ::getpid());
+            ::close(fd);
+        }
+        // A user and network namespace of its own: what the runtime binds in the abstract socket
+        // namespace (runsc's control socket) is out of every host user's reach. A root daemon's
+        // child makes it as root, so it is root's (the sandbox's uid cannot enter it), and the
+        // daemon maps the sandbox's uid into it; the uid change inside then leaves the child
+        // non-dumpable, so no copy of the daemon's memory is ever readable by that uid.
+        if (privateNetwork && r.dropToUid) {
+            ::close(nsReady.fd);
+            ::close(nsMapped.fd); // so that a daemon that gives up is an end of file
+            char mapped = 0;
+            if (::setgroups(0, nullptr) != 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+                childFail(err, "a network namespace for the runtime");
+            if (::write(nsReadyWrite.fd, "u", 1) != 1 || ::read(nsMappedRead.fd, &mapped, 1) != 1)
+                ::_exit(127); // the daemon gave up
+        }
         // Move every source above the target range first so dup2 cannot clobber a later source.
         std::vector<int> &src = sources;
         for (int &fd : src) {
@@ -119,29 +151,19 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
         sigset_t all;
         sigemptyset(&all);
         ::sigprocmask(SIG_SETMASK, &all, nullptr);
-        for (const std::string &procs : procsFiles) {
-            const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-            if (fd < 0)
-                childFail(err, "joining the sandbox cgroup");
-            writeDecimal(fd, ::getpid());
-            ::close(fd);
-        }
         if (r.dropToUid) {
             const uid_t u = *r.dropToUid;
-            if (::setgroups(0, nullptr) != 0 || ::setresgid(u, u, u) != 0 || ::setresuid(u, u, u) != 0)
+            if ((!privateNetwork && ::setgroups(0, nullptr) != 0) || ::setresgid(u, u, u) != 0
+                || ::setresuid(u, u, u) != 0)
                 childFail(err, "dropping root privileges");
+        } else if (privateNetwork) {
+            // A user's daemon: the runtime is that user's anyway; the namespace maps it to itself.
+            if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0 || !writeAll("/proc/self/setgroups", "deny")
+                || !writeAll("/proc/self/uid_map", uidMap) || !writeAll("/proc/self/gid_map", gidMap))
+                childFail(err, "a network namespace for the runtime");
         }
-        // After the uid change (which clears it): bwrap dies with the daemon, and so its sandbox,
-        // unless it is to outlive it. Either way not with the daemon's session or terminal.
-        // A user and network namespace of its own, the uid mapped to itself: what the runtime
-        // binds in the abstract socket namespace (runsc's control socket) is out of every host
-        // user's reach.
-        // (Dumpable again after the uid change, or /proc/self's files stay root's; exec decides anew.)
-        if (privateNetwork
-            && (::prctl(PR_SET_DUMPABLE, 1) != 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0
-                || !writeAll("/proc/self/setgroups", "deny") || !writeAll("/proc/self/uid_map", uidMap)
-                || !writeAll("/proc/self/gid_map", gidMap)))
-            childFail(err, "a network namespace for the runtime");
+        // After the uid change (which clears it): the runtime dies with the daemon, and so its
+        // sandbox, unless it is to outlive it. Either way not with the daemon's session or terminal.
         if (!r.outlivesDaemon() && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != daemonPid))
             ::_exit(127);
         if (r.outlivesDaemon() && ::setsid() < 0)
@@ -163,6 +185,22 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
             return sysError(QStringLiteral("releasing the sandbox's first process"));
         }
         placedWrite = Fd();
+    }
+    if (privateNetwork && r.dropToUid) {
+        nsReadyWrite = Fd();
+        nsMappedRead = Fd();
+        char ready = 0;
+        const QByteArray proc = "/proc/" + QByteArray::number(pid);
+        const bool mapped = ::read(nsReady.fd, &ready, 1) == 1
+            && writeAll(QByteArray(proc + "/setgroups").constData(), "deny")
+            && writeAll(QByteArray(proc + "/uid_map").constData(), uidMap)
+            && writeAll(QByteArray(proc + "/gid_map").constData(), gidMap) && ::write(nsMapped.fd, "m", 1) == 1;
+        if (!mapped) {
+            const Error error = sysError(QStringLiteral("mapping the runtime's uid into its namespace"));
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            return error;
+        }
     }
     LaunchedSandbox process;
     process.pid = pid;

@@ -14,7 +14,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -50,6 +52,28 @@ int connectAbstractAs(const QByteArray &name, uid_t uid)
         std::memcpy(sa.sun_path + 1, name.constData(), size_t(name.size()));
         const auto length = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + size_t(name.size()));
         ::_exit(::connect(s, reinterpret_cast<sockaddr *>(&sa), length) == 0 ? 0 : errno);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Joins the namespaces of `pid` (user, then network) from a child that became `uid`: 0, the
+// errno of the open that failed, or 100 + the errno of the setns.
+int enterNamespacesAs(qint64 pid, uid_t uid)
+{
+    const pid_t child = ::fork();
+    if (child == 0) {
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
+            ::_exit(255);
+        for (const char *ns : {"user", "net"}) {
+            const int fd = ::open(QByteArray("/proc/" + QByteArray::number(pid) + "/ns/" + ns).constData(), O_RDONLY);
+            if (fd < 0)
+                ::_exit(errno);
+            if (::setns(fd, 0) != 0)
+                ::_exit(100 + errno); // opened, not joined
+        }
+        ::_exit(0);
     }
     int status = 0;
     ::waitpid(child, &status, 0);
@@ -300,6 +324,17 @@ private Q_SLOTS:
         QVERIFY(!fileText(QStringLiteral("/proc/self/net/unix")).contains(QByteArray("@" + name)));
         QCOMPARE(connectAbstractAs(name, 65534), ECONNREFUSED);
         QCOMPARE(connectAbstractAs(name, 0), ECONNREFUSED); // nor root's, outside that namespace
+        // Nor can the sandbox's own host uid enter runsc's namespaces: they are root's (red team,
+        // second pass: a namespace that uid owned let it in, and the child that made it was, for
+        // a moment, a dumpable copy of the root daemon's memory owned by that uid).
+        const auto hostUid = uid_t(sandboxInfo(d, q("target"))
+                                       .value(QStringLiteral("isolation"))
+                                       .toObject()
+                                       .value(QStringLiteral("hostUid"))
+                                       .toDouble());
+        QVERIFY(hostUid != 0);
+        for (qint64 pid : gvisor)
+            QCOMPARE(enterNamespacesAs(pid, hostUid), EACCES); // not even opened: not that uid's to trace
         QCOMPARE(execIn(d, q("target"), args("uname", "-r")).out, QByteArray("4.4.0\n")); // and it works
     }
 
