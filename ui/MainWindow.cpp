@@ -20,7 +20,6 @@
 #include "StatusText.h"
 #include "Theme.h"
 #include "client/DaemonApi.h"
-#include "client/HostTokens.h"
 #include "model/DisplayText.h"
 #include "model/EventKinds.h"
 
@@ -44,7 +43,6 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -613,10 +611,10 @@ void MainWindow::onSelectionChanged()
             .arg(s.value(QStringLiteral("name")).toString(),
                 runtime == QLatin1String("gvisor") ? tr("gVisor") : runtime,
                 s.value(QStringLiteral("network")).toString(), s.value(QStringLiteral("state")).toString()));
-    m_header->setToolTip(QStringList{isolation.value(QStringLiteral("enforcedBy")).toString(),
-        isolation.value(QStringLiteral("identity")).toString(), isolation.value(QStringLiteral("filters")).toString()}
-                             .filter(QRegularExpression(QStringLiteral(".")))
-                             .join(QLatin1Char('\n')));
+    QStringList words{isolation.value(QStringLiteral("enforcedBy")).toString(),
+        isolation.value(QStringLiteral("identity")).toString(), isolation.value(QStringLiteral("filters")).toString()};
+    words.removeAll(QString()); // an older daemon says less
+    m_header->setToolTip(words.join(QLatin1Char('\n')));
     m_command->setFocus();
 }
 
@@ -662,67 +660,6 @@ DaemonClient &MainWindow::currentClient() const
 {
     DaemonClient *client = m_model->hostClient(m_fleet->current());
     return client ? *client : m_client;
-}
-
-void MainWindow::retireHost(int row)
-{
-    m_model->retireHost(row);
-    m_approvals->retireHost(row);
-    updateHistoryHosts();
-}
-
-void MainWindow::editHost(int row)
-{
-    const auto entry = m_remoteHosts->entry(row);
-    if (!entry)
-        return;
-    AddHostDialog dialog(this, *entry);
-    if (dialog.exec() != QDialog::Accepted)
-        return;
-    // hosts.json changed: the console follows it (the old entry goes, the new one connects).
-    auto hosts = HostRegistry::load();
-    const QStringList problems = hosts ? m_remoteHosts->sync(hosts->entries()) : QStringList{hosts.error().message};
-    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64))
-                                  : problems.join(QLatin1Char('\n')),
-        !problems.isEmpty());
-}
-
-bool MainWindow::removeHost(int row, bool ask)
-{
-    const auto entry = m_remoteHosts->entry(row);
-    if (!entry)
-        return false;
-    if (ask) {
-        QMessageBox box(QMessageBox::Question, tr("Remove host"),
-            tr("Remove %1 from this console and from your saved hosts?").arg(display::escaped(entry->name, 64)),
-            QMessageBox::Cancel, this);
-        box.setInformativeText(tr("Its sandboxes keep running on that machine; its token is forgotten here."));
-        QPushButton *remove = box.addButton(tr("Remove"), QMessageBox::DestructiveRole);
-        box.setDefaultButton(QMessageBox::Cancel);
-        box.exec();
-        if (box.clickedButton() != remove)
-            return false;
-    }
-    auto hosts = HostRegistry::load();
-    Status removed = hosts ? hosttokens::removeHost(*hosts, entry->name) : Status(hosts.error());
-    if (removed)
-        removed = hosts->save();
-    if (!removed) {
-        showStatus(tr("Not removed: %1").arg(removed.error().message), true);
-        return false;
-    }
-    m_remoteHosts->remove(entry->name);
-    showStatus(tr("Removed %1").arg(display::escaped(entry->name, 64)));
-    return true;
-}
-
-int MainWindow::addHost(const QString &name, DaemonClient &client)
-{
-    const int row = m_model->addHost(name, client);
-    m_approvals->addHost(name, client);
-    connect(&client, &DaemonClient::eventReceived, this,
-        [this, &client](const Event &event) { onHostEvent(client, event); });
-    return row;
 }
 
 void MainWindow::runCommand()
