@@ -100,6 +100,8 @@ Guest::Guest(const GuestSetup &setup)
         const auto sendFrame = [this](std::string frame) { send(std::move(frame)); };
         m_tools = std::make_unique<ToolBridge>(setup.toolListenFd, sendFrame);
     }
+    if (!setup.egressSocket.empty())
+        m_relay = std::make_unique<EgressRelay>(setup.egressSocket);
     m_in.resize(kSocketReadSize);
     setsockopt(m_sock, SOL_SOCKET, SO_SNDBUF, &kSocketSendBuffer, sizeof kSocketSendBuffer);
     send(wire::Writer(wire::Type::Hello)
@@ -160,6 +162,9 @@ void Guest::run()
         const size_t toolSlot = fds.size();
         if (m_tools)
             m_tools->addPollFds(fds);
+        const size_t relaySlot = fds.size();
+        if (m_relay)
+            m_relay->addPollFds(fds);
 
         const bool sweeping
             = m_sweeping || std::any_of(m_execs.begin(), m_execs.end(), [](const auto &e) { return e.second.ended; });
@@ -202,7 +207,9 @@ void Guest::run()
         if (m_proxyListenFd >= 0 && (fds[listenSlot].revents & POLLIN))
             acceptEgress();
         if (m_tools)
-            m_tools->handle(fds.data() + toolSlot, fds.size() - toolSlot);
+            m_tools->handle(fds.data() + toolSlot, relaySlot - toolSlot);
+        if (m_relay)
+            m_relay->handle(fds.data() + relaySlot, fds.size() - relaySlot);
 
         if ((fds[kSigchldSlot].revents & POLLIN) || sweeping)
             reapChildren();
@@ -716,13 +723,18 @@ size_t Guest::pendingStdinBytes() const
 void Guest::acceptEgress()
 {
     // Each connection goes to the daemon as it is: the proxy reads the request, decides and relays.
-    // Nothing of it is read here, so nothing here can be fooled by it.
+    // Nothing of it is read here (nor by the EgressRelay), so nothing here can be fooled by it.
     for (int i = 0; i < 64; ++i) {
         const int fd = accept4(m_proxyListenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
         if (!connected()) { // no proxy to judge it until a daemon resumes: refused
             close(fd);
+            continue;
+        }
+        if (m_relay) { // gVisor: relayed to the daemon's egress socket
+            if (const std::string error = m_relay->add(fd); !error.empty())
+                logv("egress connection dropped: %s", error.c_str());
             continue;
         }
         const char byte = 'c';

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "EgressRelay.h"
 #include "OutQueue.h"
 #include "Retention.h"
 #include "ToolBridge.h"
@@ -31,6 +32,8 @@ struct GuestSetup {
     // inside, are handed to the daemon's egress proxy through proxyFd.
     int proxyListenFd = -1;
     int proxyFd = -1;
+    // gVisor, instead of proxyFd: each connection is relayed to the daemon's egress socket here.
+    std::string egressSocket;
     int toolListenFd = -1; // where airlock-tool connects (see ToolBridge)
     int execCheckFd = -1; // where each judged execution's exec-check listener goes (wire::SpawnJudged)
     // Where a later daemon connects to take the sandbox over (wire::Type::Resume), and the token
@@ -144,6 +147,7 @@ private:
     std::string m_resumeToken;
     std::unique_ptr<Retention> m_retention; // with a resume socket only
     std::unique_ptr<ToolBridge> m_tools;
+    std::unique_ptr<EgressRelay> m_relay; // gVisor's egress (see GuestSetup::egressSocket)
     OutQueue m_out;
     std::vector<char> m_in; // partial incoming frames; [m_inOff, m_inLen) is unparsed
     size_t m_inLen = 0;

@@ -46,6 +46,7 @@ struct Options {
     int resumeFd = -1;
     int resumeTokenFd = -1;
     std::string toolSocket;
+    std::string egressSocket; // gVisor's egress, instead of --proxy-fd (see EgressRelay)
     // Under gVisor (decision 6): no descriptor but stdio reaches the container, so the channel is
     // stdin; gVisor has no Landlock (its own mounts are the file boundary there); and the seccomp
     // program, which bwrap applies elsewhere, comes from this file.
@@ -109,6 +110,11 @@ std::string parseArgs(int argc, char **argv, Options &o)
             o.toolSocket = argv[++i];
             if (o.toolSocket.empty() || o.toolSocket[0] != '/' || o.toolSocket.size() >= sizeof(sockaddr_un::sun_path))
                 return "invalid --tool-socket path: " + o.toolSocket;
+        } else if (arg == "--egress-socket" && hasValue) {
+            o.egressSocket = argv[++i];
+            if (o.egressSocket.empty() || o.egressSocket[0] != '/'
+                || o.egressSocket.size() >= sizeof(sockaddr_un::sun_path))
+                return "invalid --egress-socket path: " + o.egressSocket;
         } else if (arg == "--rw" && hasValue) {
             o.rwPaths.emplace_back(argv[++i]);
         } else if (arg == "--nproc" && hasValue) {
@@ -128,8 +134,11 @@ std::string parseArgs(int argc, char **argv, Options &o)
         return "--gvisor and --seccomp-file go together";
     if (!o.preload.empty() && !o.gvisor)
         return "--preload is for --gvisor only";
-    if ((o.proxyFd >= 0) != (o.proxyPort > 0) || (o.proxyFd >= 0 && o.proxyFd == o.fd))
-        return "--proxy-fd and --proxy-port go together (and not on --fd)";
+    if (!o.egressSocket.empty() && !o.gvisor)
+        return "--egress-socket is for --gvisor only (--proxy-fd hands connections over otherwise)";
+    const bool egress = o.proxyFd >= 0 || !o.egressSocket.empty();
+    if (egress != (o.proxyPort > 0) || (o.proxyFd >= 0 && o.proxyFd == o.fd))
+        return "--proxy-port goes with --proxy-fd (not on --fd) or, under --gvisor, with --egress-socket";
     if ((o.resumeFd >= 0) != (o.resumeTokenFd >= 0))
         return "--resume-fd and --resume-token-fd go together";
     if (o.resumeFd >= 0) {
@@ -299,9 +308,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr,
             "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] "
             "[--resume-fd N --resume-token-fd N] [--verbose]\n"
-            "       airlock-guest --gvisor --seccomp-file PATH [--preload PATH] [--rw PATH]... [--nproc N] [--verbose] "
-            "  "
-            "(channel: stdin)\n",
+            "       airlock-guest --gvisor --seccomp-file PATH [--preload PATH] [--rw PATH]... [--nproc N]\n"
+            "                     [--egress-socket PATH --proxy-port P] [--verbose]   (channel: stdin)\n",
             argError.c_str());
         if (opt.fd >= 0)
             fatalExit(opt.fd, "invalid command line: " + argError, 2);
@@ -326,9 +334,9 @@ int main(int argc, char **argv)
     if (opt.execCheckFd >= 0 && (opt.execCheckFd == sock || fcntl(opt.execCheckFd, F_SETFD, FD_CLOEXEC) != 0))
         fatalExit(sock, errnoText("--exec-fd is not an open file descriptor of its own"), 1);
     int proxyListen = -1;
-    if (opt.proxyFd >= 0) {
-        if (fcntl(opt.proxyFd, F_SETFD, FD_CLOEXEC) != 0)
-            fatalExit(sock, errnoText("--proxy-fd is not an open file descriptor"), 1);
+    if (opt.proxyFd >= 0 && fcntl(opt.proxyFd, F_SETFD, FD_CLOEXEC) != 0)
+        fatalExit(sock, errnoText("--proxy-fd is not an open file descriptor"), 1);
+    if (opt.proxyPort > 0) {
         proxyListen = listenLoopback(static_cast<uint16_t>(opt.proxyPort));
         if (proxyListen < 0)
             fatalExit(sock,
@@ -395,6 +403,7 @@ int main(int argc, char **argv)
     setup.landlockAbi = ll.abi;
     setup.proxyListenFd = proxyListen;
     setup.proxyFd = opt.proxyFd;
+    setup.egressSocket = opt.egressSocket;
     setup.toolListenFd = toolListen;
     setup.execCheckFd = opt.execCheckFd;
     setup.resumeFd = opt.resumeFd;

@@ -11,15 +11,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 namespace airlock {
 
 namespace {
 constexpr const char *kSeccompTarget = "/.airlock/seccomp.bpf";
 constexpr const char *kPreloadTarget = "/.airlock/gvisor-preload.so";
+// Allowlist: the daemon's egress socket (see EgressRelay), bound in the bundle's folder `egress`.
+constexpr const char *kEgressTarget = "/.airlock/egress";
+constexpr const char *kEgressSocket = "sock";
 
 QJsonObject mount(const QString &type, const QString &source, const QString &target, const QStringList &options)
 {
@@ -87,6 +92,12 @@ QJsonObject gvisorConfig(const LaunchRequest &r, const QList<ViewEntry> &view, c
     if (QFileInfo(r.gvisorPreload).isFile()) {
         mounts.append(bind(r.gvisorPreload, QString::fromLatin1(kPreloadTarget), false));
         args += {QStringLiteral("--preload"), QString::fromLatin1(kPreloadTarget)};
+    }
+    if (r.network == NetworkMode::Allowlist) {
+        mounts.append(bind(bundleDir + QStringLiteral("/egress"), QString::fromLatin1(kEgressTarget), false));
+        args += {QStringLiteral("--egress-socket"),
+            QStringLiteral("%1/%2").arg(QString::fromLatin1(kEgressTarget), QString::fromLatin1(kEgressSocket)),
+            QStringLiteral("--proxy-port"), QString::number(kEgressProxyPort)};
     }
     for (const QString &path : writablePaths(r))
         args += {QStringLiteral("--rw"), path};
@@ -164,7 +175,10 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
     const QString bundle = r.runtimeDir;
     const QString root = bundle + QStringLiteral("/rootfs");
     const BundleWriter write(bundle, r.dropToUid ? gid_t(*r.dropToUid) : ::getgid());
-    for (const QString &dir : QStringList{root, bundle + QStringLiteral("/files"), bundle + QStringLiteral("/state")})
+    QStringList dirs{root, bundle + QStringLiteral("/files"), bundle + QStringLiteral("/state")};
+    if (r.network == NetworkMode::Allowlist)
+        dirs += {bundle + QStringLiteral("/egress"), root + QString::fromLatin1(kEgressTarget)};
+    for (const QString &dir : std::as_const(dirs))
         if (!write.dir(dir))
             return makeError(ErrorCode::IoError, QStringLiteral("cannot make %1").arg(dir));
     int files = 0;
@@ -219,6 +233,27 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
         return sysError(QStringLiteral("chmod %1").arg(bundle));
     return Ok{};
 }
+// Allowlist: the socket each relayed egress connection arrives on, listening, in the bundle's
+// folder `egress` (0750: the daemon's and the runtime's group). Bound through /proc/self/fd, since
+// the bundle's path may be longer than a unix socket's address.
+Result<Fd> listenForEgress(const QString &bundle, gid_t group)
+{
+    const QByteArray dirPath = QFile::encodeName(bundle + QStringLiteral("/egress"));
+    const Fd dir(::open(dirPath.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    Fd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (dir.fd < 0 || sock.fd < 0)
+        return sysError(QStringLiteral("cannot make the egress socket in %1").arg(bundle));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/%s", dir.fd, kEgressSocket);
+    // Connecting takes write permission on the socket: the runtime's group has it (runsc's gofer
+    // connects as the runtime's uid), nobody else.
+    if (::bind(sock.fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) != 0
+        || ::fchownat(dir.fd, kEgressSocket, uid_t(-1), group, AT_SYMLINK_NOFOLLOW) != 0
+        || ::fchmodat(dir.fd, kEgressSocket, 0660, 0) != 0 || ::listen(sock.fd, 64) != 0)
+        return sysError(QStringLiteral("cannot listen for egress in %1").arg(bundle));
+    return sock;
+}
 } // namespace
 
 Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runscPath)
@@ -226,6 +261,13 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     const QList<ViewEntry> view = sandboxView(r);
     if (Status written = writeBundle(r, view); !written)
         return written.error();
+    Fd egress;
+    if (r.network == NetworkMode::Allowlist) {
+        auto listening = listenForEgress(r.runtimeDir, r.dropToUid ? gid_t(*r.dropToUid) : ::getgid());
+        if (!listening)
+            return listening.error();
+        egress = std::move(*listening);
+    }
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return sysError(QStringLiteral("socketpair"));
@@ -237,11 +279,15 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     const std::string bundle = QFile::encodeName(r.runtimeDir).toStdString();
     // Always rootless: gVisor's root is an unprivileged uid on the host (the sandbox's own, for a
     // root daemon), and what it writes in the workspace is that uid's. No network stack at all:
-    // egress, where a policy allows it, goes through the guest channel's relay.
-    const std::vector<std::string> args = {QFile::encodeName(runscPath).toStdString(), "--root", bundle + "/state",
-        "--network=none", "--ignore-cgroups", "--rootless", "run", "--bundle", bundle,
-        // runsc names its control socket after the container (abstract, host-wide): the sandbox's id
-        "airlock-" + r.id.toStdString()};
+    // egress, where a policy allows it, is relayed by the guest to the egress socket, which gVisor
+    // may connect to (--host-uds=open: connect to the host's unix sockets its mounts show, create
+    // none).
+    std::vector<std::string> args = {QFile::encodeName(runscPath).toStdString(), "--root", bundle + "/state",
+        "--network=none", "--ignore-cgroups", "--rootless"};
+    if (egress.fd >= 0)
+        args.emplace_back("--host-uds=open");
+    // runsc names its control socket after the container (abstract, host-wide): the sandbox's id
+    args.insert(args.end(), {"run", "--bundle", bundle, "airlock-" + r.id.toStdString()});
     // runsc binds its control server (which runs anything in the sandbox, as root with every
     // capability, for whoever connects) as an abstract unix socket: in a network namespace of its
     // own, no host user can reach it.
@@ -250,6 +296,7 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
         return launched.error();
     launched->channelFd = daemonEnd.release();
     launched->stderrFd = errRead.release();
+    launched->egressListenFd = egress.release();
     return launched;
 }
 

@@ -62,11 +62,11 @@ Status GvisorRuntime::check(const SandboxSpec &spec) const
 {
     if (m_caps.runscPath.isEmpty())
         return makeError(ErrorCode::BoundaryUnavailable, m_caps.runscError);
-    if (spec.network != NetworkMode::None)
+    // Its way out is the egress proxy alone (allowlist); gVisor's own network stack is never on.
+    if (spec.network == NetworkMode::Full)
         return makeError(ErrorCode::BoundaryUnavailable,
-            QStringLiteral("--isolation gvisor has no network yet: use --network none, or --isolation namespaces "
-                           "for --network %1 (nothing was created)")
-                .arg(networkModeName(spec.network)));
+            QStringLiteral("--isolation gvisor has no direct network: use --network allowlist (through the egress "
+                           "proxy) or none, or --isolation namespaces for --network full (nothing was created)"));
     return Ok{};
 }
 

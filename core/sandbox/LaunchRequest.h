@@ -54,6 +54,8 @@ struct LaunchedSandbox {
     int stderrFd = -1; // the runtime's and the guest's stderr
     int infoFd = -1; // bwrap's --info-fd: JSON with the host pid of the sandbox's init (-1: none)
     int proxyFd = -1; // allowlist: the guest sends each egress connection's socket here
+    // allowlist under gVisor, instead: a listening unix socket, each connection one the guest relays
+    int egressListenFd = -1;
     int execCheckFd = -1; // the guest sends each judged execution's exec-check listener here
 };
 

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace airlock {
 
@@ -124,6 +125,9 @@ void Sandbox::connectChannel()
     if (m_launched.proxyFd >= 0) {
         m_proxyNotifier = new QSocketNotifier(m_launched.proxyFd, QSocketNotifier::Read, this);
         connect(m_proxyNotifier, &QSocketNotifier::activated, this, &Sandbox::onProxyReadable);
+    } else if (m_launched.egressListenFd >= 0) {
+        m_proxyNotifier = new QSocketNotifier(m_launched.egressListenFd, QSocketNotifier::Read, this);
+        connect(m_proxyNotifier, &QSocketNotifier::activated, this, &Sandbox::onEgressRelayed);
     }
     if (m_launched.execCheckFd >= 0) {
         m_execCheckNotifier = new QSocketNotifier(m_launched.execCheckFd, QSocketNotifier::Read, this);
@@ -733,11 +737,10 @@ void Sandbox::terminate(const QString &reason)
     m_judged.clear();
     if (m_channel)
         m_channel->close();
-    for (int fd :
-        {m_launched.pidfd, m_launched.stderrFd, m_launched.infoFd, m_launched.proxyFd, m_launched.execCheckFd})
-        if (fd >= 0)
-            ::close(fd);
-    m_launched.pidfd = m_launched.stderrFd = m_launched.infoFd = m_launched.proxyFd = m_launched.execCheckFd = -1;
+    for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd,
+             &m_launched.egressListenFd, &m_launched.execCheckFd})
+        if (*fd >= 0)
+            ::close(std::exchange(*fd, -1));
     m_setup.cgroup.destroy();
     if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
         QDir(m_setup.launch.runtimeDir).removeRecursively();

@@ -222,6 +222,7 @@ private:
     void onProcessExited();
     void onStderr();
     void onProxyReadable();
+    void onEgressRelayed(); // gVisor's egress socket (LaunchedSandbox::egressListenFd)
     void onExecCheckReadable();
     void onExecAttempt(uint32_t execId, const ExecAttempt &attempt);
     void recordExec(uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sandbox's side of what the guest hands over on its SOCK_SEQPACKET sockets: egress
-// connections (allowlist sandboxes) and each judged execution's exec-check listener, and the
-// judgement of the programs that listener reports. (Lifecycle, executions and output: Sandbox.cpp.)
+// connections (allowlist sandboxes; under gVisor, relayed to a listening socket instead) and each judged execution's
+// exec-check listener, and the judgement of the programs that listener reports. (Lifecycle, executions and output:
+// Sandbox.cpp.)
 #include "sandbox/Sandbox.h"
 
 #include "model/BoundedArgv.h"
@@ -101,6 +102,27 @@ void Sandbox::onProxyReadable()
             }
             Q_EMIT egressConnection(fds[k]);
         }
+    }
+}
+
+void Sandbox::onEgressRelayed()
+{
+    // Only the runtime reaches this socket (its folder is the daemon's and the runtime's group's):
+    // each connection is one the guest relays from inside. Whatever else connects is refused.
+    const uid_t runtimeUid = hostUid() ? *hostUid() : ::getuid();
+    for (int i = 0; i < 64; ++i) {
+        const int fd = ::accept4(m_launched.egressListenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        ucred peer{};
+        socklen_t len = sizeof peer;
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != runtimeUid) {
+            logger()->warn("sandbox {}: uid {} connected to the egress socket, which is the runtime's; refused",
+                m_setup.id.toStdString(), peer.uid);
+            ::close(fd);
+            continue;
+        }
+        Q_EMIT egressConnection(fd);
     }
 }
 

@@ -3,6 +3,7 @@
 // missing the create fails with the reason and the fix, and no sandbox of another kind is made.
 // Where it is (the test command installs it), a sandbox runs on gVisor's kernel with bubblewrap's
 // view, the same seccomp program and the same guest; what gVisor cannot enforce is refused.
+#include "LoopbackServer.h"
 #include "TestDaemon.h"
 #include "TestHelpers.h"
 
@@ -13,6 +14,7 @@
 #include <QTest>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <grp.h>
@@ -39,23 +41,42 @@ QList<qint64> runscProcessesOf(const QString &dataDir)
     return found;
 }
 
-// Connects to an abstract unix socket from a child that became `uid`: 0, or the errno.
-int connectAbstractAs(const QByteArray &name, uid_t uid)
+// Connects to a unix socket from a child that became `uid`: 0, or the errno. An abstract name, or
+// a path (found through /proc/self/fd, however long). The address is made before the fork: the
+// child of a process with threads (a LoopbackServer's) must not allocate.
+int connectAs(const QByteArray &name, bool abstract, uid_t uid)
 {
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    auto length = socklen_t(sizeof sa);
+    int dir = -1;
+    if (abstract) {
+        std::memcpy(sa.sun_path + 1, name.constData(), size_t(name.size()));
+        length = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + size_t(name.size()));
+    } else {
+        const QFileInfo path(QFile::decodeName(name));
+        dir = ::open(QFile::encodeName(path.path()).constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+            return errno;
+        std::snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dir,
+            QFile::encodeName(path.fileName()).constData());
+    }
     const pid_t child = ::fork();
     if (child == 0) {
         if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
             ::_exit(255);
         const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_un sa{};
-        sa.sun_family = AF_UNIX;
-        std::memcpy(sa.sun_path + 1, name.constData(), size_t(name.size()));
-        const auto length = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + size_t(name.size()));
         ::_exit(::connect(s, reinterpret_cast<sockaddr *>(&sa), length) == 0 ? 0 : errno);
     }
     int status = 0;
     ::waitpid(child, &status, 0);
+    if (dir >= 0)
+        ::close(dir);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+int connectAbstractAs(const QByteArray &name, uid_t uid)
+{
+    return connectAs(name, true, uid);
 }
 
 // Joins the namespaces of `pid` (user, then network) from a child that became `uid`: 0, the
@@ -338,16 +359,86 @@ private Q_SLOTS:
         QCOMPARE(execIn(d, q("target"), args("uname", "-r")).out, QByteArray("4.4.0\n")); // and it works
     }
 
+    // Allowlist under gVisor: the guest relays each connection to the daemon's egress socket, and
+    // the proxy decides as for any sandbox (tst_egress_gvisor runs the whole egress suite so). The
+    // socket gives nothing more: from inside, spoken to directly, the same proxy refuses the same
+    // destinations; on the host, no other user reaches it, and a connection from anyone but the
+    // runtime's uid is closed unread.
+    void egressGoesThroughTheProxyAndTheSocketGivesNothingMore()
+    {
+        LoopbackServer web("web");
+        TestDaemon d(args("--resolve", "allowed.test=127.0.0.1", "--resolve", "denied.test=127.0.0.1"));
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "net", "--isolation", "gvisor", "--allow", "allowed.test")), q("net"));
+        const QString url = QStringLiteral("http://allowed.test:%1/through").arg(web.port());
+        CliResult r = execIn(d, q("net"), args("curl", "-sS", "-m", "10", url));
+        QVERIFY2(r.out == "web GET /through\n", qPrintable(r.describe()));
+        // Straight to the socket, past the relay: the proxy's answer, and its rule.
+        const QString connect
+            = QStringLiteral("CONNECT denied.test:%1 HTTP/1.1\r\nHost: denied.test:%1\r\n\r\n").arg(web.port());
+        r = execIn(d, q("net"),
+            args("python3", "-c",
+                "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect('/.airlock/egress/sock'); "
+                "s.sendall(sys.argv[1].encode()); a=s.makefile('rb').read().decode().splitlines(); "
+                "print(a[0]); print(a[-1])",
+                connect));
+        QCOMPARE(r.out,
+            QStringLiteral("HTTP/1.1 403 Forbidden\nairlock: no rule names denied.test:%1\n").arg(web.port()).toUtf8());
+        QVERIFY(waitFor(
+            [&] {
+                const QList<QJsonObject> denied = storedEvents(d, QStringLiteral("network.denied"));
+                return std::any_of(denied.cbegin(), denied.cend(), [](const QJsonObject &e) {
+                    return e.value(QStringLiteral("host")).toString() == QLatin1String("denied.test")
+                        && e.value(QStringLiteral("decision")).toString() == QLatin1String("deny");
+                });
+            },
+            5000));
+        // The socket is in the bundle, reached by the runtime's group alone.
+        const QString socket = workspaceOf(d, q("net")) + QStringLiteral(".runtime/egress/sock");
+        QCOMPARE(octalMode(QFileInfo(socket).path()), q("750"));
+        QCOMPARE(octalMode(socket), q("660"));
+        QCOMPARE(connectAs(QFile::encodeName(socket), false, 65534), EACCES);
+        // Root connects (the folder lets it), and is closed before it says a word: it is not the
+        // runtime's uid. (The sandbox's own curl above came through the same socket.)
+        const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        const int dir = ::open(QFile::encodeName(QFileInfo(socket).path()).constData(), O_PATH | O_CLOEXEC);
+        std::snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/sock", dir);
+        QCOMPARE(::connect(s, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+        const timeval fiveSeconds{5, 0};
+        ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &fiveSeconds, sizeof fiveSeconds);
+        char answer[64];
+        QCOMPARE(::read(s, answer, sizeof answer), ssize_t(0));
+        QCOMPARE(::send(s, "GET / HTTP/1.1\r\n\r\n", 18, MSG_NOSIGNAL), ssize_t(-1));
+        QCOMPARE(errno, EPIPE);
+        ::close(s);
+        ::close(dir);
+        // gVisor may reach the host's unix sockets only where there is egress, and make none.
+        const auto runscFlags = [&](const QString &sandbox) {
+            QByteArray all;
+            for (qint64 pid : runscProcessesOf(workspaceOf(d, sandbox)))
+                all += fileText(QStringLiteral("/proc/%1/cmdline").arg(pid)).replace('\0', ' ') + '\n';
+            return all;
+        };
+        QVERIFY2(runscFlags(q("net")).contains(" --host-uds=open "), runscFlags(q("net")).constData());
+        QCOMPARE(d.create(args("--name", "closed", "--isolation", "gvisor")), q("closed"));
+        QVERIFY(!runscFlags(q("closed")).contains("--host-uds"));
+        QVERIFY(!QFileInfo::exists(workspaceOf(d, q("closed")) + QStringLiteral(".runtime/egress")));
+        // --network full stays refused: gVisor's own network stack is never on.
+        r = d.ctl(args("create", "--name", "full", "--isolation", "gvisor", "--network", "full"));
+        QCOMPARE(r.exitCode, 5);
+        QCOMPARE(r.err,
+            QByteArray("airlockctl: --isolation gvisor has no direct network: use --network allowlist (through the "
+                       "egress proxy) or none, or --isolation namespaces for --network full (nothing was created)\n"));
+    }
+
     // What gVisor cannot enforce is refused, with the reason and the fix; nothing is made.
     void whatGvisorCannotEnforceIsRefused()
     {
         TestDaemon d;
         QVERIFY(d.start());
-        CliResult r = d.ctl(args("create", "--name", "net", "--isolation", "gvisor", "--network", "allowlist"));
-        QCOMPARE(r.exitCode, 5);
-        QCOMPARE(r.err,
-            QByteArray("airlockctl: --isolation gvisor has no network yet: use --network none, or --isolation "
-                       "namespaces for --network allowlist (nothing was created)\n"));
+        CliResult r;
         QTemporaryDir dir;
         QFile policy(dir.filePath(QStringLiteral("judged.json")));
         QVERIFY(policy.open(QIODevice::WriteOnly));

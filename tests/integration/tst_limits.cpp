@@ -200,7 +200,7 @@ private Q_SLOTS:
         const CliResult r = exec(*m_daemon, sb, args("/opt/probe/airlock-probe", "alloc", megabytes));
         QCOMPARE(r.exitCode, exitCode);
         QCOMPARE(r.out, out);
-        if (exitCode != 0 && qEnvironmentVariable("AIRLOCK_TEST_ISOLATION") == QLatin1String("gvisor")) {
+        if (exitCode != 0 && underGvisor()) {
             // Under gVisor the sandbox's memory is its sentry's: the kernel ends the whole sandbox,
             // which says so (decision 6).
             QVERIFY(waitFor(
@@ -420,7 +420,7 @@ private Q_SLOTS:
         // The loop's own CPU time after 2 s of wall time, from /proc/PID/stat (utime + stime, ticks).
         // Under gVisor that is the sentry's view, which counts time its host threads were throttled:
         // there it is the host CPU time of gVisor's processes (the loop's included) meanwhile.
-        const bool gvisor = qEnvironmentVariable("AIRLOCK_TEST_ISOLATION") == QLatin1String("gvisor");
+        const bool gvisor = underGvisor();
         const auto gvisorTicks = [&] {
             qint64 sum = 0;
             for (qint64 pid : pidsWithCommandLine(QFile::encodeName(

@@ -204,6 +204,12 @@ qint64 TestDaemon::pid() const
     return m_process.processId();
 }
 
+QString testIsolation()
+{
+    const QString isolation = qEnvironmentVariable("AIRLOCK_TEST_ISOLATION");
+    return isolation.isEmpty() ? QStringLiteral("namespaces") : isolation;
+}
+
 namespace {
 // A suite run again under another runtime (AIRLOCK_TEST_ISOLATION=gvisor, as ctest's *_gvisor runs): every
 // create and run that does not name one gets it.

@@ -19,6 +19,13 @@ namespace airlock::test {
 QString binDir(); // where airlockd, airlockctl, airlock-guest and the test helpers are built
 QString probePath(); // airlock-probe, visible inside sandboxes at /opt/probe/airlock-probe when mounted
 QString probeMount(); // "--mount" value that makes the probe visible at /opt/probe
+// The runtime a suite's sandboxes run under: AIRLOCK_TEST_ISOLATION (ctest's *_gvisor runs set
+// gvisor), "namespaces" by default. TestDaemon::ctl gives it to every create and run.
+QString testIsolation();
+inline bool underGvisor()
+{
+    return testIsolation() == QLatin1String("gvisor");
+}
 
 struct CliResult {
     int exitCode = -1;
