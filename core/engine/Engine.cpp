@@ -176,6 +176,13 @@ void Engine::reapOrphans(const QSet<QString> &keep)
         logger()->info("removing orphaned workspace {}", orphan.toStdString());
         volume::removeWorkspace(dir.filePath(orphan));
     }
+    // Secrets a runtime read at start (gVisor), of sandboxes that never ran: no sandbox of this
+    // instance is starting yet.
+    const QFileInfo staged(memoryDirPrefix());
+    for (const QString &left :
+        QDir(staged.path())
+            .entryList({staged.fileName() + QLatin1Char('*')}, QDir::Dirs | QDir::Hidden | QDir::NoDotAndDotDot))
+        QDir(staged.dir().filePath(left)).removeRecursively();
     SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
     if (m_caps.runningAsRoot)
         m_uidClaims.releaseAllBut(keep);
@@ -229,6 +236,11 @@ Status Engine::makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<
 }
 
 // Kept workspaces go next to the workspaces directory: same filesystem, so keeping is a rename.
+QString Engine::memoryDirPrefix() const
+{
+    return QStringLiteral("/dev/shm/.airlock-secrets-%1-").arg(m_config.instanceKey);
+}
+
 QString Engine::keptDir() const
 {
     const QString ws = workspacesDir();
@@ -368,6 +380,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     LaunchRequest &launch = setup.launch;
     launch.id = id;
     launch.runtimeDir = setup.workspaceDir + QStringLiteral(".runtime"); // the sandbox uid's, like its workspace
+    launch.memoryDirPrefix = memoryDirPrefix();
     launch.guestPath = m_config.guestMount.isEmpty() ? m_config.guestPath : m_config.guestMount;
     launch.gvisorPreload = QFileInfo(m_config.guestPath).dir().filePath(QStringLiteral("airlock-gvisor-preload.so"));
     launch.hostname = spec.name;

@@ -198,6 +198,9 @@ private:
     Status makeWorkspace(const QString &dir, LimitPlan &plan, std::optional<uid_t> hostUid, bool prepared) const;
     uint64_t defaultDiskBytes() const;
     QString keptDir() const;
+    // Where a runtime stages, in memory, what it reads at start and must never reach a disk
+    // (LaunchRequest::memoryDirPrefix): this daemon instance's names in /dev/shm.
+    QString memoryDirPrefix() const;
     void discard(Sandbox *sandbox, bool removeWorkspace);
     // Where airlockd's own directories would show inside these mounts (to be covered); an error
     // for a mount inside one of them.

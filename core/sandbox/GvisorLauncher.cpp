@@ -8,14 +8,18 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QScopeGuard>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
+#include <utility>
 
 namespace airlock {
 
@@ -38,9 +42,11 @@ QJsonObject bind(const QString &source, const QString &target, bool writable)
         {QStringLiteral("rbind"), writable ? QStringLiteral("rw") : QStringLiteral("ro")});
 }
 
-QString fileOf(const QString &bundleDir, int index)
+// Where the view's index-th file is on the host: the bundle's files, or for a secret the staged
+// folder in memory.
+QString fileOf(const ViewEntry &e, const QString &bundleDir, const QString &stagedDir, int index)
 {
-    return bundleDir + QStringLiteral("/files/") + QString::number(index);
+    return (e.secret ? stagedDir : bundleDir + QStringLiteral("/files")) + QLatin1Char('/') + QString::number(index);
 }
 
 // runsc opens each mount's source as its own (unprivileged) uid: a host file that uid cannot read
@@ -51,7 +57,8 @@ bool readableByOthers(const QString &path)
 }
 } // namespace
 
-QJsonObject gvisorConfig(const LaunchRequest &r, const QList<ViewEntry> &view, const QString &bundleDir)
+QJsonObject gvisorConfig(
+    const LaunchRequest &r, const QList<ViewEntry> &view, const QString &bundleDir, const QString &stagedDir)
 {
     QStringList tmpfsOptions{QStringLiteral("nosuid"), QStringLiteral("nodev"), QStringLiteral("mode=1777")};
     if (r.tmpBytes)
@@ -75,7 +82,7 @@ QJsonObject gvisorConfig(const LaunchRequest &r, const QList<ViewEntry> &view, c
                 {QStringLiteral("ro"), QStringLiteral("mode=555")}));
             break;
         case ViewEntry::Kind::File:
-            mounts.append(bind(fileOf(bundleDir, files++), e.target, false));
+            mounts.append(bind(fileOf(e, bundleDir, stagedDir, files++), e.target, false));
             break;
         case ViewEntry::Kind::Proc:
             mounts.append(mount(QStringLiteral("proc"), QStringLiteral("proc"), e.target, {}));
@@ -156,6 +163,21 @@ public:
             return sysError(QStringLiteral("cannot hand %1 to the runtime's group").arg(name));
         return Ok{};
     }
+    // A secret, in the staged folder (memory): the runtime uid's alone, mode 0400 as under bubblewrap.
+    Status secret(const QString &name, const QByteArray &data, uid_t runtimeUid) const
+    {
+        const QByteArray native = QFile::encodeName(name);
+        const int fd = ::open(native.constData(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+        bool written = fd >= 0 && ::fchown(fd, runtimeUid, m_group) == 0;
+        for (qsizetype off = 0; written && off < data.size();) {
+            const ssize_t n = ::write(fd, data.constData() + off, size_t(data.size() - off));
+            written = n > 0;
+            off += n;
+        }
+        if (fd >= 0)
+            ::close(fd);
+        return written ? Status(Ok{}) : sysError(QStringLiteral("cannot stage %1").arg(name));
+    }
 
 private:
     bool own(const QString &path, mode_t mode) const
@@ -170,10 +192,11 @@ private:
 // The bundle: config.json, the empty root with the view's links and folders, the view's files,
 // the seccomp program, all the daemon's and read-only to the runtime's group; runsc's state, the
 // runtime uid's alone.
-Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
+Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view, const QString &stagedDir)
 {
     const QString bundle = r.runtimeDir;
     const QString root = bundle + QStringLiteral("/rootfs");
+    const uid_t runtimeUid = r.dropToUid ? *r.dropToUid : ::getuid();
     const BundleWriter write(bundle, r.dropToUid ? gid_t(*r.dropToUid) : ::getgid());
     QStringList dirs{root, bundle + QStringLiteral("/files"), bundle + QStringLiteral("/state")};
     if (r.network == NetworkMode::Allowlist)
@@ -213,9 +236,11 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
                 return makeError(
                     ErrorCode::IoError, QStringLiteral("cannot make the link %1 in %2").arg(e.target, root));
         }
-        if (e.kind == ViewEntry::Kind::File)
-            if (Status s = write.file(fileOf(bundle, files++), e.data); !s)
+        if (e.kind == ViewEntry::Kind::File) {
+            const QString source = fileOf(e, bundle, stagedDir, files++);
+            if (Status s = e.secret ? write.secret(source, e.data, runtimeUid) : write.file(source, e.data); !s)
                 return s;
+        }
     }
     if (Status s = write.file(bundle + QStringLiteral("/seccomp.bpf"), r.seccompProgram); !s)
         return s;
@@ -223,7 +248,7 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
         if (Status s = write.file(root + QString::fromLatin1(target), {}); !s)
             return s;
     if (Status s = write.file(bundle + QStringLiteral("/config.json"),
-            QJsonDocument(gvisorConfig(r, view, bundle)).toJson(QJsonDocument::Compact));
+            QJsonDocument(gvisorConfig(r, view, bundle, stagedDir)).toJson(QJsonDocument::Compact));
         !s)
         return s;
     const QByteArray state = QFile::encodeName(bundle + QStringLiteral("/state"));
@@ -233,6 +258,30 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view)
         return sysError(QStringLiteral("chmod %1").arg(bundle));
     return Ok{};
 }
+// Secrets granted as files wait for runsc in a folder of their own on a memory filesystem (never
+// a disk), which the sandbox removes once it runs (gVisor has read them by then): made with an
+// unguessable name, so that no other local user can take it first.
+Result<QString> stageInMemory(const LaunchRequest &r)
+{
+    const QString parent = QFileInfo(r.memoryDirPrefix).path();
+    struct statfs fs { };
+    if (r.memoryDirPrefix.isEmpty() || ::statfs(QFile::encodeName(parent).constData(), &fs) != 0
+        || (fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC))
+        return makeError(ErrorCode::BoundaryUnavailable,
+            QStringLiteral("a secret granted as a file needs a memory filesystem (tmpfs) at %1 under gVisor, which "
+                           "it is not; grant it as env (nothing was created)")
+                .arg(parent.isEmpty() ? QStringLiteral("/dev/shm") : parent));
+    QByteArray path = QFile::encodeName(r.memoryDirPrefix + r.id) + "-XXXXXX";
+    if (!::mkdtemp(path.data()))
+        return sysError(QStringLiteral("cannot make a folder in %1").arg(parent));
+    const gid_t group = r.dropToUid ? gid_t(*r.dropToUid) : ::getgid();
+    if (::chown(path.constData(), uid_t(-1), group) != 0 || ::chmod(path.constData(), 0750) != 0) {
+        ::rmdir(path.constData());
+        return sysError(QStringLiteral("cannot hand %1 to the runtime's group").arg(QFile::decodeName(path)));
+    }
+    return QFile::decodeName(path);
+}
+
 // Allowlist: the socket each relayed egress connection arrives on, listening, in the bundle's
 // folder `egress` (0750: the daemon's and the runtime's group). Bound through /proc/self/fd, since
 // the bundle's path may be longer than a unix socket's address.
@@ -259,7 +308,19 @@ Result<Fd> listenForEgress(const QString &bundle, gid_t group)
 Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runscPath)
 {
     const QList<ViewEntry> view = sandboxView(r);
-    if (Status written = writeBundle(r, view); !written)
+    QString staged;
+    if (std::any_of(view.cbegin(), view.cend(), [](const ViewEntry &e) { return e.secret; })) {
+        auto made = stageInMemory(r);
+        if (!made)
+            return made.error();
+        staged = *made;
+    }
+    // Until the sandbox has it: whatever fails on the way removes it.
+    auto unstage = qScopeGuard([&staged] {
+        if (!staged.isEmpty())
+            QDir(staged).removeRecursively();
+    });
+    if (Status written = writeBundle(r, view, staged); !written)
         return written.error();
     Fd egress;
     if (r.network == NetworkMode::Allowlist) {
@@ -297,6 +358,7 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     launched->channelFd = daemonEnd.release();
     launched->stderrFd = errRead.release();
     launched->egressListenFd = egress.release();
+    launched->stagedDir = std::exchange(staged, QString());
     return launched;
 }
 

@@ -10,8 +10,10 @@ namespace airlock {
 
 // The OCI runtime configuration of a gVisor sandbox (decision 6): the sandbox's view
 // (sandboxView()) as mounts under the bundle's empty read-only root, airlock-guest as its process
-// in gVisor mode. Files the view makes are the bundle's files/N, in the view's order. Pure, for tests.
-QJsonObject gvisorConfig(const LaunchRequest &request, const QList<ViewEntry> &view, const QString &bundleDir);
+// in gVisor mode. Files the view makes are the bundle's files/N, in the view's order, but secrets,
+// which are stagedDir/N (in memory). Pure, for tests.
+QJsonObject gvisorConfig(const LaunchRequest &request, const QList<ViewEntry> &view, const QString &bundleDir,
+    const QString &stagedDir = {});
 
 // Writes the bundle into request.runtimeDir and runs `runsc run` with the guest's channel on its
 // stdin, rootless, as the sandbox's host uid (a root daemon's) or the daemon's own. The sandbox's

@@ -86,12 +86,6 @@ Status GvisorRuntime::fitPolicy(policy::EffectivePolicy &p) const
     commands.insert(QStringLiteral("judgeExecs"), false);
     p.document.insert(QStringLiteral("commands"), commands);
     p.sources.insert(QStringLiteral("/commands/judgeExecs"), QStringLiteral("runtime:gvisor"));
-    for (const policy::CredentialGrant &g : std::as_const(p.grants))
-        if (!g.file.isEmpty())
-            return makeError(ErrorCode::BoundaryUnavailable,
-                QStringLiteral("/credentials/grants: under gVisor a secret cannot be granted as a file yet (%1 at %2); "
-                               "grant it as env, or use --isolation namespaces (nothing was created or changed)")
-                    .arg(g.secret, g.file));
     return Ok{};
 }
 

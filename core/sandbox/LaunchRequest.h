@@ -21,6 +21,9 @@ namespace airlock {
 struct LaunchRequest {
     QString id; // the sandbox's id, unique on this host
     QString runtimeDir; // the runtime's own folder for this sandbox (gVisor: its OCI bundle)
+    // gVisor: where files that must never reach a disk (granted secrets) wait, in memory, until
+    // the sandbox has started: a folder PREFIX<id>-XXXXXX is made (see LaunchedSandbox::stagedDir).
+    QString memoryDirPrefix;
     QString guestPath;
     QString gvisorPreload; // gVisor: what every command preloads (airlock-gvisor-preload.so, beside the guest)
     QString hostname;
@@ -57,6 +60,9 @@ struct LaunchedSandbox {
     // allowlist under gVisor, instead: a listening unix socket, each connection one the guest relays
     int egressListenFd = -1;
     int execCheckFd = -1; // the guest sends each judged execution's exec-check listener here
+    // What the runtime read when it started and the sandbox keeps no need of once it runs: removed
+    // when the guest says hello (and when the sandbox ends before).
+    QString stagedDir;
 };
 
 } // namespace airlock

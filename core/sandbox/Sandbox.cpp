@@ -200,6 +200,7 @@ void Sandbox::onStderr()
 void Sandbox::onHello(int landlockAbi, uint32_t)
 {
     m_helloTimer->stop();
+    removeStaged();
     m_landlockAbi = landlockAbi;
     if (const pid_t pid = m_setup.runtime->initPid(m_launched); pid > 1) {
         m_initPid = pid;
@@ -216,6 +217,12 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
             {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
             {QStringLiteral("landlockAbi"), landlockAbi}}));
     Q_EMIT started();
+}
+
+void Sandbox::removeStaged()
+{
+    if (!m_launched.stagedDir.isEmpty())
+        QDir(std::exchange(m_launched.stagedDir, QString())).removeRecursively();
 }
 
 Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)
@@ -744,6 +751,7 @@ void Sandbox::terminate(const QString &reason)
     m_setup.cgroup.destroy();
     if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
         QDir(m_setup.launch.runtimeDir).removeRecursively();
+    removeStaged();
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)
         m_state = SandboxState::Stopped;

@@ -116,8 +116,10 @@ QList<ViewEntry> sandboxView(const LaunchRequest &r)
     for (const QString &hidden : r.hiddenPaths)
         v.append(entry(K::Empty, hidden));
     // Secrets granted as files: read-only, in the sandbox's own memory.
-    for (const auto &[target, data] : r.dataFiles)
+    for (const auto &[target, data] : r.dataFiles) {
         v.append(file(target, data, 0400));
+        v.last().secret = true;
+    }
     return v;
 }
 

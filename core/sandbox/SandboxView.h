@@ -32,6 +32,7 @@ struct ViewEntry {
     bool mask = false; // Bind: /dev/null over a host file that stays hidden
     int perms = 0;
     QByteArray data;
+    bool secret = false; // File: a granted secret, which must never be written to a disk
 };
 
 inline constexpr int kSandboxUid = 1000;
