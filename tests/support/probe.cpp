@@ -136,6 +136,8 @@ int status()
             || !std::strncmp(line, "NoNewPrivs", 10) || !std::strncmp(line, "Seccomp:", 8)
             || !std::strncmp(line, "Uid", 3))
             std::fputs(line, stdout);
+    // Asked of the kernel itself (gVisor's /proc/self/status has no NoNewPrivs line).
+    std::printf("PR_GET_NO_NEW_PRIVS:\t%d\n", ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
     return 0;
 }
 
