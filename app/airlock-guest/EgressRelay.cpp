@@ -40,7 +40,9 @@ std::string EgressRelay::add(int insideFd)
     } else {
         std::memcpy(addr.sun_path, m_socketPath.c_str(), m_socketPath.size() + 1);
         outside = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        // A unix socket connects at once or not at all (EAGAIN: the daemon's backlog is full).
+        // Under gVisor a connect to a host socket waits while the daemon's backlog is full, even
+        // non-blocking; the daemon listens with a backlog no sandbox can fill in one go (the
+        // proxy refuses all but 64 connections a sandbox at once, and records why).
         if (outside < 0 || ::connect(outside, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) != 0)
             error = std::string("cannot reach the egress proxy at ") + m_socketPath + ": " + std::strerror(errno);
     }
@@ -73,7 +75,9 @@ void EgressRelay::addPollFds(std::vector<pollfd> &fds)
     m_polled.clear();
     for (const auto &[inside, p] : m_pairs) {
         for (int fd : {inside, p.up.to}) {
-            fds.push_back({fd, eventsFor(fd, p), 0});
+            const short events = eventsFor(fd, p);
+            const bool hungUp = fd == inside ? p.insideHungUp : p.outsideHungUp;
+            fds.push_back({events == 0 && hungUp ? -1 : fd, events, 0});
             m_polled.push_back(inside);
         }
     }
@@ -117,6 +121,14 @@ void EgressRelay::handle(const pollfd *fds, size_t count)
         if (it == m_pairs.end())
             continue; // closed by its other descriptor's events
         Pair &p = it->second;
+        // An error (a reset, above all) ends the pair at once, as the proxy would end it were the
+        // socket its own: closing the other side tells the other end.
+        if (fds[i].revents & POLLERR) {
+            close(it);
+            continue;
+        }
+        if (fds[i].revents & POLLHUP)
+            (fds[i].fd == it->first ? p.insideHungUp : p.outsideHungUp) = true;
         if (!pump(p.up) || !pump(p.down) || (p.up.shut && p.down.shut))
             close(it);
     }

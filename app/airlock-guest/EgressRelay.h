@@ -46,6 +46,10 @@ private:
     struct Pair {
         Direction up; // inside to the daemon
         Direction down; // the daemon to inside
+        // A socket that hung up (POLLHUP) is polled only while it is to be read: poll reports a
+        // hang-up whatever it is asked, and one asked for nothing would wake the loop forever.
+        bool insideHungUp = false;
+        bool outsideHungUp = false;
     };
     // Moves what it can without blocking; false when the pair broke (an error either way).
     static bool pump(Direction &d);

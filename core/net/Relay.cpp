@@ -43,6 +43,10 @@ struct Relay::Pair {
     uint64_t id = 0, tag = 0;
     int fds[2] = {-1, -1}; // client, destination
     Direction dir[2]; // 0: client -> destination, 1: destination -> client
+    // Shut both ways (EPOLLHUP): nothing more can come from that socket or reach it. The pair ends
+    // once what it sent has been passed on (dir[side].done), not before: a small receive buffer on
+    // the other side (a unix socket's, under gVisor) may still hold back much of it.
+    bool hungUp[2] = {false, false};
     Done done;
 };
 
@@ -149,10 +153,9 @@ void Relay::run()
                 finish(pair->id, errnoText(side == 0 ? "client" : "destination"));
                 continue;
             }
+            if (events[i].events & EPOLLHUP)
+                pair->hungUp[side] = true;
             pump(*pair);
-            // Both ways shut on this socket: nothing more can come from it or reach it.
-            if ((events[i].events & EPOLLHUP) && pair->dir[side].eof)
-                finish(pair->id, {});
         }
     }
 }
@@ -272,8 +275,10 @@ void Relay::pump(Pair &pair)
             }
         }
     }
-    // Done both ways; or the destination has answered in full and the client may send no more.
-    if (pair.dir[1].done && (pair.dir[0].done || pair.dir[0].exhausted()))
+    // Done both ways; or the destination has answered in full and the client may send no more; or
+    // a socket hung up and all it sent has been passed on.
+    if ((pair.dir[1].done && (pair.dir[0].done || pair.dir[0].exhausted())) || (pair.hungUp[0] && pair.dir[0].done)
+        || (pair.hungUp[1] && pair.dir[1].done))
         finish(pair.id, {});
 }
 

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <optional>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -134,11 +135,27 @@ QJsonObject gvisorConfig(
 }
 
 namespace {
+// The group runsc runs with, where it is not the daemon's own uid: a root daemon's sandbox uid
+// (whose group has the same number). A user's daemon runs runsc as itself: no group is needed.
+std::optional<gid_t> runtimeGroup(const LaunchRequest &r)
+{
+    return r.dropToUid ? std::optional<gid_t>(gid_t(*r.dropToUid)) : std::nullopt;
+}
+
+// Gives what the daemon made to the runtime: `mode` with the runtime's group, or without a group,
+// the daemon's alone (a user's daemon: not its primary group's other members').
+bool shareWithRuntime(int dirFd, const char *path, mode_t mode, std::optional<gid_t> group)
+{
+    if (group && ::fchownat(dirFd, path, uid_t(-1), *group, AT_SYMLINK_NOFOLLOW) != 0)
+        return false;
+    return ::fchmodat(dirFd, path, group ? mode : mode & 0700, 0) == 0;
+}
+
 // Writes the bundle's folders and files: the daemon's, readable by the runtime's group alone
 // (folders 0750, files 0440), so no other local user reads the mounts' sources or the view.
 class BundleWriter {
 public:
-    BundleWriter(QString bundle, gid_t group)
+    BundleWriter(QString bundle, std::optional<gid_t> group)
         : m_bundle(std::move(bundle))
         , m_group(group)
     {
@@ -168,7 +185,7 @@ public:
     {
         const QByteArray native = QFile::encodeName(name);
         const int fd = ::open(native.constData(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
-        bool written = fd >= 0 && ::fchown(fd, runtimeUid, m_group) == 0;
+        bool written = fd >= 0 && (!m_group || ::fchown(fd, runtimeUid, *m_group) == 0);
         for (qsizetype off = 0; written && off < data.size();) {
             const ssize_t n = ::write(fd, data.constData() + off, size_t(data.size() - off));
             written = n > 0;
@@ -183,10 +200,10 @@ private:
     bool own(const QString &path, mode_t mode) const
     {
         const QByteArray native = QFile::encodeName(path);
-        return ::chown(native.constData(), uid_t(-1), m_group) == 0 && ::chmod(native.constData(), mode) == 0;
+        return shareWithRuntime(AT_FDCWD, native.constData(), mode, m_group);
     }
     QString m_bundle;
-    gid_t m_group;
+    std::optional<gid_t> m_group;
 };
 
 // The bundle: config.json, the empty root with the view's links and folders, the view's files,
@@ -197,7 +214,7 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view, const Q
     const QString bundle = r.runtimeDir;
     const QString root = bundle + QStringLiteral("/rootfs");
     const uid_t runtimeUid = r.dropToUid ? *r.dropToUid : ::getuid();
-    const BundleWriter write(bundle, r.dropToUid ? gid_t(*r.dropToUid) : ::getgid());
+    const BundleWriter write(bundle, runtimeGroup(r));
     QStringList dirs{root, bundle + QStringLiteral("/files"), bundle + QStringLiteral("/state")};
     if (r.network == NetworkMode::Allowlist)
         dirs += {bundle + QStringLiteral("/egress"), root + QString::fromLatin1(kEgressTarget)};
@@ -274,8 +291,7 @@ Result<QString> stageInMemory(const LaunchRequest &r)
     QByteArray path = QFile::encodeName(r.memoryDirPrefix + r.id) + "-XXXXXX";
     if (!::mkdtemp(path.data()))
         return sysError(QStringLiteral("cannot make a folder in %1").arg(parent));
-    const gid_t group = r.dropToUid ? gid_t(*r.dropToUid) : ::getgid();
-    if (::chown(path.constData(), uid_t(-1), group) != 0 || ::chmod(path.constData(), 0750) != 0) {
+    if (!shareWithRuntime(AT_FDCWD, path.constData(), 0750, runtimeGroup(r))) {
         ::rmdir(path.constData());
         return sysError(QStringLiteral("cannot hand %1 to the runtime's group").arg(QFile::decodeName(path)));
     }
@@ -285,7 +301,7 @@ Result<QString> stageInMemory(const LaunchRequest &r)
 // Allowlist: the socket each relayed egress connection arrives on, listening, in the bundle's
 // folder `egress` (0750: the daemon's and the runtime's group). Bound through /proc/self/fd, since
 // the bundle's path may be longer than a unix socket's address.
-Result<Fd> listenForEgress(const QString &bundle, gid_t group)
+Result<Fd> listenForEgress(const QString &bundle, std::optional<gid_t> group)
 {
     const QByteArray dirPath = QFile::encodeName(bundle + QStringLiteral("/egress"));
     const Fd dir(::open(dirPath.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -298,8 +314,7 @@ Result<Fd> listenForEgress(const QString &bundle, gid_t group)
     // Connecting takes write permission on the socket: the runtime's group has it (runsc's gofer
     // connects as the runtime's uid), nobody else.
     if (::bind(sock.fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) != 0
-        || ::fchownat(dir.fd, kEgressSocket, uid_t(-1), group, AT_SYMLINK_NOFOLLOW) != 0
-        || ::fchmodat(dir.fd, kEgressSocket, 0660, 0) != 0 || ::listen(sock.fd, 64) != 0)
+        || !shareWithRuntime(dir.fd, kEgressSocket, 0660, group) || ::listen(sock.fd, SOMAXCONN) != 0)
         return sysError(QStringLiteral("cannot listen for egress in %1").arg(bundle));
     return sock;
 }
@@ -324,7 +339,7 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
         return written.error();
     Fd egress;
     if (r.network == NetworkMode::Allowlist) {
-        auto listening = listenForEgress(r.runtimeDir, r.dropToUid ? gid_t(*r.dropToUid) : ::getgid());
+        auto listening = listenForEgress(r.runtimeDir, runtimeGroup(r));
         if (!listening)
             return listening.error();
         egress = std::move(*listening);

@@ -14,11 +14,13 @@
 #include <QSysInfo>
 #include <QTest>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -456,6 +458,40 @@ private Q_SLOTS:
                        "egress proxy) or none, or --isolation namespaces for --network full (nothing was created)\n"));
     }
 
+    // A client that resets its connection while the destination reads nothing (the guest still
+    // holds bytes for it) ends the relayed pair; the guest does not spin on the hang-up (red team:
+    // it did, at full CPU, until the destination read or closed).
+    void aResetConnectionEndsItsRelayWithoutSpinning()
+    {
+        const int sink = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); // listens, never accepts
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof sa;
+        QCOMPARE(::bind(sink, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+        QCOMPARE(::listen(sink, 4), 0);
+        QCOMPARE(::getsockname(sink, reinterpret_cast<sockaddr *>(&sa), &len), 0);
+        TestDaemon d(args("--resolve", "sink.test=127.0.0.1"));
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "rst", "--isolation", "gvisor", "--allow", "sink.test")), q("rst"));
+        CliResult r = execIn(d, q("rst"),
+            args("python3", "-c",
+                QStringLiteral("import socket,struct; s=socket.create_connection(('127.0.0.1', 3128)); "
+                               "s.sendall(b'CONNECT sink.test:%1 HTTP/1.1\\r\\n\\r\\n'); "
+                               "print(s.recv(100).split(b'\\r\\n')[0].decode()); s.settimeout(3)\n"
+                               "try:\n  while True: s.send(b'x' * 65536)\nexcept OSError: pass\n"
+                               "s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); s.close()")
+                    .arg(ntohs(sa.sin_port))));
+        QVERIFY2(r.out == "HTTP/1.1 200 Connection established\n", qPrintable(r.describe()));
+        // The guest's (pid 1's) CPU time over a second, in gVisor's clock ticks: idle, not spinning.
+        r = execIn(d, q("rst"),
+            args("sh", "-c",
+                "a=$(cut -d' ' -f14,15 /proc/1/stat); sleep 1; b=$(cut -d' ' -f14,15 /proc/1/stat); "
+                "echo $(( $(echo $b | tr ' ' +) - $(echo $a | tr ' ' +) ))"));
+        QVERIFY2(r.out.trimmed().toInt() < 15, qPrintable(r.describe()));
+        ::close(sink);
+    }
+
     // What gVisor cannot enforce is refused, with the reason and the fix; nothing is made.
     void whatGvisorCannotEnforceIsRefused()
     {
@@ -531,8 +567,8 @@ private Q_SLOTS:
             QCOMPARE(
                 ::chown(QFile::encodeName(path).constData(), UnprivilegedDaemon::kUid, UnprivilegedDaemon::kUid), 0);
         QCOMPARE(::chmod(QFile::encodeName(own.path()).constData(), 0755), 0);
-        auto [code, out] = daemon.ctl(args(
-            "create", "--name", "u", "--isolation", "gvisor", "--mount", own.path() + QStringLiteral(":/data:ro")));
+        auto [code, out] = daemon.ctl(args("create", "--name", "u", "--isolation", "gvisor", "--allow", "allowed.test",
+            "--mount", own.path() + QStringLiteral(":/data:ro")));
         QVERIFY2(code == 0, out.constData());
         std::tie(code, out) = daemon.ctl(args("exec", "u", "--", "sh", "-c",
             "uname -r; echo x > /data/mine; rm /data/mine; echo y > /workspace/w; cat /data/mine"));
@@ -543,6 +579,15 @@ private Q_SLOTS:
         const QByteArray identity = QByteArray("\nidentity:    root inside gVisor, host uid ")
             + QByteArray::number(UnprivilegedDaemon::kUid) + ", no capabilities on the host, no_new_privs\n";
         QVERIFY2(out.contains(identity), out.constData());
+        // Its bundle is its own alone, with no group: runsc runs as the user, whose primary group
+        // may have other members (red team).
+        std::tie(code, out) = daemon.ctl(args("info", "u", "--json"));
+        const QString bundle
+            = jsonObject(out).value(QStringLiteral("workspace")).toString() + QStringLiteral(".runtime");
+        QCOMPARE(octalMode(bundle), q("700"));
+        QCOMPARE(octalMode(bundle + QStringLiteral("/config.json")), q("400"));
+        QCOMPARE(octalMode(bundle + QStringLiteral("/egress")), q("700"));
+        QCOMPARE(octalMode(bundle + QStringLiteral("/egress/sock")), q("600"));
         QCOMPARE(runscProcessesOf(daemon.dataDir()).size(), 3);
         for (qint64 pid : runscProcessesOf(daemon.dataDir()))
             QCOMPARE(procStatusField(pid, "Uid:"), qint64(UnprivilegedDaemon::kUid));

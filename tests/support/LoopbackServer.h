@@ -2,7 +2,8 @@
 // A real HTTP server on 127.0.0.1 on a thread of its own (the test's thread blocks in airlockctl
 // calls): answers every request with "<name> <method> <target>" and keeps each request's head and
 // body, so a test can check exactly what reached it (through the egress proxy, from a tool). A request for
-// /bytes/N is answered with N bytes (for throughput).
+// /bytes/N is answered with N bytes (for throughput); one for /echo with every byte that follows its
+// head, as it comes, until the client shuts its side (no HTTP answer: raw bytes).
 #pragma once
 
 #include <QByteArray>
@@ -80,6 +81,22 @@ private:
             in.append(buf, n);
         }
         const QByteArray head = in.left(in.indexOf("\r\n\r\n"));
+        if (head.startsWith("POST /echo ")) {
+            QByteArray early = in.mid(head.size() + 4);
+            for (ssize_t n = early.size(); n > 0; n = ::read(c, buf, sizeof buf)) {
+                const char *from = early.isEmpty() ? buf : early.constData();
+                for (ssize_t off = 0; off < n;) {
+                    const ssize_t w = ::send(c, from + off, size_t(n - off), MSG_NOSIGNAL);
+                    if (w <= 0)
+                        break;
+                    off += w;
+                }
+                early.clear();
+            }
+            ::shutdown(c, SHUT_WR);
+            ::close(c);
+            return;
+        }
         // A body, as long as Content-Length says.
         qint64 length = 0;
         for (const QByteArray &line : head.split('\n'))
