@@ -110,6 +110,13 @@ pid_t GvisorRuntime::initPid(const LaunchedSandbox &) const
 
 QJsonObject GvisorRuntime::boundary(const Sandbox &s) const
 {
+    QString filters = QStringLiteral(
+        "seccomp inside gVisor; no Landlock and no exec check (gVisor has neither); ends with the daemon");
+    // Egress takes runsc --host-uds=open, which lets more than the egress socket through.
+    if (s.spec().network == NetworkMode::Allowlist)
+        filters += QStringLiteral(
+            "; egress relayed to the daemon's socket, and host unix sockets under its mounts reachable, as under "
+            "bubblewrap");
     return {{QStringLiteral("runtime"), isolationName(kind())},
         {QStringLiteral("enforcedBy"),
             QStringLiteral("gVisor: a user-space kernel between the sandbox and the host's, rootless, seccomp inside")},
@@ -121,9 +128,7 @@ QJsonObject GvisorRuntime::boundary(const Sandbox &s) const
         {QStringLiteral("identity"),
             QStringLiteral("root inside gVisor, host uid %1, no capabilities on the host, no_new_privs")
                 .arg(hostUid(s))},
-        {QStringLiteral("filters"),
-            QStringLiteral("seccomp inside gVisor; no Landlock and no exec check (gVisor has neither); ends with "
-                           "the daemon")}};
+        {QStringLiteral("filters"), filters}};
 }
 
 } // namespace airlock

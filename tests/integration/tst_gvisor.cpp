@@ -447,6 +447,14 @@ private Q_SLOTS:
             return all;
         };
         QVERIFY2(runscFlags(q("net")).contains(" --host-uds=open "), runscFlags(q("net")).constData());
+        // And info says what that opens.
+        QVERIFY(sandboxInfo(d, q("net"))
+                    .value(QStringLiteral("isolation"))
+                    .toObject()
+                    .value(QStringLiteral("filters"))
+                    .toString()
+                    .endsWith(QLatin1String("; egress relayed to the daemon's socket, and host unix sockets under "
+                                            "its mounts reachable, as under bubblewrap")));
         QCOMPARE(d.create(args("--name", "closed", "--isolation", "gvisor")), q("closed"));
         QVERIFY(!runscFlags(q("closed")).contains("--host-uds"));
         QVERIFY(!QFileInfo::exists(workspaceOf(d, q("closed")) + QStringLiteral(".runtime/egress")));
