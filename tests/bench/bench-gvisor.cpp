@@ -126,7 +126,7 @@ int benchGvisor(QList<Row> &rows, int rounds, bool quick)
         gvSpawn.append(spawnInside(gv));
         nsSpawn.append(spawnInside(ns));
     }
-    rows.append({QStringLiteral("gVisor: one fork+exec of true inside (sh loop)"), median(gvSpawn),
+    rows.append({QStringLiteral("gVisor: fork+exec of true inside"), median(gvSpawn),
         QStringLiteral("ms"), QStringLiteral("namespaces runtime"), median(nsSpawn), QStringLiteral("-")});
 
     // 3. Streaming out of a sandbox to a discarding client, history on.
