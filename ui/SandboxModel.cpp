@@ -137,6 +137,8 @@ SandboxModel::Entry SandboxModel::Entry::from(const QJsonObject &json)
     e.name = json.value(QStringLiteral("name")).toString();
     e.state = json.value(QStringLiteral("state")).toString();
     e.network = json.value(QStringLiteral("network")).toString();
+    e.gvisor = json.value(QStringLiteral("isolation")).toObject().value(QStringLiteral("runtime")).toString()
+        == QLatin1String("gvisor");
     QStringList names;
     for (const QJsonValue &g : json.value(QStringLiteral("credentials")).toArray())
         names.append(display::escaped(g.toObject().value(QStringLiteral("secret")).toString(), 40));
@@ -369,8 +371,10 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
                 : QVariant();
         case Memory:
             return u && u->memoryBytes > 0 ? QVariant(units::formatBytes(uint64_t(u->memoryBytes))) : QVariant();
-        case Network:
-            return network == QLatin1String("full") ? tr("FULL (host network)") : network;
+        case Network: // and what holds the sandbox, where it is not the default
+            return network == QLatin1String("full") ? tr("FULL (host network)")
+                : e->gvisor                         ? tr("%1 · gVisor").arg(network)
+                                                    : network;
         case Credentials:
             return e->credentials;
         case Age:
@@ -410,11 +414,21 @@ QVariant SandboxModel::sandboxData(const QModelIndex &index, int role) const
             return Qt::convertFromPlainText(
                 lines.isEmpty() ? tr("No credentials granted") : lines.join(QLatin1Char('\n')));
         }
-        case Network:
-            return network == QLatin1String("none") ? tr("No network: an empty network namespace")
+        case Network: {
+            const QString mode = network == QLatin1String("none")
+                ? (e->gvisor ? tr("No network: gVisor's own loopback alone")
+                             : tr("No network: an empty network namespace"))
                 : network == QLatin1String("allowlist")
                 ? tr("Only the destinations its policy allows, through the egress proxy")
                 : tr("The host's network, unrestricted");
+            return e->gvisor ? tr("%1\nHeld by %2")
+                                   .arg(mode,
+                                       s.value(QStringLiteral("isolation"))
+                                           .toObject()
+                                           .value(QStringLiteral("enforcedBy"))
+                                           .toString())
+                             : mode;
+        }
         case Name:
         case State:
             return s.value(QStringLiteral("failure")).isString()

@@ -85,6 +85,7 @@ private:
     struct Entry {
         QJsonObject json;
         QString id, name, state, network, credentials; // credentials: the names, as shown
+        bool gvisor = false; // held by gVisor (--isolation gvisor), not bubblewrap
         qint64 createdMs = 0;
         int executions = 0;
         QString agent, run; // as shown

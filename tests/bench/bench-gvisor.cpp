@@ -126,8 +126,8 @@ int benchGvisor(QList<Row> &rows, int rounds, bool quick)
         gvSpawn.append(spawnInside(gv));
         nsSpawn.append(spawnInside(ns));
     }
-    rows.append({QStringLiteral("gVisor: fork+exec of true inside"), median(gvSpawn),
-        QStringLiteral("ms"), QStringLiteral("namespaces runtime"), median(nsSpawn), QStringLiteral("-")});
+    rows.append({QStringLiteral("gVisor: fork+exec of true inside"), median(gvSpawn), QStringLiteral("ms"),
+        QStringLiteral("namespaces runtime"), median(nsSpawn), QStringLiteral("-")});
 
     // 3. Streaming out of a sandbox to a discarding client, history on.
     const qint64 bytes = quick ? qint64(256) << 20 : qint64(2) << 30;

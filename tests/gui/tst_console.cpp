@@ -247,12 +247,24 @@ private Q_SLOTS:
         QVERIFY2(window.sandboxHeader()->toolTip().startsWith(
                      QLatin1String("gVisor: a user-space kernel between the sandbox and the host's")),
             qPrintable(window.sandboxHeader()->toolTip()));
+        // The fleet says so too, beside the network, in the network's colour.
+        const QModelIndex row = window.sandboxModel()->sandboxIndex(QStringLiteral("strong"));
+        QCOMPARE(row.siblingAtColumn(SandboxModel::Network).data().toString(), QStringLiteral("none · gVisor"));
+        QVERIFY(row.siblingAtColumn(SandboxModel::Network)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .endsWith(QLatin1String("\nHeld by gVisor: a user-space kernel between the sandbox and the host's, "
+                                            "rootless, seccomp inside")));
         QCOMPARE(execIn(*m_daemon, QStringLiteral("strong"), args("uname", "-r")).out, QByteArray("4.4.0\n"));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
-            window.resize(1100, 700);
+            window.resize(1024, 700);
             window.show();
-            QTest::qWait(200);
-            QVERIFY(window.grab().save(dir + QStringLiteral("/gvisor-sandbox.png")));
+            for (const Theme theme : {Theme::Light, Theme::Dark}) {
+                applyTheme(theme);
+                QTest::qWait(200);
+                QVERIFY(window.grab().save(dir + QStringLiteral("/gvisor-sandbox-%1.png").arg(themeName(theme))));
+            }
+            applyTheme(Theme::System);
         }
         QVERIFY(window.selectSandbox(QStringLiteral("strong")));
         window.deleteSelected();
