@@ -12,6 +12,7 @@
 #include "model/Units.h"
 #include "net/EgressProxy.h"
 #include "sandbox/GuestWire.h"
+#include "sandbox/GvisorLauncher.h"
 #include "sandbox/ResourceUsage.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/SeccompFilter.h"
@@ -177,12 +178,8 @@ void Engine::reapOrphans(const QSet<QString> &keep)
         volume::removeWorkspace(dir.filePath(orphan));
     }
     // Secrets a runtime read at start (gVisor), of sandboxes that never ran: no sandbox of this
-    // instance is starting yet.
-    const QFileInfo staged(memoryDirPrefix());
-    for (const QString &left :
-        QDir(staged.path())
-            .entryList({staged.fileName() + QLatin1Char('*')}, QDir::Dirs | QDir::Hidden | QDir::NoDotAndDotDot))
-        QDir(staged.dir().filePath(left)).removeRecursively();
+    // instance is starting yet. (Only this daemon's own folders: /dev/shm is everybody's.)
+    removeStagedLeftovers(memoryDirPrefix());
     SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
     if (m_caps.runningAsRoot)
         m_uidClaims.releaseAllBut(keep);

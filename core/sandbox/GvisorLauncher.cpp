@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <optional>
@@ -318,7 +319,55 @@ Result<Fd> listenForEgress(const QString &bundle, std::optional<gid_t> group)
         return sysError(QStringLiteral("cannot listen for egress in %1").arg(bundle));
     return sock;
 }
+// Removes `name` in the folder `parent` if it is a real folder of ours, with the plain files in it
+// (a staged folder holds nothing else); nothing is followed.
+void removeOwnFolder(int parent, const char *name)
+{
+    struct stat st { };
+    if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+        return;
+    const int dir = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return;
+    if (DIR *entries = ::fdopendir(::dup(dir))) {
+        while (const dirent *e = ::readdir(entries))
+            if (e->d_type != DT_DIR) // no "." or "..", nor a folder someone made there
+                ::unlinkat(dir, e->d_name, 0);
+        ::closedir(entries);
+    }
+    ::close(dir);
+    ::unlinkat(parent, name, AT_REMOVEDIR);
+}
 } // namespace
+
+void removeStaged(const QString &dir)
+{
+    const QFileInfo path(dir);
+    const int parent = ::open(QFile::encodeName(path.path()).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (parent < 0)
+        return;
+    removeOwnFolder(parent, QFile::encodeName(path.fileName()).constData());
+    ::close(parent);
+}
+
+void removeStagedLeftovers(const QString &prefix)
+{
+    const QFileInfo path(prefix);
+    const QByteArray start = QFile::encodeName(path.fileName());
+    const int parent = ::open(QFile::encodeName(path.path()).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (parent < 0)
+        return;
+    QList<QByteArray> names;
+    if (DIR *entries = ::fdopendir(::dup(parent))) {
+        while (const dirent *e = ::readdir(entries))
+            if (QByteArray(e->d_name).startsWith(start))
+                names.append(QByteArray(e->d_name));
+        ::closedir(entries);
+    }
+    for (const QByteArray &name : std::as_const(names))
+        removeOwnFolder(parent, name.constData());
+    ::close(parent);
+}
 
 Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runscPath)
 {
@@ -333,7 +382,7 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     // Until the sandbox has it: whatever fails on the way removes it.
     auto unstage = qScopeGuard([&staged] {
         if (!staged.isEmpty())
-            QDir(staged).removeRecursively();
+            removeStaged(staged);
     });
     if (Status written = writeBundle(r, view, staged); !written)
         return written.error();

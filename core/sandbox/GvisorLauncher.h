@@ -20,4 +20,11 @@ QJsonObject gvisorConfig(const LaunchRequest &request, const QList<ViewEntry> &v
 // processes are gVisor's, not the host's: no init pid.
 Result<LaunchedSandbox> launchGvisor(const LaunchRequest &request, const QString &runscPath);
 
+// Removes a folder launchGvisor staged in memory (LaunchedSandbox::stagedDir), or every one a
+// daemon left with this prefix (LaunchRequest::memoryDirPrefix). Only real folders of the
+// daemon's own uid and the plain files in them: /dev/shm is every local user's, and a link or
+// folder planted there under the prefix is left alone, never followed.
+void removeStaged(const QString &dir);
+void removeStagedLeftovers(const QString &prefix);
+
 } // namespace airlock

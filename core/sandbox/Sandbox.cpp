@@ -7,6 +7,7 @@
 #include "model/Units.h"
 
 #include "log/Log.h"
+#include "sandbox/GvisorLauncher.h"
 #include "sandbox/ResourceUsage.h"
 
 #include <QDir>
@@ -222,7 +223,7 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
 void Sandbox::removeStaged()
 {
     if (!m_launched.stagedDir.isEmpty())
-        QDir(std::exchange(m_launched.stagedDir, QString())).removeRecursively();
+        airlock::removeStaged(std::exchange(m_launched.stagedDir, QString()));
 }
 
 Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)

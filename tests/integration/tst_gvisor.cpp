@@ -329,6 +329,46 @@ private Q_SLOTS:
         }
     }
 
+    // A starting daemon removes the folders of secrets it staged and did not remove (killed in a
+    // create): its own real folders alone. /dev/shm is every local user's, and a link or a folder
+    // of another uid planted under the prefix is neither followed nor removed (red team: a planted
+    // link had a root daemon empty the folder it named).
+    void leftoverSecretsGoAndNothingPlantedIsFollowed()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        const QString prefix = QStringLiteral("/dev/shm/.airlock-secrets-%1-")
+                                   .arg(QString::fromLatin1(QCryptographicHash::hash(
+                                       QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256)
+                                                                .toHex()
+                                                                .left(12)));
+        d.stop();
+        QTemporaryDir victim;
+        QVERIFY(QDir(victim.path()).mkdir(QStringLiteral("sub")));
+        for (const QString &name : {QStringLiteral("a"), QStringLiteral("sub/b")}) {
+            QFile f(victim.filePath(name));
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write("precious") == 8);
+        }
+        const QString link = prefix + QStringLiteral("link"), foreign = prefix + QStringLiteral("foreign"),
+                      ours = prefix + QStringLiteral("ours-Xy12Ab");
+        QVERIFY(QFile::link(victim.path(), link));
+        for (const QString &dir : {foreign, ours}) {
+            QVERIFY(QDir().mkpath(dir));
+            QFile f(dir + QStringLiteral("/0"));
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write("x") == 1);
+        }
+        for (const QString &path : QStringList{foreign, foreign + QStringLiteral("/0")})
+            QCOMPARE(::chown(QFile::encodeName(path).constData(), 65534, 65534), 0);
+        QVERIFY(d.start());
+        QVERIFY(!QFileInfo::exists(ours));
+        QVERIFY(QFileInfo::exists(victim.filePath(QStringLiteral("a"))));
+        QVERIFY(QFileInfo::exists(victim.filePath(QStringLiteral("sub/b"))));
+        QVERIFY(QFileInfo(link).isSymLink());
+        QVERIFY(QFileInfo::exists(foreign + QStringLiteral("/0")));
+        QFile::remove(link);
+        QDir(foreign).removeRecursively();
+    }
+
     // Under gVisor the sandbox's memory is the sentry's: at --memory the kernel ends all of it (not
     // one process, as under bubblewrap), and the sandbox says so; the daemon goes on.
     void reachingTheMemoryLimitEndsTheSandboxAndSaysWhy()
