@@ -90,6 +90,7 @@ Guest::Guest(const GuestSetup &setup)
     , m_proxyFd(setup.proxyFd)
     , m_execCheckFd(setup.execCheckFd)
     , m_preload(setup.preload)
+    , m_vforkMain(setup.vforkMain)
     , m_resumeFd(setup.resumeFd)
     , m_resumeToken(setup.resumeToken)
     , m_out(kOutputPrefix + wire::kMaxOutputChunk)
@@ -521,7 +522,7 @@ void Guest::handleSpawn(const SpawnRequest &req)
             }
         preloaded.env.push_back("LD_PRELOAD=" + value);
     }
-    SpawnResult res = spawnProcess(m_preload.empty() ? req : preloaded, m_execCheckFd);
+    SpawnResult res = spawnProcess(m_preload.empty() ? req : preloaded, m_execCheckFd, m_vforkMain);
     if (res.err != 0) {
         refuse(res.err, res.message);
         return;

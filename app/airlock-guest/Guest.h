@@ -43,6 +43,7 @@ struct GuestSetup {
     // gVisor: a library every command preloads (LD_PRELOAD, before the request's own), see
     // GvisorPreload.c.
     std::string preload;
+    bool vforkMain = false; // gVisor: see spawnProcess()
 };
 
 // Sends a Fatal frame on a socket that has no Guest yet (startup failures) and exits.
@@ -143,6 +144,7 @@ private:
     int m_proxyFd;
     int m_execCheckFd;
     std::string m_preload;
+    bool m_vforkMain;
     int m_resumeFd;
     std::string m_resumeToken;
     std::unique_ptr<Retention> m_retention; // with a resume socket only

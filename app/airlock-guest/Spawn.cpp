@@ -137,6 +137,9 @@ struct ChildPlan {
     std::vector<char *> argv;
     std::vector<char *> envp;
     std::vector<std::string> candidates;
+    // The main process is vfork()ed: it shares the shepherd's memory until it execs (or fails),
+    // which childMain() allows, as it writes nothing there (no exec check, no allocation).
+    bool shareMemory = false;
 };
 
 [[noreturn]] void childFail(int errorFd, int stage, int err)
@@ -230,7 +233,7 @@ bool writeAll(int fd, const void *data, size_t size)
 {
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     prctl(PR_SET_NAME, "exec-shepherd", 0, 0, 0); // what ps shows in the sandbox
-    const pid_t main = fork();
+    const pid_t main = plan.shareMemory ? vfork() : fork();
     if (main == 0)
         childMain(plan);
     const int32_t started = main > 0 ? main : -errno;
@@ -277,7 +280,7 @@ bool readMainExit(int exitFd, MainExit &exit, bool &gone)
     return n == static_cast<ssize_t>(sizeof exit);
 }
 
-SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
+SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd, bool vforkMain)
 {
     const bool tty = req.flags & wire::SpawnTty;
     const bool wantStdin = req.flags & wire::SpawnStdin;
@@ -337,6 +340,7 @@ SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd)
     plan.stderrFd = tty ? slave.get() : errWrite.get();
     plan.errorFd = errorWrite.get();
     plan.checkFd = checkWrite.get();
+    plan.shareMemory = vforkMain && plan.checkFd < 0;
     for (const std::string &a : req.argv)
         plan.argv.push_back(const_cast<char *>(a.c_str()));
     plan.argv.push_back(nullptr);

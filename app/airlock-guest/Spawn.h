@@ -72,6 +72,8 @@ bool readMainExit(int exitFd, MainExit &exit, bool &gone);
 // descendants make waits for the daemon) and its listener goes to the daemon over execCheckFd
 // before the child's own exec, which the daemon judges first. A copy of the listener comes back
 // in SpawnedProcess::execCheck, for a later daemon (see Guest::Execution::execCheck).
-SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd = -1);
+// With vforkMain (under gVisor, where a new address space costs milliseconds), the shepherd
+// vfork()s the main process rather than fork()ing it; never for a judged one.
+SpawnResult spawnProcess(const SpawnRequest &req, int execCheckFd = -1, bool vforkMain = false);
 
 } // namespace airlock::guest

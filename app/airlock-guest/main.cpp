@@ -409,6 +409,7 @@ int main(int argc, char **argv)
     setup.resumeFd = opt.resumeFd;
     setup.resumeToken = std::move(resumeToken);
     setup.preload = opt.preload;
+    setup.vforkMain = opt.gvisor;
     Guest guest(setup);
     guest.run();
 }
