@@ -12,7 +12,6 @@
 #include "model/Units.h"
 #include "net/EgressProxy.h"
 #include "sandbox/GuestWire.h"
-#include "sandbox/GvisorLauncher.h"
 #include "sandbox/ResourceUsage.h"
 #include "sandbox/Sandbox.h"
 #include "sandbox/SeccompFilter.h"
@@ -146,45 +145,6 @@ Engine::~Engine()
 {
     m_usagePool.waitForDone();
     shutdown();
-}
-
-void Engine::reapOrphans(const QSet<QString> &keep)
-{
-    // Workspaces of sandboxes that died with a previous daemon that did not let them outlive it
-    // (SIGKILL): nothing runs in them. A sandbox that may outlive its daemon has a record, and
-    // its workspace is only ever removed by rm.
-    WorkspaceSpare::removeLeftovers(workspacesDir()); // a spare is nobody's: made again
-    QDir dir(workspacesDir());
-    const QStringList entries = dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden);
-    for (const QString &orphan : entries) {
-        // A runtime's folder without a sandbox (gVisor's bundle): its sandbox ended with that
-        // daemon, which it cannot outlive, and its workspace goes with it.
-        if (orphan.endsWith(QLatin1String(".runtime")) && !keep.contains(orphan.chopped(8))) {
-            logger()->info("removing {} and its workspace: its sandbox ended with the previous daemon",
-                dir.filePath(orphan).toStdString());
-            QDir(dir.filePath(orphan)).removeRecursively();
-            volume::removeWorkspace(dir.filePath(orphan.chopped(8)));
-        }
-    }
-    for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
-        if (keep.contains(orphan))
-            continue;
-        if (m_config.sandboxesOutliveDaemon) {
-            logger()->warn(
-                "workspace {} belongs to no sandbox this daemon knows of; kept", dir.filePath(orphan).toStdString());
-            continue;
-        }
-        logger()->info("removing orphaned workspace {}", orphan.toStdString());
-        volume::removeWorkspace(dir.filePath(orphan));
-    }
-    // Secrets a runtime read at start (gVisor), of sandboxes that never ran: no sandbox of this
-    // instance is starting yet. (Only this daemon's own folders: /dev/shm is everybody's.)
-    removeStagedLeftovers(memoryDirPrefix());
-    SandboxCgroup::reapInstance(m_caps, m_config.instanceKey, false, keep);
-    if (m_caps.runningAsRoot)
-        m_uidClaims.releaseAllBut(keep);
-    if (m_spare)
-        m_spare->refill();
 }
 
 // What a default workspace gets now: 10 GiB, or what the disk has free beyond the reserve when
