@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -93,9 +94,10 @@ Guest::Guest(const GuestSetup &setup)
     , m_vforkMain(setup.vforkMain)
     , m_resumeFd(setup.resumeFd)
     , m_resumeToken(setup.resumeToken)
+    , m_resumeSocket(setup.resumeSocket)
     , m_out(kOutputPrefix + wire::kMaxOutputChunk)
 {
-    if (m_resumeFd >= 0)
+    if (resumable())
         m_retention = std::make_unique<Retention>();
     if (setup.toolListenFd >= 0) {
         const auto sendFrame = [this](std::string frame) { send(std::move(frame)); };
@@ -125,7 +127,11 @@ void Guest::run()
     for (;;) {
         if (m_lost)
             dropConnection();
-        const int untilDeadline = killOverdue();
+        const int untilReconnect = reconnectIfDue();
+        const int untilOverdue = killOverdue();
+        const int untilDeadline = untilReconnect < 0 || (untilOverdue >= 0 && untilOverdue < untilReconnect)
+            ? untilOverdue
+            : untilReconnect;
         fds.clear();
         slots.clear();
         short sockEvents = m_out.empty() ? 0 : POLLOUT;
@@ -244,7 +250,7 @@ void Guest::flushSocket()
 
 void Guest::daemonGone()
 {
-    if (m_resumeFd < 0) {
+    if (!resumable()) {
         logv("daemon connection closed; killing all processes");
         killAll();
         std::exit(0);
@@ -265,6 +271,8 @@ void Guest::dropConnection()
     m_inLen = m_inOff = 0;
     if (m_tools)
         m_tools->setDaemonAway(true);
+    m_reconnectDelayMs = wire::kReconnectFirstMs;
+    m_reconnectAtMs = monotonicMs() + m_reconnectDelayMs;
 }
 
 void Guest::acceptResume()
@@ -290,7 +298,46 @@ void Guest::acceptResume()
             return;
         }
     }
-    ResumeRequest req = readResume(conn, m_resumeToken, m_proxyListenFd >= 0 ? 2 : 1);
+    takeResume(conn);
+}
+
+int Guest::reconnectIfDue()
+{
+    if (m_resumeSocket.empty() || m_sock >= 0)
+        return -1;
+    const int64_t now = monotonicMs();
+    if (now < m_reconnectAtMs)
+        return static_cast<int>(m_reconnectAtMs - now);
+    m_reconnectDelayMs = std::min(m_reconnectDelayMs * 2, wire::kReconnectMostMs);
+    m_reconnectAtMs = now + m_reconnectDelayMs;
+    // Only a daemon can be listening there (its folder is the daemon's, mounted read-only): no
+    // answer, or none yet, is the usual case while it is away.
+    const int conn = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, m_resumeSocket.c_str(), m_resumeSocket.size());
+    if (conn < 0 || connect(conn, reinterpret_cast<const sockaddr *>(&sa), sizeof sa) != 0) {
+        if (conn >= 0)
+            close(conn);
+        return m_reconnectDelayMs;
+    }
+    logv("a daemon listens on %s: proving ourselves", m_resumeSocket.c_str());
+    OutQueue proof(64);
+    proof.pushCopy(wire::Writer(wire::Type::Reconnect).bytes(m_resumeToken).u32(wire::kProtocolVersion).take());
+    proof.flushBlocking(conn, wire::kResumeFrameTimeoutMs);
+    if (!proof.empty()) {
+        close(conn);
+        return m_reconnectDelayMs;
+    }
+    takeResume(conn);
+    return m_sock >= 0 ? -1 : m_reconnectDelayMs;
+}
+
+void Guest::takeResume(int conn)
+{
+    // Descriptors come with Resume only where the daemon hands sockets over (not under gVisor).
+    const size_t expectedFds = !m_resumeSocket.empty() ? 0 : m_proxyListenFd >= 0 ? 2 : 1;
+    ResumeRequest req = readResume(conn, m_resumeToken, expectedFds);
     if (!req.error.empty()) {
         logv("resume connection refused: %s", req.error.c_str());
         close(conn);
@@ -317,9 +364,11 @@ void Guest::adopt(int conn, ResumeRequest &req)
     // The daemon that resumes holds the instance lock: whoever was connected is gone.
     logv("resumed by a daemon asking about %zu executions", req.execs.size());
     dropConnection();
-    if (m_execCheckFd >= 0)
-        close(m_execCheckFd);
-    m_execCheckFd = req.fds[0];
+    if (!req.fds.empty()) {
+        if (m_execCheckFd >= 0)
+            close(m_execCheckFd);
+        m_execCheckFd = req.fds[0];
+    }
     if (req.fds.size() > 1) {
         if (m_proxyFd >= 0)
             close(m_proxyFd);

@@ -40,6 +40,9 @@ struct GuestSetup {
     // it proves itself with. Without it the guest ends with its daemon.
     int resumeFd = -1;
     std::string resumeToken;
+    // gVisor, instead of resumeFd: where a later daemon listens; the guest connects there once its
+    // daemon is gone, again and again until one answers, and proves itself with the token.
+    std::string resumeSocket;
     // gVisor: a library every command preloads (LD_PRELOAD, before the request's own), see
     // GvisorPreload.c.
     std::string preload;
@@ -101,7 +104,15 @@ private:
     void daemonGone();
     // Forgets the connection: nothing queued for it is sent (a resume regenerates it).
     void dropConnection();
+    // Whether a later daemon can take the sandbox over (else the guest ends with its daemon).
+    bool resumable() const { return m_resumeFd >= 0 || !m_resumeSocket.empty(); }
     void acceptResume();
+    // gVisor: one try at the daemon's resume socket, once it is time (see kReconnectFirstMs);
+    // returns how long poll() may wait until the next (-1: no try is due).
+    int reconnectIfDue();
+    // A connection to a daemon that may take the sandbox over, proven or not: its Resume is read
+    // and checked, then the sandbox is its (adopt) or the connection is closed.
+    void takeResume(int conn);
     void adopt(int conn, ResumeRequest &req);
     // After a takeover: each running judged execution's listener, again, to the daemon that now
     // holds the sandbox (over its new exec-check socket, as handleSpawn's spawn sent it first).
@@ -147,7 +158,10 @@ private:
     bool m_vforkMain;
     int m_resumeFd;
     std::string m_resumeToken;
-    std::unique_ptr<Retention> m_retention; // with a resume socket only
+    std::string m_resumeSocket;
+    int64_t m_reconnectAtMs = 0; // monotonicMs() of the next try (gVisor, while no daemon is connected)
+    int m_reconnectDelayMs = 0;
+    std::unique_ptr<Retention> m_retention; // resumable() only
     std::unique_ptr<ToolBridge> m_tools;
     std::unique_ptr<EgressRelay> m_relay; // gVisor's egress (see GuestSetup::egressSocket)
     OutQueue m_out;

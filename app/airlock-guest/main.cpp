@@ -21,6 +21,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -47,6 +48,7 @@ struct Options {
     int resumeTokenFd = -1;
     std::string toolSocket;
     std::string egressSocket; // gVisor's egress, instead of --proxy-fd (see EgressRelay)
+    std::string resumeSocket; // gVisor's way back to a later daemon, instead of --resume-fd
     // Under gVisor (decision 6): no descriptor but stdio reaches the container, so the channel is
     // stdin; gVisor has no Landlock (its own mounts are the file boundary there); and the seccomp
     // program, which bwrap applies elsewhere, comes from this file.
@@ -115,6 +117,11 @@ std::string parseArgs(int argc, char **argv, Options &o)
             if (o.egressSocket.empty() || o.egressSocket[0] != '/'
                 || o.egressSocket.size() >= sizeof(sockaddr_un::sun_path))
                 return "invalid --egress-socket path: " + o.egressSocket;
+        } else if (arg == "--resume-socket" && hasValue) {
+            o.resumeSocket = argv[++i];
+            if (o.resumeSocket.empty() || o.resumeSocket[0] != '/'
+                || o.resumeSocket.size() >= sizeof(sockaddr_un::sun_path))
+                return "invalid --resume-socket path: " + o.resumeSocket;
         } else if (arg == "--rw" && hasValue) {
             o.rwPaths.emplace_back(argv[++i]);
         } else if (arg == "--nproc" && hasValue) {
@@ -134,6 +141,8 @@ std::string parseArgs(int argc, char **argv, Options &o)
         return "--gvisor and --seccomp-file go together";
     if (!o.preload.empty() && !o.gvisor)
         return "--preload is for --gvisor only";
+    if (!o.resumeSocket.empty() && !o.gvisor)
+        return "--resume-socket is for --gvisor only (--resume-fd and --resume-token-fd otherwise)";
     if (!o.egressSocket.empty() && !o.gvisor)
         return "--egress-socket is for --gvisor only (--proxy-fd hands connections over otherwise)";
     const bool egress = o.proxyFd >= 0 || !o.egressSocket.empty();
@@ -215,6 +224,31 @@ std::string readResumeToken(int fd, std::string &token)
     if (n != static_cast<ssize_t>(airlock::wire::kResumeTokenSize))
         return "--resume-token-fd does not hold exactly " + std::to_string(airlock::wire::kResumeTokenSize) + " bytes";
     token.assign(buf, static_cast<size_t>(n));
+    return {};
+}
+
+// gVisor (--resume-socket): the token comes first on the channel, raw, exactly kResumeTokenSize
+// bytes and nothing of a frame before the daemon has sent them all. Returns an error message, or an
+// empty string.
+std::string readTokenFromChannel(int sock, std::string &token)
+{
+    constexpr int kWaitMs = 10000;
+    token.resize(airlock::wire::kResumeTokenSize);
+    size_t got = 0;
+    while (got < token.size()) {
+        pollfd p{sock, POLLIN, 0};
+        const int ready = poll(&p, 1, kWaitMs);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            return "no resume token on the channel within " + std::to_string(kWaitMs / 1000) + " s";
+        const ssize_t n = read(sock, token.data() + got, token.size() - got);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return "the channel closed before the resume token";
+        got += static_cast<size_t>(n);
+    }
     return {};
 }
 
@@ -309,7 +343,8 @@ int main(int argc, char **argv)
             "airlock-guest: %s\nusage: airlock-guest --fd N [--rw PATH]... [--nproc N] [--proxy-fd N --proxy-port P] "
             "[--resume-fd N --resume-token-fd N] [--verbose]\n"
             "       airlock-guest --gvisor --seccomp-file PATH [--preload PATH] [--rw PATH]... [--nproc N]\n"
-            "                     [--egress-socket PATH --proxy-port P] [--verbose]   (channel: stdin)\n",
+            "                     [--egress-socket PATH --proxy-port P] [--resume-socket PATH] [--verbose]\n"
+            "                     (channel: stdin; with --resume-socket the token comes first on it)\n",
             argError.c_str());
         if (opt.fd >= 0)
             fatalExit(opt.fd, "invalid command line: " + argError, 2);
@@ -352,6 +387,9 @@ int main(int argc, char **argv)
         if (!error.empty())
             fatalExit(sock, error, 1);
     }
+    if (!opt.resumeSocket.empty())
+        if (const std::string error = readTokenFromChannel(sock, resumeToken); !error.empty())
+            fatalExit(sock, error, 1);
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         fatalExit(sock, errnoText("prctl(PR_SET_NO_NEW_PRIVS) failed"), 1);
@@ -408,6 +446,7 @@ int main(int argc, char **argv)
     setup.execCheckFd = opt.execCheckFd;
     setup.resumeFd = opt.resumeFd;
     setup.resumeToken = std::move(resumeToken);
+    setup.resumeSocket = opt.resumeSocket;
     setup.preload = opt.preload;
     setup.vforkMain = opt.gvisor;
     Guest guest(setup);

@@ -358,18 +358,21 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         if (!grant.file.isEmpty())
             launch.dataFiles.append({grant.file, value});
 
-    // It outlives this daemon: its guest listens for the next one, which proves itself with the
-    // token (kept in the sandbox's record, readable by this user alone).
+    // It outlives this daemon: its guest listens for the next one (bubblewrap) or comes back to it
+    // (gVisor), and they prove themselves to each other with the token (kept in the sandbox's
+    // record, readable by this user alone).
     int resumeListen = -1;
     if (m_config.sandboxesOutliveDaemon && runtime.canOutliveDaemon()) {
-        auto listening = m_records.listen(id);
-        if (!listening) {
-            setup.cgroup.destroy();
-            volume::removeWorkspace(setup.workspaceDir);
-            return done(listening.error());
+        if (runtime.guestListens()) {
+            auto listening = m_records.listen(id);
+            if (!listening) {
+                setup.cgroup.destroy();
+                volume::removeWorkspace(setup.workspaceDir);
+                return done(listening.error());
+            }
+            resumeListen = *listening;
+            launch.resumeListenFd = resumeListen;
         }
-        resumeListen = *listening;
-        launch.resumeListenFd = resumeListen;
         launch.resumeToken.resize(wire::kResumeTokenSize);
         QRandomGenerator::system()->generate(reinterpret_cast<quint32 *>(launch.resumeToken.data()),
             reinterpret_cast<quint32 *>(launch.resumeToken.data() + launch.resumeToken.size()));

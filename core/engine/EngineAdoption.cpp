@@ -85,6 +85,8 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + record.id;
     setup.policyOverrides = record.overrides;
     setup.userLayer = record.userLayer;
+    setup.launch.id = record.id;
+    setup.launch.runtimeDir = setup.workspaceDir + QStringLiteral(".runtime"); // as createSandbox made it
     setup.launch.network = record.spec.network;
     setup.launch.resumeToken = record.token;
     // Its uid is still its own: in this daemon's range, and claimed by it (again, if the claim went).
@@ -138,8 +140,10 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         return sandbox;
     }
     a.bwrapPidfd = record.bwrap.open();
-    a.initPidfd = record.init.open();
-    if (a.bwrapPidfd < 0 || a.initPidfd < 0) {
+    // (gVisor's has no init on the host: the runtime's process alone stands for it.)
+    const bool hasInit = record.spec.isolation != Isolation::Gvisor;
+    a.initPidfd = hasInit ? record.init.open() : -1;
+    if (a.bwrapPidfd < 0 || (hasInit && a.initPidfd < 0)) {
         for (int fd : {a.bwrapPidfd, a.initPidfd})
             if (fd >= 0)
                 ::close(fd);
@@ -157,11 +161,14 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         return sandbox;
     }
     if (problem.isEmpty()) {
-        auto channel = m_records.connect(record.id);
-        if (channel)
-            a.channelFd = *channel;
-        else
-            problem = channel.error().message;
+        auto back = sandbox->setup().runtime->reattach(sandbox->setup().launch, m_records);
+        if (back) {
+            a.channelFd = back->channelFd;
+            a.reconnectListenFd = back->reconnectListenFd;
+            a.egressListenFd = back->egressListenFd;
+        } else {
+            problem = back.error().message;
+        }
     }
     a.problem = problem;
     connect(sandbox, &Sandbox::started, this, [this, sandbox] { saveRecord(*sandbox); });

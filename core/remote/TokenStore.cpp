@@ -56,16 +56,6 @@ QJsonObject scopeToJson(const Grant &g)
 }
 } // namespace
 
-bool constantTimeEquals(const QByteArray &a, const QByteArray &b)
-{
-    if (a.size() != b.size())
-        return false;
-    unsigned char diff = 0;
-    for (qsizetype i = 0; i < a.size(); ++i)
-        diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-    return diff == 0;
-}
-
 QString Grant::describe() const
 {
     QStringList parts;

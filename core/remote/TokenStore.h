@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "util/ConstantTime.h"
 #include "util/Result.h"
 
 #include <QDateTime>
@@ -93,7 +94,6 @@ private:
 // "alk_<12 hex>_<43 base64url>": what 'airlockd token create' prints.
 bool isTokenShaped(const QByteArray &token);
 
-// Equal contents in time that depends only on the length.
-bool constantTimeEquals(const QByteArray &a, const QByteArray &b);
+using airlock::constantTimeEquals;
 
 } // namespace airlock::remote

@@ -30,6 +30,11 @@ inline constexpr uint32_t kMaxToolCalls = 16; // in flight per sandbox
 inline constexpr uint32_t kResumeTokenSize = 32;
 inline constexpr uint32_t kMaxResumeExecs = 4096;
 inline constexpr int kResumeFrameTimeoutMs = 2000;
+// gVisor: a guest whose daemon went tries the resume socket (--resume-socket) again after this
+// long, twice as long after each try that finds no daemon, up to the most (the longest a daemon
+// that is back waits for it). The token comes first on its channel, raw, before any frame.
+inline constexpr int kReconnectFirstMs = 50;
+inline constexpr int kReconnectMostMs = 500;
 // Output the guest keeps until the daemon says it is stored (Ack): while connected, past this many
 // unacknowledged bytes the guest stops reading its executions' output (backpressure); while no
 // daemon is connected it keeps reading and counts what does not fit as a gap.
@@ -53,8 +58,9 @@ enum class Type : uint8_t {
     // background it started included; others: to its process group)
     Resize = 0x04, // u32 execId, u16 rows, u16 cols
     ToolResult = 0x05, // u32 callId, u8 ok, bytes (the result as JSON, or "CODE message" when not ok)
-    // The first frame on a connection the guest accepted on its resume socket (--resume-fd), and
-    // only there: a daemon that started after the one that launched the sandbox takes it over.
+    // The first frame on a connection the guest accepted on its resume socket (--resume-fd), or
+    // under gVisor the answer to its Reconnect, and only there: a daemon that started after the one
+    // that launched the sandbox takes it over.
     // bytes[kResumeTokenSize] token (from --resume-token-fd), u32 protocolVersion, u8 fdCount,
     // u32 count, count x {u32 execId, u64 stdoutOffset, u64 stderrOffset}.
     // The frame's first byte carries fdCount descriptors (SCM_RIGHTS): the new exec-check socket
@@ -90,6 +96,10 @@ enum class Type : uint8_t {
     // u32 execId, u8 stream, u64 offset, u64 bytes: output at offset, this many bytes, was read
     // while no daemon was connected and did not fit (kRetainedOutputLimit); it is lost.
     Gap = 0x8A,
+    // gVisor (--resume-socket): the first frame on a connection the guest made to a later daemon's
+    // resume socket, and only there: bytes[kResumeTokenSize] token, u32 protocolVersion. The daemon
+    // answers a guest that proved itself so with Resume (fdCount 0), and the rest goes as above.
+    Reconnect = 0x8B,
 };
 
 enum ResumeState : uint8_t { ResumeRunning = 0, ResumeFinished = 1, ResumeUnknown = 2 };

@@ -30,7 +30,11 @@ constexpr const char *kSeccompTarget = "/.airlock/seccomp.bpf";
 constexpr const char *kPreloadTarget = "/.airlock/gvisor-preload.so";
 // Allowlist: the daemon's egress socket (see EgressRelay), bound in the bundle's folder `egress`.
 constexpr const char *kEgressTarget = "/.airlock/egress";
-constexpr const char *kEgressSocket = "sock";
+// A sandbox that outlives its daemon: where a later daemon listens for its guest (GuestReconnect),
+// bound in the bundle's folder `resume`.
+constexpr const char *kResumeTarget = "/.airlock/resume";
+// Each folder's one socket.
+constexpr const char *kSocketName = "sock";
 
 QJsonObject mount(const QString &type, const QString &source, const QString &target, const QStringList &options)
 {
@@ -105,8 +109,13 @@ QJsonObject gvisorConfig(
     if (r.network == NetworkMode::Allowlist) {
         mounts.append(bind(bundleDir + QStringLiteral("/egress"), QString::fromLatin1(kEgressTarget), false));
         args += {QStringLiteral("--egress-socket"),
-            QStringLiteral("%1/%2").arg(QString::fromLatin1(kEgressTarget), QString::fromLatin1(kEgressSocket)),
+            QStringLiteral("%1/%2").arg(QString::fromLatin1(kEgressTarget), QString::fromLatin1(kSocketName)),
             QStringLiteral("--proxy-port"), QString::number(kEgressProxyPort)};
+    }
+    if (r.outlivesDaemon()) {
+        mounts.append(bind(bundleDir + QStringLiteral("/resume"), QString::fromLatin1(kResumeTarget), false));
+        args += {QStringLiteral("--resume-socket"),
+            QStringLiteral("%1/%2").arg(QString::fromLatin1(kResumeTarget), QString::fromLatin1(kSocketName))};
     }
     for (const QString &path : writablePaths(r))
         args += {QStringLiteral("--rw"), path};
@@ -219,6 +228,8 @@ Status writeBundle(const LaunchRequest &r, const QList<ViewEntry> &view, const Q
     QStringList dirs{root, bundle + QStringLiteral("/files"), bundle + QStringLiteral("/state")};
     if (r.network == NetworkMode::Allowlist)
         dirs += {bundle + QStringLiteral("/egress"), root + QString::fromLatin1(kEgressTarget)};
+    if (r.outlivesDaemon())
+        dirs += {bundle + QStringLiteral("/resume"), root + QString::fromLatin1(kResumeTarget)};
     for (const QString &dir : std::as_const(dirs))
         if (!write.dir(dir))
             return makeError(ErrorCode::IoError, QStringLiteral("cannot make %1").arg(dir));
@@ -299,24 +310,26 @@ Result<QString> stageInMemory(const LaunchRequest &r)
     return QFile::decodeName(path);
 }
 
-// Allowlist: the socket each relayed egress connection arrives on, listening, in the bundle's
-// folder `egress` (0750: the daemon's and the runtime's group). Bound through /proc/self/fd, since
-// the bundle's path may be longer than a unix socket's address.
-Result<Fd> listenForEgress(const QString &bundle, std::optional<gid_t> group)
+// A socket listening in the bundle's `folder` (0750: the daemon's and the runtime's group; the
+// sandbox sees it as /.airlock/FOLDER): for each egress connection the guest relays (allowlist),
+// or for the guest coming back to a later daemon. One the daemon before left there is replaced.
+// Bound through /proc/self/fd, since the bundle's path may be longer than a unix socket's address.
+Result<Fd> listenInBundle(const QString &bundle, const char *folder, std::optional<gid_t> group, int backlog)
 {
-    const QByteArray dirPath = QFile::encodeName(bundle + QStringLiteral("/egress"));
-    const Fd dir(::open(dirPath.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    const QByteArray dirPath = QFile::encodeName(bundle + QLatin1Char('/') + QLatin1String(folder));
+    const Fd dir(::open(dirPath.constData(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     Fd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (dir.fd < 0 || sock.fd < 0)
-        return sysError(QStringLiteral("cannot make the egress socket in %1").arg(bundle));
+        return sysError(QStringLiteral("cannot make a socket in %1").arg(QFile::decodeName(dirPath)));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/%s", dir.fd, kEgressSocket);
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d/%s", dir.fd, kSocketName);
+    ::unlinkat(dir.fd, kSocketName, 0);
     // Connecting takes write permission on the socket: the runtime's group has it (runsc's gofer
     // connects as the runtime's uid), nobody else.
     if (::bind(sock.fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) != 0
-        || !shareWithRuntime(dir.fd, kEgressSocket, 0660, group) || ::listen(sock.fd, SOMAXCONN) != 0)
-        return sysError(QStringLiteral("cannot listen for egress in %1").arg(bundle));
+        || !shareWithRuntime(dir.fd, kSocketName, 0660, group) || ::listen(sock.fd, backlog) != 0)
+        return sysError(QStringLiteral("cannot listen in %1").arg(QFile::decodeName(dirPath)));
     return sock;
 }
 // Removes `name` in the folder `parent` if it is a real folder of ours, with the plain files in it
@@ -388,7 +401,7 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
         return written.error();
     Fd egress;
     if (r.network == NetworkMode::Allowlist) {
-        auto listening = listenForEgress(r.runtimeDir, runtimeGroup(r));
+        auto listening = listenInBundle(r.runtimeDir, "egress", runtimeGroup(r), SOMAXCONN);
         if (!listening)
             return listening.error();
         egress = std::move(*listening);
@@ -404,18 +417,24 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     const std::string bundle = QFile::encodeName(r.runtimeDir).toStdString();
     // Always rootless: gVisor's root is an unprivileged uid on the host (the sandbox's own, for a
     // root daemon), and what it writes in the workspace is that uid's. No network stack at all:
-    // egress, where a policy allows it, is relayed by the guest to the egress socket, which gVisor
-    // may connect to (--host-uds=open: connect to the host's unix sockets its mounts show, create
-    // none).
+    // egress, where a policy allows it, is relayed by the guest to the egress socket, and a guest
+    // whose daemon went comes back through the resume socket; gVisor may connect to those
+    // (--host-uds=open: connect to the host's unix sockets its mounts show, create none).
     std::vector<std::string> args = {QFile::encodeName(runscPath).toStdString(), "--root", bundle + "/state",
         "--network=none", "--ignore-cgroups", "--rootless"};
-    if (egress.fd >= 0)
+    if (egress.fd >= 0 || r.outlivesDaemon())
         args.emplace_back("--host-uds=open");
     // runsc names its control socket after the container (abstract, host-wide): the sandbox's id
     args.insert(args.end(), {"run", "--bundle", bundle, "airlock-" + r.id.toStdString()});
     // runsc binds its control server (which runs anything in the sandbox, as root with every
     // capability, for whoever connects) as an abstract unix socket: in a network namespace of its
     // own, no host user can reach it.
+    // The token goes first on the channel (the guest reads it before anything else): never in a
+    // file gVisor would show, nor on a command line. It fits in the socket's buffer.
+    if (r.outlivesDaemon()
+        && ::send(daemonEnd.fd, r.resumeToken.constData(), size_t(r.resumeToken.size()), MSG_NOSIGNAL)
+            != r.resumeToken.size())
+        return sysError(QStringLiteral("cannot pass the resume token"));
     auto launched = spawnRuntimeProcess(r, args, {guestEnd.fd, errWrite.fd, errWrite.fd}, errWrite.fd, true);
     if (!launched)
         return launched.error();
@@ -424,6 +443,22 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     launched->egressListenFd = egress.release();
     launched->stagedDir = std::exchange(staged, QString());
     return launched;
+}
+
+Result<Reattached> reattachGvisor(const LaunchRequest &r)
+{
+    Reattached back;
+    auto resume = listenInBundle(r.runtimeDir, "resume", runtimeGroup(r), 8);
+    if (!resume)
+        return resume.error();
+    if (r.network == NetworkMode::Allowlist) {
+        auto egress = listenInBundle(r.runtimeDir, "egress", runtimeGroup(r), SOMAXCONN);
+        if (!egress)
+            return egress.error();
+        back.egressListenFd = egress->release();
+    }
+    back.reconnectListenFd = resume->release();
+    return back;
 }
 
 } // namespace airlock

@@ -20,6 +20,11 @@ QJsonObject gvisorConfig(const LaunchRequest &request, const QList<ViewEntry> &v
 // processes are gVisor's, not the host's: no init pid.
 Result<LaunchedSandbox> launchGvisor(const LaunchRequest &request, const QString &runscPath);
 
+// For a daemon that takes over a sandbox launchGvisor started for an earlier one: the socket its
+// guest comes back to (the bundle's resume/sock, which the sandbox sees as /.airlock/resume/sock)
+// and, for an allowlist, the egress socket, each listening anew in place of the earlier daemon's.
+Result<Reattached> reattachGvisor(const LaunchRequest &request);
+
 // Removes a folder launchGvisor staged in memory (LaunchedSandbox::stagedDir), or every one a
 // daemon left with this prefix (LaunchRequest::memoryDirPrefix). Only real folders of the
 // daemon's own uid and the plain files in them: /dev/shm is every local user's, and a link or

@@ -12,13 +12,6 @@
 
 namespace airlock {
 
-namespace {
-uid_t hostUid(const Sandbox &s)
-{
-    return s.hostUid() ? *s.hostUid() : ::getuid();
-}
-} // namespace
-
 Status BwrapRuntime::check(const SandboxSpec &) const
 {
     return m_caps.checkBoundary();
@@ -27,6 +20,16 @@ Status BwrapRuntime::check(const SandboxSpec &) const
 Result<LaunchedSandbox> BwrapRuntime::launch(const LaunchRequest &request) const
 {
     return launchSandbox(request, m_caps.bwrapPath);
+}
+
+Result<Reattached> BwrapRuntime::reattach(const LaunchRequest &request, const SandboxRecords &records) const
+{
+    auto channel = records.connect(request.id);
+    if (!channel)
+        return channel.error();
+    Reattached r;
+    r.channelFd = *channel;
+    return r;
 }
 
 pid_t BwrapRuntime::initPid(const LaunchedSandbox &launched) const
@@ -49,12 +52,12 @@ QJsonObject BwrapRuntime::boundary(const Sandbox &s) const
     return {{QStringLiteral("runtime"), isolationName(kind())},
         {QStringLiteral("enforcedBy"),
             QStringLiteral("bubblewrap: namespaces, seccomp and Landlock on the host's kernel")},
-        {QStringLiteral("namespaces"), namespaces}, {QStringLiteral("hostUid"), double(hostUid(s))},
+        {QStringLiteral("namespaces"), namespaces}, {QStringLiteral("hostUid"), double(s.runtimeUid())},
         {QStringLiteral("sandboxUid"), 1000}, {QStringLiteral("capabilities"), QStringLiteral("none")},
         {QStringLiteral("noNewPrivs"), true}, {QStringLiteral("seccomp"), true},
         {QStringLiteral("landlockAbi"), s.landlockAbi()},
         {QStringLiteral("identity"),
-            QStringLiteral("uid 1000 inside, host uid %1, no capabilities, no_new_privs").arg(hostUid(s))},
+            QStringLiteral("uid 1000 inside, host uid %1, no capabilities, no_new_privs").arg(s.runtimeUid())},
         {QStringLiteral("filters"), QStringLiteral("seccomp, landlock ABI %1").arg(s.landlockAbi())}};
 }
 
@@ -103,6 +106,11 @@ Result<LaunchedSandbox> GvisorRuntime::launch(const LaunchRequest &request) cons
     return launchGvisor(request, m_caps.runscPath);
 }
 
+Result<Reattached> GvisorRuntime::reattach(const LaunchRequest &request, const SandboxRecords &) const
+{
+    return reattachGvisor(request);
+}
+
 pid_t GvisorRuntime::initPid(const LaunchedSandbox &) const
 {
     return 0; // the sandbox's processes are the sentry's tasks, not host processes
@@ -110,24 +118,26 @@ pid_t GvisorRuntime::initPid(const LaunchedSandbox &) const
 
 QJsonObject GvisorRuntime::boundary(const Sandbox &s) const
 {
-    QString filters = QStringLiteral(
-        "seccomp inside gVisor; no Landlock and no exec check (gVisor has neither); ends with the daemon");
-    // Egress takes runsc --host-uds=open, which lets more than the egress socket through.
+    QString filters = QStringLiteral("seccomp inside gVisor; no Landlock and no exec check (gVisor has neither)");
+    filters += s.outlivesDaemon() ? QStringLiteral("; outlives the daemon (its agent comes back to the next one)")
+                                  : QStringLiteral("; ends with the daemon");
     if (s.spec().network == NetworkMode::Allowlist)
-        filters += QStringLiteral(
-            "; egress relayed to the daemon's socket, and host unix sockets under its mounts reachable, as under "
-            "bubblewrap");
+        filters += QStringLiteral("; egress relayed to the daemon's socket");
+    // Egress and coming back take runsc --host-uds=open, which lets more than the daemon's
+    // sockets through.
+    if (s.spec().network == NetworkMode::Allowlist || s.outlivesDaemon())
+        filters += QStringLiteral("; host unix sockets under its mounts reachable, as under bubblewrap");
     return {{QStringLiteral("runtime"), isolationName(kind())},
         {QStringLiteral("enforcedBy"),
             QStringLiteral("gVisor: a user-space kernel between the sandbox and the host's, rootless, seccomp inside")},
-        {QStringLiteral("runsc"), m_caps.runscPath}, {QStringLiteral("hostUid"), double(hostUid(s))},
+        {QStringLiteral("runsc"), m_caps.runscPath}, {QStringLiteral("hostUid"), double(s.runtimeUid())},
         {QStringLiteral("sandboxUid"), 0}, // gVisor's root, which is hostUid to the host
         {QStringLiteral("capabilities"), QStringLiteral("none on the host")}, {QStringLiteral("noNewPrivs"), true},
         {QStringLiteral("seccomp"), true}, {QStringLiteral("landlockAbi"), 0}, {QStringLiteral("execCheck"), false},
-        {QStringLiteral("outlivesDaemon"), false},
+        {QStringLiteral("outlivesDaemon"), s.outlivesDaemon()},
         {QStringLiteral("identity"),
             QStringLiteral("root inside gVisor, host uid %1, no capabilities on the host, no_new_privs")
-                .arg(hostUid(s))},
+                .arg(s.runtimeUid())},
         {QStringLiteral("filters"), filters}};
 }
 

@@ -6,6 +6,7 @@
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/LaunchRequest.h"
 #include "sandbox/Limits.h"
+#include "sandbox/SandboxRecord.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -36,7 +37,13 @@ public:
     virtual void fitLimits(LimitPlan &) const { }
     // Whether its sandboxes can outlive the daemon (the guest waits for the next one).
     virtual bool canOutliveDaemon() const = 0;
+    // Whether its guest listens for a later daemon on a socket it is given at launch
+    // (LaunchRequest::resumeListenFd, made by SandboxRecords::listen), or comes back by itself.
+    virtual bool guestListens() const = 0;
     virtual Result<LaunchedSandbox> launch(const LaunchRequest &request) const = 0;
+    // A later daemon's way back to a sandbox this runtime launched for an earlier one (`request`
+    // as the sandbox's record gives it: id, runtime folder, network, uid, token).
+    virtual Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const = 0;
     // The host pid of the sandbox's init, once its guest has said hello (0: unknown).
     virtual pid_t initPid(const LaunchedSandbox &launched) const = 0;
     // What enforces the boundary, for info and the console: {"runtime": its kind, "enforcedBy", …}.
@@ -56,7 +63,9 @@ public:
     Status check(const SandboxSpec &spec) const override;
     Status fitPolicy(policy::EffectivePolicy &) const override { return Ok{}; }
     bool canOutliveDaemon() const override { return true; }
+    bool guestListens() const override { return true; }
     Result<LaunchedSandbox> launch(const LaunchRequest &request) const override;
+    Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const override;
     pid_t initPid(const LaunchedSandbox &launched) const override;
     QJsonObject boundary(const Sandbox &sandbox) const override;
 
@@ -66,7 +75,8 @@ private:
 
 // gVisor (runsc, rootless): a user-space kernel (the sentry) between the sandbox and the host's
 // kernel; the same view, seccomp program and guest. It has no Landlock and no seccomp user
-// notification (no exec check), and its sandboxes die with the daemon.
+// notification (no exec check). No descriptor crosses into gVisor after it starts: a guest whose
+// daemon went connects to the next one's socket in its runtime folder (GuestReconnect).
 class GvisorRuntime final : public IsolationRuntime {
 public:
     explicit GvisorRuntime(const HostCapabilities &caps)
@@ -78,8 +88,10 @@ public:
     Status check(const SandboxSpec &spec) const override;
     Status fitPolicy(policy::EffectivePolicy &policy) const override;
     void fitLimits(LimitPlan &plan) const override;
-    bool canOutliveDaemon() const override { return false; }
+    bool canOutliveDaemon() const override { return true; }
+    bool guestListens() const override { return false; }
     Result<LaunchedSandbox> launch(const LaunchRequest &request) const override;
+    Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const override;
     pid_t initPid(const LaunchedSandbox &launched) const override;
     QJsonObject boundary(const Sandbox &sandbox) const override;
 

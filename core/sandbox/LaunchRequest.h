@@ -41,12 +41,13 @@ struct LaunchRequest {
     std::optional<uint64_t> nproc; // RLIMIT_NPROC for the guest and everything below it
     std::optional<uint64_t> tmpBytes; // size of each writable tmpfs (/tmp, /var/tmp, the home)
     bool verboseGuest = false;
-    // A sandbox that outlives the daemon: the guest listens here (a bound, listening socket the
-    // launcher does not own) for a later daemon, which proves itself with the token. Without it,
-    // bwrap and everything in the sandbox die with the daemon.
+    // A sandbox that outlives the daemon has a token, which a later daemon and the guest prove
+    // themselves to each other with. Without one, the runtime and everything in the sandbox die
+    // with the daemon. Bubblewrap's guest listens on resumeListenFd (a bound, listening socket the
+    // launcher does not own; IsolationRuntime::guestListens()); gVisor's comes back by itself.
     int resumeListenFd = -1;
     QByteArray resumeToken;
-    bool outlivesDaemon() const { return resumeListenFd >= 0; }
+    bool outlivesDaemon() const { return !resumeToken.isEmpty(); }
 };
 
 // What a runtime started: the daemon's ends of what it talks to the sandbox through.
@@ -63,6 +64,15 @@ struct LaunchedSandbox {
     // What the runtime read when it started and the sandbox keeps no need of once it runs: removed
     // when the guest says hello (and when the sandbox ends before).
     QString stagedDir;
+};
+
+// How a daemon reaches the guest of a sandbox an earlier daemon left running (the descriptors
+// are the caller's): connected to it now, or listening for the guest, which comes back and proves
+// itself with the token (gVisor: GuestReconnect); and a runtime's egress socket, listened on anew.
+struct Reattached {
+    int channelFd = -1;
+    int reconnectListenFd = -1;
+    int egressListenFd = -1;
 };
 
 } // namespace airlock

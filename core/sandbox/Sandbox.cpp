@@ -31,7 +31,6 @@
 namespace airlock {
 
 namespace {
-constexpr int kHelloTimeoutMs = 15000;
 constexpr int kTeardownTimeoutMs = 5000;
 
 auto logger()

@@ -19,10 +19,14 @@
 #include <QObject>
 #include <QSet>
 
+#include <unistd.h>
+
 class QSocketNotifier;
 class QTimer;
 
 namespace airlock {
+
+class GuestReconnect;
 
 enum class SandboxState { Starting, Running, Failed, Stopped };
 QString sandboxStateName(SandboxState state);
@@ -47,6 +51,8 @@ struct SandboxSetup {
 // found alive) and from the history (what it stored of the sandbox's stream).
 struct Adoption {
     int channelFd = -1; // connected to the guest's resume socket; Resume not sent yet
+    int reconnectListenFd = -1; // or, instead, where the guest comes back (Reattached)
+    int egressListenFd = -1; // Reattached
     int bwrapPidfd = -1;
     int initPidfd = -1;
     pid_t bwrapPid = 0;
@@ -157,6 +163,8 @@ public:
     // The last event of a sandbox, after terminate().
     void publishDeleted(const QJsonObject &payload) { publish(makeEvent(event::SandboxDeleted, payload)); }
     std::optional<uid_t> hostUid() const { return m_setup.launch.dropToUid; }
+    // The host uid its runtime runs as: its own (a root daemon's sandbox) or the daemon's.
+    uid_t runtimeUid() const { return hostUid() ? *hostUid() : ::getuid(); }
 
     // Backpressure from slow subscribers: output reading pauses while anyone holds a pause.
     void holdOutput(const void *holder, bool hold);
@@ -210,6 +218,11 @@ private:
     Event makeEvent(const QString &kind, QJsonObject payload = {});
     void publish(Event event);
     void onHello(int landlockAbi, uint32_t guestPid);
+    // How long a guest has to say hello (or answer Resume, or come back to a daemon taking it over).
+    static constexpr int kHelloTimeoutMs = 15000;
+    // Sends Resume over a connection to the guest (with new sockets for it to take where
+    // handOverSockets: bubblewrap's) and listens for its answer.
+    Status resumeOver(int channelFd, bool handOverSockets);
     void onResumed(uint32_t version, int landlockAbi, const QList<ResumedExec> &executions);
     void onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes);
     void connectChannel();
@@ -236,6 +249,7 @@ private:
     QDateTime m_createdAt;
     LaunchedSandbox m_launched;
     GuestChannel *m_channel = nullptr;
+    GuestReconnect *m_reconnect = nullptr; // while its guest has not come back (adopt())
     QSocketNotifier *m_exitNotifier = nullptr;
     QSocketNotifier *m_stderrNotifier = nullptr;
     QSocketNotifier *m_proxyNotifier = nullptr;

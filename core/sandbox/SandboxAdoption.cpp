@@ -7,6 +7,7 @@
 #include "log/Log.h"
 #include "model/EventKinds.h"
 #include "policy/CommandRules.h"
+#include "sandbox/GuestReconnect.h"
 #include "sandbox/ResourceUsage.h"
 
 #include <QJsonArray>
@@ -48,6 +49,25 @@ Status Sandbox::adopt(Adoption a)
                         .arg(a.problem, m_setup.spec.name);
         return makeError(ErrorCode::BoundaryUnavailable, m_failure);
     }
+    m_launched.egressListenFd = a.egressListenFd;
+    if (a.channelFd >= 0)
+        return resumeOver(a.channelFd, true);
+    // gVisor: its guest comes back by itself, and proves itself first.
+    m_reconnect = new GuestReconnect(a.reconnectListenFd, m_setup.launch.resumeToken, runtimeUid(), id(), this);
+    connect(m_reconnect, &GuestReconnect::reconnected, this, [this](int channelFd) {
+        m_reconnect->deleteLater();
+        m_reconnect = nullptr;
+        if (Status resumed = resumeOver(channelFd, false); !resumed)
+            onGuestFailed(resumed.error().message, false);
+    });
+    QTimer::singleShot(kHelloTimeoutMs, m_reconnect, [this] {
+        onGuestFailed(QStringLiteral("its agent did not come back within %1 s").arg(kHelloTimeoutMs / 1000), false);
+    });
+    return Ok{};
+}
+
+Status Sandbox::resumeOver(int channelFd, bool handOverSockets)
+{
     // New sockets for what the guest hands over (the old daemon's ends are gone with it).
     QList<int> guestEnds;
     const auto pair = [&](int &daemonEnd) -> bool {
@@ -58,11 +78,11 @@ Status Sandbox::adopt(Adoption a)
         guestEnds.append(sv[1]);
         return true;
     };
-    bool ok = pair(m_launched.execCheckFd);
-    if (ok && m_setup.spec.network == NetworkMode::Allowlist)
+    bool ok = !handOverSockets || pair(m_launched.execCheckFd);
+    if (ok && handOverSockets && m_setup.spec.network == NetworkMode::Allowlist)
         ok = pair(m_launched.proxyFd);
     QList<ResumeAsk> asks;
-    for (const StoredExecution &r : std::as_const(a.stored.running)) {
+    for (const StoredExecution &r : std::as_const(m_adopting)) {
         asks.append(ResumeAsk{r.id, {r.stored[1], r.stored[2]}});
         // Its programs were judged: the guest kept its exec check's listener and hands it over
         // once it has the new socket (what waited in an exec meanwhile is judged then). One
@@ -78,18 +98,18 @@ Status Sandbox::adopt(Adoption a)
             m_judged.insert(r.id, {{r.argv, r.run, cover}, nullptr, r.openAsks});
         }
     }
-    Status sent = ok ? sendResume(a.channelFd, m_setup.launch.resumeToken, asks, guestEnds)
+    Status sent = ok ? sendResume(channelFd, m_setup.launch.resumeToken, asks, guestEnds)
                      : Status(makeError(ErrorCode::IoError, QStringLiteral("socketpair failed")));
     for (int fd : std::as_const(guestEnds))
         ::close(fd);
-    m_launched.channelFd = a.channelFd;
+    m_launched.channelFd = channelFd;
     if (!sent) {
         m_state = SandboxState::Failed;
         m_failure = sent.error().message;
         return sent;
     }
     m_channel = new GuestChannel(m_launched.channelFd, this, true);
-    for (const StoredExecution &r : std::as_const(a.stored.running))
+    for (const StoredExecution &r : std::as_const(m_adopting))
         m_channel->setKnownExec(r.id, true);
     connectChannel();
     return Ok{};
@@ -262,8 +282,9 @@ void Sandbox::detach()
     m_execs.clear(); // they go on in the sandbox; the next daemon finds them in the history
     if (m_channel)
         m_channel->close();
+    delete std::exchange(m_reconnect, nullptr); // a guest that had not come back waits for the next daemon
     for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd,
-             &m_launched.execCheckFd, &m_initPidfd})
+             &m_launched.egressListenFd, &m_launched.execCheckFd, &m_initPidfd})
         if (*fd >= 0)
             ::close(std::exchange(*fd, -1));
     logger()->info("sandbox {} left running for the next airlockd", m_setup.id.toStdString());

@@ -109,7 +109,7 @@ void Sandbox::onEgressRelayed()
 {
     // Only the runtime reaches this socket (its folder is the daemon's and the runtime's group's):
     // each connection is one the guest relays from inside. Whatever else connects is refused.
-    const uid_t runtimeUid = hostUid() ? *hostUid() : ::getuid();
+    const uid_t runtimeUid = this->runtimeUid();
     for (int i = 0; i < 64; ++i) {
         const int fd = ::accept4(m_launched.egressListenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)

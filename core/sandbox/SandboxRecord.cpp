@@ -100,9 +100,10 @@ QJsonObject SandboxRecord::toJson() const
         {QStringLiteral("createdThrough"), createdThrough}, {QStringLiteral("preset"), preset},
         {QStringLiteral("overrides"), overrides}, {QStringLiteral("policyVersion"), policyVersion},
         {QStringLiteral("workspace"), workspaceDir}, {QStringLiteral("bwrap"), process(bwrap)},
-        {QStringLiteral("init"), process(init)}, {QStringLiteral("token"), QString::fromLatin1(token.toHex())},
-        {QStringLiteral("createdMs"), double(createdMs)}, {QStringLiteral("landlockAbi"), landlockAbi},
-        {QStringLiteral("daemonVersion"), daemonVersion}};
+        {QStringLiteral("token"), QString::fromLatin1(token.toHex())}, {QStringLiteral("createdMs"), double(createdMs)},
+        {QStringLiteral("landlockAbi"), landlockAbi}, {QStringLiteral("daemonVersion"), daemonVersion}};
+    if (init.pid > 0)
+        o.insert(QStringLiteral("init"), process(init));
     if (hostUid)
         o.insert(QStringLiteral("hostUid"), double(*hostUid));
     if (userLayer)
@@ -155,8 +156,13 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     };
     if (Status s = process("bwrap", r.bwrap); !s)
         return s.error();
-    if (Status s = process("init", r.init); !s)
+    // gVisor's sandbox has no init on the host (its processes are the sentry's tasks): none is named.
+    if (r.spec.isolation == Isolation::Gvisor) {
+        if (o.contains(QStringLiteral("init")))
+            return recordError(QStringLiteral("/init: a gVisor sandbox has no host process for its init"));
+    } else if (Status s = process("init", r.init); !s) {
         return s.error();
+    }
     r.token = QByteArray::fromHex(o.value(QStringLiteral("token")).toString().toLatin1());
     if (r.token.size() != qsizetype(wire::kResumeTokenSize))
         return recordError(QStringLiteral("/token: expected %1 bytes in hex").arg(wire::kResumeTokenSize));

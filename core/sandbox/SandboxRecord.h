@@ -40,8 +40,8 @@ struct SandboxRecord {
     int policyVersion = 1;
     QString workspaceDir;
     std::optional<uid_t> hostUid;
-    ProcessRef bwrap;
-    ProcessRef init; // the guest, PID 1 inside
+    ProcessRef bwrap; // the runtime's top process: bwrap, or runsc (the key keeps its first name)
+    ProcessRef init; // the guest, PID 1 inside; none under gVisor (its tasks are not host processes)
     QByteArray token; // what the guest asks a daemon that resumes it for
     qint64 createdMs = 0;
     int landlockAbi = 0;

@@ -30,6 +30,17 @@ private Q_SLOTS:
         QTest::newRow("relative egress socket")
             << gvisor + QStringList{QStringLiteral("--egress-socket"), QStringLiteral("s")}
             << QByteArray("invalid --egress-socket path: s");
+        QTest::newRow("resume socket without gvisor")
+            << QStringList{QStringLiteral("--fd"), QStringLiteral("3"), QStringLiteral("--resume-socket"),
+                   QStringLiteral("/r")}
+            << QByteArray("--resume-socket is for --gvisor only (--resume-fd and --resume-token-fd otherwise)");
+        QTest::newRow("relative resume socket")
+            << gvisor + QStringList{QStringLiteral("--resume-socket"), QStringLiteral("r")}
+            << QByteArray("invalid --resume-socket path: r");
+        QTest::newRow("gvisor with a resume descriptor")
+            << gvisor + QStringList{QStringLiteral("--resume-fd"), QStringLiteral("5")}
+            << QByteArray("--gvisor takes its channel from stdin and no other descriptor (--fd, --proxy-fd, --exec-fd, "
+                          "--resume-fd)");
         QTest::newRow("gvisor with a proxy descriptor")
             << gvisor + QStringList{QStringLiteral("--proxy-fd"), QStringLiteral("5")}
             << QByteArray("--gvisor takes its channel from stdin and no other descriptor (--fd, --proxy-fd, --exec-fd, "

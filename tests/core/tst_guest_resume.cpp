@@ -9,6 +9,7 @@
 
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <memory>
 #include <optional>
@@ -52,7 +54,9 @@ private:
 
     // The guest with a socketpair for --fd and --exec-fd and, if resumable, a listening socket for
     // --resume-fd and a memfd with the token for --resume-token-fd. Reads its Hello.
-    void startGuest(bool resumable)
+    // `comesBack`: as under gVisor instead (--gvisor, with a seccomp program that allows all): its
+    // channel is stdin, with the token first on it, and it comes back to path("resume.sock").
+    void startGuest(bool resumable, bool comesBack = false)
     {
         int sv[2], xv[2];
         QCOMPARE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -60,7 +64,20 @@ private:
         std::vector<int> childFds{sv[1], xv[1]};
         std::vector<std::string> args{QString(test::binDir() + QStringLiteral("/airlock-guest")).toStdString(), "--fd",
             "3", "--exec-fd", "4", "--rw", m_dir->path().toStdString(), "--tool-socket", path("tools.sock")};
-        if (resumable) {
+        int firstFd = 3;
+        if (comesBack) {
+            const sock_filter allowAll = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+            QFile program(QString::fromStdString(path("allow.bpf")));
+            QVERIFY(program.open(QIODevice::WriteOnly));
+            program.write(reinterpret_cast<const char *>(&allowAll), sizeof allowAll);
+            program.close();
+            childFds = {sv[1]};
+            firstFd = 0; // the channel is stdin
+            ::close(xv[1]);
+            args = {args[0], "--gvisor", "--seccomp-file", path("allow.bpf"), "--resume-socket", path("resume.sock"),
+                "--rw", m_dir->path().toStdString(), "--tool-socket", path("tools.sock")};
+            QCOMPARE(::send(sv[0], m_token.data(), m_token.size(), 0), ssize_t(m_token.size()));
+        } else if (resumable) {
             const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
             sockaddr_un sa{};
             sa.sun_family = AF_UNIX;
@@ -88,7 +105,7 @@ private:
             for (size_t i = 0; i < childFds.size(); ++i)
                 high[i] = ::fcntl(childFds[i], F_DUPFD, 100);
             for (size_t i = 0; i < childFds.size(); ++i) {
-                ::dup2(high[i], int(3 + i));
+                ::dup2(high[i], int(firstFd + i));
                 ::close(high[i]);
             }
             ::execv(argv[0], argv.data());
@@ -98,6 +115,10 @@ private:
             ::close(fd);
         m_link.reset(sv[0]);
         m_execCheck = xv[0];
+        if (comesBack) {
+            ::close(xv[0]);
+            m_execCheck = -1;
+        }
         const auto hello = m_link.next();
         QVERIFY2(hello, "no Hello from the guest");
         QCOMPARE(int(hello->type), int(wire::Type::Hello));
@@ -284,6 +305,36 @@ private:
         ::close(xv[0]);
         ::close(yv[0]);
         QVERIFY2(::kill(m_guest, 0) == 0, "the guest is gone");
+    }
+
+    // A later daemon, under gVisor: listens on the socket the guest comes back to.
+    int listenForGuest()
+    {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::strncpy(sa.sun_path, path("resume.sock").c_str(), sizeof sa.sun_path - 1);
+        ::unlink(sa.sun_path);
+        if (::bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+    // The guest's next connection to `listener` within timeoutMs, and its first frame, which must be
+    // its proof: Reconnect with the token and our protocol version, exactly. -1 if not.
+    int nextComeBack(int listener, int timeoutMs, Link &link)
+    {
+        pollfd p{listener, POLLIN, 0};
+        if (::poll(&p, 1, timeoutMs) != 1)
+            return -1;
+        link.reset(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+        const auto proof = link.next();
+        const std::string expected = m_token + std::string("\x04\0\0\0", 4);
+        static_assert(wire::kProtocolVersion == 4, "the proof's last four bytes are the version, little endian");
+        if (!proof || proof->type != wire::Type::Reconnect || proof->payload != expected)
+            return -1;
+        return link.fd();
     }
 
     // The tool gateway's answer to a call startToolCall() made.
@@ -773,6 +824,77 @@ private Q_SLOTS:
         const uint32_t callId = call->reader().u32();
         QVERIFY(m_link.send(wire::Writer(wire::Type::ToolResult).u32(callId).u8(1).bytes("{}").take()));
         QCOMPARE(toolAnswer(resumed), std::string("ok\n{}"));
+    }
+
+    // gVisor's guest (--resume-socket) listens for nobody: once its daemon is gone it connects to
+    // the resume socket again and again until a daemon is there, proves itself first (Reconnect,
+    // with the token that came first on its channel), then takes that daemon's Resume (no
+    // descriptors) as bubblewrap's guest does: the output goes on byte for byte.
+    void aGvisorGuestComesBackToTheNextDaemonAndProvesItselfFirst()
+    {
+        startGuest(true, true);
+        const pid_t pid = spawn(shell(1, "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); echo $i; sleep 0.005; done"));
+        QVERIFY(pid > 0);
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return std::count(out.begin(), out.end(), '\n') >= 20; }));
+        const size_t received = out.size();
+        m_link.reset(); // the daemon is gone
+        QTest::qWait(2 * wire::kReconnectMostMs); // it tries at its slowest by now
+        const int listener = listenForGuest();
+        QVERIFY(listener >= 0);
+        QElapsedTimer clock;
+        clock.start();
+        Link back;
+        QVERIFY2(nextComeBack(listener, 5000, back) >= 0, "no Reconnect with the token");
+        QVERIFY2(clock.elapsed() <= wire::kReconnectMostMs + 300, qPrintable(QString::number(clock.elapsed())));
+        QVERIFY(back.send(resumeFrame(m_token, {{1, received, 0}}, 0)));
+        m_link.reset(::dup(back.fd()));
+        back.reset();
+        QCOMPARE(describeResumed(m_link.next(), m_guest), running(1, pid, received));
+        QVERIFY(readStdout(1, out, [&] { return out.size() >= received + 1000; }));
+        QVERIFY2(out == numberedLines(2000).substr(0, out.size()), out.c_str());
+        ::close(listener);
+    }
+
+    // It takes no daemon that does not prove itself in turn (the token again in Resume), nor one
+    // that hands it descriptors (gVisor's gets none), nor one that says nothing: each connection is
+    // closed, and it comes back again until one does.
+    void aGvisorGuestTakesNoDaemonWithoutTheTokenAndTriesAgain()
+    {
+        startGuest(true, true);
+        m_link.reset();
+        const int listener = listenForGuest();
+        QVERIFY(listener >= 0);
+        Link attempt;
+        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
+        QVERIFY(attempt.send(resumeFrame(std::string(m_token.rbegin(), m_token.rend()), {}, 0)));
+        QVERIFY2(attempt.closedWithin(1000), "the guest kept a daemon with the wrong token");
+
+        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
+        int xv[2];
+        QCOMPARE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv), 0);
+        QVERIFY(sendWithFds(attempt.fd(), resumeFrame(m_token, {}, 1), {xv[1]}));
+        ::close(xv[1]);
+        QVERIFY2(attempt.closedWithin(1000), "the guest kept a daemon that handed it a descriptor");
+        QVERIFY2(peerClosedWithin(xv[0], 1000), "the guest kept the descriptor");
+        ::close(xv[0]);
+
+        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
+        QElapsedTimer clock;
+        clock.start();
+        QVERIFY2(attempt.closedWithin(wire::kResumeFrameTimeoutMs + 1000), "the guest waited on a silent daemon");
+        QVERIFY(clock.elapsed() >= wire::kResumeFrameTimeoutMs - 100);
+
+        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
+        QVERIFY(attempt.send(resumeFrame(m_token, {}, 0)));
+        m_link.reset(::dup(attempt.fd()));
+        attempt.reset();
+        QCOMPARE(describeResumed(m_link.next(), m_guest), QString());
+        const pid_t pid = spawn(shell(1, "echo back"));
+        QVERIFY(pid > 0);
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return out == "back\n"; }));
+        ::close(listener);
     }
 
     void withoutAResumeSocketTheGuestEndsWithItsDaemon()

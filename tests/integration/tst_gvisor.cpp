@@ -493,8 +493,8 @@ private Q_SLOTS:
                     .toObject()
                     .value(QStringLiteral("filters"))
                     .toString()
-                    .endsWith(QLatin1String("; egress relayed to the daemon's socket, and host unix sockets under "
-                                            "its mounts reachable, as under bubblewrap")));
+                    .endsWith(QLatin1String("; ends with the daemon; egress relayed to the daemon's socket; host unix "
+                                            "sockets under its mounts reachable, as under bubblewrap")));
         QCOMPARE(d.create(args("--name", "closed", "--isolation", "gvisor")), q("closed"));
         QVERIFY(!runscFlags(q("closed")).contains("--host-uds"));
         QVERIFY(!QFileInfo::exists(workspaceOf(d, q("closed")) + QStringLiteral(".runtime/egress")));
@@ -572,8 +572,8 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains("/commands/judgeExecs: gVisor cannot judge"), qPrintable(r.describe()));
     }
 
-    // rm ends every process of gVisor's and removes its bundle; so does a daemon that dies, and
-    // the next daemon removes what the sandbox left (it cannot outlive its daemon).
+    // rm ends every process of gVisor's and removes its bundle; so does a daemon whose sandboxes
+    // end with it when it dies, and the next daemon removes what the sandbox left.
     void nothingOfGvisorsOutlivesTheSandbox()
     {
         TestDaemon d;
@@ -588,16 +588,110 @@ private Q_SLOTS:
             qPrintable(QString::number(runscProcessesOf(workspace).size())));
         QVERIFY(!QFileInfo::exists(workspace + QStringLiteral(".runtime")));
 
-        QCOMPARE(d.create(args("--name", "two", "--isolation", "gvisor")), QStringLiteral("two"));
-        const QString second = workspaceOf(d, q("two"));
-        ::kill(pid_t(d.pid()), SIGKILL);
-        d.process().waitForFinished(5000);
+        TestDaemon ending; // --sandboxes-end-with-daemon
+        QVERIFY(ending.start());
+        QCOMPARE(ending.create(args("--name", "two", "--isolation", "gvisor")), QStringLiteral("two"));
+        const QString second = workspaceOf(ending, q("two"));
+        QVERIFY(!QFileInfo::exists(second + QStringLiteral(".runtime/resume"))); // nothing to come back to
+        ::kill(pid_t(ending.pid()), SIGKILL);
+        ending.process().waitForFinished(5000);
         QVERIFY2(waitFor([&] { return runscProcessesOf(second).isEmpty(); }, 5000),
             qPrintable(QString::number(runscProcessesOf(second).size())));
-        QVERIFY(d.start());
-        QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
+        QVERIFY(ending.start());
+        QCOMPARE(jsonArray(ending.ctl(args("ls", "--json")).out).size(), 0);
         QVERIFY(!QFileInfo::exists(second + QStringLiteral(".runtime")));
         QVERIFY(!QFileInfo::exists(second));
+    }
+
+    // A gVisor sandbox outlives a killed daemon (decision 6): its guest comes back to the next one
+    // through the resume socket and proves itself; egress goes through the new daemon's socket.
+    // What runs inside can reach that socket too, and hammers it across the restart with a forged
+    // proof and with silent connections: it hears nothing, and the guest still comes back.
+    void aKilledDaemonsSandboxComesBackAndNothingInsideTakesItsPlace()
+    {
+        LoopbackServer web("web");
+        TestDaemon d(args("--resolve", "allowed.test=127.0.0.1"));
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QCOMPARE(d.create(args("--name", "net", "--isolation", "gvisor", "--allow", "allowed.test")), q("net"));
+        const QString url = QStringLiteral("http://allowed.test:%1/").arg(web.port());
+        QCOMPARE(execIn(d, q("net"), args("curl", "-sS", "-m", "10", url + QStringLiteral("before"))).out,
+            QByteArray("web GET /before\n"));
+        const QString workspace = workspaceOf(d, q("net"));
+        // Until a daemon takes it over, nothing listens there: the guest has its first channel.
+        const QString tryIt = QStringLiteral(
+            "import socket,errno\ntry:\n s=socket.socket(socket.AF_UNIX); s.connect('/.airlock/resume/sock'); "
+            "print('connected')\nexcept OSError as e: print(errno.errorcode[e.errno])");
+        QCOMPARE(execIn(d, q("net"), args("python3", "-c", tryIt)).out, QByteArray("ENOENT\n"));
+        // The attacker: a forged proof (the right layout, a guessed token) every few ms, and
+        // connections held open without a word; it writes down what it heard.
+        const QString attack = QStringLiteral(
+            "import socket,struct,time\n"
+            "conns=heard=0; held=[]; end=time.time()+25\n"
+            "while time.time()<end:\n"
+            " try:\n"
+            "  s=socket.socket(socket.AF_UNIX); s.settimeout(0.2); s.connect('/.airlock/resume/sock'); conns+=1\n"
+            "  if len(held)<20: held.append(s); continue\n"
+            "  s.sendall(struct.pack('<IB',36,0x8B)+b'g'*32+struct.pack('<I',4))\n"
+            "  try: heard+=len(s.recv(100))\n"
+            "  except OSError: pass\n"
+            "  s.close()\n"
+            " except OSError: pass\n"
+            " for h in held:\n"
+            "  try: h.setblocking(False); heard+=len(h.recv(100))\n"
+            "  except OSError: pass\n"
+            " open('/workspace/attack.log','w').write('%d %d\\n'%(conns,heard)); time.sleep(0.005)\n");
+        QCOMPARE(
+            execIn(d, q("net"), args("sh", "-c", "setsid python3 -c \"$0\" >/dev/null 2>&1 &", attack)).exitCode, 0);
+        QVERIFY(waitFor([&] { return QFileInfo::exists(workspace + QStringLiteral("/attack.log")); }, 10000));
+        const QList<qint64> gvisor = runscProcessesOf(workspace);
+        QCOMPARE(gvisor.size(), 3);
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        QTest::qWait(1500);
+        for (qint64 pid : gvisor)
+            QVERIFY2(::kill(pid_t(pid), 0) == 0, "gVisor ended with its daemon");
+        QVERIFY(d.start());
+        QCOMPARE(sandboxInfo(d, q("net")).value(QStringLiteral("state")).toString(), q("running"));
+        QCOMPARE(storedEvents(d, QStringLiteral("sandbox.adopted")).size(), 1);
+        // Egress goes on, through the socket the new daemon listens on.
+        QCOMPARE(execIn(d, q("net"), args("curl", "-sS", "-m", "10", url + QStringLiteral("after"))).out,
+            QByteArray("web GET /after\n"));
+        // The attacker reached the socket while the daemon listened there, and heard nothing.
+        QByteArray log;
+        QVERIFY2(waitFor(
+                     [&] {
+                         log = fileText(workspace + QStringLiteral("/attack.log"));
+                         return !log.startsWith("0 ");
+                     },
+                     10000),
+            log.constData());
+        QVERIFY2(log.endsWith(" 0\n"), log.constData());
+        // Once the guest is back, nobody listens there any more.
+        QCOMPARE(execIn(d, q("net"), args("python3", "-c", tryIt)).out, QByteArray("ECONNREFUSED\n"));
+        // The token is nowhere a command can read: not on the guest's command line nor in its
+        // environment (which gVisor shows anyone, unlike Linux: there is nothing in it but PATH and
+        // HOME), and its memory is closed to the commands (it is not dumpable).
+        const QByteArray recorded = QJsonDocument::fromJson(
+            fileText(d.dataDir() + QStringLiteral("/sandboxes/")
+                + sandboxInfo(d, q("net")).value(QStringLiteral("id")).toString() + QStringLiteral("/record.json")))
+                                        .object()
+                                        .value(QStringLiteral("token"))
+                                        .toString()
+                                        .toLatin1();
+        QCOMPARE(recorded.size(), 64);
+        const CliResult look = execIn(d, q("net"),
+            args("sh", "-c",
+                "tr '\\0' ' ' < /proc/1/cmdline; echo; tr '\\0' ' ' < /proc/1/environ; echo; "
+                "dd if=/proc/1/mem bs=1 count=1 skip=4194304 2>&1 >/dev/null | tail -1"));
+        QVERIFY2(look.out.contains("--resume-socket /.airlock/resume/sock")
+                && look.out.contains("\nPATH=/usr/local/bin:/usr/bin:/bin HOME=/root \n")
+                && look.out.endsWith("\ndd: failed to open '/proc/1/mem': Permission denied\n"),
+            look.out.constData());
+        QVERIFY(!look.out.contains(recorded) && !look.out.contains(QByteArray::fromHex(recorded)));
+        QCOMPARE(d.ctl(args("rm", "net")).exitCode, 0);
+        QVERIFY(waitFor([&] { return runscProcessesOf(workspace).isEmpty(); }, 5000));
+        QVERIFY(!QFileInfo::exists(workspace + QStringLiteral(".runtime")));
     }
 
     // The non-root path: a user's daemon runs runsc rootless as that user; gVisor's root is that
