@@ -548,6 +548,10 @@ void Engine::discard(Sandbox *sandbox, bool removeWorkspace)
     if (const auto uid = m_hostUids.take(sandbox))
         m_uidClaims.release(uid, sandbox->id());
     m_records.remove(sandbox->id());
+    // The runtime's own files (gVisor's bundle): terminate() removed them, unless the sandbox was
+    // found ended when this daemon started (then nothing of it was left to terminate).
+    if (const QString &runtimeDir = sandbox->setup().launch.runtimeDir; !runtimeDir.isEmpty())
+        QDir(runtimeDir).removeRecursively();
     if (removeWorkspace && !volume::removeWorkspace(sandbox->workspaceDir()))
         logger()->warn("could not remove workspace {}", sandbox->workspaceDir().toStdString());
     sandbox->deleteLater();

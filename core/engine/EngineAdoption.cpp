@@ -221,8 +221,8 @@ void Engine::reapOrphans(const QSet<QString> &keep)
     QDir dir(workspacesDir());
     const QStringList entries = dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden);
     for (const QString &orphan : entries) {
-        // A runtime's folder without a sandbox (gVisor's bundle): its sandbox ended with that
-        // daemon, which it cannot outlive, and its workspace goes with it.
+        // A runtime's folder without a sandbox record (gVisor's bundle): its sandbox ended with
+        // that daemon (it did not outlive it), and its workspace goes with it.
         if (orphan.endsWith(QLatin1String(".runtime")) && !keep.contains(orphan.chopped(8))) {
             logger()->info("removing {} and its workspace: its sandbox ended with the previous daemon",
                 dir.filePath(orphan).toStdString());
@@ -231,7 +231,8 @@ void Engine::reapOrphans(const QSet<QString> &keep)
         }
     }
     for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
-        if (keep.contains(orphan))
+        // (A kept sandbox's runtime folder is its own: a gVisor guest comes back through it.)
+        if (keep.contains(orphan) || (orphan.endsWith(QLatin1String(".runtime")) && keep.contains(orphan.chopped(8))))
             continue;
         if (m_config.sandboxesOutliveDaemon) {
             logger()->warn(

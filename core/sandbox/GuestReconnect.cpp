@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -115,6 +116,11 @@ void GuestReconnect::onReadable(int fd)
     m_listenNotifier->deleteLater();
     m_listenNotifier = nullptr;
     ::close(std::exchange(m_listenFd, -1));
+    // Blocking for Resume, which is written whole before the guest's answer is read (GuestChannel
+    // makes it non-blocking again); a guest that reads nothing holds the daemon no longer than this.
+    const timeval sendTimeout{wire::kResumeFrameTimeoutMs / 1000, 0};
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
     logger()->info("sandbox {}: its agent came back and proved itself ({} other connections refused)",
         m_sandboxId.toStdString(), m_refused);
     Q_EMIT reconnected(fd);

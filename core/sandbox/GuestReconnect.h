@@ -28,7 +28,8 @@ public:
     static constexpr int kMaxPending = 8;
 
 Q_SIGNALS:
-    // The guest, proven: `channelFd` (non-blocking) is the caller's. Nothing else is accepted after.
+    // The guest, proven: `channelFd` (blocking, with a send timeout) is the caller's. Nothing else is
+    // accepted after.
     void reconnected(int channelFd);
 
 private:

@@ -221,7 +221,7 @@ private:
     // How long a guest has to say hello (or answer Resume, or come back to a daemon taking it over).
     static constexpr int kHelloTimeoutMs = 15000;
     // Sends Resume over a connection to the guest (with new sockets for it to take where
-    // handOverSockets: bubblewrap's) and listens for its answer.
+    // handOverSockets: bubblewrap's) and listens for its answer; `channelFd` is closed if not.
     Status resumeOver(int channelFd, bool handOverSockets);
     void onResumed(uint32_t version, int landlockAbi, const QList<ResumedExec> &executions);
     void onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes);

@@ -50,8 +50,14 @@ Status Sandbox::adopt(Adoption a)
         return makeError(ErrorCode::BoundaryUnavailable, m_failure);
     }
     m_launched.egressListenFd = a.egressListenFd;
-    if (a.channelFd >= 0)
-        return resumeOver(a.channelFd, true);
+    if (a.channelFd >= 0) {
+        Status resumed = resumeOver(a.channelFd, true);
+        if (!resumed) {
+            m_state = SandboxState::Failed;
+            m_failure = resumed.error().message;
+        }
+        return resumed;
+    }
     // gVisor: its guest comes back by itself, and proves itself first.
     m_reconnect = new GuestReconnect(a.reconnectListenFd, m_setup.launch.resumeToken, runtimeUid(), id(), this);
     connect(m_reconnect, &GuestReconnect::reconnected, this, [this](int channelFd) {
@@ -60,7 +66,11 @@ Status Sandbox::adopt(Adoption a)
         if (Status resumed = resumeOver(channelFd, false); !resumed)
             onGuestFailed(resumed.error().message, false);
     });
+    // Not back in time: listed as failed (onGuestFailed), and no longer waited for, so that a guest
+    // that comes late is taken over by the next daemon, not half by this one.
     QTimer::singleShot(kHelloTimeoutMs, m_reconnect, [this] {
+        m_reconnect->deleteLater();
+        m_reconnect = nullptr;
         onGuestFailed(QStringLiteral("its agent did not come back within %1 s").arg(kHelloTimeoutMs / 1000), false);
     });
     return Ok{};
@@ -102,12 +112,11 @@ Status Sandbox::resumeOver(int channelFd, bool handOverSockets)
                      : Status(makeError(ErrorCode::IoError, QStringLiteral("socketpair failed")));
     for (int fd : std::as_const(guestEnds))
         ::close(fd);
-    m_launched.channelFd = channelFd;
     if (!sent) {
-        m_state = SandboxState::Failed;
-        m_failure = sent.error().message;
+        ::close(channelFd);
         return sent;
     }
+    m_launched.channelFd = channelFd;
     m_channel = new GuestChannel(m_launched.channelFd, this, true);
     for (const StoredExecution &r : std::as_const(m_adopting))
         m_channel->setKnownExec(r.id, true);

@@ -897,6 +897,39 @@ private Q_SLOTS:
         ::close(listener);
     }
 
+    // A Spawn the daemon sent just before it went is run, and the next daemon hears of it (the
+    // daemon had stored its start): nothing that waited in the socket is dropped with it.
+    void aSpawnSentJustBeforeTheDaemonWentIsRun_data()
+    {
+        QTest::addColumn<bool>("comesBack");
+        QTest::newRow("bubblewrap's guest") << false;
+        QTest::newRow("gVisor's guest") << true;
+    }
+    void aSpawnSentJustBeforeTheDaemonWentIsRun()
+    {
+        QFETCH(bool, comesBack);
+        startGuest(true, comesBack);
+        QVERIFY(m_link.send(shell(1, "echo ran; exec sleep 30")));
+        m_link.reset();
+        Link back;
+        if (comesBack) {
+            const int listener = listenForGuest();
+            QVERIFY(nextComeBack(listener, 3000, back) >= 0);
+            ::close(listener);
+            QVERIFY(back.send(resumeFrame(m_token, {{1, 0, 0}}, 0)));
+            m_link.reset(::dup(back.fd()));
+            back.reset();
+            const QString resumed = describeResumed(m_link.next(), m_guest);
+            QVERIFY2(resumed.startsWith(QStringLiteral("1 running ")), qPrintable(resumed));
+        } else {
+            QTest::qWait(200);
+            const QString resumed = resume({{1, 0, 0}});
+            QVERIFY2(resumed.startsWith(QStringLiteral("1 running ")), qPrintable(resumed));
+        }
+        std::string out;
+        QVERIFY(readStdout(1, out, [&] { return out == "ran\n"; }));
+    }
+
     void withoutAResumeSocketTheGuestEndsWithItsDaemon()
     {
         startGuest(false);

@@ -689,6 +689,15 @@ private Q_SLOTS:
                 && look.out.endsWith("\ndd: failed to open '/proc/1/mem': Permission denied\n"),
             look.out.constData());
         QVERIFY(!look.out.contains(recorded) && !look.out.contains(QByteArray::fromHex(recorded)));
+        // A daemon whose own sandboxes end with it still takes this one over, bundle and all (red
+        // team: it took the bundle for an orphaned workspace and removed it under the sandbox).
+        QVERIFY(::kill(pid_t(d.pid()), SIGKILL) == 0);
+        QVERIFY(d.process().waitForFinished(5000));
+        d.setSandboxesOutlive(false);
+        QVERIFY(d.start());
+        QCOMPARE(sandboxInfo(d, q("net")).value(QStringLiteral("state")).toString(), q("running"));
+        QVERIFY(QFileInfo(workspace + QStringLiteral(".runtime/config.json")).isFile());
+        QCOMPARE(execIn(d, q("net"), args("echo", "twice")).out, QByteArray("twice\n"));
         QCOMPARE(d.ctl(args("rm", "net")).exitCode, 0);
         QVERIFY(waitFor([&] { return runscProcessesOf(workspace).isEmpty(); }, 5000));
         QVERIFY(!QFileInfo::exists(workspace + QStringLiteral(".runtime")));

@@ -170,6 +170,8 @@ bool TestDaemon::start()
         + m_args;
     if (!m_outlive)
         command.append(QStringLiteral("--sandboxes-end-with-daemon"));
+    if (qEnvironmentVariableIsSet("AIRLOCK_TEST_DAEMON_VERBOSE")) // for a failure's story
+        command.append(QStringLiteral("--verbose"));
     m_process.setProgram(command.constFirst());
     m_process.setArguments(command.mid(1));
     m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
