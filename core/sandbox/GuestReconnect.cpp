@@ -3,6 +3,7 @@
 
 #include "log/Log.h"
 #include "sandbox/GuestWire.h"
+#include "sandbox/GvisorLauncher.h"
 #include "util/ConstantTime.h"
 
 #include <QSocketNotifier>
@@ -52,19 +53,11 @@ GuestReconnect::~GuestReconnect()
 void GuestReconnect::onAcceptable()
 {
     for (int i = 0; i < 64 && m_listenFd >= 0; ++i) {
-        const int fd = ::accept4(m_listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            return;
         // The folder is the daemon's and the runtime's group's: runsc's gofer connects as the
         // runtime's uid. Anything else is not this sandbox's.
-        ucred peer{};
-        socklen_t len = sizeof peer;
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != m_runtimeUid) {
-            logger()->warn("sandbox {}: uid {} connected to the resume socket, which is the runtime's; refused",
-                m_sandboxId.toStdString(), peer.uid);
-            ::close(fd);
-            continue;
-        }
+        const int fd = acceptFromRuntime(m_listenFd, m_runtimeUid, m_sandboxId, "resume");
+        if (fd < 0)
+            return;
         if (m_pending.size() >= kMaxPending)
             drop(m_pending.first().fd, "more connections wait to prove themselves");
         Pending p;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/GvisorLauncher.h"
 
+#include "log/Log.h"
 #include "sandbox/RuntimeProcess.h"
 
 #include <QDir>
@@ -26,6 +27,12 @@
 namespace airlock {
 
 namespace {
+auto logger()
+{
+    static auto l = log::get("core.sandbox");
+    return l;
+}
+
 constexpr const char *kSeccompTarget = "/.airlock/seccomp.bpf";
 constexpr const char *kPreloadTarget = "/.airlock/gvisor-preload.so";
 // Allowlist: the daemon's egress socket (see EgressRelay), bound in the bundle's folder `egress`.
@@ -443,6 +450,23 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
     launched->egressListenFd = egress.release();
     launched->stagedDir = std::exchange(staged, QString());
     return launched;
+}
+
+int acceptFromRuntime(int listenFd, uid_t runtimeUid, const QString &id, const char *socketName)
+{
+    for (int i = 0; i < 64; ++i) {
+        const int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return -1;
+        ucred peer{};
+        socklen_t len = sizeof peer;
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.uid == runtimeUid)
+            return fd;
+        logger()->warn("sandbox {}: uid {} connected to the {} socket, which is the runtime's; refused",
+            id.toStdString(), peer.uid, socketName);
+        ::close(fd);
+    }
+    return -1;
 }
 
 Result<Reattached> reattachGvisor(const LaunchRequest &r)

@@ -25,6 +25,11 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &request, const QString
 // and, for an allowlist, the egress socket, each listening anew in place of the earlier daemon's.
 Result<Reattached> reattachGvisor(const LaunchRequest &request);
 
+// The next connection on one of those sockets (non-blocking, -1: none waits) from the runtime's
+// uid, which alone can be the sandbox's: what another uid connects is closed unread, and logged
+// as a connection to sandbox `id`'s `socketName` socket.
+int acceptFromRuntime(int listenFd, uid_t runtimeUid, const QString &id, const char *socketName);
+
 // Removes a folder launchGvisor staged in memory (LaunchedSandbox::stagedDir), or every one a
 // daemon left with this prefix (LaunchRequest::memoryDirPrefix). Only real folders of the
 // daemon's own uid and the plain files in them: /dev/shm is every local user's, and a link or

@@ -10,6 +10,7 @@
 
 #include "log/Log.h"
 #include "policy/ProgramForms.h"
+#include "sandbox/GvisorLauncher.h"
 
 #include <QJsonArray>
 #include <QSocketNotifier>
@@ -109,19 +110,10 @@ void Sandbox::onEgressRelayed()
 {
     // Only the runtime reaches this socket (its folder is the daemon's and the runtime's group's):
     // each connection is one the guest relays from inside. Whatever else connects is refused.
-    const uid_t runtimeUid = this->runtimeUid();
     for (int i = 0; i < 64; ++i) {
-        const int fd = ::accept4(m_launched.egressListenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        const int fd = acceptFromRuntime(m_launched.egressListenFd, runtimeUid(), id(), "egress");
         if (fd < 0)
             return;
-        ucred peer{};
-        socklen_t len = sizeof peer;
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != runtimeUid) {
-            logger()->warn("sandbox {}: uid {} connected to the egress socket, which is the runtime's; refused",
-                m_setup.id.toStdString(), peer.uid);
-            ::close(fd);
-            continue;
-        }
         Q_EMIT egressConnection(fd);
     }
 }
