@@ -708,6 +708,7 @@ private Q_SLOTS:
     void aUsersDaemonRunsGvisorAsThatUser()
     {
         UnprivilegedDaemon daemon;
+        daemon.setSandboxesOutlive(true);
         QVERIFY(daemon.start());
         QTemporaryDir own;
         QFile mine(own.filePath(QStringLiteral("mine")));
@@ -742,6 +743,16 @@ private Q_SLOTS:
         QCOMPARE(runscProcessesOf(daemon.dataDir()).size(), 3);
         for (qint64 pid : runscProcessesOf(daemon.dataDir()))
             QCOMPARE(procStatusField(pid, "Uid:"), qint64(UnprivilegedDaemon::kUid));
+        // It outlives the user's daemon, killed, and comes back to the next one, through a socket
+        // of the user's alone.
+        const QList<qint64> gvisor = runscProcessesOf(daemon.dataDir());
+        daemon.kill();
+        QVERIFY(daemon.start());
+        QCOMPARE(runscProcessesOf(daemon.dataDir()), gvisor);
+        std::tie(code, out) = daemon.ctl(args("exec", "u", "--", "cat", "/workspace/w"));
+        QCOMPARE(out, QByteArray("y\n"));
+        QCOMPARE(octalMode(bundle + QStringLiteral("/resume")), q("700"));
+        QCOMPARE(octalMode(bundle + QStringLiteral("/resume/sock")), q("600"));
         QCOMPARE(daemon.ctl(args("rm", "u")).first, 0);
         QVERIFY(waitFor([&] { return runscProcessesOf(daemon.dataDir()).isEmpty(); }, 5000));
     }

@@ -384,10 +384,20 @@ bool UnprivilegedDaemon::start()
 {
     const QString socket = m_home.filePath(QStringLiteral("run/airlock/airlockd.sock"));
     m_process.setProcessEnvironment(m_env);
-    m_process.start(QStringLiteral("setpriv"),
-        asUnprivileged(binDir() + QStringLiteral("/airlockd"))
-            + QStringList{QStringLiteral("--socket"), socket, QStringLiteral("--sandboxes-end-with-daemon")});
-    return waitFor([&] { return QFileInfo::exists(socket) || m_process.state() == QProcess::NotRunning; }, 10000)
+    QStringList args{QStringLiteral("--socket"), socket};
+    if (!m_outlive)
+        args.append(QStringLiteral("--sandboxes-end-with-daemon"));
+    m_process.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd")) + args);
+    // Accepting, not only there: a killed daemon leaves its socket behind.
+    return waitFor(
+               [&] {
+                   if (m_process.state() == QProcess::NotRunning)
+                       return true;
+                   QLocalSocket s;
+                   s.connectToServer(socket);
+                   return s.waitForConnected(100);
+               },
+               10000)
         && m_process.state() != QProcess::NotRunning;
 }
 
@@ -398,6 +408,12 @@ int UnprivilegedDaemon::stop()
         m_process.waitForFinished(10000);
     }
     return m_process.exitCode();
+}
+
+void UnprivilegedDaemon::kill()
+{
+    m_process.kill(); // setpriv exec'd airlockd: the same process
+    m_process.waitForFinished(10000);
 }
 
 QString UnprivilegedDaemon::dataDir() const

@@ -103,8 +103,11 @@ public:
     static constexpr uid_t kUid = 65534;
     UnprivilegedDaemon();
     ~UnprivilegedDaemon(); // stops it
+    // Its sandboxes end with it (--sandboxes-end-with-daemon) unless setSandboxesOutlive(true).
+    void setSandboxesOutlive(bool outlive) { m_outlive = outlive; }
     bool start(); // waits for its socket
     int stop(); // SIGTERM and wait: its exit code
+    void kill(); // SIGKILL and wait
     const QTemporaryDir &home() const { return m_home; }
     QString dataDir() const; // $XDG_DATA_HOME/airlock
     // airlockctl --no-autostart ARGS as the user: exit code, stdout and stderr together.
@@ -116,6 +119,7 @@ private:
     QTemporaryDir m_home;
     QProcessEnvironment m_env;
     QProcess m_process;
+    bool m_outlive = false;
 };
 
 } // namespace airlock::test
