@@ -158,6 +158,18 @@ int benchGvisor(QList<Row> &rows, int rounds, bool quick)
         QStringLiteral("MB/s"), QStringLiteral("namespaces runtime"), median(nsHead), QStringLiteral(">= 0.5x")});
     rows.append({QStringLiteral("gVisor: stream %1 MiB (dd bs=1M), history on").arg(bytes >> 20), median(gvDd),
         QStringLiteral("MB/s"), QStringLiteral("namespaces runtime"), median(nsDd), QStringLiteral("-")});
+    // The floor: head alone inside, to /dev/null, nothing of Airlock's in the path (no pipe, no
+    // guest, no daemon). Under gVisor's ptrace platform its own system calls are the cost.
+    const qint64 floorBytes = qint64(256) << 20;
+    const QStringList headAlone{
+        QStringLiteral("sh"), QStringLiteral("-c"), QStringLiteral("head -c %1 /dev/zero > /dev/null").arg(floorBytes)};
+    QList<double> gvAlone, nsAlone;
+    for (int r = 0; r < (quick ? 1 : 3); ++r) {
+        gvAlone.append(stream(gv, headAlone) * double(floorBytes) / double(bytes));
+        nsAlone.append(stream(ns, headAlone) * double(floorBytes) / double(bytes));
+    }
+    rows.append({QStringLiteral("gVisor: head -c %1 MiB > /dev/null inside").arg(floorBytes >> 20), median(gvAlone),
+        QStringLiteral("MB/s"), QStringLiteral("namespaces runtime"), median(nsAlone), QStringLiteral("-")});
 
     // 4. 50 live gVisor sandboxes: what the daemon and gVisor's processes hold for each.
     const int count = quick ? 10 : 50;
