@@ -173,8 +173,8 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     a.problem = problem;
     connect(sandbox, &Sandbox::started, this, [this, sandbox] { saveRecord(*sandbox); });
     if (Status adopted = sandbox->adopt(a); !adopted)
-        logger()->error("sandbox {} ({}) cannot be taken over: {}; what runs in it goes on, 'airlockctl rm' ends it",
-            record.id.toStdString(), record.spec.name.toStdString(), adopted.error().message.toStdString());
+        logger()->error("sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(),
+            adopted.error().message.toStdString()); // (what it says says what goes on, and what ends it)
     return sandbox;
 }
 

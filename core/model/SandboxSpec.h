@@ -50,7 +50,10 @@ struct Limits {
 
 // Where the host folders of mounts are: on this machine (each must exist), or on a daemon's that
 // may be another machine (a client reading a request for it leaves that check to the daemon).
-enum class HostPaths { Local, Remote };
+// Whether a mount's source must exist on this host now: a request made here (Local), one from
+// another host (Remote), or a spec as a sandbox's record keeps it (Recorded: checked when the
+// sandbox was made; a source removed since does not make the running sandbox unknown).
+enum class HostPaths { Local, Remote, Recorded };
 
 struct SandboxSpec {
     QString name;

@@ -124,7 +124,7 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     static const QRegularExpression idPattern(QStringLiteral("^[0-9a-f]{8,64}$"));
     if (!idPattern.match(r.id).hasMatch())
         return recordError(QStringLiteral("/id: expected a sandbox id"));
-    auto spec = SandboxSpec::fromJson(o.value(QStringLiteral("spec")).toObject());
+    auto spec = SandboxSpec::fromJson(o.value(QStringLiteral("spec")).toObject(), HostPaths::Recorded);
     if (!spec)
         return recordError(QStringLiteral("/spec: %1").arg(spec.error().message));
     r.spec = *spec;

@@ -17,6 +17,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
@@ -653,6 +654,40 @@ private Q_SLOTS:
         QVERIFY(!QFileInfo::exists(workspace));
         QVERIFY(!QFileInfo::exists(workspace + QStringLiteral(".runtime"))); // gVisor's bundle (red team: it stayed)
         QVERIFY(jsonArray(d.ctl(args("ls", "--json")).out).isEmpty());
+    }
+
+    // A mount's source removed while no daemon was there leaves the sandbox known: its record is
+    // read as it was made (the source was checked then), not as a new request (it did not parse,
+    // so the next daemon neither listed nor ended the running sandbox). Its policy names a source
+    // that is gone, so it is not taken over: listed as failed, with why, and rm ends it.
+    void aSandboxWhoseMountSourceWentMeanwhileStaysKnown()
+    {
+        auto source = std::make_unique<QTemporaryDir>();
+        QFile kept(source->filePath(QStringLiteral("kept")));
+        QVERIFY(kept.open(QIODevice::WriteOnly));
+        kept.write("still here\n");
+        kept.close();
+        QCOMPARE(::chmod(QFile::encodeName(source->path()).constData(), 0755), 0);
+        QCOMPARE(::chmod(QFile::encodeName(kept.fileName()).constData(), 0644), 0);
+        TestDaemon d;
+        QString error;
+        const QString sb = startWithSandbox(d, args("--mount", source->path() + QStringLiteral(":/data:ro")), &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const QString id = sandboxInfo(d, sb).value(QStringLiteral("id")).toString();
+        const qint64 held = recordedProcess(d, id);
+        d.stop();
+        const QString gone = source->path();
+        source.reset(); // removed from the host
+        QVERIFY(d.start());
+        const QJsonObject info = sandboxInfo(d, sb);
+        QCOMPARE(info.value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        const QString failure = info.value(QStringLiteral("failure")).toString();
+        QVERIFY2(failure.contains(QStringLiteral("mount source '%1' does not exist").arg(gone))
+                && failure.contains(QStringLiteral("'airlockctl rm %1' ends it").arg(sb)),
+            qPrintable(failure));
+        QVERIFY(alive(held)); // not this daemon's to end unasked
+        QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);
+        QVERIFY(waitFor([&] { return !alive(held); }, 5000));
     }
 
     void aRecordIsCheckedNotTrusted()
