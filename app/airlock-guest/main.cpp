@@ -435,6 +435,16 @@ int main(int argc, char **argv)
     if (!ll.error.empty())
         fatalExit(sock, ll.error, 1);
 
+    // Under gVisor a command can open the guest's descriptors through /proc/1/fd (gVisor does not
+    // hold them back from a process that is not dumpable): its stdout and stderr, the daemon's
+    // pipe, would let it write into the daemon's log. Quiet, the guest has nothing to say there.
+    if (opt.gvisor && !opt.verbose) {
+        const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0)
+            fatalExit(sock, errnoText("cannot put /dev/null in place of stdout and stderr"), 1);
+        close(null);
+    }
+
     GuestSetup setup;
     setup.sock = sock;
     setup.sigchldFd = sigchldFd;

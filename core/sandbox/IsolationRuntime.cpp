@@ -111,6 +111,12 @@ Result<Reattached> GvisorRuntime::reattach(const LaunchRequest &request, const S
     return reattachGvisor(request);
 }
 
+void GvisorRuntime::releaseStartFiles(LaunchedSandbox &launched) const
+{
+    if (!launched.stagedDir.isEmpty())
+        removeStaged(std::exchange(launched.stagedDir, QString()));
+}
+
 pid_t GvisorRuntime::initPid(const LaunchedSandbox &) const
 {
     return 0; // the sandbox's processes are the sentry's tasks, not host processes

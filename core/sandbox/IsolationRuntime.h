@@ -44,6 +44,9 @@ public:
     // A later daemon's way back to a sandbox this runtime launched for an earlier one (`request`
     // as the sandbox's record gives it: id, runtime folder, network, uid, token).
     virtual Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const = 0;
+    // What it read when it started and the sandbox needs no more (gVisor: secrets staged in
+    // memory), gone: once the guest says hello, and when the sandbox ends before.
+    virtual void releaseStartFiles(LaunchedSandbox &) const { }
     // The host pid of the sandbox's init, once its guest has said hello (0: unknown).
     virtual pid_t initPid(const LaunchedSandbox &launched) const = 0;
     // What enforces the boundary, for info and the console: {"runtime": its kind, "enforcedBy", …}.
@@ -92,6 +95,7 @@ public:
     bool guestListens() const override { return false; }
     Result<LaunchedSandbox> launch(const LaunchRequest &request) const override;
     Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const override;
+    void releaseStartFiles(LaunchedSandbox &launched) const override;
     pid_t initPid(const LaunchedSandbox &launched) const override;
     QJsonObject boundary(const Sandbox &sandbox) const override;
 

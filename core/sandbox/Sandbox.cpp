@@ -7,7 +7,6 @@
 #include "model/Units.h"
 
 #include "log/Log.h"
-#include "sandbox/GvisorLauncher.h"
 #include "sandbox/ResourceUsage.h"
 
 #include <QDir>
@@ -200,7 +199,7 @@ void Sandbox::onStderr()
 void Sandbox::onHello(int landlockAbi, uint32_t)
 {
     m_helloTimer->stop();
-    removeStaged();
+    m_setup.runtime->releaseStartFiles(m_launched);
     m_landlockAbi = landlockAbi;
     if (const pid_t pid = m_setup.runtime->initPid(m_launched); pid > 1) {
         m_initPid = pid;
@@ -217,12 +216,6 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
             {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
             {QStringLiteral("landlockAbi"), landlockAbi}}));
     Q_EMIT started();
-}
-
-void Sandbox::removeStaged()
-{
-    if (!m_launched.stagedDir.isEmpty())
-        airlock::removeStaged(std::exchange(m_launched.stagedDir, QString()));
 }
 
 Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)
@@ -751,7 +744,7 @@ void Sandbox::terminate(const QString &reason)
     m_setup.cgroup.destroy();
     if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
         QDir(m_setup.launch.runtimeDir).removeRecursively();
-    removeStaged();
+    m_setup.runtime->releaseStartFiles(m_launched);
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)
         m_state = SandboxState::Stopped;

@@ -236,7 +236,6 @@ private:
     void onStderr();
     void onProxyReadable();
     void onEgressRelayed(); // gVisor's egress socket (LaunchedSandbox::egressListenFd)
-    void removeStaged(); // LaunchedSandbox::stagedDir, once the runtime has read it
     void onExecCheckReadable();
     void onExecAttempt(uint32_t execId, const ExecAttempt &attempt);
     void recordExec(uint32_t execId, const ExecAttempt &attempt, const policy::CommandVerdict &verdict);

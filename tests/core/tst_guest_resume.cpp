@@ -911,6 +911,10 @@ private Q_SLOTS:
         startGuest(true, comesBack);
         QVERIFY(m_link.send(shell(1, "echo ran; exec sleep 30")));
         m_link.reset();
+        // Its process, from the Resumed frame ("1 running PID"), for cleanup() to end.
+        const auto remember = [this](const QString &resumed) {
+            m_started.push_back(pid_t(resumed.section(QLatin1Char(' '), 2, 2).toInt()));
+        };
         Link back;
         if (comesBack) {
             const int listener = listenForGuest();
@@ -921,10 +925,12 @@ private Q_SLOTS:
             back.reset();
             const QString resumed = describeResumed(m_link.next(), m_guest);
             QVERIFY2(resumed.startsWith(QStringLiteral("1 running ")), qPrintable(resumed));
+            remember(resumed);
         } else {
             QTest::qWait(200);
             const QString resumed = resume({{1, 0, 0}});
             QVERIFY2(resumed.startsWith(QStringLiteral("1 running ")), qPrintable(resumed));
+            remember(resumed);
         }
         std::string out;
         QVERIFY(readStdout(1, out, [&] { return out == "ran\n"; }));
