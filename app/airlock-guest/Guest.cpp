@@ -127,8 +127,8 @@ void Guest::run()
     for (;;) {
         if (m_lost)
             dropConnection();
+        const int untilOverdue = killOverdue(); // first: a try at the daemon may take a while
         const int untilReconnect = reconnectIfDue();
-        const int untilOverdue = killOverdue();
         const int untilDeadline = untilReconnect < 0 || (untilOverdue >= 0 && untilOverdue < untilReconnect)
             ? untilOverdue
             : untilReconnect;

@@ -37,7 +37,7 @@ struct GuestSetup {
     int toolListenFd = -1; // where airlock-tool connects (see ToolBridge)
     int execCheckFd = -1; // where each judged execution's exec-check listener goes (wire::SpawnJudged)
     // Where a later daemon connects to take the sandbox over (wire::Type::Resume), and the token
-    // it proves itself with. Without it the guest ends with its daemon.
+    // it proves itself with. Without it (or resumeSocket) the guest ends with its daemon.
     int resumeFd = -1;
     std::string resumeToken;
     // gVisor, instead of resumeFd: where a later daemon listens; the guest connects there once its

@@ -395,7 +395,8 @@ int main(int argc, char **argv)
         fatalExit(sock, errnoText("prctl(PR_SET_NO_NEW_PRIVS) failed"), 1);
     // The guest shares its uid with every command it runs; not dumpable, its descriptors (the
     // daemon socket above all) cannot be taken through /proc/1/fd or pidfd_getfd, nor its memory
-    // read. Children are dumpable again after exec, as usual.
+    // read. Children are dumpable again after exec, as usual. (gVisor holds back the memory but
+    // not every descriptor: see below.)
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
         fatalExit(sock, errnoText("prctl(PR_SET_DUMPABLE) failed"), 1);
     const rlimit noCore{0, 0};
@@ -437,7 +438,8 @@ int main(int argc, char **argv)
 
     // Under gVisor a command can open the guest's descriptors through /proc/1/fd (gVisor does not
     // hold them back from a process that is not dumpable): its stdout and stderr, the daemon's
-    // pipe, would let it write into the daemon's log. Quiet, the guest has nothing to say there.
+    // pipe, would let it write into the daemon's log. Quiet, the guest has nothing to say there;
+    // --verbose (airlockd --verbose) keeps them, for debugging, and that opening with them.
     if (opt.gvisor && !opt.verbose) {
         const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0)

@@ -62,11 +62,17 @@ void GuestReconnect::onAcceptable()
             drop(m_pending.first().fd, "more connections wait to prove themselves");
         Pending p;
         p.fd = fd;
+        p.serial = ++m_accepted;
         p.notifier = new QSocketNotifier(fd, QSocketNotifier::Read, this);
         connect(p.notifier, &QSocketNotifier::activated, this, [this, fd] { onReadable(fd); });
-        // Unproven past the guest's own wait for Resume: not the guest.
-        QTimer::singleShot(
-            wire::kResumeFrameTimeoutMs, p.notifier, [this, fd] { drop(fd, "it did not prove itself in time"); });
+        // Unproven past the guest's own wait for Resume: not the guest. (By its serial: its
+        // descriptor's number may be another connection's by then.)
+        QTimer::singleShot(wire::kResumeFrameTimeoutMs, p.notifier, [this, fd, serial = p.serial] {
+            const auto it = std::find_if(m_pending.cbegin(), m_pending.cend(),
+                [&](const Pending &q) { return q.fd == fd && q.serial == serial; });
+            if (it != m_pending.cend())
+                drop(fd, "it did not prove itself in time");
+        });
         m_pending.append(p);
         onReadable(fd); // the guest writes its proof as it connects: it is often there already
     }
@@ -93,10 +99,15 @@ void GuestReconnect::onReadable(int fd)
         return;
     if (!constantTimeEquals(it->got.mid(wire::kHeaderSize, wire::kResumeTokenSize), m_token))
         return drop(fd, "wrong token");
-    // Anything it sent past its proof would be a frame before Resume: the guest sends none.
+    // Anything it sent past its proof would be a frame before Resume: the guest sends none. And a
+    // guest that closed after its proof (this daemon was too slow: it gave up waiting for Resume
+    // and comes back on a new connection) is not the one to answer.
     char more = 0;
-    if (::recv(fd, &more, 1, MSG_PEEK) > 0)
+    const ssize_t after = ::recv(fd, &more, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (after > 0)
         return drop(fd, "it sent more than its proof");
+    if (after == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+        return drop(fd, "it closed after its proof, waiting no longer");
     // (Notifiers go later: this may run in one's signal.)
     for (const Pending &p : std::as_const(m_pending)) {
         p.notifier->setEnabled(false);

@@ -35,6 +35,7 @@ Q_SIGNALS:
 private:
     struct Pending {
         int fd = -1;
+        quint64 serial = 0; // which connection, whatever its descriptor's number
         QByteArray got;
         QSocketNotifier *notifier = nullptr;
     };
@@ -49,6 +50,7 @@ private:
     QString m_sandboxId;
     QList<Pending> m_pending; // oldest first
     int m_refused = 0;
+    quint64 m_accepted = 0;
     static constexpr int kRefusalsLogged = 3;
 };
 

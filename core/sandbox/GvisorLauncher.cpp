@@ -460,10 +460,11 @@ int acceptFromRuntime(int listenFd, uid_t runtimeUid, const QString &id, const c
             return -1;
         ucred peer{};
         socklen_t len = sizeof peer;
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.uid == runtimeUid)
+        const bool known = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0;
+        if (known && peer.uid == runtimeUid)
             return fd;
-        logger()->warn("sandbox {}: uid {} connected to the {} socket, which is the runtime's; refused",
-            id.toStdString(), peer.uid, socketName);
+        logger()->warn("sandbox {}: {} connected to the {} socket, which is the runtime's; refused", id.toStdString(),
+            known ? "uid " + std::to_string(peer.uid) : std::string("a peer of unknown uid"), socketName);
         ::close(fd);
     }
     return -1;

@@ -35,7 +35,7 @@ public:
     virtual Status fitPolicy(policy::EffectivePolicy &policy) const = 0;
     // The limits as this runtime enforces them (what counts processes, whose memory a cgroup holds).
     virtual void fitLimits(LimitPlan &) const { }
-    // Whether its sandboxes can outlive the daemon (the guest waits for the next one).
+    // Whether its sandboxes can outlive the daemon (the guest waits for the next one, or goes to it).
     virtual bool canOutliveDaemon() const = 0;
     // Whether its guest listens for a later daemon on a socket it is given at launch
     // (LaunchRequest::resumeListenFd, made by SandboxRecords::listen), or comes back by itself.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/Sandbox.h"
 
+#include "sandbox/GuestReconnect.h"
+
 #include "model/DisplayText.h"
 #include "model/EventKinds.h"
 #include "model/TerminalFilter.h"
@@ -710,6 +712,7 @@ void Sandbox::terminate(const QString &reason)
     m_reaped = true;
     if (m_helloTimer)
         m_helloTimer->stop();
+    delete std::exchange(m_reconnect, nullptr); // its guest had not come back: nothing waits for it now
     // Killing the sandbox's init takes its whole PID namespace down; the kernel finishes that
     // before the init's pidfd turns readable, so nothing inside survives this call.
     if (m_initPidfd >= 0) {

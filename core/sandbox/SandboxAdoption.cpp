@@ -61,14 +61,21 @@ Status Sandbox::adopt(Adoption a)
     // gVisor: its guest comes back by itself, and proves itself first.
     m_reconnect = new GuestReconnect(a.reconnectListenFd, m_setup.launch.resumeToken, runtimeUid(), id(), this);
     connect(m_reconnect, &GuestReconnect::reconnected, this, [this](int channelFd) {
+        if (!m_reconnect || m_state != SandboxState::Starting) { // given up, or ended, meanwhile
+            ::close(channelFd);
+            return;
+        }
         m_reconnect->deleteLater();
         m_reconnect = nullptr;
         if (Status resumed = resumeOver(channelFd, false); !resumed)
             onGuestFailed(resumed.error().message, false);
     });
     // Not back in time: listed as failed (onGuestFailed), and no longer waited for, so that a guest
-    // that comes late is taken over by the next daemon, not half by this one.
+    // that comes late is taken over by the next daemon, not half by this one. (Both may be due in
+    // one pass of the event loop: whichever runs second finds m_reconnect gone.)
     QTimer::singleShot(kHelloTimeoutMs, m_reconnect, [this] {
+        if (!m_reconnect)
+            return;
         m_reconnect->deleteLater();
         m_reconnect = nullptr;
         onGuestFailed(QStringLiteral("its agent did not come back within %1 s").arg(kHelloTimeoutMs / 1000), false);

@@ -157,6 +157,29 @@ private Q_SLOTS:
         ::close(guest);
     }
 
+    // A daemon too slow to answer finds the guest's proof on a connection the guest has closed (it
+    // gave up waiting for Resume and comes back anew): that one is not taken, the next is.
+    void aProofOnAClosedConnectionIsNotTaken()
+    {
+        const int listener = listen();
+        QVERIFY(listener >= 0);
+        const int gaveUp = connectAndSay(proof(kToken)); // queued while the daemon was busy
+        QVERIFY(gaveUp >= 0);
+        ::close(gaveUp);
+        const int again = connectAndSay(proof(kToken));
+        QVERIFY(again >= 0);
+        GuestReconnect back(listener, kToken, ::getuid(), QStringLiteral("s5"), nullptr);
+        QSignalSpy spy(&back, &GuestReconnect::reconnected);
+        QVERIFY(spy.wait(2000));
+        const int channel = spy.at(0).at(0).toInt();
+        QCOMPARE(::send(channel, "x", 1, MSG_NOSIGNAL), ssize_t(1)); // the live one
+        char got = 0;
+        QCOMPARE(::recv(again, &got, 1, 0), ssize_t(1));
+        QCOMPARE(spy.size(), 1);
+        ::close(channel);
+        ::close(again);
+    }
+
     // Connections held open without a word cannot keep the guest out: the oldest goes for each
     // one past kMaxPending, and the guest, last, is taken.
     void aFloodOfSilentConnectionsDoesNotKeepTheGuestOut()
