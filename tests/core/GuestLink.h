@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// tst_guest_resume's side of the guest's wire: frames read and written on a socket, the Resume a
-// daemon sends, and how a Resumed frame or an exit reads, for failure messages.
+// tst_guest_resume's and tst_guest_resume_gvisor's side of the guest's wire: frames read and
+// written on a socket, the Resume a daemon sends, and how a Resumed frame or an exit reads, for
+// failure messages.
 #pragma once
 
 #include "sandbox/GuestWire.h"
 
 #include <QElapsedTimer>
+#include <QFile>
 #include <QString>
 #include <QStringList>
 #include <QTest>

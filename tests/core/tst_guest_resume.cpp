@@ -3,7 +3,9 @@
 // airlock-guest, run directly on this host (no bubblewrap), spoken to through the wire format as
 // a daemon would. On a host the guest is not PID 1, so it skips the one check it makes of a
 // resuming peer inside a sandbox (SO_PEERCRED pid 0: the peer is outside its PID namespace);
-// everything else is as in a sandbox, Landlock included.
+// everything else is as in a sandbox, Landlock included. gVisor's guest, which comes back to the
+// daemon by itself: tst_guest_resume_gvisor.
+#include "GuestResumeFixture.h"
 #include "TestDaemon.h"
 #include "sandbox/GuestWire.h"
 
@@ -38,163 +40,9 @@
 
 using namespace airlock;
 
-#include "GuestLink.h"
-
-class TestGuestResume final : public QObject {
+class TestGuestResume final : public QObject, private GuestResumeFixture {
     Q_OBJECT
 private:
-    std::unique_ptr<QTemporaryDir> m_dir;
-    pid_t m_guest = -1;
-    Link m_link; // the current daemon's connection
-    int m_execCheck = -1; // the current daemon's end of the exec-check socket
-    const std::string m_token = "0123456789abcdef0123456789ABCDEF";
-    std::vector<pid_t> m_started; // executions' process groups, killed at cleanup
-
-    std::string path(const char *name) const { return m_dir->filePath(QString::fromUtf8(name)).toStdString(); }
-
-    // The guest with a socketpair for --fd and --exec-fd and, if resumable, a listening socket for
-    // --resume-fd and a memfd with the token for --resume-token-fd. Reads its Hello.
-    // `comesBack`: as under gVisor instead (--gvisor, with a seccomp program that allows all): its
-    // channel is stdin, with the token first on it, and it comes back to path("resume.sock").
-    void startGuest(bool resumable, bool comesBack = false)
-    {
-        int sv[2], xv[2];
-        QCOMPARE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-        QCOMPARE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv), 0);
-        std::vector<int> childFds{sv[1], xv[1]};
-        std::vector<std::string> args{QString(test::binDir() + QStringLiteral("/airlock-guest")).toStdString(), "--fd",
-            "3", "--exec-fd", "4", "--rw", m_dir->path().toStdString(), "--tool-socket", path("tools.sock")};
-        int firstFd = 3;
-        if (comesBack) {
-            const sock_filter allowAll = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-            QFile program(QString::fromStdString(path("allow.bpf")));
-            QVERIFY(program.open(QIODevice::WriteOnly));
-            program.write(reinterpret_cast<const char *>(&allowAll), sizeof allowAll);
-            program.close();
-            childFds = {sv[1]};
-            firstFd = 0; // the channel is stdin
-            ::close(xv[1]);
-            args = {args[0], "--gvisor", "--seccomp-file", path("allow.bpf"), "--resume-socket", path("resume.sock"),
-                "--rw", m_dir->path().toStdString(), "--tool-socket", path("tools.sock")};
-            QCOMPARE(::send(sv[0], m_token.data(), m_token.size(), 0), ssize_t(m_token.size()));
-        } else if (resumable) {
-            const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            sockaddr_un sa{};
-            sa.sun_family = AF_UNIX;
-            std::strncpy(sa.sun_path, path("guest.sock").c_str(), sizeof sa.sun_path - 1);
-            QCOMPARE(::bind(listener, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
-            QCOMPARE(::listen(listener, 8), 0);
-            const int token = ::memfd_create("airlock-resume-token", MFD_CLOEXEC);
-            QCOMPARE(::write(token, m_token.data(), m_token.size()), ssize_t(m_token.size()));
-            childFds.insert(childFds.end(), {listener, token});
-            args.insert(args.end(), {"--resume-fd", "5", "--resume-token-fd", "6"});
-        }
-        if (qEnvironmentVariableIsSet("AIRLOCK_TEST_GUEST_VERBOSE"))
-            args.push_back("--verbose");
-        std::vector<char *> argv;
-        for (std::string &a : args)
-            argv.push_back(a.data());
-        argv.push_back(nullptr);
-
-        m_guest = ::fork();
-        QVERIFY(m_guest >= 0);
-        if (m_guest == 0) {
-            // Nothing but system calls here. Out of the way first, then to 3, 4, ... (dup2's copies
-            // stay open across exec).
-            int high[4];
-            for (size_t i = 0; i < childFds.size(); ++i)
-                high[i] = ::fcntl(childFds[i], F_DUPFD, 100);
-            for (size_t i = 0; i < childFds.size(); ++i) {
-                ::dup2(high[i], int(firstFd + i));
-                ::close(high[i]);
-            }
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        for (int fd : childFds)
-            ::close(fd);
-        m_link.reset(sv[0]);
-        m_execCheck = xv[0];
-        if (comesBack) {
-            ::close(xv[0]);
-            m_execCheck = -1;
-        }
-        const auto hello = m_link.next();
-        QVERIFY2(hello, "no Hello from the guest");
-        QCOMPARE(int(hello->type), int(wire::Type::Hello));
-        wire::Reader r = hello->reader();
-        QCOMPARE(r.u32(), wire::kProtocolVersion);
-        r.i32();
-        QCOMPARE(pid_t(r.u32()), m_guest);
-    }
-
-    // Spawns and returns the pid from Started (0 on failure, reported by the caller's QVERIFY).
-    pid_t spawn(const std::string &frame)
-    {
-        if (!m_link.send(frame))
-            return 0;
-        const auto started = m_link.next();
-        if (!started || started->type != wire::Type::Started)
-            return 0;
-        wire::Reader r = started->reader();
-        r.u32();
-        const pid_t pid = r.i32();
-        m_started.push_back(pid);
-        return pid;
-    }
-
-    // Connects to the resume socket and sends `bytes`, the first byte carrying `fds`.
-    int connectResume(const std::string &bytes, const std::vector<int> &fds)
-    {
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_un sa{};
-        sa.sun_family = AF_UNIX;
-        std::strncpy(sa.sun_path, path("guest.sock").c_str(), sizeof sa.sun_path - 1);
-        if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0
-            || (!bytes.empty() && !sendWithFds(fd, bytes, fds))) {
-            ::close(fd);
-            return -1;
-        }
-        return fd;
-    }
-
-    // A daemon taking over: a new exec-check socket and a Resume asking about `asked`. The link and
-    // the exec-check socket are the new ones after this; returns the Resumed frame (describeResumed).
-    QString resume(const std::vector<Asked> &asked)
-    {
-        int xv[2];
-        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv) != 0)
-            return QStringLiteral("no socketpair");
-        const int conn = connectResume(resumeFrame(m_token, asked), {xv[1]});
-        ::close(xv[1]);
-        ::close(m_execCheck);
-        m_execCheck = xv[0];
-        m_link.reset(conn);
-        if (conn < 0)
-            return QStringLiteral("cannot connect to the resume socket");
-        return describeResumed(m_link.next(), m_guest);
-    }
-    // As describeResumed() has it; `from`: where the replayed stdout starts.
-    QString running(uint32_t id, pid_t pid, uint64_t from = 0) const
-    {
-        return QStringLiteral("%1 running %2").arg(id).arg(pid)
-            + (from ? QStringLiteral(" from %1,0").arg(from) : QString());
-    }
-
-    // Appends the data of `execId`'s stdout Output frames to `out` until `done`; false on a timeout
-    // or any other frame.
-    bool readStdout(uint32_t execId, std::string &out, const std::function<bool()> &done, int timeoutMs = 5000)
-    {
-        while (!done()) {
-            const auto f = m_link.next(timeoutMs);
-            const auto o = f ? asOutput(*f) : std::nullopt;
-            if (!o || o->execId != execId || o->stream != wire::StreamStdout)
-                return false;
-            out += o->data;
-        }
-        return true;
-    }
-
     QString nextExit(uint32_t execId) { return describeExit(m_link.next(), execId); }
 
     // The next exec-check listener the guest hands over, and its execution's id; -1 if none came.
@@ -307,36 +155,6 @@ private:
         QVERIFY2(::kill(m_guest, 0) == 0, "the guest is gone");
     }
 
-    // A later daemon, under gVisor: listens on the socket the guest comes back to.
-    int listenForGuest()
-    {
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_un sa{};
-        sa.sun_family = AF_UNIX;
-        std::strncpy(sa.sun_path, path("resume.sock").c_str(), sizeof sa.sun_path - 1);
-        ::unlink(sa.sun_path);
-        if (::bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(fd, 8) != 0) {
-            ::close(fd);
-            return -1;
-        }
-        return fd;
-    }
-    // The guest's next connection to `listener` within timeoutMs, and its first frame, which must be
-    // its proof: Reconnect with the token and our protocol version, exactly. -1 if not.
-    int nextComeBack(int listener, int timeoutMs, Link &link)
-    {
-        pollfd p{listener, POLLIN, 0};
-        if (::poll(&p, 1, timeoutMs) != 1)
-            return -1;
-        link.reset(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
-        const auto proof = link.next();
-        const std::string expected = m_token + std::string("\x04\0\0\0", 4);
-        static_assert(wire::kProtocolVersion == 4, "the proof's last four bytes are the version, little endian");
-        if (!proof || proof->type != wire::Type::Reconnect || proof->payload != expected)
-            return -1;
-        return link.fd();
-    }
-
     // The tool gateway's answer to a call startToolCall() made.
     std::string toolAnswer(int &fd)
     {
@@ -367,27 +185,8 @@ private:
     }
 
 private Q_SLOTS:
-    void init()
-    {
-        m_dir = std::make_unique<QTemporaryDir>();
-        QVERIFY(m_dir->isValid());
-    }
-    void cleanup()
-    {
-        if (m_guest > 0) {
-            ::kill(m_guest, SIGKILL);
-            ::waitpid(m_guest, nullptr, 0);
-        }
-        m_guest = -1;
-        for (pid_t pid : m_started)
-            ::kill(-pid, SIGKILL);
-        m_started.clear();
-        m_link.reset();
-        if (m_execCheck >= 0)
-            ::close(m_execCheck);
-        m_execCheck = -1;
-        m_dir.reset();
-    }
+    void init() { setUp(); }
+    void cleanup() { tearDown(); }
 
     void outputContinuesAcrossAResumeByteForByte()
     {
@@ -824,116 +623,6 @@ private Q_SLOTS:
         const uint32_t callId = call->reader().u32();
         QVERIFY(m_link.send(wire::Writer(wire::Type::ToolResult).u32(callId).u8(1).bytes("{}").take()));
         QCOMPARE(toolAnswer(resumed), std::string("ok\n{}"));
-    }
-
-    // gVisor's guest (--resume-socket) listens for nobody: once its daemon is gone it connects to
-    // the resume socket again and again until a daemon is there, proves itself first (Reconnect,
-    // with the token that came first on its channel), then takes that daemon's Resume (no
-    // descriptors) as bubblewrap's guest does: the output goes on byte for byte.
-    void aGvisorGuestComesBackToTheNextDaemonAndProvesItselfFirst()
-    {
-        startGuest(true, true);
-        const pid_t pid = spawn(shell(1, "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); echo $i; sleep 0.005; done"));
-        QVERIFY(pid > 0);
-        std::string out;
-        QVERIFY(readStdout(1, out, [&] { return std::count(out.begin(), out.end(), '\n') >= 20; }));
-        const size_t received = out.size();
-        m_link.reset(); // the daemon is gone
-        QTest::qWait(2 * wire::kReconnectMostMs); // it tries at its slowest by now
-        const int listener = listenForGuest();
-        QVERIFY(listener >= 0);
-        QElapsedTimer clock;
-        clock.start();
-        Link back;
-        QVERIFY2(nextComeBack(listener, 5000, back) >= 0, "no Reconnect with the token");
-        QVERIFY2(clock.elapsed() <= wire::kReconnectMostMs + 300, qPrintable(QString::number(clock.elapsed())));
-        QVERIFY(back.send(resumeFrame(m_token, {{1, received, 0}}, 0)));
-        m_link.reset(::dup(back.fd()));
-        back.reset();
-        QCOMPARE(describeResumed(m_link.next(), m_guest), running(1, pid, received));
-        QVERIFY(readStdout(1, out, [&] { return out.size() >= received + 1000; }));
-        QVERIFY2(out == numberedLines(2000).substr(0, out.size()), out.c_str());
-        ::close(listener);
-    }
-
-    // It takes no daemon that does not prove itself in turn (the token again in Resume), nor one
-    // that hands it descriptors (gVisor's gets none), nor one that says nothing: each connection is
-    // closed, and it comes back again until one does.
-    void aGvisorGuestTakesNoDaemonWithoutTheTokenAndTriesAgain()
-    {
-        startGuest(true, true);
-        m_link.reset();
-        const int listener = listenForGuest();
-        QVERIFY(listener >= 0);
-        Link attempt;
-        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
-        QVERIFY(attempt.send(resumeFrame(std::string(m_token.rbegin(), m_token.rend()), {}, 0)));
-        QVERIFY2(attempt.closedWithin(1000), "the guest kept a daemon with the wrong token");
-
-        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
-        int xv[2];
-        QCOMPARE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xv), 0);
-        QVERIFY(sendWithFds(attempt.fd(), resumeFrame(m_token, {}, 1), {xv[1]}));
-        ::close(xv[1]);
-        QVERIFY2(attempt.closedWithin(1000), "the guest kept a daemon that handed it a descriptor");
-        QVERIFY2(peerClosedWithin(xv[0], 1000), "the guest kept the descriptor");
-        ::close(xv[0]);
-
-        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
-        QElapsedTimer clock;
-        clock.start();
-        QVERIFY2(attempt.closedWithin(wire::kResumeFrameTimeoutMs + 1000), "the guest waited on a silent daemon");
-        QVERIFY(clock.elapsed() >= wire::kResumeFrameTimeoutMs - 100);
-
-        QVERIFY(nextComeBack(listener, 3000, attempt) >= 0);
-        QVERIFY(attempt.send(resumeFrame(m_token, {}, 0)));
-        m_link.reset(::dup(attempt.fd()));
-        attempt.reset();
-        QCOMPARE(describeResumed(m_link.next(), m_guest), QString());
-        const pid_t pid = spawn(shell(1, "echo back"));
-        QVERIFY(pid > 0);
-        std::string out;
-        QVERIFY(readStdout(1, out, [&] { return out == "back\n"; }));
-        ::close(listener);
-    }
-
-    // A Spawn the daemon sent just before it went is run, and the next daemon hears of it (the
-    // daemon had stored its start): nothing that waited in the socket is dropped with it.
-    void aSpawnSentJustBeforeTheDaemonWentIsRun_data()
-    {
-        QTest::addColumn<bool>("comesBack");
-        QTest::newRow("bubblewrap's guest") << false;
-        QTest::newRow("gVisor's guest") << true;
-    }
-    void aSpawnSentJustBeforeTheDaemonWentIsRun()
-    {
-        QFETCH(bool, comesBack);
-        startGuest(true, comesBack);
-        QVERIFY(m_link.send(shell(1, "echo ran; exec sleep 30")));
-        m_link.reset();
-        // Its process, from the Resumed frame ("1 running PID"), for cleanup() to end.
-        const auto remember = [this](const QString &resumed) {
-            m_started.push_back(pid_t(resumed.section(QLatin1Char(' '), 2, 2).toInt()));
-        };
-        Link back;
-        if (comesBack) {
-            const int listener = listenForGuest();
-            QVERIFY(nextComeBack(listener, 3000, back) >= 0);
-            ::close(listener);
-            QVERIFY(back.send(resumeFrame(m_token, {{1, 0, 0}}, 0)));
-            m_link.reset(::dup(back.fd()));
-            back.reset();
-            const QString resumed = describeResumed(m_link.next(), m_guest);
-            QVERIFY2(resumed.startsWith(QStringLiteral("1 running ")), qPrintable(resumed));
-            remember(resumed);
-        } else {
-            QTest::qWait(200);
-            const QString resumed = resume({{1, 0, 0}});
-            QVERIFY2(resumed.startsWith(QStringLiteral("1 running ")), qPrintable(resumed));
-            remember(resumed);
-        }
-        std::string out;
-        QVERIFY(readStdout(1, out, [&] { return out == "ran\n"; }));
     }
 
     void withoutAResumeSocketTheGuestEndsWithItsDaemon()
