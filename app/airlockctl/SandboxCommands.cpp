@@ -95,7 +95,7 @@ public:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
-        auto listed = DaemonApi(**client).listSandboxes().wait();
+        auto listed = DaemonApi(**client).listSandboxes(!ctx.json).wait(); // the table needs the brief form
         if (!listed)
             return fail(ctx, listed.error());
         const QJsonArray &sandboxes = *listed;

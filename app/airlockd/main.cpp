@@ -22,6 +22,7 @@
 #include "sandbox/HostUids.h"
 #include "secrets/KeychainSecretStore.h"
 #include "secrets/SecretStore.h"
+#include "util/EpollEventDispatcher.h"
 #include "util/InstanceLock.h"
 #include "util/Paths.h"
 #include "util/Version.h"
@@ -142,6 +143,15 @@ int main(int argc, char *argv[])
     ::signal(SIGPIPE, SIG_IGN);
     ::umask(077); // the socket, logs and workspaces are this user's alone
 
+    // Wake-ups that cost what is ready, not what is watched (AIRLOCK_QT_EVENT_LOOP=1: Qt's own, for
+    // airlock-bench --scale to compare).
+    if (qEnvironmentVariableIsEmpty("AIRLOCK_QT_EVENT_LOOP")) {
+        auto *dispatcher = new airlock::EpollEventDispatcher;
+        if (dispatcher->isValid())
+            QCoreApplication::setEventDispatcher(dispatcher);
+        else
+            delete dispatcher;
+    }
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("airlockd"));
     QCoreApplication::setApplicationVersion(airlock::version());

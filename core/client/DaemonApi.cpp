@@ -55,9 +55,10 @@ DaemonApi::Call<CreatedSandbox> DaemonApi::createSandbox(const CreateSandboxRequ
     return request(method::SandboxCreate, created.toJson(), &CreatedSandbox::fromJson);
 }
 
-DaemonApi::Call<QJsonArray> DaemonApi::listSandboxes() const
+DaemonApi::Call<QJsonArray> DaemonApi::listSandboxes(bool brief) const
 {
-    return request(method::SandboxList, {}, &sandboxesOf);
+    return request(
+        method::SandboxList, brief ? QJsonObject{{QStringLiteral("brief"), true}} : QJsonObject{}, &sandboxesOf);
 }
 
 DaemonApi::Call<> DaemonApi::sandboxStats() const

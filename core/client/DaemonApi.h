@@ -111,7 +111,8 @@ public:
 
     // Sandboxes.
     Call<CreatedSandbox> createSandbox(const CreateSandboxRequest &request) const;
-    Call<QJsonArray> listSandboxes() const; // as sandbox.info describes each
+    // As sandbox.info describes each; `brief`: only what sandbox.list's brief form holds.
+    Call<QJsonArray> listSandboxes(bool brief = false) const;
     Call<> sandboxStats() const;
     Call<> sandboxInfo(const QString &sandbox) const;
     // `keep`: its workspace is kept.

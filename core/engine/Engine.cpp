@@ -336,7 +336,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     setup.runtime = &runtime;
     LaunchRequest &launch = setup.launch;
     launch.id = id;
-    launch.runtimeDir = setup.workspaceDir + QStringLiteral(".runtime"); // the sandbox uid's, like its workspace
+    launch.runtimeDir = volume::runtimeDirOf(setup.workspaceDir); // the sandbox uid's, like its workspace
     launch.memoryDirPrefix = memoryDirPrefix();
     launch.guestPath = m_config.guestMount.isEmpty() ? m_config.guestPath : m_config.guestMount;
     launch.gvisorPreload = QFileInfo(m_config.guestPath).dir().filePath(QStringLiteral("airlock-gvisor-preload.so"));
@@ -615,6 +615,18 @@ Result<Sandbox *> Engine::asDecided(const ApprovalRequest &request, const Approv
     return found;
 }
 
+QJsonObject Engine::summarize(const Sandbox &s) const
+{
+    return {{QStringLiteral("id"), s.id()}, {QStringLiteral("name"), s.name()},
+        {QStringLiteral("state"), sandboxStateName(s.state())},
+        {QStringLiteral("failure"), s.failure().isEmpty() ? QJsonValue() : QJsonValue(s.failure())},
+        {QStringLiteral("network"), networkModeName(s.spec().network)},
+        {QStringLiteral("hostNetwork"), s.spec().network == NetworkMode::Full},
+        {QStringLiteral("createdAt"), s.createdAt().toString(Qt::ISODateWithMs)},
+        {QStringLiteral("executions"), s.runningExecutions()}, {QStringLiteral("run"), s.currentRun()},
+        {QStringLiteral("agent"), s.currentAgent()}};
+}
+
 QJsonObject Engine::describe(const Sandbox &s) const
 {
     QJsonArray mounts;
@@ -630,25 +642,22 @@ QJsonObject Engine::describe(const Sandbox &s) const
         if (const auto used = volume::usage(s.workspaceDir()))
             disk = QJsonObject{{QStringLiteral("usedBytes"), double(used->usedBytes)},
                 {QStringLiteral("sizeBytes"), double(used->sizeBytes)}};
-    return {{QStringLiteral("id"), s.id()}, {QStringLiteral("name"), s.name()},
-        {QStringLiteral("state"), sandboxStateName(s.state())},
-        {QStringLiteral("failure"), s.failure().isEmpty() ? QJsonValue() : QJsonValue(s.failure())},
-        {QStringLiteral("network"), networkModeName(s.spec().network)},
-        {QStringLiteral("hostNetwork"), s.spec().network == NetworkMode::Full},
-        {QStringLiteral("createdAt"), s.createdAt().toString(Qt::ISODateWithMs)},
-        {QStringLiteral("executions"), s.runningExecutions()}, {QStringLiteral("workspace"), s.workspaceDir()},
+    QJsonObject described = summarize(s);
+    const std::pair<QString, QJsonValue> more[] = {{QStringLiteral("workspace"), s.workspaceDir()},
         {QStringLiteral("mounts"), mounts}, {QStringLiteral("limits"), s.limitPlan().toJson(m_caps)},
         {QStringLiteral("disk"), disk}, {QStringLiteral("preset"), s.policy().preset},
-        {QStringLiteral("credentials"), credentials}, {QStringLiteral("run"), s.currentRun()},
-        {QStringLiteral("agent"), s.currentAgent()}, {QStringLiteral("policyVersion"), s.policyVersion()},
+        {QStringLiteral("credentials"), credentials}, {QStringLiteral("policyVersion"), s.policyVersion()},
         {QStringLiteral("lastSeq"), double(s.lastSeq())}, {QStringLiteral("isolation"), s.runtime().boundary(s)}};
+    for (const auto &[key, value] : more)
+        described.insert(key, value);
+    return described;
 }
 
-QJsonArray Engine::listSandboxes() const
+QJsonArray Engine::listSandboxes(bool brief) const
 {
     QJsonArray out;
     for (const Sandbox *s : m_sandboxes)
-        out.append(describe(*s));
+        out.append(brief ? summarize(*s) : describe(*s));
     return out;
 }
 

@@ -135,7 +135,8 @@ public:
     // Host tools: what a sandbox's policy says about each declared one; a call, gated and recorded.
     QJsonArray listTools(const Sandbox &sandbox) const;
     void callTool(Sandbox &sandbox, tools::ToolCall call, std::function<void(Result<QJsonObject>)> done);
-    QJsonArray listSandboxes() const;
+    // Each as describe() gives it, or only what summarize() does (`brief`: no file system asked).
+    QJsonArray listSandboxes(bool brief = false) const;
     // What each sandbox is doing now, for a fleet view sampling about once a second: CPU time so
     // far, resident memory and processes (from /proc, one pass for all), running executions, its
     // last line of output, and the agent and run of its newest execution.
@@ -150,6 +151,7 @@ public:
     static constexpr int kUsageReuseMs = 250;
     // What `info` shows: the sandbox, what it may reach and what enforces each limit.
     QJsonObject describe(const Sandbox &sandbox) const;
+    QJsonObject summarize(const Sandbox &sandbox) const; // the part of describe() a list shows
 
     // A sandbox by name, id or unique id prefix (of at least 4 characters). Requests resolve their
     // sandbox once, and the methods below act on it.

@@ -86,7 +86,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.policyOverrides = record.overrides;
     setup.userLayer = record.userLayer;
     setup.launch.id = record.id;
-    setup.launch.runtimeDir = setup.workspaceDir + QStringLiteral(".runtime"); // as createSandbox made it
+    setup.launch.runtimeDir = volume::runtimeDirOf(setup.workspaceDir); // as createSandbox made it
     setup.launch.network = record.spec.network;
     setup.launch.resumeToken = record.token;
     // Its uid is still its own: in this daemon's range, and claimed by it (again, if the claim went).
@@ -223,16 +223,17 @@ void Engine::reapOrphans(const QSet<QString> &keep)
     for (const QString &orphan : entries) {
         // A runtime's folder without a sandbox record (gVisor's bundle): its sandbox ended with
         // that daemon (it did not outlive it), and its workspace goes with it.
-        if (orphan.endsWith(QLatin1String(".runtime")) && !keep.contains(orphan.chopped(8))) {
+        const QString workspace = volume::workspaceOfRuntimeDir(orphan);
+        if (!workspace.isEmpty() && !keep.contains(workspace)) {
             logger()->info("removing {} and its workspace: its sandbox ended with the previous daemon",
                 dir.filePath(orphan).toStdString());
             QDir(dir.filePath(orphan)).removeRecursively();
-            volume::removeWorkspace(dir.filePath(orphan.chopped(8)));
+            volume::removeWorkspace(dir.filePath(workspace));
         }
     }
     for (const QString &orphan : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
         // (A kept sandbox's runtime folder is its own: a gVisor guest comes back through it.)
-        if (keep.contains(orphan) || (orphan.endsWith(QLatin1String(".runtime")) && keep.contains(orphan.chopped(8))))
+        if (keep.contains(orphan) || keep.contains(volume::workspaceOfRuntimeDir(orphan)))
             continue;
         if (m_config.sandboxesOutliveDaemon) {
             logger()->warn(

@@ -56,7 +56,10 @@ void SandboxMethods::create(Call &c)
 
 void SandboxMethods::list(Call &c)
 {
-    c.reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes()}});
+    const QJsonValue brief = c.params.value(QStringLiteral("brief"));
+    if (!brief.isUndefined() && !brief.isBool())
+        return c.reply(invalid(QStringLiteral("params.brief: expected true or false")));
+    c.reply(QJsonObject{{QStringLiteral("sandboxes"), m_engine.listSandboxes(brief.toBool())}});
 }
 
 void SandboxMethods::stats(Call &c)

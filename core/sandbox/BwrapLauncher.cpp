@@ -4,6 +4,7 @@
 #include "model/SandboxHome.h"
 #include "sandbox/RuntimeProcess.h"
 #include "sandbox/SandboxView.h"
+#include "sandbox/WorkspaceVolume.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -194,7 +195,17 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
         r.outlivesDaemon() ? r.resumeListenFd : devNull.fd, resumeToken.fd >= 0 ? resumeToken.fd : devNull.fd};
     for (const Fd &f : viewFds)
         sources.push_back(f.fd);
-    auto launched = spawnRuntimeProcess(r, bwrapArguments(r, view, bwrapPath), std::move(sources), errWrite.fd);
+    // A root daemon's sandboxes each have a workspace mounted on the host; bubblewrap starts from a
+    // mount namespace without the others'.
+    RuntimeIsolation isolation;
+    if (r.dropToUid && !r.workspaceDir.isEmpty()) {
+        isolation.privateMounts = true;
+        for (const QString &point : volume::mountsUnder(QFileInfo(r.workspaceDir).path()))
+            if (point != r.workspaceDir && !point.startsWith(r.workspaceDir + QLatin1Char('/')))
+                isolation.detachMounts.push_back(QFile::encodeName(point).toStdString());
+    }
+    auto launched
+        = spawnRuntimeProcess(r, bwrapArguments(r, view, bwrapPath), std::move(sources), errWrite.fd, isolation);
     if (!launched)
         return launched.error();
     launched->channelFd = daemonEnd.release();

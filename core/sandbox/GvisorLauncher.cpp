@@ -442,7 +442,9 @@ Result<LaunchedSandbox> launchGvisor(const LaunchRequest &r, const QString &runs
         && ::send(daemonEnd.fd, r.resumeToken.constData(), size_t(r.resumeToken.size()), MSG_NOSIGNAL)
             != r.resumeToken.size())
         return sysError(QStringLiteral("cannot pass the resume token"));
-    auto launched = spawnRuntimeProcess(r, args, {guestEnd.fd, errWrite.fd, errWrite.fd}, errWrite.fd, true);
+    RuntimeIsolation runscIsolation;
+    runscIsolation.privateNetwork = true;
+    auto launched = spawnRuntimeProcess(r, args, {guestEnd.fd, errWrite.fd, errWrite.fd}, errWrite.fd, runscIsolation);
     if (!launched)
         return launched.error();
     launched->channelFd = daemonEnd.release();

@@ -175,11 +175,13 @@ Result<uid_t> HostUidClaims::claim(const QString &sandboxId)
     if (!ensureDir())
         return makeError(ErrorCode::IoError,
             QStringLiteral("cannot keep host uid claims in %1 (a folder of root's alone)").arg(m_dir));
-    for (uid_t i = 0; i < m_range.count; ++i) {
-        const uid_t uid = m_range.first + i;
-        if (const int err = create(uid, sandboxId); err == 0)
+    for (uid_t tried = 0; tried < m_range.count; ++tried) {
+        const uid_t offset = (m_next + tried) % m_range.count;
+        const uid_t uid = m_range.first + offset;
+        if (const int err = create(uid, sandboxId); err == 0) {
+            m_next = (offset + 1) % m_range.count;
             return uid;
-        else if (err != EEXIST)
+        } else if (err != EEXIST)
             return makeError(ErrorCode::IoError,
                 QStringLiteral("cannot claim a host uid in %1: %2").arg(m_dir, QString::fromLocal8Bit(strerror(err))));
     }

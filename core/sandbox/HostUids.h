@@ -43,7 +43,9 @@ class HostUidClaims {
 public:
     HostUidClaims(HostUidRange range, QString instanceKey, QString dir = QStringLiteral("/run/airlock/host-uids"));
     const HostUidRange &range() const { return m_range; }
-    // The first free uid of the range, now this sandbox's.
+    // The next free uid of the range after the one this daemon claimed last (wrapping), now this
+    // sandbox's: a claim costs the same with a thousand held, and a uid just let go of is not the
+    // next one handed out.
     Result<uid_t> claim(const QString &sandboxId);
     // A sandbox taken over: its uid is still its own (claimed again if the claim went).
     bool reclaim(uid_t uid, const QString &sandboxId);
@@ -61,6 +63,7 @@ private:
     HostUidRange m_range;
     QString m_key;
     QString m_dir;
+    uid_t m_next = 0; // where the next claim starts looking, as an offset into the range
 };
 
 } // namespace airlock

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -51,6 +53,158 @@ bool writeAll(const char *path, const char *text)
     (void)!::write(errFd, "\n", 1);
     ::_exit(127);
 }
+// Everything the child uses, made before it starts: it allocates nothing, and when it shares the
+// daemon's memory (clone with CLONE_VM) it writes only its own stack and `fds`.
+struct ChildPlan {
+    const LaunchRequest *request;
+    char **argv;
+    char **envp;
+    const std::vector<std::string> *procsFiles;
+    int *fds; // become descriptors 0..fdCount-1
+    int fdCount;
+    int errFd;
+    pid_t daemonPid;
+    bool privateNetwork;
+    bool privateMounts;
+    const std::vector<std::string> *detachMounts;
+    const char *uidMap;
+    const char *gidMap;
+    int placedRead, placedWrite; // -1 unless the daemon places the child from outside
+    int nsReady, nsReadyWrite, nsMappedRead, nsMapped; // -1 unless it maps the child's uid
+};
+
+// Raw system calls for the uid change: glibc's wrappers tell every thread of the process to change
+// too, and a child that shares the daemon's memory would signal the daemon's threads.
+int rawSetgroupsNone()
+{
+    return int(::syscall(SYS_setgroups, 0, nullptr));
+}
+int rawSetresid(long call, unsigned id)
+{
+    return int(::syscall(call, id, id, id));
+}
+
+// The child: async-signal-safe calls only, whether forked or cloned.
+[[noreturn]] void runChild(const ChildPlan &plan)
+{
+    const LaunchRequest &r = *plan.request;
+    int err = plan.errFd;
+    if (plan.placedRead >= 0) {
+        ::close(plan.placedWrite);
+        char placed = 0;
+        if (::read(plan.placedRead, &placed, 1) != 1) // nothing: the daemon gave up or died
+            ::_exit(127);
+    }
+    // Into the cgroups first, as root.
+    for (const std::string &procs : *plan.procsFiles) {
+        const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            childFail(err, "joining the sandbox cgroup");
+        writeDecimal(fd, ::getpid());
+        ::close(fd);
+    }
+    // A mount namespace of its own without the other sandboxes' workspaces. Private first: a
+    // detach must never propagate to the host's mounts.
+    if (plan.privateMounts) {
+        if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+            childFail(err, "a mount namespace for the runtime");
+        for (const std::string &point : *plan.detachMounts)
+            if (::umount2(point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
+                childFail(err, "detaching another sandbox's workspace"); // (gone meanwhile: EINVAL, ENOENT)
+    }
+    // A user and network namespace of its own: what the runtime binds in the abstract socket
+    // namespace (runsc's control socket) is out of every host user's reach. A root daemon's
+    // child makes it as root, so it is root's (the sandbox's uid cannot enter it), and the
+    // daemon maps the sandbox's uid into it; the uid change inside then leaves the child
+    // non-dumpable, so no copy of the daemon's memory is ever readable by that uid.
+    if (plan.nsReady >= 0) {
+        ::close(plan.nsReady);
+        ::close(plan.nsMapped); // so that a daemon that gives up is an end of file
+        char mapped = 0;
+        if (rawSetgroupsNone() != 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+            childFail(err, "a network namespace for the runtime");
+        if (::write(plan.nsReadyWrite, "u", 1) != 1 || ::read(plan.nsMappedRead, &mapped, 1) != 1)
+            ::_exit(127); // the daemon gave up
+    }
+    // Move every source above the target range first so dup2 cannot clobber a later source.
+    const int topFd = plan.fdCount - 1;
+    for (int i = 0; i < plan.fdCount; ++i) {
+        const int high = ::fcntl(plan.fds[i], F_DUPFD_CLOEXEC, 100);
+        if (high < 0)
+            childFail(err, "dup");
+        if (plan.fds[i] == err)
+            err = high;
+        plan.fds[i] = high;
+    }
+    for (int target = 0; target <= topFd; ++target)
+        if (::dup2(plan.fds[target], target) < 0)
+            childFail(err, "dup2");
+    err = 2;
+    // Nothing else of the daemon's (other sandboxes' sockets, client connections) may leak in.
+    if (::syscall(SYS_close_range, static_cast<unsigned>(topFd + 1), ~0U, 0) != 0)
+        childFail(err, "close_range");
+    if (r.dropToUid) {
+        const uid_t u = *r.dropToUid;
+        if ((!plan.privateNetwork && rawSetgroupsNone() != 0) || rawSetresid(SYS_setresgid, u) != 0
+            || rawSetresid(SYS_setresuid, u) != 0)
+            childFail(err, "dropping root privileges");
+    } else if (plan.privateNetwork) {
+        // A user's daemon: the runtime is that user's anyway; the namespace maps it to itself.
+        if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0 || !writeAll("/proc/self/setgroups", "deny")
+            || !writeAll("/proc/self/uid_map", plan.uidMap) || !writeAll("/proc/self/gid_map", plan.gidMap))
+            childFail(err, "a network namespace for the runtime");
+    }
+    // After the uid change (which clears it): the runtime dies with the daemon, and so its
+    // sandbox, unless it is to outlive it. Either way not with the daemon's session or terminal.
+    if (!r.outlivesDaemon() && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != plan.daemonPid))
+        ::_exit(127);
+    if (r.outlivesDaemon() && ::setsid() < 0)
+        childFail(err, "setsid");
+    // The daemon's signal handlers are not the runtime's: back to the default before signals are
+    // let in (an ignored signal stays ignored, as across fork and exec).
+    for (int sig = 1; sig < NSIG; ++sig) {
+        struct sigaction old { };
+        if (sig == SIGKILL || sig == SIGSTOP || ::sigaction(sig, nullptr, &old) != 0)
+            continue;
+        if (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL) {
+            struct sigaction dfl { };
+            dfl.sa_handler = SIG_DFL;
+            ::sigaction(sig, &dfl, nullptr);
+        }
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(plan.argv[0], plan.argv, plan.envp);
+    childFail(err, "exec");
+}
+
+int clonedChild(void *plan)
+{
+    runChild(*static_cast<const ChildPlan *>(plan));
+}
+
+// Starts the child in the daemon's memory, the daemon paused until it execs (what posix_spawn
+// does): no copy of the daemon's page tables, whose cost grows with the daemon. Only for a child
+// that needs nothing from the daemon before exec.
+pid_t cloneSharingMemory(const ChildPlan &plan)
+{
+    constexpr size_t kStack = 256 * 1024;
+    void *stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return -1;
+    // No handler of the daemon's may run on the child's stack: every signal waits until exec.
+    sigset_t all, old;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    const pid_t pid = ::clone(clonedChild, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+        const_cast<ChildPlan *>(&plan));
+    const int cloneErrno = errno;
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    ::munmap(stack, kStack);
+    errno = cloneErrno;
+    return pid;
+}
 } // namespace
 
 Error sysError(const QString &what)
@@ -59,9 +213,10 @@ Error sysError(const QString &what)
 }
 
 Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::vector<std::string> &args,
-    std::vector<int> childFds, int errFd, bool privateNetwork)
+    std::vector<int> childFds, int errFd, const RuntimeIsolation &isolation)
 {
-    // Prepare everything the child uses: no allocation after fork.
+    const bool privateNetwork = isolation.privateNetwork;
+    // Prepare everything the child uses: it allocates nothing.
     std::vector<char *> argv;
     for (const std::string &arg : args)
         argv.push_back(const_cast<char *>(arg.c_str()));
@@ -70,14 +225,12 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
     std::vector<std::string> procsFiles;
     for (const QString &f : r.cgroupProcsFiles)
         procsFiles.push_back(QFile::encodeName(f).toStdString());
-    std::vector<int> &sources = childFds;
     const pid_t daemonPid = ::getpid();
     char uidMap[64], gidMap[64];
     const unsigned long ownUid = r.dropToUid ? *r.dropToUid : ::getuid();
     const unsigned long ownGid = r.dropToUid ? *r.dropToUid : ::getgid();
     std::snprintf(uidMap, sizeof uidMap, "%lu %lu 1", ownUid, ownUid);
     std::snprintf(gidMap, sizeof gidMap, "%lu %lu 1", ownGid, ownGid);
-    const int topFd = static_cast<int>(sources.size()) - 1;
     Fd nsReady, nsReadyWrite, nsMappedRead, nsMapped;
     if (privateNetwork && r.dropToUid) {
         int a[2], b[2];
@@ -97,80 +250,22 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
         placedWrite = Fd(pp[1]);
     }
 
-    const pid_t pid = ::fork();
-    if (pid < 0)
-        return sysError(QStringLiteral("fork"));
-    if (pid == 0) {
-        // Child: async-signal-safe calls only.
-        int err = errFd;
-        if (placedRead.fd >= 0) {
-            ::close(placedWrite.fd);
-            char placed = 0;
-            if (::read(placedRead.fd, &placed, 1) != 1) // nothing: the daemon gave up or died
-                ::_exit(127);
-        }
-        // Into the cgroups first, as root.
-        for (const std::string &procs : procsFiles) {
-            const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-            if (fd < 0)
-                childFail(err, "joining the sandbox cgroup");
-            writeDecimal(fd, ::getpid());
-            ::close(fd);
-        }
-        // A user and network namespace of its own: what the runtime binds in the abstract socket
-        // namespace (runsc's control socket) is out of every host user's reach. A root daemon's
-        // child makes it as root, so it is root's (the sandbox's uid cannot enter it), and the
-        // daemon maps the sandbox's uid into it; the uid change inside then leaves the child
-        // non-dumpable, so no copy of the daemon's memory is ever readable by that uid.
-        if (privateNetwork && r.dropToUid) {
-            ::close(nsReady.fd);
-            ::close(nsMapped.fd); // so that a daemon that gives up is an end of file
-            char mapped = 0;
-            if (::setgroups(0, nullptr) != 0 || ::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
-                childFail(err, "a network namespace for the runtime");
-            if (::write(nsReadyWrite.fd, "u", 1) != 1 || ::read(nsMappedRead.fd, &mapped, 1) != 1)
-                ::_exit(127); // the daemon gave up
-        }
-        // Move every source above the target range first so dup2 cannot clobber a later source.
-        std::vector<int> &src = sources;
-        for (int &fd : src) {
-            const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 100);
-            if (high < 0)
-                childFail(err, "dup");
-            if (fd == err)
-                err = high;
-            fd = high;
-        }
-        for (int target = 0; target <= topFd; ++target)
-            if (::dup2(src[static_cast<size_t>(target)], target) < 0)
-                childFail(err, "dup2");
-        err = 2;
-        // Nothing else of the daemon's (other sandboxes' sockets, client connections) may leak in.
-        if (::syscall(SYS_close_range, static_cast<unsigned>(topFd + 1), ~0U, 0) != 0)
-            childFail(err, "close_range");
-        sigset_t all;
-        sigemptyset(&all);
-        ::sigprocmask(SIG_SETMASK, &all, nullptr);
-        if (r.dropToUid) {
-            const uid_t u = *r.dropToUid;
-            if ((!privateNetwork && ::setgroups(0, nullptr) != 0) || ::setresgid(u, u, u) != 0
-                || ::setresuid(u, u, u) != 0)
-                childFail(err, "dropping root privileges");
-        } else if (privateNetwork) {
-            // A user's daemon: the runtime is that user's anyway; the namespace maps it to itself.
-            if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0 || !writeAll("/proc/self/setgroups", "deny")
-                || !writeAll("/proc/self/uid_map", uidMap) || !writeAll("/proc/self/gid_map", gidMap))
-                childFail(err, "a network namespace for the runtime");
-        }
-        // After the uid change (which clears it): the runtime dies with the daemon, and so its
-        // sandbox, unless it is to outlive it. Either way not with the daemon's session or terminal.
-        if (!r.outlivesDaemon() && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != daemonPid))
-            ::_exit(127);
-        if (r.outlivesDaemon() && ::setsid() < 0)
-            childFail(err, "setsid");
-        ::execve(argv[0], argv.data(), envp);
-        childFail(err, "exec");
+    const ChildPlan plan{&r, argv.data(), envp, &procsFiles, childFds.data(), int(childFds.size()), errFd, daemonPid,
+        privateNetwork, isolation.privateMounts, &isolation.detachMounts, uidMap, gidMap, placedRead.fd, placedWrite.fd,
+        nsReady.fd, nsReadyWrite.fd, nsMappedRead.fd, nsMapped.fd};
+    // A child that waits for the daemon before exec (to be placed, or to have its uid mapped) is
+    // forked; every other one shares the daemon's memory until exec.
+    const bool waitsForDaemon = placedRead.fd >= 0 || nsReady.fd >= 0;
+    pid_t pid = -1;
+    if (waitsForDaemon) {
+        pid = ::fork();
+        if (pid == 0)
+            runChild(plan);
+    } else {
+        pid = cloneSharingMemory(plan);
     }
+    if (pid < 0)
+        return sysError(waitsForDaemon ? QStringLiteral("fork") : QStringLiteral("clone"));
 
     if (r.placeChild) {
         placedRead = Fd();

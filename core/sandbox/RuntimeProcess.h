@@ -42,6 +42,17 @@ struct Fd {
     int release() { return std::exchange(fd, -1); }
 };
 
+// What the runtime's top process gets of its own before exec, beside what every one gets.
+struct RuntimeIsolation {
+    // A user and network namespace (runsc): see spawnRuntimeProcess.
+    bool privateNetwork = false;
+    // A mount namespace of its own (root only), private (nothing propagates in or out), with these
+    // mounts (other sandboxes' workspaces) detached: bubblewrap reads its mount table for every
+    // read-only bind, so it then costs the same whatever the number of sandboxes.
+    bool privateMounts = false;
+    std::vector<std::string> detachMounts;
+};
+
 // errno's text after what failed.
 Error sysError(const QString &what);
 
@@ -54,6 +65,6 @@ Error sysError(const QString &what);
 // abstract unix socket namespace is reachable. Returns the launch with its pid and pidfd, for the
 // caller to add its ends of the channels.
 Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &request, const std::vector<std::string> &args,
-    std::vector<int> childFds, int errFd, bool privateNetwork = false);
+    std::vector<int> childFds, int errFd, const RuntimeIsolation &isolation = {});
 
 } // namespace airlock

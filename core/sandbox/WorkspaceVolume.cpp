@@ -27,6 +27,7 @@
 namespace airlock::volume {
 
 namespace {
+constexpr const char *kRuntimeSuffix = ".runtime";
 constexpr int kToolTimeoutMs = 30'000;
 constexpr int kMountWaitMs = 5'000;
 
@@ -334,6 +335,24 @@ bool mounted(const QString &dir)
     return self.st_dev != parent.st_dev;
 }
 
+QStringList mountsUnder(const QString &root)
+{
+    QFile info(QStringLiteral("/proc/self/mountinfo"));
+    if (!info.open(QIODevice::ReadOnly))
+        return {};
+    const QByteArray prefix = QFile::encodeName(QDir::cleanPath(root)) + '/';
+    QStringList found;
+    for (const QByteArray &line : info.readAll().split('\n')) {
+        // "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...", with space, tab, newline and backslash as \ooo.
+        QByteArray point = line.split(' ').value(4);
+        for (qsizetype at = point.indexOf('\\'); at >= 0 && at + 3 < point.size(); at = point.indexOf('\\', at + 1))
+            point.replace(at, 4, QByteArray(1, char(point.mid(at + 1, 3).toInt(nullptr, 8))));
+        if (point.startsWith(prefix))
+            found.append(QFile::decodeName(point));
+    }
+    return found;
+}
+
 bool removeWorkspace(const QString &dir)
 {
     bool ok = true;
@@ -398,6 +417,16 @@ std::optional<uint64_t> freeBytes(const QString &path)
     if (::statvfs(QFile::encodeName(path).constData(), &sv) != 0)
         return std::nullopt;
     return uint64_t(sv.f_bavail) * sv.f_frsize;
+}
+
+QString runtimeDirOf(const QString &dir)
+{
+    return dir + QLatin1String(kRuntimeSuffix);
+}
+
+QString workspaceOfRuntimeDir(const QString &name)
+{
+    return name.endsWith(QLatin1String(kRuntimeSuffix)) ? name.chopped(qsizetype(strlen(kRuntimeSuffix))) : QString();
 }
 
 } // namespace airlock::volume

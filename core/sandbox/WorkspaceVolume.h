@@ -28,6 +28,10 @@ enum class Driver { None, Loop, Fuse2fs };
 Driver probe(bool root, QString *why);
 QString driverName(Driver driver);
 
+// The runtime's own folder for a sandbox (gVisor's bundle), beside its workspace: DIR.runtime.
+QString runtimeDirOf(const QString &dir);
+// The workspace whose runtime folder has this name, or an empty string if it is no runtime folder.
+QString workspaceOfRuntimeDir(const QString &name);
 QString imagePath(const QString &dir);
 bool hasImage(const QString &dir);
 
@@ -38,6 +42,8 @@ Status create(Driver driver, const QString &dir, uint64_t bytes, uid_t uid, gid_
 Status mount(Driver driver, const QString &dir);
 // Whether something is mounted on `dir` (a dead fuse2fs counts: its mount is still there).
 bool mounted(const QString &dir);
+// The mount points strictly below `root` in this process's mount namespace (/proc/self/mountinfo).
+QStringList mountsUnder(const QString &root);
 
 // Takes the workspace away: unmounts the image (lazily: a sandbox that is still dying keeps its
 // view until it is gone), deletes it, then the folder. For a folder without an image (a sandbox

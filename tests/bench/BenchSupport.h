@@ -61,8 +61,8 @@ private:
     std::vector<char *> m_pointers;
 };
 
-// Runs argv to completion with stdout/stderr to /dev/null; returns wall milliseconds.
-inline double spawnMs(const QStringList &args, char **envp = environ)
+// Starts argv with stdin, stdout and stderr on /dev/null; its pid, or -1.
+inline pid_t spawnQuiet(const QStringList &args, char **envp = environ)
 {
     std::vector<QByteArray> storage;
     std::vector<char *> argv;
@@ -76,14 +76,23 @@ inline double spawnMs(const QStringList &args, char **envp = environ)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    QElapsedTimer t;
-    t.start();
     pid_t pid = -1;
     if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp) != 0)
+        pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+// Runs argv to completion, quietly; returns wall milliseconds.
+inline double spawnMs(const QStringList &args, char **envp = environ)
+{
+    QElapsedTimer t;
+    t.start();
+    const pid_t pid = spawnQuiet(args, envp);
+    if (pid < 0)
         return -1;
     int status = 0;
     waitpid(pid, &status, 0);
-    posix_spawn_file_actions_destroy(&fa);
     return double(t.nsecsElapsed()) / 1e6;
 }
 
@@ -133,5 +142,8 @@ int benchCp(QList<Row> &rows, int rounds, bool quick);
 int benchDisk(QList<Row> &rows, int rounds, bool quick);
 // The gVisor runtime beside bubblewrap's and bare runsc (bench-gvisor.cpp).
 int benchGvisor(QList<Row> &rows, int rounds, bool quick);
+// N live sandboxes beside one; K streams at once beside K pipelines (bench-scale.cpp).
+int benchScale(QList<Row> &rows, int rounds, bool quick);
+int benchParallel(QList<Row> &rows, int rounds, bool quick);
 
 } // namespace airlock::bench

@@ -384,6 +384,8 @@ int main(int argc, char *argv[])
         {"--cp", benchCp},
         {"--disk", benchDisk},
         {"--gvisor", benchGvisor},
+        {"--scale", benchScale},
+        {"--parallel", benchParallel},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {
@@ -529,15 +531,7 @@ int main(int argc, char *argv[])
         int launched = 0;
         while (launched < count || !running.isEmpty()) {
             while (launched < count && running.size() < 8) {
-                std::vector<QByteArray> storage;
-                std::vector<char *> argv;
-                for (const QString &a : bwrapBaseline)
-                    storage.push_back(a.toLocal8Bit());
-                for (QByteArray &a : storage)
-                    argv.push_back(a.data());
-                argv.push_back(nullptr);
-                pid_t pid = -1;
-                if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0)
+                if (const pid_t pid = spawnQuiet(bwrapBaseline); pid > 0)
                     running.append(pid);
                 ++launched;
             }
