@@ -23,6 +23,7 @@
 #include "secrets/KeychainSecretStore.h"
 #include "secrets/SecretStore.h"
 #include "util/EpollEventDispatcher.h"
+#include "util/HeapTrimmer.h"
 #include "util/InstanceLock.h"
 #include "util/Paths.h"
 #include "util/Version.h"
@@ -485,6 +486,8 @@ int main(int argc, char *argv[])
             },
             Qt::QueuedConnection);
     });
+    // After a flood of output the heap holds what nothing uses: given back when over 32 MiB.
+    const HeapTrimmer trimmer(32ll << 20, 2000);
     logger->info("airlockd {} ready (pid {}, guest {})", version().toStdString(), ::getpid(),
         parser.value(guestOpt).toStdString());
     return QCoreApplication::exec();

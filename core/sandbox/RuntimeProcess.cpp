@@ -48,7 +48,9 @@ bool writeAll(const char *path, const char *text)
     (void)!::write(errFd, "airlockd: ", 10);
     (void)!::write(errFd, what, strlen(what));
     (void)!::write(errFd, ": ", 2);
-    const char *msg = strerror(err); // not strictly async-signal-safe, but only reads a table here
+    const char *msg = ::strerrordesc_np(err); // a table: no locale, no lock, no allocation
+    if (!msg)
+        msg = "unknown error";
     (void)!::write(errFd, msg, strlen(msg));
     (void)!::write(errFd, "\n", 1);
     ::_exit(127);
@@ -103,10 +105,11 @@ int rawSetresid(long call, unsigned id)
         writeDecimal(fd, ::getpid());
         ::close(fd);
     }
-    // A mount namespace of its own without the other sandboxes' workspaces. Private first: a
-    // detach must never propagate to the host's mounts.
+    // A mount namespace of its own without the other sandboxes' workspaces. A slave first: a
+    // detach here never propagates to the host's mounts, while what the host unmounts later
+    // (a removed disk, another sandbox's workspace) goes from here too, and is not held by it.
     if (plan.privateMounts) {
-        if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
             childFail(err, "a mount namespace for the runtime");
         for (const std::string &point : *plan.detachMounts)
             if (::umount2(point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
@@ -197,9 +200,14 @@ pid_t cloneSharingMemory(const ChildPlan &plan)
     sigset_t all, old;
     sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    // The child's uid change marks the memory it shares with the daemon not dumpable: the daemon's
+    // setting is put back once the child has exec'd into memory of its own.
+    const int dumpable = ::prctl(PR_GET_DUMPABLE);
     const pid_t pid = ::clone(clonedChild, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
         const_cast<ChildPlan *>(&plan));
     const int cloneErrno = errno;
+    if (dumpable >= 0)
+        ::prctl(PR_SET_DUMPABLE, dumpable);
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::munmap(stack, kStack);
     errno = cloneErrno;

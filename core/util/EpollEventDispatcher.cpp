@@ -32,6 +32,11 @@ qint64 nowNs()
 // error is news to a reader and to a writer alike.
 constexpr uint32_t kReadable = EPOLLIN | EPOLLHUP | EPOLLERR;
 constexpr uint32_t kWritable = EPOLLOUT | EPOLLHUP | EPOLLERR;
+
+uint64_t tag(int fd, uint32_t generation)
+{
+    return (uint64_t(generation) << 32) | uint32_t(fd);
+}
 } // namespace
 
 uint32_t EpollEventDispatcher::Watched::events() const
@@ -48,7 +53,7 @@ EpollEventDispatcher::EpollEventDispatcher(QObject *parent)
         return;
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = m_wake;
+    ev.data.u64 = tag(m_wake, 0);
     if (::epoll_ctl(m_epoll, EPOLL_CTL_ADD, m_wake, &ev) != 0) {
         ::close(m_wake);
         m_wake = -1;
@@ -75,7 +80,7 @@ void EpollEventDispatcher::updateInterest(int fd)
     }
     epoll_event ev{};
     ev.events = events;
-    ev.data.fd = fd;
+    ev.data.u64 = tag(fd, it->generation);
     if (::epoll_ctl(m_epoll, EPOLL_CTL_MOD, fd, &ev) == 0)
         return;
     if (errno == ENOENT && ::epoll_ctl(m_epoll, EPOLL_CTL_ADD, fd, &ev) == 0)
@@ -88,6 +93,11 @@ void EpollEventDispatcher::registerSocketNotifier(QSocketNotifier *notifier)
 {
     const int fd = int(notifier->socket());
     Watched &w = m_watched[fd];
+    if (!w.generation) {
+        if (++m_lastGeneration == 0) // 0 is the wake-up's
+            ++m_lastGeneration;
+        w.generation = m_lastGeneration;
+    }
     QSocketNotifier *&slot = notifier->type() == QSocketNotifier::Read ? w.read
         : notifier->type() == QSocketNotifier::Write                   ? w.write
                                                                        : w.exception;
@@ -176,9 +186,11 @@ void EpollEventDispatcher::interrupt()
 
 void EpollEventDispatcher::drainWakeUp()
 {
-    m_wakePending.store(false, std::memory_order_release);
+    // Read first, then let the next wakeUp() write: the other order could eat a write made in
+    // between and leave every later wakeUp() thinking one is still pending.
     uint64_t count = 0;
     (void)!::read(m_wake, &count, sizeof count);
+    m_wakePending.store(false, std::memory_order_release);
 }
 
 int EpollEventDispatcher::waitMs(bool mayBlock) const
@@ -196,9 +208,10 @@ int EpollEventDispatcher::activateNotifiers(const epoll_event *ready, int count)
 {
     int activated = 0;
     for (int i = 0; i < count; ++i) {
-        const int fd = ready[i].data.fd;
+        const int fd = int(uint32_t(ready[i].data.u64));
+        const uint32_t generation = uint32_t(ready[i].data.u64 >> 32);
         const uint32_t events = ready[i].events;
-        if (fd == m_wake) {
+        if (fd == m_wake && generation == 0) {
             drainWakeUp();
             continue;
         }
@@ -207,8 +220,8 @@ int EpollEventDispatcher::activateNotifiers(const epoll_event *ready, int count)
             {&Watched::write, kWritable}, {&Watched::exception, EPOLLPRI | EPOLLHUP | EPOLLERR}};
         for (const auto &[member, mask] : types) {
             auto it = m_watched.constFind(fd);
-            if (it == m_watched.cend())
-                break;
+            if (it == m_watched.cend() || it->generation != generation)
+                break; // gone, or a new registration of a reused number: this event is not its
             QSocketNotifier *notifier = (*it).*member;
             if (!notifier || !(events & mask))
                 continue;

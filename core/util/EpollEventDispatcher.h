@@ -50,6 +50,9 @@ private:
         QSocketNotifier *read = nullptr;
         QSocketNotifier *write = nullptr;
         QSocketNotifier *exception = nullptr;
+        // Which registration of the descriptor this is: an event the kernel reported for an
+        // earlier one (closed, its number since reused) is not this one's.
+        uint32_t generation = 0;
         uint32_t events() const;
     };
     struct Timer {
@@ -71,6 +74,7 @@ private:
     std::atomic<bool> m_wakePending{false};
     std::atomic<bool> m_interrupted{false};
     QHash<int, Watched> m_watched; // by descriptor
+    uint32_t m_lastGeneration = 0; // the wake-up eventfd's is 0
     QHash<int, Timer> m_timers; // by timer id
     std::set<std::pair<qint64, int>> m_deadlines; // (deadline, timer id), soonest first
 };

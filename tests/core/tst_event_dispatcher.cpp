@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -256,6 +257,86 @@ private Q_SLOTS:
         delete firstAlive.data();
         delete secondAlive.data();
         QCOMPARE(epollWatchCount(), 1);
+    }
+
+    // A slot earlier in a batch closes a descriptor the batch also reported and registers a new one
+    // under the same number: the report was the old one's, and the new notifier is not told.
+    void aReportForAClosedDescriptorDoesNotReachItsNumbersNextOwner()
+    {
+        SocketPair first;
+        int old[2];
+        QCOMPARE(::pipe2(old, O_CLOEXEC | O_NONBLOCK), 0);
+        const int number = old[0];
+        auto *oldReader = new QSocketNotifier(number, QSocketNotifier::Read);
+        QSocketNotifier firstReader(first.b, QSocketNotifier::Read);
+        std::unique_ptr<QSocketNotifier> newReader;
+        int fresh[2] = {-1, -1};
+        int newTold = 0, oldTold = 0;
+        connect(oldReader, &QSocketNotifier::activated, this, [&] { ++oldTold; });
+        connect(&firstReader, &QSocketNotifier::activated, this, [&] {
+            readOne(first.b);
+            firstReader.setEnabled(false);
+            if (newReader)
+                return;
+            delete oldReader;
+            QCOMPARE(::pipe2(fresh, O_CLOEXEC | O_NONBLOCK), 0);
+            QCOMPARE(::dup2(fresh[0], number), number); // closes the old pipe: its number, a new (empty) pipe
+            ::close(fresh[0]);
+            newReader = std::make_unique<QSocketNotifier>(number, QSocketNotifier::Read);
+            connect(newReader.get(), &QSocketNotifier::activated, this, [&] { ++newTold; });
+        });
+        // Both ready before the loop looks: one batch, the first pair reported first.
+        QCOMPARE(::write(first.a, "f", 1), 1);
+        QCOMPARE(::write(old[1], "o", 1), 1);
+        QTRY_VERIFY_WITH_TIMEOUT(newReader != nullptr, 1000);
+        QTest::qWait(50);
+        QCOMPARE(oldTold + newTold, 0);
+        newReader.reset();
+        ::close(number);
+        ::close(old[1]);
+        ::close(fresh[1]);
+    }
+
+    // Another thread posting as fast as it can, then once more after a pause: the last post still
+    // ends the wait (a wake-up lost in the flood would leave the loop asleep).
+    void aWakeUpIsNotLostInAFloodOfThem()
+    {
+        QThread poster;
+        poster.start();
+        QObject sender;
+        sender.moveToThread(&poster);
+        QEventLoop loop;
+        QTimer guard;
+        guard.setSingleShot(true);
+        connect(&guard, &QTimer::timeout, &loop, &QEventLoop::quit);
+        guard.start(10000);
+        constexpr int kFlood = 200000;
+        int received = 0;
+        bool last = false;
+        QElapsedTimer sinceLast;
+        QMetaObject::invokeMethod(
+            &sender,
+            [&] {
+                for (int i = 0; i < kFlood; ++i)
+                    QMetaObject::invokeMethod(
+                        &loop, [&] { ++received; }, Qt::QueuedConnection);
+                QThread::msleep(100); // the loop drains the flood and goes to sleep
+                sinceLast.start();
+                QMetaObject::invokeMethod(
+                    &loop,
+                    [&] {
+                        last = true;
+                        loop.quit();
+                    },
+                    Qt::QueuedConnection);
+            },
+            Qt::QueuedConnection);
+        loop.exec();
+        poster.quit();
+        poster.wait();
+        QCOMPARE(received, kFlood);
+        QVERIFY(last);
+        QVERIFY2(sinceLast.elapsed() < 1000, qPrintable(QString::number(sinceLast.elapsed())));
     }
 
     void anotherThreadWakesABlockedLoop()

@@ -12,6 +12,7 @@
 #include <QFile>
 #include <QProcess>
 #include <QSet>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
 
@@ -73,6 +74,16 @@ private Q_SLOTS:
             QSKIP("workspaces have no filesystem of their own here (no loop devices)");
         QCOMPARE(execIn(d, b, args("sh", "-c", "echo from-b > /workspace/b.txt")).exitCode, 0);
 
+        // A disk the daemon's host mounts before A starts and unmounts while A runs: it goes from
+        // A's runtime namespace too (a private one would hold it until A ends).
+        QTemporaryDir disk;
+        auto inDaemonsNamespace = [&](const QStringList &command) {
+            return QProcess::execute(
+                       QStringLiteral("nsenter"), args("-t", QString::number(daemon), "-m", "--") + command)
+                == 0;
+        };
+        QVERIFY(inDaemonsNamespace(args("mount", "-t", "tmpfs", "airlock-held", disk.path())));
+
         const QString a = d.create(args("--name", "scale-a"), &error);
         QVERIFY2(!a.isEmpty(), qPrintable(error));
         const QString aWorkspace = workspaceOf(d, a);
@@ -83,6 +94,10 @@ private Q_SLOTS:
         QVERIFY2(!aView.contains(bWorkspace), qPrintable(bWorkspace + QStringLiteral(" is in A's runtime namespace")));
         QVERIFY2(!aView.join(QLatin1Char('\n')).contains(QFileInfo(bWorkspace).fileName()),
             qPrintable(aView.join(QLatin1Char('\n'))));
+        QVERIFY(aView.contains(disk.path()));
+        QVERIFY(inDaemonsNamespace(args("umount", disk.path())));
+        QVERIFY2(waitFor([&] { return !mountPoints(aRuntime).contains(disk.path()); }, 2000),
+            qPrintable(disk.path() + QStringLiteral(" is still held by A's runtime namespace")));
         // Its own namespace, not the daemon's.
         QVERIFY(QFile::symLinkTarget(QStringLiteral("/proc/%1/ns/mnt").arg(aRuntime))
             != QFile::symLinkTarget(QStringLiteral("/proc/%1/ns/mnt").arg(daemon)));
