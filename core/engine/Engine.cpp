@@ -398,7 +398,9 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         discard(sandbox, true);
         done(error);
     });
-    const Status launched = sandbox->start(); // (it closes resumeListen once the guest has its own)
+    const Status launched = sandbox->start();
+    if (resumeListen >= 0)
+        ::close(resumeListen); // the guest has its own now
     if (!launched) {
         discard(sandbox, true);
         return done(launched.error());

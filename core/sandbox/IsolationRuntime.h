@@ -41,9 +41,6 @@ public:
     // (LaunchRequest::resumeListenFd, made by SandboxRecords::listen), or comes back by itself.
     virtual bool guestListens() const = 0;
     virtual Result<LaunchedSandbox> launch(const LaunchRequest &request) const = 0;
-    // Whether launch() may run on a thread of its own for this request (it touches nothing of the
-    // daemon's but the request and system calls).
-    virtual bool launchesOffThread(const LaunchRequest &) const { return false; }
     // A later daemon's way back to a sandbox this runtime launched for an earlier one (`request`
     // as the sandbox's record gives it: id, runtime folder, network, uid, token).
     virtual Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const = 0;
@@ -71,8 +68,6 @@ public:
     bool canOutliveDaemon() const override { return true; }
     bool guestListens() const override { return true; }
     Result<LaunchedSandbox> launch(const LaunchRequest &request) const override;
-    // Unless systemd places it (a D-Bus call, the daemon's thread's).
-    bool launchesOffThread(const LaunchRequest &request) const override { return !request.placeChild; }
     Result<Reattached> reattach(const LaunchRequest &request, const SandboxRecords &records) const override;
     pid_t initPid(const LaunchedSandbox &launched) const override;
     QJsonObject boundary(const Sandbox &sandbox) const override;

@@ -11,13 +11,10 @@
 #include "log/Log.h"
 #include "sandbox/ResourceUsage.h"
 
-#include <QCoreApplication>
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QPointer>
 #include <QSocketNotifier>
-#include <QThreadPool>
 #include <QTimer>
 
 #include <algorithm>
@@ -86,78 +83,9 @@ Sandbox::~Sandbox()
     terminate(QStringLiteral("daemon shutdown"));
 }
 
-namespace {
-// Where runtimes are started when the daemon's thread need not wait: the launch pauses its thread
-// until the runtime has exec'd (clone with CLONE_VFORK), which a cgroup v1 join can make 20 ms.
-// Its threads never expire: a runtime's PR_SET_PDEATHSIG is tied to the thread that started it.
-QThreadPool &launchPool()
-{
-    static QThreadPool *pool = [] {
-        auto *p = new QThreadPool; // never deleted: it lives as long as what it launched
-        p->setMaxThreadCount(2);
-        p->setExpiryTimeout(-1);
-        return p;
-    }();
-    return *pool;
-}
-
-// A launch whose sandbox ended before it finished: nothing of it may go on.
-void discardLaunch(LaunchedSandbox &launched, SandboxCgroup cgroup)
-{
-    if (launched.pidfd >= 0)
-        ::syscall(SYS_pidfd_send_signal, launched.pidfd, SIGKILL, nullptr, 0);
-    if (launched.pid > 0)
-        ::waitpid(launched.pid, nullptr, 0);
-    for (int fd : {launched.pidfd, launched.channelFd, launched.stderrFd, launched.infoFd, launched.proxyFd,
-             launched.egressListenFd, launched.execCheckFd})
-        if (fd >= 0)
-            ::close(fd);
-    cgroup.destroy();
-}
-} // namespace
-
 Status Sandbox::start()
 {
-    // The resume socket (a guest that outlives the daemon listens on it) is this sandbox's to
-    // close once the guest has its own: after the launch, whatever its outcome.
-    const int resumeListen = std::exchange(m_setup.launch.resumeListenFd, -1);
-    if (!m_setup.runtime->launchesOffThread(m_setup.launch)) {
-        LaunchRequest request = m_setup.launch;
-        request.resumeListenFd = resumeListen;
-        Result<LaunchedSandbox> result = m_setup.runtime->launch(request);
-        if (resumeListen >= 0)
-            ::close(resumeListen);
-        return launched(std::move(result));
-    }
-    m_launching = true;
-    LaunchRequest request = m_setup.launch; // a copy for the launching thread
-    request.resumeListenFd = resumeListen;
-    launchPool().start([self = QPointer<Sandbox>(this), runtime = m_setup.runtime, request = std::move(request),
-                           cgroup = m_setup.cgroup] {
-        Result<LaunchedSandbox> result = runtime->launch(request);
-        if (request.resumeListenFd >= 0)
-            ::close(request.resumeListenFd);
-        QMetaObject::invokeMethod(
-            QCoreApplication::instance(),
-            [self, result = std::move(result), cgroup]() mutable {
-                if (self && self->m_launching) {
-                    self->m_launching = false;
-                    if (Status started = self->launched(std::move(result)); !started)
-                        Q_EMIT self->startFailed(started.error());
-                    return;
-                }
-                if (result)
-                    discardLaunch(*result, cgroup);
-                else
-                    cgroup.destroy();
-            },
-            Qt::QueuedConnection);
-    });
-    return Ok{};
-}
-
-Status Sandbox::launched(Result<LaunchedSandbox> launched)
-{
+    auto launched = m_setup.runtime->launch(m_setup.launch);
     if (!launched) {
         m_state = SandboxState::Failed;
         m_failure = launched.error().message;
@@ -777,15 +705,6 @@ void Sandbox::onProcessExited()
 
 void Sandbox::terminate(const QString &reason)
 {
-    if (std::exchange(m_launching, false)) {
-        // Still being started: what the launch makes is ended when it reports back.
-        m_reaped = true;
-        failAllExecutions(QStringLiteral("sandbox_deleted"));
-        m_state = SandboxState::Stopped;
-        logger()->info(
-            "sandbox {} ended while it was being started: {}", m_setup.id.toStdString(), reason.toStdString());
-        return;
-    }
     if (m_reaped || m_launched.pid <= 0) {
         m_reaped = true;
         return;

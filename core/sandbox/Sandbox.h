@@ -116,7 +116,6 @@ public:
         std::optional<QJsonObject> userLayer = std::nullopt);
 
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
-    // Starts its runtime: here, or on a launching thread (then a failure is startFailed).
     Status start();
     // Takes over a sandbox a previous daemon started (the Adoption's descriptors are its now).
     // started() or startFailed() follows once the guest has answered the Resume, or not.
@@ -227,7 +226,6 @@ private:
     void onResumed(uint32_t version, int landlockAbi, const QList<ResumedExec> &executions);
     void onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes);
     void connectChannel();
-    Status launched(Result<LaunchedSandbox> launched); // what start() goes on with
     void startTimeout(uint32_t execId, qint64 timeoutMs);
     void onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
     void emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
@@ -277,7 +275,6 @@ private:
     int m_policyVersion = 1;
     int m_landlockAbi = 0;
     bool m_reaped = false;
-    bool m_launching = false; // its runtime is being started on another thread
     bool m_adopted = false;
     QList<StoredExecution> m_adopting; // until the guest answers
     int m_initPidfd = -1;

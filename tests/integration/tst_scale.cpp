@@ -166,33 +166,6 @@ private Q_SLOTS:
         QVERIFY2(secondUid != firstUid, qPrintable(QString::number(secondUid)));
     }
 
-    // Runtimes are started on a thread of their own; a daemon stopped while eight are being started
-    // leaves none of them running, and none of their workspaces mounted.
-    void aDaemonStoppedWhileSandboxesAreBeingStartedLeavesNothing()
-    {
-        const QStringList before = mountPoints(::getpid());
-        const QSet<QString> mountedBefore(before.begin(), before.end());
-        TestDaemon d;
-        QVERIFY(d.start());
-        auto client = d.connect();
-        int answered = 0;
-        for (int i = 0; i < 8; ++i)
-            client->callAsync(QStringLiteral("sandbox.create"),
-                {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("late%1").arg(i)}}}},
-                [&](Result<QJsonValue>) { ++answered; });
-        // Until the first runtime is there: the others are being started or about to be.
-        QVERIFY(waitFor([] { return !pidsWithCommandLine("--hostname late").isEmpty(); }, 10000));
-        d.stop();
-        // (Each runtime's sandbox, its guest and all, ends with it: --die-with-parent, its pid namespace.)
-        QVERIFY2(waitFor([] { return pidsWithCommandLine("--hostname late").isEmpty(); }, 5000),
-            "a runtime started for the stopped daemon is still running");
-        QStringList left;
-        for (const QString &point : mountPoints(::getpid()))
-            if (!mountedBefore.contains(point) && point.contains(QLatin1String("/workspaces")))
-                left.append(point);
-        QVERIFY2(left.isEmpty(), qPrintable(left.join(QLatin1Char(' '))));
-    }
-
     // The stress test: 200 sandboxes, 20 executions in each, from 50 clients at once;
     // every execution's exit code and output, byte for byte.
     void twoHundredSandboxesTwentyExecsEachFromFiftyClients()
