@@ -388,6 +388,7 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
     auto finished = std::make_shared<bool>(false);
     connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
         *finished = true;
+        m_creating.remove(sandbox);
         saveRecord(*sandbox);
         done(describe(*sandbox));
     });
@@ -395,8 +396,16 @@ void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done
         if (*finished)
             return;
         *finished = true;
+        m_creating.remove(sandbox);
         discard(sandbox, true);
         done(error);
+    });
+    // Removed before it started (rm by name, the daemon stopping): the create is answered too.
+    m_creating.insert(sandbox, [done, finished] {
+        if (std::exchange(*finished, true))
+            return;
+        done(makeError(
+            ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox was removed while it was being created")));
     });
     const Status launched = sandbox->start();
     if (resumeListen >= 0)
@@ -541,6 +550,8 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
 
 void Engine::discard(Sandbox *sandbox, bool removeWorkspace)
 {
+    if (const auto answerCreate = m_creating.take(sandbox))
+        answerCreate();
     sandbox->terminate(QStringLiteral("removed"));
     m_proxy->dropSandbox(sandbox);
     m_sandboxes.removeAll(sandbox);
@@ -760,7 +771,9 @@ void Engine::shutdown()
     QSet<QString> &left = m_outlived; // the destructor calls this again: what went on stays kept
     for (Sandbox *s : all) {
         // What outlives the daemon is let go of as it is; a failed one stays listed for the next.
-        if (m_config.sandboxesOutliveDaemon && s->outlivesDaemon()) {
+        // One still starting has no record yet (it is written at hello): no later daemon could
+        // find it, so it ends here.
+        if (m_config.sandboxesOutliveDaemon && s->outlivesDaemon() && !s->unrecorded()) {
             s->detach();
             left.insert(s->id());
             m_proxy->dropSandbox(s);

@@ -231,6 +231,7 @@ private:
     IsolationRuntimes m_runtimes{m_caps}; // after m_caps, which they read
     QByteArray m_seccompProgram;
     QString m_workspacesDir;
+    QHash<Sandbox *, std::function<void()>> m_creating; // answers a create whose sandbox goes before it starts
     QList<Sandbox *> m_sandboxes;
     QHash<QString, Sandbox *> m_byId;
     QSet<QString> m_outlived; // let go of at shutdown, still running

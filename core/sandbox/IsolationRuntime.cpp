@@ -8,6 +8,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 
+#include <poll.h>
+
 #include <unistd.h>
 
 namespace airlock {
@@ -34,12 +36,22 @@ Result<Reattached> BwrapRuntime::reattach(const LaunchRequest &request, const Sa
 
 pid_t BwrapRuntime::initPid(const LaunchedSandbox &launched) const
 {
-    // bwrap wrote the host pid of the sandbox's init before exec'ing the guest.
-    char buf[4096];
-    const ssize_t n = launched.infoFd >= 0 ? ::read(launched.infoFd, buf, sizeof buf - 1) : -1;
-    if (n <= 0)
+    // bwrap writes the host pid of the sandbox's init in a few writes right after it makes it, then
+    // closes the descriptor: read to its end (at hello it is all there; before, it comes at once).
+    if (launched.infoFd < 0)
         return 0;
-    const int pid = QJsonDocument::fromJson(QByteArray(buf, n)).object().value(QStringLiteral("child-pid")).toInt();
+    QByteArray report;
+    char buf[4096];
+    for (int waits = 0; report.size() < 65536 && waits < 200; ++waits) {
+        pollfd p{launched.infoFd, POLLIN, 0};
+        if (::poll(&p, 1, 10) == 0)
+            continue;
+        const ssize_t n = ::read(launched.infoFd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        report.append(buf, n);
+    }
+    const int pid = QJsonDocument::fromJson(report).object().value(QStringLiteral("child-pid")).toInt();
     return pid > 1 ? pid_t(pid) : 0;
 }
 

@@ -9,6 +9,7 @@
 #include "model/Units.h"
 
 #include "log/Log.h"
+#include "sandbox/ProcStatus.h"
 #include "sandbox/ResourceUsage.h"
 
 #include <QDir>
@@ -33,6 +34,8 @@ namespace airlock {
 
 namespace {
 constexpr int kTeardownTimeoutMs = 5000;
+// How long an ended sandbox's runtime has to report its init (bwrap does so right after its clone).
+constexpr int kInitReportWaitMs = 2000;
 
 auto logger()
 {
@@ -703,6 +706,22 @@ void Sandbox::onProcessExited()
         false);
 }
 
+int Sandbox::initPidfdBeforeHello() const
+{
+    if (m_launched.infoFd < 0 || m_launched.pidfd < 0 || !waitReadable(m_launched.infoFd, kInitReportWaitMs))
+        return -1;
+    const pid_t pid = m_setup.runtime->initPid(m_launched);
+    if (pid <= 1)
+        return -1;
+    // Opened while bwrap, its parent, is alive and has not reaped it: the pid is still that child's.
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0 && statusPids(pid).parentHostPid != m_launched.pid) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 void Sandbox::terminate(const QString &reason)
 {
     if (m_reaped || m_launched.pid <= 0) {
@@ -713,6 +732,11 @@ void Sandbox::terminate(const QString &reason)
     if (m_helloTimer)
         m_helloTimer->stop();
     delete std::exchange(m_reconnect, nullptr); // its guest had not come back: nothing waits for it now
+    // Ended before its guest said hello: its init is found from what the runtime reported (it may
+    // not have yet). A sandbox that outlives the daemon does not die with bwrap, so killing bwrap
+    // alone would leave its init running, as a host uid soon handed to another sandbox.
+    if (m_initPidfd < 0 && !m_adopted)
+        m_initPidfd = initPidfdBeforeHello();
     // Killing the sandbox's init takes its whole PID namespace down; the kernel finishes that
     // before the init's pidfd turns readable, so nothing inside survives this call.
     if (m_initPidfd >= 0) {

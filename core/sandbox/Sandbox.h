@@ -128,6 +128,8 @@ public:
     void detach();
     // Whether it outlives this daemon (and so is detached, not ended, when the daemon stops).
     bool outlivesDaemon() const { return m_setup.launch.outlivesDaemon() || m_adopted; }
+    // Launched by this daemon and not yet said hello: no record of it exists yet.
+    bool unrecorded() const { return !m_adopted && m_state == SandboxState::Starting; }
     // An event of this sandbox's is stored (and now published): the guest may forget the output.
     void onStored(const Event &event);
     pid_t bwrapPid() const { return m_launched.pid; }
@@ -226,6 +228,7 @@ private:
     void onResumed(uint32_t version, int landlockAbi, const QList<ResumedExec> &executions);
     void onGap(uint32_t execId, int stream, quint64 offset, quint64 bytes);
     void connectChannel();
+    int initPidfdBeforeHello() const; // its init's pidfd from the runtime's report, or -1
     void startTimeout(uint32_t execId, qint64 timeoutMs);
     void onOutput(uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);
     void emitOutput(Execution &e, uint32_t execId, int stream, qint64 timeNs, QByteArrayView data);

@@ -166,6 +166,63 @@ private Q_SLOTS:
         QVERIFY2(secondUid != firstUid, qPrintable(QString::number(secondUid)));
     }
 
+    // A sandbox removed, or its daemon stopped, before its guest said hello. The daemon lets its
+    // sandboxes outlive it and has no cgroups (a tmpfs over /sys/fs/cgroup), so killing bwrap
+    // alone would leave the sandbox's init running: its init is found and killed too. Every create
+    // is answered, and what the stopped daemon leaves running is what the next one takes over.
+    void aSandboxEndedBeforeHelloLeavesNothingAndItsCreateIsAnswered()
+    {
+        auto orphans = [] {
+            QSet<qint64> found;
+            for (qint64 pid : pidsWithCommandLine("/.airlock/guest --fd"))
+                if (procStatusField(pid, "PPid:") == 1)
+                    found.insert(pid);
+            return found;
+        };
+        const QSet<qint64> orphansBefore = orphans();
+        TestDaemon d;
+        d.setSandboxesOutlive(true);
+        d.setLauncher(
+            args("unshare", "--mount", "sh", "-c", "mount -t tmpfs none /sys/fs/cgroup && exec \"$0\" \"$@\""));
+        QVERIFY(d.start());
+        auto client = d.connect();
+        int answered = 0;
+        QStringList removedWhileCreated;
+        for (int i = 0; i < 4; ++i) {
+            const QString name = QStringLiteral("early%1").arg(i);
+            client->callAsync(QStringLiteral("sandbox.create"),
+                {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), name}}}},
+                [&, name](Result<QJsonValue> r) {
+                    ++answered;
+                    if (!r && r.error().message.contains(QLatin1String("removed while it was being created")))
+                        removedWhileCreated.append(name);
+                });
+            client->callAsync(
+                QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), name}}, [](Result<QJsonValue>) {});
+        }
+        QVERIFY2(waitFor([&] { return answered == 4; }, 20000), qPrintable(QString::number(answered)));
+        qInfo("removed while being created: %s", qPrintable(removedWhileCreated.join(QLatin1Char(' '))));
+        QVERIFY2(waitFor([] { return pidsWithCommandLine("--hostname early").isEmpty(); }, 5000),
+            "a removed sandbox's runtime is still running");
+        QVERIFY2(waitFor([&] { return orphans() == orphansBefore; }, 5000),
+            qPrintable(
+                QStringLiteral("%1 sandbox inits left with no parent").arg(orphans().size() - orphansBefore.size())));
+
+        // Stopped while four are being made: what is left running, the next daemon lists.
+        for (int i = 0; i < 4; ++i)
+            client->callAsync(QStringLiteral("sandbox.create"),
+                {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), QStringLiteral("stopped%1").arg(i)}}}},
+                [](Result<QJsonValue>) {});
+        QVERIFY(waitFor([] { return !pidsWithCommandLine("--hostname stopped").isEmpty(); }, 10000));
+        client.reset();
+        d.stop();
+        const int running = int(pidsWithCommandLine("--hostname stopped").size());
+        QVERIFY(d.start());
+        const QByteArray listed = d.ctl(args("ls")).out;
+        QCOMPARE(int(listed.count("stopped")), running);
+        QVERIFY2(waitFor([&] { return orphans() == orphansBefore; }, 5000), "a sandbox init left with no parent");
+    }
+
     // The stress test: 200 sandboxes, 20 executions in each, from 50 clients at once;
     // every execution's exit code and output, byte for byte.
     void twoHundredSandboxesTwentyExecsEachFromFiftyClients()
