@@ -37,7 +37,7 @@ Result<Reattached> BwrapRuntime::reattach(const LaunchRequest &request, const Sa
 pid_t BwrapRuntime::initPid(const LaunchedSandbox &launched) const
 {
     // bwrap writes the host pid of the sandbox's init in a few writes right after it makes it, then
-    // closes the descriptor: read to its end (at hello it is all there; before, it comes at once).
+    // closes the descriptor: read to its end (at hello it is all there; before it, within 2 s).
     if (launched.infoFd < 0)
         return 0;
     QByteArray report;

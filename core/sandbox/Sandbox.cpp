@@ -34,8 +34,6 @@ namespace airlock {
 
 namespace {
 constexpr int kTeardownTimeoutMs = 5000;
-// How long an ended sandbox's runtime has to report its init (bwrap does so right after its clone).
-constexpr int kInitReportWaitMs = 2000;
 
 auto logger()
 {
@@ -708,9 +706,9 @@ void Sandbox::onProcessExited()
 
 int Sandbox::initPidfdBeforeHello() const
 {
-    if (m_launched.infoFd < 0 || m_launched.pidfd < 0 || !waitReadable(m_launched.infoFd, kInitReportWaitMs))
+    if (m_launched.pidfd < 0)
         return -1;
-    const pid_t pid = m_setup.runtime->initPid(m_launched);
+    const pid_t pid = m_setup.runtime->initPid(m_launched); // waits a little for bwrap's report
     if (pid <= 1)
         return -1;
     // Opened while bwrap, its parent, is alive and has not reaped it: the pid is still that child's.
