@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/Hosts.h"
 
-#include "remote/TlsIdentity.h"
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
@@ -27,6 +26,15 @@ bool validName(const QString &name)
 {
     static const QRegularExpression re(QStringLiteral("^[a-z0-9][a-z0-9._-]{0,62}$"));
     return re.match(name).hasMatch();
+}
+
+// "AB:CD:…" or "abcd…" as 64 lowercase hex digits; empty when it is not a SHA-256 fingerprint.
+QString normalizeFingerprint(const QString &text)
+{
+    QString hex = text.toLower();
+    hex.remove(QLatin1Char(':'));
+    static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
+    return sha256.match(hex).hasMatch() ? hex : QString();
 }
 } // namespace
 
@@ -67,7 +75,7 @@ Result<HostAddress> parseHostAddress(const QString &url)
     if (pinned) {
         const QString fragment = parsed.fragment();
         a.fingerprint
-            = fragment.startsWith(QLatin1String("sha256=")) ? remote::normalizeFingerprint(fragment.mid(7)) : QString();
+            = fragment.startsWith(QLatin1String("sha256=")) ? normalizeFingerprint(fragment.mid(7)) : QString();
         if (a.fingerprint.isEmpty())
             return invalid(QStringLiteral(
                 "'%1': a wss:// address ends in #sha256=FINGERPRINT, the daemon's certificate as airlockd "

@@ -5,7 +5,6 @@
 // client's socket, so the protocol runs over it exactly as over the local socket.
 #include "client/DaemonClient.h"
 #include "client/Hosts.h"
-#include "remote/TlsIdentity.h"
 #include "remote/WebSocketPipe.h"
 
 #include <QCryptographicHash>

@@ -7,7 +7,6 @@
 #include <QCryptographicHash>
 #include <QFile>
 #include <QHostInfo>
-#include <QRegularExpression>
 
 #include <openssl/bn.h>
 #include <openssl/evp.h>
@@ -117,14 +116,6 @@ Result<TlsIdentity> TlsIdentity::loadOrCreate(const QString &dir)
 QString TlsIdentity::fingerprint() const
 {
     return QString::fromLatin1(certificate.digest(QCryptographicHash::Sha256).toHex());
-}
-
-QString normalizeFingerprint(const QString &text)
-{
-    QString hex = text.toLower();
-    hex.remove(QLatin1Char(':'));
-    static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
-    return sha256.match(hex).hasMatch() ? hex : QString();
 }
 
 } // namespace airlock::remote

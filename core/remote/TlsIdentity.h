@@ -19,7 +19,4 @@ struct TlsIdentity {
     QString fingerprint() const; // 64 lowercase hex digits: SHA-256 of the DER certificate
 };
 
-// "AB:CD:…" or "abcd…" as 64 lowercase hex digits; empty when it is not a SHA-256 fingerprint.
-QString normalizeFingerprint(const QString &text);
-
 } // namespace airlock::remote

@@ -8,8 +8,7 @@
 #include <QJsonObject>
 #include <QSemaphore>
 
-#include <qt6keychain/keychain.h>
-
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 namespace airlock {
@@ -17,10 +16,43 @@ namespace airlock {
 namespace {
 const QString kService = QStringLiteral("airlock");
 constexpr int kTimeoutMs = 5000;
+
+struct Module {
+    keychain::StartFunction start = nullptr;
+    QString why; // set when it could not be loaded
+};
+
+// airlock-keychain.so next to this program (the build tree), or where the package puts it. Loaded
+// once and never unloaded (QtDBus keeps threads).
+Module loadModule()
+{
+    const QString dir = QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/self/exe"))).absolutePath();
+    QStringList tried;
+    for (const QString &path : QStringList{dir + QStringLiteral("/airlock-keychain.so"),
+             dir + QStringLiteral("/../libexec/airlock/airlock-keychain.so"),
+             QStringLiteral("/usr/libexec/airlock/airlock-keychain.so")}) {
+        if (!QFileInfo::exists(path)) {
+            tried.append(path);
+            continue;
+        }
+        void *handle = ::dlopen(QFile::encodeName(path).constData(), RTLD_NOW | RTLD_LOCAL);
+        if (!handle)
+            return {nullptr, QStringLiteral("cannot load %1: %2").arg(path, QString::fromLocal8Bit(::dlerror()))};
+        auto abi = reinterpret_cast<keychain::AbiFunction>(::dlsym(handle, keychain::kAbiSymbol));
+        auto start = reinterpret_cast<keychain::StartFunction>(::dlsym(handle, keychain::kStartSymbol));
+        if (!abi || !start || abi() != keychain::kAbi)
+            return {
+                nullptr, QStringLiteral("%1 is not the keyring module of this build (reinstall Airlock)").arg(path)};
+        return {start, {}};
+    }
+    return {nullptr,
+        QStringLiteral("the keyring module is not installed (looked for %1)").arg(tried.join(QStringLiteral(", ")))};
+}
 } // namespace
 
-KeychainSecretStore::KeychainSecretStore(QString indexPath)
+KeychainSecretStore::KeychainSecretStore(QString indexPath, keychain::StartFunction start)
     : m_indexPath(std::move(indexPath))
+    , m_start(start)
 {
     m_thread.setObjectName(QStringLiteral("keyring"));
     m_worker = new QObject;
@@ -41,12 +73,18 @@ std::unique_ptr<KeychainSecretStore> KeychainSecretStore::open(const QString &in
         *why = QStringLiteral("no session bus (DBUS_SESSION_BUS_ADDRESS is not set)");
         return nullptr;
     }
-    std::unique_ptr<KeychainSecretStore> store(new KeychainSecretStore(indexPath));
+    static const Module module = loadModule();
+    if (!module.start) {
+        *why = module.why;
+        return nullptr;
+    }
+    std::unique_ptr<KeychainSecretStore> store(new KeychainSecretStore(indexPath, module.start));
     // A read of a name that is never written: "not found" means a keyring answered.
     const Outcome probe = store->run(Op::Read, QStringLiteral("airlock-probe"));
-    if (probe.error != QKeychain::EntryNotFound && probe.error != QKeychain::NoError) {
-        *why = probe.error < 0 ? QStringLiteral("the Secret Service did not answer within %1 s").arg(kTimeoutMs / 1000)
-                               : QStringLiteral("no Secret Service: %1").arg(probe.message);
+    if (probe.outcome != keychain::NotFound && probe.outcome != keychain::Done) {
+        *why = probe.outcome < 0
+            ? QStringLiteral("the Secret Service did not answer within %1 s").arg(kTimeoutMs / 1000)
+            : QStringLiteral("no Secret Service: %1").arg(probe.message);
         return nullptr;
     }
     return store;
@@ -60,28 +98,17 @@ KeychainSecretStore::Outcome KeychainSecretStore::run(Op op, const QString &key,
         Outcome outcome;
     };
     auto state = std::make_shared<State>();
-    QMetaObject::invokeMethod(m_worker, [worker = m_worker, op, key, data, state] {
-        QKeychain::Job *job = nullptr;
-        if (op == Op::Read) {
-            job = new QKeychain::ReadPasswordJob(kService, worker);
-        } else if (op == Op::Write) {
-            auto *w = new QKeychain::WritePasswordJob(kService, worker);
-            w->setBinaryData(data);
-            job = w;
-        } else {
-            job = new QKeychain::DeletePasswordJob(kService, worker);
-        }
-        job->setKey(key);
-        job->setAutoDelete(true);
-        job->setInsecureFallback(false); // never a plain file behind the user's back
-        QObject::connect(job, &QKeychain::Job::finished, [state, op](QKeychain::Job *j) {
-            state->outcome.error = int(j->error());
-            state->outcome.message = j->errorString();
-            if (op == Op::Read)
-                state->outcome.data = static_cast<QKeychain::ReadPasswordJob *>(j)->binaryData();
-            state->done.release();
-        });
-        job->start();
+    QMetaObject::invokeMethod(m_worker, [worker = m_worker, start = m_start, op, key, data, state] {
+        // The module calls back once, on this thread: the context keeps the state alive until then.
+        auto *context = new std::shared_ptr<State>(state);
+        start(
+            int(op), kService, key, data, worker,
+            [](void *c, int outcome, const QString &message, const QByteArray &found) {
+                std::unique_ptr<std::shared_ptr<State>> held(static_cast<std::shared_ptr<State> *>(c));
+                (*held)->outcome = {outcome, message, found};
+                (*held)->done.release();
+            },
+            context);
     });
     if (!state->done.tryAcquire(1, kTimeoutMs))
         return {};
@@ -142,10 +169,10 @@ Status KeychainSecretStore::set(const QString &name, const QByteArray &value)
     if (Status s = loadIndex(); !s)
         return s;
     const Outcome o = run(Op::Write, name, value);
-    if (o.error != QKeychain::NoError)
+    if (o.outcome != keychain::Done)
         return makeError(ErrorCode::IoError,
             QStringLiteral("the Secret Service could not store '%1': %2")
-                .arg(name, o.error < 0 ? QStringLiteral("no answer in time") : o.message));
+                .arg(name, o.outcome < 0 ? QStringLiteral("no answer in time") : o.message));
     m_cache.insert(name, value);
     m_index.insert(name, {name, QDateTime::currentDateTimeUtc(), value.size()});
     return saveIndex();
@@ -156,13 +183,13 @@ Result<QByteArray> KeychainSecretStore::get(const QString &name) const
     if (const auto it = m_cache.constFind(name); it != m_cache.cend())
         return *it;
     const Outcome o = run(Op::Read, name);
-    if (o.error == QKeychain::EntryNotFound)
+    if (o.outcome == keychain::NotFound)
         return makeError(ErrorCode::NotFound,
             QStringLiteral("no secret named '%1' (set it with 'airlockctl secret set %1')").arg(name.left(100)));
-    if (o.error != QKeychain::NoError)
+    if (o.outcome != keychain::Done)
         return makeError(ErrorCode::IoError,
             QStringLiteral("the Secret Service could not read '%1': %2")
-                .arg(name.left(100), o.error < 0 ? QStringLiteral("no answer in time") : o.message));
+                .arg(name.left(100), o.outcome < 0 ? QStringLiteral("no answer in time") : o.message));
     m_cache.insert(name, o.data);
     return o.data;
 }
@@ -172,13 +199,13 @@ Status KeychainSecretStore::remove(const QString &name)
     if (Status s = loadIndex(); !s)
         return s;
     const Outcome o = run(Op::Delete, name);
-    if (o.error == QKeychain::EntryNotFound || (o.error != QKeychain::NoError && !m_index.contains(name)))
+    if (o.outcome == keychain::NotFound || (o.outcome != keychain::Done && !m_index.contains(name)))
         return makeError(ErrorCode::NotFound,
             QStringLiteral("no secret named '%1' (see 'airlockctl secret ls')").arg(name.left(100)));
-    if (o.error != QKeychain::NoError)
+    if (o.outcome != keychain::Done)
         return makeError(ErrorCode::IoError,
             QStringLiteral("the Secret Service could not delete '%1': %2")
-                .arg(name, o.error < 0 ? QStringLiteral("no answer in time") : o.message));
+                .arg(name, o.outcome < 0 ? QStringLiteral("no answer in time") : o.message));
     m_cache.remove(name);
     m_index.remove(name);
     return saveIndex();

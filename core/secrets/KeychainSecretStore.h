@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "secrets/KeychainModule.h"
 #include "secrets/SecretStore.h"
 
 #include <QHash>
@@ -12,13 +13,15 @@
 namespace airlock {
 
 // Secrets in the freedesktop Secret Service (GNOME Keyring, KWallet, KeePassXC) through QtKeychain,
-// service "airlock", never falling back to a plain file. The keyring has no listing, so names,
+// service "airlock", never falling back to a plain file. QtKeychain is in airlock-keychain.so, loaded
+// on the first open (KeychainModule.h). The keyring has no listing, so names,
 // sizes and times (never values) are kept in an index file next to the user's policy. Keyring calls
 // run on a thread of their own, each bounded by a timeout: a keyring that does not answer fails the
 // call, closed.
 class KeychainSecretStore final : public SecretStore {
 public:
-    // Null, with why, when no Secret Service answers on the session bus.
+    // Null, with why, when no Secret Service answers on the session bus, or the module that speaks
+    // to it cannot be loaded.
     static std::unique_ptr<KeychainSecretStore> open(const QString &indexPath, QString *why);
     ~KeychainSecretStore() override;
 
@@ -30,10 +33,10 @@ public:
     Result<QList<SecretInfo>> list() const override;
 
 private:
-    explicit KeychainSecretStore(QString indexPath);
-    enum class Op { Read, Write, Delete };
+    KeychainSecretStore(QString indexPath, keychain::StartFunction start);
+    using Op = keychain::Op;
     struct Outcome {
-        int error = -1; // QKeychain::Error; -1: no answer in time
+        int outcome = -1; // keychain::Outcome; -1: no answer in time
         QString message;
         QByteArray data;
     };
@@ -42,6 +45,7 @@ private:
     Status saveIndex() const;
 
     QString m_indexPath;
+    keychain::StartFunction m_start;
     mutable QHash<QString, SecretInfo> m_index;
     mutable QHash<QString, QByteArray> m_cache; // values read or written by this daemon
     mutable bool m_indexLoaded = false;

@@ -446,6 +446,23 @@ int main(int argc, char *argv[])
     rows.append({QStringLiteral("airlockctl exec SB -- true"), median(ctl), QStringLiteral("ms"),
         QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("<= 3x")});
 
+    // 2b. The one-shot: a client's own start, and run (create, exec, delete) as a whole process.
+    progress("client start and run -- true");
+    const QStringList ctlRun = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"),
+        QStringLiteral("run"), QStringLiteral("--"), QStringLiteral("true")};
+    QList<double> starts, bare, runs;
+    for (int r = 0; r < rounds; ++r) {
+        starts.append(median(repeat(30, [&] {
+            return spawnMs({binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--version")});
+        })));
+        bare.append(median(repeat(30, [] { return spawnMs({QStringLiteral("/bin/true")}); })));
+        runs.append(median(repeat(10, [&] { return spawnMs(ctlRun, envp.get()); })));
+    }
+    rows.append({QStringLiteral("client start (airlockctl --version)"), median(starts), QStringLiteral("ms"),
+        QStringLiteral("fork+exec /bin/true"), median(bare), QStringLiteral("<= 3 ms")});
+    rows.append({QStringLiteral("airlockctl run -- true"), median(runs), QStringLiteral("ms"),
+        QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("<= 3x")});
+
     // 3. create until the first exec is possible, and delete.
     progress("create and delete");
     QList<double> creates, deletes, plainCreates;

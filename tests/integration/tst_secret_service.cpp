@@ -2,12 +2,16 @@
 // Secrets in a real Secret Service: a private session bus (dbus-daemon) with GNOME Keyring on it,
 // unlocked with a throwaway password, and airlockd told to use it. The value lives in the keyring
 // only (the daemon keeps an index of names), survives a daemon restart, is granted like any other
-// secret, and the daemon refuses to start when asked for a keyring that is not there.
+// secret, and the daemon refuses to start when asked for a keyring that is not there. QtKeychain is
+// in a module of its own (airlock-keychain.so), loaded only when a keyring is opened: a host's token
+// saved by the CLI goes through it too, and a module that is missing or of another build is refused.
 #include "TestHelpers.h"
 
 #include <QCryptographicHash>
 #include <QDirIterator>
+#include <QJsonArray>
 #include <QTemporaryDir>
+#include <QTemporaryFile>
 #include <QTest>
 
 #include <csignal>
@@ -17,7 +21,8 @@ using namespace airlock::test;
 
 namespace {
 const QByteArray kValue = "kr-7c0f3e1a9b2d44e8";
-}
+const QByteArray kHostToken = "alk_0123456789ab_kQ3xv9Rr2Lm8Tz5Wc1Yb7Nf4Hd6Gj0Ps2Ua9Ve3Xi8K"; // its shape only
+} // namespace
 
 class TestSecretService final : public QObject {
     Q_OBJECT
@@ -129,6 +134,78 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 3);
         QVERIFY2(r.err.contains("no secret named 'DEPLOY_KEY'"), qPrintable(r.describe()));
         QCOMPARE(m_daemon->ctl(args("secret", "ls", "--json")).out.contains("DEPLOY_KEY"), false);
+    }
+
+    // The CLI has no keyring code of its own: it loads the module to save a host's token, which then
+    // lives in the keyring only, and loads it again to connect (the token is found: what fails is
+    // the port, not "needs a token").
+    void aHostTokenLivesInTheKeyringThroughTheModule()
+    {
+        QTemporaryFile tokenFile;
+        QVERIFY(tokenFile.open());
+        tokenFile.write(kHostToken + '\n');
+        tokenFile.close();
+        const CliResult added
+            = m_daemon->ctl(args("hosts", "add", "far-box", "ws://127.0.0.1:9", "--token-file", tokenFile.fileName()));
+        QVERIFY2(added.exitCode == 0, qPrintable(added.describe()));
+        const QJsonArray hosts
+            = jsonObject(m_daemon->ctl(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray();
+        QCOMPARE(hosts.at(1).toObject().value(QStringLiteral("token")).toString(), QStringLiteral("secret-service"));
+        QVERIFY(tokenFile.remove());
+        QCOMPARE(filesContaining(kHostToken.mid(18)), QStringList());
+
+        QProcessEnvironment env = m_daemon->environment();
+        env.remove(QStringLiteral("AIRLOCK_TOKEN"));
+        QProcess used;
+        used.setProcessEnvironment(env);
+        used.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host", "far-box", "ls"));
+        QVERIFY(used.waitForFinished(30000));
+        const QByteArray err = used.readAllStandardError();
+        QVERIFY2(used.exitCode() == 4 && err.startsWith("airlockctl: cannot reach airlockd at ws://127.0.0.1:9: ")
+                && !err.contains("token"),
+            err.constData());
+        QCOMPARE(m_daemon->ctl(args("hosts", "rm", "far-box")).exitCode, 0);
+    }
+
+    // A copy of airlockd beside a module that is not the keyring's (another build's, or any other
+    // library): it refuses to start, naming the file, rather than run without the keyring it was
+    // told to use. With no module anywhere it says where it looked.
+    void aKeyringModuleOfAnotherBuildIsRefused()
+    {
+        QTemporaryDir install;
+        QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlockd"), install.filePath(QStringLiteral("airlockd"))));
+        QFile::setPermissions(install.filePath(QStringLiteral("airlockd")),
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        auto refusal = [&] {
+            QProcessEnvironment env = m_daemon->environment();
+            QTemporaryDir runtime;
+            env.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtime.path());
+            QProcess d;
+            d.setProcessEnvironment(env);
+            d.start(install.filePath(QStringLiteral("airlockd")),
+                args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store", "secret-service"));
+            if (!d.waitForFinished(10000))
+                d.kill();
+            return std::pair{d.exitCode(), QString::fromUtf8(d.readAllStandardError())};
+        };
+        if (!QFileInfo::exists(QStringLiteral("/usr/libexec/airlock/airlock-keychain.so"))) {
+            const auto [code, err] = refusal();
+            QCOMPARE(code, 2);
+            QVERIFY2(
+                err.startsWith(
+                    QStringLiteral(
+                        "airlockd: --secret-store secret-service: the keyring module is not installed (looked for ")
+                    + install.filePath(QStringLiteral("airlock-keychain.so"))),
+                qPrintable(err));
+        }
+        const QString impostor = install.filePath(QStringLiteral("airlock-keychain.so"));
+        QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlock-gvisor-preload.so"), impostor));
+        const auto [code, err] = refusal();
+        QCOMPARE(code, 2);
+        QCOMPARE(err,
+            QStringLiteral("airlockd: --secret-store secret-service: %1 is not the keyring module of this build "
+                           "(reinstall Airlock)\n")
+                .arg(impostor));
     }
 
     void askingForAKeyringThatIsNotThereFailsClosed()

@@ -55,7 +55,7 @@ pass "lintian: no errors or warnings"
 # Files, in the freedesktop and FHS places; nothing of the tests.
 contents=$(dpkg-deb --contents "$deb" | awk '{print $6}')
 for path in ./usr/bin/airlock ./usr/bin/airlockctl ./usr/bin/airlockd ./usr/libexec/airlock/airlock-guest \
-  ./usr/libexec/airlock/airlock-gvisor-preload.so \
+  ./usr/libexec/airlock/airlock-gvisor-preload.so ./usr/libexec/airlock/airlock-keychain.so \
             ./usr/share/applications/airlock.desktop ./usr/share/icons/hicolor/scalable/apps/airlock.svg \
             ./usr/share/icons/hicolor/{16x16,22x22,24x24,32x32,48x48,64x64,128x128,256x256}/apps/airlock.png \
             ./usr/lib/systemd/user/airlockd.service ./usr/lib/systemd/user/airlockd.socket \
