@@ -69,8 +69,12 @@ Result<std::unique_ptr<SecretStore>> openSecretStore(const QString &choice)
     if (choice == QLatin1String("file"))
         return std::unique_ptr<SecretStore>(std::make_unique<FileSecretStore>(file));
     QString why;
-    if (auto keyring = KeychainSecretStore::open(paths::configDir() + QStringLiteral("/secrets-index.json"), &why))
-        return std::unique_ptr<SecretStore>(std::move(keyring));
+    auto keyring = KeychainSecretStore::open(paths::configDir() + QStringLiteral("/secrets-index.json"), &why);
+    if (!keyring) // a keyring may answer, but this install cannot reach it: never the file instead
+        return makeError(
+            keyring.error().code, QStringLiteral("--secret-store %1: %2").arg(choice, keyring.error().message));
+    if (*keyring)
+        return std::unique_ptr<SecretStore>(std::move(*keyring));
     if (choice == QLatin1String("secret-service"))
         return makeError(ErrorCode::BoundaryUnavailable, QStringLiteral("--secret-store secret-service: %1").arg(why));
     log::get("daemon")->info("no Secret Service ({}); secrets go to the file store", why.toStdString());

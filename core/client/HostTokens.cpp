@@ -18,23 +18,32 @@ QString secretName(const QString &host)
     return QStringLiteral("host-token.") + host;
 }
 
-std::unique_ptr<SecretStore> open(const QString &backend)
+// The store of that backend. Null, with why, when it is the keyring and none answers; an error when
+// one may but this program cannot reach it (a broken install: never a reason to use the file).
+Result<std::unique_ptr<SecretStore>> open(const QString &backend, QString *why)
 {
     if (backend == kKeyring) {
-        QString why;
-        return KeychainSecretStore::open(paths::configDir() + QStringLiteral("/host-tokens-index.json"), &why);
+        auto keyring = KeychainSecretStore::open(paths::configDir() + QStringLiteral("/host-tokens-index.json"), why);
+        if (!keyring)
+            return keyring.error();
+        return std::unique_ptr<SecretStore>(std::move(*keyring));
     }
-    return std::make_unique<FileSecretStore>(paths::configDir() + QStringLiteral("/host-tokens.json"));
+    return std::unique_ptr<SecretStore>(
+        std::make_unique<FileSecretStore>(paths::configDir() + QStringLiteral("/host-tokens.json")));
 }
 } // namespace
 
 Result<QString> save(const QString &host, const QByteArray &token)
 {
     for (const QString &backend : {kKeyring, kFile}) {
-        auto store = open(backend);
+        QString why;
+        auto store = open(backend, &why);
         if (!store)
-            continue;
-        if (Status s = store->set(secretName(host), token); !s)
+            return makeError(store.error().code,
+                QStringLiteral("cannot keep the token of '%1': %2").arg(host, store.error().message));
+        if (!*store)
+            continue; // no keyring answers: the 0600 file
+        if (Status s = (*store)->set(secretName(host), token); !s)
             return s.error();
         return backend;
     }
@@ -43,20 +52,23 @@ Result<QString> save(const QString &host, const QByteArray &token)
 
 Result<QByteArray> load(const QString &host, const QString &backend)
 {
-    auto store = open(backend);
+    QString why;
+    auto store = open(backend, &why);
     if (!store)
+        return makeError(store.error().code, QStringLiteral("host '%1': %2").arg(host, store.error().message));
+    if (!*store)
         return makeError(ErrorCode::DaemonUnavailable,
-            QStringLiteral(
-                "host '%1': its token is in the session keyring, which does not answer; unlock it, or add the "
-                "host again with --token-file")
-                .arg(host));
-    return store->get(secretName(host));
+            QStringLiteral("host '%1': its token is in the session keyring, which does not answer (%2); unlock it, "
+                           "or add the host again with --token-file")
+                .arg(host, why));
+    return (*store)->get(secretName(host));
 }
 
 void remove(const QString &host, const QString &backend)
 {
-    if (auto store = open(backend))
-        (void)store->remove(secretName(host));
+    QString why;
+    if (auto store = open(backend, &why); store && *store)
+        (void)(*store)->remove(secretName(host));
 }
 
 Status addHost(HostRegistry &hosts, const QString &name, const QString &url, const QByteArray &token)

@@ -5,13 +5,20 @@
 
 #include <QObject>
 
+#include <utility>
+
 #include <qt6keychain/keychain.h>
 
 using namespace airlock::keychain;
 
+// AIRLOCK_KEYCHAIN_ABI_SHIFT: a test build that says it is another build's module.
+#ifndef AIRLOCK_KEYCHAIN_ABI_SHIFT
+#define AIRLOCK_KEYCHAIN_ABI_SHIFT 0
+#endif
+
 extern "C" __attribute__((visibility("default"))) int airlock_keychain_abi()
 {
-    return kAbi;
+    return kAbi + AIRLOCK_KEYCHAIN_ABI_SHIFT;
 }
 
 extern "C" __attribute__((visibility("default"))) void airlock_keychain_start(int op, const QString &service,
@@ -30,14 +37,17 @@ extern "C" __attribute__((visibility("default"))) void airlock_keychain_start(in
     job->setKey(key);
     job->setAutoDelete(true);
     job->setInsecureFallback(false); // never a plain file behind the user's back
-    QObject::connect(job, &QKeychain::Job::finished, job, [op, finished, context](QKeychain::Job *j) {
-        const int outcome = j->error() == QKeychain::NoError ? Done
-            : j->error() == QKeychain::EntryNotFound         ? NotFound
-                                                             : Failed;
-        const QByteArray found = op == int(Op::Read) && outcome == Done
-            ? static_cast<QKeychain::ReadPasswordJob *>(j)->binaryData()
-            : QByteArray();
-        finished(context, outcome, j->errorString(), found);
-    });
+    QObject::connect(
+        job, &QKeychain::Job::finished, job, [op, finished, context, told = false](QKeychain::Job *j) mutable {
+            if (std::exchange(told, true))
+                return; // once: the caller frees the context when told
+            const int outcome = j->error() == QKeychain::NoError ? Done
+                : j->error() == QKeychain::EntryNotFound         ? NotFound
+                                                                 : Failed;
+            const QByteArray found = op == int(Op::Read) && outcome == Done
+                ? static_cast<QKeychain::ReadPasswordJob *>(j)->binaryData()
+                : QByteArray();
+            finished(context, outcome, j->errorString(), found);
+        });
     job->start();
 }

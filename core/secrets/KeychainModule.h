@@ -16,7 +16,8 @@ namespace airlock::keychain {
 enum Outcome : int { Done = 0, NotFound = 1, Failed = 2 };
 enum class Op : int { Read = 0, Write = 1, Delete = 2 };
 
-// Called on the parent's thread when the job ends; data is what a read found.
+// Called on the parent's thread when the job ends, exactly once (never if the job is deleted
+// first, e.g. with its parent); data is what a read found.
 using Finished = void (*)(void *context, int outcome, const QString &message, const QByteArray &data);
 
 // Bumped whenever the signature below changes: a module of another build is refused.

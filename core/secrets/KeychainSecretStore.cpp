@@ -8,8 +8,14 @@
 #include <QJsonObject>
 #include <QSemaphore>
 
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace airlock {
 
@@ -17,37 +23,99 @@ namespace {
 const QString kService = QStringLiteral("airlock");
 constexpr int kTimeoutMs = 5000;
 
-struct Module {
-    keychain::StartFunction start = nullptr;
-    QString why; // set when it could not be loaded
-};
-
-// airlock-keychain.so next to this program (the build tree), or where the package puts it. Loaded
-// once and never unloaded (QtDBus keeps threads).
-Module loadModule()
+// Where the module may come from: this build tree's bin when the program runs from there, then
+// where this build installs it (both fixed when it is built). Never a place derived from where a
+// copy of the program happens to be: one under /tmp would look in /tmp/libexec, which anyone can
+// make. AIRLOCK_KEYCHAIN_MODULE names another file (the tests' modules of another build).
+QStringList moduleCandidates()
 {
-    const QString dir = QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/self/exe"))).absolutePath();
-    QStringList tried;
-    for (const QString &path : QStringList{dir + QStringLiteral("/airlock-keychain.so"),
-             dir + QStringLiteral("/../libexec/airlock/airlock-keychain.so"),
-             QStringLiteral("/usr/libexec/airlock/airlock-keychain.so")}) {
-        if (!QFileInfo::exists(path)) {
-            tried.append(path);
+    if (const QString given = qEnvironmentVariable("AIRLOCK_KEYCHAIN_MODULE"); !given.isEmpty())
+        return {given};
+    QStringList out;
+    const QString programDir = QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/self/exe"))).absolutePath();
+    if (programDir == QLatin1String(AIRLOCK_BUILD_BIN_DIR))
+        out.append(programDir + QStringLiteral("/airlock-keychain.so"));
+    out.append(QStringLiteral(AIRLOCK_LIBEXEC_DIR "/airlock-keychain.so"));
+    return out;
+}
+
+// Owned by root or by this user and writable by nobody else: only then is it loaded (its
+// constructors run before any check of what it is).
+bool trusted(const struct stat &st)
+{
+    return (st.st_uid == 0 || st.st_uid == ::geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+// Opens the module found first and checks that it is this build's. Loaded for good once it is (the
+// Secret Service's stack keeps threads); a failure is tried again at the next open.
+Result<keychain::StartFunction> loadModule()
+{
+    static std::mutex mutex;
+    static keychain::StartFunction loaded = nullptr;
+    std::lock_guard lock(mutex);
+    if (loaded)
+        return loaded;
+    const QStringList candidates = moduleCandidates();
+    for (const QString &path : candidates) {
+        const QByteArray name = QFile::encodeName(path);
+        const int fd = ::open(name.constData(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT)
             continue;
-        }
-        void *handle = ::dlopen(QFile::encodeName(path).constData(), RTLD_NOW | RTLD_LOCAL);
+        const auto refuse = [&](const QString &why) {
+            if (fd >= 0)
+                ::close(fd);
+            return makeError(ErrorCode::BoundaryUnavailable,
+                QStringLiteral("the keyring module %1 %2; reinstall Airlock, or choose the file store").arg(path, why));
+        };
+        if (fd < 0)
+            return refuse(QStringLiteral("cannot be opened (%1)").arg(QString::fromLocal8Bit(::strerror(errno))));
+        struct stat file { };
+        struct stat dir { };
+        if (::fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)
+            || ::stat(QFile::encodeName(QFileInfo(path).absolutePath()).constData(), &dir) != 0 || !trusted(file)
+            || !trusted(dir))
+            return refuse(QStringLiteral("is not owned by root or this user, or others may write it or its directory"));
+        void *handle
+            = ::dlopen(QByteArray("/proc/self/fd/" + QByteArray::number(fd)).constData(), RTLD_NOW | RTLD_LOCAL);
         if (!handle)
-            return {nullptr, QStringLiteral("cannot load %1: %2").arg(path, QString::fromLocal8Bit(::dlerror()))};
+            return refuse(QStringLiteral("cannot be loaded (%1)").arg(QString::fromLocal8Bit(::dlerror())));
+        ::close(fd);
         auto abi = reinterpret_cast<keychain::AbiFunction>(::dlsym(handle, keychain::kAbiSymbol));
         auto start = reinterpret_cast<keychain::StartFunction>(::dlsym(handle, keychain::kStartSymbol));
-        if (!abi || !start || abi() != keychain::kAbi)
-            return {
-                nullptr, QStringLiteral("%1 is not the keyring module of this build (reinstall Airlock)").arg(path)};
-        return {start, {}};
+        if (!abi || !start)
+            return refuse(QStringLiteral("is not a keyring module"));
+        if (const int theirs = abi(); theirs != keychain::kAbi)
+            return refuse(QStringLiteral("is of another build (its interface %1, this program's %2): restart the "
+                                         "program after an upgrade")
+                              .arg(theirs)
+                              .arg(keychain::kAbi));
+        return loaded = start;
     }
-    return {nullptr,
-        QStringLiteral("the keyring module is not installed (looked for %1)").arg(tried.join(QStringLiteral(", ")))};
+    return makeError(ErrorCode::BoundaryUnavailable,
+        QStringLiteral(
+            "the keyring module is not installed (looked for %1); reinstall Airlock, or choose the file store")
+            .arg(candidates.join(QStringLiteral(", "))));
 }
+
+// One keyring job's answer, shared by the caller (which may stop waiting) and the worker.
+struct JobState {
+    QSemaphore done;
+    int outcome = -1;
+    QString message;
+    QByteArray data;
+};
+
+// The module's context for one job: a child of the worker, so that a job that never answers, or is
+// deleted with the worker, takes it along.
+class PendingJob final : public QObject {
+public:
+    PendingJob(std::shared_ptr<JobState> state, QObject *worker)
+        : QObject(worker)
+        , state(std::move(state))
+    {
+    }
+    std::shared_ptr<JobState> state;
+};
 } // namespace
 
 KeychainSecretStore::KeychainSecretStore(QString indexPath, keychain::StartFunction start)
@@ -67,25 +135,23 @@ KeychainSecretStore::~KeychainSecretStore()
     m_thread.wait();
 }
 
-std::unique_ptr<KeychainSecretStore> KeychainSecretStore::open(const QString &indexPath, QString *why)
+Result<std::unique_ptr<KeychainSecretStore>> KeychainSecretStore::open(const QString &indexPath, QString *why)
 {
     if (qEnvironmentVariableIsEmpty("DBUS_SESSION_BUS_ADDRESS")) {
         *why = QStringLiteral("no session bus (DBUS_SESSION_BUS_ADDRESS is not set)");
-        return nullptr;
+        return std::unique_ptr<KeychainSecretStore>();
     }
-    static const Module module = loadModule();
-    if (!module.start) {
-        *why = module.why;
-        return nullptr;
-    }
-    std::unique_ptr<KeychainSecretStore> store(new KeychainSecretStore(indexPath, module.start));
+    const auto start = loadModule();
+    if (!start)
+        return start.error();
+    std::unique_ptr<KeychainSecretStore> store(new KeychainSecretStore(indexPath, *start));
     // A read of a name that is never written: "not found" means a keyring answered.
     const Outcome probe = store->run(Op::Read, QStringLiteral("airlock-probe"));
     if (probe.outcome != keychain::NotFound && probe.outcome != keychain::Done) {
         *why = probe.outcome < 0
             ? QStringLiteral("the Secret Service did not answer within %1 s").arg(kTimeoutMs / 1000)
             : QStringLiteral("no Secret Service: %1").arg(probe.message);
-        return nullptr;
+        return std::unique_ptr<KeychainSecretStore>();
     }
     return store;
 }
@@ -93,26 +159,22 @@ std::unique_ptr<KeychainSecretStore> KeychainSecretStore::open(const QString &in
 KeychainSecretStore::Outcome KeychainSecretStore::run(Op op, const QString &key, const QByteArray &data) const
 {
     // Shared with the worker: a job that answers after the timeout writes into this, not a dead frame.
-    struct State {
-        QSemaphore done;
-        Outcome outcome;
-    };
-    auto state = std::make_shared<State>();
+    auto state = std::make_shared<JobState>();
     QMetaObject::invokeMethod(m_worker, [worker = m_worker, start = m_start, op, key, data, state] {
-        // The module calls back once, on this thread: the context keeps the state alive until then.
-        auto *context = new std::shared_ptr<State>(state);
         start(
             int(op), kService, key, data, worker,
-            [](void *c, int outcome, const QString &message, const QByteArray &found) {
-                std::unique_ptr<std::shared_ptr<State>> held(static_cast<std::shared_ptr<State> *>(c));
-                (*held)->outcome = {outcome, message, found};
-                (*held)->done.release();
+            [](void *context, int outcome, const QString &message, const QByteArray &found) {
+                std::unique_ptr<PendingJob> pending(static_cast<PendingJob *>(context)); // called once
+                pending->state->outcome = outcome;
+                pending->state->message = message;
+                pending->state->data = found;
+                pending->state->done.release();
             },
-            context);
+            new PendingJob(state, worker));
     });
     if (!state->done.tryAcquire(1, kTimeoutMs))
         return {};
-    return state->outcome;
+    return {state->outcome, state->message, state->data};
 }
 
 QString KeychainSecretStore::backend() const

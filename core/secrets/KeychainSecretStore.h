@@ -20,9 +20,11 @@ namespace airlock {
 // call, closed.
 class KeychainSecretStore final : public SecretStore {
 public:
-    // Null, with why, when no Secret Service answers on the session bus, or the module that speaks
-    // to it cannot be loaded.
-    static std::unique_ptr<KeychainSecretStore> open(const QString &indexPath, QString *why);
+    // The store when a Secret Service answers on the session bus. Null, with why, when none does (a
+    // caller may choose the file store then). An error when one may, but this program cannot speak
+    // to it (its module is missing, not trusted or not this build's): a broken install, never a
+    // reason to put secrets in a file instead.
+    static Result<std::unique_ptr<KeychainSecretStore>> open(const QString &indexPath, QString *why);
     ~KeychainSecretStore() override;
 
     QString backend() const override;

@@ -338,6 +338,15 @@ private Q_SLOTS:
         const QStringList cli = loaded(QStringLiteral("airlockctl"));
         QVERIFY2(cli.contains(QStringLiteral("libQt6Core.so.6")), qPrintable(cli.join(QLatin1Char(' '))));
         QCOMPARE(matching(cli), QStringList());
+        // Nor is anything loaded later on the way to an answer (the keyring module among them).
+        QProcess traced;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("LD_DEBUG"), QStringLiteral("files"));
+        traced.setProcessEnvironment(env);
+        traced.start(binDir() + QStringLiteral("/airlockctl"), {QStringLiteral("--version")});
+        QVERIFY(traced.waitForFinished(10000));
+        const QByteArray files = traced.readAllStandardError();
+        QVERIFY2(files.contains("needed by") && !files.contains("dynamically loaded by"), files.constData());
         const QStringList daemon = matching(loaded(QStringLiteral("airlockd")));
         QVERIFY2(daemon.contains(QStringLiteral("libsqlite3.so.0"))
                 && daemon.contains(QStringLiteral("libseccomp.so.2"))

@@ -8,6 +8,7 @@
 #include "TestHelpers.h"
 
 #include <QCryptographicHash>
+#include <QDir>
 #include <QDirIterator>
 #include <QJsonArray>
 #include <QTemporaryDir>
@@ -15,6 +16,8 @@
 #include <QTest>
 
 #include <csignal>
+
+#include <sys/stat.h>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -138,74 +141,135 @@ private Q_SLOTS:
 
     // The CLI has no keyring code of its own: it loads the module to save a host's token, which then
     // lives in the keyring only, and loads it again to connect (the token is found: what fails is
-    // the port, not "needs a token").
+    // the port, not "needs a token"). With the module gone, the same save is refused: never the file.
     void aHostTokenLivesInTheKeyringThroughTheModule()
     {
         QTemporaryFile tokenFile;
         QVERIFY(tokenFile.open());
         tokenFile.write(kHostToken + '\n');
         tokenFile.close();
-        const CliResult added
-            = m_daemon->ctl(args("hosts", "add", "far-box", "ws://127.0.0.1:9", "--token-file", tokenFile.fileName()));
-        QVERIFY2(added.exitCode == 0, qPrintable(added.describe()));
-        const QJsonArray hosts
-            = jsonObject(m_daemon->ctl(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray();
-        QCOMPARE(hosts.at(1).toObject().value(QStringLiteral("token")).toString(), QStringLiteral("secret-service"));
-        QVERIFY(tokenFile.remove());
-        QCOMPARE(filesContaining(kHostToken.mid(18)), QStringList());
+        const QStringList add
+            = args("hosts", "add", "far-box", "ws://127.0.0.1:9", "--token-file") + QStringList{tokenFile.fileName()};
 
         QProcessEnvironment env = m_daemon->environment();
         env.remove(QStringLiteral("AIRLOCK_TOKEN"));
-        QProcess used;
-        used.setProcessEnvironment(env);
-        used.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--host", "far-box", "ls"));
-        QVERIFY(used.waitForFinished(30000));
-        const QByteArray err = used.readAllStandardError();
-        QVERIFY2(used.exitCode() == 4 && err.startsWith("airlockctl: cannot reach airlockd at ws://127.0.0.1:9: ")
-                && !err.contains("token"),
-            err.constData());
-        QCOMPARE(m_daemon->ctl(args("hosts", "rm", "far-box")).exitCode, 0);
+        auto ctl = [&](const QStringList &arguments, const QString &module = {}) {
+            QProcessEnvironment e = env;
+            if (!module.isEmpty())
+                e.insert(QStringLiteral("AIRLOCK_KEYCHAIN_MODULE"), module);
+            QProcess p;
+            p.setProcessEnvironment(e);
+            p.start(binDir() + QStringLiteral("/airlockctl"), args("--no-autostart") + arguments);
+            p.waitForFinished(30000);
+            return std::pair{p.exitCode(), QString::fromUtf8(p.readAllStandardError())};
+        };
+        const QString missing = m_session.filePath(QStringLiteral("no-such-module.so"));
+        const auto [refusedCode, refused] = ctl(add, missing);
+        QCOMPARE(refusedCode, 5); // boundary_unavailable
+        QCOMPARE(refused,
+            QStringLiteral("airlockctl: cannot keep the token of 'far-box': the keyring module is not installed "
+                           "(looked for %1); reinstall Airlock, or choose the file store\n")
+                .arg(missing));
+        QVERIFY(!QFile::exists(m_daemon->rootDir() + QStringLiteral("/config/airlock/host-tokens.json")));
+
+        const auto [addedCode, addedErr] = ctl(add);
+        QVERIFY2(addedCode == 0, qPrintable(addedErr));
+        QString backend;
+        for (const QJsonValue &h :
+            jsonObject(m_daemon->ctl(args("hosts", "ls", "--json")).out).value(QStringLiteral("hosts")).toArray())
+            if (h.toObject().value(QStringLiteral("name")).toString() == QLatin1String("far-box"))
+                backend = h.toObject().value(QStringLiteral("token")).toString();
+        QCOMPARE(backend, QStringLiteral("secret-service"));
+        QVERIFY(tokenFile.remove());
+        QCOMPARE(filesContaining(kHostToken.mid(18)), QStringList());
+
+        const auto [usedCode, used] = ctl(args("--host", "far-box", "ls"));
+        QVERIFY2(usedCode == 4
+                && used.startsWith(QStringLiteral("airlockctl: cannot reach airlockd at ws://127.0.0.1:9: "))
+                && !used.contains(QStringLiteral("token")),
+            qPrintable(used));
+        QCOMPARE(ctl(args("hosts", "rm", "far-box")).first, 0);
     }
 
-    // A copy of airlockd beside a module that is not the keyring's (another build's, or any other
-    // library): it refuses to start, naming the file, rather than run without the keyring it was
-    // told to use. With no module anywhere it says where it looked.
-    void aKeyringModuleOfAnotherBuildIsRefused()
+    // A module that is not this build's keyring module is refused by name before the daemon
+    // starts, whether the keyring was asked for or only preferred (auto): not loaded when others
+    // may write it, said to be of another build when its interface differs, and never a reason
+    // to put secrets in a file instead.
+    void aKeyringModuleThatIsNotThisBuildsIsRefused_data()
+    {
+        QTest::addColumn<QString>("module");
+        QTest::addColumn<QString>("choice");
+        QTest::addColumn<QString>("why");
+        const QString otherAbi = binDir() + QStringLiteral("/airlock-keychain-other-abi.so");
+        QTest::newRow("another build") << otherAbi << QStringLiteral("secret-service")
+                                       << QStringLiteral("is of another build (its interface 2, this program's 1): "
+                                                         "restart the program after an upgrade");
+        QTest::newRow("another build, auto") << otherAbi << QStringLiteral("auto")
+                                             << QStringLiteral("is of another build (its interface 2, this "
+                                                               "program's 1): restart the program after an upgrade");
+        QTest::newRow("not a keyring module")
+            << binDir() + QStringLiteral("/airlock-gvisor-preload.so") << QStringLiteral("secret-service")
+            << QStringLiteral("is not a keyring module");
+        QTest::newRow("writable by others") << QStringLiteral("writable") << QStringLiteral("auto")
+                                            << QStringLiteral("is not owned by root or this user, or others may "
+                                                              "write it or its directory");
+    }
+    void aKeyringModuleThatIsNotThisBuildsIsRefused()
+    {
+        QFETCH(QString, module);
+        QFETCH(QString, choice);
+        QFETCH(QString, why);
+        QTemporaryDir modules;
+        if (module == QLatin1String("writable")) { // this build's own module, but anyone may replace it
+            module = modules.filePath(QStringLiteral("airlock-keychain.so"));
+            QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlock-keychain.so"), module));
+            QVERIFY(::chmod(QFile::encodeName(module).constData(), 0666) == 0);
+        }
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("AIRLOCK_KEYCHAIN_MODULE"), module);
+        QTemporaryDir runtime;
+        env.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtime.path());
+        QProcess d;
+        d.setProcessEnvironment(env);
+        d.start(binDir() + QStringLiteral("/airlockd"),
+            args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store") + QStringList{choice});
+        QVERIFY(d.waitForFinished(10000));
+        QCOMPARE(d.exitCode(), 2);
+        QCOMPARE(QString::fromUtf8(d.readAllStandardError()),
+            QStringLiteral("airlockd: --secret-store %1: the keyring module %2 %3; reinstall Airlock, or choose the "
+                           "file store\n")
+                .arg(choice, module, why));
+        QVERIFY(!QFile::exists(m_daemon->configDir() + QStringLiteral("/secrets.json")));
+    }
+
+    // Where a copy of the program sits says nothing about where its module is: a copy of airlockd
+    // in a directory under /tmp, beside a module and a ../libexec/airlock/ that anyone there could
+    // have made, looks only where this build installs it (else it would load the planted one and
+    // say it is of another build).
+    void aCopyOfTheProgramDoesNotLoadAModuleBesideIt()
     {
         QTemporaryDir install;
-        QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlockd"), install.filePath(QStringLiteral("airlockd"))));
-        QFile::setPermissions(install.filePath(QStringLiteral("airlockd")),
-            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
-        auto refusal = [&] {
-            QProcessEnvironment env = m_daemon->environment();
-            QTemporaryDir runtime;
-            env.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtime.path());
-            QProcess d;
-            d.setProcessEnvironment(env);
-            d.start(install.filePath(QStringLiteral("airlockd")),
-                args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store", "secret-service"));
-            if (!d.waitForFinished(10000))
-                d.kill();
-            return std::pair{d.exitCode(), QString::fromUtf8(d.readAllStandardError())};
-        };
-        if (!QFileInfo::exists(QStringLiteral("/usr/libexec/airlock/airlock-keychain.so"))) {
-            const auto [code, err] = refusal();
-            QCOMPARE(code, 2);
-            QVERIFY2(
-                err.startsWith(
-                    QStringLiteral(
-                        "airlockd: --secret-store secret-service: the keyring module is not installed (looked for ")
-                    + install.filePath(QStringLiteral("airlock-keychain.so"))),
-                qPrintable(err));
+        const QString bin = install.filePath(QStringLiteral("bin"));
+        const QString libexec = install.filePath(QStringLiteral("libexec/airlock"));
+        QVERIFY(QDir().mkpath(bin) && QDir().mkpath(libexec));
+        QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlockd"), bin + QStringLiteral("/airlockd")));
+        QVERIFY(::chmod(QFile::encodeName(bin + QStringLiteral("/airlockd")).constData(), 0700) == 0);
+        for (const QString &dir : {bin, libexec})
+            QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlock-keychain-other-abi.so"),
+                dir + QStringLiteral("/airlock-keychain.so")));
+        QProcessEnvironment env = m_daemon->environment();
+        QTemporaryDir runtime;
+        env.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtime.path());
+        QProcess d;
+        d.setProcessEnvironment(env);
+        d.start(bin + QStringLiteral("/airlockd"),
+            args("--socket", runtime.filePath(QStringLiteral("s.sock")), "--secret-store", "secret-service"));
+        if (!d.waitForFinished(10000)) { // an installed module answered: it did start
+            d.terminate();
+            d.waitForFinished(5000);
         }
-        const QString impostor = install.filePath(QStringLiteral("airlock-keychain.so"));
-        QVERIFY(QFile::copy(binDir() + QStringLiteral("/airlock-gvisor-preload.so"), impostor));
-        const auto [code, err] = refusal();
-        QCOMPARE(code, 2);
-        QCOMPARE(err,
-            QStringLiteral("airlockd: --secret-store secret-service: %1 is not the keyring module of this build "
-                           "(reinstall Airlock)\n")
-                .arg(impostor));
+        const QString err = QString::fromUtf8(d.readAllStandardError());
+        QVERIFY2(!err.contains(install.path()) && !err.contains(QStringLiteral("another build")), qPrintable(err));
     }
 
     void askingForAKeyringThatIsNotThereFailsClosed()

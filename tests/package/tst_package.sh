@@ -39,7 +39,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 [[ $(field Version) == "$version" ]] || fail "Version: $(field Version), airlockctl says $version"
 [[ $(field Architecture) == "$arch" ]] || fail "Architecture: $(field Architecture)"
 depends=$(field Depends)
-for dep in bubblewrap libqt6svg6 libqt6core6 libqt6widgets6 libqt6websockets6 libseccomp2 libsqlite3-0 libspdlog1.10 libssl3 'libc6 (>='; do
+for dep in bubblewrap libqt6svg6 libqt6core6 libqt6widgets6 libqt6websockets6 libseccomp2 libsqlite3-0 libspdlog1.10 libssl3 libqt6keychain1 'libc6 (>='; do
   [[ $depends == *"$dep"* ]] || fail "Depends lacks $dep: $depends"
 done
 [[ $(field Recommends) == *bash-completion* && $(field Recommends) == *dbus-user-session* ]] || fail "Recommends lacks bash-completion or dbus-user-session: $(field Recommends)"
