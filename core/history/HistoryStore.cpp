@@ -205,6 +205,7 @@ HistoryStore::~HistoryStore()
 uint64_t HistoryStore::append(const Event &event)
 {
     bool wake = false;
+    bool queuedOutput = false;
     uint64_t batch = 0;
     {
         std::lock_guard lock(m_mutex);
@@ -217,7 +218,8 @@ uint64_t HistoryStore::append(const Event &event)
             OutputBudget &budget = m_output[{event.sandbox, event.exec}];
             QByteArrayView rest = event.data;
             qint64 offset = event.offset;
-            if (budget.head < headBudget()) {
+            queuedOutput = budget.head < headBudget();
+            if (queuedOutput) {
                 const qint64 take = std::min<qint64>(rest.size(), headBudget() - budget.head);
                 m_queue.push_back({event, false});
                 if (take < rest.size())
@@ -227,7 +229,7 @@ uint64_t HistoryStore::append(const Event &event)
                 offset += take;
             }
             // Someone waits to hear of it (HistoryGate): the batch is cut short.
-            if (!m_cutBatchAt) {
+            if (queuedOutput && !m_cutBatchAt) {
                 m_cutBatchAt
                     = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.batchedFactLatencyMs);
                 wake = true;
@@ -274,7 +276,10 @@ uint64_t HistoryStore::append(const Event &event)
             }
         }
         wake = wake || (idle && (!m_queue.empty() || m_tailPending)); // dropped output wakes nobody
-        batch = m_batchesStarted + 1; // the writer takes the whole queue when it starts one
+        // The writer takes the whole queue when it starts a batch. Output past the head goes to
+        // the tail, which no batch stores in order (once a second, the latest of it): there is
+        // no batch to wait for, and waiting for an unrelated one only stalled floods (issue 23).
+        batch = event.isOutput() && !queuedOutput ? 0 : m_batchesStarted + 1;
     }
     if (wake)
         m_wake.notify_one();

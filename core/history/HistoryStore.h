@@ -64,7 +64,8 @@ public:
     const QString &path() const { return m_options.path; }
 
     // Never blocks on the disk: the writer thread stores it. Returns the number of the batch that
-    // will hold it (see finishedBatches()).
+    // will hold it (see finishedBatches()), or 0 for output that no batch holds in order (past the
+    // execution's head: its tail is written apart; or dropped).
     uint64_t append(const Event &event);
     // How many batches the writer has finished (committed, or failed: see writable()).
     uint64_t finishedBatches() const;

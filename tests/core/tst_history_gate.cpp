@@ -109,6 +109,34 @@ private Q_SLOTS:
         QCOMPARE(storedWhenHeard, QList<qint64>{10});
     }
 
+    // Output past its execution's head is kept as a tail that no batch stores in order (written
+    // apart, once a second, the latest of it): it waits for nothing, so a flood is not stalled by
+    // batches that hold none of it (issue 23: a 1 GiB stream waited 20 ms per 16 MiB window). Here
+    // a batch would take a minute: the tail's output is heard as it is taken.
+    void outputPastTheHeadWaitsForNoBatch()
+    {
+        HistoryStore::Options o;
+        o.path = m_path;
+        o.maxBatchLatencyMs = 60000;
+        o.batchedFactLatencyMs = 60000;
+        o.maxStoredOutputPerExec = 2048; // a head of 1 KiB
+        auto opened = HistoryStore::open(o);
+        QVERIFY(opened);
+        HistoryGate gate(**opened);
+        QList<uint64_t> heard;
+        connect(&gate, &HistoryGate::published, this, [&](const Event &e) { heard.append(e.seq); });
+        Event started = fact(1, QStringLiteral("exec.started"));
+        started.exec = 1;
+        gate.take(started);
+        gate.take(output(2, 1024)); // the head: heard once stored
+        QCOMPARE(gate.heldCount(), 1);
+        QVERIFY((*opened)->flush());
+        QVERIFY(QTest::qWaitFor([&] { return gate.heldCount() == 0; }, 5000));
+        gate.take(output(3, 4096)); // all of it past the head
+        QCOMPARE(gate.heldCount(), 0);
+        QCOMPARE(heard, (QList<uint64_t>{1, 2, 3}));
+    }
+
     // A writer that lags (here: a batch the fact waits a minute for): past kMaxHeldOutput bytes
     // of output behind it, the gate flushes instead of holding more.
     void whatWaitsForTheWriterIsBounded()
