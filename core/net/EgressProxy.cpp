@@ -88,7 +88,9 @@ private:
     void onReadable()
     {
         char buf[kReadSize];
-        const ssize_t n = ::read(m_client, buf, sizeof buf);
+        // MSG_DONTWAIT, never the descriptor's O_NONBLOCK alone: the guest handed this socket over
+        // and may have kept it (the same open file), made it blocking again and taken what woke us.
+        const ssize_t n = ::recv(m_client, buf, sizeof buf, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
         if (n <= 0)

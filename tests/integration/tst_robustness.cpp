@@ -650,6 +650,47 @@ private Q_SLOTS:
         QVERIFY2(timed.exitCode == 124, qPrintable(timed.describe()));
     }
 
+    // Red team (issue 23): an egress connection is a socket the guest hands over, and a guest
+    // that keeps its copy shares the daemon's open file: it can make it blocking again, then have
+    // it poll readable with nothing an ordinary read returns (a byte out of band). The proxy reads
+    // with MSG_DONTWAIT and ends a connection that keeps saying so: the daemon keeps serving
+    // everyone, and does not spin on it (its CPU over a second is measured).
+    void aGuestCannotMakeTheProxyWaitOnItsConnection()
+    {
+        const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"),
+            QStringLiteral("bg-blocking-egress"), QStringLiteral("--allow"), QStringLiteral("example.com")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const auto removed = qScopeGuard([&] {
+            m_bad->ctl({QStringLiteral("rm"), QStringLiteral("bg-blocking-egress")});
+        });
+        // Past the bad guest's 300 ms pause and its connection's 200 ms: the out-of-band byte is
+        // there. Without MSG_DONTWAIT the daemon hangs in read() at once.
+        QTest::qWait(800);
+        QElapsedTimer t;
+        t.start();
+        for (int round = 0; t.elapsed() < 2000; ++round) {
+            QElapsedTimer asked;
+            asked.start();
+            const CliResult listed = m_bad->ctl({QStringLiteral("ls")}, {}, 3000);
+            QVERIFY2(listed.exitCode == 0 && listed.out.contains("bg-blocking-egress"),
+                qPrintable(QStringLiteral("round %1: %2").arg(round).arg(listed.describe())));
+            QVERIFY2(asked.elapsed() < 2000, qPrintable(QString::number(asked.elapsed())));
+            QTest::qWait(250);
+        }
+        // Nor does it spin on a connection that polls readable and gives nothing.
+        auto cpuTicks = [&] {
+            QFile stat(QStringLiteral("/proc/%1/stat").arg(m_bad->pid()));
+            if (!stat.open(QIODevice::ReadOnly))
+                return -1LL;
+            const QList<QByteArray> fields = stat.readAll().split(')').last().split(' ');
+            return fields.value(12).toLongLong() + fields.value(13).toLongLong(); // utime + stime
+        };
+        const qint64 before = cpuTicks();
+        QTest::qWait(1000);
+        const qint64 used = cpuTicks() - before;
+        QVERIFY2(before >= 0 && used < 30, qPrintable(QStringLiteral("%1 ticks in 1 s").arg(used)));
+    }
+
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails_data()
     {
         QTest::addColumn<QString>("name");

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -62,9 +65,47 @@ void falseTimeouts()
                 .take());
     }
 }
+// Hands the daemon an egress connection as the guest does (SCM_RIGHTS on --proxy-fd), but keeps
+// it: the same open file, so it makes it blocking again once the daemon made it non-blocking. Then
+// the sandbox's side sends one byte out of band: the socket polls readable, yet an ordinary read
+// finds nothing. A daemon that reads it with a plain read() waits there for good (and with it every
+// sandbox); one that reads without waiting must not spin on it either.
+void blockingEgress(int proxyFd)
+{
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return;
+    char byte = 'c';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pair[0], sizeof(int));
+    if (::sendmsg(proxyFd, &msg, 0) != 1)
+        return;
+    ::usleep(200 * 1000); // the daemon has made it non-blocking by now
+    ::fcntl(pair[0], F_SETFL, ::fcntl(pair[0], F_GETFL) & ~O_NONBLOCK);
+    (void)!::send(pair[1], "C", 1, MSG_OOB);
+    // Both ends stay open: a daemon that waits in read() is never woken.
+}
+
+int argumentAfter(int argc, char **argv, const char *flag)
+{
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::strcmp(argv[i], flag) == 0)
+            return std::atoi(argv[i + 1]);
+    return -1;
+}
 } // namespace
 
-int main()
+int main(int argc, char **argv)
 {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
@@ -94,6 +135,8 @@ int main()
             put(hello());
         else if (mode == "bg-false-timeout")
             falseTimeouts();
+        else if (mode == "bg-blocking-egress")
+            blockingEgress(argumentAfter(argc, argv, "--proxy-fd"));
     }
     ::pause();
     return 0;
