@@ -2,6 +2,7 @@
 // airlock-bad-guest: stands in for airlock-guest (airlockd --guest) and breaks the wire protocol
 // in the way the sandbox's hostname (= its name) asks, so tests can check that the daemon treats
 // the guest as untrusted: a typed failure, the sandbox killed, the daemon alive.
+#include "FdPassing.h"
 #include "sandbox/GuestWire.h"
 
 #include <cstdlib>
@@ -75,20 +76,8 @@ void blockingEgress(int proxyFd)
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
         return;
-    char byte = 'c';
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &pair[0], sizeof(int));
-    if (::sendmsg(proxyFd, &msg, 0) != 1)
+    const char byte = 'c';
+    if (!guest::sendFd(proxyFd, &byte, 1, pair[0], 0))
         return;
     ::usleep(200 * 1000); // the daemon has made it non-blocking by now
     ::fcntl(pair[0], F_SETFL, ::fcntl(pair[0], F_GETFL) & ~O_NONBLOCK);
