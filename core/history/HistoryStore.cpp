@@ -286,6 +286,30 @@ uint64_t HistoryStore::append(const Event &event)
     return batch;
 }
 
+void HistoryStore::dropSupersededTail()
+{
+    // What still waits of an earlier second's tail is older than the tail that follows it now,
+    // and the stored tail keeps only the latest tailBudget() bytes: of the older slices, only what
+    // fits beside the newer tail would stay, the rest would be written to be deleted. Without
+    // this a flood from many executions piled up slices faster than batches wrote them (issue 23).
+    std::map<ExecKey, qint64> older;
+    for (const Item &t : m_tailSlices)
+        older[{t.event.sandbox, t.event.exec}] += t.event.data.size();
+    std::deque<Item> kept;
+    for (Item &t : m_tailSlices) {
+        const ExecKey key{t.event.sandbox, t.event.exec};
+        const auto newer = m_output.find(key);
+        qint64 &olderBytes = older[key];
+        const qint64 newerBytes = newer == m_output.end() ? 0 : newer->second.tailBytes;
+        if (olderBytes + newerBytes - t.event.data.size() >= tailBudget()) {
+            olderBytes -= t.event.data.size(); // the oldest of it, beyond what the budget keeps
+            continue;
+        }
+        kept.push_back(std::move(t));
+    }
+    m_tailSlices.swap(kept);
+}
+
 uint64_t HistoryStore::finishedBatches() const
 {
     std::lock_guard lock(m_mutex);
@@ -367,6 +391,7 @@ void HistoryStore::writerLoop()
         const Clock::time_point now = Clock::now();
         if (m_tailPending && (now - lastTail >= std::chrono::milliseconds(kTailIntervalMs) || m_stopping)) {
             lastTail = now;
+            dropSupersededTail();
             for (auto &[key, budget] : m_output) {
                 for (Item &t : budget.tail)
                     m_tailSlices.push_back(std::move(t));

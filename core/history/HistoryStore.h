@@ -116,6 +116,8 @@ public:
     static constexpr int kUpkeepSliceMs = 40;
 
 private:
+    // Under m_mutex, when a newer tail moves to m_tailSlices: drops the older slices it supersedes.
+    void dropSupersededTail();
     using ExecKey = std::pair<QString, uint32_t>;
     struct Item {
         Event event;

@@ -213,6 +213,56 @@ private Q_SLOTS:
         QCOMPARE(search(path, QStringLiteral("0099") + QString(95, QLatin1Char('v'))).size(), 1);
     }
 
+    // A flood's tail is written once a second, 1 MiB of it per batch. When a newer second's tail
+    // comes while an older one still waits, the older slices it supersedes go unwritten (they
+    // would be deleted right after: the tail keeps the latest bytes), but only those: what fits
+    // beside a short newer tail is still stored. 80 executions with 16 KiB tails give 1.25 MiB:
+    // the first batch leaves 16 tails waiting; 8 of them get a whole newer tail, 8 a quarter of
+    // one. In the end each execution has its head and exactly its latest 16 KiB (written whole,
+    // an older 16 KiB chunk beside a newer 4 KiB one would stay: the tail keeps whole chunks).
+    void aNewerTailSupersedesOnlyWhatItReplaces()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        constexpr qint64 kHalf = 16 * 1024;
+        options.maxStoredOutputPerExec = 2 * kHalf;
+        options.maxBatchLatencyMs = options.batchedFactLatencyMs = 60000; // batches only at flush()
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        HistoryStore &h = **store;
+        constexpr uint32_t kExecs = 80;
+        QList<QByteArray> all(kExecs + 1);
+        auto write = [&](uint32_t exec, qint64 bytes) {
+            for (qint64 done = 0; done < bytes; done += 4096) {
+                QByteArray piece = QByteArray::number(qint64(all[exec].size())).rightJustified(8, '0');
+                piece += QByteArray(4096 - piece.size() - 1, char('a' + exec % 26)) + '\n';
+                h.append(output(QStringLiteral("sb"), exec, 1, all[exec].size(), piece));
+                all[exec] += piece;
+            }
+        };
+        for (uint32_t exec = 1; exec <= kExecs; ++exec) {
+            startExecution(h, QStringLiteral("sb"), exec, {QStringLiteral("yes")});
+            write(exec, kHalf + 2 * kHalf); // the head, then twice the tail
+        }
+        QVERIFY(h.flush()); // the tails move out; 1 MiB of them is written
+        for (uint32_t exec = kExecs - 15; exec <= kExecs; ++exec)
+            write(exec, exec <= kExecs - 8 ? kHalf : kHalf / 4);
+        QTest::qWait(1100); // a second on: the newer tails move out too
+        QVERIFY(h.flush());
+        for (uint32_t exec = 1; exec <= kExecs; ++exec)
+            exitExecution(h, QStringLiteral("sb"), exec, all[exec].size());
+        QVERIFY(h.flush());
+        for (uint32_t exec = 1; exec <= kExecs; ++exec) {
+            const QByteArray &bytes = all[exec];
+            const QByteArray expected
+                = bytes.left(kHalf) + "[gap " + QByteArray::number(bytes.size() - 2 * kHalf) + "]" + bytes.right(kHalf);
+            const QByteArray got = replay(path, exec, 1);
+            QVERIFY2(got == expected,
+                qPrintable(QStringLiteral("execution %1: %2").arg(exec).arg(QString::fromLatin1(got.mid(kHalf, 30)))));
+        }
+    }
+
     void searchFindsWordsInColouredOrBrokenOutputAndCommands()
     {
         QTemporaryDir dir;
