@@ -16,25 +16,25 @@ int fdFor(int stream)
     return stream == 2 ? STDERR_FILENO : STDOUT_FILENO;
 }
 
-// A pipe of 1 MiB instead of the usual 64 KiB on an output that is one (`exec … | cat`): a flood
-// then reaches the reader in a few large writes instead of a wake-up every 64 KiB, which doubled
-// the time of a stream through `| cat` here (issue 23). Best effort: a pipe that is larger stays,
-// and past the user's pipe allowance (pipe-user-pages-soft) the kernel says no.
-void widenPipes()
+// A pipe of 1 MiB instead of the usual 64 KiB on an output that is one (`exec … | cat`), once a
+// stream has carried a flood's worth: the flood then reaches the reader in a few large writes
+// instead of a wake-up every 64 KiB, which doubled the time of a stream through `| cat` here
+// (issue 23). Only then: the pipe's size counts against its maker's allowance
+// (pipe-user-pages-soft, 64 MiB), and a short command's output needs none of it. Best effort: a
+// pipe that is larger stays, and past the allowance the kernel says no.
+constexpr qint64 kWidenAfterBytes = 4 << 20;
+
+void widenPipe(int fd)
 {
     constexpr int kPipeBytes = 1 << 20;
-    for (int stream : {1, 2}) {
-        struct stat st { };
-        const int fd = fdFor(stream);
-        if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && ::fcntl(fd, F_GETPIPE_SZ) < kPipeBytes)
-            (void)::fcntl(fd, F_SETPIPE_SZ, kPipeBytes);
-    }
+    struct stat st { };
+    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && ::fcntl(fd, F_GETPIPE_SZ) < kPipeBytes)
+        (void)::fcntl(fd, F_SETPIPE_SZ, kPipeBytes);
 }
 } // namespace
 
 OutputSink OutputSink::forTerminals()
 {
-    widenPipes();
     OutputSink sink;
     for (int stream : {1, 2})
         if (::isatty(fdFor(stream)))
@@ -44,7 +44,6 @@ OutputSink OutputSink::forTerminals()
 
 OutputSink OutputSink::filtered(bool filter)
 {
-    widenPipes();
     OutputSink sink;
     if (filter)
         for (int stream : {1, 2})
@@ -69,6 +68,9 @@ bool OutputSink::note(int stream, QByteArrayView data)
 
 bool OutputSink::write(int stream, QByteArrayView data)
 {
+    qint64 &carried = m_carried[stream == 2 ? 2 : 1];
+    if (carried < kWidenAfterBytes && (carried += data.size()) >= kWidenAfterBytes)
+        widenPipe(fdFor(stream));
     auto &filter = m_filters[stream == 2 ? 2 : 1];
     return filter ? note(stream, filter->filter(data)) : note(stream, data);
 }

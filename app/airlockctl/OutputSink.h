@@ -11,7 +11,8 @@ namespace airlock::cli {
 
 // Where sandbox output goes on this side: stream 1 to our stdout, 2 to our stderr, each through a
 // TerminalFilter when asked (only colours reach the terminal; other control sequences show as
-// inert text), written fully or not at all once the reader is gone.
+// inert text), written fully or not at all once the reader is gone. A stream that floods a pipe
+// gets a larger one.
 class OutputSink {
 public:
     // Filters the streams that are terminals (what `exec` does).
@@ -29,6 +30,7 @@ public:
 
 private:
     std::optional<TerminalFilter> m_filters[3];
+    qint64 m_carried[3] = {}; // bytes of each stream so far (a flood's widens its pipe)
     bool m_broken = false;
 };
 

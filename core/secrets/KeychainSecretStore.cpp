@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QScopeGuard>
 #include <QSemaphore>
 
 #include <cerrno>
@@ -57,29 +58,35 @@ Result<keychain::StartFunction> loadModule()
         return loaded;
     const QStringList candidates = moduleCandidates();
     for (const QString &path : candidates) {
-        const QByteArray name = QFile::encodeName(path);
-        const int fd = ::open(name.constData(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 && errno == ENOENT)
+        // Its directory first, then the file in it: what is checked is what is loaded.
+        const int dirFd
+            = ::open(QFile::encodeName(QFileInfo(path).absolutePath()).constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        const int fd = dirFd < 0 ? -1
+                                 : ::openat(dirFd, QFile::encodeName(QFileInfo(path).fileName()).constData(),
+                                     O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        const int openError = errno;
+        const auto closeBoth = qScopeGuard([&] {
+            for (int f : {fd, dirFd})
+                if (f >= 0)
+                    ::close(f);
+        });
+        if (fd < 0 && openError == ENOENT)
             continue;
         const auto refuse = [&](const QString &why) {
-            if (fd >= 0)
-                ::close(fd);
             return makeError(ErrorCode::BoundaryUnavailable,
                 QStringLiteral("the keyring module %1 %2; reinstall Airlock, or choose the file store").arg(path, why));
         };
         if (fd < 0)
-            return refuse(QStringLiteral("cannot be opened (%1)").arg(QString::fromLocal8Bit(::strerror(errno))));
+            return refuse(QStringLiteral("cannot be opened (%1)").arg(QString::fromLocal8Bit(::strerror(openError))));
         struct stat file { };
         struct stat dir { };
-        if (::fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)
-            || ::stat(QFile::encodeName(QFileInfo(path).absolutePath()).constData(), &dir) != 0 || !trusted(file)
+        if (::fstat(fd, &file) != 0 || !S_ISREG(file.st_mode) || ::fstat(dirFd, &dir) != 0 || !trusted(file)
             || !trusted(dir))
             return refuse(QStringLiteral("is not owned by root or this user, or others may write it or its directory"));
         void *handle
             = ::dlopen(QByteArray("/proc/self/fd/" + QByteArray::number(fd)).constData(), RTLD_NOW | RTLD_LOCAL);
         if (!handle)
             return refuse(QStringLiteral("cannot be loaded (%1)").arg(QString::fromLocal8Bit(::dlerror())));
-        ::close(fd);
         auto abi = reinterpret_cast<keychain::AbiFunction>(::dlsym(handle, keychain::kAbiSymbol));
         auto start = reinterpret_cast<keychain::StartFunction>(::dlsym(handle, keychain::kStartSymbol));
         if (!abi || !start)
