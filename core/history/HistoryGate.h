@@ -17,9 +17,10 @@ class HistoryStore;
 // and a batched fact (Event::batched, thousands in a build) wait, in order and with everything
 // after them, for the writer's next batch, which is cut short for them (HistoryStore's
 // batchedFactLatencyMs). Output past its execution's head waits for no batch: none stores it in
-// order (its tail is written apart, once a second), so it is heard in its turn. What waits is bounded: past
-// kMaxHeldOutput bytes of output (a writer that lags), the history is flushed, and the daemon's main loop, which reads
-// the sandboxes' output, waits for the disk like a slow client's socket would make it (the guests' own window,
+// order (its tail is written apart, once a second), so it is heard in its turn. What waits is
+// bounded: past kMaxHeldOutput bytes of output (a writer that lags), the history is flushed, and
+// the daemon's main loop, which reads the sandboxes' output, waits for the disk like a slow
+// client's socket would make it (the guests' own window,
 // wire::kRetainedOutputLimit, is what normally holds a flood back). While the history cannot be
 // written, events pass (the daemon refuses new work meanwhile).
 //

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "history/HistorySchema.h"
+#include "history/HistoryStatements.h"
 #include "log/Log.h"
 
 #include <QFileInfo>
@@ -80,63 +81,6 @@ struct Refusal {
     }
 };
 } // namespace
-
-struct HistoryStore::Statements {
-    explicit Statements(sqlite3 *db)
-        : event(db,
-            "INSERT OR IGNORE INTO events(sandbox_id, seq, time_ms, kind, exec_id, payload, run_id) "
-            "VALUES(?,?,?,?,?,?,?)")
-        , sandbox(db, "INSERT OR REPLACE INTO sandboxes(id, name, run_id, spec_json, created_ms) VALUES(?,?,?,?,?)")
-        , deleted(db, "UPDATE sandboxes SET deleted_ms=? WHERE id=?")
-        , started(db,
-              "INSERT OR IGNORE INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, "
-              "started_ms, status, "
-              "agent, decided_by) VALUES(?,?,?,?,?,?,?,'running',?,?)")
-        , refused(db,
-              "INSERT INTO executions(sandbox_id, exec_id, run_id, argv_json, cwd, env_names_json, started_ms, "
-              "ended_ms, status, "
-              "agent, decided_by) VALUES(?,NULL,?,?,?,?,?,?,?,?,?)")
-        , commandIndex(db, "INSERT INTO command_fts(rowid, command) VALUES(?,?)")
-        , findExec(db,
-              "SELECT id, (SELECT coalesce(sum(length(data)), 0) FROM chunks WHERE execution = executions.id) FROM "
-              "executions "
-              "WHERE sandbox_id=? AND exec_id=?")
-        , exited(db,
-              "UPDATE executions SET ended_ms=?, exit_code=?, signal=?, status=?, bytes_out=?, bytes_err=?, "
-              "stored_bytes=?, "
-              "truncated=? WHERE id=?")
-        , chunk(db, "INSERT INTO chunks(execution, stream, offset, time_ms, data, indexed) VALUES(?,?,?,?,?,?)")
-        , outputIndex(db, "INSERT INTO output_fts(rowid, text) VALUES(?,?)")
-        , unindexChunk(db,
-              "INSERT INTO output_fts(output_fts, rowid, text) SELECT 'delete', id, airlock_index_text(data) FROM "
-              "chunks "
-              "WHERE id=? AND indexed=1")
-        , dropChunk(db, "DELETE FROM chunks WHERE id=?")
-        , addRun(db, "INSERT INTO runs(name, created_ms) VALUES(?,?) ON CONFLICT(name) DO NOTHING")
-        , findRun(db, "SELECT id FROM runs WHERE name=?")
-        , pruneCandidates(db,
-              "SELECT id, stored_bytes FROM executions WHERE stored_bytes > 0 AND status != 'running' "
-              "AND (?1 = 0 OR ended_ms < ?1) AND id <= ?2 ORDER BY id LIMIT 256")
-        , chunksOf(db, "SELECT id, length(data) FROM chunks WHERE execution=? ORDER BY id LIMIT 16")
-        , setStored(db, "UPDATE executions SET stored_bytes=? WHERE id=?")
-        , markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?")
-        , unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 64")
-        , markIndexed(db, "UPDATE chunks SET indexed=1 WHERE id=?")
-    {
-    }
-    bool ok() const
-    {
-        for (const sql::Stmt *s : {&event, &sandbox, &deleted, &started, &refused, &commandIndex, &findExec, &exited,
-                 &chunk, &outputIndex, &unindexChunk, &dropChunk, &addRun, &findRun, &pruneCandidates, &chunksOf,
-                 &setStored, &markPruned, &unindexedChunks, &markIndexed})
-            if (!s->prepared())
-                return false;
-        return true;
-    }
-    sql::Stmt event, sandbox, deleted, started, refused, commandIndex, findExec, exited, chunk, outputIndex,
-        unindexChunk, dropChunk, addRun, findRun, pruneCandidates, chunksOf, setStored, markPruned, unindexedChunks,
-        markIndexed;
-};
 
 HistoryStore::HistoryStore(Options options)
     : m_options(std::move(options))
@@ -737,70 +681,6 @@ Status HistoryStore::indexSomeTails(qint64 budget)
                 || !q.markIndexed.integer(1, id).run())
                 return sql::error(m_writer.get(), QStringLiteral("indexing output"));
             budget -= data.size();
-        }
-    }
-    return Ok{};
-}
-
-Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report,
-    std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more)
-{
-    Statements &q = *m_sql;
-    qint64 freed = 0;
-    *more = false;
-    while (m_state.totalStored > target || endedBeforeMs) {
-        std::vector<std::pair<qint64, qint64>> victims;
-        q.pruneCandidates.integer(1, endedBeforeMs).integer(2, upToId);
-        while (q.pruneCandidates.step())
-            victims.emplace_back(q.pruneCandidates.columnInt(0), q.pruneCandidates.columnInt(1));
-        q.pruneCandidates.reset();
-        if (victims.empty())
-            return Ok{};
-        for (const auto &[id, bytes] : victims) {
-            if (m_state.totalStored <= target && !endedBeforeMs)
-                return Ok{};
-            if (freed > 0 && (freed >= maxBytes || std::chrono::steady_clock::now() >= until)) {
-                *more = true;
-                return Ok{};
-            }
-            // A chunk at a time (each at most 256 KiB, unindexed with it), the deadline checked
-            // between them: one execution's output is never one step that cannot be cut short.
-            qint64 left = bytes; // what its record still says it stores (the total counts that)
-            bool cut = false;
-            for (bool some = true; some && !cut;) {
-                std::vector<std::pair<qint64, qint64>> chunks;
-                q.chunksOf.integer(1, id);
-                while (q.chunksOf.step())
-                    chunks.emplace_back(q.chunksOf.columnInt(0), q.chunksOf.columnInt(1));
-                q.chunksOf.reset();
-                some = !chunks.empty();
-                for (const auto &[chunk, size] : chunks) {
-                    if (freed > 0 && (freed >= maxBytes || std::chrono::steady_clock::now() >= until)) {
-                        cut = true;
-                        break;
-                    }
-                    if (Status s = deleteChunk(chunk); !s)
-                        return s;
-                    const qint64 counted
-                        = std::min(size, std::max<qint64>(left - 1, 0)); // the last byte goes with the record
-                    left -= counted;
-                    m_state.totalStored -= counted;
-                    report.freedBytes += counted;
-                    freed += std::max<qint64>(size, 1);
-                }
-            }
-            if (cut) { // the rest in the next slice: the record says what is left
-                if (!q.setStored.integer(1, left).integer(2, id).run())
-                    return sql::error(m_writer.get(), QStringLiteral("pruning output"));
-                *more = true;
-                return Ok{};
-            }
-            if (!q.markPruned.integer(1, id).run())
-                return sql::error(m_writer.get(), QStringLiteral("pruning output"));
-            m_state.totalStored -= left;
-            report.freedBytes += left;
-            freed += std::max<qint64>(left, 1);
-            report.executions += 1;
         }
     }
     return Ok{};

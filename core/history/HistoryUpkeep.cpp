@@ -6,6 +6,7 @@
 
 #include "history/HistoryReader.h"
 #include "history/HistorySchema.h"
+#include "history/HistoryStatements.h"
 #include "history/Sql.h"
 #include "log/Log.h"
 
@@ -371,6 +372,70 @@ Status HistoryStore::vacuumSlice(UpkeepJob &job, bool *more)
     }
     checkpointNow();
     reportProgress(job, QStringLiteral("vacuuming"), total, total, true);
+    return Ok{};
+}
+
+Status HistoryStore::pruneOldest(qint64 target, qint64 endedBeforeMs, qint64 upToId, PruneReport &report,
+    std::chrono::steady_clock::time_point until, qint64 maxBytes, bool *more)
+{
+    Statements &q = *m_sql;
+    qint64 freed = 0;
+    *more = false;
+    while (m_state.totalStored > target || endedBeforeMs) {
+        std::vector<std::pair<qint64, qint64>> victims;
+        q.pruneCandidates.integer(1, endedBeforeMs).integer(2, upToId);
+        while (q.pruneCandidates.step())
+            victims.emplace_back(q.pruneCandidates.columnInt(0), q.pruneCandidates.columnInt(1));
+        q.pruneCandidates.reset();
+        if (victims.empty())
+            return Ok{};
+        for (const auto &[id, bytes] : victims) {
+            if (m_state.totalStored <= target && !endedBeforeMs)
+                return Ok{};
+            if (freed > 0 && (freed >= maxBytes || std::chrono::steady_clock::now() >= until)) {
+                *more = true;
+                return Ok{};
+            }
+            // A chunk at a time (each at most 256 KiB, unindexed with it), the deadline checked
+            // between them: one execution's output is never one step that cannot be cut short.
+            qint64 left = bytes; // what its record still says it stores (the total counts that)
+            bool cut = false;
+            for (bool some = true; some && !cut;) {
+                std::vector<std::pair<qint64, qint64>> chunks;
+                q.chunksOf.integer(1, id);
+                while (q.chunksOf.step())
+                    chunks.emplace_back(q.chunksOf.columnInt(0), q.chunksOf.columnInt(1));
+                q.chunksOf.reset();
+                some = !chunks.empty();
+                for (const auto &[chunk, size] : chunks) {
+                    if (freed > 0 && (freed >= maxBytes || std::chrono::steady_clock::now() >= until)) {
+                        cut = true;
+                        break;
+                    }
+                    if (Status s = deleteChunk(chunk); !s)
+                        return s;
+                    const qint64 counted
+                        = std::min(size, std::max<qint64>(left - 1, 0)); // the last byte goes with the record
+                    left -= counted;
+                    m_state.totalStored -= counted;
+                    report.freedBytes += counted;
+                    freed += std::max<qint64>(size, 1);
+                }
+            }
+            if (cut) { // the rest in the next slice: the record says what is left
+                if (!q.setStored.integer(1, left).integer(2, id).run())
+                    return sql::error(m_writer.get(), QStringLiteral("pruning output"));
+                *more = true;
+                return Ok{};
+            }
+            if (!q.markPruned.integer(1, id).run())
+                return sql::error(m_writer.get(), QStringLiteral("pruning output"));
+            m_state.totalStored -= left;
+            report.freedBytes += left;
+            freed += std::max<qint64>(left, 1);
+            report.executions += 1;
+        }
+    }
     return Ok{};
 }
 
