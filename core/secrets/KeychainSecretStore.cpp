@@ -2,6 +2,7 @@
 #include "secrets/KeychainSecretStore.h"
 #include "util/FileSystem.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -33,7 +34,7 @@ QStringList moduleCandidates()
     if (const QString given = qEnvironmentVariable("AIRLOCK_KEYCHAIN_MODULE"); !given.isEmpty())
         return {given};
     QStringList out;
-    const QString programDir = QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/self/exe"))).absolutePath();
+    const QString programDir = QCoreApplication::applicationDirPath(); // the executable's, links resolved
     if (programDir == QLatin1String(AIRLOCK_BUILD_BIN_DIR))
         out.append(programDir + QStringLiteral("/airlock-keychain.so"));
     out.append(QStringLiteral(AIRLOCK_LIBEXEC_DIR "/airlock-keychain.so"));
