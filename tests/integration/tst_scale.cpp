@@ -172,11 +172,16 @@ private Q_SLOTS:
     // is answered, and what the stopped daemon leaves running is what the next one takes over.
     void aSandboxEndedBeforeHelloLeavesNothingAndItsCreateIsAnswered()
     {
+        // A guest whose bwrap is gone. Not bwrap itself (its arguments name the guest too): the
+        // bwrap of a sandbox that went on past its daemon has init for a parent, as it should.
         auto orphans = [] {
             QSet<qint64> found;
-            for (qint64 pid : pidsWithCommandLine("/.airlock/guest --fd"))
-                if (procStatusField(pid, "PPid:") == 1)
+            for (qint64 pid : pidsWithCommandLine("/.airlock/guest --fd")) {
+                QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(pid));
+                if (cmdline.open(QIODevice::ReadOnly) && cmdline.readAll().startsWith("/.airlock/guest")
+                    && procStatusField(pid, "PPid:") == 1)
                     found.insert(pid);
+            }
             return found;
         };
         const QSet<qint64> orphansBefore = orphans();

@@ -29,7 +29,7 @@ mkfs.ext4 -q -d "$work/payload" "$work/payload.img" 64M
 qemu-img create -q -f qcow2 -b "$image/rootfs.img" -F raw "$work/root.qcow2"
 : >"$work/results.txt"
 # KVM cannot boot this kernel here; TCG with two vCPUs does, in about 50 s to the scenario.
-timeout 1200 qemu-system-x86_64 -accel tcg -smp 2 -m 2048 -nographic -no-reboot -monitor none \
+timeout 720 qemu-system-x86_64 -accel tcg -smp 2 -m 2048 -nographic -no-reboot -monitor none \
   -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
   -append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 panic=-1" \
   -drive "file=$work/root.qcow2,if=virtio,format=qcow2" -drive "file=$work/payload.img,if=virtio,format=raw" \

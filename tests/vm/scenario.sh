@@ -17,8 +17,27 @@ as_user() {
   runuser -u "$user" -- env -C "/home/$user" HOME="/home/$user" XDG_RUNTIME_DIR="/run/user/$uid" \
     DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" "$@"
 }
-ctl() { as_user airlockctl --no-autostart "$@"; }
-unit() { as_user systemctl --user show -P "$2" "$1"; }
+# What was running, and what the user's daemon logged: written once, on the first command that hung.
+diagnosed=
+diagnose() {
+  [[ -n $diagnosed ]] && return
+  diagnosed=1
+  echo "INFO: $*" >&3
+  ps -eo pid,ppid,stat,wchan:24,etime,args --forest | grep -v ' \[' | cut -c1-200 | sed 's/^/INFO: ps: /' >&3
+  journalctl --no-pager -q -n 60 _UID=$uid _COMM=airlockd 2>&1 | cut -c1-300 | sed 's/^/INFO: journal: /' >&3
+}
+# Every command has a deadline: one that hangs is a FAIL naming it, and the checks after it still run.
+ctl() {
+  local started=$SECONDS
+  as_user timeout -k 10 120 airlockctl --no-autostart "$@"
+  local code=$? # 124 and 137 are also what a command timed out or killed inside says
+  if ((SECONDS - started >= 120)); then
+    echo "FAIL: airlockctl $* did not finish in 120 s" >&3
+    diagnose "after airlockctl $* hung"
+  fi
+  return $code
+}
+unit() { as_user timeout 30 systemctl --user show -P "$2" "$1"; }
 wait_for() { # SECONDS COMMAND...: true once COMMAND succeeds
   local until=$((SECONDS + $1))
   shift
@@ -27,6 +46,10 @@ wait_for() { # SECONDS COMMAND...: true once COMMAND succeeds
     sleep 0.5
   done
 }
+
+# A scenario that hangs anyway says where before run.sh's deadline ends the guest.
+(sleep 540 && diagnose "the scenario was still running after 540 s") &
+watchdog=$!
 
 [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] && pass "cgroup v2 (unified hierarchy)" || fail "not cgroup v2: $(stat -fc %T /sys/fs/cgroup)"
 [[ $(cat /proc/1/comm) == systemd ]] && pass "systemd is PID 1" || fail "PID 1 is $(cat /proc/1/comm)"
@@ -157,7 +180,7 @@ else
 fi
 
 # A restart keeps the sandbox; the next daemon takes it over.
-as_user systemctl --user restart airlockd.service
+as_user timeout 120 systemctl --user restart airlockd.service
 [[ $(ctl exec disky -- cat /workspace/note 2>&1) == kept ]] && pass "its workspace image is served on through the restart" ||
   fail "after the restart, /workspace/note of disky: $(ctl exec disky -- cat /workspace/note 2>&1 | oneline)"
 ws=$(ctl info disky | sed -n 's/^workspace: .*(host: \(.*\))$/\1/p')
@@ -173,7 +196,7 @@ out=$(ctl exec work -- echo after-restart 2>&1)
   fail "its cgroup is gone after the restart"
 
 # Stopped, and started again by the next connection.
-as_user systemctl --user stop airlockd.service 2>/dev/null # it warns that the socket can start it again
+as_user timeout 120 systemctl --user stop airlockd.service 2>/dev/null # it warns that the socket can start it again
 [[ $(unit airlockd.service ActiveState) == inactive ]] || fail "stop: $(unit airlockd.service ActiveState)"
 out=$(ctl ls 2>&1)
 [[ $out == *work* && $(unit airlockd.service ActiveState) == active ]] &&
@@ -182,7 +205,7 @@ out=$(ctl ls 2>&1)
 
 # Without the user's systemd (no bus to it): a clear error naming the fix, nothing run.
 out=$(runuser -u "$user" -- env -C /tmp XDG_RUNTIME_DIR=/tmp/nodelegation HOME=/tmp/nodelegation \
-  sh -c 'mkdir -p -m 700 $HOME && airlockctl run --memory 64M -- echo ran' 2>&1)
+  sh -c 'mkdir -p -m 700 $HOME && timeout 120 airlockctl run --memory 64M -- echo ran' 2>&1)
 code=$?
 [[ $code != 0 && $out != *ran* && $out == *"systemctl --user start airlockd.socket"* ]] &&
   pass "without the user's systemd bus --memory fails (exit $code): $(echo "$out" | tail -1)" ||
@@ -194,9 +217,9 @@ pkill -u "$user" -f 'airlockd --socket /tmp/nodelegation' || true
 mkdir -p -m 700 /run/airlock-root
 systemd-run --quiet --unit=airlockd-root /usr/bin/airlockd --socket /run/airlock-root/airlockd.sock
 wait_for 30 test -S /run/airlock-root/airlockd.sock
-out=$(airlockctl --no-autostart --socket /run/airlock-root/airlockd.sock create --name rootsb 2>&1) || fail "root create: $(echo "$out" | oneline)"
+out=$(timeout 120 airlockctl --no-autostart --socket /run/airlock-root/airlockd.sock create --name rootsb 2>&1) || fail "root create: $(echo "$out" | oneline)"
 [[ -n $(systemctl list-units --plain --no-legend 'airlock-*.scope') ]] || fail "the root daemon's sandbox has no system scope"
-DEBIAN_FRONTEND=noninteractive apt-get remove -y airlock >/dev/null 2>&1 || fail "apt remove"
+DEBIAN_FRONTEND=noninteractive timeout 300 apt-get remove -y airlock >/dev/null 2>&1 || fail "apt remove"
 [[ -z $(systemctl list-units --plain --no-legend 'airlock-*.scope') && -z $(pgrep -af 'bwrap|airlock-guest' | oneline) ]] &&
   pass "apt remove stopped the root daemon's sandboxes too" || fail "after apt remove, as root: $(systemctl list-units --plain --no-legend 'airlock-*.scope' | oneline) $(pgrep -af 'bwrap|airlock-guest' | oneline)"
 systemctl stop airlockd-root 2>/dev/null
@@ -211,4 +234,5 @@ served=$(pgrep -af fuse2fs | oneline)
 [[ -z $mounted && -z $served ]] && pass "apt remove unmounted every workspace image (the user's fuse2fs and root's loop devices)" ||
   fail "after apt remove, still mounted: $mounted; fuse2fs: $served"
 [[ -d /home/$user/.local/share/airlock ]] && info "kept after removal: $(cd "/home/$user/.local/share/airlock" && ls | oneline) $(ls "/home/$user/.local/share/airlock/workspaces" | oneline)"
+kill $watchdog 2>/dev/null
 echo "DONE"
