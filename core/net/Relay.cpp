@@ -13,7 +13,9 @@
 namespace airlock::net {
 
 namespace {
-constexpr int kPipeSize = 1024 * 1024;
+// What one direction holds between a read and the write that passes it on: large enough for a
+// loopback socket's bursts (it is allocated when the pair starts).
+constexpr size_t kBufferSize = 256 * 1024;
 constexpr uint64_t kWakeKey = 0;
 
 std::string errnoText(const char *what)
@@ -24,19 +26,18 @@ std::string errnoText(const char *what)
 
 struct Relay::Direction {
     int from = -1, to = -1;
-    int pipeRead = -1, pipeWrite = -1;
-    size_t pipeCapacity = 65536;
-    size_t inPipe = 0;
-    std::string pending;
+    std::unique_ptr<char[]> buffer; // read from `from`, not yet written to `to`: [head, tail)
+    size_t head = 0, tail = 0;
+    std::string pending; // ours, written before anything read (a request's head, the proxy's reply)
     size_t pendingOff = 0;
     bool eof = false; // `from` has nothing more to send
     bool done = false; // and everything reached `to`, which was told so (SHUT_WR)
     uint64_t bytes = 0;
     int64_t limit = -1; // bytes `from` may still send (-1: any); at 0 it is no longer read
 
-    bool exhausted() const { return limit == 0 && inPipe == 0 && pendingOff == pending.size(); }
+    bool exhausted() const { return limit == 0 && !wantsWrite(); }
 
-    bool wantsWrite() const { return inPipe > 0 || pendingOff < pending.size(); }
+    bool wantsWrite() const { return head < tail || pendingOff < pending.size(); }
 };
 
 struct Relay::Pair {
@@ -69,14 +70,9 @@ Relay::~Relay()
     }
     wake();
     m_thread.join();
-    for (auto &[id, pair] : m_pairs) {
+    for (auto &[id, pair] : m_pairs)
         for (int fd : pair->fds)
             ::close(fd);
-        for (const Direction &d : pair->dir) {
-            ::close(d.pipeRead);
-            ::close(d.pipeWrite);
-        }
-    }
     ::close(m_wakeFd);
     ::close(m_epoll);
 }
@@ -183,19 +179,9 @@ void Relay::drainCommands()
         for (int fd : p.fds)
             ok = ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 && ok;
         for (int d = 0; d < 2; ++d) {
-            Direction &dir = p.dir[d];
-            dir.from = p.fds[d];
-            dir.to = p.fds[1 - d];
-            int fds[2];
-            if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-                ok = false;
-                continue;
-            }
-            dir.pipeRead = fds[0];
-            dir.pipeWrite = fds[1];
-            ::fcntl(dir.pipeWrite, F_SETPIPE_SZ, kPipeSize); // best effort: the kernel may cap it
-            const int size = ::fcntl(dir.pipeWrite, F_GETPIPE_SZ);
-            dir.pipeCapacity = size > 0 ? size_t(size) : 65536;
+            p.dir[d].from = p.fds[d];
+            p.dir[d].to = p.fds[1 - d];
+            p.dir[d].buffer = std::make_unique_for_overwrite<char[]>(kBufferSize);
         }
         m_pairs.emplace(p.id, c.pair);
         {
@@ -240,25 +226,26 @@ void Relay::pump(Pair &pair)
                 dir.pending.clear();
                 dir.pendingOff = 0;
             }
-            if (dir.inPipe > 0) {
+            if (dir.head < dir.tail) {
                 const ssize_t n
-                    = ::splice(dir.pipeRead, nullptr, dir.to, nullptr, dir.inPipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                    = ::send(dir.to, dir.buffer.get() + dir.head, dir.tail - dir.head, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n > 0) {
-                    dir.inPipe -= size_t(n);
+                    dir.head += size_t(n);
                     dir.bytes += uint64_t(n);
                     progress = true;
-                } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    if (dir.head == dir.tail)
+                        dir.head = dir.tail = 0;
+                } else if (errno != EAGAIN && errno != EINTR) {
                     return finish(pair.id, errnoText(d == 0 ? "write to destination" : "write to client"));
                 }
             }
-            if (!dir.eof && dir.limit != 0 && dir.inPipe < dir.pipeCapacity) {
-                size_t want = dir.pipeCapacity - dir.inPipe;
+            if (!dir.eof && dir.limit != 0 && dir.tail < kBufferSize) {
+                size_t want = kBufferSize - dir.tail;
                 if (dir.limit > 0)
                     want = std::min(want, size_t(dir.limit));
-                const ssize_t n
-                    = ::splice(dir.from, nullptr, dir.pipeWrite, nullptr, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                const ssize_t n = ::recv(dir.from, dir.buffer.get() + dir.tail, want, MSG_DONTWAIT);
                 if (n > 0) {
-                    dir.inPipe += size_t(n);
+                    dir.tail += size_t(n);
                     if (dir.limit > 0)
                         dir.limit -= n;
                     progress = true;
@@ -292,12 +279,6 @@ void Relay::finish(uint64_t id, const std::string &error)
     for (int fd : pair->fds) {
         ::epoll_ctl(m_epoll, EPOLL_CTL_DEL, fd, nullptr);
         ::close(fd);
-    }
-    for (const Direction &d : pair->dir) {
-        if (d.pipeRead >= 0)
-            ::close(d.pipeRead);
-        if (d.pipeWrite >= 0)
-            ::close(d.pipeWrite);
     }
     {
         std::lock_guard lock(m_mutex);

@@ -12,10 +12,14 @@
 
 namespace airlock::net {
 
-// Copies bytes both ways between pairs of connected sockets on one thread of its own, through
-// pipes with splice(2), so the payload never passes through user space and the daemon's event
-// loop never sees it. Half-closes are passed on; a pair ends when both directions have ended or
-// either side fails.
+// Copies bytes both ways between pairs of connected sockets on one thread of its own, so the
+// daemon's event loop never sees the payload. Half-closes are passed on; a pair ends when both
+// directions have ended or either side fails.
+//
+// Every read and write says MSG_DONTWAIT, and none is a splice(2): the client socket is one the
+// sandbox's guest handed over and may keep, the same open file, so it can make it blocking again
+// whenever it likes, and splice on a TCP socket waits or not by the file's flag alone. One such
+// wait would stop every pair of every sandbox, and the daemon's shutdown with them.
 class Relay {
 public:
     struct Stats {

@@ -4,6 +4,7 @@
 // hands over, in the way the sandbox's name asks. Each gets a typed failure, costs only that
 // sandbox, and leaves the daemon serving and no guest behind. (Clients on the socket:
 // tst_robustness.)
+#include "LoopbackServer.h"
 #include "RawClient.h"
 #include "sandbox/GuestWire.h"
 
@@ -15,6 +16,8 @@
 #include <QJsonObject>
 #include <QScopeGuard>
 #include <QTest>
+
+#include <algorithm>
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -88,6 +91,7 @@ QStringList descendantsOf(qint64 root)
 
 class TestUntrustedGuest final : public QObject {
     Q_OBJECT
+    std::unique_ptr<LoopbackServer> m_web; // relay.test, for tunnels through the egress proxy
     std::unique_ptr<TestDaemon> m_bad; // runs airlock-bad-guest as the sandbox agent
     QString m_badWorkspaces; // where m_bad keeps sandbox workspaces
 
@@ -97,7 +101,9 @@ private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(QFileInfo::exists(badGuest()));
-        m_bad = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--guest"), badGuest()});
+        m_web = std::make_unique<LoopbackServer>("relay");
+        m_bad = std::make_unique<TestDaemon>(QStringList{QStringLiteral("--guest"), badGuest(),
+            QStringLiteral("--resolve"), QStringLiteral("relay.test=127.0.0.1")});
         QVERIFY(m_bad->start());
         // An agent that says hello and idles gives a running sandbox: learn where workspaces live.
         const CliResult probe = m_bad->ctl(
@@ -206,6 +212,41 @@ private Q_SLOTS:
         QTest::qWait(1000);
         const qint64 used = cpuTicks() - before;
         QVERIFY2(before >= 0 && used < 30, qPrintable(QStringLiteral("%1 ticks in 1 s").arg(used)));
+    }
+
+    // Red team (issue 23): once the proxy has let a tunnel through, the relay copies it, and the
+    // client socket is still the one the guest handed over and kept. A guest that makes it
+    // blocking again and sends one request had the relay wait in splice(2) for more, for good:
+    // every tunnel of every sandbox stopped (and the daemon could not stop). The relay reads and
+    // writes with MSG_DONTWAIT, so another sandbox's tunnel is served after it.
+    void aGuestCannotMakeTheRelayWaitOnItsTunnel()
+    {
+        const QString port = QString::number(m_web->port());
+        const QString attacker = QStringLiteral("bg-blocking-tunnel-") + port;
+        const QString victim = QStringLiteral("bg-tunnel-") + port;
+        const auto removed = qScopeGuard([&] {
+            m_bad->ctl({QStringLiteral("rm"), attacker});
+            m_bad->ctl({QStringLiteral("rm"), victim});
+        });
+        auto reached = [&](const QByteArray &request) {
+            return waitFor(
+                [&] {
+                    const QList<QByteArray> heads = m_web->heads();
+                    return std::any_of(
+                        heads.cbegin(), heads.cend(), [&](const QByteArray &head) { return head.startsWith(request); });
+                },
+                5000);
+        };
+        const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), attacker,
+            QStringLiteral("--allow"), QStringLiteral("relay.test")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        // Through the tunnel, on the socket made blocking again: the relay has read it and looked for more.
+        QVERIFY2(reached("GET /blocked "), "the attacking guest's tunnel was not made");
+        QTest::qWait(300);
+        const CliResult other = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), victim,
+            QStringLiteral("--allow"), QStringLiteral("relay.test")});
+        QVERIFY2(other.exitCode == 0, qPrintable(other.describe()));
+        QVERIFY2(reached("GET /served "), "another sandbox's tunnel was not served after the attack");
     }
 
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails_data()

@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -85,6 +88,64 @@ void blockingEgress(int proxyFd)
     // Both ends stay open: a daemon that waits in read() is never woken.
 }
 
+// A connection to the proxy as a program in the sandbox makes one: TCP on the sandbox's own
+// loopback, accepted here and handed over on --proxy-fd. Then a CONNECT to relay.test:PORT (the
+// test's server) and its answer. Returns the accepted socket, which the guest keeps, and the
+// program's side; {-1, -1} if any step failed.
+std::pair<int, int> tunnel(int proxyFd, const std::string &port)
+{
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (::bind(listener, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(listener, 1) != 0
+        || ::getsockname(listener, reinterpret_cast<sockaddr *>(&sa), &len) != 0)
+        return {-1, -1};
+    const int program = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(program, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0)
+        return {-1, -1};
+    const int accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    ::close(listener);
+    const char byte = 'c';
+    if (accepted < 0 || !guest::sendFd(proxyFd, &byte, 1, accepted, 0))
+        return {-1, -1};
+    const std::string connect = "CONNECT relay.test:" + port + " HTTP/1.1\r\nHost: relay.test:" + port + "\r\n\r\n";
+    (void)!::write(program, connect.data(), connect.size());
+    std::string reply;
+    char c = 0;
+    while (reply.find("\r\n\r\n") == std::string::npos && reply.size() < 4096 && ::read(program, &c, 1) == 1)
+        reply += c;
+    if (reply.rfind("HTTP/1.1 200", 0) != 0)
+        return {-1, -1};
+    return {accepted, program};
+}
+
+// A tunnel through the proxy, then the socket the guest kept made blocking again, then a request
+// through it. The relay copies the request and reads for more: a relay that can wait on a
+// client's socket waits there for good, and every other tunnel of every sandbox with it.
+void blockingTunnel(int proxyFd, const std::string &port)
+{
+    const auto [kept, program] = tunnel(proxyFd, port);
+    if (kept < 0)
+        return;
+    ::fcntl(kept, F_SETFL, ::fcntl(kept, F_GETFL) & ~O_NONBLOCK);
+    const std::string get = "GET /blocked HTTP/1.1\r\nHost: relay.test\r\n\r\n";
+    (void)!::write(program, get.data(), get.size());
+    // Both ends stay open, and nothing more is sent.
+}
+
+// An ordinary tunnel and request, for the test to see that the relay still serves.
+void plainTunnel(int proxyFd, const std::string &port)
+{
+    const auto [kept, program] = tunnel(proxyFd, port);
+    if (kept < 0)
+        return;
+    ::close(kept);
+    const std::string get = "GET /served HTTP/1.1\r\nHost: relay.test\r\n\r\n";
+    (void)!::write(program, get.data(), get.size());
+}
+
 int argumentAfter(int argc, char **argv, const char *flag)
 {
     for (int i = 1; i + 1 < argc; ++i)
@@ -126,6 +187,10 @@ int main(int argc, char **argv)
             falseTimeouts();
         else if (mode == "bg-blocking-egress")
             blockingEgress(argumentAfter(argc, argv, "--proxy-fd"));
+        else if (mode.rfind("bg-blocking-tunnel-", 0) == 0) // the name ends with the server's port
+            blockingTunnel(argumentAfter(argc, argv, "--proxy-fd"), mode.substr(mode.rfind('-') + 1));
+        else if (mode.rfind("bg-tunnel-", 0) == 0)
+            plainTunnel(argumentAfter(argc, argv, "--proxy-fd"), mode.substr(mode.rfind('-') + 1));
     }
     ::pause();
     return 0;
