@@ -18,6 +18,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QPointer>
+#include <QTimer>
 
 #include <algorithm>
 #include <unistd.h>
@@ -67,8 +68,12 @@ void Engine::adoptSandboxes(const StoredStream &stored)
         return std::any_of(answering.cbegin(), answering.cend(),
             [](const QPointer<Sandbox> &s) { return s && s->state() == SandboxState::Starting; });
     };
+    // Waits for events (the overload with a time limit would not: it polls), woken at least every
+    // 50 ms to look at the clock.
+    QTimer wake;
+    wake.start(50);
     while (anyStarting() && waited.elapsed() < kAdoptTimeoutMs)
-        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
     if (!answering.isEmpty())
         logger()->info("took over {} sandboxes in {} ms", answering.size(), waited.elapsed());
 }
