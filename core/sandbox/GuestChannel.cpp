@@ -201,7 +201,7 @@ void GuestChannel::sendAck(uint32_t execId, uint8_t stream, uint64_t offset)
 
 void GuestChannel::send(std::string frame)
 {
-    if (m_fd < 0)
+    if (m_fd < 0 || m_peerGone)
         return;
     m_out.append(frame.data(), static_cast<qsizetype>(frame.size()));
     flush();
@@ -222,7 +222,15 @@ void GuestChannel::flush()
         }
         if (n < 0 && errno == EINTR)
             continue;
-        break; // EAGAIN: wait for POLLOUT; EPIPE: the read side reports the close
+        if (n < 0 && errno != EAGAIN) {
+            // The guest's end is gone (EPIPE): nothing written now would be read. Dropped, and no
+            // waiting for POLLOUT, which such a socket always reports. The read side reports the
+            // close, once it reads again if it is paused (a client holds the sandbox's output).
+            m_peerGone = true;
+            m_out.clear();
+            m_outStart = 0;
+        }
+        break; // EAGAIN: wait for POLLOUT
     }
     // Drop what was written in one go rather than shifting the buffer per write.
     if (m_outStart == m_out.size() || m_outStart > 1024 * 1024) {

@@ -129,6 +129,7 @@ private:
     QSet<uint32_t> m_toolCalls; // tool calls the guest made that have no answer yet
     bool m_dead = false;
     bool m_paused = false;
+    bool m_peerGone = false; // a write failed (EPIPE): nothing more is written; reading reports the close
     QList<uint32_t> m_known;
     struct StdinQueue {
         QByteArray data; // [start, size) not yet sent

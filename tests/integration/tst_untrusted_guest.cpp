@@ -14,6 +14,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QScopeGuard>
 #include <QTest>
 
@@ -247,6 +248,51 @@ private Q_SLOTS:
             QStringLiteral("--allow"), QStringLiteral("relay.test")});
         QVERIFY2(other.exitCode == 0, qPrintable(other.describe()));
         QVERIFY2(reached("GET /served "), "another sandbox's tunnel was not served after the attack");
+    }
+
+    // Red team: a guest that closes its channel while the daemon is not reading it (a client that
+    // does not read holds the sandbox's output) is not seen to have gone, and the daemon's next
+    // frame to it fails with EPIPE. The daemon kept that frame to write it when the socket said it
+    // could, which a socket whose peer has gone always says: its loop spun at a whole core for as
+    // long as the client held. What cannot be written is dropped now; the close is seen once the
+    // hold ends.
+    void aGuestThatClosesWhileItsOutputIsHeldCostsNoCpu()
+    {
+        const QString name = QStringLiteral("bg-flood-then-close");
+        const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), name});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const QString ctl = binDir() + QStringLiteral("/airlockctl --no-autostart exec ") + name;
+        QProcess holding; // its output goes into a pipe nobody reads: it stops reading, the daemon holds
+        holding.setProcessEnvironment(m_bad->environment());
+        holding.start(QStringLiteral("sh"), {QStringLiteral("-c"), ctl + QStringLiteral(" -- flood | sleep 60")});
+        QProcess next; // the daemon's next frame to the guest: another execution's Spawn
+        next.setProcessEnvironment(m_bad->environment());
+        const auto ended = qScopeGuard([&] {
+            holding.kill();
+            next.kill();
+            holding.waitForFinished(5000);
+            next.waitForFinished(5000);
+            m_bad->ctl({QStringLiteral("rm"), name});
+        });
+        QVERIFY(holding.waitForStarted(5000));
+        QTest::qWait(2500); // the flood stalls, and a second later the guest closes its channel
+        next.start(binDir() + QStringLiteral("/airlockctl"),
+            {QStringLiteral("--no-autostart"), QStringLiteral("exec"), name, QStringLiteral("--"),
+                QStringLiteral("true")});
+        QVERIFY(next.waitForStarted(5000));
+        QTest::qWait(500);
+        auto cpuTicks = [&] {
+            QFile stat(QStringLiteral("/proc/%1/stat").arg(m_bad->pid()));
+            if (!stat.open(QIODevice::ReadOnly))
+                return -1LL;
+            const QList<QByteArray> fields = stat.readAll().split(')').last().split(' ');
+            return fields.value(12).toLongLong() + fields.value(13).toLongLong(); // utime + stime
+        };
+        const qint64 before = cpuTicks();
+        QTest::qWait(1000);
+        const qint64 used = cpuTicks() - before;
+        QVERIFY2(before >= 0 && used < 30, qPrintable(QStringLiteral("%1 ticks in 1 s").arg(used)));
+        QCOMPARE(m_bad->ctl({QStringLiteral("ls")}, {}, 3000).exitCode, 0);
     }
 
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails_data()

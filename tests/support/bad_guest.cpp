@@ -39,23 +39,31 @@ bool readAll(char *dst, size_t size)
     return true;
 }
 
-// Every execution it is given "ends" at once, killed, and is said to be the guest's timeout,
-// whether the daemon gave it a deadline or not.
-void falseTimeouts()
+// The id of the next execution the daemon asks for (frames of other types are skipped); false
+// once the channel is closed.
+bool nextSpawn(uint32_t *id)
 {
     for (;;) {
         char header[wire::kHeaderSize];
         if (!readAll(header, sizeof header))
-            return;
+            return false;
         uint32_t len = 0;
         std::memcpy(&len, header, 4);
         std::string payload(len, '\0');
         if (len > wire::kMaxPayload || !readAll(payload.data(), len))
-            return;
+            return false;
         if (static_cast<wire::Type>(header[4]) != wire::Type::Spawn || len < 4)
             continue;
-        uint32_t id = 0;
-        std::memcpy(&id, payload.data(), 4);
+        std::memcpy(id, payload.data(), 4);
+        return true;
+    }
+}
+
+// Every execution it is given "ends" at once, killed, and is said to be the guest's timeout,
+// whether the daemon gave it a deadline or not.
+void falseTimeouts()
+{
+    for (uint32_t id = 0; nextSpawn(&id);) {
         put(wire::Writer(wire::Type::Started).u32(id).i32(42).take());
         put(wire::Writer(wire::Type::Exited)
                 .u32(id)
@@ -69,6 +77,33 @@ void falseTimeouts()
                 .take());
     }
 }
+// Output for the first execution it is given until the daemon stops reading it (its client does
+// not read), then the channel closed while the guest lives on. A daemon that is not reading does
+// not see the close; its next frame to the guest fails with EPIPE, and one that waits to write the
+// rest when the socket says it can (it always says so now) spins on it.
+void floodThenClose()
+{
+    uint32_t id = 0;
+    if (!nextSpawn(&id))
+        return;
+    put(wire::Writer(wire::Type::Started).u32(id).i32(42).take());
+    ::fcntl(3, F_SETFL, ::fcntl(3, F_GETFL) | O_NONBLOCK);
+    const std::string frame
+        = wire::Writer(wire::Type::Output).u32(id).u8(1).u64(0).bytes(std::string(64 * 1024, 'x')).take();
+    size_t off = 0;
+    for (int stalledMs = 0; stalledMs < 1000;) {
+        const ssize_t n = ::write(3, frame.data() + off, frame.size() - off);
+        if (n > 0) {
+            off = (off + size_t(n)) % frame.size();
+            stalledMs = 0;
+            continue;
+        }
+        ::usleep(10 * 1000);
+        stalledMs += 10;
+    }
+    ::close(3);
+}
+
 // Hands the daemon an egress connection as the guest does (SCM_RIGHTS on --proxy-fd), but keeps
 // it: the same open file, so it makes it blocking again once the daemon made it non-blocking. Then
 // the sandbox's side sends one byte out of band: the socket polls readable, yet an ordinary read
@@ -185,6 +220,8 @@ int main(int argc, char **argv)
             put(hello());
         else if (mode == "bg-false-timeout")
             falseTimeouts();
+        else if (mode == "bg-flood-then-close")
+            floodThenClose();
         else if (mode == "bg-blocking-egress")
             blockingEgress(argumentAfter(argc, argv, "--proxy-fd"));
         else if (mode.rfind("bg-blocking-tunnel-", 0) == 0) // the name ends with the server's port
