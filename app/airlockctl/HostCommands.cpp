@@ -42,7 +42,7 @@ public:
         if (sub == QLatin1String("ls") && positional.size() == 1)
             return list(ctx, *hosts);
         if (sub == QLatin1String("add") && positional.size() == 3)
-            done = add(*hosts, positional.at(1), positional.at(2), parser.value(QStringLiteral("token-file")));
+            done = add(ctx, *hosts, positional.at(1), positional.at(2), parser.value(QStringLiteral("token-file")));
         else if (sub == QLatin1String("rm") && positional.size() == 2)
             done = hosttokens::removeHost(*hosts, positional.at(1));
         else if (sub == QLatin1String("use") && positional.size() == 2)
@@ -58,7 +58,8 @@ public:
     }
 
 private:
-    static Status add(HostRegistry &hosts, const QString &name, const QString &url, const QString &tokenFile)
+    static Status add(
+        Context &ctx, HostRegistry &hosts, const QString &name, const QString &url, const QString &tokenFile)
     {
         if (tokenFile.isEmpty())
             return hosts.add(name, url);
@@ -78,7 +79,16 @@ private:
                 QStringLiteral(
                     "--token-file %1: not a token (expected one line, alk_…, as 'airlockd token create' printed it)")
                     .arg(tokenFile));
-        return hosttokens::addHost(hosts, name, url, token);
+        QString fellBack;
+        if (Status added = hosttokens::addHost(hosts, name, url, token, &fellBack); !added)
+            return added;
+        // Never silently in a file where a keyring was expected.
+        if (!fellBack.isEmpty())
+            ctx.err << QStringLiteral(
+                "airlockctl: the token of '%1' is kept in %2 (readable by you alone): no keyring answered (%3)")
+                           .arg(name, hosttokens::filePath(), fellBack)
+                    << Qt::endl;
+        return Ok{};
     }
 
     int list(Context &ctx, const HostRegistry &hosts)

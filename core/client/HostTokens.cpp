@@ -28,12 +28,16 @@ Result<std::unique_ptr<SecretStore>> open(const QString &backend, QString *why)
             return keyring.error();
         return std::unique_ptr<SecretStore>(std::move(*keyring));
     }
-    return std::unique_ptr<SecretStore>(
-        std::make_unique<FileSecretStore>(paths::configDir() + QStringLiteral("/host-tokens.json")));
+    return std::unique_ptr<SecretStore>(std::make_unique<FileSecretStore>(filePath()));
 }
 } // namespace
 
-Result<QString> save(const QString &host, const QByteArray &token)
+QString filePath()
+{
+    return paths::configDir() + QStringLiteral("/host-tokens.json");
+}
+
+Result<QString> save(const QString &host, const QByteArray &token, QString *fellBack)
 {
     for (const QString &backend : {kKeyring, kFile}) {
         QString why;
@@ -41,8 +45,11 @@ Result<QString> save(const QString &host, const QByteArray &token)
         if (!store)
             return makeError(store.error().code,
                 QStringLiteral("cannot keep the token of '%1': %2").arg(host, store.error().message));
-        if (!*store)
-            continue; // no keyring answers: the 0600 file
+        if (!*store) { // no keyring answers: the 0600 file, and the caller says so
+            if (fellBack)
+                *fellBack = why;
+            continue;
+        }
         if (Status s = (*store)->set(secretName(host), token); !s)
             return s.error();
         return backend;
@@ -71,13 +78,13 @@ void remove(const QString &host, const QString &backend)
         (void)(*store)->remove(secretName(host));
 }
 
-Status addHost(HostRegistry &hosts, const QString &name, const QString &url, const QByteArray &token)
+Status addHost(HostRegistry &hosts, const QString &name, const QString &url, const QByteArray &token, QString *fellBack)
 {
     if (Status checked = HostRegistry(hosts).add(name, url); !checked)
         return checked;
     QString backend;
     if (!token.isEmpty()) {
-        auto saved = save(name, token);
+        auto saved = save(name, token, fellBack);
         if (!saved)
             return saved.error();
         backend = *saved;

@@ -194,6 +194,12 @@ private Q_SLOTS:
                                       .toObject();
         const QString backend = entry.value(QStringLiteral("token")).toString();
         QVERIFY2(backend == QLatin1String("file") || backend == QLatin1String("secret-service"), qPrintable(backend));
+        // Never silently in the file: why no keyring was used is said.
+        const QByteArray saidFile = "airlockctl: the token of 'far-box' is kept in "
+            + (m_daemon->rootDir() + QStringLiteral("/config/airlock/host-tokens.json")).toUtf8()
+            + " (readable by you alone): no keyring answered (";
+        QVERIFY2(backend == QLatin1String("file") ? added.err.startsWith(saidFile) : added.err.isEmpty(),
+            qPrintable(added.describe()));
         if (backend == QLatin1String("file"))
             QCOMPARE(QFile::permissions(m_daemon->rootDir() + QStringLiteral("/config/airlock/host-tokens.json"))
                     & (QFileDevice::ReadGroup | QFileDevice::WriteGroup | QFileDevice::ReadOther
