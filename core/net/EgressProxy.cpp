@@ -5,6 +5,7 @@
 #include "model/EventKinds.h"
 #include "net/Relay.h"
 #include "sandbox/Sandbox.h"
+#include "util/UntrustedFd.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -77,7 +78,7 @@ public:
     ~Session() override
     {
         if (m_client >= 0)
-            ::close(m_client);
+            closeUntrusted(m_client);
         if (m_upstream >= 0)
             ::close(m_upstream);
         m_proxy->sessionEnded(m_sandboxId);
@@ -441,7 +442,7 @@ void EgressProxy::handle(Sandbox *sandbox, int fd)
 {
     int &open = m_open[sandbox->id()];
     if (open >= m_options.maxConnectionsPerSandbox) {
-        ::close(fd);
+        closeUntrusted(fd);
         sandbox->record(event::NetworkDenied,
             {{QStringLiteral("decision"), QStringLiteral("deny")}, {QStringLiteral("rule"), QStringLiteral("limit")},
                 {QStringLiteral("reason"), QStringLiteral("the sandbox already has %1 open connections").arg(open)}},

@@ -52,7 +52,7 @@ public:
         QHash<QString, QList<QHostAddress>> hosts;
         int handshakeTimeoutMs = 30000;
         int connectTimeoutMs = 15000;
-        int maxConnectionsPerSandbox = 64; // each relayed one may hold 2 MiB of pipes
+        int maxConnectionsPerSandbox = 64; // each relayed one holds up to 512 KiB (the relay's two buffers)
         // Distinct names under wildcard rules that one sandbox may have looked up in a minute
         // (a name looked up again within the minute is no new one).
         int newWildcardNamesPerMinute = 20;

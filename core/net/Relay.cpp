@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/Relay.h"
+#include "util/ThreadDeadline.h"
+#include "util/UntrustedFd.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -72,7 +74,7 @@ Relay::~Relay()
     m_thread.join();
     for (auto &[id, pair] : m_pairs)
         for (int fd : pair->fds)
-            ::close(fd);
+            closeUntrusted(fd);
     ::close(m_wakeFd);
     ::close(m_epoll);
 }
@@ -118,6 +120,7 @@ int Relay::activePairs() const
 
 void Relay::run()
 {
+    ThreadDeadline::prepare(); // before any sandbox could use up what timers are counted against
     epoll_event events[64];
     for (;;) {
         const int n = ::epoll_wait(m_epoll, events, 64, -1);
@@ -278,7 +281,7 @@ void Relay::finish(uint64_t id, const std::string &error)
     m_pairs.erase(it);
     for (int fd : pair->fds) {
         ::epoll_ctl(m_epoll, EPOLL_CTL_DEL, fd, nullptr);
-        ::close(fd);
+        closeUntrusted(fd); // the client's is the guest's too: it may linger
     }
     {
         std::lock_guard lock(m_mutex);

@@ -2,6 +2,7 @@
 #include "sandbox/ExecListener.h"
 #include "log/Log.h"
 #include "sandbox/ProcStatus.h"
+#include "util/ThreadDeadline.h"
 
 #include <QFile>
 #include <QMetaObject>
@@ -29,71 +30,16 @@
 namespace airlock {
 
 namespace {
+auto logger()
+{
+    static auto l = log::get("core.sandbox");
+    return l;
+}
+
 // What one exec may carry and still be judged; more is refused (as "too long to judge").
 constexpr int kMaxArgs = 4096;
 constexpr qsizetype kMaxArgBytes = 1024 * 1024;
 constexpr size_t kPage = 4096;
-
-// Interrupts this thread's NOTIF_RECV at its deadline: a POSIX timer of the thread's own, whose
-// signal has a handler that does nothing and no SA_RESTART (the kernel would restart the receive).
-// It fires only while set, which is around the receive alone, and again every period: a thread
-// kept from running past the first expiry, before it entered the receive, is interrupted by the
-// next.
-class ReceiveDeadline {
-public:
-    static ReceiveDeadline &ofThisThread()
-    {
-        thread_local ReceiveDeadline deadline;
-        return deadline;
-    }
-    ~ReceiveDeadline()
-    {
-        if (m_armed)
-            ::timer_delete(m_timer);
-    }
-    ReceiveDeadline(const ReceiveDeadline &) = delete;
-    ReceiveDeadline &operator=(const ReceiveDeadline &) = delete;
-
-    bool usable() const { return m_armed; }
-    void set(int ms)
-    {
-        itimerspec at{};
-        at.it_value.tv_sec = ms / 1000;
-        at.it_value.tv_nsec = long(ms % 1000) * 1000000L;
-        at.it_interval = at.it_value;
-        ::timer_settime(m_timer, 0, &at, nullptr);
-    }
-
-private:
-    ReceiveDeadline()
-    {
-        static const int signal = [] {
-            const int sig = SIGRTMIN + 7;
-            struct sigaction action { };
-            action.sa_handler = [](int) {};
-            action.sa_flags = 0;
-            sigemptyset(&action.sa_mask);
-            ::sigaction(sig, &action, nullptr);
-            return sig;
-        }();
-        sigset_t only;
-        sigemptyset(&only);
-        sigaddset(&only, signal);
-        ::pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
-        sigevent event{};
-        event.sigev_notify = SIGEV_THREAD_ID;
-        event.sigev_signo = signal;
-        event._sigev_un._tid = ::gettid();
-        m_armed = ::timer_create(CLOCK_MONOTONIC, &event, &m_timer) == 0;
-        if (!m_armed)
-            log::get("core.sandbox")
-                ->warn("exec checks: no timer for the receive deadline ({}): a guest that takes a "
-                       "notification first can hold this thread",
-                    std::strerror(errno));
-    }
-    timer_t m_timer{};
-    bool m_armed = false;
-};
 
 const seccomp_notif_sizes &sizes()
 {
@@ -319,6 +265,12 @@ void ExecListener::onReadable()
         if (!receive(m_fd, m_notification)) {
             if (errno == EINTR)
                 return; // the guest took it: nothing waits here now
+            if (errno == ENOTSUP) { // no deadline: its execs wait unjudged rather than the daemon
+                logger()->error("exec checks: no timer for the receive's deadline; this execution's "
+                                "programs are not judged and wait");
+                m_notifier->setEnabled(false);
+                return;
+            }
             continue; // ENOENT: the process went (or was signalled) before we took it
         }
         ExecAttempt attempt = read(m_notification.data());
@@ -334,15 +286,12 @@ void ExecListener::onReadable()
 bool ExecListener::receive(int fd, std::vector<char> &notification)
 {
     notification.assign(sizes().seccomp_notif, 0); // the kernel wants it zeroed
-    ReceiveDeadline &deadline = ReceiveDeadline::ofThisThread();
-    if (deadline.usable())
-        deadline.set(kReceiveDeadlineMs);
-    const int received = ::ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, notification.data());
-    const int err = errno;
-    if (deadline.usable())
-        deadline.set(0);
-    errno = err;
-    return received == 0;
+    const ThreadDeadline::Armed deadline(kReceiveDeadlineMs);
+    if (!deadline.usable()) { // never a receive that could wait for good
+        errno = ENOTSUP;
+        return false;
+    }
+    return ::ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, notification.data()) == 0;
 }
 
 QList<ExecAttempt> ExecListener::refuseOpen()

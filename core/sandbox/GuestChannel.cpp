@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/GuestChannel.h"
+#include "util/UntrustedFd.h"
 
 #include <QPointer>
 #include <QSocketNotifier>
@@ -257,7 +258,7 @@ void GuestChannel::onReadable()
     }
     const qsizetype old = m_in.size();
     m_in.resize(old + kReadSize);
-    const ssize_t n = ::read(m_fd, m_in.data() + old, kReadSize);
+    const ssize_t n = receiveUntrusted(m_fd, m_in.data() + old, kReadSize, 0); // descriptors: closed
     if (n <= 0) {
         m_in.resize(old);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/GuestReconnect.h"
+#include "util/UntrustedFd.h"
 
 #include "log/Log.h"
 #include "sandbox/GuestWire.h"
@@ -85,7 +86,7 @@ void GuestReconnect::onReadable(int fd)
         return;
     const qsizetype had = it->got.size();
     it->got.resize(kProofSize);
-    const ssize_t n = ::recv(fd, it->got.data() + had, size_t(kProofSize - had), 0);
+    const ssize_t n = receiveUntrusted(fd, it->got.data() + had, size_t(kProofSize - had), 0);
     it->got.resize(had + std::max<ssize_t>(n, 0));
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;

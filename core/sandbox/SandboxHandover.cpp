@@ -4,6 +4,7 @@
 // exec-check listener, and the judgement of the programs that listener reports. (Lifecycle, executions and output:
 // Sandbox.cpp.)
 #include "sandbox/Sandbox.h"
+#include "util/UntrustedFd.h"
 
 #include "model/BoundedArgv.h"
 #include "model/EventKinds.h"
@@ -45,31 +46,20 @@ GuestMessage receiveFromGuest(int sock)
 {
     GuestMessage m;
     char buf[64];
-    iovec iov{buf, sizeof buf};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    std::vector<int> fds;
+    int flags = 0;
+    const ssize_t n = receiveWithDescriptors(sock, buf, sizeof buf, MSG_DONTWAIT, fds, &flags);
+    for (int fd : fds)
+        m.fds.append(fd);
     if (n <= 0) {
         m.again = n < 0 && (errno == EAGAIN || errno == EINTR);
         m.truncated = true;
+        for (int fd : std::exchange(m.fds, {}))
+            closeUntrusted(fd);
         return m;
     }
-    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t k = 0; k < count; ++k) {
-            int fd = -1;
-            std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
-            m.fds.append(fd);
-        }
-    }
     m.data = QByteArray(buf, n);
-    m.truncated = msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC);
+    m.truncated = flags & (MSG_CTRUNC | MSG_TRUNC);
     return m;
 }
 } // namespace
@@ -98,7 +88,7 @@ void Sandbox::onProxyReadable()
             if (!stream) {
                 logger()->warn("sandbox {}: the guest passed something other than one stream socket; closed",
                     m_setup.id.toStdString());
-                ::close(fds[k]);
+                closeUntrusted(fds[k]);
                 continue;
             }
             Q_EMIT egressConnection(fds[k]);
@@ -142,7 +132,7 @@ void Sandbox::onExecCheckReadable()
             logger()->warn("sandbox {}: the guest passed an exec check that no execution waits for; closed",
                 m_setup.id.toStdString());
             for (int fd : m.fds)
-                ::close(fd);
+                closeUntrusted(fd);
             continue;
         }
         judged->listener = new ExecListener(m.fds.first(), m_setup.workspaceDir, this);

@@ -11,13 +11,13 @@
 // the daemon thread's CPU: what is tested is the receive the daemon makes, in the state that race
 // leaves it in (nothing to receive).
 #include "ExecCheck.h" // the guest's filter, installed here as the guest installs it
+#include "FdPassing.h"
 #include "sandbox/ExecListener.h"
 
 #include <QElapsedTimer>
 #include <QTest>
 
 #include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -40,29 +40,16 @@ Judged startJudged()
 {
     int pair[2];
     int go[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
         return {};
     const pid_t pid = ::fork();
     if (pid == 0) {
+        ::close(go[1]);
         ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         const int listener = guest::installExecCheck();
-        char control[CMSG_SPACE(sizeof(int))] = {};
-        char byte = 'l';
-        iovec iov{&byte, 1};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &listener, sizeof listener);
-        if (listener < 0 || ::sendmsg(pair[1], &msg, 0) != 1)
+        if (listener < 0 || !guest::sendFd(pair[1], "l", 1, listener, 0))
             ::_exit(2);
         ::close(listener);
-        ::close(go[1]);
         char wait = 0;
         if (::read(go[0], &wait, 1) != 1)
             ::_exit(3);
@@ -71,19 +58,10 @@ Judged startJudged()
     }
     ::close(pair[1]);
     ::close(go[0]);
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    char byte = 0;
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
     Judged j;
     j.pid = pid;
     j.go = go[1];
-    if (::recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC) == 1 && CMSG_FIRSTHDR(&msg))
-        std::memcpy(&j.listener, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof j.listener);
+    j.listener = guest::receiveFd(pair[0]);
     ::close(pair[0]);
     return j;
 }

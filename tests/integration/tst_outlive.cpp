@@ -264,10 +264,7 @@ private Q_SLOTS:
         waited.start();
         QVERIFY(d.start()); // it listens once the takeover is over
         QVERIFY2(waited.elapsed() >= 4000, qPrintable(QString::number(waited.elapsed())));
-        QFile stat(QStringLiteral("/proc/%1/stat").arg(d.pid()));
-        QVERIFY(stat.open(QIODevice::ReadOnly));
-        const QList<QByteArray> fields = stat.readAll().split(')').last().split(' ');
-        const qint64 ticks = fields.value(12).toLongLong() + fields.value(13).toLongLong(); // utime + stime
+        const qint64 ticks = cpuTicks(d.pid());
         QVERIFY2(ticks < 100, qPrintable(QStringLiteral("%1 ticks of CPU in %2 ms").arg(ticks).arg(waited.elapsed())));
         ::kill(pid_t(init), SIGCONT);
         QCOMPARE(d.ctl(args("rm", sb)).exitCode, 0);

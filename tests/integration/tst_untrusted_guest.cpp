@@ -6,6 +6,7 @@
 // tst_robustness.)
 #include "LoopbackServer.h"
 #include "RawClient.h"
+#include "TestHelpers.h"
 #include "sandbox/GuestWire.h"
 
 #include <QDir>
@@ -97,6 +98,13 @@ class TestUntrustedGuest final : public QObject {
     QString m_badWorkspaces; // where m_bad keeps sandbox workspaces
 
     static QString badGuest() { return binDir() + QStringLiteral("/airlock-bad-guest"); }
+    // How many requests that start so have reached relay.test.
+    int served(const QByteArray &request) const
+    {
+        const QList<QByteArray> heads = m_web->heads();
+        return int(std::count_if(
+            heads.cbegin(), heads.cend(), [&](const QByteArray &head) { return head.startsWith(request); }));
+    }
 
 private Q_SLOTS:
     void initTestCase()
@@ -202,16 +210,9 @@ private Q_SLOTS:
             QTest::qWait(250);
         }
         // Nor does it spin on a connection that polls readable and gives nothing.
-        auto cpuTicks = [&] {
-            QFile stat(QStringLiteral("/proc/%1/stat").arg(m_bad->pid()));
-            if (!stat.open(QIODevice::ReadOnly))
-                return -1LL;
-            const QList<QByteArray> fields = stat.readAll().split(')').last().split(' ');
-            return fields.value(12).toLongLong() + fields.value(13).toLongLong(); // utime + stime
-        };
-        const qint64 before = cpuTicks();
+        const qint64 before = cpuTicks(m_bad->pid());
         QTest::qWait(1000);
-        const qint64 used = cpuTicks() - before;
+        const qint64 used = cpuTicks(m_bad->pid()) - before;
         QVERIFY2(before >= 0 && used < 30, qPrintable(QStringLiteral("%1 ticks in 1 s").arg(used)));
     }
 
@@ -229,15 +230,7 @@ private Q_SLOTS:
             m_bad->ctl({QStringLiteral("rm"), attacker});
             m_bad->ctl({QStringLiteral("rm"), victim});
         });
-        auto reached = [&](const QByteArray &request) {
-            return waitFor(
-                [&] {
-                    const QList<QByteArray> heads = m_web->heads();
-                    return std::any_of(
-                        heads.cbegin(), heads.cend(), [&](const QByteArray &head) { return head.startsWith(request); });
-                },
-                5000);
-        };
+        auto reached = [&](const QByteArray &request) { return waitFor([&] { return served(request) > 0; }, 5000); };
         const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), attacker,
             QStringLiteral("--allow"), QStringLiteral("relay.test")});
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
@@ -281,18 +274,54 @@ private Q_SLOTS:
                 QStringLiteral("true")});
         QVERIFY(next.waitForStarted(5000));
         QTest::qWait(500);
-        auto cpuTicks = [&] {
-            QFile stat(QStringLiteral("/proc/%1/stat").arg(m_bad->pid()));
-            if (!stat.open(QIODevice::ReadOnly))
-                return -1LL;
-            const QList<QByteArray> fields = stat.readAll().split(')').last().split(' ');
-            return fields.value(12).toLongLong() + fields.value(13).toLongLong(); // utime + stime
-        };
-        const qint64 before = cpuTicks();
+        const qint64 before = cpuTicks(m_bad->pid());
         QTest::qWait(1000);
-        const qint64 used = cpuTicks() - before;
+        const qint64 used = cpuTicks(m_bad->pid()) - before;
         QVERIFY2(before >= 0 && used < 30, qPrintable(QStringLiteral("%1 ticks in 1 s").arg(used)));
         QCOMPARE(m_bad->ctl({QStringLiteral("ls")}, {}, 3000).exitCode, 0);
+    }
+
+    // Red team: a TCP socket the guest hands over with SO_LINGER on and a send queue that cannot
+    // drain, after closing its own copy: Linux waits in the last close() whatever O_NONBLOCK says,
+    // and that close was the daemon's. On its main thread (the proxy ending a connection that
+    // closed before its request; a descriptor attached to the wire channel, which a plain read()
+    // dropped in the kernel, closing it there) every client waited; on the relay's, every tunnel.
+    // The daemon turns linger off and closes under a deadline of its thread's.
+    void aSocketTheGuestMadeLingerHoldsNoThread_data()
+    {
+        QTest::addColumn<QString>("where");
+        QTest::newRow("the proxy ends it (main thread)") << QStringLiteral("session");
+        QTest::newRow("attached to the wire channel (main thread)") << QStringLiteral("channel");
+        QTest::newRow("a tunnel that ends (relay thread)") << QStringLiteral("tunnel");
+    }
+    void aSocketTheGuestMadeLingerHoldsNoThread()
+    {
+        QFETCH(QString, where);
+        const QString port = QString::number(m_web->port());
+        const QString name = QStringLiteral("bg-linger-")
+            + (where == QLatin1String("tunnel") ? QStringLiteral("tunnel-") + port : where);
+        const QString victim = QStringLiteral("bg-tunnel-") + port;
+        const auto removed = qScopeGuard([&] {
+            m_bad->ctl({QStringLiteral("rm"), name});
+            m_bad->ctl({QStringLiteral("rm"), victim});
+        });
+        const CliResult created = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), name,
+            QStringLiteral("--allow"), QStringLiteral("relay.test")});
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        if (where == QLatin1String("tunnel"))
+            QVERIFY2(waitFor([&] { return served("GET /linger ") > 0; }, 5000), "the lingering tunnel was not made");
+        QTest::qWait(1000); // handed over, and closed by the daemon by now
+        QElapsedTimer asked;
+        asked.start();
+        const CliResult listed = m_bad->ctl({QStringLiteral("ls")}, {}, 3000);
+        QVERIFY2(listed.exitCode == 0 && asked.elapsed() < 2000,
+            qPrintable(QStringLiteral("%1 ms: %2").arg(asked.elapsed()).arg(listed.describe())));
+        const int before = served("GET /served ");
+        const CliResult other = m_bad->ctl({QStringLiteral("create"), QStringLiteral("--name"), victim,
+            QStringLiteral("--allow"), QStringLiteral("relay.test")});
+        QVERIFY2(other.exitCode == 0, qPrintable(other.describe()));
+        QVERIFY2(
+            waitFor([&] { return served("GET /served ") > before; }, 5000), "another sandbox's tunnel was not served");
     }
 
     void aRunningSandboxWhoseAgentBreaksTheProtocolFails_data()

@@ -56,6 +56,16 @@ inline qint64 procStatusField(qint64 pid, const QByteArray &field)
     return -1;
 }
 
+// CPU a process has used (user + system, /proc/PID/stat), in clock ticks (1/100 s); -1 when unreadable.
+inline qint64 cpuTicks(qint64 pid)
+{
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return -1;
+    const QList<QByteArray> fields = stat.readAll().split(')').last().split(' ');
+    return fields.value(12).toLongLong() + fields.value(13).toLongLong(); // utime + stime
+}
+
 // `airlockctl exec SANDBOX -n [options] -- command` against a test daemon.
 inline CliResult execIn(const TestDaemon &d, const QString &sandbox, const QStringList &command,
     const QStringList &options = {}, int timeoutMs = 60000)

@@ -123,11 +123,10 @@ void blockingEgress(int proxyFd)
     // Both ends stay open: a daemon that waits in read() is never woken.
 }
 
-// A connection to the proxy as a program in the sandbox makes one: TCP on the sandbox's own
-// loopback, accepted here and handed over on --proxy-fd. Then a CONNECT to relay.test:PORT (the
-// test's server) and its answer. Returns the accepted socket, which the guest keeps, and the
-// program's side; {-1, -1} if any step failed.
-std::pair<int, int> tunnel(int proxyFd, const std::string &port)
+// A TCP connection on the sandbox's own loopback, as a program in the sandbox makes one to the
+// proxy: {the accepted side (what the guest hands over), the program's side}; {-1, -1} on failure.
+// `stingy`: the program's side receives into a buffer as small as it gets, and reads nothing.
+std::pair<int, int> loopbackConnection(bool stingy = false)
 {
     const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in sa{};
@@ -138,22 +137,81 @@ std::pair<int, int> tunnel(int proxyFd, const std::string &port)
         || ::getsockname(listener, reinterpret_cast<sockaddr *>(&sa), &len) != 0)
         return {-1, -1};
     const int program = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    if (stingy)
+        ::setsockopt(program, SOL_SOCKET, SO_RCVBUF, &one, sizeof one);
     if (::connect(program, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0)
         return {-1, -1};
     const int accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     ::close(listener);
+    return {accepted, program};
+}
+
+// Then a CONNECT to relay.test:PORT (the test's server) through the proxy, and its answer. The
+// accepted side is handed over on --proxy-fd and kept. False if any step failed.
+bool connectThrough(int proxyFd, int accepted, int program, const std::string &port)
+{
     const char byte = 'c';
     if (accepted < 0 || !guest::sendFd(proxyFd, &byte, 1, accepted, 0))
-        return {-1, -1};
+        return false;
     const std::string connect = "CONNECT relay.test:" + port + " HTTP/1.1\r\nHost: relay.test:" + port + "\r\n\r\n";
     (void)!::write(program, connect.data(), connect.size());
     std::string reply;
     char c = 0;
     while (reply.find("\r\n\r\n") == std::string::npos && reply.size() < 4096 && ::read(program, &c, 1) == 1)
         reply += c;
-    if (reply.rfind("HTTP/1.1 200", 0) != 0)
+    return reply.rfind("HTTP/1.1 200", 0) == 0;
+}
+
+std::pair<int, int> tunnel(int proxyFd, const std::string &port)
+{
+    const auto [accepted, program] = loopbackConnection();
+    if (!connectThrough(proxyFd, accepted, program, port))
         return {-1, -1};
     return {accepted, program};
+}
+
+// A socket whose close() lingers: its send queue full towards a program that reads nothing
+// through the smallest buffer, and SO_LINGER on for an hour. Linux then waits in the last close()
+// whatever O_NONBLOCK says; once the guest has closed its copy, that close is the daemon's.
+void makeLinger(int accepted)
+{
+    static char junk[65536];
+    for (int i = 0; i < 4096 && ::send(accepted, junk, sizeof junk, MSG_DONTWAIT | MSG_NOSIGNAL) > 0; ++i) { }
+    const linger hour{1, 3600};
+    ::setsockopt(accepted, SOL_SOCKET, SO_LINGER, &hour, sizeof hour);
+}
+
+// Where the daemon closes a socket the guest handed over, made to linger: `where` is "session"
+// (the proxy ends a connection that closed before its request, on the daemon's main thread),
+// "channel" (attached to a byte on the wire channel, which has no use for descriptors) or
+// "tunnel-PORT" (a tunnel that ends, on the relay's thread).
+void lingerAt(const std::string &where, int proxyFd)
+{
+    const auto [accepted, program] = loopbackConnection(true);
+    if (accepted < 0)
+        return;
+    const char byte = 'c';
+    if (where == "channel") {
+        makeLinger(accepted);
+        guest::sendFd(3, &byte, 1, accepted, 0);
+        ::close(accepted);
+    } else if (where == "session") {
+        makeLinger(accepted);
+        guest::sendFd(proxyFd, &byte, 1, accepted, 0);
+        ::close(accepted);
+        ::usleep(200 * 1000);
+        ::shutdown(program, SHUT_WR); // no request: the proxy ends the connection
+    } else if (where.rfind("tunnel-", 0) == 0) {
+        if (!connectThrough(proxyFd, accepted, program, where.substr(7)))
+            return;
+        makeLinger(accepted);
+        ::close(accepted);
+        const std::string get = "GET /linger HTTP/1.1\r\nHost: relay.test\r\n\r\n";
+        (void)!::write(program, get.data(), get.size());
+        ::shutdown(program, SHUT_WR); // the server answers and closes: the pair ends
+    }
+    // The program's side stays open and reads nothing.
 }
 
 // A tunnel through the proxy, then the socket the guest kept made blocking again, then a request
@@ -226,6 +284,8 @@ int main(int argc, char **argv)
             blockingEgress(argumentAfter(argc, argv, "--proxy-fd"));
         else if (mode.rfind("bg-blocking-tunnel-", 0) == 0) // the name ends with the server's port
             blockingTunnel(argumentAfter(argc, argv, "--proxy-fd"), mode.substr(mode.rfind('-') + 1));
+        else if (mode.rfind("bg-linger-", 0) == 0)
+            lingerAt(mode.substr(10), argumentAfter(argc, argv, "--proxy-fd"));
         else if (mode.rfind("bg-tunnel-", 0) == 0)
             plainTunnel(argumentAfter(argc, argv, "--proxy-fd"), mode.substr(mode.rfind('-') + 1));
     }
