@@ -77,6 +77,10 @@ public:
     }
     ~Session() override
     {
+        // Notifiers first: a descriptor closed under a watch the guest's copy keeps open would
+        // leave its registration behind.
+        delete std::exchange(m_reader, nullptr);
+        delete std::exchange(m_writer, nullptr);
         if (m_client >= 0)
             closeUntrusted(m_client);
         if (m_upstream >= 0)

@@ -82,7 +82,7 @@ void GuestChannel::close()
         return;
     m_readNotifier->setEnabled(false);
     m_writeNotifier->setEnabled(false);
-    ::close(m_fd);
+    closeUntrusted(m_fd); // what the guest queued on it is closed with it, here
     m_fd = -1;
     m_dead = true;
 }
@@ -258,7 +258,13 @@ void GuestChannel::onReadable()
     }
     const qsizetype old = m_in.size();
     m_in.resize(old + kReadSize);
-    const ssize_t n = receiveUntrusted(m_fd, m_in.data() + old, kReadSize, 0); // descriptors: closed
+    int flags = 0;
+    const ssize_t n = receiveUntrusted(m_fd, m_in.data() + old, kReadSize, 0, nullptr, &flags);
+    if (n > 0 && (flags & MSG_CTRUNC)) { // the kernel closed them, within the call's deadline
+        m_in.resize(old);
+        violate(QStringLiteral("descriptors attached to the channel, which carries none"));
+        return;
+    }
     if (n <= 0) {
         m_in.resize(old);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))

@@ -46,7 +46,7 @@ GuestReconnect::GuestReconnect(
 GuestReconnect::~GuestReconnect()
 {
     for (const Pending &p : std::as_const(m_pending))
-        ::close(p.fd);
+        closeUntrusted(p.fd);
     if (m_listenFd >= 0)
         ::close(m_listenFd);
 }
@@ -86,10 +86,13 @@ void GuestReconnect::onReadable(int fd)
         return;
     const qsizetype had = it->got.size();
     it->got.resize(kProofSize);
-    const ssize_t n = receiveUntrusted(fd, it->got.data() + had, size_t(kProofSize - had), 0);
+    int flags = 0;
+    const ssize_t n = receiveUntrusted(fd, it->got.data() + had, size_t(kProofSize - had), 0, nullptr, &flags);
     it->got.resize(had + std::max<ssize_t>(n, 0));
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
+    if (n > 0 && (flags & MSG_CTRUNC))
+        return drop(fd, "it attached descriptors to its proof");
     if (n <= 0)
         return drop(fd, "it closed before proving itself");
     // A header that is not the proof's is refused as soon as it is there.
@@ -114,7 +117,7 @@ void GuestReconnect::onReadable(int fd)
         p.notifier->setEnabled(false);
         p.notifier->deleteLater();
         if (p.fd != fd)
-            ::close(p.fd);
+            closeUntrusted(p.fd);
     }
     m_pending.clear();
     m_listenNotifier->setEnabled(false);
@@ -142,7 +145,7 @@ void GuestReconnect::drop(int fd, const char *why)
             m_sandboxId.toStdString(), why, m_refused == kRefusalsLogged ? " (more are counted, not said)" : "");
     it->notifier->setEnabled(false);
     it->notifier->deleteLater(); // it may be the one whose signal runs now
-    ::close(fd);
+    closeUntrusted(fd);
     m_pending.erase(it);
 }
 

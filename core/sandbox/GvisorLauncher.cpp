@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/GvisorLauncher.h"
+#include "util/UntrustedFd.h"
 
 #include "log/Log.h"
 #include "sandbox/RuntimeProcess.h"
@@ -467,7 +468,7 @@ int acceptFromRuntime(int listenFd, uid_t runtimeUid, const QString &id, const c
             return fd;
         logger()->warn("sandbox {}: {} connected to the {} socket, which is the runtime's; refused", id.toStdString(),
             known ? "uid " + std::to_string(peer.uid) : std::string("a peer of unknown uid"), socketName);
-        ::close(fd);
+        closeUntrusted(fd);
     }
     return -1;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/Sandbox.h"
+#include "util/UntrustedFd.h"
 
 #include "sandbox/GuestReconnect.h"
 
@@ -764,8 +765,8 @@ void Sandbox::terminate(const QString &reason)
         m_channel->close();
     for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd,
              &m_launched.egressListenFd, &m_launched.execCheckFd})
-        if (*fd >= 0)
-            ::close(std::exchange(*fd, -1));
+        if (*fd >= 0) // the guest's sockets: what it queued on them is closed with them, here
+            closeUntrusted(std::exchange(*fd, -1));
     m_setup.cgroup.destroy();
     if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
         QDir(m_setup.launch.runtimeDir).removeRecursively();

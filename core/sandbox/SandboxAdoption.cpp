@@ -3,6 +3,7 @@
 // go of when the daemon stops (detach), found gone (markEnded), and the acknowledgements that let
 // its guest forget what is stored (onStored). Lifecycle and executions: Sandbox.cpp.
 #include "sandbox/Sandbox.h"
+#include "util/UntrustedFd.h"
 
 #include "log/Log.h"
 #include "model/EventKinds.h"
@@ -62,7 +63,7 @@ Status Sandbox::adopt(Adoption a)
     m_reconnect = new GuestReconnect(a.reconnectListenFd, m_setup.launch.resumeToken, runtimeUid(), id(), this);
     connect(m_reconnect, &GuestReconnect::reconnected, this, [this](int channelFd) {
         if (!m_reconnect || m_state != SandboxState::Starting) { // given up, or ended, meanwhile
-            ::close(channelFd);
+            closeUntrusted(channelFd);
             return;
         }
         m_reconnect->deleteLater();
@@ -120,7 +121,7 @@ Status Sandbox::resumeOver(int channelFd, bool handOverSockets)
     for (int fd : std::as_const(guestEnds))
         ::close(fd);
     if (!sent) {
-        ::close(channelFd);
+        closeUntrusted(channelFd);
         return sent;
     }
     m_launched.channelFd = channelFd;
@@ -301,8 +302,8 @@ void Sandbox::detach()
     delete std::exchange(m_reconnect, nullptr); // a guest that had not come back waits for the next daemon
     for (int *fd : {&m_launched.pidfd, &m_launched.stderrFd, &m_launched.infoFd, &m_launched.proxyFd,
              &m_launched.egressListenFd, &m_launched.execCheckFd, &m_initPidfd})
-        if (*fd >= 0)
-            ::close(std::exchange(*fd, -1));
+        if (*fd >= 0) // the guest's sockets: what it queued on them is closed with them, here
+            closeUntrusted(std::exchange(*fd, -1));
     logger()->info("sandbox {} left running for the next airlockd", m_setup.id.toStdString());
 }
 

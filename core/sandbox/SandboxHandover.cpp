@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,65 +35,63 @@ auto logger()
 } // namespace
 
 namespace {
-// One message of a SOCK_SEQPACKET socket from the guest, with the descriptors it carries (all of
-// them: the caller closes what it does not want). False when nothing more will come.
+// One message of a SOCK_SEQPACKET socket from the guest, with the one descriptor it may carry (the
+// caller closes it if it does not want it). Anything more is broken protocol (`overfull`): the
+// kernel has closed it within the receive's deadline.
 struct GuestMessage {
     QByteArray data;
-    QList<int> fds;
-    bool truncated = false; // data or descriptors did not fit
+    int fd = -1;
+    bool overfull = false; // more data or descriptors than a message of the protocol carries
     bool again = false; // nothing waiting now
 };
 GuestMessage receiveFromGuest(int sock)
 {
     GuestMessage m;
     char buf[64];
-    std::vector<int> fds;
     int flags = 0;
-    const ssize_t n = receiveWithDescriptors(sock, buf, sizeof buf, MSG_DONTWAIT, fds, &flags);
-    for (int fd : fds)
-        m.fds.append(fd);
+    const ssize_t n = receiveUntrusted(sock, buf, sizeof buf, MSG_DONTWAIT, &m.fd, &flags);
     if (n <= 0) {
         m.again = n < 0 && (errno == EAGAIN || errno == EINTR);
-        m.truncated = true;
-        for (int fd : std::exchange(m.fds, {}))
-            closeUntrusted(fd);
+        closeUntrusted(std::exchange(m.fd, -1));
         return m;
     }
     m.data = QByteArray(buf, n);
-    m.truncated = flags & (MSG_CTRUNC | MSG_TRUNC);
+    m.overfull = flags & (MSG_CTRUNC | MSG_TRUNC);
     return m;
+}
+
+// A connected TCP socket: what the guest's proxy listener accepts, and nothing else (a unix
+// socket could carry descriptors of its own).
+bool isTcpStream(int fd)
+{
+    int type = 0, domain = 0, protocol = 0;
+    socklen_t len = sizeof type;
+    struct stat st { };
+    return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0
+        && type == SOCK_STREAM && (len = sizeof domain, ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
+        && (domain == AF_INET || domain == AF_INET6)
+        && (len = sizeof protocol, ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0)
+        && protocol == IPPROTO_TCP;
 }
 } // namespace
 
 void Sandbox::onProxyReadable()
 {
-    // The guest is untrusted: whatever it passes must be a connected stream socket, one per
-    // message; anything else is closed unread.
+    // The guest is untrusted: each message is one connected TCP socket, and anything else breaks
+    // the protocol and ends the sandbox (closing what it passed costs this thread: it may linger).
     for (int i = 0; i < 64; ++i) {
-        const GuestMessage m = receiveFromGuest(m_launched.proxyFd);
-        if (m.data.isEmpty()) {
+        GuestMessage m = receiveFromGuest(m_launched.proxyFd);
+        if (m.data.isEmpty() && m.fd < 0) {
             if (!m.again)
                 m_proxyNotifier->setEnabled(false); // the guest closed its end
             return;
         }
-        const QList<int> &fds = m.fds;
-        const bool truncated = m.truncated;
-        for (qsizetype k = 0; k < fds.size(); ++k) {
-            int type = 0, domain = 0;
-            socklen_t len = sizeof type;
-            struct stat st { };
-            const bool stream = k == 0 && !truncated && ::fstat(fds[k], &st) == 0 && S_ISSOCK(st.st_mode)
-                && ::getsockopt(fds[k], SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM
-                && (len = sizeof domain, ::getsockopt(fds[k], SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
-                && (domain == AF_INET || domain == AF_INET6 || domain == AF_UNIX);
-            if (!stream) {
-                logger()->warn("sandbox {}: the guest passed something other than one stream socket; closed",
-                    m_setup.id.toStdString());
-                closeUntrusted(fds[k]);
-                continue;
-            }
-            Q_EMIT egressConnection(fds[k]);
+        if (m.overfull || m.fd < 0 || !isTcpStream(m.fd)) {
+            closeUntrusted(std::exchange(m.fd, -1));
+            return onGuestFailed(
+                QStringLiteral("the guest broke the protocol: an egress connection that is not one TCP socket"), true);
         }
+        Q_EMIT egressConnection(m.fd);
     }
 }
 
@@ -116,26 +115,29 @@ void Sandbox::onExecCheckReadable()
     // not waiting for one, is closed: nothing answers for that filter here, so its processes' execs
     // wait (the guest holds a copy) or fail (ENOSYS); nothing runs unjudged.
     for (int i = 0; i < 64; ++i) {
-        const GuestMessage m = receiveFromGuest(m_launched.execCheckFd);
-        if (m.data.isEmpty()) {
+        GuestMessage m = receiveFromGuest(m_launched.execCheckFd);
+        if (m.data.isEmpty() && m.fd < 0) {
             if (!m.again)
                 m_execCheckNotifier->setEnabled(false);
             return;
         }
         uint32_t execId = 0;
-        const bool wellFormed = !m.truncated && m.data.size() == sizeof execId && m.fds.size() == 1
-            && ExecListener::isListener(m.fds.first());
-        if (wellFormed)
-            std::memcpy(&execId, m.data.constData(), sizeof execId);
-        auto judged = wellFormed ? m_judged.find(execId) : m_judged.end();
+        // Anything but an id and a listener breaks the protocol and ends the sandbox (what it
+        // passed may linger when closed, and each costs this thread).
+        if (m.overfull || m.data.size() != sizeof execId || m.fd < 0 || !ExecListener::isListener(m.fd)) {
+            closeUntrusted(std::exchange(m.fd, -1));
+            return onGuestFailed(
+                QStringLiteral("the guest broke the protocol: an exec check that is not an id and a listener"), true);
+        }
+        std::memcpy(&execId, m.data.constData(), sizeof execId);
+        auto judged = m_judged.find(execId);
         if (judged == m_judged.end() || judged->listener) {
             logger()->warn("sandbox {}: the guest passed an exec check that no execution waits for; closed",
                 m_setup.id.toStdString());
-            for (int fd : m.fds)
-                closeUntrusted(fd);
+            ::close(m.fd); // a listener: nothing queued, nothing lingers
             continue;
         }
-        judged->listener = new ExecListener(m.fds.first(), m_setup.workspaceDir, this);
+        judged->listener = new ExecListener(m.fd, m_setup.workspaceDir, this);
         connect(judged->listener, &ExecListener::attempted, this,
             [this, execId](const ExecAttempt &a) { onExecAttempt(execId, a); });
         connect(judged->listener, &ExecListener::abandoned, this,

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -258,8 +259,14 @@ Result<int> SandboxRecords::connect(const QString &id) const
     auto address = addressIn(m_dir + QLatin1Char('/') + id);
     if (!address)
         return address.error();
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr *>(&(*address)->sa), sizeof(sockaddr_un)) != 0) {
+    // Without waiting: the guest holds the listener, and one whose backlog it lets fill would hold
+    // a blocking connect() (and this daemon's start) for good (EAGAIN instead). What is then sent
+    // on it waits 2 s at most.
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const timeval sendTimeout{2, 0};
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr *>(&(*address)->sa), sizeof(sockaddr_un)) != 0
+        || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0
+        || ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout) != 0) {
         const int err = errno;
         if (fd >= 0)
             ::close(fd);

@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <sys/types.h>
-#include <vector>
 
 namespace airlock {
 
@@ -15,15 +14,11 @@ namespace airlock {
 // it on again meanwhile, through its own copy).
 void closeUntrusted(int fd);
 
-// recvmsg() on a socket the guest writes to, with room for every descriptor one message may
-// carry (SCM_MAX_FD): what did not fit, or what a plain read() was sent, the kernel closes in this
-// thread, and a lingering socket waits there. The descriptors are appended to `fds` (O_CLOEXEC);
-// `msgFlags`, if given, gets the message's flags (MSG_TRUNC, MSG_CTRUNC).
-ssize_t receiveWithDescriptors(
-    int sock, void *buf, size_t size, int flags, std::vector<int> &fds, int *msgFlags = nullptr);
-
-// recv() on a socket the guest writes to: as receiveWithDescriptors(), every descriptor closed
-// with closeUntrusted.
-ssize_t receiveUntrusted(int sock, void *buf, size_t size, int flags);
+// recvmsg() on a socket the guest writes to, under a ThreadDeadline, with room for one
+// descriptor when `fd` is given (it gets it, O_CLOEXEC, or -1) and for none otherwise. Whatever
+// else is attached the kernel closes inside this call, in this thread, where a lingering socket
+// would wait: the deadline bounds the whole call, and MSG_CTRUNC in `msgFlags` says it happened
+// (which no well-behaved guest does: the caller treats it as a broken protocol).
+ssize_t receiveUntrusted(int sock, void *buf, size_t size, int flags, int *fd = nullptr, int *msgFlags = nullptr);
 
 } // namespace airlock
