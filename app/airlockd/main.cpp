@@ -26,6 +26,7 @@
 #include "util/HeapTrimmer.h"
 #include "util/InstanceLock.h"
 #include "util/Paths.h"
+#include "util/ThreadDeadline.h"
 #include "util/Version.h"
 
 #include <QCommandLineParser>
@@ -36,8 +37,10 @@
 #include <QSocketNotifier>
 #include <QThreadPool>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -398,6 +401,11 @@ int main(int argc, char *argv[])
     if (guestImage.path().isEmpty())
         logger->warn("sandboxes mount the guest from {} (their mountinfo shows that path): {}",
             parser.value(guestOpt).toStdString(), notStaged.toStdString());
+    // The main thread's deadline timer (exec-check receives, closes of the guests' sockets), made
+    // before any sandbox could use up the pending signals timers are counted against.
+    if (!ThreadDeadline::prepare())
+        logger->error("no deadline timer for the main thread ({}): sandboxes' judged programs will wait unjudged",
+            std::strerror(errno));
     Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve,
                       secrets->get(), toolDirs, outlive, ownDirs, *hostUids, guestImage.path(), *diskReserve},
         caps, approvals);

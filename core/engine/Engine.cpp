@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/Engine.h"
-#include "util/ThreadDeadline.h"
 #include "util/Version.h"
 
 #include "model/DisplayText.h"
@@ -36,8 +35,6 @@
 #include <QSysInfo>
 #include <QUrl>
 
-#include <cerrno>
-#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,11 +68,6 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
     , m_uidClaims(m_config.hostUids, m_config.instanceKey)
     , m_approvals(approvals)
 {
-    // This thread's deadline timer (exec-check receives, closes of the guests' sockets), made
-    // before any sandbox could use up the pending signals timers are counted against.
-    if (!ThreadDeadline::prepare())
-        logger()->error("no deadline timer for this thread ({}): sandboxes' judged programs will wait unjudged",
-            std::strerror(errno));
     net::EgressProxy::Options proxy;
     proxy.hosts = m_config.resolve;
     m_proxy = new net::EgressProxy(

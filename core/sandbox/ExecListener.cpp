@@ -11,15 +11,12 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -286,7 +283,7 @@ void ExecListener::onReadable()
 bool ExecListener::receive(int fd, std::vector<char> &notification)
 {
     notification.assign(sizes().seccomp_notif, 0); // the kernel wants it zeroed
-    const ThreadDeadline::Armed deadline(kReceiveDeadlineMs);
+    const ThreadDeadline::Armed deadline;
     if (!deadline.usable()) { // never a receive that could wait for good
         errno = ENOTSUP;
         return false;

@@ -79,13 +79,12 @@ public:
     // A listener fd as the guest passed it is a seccomp listener and nothing else.
     static bool isListener(int fd);
     // SECCOMP_IOCTL_NOTIF_RECV into `notification` (sized and zeroed here), waiting at most
-    // kReceiveDeadlineMs (a ThreadDeadline). The guest that handed the listener over holds it too
+    // ThreadDeadline::kMs. The guest that handed the listener over holds it too
     // and can take a notification between our poll() and this call; the kernel's receive then
     // waits for the next one, whatever the file's flags say, and the daemon's loop with it. False
     // with errno set (EINTR: the deadline passed with nothing to receive; ENOTSUP: this thread has
     // no deadline timer, so nothing was received).
     static bool receive(int fd, std::vector<char> &notification);
-    static constexpr int kReceiveDeadlineMs = 50;
 
 Q_SIGNALS:
     void attempted(const airlock::ExecAttempt &attempt);

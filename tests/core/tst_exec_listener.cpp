@@ -13,6 +13,7 @@
 #include "ExecCheck.h" // the guest's filter, installed here as the guest installs it
 #include "FdPassing.h"
 #include "sandbox/ExecListener.h"
+#include "util/ThreadDeadline.h"
 
 #include <QElapsedTimer>
 #include <QTest>
@@ -103,7 +104,7 @@ private Q_SLOTS:
             t.start();
             const bool received = ExecListener::receive(j.listener, notification);
             const int err = errno;
-            ::_exit(received ? 10 : err != EINTR ? 11 : t.elapsed() < 10 * ExecListener::kReceiveDeadlineMs ? 0 : 12);
+            ::_exit(received ? 10 : err != EINTR ? 11 : t.elapsed() < 10 * ThreadDeadline::kMs ? 0 : 12);
         }
         QCOMPARE(exitWithin(receiver, 3000), 0);
         ::kill(j.pid, SIGKILL);
