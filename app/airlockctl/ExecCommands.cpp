@@ -148,6 +148,21 @@ public:
         if (!client)
             return fail(ctx, client.error());
         const DaemonApi api(**client);
+        // One request: the sandbox is made for the command and goes when it ends.
+        bool older = false; // a daemon from before sandbox.run: three requests, as it had them
+        {
+            ExecSession session(**client, ctx.out, ctx.err, ctx.json);
+            const auto start = [&](const ExecRequest &r) {
+                auto started = api.runOneShot(*creating, r).wait(ExecSession::kStartWaitMs);
+                older = !started && started.error().code == ErrorCode::InvalidArgument
+                    && started.error().message.startsWith(QLatin1String("unknown method"));
+                return started;
+            };
+            const Result<int> ran
+                = session.run(start, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
+            if (!older)
+                return ran ? *ran : fail(ctx, ran.error());
+        }
         auto created = api.createSandbox(*creating).wait();
         if (!created)
             return fail(ctx, created.error());

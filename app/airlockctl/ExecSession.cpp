@@ -54,6 +54,13 @@ ExecSession::~ExecSession()
 
 Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool forwardStdin, bool raw)
 {
+    // An agent's command may wait for a person (the daemon denies it when that times out).
+    return run([&](const ExecRequest &r) { return m_api.startExec(sandbox, r).wait(kStartWaitMs); }, std::move(request),
+        forwardStdin, raw);
+}
+
+Result<int> ExecSession::run(const Start &start, ExecRequest request, bool forwardStdin, bool raw)
+{
     if (!raw && !request.tty && !m_json)
         m_sink = OutputSink::forTerminals();
     const bool interactive = ::isatty(STDIN_FILENO);
@@ -91,8 +98,7 @@ Result<int> ExecSession::run(const QString &sandbox, ExecRequest request, bool f
         finish(1);
     });
 
-    // An agent's command may wait for a person (the daemon denies it when that times out).
-    auto started = m_api.startExec(sandbox, request).wait(86'400'000);
+    auto started = start(request);
     if (!started && m_abandonedBy) {
         // Ended while the start waited (for a person): the request was withdrawn, nothing ran.
         m_err << "airlockctl: SIG" << ::sigabbrev_np(m_abandonedBy)

@@ -32,6 +32,10 @@ public:
     // session, which needs the terminal's full language), output bound for a terminal goes
     // through a TerminalFilter: only colours reach it; other control sequences show as text.
     Result<int> run(const QString &sandbox, ExecRequest request, bool forwardStdin, bool raw = false);
+    // The same, started by `start` (waiting for its answer): sandbox.run's one-shot, for one.
+    static constexpr int kStartWaitMs = 86'400'000; // a start may wait for a person (who may be away)
+    using Start = std::function<Result<ExecStarted>(const ExecRequest &request)>;
+    Result<int> run(const Start &start, ExecRequest request, bool forwardStdin, bool raw = false);
 
 private:
     void onEvent(const Event &event);

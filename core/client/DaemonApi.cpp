@@ -87,6 +87,13 @@ DaemonApi::Call<ExecStarted> DaemonApi::startExec(const QString &sandbox, const 
     return request(method::ExecStart, onSandbox(sandbox, exec.toJson()), &ExecStarted::fromJson);
 }
 
+DaemonApi::Call<ExecStarted> DaemonApi::runOneShot(const CreateSandboxRequest &created, const ExecRequest &exec) const
+{
+    QJsonObject params = created.toJson();
+    params.insert(QStringLiteral("exec"), exec.toJson());
+    return request(method::SandboxRun, params, &ExecStarted::fromJson);
+}
+
 DaemonApi::Call<> DaemonApi::writeStdin(const QString &sandbox, uint32_t exec, const QByteArray &data, bool eof) const
 {
     return request(method::ExecStdin,

@@ -121,6 +121,8 @@ public:
 
     // Executions.
     Call<ExecStarted> startExec(const QString &sandbox, const ExecRequest &request) const;
+    // A sandbox made for one command, removed when it ends (sandbox.run).
+    Call<ExecStarted> runOneShot(const CreateSandboxRequest &created, const ExecRequest &request) const;
     Call<> writeStdin(const QString &sandbox, uint32_t exec, const QByteArray &data, bool eof) const;
     Call<> signalExec(const QString &sandbox, uint32_t exec, int signal) const;
     Call<> resizeExec(const QString &sandbox, uint32_t exec, int rows, int cols) const;

@@ -45,19 +45,12 @@ constexpr int kDiskGuardIntervalMs = 100;
 } // namespace
 
 namespace {
-constexpr int kMaxSandboxes = 4096;
-
 auto logger()
 {
     static auto l = log::get("core.engine");
     return l;
 }
 
-QString newId()
-{
-    return QString::number(QRandomGenerator::system()->generate64() & 0xffffffffffffULL, 16)
-        .rightJustified(12, QLatin1Char('0'));
-}
 } // namespace
 
 Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &approvals, QObject *parent)
@@ -120,7 +113,7 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
     QDir().mkpath(m_workspacesDir);
     if (m_caps.diskDriver != volume::Driver::None)
         m_spare = new WorkspaceSpare(
-            m_workspacesDir, m_caps.diskDriver, [this] { return defaultDiskBytes(); }, newId, this);
+            m_workspacesDir, m_caps.diskDriver, [this] { return defaultDiskBytes(); }, &Engine::newId, this);
     auto *guard = new DiskGuard(
         m_workspacesDir, m_config.diskReserveBytes,
         [this] {
@@ -234,276 +227,6 @@ QJsonObject Engine::daemonInfo() const
         {QStringLiteral("guest"), m_config.guestPath}, {QStringLiteral("dataDir"), m_config.dataDir}};
 }
 
-Result<std::optional<uid_t>> Engine::allocateHostUid(const QString &sandboxId)
-{
-    if (!m_caps.runningAsRoot)
-        return std::optional<uid_t>();
-    if (Status free = checkSubordinateIds(m_config.hostUids); !free)
-        return free.error();
-    auto uid = m_uidClaims.claim(sandboxId);
-    if (!uid)
-        return uid.error();
-    return std::optional<uid_t>(*uid);
-}
-
-void Engine::createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides,
-    const QString &preset, const QString &createdThrough)
-{
-    const IsolationRuntime &runtime = m_runtimes.of(spec.isolation);
-    if (m_seccompProgram.isEmpty())
-        return done(makeError(ErrorCode::BoundaryUnavailable, m_caps.seccompError));
-    if (m_sandboxes.size() >= kMaxSandboxes)
-        return done(makeError(
-            ErrorCode::LimitUnsupported, QStringLiteral("this daemon already runs %1 sandboxes").arg(kMaxSandboxes)));
-    QString id = newId();
-    if (spec.name.isEmpty())
-        spec.name = QStringLiteral("sb-") + id.left(6);
-    if (Status s = validateSandboxName(spec.name); !s)
-        return done(s.error());
-    for (const Sandbox *s : std::as_const(m_sandboxes))
-        if (s->name() == spec.name)
-            return done(makeError(ErrorCode::AlreadyExists,
-                QStringLiteral("a sandbox named '%1' already exists; pick another --name or remove it "
-                               "with 'airlockctl rm %1'")
-                    .arg(spec.name)));
-    auto user = policy::readUserLayerIfAny(userPolicyFile());
-    if (!user)
-        return done(user.error());
-    auto effective = policy::resolveForSandbox(policyOverrides, preset, *user);
-    if (!effective)
-        return done(effective.error());
-    auto granted = grantedSecrets(*effective, false);
-    if (!granted)
-        return done(granted.error());
-    // The policy decides network, mounts and limits; the spec carries them to the launcher.
-    spec.network = effective->networkMode == QLatin1String("full") ? NetworkMode::Full
-        : effective->networkMode == QLatin1String("allowlist")     ? NetworkMode::Allowlist
-                                                                   : NetworkMode::None;
-    spec.mounts = effective->mounts;
-    spec.limits = effective->limits;
-    // The runtime asked for, or nothing: never another boundary than the one asked for, nor a
-    // policy it cannot enforce (decision 6).
-    if (Status boundary = runtime.check(spec); !boundary)
-        return done(boundary.error());
-    if (Status fits = runtime.fitPolicy(*effective); !fits)
-        return done(fits.error());
-    for (const Mount &m : std::as_const(spec.mounts))
-        if (Status s = validateMount(m); !s)
-            return done(s.error());
-    auto masked = hiddenInMounts(spec.mounts);
-    if (!masked)
-        return done(masked.error());
-    auto plan = LimitPlan::make(spec.limits, m_caps);
-    if (!plan)
-        return done(plan.error());
-    runtime.fitLimits(*plan);
-
-    // A default workspace made ahead of time, when one is ready: the sandbox takes its id.
-    std::optional<QString> spare = plan->diskDefaulted && m_spare ? m_spare->take(defaultDiskBytes()) : std::nullopt;
-    if (spare)
-        id = *spare;
-    auto dropSpare = qScopeGuard([&] {
-        if (spare)
-            volume::removeWorkspace(workspacesDir() + QLatin1Char('/') + *spare);
-    });
-    SandboxSetup setup;
-    setup.id = id;
-    setup.spec = spec;
-    setup.plan = *plan;
-    setup.run = run;
-    setup.createdThrough = createdThrough;
-    setup.policy = *effective;
-    setup.policyOverrides = policyOverrides;
-    setup.userLayer = *user;
-    setup.workspaceDir = workspacesDir() + QLatin1Char('/') + id;
-    const auto claimed = allocateHostUid(id);
-    if (!claimed)
-        return done(claimed.error());
-    const std::optional<uid_t> hostUid = *claimed;
-    auto unclaim = qScopeGuard([&] {
-        if (hostUid)
-            m_uidClaims.release(*hostUid, id);
-    });
-    if (Status made = makeWorkspace(setup.workspaceDir, setup.plan, hostUid, spare.has_value()); !made)
-        return done(made.error());
-    dropSpare.dismiss();
-    auto cgroup = SandboxCgroup::create(m_caps, m_config.instanceKey, id, *plan);
-    if (!cgroup) {
-        volume::removeWorkspace(setup.workspaceDir);
-        return done(cgroup.error());
-    }
-    setup.cgroup = *cgroup;
-    setup.runtime = &runtime;
-    LaunchRequest &launch = setup.launch;
-    launch.id = id;
-    launch.runtimeDir = volume::runtimeDirOf(setup.workspaceDir); // the sandbox uid's, like its workspace
-    launch.memoryDirPrefix = memoryDirPrefix();
-    launch.guestPath = m_config.guestMount.isEmpty() ? m_config.guestPath : m_config.guestMount;
-    launch.gvisorPreload = QFileInfo(m_config.guestPath).dir().filePath(QStringLiteral("airlock-gvisor-preload.so"));
-    launch.hostname = spec.name;
-    launch.network = spec.network;
-    launch.workspaceDir = setup.workspaceDir;
-    launch.mounts = spec.mounts;
-    launch.hiddenPaths = *masked;
-    launch.seccompProgram = m_seccompProgram;
-    launch.cgroupProcsFiles = setup.cgroup.procsFiles();
-    if (setup.cgroup.placesFromOutside())
-        launch.placeChild = [cgroup = setup.cgroup](pid_t pid) { return cgroup.place(pid); };
-    launch.dropToUid = hostUid;
-    if (!plan->pidsByCgroup)
-        launch.nproc = plan->effective.pids;
-    launch.tmpBytes = plan->effective.tmpBytes;
-    launch.verboseGuest = m_config.verboseGuest;
-    for (const auto &[grant, value] : std::as_const(*granted))
-        if (!grant.file.isEmpty())
-            launch.dataFiles.append({grant.file, value});
-
-    // It outlives this daemon: its guest listens for the next one (bubblewrap) or comes back to it
-    // (gVisor), and they prove themselves to each other with the token (kept in the sandbox's
-    // record, readable by this user alone).
-    int resumeListen = -1;
-    if (m_config.sandboxesOutliveDaemon && runtime.canOutliveDaemon()) {
-        if (runtime.guestListens()) {
-            auto listening = m_records.listen(id);
-            if (!listening) {
-                setup.cgroup.destroy();
-                volume::removeWorkspace(setup.workspaceDir);
-                return done(listening.error());
-            }
-            resumeListen = *listening;
-            launch.resumeListenFd = resumeListen;
-        }
-        launch.resumeToken.resize(wire::kResumeTokenSize);
-        QRandomGenerator::system()->generate(reinterpret_cast<quint32 *>(launch.resumeToken.data()),
-            reinterpret_cast<quint32 *>(launch.resumeToken.data() + launch.resumeToken.size()));
-    }
-
-    unclaim.dismiss(); // discard() releases it from here on
-    auto *sandbox = new Sandbox(std::move(setup), this);
-    for (const auto &[grant, value] : std::as_const(*granted))
-        sandbox->addSecret(grant.secret, value);
-    m_sandboxes.append(sandbox);
-    m_byId.insert(id, sandbox);
-    attach(sandbox, hostUid);
-    auto finished = std::make_shared<bool>(false);
-    connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
-        *finished = true;
-        m_creating.remove(sandbox);
-        saveRecord(*sandbox);
-        done(describe(*sandbox));
-    });
-    connect(sandbox, &Sandbox::startFailed, this, [this, sandbox, done, finished](const Error &error) {
-        if (*finished)
-            return;
-        *finished = true;
-        m_creating.remove(sandbox);
-        discard(sandbox, true);
-        done(error);
-    });
-    // Removed before it started (rm by name, the daemon stopping): the create is answered too.
-    m_creating.insert(sandbox, [done, finished] {
-        if (std::exchange(*finished, true))
-            return;
-        done(makeError(
-            ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox was removed while it was being created")));
-    });
-    const Status launched = sandbox->start();
-    if (resumeListen >= 0)
-        ::close(resumeListen); // the guest has its own now
-    if (!launched) {
-        discard(sandbox, true);
-        return done(launched.error());
-    }
-    logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
-        networkModeName(spec.network).toStdString());
-}
-
-namespace {
-// Every folder from `from` down to the parent of `to` may be passed through by any uid.
-bool traversableByOthers(const QString &from, const QString &to)
-{
-    for (QString p = QFileInfo(to).path(); p.size() >= from.size(); p = QFileInfo(p).path()) {
-        struct stat st { };
-        if (::stat(QFile::encodeName(p).constData(), &st) != 0 || !(st.st_mode & S_IXOTH))
-            return false;
-        if (p == from || p == QLatin1String("/"))
-            break;
-    }
-    return true;
-}
-} // namespace
-
-Result<QStringList> Engine::hiddenInMounts(const QList<Mount> &mounts) const
-{
-    // What is airlockd's own: the history, records and resume sockets of every sandbox, the
-    // other sandboxes' workspaces, the person's secrets, policy and tools, the daemon's socket.
-    // Made if missing (a folder that does not exist yet could not be covered, and would appear
-    // in a mount later).
-    QStringList own;
-    QStringList dirs{
-        m_config.dataDir, workspacesDir(), keptDir(), paths::configDir(), paths::stateDir(), paths::runtimeDir()};
-    dirs += m_config.ownDirs;
-    for (const QString &dir : std::as_const(dirs)) {
-        if (dir.isEmpty())
-            continue;
-        if (!QFileInfo::exists(dir))
-            (void)paths::ensurePrivateDir(dir);
-        if (const QString canonical = QFileInfo(dir).canonicalFilePath();
-            !canonical.isEmpty() && !own.contains(canonical))
-            own.append(canonical);
-    }
-    // One cover for a folder and what is in it.
-    own.removeIf([&](const QString &dir) {
-        return std::any_of(
-            own.cbegin(), own.cend(), [&](const QString &other) { return dir.startsWith(other + QLatin1Char('/')); });
-    });
-    const auto below = [](const QString &path, const QString &dir) {
-        return path == dir || path.startsWith(dir + QLatin1Char('/'));
-    };
-    QStringList hidden;
-    QStringList shown; // where airlockd's folders are inside the mounts, covered or not
-    for (const Mount &m : mounts) {
-        const QString host = QFileInfo(m.hostPath).canonicalFilePath();
-        if (host.isEmpty())
-            continue; // a source that does not exist fails where it is opened, with its own message
-        for (const QString &dir : std::as_const(own)) {
-            if (below(host, dir))
-                return makeError(ErrorCode::InvalidArgument,
-                    QStringLiteral(
-                        "mount %1: it is inside airlockd's own %2, which no sandbox may see (it holds the history, the "
-                        "other sandboxes and the keys to them); mount a folder of your own instead")
-                        .arg(m.hostPath, dir));
-            if (host != QLatin1String("/") && !dir.startsWith(host + QLatin1Char('/')))
-                continue;
-            // Below the mount: it is there, inside, covered by an empty read-only folder. Written
-            // to, the mount could move the covered folder aside and make one of its own where
-            // airlockd keeps the next sandbox's record.
-            if (m.writable)
-                return makeError(ErrorCode::InvalidArgument,
-                    QStringLiteral("mount %1 read-write: it holds airlockd's own %2, which a sandbox could move aside "
-                                   "and replace; "
-                                   "mount it read-only (:ro), or a folder below it")
-                        .arg(m.hostPath, dir));
-            shown.append(m.sandboxPath + dir.mid(host == QLatin1String("/") ? 0 : host.size()));
-            // A root daemon's sandboxes run as uids of their own: what they cannot reach needs no
-            // cover (and could not be given one).
-            if (m_caps.runningAsRoot && !traversableByOthers(host, dir))
-                continue;
-            hidden.append(shown.constLast());
-        }
-    }
-    // Nor may a mount be put inside one of them (bwrap would make its mount point there).
-    for (const Mount &m : mounts)
-        for (const QString &h : std::as_const(shown))
-            if (below(m.sandboxPath, h))
-                return makeError(ErrorCode::InvalidArgument,
-                    QStringLiteral(
-                        "mount %1 at %2: that is inside %3, which shows airlockd's own folder (covered, or out of the "
-                        "sandbox's reach); mount it elsewhere")
-                        .arg(m.hostPath, m.sandboxPath, h));
-    return hidden;
-}
-
 void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
 {
     if (hostUid)
@@ -546,6 +269,12 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
     };
     connect(sandbox, &Sandbox::judgedExecutionGone, this, [programGone](uint32_t execId) { programGone(execId, 0); });
     connect(sandbox, &Sandbox::execAbandoned, this, programGone);
+    // A one-shot goes once its command's end is published (and on its way to the client).
+    if (sandbox->setup().oneShot)
+        connect(sandbox, &Sandbox::eventOccurred, this, [this, alive = QPointer<Sandbox>(sandbox)](const Event &e) {
+            if (e.kind == event::ExecExited)
+                QMetaObject::invokeMethod(this, [this, alive] { endIfOneShot(alive); }, Qt::QueuedConnection);
+        });
 }
 
 void Engine::discard(Sandbox *sandbox, bool removeWorkspace)

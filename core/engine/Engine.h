@@ -72,6 +72,18 @@ struct EngineConfig {
     uint64_t diskReserveBytes = 512ull << 20;
 };
 
+// What a sandbox is created from (sandbox.create; sandbox.run, with oneShot).
+struct SandboxCreation {
+    SandboxSpec spec;
+    QString run; // the run (agent session) the sandbox and its events belong to
+    // Its own policy layer and preset, resolved with the built-in and the person's layers
+    // (built-in < user < preset < overrides).
+    QJsonObject policyOverrides;
+    QString preset;
+    QString createdThrough; // the remote token whose connection asks (what its scope may reach later)
+    bool oneShot = false; // SandboxSetup::oneShot
+};
+
 // The facade airlockd hosts: owns every sandbox on this host and publishes one event stream.
 // Front ends reach it only through RPC.
 class Engine final : public QObject {
@@ -87,12 +99,13 @@ public:
 
     using CreateDone = std::function<void(Result<QJsonObject>)>;
     // Validates, plans limits (fail closed), starts bwrap; `done` runs once the guest answered.
-    // `run` names the run (agent session) the sandbox and its events belong to. The sandbox's
-    // policy is resolved from its layers (built-in < user < preset < `policyOverrides`); the
-    // effective network mode, mounts and limits are what it gets, whatever `spec` said.
-    // `createdThrough`: the remote token whose connection asks (what its scope may reach later).
-    void createSandbox(SandboxSpec spec, const QString &run, CreateDone done, const QJsonObject &policyOverrides = {},
-        const QString &preset = {}, const QString &createdThrough = {});
+    // The sandbox's policy is resolved from its layers; the effective network mode, mounts and
+    // limits are what it gets, whatever the spec said.
+    void createSandbox(SandboxCreation creation, CreateDone done);
+    // A one-shot sandbox (SandboxCreation::oneShot) in which nothing runs any more, or never
+    // will (its command ended, was refused, or its client went before it started), is removed
+    // with its workspace. Anything else is left alone.
+    void endIfOneShot(Sandbox *sandbox);
     // The sandbox's own policy layer, or the effective policy with the layer of every value.
     QJsonObject policy(const Sandbox &sandbox, bool effective) const;
     // Replaces a running sandbox's own layer. What can change live (commands, tools, network
@@ -191,6 +204,19 @@ Q_SIGNALS:
     void eventPublished(const airlock::Event &event);
 
 private:
+    static QString newId();
+    // A creation checked and resolved against the policy's layers; nothing made yet.
+    struct Resolved {
+        SandboxSpec spec; // named, with the policy's network, mounts and limits
+        const IsolationRuntime *runtime = nullptr;
+        policy::EffectivePolicy policy;
+        std::optional<QJsonObject> userLayer;
+        QList<std::pair<policy::CredentialGrant, QByteArray>> granted;
+        QStringList hidden; // hiddenInMounts()
+        LimitPlan plan;
+    };
+    Result<Resolved> resolve(const SandboxCreation &creation) const;
+    void launch(const SandboxCreation &creation, Resolved resolved, CreateDone done);
     QString userPolicyFile() const;
     // As root, a host uid of the configured range that no sandbox of any root daemon holds, and
     // that no subordinate id range reaches (checked again for every sandbox).

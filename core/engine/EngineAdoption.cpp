@@ -76,6 +76,9 @@ void Engine::adoptSandboxes(const StoredStream &stored)
         QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
     if (!answering.isEmpty())
         logger()->info("took over {} sandboxes in {} ms", answering.size(), waited.elapsed());
+    // A one-shot whose command ended while no daemon was there (or that it was gone with) goes now.
+    for (Sandbox *s : QList<Sandbox *>(m_sandboxes))
+        endIfOneShot(s);
 }
 
 Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
@@ -86,6 +89,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.runtime = &m_runtimes.of(record.spec.isolation);
     setup.run = record.run;
     setup.createdThrough = record.createdThrough;
+    setup.oneShot = record.oneShot;
     // Where this daemon keeps workspaces, whatever the record says: rm removes it.
     setup.workspaceDir = workspacesDir() + QLatin1Char('/') + record.id;
     setup.policyOverrides = record.overrides;
@@ -206,6 +210,7 @@ void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
     r.landlockAbi = sandbox.landlockAbi();
     r.daemonVersion = airlock::version();
     r.ended = ended;
+    r.oneShot = setup.oneShot;
     if (Status s = m_records.write(r); !s)
         logger()->error(
             "sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());

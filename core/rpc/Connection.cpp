@@ -49,8 +49,7 @@ void Connection::send(const QJsonObject &message)
 
 void Connection::sendFrame(const QByteArray &frame)
 {
-    if (m_socket->state() == QLocalSocket::ConnectedState)
-        m_socket->write(frame);
+    sendOutput(frame, QByteArray()); // at once, when nothing waits before it (not at the loop's next turn)
 }
 
 void Connection::sendOutput(const QByteArray &header, const QByteArray &data)

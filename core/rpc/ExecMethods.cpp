@@ -12,6 +12,7 @@
 #include "rpc/Connection.h"
 #include "rpc/Params.h"
 #include "rpc/RpcSession.h"
+#include "rpc/SandboxMethods.h"
 #include "sandbox/Sandbox.h"
 
 #include <QJsonArray>
@@ -47,6 +48,13 @@ Status execRequestCheck(const QJsonObject &p)
     return request ? Status(Ok{}) : Status(request.error());
 }
 
+Status runCheck(const QJsonObject &p)
+{
+    if (!p.value(QStringLiteral("exec")).isObject())
+        return invalid(QStringLiteral("params.exec: expected the command to run, as exec.start takes it"));
+    return execRequestCheck(p.value(QStringLiteral("exec")).toObject());
+}
+
 Status stdinCheck(const QJsonObject &p)
 {
     auto data = base64Param(p, "data");
@@ -71,6 +79,10 @@ QList<Method> ExecMethods::methods()
     return {
         {method::ExecStart, access::sandboxed, NeedsSandbox | WritesHistory, [this](Call &c) { start(c); },
             execRequestCheck},
+        // A sandbox made for one command, which ends with it (airlockctl run): created as
+        // sandbox.create would, then started as exec.start would, as one request.
+        {method::SandboxRun, {A::Agent::DefaultPolicyOnly, nullptr, A::Token::Full, A::Scope::SpecName},
+            WritesHistory, [this](Call &c) { runOneShot(c); }, runCheck},
         {method::ExecStdin, own, NeedsSandbox | NeedsExec, [this](Call &c) { feed(c); }, stdinCheck},
         {method::ExecSignal, own, NeedsSandbox | NeedsExec, [this](Call &c) { sendSignal(c); }},
         {method::ExecResize, own, NeedsSandbox | NeedsExec, [this](Call &c) { resize(c); }, sizeCheck},
@@ -82,52 +94,108 @@ void ExecMethods::start(Call &c)
     auto request = ExecRequest::fromJson(c.params);
     if (!request)
         return c.reply(request.error());
-    Session &s = c.session;
-    request->run = s.run;
-    const bool attach = c.params.value(QStringLiteral("attach")).toBool(true);
+    begin(c.session, *c.sandbox, *request, c.params.value(QStringLiteral("attach")).toBool(true), c.reply);
+}
+
+namespace {
+// Held by every copy of a one-shot's reply: once the last is gone (the command started, was
+// refused, or its client left before it could start), a sandbox in which nothing runs goes.
+class OneShotEnd {
+public:
+    OneShotEnd(Engine &engine, Sandbox *sandbox)
+        : m_engine(&engine)
+        , m_sandbox(sandbox)
+    {
+    }
+    OneShotEnd(const OneShotEnd &) = delete;
+    OneShotEnd &operator=(const OneShotEnd &) = delete;
+    ~OneShotEnd()
+    {
+        // Later: not from inside whatever drops the last reply (a decision, a removal).
+        QMetaObject::invokeMethod(
+            m_engine, [engine = m_engine, sandbox = m_sandbox] { engine->endIfOneShot(sandbox); },
+            Qt::QueuedConnection);
+    }
+
+private:
+    QPointer<Engine> m_engine;
+    QPointer<Sandbox> m_sandbox;
+};
+
+} // namespace
+
+void ExecMethods::runOneShot(Call &c)
+{
+    auto creation = creationFrom(c.session, c.params);
+    if (!creation)
+        return c.reply(creation.error());
+    const QJsonObject execParams = c.params.value(QStringLiteral("exec")).toObject();
+    auto request = ExecRequest::fromJson(execParams);
+    if (!request)
+        return c.reply(request.error());
+    creation->oneShot = true;
+    const bool attach = execParams.value(QStringLiteral("attach")).toBool(true);
+    QPointer<Connection> conn = c.session.conn;
+    m_engine.createSandbox(*creation,
+        [this, conn, request = *request, attach, reply = c.reply](const Result<QJsonObject> &created) {
+            if (!created)
+                return reply(created.error());
+            auto sandbox = m_engine.find(created->value(QStringLiteral("id")).toString());
+            if (!sandbox)
+                return reply(sandbox.error());
+            auto ending = std::make_shared<OneShotEnd>(m_engine, *sandbox);
+            Session *s = m_sessionOf(conn);
+            if (!s)
+                return; // its client is gone: nothing runs for nobody
+            begin(*s, **sandbox, request, attach, [reply, ending](const Result<QJsonObject> &r) { reply(r); });
+        });
+}
+
+void ExecMethods::begin(Session &s, Sandbox &sb, ExecRequest request, bool attach, const Reply &reply)
+{
+    request.run = s.run;
     if (!s.isAgent()) // a person's own command: the boundary applies, the command rules do not
-        return startExecution(s.conn, *c.sandbox, *request, attach, c.reply);
+        return startExecution(s.conn, sb, request, attach, reply);
 
     // An agent's command: the command rules decide, or a person does.
-    Sandbox &sb = *c.sandbox;
     QStringList envNames, envShown;
-    for (const auto &[name, value] : std::as_const(request->env)) {
+    for (const auto &[name, value] : std::as_const(request.env)) {
         envNames.append(name);
         envShown.append(name + QLatin1Char('=') + value);
     }
-    const policy::CommandVerdict verdict = sb.policy().commands.evaluate(request->argv, envNames);
+    const policy::CommandVerdict verdict = sb.policy().commands.evaluate(request.argv, envNames);
     if (verdict.decision == policy::Decision::Deny) {
         sb.record(event::CommandDenied,
             {{QStringLiteral("requester"), s.agent},
-                {QStringLiteral("argv"), QJsonArray::fromStringList(request->argv)},
+                {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
                 {QStringLiteral("envNames"), QJsonArray::fromStringList(envNames)},
-                {QStringLiteral("cwd"), request->cwd}, {QStringLiteral("rule"), verdict.rule},
+                {QStringLiteral("cwd"), request.cwd}, {QStringLiteral("rule"), verdict.rule},
                 {QStringLiteral("layer"), verdict.layer}, {QStringLiteral("reason"), verdict.reason}},
             s.run);
-        return c.reply(makeError(ErrorCode::Denied, QStringLiteral("denied by policy: %1").arg(verdict.reason)));
+        return reply(makeError(ErrorCode::Denied, QStringLiteral("denied by policy: %1").arg(verdict.reason)));
     }
     // What the decision covers when the command starts programs (the exec check).
-    request->cover.judged = true;
-    request->cover.requester = s.agent;
-    request->cover.programs = policy::CommandRules::namedPrograms(request->argv);
+    request.cover.judged = true;
+    request.cover.requester = s.agent;
+    request.cover.programs = policy::CommandRules::namedPrograms(request.argv);
     if (verdict.decision == policy::Decision::Allow) {
-        request->cover.decidedBy = QStringLiteral("allowed by rule '%1' (%2)").arg(verdict.rule, verdict.layer);
-        return startExecution(s.conn, sb, *request, attach, c.reply);
+        request.cover.decidedBy = QStringLiteral("allowed by rule '%1' (%2)").arg(verdict.rule, verdict.layer);
+        return startExecution(s.conn, sb, request, attach, reply);
     }
     if (m_approvals.pendingFor(&s) >= kMaxPendingPerConnection)
-        return c.reply(makeError(ErrorCode::Denied,
+        return reply(makeError(ErrorCode::Denied,
             QStringLiteral("%1 requests of this connection already wait for a person").arg(kMaxPendingPerConnection)));
     ApprovalRequest r;
     r.owner = &s;
     r.env = envShown;
     r.run = s.run;
     r.requester = s.agent;
-    r.argv = request->argv;
-    r.cwd = request->cwd;
+    r.argv = request.argv;
+    r.cwd = request.cwd;
     r.rule = verdict.rule;
     r.layer = verdict.layer;
     r.reason = verdict.reason;
-    askToRun(s, sb, *request, r, attach, c.reply, 0);
+    askToRun(s, sb, request, r, attach, reply, 0);
 }
 
 void ExecMethods::startExecution(

@@ -39,6 +39,10 @@ public:
 
 private:
     void start(Call &call);
+    void runOneShot(Call &call);
+    // Starts `request` for `session` in `sandbox`: at once for a person; for an agent, as the
+    // command rules say, or a person decides.
+    void begin(Session &session, Sandbox &sandbox, ExecRequest request, bool attach, const Reply &reply);
     void feed(Call &call);
     void sendSignal(Call &call);
     void resize(Call &call);

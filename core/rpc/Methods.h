@@ -21,6 +21,7 @@ inline constexpr Name SandboxStats{"sandbox.stats"};
 inline constexpr Name SandboxInfo{"sandbox.info"};
 inline constexpr Name SandboxDelete{"sandbox.delete"};
 inline constexpr Name SandboxKill{"sandbox.kill"};
+inline constexpr Name SandboxRun{"sandbox.run"};
 // Executions.
 inline constexpr Name ExecStart{"exec.start"};
 inline constexpr Name ExecStdin{"exec.stdin"};

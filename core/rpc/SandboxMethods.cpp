@@ -38,20 +38,32 @@ QList<Method> SandboxMethods::methods()
     };
 }
 
-void SandboxMethods::create(Call &c)
+Result<SandboxCreation> creationFrom(const Session &session, const QJsonObject &params)
 {
-    const QJsonObject specJson = c.params.value(QStringLiteral("spec")).toObject();
+    const QJsonObject specJson = params.value(QStringLiteral("spec")).toObject();
     auto spec = SandboxSpec::fromJson(specJson);
     if (!spec)
-        return c.reply(spec.error());
-    const QJsonValue policyValue = c.params.value(QStringLiteral("policy"));
+        return spec.error();
+    const QJsonValue policyValue = params.value(QStringLiteral("policy"));
     if (!policyValue.isUndefined() && !policyValue.isObject())
-        return c.reply(invalid(QStringLiteral("params.policy: expected a policy object")));
+        return invalid(QStringLiteral("params.policy: expected a policy object"));
     if (Status valid = policy::validate(policyValue.toObject()); !valid)
-        return c.reply(makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message)));
-    m_engine.createSandbox(*spec, c.session.run, c.reply, policy::withSpecFields(policyValue.toObject(), specJson),
-        c.params.value(QStringLiteral("preset")).toString().left(100),
-        c.session.grant ? c.session.grant->tokenId : QString());
+        return makeError(ErrorCode::InvalidArgument, QStringLiteral("policy: %1").arg(valid.error().message));
+    SandboxCreation creation;
+    creation.spec = *spec;
+    creation.run = session.run;
+    creation.policyOverrides = policy::withSpecFields(policyValue.toObject(), specJson);
+    creation.preset = params.value(QStringLiteral("preset")).toString().left(100);
+    creation.createdThrough = session.grant ? session.grant->tokenId : QString();
+    return creation;
+}
+
+void SandboxMethods::create(Call &c)
+{
+    auto creation = creationFrom(c.session, c.params);
+    if (!creation)
+        return c.reply(creation.error());
+    m_engine.createSandbox(*creation, c.reply);
 }
 
 void SandboxMethods::list(Call &c)

@@ -5,9 +5,14 @@
 
 namespace airlock {
 class Engine;
-}
+struct SandboxCreation;
+} // namespace airlock
 
 namespace airlock::rpc {
+
+// The sandbox that the params {spec, policy, preset} of sandbox.create (and sandbox.run) ask
+// for, on behalf of `session`.
+Result<SandboxCreation> creationFrom(const Session &session, const QJsonObject &params);
 
 // sandbox.*: create, list, watch, describe, kill everything in and delete sandboxes.
 class SandboxMethods final : public MethodGroup {

@@ -45,6 +45,9 @@ struct SandboxSetup {
     QJsonObject policyOverrides; // the sandbox's own layer
     std::optional<QJsonObject> userLayer; // the person's defaults it was resolved with
     QString createdThrough; // the id of the remote token whose connection created it; empty: a local client
+    // It ends with its command (airlockctl run): removed, workspace and all, once no execution
+    // runs in it (Engine::endIfOneShot).
+    bool oneShot = false;
 };
 
 // What a daemon that takes a running sandbox over knows of it: from its record (the processes,

@@ -111,6 +111,8 @@ QJsonObject SandboxRecord::toJson() const
         o.insert(QStringLiteral("userLayer"), *userLayer);
     if (!ended.isEmpty())
         o.insert(QStringLiteral("ended"), ended);
+    if (oneShot)
+        o.insert(QStringLiteral("oneShot"), true);
     return o;
 }
 
@@ -140,6 +142,9 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     if (!o.value(QStringLiteral("overrides")).isObject())
         return recordError(QStringLiteral("/overrides: expected an object"));
     r.overrides = o.value(QStringLiteral("overrides")).toObject();
+    if (const QJsonValue oneShot = o.value(QStringLiteral("oneShot")); !oneShot.isUndefined() && !oneShot.isBool())
+        return recordError(QStringLiteral("/oneShot: expected true or false"));
+    r.oneShot = o.value(QStringLiteral("oneShot")).toBool();
     if (const QJsonValue user = o.value(QStringLiteral("userLayer")); !user.isUndefined()) {
         if (!user.isObject())
             return recordError(QStringLiteral("/userLayer: expected an object"));

@@ -48,6 +48,7 @@ struct SandboxRecord {
     QString daemonVersion;
     // Set once a daemon found the sandbox gone: it stays listed, with its workspace, until rm.
     QString ended;
+    bool oneShot = false; // SandboxSetup::oneShot
 
     QJsonObject toJson() const;
     static Result<SandboxRecord> fromJson(const QJsonObject &json);
