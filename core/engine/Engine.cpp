@@ -496,6 +496,8 @@ WorkspaceFiles Engine::files(const Sandbox &sandbox) const
 
 void Engine::shutdown()
 {
+    m_warm.taker = {}; // (its client goes with the daemon)
+    dropWarm();
     const QList<Sandbox *> all = m_sandboxes;
     QSet<QString> &left = m_outlived; // the destructor calls this again: what went on stays kept
     for (Sandbox *s : all) {

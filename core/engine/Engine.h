@@ -20,7 +20,9 @@
 #include <QJsonObject>
 #include <QList>
 #include <QObject>
+#include <QPointer>
 #include <QSet>
+#include <QTimer>
 
 #include <functional>
 
@@ -216,7 +218,28 @@ private:
         LimitPlan plan;
     };
     Result<Resolved> resolve(const SandboxCreation &creation) const;
-    void launch(const SandboxCreation &creation, Resolved resolved, CreateDone done);
+    // `warm`: made ahead for a one-shot (m_warm), nobody's until claimed.
+    void launch(const SandboxCreation &creation, Resolved resolved, CreateDone done, bool warm = false);
+
+    // A one-shot made ahead of time like the last one asked for (airlockctl run): launched with
+    // everything decided, its events held, listed nowhere, until the next sandbox.run that
+    // would be made the same in every respect but the run takes it. One at most; made again
+    // after each one-shot ends, dropped when another is asked for and after kWarmIdleMs unused.
+    struct Warm {
+        QByteArray key; // warmKey() of what it was made from
+        SandboxCreation creation;
+        QPointer<Sandbox> sandbox; // null: none is made now
+        bool ready = false;
+        std::function<void(bool ready)> taker; // the one-shot that takes it once it is ready (or not)
+    };
+    static constexpr int kWarmIdleMs = 10 * 60 * 1000;
+    // Empty when a one-shot like this one is not made ahead (named ones: a name is asked for once).
+    static QByteArray warmKey(const SandboxCreation &creation, const Resolved &resolved);
+    void makeWarm();
+    void claimWarm(const QString &run, CreateDone done);
+    void dropWarm();
+    // What a killed daemon left of one made ahead (its record says warm): ended and removed.
+    void removeWarmLeftover(const SandboxRecord &record);
     QString userPolicyFile() const;
     // As root, a host uid of the configured range that no sandbox of any root daemon holds, and
     // that no subordinate id range reaches (checked again for every sandbox).
@@ -267,6 +290,8 @@ private:
     qint64 m_lastUsageMs = -1;
     QElapsedTimer m_usageClock;
     QThreadPool m_usagePool;
+    Warm m_warm;
+    QTimer *m_warmIdle = nullptr;
     class WorkspaceSpare *m_spare = nullptr; // a default workspace made ahead of time (null: no images here)
     QHash<Sandbox *, uid_t> m_hostUids;
     HostUidClaims m_uidClaims;

@@ -58,6 +58,11 @@ void Engine::adoptSandboxes(const StoredStream &stored)
                 "sandbox record {} left alone: {}", name.toStdString(), record.error().message.toStdString());
             continue;
         }
+        if (record->warm) {
+            keep.remove(name);
+            removeWarmLeftover(*record);
+            continue;
+        }
         if (Sandbox *s = adopt(*record, stored); s->state() == SandboxState::Starting)
             answering.append(s);
     }
@@ -211,6 +216,7 @@ void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
     r.daemonVersion = airlock::version();
     r.ended = ended;
     r.oneShot = setup.oneShot;
+    r.warm = setup.warm;
     if (Status s = m_records.write(r); !s)
         logger()->error(
             "sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());

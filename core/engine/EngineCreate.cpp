@@ -12,13 +12,20 @@
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
+#include <QCryptographicHash>
 #include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QFileInfo>
 #include <QPointer>
 #include <QRandomGenerator>
 #include <QScopeGuard>
 
+#include <algorithm>
+#include <csignal>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace airlock {
@@ -115,10 +122,142 @@ void Engine::createSandbox(SandboxCreation creation, CreateDone done)
     auto resolved = resolve(creation);
     if (!resolved)
         return done(resolved.error());
+    const QByteArray key = creation.oneShot ? warmKey(creation, *resolved) : QByteArray();
+    if (!key.isEmpty() && key == m_warm.key && m_warm.sandbox && !m_warm.taker) {
+        if (m_warm.ready)
+            return claimWarm(creation.run, std::move(done));
+        // Still starting: further along than a new one would be.
+        m_warm.taker = [this, creation, done = std::move(done)](bool ready) {
+            if (ready)
+                claimWarm(creation.run, done);
+            else
+                createSandbox(creation, done);
+        };
+        return;
+    }
+    if (!key.isEmpty() && key != m_warm.key) {
+        // The next one like this is made ahead once this one has ended (endIfOneShot).
+        dropWarm();
+        m_warm.key = key;
+        m_warm.creation = creation;
+        m_warm.creation.run.clear();
+    }
     launch(creation, std::move(*resolved), std::move(done));
 }
 
-void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDone done)
+QByteArray Engine::warmKey(const SandboxCreation &creation, const Resolved &resolved)
+{
+    if (!creation.spec.name.isEmpty())
+        return {};
+    // Everything it is launched with and from, but its name (made up) and run (the taker's).
+    SandboxSpec spec = resolved.spec;
+    spec.name.clear();
+    QJsonArray granted;
+    for (const auto &[grant, value] : resolved.granted)
+        granted.append(QJsonArray{grant.secret, grant.env, grant.file,
+            QString::fromLatin1(QCryptographicHash::hash(value, QCryptographicHash::Sha256).toHex())});
+    const QJsonObject all{{QStringLiteral("spec"), spec.toJson()},
+        {QStringLiteral("overrides"), creation.policyOverrides}, {QStringLiteral("preset"), creation.preset},
+        {QStringLiteral("createdThrough"), creation.createdThrough},
+        {QStringLiteral("policy"), resolved.policy.document},
+        {QStringLiteral("userLayer"), resolved.userLayer ? QJsonValue(*resolved.userLayer) : QJsonValue()},
+        {QStringLiteral("hidden"), QJsonArray::fromStringList(resolved.hidden)},
+        {QStringLiteral("granted"), granted}};
+    return QCryptographicHash::hash(QJsonDocument(all).toJson(QJsonDocument::Compact), QCryptographicHash::Sha256);
+}
+
+void Engine::makeWarm()
+{
+    if (m_warm.key.isEmpty() || m_warm.sandbox)
+        return;
+    // Made as it would be now: if anything changed since (the person's defaults, a secret), the
+    // next one-shot is made when it is asked for.
+    auto resolved = resolve(m_warm.creation);
+    if (!resolved || warmKey(m_warm.creation, *resolved) != m_warm.key) {
+        m_warm = {};
+        return;
+    }
+    const QByteArray key = m_warm.key;
+    launch(
+        m_warm.creation, std::move(*resolved),
+        [this, key](const Result<QJsonObject> &made) {
+            if (m_warm.key != key)
+                return; // dropped meanwhile
+            m_warm.ready = made.ok();
+            if (!made) {
+                logger()->info("no sandbox made ahead: {}", made.error().message.toStdString());
+                m_warm.sandbox = nullptr;
+            }
+            if (const auto taker = std::exchange(m_warm.taker, {}))
+                taker(made.ok());
+        },
+        true);
+    if (!m_warmIdle) {
+        m_warmIdle = new QTimer(this);
+        m_warmIdle->setSingleShot(true);
+        connect(m_warmIdle, &QTimer::timeout, this, [this] {
+            logger()->info("the sandbox made ahead for a one-shot was not asked for in {} min: removed",
+                kWarmIdleMs / 60000);
+            dropWarm();
+        });
+    }
+    m_warmIdle->start(kWarmIdleMs);
+}
+
+void Engine::claimWarm(const QString &run, CreateDone done)
+{
+    Warm &w = m_warm;
+    Sandbox *sandbox = std::exchange(w.sandbox, nullptr);
+    w.ready = false;
+    const bool nameTaken = sandbox
+        && std::any_of(m_sandboxes.cbegin(), m_sandboxes.cend(),
+            [&](const Sandbox *s) { return s->name() == sandbox->name(); });
+    if (!sandbox || sandbox->state() != SandboxState::Running || nameTaken) {
+        // Failed while it waited, or its made-up name was taken meanwhile: made now instead.
+        if (sandbox)
+            discard(sandbox, true);
+        SandboxCreation creation = w.creation;
+        creation.run = run;
+        return createSandbox(creation, std::move(done));
+    }
+    m_sandboxes.append(sandbox);
+    m_byId.insert(sandbox->id(), sandbox);
+    sandbox->claim(run);
+    saveRecord(*sandbox);
+    logger()->info("sandbox {} ({}) made ahead, taken by run {}", sandbox->id().toStdString(),
+        sandbox->name().toStdString(), run.toStdString());
+    // (The next one is made once this one has ended: made now, it would compete with its
+    // command for the main thread and the cores: a one-shot took 30 ms instead of 12 here.)
+    done(describe(*sandbox));
+}
+
+void Engine::dropWarm()
+{
+    Warm gone = std::exchange(m_warm, {});
+    if (gone.sandbox)
+        discard(gone.sandbox, true);
+    if (gone.taker)
+        gone.taker(false);
+}
+
+void Engine::removeWarmLeftover(const SandboxRecord &record)
+{
+    logger()->info("removing sandbox {}: it was made ahead for a one-shot that never came", record.id.toStdString());
+    for (const ProcessRef &p : {record.init, record.bwrap}) {
+        const int fd = p.pid > 0 ? p.open() : -1;
+        if (fd < 0)
+            continue;
+        ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+        pollfd gone{fd, POLLIN, 0};
+        ::poll(&gone, 1, 2000);
+        ::close(fd);
+    }
+    volume::removeWorkspace(workspacesDir() + QLatin1Char('/') + record.id);
+    QDir(volume::runtimeDirOf(workspacesDir() + QLatin1Char('/') + record.id)).removeRecursively();
+    m_records.remove(record.id);
+}
+
+void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDone done, bool warm)
 {
     const IsolationRuntime &runtime = *resolved.runtime;
     const SandboxSpec &spec = resolved.spec;
@@ -139,6 +278,7 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
     setup.run = creation.run;
     setup.createdThrough = creation.createdThrough;
     setup.oneShot = creation.oneShot;
+    setup.warm = warm;
     setup.policy = resolved.policy;
     setup.policyOverrides = creation.policyOverrides;
     setup.userLayer = resolved.userLayer;
@@ -210,8 +350,12 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
     auto *sandbox = new Sandbox(std::move(setup), this);
     for (const auto &[grant, value] : std::as_const(resolved.granted))
         sandbox->addSecret(grant.secret, value);
-    m_sandboxes.append(sandbox);
-    m_byId.insert(id, sandbox);
+    if (warm) {
+        m_warm.sandbox = sandbox; // listed once it is claimed
+    } else {
+        m_sandboxes.append(sandbox);
+        m_byId.insert(id, sandbox);
+    }
     attach(sandbox, hostUid);
     auto finished = std::make_shared<bool>(false);
     connect(sandbox, &Sandbox::started, this, [this, sandbox, done, finished] {
@@ -256,6 +400,8 @@ void Engine::endIfOneShot(Sandbox *sandbox)
     if (auto removed = removeSandbox(*sandbox, false); !removed)
         logger()->warn("could not remove sandbox {}: {}", sandbox->id().toStdString(),
             removed.error().message.toStdString());
+    // The next one like it, made while nobody waits for one.
+    QTimer::singleShot(0, this, [this] { makeWarm(); });
 }
 
 namespace {

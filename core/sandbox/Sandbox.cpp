@@ -214,12 +214,28 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
     m_state = SandboxState::Running;
     logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),
         m_setup.spec.name.toStdString(), landlockAbi);
+    if (!m_setup.warm)
+        announce();
+    Q_EMIT started();
+}
+
+void Sandbox::claim(const QString &run)
+{
+    if (!m_setup.warm || m_state != SandboxState::Running)
+        return;
+    m_setup.warm = false;
+    m_setup.run = run;
+    m_createdAt = QDateTime::currentDateTimeUtc();
+    announce();
+}
+
+void Sandbox::announce()
+{
     publish(makeEvent(event::SandboxCreated,
         {{QStringLiteral("name"), m_setup.spec.name}, {QStringLiteral("spec"), m_setup.spec.toJson()},
             {QStringLiteral("preset"), m_setup.policy.preset}, {QStringLiteral("policy"), m_setup.policy.document},
             {QStringLiteral("overrides"), m_setup.policyOverrides}, // its own layer: enough to make it again
-            {QStringLiteral("landlockAbi"), landlockAbi}}));
-    Q_EMIT started();
+            {QStringLiteral("landlockAbi"), m_landlockAbi}}));
 }
 
 Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)

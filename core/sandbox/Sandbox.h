@@ -48,6 +48,9 @@ struct SandboxSetup {
     // It ends with its command (airlockctl run): removed, workspace and all, once no execution
     // runs in it (Engine::endIfOneShot).
     bool oneShot = false;
+    // Made ahead of time for a one-shot nobody has asked for yet: it starts like any other, but
+    // its creation is published only once it is claimed (Sandbox::claim), with the run that takes it.
+    bool warm = false;
 };
 
 // What a daemon that takes a running sandbox over knows of it: from its record (the processes,
@@ -120,6 +123,9 @@ public:
 
     // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
     Status start();
+    // A warm sandbox (SandboxSetup::warm) that has started becomes `run`'s: created now, and
+    // its creation published.
+    void claim(const QString &run);
     // Takes over a sandbox a previous daemon started (the Adoption's descriptors are its now).
     // started() or startFailed() follows once the guest has answered the Resume, or not.
     Status adopt(Adoption adoption);
@@ -220,6 +226,7 @@ private:
         bool hasTimeout = false; // the guest was given a deadline: only then may it say it killed at it
     };
 
+    void announce(); // sandbox.created
     Event makeEvent(const QString &kind, QJsonObject payload = {});
     void publish(Event event);
     void onHello(int landlockAbi, uint32_t guestPid);

@@ -113,6 +113,8 @@ QJsonObject SandboxRecord::toJson() const
         o.insert(QStringLiteral("ended"), ended);
     if (oneShot)
         o.insert(QStringLiteral("oneShot"), true);
+    if (warm)
+        o.insert(QStringLiteral("warm"), true);
     return o;
 }
 
@@ -142,9 +144,12 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     if (!o.value(QStringLiteral("overrides")).isObject())
         return recordError(QStringLiteral("/overrides: expected an object"));
     r.overrides = o.value(QStringLiteral("overrides")).toObject();
-    if (const QJsonValue oneShot = o.value(QStringLiteral("oneShot")); !oneShot.isUndefined() && !oneShot.isBool())
-        return recordError(QStringLiteral("/oneShot: expected true or false"));
-    r.oneShot = o.value(QStringLiteral("oneShot")).toBool();
+    for (const auto &[key, field] : {std::pair{"oneShot", &r.oneShot}, {"warm", &r.warm}}) {
+        const QJsonValue v = o.value(QLatin1String(key));
+        if (!v.isUndefined() && !v.isBool())
+            return recordError(QStringLiteral("/%1: expected true or false").arg(QLatin1String(key)));
+        *field = v.toBool();
+    }
     if (const QJsonValue user = o.value(QStringLiteral("userLayer")); !user.isUndefined()) {
         if (!user.isObject())
             return recordError(QStringLiteral("/userLayer: expected an object"));

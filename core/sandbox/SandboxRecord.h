@@ -49,6 +49,7 @@ struct SandboxRecord {
     // Set once a daemon found the sandbox gone: it stays listed, with its workspace, until rm.
     QString ended;
     bool oneShot = false; // SandboxSetup::oneShot
+    bool warm = false; // SandboxSetup::warm: nobody's yet, and removed by the next daemon
 
     QJsonObject toJson() const;
     static Result<SandboxRecord> fromJson(const QJsonObject &json);
