@@ -147,7 +147,9 @@ void Engine::createSandbox(SandboxCreation creation, CreateDone done)
 
 QByteArray Engine::warmKey(const SandboxCreation &creation, const Resolved &resolved)
 {
-    if (!creation.spec.name.isEmpty())
+    // Not named ones (a name is asked for once), nor gVisor's (its sandbox is more than the
+    // processes a record names: a killed daemon's would be left).
+    if (!creation.spec.name.isEmpty() || resolved.spec.isolation != Isolation::Namespaces)
         return {};
     // Everything it is launched with and from, but its name (made up) and run (the taker's).
     SandboxSpec spec = resolved.spec;
