@@ -131,7 +131,7 @@ public:
     QString name() const override { return QStringLiteral("run"); }
     QString summary() const override
     {
-        return QStringLiteral("Create a sandbox, run one command in it and delete it again.");
+        return QStringLiteral("Run one command in a sandbox made for it, which goes when the command ends.");
     }
     QString usage() const override { return QStringLiteral("[create options] [exec options] -- CMD ARGS..."); }
     QList<QCommandLineOption> options() const override { return m_spec.list() + m_exec.list(); }
@@ -158,8 +158,7 @@ public:
                     && started.error().message.startsWith(QLatin1String("unknown method"));
                 return started;
             };
-            const Result<int> ran
-                = session.run(start, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
+            const Result<int> ran = session.run(start, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
             if (!older)
                 return ran ? *ran : fail(ctx, ran.error());
         }

@@ -273,7 +273,8 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
     if (sandbox->setup().oneShot)
         connect(sandbox, &Sandbox::eventOccurred, this, [this, alive = QPointer<Sandbox>(sandbox)](const Event &e) {
             if (e.kind == event::ExecExited)
-                QMetaObject::invokeMethod(this, [this, alive] { endIfOneShot(alive); }, Qt::QueuedConnection);
+                QMetaObject::invokeMethod(
+                    this, [this, alive] { endIfOneShot(alive); }, Qt::QueuedConnection);
         });
 }
 

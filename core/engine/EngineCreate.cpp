@@ -14,9 +14,9 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QFileInfo>
 #include <QPointer>
 #include <QRandomGenerator>
 #include <QScopeGuard>
@@ -163,8 +163,7 @@ QByteArray Engine::warmKey(const SandboxCreation &creation, const Resolved &reso
         {QStringLiteral("createdThrough"), creation.createdThrough},
         {QStringLiteral("policy"), resolved.policy.document},
         {QStringLiteral("userLayer"), resolved.userLayer ? QJsonValue(*resolved.userLayer) : QJsonValue()},
-        {QStringLiteral("hidden"), QJsonArray::fromStringList(resolved.hidden)},
-        {QStringLiteral("granted"), granted}};
+        {QStringLiteral("hidden"), QJsonArray::fromStringList(resolved.hidden)}, {QStringLiteral("granted"), granted}};
     return QCryptographicHash::hash(QJsonDocument(all).toJson(QJsonDocument::Compact), QCryptographicHash::Sha256);
 }
 
@@ -198,8 +197,8 @@ void Engine::makeWarm()
         m_warmIdle = new QTimer(this);
         m_warmIdle->setSingleShot(true);
         connect(m_warmIdle, &QTimer::timeout, this, [this] {
-            logger()->info("the sandbox made ahead for a one-shot was not asked for in {} min: removed",
-                kWarmIdleMs / 60000);
+            logger()->info(
+                "the sandbox made ahead for a one-shot was not asked for in {} min: removed", kWarmIdleMs / 60000);
             dropWarm();
         });
     }
@@ -211,9 +210,9 @@ void Engine::claimWarm(const QString &run, CreateDone done)
     Warm &w = m_warm;
     Sandbox *sandbox = std::exchange(w.sandbox, nullptr);
     w.ready = false;
-    const bool nameTaken = sandbox
-        && std::any_of(m_sandboxes.cbegin(), m_sandboxes.cend(),
-            [&](const Sandbox *s) { return s->name() == sandbox->name(); });
+    const bool nameTaken = sandbox && std::any_of(m_sandboxes.cbegin(), m_sandboxes.cend(), [&](const Sandbox *s) {
+        return s->name() == sandbox->name();
+    });
     if (!sandbox || sandbox->state() != SandboxState::Running || nameTaken) {
         // Failed while it waited, or its made-up name was taken meanwhile: made now instead.
         if (sandbox)
@@ -400,8 +399,8 @@ void Engine::endIfOneShot(Sandbox *sandbox)
     logger()->info("sandbox {} ({}) was made for one command, which ended: removing it", sandbox->id().toStdString(),
         sandbox->name().toStdString());
     if (auto removed = removeSandbox(*sandbox, false); !removed)
-        logger()->warn("could not remove sandbox {}: {}", sandbox->id().toStdString(),
-            removed.error().message.toStdString());
+        logger()->warn(
+            "could not remove sandbox {}: {}", sandbox->id().toStdString(), removed.error().message.toStdString());
     // The next one like it, made while nobody waits for one.
     QTimer::singleShot(0, this, [this] { makeWarm(); });
 }

@@ -81,8 +81,8 @@ QList<Method> ExecMethods::methods()
             execRequestCheck},
         // A sandbox made for one command, which ends with it (airlockctl run): created as
         // sandbox.create would, then started as exec.start would, as one request.
-        {method::SandboxRun, {A::Agent::DefaultPolicyOnly, nullptr, A::Token::Full, A::Scope::SpecName},
-            WritesHistory, [this](Call &c) { runOneShot(c); }, runCheck},
+        {method::SandboxRun, {A::Agent::DefaultPolicyOnly, nullptr, A::Token::Full, A::Scope::SpecName}, WritesHistory,
+            [this](Call &c) { runOneShot(c); }, runCheck},
         {method::ExecStdin, own, NeedsSandbox | NeedsExec, [this](Call &c) { feed(c); }, stdinCheck},
         {method::ExecSignal, own, NeedsSandbox | NeedsExec, [this](Call &c) { sendSignal(c); }},
         {method::ExecResize, own, NeedsSandbox | NeedsExec, [this](Call &c) { resize(c); }, sizeCheck},
@@ -136,8 +136,8 @@ void ExecMethods::runOneShot(Call &c)
     creation->oneShot = true;
     const bool attach = execParams.value(QStringLiteral("attach")).toBool(true);
     QPointer<Connection> conn = c.session.conn;
-    m_engine.createSandbox(*creation,
-        [this, conn, request = *request, attach, reply = c.reply](const Result<QJsonObject> &created) {
+    m_engine.createSandbox(
+        *creation, [this, conn, request = *request, attach, reply = c.reply](const Result<QJsonObject> &created) {
             if (!created)
                 return reply(created.error());
             auto sandbox = m_engine.find(created->value(QStringLiteral("id")).toString());
@@ -166,8 +166,7 @@ void ExecMethods::begin(Session &s, Sandbox &sb, ExecRequest request, bool attac
     const policy::CommandVerdict verdict = sb.policy().commands.evaluate(request.argv, envNames);
     if (verdict.decision == policy::Decision::Deny) {
         sb.record(event::CommandDenied,
-            {{QStringLiteral("requester"), s.agent},
-                {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
+            {{QStringLiteral("requester"), s.agent}, {QStringLiteral("argv"), QJsonArray::fromStringList(request.argv)},
                 {QStringLiteral("envNames"), QJsonArray::fromStringList(envNames)},
                 {QStringLiteral("cwd"), request.cwd}, {QStringLiteral("rule"), verdict.rule},
                 {QStringLiteral("layer"), verdict.layer}, {QStringLiteral("reason"), verdict.reason}},

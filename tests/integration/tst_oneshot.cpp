@@ -117,7 +117,8 @@ private Q_SLOTS:
         const QJsonObject ran = jsonObject(first.out);
         QCOMPARE(ran.value(QStringLiteral("stdout")).toString(), QStringLiteral("hi\n"));
         const QString id = ran.value(QStringLiteral("sandbox")).toString();
-        QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{12}$")).match(id).hasMatch(), qPrintable(first.describe()));
+        QVERIFY2(
+            QRegularExpression(QStringLiteral("^[0-9a-f]{12}$")).match(id).hasMatch(), qPrintable(first.describe()));
         QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
         QCOMPARE(d.ctl(args("info", id)).exitCode, 3);
         QVERIFY(!workspaceIds(workspaces).contains(id));
@@ -184,10 +185,12 @@ private Q_SLOTS:
             return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(json) == json.size();
         };
         QVERIFY(writeDefaults(R"({"limits": {"tmpBytes": 67108864}})"));
-        const QStringList tmpSize = args("run", "--json", "--", "sh", "-c", "df -k /tmp | tail -1 | tr -s ' ' | cut -d' ' -f2");
+        const QStringList tmpSize
+            = args("run", "--json", "--", "sh", "-c", "df -k /tmp | tail -1 | tr -s ' ' | cut -d' ' -f2");
         const CliResult larger = d.ctl(tmpSize);
         QCOMPARE(jsonObject(larger.out).value(QStringLiteral("stdout")).toString(), QStringLiteral("65536\n"));
-        const QString warm = madeAhead(workspaces, {jsonObject(larger.out).value(QStringLiteral("sandbox")).toString()});
+        const QString warm
+            = madeAhead(workspaces, {jsonObject(larger.out).value(QStringLiteral("sandbox")).toString()});
         QVERIFY(!warm.isEmpty());
         QVERIFY(waitFor([&] { return initOf(d, warm) > 0; }, 10000));
         const qint64 warmInit = initOf(d, warm);
@@ -216,12 +219,15 @@ private Q_SLOTS:
 
         const CliResult denied = d.ctl(args("--agent", "bot", "run", "--", "rm", "-rf", "/workspace"));
         QCOMPARE(denied.exitCode, 6);
-        QCOMPARE(denied.err, QByteArray("airlockctl: denied by policy: 'rm -rf /workspace' matches rule 'rm' (user)\n"));
+        QCOMPARE(
+            denied.err, QByteArray("airlockctl: denied by policy: 'rm -rf /workspace' matches rule 'rm' (user)\n"));
         QCOMPARE(storedEvents(d, QStringLiteral("command.denied")).size(), 1);
-        const QString refused = historyText(d, "SELECT sandbox_id FROM events WHERE kind = ?", QStringLiteral("command.denied"));
+        const QString refused
+            = historyText(d, "SELECT sandbox_id FROM events WHERE kind = ?", QStringLiteral("command.denied"));
         QVERIFY(waitFor([&] { return jsonArray(d.ctl(args("ls", "--json")).out).isEmpty(); }, 5000));
         QVERIFY(waitFor([&] { return !workspaceIds(workspaces).contains(refused); }, 5000));
-        QCOMPARE(historyText(d, "SELECT deleted_ms IS NOT NULL FROM sandboxes WHERE id = ?", refused), QStringLiteral("1"));
+        QCOMPARE(
+            historyText(d, "SELECT deleted_ms IS NOT NULL FROM sandboxes WHERE id = ?", refused), QStringLiteral("1"));
 
         const CliResult wider = d.ctl(args("--agent", "bot", "run", "--network", "full", "--", "true"));
         QCOMPARE(wider.exitCode, 6);
