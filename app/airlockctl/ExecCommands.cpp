@@ -159,7 +159,7 @@ public:
                 return started;
             };
             const Result<int> ran = session.run(start, *request, m_exec.forwardStdin(parser), m_exec.raw(parser));
-            if (!older)
+            if (!older || session.abandoned())
                 return ran ? *ran : fail(ctx, ran.error());
         }
         auto created = api.createSandbox(*creating).wait();

@@ -37,6 +37,9 @@ public:
     using Start = std::function<Result<ExecStarted>(const ExecRequest &request)>;
     Result<int> run(const Start &start, ExecRequest request, bool forwardStdin, bool raw = false);
 
+    // Ended by a signal while the start waited: nothing ran, and nothing more should.
+    bool abandoned() const { return m_abandonedBy != 0; }
+
 private:
     void onEvent(const Event &event);
     void onStdinReadable();

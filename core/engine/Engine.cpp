@@ -280,6 +280,7 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
 
 void Engine::discard(Sandbox *sandbox, bool removeWorkspace)
 {
+    m_oneShotStarts.remove(sandbox);
     if (const auto answerCreate = m_creating.take(sandbox))
         answerCreate();
     sandbox->terminate(QStringLiteral("removed"));

@@ -108,6 +108,13 @@ public:
     // will (its command ended, was refused, or its client went before it started), is removed
     // with its workspace. Anything else is left alone.
     void endIfOneShot(Sandbox *sandbox);
+    // A one-shot's own command is on its way (waiting for a person, say): it is not ended, by
+    // another execution's end, until every hold is released.
+    void holdOneShot(Sandbox *sandbox);
+    void releaseOneShot(Sandbox *sandbox);
+    // What was made ahead holds the person's defaults and secrets as they were: dropped at once
+    // when they change (a later sandbox.run would not take it anyway).
+    void forgetMadeAhead() { dropWarm(); }
     // The sandbox's own policy layer, or the effective policy with the layer of every value.
     QJsonObject policy(const Sandbox &sandbox, bool effective) const;
     // Replaces a running sandbox's own layer. What can change live (commands, tools, network
@@ -291,6 +298,7 @@ private:
     QElapsedTimer m_usageClock;
     QThreadPool m_usagePool;
     Warm m_warm;
+    QHash<Sandbox *, int> m_oneShotStarts; // holdOneShot()
     QTimer *m_warmIdle = nullptr;
     class WorkspaceSpare *m_spare = nullptr; // a default workspace made ahead of time (null: no images here)
     QHash<Sandbox *, uid_t> m_hostUids;

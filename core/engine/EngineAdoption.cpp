@@ -81,9 +81,6 @@ void Engine::adoptSandboxes(const StoredStream &stored)
         QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents);
     if (!answering.isEmpty())
         logger()->info("took over {} sandboxes in {} ms", answering.size(), waited.elapsed());
-    // A one-shot whose command ended while no daemon was there (or that it was gone with) goes now.
-    for (Sandbox *s : QList<Sandbox *>(m_sandboxes))
-        endIfOneShot(s);
 }
 
 Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
@@ -149,8 +146,15 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     a.landlockAbi = record.landlockAbi;
     a.createdMs = record.createdMs;
     a.stored = history ? *history : StoredSandbox{};
+    // A one-shot whose command ended while no daemon was there goes once it is taken over; one
+    // found ended goes now. (One that cannot be taken over stays: what runs in it goes on.)
+    const auto endIfOneShotLater = [this, alive = QPointer<Sandbox>(sandbox)] {
+        QMetaObject::invokeMethod(
+            this, [this, alive] { endIfOneShot(alive); }, Qt::QueuedConnection);
+    };
     if (!record.ended.isEmpty()) {
         sandbox->markEnded(record.ended, a, false);
+        endIfOneShotLater();
         return sandbox;
     }
     a.bwrapPidfd = record.bwrap.open();
@@ -172,6 +176,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         SandboxRecord ended = record;
         ended.ended = reason;
         (void)m_records.write(ended);
+        endIfOneShotLater();
         return sandbox;
     }
     if (problem.isEmpty()) {
@@ -185,7 +190,10 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         }
     }
     a.problem = problem;
-    connect(sandbox, &Sandbox::started, this, [this, sandbox] { saveRecord(*sandbox); });
+    connect(sandbox, &Sandbox::started, this, [this, sandbox, endIfOneShotLater] {
+        saveRecord(*sandbox);
+        endIfOneShotLater();
+    });
     if (Status adopted = sandbox->adopt(a); !adopted)
         logger()->error("sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(),
             adopted.error().message.toStdString()); // (what it says says what goes on, and what ends it)

@@ -147,9 +147,12 @@ void Engine::createSandbox(SandboxCreation creation, CreateDone done)
 
 QByteArray Engine::warmKey(const SandboxCreation &creation, const Resolved &resolved)
 {
-    // Not named ones (a name is asked for once), nor gVisor's (its sandbox is more than the
-    // processes a record names: a killed daemon's would be left).
-    if (!creation.spec.name.isEmpty() || resolved.spec.isolation != Isolation::Namespaces)
+    // Not named ones (a name is asked for once); nor gVisor's (its sandbox is more than the
+    // processes a record names: a killed daemon's would be left); nor with mounts (what a path
+    // names is bound when the sandbox starts: a folder moved or made again meanwhile would not
+    // be the one the person names now).
+    if (!creation.spec.name.isEmpty() || resolved.spec.isolation != Isolation::Namespaces
+        || !resolved.spec.mounts.isEmpty())
         return {};
     // Everything it is launched with and from, but its name (made up) and run (the taker's).
     SandboxSpec spec = resolved.spec;
@@ -221,6 +224,8 @@ void Engine::claimWarm(const QString &run, CreateDone done)
         creation.run = run;
         return createSandbox(creation, std::move(done));
     }
+    if (m_warmIdle)
+        m_warmIdle->stop(); // (started again when the next is made)
     m_sandboxes.append(sandbox);
     m_byId.insert(sandbox->id(), sandbox);
     sandbox->claim(run);
@@ -384,6 +389,7 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
     if (resumeListen >= 0)
         ::close(resumeListen); // the guest has its own now
     if (!launched) {
+        m_creating.remove(sandbox); // answered here, once
         discard(sandbox, true);
         return done(launched.error());
     }
@@ -391,10 +397,25 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
         networkModeName(spec.network).toStdString());
 }
 
+void Engine::holdOneShot(Sandbox *sandbox)
+{
+    if (sandbox && m_sandboxes.contains(sandbox))
+        ++m_oneShotStarts[sandbox];
+}
+
+void Engine::releaseOneShot(Sandbox *sandbox)
+{
+    if (!sandbox || !m_oneShotStarts.contains(sandbox))
+        return;
+    if (--m_oneShotStarts[sandbox] <= 0)
+        m_oneShotStarts.remove(sandbox);
+    endIfOneShot(sandbox);
+}
+
 void Engine::endIfOneShot(Sandbox *sandbox)
 {
     if (!sandbox || !m_sandboxes.contains(sandbox) || !sandbox->setup().oneShot || sandbox->runningExecutions() > 0
-        || sandbox->state() == SandboxState::Starting)
+        || m_oneShotStarts.contains(sandbox) || sandbox->state() == SandboxState::Starting)
         return;
     logger()->info("sandbox {} ({}) was made for one command, which ended: removing it", sandbox->id().toStdString(),
         sandbox->name().toStdString());

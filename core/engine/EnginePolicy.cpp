@@ -53,6 +53,7 @@ Status Engine::setUserDefaults(const QJsonObject &layer, const QString &by)
     if (Status written = policy::writeUserLayer(userPolicyFile(), layer); !written)
         return written;
     logger()->info("user policy defaults changed by {}", display::escaped(by, 200).toStdString());
+    forgetMadeAhead();
     return Ok{};
 }
 

@@ -106,15 +106,17 @@ public:
         : m_engine(&engine)
         , m_sandbox(sandbox)
     {
+        engine.holdOneShot(sandbox);
     }
     OneShotEnd(const OneShotEnd &) = delete;
     OneShotEnd &operator=(const OneShotEnd &) = delete;
     ~OneShotEnd()
     {
         // Later: not from inside whatever drops the last reply (a decision, a removal).
-        QMetaObject::invokeMethod(
-            m_engine, [engine = m_engine, sandbox = m_sandbox] { engine->endIfOneShot(sandbox); },
-            Qt::QueuedConnection);
+        if (m_engine)
+            QMetaObject::invokeMethod(
+                m_engine, [engine = m_engine, sandbox = m_sandbox] { engine->releaseOneShot(sandbox); },
+                Qt::QueuedConnection);
     }
 
 private:

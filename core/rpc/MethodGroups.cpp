@@ -146,6 +146,7 @@ void SecretMethods::set(Call &c)
     if (!store || !name || !value)
         return c.reply(!store ? store.error() : !name ? name.error() : value.error());
     const Status set = (*store)->set(*name, *value);
+    m_engine.forgetMadeAhead();
     c.reply(set ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name},
                 {QStringLiteral("backend"), (*store)->backend()}, {QStringLiteral("weaker"), (*store)->weaker()}})
                 : Result<QJsonObject>(set.error()));
@@ -175,6 +176,7 @@ void SecretMethods::remove(Call &c)
     if (!store || !name)
         return c.reply(!store ? store.error() : name.error());
     const Status removed = (*store)->remove(*name);
+    m_engine.forgetMadeAhead();
     c.reply(removed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("name"), *name}})
                     : Result<QJsonObject>(removed.error()));
 }

@@ -250,6 +250,8 @@ Event Sandbox::makeEvent(const QString &kind, QJsonObject payload)
 
 void Sandbox::publish(Event event)
 {
+    if (m_setup.warm)
+        return; // nobody's yet: nothing of it is anyone's history (it fails unseen, and is not taken)
     event.seq = ++m_seq;
     if (!m_redactor.isEmpty() && !event.isOutput()) {
         // Whatever a payload carries (an argv, an approval's environment, a policy), no secret

@@ -17,6 +17,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
@@ -288,6 +289,86 @@ private Q_SLOTS:
         QVERIFY(recordOf(d, warm).isEmpty());
         QVERIFY(!workspaceIds(workspaces).contains(warm));
         QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 0);
+    }
+    // Another execution in a one-shot whose own command waits for a person ends: the one-shot
+    // stays for its command (it goes when that one ends).
+    void aOneShotWaitingForItsCommandOutlastsAnotherExecution()
+    {
+        TestDaemon d(args("--approval-timeout", "30s"));
+        QVERIFY(d.start());
+        QProcess agent;
+        agent.setProcessEnvironment(d.environment());
+        agent.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--agent", "bot", "run", "--", "printf", "approved"));
+        const QJsonObject asked = waitForApproval(d);
+        QVERIFY2(!asked.isEmpty(), "no approval request appeared");
+        const QString sandbox = asked.value(QStringLiteral("sandbox")).toString();
+        QCOMPARE(d.ctl(args("exec", sandbox, "--", "true")).exitCode, 0);
+        QTest::qWait(300); // (what would remove it runs at once)
+        QCOMPARE(d.ctl(args("info", sandbox)).exitCode, 0);
+        QCOMPARE(d.ctl(args("approve", asked.value(QStringLiteral("id")).toString())).exitCode, 0);
+        QVERIFY(agent.waitForFinished(10000));
+        QCOMPARE(agent.readAllStandardOutput(), QByteArray("approved"));
+        QCOMPARE(agent.exitCode(), 0);
+        QVERIFY(waitFor([&] { return d.ctl(args("info", sandbox)).exitCode == 3; }, 5000));
+    }
+
+    // With a mount, nothing is made ahead: a path is bound when the sandbox starts, and the
+    // folder it names could be moved or made again before the next run.
+    void aOneShotWithAMountIsNotMadeAhead()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        const QString workspaces = workspacesOf(d);
+        QTemporaryDir project; // readable by the sandbox's own uid
+        QVERIFY(QFile::setPermissions(project.path(),
+            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner | QFileDevice::ReadOther
+                | QFileDevice::ExeOther));
+        QFile marker(project.filePath(QStringLiteral("marker")));
+        QVERIFY(marker.open(QIODevice::WriteOnly) && marker.write("old") == 3);
+        marker.close();
+        QVERIFY(marker.setPermissions(marker.permissions() | QFileDevice::ReadOther));
+        const QString mount = project.path() + QStringLiteral(":/p");
+        QCOMPARE(d.ctl(args("run", "--mount", mount, "--", "cat", "/p/marker")).out, QByteArray("old"));
+        QVERIFY(QDir(project.path()).rename(QStringLiteral("marker"), QStringLiteral("moved")));
+        QVERIFY(marker.open(QIODevice::WriteOnly) && marker.write("new") == 3);
+        marker.close();
+        QVERIFY(marker.setPermissions(marker.permissions() | QFileDevice::ReadOther));
+        QCOMPARE(d.ctl(args("run", "--mount", mount, "--", "cat", "/p/marker")).out, QByteArray("new"));
+        QTest::qWait(500);
+        QCOMPARE(workspaceIds(workspaces), QStringList());
+    }
+
+    // A one-shot that the next daemon cannot take over (a secret its policy grants is gone) is
+    // left running, like any sandbox that cannot be: what runs in it goes on until rm.
+    void aOneShotThatCannotBeTakenOverGoesOn()
+    {
+        TestDaemon d(args("--secret-store", "file"));
+        d.setSandboxesOutlive(true);
+        QVERIFY(d.start());
+        QCOMPARE(d.ctl(args("secret", "set", "TOK"), "0123456789abcdef0123\n").exitCode, 0);
+        QTemporaryDir dir;
+        QFile policy(dir.filePath(QStringLiteral("policy.json")));
+        QVERIFY(policy.open(QIODevice::WriteOnly));
+        policy.write(R"({"credentials": {"grants": [{"secret": "TOK", "env": "TOK"}]}})");
+        policy.close();
+        QProcess client;
+        client.setProcessEnvironment(d.environment());
+        client.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "run", "--policy", policy.fileName(), "-n", "--", "sh", "-c",
+                "s=30.417; echo started; exec sleep $s"));
+        QVERIFY(waitFor([&] { return client.peek(100).contains("started"); }, 10000));
+        QCOMPARE(d.ctl(args("secret", "rm", "TOK")).exitCode, 0);
+        d.stop();
+        QVERIFY(d.start());
+        const QJsonArray listed = jsonArray(d.ctl(args("ls", "--json")).out);
+        QCOMPARE(listed.size(), 1);
+        QCOMPARE(listed.first().toObject().value(QStringLiteral("state")).toString(), QStringLiteral("failed"));
+        QTest::qWait(300);
+        QCOMPARE(pidsWithCommandLine("sleep 30.417").size(), 1);
+        client.kill();
+        QCOMPARE(d.ctl(args("rm", listed.first().toObject().value(QStringLiteral("id")).toString())).exitCode, 0);
+        QVERIFY(waitFor([&] { return pidsWithCommandLine("sleep 30.417").isEmpty(); }, 5000));
     }
 };
 
