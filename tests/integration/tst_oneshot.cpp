@@ -320,21 +320,25 @@ private Q_SLOTS:
         TestDaemon d;
         QVERIFY(d.start());
         const QString workspaces = workspacesOf(d);
-        QTemporaryDir project; // readable by the sandbox's own uid
-        QVERIFY(QFile::setPermissions(project.path(),
-            QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner | QFileDevice::ReadOther
-                | QFileDevice::ExeOther));
-        QFile marker(project.filePath(QStringLiteral("marker")));
-        QVERIFY(marker.open(QIODevice::WriteOnly) && marker.write("old") == 3);
-        marker.close();
-        QVERIFY(marker.setPermissions(marker.permissions() | QFileDevice::ReadOther));
-        const QString mount = project.path() + QStringLiteral(":/p");
-        QCOMPARE(d.ctl(args("run", "--mount", mount, "--", "cat", "/p/marker")).out, QByteArray("old"));
-        QVERIFY(QDir(project.path()).rename(QStringLiteral("marker"), QStringLiteral("moved")));
-        QVERIFY(marker.open(QIODevice::WriteOnly) && marker.write("new") == 3);
-        marker.close();
-        QVERIFY(marker.setPermissions(marker.permissions() | QFileDevice::ReadOther));
-        QCOMPARE(d.ctl(args("run", "--mount", mount, "--", "cat", "/p/marker")).out, QByteArray("new"));
+        QTemporaryDir base; // readable by the sandbox's own uid
+        const auto readable = QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner
+            | QFileDevice::ReadOther | QFileDevice::ExeOther;
+        QVERIFY(QFile::setPermissions(base.path(), readable));
+        const QString project = base.filePath(QStringLiteral("project"));
+        const auto makeProject = [&](const QByteArray &marker) {
+            QFile f(project + QStringLiteral("/marker"));
+            return QDir().mkdir(project) && QFile::setPermissions(project, readable) && f.open(QIODevice::WriteOnly)
+                && f.write(marker) == marker.size() && f.setPermissions(f.permissions() | QFileDevice::ReadOther);
+        };
+        QVERIFY(makeProject("old"));
+        const QStringList catMarker = args("run", "--mount", project + QStringLiteral(":/p"), "--", "cat", "/p/marker");
+        QCOMPARE(d.ctl(catMarker).out, QByteArray("old"));
+        QTest::qWait(1000); // (time enough to make one ahead, and for it to start)
+        // The folder is moved away and made again: the next run sees the new one.
+        QVERIFY(QDir(base.path()).rename(QStringLiteral("project"), QStringLiteral("moved")));
+        QVERIFY(makeProject("new"));
+        QCOMPARE(d.ctl(catMarker).out, QByteArray("new"));
+        QVERIFY(waitFor([&] { return workspaceIds(workspaces).isEmpty(); }, 5000)); // (the last one's, going)
         QTest::qWait(500);
         QCOMPARE(workspaceIds(workspaces), QStringList());
     }
