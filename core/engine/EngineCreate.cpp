@@ -14,6 +14,7 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -265,6 +266,8 @@ void Engine::removeWarmLeftover(const SandboxRecord &record)
 
 void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDone done, bool warm)
 {
+    QElapsedTimer spent;
+    spent.start();
     const IsolationRuntime &runtime = *resolved.runtime;
     const SandboxSpec &spec = resolved.spec;
     // A default workspace made ahead of time, when one is ready: the sandbox takes its id.
@@ -393,8 +396,8 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
         discard(sandbox, true);
         return done(launched.error());
     }
-    logger()->info("creating sandbox {} ({}), network {}", id.toStdString(), spec.name.toStdString(),
-        networkModeName(spec.network).toStdString());
+    logger()->info("creating sandbox {} ({}), network {}{} ({:.1f} ms here)", id.toStdString(), spec.name.toStdString(),
+        networkModeName(spec.network).toStdString(), warm ? ", made ahead" : "", double(spent.nsecsElapsed()) / 1e6);
 }
 
 void Engine::holdOneShot(Sandbox *sandbox)

@@ -87,6 +87,7 @@ Sandbox::~Sandbox()
 
 Status Sandbox::start()
 {
+    m_startClock.start();
     auto launched = m_setup.runtime->launch(m_setup.launch);
     if (!launched) {
         m_state = SandboxState::Failed;
@@ -212,8 +213,8 @@ void Sandbox::onHello(int landlockAbi, uint32_t)
             m_pidNamespace = pidNamespaceOf(pid);
     }
     m_state = SandboxState::Running;
-    logger()->info("sandbox {} ({}) running, landlock ABI {}", m_setup.id.toStdString(),
-        m_setup.spec.name.toStdString(), landlockAbi);
+    logger()->info("sandbox {} ({}) running, landlock ABI {}, {} ms after its launch", m_setup.id.toStdString(),
+        m_setup.spec.name.toStdString(), landlockAbi, m_startClock.isValid() ? m_startClock.elapsed() : -1);
     if (!m_setup.warm)
         announce();
     Q_EMIT started();

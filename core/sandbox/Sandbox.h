@@ -15,6 +15,7 @@
 #include "secrets/Redactor.h"
 
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QHash>
 #include <QObject>
 #include <QSet>
@@ -227,6 +228,7 @@ private:
     };
 
     void announce(); // sandbox.created
+    QElapsedTimer m_startClock; // from start() (not for one taken over)
     Event makeEvent(const QString &kind, QJsonObject payload = {});
     void publish(Event event);
     void onHello(int landlockAbi, uint32_t guestPid);

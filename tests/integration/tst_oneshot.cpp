@@ -21,6 +21,7 @@
 #include <QTest>
 
 #include <csignal>
+#include <memory>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -77,6 +78,15 @@ class TestOneShot final : public QObject {
             },
             10000);
         return found;
+    }
+    // An agent's airlockctl run of `command`, started (its command asks a person).
+    static std::unique_ptr<QProcess> agentRun(const TestDaemon &d, const QStringList &command)
+    {
+        auto p = std::make_unique<QProcess>();
+        p->setProcessEnvironment(d.environment());
+        p->start(
+            binDir() + QStringLiteral("/airlockctl"), args("--no-autostart", "--agent", "bot", "run", "--") + command);
+        return p;
     }
     static CliResult ctlAs(const TestDaemon &d, const QString &run, const QStringList &a)
     {
@@ -236,16 +246,13 @@ private Q_SLOTS:
             qPrintable(wider.describe()));
 
         // Asks a person (no rule matches), and the agent is killed while it waits.
-        QProcess agent;
-        agent.setProcessEnvironment(d.environment());
-        agent.start(binDir() + QStringLiteral("/airlockctl"),
-            args("--no-autostart", "--agent", "bot", "run", "--", "printf", "never"));
+        auto agent = agentRun(d, args("printf", "never"));
         const QJsonObject asked = waitForApproval(d);
         QVERIFY2(!asked.isEmpty(), "no approval request appeared");
         const QString sandbox = asked.value(QStringLiteral("sandbox")).toString();
         QCOMPARE(jsonArray(d.ctl(args("ls", "--json")).out).size(), 1);
-        agent.kill();
-        QVERIFY(agent.waitForFinished(5000));
+        agent->kill();
+        QVERIFY(agent->waitForFinished(5000));
         QVERIFY(waitFor([&] { return pendingApprovals(d).isEmpty(); }, 5000));
         QVERIFY(waitFor([&] { return jsonArray(d.ctl(args("ls", "--json")).out).isEmpty(); }, 5000));
         QCOMPARE(d.ctl(args("info", sandbox)).exitCode, 3);
@@ -296,10 +303,7 @@ private Q_SLOTS:
     {
         TestDaemon d(args("--approval-timeout", "30s"));
         QVERIFY(d.start());
-        QProcess agent;
-        agent.setProcessEnvironment(d.environment());
-        agent.start(binDir() + QStringLiteral("/airlockctl"),
-            args("--no-autostart", "--agent", "bot", "run", "--", "printf", "approved"));
+        auto agent = agentRun(d, args("printf", "approved"));
         const QJsonObject asked = waitForApproval(d);
         QVERIFY2(!asked.isEmpty(), "no approval request appeared");
         const QString sandbox = asked.value(QStringLiteral("sandbox")).toString();
@@ -307,9 +311,9 @@ private Q_SLOTS:
         QTest::qWait(300); // (what would remove it runs at once)
         QCOMPARE(d.ctl(args("info", sandbox)).exitCode, 0);
         QCOMPARE(d.ctl(args("approve", asked.value(QStringLiteral("id")).toString())).exitCode, 0);
-        QVERIFY(agent.waitForFinished(10000));
-        QCOMPARE(agent.readAllStandardOutput(), QByteArray("approved"));
-        QCOMPARE(agent.exitCode(), 0);
+        QVERIFY(agent->waitForFinished(10000));
+        QCOMPARE(agent->readAllStandardOutput(), QByteArray("approved"));
+        QCOMPARE(agent->exitCode(), 0);
         QVERIFY(waitFor([&] { return d.ctl(args("info", sandbox)).exitCode == 3; }, 5000));
     }
 
