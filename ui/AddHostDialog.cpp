@@ -214,9 +214,15 @@ Result<HostRegistry::Entry> AddHostDialog::save()
         if (Status removed = hosts->remove(m_editing->name); !removed)
             return removed.error();
     }
-    if (Status added = hosttokens::addHost(*hosts, name, url, *kept);
+    QString fellBack;
+    if (Status added = hosttokens::addHost(*hosts, name, url, *kept, &fellBack);
         !added) // nothing written for an edit that is refused
         return added.error();
+    m_tokenNotice.clear();
+    if (!fellBack.isEmpty()) {
+        m_tokenNotice = hosttokens::fellBackNotice(name, fellBack);
+        m_tokenNotice[0] = m_tokenNotice.at(0).toUpper();
+    }
     if (Status written = hosts->save(); !written)
         return written.error();
     // The old name's token goes only once the new entry is written (a failed save loses nothing).

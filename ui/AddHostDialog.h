@@ -39,6 +39,8 @@ public:
     // Saves; the error says what is wrong (the dialog stays open).
     Result<HostRegistry::Entry> save();
     HostRegistry::Entry entry() const { return m_saved; }
+    // After a save: where the token went when no keyring answered, and why (empty otherwise).
+    QString tokenNotice() const { return m_tokenNotice; }
 
     void accept() override;
 
@@ -55,6 +57,7 @@ private:
     QPushButton *m_testButton;
     QDialogButtonBox *m_buttons;
     HostRegistry::Entry m_saved;
+    QString m_tokenNotice;
 };
 
 } // namespace airlock::ui

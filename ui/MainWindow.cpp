@@ -306,8 +306,11 @@ void MainWindow::createActions()
         AddHostDialog dialog(this);
         if (dialog.exec() == QDialog::Accepted) {
             const Status added = m_remoteHosts->add(dialog.entry());
-            showStatus(added ? tr("Added %1").arg(dialog.entry().name) : tr("Not added: %1").arg(added.error().message),
-                !added);
+            const QString notice
+                = dialog.tokenNotice().isEmpty() ? QString() : QStringLiteral(". ") + dialog.tokenNotice();
+            showStatus(added ? tr("Added %1").arg(dialog.entry().name) + notice
+                             : tr("Not added: %1").arg(added.error().message),
+                !added); // (the token was saved: said plainly, where it went)
         }
     });
 

@@ -35,7 +35,8 @@ void MainWindow::editHost(int row)
     // hosts.json changed: the console follows it (the old entry goes, the new one connects).
     auto hosts = HostRegistry::load();
     const QStringList problems = hosts ? m_remoteHosts->sync(hosts->entries()) : QStringList{hosts.error().message};
-    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64))
+    const QString notice = dialog.tokenNotice().isEmpty() ? QString() : QStringLiteral(". ") + dialog.tokenNotice();
+    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64)) + notice
                                   : problems.join(QLatin1Char('\n')),
         !problems.isEmpty());
 }

@@ -82,12 +82,8 @@ private:
         QString fellBack;
         if (Status added = hosttokens::addHost(hosts, name, url, token, &fellBack); !added)
             return added;
-        // Never silently in a file where a keyring was expected.
         if (!fellBack.isEmpty())
-            ctx.err << QStringLiteral(
-                "airlockctl: the token of '%1' is kept in %2 (readable by you alone): no keyring answered (%3)")
-                           .arg(name, hosttokens::filePath(), fellBack)
-                    << Qt::endl;
+            ctx.err << "airlockctl: " << hosttokens::fellBackNotice(name, fellBack) << Qt::endl;
         return Ok{};
     }
 

@@ -32,6 +32,12 @@ Result<std::unique_ptr<SecretStore>> open(const QString &backend, QString *why)
 }
 } // namespace
 
+QString fellBackNotice(const QString &host, const QString &why)
+{
+    return QStringLiteral("the token of '%1' is kept in %2 (readable by you alone): no keyring answered (%3)")
+        .arg(host, filePath(), why);
+}
+
 QString filePath()
 {
     return paths::configDir() + QStringLiteral("/host-tokens.json");

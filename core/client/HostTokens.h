@@ -15,6 +15,9 @@ namespace airlock::hosttokens {
 // The backend used; `fellBack`, if given, says why when a keyring was looked for and none answered.
 Result<QString> save(const QString &host, const QByteArray &token, QString *fellBack = nullptr);
 QString filePath(); // where the file backend keeps tokens
+// What a person is told when `host`'s token went to filePath() because no keyring answered
+// (`why`, as save() gave it): never silently in a file where a keyring was expected.
+QString fellBackNotice(const QString &host, const QString &why);
 Result<QByteArray> load(const QString &host, const QString &backend);
 void remove(const QString &host, const QString &backend);
 

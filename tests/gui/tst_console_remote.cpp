@@ -20,6 +20,7 @@
 #include "SandboxModel.h"
 #include "TestHelpers.h"
 #include "TimelineModel.h"
+#include "client/HostTokens.h"
 #include "util/Version.h"
 
 #include <QAbstractItemModelTester>
@@ -131,6 +132,12 @@ private Q_SLOTS:
         QCOMPARE(saved->url, m_url);
         m_entry = *saved;
         QVERIFY(dialog.tokenEdit()->text().isEmpty()); // not kept in the widget once saved
+        // Where no keyring answers, the person is told where the token went instead.
+        const QString inFile = QStringLiteral("The token of 'far' is kept in ") + hosttokens::filePath()
+            + QStringLiteral(" (readable by you alone): no keyring answered (");
+        QVERIFY2(saved->token == QLatin1String("file") ? dialog.tokenNotice().startsWith(inFile)
+                                                       : dialog.tokenNotice().isEmpty(),
+            qPrintable(saved->token + QLatin1Char(' ') + dialog.tokenNotice()));
         QFile hosts(m_local->rootDir() + QStringLiteral("/config/airlock/hosts.json"));
         QVERIFY(hosts.open(QIODevice::ReadOnly));
         QVERIFY(!hosts.readAll().contains(m_token.section(QLatin1Char('_'), 2).toLatin1()));
