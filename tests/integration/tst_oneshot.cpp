@@ -22,6 +22,7 @@
 
 #include <csignal>
 #include <memory>
+#include <unistd.h>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -377,6 +378,29 @@ private Q_SLOTS:
         client.kill();
         QCOMPARE(d.ctl(args("rm", listed.first().toObject().value(QStringLiteral("id")).toString())).exitCode, 0);
         QVERIFY(waitFor([&] { return pidsWithCommandLine("sleep 30.417").isEmpty(); }, 5000));
+    }
+
+    // The same for an ordinary user's daemon (no root, no loop devices): made ahead, and taken.
+    void anOrdinaryUsersNextOneShotIsMadeAheadToo()
+    {
+        if (::geteuid() != 0)
+            QSKIP("needs root to start the daemon as another, unprivileged user");
+        UnprivilegedDaemon d;
+        QVERIFY(d.start());
+        const QString workspaces = d.dataDir() + QStringLiteral("/workspaces");
+        const auto first = d.ctl(args("run", "--json", "--", "id", "-u"));
+        QVERIFY2(first.first == 0, first.second.constData());
+        const QString firstId = jsonObject(first.second).value(QStringLiteral("sandbox")).toString();
+        QVERIFY2(!firstId.isEmpty(), first.second.constData());
+        const QString warm = madeAhead(workspaces, {firstId});
+        QVERIFY2(!warm.isEmpty(), "no sandbox was made ahead for an ordinary user");
+        const auto second = d.ctl(args("run", "--json", "--", "id", "-u"));
+        QVERIFY2(second.first == 0, second.second.constData());
+        const QJsonObject ran = jsonObject(second.second);
+        QCOMPARE(ran.value(QStringLiteral("sandbox")).toString(), warm);
+        QCOMPARE(ran.value(QStringLiteral("stdout")).toString(), QStringLiteral("1000\n"));
+        QCOMPARE(d.stop(), 0);
+        QCOMPARE(workspaceIds(workspaces), QStringList());
     }
 };
 
