@@ -18,6 +18,9 @@ namespace {
 // What one direction holds between a read and the write that passes it on: large enough for a
 // loopback socket's bursts (it is allocated when the pair starts).
 constexpr size_t kBufferSize = 256 * 1024;
+// What one pair may move one way in one turn: a busy pair cannot hold up another's first byte
+// for longer than copying this takes (a fraction of a millisecond).
+constexpr uint64_t kTurnBudget = 1024 * 1024;
 constexpr uint64_t kWakeKey = 0;
 
 std::string errnoText(const char *what)
@@ -50,6 +53,7 @@ struct Relay::Pair {
     // once what it sent has been passed on (dir[side].done), not before: a small receive buffer on
     // the other side (a unix socket's, under gVisor) may still hold back much of it.
     bool hungUp[2] = {false, false};
+    bool ready = false; // on m_ready
     Done done;
 };
 
@@ -123,7 +127,7 @@ void Relay::run()
     ThreadDeadline::prepare(); // before any sandbox could use up what timers are counted against
     epoll_event events[64];
     for (;;) {
-        const int n = ::epoll_wait(m_epoll, events, 64, -1);
+        const int n = ::epoll_wait(m_epoll, events, 64, m_ready.empty() ? -1 : 0);
         if (n < 0 && errno != EINTR)
             return;
         for (int i = 0; i < n; ++i) {
@@ -154,8 +158,18 @@ void Relay::run()
             }
             if (events[i].events & EPOLLHUP)
                 pair->hungUp[side] = true;
-            pump(*pair);
+            if (!pair->ready)
+                pump(*pair);
         }
+        // A turn for each pair that spent its budget (in the order they did).
+        std::vector<uint64_t> turn;
+        turn.swap(m_ready);
+        for (uint64_t id : turn)
+            if (const auto it = m_pairs.find(id); it != m_pairs.end()) {
+                const std::shared_ptr<Pair> pair = it->second;
+                pair->ready = false;
+                pump(*pair);
+            }
     }
 }
 
@@ -209,9 +223,15 @@ void Relay::drainCommands()
 
 void Relay::pump(Pair &pair)
 {
+    bool spent = false;
     for (int d = 0; d < 2; ++d) {
         Direction &dir = pair.dir[d];
+        uint64_t moved = 0; // each way its own budget: a flood one way never starves the other
         for (bool progress = true; progress && !dir.done;) {
+            if (moved >= kTurnBudget) {
+                spent = true;
+                break;
+            }
             progress = false;
             if (dir.pendingOff < dir.pending.size()) {
                 const ssize_t n = ::send(dir.to, dir.pending.data() + dir.pendingOff,
@@ -235,6 +255,7 @@ void Relay::pump(Pair &pair)
                 if (n > 0) {
                     dir.head += size_t(n);
                     dir.bytes += uint64_t(n);
+                    moved += uint64_t(n);
                     progress = true;
                     if (dir.head == dir.tail)
                         dir.head = dir.tail = 0;
@@ -264,6 +285,11 @@ void Relay::pump(Pair &pair)
                 dir.done = true;
             }
         }
+    }
+    if (spent) {
+        pair.ready = true;
+        m_ready.push_back(pair.id);
+        return;
     }
     // Done both ways; or the destination has answered in full and the client may send no more; or
     // a socket hung up and all it sent has been passed on.

@@ -51,6 +51,9 @@ private:
     void run();
     void wake();
     void drainCommands();
+    // Moves what it can both ways, up to a turn's budget; with the budget spent the pair is put
+    // on m_ready (no edge will come for what is already there) and gets another turn after
+    // every other ready pair has had one.
     void pump(Pair &pair);
     void finish(uint64_t id, const std::string &error);
 
@@ -66,6 +69,7 @@ private:
     bool m_stopping = false;
     int m_active = 0;
     std::unordered_map<uint64_t, std::shared_ptr<Pair>> m_pairs;
+    std::vector<uint64_t> m_ready; // pairs whose last turn ended on its budget, not on EAGAIN
     uint64_t m_nextId = 1;
     std::thread m_thread;
 };
