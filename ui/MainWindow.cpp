@@ -308,9 +308,11 @@ void MainWindow::createActions()
             const Status added = m_remoteHosts->add(dialog.entry());
             const QString notice
                 = dialog.tokenNotice().isEmpty() ? QString() : QStringLiteral(". ") + dialog.tokenNotice();
-            showStatus(added ? tr("Added %1").arg(dialog.entry().name) + notice
-                             : tr("Not added: %1").arg(added.error().message),
-                !added); // (the token was saved: said plainly, where it went)
+            // The token was saved either way: where it went is said plainly.
+            showStatus(
+                (added ? tr("Added %1").arg(dialog.entry().name) : tr("Not added: %1").arg(added.error().message))
+                    + notice,
+                !added);
         }
     });
 

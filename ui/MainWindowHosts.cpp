@@ -36,8 +36,9 @@ void MainWindow::editHost(int row)
     auto hosts = HostRegistry::load();
     const QStringList problems = hosts ? m_remoteHosts->sync(hosts->entries()) : QStringList{hosts.error().message};
     const QString notice = dialog.tokenNotice().isEmpty() ? QString() : QStringLiteral(". ") + dialog.tokenNotice();
-    showStatus(problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64)) + notice
-                                  : problems.join(QLatin1Char('\n')),
+    showStatus((problems.isEmpty() ? tr("Saved %1").arg(display::escaped(dialog.entry().name, 64))
+                                   : problems.join(QLatin1Char('\n')))
+            + notice,
         !problems.isEmpty());
 }
 

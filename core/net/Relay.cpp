@@ -18,9 +18,12 @@ namespace {
 // What one direction holds between a read and the write that passes it on: large enough for a
 // loopback socket's bursts (it is allocated when the pair starts).
 constexpr size_t kBufferSize = 256 * 1024;
-// What one pair may move one way in one turn: a busy pair cannot hold up another's first byte
-// for longer than copying this takes (a fraction of a millisecond).
+// What one pair may do one way in one turn: move this many bytes, or go this many rounds of
+// reads and writes (a guest that drips its tunnel a few bytes at a time makes progress every
+// round while moving almost nothing). A busy pair cannot hold up another's first byte for
+// longer than that takes: a fraction of a millisecond.
 constexpr uint64_t kTurnBudget = 1024 * 1024;
+constexpr int kTurnRounds = 64;
 constexpr uint64_t kWakeKey = 0;
 
 std::string errnoText(const char *what)
@@ -126,10 +129,15 @@ void Relay::run()
 {
     ThreadDeadline::prepare(); // before any sandbox could use up what timers are counted against
     epoll_event events[64];
+    std::vector<uint64_t> turn;
     for (;;) {
         const int n = ::epoll_wait(m_epoll, events, 64, m_ready.empty() ? -1 : 0);
         if (n < 0 && errno != EINTR)
             return;
+        // This round's turns: the pairs that spent their budget before it (those that spend it
+        // on an event now wait for the next round). Their events are not pumped twice.
+        turn.clear();
+        turn.swap(m_ready);
         for (int i = 0; i < n; ++i) {
             const uint64_t key = events[i].data.u64;
             if (key == kWakeKey) {
@@ -161,9 +169,6 @@ void Relay::run()
             if (!pair->ready)
                 pump(*pair);
         }
-        // A turn for each pair that spent its budget (in the order they did).
-        std::vector<uint64_t> turn;
-        turn.swap(m_ready);
         for (uint64_t id : turn)
             if (const auto it = m_pairs.find(id); it != m_pairs.end()) {
                 const std::shared_ptr<Pair> pair = it->second;
@@ -227,8 +232,9 @@ void Relay::pump(Pair &pair)
     for (int d = 0; d < 2; ++d) {
         Direction &dir = pair.dir[d];
         uint64_t moved = 0; // each way its own budget: a flood one way never starves the other
+        int rounds = 0;
         for (bool progress = true; progress && !dir.done;) {
-            if (moved >= kTurnBudget) {
+            if (moved >= kTurnBudget || ++rounds > kTurnRounds) {
                 spent = true;
                 break;
             }
