@@ -271,10 +271,9 @@ void Engine::attach(Sandbox *sandbox, std::optional<uid_t> hostUid)
     connect(sandbox, &Sandbox::execAbandoned, this, programGone);
     // A one-shot goes once its command's end is published (and on its way to the client).
     if (sandbox->setup().oneShot)
-        connect(sandbox, &Sandbox::eventOccurred, this, [this, alive = QPointer<Sandbox>(sandbox)](const Event &e) {
-            if (e.kind == event::ExecExited)
-                QMetaObject::invokeMethod(
-                    this, [this, alive] { endIfOneShot(alive); }, Qt::QueuedConnection);
+        connect(sandbox, &Sandbox::eventOccurred, this, [this, sandbox](const Event &e) {
+            if (!e.isOutput() && e.kind == event::ExecExited) // (output is most of what streams by)
+                endIfOneShotSoon(sandbox);
         });
 }
 

@@ -108,6 +108,8 @@ public:
     // will (its command ended, was refused, or its client went before it started), is removed
     // with its workspace. Anything else is left alone.
     void endIfOneShot(Sandbox *sandbox);
+    // The same in the next turn of the event loop (not from inside what the sandbox is doing).
+    void endIfOneShotSoon(Sandbox *sandbox);
     // A one-shot's own command is on its way (waiting for a person, say): it is not ended, by
     // another execution's end, until every hold is released.
     void holdOneShot(Sandbox *sandbox);
@@ -236,7 +238,6 @@ private:
         QByteArray key; // warmKey() of what it was made from
         SandboxCreation creation;
         QPointer<Sandbox> sandbox; // null: none is made now
-        bool ready = false;
         std::function<void(bool ready)> taker; // the one-shot that takes it once it is ready (or not)
     };
     static constexpr int kWarmIdleMs = 10 * 60 * 1000;

@@ -148,13 +148,9 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     a.stored = history ? *history : StoredSandbox{};
     // A one-shot whose command ended while no daemon was there goes once it is taken over; one
     // found ended goes now. (One that cannot be taken over stays: what runs in it goes on.)
-    const auto endIfOneShotLater = [this, alive = QPointer<Sandbox>(sandbox)] {
-        QMetaObject::invokeMethod(
-            this, [this, alive] { endIfOneShot(alive); }, Qt::QueuedConnection);
-    };
     if (!record.ended.isEmpty()) {
         sandbox->markEnded(record.ended, a, false);
-        endIfOneShotLater();
+        endIfOneShotSoon(sandbox);
         return sandbox;
     }
     a.bwrapPidfd = record.bwrap.open();
@@ -176,7 +172,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         SandboxRecord ended = record;
         ended.ended = reason;
         (void)m_records.write(ended);
-        endIfOneShotLater();
+        endIfOneShotSoon(sandbox);
         return sandbox;
     }
     if (problem.isEmpty()) {
@@ -190,9 +186,9 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
         }
     }
     a.problem = problem;
-    connect(sandbox, &Sandbox::started, this, [this, sandbox, endIfOneShotLater] {
+    connect(sandbox, &Sandbox::started, this, [this, sandbox] {
         saveRecord(*sandbox);
-        endIfOneShotLater();
+        endIfOneShotSoon(sandbox);
     });
     if (Status adopted = sandbox->adopt(a); !adopted)
         logger()->error("sandbox {} ({}): {}", record.id.toStdString(), record.spec.name.toStdString(),

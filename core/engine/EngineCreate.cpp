@@ -125,7 +125,7 @@ void Engine::createSandbox(SandboxCreation creation, CreateDone done)
         return done(resolved.error());
     const QByteArray key = creation.oneShot ? warmKey(creation, *resolved) : QByteArray();
     if (!key.isEmpty() && key == m_warm.key && m_warm.sandbox && !m_warm.taker) {
-        if (m_warm.ready)
+        if (m_warm.sandbox->state() != SandboxState::Starting) // (claimWarm sees to one that failed)
             return claimWarm(creation.run, std::move(done));
         // Still starting: further along than a new one would be.
         m_warm.taker = [this, creation, done = std::move(done)](bool ready) {
@@ -188,7 +188,6 @@ void Engine::makeWarm()
         [this, key](const Result<QJsonObject> &made) {
             if (m_warm.key != key)
                 return; // dropped meanwhile
-            m_warm.ready = made.ok();
             if (!made) {
                 logger()->info("no sandbox made ahead: {}", made.error().message.toStdString());
                 m_warm.sandbox = nullptr;
@@ -213,7 +212,6 @@ void Engine::claimWarm(const QString &run, CreateDone done)
 {
     Warm &w = m_warm;
     Sandbox *sandbox = std::exchange(w.sandbox, nullptr);
-    w.ready = false;
     const bool nameTaken = sandbox && std::any_of(m_sandboxes.cbegin(), m_sandboxes.cend(), [&](const Sandbox *s) {
         return s->name() == sandbox->name();
     });
@@ -413,6 +411,12 @@ void Engine::releaseOneShot(Sandbox *sandbox)
     if (--m_oneShotStarts[sandbox] <= 0)
         m_oneShotStarts.remove(sandbox);
     endIfOneShot(sandbox);
+}
+
+void Engine::endIfOneShotSoon(Sandbox *sandbox)
+{
+    QMetaObject::invokeMethod(
+        this, [this, alive = QPointer<Sandbox>(sandbox)] { endIfOneShot(alive); }, Qt::QueuedConnection);
 }
 
 void Engine::endIfOneShot(Sandbox *sandbox)
