@@ -282,10 +282,21 @@ void Engine::discard(Sandbox *sandbox, bool removeWorkspace)
     m_oneShotStarts.remove(sandbox);
     if (const auto answerCreate = m_creating.take(sandbox))
         answerCreate();
-    sandbox->terminate(QStringLiteral("removed"));
     m_proxy->dropSandbox(sandbox);
     m_sandboxes.removeAll(sandbox);
     m_byId.remove(sandbox->id());
+    if (m_warm.sandbox == sandbox)
+        m_warm.sandbox = nullptr;
+    if (const auto launching = m_launching.find(sandbox); launching != m_launching.end()) {
+        *launching = removeWorkspace; // ended by launched()
+        return;
+    }
+    end(sandbox, removeWorkspace);
+}
+
+void Engine::end(Sandbox *sandbox, bool removeWorkspace)
+{
+    sandbox->terminate(QStringLiteral("removed"));
     if (const auto uid = m_hostUids.take(sandbox))
         m_uidClaims.release(uid, sandbox->id());
     m_records.remove(sandbox->id());
@@ -303,6 +314,10 @@ Result<QJsonObject> Engine::removeSandbox(Sandbox &target, bool keepWorkspace)
     Sandbox *sandbox = &target;
     QJsonObject result{{QStringLiteral("id"), sandbox->id()}, {QStringLiteral("name"), sandbox->name()}};
     QString keptAt;
+    if (keepWorkspace && m_launching.contains(sandbox))
+        return makeError(ErrorCode::Busy,
+            QStringLiteral("%1 is starting: keep its workspace once it runs, or remove it without --keep")
+                .arg(sandbox->name()));
     if (keepWorkspace) {
         // Nothing writes while it is kept; what cannot be kept stays where it is, with its
         // sandbox listed (stopped), so that nothing the person asked to keep is orphaned.
@@ -497,6 +512,10 @@ WorkspaceFiles Engine::files(const Sandbox &sandbox) const
 
 void Engine::shutdown()
 {
+    // The runtimes being started are let finish, and made Sandboxes, so that they end below with
+    // the rest (one still starting has no record: nothing would find it later).
+    m_launcher.stop();
+    m_launcher.deliverFinished();
     m_warm.taker = {}; // (its client goes with the daemon)
     dropWarm();
     const QList<Sandbox *> all = m_sandboxes;

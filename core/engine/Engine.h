@@ -9,6 +9,7 @@
 #include "sandbox/HostCapabilities.h"
 #include "sandbox/HostUids.h"
 #include "sandbox/IsolationRuntime.h"
+#include "sandbox/Launcher.h"
 #include "sandbox/Limits.h"
 #include "sandbox/SandboxRecord.h"
 #include "sandbox/WorkspaceFiles.h"
@@ -227,8 +228,17 @@ private:
         LimitPlan plan;
     };
     Result<Resolved> resolve(const SandboxCreation &creation) const;
-    // `warm`: made ahead for a one-shot (m_warm), nobody's until claimed.
+    // `warm`: made ahead for a one-shot (m_warm), nobody's until claimed. The Sandbox is made and
+    // listed (starting) here; its runtime is started on a thread of m_launcher, and given to it
+    // in launched().
     void launch(const SandboxCreation &creation, Resolved resolved, CreateDone done, bool warm = false);
+    struct Launching {
+        int resumeListen = -1; // the guest's, once its runtime has started: closed then
+        double hereMs = 0; // what launch() took of this thread
+        QElapsedTimer since;
+        CreateDone done;
+    };
+    void launched(Sandbox *sandbox, Result<LaunchedSandbox> result, Launching launching);
 
     // A one-shot made ahead of time like the last one asked for (airlockctl run): launched with
     // everything decided, its events held, listed nowhere, until the next sandbox.run that
@@ -260,7 +270,10 @@ private:
     // Where a runtime stages, in memory, what it reads at start and must never reach a disk
     // (LaunchRequest::memoryDirPrefix): this daemon instance's names in /dev/shm.
     QString memoryDirPrefix() const;
+    // Unlisted and ended, with its workspace unless kept. One whose runtime is being started is
+    // unlisted now and ended once its launch has returned (m_launching).
     void discard(Sandbox *sandbox, bool removeWorkspace);
+    void end(Sandbox *sandbox, bool removeWorkspace);
     // Where airlockd's own directories would show inside these mounts (to be covered); an error
     // for a mount inside one of them.
     Result<QStringList> hiddenInMounts(const QList<Mount> &mounts) const;
@@ -289,6 +302,10 @@ private:
     QByteArray m_seccompProgram;
     QString m_workspacesDir;
     QHash<Sandbox *, std::function<void()>> m_creating; // answers a create whose sandbox goes before it starts
+    // Sandboxes whose runtimes are being started, and whether to end them (removing their
+    // workspace or not) once the launch has returned.
+    QHash<Sandbox *, std::optional<bool>> m_launching;
+    Launcher m_launcher{Launcher::defaultThreads()}; // (its results reach this object's loop)
     QList<Sandbox *> m_sandboxes;
     QHash<QString, Sandbox *> m_byId;
     QSet<QString> m_outlived; // let go of at shutdown, still running

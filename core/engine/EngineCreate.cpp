@@ -386,16 +386,37 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
         done(makeError(
             ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox was removed while it was being created")));
     });
-    const Status launched = sandbox->start();
-    if (resumeListen >= 0)
-        ::close(resumeListen); // the guest has its own now
-    if (!launched) {
+    // Its runtime is started off this thread (a launch mostly waits on the kernel); meanwhile it
+    // is listed as starting, and removing it ends it once the launch has returned.
+    m_launching.insert(sandbox, std::nullopt);
+    Launching launching{resumeListen, double(spent.nsecsElapsed()) / 1e6, {}, std::move(done)};
+    launching.since.start();
+    m_launcher.launch(runtime, sandbox->setup().launch, this,
+        [this, sandbox, launching = std::move(launching)](
+            Result<LaunchedSandbox> result) mutable { launched(sandbox, std::move(result), std::move(launching)); });
+}
+
+void Engine::launched(Sandbox *sandbox, Result<LaunchedSandbox> result, Launching launching)
+{
+    QElapsedTimer spent;
+    spent.start();
+    if (launching.resumeListen >= 0)
+        ::close(launching.resumeListen); // the guest has its own now
+    const std::optional<bool> ending = m_launching.take(sandbox);
+    // It takes what was started even when it is to end now: ending it ends that too.
+    const Status started = sandbox->start(std::move(result));
+    if (ending)
+        return end(sandbox, *ending);
+    if (!started) {
         m_creating.remove(sandbox); // answered here, once
         discard(sandbox, true);
-        return done(launched.error());
+        return launching.done(started.error());
     }
-    logger()->info("creating sandbox {} ({}), network {}{} ({:.1f} ms here)", id.toStdString(), spec.name.toStdString(),
-        networkModeName(spec.network).toStdString(), warm ? ", made ahead" : "", double(spent.nsecsElapsed()) / 1e6);
+    const SandboxSpec &spec = sandbox->spec();
+    logger()->info("creating sandbox {} ({}), network {}{} ({:.1f} ms here, {:.1f} ms starting its runtime)",
+        sandbox->id().toStdString(), spec.name.toStdString(), networkModeName(spec.network).toStdString(),
+        sandbox->setup().warm ? ", made ahead" : "", launching.hereMs + double(spent.nsecsElapsed()) / 1e6,
+        double(launching.since.nsecsElapsed()) / 1e6);
 }
 
 void Engine::holdOneShot(Sandbox *sandbox)

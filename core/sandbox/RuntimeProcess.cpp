@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <grp.h>
+#include <mutex>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -182,6 +183,14 @@ int rawSetresid(long call, unsigned id)
     childFail(err, "exec");
 }
 
+// The children in the daemon's memory now, and the daemon's dumpable setting from before the first.
+struct SharingChildren {
+    std::mutex mutex;
+    int children = 0;
+    int dumpable = -1;
+};
+SharingChildren g_sharing;
+
 int clonedChild(void *plan)
 {
     runChild(*static_cast<const ChildPlan *>(plan));
@@ -201,13 +210,21 @@ pid_t cloneSharingMemory(const ChildPlan &plan)
     sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &old);
     // The child's uid change marks the memory it shares with the daemon not dumpable: the daemon's
-    // setting is put back once the child has exec'd into memory of its own.
-    const int dumpable = ::prctl(PR_GET_DUMPABLE);
+    // setting is put back once the last child of the launches under way (Launcher: several
+    // threads) has exec'd into memory of its own, never while one still runs in the daemon's.
+    {
+        std::lock_guard lock(g_sharing.mutex);
+        if (g_sharing.children++ == 0)
+            g_sharing.dumpable = ::prctl(PR_GET_DUMPABLE);
+    }
     const pid_t pid = ::clone(clonedChild, static_cast<char *>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
         const_cast<ChildPlan *>(&plan));
     const int cloneErrno = errno;
-    if (dumpable >= 0)
-        ::prctl(PR_SET_DUMPABLE, dumpable);
+    {
+        std::lock_guard lock(g_sharing.mutex);
+        if (--g_sharing.children == 0 && g_sharing.dumpable >= 0)
+            ::prctl(PR_SET_DUMPABLE, g_sharing.dumpable);
+    }
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::munmap(stack, kStack);
     errno = cloneErrno;

@@ -85,10 +85,9 @@ Sandbox::~Sandbox()
     terminate(QStringLiteral("daemon shutdown"));
 }
 
-Status Sandbox::start()
+Status Sandbox::start(Result<LaunchedSandbox> launched)
 {
     m_startClock.start();
-    auto launched = m_setup.runtime->launch(m_setup.launch);
     if (!launched) {
         m_state = SandboxState::Failed;
         m_failure = launched.error().message;

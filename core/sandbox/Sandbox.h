@@ -122,8 +122,9 @@ public:
     void setPolicy(policy::EffectivePolicy effective, QJsonObject overrides, const QString &by, const QString &run,
         std::optional<QJsonObject> userLayer = std::nullopt);
 
-    // Forks bwrap. started() or startFailed() follows once the guest has said hello or failed.
-    Status start();
+    // Takes what its runtime started (Launcher, on another thread): started() or startFailed()
+    // follows once the guest has said hello or failed. A failed launch is returned.
+    Status start(Result<LaunchedSandbox> launched);
     // A warm sandbox (SandboxSetup::warm) that has started becomes `run`'s: created now, and
     // its creation published.
     void claim(const QString &run);

@@ -434,6 +434,16 @@ std::pair<int, QByteArray> UnprivilegedDaemon::ctl(const QStringList &args, cons
     return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
 }
 
+std::unique_ptr<QProcess> UnprivilegedDaemon::startCtl(const QStringList &args) const
+{
+    auto p = std::make_unique<QProcess>();
+    p->setProcessEnvironment(m_env);
+    p->start(QStringLiteral("setpriv"),
+        asUnprivileged(binDir() + QStringLiteral("/airlockctl")) + QStringList{QStringLiteral("--no-autostart")}
+            + args);
+    return p;
+}
+
 QString UnprivilegedDaemon::file(const QString &name, const QByteArray &content) const
 {
     QFile f(m_home.filePath(name));

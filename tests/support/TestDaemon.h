@@ -112,6 +112,8 @@ public:
     QString dataDir() const; // $XDG_DATA_HOME/airlock
     // airlockctl --no-autostart ARGS as the user: exit code, stdout and stderr together.
     std::pair<int, QByteArray> ctl(const QStringList &args, const QByteArray &stdinData = {}) const;
+    // The same, started and not waited for (several at once).
+    std::unique_ptr<QProcess> startCtl(const QStringList &args) const;
     // A file written in the home, owned by the user, for `cp` (returns its path).
     QString file(const QString &name, const QByteArray &content) const;
 

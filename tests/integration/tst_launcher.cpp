@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sandboxes' runtimes are started off the daemon's main thread (issue 23, Launcher): meanwhile the
+// sandbox is listed as starting and its name is taken; removing it then, or stopping the daemon,
+// ends what was started once the launch has returned, and every create is answered. Attacked as
+// a client would: the same name asked for at once, a create removed in the same breath, a daemon
+// stopped under a burst; as root and as an ordinary user.
+#include "TestDaemon.h"
+#include "TestHelpers.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSet>
+#include <QTest>
+
+#include <memory>
+#include <unistd.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+struct Answer {
+    bool ok = false;
+    QString code; // errorCodeName() of a refusal
+    QString message;
+    QJsonObject result;
+};
+
+// `count` requests of `method` with params from `paramsOf(i)`, all sent before any is answered.
+QList<Answer> burst(DaemonClient &client, int count, const QString &method,
+    const std::function<QJsonObject(int)> &paramsOf, QList<Answer> *others = nullptr, const QString &otherMethod = {},
+    const std::function<QJsonObject(int)> &otherParamsOf = {})
+{
+    QList<Answer> answers(count);
+    if (others)
+        *others = QList<Answer>(count);
+    int answered = 0;
+    auto keep = [&answered](Answer &into) {
+        return [&answered, &into](Result<QJsonValue> r) {
+            ++answered;
+            into.ok = r.ok();
+            if (r)
+                into.result = r->toObject();
+            else {
+                into.code = errorCodeName(r.error().code);
+                into.message = r.error().message;
+            }
+        };
+    };
+    for (int i = 0; i < count; ++i) {
+        client.callAsync(method, paramsOf(i), keep(answers[i]));
+        if (others)
+            client.callAsync(otherMethod, otherParamsOf(i), keep((*others)[i]));
+    }
+    const int expected = others ? 2 * count : count;
+    if (!waitFor([&] { return answered == expected; }, 60000))
+        qWarning("only %d of %d requests were answered", answered, expected);
+    return answers;
+}
+
+QJsonObject named(const QString &name)
+{
+    return {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), name}}}};
+}
+
+// What is left of sandbox `id` on the host: its cgroups (any controller, any daemon instance).
+QStringList cgroupsOf(const QString &id)
+{
+    QStringList found;
+    for (const QString &controller :
+        QDir(QStringLiteral("/sys/fs/cgroup")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        const QString root = QStringLiteral("/sys/fs/cgroup/%1/airlock").arg(controller);
+        for (const QString &instance : QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+            if (QFileInfo(root + QLatin1Char('/') + instance + QLatin1Char('/') + id).isDir())
+                found.append(root + QLatin1Char('/') + instance + QLatin1Char('/') + id);
+    }
+    return found;
+}
+} // namespace
+
+class TstLauncher : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    // Six creates of one name and six of names of their own, sent before any is answered: the
+    // name is taken from the moment its sandbox is listed (starting), not once it runs.
+    void oneNameAskedForAtOnceIsGivenOnce()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        auto client = d.connect();
+        QVERIFY(client);
+        QList<Answer> solos;
+        const QList<Answer> twins = burst(
+            *client, 6, QStringLiteral("sandbox.create"), [](int) { return named(QStringLiteral("twin")); }, &solos,
+            QStringLiteral("sandbox.create"), [](int i) { return named(QStringLiteral("solo-%1").arg(i)); });
+        int made = 0;
+        for (const Answer &a : twins) {
+            if (a.ok) {
+                ++made;
+                continue;
+            }
+            QCOMPARE(a.code, QStringLiteral("already_exists"));
+            QVERIFY2(a.message.contains(QLatin1String("a sandbox named 'twin' already exists")), qPrintable(a.message));
+        }
+        QCOMPARE(made, 1);
+        QSet<QString> ids;
+        for (const Answer &a : solos) {
+            QVERIFY2(a.ok, qPrintable(a.message));
+            QCOMPARE(a.result.value(QStringLiteral("state")).toString(), QStringLiteral("running"));
+            ids.insert(a.result.value(QStringLiteral("id")).toString());
+        }
+        QCOMPARE(ids.size(), 6);
+        const CliResult ls = d.ctl(args("ls"));
+        QCOMPARE(ls.exitCode, 0);
+        QCOMPARE(int(ls.out.count("twin")), 1);
+        QCOMPARE(int(ls.out.count("solo-")), 6);
+        // Each runs: its runtime was started and its guest answers.
+        QCOMPARE(d.ctl(args("exec", "twin", "--", "true")).exitCode, 0);
+    }
+
+    // Each create followed at once by a delete of its name: the delete finds it (listed while its
+    // runtime starts) and is answered at once; the create is answered as removed; once the
+    // launch has returned what it started is killed and nothing of it is left: no runtime, no
+    // workspace, no cgroup, and its host uid goes back to the pool.
+    void removedWhileItsRuntimeStartsLeavesNothing()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        auto client = d.connect();
+        QVERIFY(client);
+        QList<Answer> deletes;
+        const QList<Answer> creates = burst(
+            *client, 6, QStringLiteral("sandbox.create"), [](int i) { return named(QStringLiteral("gone-%1").arg(i)); },
+            &deletes, QStringLiteral("sandbox.delete"),
+            [](int i) {
+                return QJsonObject{{QStringLiteral("sandbox"), QStringLiteral("gone-%1").arg(i)}};
+            });
+        QStringList ids;
+        for (int i = 0; i < 6; ++i) {
+            QVERIFY2(deletes[i].ok, qPrintable(deletes[i].message));
+            QCOMPARE(deletes[i].result.value(QStringLiteral("name")).toString(), QStringLiteral("gone-%1").arg(i));
+            ids.append(deletes[i].result.value(QStringLiteral("id")).toString());
+            QVERIFY(!creates[i].ok);
+            QCOMPARE(creates[i].code, QStringLiteral("sandbox_not_running"));
+            QVERIFY2(creates[i].message.contains(QLatin1String("removed while it was being created")),
+                qPrintable(creates[i].message));
+        }
+        QVERIFY2(waitFor([] { return pidsWithCommandLine("--hostname gone-").isEmpty(); }, 5000),
+            "a removed sandbox's runtime is still running");
+        const QString workspaces = d.dataDir() + QStringLiteral("/workspaces");
+        for (const QString &id : std::as_const(ids)) {
+            QVERIFY2(!QFileInfo::exists(workspaces + QLatin1Char('/') + id), qPrintable(id));
+            QVERIFY2(waitFor([&] { return cgroupsOf(id).isEmpty(); }, 5000),
+                qPrintable(cgroupsOf(id).join(QLatin1Char(' '))));
+        }
+        QCOMPARE(sandboxWorkspaces(workspaces), QStringList());
+        const CliResult ls = d.ctl(args("ls"));
+        QCOMPARE(ls.exitCode, 0);
+        QVERIFY2(!ls.out.contains("gone-"), ls.out.constData());
+        // The daemon goes on as before.
+        QVERIFY(!d.create(args("--name", "after")).isEmpty());
+        QCOMPARE(d.ctl(args("exec", "after", "--", "true")).exitCode, 0);
+    }
+
+    // Keeping the workspace of a sandbox whose runtime is still starting is refused (nothing ran in
+    // it yet): the sandbox is left as it was, and starts.
+    void keepingTheWorkspaceOfOneStillStartingIsRefused()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        auto client = d.connect();
+        QVERIFY(client);
+        QList<Answer> keeps;
+        const QList<Answer> creates = burst(
+            *client, 1, QStringLiteral("sandbox.create"), [](int) { return named(QStringLiteral("kept")); }, &keeps,
+            QStringLiteral("sandbox.delete"),
+            [](int) {
+                return QJsonObject{{QStringLiteral("sandbox"), QStringLiteral("kept")}, {QStringLiteral("keep"), true}};
+            });
+        QVERIFY(!keeps[0].ok);
+        QCOMPARE(keeps[0].code, QStringLiteral("busy"));
+        QVERIFY2(keeps[0].message.contains(QLatin1String("kept is starting")), qPrintable(keeps[0].message));
+        QVERIFY2(creates[0].ok, qPrintable(creates[0].message));
+        QCOMPARE(d.ctl(args("exec", "kept", "--", "true")).exitCode, 0);
+        QCOMPARE(d.ctl(args("rm", "--keep", "kept")).exitCode, 0);
+    }
+
+    // Stopped under a burst of creates: the launches under way finish, and what they started ends
+    // with the daemon (its sandboxes end with it); none is left running or on disk.
+    void stoppedWhileRuntimesStartLeavesNothing()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        auto client = d.connect();
+        QVERIFY(client);
+        for (int i = 0; i < 8; ++i)
+            client->callAsync(
+                QStringLiteral("sandbox.create"), named(QStringLiteral("burst-%1").arg(i)), [](Result<QJsonValue>) {});
+        QVERIFY(waitFor([] { return !pidsWithCommandLine("--hostname burst-").isEmpty(); }, 10000));
+        client.reset();
+        d.stop();
+        QVERIFY2(waitFor([] { return pidsWithCommandLine("--hostname burst-").isEmpty(); }, 5000),
+            "a runtime started under the stop is still running");
+        QCOMPARE(sandboxWorkspaces(d.dataDir() + QStringLiteral("/workspaces")), QStringList());
+    }
+
+    // The same as an ordinary user: creates of one name at once from separate airlockctl
+    // processes, one made.
+    void anOrdinaryUsersCreatesAtOnceToo()
+    {
+        if (::geteuid() != 0)
+            QSKIP("needs root to start the daemon as another, unprivileged user");
+        UnprivilegedDaemon d;
+        QVERIFY(d.start());
+        std::vector<std::unique_ptr<QProcess>> ctls;
+        for (int i = 0; i < 5; ++i) {
+            ctls.push_back(d.startCtl(args("create", "--name", "twin")));
+            ctls.push_back(d.startCtl(args("create", "--name", QStringLiteral("solo-%1").arg(i))));
+        }
+        int twins = 0, solos = 0;
+        for (auto &p : ctls) {
+            QVERIFY(p->waitForFinished(60000));
+            const QByteArray out = p->readAllStandardOutput() + p->readAllStandardError();
+            const bool twin = p->arguments().contains(QStringLiteral("twin"));
+            if (p->exitCode() == 0) {
+                (twin ? twins : solos)++;
+                continue;
+            }
+            QVERIFY2(twin, out.constData());
+            QVERIFY2(out.contains("a sandbox named 'twin' already exists"), out.constData());
+        }
+        QCOMPARE(twins, 1);
+        QCOMPARE(solos, 5);
+        const auto ran = d.ctl(args("exec", "twin", "--", "id", "-u"));
+        QCOMPARE(ran.first, 0);
+        QCOMPARE(ran.second, QByteArray("1000\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstLauncher)
+#include "tst_launcher.moc"
