@@ -111,6 +111,13 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
     // The disk the workspaces share with the history: a sandbox whose image grows while less than
     // the reserve is free is ended, its workspace kept (DiskGuard.h).
     QDir().mkpath(m_workspacesDir);
+    // Before any workspace is mounted below it: each runtime then drops the other sandboxes'
+    // workspaces with one unmount (kept across restarts; made on a start with none mounted).
+    if (m_caps.runningAsRoot)
+        if (Status bound = volume::bindOnItself(m_workspacesDir); !bound)
+            logger()->info("the other sandboxes' workspaces are detached one by one from each runtime's mount "
+                           "namespace this time: {}",
+                bound.error().message.toStdString());
     if (m_caps.diskDriver != volume::Driver::None)
         m_spare = new WorkspaceSpare(
             m_workspacesDir, m_caps.diskDriver, [this] { return defaultDiskBytes(); }, &Engine::newId, this);
@@ -512,11 +519,13 @@ WorkspaceFiles Engine::files(const Sandbox &sandbox) const
 
 void Engine::shutdown()
 {
-    // The runtimes being started are let finish, and made Sandboxes, so that they end below with
-    // the rest (one still starting has no record: nothing would find it later).
+    // No new sandbox from here; the runtimes being started are let finish and given to their
+    // sandboxes, which end below with the rest (one still starting has no record: nothing would
+    // find it later).
+    m_stopping = true;
+    m_warm.taker = {}; // (its client goes with the daemon)
     m_launcher.stop();
     m_launcher.deliverFinished();
-    m_warm.taker = {}; // (its client goes with the daemon)
     dropWarm();
     const QList<Sandbox *> all = m_sandboxes;
     QSet<QString> &left = m_outlived; // the destructor calls this again: what went on stays kept

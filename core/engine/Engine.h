@@ -306,6 +306,7 @@ private:
     // workspace or not) once the launch has returned.
     QHash<Sandbox *, std::optional<bool>> m_launching;
     Launcher m_launcher{Launcher::defaultThreads()}; // (its results reach this object's loop)
+    bool m_stopping = false; // shutdown() has begun: nothing more is created
     QList<Sandbox *> m_sandboxes;
     QHash<QString, Sandbox *> m_byId;
     QSet<QString> m_outlived; // let go of at shutdown, still running

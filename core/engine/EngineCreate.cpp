@@ -120,6 +120,8 @@ Result<Engine::Resolved> Engine::resolve(const SandboxCreation &creation) const
 
 void Engine::createSandbox(SandboxCreation creation, CreateDone done)
 {
+    if (m_stopping)
+        return done(makeError(ErrorCode::SandboxNotRunning, QStringLiteral("airlockd is stopping")));
     auto resolved = resolve(creation);
     if (!resolved)
         return done(resolved.error());
@@ -173,7 +175,7 @@ QByteArray Engine::warmKey(const SandboxCreation &creation, const Resolved &reso
 
 void Engine::makeWarm()
 {
-    if (m_warm.key.isEmpty() || m_warm.sandbox)
+    if (m_stopping || m_warm.key.isEmpty() || m_warm.sandbox)
         return;
     // Made as it would be now: if anything changed since (the person's defaults, a secret), the
     // next one-shot is made when it is asked for.
@@ -403,10 +405,15 @@ void Engine::launched(Sandbox *sandbox, Result<LaunchedSandbox> result, Launchin
     if (launching.resumeListen >= 0)
         ::close(launching.resumeListen); // the guest has its own now
     const std::optional<bool> ending = m_launching.take(sandbox);
+    const bool failedMeanwhile = sandbox->state() != SandboxState::Starting;
     // It takes what was started even when it is to end now: ending it ends that too.
     const Status started = sandbox->start(std::move(result));
     if (ending)
         return end(sandbox, *ending);
+    if (failedMeanwhile) { // (and answered then): what was started ends now
+        sandbox->terminate(QStringLiteral("failed while it was being started"));
+        return;
+    }
     if (!started) {
         m_creating.remove(sandbox); // answered here, once
         discard(sandbox, true);

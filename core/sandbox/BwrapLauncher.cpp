@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -198,11 +199,35 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
     // A root daemon's sandboxes each have a workspace mounted on the host; bubblewrap starts from a
     // mount namespace without the others'.
     RuntimeIsolation isolation;
+    Fd workspacesClone, ownWorkspaceClone;
     if (r.dropToUid && !r.workspaceDir.isEmpty()) {
         isolation.privateMounts = true;
-        for (const QString &point : volume::mountsUnder(QFileInfo(r.workspaceDir).path()))
-            if (point != r.workspaceDir && !point.startsWith(r.workspaceDir + QLatin1Char('/')))
-                isolation.detachMounts.push_back(QFile::encodeName(point).toStdString());
+        const QString workspaces = QFileInfo(r.workspaceDir).path();
+        // A clone of one mount (not what is mounted below it), to be put back in the runtime's
+        // mount namespace.
+        const auto clone = [](const QString &path) {
+            return Fd(int(::syscall(
+                SYS_open_tree, AT_FDCWD, s(path).c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)));
+        };
+        if (volume::isMountRoot(workspaces)) {
+            isolation.detachTree = s(workspaces);
+            workspacesClone = clone(workspaces);
+            if (workspacesClone.fd < 0)
+                return sysError(QStringLiteral("cannot clone the mount of %1").arg(workspaces));
+            isolation.detachTreeClone = workspacesClone.fd;
+            // A workspace with no image is a folder of the one put back.
+            if (volume::isMountRoot(r.workspaceDir)) {
+                ownWorkspaceClone = clone(r.workspaceDir);
+                if (ownWorkspaceClone.fd < 0)
+                    return sysError(QStringLiteral("cannot clone the mount of %1").arg(r.workspaceDir));
+                isolation.ownWorkspaceTree = ownWorkspaceClone.fd;
+                isolation.ownWorkspace = s(r.workspaceDir);
+            }
+        } else {
+            for (const QString &point : volume::mountsUnder(workspaces))
+                if (point != r.workspaceDir && !point.startsWith(r.workspaceDir + QLatin1Char('/')))
+                    isolation.detachMounts.push_back(QFile::encodeName(point).toStdString());
+        }
     }
     auto launched
         = spawnRuntimeProcess(r, bwrapArguments(r, view, bwrapPath), std::move(sources), errWrite.fd, isolation);

@@ -70,6 +70,7 @@ struct ChildPlan {
     bool privateNetwork;
     bool privateMounts;
     const std::vector<std::string> *detachMounts;
+    const RuntimeIsolation *isolation;
     const char *uidMap;
     const char *gidMap;
     int placedRead, placedWrite; // -1 unless the daemon places the child from outside
@@ -112,6 +113,22 @@ int rawSetresid(long call, unsigned id)
     if (plan.privateMounts) {
         if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
             childFail(err, "a mount namespace for the runtime");
+        const RuntimeIsolation &i = *plan.isolation;
+        if (!i.detachTree.empty()) {
+            // Every workspace there is, mounted before this launch or during it, in one unmount;
+            // the folder back without them (private: nothing mounted on it here reaches the
+            // host, nothing mounted there later comes here); its own workspace on it.
+            const auto put = [](int tree, const char *at) {
+                return ::syscall(SYS_move_mount, tree, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) == 0;
+            };
+            if (::umount2(i.detachTree.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
+                childFail(err, "detaching the sandboxes' workspaces");
+            if (!put(i.detachTreeClone, i.detachTree.c_str())
+                || ::mount(nullptr, i.detachTree.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+                childFail(err, "putting the workspaces' folder back");
+            if (i.ownWorkspaceTree >= 0 && !put(i.ownWorkspaceTree, i.ownWorkspace.c_str()))
+                childFail(err, "putting the sandbox's workspace back");
+        }
         for (const std::string &point : *plan.detachMounts)
             if (::umount2(point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
                 childFail(err, "detaching another sandbox's workspace"); // (gone meanwhile: EINVAL, ENOENT)
@@ -276,8 +293,8 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
     }
 
     const ChildPlan plan{&r, argv.data(), envp, &procsFiles, childFds.data(), int(childFds.size()), errFd, daemonPid,
-        privateNetwork, isolation.privateMounts, &isolation.detachMounts, uidMap, gidMap, placedRead.fd, placedWrite.fd,
-        nsReady.fd, nsReadyWrite.fd, nsMappedRead.fd, nsMapped.fd};
+        privateNetwork, isolation.privateMounts, &isolation.detachMounts, &isolation, uidMap, gidMap, placedRead.fd,
+        placedWrite.fd, nsReady.fd, nsReadyWrite.fd, nsMappedRead.fd, nsMapped.fd};
     // A child that waits for the daemon before exec (to be placed, or to have its uid mapped) is
     // forked; every other one shares the daemon's memory until exec.
     const bool waitsForDaemon = placedRead.fd >= 0 || nsReady.fd >= 0;

@@ -51,6 +51,14 @@ struct RuntimeIsolation {
     // read-only bind, so it then costs the same whatever the number of sandboxes.
     bool privateMounts = false;
     std::vector<std::string> detachMounts;
+    // Or, when the workspaces' folder is a mount of its own (volume::bindOnItself, or a disk of
+    // its own), that folder detached with everything below it (one unmount), then put back
+    // without them (detachTreeClone, a clone of its mount alone made by open_tree), private, with
+    // the sandbox's own workspace on it (ownWorkspaceTree: its clone; -1 for one with no image).
+    std::string detachTree;
+    int detachTreeClone = -1;
+    int ownWorkspaceTree = -1;
+    std::string ownWorkspace;
 };
 
 // errno's text after what failed.

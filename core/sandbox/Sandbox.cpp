@@ -741,10 +741,10 @@ int Sandbox::initPidfdBeforeHello() const
 
 void Sandbox::terminate(const QString &reason)
 {
-    if (m_reaped || m_launched.pid <= 0) {
-        m_reaped = true;
+    // Nothing started yet (its launch is under way, or failed): nothing to end, and what a launch
+    // under way starts is still ended by a later call.
+    if (m_reaped || m_launched.pid <= 0)
         return;
-    }
     m_reaped = true;
     if (m_helloTimer)
         m_helloTimer->stop();

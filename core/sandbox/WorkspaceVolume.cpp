@@ -323,6 +323,39 @@ Status mount(Driver driver, const QString &dir)
     return makeError(ErrorCode::LimitUnsupported, QStringLiteral("this daemon cannot mount workspace images"));
 }
 
+bool isMountRoot(const QString &path)
+{
+    struct statx st { };
+    return ::statx(AT_FDCWD, QFile::encodeName(path).constData(), AT_SYMLINK_NOFOLLOW, STATX_TYPE, &st) == 0
+        && (st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (st.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+Status bindOnItself(const QString &dir)
+{
+    if (isMountRoot(dir))
+        return Ok{};
+    if (const QStringList below = mountsUnder(dir); !below.isEmpty())
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("%1 mounts are below %2 already (%3 …)").arg(below.size()).arg(dir, below.first()));
+    const QByteArray path = QFile::encodeName(dir);
+    if (::mount(path.constData(), path.constData(), nullptr, MS_BIND, nullptr) != 0)
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("bind %1 onto itself: %2").arg(dir, QString::fromLocal8Bit(strerror(errno))));
+    if (::mount(nullptr, path.constData(), nullptr, MS_PRIVATE, nullptr) != 0) {
+        const Error error = makeError(ErrorCode::IoError,
+            QStringLiteral("make %1 a private mount: %2").arg(dir, QString::fromLocal8Bit(strerror(errno))));
+        ::umount2(path.constData(), MNT_DETACH | UMOUNT_NOFOLLOW);
+        return error;
+    }
+    return Ok{};
+}
+
+void unbindWhenEmpty(const QString &dir)
+{
+    if (isMountRoot(dir) && mountsUnder(dir).isEmpty())
+        ::umount2(QFile::encodeName(dir).constData(), MNT_DETACH | UMOUNT_NOFOLLOW);
+}
+
 bool mounted(const QString &dir)
 {
     const QByteArray path = QFile::encodeName(dir);

@@ -44,6 +44,17 @@ Status mount(Driver driver, const QString &dir);
 bool mounted(const QString &dir);
 // The mount points strictly below `root` in this process's mount namespace (/proc/self/mountinfo).
 QStringList mountsUnder(const QString &root);
+// Whether `path` is the root of a mount (a bind of a folder onto itself is, though its device is
+// its parent's).
+bool isMountRoot(const QString &path);
+// Makes the folder of a root daemon's workspaces a mount of its own (a private bind onto itself),
+// when nothing is mounted below it yet: a runtime's mount namespace then drops every other
+// sandbox's workspace with one unmount, whatever their number (BwrapLauncher). Private: a
+// workspace mounted below it is not copied to where the folder itself came from. Ok when it is
+// one already; an error when something is mounted below it (the next start with none makes it).
+Status bindOnItself(const QString &dir);
+// Undoes bindOnItself() once nothing is mounted below the folder (none of its sandboxes goes on).
+void unbindWhenEmpty(const QString &dir);
 
 // Takes the workspace away: unmounts the image (lazily: a sandbox that is still dying keeps its
 // view until it is gone), deletes it, then the folder. For a folder without an image (a sandbox

@@ -5,12 +5,16 @@
 // rotate; and 200 sandboxes driven by 50 clients at once account for every exit code and byte.
 #include "TestDaemon.h"
 #include "TestHelpers.h"
+#include "sandbox/WorkspaceVolume.h"
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
@@ -112,6 +116,72 @@ private Q_SLOTS:
         QCOMPARE(fromHost.readAll(), QByteArray("from-b\nmore\n"));
         QCOMPARE(d.ctl(args("rm", a)).exitCode, 0);
         QCOMPARE(d.ctl(args("rm", b)).exitCode, 0);
+    }
+
+    // The workspaces' folder is a mount of its own, so a runtime drops every other workspace with
+    // one unmount, whatever their number: in its namespace the folder's mount alone is put back,
+    // with its own workspace on it (clones), and nothing else below it.
+    void theWorkspacesFolderIsOneMountEachRuntimeDropsWhole()
+    {
+        TestDaemon d;
+        QVERIFY(d.start());
+        QString error;
+        const QString a = d.create(args("--name", "whole-a"), &error);
+        QVERIFY2(!a.isEmpty(), qPrintable(error));
+        const QString b = d.create(args("--name", "whole-b"), &error);
+        QVERIFY2(!b.isEmpty(), qPrintable(error));
+        const QString aWorkspace = workspaceOf(d, a);
+        const QString folder = QFileInfo(aWorkspace).path();
+        if (!mountPoints(d.pid()).contains(aWorkspace))
+            QSKIP("workspaces have no filesystem of their own here (no loop devices)");
+        QVERIFY2(volume::isMountRoot(folder), qPrintable(folder + QStringLiteral(" is not a mount")));
+        QCOMPARE(int(mountPoints(d.pid()).count(folder)), 1);
+        const qint64 aRuntime = bwrapOf(QStringLiteral("whole-a"));
+        QVERIFY(aRuntime > 0);
+        QStringList below;
+        for (const QString &point : mountPoints(aRuntime))
+            if (point == folder || point.startsWith(folder + QLatin1Char('/')))
+                below.append(point);
+        QCOMPARE(below, (QStringList{folder, aWorkspace}));
+        // Its own workspace is the one the host has: a file written inside is there.
+        QCOMPARE(execIn(d, a, args("sh", "-c", "echo from-a > /workspace/a.txt")).exitCode, 0);
+        QFile fromHost(aWorkspace + QStringLiteral("/a.txt"));
+        QVERIFY(fromHost.open(QIODevice::ReadOnly));
+        QCOMPARE(fromHost.readAll(), QByteArray("from-a\n"));
+        // A folder's mount outlives its daemon (made once, on a start with nothing below it).
+        d.stop();
+        QVERIFY(volume::isMountRoot(folder));
+        QVERIFY(d.start());
+        QCOMPARE(int(mountPoints(d.pid()).count(folder)), 1);
+    }
+
+    // A folder with something mounted below it already when the daemon starts (an earlier
+    // version's sandboxes that went on) is left as it is: each runtime detaches, one by one, what
+    // is below it but its own workspace.
+    void aFolderWithMountsBelowItIsDetachedMountByMount()
+    {
+        TestDaemon d;
+        const QString folder = QStringLiteral("/var/lib/airlock/workspaces-")
+            + QString::fromLatin1(
+                QCryptographicHash::hash(QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+        const QString earlier = folder + QStringLiteral("/earlier");
+        QVERIFY(QDir().mkpath(earlier));
+        QCOMPARE(QProcess::execute(QStringLiteral("mount"), args("-t", "tmpfs", "airlock-earlier", earlier)), 0);
+        auto unmount = qScopeGuard([&] { QProcess::execute(QStringLiteral("umount"), args("-l", earlier)); });
+        QVERIFY(d.start());
+        QVERIFY(!volume::isMountRoot(folder));
+        QString error;
+        const QString a = d.create(args("--name", "byone-a"), &error);
+        QVERIFY2(!a.isEmpty(), qPrintable(error));
+        const QString aWorkspace = workspaceOf(d, a);
+        const qint64 aRuntime = bwrapOf(QStringLiteral("byone-a"));
+        QVERIFY(aRuntime > 0);
+        const QStringList view = mountPoints(aRuntime);
+        QVERIFY2(!view.contains(earlier), qPrintable(view.join(QLatin1Char('\n'))));
+        QVERIFY(mountPoints(d.pid()).contains(earlier));
+        if (mountPoints(d.pid()).contains(aWorkspace))
+            QVERIFY(view.contains(aWorkspace));
+        QCOMPARE(execIn(d, a, args("true")).exitCode, 0);
     }
 
     void aBriefListHoldsWhatATableShowsAndAWrongKindIsRefused()

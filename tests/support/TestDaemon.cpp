@@ -18,6 +18,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <pty.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -106,6 +107,9 @@ void removeDaemonLeftovers(const QString &dataDir)
     const QDir workspaces(QStringLiteral("/var/lib/airlock/workspaces-") + hash);
     for (const QString &ws : workspaces.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
         volume::removeWorkspace(workspaces.filePath(ws)); // unmounted first: never emptied through its mount
+    // The folder's own mount (volume::bindOnItself), which airlockd keeps across its restarts.
+    while (volume::isMountRoot(workspaces.path())
+        && ::umount2(QFile::encodeName(workspaces.path()).constData(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) { }
     for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
         QDir(QLatin1String(kind) + hash).removeRecursively();
     const QDir claims(QStringLiteral("/run/airlock/host-uids"));
