@@ -147,43 +147,6 @@ void Sandbox::connectChannel()
     m_helloTimer->start(kHelloTimeoutMs);
 }
 
-void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
-{
-    if (!m_channel)
-        return;
-    if (result) {
-        // The answer goes into the sandbox: nothing of the host's secrets in it.
-        QJsonObject clean = *result;
-        if (!m_redactor.isEmpty()) {
-            Redactor::Hits hits;
-            clean = m_redactor.redactJson(clean, &hits);
-        }
-        // One frame at most: the longest text fields are cut (and the result says so) until it fits.
-        QByteArray json = QJsonDocument(clean).toJson(QJsonDocument::Compact);
-        while (json.size() > qsizetype(wire::kMaxPayload) - 64) {
-            QString longest;
-            qsizetype size = -1;
-            for (auto it = clean.begin(); it != clean.end(); ++it)
-                if (it.value().isString() && it.value().toString().size() > size) {
-                    longest = it.key();
-                    size = it.value().toString().size();
-                }
-            if (size <= 0) {
-                m_channel->sendToolResult(callId, false,
-                    QByteArrayLiteral("invalid_argument the tool's result is too large to pass into the sandbox"));
-                return;
-            }
-            clean.insert(longest, clean.value(longest).toString().left(size / 2));
-            clean.insert(QStringLiteral("truncated"), true);
-            json = QJsonDocument(clean).toJson(QJsonDocument::Compact);
-        }
-        m_channel->sendToolResult(callId, true, json);
-    } else {
-        m_channel->sendToolResult(
-            callId, false, (errorCodeName(result.error().code) + QLatin1Char(' ') + result.error().message).toUtf8());
-    }
-}
-
 void Sandbox::onStderr()
 {
     char buf[4096];
@@ -741,10 +704,15 @@ int Sandbox::initPidfdBeforeHello() const
 
 void Sandbox::terminate(const QString &reason)
 {
-    // Nothing started yet (its launch is under way, or failed): nothing to end, and what a launch
-    // under way starts is still ended by a later call.
-    if (m_reaped || m_launched.pid <= 0)
+    // Nothing started (its launch failed, or is under way): only its cgroup to remove, and what a
+    // launch under way starts is still ended by a later call.
+    if (m_reaped)
         return;
+    if (m_launched.pid <= 0) {
+        if (!m_adopted)
+            m_setup.cgroup.destroy();
+        return;
+    }
     m_reaped = true;
     if (m_helloTimer)
         m_helloTimer->stop();

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sandbox's side of what the guest hands over on its SOCK_SEQPACKET sockets: egress
 // connections (allowlist sandboxes; under gVisor, relayed to a listening socket instead) and each judged execution's
-// exec-check listener, and the judgement of the programs that listener reports. (Lifecycle, executions and output:
-// Sandbox.cpp.)
+// exec-check listener, and the judgement of the programs that listener reports; and the answers to the tool calls
+// it passes on. (Lifecycle, executions and output: Sandbox.cpp.)
 #include "sandbox/Sandbox.h"
 #include "util/UntrustedFd.h"
 
@@ -14,6 +14,7 @@
 #include "sandbox/GvisorLauncher.h"
 
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QSocketNotifier>
 
 #include <cerrno>
@@ -264,6 +265,43 @@ void Sandbox::recordExec(uint32_t execId, const ExecAttempt &a, const policy::Co
     // refusal, and what a person decided, is committed before anyone hears of it.
     const bool batched = v.decision == policy::Decision::Allow && v.rule != QLatin1String("person");
     record(event::ExecProgram, p, it != m_judged.cend() ? it->execution.run : QString(), batched);
+}
+
+void Sandbox::answerToolCall(uint32_t callId, const Result<QJsonObject> &result)
+{
+    if (!m_channel)
+        return;
+    if (result) {
+        // The answer goes into the sandbox: nothing of the host's secrets in it.
+        QJsonObject clean = *result;
+        if (!m_redactor.isEmpty()) {
+            Redactor::Hits hits;
+            clean = m_redactor.redactJson(clean, &hits);
+        }
+        // One frame at most: the longest text fields are cut (and the result says so) until it fits.
+        QByteArray json = QJsonDocument(clean).toJson(QJsonDocument::Compact);
+        while (json.size() > qsizetype(wire::kMaxPayload) - 64) {
+            QString longest;
+            qsizetype size = -1;
+            for (auto it = clean.begin(); it != clean.end(); ++it)
+                if (it.value().isString() && it.value().toString().size() > size) {
+                    longest = it.key();
+                    size = it.value().toString().size();
+                }
+            if (size <= 0) {
+                m_channel->sendToolResult(callId, false,
+                    QByteArrayLiteral("invalid_argument the tool's result is too large to pass into the sandbox"));
+                return;
+            }
+            clean.insert(longest, clean.value(longest).toString().left(size / 2));
+            clean.insert(QStringLiteral("truncated"), true);
+            json = QJsonDocument(clean).toJson(QJsonDocument::Compact);
+        }
+        m_channel->sendToolResult(callId, true, json);
+    } else {
+        m_channel->sendToolResult(
+            callId, false, (errorCodeName(result.error().code) + QLatin1Char(' ') + result.error().message).toUtf8());
+    }
 }
 
 } // namespace airlock
