@@ -204,10 +204,17 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
         isolation.privateMounts = true;
         const QString workspaces = QFileInfo(r.workspaceDir).path();
         // A clone of one mount (not what is mounted below it), to be put back in the runtime's
-        // mount namespace.
+        // mount namespace: private before it is, or it would be a peer of the host's (a shared
+        // one's clone is), and what the host mounts there would come in with it.
         const auto clone = [](const QString &path) {
-            return Fd(int(::syscall(
+            Fd tree(int(::syscall(
                 SYS_open_tree, AT_FDCWD, s(path).c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)));
+            mount_attr privately{};
+            privately.propagation = MS_PRIVATE;
+            if (tree.fd >= 0
+                && ::syscall(SYS_mount_setattr, tree.fd, "", AT_EMPTY_PATH, &privately, sizeof privately) != 0)
+                tree = Fd();
+            return tree;
         };
         if (volume::isMountRoot(workspaces)) {
             isolation.detachTree = s(workspaces);

@@ -108,23 +108,23 @@ int rawSetresid(long call, unsigned id)
         ::close(fd);
     }
     // A mount namespace of its own without the other sandboxes' workspaces. A slave first: a
-    // detach here never propagates to the host's mounts, while what the host unmounts later
-    // (a removed disk, another sandbox's workspace) goes from here too, and is not held by it.
+    // detach here never propagates to the host's mounts, while what the host unmounts later (a
+    // removed disk) goes from here too, and is not held by it. (The workspaces' folder and its own
+    // workspace are private clones here: nothing of the host's workspaces comes in later.)
     if (plan.privateMounts) {
         if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
             childFail(err, "a mount namespace for the runtime");
         const RuntimeIsolation &i = *plan.isolation;
         if (!i.detachTree.empty()) {
             // Every workspace there is, mounted before this launch or during it, in one unmount;
-            // the folder back without them (private: nothing mounted on it here reaches the
-            // host, nothing mounted there later comes here); its own workspace on it.
+            // the folder back without them (a private clone: nothing mounted on it here reaches
+            // the host, nothing mounted there later comes here); its own workspace on it.
             const auto put = [](int tree, const char *at) {
                 return ::syscall(SYS_move_mount, tree, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) == 0;
             };
             if (::umount2(i.detachTree.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
                 childFail(err, "detaching the sandboxes' workspaces");
-            if (!put(i.detachTreeClone, i.detachTree.c_str())
-                || ::mount(nullptr, i.detachTree.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+            if (!put(i.detachTreeClone, i.detachTree.c_str()))
                 childFail(err, "putting the workspaces' folder back");
             if (i.ownWorkspaceTree >= 0 && !put(i.ownWorkspaceTree, i.ownWorkspace.c_str()))
                 childFail(err, "putting the sandbox's workspace back");

@@ -332,6 +332,9 @@ bool isMountRoot(const QString &path)
 
 Status bindOnItself(const QString &dir)
 {
+    struct statx st { };
+    if (::statx(AT_FDCWD, "/", 0, STATX_TYPE, &st) != 0 || !(st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+        return makeError(ErrorCode::IoError, QStringLiteral("this kernel does not say which folders are mounts"));
     if (isMountRoot(dir))
         return Ok{};
     if (const QStringList below = mountsUnder(dir); !below.isEmpty())
@@ -348,12 +351,6 @@ Status bindOnItself(const QString &dir)
         return error;
     }
     return Ok{};
-}
-
-void unbindWhenEmpty(const QString &dir)
-{
-    if (isMountRoot(dir) && mountsUnder(dir).isEmpty())
-        ::umount2(QFile::encodeName(dir).constData(), MNT_DETACH | UMOUNT_NOFOLLOW);
 }
 
 bool mounted(const QString &dir)

@@ -51,10 +51,10 @@ bool isMountRoot(const QString &path);
 // when nothing is mounted below it yet: a runtime's mount namespace then drops every other
 // sandbox's workspace with one unmount, whatever their number (BwrapLauncher). Private: a
 // workspace mounted below it is not copied to where the folder itself came from. Ok when it is
-// one already; an error when something is mounted below it (the next start with none makes it).
+// one already; an error when something is mounted below it (the next start with none makes it),
+// or when the kernel does not say which folders are mounts (statx, Linux 5.8). Kept: a later
+// daemon finds it made.
 Status bindOnItself(const QString &dir);
-// Undoes bindOnItself() once nothing is mounted below the folder (none of its sandboxes goes on).
-void unbindWhenEmpty(const QString &dir);
 
 // Takes the workspace away: unmounts the image (lazily: a sandbox that is still dying keeps its
 // view until it is gone), deletes it, then the folder. For a folder without an image (a sandbox
