@@ -106,6 +106,11 @@ Result<Engine::Resolved> Engine::resolve(const SandboxCreation &creation) const
     for (const Mount &m : std::as_const(r.spec.mounts))
         if (Status s = validateMount(m); !s)
             return s.error();
+    // What is checked is what is opened: the canonical path, which the launcher opens with no
+    // symbolic link followed (a link put in its path since is refused, not followed elsewhere).
+    for (Mount &m : r.spec.mounts)
+        if (const QString canonical = QFileInfo(m.hostPath).canonicalFilePath(); !canonical.isEmpty())
+            m.hostPath = canonical;
     auto masked = hiddenInMounts(r.spec.mounts);
     if (!masked)
         return masked.error();

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -40,6 +41,15 @@ constexpr int kFirstMountFd = 12; // what sandboxView() opens or makes, in its o
 std::string s(const QString &q)
 {
     return QFile::encodeName(q).toStdString();
+}
+
+// O_PATH, refusing (ELOOP) a symbolic link anywhere in the path.
+int openNoSymlinks(const QString &path)
+{
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    return int(::syscall(SYS_openat2, AT_FDCWD, s(path).c_str(), &how, sizeof how));
 }
 
 } // namespace
@@ -125,9 +135,15 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
     std::vector<Fd> viewFds;
     for (const ViewEntry &e : view) {
         if (e.kind == ViewEntry::Kind::Bind && e.opened) {
-            viewFds.emplace_back(::open(QFile::encodeName(e.source).constData(), O_PATH | O_CLOEXEC));
+            viewFds.emplace_back(e.noSymlinks ? openNoSymlinks(e.source)
+                                              : ::open(QFile::encodeName(e.source).constData(), O_PATH | O_CLOEXEC));
             if (viewFds.back().fd >= 0)
                 continue;
+            if (e.noSymlinks && errno == ELOOP)
+                return makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("mount %1: a symbolic link is in its path now, which was not when it was checked; "
+                                   "it is not mounted (create the sandbox again)")
+                        .arg(e.source));
             if (e.target == QLatin1String("/.airlock/guest"))
                 return makeError(ErrorCode::BoundaryUnavailable,
                     QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "

@@ -111,8 +111,10 @@ QList<ViewEntry> sandboxView(const LaunchRequest &r)
         v.append(file(home + QString::fromLatin1(startup), {}, 0444));
     for (const char *dir : kHomeStartupDirs)
         v.append(entry(K::Empty, home + QString::fromLatin1(dir)));
-    for (const Mount &m : r.mounts)
+    for (const Mount &m : r.mounts) {
         v.append(bind(m.hostPath, m.sandboxPath, m.writable, true));
+        v.last().noSymlinks = true;
+    }
     for (const QString &hidden : r.hiddenPaths)
         v.append(entry(K::Empty, hidden));
     // Secrets granted as files: read-only, in the sandbox's own memory.

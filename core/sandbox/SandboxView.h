@@ -29,6 +29,9 @@ struct ViewEntry {
     QString source;
     bool writable = false;
     bool opened = false; // Bind: the daemon opens the source itself (bubblewrap gets a descriptor)
+    // Bind: the source was checked as it is, with no symbolic link in it (a person's mount, made
+    // canonical when it was checked): one that is there when it is opened was put there since.
+    bool noSymlinks = false;
     bool mask = false; // Bind: /dev/null over a host file that stays hidden
     int perms = 0;
     QByteArray data;

@@ -10,12 +10,15 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QProcess>
 #include <QSet>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <memory>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace airlock;
@@ -205,6 +208,33 @@ private Q_SLOTS:
         QVERIFY2(waitFor([] { return pidsWithCommandLine("--hostname burst-").isEmpty(); }, 5000),
             "a runtime started under the stop is still running");
         QCOMPARE(sandboxWorkspaces(d.dataDir() + QStringLiteral("/workspaces")), QStringList());
+    }
+
+    // A mount named through a link is the folder the link named when it was checked: its
+    // canonical path is what the launcher opens (with no link followed), and what info shows.
+    void aMountThroughALinkIsTheFolderItNamedThen()
+    {
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("real")));
+        QFile note(dir.filePath(QStringLiteral("real/note")));
+        QVERIFY(note.open(QIODevice::WriteOnly) && note.write("through the link\n") > 0);
+        note.close();
+        QVERIFY(::chmod(QFile::encodeName(dir.path()).constData(), 0755) == 0);
+        QVERIFY(QFile::link(dir.filePath(QStringLiteral("real")), dir.filePath(QStringLiteral("link"))));
+        TestDaemon d;
+        QVERIFY(d.start());
+        QString error;
+        const QString sb = d.create(
+            args("--name", "linked", "--mount", dir.filePath(QStringLiteral("link")) + QStringLiteral(":/mnt/p")),
+            &error);
+        QVERIFY2(!sb.isEmpty(), qPrintable(error));
+        const CliResult read = d.ctl(args("exec", sb, "--", "cat", "/mnt/p/note"));
+        QCOMPARE(read.exitCode, 0);
+        QCOMPARE(read.out, QByteArray("through the link\n"));
+        const QJsonArray mounts = sandboxInfo(d, sb).value(QStringLiteral("mounts")).toArray();
+        QCOMPARE(mounts.size(), 1);
+        QCOMPARE(mounts.first().toObject().value(QStringLiteral("host")).toString(),
+            QFileInfo(dir.filePath(QStringLiteral("real"))).canonicalFilePath());
     }
 
     // The same as an ordinary user: creates of one name at once from separate airlockctl
