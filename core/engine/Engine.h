@@ -305,7 +305,7 @@ private:
     // Sandboxes whose runtimes are being started, and whether to end them (removing their
     // workspace or not) once the launch has returned.
     QHash<Sandbox *, std::optional<bool>> m_launching;
-    Launcher m_launcher{Launcher::defaultThreads()}; // (its results reach this object's loop)
+    Launcher m_launcher{this, Launcher::defaultThreads()};
     bool m_stopping = false; // shutdown() has begun: nothing more is created
     QList<Sandbox *> m_sandboxes;
     QHash<QString, Sandbox *> m_byId;

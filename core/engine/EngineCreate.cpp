@@ -398,7 +398,7 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
     m_launching.insert(sandbox, std::nullopt);
     Launching launching{resumeListen, double(spent.nsecsElapsed()) / 1e6, {}, std::move(done)};
     launching.since.start();
-    m_launcher.launch(runtime, sandbox->setup().launch, this,
+    m_launcher.launch(runtime, sandbox->setup().launch,
         [this, sandbox, launching = std::move(launching)](
             Result<LaunchedSandbox> result) mutable { launched(sandbox, std::move(result), std::move(launching)); });
 }
@@ -409,16 +409,13 @@ void Engine::launched(Sandbox *sandbox, Result<LaunchedSandbox> result, Launchin
     spent.start();
     if (launching.resumeListen >= 0)
         ::close(launching.resumeListen); // the guest has its own now
+    // (Nothing but discard() ends a sandbox whose runtime is being started: the others need its
+    // channel, or its running.)
     const std::optional<bool> ending = m_launching.take(sandbox);
-    const bool failedMeanwhile = sandbox->state() != SandboxState::Starting;
     // It takes what was started even when it is to end now: ending it ends that too.
     const Status started = sandbox->start(std::move(result));
     if (ending)
         return end(sandbox, *ending);
-    if (failedMeanwhile) { // (and answered then): what was started ends now
-        sandbox->terminate(QStringLiteral("failed while it was being started"));
-        return;
-    }
     if (!started) {
         m_creating.remove(sandbox); // answered here, once
         discard(sandbox, true);

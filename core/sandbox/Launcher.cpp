@@ -9,7 +9,15 @@
 
 namespace airlock {
 
-Launcher::Launcher(int threads)
+namespace {
+Error stopping()
+{
+    return makeError(ErrorCode::SandboxNotRunning, QStringLiteral("airlockd is stopping; the sandbox was not started"));
+}
+} // namespace
+
+Launcher::Launcher(QObject *context, int threads)
+    : m_context(context)
 {
     for (int i = 0; i < std::max(1, threads); ++i) {
         m_threads.emplace_back([this] { run(); });
@@ -27,21 +35,24 @@ int Launcher::defaultThreads()
     return std::clamp(int(std::thread::hardware_concurrency()), 2, 4);
 }
 
-void Launcher::launch(const IsolationRuntime &runtime, LaunchRequest request, QObject *context, Done done)
+void Launcher::launch(const IsolationRuntime &runtime, LaunchRequest request, Done done)
 {
-    std::lock_guard lock(m_mutex);
-    m_context = context;
-    ++m_pending;
-    if (m_stopping) {
-        m_finished.emplace_back(std::move(done),
-            makeError(
-                ErrorCode::SandboxNotRunning, QStringLiteral("airlockd is stopping; the sandbox was not started")));
-        QMetaObject::invokeMethod(
-            context, [this] { deliverFinished(); }, Qt::QueuedConnection);
-        return;
+    {
+        std::lock_guard lock(m_mutex);
+        if (!m_stopping) {
+            m_queue.push_back({&runtime, std::move(request), std::move(done)});
+            m_wake.notify_one();
+            return;
+        }
+        m_finished.emplace_back(std::move(done), stopping());
     }
-    m_queue.push_back({&runtime, std::move(request), std::move(done)});
-    m_wake.notify_one();
+    announce();
+}
+
+void Launcher::announce()
+{
+    QMetaObject::invokeMethod(
+        m_context, [this] { deliverFinished(); }, Qt::QueuedConnection);
 }
 
 void Launcher::stop()
@@ -52,9 +63,7 @@ void Launcher::stop()
             return;
         m_stopping = true;
         for (Job &job : m_queue)
-            m_finished.emplace_back(std::move(job.done),
-                makeError(
-                    ErrorCode::SandboxNotRunning, QStringLiteral("airlockd is stopping; the sandbox was not started")));
+            m_finished.emplace_back(std::move(job.done), stopping());
         m_queue.clear();
     }
     m_wake.notify_all();
@@ -69,16 +78,9 @@ void Launcher::deliverFinished()
     {
         std::lock_guard lock(m_mutex);
         finished.swap(m_finished);
-        m_pending -= int(finished.size());
     }
     for (auto &[done, result] : finished)
         done(std::move(result));
-}
-
-int Launcher::pending() const
-{
-    std::lock_guard lock(m_mutex);
-    return m_pending;
 }
 
 void Launcher::run()
@@ -94,16 +96,11 @@ void Launcher::run()
             m_queue.pop_front();
         }
         Result<LaunchedSandbox> launched = job.runtime->launch(job.request);
-        QObject *context = nullptr;
         {
             std::lock_guard lock(m_mutex);
             m_finished.emplace_back(std::move(job.done), std::move(launched));
-            context = m_context;
         }
-        // Announced, not handed over: whoever drains first (the loop, or a stopping daemon) delivers.
-        if (context)
-            QMetaObject::invokeMethod(
-                context, [this] { deliverFinished(); }, Qt::QueuedConnection);
+        announce();
     }
 }
 

@@ -26,22 +26,21 @@ namespace airlock {
 class Launcher {
 public:
     using Done = std::function<void(Result<LaunchedSandbox>)>;
-    explicit Launcher(int threads);
+    // Results reach `context`'s thread (its event loop).
+    Launcher(QObject *context, int threads);
     ~Launcher();
     Launcher(const Launcher &) = delete;
     Launcher &operator=(const Launcher &) = delete;
 
-    // runtime.launch(request) on one of the threads; `done` later on `context`'s thread (its event
-    // loop), or in deliverFinished(). A launch is never lost: its result reaches `done` unless
-    // the Launcher itself is destroyed first.
-    void launch(const IsolationRuntime &runtime, LaunchRequest request, QObject *context, Done done);
+    // runtime.launch(request) on one of the threads; `done` later on the context's thread, or in
+    // deliverFinished(). A launch is never lost: its result reaches `done` unless the Launcher
+    // itself is destroyed first.
+    void launch(const IsolationRuntime &runtime, LaunchRequest request, Done done);
     // Lets the launches under way finish and ends the threads; launches not begun fail ("airlockd
     // is stopping"). Their results wait for deliverFinished(). Idempotent.
     void stop();
     // Runs `done` for every launch that has finished and has not been delivered.
     void deliverFinished();
-    // Launches asked for and not delivered yet.
-    int pending() const;
 
     // Threads for this host: one per core, at least two (a launch mostly waits), at most four.
     static int defaultThreads();
@@ -53,13 +52,14 @@ private:
         Done done;
     };
     void run();
+    // Announces finished launches to the context (whoever drains first delivers them).
+    void announce();
 
-    mutable std::mutex m_mutex;
+    QObject *const m_context;
+    std::mutex m_mutex;
     std::condition_variable m_wake;
     std::deque<Job> m_queue;
     std::vector<std::pair<Done, Result<LaunchedSandbox>>> m_finished;
-    QObject *m_context = nullptr; // where finished launches are announced (one context per Launcher)
-    int m_pending = 0;
     bool m_stopping = false;
     std::vector<std::thread> m_threads;
 };

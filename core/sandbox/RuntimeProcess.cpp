@@ -67,9 +67,6 @@ struct ChildPlan {
     int fdCount;
     int errFd;
     pid_t daemonPid;
-    bool privateNetwork;
-    bool privateMounts;
-    const std::vector<std::string> *detachMounts;
     const RuntimeIsolation *isolation;
     const char *uidMap;
     const char *gidMap;
@@ -111,25 +108,25 @@ int rawSetresid(long call, unsigned id)
     // detach here never propagates to the host's mounts, while what the host unmounts later (a
     // removed disk) goes from here too, and is not held by it. (The workspaces' folder and its own
     // workspace are private clones here: nothing of the host's workspaces comes in later.)
-    if (plan.privateMounts) {
+    const RuntimeIsolation &isolation = *plan.isolation;
+    if (isolation.privateMounts) {
         if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
             childFail(err, "a mount namespace for the runtime");
-        const RuntimeIsolation &i = *plan.isolation;
-        if (!i.detachTree.empty()) {
+        if (!isolation.detachTree.empty()) {
             // Every workspace there is, mounted before this launch or during it, in one unmount;
             // the folder back without them (a private clone: nothing mounted on it here reaches
             // the host, nothing mounted there later comes here); its own workspace on it.
             const auto put = [](int tree, const char *at) {
                 return ::syscall(SYS_move_mount, tree, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) == 0;
             };
-            if (::umount2(i.detachTree.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
+            if (::umount2(isolation.detachTree.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
                 childFail(err, "detaching the sandboxes' workspaces");
-            if (!put(i.detachTreeClone, i.detachTree.c_str()))
+            if (!put(isolation.detachTreeClone, isolation.detachTree.c_str()))
                 childFail(err, "putting the workspaces' folder back");
-            if (i.ownWorkspaceTree >= 0 && !put(i.ownWorkspaceTree, i.ownWorkspace.c_str()))
+            if (isolation.ownWorkspaceTree >= 0 && !put(isolation.ownWorkspaceTree, isolation.ownWorkspace.c_str()))
                 childFail(err, "putting the sandbox's workspace back");
         }
-        for (const std::string &point : *plan.detachMounts)
+        for (const std::string &point : isolation.detachMounts)
             if (::umount2(point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
                 childFail(err, "detaching another sandbox's workspace"); // (gone meanwhile: EINVAL, ENOENT)
     }
@@ -166,10 +163,10 @@ int rawSetresid(long call, unsigned id)
         childFail(err, "close_range");
     if (r.dropToUid) {
         const uid_t u = *r.dropToUid;
-        if ((!plan.privateNetwork && rawSetgroupsNone() != 0) || rawSetresid(SYS_setresgid, u) != 0
+        if ((!isolation.privateNetwork && rawSetgroupsNone() != 0) || rawSetresid(SYS_setresgid, u) != 0
             || rawSetresid(SYS_setresuid, u) != 0)
             childFail(err, "dropping root privileges");
-    } else if (plan.privateNetwork) {
+    } else if (isolation.privateNetwork) {
         // A user's daemon: the runtime is that user's anyway; the namespace maps it to itself.
         if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0 || !writeAll("/proc/self/setgroups", "deny")
             || !writeAll("/proc/self/uid_map", plan.uidMap) || !writeAll("/proc/self/gid_map", plan.gidMap))
@@ -293,8 +290,8 @@ Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::v
     }
 
     const ChildPlan plan{&r, argv.data(), envp, &procsFiles, childFds.data(), int(childFds.size()), errFd, daemonPid,
-        privateNetwork, isolation.privateMounts, &isolation.detachMounts, &isolation, uidMap, gidMap, placedRead.fd,
-        placedWrite.fd, nsReady.fd, nsReadyWrite.fd, nsMappedRead.fd, nsMapped.fd};
+        &isolation, uidMap, gidMap, placedRead.fd, placedWrite.fd, nsReady.fd, nsReadyWrite.fd, nsMappedRead.fd,
+        nsMapped.fd};
     // A child that waits for the daemon before exec (to be placed, or to have its uid mapped) is
     // forked; every other one shares the daemon's memory until exec.
     const bool waitsForDaemon = placedRead.fd >= 0 || nsReady.fd >= 0;
