@@ -586,11 +586,7 @@ private Q_SLOTS:
             QSKIP("a small filesystem of its own (tmpfs) needs root");
         TestDaemon daemon({QStringLiteral("--disk-reserve"), QStringLiteral("16M")});
         // A root daemon keeps its workspaces in /var/lib/airlock/workspaces-HASH (of its data folder).
-        const QString workspaces = QStringLiteral("/var/lib/airlock/workspaces-")
-            + QString::fromLatin1(
-                QCryptographicHash::hash(QFile::encodeName(daemon.dataDir()), QCryptographicHash::Sha256)
-                    .toHex()
-                    .left(12));
+        const QString workspaces = rootWorkspacesDir(daemon.dataDir());
         QVERIFY(QDir().mkpath(workspaces));
         const QByteArray mountPoint = QFile::encodeName(workspaces);
         QCOMPARE(::mount("airlock-test", mountPoint.constData(), "tmpfs", 0, "size=96m,mode=0711"), 0);

@@ -5,7 +5,6 @@
 // does the same through fuse2fs, or says why it cannot.
 #include "TestHelpers.h"
 
-#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -319,9 +318,7 @@ private Q_SLOTS:
     void aSandboxThatFillsTheDiskPastTheReserveIsEndedAndTheOthersGoOn()
     {
         TestDaemon d(args("--disk-reserve", "192M"));
-        const QString workspaces = QStringLiteral("/var/lib/airlock/workspaces-")
-            + QString::fromLatin1(
-                QCryptographicHash::hash(QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+        const QString workspaces = rootWorkspacesDir(d.dataDir());
         QVERIFY(QDir().mkpath(workspaces));
         QCOMPARE(::mount("airlock-test", native(workspaces).constData(), "tmpfs", 0, "size=512m,mode=0711"), 0);
         const auto unmount = qScopeGuard([&] {

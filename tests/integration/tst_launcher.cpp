@@ -32,17 +32,18 @@ struct Answer {
     QJsonObject result;
 };
 
-// `count` requests of `method` with params from `paramsOf(i)`, all sent before any is answered.
-QList<Answer> burst(DaemonClient &client, int count, const QString &method,
-    const std::function<QJsonObject(int)> &paramsOf, QList<Answer> *others = nullptr, const QString &otherMethod = {},
-    const std::function<QJsonObject(int)> &otherParamsOf = {})
+struct Request {
+    QString method;
+    QJsonObject params;
+};
+
+// Every request sent before any is answered; their answers, in the same order.
+QList<Answer> burst(DaemonClient &client, const QList<Request> &requests)
 {
-    QList<Answer> answers(count);
-    if (others)
-        *others = QList<Answer>(count);
+    QList<Answer> answers(requests.size());
     int answered = 0;
-    auto keep = [&answered](Answer &into) {
-        return [&answered, &into](Result<QJsonValue> r) {
+    for (qsizetype i = 0; i < requests.size(); ++i)
+        client.callAsync(requests[i].method, requests[i].params, [&answered, &into = answers[i]](Result<QJsonValue> r) {
             ++answered;
             into.ok = r.ok();
             if (r)
@@ -51,22 +52,20 @@ QList<Answer> burst(DaemonClient &client, int count, const QString &method,
                 into.code = errorCodeName(r.error().code);
                 into.message = r.error().message;
             }
-        };
-    };
-    for (int i = 0; i < count; ++i) {
-        client.callAsync(method, paramsOf(i), keep(answers[i]));
-        if (others)
-            client.callAsync(otherMethod, otherParamsOf(i), keep((*others)[i]));
-    }
-    const int expected = others ? 2 * count : count;
-    if (!waitFor([&] { return answered == expected; }, 60000))
-        qWarning("only %d of %d requests were answered", answered, expected);
+        });
+    if (!waitFor([&] { return answered == requests.size(); }, 60000))
+        qWarning("only %d of %d requests were answered", answered, int(requests.size()));
     return answers;
 }
 
-QJsonObject named(const QString &name)
+Request create(const QString &name)
 {
-    return {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), name}}}};
+    return {QStringLiteral("sandbox.create"), {{QStringLiteral("spec"), QJsonObject{{QStringLiteral("name"), name}}}}};
+}
+
+Request remove(const QString &name, bool keep = false)
+{
+    return {QStringLiteral("sandbox.delete"), {{QStringLiteral("sandbox"), name}, {QStringLiteral("keep"), keep}}};
 }
 
 // What is left of sandbox `id` on the host: its cgroups (any controller, any daemon instance).
@@ -95,10 +94,13 @@ private Q_SLOTS:
         QVERIFY(d.start());
         auto client = d.connect();
         QVERIFY(client);
-        QList<Answer> solos;
-        const QList<Answer> twins = burst(
-            *client, 6, QStringLiteral("sandbox.create"), [](int) { return named(QStringLiteral("twin")); }, &solos,
-            QStringLiteral("sandbox.create"), [](int i) { return named(QStringLiteral("solo-%1").arg(i)); });
+        QList<Request> requests;
+        for (int i = 0; i < 6; ++i)
+            requests << create(QStringLiteral("twin")) << create(QStringLiteral("solo-%1").arg(i));
+        const QList<Answer> answers = burst(*client, requests);
+        QList<Answer> twins, solos;
+        for (qsizetype i = 0; i < answers.size(); ++i)
+            (i % 2 ? solos : twins).append(answers[i]);
         int made = 0;
         for (const Answer &a : twins) {
             if (a.ok) {
@@ -134,13 +136,13 @@ private Q_SLOTS:
         QVERIFY(d.start());
         auto client = d.connect();
         QVERIFY(client);
-        QList<Answer> deletes;
-        const QList<Answer> creates = burst(
-            *client, 6, QStringLiteral("sandbox.create"), [](int i) { return named(QStringLiteral("gone-%1").arg(i)); },
-            &deletes, QStringLiteral("sandbox.delete"),
-            [](int i) {
-                return QJsonObject{{QStringLiteral("sandbox"), QStringLiteral("gone-%1").arg(i)}};
-            });
+        QList<Request> requests;
+        for (int i = 0; i < 6; ++i)
+            requests << create(QStringLiteral("gone-%1").arg(i)) << remove(QStringLiteral("gone-%1").arg(i));
+        const QList<Answer> answers = burst(*client, requests);
+        QList<Answer> creates, deletes;
+        for (qsizetype i = 0; i < answers.size(); ++i)
+            (i % 2 ? deletes : creates).append(answers[i]);
         QStringList ids;
         for (int i = 0; i < 6; ++i) {
             QVERIFY2(deletes[i].ok, qPrintable(deletes[i].message));
@@ -160,12 +162,18 @@ private Q_SLOTS:
                 qPrintable(cgroupsOf(id).join(QLatin1Char(' '))));
         }
         QCOMPARE(sandboxWorkspaces(workspaces), QStringList());
+        // Their host uids are back in the pool (a root daemon claims one per sandbox).
+        for (const QString &id : std::as_const(ids))
+            QVERIFY2(!hostUidClaims(d.dataDir()).contains(id), qPrintable(id + QStringLiteral(" still holds its uid")));
         const CliResult ls = d.ctl(args("ls"));
         QCOMPARE(ls.exitCode, 0);
         QVERIFY2(!ls.out.contains("gone-"), ls.out.constData());
-        // The daemon goes on as before.
+        // The daemon goes on as before; a sandbox that runs holds its claim (what was looked for).
         QVERIFY(!d.create(args("--name", "after")).isEmpty());
         QCOMPARE(d.ctl(args("exec", "after", "--", "true")).exitCode, 0);
+        if (::geteuid() == 0)
+            QVERIFY(hostUidClaims(d.dataDir())
+                        .contains(sandboxInfo(d, QStringLiteral("after")).value(QStringLiteral("id")).toString()));
     }
 
     // Keeping the workspace of a sandbox whose runtime is still starting is refused (nothing ran in
@@ -176,13 +184,9 @@ private Q_SLOTS:
         QVERIFY(d.start());
         auto client = d.connect();
         QVERIFY(client);
-        QList<Answer> keeps;
-        const QList<Answer> creates = burst(
-            *client, 1, QStringLiteral("sandbox.create"), [](int) { return named(QStringLiteral("kept")); }, &keeps,
-            QStringLiteral("sandbox.delete"),
-            [](int) {
-                return QJsonObject{{QStringLiteral("sandbox"), QStringLiteral("kept")}, {QStringLiteral("keep"), true}};
-            });
+        const QList<Answer> answers
+            = burst(*client, {create(QStringLiteral("kept")), remove(QStringLiteral("kept"), true)});
+        const QList<Answer> creates{answers[0]}, keeps{answers[1]};
         QVERIFY(!keeps[0].ok);
         QCOMPARE(keeps[0].code, QStringLiteral("busy"));
         QVERIFY2(keeps[0].message.contains(QLatin1String("kept is starting")), qPrintable(keeps[0].message));
@@ -200,8 +204,8 @@ private Q_SLOTS:
         auto client = d.connect();
         QVERIFY(client);
         for (int i = 0; i < 8; ++i)
-            client->callAsync(
-                QStringLiteral("sandbox.create"), named(QStringLiteral("burst-%1").arg(i)), [](Result<QJsonValue>) {});
+            client->callAsync(QStringLiteral("sandbox.create"), create(QStringLiteral("burst-%1").arg(i)).params,
+                [](Result<QJsonValue>) {});
         QVERIFY(waitFor([] { return !pidsWithCommandLine("--hostname burst-").isEmpty(); }, 10000));
         client.reset();
         d.stop();

@@ -8,7 +8,6 @@
 #include "sandbox/WorkspaceVolume.h"
 
 #include <QCoreApplication>
-#include <QCryptographicHash>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -161,9 +160,7 @@ private Q_SLOTS:
     void aFolderWithMountsBelowItIsDetachedMountByMount()
     {
         TestDaemon d;
-        const QString folder = QStringLiteral("/var/lib/airlock/workspaces-")
-            + QString::fromLatin1(
-                QCryptographicHash::hash(QFile::encodeName(d.dataDir()), QCryptographicHash::Sha256).toHex().left(12));
+        const QString folder = rootWorkspacesDir(d.dataDir());
         const QString earlier = folder + QStringLiteral("/earlier");
         QVERIFY(QDir().mkpath(earlier));
         QCOMPARE(QProcess::execute(QStringLiteral("mount"), args("-t", "tmpfs", "airlock-earlier", earlier)), 0);

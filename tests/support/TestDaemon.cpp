@@ -95,16 +95,47 @@ QStringList sandboxWorkspaces(const QString &dir, QDir::Filters filters)
     return out;
 }
 
+QString instanceHash(const QString &dataDir)
+{
+    return QString::fromLatin1(
+        QCryptographicHash::hash(QFile::encodeName(dataDir), QCryptographicHash::Sha256).toHex().left(12));
+}
+
+QString rootWorkspacesDir(const QString &dataDir)
+{
+    return QStringLiteral("/var/lib/airlock/workspaces-") + instanceHash(dataDir);
+}
+
+namespace {
+const QString kHostUidClaims = QStringLiteral("/run/airlock/host-uids");
+// A claim's file names its daemon's hash, then the sandbox's id: "HASH ID\n".
+QByteArray claimOf(const QString &path, const QString &hash)
+{
+    QFile claim(path);
+    const QByteArray text = claim.open(QIODevice::ReadOnly) ? claim.read(256) : QByteArray();
+    return text.startsWith(QByteArray(hash.toLatin1() + ' ')) ? text.mid(hash.size() + 1).trimmed() : QByteArray();
+}
+} // namespace
+
+QStringList hostUidClaims(const QString &dataDir)
+{
+    QStringList ids;
+    const QDir claims(kHostUidClaims);
+    for (const QString &uid : claims.entryList(QDir::Files))
+        if (const QByteArray id = claimOf(claims.filePath(uid), instanceHash(dataDir)); !id.isEmpty())
+            ids.append(QString::fromLatin1(id));
+    return ids;
+}
+
 void removeDaemonLeftovers(const QString &dataDir)
 {
     // Named by a hash of the data directory: the guest's copy (a killed daemon leaves it), a root
     // daemon's workspaces, kept ones too, and its claims of host uids (of sandboxes that outlived it).
-    const QString hash = QString::fromLatin1(
-        QCryptographicHash::hash(QFile::encodeName(dataDir), QCryptographicHash::Sha256).toHex().left(12));
+    const QString hash = instanceHash(dataDir);
     QFile::remove(QStringLiteral("/dev/shm/.airlock-guest-") + hash);
     if (::geteuid() != 0)
         return;
-    const QDir workspaces(QStringLiteral("/var/lib/airlock/workspaces-") + hash);
+    const QDir workspaces(rootWorkspacesDir(dataDir));
     for (const QString &ws : workspaces.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
         volume::removeWorkspace(workspaces.filePath(ws)); // unmounted first: never emptied through its mount
     // The folder's own mount (volume::bindOnItself), which airlockd keeps across its restarts.
@@ -112,12 +143,10 @@ void removeDaemonLeftovers(const QString &dataDir)
         && ::umount2(QFile::encodeName(workspaces.path()).constData(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) { }
     for (const char *kind : {"/var/lib/airlock/workspaces-", "/var/lib/airlock/kept-"})
         QDir(QLatin1String(kind) + hash).removeRecursively();
-    const QDir claims(QStringLiteral("/run/airlock/host-uids"));
-    for (const QString &uid : claims.entryList(QDir::Files)) {
-        QFile claim(claims.filePath(uid));
-        if (claim.open(QIODevice::ReadOnly) && claim.read(64).startsWith(QByteArray(hash.toLatin1() + ' ')))
-            QFile::remove(claim.fileName());
-    }
+    const QDir claims(kHostUidClaims);
+    for (const QString &uid : claims.entryList(QDir::Files))
+        if (!claimOf(claims.filePath(uid), hash).isEmpty())
+            QFile::remove(claims.filePath(uid));
 }
 
 void killLeftSandboxes(const QString &dataDir)

@@ -45,6 +45,12 @@ QStringList sandboxWorkspaces(
     const QString &dir, QDir::Filters filters = QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden);
 // Removes what a daemon with this data directory keeps outside it, should it have been killed.
 void removeDaemonLeftovers(const QString &dataDir);
+// What names a daemon's things outside its data directory: a hash of that directory.
+QString instanceHash(const QString &dataDir);
+// Where a root daemon with this data directory keeps its workspaces (/var/lib/airlock/workspaces-HASH).
+QString rootWorkspacesDir(const QString &dataDir);
+// The sandbox ids of that daemon's host uid claims (/run/airlock/host-uids, root's daemons).
+QStringList hostUidClaims(const QString &dataDir);
 
 // A real airlockd in private XDG directories, its own socket, stopped (SIGTERM) on destruction.
 // Its sandboxes end with it (--sandboxes-end-with-daemon) unless setSandboxesOutlive(true); what
