@@ -24,6 +24,7 @@
 #include <optional>
 #include <sys/stat.h>
 #include <utility>
+#include <vector>
 
 namespace airlock {
 
@@ -499,25 +500,48 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     };
     auto fail = [&](const QString &what) { return failWith(sql::error(db, what)); };
     std::pair<QString, QByteArray> sandboxText, kindText;
+    // Consecutive output of one execution's stream is one chunk (fewer rows, words not split),
+    // however other executions' output comes between its events: an execution's chunk is open
+    // until its output goes on elsewhere (the other stream, a gap, its tail) or a fact about it
+    // comes, so its chunks keep the order of its events.
+    struct OpenChunk {
+        size_t first; // in the batch
+        QByteArray data;
+    };
+    std::map<ExecKey, OpenChunk> open;
+    auto close = [&](std::map<ExecKey, OpenChunk>::iterator it) {
+        const Status s = writeOutput(batch[it->second.first], it->second.data);
+        open.erase(it);
+        return s;
+    };
 
     for (size_t i = 0; i < batch.size(); ++i) {
         const Item &item = batch[i];
         const Event &e = item.event;
         if (e.isOutput()) {
-            // Consecutive output of one stream is one chunk (fewer rows, words not split).
-            QByteArray data = e.data;
-            while (i + 1 < batch.size() && data.size() < kMaxChunkBytes) {
-                const Item &next = batch[i + 1];
-                if (!next.event.isOutput() || next.tail != item.tail || next.event.exec != e.exec
-                    || next.event.stream != e.stream || next.event.sandbox != e.sandbox
-                    || next.event.offset != e.offset + data.size())
-                    break;
-                data += next.event.data;
-                ++i;
+            auto it = open.find({e.sandbox, e.exec});
+            if (it != open.end()) {
+                const Item &first = batch[it->second.first];
+                if (first.tail == item.tail && first.event.stream == e.stream
+                    && first.event.offset + it->second.data.size() == e.offset
+                    && it->second.data.size() < kMaxChunkBytes) {
+                    it->second.data += e.data;
+                    continue;
+                }
+                if (Status s = close(it); !s)
+                    return failWith(s.error());
             }
-            if (Status s = writeOutput(item, data); !s)
-                return failWith(s.error());
+            open.emplace(ExecKey{e.sandbox, e.exec}, OpenChunk{i, e.data});
             continue;
+        }
+        // Its output so far goes before it (an exit counts every stored byte).
+        for (auto it = open.lower_bound({e.sandbox, 0}); it != open.end() && it->first.first == e.sandbox;) {
+            if (e.exec != 0 && it->first.second != e.exec) {
+                ++it;
+                continue;
+            }
+            if (Status s = close(it++); !s)
+                return failWith(s.error());
         }
         auto run = runId(e.run, e.timeMs);
         if (!run)
@@ -616,6 +640,14 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
             m_state.execs.erase(row);
         }
     }
+    // The chunks still open, in the order their output began.
+    std::vector<std::map<ExecKey, OpenChunk>::iterator> rest;
+    for (auto it = open.begin(); it != open.end(); ++it)
+        rest.push_back(it);
+    std::sort(rest.begin(), rest.end(), [](const auto &a, const auto &b) { return a->second.first < b->second.first; });
+    for (auto it : rest)
+        if (Status s = close(it); !s)
+            return failWith(s.error());
     if (Status s = indexSomeTails(kIndexSliceBytes); !s)
         return failWith(s.error());
     // Over the budget: down to 90 % of it, a slice per batch (the batch's waiters wait for it),

@@ -179,6 +179,45 @@ private Q_SLOTS:
         QCOMPARE(HistoryReader(path).execution(QStringLiteral("a b")).error().code, ErrorCode::InvalidArgument);
     }
 
+    // Output from several executions reaches the writer in turns (issue 23: the history batches
+    // across sandboxes): each execution's stream is still one chunk, not a row per event, and an
+    // execution's own chunks keep the order of its events (stdout, stderr, stdout again stay three
+    // chunks; what came before its exit is counted by it).
+    void interleavedOutputOfExecutionsIsAChunkEach()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        auto store = HistoryStore::open({path, 10000}); // one batch: flush() cuts it
+        QVERIFY(store);
+        HistoryStore &h = **store;
+        const QString a = QStringLiteral("sa"), b = QStringLiteral("sb");
+        startExecution(h, a, 1, {QStringLiteral("make")});
+        startExecution(h, b, 1, {QStringLiteral("make")}); // the same exec number in another sandbox
+        startExecution(h, a, 2, {QStringLiteral("tail")});
+        QVERIFY(h.flush());
+        h.append(output(a, 1, 1, 0, "a1 "));
+        h.append(output(b, 1, 1, 0, "b1 "));
+        h.append(output(a, 2, 1, 0, "c1 "));
+        h.append(output(a, 1, 1, 3, "a2 "));
+        h.append(output(b, 1, 1, 3, "b2 "));
+        h.append(output(a, 1, 2, 0, "E "));
+        h.append(output(a, 2, 1, 3, "c2 "));
+        exitExecution(h, b, 1, 6);
+        h.append(output(a, 1, 1, 6, "a3 "));
+        h.append(output(a, 2, 1, 9, "gap"));
+        QVERIFY(h.flush());
+        QCOMPARE(scalar(path,
+                     "SELECT group_concat(line, '|') FROM (SELECT x.sandbox_id || x.exec_id || '.' || c.stream || '=' "
+                     "|| CAST(c.data AS TEXT) AS line FROM chunks c JOIN executions x ON x.id = c.execution "
+                     "ORDER BY x.sandbox_id, x.exec_id, c.id)")
+                     .toByteArray(),
+            QByteArray("sa1.1=a1 a2 |sa1.2=E |sa1.1=a3 |sa2.1=c1 c2 |sa2.1=gap|sb1.1=b1 b2 "));
+        QCOMPARE(
+            scalar(path, "SELECT stored_bytes || ' ' || status FROM executions WHERE sandbox_id = 'sb'").toByteArray(),
+            QByteArray("6 succeeded"));
+        QCOMPARE(search(path, QStringLiteral("b2")).size(), 1);
+    }
+
     void retentionKeepsHeadAndTailWithTrueCounts()
     {
         QTemporaryDir dir;
