@@ -46,7 +46,7 @@ struct HistoryStore::Statements {
         , chunksOf(db, "SELECT id, length(data) FROM chunks WHERE execution=? ORDER BY id LIMIT 16")
         , setStored(db, "UPDATE executions SET stored_bytes=? WHERE id=?")
         , markPruned(db, "UPDATE executions SET stored_bytes=0, output_pruned=1 WHERE id=?")
-        , unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 64")
+        , unindexedChunks(db, "SELECT id, data FROM chunks WHERE execution=? AND indexed=0 ORDER BY id LIMIT 4")
         , markIndexed(db, "UPDATE chunks SET indexed=1 WHERE id=?")
     {
     }

@@ -37,7 +37,10 @@ auto logger()
 
 constexpr qint64 kMaxChunkBytes = 256 * 1024; // consecutive output is merged up to this
 constexpr qint64 kRetainedOnFailure = 1024 * 1024; // output kept for the retry of a failed batch
-constexpr qint64 kIndexSliceBytes = 1024 * 1024; // tail output indexed per batch (bounds a flush's wait)
+// Tails are indexed (once their executions end) a few milliseconds per batch, and in a batch that
+// someone waits for only when none was for this long: a flood's tails are tens of megabytes.
+constexpr auto kIndexSlice = std::chrono::milliseconds(4);
+constexpr auto kIndexStarvedAfter = std::chrono::milliseconds(100);
 constexpr int kTailIntervalMs = 1000; // a flood's tail is written this often
 constexpr qint64 kTailSliceBytes
     = 1024 * 1024; // of it per batch (so that no batch, and no one's output in it, waits long)
@@ -297,7 +300,7 @@ Status HistoryStore::writable() const
 void HistoryStore::writerLoop()
 {
     using Clock = std::chrono::steady_clock;
-    Clock::time_point lastTail{};
+    Clock::time_point lastTail{}, lastIndexed{};
     int failuresWhileStopping = 0;
     std::unique_lock lock(m_mutex);
     for (;;) {
@@ -317,7 +320,9 @@ void HistoryStore::writerLoop()
         // Gather for a while (bounded latency) unless someone waits; retry slowly while failing.
         if (m_failed && !m_stopping)
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
-        else if (!m_flushRequested && !m_stopping && !m_activeJob && m_jobs.empty()) {
+        else if (!m_flushRequested && !m_stopping && !m_activeJob && m_jobs.empty()
+            && (!m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_state.overBudget)) {
+            // (Tails to index alone are not gathered for: they go on a slice at a time.)
             const Clock::time_point gathered = Clock::now() + std::chrono::milliseconds(m_options.maxBatchLatencyMs);
             while (!m_flushRequested && !m_stopping) {
                 const Clock::time_point until = m_cutBatchAt ? std::min(gathered, *m_cutBatchAt) : gathered;
@@ -326,6 +331,12 @@ void HistoryStore::writerLoop()
                 m_wake.wait_until(lock, until);
             }
         }
+        // A batch someone waits for leaves the tails to the next one (unless they starved).
+        const Clock::time_point now = Clock::now();
+        const bool waitedFor = m_flushRequested || (m_cutBatchAt && now >= *m_cutBatchAt);
+        const bool indexTails = !waitedFor || now - lastIndexed >= kIndexStarvedAfter;
+        if (indexTails && !m_state.toIndex.empty())
+            lastIndexed = now;
         m_flushRequested = false;
         m_cutBatchAt.reset();
         std::deque<Item> batch;
@@ -333,7 +344,6 @@ void HistoryStore::writerLoop()
         // A flood's tail (output past the head budget) is written at most once a second: most of
         // it is replaced before then, and rewriting megabytes ten times a second would cost the
         // flood half its speed. An exit takes its tail along (append() queues it).
-        const Clock::time_point now = Clock::now();
         if (m_tailPending && (now - lastTail >= std::chrono::milliseconds(kTailIntervalMs) || m_stopping)) {
             lastTail = now;
             dropSupersededTail();
@@ -357,7 +367,7 @@ void HistoryStore::writerLoop()
 
         const bool attempted = !batch.empty() || !m_state.toIndex.empty() || m_state.overBudget;
         const WriterState before = m_state;
-        Status written = attempted ? writeBatch(batch) : Status(Ok{});
+        Status written = attempted ? writeBatch(batch, indexTails) : Status(Ok{});
         if (!written) {
             m_state = before;
             // Keep the facts for the retry (and a little output); the rest of the output is lost,
@@ -488,7 +498,7 @@ Status HistoryStore::writeOutput(const Item &first, const QByteArray &data)
     return Ok{};
 }
 
-Status HistoryStore::writeBatch(std::deque<Item> &batch)
+Status HistoryStore::writeBatch(std::deque<Item> &batch, bool indexTails)
 {
     sqlite3 *db = m_writer.get();
     Statements &q = *m_sql;
@@ -648,7 +658,7 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch)
     for (auto it : rest)
         if (Status s = close(it); !s)
             return failWith(s.error());
-    if (Status s = indexSomeTails(kIndexSliceBytes); !s)
+    if (Status s = indexTails ? indexSomeTails(std::chrono::steady_clock::now() + kIndexSlice) : Status(Ok{}); !s)
         return failWith(s.error());
     // Over the budget: down to 90 % of it, a slice per batch (the batch's waiters wait for it),
     // unless new output outruns the slices by a tenth of the budget.
@@ -693,10 +703,17 @@ Status HistoryStore::indexCommand(qint64 id, const QJsonArray &argv)
     return Ok{};
 }
 
-Status HistoryStore::indexSomeTails(qint64 budget)
+bool HistoryStore::someoneWaits() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_flushRequested || m_cutBatchAt;
+}
+
+Status HistoryStore::indexSomeTails(std::chrono::steady_clock::time_point until)
 {
     Statements &q = *m_sql;
-    while (budget > 0 && !m_state.toIndex.empty()) {
+    bool some = false; // at least one chunk per slice, however slow
+    while (!m_state.toIndex.empty()) {
         q.unindexedChunks.integer(1, m_state.toIndex.front());
         std::vector<std::pair<qint64, QByteArray>> chunks;
         while (q.unindexedChunks.step())
@@ -707,12 +724,12 @@ Status HistoryStore::indexSomeTails(qint64 budget)
             continue;
         }
         for (const auto &[id, data] : chunks) {
-            if (budget <= 0)
+            if (some && (std::chrono::steady_clock::now() >= until || someoneWaits()))
                 return Ok{}; // the rest in a later batch
             if (!q.outputIndex.integer(1, id).text(2, sql::indexText(data)).run()
                 || !q.markIndexed.integer(1, id).run())
                 return sql::error(m_writer.get(), QStringLiteral("indexing output"));
-            budget -= data.size();
+            some = true;
         }
     }
     return Ok{};

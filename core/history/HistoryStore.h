@@ -161,11 +161,14 @@ private:
 
     explicit HistoryStore(Options options);
     void writerLoop();
-    Status writeBatch(std::deque<Item> &batch);
+    Status writeBatch(std::deque<Item> &batch, bool indexTails);
     Status writeOutput(const Item &first, const QByteArray &data);
     Status deleteChunk(qint64 chunkId);
     Status indexCommand(qint64 id, const QJsonArray &argv);
-    Status indexSomeTails(qint64 budget);
+    // A flush or a batched fact waits for the next batch (writer thread; takes m_mutex).
+    bool someoneWaits() const;
+    // Indexes finished executions' tails until `until` or until someone waits (at least one chunk).
+    Status indexSomeTails(std::chrono::steady_clock::time_point until);
     Result<qint64> runId(const QString &name, qint64 timeMs);
     // One slice of a job (HistoryUpkeep.cpp): true once it is finished and `done` was called.
     bool upkeepSlice(UpkeepJob &job);

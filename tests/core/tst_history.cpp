@@ -7,6 +7,7 @@
 #include "history/HistorySchema.h"
 #include "history/HistoryStore.h"
 
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -431,6 +432,60 @@ private Q_SLOTS:
         // No flush: the writer commits on its own within ~100 ms.
         QVERIFY(
             QTest::qWaitFor([&] { return scalar(path, "SELECT count(*) FROM events").toLongLong() == 1000; }, 2000));
+    }
+
+    // A flood's tails are indexed once their executions end: tens of megabytes, seconds of the
+    // writer's time. A fact someone waits for (a one-shot's start and exit are acknowledged only
+    // once stored) does not wait for that: a batch waited for leaves the tails to the next, which
+    // index a few milliseconds at a time (issue 23: "one-shot after a flood"; before, each waited
+    // batch held a megabyte of indexing, and a flush waited for two of them).
+    void aFlushDoesNotWaitForTheTailsBeingIndexed()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.maxStoredOutputPerExec = 8 * 1024 * 1024; // 4 MiB head, 4 MiB tail
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        HistoryStore &h = **store;
+        const int executions = 10;
+        QByteArray piece; // 64 KiB of words, each line its own
+        for (int line = 0; piece.size() < 64 * 1024; ++line)
+            piece += "line " + QByteArray::number(line) + " compiling module" + QByteArray::number(line % 977)
+                + " with flags -O" + QByteArray::number(line % 3) + "\n";
+        piece.truncate(64 * 1024);
+        for (int i = 1; i <= executions; ++i) {
+            const QString sb = QStringLiteral("flood%1").arg(i);
+            startExecution(h, sb, 1, {QStringLiteral("make")});
+            qint64 offset = 0;
+            for (int k = 0; k < 128; ++k, offset += piece.size()) // 8 MiB each
+                h.append(output(sb, 1, 1, offset, piece));
+            exitExecution(h, sb, 1, offset);
+        }
+        QVERIFY(h.flush());
+        const qint64 toIndex = scalar(path, "SELECT count(*) FROM chunks WHERE indexed = 0").toLongLong();
+        QVERIFY2(toIndex >= executions * 8, qPrintable(QString::number(toIndex))); // 40 MiB of tails
+
+        QList<double> waits;
+        for (uint32_t i = 1; i <= 15; ++i) {
+            QTest::qWait(10);
+            startExecution(h, QStringLiteral("oneshot"), i, {QStringLiteral("true")});
+            QElapsedTimer t;
+            t.start();
+            QVERIFY(h.flush());
+            waits.append(double(t.nsecsElapsed()) / 1e6);
+        }
+        const qint64 stillToIndex = scalar(path, "SELECT count(*) FROM chunks WHERE indexed = 0").toLongLong();
+        std::sort(waits.begin(), waits.end());
+        const double medianMs = waits.at(waits.size() / 2);
+        qInfo("flush while %lld of %lld tail chunks were still to index: median %.1f ms, longest %.1f ms", stillToIndex,
+            toIndex, medianMs, waits.last());
+        QVERIFY2(stillToIndex > 0, "the tails were indexed before the flushes: nothing was measured");
+        QVERIFY2(medianMs < 12, qPrintable(QStringLiteral("median flush %1 ms").arg(medianMs)));
+        // And the tails are still indexed, a slice at a time: no waiter starves them.
+        QVERIFY(QTest::qWaitFor(
+            [&] { return scalar(path, "SELECT count(*) FROM chunks WHERE indexed = 0").toLongLong() == 0; }, 60000));
+        QCOMPARE(search(path, QStringLiteral("module976")).size(), executions + 0); // heads and tails alike
     }
 
     void destructionCommitsWhatIsQueued()
