@@ -321,21 +321,37 @@ void HistoryStore::writerLoop()
         if (m_failed && !m_stopping)
             m_wake.wait_for(lock, std::chrono::milliseconds(m_options.retryIntervalMs), [&] { return m_stopping; });
         else if (!m_flushRequested && !m_stopping && !m_activeJob && m_jobs.empty()
-            && (!m_queue.empty() || m_tailPending || !m_tailSlices.empty() || m_state.overBudget)) {
-            // (Tails to index alone are not gathered for: they go on a slice at a time.)
+            && (!m_queue.empty() || m_state.overBudget
+                || ((m_tailPending || !m_tailSlices.empty()) && m_state.toIndex.empty()))) {
+            // (Tails to index are not gathered for, nor a flood's tail, which goes once a second:
+            // the tails are indexed a slice at a time meanwhile.) The wait is the tails' time.
             const Clock::time_point gathered = Clock::now() + std::chrono::milliseconds(m_options.maxBatchLatencyMs);
             while (!m_flushRequested && !m_stopping) {
                 const Clock::time_point until = m_cutBatchAt ? std::min(gathered, *m_cutBatchAt) : gathered;
                 if (Clock::now() >= until)
                     break;
-                m_wake.wait_until(lock, until);
+                if (m_state.toIndex.empty()) {
+                    m_wake.wait_until(lock, until);
+                    continue;
+                }
+                lock.unlock();
+                const Status indexed
+                    = indexTails(Indexing::UntilSomeoneWaits, std::min(until, Clock::now() + kIndexSlice));
+                lock.lock();
+                lastIndexed = Clock::now();
+                if (!indexed)
+                    break; // the batch meets the same trouble, and reports it
             }
         }
-        // A batch someone waits for leaves the tails to the next one (unless they starved).
+        // A batch someone waits for leaves the tails to the next one, unless they starved: then
+        // it indexes a whole slice, whoever waits.
         const Clock::time_point now = Clock::now();
         const bool waitedFor = m_flushRequested || (m_cutBatchAt && now >= *m_cutBatchAt);
-        const bool indexTails = !waitedFor || now - lastIndexed >= kIndexStarvedAfter;
-        if (indexTails && !m_state.toIndex.empty())
+        const Indexing indexing = m_state.toIndex.empty() ? Indexing::None
+            : !waitedFor                                  ? Indexing::UntilSomeoneWaits
+            : now - lastIndexed >= kIndexStarvedAfter     ? Indexing::WholeSlice
+                                                          : Indexing::None;
+        if (indexing != Indexing::None)
             lastIndexed = now;
         m_flushRequested = false;
         m_cutBatchAt.reset();
@@ -365,11 +381,19 @@ void HistoryStore::writerLoop()
         const uint64_t id = ++m_batchesStarted;
         lock.unlock();
 
-        const bool attempted = !batch.empty() || !m_state.toIndex.empty() || m_state.overBudget;
-        const WriterState before = m_state;
-        Status written = attempted ? writeBatch(batch, indexTails) : Status(Ok{});
+        const bool attempted = !batch.empty() || m_state.overBudget || indexing != Indexing::None;
+        // Indexing alone changes no more of the writer's state than its list of tails (a batch
+        // copies all of it: every running execution's tail chunks).
+        const bool onlyIndexing = batch.empty() && !m_state.overBudget;
+        WriterState before;
+        if (!onlyIndexing)
+            before = m_state;
+        Status written = !attempted ? Status(Ok{})
+            : onlyIndexing          ? indexTails(indexing, Clock::now() + kIndexSlice)
+                                    : writeBatch(batch, indexing);
         if (!written) {
-            m_state = before;
+            if (!onlyIndexing)
+                m_state = before;
             // Keep the facts for the retry (and a little output); the rest of the output is lost,
             // which the execution's true byte counts will show.
             std::deque<Item> retry;
@@ -498,7 +522,23 @@ Status HistoryStore::writeOutput(const Item &first, const QByteArray &data)
     return Ok{};
 }
 
-Status HistoryStore::writeBatch(std::deque<Item> &batch, bool indexTails)
+Status HistoryStore::indexTails(Indexing indexing, std::chrono::steady_clock::time_point until)
+{
+    sqlite3 *db = m_writer.get();
+    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s)
+        return s;
+    const std::deque<qint64> before = m_state.toIndex;
+    Status s = indexSomeTails(indexing, until);
+    if (s)
+        s = sql::exec(db, "COMMIT", QStringLiteral("commit"));
+    if (!s) {
+        (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
+        m_state.toIndex = before;
+    }
+    return s;
+}
+
+Status HistoryStore::writeBatch(std::deque<Item> &batch, Indexing indexing)
 {
     sqlite3 *db = m_writer.get();
     Statements &q = *m_sql;
@@ -544,14 +584,16 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch, bool indexTails)
             open.emplace(ExecKey{e.sandbox, e.exec}, OpenChunk{i, e.data});
             continue;
         }
-        // Its output so far goes before it (an exit counts every stored byte).
-        for (auto it = open.lower_bound({e.sandbox, 0}); it != open.end() && it->first.first == e.sandbox;) {
-            if (e.exec != 0 && it->first.second != e.exec) {
-                ++it;
-                continue;
-            }
-            if (Status s = close(it++); !s)
-                return failWith(s.error());
+        // Its output so far goes before it (an exit counts every stored byte); a fact about the
+        // sandbox, all of its executions'.
+        if (e.exec != 0) {
+            if (auto it = open.find({e.sandbox, e.exec}); it != open.end())
+                if (Status s = close(it); !s)
+                    return failWith(s.error());
+        } else {
+            for (auto it = open.lower_bound({e.sandbox, 0}); it != open.end() && it->first.first == e.sandbox;)
+                if (Status s = close(it++); !s)
+                    return failWith(s.error());
         }
         auto run = runId(e.run, e.timeMs);
         if (!run)
@@ -658,7 +700,7 @@ Status HistoryStore::writeBatch(std::deque<Item> &batch, bool indexTails)
     for (auto it : rest)
         if (Status s = close(it); !s)
             return failWith(s.error());
-    if (Status s = indexTails ? indexSomeTails(std::chrono::steady_clock::now() + kIndexSlice) : Status(Ok{}); !s)
+    if (Status s = indexSomeTails(indexing, std::chrono::steady_clock::now() + kIndexSlice); !s)
         return failWith(s.error());
     // Over the budget: down to 90 % of it, a slice per batch (the batch's waiters wait for it),
     // unless new output outruns the slices by a tenth of the budget.
@@ -706,11 +748,13 @@ Status HistoryStore::indexCommand(qint64 id, const QJsonArray &argv)
 bool HistoryStore::someoneWaits() const
 {
     std::lock_guard lock(m_mutex);
-    return m_flushRequested || m_cutBatchAt;
+    return m_flushRequested || (m_cutBatchAt && std::chrono::steady_clock::now() >= *m_cutBatchAt);
 }
 
-Status HistoryStore::indexSomeTails(std::chrono::steady_clock::time_point until)
+Status HistoryStore::indexSomeTails(Indexing indexing, std::chrono::steady_clock::time_point until)
 {
+    if (indexing == Indexing::None)
+        return Ok{};
     Statements &q = *m_sql;
     bool some = false; // at least one chunk per slice, however slow
     while (!m_state.toIndex.empty()) {
@@ -724,7 +768,9 @@ Status HistoryStore::indexSomeTails(std::chrono::steady_clock::time_point until)
             continue;
         }
         for (const auto &[id, data] : chunks) {
-            if (some && (std::chrono::steady_clock::now() >= until || someoneWaits()))
+            if (some
+                && (std::chrono::steady_clock::now() >= until
+                    || (indexing == Indexing::UntilSomeoneWaits && someoneWaits())))
                 return Ok{}; // the rest in a later batch
             if (!q.outputIndex.integer(1, id).text(2, sql::indexText(data)).run()
                 || !q.markIndexed.integer(1, id).run())

@@ -161,14 +161,20 @@ private:
 
     explicit HistoryStore(Options options);
     void writerLoop();
-    Status writeBatch(std::deque<Item> &batch, bool indexTails);
+    // How much of the finished executions' tails a batch indexes (kIndexSlice at most).
+    enum class Indexing { None, UntilSomeoneWaits, WholeSlice };
+    Status writeBatch(std::deque<Item> &batch, Indexing indexing);
+    // A transaction of nothing else (its list of tails put back if it fails).
+    Status indexTails(Indexing indexing, std::chrono::steady_clock::time_point until);
     Status writeOutput(const Item &first, const QByteArray &data);
     Status deleteChunk(qint64 chunkId);
     Status indexCommand(qint64 id, const QJsonArray &argv);
-    // A flush or a batched fact waits for the next batch (writer thread; takes m_mutex).
+    // A flush waits for the next batch, or a batched fact whose latency is up (writer thread;
+    // takes m_mutex).
     bool someoneWaits() const;
-    // Indexes finished executions' tails until `until` or until someone waits (at least one chunk).
-    Status indexSomeTails(std::chrono::steady_clock::time_point until);
+    // Indexes finished executions' tails until `until` (at least one chunk), in the transaction
+    // under way.
+    Status indexSomeTails(Indexing indexing, std::chrono::steady_clock::time_point until);
     Result<qint64> runId(const QString &name, qint64 timeMs);
     // One slice of a job (HistoryUpkeep.cpp): true once it is finished and `done` was called.
     bool upkeepSlice(UpkeepJob &job);

@@ -13,6 +13,7 @@
 #include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 #include <algorithm>
 #include <tuple>
@@ -247,10 +248,11 @@ private Q_SLOTS:
             QByteArray("10000 1000 1"));
         QCOMPARE(scalar(path, "SELECT sum(length(data)) FROM chunks").toLongLong(), 1000);
         // What the tail dropped is gone from the index too: only the head's and tail's words match.
+        // (The tail is indexed in the writer's next slice after the exit, not with it.)
+        QTRY_COMPARE(search(path, QStringLiteral("0099") + QString(95, QLatin1Char('v'))).size(), 1);
         QCOMPARE(search(path, QStringLiteral("0000aaaa")).size(), 0); // "0000" + 95 'a' is one token
         QCOMPARE(search(path, QStringLiteral("0000") + QString(95, QLatin1Char('a'))).size(), 1);
         QCOMPARE(search(path, QStringLiteral("0050") + QString(95, QLatin1Char('y'))).size(), 0);
-        QCOMPARE(search(path, QStringLiteral("0099") + QString(95, QLatin1Char('v'))).size(), 1);
     }
 
     // A flood's tail is written once a second, 1 MiB of it per batch. When a newer second's tail
@@ -486,6 +488,52 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor(
             [&] { return scalar(path, "SELECT count(*) FROM chunks WHERE indexed = 0").toLongLong() == 0; }, 60000));
         QCOMPARE(search(path, QStringLiteral("module976")).size(), executions + 0); // heads and tails alike
+    }
+
+    // The other side of the above: another execution printing steadily (each line waited for, by
+    // the gate, within batchedFactLatencyMs) does not hold the tails back. The writer's wait for
+    // the lines to gather is the tails' time (the red team's finding, on a version that indexed
+    // only in batches and let each line cut a slice short: an agent printing fast beside a flood
+    // kept its tail out of search at a chunk per 100 ms).
+    void tailsAreIndexedBesideAStreamThatIsWaitedFor()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("history.db"));
+        HistoryStore::Options options{path};
+        options.maxStoredOutputPerExec = 40 * 1024 * 1024; // 20 MiB head, 20 MiB tail
+        auto store = HistoryStore::open(options);
+        QVERIFY(store);
+        HistoryStore &h = **store;
+        startExecution(h, QStringLiteral("flood"), 1, {QStringLiteral("make")});
+        startExecution(h, QStringLiteral("steady"), 1, {QStringLiteral("tail"), QStringLiteral("-f")});
+        QByteArray piece; // 256 KiB of words: a chunk each, milliseconds to index
+        for (int line = 0; piece.size() < 256 * 1024; ++line)
+            piece += "line " + QByteArray::number(line) + " compiling module" + QByteArray::number(line % 977)
+                + " with flags -O" + QByteArray::number(line % 3) + "\n";
+        piece.truncate(256 * 1024);
+        qint64 offset = 0;
+        for (int k = 0; k < 160; ++k, offset += piece.size()) // 40 MiB
+            h.append(output(QStringLiteral("flood"), 1, 1, offset, piece));
+        exitExecution(h, QStringLiteral("flood"), 1, offset);
+        QVERIFY(h.flush());
+        const qint64 toIndex = scalar(path, "SELECT count(*) FROM chunks WHERE indexed = 0").toLongLong();
+        QVERIFY2(toIndex >= 60, qPrintable(QString::number(toIndex)));
+        QElapsedTimer t;
+        t.start();
+        qint64 at = 0, left = toIndex;
+        for (int i = 0; left > 0 && t.elapsed() < 20000; ++i) { // about 40 KB/s: within its head all along
+            const QByteArray line = QByteArray::number(i % 10000000).rightJustified(7) + '\n';
+            h.append(output(QStringLiteral("steady"), 1, 1, at, line));
+            at += line.size();
+            QThread::usleep(200);
+            if (i % 250 == 0)
+                left = scalar(path, "SELECT count(*) FROM chunks WHERE indexed = 0").toLongLong();
+        }
+        const qint64 ms = t.elapsed();
+        qInfo("%lld tail chunks of 256 KiB indexed beside a line every 0.2 ms in %lld ms", toIndex, ms);
+        QCOMPARE(left, 0);
+        QVERIFY2(ms < 5000, qPrintable(QStringLiteral("%1 ms").arg(ms))); // a chunk per 100 ms: 8 s and more
+        QCOMPARE(search(path, QStringLiteral("module976")).size(), 1);
     }
 
     void destructionCommitsWhatIsQueued()
