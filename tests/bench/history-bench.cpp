@@ -101,8 +101,9 @@ double ingestRate(const QString &dir, int n, int streams)
     QList<Event> events;
     events.reserve(n);
     for (int i = 0; i < n; ++i)
-        events.append(streams > 0 ? smallOutput(uint64_t(streams + 1 + i), uint32_t(i % streams + 1), i / streams)
-                                  : smallEvent(uint64_t(i + 1)));
+        events.append(streams > 0
+                ? smallOutput(uint64_t(streams) + 1 + uint64_t(i), uint32_t(i % streams + 1), i / streams)
+                : smallEvent(uint64_t(i) + 1));
     QElapsedTimer t;
     t.start();
     for (const Event &e : std::as_const(events))
