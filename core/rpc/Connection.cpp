@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/Connection.h"
+#include "rpc/WriteQueue.h"
 
 #include <QElapsedTimer>
 #include <QLocalSocket>
 #include <QPointer>
 #include <QTimer>
-
-#include <cerrno>
-#include <poll.h>
-#include <sys/uio.h>
 
 namespace airlock::rpc {
 
@@ -22,23 +19,25 @@ constexpr qint64 kReadAhead = 1024 * 1024;
 Connection::Connection(QLocalSocket *socket, QObject *parent)
     : QObject(parent)
     , m_socket(socket)
+    , m_out(new WriteQueue(int(socket->socketDescriptor()), this))
 {
     m_socket->setParent(this);
     m_socket->setReadBufferSize(kReadAhead);
     connect(m_socket, &QLocalSocket::readyRead, this, &Connection::onReadyRead);
     connect(m_socket, &QLocalSocket::disconnected, this, [this] {
+        m_out->abandon(); // nothing more is written, nor reported as written
         // What arrived before the end comes before it (a closing error reply explains the close).
         QPointer<Connection> self(this);
         deliver(Budget::All);
         if (self)
             Q_EMIT disconnected();
     });
-    connect(m_socket, &QLocalSocket::bytesWritten, this, [this] {
-        if (m_waitingForFlush && m_socket->bytesToWrite() <= m_pauseBacklog / 2) {
+    connect(m_out, &WriteQueue::written, this, [this](qint64 pending) {
+        if (m_waitingForFlush && pending <= m_pauseBacklog / 2) {
             m_waitingForFlush = false;
             scheduleDelivery();
         }
-        Q_EMIT bytesFlushed(m_socket->bytesToWrite());
+        Q_EMIT bytesFlushed(pending);
     });
 }
 
@@ -54,61 +53,19 @@ void Connection::sendFrame(const QByteArray &frame)
 
 void Connection::sendOutput(const QByteArray &header, const QByteArray &data)
 {
-    if (m_socket->state() != QLocalSocket::ConnectedState)
-        return;
-    qint64 written = 0;
-    if (m_socket->bytesToWrite() == 0) {
-        iovec iov[2] = {{const_cast<char *>(header.constData()), size_t(header.size())},
-            {const_cast<char *>(data.constData()), size_t(data.size())}};
-        const ssize_t n = ::writev(int(m_socket->socketDescriptor()), iov, 2);
-        written = n > 0 ? n : 0; // EAGAIN and errors: the buffered path below (and Qt) handle them
-    }
-    if (written < header.size()) {
-        m_socket->write(header.constData() + written, header.size() - written);
-        m_socket->write(data);
-    } else if (written < header.size() + data.size()) {
-        m_socket->write(data.constData() + (written - header.size()), data.size() - (written - header.size()));
-    }
+    if (m_socket->state() == QLocalSocket::ConnectedState && !m_closing)
+        m_out->append(header, data);
 }
 
 void Connection::sendDataWaiting(quint32 transfer, const QByteArray &data)
 {
-    const QByteArray header = encodeDataHeader(transfer, data.size());
-    if (m_socket->state() != QLocalSocket::ConnectedState || m_socket->bytesToWrite() > 0)
-        return sendOutput(header, data);
-    const int fd = int(m_socket->socketDescriptor());
-    const qsizetype total = header.size() + data.size();
-    qsizetype done = 0;
-    while (done < total) {
-        iovec iov[2];
-        int count = 0;
-        if (done < header.size())
-            iov[count++] = {const_cast<char *>(header.constData()) + done, size_t(header.size() - done)};
-        const qsizetype inData = std::max<qsizetype>(0, done - header.size());
-        iov[count++] = {const_cast<char *>(data.constData()) + inData, size_t(data.size() - inData)};
-        const ssize_t n = ::writev(fd, iov, count);
-        if (n > 0) {
-            done += n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        pollfd room{fd, POLLOUT, 0};
-        if (n < 0 && errno == EAGAIN && ::poll(&room, 1, 10000) > 0 && !(room.revents & (POLLERR | POLLHUP)))
-            continue;
-        break; // an error, or no room for long: the rest through the socket, which reports it
-    }
-    if (done < header.size()) {
-        m_socket->write(header.constData() + done, header.size() - done);
-        m_socket->write(data);
-    } else if (done < total) {
-        m_socket->write(data.constData() + (done - header.size()), total - done);
-    }
+    if (m_socket->state() == QLocalSocket::ConnectedState && !m_closing)
+        m_out->appendWaiting(encodeDataHeader(transfer, data.size()), data, 10000);
 }
 
 qint64 Connection::pendingBytes() const
 {
-    return m_socket->bytesToWrite();
+    return m_out->pending();
 }
 
 bool Connection::isOpen() const
@@ -120,12 +77,13 @@ void Connection::closeWithError(const Error &error)
 {
     m_broken = true;
     send(makeErrorReply(QJsonValue(), error));
-    m_socket->disconnectFromServer(); // flushes pending writes first
+    close();
 }
 
 void Connection::close()
 {
-    m_socket->disconnectFromServer();
+    m_closing = true; // nothing more is queued; what is goes first
+    m_out->whenEmpty([this] { m_socket->disconnectFromServer(); });
 }
 
 void Connection::onReadyRead()
@@ -154,7 +112,7 @@ void Connection::deliver(Budget budget)
     QElapsedTimer spent;
     spent.start();
     while (self && !m_broken) {
-        if (budget == Budget::Slice && m_pauseBacklog > 0 && m_socket->bytesToWrite() > m_pauseBacklog) {
+        if (budget == Budget::Slice && m_pauseBacklog > 0 && m_out->pending() > m_pauseBacklog) {
             m_waitingForFlush = true; // resumed from bytesWritten
             return;
         }

@@ -11,6 +11,8 @@ class QLocalSocket;
 
 namespace airlock::rpc {
 
+class WriteQueue;
+
 // Frames over one local socket, for both the daemon and clients. Emits decoded messages; the first
 // malformed frame emits framingFailed() and nothing is read after it.
 //
@@ -25,17 +27,16 @@ public:
 
     void send(const QJsonObject &message);
     void sendFrame(const QByteArray &frame);
-    // An output frame as header + data: written straight to the socket (one writev, no copy)
-    // when nothing is queued before it, the rest through the socket's buffer.
+    // An output frame as header + data: written straight to the socket (one call) when nothing
+    // is queued before it; the rest waits, not copied (WriteQueue).
     void sendOutput(const QByteArray &header, const QByteArray &data);
     // A data frame of a file transfer (at most kMaxDataChunk bytes), the same way.
     void sendData(quint32 transfer, const QByteArray &data)
     {
         sendOutput(encodeDataHeader(transfer, data.size()), data);
     }
-    // The same, waiting for the socket to take all of it (no copy into the socket's buffer): for a
-    // sender with nothing else to do meanwhile (cp's upload). After 10 s without room, the rest is
-    // queued as sendData would.
+    // The same, waiting for the socket to take all of it: for a sender with nothing else to do
+    // meanwhile (cp's upload). After 10 s without room, the rest is queued as sendData would.
     void sendDataWaiting(quint32 transfer, const QByteArray &data);
     qint64 pendingBytes() const;
     // The daemon's side: stop handing out (and so reading) requests while more than `bytes` of
@@ -45,7 +46,8 @@ public:
     bool isOpen() const;
     // Sends a typed error (id null) and closes once it is written.
     void closeWithError(const Error &error);
-    void close();
+    void close(); // once what is queued is written
+
     QLocalSocket *socket() const { return m_socket; }
 
 Q_SIGNALS:
@@ -64,11 +66,13 @@ private:
     void scheduleDelivery(); // the rest from a zero timer
 
     QLocalSocket *m_socket;
+    WriteQueue *m_out; // everything sent goes through it, in order (never QLocalSocket::write)
     FrameReader m_reader;
     bool m_broken = false;
     bool m_resumeScheduled = false;
     qint64 m_pauseBacklog = 0; // 0: never pause
     bool m_waitingForFlush = false;
+    bool m_closing = false; // close() was called: nothing more is sent
 };
 
 } // namespace airlock::rpc

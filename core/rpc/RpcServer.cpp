@@ -192,6 +192,7 @@ Session *RpcServer::addSession(QLocalSocket *socket)
         m_approvals->cancelIf([session](const ApprovalRequest &r) { return r.owner == session; },
             QStringLiteral("the requester disconnected"));
         m_sessions.removeAll(session);
+        QObject::disconnect(session->conn, nullptr, this, nullptr); // its handlers hold `session`
         session->conn->deleteLater();
         delete session;
     });

@@ -24,6 +24,26 @@
 using namespace airlock;
 using namespace airlock::test;
 
+namespace {
+// `size` bytes of a build's log: lines of words, many of them distinct (what indexing costs).
+QByteArray buildLog(qsizetype size)
+{
+    QByteArray log;
+    for (int line = 0; log.size() < size; ++line)
+        log += "line " + QByteArray::number(line) + " compiling module" + QByteArray::number(line % 977)
+            + " with flags -O" + QByteArray::number(line % 3) + "\n";
+    log.truncate(size);
+    return log;
+}
+
+Result<std::unique_ptr<HistoryStore>> openWithOutputCap(const QString &path, qint64 perExec)
+{
+    HistoryStore::Options options{path};
+    options.maxStoredOutputPerExec = perExec; // half head, half tail
+    return HistoryStore::open(options);
+}
+} // namespace
+
 class TestHistory final : public QObject {
     Q_OBJECT
 private Q_SLOTS:
@@ -445,17 +465,11 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("history.db"));
-        HistoryStore::Options options{path};
-        options.maxStoredOutputPerExec = 8 * 1024 * 1024; // 4 MiB head, 4 MiB tail
-        auto store = HistoryStore::open(options);
+        auto store = openWithOutputCap(path, 8 * 1024 * 1024); // 4 MiB head, 4 MiB tail
         QVERIFY(store);
         HistoryStore &h = **store;
         const int executions = 10;
-        QByteArray piece; // 64 KiB of words, each line its own
-        for (int line = 0; piece.size() < 64 * 1024; ++line)
-            piece += "line " + QByteArray::number(line) + " compiling module" + QByteArray::number(line % 977)
-                + " with flags -O" + QByteArray::number(line % 3) + "\n";
-        piece.truncate(64 * 1024);
+        const QByteArray piece = buildLog(64 * 1024);
         for (int i = 1; i <= executions; ++i) {
             const QString sb = QStringLiteral("flood%1").arg(i);
             startExecution(h, sb, 1, {QStringLiteral("make")});
@@ -499,18 +513,12 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("history.db"));
-        HistoryStore::Options options{path};
-        options.maxStoredOutputPerExec = 40 * 1024 * 1024; // 20 MiB head, 20 MiB tail
-        auto store = HistoryStore::open(options);
+        auto store = openWithOutputCap(path, 40 * 1024 * 1024); // 20 MiB head, 20 MiB tail
         QVERIFY(store);
         HistoryStore &h = **store;
         startExecution(h, QStringLiteral("flood"), 1, {QStringLiteral("make")});
         startExecution(h, QStringLiteral("steady"), 1, {QStringLiteral("tail"), QStringLiteral("-f")});
-        QByteArray piece; // 256 KiB of words: a chunk each, milliseconds to index
-        for (int line = 0; piece.size() < 256 * 1024; ++line)
-            piece += "line " + QByteArray::number(line) + " compiling module" + QByteArray::number(line % 977)
-                + " with flags -O" + QByteArray::number(line % 3) + "\n";
-        piece.truncate(256 * 1024);
+        const QByteArray piece = buildLog(256 * 1024); // a chunk each, milliseconds to index
         qint64 offset = 0;
         for (int k = 0; k < 160; ++k, offset += piece.size()) // 40 MiB
             h.append(output(QStringLiteral("flood"), 1, 1, offset, piece));
