@@ -41,6 +41,13 @@ Connection::Connection(QLocalSocket *socket, QObject *parent)
     });
 }
 
+Connection::~Connection()
+{
+    // The queue's own descriptor is closed now, before the socket's: the peer sees the end at once,
+    // whatever order the children go in (an ssh transport waits for it in its socket's destroyed()).
+    m_out->abandon();
+}
+
 void Connection::send(const QJsonObject &message)
 {
     sendFrame(encodeJson(message));

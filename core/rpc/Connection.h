@@ -23,7 +23,9 @@ class WriteQueue;
 class Connection final : public QObject {
     Q_OBJECT
 public:
+    // `socket` is connected (its descriptor is valid).
     explicit Connection(QLocalSocket *socket, QObject *parent = nullptr);
+    ~Connection() override;
 
     void send(const QJsonObject &message);
     void sendFrame(const QByteArray &frame);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/WriteQueue.h"
+#include "log/Log.h"
 
 #include <QPointer>
 #include <QSocketNotifier>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -29,10 +31,14 @@ iovec rest(const QByteArray &bytes, qsizetype from)
 
 WriteQueue::WriteQueue(int fd, QObject *parent)
     : QObject(parent)
-    , m_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0))
+    , m_fd(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1) // (never a standard stream's number)
 {
+    Q_ASSERT(fd >= 0); // a connected socket's
     if (m_fd < 0) { // no descriptor to spare: the connection ends, it does not go on unable to send
-        ::shutdown(fd, SHUT_RDWR);
+        log::get("core.rpc")
+            ->warn("closing a connection: no descriptor to spare for writing to it ({})", std::strerror(errno));
+        if (fd >= 0)
+            ::shutdown(fd, SHUT_RDWR);
         m_gone = true;
         return;
     }
