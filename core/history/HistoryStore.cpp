@@ -524,17 +524,10 @@ Status HistoryStore::writeOutput(const Item &first, const QByteArray &data)
 
 Status HistoryStore::indexTails(Indexing indexing, std::chrono::steady_clock::time_point until)
 {
-    sqlite3 *db = m_writer.get();
-    if (Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin")); !s)
-        return s;
     const std::deque<qint64> before = m_state.toIndex;
-    Status s = indexSomeTails(indexing, until);
-    if (s)
-        s = sql::exec(db, "COMMIT", QStringLiteral("commit"));
-    if (!s) {
-        (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
+    const Status s = sql::transaction(m_writer.get(), [&] { return indexSomeTails(indexing, until); });
+    if (!s)
         m_state.toIndex = before;
-    }
     return s;
 }
 

@@ -296,16 +296,11 @@ Status HistoryStore::pruneSlice(UpkeepJob &job, bool *more)
     // log is emptied after each (into the database file, which takes the pages it freed).
     const qint64 maxBytes
         = job.onReserve ? std::max<qint64>(64 * 1024, m_options.reserveBytes / 4) : std::numeric_limits<qint64>::max();
-    Status s = sql::exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin"));
-    const bool began = bool(s);
-    if (s)
-        s = pruneOldest(job.goal, job.request.endedBeforeMs.value_or(0), job.upToId, slice,
+    const Status s = sql::transaction(db, [&] {
+        return pruneOldest(job.goal, job.request.endedBeforeMs.value_or(0), job.upToId, slice,
             std::chrono::steady_clock::now() + std::chrono::milliseconds(kUpkeepSliceMs), maxBytes, more);
-    if (s)
-        s = sql::exec(db, "COMMIT", QStringLiteral("commit"));
+    });
     if (!s) {
-        if (began)
-            (void)sql::exec(db, "ROLLBACK", QStringLiteral("rollback"));
         m_state = before;
         // (The failing statement was reset since: its text is what is left of SQLITE_FULL.)
         const bool full = s.error().message.contains(QLatin1String(sqlite3_errstr(SQLITE_FULL)));

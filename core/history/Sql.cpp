@@ -28,6 +28,19 @@ Status exec(sqlite3 *db, const char *statements, const QString &what)
     return error(db, what);
 }
 
+Status transaction(sqlite3 *db, const std::function<Status()> &work)
+{
+    Status s = exec(db, "BEGIN IMMEDIATE", QStringLiteral("begin"));
+    if (!s)
+        return s;
+    s = work();
+    if (s)
+        s = exec(db, "COMMIT", QStringLiteral("commit"));
+    if (!s)
+        (void)exec(db, "ROLLBACK", QStringLiteral("rollback"));
+    return s;
+}
+
 namespace {
 void indexTextFunction(sqlite3_context *ctx, int, sqlite3_value **argv)
 {

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include <functional>
 #include <memory>
 
 // Thin RAII over the SQLite C API, shared by the history's writer and readers.
@@ -21,6 +22,9 @@ inline constexpr int kBusyTimeoutMs = 5000;
 Error error(sqlite3 *db, const QString &what);
 // Runs one or more statements without results.
 Status exec(sqlite3 *db, const char *sql, const QString &what);
+// BEGIN IMMEDIATE, `work`, COMMIT; rolled back when either fails (what the caller keeps beside
+// the database is its to put back).
+Status transaction(sqlite3 *db, const std::function<Status()> &work);
 
 struct CloseDb {
     void operator()(sqlite3 *db) const { sqlite3_close(db); }
