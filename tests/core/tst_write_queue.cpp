@@ -2,7 +2,12 @@
 // WriteQueue over a real socket pair with a small send buffer: what the socket does not take at
 // once waits as the caller's QByteArrays (shared, not copied), leaves in order once the peer
 // reads, and a peer that is gone costs nothing (no SIGPIPE, nothing kept).
+#include "rpc/Connection.h"
 #include "rpc/WriteQueue.h"
+
+#include <QLocalServer>
+#include <QLocalSocket>
+#include <QTemporaryDir>
 
 #include <QSignalSpy>
 #include <QTest>
@@ -158,6 +163,33 @@ private Q_SLOTS:
         QCOMPARE(q.pending(), 0);
         char c;
         QCOMPARE(::read(m_fds[0], &c, 1), 0); // end of stream, not EAGAIN
+    }
+
+    // A client leaves with replies still queued for it: the connection reports its end, and
+    // nothing after it (the red team's crash: a 'written' after 'disconnected' reached the
+    // daemon's handler of a session it had deleted).
+    void aConnectionSaysNothingAfterItsEnd()
+    {
+        QTemporaryDir dir;
+        QLocalServer server;
+        QVERIFY(server.listen(dir.filePath(QStringLiteral("s"))));
+        QLocalSocket client;
+        client.connectToServer(server.fullServerName());
+        QVERIFY(client.waitForConnected(2000));
+        QVERIFY(server.waitForNewConnection(2000));
+        Connection conn(server.nextPendingConnection());
+        for (int i = 0; i < 16; ++i) // 16 MiB: far more than the socket takes
+            conn.sendOutput("H", pattern(1024 * 1024, char('a' + i)));
+        QVERIFY(conn.pendingBytes() > 0);
+        QStringList heard;
+        connect(&conn, &Connection::disconnected, this, [&] { heard.append(QStringLiteral("disconnected")); });
+        connect(&conn, &Connection::bytesFlushed, this, [&] { heard.append(QStringLiteral("flushed")); });
+        client.abort();
+        QTRY_VERIFY(heard.contains(QStringLiteral("disconnected")));
+        QTest::qWait(100); // a write notifier still armed would fire by now
+        QCOMPARE(heard.last(), QStringLiteral("disconnected"));
+        QCOMPARE(heard.count(QStringLiteral("disconnected")), 1);
+        QCOMPARE(conn.pendingBytes(), 0);
     }
 };
 
