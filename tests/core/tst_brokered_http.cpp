@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// The credential broker's HTTP/1.1 reading of what a sandbox sends, as an attacker would write it:
+// every head the broker and a host could read two ways (smuggling), every way to move the secret
+// somewhere the policy does not say, and every oversize is refused with its status and reason; a
+// chunked body ends exactly where it ends, fed whole or a byte at a time.
+#include "net/BrokeredHttp.h"
+
+#include <QTest>
+
+using namespace airlock::net::http;
+
+namespace {
+const QString kHost = QStringLiteral("api.example.test");
+const Credential kCredential{"x-api-key", "airlock-placeholder-0123", "sk-real-secret-value"};
+
+RequestHead parsed(const QByteArray &bytes)
+{
+    const HeadParse p = parseRequestHead(bytes, kHost);
+    if (const auto *r = std::get_if<Refusal>(&p))
+        qFatal("refused: %d %s", r->status, qPrintable(r->reason));
+    if (std::holds_alternative<NeedMore>(p))
+        qFatal("needs more");
+    return std::get<RequestHead>(p);
+}
+
+// Feeds `body` to a ChunkedBody whole or a byte at a time: bytes it took, or -1 when malformed.
+qsizetype chunkedEnd(const QByteArray &body, bool byteByByte)
+{
+    ChunkedBody chunked;
+    qsizetype used = 0;
+    for (qsizetype at = 0; at < body.size() && !chunked.done();) {
+        const qsizetype n = byteByByte ? 1 : body.size() - at;
+        const auto took = chunked.feed(QByteArrayView(body).sliced(at, n));
+        if (!took)
+            return -1;
+        used += *took;
+        at += n;
+    }
+    return chunked.done() ? used : -2;
+}
+} // namespace
+
+class TestBrokeredHttp : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void theSecretGoesInItsHeaderAndTheHeadIsSentAsRead()
+    {
+        const QByteArray request = "POST /v1/messages?beta=true HTTP/1.1\r\n"
+                                   "Host: API.example.test:443\r\n"
+                                   "X-Api-Key:   airlock-placeholder-0123  \r\n"
+                                   "Content-Length: 5\r\n"
+                                   "Accept-Encoding: gzip, br\r\n"
+                                   "Proxy-Authorization: Basic Zm9v\r\n"
+                                   "anthropic-version: 2023-06-01\r\n"
+                                   "\r\n"
+                                   "hello";
+        const RequestHead head = parsed(request);
+        QCOMPARE(head.size, request.size() - 5);
+        QCOMPARE(int(head.body.kind), int(BodyFraming::Kind::Length));
+        QCOMPARE(head.body.length, 5u);
+        int substituted = -1;
+        QCOMPARE(rewriteHead(head, kCredential, &substituted),
+            QByteArray("POST /v1/messages?beta=true HTTP/1.1\r\n"
+                       "Host: API.example.test:443\r\n"
+                       "X-Api-Key: sk-real-secret-value\r\n"
+                       "Content-Length: 5\r\n"
+                       "anthropic-version: 2023-06-01\r\n"
+                       "Accept-Encoding: identity\r\n\r\n"));
+        QCOMPARE(substituted, 1);
+    }
+
+    // The placeholder in any other header, in the target or in the body stays the placeholder:
+    // code in the sandbox cannot have the secret echoed back by putting it somewhere else.
+    void theSecretGoesNowhereElse()
+    {
+        const QByteArray request = "GET /echo?key=airlock-placeholder-0123 HTTP/1.1\r\n"
+                                   "Host: api.example.test\r\n"
+                                   "X-Echo: airlock-placeholder-0123\r\n"
+                                   "Authorization: Bearer airlock-placeholder-0123\r\n"
+                                   "Content-Length: 24\r\n\r\n";
+        int substituted = -1;
+        const QByteArray out = rewriteHead(parsed(request), kCredential, &substituted);
+        QCOMPARE(substituted, 0);
+        QVERIFY(!out.contains("sk-real-secret-value"));
+        // As an Authorization credential, there only.
+        const QByteArray bearer
+            = rewriteHead(parsed(request), {"authorization", "airlock-placeholder-0123", "sk-b"}, &substituted);
+        QCOMPARE(substituted, 1);
+        QVERIFY(bearer.contains("\r\nAuthorization: Bearer sk-b\r\n"));
+        QVERIFY(bearer.contains("GET /echo?key=airlock-placeholder-0123 HTTP/1.1\r\n"));
+        QVERIFY(bearer.contains("\r\nX-Echo: airlock-placeholder-0123\r\n"));
+    }
+
+    void headsThatCouldBeReadTwoWaysAreRefused_data()
+    {
+        QTest::addColumn<QByteArray>("request");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("reason");
+        const QByteArray host = "Host: api.example.test\r\n";
+        QTest::newRow("a bare LF") << QByteArray("GET / HTTP/1.1\n" + host + "\r\n") << 400 << "CRLF";
+        QTest::newRow("a bare CR in a value")
+            << QByteArray("GET / HTTP/1.1\r\n" + host + "X: a\rb\r\n\r\n") << 400 << "CRLF";
+        QTest::newRow("a folded header") << QByteArray("GET / HTTP/1.1\r\n" + host + "X: a\r\n b\r\n\r\n") << 400
+                                         << "folded";
+        QTest::newRow("a blank before the colon")
+            << QByteArray("GET / HTTP/1.1\r\nHost : api.example.test\r\n\r\n") << 400 << "NAME: VALUE";
+        QTest::newRow("a header without a colon")
+            << QByteArray("GET / HTTP/1.1\r\n" + host + "X\r\n\r\n") << 400 << "NAME: VALUE";
+        QTest::newRow("Content-Length and chunked")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+            << 400 << "read two ways";
+        QTest::newRow("Content-Length twice, the same")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Content-Length: 3\r\nContent-Length: 3\r\n\r\n") << 400
+            << "repeats";
+        QTest::newRow("Content-Length as a list")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Content-Length: 3, 3\r\n\r\n") << 400 << "not a number";
+        QTest::newRow("a negative Content-Length")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Content-Length: -1\r\n\r\n") << 400 << "not a number";
+        QTest::newRow("Content-Length in hex")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Content-Length: 0x10\r\n\r\n") << 400 << "not a number";
+        QTest::newRow("a Content-Length of 19 digits")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Content-Length: 1000000000000000000\r\n\r\n") << 400
+            << "not a number";
+        QTest::newRow("a coding before chunked")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: gzip, chunked\r\n\r\n") << 501
+            << "only Transfer-Encoding: chunked";
+        QTest::newRow("chunked twice") << QByteArray(
+            "POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n")
+                                       << 400 << "repeats";
+        QTest::newRow("chunked with a blank inside")
+            << QByteArray("POST / HTTP/1.1\r\n" + host + "Transfer-Encoding: chun ked\r\n\r\n") << 501
+            << "only Transfer-Encoding";
+        QTest::newRow("no Host") << QByteArray("GET / HTTP/1.1\r\n\r\n") << 400 << "0 Host headers";
+        QTest::newRow("two Hosts") << QByteArray("GET / HTTP/1.1\r\n" + host + host + "\r\n") << 400
+                                   << "2 Host headers";
+        QTest::newRow("another host") << QByteArray("GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n") << 421
+                                      << "the request is for evil.test; this connection is to api.example.test";
+        QTest::newRow("another port") << QByteArray("GET / HTTP/1.1\r\nHost: api.example.test:8443\r\n\r\n") << 421
+                                      << "is for api.example.test:8443";
+        QTest::newRow("HTTP/1.0") << QByteArray("GET / HTTP/1.0\r\n" + host + "\r\n") << 505 << "only HTTP/1.1";
+        QTest::newRow("HTTP/2's preface") << QByteArray("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") << 505 << "only HTTP/1.1";
+        QTest::newRow("a fourth word in the request line")
+            << QByteArray("GET / HTTP/1.1 x\r\n" + host + "\r\n") << 400 << "METHOD TARGET HTTP/1.1";
+        QTest::newRow("two blanks in the request line")
+            << QByteArray("GET  / HTTP/1.1\r\n" + host + "\r\n") << 400 << "METHOD TARGET HTTP/1.1";
+        QTest::newRow("an absolute target")
+            << QByteArray("GET http://evil.test/ HTTP/1.1\r\n" + host + "\r\n") << 400 << "origin form";
+        QTest::newRow("a control byte in the target")
+            << QByteArray("GET /a\x01 HTTP/1.1\r\n" + host + "\r\n") << 400 << "control or non-ASCII";
+        QTest::newRow("a non-ASCII target")
+            << QByteArray("GET /\xc3\xa4 HTTP/1.1\r\n" + host + "\r\n") << 400 << "control or non-ASCII";
+        QTest::newRow("a method that is no token")
+            << QByteArray("G(T / HTTP/1.1\r\n" + host + "\r\n") << 400 << "not a token";
+        QTest::newRow("a NUL in a value")
+            << QByteArray("GET / HTTP/1.1\r\n" + host + "X: a" + QByteArray(1, '\0') + "b\r\n\r\n") << 400
+            << "control character";
+        QTest::newRow("an Upgrade") << QByteArray("GET / HTTP/1.1\r\n" + host + "Upgrade: websocket\r\n\r\n") << 501
+                                    << "upgrades";
+        QTest::newRow("Connection: upgrade")
+            << QByteArray("GET / HTTP/1.1\r\n" + host + "Connection: keep-alive, Upgrade\r\n\r\n") << 501 << "upgrades";
+        QByteArray many = "GET / HTTP/1.1\r\n" + host;
+        for (int i = 0; i < kMaxHeaders; ++i)
+            many += "X-" + QByteArray::number(i) + ": y\r\n";
+        QTest::newRow("101 headers") << QByteArray(many + "\r\n") << 431 << "more than 100 headers";
+        QTest::newRow("a head over 64 KiB")
+            << QByteArray("GET / HTTP/1.1\r\n" + host + "X: " + QByteArray(kMaxHead, 'a')) << 431
+            << "larger than 64 KiB";
+    }
+    void headsThatCouldBeReadTwoWaysAreRefused()
+    {
+        QFETCH(QByteArray, request);
+        QFETCH(int, status);
+        QFETCH(QString, reason);
+        const HeadParse p = parseRequestHead(request, kHost);
+        const auto *refusal = std::get_if<Refusal>(&p);
+        QVERIFY2(refusal, std::holds_alternative<NeedMore>(p) ? "needs more" : "accepted");
+        QCOMPARE(refusal->status, status);
+        QVERIFY2(refusal->reason.contains(reason), qPrintable(refusal->reason));
+    }
+
+    void aHeadInPiecesNeedsMoreAndRequestsFollowEachOther()
+    {
+        const QByteArray first = "GET /a HTTP/1.1\r\nHost: api.example.test\r\n\r\n";
+        const QByteArray second = "POST /b HTTP/1.1\r\nHost: api.example.test\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for (qsizetype cut = 0; cut < first.size(); ++cut)
+            QVERIFY(std::holds_alternative<NeedMore>(parseRequestHead(first.first(cut), kHost)));
+        const QByteArray both = first + second;
+        const RequestHead a = parsed(both);
+        QCOMPARE(a.size, first.size());
+        QCOMPARE(int(a.body.kind), int(BodyFraming::Kind::None));
+        const RequestHead b = parsed(both.sliced(a.size));
+        QCOMPARE(b.target, QByteArray("/b"));
+        QCOMPARE(int(b.body.kind), int(BodyFraming::Kind::Chunked));
+        QCOMPARE(int(parsed("POST / HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 0\r\n\r\n").body.kind),
+            int(BodyFraming::Kind::None));
+    }
+
+    void aChunkedBodyEndsWhereItEnds_data()
+    {
+        QTest::addColumn<QByteArray>("body");
+        QTest::addColumn<int>("end"); // bytes of the body; -1: malformed
+        QTest::newRow("two chunks") << QByteArray("5\r\nhello\r\n1\r\n!\r\n0\r\n\r\nGET / HTTP/1.1\r\n") << 21;
+        QTest::newRow("hex of either case") << QByteArray("A\r\n0123456789\r\na\r\n0123456789\r\n0\r\n\r\n") << 35;
+        QTest::newRow("an extension") << QByteArray("5;name=value\r\nhello\r\n0\r\n\r\n") << 26;
+        QTest::newRow("a trailer") << QByteArray("0\r\nX-Checksum: 1\r\n\r\nnext") << 20;
+        QTest::newRow("data that looks like the end") << QByteArray("7\r\n0\r\n\r\nxx\r\n0\r\n\r\n") << 17;
+        QTest::newRow("a bare LF after the size") << QByteArray("5\nhello\r\n0\r\n\r\n") << -1;
+        QTest::newRow("no CRLF after the data") << QByteArray("5\r\nhelloXX0\r\n\r\n") << -1;
+        QTest::newRow("a size that is no number") << QByteArray("zz\r\n") << -1;
+        QTest::newRow("a blank before the size") << QByteArray(" 5\r\nhello\r\n0\r\n\r\n") << -1;
+        QTest::newRow("a blank after the size") << QByteArray("5 \r\nhello\r\n0\r\n\r\n") << -1;
+        QTest::newRow("a size of 16 hex digits") << QByteArray("1000000000000000\r\n") << -1;
+        QTest::newRow("a signed size") << QByteArray("-5\r\n") << -1;
+        QTest::newRow("a control byte in an extension") << QByteArray("5;a\x01\r\nhello\r\n0\r\n\r\n") << -1;
+        QTest::newRow("a trailer that is no header") << QByteArray("0\r\nnot a header\r\n\r\n") << -1;
+        QTest::newRow("an endless size line") << QByteArray(9000, '1') << -1;
+        QByteArray trailers = "0\r\n";
+        for (int i = 0; i < 1000; ++i)
+            trailers += "X-T: 0123456789\r\n";
+        QTest::newRow("trailers over 8 KiB") << QByteArray(trailers + "\r\n") << -1;
+    }
+    void aChunkedBodyEndsWhereItEnds()
+    {
+        QFETCH(QByteArray, body);
+        QFETCH(int, end);
+        QCOMPARE(chunkedEnd(body, false), qsizetype(end));
+        QCOMPARE(chunkedEnd(body, true), qsizetype(end));
+    }
+
+    void onlySecretsThatFitAHeaderAreBrokered()
+    {
+        QVERIFY(fitsInHeaderValue("sk-ant-api03-abc_DEF"));
+        QVERIFY(fitsInHeaderValue("Bearer a b"));
+        QVERIFY(!fitsInHeaderValue("a\r\nX-Injected: 1"));
+        QVERIFY(!fitsInHeaderValue(QByteArray("a\0b", 3)));
+        QVERIFY(!fitsInHeaderValue(" leading"));
+        QVERIFY(!fitsInHeaderValue("trailing\t"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBrokeredHttp)
+#include "tst_brokered_http.moc"
