@@ -65,22 +65,103 @@ bool listsToken(QByteArrayView value, QByteArrayView token)
             return true;
     return false;
 }
-} // namespace
 
-HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
+using Fields = QList<std::pair<QByteArray, QByteArray>>;
+
+// Where a message's head ends in `buffer` (its blank line included), NeedMore, or a refusal.
+std::variant<qsizetype, Refusal, NeedMore> headEnd(QByteArrayView buffer, int status, const QString &what)
 {
     const qsizetype end = buffer.first(std::min(buffer.size(), kMaxHead)).indexOf("\r\n\r\n");
     if (end < 0) {
         if (buffer.size() >= kMaxHead)
-            return refuse(431, QStringLiteral("the request's head is larger than %1 KiB").arg(kMaxHead / 1024));
+            return refuse(status, QStringLiteral("the %1's head is larger than %2 KiB").arg(what).arg(kMaxHead / 1024));
         return NeedMore{};
     }
-    const QByteArrayView head = buffer.first(end + 2); // each line with its CRLF
-    if (!onlyCrlf(head))
-        return refuse(400, QStringLiteral("a line in the request's head ends otherwise than with CRLF"));
+    if (!onlyCrlf(buffer.first(end + 2)))
+        return refuse(status == 431 ? 400 : status,
+            QStringLiteral("a line in the %1's head ends otherwise than with CRLF").arg(what));
+    return end + 4;
+}
+
+// The header lines of `head` (each with its CRLF) from `at`, checked, into `fields`.
+std::optional<Refusal> readFields(QByteArrayView head, qsizetype at, Fields &fields, int status, const QString &what)
+{
+    while (at < head.size()) {
+        const qsizetype next = head.indexOf("\r\n", at);
+        const QByteArrayView field = head.sliced(at, next - at);
+        at = next + 2;
+        if (field.front() == ' ' || field.front() == '\t')
+            return refuse(status, QStringLiteral("a header line is folded onto the one before"));
+        const qsizetype colon = field.indexOf(':');
+        if (colon < 0 || !isToken(field.first(colon)))
+            return refuse(status, QStringLiteral("a header line is not NAME: VALUE (no blank before the colon)"));
+        const QByteArrayView name = field.first(colon), value = trimmed(field.sliced(colon + 1));
+        for (const char c : value)
+            if (isControl(c))
+                return refuse(
+                    status, QStringLiteral("header %1 holds a control character").arg(QString::fromLatin1(name)));
+        if (fields.size() == kMaxHeaders)
+            return refuse(status == 400 ? 431 : status,
+                QStringLiteral("the %1 has more than %2 headers").arg(what).arg(kMaxHeaders));
+        fields.append({name.toByteArray(), value.toByteArray()});
+    }
+    return std::nullopt;
+}
+
+// How a message with `fields` delimits its body by Content-Length and Transfer-Encoding (`none`
+// when it has neither), or a refusal when it could be read two ways.
+std::variant<BodyFraming, Refusal> framing(const Fields &fields, BodyFraming none, int status, const QString &what)
+{
+    BodyFraming body = none;
+    int lengths = 0, codings = 0;
+    for (const auto &[name, value] : fields) {
+        if (name.compare("content-length", Qt::CaseInsensitive) == 0) {
+            ++lengths;
+            bool ok = value.size() <= 18 && !value.isEmpty();
+            for (const char c : value)
+                ok = ok && c >= '0' && c <= '9';
+            if (!ok)
+                return refuse(status, QStringLiteral("Content-Length is not a number of at most 18 digits"));
+            body = {value.toULongLong() ? BodyFraming::Kind::Length : BodyFraming::Kind::None, value.toULongLong()};
+        } else if (name.compare("transfer-encoding", Qt::CaseInsensitive) == 0) {
+            ++codings;
+            if (value.compare("chunked", Qt::CaseInsensitive) != 0)
+                return refuse(
+                    status == 400 ? 501 : status, QStringLiteral("only Transfer-Encoding: chunked is brokered"));
+            body = {BodyFraming::Kind::Chunked, 0};
+        }
+    }
+    if (lengths > 1 || codings > 1)
+        return refuse(status, QStringLiteral("the %1 repeats Content-Length or Transfer-Encoding").arg(what));
+    if (lengths && codings)
+        return refuse(status,
+            QStringLiteral("the %1 has both Content-Length and Transfer-Encoding: its body could be read two ways")
+                .arg(what));
+    return body;
+}
+
+bool upgrades(const Fields &fields)
+{
+    for (const auto &[name, value] : fields)
+        if (name.compare("upgrade", Qt::CaseInsensitive) == 0
+            || (name.compare("connection", Qt::CaseInsensitive) == 0 && listsToken(value, "upgrade")))
+            return true;
+    return false;
+}
+} // namespace
+
+HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
+{
+    const QString what = QStringLiteral("request");
+    const auto end = headEnd(buffer, 431, what);
+    if (const auto *r = std::get_if<Refusal>(&end))
+        return *r;
+    if (std::holds_alternative<NeedMore>(end))
+        return NeedMore{};
     RequestHead request;
-    request.size = end + 4;
-    qsizetype at = head.indexOf("\r\n");
+    request.size = std::get<qsizetype>(end);
+    const QByteArrayView head = buffer.first(request.size - 2); // each line with its CRLF
+    const qsizetype at = head.indexOf("\r\n");
     const QByteArrayView line = head.first(at);
     const qsizetype sp1 = line.indexOf(' '), sp2 = sp1 < 0 ? -1 : line.indexOf(' ', sp1 + 1);
     if (sp1 < 0 || sp2 < 0 || line.indexOf(' ', sp2 + 1) >= 0)
@@ -103,63 +184,69 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
             return refuse(400, QStringLiteral("the request's target holds a control or non-ASCII byte"));
     request.method = method.toByteArray();
     request.target = target.toByteArray();
+    if (auto refused = readFields(head, at + 2, request.headers, 400, what))
+        return *refused;
 
-    int hosts = 0, lengths = 0, codings = 0;
-    for (at += 2; at < head.size();) {
-        const qsizetype next = head.indexOf("\r\n", at);
-        const QByteArrayView field = head.sliced(at, next - at);
-        at = next + 2;
-        if (field.front() == ' ' || field.front() == '\t')
-            return refuse(400, QStringLiteral("a header line is folded onto the one before"));
-        const qsizetype colon = field.indexOf(':');
-        if (colon < 0 || !isToken(field.first(colon)))
-            return refuse(400, QStringLiteral("a header line is not NAME: VALUE (no blank before the colon)"));
-        const QByteArrayView name = field.first(colon), value = trimmed(field.sliced(colon + 1));
-        for (const char c : value)
-            if (isControl(c))
-                return refuse(
-                    400, QStringLiteral("header %1 holds a control character").arg(QString::fromLatin1(name)));
-        if (request.headers.size() == kMaxHeaders)
-            return refuse(431, QStringLiteral("the request has more than %1 headers").arg(kMaxHeaders));
-        request.headers.append({name.toByteArray(), value.toByteArray()});
-        if (name.compare("host", Qt::CaseInsensitive) == 0) {
-            ++hosts;
-            QByteArray named = value.toByteArray().toLower();
-            if (named.endsWith(":443"))
-                named.chop(4);
-            if (named != host.toLatin1())
-                return refuse(421,
-                    QStringLiteral("the request is for %1; this connection is to %2")
-                        .arg(QString::fromLatin1(value.first(std::min<qsizetype>(value.size(), 200))), host));
-        } else if (name.compare("content-length", Qt::CaseInsensitive) == 0) {
-            ++lengths;
-            bool ok = value.size() <= 18 && !value.isEmpty();
-            for (const char c : value)
-                ok = ok && c >= '0' && c <= '9';
-            if (!ok)
-                return refuse(400, QStringLiteral("Content-Length is not a number of at most 18 digits"));
-            request.body = {BodyFraming::Kind::Length, value.toULongLong()};
-        } else if (name.compare("transfer-encoding", Qt::CaseInsensitive) == 0) {
-            ++codings;
-            if (value.compare("chunked", Qt::CaseInsensitive) != 0)
-                return refuse(501, QStringLiteral("only Transfer-Encoding: chunked is brokered"));
-            request.body = {BodyFraming::Kind::Chunked, 0};
-        } else if (name.compare("upgrade", Qt::CaseInsensitive) == 0
-            || (name.compare("connection", Qt::CaseInsensitive) == 0 && listsToken(value, "upgrade"))) {
-            return refuse(501, QStringLiteral("protocol upgrades (WebSocket) are not brokered"));
-        }
+    int hosts = 0;
+    for (const auto &[name, value] : std::as_const(request.headers)) {
+        if (name.compare("host", Qt::CaseInsensitive) != 0)
+            continue;
+        ++hosts;
+        QByteArray named = value.toLower();
+        if (named.endsWith(":443"))
+            named.chop(4);
+        if (named != host.toLatin1())
+            return refuse(421,
+                QStringLiteral("the request is for %1; this connection is to %2")
+                    .arg(QString::fromLatin1(value.left(200)), host));
     }
     if (hosts != 1)
         return refuse(400, QStringLiteral("the request has %1 Host headers, not one").arg(hosts));
-    if (lengths > 1 || codings > 1)
-        return refuse(400, QStringLiteral("the request repeats Content-Length or Transfer-Encoding"));
-    if (lengths && codings)
-        return refuse(400,
-            QStringLiteral(
-                "the request has both Content-Length and Transfer-Encoding: its body could be read two ways"));
-    if (request.body.kind == BodyFraming::Kind::Length && request.body.length == 0)
-        request.body = {};
+    if (upgrades(request.headers))
+        return refuse(501, QStringLiteral("protocol upgrades (WebSocket) are not brokered"));
+    const auto body = framing(request.headers, {}, 400, what);
+    if (const auto *r = std::get_if<Refusal>(&body))
+        return *r;
+    request.body = std::get<BodyFraming>(body);
     return request;
+}
+
+ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method)
+{
+    const QString what = QStringLiteral("response");
+    const auto end = headEnd(buffer, 502, what);
+    if (const auto *r = std::get_if<Refusal>(&end))
+        return *r;
+    if (std::holds_alternative<NeedMore>(end))
+        return NeedMore{};
+    ResponseHead response;
+    response.size = std::get<qsizetype>(end);
+    const QByteArrayView head = buffer.first(response.size - 2);
+    const qsizetype at = head.indexOf("\r\n");
+    const QByteArrayView line = head.first(at);
+    // "HTTP/1.x NNN reason"
+    const bool shaped = line.size() >= 12 && (line.startsWith("HTTP/1.1 ") || line.startsWith("HTTP/1.0 "))
+        && (line.size() == 12 || line[12] == ' ');
+    int status = 0;
+    for (qsizetype i = 9; shaped && i < 12; ++i)
+        status = line[i] >= '0' && line[i] <= '9' ? status * 10 + (line[i] - '0') : -1000;
+    if (!shaped || status < 100 || status > 599)
+        return refuse(502, QStringLiteral("the host's answer does not start with an HTTP/1.x status line"));
+    for (const char c : line.sliced(9))
+        if (isControl(c))
+            return refuse(502, QStringLiteral("the host's status line holds a control character"));
+    response.status = status;
+    if (auto refused = readFields(head, at + 2, response.headers, 502, what))
+        return *refused;
+    if (status == 101 || (status >= 200 && status < 300 && method.compare("CONNECT", Qt::CaseInsensitive) == 0))
+        return refuse(502, QStringLiteral("the host switched protocols, which is not brokered"));
+    const auto body = framing(response.headers, {BodyFraming::Kind::UntilClose, 0}, 502, what);
+    if (const auto *r = std::get_if<Refusal>(&body))
+        return *r;
+    response.body = std::get<BodyFraming>(body);
+    if (response.interim() || status == 204 || status == 304 || method.compare("HEAD", Qt::CaseInsensitive) == 0)
+        response.body = {};
+    return response;
 }
 
 bool fitsInHeaderValue(QByteArrayView value)

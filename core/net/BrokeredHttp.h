@@ -23,7 +23,7 @@ inline constexpr int kMaxHeaders = 100;
 
 // How a message's body is delimited after its head.
 struct BodyFraming {
-    enum class Kind { None, Length, Chunked } kind = Kind::None;
+    enum class Kind { None, Length, Chunked, UntilClose } kind = Kind::None; // UntilClose: responses only
     quint64 length = 0; // Kind::Length
 };
 
@@ -49,6 +49,22 @@ using HeadParse = std::variant<RequestHead, Refusal, NeedMore>;
 // The head at the start of `buffer`, for a request to `host` (its Host header must name it, with
 // :443 or no port).
 HeadParse parseRequestHead(QByteArrayView buffer, const QString &host);
+
+struct ResponseHead {
+    int status = 0;
+    QList<std::pair<QByteArray, QByteArray>> headers;
+    BodyFraming body;
+    qsizetype size = 0;
+    bool interim() const { return status >= 100 && status < 200; } // a final response follows
+};
+
+using ResponseParse = std::variant<ResponseHead, Refusal, NeedMore>;
+
+// The head of the host's answer to a request with `method`, at the start of `buffer`, with how its
+// body is delimited (RFC 9112 6.3: none after HEAD, 1xx, 204 and 304; Content-Length or chunked;
+// else until the host closes). What the broker could pass on wrongly is refused (the sandbox is then
+// answered 502): a message framed two ways, a switch of protocols, anything but HTTP/1.x.
+ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method);
 
 // Where the real secret goes: in header `header` (any case), for `placeholder` within its value.
 // The secret is put nowhere else: not in other headers, the target or the body.

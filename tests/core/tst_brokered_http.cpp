@@ -227,6 +227,94 @@ private Q_SLOTS:
         QCOMPARE(chunkedEnd(body, true), qsizetype(end));
     }
 
+    // The host's answer is passed on as the host framed it: the broker must find its end exactly,
+    // or it would pass part of one answer as the next.
+    void answersAreFramedAsTheHostFramedThem_data()
+    {
+        QTest::addColumn<QByteArray>("response");
+        QTest::addColumn<QByteArray>("method");
+        QTest::addColumn<int>("status");
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<int>("length");
+        const int none = int(BodyFraming::Kind::None), length = int(BodyFraming::Kind::Length),
+                  chunked = int(BodyFraming::Kind::Chunked), untilClose = int(BodyFraming::Kind::UntilClose);
+        QTest::newRow("a length") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+                                  << QByteArray("GET") << 200 << length << 5;
+        QTest::newRow("chunked (server-sent events)")
+            << QByteArray("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            << QByteArray("POST") << 200 << chunked << 0;
+        QTest::newRow("until the host closes") << QByteArray("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+                                               << QByteArray("GET") << 200 << untilClose << 0;
+        QTest::newRow("HTTP/1.0") << QByteArray("HTTP/1.0 200 OK\r\n\r\n") << QByteArray("GET") << 200 << untilClose
+                                  << 0;
+        QTest::newRow("no reason phrase")
+            << QByteArray("HTTP/1.1 401\r\nContent-Length: 2\r\n\r\n{}") << QByteArray("POST") << 401 << length << 2;
+        QTest::newRow("after HEAD, no body whatever it says")
+            << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n") << QByteArray("HEAD") << 200 << none << 0;
+        QTest::newRow("204") << QByteArray("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n") << QByteArray("GET")
+                             << 204 << none << 0;
+        QTest::newRow("304") << QByteArray("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n")
+                             << QByteArray("GET") << 304 << none << 0;
+        QTest::newRow("100 Continue (a final answer follows)")
+            << QByteArray("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n") << QByteArray("POST") << 100 << none << 0;
+        QTest::newRow("a zero length") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                                       << QByteArray("GET") << 200 << none << 0;
+    }
+    void answersAreFramedAsTheHostFramedThem()
+    {
+        QFETCH(QByteArray, response);
+        QFETCH(QByteArray, method);
+        QFETCH(int, status);
+        QFETCH(int, kind);
+        QFETCH(int, length);
+        const ResponseParse p = parseResponseHead(response, method);
+        if (const auto *refusal = std::get_if<Refusal>(&p))
+            QFAIL(qPrintable(refusal->reason));
+        QVERIFY(!std::holds_alternative<NeedMore>(p));
+        const ResponseHead h = std::get<ResponseHead>(p);
+        QCOMPARE(h.status, status);
+        QCOMPARE(int(h.body.kind), kind);
+        QCOMPARE(qint64(h.body.length), qint64(length));
+        QCOMPARE(h.size, response.indexOf("\r\n\r\n") + 4);
+        QCOMPARE(h.interim(), status == 100);
+    }
+
+    void answersThatCouldBePassedOnWronglyAreRefused_data()
+    {
+        QTest::addColumn<QByteArray>("response");
+        QTest::addColumn<QString>("reason");
+        QTest::newRow("a length and chunked")
+            << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n")
+            << "read two ways";
+        QTest::newRow("two lengths") << QByteArray("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n")
+                                     << "repeats";
+        QTest::newRow("a coding besides chunked")
+            << QByteArray("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+            << "only Transfer-Encoding: chunked";
+        QTest::newRow("switching protocols")
+            << QByteArray("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n") << "switched protocols";
+        QTest::newRow("HTTP/2") << QByteArray("HTTP/2 200\r\n\r\n") << "HTTP/1.x status line";
+        QTest::newRow("a status of two digits") << QByteArray("HTTP/1.1 99 Odd\r\n\r\n") << "HTTP/1.x status line";
+        QTest::newRow("a status of four digits") << QByteArray("HTTP/1.1 2000 OK\r\n\r\n") << "HTTP/1.x status line";
+        QTest::newRow("a status above 599") << QByteArray("HTTP/1.1 600 OK\r\n\r\n") << "HTTP/1.x status line";
+        QTest::newRow("a folded header") << QByteArray("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n") << "folded";
+        QTest::newRow("a bare LF") << QByteArray("HTTP/1.1 200 OK\nContent-Length: 1\r\n\r\n") << "CRLF";
+        QTest::newRow("a control byte in the reason")
+            << QByteArray("HTTP/1.1 200 O\x01K\r\n\r\n") << "control character";
+        QTest::newRow("a head over 64 KiB")
+            << QByteArray("HTTP/1.1 200 OK\r\nX: " + QByteArray(kMaxHead, 'a')) << "larger than 64 KiB";
+    }
+    void answersThatCouldBePassedOnWronglyAreRefused()
+    {
+        QFETCH(QByteArray, response);
+        QFETCH(QString, reason);
+        const ResponseParse p = parseResponseHead(response, "GET");
+        const auto *refusal = std::get_if<Refusal>(&p);
+        QVERIFY2(refusal, std::holds_alternative<NeedMore>(p) ? "needs more" : "accepted");
+        QCOMPARE(refusal->status, 502);
+        QVERIFY2(refusal->reason.contains(reason), qPrintable(refusal->reason));
+    }
+
     void onlySecretsThatFitAHeaderAreBrokered()
     {
         QVERIFY(fitsInHeaderValue("sk-ant-api03-abc_DEF"));

@@ -52,6 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(same->headers == expected);
         check(out.count("SECRET-VALUE") >= substituted);
     }
+    // The same bytes as the host's answer to a GET or a HEAD.
+    const ResponseParse answer
+        = parseResponseHead(input, (data[0] & 1) ? QByteArrayView("HEAD") : QByteArrayView("GET"));
+    if (const auto *head = std::get_if<ResponseHead>(&answer))
+        check(head->size >= 4 && head->size <= input.size() && head->status >= 100 && head->status <= 599
+            && (!(data[0] & 1) || head->body.kind == BodyFraming::Kind::None));
     // The rest as a chunked body, whole and in pieces of the first byte's size.
     const qsizetype step = 1 + data[0] % 64;
     ChunkedBody whole, pieces;
