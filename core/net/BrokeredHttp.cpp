@@ -5,8 +5,6 @@ namespace airlock::net::http {
 
 namespace {
 constexpr qsizetype kMaxTarget = 8 * 1024;
-constexpr qsizetype kMaxChunkLine = 8 * 1024;
-constexpr qsizetype kMaxTrailers = 8 * 1024;
 
 bool isTchar(char c)
 {
@@ -69,9 +67,11 @@ bool listsToken(QByteArrayView value, QByteArrayView token)
 using Fields = QList<std::pair<QByteArray, QByteArray>>;
 
 // Where a message's head ends in `buffer` (its blank line included), NeedMore, or a refusal.
-std::variant<qsizetype, Refusal, NeedMore> headEnd(QByteArrayView buffer, int status, const QString &what)
+std::variant<qsizetype, Refusal, NeedMore> headEnd(
+    QByteArrayView buffer, qsizetype searched, int status, const QString &what)
 {
-    const qsizetype end = buffer.first(std::min(buffer.size(), kMaxHead)).indexOf("\r\n\r\n");
+    const qsizetype end = buffer.first(std::min(buffer.size(), kMaxHead))
+                              .indexOf("\r\n\r\n", std::clamp<qsizetype>(searched - 3, 0, buffer.size()));
     if (end < 0) {
         if (buffer.size() >= kMaxHead)
             return refuse(status, QStringLiteral("the %1's head is larger than %2 KiB").arg(what).arg(kMaxHead / 1024));
@@ -150,10 +150,10 @@ bool upgrades(const Fields &fields)
 }
 } // namespace
 
-HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
+HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype searched)
 {
     const QString what = QStringLiteral("request");
-    const auto end = headEnd(buffer, 431, what);
+    const auto end = headEnd(buffer, searched, 431, what);
     if (const auto *r = std::get_if<Refusal>(&end))
         return *r;
     if (std::holds_alternative<NeedMore>(end))
@@ -170,6 +170,11 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
                          version = line.sliced(sp2 + 1);
     if (!isToken(method))
         return refuse(400, QStringLiteral("the request's method is not a token"));
+    static const QList<QByteArrayView> kMethods{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+    if (!kMethods.contains(method))
+        return refuse(501,
+            QStringLiteral("method %1 is not brokered (only GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS)")
+                .arg(QString::fromLatin1(method.first(std::min<qsizetype>(method.size(), 32)))));
     if (version != "HTTP/1.1")
         return version.startsWith("HTTP/")
             ? refuse(505, QStringLiteral("only HTTP/1.1 is brokered"))
@@ -180,7 +185,7 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
                            "to the host itself)")
                 .arg(kMaxTarget / 1024));
     for (const char c : target)
-        if (isControl(c) || static_cast<unsigned char>(c) >= 0x80)
+        if (isControl(c) || c == '\t' || static_cast<unsigned char>(c) >= 0x80)
             return refuse(400, QStringLiteral("the request's target holds a control or non-ASCII byte"));
     request.method = method.toByteArray();
     request.target = target.toByteArray();
@@ -211,10 +216,10 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host)
     return request;
 }
 
-ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method)
+ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method, qsizetype searched)
 {
     const QString what = QStringLiteral("response");
-    const auto end = headEnd(buffer, 502, what);
+    const auto end = headEnd(buffer, searched, 502, what);
     if (const auto *r = std::get_if<Refusal>(&end))
         return *r;
     if (std::holds_alternative<NeedMore>(end))
@@ -257,92 +262,105 @@ bool fitsInHeaderValue(QByteArrayView value)
     return trimmed(value).size() == value.size();
 }
 
-QByteArray rewriteHead(const RequestHead &head, const Credential &credential, int *substituted)
+std::variant<QByteArray, Refusal> rewriteHead(const RequestHead &head, const Credential &credential, bool *substituted)
 {
-    int count = 0;
+    if (!fitsInHeaderValue(credential.secret) || credential.placeholder.isEmpty())
+        return refuse(500, QStringLiteral("the brokered secret cannot stand in a header value"));
+    static const QList<QByteArrayView> kLeftOut{"accept-encoding", "te", "range", "if-range"};
+    bool put = false;
+    int credentials = 0;
     QByteArray out = head.method + ' ' + head.target + " HTTP/1.1\r\n";
     for (const auto &[name, value] : head.headers) {
-        if (name.toLower().startsWith("proxy-") || name.compare("accept-encoding", Qt::CaseInsensitive) == 0)
+        const QByteArray lower = name.toLower();
+        if (lower.startsWith("proxy-") || kLeftOut.contains(lower))
             continue;
         QByteArray v = value;
-        if (!credential.placeholder.isEmpty() && name.compare(credential.header, Qt::CaseInsensitive) == 0) {
-            count += int(v.count(credential.placeholder));
-            v.replace(credential.placeholder, credential.secret);
+        if (lower == "content-length") {
+            v = QByteArray::number(head.body.kind == BodyFraming::Kind::Length ? head.body.length : 0);
+        } else if (lower == credential.header.toLower()) {
+            if (++credentials > 1)
+                return refuse(400,
+                    QStringLiteral("the request has more than one %1 header")
+                        .arg(QString::fromLatin1(credential.header)));
+            // The placeholder, or a scheme (a token) and the placeholder.
+            const qsizetype at = v.indexOf(credential.placeholder);
+            const bool atEnd = at >= 0 && at + credential.placeholder.size() == v.size(); // (and only there)
+            const bool alone
+                = atEnd && (at == 0 || (at >= 2 && v[at - 1] == ' ' && isToken(QByteArrayView(v).first(at - 1))));
+            if (at >= 0 && !alone)
+                return refuse(400,
+                    QStringLiteral("the placeholder stands in %1 with other text around it (write it alone, or "
+                                   "after a scheme: \"Bearer PLACEHOLDER\")")
+                        .arg(QString::fromLatin1(credential.header)));
+            if (at >= 0) {
+                v.replace(at, credential.placeholder.size(), credential.secret);
+                put = true;
+            }
         }
         out += name + ": " + v + "\r\n";
     }
     out += "Accept-Encoding: identity\r\n\r\n";
     if (substituted)
-        *substituted = count;
+        *substituted = put;
     return out;
 }
 
 std::optional<qsizetype> ChunkedBody::feed(QByteArrayView bytes)
 {
     qsizetype used = 0;
+    // The one byte a state expects next, and the state after it.
+    const auto expect = [&](char wanted, State next) {
+        if (bytes[used++] != wanted)
+            return false;
+        m_state = next;
+        return true;
+    };
     while (used < bytes.size() && m_state != State::Done) {
-        const char c = bytes[used];
         switch (m_state) {
-        case State::Size:
-        case State::Trailer: {
-            ++used;
-            m_line.append(c);
-            if (m_state == State::Trailer && ++m_trailerBytes > kMaxTrailers)
+        case State::Size: {
+            const char c = bytes[used++];
+            const int v = c >= '0' && c <= '9' ? c - '0'
+                : c >= 'a' && c <= 'f'         ? c - 'a' + 10
+                : c >= 'A' && c <= 'F'         ? c - 'A' + 10
+                                               : -1;
+            if (v >= 0 && m_digits < 15) {
+                m_left = m_left * 16 + quint64(v);
+                ++m_digits;
+            } else if (c == '\r' && m_digits > 0) {
+                m_state = State::SizeLf; // no extensions, no blanks: digits, then CRLF
+            } else {
                 return std::nullopt;
-            if (m_line.size() > kMaxChunkLine)
-                return std::nullopt;
-            if (c != '\n')
-                break;
-            if (!m_line.endsWith("\r\n") || !onlyCrlf(m_line))
-                return std::nullopt;
-            const QByteArrayView line = QByteArrayView(m_line).chopped(2);
-            if (m_state == State::Trailer) {
-                if (line.isEmpty())
-                    m_state = State::Done;
-                else if (line.indexOf(':') <= 0 || !isToken(line.first(line.indexOf(':'))))
-                    return std::nullopt;
-                m_line.clear();
-                break;
             }
-            const qsizetype ext = line.indexOf(';');
-            const QByteArrayView digits = ext < 0 ? line : line.first(ext);
-            if (digits.isEmpty() || digits.size() > 15)
-                return std::nullopt;
-            quint64 size = 0;
-            for (const char d : digits) {
-                const int v = d >= '0' && d <= '9' ? d - '0'
-                    : d >= 'a' && d <= 'f'         ? d - 'a' + 10
-                    : d >= 'A' && d <= 'F'         ? d - 'A' + 10
-                                                   : -1;
-                if (v < 0)
-                    return std::nullopt;
-                size = size * 16 + quint64(v);
-            }
-            if (ext >= 0)
-                for (const char e : line.sliced(ext))
-                    if (isControl(e))
-                        return std::nullopt;
-            m_line.clear();
-            m_left = size;
-            m_state = size == 0 ? State::Trailer : State::Data;
             break;
         }
+        case State::SizeLf:
+            if (!expect('\n', m_left == 0 ? State::End : State::Data))
+                return std::nullopt;
+            m_digits = 0;
+            break;
         case State::Data: {
             const qsizetype take = qsizetype(std::min<quint64>(m_left, quint64(bytes.size() - used)));
             used += take;
             m_left -= quint64(take);
-            if (m_left == 0) {
-                m_state = State::DataEnd;
-                m_dataEndSeen = 0;
-            }
+            if (m_left == 0)
+                m_state = State::DataCr;
             break;
         }
-        case State::DataEnd:
-            if (c != (m_dataEndSeen == 0 ? '\r' : '\n'))
+        case State::DataCr:
+            if (!expect('\r', State::DataLf))
                 return std::nullopt;
-            ++used;
-            if (++m_dataEndSeen == 2)
-                m_state = State::Size;
+            break;
+        case State::DataLf:
+            if (!expect('\n', State::Size))
+                return std::nullopt;
+            break;
+        case State::End: // no trailers: the blank line at once
+            if (!expect('\r', State::EndLf))
+                return std::nullopt;
+            break;
+        case State::EndLf:
+            if (!expect('\n', State::Done))
+                return std::nullopt;
             break;
         case State::Done:
             break;

@@ -47,8 +47,11 @@ struct NeedMore { };
 using HeadParse = std::variant<RequestHead, Refusal, NeedMore>;
 
 // The head at the start of `buffer`, for a request to `host` (its Host header must name it, with
-// :443 or no port).
-HeadParse parseRequestHead(QByteArrayView buffer, const QString &host);
+// :443 or no port). Only the methods an API is called with are brokered (GET, HEAD, POST, PUT,
+// PATCH, DELETE, OPTIONS): CONNECT would make the host read what follows as a tunnel, TRACE would
+// echo the head. `searched`: how much of `buffer` an earlier call found no end of head in (a
+// head that comes a byte at a time is then not searched again from its start each time).
+HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype searched = 0);
 
 struct ResponseHead {
     int status = 0;
@@ -64,10 +67,12 @@ using ResponseParse = std::variant<ResponseHead, Refusal, NeedMore>;
 // body is delimited (RFC 9112 6.3: none after HEAD, 1xx, 204 and 304; Content-Length or chunked;
 // else until the host closes). What the broker could pass on wrongly is refused (the sandbox is then
 // answered 502): a message framed two ways, a switch of protocols, anything but HTTP/1.x.
-ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method);
+ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method, qsizetype searched = 0);
 
-// Where the real secret goes: in header `header` (any case), for `placeholder` within its value.
-// The secret is put nowhere else: not in other headers, the target or the body.
+// Where the real secret goes: in header `header` (any case), whose value is the placeholder, or a
+// scheme and the placeholder ("Bearer PLACEHOLDER"). The secret is put nowhere else: not in other
+// headers, the target or the body; and never next to text of the sandbox's (which could make the
+// host answer with part of it).
 struct Credential {
     QByteArray header;
     QByteArray placeholder;
@@ -79,14 +84,18 @@ struct Credential {
 bool fitsInHeaderValue(QByteArrayView value);
 
 // The head to send to the host: the request line and headers as parsed, the credential put in,
-// the broker's own hop-by-hop headers (Proxy-*) left out, and Accept-Encoding: identity (so that
-// what comes back can be searched for the secret). `substituted`: how many placeholders were
-// replaced.
-QByteArray rewriteHead(const RequestHead &head, const Credential &credential, int *substituted = nullptr);
+// Content-Length as a plain number, and Accept-Encoding: identity last, so that what comes back can
+// be searched for the secret whole. Left out: the broker's own headers (Proxy-*) and what would let
+// an answer come back compressed or in pieces (Accept-Encoding, TE, Range, If-Range). Refused: the
+// credential's header twice, or the placeholder in it with other text around it (400), a secret that
+// cannot stand in a header (500). `substituted`: whether the secret was put in.
+std::variant<QByteArray, Refusal> rewriteHead(
+    const RequestHead &head, const Credential &credential, bool *substituted = nullptr);
 
-// Follows a chunked body through the bytes that arrive, to find where it ends (the last chunk and
-// its trailers) without decoding it; a malformed one is an error. Bounded: chunk-size lines and
-// trailers of at most 8 KiB, sizes below 2^60.
+// Follows a chunked body through the bytes that arrive, to find where it ends (the last chunk)
+// without decoding it; a malformed one is an error. Strict, as nothing an API client sends needs
+// more: no chunk extensions and no trailers (a host could read either otherwise than the broker);
+// sizes of at most 15 hex digits.
 class ChunkedBody {
 public:
     // How many of `bytes` belong to the body (all of them until it ends); nullopt when malformed.
@@ -94,12 +103,10 @@ public:
     bool done() const { return m_state == State::Done; }
 
 private:
-    enum class State { Size, Data, DataEnd, Trailer, Done };
+    enum class State { Size, SizeLf, Data, DataCr, DataLf, End, EndLf, Done };
     State m_state = State::Size;
-    QByteArray m_line; // the size line or trailer line so far
-    quint64 m_left = 0; // data bytes of the current chunk still to come
-    int m_dataEndSeen = 0; // of the CRLF after a chunk's data
-    qsizetype m_trailerBytes = 0;
+    int m_digits = 0; // of the size so far
+    quint64 m_left = 0; // the size so far, then the data bytes of the chunk still to come
 };
 
 } // namespace airlock::net::http

@@ -23,6 +23,15 @@ Result<QString> brokeredHostName(const QString &host)
         return refused(QStringLiteral("a port (the proxy brokers on 443 only; name the host alone)"));
     if (!name->contains(QLatin1Char('.')))
         return refused(QStringLiteral("a name of one label (name the host in full, e.g. api.example.com)"));
+    // An address in another spelling ("127.1.", "0x7f.1") is one once normalised; a name whose last
+    // label is a number is taken for an address by URL parsers.
+    const QString last = name->section(QLatin1Char('.'), -1);
+    bool number = false;
+    last.toULongLong(&number, 10);
+    if (!number && last.startsWith(QLatin1String("0x")))
+        last.mid(2).toULongLong(&number, 16);
+    if (policy::NetworkRules::parseAddress(*name) || number || last.startsWith(QLatin1String("0x")))
+        return refused(QStringLiteral("an address, not a name (name the host its certificate is for)"));
     return name;
 }
 

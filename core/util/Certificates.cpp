@@ -66,7 +66,9 @@ bool addExtensions(X509 *cert, X509 *issuer, const CertificateSpec &spec)
             && addExtension(cert, issuer, NID_subject_key_identifier, "hash")
             && (spec.permittedDns.isEmpty()
                 || addExtension(cert, issuer, NID_name_constraints,
-                    "critical," + dnsList(QStringLiteral("permitted;"), spec.permittedDns)));
+                    // A name type with no constraint is unconstrained (RFC 5280): no address at all.
+                    "critical," + dnsList(QStringLiteral("permitted;"), spec.permittedDns)
+                        + ",excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:::/::"));
     return addExtension(cert, issuer, NID_basic_constraints, "critical,CA:FALSE")
         && addExtension(cert, issuer, NID_key_usage, "critical,digitalSignature")
         && addExtension(cert, issuer, NID_ext_key_usage, "serverAuth")

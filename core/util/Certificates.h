@@ -16,7 +16,8 @@ struct Pem {
 
 // What a certificate says. Either an authority (CA:TRUE, path length 0: it signs leaves only;
 // keyCertSign) whose names may be constrained to `permittedDns` (a critical name constraint: a
-// certificate it signs for any other name fails verification), or a TLS server's leaf (CA:FALSE,
+// certificate it signs for any other name, or for any address, fails verification), or a TLS
+// server's leaf (CA:FALSE,
 // digitalSignature, serverAuth) for `dnsNames` (its subjectAltName).
 struct CertificateSpec {
     QString commonName;

@@ -145,6 +145,30 @@ private Q_SLOTS:
         }
     }
 
+    // No address either: a name type with no constraint would be unconstrained (RFC 5280). A leaf
+    // for addresses, made with the authority's key by the openssl tool, does not verify.
+    void theAuthoritySignsForNoAddress()
+    {
+        SandboxCa ca = made(QStringLiteral("sb-1"), {QStringLiteral("api.example.test")});
+        const QString caPath = write(QStringLiteral("ca.pem"), ca.certificatePem()),
+                      caKey = write(QStringLiteral("ca-key.pem"), ca.authority().key),
+                      leafPath = m_dir.filePath(QStringLiteral("ip-leaf.pem"));
+        const Run made = openssl({QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"),
+            QStringLiteral("ec"), QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:P-256"),
+            QStringLiteral("-nodes"), QStringLiteral("-keyout"), m_dir.filePath(QStringLiteral("ip-key.pem")),
+            QStringLiteral("-subj"), QStringLiteral("/CN=10.0.0.1"), QStringLiteral("-addext"),
+            QStringLiteral("subjectAltName=IP:10.0.0.1,IP:::1"), QStringLiteral("-CA"), caPath,
+            QStringLiteral("-CAkey"), caKey, QStringLiteral("-days"), QStringLiteral("1"), QStringLiteral("-out"),
+            leafPath});
+        QVERIFY2(made.exitCode == 0, qPrintable(made.output));
+        for (const QString &ip : {QStringLiteral("10.0.0.1"), QStringLiteral("::1")}) {
+            const Run run = openssl({QStringLiteral("verify"), QStringLiteral("-CAfile"), caPath,
+                QStringLiteral("-purpose"), QStringLiteral("sslserver"), QStringLiteral("-verify_ip"), ip, leafPath});
+            QVERIFY2(run.exitCode != 0 && run.output.contains(QStringLiteral("excluded subtree violation")),
+                qPrintable(run.output));
+        }
+    }
+
     void oneSandboxsAuthorityIsWorthNothingInAnother()
     {
         SandboxCa a = made(QStringLiteral("sb-a"), {QStringLiteral("api.example.test")});
@@ -178,6 +202,18 @@ private Q_SLOTS:
                                                         << "an address, not a name";
         QTest::newRow("IPv6") << "::1"
                               << "an address, not a name";
+        QTest::newRow("an address with a trailing dot") << "127.1."
+                                                        << "an address, not a name";
+        QTest::newRow("an address in hex") << "0x7f.1"
+                                           << "an address, not a name";
+        QTest::newRow("an address after a blank") << " 10.0.0.1"
+                                                  << "an address, not a name";
+        QTest::newRow("the broadcast address as a number") << "4294967295."
+                                                           << "an address, not a name";
+        QTest::newRow("a name ending in a number") << "1.2.3.4.5"
+                                                   << "an address, not a name";
+        QTest::newRow("an octet too large") << "256.1.1.1"
+                                            << "an address, not a name";
         QTest::newRow("a wildcard") << "*.example.com"
                                     << "a wildcard";
         QTest::newRow("a port") << "api.example.com:8443"

@@ -28,8 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (const auto *head = std::get_if<RequestHead>(&parse)) {
         check(head->size >= 4 && head->size <= input.size() && !head->headers.isEmpty());
         const Credential credential{"x-api-key", "PLACEHOLDER", "SECRET-VALUE"};
-        int substituted = 0;
-        const QByteArray out = rewriteHead(*head, credential, &substituted);
+        bool substituted = false;
+        const auto rewrite = rewriteHead(*head, credential, &substituted);
+        if (!std::holds_alternative<QByteArray>(rewrite))
+            return 0; // (a placeholder with other text around it, the header twice)
+        const QByteArray out = std::get<QByteArray>(rewrite);
         // (One more header than a sandbox may send, the broker's own, is more than reads back.)
         if (head->headers.size() == kMaxHeaders)
             return 0;
@@ -41,16 +44,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         // the broker's own left out, Accept-Encoding: identity last.
         QList<std::pair<QByteArray, QByteArray>> expected;
         for (const auto &[name, value] : head->headers) {
-            if (name.toLower().startsWith("proxy-") || name.compare("accept-encoding", Qt::CaseInsensitive) == 0)
+            const QByteArray lower = name.toLower();
+            if (lower.startsWith("proxy-") || lower == "accept-encoding" || lower == "te" || lower == "range"
+                || lower == "if-range")
                 continue;
             QByteArray v = value;
-            if (name.compare("x-api-key", Qt::CaseInsensitive) == 0)
+            if (lower == "x-api-key")
                 v.replace("PLACEHOLDER", "SECRET-VALUE");
+            if (lower == "content-length")
+                v = QByteArray::number(head->body.length);
             expected.append({name, v});
         }
         expected.append(std::pair<QByteArray, QByteArray>("Accept-Encoding", "identity"));
         check(same->headers == expected);
-        check(out.count("SECRET-VALUE") >= substituted);
+        check(out.count("SECRET-VALUE") >= (substituted ? 1 : 0));
     }
     // The same bytes as the host's answer to a GET or a HEAD.
     const ResponseParse answer
