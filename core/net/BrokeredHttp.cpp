@@ -6,22 +6,6 @@ namespace airlock::net::http {
 namespace {
 constexpr qsizetype kMaxTarget = 8 * 1024;
 
-bool isTchar(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-        || QByteArrayView("!#$%&'*+-.^_`|~").contains(c);
-}
-
-bool isToken(QByteArrayView s)
-{
-    if (s.isEmpty())
-        return false;
-    for (const char c : s)
-        if (!isTchar(c))
-            return false;
-    return true;
-}
-
 // A control character other than horizontal tab (these never stand in a field value).
 bool isControl(char c)
 {
@@ -66,43 +50,54 @@ bool listsToken(QByteArrayView value, QByteArrayView token)
 
 using Fields = QList<std::pair<QByteArray, QByteArray>>;
 
+// What is read (a request from the sandbox, or the host's answer) and the status each kind of
+// refusal answers with: the sandbox's own request is told what was wrong with it; anything wrong
+// with the host's answer is a 502 to the sandbox.
+struct Side {
+    QString what;
+    int malformed, tooLarge, unsupported;
+};
+const Side kRequestSide{QStringLiteral("request"), 400, 431, 501};
+const Side kResponseSide{QStringLiteral("response"), 502, 502, 502};
+
 // Where a message's head ends in `buffer` (its blank line included), NeedMore, or a refusal.
-std::variant<qsizetype, Refusal, NeedMore> headEnd(
-    QByteArrayView buffer, qsizetype searched, int status, const QString &what)
+std::variant<qsizetype, Refusal, NeedMore> headEnd(QByteArrayView buffer, qsizetype searched, const Side &side)
 {
     const qsizetype end = buffer.first(std::min(buffer.size(), kMaxHead))
                               .indexOf("\r\n\r\n", std::clamp<qsizetype>(searched - 3, 0, buffer.size()));
     if (end < 0) {
         if (buffer.size() >= kMaxHead)
-            return refuse(status, QStringLiteral("the %1's head is larger than %2 KiB").arg(what).arg(kMaxHead / 1024));
+            return refuse(side.tooLarge,
+                QStringLiteral("the %1's head is larger than %2 KiB").arg(side.what).arg(kMaxHead / 1024));
         return NeedMore{};
     }
     if (!onlyCrlf(buffer.first(end + 2)))
-        return refuse(status == 431 ? 400 : status,
-            QStringLiteral("a line in the %1's head ends otherwise than with CRLF").arg(what));
+        return refuse(
+            side.malformed, QStringLiteral("a line in the %1's head ends otherwise than with CRLF").arg(side.what));
     return end + 4;
 }
 
 // The header lines of `head` (each with its CRLF) from `at`, checked, into `fields`.
-std::optional<Refusal> readFields(QByteArrayView head, qsizetype at, Fields &fields, int status, const QString &what)
+std::optional<Refusal> readFields(QByteArrayView head, qsizetype at, Fields &fields, const Side &side)
 {
     while (at < head.size()) {
         const qsizetype next = head.indexOf("\r\n", at);
         const QByteArrayView field = head.sliced(at, next - at);
         at = next + 2;
         if (field.front() == ' ' || field.front() == '\t')
-            return refuse(status, QStringLiteral("a header line is folded onto the one before"));
+            return refuse(side.malformed, QStringLiteral("a header line is folded onto the one before"));
         const qsizetype colon = field.indexOf(':');
         if (colon < 0 || !isToken(field.first(colon)))
-            return refuse(status, QStringLiteral("a header line is not NAME: VALUE (no blank before the colon)"));
+            return refuse(
+                side.malformed, QStringLiteral("a header line is not NAME: VALUE (no blank before the colon)"));
         const QByteArrayView name = field.first(colon), value = trimmed(field.sliced(colon + 1));
         for (const char c : value)
             if (isControl(c))
-                return refuse(
-                    status, QStringLiteral("header %1 holds a control character").arg(QString::fromLatin1(name)));
+                return refuse(side.malformed,
+                    QStringLiteral("header %1 holds a control character").arg(QString::fromLatin1(name)));
         if (fields.size() == kMaxHeaders)
-            return refuse(status == 400 ? 431 : status,
-                QStringLiteral("the %1 has more than %2 headers").arg(what).arg(kMaxHeaders));
+            return refuse(
+                side.tooLarge, QStringLiteral("the %1 has more than %2 headers").arg(side.what).arg(kMaxHeaders));
         fields.append({name.toByteArray(), value.toByteArray()});
     }
     return std::nullopt;
@@ -110,7 +105,7 @@ std::optional<Refusal> readFields(QByteArrayView head, qsizetype at, Fields &fie
 
 // How a message with `fields` delimits its body by Content-Length and Transfer-Encoding (`none`
 // when it has neither), or a refusal when it could be read two ways.
-std::variant<BodyFraming, Refusal> framing(const Fields &fields, BodyFraming none, int status, const QString &what)
+std::variant<BodyFraming, Refusal> framing(const Fields &fields, BodyFraming none, const Side &side)
 {
     BodyFraming body = none;
     int lengths = 0, codings = 0;
@@ -121,22 +116,22 @@ std::variant<BodyFraming, Refusal> framing(const Fields &fields, BodyFraming non
             for (const char c : value)
                 ok = ok && c >= '0' && c <= '9';
             if (!ok)
-                return refuse(status, QStringLiteral("Content-Length is not a number of at most 18 digits"));
+                return refuse(side.malformed, QStringLiteral("Content-Length is not a number of at most 18 digits"));
             body = {value.toULongLong() ? BodyFraming::Kind::Length : BodyFraming::Kind::None, value.toULongLong()};
         } else if (name.compare("transfer-encoding", Qt::CaseInsensitive) == 0) {
             ++codings;
             if (value.compare("chunked", Qt::CaseInsensitive) != 0)
-                return refuse(
-                    status == 400 ? 501 : status, QStringLiteral("only Transfer-Encoding: chunked is brokered"));
+                return refuse(side.unsupported, QStringLiteral("only Transfer-Encoding: chunked is brokered"));
             body = {BodyFraming::Kind::Chunked, 0};
         }
     }
     if (lengths > 1 || codings > 1)
-        return refuse(status, QStringLiteral("the %1 repeats Content-Length or Transfer-Encoding").arg(what));
+        return refuse(
+            side.malformed, QStringLiteral("the %1 repeats Content-Length or Transfer-Encoding").arg(side.what));
     if (lengths && codings)
-        return refuse(status,
+        return refuse(side.malformed,
             QStringLiteral("the %1 has both Content-Length and Transfer-Encoding: its body could be read two ways")
-                .arg(what));
+                .arg(side.what));
     return body;
 }
 
@@ -150,10 +145,21 @@ bool upgrades(const Fields &fields)
 }
 } // namespace
 
+bool isToken(QByteArrayView s)
+{
+    if (s.isEmpty())
+        return false;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u >= 0x7f || QByteArrayView("\"(),/:;<=>?@[\\]{}").contains(c))
+            return false;
+    }
+    return true;
+}
+
 HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype searched)
 {
-    const QString what = QStringLiteral("request");
-    const auto end = headEnd(buffer, searched, 431, what);
+    const auto end = headEnd(buffer, searched, kRequestSide);
     if (const auto *r = std::get_if<Refusal>(&end))
         return *r;
     if (std::holds_alternative<NeedMore>(end))
@@ -189,7 +195,7 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype
             return refuse(400, QStringLiteral("the request's target holds a control or non-ASCII byte"));
     request.method = method.toByteArray();
     request.target = target.toByteArray();
-    if (auto refused = readFields(head, at + 2, request.headers, 400, what))
+    if (auto refused = readFields(head, at + 2, request.headers, kRequestSide))
         return *refused;
 
     int hosts = 0;
@@ -209,7 +215,7 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype
         return refuse(400, QStringLiteral("the request has %1 Host headers, not one").arg(hosts));
     if (upgrades(request.headers))
         return refuse(501, QStringLiteral("protocol upgrades (WebSocket) are not brokered"));
-    const auto body = framing(request.headers, {}, 400, what);
+    const auto body = framing(request.headers, {}, kRequestSide);
     if (const auto *r = std::get_if<Refusal>(&body))
         return *r;
     request.body = std::get<BodyFraming>(body);
@@ -218,8 +224,7 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype
 
 ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method, qsizetype searched)
 {
-    const QString what = QStringLiteral("response");
-    const auto end = headEnd(buffer, searched, 502, what);
+    const auto end = headEnd(buffer, searched, kResponseSide);
     if (const auto *r = std::get_if<Refusal>(&end))
         return *r;
     if (std::holds_alternative<NeedMore>(end))
@@ -241,11 +246,11 @@ ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method, qs
         if (isControl(c))
             return refuse(502, QStringLiteral("the host's status line holds a control character"));
     response.status = status;
-    if (auto refused = readFields(head, at + 2, response.headers, 502, what))
+    if (auto refused = readFields(head, at + 2, response.headers, kResponseSide))
         return *refused;
-    if (status == 101 || (status >= 200 && status < 300 && method.compare("CONNECT", Qt::CaseInsensitive) == 0))
+    if (status == 101) // (CONNECT, whose 2xx would switch too, is never brokered)
         return refuse(502, QStringLiteral("the host switched protocols, which is not brokered"));
-    const auto body = framing(response.headers, {BodyFraming::Kind::UntilClose, 0}, 502, what);
+    const auto body = framing(response.headers, {BodyFraming::Kind::UntilClose, 0}, kResponseSide);
     if (const auto *r = std::get_if<Refusal>(&body))
         return *r;
     response.body = std::get<BodyFraming>(body);

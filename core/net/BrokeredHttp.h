@@ -79,6 +79,9 @@ struct Credential {
     QByteArray secret;
 };
 
+// An HTTP token (RFC 9110 5.6.2: a method, a header's name): visible ASCII but the delimiters.
+bool isToken(QByteArrayView s);
+
 // Whether bytes can stand in a header value as they are (no CR, LF, NUL or other controls but tab):
 // a secret that cannot is refused before anything is brokered with it.
 bool fitsInHeaderValue(QByteArrayView value);

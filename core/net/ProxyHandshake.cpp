@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/ProxyHandshake.h"
+#include "net/BrokeredHttp.h"
 
 #include <QList>
 
@@ -64,18 +65,6 @@ std::optional<std::pair<QByteArray, quint16>> parseAuthority(QByteArrayView auth
     if (!p)
         return std::nullopt;
     return std::pair{host.toByteArray(), *p};
-}
-
-bool isToken(QByteArrayView s)
-{
-    if (s.isEmpty())
-        return false;
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u <= 0x20 || u >= 0x7f || QByteArrayView("\"(),/:;<=>?@[\\]{}").contains(c))
-            return false;
-    }
-    return true;
 }
 
 // Hop-by-hop headers are the proxy's, not the destination's.
@@ -177,7 +166,7 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
             from = sp + 1;
         }
     }();
-    if (parts.size() != 3 || !isToken(parts[0]) || (parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0"))
+    if (parts.size() != 3 || !http::isToken(parts[0]) || (parts[2] != "HTTP/1.1" && parts[2] != "HTTP/1.0"))
         return fail(QStringLiteral(
             "expected a request line like 'CONNECT host:443 HTTP/1.1' or 'GET http://host/path HTTP/1.1'"));
     const QByteArrayView method = parts[0], requestTarget = parts[1], version = parts[2];
@@ -186,7 +175,7 @@ ProxyHandshake::Step ProxyHandshake::parseHttp()
     for (qsizetype i = 1; i < lines.size(); ++i) {
         const QByteArrayView line = lines[i];
         const qsizetype colon = line.indexOf(':');
-        if (colon <= 0 || !isToken(line.first(colon)))
+        if (colon <= 0 || !http::isToken(line.first(colon)))
             return fail(QStringLiteral("malformed header line %1 (folded lines and spaces before ':' are not accepted)")
                             .arg(i + 1));
         headers.append({line.first(colon), line.sliced(colon + 1).trimmed()});

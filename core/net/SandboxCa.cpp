@@ -82,12 +82,4 @@ Result<x509::Pem> SandboxCa::leafFor(const QString &host)
     return *made;
 }
 
-QByteArray trustBundle(const QByteArray &hostBundle, const QByteArray &authorityPem)
-{
-    QByteArray bundle = hostBundle;
-    if (!bundle.isEmpty() && !bundle.endsWith('\n'))
-        bundle.append('\n');
-    return bundle + authorityPem;
-}
-
 } // namespace airlock::net

@@ -46,8 +46,4 @@ private:
 // A host name the proxy can broker for, normalised (lower case, IDNA); errors say why not.
 Result<QString> brokeredHostName(const QString &host);
 
-// What a sandbox with brokered hosts trusts: the host's bundle (its usual public authorities)
-// followed by the sandbox's own authority.
-QByteArray trustBundle(const QByteArray &hostBundle, const QByteArray &authorityPem);
-
 } // namespace airlock::net

@@ -237,13 +237,6 @@ private Q_SLOTS:
         QVERIFY2(ca.error().message.contains(why), qPrintable(ca.error().message));
         QVERIFY(!SandboxCa::make(QStringLiteral("sb-1"), {}));
     }
-
-    void theSandboxTrustsTheHostsAuthoritiesAndItsOwn()
-    {
-        QCOMPARE(trustBundle("-----A-----", "-----B-----\n"), QByteArray("-----A-----\n-----B-----\n"));
-        QCOMPARE(trustBundle("-----A-----\n", "-----B-----\n"), QByteArray("-----A-----\n-----B-----\n"));
-        QCOMPARE(trustBundle({}, "-----B-----\n"), QByteArray("-----B-----\n"));
-    }
 };
 } // namespace
 
