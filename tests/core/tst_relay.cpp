@@ -6,6 +6,7 @@
 #include "net/Relay.h"
 
 #include <QElapsedTimer>
+#include <QScopeGuard>
 #include <QTest>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,11 +41,65 @@ bool readOne(int fd, int timeoutMs)
     char c = 0;
     return ::poll(&p, 1, timeoutMs) == 1 && ::read(fd, &c, 1) == 1;
 }
+// Sets a socket's send buffer past the system's limit (needs CAP_NET_ADMIN).
+bool forceSendBuffer(int fd, int bytes)
+{
+    return ::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) == 0;
+}
+
 } // namespace
 
 class TestRelay final : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The mechanism, without a scheduler's luck: a tunnel whose source holds a 64 MiB backlog and
+    // whose sink has room for all of it never blocks, so only its turn's budget lets the relay go
+    // on to the next tunnel. The quiet tunnel added after it writes its byte into the same socket
+    // the busy one writes its backlog to, so where the byte lands in that stream is how much of
+    // the backlog the relay passed first: about a turn (1 MiB). Without a byte budget the rounds'
+    // limit lets 16 MiB pass first; without turns all 64 MiB.
+    void aBacklogPassesInTurns()
+    {
+        constexpr int kBacklog = 64 << 20;
+        const Ends busySource = streamPair(), sink = streamPair(), quietSource = streamPair();
+        const int sinkAgain = ::fcntl(sink.relays, F_DUPFD_CLOEXEC, 0);
+        QVERIFY(busySource.mine >= 0 && sink.mine >= 0 && quietSource.mine >= 0 && sinkAgain >= 0);
+        const auto closeMine = qScopeGuard([&] {
+            for (int fd : {busySource.mine, sink.mine, quietSource.mine})
+                ::close(fd);
+        });
+        if (!forceSendBuffer(busySource.mine, 2 * kBacklog) || !forceSendBuffer(sink.relays, 2 * kBacklog))
+            QSKIP("needs CAP_NET_ADMIN for SO_SNDBUFFORCE (a backlog past the system's socket limit)");
+        ::fcntl(busySource.mine, F_SETFL, O_NONBLOCK);
+        std::vector<char> data(1 << 20, 'x');
+        for (int sent = 0; sent < kBacklog;) {
+            const ssize_t n = ::write(busySource.mine, data.data(), data.size());
+            QVERIFY2(n > 0, "the backlog did not fit in the socket");
+            sent += int(n);
+        }
+        QCOMPARE(::write(quietSource.mine, "q", 1), ssize_t(1));
+
+        Relay relay;
+        relay.add(sink.relays, busySource.relays, {}, {}, 1, [](const Relay::Stats &) {});
+        relay.add(quietSource.relays, sinkAgain, {}, {}, 2, [](const Relay::Stats &) {});
+        qint64 before = 0;
+        for (bool found = false; !found;) {
+            pollfd p{sink.mine, POLLIN, 0};
+            QVERIFY2(::poll(&p, 1, 5000) == 1, "the sink went quiet before the quiet byte");
+            const ssize_t n = ::read(sink.mine, data.data(), data.size());
+            QVERIFY(n > 0);
+            const auto at = std::find(data.begin(), data.begin() + n, 'q');
+            found = at != data.begin() + n;
+            before += at - data.begin();
+        }
+        qInfo("the quiet byte passed after %.2f MiB of the busy tunnel's %d MiB backlog",
+            double(before) / double(1 << 20), kBacklog >> 20);
+        QVERIFY2(before <= 3 << 20,
+            qPrintable(QStringLiteral("%1 bytes of the backlog passed before the quiet byte").arg(before)));
+        relay.cancel(1);
+        relay.cancel(2);
+    }
+
     void aBusyTunnelDoesNotHoldUpAnother_data()
     {
         QTest::addColumn<int>("chunk");
@@ -110,9 +166,10 @@ private Q_SLOTS:
         qInfo("quiet tunnel beside it (%.1f MiB passed meanwhile): median %.3f ms, p99 %.3f ms, max %.3f ms",
             double(during) / double(1 << 20), ms[100], p99, worst);
         QVERIFY2(during > 0, "the busy tunnel did not run while the quiet one was timed");
-        // A turn is at most 1 MiB or 64 rounds each way: well under a millisecond here. The bound
-        // leaves room for a loaded machine; without turns the quiet byte waits for the busy one.
-        QVERIFY2(p99 < 20 && worst < 200, qPrintable(QStringLiteral("p99 %1 ms, max %2 ms").arg(p99).arg(worst)));
+        // Live threads on two cores: the median is the relay's, the tail the scheduler's (a CI
+        // machine saw p99 21 ms with a median of 0.03). aBacklogPassesInTurns checks the turns.
+        QVERIFY2(ms[100] < 5 && worst < 1000,
+            qPrintable(QStringLiteral("median %1 ms, p99 %2 ms, max %3 ms").arg(ms[100]).arg(p99).arg(worst)));
     }
 };
 
