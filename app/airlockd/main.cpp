@@ -197,6 +197,10 @@ int main(int argc, char *argv[])
         QStringLiteral("Answer NAME with ADDR[,ADDR] in the egress proxy instead of DNS. Trusted: the addresses "
                        "are not checked against the refused ranges (loopback, private). Repeatable."),
         QStringLiteral("name=addr"));
+    const QCommandLineOption upstreamCaOpt(QStringLiteral("upstream-ca"),
+        QStringLiteral("Trust the certificates in this PEM file, besides the host's trust store, for hosts whose "
+                       "credentials the egress proxy brokers. Repeatable."),
+        QStringLiteral("file"));
     const QCommandLineOption toolsOpt(QStringLiteral("tools"),
         QStringLiteral("Load host tool declarations (*.json) from this directory (default: "
                        "$XDG_CONFIG_HOME/airlock/tools). Repeatable."),
@@ -235,8 +239,8 @@ int main(int argc, char *argv[])
                        "than half of it free (default 512M)."),
         QStringLiteral("size"), QStringLiteral("512M"));
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, runscOpt, endWithDaemonOpt, verboseOpt,
-        outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, toolsOpt, secretStoreOpt, stdioOpt, listenOpt,
-        plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
+        outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, upstreamCaOpt, toolsOpt, secretStoreOpt, stdioOpt,
+        listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -276,6 +280,17 @@ int main(int argc, char *argv[])
             return 2;
         }
         resolve[parsed->first] += parsed->second;
+    }
+    QByteArray upstreamTrust;
+    for (const QString &path : parser.values(upstreamCaOpt)) {
+        QFile file(path);
+        if (!file.open(QIODevice::ReadOnly) || !file.peek(64 * 1024).contains("-----BEGIN CERTIFICATE-----")) {
+            std::fprintf(stderr, "airlockd: --upstream-ca %s: %s\n", qPrintable(path),
+                file.isOpen() ? "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                              : qPrintable(file.errorString()));
+            return 2;
+        }
+        upstreamTrust += file.readAll() + '\n';
     }
     std::optional<remote::RemoteListener::Options> remoteOptions;
     if (parser.isSet(listenOpt)) {
@@ -406,9 +421,10 @@ int main(int argc, char *argv[])
     if (!ThreadDeadline::prepare())
         logger->error("no deadline timer for the main thread ({}): sandboxes' judged programs will wait unjudged",
             std::strerror(errno));
-    Engine engine({parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {}, resolve,
-                      secrets->get(), toolDirs, outlive, ownDirs, *hostUids, guestImage.path(), *diskReserve},
-        caps, approvals);
+    EngineConfig engineConfig{parser.value(guestOpt), paths::dataDir(), lock->key(), parser.isSet(verboseOpt), {},
+        resolve, secrets->get(), toolDirs, outlive, ownDirs, *hostUids, guestImage.path(), *diskReserve, {}};
+    engineConfig.upstreamTrust = upstreamTrust;
+    Engine engine(engineConfig, caps, approvals);
     QObject::connect(&engine, &Engine::eventPublished, &gate, &HistoryGate::take);
     // A sandbox's guest keeps its output until it is stored: then it may forget it.
     QObject::connect(&gate, &HistoryGate::published, &engine, &Engine::onEventStored);

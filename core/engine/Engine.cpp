@@ -63,6 +63,7 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
 {
     net::EgressProxy::Options proxy;
     proxy.hosts = m_config.resolve;
+    proxy.upstreamTrust = m_config.upstreamTrust;
     m_proxy = new net::EgressProxy(
         proxy,
         [this](Sandbox *sandbox, const net::EgressQuestion &q, net::EgressProxy::Answer answer) {
@@ -99,6 +100,8 @@ Engine::Engine(EngineConfig config, HostCapabilities caps, ApprovalBroker &appro
                 [answer](const ApprovalRequest &, const ApprovalDecision &d) { answer(d.allowed, d.describe()); });
         },
         this);
+    m_proxy->setBroker(
+        [this](Sandbox *sandbox, const QString &host, quint16 port) { return brokeredRoute(sandbox, host, port); });
     m_workspacesDir = m_config.dataDir + QStringLiteral("/workspaces");
     if (m_caps.runningAsRoot)
         m_workspacesDir = QStringLiteral("/var/lib/airlock/workspaces-")
@@ -475,6 +478,23 @@ Result<uint32_t> Engine::exec(Sandbox &sandbox, const ExecRequest &request)
     return sandbox.exec(request, *secretEnv);
 }
 
+Result<QByteArray> Engine::secretOf(const policy::CredentialGrant &g) const
+{
+    if (!m_config.secrets)
+        return makeError(ErrorCode::BoundaryUnavailable,
+            QStringLiteral("the policy grants secret '%1' but this daemon has no secret store").arg(g.secret));
+    auto value = m_config.secrets->get(g.secret);
+    if (!value)
+        return makeError(value.error().code,
+            QStringLiteral("the policy grants secret '%1'%2: %3")
+                .arg(g.secret,
+                    g.brokered()          ? QStringLiteral(" brokered for ") + g.brokerHost
+                        : g.env.isEmpty() ? QStringLiteral(" as file ") + g.file
+                                          : QStringLiteral(" as $") + g.env,
+                    value.error().message));
+    return *value;
+}
+
 Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSecrets(
     const policy::EffectivePolicy &policy, bool envOnly) const
 {
@@ -482,17 +502,10 @@ Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSec
     for (const policy::CredentialGrant &g : policy.grants) {
         if (envOnly && g.env.isEmpty())
             continue;
-        if (!m_config.secrets)
-            return makeError(ErrorCode::BoundaryUnavailable,
-                QStringLiteral("the policy grants secret '%1' but this daemon has no secret store").arg(g.secret));
-        auto value = m_config.secrets->get(g.secret);
+        auto value = secretOf(g);
         if (!value)
-            return makeError(value.error().code,
-                QStringLiteral("the policy grants secret '%1'%2: %3")
-                    .arg(g.secret,
-                        g.env.isEmpty() ? QStringLiteral(" as file ") + g.file : QStringLiteral(" as $") + g.env,
-                        value.error().message));
-        out.append({g, *value});
+            return value.error();
+        out.append({g, g.brokered() ? g.placeholder() : *value});
     }
     return out;
 }

@@ -41,6 +41,8 @@ struct ApprovalRequest;
 struct ApprovalDecision;
 namespace net {
 class EgressProxy;
+class SandboxCa;
+struct BrokeredRoute;
 struct EgressQuestion;
 } // namespace net
 namespace tools {
@@ -73,6 +75,9 @@ struct EngineConfig {
     // (and the workspaces there already) keep. A default workspace is no larger than what is free
     // beyond it.
     uint64_t diskReserveBytes = 512ull << 20;
+    // Certificates (PEM) the credential broker trusts for brokered hosts besides the host's trust
+    // store (airlockd --upstream-ca): an operator's own authority, or a test's.
+    QByteArray upstreamTrust;
 };
 
 // What a sandbox is created from (sandbox.create; sandbox.run, with oneShot).
@@ -290,9 +295,19 @@ private:
     void recordDecision(const ApprovalRequest &request, const ApprovalDecision &decision);
 
     // The values of a policy's grants (all of them, or those given as environment variables);
-    // fails closed, naming the grant, when one cannot be read.
+    // fails closed, naming the grant, when one cannot be read. A brokered grant's value is its
+    // placeholder (the secret is read, to fail here when it cannot be).
     Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(
         const policy::EffectivePolicy &policy, bool envOnly) const;
+    Result<QByteArray> secretOf(const policy::CredentialGrant &grant) const; // from the store
+    // The credential broker (EngineBroker.cpp). A sandbox whose policy brokers credentials gets an
+    // authority for their hosts, and its certificate in what the launch makes it trust.
+    static Result<std::shared_ptr<net::SandboxCa>> brokerAuthority(
+        const QString &id, const policy::EffectivePolicy &policy);
+    // The files that make a sandbox trust its authority (LaunchRequest::trustFiles).
+    static QList<std::pair<QString, QByteArray>> trustFiles(const net::SandboxCa &authority);
+    // What the egress proxy brokers for a sandbox's connection to host:port, if anything.
+    Result<std::optional<net::BrokeredRoute>> brokeredRoute(Sandbox *sandbox, const QString &host, quint16 port) const;
 
     Result<QJsonObject> addToolRule(const QString &ref, const QString &tool, const QString &by, const QString &run);
 

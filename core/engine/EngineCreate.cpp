@@ -287,6 +287,10 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
     });
     SandboxSetup setup;
     setup.id = id;
+    auto authority = brokerAuthority(id, resolved.policy);
+    if (!authority)
+        return done(authority.error());
+    setup.brokerCa = *authority;
     setup.spec = spec;
     setup.plan = resolved.plan;
     setup.run = creation.run;
@@ -339,6 +343,8 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
     for (const auto &[grant, value] : std::as_const(resolved.granted))
         if (!grant.file.isEmpty())
             launch.dataFiles.append({grant.file, value});
+    if (setup.brokerCa)
+        launch.trustFiles = trustFiles(*setup.brokerCa);
 
     // It outlives this daemon: its guest listens for the next one (bubblewrap) or comes back to it
     // (gVisor), and they prove themselves to each other with the token (kept in the sandbox's

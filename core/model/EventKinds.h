@@ -38,6 +38,7 @@ inline constexpr Kind NetworkLookup{"network.lookup"};
 inline constexpr Kind NetworkOpened{"network.opened"};
 inline constexpr Kind NetworkClosed{"network.closed"};
 inline constexpr Kind NetworkDenied{"network.denied"};
+inline constexpr Kind NetworkRequest{"network.request"}; // one request through the credential broker
 // Host tools.
 inline constexpr Kind ToolRequested{"tool.requested"};
 inline constexpr Kind ToolDenied{"tool.denied"};

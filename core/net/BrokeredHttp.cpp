@@ -50,6 +50,15 @@ bool listsToken(QByteArrayView value, QByteArrayView token)
 
 using Fields = QList<std::pair<QByteArray, QByteArray>>;
 
+// A Connection header of `fields` names `token`.
+bool connectionLists(const Fields &fields, QByteArrayView token)
+{
+    for (const auto &[name, value] : fields)
+        if (name.compare("connection", Qt::CaseInsensitive) == 0 && listsToken(value, token))
+            return true;
+    return false;
+}
+
 // What is read (a request from the sandbox, or the host's answer) and the status each kind of
 // refusal answers with: the sandbox's own request is told what was wrong with it; anything wrong
 // with the host's answer is a 502 to the sandbox.
@@ -219,6 +228,7 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype
     if (const auto *r = std::get_if<Refusal>(&body))
         return *r;
     request.body = std::get<BodyFraming>(body);
+    request.keepAlive = !connectionLists(request.headers, "close");
     return request;
 }
 
@@ -254,6 +264,8 @@ ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method, qs
     if (const auto *r = std::get_if<Refusal>(&body))
         return *r;
     response.body = std::get<BodyFraming>(body);
+    response.keepAlive = line.startsWith("HTTP/1.1 ") ? !connectionLists(response.headers, "close")
+                                                      : connectionLists(response.headers, "keep-alive");
     if (response.interim() || status == 204 || status == 304 || method.compare("HEAD", Qt::CaseInsensitive) == 0)
         response.body = {};
     return response;

@@ -33,6 +33,7 @@ struct RequestHead {
     QList<std::pair<QByteArray, QByteArray>> headers; // names as sent, values without surrounding blanks
     BodyFraming body;
     qsizetype size = 0; // bytes of the buffer the head took, its blank line included
+    bool keepAlive = true; // no Connection: close
 };
 
 // A request that is refused: the status to answer the sandbox with, and why (for it and the log).
@@ -58,6 +59,7 @@ struct ResponseHead {
     QList<std::pair<QByteArray, QByteArray>> headers;
     BodyFraming body;
     qsizetype size = 0;
+    bool keepAlive = true; // HTTP/1.1 without Connection: close, or HTTP/1.0 with keep-alive
     bool interim() const { return status >= 100 && status < 200; } // a final response follows
 };
 

@@ -291,12 +291,14 @@ private:
         m_writer = nullptr;
         if (!m_sandbox)
             return end();
-        const QString address = m_address.protocol() == QAbstractSocket::IPv6Protocol
-            ? QLatin1Char('[') + m_address.toString() + QLatin1Char(']')
-            : m_address.toString();
-        QJsonObject opened = destination();
-        opened.insert(QStringLiteral("address"), address);
-        opened.insert(QStringLiteral("resolvedBy"), m_verdict.ipLiteral ? QStringLiteral("literal") : m_resolvedBy);
+        if (m_proxy->m_broker) {
+            auto route = m_proxy->m_broker(m_sandbox, m_verdict.host, m_target->port);
+            if (!route)
+                return refuse(ProxyFailure::Denied, QStringLiteral("broker"), route.error().message);
+            if (*route)
+                return broker(std::move(**route));
+        }
+        const QJsonObject opened = openedPayload();
         record(event::NetworkOpened, opened);
 
         // From here the relay thread owns both sockets; the closing event comes back to this thread.
@@ -324,6 +326,82 @@ private:
                 });
             },
             m_target->upstreamLimit);
+        end();
+    }
+
+    QJsonObject openedPayload() const
+    {
+        QJsonObject opened = destination();
+        opened.insert(QStringLiteral("address"),
+            m_address.protocol() == QAbstractSocket::IPv6Protocol
+                ? QLatin1Char('[') + m_address.toString() + QLatin1Char(']')
+                : m_address.toString());
+        opened.insert(QStringLiteral("resolvedBy"), m_verdict.ipLiteral ? QStringLiteral("literal") : m_resolvedBy);
+        return opened;
+    }
+
+    // A host whose credential is brokered: TLS ends here, on both sides (BrokeredConnection).
+    void broker(BrokeredRoute route)
+    {
+        if (m_target->protocol == ProxyProtocol::HttpForward)
+            return refuse(ProxyFailure::Denied, QStringLiteral("broker"),
+                QStringLiteral("the credential for %1 is brokered over HTTPS only: use https://%1 (CONNECT)")
+                    .arg(m_verdict.host));
+        auto tls = m_proxy->tls();
+        if (!tls)
+            return refuse(ProxyFailure::Unreachable, QStringLiteral("broker"), tls.error().message);
+        QPointer<EgressProxy> proxy = m_proxy;
+        QPointer<Sandbox> sandbox = m_sandbox;
+        const QString key = m_sandboxId, run = m_sandbox->currentRun();
+        QJsonObject base = openedPayload();
+        base.insert(QStringLiteral("brokered"), true);
+        base.insert(QStringLiteral("secret"), route.secretName);
+        const qint64 startedMs = QDateTime::currentMSecsSinceEpoch() - m_clock.elapsed();
+        auto record = [sandbox, run](const QString &kind, const QJsonObject &payload) {
+            if (sandbox)
+                sandbox->record(kind, payload, run);
+        };
+        BrokeredConnection::Callbacks callbacks;
+        callbacks.opened = [record, base] { record(event::NetworkOpened, base); };
+        callbacks.refused = [record, base, proxy, key](const QString &reason) {
+            QJsonObject denied = base;
+            denied.insert(QStringLiteral("decision"), QStringLiteral("deny"));
+            denied.insert(QStringLiteral("rule"), QStringLiteral("broker"));
+            denied.insert(QStringLiteral("reason"), reason);
+            record(event::NetworkDenied, denied);
+            if (proxy)
+                proxy->sessionEnded(key);
+        };
+        callbacks.request = [record, base](const BrokeredConnection::Request &r) {
+            QJsonObject o{{QStringLiteral("connection"), base.value(QStringLiteral("connection"))},
+                {QStringLiteral("host"), base.value(QStringLiteral("host"))},
+                {QStringLiteral("secret"), base.value(QStringLiteral("secret"))},
+                {QStringLiteral("method"), QString::fromLatin1(r.method)},
+                {QStringLiteral("target"), QString::fromLatin1(r.target)}, {QStringLiteral("status"), r.status},
+                {QStringLiteral("credential"), r.credential}, {QStringLiteral("bytesUp"), r.bytesUp},
+                {QStringLiteral("bytesDown"), r.bytesDown}, {QStringLiteral("durationMs"), r.durationMs}};
+            if (!r.refused.isEmpty())
+                o.insert(QStringLiteral("refused"), r.refused);
+            if (r.redacted > 0)
+                o.insert(QStringLiteral("redacted"), r.redacted);
+            record(event::NetworkRequest, o);
+        };
+        callbacks.closed = [record, base, proxy, key, startedMs](const BrokeredConnection::Stats &stats) {
+            QJsonObject closed = base;
+            closed.insert(QStringLiteral("bytesUp"), qint64(stats.bytesUp));
+            closed.insert(QStringLiteral("bytesDown"), qint64(stats.bytesDown));
+            closed.insert(QStringLiteral("requests"), stats.requests);
+            closed.insert(QStringLiteral("durationMs"), QDateTime::currentMSecsSinceEpoch() - startedMs);
+            closed.insert(QStringLiteral("error"), stats.error);
+            record(event::NetworkClosed, closed);
+            if (proxy)
+                proxy->sessionEnded(key);
+        };
+        ++m_proxy->m_open[key]; // counts until it closes, as a relayed one does
+        auto *connection
+            = new BrokeredConnection(std::exchange(m_client, -1), std::exchange(m_upstream, -1), std::move(route), *tls,
+                m_target->upstreamFirst, m_handshake, std::move(callbacks), m_proxy->m_options.broker, m_proxy);
+        connection->setTag(m_proxy->tagOf(key));
         end();
     }
 
@@ -459,13 +537,28 @@ void EgressProxy::handle(Sandbox *sandbox, int fd)
     new Session(this, sandbox, fd, m_nextConnection++);
 }
 
+Result<std::shared_ptr<const TlsContexts>> EgressProxy::tls()
+{
+    if (!m_tls) {
+        auto made = TlsContexts::make(m_options.upstreamTrust);
+        if (!made)
+            return made.error();
+        m_tls = *made;
+    }
+    return m_tls;
+}
+
 void EgressProxy::dropSandbox(Sandbox *sandbox)
 {
     for (Session *s : findChildren<Session *>(Qt::FindDirectChildrenOnly))
         if (s->sandboxId() == sandbox->id())
             delete s;
-    if (const auto tag = m_tags.constFind(sandbox->id()); tag != m_tags.cend())
+    if (const auto tag = m_tags.constFind(sandbox->id()); tag != m_tags.cend()) {
         m_relay->cancel(*tag);
+        for (BrokeredConnection *c : findChildren<BrokeredConnection *>(Qt::FindDirectChildrenOnly))
+            if (c->tag() == *tag)
+                delete c;
+    }
     m_tags.remove(sandbox->id());
     m_lookups.remove(sandbox->id());
     m_open.remove(sandbox->id()); // late reports of its relayed connections count for nothing

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "net/BrokeredConnection.h"
 #include "net/ProxyHandshake.h"
 #include "policy/NetworkRules.h"
+#include "util/Result.h"
 
 #include <QElapsedTimer>
 #include <QHash>
@@ -56,11 +58,19 @@ public:
         // Distinct names under wildcard rules that one sandbox may have looked up in a minute
         // (a name looked up again within the minute is no new one).
         int newWildcardNamesPerMinute = 20;
+        // Certificates (PEM) trusted for brokered hosts besides the host's trust store (airlockd
+        // --upstream-ca): an operator's own authority, or a test's.
+        QByteArray upstreamTrust;
+        BrokeredConnection::Options broker;
     };
+    // The credential brokered for a sandbox's connections to host:port, if its policy names one
+    // there; an error (a secret the store cannot give) refuses the connection.
+    using Broker = std::function<Result<std::optional<BrokeredRoute>>(Sandbox *, const QString &host, quint16 port)>;
     using Answer = std::function<void(bool allowed, const QString &why)>;
     using Ask = std::function<void(Sandbox *, const EgressQuestion &, Answer)>;
 
     explicit EgressProxy(Options options, Ask ask, QObject *parent = nullptr);
+    void setBroker(Broker broker) { m_broker = std::move(broker); }
     ~EgressProxy() override;
 
     // Takes ownership of a connected stream socket from a sandbox.
@@ -77,9 +87,13 @@ private:
     // in the last minute with this one, or 0 when this one would be over the limit.
     int admitLookup(const QString &sandboxId, const QString &host);
     quint64 tagOf(const QString &sandboxId); // groups a sandbox's relayed connections
+    // The broker's TLS settings, made at the first brokered connection.
+    Result<std::shared_ptr<const TlsContexts>> tls();
 
     Options m_options;
     Ask m_ask;
+    Broker m_broker;
+    std::shared_ptr<const TlsContexts> m_tls;
     std::unique_ptr<Relay> m_relay;
     QHash<QString, int> m_open; // sandbox id -> connections, in hand-shake or relayed
     QHash<QString, quint64> m_tags; // sandbox id -> relay tag

@@ -6,40 +6,11 @@
 
 namespace airlock::net {
 
-Result<QString> brokeredHostName(const QString &host)
-{
-    const auto refused = [&](const QString &why) {
-        return makeError(ErrorCode::InvalidArgument,
-            QStringLiteral("'%1' is not a host a credential can be brokered for: %2").arg(host.left(200), why));
-    };
-    if (policy::NetworkRules::parseAddress(host))
-        return refused(QStringLiteral("an address, not a name (name the host its certificate is for)"));
-    auto name = policy::normaliseHostPattern(host);
-    if (!name)
-        return refused(name.error().message);
-    if (name->startsWith(QLatin1String("*.")))
-        return refused(QStringLiteral("a wildcard (name each host, e.g. api.example.com)"));
-    if (name->contains(QLatin1Char(':')))
-        return refused(QStringLiteral("a port (the proxy brokers on 443 only; name the host alone)"));
-    if (!name->contains(QLatin1Char('.')))
-        return refused(QStringLiteral("a name of one label (name the host in full, e.g. api.example.com)"));
-    // An address in another spelling ("127.1.", "0x7f.1") is one once normalised; a name whose last
-    // label is a number is taken for an address by URL parsers.
-    const QString last = name->section(QLatin1Char('.'), -1);
-    bool number = false;
-    last.toULongLong(&number, 10);
-    if (!number && last.startsWith(QLatin1String("0x")))
-        last.mid(2).toULongLong(&number, 16);
-    if (policy::NetworkRules::parseAddress(*name) || number || last.startsWith(QLatin1String("0x")))
-        return refused(QStringLiteral("an address, not a name (name the host its certificate is for)"));
-    return name;
-}
-
 Result<SandboxCa> SandboxCa::make(const QString &sandboxId, const QStringList &hosts)
 {
     SandboxCa ca;
     for (const QString &host : hosts) {
-        auto name = brokeredHostName(host);
+        auto name = policy::brokeredHostName(host);
         if (!name)
             return name.error();
         if (!ca.m_hosts.contains(*name))
@@ -61,7 +32,7 @@ Result<SandboxCa> SandboxCa::make(const QString &sandboxId, const QStringList &h
 
 Result<x509::Pem> SandboxCa::leafFor(const QString &host)
 {
-    auto name = brokeredHostName(host);
+    auto name = policy::brokeredHostName(host);
     if (!name)
         return name.error();
     if (!m_hosts.contains(*name))

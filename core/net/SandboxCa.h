@@ -43,7 +43,4 @@ private:
     QHash<QString, Leaf> m_leaves;
 };
 
-// A host name the proxy can broker for, normalised (lower case, IDNA); errors say why not.
-Result<QString> brokeredHostName(const QString &host);
-
 } // namespace airlock::net

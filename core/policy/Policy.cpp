@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "policy/Policy.h"
+#include "net/BrokeredHttp.h"
 #include "util/FileSystem.h"
 
 #include <QDir>
@@ -124,6 +125,30 @@ Status validateNetwork(const QJsonObject &n)
     return Ok{};
 }
 
+// A brokered grant's {"host": H, "header": X}: a name the proxy can pose as, and the request
+// header the secret goes in (never one that frames or routes the request).
+Status validateBroker(const QJsonObject &grant, const QString &pointer)
+{
+    if (!grant.contains(QStringLiteral("broker")))
+        return Ok{};
+    if (!grant.value(QStringLiteral("broker")).isObject())
+        return invalid(
+            pointer, QStringLiteral("expected {\"host\": \"api.example.com\", \"header\": \"authorization\"}"));
+    const QJsonObject b = grant.value(QStringLiteral("broker")).toObject();
+    if (Status s = onlyKeys(b, pointer, {QStringLiteral("host"), QStringLiteral("header")}); !s)
+        return s;
+    if (auto host = brokeredHostName(b.value(QStringLiteral("host")).toString()); !host)
+        return invalid(pointer + QStringLiteral("/host"), host.error().message);
+    const QByteArray header = b.value(QStringLiteral("header")).toString().toLatin1().toLower();
+    static const QList<QByteArray> kFraming{"host", "content-length", "transfer-encoding", "connection", "te",
+        "upgrade", "expect", "trailer", "keep-alive", "accept-encoding", "range", "if-range"};
+    if (!net::http::isToken(header) || header.size() > 100 || kFraming.contains(header) || header.startsWith("proxy-"))
+        return invalid(pointer + QStringLiteral("/header"),
+            QStringLiteral("expected the name of the request header the secret goes in (\"authorization\", "
+                           "\"x-api-key\"); not one that frames or routes the request"));
+    return Ok{};
+}
+
 Status validateCredentials(const QJsonObject &c)
 {
     if (Status s = onlyKeys(c, QStringLiteral("/credentials"), {QStringLiteral("grants")}); !s)
@@ -139,8 +164,11 @@ Status validateCredentials(const QJsonObject &c)
             return invalid(pointer,
                 QStringLiteral("expected {\"secret\": NAME, \"env\": VAR} or {\"secret\": NAME, \"file\": PATH}"));
         const QJsonObject g = grants->at(i).toObject();
-        if (Status s = onlyKeys(g, pointer, {QStringLiteral("secret"), QStringLiteral("env"), QStringLiteral("file")});
+        if (Status s = onlyKeys(g, pointer,
+                {QStringLiteral("secret"), QStringLiteral("env"), QStringLiteral("file"), QStringLiteral("broker")});
             !s)
+            return s;
+        if (Status s = validateBroker(g, pointer + QStringLiteral("/broker")); !s)
             return s;
         if (!secretName.match(g.value(QStringLiteral("secret")).toString()).hasMatch())
             return invalid(
@@ -613,8 +641,11 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
         = network.value(QStringLiteral("unknown")).toString() == QLatin1String("ask") ? Decision::Ask : Decision::Deny;
     for (const QJsonValue &v : grants) {
         const QJsonObject g = v.toObject();
+        const QJsonObject broker = g.value(QStringLiteral("broker")).toObject();
+        const auto brokerHost = brokeredHostName(broker.value(QStringLiteral("host")).toString());
         e.grants.append({g.value(QStringLiteral("secret")).toString(), g.value(QStringLiteral("env")).toString(),
-            g.value(QStringLiteral("file")).toString()});
+            g.value(QStringLiteral("file")).toString(), broker.isEmpty() || !brokerHost ? QString() : *brokerHost,
+            broker.value(QStringLiteral("header")).toString().toLower()});
     }
     for (auto it = tools.begin(); it != tools.end(); ++it) {
         ToolPermission p;
@@ -650,6 +681,33 @@ Result<EffectivePolicy> resolve(const QList<Layer> &layers)
     e.mounts = spec->mounts;
     e.limits = spec->limits;
     return e;
+}
+
+Result<QString> brokeredHostName(const QString &host)
+{
+    const auto refused = [&](const QString &why) {
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("'%1' is not a host a credential can be brokered for: %2").arg(host.left(200), why));
+    };
+    if (NetworkRules::parseAddress(host))
+        return refused(QStringLiteral("an address, not a name (name the host its certificate is for)"));
+    auto name = normaliseHostPattern(host);
+    if (!name)
+        return refused(name.error().message);
+    if (name->startsWith(QLatin1String("*.")))
+        return refused(QStringLiteral("a wildcard (name each host, e.g. api.example.com)"));
+    if (name->contains(QLatin1Char(':')))
+        return refused(QStringLiteral("a port (the proxy brokers on 443 only; name the host alone)"));
+    if (!name->contains(QLatin1Char('.')))
+        return refused(QStringLiteral("a name of one label (name the host in full, e.g. api.example.com)"));
+    // An address in another spelling ("127.1.", "0x7f.1") is one once normalised; a name whose last
+    // label is a number is taken for an address by URL parsers.
+    const QString last = name->section(QLatin1Char('.'), -1);
+    bool number = false;
+    last.toULongLong(&number, 10);
+    if (NetworkRules::parseAddress(*name) || number || last.startsWith(QLatin1String("0x")))
+        return refused(QStringLiteral("an address, not a name (name the host its certificate is for)"));
+    return name;
 }
 
 } // namespace airlock::policy

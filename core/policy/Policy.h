@@ -27,6 +27,12 @@ struct CredentialGrant {
     QString secret; // the secret's name in the store; never its value
     QString env; // as this environment variable, or
     QString file; // as a read-only file at this absolute path
+    // Brokered: the sandbox gets only a placeholder (in env or file), and the egress proxy puts
+    // the secret in place of it in header `brokerHeader` of requests to https://brokerHost.
+    QString brokerHost, brokerHeader;
+    bool brokered() const { return !brokerHost.isEmpty(); }
+    // What a brokered grant's sandbox holds instead of the secret.
+    QByteArray placeholder() const { return "airlock-brokered-" + secret.toUtf8(); }
 };
 
 struct ToolPermission {
@@ -100,6 +106,9 @@ Result<QJsonObject> preset(const QString &name);
 // A domain pattern as the policy stores it: lower case, no trailing dot, IDNA (ACE) form; with an
 // optional :port. Errors say what is wrong with it.
 Result<QString> normaliseHostPattern(const QString &pattern);
+// A host name the proxy can broker a credential for, normalised (lower case, IDNA): not an address
+// in any spelling, a wildcard, a port or a name of one label. Errors say why not.
+Result<QString> brokeredHostName(const QString &host);
 // "NAME=ADDR[,ADDR]" (airlockd --resolve): the normalised name and its addresses.
 Result<std::pair<QString, QList<QHostAddress>>> parseResolveEntry(const QString &entry);
 

@@ -16,6 +16,11 @@
 
 namespace airlock {
 
+// Where a sandbox with a brokered credential finds its own authority's certificate, and the
+// host's trust bundle with it added.
+inline constexpr char kTrustAuthorityPath[] = "/.airlock/trust/authority.pem";
+inline constexpr char kTrustBundlePath[] = "/.airlock/trust/bundle.pem";
+
 // Everything a runtime needs to start a sandbox, decided by the engine before it starts: the
 // view it gives (workspace, mounts, masks, files), its limits and its hand-overs.
 struct LaunchRequest {
@@ -32,6 +37,9 @@ struct LaunchRequest {
     QList<Mount> mounts;
     QStringList hiddenPaths; // inside mounts: covered by an empty read-only tmpfs (airlockd's own directories)
     QList<std::pair<QString, QByteArray>> dataFiles; // read-only files made from memory (granted secrets)
+    // Read-only files anyone in the sandbox may read, made from memory: what it trusts when the
+    // egress proxy brokers a credential (kTrustAuthorityPath, kTrustBundlePath, the system bundle).
+    QList<std::pair<QString, QByteArray>> trustFiles;
     QByteArray seccompProgram;
     QStringList cgroupProcsFiles;
     // When set, the child waits before exec until this has placed it (a systemd scope); failing, it

@@ -325,6 +325,19 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
             }
         }
     }
+    if (m_setup.brokerCa) {
+        // Its own authority, for the brokered hosts, as each kind of client looks for it.
+        const QString bundle = QString::fromLatin1(kTrustBundlePath);
+        for (const auto &[name, value] : {std::pair{"SSL_CERT_FILE", bundle}, std::pair{"CURL_CA_BUNDLE", bundle},
+                 std::pair{"REQUESTS_CA_BUNDLE", bundle},
+                 std::pair{"NODE_EXTRA_CA_CERTS", QString::fromLatin1(kTrustAuthorityPath)}}) {
+            const QString n = QString::fromLatin1(name) + QLatin1Char('=');
+            spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(),
+                                [&n](const QString &kv) { return kv.startsWith(n); }),
+                spawn.env.end());
+            spawn.env.append(n + value);
+        }
+    }
     QJsonArray injected;
     for (const auto &[grant, value] : secretEnv) {
         const QString prefix = grant.env + QLatin1Char('='); // (clang 14 cannot capture a structured binding)
@@ -332,8 +345,12 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
                             [&prefix](const QString &kv) { return kv.startsWith(prefix); }),
             spawn.env.end());
         spawn.env.append(grant.env + QLatin1Char('=') + QString::fromUtf8(value));
-        m_redactor.add(grant.secret, value);
-        injected.append(QJsonObject{{QStringLiteral("secret"), grant.secret}, {QStringLiteral("env"), grant.env}});
+        QJsonObject one{{QStringLiteral("secret"), grant.secret}, {QStringLiteral("env"), grant.env}};
+        if (grant.brokered()) // a placeholder: the secret stays with the proxy
+            one.insert(QStringLiteral("brokeredFor"), grant.brokerHost);
+        else
+            m_redactor.add(grant.secret, value);
+        injected.append(one);
     }
     spawn.judged = m_setup.policy.judgeExecs && m_launched.execCheckFd >= 0;
     if (spawn.judged)

@@ -6,6 +6,7 @@
 #include "model/ExecRequest.h"
 #include "model/SandboxSpec.h"
 #include "model/StoredSandbox.h"
+#include "net/SandboxCa.h"
 #include "policy/Policy.h"
 #include "sandbox/ExecListener.h"
 #include "sandbox/GuestChannel.h"
@@ -52,6 +53,8 @@ struct SandboxSetup {
     // Made ahead of time for a one-shot nobody has asked for yet: it starts like any other, but
     // its creation is published only once it is claimed (Sandbox::claim), with the run that takes it.
     bool warm = false;
+    // The authority its brokered hosts' certificates come from (none without a brokered credential).
+    std::shared_ptr<net::SandboxCa> brokerCa;
 };
 
 // What a daemon that takes a running sandbox over knows of it: from its record (the processes,
@@ -152,6 +155,7 @@ public:
     // From now on this value (and its encodings) is masked in everything the sandbox publishes.
     void addSecret(const QString &name, const QByteArray &value) { m_redactor.add(name, value); }
     const Redactor &redactor() const { return m_redactor; }
+    net::SandboxCa *brokerCa() const { return m_setup.brokerCa.get(); }
     // The result of a tool call made from inside, or why there is none.
     void answerToolCall(uint32_t callId, const Result<QJsonObject> &result);
     // Refused once kStdinBacklogLimit bytes wait for the guest (the command does not read).

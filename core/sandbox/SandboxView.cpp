@@ -117,6 +117,8 @@ QList<ViewEntry> sandboxView(const LaunchRequest &r)
     }
     for (const QString &hidden : r.hiddenPaths)
         v.append(entry(K::Empty, hidden));
+    for (const auto &[target, data] : r.trustFiles)
+        v.append(file(target, data, 0444));
     // Secrets granted as files: read-only, in the sandbox's own memory.
     for (const auto &[target, data] : r.dataFiles) {
         v.append(file(target, data, 0400));
