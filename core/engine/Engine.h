@@ -300,6 +300,10 @@ private:
     Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(
         const policy::EffectivePolicy &policy, bool envOnly) const;
     Result<QByteArray> secretOf(const policy::CredentialGrant &grant) const; // from the store
+    // What the sandbox's output is searched for: the granted values, and a brokered grant's real
+    // secret (never inside, but should a host's echo get past the broker, it is masked here too)
+    // rather than its placeholder.
+    void addSecrets(Sandbox &sandbox, const QList<std::pair<policy::CredentialGrant, QByteArray>> &granted) const;
     // The credential broker (EngineBroker.cpp). A sandbox whose policy brokers credentials gets an
     // authority for their hosts, and its certificate in what the launch makes it trust.
     static Result<std::shared_ptr<net::SandboxCa>> brokerAuthority(

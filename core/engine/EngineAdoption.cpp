@@ -130,8 +130,7 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     attach(sandbox, hostUid);
     auto granted = grantedSecrets(sandbox->policy(), false);
     if (granted)
-        for (const auto &[grant, value] : std::as_const(*granted))
-            sandbox->addSecret(grant.secret, value);
+        addSecrets(*sandbox, *granted);
     else if (problem.isEmpty())
         problem = granted.error().message;
 

@@ -89,4 +89,15 @@ Result<std::optional<net::BrokeredRoute>> Engine::brokeredRoute(
         {grant->brokerHeader.toLatin1(), grant->placeholder(), *secret}, grant->secret, std::move(redactor)});
 }
 
+void Engine::addSecrets(Sandbox &sandbox, const QList<std::pair<policy::CredentialGrant, QByteArray>> &granted) const
+{
+    for (const auto &[grant, value] : granted) {
+        if (!grant.brokered()) {
+            sandbox.addSecret(grant.secret, value);
+        } else if (auto secret = secretOf(grant)) {
+            sandbox.addSecret(grant.secret, *secret);
+        }
+    }
+}
+
 } // namespace airlock

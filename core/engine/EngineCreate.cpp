@@ -368,8 +368,7 @@ void Engine::launch(const SandboxCreation &creation, Resolved resolved, CreateDo
 
     unclaim.dismiss(); // discard() releases it from here on
     auto *sandbox = new Sandbox(std::move(setup), this);
-    for (const auto &[grant, value] : std::as_const(resolved.granted))
-        sandbox->addSecret(grant.secret, value);
+    addSecrets(*sandbox, resolved.granted);
     if (warm) {
         m_warm.sandbox = sandbox; // listed once it is claimed
     } else {

@@ -150,6 +150,17 @@ private:
 
     void resolve()
     {
+        // A host whose credential is brokered is decided on before anything is connected to.
+        if (m_proxy->m_broker && !m_verdict.ipLiteral) {
+            auto route = m_proxy->m_broker(m_sandbox, m_verdict.host, m_target->port);
+            if (!route)
+                return refuse(ProxyFailure::Denied, QStringLiteral("broker"), route.error().message);
+            m_route = std::move(*route);
+            if (m_route && m_target->protocol == ProxyProtocol::HttpForward)
+                return refuse(ProxyFailure::Denied, QStringLiteral("broker"),
+                    QStringLiteral("the credential for %1 is brokered over HTTPS only: use https://%1 (CONNECT)")
+                        .arg(m_verdict.host));
+        }
         if (m_verdict.ipLiteral) {
             if (auto address = policy::NetworkRules::parseAddress(m_verdict.host))
                 m_addresses = {*address};
@@ -291,13 +302,8 @@ private:
         m_writer = nullptr;
         if (!m_sandbox)
             return end();
-        if (m_proxy->m_broker) {
-            auto route = m_proxy->m_broker(m_sandbox, m_verdict.host, m_target->port);
-            if (!route)
-                return refuse(ProxyFailure::Denied, QStringLiteral("broker"), route.error().message);
-            if (*route)
-                return broker(std::move(**route));
-        }
+        if (m_route)
+            return broker(std::move(*std::exchange(m_route, std::nullopt)));
         const QJsonObject opened = openedPayload();
         record(event::NetworkOpened, opened);
 
@@ -343,10 +349,6 @@ private:
     // A host whose credential is brokered: TLS ends here, on both sides (BrokeredConnection).
     void broker(BrokeredRoute route)
     {
-        if (m_target->protocol == ProxyProtocol::HttpForward)
-            return refuse(ProxyFailure::Denied, QStringLiteral("broker"),
-                QStringLiteral("the credential for %1 is brokered over HTTPS only: use https://%1 (CONNECT)")
-                    .arg(m_verdict.host));
         auto tls = m_proxy->tls();
         if (!tls)
             return refuse(ProxyFailure::Unreachable, QStringLiteral("broker"), tls.error().message);
@@ -474,6 +476,7 @@ private:
     std::optional<ProxyTarget> m_target;
     NetworkVerdict m_verdict;
     bool m_approved = false;
+    std::optional<BrokeredRoute> m_route; // its credential is brokered
     QList<QHostAddress> m_addresses;
     QHostAddress m_address;
     QString m_resolvedBy;
