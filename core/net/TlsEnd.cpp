@@ -137,9 +137,17 @@ void TlsEnd::send(QByteArrayView plain)
 
 void TlsEnd::flushUnsent()
 {
-    // Memory BIOs grow as needed: a write takes all of it.
-    if (!m_unsent.isEmpty() && SSL_write(m->ssl.get(), m_unsent.constData(), int(m_unsent.size())) > 0)
-        m_unsent.clear();
+    // Memory BIOs grow as needed, but a write may still take only a record's worth (partial
+    // writes are on): the rest is written in turn.
+    qsizetype written = 0;
+    while (written < m_unsent.size()) {
+        const int n = SSL_write(
+            m->ssl.get(), m_unsent.constData() + written, int(std::min<qsizetype>(m_unsent.size() - written, 1 << 30)));
+        if (n <= 0)
+            break;
+        written += n;
+    }
+    m_unsent.remove(0, written);
 }
 
 QByteArray TlsEnd::outgoing()

@@ -145,5 +145,6 @@ int benchGvisor(QList<Row> &rows, int rounds, bool quick);
 // N live sandboxes beside one; K streams at once beside K pipelines (bench-scale.cpp).
 int benchScale(QList<Row> &rows, int rounds, bool quick);
 int benchParallel(QList<Row> &rows, int rounds, bool quick);
+int benchBroker(QList<Row> &rows, int rounds, bool quick); // bench-broker.cpp
 
 } // namespace airlock::bench

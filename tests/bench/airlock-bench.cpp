@@ -386,6 +386,7 @@ int main(int argc, char *argv[])
         {"--gvisor", benchGvisor},
         {"--scale", benchScale},
         {"--parallel", benchParallel},
+        {"--broker", benchBroker},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {

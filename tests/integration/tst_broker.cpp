@@ -7,12 +7,11 @@
 // certificate verified. Written as the code in the sandbox would attack it: the secret is looked
 // for everywhere the sandbox can read, the host is made to echo it, and the broker is pointed at a
 // host whose certificate does not verify.
+#include "StubHttps.h"
 #include "TestHelpers.h"
 
 #include <QDirIterator>
 #include <QJsonArray>
-#include <QRandomGenerator>
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace airlock;
@@ -24,10 +23,7 @@ const QByteArray kPlaceholder = "airlock-brokered-MODEL_KEY";
 
 class TestBroker final : public QObject {
     Q_OBJECT
-    QTemporaryDir m_tmp;
-    QProcess m_stub;
-    QByteArray m_stubOut; // its request lines so far
-    QString m_address; // 127.0.0.N: the stub listens on its port 443
+    StubHttps m_stub;
     QByteArray m_secret; // made up for the run
     std::unique_ptr<TestDaemon> m_daemon;
 
@@ -35,38 +31,7 @@ class TestBroker final : public QObject {
     {
         return execIn(*m_daemon, QStringLiteral("agent"), args("bash", "-c", script), {}, timeoutMs);
     }
-    // The requests the stub has printed (one JSON object each).
-    QList<QJsonObject> stubRequests()
-    {
-        m_stub.waitForReadyRead(50);
-        m_stubOut += m_stub.readAllStandardOutput();
-        QList<QJsonObject> out;
-        for (const QByteArray &line : m_stubOut.split('\n'))
-            if (line.startsWith('{'))
-                out.append(QJsonDocument::fromJson(line).object());
-        return out;
-    }
-    // The last request the stub got, once it has more than `before`.
-    QJsonObject nextStubRequest(qsizetype before)
-    {
-        QList<QJsonObject> all;
-        waitFor(
-            [&] {
-                all = stubRequests();
-                return all.size() > before;
-            },
-            5000);
-        return all.size() > before ? all.last() : QJsonObject();
-    }
-    // A header's value as the host got it ("" when absent).
-    static QString header(const QJsonObject &request, const QString &name)
-    {
-        const QJsonArray raw = request.value(QStringLiteral("headers")).toArray();
-        for (qsizetype i = 0; i + 1 < raw.size(); i += 2)
-            if (raw.at(i).toString().compare(name, Qt::CaseInsensitive) == 0)
-                return raw.at(i + 1).toString();
-        return {};
-    }
+    static QString header(const QJsonObject &request, const QString &name) { return StubHttps::header(request, name); }
     QList<QJsonObject> eventsOf(
         const QString &kind, const std::function<bool(const QJsonObject &)> &which, qsizetype atLeast = 1) const
     {
@@ -82,47 +47,16 @@ class TestBroker final : public QObject {
             5000);
         return found;
     }
-    static bool openssl(const QStringList &arguments)
-    {
-        QProcess p;
-        p.start(QStringLiteral("openssl"), arguments);
-        return p.waitForFinished(30000) && p.exitCode() == 0;
-    }
-
 private Q_SLOTS:
     void initTestCase()
     {
-        // The host's authority and its certificate for api.broker.test (EC P-256, like real APIs').
-        const QString ca = m_tmp.filePath(QStringLiteral("ca.pem")), caKey = m_tmp.filePath(QStringLiteral("ca.key")),
-                      cert = m_tmp.filePath(QStringLiteral("host.pem")),
-                      key = m_tmp.filePath(QStringLiteral("host.key"));
-        QVERIFY(openssl(args("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", caKey, "-out", ca, "-days", "2", "-subj", "/CN=Broker Test Upstream CA", "-addext",
-            "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")));
-        QVERIFY(openssl(args("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=api.broker.test", "-addext",
-            "subjectAltName=DNS:api.broker.test", "-CA", ca, "-CAkey", caKey)));
-
-        // Port 443 (the broker's only port) on a loopback address of its own.
-        m_address = QStringLiteral("127.0.%1.%2")
-                        .arg(QRandomGenerator::global()->bounded(1, 250))
-                        .arg(QRandomGenerator::global()->bounded(2, 250));
-        m_stub.start(QStringLiteral("node"),
-            args(QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/support/stub_https.mjs"), "--host", m_address, "--port",
-                "443", "--cert", cert, "--key", key));
-        QVERIFY(waitFor(
-            [&] {
-                m_stub.waitForReadyRead(200);
-                return m_stub.peek(4096).contains("LISTENING 443");
-            },
-            10000));
-        m_stub.readAllStandardOutput();
-
+        // A certificate for api.broker.test only: wrong.broker.test reaches the same host.
+        QVERIFY2(m_stub.start({QStringLiteral("api.broker.test")}), qPrintable(m_stub.error()));
         m_secret = "sk-test-" + QByteArray::number(QRandomGenerator::global()->generate64(), 16)
             + QByteArray::number(QRandomGenerator::global()->generate64(), 16);
-        m_daemon = std::make_unique<TestDaemon>(
-            args("--secret-store", "file", "--resolve", QStringLiteral("api.broker.test=") + m_address, "--resolve",
-                QStringLiteral("wrong.broker.test=") + m_address, "--upstream-ca", ca));
+        m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "file", "--resolve",
+            QStringLiteral("api.broker.test=") + m_stub.address(), "--resolve",
+            QStringLiteral("wrong.broker.test=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
         QVERIFY(m_daemon->start());
         const CliResult set = m_daemon->ctl(args("secret", "set", "MODEL_KEY"), m_secret + '\n');
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
@@ -133,24 +67,19 @@ private Q_SLOTS:
                   {"secret": "MODEL_KEY", "env": "WRONG_KEY", "broker": {"host": "wrong.broker.test", "header": "x-api-key"}}]}})");
         QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
     }
-    void cleanupTestCase()
-    {
-        m_daemon.reset();
-        m_stub.kill();
-        m_stub.waitForFinished();
-    }
+    void cleanupTestCase() { m_daemon.reset(); }
 
     // The request reaches the host with the real secret in its header; the sandbox's variable is
     // the placeholder; the request is an event that says the secret was put in.
     void theHostGetsTheSecretAndTheSandboxAPlaceholder()
     {
-        const qsizetype before = stubRequests().size();
+        const qsizetype before = m_stub.requests().size();
         const CliResult r = sh(QStringLiteral(
             "printenv MODEL_KEY; curl -sS -m 10 https://api.broker.test/v1/messages -H \"x-api-key: $MODEL_KEY\" "
             "-d '{\"q\":1}'"));
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out, kPlaceholder + "\nok POST /v1/messages\n");
-        const QJsonObject got = nextStubRequest(before);
+        const QJsonObject got = m_stub.next(before);
         QVERIFY(!got.isEmpty());
         QCOMPARE(header(got, QStringLiteral("x-api-key")).toLatin1(), m_secret);
         QCOMPARE(got.value(QStringLiteral("bodyBytes")).toInt(), 7);
@@ -208,14 +137,14 @@ private Q_SLOTS:
     // masked, at the same length, and the event counts it.
     void anAnswerThatEchoesTheSecretIsMasked()
     {
-        const qsizetype before = stubRequests().size();
+        const qsizetype before = m_stub.requests().size();
         const CliResult r = sh(QStringLiteral(
             "curl -sS -m 10 https://api.broker.test/echo-headers -H \"x-api-key: $MODEL_KEY\" -o /tmp/echo; "
             "wc -c < /tmp/echo; grep -o '\"x-api-key\",\"[^\"]*\"' /tmp/echo"));
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(!r.out.contains(m_secret.mid(8)), r.out.constData());
         QVERIFY2(r.out.contains("\"x-api-key\",\"[REDACTED"), r.out.constData());
-        const QJsonObject got = nextStubRequest(before);
+        const QJsonObject got = m_stub.next(before);
         QVERIFY(!got.isEmpty());
         const int sent
             = int(QJsonDocument(got.value(QStringLiteral("headers")).toArray()).toJson(QJsonDocument::Compact).size());
@@ -231,11 +160,11 @@ private Q_SLOTS:
     // get the secret sent where the host would hand it back.
     void thePlaceholderElsewhereStaysAPlaceholder()
     {
-        const qsizetype before = stubRequests().size();
+        const qsizetype before = m_stub.requests().size();
         const CliResult r = sh(QStringLiteral("curl -sS -m 10 \"https://api.broker.test/q?k=$MODEL_KEY\" -H "
                                               "\"x-other: $MODEL_KEY\" -H \"x-api-key: Bearer $MODEL_KEY\""));
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
-        const QJsonObject got = nextStubRequest(before);
+        const QJsonObject got = m_stub.next(before);
         QVERIFY(!got.isEmpty());
         QCOMPARE(got.value(QStringLiteral("url")).toString().toLatin1(), "/q?k=" + kPlaceholder);
         QCOMPARE(header(got, QStringLiteral("x-other")).toLatin1(), kPlaceholder);
@@ -247,8 +176,8 @@ private Q_SLOTS:
     void oneConnectionCarriesManyRequestsAndStreams()
     {
         const CliResult r = sh(QStringLiteral("curl -sS -m 10 https://api.broker.test/one https://api.broker.test/two "
-                                              "https://api.broker.test/stream https://api.broker.test/bytes/300000 | "
-                                              "head -c 120; echo"));
+                                              "https://api.broker.test/stream https://api.broker.test/bytes/300000 > "
+                                              "/tmp/all; head -c 120 /tmp/all; echo"));
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.out.startsWith("ok GET /one\nok GET /two\ndata: part 1\n\ndata: part 2\n\ndata: part 3\n\nxxx"),
             r.out.constData());
@@ -259,11 +188,41 @@ private Q_SLOTS:
             qPrintable(QString::fromUtf8(QJsonDocument(closed[0]).toJson())));
     }
 
+    // Bodies larger than a TLS record and than the broker's buffers pass whole, both ways, with a
+    // length or chunked.
+    void largeBodiesPassWhole()
+    {
+        const qsizetype before = m_stub.requests().size();
+        const CliResult r = sh(
+            QStringLiteral(
+                "head -c 3000000 /dev/zero | tr '\\0' y > /tmp/up; "
+                "curl -sS -m 30 https://api.broker.test/upload --data-binary @/tmp/up -o /dev/null -w "
+                "'%{http_code}\\n'; "
+                "curl -sS -m 30 https://api.broker.test/bytes/3000000 | tr -d x | wc -c; "
+                "curl -sS -m 30 https://api.broker.test/bytes/3000000 | wc -c; "
+                "curl -sS -m 30 -H 'Transfer-Encoding: chunked' https://api.broker.test/chunked --data-binary @/tmp/up "
+                "-o /dev/null -w '%{http_code}\\n'"),
+            60000);
+        QCOMPARE(r.out, QByteArray("200\n0\n3000000\n200\n"));
+        QList<QJsonObject> got;
+        QVERIFY(waitFor(
+            [&] {
+                got = m_stub.requests().mid(before);
+                return got.size() >= 4;
+            },
+            5000));
+        QCOMPARE(got[0].value(QStringLiteral("url")).toString(), QStringLiteral("/upload"));
+        QCOMPARE(got[0].value(QStringLiteral("bodyBytes")).toInt(), 3000000);
+        QCOMPARE(got[3].value(QStringLiteral("url")).toString(), QStringLiteral("/chunked"));
+        QCOMPARE(StubHttps::header(got[3], QStringLiteral("transfer-encoding")), QStringLiteral("chunked"));
+        QCOMPARE(got[3].value(QStringLiteral("bodyBytes")).toInt(), 3000000);
+    }
+
     // A brokered host whose certificate does not verify (here: issued for another name) gets
     // nothing: the CONNECT is refused with the reason, and the stub sees no request.
     void aHostThatDoesNotVerifyIsRefused()
     {
-        const qsizetype before = stubRequests().size();
+        const qsizetype before = m_stub.requests().size();
         const CliResult r
             = sh(QStringLiteral("curl -sS -m 10 https://wrong.broker.test/ -H \"x-api-key: $WRONG_KEY\""));
         QVERIFY2(r.exitCode != 0, qPrintable(r.describe()));
@@ -277,7 +236,7 @@ private Q_SLOTS:
                 && reason.contains(QLatin1String("mismatch")),
             qPrintable(reason));
         QTest::qWait(200);
-        QCOMPARE(stubRequests().size(), before);
+        QCOMPARE(m_stub.requests().size(), before);
     }
 
     // A brokered host over plain HTTP: refused, never sent (the proxy would have nothing to put the
@@ -313,7 +272,7 @@ private Q_SLOTS:
     void badBrokeredGrantsAreRefused()
     {
         const CliResult noProxy = m_daemon->ctl(args("create", "--name", "direct", "--policy", "-"),
-            R"({"network": {"mode": "full"}, "credentials": {"grants": [
+            R"({"network": {"mode": "none"}, "credentials": {"grants": [
                 {"secret": "MODEL_KEY", "env": "K", "broker": {"host": "api.broker.test", "header": "x-api-key"}}]}})");
         QVERIFY(noProxy.exitCode != 0);
         QVERIFY2(noProxy.err.contains("needs network mode \\\"allowlist\\\"")
