@@ -72,8 +72,9 @@ Result<std::optional<net::BrokeredRoute>> Engine::brokeredRoute(
     net::SandboxCa *authority = sandbox->brokerCa();
     if (!authority)
         return makeError(ErrorCode::Denied,
-            QStringLiteral("secret '%1' was made brokered for %2 after the sandbox started, and what a sandbox "
-                           "trusts is fixed when it starts: create a new sandbox with this policy")
+            QStringLiteral("secret '%1' is brokered for %2, but this sandbox has no authority for it here: it "
+                           "started without brokered credentials, or an earlier daemon started it, and what a "
+                           "sandbox trusts is fixed when it starts: create a new sandbox with this policy")
                 .arg(grant->secret, host));
     auto leaf = authority->leafFor(host);
     if (!leaf)

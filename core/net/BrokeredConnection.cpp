@@ -253,11 +253,7 @@ void BrokeredConnection::readRequest()
     m_fromClient.remove(0, head.size);
     m_searched = 0;
     m_keepAlive = head.keepAlive;
-    m_requestBody = head.body;
-    m_requestLeft = head.body.length;
-    m_requestChunks.reset();
-    if (head.body.kind == http::BodyFraming::Kind::Chunked)
-        m_requestChunks.emplace();
+    m_requestBody = http::BodyReader(head.body);
     m_answerHeadRead = m_answerStarted = false;
     m_hostSearched = 0;
     m_redaction = RedactionStream();
@@ -266,31 +262,15 @@ void BrokeredConnection::readRequest()
 
 void BrokeredConnection::forwardBody()
 {
-    qsizetype take = 0;
-    bool done = false;
-    switch (m_requestBody.kind) {
-    case http::BodyFraming::Kind::Length:
-        take = qsizetype(std::min<quint64>(m_requestLeft, quint64(m_fromClient.size())));
-        m_requestLeft -= quint64(take);
-        done = m_requestLeft == 0;
-        break;
-    case http::BodyFraming::Kind::Chunked: {
-        const auto fed = m_requestChunks->feed(m_fromClient);
-        if (!fed)
-            return fail(QStringLiteral("the sandbox sent a malformed chunked body"));
-        take = *fed;
-        done = m_requestChunks->done();
-        break;
+    const auto step = m_requestBody.feed(m_fromClient, false);
+    if (!step)
+        return fail(QStringLiteral("the sandbox sent a malformed chunked body"));
+    if (step->take > 0) {
+        m_hostTls->send(QByteArrayView(m_fromClient).first(step->take));
+        m_request.bytesUp += step->take;
+        m_fromClient.remove(0, step->take);
     }
-    default:
-        done = true;
-    }
-    if (take > 0) {
-        m_hostTls->send(QByteArrayView(m_fromClient).first(take));
-        m_request.bytesUp += take;
-        m_fromClient.remove(0, take);
-    }
-    if (done)
+    if (step->done)
         m_stage = Stage::Answer;
     else if (m_clientEof)
         fail(QStringLiteral("the sandbox closed the connection in a request's body"));
@@ -321,42 +301,17 @@ void BrokeredConnection::readAnswer()
             continue; // 100 Continue and the like: the final answer follows
         m_answerHeadRead = true;
         m_request.status = head.status;
-        m_keepAlive = m_keepAlive && head.keepAlive;
-        m_answerBody = head.body;
-        m_answerLeft = head.body.length;
-        m_answerChunks.reset();
-        if (head.body.kind == http::BodyFraming::Kind::Chunked)
-            m_answerChunks.emplace();
+        m_keepAlive = m_keepAlive && head.keepAlive && head.body.kind != http::BodyFraming::Kind::UntilClose;
+        m_answerBody = http::BodyReader(head.body);
     }
-    qsizetype take = 0;
-    bool done = false;
-    switch (m_answerBody.kind) {
-    case http::BodyFraming::Kind::Length:
-        take = qsizetype(std::min<quint64>(m_answerLeft, quint64(m_fromHost.size())));
-        m_answerLeft -= quint64(take);
-        done = m_answerLeft == 0;
-        break;
-    case http::BodyFraming::Kind::Chunked: {
-        const auto fed = m_answerChunks->feed(m_fromHost);
-        if (!fed)
-            return fail(QStringLiteral("%1 sent a malformed chunked answer").arg(m_route.host));
-        take = *fed;
-        done = m_answerChunks->done();
-        break;
+    const auto step = m_answerBody.feed(m_fromHost, m_hostEof);
+    if (!step)
+        return fail(QStringLiteral("%1 sent a malformed chunked answer").arg(m_route.host));
+    if (step->take > 0) {
+        passDown(QByteArrayView(m_fromHost).first(step->take));
+        m_fromHost.remove(0, step->take);
     }
-    case http::BodyFraming::Kind::UntilClose:
-        take = m_fromHost.size();
-        done = m_hostEof;
-        m_keepAlive = false;
-        break;
-    case http::BodyFraming::Kind::None:
-        done = true;
-    }
-    if (take > 0) {
-        passDown(QByteArrayView(m_fromHost).first(take));
-        m_fromHost.remove(0, take);
-    }
-    if (done)
+    if (step->done)
         return answerCompleted();
     if (m_hostEof)
         fail(QStringLiteral("%1 closed the connection in its answer").arg(m_route.host));

@@ -110,9 +110,7 @@ private:
     // The request in flight.
     Request m_request;
     bool m_keepAlive = true;
-    http::BodyFraming m_requestBody, m_answerBody;
-    quint64 m_requestLeft = 0, m_answerLeft = 0; // of a body with a length
-    std::optional<http::ChunkedBody> m_requestChunks, m_answerChunks;
+    http::BodyReader m_requestBody, m_answerBody;
     qsizetype m_hostSearched = 0;
     bool m_answerHeadRead = false; // the final one
     bool m_answerStarted = false; // something of the answer went to the sandbox

@@ -386,4 +386,32 @@ std::optional<qsizetype> ChunkedBody::feed(QByteArrayView bytes)
     return used;
 }
 
+BodyReader::BodyReader(BodyFraming framing)
+    : m_framing(framing)
+    , m_left(framing.length)
+{
+}
+
+std::optional<BodyReader::Step> BodyReader::feed(QByteArrayView bytes, bool closed)
+{
+    switch (m_framing.kind) {
+    case BodyFraming::Kind::Length: {
+        const auto take = qsizetype(std::min<quint64>(m_left, quint64(bytes.size())));
+        m_left -= quint64(take);
+        return Step{take, m_left == 0};
+    }
+    case BodyFraming::Kind::Chunked: {
+        const auto take = m_chunks.feed(bytes);
+        if (!take)
+            return std::nullopt;
+        return Step{*take, m_chunks.done()};
+    }
+    case BodyFraming::Kind::UntilClose:
+        return Step{bytes.size(), closed};
+    case BodyFraming::Kind::None:
+        break;
+    }
+    return Step{0, true};
+}
+
 } // namespace airlock::net::http

@@ -114,4 +114,24 @@ private:
     quint64 m_left = 0; // the size so far, then the data bytes of the chunk still to come
 };
 
+// Follows one message's body, framed as its head says, through the bytes that arrive after the
+// head: how many of them belong to it, and whether it has ended.
+class BodyReader {
+public:
+    explicit BodyReader(BodyFraming framing = {});
+    struct Step {
+        qsizetype take = 0; // the first `take` bytes are the body's
+        bool done = false; // it ends with them
+    };
+    // `closed`: no more bytes will come (a body until the close ends there). nullopt: a chunked
+    // body that is malformed.
+    std::optional<Step> feed(QByteArrayView bytes, bool closed);
+    BodyFraming::Kind kind() const { return m_framing.kind; }
+
+private:
+    BodyFraming m_framing;
+    quint64 m_left = 0; // of a body with a length
+    ChunkedBody m_chunks;
+};
+
 } // namespace airlock::net::http

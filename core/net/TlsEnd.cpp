@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/TlsEnd.h"
 
+#include "util/OpenSsl.h"
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -9,14 +11,11 @@
 namespace airlock::net {
 
 namespace {
-template<typename T, void (*Free)(T *)> struct Deleter {
-    void operator()(T *p) const { Free(p); }
-};
+using openssl::Cert;
+using openssl::Deleter;
+using openssl::Key;
 using Ctx = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX, SSL_CTX_free>>;
 using Ssl = std::unique_ptr<SSL, Deleter<SSL, SSL_free>>;
-using Bio = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
-using Key = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using Cert = std::unique_ptr<X509, Deleter<X509, X509_free>>;
 
 constexpr unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
@@ -31,11 +30,6 @@ QString sslError(const char *fallback)
     char text[256];
     ERR_error_string_n(last, text, sizeof text);
     return QString::fromLatin1(text);
-}
-
-Bio memBuffer(const QByteArray &pem)
-{
-    return Bio(BIO_new_mem_buf(pem.constData(), int(pem.size())));
 }
 
 int selectHttp11(
@@ -197,7 +191,7 @@ Result<std::shared_ptr<TlsContexts>> TlsContexts::make(const QByteArray &extraTr
         return makeError(ErrorCode::Internal, QStringLiteral("TLS: ALPN: %1").arg(sslError("no reason given")));
     if (!extraTrustPem.isEmpty()) {
         X509_STORE *store = SSL_CTX_get_cert_store(c->client.get());
-        const Bio in = memBuffer(extraTrustPem);
+        const openssl::Bio in = openssl::readable(extraTrustPem);
         int added = 0;
         while (Cert cert{PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr)}) {
             if (X509_STORE_add_cert(store, cert.get()) != 1)
@@ -218,7 +212,7 @@ Result<TlsEnd> TlsContexts::server(const x509::Pem &identity) const
 {
     auto state = std::make_unique<TlsEnd::State>();
     state->ssl.reset(SSL_new(m->server.get()));
-    const Bio keyIn = memBuffer(identity.key), certIn = memBuffer(identity.certificate);
+    const openssl::Bio keyIn = openssl::readable(identity.key), certIn = openssl::readable(identity.certificate);
     const Key key{PEM_read_bio_PrivateKey(keyIn.get(), nullptr, nullptr, nullptr)};
     const Cert cert{PEM_read_bio_X509(certIn.get(), nullptr, nullptr, nullptr)};
     if (!state->ssl || !key || !cert || SSL_use_certificate(state->ssl.get(), cert.get()) != 1

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "util/Certificates.h"
 
+#include "util/OpenSsl.h"
+
 #include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -12,12 +14,11 @@
 namespace airlock::x509 {
 
 namespace {
-template<typename T, void (*Free)(T *)> struct Deleter {
-    void operator()(T *p) const { Free(p); }
-};
-using Key = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using Cert = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using Bio = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
+using openssl::Bio;
+using openssl::Cert;
+using openssl::Deleter;
+using openssl::Key;
+using openssl::readable;
 using Bignum = std::unique_ptr<BIGNUM, Deleter<BIGNUM, BN_free>>;
 
 Error certificateError(const QString &what)
@@ -30,11 +31,6 @@ QByteArray drain(BIO *bio)
     char *data = nullptr;
     const long size = BIO_get_mem_data(bio, &data);
     return QByteArray(data, qsizetype(size));
-}
-
-Bio readable(const QByteArray &pem)
-{
-    return Bio(BIO_new_mem_buf(pem.constData(), int(pem.size())));
 }
 
 // `value` in OpenSSL's configuration syntax, as an extension of `cert` issued by `issuer`.

@@ -403,6 +403,55 @@ private Q_SLOTS:
         QVERIFY(!fitsInHeaderValue(" leading"));
         QVERIFY(!fitsInHeaderValue("trailing\t"));
     }
+
+    // A body is followed to its end whatever the pieces it comes in: a length counts down, a
+    // chunked body ends at its last chunk, one until the close ends with it; bytes after the end
+    // are the next message's.
+    void aBodyIsFollowedToItsEnd()
+    {
+        BodyReader length({BodyFraming::Kind::Length, 5});
+        auto step = length.feed("abc", false);
+        QVERIFY(step && step->take == 3 && !step->done);
+        step = length.feed("deNEXT", false);
+        QVERIFY(step && step->take == 2 && step->done);
+
+        BodyReader chunked({BodyFraming::Kind::Chunked, 0});
+        step = chunked.feed("3\r\nabc\r\n0\r", false);
+        QVERIFY(step && step->take == 10 && !step->done);
+        step = chunked.feed("\n\r\nGET / HTTP/1.1", false);
+        QVERIFY(step && step->take == 3 && step->done);
+        QVERIFY(!BodyReader({BodyFraming::Kind::Chunked, 0}).feed("3;ext\r\nabc", false)); // malformed
+
+        BodyReader untilClose({BodyFraming::Kind::UntilClose, 0});
+        step = untilClose.feed("all of it", false);
+        QVERIFY(step && step->take == 9 && !step->done);
+        step = untilClose.feed({}, true);
+        QVERIFY(step && step->take == 0 && step->done);
+
+        step = BodyReader().feed("GET / HTTP/1.1", false); // none: the bytes are the next message's
+        QVERIFY(step && step->take == 0 && step->done);
+    }
+
+    // Whether a connection goes on after a message: HTTP/1.1 unless Connection: close (a list,
+    // any case); an HTTP/1.0 answer only with keep-alive.
+    void keepAliveIsReadFromConnection()
+    {
+        const auto request = [](const QByteArray &more) {
+            const QByteArray head = "GET / HTTP/1.1\r\nHost: api.example.com\r\n" + more + "\r\n";
+            const auto parsed = parseRequestHead(head, QStringLiteral("api.example.com"));
+            return std::get<RequestHead>(parsed).keepAlive;
+        };
+        QVERIFY(request({}));
+        QVERIFY(!request("Connection: keep-alive, Close\r\n"));
+        const auto response = [](const QByteArray &head) {
+            const QByteArray whole = head + "\r\n";
+            return std::get<ResponseHead>(parseResponseHead(whole, "GET")).keepAlive;
+        };
+        QVERIFY(response("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"));
+        QVERIFY(!response("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n"));
+        QVERIFY(!response("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n"));
+        QVERIFY(response("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestBrokeredHttp)
