@@ -306,6 +306,9 @@ private:
     void addSecrets(Sandbox &sandbox, const QList<std::pair<policy::CredentialGrant, QByteArray>> &granted) const;
     // The credential broker (EngineBroker.cpp). A sandbox whose policy brokers credentials gets an
     // authority for their hosts, and its certificate in what the launch makes it trust.
+    // What brokering needs of a policy: network mode allowlist, and a brokered secret granted no
+    // other way.
+    static Status checkBrokered(const policy::EffectivePolicy &policy);
     static Result<std::shared_ptr<net::SandboxCa>> brokerAuthority(
         const QString &id, const policy::EffectivePolicy &policy);
     // The files that make a sandbox trust its authority (LaunchRequest::trustFiles).

@@ -6,6 +6,7 @@
 
 #include "engine/WorkspaceSpare.h"
 #include "log/Log.h"
+#include "net/SandboxCa.h"
 #include "policy/Policy.h"
 #include "sandbox/GvisorLauncher.h"
 #include "sandbox/Limits.h"
@@ -100,6 +101,9 @@ Sandbox *Engine::adopt(const SandboxRecord &record, const StoredStream &stored)
     setup.launch.runtimeDir = volume::runtimeDirOf(setup.workspaceDir); // as createSandbox made it
     setup.launch.network = record.spec.network;
     setup.launch.resumeToken = record.token;
+    if (!record.brokerAuthority.key.isEmpty())
+        setup.brokerCa
+            = std::make_shared<net::SandboxCa>(net::SandboxCa::resume(record.brokerAuthority, record.brokerHosts));
     // Its uid is still its own: in this daemon's range, and claimed by it (again, if the claim went).
     const bool uidInRange = record.hostUid ? m_caps.runningAsRoot && m_uidClaims.reclaim(*record.hostUid, record.id)
                                            : !m_caps.runningAsRoot;
@@ -220,6 +224,10 @@ void Engine::saveRecord(const Sandbox &sandbox, const QString &ended)
     r.ended = ended;
     r.oneShot = setup.oneShot;
     r.warm = setup.warm;
+    if (setup.brokerCa) {
+        r.brokerAuthority = setup.brokerCa->authority();
+        r.brokerHosts = setup.brokerCa->hosts();
+    }
     if (Status s = m_records.write(r); !s)
         logger()->error(
             "sandbox {}: {}; a later daemon cannot take it over", r.id.toStdString(), s.error().message.toStdString());

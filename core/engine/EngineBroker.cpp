@@ -24,6 +24,28 @@ const policy::CredentialGrant *brokeredGrant(const policy::EffectivePolicy &poli
 }
 } // namespace
 
+Status Engine::checkBrokered(const policy::EffectivePolicy &policy)
+{
+    for (const policy::CredentialGrant &g : policy.grants) {
+        if (!g.brokered())
+            continue;
+        if (policy.networkMode != QLatin1String("allowlist"))
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("secret '%1' is brokered for %2, which needs network mode \"allowlist\": only then "
+                               "does the sandbox's traffic pass the egress proxy that brokers it (the mode is \"%3\")")
+                    .arg(g.secret, g.brokerHost, policy.networkMode));
+        for (const policy::CredentialGrant &other : policy.grants)
+            if (other.secret == g.secret && !other.brokered())
+                return makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("/credentials/grants: secret '%1' is brokered for %2 and also granted as %3, which "
+                                   "would put it inside the sandbox: grant it one way")
+                        .arg(g.secret, g.brokerHost,
+                            other.env.isEmpty() ? QStringLiteral("file ") + other.file
+                                                : QStringLiteral("$") + other.env));
+    }
+    return Ok{};
+}
+
 Result<std::shared_ptr<net::SandboxCa>> Engine::brokerAuthority(
     const QString &id, const policy::EffectivePolicy &policy)
 {
@@ -33,11 +55,8 @@ Result<std::shared_ptr<net::SandboxCa>> Engine::brokerAuthority(
             hosts.append(g.brokerHost);
     if (hosts.isEmpty())
         return std::shared_ptr<net::SandboxCa>();
-    if (policy.networkMode != QLatin1String("allowlist"))
-        return makeError(ErrorCode::InvalidArgument,
-            QStringLiteral("secret '%1' is brokered for %2, which needs network mode \"allowlist\": only then does "
-                           "the sandbox's traffic pass the egress proxy that brokers it (the mode is \"%3\")")
-                .arg(brokeredGrant(policy, hosts.first())->secret, hosts.first(), policy.networkMode));
+    if (Status ok = checkBrokered(policy); !ok)
+        return ok.error();
     auto made = net::SandboxCa::make(id, hosts);
     if (!made)
         return made.error();

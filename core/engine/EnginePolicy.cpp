@@ -4,6 +4,7 @@
 #include "engine/CodeBinding.h"
 #include "engine/Engine.h"
 #include "model/BoundedArgv.h"
+#include "net/EgressProxy.h"
 #include "policy/CommandRisk.h"
 #include "sandbox/WorkspaceFiles.h"
 
@@ -110,11 +111,23 @@ Result<QJsonObject> Engine::setPolicy(Sandbox &s, const QJsonObject &overrides, 
                            "created; create a new sandbox to change them (grants as env apply at once)"));
     if (auto env = grantedSecrets(*effective, true); !env)
         return env.error();
+    if (Status brokering = checkBrokered(*effective); !brokering)
+        return brokering.error();
     if (effective->mounts != now.mounts || effective->limits != now.limits)
         return makeError(ErrorCode::InvalidArgument,
             QStringLiteral("/filesystem, /limits: mounts and limits are fixed when a sandbox "
                            "is created; create a new sandbox to change them"));
+    const auto brokered = [](const policy::EffectivePolicy &p) {
+        QStringList grants;
+        for (const policy::CredentialGrant &g : p.grants)
+            if (g.brokered())
+                grants.append(g.secret + QLatin1Char(' ') + g.brokerHost + QLatin1Char(' ') + g.brokerHeader);
+        return grants;
+    };
+    const bool brokerChanged = brokered(*effective) != brokered(now);
     s.setPolicy(*effective, overrides, by, run, *user);
+    if (brokerChanged) // an open connection would go on with what was brokered before
+        m_proxy->endBrokered(&s, QStringLiteral("the sandbox's brokered credentials changed"));
     saveRecord(s);
     return policy(s, true);
 }

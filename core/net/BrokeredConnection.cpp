@@ -198,10 +198,12 @@ void BrokeredConnection::onEvent()
 void BrokeredConnection::rearm()
 {
     const bool serving = m_phase == Phase::Serving;
-    m_clientReader->setEnabled(serving && !m_clientEof && m_fromClient.size() < kMaxUnhandled
-        && m_toHost.size() < kMaxPending && m_sandboxTls->pendingPlain() < kMaxPending);
-    m_hostReader->setEnabled(
-        m_phase != Phase::Closing && !m_hostEof && m_toClient.size() < kMaxPending && m_fromHost.size() < kMaxPending);
+    // A side is read only while what waits to go either way is bounded: what it sends may make
+    // this end answer it (a TLS key update) as well as pass it on.
+    const bool room = m_toClient.size() < kMaxPending && m_toHost.size() < kMaxPending
+        && (!m_sandboxTls || m_sandboxTls->pendingPlain() < kMaxPending) && m_hostTls->pendingPlain() < kMaxPending;
+    m_clientReader->setEnabled(serving && room && !m_clientEof && m_fromClient.size() < kMaxUnhandled);
+    m_hostReader->setEnabled(m_phase != Phase::Closing && room && !m_hostEof && m_fromHost.size() < kMaxPending);
     m_clientWriter->setEnabled(!m_toClient.isEmpty());
     m_hostWriter->setEnabled(!m_toHost.isEmpty());
 }
@@ -231,6 +233,10 @@ void BrokeredConnection::readRequest()
         return;
     }
     const http::HeadParse parsed = http::parseRequestHead(m_fromClient, m_route.host, m_searched);
+    if (!std::holds_alternative<http::NeedMore>(parsed)) {
+        m_request = Request(); // this one's, refused or not
+        m_requestStartedMs = nowMs();
+    }
     if (const auto *refusal = std::get_if<http::Refusal>(&parsed))
         return answerItself(refusal->status, refusal->reason);
     if (std::holds_alternative<http::NeedMore>(parsed)) {
@@ -240,10 +246,8 @@ void BrokeredConnection::readRequest()
         return;
     }
     const auto &head = std::get<http::RequestHead>(parsed);
-    m_request = Request();
     m_request.method = head.method;
     m_request.target = head.target.left(300);
-    m_requestStartedMs = nowMs();
     const auto rewritten = http::rewriteHead(head, m_route.credential, &m_request.credential);
     if (const auto *refusal = std::get_if<http::Refusal>(&rewritten))
         return answerItself(refusal->status, refusal->reason);
@@ -345,7 +349,8 @@ void BrokeredConnection::answerCompleted()
 
 void BrokeredConnection::answerItself(int status, const QString &reason)
 {
-    const QByteArray body = "airlock: " + reason.toUtf8() + '\n';
+    QByteArray body = "airlock: " + reason.toUtf8() + '\n';
+    m_route.redactor->redactInPlace(body); // a reason may quote what the host sent
     const QByteArray answer = "HTTP/1.1 " + QByteArray::number(status) + ' ' + reasonPhrase(status)
         + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + QByteArray::number(body.size())
         + "\r\nConnection: close\r\nX-Airlock-Refused: broker\r\n\r\n" + body;

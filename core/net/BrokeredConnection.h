@@ -68,6 +68,8 @@ public:
         QByteArray early, ProxyHandshake handshake, Callbacks callbacks, Options options, QObject *parent);
     ~BrokeredConnection() override;
 
+    // Ends it now (its network.closed gives `why` as the error).
+    void end(const QString &why) { fail(why); }
     quint64 tag() const { return m_tag; }
     void setTag(quint64 tag) { m_tag = tag; }
 

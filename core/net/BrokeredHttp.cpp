@@ -144,6 +144,21 @@ std::variant<BodyFraming, Refusal> framing(const Fields &fields, BodyFraming non
     return body;
 }
 
+// A Connection header naming anything but close and keep-alive: the names of headers a proxy at
+// the host would drop (Connection: Content-Length is a way to smuggle a request past it).
+bool namesHeaders(const Fields &fields)
+{
+    for (const auto &[name, value] : fields)
+        if (name.compare("connection", Qt::CaseInsensitive) == 0)
+            for (const QByteArray &item : value.split(','))
+                if (const QByteArrayView token = trimmed(item); !token.isEmpty()
+                    && token.compare("close", Qt::CaseInsensitive) != 0
+                    && token.compare("keep-alive", Qt::CaseInsensitive) != 0
+                    && token.compare("upgrade", Qt::CaseInsensitive) != 0)
+                    return true;
+    return false;
+}
+
 bool upgrades(const Fields &fields)
 {
     for (const auto &[name, value] : fields)
@@ -224,6 +239,10 @@ HeadParse parseRequestHead(QByteArrayView buffer, const QString &host, qsizetype
         return refuse(400, QStringLiteral("the request has %1 Host headers, not one").arg(hosts));
     if (upgrades(request.headers))
         return refuse(501, QStringLiteral("protocol upgrades (WebSocket) are not brokered"));
+    if (namesHeaders(request.headers))
+        return refuse(400,
+            QStringLiteral("Connection may name only close and keep-alive (a header named there could be "
+                           "dropped on the way and the request read otherwise)"));
     const auto body = framing(request.headers, {}, kRequestSide);
     if (const auto *r = std::get_if<Refusal>(&body))
         return *r;
@@ -264,6 +283,13 @@ ResponseParse parseResponseHead(QByteArrayView buffer, QByteArrayView method, qs
     if (const auto *r = std::get_if<Refusal>(&body))
         return *r;
     response.body = std::get<BodyFraming>(body);
+    for (const auto &[name, value] : response.headers)
+        if (name.compare("content-encoding", Qt::CaseInsensitive) == 0
+            && value.compare("identity", Qt::CaseInsensitive) != 0)
+            return refuse(502,
+                QStringLiteral("the host encoded its answer (Content-Encoding: %1) though asked for identity: the "
+                               "secret could pass encoded")
+                    .arg(QString::fromLatin1(value.left(40))));
     response.keepAlive = line.startsWith("HTTP/1.1 ") ? !connectionLists(response.headers, "close")
                                                       : connectionLists(response.headers, "keep-alive");
     if (response.interim() || status == 204 || status == 304 || method.compare("HEAD", Qt::CaseInsensitive) == 0)
@@ -299,15 +325,16 @@ std::variant<QByteArray, Refusal> rewriteHead(const RequestHead &head, const Cre
                 return refuse(400,
                     QStringLiteral("the request has more than one %1 header")
                         .arg(QString::fromLatin1(credential.header)));
-            // The placeholder, or a scheme (a token) and the placeholder.
+            // The placeholder, or "Bearer" and the placeholder. No other scheme: one that makes the
+            // host decode the value (Basic) could have it answer with a form no search looks for.
             const qsizetype at = v.indexOf(credential.placeholder);
             const bool atEnd = at >= 0 && at + credential.placeholder.size() == v.size(); // (and only there)
-            const bool alone
-                = atEnd && (at == 0 || (at >= 2 && v[at - 1] == ' ' && isToken(QByteArrayView(v).first(at - 1))));
+            const bool alone = atEnd
+                && (at == 0 || (at == 7 && QByteArrayView(v).first(7).compare("Bearer ", Qt::CaseInsensitive) == 0));
             if (at >= 0 && !alone)
                 return refuse(400,
                     QStringLiteral("the placeholder stands in %1 with other text around it (write it alone, or "
-                                   "after a scheme: \"Bearer PLACEHOLDER\")")
+                                   "after Bearer: \"Bearer PLACEHOLDER\")")
                         .arg(QString::fromLatin1(credential.header)));
             if (at >= 0) {
                 v.replace(at, credential.placeholder.size(), credential.secret);

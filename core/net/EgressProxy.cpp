@@ -551,6 +551,16 @@ Result<std::shared_ptr<const TlsContexts>> EgressProxy::tls()
     return m_tls;
 }
 
+void EgressProxy::endBrokered(Sandbox *sandbox, const QString &why)
+{
+    const auto tag = m_tags.constFind(sandbox->id());
+    if (tag == m_tags.cend())
+        return;
+    for (BrokeredConnection *c : findChildren<BrokeredConnection *>(Qt::FindDirectChildrenOnly))
+        if (c->tag() == *tag)
+            c->end(why);
+}
+
 void EgressProxy::dropSandbox(Sandbox *sandbox)
 {
     for (Session *s : findChildren<Session *>(Qt::FindDirectChildrenOnly))

@@ -77,6 +77,9 @@ public:
     void handle(Sandbox *sandbox, int fd);
     // Ends every connection of a sandbox that is going away, pending and relayed.
     void dropSandbox(Sandbox *sandbox);
+    // Ends a sandbox's brokered connections (its brokered credentials changed): the next ones are
+    // made by its policy as it is now.
+    void endBrokered(Sandbox *sandbox, const QString &why);
     int openConnections() const;
 
 private:

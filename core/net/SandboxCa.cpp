@@ -30,6 +30,14 @@ Result<SandboxCa> SandboxCa::make(const QString &sandboxId, const QStringList &h
     return ca;
 }
 
+SandboxCa SandboxCa::resume(x509::Pem authority, QStringList hosts)
+{
+    SandboxCa ca;
+    ca.m_authority = std::move(authority);
+    ca.m_hosts = std::move(hosts);
+    return ca;
+}
+
 Result<x509::Pem> SandboxCa::leafFor(const QString &host)
 {
     auto name = policy::brokeredHostName(host);

@@ -23,6 +23,8 @@ public:
 
     // A fresh authority for `hosts` (names; not addresses, wildcards or ports).
     static Result<SandboxCa> make(const QString &sandboxId, const QStringList &hosts);
+    // The one a sandbox was started with (from its record, when a daemon takes it over).
+    static SandboxCa resume(x509::Pem authority, QStringList hosts);
 
     const QStringList &hosts() const { return m_hosts; }
     // The authority's certificate: what the sandbox trusts.

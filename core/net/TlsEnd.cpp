@@ -103,6 +103,7 @@ Status TlsEnd::pump(QByteArray *plain)
         }
         flushUnsent();
     }
+    flushUnsent(); // what a write could not take last time (the peer was updating keys)
     char buffer[16 * 1024];
     for (;;) {
         ERR_clear_error();

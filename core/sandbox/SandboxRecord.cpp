@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/SandboxRecord.h"
 
+#include <QJsonArray>
+
 #include "sandbox/GuestWire.h"
 #include "util/FileSystem.h"
 
@@ -105,6 +107,11 @@ QJsonObject SandboxRecord::toJson() const
         {QStringLiteral("landlockAbi"), landlockAbi}, {QStringLiteral("daemonVersion"), daemonVersion}};
     if (init.pid > 0)
         o.insert(QStringLiteral("init"), process(init));
+    if (!brokerAuthority.key.isEmpty())
+        o.insert(QStringLiteral("brokerAuthority"),
+            QJsonObject{{QStringLiteral("key"), QString::fromLatin1(brokerAuthority.key)},
+                {QStringLiteral("certificate"), QString::fromLatin1(brokerAuthority.certificate)},
+                {QStringLiteral("hosts"), QJsonArray::fromStringList(brokerHosts)}});
     if (hostUid)
         o.insert(QStringLiteral("hostUid"), double(*hostUid));
     if (userLayer)
@@ -182,6 +189,16 @@ Result<SandboxRecord> SandboxRecord::fromJson(const QJsonObject &o)
     r.createdMs = qint64(o.value(QStringLiteral("createdMs")).toDouble(-1));
     if (r.policyVersion < 1 || r.landlockAbi < 0 || r.createdMs < 0)
         return recordError(QStringLiteral("/policyVersion, /landlockAbi and /createdMs: expected numbers"));
+    if (o.contains(QStringLiteral("brokerAuthority"))) {
+        const QJsonObject a = o.value(QStringLiteral("brokerAuthority")).toObject();
+        r.brokerAuthority = {a.value(QStringLiteral("key")).toString().toLatin1(),
+            a.value(QStringLiteral("certificate")).toString().toLatin1()};
+        for (const QJsonValue &h : a.value(QStringLiteral("hosts")).toArray())
+            r.brokerHosts.append(h.toString());
+        if (!r.brokerAuthority.key.startsWith("-----BEGIN") || !r.brokerAuthority.certificate.startsWith("-----BEGIN")
+            || r.brokerHosts.isEmpty())
+            return recordError(QStringLiteral("/brokerAuthority: expected {key, certificate (PEM), hosts}"));
+    }
     if (o.contains(QStringLiteral("hostUid"))) {
         const double uid = o.value(QStringLiteral("hostUid")).toDouble(-1);
         if (uid < 1 || uid > 4294967294.0)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "util/Certificates.h"
+
 #include "model/SandboxSpec.h"
 #include "util/Result.h"
 
@@ -50,6 +52,10 @@ struct SandboxRecord {
     QString ended;
     bool oneShot = false; // SandboxSetup::oneShot
     bool warm = false; // SandboxSetup::warm: nobody's yet, and removed by the next daemon
+    // Its authority for brokered hosts (key and certificate) and those hosts: what it trusts is
+    // fixed when it starts, so a daemon that takes it over goes on with the same one.
+    x509::Pem brokerAuthority;
+    QStringList brokerHosts;
 
     QJsonObject toJson() const;
     static Result<SandboxRecord> fromJson(const QJsonObject &json);

@@ -116,6 +116,11 @@ private Q_SLOTS:
                                       << 400 << "other text around it";
         QTest::newRow("a scheme that is no token")
             << QByteArray("x-api-key: Bear(er airlock-placeholder-0123\r\n") << 400 << "other text around it";
+        QTest::newRow("bearer in lower case")
+            << QByteArray("x-api-key: bearer airlock-placeholder-0123\r\n") << 0 << "";
+        // The host would decode it, and could answer with the decoded bytes, which no search finds.
+        QTest::newRow("a scheme other than Bearer")
+            << QByteArray("x-api-key: Basic airlock-placeholder-0123\r\n") << 400 << "after Bearer";
         QTest::newRow("two headers, in two cases")
             << QByteArray("X-Api-Key: airlock-placeholder-0123\r\nx-api-key: x\r\n") << 400
             << "more than one x-api-key header";
@@ -168,6 +173,10 @@ private Q_SLOTS:
                                          << "folded";
         QTest::newRow("a blank before the colon")
             << QByteArray("GET / HTTP/1.1\r\nHost : api.example.test\r\n\r\n") << 400 << "NAME: VALUE";
+        // A proxy at the host drops the headers Connection names: Content-Length, say.
+        QTest::newRow("Connection naming a header") << QByteArray(
+            "POST / HTTP/1.1\r\n" + host + "Connection: keep-alive, Content-Length\r\nContent-Length: 3\r\n\r\n")
+                                                    << 400 << "only close and keep-alive";
         QTest::newRow("a header without a colon")
             << QByteArray("GET / HTTP/1.1\r\n" + host + "X\r\n\r\n") << 400 << "NAME: VALUE";
         QTest::newRow("Content-Length and chunked")
@@ -382,6 +391,10 @@ private Q_SLOTS:
             << QByteArray("HTTP/1.1 200 O\x01K\r\n\r\n") << "control character";
         QTest::newRow("a head over 64 KiB")
             << QByteArray("HTTP/1.1 200 OK\r\nX: " + QByteArray(kMaxHead, 'a')) << "larger than 64 KiB";
+        // Asked for identity: a compressed answer could carry the secret past the search for it.
+        QTest::newRow("compressed all the same")
+            << QByteArray("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\n")
+            << "Content-Encoding: gzip";
     }
     void answersThatCouldBePassedOnWronglyAreRefused()
     {

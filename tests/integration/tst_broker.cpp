@@ -57,6 +57,7 @@ private Q_SLOTS:
         m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "file", "--resolve",
             QStringLiteral("api.broker.test=") + m_stub.address(), "--resolve",
             QStringLiteral("wrong.broker.test=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
+        m_daemon->setSandboxesOutlive(true); // aTakenOverSandboxBrokersStill
         QVERIFY(m_daemon->start());
         const CliResult set = m_daemon->ctl(args("secret", "set", "MODEL_KEY"), m_secret + '\n');
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
@@ -254,6 +255,56 @@ private Q_SLOTS:
         QCOMPARE(denied.size(), 1);
     }
 
+    // A daemon that takes the sandbox over goes on brokering with the authority the sandbox
+    // trusts (kept in its record, 0600 in the daemon's own directory).
+    void aTakenOverSandboxBrokersStill()
+    {
+        m_daemon->stop();
+        QVERIFY(m_daemon->start());
+        const CliResult r
+            = sh(QStringLiteral("curl -sS -m 10 https://api.broker.test/again -H \"x-api-key: $MODEL_KEY\""));
+        QVERIFY2(r.exitCode == 0 && r.out == "ok GET /again\n", qPrintable(r.describe()));
+    }
+
+    // A policy change to what is brokered ends the brokered connections open then: one that went
+    // on would put in what the policy no longer grants.
+    void aChangeOfWhatIsBrokeredEndsOpenConnections()
+    {
+        QProcess slow;
+        slow.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "--socket", m_daemon->socketPath(), "exec", "agent", "-n", "--", "bash", "-c",
+                "curl -sS -m 20 https://api.broker.test/delay/4000 -H \"x-api-key: $MODEL_KEY\"; echo \"curl $?\""));
+        QVERIFY(waitFor(
+            [&] {
+                for (const QJsonObject &r : m_stub.requests())
+                    if (r.value(QStringLiteral("url")).toString() == QLatin1String("/delay/4000"))
+                        return true;
+                return false;
+            },
+            10000));
+        const QByteArray changed
+            = R"({"network": {"mode": "allowlist", "allow": ["api.broker.test", "wrong.broker.test"]},
+                "credentials": {"grants": [
+                  {"secret": "MODEL_KEY", "env": "MODEL_KEY", "broker": {"host": "api.broker.test", "header": "authorization"}},
+                  {"secret": "MODEL_KEY", "env": "WRONG_KEY", "broker": {"host": "wrong.broker.test", "header": "x-api-key"}}]}})";
+        const CliResult set = m_daemon->ctl(args("policy", "set", "agent", "-"), changed);
+        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+        QVERIFY(slow.waitForFinished(20000));
+        const QByteArray out = slow.readAllStandardOutput();
+        QVERIFY2(!out.contains("late") && out.contains("curl "), out.constData());
+        const auto closed = eventsOf(QStringLiteral("network.closed"), [](const QJsonObject &e) {
+            return e.value(QStringLiteral("error")).toString()
+                == QLatin1String("the sandbox's brokered credentials changed");
+        });
+        QCOMPARE(closed.size(), 1);
+        // The next connection is brokered as the policy now says.
+        const qsizetype before = m_stub.requests().size();
+        const CliResult r
+            = sh(QStringLiteral("curl -sS -m 10 https://api.broker.test/now -H \"authorization: Bearer $MODEL_KEY\""));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(header(m_stub.next(before), QStringLiteral("authorization")).toLatin1(), "Bearer " + m_secret);
+    }
+
     // The secret is in no file the daemon wrote (history, its WAL, logs): only in the store.
     void theSecretIsInNoFileOfTheDaemon()
     {
@@ -283,6 +334,12 @@ private Q_SLOTS:
                 {"secret": "MODEL_KEY", "env": "K", "broker": {"host": "api.broker.test", "header": "host"}}]}})");
         QVERIFY(framing.exitCode != 0);
         QVERIFY2(framing.err.contains("/credentials/grants/0/broker/header"), qPrintable(framing.describe()));
+        const CliResult twoWays = m_daemon->ctl(args("create", "--name", "twoways", "--policy", "-"),
+            R"({"network": {"mode": "allowlist"}, "credentials": {"grants": [
+                {"secret": "MODEL_KEY", "env": "K", "broker": {"host": "api.broker.test", "header": "x-api-key"}},
+                {"secret": "MODEL_KEY", "file": "/run/k"}]}})");
+        QVERIFY(twoWays.exitCode != 0);
+        QVERIFY2(twoWays.err.contains("also granted as file /run/k"), qPrintable(twoWays.describe()));
         const CliResult address = m_daemon->ctl(args("create", "--name", "address", "--policy", "-"),
             R"({"network": {"mode": "allowlist"}, "credentials": {"grants": [
                 {"secret": "MODEL_KEY", "env": "K", "broker": {"host": "127.1", "header": "x-api-key"}}]}})");

@@ -6,6 +6,7 @@
 //   /echo-headers  the request's raw headers as JSON (a host that echoes what it was sent)
 //   /stream        a chunked answer in three parts, 50 ms apart (an event stream)
 //   /bytes/N       N bytes of 'x' with a Content-Length
+//   /delay/MS      "late\n", MS milliseconds later
 //   anything else  "ok METHOD TARGET\n"
 // Usage: node stub_https.mjs --host ADDR --port PORT --cert FILE --key FILE
 // Prints "LISTENING PORT" once it accepts connections.
@@ -41,6 +42,11 @@ const server = https.createServer(
           else setTimeout(next, 50);
         };
         next();
+      } else if (req.url.startsWith('/delay/')) {
+        setTimeout(() => {
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 5 });
+          res.end('late\n');
+        }, Number(req.url.slice(7)));
       } else if (req.url.startsWith('/bytes/')) {
         const size = Number(req.url.slice(7));
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size });
