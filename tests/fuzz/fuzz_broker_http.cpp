@@ -62,9 +62,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     // The same bytes as the host's answer to a GET or a HEAD.
     const ResponseParse answer
         = parseResponseHead(input, (data[0] & 1) ? QByteArrayView("HEAD") : QByteArrayView("GET"));
-    if (const auto *head = std::get_if<ResponseHead>(&answer))
+    if (const auto *head = std::get_if<ResponseHead>(&answer)) {
         check(head->size >= 4 && head->size <= input.size() && head->status >= 100 && head->status <= 599
             && (!(data[0] & 1) || head->body.kind == BodyFraming::Kind::None));
+        // Its body, as the broker follows it: whole or a byte at a time, it ends at the same byte.
+        const QByteArrayView rest = input.sliced(head->size);
+        BodyReader once(head->body), bytewise(head->body);
+        const auto all = once.feed(rest, false);
+        qsizetype taken = 0;
+        bool done = false, malformed = false;
+        for (qsizetype at = 0; at < rest.size() && !done && !malformed; ++at) {
+            const auto step = bytewise.feed(rest.sliced(at, 1), false);
+            malformed = !step;
+            if (step) {
+                check(step->take <= 1);
+                taken += step->take;
+                done = step->done;
+            }
+        }
+        if (rest.isEmpty() && head->body.kind == BodyFraming::Kind::None)
+            done = true;
+        check(malformed == !all);
+        if (all && !malformed)
+            check(all->take <= rest.size() && (all->done == done) && (!done || all->take == taken));
+    }
     // The rest as a chunked body, whole and in pieces of the first byte's size.
     const qsizetype step = 1 + data[0] % 64;
     ChunkedBody whole, pieces;
