@@ -502,6 +502,12 @@ Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> Engine::grantedSec
     for (const policy::CredentialGrant &g : policy.grants) {
         if (envOnly && g.env.isEmpty())
             continue;
+        // A brokered one's placeholder needs no store: it is read when the sandbox is made (to
+        // fail then) and by the proxy, not at every execution.
+        if (g.brokered() && envOnly) {
+            out.append({g, g.placeholder()});
+            continue;
+        }
         auto value = secretOf(g);
         if (!value)
             return value.error();

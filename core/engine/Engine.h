@@ -296,7 +296,7 @@ private:
 
     // The values of a policy's grants (all of them, or those given as environment variables);
     // fails closed, naming the grant, when one cannot be read. A brokered grant's value is its
-    // placeholder (the secret is read, to fail here when it cannot be).
+    // placeholder (its secret is read only for all grants: when a sandbox is made or taken over).
     Result<QList<std::pair<policy::CredentialGrant, QByteArray>>> grantedSecrets(
         const policy::EffectivePolicy &policy, bool envOnly) const;
     Result<QByteArray> secretOf(const policy::CredentialGrant &grant) const; // from the store

@@ -296,6 +296,16 @@ void Sandbox::setPolicy(policy::EffectivePolicy effective, QJsonObject overrides
         run);
 }
 
+namespace {
+// NAME=value in `env`, in place of any it had.
+void setVariable(QStringList &env, const QString &name, const QString &value)
+{
+    const QString prefix = name + QLatin1Char('=');
+    env.removeIf([&prefix](const QString &kv) { return kv.startsWith(prefix); });
+    env.append(prefix + value);
+}
+} // namespace
+
 Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secretEnv)
 {
     if (m_state != SandboxState::Running)
@@ -317,12 +327,8 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
         const QString local = QStringLiteral("localhost,127.0.0.1,::1");
         for (const auto &[name, value] : {std::pair{"HTTP_PROXY", http}, std::pair{"HTTPS_PROXY", http},
                  std::pair{"ALL_PROXY", socks}, std::pair{"NO_PROXY", local}}) {
-            for (const QString &n : {QString::fromLatin1(name), QString::fromLatin1(name).toLower()}) {
-                spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(),
-                                    [&](const QString &kv) { return kv.startsWith(n + QLatin1Char('=')); }),
-                    spawn.env.end());
-                spawn.env.append(n + QLatin1Char('=') + value);
-            }
+            setVariable(spawn.env, QString::fromLatin1(name), value);
+            setVariable(spawn.env, QString::fromLatin1(name).toLower(), value);
         }
     }
     if (m_setup.brokerCa) {
@@ -331,20 +337,12 @@ Result<uint32_t> Sandbox::exec(const ExecRequest &request, const SecretEnv &secr
         for (const auto &[name, value] : {std::pair{"SSL_CERT_FILE", bundle}, std::pair{"CURL_CA_BUNDLE", bundle},
                  std::pair{"REQUESTS_CA_BUNDLE", bundle},
                  std::pair{"NODE_EXTRA_CA_CERTS", QString::fromLatin1(kTrustAuthorityPath)}}) {
-            const QString n = QString::fromLatin1(name) + QLatin1Char('=');
-            spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(),
-                                [&n](const QString &kv) { return kv.startsWith(n); }),
-                spawn.env.end());
-            spawn.env.append(n + value);
+            setVariable(spawn.env, QString::fromLatin1(name), value);
         }
     }
     QJsonArray injected;
     for (const auto &[grant, value] : secretEnv) {
-        const QString prefix = grant.env + QLatin1Char('='); // (clang 14 cannot capture a structured binding)
-        spawn.env.erase(std::remove_if(spawn.env.begin(), spawn.env.end(),
-                            [&prefix](const QString &kv) { return kv.startsWith(prefix); }),
-            spawn.env.end());
-        spawn.env.append(grant.env + QLatin1Char('=') + QString::fromUtf8(value));
+        setVariable(spawn.env, grant.env, QString::fromUtf8(value));
         QJsonObject one{{QStringLiteral("secret"), grant.secret}, {QStringLiteral("env"), grant.env}};
         if (grant.brokered()) // a placeholder: the secret stays with the proxy
             one.insert(QStringLiteral("brokeredFor"), grant.brokerHost);

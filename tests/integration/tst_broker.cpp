@@ -54,9 +54,10 @@ private Q_SLOTS:
         QVERIFY2(m_stub.start({QStringLiteral("api.broker.test")}), qPrintable(m_stub.error()));
         m_secret = "sk-test-" + QByteArray::number(QRandomGenerator::global()->generate64(), 16)
             + QByteArray::number(QRandomGenerator::global()->generate64(), 16);
-        m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "file", "--resolve",
-            QStringLiteral("api.broker.test=") + m_stub.address(), "--resolve",
-            QStringLiteral("wrong.broker.test=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
+        m_daemon = std::make_unique<TestDaemon>(
+            args("--secret-store", "file", "--resolve", QStringLiteral("api.broker.test=") + m_stub.address(),
+                "--resolve", QStringLiteral("wrong.broker.test=") + m_stub.address(), "--resolve",
+                QStringLiteral("late.broker.test=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
         m_daemon->setSandboxesOutlive(true); // aTakenOverSandboxBrokersStill
         QVERIFY(m_daemon->start());
         const CliResult set = m_daemon->ctl(args("secret", "set", "MODEL_KEY"), m_secret + '\n');
@@ -283,10 +284,11 @@ private Q_SLOTS:
             },
             10000));
         const QByteArray changed
-            = R"({"network": {"mode": "allowlist", "allow": ["api.broker.test", "wrong.broker.test"]},
+            = R"({"network": {"mode": "allowlist", "allow": ["api.broker.test", "wrong.broker.test", "late.broker.test"]},
                 "credentials": {"grants": [
                   {"secret": "MODEL_KEY", "env": "MODEL_KEY", "broker": {"host": "api.broker.test", "header": "authorization"}},
-                  {"secret": "MODEL_KEY", "env": "WRONG_KEY", "broker": {"host": "wrong.broker.test", "header": "x-api-key"}}]}})";
+                  {"secret": "MODEL_KEY", "env": "WRONG_KEY", "broker": {"host": "wrong.broker.test", "header": "x-api-key"}},
+                  {"secret": "MODEL_KEY", "env": "LATE_KEY", "broker": {"host": "late.broker.test", "header": "x-api-key"}}]}})";
         const CliResult set = m_daemon->ctl(args("policy", "set", "agent", "-"), changed);
         QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
         QVERIFY(slow.waitForFinished(20000));
@@ -303,6 +305,21 @@ private Q_SLOTS:
             = sh(QStringLiteral("curl -sS -m 10 https://api.broker.test/now -H \"authorization: Bearer $MODEL_KEY\""));
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(header(m_stub.next(before), QStringLiteral("authorization")).toLatin1(), "Bearer " + m_secret);
+        // A host the change made brokered: the sandbox's authority was made for the hosts it
+        // started with, so it is refused (a plain tunnel would carry the placeholder out to it).
+        const qsizetype beforeLate = m_stub.requests().size();
+        const CliResult late
+            = sh(QStringLiteral("curl -sS -m 10 https://late.broker.test/ -H \"x-api-key: $LATE_KEY\""));
+        QVERIFY2(late.exitCode != 0, qPrintable(late.describe()));
+        const auto denied = eventsOf(QStringLiteral("network.denied"), [](const QJsonObject &e) {
+            return e.value(QStringLiteral("host")).toString() == QLatin1String("late.broker.test");
+        });
+        QCOMPARE(denied.size(), 1);
+        QCOMPARE(denied[0].value(QStringLiteral("rule")).toString(), QStringLiteral("broker"));
+        QVERIFY2(denied[0].value(QStringLiteral("reason")).toString().contains(QLatin1String("create a new sandbox")),
+            qPrintable(denied[0].value(QStringLiteral("reason")).toString()));
+        QTest::qWait(200);
+        QCOMPARE(m_stub.requests().size(), beforeLate);
     }
 
     // The secret is in no file the daemon wrote (history, its WAL, logs): only in the store.
