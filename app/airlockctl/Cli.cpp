@@ -16,6 +16,7 @@ std::vector<std::unique_ptr<Command>> allCommands()
     std::vector<std::unique_ptr<Command>> commands;
     addSandboxCommands(commands);
     addExecCommands(commands);
+    addAgentCommands(commands);
     addFileCommands(commands);
     addHistoryCommands(commands);
     addPolicyCommands(commands);

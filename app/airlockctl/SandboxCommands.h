@@ -16,4 +16,5 @@ void addMcpCommands(std::vector<std::unique_ptr<Command>> &commands);
 void addShowCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addExportCommand(std::vector<std::unique_ptr<Command>> &commands);
 void addHostCommands(std::vector<std::unique_ptr<Command>> &commands);
+void addAgentCommands(std::vector<std::unique_ptr<Command>> &commands);
 } // namespace airlock::cli

@@ -55,6 +55,8 @@ QJsonObject ExecRequest::toJson() const
         o.insert(QStringLiteral("timeoutMs"), double(*timeoutMs));
     if (leaseMs)
         o.insert(QStringLiteral("leaseMs"), double(*leaseMs));
+    if (!forAgent.isEmpty())
+        o.insert(QStringLiteral("forAgent"), forAgent);
     return o;
 }
 
@@ -118,6 +120,13 @@ Result<ExecRequest> ExecRequest::fromJson(const QJsonObject &json)
         if (t < 1 || t > 86'400'000.0 || t != double(uint64_t(t)))
             return invalid(QStringLiteral("/leaseMs"), QStringLiteral("expected 1 ms .. 24 h"));
         r.leaseMs = static_cast<uint64_t>(t);
+    }
+    if (json.contains(QStringLiteral("forAgent"))) {
+        static const QRegularExpression kAgent(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"));
+        r.forAgent = json.value(QStringLiteral("forAgent")).toString();
+        if (!kAgent.match(r.forAgent).hasMatch())
+            return invalid(QStringLiteral("/forAgent"),
+                QStringLiteral("expected an agent's name: 1 to 64 letters, digits, '.', '_' or '-'"));
     }
     if (json.contains(QStringLiteral("timeoutMs"))) {
         const double t = json.value(QStringLiteral("timeoutMs")).toDouble(-1);

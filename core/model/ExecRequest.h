@@ -34,6 +34,9 @@ struct ExecRequest {
     // Killed this long after the requesting connection goes away (and recorded so); without it an
     // execution keeps running while no client is connected.
     std::optional<uint64_t> leaseMs;
+    // A person starting an agent (agent run): the programs it starts are judged as this agent's,
+    // by the command rules. Only ever stricter: an agent's own request keeps its own name.
+    QString forAgent;
     QString run; // set by the daemon from the requesting connection, never from the request body
     ExecCover cover; // set by the daemon once the command is decided, never from the request body
 

@@ -156,8 +156,15 @@ void ExecMethods::runOneShot(Call &c)
 void ExecMethods::begin(Session &s, Sandbox &sb, ExecRequest request, bool attach, const Reply &reply)
 {
     request.run = s.run;
-    if (!s.isAgent()) // a person's own command: the boundary applies, the command rules do not
+    if (!s.isAgent()) { // a person's own command: the boundary applies, the command rules do not
+        if (!request.forAgent.isEmpty()) { // an agent a person starts: what it starts is judged
+            request.cover.judged = true;
+            request.cover.requester = request.forAgent;
+            request.cover.programs = policy::CommandRules::namedPrograms(request.argv);
+            request.cover.decidedBy = QStringLiteral("started by a person (agent run)");
+        }
         return startExecution(s.conn, sb, request, attach, reply);
+    }
 
     // An agent's command: the command rules decide, or a person does.
     QStringList envNames, envShown;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "TestDaemon.h"
+#include "TestHelpers.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -56,16 +57,6 @@ protected:
         return QJsonDocument::fromJson(ctl({QStringLiteral("ls"), QStringLiteral("--json")}).out).array().size();
     }
     QString hostFile(const QString &name) const { return m_tmp.filePath(name); }
-    static bool writeFile(const QString &path, const QByteArray &data)
-    {
-        QFile f(path);
-        return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
-    }
-    static QByteArray readFile(const QString &path)
-    {
-        QFile f(path);
-        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-    }
     // Host processes of the sandboxed command (airlockctl's own command line also contains it).
     static QList<qint64> sandboxedPids(const QByteArray &needle, qint64 ctlPid)
     {

@@ -4,7 +4,7 @@
 // certificate for the names asked for from a test authority made for the run (EC P-256, with the
 // openssl command). A daemon reaches it with --resolve NAME=address() and --upstream-ca
 // authorityPath(). Every request it got is one JSON object (method, url, raw header lines, body
-// bytes).
+// bytes, and for a model's turn the tool results the agent sent back).
 #pragma once
 
 #include <QDir>
@@ -27,8 +27,9 @@ public:
         m_node.waitForFinished();
     }
 
-    // Listening, with a certificate for `names`; false (and why in error()) otherwise.
-    bool start(const QStringList &names)
+    // Listening, with a certificate for `names`; false (and why in error()) otherwise. With a
+    // script (stub_model.mjs), it is also the model of the agent tests.
+    bool start(const QStringList &names, const QString &script = {})
     {
         const QString ca = authorityPath(), caKey = m_dir.filePath(QStringLiteral("ca.key")),
                       cert = m_dir.filePath(QStringLiteral("host.pem")),
@@ -54,10 +55,12 @@ public:
         m_address = QStringLiteral("127.0.%1.%2")
                         .arg(QRandomGenerator::global()->bounded(1, 250))
                         .arg(QRandomGenerator::global()->bounded(2, 250));
-        m_node.start(QStringLiteral("node"),
-            {QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/support/stub_https.mjs"), QStringLiteral("--host"), m_address,
-                QStringLiteral("--port"), QStringLiteral("443"), QStringLiteral("--cert"), cert,
-                QStringLiteral("--key"), key});
+        QStringList arguments{QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/support/stub_https.mjs"),
+            QStringLiteral("--host"), m_address, QStringLiteral("--port"), QStringLiteral("443"),
+            QStringLiteral("--cert"), cert, QStringLiteral("--key"), key};
+        if (!script.isEmpty())
+            arguments += {QStringLiteral("--script"), script};
+        m_node.start(QStringLiteral("node"), arguments);
         const bool listening = waitFor(
             [&] {
                 m_node.waitForReadyRead(200);

@@ -34,6 +34,17 @@ inline QByteArray native(const QString &path)
     return QFile::encodeName(path);
 }
 
+inline bool writeFile(const QString &path, const QByteArray &data)
+{
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
+}
+inline QByteArray readFile(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
 inline QJsonObject jsonObject(const QByteArray &out)
 {
     return QJsonDocument::fromJson(out).object();
