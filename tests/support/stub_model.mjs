@@ -13,8 +13,9 @@
 // the tool results the agent sent back ("results") so that a test can read what the agent saw.
 import fs from 'node:fs';
 
+// The script, or null without one (then the model's routes are the fixed ones of stub_https.mjs).
 export function loadScript(path) {
-  return path ? JSON.parse(fs.readFileSync(path, 'utf8')) : { steps: [], final: 'done' };
+  return path ? JSON.parse(fs.readFileSync(path, 'utf8')) : null;
 }
 
 const sse = (res, event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -106,6 +107,7 @@ function openai(script, body, res) {
 
 // Answers a model request and returns the tool results it carried, or null: not the model's.
 export function answerModel(script, req, raw, res) {
+  if (!script) return null;
   const api = req.method === 'POST' && req.url.split('?')[0] === '/v1/messages' ? anthropic
     : req.method === 'POST' && req.url.split('?')[0] === '/v1/responses' ? openai : null;
   if (!api) return null;
