@@ -148,8 +148,6 @@ private:
         if (parser.isSet(QStringLiteral("cwd")))
             request.cwd = exec->cwd;
 
-        // The person starts it; what it starts is judged as the agent's, by the command rules.
-        request.forAgent = profile->name;
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());

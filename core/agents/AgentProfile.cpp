@@ -128,7 +128,7 @@ Result<AgentProfile> AgentProfile::fromJson(const QJsonObject &json, const QStri
     const QJsonObject env = f.object(QStringLiteral("env"));
     for (auto it = env.begin(); it != env.end(); ++it) {
         auto kv = parseEnvAssignment(it.key() + QLatin1Char('=') + it.value().toString());
-        if (!it.value().isString() || !kv)
+        if (!it.value().isString() || !kv || kv->first != it.key())
             f.fail(
                 QStringLiteral("env/") + it.key(), QStringLiteral("expected NAME: \"value\" with a variable's name"));
         else
@@ -346,6 +346,7 @@ Result<AgentRun> planAgentRun(
     run.exec.argv = QStringList{program.sandboxPath} + profile.args + options.args;
     run.exec.cwd = cwd;
     run.exec.env = profile.env;
+    run.exec.forAgent = profile.name; // what it starts is judged as the agent's
     // Bounded as the daemon bounds any request.
     auto exec = ExecRequest::fromJson(run.exec.toJson());
     if (!exec)

@@ -124,10 +124,11 @@ private Q_SLOTS:
     void claudeRunsItsLoopInTheSandbox()
     {
         const qsizetype before = m_stub.requests().size();
-        const CliResult r = m_daemon->ctl(
-            args("agent", "run", "claude", "--program", kClaude, "--project", path(QStringLiteral("project")),
-                "--project-mode", "rw", "--policy", path(QStringLiteral("policy.json")), "--timeout", "90s", "--", "-p", "go"),
-            {}, 120000);
+        const CliResult r
+            = m_daemon->ctl(args("agent", "run", "claude", "--program", kClaude, "--project",
+                                path(QStringLiteral("project")), "--project-mode", "rw", "--policy",
+                                path(QStringLiteral("policy.json")), "--timeout", "90s", "--", "-p", "go"),
+                {}, 120000);
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QCOMPARE(r.out.trimmed(), QByteArray("All done."));
         const QList<QJsonObject> turns = turnsSince(before);
@@ -195,7 +196,8 @@ private Q_SLOTS:
         writeFile(path(QStringLiteral("wrong.json")),
             "{\"version\": 1, \"title\": \"Wrong host\", \"command\": \"claude\","
             " \"args\": [\"--dangerously-skip-permissions\"], \"env\": {\"IS_SANDBOX\": \"1\","
-            " \"DISABLE_AUTOUPDATER\": \"1\", \"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\": \"1\", \"CLAUDE_CODE_MAX_RETRIES\": \"0\","
+            " \"DISABLE_AUTOUPDATER\": \"1\", \"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\": \"1\", "
+            "\"CLAUDE_CODE_MAX_RETRIES\": \"0\","
             " \"ANTHROPIC_BASE_URL\": \"https://wrong.agent.test\"}, \"api\": {\"host\": \"wrong.agent.test\","
             " \"secret\": \"anthropic-api-key\", \"env\": \"ANTHROPIC_API_KEY\", \"header\": \"x-api-key\"}}");
         const qsizetype before = m_stub.requests().size();

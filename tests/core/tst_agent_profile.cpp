@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// Agent profiles (resources/agents, core/agents/AgentProfile): what a profile may say and the
+// error that names what it said wrong; where an agent's program is found and how the sandbox
+// reaches it; what `agent run` asks the daemon for, merged with the person's own choices.
+#include "agents/AgentProfile.h"
+#include "policy/Policy.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace airlock;
+using namespace airlock::agents;
+
+namespace {
+QJsonObject parse(const char *json)
+{
+    return QJsonDocument::fromJson(json).object();
+}
+const char *kMinimal = R"({"version": 1, "title": "T", "command": "t",
+    "api": {"host": "api.example.com", "secret": "key", "env": "KEY", "header": "x-api-key"}})";
+
+bool makeExecutable(const QString &path)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write("#!/bin/sh\n") > 0
+        && f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+}
+} // namespace
+
+class TestAgentProfile final : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    // Every shipped profile loads, and brokers its key for its API host in its header.
+    void theShippedProfilesLoad()
+    {
+        for (const QString &name : builtinAgentNames()) {
+            auto p = builtinAgent(name);
+            QVERIFY2(p, qPrintable(p ? QString() : p.error().message));
+            QCOMPARE(p->name, name);
+            QVERIFY(!p->api.host.isEmpty() && !p->install.isEmpty());
+            const QJsonObject layer = p->policyLayer();
+            QVERIFY2(policy::validate(layer), qPrintable(name));
+            const QJsonObject grant
+                = layer[QStringLiteral("credentials")][QStringLiteral("grants")].toArray().first().toObject();
+            QCOMPARE(grant[QStringLiteral("broker")][QStringLiteral("host")].toString(), p->api.host);
+            QCOMPARE(grant[QStringLiteral("env")].toString(), p->api.env);
+            QVERIFY(layer[QStringLiteral("network")][QStringLiteral("allow")].toArray().contains(p->api.host));
+        }
+        QCOMPARE(builtinAgent(QStringLiteral("claude"))->api.header, QStringLiteral("x-api-key"));
+        QCOMPARE(builtinAgent(QStringLiteral("codex"))->api.header, QStringLiteral("authorization"));
+        const auto missing = builtinAgent(QStringLiteral("nope"));
+        QVERIFY(!missing);
+        QCOMPARE(missing.error().code, ErrorCode::NotFound);
+        QVERIFY(missing.error().message.contains(QLatin1String("claude, codex, gemini")));
+    }
+
+    // A profile that says something wrong is refused with the field and what was expected.
+    void aBadProfileNamesTheField_data()
+    {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("unknown field") << QByteArray(R"({"version": 1, "title": "T", "command": "t", "sandbox": 1})")
+                                       << "/sandbox: unknown field";
+        QTest::newRow("version") << QByteArray(R"({"version": 2, "title": "T", "command": "t"})")
+                                 << "/version: expected 1";
+        QTest::newRow("no command") << QByteArray(R"({"version": 1, "title": "T"})") << "/command: expected a text";
+        QTest::newRow("relative path") << QByteArray(R"({"version": 1, "title": "T", "command": "bin/t"})")
+                                       << "/command: expected a program's name or an absolute path";
+        QTest::newRow("api without header") << QByteArray(R"({"version": 1, "title": "T", "command": "t",
+                "api": {"host": "api.example.com", "secret": "key", "env": "KEY"}})")
+                                            << "/api/header: expected a text";
+        QTest::newRow("framing header") << QByteArray(R"({"version": 1, "title": "T", "command": "t",
+                "api": {"host": "api.example.com", "secret": "key", "env": "KEY", "header": "host"}})")
+                                        << "/credentials/grants/0/broker/header";
+        QTest::newRow("address as host") << QByteArray(R"({"version": 1, "title": "T", "command": "t",
+                "api": {"host": "10.0.0.1", "secret": "key", "env": "KEY", "header": "x-api-key"}})")
+                                         << "/credentials/grants/0/broker/host";
+        QTest::newRow("bad registry") << QByteArray(
+            R"({"version": 1, "title": "T", "command": "t", "registries": ["host:99999"]})")
+                                      << "/registries";
+        QTest::newRow("state outside the home")
+            << QByteArray(R"({"version": 1, "title": "T", "command": "t", "state": ["/etc"]})")
+            << "/state: expected paths in the home";
+        QTest::newRow("bad variable") << QByteArray(
+            R"({"version": 1, "title": "T", "command": "t", "env": {"A=B": "1"}})")
+                                      << "/env/A=B";
+        QTest::newRow("variable not text")
+            << QByteArray(R"({"version": 1, "title": "T", "command": "t", "env": {"A": 1}})") << "/env/A";
+    }
+    void aBadProfileNamesTheField()
+    {
+        QFETCH(QByteArray, json);
+        QFETCH(QString, error);
+        const auto p = AgentProfile::fromJson(QJsonDocument::fromJson(json).object(), QStringLiteral("t"));
+        QVERIFY(!p);
+        QCOMPARE(p.error().code, ErrorCode::InvalidArgument);
+        QVERIFY2(p.error().message.contains(error), qPrintable(p.error().message));
+    }
+    void aProfileNameIsChecked()
+    {
+        const auto p = AgentProfile::fromJson(parse(kMinimal), QStringLiteral("../x"));
+        QVERIFY(!p);
+        QVERIFY(p.error().message.contains(QLatin1String("lower-case letters")));
+    }
+
+    // A program under /usr runs as it is (the sandbox sees /usr); one elsewhere is reached by its
+    // package's root, mounted read-only; what is not there says how to install it.
+    void theProgramIsFoundAndItsPackageMounted()
+    {
+        auto profile = AgentProfile::fromJson(parse(kMinimal), QStringLiteral("t"));
+        QVERIFY(profile);
+        const auto system = locateProgram(*profile, QStringLiteral("/usr/bin/env"));
+        QVERIFY(system);
+        QCOMPARE(system->sandboxPath, QFileInfo(QStringLiteral("/usr/bin/env")).canonicalFilePath());
+        QVERIFY(!system->mount);
+
+        QTemporaryDir dir; // under /tmp: the sandbox's own, so under /opt/airlock/NAME
+        const QString root = QFileInfo(dir.path()).canonicalFilePath() + QStringLiteral("/node_modules");
+        const QString cli = root + QStringLiteral("/@scope/agent/node_modules/dep/cli.js");
+        QVERIFY(makeExecutable(cli));
+        QVERIFY(QFile::link(cli, dir.filePath(QStringLiteral("agent"))));
+        const auto npm = locateProgram(*profile, dir.filePath(QStringLiteral("agent")));
+        QVERIFY2(npm, qPrintable(npm ? QString() : npm.error().message));
+        QVERIFY(npm->mount);
+        QCOMPARE(npm->mount->hostPath, root); // the outermost node_modules
+        QCOMPARE(npm->mount->sandboxPath, QStringLiteral("/opt/airlock/t"));
+        QVERIFY(!npm->mount->writable);
+        QCOMPARE(npm->sandboxPath, QStringLiteral("/opt/airlock/t/@scope/agent/node_modules/dep/cli.js"));
+
+        const QString venv = QFileInfo(dir.path()).canonicalFilePath() + QStringLiteral("/venv");
+        QVERIFY(makeExecutable(venv + QStringLiteral("/bin/agent")));
+        QFile cfg(venv + QStringLiteral("/pyvenv.cfg"));
+        QVERIFY(cfg.open(QIODevice::WriteOnly));
+        cfg.close();
+        const auto python = locateProgram(*profile, venv + QStringLiteral("/bin/agent"));
+        QVERIFY(python);
+        QCOMPARE(python->mount->hostPath, venv);
+
+        QFile plain(dir.filePath(QStringLiteral("plain")));
+        QVERIFY(plain.open(QIODevice::WriteOnly));
+        plain.close();
+        const auto notExecutable = locateProgram(*profile, plain.fileName());
+        QVERIFY(!notExecutable);
+        QVERIFY(notExecutable.error().message.contains(QLatin1String("not an executable file")));
+
+        profile->command = QStringLiteral("airlock-no-such-agent");
+        profile->install = QStringLiteral("npm install -g no-such-agent");
+        const auto absent = locateProgram(*profile);
+        QVERIFY(!absent);
+        QCOMPARE(absent.error().code, ErrorCode::NotFound);
+        QVERIFY2(absent.error().message.contains(QLatin1String("npm install -g no-such-agent"))
+                && absent.error().message.contains(QLatin1String("--program")),
+            qPrintable(absent.error().message));
+    }
+
+    // The profile's hosts and key join the person's own layer; the person's rules stay; the
+    // agent's command is its program, the profile's arguments, then the person's.
+    void theRunMergesTheProfileIntoThePersonsChoices()
+    {
+        auto profile = AgentProfile::fromJson(parse(R"({"version": 1, "title": "T", "command": "t",
+            "args": ["--yolo"], "env": {"A": "1"}, "registries": ["registry.npmjs.org"],
+            "api": {"host": "api.example.com", "secret": "key", "env": "KEY", "header": "x-api-key"}})"),
+            QStringLiteral("t"));
+        QVERIFY(profile);
+        QTemporaryDir dir;
+        const QString project = QFileInfo(dir.path()).canonicalFilePath();
+        CreateSandboxRequest base;
+        base.policy = parse(R"({"version": 1, "network": {"allow": ["pypi.org"]},
+            "commands": {"rules": [{"decision": "deny", "command": "rm -rf"}]}})");
+        const AgentProgram program{QStringLiteral("/usr/bin/t"), QStringLiteral("/usr/bin/t"), std::nullopt};
+        const auto run
+            = planAgentRun(*profile, program, {project, true, {QStringLiteral("-p"), QStringLiteral("hi")}}, base);
+        QVERIFY2(run, qPrintable(run ? QString() : run.error().message));
+        const QJsonObject own = *run->sandbox.policy;
+        QCOMPARE(own[QStringLiteral("network")][QStringLiteral("allow")].toArray(),
+            (QJsonArray{
+                QStringLiteral("pypi.org"), QStringLiteral("api.example.com"), QStringLiteral("registry.npmjs.org")}));
+        QCOMPARE(own[QStringLiteral("commands")][QStringLiteral("rules")].toArray().size(), 1);
+        QCOMPARE(own[QStringLiteral("credentials")][QStringLiteral("grants")].toArray().size(), 1);
+        QCOMPARE(run->sandbox.network, std::optional(NetworkMode::Allowlist));
+        QCOMPARE(run->exec.argv,
+            (QStringList{
+                QStringLiteral("/usr/bin/t"), QStringLiteral("--yolo"), QStringLiteral("-p"), QStringLiteral("hi")}));
+        QCOMPARE(run->exec.forAgent, QStringLiteral("t"));
+        QCOMPARE(run->exec.env, (QList<QPair<QString, QString>>{{QStringLiteral("A"), QStringLiteral("1")}}));
+        // A project under /tmp (the sandbox's own) is at /project/NAME, writable, the working directory.
+        QCOMPARE(run->projectPath, QStringLiteral("/project/") + QFileInfo(project).fileName());
+        QCOMPARE(run->exec.cwd, run->projectPath);
+        QCOMPARE(run->sandbox.mounts.size(), 1);
+        QVERIFY(run->sandbox.mounts.first().writable);
+
+        // The key goes through the egress proxy: a network of another kind is refused.
+        base.network = NetworkMode::Full;
+        const auto full = planAgentRun(*profile, program, {}, base);
+        QVERIFY(!full);
+        QVERIFY2(full.error().message.contains(QLatin1String("--network full")), qPrintable(full.error().message));
+        // Until the reviewed view exists, a project is only given read-write when asked for so.
+        base.network.reset();
+        const auto reviewed = planAgentRun(*profile, program, {project, false, {}}, base);
+        QVERIFY(!reviewed);
+        QVERIFY(reviewed.error().message.contains(QLatin1String("--project-mode rw")));
+        const auto notADir = planAgentRun(*profile, program, {dir.filePath(QStringLiteral("none")), true, {}}, base);
+        QVERIFY(!notADir);
+        QCOMPARE(notADir.error().code, ErrorCode::NotFound);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAgentProfile)
+#include "tst_agent_profile.moc"
