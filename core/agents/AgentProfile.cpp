@@ -270,10 +270,10 @@ Result<AgentProgram> locateProgram(const AgentProfile &profile, const QString &p
                            "directory of its own")
                 .arg(real));
     // At the same path when a mount may go there (its scripts may name their interpreter by it),
-    // else under /opt/airlock.
+    // else under /opt/airlock/NAME by its own name (a package finds the others in "node_modules").
     Mount mount{root, root, false};
     if (!validateMount(mount))
-        mount.sandboxPath = QStringLiteral("/opt/airlock/") + profile.name;
+        mount.sandboxPath = QStringLiteral("/opt/airlock/%1/%2").arg(profile.name, QFileInfo(root).fileName());
     program.sandboxPath = mount.sandboxPath + real.mid(root.size());
     program.mount = mount;
     return program;

@@ -128,9 +128,9 @@ private Q_SLOTS:
         QVERIFY2(npm, qPrintable(npm ? QString() : npm.error().message));
         QVERIFY(npm->mount);
         QCOMPARE(npm->mount->hostPath, root); // the outermost node_modules
-        QCOMPARE(npm->mount->sandboxPath, QStringLiteral("/opt/airlock/t"));
+        QCOMPARE(npm->mount->sandboxPath, QStringLiteral("/opt/airlock/t/node_modules"));
         QVERIFY(!npm->mount->writable);
-        QCOMPARE(npm->sandboxPath, QStringLiteral("/opt/airlock/t/@scope/agent/node_modules/dep/cli.js"));
+        QCOMPARE(npm->sandboxPath, QStringLiteral("/opt/airlock/t/node_modules/@scope/agent/node_modules/dep/cli.js"));
 
         const QString venv = QFileInfo(dir.path()).canonicalFilePath() + QStringLiteral("/venv");
         QVERIFY(makeExecutable(venv + QStringLiteral("/bin/agent")));

@@ -68,7 +68,7 @@ const server = https.createServer(
       const results = answerModel(script, req, Buffer.concat(chunks), res);
       process.stdout.write(JSON.stringify({
         method: req.method, url: req.url, httpVersion: req.httpVersion, headers: req.rawHeaders, bodyBytes: bytes,
-        ...(results ? { results } : {}),
+        ...(results ? { results, tools: results.tools } : {}),
       }) + '\n');
       if (!results) answerFixed(req, res);
     });

@@ -119,5 +119,7 @@ export function answerModel(script, req, raw, res) {
     res.end(JSON.stringify({ error: { type: 'invalid_request_error', message: `not JSON: ${e.message}` } }));
     return [];
   }
-  return api(script, body, res);
+  const results = api(script, body, res);
+  results.tools = (Array.isArray(body.tools) ? body.tools : []).map((t) => t.name ?? t.type);
+  return results;
 }
