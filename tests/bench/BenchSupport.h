@@ -146,5 +146,6 @@ int benchGvisor(QList<Row> &rows, int rounds, bool quick);
 int benchScale(QList<Row> &rows, int rounds, bool quick);
 int benchParallel(QList<Row> &rows, int rounds, bool quick);
 int benchBroker(QList<Row> &rows, int rounds, bool quick); // bench-broker.cpp
+int benchAgent(QList<Row> &rows, int rounds, bool quick); // bench-agent.cpp
 
 } // namespace airlock::bench

@@ -387,6 +387,7 @@ int main(int argc, char *argv[])
         {"--scale", benchScale},
         {"--parallel", benchParallel},
         {"--broker", benchBroker},
+        {"--agent", benchAgent},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {

@@ -34,7 +34,12 @@ public:
         const QString ca = authorityPath(), caKey = m_dir.filePath(QStringLiteral("ca.key")),
                       cert = m_dir.filePath(QStringLiteral("host.pem")),
                       key = m_dir.filePath(QStringLiteral("host.key"));
-        QStringList sans;
+        // Port 443 (the broker's only port) on a loopback address of its own, which the
+        // certificate names too (a client on this machine may reach it by it).
+        m_address = QStringLiteral("127.0.%1.%2")
+                        .arg(QRandomGenerator::global()->bounded(1, 250))
+                        .arg(QRandomGenerator::global()->bounded(2, 250));
+        QStringList sans{QStringLiteral("IP:") + m_address};
         for (const QString &n : names)
             sans.append(QStringLiteral("DNS:") + n);
         if (!openssl({QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
@@ -47,14 +52,10 @@ public:
                 {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("ec"),
                     QStringLiteral("-pkeyopt"), QStringLiteral("ec_paramgen_curve:P-256"), QStringLiteral("-nodes"),
                     QStringLiteral("-keyout"), key, QStringLiteral("-out"), cert, QStringLiteral("-days"),
-                    QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=") + names.value(0),
+                    QStringLiteral("2"), QStringLiteral("-subj"), QStringLiteral("/CN=") + names.value(0, m_address),
                     QStringLiteral("-addext"), QStringLiteral("subjectAltName=") + sans.join(QLatin1Char(',')),
                     QStringLiteral("-CA"), ca, QStringLiteral("-CAkey"), caKey}))
             return false;
-        // Port 443 (the broker's only port) on a loopback address of its own.
-        m_address = QStringLiteral("127.0.%1.%2")
-                        .arg(QRandomGenerator::global()->bounded(1, 250))
-                        .arg(QRandomGenerator::global()->bounded(2, 250));
         QStringList arguments{QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/support/stub_https.mjs"),
             QStringLiteral("--host"), m_address, QStringLiteral("--port"), QStringLiteral("443"),
             QStringLiteral("--cert"), cert, QStringLiteral("--key"), key};

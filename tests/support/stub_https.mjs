@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A real HTTPS server for the credential broker's tests (Node's own https module, nothing from npm):
 // it stands in for an API host behind TLS with a test authority. Every request is printed as one
-// JSON line on stdout (method, target, raw header lines, body bytes), so a test can check exactly
+// JSON line on stdout (when, method, target, raw header lines, body bytes), so a test can check exactly
 // what reached the host. Answers:
 //   /echo-headers  the request's raw headers as JSON (a host that echoes what it was sent)
 //   /stream        a chunked answer in three parts, 50 ms apart (an event stream)
@@ -67,7 +67,7 @@ const server = https.createServer(
     req.on('end', () => {
       const results = answerModel(script, req, Buffer.concat(chunks), res);
       process.stdout.write(JSON.stringify({
-        method: req.method, url: req.url, httpVersion: req.httpVersion, headers: req.rawHeaders, bodyBytes: bytes,
+        time: Date.now(), method: req.method, url: req.url, httpVersion: req.httpVersion, headers: req.rawHeaders, bodyBytes: bytes,
         ...(results ? { results, tools: results.tools } : {}),
       }) + '\n');
       if (!results) answerFixed(req, res);
