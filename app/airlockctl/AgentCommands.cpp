@@ -151,6 +151,14 @@ private:
         auto client = ctx.client();
         if (!client)
             return fail(ctx, client.error());
+        // The program and the project are this machine's files: another host's daemon would mount
+        // whatever its own paths hold.
+        if (!ctx.connect.host.isEmpty())
+            return fail(ctx,
+                makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("agent run starts an agent installed on this machine, with this machine's "
+                                   "project: it runs with this machine's airlockd, not %1")
+                        .arg(ctx.connect.host)));
         const DaemonApi api(**client);
         if (Status s = checkSecret(api, *profile); !s)
             return fail(ctx, s.error());
@@ -158,6 +166,9 @@ private:
             ctx.err << "airlockctl: " << profile->title << " in a sandbox";
             if (!profile->api.host.isEmpty())
                 ctx.err << "; its key for " << profile->api.host << " stays outside";
+            if (program->mount)
+                ctx.err << "; its package " << program->mount->hostPath << " is at " << program->mount->sandboxPath
+                        << " (read-only)";
             if (!planned->projectPath.isEmpty())
                 ctx.err << "; the project " << QFileInfo(options.project).canonicalFilePath() << " is at "
                         << planned->projectPath

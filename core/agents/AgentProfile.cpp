@@ -94,13 +94,23 @@ bool under(const QString &path, const QString &dir)
 QString packageRoot(const QString &program)
 {
     const QString dir = QFileInfo(program).absolutePath();
-    const qsizetype modules = dir.indexOf(QLatin1String("/node_modules"));
-    if (modules > 0 && (dir.size() == modules + 13 || dir.at(modules + 13) == QLatin1Char('/')))
-        return dir.left(modules + 13);
-    for (QDir d(dir); !d.isRoot(); d.cdUp())
-        if (QFileInfo::exists(d.filePath(QStringLiteral("pyvenv.cfg"))))
-            return d.absolutePath();
+    static const QRegularExpression kModules(QStringLiteral("/node_modules(/|$)"));
+    if (const auto m = kModules.match(dir); m.hasMatch())
+        return dir.left(m.capturedStart() + 13);
+    // A Python environment's script: ENV/bin/PROGRAM beside ENV/pyvenv.cfg.
+    const QString env = QFileInfo(dir).absolutePath();
+    if (QFileInfo(dir).fileName() == QLatin1String("bin") && QFileInfo::exists(env + QStringLiteral("/pyvenv.cfg")))
+        return env;
     return dir;
+}
+
+// A root that would show the sandbox more than a program's package: the file system's top, the
+// person's home or anything holding it (their keys, their agents' logins, sockets that a
+// read-only mount still lets a program connect to).
+bool tooWide(const QString &root)
+{
+    const QString home = QFileInfo(QDir::homePath()).canonicalFilePath();
+    return root.count(QLatin1Char('/')) < 2 || (!home.isEmpty() && under(home, root));
 }
 } // namespace
 
@@ -120,6 +130,11 @@ Result<AgentProfile> AgentProfile::fromJson(const QJsonObject &json, const QStri
     p.name = name;
     p.title = f.text(QStringLiteral("title"), true, 100);
     p.description = f.text(QStringLiteral("description"), false);
+    // Shown to the person as they are: no control characters (a title could redraw the line that
+    // says where the key goes).
+    for (const auto &[key, text] : {std::pair{"title", &p.title}, std::pair{"description", &p.description}})
+        if (std::any_of(text->cbegin(), text->cend(), [](QChar c) { return !c.isPrint(); }))
+            f.fail(QLatin1String(key), QStringLiteral("expected printable text, without control characters"));
     p.command = f.text(QStringLiteral("command"), true, 1024);
     if (!p.command.isEmpty() && p.command.contains(QLatin1Char('/')) && !QDir::isAbsolutePath(p.command))
         f.fail(QStringLiteral("command"), QStringLiteral("expected a program's name or an absolute path"));
@@ -135,7 +150,7 @@ Result<AgentProfile> AgentProfile::fromJson(const QJsonObject &json, const QStri
             p.env.append(*kv);
     }
     const QJsonObject api = f.object(QStringLiteral("api"));
-    if (!api.isEmpty()) {
+    if (json.contains(QStringLiteral("api"))) {
         Fields a(api, name, QStringLiteral("/api"));
         a.only({QStringLiteral("host"), QStringLiteral("secret"), QStringLiteral("env"), QStringLiteral("header")});
         p.api = {a.text(QStringLiteral("host"), true), a.text(QStringLiteral("secret"), true),
@@ -264,11 +279,12 @@ Result<AgentProgram> locateProgram(const AgentProfile &profile, const QString &p
     if (under(real, QStringLiteral("/usr")))
         return program;
     const QString root = packageRoot(real);
-    if (root == QLatin1String("/") || root.isEmpty())
+    if (root.isEmpty() || tooWide(root))
         return makeError(ErrorCode::InvalidArgument,
-            QStringLiteral("--program %1: its package would be the whole file system; name a program inside a "
-                           "directory of its own")
-                .arg(real));
+            QStringLiteral("--program %1: the folder it is in (%2) would be mounted whole, and it is more than a "
+                           "program's package (the top of the file system, your home or a folder holding it); "
+                           "install it in a folder of its own, a node_modules or a Python environment")
+                .arg(real, root));
     // At the same path when a mount may go there (its scripts may name their interpreter by it),
     // else under /opt/airlock/NAME by its own name (a package finds the others in "node_modules").
     Mount mount{root, root, false};
@@ -332,9 +348,16 @@ Result<AgentRun> planAgentRun(
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("--project /: name a project's directory"));
         // At the same path as here, so that what the agent says about its files is true here too;
         // under /project where a mount may not go (/tmp, /workspace are the sandbox's own).
+        // The agent's program stays read-only: never inside a writable project, nor the other way.
+        if (program.mount && (under(program.mount->hostPath, real) || under(real, program.mount->hostPath)))
+            return makeError(ErrorCode::InvalidArgument,
+                QStringLiteral("--project %1: the agent's program (%2) is inside it, and a project the agent writes "
+                               "to would make its program writable; use one installed outside the project "
+                               "(--program PATH)")
+                    .arg(real, program.hostPath));
         Mount mount{real, real, true};
         if (!validateMount(mount))
-            mount.sandboxPath = QStringLiteral("/project/") + dir.fileName();
+            mount.sandboxPath = QStringLiteral("/project/") + QFileInfo(real).fileName();
         for (const Mount &m : std::as_const(base.mounts))
             if (m.sandboxPath == mount.sandboxPath)
                 return makeError(ErrorCode::InvalidArgument,

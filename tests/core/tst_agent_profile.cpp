@@ -89,6 +89,11 @@ private Q_SLOTS:
         QTest::newRow("bad variable") << QByteArray(
             R"({"version": 1, "title": "T", "command": "t", "env": {"A=B": "1"}})")
                                       << "/env/A=B";
+        QTest::newRow("empty api") << QByteArray(R"({"version": 1, "title": "T", "command": "t", "api": {}})")
+                                   << "/api/host: expected a text";
+        QTest::newRow("control character in the title")
+            << QByteArray("{\"version\": 1, \"title\": \"T\\u001b[2K\", \"command\": \"t\"}")
+            << "/title: expected printable";
         QTest::newRow("variable not text")
             << QByteArray(R"({"version": 1, "title": "T", "command": "t", "env": {"A": 1}})") << "/env/A";
     }
@@ -148,6 +153,19 @@ private Q_SLOTS:
         QVERIFY(!notExecutable);
         QVERIFY(notExecutable.error().message.contains(QLatin1String("not an executable file")));
 
+        // A folder that is more than a package: the person's home (their keys and sockets), the top.
+        const QByteArray home = qgetenv("HOME");
+        qputenv("HOME", QFileInfo(dir.path()).canonicalFilePath().toLocal8Bit());
+        QVERIFY(makeExecutable(dir.filePath(QStringLiteral("tool"))));
+        const auto inHome = locateProgram(*profile, dir.filePath(QStringLiteral("tool")));
+        qputenv("HOME", home);
+        QVERIFY(!inHome);
+        QVERIFY2(inHome.error().message.contains(QLatin1String("would be mounted whole")),
+            qPrintable(inHome.error().message));
+        const auto atTop = locateProgram(*profile, dir.filePath(QStringLiteral("tool")));
+        QVERIFY(atTop); // the same folder, not the home
+        QCOMPARE(atTop->mount->hostPath, QFileInfo(dir.path()).canonicalFilePath());
+
         profile->command = QStringLiteral("airlock-no-such-agent");
         profile->install = QStringLiteral("npm install -g no-such-agent");
         const auto absent = locateProgram(*profile);
@@ -204,6 +222,18 @@ private Q_SLOTS:
         const auto reviewed = planAgentRun(*profile, program, {project, false, {}}, base);
         QVERIFY(!reviewed);
         QVERIFY(reviewed.error().message.contains(QLatin1String("--project-mode rw")));
+        // The name under /project is the folder's own, however it was written.
+        const auto slash = planAgentRun(*profile, program, {project + QStringLiteral("/"), true, {}}, base);
+        QVERIFY(slash);
+        QCOMPARE(slash->projectPath, QStringLiteral("/project/") + QFileInfo(project).fileName());
+        // A program inside the project would be writable through it: refused.
+        const AgentProgram inside{project + QStringLiteral("/node_modules/a/cli.js"),
+            QStringLiteral("/opt/airlock/t/node_modules/a/cli.js"),
+            Mount{project + QStringLiteral("/node_modules"), QStringLiteral("/opt/airlock/t/node_modules"), false}};
+        const auto writable = planAgentRun(*profile, inside, {project, true, {}}, base);
+        QVERIFY(!writable);
+        QVERIFY2(writable.error().message.contains(QLatin1String("would make its program writable")),
+            qPrintable(writable.error().message));
         const auto notADir = planAgentRun(*profile, program, {dir.filePath(QStringLiteral("none")), true, {}}, base);
         QVERIFY(!notADir);
         QCOMPARE(notADir.error().code, ErrorCode::NotFound);
