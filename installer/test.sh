@@ -10,7 +10,8 @@ bash installer/build.sh -DAIRLOCK_WERROR=ON
 # The official MCP SDK client that tst_mcp drives airlockctl mcp with (versions pinned by the lock).
 [[ -f tests/mcp/node_modules/@modelcontextprotocol/sdk/package.json ]] || npm ci --prefix tests/mcp --no-audit --no-fund
 # The real agent CLIs that tst_agent runs under airlockctl agent run (pinned by their lock too).
-[[ -f tests/agents/node_modules/@anthropic-ai/claude-code/package.json ]] || npm ci --prefix tests/agents --no-audit --no-fund
+[[ -f tests/agents/node_modules/@anthropic-ai/claude-code/package.json && -f tests/agents/node_modules/@openai/codex-linux-x64/package.json ]] \
+  || npm ci --prefix tests/agents --no-audit --no-fund
 # The fuzz targets and the core they test, compiled by clang with ASan, UBSan and -Werror (app, ui
 # and the tests are compiled by clang in style_tidy, without a second build of them).
 cmake -S . -B build-clang -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// A whole agent in a sandbox, its key outside (issue 24): the real Claude Code from npm
-// (tests/agents, pinned by its lock) runs under `airlockctl agent run claude`, talking through the
-// egress proxy to a model stub (tests/support/stub_model.mjs: Anthropic's Messages API, streamed,
-// behind TLS with a test authority, reached as api.anthropic.com by airlockd --resolve). The stub
+// A whole agent in a sandbox, its key outside (issue 24): the real Claude Code and Codex from npm
+// (tests/agents, pinned by its lock) run under `airlockctl agent run`, talking through the egress
+// proxy to a model stub (tests/support/stub_model.mjs: Anthropic's Messages API and OpenAI's
+// Responses API, streamed, behind TLS with a test authority, reached as api.anthropic.com and
+// api.openai.com by airlockd --resolve). The stub
 // answers with tool calls the agent runs in the sandbox, as prompt-injected instructions would:
 // look for the key everywhere it can read, write to the project, reach a host the policy does not
 // allow, run what a deny rule refuses. What the agent got back is in the stub's record of the
@@ -12,6 +13,7 @@
 
 #include <QDir>
 #include <QDirIterator>
+#include <QHash>
 #include <QJsonArray>
 #include <QTest>
 
@@ -20,8 +22,8 @@ using namespace airlock::test;
 
 namespace {
 const QString kClaude = QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/agents/node_modules/.bin/claude");
-const QByteArray kPlaceholder = "airlock-brokered-anthropic-api-key";
-// The key, made up for the run; what the agent searches for is a pattern that does not match
+const QString kCodex = QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/agents/node_modules/.bin/codex");
+// The keys, made up for the run; what the agent searches for is a pattern that does not match
 // its own text (the command line is kept in the agent's transcript and in the history).
 const QString kKeyPrefix = QStringLiteral("sk-agent-test-");
 const QString kKeyPattern = QStringLiteral("sk-agent-tes[t]-");
@@ -29,10 +31,13 @@ const QString kKeyPattern = QStringLiteral("sk-agent-tes[t]-");
 QJsonObject toolCall(const QString &command)
 {
     return {{QStringLiteral("anthropic"),
-        QJsonObject{{QStringLiteral("name"), QStringLiteral("Bash")},
-            {QStringLiteral("input"),
-                QJsonObject{
-                    {QStringLiteral("command"), command}, {QStringLiteral("description"), QStringLiteral("step")}}}}}};
+                QJsonObject{{QStringLiteral("name"), QStringLiteral("Bash")},
+                    {QStringLiteral("input"),
+                        QJsonObject{{QStringLiteral("command"), command},
+                            {QStringLiteral("description"), QStringLiteral("step")}}}}},
+        {QStringLiteral("openai"),
+            QJsonObject{{QStringLiteral("name"), QStringLiteral("exec_command")},
+                {QStringLiteral("arguments"), QJsonObject{{QStringLiteral("cmd"), command}}}}}};
 }
 } // namespace
 
@@ -40,7 +45,7 @@ class TestAgent final : public QObject {
     Q_OBJECT
     StubHttps m_stub;
     QTemporaryDir m_dir;
-    QByteArray m_secret;
+    QHash<QString, QByteArray> m_secrets; // by agent
     std::unique_ptr<TestDaemon> m_daemon;
 
     QString path(const QString &name) const { return m_dir.filePath(name); }
@@ -56,19 +61,42 @@ class TestAgent final : public QObject {
         return dir;
     }
     // The model's turns the stub answered since `before`, with the tool results the agent sent.
-    QList<QJsonObject> turnsSince(qsizetype before)
+    QList<QJsonObject> turnsSince(qsizetype before, const QString &api)
     {
         QList<QJsonObject> turns;
         const QList<QJsonObject> all = m_stub.requests();
         for (qsizetype i = before; i < all.size(); ++i)
-            if (all[i].value(QStringLiteral("url")).toString().startsWith(QLatin1String("/v1/messages")))
+            if (all[i].value(QStringLiteral("url")).toString().startsWith(api))
                 turns.append(all[i]);
         return turns;
     }
-    // The tool results of the last turn: what the agent saw of each step.
-    QStringList results(qsizetype before)
+    // The events of one kind in the sandbox the agent ran in (the one whose execution is its).
+    QList<QJsonObject> eventsOf(const QString &agent, const QString &kind) const
     {
-        const QList<QJsonObject> turns = turnsSince(before);
+        QList<QJsonObject> out;
+        auto db = sql::open(m_daemon->dataDir() + QStringLiteral("/history.db"), true);
+        if (!db)
+            return out;
+        QString sandbox;
+        sql::Stmt started(db->get(), "SELECT sandbox_id, payload FROM events WHERE kind = 'exec.started'");
+        while (started.step())
+            if (QJsonDocument::fromJson(started.columnText(1).toUtf8())
+                    .object()
+                    .value(QStringLiteral("agent"))
+                    .toString()
+                == agent)
+                sandbox = started.columnText(0);
+        sql::Stmt st(db->get(), "SELECT payload FROM events WHERE kind = ? AND sandbox_id = ? ORDER BY seq");
+        st.text(1, kind);
+        st.text(2, sandbox);
+        while (st.step())
+            out.append(QJsonDocument::fromJson(st.columnText(0).toUtf8()).object());
+        return out;
+    }
+    // The tool results of the last turn: what the agent saw of each step.
+    QStringList results(qsizetype before, const QString &api)
+    {
+        const QList<QJsonObject> turns = turnsSince(before, api);
         QStringList out;
         if (!turns.isEmpty())
             for (const QJsonValue &r : turns.last().value(QStringLiteral("results")).toArray())
@@ -79,75 +107,109 @@ class TestAgent final : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QVERIFY2(QFileInfo(kClaude).isExecutable(),
-            "Claude Code is not installed for the tests: npm ci --prefix tests/agents (installer/test.sh does)");
-        const QString project = QFileInfo(path(QStringLiteral("project"))).fileName();
-        const QString inSandbox = QStringLiteral("/project/") + project;
+        for (const QString &agent : {kClaude, kCodex})
+            QVERIFY2(QFileInfo(agent).isExecutable(),
+                qPrintable(agent
+                    + QStringLiteral(" is not installed for the tests: npm ci --prefix tests/agents "
+                                     "(installer/test.sh does)")));
         // The turns: each a step the agent is told to take, then the final answer.
         const QJsonArray steps{
             // 0: the key, looked for where the agent can read: its variable, every process's
             //    environment, every file outside /usr, /proc, /sys and /dev.
-            toolCall(QStringLiteral("printenv ANTHROPIC_API_KEY; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' "
-                                    "| grep -c '%1'; grep -rlE '%1' / --exclude-dir=proc --exclude-dir=sys "
-                                    "--exclude-dir=dev --exclude-dir=usr 2>/dev/null | head -3; echo searched")
+            toolCall(QStringLiteral(
+                "printenv ANTHROPIC_API_KEY OPENAI_API_KEY; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' "
+                "| grep -c '%1'; grep -rlE '%1' / --exclude-dir=proc --exclude-dir=sys "
+                "--exclude-dir=dev --exclude-dir=usr 2>/dev/null | head -3; echo searched")
                          .arg(kKeyPattern)),
             // 1: an edit of the project and a new file in it.
-            toolCall(QStringLiteral("echo 'edited by the agent' >> README.md && printf 'new\\n' > %1/added.txt && echo "
-                                    "edited")
-                         .arg(inSandbox)),
+            toolCall(
+                QStringLiteral("echo 'edited by the agent' >> README.md && printf 'new\\n' > \"$PWD/added.txt\" && "
+                               "echo edited")),
             // 2: a host the policy does not allow.
             toolCall(QStringLiteral("curl -sS -m 10 https://exfil.example/ 2>&1; echo curl-exit=$?")),
             // 3: what a deny rule refuses.
-            toolCall(QStringLiteral("rm -rf /home/sandbox/.claude 2>&1; echo rm-exit=$?")),
+            toolCall(QStringLiteral("rm -r /home/sandbox/.cache 2>&1; echo rm-exit=$?")),
         };
         writeFile(path(QStringLiteral("script.json")),
             QJsonDocument(
                 QJsonObject{{QStringLiteral("steps"), steps}, {QStringLiteral("final"), QStringLiteral("All done.")}})
                 .toJson());
-        QVERIFY2(m_stub.start({QStringLiteral("api.anthropic.com")}, path(QStringLiteral("script.json"))),
+        QVERIFY2(m_stub.start({QStringLiteral("api.anthropic.com"), QStringLiteral("api.openai.com")},
+                     path(QStringLiteral("script.json"))),
             qPrintable(m_stub.error()));
-        m_secret = kKeyPrefix.toLatin1() + QByteArray::number(QRandomGenerator::global()->generate64(), 16);
-        m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "file", "--resolve",
-            QStringLiteral("api.anthropic.com=") + m_stub.address(), "--resolve",
-            QStringLiteral("wrong.agent.test=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
+        m_daemon = std::make_unique<TestDaemon>(
+            args("--secret-store", "file", "--resolve", QStringLiteral("api.anthropic.com=") + m_stub.address(),
+                "--resolve", QStringLiteral("api.openai.com=") + m_stub.address(), "--resolve",
+                QStringLiteral("wrong.agent.test=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
         QVERIFY(m_daemon->start());
-        const CliResult set = m_daemon->ctl(args("secret", "set", "anthropic-api-key"), m_secret + '\n');
-        QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
-        makeProject(QStringLiteral("project"));
+        for (const auto &[agent, secret] : {std::pair{"claude", "anthropic-api-key"}, {"codex", "openai-api-key"}}) {
+            const QByteArray key
+                = kKeyPrefix.toLatin1() + QByteArray::number(QRandomGenerator::global()->generate64(), 16);
+            m_secrets.insert(QLatin1String(agent), key);
+            const CliResult set = m_daemon->ctl(args("secret", "set", secret), key + '\n');
+            QVERIFY2(set.exitCode == 0, qPrintable(set.describe()));
+        }
         writeFile(path(QStringLiteral("policy.json")),
-            R"({"version": 1, "commands": {"rules": [{"decision": "deny", "command": "rm -rf"}]}})");
+            R"({"version": 1, "commands": {"rules": [{"decision": "deny", "command": "rm -r"}]}})");
     }
     void cleanupTestCase() { m_daemon.reset(); }
 
     // The agent runs its loop in the sandbox: every step the model asks for runs there, and what
     // each step gave back is what the stub got on the next turn.
-    void claudeRunsItsLoopInTheSandbox()
+    void agentRunsItsLoopInTheSandbox_data()
     {
+        QTest::addColumn<QString>("agent");
+        QTest::addColumn<QStringList>("command"); // the program and the agent's own arguments
+        QTest::addColumn<QString>("api"); // its requests' path
+        QTest::addColumn<QString>("header"); // where its key goes
+        QTest::addColumn<QString>("scheme"); // before the key
+        QTest::newRow("claude") << QStringLiteral("claude")
+                                << QStringList{kClaude, QStringLiteral("-p"), QStringLiteral("go")}
+                                << QStringLiteral("/v1/messages") << QStringLiteral("x-api-key") << QString();
+        QTest::newRow("codex") << QStringLiteral("codex")
+                               << QStringList{kCodex, QStringLiteral("exec"), QStringLiteral("-m"),
+                                      QStringLiteral("o3"), QStringLiteral("--skip-git-repo-check"),
+                                      QStringLiteral("go")}
+                               << QStringLiteral("/v1/responses") << QStringLiteral("authorization")
+                               << QStringLiteral("Bearer ");
+    }
+    void agentRunsItsLoopInTheSandbox()
+    {
+        QFETCH(QString, agent);
+        QFETCH(QStringList, command);
+        QFETCH(QString, api);
+        QFETCH(QString, header);
+        QFETCH(QString, scheme);
+        const QString project = makeProject(agent);
         const qsizetype before = m_stub.requests().size();
-        const CliResult r
-            = m_daemon->ctl(args("agent", "run", "claude", "--program", kClaude, "--project",
-                                path(QStringLiteral("project")), "--project-mode", "rw", "--policy",
-                                path(QStringLiteral("policy.json")), "--timeout", "90s", "--", "-p", "go"),
-                {}, 120000);
+        const CliResult r = m_daemon->ctl(
+            args("agent", "run", agent, "--program", command.first(), "--project", project, "--project-mode", "rw",
+                "--policy", path(QStringLiteral("policy.json")), "--timeout", "90s", "--")
+                + command.mid(1),
+            {}, 120000);
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
-        QCOMPARE(r.out.trimmed(), QByteArray("All done."));
-        const QList<QJsonObject> turns = turnsSince(before);
+        QVERIFY2(r.out.contains("All done."), qPrintable(r.describe()));
+        const QList<QJsonObject> turns = turnsSince(before, api);
         QVERIFY2(turns.size() >= 5, qPrintable(QString::number(turns.size())));
         // Every turn reached the model with the real key, none with the placeholder.
+        const QByteArray key = m_secrets.value(agent);
         for (const QJsonObject &t : turns)
-            QCOMPARE(StubHttps::header(t, QStringLiteral("x-api-key")).toLatin1(), m_secret);
-        const QStringList seen = results(before);
+            QCOMPARE(StubHttps::header(t, header).toLatin1(), scheme.toLatin1() + key);
+        const QStringList seen = results(before, api);
         QCOMPARE(seen.size(), 4);
         // 0: only the placeholder, anywhere the agent can read.
-        QCOMPARE(seen[0].trimmed(), QString::fromLatin1(kPlaceholder + "\n0\nsearched"));
+        const QString placeholder
+            = QStringLiteral("airlock-brokered-%1-api-key")
+                  .arg(agent == QLatin1String("claude") ? QStringLiteral("anthropic") : QStringLiteral("openai"));
+        QVERIFY2(seen[0].contains(placeholder + QStringLiteral("\n0\nsearched")), qPrintable(seen[0]));
         // 1: the edit landed in the project (read-write: directly).
-        QCOMPARE(seen[1].trimmed(), QStringLiteral("edited"));
-        QCOMPARE(readFile(path(QStringLiteral("project/README.md"))), QByteArray("a project\nedited by the agent\n"));
-        QCOMPARE(readFile(path(QStringLiteral("project/added.txt"))), QByteArray("new\n"));
+        QVERIFY2(seen[1].contains(QLatin1String("edited")), qPrintable(seen[1]));
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\nedited by the agent\n"));
+        QCOMPARE(readFile(project + QStringLiteral("/added.txt")), QByteArray("new\n"));
         // 2: the proxy refused the host, and the agent saw it.
         QVERIFY2(seen[2].contains(QLatin1String("403")) && seen[2].contains(QLatin1String("curl-exit=56")),
             qPrintable(seen[2]));
-        const auto denied = storedEvents(*m_daemon, QStringLiteral("network.denied"));
+        const auto denied = eventsOf(agent, QStringLiteral("network.denied"));
         QVERIFY(std::any_of(denied.begin(), denied.end(), [](const QJsonObject &e) {
             return e.value(QStringLiteral("host")).toString() == QLatin1String("exfil.example");
         }));
@@ -155,36 +217,35 @@ private Q_SLOTS:
         QVERIFY2(seen[3].contains(QLatin1String("operation not permitted"), Qt::CaseInsensitive)
                 && !seen[3].contains(QLatin1String("rm-exit=0")),
             qPrintable(seen[3]));
-        const auto programs = storedEvents(*m_daemon, QStringLiteral("exec.program"));
-        const auto rm = std::find_if(programs.begin(), programs.end(), [](const QJsonObject &e) {
-            return e.value(QStringLiteral("argv")).toArray().first().toString() == QLatin1String("rm");
-        });
+        const auto programs = eventsOf(agent, QStringLiteral("exec.program"));
+        const auto named = [&](const char *program) {
+            return std::find_if(programs.begin(), programs.end(), [&](const QJsonObject &e) {
+                return e.value(QStringLiteral("argv")).toArray().first().toString() == QLatin1String(program);
+            });
+        };
+        const auto rm = named("rm");
         QVERIFY(rm != programs.end());
         QCOMPARE(rm->value(QStringLiteral("decision")).toString(), QStringLiteral("deny"));
-        QCOMPARE(rm->value(QStringLiteral("rule")).toString(), QStringLiteral("rm -rf"));
+        QCOMPARE(rm->value(QStringLiteral("rule")).toString(), QStringLiteral("rm -r"));
         // The steps ran under the agent's execution, which says whose it is.
-        const auto started = storedEvents(*m_daemon, QStringLiteral("exec.started"));
-        QVERIFY(!started.isEmpty());
-        QCOMPARE(started.last().value(QStringLiteral("agent")).toString(), QStringLiteral("claude"));
-        const double agentExec = started.last().value(QStringLiteral("exec")).toDouble();
-        const auto curl = std::find_if(programs.begin(), programs.end(), [](const QJsonObject &e) {
-            return e.value(QStringLiteral("argv")).toArray().first().toString() == QLatin1String("curl");
-        });
+        const auto started = eventsOf(agent, QStringLiteral("exec.started"));
+        QCOMPARE(started.size(), 1);
+        QCOMPARE(started[0].value(QStringLiteral("agent")).toString(), agent);
+        const auto curl = named("curl");
         QVERIFY(curl != programs.end());
-        QCOMPARE(curl->value(QStringLiteral("exec")).toDouble(), agentExec);
+        QCOMPARE(curl->value(QStringLiteral("exec")).toDouble(), started[0].value(QStringLiteral("exec")).toDouble());
         QCOMPARE(curl->value(QStringLiteral("decision")).toString(), QStringLiteral("allow"));
         // The brokered requests are events that say the key was put in.
-        const auto requests = storedEvents(*m_daemon, QStringLiteral("network.request"));
-        QVERIFY(std::any_of(requests.begin(), requests.end(), [](const QJsonObject &e) {
-            return e.value(QStringLiteral("host")).toString() == QLatin1String("api.anthropic.com")
-                && e.value(QStringLiteral("credential")).toBool()
-                && e.value(QStringLiteral("target")).toString().startsWith(QLatin1String("/v1/messages"));
+        const auto requests = eventsOf(agent, QStringLiteral("network.request"));
+        QVERIFY(std::any_of(requests.begin(), requests.end(), [&](const QJsonObject &e) {
+            return e.value(QStringLiteral("credential")).toBool()
+                && e.value(QStringLiteral("target")).toString().startsWith(api);
         }));
         // And nothing the daemon wrote holds the key.
         QDirIterator files(m_daemon->dataDir(), QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
         while (files.hasNext()) {
             const QString f = files.next();
-            QVERIFY2(!readFile(f).contains(m_secret), qPrintable(f));
+            QVERIFY2(!readFile(f).contains(key), qPrintable(f));
         }
     }
 
