@@ -246,6 +246,9 @@ void MainWindow::createActions()
         return a;
     };
     QAction *create = action(tr("&New sandbox…"), QKeySequence::New, [this] { newSandbox(); });
+    QAction *agent
+        = action(tr("Run an &agent…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A), [this] { runAgent(); });
+    agent->setToolTip(tr("Claude Code, Codex or Gemini CLI in a sandbox made for it, its API key kept outside"));
     QAction *duplicate
         = action(tr("D&uplicate as new"), QKeySequence(Qt::CTRL | Qt::Key_D), [this] { duplicateCurrent(); });
     // Deleting kills everything inside and removes the workspace: asked first, and the Delete key
@@ -317,7 +320,7 @@ void MainWindow::createActions()
     });
 
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    file->addActions({create, addHostAction, history, secrets, defaults});
+    file->addActions({create, agent, addHostAction, history, secrets, defaults});
     file->addSeparator();
     file->addAction(quit);
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));

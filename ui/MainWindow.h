@@ -3,6 +3,7 @@
 
 #include "CommandHistory.h"
 #include "EndedSandboxesBar.h"
+#include "agents/AgentProfile.h"
 #include "util/Result.h"
 
 #include <QHash>
@@ -103,6 +104,11 @@ public:
     void deleteSandboxes(const QList<SandboxRef> &targets);
     // Help → Connect an agent… (and the empty fleet's button): the dialog, with this host's presets.
     void connectAgent();
+    // File → Run an agent…: the dialog, then the agent's sandbox on this computer and its run in it
+    // (MainWindowAgent.cpp).
+    void runAgent();
+    // The sandbox and the agent's execution the dialog planned: made, selected, started.
+    void startAgent(const agents::AgentRun &run);
     // F6 / Shift+F6: the next (or previous) pane takes the focus, skipping what is disabled.
     void cyclePanes(int step);
     // A new sandbox with the current one's preset and policy layer, named NAME-2, NAME-3, …

@@ -122,8 +122,8 @@ Result<AgentProfile> AgentProfile::fromJson(const QJsonObject &json, const QStri
             QStringLiteral("the name must be 1 to 64 lower-case letters, digits, '.', '_' or '-'"));
     Fields f(json, name, QString());
     f.only({QStringLiteral("version"), QStringLiteral("title"), QStringLiteral("description"),
-        QStringLiteral("command"), QStringLiteral("install"), QStringLiteral("args"), QStringLiteral("env"),
-        QStringLiteral("api"), QStringLiteral("registries"), QStringLiteral("state")});
+        QStringLiteral("command"), QStringLiteral("install"), QStringLiteral("args"), QStringLiteral("task"),
+        QStringLiteral("env"), QStringLiteral("api"), QStringLiteral("registries"), QStringLiteral("state")});
     if (json.value(QStringLiteral("version")).toInt(-1) != kProfileVersion)
         f.fail(QStringLiteral("version"), QStringLiteral("expected %1").arg(kProfileVersion));
     AgentProfile p;
@@ -140,6 +140,7 @@ Result<AgentProfile> AgentProfile::fromJson(const QJsonObject &json, const QStri
         f.fail(QStringLiteral("command"), QStringLiteral("expected a program's name or an absolute path"));
     p.install = f.text(QStringLiteral("install"), false);
     p.args = f.texts(QStringLiteral("args"));
+    p.task = f.texts(QStringLiteral("task"));
     const QJsonObject env = f.object(QStringLiteral("env"));
     for (auto it = env.begin(); it != env.end(); ++it) {
         auto kv = parseEnvAssignment(it.key() + QLatin1Char('=') + it.value().toString());
@@ -212,7 +213,8 @@ QJsonObject AgentProfile::toJson() const
     QJsonObject o{{QStringLiteral("name"), name}, {QStringLiteral("title"), title},
         {QStringLiteral("description"), description}, {QStringLiteral("command"), command},
         {QStringLiteral("install"), install}, {QStringLiteral("args"), QJsonArray::fromStringList(args)},
-        {QStringLiteral("env"), env}, {QStringLiteral("registries"), QJsonArray::fromStringList(registries)},
+        {QStringLiteral("task"), QJsonArray::fromStringList(task)}, {QStringLiteral("env"), env},
+        {QStringLiteral("registries"), QJsonArray::fromStringList(registries)},
         {QStringLiteral("state"), QJsonArray::fromStringList(state)}};
     if (!api.host.isEmpty())
         o.insert(QStringLiteral("api"),

@@ -31,6 +31,7 @@ struct AgentProfile {
     QString command; // the program: a name looked up on this machine's PATH, or an absolute path
     QString install; // how to get the program, said when it is not found
     QStringList args; // before the person's own
+    QStringList task; // before a task given as text, for a run without a terminal (claude -p TASK)
     QList<QPair<QString, QString>> env;
     Api api;
     QStringList registries; // hosts it installs packages from (host or host:port)

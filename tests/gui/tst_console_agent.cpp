@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// Run an agent… in the console (issue 24): the dialog says what is missing (the agent, its key,
+// the task, how the project is given) in words, and what it plans runs: the real Claude Code
+// (tests/agents) in a sandbox of its own on this computer's daemon, its key brokered to the model
+// stub, its output in the console like any command's.
+#include "GuiTestSettings.h"
+#include "MainWindow.h"
+#include "OutputView.h"
+#include "RunAgentDialog.h"
+#include "StubHttps.h"
+#include "TestHelpers.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace airlock;
+using namespace airlock::test;
+using namespace airlock::ui;
+
+class TestConsoleAgent final : public QObject {
+    Q_OBJECT
+    StubHttps m_stub;
+    QTemporaryDir m_dir;
+    std::unique_ptr<TestDaemon> m_daemon;
+    std::unique_ptr<DaemonClient> m_client;
+    const QByteArray m_key = "sk-console-" + QByteArray::number(QRandomGenerator::global()->generate64(), 16);
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        isolateSettings();
+        // The agent as if installed here: on PATH.
+        qputenv("PATH", AIRLOCK_SOURCE_DIR "/tests/agents/node_modules/.bin:" + qgetenv("PATH"));
+        QVERIFY(writeFile(m_dir.filePath(QStringLiteral("script.json")), R"({"steps": [], "final": "All done."})"));
+        QVERIFY2(m_stub.start({QStringLiteral("api.anthropic.com")}, m_dir.filePath(QStringLiteral("script.json"))),
+            qPrintable(m_stub.error()));
+        m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "file", "--resolve",
+            QStringLiteral("api.anthropic.com=") + m_stub.address(), "--upstream-ca", m_stub.authorityPath()));
+        QVERIFY(m_daemon->start());
+        m_client = m_daemon->connect();
+        QVERIFY(m_client);
+    }
+    void cleanupTestCase()
+    {
+        m_client.reset();
+        m_daemon.reset();
+    }
+
+    // What keeps it from running is said, in the dialog's words, until nothing does.
+    void theDialogSaysWhatIsMissing()
+    {
+        RunAgentDialog missingKey({});
+        QCOMPARE(missingKey.agentBox()->currentData().toString(), QStringLiteral("claude"));
+        QVERIFY2(missingKey.problem().contains(QLatin1String("'anthropic-api-key'"))
+                && missingKey.problem().contains(QStringLiteral("Secrets…")),
+            qPrintable(missingKey.problem()));
+        QVERIFY2(missingKey.aboutLabel()->text().contains(QLatin1String("api.anthropic.com"))
+                && missingKey.aboutLabel()->text().contains(QLatin1String("placeholder")),
+            qPrintable(missingKey.aboutLabel()->text()));
+
+        RunAgentDialog dialog({QStringLiteral("anthropic-api-key")});
+        QVERIFY2(
+            dialog.problem().contains(QLatin1String("Say what the agent should do")), qPrintable(dialog.problem()));
+        dialog.taskEdit()->setPlainText(QStringLiteral("fix the test"));
+        QCOMPARE(dialog.problem(), QString());
+        dialog.projectEdit()->setText(m_dir.path());
+        QVERIFY2(dialog.problem().contains(QLatin1String("writes to it directly")), qPrintable(dialog.problem()));
+        dialog.writableBox()->setChecked(true);
+        QCOMPARE(dialog.problem(), QString());
+        dialog.allowEdit()->setText(QStringLiteral("api.github.com, [::1"));
+        QVERIFY2(dialog.problem().startsWith(QLatin1String("Also allow:")), qPrintable(dialog.problem()));
+        dialog.allowEdit()->setText(QStringLiteral("api.github.com"));
+        const auto plan = dialog.plan();
+        QVERIFY(plan);
+        QCOMPARE(plan->exec.argv.mid(1),
+            (QStringList{QStringLiteral("--dangerously-skip-permissions"), QStringLiteral("-p"),
+                QStringLiteral("fix the test")}));
+        QCOMPARE(plan->exec.forAgent, QStringLiteral("claude"));
+        QVERIFY(
+            plan->sandbox.name.startsWith(QStringLiteral("claude-") + QFileInfo(m_dir.path()).fileName().toLower()));
+        QVERIFY(plan->sandbox.policy->value(QStringLiteral("network"))
+                    .toObject()
+                    .value(QStringLiteral("allow"))
+                    .toArray()
+                    .contains(QStringLiteral("api.github.com")));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            dialog.show();
+            QTest::qWait(100);
+            QVERIFY(dialog.grab().save(dir + QStringLiteral("/run-agent.png")));
+        }
+    }
+
+    // What the dialog plans runs: the agent's sandbox is made and selected, its output shows, and
+    // the model got the real key.
+    void anAgentRunsFromTheConsole()
+    {
+        QVERIFY(m_daemon->ctl(args("secret", "set", "anthropic-api-key"), m_key + '\n').exitCode == 0);
+        MainWindow window(*m_client);
+        window.show();
+        RunAgentDialog dialog({QStringLiteral("anthropic-api-key")});
+        dialog.taskEdit()->setPlainText(QStringLiteral("say done"));
+        const auto plan = dialog.plan();
+        QVERIFY2(plan, qPrintable(dialog.problem()));
+        const qsizetype before = m_stub.requests().size();
+        window.startAgent(*plan);
+        const OutputDocument &doc = window.outputView()->document();
+        QVERIFY2(QTest::qWaitFor([&] { return doc.plainText().contains(QLatin1String("All done.")); }, 60000),
+            qPrintable(doc.plainText()));
+        QVERIFY(window.sandboxHeader()->text().contains(plan->sandbox.name));
+        const QJsonObject got = m_stub.next(before);
+        QCOMPARE(StubHttps::header(got, QStringLiteral("x-api-key")).toLatin1(), m_key);
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            QTest::qWait(100);
+            QVERIFY(window.grab().save(dir + QStringLiteral("/agent-run.png")));
+        }
+    }
+};
+
+QTEST_MAIN(TestConsoleAgent)
+#include "tst_console_agent.moc"

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "RunAgentDialog.h"
+
+#include "policy/Policy.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+
+namespace airlock::ui {
+
+using agents::AgentProfile;
+
+RunAgentDialog::RunAgentDialog(QStringList secrets, QWidget *parent)
+    : QDialog(parent)
+    , m_secrets(std::move(secrets))
+    , m_agent(new QComboBox)
+    , m_about(new QLabel)
+    , m_project(new QLineEdit)
+    , m_writable(new QCheckBox(tr("The agent writes to it directly (read-write)")))
+    , m_allow(new QLineEdit)
+    , m_task(new QPlainTextEdit)
+    , m_problem(new QLabel)
+    , m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel))
+{
+    setWindowTitle(tr("Run an agent"));
+    for (const QString &name : agents::builtinAgentNames())
+        if (auto p = agents::builtinAgent(name)) {
+            m_profiles.append(*p);
+            m_agent->addItem(QStringLiteral("%1 (%2)").arg(p->title, p->name), p->name);
+        }
+    m_agent->setToolTip(tr("The agent CLI, installed on this computer, that runs its whole loop in the sandbox"));
+    for (QLabel *label : {m_about, m_problem}) {
+        label->setWordWrap(true);
+        label->setTextFormat(Qt::PlainText);
+    }
+    m_about->setStyleSheet(QStringLiteral("color: palette(mid)"));
+    m_project->setPlaceholderText(tr("optional: the folder the agent works on"));
+    auto *browse = new QPushButton(tr("Browse…"));
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("The project"), m_project->text());
+        if (!dir.isEmpty())
+            m_project->setText(dir);
+    });
+    auto *projectRow = new QHBoxLayout;
+    projectRow->addWidget(m_project, 1);
+    projectRow->addWidget(browse);
+    m_writable->setToolTip(tr("Until the reviewed copy-on-write view exists, a project is given read-write only when "
+                              "you say so: its edits land in the folder as the agent makes them"));
+    m_allow->setPlaceholderText(tr("more hosts it may reach: api.github.com, *.example.com"));
+    m_allow->setToolTip(tr("Beyond its API and its package registries, which its profile allows"));
+    m_task->setPlaceholderText(tr("What should the agent do?"));
+    m_task->setTabChangesFocus(true);
+    m_problem->setStyleSheet(QStringLiteral("color: #c62828"));
+    m_buttons->button(QDialogButtonBox::Ok)->setText(tr("Run"));
+
+    auto *form = new QFormLayout;
+    form->addRow(tr("Agent:"), m_agent);
+    form->addRow(QString(), m_about);
+    form->addRow(tr("Project:"), projectRow);
+    form->addRow(QString(), m_writable);
+    form->addRow(tr("Also allow:"), m_allow);
+    form->addRow(tr("Task:"), m_task);
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(m_problem);
+    layout->addWidget(m_buttons);
+    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(m_agent, &QComboBox::currentIndexChanged, this, &RunAgentDialog::update);
+    for (QLineEdit *edit : {m_project, m_allow})
+        connect(edit, &QLineEdit::textChanged, this, &RunAgentDialog::update);
+    connect(m_writable, &QCheckBox::toggled, this, &RunAgentDialog::update);
+    connect(m_task, &QPlainTextEdit::textChanged, this, &RunAgentDialog::update);
+    setMinimumWidth(560);
+    update();
+}
+
+const AgentProfile *RunAgentDialog::profile() const
+{
+    const int i = m_agent->currentIndex();
+    return i >= 0 && i < m_profiles.size() ? &m_profiles[i] : nullptr;
+}
+
+Result<agents::AgentRun> RunAgentDialog::plan() const
+{
+    const AgentProfile *p = profile();
+    if (!p)
+        return makeError(ErrorCode::NotFound, tr("No agent profile in this build"));
+    auto program = agents::locateProgram(*p);
+    if (!program)
+        return program.error();
+    if (!p->api.host.isEmpty() && !m_secrets.contains(p->api.secret))
+        return makeError(ErrorCode::NotFound,
+            tr("%1 needs its API key as the secret '%2': add it under Secrets… (it stays outside the sandbox)")
+                .arg(p->title, p->api.secret));
+    CreateSandboxRequest base;
+    const QStringList hosts = m_allow->text().split(QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);
+    QStringList allowed;
+    for (const QString &host : hosts) {
+        auto normal = policy::normaliseHostPattern(host);
+        if (!normal)
+            return makeError(ErrorCode::InvalidArgument, tr("Also allow: %1").arg(normal.error().message));
+        allowed.append(*normal);
+    }
+    if (!allowed.isEmpty())
+        base.allowHosts(allowed);
+    const QString task = m_task->toPlainText().trimmed();
+    if (task.isEmpty())
+        return makeError(ErrorCode::InvalidArgument, tr("Say what the agent should do"));
+    agents::AgentRunOptions options{m_project->text().trimmed(), m_writable->isChecked(), p->task + QStringList{task}};
+    if (!options.project.isEmpty() && !options.projectWritable)
+        return makeError(ErrorCode::InvalidArgument,
+            tr("The reviewed (copy-on-write) view of a project is not built yet: tick \"writes to it directly\" to "
+               "give the agent the folder read-write, or leave the project out"));
+    auto run = agents::planAgentRun(*p, *program, options, base);
+    if (!run)
+        return run.error();
+    // Named for the agent and its project, so that the fleet says what each is.
+    const QString project = QFileInfo(options.project)
+                                .fileName()
+                                .toLower()
+                                .replace(QRegularExpression(QStringLiteral("[^a-z0-9_.-]+")), QStringLiteral("-"));
+    const QString named = project.isEmpty() ? p->name : p->name + QLatin1Char('-') + project;
+    run->sandbox.name = named.left(40) + QDateTime::currentDateTime().toString(QStringLiteral("-hhmmss"));
+    return run;
+}
+
+QString RunAgentDialog::problem() const
+{
+    auto run = plan();
+    return run ? QString() : run.error().message;
+}
+
+void RunAgentDialog::update()
+{
+    if (const AgentProfile *p = profile()) {
+        auto program = agents::locateProgram(*p);
+        QString about = p->api.host.isEmpty()
+            ? tr("Nothing brokered.")
+            : tr("Its key for %1 is the secret '%2', put in the %3 header by Airlock's proxy: the sandbox holds only a "
+                 "placeholder.")
+                  .arg(p->api.host, p->api.secret, p->api.header);
+        about += QLatin1Char(' ')
+            + (program ? tr("Runs %1 from this computer, read-only.").arg(program->hostPath)
+                       : tr("Not installed here: %1").arg(p->install));
+        m_about->setText(about);
+    }
+    const QString why = problem();
+    m_problem->setText(why);
+    m_problem->setVisible(!why.isEmpty());
+    m_buttons->button(QDialogButtonBox::Ok)->setEnabled(why.isEmpty());
+    // The wrapped lines' height follows their text (a form does not ask again by itself).
+    layout()->activate();
+    setMinimumHeight(sizeHint().height());
+}
+
+} // namespace airlock::ui
