@@ -36,6 +36,8 @@ QColor spanColour(SpanKind kind, Outcome outcome, bool dark)
         return dark ? QColor(0x70, 0xc0, 0xd0) : QColor(0x20, 0x90, 0xa0);
     case SpanKind::Connection:
         return dark ? QColor(0x60, 0xc0, 0x80) : QColor(0x2e, 0x8b, 0x3e);
+    case SpanKind::Request:
+        return dark ? QColor(0x90, 0xd8, 0xa0) : QColor(0x4f, 0xa8, 0x60);
     case SpanKind::ToolCall:
         return dark ? QColor(0xb0, 0x8a, 0xf0) : QColor(0x80, 0x50, 0xc0);
     default:

@@ -85,6 +85,8 @@ public:
             program(sandbox, exec, t, p);
         } else if (kind == event::NetworkOpened || kind == event::NetworkDenied || kind == event::NetworkClosed) {
             network(kind, sandbox, t, p);
+        } else if (kind == event::NetworkRequest) {
+            request(sandbox, t, p);
         } else if (kind.startsWith(event::family::Tool)) {
             tool(kind, sandbox, t, p);
         } else {
@@ -418,12 +420,17 @@ private:
         const int parent = runningAt(sandbox, t, &shared);
         const QString decision = p.value(QStringLiteral("decision")).toString();
         const bool refused = kind == event::NetworkDenied;
+        // A brokered connection says whose key the proxy puts in; the broker's own refusal says so.
+        const bool brokered = p.value(QStringLiteral("brokered")).toBool();
+        const QString how = refused
+            ? (p.value(QStringLiteral("rule")).toString() == QLatin1String("broker") ? tr("refused by the broker")
+                                                                                     : tr("denied"))
+            : decision == QLatin1String("approved") ? tr("approved by a person")
+                                                    : tr("allowed by rule '%1'").arg(text(p, "rule", 80));
         Span &s = make(SpanKind::Connection, parent, t,
-            tr("→ %1 · %2")
-                .arg(display::escaped(destination, 120),
-                    refused                                     ? tr("denied")
-                        : decision == QLatin1String("approved") ? tr("approved by a person")
-                                                                : tr("allowed by rule '%1'").arg(text(p, "rule", 80))));
+            brokered ? tr("→ %1 · key brokered (%2) · %3")
+                           .arg(display::escaped(destination, 120), text(p, "secret", 60), how)
+                     : tr("→ %1 · %2").arg(display::escaped(destination, 120), how));
         s.sandbox = sandbox;
         s.outcome = refused ? Outcome::Denied : kind == event::NetworkClosed ? Outcome::Failed : Outcome::Allowed;
         s.detail = text(p, "reason", 300);
@@ -443,6 +450,37 @@ private:
             m_spans[*w].parent = connection;
             m_networkWaits.erase(w);
         }
+    }
+
+    // One request on a brokered connection, recorded when its answer ended: inside its connection,
+    // from when it began.
+    void request(const QString &sandbox, qint64 t, const QJsonObject &p)
+    {
+        const auto connection = m_connections.find({sandbox, number(p, "connection")});
+        QString shared;
+        const int parent = connection != m_connections.end() ? connection->second : runningAt(sandbox, t, &shared);
+        const qint64 took = std::max<qint64>(0, number(p, "durationMs"));
+        const QString refused = text(p, "refused", 300);
+        QString label = tr("%1 %2").arg(text(p, "method", 16), text(p, "target", 200));
+        if (!refused.isEmpty())
+            label += tr(" · refused");
+        else
+            label += tr(" → %1").arg(number(p, "status"));
+        if (p.value(QStringLiteral("credential")).toBool())
+            label += tr(" · key put in");
+        Span &s = make(SpanKind::Request, parent, t - took, label);
+        s.endMs = t;
+        s.sandbox = sandbox;
+        s.outcome = !refused.isEmpty()   ? Outcome::Denied
+            : number(p, "status") >= 400 ? Outcome::Failed
+                                         : Outcome::Allowed;
+        s.detail = tr("%1 up, %2 down").arg(number(p, "bytesUp")).arg(number(p, "bytesDown"));
+        if (!refused.isEmpty())
+            s.detail = refused + QStringLiteral(" · ") + s.detail;
+        if (const qint64 masked = number(p, "redacted"); masked > 0)
+            s.detail += tr(" · the key was masked in the answer (%1)").arg(masked);
+        if (!shared.isEmpty())
+            s.detail += QStringLiteral(" · ") + shared;
     }
 
     void tool(const QString &kind, const QString &sandbox, qint64 t, const QJsonObject &p)
@@ -492,8 +530,13 @@ private:
         QString label;
         if (kind == event::CredentialInjected) {
             QStringList grants;
-            for (const QJsonValue &g : p.value(QStringLiteral("grants")).toArray())
-                grants.append(tr("%1 as $%2").arg(text(g.toObject(), "secret", 60), text(g.toObject(), "env", 60)));
+            for (const QJsonValue &g : p.value(QStringLiteral("grants")).toArray()) {
+                const QJsonObject grant = g.toObject();
+                const QString broker = text(grant, "brokeredFor", 120);
+                grants.append(broker.isEmpty() ? tr("%1 as $%2").arg(text(grant, "secret", 60), text(grant, "env", 60))
+                                               : tr("a placeholder for %1 in $%2 (the key is put in on the way to %3)")
+                                                     .arg(text(grant, "secret", 60), text(grant, "env", 60), broker));
+            }
             label = tr("secrets given: %1").arg(grants.join(QStringLiteral(", ")));
         } else if (kind == event::CredentialRedacted) {
             QStringList secrets;

@@ -18,6 +18,7 @@ enum class SpanKind {
     Wait, // a request waiting for a person
     Program, // a program a command started (the exec check); nested by parent process
     Connection, // through the egress proxy
+    Request, // one HTTP request on a brokered connection (its key put in by the proxy)
     ToolCall, // a host tool, called from inside
     Note, // a credential injected or masked, a policy change, events not recorded
 };
@@ -44,8 +45,9 @@ struct Span {
 
 // A run's (or a sandbox's) recorded events as nested spans, Langfuse-style: each sandbox, its
 // commands with the approval wait inside, the programs each started (by parent process), their
-// network connections and tool calls, each with a human label ("claude asked · allowed by alice
-// after 40 s", "→ pypi.org:443 · allowed by rule 'pypi.org'").
+// network connections (a brokered one with its requests) and tool calls, each with a human label
+// ("claude asked · allowed by alice after 40 s", "→ pypi.org:443 · allowed by rule 'pypi.org'",
+// "POST /v1/messages → 200 · key put in").
 //
 // A connection or tool call is attributed by time to the command that was running in its sandbox
 // (the proxy does not know which process opened it); with several running, the newest, and its

@@ -105,6 +105,87 @@ private Q_SLOTS:
         QCOMPARE(t.startMs, 1000);
     }
 
+    // An agent's brokered connection: whose key the proxy puts in, and each request inside it with
+    // its answer, its time and whether the key went in; a request the broker refused, and a host it
+    // refused, say so.
+    void aBrokeredConnectionShowsItsRequests()
+    {
+        const QJsonObject opened{{QStringLiteral("connection"), 4},
+            {QStringLiteral("host"), QStringLiteral("api.anthropic.com")}, {QStringLiteral("port"), 443},
+            {QStringLiteral("decision"), QStringLiteral("allow")},
+            {QStringLiteral("rule"), QStringLiteral("api.anthropic.com")}, {QStringLiteral("brokered"), true},
+            {QStringLiteral("secret"), QStringLiteral("anthropic-api-key")}};
+        QJsonObject closed = opened;
+        closed.insert(QStringLiteral("bytesUp"), 62000);
+        closed.insert(QStringLiteral("bytesDown"), 2100);
+        const auto request = [](qint64 t, const char *target, int status, int took, const char *refused = nullptr) {
+            QJsonObject p{{QStringLiteral("connection"), 4},
+                {QStringLiteral("host"), QStringLiteral("api.anthropic.com")},
+                {QStringLiteral("method"), QStringLiteral("POST")}, {QStringLiteral("target"), QLatin1String(target)},
+                {QStringLiteral("status"), status}, {QStringLiteral("credential"), refused == nullptr},
+                {QStringLiteral("bytesUp"), 61000}, {QStringLiteral("bytesDown"), 1000},
+                {QStringLiteral("durationMs"), took}, {QStringLiteral("redacted"), refused ? 0 : 1}};
+            if (refused)
+                p.insert(QStringLiteral("refused"), QLatin1String(refused));
+            return record(t, "network.request", p);
+        };
+        QJsonObject wrong = opened;
+        wrong.insert(QStringLiteral("host"), QStringLiteral("wrong.example"));
+        wrong.insert(QStringLiteral("decision"), QStringLiteral("deny"));
+        wrong.insert(QStringLiteral("rule"), QStringLiteral("broker"));
+        wrong.insert(QStringLiteral("reason"), QStringLiteral("the certificate of wrong.example failed verification"));
+        const QList<QJsonObject> events{
+            record(1000, "exec.started",
+                {{QStringLiteral("argv"), argv({"claude", "-p", "go"})},
+                    {QStringLiteral("agent"), QStringLiteral("claude")}},
+                1),
+            record(1001, "credential.injected",
+                {{QStringLiteral("exec"), 1},
+                    {QStringLiteral("grants"),
+                        QJsonArray{QJsonObject{{QStringLiteral("secret"), QStringLiteral("anthropic-api-key")},
+                            {QStringLiteral("env"), QStringLiteral("ANTHROPIC_API_KEY")},
+                            {QStringLiteral("brokeredFor"), QStringLiteral("api.anthropic.com")}}}}},
+                1),
+            record(1500, "network.opened", opened),
+            request(2500, "/v1/messages?beta=true", 200, 900),
+            request(2600, "/v1/messages", 0, 0, "a second Authorization header"),
+            record(3000, "network.closed", closed),
+            record(3100, "network.denied", wrong),
+            record(4000, "exec.exited",
+                {{QStringLiteral("status"), QStringLiteral("succeeded")}, {QStringLiteral("exitCode"), 0}}, 1),
+        };
+        const trace::Trace t = trace::Trace::build(events, QStringLiteral("run r"), 5000);
+        const int connection = find(t, SpanKind::Connection,
+            QStringLiteral(
+                "→ api.anthropic.com:443 · key brokered (anthropic-api-key) · allowed by rule 'api.anthropic.com'"));
+        QVERIFY(connection > 0);
+        QCOMPARE(t.spans[connection].durationMs(), 1500);
+        const int turn = find(t, SpanKind::Request, QStringLiteral("POST /v1/messages?beta=true → 200 · key put in"));
+        QVERIFY(turn > 0);
+        QCOMPARE(t.spans[turn].parent, connection);
+        QCOMPARE(t.spans[turn].startMs, 1600); // it began when its answer ended, less its time
+        QCOMPARE(t.spans[turn].durationMs(), 900);
+        QCOMPARE(t.spans[turn].outcome, Outcome::Allowed);
+        QCOMPARE(t.spans[turn].detail, QStringLiteral("61000 up, 1000 down · the key was masked in the answer (1)"));
+        QCOMPARE(t.spans[turn].exec, 1u);
+        const int refused = find(t, SpanKind::Request, QStringLiteral("POST /v1/messages · refused"));
+        QVERIFY(refused > 0);
+        QCOMPARE(t.spans[refused].outcome, Outcome::Denied);
+        QVERIFY(!t.spans[refused].label.contains(QLatin1String("key put in")));
+        QVERIFY(t.spans[refused].detail.startsWith(QLatin1String("a second Authorization header")));
+        QCOMPARE(t.spans[connection].children, (QList<int>{turn, refused}));
+        QVERIFY(
+            find(t, SpanKind::Note,
+                QStringLiteral("secrets given: a placeholder for anthropic-api-key in $ANTHROPIC_API_KEY (the key is "
+                               "put in on the way to api.anthropic.com)"))
+            > 0);
+        const int wrongHost = find(t, SpanKind::Connection,
+            QStringLiteral("→ wrong.example:443 · key brokered (anthropic-api-key) · refused by the broker"));
+        QVERIFY(wrongHost > 0);
+        QCOMPARE(t.spans[wrongHost].outcome, Outcome::Denied);
+        QVERIFY(t.spans[wrongHost].detail.contains(QLatin1String("failed verification")));
+    }
+
     void insideACommandProgramsToolsAndConnectionsNest()
     {
         // Delivered out of order: the builder orders by time, then sequence.

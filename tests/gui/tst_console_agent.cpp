@@ -4,11 +4,14 @@
 // (tests/agents) in a sandbox of its own on this computer's daemon, its key brokered to the model
 // stub, its output in the console like any command's.
 #include "GuiTestSettings.h"
+#include "HistoryWindow.h"
 #include "MainWindow.h"
 #include "OutputView.h"
 #include "RunAgentDialog.h"
 #include "StubHttps.h"
 #include "TestHelpers.h"
+#include "TraceModel.h"
+#include "TraceView.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -18,6 +21,7 @@
 #include <QPlainTextEdit>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeView>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -118,6 +122,32 @@ private Q_SLOTS:
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             QTest::qWait(100);
             QVERIFY(window.grab().save(dir + QStringLiteral("/agent-run.png")));
+        }
+        // Its trace: the agent's command, its brokered connection with each request inside.
+        window.openTrace();
+        HistoryWindow *history = window.openHistory();
+        TraceView *view = history->traceView();
+        const auto spanWith = [&](trace::SpanKind kind, const QString &start) {
+            const QList<trace::Span> &spans = view->model()->trace().spans;
+            for (int i = 0; i < spans.size(); ++i)
+                if (spans[i].kind == kind && spans[i].label.startsWith(start))
+                    return i;
+            return -1;
+        };
+        QVERIFY(QTest::qWaitFor(
+            [&] { return spanWith(trace::SpanKind::Request, QStringLiteral("POST /v1/messages")) >= 0; }, 10000));
+        const int request
+            = spanWith(trace::SpanKind::Request, QStringLiteral("POST /v1/messages?beta=true → 200 · key put in"));
+        QVERIFY(request >= 0);
+        const trace::Span &connection = view->model()->trace().spans[view->model()->trace().spans[request].parent];
+        QCOMPARE(connection.kind, trace::SpanKind::Connection);
+        QVERIFY2(connection.label.contains(QStringLiteral("key brokered (anthropic-api-key)")),
+            qPrintable(connection.label));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            history->resize(1200, 700);
+            view->tree()->expandAll();
+            QTest::qWait(100);
+            QVERIFY(history->grab().save(dir + QStringLiteral("/agent-trace.png")));
         }
     }
 };
