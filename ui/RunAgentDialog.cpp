@@ -118,6 +118,8 @@ Result<agents::AgentRun> RunAgentDialog::plan() const
     const QString task = m_task->toPlainText().trimmed();
     if (task.isEmpty())
         return makeError(ErrorCode::InvalidArgument, tr("Say what the agent should do"));
+    if (task.startsWith(QLatin1Char('-'))) // the agent would read it as one of its options
+        return makeError(ErrorCode::InvalidArgument, tr("Start the task with a word, not '-'"));
     agents::AgentRunOptions options{m_project->text().trimmed(), m_writable->isChecked(), p->task + QStringList{task}};
     if (!options.project.isEmpty() && !options.projectWritable)
         return makeError(ErrorCode::InvalidArgument,

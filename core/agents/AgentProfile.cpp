@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agents/AgentProfile.h"
 
+#include "model/DisplayText.h"
 #include "policy/Policy.h"
 
 #include <QDir>
@@ -10,6 +11,9 @@
 #include <QJsonDocument>
 #include <QRegularExpression>
 #include <QStandardPaths>
+
+#include <pwd.h>
+#include <unistd.h>
 
 namespace airlock::agents {
 
@@ -107,10 +111,30 @@ QString packageRoot(const QString &program)
 // A root that would show the sandbox more than a program's package: the file system's top, the
 // person's home or anything holding it (their keys, their agents' logins, sockets that a
 // read-only mount still lets a program connect to).
+// The person's own folders a sandbox must never get whole: the home (by $HOME and by the user
+// database: either may be wrong) and the runtime folder (the ssh agent's, D-Bus's, the display's
+// sockets).
+QStringList personalFolders()
+{
+    QStringList out;
+    const passwd *pw = ::getpwuid(::getuid());
+    for (const QString &dir : {QDir::homePath(), pw ? QString::fromLocal8Bit(pw->pw_dir) : QString(),
+             qEnvironmentVariable("XDG_RUNTIME_DIR"), QStringLiteral("/run/user/%1").arg(::getuid())})
+        if (const QString real = QFileInfo(dir).canonicalFilePath(); !real.isEmpty() && real != QLatin1String("/"))
+            out.append(real);
+    return out;
+}
+
+// More than a folder of its own: the file system's top, a folder directly below it, or one that
+// is or holds a personal folder (or is inside the runtime folder).
 bool tooWide(const QString &root)
 {
-    const QString home = QFileInfo(QDir::homePath()).canonicalFilePath();
-    return root.count(QLatin1Char('/')) < 2 || (!home.isEmpty() && under(home, root));
+    if (root.count(QLatin1Char('/')) < 2)
+        return true;
+    const QStringList personal = personalFolders();
+    const QString runtime = QFileInfo(qEnvironmentVariable("XDG_RUNTIME_DIR")).canonicalFilePath();
+    return std::any_of(personal.begin(), personal.end(), [&](const QString &p) { return under(p, root); })
+        || (!runtime.isEmpty() && runtime != QLatin1String("/") && under(root, runtime));
 }
 } // namespace
 
@@ -130,11 +154,12 @@ Result<AgentProfile> AgentProfile::fromJson(const QJsonObject &json, const QStri
     p.name = name;
     p.title = f.text(QStringLiteral("title"), true, 100);
     p.description = f.text(QStringLiteral("description"), false);
-    // Shown to the person as they are: no control characters (a title could redraw the line that
-    // says where the key goes).
+    // Shown to the person as they are: nothing that display::escaped would show otherwise (a
+    // title could redraw the line that says where the key goes, or hide part of itself).
     for (const auto &[key, text] : {std::pair{"title", &p.title}, std::pair{"description", &p.description}})
-        if (std::any_of(text->cbegin(), text->cend(), [](QChar c) { return !c.isPrint(); }))
-            f.fail(QLatin1String(key), QStringLiteral("expected printable text, without control characters"));
+        if (display::escaped(*text) != *text)
+            f.fail(
+                QLatin1String(key), QStringLiteral("expected printable text, without control or invisible characters"));
     p.command = f.text(QStringLiteral("command"), true, 1024);
     if (!p.command.isEmpty() && p.command.contains(QLatin1Char('/')) && !QDir::isAbsolutePath(p.command))
         f.fail(QStringLiteral("command"), QStringLiteral("expected a program's name or an absolute path"));
@@ -342,21 +367,19 @@ Result<AgentRun> planAgentRun(
                 QStringLiteral("--project %1: not a directory on this machine").arg(options.project));
         if (!options.projectWritable)
             return makeError(ErrorCode::InvalidArgument,
-                QStringLiteral("--project: the reviewed (copy-on-write) view of a project is not built yet; "
-                               "--project-mode rw gives the agent direct write access to %1")
+                QStringLiteral("--project: reviewing the agent's changes before they reach %1 is not built yet; "
+                               "--project-mode rw gives the agent direct write access to it")
                     .arg(dir.canonicalFilePath()));
         const QString real = dir.canonicalFilePath();
         if (real == QLatin1String("/"))
             return makeError(ErrorCode::InvalidArgument, QStringLiteral("--project /: name a project's directory"));
         // At the same path as here, so that what the agent says about its files is true here too;
         // under /project where a mount may not go (/tmp, /workspace are the sandbox's own).
-        // The agent's program stays read-only: never inside a writable project, nor the other way.
-        if (program.mount && (under(program.mount->hostPath, real) || under(real, program.mount->hostPath)))
+        if (tooWide(real))
             return makeError(ErrorCode::InvalidArgument,
-                QStringLiteral("--project %1: the agent's program (%2) is inside it, and a project the agent writes "
-                               "to would make its program writable; use one installed outside the project "
-                               "(--program PATH)")
-                    .arg(real, program.hostPath));
+                QStringLiteral("--project %1: more than a project (the top of the file system, your home or a folder "
+                               "holding it, your runtime folder): name the project's own folder")
+                    .arg(real));
         Mount mount{real, real, true};
         if (!validateMount(mount))
             mount.sandboxPath = QStringLiteral("/project/") + QFileInfo(real).fileName();
@@ -367,6 +390,18 @@ Result<AgentRun> planAgentRun(
         base.mounts.append(mount);
         cwd = run.projectPath = mount.sandboxPath;
     }
+    // The agent's program stays read-only: never inside a folder the agent may write to (the
+    // project, a --mount of the person's), nor holding one.
+    for (const Mount &m : std::as_const(base.mounts))
+        if (m.writable && !m.copyOnWrite) {
+            const QString real = QFileInfo(m.hostPath).canonicalFilePath();
+            const QString root = program.mount ? program.mount->hostPath : QFileInfo(program.hostPath).path();
+            if (under(program.hostPath, real) || under(real, root))
+                return makeError(ErrorCode::InvalidArgument,
+                    QStringLiteral("%1: the agent's program (%2) is in it, and a folder the agent writes to would make "
+                                   "its program writable; use one installed elsewhere (--program PATH)")
+                        .arg(m.hostPath, program.hostPath));
+        }
     run.sandbox = std::move(base);
     run.exec.argv = QStringList{program.sandboxPath} + profile.args + options.args;
     run.exec.cwd = cwd;

@@ -312,8 +312,8 @@ void Engine::end(Sandbox *sandbox, bool removeWorkspace)
     m_records.remove(sandbox->id());
     // The runtime's own files (gVisor's bundle): terminate() removed them, unless the sandbox was
     // found ended when this daemon started (then nothing of it was left to terminate).
-    if (const QString &runtimeDir = sandbox->setup().launch.runtimeDir; !runtimeDir.isEmpty())
-        QDir(runtimeDir).removeRecursively();
+    if (!sandbox->setup().launch.runtimeDir.isEmpty())
+        volume::removeRuntimeDirs(sandbox->workspaceDir());
     if (removeWorkspace && !volume::removeWorkspace(sandbox->workspaceDir()))
         logger()->warn("could not remove workspace {}", sandbox->workspaceDir().toStdString());
     sandbox->deleteLater();

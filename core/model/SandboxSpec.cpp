@@ -168,14 +168,16 @@ Result<Mount> parseMountArg(const QString &arg)
     const QStringList parts = arg.split(QLatin1Char(':'));
     if (parts.size() < 2 || parts.size() > 3)
         return makeError(
-            ErrorCode::InvalidArgument, QStringLiteral("invalid mount '%1': expected HOST:PATH[:ro|rw]").arg(arg));
+            ErrorCode::InvalidArgument, QStringLiteral("invalid mount '%1': expected HOST:PATH[:ro|rw|cow]").arg(arg));
     Mount m{QDir::cleanPath(parts[0]), parts[1], false};
     if (parts.size() == 3) {
         if (parts[2] == QLatin1String("rw"))
             m.writable = true;
+        else if (parts[2] == QLatin1String("cow"))
+            m.writable = m.copyOnWrite = true;
         else if (parts[2] != QLatin1String("ro"))
             return makeError(ErrorCode::InvalidArgument,
-                QStringLiteral("invalid mount mode '%1' in '%2': expected ro or rw").arg(parts[2], arg));
+                QStringLiteral("invalid mount mode '%1' in '%2': expected ro, rw or cow").arg(parts[2], arg));
     }
     if (Status s = validateMount(m); !s)
         return s.error();
@@ -185,9 +187,15 @@ Result<Mount> parseMountArg(const QString &arg)
 QJsonObject SandboxSpec::toJson() const
 {
     QJsonArray mountArray;
-    for (const Mount &m : mounts)
-        mountArray.append(QJsonObject{{QStringLiteral("host"), m.hostPath}, {QStringLiteral("path"), m.sandboxPath},
-            {QStringLiteral("writable"), m.writable}});
+    for (const Mount &m : mounts) {
+        // A copy-on-write mount says "writable": false, so that a daemon from before it (which
+        // does not know the field) mounts the folder read-only rather than writable.
+        QJsonObject one{{QStringLiteral("host"), m.hostPath}, {QStringLiteral("path"), m.sandboxPath},
+            {QStringLiteral("writable"), m.writable && !m.copyOnWrite}};
+        if (m.copyOnWrite)
+            one.insert(QStringLiteral("copyOnWrite"), true);
+        mountArray.append(one);
+    }
     QJsonObject limitObject;
     for (const auto &field : kLimitFields)
         if (const auto &v = limits.*field.member)
@@ -248,6 +256,12 @@ Result<SandboxSpec> SandboxSpec::fromJson(const QJsonObject &json, HostPaths hos
             return invalid(ptr, QStringLiteral("expected {\"host\": string, \"path\": string, \"writable\": bool}"));
         Mount mount{m.value(QStringLiteral("host")).toString(), m.value(QStringLiteral("path")).toString(),
             m.value(QStringLiteral("writable")).toBool(false)};
+        if (const QJsonValue cow = m.value(QStringLiteral("copyOnWrite")); !cow.isUndefined()) {
+            if (!cow.isBool())
+                return invalid(ptr + QStringLiteral("/copyOnWrite"), QStringLiteral("expected a bool"));
+            mount.copyOnWrite = cow.toBool();
+            mount.writable = mount.writable || mount.copyOnWrite;
+        }
         if (Status s = validateMount(mount, hostPaths); !s)
             return invalid(ptr, s.error().message);
         for (const Mount &other : std::as_const(spec.mounts))

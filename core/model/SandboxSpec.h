@@ -29,6 +29,9 @@ struct Mount {
     QString hostPath; // absolute, must exist
     QString sandboxPath; // absolute inside the sandbox
     bool writable = false;
+    // Writable in the sandbox, the host folder untouched: an overlay whose changes are kept apart
+    // (decision 9); implies writable.
+    bool copyOnWrite = false;
     friend bool operator==(const Mount &, const Mount &) = default;
 };
 

@@ -6,6 +6,7 @@
 #include "sandbox/SandboxView.h"
 #include "sandbox/WorkspaceVolume.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 
@@ -21,6 +22,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,6 +128,60 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r, const QList<View
     return a;
 }
 
+namespace {
+// A path in an overlay's options: its separators (',' between options, ':' between lower
+// folders) and the escape itself escaped.
+std::string overlayPath(const QString &path)
+{
+    std::string out;
+    for (const char c : s(path)) {
+        if (c == ',' || c == ':' || c == '\\')
+            out.push_back('\\');
+        out.push_back(c);
+    }
+    return out;
+}
+
+// A copy-on-write mount's overlay: its changes in the runtime's folder (cow-N/upper, and the
+// overlay's work folder beside it) over the host folder, which has no symbolic link in its path
+// now (as when it was checked). The child mounts it in its own mount namespace, by paths: a
+// descriptor of this namespace's mounts is not a layer there.
+Result<RuntimeIsolation::Overlay> prepareOverlay(const LaunchRequest &r, const ViewEntry &e, int index)
+{
+    const QString dir = QStringLiteral("%1/cow-%2").arg(r.runtimeDir).arg(index);
+    const QString merged
+        = QStringLiteral("%1/%2").arg(volume::cowMountPointsOf(r.workspaceDir, r.dropToUid.has_value())).arg(index);
+    for (const QString &sub : QStringList{dir + QStringLiteral("/upper"), dir + QStringLiteral("/work"), merged})
+        if (!QDir().mkpath(sub))
+            return sysError(QStringLiteral("cannot make %1 for the copy-on-write mount of %2").arg(sub, e.source));
+    if (r.dropToUid) // bubblewrap, as the sandbox's uid, passes through to its mount point
+        for (const QString &up : {QFileInfo(merged).path(), QFileInfo(QFileInfo(merged).path()).path()})
+            ::chmod(QFile::encodeName(up).constData(), 0711);
+    // The view's top is the host folder's: its owner and mode (a user's daemon can set the mode).
+    struct stat top { };
+    if (::stat(QFile::encodeName(e.source).constData(), &top) == 0) {
+        const QByteArray upper = QFile::encodeName(dir + QStringLiteral("/upper"));
+        if (r.dropToUid)
+            (void)::chown(upper.constData(), top.st_uid, top.st_gid);
+        ::chmod(upper.constData(), top.st_mode & 07777);
+    }
+    const Fd lower(openNoSymlinks(e.source));
+    if (lower.fd < 0)
+        return errno == ELOOP ? makeError(ErrorCode::InvalidArgument,
+                   QStringLiteral("mount %1: a symbolic link is in its path now, which was not when it "
+                                  "was checked; it is not mounted (create the sandbox again)")
+                       .arg(e.source))
+                              : sysError(QStringLiteral("cannot open %1 for the sandbox's %2").arg(e.source, e.target));
+    RuntimeIsolation::Overlay o;
+    o.merged = s(merged);
+    // user.overlay.* attributes whether the mount is a user namespace's or root's: one reader of
+    // the changes (an opaque folder's mark) for both.
+    o.options = "lowerdir=" + overlayPath(e.source) + ",upperdir=" + overlayPath(dir + QStringLiteral("/upper"))
+        + ",workdir=" + overlayPath(dir + QStringLiteral("/work")) + ",userxattr";
+    return o;
+}
+} // namespace
+
 Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwrapPath)
 {
     // Everything the child needs is opened here, by the daemon, so bwrap never has to resolve host
@@ -133,7 +189,18 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
     // view makes from memory are memfds, never on the host's disk.
     const QList<ViewEntry> view = sandboxView(r);
     std::vector<Fd> viewFds;
+    RuntimeIsolation isolation;
     for (const ViewEntry &e : view) {
+        if (e.kind == ViewEntry::Kind::Bind && e.copyOnWrite) {
+            auto overlay = prepareOverlay(r, e, int(isolation.overlays.size()));
+            if (!overlay)
+                return overlay.error();
+            overlay->slot = kFirstMountFd + int(viewFds.size());
+            isolation.overlays.push_back(*overlay);
+            viewFds.emplace_back(
+                ::open("/dev/null", O_RDONLY | O_CLOEXEC)); // its place: the child puts the overlay there
+            continue;
+        }
         if (e.kind == ViewEntry::Kind::Bind && e.opened) {
             viewFds.emplace_back(e.noSymlinks ? openNoSymlinks(e.source)
                                               : ::open(QFile::encodeName(e.source).constData(), O_PATH | O_CLOEXEC));
@@ -214,7 +281,6 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
         sources.push_back(f.fd);
     // A root daemon's sandboxes each have a workspace mounted on the host; bubblewrap starts from a
     // mount namespace without the others'.
-    RuntimeIsolation isolation;
     Fd workspacesClone, ownWorkspaceClone;
     if (r.dropToUid && !r.workspaceDir.isEmpty()) {
         isolation.privateMounts = true;

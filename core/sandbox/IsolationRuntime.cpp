@@ -77,6 +77,13 @@ Status GvisorRuntime::check(const SandboxSpec &spec) const
 {
     if (m_caps.runscPath.isEmpty())
         return makeError(ErrorCode::BoundaryUnavailable, m_caps.runscError);
+    for (const Mount &m : spec.mounts)
+        if (m.copyOnWrite)
+            return makeError(ErrorCode::BoundaryUnavailable,
+                QStringLiteral(
+                    "--isolation gvisor has no copy-on-write mounts yet (%1): use --isolation namespaces, or "
+                    "mount it read-only or read-write (nothing was created)")
+                    .arg(m.hostPath));
     // Its way out is the egress proxy alone (allowlist); gVisor's own network stack is never on.
     if (spec.network == NetworkMode::Full)
         return makeError(ErrorCode::BoundaryUnavailable,

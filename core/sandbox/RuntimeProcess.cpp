@@ -130,6 +130,24 @@ int rawSetresid(long call, unsigned id)
             if (::umount2(point.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
                 childFail(err, "detaching another sandbox's workspace"); // (gone meanwhile: EINVAL, ENOENT)
     }
+    // Copy-on-write mounts (decision 9): overlays mounted here, each opened onto its place among
+    // the runtime's descriptors. A root daemon's child has a mount namespace of its own already; a
+    // user's makes a user and mount namespace (its ids mapped to themselves: the runtime is that
+    // user's as before) and mounts them there with the capabilities it has in it until exec.
+    if (!isolation.overlays.empty()) {
+        if (!isolation.privateMounts
+            && (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !writeAll("/proc/self/setgroups", "deny")
+                || !writeAll("/proc/self/uid_map", plan.uidMap) || !writeAll("/proc/self/gid_map", plan.gidMap)))
+            childFail(err, "a mount namespace for the copy-on-write mounts");
+        for (const RuntimeIsolation::Overlay &o : isolation.overlays) {
+            if (::mount("overlay", o.merged.c_str(), "overlay", MS_NOSUID | MS_NODEV, o.options.c_str()) != 0)
+                childFail(err, "mounting a copy-on-write mount (overlay)");
+            const int root = ::open(o.merged.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (root < 0)
+                childFail(err, "opening a copy-on-write mount");
+            plan.fds[o.slot] = root;
+        }
+    }
     // A user and network namespace of its own: what the runtime binds in the abstract socket
     // namespace (runsc's control socket) is out of every host user's reach. A root daemon's
     // child makes it as root, so it is root's (the sandbox's uid cannot enter it), and the

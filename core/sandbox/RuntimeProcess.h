@@ -59,6 +59,16 @@ struct RuntimeIsolation {
     int detachTreeClone = -1;
     int ownWorkspaceTree = -1;
     std::string ownWorkspace;
+    // Copy-on-write mounts (decision 9): each an overlay mounted on `merged` with `options` (its
+    // folders as /proc/self/fd/N of descriptors the child has), whose root becomes descriptor
+    // `slot` in the runtime. A user's daemon's child makes a user and mount namespace of its own
+    // for them (its ids mapped to themselves); a root daemon's mounts them in its private one.
+    struct Overlay {
+        std::string merged;
+        std::string options;
+        int slot = -1;
+    };
+    std::vector<Overlay> overlays;
 };
 
 // errno's text after what failed.

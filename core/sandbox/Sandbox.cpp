@@ -12,6 +12,7 @@
 #include "log/Log.h"
 #include "sandbox/ProcStatus.h"
 #include "sandbox/ResourceUsage.h"
+#include "util/FileSystem.h"
 
 #include <QDir>
 #include <QJsonArray>
@@ -770,7 +771,7 @@ void Sandbox::terminate(const QString &reason)
             closeUntrusted(std::exchange(*fd, -1));
     m_setup.cgroup.destroy();
     if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
-        QDir(m_setup.launch.runtimeDir).removeRecursively();
+        volume::removeRuntimeDirs(m_setup.launch.workspaceDir);
     m_setup.runtime->releaseStartFiles(m_launched);
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)

@@ -114,6 +114,7 @@ QList<ViewEntry> sandboxView(const LaunchRequest &r)
     for (const Mount &m : r.mounts) {
         v.append(bind(m.hostPath, m.sandboxPath, m.writable, true));
         v.last().noSymlinks = true;
+        v.last().copyOnWrite = m.copyOnWrite;
     }
     for (const QString &hidden : r.hiddenPaths)
         v.append(entry(K::Empty, hidden));

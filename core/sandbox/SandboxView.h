@@ -33,6 +33,9 @@ struct ViewEntry {
     // canonical when it was checked): one that is there when it is opened was put there since.
     bool noSymlinks = false;
     bool mask = false; // Bind: /dev/null over a host file that stays hidden
+    // Bind: the source is the lower folder of an overlay the runtime's top process mounts (the
+    // changes kept in the runtime's folder, decision 9); bubblewrap gets the overlay's descriptor.
+    bool copyOnWrite = false;
     int perms = 0;
     QByteArray data;
     bool secret = false; // File: a granted secret, which must never be written to a disk

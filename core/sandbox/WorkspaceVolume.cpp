@@ -454,6 +454,21 @@ QString runtimeDirOf(const QString &dir)
     return dir + QLatin1String(kRuntimeSuffix);
 }
 
+QString cowMountPointsOf(const QString &dir, bool root)
+{
+    if (!root)
+        return runtimeDirOf(dir) + QStringLiteral("/cow");
+    const QFileInfo workspace(dir);
+    const QFileInfo workspaces(workspace.path());
+    return QStringLiteral("%1/cow-%2/%3").arg(workspaces.path(), workspaces.fileName(), workspace.fileName());
+}
+
+void removeRuntimeDirs(const QString &dir)
+{
+    fs::removeTree(runtimeDirOf(dir)); // a copy-on-write mount's work folder is 000
+    fs::removeTree(cowMountPointsOf(dir, true));
+}
+
 QString workspaceOfRuntimeDir(const QString &name)
 {
     return name.endsWith(QLatin1String(kRuntimeSuffix)) ? name.chopped(qsizetype(strlen(kRuntimeSuffix))) : QString();

@@ -30,6 +30,13 @@ QString driverName(Driver driver);
 
 // The runtime's own folder for a sandbox (gVisor's bundle), beside its workspace: DIR.runtime.
 QString runtimeDirOf(const QString &dir);
+// Where the runtime mounts a sandbox's copy-on-write mounts (in its own mount namespace; decision
+// 9): a folder its uid can reach, as bubblewrap follows the path. A user's daemon's: in the
+// runtime's folder; a root one's (whose workspaces' folder is root's alone): beside that folder,
+// in one of its own that anyone may pass through.
+QString cowMountPointsOf(const QString &dir, bool root);
+// The runtime's folder and the copy-on-write mount points of the workspace `dir`, removed.
+void removeRuntimeDirs(const QString &dir);
 // The workspace whose runtime folder has this name, or an empty string if it is no runtime folder.
 QString workspaceOfRuntimeDir(const QString &name);
 QString imagePath(const QString &dir);

@@ -94,6 +94,9 @@ private Q_SLOTS:
         QTest::newRow("control character in the title")
             << QByteArray("{\"version\": 1, \"title\": \"T\\u001b[2K\", \"command\": \"t\"}")
             << "/title: expected printable";
+        QTest::newRow("line separator in the title")
+            << QByteArray("{\"version\": 1, \"title\": \"Claude\\u2028Code\", \"command\": \"t\"}")
+            << "/title: expected printable";
         QTest::newRow("variable not text")
             << QByteArray(R"({"version": 1, "title": "T", "command": "t", "env": {"A": 1}})") << "/env/A";
     }
@@ -234,6 +237,25 @@ private Q_SLOTS:
         QVERIFY(!writable);
         QVERIFY2(writable.error().message.contains(QLatin1String("would make its program writable")),
             qPrintable(writable.error().message));
+        // A program under /usr, inside a person's writable --mount: refused too.
+        CreateSandboxRequest mounted = base;
+        mounted.mounts = {Mount{QStringLiteral("/usr"), QStringLiteral("/data"), true}};
+        const AgentProgram system{QStringLiteral("/usr/bin/env"), QStringLiteral("/usr/bin/env"), std::nullopt};
+        const auto viaMount = planAgentRun(*profile, system, {}, mounted);
+        QVERIFY(!viaMount);
+        QVERIFY2(viaMount.error().message.contains(QLatin1String("would make its program writable")),
+            qPrintable(viaMount.error().message));
+        mounted.mounts.first().writable = false; // read-only: nothing to refuse
+        QVERIFY(planAgentRun(*profile, system, {}, mounted));
+        // A project that is or holds the home is more than a project.
+        const QByteArray home = qgetenv("HOME");
+        qputenv("HOME", project.toLocal8Bit());
+        const auto homeProject = planAgentRun(*profile, program, {project, true, {}}, base);
+        const auto aboveHome = planAgentRun(*profile, program, {QFileInfo(project).path(), true, {}}, base);
+        qputenv("HOME", home);
+        QVERIFY(!homeProject && !aboveHome);
+        QVERIFY2(homeProject.error().message.contains(QLatin1String("more than a project")),
+            qPrintable(homeProject.error().message));
         const auto notADir = planAgentRun(*profile, program, {dir.filePath(QStringLiteral("none")), true, {}}, base);
         QVERIFY(!notADir);
         QCOMPARE(notADir.error().code, ErrorCode::NotFound);

@@ -72,6 +72,39 @@ private Q_SLOTS:
         QCOMPARE(request->toJson(), json);
     }
 
+    // A copy-on-write mount goes on the wire as "writable": false beside "copyOnWrite": true, so
+    // that a daemon from before it (which does not know the field) mounts the folder read-only;
+    // one that knows it reads it back as written, and writable.
+    void aCopyOnWriteMountIsReadOnlyToADaemonThatDoesNotKnowIt()
+    {
+        auto mount = parseMountArg(QStringLiteral("/tmp:/project/p:cow"));
+        QVERIFY(mount);
+        QVERIFY(mount->copyOnWrite && mount->writable);
+        CreateSandboxRequest request;
+        request.mounts = {*mount};
+        const QJsonObject wire = request.toJson()
+                                     .value(QStringLiteral("spec"))
+                                     .toObject()
+                                     .value(QStringLiteral("mounts"))
+                                     .toArray()
+                                     .first()
+                                     .toObject();
+        QCOMPARE(wire.value(QStringLiteral("writable")), QJsonValue(false));
+        QCOMPARE(wire.value(QStringLiteral("copyOnWrite")), QJsonValue(true));
+        auto back = CreateSandboxRequest::fromJson(request.toJson());
+        QVERIFY(back);
+        QCOMPARE(back->mounts, request.mounts);
+        auto bad = CreateSandboxRequest::fromJson(QJsonObject{{QStringLiteral("spec"),
+            QJsonObject{{QStringLiteral("mounts"),
+                QJsonArray{QJsonObject{{QStringLiteral("host"), QStringLiteral("/tmp")},
+                    {QStringLiteral("path"), QStringLiteral("/p")},
+                    {QStringLiteral("copyOnWrite"), QStringLiteral("yes")}}}}}}});
+        QVERIFY(!bad);
+        QVERIFY2(bad.error().message.contains(QLatin1String("/mounts/0/copyOnWrite: expected a bool")),
+            qPrintable(bad.error().message));
+        QVERIFY(!parseMountArg(QStringLiteral("/tmp:/p:cw")));
+    }
+
     void aBadFieldIsNamed_data()
     {
         QTest::addColumn<QJsonObject>("json");

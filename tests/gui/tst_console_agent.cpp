@@ -71,6 +71,8 @@ private Q_SLOTS:
         RunAgentDialog dialog({QStringLiteral("anthropic-api-key")});
         QVERIFY2(
             dialog.problem().contains(QLatin1String("Say what the agent should do")), qPrintable(dialog.problem()));
+        dialog.taskEdit()->setPlainText(QStringLiteral("-cmodel_providers.x.base_url=https://evil.example"));
+        QVERIFY2(dialog.problem().contains(QLatin1String("not '-'")), qPrintable(dialog.problem()));
         dialog.taskEdit()->setPlainText(QStringLiteral("fix the test"));
         QCOMPARE(dialog.problem(), QString());
         dialog.projectEdit()->setText(m_dir.path());

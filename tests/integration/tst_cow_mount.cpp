@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// A copy-on-write mount (`--mount HOST:PATH:cow`, decision 9): the sandbox reads the host folder
+// and writes to it as if it were its own, while the host folder stays as it was; what it changed
+// is kept apart (the overlay's upper folder in the runtime's folder: new and changed files whole,
+// deletions as whiteouts, a replaced folder marked opaque). Under a root daemon (the overlay
+// mounted in the runtime's private mount namespace) and a user's (in a user namespace of its own,
+// then bubblewrap inside it), as a sandbox would use it and as one would try to reach past it.
+#include "TestHelpers.h"
+
+#include <QDir>
+#include <QDirIterator>
+#include <QTest>
+
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+using namespace airlock;
+using namespace airlock::test;
+
+namespace {
+// What each step leaves: a changed file, a deleted one, a new one, a folder replaced by another.
+const QString kScript
+    = QStringLiteral("cd /project/p && echo more >> a.txt && rm b.txt && echo new > c.txt && rm -r sub && mkdir sub && "
+                     "echo fresh > sub/f.txt && cat a.txt && ls");
+
+// The host folder a test gives the sandbox, owned by `uid`.
+QString makeProject(const QTemporaryDir &dir, uid_t uid)
+{
+    const QString root = dir.filePath(QStringLiteral("proj"));
+    QDir().mkpath(root + QStringLiteral("/sub"));
+    writeFile(root + QStringLiteral("/a.txt"), "base\n");
+    writeFile(root + QStringLiteral("/b.txt"), "gone\n");
+    writeFile(root + QStringLiteral("/sub/k.txt"), "kept\n");
+    QDirIterator it(dir.path(), QDir::AllEntries | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
+    QStringList all{dir.path()};
+    while (it.hasNext())
+        all.append(it.next());
+    for (const QString &p : std::as_const(all)) {
+        (void)::chown(QFile::encodeName(p).constData(), uid, uid);
+        ::chmod(QFile::encodeName(p).constData(), QFileInfo(p).isDir() ? 0777 : 0666);
+    }
+    return root;
+}
+
+// The host folder as it was made.
+void unchanged(const QString &root)
+{
+    QCOMPARE(readFile(root + QStringLiteral("/a.txt")), QByteArray("base\n"));
+    QCOMPARE(readFile(root + QStringLiteral("/b.txt")), QByteArray("gone\n"));
+    QCOMPARE(readFile(root + QStringLiteral("/sub/k.txt")), QByteArray("kept\n"));
+    QVERIFY(!QFileInfo::exists(root + QStringLiteral("/c.txt")));
+}
+
+// What the overlay kept of the sandbox's changes.
+void changesKept(const QString &upper)
+{
+    QCOMPARE(readFile(upper + QStringLiteral("/a.txt")), QByteArray("base\nmore\n"));
+    QCOMPARE(readFile(upper + QStringLiteral("/c.txt")), QByteArray("new\n"));
+    QCOMPARE(readFile(upper + QStringLiteral("/sub/f.txt")), QByteArray("fresh\n"));
+    struct stat st { };
+    QCOMPARE(::lstat(QFile::encodeName(upper + QStringLiteral("/b.txt")).constData(), &st), 0);
+    QVERIFY(S_ISCHR(st.st_mode) && st.st_rdev == 0); // a whiteout
+    char opaque[4] = {};
+    QCOMPARE(::lgetxattr(QFile::encodeName(upper + QStringLiteral("/sub")).constData(), "user.overlay.opaque", opaque,
+                 sizeof opaque),
+        1L);
+    QCOMPARE(opaque[0], 'y');
+    QVERIFY(!QFileInfo::exists(upper + QStringLiteral("/sub/k.txt")));
+}
+} // namespace
+
+class TestCowMount final : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void underARootDaemon()
+    {
+        QTemporaryDir dir;
+        ::chmod(QFile::encodeName(dir.path()).constData(), 0755);
+        const QString root = makeProject(dir, 1000);
+        TestDaemon daemon;
+        QVERIFY(daemon.start());
+        const CliResult created
+            = daemon.ctl(args("create", "--name", "cow", "--mount", root + QStringLiteral(":/project/p:cow")));
+        QVERIFY2(created.exitCode == 0, qPrintable(created.describe()));
+        const CliResult r = execIn(daemon, QStringLiteral("cow"), args("sh", "-c", kScript));
+        QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
+        QCOMPARE(r.out, QByteArray("base\nmore\na.txt\nc.txt\nsub\n"));
+        unchanged(root);
+        const QString id = sandboxInfo(daemon, QStringLiteral("cow")).value(QStringLiteral("id")).toString();
+        QStringList uppers;
+        QDirIterator it(QStringLiteral("/var/lib/airlock"), {id + QStringLiteral(".runtime")}, QDir::Dirs,
+            QDirIterator::Subdirectories);
+        while (it.hasNext())
+            uppers.append(it.next() + QStringLiteral("/cow-0/upper"));
+        QCOMPARE(uppers.size(), 1);
+        changesKept(uppers.first());
+        // The sandbox reaches neither the upper folder nor the host folder another way.
+        const CliResult look = execIn(daemon, QStringLiteral("cow"),
+            args("sh", "-c", "grep -c overlay /proc/self/mountinfo; ls /var/lib/airlock 2>&1 | head -1"));
+        QVERIFY2(look.out.startsWith("1\n"), qPrintable(look.describe()));
+        QVERIFY2(!look.out.contains("workspaces-"), qPrintable(look.describe()));
+        // Deleted, nothing of it is left: its changes went with it.
+        QCOMPARE(daemon.ctl(args("rm", "cow")).exitCode, 0);
+        QVERIFY(!QFileInfo::exists(uppers.first()));
+        unchanged(root);
+    }
+
+    void underAUsersDaemon()
+    {
+        UnprivilegedDaemon daemon;
+        QVERIFY(daemon.start());
+        QTemporaryDir dir(daemon.home().filePath(QStringLiteral("work-XXXXXX")));
+        const QString project = makeProject(dir, UnprivilegedDaemon::kUid);
+        const auto [made, out]
+            = daemon.ctl(args("create", "--name", "cow", "--mount", project + QStringLiteral(":/project/p:cow")));
+        QVERIFY2(made == 0, out.constData());
+        const auto [ran, output] = daemon.ctl(args("exec", "cow", "-n", "--", "sh", "-c", kScript));
+        QVERIFY2(ran == 0, output.constData());
+        QVERIFY2(output.startsWith("base\nmore\na.txt\nc.txt\nsub\n"), output.constData());
+        unchanged(project);
+        QStringList uppers;
+        QDirIterator it(daemon.dataDir(), QDir::Dirs, QDirIterator::Subdirectories);
+        while (it.hasNext())
+            if (const QString d = it.next(); d.endsWith(QLatin1String(".runtime/cow-0/upper")))
+                uppers.append(d);
+        QCOMPARE(uppers.size(), 1);
+        changesKept(uppers.first());
+        // The changes are the user's, as the project is (the sandbox's uid is the user's).
+        QCOMPARE(QFileInfo(uppers.first() + QStringLiteral("/c.txt")).ownerId(), UnprivilegedDaemon::kUid);
+        QCOMPARE(daemon.ctl(args("rm", "cow")).first, 0);
+        QVERIFY(!QFileInfo::exists(uppers.first()));
+        unchanged(project);
+    }
+
+    // Refused where it cannot be had, with the reason.
+    void gvisorRefusesItClearly()
+    {
+        QTemporaryDir dir;
+        TestDaemon daemon;
+        QVERIFY(daemon.start());
+        const CliResult r = daemon.ctl(
+            args("create", "--isolation", "gvisor", "--mount", dir.path() + QStringLiteral(":/project/p:cow")));
+        QVERIFY(r.exitCode != 0);
+        QVERIFY2(r.err.contains("no copy-on-write mounts"), qPrintable(r.describe()));
+        const CliResult bad = daemon.ctl(args("create", "--mount", dir.path() + QStringLiteral(":/project/p:cw")));
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("expected ro, rw or cow"), qPrintable(bad.describe()));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCowMount)
+#include "tst_cow_mount.moc"
