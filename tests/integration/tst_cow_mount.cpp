@@ -6,6 +6,7 @@
 // mounted in the runtime's private mount namespace) and a user's (in a user namespace of its own,
 // then bubblewrap inside it), as a sandbox would use it and as one would try to reach past it.
 #include "TestHelpers.h"
+#include "sandbox/CowChanges.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -51,9 +52,18 @@ void unchanged(const QString &root)
     QVERIFY(!QFileInfo::exists(root + QStringLiteral("/c.txt")));
 }
 
-// What the overlay kept of the sandbox's changes.
-void changesKept(const QString &upper)
+// What the overlay kept of the sandbox's changes, and how a person reviewing them reads them.
+void changesKept(const QString &upper, const QString &lower)
 {
+    const auto changes = cow::listChanges(upper, lower);
+    QVERIFY2(changes, qPrintable(changes ? QString() : changes.error().message));
+    QStringList seen;
+    for (const cow::Change &c : *changes)
+        seen.append(cow::statusName(c.status) + QLatin1Char(' ') + c.path);
+    QCOMPARE(seen,
+        (QStringList{QStringLiteral("modified a.txt"), QStringLiteral("deleted b.txt"), QStringLiteral("added c.txt"),
+            QStringLiteral("modified sub"), QStringLiteral("added sub/f.txt"), QStringLiteral("deleted sub/k.txt")}));
+    QCOMPARE(changes->first().size, 10);
     QCOMPARE(readFile(upper + QStringLiteral("/a.txt")), QByteArray("base\nmore\n"));
     QCOMPARE(readFile(upper + QStringLiteral("/c.txt")), QByteArray("new\n"));
     QCOMPARE(readFile(upper + QStringLiteral("/sub/f.txt")), QByteArray("fresh\n"));
@@ -93,7 +103,7 @@ private Q_SLOTS:
         while (it.hasNext())
             uppers.append(it.next() + QStringLiteral("/cow-0/upper"));
         QCOMPARE(uppers.size(), 1);
-        changesKept(uppers.first());
+        changesKept(uppers.first(), root);
         // The sandbox reaches neither the upper folder nor the host folder another way.
         const CliResult look = execIn(daemon, QStringLiteral("cow"),
             args("sh", "-c", "grep -c overlay /proc/self/mountinfo; ls /var/lib/airlock 2>&1 | head -1"));
@@ -124,7 +134,7 @@ private Q_SLOTS:
             if (const QString d = it.next(); d.endsWith(QLatin1String(".runtime/cow-0/upper")))
                 uppers.append(d);
         QCOMPARE(uppers.size(), 1);
-        changesKept(uppers.first());
+        changesKept(uppers.first(), project);
         // The changes are the user's, as the project is (the sandbox's uid is the user's).
         QCOMPARE(QFileInfo(uppers.first() + QStringLiteral("/c.txt")).ownerId(), UnprivilegedDaemon::kUid);
         QCOMPARE(daemon.ctl(args("rm", "cow")).first, 0);
