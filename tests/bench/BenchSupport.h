@@ -147,5 +147,6 @@ int benchScale(QList<Row> &rows, int rounds, bool quick);
 int benchParallel(QList<Row> &rows, int rounds, bool quick);
 int benchBroker(QList<Row> &rows, int rounds, bool quick); // bench-broker.cpp
 int benchAgent(QList<Row> &rows, int rounds, bool quick); // bench-agent.cpp
+int benchCow(QList<Row> &rows, int rounds, bool quick); // bench-cow.cpp
 
 } // namespace airlock::bench

@@ -388,6 +388,7 @@ int main(int argc, char *argv[])
         {"--parallel", benchParallel},
         {"--broker", benchBroker},
         {"--agent", benchAgent},
+        {"--cow", benchCow},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {
