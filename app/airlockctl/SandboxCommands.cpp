@@ -51,7 +51,7 @@ public:
     QString summary() const override { return QStringLiteral("Create a sandbox and print its name."); }
     QString usage() const override
     {
-        return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw]]... [limits]");
+        return QStringLiteral("[--name N] [--network none|full] [--mount HOST:PATH[:ro|rw|cow]]... [limits]");
     }
     QList<QCommandLineOption> options() const override { return m_spec.list(); }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override

@@ -39,8 +39,9 @@ private:
                        "seccomp and Landlock) or gvisor (gVisor's kernel in user space; needs runsc)."),
         QStringLiteral("kind")};
     QCommandLineOption m_mount{QStringLiteral("mount"),
-        QStringLiteral("Bind HOST into the sandbox at PATH (read-only unless :rw)."),
-        QStringLiteral("HOST:PATH[:ro|rw]")};
+        QStringLiteral("Bind HOST into the sandbox at PATH (read-only unless :rw; :cow writable in the sandbox, "
+                       "HOST untouched: the changes are kept apart)."),
+        QStringLiteral("HOST:PATH[:ro|rw|cow]")};
     QCommandLineOption m_memory{
         QStringLiteral("memory"), QStringLiteral("Memory limit, e.g. 512M (needs a cgroup)."), QStringLiteral("size")};
     QCommandLineOption m_pids{

@@ -72,7 +72,7 @@ struct SandboxSpec {
 };
 
 Status validateSandboxName(const QString &name);
-// "HOST:PATH[:ro|rw]" as given on the command line.
+// "HOST:PATH[:ro|rw|cow]" as given on the command line.
 Result<Mount> parseMountArg(const QString &arg);
 Status validateMount(const Mount &mount, HostPaths hostPaths = HostPaths::Local);
 // The values a limit (by its key in "limits": memoryBytes, pids, …) may take: "from 2 to 4194304".

@@ -143,10 +143,11 @@ std::string overlayPath(const QString &path)
 }
 
 // A copy-on-write mount's overlay: its changes in the runtime's folder (cow-N/upper, and the
-// overlay's work folder beside it) over the host folder, which has no symbolic link in its path
-// now (as when it was checked). The child mounts it in its own mount namespace, by paths: a
-// descriptor of this namespace's mounts is not a layer there.
-Result<RuntimeIsolation::Overlay> prepareOverlay(const LaunchRequest &r, const ViewEntry &e, int index)
+// overlay's work folder beside it) over the host folder, opened here as checked (no symbolic link
+// in its path) and kept open in `fds` with a free descriptor number for the child to put the
+// folder it opens again at (see RuntimeIsolation::Overlay).
+Result<RuntimeIsolation::Overlay> prepareOverlay(
+    const LaunchRequest &r, const ViewEntry &e, int index, std::vector<Fd> &fds)
 {
     const QString dir = QStringLiteral("%1/cow-%2").arg(r.runtimeDir).arg(index);
     const QString merged
@@ -157,26 +158,33 @@ Result<RuntimeIsolation::Overlay> prepareOverlay(const LaunchRequest &r, const V
     if (r.dropToUid) // bubblewrap, as the sandbox's uid, passes through to its mount point
         for (const QString &up : {QFileInfo(merged).path(), QFileInfo(QFileInfo(merged).path()).path()})
             ::chmod(QFile::encodeName(up).constData(), 0711);
-    // The view's top is the host folder's: its owner and mode (a user's daemon can set the mode).
-    struct stat top { };
-    if (::stat(QFile::encodeName(e.source).constData(), &top) == 0) {
-        const QByteArray upper = QFile::encodeName(dir + QStringLiteral("/upper"));
-        if (r.dropToUid)
-            (void)::chown(upper.constData(), top.st_uid, top.st_gid);
-        ::chmod(upper.constData(), top.st_mode & 07777);
-    }
-    const Fd lower(openNoSymlinks(e.source));
-    if (lower.fd < 0)
+    fds.emplace_back(openNoSymlinks(e.source));
+    const int checked = fds.back().fd;
+    if (checked < 0)
         return errno == ELOOP ? makeError(ErrorCode::InvalidArgument,
                    QStringLiteral("mount %1: a symbolic link is in its path now, which was not when it "
                                   "was checked; it is not mounted (create the sandbox again)")
                        .arg(e.source))
                               : sysError(QStringLiteral("cannot open %1 for the sandbox's %2").arg(e.source, e.target));
+    fds.emplace_back(::open("/dev/null", O_RDONLY | O_CLOEXEC)); // a number held free for the child
+    const int lowerFd = fds.back().fd;
+    // The view's top is the host folder's: its owner and mode (a user's daemon can set the mode).
+    struct stat top { };
+    if (::fstat(checked, &top) == 0) {
+        const QByteArray upper = QFile::encodeName(dir + QStringLiteral("/upper"));
+        if (r.dropToUid)
+            (void)::chown(upper.constData(), top.st_uid, top.st_gid);
+        ::chmod(upper.constData(), top.st_mode & 07777);
+    }
     RuntimeIsolation::Overlay o;
+    o.lower = s(e.source);
+    o.checkedFd = checked;
+    o.lowerFd = lowerFd;
     o.merged = s(merged);
     // user.overlay.* attributes whether the mount is a user namespace's or root's: one reader of
     // the changes (an opaque folder's mark) for both.
-    o.options = "lowerdir=" + overlayPath(e.source) + ",upperdir=" + overlayPath(dir + QStringLiteral("/upper"))
+    o.options = "lowerdir=/proc/self/fd/" + std::to_string(lowerFd)
+        + ",upperdir=" + overlayPath(dir + QStringLiteral("/upper"))
         + ",workdir=" + overlayPath(dir + QStringLiteral("/work")) + ",userxattr";
     return o;
 }
@@ -190,9 +198,10 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
     const QList<ViewEntry> view = sandboxView(r);
     std::vector<Fd> viewFds;
     RuntimeIsolation isolation;
+    std::vector<Fd> overlayFds; // open until the child has mounted the overlays
     for (const ViewEntry &e : view) {
         if (e.kind == ViewEntry::Kind::Bind && e.copyOnWrite) {
-            auto overlay = prepareOverlay(r, e, int(isolation.overlays.size()));
+            auto overlay = prepareOverlay(r, e, int(isolation.overlays.size()), overlayFds);
             if (!overlay)
                 return overlay.error();
             overlay->slot = kFirstMountFd + int(viewFds.size());

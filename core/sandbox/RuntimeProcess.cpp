@@ -9,11 +9,13 @@
 #include <cstring>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <mutex>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -140,6 +142,18 @@ int rawSetresid(long call, unsigned id)
                 || !writeAll("/proc/self/uid_map", plan.uidMap) || !writeAll("/proc/self/gid_map", plan.gidMap)))
             childFail(err, "a mount namespace for the copy-on-write mounts");
         for (const RuntimeIsolation::Overlay &o : isolation.overlays) {
+            open_how how{};
+            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+            how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+            const int lower = int(::syscall(SYS_openat2, AT_FDCWD, o.lower.c_str(), &how, sizeof how));
+            struct stat now {
+            }, checked{};
+            if (lower < 0 || ::fstat(lower, &now) != 0 || ::fstat(o.checkedFd, &checked) != 0
+                || now.st_dev != checked.st_dev || now.st_ino != checked.st_ino)
+                childFail(err, "the folder of a copy-on-write mount changed since it was checked (not mounted)");
+            if (::dup2(lower, o.lowerFd) < 0)
+                childFail(err, "dup2");
+            ::close(lower);
             if (::mount("overlay", o.merged.c_str(), "overlay", MS_NOSUID | MS_NODEV, o.options.c_str()) != 0)
                 childFail(err, "mounting a copy-on-write mount (overlay)");
             const int root = ::open(o.merged.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -59,11 +59,17 @@ struct RuntimeIsolation {
     int detachTreeClone = -1;
     int ownWorkspaceTree = -1;
     std::string ownWorkspace;
-    // Copy-on-write mounts (decision 9): each an overlay mounted on `merged` with `options` (its
-    // folders as /proc/self/fd/N of descriptors the child has), whose root becomes descriptor
-    // `slot` in the runtime. A user's daemon's child makes a user and mount namespace of its own
-    // for them (its ids mapped to themselves); a root daemon's mounts them in its private one.
+    // Copy-on-write mounts (decision 9): each an overlay mounted on `merged` with `options`, whose
+    // root becomes descriptor `slot` in the runtime. A user's daemon's child makes a user and
+    // mount namespace of its own for them (its ids mapped to themselves); a root daemon's mounts
+    // them in its private one. The host folder below is opened there again by `lower` (no
+    // symbolic link in it), must be the folder the daemon checked (`checkedFd`: same device and
+    // inode), and is given to the mount as /proc/self/fd/`lowerFd` (a descriptor number the
+    // daemon holds free for it; one of the daemon's own namespace is no layer there).
     struct Overlay {
+        std::string lower;
+        int checkedFd = -1;
+        int lowerFd = -1;
         std::string merged;
         std::string options;
         int slot = -1;

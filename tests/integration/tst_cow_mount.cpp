@@ -12,8 +12,13 @@
 #include <QDirIterator>
 #include <QTest>
 
+#include <atomic>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <thread>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -140,6 +145,57 @@ private Q_SLOTS:
         QCOMPARE(daemon.ctl(args("rm", "cow")).first, 0);
         QVERIFY(!QFileInfo::exists(uppers.first()));
         unchanged(project);
+    }
+
+    // The folder swapped for a link to another (root's alone) while sandboxes are made with it,
+    // as its owner or another sandbox with a parent folder read-write could: what is mounted is
+    // the folder that was checked, with its own owner and mode, or nothing (the red team read a
+    // root-only file this way: the mount followed the link after the check, the view's top took
+    // the other folder's mode). A race, so it finds a regression often rather than always.
+    void aFolderSwappedForALinkIsNeverMounted()
+    {
+        QTemporaryDir dir;
+        ::chmod(QFile::encodeName(dir.path()).constData(), 0755);
+        const QString p = dir.filePath(QStringLiteral("p")), q = dir.filePath(QStringLiteral("q")),
+                      secret = dir.filePath(QStringLiteral("secret"));
+        QVERIFY(QDir().mkpath(p) && QDir().mkpath(secret));
+        writeFile(p + QStringLiteral("/file"), "plain\n");
+        writeFile(secret + QStringLiteral("/file"), "TOPSECRET\n");
+        ::chmod(QFile::encodeName(secret).constData(), 0700);
+        ::chmod(QFile::encodeName(p + QStringLiteral("/file")).constData(), 0644);
+        ::chmod(QFile::encodeName(secret + QStringLiteral("/file")).constData(), 0644);
+        QVERIFY(QFile::link(secret, q));
+        TestDaemon daemon;
+        QVERIFY(daemon.start());
+        std::atomic<bool> stop{false};
+        std::thread swapper([&] {
+            const QByteArray a = QFile::encodeName(p), b = QFile::encodeName(q);
+            while (!stop)
+                ::syscall(SYS_renameat2, AT_FDCWD, a.constData(), AT_FDCWD, b.constData(), RENAME_EXCHANGE);
+        });
+        int mounted = 0, refused = 0;
+        for (int i = 0; i < 24; ++i) {
+            const QString name = QStringLiteral("race%1").arg(i);
+            const CliResult made = daemon.ctl(args("create", "--name", name, "--mount", p + QStringLiteral(":/p:cow")));
+            if (made.exitCode != 0) {
+                QVERIFY2(made.err.contains("changed since it was checked") || made.err.contains("symbolic link")
+                        || made.err.contains("does not exist") || made.err.contains("not a folder")
+                        || made.err.contains("mount source"),
+                    qPrintable(made.describe()));
+                ++refused;
+                continue;
+            }
+            const CliResult r = execIn(daemon, name, args("cat", "/p/file"));
+            QVERIFY2(!r.out.contains("TOPSECRET"), qPrintable(r.describe()));
+            // The checked folder: p, or the link's target when the link was there when the path
+            // was made canonical (then its own mode holds, as for any mount of it).
+            QVERIFY2(r.out == "plain\n" || r.err.contains("Permission denied"), qPrintable(r.describe()));
+            mounted += r.out == "plain\n" ? 1 : 0;
+            daemon.ctl(args("rm", name));
+        }
+        stop = true;
+        swapper.join();
+        qInfo("%d mounted the checked folder, %d refused", mounted, refused);
     }
 
     // Refused where it cannot be had, with the reason.
