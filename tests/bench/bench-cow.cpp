@@ -108,6 +108,10 @@ int benchCow(QList<Row> &rows, int rounds, bool quick)
             files += ::lstat(QFile::encodeName(all.filePath()).constData(), &st) == 0 ? 1 : 0;
         }
         walked.append(double(t.nsecsElapsed()) / 1e6);
+        if (files != qint64(folders) * perFolder) {
+            std::fprintf(stderr, "airlock-bench: the walk saw %lld files\n", files);
+            return 1;
+        }
         for (const QString &name : {cowName, roName})
             daemon.ctl({QStringLiteral("rm"), name});
     }

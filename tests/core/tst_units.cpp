@@ -185,7 +185,7 @@ private Q_SLOTS:
         QTest::newRow("dot-dot in the target") << "/tmp:/data/../etc"
                                                << "clean absolute path";
         QTest::newRow("unknown mode") << "/tmp:/data:rx"
-                                      << "expected ro or rw";
+                                      << "expected ro, rw or cow";
     }
     void mounts()
     {
