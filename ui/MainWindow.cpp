@@ -246,8 +246,7 @@ void MainWindow::createActions()
         return a;
     };
     QAction *create = action(tr("&New sandbox…"), QKeySequence::New, [this] { newSandbox(); });
-    QAction *agent
-        = action(tr("Run an &agent…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A), [this] { runAgent(); });
+    QAction *agent = action(tr("Run an &agent…"), QKeySequence(), [this] { runAgent(); });
     agent->setToolTip(tr("Claude Code, Codex or Gemini CLI in a sandbox made for it, its API key kept outside"));
     QAction *duplicate
         = action(tr("D&uplicate as new"), QKeySequence(Qt::CTRL | Qt::Key_D), [this] { duplicateCurrent(); });
