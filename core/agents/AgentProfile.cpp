@@ -98,9 +98,10 @@ bool under(const QString &path, const QString &dir)
 QString packageRoot(const QString &program)
 {
     const QString dir = QFileInfo(program).absolutePath();
-    static const QRegularExpression kModules(QStringLiteral("/node_modules(/|$)"));
-    if (const auto m = kModules.match(dir); m.hasMatch())
-        return dir.left(m.capturedStart() + 13);
+    static const QLatin1StringView kModules("/node_modules");
+    static const QRegularExpression kModulesFolder(QStringLiteral("/node_modules(/|$)"));
+    if (const auto m = kModulesFolder.match(dir); m.hasMatch())
+        return dir.left(m.capturedStart() + kModules.size());
     // A Python environment's script: ENV/bin/PROGRAM beside ENV/pyvenv.cfg.
     const QString env = QFileInfo(dir).absolutePath();
     if (QFileInfo(dir).fileName() == QLatin1String("bin") && QFileInfo::exists(env + QStringLiteral("/pyvenv.cfg")))
@@ -108,9 +109,6 @@ QString packageRoot(const QString &program)
     return dir;
 }
 
-// A root that would show the sandbox more than a program's package: the file system's top, the
-// person's home or anything holding it (their keys, their agents' logins, sockets that a
-// read-only mount still lets a program connect to).
 // The person's own folders a sandbox must never get whole: the home (by $HOME and by the user
 // database: either may be wrong) and the runtime folder (the ssh agent's, D-Bus's, the display's
 // sockets).
@@ -248,23 +246,29 @@ QJsonObject AgentProfile::toJson() const
     return o;
 }
 
+QStringList AgentProfile::hosts() const
+{
+    return (api.host.isEmpty() ? QStringList() : QStringList{api.host}) + registries;
+}
+
+QJsonObject AgentProfile::grant() const
+{
+    if (api.host.isEmpty())
+        return {};
+    return {{QStringLiteral("secret"), api.secret}, {QStringLiteral("env"), api.env},
+        {QStringLiteral("broker"),
+            QJsonObject{{QStringLiteral("host"), api.host}, {QStringLiteral("header"), api.header}}}};
+}
+
 QJsonObject AgentProfile::policyLayer() const
 {
     QJsonObject layer{{QStringLiteral("version"), 1}};
-    QJsonArray allow;
-    if (!api.host.isEmpty())
-        allow.append(api.host);
-    for (const QString &host : registries)
-        allow.append(host);
-    if (!allow.isEmpty())
+    if (const QStringList allow = hosts(); !allow.isEmpty())
         layer.insert(QStringLiteral("network"),
-            QJsonObject{{QStringLiteral("mode"), QStringLiteral("allowlist")}, {QStringLiteral("allow"), allow}});
-    if (!api.host.isEmpty())
-        layer.insert(QStringLiteral("credentials"),
-            QJsonObject{{QStringLiteral("grants"),
-                QJsonArray{QJsonObject{{QStringLiteral("secret"), api.secret}, {QStringLiteral("env"), api.env},
-                    {QStringLiteral("broker"),
-                        QJsonObject{{QStringLiteral("host"), api.host}, {QStringLiteral("header"), api.header}}}}}}});
+            QJsonObject{{QStringLiteral("mode"), QStringLiteral("allowlist")},
+                {QStringLiteral("allow"), QJsonArray::fromStringList(allow)}});
+    if (const QJsonObject g = grant(); !g.isEmpty())
+        layer.insert(QStringLiteral("credentials"), QJsonObject{{QStringLiteral("grants"), QJsonArray{g}}});
     return layer;
 }
 
@@ -327,28 +331,22 @@ Result<AgentRun> planAgentRun(
 {
     AgentRun run;
     // The person's own layer, with the profile's hosts and key added to it.
-    const QJsonObject add = profile.policyLayer();
-    QJsonObject own = base.policy.value_or(QJsonObject{{QStringLiteral("version"), 1}});
-    QJsonArray hosts = add.value(QStringLiteral("network")).toObject().value(QStringLiteral("allow")).toArray();
+    QStringList hosts;
+    for (const QString &host : profile.hosts()) // checked when the profile was read
+        hosts.append(*policy::normaliseHostPattern(host));
     if (!hosts.isEmpty()) {
         if (base.network && *base.network != NetworkMode::Allowlist && !profile.api.host.isEmpty())
             return makeError(ErrorCode::InvalidArgument,
                 QStringLiteral("--network %1: %2's key is brokered by the egress proxy, which an allowlist "
                                "goes through; leave --network out (or give allowlist)")
                     .arg(networkModeName(*base.network), profile.title));
-        base.policy = own;
-        QStringList list;
-        for (const QJsonValue &h : std::as_const(hosts))
-            list.append(*policy::normaliseHostPattern(h.toString()));
-        base.allowHosts(list);
-        own = *base.policy;
+        base.allowHosts(hosts);
     }
-    QJsonObject credentials = own.value(QStringLiteral("credentials")).toObject();
-    QJsonArray grants = credentials.value(QStringLiteral("grants")).toArray();
-    for (const QJsonValue &g :
-        add.value(QStringLiteral("credentials")).toObject().value(QStringLiteral("grants")).toArray())
-        grants.append(g);
-    if (!grants.isEmpty()) {
+    QJsonObject own = base.policy.value_or(QJsonObject{{QStringLiteral("version"), 1}});
+    if (const QJsonObject grant = profile.grant(); !grant.isEmpty()) {
+        QJsonObject credentials = own.value(QStringLiteral("credentials")).toObject();
+        QJsonArray grants = credentials.value(QStringLiteral("grants")).toArray();
+        grants.append(grant);
         credentials.insert(QStringLiteral("grants"), grants);
         own.insert(QStringLiteral("credentials"), credentials);
     }
@@ -371,15 +369,13 @@ Result<AgentRun> planAgentRun(
                                "--project-mode rw gives the agent direct write access to it")
                     .arg(dir.canonicalFilePath()));
         const QString real = dir.canonicalFilePath();
-        if (real == QLatin1String("/"))
-            return makeError(ErrorCode::InvalidArgument, QStringLiteral("--project /: name a project's directory"));
-        // At the same path as here, so that what the agent says about its files is true here too;
-        // under /project where a mount may not go (/tmp, /workspace are the sandbox's own).
         if (tooWide(real))
             return makeError(ErrorCode::InvalidArgument,
                 QStringLiteral("--project %1: more than a project (the top of the file system, your home or a folder "
                                "holding it, your runtime folder): name the project's own folder")
                     .arg(real));
+        // At the same path as here, so that what the agent says about its files is true here too;
+        // under /project where a mount may not go (/tmp, /workspace are the sandbox's own).
         Mount mount{real, real, true};
         if (!validateMount(mount))
             mount.sandboxPath = QStringLiteral("/project/") + QFileInfo(real).fileName();

@@ -43,6 +43,8 @@ struct AgentProfile {
     // A command without a profile: nothing brokered, no host allowed.
     static AgentProfile forCommand(const QString &command);
     QJsonObject toJson() const;
+    QStringList hosts() const; // the API host and the registries, as the profile names them
+    QJsonObject grant() const; // the brokered credential's grant ({} without an API)
     // The policy layer the profile adds: its hosts and its brokered key.
     QJsonObject policyLayer() const;
 };

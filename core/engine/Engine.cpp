@@ -313,7 +313,7 @@ void Engine::end(Sandbox *sandbox, bool removeWorkspace)
     // The runtime's own files (gVisor's bundle): terminate() removed them, unless the sandbox was
     // found ended when this daemon started (then nothing of it was left to terminate).
     if (!sandbox->setup().launch.runtimeDir.isEmpty())
-        volume::removeRuntimeDirs(sandbox->workspaceDir());
+        volume::removeRuntimeDirs(sandbox->workspaceDir(), m_caps.runningAsRoot);
     if (removeWorkspace && !volume::removeWorkspace(sandbox->workspaceDir()))
         logger()->warn("could not remove workspace {}", sandbox->workspaceDir().toStdString());
     sandbox->deleteLater();

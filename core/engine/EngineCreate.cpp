@@ -265,7 +265,7 @@ void Engine::removeWarmLeftover(const SandboxRecord &record)
         ::close(fd);
     }
     volume::removeWorkspace(workspacesDir() + QLatin1Char('/') + record.id);
-    volume::removeRuntimeDirs(workspacesDir() + QLatin1Char('/') + record.id);
+    volume::removeRuntimeDirs(workspacesDir() + QLatin1Char('/') + record.id, m_caps.runningAsRoot);
     m_records.remove(record.id);
 }
 

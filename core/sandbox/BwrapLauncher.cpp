@@ -129,6 +129,17 @@ std::vector<std::string> bwrapArguments(const LaunchRequest &r, const QList<View
 }
 
 namespace {
+// Why a mount's source (a person's, checked with no symbolic link in it) did not open.
+Error sourceUnopened(const ViewEntry &e)
+{
+    if (e.noSymlinks && errno == ELOOP)
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("mount %1: a symbolic link is in its path now, which was not when it was checked; it is "
+                           "not mounted (create the sandbox again)")
+                .arg(e.source));
+    return sysError(QStringLiteral("cannot open %1 for the sandbox's %2").arg(e.source, e.target));
+}
+
 // A path in an overlay's options: its separators (',' between options, ':' between lower
 // folders) and the escape itself escaped.
 std::string overlayPath(const QString &path)
@@ -161,11 +172,7 @@ Result<RuntimeIsolation::Overlay> prepareOverlay(
     fds.emplace_back(openNoSymlinks(e.source));
     const int checked = fds.back().fd;
     if (checked < 0)
-        return errno == ELOOP ? makeError(ErrorCode::InvalidArgument,
-                   QStringLiteral("mount %1: a symbolic link is in its path now, which was not when it "
-                                  "was checked; it is not mounted (create the sandbox again)")
-                       .arg(e.source))
-                              : sysError(QStringLiteral("cannot open %1 for the sandbox's %2").arg(e.source, e.target));
+        return sourceUnopened(e);
     fds.emplace_back(::open("/dev/null", O_RDONLY | O_CLOEXEC)); // a number held free for the child
     const int lowerFd = fds.back().fd;
     // The view's top is the host folder's: its owner and mode (a user's daemon can set the mode).
@@ -215,17 +222,12 @@ Result<LaunchedSandbox> launchSandbox(const LaunchRequest &r, const QString &bwr
                                               : ::open(QFile::encodeName(e.source).constData(), O_PATH | O_CLOEXEC));
             if (viewFds.back().fd >= 0)
                 continue;
-            if (e.noSymlinks && errno == ELOOP)
-                return makeError(ErrorCode::InvalidArgument,
-                    QStringLiteral("mount %1: a symbolic link is in its path now, which was not when it was checked; "
-                                   "it is not mounted (create the sandbox again)")
-                        .arg(e.source));
             if (e.target == QLatin1String("/.airlock/guest"))
                 return makeError(ErrorCode::BoundaryUnavailable,
                     QStringLiteral("cannot open the sandbox agent %1: %2 (reinstall Airlock or pass "
                                    "airlockd --guest PATH)")
                         .arg(e.source, QString::fromLocal8Bit(strerror(errno))));
-            return sysError(QStringLiteral("cannot open %1 for the sandbox's %2").arg(e.source, e.target));
+            return sourceUnopened(e);
         } else if (e.kind == ViewEntry::Kind::File) {
             viewFds.emplace_back(::memfd_create("airlock-file", MFD_CLOEXEC));
             if (viewFds.back().fd < 0

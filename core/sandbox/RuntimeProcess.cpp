@@ -45,6 +45,14 @@ bool writeAll(const char *path, const char *text)
     return ok;
 }
 
+// A user namespace (and the `more` namespaces) of the caller's own, its uid and gid mapped to
+// themselves: what it runs stays that user's, with the capabilities it has there until exec.
+bool unshareOwnUser(int more, const char *uidMap, const char *gidMap)
+{
+    return ::unshare(CLONE_NEWUSER | more) == 0 && writeAll("/proc/self/setgroups", "deny")
+        && writeAll("/proc/self/uid_map", uidMap) && writeAll("/proc/self/gid_map", gidMap);
+}
+
 [[noreturn]] void childFail(int errFd, const char *what)
 {
     const int err = errno;
@@ -137,19 +145,11 @@ int rawSetresid(long call, unsigned id)
     // user's makes a user and mount namespace (its ids mapped to themselves: the runtime is that
     // user's as before) and mounts them there with the capabilities it has in it until exec.
     if (!isolation.overlays.empty()) {
-        if (!isolation.privateMounts
-            && (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !writeAll("/proc/self/setgroups", "deny")
-                || !writeAll("/proc/self/uid_map", plan.uidMap) || !writeAll("/proc/self/gid_map", plan.gidMap)))
+        if (!isolation.privateMounts && !unshareOwnUser(CLONE_NEWNS, plan.uidMap, plan.gidMap))
             childFail(err, "a mount namespace for the copy-on-write mounts");
         for (const RuntimeIsolation::Overlay &o : isolation.overlays) {
-            open_how how{};
-            how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-            how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-            const int lower = int(::syscall(SYS_openat2, AT_FDCWD, o.lower.c_str(), &how, sizeof how));
-            struct stat now {
-            }, checked{};
-            if (lower < 0 || ::fstat(lower, &now) != 0 || ::fstat(o.checkedFd, &checked) != 0
-                || now.st_dev != checked.st_dev || now.st_ino != checked.st_ino)
+            const int lower = reopenCheckedFolder(o.lower.c_str(), o.checkedFd);
+            if (lower < 0)
                 childFail(err, "the folder of a copy-on-write mount changed since it was checked (not mounted)");
             if (::dup2(lower, o.lowerFd) < 0)
                 childFail(err, "dup2");
@@ -200,8 +200,7 @@ int rawSetresid(long call, unsigned id)
             childFail(err, "dropping root privileges");
     } else if (isolation.privateNetwork) {
         // A user's daemon: the runtime is that user's anyway; the namespace maps it to itself.
-        if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0 || !writeAll("/proc/self/setgroups", "deny")
-            || !writeAll("/proc/self/uid_map", plan.uidMap) || !writeAll("/proc/self/gid_map", plan.gidMap))
+        if (!unshareOwnUser(CLONE_NEWNET, plan.uidMap, plan.gidMap))
             childFail(err, "a network namespace for the runtime");
     }
     // After the uid change (which clears it): the runtime dies with the daemon, and so its
@@ -281,6 +280,24 @@ pid_t cloneSharingMemory(const ChildPlan &plan)
 Error sysError(const QString &what)
 {
     return makeError(ErrorCode::IoError, QStringLiteral("%1: %2").arg(what, QString::fromLocal8Bit(strerror(errno))));
+}
+
+int reopenCheckedFolder(const char *path, int checked)
+{
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const int fd = int(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+    if (fd < 0)
+        return -1;
+    struct stat now { };
+    struct stat then { };
+    if (::fstat(fd, &now) == 0 && ::fstat(checked, &then) == 0 && now.st_dev == then.st_dev
+        && now.st_ino == then.st_ino)
+        return fd;
+    ::close(fd);
+    errno = EXDEV;
+    return -1;
 }
 
 Result<LaunchedSandbox> spawnRuntimeProcess(const LaunchRequest &r, const std::vector<std::string> &args,

@@ -77,6 +77,12 @@ struct RuntimeIsolation {
     std::vector<Overlay> overlays;
 };
 
+// The folder at `path` opened again (O_PATH, no symbolic link in its path) if it is still the one
+// `checked` is open on (same device and inode); -1 otherwise (errno ELOOP for a link, EXDEV for
+// another folder). Async-signal-safe: a copy-on-write mount's lower folder, reopened by the
+// runtime's top process in its own mount namespace.
+int reopenCheckedFolder(const char *path, int checked);
+
 // errno's text after what failed.
 Error sysError(const QString &what);
 

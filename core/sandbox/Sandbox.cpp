@@ -12,7 +12,6 @@
 #include "log/Log.h"
 #include "sandbox/ProcStatus.h"
 #include "sandbox/ResourceUsage.h"
-#include "util/FileSystem.h"
 
 #include <QDir>
 #include <QJsonArray>
@@ -771,7 +770,7 @@ void Sandbox::terminate(const QString &reason)
             closeUntrusted(std::exchange(*fd, -1));
     m_setup.cgroup.destroy();
     if (!m_setup.launch.runtimeDir.isEmpty()) // the runtime's own files (gVisor's bundle), nothing of the sandbox's
-        volume::removeRuntimeDirs(m_setup.launch.workspaceDir);
+        volume::removeRuntimeDirs(m_setup.launch.workspaceDir, m_setup.launch.dropToUid.has_value());
     m_setup.runtime->releaseStartFiles(m_launched);
     failAllExecutions(QStringLiteral("sandbox_deleted"));
     if (m_state == SandboxState::Running || m_state == SandboxState::Starting)

@@ -463,10 +463,11 @@ QString cowMountPointsOf(const QString &dir, bool root)
     return QStringLiteral("%1/cow-%2/%3").arg(workspaces.path(), workspaces.fileName(), workspace.fileName());
 }
 
-void removeRuntimeDirs(const QString &dir)
+void removeRuntimeDirs(const QString &dir, bool root)
 {
-    fs::removeTree(runtimeDirOf(dir)); // a copy-on-write mount's work folder is 000
-    fs::removeTree(cowMountPointsOf(dir, true));
+    fs::removeTree(runtimeDirOf(dir)); // a copy-on-write mount's work folder is 000 (a user's mount points too)
+    if (root)
+        fs::removeTree(cowMountPointsOf(dir, true));
 }
 
 QString workspaceOfRuntimeDir(const QString &name)

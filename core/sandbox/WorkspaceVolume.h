@@ -36,7 +36,7 @@ QString runtimeDirOf(const QString &dir);
 // in one of its own that anyone may pass through.
 QString cowMountPointsOf(const QString &dir, bool root);
 // The runtime's folder and the copy-on-write mount points of the workspace `dir`, removed.
-void removeRuntimeDirs(const QString &dir);
+void removeRuntimeDirs(const QString &dir, bool root);
 // The workspace whose runtime folder has this name, or an empty string if it is no runtime folder.
 QString workspaceOfRuntimeDir(const QString &name);
 QString imagePath(const QString &dir);

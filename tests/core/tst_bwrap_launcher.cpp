@@ -5,12 +5,15 @@
 // launch may wait its turn on a launcher thread) is refused with ELOOP, not followed to wherever
 // it points (airlockd's own folders, say).
 #include "sandbox/BwrapLauncher.h"
+#include "sandbox/RuntimeProcess.h"
 
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cerrno>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +37,40 @@ class TstBwrapLauncher : public QObject {
     }
 
 private Q_SLOTS:
+    // A copy-on-write mount's lower folder, reopened by the runtime's top process: only the folder
+    // the daemon checked (the red team swapped it for a link, then for another folder, between the
+    // check and the mount).
+    void aCopyOnWriteFolderIsReopenedOnlyAsChecked()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("p"));
+        QVERIFY(QDir().mkpath(path));
+        const int checked = ::open(QFile::encodeName(path).constData(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        QVERIFY(checked >= 0);
+        const QByteArray native = QFile::encodeName(path);
+        int same = reopenCheckedFolder(native.constData(), checked);
+        QVERIFY(same >= 0);
+        ::close(same);
+        // Swapped for a link to another folder: refused for the link.
+        QVERIFY(QDir().rename(path, dir.filePath(QStringLiteral("aside"))));
+        QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("other"))));
+        QVERIFY(QFile::link(dir.filePath(QStringLiteral("other")), path));
+        QCOMPARE(reopenCheckedFolder(native.constData(), checked), -1);
+        QCOMPARE(errno, ELOOP);
+        // Swapped for another folder of the same name: refused for being another.
+        QVERIFY(QFile::remove(path));
+        QVERIFY(QDir().mkpath(path));
+        QCOMPARE(reopenCheckedFolder(native.constData(), checked), -1);
+        QCOMPARE(errno, EXDEV);
+        // The checked one put back: opened again.
+        QVERIFY(QDir(path).removeRecursively());
+        QVERIFY(QDir().rename(dir.filePath(QStringLiteral("aside")), path));
+        same = reopenCheckedFolder(native.constData(), checked);
+        QVERIFY(same >= 0);
+        ::close(same);
+        ::close(checked);
+    }
+
     void initTestCase()
     {
         QVERIFY(m_dir.isValid());
