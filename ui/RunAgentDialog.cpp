@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "RunAgentDialog.h"
 
-#include "policy/Policy.h"
+#include "StatusText.h"
+#include "mcp/AgentConfig.h"
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDateTime>
 #include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -15,6 +15,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRandomGenerator>
 #include <QRegularExpression>
 
 namespace airlock::ui {
@@ -61,7 +62,7 @@ RunAgentDialog::RunAgentDialog(QStringList secrets, QWidget *parent)
     m_allow->setToolTip(tr("Beyond its API and its package registries, which its profile allows"));
     m_task->setPlaceholderText(tr("What should the agent do?"));
     m_task->setTabChangesFocus(true);
-    m_problem->setStyleSheet(QStringLiteral("color: #c62828"));
+    m_problem->setStyleSheet(statusStyle(true));
     m_buttons->button(QDialogButtonBox::Ok)->setText(tr("Run"));
 
     auto *form = new QFormLayout;
@@ -77,13 +78,24 @@ RunAgentDialog::RunAgentDialog(QStringList secrets, QWidget *parent)
     layout->addWidget(m_buttons);
     connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    connect(m_agent, &QComboBox::currentIndexChanged, this, &RunAgentDialog::update);
+    connect(m_agent, &QComboBox::currentIndexChanged, this, [this] {
+        locate();
+        update();
+    });
     for (QLineEdit *edit : {m_project, m_allow})
         connect(edit, &QLineEdit::textChanged, this, &RunAgentDialog::update);
     connect(m_writable, &QCheckBox::toggled, this, &RunAgentDialog::update);
     connect(m_task, &QPlainTextEdit::textChanged, this, &RunAgentDialog::update);
     setMinimumWidth(560);
+    locate();
     update();
+}
+
+void RunAgentDialog::locate()
+{
+    const AgentProfile *p = profile();
+    m_program = p ? agents::locateProgram(*p)
+                  : Result<agents::AgentProgram>(makeError(ErrorCode::NotFound, tr("No agent profile in this build")));
 }
 
 const AgentProfile *RunAgentDialog::profile() const
@@ -95,26 +107,18 @@ const AgentProfile *RunAgentDialog::profile() const
 Result<agents::AgentRun> RunAgentDialog::plan() const
 {
     const AgentProfile *p = profile();
-    if (!p)
-        return makeError(ErrorCode::NotFound, tr("No agent profile in this build"));
-    auto program = agents::locateProgram(*p);
-    if (!program)
-        return program.error();
+    if (!p || !m_program)
+        return m_program.error();
     if (!p->api.host.isEmpty() && !m_secrets.contains(p->api.secret))
         return makeError(ErrorCode::NotFound,
             tr("%1 needs its API key as the secret '%2': add it under Secrets… (it stays outside the sandbox)")
                 .arg(p->title, p->api.secret));
     CreateSandboxRequest base;
-    const QStringList hosts = m_allow->text().split(QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);
-    QStringList allowed;
-    for (const QString &host : hosts) {
-        auto normal = policy::normaliseHostPattern(host);
-        if (!normal)
-            return makeError(ErrorCode::InvalidArgument, tr("Also allow: %1").arg(normal.error().message));
-        allowed.append(*normal);
-    }
-    if (!allowed.isEmpty())
-        base.allowHosts(allowed);
+    const auto allowed = mcp::parseAllowedHosts(m_allow->text());
+    if (!allowed)
+        return makeError(ErrorCode::InvalidArgument, tr("Also allow: %1").arg(allowed.error().message));
+    if (!allowed->isEmpty())
+        base.allowHosts(*allowed);
     const QString task = m_task->toPlainText().trimmed();
     if (task.isEmpty())
         return makeError(ErrorCode::InvalidArgument, tr("Say what the agent should do"));
@@ -125,7 +129,7 @@ Result<agents::AgentRun> RunAgentDialog::plan() const
         return makeError(ErrorCode::InvalidArgument,
             tr("The reviewed (copy-on-write) view of a project is not built yet: tick \"writes to it directly\" to "
                "give the agent the folder read-write, or leave the project out"));
-    auto run = agents::planAgentRun(*p, *program, options, base);
+    auto run = agents::planAgentRun(*p, *m_program, options, base);
     if (!run)
         return run.error();
     // Named for the agent and its project, so that the fleet says what each is.
@@ -134,7 +138,9 @@ Result<agents::AgentRun> RunAgentDialog::plan() const
                                 .toLower()
                                 .replace(QRegularExpression(QStringLiteral("[^a-z0-9_.-]+")), QStringLiteral("-"));
     const QString named = project.isEmpty() ? p->name : p->name + QLatin1Char('-') + project;
-    run->sandbox.name = named.left(40) + QDateTime::currentDateTime().toString(QStringLiteral("-hhmmss"));
+    run->sandbox.name = QStringLiteral("%1-%2")
+                            .arg(named.left(40))
+                            .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
     return run;
 }
 
@@ -147,15 +153,14 @@ QString RunAgentDialog::problem() const
 void RunAgentDialog::update()
 {
     if (const AgentProfile *p = profile()) {
-        auto program = agents::locateProgram(*p);
         QString about = p->api.host.isEmpty()
             ? tr("Nothing brokered.")
             : tr("Its key for %1 is the secret '%2', put in the %3 header by Airlock's proxy: the sandbox holds only a "
                  "placeholder.")
                   .arg(p->api.host, p->api.secret, p->api.header);
         about += QLatin1Char(' ')
-            + (program ? tr("Runs %1 from this computer, read-only.").arg(program->hostPath)
-                       : tr("Not installed here: %1").arg(p->install));
+            + (m_program ? tr("Runs %1 from this computer, read-only.").arg(m_program->hostPath)
+                         : tr("Not installed here: %1").arg(p->install));
         m_about->setText(about);
     }
     const QString why = problem();

@@ -35,11 +35,13 @@ public:
     QLabel *aboutLabel() const { return m_about; }
 
 private:
+    void locate(); // the chosen agent's program, found once per choice
     void update();
     const agents::AgentProfile *profile() const;
 
     QStringList m_secrets;
     QList<agents::AgentProfile> m_profiles;
+    Result<agents::AgentProgram> m_program = makeError(ErrorCode::NotFound, QString());
     QComboBox *m_agent;
     QLabel *m_about;
     QLineEdit *m_project;

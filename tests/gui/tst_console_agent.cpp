@@ -10,6 +10,7 @@
 #include "RunAgentDialog.h"
 #include "StubHttps.h"
 #include "TestHelpers.h"
+#include "Theme.h"
 #include "TraceModel.h"
 #include "TraceView.h"
 
@@ -97,8 +98,13 @@ private Q_SLOTS:
                     .contains(QStringLiteral("api.github.com")));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
             dialog.show();
-            QTest::qWait(100);
-            QVERIFY(dialog.grab().save(dir + QStringLiteral("/run-agent.png")));
+            for (const auto &[theme, file] :
+                {std::pair{Theme::Light, "run-agent.png"}, {Theme::Dark, "run-agent-dark.png"}}) {
+                applyTheme(theme);
+                QTest::qWait(100);
+                QVERIFY(dialog.grab().save(dir + QLatin1Char('/') + QLatin1String(file)));
+            }
+            applyTheme(Theme::Light);
         }
     }
 
@@ -121,10 +127,6 @@ private Q_SLOTS:
         QVERIFY(window.sandboxHeader()->text().contains(plan->sandbox.name));
         const QJsonObject got = m_stub.next(before);
         QCOMPARE(StubHttps::header(got, QStringLiteral("x-api-key")).toLatin1(), m_key);
-        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
-            QTest::qWait(100);
-            QVERIFY(window.grab().save(dir + QStringLiteral("/agent-run.png")));
-        }
         // Its trace: the agent's command, its brokered connection with each request inside.
         window.openTrace();
         HistoryWindow *history = window.openHistory();
@@ -146,10 +148,19 @@ private Q_SLOTS:
         QVERIFY2(connection.label.contains(QStringLiteral("key brokered (anthropic-api-key)")),
             qPrintable(connection.label));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
-            history->resize(1200, 700);
+            // At 1024x700, light and dark, the request in view.
+            window.resize(1024, 700);
+            history->resize(1024, 700);
             view->tree()->expandAll();
-            QTest::qWait(100);
-            QVERIFY(history->grab().save(dir + QStringLiteral("/agent-trace.png")));
+            view->tree()->setCurrentIndex(view->model()->indexOf(request));
+            view->tree()->scrollTo(view->model()->indexOf(request), QAbstractItemView::PositionAtCenter);
+            for (const auto &[theme, suffix] : {std::pair{Theme::Light, ""}, {Theme::Dark, "-dark"}}) {
+                applyTheme(theme);
+                QTest::qWait(100);
+                QVERIFY(window.grab().save(dir + QStringLiteral("/agent-run%1.png").arg(QLatin1String(suffix))));
+                QVERIFY(history->grab().save(dir + QStringLiteral("/agent-trace%1.png").arg(QLatin1String(suffix))));
+            }
+            applyTheme(Theme::Light);
         }
     }
 };
