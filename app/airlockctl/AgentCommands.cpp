@@ -187,7 +187,8 @@ private:
         QStringLiteral("The project directory the agent works on (its working directory in the sandbox)."),
         QStringLiteral("dir")};
     QCommandLineOption m_projectMode{QStringLiteral("project-mode"),
-        QStringLiteral("rw: the agent writes to the project directly (like --network full, it is flagged)."),
+        QStringLiteral("rw: the agent writes to the project directly (said when it starts). Needed with --project "
+                       "until reviewing the agent's changes exists."),
         QStringLiteral("cow|rw")};
     QCommandLineOption m_program{QStringLiteral("program"),
         QStringLiteral("Where the agent's program is on this machine (default: its command on PATH); its package is "

@@ -15,6 +15,7 @@
 #include <QDirIterator>
 #include <QHash>
 #include <QJsonArray>
+#include <QProcess>
 #include <QTest>
 
 using namespace airlock;
@@ -247,6 +248,44 @@ private Q_SLOTS:
             const QString f = files.next();
             QVERIFY2(!readFile(f).contains(key), qPrintable(f));
         }
+    }
+
+    // What the agent starts is judged as the agent's: a program judged everywhere (ssh) waits for
+    // a person, and refused there it does not run (README, "A whole agent in a sandbox"). The same
+    // command run by a person as their own (airlockctl run) is not judged: ssh just runs.
+    void whatTheAgentStartsWaitsForAPerson()
+    {
+        // The program's name is not in the command the person started (what that names, it covers),
+        // as an agent's programs are not in `claude -p TASK`.
+        const QString script = QStringLiteral("p=/usr/bin/ss; \"${p}h\" -o BatchMode=yes -o ConnectTimeout=2 "
+                                              "nobody@127.0.0.1 true 2>&1; echo ssh-exit=$?");
+        QProcess agent;
+        agent.setProcessEnvironment(m_daemon->environment());
+        agent.start(binDir() + QStringLiteral("/airlockctl"),
+            args("--no-autostart", "agent", "run", "sh", "-n", "--", "-c", script));
+        const QJsonObject asked = waitForApproval(*m_daemon);
+        if (asked.isEmpty()) {
+            agent.waitForFinished(30000);
+            QFAIL(qPrintable(QStringLiteral("ssh under agent run did not wait for a person: ")
+                + QString::fromUtf8(agent.readAllStandardOutput() + agent.readAllStandardError())));
+        }
+        QCOMPARE(asked.value(QStringLiteral("requester")).toString(), QStringLiteral("sh"));
+        QVERIFY2(QJsonDocument(asked).toJson().contains("ssh"), QJsonDocument(asked).toJson().constData());
+        const CliResult denied
+            = m_daemon->ctl(args("deny", asked.value(QStringLiteral("id")).toString(), "--reason", "not here"));
+        QVERIFY2(denied.exitCode == 0, qPrintable(denied.describe()));
+        QVERIFY(agent.waitForFinished(30000));
+        const QByteArray out = agent.readAllStandardOutput();
+        QVERIFY2(out.contains("ssh-exit=126") && out.contains("ermitted"), out.constData()); // EPERM at its execve
+        const auto programs = eventsOf(QStringLiteral("sh"), QStringLiteral("exec.program"));
+        QVERIFY(std::any_of(programs.begin(), programs.end(), [](const QJsonObject &e) {
+            return e.value(QStringLiteral("path")).toString().endsWith(QLatin1String("/ssh"))
+                && e.value(QStringLiteral("decision")).toString() == QLatin1String("deny")
+                && e.value(QStringLiteral("rule")).toString() == QLatin1String("person");
+        }));
+        // A person's own: not judged.
+        const CliResult own = m_daemon->ctl(args("run", "-n", "--", "sh", "-c", script), {}, 60000);
+        QVERIFY2(own.out.contains("ssh-exit=255"), qPrintable(own.describe())); // it ran: no connection
     }
 
     // A profile whose API host's certificate is not for its name: the broker refuses it with the
