@@ -225,6 +225,13 @@ private Q_SLOTS:
         const auto reviewed = planAgentRun(*profile, program, {project, false, {}}, base);
         QVERIFY(!reviewed);
         QVERIFY(reviewed.error().message.contains(QLatin1String("--project-mode rw")));
+        // Elsewhere (not the sandbox's own /tmp), at the same path as on the host.
+        QTemporaryDir elsewhere(QStringLiteral("/var/tmp/airlock-project-XXXXXX"));
+        const QString there = QFileInfo(elsewhere.path()).canonicalFilePath();
+        const auto same = planAgentRun(*profile, program, {there, true, {}}, base);
+        QVERIFY2(same, qPrintable(same ? QString() : same.error().message));
+        QCOMPARE(same->projectPath, there);
+        QCOMPARE(same->exec.cwd, there);
         // The name under /project is the folder's own, however it was written.
         const auto slash = planAgentRun(*profile, program, {project + QStringLiteral("/"), true, {}}, base);
         QVERIFY(slash);
