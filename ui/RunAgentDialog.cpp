@@ -56,8 +56,10 @@ RunAgentDialog::RunAgentDialog(QStringList secrets, QWidget *parent)
     auto *projectRow = new QHBoxLayout;
     projectRow->addWidget(m_project, 1);
     projectRow->addWidget(browse);
-    m_writable->setToolTip(tr("Until the reviewed copy-on-write view exists, a project is given read-write only when "
-                              "you say so: its edits land in the folder as the agent makes them"));
+    m_writable->setToolTip(
+        tr("Unticked, the agent edits a copy-on-write view of the folder: its changes wait in its "
+           "sandbox until you apply them (airlockctl agent diff, agent apply). Ticked, its edits land "
+           "in the folder as it makes them"));
     m_allow->setPlaceholderText(tr("more hosts it may reach: api.github.com, *.example.com"));
     m_allow->setToolTip(tr("Beyond its API and its package registries, which its profile allows"));
     m_task->setPlaceholderText(tr("What should the agent do?"));
@@ -125,23 +127,7 @@ Result<agents::AgentRun> RunAgentDialog::plan() const
     if (task.startsWith(QLatin1Char('-'))) // the agent would read it as one of its options
         return makeError(ErrorCode::InvalidArgument, tr("Start the task with a word, not '-'"));
     agents::AgentRunOptions options{m_project->text().trimmed(), m_writable->isChecked(), p->task + QStringList{task}};
-    if (!options.project.isEmpty() && !options.projectWritable)
-        return makeError(ErrorCode::InvalidArgument,
-            tr("The reviewed (copy-on-write) view of a project is not built yet: tick \"writes to it directly\" to "
-               "give the agent the folder read-write, or leave the project out"));
-    auto run = agents::planAgentRun(*p, *m_program, options, base);
-    if (!run)
-        return run.error();
-    // Named for the agent and its project, so that the fleet says what each is.
-    const QString project = QFileInfo(options.project)
-                                .fileName()
-                                .toLower()
-                                .replace(QRegularExpression(QStringLiteral("[^a-z0-9_.-]+")), QStringLiteral("-"));
-    const QString named = project.isEmpty() ? p->name : p->name + QLatin1Char('-') + project;
-    run->sandbox.name = QStringLiteral("%1-%2")
-                            .arg(named.left(40))
-                            .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
-    return run;
+    return agents::planAgentRun(*p, *m_program, options, base);
 }
 
 QString RunAgentDialog::problem() const

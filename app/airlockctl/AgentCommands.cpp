@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // agent: a whole agent CLI (Claude Code, Codex, Gemini CLI, any command) in a sandbox made for it,
 // its API key kept outside by the credential broker.
+#include "AgentReview.h"
 #include "ExecOptions.h"
 #include "ExecSession.h"
 #include "SandboxCommands.h"
@@ -26,19 +27,23 @@ public:
         return QStringLiteral(
             "Run a whole agent CLI in a sandbox made for it: claude, codex, gemini (profiles shipped with Airlock) "
             "or any other command. The agent's API key stays outside: the sandbox holds a placeholder that the "
-            "egress proxy replaces on the way to the agent's API. ls lists the profiles, show NAME prints one.");
+            "egress proxy replaces on the way to the agent's API. With --project DIR it edits a copy-on-write view "
+            "of DIR: its changes wait in its sandbox for your review (changes, diff), then apply (all or some "
+            "paths) or discard. ls lists the profiles, show NAME prints one.");
     }
     QString usage() const override
     {
-        return QStringLiteral("ls | show NAME | run NAME [--project DIR --project-mode rw] [--program PATH] "
-                              "[--preset P] [--allow HOST]... [create options] -- AGENT ARGS...");
+        return QStringLiteral("ls | show NAME | run NAME [--project DIR [--project-mode rw]] [--program PATH] "
+                              "[--preset P] [--allow HOST]... [create options] -- AGENT ARGS... | changes SANDBOX | "
+                              "diff SANDBOX [PATH]... | apply SANDBOX [PATH]... [--overwrite] | discard SANDBOX");
     }
     QList<QCommandLineOption> options() const override
     {
-        return QList<QCommandLineOption>{m_project, m_projectMode, m_program, m_profile} + m_spec.list()
+        return QList<QCommandLineOption>{m_project, m_projectMode, m_program, m_profile, m_overwrite} + m_spec.list()
             + m_exec.list();
     }
-    int positionalsBeforeCommand() const override { return 2; } // run NAME
+    // run NAME AGENT ARGS...; the others take paths and options in any order.
+    int positionalsBeforeCommand(const QString &sub) const override { return sub == QLatin1String("run") ? 2 : -1; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         QStringList args = positional;
@@ -54,6 +59,25 @@ public:
         }
         if (sub == QLatin1String("run") && !args.isEmpty() && args.first() != QLatin1String("--"))
             return runAgent(ctx, parser, args.takeFirst(), args);
+        static const QStringList reviews{
+            QStringLiteral("changes"), QStringLiteral("diff"), QStringLiteral("apply"), QStringLiteral("discard")};
+        if (reviews.contains(sub) && !args.isEmpty()) {
+            const QString sandbox = args.takeFirst();
+            if ((sub == QLatin1String("changes") || sub == QLatin1String("discard")) && !args.isEmpty())
+                return fail(ctx, badUsage(QStringLiteral("usage: airlockctl agent %1 SANDBOX").arg(sub)));
+            auto client = ctx.client();
+            if (!client)
+                return fail(ctx, client.error());
+            const DaemonApi api(**client);
+            AgentReview review(ctx, api);
+            if (sub == QLatin1String("changes"))
+                return review.list(sandbox);
+            if (sub == QLatin1String("diff"))
+                return review.diff(sandbox, args);
+            if (sub == QLatin1String("apply"))
+                return review.apply(sandbox, args, parser.isSet(m_overwrite));
+            return review.discard(sandbox);
+        }
         return fail(ctx, badUsage(QStringLiteral("usage: airlockctl agent %1").arg(usage())));
     }
 
@@ -172,14 +196,26 @@ private:
             if (!planned->projectPath.isEmpty())
                 ctx.err << "; the project " << QFileInfo(options.project).canonicalFilePath() << " is at "
                         << planned->projectPath
-                        << (options.projectWritable ? " (read-write: its edits are direct)" : "");
+                        << (options.projectWritable ? " (read-write: its edits are direct)"
+                                                    : " (copy-on-write: its edits wait for your review)");
             ctx.err << Qt::endl;
         }
         ExecSession session(**client, ctx.out, ctx.err, ctx.json);
-        const auto start
-            = [&](const ExecRequest &r) { return api.runOneShot(planned->sandbox, r).wait(ExecSession::kStartWaitMs); };
-        const Result<int> ran
-            = session.run(start, request, m_exec.forwardStdin(parser) || request.tty, m_exec.raw(parser));
+        const bool stdinToo = m_exec.forwardStdin(parser) || request.tty;
+        // Without a project to review, the sandbox ends with the agent.
+        if (options.project.isEmpty() || options.projectWritable) {
+            const auto start = [&](const ExecRequest &r) {
+                return api.runOneShot(planned->sandbox, r).wait(ExecSession::kStartWaitMs);
+            };
+            const Result<int> ran = session.run(start, request, stdinToo, m_exec.raw(parser));
+            return ran ? *ran : fail(ctx, ran.error());
+        }
+        // A project seen copy-on-write: the sandbox stays after the agent, holding its changes.
+        auto made = api.createSandbox(planned->sandbox).wait();
+        if (!made)
+            return fail(ctx, made.error());
+        const Result<int> ran = session.run(made->name, request, stdinToo, m_exec.raw(parser));
+        AgentReview(ctx, api).summarize(made->name, profile->title);
         return ran ? *ran : fail(ctx, ran.error());
     }
 
@@ -187,8 +223,8 @@ private:
         QStringLiteral("The project directory the agent works on (its working directory in the sandbox)."),
         QStringLiteral("dir")};
     QCommandLineOption m_projectMode{QStringLiteral("project-mode"),
-        QStringLiteral("rw: the agent writes to the project directly (said when it starts). Needed with --project "
-                       "until reviewing the agent's changes exists."),
+        QStringLiteral("cow (the default): the agent edits a copy-on-write view of the project and its changes wait "
+                       "for your review (agent diff, apply, discard). rw: it writes to the project directly."),
         QStringLiteral("cow|rw")};
     QCommandLineOption m_program{QStringLiteral("program"),
         QStringLiteral("Where the agent's program is on this machine (default: its command on PATH); its package is "
@@ -197,6 +233,10 @@ private:
     QCommandLineOption m_profile{QStringLiteral("profile"),
         QStringLiteral("An agent profile of your own (JSON, as in resources/agents) instead of the shipped one."),
         QStringLiteral("file")};
+    QCommandLineOption m_overwrite{QStringLiteral("overwrite"),
+        QStringLiteral(
+            "apply: the sandbox's version also over paths changed on this machine since the sandbox was made "
+            "(refused without it, and nothing applied).")};
     SpecOptions m_spec;
     ExecOptions m_exec;
 };

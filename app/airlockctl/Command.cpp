@@ -29,6 +29,7 @@ int exitCodeFor(ErrorCode code)
     case ErrorCode::HandshakeRequired:
     case ErrorCode::HistoryUnavailable:
     case ErrorCode::Denied:
+    case ErrorCode::Conflict:
         return ExitRefused;
     default:
         return ExitFailure;
@@ -94,8 +95,10 @@ int Command::execute(Context &ctx, const QStringList &args)
     // "--", or else everything from its first word on (exec SB ls -la).
     qsizetype split = args.indexOf(QStringLiteral("--"));
     qsizetype resume = split + 1;
-    if (split < 0 && positionalsBeforeCommand() >= 0)
-        resume = split = commandStart(args, all, positionalsBeforeCommand());
+    const qsizetype first = commandStart(args, all, 0);
+    const int before = positionalsBeforeCommand(first < 0 ? QString() : args[first]);
+    if (split < 0 && before >= 0)
+        resume = split = commandStart(args, all, before);
     QCommandLineParser parser;
     parser.setApplicationDescription(summary());
     parser.addOptions(all);

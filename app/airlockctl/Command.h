@@ -57,7 +57,12 @@ public:
     virtual QList<QCommandLineOption> options() const { return {}; }
     // For commands that end with a command to run in the sandbox (exec, run): how many positional
     // arguments come before it. Everything from there on belongs to that command, "--" or not.
-    virtual int positionalsBeforeCommand() const { return -1; }
+    // `first` is the first positional argument (a subcommand's name), or empty.
+    virtual int positionalsBeforeCommand(const QString &first) const
+    {
+        Q_UNUSED(first);
+        return -1;
+    }
     // `positional` holds the arguments, with everything after a literal "--" appended after a "--".
     virtual int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) = 0;
 

@@ -22,7 +22,7 @@ public:
         return QStringLiteral("SANDBOX [-i] [--tty] [--cwd DIR] [--env K=V]... [--timeout 30s] -- CMD ARGS...");
     }
     QList<QCommandLineOption> options() const override { return m_exec.list(); }
-    int positionalsBeforeCommand() const override { return 1; }
+    int positionalsBeforeCommand(const QString &) const override { return 1; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         QStringList args = positional;
@@ -54,7 +54,7 @@ public:
     }
     QString usage() const override { return QStringLiteral("[create options] [exec options] -- CMD ARGS..."); }
     QList<QCommandLineOption> options() const override { return m_spec.list() + m_exec.list(); }
-    int positionalsBeforeCommand() const override { return 0; }
+    int positionalsBeforeCommand(const QString &) const override { return 0; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         auto creating = m_spec.read(parser);

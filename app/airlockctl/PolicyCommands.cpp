@@ -66,7 +66,7 @@ public:
                               "SANDBOX (-- CMD... | --url URL | --tool NAME [JSON])");
     }
     QList<QCommandLineOption> options() const override { return {m_effective, m_url, m_tool}; }
-    int positionalsBeforeCommand() const override { return 2; }
+    int positionalsBeforeCommand(const QString &) const override { return 2; }
     int run(Context &ctx, const QCommandLineParser &parser, const QStringList &positional) override
     {
         const QString sub = positional.value(0);

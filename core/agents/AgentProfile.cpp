@@ -9,6 +9,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QStandardPaths>
 
@@ -363,11 +364,6 @@ Result<AgentRun> planAgentRun(
         if (!dir.isDir())
             return makeError(ErrorCode::NotFound,
                 QStringLiteral("--project %1: not a directory on this machine").arg(options.project));
-        if (!options.projectWritable)
-            return makeError(ErrorCode::InvalidArgument,
-                QStringLiteral("--project: reviewing the agent's changes before they reach %1 is not built yet; "
-                               "--project-mode rw gives the agent direct write access to it")
-                    .arg(dir.canonicalFilePath()));
         const QString real = dir.canonicalFilePath();
         if (tooWide(real))
             return makeError(ErrorCode::InvalidArgument,
@@ -376,7 +372,9 @@ Result<AgentRun> planAgentRun(
                     .arg(real));
         // At the same path as here, so that what the agent says about its files is true here too;
         // under /project where a mount may not go (/tmp, /workspace are the sandbox's own).
-        Mount mount{real, real, true};
+        // Copy-on-write unless the person asked for direct writes: the agent's edits wait in the
+        // sandbox for the person's review (agent diff, agent apply).
+        Mount mount{real, real, true, !options.projectWritable};
         if (!validateMount(mount))
             mount.sandboxPath = QStringLiteral("/project/") + QFileInfo(real).fileName();
         for (const Mount &m : std::as_const(base.mounts))
@@ -398,6 +396,18 @@ Result<AgentRun> planAgentRun(
                                    "its program writable; use one installed elsewhere (--program PATH)")
                         .arg(m.hostPath, program.hostPath));
         }
+    // Named for the agent and its project, so that the fleet (and agent diff NAME) says what each
+    // is; a random end, so that two runs of the same agent on the same project do not collide.
+    if (base.name.isEmpty()) {
+        static const QRegularExpression unnamed(QStringLiteral("[^a-z0-9_.-]+"));
+        const QString project = QFileInfo(options.project).canonicalFilePath().section(QLatin1Char('/'), -1);
+        const QString named = (project.isEmpty() ? profile.name : profile.name + QLatin1Char('-') + project)
+                                  .toLower()
+                                  .replace(unnamed, QStringLiteral("-"));
+        base.name = QStringLiteral("%1-%2")
+                        .arg(named.left(40))
+                        .arg(QRandomGenerator::global()->bounded(0x10000), 4, 16, QLatin1Char('0'));
+    }
     run.sandbox = std::move(base);
     run.exec.argv = QStringList{program.sandboxPath} + profile.args + options.args;
     run.exec.cwd = cwd;

@@ -82,6 +82,19 @@ DaemonApi::Call<> DaemonApi::killSandbox(const QString &sandbox, int signal) con
     return request(method::SandboxKill, onSandbox(sandbox, {{QStringLiteral("signal"), signal}}));
 }
 
+DaemonApi::Call<> DaemonApi::sandboxChanges(const QString &sandbox) const
+{
+    return request(method::SandboxChanges, onSandbox(sandbox, {}));
+}
+
+DaemonApi::Call<> DaemonApi::readChange(const QString &sandbox, int mount, const QString &path, qint64 offset) const
+{
+    return request(method::SandboxChangesRead,
+        onSandbox(sandbox,
+            {{QStringLiteral("mount"), mount}, {QStringLiteral("path"), path},
+                {QStringLiteral("offset"), double(offset)}}));
+}
+
 DaemonApi::Call<ExecStarted> DaemonApi::startExec(const QString &sandbox, const ExecRequest &exec) const
 {
     return request(method::ExecStart, onSandbox(sandbox, exec.toJson()), &ExecStarted::fromJson);

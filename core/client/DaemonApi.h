@@ -118,6 +118,10 @@ public:
     // `keep`: its workspace is kept.
     Call<> deleteSandbox(const QString &sandbox, bool keep = false) const;
     Call<> killSandbox(const QString &sandbox, int signal) const;
+    // What its copy-on-write mounts changed (cow::SandboxChanges), and a part of a changed file
+    // (cow::ViewChunk, its data in base64) from `offset`.
+    Call<> sandboxChanges(const QString &sandbox) const;
+    Call<> readChange(const QString &sandbox, int mount, const QString &path, qint64 offset) const;
 
     // Executions.
     Call<ExecStarted> startExec(const QString &sandbox, const ExecRequest &request) const;

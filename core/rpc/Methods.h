@@ -22,6 +22,8 @@ inline constexpr Name SandboxInfo{"sandbox.info"};
 inline constexpr Name SandboxDelete{"sandbox.delete"};
 inline constexpr Name SandboxKill{"sandbox.kill"};
 inline constexpr Name SandboxRun{"sandbox.run"};
+inline constexpr Name SandboxChanges{"sandbox.changes"};
+inline constexpr Name SandboxChangesRead{"sandbox.changes.read"};
 // Executions.
 inline constexpr Name ExecStart{"exec.start"};
 inline constexpr Name ExecStdin{"exec.stdin"};

@@ -6,7 +6,9 @@
 #include "rpc/Connection.h"
 #include "rpc/Params.h"
 #include "rpc/RpcSession.h"
+#include "sandbox/CowChanges.h"
 #include "sandbox/Sandbox.h"
+#include "sandbox/WorkspaceVolume.h"
 
 #include <QJsonArray>
 #include <QPointer>
@@ -17,6 +19,37 @@ SandboxMethods::SandboxMethods(Engine &engine)
     : m_engine(engine)
 {
 }
+
+namespace {
+constexpr Access kReview{Access::Agent::Refused,
+    "reviewing what a sandbox changed in the host's folders is the person's, not an agent's", Access::Token::Read,
+    Access::Scope::Param};
+constexpr qint64 kMaxReadChunk = 1024 * 1024;
+
+Status readChangeCheck(const QJsonObject &p)
+{
+    if (!p.value(QStringLiteral("mount")).isDouble() || p.value(QStringLiteral("mount")).toInt(-1) < 0)
+        return invalid(QStringLiteral("params.mount: expected the index of a copy-on-write mount (sandbox.changes)"));
+    if (!cow::isChangePath(p.value(QStringLiteral("path")).toString()))
+        return invalid(QStringLiteral("params.path: expected a path relative to the mount, without '.' or '..'"));
+    const QJsonValue offset = p.value(QStringLiteral("offset"));
+    if (!offset.isUndefined() && (!offset.isDouble() || offset.toDouble() < 0))
+        return invalid(QStringLiteral("params.offset: expected a byte count"));
+    return Ok{};
+}
+
+// The folder holding what the sandbox's copy-on-write mount number `index` changed (the
+// launcher's cow-N/upper), and the mount; none past the last.
+std::optional<std::pair<QString, Mount>> copyOnWriteMount(const Sandbox &sandbox, int index)
+{
+    int n = 0;
+    for (const Mount &m : sandbox.spec().mounts)
+        if (m.copyOnWrite && n++ == index)
+            return std::pair{
+                QStringLiteral("%1/cow-%2/upper").arg(volume::runtimeDirOf(sandbox.workspaceDir())).arg(index), m};
+    return std::nullopt;
+}
+} // namespace
 
 QList<Method> SandboxMethods::methods()
 {
@@ -35,6 +68,9 @@ QList<Method> SandboxMethods::methods()
             {A::Agent::Refused, "an agent connection can only signal the executions it started", A::Token::Full,
                 A::Scope::Param},
             NeedsSandbox, [this](Call &c) { kill(c); }, Engine::signalCheck},
+        // What a sandbox changed in the host folders it sees copy-on-write: the person reviews it.
+        {method::SandboxChanges, kReview, NeedsSandbox, [this](Call &c) { changes(c); }},
+        {method::SandboxChangesRead, kReview, NeedsSandbox, [this](Call &c) { readChange(c); }, readChangeCheck},
     };
 }
 
@@ -99,6 +135,40 @@ void SandboxMethods::kill(Call &c)
     auto killed = m_engine.signalAll(*c.sandbox, c.params.value(QStringLiteral("signal")).toInt(9));
     c.reply(killed ? Result<QJsonObject>(QJsonObject{{QStringLiteral("executions"), *killed}})
                    : Result<QJsonObject>(killed.error()));
+}
+
+void SandboxMethods::changes(Call &c)
+{
+    const Sandbox &sandbox = *c.sandbox;
+    cow::SandboxChanges out{sandbox.id(), sandbox.createdAt().toMSecsSinceEpoch(), {}};
+    for (int index = 0;; ++index) {
+        const auto mount = copyOnWriteMount(sandbox, index);
+        if (!mount)
+            break;
+        auto listed = cow::listChanges(mount->first, mount->second.hostPath);
+        if (!listed)
+            return c.reply(listed.error());
+        out.mounts.append({index, mount->second.hostPath, mount->second.sandboxPath, *listed});
+    }
+    c.reply(out.toJson());
+}
+
+void SandboxMethods::readChange(Call &c)
+{
+    const int index = c.params.value(QStringLiteral("mount")).toInt();
+    const auto mount = copyOnWriteMount(*c.sandbox, index);
+    if (!mount)
+        return c.reply(makeError(ErrorCode::NotFound,
+            QStringLiteral("sandbox %1 has no copy-on-write mount %2").arg(c.sandbox->name()).arg(index)));
+    auto chunk = cow::readView(mount->first, c.params.value(QStringLiteral("path")).toString(),
+        qint64(c.params.value(QStringLiteral("offset")).toDouble()), kMaxReadChunk);
+    if (!chunk)
+        return c.reply(chunk.error());
+    QJsonObject answer{
+        {QStringLiteral("data"), QString::fromLatin1(chunk->data.toBase64())}, {QStringLiteral("end"), chunk->end}};
+    if (chunk->link)
+        answer.insert(QStringLiteral("link"), true);
+    c.reply(answer);
 }
 
 } // namespace airlock::rpc

@@ -14,7 +14,8 @@ namespace airlock::rpc {
 // for, on behalf of `session`.
 Result<SandboxCreation> creationFrom(const Session &session, const QJsonObject &params);
 
-// sandbox.*: create, list, watch, describe, kill everything in and delete sandboxes.
+// sandbox.*: create, list, watch, describe, kill everything in and delete sandboxes, and what their
+// copy-on-write mounts changed (for a person to review and apply).
 class SandboxMethods final : public MethodGroup {
 public:
     explicit SandboxMethods(Engine &engine);
@@ -27,6 +28,8 @@ private:
     void info(Call &call);
     void remove(Call &call);
     void kill(Call &call);
+    void changes(Call &call);
+    void readChange(Call &call);
 
     Engine &m_engine;
 };

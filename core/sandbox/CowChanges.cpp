@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandbox/CowChanges.h"
 
+#include "util/Fd.h"
+#include "util/FileSystem.h"
+
 #include <QDir>
 #include <QFile>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -67,7 +71,9 @@ public:
     }
     // `hidden`: the folder is opaque, or below one: what the host has there shows only where the
     // upper layer has the same name.
-    void walk(const QByteArray &rel, bool hidden);
+    // `added`: the folder is new in the view (the host has none there, or something else, perhaps a
+    // link): everything below is added, and the host's side is not looked at.
+    void walk(const QByteArray &rel, bool hidden, bool added = false);
     QList<Change> changes;
     std::optional<Error> error; // the first folder of the upper layer that could not be read
 
@@ -104,7 +110,7 @@ public:
 };
 
 // One folder of the upper layer: `rel` is "" for the top, else "/a/b".
-void Walker::walk(const QByteArray &rel, bool hidden)
+void Walker::walk(const QByteArray &rel, bool hidden, bool added)
 {
     auto names = entries(upperOf(rel));
     if (!names) {
@@ -119,7 +125,7 @@ void Walker::walk(const QByteArray &rel, bool hidden)
         }, low{};
         if (::lstat(upperOf(child).constData(), &up) != 0)
             continue; // gone meanwhile
-        const bool inLower = ::lstat(lowerOf(child).constData(), &low) == 0;
+        const bool inLower = !added && ::lstat(lowerOf(child).constData(), &low) == 0;
         if (isWhiteout(up)) {
             if (inLower) {
                 if (S_ISDIR(low.st_mode))
@@ -136,12 +142,10 @@ void Walker::walk(const QByteArray &rel, bool hidden)
                 if (inLower)
                     add(child, Status::Deleted, low);
                 add(child, Status::Added, up);
-                walk(child, false);
+                walk(child, false, true);
                 continue;
             }
-            if ((up.st_mode & 07777) != (low.st_mode & 07777))
-                add(child, Status::Modified, up, true);
-            walk(child, hidden || marked);
+            walk(child, hidden || marked); // a folder's permissions are not a change (as for git)
             continue;
         }
         if (!inLower) {
@@ -161,26 +165,14 @@ void Walker::walk(const QByteArray &rel, bool hidden)
                 const ssize_t nb = ::readlink(lowerOf(child).constData(), b, sizeof b);
                 same = na >= 0 && na == nb && std::memcmp(a, b, size_t(na)) == 0;
             }
-            const bool sameMode = (up.st_mode & 07777) == (low.st_mode & 07777);
+            // Permissions as git sees them: a file executable or not (a sandbox's umask is not a change).
+            const bool sameMode = !S_ISREG(up.st_mode) || bool(up.st_mode & 0111) == bool(low.st_mode & 0111);
             if (!same || !sameMode)
                 add(child, Status::Modified, up, same);
         }
     }
 }
 } // namespace
-
-QString statusName(Change::Status status)
-{
-    switch (status) {
-    case Change::Status::Added:
-        return QStringLiteral("added");
-    case Change::Status::Modified:
-        return QStringLiteral("modified");
-    case Change::Status::Deleted:
-        return QStringLiteral("deleted");
-    }
-    return {};
-}
 
 Result<QList<Change>> listChanges(const QString &upper, const QString &lower)
 {
@@ -191,6 +183,51 @@ Result<QList<Change>> listChanges(const QString &upper, const QString &lower)
     std::stable_sort(
         w.changes.begin(), w.changes.end(), [](const Change &a, const Change &b) { return a.path < b.path; });
     return w.changes;
+}
+
+Result<ViewChunk> readView(const QString &upper, const QString &path, qint64 offset, qint64 max)
+{
+    if (!isChangePath(path) || offset < 0 || max <= 0)
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("expected a relative path without '.' or '..' and a place in it, not '%1'").arg(path));
+    const auto failed = [&](int err) {
+        return makeError(err == ENOENT ? ErrorCode::NotFound : ErrorCode::IoError,
+            QStringLiteral("%1 in the sandbox's view: %2").arg(path, QString::fromLocal8Bit(strerror(err))));
+    };
+    Fd top(::open(QFile::encodeName(upper).constData(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (top.fd < 0)
+        return failed(errno);
+    // Every name resolved beneath the top, none a link; a last name that is one is read as a link.
+    // O_NONBLOCK: a FIFO the sandbox made opens without waiting for a writer (and is refused).
+    const QByteArray rel = QFile::encodeName(path);
+    Fd file(fs::openBeneath(top.fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    if (file.fd == -ELOOP) {
+        const int slash = int(rel.lastIndexOf('/'));
+        Fd folder(fs::openBeneath(top.fd, slash < 0 ? QByteArray(".") : rel.left(slash), O_PATH | O_DIRECTORY));
+        if (folder.fd < 0)
+            return failed(-folder.fd);
+        char target[PATH_MAX];
+        const ssize_t n = ::readlinkat(folder.fd, rel.mid(slash + 1).constData(), target, sizeof target);
+        if (n < 0)
+            return failed(errno == EINVAL ? ELOOP : errno);
+        return ViewChunk{QByteArray(target, int(n)), true, true};
+    }
+    if (file.fd < 0)
+        return failed(-file.fd);
+    struct stat st { };
+    if (::fstat(file.fd, &st) != 0)
+        return failed(errno);
+    if (!S_ISREG(st.st_mode))
+        return makeError(ErrorCode::InvalidArgument,
+            QStringLiteral("%1 in the sandbox's view is not a file or a symbolic link").arg(path));
+    ViewChunk chunk;
+    chunk.data.resize(qsizetype(std::min<qint64>(max, std::max<qint64>(st.st_size - offset, 0))));
+    const ssize_t n = chunk.data.isEmpty() ? 0 : ::pread(file.fd, chunk.data.data(), size_t(chunk.data.size()), offset);
+    if (n < 0)
+        return failed(errno);
+    chunk.data.truncate(qsizetype(n));
+    chunk.end = offset + n >= st.st_size;
+    return chunk;
 }
 
 } // namespace airlock::cow

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sandbox/LaunchRequest.h"
+#include "util/Fd.h"
 
 #include <string>
 #include <utility>
@@ -10,37 +11,6 @@
 #include <unistd.h>
 
 namespace airlock {
-
-// An owned descriptor.
-struct Fd {
-    int fd = -1;
-    Fd() = default;
-    explicit Fd(int f)
-        : fd(f)
-    {
-    }
-    Fd(const Fd &) = delete;
-    Fd &operator=(const Fd &) = delete;
-    Fd(Fd &&o) noexcept
-        : fd(std::exchange(o.fd, -1))
-    {
-    }
-    Fd &operator=(Fd &&o) noexcept
-    {
-        if (this != &o) {
-            if (fd >= 0)
-                ::close(fd);
-            fd = std::exchange(o.fd, -1);
-        }
-        return *this;
-    }
-    ~Fd()
-    {
-        if (fd >= 0)
-            ::close(fd);
-    }
-    int release() { return std::exchange(fd, -1); }
-};
 
 // What the runtime's top process gets of its own before exec, beside what every one gets.
 struct RuntimeIsolation {

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace airlock::fs {
@@ -92,6 +94,16 @@ Status writePrivateFile(const QString &path, const QByteArray &data)
         || file.write(data) != data.size() || !file.commit())
         return makeError(ErrorCode::IoError, QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
     return Ok{};
+}
+
+int openBeneath(int dir, const QByteArray &relative, int flags, unsigned mode)
+{
+    open_how how{};
+    how.flags = uint64_t(flags | O_CLOEXEC);
+    how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+    const int fd = int(::syscall(SYS_openat2, dir, relative.constData(), &how, sizeof how));
+    return fd < 0 ? -errno : fd;
 }
 
 } // namespace airlock::fs

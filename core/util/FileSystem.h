@@ -16,4 +16,9 @@ bool removeTree(const QString &path);
 // new, never a part. The directory is made if missing.
 Status writePrivateFile(const QString &path, const QByteArray &data);
 
+// openat2 beneath `dir`: `relative` is resolved inside it without following any symbolic link
+// (nor /proc's magic links, nor crossing a mount). The descriptor, or -errno (ELOOP: a link on
+// the way; EXDEV: out of `dir`).
+int openBeneath(int dir, const QByteArray &relative, int flags, unsigned mode = 0);
+
 } // namespace airlock::fs

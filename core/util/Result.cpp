@@ -28,6 +28,7 @@ constexpr std::array kNames = {
     std::pair{ErrorCode::Busy, "busy"},
     std::pair{ErrorCode::HostIdsTaken, "host_ids_taken"},
     std::pair{ErrorCode::DiskFull, "disk_full"},
+    std::pair{ErrorCode::Conflict, "conflict"},
     std::pair{ErrorCode::Internal, "internal"},
 };
 } // namespace

@@ -33,6 +33,7 @@ enum class ErrorCode {
     Busy, // too much is already waiting; try again later
     HostIdsTaken, // the host uids for sandboxes reach an account or a subordinate id range
     DiskFull, // the disk holding workspaces and history has no room for another workspace
+    Conflict, // what is to be changed changed meanwhile (a host file since the sandbox was made)
 };
 
 QString errorCodeName(ErrorCode code);

@@ -56,6 +56,8 @@ private Q_SLOTS:
         QDir().mkpath(upper);
         put(upper + QStringLiteral("/same.txt"), "same\n"); // copied up (opened for writing), unchanged
         put(upper + QStringLiteral("/mode.sh"), "echo\n", 0755); // chmod +x
+        put(lower + QStringLiteral("/private.txt"), "p\n", 0644);
+        put(upper + QStringLiteral("/private.txt"), "p\n", 0600); // the sandbox's umask: no change (as for git)
         put(upper + QStringLiteral("/edit.txt"), "new!\n");
         QCOMPARE(::mknod(QFile::encodeName(upper + QStringLiteral("/gone")).constData(), S_IFCHR, makedev(0, 0)), 0);
         put(upper + QStringLiteral("/dir-to-file"), "now a file\n");
@@ -88,6 +90,22 @@ private Q_SLOTS:
         QCOMPARE(read(upper, lower),
             (QStringList{QStringLiteral("deleted src/a.c"), QStringLiteral("deleted src/lib/l.c"),
                 QStringLiteral("modified src/lib/m.c")}));
+    }
+
+    // The host has a link where the view made a folder: nothing below it is looked up through the
+    // link (a daemon's lstat and compare would read where it leads, as root).
+    void aFolderMadeOverAHostLinkIsAllAdded()
+    {
+        QTemporaryDir dir;
+        const QString lower = dir.filePath(QStringLiteral("lower")), upper = dir.filePath(QStringLiteral("upper"));
+        const QString elsewhere = dir.filePath(QStringLiteral("elsewhere"));
+        put(elsewhere + QStringLiteral("/secret"), "s\n");
+        QDir().mkpath(lower);
+        QVERIFY(QFile::link(elsewhere, lower + QStringLiteral("/out")));
+        put(upper + QStringLiteral("/out/secret"), "s\n"); // the same bytes as behind the link
+        QCOMPARE(read(upper, lower),
+            (QStringList{
+                QStringLiteral("deleted out"), QStringLiteral("added out"), QStringLiteral("added out/secret")}));
     }
 
     void nothingChangedIsAnEmptyList()

@@ -128,7 +128,8 @@ private Q_SLOTS:
         std::thread writer([&] {
             std::vector<char> data(size_t(chunk), 'x');
             while (!stop)
-                if (::write(source, data.data(), data.size()) <= 0)
+                // MSG_NOSIGNAL: the shutdown below ends this loop with EPIPE, not SIGPIPE.
+                if (::send(source, data.data(), data.size(), MSG_NOSIGNAL) <= 0)
                     break;
         });
         std::thread reader([&] {

@@ -16,6 +16,7 @@
 #include <QHash>
 #include <QJsonArray>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTest>
 
 using namespace airlock;
@@ -105,6 +106,49 @@ class TestAgent final : public QObject {
         return out;
     }
 
+    // The agent's edits of a copy-on-write project wait in its sandbox, which its run names: the
+    // diff shows them, the project has none until they are applied (one path, then the rest), and
+    // once all are applied nothing is left to review.
+    void reviewTheEdit(const CliResult &run, const QString &project)
+    {
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\n"));
+        QVERIFY(!QFile::exists(project + QStringLiteral("/added.txt")));
+        const QRegularExpressionMatch named
+            = QRegularExpression(QStringLiteral("airlockctl agent diff (\\S+)")).match(QString::fromUtf8(run.err));
+        QVERIFY2(named.hasMatch(), qPrintable(run.describe()));
+        const QString sandbox = named.captured(1);
+        QVERIFY2(run.err.contains("changed 2 paths"), qPrintable(run.describe()));
+        const CliResult diff = m_daemon->ctl(args("agent", "diff", sandbox));
+        QVERIFY2(diff.exitCode == 0, qPrintable(diff.describe()));
+        QCOMPARE(diff.out,
+            QByteArray(
+                "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n a project\n"
+                "+edited by the agent\ndiff --git a/added.txt b/added.txt\nnew file mode 100644\n--- /dev/null\n"
+                "+++ b/added.txt\n@@ -0,0 +1 @@\n+new\n"));
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\n"));
+        const CliResult one = m_daemon->ctl(args("agent", "apply", sandbox, "README.md"));
+        QVERIFY2(one.exitCode == 0, qPrintable(one.describe()));
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\nedited by the agent\n"));
+        QVERIFY(!QFile::exists(project + QStringLiteral("/added.txt")));
+        const CliResult rest = m_daemon->ctl(args("agent", "apply", sandbox));
+        QVERIFY2(rest.exitCode == 0 && rest.out == QByteArray("applied  " + project.toUtf8() + "/added.txt\n"),
+            qPrintable(rest.describe()));
+        const CliResult left = m_daemon->ctl(args("--json", "agent", "changes", sandbox));
+        QVERIFY2(left.exitCode == 0, qPrintable(left.describe()));
+        QCOMPARE(QJsonDocument::fromJson(left.out)
+                     .object()
+                     .value(QStringLiteral("mounts"))
+                     .toArray()
+                     .first()
+                     .toObject()
+                     .value(QStringLiteral("changes"))
+                     .toArray(),
+            QJsonArray());
+        const CliResult dropped = m_daemon->ctl(args("agent", "discard", sandbox));
+        QVERIFY2(dropped.exitCode == 0, qPrintable(dropped.describe()));
+        QVERIFY(!m_daemon->ctl(args("ls")).out.contains(sandbox.toUtf8()));
+    }
+
 private Q_SLOTS:
     void initTestCase()
     {
@@ -164,15 +208,19 @@ private Q_SLOTS:
         QTest::addColumn<QString>("api"); // its requests' path
         QTest::addColumn<QString>("header"); // where its key goes
         QTest::addColumn<QString>("scheme"); // before the key
-        QTest::newRow("claude") << QStringLiteral("claude")
-                                << QStringList{kClaude, QStringLiteral("-p"), QStringLiteral("go")}
-                                << QStringLiteral("/v1/messages") << QStringLiteral("x-api-key") << QString();
+        QTest::addColumn<QString>("mode"); // --project-mode
+        const QStringList claude{kClaude, QStringLiteral("-p"), QStringLiteral("go")};
+        QTest::newRow("claude") << QStringLiteral("claude") << claude << QStringLiteral("/v1/messages")
+                                << QStringLiteral("x-api-key") << QString() << QStringLiteral("cow");
         QTest::newRow("codex") << QStringLiteral("codex")
                                << QStringList{kCodex, QStringLiteral("exec"), QStringLiteral("-m"),
                                       QStringLiteral("o3"), QStringLiteral("--skip-git-repo-check"),
                                       QStringLiteral("go")}
                                << QStringLiteral("/v1/responses") << QStringLiteral("authorization")
-                               << QStringLiteral("Bearer ");
+                               << QStringLiteral("Bearer ") << QStringLiteral("cow");
+        QTest::newRow("claude, project read-write")
+            << QStringLiteral("claude") << claude << QStringLiteral("/v1/messages") << QStringLiteral("x-api-key")
+            << QString() << QStringLiteral("rw");
     }
     void agentRunsItsLoopInTheSandbox()
     {
@@ -181,13 +229,15 @@ private Q_SLOTS:
         QFETCH(QString, api);
         QFETCH(QString, header);
         QFETCH(QString, scheme);
-        const QString project = makeProject(agent);
+        QFETCH(QString, mode);
+        const QString project = makeProject(agent + QLatin1Char('-') + mode);
         const qsizetype before = m_stub.requests().size();
+        QStringList run = args("agent", "run", agent, "--program", command.first(), "--project", project);
+        if (mode == QLatin1String("rw")) // cow, the default, is not named
+            run += args("--project-mode", "rw");
         const CliResult r = m_daemon->ctl(
-            args("agent", "run", agent, "--program", command.first(), "--project", project, "--project-mode", "rw",
-                "--policy", path(QStringLiteral("policy.json")), "--timeout", "90s", "--")
-                + command.mid(1),
-            {}, 120000);
+            run + args("--policy", path(QStringLiteral("policy.json")), "--timeout", "90s", "--") + command.mid(1), {},
+            120000);
         QVERIFY2(r.exitCode == 0, qPrintable(r.describe()));
         QVERIFY2(r.out.contains("All done."), qPrintable(r.describe()));
         const QList<QJsonObject> turns = turnsSince(before, api);
@@ -203,8 +253,14 @@ private Q_SLOTS:
             = QStringLiteral("airlock-brokered-%1-api-key")
                   .arg(agent == QLatin1String("claude") ? QStringLiteral("anthropic") : QStringLiteral("openai"));
         QVERIFY2(seen[0].contains(placeholder + QStringLiteral("\n0\nsearched")), qPrintable(seen[0]));
-        // 1: the edit landed in the project (read-write: directly).
+        // 1: the edit: read-write, in the project directly; copy-on-write, in the agent's sandbox,
+        // shown by agent diff and in the project only once applied.
         QVERIFY2(seen[1].contains(QLatin1String("edited")), qPrintable(seen[1]));
+        if (mode == QLatin1String("cow")) {
+            reviewTheEdit(r, project);
+            if (QTest::currentTestFailed())
+                return;
+        }
         QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\nedited by the agent\n"));
         QCOMPARE(readFile(project + QStringLiteral("/added.txt")), QByteArray("new\n"));
         // 2: the proxy refused the host, and the agent saw it.

@@ -67,7 +67,7 @@ void changesKept(const QString &upper, const QString &lower)
         seen.append(cow::statusName(c.status) + QLatin1Char(' ') + c.path);
     QCOMPARE(seen,
         (QStringList{QStringLiteral("modified a.txt"), QStringLiteral("deleted b.txt"), QStringLiteral("added c.txt"),
-            QStringLiteral("modified sub"), QStringLiteral("added sub/f.txt"), QStringLiteral("deleted sub/k.txt")}));
+            QStringLiteral("added sub/f.txt"), QStringLiteral("deleted sub/k.txt")}));
     QCOMPARE(changes->first().size, 10);
     QCOMPARE(readFile(upper + QStringLiteral("/a.txt")), QByteArray("base\nmore\n"));
     QCOMPARE(readFile(upper + QStringLiteral("/c.txt")), QByteArray("new\n"));
@@ -81,6 +81,44 @@ void changesKept(const QString &upper, const QString &lower)
         1L);
     QCOMPARE(opaque[0], 'y');
     QVERIFY(!QFileInfo::exists(upper + QStringLiteral("/sub/k.txt")));
+}
+// The person reviews the changes (agent changes, diff) and applies them, one folder and then the
+// rest, as themselves (`ctl` runs airlockctl as the daemon's user): the host folder then holds
+// what the sandbox made, and nothing is left to review. A link the sandbox made out of the folder
+// is not applied unless named.
+template<typename Ctl> void reviewAndApply(const Ctl &ctl, const QString &root)
+{
+    auto [listed, list] = ctl(args("agent", "changes", "cow"));
+    QVERIFY2(listed == 0 && list.contains(QByteArray("deleted   " + root.toUtf8() + "/b.txt")), list.constData());
+    auto [diffed, diff] = ctl(args("agent", "diff", "cow"));
+    QVERIFY2(diffed == 0, diff.constData());
+    QVERIFY2(diff.contains("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n base\n+more\n"), diff.constData());
+    QVERIFY2(diff.contains("diff --git a/b.txt b/b.txt\ndeleted file mode 100644\n"), diff.constData());
+    QVERIFY2(diff.contains("+++ b/c.txt\n@@ -0,0 +1 @@\n+new\n"), diff.constData());
+    QVERIFY2(diff.contains("the-shadow"), diff.constData()); // the link, shown
+    unchanged(root);
+    auto [one, oneOut] = ctl(args("agent", "apply", "cow", "sub"));
+    QVERIFY2(one == 0, oneOut.constData());
+    QCOMPARE(readFile(root + QStringLiteral("/sub/f.txt")), QByteArray("fresh\n"));
+    QVERIFY(!QFileInfo::exists(root + QStringLiteral("/sub/k.txt")));
+    QCOMPARE(readFile(root + QStringLiteral("/a.txt")), QByteArray("base\n"));
+    auto [all, allOut] = ctl(args("agent", "apply", "cow"));
+    QVERIFY2(all == 0 && allOut.contains("skipped the-shadow: a symbolic link out of the folder (to /etc/shadow)"),
+        allOut.constData());
+    QCOMPARE(readFile(root + QStringLiteral("/a.txt")), QByteArray("base\nmore\n"));
+    QCOMPARE(readFile(root + QStringLiteral("/c.txt")), QByteArray("new\n"));
+    QVERIFY(!QFileInfo::exists(root + QStringLiteral("/b.txt")));
+    QVERIFY(!QFileInfo(root + QStringLiteral("/the-shadow")).isSymLink());
+    auto [left, leftOut] = ctl(args("agent", "changes", "cow"));
+    QVERIFY2(left == 0 && leftOut.count('\n') == 2, leftOut.constData()); // the header and the link
+}
+
+// The host folder after the review applied all but the link.
+void applied(const QString &root)
+{
+    QCOMPARE(readFile(root + QStringLiteral("/a.txt")), QByteArray("base\nmore\n"));
+    QVERIFY(!QFileInfo::exists(root + QStringLiteral("/b.txt")));
+    QCOMPARE(readFile(root + QStringLiteral("/sub/f.txt")), QByteArray("fresh\n"));
 }
 } // namespace
 
@@ -114,10 +152,19 @@ private Q_SLOTS:
             args("sh", "-c", "grep -c overlay /proc/self/mountinfo; ls /var/lib/airlock 2>&1 | head -1"));
         QVERIFY2(look.out.startsWith("1\n"), qPrintable(look.describe()));
         QVERIFY2(!look.out.contains("workspaces-"), qPrintable(look.describe()));
-        // Deleted, nothing of it is left: its changes went with it.
-        QCOMPARE(daemon.ctl(args("rm", "cow")).exitCode, 0);
+        QCOMPARE(
+            execIn(daemon, QStringLiteral("cow"), args("ln", "-s", "/etc/shadow", "/project/p/the-shadow")).exitCode,
+            0);
+        reviewAndApply(
+            [&](const QStringList &a) {
+                const CliResult r = daemon.ctl(a);
+                return std::pair{r.exitCode, QByteArray(r.out + r.err)};
+            },
+            root);
+        // Deleted, nothing of it is left: what was not applied went with it.
+        QCOMPARE(daemon.ctl(args("agent", "discard", "cow")).exitCode, 0);
         QVERIFY(!QFileInfo::exists(uppers.first()));
-        unchanged(root);
+        applied(root);
     }
 
     void underAUsersDaemon()
@@ -142,9 +189,14 @@ private Q_SLOTS:
         changesKept(uppers.first(), project);
         // The changes are the user's, as the project is (the sandbox's uid is the user's).
         QCOMPARE(QFileInfo(uppers.first() + QStringLiteral("/c.txt")).ownerId(), UnprivilegedDaemon::kUid);
+        QCOMPARE(
+            daemon.ctl(args("exec", "cow", "-n", "--", "ln", "-s", "/etc/shadow", "/project/p/the-shadow")).first, 0);
+        // Applied by the user, as the user: the files are the user's.
+        reviewAndApply([&](const QStringList &a) { return daemon.ctl(a); }, project);
+        QCOMPARE(QFileInfo(project + QStringLiteral("/c.txt")).ownerId(), UnprivilegedDaemon::kUid);
         QCOMPARE(daemon.ctl(args("rm", "cow")).first, 0);
         QVERIFY(!QFileInfo::exists(uppers.first()));
-        unchanged(project);
+        applied(project);
     }
 
     // The folder swapped for a link to another (root's alone) while sandboxes are made with it,
