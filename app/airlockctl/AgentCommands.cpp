@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 
+#include <csignal>
 #include <unistd.h>
 
 namespace airlock::cli {
@@ -215,6 +216,8 @@ private:
         if (!made)
             return fail(ctx, made.error());
         const Result<int> ran = session.run(made->name, request, stdinToo, m_exec.raw(parser));
+        // What the agent left running stops with it: what the person reviews stays what they apply.
+        (void)api.killSandbox(made->name, SIGKILL).wait();
         AgentReview(ctx, api).summarize(made->name, profile->title);
         return ran ? *ran : fail(ctx, ran.error());
     }

@@ -4,9 +4,12 @@
 #include "Table.h"
 
 #include "client/DaemonApi.h"
+#include "model/DisplayText.h"
 #include "review/ProjectReview.h"
 
 #include <QJsonArray>
+
+#include <unistd.h>
 
 namespace airlock::cli {
 
@@ -83,7 +86,7 @@ int AgentReview::list(const QString &sandbox)
     for (const cow::MountChanges &m : std::as_const(changes->mounts))
         for (const Change &c : m.changes)
             table.add({cow::statusName(c.status) + (c.modeOnly ? QStringLiteral(" (mode)") : QString()),
-                m.hostPath + QLatin1Char('/') + c.path, cow::kindName(c.kind),
+                display::escaped(m.hostPath + QLatin1Char('/') + c.path), cow::kindName(c.kind),
                 c.kind == Change::Kind::File ? QString::number(c.size) : QString()});
     table.print(m_ctx.out);
     return ExitOk;
@@ -97,17 +100,34 @@ int AgentReview::diff(const QString &sandbox, const QStringList &paths)
     auto byMount = pathsByMount(*changes, paths);
     if (!byMount)
         return Command::fail(m_ctx, byMount.error());
+    const bool terminal = ::isatty(STDOUT_FILENO);
+    const auto writeRaw = [&](const QByteArray &bytes) {
+        m_ctx.out.flush();
+        if (QIODevice *device = m_ctx.out.device())
+            device->write(bytes);
+        else
+            m_ctx.out << QString::fromUtf8(bytes);
+    };
     for (const cow::MountChanges &m : std::as_const(changes->mounts)) {
         auto list = chosen(m, *byMount, !paths.isEmpty());
         if (!list)
             return Command::fail(m_ctx, list.error());
         const review::ReadView read = review::viewReader(m_api, sandbox, m.index);
+        // What each diff shows is remembered: an apply writes it only as it was shown.
+        review::ReviewState state = review::ReviewState::load(changes->sandbox, m.index);
         for (const Change &c : std::as_const(*list)) {
-            auto text = review::diffOf(m.hostPath, c, read);
+            QByteArray shown;
+            auto text = review::diffOf(m.hostPath, c, read, &shown);
             if (!text)
                 return Command::fail(m_ctx, text.error());
-            m_ctx.out << QString::fromUtf8(*text);
+            if (!shown.isEmpty())
+                state.reviewed.insert(c.path, shown);
+            // A terminal gets no control character of the sandbox's; a pipe (git apply) the bytes.
+            writeRaw(terminal ? review::forTerminal(*text) : *text);
         }
+        if (Status s = state.save(changes->sandbox, m.index); !s)
+            m_ctx.err << "airlockctl: warning: " << s.error().message
+                      << " (an apply will not check that what it writes is what this diff showed)" << Qt::endl;
     }
     m_ctx.out.flush();
     return ExitOk;
@@ -130,7 +150,7 @@ int AgentReview::apply(const QString &sandbox, const QStringList &paths, bool ov
             return Command::fail(m_ctx, list.error());
         lists.append(*list);
         auto found = review::findConflicts(
-            m.hostPath, *list, changes->createdMs, review::loadStamps(changes->sandbox, m.index));
+            m.hostPath, *list, changes->createdMs, review::ReviewState::load(changes->sandbox, m.index).applied);
         if (!found)
             return Command::fail(m_ctx, found.error());
         for (const review::Conflict &c : std::as_const(*found))
@@ -151,16 +171,16 @@ int AgentReview::apply(const QString &sandbox, const QStringList &paths, bool ov
         QSet<QString> named; // a link out of the folder is applied only when named
         for (const QString &p : byMount->value(m.index))
             named.insert(p);
+        review::ReviewState state = review::ReviewState::load(changes->sandbox, m.index);
         review::Applied applied;
-        auto ran
-            = review::applyChanges(m.hostPath, lists[i], review::viewReader(m_api, sandbox, m.index), named, &applied);
+        auto ran = review::applyChanges(
+            m.hostPath, lists[i], review::viewReader(m_api, sandbox, m.index), named, state.reviewed, &applied);
         // What was applied is remembered even when something after it failed: the files it
         // wrote are not the person's changes.
-        review::Stamps stamps = review::loadStamps(changes->sandbox, m.index);
         for (const QString &p : std::as_const(applied.done))
-            stamps.remove(p);
-        stamps.insert(applied.stamps);
-        const Status saved = review::saveStamps(changes->sandbox, m.index, stamps);
+            state.applied.remove(p);
+        state.applied.insert(applied.stamps);
+        const Status saved = state.save(changes->sandbox, m.index);
         for (const QString &p : std::as_const(applied.done))
             done.append(QString(m.hostPath + QLatin1Char('/') + p));
         if (!ran)
@@ -178,9 +198,9 @@ int AgentReview::apply(const QString &sandbox, const QStringList &paths, bool ov
         return ExitOk;
     }
     for (const QJsonValue &p : std::as_const(done))
-        m_ctx.out << "applied  " << p.toString() << '\n';
+        m_ctx.out << "applied  " << display::escaped(p.toString()) << '\n';
     for (const QJsonValue &s : std::as_const(skipped))
-        m_ctx.err << "airlockctl: skipped " << s.toString() << '\n';
+        m_ctx.err << "airlockctl: skipped " << display::escaped(s.toString()) << '\n';
     const int left = count(*changes) - int(done.size());
     m_ctx.err << "airlockctl: " << done.size() << (done.size() == 1 ? " change" : " changes") << " applied";
     if (left > 0)
@@ -198,7 +218,7 @@ int AgentReview::discard(const QString &sandbox)
     auto removed = m_api.deleteSandbox(sandbox).wait();
     if (!removed)
         return Command::fail(m_ctx, removed.error());
-    review::dropStamps(changes->sandbox);
+    review::ReviewState::drop(changes->sandbox);
     if (m_ctx.json)
         Command::printJson(m_ctx, QJsonObject{{QStringLiteral("discarded"), count(*changes)}});
     else
@@ -225,7 +245,8 @@ bool AgentReview::summarize(const QString &sandbox, const QString &title)
               << "; they wait in sandbox " << sandbox << ", not in the project:\n";
     for (const cow::MountChanges &m : std::as_const(changes->mounts))
         for (const Change &c : m.changes)
-            m_ctx.err << "  " << letter(c.status) << ' ' << m.hostPath << '/' << c.path << '\n';
+            m_ctx.err << "  " << letter(c.status) << ' ' << display::escaped(m.hostPath + QLatin1Char('/') + c.path)
+                      << '\n';
     m_ctx.err << "review: airlockctl agent diff " << sandbox << "\napply:  airlockctl agent apply " << sandbox
               << " [PATH]...\ndrop:   airlockctl agent discard " << sandbox << Qt::endl;
     return true;

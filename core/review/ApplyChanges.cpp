@@ -5,6 +5,7 @@
 #include "util/FileSystem.h"
 #include "util/Paths.h"
 
+#include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
@@ -106,9 +107,9 @@ Stamp stampOf(const struct stat &st)
         quint64(st.st_ino), qint64(st.st_size), qint64(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
-QString stampsFile(const QString &sandboxId, int mount)
+QString stateFile(const QString &sandboxId, int mount)
 {
-    return QStringLiteral("%1/applied/%2-%3.json").arg(paths::stateDir(), sandboxId).arg(mount);
+    return QStringLiteral("%1/review/%2-%3.json").arg(paths::stateDir(), sandboxId).arg(mount);
 }
 
 // A name beside `name` for a file written before it is renamed over it.
@@ -145,10 +146,20 @@ mode_t modeHere(int parent, const Change &c)
     return mode;
 }
 
-// Writes what the view holds at `c.path` beside it and renames it over it.
-Status writeFile(int parent, const Change &c, const ReadView &read)
+Error changedSinceReviewed(const QString &path)
+{
+    return makeError(ErrorCode::Conflict,
+        QStringLiteral("%1: changed in the sandbox after you reviewed it (nothing of it applied): review it again "
+                       "(agent diff)")
+            .arg(path));
+}
+
+// Writes what the view holds at `c.path` beside it and renames it over it: only bytes that are
+// what a diff showed, when one did.
+Status writeFile(int parent, const Change &c, const ReadView &read, const Digests &reviewed)
 {
     const mode_t mode = modeHere(parent, c);
+    QCryptographicHash digest(QCryptographicHash::Sha256);
     const QByteArray name = nameOf(c.path), scratch = scratchName(name);
     Fd out(fs::openBeneath(parent, scratch, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600));
     if (out.fd < 0)
@@ -166,6 +177,7 @@ Status writeFile(int parent, const Change &c, const ReadView &read)
                 QStringLiteral("%1: the sandbox made it a symbolic link since it was listed: list it again")
                     .arg(c.path));
         }
+        digest.addData(chunk->data);
         for (qsizetype done = 0; done < chunk->data.size();) {
             const ssize_t n = ::write(out.fd, chunk->data.constData() + done, size_t(chunk->data.size() - done));
             if (n < 0 && errno == EINTR)
@@ -180,6 +192,10 @@ Status writeFile(int parent, const Change &c, const ReadView &read)
         offset += chunk->data.size();
         if (chunk->end || chunk->data.isEmpty())
             break;
+    }
+    if (reviewed.contains(c.path) && reviewed.value(c.path) != digest.result().toHex()) {
+        drop();
+        return changedSinceReviewed(c.path);
     }
     if (::fchmod(out.fd, mode) != 0 || ::fsync(out.fd) != 0
         || ::renameat(parent, scratch.constData(), parent, name.constData()) != 0) {
@@ -238,32 +254,44 @@ Result<QList<Change>> selectChanges(const QList<Change> &all, const QStringList 
     return chosen;
 }
 
-Stamps loadStamps(const QString &sandboxId, int mount)
+QByteArray digestOf(const QByteArray &bytes)
 {
-    Stamps stamps;
-    QFile file(stampsFile(sandboxId, mount));
+    return QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex();
+}
+
+ReviewState ReviewState::load(const QString &sandboxId, int mount)
+{
+    ReviewState state;
+    QFile file(stateFile(sandboxId, mount));
     if (!file.open(QIODevice::ReadOnly))
-        return stamps;
-    const QJsonObject all = QJsonDocument::fromJson(file.read(16 * 1024 * 1024)).object();
-    for (auto it = all.begin(); it != all.end(); ++it) {
+        return state;
+    const QJsonObject all = QJsonDocument::fromJson(file.read(64 * 1024 * 1024)).object();
+    const QJsonObject applied = all.value(QStringLiteral("applied")).toObject();
+    for (auto it = applied.begin(); it != applied.end(); ++it) {
         const QJsonArray s = it.value().toArray();
-        stamps.insert(it.key(),
+        state.applied.insert(it.key(),
             Stamp{s.at(0).toString().toULongLong(), qint64(s.at(1).toDouble()), s.at(2).toString().toLongLong()});
     }
-    return stamps;
+    const QJsonObject reviewed = all.value(QStringLiteral("reviewed")).toObject();
+    for (auto it = reviewed.begin(); it != reviewed.end(); ++it)
+        state.reviewed.insert(it.key(), it.value().toString().toLatin1());
+    return state;
 }
 
-Status saveStamps(const QString &sandboxId, int mount, const Stamps &stamps)
+Status ReviewState::save(const QString &sandboxId, int mount) const
 {
-    QJsonObject all;
-    for (auto it = stamps.begin(); it != stamps.end(); ++it)
-        all.insert(it.key(), QJsonArray{QString::number(it->inode), double(it->size), QString::number(it->mtimeNs)});
-    return fs::writePrivateFile(stampsFile(sandboxId, mount), QJsonDocument(all).toJson(QJsonDocument::Compact));
+    QJsonObject stamps, digests;
+    for (auto it = applied.begin(); it != applied.end(); ++it)
+        stamps.insert(it.key(), QJsonArray{QString::number(it->inode), double(it->size), QString::number(it->mtimeNs)});
+    for (auto it = reviewed.begin(); it != reviewed.end(); ++it)
+        digests.insert(it.key(), QString::fromLatin1(it.value()));
+    const QJsonObject all{{QStringLiteral("applied"), stamps}, {QStringLiteral("reviewed"), digests}};
+    return fs::writePrivateFile(stateFile(sandboxId, mount), QJsonDocument(all).toJson(QJsonDocument::Compact));
 }
 
-void dropStamps(const QString &sandboxId)
+void ReviewState::drop(const QString &sandboxId)
 {
-    const QDir dir(paths::stateDir() + QStringLiteral("/applied"));
+    const QDir dir(paths::stateDir() + QStringLiteral("/review"));
     for (const QString &name : dir.entryList({sandboxId + QStringLiteral("-*.json")}, QDir::Files))
         QFile::remove(dir.filePath(name));
 }
@@ -314,19 +342,20 @@ bool leavesFolder(const QString &path, const QByteArray &target)
     if (target.isEmpty() || target.startsWith('/'))
         return true;
     int depth = int(path.count(QLatin1Char('/'))); // the folders the link is in, below the top
+    bool named = false; // a name seen: a ".." after it may climb out of a link
     for (const QByteArray &name : target.split('/')) {
-        if (name == "..")
-            --depth;
-        else if (!name.isEmpty() && name != ".")
-            ++depth;
-        if (depth < 0)
-            return true;
+        if (name == "..") {
+            if (named || --depth < 0)
+                return true;
+        } else if (!name.isEmpty() && name != ".") {
+            named = true;
+        }
     }
     return false;
 }
 
 Result<Applied> applyChanges(const QString &hostDir, const QList<Change> &changes, const ReadView &read,
-    const QSet<QString> &linksOut, Applied *progress)
+    const QSet<QString> &named, const Digests &reviewed, Applied *progress)
 {
     auto host = HostFolder::open(hostDir);
     if (!host)
@@ -364,7 +393,13 @@ Result<Applied> applyChanges(const QString &hostDir, const QList<Change> &change
             if (::mkdirat(parent.fd, nameOf(c.path).constData(), 0777) != 0 && errno != EEXIST)
                 return failed(c.path, errno, QStringLiteral("make the folder"));
         } else if (c.kind == Change::Kind::File) {
-            if (Status s = writeFile(parent.fd, c, read); !s)
+            if (c.size > kMaxShownBytes && !named.contains(c.path)) {
+                applied.skipped.append(QStringLiteral("%1: %2 bytes, too large to show in a diff: name it to apply it")
+                                           .arg(c.path)
+                                           .arg(c.size));
+                continue;
+            }
+            if (Status s = writeFile(parent.fd, c, read, reviewed); !s)
                 return s.error();
         } else if (c.kind == Change::Kind::Symlink) {
             auto target = read(c.path, 0);
@@ -373,7 +408,9 @@ Result<Applied> applyChanges(const QString &hostDir, const QList<Change> &change
             if (!target->link)
                 return makeError(ErrorCode::Conflict,
                     QStringLiteral("%1: no longer a symbolic link in the sandbox: list it again").arg(c.path));
-            if (leavesFolder(c.path, target->data) && !linksOut.contains(c.path)) {
+            if (reviewed.contains(c.path) && reviewed.value(c.path) != digestOf(target->data))
+                return changedSinceReviewed(c.path);
+            if (leavesFolder(c.path, target->data) && !named.contains(c.path)) {
                 applied.skipped.append(
                     QStringLiteral("%1: a symbolic link out of the folder (to %2): name it to apply it")
                         .arg(c.path, QFile::decodeName(target->data)));

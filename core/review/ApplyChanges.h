@@ -14,6 +14,8 @@
 
 namespace airlock::review {
 
+inline constexpr qint64 kMaxShownBytes = 16 * 1024 * 1024; // a diff names a larger side, without showing it
+
 // What the sandbox's view holds at a changed path, a part at a time from `offset` (the daemon's
 // sandbox.readChange).
 using ReadView = std::function<Result<cow::ViewChunk>(const QString &path, qint64 offset)>;
@@ -44,13 +46,24 @@ using Stamps = QHash<QString, Stamp>; // by path relative to the folder's top
 Result<QList<Conflict>> findConflicts(
     const QString &hostDir, const QList<cow::Change> &changes, qint64 sinceMs, const Stamps &applied = {});
 
-// The stamps of earlier applies from one sandbox to one folder, kept in this user's state folder
-// (paths::stateDir()/applied/SANDBOX-ID-MOUNT.json) until the sandbox is discarded.
-Stamps loadStamps(const QString &sandboxId, int mount);
-Status saveStamps(const QString &sandboxId, int mount, const Stamps &stamps);
-void dropStamps(const QString &sandboxId);
+// What a sandbox's view holds at a path as a person saw it: sha256 of a file's bytes or a link's
+// target. An apply writes a path only as it was reviewed (when it was).
+using Digests = QHash<QString, QByteArray>;
+QByteArray digestOf(const QByteArray &bytes);
 
-// A symbolic link at `path` (relative to a folder's top) whose target leads out of that folder.
+// What this person's review of one sandbox's folder keeps between commands (agent diff, agent
+// apply), in their state folder (paths::stateDir()/review/SANDBOX-ID-MOUNT.json) until the
+// sandbox is discarded: the files its applies wrote, and what its diffs showed.
+struct ReviewState {
+    Stamps applied;
+    Digests reviewed;
+    static ReviewState load(const QString &sandboxId, int mount);
+    Status save(const QString &sandboxId, int mount) const;
+    static void drop(const QString &sandboxId);
+};
+
+// A symbolic link at `path` (relative to a folder's top) whose target leads out of that folder, or
+// may: absolute, climbing above the top, or climbing after a name (which may be a link itself).
 bool leavesFolder(const QString &path, const QByteArray &target);
 
 struct Applied {
@@ -63,10 +76,12 @@ struct Applied {
 // sees the old file or the new), links and permissions, in path order. Nothing on the host side is
 // followed through a symbolic link. Permissions are as the diff shows them: a new file or folder
 // gets this process's umask's, a file gains or loses only being executable, a folder whose
-// permissions the view changed gets the view's (never set-id or sticky bits). A link that leads out of the
-// folder is applied only if `linksOut` holds its path (else skipped and said). Stops at the first
-// error, which names the path; what was applied before it stays applied (and is in `applied`).
+// permissions the view changed gets the view's (never set-id or sticky bits). What a diff could
+// not show is applied only if `named` holds its path (else skipped and said): a link that leads out
+// of the folder, a file too large to show. A file or link whose view is no longer what `reviewed`
+// says a diff showed is refused (conflict). Stops at the first error, which names the path; what
+// was applied before it stays applied (and is in `applied`).
 Result<Applied> applyChanges(const QString &hostDir, const QList<cow::Change> &changes, const ReadView &read,
-    const QSet<QString> &linksOut = {}, Applied *applied = nullptr);
+    const QSet<QString> &named = {}, const Digests &reviewed = {}, Applied *applied = nullptr);
 
 } // namespace airlock::review

@@ -8,6 +8,7 @@
 
 #include <QFile>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -76,6 +77,30 @@ Result<HostSide> readHost(const QString &hostDir, const QString &path)
     return h;
 }
 
+// "a/PATH" as git writes it: quoted, with C escapes, when the name holds a control character, a
+// quote or a backslash (a newline in a name would otherwise start a header of its own).
+QByteArray gitName(const char *side, const QByteArray &path)
+{
+    const QByteArray plain = side + path;
+    if (std::none_of(
+            plain.begin(), plain.end(), [](char c) { return uchar(c) < 0x20 || c == 0x7f || c == '"' || c == '\\'; }))
+        return plain;
+    QByteArray quoted = "\"";
+    for (const char c : plain) {
+        if (c == '"' || c == '\\')
+            quoted += '\\' + QByteArray(1, c);
+        else if (c == '\n')
+            quoted += "\\n";
+        else if (c == '\t')
+            quoted += "\\t";
+        else if (uchar(c) < 0x20 || c == 0x7f)
+            quoted += '\\' + QByteArray::number(uchar(c), 8).rightJustified(3, '0');
+        else
+            quoted += c;
+    }
+    return quoted + '"';
+}
+
 // git's mode of a file: a link, an executable file or another.
 QByteArray gitMode(Change::Kind kind, unsigned mode)
 {
@@ -122,18 +147,34 @@ Result<cow::ViewChunk> readWhole(const ReadView &read, const QString &path, qint
     return whole;
 }
 
-Result<QByteArray> diffOf(const QString &hostDir, const Change &change, const ReadView &read)
+QByteArray forTerminal(const QByteArray &diff)
+{
+    QByteArray out;
+    out.reserve(diff.size());
+    for (const char c : diff) {
+        if ((uchar(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+            out += "\\x" + QByteArray::number(uchar(c), 16).rightJustified(2, '0');
+        else
+            out += c;
+    }
+    return out;
+}
+
+Result<QByteArray> diffOf(const QString &hostDir, const Change &change, const ReadView &read, QByteArray *shown)
 {
     const QByteArray p = QFile::encodeName(change.path);
-    QByteArray out = "diff --git a/" + p + " b/" + p + '\n';
+    const QByteArray a = gitName("a/", p), b = gitName("b/", p);
+    QByteArray out = "diff --git " + a + ' ' + b + '\n';
     if (change.kind == Change::Kind::Directory) {
         // git has no folders; said as a line a reader sees and `git apply` ignores.
         if (change.status != Change::Status::Modified)
-            return QByteArray("# folder " + p + "/ " + statusName(change.status).toUtf8() + '\n');
-        return QByteArray("# folder " + p + "/ permissions now " + QByteArray::number(change.mode, 8) + '\n');
+            return QByteArray("# folder " + gitName("", p) + "/ " + statusName(change.status).toUtf8() + '\n');
+        return QByteArray(
+            "# folder " + gitName("", p) + "/ permissions now " + QByteArray::number(change.mode, 8) + '\n');
     }
     if (change.kind == Change::Kind::Other)
-        return QByteArray("# " + p + ": not a file, folder or link (" + statusName(change.status).toUtf8() + ")\n");
+        return QByteArray(
+            "# " + gitName("", p) + ": not a file, folder or link (" + statusName(change.status).toUtf8() + ")\n");
     HostSide before;
     if (change.status != Change::Status::Added) {
         auto host = readHost(hostDir, change.path);
@@ -144,12 +185,14 @@ Result<QByteArray> diffOf(const QString &hostDir, const Change &change, const Re
     cow::ViewChunk after;
     if (change.status != Change::Status::Deleted) {
         if (change.size > kMaxShownBytes)
-            return QByteArray(
-                out + "# " + p + ": " + QByteArray::number(change.size) + " bytes in the sandbox, too large to show\n");
+            return QByteArray(out + "# " + gitName("", p) + ": " + QByteArray::number(change.size)
+                + " bytes in the sandbox, too large to show (name it to apply it)\n");
         auto view = readWhole(read, change.path, kMaxShownBytes);
         if (!view)
             return view.error();
         after = *view;
+        if (shown)
+            *shown = digestOf(after.data);
     }
     const QByteArray mode = gitMode(change.kind, change.mode);
     if (change.status == Change::Status::Added) {
@@ -160,16 +203,16 @@ Result<QByteArray> diffOf(const QString &hostDir, const Change &change, const Re
         out += "old mode " + gitMode(change.kind, before.mode) + "\nnew mode " + mode + '\n';
     }
     if (before.tooLarge)
-        return QByteArray(out + "# " + p + ": " + QByteArray::number(before.size) + " bytes here, too large to show\n");
+        return QByteArray(
+            out + "# " + gitName("", p) + ": " + QByteArray::number(before.size) + " bytes here, too large to show\n");
+    const QByteArray from = change.status == Change::Status::Added ? QByteArray("/dev/null") : a;
+    const QByteArray to = change.status == Change::Status::Deleted ? QByteArray("/dev/null") : b;
     if (looksBinary(before.data) || looksBinary(after.data))
-        return QByteArray(out + "Binary files " + (before.exists ? "a/" + p : QByteArray("/dev/null")) + " and "
-            + (change.status == Change::Status::Deleted ? QByteArray("/dev/null") : "b/" + p) + " differ\n");
+        return QByteArray(out + "Binary files " + from + " and " + to + " differ\n");
     const QByteArray hunks = unifiedHunks(before.data, after.data);
     if (hunks.isEmpty())
         return out;
-    out += "--- " + (change.status == Change::Status::Added ? QByteArray("/dev/null") : "a/" + p) + '\n';
-    out += "+++ " + (change.status == Change::Status::Deleted ? QByteArray("/dev/null") : "b/" + p) + '\n';
-    return QByteArray(out + hunks);
+    return QByteArray(out + "--- " + from + "\n+++ " + to + '\n' + hunks);
 }
 
 } // namespace airlock::review

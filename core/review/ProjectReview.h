@@ -25,10 +25,15 @@ Result<cow::ViewChunk> readWhole(const ReadView &read, const QString &path, qint
 
 // One change as git shows it (diff --git a/PATH b/PATH, its mode lines, then the hunks of the host's
 // file against the view's; "Binary files ... differ" for bytes that are not text; a folder or a file
-// too large to show is named), so that `git apply` takes it. The host's side is read from `hostDir`
-// as it is now, with this process's rights, following no link.
-Result<QByteArray> diffOf(const QString &hostDir, const cow::Change &change, const ReadView &read);
+// too large to show is named), so that `git apply` takes it; a name with a control character, a
+// quote or a backslash is quoted as git quotes it. The host's side is read from `hostDir` as it is
+// now, with this process's rights, following no link. `shown`, if given, gets the digest of the
+// view's side that the diff shows (none for what it does not show).
+Result<QByteArray> diffOf(
+    const QString &hostDir, const cow::Change &change, const ReadView &read, QByteArray *shown = nullptr);
 
-inline constexpr qint64 kMaxShownBytes = 16 * 1024 * 1024; // a side larger than this is named, not shown
+// A diff made safe for a terminal: every control character but tab and newline (an escape
+// sequence, a carriage return that draws one line over another) as \xNN.
+QByteArray forTerminal(const QByteArray &diff);
 
 } // namespace airlock::review

@@ -22,8 +22,8 @@ SandboxMethods::SandboxMethods(Engine &engine)
 
 namespace {
 constexpr Access kReview{Access::Agent::Refused,
-    "reviewing what a sandbox changed in the host's folders is the person's, not an agent's", Access::Token::Read,
-    Access::Scope::Param};
+    "an agent connection cannot review what a sandbox changed in the host's folders: that is the person's",
+    Access::Token::Read, Access::Scope::Param};
 constexpr qint64 kMaxReadChunk = 1024 * 1024;
 
 Status readChangeCheck(const QJsonObject &p)

@@ -33,13 +33,19 @@ bool isWhiteout(const struct stat &st)
     return S_ISCHR(st.st_mode) && st.st_rdev == 0;
 }
 
-// The names in a folder, sorted, or why it cannot be read.
-Result<QList<QByteArray>> entries(const QByteArray &dir)
+// The names in the folder open at `dir`, sorted, or why it cannot be read.
+Result<QList<QByteArray>> entries(int dir, const QByteArray &rel)
 {
-    DIR *d = ::opendir(dir.constData());
-    if (!d)
+    const int own = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+    DIR *d = own < 0 ? nullptr : ::fdopendir(own);
+    if (!d) {
+        const int err = errno;
+        if (own >= 0)
+            ::close(own);
         return makeError(ErrorCode::IoError,
-            QStringLiteral("cannot read %1: %2").arg(QFile::decodeName(dir), QString::fromLocal8Bit(strerror(errno))));
+            QStringLiteral("cannot read %1: %2").arg(QFile::decodeName(rel), QString::fromLocal8Bit(strerror(err))));
+    }
+    ::rewinddir(d);
     QList<QByteArray> names;
     while (const dirent *e = ::readdir(d))
         if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
@@ -49,137 +55,224 @@ Result<QList<QByteArray>> entries(const QByteArray &dir)
     return names;
 }
 
-// Two regular files with the same bytes.
-bool sameBytes(const QByteArray &a, const QByteArray &b)
+// Two regular files with the same bytes, each opened beneath its folder without following a link
+// or waiting (a FIFO swapped in meanwhile is not a regular file, and is not read).
+bool sameBytes(int upperDir, int lowerDir, const QByteArray &name)
 {
-    QFile fa(QFile::decodeName(a)), fb(QFile::decodeName(b));
-    if (!fa.open(QIODevice::ReadOnly) || !fb.open(QIODevice::ReadOnly) || fa.size() != fb.size())
+    Fd a(fs::openBeneath(upperDir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    Fd b(fs::openBeneath(lowerDir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    struct stat sa {
+    }, sb{};
+    if (a.fd < 0 || b.fd < 0 || ::fstat(a.fd, &sa) != 0 || ::fstat(b.fd, &sb) != 0 || !S_ISREG(sa.st_mode)
+        || !S_ISREG(sb.st_mode) || sa.st_size != sb.st_size)
         return false;
-    while (!fa.atEnd()) {
-        if (fa.read(1 << 16) != fb.read(1 << 16))
+    QByteArray x(1 << 16, Qt::Uninitialized), y(1 << 16, Qt::Uninitialized);
+    for (off_t at = 0;;) {
+        const ssize_t n = ::pread(a.fd, x.data(), size_t(x.size()), at);
+        const ssize_t m = ::pread(b.fd, y.data(), size_t(y.size()), at);
+        if (n != m || n < 0)
             return false;
+        if (n == 0)
+            return true;
+        if (std::memcmp(x.constData(), y.constData(), size_t(n)) != 0)
+            return false;
+        at += n;
     }
-    return true;
 }
 
+bool sameLink(int upperDir, int lowerDir, const QByteArray &name)
+{
+    QByteArray a(PATH_MAX, Qt::Uninitialized), b(PATH_MAX, Qt::Uninitialized);
+    const ssize_t na = ::readlinkat(upperDir, name.constData(), a.data(), size_t(a.size()));
+    const ssize_t nb = ::readlinkat(lowerDir, name.constData(), b.data(), size_t(b.size()));
+    return na >= 0 && na == nb && std::memcmp(a.constData(), b.constData(), size_t(na)) == 0;
+}
+
+// The walk over the upper layer, one folder at a time from a list (no recursion: a sandbox makes
+// the tree as deep as it likes). Every folder is opened again beneath the top by its path, with
+// no link on the way, so a folder swapped for a link while it is walked is not followed.
 class Walker {
 public:
-    Walker(QByteArray upper, QByteArray lower)
-        : m_upper(std::move(upper))
-        , m_lower(std::move(lower))
+    Walker(int upper, int lower)
+        : m_upper(upper)
+        , m_lower(lower)
     {
     }
-    // `hidden`: the folder is opaque, or below one: what the host has there shows only where the
-    // upper layer has the same name.
-    // `added`: the folder is new in the view (the host has none there, or something else, perhaps a
-    // link): everything below is added, and the host's side is not looked at.
-    void walk(const QByteArray &rel, bool hidden, bool added = false);
+    airlock::Status run();
     QList<Change> changes;
-    std::optional<Error> error; // the first folder of the upper layer that could not be read
 
-    // What the host has below `rel` and the view does not show (deleted, or hidden by an opaque
-    // folder), but for the names in `shown`.
-    void deletedBelow(const QByteArray &rel, const QList<QByteArray> &shown = {})
-    {
-        auto names = entries(lowerOf(rel));
-        if (!names)
-            return;
-        for (const QByteArray &name : *names) {
-            if (shown.contains(name))
-                continue;
-            const QByteArray child = rel + '/' + name;
-            struct stat st { };
-            if (::lstat(lowerOf(child).constData(), &st) != 0)
-                continue;
-            if (S_ISDIR(st.st_mode))
-                deletedBelow(child);
-            add(child, Status::Deleted, st);
-        }
-    }
+private:
+    struct Pending {
+        QByteArray rel; // "" for the top, else "a/b"
+        bool hidden = false; // opaque, or below one: the host shows only where the upper has a name
+        bool added = false; // new in the view: the host's side is not looked at below it
+    };
+    airlock::Status folder(const Pending &p);
+    // What the host has below `rel` (a folder) and the view does not show, but for `shown`.
+    void deletedBelow(const QByteArray &rel, const QList<QByteArray> &shown = {});
+    void add(const QByteArray &rel, Status status, const struct stat &st, bool modeOnly = false);
+    airlock::Status tooMany() const;
 
-    void add(const QByteArray &rel, Status status, const struct stat &st, bool modeOnly = false)
-    {
-        changes.append({QFile::decodeName(rel.startsWith('/') ? rel.mid(1) : rel), status, kindOf(st.st_mode),
-            S_ISREG(st.st_mode) ? qint64(st.st_size) : 0, uint32_t(st.st_mode & 07777), modeOnly});
-    }
-
-    QByteArray upperOf(const QByteArray &rel) const { return m_upper + rel; }
-    QByteArray lowerOf(const QByteArray &rel) const { return m_lower + rel; }
-
-    const QByteArray m_upper, m_lower;
+    int m_upper, m_lower;
+    std::vector<Pending> m_pending;
+    qsizetype m_seen = 0;
 };
 
-// One folder of the upper layer: `rel` is "" for the top, else "/a/b".
-void Walker::walk(const QByteArray &rel, bool hidden, bool added)
+QByteArray childOf(const QByteArray &rel, const QByteArray &name)
 {
-    auto names = entries(upperOf(rel));
-    if (!names) {
-        error = names.error();
-        return;
+    return rel.isEmpty() ? name : rel + '/' + name;
+}
+
+int openFolder(int top, const QByteArray &rel)
+{
+    return fs::openBeneath(top, rel.isEmpty() ? QByteArray(".") : rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+}
+
+void Walker::add(const QByteArray &rel, Status status, const struct stat &st, bool modeOnly)
+{
+    // A name that is not UTF-8 cannot be named back: shown escaped, as something left as it is.
+    QString path = QFile::decodeName(rel);
+    Kind kind = kindOf(st.st_mode);
+    if (QFile::encodeName(path) != rel) {
+        path = QString::fromLatin1(rel.toPercentEncoding("/"));
+        kind = Kind::Other;
     }
-    if (hidden)
-        deletedBelow(rel, *names);
-    for (const QByteArray &name : *names) {
-        const QByteArray child = rel + '/' + name;
-        struct stat up {
-        }, low{};
-        if (::lstat(upperOf(child).constData(), &up) != 0)
+    changes.append(
+        {path, status, kind, S_ISREG(st.st_mode) ? qint64(st.st_size) : 0, uint32_t(st.st_mode & 07777), modeOnly});
+}
+
+airlock::Status Walker::tooMany() const
+{
+    return makeError(ErrorCode::Busy,
+        QStringLiteral("more than %1 entries in the sandbox's changes: too many to review one by one (copy what you "
+                       "want out with airlockctl cp, or discard them)")
+            .arg(kMaxReviewed));
+}
+
+void Walker::deletedBelow(const QByteArray &top, const QList<QByteArray> &shown)
+{
+    std::vector<QByteArray> folders{top};
+    while (!folders.empty()) {
+        const QByteArray rel = folders.back();
+        folders.pop_back();
+        Fd dir(openFolder(m_lower, rel));
+        auto names = dir.fd < 0 ? Result<QList<QByteArray>>(QList<QByteArray>{}) : entries(dir.fd, rel);
+        if (!names)
+            continue;
+        for (const QByteArray &name : *names) {
+            if (rel == top && shown.contains(name))
+                continue;
+            struct stat st { };
+            if (::fstatat(dir.fd, name.constData(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                continue;
+            if (S_ISDIR(st.st_mode))
+                folders.push_back(childOf(rel, name));
+            add(childOf(rel, name), Status::Deleted, st);
+        }
+    }
+}
+
+airlock::Status Walker::run()
+{
+    m_pending.push_back({});
+    while (!m_pending.empty()) {
+        const Pending p = m_pending.back();
+        m_pending.pop_back();
+        if (airlock::Status s = folder(p); !s)
+            return s;
+        if (changes.size() > kMaxReviewed || m_seen > kMaxReviewed * 10)
+            return tooMany();
+    }
+    return Ok{};
+}
+
+airlock::Status Walker::folder(const Pending &p)
+{
+    Fd up(openFolder(m_upper, p.rel));
+    if (up.fd < 0) {
+        if (up.fd == -ENOENT && !p.rel.isEmpty())
+            return Ok{}; // gone meanwhile
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot read %1 in the sandbox's changes: %2")
+                .arg(p.rel.isEmpty() ? QStringLiteral("the top") : QFile::decodeName(p.rel),
+                    QString::fromLocal8Bit(strerror(-up.fd))));
+    }
+    Fd low(p.added ? -1 : openFolder(m_lower, p.rel)); // none: the host has no folder there (or a link)
+    auto names = entries(up.fd, p.rel);
+    if (!names)
+        return names.error();
+    m_seen += names->size();
+    if (p.hidden && low.fd >= 0)
+        deletedBelow(p.rel, *names);
+    for (const QByteArray &name : std::as_const(*names)) {
+        const QByteArray child = childOf(p.rel, name);
+        struct stat st {
+        }, host{};
+        if (::fstatat(up.fd, name.constData(), &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue; // gone meanwhile
-        const bool inLower = !added && ::lstat(lowerOf(child).constData(), &low) == 0;
-        if (isWhiteout(up)) {
+        const bool inLower = low.fd >= 0 && ::fstatat(low.fd, name.constData(), &host, AT_SYMLINK_NOFOLLOW) == 0;
+        if (isWhiteout(st)) {
             if (inLower) {
-                if (S_ISDIR(low.st_mode))
+                if (S_ISDIR(host.st_mode))
                     deletedBelow(child);
-                add(child, Status::Deleted, low);
+                add(child, Status::Deleted, host);
             }
             continue;
         }
-        if (S_ISDIR(up.st_mode)) {
-            char opaque[2] = {};
-            const bool marked
-                = ::lgetxattr(upperOf(child).constData(), "user.overlay.opaque", opaque, 1) == 1 && opaque[0] == 'y';
-            if (!inLower || !S_ISDIR(low.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            if (!inLower || !S_ISDIR(host.st_mode)) {
                 if (inLower)
-                    add(child, Status::Deleted, low);
-                add(child, Status::Added, up);
-                walk(child, false, true);
+                    add(child, Status::Deleted, host);
+                add(child, Status::Added, st);
+                m_pending.push_back({child, false, true});
                 continue;
             }
-            walk(child, hidden || marked); // a folder's permissions are not a change (as for git)
+            Fd opened(fs::openBeneath(up.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+            char opaque[2] = {};
+            const bool marked
+                = opened.fd >= 0 && ::fgetxattr(opened.fd, "user.overlay.opaque", opaque, 1) == 1 && opaque[0] == 'y';
+            // A folder's permissions are not a change (as for git).
+            m_pending.push_back({child, p.hidden || marked, false});
             continue;
         }
         if (!inLower) {
-            add(child, Status::Added, up);
-        } else if (kindOf(up.st_mode) != kindOf(low.st_mode)) {
-            if (S_ISDIR(low.st_mode))
+            add(child, Status::Added, st);
+        } else if (kindOf(st.st_mode) != kindOf(host.st_mode)) {
+            if (S_ISDIR(host.st_mode))
                 deletedBelow(child);
-            add(child, Status::Deleted, low);
-            add(child, Status::Added, up);
+            add(child, Status::Deleted, host);
+            add(child, Status::Added, st);
         } else {
             bool same = false;
-            if (S_ISREG(up.st_mode))
-                same = up.st_size == low.st_size && sameBytes(upperOf(child), lowerOf(child));
-            else if (S_ISLNK(up.st_mode)) {
-                char a[PATH_MAX], b[PATH_MAX];
-                const ssize_t na = ::readlink(upperOf(child).constData(), a, sizeof a);
-                const ssize_t nb = ::readlink(lowerOf(child).constData(), b, sizeof b);
-                same = na >= 0 && na == nb && std::memcmp(a, b, size_t(na)) == 0;
-            }
+            if (S_ISREG(st.st_mode))
+                same = st.st_size == host.st_size && sameBytes(up.fd, low.fd, name);
+            else if (S_ISLNK(st.st_mode))
+                same = sameLink(up.fd, low.fd, name);
             // Permissions as git sees them: a file executable or not (a sandbox's umask is not a change).
-            const bool sameMode = !S_ISREG(up.st_mode) || bool(up.st_mode & 0111) == bool(low.st_mode & 0111);
+            const bool sameMode = !S_ISREG(st.st_mode) || bool(st.st_mode & 0111) == bool(host.st_mode & 0111);
             if (!same || !sameMode)
-                add(child, Status::Modified, up, same);
+                add(child, Status::Modified, st, same);
         }
     }
+    return Ok{};
 }
 } // namespace
 
 Result<QList<Change>> listChanges(const QString &upper, const QString &lower)
 {
-    Walker w(QFile::encodeName(QDir::cleanPath(upper)), QFile::encodeName(QDir::cleanPath(lower)));
-    w.walk(QByteArray(), false);
-    if (w.error)
-        return *w.error;
+    Fd up(::open(QFile::encodeName(QDir::cleanPath(upper)).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (up.fd < 0)
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot read %1: %2").arg(upper, QString::fromLocal8Bit(strerror(errno))));
+    // The host folder as it is now, opened without following a link at its end.
+    Fd low(
+        ::open(QFile::encodeName(QDir::cleanPath(lower)).constData(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (low.fd < 0)
+        return makeError(ErrorCode::IoError,
+            QStringLiteral("cannot read %1: %2").arg(lower, QString::fromLocal8Bit(strerror(errno))));
+    Walker w(up.fd, low.fd);
+    if (airlock::Status s = w.run(); !s)
+        return s.error();
     std::stable_sort(
         w.changes.begin(), w.changes.end(), [](const Change &a, const Change &b) { return a.path < b.path; });
     return w.changes;

@@ -17,7 +17,13 @@ namespace airlock::cow {
 // (a whiteout: a character device 0/0; a folder marked opaque hides all the host had below it),
 // folders made. Reads only what changed and the host's entries of the same names; symbolic links
 // are never followed (nor is the host's side looked at below a folder the view made where the host
-// has none, or has a link). Errors name the path that could not be read.
+// has none, or has a link). Every folder is opened beneath its top by descriptor, with no link on
+// the way, and walked from a list rather than by recursion (the sandbox decides how deep it is); a
+// file is compared only if both sides are regular files (a FIFO is never opened to wait). A name
+// that is not UTF-8 is listed percent-encoded, as Other (left as it is). Errors name the path that
+// could not be read; more than kMaxReviewed changes (or ten times as many entries) is an error
+// that says so (busy).
+inline constexpr qsizetype kMaxReviewed = 20000; // about 2 MB of JSON: a reply stays under 4 MiB
 Result<QList<Change>> listChanges(const QString &upper, const QString &lower);
 
 // A part of what the view holds at `path` (a changed file or link, relative to the upper folder):

@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -220,11 +221,17 @@ private Q_SLOTS:
         const auto full = planAgentRun(*profile, program, {}, base);
         QVERIFY(!full);
         QVERIFY2(full.error().message.contains(QLatin1String("--network full")), qPrintable(full.error().message));
-        // Until the reviewed view exists, a project is only given read-write when asked for so.
+        // Unless asked for read-write, the project is copy-on-write: its edits wait for a review. The
+        // sandbox is named for the agent and the project, with a random end.
         base.network.reset();
         const auto reviewed = planAgentRun(*profile, program, {project, false, {}}, base);
-        QVERIFY(!reviewed);
-        QVERIFY(reviewed.error().message.contains(QLatin1String("--project-mode rw")));
+        QVERIFY(reviewed);
+        QVERIFY(reviewed->sandbox.mounts.first().copyOnWrite && reviewed->sandbox.mounts.first().writable);
+        QVERIFY(!run->sandbox.mounts.first().copyOnWrite);
+        QVERIFY2(QRegularExpression(QStringLiteral("^t-%1-[0-9a-f]{4}$").arg(QFileInfo(project).fileName().toLower()))
+                     .match(reviewed->sandbox.name)
+                     .hasMatch(),
+            qPrintable(reviewed->sandbox.name));
         // Elsewhere (not the sandbox's own /tmp), at the same path as on the host.
         QTemporaryDir elsewhere(QStringLiteral("/var/tmp/airlock-project-XXXXXX"));
         const QString there = QFileInfo(elsewhere.path()).canonicalFilePath();

