@@ -284,6 +284,14 @@ void MainWindow::createActions()
     QAction *history = action(tr("&History…"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] { openHistory(); });
     QAction *timeline = action(tr("&Trace…"), QKeySequence(Qt::CTRL | Qt::Key_T), [this] { openTrace(); });
     QAction *refresh = action(tr("&Refresh"), QKeySequence::Refresh, [this] { m_model->refresh(); });
+    QAction *review = action(tr("Re&view changes…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), [this] {
+        if (!m_current.isEmpty() && m_selected == &m_client)
+            openReview(m_current, localName(m_current));
+        else if (!m_current.isEmpty())
+            showStatus(tr("Review changes reads and writes this computer's folders: only for sandboxes here"), true);
+    });
+    review->setToolTip(tr("What the selected sandbox changed in the folders it sees copy-on-write (an agent's "
+                          "project): each diff, then apply or discard (Ctrl+Shift+R)"));
     // The one way from the keyboard to a decision: the newest request takes the focus, and there
     // 1, 2, 3 or Esc decide (see ApprovalCard).
     QAction *decideAction = action(tr("&Decide on requests"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A),
@@ -325,7 +333,7 @@ void MainWindow::createActions()
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
     sandbox->addActions({command, stop, kill, duplicate, remove});
     sandbox->addSeparator();
-    sandbox->addActions({policy, timeline, refresh});
+    sandbox->addActions({policy, timeline, review, refresh});
     QMenu *view = menuBar()->addMenu(tr("&View"));
     QAction *wrap = view->addAction(tr("&Wrap long lines"));
     wrap->setCheckable(true);
@@ -382,7 +390,7 @@ void MainWindow::createActions()
     auto *tools = addToolBar(tr("Sandboxes"));
     tools->setObjectName(QStringLiteral("sandboxToolbar"));
     tools->addActions({create, remove, policy, history, timeline, refresh});
-    for (QAction *perSandbox : {duplicate, remove, kill, stop, openConsole, policy, timeline, command})
+    for (QAction *perSandbox : {duplicate, remove, kill, stop, openConsole, policy, timeline, review, command})
         m_perSandbox.append(perSandbox);
     m_fleet->setContextActions({openConsole, stop, kill, policy, timeline, duplicate, remove});
     // A remote host's row: change where it is (or its token), or take it out of the console.
@@ -637,6 +645,9 @@ void MainWindow::onHostEvent(DaemonClient &client, const Event &event)
         console->onEvent(event);
     if (&client == m_selected && event.sandbox == m_current && event.kind == event::ExecExited)
         m_running.removeAll(event.exec);
+    if (&client == &m_client && event.kind == event::ExecExited && m_agentRuns.contains(event.sandbox)
+        && m_agentRuns.value(event.sandbox) == event.exec)
+        agentEnded(event.sandbox);
 }
 
 SandboxConsole *MainWindow::consoleFor(DaemonClient &client)

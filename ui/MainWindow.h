@@ -34,6 +34,7 @@ class RemoteHosts;
 class RunningStrip;
 class HistoryWindow;
 class OutputView;
+class ReviewWindow;
 class SandboxConsole;
 class SandboxModel;
 
@@ -107,8 +108,15 @@ public:
     // File → Run an agent…: the dialog, then the agent's sandbox on this computer and its run in it
     // (MainWindowAgent.cpp).
     void runAgent();
-    // The sandbox and the agent's execution the dialog planned: made, selected, started.
+    // The sandbox and the agent's execution the dialog planned: made, selected, started. With a
+    // copy-on-write project, its end stops what it left running and opens the review of its changes.
     void startAgent(const agents::AgentRun &run);
+    // The agent's execution in `sandbox` ended (its project copy-on-write): the review opens.
+    void agentEnded(const QString &sandbox);
+    // Sandbox → Review changes…: what the sandbox changed in the folders it sees copy-on-write.
+    ReviewWindow *openReview(const QString &sandbox, const QString &name);
+    ReviewWindow *reviewWindow() const;
+    QString localName(const QString &sandbox) const; // this computer's sandbox's name (its id if unknown)
     // F6 / Shift+F6: the next (or previous) pane takes the focus, skipping what is disabled.
     void cyclePanes(int step);
     // A new sandbox with the current one's preset and policy layer, named NAME-2, NAME-3, …
@@ -156,6 +164,8 @@ private:
     CommandHistory m_commands{QStringLiteral("console/commands")};
     QSystemTrayIcon *m_tray = nullptr;
     QPointer<HistoryWindow> m_history;
+    QPointer<ReviewWindow> m_review;
+    QHash<QString, uint32_t> m_agentRuns; // an agent's execution in its sandbox (id), reviewed when it ends
     RemoteHosts *m_remoteHosts = nullptr;
     QFrame *m_banner;
     QLabel *m_bannerText;

@@ -7,6 +7,7 @@
 #include "HistoryWindow.h"
 #include "MainWindow.h"
 #include "OutputView.h"
+#include "ReviewWindow.h"
 #include "RunAgentDialog.h"
 #include "StubHttps.h"
 #include "TestHelpers.h"
@@ -19,10 +20,14 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QTreeView>
+#include <QTreeWidget>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -42,7 +47,9 @@ private Q_SLOTS:
         isolateSettings();
         // The agent as if installed here: on PATH.
         qputenv("PATH", AIRLOCK_SOURCE_DIR "/tests/agents/node_modules/.bin:" + qgetenv("PATH"));
-        QVERIFY(writeFile(m_dir.filePath(QStringLiteral("script.json")), R"({"steps": [], "final": "All done."})"));
+        // One step: an edit of the project (or of the workspace, without one), then the answer.
+        QVERIFY(writeFile(m_dir.filePath(QStringLiteral("script.json")),
+            R"({"steps": [{"anthropic": {"name": "Bash", "input": {"command": "printf 'edited by the agent\n' >> README.md && echo edited", "description": "edit"}}}], "final": "All done."})"));
         QVERIFY2(m_stub.start({QStringLiteral("api.anthropic.com")}, m_dir.filePath(QStringLiteral("script.json"))),
             qPrintable(m_stub.error()));
         m_daemon = std::make_unique<TestDaemon>(args("--secret-store", "file", "--resolve",
@@ -165,6 +172,74 @@ private Q_SLOTS:
             }
             applyTheme(Theme::Light);
         }
+    }
+
+    // With a project (copy-on-write, the default), the agent's end opens the review: its edit is
+    // listed and shown as a diff, the project has none of it until applied; a path changed in the
+    // project meanwhile is said and applied over only when asked; the rest is discarded with the
+    // sandbox.
+    void anAgentsEditsAreReviewedWhenItEnds()
+    {
+        const QString project = m_dir.filePath(QStringLiteral("project"));
+        QDir().mkpath(project);
+        QFile::setPermissions(project, QFileDevice::Permissions(0x7777));
+        QVERIFY(writeFile(project + QStringLiteral("/README.md"), "a project\n"));
+        QVERIFY(writeFile(project + QStringLiteral("/NOTES.md"), "notes\n"));
+        QFile::setPermissions(project + QStringLiteral("/README.md"), QFileDevice::Permissions(0x6666));
+        QFile::setPermissions(project + QStringLiteral("/NOTES.md"), QFileDevice::Permissions(0x6666));
+        QVERIFY(m_daemon->ctl(args("secret", "set", "anthropic-api-key"), m_key + '\n').exitCode == 0);
+        MainWindow window(*m_client);
+        window.show();
+        RunAgentDialog dialog({QStringLiteral("anthropic-api-key")});
+        dialog.taskEdit()->setPlainText(QStringLiteral("edit the readme"));
+        dialog.projectEdit()->setText(project);
+        const auto plan = dialog.plan();
+        QVERIFY2(plan, qPrintable(dialog.problem()));
+        window.startAgent(*plan);
+        QVERIFY(QTest::qWaitFor([&] { return window.reviewWindow() != nullptr; }, 60000));
+        ReviewWindow *review = window.reviewWindow();
+        QTreeWidget *list = review->list();
+        QVERIFY2(list->topLevelItemCount() == 1,
+            qPrintable(review->statusLabel()->text() + QLatin1Char('|') + window.outputView()->document().plainText()));
+        QCOMPARE(list->topLevelItem(0)->text(0), QStringLiteral("README.md"));
+        QCOMPARE(list->topLevelItem(0)->text(1), QStringLiteral("modified"));
+        QVERIFY(!review->overwriteButton()->isVisibleTo(review));
+        QVERIFY2(review->diffView()->toPlainText().contains(QLatin1String("\n a project\n+edited by the agent")),
+            qPrintable(review->diffView()->toPlainText()));
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\n"));
+        if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            review->resize(1024, 600);
+            for (const auto &[theme, suffix] : {std::pair{Theme::Light, ""}, {Theme::Dark, "-dark"}}) {
+                applyTheme(theme);
+                QTest::qWait(100);
+                QVERIFY(review->grab().save(dir + QStringLiteral("/agent-review%1.png").arg(QLatin1String(suffix))));
+            }
+            applyTheme(Theme::Light);
+        }
+        // The person edits the same file meanwhile: applying would lose it, so nothing is applied
+        // until they say to apply over it.
+        QVERIFY(writeFile(project + QStringLiteral("/README.md"), "a project, edited by its person\n"));
+        list->topLevelItem(0)->setCheckState(0, Qt::Checked);
+        review->applyChosen();
+        QVERIFY2(review->statusLabel()->text().startsWith(QLatin1String("Nothing applied"))
+                && review->statusLabel()->text().contains(project + QStringLiteral("/README.md: changed here at")),
+            qPrintable(review->statusLabel()->text()));
+        QVERIFY(review->overwriteButton()->isVisibleTo(review));
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project, edited by its person\n"));
+        review->overwriteButton()->click();
+        QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\nedited by the agent\n"));
+        QVERIFY2(review->statusLabel()->text().startsWith(QLatin1String("Applied 1 change")),
+            qPrintable(review->statusLabel()->text()));
+        QCOMPARE(list->topLevelItemCount(), 0);
+        // Discarded (the question answered yes), the sandbox goes.
+        QTimer::singleShot(0, this, [] {
+            if (auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget()))
+                box->button(QMessageBox::Yes)->click();
+        });
+        QVERIFY(review->discard());
+        QVERIFY(QTest::qWaitFor(
+            [&] { return !m_daemon->ctl(args("ls")).out.contains(plan->sandbox.name.toUtf8()); }, 10000));
+        QCOMPARE(readFile(project + QStringLiteral("/NOTES.md")), QByteArray("notes\n"));
     }
 };
 
