@@ -25,6 +25,8 @@ inline constexpr Kind ExecUnknown{"exec.unknown"}; // its end was not seen (the 
 inline constexpr Kind ExecGap{"exec.gap"}; // output lost while the daemon was away
 inline constexpr Kind ExecLeaseExpired{"exec.lease_expired"};
 inline constexpr Kind CommandDenied{"command.denied"}; // refused before it ran
+// What the sandbox's copy-on-write folders hold changed, as an execution ended (for review).
+inline constexpr Kind FilesChanged{"files.changed"};
 // Approvals.
 inline constexpr Kind ApprovalRequested{"approval.requested"};
 inline constexpr Kind ApprovalDecided{"approval.decided"};

@@ -545,6 +545,8 @@ private:
             label = tr("%1 masked in %2").arg(secrets.join(QStringLiteral(", ")), text(p, "stream", 10));
         } else if (kind == event::PolicyChanged) {
             label = tr("policy changed by %1").arg(decider(p.value(QStringLiteral("by")).toString()));
+        } else if (kind == event::FilesChanged) {
+            return filesChanged(parent, sandbox, t, p);
         } else if (kind == event::EventsSuppressed) {
             qint64 total = 0;
             for (auto it = p.begin(); it != p.end(); ++it)
@@ -558,6 +560,35 @@ private:
         s.sandbox = sandbox;
         if (kind.endsWith(QLatin1String(".suppressed")) || kind.endsWith(QLatin1String(".failed")))
             s.outcome = Outcome::Failed;
+    }
+
+    // What the sandbox's copy-on-write folders held as a command ended: one note per folder, its
+    // counts and the first paths in the label, all that were recorded in the detail.
+    void filesChanged(int parent, const QString &sandbox, qint64 t, const QJsonObject &p)
+    {
+        for (const QJsonValue &v : p.value(QStringLiteral("mounts")).toArray()) {
+            const QJsonObject m = v.toObject();
+            QStringList counts, paths;
+            for (const auto &[key, word] :
+                {std::pair{"modified", tr("modified")}, {"added", tr("added")}, {"deleted", tr("deleted")}})
+                if (const int n = m.value(QLatin1String(key)).toInt(); n > 0)
+                    counts.append(QStringLiteral("%1 %2").arg(n).arg(word));
+            for (const QJsonValue &path : m.value(QStringLiteral("paths")).toArray())
+                paths.append(display::escaped(path.toString(), 200));
+            QString label = counts.isEmpty()
+                ? tr("no changes left in %1").arg(text(m, "path", 120))
+                : tr("files changed in %1: %2").arg(text(m, "path", 120), counts.join(QStringLiteral(", ")));
+            if (!paths.isEmpty())
+                label += QStringLiteral(" (%1%2)").arg(
+                    paths.mid(0, 5).join(QStringLiteral(", ")), paths.size() > 5 ? QStringLiteral(", …") : QString());
+            if (m.contains(QStringLiteral("error")))
+                label = tr("files changed in %1: not listed (%2)").arg(text(m, "path", 120), text(m, "error", 200));
+            Span &s = make(SpanKind::Note, parent, t, label);
+            s.instant = true;
+            s.sandbox = sandbox;
+            s.detail = tr("in %1, kept in the sandbox until applied (agent diff, agent apply):\n%2")
+                           .arg(text(m, "host", 200), paths.join(QLatin1Char('\n')));
+        }
     }
 
     using ExecKey = std::pair<QString, uint32_t>;

@@ -38,16 +38,13 @@ Status readChangeCheck(const QJsonObject &p)
     return Ok{};
 }
 
-// The folder holding what the sandbox's copy-on-write mount number `index` changed (the
-// launcher's cow-N/upper), and the mount; none past the last.
-std::optional<std::pair<QString, Mount>> copyOnWriteMount(const Sandbox &sandbox, int index)
+// The sandbox's copy-on-write mount number `index`; none past the last.
+std::optional<Sandbox::CowMount> copyOnWriteMount(const Sandbox &sandbox, int index)
 {
-    int n = 0;
-    for (const Mount &m : sandbox.spec().mounts)
-        if (m.copyOnWrite && n++ == index)
-            return std::pair{
-                QStringLiteral("%1/cow-%2/upper").arg(volume::runtimeDirOf(sandbox.workspaceDir())).arg(index), m};
-    return std::nullopt;
+    const QList<Sandbox::CowMount> mounts = sandbox.copyOnWriteMounts();
+    if (index < 0 || index >= mounts.size())
+        return std::nullopt;
+    return mounts[index];
 }
 } // namespace
 
@@ -141,14 +138,11 @@ void SandboxMethods::changes(Call &c)
 {
     const Sandbox &sandbox = *c.sandbox;
     cow::SandboxChanges out{sandbox.id(), sandbox.createdAt().toMSecsSinceEpoch(), {}};
-    for (int index = 0;; ++index) {
-        const auto mount = copyOnWriteMount(sandbox, index);
-        if (!mount)
-            break;
-        auto listed = cow::listChanges(mount->first, mount->second.hostPath);
+    for (const Sandbox::CowMount &m : sandbox.copyOnWriteMounts()) {
+        auto listed = cow::listChanges(m.upper, m.mount.hostPath);
         if (!listed)
             return c.reply(listed.error());
-        out.mounts.append({index, mount->second.hostPath, mount->second.sandboxPath, *listed});
+        out.mounts.append({m.index, m.mount.hostPath, m.mount.sandboxPath, *listed});
     }
     c.reply(out.toJson());
 }
@@ -160,7 +154,7 @@ void SandboxMethods::readChange(Call &c)
     if (!mount)
         return c.reply(makeError(ErrorCode::NotFound,
             QStringLiteral("sandbox %1 has no copy-on-write mount %2").arg(c.sandbox->name()).arg(index)));
-    auto chunk = cow::readView(mount->first, c.params.value(QStringLiteral("path")).toString(),
+    auto chunk = cow::readView(mount->upper, c.params.value(QStringLiteral("path")).toString(),
         qint64(c.params.value(QStringLiteral("offset")).toDouble()), kMaxReadChunk);
     if (!chunk)
         return c.reply(chunk.error());

@@ -6,6 +6,8 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
 
 #include <algorithm>
 #include <cerrno>
@@ -276,6 +278,20 @@ Result<QList<Change>> listChanges(const QString &upper, const QString &lower)
     std::stable_sort(
         w.changes.begin(), w.changes.end(), [](const Change &a, const Change &b) { return a.path < b.path; });
     return w.changes;
+}
+
+QJsonObject changeSummary(const QList<Change> &changes, int maxPaths)
+{
+    int added = 0, modified = 0, deleted = 0;
+    QJsonArray paths;
+    for (const Change &c : changes) {
+        const char *letter = c.status == Status::Added ? "A" : c.status == Status::Deleted ? "D" : "M";
+        (c.status == Status::Added ? added : c.status == Status::Deleted ? deleted : modified) += 1;
+        if (paths.size() < maxPaths)
+            paths.append(QString(QLatin1String(letter) + QLatin1Char(' ') + c.path));
+    }
+    return QJsonObject{{QStringLiteral("changes"), int(changes.size())}, {QStringLiteral("added"), added},
+        {QStringLiteral("modified"), modified}, {QStringLiteral("deleted"), deleted}, {QStringLiteral("paths"), paths}};
 }
 
 Result<ViewChunk> readView(const QString &upper, const QString &path, qint64 offset, qint64 max)

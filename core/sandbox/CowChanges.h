@@ -26,6 +26,10 @@ namespace airlock::cow {
 inline constexpr qsizetype kMaxReviewed = 20000; // about 2 MB of JSON: a reply stays under 4 MiB
 Result<QList<Change>> listChanges(const QString &upper, const QString &lower);
 
+// A listing as the history keeps it (files.changed): how many changes of each status, and the
+// first `maxPaths` as "M path", "A path", "D path".
+QJsonObject changeSummary(const QList<Change> &changes, int maxPaths = 50);
+
 // A part of what the view holds at `path` (a changed file or link, relative to the upper folder):
 // up to `max` bytes of a regular file from `offset`, or a symbolic link's target. Opened beneath
 // `upper` without following any symbolic link on the way; anything else is refused by name.

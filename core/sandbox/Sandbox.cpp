@@ -10,8 +10,10 @@
 #include "model/Units.h"
 
 #include "log/Log.h"
+#include "sandbox/CowChanges.h"
 #include "sandbox/ProcStatus.h"
 #include "sandbox/ResourceUsage.h"
+#include "sandbox/WorkspaceVolume.h"
 
 #include <QDir>
 #include <QJsonArray>
@@ -627,6 +629,49 @@ void Sandbox::finishExecution(uint32_t execId, QJsonObject p)
     Event exited = makeEvent(event::ExecExited, p);
     exited.run = e.run; // the execution is gone from m_execs already
     publish(std::move(exited));
+    reportFileChanges(execId, e.run);
+}
+
+QList<Sandbox::CowMount> Sandbox::copyOnWriteMounts() const
+{
+    QList<CowMount> out;
+    for (const Mount &m : m_setup.spec.mounts)
+        if (m.copyOnWrite) {
+            const int index = int(out.size());
+            out.append(
+                {index, QStringLiteral("%1/cow-%2/upper").arg(volume::runtimeDirOf(workspaceDir())).arg(index), m});
+        }
+    return out;
+}
+
+void Sandbox::reportFileChanges(uint32_t exec, const QString &run)
+{
+    const QList<CowMount> mounts = copyOnWriteMounts();
+    if (mounts.isEmpty())
+        return;
+    QJsonArray listed;
+    for (const CowMount &m : mounts) {
+        auto changes = cow::listChanges(m.upper, m.mount.hostPath);
+        QJsonObject o
+            = changes ? cow::changeSummary(*changes) : QJsonObject{{QStringLiteral("error"), changes.error().message}};
+        o.insert(QStringLiteral("path"), m.mount.sandboxPath);
+        o.insert(QStringLiteral("host"), m.mount.hostPath);
+        listed.append(o);
+    }
+    const QByteArray said = QJsonDocument(listed).toJson(QJsonDocument::Compact);
+    if (said == m_lastFileChanges)
+        return;
+    const bool first = m_lastFileChanges.isEmpty();
+    m_lastFileChanges = said;
+    // Nothing changed since the sandbox was made: nothing to say.
+    if (first && std::all_of(listed.begin(), listed.end(), [](const QJsonValue &m) {
+            return m.toObject().value(QStringLiteral("changes")).toInt() == 0;
+        }))
+        return;
+    Event changed
+        = makeEvent(event::FilesChanged, {{QStringLiteral("exec"), double(exec)}, {QStringLiteral("mounts"), listed}});
+    changed.run = run;
+    publish(std::move(changed));
 }
 
 void Sandbox::failAllExecutions(const QString &reason)

@@ -88,6 +88,13 @@ public:
     const SandboxSpec &spec() const { return m_setup.spec; }
     const LimitPlan &limitPlan() const { return m_setup.plan; }
     const QString &workspaceDir() const { return m_setup.workspaceDir; }
+    // Its copy-on-write mounts (decision 9) in order, each with the folder holding its changes.
+    struct CowMount {
+        int index = 0;
+        QString upper;
+        Mount mount;
+    };
+    QList<CowMount> copyOnWriteMounts() const;
     SandboxState state() const { return m_state; }
     QString failure() const { return m_failure; }
     QDateTime createdAt() const { return m_createdAt; }
@@ -217,6 +224,11 @@ Q_SIGNALS:
     void execAbandoned(uint32_t execId, quint64 notification);
 
 private:
+    // What its copy-on-write folders hold, as execution `exec` ended: files.changed, when it is
+    // not what the last one said.
+    void reportFileChanges(uint32_t exec, const QString &run);
+    QByteArray m_lastFileChanges;
+
     struct Execution {
         QStringList argv;
         QString run;

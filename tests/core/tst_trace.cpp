@@ -186,6 +186,38 @@ private Q_SLOTS:
         QVERIFY(t.spans[wrongHost].detail.contains(QLatin1String("failed verification")));
     }
 
+    // What a command left changed in a copy-on-write project is a note under it, its counts and
+    // first paths in the label (escaped: the names are the sandbox's), all of them in the detail.
+    void theFilesACommandChangedAreUnderIt()
+    {
+        QJsonArray paths{QStringLiteral("M README.md"), QStringLiteral("A added.txt"), QStringLiteral("D old.txt"),
+            QStringLiteral("A a"), QStringLiteral("A b"), QStringLiteral("A c\x1b[2J")};
+        const QList<QJsonObject> events{
+            record(1000, "exec.started", {{QStringLiteral("argv"), argv({"claude", "-p", "go"})}}, 1),
+            record(4000, "exec.exited",
+                {{QStringLiteral("status"), QStringLiteral("succeeded")}, {QStringLiteral("exitCode"), 0}}, 1),
+            record(4001, "files.changed",
+                {{QStringLiteral("exec"), 1},
+                    {QStringLiteral("mounts"),
+                        QJsonArray{QJsonObject{{QStringLiteral("path"), QStringLiteral("/project/app")},
+                            {QStringLiteral("host"), QStringLiteral("/home/me/app")}, {QStringLiteral("changes"), 6},
+                            {QStringLiteral("modified"), 1}, {QStringLiteral("added"), 4},
+                            {QStringLiteral("deleted"), 1}, {QStringLiteral("paths"), paths}}}}},
+                1),
+        };
+        const trace::Trace t = trace::Trace::build(events, QStringLiteral("run r"), 5000);
+        const int files = find(t, SpanKind::Note,
+            QStringLiteral("files changed in /project/app: 1 modified, 4 added, 1 deleted (M README.md, A added.txt, D "
+                           "old.txt, A a, A b, …)"));
+        QVERIFY(files > 0);
+        const Span &command = t.spans[t.spans[files].parent];
+        QCOMPARE(command.kind, SpanKind::Execution);
+        QCOMPARE(command.exec, 1u);
+        QVERIFY(t.spans[files].detail.startsWith(QLatin1String("in /home/me/app, kept in the sandbox until applied")));
+        QVERIFY(!t.spans[files].detail.contains(QLatin1Char('\x1b')));
+        QVERIFY(t.spans[files].detail.contains(QLatin1String("A c")));
+    }
+
     void insideACommandProgramsToolsAndConnectionsNest()
     {
         // Delivered out of order: the builder orders by time, then sequence.

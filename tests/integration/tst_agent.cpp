@@ -257,6 +257,15 @@ private Q_SLOTS:
         // shown by agent diff and in the project only once applied.
         QVERIFY2(seen[1].contains(QLatin1String("edited")), qPrintable(seen[1]));
         if (mode == QLatin1String("cow")) {
+            // The history says what the agent's execution left changed, under it.
+            const auto files = eventsOf(agent, QStringLiteral("files.changed"));
+            QCOMPARE(files.size(), 1);
+            const QJsonObject folder = files[0].value(QStringLiteral("mounts")).toArray().first().toObject();
+            QCOMPARE(folder.value(QStringLiteral("host")).toString(), project);
+            QCOMPARE(folder.value(QStringLiteral("paths")).toArray(),
+                (QJsonArray{QStringLiteral("M README.md"), QStringLiteral("A added.txt")}));
+            QCOMPARE(files[0].value(QStringLiteral("exec")).toDouble(),
+                eventsOf(agent, QStringLiteral("exec.started"))[0].value(QStringLiteral("exec")).toDouble());
             reviewTheEdit(r, project);
             if (QTest::currentTestFailed())
                 return;

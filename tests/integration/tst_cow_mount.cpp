@@ -155,6 +155,13 @@ private Q_SLOTS:
         QCOMPARE(
             execIn(daemon, QStringLiteral("cow"), args("ln", "-s", "/etc/shadow", "/project/p/the-shadow")).exitCode,
             0);
+        // An agent's connection reviews nothing: not the list, not a file's bytes.
+        for (const QStringList &asked : {args("agent", "changes", "cow"), args("agent", "diff", "cow", "a.txt")}) {
+            const CliResult agent = daemon.ctl(args("--agent", "mallory") + asked);
+            QVERIFY2(
+                agent.exitCode == 6 && agent.err.contains("an agent connection cannot review what a sandbox changed"),
+                qPrintable(agent.describe()));
+        }
         reviewAndApply(
             [&](const QStringList &a) {
                 const CliResult r = daemon.ctl(a);
