@@ -2,8 +2,9 @@
 // airlock-bench --cow: a copy-on-write project (decision 9) of 20,000 files / 500 MB, as an agent
 // run gets one: a sandbox made with it, to its first command's end, beside the same sandbox with
 // the project mounted read-only (no overlay) in the same rounds; then the changes to 100 of its
-// files listed for review (cow::listChanges), beside one walk over the whole project (what a
-// review without the overlay's record would at least have to do).
+// files listed for review (cow::listChanges) and shown by `airlockctl agent diff` (the whole CLI),
+// beside one walk over the whole project (what a review without the overlay's record would at
+// least have to do).
 #include "BenchSupport.h"
 #include "TestDaemon.h"
 #include "sandbox/CowChanges.h"
@@ -60,7 +61,7 @@ int benchCow(QList<Row> &rows, int rounds, bool quick)
         const double ms = double(t.nsecsElapsed()) / 1e6;
         return c.exitCode == 0 && r.exitCode == 0 ? std::pair{ms, name} : std::pair{-1.0, name};
     };
-    QList<double> cow, ro, listed, walked;
+    QList<double> cow, ro, listed, walked, diffed;
     for (int round = 0; round < rounds; ++round) {
         const auto [cowMs, cowName] = ready("cow");
         const auto [roMs, roName] = ready("ro");
@@ -99,6 +100,15 @@ int benchCow(QList<Row> &rows, int rounds, bool quick)
                 stderr, "airlock-bench: %lld changes listed, not 100\n", changes ? qint64(changes->size()) : -1LL);
             return 1;
         }
+        // The person's whole review: airlockctl agent diff, a process of its own, 100 diffs read
+        // through the daemon.
+        t.restart();
+        const CliResult diff = daemon.ctl({QStringLiteral("agent"), QStringLiteral("diff"), cowName});
+        diffed.append(double(t.nsecsElapsed()) / 1e6);
+        if (diff.exitCode != 0 || diff.out.count("\ndiff --git ") + 1 != 100) {
+            std::fprintf(stderr, "airlock-bench: agent diff did not show 100 files: %s\n", qPrintable(diff.describe()));
+            return 1;
+        }
         t.restart();
         qint64 files = 0;
         QDirIterator all(project, QDir::Files, QDirIterator::Subdirectories);
@@ -119,6 +129,8 @@ int benchCow(QList<Row> &rows, int rounds, bool quick)
         QStringLiteral("ms"), QStringLiteral("the same read-only"), median(ro), QStringLiteral("<= 1000 ms")});
     rows.append({QStringLiteral("cow: 100 changed files listed for review"), median(listed), QStringLiteral("ms"),
         QStringLiteral("one walk of the project"), median(walked), QStringLiteral("<= 200 ms")});
+    rows.append({QStringLiteral("cow: airlockctl agent diff of 100 changed files"), median(diffed),
+        QStringLiteral("ms"), QStringLiteral("one walk of the project"), median(walked), QStringLiteral("<= 200 ms")});
     daemon.stop();
     return 0;
 }
