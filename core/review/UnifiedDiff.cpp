@@ -35,24 +35,24 @@ std::optional<std::vector<Op>> shortestEdit(const std::vector<int> &a, const std
 {
     const int n = int(a.size()), m = int(b.size()), max = std::min(n + m, kMaxEdits);
     const int offset = max + 1;
-    std::vector<int> v(size_t(2 * max + 3), 0);
+    std::vector<int> store(size_t(2) * size_t(max) + 3, 0);
+    int *v = store.data() + offset; // v[k] for k in [-max - 1, max + 1]
     std::vector<std::vector<int>> trace; // v's window [-d, d] before each round d
     for (int d = 0; d <= max; ++d) {
-        trace.emplace_back(v.begin() + (offset - d), v.begin() + (offset + d + 1));
+        trace.emplace_back(v - d, v + d + 1);
         for (int k = -d; k <= d; k += 2) {
-            int x = (k == -d || (k != d && v[size_t(offset + k - 1)] < v[size_t(offset + k + 1)]))
-                ? v[size_t(offset + k + 1)] // down: an added line
-                : v[size_t(offset + k - 1)] + 1; // right: a removed line
+            int x = (k == -d || (k != d && v[k - 1] < v[k + 1])) ? v[k + 1] // down: an added line
+                                                                 : v[k - 1] + 1; // right: a removed line
             int y = x - k;
             while (x < n && y < m && a[size_t(x)] == b[size_t(y)])
                 ++x, ++y;
-            v[size_t(offset + k)] = x;
+            v[k] = x;
             if (x >= n && y >= m) {
                 // Walk back through the rounds to the start.
                 std::vector<Op> ops;
                 for (int e = d; e > 0; --e) {
-                    const std::vector<int> &before = trace[size_t(e)]; // v before round e: k at k + e
-                    const auto at = [&](int kk) { return before[size_t(kk + e)]; };
+                    const int *before = trace[size_t(e)].data() + e; // v before round e
+                    const auto at = [&](int kk) { return before[kk]; };
                     const int kk = x - y;
                     const bool down = kk == -e || (kk != e && at(kk - 1) < at(kk + 1));
                     const int prevK = down ? kk + 1 : kk - 1;
