@@ -45,32 +45,34 @@ int AgentReview::list(const QString &sandbox)
     return ExitOk;
 }
 
-int AgentReview::diff(const QString &sandbox, const QStringList &paths)
+Result<std::pair<SandboxReview, SandboxReview::Chosen>> AgentReview::open(
+    const QString &sandbox, const QStringList &paths) const
 {
     auto review = SandboxReview::fetch(m_api, sandbox);
     if (!review)
-        return Command::fail(m_ctx, review.error());
+        return review.error();
     auto chosen = review->place(paths);
     if (!chosen)
-        return Command::fail(m_ctx, chosen.error());
+        return chosen.error();
+    return std::pair{std::move(*review), std::move(*chosen)};
+}
+
+int AgentReview::diff(const QString &sandbox, const QStringList &paths)
+{
+    auto opened = open(sandbox, paths);
+    if (!opened)
+        return Command::fail(m_ctx, opened.error());
+    auto &[review, chosen] = *opened;
     // A terminal gets no control character of the sandbox's; a pipe (git apply) gets the bytes.
     const bool terminal = ::isatty(STDOUT_FILENO);
     m_ctx.out.flush();
     QIODevice *device = m_ctx.out.device();
-    for (const cow::MountChanges &m : review->changes().mounts) {
-        QList<Change> list = m.changes;
-        if (!paths.isEmpty()) {
-            if (!chosen->contains(m.index))
-                continue;
-            if (!chosen->value(m.index).contains(QStringLiteral("."))) {
-                auto selected = review::selectChanges(m.changes, chosen->value(m.index));
-                if (!selected)
-                    return Command::fail(m_ctx, selected.error());
-                list = *selected;
-            }
-        }
-        for (const Change &c : std::as_const(list)) {
-            auto text = review->diff(m.index, c);
+    for (const cow::MountChanges &m : review.changes().mounts) {
+        auto list = review.chosenIn(m, chosen);
+        if (!list)
+            return Command::fail(m_ctx, list.error());
+        for (const Change &c : std::as_const(*list)) {
+            auto text = review.diff(m.index, c);
             if (!text)
                 return Command::fail(m_ctx, text.error());
             const QByteArray bytes = terminal ? review::forTerminal(*text) : *text;
@@ -81,7 +83,7 @@ int AgentReview::diff(const QString &sandbox, const QStringList &paths)
         }
     }
     // What each diff showed is remembered: an apply writes it only as it was shown.
-    if (Status s = review->saveReviewed(); !s)
+    if (Status s = review.saveReviewed(); !s)
         m_ctx.err << "airlockctl: warning: " << s.error().message
                   << " (an apply will not check that what it writes is what this diff showed)" << Qt::endl;
     m_ctx.out.flush();
@@ -90,13 +92,10 @@ int AgentReview::diff(const QString &sandbox, const QStringList &paths)
 
 int AgentReview::apply(const QString &sandbox, const QStringList &paths, bool overwrite)
 {
-    auto review = SandboxReview::fetch(m_api, sandbox);
-    if (!review)
-        return Command::fail(m_ctx, review.error());
-    auto chosen = review->place(paths);
-    if (!chosen)
-        return Command::fail(m_ctx, chosen.error());
-    auto outcome = review->apply(*chosen, overwrite);
+    auto opened = open(sandbox, paths);
+    if (!opened)
+        return Command::fail(m_ctx, opened.error());
+    auto outcome = opened->first.apply(opened->second, overwrite);
     if (!outcome)
         return Command::fail(m_ctx, outcome.error());
     if (!outcome->conflicts.isEmpty() && !overwrite) {

@@ -3,6 +3,8 @@
 
 #include "Command.h"
 
+#include "review/SandboxReview.h"
+
 namespace airlock {
 class DaemonApi;
 }
@@ -28,6 +30,10 @@ public:
     bool summarize(const QString &sandbox, const QString &title);
 
 private:
+    // The sandbox's changes, and the paths named placed in its folders.
+    Result<std::pair<review::SandboxReview, review::SandboxReview::Chosen>> open(
+        const QString &sandbox, const QStringList &paths) const;
+
     Context &m_ctx;
     const DaemonApi &m_api;
 };

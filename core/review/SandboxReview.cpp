@@ -65,6 +65,15 @@ Result<SandboxReview::Chosen> SandboxReview::place(const QStringList &paths) con
     return chosen;
 }
 
+Result<QList<Change>> SandboxReview::chosenIn(const cow::MountChanges &mount, const Chosen &chosen) const
+{
+    if (chosen.isEmpty() || chosen.value(mount.index).contains(QStringLiteral(".")))
+        return mount.changes;
+    if (!chosen.contains(mount.index))
+        return QList<Change>{};
+    return selectChanges(mount.changes, chosen.value(mount.index));
+}
+
 Result<QByteArray> SandboxReview::diff(int mount, const Change &change)
 {
     const auto m = std::find_if(m_changes.mounts.cbegin(), m_changes.mounts.cend(),
@@ -92,17 +101,11 @@ Result<SandboxReview::Outcome> SandboxReview::apply(const Chosen &chosen, bool o
     Outcome outcome;
     QList<QList<Change>> lists;
     for (const cow::MountChanges &m : std::as_const(m_changes.mounts)) {
-        QList<Change> list;
-        if (chosen.isEmpty() || chosen.value(m.index).contains(QStringLiteral("."))) {
-            list = m.changes;
-        } else if (chosen.contains(m.index)) {
-            auto selected = selectChanges(m.changes, chosen.value(m.index));
-            if (!selected)
-                return selected.error();
-            list = *selected;
-        }
-        lists.append(list);
-        auto found = findConflicts(m.hostPath, list, m_changes.createdMs, state(m.index).applied);
+        auto list = chosenIn(m, chosen);
+        if (!list)
+            return list.error();
+        lists.append(*list);
+        auto found = findConflicts(m.hostPath, *list, m_changes.createdMs, state(m.index).applied);
         if (!found)
             return found.error();
         for (const Conflict &c : std::as_const(*found))

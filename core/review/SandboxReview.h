@@ -34,6 +34,8 @@ public:
     // absolute on this machine or in the sandbox, or relative to the first mount (the project).
     using Chosen = QHash<int, QStringList>;
     Result<Chosen> place(const QStringList &paths) const;
+    // The changes of one mount that `chosen` names (empty: all of every mount).
+    Result<QList<cow::Change>> chosenIn(const cow::MountChanges &mount, const Chosen &chosen) const;
 
     // One change as git shows it (ProjectReview's diffOf), remembered as reviewed once saved.
     Result<QByteArray> diff(int mount, const cow::Change &change);
