@@ -147,6 +147,8 @@ void ReviewWindow::refresh()
         return;
     }
     m_review = std::move(*review);
+    m_review->look(); // the person sees this list: an apply writes nothing else
+    (void)m_review->saveReviewed();
     QStringList folders;
     for (const cow::MountChanges &m : m_review->changes().mounts)
         folders.append(display::escaped(m.hostPath));
@@ -234,6 +236,13 @@ void ReviewWindow::apply(const review::SandboxReview::Chosen &chosen, bool overw
     if (!outcome) {
         refresh();
         return showStatus(m_status, outcome.error().message, true);
+    }
+    if (!outcome->unseen.isEmpty()) {
+        refresh();
+        return showStatus(m_status,
+            tr("Nothing applied: the sandbox changed these since they were listed, listed again now: %1")
+                .arg(display::escaped(outcome->unseen.join(QStringLiteral("; ")))),
+            true);
     }
     if (!outcome->conflicts.isEmpty() && !overwrite) {
         showStatus(m_status,

@@ -63,6 +63,8 @@ int AgentReview::diff(const QString &sandbox, const QStringList &paths)
     if (!opened)
         return Command::fail(m_ctx, opened.error());
     auto &[review, chosen] = *opened;
+    if (paths.isEmpty())
+        review.look(); // everything is shown: what an apply may write is this
     // A terminal gets no control character of the sandbox's; a pipe (git apply) gets the bytes.
     const bool terminal = ::isatty(STDOUT_FILENO);
     m_ctx.out.flush();
@@ -98,6 +100,12 @@ int AgentReview::apply(const QString &sandbox, const QStringList &paths, bool ov
     auto outcome = opened->first.apply(opened->second, overwrite);
     if (!outcome)
         return Command::fail(m_ctx, outcome.error());
+    if (!outcome->unseen.isEmpty())
+        return Command::fail(m_ctx,
+            makeError(ErrorCode::Conflict,
+                QStringLiteral("nothing applied: the sandbox changed what you reviewed since (agent diff): %1. Look "
+                               "again (agent diff) before applying")
+                    .arg(display::escaped(outcome->unseen.join(QStringLiteral("; "))))));
     if (!outcome->conflicts.isEmpty() && !overwrite) {
         const qsizetype n = outcome->conflicts.size();
         return Command::fail(m_ctx,

@@ -62,6 +62,7 @@ public:
             return failed(dir, errno, QStringLiteral("open the folder"));
         return h;
     }
+    int top() const { return m_top.fd; }
     // -errno on failure.
     int parent(const QString &path) const
     {
@@ -116,6 +117,20 @@ QString stateFile(const QString &sandboxId, int mount)
 QByteArray scratchName(const QByteArray &name)
 {
     return ".airlock-" + QByteArray::number(QRandomGenerator::system()->generate64(), 36) + '-' + name.left(100);
+}
+
+// A link's target (inside the folder by its text) that passes through a link the folder already
+// holds, which may lead anywhere (out -> /etc makes out/passwd a way out).
+bool throughHostLink(int top, const QString &linkPath, const QByteArray &target)
+{
+    if (target.startsWith('/'))
+        return false; // leavesFolder says so
+    const QString joined = QDir::cleanPath(parentOf(linkPath) + QLatin1Char('/') + QFile::decodeName(target));
+    const QString folder = parentOf(joined.startsWith(QLatin1Char('/')) ? joined.mid(1) : joined);
+    if (folder.isEmpty() || folder == QLatin1String("."))
+        return false;
+    Fd opened(fs::openBeneath(top, QFile::encodeName(folder), O_PATH | O_DIRECTORY));
+    return opened.fd == -ELOOP || opened.fd == -EXDEV;
 }
 
 // This process's umask, read without setting it (umask(2) would change it for every thread).
@@ -259,6 +274,12 @@ QByteArray digestOf(const QByteArray &bytes)
     return QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex();
 }
 
+QString shapeOf(const Change &c)
+{
+    return statusName(c.status) + QLatin1Char(' ') + kindName(c.kind)
+        + (c.kind == Change::Kind::File && (c.mode & 0111) ? QStringLiteral(" executable") : QString());
+}
+
 ReviewState ReviewState::load(const QString &sandboxId, int mount)
 {
     ReviewState state;
@@ -275,6 +296,9 @@ ReviewState ReviewState::load(const QString &sandboxId, int mount)
     const QJsonObject reviewed = all.value(QStringLiteral("reviewed")).toObject();
     for (auto it = reviewed.begin(); it != reviewed.end(); ++it)
         state.reviewed.insert(it.key(), it.value().toString().toLatin1());
+    const QJsonObject listed = all.value(QStringLiteral("listed")).toObject();
+    for (auto it = listed.begin(); it != listed.end(); ++it)
+        state.listed.insert(it.key(), it.value().toString());
     return state;
 }
 
@@ -285,7 +309,11 @@ Status ReviewState::save(const QString &sandboxId, int mount) const
         stamps.insert(it.key(), QJsonArray{QString::number(it->inode), double(it->size), QString::number(it->mtimeNs)});
     for (auto it = reviewed.begin(); it != reviewed.end(); ++it)
         digests.insert(it.key(), QString::fromLatin1(it.value()));
-    const QJsonObject all{{QStringLiteral("applied"), stamps}, {QStringLiteral("reviewed"), digests}};
+    QJsonObject shapes;
+    for (auto it = listed.begin(); it != listed.end(); ++it)
+        shapes.insert(it.key(), it.value());
+    const QJsonObject all{
+        {QStringLiteral("applied"), stamps}, {QStringLiteral("reviewed"), digests}, {QStringLiteral("listed"), shapes}};
     return fs::writePrivateFile(stateFile(sandboxId, mount), QJsonDocument(all).toJson(QJsonDocument::Compact));
 }
 
@@ -393,10 +421,14 @@ Result<Applied> applyChanges(const QString &hostDir, const QList<Change> &change
             if (::mkdirat(parent.fd, nameOf(c.path).constData(), 0777) != 0 && errno != EEXIST)
                 return failed(c.path, errno, QStringLiteral("make the folder"));
         } else if (c.kind == Change::Kind::File) {
-            if (c.size > kMaxShownBytes && !named.contains(c.path)) {
+            // Either side too large for a diff to show: the person has not seen the change.
+            struct stat here { };
+            const bool hostTooLarge = ::fstatat(parent.fd, nameOf(c.path).constData(), &here, AT_SYMLINK_NOFOLLOW) == 0
+                && S_ISREG(here.st_mode) && here.st_size > kMaxShownBytes;
+            if ((c.size > kMaxShownBytes || hostTooLarge) && !named.contains(c.path)) {
                 applied.skipped.append(QStringLiteral("%1: %2 bytes, too large to show in a diff: name it to apply it")
                                            .arg(c.path)
-                                           .arg(c.size));
+                                           .arg(std::max<qint64>(c.size, hostTooLarge ? here.st_size : 0)));
                 continue;
             }
             if (Status s = writeFile(parent.fd, c, read, reviewed); !s)
@@ -410,7 +442,8 @@ Result<Applied> applyChanges(const QString &hostDir, const QList<Change> &change
                     QStringLiteral("%1: no longer a symbolic link in the sandbox: list it again").arg(c.path));
             if (reviewed.contains(c.path) && reviewed.value(c.path) != digestOf(target->data))
                 return changedSinceReviewed(c.path);
-            if (leavesFolder(c.path, target->data) && !named.contains(c.path)) {
+            if ((leavesFolder(c.path, target->data) || throughHostLink(host->top(), c.path, target->data))
+                && !named.contains(c.path)) {
                 applied.skipped.append(
                     QStringLiteral("%1: a symbolic link out of the folder (to %2): name it to apply it")
                         .arg(c.path, QFile::decodeName(target->data)));

@@ -50,6 +50,8 @@ Result<QList<Conflict>> findConflicts(
 // target. An apply writes a path only as it was reviewed (when it was).
 using Digests = QHash<QString, QByteArray>;
 QByteArray digestOf(const QByteArray &bytes);
+// A change as a list shows it: its status, kind and (a file) whether it is executable.
+QString shapeOf(const cow::Change &change);
 
 // What this person's review of one sandbox's folder keeps between commands (agent diff, agent
 // apply), in their state folder (paths::stateDir()/review/SANDBOX-ID-MOUNT.json) until the
@@ -57,6 +59,9 @@ QByteArray digestOf(const QByteArray &bytes);
 struct ReviewState {
     Stamps applied;
     Digests reviewed;
+    // What the person's last look listed: every change's shape (shapeOf) by path. Once there is
+    // one, an apply writes only changes still of the shape listed.
+    QHash<QString, QString> listed;
     static ReviewState load(const QString &sandboxId, int mount);
     Status save(const QString &sandboxId, int mount) const;
     static void drop(const QString &sandboxId);

@@ -2,6 +2,7 @@
 #include "review/ProjectReview.h"
 
 #include "client/DaemonApi.h"
+#include "model/DisplayText.h"
 #include "review/UnifiedDiff.h"
 #include "util/Fd.h"
 #include "util/FileSystem.h"
@@ -149,13 +150,17 @@ Result<cow::ViewChunk> readWhole(const ReadView &read, const QString &path, qint
 
 QByteArray forTerminal(const QByteArray &diff)
 {
+    // Line by line, as every untrusted text is shown: controls (C0 and C1), bidi and other
+    // format characters by code point; a tab stays a tab.
     QByteArray out;
     out.reserve(diff.size());
-    for (const char c : diff) {
-        if ((uchar(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
-            out += "\\x" + QByteArray::number(uchar(c), 16).rightJustified(2, '0');
-        else
-            out += c;
+    const QList<QByteArray> lines = diff.split('\n');
+    for (qsizetype i = 0; i < lines.size(); ++i) {
+        const QList<QByteArray> cells = lines[i].split('\t');
+        for (qsizetype j = 0; j < cells.size(); ++j)
+            out += (j ? "\t" : "") + display::escaped(QString::fromUtf8(cells[j])).toUtf8();
+        if (i + 1 < lines.size())
+            out += '\n';
     }
     return out;
 }

@@ -32,8 +32,9 @@ Result<cow::ViewChunk> readWhole(const ReadView &read, const QString &path, qint
 Result<QByteArray> diffOf(
     const QString &hostDir, const cow::Change &change, const ReadView &read, QByteArray *shown = nullptr);
 
-// A diff made safe for a terminal: every control character but tab and newline (an escape
-// sequence, a carriage return that draws one line over another) as \xNN.
+// A diff made safe for a terminal, line by line as display::escaped shows untrusted text: control
+// characters (C0, C1: an escape sequence, a carriage return that draws one line over another) and
+// bidi and other format characters (Trojan Source) by code point; tabs and newlines stay.
 QByteArray forTerminal(const QByteArray &diff);
 
 } // namespace airlock::review

@@ -74,6 +74,22 @@ Result<QList<Change>> SandboxReview::chosenIn(const cow::MountChanges &mount, co
     return selectChanges(mount.changes, chosen.value(mount.index));
 }
 
+void SandboxReview::look()
+{
+    for (const cow::MountChanges &m : std::as_const(m_changes.mounts)) {
+        ReviewState &s = state(m.index);
+        QHash<QString, QString> listed;
+        Digests reviewed;
+        for (const Change &c : m.changes) {
+            listed.insert(c.path, shapeOf(c));
+            if (s.listed.value(c.path) == shapeOf(c) && s.reviewed.contains(c.path))
+                reviewed.insert(c.path, s.reviewed.value(c.path));
+        }
+        s.listed = listed;
+        s.reviewed = reviewed;
+    }
+}
+
 Result<QByteArray> SandboxReview::diff(int mount, const Change &change)
 {
     const auto m = std::find_if(m_changes.mounts.cbegin(), m_changes.mounts.cend(),
@@ -82,8 +98,14 @@ Result<QByteArray> SandboxReview::diff(int mount, const Change &change)
         return makeError(ErrorCode::NotFound, QStringLiteral("no copy-on-write mount %1").arg(mount));
     QByteArray shown;
     auto text = diffOf(m->hostPath, change, viewReader(*m_api, m_sandbox, mount), &shown);
-    if (text && !shown.isEmpty())
-        state(mount).reviewed.insert(change.path, shown);
+    if (text) {
+        ReviewState &s = state(mount);
+        s.listed.insert(change.path, shapeOf(change));
+        if (shown.isEmpty())
+            s.reviewed.remove(change.path);
+        else
+            s.reviewed.insert(change.path, shown);
+    }
     return text;
 }
 
@@ -105,13 +127,19 @@ Result<SandboxReview::Outcome> SandboxReview::apply(const Chosen &chosen, bool o
         if (!list)
             return list.error();
         lists.append(*list);
+        // Once the person has looked, nothing they were not shown: a change made since (a file
+        // added, deleted, made executable) is refused until they look again.
+        if (const QHash<QString, QString> &listed = state(m.index).listed; !listed.isEmpty())
+            for (const Change &c : std::as_const(*list))
+                if (listed.value(c.path) != shapeOf(c))
+                    outcome.unseen.append(QStringLiteral("%1/%2 (%3)").arg(m.hostPath, c.path, shapeOf(c)));
         auto found = findConflicts(m.hostPath, *list, m_changes.createdMs, state(m.index).applied);
         if (!found)
             return found.error();
         for (const Conflict &c : std::as_const(*found))
             outcome.conflicts.append(QStringLiteral("%1/%2: %3").arg(m.hostPath, c.path, c.why));
     }
-    if (!outcome.conflicts.isEmpty() && !overwrite) {
+    if (!outcome.unseen.isEmpty() || (!outcome.conflicts.isEmpty() && !overwrite)) {
         outcome.left = count();
         return outcome;
     }

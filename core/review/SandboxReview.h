@@ -37,6 +37,10 @@ public:
     // The changes of one mount that `chosen` names (empty: all of every mount).
     Result<QList<cow::Change>> chosenIn(const cow::MountChanges &mount, const Chosen &chosen) const;
 
+    // The person sees the whole list (agent diff of everything, the console's list): what it holds
+    // is what an apply may write, remembered once saved. What a diff showed stays remembered for
+    // the changes of the same shape.
+    void look();
     // One change as git shows it (ProjectReview's diffOf), remembered as reviewed once saved.
     Result<QByteArray> diff(int mount, const cow::Change &change);
     Status saveReviewed();
@@ -45,6 +49,7 @@ public:
         QStringList applied; // host paths, in the order they were
         QStringList skipped; // "PATH: why"
         QStringList conflicts; // "HOST PATH: why": nothing was applied (unless overwriting)
+        QStringList unseen; // host paths not as the last look listed them: nothing was applied
         int left = 0; // changes not applied
         QString warning; // applied, but something to say
     };

@@ -136,15 +136,20 @@ void SandboxMethods::kill(Call &c)
 
 void SandboxMethods::changes(Call &c)
 {
-    const Sandbox &sandbox = *c.sandbox;
-    cow::SandboxChanges out{sandbox.id(), sandbox.createdAt().toMSecsSinceEpoch(), {}};
-    for (const Sandbox::CowMount &m : sandbox.copyOnWriteMounts()) {
-        auto listed = cow::listChanges(m.upper, m.mount.hostPath);
-        if (!listed)
-            return c.reply(listed.error());
-        out.mounts.append({m.index, m.mount.hostPath, m.mount.sandboxPath, *listed});
-    }
-    c.reply(out.toJson());
+    // Listed off the main thread: the sandbox decides how much there is to walk.
+    const cow::SandboxChanges header{c.sandbox->id(), c.sandbox->createdAt().toMSecsSinceEpoch(), {}};
+    QPointer<Connection> conn = c.session.conn;
+    c.sandbox->listCopyOnWrite([conn, reply = c.reply, header](const QList<Sandbox::CowListing> &listing) {
+        if (!conn)
+            return;
+        cow::SandboxChanges out = header;
+        for (const Sandbox::CowListing &l : listing) {
+            if (!l.changes)
+                return reply(l.changes.error());
+            out.mounts.append({l.mount.index, l.mount.mount.hostPath, l.mount.mount.sandboxPath, *l.changes});
+        }
+        reply(out.toJson());
+    });
 }
 
 void SandboxMethods::readChange(Call &c)

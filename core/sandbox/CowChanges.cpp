@@ -35,8 +35,19 @@ bool isWhiteout(const struct stat &st)
     return S_ISCHR(st.st_mode) && st.st_rdev == 0;
 }
 
-// The names in the folder open at `dir`, sorted, or why it cannot be read.
-Result<QList<QByteArray>> entries(int dir, const QByteArray &rel)
+constexpr qsizetype kMaxEntries = kMaxReviewed * 10; // read in all, both sides
+
+Error tooMany()
+{
+    return makeError(ErrorCode::Busy,
+        QStringLiteral("more than %1 entries in the sandbox's changes: too many to review one by one (copy what you "
+                       "want out with airlockctl cp, or discard them)")
+            .arg(kMaxReviewed));
+}
+
+// The names in the folder open at `dir`, sorted, or why it cannot be read: no more than `max`
+// (a folder of a million hard links is read no further than that).
+Result<QList<QByteArray>> entries(int dir, const QByteArray &rel, qsizetype max)
 {
     const int own = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
     DIR *d = own < 0 ? nullptr : ::fdopendir(own);
@@ -50,8 +61,13 @@ Result<QList<QByteArray>> entries(int dir, const QByteArray &rel)
     ::rewinddir(d);
     QList<QByteArray> names;
     while (const dirent *e = ::readdir(d))
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+            if (names.size() >= max) {
+                ::closedir(d);
+                return tooMany();
+            }
             names.append(QByteArray(e->d_name));
+        }
     ::closedir(d);
     std::sort(names.begin(), names.end());
     return names;
@@ -113,11 +129,11 @@ private:
     // What the host has below `rel` (a folder) and the view does not show, but for `shown`.
     void deletedBelow(const QByteArray &rel, const QList<QByteArray> &shown = {});
     void add(const QByteArray &rel, Status status, const struct stat &st, bool modeOnly = false);
-    airlock::Status tooMany() const;
 
     int m_upper, m_lower;
     std::vector<Pending> m_pending;
     qsizetype m_seen = 0;
+    bool m_over = false; // a deleted folder held more than the budget
 };
 
 QByteArray childOf(const QByteArray &rel, const QByteArray &name)
@@ -143,14 +159,6 @@ void Walker::add(const QByteArray &rel, Status status, const struct stat &st, bo
         {path, status, kind, S_ISREG(st.st_mode) ? qint64(st.st_size) : 0, uint32_t(st.st_mode & 07777), modeOnly});
 }
 
-airlock::Status Walker::tooMany() const
-{
-    return makeError(ErrorCode::Busy,
-        QStringLiteral("more than %1 entries in the sandbox's changes: too many to review one by one (copy what you "
-                       "want out with airlockctl cp, or discard them)")
-            .arg(kMaxReviewed));
-}
-
 void Walker::deletedBelow(const QByteArray &top, const QList<QByteArray> &shown)
 {
     std::vector<QByteArray> folders{top};
@@ -158,9 +166,13 @@ void Walker::deletedBelow(const QByteArray &top, const QList<QByteArray> &shown)
         const QByteArray rel = folders.back();
         folders.pop_back();
         Fd dir(openFolder(m_lower, rel));
-        auto names = dir.fd < 0 ? Result<QList<QByteArray>>(QList<QByteArray>{}) : entries(dir.fd, rel);
-        if (!names)
-            continue;
+        auto names = dir.fd < 0 ? Result<QList<QByteArray>>(QList<QByteArray>{})
+                                : entries(dir.fd, rel, std::max<qsizetype>(kMaxEntries - m_seen, 0));
+        if (!names) {
+            m_over = true; // counted: what is below a deleted folder is read too
+            return;
+        }
+        m_seen += names->size();
         for (const QByteArray &name : *names) {
             if (rel == top && shown.contains(name))
                 continue;
@@ -182,7 +194,7 @@ airlock::Status Walker::run()
         m_pending.pop_back();
         if (airlock::Status s = folder(p); !s)
             return s;
-        if (changes.size() > kMaxReviewed || m_seen > kMaxReviewed * 10)
+        if (changes.size() > kMaxReviewed || m_seen > kMaxEntries || m_over)
             return tooMany();
     }
     return Ok{};
@@ -200,7 +212,7 @@ airlock::Status Walker::folder(const Pending &p)
                     QString::fromLocal8Bit(strerror(-up.fd))));
     }
     Fd low(p.added ? -1 : openFolder(m_lower, p.rel)); // none: the host has no folder there (or a link)
-    auto names = entries(up.fd, p.rel);
+    auto names = entries(up.fd, p.rel, kMaxEntries - m_seen);
     if (!names)
         return names.error();
     m_seen += names->size();

@@ -15,9 +15,11 @@
 #include "sandbox/ResourceUsage.h"
 #include "sandbox/WorkspaceVolume.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QPointer>
 #include <QSocketNotifier>
 #include <QTimer>
 
@@ -30,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <utility>
 
@@ -644,18 +647,49 @@ QList<Sandbox::CowMount> Sandbox::copyOnWriteMounts() const
     return out;
 }
 
-void Sandbox::reportFileChanges(uint32_t exec, const QString &run)
+void Sandbox::listCopyOnWrite(std::function<void(const QList<CowListing> &)> done)
 {
     const QList<CowMount> mounts = copyOnWriteMounts();
-    if (mounts.isEmpty())
+    QPointer<Sandbox> self(this);
+    std::thread([mounts, self, done = std::move(done)]() mutable {
+        QList<CowListing> out;
+        for (const CowMount &m : mounts)
+            out.append({m, cow::listChanges(m.upper, m.mount.hostPath)});
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [self, done = std::move(done), out = std::move(out)] {
+                if (self)
+                    done(out);
+            },
+            Qt::QueuedConnection);
+    }).detach();
+}
+
+void Sandbox::reportFileChanges(uint32_t exec, const QString &run)
+{
+    if (copyOnWriteMounts().isEmpty())
         return;
+    if (m_listing) { // one listing at a time: the newest end is listed once it is done
+        m_listAgain = std::pair{exec, run};
+        return;
+    }
+    m_listing = true;
+    listCopyOnWrite([this, exec, run](const QList<CowListing> &listing) {
+        m_listing = false;
+        publishFileChanges(exec, run, listing);
+        if (auto again = std::exchange(m_listAgain, std::nullopt))
+            reportFileChanges(again->first, again->second);
+    });
+}
+
+void Sandbox::publishFileChanges(uint32_t exec, const QString &run, const QList<CowListing> &listing)
+{
     QJsonArray listed;
-    for (const CowMount &m : mounts) {
-        auto changes = cow::listChanges(m.upper, m.mount.hostPath);
-        QJsonObject o
-            = changes ? cow::changeSummary(*changes) : QJsonObject{{QStringLiteral("error"), changes.error().message}};
-        o.insert(QStringLiteral("path"), m.mount.sandboxPath);
-        o.insert(QStringLiteral("host"), m.mount.hostPath);
+    for (const CowListing &l : listing) {
+        QJsonObject o = l.changes ? cow::changeSummary(*l.changes)
+                                  : QJsonObject{{QStringLiteral("error"), l.changes.error().message}};
+        o.insert(QStringLiteral("path"), l.mount.mount.sandboxPath);
+        o.insert(QStringLiteral("host"), l.mount.mount.hostPath);
         listed.append(o);
     }
     const QByteArray said = QJsonDocument(listed).toJson(QJsonDocument::Compact);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "model/FileChange.h"
+
 #include "model/Event.h"
 #include "model/EventKinds.h"
 #include "model/ExecRequest.h"
@@ -95,6 +97,14 @@ public:
         Mount mount;
     };
     QList<CowMount> copyOnWriteMounts() const;
+    // What they changed, listed on a thread of its own (the sandbox decides how much there is to
+    // walk: the daemon's main thread never does); `done` runs on the main thread, unless the
+    // sandbox is gone by then.
+    struct CowListing {
+        CowMount mount;
+        Result<QList<cow::Change>> changes;
+    };
+    void listCopyOnWrite(std::function<void(const QList<CowListing> &)> done);
     SandboxState state() const { return m_state; }
     QString failure() const { return m_failure; }
     QDateTime createdAt() const { return m_createdAt; }
@@ -227,7 +237,10 @@ private:
     // What its copy-on-write folders hold, as execution `exec` ended: files.changed, when it is
     // not what the last one said.
     void reportFileChanges(uint32_t exec, const QString &run);
+    void publishFileChanges(uint32_t exec, const QString &run, const QList<CowListing> &listing);
     QByteArray m_lastFileChanges;
+    bool m_listing = false; // a listing for files.changed runs
+    std::optional<std::pair<uint32_t, QString>> m_listAgain; // an execution that ended meanwhile
 
     struct Execution {
         QStringList argv;

