@@ -3,6 +3,7 @@
 // upper folder laid out as overlayfs lays it out (whiteouts, an opaque folder's attribute) over a
 // host folder; what overlayfs copied up without a change in it is no change. (tst_cow_mount reads
 // a real overlay's.)
+#include "TestHelpers.h"
 #include "sandbox/CowChanges.h"
 #include "util/FileSystem.h"
 
@@ -26,12 +27,7 @@ using namespace airlock;
 namespace {
 void put(const QString &path, const QByteArray &data, int mode = 0644)
 {
-    QDir().mkpath(QFileInfo(path).path());
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(data);
-    f.close();
-    ::chmod(QFile::encodeName(path).constData(), mode_t(mode));
+    QVERIFY(test::putFile(path, data, mode));
 }
 QStringList read(const QString &upper, const QString &lower)
 {

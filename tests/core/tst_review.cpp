@@ -4,6 +4,7 @@
 // view read by the daemon beneath the upper folder without following a link, the choice of paths,
 // the conflicts with what changed on the host since, and the apply with the person's rights that
 // follows no link on the host's side either.
+#include "TestHelpers.h"
 #include "review/ApplyChanges.h"
 #include "review/ProjectReview.h"
 #include "review/UnifiedDiff.h"
@@ -27,12 +28,7 @@ using cow::Change;
 namespace {
 void put(const QString &path, const QByteArray &data, int mode = 0644)
 {
-    QDir().mkpath(QFileInfo(path).path());
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(data);
-    f.close();
-    ::chmod(QFile::encodeName(path).constData(), mode_t(mode));
+    QVERIFY(test::putFile(path, data, mode));
 }
 QByteArray contents(const QString &path)
 {

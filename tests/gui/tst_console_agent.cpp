@@ -208,7 +208,7 @@ private Q_SLOTS:
             qPrintable(review->diffView()->toPlainText()));
         QCOMPARE(readFile(project + QStringLiteral("/README.md")), QByteArray("a project\n"));
         if (const QString dir = qEnvironmentVariable("AIRLOCK_SCREENSHOT_DIR"); !dir.isEmpty()) {
-            review->resize(1024, 600);
+            review->resize(1024, 700);
             for (const auto &[theme, suffix] : {std::pair{Theme::Light, ""}, {Theme::Dark, "-dark"}}) {
                 applyTheme(theme);
                 QTest::qWait(100);

@@ -5,7 +5,9 @@
 #include "TestDaemon.h"
 #include "history/Sql.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -38,6 +40,12 @@ inline bool writeFile(const QString &path, const QByteArray &data)
 {
     QFile f(path);
     return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
+}
+// A file with its folders made, and its permissions as given.
+inline bool putFile(const QString &path, const QByteArray &data, int mode = 0644)
+{
+    QDir().mkpath(QFileInfo(path).path());
+    return writeFile(path, data) && ::chmod(QFile::encodeName(path).constData(), mode_t(mode)) == 0;
 }
 inline QByteArray readFile(const QString &path)
 {
