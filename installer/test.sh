@@ -9,6 +9,8 @@ bash installer/deps.sh --test
 bash installer/build.sh -DAIRLOCK_WERROR=ON
 # The official MCP SDK client that tst_mcp drives airlockctl mcp with (versions pinned by the lock).
 [[ -f tests/mcp/node_modules/@modelcontextprotocol/sdk/package.json ]] || npm ci --prefix tests/mcp --no-audit --no-fund
+# The official Daytona SDK that tst_daytona drives airlockd --daytona-api with (pinned by its lock).
+[[ -f tests/daytona/node_modules/@daytonaio/sdk/package.json ]] || npm ci --prefix tests/daytona --no-audit --no-fund
 # The real agent CLIs that tst_agent runs under airlockctl agent run (pinned by their lock too).
 [[ -f tests/agents/node_modules/@anthropic-ai/claude-code/package.json && -f tests/agents/node_modules/@openai/codex-linux-x64/package.json ]] \
   || npm ci --prefix tests/agents --no-audit --no-fund

@@ -8,6 +8,7 @@
 #include "StdioBridge.h"
 #include "TokenCommand.h"
 #include "approval/ApprovalBroker.h"
+#include "daytona/DaytonaListener.h"
 #include "engine/Engine.h"
 #include "history/HistoryGate.h"
 #include "history/HistoryReader.h"
@@ -216,6 +217,12 @@ int main(int argc, char *argv[])
         QStringLiteral("Also serve remote clients on ADDR:PORT over wss:// (TLS 1.3, the daemon's own certificate; "
                        "clients need a token from 'airlockd token create')."),
         QStringLiteral("addr:port"));
+    const QCommandLineOption daytonaOpt(QStringLiteral("daytona-api"),
+        QStringLiteral(
+            "Also serve Daytona's REST and toolbox APIs on ADDR:PORT (plain HTTP, a loopback address only): "
+            "a framework's Daytona integration runs on this daemon with DAYTONA_API_URL=http://ADDR:PORT/api "
+            "and DAYTONA_API_KEY set to a token from 'airlockd token create'."),
+        QStringLiteral("addr:port"));
     const QCommandLineOption plainOpt(QStringLiteral("plain-ws"),
         QStringLiteral("Serve --listen as plain ws:// instead (a loopback address only: tests, or behind a tunnel)."));
     const QCommandLineOption allowHostOpt(QStringLiteral("allow-host"),
@@ -240,7 +247,7 @@ int main(int argc, char *argv[])
         QStringLiteral("size"), QStringLiteral("512M"));
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, runscOpt, endWithDaemonOpt, verboseOpt,
         outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, upstreamCaOpt, toolsOpt, secretStoreOpt, stdioOpt,
-        listenOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
+        listenOpt, daytonaOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -311,6 +318,22 @@ int main(int argc, char *argv[])
     } else if (parser.isSet(plainOpt)) {
         std::fprintf(stderr, "airlockd: --plain-ws needs --listen ADDR:PORT\n");
         return 2;
+    }
+    std::optional<daytona::DaytonaListener::Options> daytonaOptions;
+    if (parser.isSet(daytonaOpt)) {
+        auto parsed = remote::parseListenAddress(parser.value(daytonaOpt));
+        if (!parsed) {
+            std::fprintf(stderr, "airlockd: --daytona-api: %s\n", qPrintable(parsed.error().message));
+            return 2;
+        }
+        if (!parsed->first.isLoopback()) {
+            std::fprintf(stderr,
+                "airlockd: --daytona-api: plain HTTP only on a loopback address (%s is not one); reach it from "
+                "elsewhere through a tunnel (ssh -L)\n",
+                qPrintable(parsed->first.toString()));
+            return 2;
+        }
+        daytonaOptions = daytona::DaytonaListener::Options{parsed->first, parsed->second, parser.values(allowHostOpt)};
     }
     auto diskReserve = units::parseBytes(parser.value(diskReserveOpt));
     if (!diskReserve) {
@@ -462,6 +485,28 @@ int main(int argc, char *argv[])
         std::fprintf(stderr,
             "airlockd: remote clients connect with %s and a token from 'airlockd token create --name NAME'\n",
             qPrintable(remoteListener->connectionString()));
+    }
+    // The Daytona API, when asked for: its keys are the same tokens, each an agent of its own.
+    std::unique_ptr<daytona::DaytonaStore> daytonaStore;
+    std::unique_ptr<daytona::DaytonaListener> daytonaListener;
+    if (daytonaOptions) {
+        daytonaStore = std::make_unique<daytona::DaytonaStore>(paths::dataDir() + QStringLiteral("/daytona.json"));
+        if (Status loaded = daytonaStore->load(); !loaded) {
+            std::fprintf(stderr, "airlockd: %s\n", qPrintable(loaded.error().message));
+            return 1;
+        }
+        daytonaListener = std::make_unique<daytona::DaytonaListener>(*daytonaOptions, tokens, *daytonaStore,
+            [&server](QLocalSocket *socket, const remote::Grant &grant, const QString &peer) {
+                server.adopt(socket, grant, peer);
+            });
+        if (Status listening = daytonaListener->listen(); !listening) {
+            std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
+            return 1;
+        }
+        std::fprintf(stderr,
+            "airlockd: Daytona SDKs connect with DAYTONA_API_URL=%s and DAYTONA_API_KEY set to a token from "
+            "'airlockd token create --name NAME'\n",
+            qPrintable(daytonaListener->apiUrl()));
     }
     if (Status listening = server.listen(parser.value(socketOpt)); !listening) {
         std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));

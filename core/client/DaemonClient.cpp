@@ -404,6 +404,22 @@ Status DaemonClient::connectToDaemon(const ConnectOptions &options)
     return Ok{};
 }
 
+void DaemonClient::connectOver(QLocalSocket *socket, const ConnectOptions &options, std::function<void(Status)> done)
+{
+    m_options = options;
+    m_lastServerError = {};
+    attach(socket);
+    callAsync(rpc::method::Hello,
+        {{QStringLiteral("protocol"), rpc::kProtocolVersion}, {QStringLiteral("client"), options.clientName},
+            {QStringLiteral("run"), options.run}, {QStringLiteral("agent"), options.agent}},
+        [this, done = std::move(done)](Result<QJsonValue> hello) {
+            if (!hello)
+                return done(hello.error());
+            m_daemonVersion = hello->toObject().value(QStringLiteral("daemon")).toString();
+            done(Ok{});
+        });
+}
+
 qint64 DaemonClient::callAsync(const QString &method, const QJsonObject &params, Callback done, Progress progress)
 {
     if (!isConnected()) {

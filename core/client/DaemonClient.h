@@ -49,6 +49,9 @@ public:
 
     // Connects (starting the daemon if allowed) and performs the version handshake.
     Status connectToDaemon(const ConnectOptions &options);
+    // Over a socket already connected to the daemon, without waiting: the handshake's outcome goes
+    // to `done`. For the daemon's own front ends (the Daytona API), which must not wait in its loop.
+    void connectOver(QLocalSocket *socket, const ConnectOptions &options, std::function<void(Status)> done);
     bool isConnected() const;
     // What a daemon this client started said before it was ready (a damaged history set aside):
     // empty when it said nothing, or was already running.

@@ -75,7 +75,8 @@ void ExecCall::start()
             if (!r)
                 return self->finish(ToolResult::failure(r.error().code == ErrorCode::Denied
                         ? QStringLiteral("Airlock refused to run the command: %1").arg(r.error().message)
-                        : QStringLiteral("the command did not start: %1").arg(r.error().message)));
+                        : QStringLiteral("the command did not start: %1").arg(r.error().message),
+                    r.error().code));
             self->m_sandboxId = r->sandbox;
             self->m_exec = r->exec;
             self->m_started.restart();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "util/Result.h"
+
 #include <QJsonObject>
 #include <QString>
 
@@ -15,8 +17,12 @@ struct ToolResult {
     QString text;
     QJsonObject structured;
     bool isError = false;
+    ErrorCode code = ErrorCode::Internal; // of a failure: why (a denial, a sandbox not running)
 
-    static ToolResult failure(const QString &message) { return {message, {}, true}; }
+    static ToolResult failure(const QString &message, ErrorCode code = ErrorCode::Internal)
+    {
+        return {message, {}, true, code};
+    }
 };
 
 // One call in flight, as the server sees it: progress while it runs (only when the client asked

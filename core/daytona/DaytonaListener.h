@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "daytona/DaytonaStore.h"
+#include "remote/RemoteListener.h"
+#include "remote/TokenStore.h"
+#include "remote/UpgradeGate.h"
+
+#include <QHash>
+#include <QHostAddress>
+#include <QObject>
+#include <QPointer>
+
+#include <functional>
+#include <memory>
+
+class QLocalSocket;
+class QTcpServer;
+class QTcpSocket;
+
+namespace airlock {
+class DaemonClient;
+}
+
+namespace airlock::daytona {
+
+class DaytonaApi;
+struct HttpRequest;
+struct HttpResponse;
+
+// airlockd --daytona-api ADDR:PORT: Daytona's REST and toolbox APIs over plain HTTP/1.1 on a
+// loopback address. Each request carries an Airlock token as its API key (Authorization: Bearer),
+// checked as --listen checks it (failures counted per peer); the key's requests go over one agent
+// connection to the daemon named after the token, handed to the RPC server with its grant.
+class DaytonaListener final : public QObject {
+    Q_OBJECT
+public:
+    struct Options {
+        QHostAddress address;
+        quint16 port = 0;
+        QStringList allowHosts; // extra names accepted in Host
+        qint64 maxBody = 256LL * 1024 * 1024;
+    };
+    using Accept = remote::RemoteListener::Accept;
+
+    DaytonaListener(
+        Options options, remote::TokenStore &tokens, DaytonaStore &store, Accept accept, QObject *parent = nullptr);
+    ~DaytonaListener() override;
+
+    Status listen();
+    quint16 port() const;
+    QString apiUrl() const; // http://ADDR:PORT/api
+
+private:
+    struct Connection;
+    struct KeySession;
+    void onConnection(QTcpSocket *socket);
+    void onReadable(Connection *connection);
+    void dispatch(Connection *connection, const HttpRequest &request);
+    void handOver(KeySession *session, Connection *connection, const HttpRequest &request);
+    void respond(Connection *connection, const HttpResponse &response);
+    Connection *connectionOf(const QPointer<QTcpSocket> &socket) const;
+    KeySession *sessionFor(const remote::Grant &grant, const QString &peer);
+    bool hostAllowed(const QByteArray &host) const;
+
+    Options m_options;
+    remote::TokenStore &m_tokens;
+    DaytonaStore &m_store;
+    Accept m_accept;
+    QTcpServer *m_server = nullptr;
+    remote::AuthLimiter m_limiter;
+    QHash<QString, KeySession *> m_sessions; // by token id
+    QList<Connection *> m_connections;
+};
+
+} // namespace airlock::daytona

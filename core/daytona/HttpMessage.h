@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QByteArray>
+#include <QHash>
+#include <QJsonValue>
+#include <QStringList>
+#include <QUrlQuery>
+
+#include <optional>
+
+namespace airlock::daytona {
+
+// One HTTP/1.1 request as the Daytona API reads it: the path's segments percent-decoded, the
+// query, headers (names lowercased, each at most once) and the whole body.
+struct HttpRequest {
+    QByteArray method;
+    QStringList segments; // "/api/sandbox/x" -> {"api", "sandbox", "x"}
+    QUrlQuery query;
+    QHash<QByteArray, QByteArray> headers;
+    QByteArray body;
+    bool keepAlive = true;
+
+    QByteArray header(const QByteArray &name) const { return headers.value(name); }
+    QString queryValue(const QString &name) const { return query.queryItemValue(name, QUrl::FullyDecoded); }
+};
+
+// What goes back: a status, a content type and a body; errors in Daytona's shape.
+struct HttpResponse {
+    int status = 200;
+    QByteArray contentType = "application/json";
+    QByteArray body;
+
+    static HttpResponse json(const QJsonValue &value, int status = 200);
+    // {"statusCode", "error", "message"}: what the SDK turns into its error classes by status.
+    static HttpResponse error(int status, const QString &message);
+    QByteArray serialize(bool keepAlive) const;
+};
+
+// Requests read off a byte stream one after another: a head of at most 8 KiB, then a body by
+// Content-Length or chunked, at most maxBody bytes. A malformed or oversized request ends the
+// stream with the status to answer it with.
+class HttpRequestReader {
+public:
+    explicit HttpRequestReader(qint64 maxBody)
+        : m_maxBody(maxBody)
+    {
+    }
+    void append(QByteArrayView bytes) { m_buffer.append(bytes); }
+    // A whole request when one is there (taken off the buffer); nothing when more must come;
+    // failed() when the stream can go no further.
+    std::optional<HttpRequest> next();
+    bool failed() const { return m_failStatus != 0; }
+    int failStatus() const { return m_failStatus; }
+    QString failure() const { return m_failure; }
+    // The head asked for "Expect: 100-continue" and its body is not all here: say go on, once.
+    bool wantsContinue();
+    qsizetype buffered() const { return m_buffer.size(); }
+
+private:
+    std::optional<HttpRequest> fail(int status, const QString &why);
+    // The end of a chunked body that starts at `from` (decoded into *body when it is whole), -1
+    // when more must come, -2 when malformed.
+    qsizetype chunkedEnd(qsizetype from, QByteArray *body);
+
+    qint64 m_maxBody;
+    QByteArray m_buffer;
+    std::optional<HttpRequest> m_head; // parsed, waiting for its body
+    qsizetype m_bodyStart = 0;
+    qint64 m_contentLength = -1; // -1: chunked
+    bool m_continueSent = false, m_wantsContinue = false;
+    int m_failStatus = 0;
+    QString m_failure;
+};
+
+QString statusText(int status);
+
+} // namespace airlock::daytona

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// airlockd --daytona-api driven by the official Daytona TypeScript SDK (tests/daytona/sdk.mjs, run
+// by Node, pinned by its lock file) beside a real daemon whose approvals this test answers with
+// `airlockctl approve` and `airlockctl deny` as a person would; then the history is read back. The
+// HTTP edges (a head too large, a body of the wrong length, chunked bodies, a foreign Host or
+// Origin, no key, a flood of wrong keys) are written to the real listener as raw bytes.
+#include "TestHelpers.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTest>
+#include <QTimer>
+
+using namespace airlock;
+using namespace airlock::test;
+
+class TestDaytona final : public QObject {
+    Q_OBJECT
+    std::unique_ptr<TestDaemon> m_daemon;
+    quint16 m_port = 0;
+    QString m_token;
+    QStringList m_approved, m_denied;
+
+    static QString clientDir() { return QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/daytona"); }
+    QString apiUrl() const { return QStringLiteral("http://127.0.0.1:%1/api").arg(m_port); }
+
+    static quint16 freePort()
+    {
+        QTcpServer probe;
+        probe.listen(QHostAddress::LocalHost, 0);
+        return probe.serverPort();
+    }
+
+    // A person at the console: every request is approved, but one that mentions "forbidden".
+    void answerApprovals()
+    {
+        for (const QJsonValue &v : pendingApprovals(*m_daemon)) {
+            const QJsonObject r = v.toObject();
+            const QString id = r.value(QStringLiteral("id")).toString();
+            if (m_approved.contains(id) || m_denied.contains(id))
+                continue;
+            const bool forbidden
+                = QJsonDocument(r.value(QStringLiteral("argv")).toArray()).toJson().contains("forbidden");
+            const CliResult answered = forbidden ? m_daemon->ctl(args("deny", id, "--reason", "not on my machine"))
+                                                 : m_daemon->ctl(args("approve", id));
+            if (answered.exitCode == 0)
+                (forbidden ? m_denied : m_approved).append(id);
+        }
+    }
+
+    QJsonObject runClient(const QString &scenario)
+    {
+        QProcess node;
+        QProcessEnvironment env = m_daemon->environment();
+        env.insert(QStringLiteral("DAYTONA_API_URL"), apiUrl());
+        env.insert(QStringLiteral("DAYTONA_API_KEY"), m_token);
+        node.setProcessEnvironment(env);
+        node.setWorkingDirectory(clientDir());
+        node.start(QStringLiteral("node"), {clientDir() + QStringLiteral("/sdk.mjs"), scenario});
+        QTimer approver;
+        connect(&approver, &QTimer::timeout, this, [this] { answerApprovals(); });
+        approver.start(100);
+        const bool ended = waitFor([&] { return node.state() == QProcess::NotRunning; }, 240000);
+        approver.stop();
+        if (!ended)
+            node.kill();
+        const QByteArray out = node.readAllStandardOutput(), err = node.readAllStandardError();
+        const QJsonObject last = jsonObject(out.trimmed().split('\n').last());
+        if (!ended || node.exitCode() != 0 || !last.value(QStringLiteral("ok")).toBool())
+            qWarning().noquote() << "sdk.mjs" << scenario << "exit" << node.exitCode() << "\nstdout:" << out
+                                 << "\nstderr:" << err.right(6000);
+        return last;
+    }
+
+    // One request written as bytes; the answer's status line and body.
+    struct Raw {
+        QByteArray status, body;
+    };
+    Raw raw(const QByteArray &request) const
+    {
+        QTcpSocket socket;
+        socket.connectToHost(QHostAddress::LocalHost, m_port);
+        if (!socket.waitForConnected(5000))
+            return {};
+        socket.write(request);
+        QByteArray answer;
+        waitFor(
+            [&] {
+                socket.waitForReadyRead(50);
+                answer += socket.readAll();
+                const qsizetype head = answer.indexOf("\r\n\r\n");
+                if (head < 0)
+                    return socket.state() != QAbstractSocket::ConnectedState;
+                const qsizetype at = answer.toLower().indexOf("content-length: ");
+                const qsizetype length
+                    = at < 0 ? 0 : answer.mid(at + 16, answer.indexOf('\r', at) - at - 16).toLongLong();
+                return answer.size() >= head + 4 + length;
+            },
+            10000);
+        const qsizetype head = answer.indexOf("\r\n\r\n");
+        return {answer.left(answer.indexOf("\r\n")), head < 0 ? QByteArray() : answer.mid(head + 4)};
+    }
+    QByteArray authorized() const { return "Authorization: Bearer " + m_token.toLatin1() + "\r\n"; }
+    QByteArray host() const { return "Host: 127.0.0.1:" + QByteArray::number(m_port) + "\r\n"; }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY2(QFile::exists(clientDir() + QStringLiteral("/node_modules/@daytonaio/sdk/package.json")),
+            "the Daytona SDK is not installed: run 'npm ci --prefix tests/daytona' (installer/test.sh does)");
+        m_port = freePort();
+        m_daemon = std::make_unique<TestDaemon>(args("--daytona-api", QStringLiteral("127.0.0.1:%1").arg(m_port)));
+        // The person's rules: some commands run, recursive deletes never; the rest asks.
+        QDir().mkpath(m_daemon->configDir());
+        QFile policy(m_daemon->configDir() + QStringLiteral("/policy.json"));
+        QVERIFY(policy.open(QIODevice::WriteOnly));
+        policy.write(R"({"version": 1, "commands": {"default": "ask", "rules": [
+            {"decision": "allow", "command": "sh"}, {"decision": "allow", "command": "echo"}, {"decision": "allow", "command": "pwd"},
+            {"decision": "allow", "command": "exit"}, {"decision": "allow", "command": "sleep"},
+            {"decision": "allow", "command": "curl"}, {"decision": "deny", "command": "rm -r"}]}})");
+        policy.close();
+        QVERIFY(m_daemon->start());
+        QProcess token;
+        token.setProcessEnvironment(m_daemon->environment());
+        token.start(binDir() + QStringLiteral("/airlockd"), args("token", "create", "--name", "sdk"));
+        QVERIFY(token.waitForFinished(10000) && token.exitCode() == 0);
+        m_token
+            = QString::fromLatin1(token.readAllStandardOutput()).trimmed().split(QLatin1Char('\n')).last().trimmed();
+        QVERIFY2(m_token.startsWith(QLatin1String("alk_")), qPrintable(m_token));
+    }
+    void cleanupTestCase() { m_daemon.reset(); }
+
+    // A framework's whole session through the SDK; then the run in the history.
+    void aSessionThroughTheSdk()
+    {
+        const QJsonObject result = runClient(QStringLiteral("session"));
+        QVERIFY(result.value(QStringLiteral("ok")).toBool());
+        qInfo().noquote()
+            << "timings"
+            << QJsonDocument(result.value(QStringLiteral("timings")).toObject()).toJson(QJsonDocument::Compact);
+        QCOMPARE(m_denied.size(), 1);
+        QVERIFY2(m_approved.size() >= 2, qPrintable(m_approved.join(QLatin1Char(',')))); // the env'd echo, rm -d
+
+        // One run for the key's session, named after the key; every command the agent's.
+        const QJsonArray runs
+            = jsonObject(m_daemon->ctl(args("runs", "--json")).out).value(QStringLiteral("runs")).toArray();
+        QStringList names;
+        for (const QJsonValue &v : runs)
+            names.append(v.toObject().value(QStringLiteral("name")).toString());
+        QVERIFY2(names.count(QStringLiteral("sdk")) == 1, qPrintable(names.join(QLatin1Char(','))));
+        const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--run", "sdk", "--json")).out)
+                                          .value(QStringLiteral("executions"))
+                                          .toArray();
+        QStringList commands, refused;
+        for (const QJsonValue &v : executions) {
+            const QJsonObject e = v.toObject();
+            QCOMPARE(e.value(QStringLiteral("agent")).toString(), QStringLiteral("sdk"));
+            const QString command = e.value(QStringLiteral("argv")).toArray().last().toString();
+            // Asked about because of its variables, and let through by the person.
+            if (command.startsWith(QLatin1String("echo \"$GREETING")))
+                QVERIFY2(
+                    !e.value(QStringLiteral("decidedBy")).toString().isEmpty(), QJsonDocument(e).toJson().constData());
+            if (e.value(QStringLiteral("exec")).isDouble())
+                commands.prepend(command);
+            else
+                refused.prepend(command + QLatin1Char('|') + e.value(QStringLiteral("status")).toString());
+        }
+        QVERIFY2(commands.contains(QStringLiteral("echo \"$GREETING/$EXTRA\"; pwd")),
+            qPrintable(commands.join(QLatin1Char('|'))));
+        QVERIFY2(
+            commands.contains(QStringLiteral("/workspace/notes/a.txt")), qPrintable(commands.join(QLatin1Char('|'))));
+        QCOMPARE(refused,
+            QStringList({QStringLiteral("rm -r /workspace|denied"), QStringLiteral("touch forbidden|denied")}));
+        // What it made is gone, and so is its record.
+        QVERIFY(
+            jsonObject(m_daemon->ctl(args("ls", "--json")).out).value(QStringLiteral("sandboxes")).toArray().isEmpty());
+    }
+
+    void aWrongKeyIsRefused() { QVERIFY(runClient(QStringLiteral("wrong-key")).value(QStringLiteral("ok")).toBool()); }
+
+    // The listener's edges, as bytes.
+    void malformedRequestsGetTheirStatus()
+    {
+        QCOMPARE(raw("GET /api/sandbox HTTP/1.1\r\n" + host() + authorized() + "\r\n").status, "HTTP/1.1 200 OK");
+        QVERIFY(raw("GET /api/sandbox HTTP/1.1\r\n" + host() + "X-Big: " + QByteArray(9000, 'a') + "\r\n\r\n")
+                    .status.startsWith("HTTP/1.1 431"));
+        QVERIFY(raw("POST /api/sandbox HTTP/1.1\r\n" + host() + authorized() + "Content-Length: nope\r\n\r\n")
+                    .status.startsWith("HTTP/1.1 400"));
+        QVERIFY(raw("POST /api/sandbox HTTP/1.1\r\n" + host() + authorized()
+            + "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}")
+                    .status.startsWith("HTTP/1.1 400"));
+        QVERIFY(raw("POST /api/sandbox HTTP/1.1\r\n" + host() + authorized() + "Content-Length: 999999999999\r\n\r\n")
+                    .status.startsWith("HTTP/1.1 413"));
+        // A chunked body is read whole: an image asked for is refused by what it says.
+        const Raw chunked = raw("POST /api/sandbox HTTP/1.1\r\n" + host() + authorized()
+            + "Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+              "5\r\n{\"bui\r\n15\r\nldInfo\": {\"x\": 1}}   \r\n0\r\n\r\n");
+        QVERIFY2(chunked.status.startsWith("HTTP/1.1 501") && chunked.body.contains("does not build images"),
+            QByteArray(chunked.status + chunked.body).constData());
+        QVERIFY(
+            raw("GET /api/sandbox HTTP/1.1\r\n" + host() + authorized() + "Transfer-Encoding: chunked\r\n\r\nZZ\r\n")
+                .status.startsWith("HTTP/1.1 400"));
+        // DNS rebinding and web pages.
+        const Raw foreign = raw("GET /api/sandbox HTTP/1.1\r\nHost: evil.example:80\r\n" + authorized() + "\r\n");
+        QVERIFY2(foreign.status.startsWith("HTTP/1.1 421") && foreign.body.contains("does not name this daemon"),
+            foreign.body.constData());
+        QVERIFY(raw("GET /api/sandbox HTTP/1.1\r\n" + host() + authorized() + "Origin: http://evil.example\r\n\r\n")
+                    .status.startsWith("HTTP/1.1 403"));
+        // Paths that climb are refused before anything is looked up.
+        QVERIFY(raw("GET /toolbox/x/../../api/sandbox HTTP/1.1\r\n" + host() + authorized() + "\r\n")
+                    .status.startsWith("HTTP/1.1 400"));
+        // Another key's sandbox, or none: not found, whatever the path asks.
+        QVERIFY(raw("POST /toolbox/0123456789ab/process/execute HTTP/1.1\r\n" + host() + authorized()
+            + "Content-Length: 21\r\n\r\n{\"command\": \"echo x\"}")
+                    .status.startsWith("HTTP/1.1 404"));
+    }
+
+    // Past five failed keys from an address, it is refused without a check for a while.
+    void aFloodOfWrongKeysIsSlowedDown()
+    {
+        QByteArray last;
+        for (int i = 0; i < 7; ++i)
+            last = raw("GET /api/sandbox HTTP/1.1\r\n" + host() + "Authorization: Bearer alk_000000000000_"
+                + QByteArray(43, 'B') + "\r\n\r\n")
+                       .status;
+        QVERIFY2(last.startsWith("HTTP/1.1 429"), last.constData());
+        QVERIFY(
+            raw("GET /api/sandbox HTTP/1.1\r\n" + host() + authorized() + "\r\n").status.startsWith("HTTP/1.1 429"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDaytona)
+#include "tst_daytona.moc"
