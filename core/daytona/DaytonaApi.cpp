@@ -4,6 +4,7 @@
 #include "client/DaemonApi.h"
 #include "daytona/Multipart.h"
 #include "mcp/ExecCall.h"
+#include "model/EventKinds.h"
 #include "model/ExecRequest.h"
 
 #include <QJsonArray>
@@ -617,6 +618,7 @@ DaytonaApi::Cancel DaytonaApi::run(
             o.exitCode = 128 + r.value(QStringLiteral("signal")).toInt();
         done(o);
     };
+    watch(entry.id);
     auto *call = new mcp::ExecCall(m_client, {entry.id, *exec, {}, kMaxOutput, entry.name}, hooks, this);
     *made = call;
     m_execs.removeAll(nullptr);
@@ -881,9 +883,23 @@ void DaytonaApi::download(const Entry &entry, const HttpRequest &request, const 
     (*step)();
 }
 
+void DaytonaApi::watch(const QString &sandbox)
+{
+    // Its events, approvals among them: a command whose client leaves while it waits for a person
+    // takes its question back.
+    if (!m_watched.contains(sandbox)) {
+        m_watched.insert(sandbox);
+        DaemonApi(m_client).subscribe(sandbox).send();
+    }
+}
+
 void DaytonaApi::onEvent(const Event &event)
 {
     const auto execs = m_execs; // a call that finishes may be deleted later, never during this
+    if (event.kind == event::ApprovalRequested || event.kind == event::ApprovalDecided) {
+        mcp::ExecCall::routeApproval(event, execs, m_client.options().run, m_client.options().agent);
+        return;
+    }
     for (const QPointer<mcp::ExecCall> &exec : execs)
         if (exec)
             exec->onEvent(event);

@@ -9,6 +9,7 @@
 #include <QJsonObject>
 #include <QObject>
 #include <QPointer>
+#include <QSet>
 
 #include <functional>
 
@@ -72,12 +73,14 @@ private:
     QJsonObject dto(const Entry &entry, const QJsonObject &sandbox) const;
     std::optional<Entry> find(const QString &idOrName) const { return m_store.find(m_tokenId, idOrName); }
     void onEvent(const Event &event);
+    void watch(const QString &sandbox); // subscribed to its events, once
 
     Options m_options;
     DaytonaStore &m_store;
     QString m_tokenId;
     DaemonClient &m_client;
     QList<QPointer<mcp::ExecCall>> m_execs;
+    QSet<QString> m_watched; // sandboxes whose events this connection subscribed to
 };
 
 // The HTTP status that says an Airlock error to the SDK (its error classes go by status).

@@ -168,6 +168,34 @@ void ExecCall::onApproval(const QJsonObject &request, bool decided)
     progress(QStringLiteral("waiting for a person to approve %1 (request %2)").arg(what, id), true);
 }
 
+bool ExecCall::routeApproval(
+    const Event &event, const QList<QPointer<ExecCall>> &calls, const QString &run, const QString &agent)
+{
+    const bool decided = event.kind == event::ApprovalDecided;
+    // This session's own requests: another agent's, or the person's own commands' network
+    // destinations in a shared sandbox, are not news here. Each call knows the decisions on its
+    // own requests by their ids.
+    const QString kind = event.payload.value(QStringLiteral("kind")).toString();
+    if (!decided
+        && (event.run != run
+            || (kind != QLatin1String("network")
+                && event.payload.value(QStringLiteral("requester")).toString() != agent)))
+        return false;
+    QStringList argv;
+    for (const QJsonValue &v : event.payload.value(QStringLiteral("argv")).toArray())
+        argv.append(v.toString());
+    for (const QPointer<ExecCall> &call : calls) { // a copy: a call that finishes leaves the caller's list
+        if (!call)
+            continue;
+        const bool network = kind == QLatin1String("network") && call->sandboxId() == event.sandbox;
+        const bool command = kind == QLatin1String("command") && call->requestedSandbox() == event.sandbox
+            && (decided || (call->waitsForStart() && call->argv() == argv));
+        if (network || command)
+            call->onApproval(event.payload, decided);
+    }
+    return true;
+}
+
 void ExecCall::progress(const QString &message, bool force)
 {
     if (!m_hooks.progress || (!force && m_lastProgress.isValid() && m_lastProgress.elapsed() < kProgressEveryMs))

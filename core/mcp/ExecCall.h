@@ -58,6 +58,11 @@ public:
     void onEvent(const Event &event); // every event of the connection; it picks its own
     // An approval request that is this call's (asked), or any decision (told if it is one of its).
     void onApproval(const QJsonObject &request, bool decided);
+    // An approval event (requested or decided) of a session whose run and agent are these, given
+    // to the calls it concerns: a network request in their sandbox, their command, decisions.
+    // False when it is not the session's (another agent's, another run's).
+    static bool routeApproval(
+        const Event &event, const QList<QPointer<ExecCall>> &calls, const QString &run, const QString &agent);
     void fail(const QString &message) { finish(ToolResult::failure(message)); } // the daemon is gone
     bool waitsForStart() const { return m_exec == 0 && !m_done; }
     QString sandboxId() const { return m_sandboxId; } // once started

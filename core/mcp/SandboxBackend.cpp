@@ -511,28 +511,10 @@ void SandboxBackend::onEvent(const Event &event)
 {
     const bool requested = event.kind == event::ApprovalRequested, decided = event.kind == event::ApprovalDecided;
     if (requested || decided) {
-        // This session's own requests: another agent's, or the person's own commands' network
-        // destinations in a shared sandbox, are not news here. Each call knows the decisions on
-        // its own requests by their ids.
         const QString kind = event.payload.value(QStringLiteral("kind")).toString();
-        if (requested
-            && (event.run != m_client->options().run
-                || (kind != QLatin1String("network")
-                    && event.payload.value(QStringLiteral("requester")).toString() != m_client->options().agent)))
-            return;
-        QStringList argv;
-        for (const QJsonValue &v : event.payload.value(QStringLiteral("argv")).toArray())
-            argv.append(v.toString());
         const auto calls = m_execs; // a call that finishes leaves the list
-        for (const QPointer<ExecCall> &call : calls) {
-            if (!call)
-                continue;
-            const bool network = kind == QLatin1String("network") && call->sandboxId() == event.sandbox;
-            const bool command = kind == QLatin1String("command") && call->requestedSandbox() == event.sandbox
-                && (decided || (call->waitsForStart() && call->argv() == argv));
-            if (network || command)
-                call->onApproval(event.payload, decided);
-        }
+        if (!ExecCall::routeApproval(event, calls, m_client->options().run, m_client->options().agent))
+            return;
         for (Waiting &w : m_waiting) {
             if (w.sandbox != event.sandbox || kind != QLatin1String("tool"))
                 continue;

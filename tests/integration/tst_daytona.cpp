@@ -217,6 +217,40 @@ private Q_SLOTS:
                     .status.startsWith("HTTP/1.1 404"));
     }
 
+    // A command waiting for a person whose client leaves: the question is taken back, not left to
+    // be answered for nobody (and then run).
+    void aCommandWhoseClientLeavesIsWithdrawn()
+    {
+        const Raw created = raw("POST /api/sandbox HTTP/1.1\r\n" + host() + authorized()
+            + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+        const QString id = jsonObject(created.body).value(QStringLiteral("id")).toString();
+        QVERIFY2(!id.isEmpty(), created.body.constData());
+        const QByteArray body = R"({"command": "touch left-behind"})";
+        QTcpSocket socket;
+        socket.connectToHost(QHostAddress::LocalHost, m_port);
+        QVERIFY(socket.waitForConnected(5000));
+        socket.write("POST /toolbox/" + id.toLatin1() + "/process/execute HTTP/1.1\r\n" + host() + authorized()
+            + "Content-Length: " + QByteArray::number(body.size()) + "\r\n\r\n" + body);
+        QVERIFY(waitFor(
+            [&] {
+                socket.waitForBytesWritten(10);
+                return !pendingApprovals(*m_daemon).isEmpty();
+            },
+            10000));
+        socket.abort();
+        QVERIFY2(waitFor([&] { return pendingApprovals(*m_daemon).isEmpty(); }, 10000),
+            "the request of a client that left is still waiting for a person");
+        const QJsonArray executions = jsonObject(m_daemon->ctl(args("history", "--run", "sdk", "--json")).out)
+                                          .value(QStringLiteral("executions"))
+                                          .toArray();
+        QVERIFY(!executions.isEmpty());
+        const QJsonObject last = executions.first().toObject();
+        QCOMPARE(last.value(QStringLiteral("argv")).toArray().last().toString(), QStringLiteral("touch left-behind"));
+        QVERIFY2(last.value(QStringLiteral("exec")).isNull(), QJsonDocument(last).toJson().constData());
+        QVERIFY(raw("DELETE /api/sandbox/" + id.toLatin1() + " HTTP/1.1\r\n" + host() + authorized() + "\r\n")
+                    .status.startsWith("HTTP/1.1 200"));
+    }
+
     // Past five failed keys from an address, it is refused without a check for a while.
     void aFloodOfWrongKeysIsSlowedDown()
     {
