@@ -145,17 +145,22 @@ DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, QString tokenId, Da
     , m_store(store)
     , m_tokenId(std::move(tokenId))
     , m_client(client)
+    , m_sessions([this](const Entry &entry, const QString &command, mcp::CallHooks hooks) {
+        return launch(entry, {QStringLiteral("/bin/sh"), QStringLiteral("-c"), command}, QStringLiteral("/workspace"),
+            entry.env, 0, std::move(hooks));
+    })
 {
     connect(&m_client, &DaemonClient::eventReceived, this, &DaytonaApi::onEvent);
 }
 
 DaytonaApi::~DaytonaApi() = default;
 
-DaytonaApi::Cancel DaytonaApi::handle(const HttpRequest &request, Reply reply)
+DaytonaApi::Cancel DaytonaApi::handle(const HttpRequest &request, Reply reply, const std::optional<HttpStream> &stream)
 {
     const QString top = request.segments.value(0);
     if (top == QLatin1String("api"))
-        return api(request, reply);
+        return stream ? (reply(HttpResponse::error(400, QStringLiteral("/api takes no WebSocket"))), Cancel{})
+                      : api(request, reply);
     if (top == QLatin1String("toolbox") && request.segments.size() >= 3) {
         const auto entry = find(request.segments.at(1));
         if (!entry) {
@@ -169,7 +174,7 @@ DaytonaApi::Cancel DaytonaApi::handle(const HttpRequest &request, Reply reply)
             reply(HttpResponse::error(409, QStringLiteral("sandbox %1 is stopped: start it first").arg(entry->id)));
             return {};
         }
-        return toolbox(*entry, request, reply);
+        return toolbox(*entry, request, reply, stream);
     }
     reply(HttpResponse::error(404,
         QStringLiteral("nothing at /%1: Airlock's Daytona API serves /api and /toolbox/SANDBOX")
@@ -434,6 +439,7 @@ void DaytonaApi::remove(const Entry &entry, const Reply &reply)
             if (!deleted && deleted.error().code != ErrorCode::NotFound)
                 return reply(errorResponse(deleted.error()));
             (void)m_store.remove(entry.id);
+            m_sessions.forget(entry.id);
             QJsonObject gone = dto(entry, {{QStringLiteral("state"), QStringLiteral("destroyed")}});
             reply(HttpResponse::json(gone));
         });
@@ -465,7 +471,8 @@ QJsonObject DaytonaApi::dto(const Entry &entry, const QJsonObject &sandbox) cons
         {QStringLiteral("class"), QStringLiteral("small")}, {QStringLiteral("toolboxProxyUrl"), m_options.toolboxUrl}};
 }
 
-DaytonaApi::Cancel DaytonaApi::toolbox(const Entry &entry, const HttpRequest &request, const Reply &reply)
+DaytonaApi::Cancel DaytonaApi::toolbox(
+    const Entry &entry, const HttpRequest &request, const Reply &reply, const std::optional<HttpStream> &stream)
 {
     const QStringList s = request.segments.mid(2);
     const QByteArray &method = request.method;
@@ -473,6 +480,10 @@ DaytonaApi::Cancel DaytonaApi::toolbox(const Entry &entry, const HttpRequest &re
     const QString path = request.queryValue(QStringLiteral("path"));
     if (area == QLatin1String("process") && what == QLatin1String("execute") && method == "POST")
         return execute(entry, request, reply);
+    if (area == QLatin1String("process") && what == QLatin1String("session"))
+        return m_sessions.handle(entry, s.mid(2), request, reply, stream);
+    if (stream)
+        return reply(HttpResponse::error(400, QStringLiteral("only a session command's logs are followed"))), Cancel{};
     if (area == QLatin1String("files")) {
         if (s.size() == 1 && method == "GET")
             return listFiles(entry, path, false, reply), Cancel{};
@@ -522,7 +533,7 @@ DaytonaApi::Cancel DaytonaApi::toolbox(const Entry &entry, const HttpRequest &re
             const QString pattern = request.queryValue(QStringLiteral("pattern"));
             return fileCommand(entry,
                 {QStringLiteral("grep"), QStringLiteral("-rnI"), QStringLiteral("--"), pattern, sandboxPath(path)},
-                reply, [](const Outcome &o) {
+                reply, [](const CommandOutcome &o) {
                     QJsonArray matches;
                     for (const QString &line : o.stdoutText.split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
                         const QStringList parts = line.split(QLatin1Char(':'));
@@ -537,7 +548,7 @@ DaytonaApi::Cancel DaytonaApi::toolbox(const Entry &entry, const HttpRequest &re
         if (what == QLatin1String("search") && method == "GET") {
             const QString pattern = request.queryValue(QStringLiteral("pattern"));
             return fileCommand(entry, {QStringLiteral("find"), sandboxPath(path), QStringLiteral("-name"), pattern},
-                reply, [](const Outcome &o) {
+                reply, [](const CommandOutcome &o) {
                     return HttpResponse::json(QJsonObject{{QStringLiteral("files"),
                         QJsonArray::fromStringList(o.stdoutText.split(QLatin1Char('\n'), Qt::SkipEmptyParts))}});
                 });
@@ -576,7 +587,7 @@ DaytonaApi::Cancel DaytonaApi::execute(const Entry &entry, const HttpRequest &re
     const double timeout = body.value(QStringLiteral("timeout")).toDouble(0);
     return run(entry, {QStringLiteral("/bin/sh"), QStringLiteral("-c"), command},
         cwd.isEmpty() ? QStringLiteral("/workspace") : sandboxPath(cwd), env, timeout > 0 ? qint64(timeout * 1000) : 0,
-        [reply, timeout](Result<Outcome> ran) {
+        [reply, timeout](Result<CommandOutcome> ran) {
             if (!ran)
                 return reply(errorResponse(ran.error()));
             if (ran->exitCode == -124)
@@ -587,8 +598,8 @@ DaytonaApi::Cancel DaytonaApi::execute(const Entry &entry, const HttpRequest &re
         });
 }
 
-DaytonaApi::Cancel DaytonaApi::run(
-    const Entry &entry, const QStringList &argv, const QString &cwd, const QJsonObject &env, qint64 timeoutMs, Ran done)
+DaytonaApi::Cancel DaytonaApi::launch(const Entry &entry, const QStringList &argv, const QString &cwd,
+    const QJsonObject &env, qint64 timeoutMs, mcp::CallHooks hooks)
 {
     QJsonObject json{{QStringLiteral("argv"), QJsonArray::fromStringList(argv)}, {QStringLiteral("cwd"), cwd},
         {QStringLiteral("env"), env}};
@@ -596,29 +607,16 @@ DaytonaApi::Cancel DaytonaApi::run(
         json.insert(QStringLiteral("timeoutMs"), double(timeoutMs));
     auto exec = ExecRequest::fromJson(json);
     if (!exec) {
-        done(exec.error());
+        hooks.done(mcp::ToolResult::failure(exec.error().message, exec.error().code));
         return {};
     }
+    watch(entry.id);
     auto made = std::make_shared<QPointer<mcp::ExecCall>>();
-    mcp::CallHooks hooks;
-    hooks.done = [made, done](const mcp::ToolResult &result) {
+    hooks.done = [made, done = std::move(hooks.done)](const mcp::ToolResult &result) {
         if (*made)
             (*made)->deleteLater();
-        if (result.isError)
-            return done(makeError(result.code, result.text));
-        const QJsonObject &r = result.structured;
-        Outcome o;
-        o.stdoutText = r.value(QStringLiteral("stdout")).toString();
-        o.stderrText = r.value(QStringLiteral("stderr")).toString();
-        if (r.value(QStringLiteral("status")).toString() == QLatin1String("timed_out"))
-            o.exitCode = -124;
-        else if (r.contains(QStringLiteral("exit_code")))
-            o.exitCode = r.value(QStringLiteral("exit_code")).toInt();
-        else
-            o.exitCode = 128 + r.value(QStringLiteral("signal")).toInt();
-        done(o);
+        done(result);
     };
-    watch(entry.id);
     auto *call = new mcp::ExecCall(m_client, {entry.id, *exec, {}, kMaxOutput, entry.name}, hooks, this);
     *made = call;
     m_execs.removeAll(nullptr);
@@ -630,14 +628,22 @@ DaytonaApi::Cancel DaytonaApi::run(
     };
 }
 
+DaytonaApi::Cancel DaytonaApi::run(
+    const Entry &entry, const QStringList &argv, const QString &cwd, const QJsonObject &env, qint64 timeoutMs, Ran done)
+{
+    mcp::CallHooks hooks;
+    hooks.done = [done = std::move(done)](const mcp::ToolResult &result) { done(CommandOutcome::of(result)); };
+    return launch(entry, argv, cwd, env, timeoutMs, std::move(hooks));
+}
+
 DaytonaApi::Cancel DaytonaApi::fileCommand(const Entry &entry, const QStringList &argv, const Reply &reply,
-    std::function<HttpResponse(const Outcome &)> answer)
+    std::function<HttpResponse(const CommandOutcome &)> answer)
 {
     for (qsizetype i = 1; i < argv.size(); ++i)
         if (argv.at(i).isEmpty() || argv.at(i) == QLatin1String("/workspace/"))
             return reply(HttpResponse::error(400, QStringLiteral("a path is needed"))), Cancel{};
-    return run(
-        entry, argv, QStringLiteral("/workspace"), {}, kFileCommandMs, [reply, answer, argv](Result<Outcome> ran) {
+    return run(entry, argv, QStringLiteral("/workspace"), {}, kFileCommandMs,
+        [reply, answer, argv](Result<CommandOutcome> ran) {
             if (!ran)
                 return reply(errorResponse(ran.error()));
             // grep says "no match" with 1: an empty answer, not a failure.

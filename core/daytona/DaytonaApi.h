@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "daytona/DaytonaSessions.h"
 #include "daytona/DaytonaStore.h"
 #include "daytona/HttpMessage.h"
 #include "model/Event.h"
@@ -40,18 +41,16 @@ public:
     ~DaytonaApi() override;
 
     // Answers one request (exactly once); what to call when its client has gone.
-    Cancel handle(const HttpRequest &request, Reply reply);
+    // `stream` when the client asked for a WebSocket (a session command's logs, followed).
+    Cancel handle(const HttpRequest &request, Reply reply, const std::optional<HttpStream> &stream = {});
 
 private:
     using Entry = DaytonaStore::Entry;
-    struct Outcome {
-        int exitCode = 0;
-        QString stdoutText, stderrText;
-    };
-    using Ran = std::function<void(Result<Outcome>)>;
+    using Ran = std::function<void(Result<CommandOutcome>)>;
 
     Cancel api(const HttpRequest &request, const Reply &reply);
-    Cancel toolbox(const Entry &entry, const HttpRequest &request, const Reply &reply);
+    Cancel toolbox(
+        const Entry &entry, const HttpRequest &request, const Reply &reply, const std::optional<HttpStream> &stream);
     void create(const HttpRequest &request, const Reply &reply);
     void list(const HttpRequest &request, const Reply &reply);
     void describe(const Entry &entry, const Reply &reply, int status = 200);
@@ -62,12 +61,15 @@ private:
     void download(const Entry &entry, const HttpRequest &request, const Reply &reply);
     void listFiles(const Entry &entry, const QString &path, bool infoOnly, const Reply &reply);
     void makeFolder(const Entry &entry, const QString &path, int mode, const Reply &reply);
-    // Runs argv in the sandbox as the agent's command (the rules judge it), its output collected.
+    // Starts argv in the sandbox as the agent's command (the rules judge it) with these hooks.
+    Cancel launch(const Entry &entry, const QStringList &argv, const QString &cwd, const QJsonObject &env,
+        qint64 timeoutMs, mcp::CallHooks hooks);
+    // The same, its output collected.
     Cancel run(const Entry &entry, const QStringList &argv, const QString &cwd, const QJsonObject &env,
         qint64 timeoutMs, Ran done);
     // A file command (rm, mv, chmod, find, grep) whose non-zero exit is the request's failure.
     Cancel fileCommand(const Entry &entry, const QStringList &argv, const Reply &reply,
-        std::function<HttpResponse(const Outcome &)> answer = {});
+        std::function<HttpResponse(const CommandOutcome &)> answer = {});
     // Creates each missing folder on the way to `path` (a workspace path), then calls done.
     void makeParents(const QString &sandbox, const QString &path, std::function<void(Status)> done);
     QJsonObject dto(const Entry &entry, const QJsonObject &sandbox) const;
@@ -81,6 +83,7 @@ private:
     DaemonClient &m_client;
     QList<QPointer<mcp::ExecCall>> m_execs;
     QSet<QString> m_watched; // sandboxes whose events this connection subscribed to
+    DaytonaSessions m_sessions;
 };
 
 // The HTTP status that says an Airlock error to the SDK (its error classes go by status).

@@ -19,6 +19,7 @@ namespace airlock::daytona {
 namespace {
 constexpr int kMaxConnections = 256;
 constexpr int kIdleMs = 120'000; // a request begun and not finished within this is dropped
+constexpr qint64 kMaxStreamBacklog = 64LL * 1024 * 1024; // unread bytes of a followed log
 constexpr qsizetype kMaxQueued = 256; // requests of one key waiting for its connection to the daemon
 
 auto logger()
@@ -32,6 +33,7 @@ struct DaytonaListener::Connection {
     HttpRequestReader reader;
     bool busy = false; // a request is being answered; the next waits in the reader
     bool keepAlive = true;
+    bool upgraded = false; // a WebSocket now: what the client sends is not read as HTTP
     DaytonaApi::Cancel cancel;
     QTimer *idle = nullptr;
     QString peer;
@@ -124,7 +126,7 @@ void DaytonaListener::onConnection(QTcpSocket *socket)
         connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
         return;
     }
-    auto *c = new Connection{socket, HttpRequestReader(m_options.maxBody), false, true, {}, nullptr, {}};
+    auto *c = new Connection{socket, HttpRequestReader(m_options.maxBody), false, true, false, {}, nullptr, {}};
     c->peer = socket->peerAddress().toString() + QLatin1Char(':') + QString::number(socket->peerPort());
     c->idle = new QTimer(socket);
     c->idle->setSingleShot(true);
@@ -146,6 +148,10 @@ void DaytonaListener::onReadable(Connection *c)
 {
     if (!c->socket)
         return;
+    if (c->upgraded) {
+        c->socket->readAll(); // pings and the close: the server ends the stream itself
+        return;
+    }
     c->reader.append(c->socket->readAll());
     if (c->busy)
         return; // taken when the answer is written
@@ -214,10 +220,48 @@ void DaytonaListener::dispatch(Connection *c, const HttpRequest &request)
 
 void DaytonaListener::handOver(KeySession *session, Connection *c, const HttpRequest &request)
 {
-    c->cancel = session->api->handle(request, [this, socket = c->socket](const HttpResponse &response) {
-        if (Connection *conn = connectionOf(socket))
-            respond(conn, response);
-    });
+    std::optional<HttpStream> stream;
+    if (request.header("upgrade").toLower() == "websocket") {
+        const QByteArray key = request.header("sec-websocket-key");
+        if (key.isEmpty() || request.header("sec-websocket-version") != "13") {
+            c->keepAlive = false;
+            return respond(c,
+                HttpResponse::error(400,
+                    QStringLiteral("a WebSocket upgrade needs Sec-WebSocket-Key "
+                                   "and Sec-WebSocket-Version: 13")));
+        }
+        c->keepAlive = false; // an error instead of the upgrade ends the connection
+        QPointer<QTcpSocket> socket = c->socket;
+        stream = HttpStream{
+            [this, socket, key] {
+                if (Connection *conn = connectionOf(socket)) {
+                    conn->upgraded = true;
+                    socket->write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                  "Sec-WebSocket-Accept: "
+                        + webSocketAccept(key) + "\r\n\r\n");
+                }
+            },
+            [socket](const QByteArray &bytes) {
+                if (!socket)
+                    return;
+                if (socket->bytesToWrite() > kMaxStreamBacklog) // a follower that does not read
+                    return socket->abort();
+                socket->write(webSocketFrame(bytes));
+            },
+            [socket] {
+                if (!socket)
+                    return;
+                socket->write(webSocketFrame(QByteArray("\x03\xe8", 2), 0x8)); // 1000: normal closure
+                socket->disconnectFromHost();
+            }};
+    }
+    c->cancel = session->api->handle(
+        request,
+        [this, socket = c->socket](const HttpResponse &response) {
+            if (Connection *conn = connectionOf(socket))
+                respond(conn, response);
+        },
+        stream);
 }
 
 DaytonaListener::Connection *DaytonaListener::connectionOf(const QPointer<QTcpSocket> &socket) const

@@ -3,6 +3,7 @@
 
 #include "remote/UpgradeGate.h"
 
+#include <QCryptographicHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -87,6 +88,33 @@ QByteArray HttpResponse::serialize(bool keepAlive) const
     out += "Cache-Control: no-store\r\n\r\n";
     out += body;
     return out;
+}
+
+QByteArray webSocketAccept(const QByteArray &key)
+{
+    return QCryptographicHash::hash(QByteArray(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"), QCryptographicHash::Sha1)
+        .toBase64();
+}
+
+QByteArray webSocketFrame(const QByteArray &payload, quint8 opcode)
+{
+    QByteArray frame;
+    frame.reserve(payload.size() + 10);
+    frame.append(char(0x80 | opcode));
+    const quint64 n = quint64(payload.size());
+    if (n < 126) {
+        frame.append(char(n));
+    } else if (n < 65536) {
+        frame.append(char(126));
+        frame.append(char(n >> 8));
+        frame.append(char(n & 0xff));
+    } else {
+        frame.append(char(127));
+        for (int shift = 56; shift >= 0; shift -= 8)
+            frame.append(char((n >> shift) & 0xff));
+    }
+    frame += payload;
+    return frame;
 }
 
 std::optional<HttpRequest> HttpRequestReader::fail(int status, const QString &why)

@@ -7,6 +7,7 @@
 #include <QStringList>
 #include <QUrlQuery>
 
+#include <functional>
 #include <optional>
 
 namespace airlock::daytona {
@@ -36,6 +37,18 @@ struct HttpResponse {
     static HttpResponse error(int status, const QString &message);
     QByteArray serialize(bool keepAlive) const;
 };
+
+// An answer that stays open: a WebSocket the SDK follows a command's logs over. open() answers the
+// upgrade, write() sends one binary message, end() closes it (after what was written).
+struct HttpStream {
+    std::function<void()> open;
+    std::function<void(const QByteArray &)> write;
+    std::function<void()> end;
+};
+// The server's side of RFC 6455 as far as the logs need it: the Sec-WebSocket-Accept of a key, and
+// an unmasked frame (binary by default; 0x8 closes).
+QByteArray webSocketAccept(const QByteArray &key);
+QByteArray webSocketFrame(const QByteArray &payload, quint8 opcode = 0x2);
 
 // Requests read off a byte stream one after another: a head of at most 8 KiB, then a body by
 // Content-Length or chunked, at most maxBody bytes. A malformed or oversized request ends the

@@ -138,6 +138,8 @@ void ExecCall::onEvent(const Event &event)
         return;
     if (event.isOutput()) {
         (event.stream == 2 ? m_err : m_out).add(event.data);
+        if (m_hooks.output)
+            m_hooks.output(event.stream, event.data);
         if (m_hooks.progress)
             progress(
                 QStringLiteral("%1: %2").arg(event.stream == 2 ? QStringLiteral("stderr") : QStringLiteral("stdout"),

@@ -3,6 +3,7 @@
 
 #include "util/Result.h"
 
+#include <QByteArrayView>
 #include <QJsonObject>
 #include <QString>
 
@@ -31,6 +32,8 @@ struct ToolResult {
 struct CallHooks {
     std::function<void(const QString &message)> progress; // empty: the client did not ask
     std::function<void(const ToolResult &)> done;
+    // Every byte of a command's output as it comes (stream 1 or 2), for a client that streams it.
+    std::function<void(int stream, QByteArrayView bytes)> output;
 };
 
 } // namespace airlock::mcp

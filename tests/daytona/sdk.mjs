@@ -101,6 +101,39 @@ await assert.rejects(daytona.snapshot.list(), (e) => e instanceof DaytonaError &
   && /Airlock has no snapshots/.test(e.message));
 await assert.rejects(daytona.create({ snapshot: 'python:3.12' }), (e) => e.statusCode === 501 && /no snapshots/.test(e.message));
 
+// Sessions: a command waited for; one run on its own whose logs stream while it runs.
+await other.process.createSession('work');
+const waited = await other.process.executeSessionCommand('work', { command: 'echo one; echo two >&2' });
+assert.equal(waited.exitCode, 0);
+assert.equal(waited.stdout, 'one\n');
+assert.equal(waited.stderr, 'two\n');
+const started = await other.process.executeSessionCommand('work', {
+  command: 'for i in 1 2 3; do echo tick $i; sleep 0.3; done; echo bad >&2; exit 4', runAsync: true });
+assert.ok(started.cmdId);
+assert.equal(started.exitCode, undefined);
+const out = [], err = [], arrivals = [];
+await other.process.getSessionCommandLogs('work', started.cmdId,
+  (chunk) => { out.push(chunk); arrivals.push(Date.now()); }, (chunk) => err.push(chunk));
+assert.equal(out.join(''), 'tick 1\ntick 2\ntick 3\n');
+assert.equal(err.join(''), 'bad\n');
+assert.ok(arrivals.at(-1) - arrivals[0] >= 250, `the logs came at once, not as the command ran: ${arrivals}`);
+assert.equal((await other.process.getSessionCommand('work', started.cmdId)).exitCode, 4);
+const logs = await other.process.getSessionCommandLogs('work', started.cmdId);
+assert.equal(logs.stdout, 'tick 1\ntick 2\ntick 3\n');
+assert.equal(logs.stderr, 'bad\n');
+// A command the rules refuse, on its own: it ends with 126 and Airlock's reason on stderr.
+const refusedAsync = await other.process.executeSessionCommand('work', { command: 'rm -r /workspace/bin', runAsync: true });
+let refusedCommand;
+for (let i = 0; i < 50 && refusedCommand?.exitCode === undefined; ++i) {
+  refusedCommand = await other.process.getSessionCommand('work', refusedAsync.cmdId);
+  await new Promise((r) => setTimeout(r, 100));
+}
+assert.equal(refusedCommand.exitCode, 126);
+assert.match((await other.process.getSessionCommandLogs('work', refusedAsync.cmdId)).stderr, /rule 'rm -r'/);
+assert.deepEqual((await other.process.getSession('work')).commands.map((c) => c.exitCode), [0, 4, 126]);
+await other.process.deleteSession('work');
+await assert.rejects(other.process.getSession('work'), (e) => e instanceof DaytonaNotFoundError);
+
 // Delete: gone from the list and from get.
 await app.delete();
 await other.delete();

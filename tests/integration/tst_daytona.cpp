@@ -172,7 +172,8 @@ private Q_SLOTS:
         QVERIFY2(
             commands.contains(QStringLiteral("/workspace/notes/a.txt")), qPrintable(commands.join(QLatin1Char('|'))));
         QCOMPARE(refused,
-            QStringList({QStringLiteral("rm -r /workspace|denied"), QStringLiteral("touch forbidden|denied")}));
+            QStringList({QStringLiteral("rm -r /workspace|denied"), QStringLiteral("touch forbidden|denied"),
+                QStringLiteral("rm -r /workspace/bin|denied")}));
         // What it made is gone, and so is its record.
         QVERIFY(
             jsonObject(m_daemon->ctl(args("ls", "--json")).out).value(QStringLiteral("sandboxes")).toArray().isEmpty());

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daytona/DaytonaSessions.h"
+
+#include "daytona/DaytonaApi.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QUuid>
+
+namespace airlock::daytona {
+
+namespace {
+constexpr qsizetype kMaxKept = 8 * 1024 * 1024; // of each stream of one command, for its logs
+constexpr qsizetype kMaxSessions = 64; // of one sandbox
+constexpr qsizetype kMaxCommands = 1000; // kept per session; the oldest finished ones go first
+const QByteArray kStdoutMarker("\x01\x01\x01", 3);
+const QByteArray kStderrMarker("\x02\x02\x02", 3);
+} // namespace
+
+struct DaytonaSessions::Command {
+    QString id, command;
+    std::optional<int> exitCode;
+    QByteArray out, err, combined;
+    QByteArray log; // chunks after their stream's marker, for a follower that comes late
+    Cancel cancel;
+    QList<std::shared_ptr<HttpStream>> followers;
+
+    void add(int stream, QByteArrayView bytes)
+    {
+        QByteArray &kept = stream == 2 ? err : out;
+        const qsizetype room = std::max<qsizetype>(0, kMaxKept - kept.size());
+        const QByteArrayView taken = bytes.first(std::min(room, bytes.size()));
+        if (taken.isEmpty())
+            return;
+        kept += taken;
+        combined += taken;
+        const QByteArray chunk = (stream == 2 ? kStderrMarker : kStdoutMarker) + taken.toByteArray();
+        log += chunk;
+        for (const auto &f : std::as_const(followers))
+            f->write(chunk);
+    }
+    void finish(int code)
+    {
+        exitCode = code;
+        cancel = {};
+        for (const auto &f : std::exchange(followers, {}))
+            f->end();
+    }
+    QJsonObject toJson() const
+    {
+        QJsonObject o{{QStringLiteral("id"), id}, {QStringLiteral("command"), command}};
+        if (exitCode)
+            o.insert(QStringLiteral("exitCode"), *exitCode);
+        return o;
+    }
+};
+
+Result<CommandOutcome> CommandOutcome::of(const mcp::ToolResult &result)
+{
+    if (result.isError)
+        return makeError(result.code, result.text);
+    const QJsonObject &r = result.structured;
+    CommandOutcome o;
+    o.stdoutText = r.value(QStringLiteral("stdout")).toString();
+    o.stderrText = r.value(QStringLiteral("stderr")).toString();
+    if (r.value(QStringLiteral("status")).toString() == QLatin1String("timed_out"))
+        o.exitCode = -124;
+    else if (r.contains(QStringLiteral("exit_code")))
+        o.exitCode = r.value(QStringLiteral("exit_code")).toInt();
+    else
+        o.exitCode = 128 + r.value(QStringLiteral("signal")).toInt();
+    return o;
+}
+
+DaytonaSessions::~DaytonaSessions()
+{
+    for (auto &sandbox : m_sessions)
+        for (Session &session : sandbox)
+            end(session);
+}
+
+void DaytonaSessions::end(Session &session)
+{
+    for (const auto &c : std::as_const(session.commands)) {
+        if (auto cancel = std::exchange(c->cancel, {}))
+            cancel();
+        for (const auto &f : std::exchange(c->followers, {}))
+            f->end();
+    }
+}
+
+void DaytonaSessions::forget(const QString &sandbox)
+{
+    auto sessions = m_sessions.take(sandbox);
+    for (Session &session : sessions)
+        end(session);
+}
+
+QJsonObject DaytonaSessions::describe(const Session &session)
+{
+    QJsonArray commands;
+    for (const auto &c : session.commands)
+        commands.append(c->toJson());
+    return {{QStringLiteral("sessionId"), session.id}, {QStringLiteral("commands"), commands}};
+}
+
+DaytonaSessions::Cancel DaytonaSessions::handle(const DaytonaStore::Entry &entry, const QStringList &s,
+    const HttpRequest &request, const Reply &reply, const std::optional<HttpStream> &stream)
+{
+    auto &sessions = m_sessions[entry.id];
+    const QByteArray &method = request.method;
+    if (s.isEmpty()) {
+        if (method == "GET") {
+            QJsonArray all;
+            for (const Session &session : std::as_const(sessions))
+                all.append(describe(session));
+            return reply(HttpResponse::json(all)), Cancel{};
+        }
+        if (method != "POST")
+            return reply(HttpResponse::error(405, QStringLiteral("/process/session takes GET and POST"))), Cancel{};
+        const QJsonObject body = QJsonDocument::fromJson(request.body).object();
+        const QString id = body.value(QStringLiteral("sessionId")).toString();
+        static const QRegularExpression valid(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"));
+        if (!valid.match(id).hasMatch())
+            return reply(HttpResponse::error(400, QStringLiteral("sessionId is 1 to 128 of A-Z a-z 0-9 . _ -"))),
+                   Cancel{};
+        if (sessions.contains(id))
+            return reply(HttpResponse::error(409, QStringLiteral("session '%1' exists").arg(id))), Cancel{};
+        if (sessions.size() >= kMaxSessions)
+            return reply(HttpResponse::error(
+                       429, QStringLiteral("a sandbox keeps at most %1 sessions: delete one first").arg(kMaxSessions))),
+                   Cancel{};
+        sessions.insert(id, Session{id, {}});
+        return reply(HttpResponse::json(QJsonObject{})), Cancel{};
+    }
+    auto it = sessions.find(s.first());
+    if (it == sessions.end())
+        return reply(HttpResponse::error(
+                   404, QStringLiteral("no session '%1' in this sandbox").arg(s.first().left(100)))),
+               Cancel{};
+    Session &session = *it;
+    if (s.size() == 1) {
+        if (method == "GET")
+            return reply(HttpResponse::json(describe(session))), Cancel{};
+        if (method == "DELETE") {
+            end(session);
+            sessions.erase(it);
+            return reply(HttpResponse::json(QJsonObject{})), Cancel{};
+        }
+        return reply(HttpResponse::error(405, QStringLiteral("/process/session/ID takes GET and DELETE"))), Cancel{};
+    }
+    if (s.at(1) == QLatin1String("exec") && s.size() == 2 && method == "POST") {
+        Cancel cancel;
+        execute(entry, session, request, reply, &cancel);
+        return cancel;
+    }
+    if (s.at(1) != QLatin1String("command") || s.size() < 3)
+        return reply(HttpResponse::error(404, QStringLiteral("no such session request"))), Cancel{};
+    std::shared_ptr<Command> command;
+    for (const auto &c : std::as_const(session.commands))
+        if (c->id == s.at(2))
+            command = c;
+    if (!command)
+        return reply(HttpResponse::error(
+                   404, QStringLiteral("no command '%1' in session '%2'").arg(s.at(2).left(100), session.id))),
+               Cancel{};
+    if (s.size() == 3 && method == "GET")
+        return reply(HttpResponse::json(command->toJson())), Cancel{};
+    if (s.size() == 4 && s.at(3) == QLatin1String("logs") && method == "GET") {
+        if (!stream)
+            return reply(
+                       HttpResponse::json(QJsonObject{{QStringLiteral("output"), QString::fromUtf8(command->combined)},
+                           {QStringLiteral("stdout"), QString::fromUtf8(command->out)},
+                           {QStringLiteral("stderr"), QString::fromUtf8(command->err)}})),
+                   Cancel{};
+        // Followed: what was said so far, then as it comes, closed when the command ends.
+        auto follower = std::make_shared<HttpStream>(*stream);
+        follower->open();
+        if (!command->log.isEmpty())
+            follower->write(command->log);
+        if (command->exitCode) {
+            follower->end();
+            return {};
+        }
+        command->followers.append(follower);
+        return [weak = std::weak_ptr(command), follower] {
+            if (auto c = weak.lock())
+                c->followers.removeAll(follower);
+        };
+    }
+    if (s.size() == 4 && s.at(3) == QLatin1String("input"))
+        return reply(HttpResponse::error(501, QStringLiteral("Airlock does not send input to session commands yet"))),
+               Cancel{};
+    return reply(HttpResponse::error(404, QStringLiteral("no such session request"))), Cancel{};
+}
+
+void DaytonaSessions::execute(
+    const DaytonaStore::Entry &entry, Session &session, const HttpRequest &request, const Reply &reply, Cancel *cancel)
+{
+    const QJsonObject body = QJsonDocument::fromJson(request.body).object();
+    const QString text = body.value(QStringLiteral("command")).toString();
+    if (text.trimmed().isEmpty())
+        return reply(HttpResponse::error(400, QStringLiteral("command is required")));
+    const bool async = body.value(QStringLiteral("runAsync")).toBool() || body.value(QStringLiteral("async")).toBool();
+    // Room for it: the oldest finished commands (and their logs) go.
+    for (qsizetype i = 0; session.commands.size() >= kMaxCommands && i < session.commands.size();)
+        session.commands.at(i)->exitCode ? void(session.commands.removeAt(i)) : void(++i);
+    if (session.commands.size() >= kMaxCommands)
+        return reply(
+            HttpResponse::error(429, QStringLiteral("%1 commands of this session still run").arg(kMaxCommands)));
+    auto command = std::make_shared<Command>();
+    command->id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    command->command = text;
+    session.commands.append(command);
+    mcp::CallHooks hooks;
+    hooks.output = [weak = std::weak_ptr(command)](int stream, QByteArrayView bytes) {
+        if (auto c = weak.lock())
+            c->add(stream, bytes);
+    };
+    hooks.done = [command, async, reply](const mcp::ToolResult &result) {
+        auto outcome = CommandOutcome::of(result);
+        if (!outcome) {
+            // Refused or not started: as the command's own failure for one that runs on its own
+            // (126, the reason on stderr), as the request's error for one the client waits for.
+            const QByteArray why = outcome.error().message.toUtf8() + '\n';
+            command->add(2, why);
+            command->finish(126);
+            if (!async)
+                reply(errorResponse(outcome.error()));
+            return;
+        }
+        command->finish(outcome->exitCode);
+        if (!async)
+            reply(HttpResponse::json(
+                QJsonObject{{QStringLiteral("cmdId"), command->id}, {QStringLiteral("exitCode"), outcome->exitCode},
+                    {QStringLiteral("output"), QString::fromUtf8(command->combined)},
+                    {QStringLiteral("stdout"), QString::fromUtf8(command->out)},
+                    {QStringLiteral("stderr"), QString::fromUtf8(command->err)}}));
+    };
+    command->cancel = m_launch(entry, text, hooks);
+    if (async) {
+        reply(HttpResponse::json(QJsonObject{{QStringLiteral("cmdId"), command->id}}));
+        return;
+    }
+    *cancel = command->cancel; // a client that leaves while it waits ends it
+}
+
+} // namespace airlock::daytona
