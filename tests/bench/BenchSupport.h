@@ -148,5 +148,6 @@ int benchParallel(QList<Row> &rows, int rounds, bool quick);
 int benchBroker(QList<Row> &rows, int rounds, bool quick); // bench-broker.cpp
 int benchAgent(QList<Row> &rows, int rounds, bool quick); // bench-agent.cpp
 int benchCow(QList<Row> &rows, int rounds, bool quick); // bench-cow.cpp
+int benchDaytona(QList<Row> &rows, int rounds, bool quick); // bench-daytona.cpp
 
 } // namespace airlock::bench

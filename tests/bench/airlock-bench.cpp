@@ -389,6 +389,7 @@ int main(int argc, char *argv[])
         {"--broker", benchBroker},
         {"--agent", benchAgent},
         {"--cow", benchCow},
+        {"--daytona", benchDaytona},
         {"--proxy", [](QList<Row> &rows, int rounds, bool quick) { return benchProxy(rows, rounds, quick), 0; }},
     };
     for (const auto &[flag, suite] : suites) {
