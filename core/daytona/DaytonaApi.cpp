@@ -22,6 +22,10 @@ constexpr qint64 kMaxDownload = 1024LL * 1024 * 1024; // of one bulk download, a
 constexpr int kMaxFiles = 1000; // in one bulk upload or download
 constexpr qint64 kFileCommandMs = 120'000;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr qint64 kLeaseMs = 5000;
+constexpr int kMaxLabels = 64, kMaxLabelKey = 128, kMaxLabelValue = 1024;
+constexpr int kMaxEnv = 256, kMaxEnvValue = 32 * 1024;
+constexpr qsizetype kMaxSandboxesPerKey = 256;
 
 HttpResponse unsupported(const QString &what)
 {
@@ -51,18 +55,35 @@ Result<QJsonObject> jsonBody(const HttpRequest &request)
     return doc.object();
 }
 
-// An object whose values are all strings (labels, env), or why not.
-QString stringsError(const QJsonValue &value, const QString &field)
+// An object of at most `count` strings, names and values within their lengths (labels, env), or
+// why not.
+QString stringsError(const QJsonValue &value, const QString &field, int count, int keyLength, int valueLength)
 {
     if (value.isUndefined() || value.isNull())
         return {};
     if (!value.isObject())
         return QStringLiteral("%1 must be an object of strings").arg(field);
     const QJsonObject o = value.toObject();
-    for (auto it = o.begin(); it != o.end(); ++it)
+    if (o.size() > count)
+        return QStringLiteral("%1: at most %2 of them").arg(field).arg(count);
+    for (auto it = o.begin(); it != o.end(); ++it) {
         if (!it.value().isString())
-            return QStringLiteral("%1.%2 must be a string").arg(field, it.key());
+            return QStringLiteral("%1.%2 must be a string").arg(field, it.key().left(100));
+        if (it.key().isEmpty() || it.key().size() > keyLength || it.value().toString().size() > valueLength)
+            return QStringLiteral("%1.%2: names of 1 to %3 characters, values of at most %4")
+                .arg(field, it.key().left(100))
+                .arg(keyLength)
+                .arg(valueLength);
+    }
     return {};
+}
+QString labelsError(const QJsonValue &value)
+{
+    return stringsError(value, QStringLiteral("labels"), kMaxLabels, kMaxLabelKey, kMaxLabelValue);
+}
+QString envError(const QJsonValue &value, const QString &field)
+{
+    return stringsError(value, field, kMaxEnv, 256, kMaxEnvValue);
 }
 
 QString symbolicMode(int mode, bool dir)
@@ -131,6 +152,8 @@ Result<QString> workspacePath(const QString &path)
     if (path.isEmpty())
         return makeError(ErrorCode::InvalidArgument, QStringLiteral("a path is needed"));
     const QString p = sandboxPath(path);
+    if (p.split(QLatin1Char('/')).contains(QStringLiteral("..")))
+        return makeError(ErrorCode::PathEscape, QStringLiteral("'%1' contains '..'; refused").arg(path.left(200)));
     if (p != QLatin1String("/workspace") && !p.startsWith(QLatin1String("/workspace/")))
         return makeError(ErrorCode::PathEscape,
             QStringLiteral("'%1' is outside /workspace: Airlock's file API reaches the workspace only (a relative "
@@ -154,6 +177,15 @@ DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, QString tokenId, Da
 }
 
 DaytonaApi::~DaytonaApi() = default;
+
+void DaytonaApi::shutdown()
+{
+    m_sessions.forgetAll();
+    const auto execs = m_execs;
+    for (const QPointer<mcp::ExecCall> &exec : execs)
+        if (exec)
+            exec->cancel();
+}
 
 DaytonaApi::Cancel DaytonaApi::handle(const HttpRequest &request, Reply reply, const std::optional<HttpStream> &stream)
 {
@@ -244,7 +276,7 @@ DaytonaApi::Cancel DaytonaApi::api(const HttpRequest &request, const Reply &repl
         if (!body)
             return reply(errorResponse(body.error())), Cancel{};
         const QJsonValue labels = body->value(QStringLiteral("labels"));
-        if (const QString bad = stringsError(labels, QStringLiteral("labels")); !bad.isEmpty() || !labels.isObject())
+        if (const QString bad = labelsError(labels); !bad.isEmpty() || !labels.isObject())
             return reply(HttpResponse::error(400, bad.isEmpty() ? QStringLiteral("labels must be an object") : bad)),
                    Cancel{};
         entry->labels = labels.toObject();
@@ -308,9 +340,13 @@ void DaytonaApi::create(const HttpRequest &request, const Reply &reply)
         return reply(HttpResponse::error(403,
             QStringLiteral("networkAllowList: an agent's sandbox gets no network; a person gives hosts to a sandbox "
                            "(airlockctl policy set SANDBOX, or the console's policy editor)")));
-    for (const char *field : {"env", "labels"})
-        if (const QString bad = stringsError(body.value(QLatin1String(field)), QLatin1String(field)); !bad.isEmpty())
-            return reply(HttpResponse::error(400, bad));
+    if (const QString bad = labelsError(body.value(QStringLiteral("labels"))); !bad.isEmpty())
+        return reply(HttpResponse::error(400, bad));
+    if (const QString bad = envError(body.value(QStringLiteral("env")), QStringLiteral("env")); !bad.isEmpty())
+        return reply(HttpResponse::error(400, bad));
+    if (m_store.entriesOf(m_tokenId).size() >= kMaxSandboxesPerKey)
+        return reply(HttpResponse::error(
+            429, QStringLiteral("a key has at most %1 sandboxes: delete one first").arg(kMaxSandboxesPerKey)));
     Entry entry;
     entry.tokenId = m_tokenId;
     entry.labels = body.value(QStringLiteral("labels")).toObject();
@@ -577,7 +613,7 @@ DaytonaApi::Cancel DaytonaApi::execute(const Entry &entry, const HttpRequest &re
     const QString command = jsonString(body, "command");
     if (command.trimmed().isEmpty())
         return reply(HttpResponse::error(400, QStringLiteral("command is required"))), Cancel{};
-    if (const QString bad = stringsError(body.value(QStringLiteral("envs")), QStringLiteral("envs")); !bad.isEmpty())
+    if (const QString bad = envError(body.value(QStringLiteral("envs")), QStringLiteral("envs")); !bad.isEmpty())
         return reply(HttpResponse::error(400, bad)), Cancel{};
     QJsonObject env = entry.env;
     const QJsonObject envs = body.value(QStringLiteral("envs")).toObject();
@@ -605,6 +641,8 @@ DaytonaApi::Cancel DaytonaApi::launch(const Entry &entry, const QStringList &arg
         {QStringLiteral("env"), env}};
     if (timeoutMs > 0)
         json.insert(QStringLiteral("timeoutMs"), double(timeoutMs));
+    // Should the key's connection end (revoked, the daemon stopping), so does what it started.
+    json.insert(QStringLiteral("leaseMs"), double(kLeaseMs));
     auto exec = ExecRequest::fromJson(json);
     if (!exec) {
         hooks.done(mcp::ToolResult::failure(exec.error().message, exec.error().code));

@@ -40,6 +40,8 @@ public:
     DaytonaApi(Options options, DaytonaStore &store, QString tokenId, DaemonClient &client, QObject *parent = nullptr);
     ~DaytonaApi() override;
 
+    // Ends what runs (its key was revoked): every command is killed, every session ends.
+    void shutdown();
     // Answers one request (exactly once); what to call when its client has gone.
     // `stream` when the client asked for a WebSocket (a session command's logs, followed).
     Cancel handle(const HttpRequest &request, Reply reply, const std::optional<HttpStream> &stream = {});

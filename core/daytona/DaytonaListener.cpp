@@ -13,12 +13,19 @@
 #include <QTimer>
 
 #include <sys/socket.h>
+#include <variant>
 
 namespace airlock::daytona {
 
 namespace {
-constexpr int kMaxConnections = 256;
-constexpr int kIdleMs = 120'000; // a request begun and not finished within this is dropped
+constexpr int kMaxConnections = 1024;
+constexpr int kFirstRequestMs = 10'000; // from connecting to a request's first byte
+constexpr int kIdleMs = 60'000; // between the requests of a kept-alive connection
+constexpr int kRequestMs = 30'000; // for a request's head, and for each 64 KiB of its body
+constexpr qint64 kProgressBytes = 64 * 1024;
+constexpr qint64 kReadBuffer = 256 * 1024; // what a busy connection's socket holds before TCP waits
+constexpr qint64 kMaxBufferedTotal = 1024LL * 1024 * 1024; // of all requests being read
+constexpr int kRevocationCheckMs = 1000;
 constexpr qint64 kMaxStreamBacklog = 64LL * 1024 * 1024; // unread bytes of a followed log
 constexpr qsizetype kMaxQueued = 256; // requests of one key waiting for its connection to the daemon
 
@@ -29,13 +36,22 @@ auto logger()
 } // namespace
 
 struct DaytonaListener::Connection {
+    Connection(QTcpSocket *s, qint64 maxBody)
+        : socket(s)
+        , reader(maxBody)
+    {
+    }
     QPointer<QTcpSocket> socket;
     HttpRequestReader reader;
-    bool busy = false; // a request is being answered; the next waits in the reader
+    bool busy = false; // a request is being answered; the next waits in the socket
     bool keepAlive = true;
     bool upgraded = false; // a WebSocket now: what the client sends is not read as HTTP
+    bool closing = false; // answered for the last time
+    std::optional<remote::Grant> grant; // of the request being read, once its head passed
+    QString tokenId; // of the request being answered
     DaytonaApi::Cancel cancel;
-    QTimer *idle = nullptr;
+    QTimer *deadline = nullptr;
+    qint64 sinceProgress = 0; // body bytes since the deadline was last moved
     QString peer;
 };
 
@@ -84,6 +100,9 @@ Status DaytonaListener::listen()
                 .arg(m_options.address.toString())
                 .arg(m_options.port)
                 .arg(m_server->errorString()));
+    auto *revocations = new QTimer(this);
+    connect(revocations, &QTimer::timeout, this, &DaytonaListener::dropRevoked);
+    revocations->start(kRevocationCheckMs);
     connect(m_server, &QTcpServer::newConnection, this, [this] {
         while (QTcpSocket *socket = m_server->nextPendingConnection())
             onConnection(socket);
@@ -126,12 +145,14 @@ void DaytonaListener::onConnection(QTcpSocket *socket)
         connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
         return;
     }
-    auto *c = new Connection{socket, HttpRequestReader(m_options.maxBody), false, true, false, {}, nullptr, {}};
+    auto *c = new Connection(socket, m_options.maxBody);
     c->peer = socket->peerAddress().toString() + QLatin1Char(':') + QString::number(socket->peerPort());
-    c->idle = new QTimer(socket);
-    c->idle->setSingleShot(true);
-    c->idle->setInterval(kIdleMs);
-    connect(c->idle, &QTimer::timeout, socket, [socket] { socket->abort(); });
+    // A busy connection is not read: its client waits on TCP, not on the daemon's memory.
+    socket->setReadBufferSize(kReadBuffer);
+    c->deadline = new QTimer(socket);
+    c->deadline->setSingleShot(true);
+    connect(c->deadline, &QTimer::timeout, socket, [socket] { socket->abort(); });
+    c->deadline->start(kFirstRequestMs);
     m_connections.append(c);
     connect(socket, &QTcpSocket::readyRead, this, [this, c] { onReadable(c); });
     connect(socket, &QTcpSocket::disconnected, this, [this, c] {
@@ -146,69 +167,102 @@ void DaytonaListener::onConnection(QTcpSocket *socket)
 
 void DaytonaListener::onReadable(Connection *c)
 {
-    if (!c->socket)
+    if (!c->socket || c->closing)
         return;
     if (c->upgraded) {
         c->socket->readAll(); // pings and the close: the server ends the stream itself
         return;
     }
-    c->reader.append(c->socket->readAll());
     if (c->busy)
-        return; // taken when the answer is written
-    if (c->reader.wantsContinue())
-        c->socket->write("HTTP/1.1 100 Continue\r\n\r\n");
-    std::optional<HttpRequest> request = c->reader.next();
-    if (c->reader.failed()) {
-        c->keepAlive = false;
-        return respond(c, HttpResponse::error(c->reader.failStatus(), c->reader.failure()));
+        return; // read when the answer is written
+    const bool starting = c->reader.buffered() == 0;
+    const QByteArray bytes = c->socket->readAll();
+    if (bytes.isEmpty())
+        return;
+    c->reader.append(bytes);
+    qint64 buffered = 0;
+    for (const Connection *other : std::as_const(m_connections))
+        buffered += other->reader.buffered();
+    if (buffered > kMaxBufferedTotal && !c->reader.failed())
+        return refuse(c, HttpResponse::error(503, QStringLiteral("too many requests are being read; try again")));
+    // A request's head must come whole within its deadline, and its body keep coming: a trickle
+    // does not hold the connection.
+    if (starting) {
+        c->deadline->start(kRequestMs);
+        c->sinceProgress = 0;
+    } else if (c->grant && (c->sinceProgress += bytes.size()) >= kProgressBytes) {
+        c->deadline->start(kRequestMs);
+        c->sinceProgress = 0;
     }
+    if (!c->grant) {
+        const HttpRequest *head = c->reader.head();
+        if (c->reader.failed())
+            return refuse(c, HttpResponse::error(c->reader.failStatus(), c->reader.failure()));
+        if (!head)
+            return;
+        // Who asks, and from where, before any of the body is taken.
+        auto admitted = admit(c, *head);
+        if (const auto *refused = std::get_if<HttpResponse>(&admitted))
+            return refuse(c, *refused);
+        c->grant = std::get<remote::Grant>(admitted);
+    }
+    std::optional<HttpRequest> request = c->reader.next();
+    if (c->reader.failed())
+        return refuse(c, HttpResponse::error(c->reader.failStatus(), c->reader.failure()));
     if (!request) {
-        if (c->reader.buffered() > 0)
-            c->idle->start();
+        if (c->reader.wantsContinue())
+            c->socket->write("HTTP/1.1 100 Continue\r\n\r\n");
         return;
     }
-    c->idle->stop();
+    c->deadline->stop(); // answering may wait for a person
     c->busy = true;
     c->keepAlive = request->keepAlive;
-    dispatch(c, *request);
+    const remote::Grant grant = *std::exchange(c->grant, std::nullopt);
+    dispatch(c, *request, grant);
 }
 
-void DaytonaListener::dispatch(Connection *c, const HttpRequest &request)
+void DaytonaListener::refuse(Connection *c, const HttpResponse &response)
+{
+    c->keepAlive = false; // what follows the head is not read: the connection ends here
+    respond(c, response);
+}
+
+std::variant<remote::Grant, HttpResponse> DaytonaListener::admit(Connection *c, const HttpRequest &head)
 {
     // Socket.IO is how Daytona pushes sandbox states; the SDK polls instead when it is absent.
-    if (request.segments.value(0) == QLatin1String("api") && request.segments.value(1) == QLatin1String("socket.io"))
-        return respond(c, HttpResponse::error(404, QStringLiteral("Airlock sends no events over Socket.IO")));
-    if (!hostAllowed(request.header("host")))
-        return respond(c,
-            HttpResponse::error(421,
-                QStringLiteral("Host '%1' does not name this daemon (airlockd --daytona-allow-host NAME "
-                               "accepts another)")
-                    .arg(QString::fromLatin1(request.header("host").left(100)))));
-    if (request.headers.contains("origin"))
-        return respond(c, HttpResponse::error(403, QStringLiteral("requests from web pages are refused")));
+    if (head.segments.value(0) == QLatin1String("api") && head.segments.value(1) == QLatin1String("socket.io"))
+        return HttpResponse::error(404, QStringLiteral("Airlock sends no events over Socket.IO"));
+    if (!hostAllowed(head.header("host")))
+        return HttpResponse::error(421,
+            QStringLiteral("Host '%1' does not name this daemon (airlockd --allow-host NAME accepts another)")
+                .arg(QString::fromLatin1(head.header("host").left(100))));
+    if (head.headers.contains("origin"))
+        return HttpResponse::error(403, QStringLiteral("requests from web pages are refused"));
+    // A valid key is never slowed down by others' failures; failures are, per address.
     const QString peerAddress = c->socket->peerAddress().toString();
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const QByteArray authorization = head.header("authorization");
+    auto grant = authorization.startsWith("Bearer ")
+        ? m_tokens.verify(authorization.mid(7).trimmed())
+        : Result<remote::Grant>(makeError(ErrorCode::Denied,
+            QStringLiteral("no API key: set DAYTONA_API_KEY to a token from 'airlockd token create --name NAME'")));
+    if (grant) {
+        if (grant->readOnly && head.method != "GET")
+            return HttpResponse::error(403, QStringLiteral("token '%1' is read-only").arg(grant->tokenName));
+        return *grant;
+    }
     if (m_limiter.blocked(peerAddress, now))
-        return respond(c,
-            HttpResponse::error(429,
-                QStringLiteral("too many failed attempts from this address; wait %1 s")
-                    .arg((m_limiter.retryAfterMs(peerAddress, now) + 999) / 1000)));
-    const QByteArray authorization = request.header("authorization");
-    if (!authorization.startsWith("Bearer ")) {
-        m_limiter.failed(peerAddress, now);
-        return respond(c,
-            HttpResponse::error(401,
-                QStringLiteral("no API key: set DAYTONA_API_KEY to a token from "
-                               "'airlockd token create --name NAME'")));
-    }
-    auto grant = m_tokens.verify(authorization.mid(7).trimmed());
-    if (!grant) {
-        m_limiter.failed(peerAddress, now);
-        return respond(c, HttpResponse::error(401, grant.error().message));
-    }
-    if (grant->readOnly && request.method != "GET")
-        return respond(c, HttpResponse::error(403, QStringLiteral("token '%1' is read-only").arg(grant->tokenName)));
-    KeySession *session = sessionFor(*grant, c->peer);
+        return HttpResponse::error(429,
+            QStringLiteral("too many failed attempts from this address; wait %1 s")
+                .arg((m_limiter.retryAfterMs(peerAddress, now) + 999) / 1000));
+    m_limiter.failed(peerAddress, now);
+    return HttpResponse::error(401, grant.error().message);
+}
+
+void DaytonaListener::dispatch(Connection *c, const HttpRequest &request, const remote::Grant &grant)
+{
+    c->tokenId = grant.tokenId;
+    KeySession *session = sessionFor(grant, c->peer);
     if (!session->ready) {
         if (session->queued.size() >= kMaxQueued)
             return respond(c, HttpResponse::error(429, QStringLiteral("too many requests wait for the daemon")));
@@ -330,21 +384,57 @@ DaytonaListener::KeySession *DaytonaListener::sessionFor(const remote::Grant &gr
 
 void DaytonaListener::respond(Connection *c, const HttpResponse &response)
 {
-    if (!c->socket)
+    if (!c->socket || c->closing)
         return;
     c->cancel = {};
     c->busy = false;
+    c->tokenId.clear();
     c->socket->write(response.serialize(c->keepAlive));
     if (!c->keepAlive) {
+        c->closing = true;
         c->socket->disconnectFromHost();
         return;
     }
-    // A request that came while this one was answered.
-    if (c->reader.buffered() > 0)
+    c->deadline->start(kIdleMs);
+    // What the client sent meanwhile waits in the socket (or in the reader).
+    if (c->socket->bytesAvailable() > 0 || c->reader.buffered() > 0)
         QTimer::singleShot(0, c->socket, [this, socket = c->socket] {
             if (Connection *conn = connectionOf(socket); conn && !conn->busy)
                 onReadable(conn);
         });
+}
+
+void DaytonaListener::dropRevoked()
+{
+    const QStringList tokenIds = m_sessions.keys();
+    for (const QString &tokenId : tokenIds) {
+        if (m_tokens.isLive(tokenId))
+            continue;
+        KeySession *s = m_sessions.take(tokenId);
+        logger()->info("Daytona API: token {} was revoked; its requests and commands end", tokenId.toStdString());
+        // Its waiting clients are told, then what they wait for is ended.
+        for (Connection *c : std::as_const(m_connections)) {
+            if (c->tokenId != tokenId)
+                continue;
+            auto cancel = std::exchange(c->cancel, {});
+            refuse(c, HttpResponse::error(401, QStringLiteral("the API key was revoked")));
+            if (cancel)
+                cancel();
+        }
+        for (auto &[socket, request] : s->queued)
+            if (Connection *c = connectionOf(socket))
+                refuse(c, HttpResponse::error(401, QStringLiteral("the API key was revoked")));
+        if (s->api)
+            s->api->shutdown();
+        // The signals just sent reach the daemon before the connection ends (and a lease ends
+        // whatever they did not).
+        QTimer::singleShot(500, s->client, [client = s->client, api = s->api] {
+            delete api;
+            client->close();
+            client->deleteLater();
+        });
+        delete s;
+    }
 }
 
 } // namespace airlock::daytona

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "daytona/DaytonaStore.h"
+#include "daytona/HttpMessage.h"
 #include "remote/RemoteListener.h"
 #include "remote/TokenStore.h"
 #include "remote/UpgradeGate.h"
@@ -13,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <variant>
 
 class QLocalSocket;
 class QTcpServer;
@@ -25,8 +27,6 @@ class DaemonClient;
 namespace airlock::daytona {
 
 class DaytonaApi;
-struct HttpRequest;
-struct HttpResponse;
 
 // airlockd --daytona-api ADDR:PORT: Daytona's REST and toolbox APIs over plain HTTP/1.1 on a
 // loopback address. Each request carries an Airlock token as its API key (Authorization: Bearer),
@@ -56,12 +56,17 @@ private:
     struct KeySession;
     void onConnection(QTcpSocket *socket);
     void onReadable(Connection *connection);
-    void dispatch(Connection *connection, const HttpRequest &request);
+    // Where the request comes from and who sends it, checked on its head: the key's grant, or
+    // the answer that refuses it.
+    std::variant<remote::Grant, HttpResponse> admit(Connection *connection, const HttpRequest &head);
+    void dispatch(Connection *connection, const HttpRequest &request, const remote::Grant &grant);
+    void refuse(Connection *connection, const HttpResponse &response); // and close
     void handOver(KeySession *session, Connection *connection, const HttpRequest &request);
     void respond(Connection *connection, const HttpResponse &response);
     Connection *connectionOf(const QPointer<QTcpSocket> &socket) const;
     KeySession *sessionFor(const remote::Grant &grant, const QString &peer);
     bool hostAllowed(const QByteArray &host) const;
+    void dropRevoked(); // the sessions of revoked keys end, with what they run
 
     Options m_options;
     remote::TokenStore &m_tokens;

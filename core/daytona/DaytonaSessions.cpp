@@ -97,6 +97,13 @@ void DaytonaSessions::forget(const QString &sandbox)
         end(session);
 }
 
+void DaytonaSessions::forgetAll()
+{
+    const QStringList sandboxes = m_sessions.keys();
+    for (const QString &sandbox : sandboxes)
+        forget(sandbox);
+}
+
 QJsonObject DaytonaSessions::describe(const Session &session)
 {
     QJsonArray commands;

@@ -46,6 +46,7 @@ public:
         const Reply &reply, const std::optional<HttpStream> &stream);
     // The sandbox is gone: its sessions end, what they run is ended and their followers closed.
     void forget(const QString &sandbox);
+    void forgetAll();
 
 private:
     struct Command;

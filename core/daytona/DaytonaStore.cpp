@@ -96,10 +96,12 @@ std::optional<DaytonaStore::Entry> DaytonaStore::find(const QString &tokenId, co
 {
     if (auto it = m_entries.constFind(idOrName); it != m_entries.cend() && it->tokenId == tokenId)
         return *it;
+    // By name: the newest (an older one of that name is a sandbox gone with an earlier daemon).
+    std::optional<Entry> found;
     for (const Entry &e : m_entries)
-        if (e.tokenId == tokenId && e.name == idOrName)
-            return e;
-    return std::nullopt;
+        if (e.tokenId == tokenId && e.name == idOrName && (!found || found->created < e.created))
+            found = e;
+    return found;
 }
 
 QList<DaytonaStore::Entry> DaytonaStore::entriesOf(const QString &tokenId) const

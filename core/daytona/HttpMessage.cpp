@@ -44,6 +44,8 @@ QString statusText(int status)
         return QStringLiteral("Length Required");
     case 413:
         return QStringLiteral("Content Too Large");
+    case 421:
+        return QStringLiteral("Misdirected Request");
     case 429:
         return QStringLiteral("Too Many Requests");
     case 431:
@@ -122,8 +124,21 @@ std::optional<HttpRequest> HttpRequestReader::fail(int status, const QString &wh
     m_failStatus = status;
     m_failure = why;
     m_buffer.clear();
+    m_decoded.clear();
     m_head.reset();
     return std::nullopt;
+}
+
+void HttpRequestReader::append(QByteArrayView bytes)
+{
+    if (failed())
+        return;
+    m_buffer.append(bytes);
+    // What is held, chunk lines included: a body sent in tiny chunks costs its framing too.
+    if (m_buffer.size() + m_decoded.size() > remote::kMaxRequestHead + m_maxBody + m_maxBody / 4 + 4096)
+        fail(413,
+            QStringLiteral("the request is larger than %1 bytes with its framing (send larger chunks, or less)")
+                .arg(m_maxBody));
 }
 
 bool HttpRequestReader::wantsContinue()
@@ -134,141 +149,158 @@ bool HttpRequestReader::wantsContinue()
     return true;
 }
 
-qsizetype HttpRequestReader::chunkedEnd(qsizetype from, QByteArray *body)
+const HttpRequest *HttpRequestReader::head()
 {
-    qsizetype at = from;
-    qint64 total = 0;
-    // First walk to the end without copying (the body may arrive in many pieces), then decode.
-    for (int pass = 0; pass < 2; ++pass) {
-        at = from;
-        total = 0;
-        for (;;) {
-            const qsizetype eol = m_buffer.indexOf("\r\n", at);
-            if (eol < 0)
-                return m_buffer.size() - at > kMaxChunkLine ? -2 : -1;
-            if (eol - at > kMaxChunkLine)
-                return -2;
-            QByteArray sizeText = m_buffer.mid(at, eol - at);
-            if (const qsizetype semi = sizeText.indexOf(';'); semi >= 0)
-                sizeText.truncate(semi);
-            bool ok = false;
-            const qint64 size = sizeText.trimmed().toLongLong(&ok, 16);
-            if (!ok || size < 0 || sizeText.trimmed().isEmpty())
-                return -2;
-            at = eol + 2;
-            if (size == 0) {
-                // No trailers are taken: the last chunk is followed by the blank line.
-                if (m_buffer.size() - at < 2)
-                    return -1;
-                if (m_buffer.mid(at, 2) != "\r\n")
-                    return -2;
-                at += 2;
-                break;
-            }
-            total += size;
-            if (total > m_maxBody)
-                return -3;
-            if (m_buffer.size() - at < size + 2)
-                return -1;
-            if (pass == 1)
-                body->append(m_buffer.constData() + at, size);
-            at += size;
-            if (m_buffer.mid(at, 2) != "\r\n")
-                return -2;
-            at += 2;
-        }
-        if (pass == 0)
-            body->reserve(total);
+    if (!m_head && !failed())
+        parseHead();
+    return m_head ? &*m_head : nullptr;
+}
+
+void HttpRequestReader::parseHead()
+{
+    const qsizetype end = m_buffer.indexOf("\r\n\r\n");
+    if (end < 0) {
+        if (m_buffer.size() > remote::kMaxRequestHead)
+            fail(431, QStringLiteral("the request's head is longer than %1 bytes").arg(remote::kMaxRequestHead));
+        return;
     }
-    return at;
+    if (end + 4 > remote::kMaxRequestHead) {
+        fail(431, QStringLiteral("the request's head is longer than %1 bytes").arg(remote::kMaxRequestHead));
+        return;
+    }
+    auto head = remote::parseRequestHead(m_buffer.left(end + 4));
+    if (!head) {
+        fail(400, head.error().message);
+        return;
+    }
+    HttpRequest r;
+    r.method = head->method;
+    r.headers = head->headers;
+    const QByteArray target = head->target;
+    if (!target.startsWith('/')) {
+        fail(400, QStringLiteral("the request target must be a path starting with '/'"));
+        return;
+    }
+    const qsizetype q = target.indexOf('?');
+    const QByteArray path = q < 0 ? target : target.left(q);
+    if (q >= 0)
+        r.query.setQuery(QString::fromUtf8(target.mid(q + 1)));
+    for (const QByteArray &segment : path.split('/')) {
+        if (segment.isEmpty())
+            continue;
+        const QString decoded = QUrl::fromPercentEncoding(segment);
+        if (decoded.contains(QChar(0)) || decoded == QLatin1String("..") || decoded == QLatin1String(".")) {
+            fail(400, QStringLiteral("the path has a '.', '..' or NUL segment"));
+            return;
+        }
+        r.segments.append(decoded);
+    }
+    r.keepAlive = r.header("connection").toLower() != "close";
+    const QByteArray te = r.header("transfer-encoding").toLower();
+    const QByteArray cl = r.header("content-length");
+    if (!te.isEmpty() && !cl.isEmpty()) {
+        fail(400, QStringLiteral("both Transfer-Encoding and Content-Length: send one"));
+        return;
+    }
+    if (!te.isEmpty()) {
+        if (te != "chunked") {
+            fail(501,
+                QStringLiteral("Transfer-Encoding '%1' is not supported (only chunked)")
+                    .arg(QString::fromLatin1(te.left(40))));
+            return;
+        }
+        m_contentLength = -1;
+    } else {
+        bool ok = true;
+        m_contentLength = cl.isEmpty() ? 0 : cl.toLongLong(&ok);
+        if (!ok || m_contentLength < 0) {
+            fail(400, QStringLiteral("Content-Length '%1' is not a length").arg(QString::fromLatin1(cl.left(40))));
+            return;
+        }
+        if (m_contentLength > m_maxBody) {
+            fail(413,
+                QStringLiteral("the body is %1 bytes; at most %2 are taken in one request")
+                    .arg(m_contentLength)
+                    .arg(m_maxBody));
+            return;
+        }
+    }
+    m_wantsContinue = r.header("expect").toLower() == "100-continue";
+    m_continueSent = false;
+    m_head = std::move(r);
+    m_buffer.remove(0, end + 4);
+    m_chunkAt = 0;
+    m_decoded.clear();
+}
+
+int HttpRequestReader::takeChunks()
+{
+    // Each chunk is decoded once, as it arrives; the raw bytes before m_chunkAt are done with.
+    for (;;) {
+        const qsizetype eol = m_buffer.indexOf("\r\n", m_chunkAt);
+        if (eol < 0)
+            return m_buffer.size() - m_chunkAt > kMaxChunkLine ? -2 : 0;
+        if (eol - m_chunkAt > kMaxChunkLine)
+            return -2;
+        QByteArray sizeText = m_buffer.mid(m_chunkAt, eol - m_chunkAt);
+        if (const qsizetype semi = sizeText.indexOf(';'); semi >= 0)
+            sizeText.truncate(semi);
+        sizeText = sizeText.trimmed();
+        bool ok = false;
+        const qint64 size = sizeText.toLongLong(&ok, 16);
+        if (!ok || size < 0 || sizeText.isEmpty() || sizeText.startsWith('-') || sizeText.startsWith('+'))
+            return -2;
+        if (size > m_maxBody - m_decoded.size())
+            return -3;
+        const qsizetype data = eol + 2;
+        if (size == 0) { // no trailers are taken: the last chunk is followed by the blank line
+            if (m_buffer.size() - data < 2)
+                return 0;
+            if (m_buffer.mid(data, 2) != "\r\n")
+                return -2;
+            m_chunkAt = data + 2;
+            return 1;
+        }
+        if (m_buffer.size() - data < size + 2)
+            return 0;
+        if (m_buffer.mid(data + size, 2) != "\r\n")
+            return -2;
+        m_decoded.append(m_buffer.constData() + data, size);
+        m_chunkAt = data + size + 2;
+        if (m_chunkAt > 1024 * 1024) { // what was decoded leaves the buffer now and then, not each time
+            m_buffer.remove(0, m_chunkAt);
+            m_chunkAt = 0;
+        }
+    }
 }
 
 std::optional<HttpRequest> HttpRequestReader::next()
 {
-    if (failed())
+    if (!head())
         return std::nullopt;
-    if (!m_head) {
-        const qsizetype end = m_buffer.indexOf("\r\n\r\n");
-        if (end < 0) {
-            if (m_buffer.size() > remote::kMaxRequestHead)
-                return fail(
-                    431, QStringLiteral("the request's head is longer than %1 bytes").arg(remote::kMaxRequestHead));
-            return std::nullopt;
-        }
-        if (end + 4 > remote::kMaxRequestHead)
-            return fail(431, QStringLiteral("the request's head is longer than %1 bytes").arg(remote::kMaxRequestHead));
-        auto head = remote::parseRequestHead(m_buffer.left(end + 4));
-        if (!head)
-            return fail(400, head.error().message);
-        HttpRequest r;
-        r.method = head->method;
-        r.headers = head->headers;
-        const QByteArray target = head->target;
-        if (!target.startsWith('/'))
-            return fail(400, QStringLiteral("the request target must be a path starting with '/'"));
-        const qsizetype q = target.indexOf('?');
-        const QByteArray path = q < 0 ? target : target.left(q);
-        if (q >= 0)
-            r.query.setQuery(QString::fromUtf8(target.mid(q + 1)));
-        for (const QByteArray &segment : path.split('/')) {
-            if (segment.isEmpty())
-                continue;
-            const QString decoded = QUrl::fromPercentEncoding(segment);
-            if (decoded.contains(QChar(0)) || decoded == QLatin1String("..") || decoded == QLatin1String("."))
-                return fail(400, QStringLiteral("the path has a '.', '..' or NUL segment"));
-            r.segments.append(decoded);
-        }
-        r.keepAlive = r.header("connection").toLower() != "close";
-        const QByteArray te = r.header("transfer-encoding").toLower();
-        const QByteArray cl = r.header("content-length");
-        if (!te.isEmpty() && !cl.isEmpty())
-            return fail(400, QStringLiteral("both Transfer-Encoding and Content-Length: send one"));
-        if (!te.isEmpty()) {
-            if (te != "chunked")
-                return fail(501,
-                    QStringLiteral("Transfer-Encoding '%1' is not supported (only chunked)")
-                        .arg(QString::fromLatin1(te.left(40))));
-            m_contentLength = -1;
-        } else {
-            bool ok = true;
-            m_contentLength = cl.isEmpty() ? 0 : cl.toLongLong(&ok);
-            if (!ok || m_contentLength < 0)
-                return fail(
-                    400, QStringLiteral("Content-Length '%1' is not a length").arg(QString::fromLatin1(cl.left(40))));
-            if (m_contentLength > m_maxBody)
-                return fail(413,
-                    QStringLiteral("the body is %1 bytes; at most %2 are taken in one request")
-                        .arg(m_contentLength)
-                        .arg(m_maxBody));
-        }
-        m_wantsContinue = r.header("expect").toLower() == "100-continue";
-        m_continueSent = false;
-        m_head = std::move(r);
-        m_bodyStart = end + 4;
-    }
     if (m_contentLength >= 0) {
-        if (m_buffer.size() - m_bodyStart < m_contentLength)
+        if (m_buffer.size() < m_contentLength)
             return std::nullopt;
         HttpRequest r = std::move(*m_head);
         m_head.reset();
-        r.body = m_buffer.mid(m_bodyStart, m_contentLength);
-        m_buffer.remove(0, m_bodyStart + m_contentLength);
+        r.body = m_buffer.left(m_contentLength);
+        m_buffer.remove(0, m_contentLength);
         m_wantsContinue = false;
         return r;
     }
-    QByteArray body;
-    const qsizetype end = chunkedEnd(m_bodyStart, &body);
-    if (end == -1)
+    const int taken = takeChunks();
+    if (taken == 0)
         return std::nullopt;
-    if (end == -3)
+    if (taken == -3)
         return fail(
             413, QStringLiteral("the body is more than %1 bytes, the most taken in one request").arg(m_maxBody));
-    if (end < 0)
+    if (taken < 0)
         return fail(400, QStringLiteral("a malformed chunk in the chunked body"));
     HttpRequest r = std::move(*m_head);
     m_head.reset();
-    r.body = std::move(body);
-    m_buffer.remove(0, end);
+    r.body = std::exchange(m_decoded, {});
+    m_buffer.remove(0, m_chunkAt);
+    m_chunkAt = 0;
     m_wantsContinue = false;
     return r;
 }

@@ -59,28 +59,34 @@ public:
         : m_maxBody(maxBody)
     {
     }
-    void append(QByteArrayView bytes) { m_buffer.append(bytes); }
+    // More bytes; past the head and body limits (framing included), the stream fails with 413.
+    void append(QByteArrayView bytes);
+    // The head of the request being read once it is whole, before its body is taken: for the checks
+    // that come first (who asks, from where). Null while more must come, or when failed.
+    const HttpRequest *head();
     // A whole request when one is there (taken off the buffer); nothing when more must come;
     // failed() when the stream can go no further.
     std::optional<HttpRequest> next();
     bool failed() const { return m_failStatus != 0; }
     int failStatus() const { return m_failStatus; }
     QString failure() const { return m_failure; }
-    // The head asked for "Expect: 100-continue" and its body is not all here: say go on, once.
+    // The head asked for "Expect: 100-continue": say go on, once.
     bool wantsContinue();
-    qsizetype buffered() const { return m_buffer.size(); }
+    qsizetype buffered() const { return m_buffer.size() + m_decoded.size(); }
 
 private:
     std::optional<HttpRequest> fail(int status, const QString &why);
-    // The end of a chunked body that starts at `from` (decoded into *body when it is whole), -1
-    // when more must come, -2 when malformed.
-    qsizetype chunkedEnd(qsizetype from, QByteArray *body);
+    void parseHead();
+    // Decodes the chunks that are whole: 1 at the last one, 0 when more must come, -2 malformed,
+    // -3 too large.
+    int takeChunks();
 
     qint64 m_maxBody;
-    QByteArray m_buffer;
+    QByteArray m_buffer; // after the head once it is parsed
     std::optional<HttpRequest> m_head; // parsed, waiting for its body
-    qsizetype m_bodyStart = 0;
     qint64 m_contentLength = -1; // -1: chunked
+    qsizetype m_chunkAt = 0; // in m_buffer: where the next chunk's size line starts
+    QByteArray m_decoded; // of a chunked body, so far
     bool m_continueSent = false, m_wantsContinue = false;
     int m_failStatus = 0;
     QString m_failure;
