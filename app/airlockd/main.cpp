@@ -223,6 +223,10 @@ int main(int argc, char *argv[])
             "a framework's Daytona integration runs on this daemon with DAYTONA_API_URL=http://ADDR:PORT/api "
             "and DAYTONA_API_KEY set to a token from 'airlockd token create'."),
         QStringLiteral("addr:port"));
+    const QCommandLineOption daytonaAllowOpt(QStringLiteral("daytona-allow"),
+        QStringLiteral("A host (pattern, optional port) that a sandbox made through --daytona-api may be given when "
+                       "the SDK asks for it in networkAllowList. Repeatable; none by default (no network)."),
+        QStringLiteral("host"));
     const QCommandLineOption plainOpt(QStringLiteral("plain-ws"),
         QStringLiteral("Serve --listen as plain ws:// instead (a loopback address only: tests, or behind a tunnel)."));
     const QCommandLineOption allowHostOpt(QStringLiteral("allow-host"),
@@ -247,7 +251,8 @@ int main(int argc, char *argv[])
         QStringLiteral("size"), QStringLiteral("512M"));
     const QList<QCommandLineOption> options{socketOpt, guestOpt, bwrapOpt, runscOpt, endWithDaemonOpt, verboseOpt,
         outputCapOpt, budgetOpt, approvalTimeoutOpt, resolveOpt, upstreamCaOpt, toolsOpt, secretStoreOpt, stdioOpt,
-        listenOpt, daytonaOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt, diskReserveOpt};
+        listenOpt, daytonaOpt, daytonaAllowOpt, plainOpt, allowHostOpt, allowOriginOpt, helloTimeoutOpt, hostUidsOpt,
+        diskReserveOpt};
     parser.addOptions(options);
     QCommandLineOption manOpt(QStringLiteral("man"), QStringLiteral("Print the manual page."));
     manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -333,7 +338,20 @@ int main(int argc, char *argv[])
                 qPrintable(parsed->first.toString()));
             return 2;
         }
-        daytonaOptions = daytona::DaytonaListener::Options{parsed->first, parsed->second, parser.values(allowHostOpt)};
+        daytonaOptions
+            = daytona::DaytonaListener::Options{parsed->first, parsed->second, parser.values(allowHostOpt), {}};
+        for (const QString &host : parser.values(daytonaAllowOpt)) {
+            auto normal = policy::normaliseHostPattern(host);
+            if (!normal) {
+                std::fprintf(
+                    stderr, "airlockd: --daytona-allow %s: %s\n", qPrintable(host), qPrintable(normal.error().message));
+                return 2;
+            }
+            daytonaOptions->networkHosts.append(*normal);
+        }
+    } else if (parser.isSet(daytonaAllowOpt)) {
+        std::fprintf(stderr, "airlockd: --daytona-allow needs --daytona-api ADDR:PORT\n");
+        return 2;
     }
     auto diskReserve = units::parseBytes(parser.value(diskReserveOpt));
     if (!diskReserve) {
@@ -495,10 +513,12 @@ int main(int argc, char *argv[])
             std::fprintf(stderr, "airlockd: %s\n", qPrintable(loaded.error().message));
             return 1;
         }
-        daytonaListener = std::make_unique<daytona::DaytonaListener>(*daytonaOptions, tokens, *daytonaStore,
+        daytonaListener = std::make_unique<daytona::DaytonaListener>(
+            *daytonaOptions, tokens, *daytonaStore,
             [&server](QLocalSocket *socket, const remote::Grant &grant, const QString &peer) {
                 server.adopt(socket, grant, peer);
-            });
+            },
+            [&server](QLocalSocket *socket) { server.adoptLocal(socket); });
         if (Status listening = daytonaListener->listen(); !listening) {
             std::fprintf(stderr, "airlockd: %s\n", qPrintable(listening.error().message));
             return 1;

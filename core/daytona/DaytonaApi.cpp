@@ -6,6 +6,7 @@
 #include "mcp/ExecCall.h"
 #include "model/EventKinds.h"
 #include "model/ExecRequest.h"
+#include "policy/Policy.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -162,11 +163,12 @@ Result<QString> workspacePath(const QString &path)
     return p;
 }
 
-DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, QString tokenId, DaemonClient &client, QObject *parent)
+DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, remote::Grant grant, DaemonClient &client, QObject *parent)
     : QObject(parent)
     , m_options(std::move(options))
     , m_store(store)
-    , m_tokenId(std::move(tokenId))
+    , m_grant(std::move(grant))
+    , m_tokenId(m_grant.tokenId)
     , m_client(client)
     , m_sessions([this](const Entry &entry, const QString &command, mcp::CallHooks hooks) {
         return launch(entry, {QStringLiteral("/bin/sh"), QStringLiteral("-c"), command}, QStringLiteral("/workspace"),
@@ -336,10 +338,22 @@ void DaytonaApi::create(const HttpRequest &request, const Reply &reply)
         return reply(unsupported(QStringLiteral("Airlock sandboxes have no GPUs")));
     if (body.value(QStringLiteral("public")).toBool())
         return reply(unsupported(QStringLiteral("Airlock does not publish sandbox ports")));
-    if (!jsonString(body, "networkAllowList").trimmed().isEmpty())
-        return reply(HttpResponse::error(403,
-            QStringLiteral("networkAllowList: an agent's sandbox gets no network; a person gives hosts to a sandbox "
-                           "(airlockctl policy set SANDBOX, or the console's policy editor)")));
+    // Hosts only from those the person allowed (airlockd --daytona-allow), as for an MCP session.
+    QStringList hosts;
+    for (const QString &item : jsonString(body, "networkAllowList").split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        auto normal = policy::normaliseHostPattern(item.trimmed());
+        if (!normal || !m_options.networkHosts.contains(*normal, Qt::CaseInsensitive) || !m_options.person)
+            return reply(HttpResponse::error(403,
+                QStringLiteral("networkAllowList: '%1' is not a host the person allowed (%2)")
+                    .arg(item.trimmed().left(253),
+                        m_options.networkHosts.isEmpty()
+                            ? QStringLiteral("none; they can start airlockd with --daytona-allow HOST")
+                            : m_options.networkHosts.join(QStringLiteral(", ")))));
+        hosts.append(*normal);
+    }
+    if (!hosts.isEmpty() && !m_grant.sandboxes.isEmpty())
+        return reply(HttpResponse::error(
+            403, QStringLiteral("networkAllowList: a key limited to some sandboxes creates them with no network")));
     if (const QString bad = labelsError(body.value(QStringLiteral("labels"))); !bad.isEmpty())
         return reply(HttpResponse::error(400, bad));
     if (const QString bad = envError(body.value(QStringLiteral("env")), QStringLiteral("env")); !bad.isEmpty())
@@ -371,7 +385,15 @@ void DaytonaApi::create(const HttpRequest &request, const Reply &reply)
     entry.autoStop = body.value(QStringLiteral("autoStopInterval")).toInt(0);
     entry.autoArchive = body.value(QStringLiteral("autoArchiveInterval")).toInt(0);
     entry.autoDelete = body.value(QStringLiteral("autoDeleteInterval")).toInt(-1);
-    DaemonApi(m_client).createSandbox(create).then(
+    // With hosts, the person's connection creates it (an agent's gets the defaults only).
+    DaemonClient *creator = &m_client;
+    if (!hosts.isEmpty()) {
+        create.allowHosts(hosts);
+        entry.networkBlockAll = false;
+        entry.networkAllowList = hosts.join(QLatin1Char(','));
+        creator = m_options.person;
+    }
+    DaemonApi(*creator).createSandbox(create).then(
         [this, self = QPointer<DaytonaApi>(this), entry, reply](Result<CreatedSandbox> created) mutable {
             if (!self)
                 return;

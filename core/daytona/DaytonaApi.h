@@ -5,6 +5,7 @@
 #include "daytona/DaytonaStore.h"
 #include "daytona/HttpMessage.h"
 #include "model/Event.h"
+#include "remote/TokenStore.h"
 #include "util/Result.h"
 
 #include <QJsonObject>
@@ -32,12 +33,15 @@ class DaytonaApi final : public QObject {
 public:
     struct Options {
         QString toolboxUrl; // what sandboxes give as toolboxProxyUrl: http://ADDR:PORT/toolbox
+        QStringList networkHosts; // what networkAllowList may name (the person's --daytona-allow)
+        DaemonClient *person = nullptr; // creates the sandboxes given hosts; set with networkHosts
     };
     using Reply = std::function<void(const HttpResponse &)>;
     using Cancel = std::function<void()>;
 
     // `client` is connected (hello done) as the key's agent and outlives this.
-    DaytonaApi(Options options, DaytonaStore &store, QString tokenId, DaemonClient &client, QObject *parent = nullptr);
+    DaytonaApi(
+        Options options, DaytonaStore &store, remote::Grant grant, DaemonClient &client, QObject *parent = nullptr);
     ~DaytonaApi() override;
 
     // Ends what runs (its key was revoked): every command is killed, every session ends.
@@ -81,6 +85,7 @@ private:
 
     Options m_options;
     DaytonaStore &m_store;
+    remote::Grant m_grant;
     QString m_tokenId;
     DaemonClient &m_client;
     QList<QPointer<mcp::ExecCall>> m_execs;

@@ -62,13 +62,14 @@ struct DaytonaListener::KeySession {
     QList<std::pair<QPointer<QTcpSocket>, HttpRequest>> queued;
 };
 
-DaytonaListener::DaytonaListener(
-    Options options, remote::TokenStore &tokens, DaytonaStore &store, Accept accept, QObject *parent)
+DaytonaListener::DaytonaListener(Options options, remote::TokenStore &tokens, DaytonaStore &store, Accept accept,
+    AcceptPerson acceptPerson, QObject *parent)
     : QObject(parent)
     , m_options(std::move(options))
     , m_tokens(tokens)
     , m_store(store)
     , m_accept(std::move(accept))
+    , m_acceptPerson(std::move(acceptPerson))
 {
 }
 
@@ -100,6 +101,23 @@ Status DaytonaListener::listen()
                 .arg(m_options.address.toString())
                 .arg(m_options.port)
                 .arg(m_server->errorString()));
+    if (!m_options.networkHosts.isEmpty()) {
+        int pair[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+            return makeError(
+                ErrorCode::IoError, QStringLiteral("socketpair: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+        auto *ours = new QLocalSocket, *daemons = new QLocalSocket;
+        ours->setSocketDescriptor(pair[0]);
+        daemons->setSocketDescriptor(pair[1]);
+        m_acceptPerson(daemons);
+        m_person = new DaemonClient(this);
+        ConnectOptions options;
+        options.clientName = QStringLiteral("daytona-api (hosts the person allowed)");
+        m_person->connectOver(ours, options, [](Status hello) {
+            if (!hello)
+                logger()->warn("Daytona API: the person's connection failed: {}", hello.error().message.toStdString());
+        });
+    }
     auto *revocations = new QTimer(this);
     connect(revocations, &QTimer::timeout, this, &DaytonaListener::dropRevoked);
     revocations->start(kRevocationCheckMs);
@@ -335,6 +353,7 @@ DaytonaListener::KeySession *DaytonaListener::sessionFor(const remote::Grant &gr
     m_sessions.insert(grant.tokenId, s);
     s->client = new DaemonClient;
     const QString tokenId = grant.tokenId;
+    const remote::Grant granted = grant;
     const auto fail = [this, tokenId](const Error &why) {
         KeySession *gone = m_sessions.take(tokenId);
         if (!gone)
@@ -366,12 +385,13 @@ DaytonaListener::KeySession *DaytonaListener::sessionFor(const remote::Grant &gr
     options.run = grant.tokenName;
     options.agent = grant.tokenName;
     connect(s->client, &DaemonClient::disconnected, this, fail);
-    s->client->connectOver(ours, options, [this, s, tokenId, fail](Status hello) {
+    s->client->connectOver(ours, options, [this, s, tokenId, grant = granted, fail](Status hello) {
         if (m_sessions.value(tokenId) != s)
             return;
         if (!hello)
             return fail(hello.error());
-        s->api = new DaytonaApi({apiUrl().chopped(4) + QStringLiteral("/toolbox")}, m_store, tokenId, *s->client, this);
+        s->api = new DaytonaApi({apiUrl().chopped(4) + QStringLiteral("/toolbox"), m_options.networkHosts, m_person},
+            m_store, grant, *s->client, this);
         s->ready = true;
         const auto queued = std::exchange(s->queued, {});
         for (const auto &[socket, request] : queued)

@@ -39,12 +39,17 @@ public:
         QHostAddress address;
         quint16 port = 0;
         QStringList allowHosts; // extra names accepted in Host
+        // Hosts (normalised patterns) a sandbox may be given when the SDK asks for them in its
+        // networkAllowList: the person's choice, as `airlockctl mcp --allow` is.
+        QStringList networkHosts;
         qint64 maxBody = 256LL * 1024 * 1024;
     };
     using Accept = remote::RemoteListener::Accept;
+    // A connection of the person's, for creating sandboxes with the hosts they allowed.
+    using AcceptPerson = std::function<void(QLocalSocket *)>;
 
-    DaytonaListener(
-        Options options, remote::TokenStore &tokens, DaytonaStore &store, Accept accept, QObject *parent = nullptr);
+    DaytonaListener(Options options, remote::TokenStore &tokens, DaytonaStore &store, Accept accept,
+        AcceptPerson acceptPerson, QObject *parent = nullptr);
     ~DaytonaListener() override;
 
     Status listen();
@@ -72,6 +77,8 @@ private:
     remote::TokenStore &m_tokens;
     DaytonaStore &m_store;
     Accept m_accept;
+    AcceptPerson m_acceptPerson;
+    DaemonClient *m_person = nullptr; // connected when there are hosts to give
     QTcpServer *m_server = nullptr;
     remote::AuthLimiter m_limiter;
     QHash<QString, KeySession *> m_sessions; // by token id

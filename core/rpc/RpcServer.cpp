@@ -158,6 +158,12 @@ void RpcServer::adopt(QLocalSocket *socket, const remote::Grant &grant, const QS
     session->peer = peer;
 }
 
+void RpcServer::adoptLocal(QLocalSocket *socket)
+{
+    socket->setParent(nullptr);
+    addSession(socket);
+}
+
 Session *RpcServer::addSession(QLocalSocket *socket)
 {
     auto *session = new Session;

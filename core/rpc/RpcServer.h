@@ -54,6 +54,9 @@ public:
     // A connection from another machine (remote::RemoteListener): limited to what its token
     // grants. Takes the socket.
     void adopt(QLocalSocket *socket, const remote::Grant &grant, const QString &peer);
+    // A connection of the daemon's own that acts for the person who runs it (the Daytona API
+    // creating a sandbox with the hosts the person allowed): as a local client. Takes the socket.
+    void adoptLocal(QLocalSocket *socket);
     int sessionCount() const { return int(m_sessions.size()); }
     // A connection that has not said hello this long after it opened is closed (a client that
     // connects and says nothing must not hold a session, and its memory, for ever).

@@ -72,7 +72,20 @@ const curl = await other.process.executeCommand('curl -sS -m 5 http://10.255.255
 assert.equal(curl.exitCode, 7, curl.result);
 assert.match(curl.result, /(Network is unreachable|Couldn't connect|Failed to connect)/);
 await assert.rejects(daytona.create({ networkAllowList: '10.0.0.0/8' }),
-  (e) => e instanceof DaytonaAuthorizationError && /a person gives hosts/.test(e.message));
+  (e) => e instanceof DaytonaAuthorizationError && /not a host the person allowed \(allowed\.test\)/.test(e.message));
+// A host the person allowed (airlockd --daytona-allow allowed.test): reached through the egress
+// proxy; any other host is refused there.
+const netted = await daytona.create({ networkAllowList: 'allowed.test' });
+assert.equal(netted.networkAllowList, 'allowed.test');
+assert.equal(netted.networkBlockAll, false);
+const web = process.env.WEB_PORT;
+const fetched = await netted.process.executeCommand(`curl -sS -m 10 http://allowed.test:${web}/ok.txt`);
+assert.equal(fetched.result, 'airlock-ok\n');
+const elsewhere = await netted.process.executeCommand(`curl -sS -m 10 -o /dev/null -w '%{http_code}' http://elsewhere.test:${web}/ok.txt`);
+assert.equal(elsewhere.result, '403');
+await netted.delete();
+await assert.rejects(daytona.create({ networkAllowList: 'allowed.test,elsewhere.test' }),
+  (e) => e instanceof DaytonaAuthorizationError && /'elsewhere\.test' is not a host the person allowed/.test(e.message));
 
 // Files: text and binary (1 MiB, 64 MiB) up and down, intact; list, details, folder, delete.
 await other.fs.uploadFile(Buffer.from('hello\n'), 'notes/a.txt');

@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QTcpServer>
 #include <QTcpSocket>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
 
@@ -20,7 +21,9 @@ using namespace airlock::test;
 class TestDaytona final : public QObject {
     Q_OBJECT
     std::unique_ptr<TestDaemon> m_daemon;
-    quint16 m_port = 0;
+    quint16 m_port = 0, m_webPort = 0;
+    QTemporaryDir m_web;
+    QProcess m_webServer;
     QString m_token;
     QStringList m_approved, m_denied;
 
@@ -57,6 +60,7 @@ class TestDaytona final : public QObject {
         QProcessEnvironment env = m_daemon->environment();
         env.insert(QStringLiteral("DAYTONA_API_URL"), apiUrl());
         env.insert(QStringLiteral("DAYTONA_API_KEY"), m_token);
+        env.insert(QStringLiteral("WEB_PORT"), QString::number(m_webPort));
         node.setProcessEnvironment(env);
         node.setWorkingDirectory(clientDir());
         node.start(QStringLiteral("node"), {clientDir() + QStringLiteral("/sdk.mjs"), scenario});
@@ -112,7 +116,19 @@ private Q_SLOTS:
         QVERIFY2(QFile::exists(clientDir() + QStringLiteral("/node_modules/@daytonaio/sdk/package.json")),
             "the Daytona SDK is not installed: run 'npm ci --prefix tests/daytona' (installer/test.sh does)");
         m_port = freePort();
-        m_daemon = std::make_unique<TestDaemon>(args("--daytona-api", QStringLiteral("127.0.0.1:%1").arg(m_port)));
+        // A web server on loopback that the daemon's proxy reaches as allowed.test (and elsewhere.test).
+        QVERIFY(m_web.isValid());
+        QFile ok(m_web.filePath(QStringLiteral("ok.txt")));
+        QVERIFY(ok.open(QIODevice::WriteOnly) && ok.write("airlock-ok\n") > 0);
+        ok.close();
+        m_webPort = freePort();
+        m_webServer.start(QStringLiteral("python3"),
+            args("-m", "http.server", QString::number(m_webPort), "--bind", "127.0.0.1", "--directory", m_web.path()));
+        QVERIFY(m_webServer.waitForStarted());
+        m_port = freePort();
+        m_daemon = std::make_unique<TestDaemon>(
+            args("--daytona-api", QStringLiteral("127.0.0.1:%1").arg(m_port), "--daytona-allow", "allowed.test",
+                "--resolve", "allowed.test=127.0.0.1", "--resolve", "elsewhere.test=127.0.0.1"));
         // The person's rules: some commands run, recursive deletes never; the rest asks.
         QDir().mkpath(m_daemon->configDir());
         QFile policy(m_daemon->configDir() + QStringLiteral("/policy.json"));
@@ -131,7 +147,12 @@ private Q_SLOTS:
             = QString::fromLatin1(token.readAllStandardOutput()).trimmed().split(QLatin1Char('\n')).last().trimmed();
         QVERIFY2(m_token.startsWith(QLatin1String("alk_")), qPrintable(m_token));
     }
-    void cleanupTestCase() { m_daemon.reset(); }
+    void cleanupTestCase()
+    {
+        m_daemon.reset();
+        m_webServer.kill();
+        m_webServer.waitForFinished();
+    }
 
     // A framework's whole session through the SDK; then the run in the history.
     void aSessionThroughTheSdk()
