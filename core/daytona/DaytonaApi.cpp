@@ -18,7 +18,7 @@ namespace airlock::daytona {
 
 namespace {
 constexpr qint64 kChunk = 1024 * 1024; // what fs.write and fs.read move in one request
-constexpr qint64 kMaxOutput = 16 * 1024 * 1024; // of each stream of one command
+constexpr qint64 kMaxOutput = 4 * 1024 * 1024; // of each stream of one command executeCommand answers with
 constexpr qint64 kMaxDownload = 1024LL * 1024 * 1024; // of one bulk download, all files together
 constexpr int kMaxFiles = 1000; // in one bulk upload or download
 constexpr qint64 kFileCommandMs = 120'000;
@@ -171,8 +171,9 @@ DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, remote::Grant grant
     , m_tokenId(m_grant.tokenId)
     , m_client(client)
     , m_sessions([this](const Entry &entry, const QString &command, mcp::CallHooks hooks) {
+        // A session command's output is kept by the session (hooks.output), not collected whole.
         return launch(entry, {QStringLiteral("/bin/sh"), QStringLiteral("-c"), command}, QStringLiteral("/workspace"),
-            entry.env, 0, std::move(hooks));
+            entry.env, 0, std::move(hooks), 64 * 1024);
     })
 {
     connect(&m_client, &DaemonClient::eventReceived, this, &DaytonaApi::onEvent);
@@ -657,7 +658,7 @@ DaytonaApi::Cancel DaytonaApi::execute(const Entry &entry, const HttpRequest &re
 }
 
 DaytonaApi::Cancel DaytonaApi::launch(const Entry &entry, const QStringList &argv, const QString &cwd,
-    const QJsonObject &env, qint64 timeoutMs, mcp::CallHooks hooks)
+    const QJsonObject &env, qint64 timeoutMs, mcp::CallHooks hooks, qint64 maxOutput)
 {
     QJsonObject json{{QStringLiteral("argv"), QJsonArray::fromStringList(argv)}, {QStringLiteral("cwd"), cwd},
         {QStringLiteral("env"), env}};
@@ -677,7 +678,7 @@ DaytonaApi::Cancel DaytonaApi::launch(const Entry &entry, const QStringList &arg
             (*made)->deleteLater();
         done(result);
     };
-    auto *call = new mcp::ExecCall(m_client, {entry.id, *exec, {}, kMaxOutput, entry.name}, hooks, this);
+    auto *call = new mcp::ExecCall(m_client, {entry.id, *exec, {}, maxOutput, entry.name}, hooks, this);
     *made = call;
     m_execs.removeAll(nullptr);
     m_execs.append(call);
@@ -693,7 +694,7 @@ DaytonaApi::Cancel DaytonaApi::run(
 {
     mcp::CallHooks hooks;
     hooks.done = [done = std::move(done)](const mcp::ToolResult &result) { done(CommandOutcome::of(result)); };
-    return launch(entry, argv, cwd, env, timeoutMs, std::move(hooks));
+    return launch(entry, argv, cwd, env, timeoutMs, std::move(hooks), kMaxOutput);
 }
 
 DaytonaApi::Cancel DaytonaApi::fileCommand(const Entry &entry, const QStringList &argv, const Reply &reply,
@@ -961,6 +962,13 @@ void DaytonaApi::watch(const QString &sandbox)
 
 void DaytonaApi::onEvent(const Event &event)
 {
+    if (event.kind == event::SandboxDeleted && m_watched.contains(event.sandbox)) {
+        // Deleted by the person (or its daemon): its sessions and its record go with it.
+        m_sessions.forget(event.sandbox);
+        m_watched.remove(event.sandbox);
+        if (find(event.sandbox))
+            (void)m_store.remove(event.sandbox);
+    }
     const auto execs = m_execs; // a call that finishes may be deleted later, never during this
     if (event.kind == event::ApprovalRequested || event.kind == event::ApprovalDecided) {
         mcp::ExecCall::routeApproval(event, execs, m_client.options().run, m_client.options().agent);

@@ -68,8 +68,9 @@ private:
     void listFiles(const Entry &entry, const QString &path, bool infoOnly, const Reply &reply);
     void makeFolder(const Entry &entry, const QString &path, int mode, const Reply &reply);
     // Starts argv in the sandbox as the agent's command (the rules judge it) with these hooks.
+    // `maxOutput`: what the call itself collects of each stream (its result's stdout and stderr).
     Cancel launch(const Entry &entry, const QStringList &argv, const QString &cwd, const QJsonObject &env,
-        qint64 timeoutMs, mcp::CallHooks hooks);
+        qint64 timeoutMs, mcp::CallHooks hooks, qint64 maxOutput);
     // The same, its output collected.
     Cancel run(const Entry &entry, const QStringList &argv, const QString &cwd, const QJsonObject &env,
         qint64 timeoutMs, Ran done);

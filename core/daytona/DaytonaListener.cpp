@@ -26,7 +26,9 @@ constexpr qint64 kProgressBytes = 64 * 1024;
 constexpr qint64 kReadBuffer = 256 * 1024; // what a busy connection's socket holds before TCP waits
 constexpr qint64 kMaxBufferedTotal = 1024LL * 1024 * 1024; // of all requests being read
 constexpr int kRevocationCheckMs = 1000;
-constexpr qint64 kMaxStreamBacklog = 64LL * 1024 * 1024; // unread bytes of a followed log
+constexpr qint64 kMaxStreamBacklog = 4LL * 1024 * 1024; // unread bytes of a followed log
+constexpr int kStreamStallMs = 30'000; // a follower whose unread bytes do not go down for this long
+constexpr int kMaxPerKey = 64; // requests of one key being answered (followed logs included)
 constexpr qsizetype kMaxQueued = 256; // requests of one key waiting for its connection to the daemon
 
 auto logger()
@@ -52,6 +54,7 @@ struct DaytonaListener::Connection {
     DaytonaApi::Cancel cancel;
     QTimer *deadline = nullptr;
     qint64 sinceProgress = 0; // body bytes since the deadline was last moved
+    qint64 handling = 0; // the body of the request being answered
     QString peer;
 };
 
@@ -175,6 +178,7 @@ void DaytonaListener::onConnection(QTcpSocket *socket)
     connect(socket, &QTcpSocket::readyRead, this, [this, c] { onReadable(c); });
     connect(socket, &QTcpSocket::disconnected, this, [this, c] {
         m_connections.removeAll(c);
+        m_handling -= std::exchange(c->handling, 0);
         if (auto cancel = std::exchange(c->cancel, {}))
             cancel(); // its client left: a command it waits for is ended
         if (c->socket)
@@ -195,10 +199,11 @@ void DaytonaListener::onReadable(Connection *c)
         return; // read when the answer is written
     const bool starting = c->reader.buffered() == 0;
     const QByteArray bytes = c->socket->readAll();
-    if (bytes.isEmpty())
-        return;
+    if (bytes.isEmpty() && starting)
+        return; // (a request already in the reader, pipelined behind the last, goes on)
     c->reader.append(bytes);
-    qint64 buffered = 0;
+    // What is being read, and the bodies being answered, together.
+    qint64 buffered = m_handling;
     for (const Connection *other : std::as_const(m_connections))
         buffered += other->reader.buffered();
     if (buffered > kMaxBufferedTotal && !c->reader.failed())
@@ -208,7 +213,7 @@ void DaytonaListener::onReadable(Connection *c)
     if (starting) {
         c->deadline->start(kRequestMs);
         c->sinceProgress = 0;
-    } else if (c->grant && (c->sinceProgress += bytes.size()) >= kProgressBytes) {
+    } else if (!bytes.isEmpty() && c->grant && (c->sinceProgress += bytes.size()) >= kProgressBytes) {
         c->deadline->start(kRequestMs);
         c->sinceProgress = 0;
     }
@@ -280,6 +285,15 @@ std::variant<remote::Grant, HttpResponse> DaytonaListener::admit(Connection *c, 
 void DaytonaListener::dispatch(Connection *c, const HttpRequest &request, const remote::Grant &grant)
 {
     c->tokenId = grant.tokenId;
+    qsizetype ofKey = 0;
+    for (const Connection *other : std::as_const(m_connections))
+        ofKey += other->tokenId == grant.tokenId ? 1 : 0;
+    if (ofKey > kMaxPerKey)
+        return refuse(c,
+            HttpResponse::error(
+                429, QStringLiteral("%1 requests of this key are being answered already").arg(kMaxPerKey)));
+    c->handling = request.body.size();
+    m_handling += c->handling;
     KeySession *session = sessionFor(grant, c->peer);
     if (!session->ready) {
         if (session->queued.size() >= kMaxQueued)
@@ -311,13 +325,27 @@ void DaytonaListener::handOver(KeySession *session, Connection *c, const HttpReq
                     socket->write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                                   "Sec-WebSocket-Accept: "
                         + webSocketAccept(key) + "\r\n\r\n");
+                    // A follower must keep taking what it is sent: its backlog may not stand still.
+                    connect(socket, &QTcpSocket::bytesWritten, conn->deadline, [deadline = conn->deadline, socket] {
+                        if (socket && socket->bytesToWrite() > 0)
+                            deadline->start(kStreamStallMs);
+                        else
+                            deadline->stop();
+                    });
                 }
             },
-            [socket](const QByteArray &bytes) {
-                if (!socket)
+            [this, socket](const QByteArray &bytes) {
+                Connection *conn = connectionOf(socket);
+                if (!conn || conn->closing)
                     return;
-                if (socket->bytesToWrite() > kMaxStreamBacklog) // a follower that does not read
-                    return socket->abort();
+                if (socket->bytesToWrite() > kMaxStreamBacklog) { // a follower that does not read
+                    conn->closing = true;
+                    // Not from here: the command's output is being given to its followers.
+                    QMetaObject::invokeMethod(socket, &QAbstractSocket::abort, Qt::QueuedConnection);
+                    return;
+                }
+                if (!conn->deadline->isActive())
+                    conn->deadline->start(kStreamStallMs);
                 socket->write(webSocketFrame(bytes));
             },
             [socket] {
@@ -409,6 +437,7 @@ void DaytonaListener::respond(Connection *c, const HttpResponse &response)
     c->cancel = {};
     c->busy = false;
     c->tokenId.clear();
+    m_handling -= std::exchange(c->handling, 0);
     c->socket->write(response.serialize(c->keepAlive));
     if (!c->keepAlive) {
         c->closing = true;
@@ -437,7 +466,13 @@ void DaytonaListener::dropRevoked()
             if (c->tokenId != tokenId)
                 continue;
             auto cancel = std::exchange(c->cancel, {});
-            refuse(c, HttpResponse::error(401, QStringLiteral("the API key was revoked")));
+            if (c->upgraded) { // a WebSocket: closed saying why (1008, policy violation)
+                c->closing = true;
+                c->socket->write(webSocketFrame(QByteArray("\x03\xf0", 2) + "the API key was revoked", 0x8));
+                c->socket->disconnectFromHost();
+            } else {
+                refuse(c, HttpResponse::error(401, QStringLiteral("the API key was revoked")));
+            }
             if (cancel)
                 cancel();
         }

@@ -83,6 +83,7 @@ private:
     remote::AuthLimiter m_limiter;
     QHash<QString, KeySession *> m_sessions; // by token id
     QList<Connection *> m_connections;
+    qint64 m_handling = 0; // bytes of the bodies being answered
 };
 
 } // namespace airlock::daytona

@@ -11,34 +11,63 @@
 namespace airlock::daytona {
 
 namespace {
-constexpr qsizetype kMaxKept = 8 * 1024 * 1024; // of each stream of one command, for its logs
+constexpr qsizetype kMaxKept = 1024 * 1024; // of one command's output, kept for its logs (the first)
+constexpr qsizetype kKeyBudget = 64 * 1024 * 1024; // kept for all the commands of one key
 constexpr qsizetype kMaxSessions = 64; // of one sandbox
-constexpr qsizetype kMaxCommands = 1000; // kept per session; the oldest finished ones go first
+constexpr qsizetype kMaxCommands = 200; // kept per session; the oldest finished ones go first
 const QByteArray kStdoutMarker("\x01\x01\x01", 3);
 const QByteArray kStderrMarker("\x02\x02\x02", 3);
 } // namespace
 
 struct DaytonaSessions::Command {
+    struct Chunk {
+        int stream;
+        QByteArray bytes;
+    };
     QString id, command;
     std::optional<int> exitCode;
-    QByteArray out, err, combined;
-    QByteArray log; // chunks after their stream's marker, for a follower that comes late
+    QList<Chunk> chunks; // what is kept of its output, in order
+    qsizetype kept = 0;
+    bool dropped = false; // some of its output is not kept (past its share, or made room for others)
+    // How much more of its output may be kept now (the key's budget; null once it is not counted).
+    std::function<qsizetype(qsizetype)> reserve;
     Cancel cancel;
     QList<std::shared_ptr<HttpStream>> followers;
 
     void add(int stream, QByteArrayView bytes)
     {
-        QByteArray &kept = stream == 2 ? err : out;
-        const qsizetype room = std::max<qsizetype>(0, kMaxKept - kept.size());
-        const QByteArrayView taken = bytes.first(std::min(room, bytes.size()));
-        if (taken.isEmpty())
-            return;
-        kept += taken;
-        combined += taken;
-        const QByteArray chunk = (stream == 2 ? kStderrMarker : kStdoutMarker) + taken.toByteArray();
-        log += chunk;
-        for (const auto &f : std::as_const(followers))
+        const QByteArray chunk = (stream == 2 ? kStderrMarker : kStdoutMarker) + bytes.toByteArray();
+        const auto following = followers; // one that fails leaves the list
+        for (const auto &f : following)
             f->write(chunk);
+        const qsizetype room = reserve ? reserve(std::min(kMaxKept - kept, bytes.size())) : 0;
+        if (room < bytes.size())
+            dropped = true;
+        if (room <= 0)
+            return;
+        if (!chunks.isEmpty() && chunks.last().stream == stream)
+            chunks.last().bytes += bytes.first(room);
+        else
+            chunks.append({stream, bytes.first(room).toByteArray()});
+        kept += room;
+    }
+    // Its kept output: one stream (1, 2), both in order (0), or both after their markers (-1).
+    QByteArray output(int which) const
+    {
+        QByteArray out;
+        for (const Chunk &c : chunks) {
+            if (which == -1)
+                out += c.stream == 2 ? kStderrMarker : kStdoutMarker;
+            if (which <= 0 || c.stream == which)
+                out += c.bytes;
+        }
+        return out;
+    }
+    qsizetype release() // forgets its output; how much that was
+    {
+        chunks.clear();
+        dropped = dropped || kept > 0;
+        return std::exchange(kept, 0);
     }
     void finish(int code)
     {
@@ -83,11 +112,29 @@ DaytonaSessions::~DaytonaSessions()
 void DaytonaSessions::end(Session &session)
 {
     for (const auto &c : std::as_const(session.commands)) {
+        c->reserve = nullptr;
+        m_kept -= c->release();
         if (auto cancel = std::exchange(c->cancel, {}))
             cancel();
         for (const auto &f : std::exchange(c->followers, {}))
             f->end();
     }
+}
+
+qsizetype DaytonaSessions::reserve(qsizetype wanted)
+{
+    // Room is made by forgetting the output of the oldest finished commands of this key.
+    for (auto &sandbox : m_sessions)
+        for (Session &session : sandbox)
+            for (const auto &c : std::as_const(session.commands)) {
+                if (m_kept + wanted <= kKeyBudget)
+                    break;
+                if (c->exitCode && c->kept > 0)
+                    m_kept -= c->release();
+            }
+    const qsizetype granted = std::clamp<qsizetype>(kKeyBudget - m_kept, 0, wanted);
+    m_kept += granted;
+    return granted;
 }
 
 void DaytonaSessions::forget(const QString &sandbox)
@@ -177,15 +224,15 @@ DaytonaSessions::Cancel DaytonaSessions::handle(const DaytonaStore::Entry &entry
     if (s.size() == 4 && s.at(3) == QLatin1String("logs") && method == "GET") {
         if (!stream)
             return reply(
-                       HttpResponse::json(QJsonObject{{QStringLiteral("output"), QString::fromUtf8(command->combined)},
-                           {QStringLiteral("stdout"), QString::fromUtf8(command->out)},
-                           {QStringLiteral("stderr"), QString::fromUtf8(command->err)}})),
+                       HttpResponse::json(QJsonObject{{QStringLiteral("output"), QString::fromUtf8(command->output(0))},
+                           {QStringLiteral("stdout"), QString::fromUtf8(command->output(1))},
+                           {QStringLiteral("stderr"), QString::fromUtf8(command->output(2))}})),
                    Cancel{};
         // Followed: what was said so far, then as it comes, closed when the command ends.
         auto follower = std::make_shared<HttpStream>(*stream);
         follower->open();
-        if (!command->log.isEmpty())
-            follower->write(command->log);
+        if (command->kept > 0)
+            follower->write(command->output(-1));
         if (command->exitCode) {
             follower->end();
             return {};
@@ -211,14 +258,23 @@ void DaytonaSessions::execute(
         return reply(HttpResponse::error(400, QStringLiteral("command is required")));
     const bool async = body.value(QStringLiteral("runAsync")).toBool() || body.value(QStringLiteral("async")).toBool();
     // Room for it: the oldest finished commands (and their logs) go.
-    for (qsizetype i = 0; session.commands.size() >= kMaxCommands && i < session.commands.size();)
-        session.commands.at(i)->exitCode ? void(session.commands.removeAt(i)) : void(++i);
+    for (qsizetype i = 0; session.commands.size() >= kMaxCommands && i < session.commands.size();) {
+        const auto &c = session.commands.at(i);
+        if (!c->exitCode) {
+            ++i;
+            continue;
+        }
+        c->reserve = nullptr;
+        m_kept -= c->release();
+        session.commands.removeAt(i);
+    }
     if (session.commands.size() >= kMaxCommands)
         return reply(
             HttpResponse::error(429, QStringLiteral("%1 commands of this session still run").arg(kMaxCommands)));
     auto command = std::make_shared<Command>();
     command->id = QUuid::createUuid().toString(QUuid::WithoutBraces);
     command->command = text;
+    command->reserve = [this](qsizetype wanted) { return reserve(wanted); };
     session.commands.append(command);
     mcp::CallHooks hooks;
     hooks.output = [weak = std::weak_ptr(command)](int stream, QByteArrayView bytes) {
@@ -241,9 +297,9 @@ void DaytonaSessions::execute(
         if (!async)
             reply(HttpResponse::json(
                 QJsonObject{{QStringLiteral("cmdId"), command->id}, {QStringLiteral("exitCode"), outcome->exitCode},
-                    {QStringLiteral("output"), QString::fromUtf8(command->combined)},
-                    {QStringLiteral("stdout"), QString::fromUtf8(command->out)},
-                    {QStringLiteral("stderr"), QString::fromUtf8(command->err)}}));
+                    {QStringLiteral("output"), QString::fromUtf8(command->output(0))},
+                    {QStringLiteral("stdout"), QString::fromUtf8(command->output(1))},
+                    {QStringLiteral("stderr"), QString::fromUtf8(command->output(2))}}));
     };
     command->cancel = m_launch(entry, text, hooks);
     if (async) {

@@ -25,8 +25,9 @@ struct CommandOutcome {
 // Daytona's process sessions over Airlock's executions. Each session command is an execution of
 // its own, so that the command rules judge every command (one shell kept between them would hide
 // them from the rules): it runs in /workspace with the sandbox's environment, and `cd` or `export`
-// do not carry over to the next. A command's output is kept (8 MiB of each stream) for its logs and
-// sent as it comes to whoever follows them (the SDK's WebSocket, each chunk after its stream's
+// do not carry over to the next. The first MiB of a command's output is kept for its logs (64 MiB
+// for all of a key's, the oldest finished commands' forgotten first) and all of it is sent as it
+// comes to whoever follows them (the SDK's WebSocket, each chunk after its stream's
 // marker: 01 01 01 for stdout, 02 02 02 for stderr).
 class DaytonaSessions {
 public:
@@ -57,9 +58,12 @@ private:
     void execute(const DaytonaStore::Entry &entry, Session &session, const HttpRequest &request, const Reply &reply,
         Cancel *cancel);
     static QJsonObject describe(const Session &session);
-    static void end(Session &session);
+    void end(Session &session);
+    // How much of `wanted` bytes of output may be kept, within the key's budget.
+    qsizetype reserve(qsizetype wanted);
 
     Launch m_launch;
+    qsizetype m_kept = 0; // output kept for all commands
     QHash<QString, QHash<QString, Session>> m_sessions; // sandbox id → session id → session
 };
 

@@ -9,6 +9,9 @@
 #include <QJsonObject>
 #include <QUrl>
 
+#include <algorithm>
+#include <cctype>
+
 namespace airlock::daytona {
 
 namespace {
@@ -168,7 +171,24 @@ void HttpRequestReader::parseHead()
         fail(431, QStringLiteral("the request's head is longer than %1 bytes").arg(remote::kMaxRequestHead));
         return;
     }
-    auto head = remote::parseRequestHead(m_buffer.left(end + 4));
+    // Strictly HTTP/1.1 as RFC 9112 writes it: every line ends in CRLF, no folded header lines, the
+    // version exactly (what a proxy in front would read otherwise can differ from what is read here).
+    const QByteArray text = m_buffer.left(end + 4);
+    for (qsizetype i = 0; i < text.size(); ++i) {
+        if (text.at(i) == '\n' && (i == 0 || text.at(i - 1) != '\r')) {
+            fail(400, QStringLiteral("a line of the head ends without CRLF"));
+            return;
+        }
+        if (i > 0 && text.at(i - 1) == '\n' && (text.at(i) == ' ' || text.at(i) == '\t')) {
+            fail(400, QStringLiteral("a folded header line (obsolete)"));
+            return;
+        }
+    }
+    if (!text.left(text.indexOf("\r\n")).endsWith(" HTTP/1.1")) {
+        fail(400, QStringLiteral("expected an HTTP/1.1 request line"));
+        return;
+    }
+    auto head = remote::parseRequestHead(text);
     if (!head) {
         fail(400, head.error().message);
         return;
@@ -211,8 +231,8 @@ void HttpRequestReader::parseHead()
         }
         m_contentLength = -1;
     } else {
-        bool ok = true;
-        m_contentLength = cl.isEmpty() ? 0 : cl.toLongLong(&ok);
+        bool ok = std::all_of(cl.begin(), cl.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        m_contentLength = cl.isEmpty() || !ok ? 0 : cl.toLongLong(&ok);
         if (!ok || m_contentLength < 0) {
             fail(400, QStringLiteral("Content-Length '%1' is not a length").arg(QString::fromLatin1(cl.left(40))));
             return;
@@ -246,9 +266,12 @@ int HttpRequestReader::takeChunks()
         if (const qsizetype semi = sizeText.indexOf(';'); semi >= 0)
             sizeText.truncate(semi);
         sizeText = sizeText.trimmed();
+        const bool hex = !sizeText.isEmpty() && sizeText.size() <= 15
+            && std::all_of(sizeText.begin(), sizeText.end(),
+                [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); });
         bool ok = false;
-        const qint64 size = sizeText.toLongLong(&ok, 16);
-        if (!ok || size < 0 || sizeText.isEmpty() || sizeText.startsWith('-') || sizeText.startsWith('+'))
+        const qint64 size = hex ? sizeText.toLongLong(&ok, 16) : -1;
+        if (!ok || size < 0)
             return -2;
         if (size > m_maxBody - m_decoded.size())
             return -3;

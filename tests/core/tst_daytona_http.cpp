@@ -87,6 +87,14 @@ private Q_SLOTS:
         QTest::newRow("NUL") << QByteArray("GET /a%00b HTTP/1.1\r\n\r\n") << 400;
         QTest::newRow("twice") << QByteArray("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") << 400;
         QTest::newRow("HTTP/1.0") << QByteArray("GET / HTTP/1.0\r\n\r\n") << 400;
+        // Strict, as a proxy in front would read it.
+        QTest::newRow("HTTP/1.10") << QByteArray("GET / HTTP/1.10\r\n\r\n") << 400;
+        QTest::newRow("0x chunk") << QByteArray(
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nab\r\n0\r\n\r\n")
+                                  << 400;
+        QTest::newRow("+length") << QByteArray("POST / HTTP/1.1\r\nContent-Length: +2\r\n\r\nab") << 400;
+        QTest::newRow("folded") << QByteArray("GET / HTTP/1.1\r\nA: b\r\n c: d\r\n\r\n") << 400;
+        QTest::newRow("bare LF") << QByteArray("GET / HTTP/1.1\nHost: h\r\n\r\n") << 400;
     }
     void limitsAndMalformedRequests()
     {

@@ -134,6 +134,10 @@ assert.equal((await other.process.getSessionCommand('work', started.cmdId)).exit
 const logs = await other.process.getSessionCommandLogs('work', started.cmdId);
 assert.equal(logs.stdout, 'tick 1\ntick 2\ntick 3\n');
 assert.equal(logs.stderr, 'bad\n');
+// What a session keeps of a command's output is its first MiB (all of it goes to a follower).
+const loud = await other.process.executeSessionCommand('work', { command: 'yes | head -c 3000000' });
+assert.equal(loud.exitCode, 0);
+assert.equal(loud.stdout.length, 1 << 20);
 // A command the rules refuse, on its own: it ends with 126 and Airlock's reason on stderr.
 const refusedAsync = await other.process.executeSessionCommand('work', { command: 'rm -r /workspace/bin', runAsync: true });
 let refusedCommand;
@@ -143,7 +147,7 @@ for (let i = 0; i < 50 && refusedCommand?.exitCode === undefined; ++i) {
 }
 assert.equal(refusedCommand.exitCode, 126);
 assert.match((await other.process.getSessionCommandLogs('work', refusedAsync.cmdId)).stderr, /rule 'rm -r'/);
-assert.deepEqual((await other.process.getSession('work')).commands.map((c) => c.exitCode), [0, 4, 126]);
+assert.deepEqual((await other.process.getSession('work')).commands.map((c) => c.exitCode), [0, 4, 0, 126]);
 await other.process.deleteSession('work');
 await assert.rejects(other.process.getSession('work'), (e) => e instanceof DaytonaNotFoundError);
 

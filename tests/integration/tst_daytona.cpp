@@ -136,7 +136,8 @@ private Q_SLOTS:
         policy.write(R"({"version": 1, "commands": {"default": "ask", "rules": [
             {"decision": "allow", "command": "sh"}, {"decision": "allow", "command": "echo"}, {"decision": "allow", "command": "pwd"},
             {"decision": "allow", "command": "exit"}, {"decision": "allow", "command": "sleep"},
-            {"decision": "allow", "command": "curl"}, {"decision": "deny", "command": "rm -r"}]}})");
+            {"decision": "allow", "command": "curl"}, {"decision": "allow", "command": "yes"},
+            {"decision": "allow", "command": "head"}, {"decision": "deny", "command": "rm -r"}]}})");
         policy.close();
         QVERIFY(m_daemon->start());
         QProcess token;
@@ -234,6 +235,23 @@ private Q_SLOTS:
         // Paths that climb are refused before anything is looked up.
         QVERIFY(raw("GET /toolbox/x/../../api/sandbox HTTP/1.1\r\n" + host() + authorized() + "\r\n")
                     .status.startsWith("HTTP/1.1 400"));
+        // Two requests in one write: both answered, in order.
+        {
+            QTcpSocket socket;
+            socket.connectToHost(QHostAddress::LocalHost, m_port);
+            QVERIFY(socket.waitForConnected(5000));
+            const QByteArray one = "GET /api/nothing-here HTTP/1.1\r\n" + host() + authorized() + "\r\n";
+            socket.write(one + one);
+            QByteArray answers;
+            QVERIFY2(waitFor(
+                         [&] {
+                             socket.waitForReadyRead(50);
+                             answers += socket.readAll();
+                             return answers.count("HTTP/1.1 404") == 2;
+                         },
+                         5000),
+                answers.constData());
+        }
         // Another key's sandbox, or none: not found, whatever the path asks.
         QVERIFY(raw("POST /toolbox/0123456789ab/process/execute HTTP/1.1\r\n" + host() + authorized()
             + "Content-Length: 21\r\n\r\n{\"command\": \"echo x\"}")

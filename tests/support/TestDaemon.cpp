@@ -413,11 +413,11 @@ UnprivilegedDaemon::~UnprivilegedDaemon()
     removeDaemonLeftovers(dataDir());
 }
 
-bool UnprivilegedDaemon::start()
+bool UnprivilegedDaemon::start(const QStringList &extraArgs)
 {
     const QString socket = m_home.filePath(QStringLiteral("run/airlock/airlockd.sock"));
     m_process.setProcessEnvironment(m_env);
-    QStringList args{QStringLiteral("--socket"), socket};
+    QStringList args = QStringList{QStringLiteral("--socket"), socket} + extraArgs;
     if (!m_outlive)
         args.append(QStringLiteral("--sandboxes-end-with-daemon"));
     m_process.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd")) + args);
@@ -452,6 +452,15 @@ void UnprivilegedDaemon::kill()
 QString UnprivilegedDaemon::dataDir() const
 {
     return m_home.filePath(QStringLiteral("data/airlock"));
+}
+
+std::pair<int, QByteArray> UnprivilegedDaemon::airlockd(const QStringList &args) const
+{
+    QProcess p;
+    p.setProcessEnvironment(m_env);
+    p.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd")) + args);
+    p.waitForFinished(30000);
+    return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
 }
 
 std::pair<int, QByteArray> UnprivilegedDaemon::ctl(const QStringList &args, const QByteArray &stdinData) const

@@ -111,11 +111,14 @@ public:
     ~UnprivilegedDaemon(); // stops it
     // Its sandboxes end with it (--sandboxes-end-with-daemon) unless setSandboxesOutlive(true).
     void setSandboxesOutlive(bool outlive) { m_outlive = outlive; }
-    bool start(); // waits for its socket
+    bool start(const QStringList &extraArgs = {}); // waits for its socket
     int stop(); // SIGTERM and wait: its exit code
     void kill(); // SIGKILL and wait
     const QTemporaryDir &home() const { return m_home; }
+    QProcessEnvironment environment() const { return m_env; } // for its clients
     QString dataDir() const; // $XDG_DATA_HOME/airlock
+    // airlockd ARGS as the user (token create): exit code, stdout and stderr together.
+    std::pair<int, QByteArray> airlockd(const QStringList &args) const;
     // airlockctl --no-autostart ARGS as the user: exit code, stdout and stderr together.
     std::pair<int, QByteArray> ctl(const QStringList &args, const QByteArray &stdinData = {}) const;
     // The same, started and not waited for (several at once).
