@@ -24,6 +24,22 @@ if (scenario === 'wrong-key') {
   process.exit(0);
 }
 
+if (scenario === 'basic') { // the non-root path: an ordinary user's daemon
+  const daytona = new Daytona();
+  const s = await daytona.create({ labels: { who: 'user' } });
+  const r = await s.process.executeCommand('echo $HOME; pwd');
+  assert.equal(r.exitCode, 0);
+  assert.equal(r.result, '/home/sandbox\n/workspace\n');
+  const one = randomBytes(1 << 20);
+  await s.fs.uploadFile(one, 'one.bin');
+  assert.equal(sha(await s.fs.downloadFile('one.bin')), sha(one));
+  await s.process.createSession('s');
+  assert.equal((await s.process.executeSessionCommand('s', { command: 'echo hi' })).stdout, 'hi\n');
+  await s.delete();
+  say({ ok: true });
+  process.exit(0);
+}
+
 assert.equal(scenario, 'session');
 const daytona = new Daytona(); // DAYTONA_API_URL and DAYTONA_API_KEY from the environment
 const timings = {};

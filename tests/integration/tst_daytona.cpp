@@ -7,6 +7,7 @@
 #include "TestHelpers.h"
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTcpServer>
@@ -14,6 +15,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+
+#include <optional>
+#include <unistd.h>
 
 using namespace airlock;
 using namespace airlock::test;
@@ -54,12 +58,14 @@ class TestDaytona final : public QObject {
         }
     }
 
-    QJsonObject runClient(const QString &scenario)
+    // A scenario of sdk.mjs against this test's daemon, or another (`env`, `url`, `key`).
+    QJsonObject runClient(const QString &scenario, std::optional<QProcessEnvironment> other = {},
+        const QString &url = {}, const QString &key = {})
     {
         QProcess node;
-        QProcessEnvironment env = m_daemon->environment();
-        env.insert(QStringLiteral("DAYTONA_API_URL"), apiUrl());
-        env.insert(QStringLiteral("DAYTONA_API_KEY"), m_token);
+        QProcessEnvironment env = other.value_or(m_daemon->environment());
+        env.insert(QStringLiteral("DAYTONA_API_URL"), other ? url : apiUrl());
+        env.insert(QStringLiteral("DAYTONA_API_KEY"), other ? key : m_token);
         env.insert(QStringLiteral("WEB_PORT"), QString::number(m_webPort));
         node.setProcessEnvironment(env);
         node.setWorkingDirectory(clientDir());
@@ -203,6 +209,39 @@ private Q_SLOTS:
     }
 
     void aWrongKeyIsRefused() { QVERIFY(runClient(QStringLiteral("wrong-key")).value(QStringLiteral("ok")).toBool()); }
+
+    // The non-root path: an ordinary user's daemon (uid 65534) serves the SDK the same way.
+    void anOrdinaryUsersDaemon()
+    {
+        UnprivilegedDaemon user;
+        const QString config = user.home().filePath(QStringLiteral("config/airlock"));
+        QVERIFY(QDir().mkpath(config));
+        QFile policy(config + QStringLiteral("/policy.json"));
+        QVERIFY(policy.open(QIODevice::WriteOnly));
+        policy.write(R"({"version": 1, "commands": {"default": "ask", "rules": [{"decision": "allow", "command": "sh"},
+            {"decision": "allow", "command": "echo"}, {"decision": "allow", "command": "pwd"}]}})");
+        policy.close();
+        for (const QString &path : {user.home().filePath(QStringLiteral("config")), config, policy.fileName()})
+            QVERIFY(
+                ::chown(QFile::encodeName(path).constData(), UnprivilegedDaemon::kUid, UnprivilegedDaemon::kUid) == 0);
+        const quint16 port = freePort();
+        QVERIFY(user.start(args("--daytona-api", QStringLiteral("127.0.0.1:%1").arg(port))));
+        const auto [code, out] = user.airlockd(args("token", "create", "--name", "user-sdk"));
+        QVERIFY2(code == 0, out.constData());
+        QString key;
+        for (const QByteArray &line : out.split('\n'))
+            if (line.trimmed().startsWith("alk_"))
+                key = QString::fromLatin1(line.trimmed());
+        QVERIFY(runClient(
+            QStringLiteral("basic"), user.environment(), QStringLiteral("http://127.0.0.1:%1/api").arg(port), key)
+                    .value(QStringLiteral("ok"))
+                    .toBool());
+        // Its record is the user's, in the user's data folder.
+        QFileInfo record(user.dataDir() + QStringLiteral("/daytona.json"));
+        QVERIFY(record.exists());
+        QCOMPARE(record.ownerId(), UnprivilegedDaemon::kUid);
+        QCOMPARE(record.permissions() & (QFile::ReadOther | QFile::ReadGroup), QFileDevice::Permissions());
+    }
 
     // The listener's edges, as bytes.
     void malformedRequestsGetTheirStatus()
