@@ -170,6 +170,7 @@ void DaytonaListener::onConnection(QTcpSocket *socket)
     c->peer = socket->peerAddress().toString() + QLatin1Char(':') + QString::number(socket->peerPort());
     // A busy connection is not read: its client waits on TCP, not on the daemon's memory.
     socket->setReadBufferSize(kReadBuffer);
+    socket->setSocketOption(QAbstractSocket::LowDelayOption, 1); // an answer goes out whole, at once
     c->deadline = new QTimer(socket);
     c->deadline->setSingleShot(true);
     connect(c->deadline, &QTimer::timeout, socket, [socket] { socket->abort(); });
