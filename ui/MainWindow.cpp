@@ -43,6 +43,7 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -76,7 +77,10 @@ MainWindow::MainWindow(DaemonClient &client, QWidget *parent)
     , m_retryTimer(new QTimer(this))
 {
     setWindowTitle(QString()); // the platform shows the application's name
-    resize(1400, 760);
+    // The first window fits the screen it opens on (a 1280x800 laptop's too); then where it was left.
+    const QSize wanted(1400, 760);
+    const QScreen *screen = QGuiApplication::primaryScreen();
+    resize(screen ? wanted.boundedTo(screen->availableGeometry().size() * 0.95) : wanted);
 
     connect(m_fleet, &FleetView::currentChanged, this, &MainWindow::onSelectionChanged);
     connect(m_strip, &RunningStrip::signalRequested, this, [this](uint32_t exec, int signo) {
