@@ -11,6 +11,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTimeZone>
+#include <QTimer>
 
 #include <memory>
 
@@ -24,6 +25,7 @@ constexpr int kMaxFiles = 1000; // in one bulk upload or download
 constexpr qint64 kFileCommandMs = 120'000;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr qint64 kLeaseMs = 5000;
+constexpr int kSweepMs = 30'000; // how often the auto-stop and auto-delete intervals are looked at
 constexpr int kMaxLabels = 64, kMaxLabelKey = 128, kMaxLabelValue = 1024;
 constexpr int kMaxEnv = 256, kMaxEnvValue = 32 * 1024;
 constexpr qsizetype kMaxSandboxesPerKey = 256;
@@ -177,6 +179,9 @@ DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, remote::Grant grant
     })
 {
     connect(&m_client, &DaemonClient::eventReceived, this, &DaytonaApi::onEvent);
+    auto *intervals = new QTimer(this);
+    connect(intervals, &QTimer::timeout, this, &DaytonaApi::sweep);
+    intervals->start(kSweepMs);
 }
 
 DaytonaApi::~DaytonaApi() = default;
@@ -209,6 +214,7 @@ DaytonaApi::Cancel DaytonaApi::handle(const HttpRequest &request, Reply reply, c
             reply(HttpResponse::error(409, QStringLiteral("sandbox %1 is stopped: start it first").arg(entry->id)));
             return {};
         }
+        m_lastActive.insert(entry->id, QDateTime::currentMSecsSinceEpoch());
         return toolbox(*entry, request, reply, stream);
     }
     reply(HttpResponse::error(404,
@@ -265,13 +271,14 @@ DaytonaApi::Cancel DaytonaApi::api(const HttpRequest &request, const Reply &repl
     const QString action = s.at(2);
     if (action == QLatin1String("toolbox-proxy-url") && method == "GET")
         return reply(HttpResponse::json(QJsonObject{{QStringLiteral("url"), m_options.toolboxUrl}})), Cancel{};
-    if ((action == QLatin1String("start") || action == QLatin1String("stop")) && method == "POST") {
-        entry->stopped = action == QLatin1String("stop");
-        if (entry->stopped) // what runs in it is ended, as Daytona's stop does
-            for (const QPointer<mcp::ExecCall> &exec : std::as_const(m_execs))
-                if (exec && exec->requestedSandbox() == entry->id)
-                    exec->cancel();
+    if (action == QLatin1String("start") && method == "POST") {
+        entry->stopped = false;
+        m_lastActive.insert(entry->id, QDateTime::currentMSecsSinceEpoch());
         update(*entry, reply);
+        return {};
+    }
+    if (action == QLatin1String("stop") && method == "POST") {
+        stop(*entry, reply);
         return {};
     }
     if (action == QLatin1String("labels") && method == "PUT") {
@@ -487,6 +494,39 @@ void DaytonaApi::update(Entry entry, const Reply &reply)
     if (Status saved = m_store.put(entry); !saved)
         return reply(errorResponse(saved.error()));
     describe(entry, reply);
+}
+
+void DaytonaApi::stop(Entry entry, const Reply &reply)
+{
+    // What runs in it is ended, as Daytona's stop does; an ephemeral one (auto-delete 0) goes then.
+    entry.stopped = true;
+    entry.stoppedAt = QDateTime::currentDateTimeUtc();
+    m_sessions.forget(entry.id);
+    for (const QPointer<mcp::ExecCall> &exec : std::as_const(m_execs))
+        if (exec && exec->requestedSandbox() == entry.id)
+            exec->cancel();
+    update(entry, reply);
+    if (entry.autoDelete == 0)
+        remove(entry, [](const HttpResponse &) {});
+}
+
+void DaytonaApi::sweep()
+{
+    // Daytona's intervals, in minutes: stopped after that long without a request or a command
+    // running, deleted that long after being stopped.
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    const qint64 nowMs = now.toMSecsSinceEpoch();
+    for (const Entry &entry : m_store.entriesOf(m_tokenId)) {
+        bool running = false;
+        for (const QPointer<mcp::ExecCall> &exec : std::as_const(m_execs))
+            running = running || (exec && exec->requestedSandbox() == entry.id);
+        const qint64 active = std::max(m_lastActive.value(entry.id), entry.updated.toMSecsSinceEpoch());
+        if (!entry.stopped && entry.autoStop > 0 && !running && nowMs - active >= qint64(entry.autoStop) * 60'000)
+            stop(entry, [](const HttpResponse &) {});
+        else if (entry.stopped && entry.autoDelete >= 0 && entry.stoppedAt.isValid()
+            && entry.stoppedAt.msecsTo(now) >= qint64(entry.autoDelete) * 60'000)
+            remove(entry, [](const HttpResponse &) {});
+    }
 }
 
 void DaytonaApi::remove(const Entry &entry, const Reply &reply)

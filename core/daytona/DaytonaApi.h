@@ -8,6 +8,7 @@
 #include "remote/TokenStore.h"
 #include "util/Result.h"
 
+#include <QHash>
 #include <QJsonObject>
 #include <QObject>
 #include <QPointer>
@@ -61,6 +62,8 @@ private:
     void list(const HttpRequest &request, const Reply &reply);
     void describe(const Entry &entry, const Reply &reply, int status = 200);
     void remove(const Entry &entry, const Reply &reply);
+    void stop(Entry entry, const Reply &reply);
+    void sweep(); // auto-stop and auto-delete
     void update(Entry entry, const Reply &reply);
     Cancel execute(const Entry &entry, const HttpRequest &request, const Reply &reply);
     void upload(const Entry &entry, const HttpRequest &request, const Reply &reply);
@@ -91,6 +94,7 @@ private:
     DaemonClient &m_client;
     QList<QPointer<mcp::ExecCall>> m_execs;
     QSet<QString> m_watched; // sandboxes whose events this connection subscribed to
+    QHash<QString, qint64> m_lastActive; // sandbox id → ms of its last toolbox request
     DaytonaSessions m_sessions;
 };
 

@@ -18,7 +18,8 @@ QJsonObject DaytonaStore::Entry::toJson() const
         {QStringLiteral("autoArchive"), autoArchive}, {QStringLiteral("autoDelete"), autoDelete},
         {QStringLiteral("networkBlockAll"), networkBlockAll}, {QStringLiteral("networkAllowList"), networkAllowList},
         {QStringLiteral("stopped"), stopped}, {QStringLiteral("created"), created.toString(Qt::ISODateWithMs)},
-        {QStringLiteral("updated"), updated.toString(Qt::ISODateWithMs)}};
+        {QStringLiteral("updated"), updated.toString(Qt::ISODateWithMs)},
+        {QStringLiteral("stoppedAt"), stoppedAt.toString(Qt::ISODateWithMs)}};
 }
 
 std::optional<DaytonaStore::Entry> DaytonaStore::Entry::fromJson(const QJsonObject &json)
@@ -42,6 +43,7 @@ std::optional<DaytonaStore::Entry> DaytonaStore::Entry::fromJson(const QJsonObje
     e.stopped = json.value(QStringLiteral("stopped")).toBool();
     e.created = QDateTime::fromString(json.value(QStringLiteral("created")).toString(), Qt::ISODateWithMs);
     e.updated = QDateTime::fromString(json.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs);
+    e.stoppedAt = QDateTime::fromString(json.value(QStringLiteral("stoppedAt")).toString(), Qt::ISODateWithMs);
     return e;
 }
 

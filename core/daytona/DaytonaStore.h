@@ -27,7 +27,7 @@ public:
         bool networkBlockAll = true;
         QString networkAllowList;
         bool stopped = false; // the SDK stopped it: commands are refused until it starts it
-        QDateTime created, updated;
+        QDateTime created, updated, stoppedAt;
 
         QJsonObject toJson() const;
         static std::optional<Entry> fromJson(const QJsonObject &json);

@@ -167,6 +167,14 @@ assert.deepEqual((await other.process.getSession('work')).commands.map((c) => c.
 await other.process.deleteSession('work');
 await assert.rejects(other.process.getSession('work'), (e) => e instanceof DaytonaNotFoundError);
 
+// Intervals are recorded and reported; an ephemeral sandbox (auto-delete 0) goes when it stops.
+await other.setAutostopInterval(30);
+assert.equal((await daytona.get(other.id)).autoStopInterval, 30);
+const ephemeral = await daytona.create({ ephemeral: true });
+assert.equal(ephemeral.autoDeleteInterval, 0);
+await ephemeral.stop();
+await assert.rejects(daytona.get(ephemeral.id), (e) => e instanceof DaytonaNotFoundError);
+
 // Delete: gone from the list and from get.
 await app.delete();
 await other.delete();
