@@ -113,6 +113,19 @@ class TestDaytona final : public QObject {
         const qsizetype head = answer.indexOf("\r\n\r\n");
         return {answer.left(answer.indexOf("\r\n")), head < 0 ? QByteArray() : answer.mid(head + 4)};
     }
+    // What the daemon answered on this socket, up to the end of the answer's head (5 s at most).
+    static QByteArray awaitHead(QTcpSocket &socket)
+    {
+        QByteArray answer;
+        waitFor(
+            [&] {
+                socket.waitForReadyRead(50);
+                answer += socket.readAll();
+                return answer.contains("\r\n\r\n");
+            },
+            5000);
+        return answer;
+    }
     QByteArray authorized() const { return "Authorization: Bearer " + m_token.toLatin1() + "\r\n"; }
     QByteArray host() const { return "Host: 127.0.0.1:" + QByteArray::number(m_port) + "\r\n"; }
 
@@ -338,14 +351,8 @@ private Q_SLOTS:
         socket.connectToHost(QHostAddress::LocalHost, m_port);
         QVERIFY(socket.waitForConnected(5000));
         socket.write("POST /api/sandbox HTTP/1.1\r\n" + host() + "Content-Length: 200000000\r\n\r\n");
-        QByteArray answer;
-        QVERIFY(waitFor(
-            [&] {
-                socket.waitForReadyRead(50);
-                answer += socket.readAll();
-                return answer.contains("\r\n\r\n");
-            },
-            5000));
+        const QByteArray answer = awaitHead(socket);
+        QVERIFY(answer.contains("\r\n\r\n"));
         QVERIFY2(answer.startsWith("HTTP/1.1 401"), answer.constData());
         QVERIFY(waitFor(
             [&] {
@@ -360,14 +367,8 @@ private Q_SLOTS:
         QVERIFY(keyed.waitForConnected(5000));
         keyed.write("POST /api/sandbox/nothing/labels HTTP/1.1\r\n" + host() + authorized()
             + "Expect: 100-continue\r\nContent-Length: 13\r\n\r\n");
-        QByteArray go;
-        QVERIFY(waitFor(
-            [&] {
-                keyed.waitForReadyRead(50);
-                go += keyed.readAll();
-                return go.contains("\r\n\r\n");
-            },
-            5000));
+        const QByteArray go = awaitHead(keyed);
+        QVERIFY(go.contains("\r\n\r\n"));
         QCOMPARE(go, QByteArray("HTTP/1.1 100 Continue\r\n\r\n"));
     }
 
@@ -460,14 +461,8 @@ private Q_SLOTS:
         revoke.setProcessEnvironment(m_daemon->environment());
         revoke.start(binDir() + QStringLiteral("/airlockd"), args("token", "revoke", "revokee"));
         QVERIFY(revoke.waitForFinished(10000) && revoke.exitCode() == 0);
-        QByteArray answer;
-        QVERIFY(waitFor(
-            [&] {
-                waiting.waitForReadyRead(50);
-                answer += waiting.readAll();
-                return answer.contains("\r\n\r\n");
-            },
-            5000));
+        const QByteArray answer = awaitHead(waiting);
+        QVERIFY(answer.contains("\r\n\r\n"));
         QVERIFY2(answer.startsWith("HTTP/1.1 401") && answer.contains("revoked"), answer.constData());
         QVERIFY2(waitFor(
                      [&] {
