@@ -299,7 +299,6 @@ void DaytonaApi::create(const HttpRequest &request, const Reply &reply)
     DaemonClient *creator = &m_client;
     if (!hosts.isEmpty()) {
         create.allowHosts(hosts);
-        entry.networkBlockAll = false;
         entry.networkAllowList = hosts.join(QLatin1Char(','));
         creator = m_options.person;
     }
@@ -454,7 +453,7 @@ QJsonObject DaytonaApi::dto(const Entry &entry, const QJsonObject &sandbox) cons
         {QStringLiteral("organizationId"), QStringLiteral("airlock")},
         {QStringLiteral("user"), QStringLiteral("sandbox")}, {QStringLiteral("snapshot"), QJsonValue::Null},
         {QStringLiteral("env"), entry.env}, {QStringLiteral("labels"), entry.labels}, {QStringLiteral("public"), false},
-        {QStringLiteral("networkBlockAll"), entry.networkBlockAll},
+        {QStringLiteral("networkBlockAll"), entry.networkAllowList.isEmpty()},
         {QStringLiteral("networkAllowList"), entry.networkAllowList},
         {QStringLiteral("target"), QStringLiteral("local")}, {QStringLiteral("cpu"), entry.cpu},
         {QStringLiteral("gpu"), 0}, {QStringLiteral("memory"), entry.memory}, {QStringLiteral("disk"), entry.disk},

@@ -105,18 +105,13 @@ Status DaytonaListener::listen()
                 .arg(m_options.port)
                 .arg(m_server->errorString()));
     if (!m_options.networkHosts.isEmpty()) {
-        int pair[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
-            return makeError(
-                ErrorCode::IoError, QStringLiteral("socketpair: %1").arg(QString::fromLocal8Bit(strerror(errno))));
-        auto *ours = new QLocalSocket, *daemons = new QLocalSocket;
-        ours->setSocketDescriptor(pair[0]);
-        daemons->setSocketDescriptor(pair[1]);
-        m_acceptPerson(daemons);
+        auto ours = bridge(m_acceptPerson);
+        if (!ours)
+            return ours.error();
         m_person = new DaemonClient(this);
         ConnectOptions options;
         options.clientName = QStringLiteral("daytona-api (hosts the person allowed)");
-        m_person->connectOver(ours, options, [](Status hello) {
+        m_person->connectOver(*ours, options, [](Status hello) {
             if (!hello)
                 logger()->warn("Daytona API: the person's connection failed: {}", hello.error().message.toStdString());
         });
@@ -129,6 +124,19 @@ Status DaytonaListener::listen()
             onConnection(socket);
     });
     return Ok{};
+}
+
+Result<QLocalSocket *> DaytonaListener::bridge(const std::function<void(QLocalSocket *)> &handToServer)
+{
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return makeError(
+            ErrorCode::IoError, QStringLiteral("socketpair: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+    auto *ours = new QLocalSocket, *daemons = new QLocalSocket;
+    ours->setSocketDescriptor(pair[0]);
+    daemons->setSocketDescriptor(pair[1]);
+    handToServer(daemons);
+    return ours;
 }
 
 quint16 DaytonaListener::port() const
@@ -397,24 +405,17 @@ DaytonaListener::KeySession *DaytonaListener::sessionFor(const remote::Grant &gr
             gone->api->deleteLater();
         delete gone;
     };
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-        QTimer::singleShot(0, this, [fail] {
-            fail(makeError(
-                ErrorCode::IoError, QStringLiteral("socketpair: %1").arg(QString::fromLocal8Bit(strerror(errno)))));
-        });
+    auto ours = bridge([this, &grant, &peer](QLocalSocket *daemons) { m_accept(daemons, grant, peer); });
+    if (!ours) {
+        QTimer::singleShot(0, this, [fail, why = ours.error()] { fail(why); });
         return s;
     }
-    auto *ours = new QLocalSocket, *daemons = new QLocalSocket;
-    ours->setSocketDescriptor(pair[0]);
-    daemons->setSocketDescriptor(pair[1]);
-    m_accept(daemons, grant, peer);
     ConnectOptions options;
     options.clientName = QStringLiteral("daytona-api");
     options.run = grant.tokenName;
     options.agent = grant.tokenName;
     connect(s->client, &DaemonClient::disconnected, this, fail);
-    s->client->connectOver(ours, options, [this, s, tokenId, grant = granted, fail](Status hello) {
+    s->client->connectOver(*ours, options, [this, s, tokenId, grant = granted, fail](Status hello) {
         if (m_sessions.value(tokenId) != s)
             return;
         if (!hello)

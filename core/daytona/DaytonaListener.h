@@ -71,6 +71,9 @@ private:
     Connection *connectionOf(const QPointer<QTcpSocket> &socket) const;
     KeySession *sessionFor(const remote::Grant &grant, const QString &peer);
     bool hostAllowed(const QByteArray &host) const;
+    // A connection into the daemon's own RPC server: the server's end goes to `handToServer`
+    // (RpcServer::adopt or adoptLocal), ours comes back, for a DaemonClient to connectOver.
+    static Result<QLocalSocket *> bridge(const std::function<void(QLocalSocket *)> &handToServer);
     void dropRevoked(); // the sessions of revoked keys end, with what they run
 
     Options m_options;

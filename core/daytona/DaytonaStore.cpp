@@ -16,8 +16,8 @@ QJsonObject DaytonaStore::Entry::toJson() const
         {QStringLiteral("labels"), labels}, {QStringLiteral("env"), env}, {QStringLiteral("cpu"), cpu},
         {QStringLiteral("memory"), memory}, {QStringLiteral("disk"), disk}, {QStringLiteral("autoStop"), autoStop},
         {QStringLiteral("autoArchive"), autoArchive}, {QStringLiteral("autoDelete"), autoDelete},
-        {QStringLiteral("networkBlockAll"), networkBlockAll}, {QStringLiteral("networkAllowList"), networkAllowList},
-        {QStringLiteral("stopped"), stopped}, {QStringLiteral("created"), created.toString(Qt::ISODateWithMs)},
+        {QStringLiteral("networkAllowList"), networkAllowList}, {QStringLiteral("stopped"), stopped},
+        {QStringLiteral("created"), created.toString(Qt::ISODateWithMs)},
         {QStringLiteral("updated"), updated.toString(Qt::ISODateWithMs)},
         {QStringLiteral("stoppedAt"), stoppedAt.toString(Qt::ISODateWithMs)}};
 }
@@ -38,7 +38,6 @@ std::optional<DaytonaStore::Entry> DaytonaStore::Entry::fromJson(const QJsonObje
     e.autoStop = json.value(QStringLiteral("autoStop")).toInt();
     e.autoArchive = json.value(QStringLiteral("autoArchive")).toInt();
     e.autoDelete = json.value(QStringLiteral("autoDelete")).toInt(-1);
-    e.networkBlockAll = json.value(QStringLiteral("networkBlockAll")).toBool(true);
     e.networkAllowList = json.value(QStringLiteral("networkAllowList")).toString();
     e.stopped = json.value(QStringLiteral("stopped")).toBool();
     e.created = QDateTime::fromString(json.value(QStringLiteral("created")).toString(), Qt::ISODateWithMs);

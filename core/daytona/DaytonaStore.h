@@ -24,8 +24,7 @@ public:
         QJsonObject labels, env; // strings
         double cpu = 0, memory = 0, disk = 0; // as asked: cores, GiB, GiB (0: not asked)
         int autoStop = 0, autoArchive = 0, autoDelete = -1; // minutes, as Daytona counts them
-        bool networkBlockAll = true;
-        QString networkAllowList;
+        QString networkAllowList; // empty: no network (Daytona's networkBlockAll)
         bool stopped = false; // the SDK stopped it: commands are refused until it starts it
         QDateTime created, updated, stoppedAt;
 

@@ -12,7 +12,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
-#include <QTcpServer>
 
 #include <cstdio>
 
@@ -28,10 +27,7 @@ int benchDaytona(QList<Row> &rows, int rounds, bool /*quick*/)
         std::fprintf(stderr, "airlock-bench: npm ci --prefix tests/daytona and --prefix tests/mcp first\n");
         return 1;
     }
-    QTcpServer probe;
-    probe.listen(QHostAddress::LocalHost, 0);
-    const quint16 port = probe.serverPort();
-    probe.close();
+    const quint16 port = test::freeLoopbackPort();
     TestDaemon daemon({QStringLiteral("--daytona-api"), QStringLiteral("127.0.0.1:%1").arg(port)});
     QDir().mkpath(daemon.configDir());
     QFile policy(daemon.configDir() + QStringLiteral("/policy.json"));

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Daytona API's HTTP reader and multipart codec on their own: requests in pieces of any size,
+// The Daytona API's parts on their own: its sandbox record across restarts, and its HTTP reader and
+// multipart codec: requests in pieces of any size,
 // the head before the body, the limits (framing counted), and the WebSocket accept of RFC 6455.
+#include "daytona/DaytonaStore.h"
 #include "daytona/HttpMessage.h"
 #include "daytona/Multipart.h"
 
+#include <QFileInfo>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace airlock::daytona;
@@ -128,6 +132,51 @@ private Q_SLOTS:
         const QByteArray hostile
             = writeMultipart({{QStringLiteral("file"), QStringLiteral("x\"\r\nX-Evil: 1"), "d", {}}}, "B");
         QVERIFY2(!hostile.contains("\r\nX-Evil"), hostile.constData());
+    }
+
+    // What the API keeps of its sandboxes survives the daemon: a new store reads what the last
+    // one wrote (0600), a name finds the newest sandbox of that key only, and a damaged file is an
+    // error that says where it is.
+    void theStoreSurvivesARestart()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("daytona.json"));
+        {
+            DaytonaStore store(path);
+            QVERIFY(store.load());
+            DaytonaStore::Entry old;
+            old.id = QStringLiteral("id-old");
+            old.name = QStringLiteral("app");
+            old.tokenId = QStringLiteral("key-a");
+            old.created = QDateTime::fromMSecsSinceEpoch(1000, Qt::UTC);
+            DaytonaStore::Entry fresh = old;
+            fresh.id = QStringLiteral("id-new");
+            fresh.created = QDateTime::fromMSecsSinceEpoch(2000, Qt::UTC);
+            fresh.labels = {{QStringLiteral("role"), QStringLiteral("app")}};
+            fresh.env = {{QStringLiteral("A"), QStringLiteral("1")}};
+            fresh.networkAllowList = QStringLiteral("pypi.org");
+            fresh.autoStop = 15;
+            QVERIFY(store.put(fresh));
+            QVERIFY(store.put(old));
+        }
+        QCOMPARE(QFileInfo(path).permissions() & (QFile::ReadGroup | QFile::ReadOther), QFileDevice::Permissions());
+        DaytonaStore again(path);
+        QVERIFY(again.load());
+        const auto byName = again.find(QStringLiteral("key-a"), QStringLiteral("app"));
+        QVERIFY(byName);
+        QCOMPARE(byName->id, QStringLiteral("id-new"));
+        QCOMPARE(byName->labels.value(QStringLiteral("role")).toString(), QStringLiteral("app"));
+        QCOMPARE(byName->env.value(QStringLiteral("A")).toString(), QStringLiteral("1"));
+        QCOMPARE(byName->networkAllowList, QStringLiteral("pypi.org"));
+        QCOMPARE(byName->autoStop, 15);
+        QVERIFY(!again.find(QStringLiteral("key-b"), QStringLiteral("id-new"))); // another key's
+        QCOMPARE(again.entriesOf(QStringLiteral("key-a")).size(), 2);
+        QFile damaged(path);
+        QVERIFY(damaged.open(QIODevice::WriteOnly) && damaged.write("{not json") > 0);
+        damaged.close();
+        const airlock::Status read = DaytonaStore(path).load();
+        QVERIFY(!read);
+        QVERIFY2(read.error().message.contains(path), qPrintable(read.error().message));
     }
 
     void webSocketAcceptAndFrames()

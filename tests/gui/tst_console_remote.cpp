@@ -55,12 +55,6 @@ class TestConsoleRemote final : public QObject {
     QString m_url, m_token;
     HostRegistry::Entry m_entry; // far, as saved by the dialog
 
-    static quint16 freePort()
-    {
-        QTcpServer probe;
-        probe.listen(QHostAddress::LocalHost);
-        return probe.serverPort();
-    }
     int hostRow(MainWindow &window) const
     {
         for (int row = 0; row < window.sandboxModel()->hostCount(); ++row)
@@ -84,7 +78,7 @@ private Q_SLOTS:
         QVERIFY(m_client);
         // The console's own settings and saved hosts live in the local daemon's private XDG dirs.
         qputenv("XDG_CONFIG_HOME", (m_local->rootDir() + QStringLiteral("/config")).toUtf8());
-        m_port = freePort();
+        m_port = freeLoopbackPort();
         m_remote = std::make_unique<TestDaemon>(
             QStringList{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(m_port)});
         QVERIFY(m_remote->start());

@@ -34,13 +34,6 @@ class TestDaytona final : public QObject {
     static QString clientDir() { return QStringLiteral(AIRLOCK_SOURCE_DIR "/tests/daytona"); }
     QString apiUrl() const { return QStringLiteral("http://127.0.0.1:%1/api").arg(m_port); }
 
-    static quint16 freePort()
-    {
-        QTcpServer probe;
-        probe.listen(QHostAddress::LocalHost, 0);
-        return probe.serverPort();
-    }
-
     // A person at the console: every request is approved, but one that mentions "forbidden".
     void answerApprovals()
     {
@@ -134,17 +127,16 @@ private Q_SLOTS:
     {
         QVERIFY2(QFile::exists(clientDir() + QStringLiteral("/node_modules/@daytonaio/sdk/package.json")),
             "the Daytona SDK is not installed: run 'npm ci --prefix tests/daytona' (installer/test.sh does)");
-        m_port = freePort();
         // A web server on loopback that the daemon's proxy reaches as allowed.test (and elsewhere.test).
         QVERIFY(m_web.isValid());
         QFile ok(m_web.filePath(QStringLiteral("ok.txt")));
         QVERIFY(ok.open(QIODevice::WriteOnly) && ok.write("airlock-ok\n") > 0);
         ok.close();
-        m_webPort = freePort();
+        m_webPort = freeLoopbackPort();
         m_webServer.start(QStringLiteral("python3"),
             args("-m", "http.server", QString::number(m_webPort), "--bind", "127.0.0.1", "--directory", m_web.path()));
         QVERIFY(m_webServer.waitForStarted());
-        m_port = freePort();
+        m_port = freeLoopbackPort();
         m_daemon = std::make_unique<TestDaemon>(
             args("--daytona-api", QStringLiteral("127.0.0.1:%1").arg(m_port), "--daytona-allow", "allowed.test",
                 "--resolve", "allowed.test=127.0.0.1", "--resolve", "elsewhere.test=127.0.0.1"));
@@ -237,7 +229,7 @@ private Q_SLOTS:
         for (const QString &path : {user.home().filePath(QStringLiteral("config")), config, policy.fileName()})
             QVERIFY(
                 ::chown(QFile::encodeName(path).constData(), UnprivilegedDaemon::kUid, UnprivilegedDaemon::kUid) == 0);
-        const quint16 port = freePort();
+        const quint16 port = freeLoopbackPort();
         QVERIFY(user.start(args("--daytona-api", QStringLiteral("127.0.0.1:%1").arg(port))));
         const auto [code, out] = user.airlockd(args("token", "create", "--name", "user-sdk"));
         QVERIFY2(code == 0, out.constData());
@@ -427,6 +419,25 @@ private Q_SLOTS:
         const Raw big = raw("POST /api/sandbox HTTP/1.1\r\n" + host() + authorized()
             + "Content-Type: application/json\r\nContent-Length: " + QByteArray::number(env.size()) + "\r\n\r\n" + env);
         QVERIFY2(big.status.startsWith("HTTP/1.1 400") && big.body.contains("env.BIG"), big.body.constData());
+    }
+
+    // A key limited to some sandboxes gets no network, even a host the person allowed.
+    void aScopedKeyGetsNoHosts()
+    {
+        QProcess make;
+        make.setProcessEnvironment(m_daemon->environment());
+        make.start(binDir() + QStringLiteral("/airlockd"),
+            args("token", "create", "--name", "scoped", "--scope", "sandbox:scoped-one"));
+        QVERIFY(make.waitForFinished(10000) && make.exitCode() == 0);
+        const QByteArray key = make.readAllStandardOutput().trimmed().split('\n').last().trimmed();
+        const QByteArray body = R"({"name": "scoped-one", "networkAllowList": "allowed.test"})";
+        const Raw refused = raw("POST /api/sandbox HTTP/1.1\r\n" + host() + "Authorization: Bearer " + key
+            + "\r\nContent-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) + "\r\n\r\n"
+            + body);
+        QVERIFY2(refused.status.startsWith("HTTP/1.1 403") && refused.body.contains("limited to some sandboxes"),
+            refused.body.constData());
+        QVERIFY(
+            jsonObject(m_daemon->ctl(args("ls", "--json")).out).value(QStringLiteral("sandboxes")).toArray().isEmpty());
     }
 
     // A revoked key's requests are answered 401 at once, and what they started ends.

@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QLocalSocket>
 #include <QScopeGuard>
+#include <QTcpServer>
 #include <QThread>
 
 #include "sandbox/SandboxRecord.h"
@@ -372,6 +373,13 @@ QList<qint64> pidsWithCommandLine(const QByteArray &needle)
             pids.append(pid);
     }
     return pids;
+}
+
+quint16 freeLoopbackPort()
+{
+    QTcpServer probe;
+    probe.listen(QHostAddress::LocalHost, 0);
+    return probe.serverPort();
 }
 
 bool waitFor(const std::function<bool()> &condition, int timeoutMs)

@@ -101,6 +101,8 @@ private:
 // Host pids of processes whose command line contains `needle` (scanning /proc).
 QList<qint64> pidsWithCommandLine(const QByteArray &needle);
 bool waitFor(const std::function<bool()> &condition, int timeoutMs);
+// A TCP port on 127.0.0.1 that nothing listened on a moment ago, for a server a test starts.
+quint16 freeLoopbackPort();
 
 // An airlockd run as an ordinary user (uid and gid 65534, no groups) in a home of its own, and
 // airlockctl run as that user against it: the non-root path, from a test that runs as root.
