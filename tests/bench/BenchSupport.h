@@ -10,6 +10,7 @@
 #include <QList>
 #include <QProcessEnvironment>
 #include <QSet>
+#include <QStandardPaths>
 #include <QString>
 #include <QStringList>
 
@@ -102,6 +103,48 @@ inline QList<double> repeat(int n, const std::function<double()> &f)
     for (int i = 0; i < n; ++i)
         v.append(f());
     return v;
+}
+
+// The floor for a sandbox: a bare bubblewrap run of `true` with the host's root read-only.
+inline QStringList bareBwrapArgs()
+{
+    return {QStandardPaths::findExecutable(QStringLiteral("bwrap")), QStringLiteral("--unshare-all"),
+        QStringLiteral("--ro-bind"), QStringLiteral("/"), QStringLiteral("/"), QStringLiteral("--dev"),
+        QStringLiteral("/dev"), QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("true")};
+}
+
+// The least bubblewrap run that starts a program: /usr only (no recursive bind of the host's root,
+// which copies every mount below it), with the namespaces Airlock's runtime makes.
+inline QStringList usrOnlyBwrapArgs()
+{
+    return {QStandardPaths::findExecutable(QStringLiteral("bwrap")), QStringLiteral("--unshare-all"),
+        QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr"), QStringLiteral("--symlink"),
+        QStringLiteral("usr/lib"), QStringLiteral("/lib"), QStringLiteral("--symlink"), QStringLiteral("usr/lib64"),
+        QStringLiteral("/lib64"), QStringLiteral("--symlink"), QStringLiteral("usr/bin"), QStringLiteral("/bin"),
+        QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("--dev"), QStringLiteral("/dev"),
+        QStringLiteral("true")};
+}
+
+// `count` bare bubblewrap runs, `parallel` at a time: how many sandboxes per second this kernel
+// starts at most, with what is on the host at the time.
+inline double bareBwrapRate(int count, int parallel)
+{
+    const QStringList args = bareBwrapArgs();
+    QElapsedTimer t;
+    t.start();
+    QList<pid_t> running;
+    int launched = 0;
+    while (launched < count || !running.isEmpty()) {
+        while (launched < count && running.size() < parallel) {
+            if (const pid_t pid = spawnQuiet(args); pid > 0)
+                running.append(pid);
+            ++launched;
+        }
+        if (running.isEmpty())
+            break;
+        running.removeAll(::waitpid(-1, nullptr, 0));
+    }
+    return count / (double(t.nsecsElapsed()) / 1e9);
 }
 
 // A field of /proc/PID/status ("VmRSS:") or smaps_rollup ("Pss:"), in KiB.

@@ -401,10 +401,7 @@ int main(int argc, char *argv[])
         printRows(out, rows, rounds);
         return 0;
     }
-    const QString bwrap = QStandardPaths::findExecutable(QStringLiteral("bwrap"));
-    const QStringList bwrapBaseline = {bwrap, QStringLiteral("--unshare-all"), QStringLiteral("--ro-bind"),
-        QStringLiteral("/"), QStringLiteral("/"), QStringLiteral("--dev"), QStringLiteral("/dev"),
-        QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("true")};
+    const QStringList bwrapBaseline = bareBwrapArgs();
     TestDaemon daemon;
     if (!daemon.start()) {
         std::fprintf(stderr, "airlock-bench: cannot start airlockd\n");
@@ -457,11 +454,12 @@ int main(int argc, char *argv[])
     progress("client start and run -- true");
     const QStringList ctlRun = {binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"),
         QStringLiteral("run"), QStringLiteral("--"), QStringLiteral("true")};
-    QList<double> starts, bare, runs, backToBack;
+    QList<double> starts, qtStarts, bare, runs, backToBack;
     for (int r = 0; r < rounds; ++r) {
         starts.append(median(repeat(30, [&] {
             return spawnMs({binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--version")});
         })));
+        qtStarts.append(median(repeat(30, [&] { return spawnMs({binDir() + QStringLiteral("/airlock-qt-start")}); })));
         bare.append(median(repeat(30, [] { return spawnMs({QStringLiteral("/bin/true")}); })));
         runs.append(median(repeat(10, [&] {
             QThread::msleep(300);
@@ -471,6 +469,8 @@ int main(int argc, char *argv[])
     }
     rows.append({QStringLiteral("client start (airlockctl --version)"), median(starts), QStringLiteral("ms"),
         QStringLiteral("fork+exec /bin/true"), median(bare), QStringLiteral("<= 3 ms")});
+    rows.append({QStringLiteral("client start (airlockctl --version)"), median(starts), QStringLiteral("ms"),
+        QStringLiteral("a QtCore program's start"), median(qtStarts), QStringLiteral("-")});
     rows.append({QStringLiteral("airlockctl run -- true"), median(runs), QStringLiteral("ms"),
         QStringLiteral("bare bwrap true"), bwrapMs, QStringLiteral("<= 3x")});
     rows.append({QStringLiteral("airlockctl run -- true, back to back"), median(backToBack), QStringLiteral("ms"),
@@ -554,22 +554,7 @@ int main(int argc, char *argv[])
         ++procs;
     }
     // The same number of bare bwrap runs, 8 at a time: what this kernel allows at most.
-    QElapsedTimer bt;
-    bt.start();
-    {
-        QList<pid_t> running;
-        int launched = 0;
-        while (launched < count || !running.isEmpty()) {
-            while (launched < count && running.size() < 8) {
-                if (const pid_t pid = spawnQuiet(bwrapBaseline); pid > 0)
-                    running.append(pid);
-                ++launched;
-            }
-            const pid_t done = ::waitpid(-1, nullptr, 0);
-            running.removeAll(done);
-        }
-    }
-    const double bwrapRate = count / (double(bt.nsecsElapsed()) / 1e9);
+    const double bwrapRate = bareBwrapRate(count, 8);
     rows.append({QStringLiteral("create rate, 200 sandboxes"), rate, QStringLiteral("/s"),
         QStringLiteral("bare bwrap, 8 parallel"), bwrapRate, QStringLiteral(">= 50/s")});
     rows.append({QStringLiteral("daemon RSS with 200 sandboxes"), daemonRss / 1024.0, QStringLiteral("MiB"),

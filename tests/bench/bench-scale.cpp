@@ -79,6 +79,9 @@ QList<qint64> descendantsOf(qint64 root)
 
 struct AtScale {
     double execP50 = 0, execP99 = 0, cpuPerExecMs = 0, createMs = 0, lsMs = 0;
+    // The kernel's part: what bubblewrap alone costs with these sandboxes on the host, as the issue
+    // defines its baseline (the root bound read-only, every mount below it copied) and with /usr only.
+    double bareBwrapMs = 0, usrOnlyBwrapMs = 0;
 };
 
 // Exec round trips, create+delete and `ls`, measured alike at any N.
@@ -115,6 +118,9 @@ AtScale measure(const TestDaemon &daemon, DaemonClient &client, ExecWaiter &wait
     const QStringList ls{
         binDir() + QStringLiteral("/airlockctl"), QStringLiteral("--no-autostart"), QStringLiteral("ls")};
     at.lsMs = median(repeat(rounds * 2, [&] { return spawnMs(ls, envp.get()); }));
+    const QStringList bareBwrap = bareBwrapArgs(), usrOnly = usrOnlyBwrapArgs();
+    at.bareBwrapMs = median(repeat(rounds * 4, [&] { return spawnMs(bareBwrap); }));
+    at.usrOnlyBwrapMs = median(repeat(rounds * 4, [&] { return spawnMs(usrOnly); }));
     return at;
 }
 
@@ -182,6 +188,8 @@ int benchScale(QList<Row> &rows, int rounds, bool quick)
     }
     std::fprintf(stderr, "  measuring at N=%d...\n", n);
     const AtScale many = measure(daemon, *client, waiter, sb, envp, rounds);
+    const int bareRuns = std::min(n, 200);
+    const double bareRate = bareBwrapRate(bareRuns, 8);
     const qint64 rss = rssKb(daemon.pid(), "VmRSS:");
     qint64 pss = 0;
     for (qint64 pid : descendantsOf(daemon.pid()))
@@ -197,10 +205,14 @@ int benchScale(QList<Row> &rows, int rounds, bool quick)
         one.cpuPerExecMs, QStringLiteral("-")});
     rows.append({QStringLiteral("create") + atN, many.createMs, QStringLiteral("ms"), atOne, one.createMs,
         QStringLiteral("<= 1.3x")});
+    rows.append({QStringLiteral("bare bwrap true") + atN, many.bareBwrapMs, QStringLiteral("ms"), atOne,
+        one.bareBwrapMs, QStringLiteral("-")});
+    rows.append({QStringLiteral("bwrap of /usr only, true") + atN, many.usrOnlyBwrapMs, QStringLiteral("ms"), atOne,
+        one.usrOnlyBwrapMs, QStringLiteral("-")});
     rows.append({QStringLiteral("airlockctl ls") + atN, many.lsMs, QStringLiteral("ms"), atOne, one.lsMs,
         QStringLiteral("<= 30 ms")});
-    rows.append({QStringLiteral("create rate, 8 clients, to N=%1").arg(n), rate, QStringLiteral("/s"), {}, 0,
-        QStringLiteral(">= 100/s")});
+    rows.append({QStringLiteral("create rate, 8 clients, to N=%1").arg(n), rate, QStringLiteral("/s"),
+        QStringLiteral("bare bwrap, 8 parallel") + atN, bareRate, QStringLiteral(">= 100/s")});
     rows.append({QStringLiteral("daemon RSS") + atN, rss / 1024.0, QStringLiteral("MiB"), QStringLiteral("at N=1"),
         idleRss / 1024.0, QStringLiteral("<= 150 MiB")});
     rows.append({QStringLiteral("PSS per sandbox (daemon's descendants / N)"), pss / 1024.0 / n, QStringLiteral("MiB"),
