@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/BrokeredHttp.h"
 
+#include "util/HttpText.h"
+
 namespace airlock::net::http {
 
 namespace {
@@ -23,17 +25,6 @@ QByteArrayView trimmed(QByteArrayView s)
 }
 
 // Every CR is followed by LF and every LF follows a CR.
-bool onlyCrlf(QByteArrayView s)
-{
-    for (qsizetype i = 0; i < s.size(); ++i) {
-        if (s[i] == '\r' && (i + 1 >= s.size() || s[i + 1] != '\n'))
-            return false;
-        if (s[i] == '\n' && (i == 0 || s[i - 1] != '\r'))
-            return false;
-    }
-    return true;
-}
-
 Refusal refuse(int status, const QString &reason)
 {
     return Refusal{status, reason};
@@ -80,7 +71,7 @@ std::variant<qsizetype, Refusal, NeedMore> headEnd(QByteArrayView buffer, qsizet
                 QStringLiteral("the %1's head is larger than %2 KiB").arg(side.what).arg(kMaxHead / 1024));
         return NeedMore{};
     }
-    if (!onlyCrlf(buffer.first(end + 2)))
+    if (!airlock::http::onlyCrlf(buffer.first(end + 2)))
         return refuse(
             side.malformed, QStringLiteral("a line in the %1's head ends otherwise than with CRLF").arg(side.what));
     return end + 4;

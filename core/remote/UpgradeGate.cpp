@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "remote/UpgradeGate.h"
 
+#include "util/HttpText.h"
+
 namespace airlock::remote {
 
 namespace {
@@ -11,7 +13,7 @@ GateDecision refuse(int status, const QString &reason)
 
 Error malformed(const QString &what)
 {
-    return makeError(ErrorCode::ProtocolError, QStringLiteral("malformed upgrade request: %1").arg(what));
+    return makeError(ErrorCode::ProtocolError, QStringLiteral("malformed request head: %1").arg(what));
 }
 } // namespace
 
@@ -19,17 +21,22 @@ Result<UpgradeRequest> parseRequestHead(const QByteArray &head)
 {
     if (head.size() > kMaxRequestHead || !head.endsWith("\r\n\r\n"))
         return malformed(QStringLiteral("the head must end in a blank line within %1 bytes").arg(kMaxRequestHead));
+    // Strictly HTTP/1.1 as RFC 9112 writes it: every line ends in CRLF, no folded header lines, the
+    // version exactly (what a proxy in front reads otherwise can differ from what is read here).
+    if (!http::onlyCrlf(head))
+        return malformed(QStringLiteral("a line of the head ends otherwise than with CRLF (a bare CR or LF)"));
     const QList<QByteArray> lines = head.left(head.size() - 4).split('\n');
+    const auto withoutCr = [](const QByteArray &line) { return line.endsWith('\r') ? line.chopped(1) : line; };
     UpgradeRequest r;
-    const QList<QByteArray> requestLine = lines.constFirst().trimmed().split(' ');
-    if (requestLine.size() != 3 || !requestLine.at(2).startsWith("HTTP/1.1"))
-        return malformed(QStringLiteral("expected 'GET / HTTP/1.1'"));
+    const QList<QByteArray> requestLine = withoutCr(lines.constFirst()).split(' ');
+    if (requestLine.size() != 3 || requestLine.at(2) != "HTTP/1.1")
+        return malformed(QStringLiteral("expected 'METHOD TARGET HTTP/1.1' (HTTP/1.1 exactly)"));
     r.method = requestLine.at(0);
     r.target = requestLine.at(1);
     for (qsizetype i = 1; i < lines.size(); ++i) {
-        const QByteArray &line = lines.at(i);
-        if (!line.endsWith('\r') && i + 1 < lines.size())
-            return malformed(QStringLiteral("lines end in CRLF"));
+        const QByteArray line = withoutCr(lines.at(i));
+        if (line.startsWith(' ') || line.startsWith('\t'))
+            return malformed(QStringLiteral("a folded header line (obsolete)"));
         const qsizetype colon = line.indexOf(':');
         if (colon <= 0)
             return malformed(QStringLiteral("a header line without a name"));

@@ -51,6 +51,9 @@ private Q_SLOTS:
             head("GET /\r\nHost: x\r\n"), // no version
             head("GET / HTTP/1.1\r\nno colon here\r\n"),
             head(kGood + "X: " + QByteArray(kMaxRequestHead, 'a') + "\r\n"), // too long
+            head("GET / HTTP/1.1\r\nX: a\rUpgrade: websocket\r\n"), // a bare CR: two readings of the head
+            head("GET / HTTP/1.1\r\nX: a\r\n Upgrade: websocket\r\n"), // a folded line
+            head("GET / HTTP/1.10\r\nHost: x\r\n"), // not HTTP/1.1 exactly
         };
         for (const QByteArray &b : bad)
             QVERIFY2(!parseRequestHead(b), b.left(80).constData());
