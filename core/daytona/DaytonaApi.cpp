@@ -72,7 +72,6 @@ DaytonaApi::DaytonaApi(Options options, DaytonaStore &store, remote::Grant grant
     , m_options(std::move(options))
     , m_store(store)
     , m_grant(std::move(grant))
-    , m_tokenId(m_grant.tokenId)
     , m_client(client)
     , m_sessions([this](const Entry &entry, const QString &command, mcp::CallHooks hooks) {
         // A session command's output is kept by the session (hooks.output), not collected whole.
@@ -268,11 +267,11 @@ void DaytonaApi::create(const HttpRequest &request, const Reply &reply)
         return reply(HttpResponse::error(400, bad));
     if (const QString bad = envError(body.value(QStringLiteral("env")), QStringLiteral("env")); !bad.isEmpty())
         return reply(HttpResponse::error(400, bad));
-    if (m_store.entriesOf(m_tokenId).size() >= kMaxSandboxesPerKey)
+    if (m_store.entriesOf(m_grant.tokenId).size() >= kMaxSandboxesPerKey)
         return reply(HttpResponse::error(
             429, QStringLiteral("a key has at most %1 sandboxes: delete one first").arg(kMaxSandboxesPerKey)));
     Entry entry;
-    entry.tokenId = m_tokenId;
+    entry.tokenId = m_grant.tokenId;
     entry.labels = body.value(QStringLiteral("labels")).toObject();
     entry.env = body.value(QStringLiteral("env")).toObject();
     CreateSandboxRequest create;
@@ -350,9 +349,9 @@ void DaytonaApi::list(const HttpRequest &request, const Reply &reply)
             for (const QJsonValue &v : *listed)
                 byId.insert(v.toObject().value(QStringLiteral("id")).toString(), v.toObject());
             QJsonArray matching;
-            for (const Entry &e : m_store.entriesOf(m_tokenId)) {
+            for (const Entry &e : m_store.entriesOf(m_grant.tokenId)) {
                 if (!byId.contains(e.id)) { // deleted by a person meanwhile
-                    (void)m_store.remove(e.id);
+                    forget(e.id);
                     continue;
                 }
                 bool match = true;
@@ -382,7 +381,7 @@ void DaytonaApi::describe(const Entry &entry, const Reply &reply, int status)
                 return;
             if (!info) {
                 if (info.error().code == ErrorCode::NotFound)
-                    (void)m_store.remove(entry.id);
+                    forget(entry.id);
                 return reply(errorResponse(info.error()));
             }
             reply(HttpResponse::json(dto(entry, *info), status));
@@ -400,8 +399,9 @@ void DaytonaApi::update(Entry entry, const Reply &reply)
 void DaytonaApi::stop(Entry entry, const Reply &reply)
 {
     // What runs in it is ended, as Daytona's stop does; an ephemeral one (auto-delete 0) goes then.
+    if (!entry.stopped) // stopped again: its auto-delete still counts from the first stop
+        entry.stoppedAt = QDateTime::currentDateTimeUtc();
     entry.stopped = true;
-    entry.stoppedAt = QDateTime::currentDateTimeUtc();
     m_sessions.forget(entry.id);
     for (const QPointer<mcp::ExecCall> &exec : std::as_const(m_execs))
         if (exec && exec->requestedSandbox() == entry.id)
@@ -417,7 +417,7 @@ void DaytonaApi::sweep()
     // running, deleted that long after being stopped.
     const QDateTime now = QDateTime::currentDateTimeUtc();
     const qint64 nowMs = now.toMSecsSinceEpoch();
-    for (const Entry &entry : m_store.entriesOf(m_tokenId)) {
+    for (const Entry &entry : m_store.entriesOf(m_grant.tokenId)) {
         bool running = false;
         for (const QPointer<mcp::ExecCall> &exec : std::as_const(m_execs))
             running = running || (exec && exec->requestedSandbox() == entry.id);
@@ -438,8 +438,7 @@ void DaytonaApi::remove(const Entry &entry, const Reply &reply)
                 return;
             if (!deleted && deleted.error().code != ErrorCode::NotFound)
                 return reply(errorResponse(deleted.error()));
-            (void)m_store.remove(entry.id);
-            m_sessions.forget(entry.id);
+            forget(entry.id);
             QJsonObject gone = dto(entry, {{QStringLiteral("state"), QStringLiteral("destroyed")}});
             reply(HttpResponse::json(gone));
         });
@@ -521,14 +520,18 @@ void DaytonaApi::watch(const QString &sandbox)
     }
 }
 
+void DaytonaApi::forget(const QString &sandbox)
+{
+    (void)m_store.remove(sandbox);
+    m_sessions.forget(sandbox);
+    m_watched.remove(sandbox);
+    m_lastActive.remove(sandbox);
+}
+
 void DaytonaApi::onEvent(const Event &event)
 {
     if (event.kind == event::SandboxDeleted && m_watched.contains(event.sandbox)) {
-        // Deleted by the person (or its daemon): its sessions and its record go with it.
-        m_sessions.forget(event.sandbox);
-        m_watched.remove(event.sandbox);
-        if (find(event.sandbox))
-            (void)m_store.remove(event.sandbox);
+        forget(event.sandbox); // deleted by the person (or its daemon)
     }
     const auto execs = m_execs; // a call that finishes may be deleted later, never during this
     if (event.kind == event::ApprovalRequested || event.kind == event::ApprovalDecided) {

@@ -83,14 +83,14 @@ private:
     // Creates each missing folder on the way to `path` (a workspace path), then calls done.
     void makeParents(const QString &sandbox, const QString &path, std::function<void(Status)> done);
     QJsonObject dto(const Entry &entry, const QJsonObject &sandbox) const;
-    std::optional<Entry> find(const QString &idOrName) const { return m_store.find(m_tokenId, idOrName); }
+    std::optional<Entry> find(const QString &idOrName) const { return m_store.find(m_grant.tokenId, idOrName); }
+    void forget(const QString &sandbox); // it is gone: its record, sessions and activity go
     void onEvent(const Event &event);
     void watch(const QString &sandbox); // subscribed to its events, once
 
     Options m_options;
     DaytonaStore &m_store;
     remote::Grant m_grant;
-    QString m_tokenId;
     DaemonClient &m_client;
     QList<QPointer<mcp::ExecCall>> m_execs;
     QSet<QString> m_watched; // sandboxes whose events this connection subscribed to

@@ -28,6 +28,10 @@ constexpr qint64 kMaxBufferedTotal = 1024LL * 1024 * 1024; // of all requests be
 constexpr int kRevocationCheckMs = 1000;
 constexpr qint64 kMaxStreamBacklog = 4LL * 1024 * 1024; // unread bytes of a followed log
 constexpr int kStreamStallMs = 30'000; // a follower whose unread bytes do not go down for this long
+// A followed log goes in WebSocket messages of at most this size: the SDK spreads each message's
+// bytes into a function call's arguments (Stream.js, `buf.push(...chunk)`), which overflows
+// Node's stack past some hundred thousand.
+constexpr qsizetype kStreamMessage = 32 * 1024;
 constexpr int kMaxPerKey = 64; // requests of one key being answered (followed logs included)
 constexpr qsizetype kMaxQueued = 256; // requests of one key waiting for its connection to the daemon
 
@@ -355,7 +359,8 @@ void DaytonaListener::handOver(KeySession *session, Connection *c, const HttpReq
                 }
                 if (!conn->deadline->isActive())
                     conn->deadline->start(kStreamStallMs);
-                socket->write(webSocketFrame(bytes));
+                for (qsizetype at = 0; at < bytes.size(); at += kStreamMessage)
+                    socket->write(webSocketFrame(bytes.mid(at, kStreamMessage)));
             },
             [socket] {
                 if (!socket)

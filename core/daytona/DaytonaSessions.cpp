@@ -2,6 +2,7 @@
 #include "daytona/DaytonaSessions.h"
 
 #include "daytona/DaytonaApi.h"
+#include "daytona/DaytonaInternal.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -28,7 +29,6 @@ struct DaytonaSessions::Command {
     std::optional<int> exitCode;
     QList<Chunk> chunks; // what is kept of its output, in order
     qsizetype kept = 0;
-    bool dropped = false; // some of its output is not kept (past its share, or made room for others)
     // How much more of its output may be kept now (the key's budget; null once it is not counted).
     std::function<qsizetype(qsizetype)> reserve;
     Cancel cancel;
@@ -36,13 +36,15 @@ struct DaytonaSessions::Command {
 
     void add(int stream, QByteArrayView bytes)
     {
-        const QByteArray chunk = (stream == 2 ? kStderrMarker : kStdoutMarker) + bytes.toByteArray();
-        const auto following = followers; // one that fails leaves the list
-        for (const auto &f : following)
-            f->write(chunk);
-        const qsizetype room = reserve ? reserve(std::min(kMaxKept - kept, bytes.size())) : 0;
-        if (room < bytes.size())
-            dropped = true;
+        if (!followers.isEmpty()) {
+            const QByteArray chunk = (stream == 2 ? kStderrMarker : kStdoutMarker) + bytes.toByteArray();
+            const auto following = followers; // one that fails leaves the list
+            for (const auto &f : following)
+                f->write(chunk);
+        }
+        if (kept >= kMaxKept || !reserve)
+            return;
+        const qsizetype room = reserve(std::min(kMaxKept - kept, bytes.size()));
         if (room <= 0)
             return;
         if (!chunks.isEmpty() && chunks.last().stream == stream)
@@ -66,7 +68,6 @@ struct DaytonaSessions::Command {
     qsizetype release() // forgets its output; how much that was
     {
         chunks.clear();
-        dropped = dropped || kept > 0;
         return std::exchange(kept, 0);
     }
     void finish(int code)
@@ -123,15 +124,18 @@ void DaytonaSessions::end(Session &session)
 
 qsizetype DaytonaSessions::reserve(qsizetype wanted)
 {
-    // Room is made by forgetting the output of the oldest finished commands of this key.
-    for (auto &sandbox : m_sessions)
-        for (Session &session : sandbox)
-            for (const auto &c : std::as_const(session.commands)) {
-                if (m_kept + wanted <= kKeyBudget)
-                    break;
-                if (c->exitCode && c->kept > 0)
-                    m_kept -= c->release();
-            }
+    // Room is made by forgetting the output of the oldest finished commands of this key (those
+    // started first); commands gone or forgotten leave the list on the way.
+    for (auto it = m_commands.begin(); m_kept + wanted > kKeyBudget && it != m_commands.end();) {
+        const auto c = it->lock();
+        if (c && !c->exitCode) {
+            ++it;
+            continue;
+        }
+        if (c)
+            m_kept -= c->release();
+        it = m_commands.erase(it);
+    }
     const qsizetype granted = std::clamp<qsizetype>(kKeyBudget - m_kept, 0, wanted);
     m_kept += granted;
     return granted;
@@ -173,8 +177,10 @@ DaytonaSessions::Cancel DaytonaSessions::handle(const DaytonaStore::Entry &entry
         }
         if (method != "POST")
             return reply(HttpResponse::error(405, QStringLiteral("/process/session takes GET and POST"))), Cancel{};
-        const QJsonObject body = QJsonDocument::fromJson(request.body).object();
-        const QString id = body.value(QStringLiteral("sessionId")).toString();
+        const auto body = internal::jsonBody(request);
+        if (!body)
+            return reply(errorResponse(body.error())), Cancel{};
+        const QString id = body->value(QStringLiteral("sessionId")).toString();
         static const QRegularExpression valid(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"));
         if (!valid.match(id).hasMatch())
             return reply(HttpResponse::error(400, QStringLiteral("sessionId is 1 to 128 of A-Z a-z 0-9 . _ -"))),
@@ -252,11 +258,14 @@ DaytonaSessions::Cancel DaytonaSessions::handle(const DaytonaStore::Entry &entry
 void DaytonaSessions::execute(
     const DaytonaStore::Entry &entry, Session &session, const HttpRequest &request, const Reply &reply, Cancel *cancel)
 {
-    const QJsonObject body = QJsonDocument::fromJson(request.body).object();
-    const QString text = body.value(QStringLiteral("command")).toString();
+    const auto body = internal::jsonBody(request);
+    if (!body)
+        return reply(errorResponse(body.error()));
+    const QString text = body->value(QStringLiteral("command")).toString();
     if (text.trimmed().isEmpty())
         return reply(HttpResponse::error(400, QStringLiteral("command is required")));
-    const bool async = body.value(QStringLiteral("runAsync")).toBool() || body.value(QStringLiteral("async")).toBool();
+    const bool async
+        = body->value(QStringLiteral("runAsync")).toBool() || body->value(QStringLiteral("async")).toBool();
     // Room for it: the oldest finished commands (and their logs) go.
     for (qsizetype i = 0; session.commands.size() >= kMaxCommands && i < session.commands.size();) {
         const auto &c = session.commands.at(i);
@@ -276,6 +285,9 @@ void DaytonaSessions::execute(
     command->command = text;
     command->reserve = [this](qsizetype wanted) { return reserve(wanted); };
     session.commands.append(command);
+    m_commands.append(command);
+    if (m_commands.size() % 1024 == 0) // those forgotten by now go, now and then
+        m_commands.removeIf([](const std::weak_ptr<Command> &c) { return c.expired(); });
     mcp::CallHooks hooks;
     hooks.output = [weak = std::weak_ptr(command)](int stream, QByteArrayView bytes) {
         if (auto c = weak.lock())

@@ -26,7 +26,7 @@ struct CommandOutcome {
 // its own, so that the command rules judge every command (one shell kept between them would hide
 // them from the rules): it runs in /workspace with the sandbox's environment, and `cd` or `export`
 // do not carry over to the next. The first MiB of a command's output is kept for its logs (64 MiB
-// for all of a key's, the oldest finished commands' forgotten first) and all of it is sent as it
+// for all of a key's, the finished commands started first forgotten first) and all of it is sent as it
 // comes to whoever follows them (the SDK's WebSocket, each chunk after its stream's
 // marker: 01 01 01 for stdout, 02 02 02 for stderr).
 class DaytonaSessions {
@@ -64,6 +64,7 @@ private:
 
     Launch m_launch;
     qsizetype m_kept = 0; // output kept for all commands
+    QList<std::weak_ptr<Command>> m_commands; // in the order they started: whose output goes first
     QHash<QString, QHash<QString, Session>> m_sessions; // sandbox id → session id → session
 };
 

@@ -5,7 +5,6 @@
 #include "client/DaemonApi.h"
 #include "daytona/DaytonaInternal.h"
 #include "daytona/Multipart.h"
-#include "mcp/ExecCall.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

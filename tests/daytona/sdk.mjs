@@ -96,7 +96,7 @@ assert.equal(netted.networkAllowList, 'allowed.test');
 assert.equal(netted.networkBlockAll, false);
 const web = process.env.WEB_PORT;
 const fetched = await netted.process.executeCommand(`curl -sS -m 10 http://allowed.test:${web}/ok.txt`);
-assert.equal(fetched.result, 'airlock-ok\n');
+assert.equal(fetched.result, 'daytona-web GET /ok.txt\n');
 const elsewhere = await netted.process.executeCommand(`curl -sS -m 10 -o /dev/null -w '%{http_code}' http://elsewhere.test:${web}/ok.txt`);
 assert.equal(elsewhere.result, '403');
 await netted.delete();
@@ -136,6 +136,10 @@ const waited = await other.process.executeSessionCommand('work', { command: 'ech
 assert.equal(waited.exitCode, 0);
 assert.equal(waited.stdout, 'one\n');
 assert.equal(waited.stderr, 'two\n');
+// Each command is an execution of its own (the rules judge each): cd and export do not carry over.
+await other.process.executeSessionCommand('work', { command: 'cd /tmp; export CARRIED=1' });
+const fresh = await other.process.executeSessionCommand('work', { command: 'pwd; echo "[$CARRIED]"' });
+assert.equal(fresh.stdout, '/workspace\n[]\n');
 const started = await other.process.executeSessionCommand('work', {
   command: 'for i in 1 2 3; do echo tick $i; sleep 0.3; done; echo bad >&2; exit 4', runAsync: true });
 assert.ok(started.cmdId);
@@ -151,9 +155,12 @@ const logs = await other.process.getSessionCommandLogs('work', started.cmdId);
 assert.equal(logs.stdout, 'tick 1\ntick 2\ntick 3\n');
 assert.equal(logs.stderr, 'bad\n');
 // What a session keeps of a command's output is its first MiB (all of it goes to a follower).
-const loud = await other.process.executeSessionCommand('work', { command: 'yes | head -c 3000000' });
-assert.equal(loud.exitCode, 0);
-assert.equal(loud.stdout.length, 1 << 20);
+const counted = Array.from({ length: 500000 }, (_, i) => `${i + 1}\n`).join(''); // 3.4 MB
+const loud = await other.process.executeSessionCommand('work', { command: 'sleep 1; seq 1 500000', runAsync: true });
+const followed = [];
+await other.process.getSessionCommandLogs('work', loud.cmdId, (chunk) => followed.push(chunk), () => {});
+assert.ok(followed.join('') === counted, `a follower got ${followed.join('').length} of ${counted.length} bytes`);
+assert.equal((await other.process.getSessionCommandLogs('work', loud.cmdId)).stdout, counted.slice(0, 1 << 20));
 // A command the rules refuse, on its own: it ends with 126 and Airlock's reason on stderr.
 const refusedAsync = await other.process.executeSessionCommand('work', { command: 'rm -r /workspace/bin', runAsync: true });
 let refusedCommand;
@@ -163,13 +170,19 @@ for (let i = 0; i < 50 && refusedCommand?.exitCode === undefined; ++i) {
 }
 assert.equal(refusedCommand.exitCode, 126);
 assert.match((await other.process.getSessionCommandLogs('work', refusedAsync.cmdId)).stderr, /rule 'rm -r'/);
-assert.deepEqual((await other.process.getSession('work')).commands.map((c) => c.exitCode), [0, 4, 0, 126]);
+assert.deepEqual((await other.process.getSession('work')).commands.map((c) => c.exitCode), [0, 0, 0, 4, 0, 126]);
 await other.process.deleteSession('work');
 await assert.rejects(other.process.getSession('work'), (e) => e instanceof DaytonaNotFoundError);
 
 // Intervals are recorded and reported; an ephemeral sandbox (auto-delete 0) goes when it stops.
+// None by default (an idle Airlock sandbox costs nothing).
+assert.equal(other.autoStopInterval, 0);
+assert.equal(other.autoDeleteInterval, -1);
 await other.setAutostopInterval(30);
-assert.equal((await daytona.get(other.id)).autoStopInterval, 30);
+await other.setAutoDeleteInterval(90);
+const intervals = await daytona.get(other.id);
+assert.equal(intervals.autoStopInterval, 30);
+assert.equal(intervals.autoDeleteInterval, 90);
 const ephemeral = await daytona.create({ ephemeral: true });
 assert.equal(ephemeral.autoDeleteInterval, 0);
 await ephemeral.stop();
