@@ -9,7 +9,6 @@
 
 #include <QDir>
 #include <QElapsedTimer>
-#include <QTcpServer>
 #include <QTcpSocket>
 #include <QTest>
 
@@ -143,11 +142,8 @@ private Q_SLOTS:
         for (const char *key : {"host", "other-host", "user", "stranger"})
             QVERIFY2(keygen(path(QLatin1String(key))), key);
         QVERIFY(QFile::copy(path(QStringLiteral("user.pub")), path(QStringLiteral("authorized_keys"))));
-        {
-            QTcpServer probe; // a free port, given back for sshd
-            QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
-            m_port = probe.serverPort();
-        }
+        m_port = freeLoopbackPort(); // given back, for sshd
+        QVERIFY(m_port != 0);
         m_url = QStringLiteral("ssh://root@127.0.0.1:%1").arg(m_port);
 
         // The session's environment (SetEnv) leads `airlockd --stdio` over there to the remote daemon.

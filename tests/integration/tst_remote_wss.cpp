@@ -16,7 +16,6 @@
 #include <QNetworkRequest>
 #include <QSslKey>
 #include <QSslSocket>
-#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
@@ -293,10 +292,8 @@ private Q_SLOTS:
         trusting.setCaCertificates({QSslCertificate(certFile.readAll())});
         QSslConfiguration::setDefaultConfiguration(trusting);
         // The impostor: OpenSSL's own TLS 1.3 server, printing whatever a client sends it.
-        QTcpServer probe;
-        QVERIFY(probe.listen(QHostAddress::LocalHost));
-        const quint16 port = probe.serverPort();
-        probe.close();
+        const quint16 port = freeLoopbackPort();
+        QVERIFY(port != 0);
         QProcess impostor;
         impostor.setWorkingDirectory(dir.path());
         impostor.start(QStringLiteral("openssl"),

@@ -462,36 +462,37 @@ QString UnprivilegedDaemon::dataDir() const
     return m_home.filePath(QStringLiteral("data/airlock"));
 }
 
+std::unique_ptr<QProcess> UnprivilegedDaemon::startAsUser(const QString &program, const QStringList &args) const
+{
+    auto p = std::make_unique<QProcess>();
+    p->setProcessEnvironment(m_env);
+    p->start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QLatin1Char('/') + program) + args);
+    return p;
+}
+
+std::pair<int, QByteArray> UnprivilegedDaemon::runAsUser(
+    const QString &program, const QStringList &args, const QByteArray &stdinData) const
+{
+    const auto p = startAsUser(program, args);
+    p->write(stdinData);
+    p->closeWriteChannel();
+    p->waitForFinished(30000);
+    return {p->exitCode(), p->readAllStandardOutput() + p->readAllStandardError()};
+}
+
 std::pair<int, QByteArray> UnprivilegedDaemon::airlockd(const QStringList &args) const
 {
-    QProcess p;
-    p.setProcessEnvironment(m_env);
-    p.start(QStringLiteral("setpriv"), asUnprivileged(binDir() + QStringLiteral("/airlockd")) + args);
-    p.waitForFinished(30000);
-    return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
+    return runAsUser(QStringLiteral("airlockd"), args, {});
 }
 
 std::pair<int, QByteArray> UnprivilegedDaemon::ctl(const QStringList &args, const QByteArray &stdinData) const
 {
-    QProcess p;
-    p.setProcessEnvironment(m_env);
-    p.start(QStringLiteral("setpriv"),
-        asUnprivileged(binDir() + QStringLiteral("/airlockctl")) + QStringList{QStringLiteral("--no-autostart")}
-            + args);
-    p.write(stdinData);
-    p.closeWriteChannel();
-    p.waitForFinished(30000);
-    return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
+    return runAsUser(QStringLiteral("airlockctl"), QStringList{QStringLiteral("--no-autostart")} + args, stdinData);
 }
 
 std::unique_ptr<QProcess> UnprivilegedDaemon::startCtl(const QStringList &args) const
 {
-    auto p = std::make_unique<QProcess>();
-    p->setProcessEnvironment(m_env);
-    p->start(QStringLiteral("setpriv"),
-        asUnprivileged(binDir() + QStringLiteral("/airlockctl")) + QStringList{QStringLiteral("--no-autostart")}
-            + args);
-    return p;
+    return startAsUser(QStringLiteral("airlockctl"), QStringList{QStringLiteral("--no-autostart")} + args);
 }
 
 QString UnprivilegedDaemon::file(const QString &name, const QByteArray &content) const

@@ -129,6 +129,11 @@ public:
     QString file(const QString &name, const QByteArray &content) const;
 
 private:
+    // PROGRAM (of this build's bin) ARGS as the user, started; run to its end with stdinData.
+    std::unique_ptr<QProcess> startAsUser(const QString &program, const QStringList &args) const;
+    std::pair<int, QByteArray> runAsUser(
+        const QString &program, const QStringList &args, const QByteArray &stdinData) const;
+
     QTemporaryDir m_home;
     QProcessEnvironment m_env;
     QProcess m_process;
