@@ -126,25 +126,29 @@ inline QStringList usrOnlyBwrapArgs()
 }
 
 // `count` bare bubblewrap runs, `parallel` at a time: how many sandboxes per second this kernel
-// starts at most, with what is on the host at the time.
+// starts at most, with what is on the host at the time; -1 if a run did not start or failed.
 inline double bareBwrapRate(int count, int parallel)
 {
     const QStringList args = bareBwrapArgs();
     QElapsedTimer t;
     t.start();
     QList<pid_t> running;
-    int launched = 0;
+    int launched = 0, failed = 0;
     while (launched < count || !running.isEmpty()) {
         while (launched < count && running.size() < parallel) {
             if (const pid_t pid = spawnQuiet(args); pid > 0)
                 running.append(pid);
+            else
+                ++failed;
             ++launched;
         }
-        if (running.isEmpty())
-            break;
-        running.removeAll(::waitpid(-1, nullptr, 0));
+        // Only its own runs are waited for (not the daemon a bench started, say): the oldest.
+        int status = 0;
+        if (!running.isEmpty()
+            && (::waitpid(running.takeFirst(), &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
+            ++failed;
     }
-    return count / (double(t.nsecsElapsed()) / 1e9);
+    return failed ? -1 : count / (double(t.nsecsElapsed()) / 1e9);
 }
 
 // A field of /proc/PID/status ("VmRSS:") or smaps_rollup ("Pss:"), in KiB.
